@@ -1,0 +1,153 @@
+"""The error tree and how an error points at the user's source.
+
+Every mistake a user can make raises a subclass of `FusedslError`.  The message
+names the user's file:line (or, for text IR, line:column with a caret), shows the
+offending line and says what to do.  No fusedsl file name ever appears in a
+message; `strip_internal_frames` removes fusedsl frames from a traceback so the
+user sees their own code (tests check both).
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A position in the user's source: file and 1-based line (0 = unknown)."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+UNKNOWN_LOC = Loc("<unknown>", 0)
+
+
+class FusedslError(Exception):
+    """Base of every error fusedsl raises for a user mistake.
+
+    `message` says what is wrong, `hint` what to do; `loc` is the user's line.
+    """
+
+    def __init__(self, message: str, *, loc: Loc | None = None, hint: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = []
+        if self.loc is not None and self.loc.line > 0:
+            parts.append(f"{self.loc}: {self.message}")
+            snippet = source_snippet(self.loc)
+            if snippet:
+                parts.append(snippet)
+        else:
+            parts.append(self.message)
+        if self.hint:
+            parts.append(f"  hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class TraceError(FusedslError):
+    """A mistake found while tracing the user's function."""
+
+
+class ShapeError(TraceError):
+    """Shapes that do not fit together (broadcasting, matmul, reshape...)."""
+
+
+class DTypeError(TraceError):
+    """A dtype the op or the target does not support."""
+
+
+class ControlFlowError(TraceError):
+    """Python control flow that depends on a traced tensor's value."""
+
+
+class ArgumentError(TraceError):
+    """Wrong number or kind of arguments to a kernel or an op."""
+
+
+class IRParseError(FusedslError):
+    """Malformed text IR; the message shows line:column and a caret."""
+
+
+class VerifyError(FusedslError):
+    """IR that breaks an invariant (SSA, types).  Raised by the verifier."""
+
+
+class ScheduleError(FusedslError):
+    """A kernel that cannot be scheduled: UB overflow, single-kernel request..."""
+
+
+class TargetError(FusedslError):
+    """An unknown target or a feature the target does not have."""
+
+
+class AscendCCompileError(FusedslError):
+    """g++ rejected Ascend C source (the compiler's output is in the message)."""
+
+
+class AscendCCheckError(FusedslError):
+    """The CPU implementation of the Ascend C API found a broken hardware rule."""
+
+
+class CacheError(FusedslError):
+    """A compile-cache entry could not be read or written."""
+
+
+def source_snippet(loc: Loc) -> str:
+    """The user's line in rustc style, or '' when the file cannot be read."""
+    text = linecache.getline(loc.file, loc.line).rstrip("\n")
+    if not text:
+        return ""
+    gutter = str(loc.line)
+    pad = " " * len(gutter)
+    return f"{pad} |\n{gutter} | {text}\n{pad} |"
+
+
+def caret_snippet(text: str, line: int, column: int) -> str:
+    """Line `line` of `text` with a caret under 1-based `column`."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return ""
+    src = lines[line - 1]
+    return f"  {src}\n  {' ' * max(column - 1, 0)}^"
+
+
+def is_internal_file(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+
+
+def user_frame(skip_internal: bool = True) -> Loc:
+    """The innermost stack frame outside the fusedsl package: the user's line."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not (skip_internal and is_internal_file(filename)) and not filename.startswith("<frozen"):
+            return Loc(filename, frame.f_lineno)
+        frame = frame.f_back
+    return UNKNOWN_LOC
+
+
+def strip_internal_frames(tb):
+    """Drop fusedsl frames from a traceback chain (user frames keep their order)."""
+    kept = []
+    while tb is not None:
+        if not is_internal_file(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    for first, second in zip(kept, kept[1:]):
+        first.tb_next = second
+    if kept:
+        kept[-1].tb_next = None
+        return kept[0]
+    return None

@@ -1,0 +1,470 @@
+"""The user-facing ops (`fs.exp`, `fs.softmax`, ...).  Names follow numpy.
+
+Each function takes traced Tensors and Python scalars and appends IR through the
+active trace.  Promotion and implicit casts happen here so that the IR's
+primitive ops see operands of one dtype (see dtypes.py for the rules).  Called on
+plain numpy arrays outside a kernel, an op runs eagerly on the reference
+interpreter, which is handy in a notebook.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import ArgumentError, DTypeError, ShapeError, TraceError, user_frame
+from ..ir.builder import Builder
+from ..ir.core import Module, TensorType
+from ..ir.shapes import fmt_shape, normalize_axes
+from .tracing import Tensor, Trace, find_trace, is_python_scalar, python_scalar
+
+
+# ---- eager mode ----------------------------------------------------------------
+def _op(fn):
+    """Run `fn` in the active trace, or eagerly on numpy inputs when there is none."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if find_trace(*args, *kwargs.values()) is not None:
+            return fn(*args, **kwargs)
+        return _eager(fn, args, kwargs)
+    return wrapper
+
+
+def _eager(fn, args, kwargs):
+    from ..reference import run_module
+    builder = Builder(fn.__name__, user_frame())
+    trace = Trace(builder)
+    inputs = []
+
+    def wrap(x):
+        if isinstance(x, (list, tuple)) and x and not builtins.all(is_python_scalar(v) for v in x):
+            return type(x)(wrap(v) for v in x)
+        if isinstance(x, (np.ndarray, list, tuple)):
+            arr = np.asarray(x)
+            dtype = to_dtype(arr.dtype)
+            inputs.append(arr)
+            return Tensor(builder.param(TensorType(arr.shape, dtype), f"x{len(inputs)}"), trace)
+        return x
+
+    out = fn(*[wrap(a) for a in args], **{k: wrap(v) for k, v in kwargs.items()})
+    outs = out if isinstance(out, tuple) else (out,)
+    module = Module((builder.finish([o.value for o in outs]),))
+    results = run_module(module, inputs)
+    return results if isinstance(out, tuple) else results[0]
+
+
+# ---- dtype helpers -------------------------------------------------------------
+def to_dtype(x) -> dt.DType:
+    try:
+        return dt.to_dtype(x)
+    except KeyError:
+        hint = "convert with .astype(np.float32)" if str(x) == "float64" else None
+        raise DTypeError(f"dtype {x} is not supported; fusedsl supports {dt.supported_names()}",
+                         loc=user_frame(), hint=hint) from None
+
+
+def _trace_of(*args) -> Trace:
+    trace = find_trace(*args)
+    if trace is None:
+        raise ArgumentError("this op needs at least one traced tensor", loc=user_frame())
+    return trace
+
+
+def _check_operand(x, what="operand"):
+    if isinstance(x, Tensor) or is_python_scalar(x):
+        return
+    if isinstance(x, np.ndarray):
+        raise TraceError("a numpy array from outside the kernel was used inside it",
+                         loc=user_frame(), hint="pass the array as an argument of the kernel")
+    raise ArgumentError(f"{what} of type {type(x).__name__} is not a tensor or a Python number",
+                        loc=user_frame())
+
+
+def cast(x, dtype) -> Tensor:
+    """`x.astype(dtype)`: float->int truncates toward zero; anything->bool is `x != 0`."""
+    dtype = to_dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    return x.trace.emit("cast", [x], {"dtype": dtype.name})
+
+
+astype = cast
+
+
+def _as_tensor(x, like: dt.DType, trace: Trace) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    value = python_scalar(x)
+    return trace.constant(value, dt.scalar_dtype(value, like))
+
+
+def _promote_pair(a, b, float_only=False):
+    """Two operands as Tensors of one dtype (weak Python scalars take the tensor's dtype)."""
+    _check_operand(a)
+    _check_operand(b)
+    trace = _trace_of(a, b)
+    if not isinstance(a, Tensor):
+        a = _as_tensor(a, b.dtype if not float_only or b.dtype.is_float else dt.float32, trace)
+    if not isinstance(b, Tensor):
+        b = _as_tensor(b, a.dtype if not float_only or a.dtype.is_float else dt.float32, trace)
+    common = dt.promote(a.dtype, b.dtype)
+    if float_only and not common.is_float:
+        common = dt.float32
+    return cast(a, common), cast(b, common), trace
+
+
+def _binary(name, float_only=False):
+    def op(a, b):
+        a, b, trace = _promote_pair(a, b, float_only)
+        if name in _NUMERIC_ONLY and a.dtype == dt.bool_:
+            raise DTypeError(f"{_PUBLIC[name]} is not defined on bool tensors", loc=user_frame(),
+                             hint="cast first, e.g. x.astype(fs.int32)")
+        return trace.emit(name, [a, b])
+    op.__name__ = _PUBLIC[name]
+    return _op(op)
+
+
+_PUBLIC = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum",
+           "minimum": "minimum", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+           "eq": "equal", "ne": "not_equal"}
+_NUMERIC_ONLY = {"add", "sub", "mul", "maximum", "minimum"}
+
+add = _binary("add")
+subtract = _binary("sub")
+multiply = _binary("mul")
+divide = _binary("div", float_only=True)
+true_divide = divide
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+less = _binary("lt")
+less_equal = _binary("le")
+greater = _binary("gt")
+greater_equal = _binary("ge")
+equal = _binary("eq")
+not_equal = _binary("ne")
+
+
+def _unary(name, float_only=False, public=None):
+    def op(x):
+        _check_operand(x)
+        if not isinstance(x, Tensor):
+            raise ArgumentError(f"fs.{public or name} needs a tensor, got a Python number", loc=user_frame())
+        if float_only and not x.dtype.is_float:
+            x = cast(x, dt.float32)
+        if not float_only and x.dtype == dt.bool_:
+            raise DTypeError(f"fs.{public or name} is not defined on bool tensors", loc=user_frame(),
+                             hint="cast first, e.g. x.astype(fs.int32)")
+        return x.trace.emit(name, [x])
+    op.__name__ = public or name
+    return _op(op)
+
+
+abs = _unary("abs")
+absolute = abs
+negative = _unary("neg", public="negative")
+square = _unary("square")
+relu = _unary("relu")
+exp = _unary("exp", True)
+log = _unary("log", True)
+sqrt = _unary("sqrt", True)
+rsqrt = _unary("rsqrt", True)
+reciprocal = _unary("reciprocal", True)
+sigmoid = _unary("sigmoid", True)
+tanh = _unary("tanh", True)
+gelu = _unary("gelu", True)
+silu = _unary("silu", True)
+
+
+@_op
+def leaky_relu(x, alpha=0.01):
+    """max(x, 0) + alpha * min(x, 0).  A Python alpha is baked in; a traced one is an input."""
+    _check_operand(x)
+    if not x.dtype.is_float:
+        x = cast(x, dt.float32)
+    if isinstance(alpha, Tensor):
+        return where(x >= 0, x, x * alpha)
+    if not is_python_scalar(alpha):
+        raise ArgumentError(f"leaky_relu alpha must be a number or fs.scalar, got {type(alpha).__name__}",
+                            loc=user_frame())
+    return x.trace.emit("leaky_relu", [x], {"alpha": float(python_scalar(alpha))})
+
+
+@_op
+def power(x, p):
+    """x ** p for the exponents the hardware has a direct op for."""
+    if not is_python_scalar(p):
+        raise ArgumentError("only constant exponents are supported in x ** p", loc=user_frame())
+    p = python_scalar(p)
+    table = {2: square, 1: lambda v: v, 0.5: sqrt, -1: reciprocal, -0.5: rsqrt}
+    if p == 3:
+        return square(x) * x
+    if p not in table:
+        raise ArgumentError(f"x ** {p} is not supported", loc=user_frame(),
+                            hint="use exponents 0.5, -0.5, -1, 1, 2 or 3, or fs.exp(p * fs.log(x))")
+    return table[p](x)
+
+
+@_op
+def where(cond, a, b):
+    """numpy.where: elements of a where cond is true, else of b (cond is x != 0 if not bool)."""
+    for v in (cond, a, b):
+        _check_operand(v)
+    trace = _trace_of(cond, a, b)
+    if not isinstance(cond, Tensor):
+        cond = trace.constant(bool(python_scalar(cond)), dt.bool_)
+    if cond.dtype != dt.bool_:
+        cond = not_equal(cond, 0)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = trace.constant(python_scalar(a), dt.default_scalar_dtype(python_scalar(a)))
+    a, b, _ = _promote_pair(a, b)
+    return trace.emit("where", [cond, a, b])
+
+
+# ---- reductions ----------------------------------------------------------------
+def _reduce(name):
+    def op(x, axis=None, keepdims=False):
+        _check_operand(x)
+        if not isinstance(x, Tensor):
+            raise ArgumentError(f"fs.{name} needs a tensor", loc=user_frame())
+        try:
+            axes = normalize_axes(axis, x.ndim)
+        except Exception as exc:
+            raise ArgumentError(getattr(exc, "message", str(exc)), loc=user_frame()) from None
+        if name == "mean" and not x.dtype.is_float:
+            x = cast(x, dt.float32)
+        if name == "sum" and x.dtype == dt.bool_:
+            x = cast(x, dt.int32)
+        if not axes:
+            return x
+        return x.trace.emit(name, [x], {"axes": list(axes), "keepdims": bool(keepdims)})
+    op.__name__ = name
+    return _op(op)
+
+
+sum = _reduce("sum")
+mean = _reduce("mean")
+max = _reduce("max")
+min = _reduce("min")
+amax = max
+amin = min
+
+
+# ---- shape ops ------------------------------------------------------------------
+@_op
+def reshape(x, shape):
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = list(shape)
+    unknown = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
+    if len(unknown) > 1:
+        raise ShapeError("reshape: only one dimension can be -1", loc=user_frame())
+    if unknown:
+        total, known = x.size, 1
+        for d in shape:
+            if d != -1:
+                known *= d
+        if known == 0 or total % known:
+            raise ShapeError(f"cannot reshape {fmt_shape(x.shape)} into {fmt_shape(tuple(shape))}",
+                             loc=user_frame(), hint="the product of the new shape must equal the old one")
+        shape[unknown[0]] = total // known
+    if tuple(shape) == x.shape:
+        return x
+    return x.trace.emit("reshape", [x], {"shape": shape})
+
+
+@_op
+def broadcast_to(x, shape):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if shape == x.shape:
+        return x
+    return x.trace.emit("broadcast_to", [x], {"shape": list(shape)})
+
+
+@_op
+def transpose(x, axes=None):
+    perm = list(range(x.ndim))[::-1] if axes is None else [int(a) % builtins.max(x.ndim, 1) for a in axes]
+    if perm == list(range(x.ndim)):
+        return x
+    return x.trace.emit("transpose", [x], {"perm": perm})
+
+
+def permute_dims(x, axes=None):
+    return transpose(x, axes)
+
+
+@_op
+def concatenate(xs, axis=0):
+    xs = list(xs)
+    if not xs:
+        raise ArgumentError("concatenate needs at least one tensor", loc=user_frame())
+    for v in xs:
+        if not isinstance(v, Tensor):
+            raise ArgumentError("concatenate takes a sequence of tensors", loc=user_frame())
+    common = xs[0].dtype
+    for v in xs[1:]:
+        common = dt.promote(common, v.dtype)
+    xs = [cast(v, common) for v in xs]
+    rank = xs[0].ndim
+    if not -rank <= axis < rank:
+        raise ArgumentError(f"concatenate axis {axis} is out of range for rank {rank}", loc=user_frame())
+    if len(xs) == 1:
+        return xs[0]
+    return xs[0].trace.emit("concatenate", xs, {"axis": axis % rank})
+
+
+def getitem(x: Tensor, index) -> Tensor:
+    """Static basic indexing: ints, slices with positive steps, Ellipsis and None."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    if builtins.any(isinstance(i, (Tensor, np.ndarray, list)) for i in index):
+        raise TraceError("only static indexing (ints, slices, ..., None) is supported", loc=user_frame(),
+                         hint="use fs.where for masks")
+    n_ell = builtins.sum(1 for i in index if i is Ellipsis)
+    if n_ell > 1:
+        raise ArgumentError("an index can only have a single ellipsis", loc=user_frame())
+    used = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
+    if used > x.ndim:
+        raise ShapeError(f"too many indices ({used}) for a tensor of rank {x.ndim}", loc=user_frame())
+    expanded = []
+    for i in index:
+        if i is Ellipsis:
+            expanded.extend([slice(None)] * (x.ndim - used))
+        else:
+            expanded.append(i)
+    if not n_ell:
+        expanded.extend([slice(None)] * (x.ndim - used))
+    starts, stops, steps, out_shape = [], [], [], []
+    axis = 0
+    for i in expanded:
+        if i is None:
+            out_shape.append(1)
+            continue
+        size = x.shape[axis]
+        if isinstance(i, slice):
+            if not isinstance(size, int):
+                if i != slice(None):
+                    raise ShapeError(f"symbolic axis {size} can only be taken whole", loc=user_frame())
+                starts.append(0), stops.append(size), steps.append(1), out_shape.append(size)
+            else:
+                lo, hi, st = i.indices(size)
+                if st <= 0:
+                    raise ShapeError("negative slice steps are not supported", loc=user_frame())
+                hi = builtins.max(hi, lo)
+                starts.append(lo), stops.append(hi), steps.append(st)
+                out_shape.append(len(range(lo, hi, st)))
+        else:
+            if not isinstance(i, (int, np.integer)):
+                raise ArgumentError(f"index of type {type(i).__name__} is not supported", loc=user_frame())
+            if not isinstance(size, int):
+                raise ShapeError(f"cannot index symbolic axis {size} with an integer", loc=user_frame())
+            if not -size <= i < size:
+                raise ShapeError(f"index {i} is out of bounds for axis {axis} with size {size}",
+                                 loc=user_frame())
+            i = int(i) % size
+            starts.append(i), stops.append(i + 1), steps.append(1)
+        axis += 1
+    result = x
+    if (starts, stops, steps) != ([0] * x.ndim, list(x.shape), [1] * x.ndim):
+        result = x.trace.emit("slice", [x], {"starts": starts, "stops": stops, "steps": steps})
+    return reshape(result, tuple(out_shape))
+
+
+# ---- cube ops ------------------------------------------------------------------
+@_op
+def matmul(a, b):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise ArgumentError("matmul needs two tensors", loc=user_frame())
+    common = dt.promote(a.dtype, b.dtype)
+    return a.trace.emit("matmul", [cast(a, common), cast(b, common)])
+
+
+def _pair(v, what):
+    if isinstance(v, int):
+        return [v, v]
+    v = list(v)
+    if len(v) != 2 or not builtins.all(isinstance(i, int) for i in v):
+        raise ArgumentError(f"conv2d {what} must be an int or a pair of ints, got {v}", loc=user_frame())
+    return v
+
+
+@_op
+def conv2d(x, w, bias=None, stride=1, padding=0):
+    """NCHW convolution with KCRS weights; bias of shape (K,) is added per channel."""
+    if not isinstance(x, Tensor) or not isinstance(w, Tensor):
+        raise ArgumentError("conv2d needs tensors x and w", loc=user_frame())
+    common = dt.promote(x.dtype, w.dtype)
+    y = x.trace.emit("conv2d", [cast(x, common), cast(w, common)],
+                     {"stride": _pair(stride, "stride"), "padding": _pair(padding, "padding")})
+    if bias is not None:
+        if bias.ndim != 1 or bias.shape[0] != y.shape[1]:
+            raise ShapeError(f"conv2d bias must have shape ({y.shape[1]},), got {fmt_shape(bias.shape)}",
+                             loc=user_frame())
+        y = y + reshape(bias, (1, y.shape[1], 1, 1))
+    return y
+
+
+# ---- composites (expressed through primitives, fused later) ----------------------
+@_op
+def softmax(x, axis=-1):
+    if not x.dtype.is_float:
+        x = cast(x, dt.float32)
+    shifted = x - max(x, axis=axis, keepdims=True)
+    e = exp(shifted)
+    return e / sum(e, axis=axis, keepdims=True)
+
+
+@_op
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last axis, then scale by weight and shift by bias (if given)."""
+    if not x.dtype.is_float:
+        x = cast(x, dt.float32)
+    centered = x - mean(x, axis=-1, keepdims=True)
+    var = mean(square(centered), axis=-1, keepdims=True)
+    y = centered * rsqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+@_op
+def rms_norm(x, weight=None, eps=1e-6):
+    if not x.dtype.is_float:
+        x = cast(x, dt.float32)
+    y = x * rsqrt(mean(square(x), axis=-1, keepdims=True) + eps)
+    return y if weight is None else y * weight
+
+
+@_op
+def batch_norm(x, mean_, var, weight=None, bias=None, eps=1e-5):
+    """Inference batch norm over axis 1 with running statistics of shape (C,)."""
+    if x.ndim < 2:
+        raise ShapeError("batch_norm needs a tensor of rank >= 2 (channels on axis 1)", loc=user_frame())
+    c = x.shape[1]
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+
+    def per_channel(v, what):
+        if not isinstance(v, Tensor) or v.shape != (c,):
+            got = fmt_shape(v.shape) if isinstance(v, Tensor) else type(v).__name__
+            raise ShapeError(f"batch_norm {what} must have shape ({c},), got {got}", loc=user_frame())
+        return reshape(v, bshape)
+
+    scale = rsqrt(per_channel(var, "var") + eps)
+    if weight is not None:
+        scale = scale * per_channel(weight, "weight")
+    y = (x - per_channel(mean_, "mean")) * scale
+    if bias is not None:
+        y = y + per_channel(bias, "bias")
+    return y
+
+
+NUMPY_UFUNCS = {
+    "add": add, "subtract": subtract, "multiply": multiply, "divide": divide, "true_divide": divide,
+    "maximum": maximum, "minimum": minimum, "less": less, "less_equal": less_equal, "greater": greater,
+    "greater_equal": greater_equal, "equal": equal, "not_equal": not_equal, "absolute": abs,
+    "negative": negative, "exp": exp, "log": log, "sqrt": sqrt, "square": square, "tanh": tanh,
+    "reciprocal": reciprocal, "matmul": matmul,
+}

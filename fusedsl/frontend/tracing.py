@@ -1,0 +1,304 @@
+"""The tracer: `Tensor` stands for an IR value while the user's function runs.
+
+Every op the user calls appends one IR op to the active trace with the user's
+source line.  Anything that would need a tensor's *value* in Python (`if x > 0`,
+`bool(x)`, `float(x)`, `np.asarray(x)`) raises a located `ControlFlowError`.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import (ArgumentError, ControlFlowError, DTypeError, ShapeError, TraceError,
+                      user_frame)
+from ..ir.builder import Builder
+from ..ir.core import Value
+from ..ir.shapes import TypeRuleError
+
+_ERROR_KIND = {"shape": ShapeError, "dtype": DTypeError, "arg": ArgumentError}
+
+
+class Trace:
+    """One trace in progress: the builder plus a constant cache (one IR constant per value)."""
+
+    def __init__(self, builder: Builder):
+        self.builder = builder
+        self.constants: dict[tuple, Value] = {}
+
+    def emit(self, name: str, operands, attrs: dict | None = None) -> "Tensor":
+        return self.emit_multi(name, operands, attrs)[0]
+
+    def emit_multi(self, name: str, operands, attrs: dict | None = None) -> tuple["Tensor", ...]:
+        values = [t.value for t in operands]
+        try:
+            results = self.builder.op(name, values, attrs, loc=user_frame())
+        except TypeRuleError as exc:
+            raise _ERROR_KIND[exc.kind](exc.message, loc=user_frame(), hint=exc.hint) from None
+        return tuple(Tensor(v, self) for v in results)
+
+    def constant(self, value, dtype: dt.DType) -> "Tensor":
+        value = _check_fits(value, dtype)
+        key = (type(value), value, dtype.name)
+        if key not in self.constants:
+            self.constants[key] = self.builder.op1("constant", [], {"value": value, "dtype": dtype.name},
+                                                   loc=user_frame())
+        return Tensor(self.constants[key], self)
+
+
+def _check_fits(value, dtype: dt.DType):
+    """The Python value converted for `dtype`, or a DTypeError if it cannot be represented."""
+    if dtype.is_float:
+        return float(value)
+    if dtype == dt.bool_:
+        return bool(value)
+    if isinstance(value, float) and not float(value).is_integer():
+        raise DTypeError(f"the float {value!r} cannot be used as {dtype}",
+                         loc=user_frame(), hint="cast the tensor to a float dtype first")
+    info = np.iinfo(dtype.np)
+    if not info.min <= int(value) <= info.max:
+        raise DTypeError(f"the Python integer {value} does not fit in {dtype} "
+                         f"(range {info.min}..{info.max})", loc=user_frame(),
+                         hint=f"cast the tensor first, e.g. x.astype(fs.int32)")
+    return int(value)
+
+
+def is_python_scalar(x) -> bool:
+    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, complex)
+
+
+def python_scalar(x):
+    """A Python bool/int/float from a Python or numpy scalar."""
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, (bool, int, float)):
+        return x
+    return float(x)
+
+
+class Tensor:
+    """A traced tensor.  Shapes and dtypes are known; values are not."""
+
+    __slots__ = ("value", "trace")
+    __array_priority__ = 1000  # so `np_scalar + tensor` calls our __radd__
+
+    def __init__(self, value: Value, trace: Trace):
+        self.value = value
+        self.trace = trace
+
+    # ---- metadata -------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.value.shape
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.value.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            if not isinstance(d, int):
+                raise TraceError(f"size of a tensor with symbolic shape {self.shape} is not known "
+                                 "while tracing", loc=user_frame())
+            n *= d
+        return n
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TraceError("len() of a 0-d tensor", loc=user_frame())
+        if not isinstance(self.shape[0], int):
+            raise TraceError(f"len() of a tensor whose first axis is symbolic ({self.shape[0]})",
+                             loc=user_frame())
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"Tensor(shape={self.shape}, dtype={self.dtype.name})"
+
+    # ---- value-dependent Python: refused with a located error ------------------
+    def _no_value(self, what: str):
+        raise ControlFlowError(
+            f"{what} needs the value of a traced tensor, which is not known while tracing",
+            loc=user_frame(),
+            hint="use fs.where(cond, a, b) for data-dependent choices; Python `if`, `while`, "
+                 "`and`/`or` and bool()/float()/int() only work on shapes and Python values")
+
+    def __bool__(self):
+        self._no_value("Python control flow (if/while/and/or/bool())")
+
+    def __float__(self):
+        self._no_value("float()")
+
+    def __int__(self):
+        self._no_value("int()")
+
+    def __index__(self):
+        self._no_value("using a tensor as an index")
+
+    def __iter__(self):
+        raise TraceError("iterating over a traced tensor is not supported", loc=user_frame(),
+                         hint="index rows explicitly, e.g. x[0], or use a reduction such as fs.sum")
+
+    def __array__(self, *args, **kwargs):
+        raise TraceError("a traced tensor cannot be converted to a numpy array inside a fused kernel",
+                         loc=user_frame(), hint="use the fs.* op (fs.exp, fs.sum, ...) instead of numpy's")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from . import api
+        fn = api.NUMPY_UFUNCS.get(ufunc.__name__)
+        if method != "__call__" or fn is None or kwargs:
+            raise TraceError(f"numpy.{ufunc.__name__} cannot run on a traced tensor", loc=user_frame(),
+                             hint="use the matching fs.* op")
+        return fn(*inputs)
+
+    __hash__ = object.__hash__
+
+    # ---- operators (defined in api to keep one implementation per op) ----------
+    def __add__(self, o):
+        from .api import add
+        return add(self, o)
+
+    def __radd__(self, o):
+        from .api import add
+        return add(o, self)
+
+    def __sub__(self, o):
+        from .api import subtract
+        return subtract(self, o)
+
+    def __rsub__(self, o):
+        from .api import subtract
+        return subtract(o, self)
+
+    def __mul__(self, o):
+        from .api import multiply
+        return multiply(self, o)
+
+    def __rmul__(self, o):
+        from .api import multiply
+        return multiply(o, self)
+
+    def __truediv__(self, o):
+        from .api import divide
+        return divide(self, o)
+
+    def __rtruediv__(self, o):
+        from .api import divide
+        return divide(o, self)
+
+    def __floordiv__(self, o):
+        raise TraceError("floor division (//) is not supported", loc=user_frame(),
+                         hint="use true division (/) on float tensors")
+
+    __rfloordiv__ = __floordiv__
+
+    def __mod__(self, o):
+        raise TraceError("the % operator is not supported", loc=user_frame())
+
+    __rmod__ = __mod__
+
+    def __pow__(self, o):
+        from .api import power
+        return power(self, o)
+
+    def __neg__(self):
+        from .api import negative
+        return negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        from .api import abs as fs_abs
+        return fs_abs(self)
+
+    def __matmul__(self, o):
+        from .api import matmul
+        return matmul(self, o)
+
+    def __rmatmul__(self, o):
+        from .api import matmul
+        return matmul(o, self)
+
+    def __lt__(self, o):
+        from .api import less
+        return less(self, o)
+
+    def __le__(self, o):
+        from .api import less_equal
+        return less_equal(self, o)
+
+    def __gt__(self, o):
+        from .api import greater
+        return greater(self, o)
+
+    def __ge__(self, o):
+        from .api import greater_equal
+        return greater_equal(self, o)
+
+    def __eq__(self, o):
+        from .api import equal
+        return equal(self, o)
+
+    def __ne__(self, o):
+        from .api import not_equal
+        return not_equal(self, o)
+
+    def __getitem__(self, index):
+        from .api import getitem
+        return getitem(self, index)
+
+    # ---- methods ---------------------------------------------------------------
+    def astype(self, dtype):
+        from .api import cast
+        return cast(self, dtype)
+
+    def reshape(self, *shape):
+        from .api import reshape
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return reshape(self, shape)
+
+    def transpose(self, *axes):
+        from .api import transpose
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return transpose(self, axes or None)
+
+    @property
+    def T(self):
+        from .api import transpose
+        return transpose(self)
+
+    def sum(self, axis=None, keepdims=False):
+        from .api import sum as fs_sum
+        return fs_sum(self, axis, keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        from .api import mean
+        return mean(self, axis, keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        from .api import max as fs_max
+        return fs_max(self, axis, keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        from .api import min as fs_min
+        return fs_min(self, axis, keepdims)
+
+
+def find_trace(*args) -> Trace | None:
+    for a in args:
+        if isinstance(a, Tensor):
+            return a.trace
+        if isinstance(a, (list, tuple)):
+            t = find_trace(*a)
+            if t is not None:
+                return t
+    return None

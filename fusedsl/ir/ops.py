@@ -1,0 +1,453 @@
+"""The op registry: ONE entry per op with its type rule, traits and numpy reference.
+
+Passes and backends ask traits (`has_trait(op, ELEMENTWISE)`) instead of testing op
+names.  Type rules take the operand types and the attribute dict and return the
+result types, raising `TypeRuleError` for a mistake; the builder runs them when an
+op is created and the verifier re-runs the same rule.
+
+Reference semantics (the oracle for every executor): the interpreter hands 16-bit
+floats to `ref` as float32 and rounds each result to the result dtype, so every op
+rounds once.  Reductions therefore accumulate in float32.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .. import dtypes as dt
+from .core import Op, TensorType
+from .shapes import (TypeRuleError, broadcast_shapes, fmt_shape, normalize_axes,
+                     symbolic_factor)
+
+# ---- traits -----------------------------------------------------------------
+ELEMENTWISE = "elementwise"    # result[i] depends only on operand[i] (after broadcast)
+UNARY = "unary"
+BINARY = "binary"
+BROADCAST = "broadcast"        # operands broadcast numpy-style to the result shape
+COMPARISON = "comparison"      # result is bool
+COMMUTATIVE = "commutative"
+FLOAT_ONLY = "float_only"      # operands must be floats (the tracer casts ints)
+REDUCTION = "reduction"
+SHAPE = "shape"                # moves data without arithmetic
+CUBE = "cube"                  # runs on the cube unit (matmul, conv)
+CONSTANT = "constant"
+CALL = "call"
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    infer: Callable[[tuple[TensorType, ...], dict], tuple[TensorType, ...]] | None
+    ref: Callable | None           # (list of np arrays, attrs) -> array or tuple of arrays
+    traits: frozenset[str]
+    arity: int | None              # None = variadic
+    attr_names: tuple[str, ...] = ()
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(name, *, arity, traits=(), attrs=(), infer=None, ref=None) -> OpDef:
+    opdef = OpDef(name, infer, ref, frozenset(traits), arity, tuple(attrs))
+    REGISTRY[name] = opdef
+    return opdef
+
+
+def get_opdef(name: str) -> OpDef:
+    return REGISTRY[name]
+
+
+def has_trait(op: Op, trait: str) -> bool:
+    opdef = REGISTRY.get(op.name)
+    return opdef is not None and trait in opdef.traits
+
+
+def infer_types(name: str, types: tuple[TensorType, ...], attrs: dict) -> tuple[TensorType, ...]:
+    opdef = REGISTRY[name]
+    if opdef.arity is not None and len(types) != opdef.arity:
+        raise TypeRuleError(f"{name} takes {opdef.arity} operand(s), got {len(types)}", kind="arg")
+    missing = [a for a in opdef.attr_names if a not in attrs]
+    if missing:
+        raise TypeRuleError(f"{name} needs attribute(s) {', '.join(missing)}", kind="arg")
+    return opdef.infer(types, attrs)
+
+
+# ---- type rules ----------------------------------------------------------------
+def _require_float(name, t: TensorType):
+    if not t.dtype.is_float:
+        raise TypeRuleError(f"{name} needs a floating-point operand, got {t.dtype}",
+                            "cast first with x.astype(fs.float32)", kind="dtype")
+
+
+def _require_numeric(name, t: TensorType):
+    if t.dtype == dt.bool_:
+        raise TypeRuleError(f"{name} is not defined on bool tensors",
+                            "cast first with x.astype(fs.int32) or x.astype(fs.float32)", kind="dtype")
+
+
+def _unary_rule(name, float_only):
+    def infer(types, attrs):
+        (t,) = types
+        if float_only:
+            _require_float(name, t)
+        else:
+            _require_numeric(name, t)
+        return (t,)
+    return infer
+
+
+def _binary_rule(name, float_only, comparison):
+    def infer(types, attrs):
+        a, b = types
+        if a.dtype != b.dtype:
+            raise TypeRuleError(f"{name} operands have different dtypes {a.dtype} and {b.dtype}",
+                                "the tracer promotes operands; insert a cast", kind="dtype")
+        if float_only:
+            _require_float(name, a)
+        elif not comparison:
+            _require_numeric(name, a)
+        shape = broadcast_shapes(a.shape, b.shape)
+        return (TensorType(shape, dt.bool_ if comparison else a.dtype),)
+    return infer
+
+
+def _np_where_relu(x):
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
+
+
+def _gelu(x):
+    # tanh approximation, as Ascend's Gelu
+    c = np.asarray(math.sqrt(2.0 / math.pi), x.dtype)
+    return (0.5 * x * (1.0 + np.tanh(c * (x + np.asarray(0.044715, x.dtype) * x * x * x)))).astype(x.dtype)
+
+
+def _errstate(fn):
+    def wrapped(*a):
+        with np.errstate(all="ignore"):
+            return fn(*a)
+    return wrapped
+
+
+_UNARY = {
+    # name: (numpy reference, float_only)
+    "abs": (np.abs, False),
+    "neg": (np.negative, False),
+    "square": (np.square, False),
+    "relu": (_np_where_relu, False),
+    "exp": (np.exp, True),
+    "log": (np.log, True),
+    "sqrt": (np.sqrt, True),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), True),
+    "reciprocal": (lambda x: 1.0 / x, True),
+    "sigmoid": (_sigmoid, True),
+    "tanh": (np.tanh, True),
+    "gelu": (_gelu, True),
+    "silu": (lambda x: x * _sigmoid(x), True),
+}
+for _name, (_fn, _float_only) in _UNARY.items():
+    register(_name, arity=1, traits=[ELEMENTWISE, UNARY] + ([FLOAT_ONLY] if _float_only else []),
+             infer=_unary_rule(_name, _float_only),
+             ref=(lambda f: lambda args, attrs: _errstate(f)(args[0]))(_fn))
+
+
+def _leaky_relu_ref(args, attrs):
+    x = args[0]
+    return np.where(x >= 0, x, x * np.asarray(attrs["alpha"], x.dtype))
+
+
+register("leaky_relu", arity=1, traits=[ELEMENTWISE, UNARY, FLOAT_ONLY], attrs=("alpha",),
+         infer=_unary_rule("leaky_relu", True), ref=_leaky_relu_ref)
+
+
+def _cast_infer(types, attrs):
+    (t,) = types
+    return (TensorType(t.shape, dt.to_dtype(attrs["dtype"])),)
+
+
+def _cast_ref(args, attrs):
+    target = dt.to_dtype(attrs["dtype"])
+    x = args[0]
+    if target.is_int and x.dtype.kind == "f":
+        # float -> int truncates toward zero (numpy); out-of-range values are undefined
+        with np.errstate(invalid="ignore"):
+            return np.trunc(x).astype(np.int64).astype(target.np)
+    return x.astype(target.np)
+
+
+register("cast", arity=1, traits=[ELEMENTWISE, UNARY], attrs=("dtype",), infer=_cast_infer, ref=_cast_ref)
+
+
+def _int_safe_div(a, b):
+    return a / b
+
+
+_BINARY = {
+    # name: (numpy reference, float_only, comparison, commutative)
+    "add": (np.add, False, False, True),
+    "sub": (np.subtract, False, False, False),
+    "mul": (np.multiply, False, False, True),
+    "div": (_int_safe_div, True, False, False),
+    "maximum": (np.maximum, False, False, True),
+    "minimum": (np.minimum, False, False, True),
+    "lt": (np.less, False, True, False),
+    "le": (np.less_equal, False, True, False),
+    "gt": (np.greater, False, True, False),
+    "ge": (np.greater_equal, False, True, False),
+    "eq": (np.equal, False, True, True),
+    "ne": (np.not_equal, False, True, True),
+}
+for _name, (_fn, _float_only, _cmp, _comm) in _BINARY.items():
+    _traits = [ELEMENTWISE, BINARY, BROADCAST]
+    _traits += [FLOAT_ONLY] if _float_only else []
+    _traits += [COMPARISON] if _cmp else []
+    _traits += [COMMUTATIVE] if _comm else []
+    register(_name, arity=2, traits=_traits, infer=_binary_rule(_name, _float_only, _cmp),
+             ref=(lambda f: lambda args, attrs: _errstate(f)(args[0], args[1]))(_fn))
+
+
+def _where_infer(types, attrs):
+    c, a, b = types
+    if c.dtype != dt.bool_:
+        raise TypeRuleError(f"where needs a bool condition, got {c.dtype}",
+                            "compare first, e.g. fs.where(x > 0, a, b)", kind="dtype")
+    if a.dtype != b.dtype:
+        raise TypeRuleError(f"where branches have different dtypes {a.dtype} and {b.dtype}",
+                            "the tracer promotes operands; insert a cast", kind="dtype")
+    return (TensorType(broadcast_shapes(c.shape, a.shape, b.shape), a.dtype),)
+
+
+register("where", arity=3, traits=[ELEMENTWISE, BROADCAST], infer=_where_infer,
+         ref=lambda args, attrs: np.where(args[0], args[1], args[2]))
+
+
+def _constant_infer(types, attrs):
+    return (TensorType((), dt.to_dtype(attrs["dtype"])),)
+
+
+register("constant", arity=0, traits=[CONSTANT], attrs=("value", "dtype"), infer=_constant_infer,
+         ref=lambda args, attrs: np.asarray(attrs["value"]))
+
+
+# ---- reductions ----------------------------------------------------------------
+def _reduce_rule(name):
+    def infer(types, attrs):
+        (t,) = types
+        axes = normalize_axes(attrs["axes"], t.rank)
+        if tuple(attrs["axes"]) != axes:
+            raise TypeRuleError(f"{name} axes must be sorted non-negative, got {attrs['axes']}", kind="arg")
+        keep = bool(attrs["keepdims"])
+        shape = tuple((1 if i in axes else d) for i, d in enumerate(t.shape) if keep or i not in axes)
+        dtype = t.dtype
+        if name == "sum" and not dtype.is_float:
+            dtype = dt.int32
+        if name == "mean":
+            _require_float(name, t)
+        if name in ("max", "min") and dtype == dt.bool_:
+            pass
+        return (TensorType(shape, dtype),)
+    return infer
+
+
+_REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
+for _name, _fn in _REDUCE.items():
+    register(_name, arity=1, traits=[REDUCTION], attrs=("axes", "keepdims"), infer=_reduce_rule(_name),
+             ref=(lambda f: lambda args, attrs: np.asarray(
+                 f(args[0], axis=tuple(attrs["axes"]), keepdims=bool(attrs["keepdims"]))))(_fn))
+
+
+# ---- shape ops -------------------------------------------------------------------
+def _reshape_infer(types, attrs):
+    (t,) = types
+    shape = tuple(attrs["shape"])
+    if any(isinstance(d, int) and d < 0 for d in shape):
+        raise TypeRuleError(f"reshape target {fmt_shape(shape)} has a negative size", kind="shape")
+    if symbolic_factor(t.shape) != symbolic_factor(shape):
+        raise TypeRuleError(f"cannot reshape {fmt_shape(t.shape)} into {fmt_shape(shape)}: "
+                            "the element counts differ",
+                            "the product of the new shape must equal the old one", kind="shape")
+    return (TensorType(shape, t.dtype),)
+
+
+register("reshape", arity=1, traits=[SHAPE], attrs=("shape",), infer=_reshape_infer,
+         ref=lambda args, attrs: args[0].reshape(tuple(attrs["shape"])))
+
+
+def _broadcast_to_infer(types, attrs):
+    (t,) = types
+    shape = tuple(attrs["shape"])
+    if len(shape) < t.rank or broadcast_shapes(t.shape, shape) != shape:
+        raise TypeRuleError(f"cannot broadcast {fmt_shape(t.shape)} to {fmt_shape(shape)}",
+                            "each size must match or be 1 in the source", kind="shape")
+    return (TensorType(shape, t.dtype),)
+
+
+register("broadcast_to", arity=1, traits=[SHAPE, BROADCAST], attrs=("shape",), infer=_broadcast_to_infer,
+         ref=lambda args, attrs: np.broadcast_to(args[0], tuple(attrs["shape"])))
+
+
+def _transpose_infer(types, attrs):
+    (t,) = types
+    perm = tuple(attrs["perm"])
+    if sorted(perm) != list(range(t.rank)):
+        raise TypeRuleError(f"transpose axes {perm} are not a permutation of {tuple(range(t.rank))}",
+                            kind="arg")
+    return (TensorType(tuple(t.shape[p] for p in perm), t.dtype),)
+
+
+register("transpose", arity=1, traits=[SHAPE], attrs=("perm",), infer=_transpose_infer,
+         ref=lambda args, attrs: np.transpose(args[0], tuple(attrs["perm"])))
+
+
+def _slice_infer(types, attrs):
+    (t,) = types
+    starts, stops, steps = attrs["starts"], attrs["stops"], attrs["steps"]
+    if not len(starts) == len(stops) == len(steps) == t.rank:
+        raise TypeRuleError("slice needs one start/stop/step per axis", kind="arg")
+    shape = []
+    for d, lo, hi, st in zip(t.shape, starts, stops, steps):
+        if st <= 0:
+            raise TypeRuleError(f"slice step must be positive, got {st}", kind="arg")
+        if not isinstance(d, int):
+            if (lo, hi, st) != (0, d, 1):
+                raise TypeRuleError(f"symbolic axis {d} can only be taken whole in a slice", kind="shape")
+            shape.append(d)
+            continue
+        if not 0 <= lo <= hi <= d:
+            raise TypeRuleError(f"slice bounds {lo}:{hi} are outside an axis of size {d}", kind="shape")
+        shape.append(max(0, -(-(hi - lo) // st)))
+    return (TensorType(tuple(shape), t.dtype),)
+
+
+def _slice_ref(args, attrs):
+    idx = tuple(slice(lo, hi, st) for lo, hi, st in zip(attrs["starts"], attrs["stops"], attrs["steps"]))
+    return args[0][idx]
+
+
+register("slice", arity=1, traits=[SHAPE], attrs=("starts", "stops", "steps"), infer=_slice_infer,
+         ref=_slice_ref)
+
+
+def _concat_infer(types, attrs):
+    if not types:
+        raise TypeRuleError("concatenate needs at least one tensor", kind="arg")
+    first = types[0]
+    axis = attrs["axis"]
+    if not 0 <= axis < first.rank:
+        raise TypeRuleError(f"concatenate axis {axis} is out of range for rank {first.rank}", kind="arg")
+    total = 0
+    for t in types:
+        if t.rank != first.rank or t.dtype != first.dtype:
+            raise TypeRuleError("concatenate needs tensors of one rank and dtype, got "
+                                + ", ".join(str(x) for x in types), kind="shape")
+        for i, (a, b) in enumerate(zip(t.shape, first.shape)):
+            if i != axis and a != b:
+                raise TypeRuleError(f"concatenate: shapes {fmt_shape(first.shape)} and {fmt_shape(t.shape)} "
+                                    f"differ on axis {i}", "all axes but the joined one must match",
+                                    kind="shape")
+        if not isinstance(t.shape[axis], int) or total is None:
+            total = None
+        else:
+            total += t.shape[axis]
+    if total is None:
+        raise TypeRuleError("concatenate along a symbolic axis is not supported", kind="shape")
+    shape = list(first.shape)
+    shape[axis] = total
+    return (TensorType(tuple(shape), first.dtype),)
+
+
+register("concatenate", arity=None, traits=[SHAPE], attrs=("axis",), infer=_concat_infer,
+         ref=lambda args, attrs: np.concatenate(args, axis=attrs["axis"]))
+
+
+# ---- cube ops ----------------------------------------------------------------------
+def _matmul_dtype(a, b):
+    if a.dtype != b.dtype:
+        raise TypeRuleError(f"matmul operands have different dtypes {a.dtype} and {b.dtype}",
+                            "the tracer promotes operands; insert a cast", kind="dtype")
+    if a.dtype == dt.bool_:
+        raise TypeRuleError("matmul is not defined on bool tensors", kind="dtype")
+    return dt.int32 if a.dtype.is_int else a.dtype
+
+
+def _matmul_infer(types, attrs):
+    a, b = types
+    if a.rank < 2 or b.rank < 2:
+        raise TypeRuleError(f"matmul needs operands of rank >= 2, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}",
+                            "reshape a vector v to (1, n) or (n, 1)", kind="shape")
+    if a.shape[-1] != b.shape[-2]:
+        raise TypeRuleError(f"matmul inner dimensions differ: {fmt_shape(a.shape)} @ {fmt_shape(b.shape)} "
+                            f"({a.shape[-1]} != {b.shape[-2]})",
+                            "the last axis of the left operand must equal the second-to-last of the right",
+                            kind="shape")
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return (TensorType(batch + (a.shape[-2], b.shape[-1]), _matmul_dtype(a, b)),)
+
+
+def _matmul_ref(args, attrs):
+    a, b = args
+    if a.dtype.kind in "iub":
+        return np.matmul(a.astype(np.int64), b.astype(np.int64))
+    return np.matmul(a, b)
+
+
+register("matmul", arity=2, traits=[CUBE], infer=_matmul_infer, ref=_matmul_ref)
+
+
+def _conv_out(size, k, stride, pad):
+    return (size + 2 * pad - k) // stride + 1
+
+
+def _conv2d_infer(types, attrs):
+    x, w = types
+    if x.rank != 4 or w.rank != 4:
+        raise TypeRuleError(f"conv2d needs x in NCHW and w in KCRS (rank 4), got {fmt_shape(x.shape)} and "
+                            f"{fmt_shape(w.shape)}", kind="shape")
+    sh, sw = attrs["stride"]
+    ph, pw = attrs["padding"]
+    if sh <= 0 or sw <= 0 or ph < 0 or pw < 0:
+        raise TypeRuleError(f"conv2d stride must be positive and padding non-negative, got stride "
+                            f"{attrs['stride']}, padding {attrs['padding']}", kind="arg")
+    n, c, h, wd = x.shape
+    k, c2, r, s = w.shape
+    if c != c2:
+        raise TypeRuleError(f"conv2d channels differ: x has C={c}, w has C={c2}",
+                            "w must be laid out as (K, C, R, S)", kind="shape")
+    if not all(isinstance(d, int) for d in (h, wd, r, s)):
+        raise TypeRuleError("conv2d needs static spatial sizes", kind="shape")
+    ho, wo = _conv_out(h, r, sh, ph), _conv_out(wd, s, sw, pw)
+    if ho <= 0 or wo <= 0:
+        raise TypeRuleError(f"conv2d output would be empty: input {h}x{wd}, kernel {r}x{s}", kind="shape")
+    return (TensorType((n, k, ho, wo), _matmul_dtype(x, w)),)
+
+
+def conv2d_reference(x, w, stride, padding):
+    """Direct NCHW convolution via im2col in numpy (also used by tests)."""
+    sh, sw = stride
+    ph, pw = padding
+    n, c, h, wd = x.shape
+    k, _, r, s = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    ho, wo = _conv_out(h, r, sh, ph), _conv_out(wd, s, sw, pw)
+    cols = np.empty((n, c, r, s, ho, wo), dtype=x.dtype)
+    for i in range(r):
+        for j in range(s):
+            cols[:, :, i, j] = xp[:, :, i:i + sh * ho:sh, j:j + sw * wo:sw]
+    acc = np.int64 if x.dtype.kind in "iub" else x.dtype
+    out = np.tensordot(w.astype(acc), cols.astype(acc), axes=([1, 2, 3], [1, 2, 3]))  # k, n, ho, wo
+    return np.ascontiguousarray(out.transpose(1, 0, 2, 3))
+
+
+register("conv2d", arity=2, traits=[CUBE], attrs=("stride", "padding"), infer=_conv2d_infer,
+         ref=lambda args, attrs: conv2d_reference(args[0], args[1], attrs["stride"], attrs["padding"]))
+
+# A call to another function of the module (a fused kernel).  Result types are given
+# by the callee; the verifier checks them at module level.
+register("call", arity=None, traits=[CALL], attrs=("callee",), infer=None, ref=None)

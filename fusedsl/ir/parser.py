@@ -1,0 +1,214 @@
+"""Text IR -> Module.  Errors point at line:column of the text with a caret.
+
+The parser checks SSA and re-runs every op's type rule as it reads, so a
+malformed module is reported at the token that breaks it; `verify_module` then
+runs over the whole result (calls between functions).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+
+import lark
+
+from .. import dtypes as dt
+from ..errors import IRParseError, Loc, VerifyError, caret_snippet
+from .core import Function, Module, Op, Param, TensorType, Value, freeze_attrs
+from .ops import REGISTRY, infer_types
+from .shapes import TypeRuleError
+from .verifier import verify_module
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> lark.Lark:
+    path = os.path.join(os.path.dirname(__file__), "grammar.lark")
+    with open(path, encoding="utf-8") as f:
+        return lark.Lark(f.read(), parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def parse_ir(text: str) -> Module:
+    """Parse text IR into a verified Module (raises IRParseError on any mistake)."""
+    if not isinstance(text, str):
+        raise IRParseError(f"parse_ir needs a str of IR text, got {type(text).__name__}")
+    try:
+        tree = _parser().parse(text)
+    except lark.UnexpectedInput as exc:
+        raise _error(text, exc.line, exc.column, _describe(exc)) from None
+    reader = _Reader(text)
+    module = Module(tuple(reader.function(f) for f in tree.children))
+    try:
+        return verify_module(module)
+    except VerifyError as exc:
+        raise IRParseError(exc.message) from None
+
+
+def _describe(exc: lark.UnexpectedInput) -> str:
+    if isinstance(exc, lark.UnexpectedCharacters):
+        return f"unexpected character {exc.char!r}"
+    if isinstance(exc, lark.UnexpectedToken):
+        tok = exc.token
+        if tok.type == "$END":
+            return "unexpected end of input"
+        expected = sorted(exc.expected)[:6]
+        return f"unexpected {tok.value!r}; expected one of {', '.join(expected)}"
+    return "malformed IR"
+
+
+def _error(text: str, line: int, column: int, message: str) -> IRParseError:
+    snippet = caret_snippet(text, line, column)
+    return IRParseError(f"<ir>:{line}:{column}: {message}\n{snippet}",
+                        hint="compare with the output of print(k.ir)")
+
+
+def parse_type(text: str) -> TensorType:
+    m = re.fullmatch(r"(\w+)\[([^\]]*)\]", text.strip())
+    if not m:
+        raise ValueError(f"bad type {text!r}")
+    dtype = dt.to_dtype(m.group(1))
+    dims = []
+    for part in m.group(2).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if re.fullmatch(r"\d+", part):
+            dims.append(int(part))
+        elif re.fullmatch(r"[A-Za-z_]\w*", part):
+            dims.append(part)
+        else:
+            raise ValueError(f"bad dimension {part!r}")
+    if m.group(2).strip() and len(dims) != len(m.group(2).split(",")):
+        raise ValueError(f"bad shape in {text!r}")
+    return TensorType(tuple(dims), dtype)
+
+
+class _Reader:
+    def __init__(self, text: str):
+        self.text = text
+        self.functions: dict[str, Function] = {}
+
+    def fail(self, node, message: str):
+        line = getattr(node, "line", None) or getattr(getattr(node, "meta", None), "line", 1)
+        column = getattr(node, "column", None) or getattr(getattr(node, "meta", None), "column", 1)
+        raise _error(self.text, line, column, message)
+
+    def type(self, tok) -> TensorType:
+        try:
+            return parse_type(str(tok))
+        except (ValueError, KeyError) as exc:
+            self.fail(tok, str(exc))
+
+    def function(self, tree) -> Function:
+        name_tok, *rest = tree.children
+        params_nodes = [c for c in rest if isinstance(c, lark.Tree) and c.data == "param"]
+        type_toks = [c for c in rest if isinstance(c, lark.Token) and c.type == "TYPE"]
+        loc_node = next(c for c in rest if isinstance(c, lark.Tree) and c.data == "loc")
+        ops_nodes = [c for c in rest if isinstance(c, lark.Tree) and c.data == "op"]
+        ret_node = next(c for c in rest if isinstance(c, lark.Tree) and c.data == "ret")
+        name = str(name_tok)[1:]
+        if name in self.functions:
+            self.fail(name_tok, f"function @{name} is defined twice")
+        scope: dict[str, Value] = {}
+        params = []
+        for p in params_nodes:
+            vtok, ttok, scalar = p.children
+            self.define(scope, vtok, None)
+            value = Value(self.type(ttok), str(vtok)[1:])
+            scope[str(vtok)] = value
+            params.append(Param(value, "scalar" if scalar else "tensor"))
+        ops = tuple(self.op(o, scope) for o in ops_nodes)
+        results = tuple(self.use(scope, v) for v in ret_node.children)
+        declared = tuple(self.type(t) for t in type_toks)
+        if declared != tuple(v.type for v in results):
+            self.fail(ret_node, f"@{name} declares results ({', '.join(map(str, declared))}) but returns "
+                                f"({', '.join(str(v.type) for v in results)})")
+        fn = Function(name, tuple(params), ops, results, self.loc(loc_node))
+        self.functions[name] = fn
+        return fn
+
+    def define(self, scope, tok, value):
+        if str(tok) in scope:
+            self.fail(tok, f"{tok} is defined twice")
+        scope[str(tok)] = value
+
+    def use(self, scope, tok) -> Value:
+        if str(tok) not in scope:
+            self.fail(tok, f"{tok} is used before it is defined")
+        return scope[str(tok)]
+
+    def loc(self, node) -> Loc:
+        file_tok, line_tok = node.children
+        return Loc(json.loads(str(file_tok)), int(line_tok))
+
+    def op(self, node, scope) -> Op:
+        children = node.children
+        name_idx = next(i for i, c in enumerate(children) if isinstance(c, lark.Token) and c.type == "NAME")
+        result_toks = children[:name_idx]
+        name_tok = children[name_idx]
+        operand_toks = [c for c in children[name_idx + 1:] if isinstance(c, lark.Token) and c.type == "VALUE"]
+        attrs_node = next((c for c in children if isinstance(c, lark.Tree) and c.data == "attrs"), None)
+        type_toks = [c for c in children if isinstance(c, lark.Token) and c.type == "TYPE"]
+        loc_node = next(c for c in children if isinstance(c, lark.Tree) and c.data == "loc")
+        name = str(name_tok)
+        if name not in REGISTRY:
+            self.fail(name_tok, f"unknown op '{name}'")
+        operands = tuple(self.use(scope, t) for t in operand_toks)
+        attrs = self.attrs(attrs_node) if attrs_node is not None else {}
+        declared = tuple(self.type(t) for t in type_toks)
+        if len(declared) != len(result_toks):
+            self.fail(name_tok, f"{len(result_toks)} result(s) but {len(declared)} type(s)")
+        self.check_types(name_tok, name, operands, attrs, declared)
+        results = tuple(Value(t) for t in declared)
+        for tok, v in zip(result_toks, results):
+            self.define(scope, tok, v)
+        return Op(name, operands, results, freeze_attrs(attrs), self.loc(loc_node))
+
+    def check_types(self, tok, name, operands, attrs, declared):
+        if name == "call":
+            callee = self.functions.get(attrs.get("callee"))
+            if callee is None:
+                self.fail(tok, f"call to @{attrs.get('callee')}, which is not defined above")
+            expected = tuple(v.type for v in callee.results)
+        else:
+            try:
+                expected = infer_types(name, tuple(v.type for v in operands), dict(freeze_attrs(attrs)))
+            except TypeRuleError as exc:
+                self.fail(tok, exc.message)
+            except (KeyError, TypeError, ValueError) as exc:
+                self.fail(tok, f"bad attributes for {name}: {exc}")
+        if expected != declared:
+            self.fail(tok, f"{name} gives {', '.join(map(str, expected))}, "
+                           f"but the text declares {', '.join(map(str, declared))}")
+
+    def attrs(self, node) -> dict:
+        out = {}
+        for attr in node.children:
+            if attr is None:
+                continue
+            key, value = attr.children
+            if str(key) in out:
+                self.fail(key, f"attribute {key} is given twice")
+            out[str(key)] = self.value(value)
+        return out
+
+    def value(self, node):
+        if isinstance(node, lark.Token):
+            raise AssertionError(node)
+        kind = node.data
+        if kind == "list":
+            return [self.value(c) for c in node.children if c is not None]
+        if kind in ("true", "false"):
+            return kind == "true"
+        if kind == "inf":
+            return float("inf")
+        if kind == "neg_inf":
+            return float("-inf")
+        if kind == "nan":
+            return float("nan")
+        (tok,) = node.children
+        if kind == "int":
+            return int(tok)
+        if kind == "float":
+            return float(tok)
+        return json.loads(str(tok))

@@ -1,0 +1,74 @@
+"""The IR verifier: SSA discipline and the registry's type rules, re-run.
+
+Rules (each has a corrupt-and-check test):
+  unknown-op      every op name is in the registry
+  use-before-def  every operand is a parameter or an earlier result
+  redefinition    no value is defined twice (parameters included)
+  type-mismatch   the op's result types equal what its type rule infers
+  bad-return      every returned value is defined
+  bad-call        a call names an earlier function and matches its signature
+  duplicate-func  function names are unique
+"""
+from __future__ import annotations
+
+from ..errors import VerifyError
+from .core import Function, Module, Op
+from .ops import REGISTRY, infer_types
+from .shapes import TypeRuleError
+
+
+def verify_module(module: Module) -> Module:
+    seen: dict[str, Function] = {}
+    for fn in module.functions:
+        if fn.name in seen:
+            raise VerifyError(f"duplicate-func: function @{fn.name} is defined twice")
+        verify_function(fn, seen)
+        seen[fn.name] = fn
+    return module
+
+
+def _fail(fn: Function, index: int, op: Op, rule: str, detail: str):
+    raise VerifyError(f"{rule}: in @{fn.name}, op #{index} ({op.name}): {detail}", loc=op.loc)
+
+
+def verify_function(fn: Function, functions: dict[str, Function] | None = None) -> None:
+    functions = functions or {}
+    defined: set[int] = set()
+    for p in fn.params:
+        if id(p.value) in defined:
+            raise VerifyError(f"redefinition: parameter {p.value.name} of @{fn.name} is listed twice")
+        defined.add(id(p.value))
+    for index, op in enumerate(fn.ops):
+        if op.name not in REGISTRY:
+            _fail(fn, index, op, "unknown-op", f"'{op.name}' is not a registered op")
+        for i, v in enumerate(op.operands):
+            if id(v) not in defined:
+                _fail(fn, index, op, "use-before-def", f"operand {i} is used before it is defined")
+        expected = _expected_types(fn, index, op, functions)
+        got = tuple(v.type for v in op.results)
+        if expected != got:
+            _fail(fn, index, op, "type-mismatch",
+                  f"results are {', '.join(map(str, got))} but the type rule gives "
+                  f"{', '.join(map(str, expected))}")
+        for v in op.results:
+            if id(v) in defined:
+                _fail(fn, index, op, "redefinition", "a result value is already defined")
+            defined.add(id(v))
+    for v in fn.results:
+        if id(v) not in defined:
+            raise VerifyError(f"bad-return: @{fn.name} returns a value that is never defined", loc=fn.loc)
+
+
+def _expected_types(fn, index, op, functions):
+    if op.name == "call":
+        callee = functions.get(op.attr("callee"))
+        if callee is None:
+            _fail(fn, index, op, "bad-call", f"@{op.attr('callee')} is not defined before @{fn.name}")
+        params = tuple(p.value.type for p in callee.params)
+        if params != tuple(v.type for v in op.operands):
+            _fail(fn, index, op, "bad-call", f"operand types do not match @{callee.name}'s parameters")
+        return tuple(v.type for v in callee.results)
+    try:
+        return infer_types(op.name, tuple(v.type for v in op.operands), dict(op.attrs))
+    except TypeRuleError as exc:
+        _fail(fn, index, op, "type-mismatch", exc.message)

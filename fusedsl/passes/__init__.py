@@ -1,0 +1,5 @@
+"""Passes over the IR; `pipeline.py` lists them in order."""
+from .base import Pass, PassManager, Rewriter, write_atomic
+from .canonicalize import CSE, DCE, Algebra, ConstantFold
+
+__all__ = ["Pass", "PassManager", "Rewriter", "write_atomic", "CSE", "DCE", "Algebra", "ConstantFold"]

@@ -1,0 +1,94 @@
+"""Pass base class, the PassManager, and the op-list rewriting helper passes share."""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+from ..ir.core import Function, Module, Op, Value
+from ..ir.printer import print_module
+from ..ir.verifier import verify_module
+
+
+class Pass:
+    """A named module -> module transformation that returns valid IR."""
+
+    name = "pass"
+
+    def run(self, module: Module) -> Module:
+        return Module(tuple(self.run_on_function(fn, module) for fn in module.functions))
+
+    def run_on_function(self, fn: Function, module: Module) -> Function:
+        return fn
+
+
+class PassManager:
+    """Runs passes in order; verifies after each, times each, and dumps IR on request.
+
+    `FUSEDSL_DUMP_IR=<dir>` writes `NN-<pass>.ir` after every pass (and `00-input.ir`).
+    """
+
+    def __init__(self, passes, verify: bool = True, dump_dir: str | None = None):
+        self.passes = list(passes)
+        self.verify = verify
+        self.dump_dir = dump_dir if dump_dir is not None else os.environ.get("FUSEDSL_DUMP_IR")
+        self.timings: list[tuple[str, float]] = []
+
+    def run(self, module: Module) -> Module:
+        self._dump(0, "input", module)
+        for index, p in enumerate(self.passes, start=1):
+            start = time.perf_counter()
+            module = p.run(module)
+            if self.verify:
+                verify_module(module)
+            self.timings.append((p.name, time.perf_counter() - start))
+            self._dump(index, p.name, module)
+        return module
+
+    def _dump(self, index: int, name: str, module: Module) -> None:
+        if not self.dump_dir:
+            return
+        os.makedirs(self.dump_dir, exist_ok=True)
+        write_atomic(os.path.join(self.dump_dir, f"{index:02d}-{name}.ir"), print_module(module))
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write a file so that readers never see half of it (temp file + rename)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class Rewriter:
+    """Rebuilds an op list while substituting values.
+
+    `replace(old, new)` makes later uses of `old` read `new`; `emit(op)` appends an
+    op with its operands substituted.
+    """
+
+    def __init__(self):
+        self.map: dict[int, Value] = {}
+        self.ops: list[Op] = []
+
+    def get(self, v: Value) -> Value:
+        return self.map.get(id(v), v)
+
+    def replace(self, old: Value, new: Value) -> None:
+        self.map[id(old)] = new
+
+    def emit(self, op: Op) -> Op:
+        operands = tuple(self.get(v) for v in op.operands)
+        if any(a is not b for a, b in zip(operands, op.operands)):
+            op = Op(op.name, operands, op.results, op.attrs, op.loc)
+        self.ops.append(op)
+        return op
+
+    def function(self, fn: Function) -> Function:
+        return Function(fn.name, fn.params, tuple(self.ops), tuple(self.get(v) for v in fn.results), fn.loc)

@@ -1,0 +1,291 @@
+"""Target descriptors: what each Ascend chip has, as data.
+
+Every number and table here cites the section of shared/ASCENDC.md (written from the
+CANN 8.5-9.x documentation) it comes from.  The C++ CPU implementation of the Ascend C
+API reads the same table through `backend_ascendc/cpu/include/fusedsl_cpu/targets.inc`,
+which `backend_ascendc/cpu/gen_targets.py` generates from this module; a test keeps the
+two in step, so this file is the only place to edit.
+
+Element types use the Ascend C spelling ("half", "float", "int32_t", "bfloat16_t"...),
+the same as `fusedsl.dtypes.DType.ascendc`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Mapping
+
+from fusedsl.errors import TargetError
+
+ROUND_MODES = ("CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC",
+               "CAST_ODD", "CAST_HYBRID")
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str              # fusedsl's name, also the CANN OpDef AddConfig string
+    chip: str
+    arch: int              # __NPU_ARCH__
+    soc_version: str       # CMake SOC_VERSION
+    ub_bytes: int          # usable Unified Buffer bytes
+    aic_cores: int
+    aiv_cores: int
+    separated: bool        # AIC and AIV are different cores (arch 2201)
+    vector_cores: int      # cores a vector-only kernel launches on
+    max_queue_buffers_per_position: int
+    max_buffers: int
+    has_datacopypad: bool
+    kernel_type_macro: bool  # print KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY)
+    cann_version: str
+    api_dtypes: Mapping[str, frozenset[str]]
+    cast_modes: Mapping[tuple[str, str], frozenset[str]]
+    # Select in VSEL_TENSOR_SCALAR/TENSOR_TENSOR mode uses this many bytes at the top of
+    # UB as library scratch, so the kernel's own UB plan must stay below ub_bytes - this.
+    select_scratch_bytes: int = 0
+    max_event_ids: int = 8
+
+    def __hash__(self) -> int:
+        # The tables are read-only mappings, which do not hash; the name is unique.
+        return hash(self.name)
+
+    def supports(self, api: str, dtype: str | None = None) -> bool:
+        """Whether `api` exists on this target (and accepts element type `dtype`)."""
+        dtypes = self.api_dtypes.get(api)
+        if dtypes is None:
+            return False
+        return dtype is None or dtype in dtypes
+
+    def cast_supported(self, src: str, dst: str, mode: str | None = None) -> bool:
+        modes = self.cast_modes.get((src, dst))
+        if modes is None:
+            return False
+        return mode is None or mode in modes
+
+
+def _fs(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+def _frozen_map(d: dict) -> Mapping:
+    return MappingProxyType(dict(d))
+
+
+# ---------------------------------------------------------------------------------------
+# API -> element types.  ASCENDC.md §2.2 (data movement), §2.3 (arithmetic, table),
+# §2.4 (Cast), §2.5 (Duplicate/Brcb/Compare/Select), §2.6 (reductions).
+# ---------------------------------------------------------------------------------------
+
+# §2.2: DataCopy moves every integer/float width; bfloat16_t only on A2/A3/310B.
+_COPY_TYPES = _fs("int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t",
+                  "uint64_t", "half", "float", "double")
+_HALF_FLOAT = _fs("half", "float")
+_ARITH = _fs("int16_t", "half", "int32_t", "float")          # §2.3 Add/Sub/Mul/Max/Min on A2, 310P
+_DUP = _fs("int16_t", "uint16_t", "half", "int32_t", "uint32_t", "float")  # §2.5 Duplicate
+_BRCB = _DUP                                                   # Brcb dtype list (DK Brcb.md)
+# And/Or/Not are bitwise on 16-bit lanes only; ASCENDC.md does not list them, so only the
+# 16-bit integer types are claimed (the conservative reading of the API pages).
+_BITWISE = _fs("int16_t", "uint16_t")
+
+
+def _cast_types(cast_modes: Mapping[tuple[str, str], frozenset[str]]) -> frozenset[str]:
+    return frozenset(t for pair in cast_modes for t in pair)
+
+
+_INT_MODES = _fs("CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC")
+_ALL_BUT_ODD = _INT_MODES | {"CAST_NONE"}
+
+# §2.4, the A2/A3 table (DK Cast.md).  Pairs whose types fusedsl's CPU API does not model
+# (int4b_t, int64_t) are left out.  int32_t -> half is left out on purpose: its round mode
+# is ignored and it needs SetDeqScale, so compilers should go int32 -> float -> half.
+_CAST_2201 = {
+    ("int8_t", "half"): _fs("CAST_NONE"),
+    ("uint8_t", "half"): _fs("CAST_NONE"),
+    ("int16_t", "half"): _ALL_BUT_ODD,
+    ("int16_t", "float"): _fs("CAST_NONE"),
+    ("half", "int8_t"): _ALL_BUT_ODD,
+    ("half", "uint8_t"): _ALL_BUT_ODD,
+    ("half", "int16_t"): _INT_MODES,
+    ("half", "int32_t"): _INT_MODES,
+    ("half", "float"): _fs("CAST_NONE"),
+    ("bfloat16_t", "int32_t"): _INT_MODES,
+    ("bfloat16_t", "float"): _fs("CAST_NONE"),
+    ("int32_t", "int16_t"): _fs("CAST_NONE"),
+    ("int32_t", "float"): _ALL_BUT_ODD,
+    ("float", "int16_t"): _INT_MODES,
+    ("float", "half"): _ALL_BUT_ODD | {"CAST_ODD"},
+    ("float", "bfloat16_t"): _INT_MODES,      # CAST_NONE is not listed for float -> bf16
+    ("float", "int32_t"): _INT_MODES,
+    ("float", "float"): _INT_MODES,           # round to an integral float
+}
+
+# §2.4, the Atlas 推理系列 AI Core (310P) table.  Note float -> half has no RINT: CAST_NONE
+# (which rounds to nearest even when lossy) is the portable choice.
+_CAST_2002 = {
+    ("int8_t", "half"): _fs("CAST_NONE"),
+    ("uint8_t", "half"): _fs("CAST_NONE"),
+    ("int16_t", "half"): _fs("CAST_NONE"),
+    ("half", "int8_t"): _fs("CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_NONE"),
+    ("half", "uint8_t"): _fs("CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_NONE"),
+    ("half", "int16_t"): _fs("CAST_RINT"),
+    ("half", "int32_t"): _INT_MODES,
+    ("half", "float"): _fs("CAST_NONE"),
+    ("int32_t", "int16_t"): _fs("CAST_NONE"),
+    ("int32_t", "float"): _fs("CAST_NONE"),
+    ("float", "half"): _fs("CAST_ODD", "CAST_NONE"),
+}
+
+# §2.4, the Atlas 训练系列 (910A) table: like 310P without half -> int16 and int32 -> int16.
+_CAST_1001 = {
+    ("int8_t", "half"): _fs("CAST_NONE"),
+    ("uint8_t", "half"): _fs("CAST_NONE"),
+    ("int16_t", "half"): _fs("CAST_NONE"),
+    ("half", "int8_t"): _fs("CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_NONE"),
+    ("half", "uint8_t"): _fs("CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_NONE"),
+    ("half", "int32_t"): _INT_MODES,
+    ("half", "float"): _fs("CAST_NONE"),
+    ("int32_t", "float"): _fs("CAST_NONE"),
+    ("float", "half"): _fs("CAST_ODD", "CAST_NONE"),
+}
+
+
+def _vector_apis(*, bf16: bool, arith: frozenset[str], scalar_arith: frozenset[str],
+                 relu: frozenset[str], compare: frozenset[str], compares: frozenset[str],
+                 cast_modes: Mapping) -> dict[str, frozenset[str]]:
+    """The API table shared by all targets; arguments carry the per-chip differences."""
+    copy_types = _COPY_TYPES | ({"bfloat16_t"} if bf16 else set())
+    dup_types = _DUP | ({"bfloat16_t"} if bf16 else set())
+    return {
+        "DataCopy": copy_types,
+        "Add": arith, "Sub": arith, "Mul": arith, "Max": arith, "Min": arith,
+        "Div": _HALF_FLOAT,
+        "Adds": scalar_arith, "Muls": scalar_arith,
+        "Exp": _HALF_FLOAT, "Ln": _HALF_FLOAT, "Sqrt": _HALF_FLOAT, "Rsqrt": _HALF_FLOAT,
+        "Reciprocal": _HALF_FLOAT, "Abs": _HALF_FLOAT,
+        "Relu": relu,
+        "Duplicate": dup_types,
+        "Cast": _cast_types(cast_modes),
+        "Compare": compare,
+        "Select": _HALF_FLOAT,
+        "ReduceSum": _HALF_FLOAT, "ReduceMax": _HALF_FLOAT, "ReduceMin": _HALF_FLOAT,
+        # §2.6: the per-repeat reductions exist on 910A/310P/310B/A2/A3 (9.0.0 guide).
+        "WholeReduceSum": _HALF_FLOAT, "WholeReduceMax": _HALF_FLOAT, "WholeReduceMin": _HALF_FLOAT,
+        **({"Compares": compares} if compares else {}),
+    }
+
+
+_APIS_2201 = _vector_apis(bf16=True, arith=_ARITH, scalar_arith=_ARITH,
+                          relu=_fs("half", "int32_t", "float"),
+                          compare=_fs("half", "float", "int32_t"),   # int32_t: CMPMODE::EQ only
+                          compares=_fs("half", "float", "int32_t"),  # likewise
+                          cast_modes=_CAST_2201) | {
+    "DataCopyPad": _COPY_TYPES | {"bfloat16_t"},   # §2.2: A2/A3, 310B, 950 only
+    "Maxs": _ARITH, "Mins": _ARITH,
+    "LeakyRelu": _HALF_FLOAT,
+    "Brcb": _BRCB | {"bfloat16_t"},
+    "And": _BITWISE, "Or": _BITWISE, "Not": _BITWISE,
+}
+
+_APIS_2002 = _vector_apis(bf16=False, arith=_ARITH, scalar_arith=_ARITH,
+                          relu=_fs("half", "int32_t", "float"),
+                          compare=_HALF_FLOAT, compares=_HALF_FLOAT,   # Compares.md, 310P AI Core
+                          cast_modes=_CAST_2002) | {
+    "Maxs": _ARITH, "Mins": _ARITH,
+    "LeakyRelu": _HALF_FLOAT,
+    "Brcb": _BRCB,
+    "And": _BITWISE, "Or": _BITWISE, "Not": _BITWISE,
+}
+
+# §2.3/§2.5/§6.6: 910A has no Maxs/Mins/LeakyRelu/Brcb, Relu on half only, Adds/Muls on
+# half/float, Add... without int16.  Compares is "not supported" on 910A (Compares.md).
+# And/Or/Not are not claimed: the sources consulted do not list them for 910A.
+_APIS_1001 = _vector_apis(bf16=False, arith=_fs("half", "int32_t", "float"),
+                          scalar_arith=_HALF_FLOAT, relu=_fs("half"),
+                          compare=_HALF_FLOAT, compares=frozenset(),
+                          cast_modes=_CAST_1001)
+
+
+def _freeze_apis(d: dict[str, frozenset[str]]) -> Mapping[str, frozenset[str]]:
+    return _frozen_map({k: frozenset(v) for k, v in sorted(d.items())})
+
+
+_ASCEND910B = Target(
+    name="ascend910b",
+    chip="Ascend910B2",
+    arch=2201,                       # ASCENDC.md §0 architecture table
+    soc_version="Ascend910B2",
+    ub_bytes=196352,                 # §4.1: 192 KB minus the 256-B reserve the platform API reports
+    aic_cores=24, aiv_cores=48,      # §4.2, 910B2 ([PTO] ini quote, [HAMI])
+    separated=True,                  # §0: AIC and AIV are separate cores, 1:2
+    vector_cores=48,                 # §1.2: a vector-only kernel's numBlocks counts AIVs
+    max_queue_buffers_per_position=8,  # §1.3 TQue
+    max_buffers=64,                  # §1.3 InitBuffer
+    has_datacopypad=True,            # §2.2
+    kernel_type_macro=True,          # §1.1 / §6.8
+    cann_version="8.5",
+    api_dtypes=_freeze_apis(_APIS_2201),
+    cast_modes=_frozen_map(_CAST_2201),
+    select_scratch_bytes=8192,       # §2.5: TMP_UB_OFFSET = 184 KB, the top 8 KB of the 192 KB UB
+)
+
+TARGETS: dict[str, Target] = {
+    "ascend910b": _ASCEND910B,
+    # §4.2: 910B4 has 20 AIC / 40 AIV; same arch and UB as 910B2.
+    "ascend910b4": replace(_ASCEND910B, name="ascend910b4", chip="Ascend910B4",
+                           soc_version="Ascend910B4", aic_cores=20, aiv_cores=40, vector_cores=40),
+    "ascend310p": Target(
+        name="ascend310p",
+        chip="Ascend310P3",
+        arch=2002,
+        soc_version="Ascend310P3",
+        ub_bytes=262144,             # §4.1: 256 KB (DK constant)
+        aic_cores=8, aiv_cores=0,    # §4.2: 8 AI cores (the 7 separate Vector Cores are not used)
+        separated=False,
+        vector_cores=8,
+        max_queue_buffers_per_position=8,
+        max_buffers=64,
+        has_datacopypad=False,       # §2.2: not on Atlas 推理系列
+        kernel_type_macro=False,     # §1.1 says it is valid on 310P, but it changes nothing there
+        cann_version="8.5",
+        api_dtypes=_freeze_apis(_APIS_2002),
+        cast_modes=_frozen_map(_CAST_2002),
+        # §2.5: Select modes 1/2 need 8 KB of UB on 310P too; where it sits is not documented,
+        # so the top 8 KB is assumed, as on 2201.
+        select_scratch_bytes=8192,
+    ),
+    "ascend910": Target(
+        name="ascend910",
+        chip="Ascend910A",
+        arch=1001,
+        soc_version="Ascend910A",
+        ub_bytes=262144,             # §4.1: 262144 (TOOLS ascend910_ini.h)
+        # §4.2 (conflict): HAMi lists 30 usable AI cores, Huawei's Hot Chips 2019 talk 32 per
+        # die; 30 is what a launch can use.
+        aic_cores=30, aiv_cores=0,
+        separated=False,
+        vector_cores=30,
+        max_queue_buffers_per_position=4,  # §1.3: 4 on Atlas 训练系列
+        max_buffers=64,
+        has_datacopypad=False,       # §2.2
+        kernel_type_macro=False,     # §1.1: not supported on 910A
+        cann_version="8.5",
+        api_dtypes=_freeze_apis(_APIS_1001),
+        cast_modes=_frozen_map(_CAST_1001),
+        max_event_ids=4,             # §6.7: event ids 0-3 on 910A
+    ),
+}
+
+DEFAULT_TARGET = "ascend910b"
+
+# §0 / §5: the __NPU_ARCH__ value a CPU build is compiled with picks the default target.
+ARCH_DEFAULT_TARGET = {2201: "ascend910b", 2002: "ascend310p", 1001: "ascend910"}
+
+
+def get_target(name: str | Target) -> Target:
+    """The target called `name`; unknown names raise TargetError listing the known ones."""
+    if isinstance(name, Target):
+        return name
+    target = TARGETS.get(name)
+    if target is None:
+        known = ", ".join(TARGETS)
+        raise TargetError(f"unknown target {name!r}", hint=f"known targets: {known}")
+    return target
