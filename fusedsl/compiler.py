@@ -1,15 +1,26 @@
-"""From traced graph IR to a CompiledKernel: runs the pipeline and picks the executor."""
+"""From traced graph IR to a CompiledKernel: runs the pipeline, schedules, picks executors.
+
+    graph --canonicalize--> --fuse--> module (kernels + main)
+    each vector kernel --schedule--> VectorSchedule --print--> Ascend C
+Executors: the numpy reference (default, the oracle), the LLVM CPU backend, and
+`simulate` (the printed Ascend C on fusedsl's CPU implementation of the API).
+"""
 from __future__ import annotations
 
 import os
+import struct
 
 import numpy as np
 
-from .errors import ArgumentError, user_frame
-from .ir.core import Module
+from .errors import ArgumentError, FusedslError, ScheduleError, user_frame
+from .ir.core import Function, Module
+from .ir.ops import CONSTANT, has_trait
 from .ir.printer import print_module
+from .passes.fuse import Fuse
 from .passes.pipeline import canonicalize
-from .reference import run_module
+from .reference import run_function, run_module
+from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
+from .targets import DEFAULT_TARGET, get_target
 
 
 class Config:
@@ -22,16 +33,58 @@ class Config:
 config = Config()
 
 
+class KernelPlan:
+    """One fused kernel: its ops, why it is separate, its schedule and (once sizes are known) tiling."""
+
+    def __init__(self, fn: Function, kind: str, reason: str, sched: VectorSchedule | None,
+                 error: FusedslError | None):
+        self.function = fn
+        self.name = fn.name
+        self.kind = kind
+        self.reason = reason
+        self.schedule = sched
+        self.error = error
+        self.tiling: Tiling | None = None
+
+    @property
+    def ops(self) -> list[str]:
+        return [op.name for op in self.function.ops if not has_trait(op, CONSTANT)]
+
+    @property
+    def ub_plan(self) -> list[tuple[str, str, int, int]]:
+        if self.schedule is None or self.tiling is None:
+            return []
+        return ub_plan(self.schedule, self.tiling)
+
+    @property
+    def ub_bytes(self) -> int:
+        return sum(nbytes * num for _, _, nbytes, num in self.ub_plan)
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.name}: {', '.join(self.ops)}>"
+
+
 class CompiledKernel:
     """A kernel specialised for one set of argument shapes/dtypes/constants."""
 
-    def __init__(self, graph: Module, module: Module, infos, target, options):
+    def __init__(self, graph: Module, canonical: Module, module: Module, plans: list[KernelPlan],
+                 infos, target, options):
         self.graph = graph            # as traced
-        self.module = module          # after the pipeline
+        self.canonical = canonical    # after canonicalisation, before fusion
+        self.module = module          # fused: kernels + main
+        self.kernels = plans
         self.infos = tuple(infos)
-        self.target = target
+        self.target = get_target(target or DEFAULT_TARGET)
         self.options = dict(options)
         self.runtime_infos = tuple(i for i in self.infos if i.kind != "const")
+        self._source: str | None = None
+        self._library = None
+        self._last_measured: int | None = None
+        self._last_sizes: dict[str, int] | None = None
+        self._cpu = {}
+        static = {d for i in self.runtime_infos if i.type for d in i.type.shape if isinstance(d, str)}
+        if not static:
+            self._set_sizes({})
 
     @property
     def ir(self) -> str:
@@ -42,11 +95,37 @@ class CompiledKernel:
         return self.module.main.name
 
     def __repr__(self) -> str:
-        return f"<CompiledKernel {self.name}>"
+        return f"<CompiledKernel {self.name} for {self.target.name}: {len(self.kernels)} kernel(s)>"
 
-    # ---- arguments --------------------------------------------------------------
-    def bind_args(self, args) -> list[np.ndarray]:
-        """Runtime arguments checked against the specialisation (symbolic dims bound)."""
+    # ---- Ascend C ---------------------------------------------------------------------------
+    def check_ascendc(self) -> None:
+        """Raise the first reason a kernel cannot be printed as Ascend C."""
+        for plan in self.kernels:
+            if plan.error is not None:
+                raise plan.error
+            if plan.schedule is None:
+                op = next(o for o in plan.function.ops if not has_trait(o, CONSTANT))
+                raise ScheduleError(f"the Ascend C backend does not print {plan.kind} kernels yet "
+                                    f"({op.name} in {plan.name})", loc=op.loc,
+                                    hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            from .backend_ascendc.printer import AscendCPrinter, print_source
+            self.check_ascendc()
+            printers = [AscendCPrinter(p.schedule, self.target, p.name) for p in self.kernels]
+            self._source = print_source(printers, self.target)
+        return self._source
+
+    def save(self, path: str) -> str:
+        """Write a CANN kernel-launch project for this kernel into directory `path`."""
+        from .backend_ascendc.project import write_project
+        return write_project(self, path)
+
+    # ---- arguments --------------------------------------------------------------------------
+    def bind_args(self, args) -> tuple[list[np.ndarray], dict[str, int]]:
+        """Runtime arguments checked against the specialisation; returns (arrays, symbol sizes)."""
         if len(args) == len(self.infos) and len(self.infos) != len(self.runtime_infos):
             args = [a for a, i in zip(args, self.infos) if i.kind != "const"]
         if len(args) != len(self.runtime_infos):
@@ -74,8 +153,7 @@ class CompiledKernel:
                     raise ArgumentError(f"argument {info.name!r} has shape {arr.shape}, the kernel was "
                                         f"compiled for {want.shape}", loc=user_frame())
             arrays.append(np.ascontiguousarray(arr))
-        self._symbols = symbols
-        return arrays
+        return arrays, symbols
 
     def check_out(self, out, results_meta):
         outs = out if isinstance(out, tuple) else (out,)
@@ -89,10 +167,28 @@ class CompiledKernel:
                 raise ArgumentError("out= arrays must be writeable and C-contiguous", loc=user_frame())
         return outs
 
-    # ---- execution --------------------------------------------------------------
+    def _set_sizes(self, sizes: dict[str, int]) -> None:
+        if self._last_sizes == sizes:
+            return
+        self._last_sizes = dict(sizes)
+        for plan in self.kernels:
+            if plan.schedule is not None and plan.error is None:
+                try:
+                    plan.tiling = compute_tiling(plan.schedule, sizes, self.target)
+                except ScheduleError as exc:   # e.g. one tile does not fit UB
+                    plan.error = exc
+
+    # ---- execution --------------------------------------------------------------------------
     def run(self, args, out=None):
-        arrays = self.bind_args(args)
-        results = run_module(self.module, arrays)
+        arrays, sizes = self.bind_args(args)
+        if config.executor == "llvm":
+            self._set_sizes(sizes)
+            results = self._run_main(arrays, self._run_llvm_kernel)
+        else:
+            results = run_module(self.module, arrays)
+        return self._deliver(results, out)
+
+    def _deliver(self, results, out):
         if out is not None:
             outs = self.check_out(out, [(r.shape, r.dtype) for r in results])
             for o, r in zip(outs, results):
@@ -100,7 +196,88 @@ class CompiledKernel:
             results = outs
         return results[0] if len(results) == 1 else tuple(results)
 
+    def _run_main(self, arrays, run_kernel) -> tuple[np.ndarray, ...]:
+        """Walk main: views on the host, each call through `run_kernel(plan, inputs)`."""
+        main = self.module.main
+        env = {id(p.value): a for p, a in zip(main.params, arrays)}
+        plans = {p.name: p for p in self.kernels}
+        for op in main.ops:
+            inputs = [env[id(v)] for v in op.operands]
+            if op.name == "call":
+                outs = run_kernel(plans[op.attr("callee")], inputs)
+            elif op.name == "reshape":
+                outs = (inputs[0].reshape(op.result.shape),)
+            else:
+                outs = run_function(self.module, Function("op", (), (op,), op.results), [])
+            for v, o in zip(op.results, outs):
+                env[id(v)] = o
+        return tuple(env[id(v)] for v in main.results)
+
+    def _run_llvm_kernel(self, plan: KernelPlan, inputs):
+        if plan.schedule is None:
+            return run_function(self.module, plan.function, inputs)
+        from .backend_cpu import CpuKernel
+        kernel = self._cpu.get(plan.name)
+        if kernel is None:
+            kernel = self._cpu[plan.name] = CpuKernel(plan.schedule, self.target)
+        outs = [np.empty(v.shape, v.dtype.np) for v in _concrete(plan.function.results, self._last_sizes)]
+        scalars = [x if x.ndim else x.item() for x in inputs]
+        kernel.run(scalars, outs, plan.tiling)
+        return tuple(outs)
+
+    def simulate(self, *args):
+        """Compile `source` with g++ against the CPU Ascend C API and run it; numpy outputs."""
+        from .backend_ascendc import simulate as sim
+        arrays, sizes = self.bind_args(args)
+        self._set_sizes(sizes)
+        results, measured = sim.simulate(self, arrays, sizes)
+        self._last_measured = measured
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def report(self):
+        from .report import Report
+        return Report(self)
+
+
+def _concrete(values, sizes):
+    from .ir.core import TensorType
+    out = []
+    for v in values:
+        shape = tuple(sizes[d] if isinstance(d, str) else d for d in v.shape)
+        out.append(TensorType(shape, v.dtype))
+    return out
+
 
 def compile_module(graph: Module, infos, target=None, options=None) -> CompiledKernel:
-    module = canonicalize(graph)
-    return CompiledKernel(graph, module, infos, target, options or {})
+    options = dict(options or {})
+    tgt = get_target(target or DEFAULT_TARGET)
+    canonical = canonicalize(graph)
+    fuse = Fuse(single_kernel=bool(options.get("single_kernel", False)))
+    module = fuse.run(canonical)
+    headroom = float(options.get("ub_headroom", 1.0))
+    plans = []
+    for fn in module.functions[:-1]:
+        info = fuse.infos[fn.name]
+        sched, error = None, None
+        if info.kind == "vector":
+            try:
+                sched = schedule_vector_kernel(fn, tgt, headroom)
+            except ScheduleError as exc:
+                error = exc
+        plans.append(KernelPlan(fn, info.kind, info.reason, sched, error))
+    return CompiledKernel(graph, canonical, module, plans, infos, target, options)
+
+
+def pack_tiling(plan: KernelPlan, scalars: dict[str, float]) -> bytes:
+    """The tiling struct as the printed C++ lays it out (all 32-bit fields)."""
+    t, sched = plan.tiling, plan.schedule
+    words = [t.R, t.C, t.Cpad, t.tile_rows, t.tile_cols, t.col_tiles, t.total_tiles, t.tiles_per_core,
+             t.block_dim, t.tile_elems, int(t.rows_mode)] + list(t.dims)
+    data = struct.pack(f"<{len(words)}I", *words)
+    for inp, strides in zip(sched.inputs, t.strides):
+        if inp.kind != "runtime_scalar":
+            data += struct.pack(f"<{len(strides)}I", *strides)
+    for inp in sched.inputs:
+        if inp.kind == "runtime_scalar":
+            data += struct.pack("<f", float(scalars[inp.name]))
+    return data

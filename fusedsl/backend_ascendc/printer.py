@@ -1,0 +1,538 @@
+"""Ascend C printer: a VectorSchedule -> kernel source, tiling struct and host tiling code.
+
+The kernel follows the canonical TPipe/TQue form: a class with Init / Process /
+CopyIn / Compute / CopyOut, inputs in TQue<VECIN> and outputs in TQue<VECOUT>, both
+double-buffered with InitBuffer(que, 2, bytes); temporaries in TBuf<VECCALC>.  Tile
+ops are printed by the EMIT table (one rule per tile op); everything target-specific
+(DataCopyPad or an aligned body plus a scalar tail, the kernel-type macro) is looked
+up in the Target, never decided by op name here.  `FUSEDSL_DEBUG=1` puts the user's
+source line beside every Compute statement.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from .. import dtypes as dt
+from ..schedule import (MAX_BLOCK_COUNT, MIN_CORE_BYTES, Stmt, VectorSchedule)
+from ..targets import Target
+
+VERSION = "0.1.0"
+
+
+def camel(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_") if p)
+
+
+def literal(value, dtype: dt.DType) -> str:
+    """A C++ expression of `value` converted to the element type."""
+    t = dtype.ascendc
+    if dtype.is_float:
+        v = float(value)
+        if math.isnan(v):
+            text = '__builtin_nanf("")'
+        elif math.isinf(v):
+            text = "__builtin_inff()" if v > 0 else "-__builtin_inff()"
+        else:
+            text = repr(v) + "f" if "e" in repr(v) or "." in repr(v) else repr(v) + ".0f"
+        return text if t == "float" else f"static_cast<{t}>({text})"
+    return f"static_cast<{t}>({int(value)})"
+
+
+def _scalar(stmt: Stmt) -> str:
+    kind, value = stmt.scalar
+    if kind == "imm":
+        return literal(value, stmt.dtype)
+    return f"static_cast<{stmt.dtype.ascendc}>({value})"
+
+
+# ---- the emit table: tile op -> printed statement (o = segment offset, n = count) -------------
+def _bin(api):
+    return lambda s: f"AscendC::{api}({s.dst}[o], {s.srcs[0]}[o], {s.srcs[1]}[o], n);"
+
+
+def _un(api):
+    return lambda s: f"AscendC::{api}({s.dst}[o], {s.srcs[0]}[o], n);"
+
+
+def _sc(api):
+    return lambda s: f"AscendC::{api}({s.dst}[o], {s.srcs[0]}[o], {_scalar(s)}, n);"
+
+
+EMIT = {
+    "add": _bin("Add"), "sub": _bin("Sub"), "mul": _bin("Mul"), "div": _bin("Div"),
+    "max": _bin("Max"), "min": _bin("Min"),
+    "adds": _sc("Adds"), "muls": _sc("Muls"), "maxs": _sc("Maxs"), "mins": _sc("Mins"),
+    "leaky_relu": _sc("LeakyRelu"),
+    "abs": _un("Abs"), "exp": _un("Exp"), "ln": _un("Ln"), "sqrt": _un("Sqrt"), "rsqrt": _un("Rsqrt"),
+    "reciprocal": _un("Reciprocal"), "relu": _un("Relu"),
+    # x * 1 copies every value exactly (x + 0 would turn -0.0 into +0.0)
+    "copy": lambda s: f"AscendC::Muls({s.dst}[o], {s.srcs[0]}[o], {literal(1, s.dtype)}, n);",
+    "dup": lambda s: f"AscendC::Duplicate({s.dst}[o], {_scalar(s)}, n);",
+    "cast": lambda s: (f"AscendC::Cast({s.dst}[o], {s.srcs[0]}[o], AscendC::RoundMode::{s.round_mode}, n);"),
+}
+
+
+class AscendCPrinter:
+    def __init__(self, sched: VectorSchedule, target: Target, name: str, debug: bool | None = None):
+        self.s = sched
+        self.t = target
+        self.name = name
+        self.cls = "Kernel" + camel(name)
+        self.tiling = camel(name) + "TilingData"
+        self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
+        self.k = len(sched.dims)
+        self.tensor_inputs = [i for i in sched.inputs if i.kind != "runtime_scalar"]
+        self.symbols = sorted({d for d in sched.iter_shape if isinstance(d, str)})
+
+    # ---- public -------------------------------------------------------------------------
+    def tiling_header(self) -> str:
+        fields = ["R", "C", "Cpad", "tileRows", "tileCols", "colTiles", "totalTiles", "tilesPerCore",
+                  "blockDim", "tileElems", "rowsMode"]
+        lines = [f"// Tiling data of {self.name}: written by {camel(self.name)}Tiling() on the host,",
+                 "// read by the kernel.  Every field is 32 bits wide so the kernel can copy it word by word.",
+                 f"struct {self.tiling} {{"]
+        lines += [f"    uint32_t {f};" for f in fields]
+        lines.append(f"    uint32_t dims[{self.k}];        // collapsed iteration dims, outermost first")
+        for inp in self.tensor_inputs:
+            lines.append(f"    uint32_t stride_{inp.name}[{self.k}];  // element stride per dim (0 = broadcast)")
+        for inp in self.s.inputs:
+            if inp.kind == "runtime_scalar":
+                lines.append(f"    float {inp.var};   // runtime scalar {inp.name} ({inp.gm_dtype})")
+        lines.append("};")
+        return "\n".join(lines) + "\n"
+
+    def host_tiling(self) -> str:
+        """C++ mirror of schedule.compute_tiling (a test checks both agree)."""
+        s, t = self.s, self.t
+        per_elem = s.ub_bytes_per_elem()
+        out_bytes = sum(o.gm_dtype.itemsize for o in s.outputs)
+        hoisting = any(x.role == "inv" for x in s.slots.values())
+        dims_expr = []
+        for group in s.dims:
+            factors = [f"sizes[{self.symbols.index(s.iter_shape[d])}]" if isinstance(s.iter_shape[d], str)
+                       else str(s.iter_shape[d]) for d in group] or ["1"]
+            dims_expr.append(" * ".join(f"uint64_t({f})" for f in factors))
+        symbol_doc = ", ".join(f"sizes[{i}] = {n}" for i, n in enumerate(self.symbols)) or "none"
+        L = [f"// Host tiling for {self.name} on {t.name}: symbolic sizes {symbol_doc}.",
+             f"// ubBudget defaults to {s.ub_budget} bytes, vectorCores to {t.vector_cores}.",
+             f"inline void {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,",
+             f"                          {self.tiling}* t)",
+             "{",
+             "    (void)sizes;",
+             f"    const uint64_t dims[{self.k}] = {{{', '.join(dims_expr)}}};",
+             f"    const uint64_t C = dims[{self.k - 1}];",
+             "    uint64_t R = 1;",
+             f"    for (int i = 0; i + 1 < {self.k}; ++i) R *= dims[i];",
+             f"    const uint64_t perElem = {per_elem}, gran = {s.gran_elems}, block = {s.block_elems};",
+             f"    uint64_t maxElems = (ubBudget / perElem) / gran * gran;",
+             f"    const uint64_t total = R * C;",
+             f"    uint64_t want = (total * {out_bytes} + {MIN_CORE_BYTES - 1}) / {MIN_CORE_BYTES};",
+             "    want = std::max<uint64_t>(1, std::min<uint64_t>(vectorCores, want));",
+             "    uint64_t Cpad = (C + block - 1) / block * block;",
+             f"    const bool rowsMode = (R > 1 || {'true' if hoisting else 'false'}) && Cpad <= maxElems;",
+             "    uint64_t tileRows, tileCols, colTiles, totalTiles, tileElems;",
+             "    if (rowsMode) {",
+             "        want = std::min<uint64_t>(want, R);",
+             "        const uint64_t rowsPerCore = (R + want - 1) / want;",
+             f"        tileRows = std::max<uint64_t>(1, std::min<uint64_t>({{maxElems / Cpad, rowsPerCore, {MAX_BLOCK_COUNT}}}));",
+             "        tileCols = C; colTiles = 1;",
+             "        totalTiles = (R + tileRows - 1) / tileRows;",
+             "        tileElems = (tileRows * Cpad + gran - 1) / gran * gran;",
+             "    } else {",
+             "        Cpad = C;",
+             "        const uint64_t perCore = R == 1 ? ((C * R + want - 1) / want + gran - 1) / gran * gran : maxElems;",
+             "        tileCols = std::max<uint64_t>(gran, std::min<uint64_t>(maxElems, perCore));",
+             "        tileRows = 1;",
+             "        colTiles = (C + tileCols - 1) / tileCols;",
+             "        totalTiles = R * colTiles;",
+             "        tileElems = tileCols;",
+             "    }",
+             "    const uint64_t tilesPerCore = (totalTiles + want - 1) / want;",
+             "    t->R = uint32_t(R); t->C = uint32_t(C); t->Cpad = uint32_t(Cpad);",
+             "    t->tileRows = uint32_t(tileRows); t->tileCols = uint32_t(tileCols); t->colTiles = uint32_t(colTiles);",
+             "    t->totalTiles = uint32_t(totalTiles); t->tilesPerCore = uint32_t(tilesPerCore);",
+             "    t->blockDim = uint32_t((totalTiles + tilesPerCore - 1) / tilesPerCore);",
+             "    t->tileElems = uint32_t(tileElems); t->rowsMode = rowsMode ? 1u : 0u;",
+             f"    for (int i = 0; i < {self.k}; ++i) t->dims[i] = uint32_t(dims[i]);"]
+        for inp in self.tensor_inputs:
+            bits = ", ".join("true" if b else "false" for b in inp.bits) or "true"
+            L += [f"    {{  // {inp.name}: {inp.kind}",
+                  f"        const bool present[{self.k}] = {{{bits}}};",
+                  "        uint64_t acc = 1;",
+                  f"        for (int i = {self.k - 1}; i >= 0; --i) {{",
+                  f"            t->stride_{inp.name}[i] = present[i] ? uint32_t(acc) : 0u;",
+                  "            if (present[i]) acc *= dims[i];",
+                  "        }",
+                  "    }"]
+        L.append("}")
+        return "\n".join(L) + "\n"
+
+    def kernel(self) -> str:
+        parts = [self._class(), self._entry()]
+        return "\n".join(parts)
+
+    def body(self) -> str:
+        """This kernel's part of a source file (tiling struct, kernel, host tiling, CPU hooks)."""
+        return "\n".join([
+            f"// ---- {self.name}: fused from {self.s.kernel.loc} ----",
+            self.tiling_header(),
+            self.kernel(),
+            "#ifndef __CCE_AICORE__  // host side",
+            self.host_tiling(),
+            "#endif",
+            self._cpu_hooks(),
+        ])
+
+
+    # ---- pieces -------------------------------------------------------------------------
+    def _gm_args(self) -> list[str]:
+        return [i.name for i in self.tensor_inputs] + [f"y{o.index}" for o in self.s.outputs]
+
+    def _helpers(self) -> str:
+        pad = self.t.has_datacopypad
+        if pad:
+            copy_in = """    if (nrows == 1 || (ncols == ubStride && gmStride == ncols)) {
+        const uint32_t n = nrows * ncols;
+        if (n * sizeof(T) % 32 == 0) { AscendC::DataCopy(dst, src, n); return; }
+        AscendC::DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};
+        AscendC::DataCopyPadExtParams<T> pad{false, 0, 0, T(0)};
+        AscendC::DataCopyPad(dst, src, p, pad);
+        return;
+    }
+    // one DMA for all rows: GM rows are gmStride apart, UB rows ubStride apart (32-B blocks)
+    const uint32_t rowBytes = ncols * sizeof(T);
+    const uint32_t ubGap = (ubStride * sizeof(T) - (rowBytes + 31) / 32 * 32) / 32;
+    AscendC::DataCopyExtParams p{static_cast<uint16_t>(nrows), rowBytes,
+                                 static_cast<uint32_t>((gmStride - ncols) * sizeof(T)), ubGap, 0};
+    AscendC::DataCopyPadExtParams<T> pad{false, 0, 0, T(0)};
+    AscendC::DataCopyPad(dst, src, p, pad);"""
+            copy_out = """    if (nrows == 1 || (ncols == ubStride && gmStride == ncols)) {
+        const uint32_t n = nrows * ncols;
+        if (n * sizeof(T) % 32 == 0) { AscendC::DataCopy(dst, src, n); return; }
+        AscendC::DataCopyExtParams p{1, static_cast<uint32_t>(n * sizeof(T)), 0, 0, 0};
+        AscendC::DataCopyPad(dst, src, p);
+        return;
+    }
+    const uint32_t rowBytes = ncols * sizeof(T);
+    const uint32_t ubGap = (ubStride * sizeof(T) - (rowBytes + 31) / 32 * 32) / 32;
+    AscendC::DataCopyExtParams p{static_cast<uint16_t>(nrows), rowBytes, ubGap,
+                                 static_cast<uint32_t>((gmStride - ncols) * sizeof(T)), 0};
+    AscendC::DataCopyPad(dst, src, p);"""
+        else:
+            copy_in = """    // No DataCopyPad on this chip: the 32-byte-aligned body moves by DMA and the
+    // remaining elements one by one, so nothing outside the tensor is read or written.
+    constexpr uint32_t kBlock = 32 / sizeof(T);
+    const bool contiguous = nrows == 1 || (ncols == ubStride && gmStride == ncols);
+    const uint32_t rows = contiguous ? 1 : nrows;
+    const uint32_t len = contiguous ? nrows * ncols : ncols;
+    for (uint32_t r = 0; r < rows; ++r) {
+        const uint32_t body = len / kBlock * kBlock;
+        if (body > 0) AscendC::DataCopy(dst[r * ubStride], src[r * gmStride], body);
+        for (uint32_t i = body; i < len; ++i) dst.SetValue(r * ubStride + i, src.GetValue(r * gmStride + i));
+    }
+    AscendC::PipeBarrier<PIPE_ALL>();"""
+            copy_out = """    constexpr uint32_t kBlock = 32 / sizeof(T);
+    const bool contiguous = nrows == 1 || (ncols == ubStride && gmStride == ncols);
+    const uint32_t rows = contiguous ? 1 : nrows;
+    const uint32_t len = contiguous ? nrows * ncols : ncols;
+    AscendC::PipeBarrier<PIPE_ALL>();
+    for (uint32_t r = 0; r < rows; ++r) {
+        const uint32_t body = len / kBlock * kBlock;
+        if (body > 0) AscendC::DataCopy(dst[r * gmStride], src[r * ubStride], body);
+        for (uint32_t i = body; i < len; ++i) dst.SetValue(r * gmStride + i, src.GetValue(r * ubStride + i));
+    }"""
+        return f"""namespace {{
+// nrows rows of ncols elements: GM rows gmStride elements apart, UB rows ubStride apart.
+template <typename T>
+__aicore__ inline void CopyRowsIn(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
+                                  uint32_t nrows, uint32_t ncols, uint32_t gmStride, uint32_t ubStride)
+{{
+{copy_in}
+}}
+
+template <typename T>
+__aicore__ inline void CopyRowsOut(const AscendC::GlobalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                                   uint32_t nrows, uint32_t ncols, uint32_t gmStride, uint32_t ubStride)
+{{
+{copy_out}
+}}
+
+// Fill ncols elements with one value (a broadcast column); types Duplicate lacks go element-wise.
+template <typename T>
+__aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint32_t ncols)
+{{
+    if constexpr (sizeof(T) >= 2) {{
+        AscendC::Duplicate(dst, value, ncols);
+    }} else {{
+        for (uint32_t i = 0; i < ncols; ++i) dst.SetValue(i, value);
+        AscendC::PipeBarrier<PIPE_ALL>();
+    }}
+}}
+}}  // namespace
+"""
+
+    def _class(self) -> str:
+        s = self.s
+        slots = s.slots
+        members, init = [], []
+        for name, slot in slots.items():
+            ty = slot.dtype.ascendc
+            nbytes = f"t.tileElems * sizeof({ty})"
+            if slot.role == "in":
+                members.append(f"    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_{name};")
+                init.append(f"        pipe.InitBuffer(q_{name}, 2, {nbytes});   // double-buffered")
+            elif slot.role == "out":
+                members.append(f"    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q_{name};")
+                init.append(f"        pipe.InitBuffer(q_{name}, 2, {nbytes});   // double-buffered")
+            else:
+                members.append(f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{name};")
+                init.append(f"        pipe.InitBuffer(b_{name}, {nbytes});")
+                if slot.role == "inv":
+                    members.append(f"    AscendC::LocalTensor<{ty}> {name};  // hoisted: filled once per core")
+        gm_init = []
+        for inp in self.tensor_inputs:
+            members.append(f"    AscendC::GlobalTensor<{inp.gm_dtype.ascendc}> gm_{inp.name};")
+            gm_init.append(f"        gm_{inp.name}.SetGlobalBuffer((__gm__ {inp.gm_dtype.ascendc}*){inp.name});")
+        for o in s.outputs:
+            members.append(f"    AscendC::GlobalTensor<{o.gm_dtype.ascendc}> gm_y{o.index};")
+            gm_init.append(f"        gm_y{o.index}.SetGlobalBuffer((__gm__ {o.gm_dtype.ascendc}*)y{o.index});")
+        scalars = []
+        for inp in s.inputs:
+            if inp.kind in ("scalar", "runtime_scalar"):
+                from ..schedule import compute_dtype
+                scalars.append((inp, compute_dtype(inp.gm_dtype)))
+                members.append(f"    {compute_dtype(inp.gm_dtype).ascendc} {inp.var};")
+        args = ", ".join(f"GM_ADDR {a}" for a in self._gm_args())
+        L = [f"class {self.cls} {{",
+             "public:",
+             f"    __aicore__ inline {self.cls}() {{}}",
+             f"    __aicore__ inline void Init({args}, const {self.tiling}& t)",
+             "    {",
+             "        tiling = t;"]
+        L += gm_init + init
+        L += ["    }",
+              "",
+              "    __aicore__ inline void Process()",
+              "    {",
+              "        const uint32_t first = AscendC::GetBlockIdx() * tiling.tilesPerCore;",
+              "        const uint32_t last = std::min(tiling.totalTiles, first + tiling.tilesPerCore);",
+              "        if (first >= last) return;",
+              "        Prologue();",
+              "        for (uint32_t tile = first; tile < last; ++tile) {",
+              "            Geometry(tile);",
+              "            CopyIn();",
+              "            Compute();",
+              "            CopyOut();",
+              "        }",
+              "    }",
+              "",
+              "private:",
+              "    // Which rows/columns tile `tile` covers (rows mode: whole rows; else a chunk of one row).",
+              "    __aicore__ inline void Geometry(uint32_t tile)",
+              "    {",
+              "        if (tiling.rowsMode) {",
+              "            row0 = tile * tiling.tileRows;",
+              "            nrows = std::min(tiling.tileRows, tiling.R - row0);",
+              "            col0 = 0;",
+              "            ncols = tiling.C;",
+              "        } else {",
+              "            row0 = tile / tiling.colTiles;",
+              "            nrows = 1;",
+              "            col0 = (tile % tiling.colTiles) * tiling.tileCols;",
+              "            ncols = std::min(tiling.tileCols, tiling.C - col0);",
+              "        }",
+              "        // vector ops run per segment: all rows at once when rows are packed, else row by row",
+              "        const bool packed = tiling.Cpad == ncols || nrows == 1;",
+              "        nSeg = packed ? 1 : nrows;",
+              "        segLen = packed ? nrows * ncols : ncols;",
+              "        segStride = packed ? 0 : tiling.Cpad;",
+              "    }",
+              "",
+              "    // GM element offset of global row g of an input with per-dim strides st (outer dims only).",
+              f"    __aicore__ inline uint32_t RowOffset(uint32_t g, const uint32_t* st) const",
+              "    {",
+              "        uint32_t off = 0;",
+              f"        for (int i = {self.k - 2}; i >= 0; --i) {{",
+              "            off += (g % tiling.dims[i]) * st[i];",
+              "            g /= tiling.dims[i];",
+              "        }",
+              "        return off;",
+              "    }",
+              ""]
+        L += self._prologue(scalars)
+        L += self._copy_in()
+        L += self._compute()
+        L += self._copy_out()
+        L += ["    AscendC::TPipe pipe;"] + members + [
+            f"    {self.tiling} tiling;",
+            "    uint32_t row0 = 0, nrows = 0, col0 = 0, ncols = 0, nSeg = 0, segLen = 0, segStride = 0;",
+            "};", ""]
+        return "\n".join(L)
+
+    def _prologue(self, scalars) -> list[str]:
+        s = self.s
+        L = ["    // Once per core: scalars, broadcast rows (replicated over a tile's rows) and the",
+             "    // ops that depend only on them.",
+             "    __aicore__ inline void Prologue()", "    {"]
+        for inp, cd in scalars:
+            if inp.kind == "runtime_scalar":
+                L.append(f"        {inp.var} = static_cast<{cd.ascendc}>(tiling.{inp.var});")
+            else:
+                L.append(f"        {inp.var} = static_cast<{cd.ascendc}>("
+                         f"static_cast<float>(gm_{inp.name}.GetValue(0)));")
+        for name, slot in s.slots.items():
+            if slot.role == "inv":
+                L.append(f"        {name} = b_{name}.Get<{slot.dtype.ascendc}>();")
+        for inp in s.inputs:
+            if inp.kind != "row":
+                continue
+            ty = inp.gm_dtype.ascendc
+            L += [f"        // {inp.name}: one row read from GM, copied in UB to every row of a tile",
+                  f"        CopyRowsIn({inp.slot}, gm_{inp.name}, 1, tiling.C, tiling.C, tiling.Cpad);",
+                  "        AscendC::PipeBarrier<PIPE_ALL>();",
+                  "        {",
+                  f"            constexpr uint32_t kBlock = 32 / sizeof({ty});",
+                  "            const uint32_t body = tiling.C / kBlock * kBlock;",
+                  "            for (uint32_t r = 1; r < tiling.tileRows; ++r) {",
+                  f"                if (body > 0) AscendC::DataCopy({inp.slot}[r * tiling.Cpad], {inp.slot}, body);",
+                  "                for (uint32_t i = body; i < tiling.C; ++i)",
+                  f"                    {inp.slot}.SetValue(r * tiling.Cpad + i, {inp.slot}.GetValue(i));",
+                  "            }",
+                  "        }",
+                  "        AscendC::PipeBarrier<PIPE_ALL>();"]
+        hoisted = s.hoisted
+        if hoisted:
+            L += ["        {",
+                  "            const bool packed = tiling.Cpad == tiling.C;",
+                  "            const uint32_t segs = packed ? 1 : tiling.tileRows;",
+                  "            const uint32_t n = packed ? tiling.tileRows * tiling.C : tiling.C;",
+                  "            for (uint32_t seg = 0; seg < segs; ++seg) {",
+                  "                const uint32_t o = seg * tiling.Cpad;"]
+            for st in hoisted:
+                L += self._stmt(st, indent=16)
+            L += ["            }", "        }"]
+        L += ["    }", ""]
+        return L
+
+    def _copy_in(self) -> list[str]:
+        L = ["    __aicore__ inline void CopyIn()", "    {"]
+        for inp in self.tensor_inputs:
+            if inp.kind not in ("full", "general"):
+                continue
+            ty = inp.gm_dtype.ascendc
+            L.append(f"        AscendC::LocalTensor<{ty}> {inp.slot} = q_{inp.slot}.AllocTensor<{ty}>();")
+            if inp.kind == "full":
+                L.append(f"        CopyRowsIn({inp.slot}, gm_{inp.name}[row0 * tiling.C + col0], nrows, ncols, "
+                         "tiling.C, tiling.Cpad);")
+            else:
+                last_present = inp.bits[-1] if inp.bits else True
+                L += ["        for (uint32_t r = 0; r < nrows; ++r) {",
+                      f"            const uint32_t off = RowOffset(row0 + r, tiling.stride_{inp.name});"]
+                if last_present:
+                    L.append(f"            CopyRowsIn({inp.slot}[r * tiling.Cpad], gm_{inp.name}[off + col0], "
+                             "1, ncols, ncols, ncols);")
+                else:
+                    L.append(f"            FillRow({inp.slot}[r * tiling.Cpad], gm_{inp.name}.GetValue(off), ncols);")
+                L.append("        }")
+            L.append(f"        q_{inp.slot}.EnQue({inp.slot});")
+        L += ["    }", ""]
+        return L
+
+    def _compute(self) -> list[str]:
+        s = self.s
+        L = ["    __aicore__ inline void Compute()", "    {"]
+        for inp in self.tensor_inputs:
+            if inp.kind in ("full", "general"):
+                ty = inp.gm_dtype.ascendc
+                L.append(f"        AscendC::LocalTensor<{ty}> {inp.slot} = q_{inp.slot}.DeQue<{ty}>();")
+        for o in s.outputs:
+            ty = o.gm_dtype.ascendc
+            L.append(f"        AscendC::LocalTensor<{ty}> {o.slot} = q_{o.slot}.AllocTensor<{ty}>();")
+        for name, slot in s.slots.items():
+            if slot.role == "tmp":
+                L.append(f"        AscendC::LocalTensor<{slot.dtype.ascendc}> {name} = b_{name}.Get<{slot.dtype.ascendc}>();")
+        L += ["        for (uint32_t seg = 0; seg < nSeg; ++seg) {",
+              "            const uint32_t o = seg * segStride;",
+              "            const uint32_t n = segLen;"]
+        for st in s.body:
+            L += self._stmt(st, indent=12)
+        L.append("        }")
+        for o in s.outputs:
+            L.append(f"        q_{o.slot}.EnQue({o.slot});")
+        for inp in self.tensor_inputs:
+            if inp.kind in ("full", "general"):
+                L.append(f"        q_{inp.slot}.FreeTensor({inp.slot});")
+        L += ["    }", ""]
+        return L
+
+    def _stmt(self, st: Stmt, indent: int) -> list[str]:
+        pad = " " * indent
+        text = EMIT[st.op](st)
+        if self.debug and st.loc is not None:
+            text += f"  // {os.path.basename(st.loc.file)}:{st.loc.line}: {_source_line(st.loc)}"
+        return [pad + text, pad + "AscendC::PipeBarrier<PIPE_V>();"]
+
+    def _copy_out(self) -> list[str]:
+        L = ["    __aicore__ inline void CopyOut()", "    {"]
+        for o in self.s.outputs:
+            ty = o.gm_dtype.ascendc
+            L += [f"        AscendC::LocalTensor<{ty}> {o.slot} = q_{o.slot}.DeQue<{ty}>();",
+                  f"        CopyRowsOut(gm_y{o.index}[row0 * tiling.C + col0], {o.slot}, nrows, ncols, "
+                  "tiling.C, tiling.Cpad);",
+                  f"        q_{o.slot}.FreeTensor({o.slot});"]
+        L += ["    }", ""]
+        return L
+
+    def _entry(self) -> str:
+        gm = self._gm_args()
+        args = ", ".join(f"GM_ADDR {a}" for a in gm + ["workspace", "tiling"])
+        macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);\n" if self.t.kernel_type_macro else ""
+        return f"""extern "C" __global__ __aicore__ void {self.name}({args})
+{{
+{macro}    (void)workspace;
+    // the tiling struct is copied word by word from GM (kernel-launch style)
+    {self.tiling} t;
+    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
+    for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
+    {self.cls} op;
+    op.Init({', '.join(gm)}, t);
+    op.Process();
+}}
+"""
+
+    def _cpu_hooks(self) -> str:
+        n = len(self._gm_args()) + 2
+        args = ", ".join(f"args[{i}]" for i in range(n))
+        return f"""#ifdef ASCENDC_CPU_DEBUG
+// Entry points for fusedsl's CPU run of this file (not part of the NPU build).
+extern "C" int fusedsl_launch_{self.name}(uint32_t blockDim, uint8_t** args)
+{{
+    return fusedsl_cpu::Launch({self.name}, blockDim, {args});
+}}
+extern "C" void fusedsl_tiling_{self.name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
+                                         {self.tiling}* t)
+{{
+    {camel(self.name)}Tiling(sizes, vectorCores, ubBudget, t);
+}}
+extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.tiling}); }}
+#endif
+"""
+
+
+def _source_line(loc) -> str:
+    import linecache
+    return linecache.getline(loc.file, loc.line).strip()
+
+
+def print_source(printers: list["AscendCPrinter"], target: Target) -> str:
+    """One translation unit with every kernel; shared helpers are printed once."""
+    head = [f"// Generated by fusedsl {VERSION} for {target.name} ({target.chip}, arch {target.arch}).",
+            "// Do not edit: change the Python source and compile again.",
+            '#include "kernel_operator.h"',
+            "#include <algorithm>",
+            "#include <cstdint>",
+            ""]
+    helpers = printers[0]._helpers() if printers else ""
+    return "\n".join(head + [helpers] + [p.body() for p in printers])

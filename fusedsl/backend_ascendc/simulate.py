@@ -1,0 +1,66 @@
+"""Run a CompiledKernel's printed Ascend C on the CPU implementation of the API.
+
+Each kernel call of main becomes one launch of the compiled source with GM buffers
+for its inputs, outputs, a workspace and the tiling struct.  The tiling struct is
+packed in Python and checked word for word against the printed C++ host tiling
+function, so the two implementations cannot drift apart.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..errors import AscendCCheckError
+from .cpu_runner import build
+
+
+def library(compiled):
+    if compiled._library is None:
+        compiled._library = build(compiled.source, target=compiled.target.name, name=compiled.name)
+    return compiled._library
+
+
+def _check_host_tiling(lib, plan, packed: bytes, sizes: dict[str, int], target) -> None:
+    cdll = getattr(lib, "cdll", None) or lib._lib
+    size_fn = getattr(cdll, f"fusedsl_tiling_size_{plan.name}")
+    size_fn.restype = ctypes.c_uint32
+    n = size_fn()
+    buf = (ctypes.c_uint8 * n)()
+    symbols = sorted({d for d in plan.schedule.iter_shape if isinstance(d, str)})
+    arr = (ctypes.c_int64 * max(1, len(symbols)))(*[sizes[s] for s in symbols])
+    fn = getattr(cdll, f"fusedsl_tiling_{plan.name}")
+    fn(arr, ctypes.c_uint32(target.vector_cores), ctypes.c_uint32(plan.schedule.ub_budget), buf)
+    host = bytes(buf)
+    scalar_bytes = 4 * sum(1 for i in plan.schedule.inputs if i.kind == "runtime_scalar")
+    if n != len(packed) or host[:n - scalar_bytes] != packed[:n - scalar_bytes]:
+        raise AscendCCheckError(f"kernel {plan.name}: the printed host tiling disagrees with the Python "
+                                "tiling (internal error; please report it with the IR)")
+
+
+def simulate(compiled, arrays, sizes):
+    from ..compiler import pack_tiling
+    lib = library(compiled)
+    measured = [0]
+
+    def run_kernel(plan, inputs):
+        sched = plan.schedule
+        scalars = {i.name: float(np.asarray(x).item()) for i, x in zip(sched.inputs, inputs)
+                   if i.kind == "runtime_scalar"}
+        packed = pack_tiling(plan, scalars)
+        _check_host_tiling(lib, plan, packed, sizes, compiled.target)
+        buffers = [(i.name, np.ascontiguousarray(x)) for i, x in zip(sched.inputs, inputs)
+                   if i.kind != "runtime_scalar"]
+        outs = []
+        for v in plan.function.results:
+            shape = tuple(sizes[d] if isinstance(d, str) else d for d in v.shape)
+            outs.append(np.zeros(shape, v.dtype.np))
+        buffers += [(f"y{k}", o) for k, o in enumerate(outs)]
+        buffers.append(("workspace", np.zeros(32, np.uint8)))
+        buffers.append(("tiling", np.frombuffer(packed, np.uint8).copy()))
+        stats = lib.launch(plan.name, plan.tiling.block_dim, buffers, target=compiled.target.name)
+        measured[0] += stats.gm_bytes_read + stats.gm_bytes_written
+        return tuple(outs)
+
+    results = compiled._run_main(arrays, run_kernel)
+    return results, measured[0]

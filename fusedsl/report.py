@@ -1,0 +1,93 @@
+"""`k.report()`: fused groups, tiles, UB plans and GM traffic, as a table and as attributes."""
+from __future__ import annotations
+
+from .ir.ops import CONSTANT, has_trait
+from .ir.shapes import num_elements
+
+# Rough HBM bandwidth of a 910B-class chip (secondary source, ASCENDC.md section 4.2);
+# only used to turn bytes into an order-of-magnitude time estimate.
+HBM_BYTES_PER_S = 1.6e12
+
+
+def _bytes(value, sizes) -> int | None:
+    shape = tuple(sizes.get(d) if isinstance(d, str) else d for d in value.shape)
+    n = num_elements(shape) if None not in shape else None
+    return None if n is None else n * value.dtype.itemsize
+
+
+class KernelRow:
+    def __init__(self, plan):
+        self.name = plan.name
+        self.ops = plan.ops
+        self.reason = plan.reason
+        t = plan.tiling
+        self.block_dim = t.block_dim if t else None
+        self.tile_rows = t.tile_rows if t else None
+        self.tile_cols = t.tile_cols if t else None
+        self.tile_length = t.tile_rows * t.tile_cols if t else None
+        self.loops_per_core = t.tiles_per_core if t else None
+        self.ub_plan = [{"buffer": n, "position": pos, "bytes": b, "num": num,
+                         "reuse": "in-place/shared slot" if pos == "VECCALC" else ""}
+                        for n, pos, b, num in plan.ub_plan]
+        self.ub_bytes = plan.ub_bytes
+
+
+class Report:
+    def __init__(self, compiled):
+        self.name = compiled.name
+        self.target = compiled.target.name
+        sizes = compiled._last_sizes or {}
+        self.kernels = [KernelRow(p) for p in compiled.kernels]
+        main = compiled.canonical.main
+        ins = [_bytes(p.value, sizes) for p in main.params if p.kind == "tensor"]
+        outs = [_bytes(v, sizes) for v in main.results]
+        self.gm_bytes_min = None if None in ins + outs else sum(ins) + sum(outs)
+        self.gm_bytes_unfused = self._unfused(main, sizes)
+        self.gm_bytes_measured = compiled._last_measured
+        basis = self.gm_bytes_measured or self.gm_bytes_min
+        self.est_time_us = None if basis is None else basis / HBM_BYTES_PER_S * 1e6
+
+    @staticmethod
+    def _unfused(fn, sizes):
+        """Bytes moved if every op were its own kernel (reshape stays a free view)."""
+        producer = {id(r): op for op in fn.ops for r in op.results}
+        total = 0
+        for op in fn.ops:
+            if has_trait(op, CONSTANT) or op.name == "reshape":
+                continue
+            for v in list(op.operands) + list(op.results):
+                prod = producer.get(id(v))
+                if prod is not None and has_trait(prod, CONSTANT):
+                    continue
+                b = _bytes(v, sizes)
+                if b is None:
+                    return None
+                total += b
+        return total
+
+    def __str__(self) -> str:
+        def fmt(x):
+            return "-" if x is None else str(x)
+        lines = [f"fusedsl report: {self.name} on {self.target}, {len(self.kernels)} kernel(s)", ""]
+        header = f"{'kernel':<28} {'ops':<34} {'blockDim':>8} {'tile':>12} {'loops':>6} {'UB bytes':>9}"
+        lines += [header, "-" * len(header)]
+        for k in self.kernels:
+            ops = ", ".join(k.ops)
+            ops = ops if len(ops) <= 34 else ops[:31] + "..."
+            tile = f"{fmt(k.tile_rows)}x{fmt(k.tile_cols)}"
+            lines.append(f"{k.name:<28} {ops:<34} {fmt(k.block_dim):>8} {tile:>12} "
+                         f"{fmt(k.loops_per_core):>6} {k.ub_bytes:>9}")
+            lines.append(f"    why a kernel: {k.reason}")
+            for row in k.ub_plan:
+                lines.append(f"    UB {row['buffer']:<14} {row['position']:<8} {row['bytes']:>8} B x {row['num']}")
+        lines.append("")
+        lines.append(f"GM bytes: minimum {fmt(self.gm_bytes_min)}, unfused {fmt(self.gm_bytes_unfused)}, "
+                     f"measured {fmt(self.gm_bytes_measured)}"
+                     + ("" if not (self.gm_bytes_measured and self.gm_bytes_min) else
+                        f" ({(self.gm_bytes_measured / self.gm_bytes_min - 1) * 100:+.1f} % vs minimum)"))
+        if self.est_time_us is not None:
+            lines.append(f"est. time: {self.est_time_us:.2f} us at {HBM_BYTES_PER_S / 1e12:.1f} TB/s HBM "
+                         "(memory-bound estimate)")
+        return "\n".join(lines)
+
+    __repr__ = __str__

@@ -1,0 +1,734 @@
+"""Vector-kernel scheduling: graph ops of one fused kernel -> a tile program.
+
+The tile program is what every backend executes: the Ascend C printer prints it, the
+LLVM backend compiles it, and the tiling functions (Python here, C++ printed) size it.
+
+Iteration space.  A vector kernel evaluates every op in the shape S of its outputs.
+Dimensions of S are merged when every input has the same broadcast pattern on them,
+giving collapsed dims D0..Dk-1; C = Dk-1 is the row length, R = D0*...*Dk-2 the row
+count.  Each input is classified by its pattern:
+  full     every collapsed dim is present: contiguous rows
+  row      only the last dim is present: one row, loaded once per core and replicated
+           over the tile's rows (the `a[128]` of `a + b[192,128]`)
+  scalar   no dim present (a one-element tensor): read once per core into a register
+  general  anything else: rows are addressed one by one from the row index
+Runtime scalars (`fs.scalar`) travel in the tiling struct.
+
+Tiles.  A tile is `rows` consecutive rows of C elements (row stride Cpad, C rounded up
+to 32 bytes of the narrowest dtype) or, when a row does not fit or R == 1, a chunk of
+one row.  Tiles are split evenly over cores in contiguous ranges, so no two cores
+touch the same output bytes.  Ops that depend only on `row`/`scalar` inputs and
+constants are hoisted: computed once per core, then reused by every tile.
+
+Tile ops are the primitives below; composites (sigmoid, gelu, ...) are expanded here,
+with the target's API table deciding fallbacks (e.g. no Maxs on ascend910 -> Duplicate
++ Max).  Each op works on `count` elements of whole UB slots (`dst`, `srcs`), with an
+optional scalar operand.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from . import dtypes as dt
+from .errors import Loc, ScheduleError
+from .ir.core import Function, Value
+from .ir.ops import CONSTANT, has_trait
+from .targets import Target
+
+# tile op -> Ascend C API it maps to (the printer's emit table is keyed by the same names)
+TILE_APIS = {
+    "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "max": "Max", "min": "Min",
+    "adds": "Adds", "muls": "Muls", "maxs": "Maxs", "mins": "Mins",
+    "abs": "Abs", "exp": "Exp", "ln": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt",
+    "reciprocal": "Reciprocal", "relu": "Relu", "leaky_relu": "LeakyRelu",
+    "dup": "Duplicate", "cast": "Cast", "copy": "Adds",
+}
+BINARY_TILE_OPS = {"add", "sub", "mul", "div", "max", "min"}
+SCALAR_TILE_OPS = {"adds", "muls", "maxs", "mins", "leaky_relu"}
+UNARY_TILE_OPS = {"abs", "exp", "ln", "sqrt", "rsqrt", "reciprocal", "relu", "copy"}
+
+MIN_CORE_BYTES = 16384   # below this much output per core, launching another core costs more than it saves
+MAX_BLOCK_COUNT = 4095   # DataCopyPad's blockCount limit bounds the rows of one tile
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A UB buffer holding one tile of one value."""
+
+    name: str
+    dtype: dt.DType
+    role: str              # "in" (TQue VECIN) | "out" (TQue VECOUT) | "tmp" (TBuf VECCALC) | "inv" (hoisted TBuf)
+
+    @property
+    def double_buffered(self) -> bool:
+        return self.role in ("in", "out")
+
+
+@dataclass(frozen=True)
+class TileInput:
+    index: int              # kernel parameter index
+    name: str
+    gm_dtype: dt.DType
+    kind: str               # "full" | "row" | "scalar" | "general" | "runtime_scalar"
+    bits: tuple[bool, ...]  # per collapsed dim: present (True) or broadcast (False)
+    slot: str | None        # UB slot the data lands in (gm dtype); None for scalars
+    var: str | None         # scalar variable name for scalar kinds
+
+
+@dataclass(frozen=True)
+class TileOutput:
+    index: int
+    name: str
+    gm_dtype: dt.DType
+    slot: str
+
+
+@dataclass(frozen=True)
+class Stmt:
+    op: str                       # a tile op (TILE_APIS key)
+    dst: str
+    srcs: tuple[str, ...]
+    dtype: dt.DType               # element dtype of dst (and of srcs, except for cast)
+    scalar: tuple | None = None   # ("imm", value) or ("var", name)
+    src_dtype: dt.DType | None = None   # cast only
+    round_mode: str | None = None       # cast only
+    hoisted: bool = False
+    loc: Loc | None = None
+
+
+@dataclass
+class VectorSchedule:
+    kernel: Function
+    iter_shape: tuple
+    dims: tuple[tuple[int, ...], ...]     # original iteration dims merged into each collapsed dim
+    inputs: list[TileInput]
+    outputs: list[TileOutput]
+    slots: dict[str, Slot]
+    stmts: list[Stmt]
+    scalars: list[tuple[str, dt.DType, tuple]] = field(default_factory=list)  # hoisted scalar vars
+    block_elems: int = 8                  # row alignment in elements (32 B of the narrowest dtype)
+    gran_elems: int = 64                  # tile-size granularity (256 B of the narrowest dtype)
+    ub_budget: int = 0
+
+    @property
+    def body(self) -> list[Stmt]:
+        return [s for s in self.stmts if not s.hoisted]
+
+    @property
+    def hoisted(self) -> list[Stmt]:
+        return [s for s in self.stmts if s.hoisted]
+
+    def ub_bytes_per_elem(self) -> int:
+        return sum(s.dtype.itemsize * (2 if s.double_buffered else 1) for s in self.slots.values())
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """Runtime tiling, computed identically by `compute_tiling` and the printed host code."""
+
+    R: int
+    C: int
+    Cpad: int
+    tile_rows: int
+    tile_cols: int
+    col_tiles: int
+    total_tiles: int
+    tiles_per_core: int
+    block_dim: int
+    tile_elems: int                    # elements allocated per slot
+    rows_mode: bool                    # tiles are whole rows (else chunks of one row)
+    dims: tuple[int, ...]              # collapsed dim sizes
+    strides: tuple[tuple[int, ...], ...]  # per input: element stride per collapsed dim (0 = broadcast)
+
+    @property
+    def loops_per_core(self) -> int:
+        return self.tiles_per_core
+
+
+def compute_dtype(d: dt.DType) -> dt.DType:
+    """The dtype a value is computed in on the vector unit (see module doc)."""
+    if d == dt.bfloat16:
+        return dt.float32
+    if d in (dt.int8, dt.uint8):
+        return dt.float16
+    return d
+
+
+# ---- schedule construction ------------------------------------------------------------
+class _Builder:
+    def __init__(self, fn: Function, target: Target):
+        self.fn = fn
+        self.target = target
+        self.slots: dict[str, Slot] = {}
+        self.stmts: list[Stmt] = []
+        self.value_slot: dict[int, str] = {}
+        self.value_scalar: dict[int, tuple] = {}
+        self.hoistable: set[int] = set()
+        self.counter = 0
+        self.allow_hoist = True
+
+    def new_slot(self, dtype: dt.DType, role: str, base: str = "t") -> str:
+        name = f"{base}{self.counter}"
+        self.counter += 1
+        self.slots[name] = Slot(name, dtype, role)
+        return name
+
+    def emit(self, op, dst, srcs, dtype, loc, scalar=None, hoisted=False, **kw):
+        self.stmts.append(Stmt(op, dst, tuple(srcs), dtype, scalar, hoisted=hoisted, loc=loc, **kw))
+
+
+def schedule_vector_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) -> VectorSchedule:
+    """Build the tile program of a fused vector kernel (see module doc).
+
+    Hoisting needs whole rows in UB, so it is used only when the row length is static
+    and a tile of one row fits; otherwise every input is reloaded per tile.
+    """
+    sched = _schedule(fn, target, ub_fraction, allow_hoist=True)
+    if sched.hoisted or any(s.role == "inv" for s in sched.slots.values()):
+        last = sched.iter_shape[sched.dims[-1][-1]] if sched.dims[-1] else 1
+        row = 1
+        for d in sched.dims[-1]:
+            size = sched.iter_shape[d]
+            row = row * size if isinstance(size, int) and isinstance(row, int) else None
+        del last
+        if row is None or _round_up(row, sched.block_elems) * sched.ub_bytes_per_elem() > sched.ub_budget:
+            sched = _schedule(fn, target, ub_fraction, allow_hoist=False)
+    return sched
+
+
+def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: bool) -> VectorSchedule:
+    out_shape = fn.results[0].shape
+    for v in fn.results:
+        if v.shape != out_shape:
+            raise ScheduleError(f"kernel {fn.name} has outputs of different shapes", loc=fn.loc)
+    dims, bits_of = _collapse(fn, out_shape)
+    b = _Builder(fn, target)
+    b.allow_hoist = allow_hoist
+    inputs = _classify_inputs(fn, b, bits_of)
+    _lower_ops(fn, b, inputs)
+    outputs = _bind_outputs(fn, b)
+    sched = VectorSchedule(fn, out_shape, dims, inputs, outputs, b.slots, b.stmts)
+    _reuse_slots(sched)
+    narrow = min(s.dtype.itemsize for s in sched.slots.values()) if sched.slots else 4
+    sched.block_elems = 32 // narrow
+    sched.gran_elems = 256 // narrow
+    sched.ub_budget = int(target.ub_bytes * ub_fraction)
+    _check_limits(sched, target)
+    return sched
+
+
+def _collapse(fn: Function, shape):
+    """Merge iteration dims with equal broadcast patterns across inputs (module doc)."""
+    rank = len(shape)
+    patterns = []
+    for p in fn.params:
+        if p.kind == "scalar":
+            continue
+        s = p.value.shape
+        padded = (1,) * (rank - len(s)) + tuple(s)
+        patterns.append(tuple(not (padded[d] == 1 and shape[d] != 1) for d in range(rank)))
+    keep = [d for d in range(rank) if shape[d] != 1]
+    groups: list[list[int]] = []
+    for d in keep:
+        if groups and all(pat[groups[-1][-1]] == pat[d] for pat in patterns):
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    if not groups:
+        groups = [[]]
+    dims = tuple(tuple(g) for g in groups)
+
+    def bits_of(value_shape) -> tuple[bool, ...]:
+        padded = (1,) * (rank - len(value_shape)) + tuple(value_shape)
+        return tuple(bool(g) and all(not (padded[d] == 1 and shape[d] != 1) for d in g) for g in dims)
+
+    return dims, bits_of
+
+
+def _classify_inputs(fn: Function, b: _Builder, bits_of) -> list[TileInput]:
+    inputs = []
+    for i, p in enumerate(fn.params):
+        v = p.value
+        if p.kind == "scalar":
+            var = f"s_{v.name}"
+            inputs.append(TileInput(i, v.name, v.dtype, "runtime_scalar", (), None, var))
+            b.value_scalar[id(v)] = ("var", var)
+            b.hoistable.add(id(v))
+            continue
+        bits = bits_of(v.shape)
+        if not any(bits):
+            kind = "scalar"
+        elif all(bits):
+            kind = "full"
+        elif bits[-1] and not any(bits[:-1]):
+            kind = "row"
+        else:
+            kind = "general"
+        if kind == "scalar":
+            var = f"s_{v.name}"
+            inputs.append(TileInput(i, v.name, v.dtype, kind, bits, None, var))
+            b.value_scalar[id(v)] = ("var", var)
+            b.hoistable.add(id(v))
+            continue
+        if kind == "row" and not b.allow_hoist:
+            kind = "general"
+        role = "inv" if kind == "row" else "in"
+        slot = b.new_slot(v.dtype, role, base=f"in_{v.name}_")
+        inputs.append(TileInput(i, v.name, v.dtype, kind, bits, slot, None))
+        if kind == "row":
+            b.hoistable.add(id(v))
+        b.value_slot[id(v)] = slot
+    return inputs
+
+
+def _is_hoisted(b: _Builder, operands) -> bool:
+    return all(id(v) in b.hoistable for v in operands)
+
+
+def _to_compute(b: _Builder, v: Value, loc, hoisted) -> str:
+    """The slot holding v in its compute dtype (casting from its storage dtype if needed)."""
+    slot = b.value_slot[id(v)]
+    want = compute_dtype(v.dtype)
+    if b.slots[slot].dtype == want:
+        return slot
+    key = (id(v), "compute")
+    if key in b.value_slot:
+        return b.value_slot[key]
+    dst = b.new_slot(want, "inv" if hoisted else "tmp")
+    _emit_cast(b, dst, slot, b.slots[slot].dtype, want, loc, hoisted)
+    b.value_slot[key] = dst
+    return dst
+
+
+def _cast_path(target: Target, src: dt.DType, dst: dt.DType):
+    """Legal Cast steps src -> dst (with round modes); numpy semantics: trunc to ints, RNE to floats."""
+    def mode(a: dt.DType, c: dt.DType):
+        options = target.cast_modes.get((a.ascendc, c.ascendc), frozenset())
+        prefs = ("CAST_TRUNC",) if c.is_int else ("CAST_RINT", "CAST_NONE")
+        if not c.is_int and a.itemsize < c.itemsize or (a.is_int and c.is_float and a.itemsize <= 2):
+            prefs = ("CAST_NONE", "CAST_RINT")
+        for m in prefs:
+            if m in options:
+                return m
+        return None
+
+    direct = mode(src, dst)
+    if direct:
+        return [(src, dst, direct)]
+    for mid in (dt.float32, dt.float16, dt.int32):
+        if mid in (src, dst):
+            continue
+        m1, m2 = mode(src, mid), mode(mid, dst)
+        if m1 and m2:
+            return [(src, mid, m1), (mid, dst, m2)]
+    return None
+
+
+def _emit_cast(b: _Builder, dst: str, src: str, src_dtype, dst_dtype, loc, hoisted):
+    path = _cast_path(b.target, src_dtype, dst_dtype)
+    if path is None:
+        raise ScheduleError(f"{b.target.name} has no Cast from {src_dtype} to {dst_dtype}", loc=loc,
+                            hint="cast through float32 in the kernel, or choose another target")
+    cur = src
+    for n, (a, c, m) in enumerate(path):
+        out = dst if n == len(path) - 1 else b.new_slot(c, "inv" if hoisted else "tmp")
+        b.emit("cast", out, [cur], c, loc, hoisted=hoisted, src_dtype=a, round_mode=m)
+        cur = out
+
+
+def _lower_ops(fn: Function, b: _Builder, inputs) -> None:
+    for op in fn.ops:
+        if has_trait(op, CONSTANT):
+            b.value_scalar[id(op.result)] = ("imm", op.attr("value"))
+            b.hoistable.add(id(op.result))
+            continue
+        hoisted = _is_hoisted(b, op.operands) and bool(op.operands) and any(
+            id(v) not in b.value_scalar for v in op.operands)  # pure-scalar ops are folded earlier
+        if hoisted:
+            b.hoistable.add(id(op.result))
+        _lower_one(b, op, hoisted)
+
+
+def _operand(b: _Builder, v: Value, loc, hoisted):
+    """('slot', name) or ('scalar', (kind, value)) for an op operand in compute dtype."""
+    if id(v) in b.value_scalar:
+        return ("scalar", b.value_scalar[id(v)])
+    return ("slot", _to_compute(b, v, loc, hoisted))
+
+
+def _dup(b: _Builder, scalar, dtype, loc, hoisted) -> str:
+    slot = b.new_slot(dtype, "inv" if hoisted else "tmp")
+    b.emit("dup", slot, [], dtype, loc, scalar=scalar, hoisted=hoisted)
+    return slot
+
+
+def _as_slot(b, operand, dtype, loc, hoisted) -> str:
+    kind, x = operand
+    return x if kind == "slot" else _dup(b, x, dtype, loc, hoisted)
+
+
+def _supports(b: _Builder, tile_op: str, dtype: dt.DType) -> bool:
+    return b.target.supports(TILE_APIS[tile_op], dtype.ascendc)
+
+
+def _lower_one(b: _Builder, op, hoisted) -> None:
+    loc = op.loc
+    res = op.result
+    cd = compute_dtype(res.dtype)
+    if res.dtype == dt.bool_ or any(v.dtype == dt.bool_ for v in op.operands):
+        raise ScheduleError(f"{op.name} on bool tensors is not supported by the vector scheduler yet",
+                            loc=loc, hint="run this kernel with the reference or LLVM executor")
+    if op.name == "broadcast_to":
+        _alias_or_copy(b, op.operands[0], res, loc, hoisted)
+        return
+    if op.name == "cast":
+        src = op.operands[0]
+        if id(src) in b.value_scalar:
+            raise ScheduleError("cast of a scalar inside a vector kernel should have been folded", loc=loc)
+        src_slot = _to_compute(b, src, loc, hoisted)
+        src_cd = b.slots[src_slot].dtype
+        if src_cd == cd:
+            b.value_slot[id(res)] = src_slot
+            return
+        dst = b.new_slot(cd, "inv" if hoisted else "tmp")
+        _emit_cast(b, dst, src_slot, src_cd, cd, loc, hoisted)
+        b.value_slot[id(res)] = dst
+        return
+    if cd.is_float is False and op.name in ("div",):
+        raise ScheduleError("integer division reached the scheduler", loc=loc)
+    work = _working_dtype(b, op, cd)
+    operands = [_operand(b, v, loc, hoisted) for v in op.operands]
+    if work != cd:
+        operands = [_recast(b, o, cd, work, loc, hoisted) for o in operands]
+    dst = b.new_slot(work, "inv" if hoisted else "tmp")
+    _expand(b, op, dst, operands, work, loc, hoisted)
+    if work != cd:
+        final = b.new_slot(cd, "inv" if hoisted else "tmp")
+        _emit_cast(b, final, dst, work, cd, loc, hoisted)
+        dst = final
+    b.value_slot[id(res)] = dst
+
+
+def _working_dtype(b: _Builder, op, cd: dt.DType) -> dt.DType:
+    """cd, or float32 when the target lacks an API this op needs in cd."""
+    needed = {
+        "abs": ["abs"], "neg": ["muls"], "square": ["mul"], "relu": ["relu"], "exp": ["exp"],
+        "log": ["ln"], "sqrt": ["sqrt"], "rsqrt": ["rsqrt"], "reciprocal": ["reciprocal"],
+        "leaky_relu": ["leaky_relu"], "sigmoid": ["muls", "exp", "adds", "reciprocal"],
+        "tanh": ["muls", "exp", "adds", "reciprocal"], "silu": ["muls", "exp", "adds", "reciprocal", "mul"],
+        "gelu": ["mul", "muls", "add", "exp", "adds", "reciprocal"],
+        "add": ["add"], "sub": ["sub"], "mul": ["mul"], "div": ["div"], "maximum": ["max"],
+        "minimum": ["min"],
+    }.get(op.name, [])
+    if op.name == "abs" and cd == dt.int32:
+        needed = ["muls", "max"]
+    if op.name == "leaky_relu" and not _supports(b, "leaky_relu", cd):
+        needed = ["max", "min", "muls", "add"]
+    if op.name == "relu" and not _supports(b, "relu", cd):
+        needed = ["max"]
+    if all(_supports(b, t, cd) for t in needed):
+        return cd
+    if all(_supports(b, t, dt.float32) for t in needed):
+        return dt.float32
+    raise ScheduleError(f"{op.name} on {cd} is not available on {b.target.name}", loc=op.loc)
+
+
+def _recast(b, operand, cd, work, loc, hoisted):
+    kind, x = operand
+    if kind == "scalar":
+        return operand
+    dst = b.new_slot(work, "inv" if hoisted else "tmp")
+    _emit_cast(b, dst, x, cd, work, loc, hoisted)
+    return ("slot", dst)
+
+
+def _alias_or_copy(b, src, res, loc, hoisted):
+    if id(src) in b.value_scalar:
+        b.value_scalar[id(res)] = b.value_scalar[id(src)]
+        return
+    b.value_slot[id(res)] = _to_compute(b, src, loc, hoisted)
+    if src.dtype != res.dtype:
+        raise ScheduleError("broadcast_to changed dtype", loc=loc)
+
+
+def _expand(b: _Builder, op, dst, operands, work, loc, hoisted):
+    """Emit the tile ops for one graph op, writing `dst` (see module doc)."""
+    e = functools_partial_emit(b, work, loc, hoisted)
+    name = op.name
+    if name in ("add", "sub", "mul", "div", "maximum", "minimum"):
+        _binary(b, e, name, dst, operands, work, loc, hoisted)
+        return
+    (x,) = operands
+    if x[0] == "scalar":
+        raise ScheduleError(f"{name} of a constant should have been folded", loc=loc)
+    x = x[1]
+    if name == "abs":
+        if work == dt.int32:   # Abs has no int32 form: |x| = max(x, -x)
+            t = b.new_slot(work, "inv" if hoisted else "tmp")
+            e("muls", t, [x], ("imm", -1))
+            e("max", dst, [x, t])
+        else:
+            e("abs", dst, [x])
+    elif name == "neg":
+        e("muls", dst, [x], ("imm", -1))
+    elif name == "square":
+        e("mul", dst, [x, x])
+    elif name == "relu":
+        if _supports(b, "relu", work):
+            e("relu", dst, [x])
+        else:
+            zero = _dup(b, ("imm", 0), work, loc, hoisted)
+            e("max", dst, [x, zero])
+    elif name in ("exp", "sqrt", "rsqrt", "reciprocal"):
+        e(name, dst, [x])
+    elif name == "log":
+        e("ln", dst, [x])
+    elif name == "leaky_relu":
+        alpha = ("imm", op.attr("alpha"))
+        if _supports(b, "leaky_relu", work):
+            e("leaky_relu", dst, [x], alpha)
+        else:   # max(x, 0) + alpha * min(x, 0)
+            zero = _dup(b, ("imm", 0), work, loc, hoisted)
+            pos = b.new_slot(work, "inv" if hoisted else "tmp")
+            e("max", pos, [x, zero])
+            e("min", dst, [x, zero])
+            e("muls", dst, [dst], alpha)
+            e("add", dst, [dst, pos])
+    elif name == "sigmoid":
+        _sigmoid(e, dst, x)
+    elif name == "silu":
+        t = b.new_slot(work, "inv" if hoisted else "tmp")
+        _sigmoid(e, t, x)
+        e("mul", dst, [x, t])
+    elif name == "tanh":   # tanh(x) = 2*sigmoid(2x) - 1
+        e("muls", dst, [x], ("imm", 2.0))
+        _sigmoid(e, dst, dst)
+        e("muls", dst, [dst], ("imm", 2.0))
+        e("adds", dst, [dst], ("imm", -1.0))
+    elif name == "gelu":   # x * sigmoid(2c(x + 0.044715 x^3)), c = sqrt(2/pi)
+        c = math.sqrt(2.0 / math.pi)
+        t = b.new_slot(work, "inv" if hoisted else "tmp")
+        e("mul", t, [x, x])
+        e("mul", t, [t, x])
+        e("muls", t, [t], ("imm", 0.044715))
+        e("add", t, [t, x])
+        e("muls", t, [t], ("imm", 2.0 * c))
+        _sigmoid(e, t, t)
+        e("mul", dst, [x, t])
+    else:
+        raise ScheduleError(f"{name} is not supported in vector kernels yet", loc=loc)
+
+
+def _sigmoid(e, dst, x):
+    # 1 / (1 + exp(-x)), the reference's formula
+    e("muls", dst, [x], ("imm", -1.0))
+    e("exp", dst, [dst])
+    e("adds", dst, [dst], ("imm", 1.0))
+    e("reciprocal", dst, [dst])
+
+
+def functools_partial_emit(b, work, loc, hoisted):
+    def e(tile_op, dst, srcs, scalar=None):
+        b.emit(tile_op, dst, srcs, work, loc, scalar=scalar, hoisted=hoisted)
+    return e
+
+
+_SCALAR_FORM = {"add": "adds", "mul": "muls", "maximum": "maxs", "minimum": "mins"}
+_TENSOR_FORM = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "max", "minimum": "min"}
+
+
+def _binary(b, e, name, dst, operands, work, loc, hoisted):
+    (ka, a), (kb, bb) = operands
+    if ka == "scalar" and kb == "scalar":
+        raise ScheduleError(f"{name} of two constants should have been folded", loc=loc)
+    if ka == "slot" and kb == "slot":
+        e(_TENSOR_FORM[name], dst, [a, bb])
+        return
+    tensor, scalar, scalar_first = (a, bb, False) if ka == "slot" else (bb, a, True)
+    if name in _SCALAR_FORM and _supports(b, _SCALAR_FORM[name], work):
+        e(_SCALAR_FORM[name], dst, [tensor], scalar)
+        return
+    if name == "sub" and scalar[0] == "imm" and not scalar_first:
+        e("adds", dst, [tensor], ("imm", -scalar[1]))   # x - s == x + (-s) exactly
+        return
+    if name == "sub" and scalar_first:                # s - x == (-x) + s exactly
+        e("muls", dst, [tensor], ("imm", -1))
+        e("adds", dst, [dst], scalar)
+        return
+    s_slot = _dup(b, scalar, work, loc, hoisted)
+    srcs = [s_slot, tensor] if scalar_first else [tensor, s_slot]
+    e(_TENSOR_FORM[name], dst, srcs)
+
+
+def _bind_outputs(fn: Function, b: _Builder) -> list[TileOutput]:
+    """Make every output's final stmt write its VECOUT slot (casting to the GM dtype)."""
+    outputs = []
+    for i, v in enumerate(fn.results):
+        out_slot = b.new_slot(v.dtype, "out", base=f"out{i}_")
+        if id(v) in b.value_scalar:
+            b.emit("dup", out_slot, [], compute_dtype(v.dtype), fn.loc, scalar=b.value_scalar[id(v)])
+            if compute_dtype(v.dtype) != v.dtype:
+                raise ScheduleError("a constant narrow output is not supported", loc=fn.loc)
+        else:
+            src = b.value_slot[id(v)]
+            src_dtype = b.slots[src].dtype
+            producer = _last_writer(b, src)
+            if (src_dtype == v.dtype and producer is not None and not b.stmts[producer].hoisted
+                    and _only_reader_after(b, src, producer) and b.slots[src].role == "tmp"):
+                _rename_slot(b, src, out_slot, producer)   # compute straight into the output buffer
+            elif src_dtype == v.dtype:
+                b.emit("copy", out_slot, [src], v.dtype, fn.loc)
+            else:
+                _emit_cast(b, out_slot, src, src_dtype, v.dtype, fn.loc, False)
+        outputs.append(TileOutput(i, f"y{i}", v.dtype, out_slot))
+    return outputs
+
+
+def _last_writer(b, slot):
+    for i in range(len(b.stmts) - 1, -1, -1):
+        if b.stmts[i].dst == slot:
+            return i
+    return None
+
+
+def _only_reader_after(b, slot, producer) -> bool:
+    # the value's slot must not be another output's source already renamed
+    return not any(slot in s.srcs or s.dst == slot for s in b.stmts[producer + 1:])
+
+
+def _rename_slot(b, old, new, upto):
+    """Let every stmt that writes/reads `old` use `new` instead (a tmp becomes the output)."""
+    for i, s in enumerate(b.stmts):
+        if s.dst == old or old in s.srcs:
+            b.stmts[i] = Stmt(s.op, new if s.dst == old else s.dst,
+                              tuple(new if x == old else x for x in s.srcs), s.dtype, s.scalar,
+                              s.src_dtype, s.round_mode, s.hoisted, s.loc)
+    del b.slots[old]
+    b.value_slot = {k: (new if v == old else v) for k, v in b.value_slot.items()}
+
+
+# ---- buffer reuse -------------------------------------------------------------------------
+def _reuse_slots(sched: VectorSchedule) -> None:
+    """Give dead temporaries' slots to later temporaries of the same dtype.
+
+    A stmt may write the slot of an operand that dies at it (100 % overlap, which the
+    Ascend C rules allow), except for Cast between dtypes of different widths.
+    """
+    body = sched.stmts
+    last_use: dict[str, int] = {}
+    for i, s in enumerate(body):
+        for x in s.srcs:
+            last_use[x] = i
+    free: dict[str, list[str]] = {}
+    rename: dict[str, str] = {}
+    for i, s in enumerate(body):
+        srcs = tuple(rename.get(x, x) for x in s.srcs)
+        dst = rename.get(s.dst, s.dst)
+        slot = sched.slots.get(s.dst)
+        first_write = slot is not None and s.dst not in rename and slot.role == "tmp" and not any(
+            t.dst == s.dst for t in body[:i])
+        if first_write:
+            pool = free.get(slot.dtype.name, [])
+            if pool:
+                dst = pool.pop()
+                rename[s.dst] = dst
+        for x in set(s.srcs):
+            xs = sched.slots.get(rename.get(x, x))
+            if xs is not None and xs.role == "tmp" and last_use.get(x) == i and x != s.dst:
+                if s.op == "cast" and s.src_dtype.itemsize != s.dtype.itemsize:
+                    free.setdefault(xs.dtype.name, []).insert(0, xs.name)  # usable after this stmt
+                else:
+                    free.setdefault(xs.dtype.name, []).append(xs.name)
+        body[i] = Stmt(s.op, dst, srcs, s.dtype, s.scalar, s.src_dtype, s.round_mode, s.hoisted, s.loc)
+    used = {s.dst for s in body} | {x for s in body for x in s.srcs} | {
+        i.slot for i in sched.inputs if i.slot} | {o.slot for o in sched.outputs}
+    for name in list(sched.slots):
+        if name not in used:
+            del sched.slots[name]
+
+
+def _check_limits(sched: VectorSchedule, target: Target) -> None:
+    n_in = sum(1 for s in sched.slots.values() if s.role == "in")
+    n_out = sum(1 for s in sched.slots.values() if s.role == "out")
+    limit = target.max_queue_buffers_per_position
+    if max(n_in, n_out) * 2 > limit:
+        raise ScheduleError(f"kernel {sched.kernel.name} needs {max(n_in, n_out)} double-buffered queues on one "
+                            f"position; {target.name} allows {limit} queue buffers per position",
+                            loc=sched.kernel.loc, hint="split the kernel (fewer inputs or outputs per kernel)")
+    if len(sched.slots) > target.max_buffers:
+        raise ScheduleError(f"kernel {sched.kernel.name} needs {len(sched.slots)} UB buffers; "
+                            f"at most {target.max_buffers} are allowed", loc=sched.kernel.loc)
+
+
+# ---- tiling ---------------------------------------------------------------------------------
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def resolve_dims(sched: VectorSchedule, sizes: dict[str, int]) -> tuple[int, ...]:
+    out = []
+    for group in sched.dims:
+        n = 1
+        for d in group:
+            size = sched.iter_shape[d]
+            n *= sizes[size] if isinstance(size, str) else size
+        out.append(n)
+    return tuple(out)
+
+
+def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target) -> Tiling:
+    """The runtime tiling (mirrored line by line by the printed C++ host function)."""
+    dims = resolve_dims(sched, sizes)
+    C = dims[-1]
+    R = 1
+    for d in dims[:-1]:
+        R *= d
+    out_bytes = sum(o.gm_dtype.itemsize for o in sched.outputs)
+    per_elem = sched.ub_bytes_per_elem()
+    max_elems = (sched.ub_budget // per_elem) // sched.gran_elems * sched.gran_elems if per_elem else 1 << 20
+    if max_elems < sched.gran_elems:
+        raise ScheduleError(f"kernel {sched.kernel.name} needs {per_elem * sched.gran_elems} bytes of UB for one "
+                            f"tile, {target.name} has {sched.ub_budget}", loc=sched.kernel.loc)
+    total = R * C
+    want = max(1, min(target.vector_cores, -(-total * out_bytes // MIN_CORE_BYTES)))
+    Cpad = _round_up(C, sched.block_elems)
+    hoisting = any(s.role == "inv" for s in sched.slots.values())
+    rows_mode = (R > 1 or hoisting) and Cpad <= max_elems
+    if rows_mode:
+        want = min(want, R)
+        rows_per_core = -(-R // want)
+        tile_rows = max(1, min(max_elems // Cpad, rows_per_core, MAX_BLOCK_COUNT))
+        tile_cols, col_tiles = C, 1
+        total_tiles = -(-R // tile_rows)
+        tile_elems = _round_up(tile_rows * Cpad, sched.gran_elems)
+    else:
+        Cpad = C
+        per_core = _round_up(-(-C * R // want), sched.gran_elems) if R == 1 else max_elems
+        tile_cols = max(sched.gran_elems, min(max_elems, per_core))
+        tile_rows = 1
+        col_tiles = -(-C // tile_cols)
+        total_tiles = R * col_tiles
+        tile_elems = tile_cols
+    tiles_per_core = -(-total_tiles // want)
+    block_dim = -(-total_tiles // tiles_per_core)
+    strides = []
+    for inp in sched.inputs:
+        st, acc = [], 1
+        for present, n in zip(reversed(inp.bits), reversed(dims)):
+            st.append(acc if present else 0)
+            if present:
+                acc *= n
+        strides.append(tuple(reversed(st)))
+    return Tiling(R, C, Cpad, tile_rows, tile_cols, col_tiles, total_tiles, tiles_per_core, block_dim,
+                  tile_elems, rows_mode, dims, tuple(strides))
+
+
+def ub_plan(sched: VectorSchedule, tiling: Tiling) -> list[tuple[str, str, int, int]]:
+    """(slot, position, bytes per buffer, buffer count) rows of the UB plan."""
+    position = {"in": "VECIN", "out": "VECOUT", "tmp": "VECCALC", "inv": "VECCALC"}
+    rows = []
+    for s in sched.slots.values():
+        nbytes = _round_up(tiling.tile_elems * s.dtype.itemsize, 32)
+        rows.append((s.name, position[s.role], nbytes, 2 if s.double_buffered else 1))
+    return rows
