@@ -265,7 +265,10 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
             except ScheduleError as exc:
                 error = exc
         plans.append(KernelPlan(fn, info.kind, info.reason, sched, error))
-    return CompiledKernel(graph, canonical, module, plans, infos, target, options)
+    compiled = CompiledKernel(graph, canonical, module, plans, infos, target, options)
+    if options.get("single_kernel"):
+        compiled.check_ascendc()   # the user asked for one Ascend C kernel: say now if it cannot be
+    return compiled
 
 
 def pack_tiling(plan: KernelPlan, scalars: dict[str, float]) -> bytes:

@@ -59,10 +59,11 @@ class Slot:
     name: str
     dtype: dt.DType
     role: str              # "in" (TQue VECIN) | "out" (TQue VECOUT) | "tmp" (TBuf VECCALC) | "inv" (hoisted TBuf)
+    num: int = 1           # InitBuffer count: 2 = double-buffered queue
 
     @property
     def double_buffered(self) -> bool:
-        return self.role in ("in", "out")
+        return self.num == 2
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ class VectorSchedule:
         return [s for s in self.stmts if s.hoisted]
 
     def ub_bytes_per_elem(self) -> int:
-        return sum(s.dtype.itemsize * (2 if s.double_buffered else 1) for s in self.slots.values())
+        return sum(s.dtype.itemsize * s.num for s in self.slots.values())
 
 
 @dataclass(frozen=True)
@@ -327,6 +328,9 @@ def _cast_path(target: Target, src: dt.DType, dst: dt.DType):
 
 def _emit_cast(b: _Builder, dst: str, src: str, src_dtype, dst_dtype, loc, hoisted):
     path = _cast_path(b.target, src_dtype, dst_dtype)
+    if path is None and dt.bfloat16 in (src_dtype, dst_dtype):
+        raise ScheduleError(f"bfloat16 is not supported on {b.target.name}", loc=loc,
+                            hint="use float16 or float32, or target ascend910b")
     if path is None:
         raise ScheduleError(f"{b.target.name} has no Cast from {src_dtype} to {dst_dtype}", loc=loc,
                             hint="cast through float32 in the kernel, or choose another target")
@@ -649,13 +653,19 @@ def _reuse_slots(sched: VectorSchedule) -> None:
 
 
 def _check_limits(sched: VectorSchedule, target: Target) -> None:
-    n_in = sum(1 for s in sched.slots.values() if s.role == "in")
-    n_out = sum(1 for s in sched.slots.values() if s.role == "out")
+    """Queue buffers per position and buffers per kernel; double buffering is dropped
+    for a position whose queues would exceed the hardware's event budget."""
     limit = target.max_queue_buffers_per_position
-    if max(n_in, n_out) * 2 > limit:
-        raise ScheduleError(f"kernel {sched.kernel.name} needs {max(n_in, n_out)} double-buffered queues on one "
-                            f"position; {target.name} allows {limit} queue buffers per position",
-                            loc=sched.kernel.loc, hint="split the kernel (fewer inputs or outputs per kernel)")
+    for role in ("in", "out"):
+        names = [n for n, s in sched.slots.items() if s.role == role]
+        if len(names) > limit:
+            raise ScheduleError(f"kernel {sched.kernel.name} needs {len(names)} queues on one position; "
+                                f"{target.name} allows {limit} queue buffers per position",
+                                loc=sched.kernel.loc, hint="split the kernel (fewer inputs or outputs per kernel)")
+        num = 2 if 2 * len(names) <= limit else 1
+        for n in names:
+            old = sched.slots[n]
+            sched.slots[n] = Slot(old.name, old.dtype, old.role, num)
     if len(sched.slots) > target.max_buffers:
         raise ScheduleError(f"kernel {sched.kernel.name} needs {len(sched.slots)} UB buffers; "
                             f"at most {target.max_buffers} are allowed", loc=sched.kernel.loc)
@@ -688,8 +698,12 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
     per_elem = sched.ub_bytes_per_elem()
     max_elems = (sched.ub_budget // per_elem) // sched.gran_elems * sched.gran_elems if per_elem else 1 << 20
     if max_elems < sched.gran_elems:
-        raise ScheduleError(f"kernel {sched.kernel.name} needs {per_elem * sched.gran_elems} bytes of UB for one "
-                            f"tile, {target.name} has {sched.ub_budget}", loc=sched.kernel.loc)
+        ops = [op for op in sched.kernel.ops if not has_trait(op, CONSTANT)]
+        raise ScheduleError(f"kernel {sched.kernel.name} ({', '.join(op.name for op in ops)}) needs "
+                            f"{per_elem * sched.gran_elems} bytes of UB for its smallest tile "
+                            f"({len(sched.slots)} buffers), but {target.name} has {sched.ub_budget} bytes",
+                            loc=ops[-1].loc if ops else sched.kernel.loc,
+                            hint="split the computation into several kernels (drop single_kernel=True)")
     total = R * C
     want = max(1, min(target.vector_cores, -(-total * out_bytes // MIN_CORE_BYTES)))
     Cpad = _round_up(C, sched.block_elems)
@@ -730,5 +744,5 @@ def ub_plan(sched: VectorSchedule, tiling: Tiling) -> list[tuple[str, str, int, 
     rows = []
     for s in sched.slots.values():
         nbytes = _round_up(tiling.tile_elems * s.dtype.itemsize, 32)
-        rows.append((s.name, position[s.role], nbytes, 2 if s.double_buffered else 1))
+        rows.append((s.name, position[s.role], nbytes, s.num))
     return rows

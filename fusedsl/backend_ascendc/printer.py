@@ -281,10 +281,12 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
             nbytes = f"t.tileElems * sizeof({ty})"
             if slot.role == "in":
                 members.append(f"    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_{name};")
-                init.append(f"        pipe.InitBuffer(q_{name}, 2, {nbytes});   // double-buffered")
+                init.append(f"        pipe.InitBuffer(q_{name}, {slot.num}, {nbytes});"
+                            + ("   // double-buffered" if slot.num == 2 else ""))
             elif slot.role == "out":
                 members.append(f"    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q_{name};")
-                init.append(f"        pipe.InitBuffer(q_{name}, 2, {nbytes});   // double-buffered")
+                init.append(f"        pipe.InitBuffer(q_{name}, {slot.num}, {nbytes});"
+                            + ("   // double-buffered" if slot.num == 2 else ""))
             else:
                 members.append(f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{name};")
                 init.append(f"        pipe.InitBuffer(b_{name}, {nbytes});")

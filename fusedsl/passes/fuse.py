@@ -86,7 +86,43 @@ class Fuse(Pass):
                         group_of[j] = gid
             members[gid] = cur
             group_of[i] = gid
-        return [list(_bits(m)) for _, m in sorted(members.items())]
+        return self._merge_siblings(fn, members, ancestors, producer)
+
+    def _merge_siblings(self, fn, members, ancestors, producer) -> list[list[int]]:
+        """Horizontal fusion: independent groups with one iteration shape that read a common
+        input share its loads (or, with single_kernel, are asked to be one kernel)."""
+        groups = [m for _, m in sorted(members.items())]
+
+        def shape(m):
+            return max((fn.ops[i].result.shape for i in _bits(m)), key=len)
+
+        def inputs(m):
+            ids = set()
+            for i in _bits(m):
+                for v in fn.ops[i].operands:
+                    p = producer.get(id(v))
+                    if p is None or not (m >> p) & 1:
+                        ids.add(id(v))
+            return ids
+
+        merged = True
+        while merged:
+            merged = False
+            for a in range(len(groups)):
+                for b in range(a + 1, len(groups)):
+                    ga, gb = groups[a], groups[b]
+                    if shape(ga) != shape(gb):
+                        continue
+                    if not (self.single_kernel or inputs(ga) & inputs(gb)):
+                        continue
+                    if self._legal(ga, gb, ancestors) and self._legal(gb, ga, ancestors):
+                        groups[a] = ga | gb
+                        del groups[b]
+                        merged = True
+                        break
+                if merged:
+                    break
+        return [list(_bits(m)) for m in groups]
 
     @staticmethod
     def _legal(g: int, cur: int, ancestors: list[int]) -> bool:
