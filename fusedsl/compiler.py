@@ -135,8 +135,10 @@ class CompiledKernel:
         symbols: dict[str, int] = {}
         arrays = []
         for arg, info in zip(args, self.runtime_infos):
-            arr = np.asarray(arg)
             want = info.type
+            if info.kind == "scalar" and np.ndim(arg) == 0:
+                arg = np.asarray(arg, dtype=want.dtype.np)   # a runtime scalar takes its declared dtype
+            arr = np.asarray(arg)
             if arr.dtype != want.dtype.np:
                 raise ArgumentError(f"argument {info.name!r} has dtype {arr.dtype}, the kernel was compiled "
                                     f"for {want.dtype}", loc=user_frame(),

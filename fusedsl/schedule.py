@@ -464,9 +464,7 @@ def _expand(b: _Builder, op, dst, operands, work, loc, hoisted):
         _binary(b, e, name, dst, operands, work, loc, hoisted)
         return
     (x,) = operands
-    if x[0] == "scalar":
-        raise ScheduleError(f"{name} of a constant should have been folded", loc=loc)
-    x = x[1]
+    x = _as_slot(b, x, work, loc, hoisted)   # a one-element input is broadcast first
     if name == "abs":
         if work == dt.int32:   # Abs has no int32 form: |x| = max(x, -x)
             t = b.new_slot(work, "inv" if hoisted else "tmp")
@@ -544,8 +542,8 @@ _TENSOR_FORM = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum
 
 def _binary(b, e, name, dst, operands, work, loc, hoisted):
     (ka, a), (kb, bb) = operands
-    if ka == "scalar" and kb == "scalar":
-        raise ScheduleError(f"{name} of two constants should have been folded", loc=loc)
+    if ka == "scalar" and kb == "scalar":   # two one-element inputs: broadcast one of them
+        ka, a = "slot", _dup(b, a, work, loc, hoisted)
     if ka == "slot" and kb == "slot":
         e(_TENSOR_FORM[name], dst, [a, bb])
         return
