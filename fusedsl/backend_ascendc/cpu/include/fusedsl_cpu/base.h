@@ -1,0 +1,348 @@
+// fusedsl CPU implementation of the Ascend C API: language macros, element types, enums.
+//
+// Everything here is header-only C++17; every function is `inline` (or a template) so a
+// kernel translation unit and a host main.cpp that both include the headers link together.
+#pragma once
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+// Device-code qualifiers carry no meaning on the CPU.
+#ifndef __aicore__
+#define __aicore__
+#endif
+#ifndef __global__
+#define __global__
+#endif
+#ifndef __gm__
+#define __gm__
+#endif
+#ifndef __ubuf__
+#define __ubuf__
+#endif
+#ifndef GM_ADDR
+#define GM_ADDR __gm__ uint8_t*
+#endif
+
+// Built-in pipe ids; unscoped and global because kernels write PipeBarrier<PIPE_V>().
+enum pipe_t : uint8_t {
+    PIPE_S = 0,
+    PIPE_V,
+    PIPE_M,
+    PIPE_MTE1,
+    PIPE_MTE2,
+    PIPE_MTE3,
+    PIPE_ALL,
+    PIPE_MTE4,
+    PIPE_MTE5,
+    PIPE_V2,
+    PIPE_FIX,
+};
+
+// CPU-debug kernel modes (tikicpulib); global, as the CANN samples write KernelMode::AIV_MODE.
+enum class KernelMode { MIX_MODE = 0, AIC_MODE, AIV_MODE };
+
+// Kernel types accepted by KERNEL_TASK_TYPE_DEFAULT (ASCENDC.md §1.1).
+enum fusedsl_kernel_type {
+    KERNEL_TYPE_AIV_ONLY,
+    KERNEL_TYPE_AIC_ONLY,
+    KERNEL_TYPE_MIX_AIV_1_0,
+    KERNEL_TYPE_MIX_AIC_1_0,
+    KERNEL_TYPE_MIX_AIC_1_1,
+    KERNEL_TYPE_MIX_AIC_1_2,
+    KERNEL_TYPE_AICORE,
+    KERNEL_TYPE_VECTORCORE,
+    KERNEL_TYPE_MIX_AICORE,
+    KERNEL_TYPE_MIX_VECTOR_CORE,
+};
+
+using half = _Float16;
+
+// g++ 12 has no usable __bf16 in C++, so bfloat16 is emulated: the 16 high bits of a float.
+struct bfloat16_t {
+    uint16_t bits;
+
+    bfloat16_t() = default;
+    bfloat16_t(float f) : bits(FromFloat(f)) {}  // NOLINT: implicit like the device type
+
+    operator float() const {
+        uint32_t u = static_cast<uint32_t>(bits) << 16;
+        float f;
+        std::memcpy(&f, &u, sizeof f);
+        return f;
+    }
+
+    static bfloat16_t FromBits(uint16_t b) {
+        bfloat16_t r;
+        r.bits = b;
+        return r;
+    }
+
+    // Round to nearest, ties to even; NaN stays a quiet NaN with its sign.
+    static uint16_t FromFloat(float f) {
+        uint32_t u;
+        std::memcpy(&u, &f, sizeof u);
+        if (std::isnan(f)) {
+            return static_cast<uint16_t>((u >> 16) | 0x0040u);
+        }
+        uint32_t rounding = 0x7FFFu + ((u >> 16) & 1u);
+        return static_cast<uint16_t>((u + rounding) >> 16);
+    }
+};
+
+namespace AscendC {
+
+using ::half;
+using ::bfloat16_t;
+using ::KernelMode;
+
+using TEventID = int8_t;
+
+enum class TPosition : uint8_t {
+    GM,
+    A1,
+    A2,
+    B1,
+    B2,
+    C1,
+    C2,
+    CO1,
+    CO2,
+    VECIN,
+    VECOUT,
+    VECCALC,
+    LCM = VECCALC,
+    SPM,
+    SHM = SPM,
+    TSCM,
+    C2PIPE2GM,
+    C2PIPE2LOCAL,
+    MAX,
+};
+using QuePosition = TPosition;
+
+enum class RoundMode {
+    CAST_NONE = 0,
+    CAST_RINT,
+    CAST_FLOOR,
+    CAST_CEIL,
+    CAST_ROUND,
+    CAST_TRUNC,
+    CAST_ODD,
+    CAST_HYBRID,
+};
+
+enum class CMPMODE : uint8_t { LT = 0, GT, EQ, LE, GE, NE };
+
+enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
+
+enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX = 0, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
+
+enum class MaskMode : uint8_t { NORMAL = 0, COUNTER };
+
+enum class HardEvent : uint8_t {
+    MTE2_MTE1,
+    MTE1_MTE2,
+    MTE1_M,
+    M_MTE1,
+    MTE2_V,
+    V_MTE2,
+    MTE3_V,
+    V_MTE3,
+    M_V,
+    V_M,
+    V_V,
+    MTE3_MTE1,
+    MTE1_MTE3,
+    MTE1_V,
+    MTE2_M,
+    M_MTE2,
+    V_MTE1,
+    M_FIX,
+    FIX_M,
+    MTE3_MTE2,
+    MTE2_MTE3,
+    S_V,
+    V_S,
+    S_MTE2,
+    MTE2_S,
+    S_MTE3,
+    MTE3_S,
+    MTE2_FIX,
+    FIX_MTE2,
+    FIX_S,
+    M_S,
+    FIX_MTE3,
+    MTE1_FIX,
+    FIX_MTE1,
+    FIX_FIX,
+    MAX,
+};
+
+// Vector-unit geometry shared by every arch (ASCENDC.md §2.1).
+constexpr uint32_t ONE_BLK_SIZE = 32;
+constexpr uint32_t ONE_REPEAT_BYTE_SIZE = 256;
+constexpr uint32_t DEFAULT_BLK_NUM = 8;
+constexpr uint32_t DEFAULT_BLK_STRIDE = 1;
+constexpr uint32_t DEFAULT_REPEAT_STRIDE = 8;
+constexpr uint32_t MAX_REPEAT_TIMES = 255;
+constexpr uint64_t MASK_PLACEHOLDER = 0;
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+using AscendC::CMPMODE;
+using AscendC::HardEvent;
+using AscendC::RoundMode;
+using AscendC::TPosition;
+
+// A broken hardware rule.  Thrown inside a launch only; Launch() turns it into a message,
+// so it never crosses the extern "C" boundary.
+struct CheckError {
+    std::string message;
+};
+
+[[noreturn]] inline void Fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+inline void Fail(const char* fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    throw CheckError{buf};
+}
+
+inline std::string Format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+inline std::string Format(const char* fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+// Ascend C spelling of an element type: the key of the target's API table.
+template <typename T>
+struct TypeInfo;
+#define FUSEDSL_CPU_TYPE(T, NAME)                         \
+    template <>                                           \
+    struct TypeInfo<T> {                                  \
+        static constexpr const char* name = NAME;         \
+    }
+FUSEDSL_CPU_TYPE(half, "half");
+FUSEDSL_CPU_TYPE(bfloat16_t, "bfloat16_t");
+FUSEDSL_CPU_TYPE(float, "float");
+FUSEDSL_CPU_TYPE(double, "double");
+FUSEDSL_CPU_TYPE(int8_t, "int8_t");
+FUSEDSL_CPU_TYPE(uint8_t, "uint8_t");
+FUSEDSL_CPU_TYPE(int16_t, "int16_t");
+FUSEDSL_CPU_TYPE(uint16_t, "uint16_t");
+FUSEDSL_CPU_TYPE(int32_t, "int32_t");
+FUSEDSL_CPU_TYPE(uint32_t, "uint32_t");
+FUSEDSL_CPU_TYPE(int64_t, "int64_t");
+FUSEDSL_CPU_TYPE(uint64_t, "uint64_t");
+#undef FUSEDSL_CPU_TYPE
+
+template <typename T>
+constexpr const char* TypeName() {
+    return TypeInfo<T>::name;
+}
+
+template <typename T>
+constexpr bool kIsLowFloat = std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+
+template <typename T>
+constexpr bool kIsFloat = kIsLowFloat<T> || std::is_floating_point_v<T>;
+
+// The type arithmetic is done in: 16-bit floats compute in float and round once per op,
+// the rule fusedsl's other executors follow (dtypes.py).
+template <typename T>
+using Compute = std::conditional_t<kIsLowFloat<T>, float, T>;
+
+template <typename T>
+inline Compute<T> ToCompute(T v) {
+    return static_cast<Compute<T>>(v);
+}
+
+template <typename T, typename C>
+inline T FromCompute(C v) {
+    if constexpr (std::is_same_v<T, bfloat16_t>) {
+        return bfloat16_t(static_cast<float>(v));
+    } else {
+        return static_cast<T>(v);
+    }
+}
+
+inline const char* PositionName(TPosition p) {
+    switch (p) {
+        case TPosition::GM: return "GM";
+        case TPosition::A1: return "A1";
+        case TPosition::A2: return "A2";
+        case TPosition::B1: return "B1";
+        case TPosition::B2: return "B2";
+        case TPosition::C1: return "C1";
+        case TPosition::C2: return "C2";
+        case TPosition::CO1: return "CO1";
+        case TPosition::CO2: return "CO2";
+        case TPosition::VECIN: return "VECIN";
+        case TPosition::VECOUT: return "VECOUT";
+        case TPosition::VECCALC: return "VECCALC";
+        case TPosition::SPM: return "SPM";
+        case TPosition::TSCM: return "TSCM";
+        default: return "?";
+    }
+}
+
+inline const char* RoundModeName(RoundMode m) {
+    switch (m) {
+        case RoundMode::CAST_NONE: return "CAST_NONE";
+        case RoundMode::CAST_RINT: return "CAST_RINT";
+        case RoundMode::CAST_FLOOR: return "CAST_FLOOR";
+        case RoundMode::CAST_CEIL: return "CAST_CEIL";
+        case RoundMode::CAST_ROUND: return "CAST_ROUND";
+        case RoundMode::CAST_TRUNC: return "CAST_TRUNC";
+        case RoundMode::CAST_ODD: return "CAST_ODD";
+        case RoundMode::CAST_HYBRID: return "CAST_HYBRID";
+    }
+    return "?";
+}
+
+inline const char* CmpModeName(CMPMODE m) {
+    switch (m) {
+        case CMPMODE::LT: return "LT";
+        case CMPMODE::GT: return "GT";
+        case CMPMODE::EQ: return "EQ";
+        case CMPMODE::LE: return "LE";
+        case CMPMODE::GE: return "GE";
+        case CMPMODE::NE: return "NE";
+    }
+    return "?";
+}
+
+inline const char* EventName(HardEvent e) {
+    static const char* const names[] = {
+        "MTE2_MTE1", "MTE1_MTE2", "MTE1_M",    "M_MTE1",   "MTE2_V",   "V_MTE2",    "MTE3_V",
+        "V_MTE3",    "M_V",       "V_M",       "V_V",      "MTE3_MTE1", "MTE1_MTE3", "MTE1_V",
+        "MTE2_M",    "M_MTE2",    "V_MTE1",    "M_FIX",    "FIX_M",    "MTE3_MTE2", "MTE2_MTE3",
+        "S_V",       "V_S",       "S_MTE2",    "MTE2_S",   "S_MTE3",   "MTE3_S",    "MTE2_FIX",
+        "FIX_MTE2",  "FIX_S",     "M_S",       "FIX_MTE3", "MTE1_FIX", "FIX_MTE1",  "FIX_FIX",
+    };
+    auto i = static_cast<size_t>(e);
+    return i < sizeof names / sizeof names[0] ? names[i] : "?";
+}
+
+inline uint64_t RoundUp(uint64_t v, uint64_t to) {
+    return (v + to - 1) / to * to;
+}
+
+}  // namespace fusedsl_cpu

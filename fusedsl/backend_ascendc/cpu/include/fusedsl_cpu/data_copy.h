@@ -1,0 +1,335 @@
+// fusedsl CPU implementation of the Ascend C API: DataCopy and DataCopyPad (ASCENDC.md §2.2).
+//
+// Unit conventions, as on the device: DataCopy's DataCopyParams count 32-byte blocks on both
+// sides; DataCopyPad counts blockLen and the GM-side stride in bytes and the UB-side stride in
+// 32-byte blocks.
+#pragma once
+
+#include "tensor.h"
+
+namespace AscendC {
+
+struct DataCopyParams {
+    uint16_t blockCount = 1;
+    uint16_t blockLen = 0;
+    union {
+        uint16_t srcStride = 0;
+        uint16_t srcGap;
+    };
+    union {
+        uint16_t dstStride = 0;
+        uint16_t dstGap;
+    };
+
+    DataCopyParams() = default;
+    DataCopyParams(uint16_t count, uint16_t len, uint16_t srcStrideIn, uint16_t dstStrideIn)
+        : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn) {}
+};
+
+struct DataCopyExtParams {
+    uint16_t blockCount = 1;
+    uint32_t blockLen = 0;
+    uint32_t srcStride = 0;
+    uint32_t dstStride = 0;
+    uint32_t rsv = 0;
+
+    DataCopyExtParams() = default;
+    DataCopyExtParams(uint16_t count, uint32_t len, uint32_t srcStrideIn, uint32_t dstStrideIn,
+                      uint32_t rsvIn = 0)
+        : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn), rsv(rsvIn) {}
+};
+
+template <typename T>
+struct DataCopyPadExtParams {
+    bool isPad = false;
+    uint8_t leftPadding = 0;
+    uint8_t rightPadding = 0;
+    T paddingValue = T(0);
+
+    DataCopyPadExtParams() = default;
+    DataCopyPadExtParams(bool isPadIn, uint8_t left, uint8_t right, T value)
+        : isPad(isPadIn), leftPadding(left), rightPadding(right), paddingValue(value) {}
+};
+
+struct DataCopyPadParams {
+    bool isPad = false;
+    uint8_t leftPadding = 0;
+    uint8_t rightPadding = 0;
+    uint64_t paddingValue = 0;
+
+    DataCopyPadParams() = default;
+    DataCopyPadParams(bool isPadIn, uint8_t left, uint8_t right, uint64_t value)
+        : isPad(isPadIn), leftPadding(left), rightPadding(right), paddingValue(value) {}
+};
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+using AscendC::DataCopyExtParams;
+using AscendC::DataCopyParams;
+using AscendC::DataCopyPadExtParams;
+
+// Rule 3: the plain DataCopy moves whole 32-byte blocks only.
+template <typename T>
+inline void Check32(const char* api, uint64_t count) {
+    uint64_t bytes = count * sizeof(T);
+    if (bytes % 32 == 0) {
+        return;
+    }
+    const char* fix = Target().has_datacopypad ? "use DataCopyPad or pad the length"
+                                               : "pad the length (DataCopyPad is not available on this target)";
+    Fail("%s: count*sizeof(%s) = %llu bytes is not a multiple of 32; the NPU would silently copy only %llu "
+         "bytes — %s", api, TypeName<T>(), static_cast<unsigned long long>(bytes),
+         static_cast<unsigned long long>(bytes / 32 * 32), fix);
+}
+
+// A strided DataCopy as (rows, row bytes, source pitch, destination pitch) in bytes.
+struct Rows {
+    uint64_t count;
+    uint64_t len;
+    uint64_t src_pitch;
+    uint64_t dst_pitch;
+
+    uint64_t SrcSpan() const { return count ? (count - 1) * src_pitch + len : 0; }
+    uint64_t DstSpan() const { return count ? (count - 1) * dst_pitch + len : 0; }
+};
+
+inline Rows BlockRows(const DataCopyParams& p) {
+    uint64_t len = p.blockLen * 32ull;
+    return Rows{p.blockCount, len, len + p.srcStride * 32ull, len + p.dstStride * 32ull};
+}
+
+template <typename T>
+inline void CopyGmToUb(const char* api, const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Rows& r) {
+    CheckApi("DataCopy", TypeName<T>());
+    if (r.count == 0 || r.len == 0) {
+        return;
+    }
+    uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(), r.DstSpan(), sizeof(T));
+    CheckGm(api, src, r.SrcSpan(), true);
+    auto s = reinterpret_cast<const uint8_t*>(src.fs_addr);
+    uint8_t* ub = CurCore().ub.data();
+    for (uint64_t i = 0; i < r.count; ++i) {
+        std::memcpy(ub + d + i * r.dst_pitch, s + i * r.src_pitch, r.len);
+        MarkWritten(static_cast<uint32_t>(d + i * r.dst_pitch), r.len);
+    }
+    St().gm_bytes_read += r.count * r.len;
+}
+
+// UB -> GM store, or atomic add when SetAtomicAdd is on.
+template <typename T>
+inline void StoreGm(const char* api, uint8_t* gm, const uint8_t* ub, uint64_t bytes) {
+    Core& c = CurCore();
+    if (!c.atomic_add) {
+        std::memcpy(gm, ub, bytes);
+        return;
+    }
+    if (std::strcmp(c.atomic_type, TypeName<T>()) != 0) {
+        Fail("%s: SetAtomicAdd<%s>() is active but this copy moves %s; the atomic type must match", api,
+             c.atomic_type, TypeName<T>());
+    }
+    for (uint64_t i = 0; i + sizeof(T) <= bytes; i += sizeof(T)) {
+        T a;
+        T b;
+        std::memcpy(&a, gm + i, sizeof(T));
+        std::memcpy(&b, ub + i, sizeof(T));
+        T sum = FromCompute<T>(ToCompute(a) + ToCompute(b));
+        std::memcpy(gm + i, &sum, sizeof(T));
+    }
+}
+
+template <typename T>
+inline void CopyUbToGm(const char* api, const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Rows& r) {
+    CheckApi("DataCopy", TypeName<T>());
+    if (r.count == 0 || r.len == 0) {
+        return;
+    }
+    uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), r.SrcSpan(), sizeof(T));
+    GmBuffer* buf = CheckGm(api, dst, r.DstSpan(), true);
+    auto g = reinterpret_cast<uint8_t*>(dst.fs_addr);
+    const uint8_t* ub = CurCore().ub.data();
+    for (uint64_t i = 0; i < r.count; ++i) {
+        CheckWritten(api, "src", static_cast<uint32_t>(s + i * r.src_pitch), r.len);
+    }
+    for (uint64_t i = 0; i < r.count; ++i) {
+        NoteGmWrite(api, buf, g + i * r.dst_pitch, r.len);
+        StoreGm<T>(api, g + i * r.dst_pitch, ub + s + i * r.src_pitch, r.len);
+    }
+    St().gm_bytes_written += r.count * r.len;
+}
+
+template <typename T>
+inline void CopyUbToUb(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, const Rows& r) {
+    CheckApi("DataCopy", TypeName<T>());
+    if (r.count == 0 || r.len == 0) {
+        return;
+    }
+    uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(), r.DstSpan(), sizeof(T));
+    uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), r.SrcSpan(), sizeof(T));
+    uint8_t* ub = CurCore().ub.data();
+    for (uint64_t i = 0; i < r.count; ++i) {
+        CheckWritten(api, "src", static_cast<uint32_t>(s + i * r.src_pitch), r.len);
+        std::memmove(ub + d + i * r.dst_pitch, ub + s + i * r.src_pitch, r.len);
+        MarkWritten(static_cast<uint32_t>(d + i * r.dst_pitch), r.len);
+    }
+}
+
+inline void CheckPadParams(const char* api, const DataCopyExtParams& p, size_t elem) {
+    if (p.blockCount > 4095) {
+        Fail("%s: blockCount = %u exceeds 4095", api, p.blockCount);
+    }
+    if (p.blockLen > 2097151) {
+        Fail("%s: blockLen = %u bytes exceeds 2097151", api, p.blockLen);
+    }
+    if (p.blockLen % elem != 0) {
+        Fail("%s: blockLen = %u bytes is not a multiple of the element size %zu (blockLen counts bytes)", api,
+             p.blockLen, elem);
+    }
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count) {
+    const char* api = "DataCopy(GM->UB)";
+    fusedsl_cpu::Check32<T>(api, count);
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    fusedsl_cpu::CopyGmToUb(api, dst, src, fusedsl_cpu::Rows{1, bytes, bytes, bytes});
+}
+
+template <typename T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
+    const char* api = "DataCopy(UB->GM)";
+    fusedsl_cpu::Check32<T>(api, count);
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    fusedsl_cpu::CopyUbToGm(api, dst, src, fusedsl_cpu::Rows{1, bytes, bytes, bytes});
+}
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
+    const char* api = "DataCopy(UB->UB)";
+    fusedsl_cpu::Check32<T>(api, count);
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    fusedsl_cpu::CopyUbToUb(api, dst, src, fusedsl_cpu::Rows{1, bytes, bytes, bytes});
+}
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& params) {
+    fusedsl_cpu::CopyGmToUb("DataCopy(GM->UB)", dst, src, fusedsl_cpu::BlockRows(params));
+}
+
+template <typename T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params) {
+    fusedsl_cpu::CopyUbToGm("DataCopy(UB->GM)", dst, src, fusedsl_cpu::BlockRows(params));
+}
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params) {
+    fusedsl_cpu::CopyUbToUb("DataCopy(UB->UB)", dst, src, fusedsl_cpu::BlockRows(params));
+}
+
+// GM -> UB.  Each block lands in UB as [leftPadding | blockLen bytes | rightPadding | dummy up
+// to 32 B]; the whole padded row counts as written.  Pad values follow the API page: the
+// first element of the block when both paddings are 0, else paddingValue when isPad, else the
+// SetPadValue value, else undefined (0xFF bytes here).
+template <typename T>
+inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& params,
+                        const DataCopyPadExtParams<T>& padParams) {
+    using namespace fusedsl_cpu;
+    const char* api = "DataCopyPad(GM->UB)";
+    CheckApi("DataCopyPad", TypeName<T>());
+    CheckPadParams(api, params, sizeof(T));
+    uint64_t left = padParams.leftPadding * sizeof(T);
+    uint64_t right = padParams.rightPadding * sizeof(T);
+    if (left > 32 || right > 32) {
+        Fail("%s: leftPadding/rightPadding take %llu/%llu bytes; each may be at most 32 bytes", api,
+             static_cast<unsigned long long>(left), static_cast<unsigned long long>(right));
+    }
+    if (params.blockCount == 0 || params.blockLen == 0) {
+        return;
+    }
+    uint64_t row = RoundUp(left + params.blockLen + right, 32);
+    uint64_t dst_pitch = row + params.dstStride * 32ull;
+    uint64_t src_pitch = params.blockLen + static_cast<uint64_t>(params.srcStride);
+    uint64_t dst_span = (params.blockCount - 1) * dst_pitch + row;
+    uint64_t src_span = (params.blockCount - 1) * src_pitch + params.blockLen;
+    uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(), dst_span, sizeof(T));
+    CheckGm(api, src, src_span, false);
+    Core& c = CurCore();
+    auto s = reinterpret_cast<const uint8_t*>(src.fs_addr);
+    for (uint64_t i = 0; i < params.blockCount; ++i) {
+        uint8_t* out = c.ub.data() + d + i * dst_pitch;
+        const uint8_t* in = s + i * src_pitch;
+        T fill;
+        bool defined = true;
+        if (left == 0 && right == 0) {
+            std::memcpy(&fill, in, sizeof(T));
+        } else if (padParams.isPad) {
+            fill = padParams.paddingValue;
+        } else if (c.pad_value_set) {
+            std::memcpy(&fill, &c.pad_value, sizeof(T));
+        } else {
+            defined = false;
+        }
+        for (uint64_t k = 0; k + sizeof(T) <= row; k += sizeof(T)) {
+            if (defined) {
+                std::memcpy(out + k, &fill, sizeof(T));
+            } else {
+                std::memset(out + k, 0xFF, sizeof(T));
+            }
+        }
+        std::memcpy(out + left, in, params.blockLen);
+        MarkWritten(static_cast<uint32_t>(d + i * dst_pitch), row);
+    }
+    St().gm_bytes_read += static_cast<uint64_t>(params.blockCount) * params.blockLen;
+}
+
+// UB -> GM: each block is read from a 32-byte aligned UB row and written to GM exactly.
+template <typename T>
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& params) {
+    using namespace fusedsl_cpu;
+    const char* api = "DataCopyPad(UB->GM)";
+    CheckApi("DataCopyPad", TypeName<T>());
+    CheckPadParams(api, params, sizeof(T));
+    if (params.blockCount == 0 || params.blockLen == 0) {
+        return;
+    }
+    uint64_t row = RoundUp(params.blockLen, 32);
+    uint64_t src_pitch = row + params.srcStride * 32ull;
+    uint64_t dst_pitch = params.blockLen + static_cast<uint64_t>(params.dstStride);
+    uint64_t src_span = (params.blockCount - 1) * src_pitch + params.blockLen;
+    uint64_t dst_span = (params.blockCount - 1) * dst_pitch + params.blockLen;
+    uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), src_span, sizeof(T));
+    GmBuffer* buf = CheckGm(api, dst, dst_span, false);
+    Core& c = CurCore();
+    auto g = reinterpret_cast<uint8_t*>(dst.fs_addr);
+    for (uint64_t i = 0; i < params.blockCount; ++i) {
+        CheckWritten(api, "src", static_cast<uint32_t>(s + i * src_pitch), params.blockLen);
+    }
+    for (uint64_t i = 0; i < params.blockCount; ++i) {
+        NoteGmWrite(api, buf, g + i * dst_pitch, params.blockLen);
+        StoreGm<T>(api, g + i * dst_pitch, c.ub.data() + s + i * src_pitch, params.blockLen);
+    }
+    St().gm_bytes_written += static_cast<uint64_t>(params.blockCount) * params.blockLen;
+}
+
+// Legacy overloads (DataCopyParams with blockLen in bytes, DataCopyPadParams).
+template <typename T>
+inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& params,
+                        const DataCopyPadParams& padParams) {
+    T value;
+    std::memset(&value, 0, sizeof(T));
+    std::memcpy(&value, &padParams.paddingValue, sizeof(T) < 8 ? sizeof(T) : 8);
+    DataCopyPad(dst, src, DataCopyExtParams(params.blockCount, params.blockLen, params.srcStride, params.dstStride),
+                DataCopyPadExtParams<T>(padParams.isPad, padParams.leftPadding, padParams.rightPadding, value));
+}
+
+template <typename T>
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params) {
+    DataCopyPad(dst, src, DataCopyExtParams(params.blockCount, params.blockLen, params.srcStride, params.dstStride));
+}
+
+}  // namespace AscendC

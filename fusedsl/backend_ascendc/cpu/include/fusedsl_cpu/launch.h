@@ -1,0 +1,188 @@
+// fusedsl CPU implementation of the Ascend C API: running a kernel once per block, and the
+// C ABI the Python runner (fusedsl.backend_ascendc.cpu_runner) calls through ctypes.
+#pragma once
+
+#include "vector.h"
+
+namespace fusedsl_cpu {
+
+inline void ResetStats() {
+    RT().stats = Stats{};
+}
+
+inline void ResetGmOwners() {
+    for (auto& kv : RT().gm) {
+        std::vector<uint16_t>& o = kv.second.owner;
+        std::fill(o.begin(), o.end(), 0);
+    }
+}
+
+// A fresh core: UB full of NaN bytes, nothing written, no pipe, queues or flags.
+inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
+    Runtime& rt = RT();
+    Core& c = rt.core;
+    const TargetInfo& t = Target();
+    c.ub_bytes = t.ub_bytes;
+    c.ub.assign(t.ub_bytes, 0xFF);
+    c.written.assign(t.ub_bytes, 0);
+    c.generation += 1;
+    c.pipe = nullptr;
+    std::memset(c.outstanding, 0, sizeof c.outstanding);
+    std::memset(c.flags, 0, sizeof c.flags);
+    c.atomic_add = false;
+    c.atomic_type = "";
+    c.pad_value_set = false;
+    c.pad_value = 0;
+    c.vector_mask[0] = c.vector_mask[1] = ~0ull;
+    c.pending_error.clear();
+    c.ub_high_water = 0;
+    rt.block_idx = idx;
+    rt.block_num = num;
+    rt.sub_block_idx = sub;
+    rt.task_ratio = ratio;
+    rt.in_block = true;
+}
+
+// Checks that need the whole kernel to have run: leaks found by queue destructors, flags set
+// and never waited.
+inline std::string EndOfBlockError() {
+    Core& c = RT().core;
+    if (!c.pending_error.empty()) {
+        return c.pending_error;
+    }
+    for (int e = 0; e < kNumEvents; ++e) {
+        for (int id = 0; id < kMaxEventIds; ++id) {
+            if (c.flags[e][id]) {
+                return Format("SetFlag<HardEvent::%s>(%d) was never waited (WaitFlag) before the kernel ended",
+                              EventName(static_cast<HardEvent>(e)), id);
+            }
+        }
+    }
+    return "";
+}
+
+inline int RecordFailure(const std::string& message) {
+    Runtime& rt = RT();
+    rt.last_error = Format("fusedsl CPU check (%s, block %lld): ", Target().name,
+                           static_cast<long long>(rt.block_idx)) + message;
+    return 1;
+}
+
+// Runs `kernel(args...)` once per block, sequentially, each on a fresh core.  Returns 0, or 1
+// after recording the first broken rule (fusedsl_cpu_last_error); nothing escapes.
+template <typename F, typename... Args>
+inline int Launch(F kernel, uint64_t blockDim, Args... args) {
+    Runtime& rt = RT();
+    rt.last_error.clear();
+    ResetStats();
+    ResetGmOwners();
+    rt.block_idx = 0;
+    if (rt.in_block) {
+        return RecordFailure("a kernel launch inside a running kernel is not supported");
+    }
+    if (blockDim == 0 || blockDim > 65535) {
+        return RecordFailure(Format("blockDim = %llu; it must be in [1, 65535]",
+                                    static_cast<unsigned long long>(blockDim)));
+    }
+    if (rt.kernel_mode == KernelMode::AIC_MODE) {
+        return RecordFailure("KernelMode::AIC_MODE (cube-only kernels) is not modelled by the fusedsl CPU "
+                             "implementation; use AIV_MODE");
+    }
+    const TargetInfo& t = Target();
+    // ASCENDC.md §1.2: a mixed kernel on a separated chip runs 2 AIVs per block; GetBlockNum()
+    // stays numBlocks while GetBlockIdx() covers [0, 2*numBlocks).
+    bool mix = rt.kernel_mode == KernelMode::MIX_MODE && t.separated;
+    uint64_t instances = mix ? 2 * blockDim : blockDim;
+    for (uint64_t i = 0; i < instances; ++i) {
+        BeginBlock(static_cast<int64_t>(i), static_cast<int64_t>(blockDim), mix ? static_cast<int64_t>(i % 2) : 0,
+                   mix ? 2 : 1);
+        std::string error;
+        try {
+            kernel(args...);
+            error = EndOfBlockError();
+        } catch (const CheckError& e) {
+            error = e.message;
+        } catch (const std::exception& e) {
+            error = std::string("the kernel threw an exception: ") + e.what();
+        } catch (...) {
+            error = "the kernel threw an exception";
+        }
+        rt.in_block = false;
+        rt.stats.ub_high_water = std::max(rt.stats.ub_high_water, rt.core.ub_high_water);
+        if (!error.empty()) {
+            return RecordFailure(error);
+        }
+    }
+    return 0;
+}
+
+inline const uint64_t* StatField(const char* key) {
+    const Stats& s = RT().stats;
+    struct Entry {
+        const char* key;
+        const uint64_t* field;
+    };
+    const Entry table[] = {
+        {"gm_bytes_read", &s.gm_bytes_read},
+        {"gm_bytes_written", &s.gm_bytes_written},
+        {"vector_instructions", &s.vector_instructions},
+        {"vector_repeats", &s.vector_repeats},
+        {"scalar_gm_accesses", &s.scalar_gm_accesses},
+        {"ub_high_water", &s.ub_high_water},
+    };
+    for (const Entry& e : table) {
+        if (std::strcmp(e.key, key) == 0) {
+            return e.field;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace fusedsl_cpu
+
+// ---- C ABI --------------------------------------------------------------------------------
+// `inline` gives one definition however many translation units include this header; `used`
+// makes every shared library export them even when nothing in it calls them.
+#define FUSEDSL_CPU_EXPORT extern "C" inline __attribute__((visibility("default"), used))
+
+// 0 on success; 1 for an unknown name (the message is in fusedsl_cpu_last_error).
+FUSEDSL_CPU_EXPORT int fusedsl_cpu_set_target(const char* name) {
+    int t = fusedsl_cpu::FindTarget(name);
+    if (t < 0) {
+        fusedsl_cpu::RT().last_error = "unknown target '" + std::string(name) + "' (known: " +
+                                       fusedsl_cpu::KnownTargets() + ")";
+        return 1;
+    }
+    fusedsl_cpu::RT().target = t;
+    return 0;
+}
+
+FUSEDSL_CPU_EXPORT const char* fusedsl_cpu_target_name() {
+    return fusedsl_cpu::Target().name;
+}
+
+FUSEDSL_CPU_EXPORT void fusedsl_cpu_set_library_mode(int on) {
+    fusedsl_cpu::RT().library_mode = on != 0;
+}
+
+FUSEDSL_CPU_EXPORT void fusedsl_cpu_register_gm(void* base, uint64_t bytes, const char* name) {
+    fusedsl_cpu::RegisterGm(base, bytes, name != nullptr ? name : "gm");
+}
+
+FUSEDSL_CPU_EXPORT void fusedsl_cpu_clear_gm() {
+    fusedsl_cpu::RT().gm.clear();
+}
+
+FUSEDSL_CPU_EXPORT void fusedsl_cpu_reset_stats() {
+    fusedsl_cpu::ResetStats();
+}
+
+// UINT64_MAX for an unknown key.
+FUSEDSL_CPU_EXPORT uint64_t fusedsl_cpu_stat(const char* key) {
+    const uint64_t* field = fusedsl_cpu::StatField(key);
+    return field != nullptr ? *field : UINT64_MAX;
+}
+
+FUSEDSL_CPU_EXPORT const char* fusedsl_cpu_last_error() {
+    return fusedsl_cpu::RT().last_error.c_str();
+}

@@ -1,0 +1,751 @@
+// fusedsl CPU implementation of the Ascend C API: tensors, TPipe/TQue/TBuf, synchronisation,
+// block indices and other kernel-side utilities.
+#pragma once
+
+#include <deque>
+
+#include "runtime.h"
+
+namespace AscendC {
+
+template <typename T>
+class LocalTensor {
+public:
+    using PrimType = T;
+
+    LocalTensor() = default;
+    LocalTensor(T* addr, uint32_t size, TPosition pos) : fs_addr(addr), fs_size(size), fs_pos(pos) {}
+
+    // A view starting `offset` elements in; vector APIs require its start to be 32-B aligned.
+    LocalTensor operator[](uint32_t offset) const {
+        if (offset > fs_size) {
+            fusedsl_cpu::Fail("LocalTensor[%u]: offset is past the end of the tensor (%u elements)", offset,
+                              fs_size);
+        }
+        return LocalTensor(fs_addr + offset, fs_size - offset, fs_pos);
+    }
+
+    T GetValue(uint32_t index) const {
+        uint32_t off = ScalarOffset("LocalTensor::GetValue", index);
+        fusedsl_cpu::CheckWritten("LocalTensor::GetValue", "the element", off, sizeof(T));
+        T v;
+        std::memcpy(&v, fs_addr + index, sizeof(T));
+        return v;
+    }
+
+    void SetValue(uint32_t index, T value) const {
+        uint32_t off = ScalarOffset("LocalTensor::SetValue", index);
+        std::memcpy(fs_addr + index, &value, sizeof(T));
+        fusedsl_cpu::MarkWritten(off, sizeof(T));
+    }
+
+    uint32_t GetSize() const { return fs_size; }
+    void SetSize(uint32_t size) { fs_size = size; }
+    uint32_t GetLength() const { return fs_size * sizeof(T); }
+    TPosition GetPosition() const { return fs_pos; }
+
+    template <typename U>
+    LocalTensor<U> ReinterpretCast() const {
+        return LocalTensor<U>(reinterpret_cast<U*>(fs_addr), static_cast<uint32_t>(fs_size * sizeof(T) / sizeof(U)),
+                              fs_pos);
+    }
+
+    // UB byte offset, the value the device returns as the tensor's physical address.
+    uint64_t GetPhyAddr() const { return fusedsl_cpu::UbOffset(fs_addr); }
+    uint64_t GetPhyAddr(uint32_t offset) const { return GetPhyAddr() + offset * sizeof(T); }
+
+    // Implementation state; kernels use the methods above.
+    T* fs_addr = nullptr;
+    uint32_t fs_size = 0;
+    TPosition fs_pos = TPosition::VECCALC;
+
+private:
+    uint32_t ScalarOffset(const char* api, uint32_t index) const {
+        if (fs_addr == nullptr) {
+            fusedsl_cpu::Fail("%s: empty LocalTensor; get it from AllocTensor/DeQue or TBuf::Get first", api);
+        }
+        if (index >= fs_size) {
+            fusedsl_cpu::Fail("%s(%u): index is past the end of the tensor (%u elements)", api, index, fs_size);
+        }
+        return fusedsl_cpu::UbOffset(fs_addr + index);
+    }
+};
+
+template <typename T>
+class GlobalTensor {
+public:
+    using PrimType = T;
+
+    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) {
+        fs_addr = buffer;
+        fs_size = bufferSize;
+        fs_has_size = true;
+    }
+    void SetGlobalBuffer(__gm__ T* buffer) {
+        fs_addr = buffer;
+        fs_size = 0;
+        fs_has_size = false;
+    }
+
+    GlobalTensor operator[](uint64_t offset) const {
+        GlobalTensor g;
+        g.fs_addr = fs_addr + offset;
+        g.fs_has_size = fs_has_size;
+        g.fs_size = fs_has_size && offset <= fs_size ? fs_size - offset : 0;
+        return g;
+    }
+
+    T GetValue(uint64_t offset) const {
+        const uint8_t* p = Access("GlobalTensor::GetValue", offset);
+        fusedsl_cpu::St().gm_bytes_read += sizeof(T);
+        T v;
+        std::memcpy(&v, p, sizeof(T));
+        return v;
+    }
+
+    void SetValue(uint64_t offset, T value) const {
+        const char* api = "GlobalTensor::SetValue";
+        uint8_t* p = Access(api, offset);
+        fusedsl_cpu::NoteGmWrite(api, fusedsl_cpu::FindGm(p), p, sizeof(T));
+        fusedsl_cpu::St().gm_bytes_written += sizeof(T);
+        std::memcpy(p, &value, sizeof(T));
+    }
+
+    uint64_t GetSize() const { return fs_size; }
+    __gm__ T* GetPhyAddr() const { return fs_addr; }
+    __gm__ T* GetPhyAddr(uint64_t offset) const { return fs_addr + offset; }
+
+    T* fs_addr = nullptr;
+    uint64_t fs_size = 0;       // elements from fs_addr to the end of SetGlobalBuffer's range
+    bool fs_has_size = false;
+
+private:
+    uint8_t* Access(const char* api, uint64_t offset) const {
+        if (fs_addr == nullptr) {
+            fusedsl_cpu::Fail("%s: GlobalTensor has no buffer; call SetGlobalBuffer first", api);
+        }
+        if (fs_has_size && offset >= fs_size) {
+            fusedsl_cpu::Fail("%s(%llu): index is past the SetGlobalBuffer length (%llu elements)", api,
+                              static_cast<unsigned long long>(offset), static_cast<unsigned long long>(fs_size));
+        }
+        auto p = reinterpret_cast<uint8_t*>(fs_addr + offset);
+        if (reinterpret_cast<uintptr_t>(p) % sizeof(T) != 0) {
+            fusedsl_cpu::Fail("%s: GM address %p is not aligned to sizeof(%s) = %zu", api, static_cast<void*>(p),
+                              fusedsl_cpu::TypeName<T>(), sizeof(T));
+        }
+        fusedsl_cpu::CheckGmRange(api, p, sizeof(T));
+        fusedsl_cpu::St().scalar_gm_accesses += 1;
+        return p;
+    }
+};
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+using AscendC::GlobalTensor;
+using AscendC::LocalTensor;
+
+// GM side of a DataCopy: the GlobalTensor has a buffer, is aligned, and bytes [first, end)
+// from its start are inside its SetGlobalBuffer length and one registered GM buffer.
+template <typename T>
+inline GmBuffer* CheckGm(const char* api, const GlobalTensor<T>& g, uint64_t end_bytes, bool elem_aligned) {
+    if (g.fs_addr == nullptr) {
+        Fail("%s: GlobalTensor has no buffer; call SetGlobalBuffer first", api);
+    }
+    auto p = reinterpret_cast<const uint8_t*>(g.fs_addr);
+    if (elem_aligned && reinterpret_cast<uintptr_t>(p) % sizeof(T) != 0) {
+        Fail("%s: GM address %p is not aligned to sizeof(%s) = %zu", api, static_cast<const void*>(p),
+             TypeName<T>(), sizeof(T));
+    }
+    if (g.fs_has_size && end_bytes > g.fs_size * sizeof(T)) {
+        Fail("%s: accesses %llu bytes from a GlobalTensor whose SetGlobalBuffer length leaves only %llu "
+             "elements (%llu bytes)", api, static_cast<unsigned long long>(end_bytes),
+             static_cast<unsigned long long>(g.fs_size), static_cast<unsigned long long>(g.fs_size * sizeof(T)));
+    }
+    return CheckGmRange(api, p, end_bytes);
+}
+
+enum SlotState : uint8_t { kFree, kAllocated, kEnqueued, kDequeued };
+
+class TPipeState {
+public:
+    uint32_t fs_cursor = 0;      // next free UB byte
+    int fs_buffers = 0;          // buffers handed out by InitBuffer
+    uint64_t fs_generation = 0;
+    uint8_t fs_event_ids[kNumEvents] = {};
+};
+
+// State shared by every TQue instantiation, so TPipe can initialise any of them.
+class QueueBase {
+public:
+    QueueBase(TPosition pos, int depth) : fs_pos(pos), fs_depth(depth) {}
+    QueueBase(const QueueBase&) = delete;
+    QueueBase& operator=(const QueueBase&) = delete;
+
+    ~QueueBase() {
+        // Rule 4, end of kernel: anything still allocated or queued is a leak.  Skipped while
+        // unwinding from an earlier error, which is the one to report.
+        Runtime& rt = RT();
+        if (!rt.in_block || rt.core.generation != fs_generation || std::uncaught_exceptions() > 0 ||
+            !rt.core.pending_error.empty()) {
+            return;
+        }
+        int allocated = 0;
+        int enqueued = 0;
+        for (uint8_t s : fs_state) {
+            allocated += s == kAllocated || s == kDequeued;
+            enqueued += s == kEnqueued;
+        }
+        if (allocated == 0 && enqueued == 0) {
+            return;
+        }
+        std::string what;
+        if (allocated != 0) {
+            what = Format("%d tensor(s) allocated but never freed", allocated);
+        }
+        if (enqueued != 0) {
+            what += Format("%s%d tensor(s) enqueued but never dequeued", what.empty() ? "" : " and ", enqueued);
+        }
+        rt.core.pending_error = Format(
+            "TQue<%s> %s: leak — at the end of the kernel %s; every AllocTensor needs EnQue, DeQue and FreeTensor",
+            PositionName(fs_pos), Where().c_str(), what.c_str());
+    }
+
+    std::string Where() const {
+        if (fs_state.empty()) {
+            return "(not initialised)";
+        }
+        return Format("(UB [%u, %u), %zu x %u bytes)", fs_offsets.front(),
+                      fs_offsets.back() + fs_len, fs_offsets.size(), fs_len);
+    }
+
+    int FindSlot(const void* addr) const {
+        if (addr == nullptr || fs_state.empty()) {
+            return -1;
+        }
+        uint32_t off = UbOffsetOrMax(addr);
+        for (size_t i = 0; i < fs_offsets.size(); ++i) {
+            if (fs_offsets[i] == off) {
+                return static_cast<int>(i);
+            }
+        }
+        return -1;
+    }
+
+    static uint32_t UbOffsetOrMax(const void* addr) {
+        Core& c = CurCore();
+        auto p = static_cast<const uint8_t*>(addr);
+        if (p < c.ub.data() || p >= c.ub.data() + c.ub_bytes) {
+            return UINT32_MAX;
+        }
+        return static_cast<uint32_t>(p - c.ub.data());
+    }
+
+    TPosition fs_pos;
+    int fs_depth;
+    uint32_t fs_len = 0;
+    uint64_t fs_generation = 0;
+    std::vector<uint32_t> fs_offsets;
+    std::vector<uint8_t> fs_state;
+    std::deque<int> fs_fifo;
+    size_t fs_next = 0;
+};
+
+class BufBase {
+public:
+    explicit BufBase(TPosition pos) : fs_pos(pos) {}
+    BufBase(const BufBase&) = delete;
+    BufBase& operator=(const BufBase&) = delete;
+
+    TPosition fs_pos;
+    uint32_t fs_offset = 0;
+    uint32_t fs_len = 0;
+    uint64_t fs_generation = 0;
+    bool fs_init = false;
+};
+
+inline bool IsUbPosition(TPosition pos) {
+    switch (pos) {
+        case TPosition::VECIN:
+        case TPosition::VECOUT:
+        case TPosition::VECCALC:
+            return true;
+        case TPosition::CO2:
+        case TPosition::C1:
+        case TPosition::C2:
+            // ASCENDC.md §1.3: these live in UB only on the coupled chips (910A, 310P).
+            return !Target().separated;
+        default:
+            return false;
+    }
+}
+
+inline void NoteKernelType(int type) {
+    RT().kernel_type = type;
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+template <TPosition pos, int32_t depth, auto mask = 0>
+class TQue : public fusedsl_cpu::QueueBase {
+public:
+    TQue() : QueueBase(pos, depth) {}
+
+    template <typename T>
+    LocalTensor<T> AllocTensor() {
+        using namespace fusedsl_cpu;
+        RequireInit("AllocTensor");
+        size_t n = fs_state.size();
+        size_t slot = n;
+        for (size_t k = 0; k < n; ++k) {
+            size_t i = (fs_next + k) % n;
+            if (fs_state[i] == kFree) {
+                slot = i;
+                break;
+            }
+        }
+        if (slot == n) {
+            Fail("AllocTensor: all %zu buffers of TQue<%s> %s are in use; FreeTensor one first (InitBuffer "
+                 "gave this queue %zu buffers)", n, PositionName(pos), Where().c_str(), n);
+        }
+        Core& c = CurCore();
+        int& outstanding = c.outstanding[static_cast<int>(pos)];
+        int limit = Target().max_queue_buffers_per_position;
+        if (outstanding + 1 > limit) {
+            Fail("AllocTensor: %d queue buffers of position %s would be allocated at once; %s allows %d per "
+                 "position (each holds a hardware event id) — free tensors earlier or use fewer queues",
+                 outstanding + 1, PositionName(pos), Target().name, limit);
+        }
+        ++outstanding;
+        fs_state[slot] = kAllocated;
+        fs_next = (slot + 1) % n;
+        uint32_t off = fs_offsets[slot];
+        // New buffers hold NaN bytes and count as unwritten (rule 6).
+        std::memset(c.ub.data() + off, 0xFF, fs_len);
+        std::memset(c.written.data() + off, 0, fs_len);
+        return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + off), fs_len / sizeof(T), pos);
+    }
+
+    template <typename T>
+    bool EnQue(const LocalTensor<T>& tensor) {
+        using namespace fusedsl_cpu;
+        RequireInit("EnQue");
+        int slot = SlotOf("EnQue", tensor.fs_addr);
+        if (fs_state[slot] == kEnqueued) {
+            Fail("EnQue: the tensor at UB offset %u is already in TQue<%s> (EnQue twice without a DeQue)",
+                 fs_offsets[slot], PositionName(pos));
+        }
+        if (fs_state[slot] == kFree) {
+            Fail("EnQue: the tensor at UB offset %u was already freed (FreeTensor) from TQue<%s>",
+                 fs_offsets[slot], PositionName(pos));
+        }
+        fs_state[slot] = kEnqueued;
+        fs_fifo.push_back(slot);
+        return true;
+    }
+
+    template <typename T>
+    LocalTensor<T> DeQue() {
+        using namespace fusedsl_cpu;
+        RequireInit("DeQue");
+        if (fs_fifo.empty()) {
+            Fail("DeQue: TQue<%s> %s is empty; every DeQue needs an earlier EnQue of an allocated tensor",
+                 PositionName(pos), Where().c_str());
+        }
+        int slot = fs_fifo.front();
+        fs_fifo.pop_front();
+        fs_state[slot] = kDequeued;
+        Core& c = CurCore();
+        return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + fs_offsets[slot]), fs_len / sizeof(T), pos);
+    }
+
+    template <typename T>
+    void FreeTensor(LocalTensor<T>& tensor) {
+        using namespace fusedsl_cpu;
+        RequireInit("FreeTensor");
+        int slot = SlotOf("FreeTensor", tensor.fs_addr);
+        if (fs_state[slot] == kFree) {
+            Fail("FreeTensor: double free of the tensor at UB offset %u in TQue<%s>", fs_offsets[slot],
+                 PositionName(pos));
+        }
+        if (fs_state[slot] == kEnqueued) {
+            Fail("FreeTensor: the tensor at UB offset %u is still enqueued in TQue<%s>; DeQue it first",
+                 fs_offsets[slot], PositionName(pos));
+        }
+        fs_state[slot] = kFree;
+        --CurCore().outstanding[static_cast<int>(pos)];
+    }
+
+    bool VacantInQue() const { return static_cast<int>(fs_fifo.size()) < (depth > 0 ? depth : 1); }
+    bool HasTensorInQue() const { return !fs_fifo.empty(); }
+    int32_t GetTensorCountInQue() const { return static_cast<int32_t>(fs_fifo.size()); }
+    bool HasIdleBuffer() const {
+        for (uint8_t s : fs_state) {
+            if (s == fusedsl_cpu::kFree) {
+                return true;
+            }
+        }
+        return false;
+    }
+    void FreeAllEvent() {}
+
+private:
+    void RequireInit(const char* api) const {
+        if (fs_state.empty() || fs_generation != fusedsl_cpu::CurCore().generation) {
+            fusedsl_cpu::Fail("%s: TQue<%s> was not initialised; call TPipe::InitBuffer(queue, num, len) first",
+                              api, fusedsl_cpu::PositionName(pos));
+        }
+    }
+
+    int SlotOf(const char* api, const void* addr) const {
+        int slot = FindSlot(addr);
+        if (slot < 0) {
+            if (addr == nullptr) {
+                fusedsl_cpu::Fail("%s: empty LocalTensor (it was never allocated)", api);
+            }
+            fusedsl_cpu::Fail("%s: the tensor at UB offset %u was not allocated from this TQue<%s> %s (a "
+                              "sub-tensor, or a tensor from another queue or TBuf)", api, UbOffsetOrMax(addr),
+                              fusedsl_cpu::PositionName(pos), Where().c_str());
+        }
+        return slot;
+    }
+};
+
+template <TPosition pos = TPosition::LCM>
+class TBuf : public fusedsl_cpu::BufBase {
+public:
+    TBuf() : BufBase(pos) {}
+
+    template <typename T>
+    LocalTensor<T> Get() const {
+        return Get<T>(fs_len / sizeof(T));
+    }
+
+    template <typename T>
+    LocalTensor<T> Get(uint32_t len) const {
+        return GetWithOffset<T>(len, 0);
+    }
+
+    template <typename T>
+    LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) const {
+        using namespace fusedsl_cpu;
+        Core& c = CurCore();
+        if (!fs_init || fs_generation != c.generation) {
+            Fail("TBuf::Get: TBuf<%s> was not initialised; call TPipe::InitBuffer(buf, len) first",
+                 PositionName(pos));
+        }
+        if (bufOffset + static_cast<uint64_t>(size) * sizeof(T) > fs_len) {
+            Fail("TBuf::Get: %u elements of %s at byte offset %u do not fit the %u-byte TBuf<%s>", size,
+                 TypeName<T>(), bufOffset, fs_len, PositionName(pos));
+        }
+        return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + fs_offset + bufOffset), size, pos);
+    }
+};
+
+class TPipe : public fusedsl_cpu::TPipeState {
+public:
+    TPipe() {
+        fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+        fs_generation = c.generation;
+        c.pipe = this;
+    }
+    ~TPipe() {
+        fusedsl_cpu::Runtime& rt = fusedsl_cpu::RT();
+        if (rt.in_block && rt.core.pipe == this) {
+            rt.core.pipe = nullptr;
+        }
+    }
+    TPipe(const TPipe&) = delete;
+    TPipe& operator=(const TPipe&) = delete;
+
+    void Init() {}
+
+    template <class Q>
+    bool InitBuffer(Q& que, uint8_t num, uint32_t len) {
+        static_assert(std::is_base_of_v<fusedsl_cpu::QueueBase, Q>, "InitBuffer(que, num, len) takes a TQue");
+        using namespace fusedsl_cpu;
+        if (!que.fs_state.empty() && que.fs_generation == CurCore().generation) {
+            Fail("InitBuffer: this TQue<%s> is already initialised; call TPipe::Reset() before re-planning UB",
+                 PositionName(que.fs_pos));
+        }
+        if (num == 0 || len == 0) {
+            Fail("InitBuffer: TQue<%s> with num = %u and len = %u; both must be at least 1",
+                 PositionName(que.fs_pos), num, len);
+        }
+        uint32_t each = static_cast<uint32_t>(RoundUp(len, 32));
+        uint32_t off = Reserve(PositionName(que.fs_pos), "TQue", que.fs_pos, num, each);
+        que.fs_len = each;
+        que.fs_generation = CurCore().generation;
+        que.fs_offsets.clear();
+        for (uint32_t i = 0; i < num; ++i) {
+            que.fs_offsets.push_back(off + i * each);
+        }
+        que.fs_state.assign(num, kFree);
+        que.fs_fifo.clear();
+        que.fs_next = 0;
+        return true;
+    }
+
+    template <TPosition pos>
+    bool InitBuffer(TBuf<pos>& buf, uint32_t len) {
+        using namespace fusedsl_cpu;
+        if (buf.fs_init && buf.fs_generation == CurCore().generation) {
+            Fail("InitBuffer: this TBuf<%s> is already initialised; call TPipe::Reset() before re-planning UB",
+                 PositionName(pos));
+        }
+        if (len == 0) {
+            Fail("InitBuffer: TBuf<%s> with len = 0", PositionName(pos));
+        }
+        uint32_t each = static_cast<uint32_t>(RoundUp(len, 32));
+        buf.fs_offset = Reserve(PositionName(pos), "TBuf", pos, 1, each);
+        buf.fs_len = each;
+        buf.fs_generation = CurCore().generation;
+        buf.fs_init = true;
+        return true;
+    }
+
+    // Frees the whole UB plan so InitBuffer can be called again.
+    void Reset() {
+        fs_cursor = 0;
+        fs_buffers = 0;
+    }
+    void Destroy() { Reset(); }
+
+    template <HardEvent evt>
+    TEventID FetchEventID() {
+        int e = static_cast<int>(evt);
+        for (int i = 0; i < fusedsl_cpu::Target().max_event_ids; ++i) {
+            if (!(fs_event_ids[e] & (1u << i))) {
+                return static_cast<TEventID>(i);
+            }
+        }
+        fusedsl_cpu::Fail("FetchEventID<HardEvent::%s>: all %d event ids are allocated", fusedsl_cpu::EventName(evt),
+                          fusedsl_cpu::Target().max_event_ids);
+    }
+
+    template <HardEvent evt>
+    TEventID AllocEventID() {
+        TEventID id = FetchEventID<evt>();
+        fs_event_ids[static_cast<int>(evt)] |= static_cast<uint8_t>(1u << id);
+        return id;
+    }
+
+    template <HardEvent evt>
+    void ReleaseEventID(TEventID id) {
+        fs_event_ids[static_cast<int>(evt)] &= static_cast<uint8_t>(~(1u << id));
+    }
+
+private:
+    uint32_t Reserve(const char* pos_name, const char* kind, TPosition pos, uint32_t num, uint32_t each) {
+        using namespace fusedsl_cpu;
+        Core& c = CurCore();
+        const TargetInfo& t = Target();
+        if (!IsUbPosition(pos)) {
+            Fail("InitBuffer: %s<%s> is not in UB on %s; the fusedsl CPU implementation models UB positions "
+                 "(VECIN, VECOUT, VECCALC) only", kind, pos_name, t.name);
+        }
+        if (fs_buffers + static_cast<int>(num) > t.max_buffers) {
+            Fail("InitBuffer: this TPipe would hold %d buffers; at most %d are allowed per kernel",
+                 fs_buffers + static_cast<int>(num), t.max_buffers);
+        }
+        uint64_t need = static_cast<uint64_t>(fs_cursor) + static_cast<uint64_t>(num) * each;
+        if (need > c.ub_bytes) {
+            Fail("InitBuffer: UB plan needs %llu bytes, %s has %u (this call adds %u x %u bytes for %s<%s> on "
+                 "top of %u already planned)", static_cast<unsigned long long>(need), t.name, c.ub_bytes, num,
+                 each, kind, pos_name, fs_cursor);
+        }
+        uint32_t off = fs_cursor;
+        fs_cursor = static_cast<uint32_t>(need);
+        fs_buffers += static_cast<int>(num);
+        c.ub_high_water = std::max<uint64_t>(c.ub_high_water, need);
+        std::memset(c.ub.data() + off, 0xFF, need - off);
+        std::memset(c.written.data() + off, 0, need - off);
+        return off;
+    }
+};
+
+inline TPipe* GetTPipePtr() {
+    return static_cast<TPipe*>(fusedsl_cpu::CurCore().pipe);
+}
+
+// ---- block indices ------------------------------------------------------------------------
+
+inline int64_t GetBlockIdx() {
+    fusedsl_cpu::CurCore();
+    return fusedsl_cpu::RT().block_idx;
+}
+inline int64_t GetBlockNum() {
+    fusedsl_cpu::CurCore();
+    return fusedsl_cpu::RT().block_num;
+}
+inline int64_t GetSubBlockIdx() {
+    fusedsl_cpu::CurCore();
+    return fusedsl_cpu::RT().sub_block_idx;
+}
+inline int64_t GetTaskRatio() {
+    fusedsl_cpu::CurCore();
+    return fusedsl_cpu::RT().task_ratio;
+}
+
+// ---- synchronisation ----------------------------------------------------------------------
+// The CPU runs each instruction to completion, so barriers and flags change no data; they are
+// checked for the pairing rules the hardware needs (ASCENDC.md §6.7).
+
+template <pipe_t pipe>
+inline void PipeBarrier() {
+    fusedsl_cpu::CurCore();
+    if (pipe == PIPE_S) {
+        fusedsl_cpu::Fail("PipeBarrier<PIPE_S>: not supported by the hardware; scalar code is already in order");
+    }
+}
+
+}  // namespace AscendC
+
+inline void pipe_barrier(pipe_t pipe) {
+    fusedsl_cpu::CurCore();
+    if (pipe == PIPE_S) {
+        fusedsl_cpu::Fail("pipe_barrier(PIPE_S): not supported by the hardware; scalar code is already in order");
+    }
+}
+
+namespace fusedsl_cpu {
+
+inline void CheckEvent(const char* api, HardEvent evt, int32_t id) {
+    const char* name = EventName(evt);
+    std::string from(name, std::strcspn(name, "_"));
+    std::string to(std::strchr(name, '_') ? std::strchr(name, '_') + 1 : "");
+    for (const std::string& p : {from, to}) {
+        if (p == "M" || p == "MTE1" || p == "FIX") {
+            Fail("%s<HardEvent::%s>: an event of the cube pipes (M, MTE1, FIX); vector kernels synchronise the "
+                 "S, V, MTE2 and MTE3 pipes", api, name);
+        }
+    }
+    int limit = Target().max_event_ids;
+    if (id < 0 || id >= limit) {
+        Fail("%s<HardEvent::%s>(%d): event id out of range; %s has ids 0..%d", api, name, id, Target().name,
+             limit - 1);
+    }
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+template <HardEvent evt>
+inline void SetFlag(int32_t eventID) {
+    using namespace fusedsl_cpu;
+    CheckEvent("SetFlag", evt, eventID);
+    uint8_t& f = CurCore().flags[static_cast<int>(evt)][eventID];
+    if (f) {
+        Fail("SetFlag<HardEvent::%s>(%d): set twice without a WaitFlag in between", EventName(evt), eventID);
+    }
+    f = 1;
+}
+
+template <HardEvent evt>
+inline void WaitFlag(int32_t eventID) {
+    using namespace fusedsl_cpu;
+    CheckEvent("WaitFlag", evt, eventID);
+    uint8_t& f = CurCore().flags[static_cast<int>(evt)][eventID];
+    if (!f) {
+        Fail("WaitFlag<HardEvent::%s>(%d): no SetFlag with the same event and id before it; the pipe would wait "
+             "forever", EventName(evt), eventID);
+    }
+    f = 0;
+}
+
+// ---- atomic GM writes, padding and mask registers -----------------------------------------
+
+template <typename T>
+inline void SetAtomicAdd() {
+    fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    c.atomic_add = true;
+    c.atomic_type = fusedsl_cpu::TypeName<T>();
+}
+
+inline void SetAtomicNone() {
+    fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    c.atomic_add = false;
+    c.atomic_type = "";
+}
+
+// CANN 9.x name of SetAtomicNone (ASCENDC.md §2.6).
+inline void DisableDmaAtomic() {
+    SetAtomicNone();
+}
+
+template <typename T>
+inline void SetPadValue(T value) {
+    fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    c.pad_value = 0;
+    std::memcpy(&c.pad_value, &value, sizeof(T));
+    c.pad_value_set = true;
+}
+
+template <typename T, MaskMode mode = MaskMode::NORMAL>
+inline void SetVectorMask(uint64_t maskHigh, uint64_t maskLow) {
+    if (mode == MaskMode::COUNTER) {
+        fusedsl_cpu::Fail("SetVectorMask<COUNTER>: counter mask mode is not modelled; use the count-form APIs");
+    }
+    fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    c.vector_mask[0] = maskLow;
+    c.vector_mask[1] = maskHigh;
+}
+
+template <typename T, MaskMode mode = MaskMode::NORMAL>
+inline void SetVectorMask(int32_t len) {
+    if (mode == MaskMode::COUNTER) {
+        fusedsl_cpu::Fail("SetVectorMask<COUNTER>: counter mask mode is not modelled; use the count-form APIs");
+    }
+    fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    c.vector_mask[0] = len >= 64 ? ~0ull : (1ull << len) - 1;
+    c.vector_mask[1] = len >= 128 ? ~0ull : len > 64 ? (1ull << (len - 64)) - 1 : 0;
+}
+
+inline void ResetMask() {
+    fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    c.vector_mask[0] = ~0ull;
+    c.vector_mask[1] = ~0ull;
+}
+
+inline void SetMaskNorm() {
+    fusedsl_cpu::CurCore();
+}
+
+inline void SetMaskCount() {
+    fusedsl_cpu::Fail("SetMaskCount: counter mask mode is not modelled; use the count-form APIs");
+}
+
+// ---- printf -------------------------------------------------------------------------------
+
+namespace detail {
+template <typename T>
+inline auto PrintfArg(T v) {
+    if constexpr (fusedsl_cpu::kIsLowFloat<T> || std::is_same_v<T, float>) {
+        return static_cast<double>(static_cast<float>(v));
+    } else {
+        return v;
+    }
+}
+}  // namespace detail
+
+template <typename... Args>
+inline void printf(const char* fmt, Args... args) {
+    std::printf(fmt, detail::PrintfArg(args)...);
+    // Kernel prints interleave with the host program's output, as the device's do after sync.
+    std::fflush(stdout);
+}
+
+template <typename... Args>
+inline void PRINTF(const char* fmt, Args... args) {
+    AscendC::printf(fmt, args...);
+}
+
+}  // namespace AscendC
+
+#define KERNEL_TASK_TYPE_DEFAULT(type) ::fusedsl_cpu::NoteKernelType(type)
+#define ASCEND_IS_AIV (true)
+#define ASCEND_IS_AIC (false)

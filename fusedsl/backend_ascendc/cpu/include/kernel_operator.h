@@ -1,0 +1,22 @@
+// fusedsl's CPU implementation of the Ascend C kernel API subset.
+//
+// Kernels written for the NPU include this header unchanged and build with g++ -std=c++17;
+// each API call runs on the CPU and checks the hardware rules (UB capacity, 32-byte
+// alignment, the queue protocol, per-chip dtype support, uninitialised reads, GM bounds and
+// cross-core write overlap).  The chip is chosen by __NPU_ARCH__, $FUSEDSL_TARGET or
+// fusedsl_cpu_set_target(); see tikicpulib.h for running kernels from a main program.
+#pragma once
+
+#include "fusedsl_cpu/base.h"
+#include "fusedsl_cpu/runtime.h"
+#include "fusedsl_cpu/tensor.h"
+#include "fusedsl_cpu/data_copy.h"
+#include "fusedsl_cpu/vector.h"
+#include "fusedsl_cpu/launch.h"
+
+#ifdef __NPU_ARCH__
+// Each translation unit built for an arch records it; the first launch picks its target.
+namespace {
+[[maybe_unused]] const bool fusedsl_cpu_arch_noted = ::fusedsl_cpu::NoteCompiledArch(__NPU_ARCH__);
+}
+#endif

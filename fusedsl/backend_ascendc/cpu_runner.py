@@ -1,0 +1,198 @@
+"""Build Ascend C source with g++ against fusedsl's CPU API and launch its kernels on numpy arrays.
+
+The source must define, for each kernel entry NAME it wants to launch,
+    extern "C" int fusedsl_launch_NAME(uint32_t blockDim, uint8_t** args)
+(the printer emits it under #ifdef ASCENDC_CPU_DEBUG).  Builds are cached by content:
+    $FUSEDSL_CACHE_DIR (or ~/.cache/fusedsl) / ascendc / <sha256>.so
+where the hash covers the source, the compiler flags and every header of the CPU API, so
+editing the headers invalidates old builds.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from fusedsl.backend_ascendc.cpu import include_dir
+from fusedsl.errors import ArgumentError, AscendCCheckError, AscendCCompileError
+from fusedsl.targets import DEFAULT_TARGET, get_target
+
+_ERROR_LINES = 40
+
+_STAT_KEYS = ("gm_bytes_read", "gm_bytes_written", "vector_instructions", "vector_repeats",
+              "scalar_gm_accesses", "ub_high_water")
+
+
+@dataclass(frozen=True)
+class LaunchStats:
+    """What one launch did, summed over its blocks (ub_high_water: the largest block's UB plan)."""
+
+    gm_bytes_read: int
+    gm_bytes_written: int
+    vector_instructions: int
+    vector_repeats: int
+    scalar_gm_accesses: int
+    ub_high_water: int
+
+
+def cache_dir() -> str:
+    root = os.environ.get("FUSEDSL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "fusedsl")
+    return os.path.join(root, "ascendc")
+
+
+_header_digest: str | None = None
+
+
+def _headers_digest() -> str:
+    """Hash of every file under the include dir, computed once per process."""
+    global _header_digest
+    if _header_digest is None:
+        h = hashlib.sha256()
+        root = include_dir()
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for fn in sorted(filenames):
+                path = os.path.join(dirpath, fn)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+        _header_digest = h.hexdigest()
+    return _header_digest
+
+
+def compile_flags(target: str, extra_flags: Sequence[str] = ()) -> list[str]:
+    arch = get_target(target).arch
+    return ["-std=c++17", "-O2", "-Wall", "-Werror", "-shared", "-fPIC",
+            # Each library keeps its own copy of the CPU API's state, even when several are
+            # loaded into one process (g++ would otherwise merge inline functions' statics).
+            "-fno-gnu-unique",
+            "-DASCENDC_CPU_DEBUG", f"-D__NPU_ARCH__={arch}", f"-I{include_dir()}", *extra_flags]
+
+
+class CpuLibrary:
+    """A compiled kernel library; `launch` runs one of its fusedsl_launch_<entry> functions."""
+
+    def __init__(self, path: str, lib: ctypes.CDLL, target: str):
+        self.path = path
+        self.target = target
+        self._lib = lib
+        self._entries: dict[str, ctypes._CFuncPtr] = {}
+        self._current_target: str | None = None
+        lib.fusedsl_cpu_set_target.argtypes = [ctypes.c_char_p]
+        lib.fusedsl_cpu_set_target.restype = ctypes.c_int
+        lib.fusedsl_cpu_set_library_mode.argtypes = [ctypes.c_int]
+        lib.fusedsl_cpu_register_gm.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p]
+        lib.fusedsl_cpu_clear_gm.argtypes = []
+        lib.fusedsl_cpu_stat.argtypes = [ctypes.c_char_p]
+        lib.fusedsl_cpu_stat.restype = ctypes.c_uint64
+        lib.fusedsl_cpu_last_error.restype = ctypes.c_char_p
+        lib.fusedsl_cpu_set_library_mode(1)
+        self._register = lib.fusedsl_cpu_register_gm
+        self._stat = lib.fusedsl_cpu_stat
+        self._stat_keys = [k.encode() for k in _STAT_KEYS]
+        # The library's CPU-API state (target, GM registry, counters) is process-global.
+        self._lock = threading.Lock()
+
+    def _entry(self, entry: str):
+        fn = self._entries.get(entry)
+        if fn is None:
+            try:
+                fn = getattr(self._lib, f"fusedsl_launch_{entry}")
+            except AttributeError:
+                raise ArgumentError(f"no kernel entry fusedsl_launch_{entry} in {self.path}",
+                                    hint="the source must define extern \"C\" int fusedsl_launch_<entry>"
+                                         "(uint32_t blockDim, uint8_t** args)") from None
+            fn.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_void_p)]
+            fn.restype = ctypes.c_int
+            self._entries[entry] = fn
+        return fn
+
+    def set_target(self, target: str) -> None:
+        if target != self._current_target:
+            get_target(target)  # unknown names raise TargetError here
+            if self._lib.fusedsl_cpu_set_target(target.encode()) != 0:
+                raise AscendCCheckError(self.last_error())
+            self._current_target = target
+
+    def last_error(self) -> str:
+        return (self._lib.fusedsl_cpu_last_error() or b"").decode(errors="replace")
+
+    def launch(self, entry: str, block_dim: int, buffers: Sequence[tuple[str, np.ndarray]], *,
+               target: str | None = None) -> LaunchStats:
+        """Run fusedsl_launch_<entry> on `block_dim` blocks with the arrays as GM buffers.
+
+        The arrays are passed in order as uint8_t* and are registered under their names, so
+        out-of-bounds and cross-core overlap errors name them.  Outputs are written in place.
+        """
+        fn = self._entry(entry)
+        with self._lock:
+            return self._launch_locked(fn, block_dim, buffers, target or self.target)
+
+    def _launch_locked(self, fn, block_dim, buffers, target) -> LaunchStats:
+        self.set_target(target)
+        self._lib.fusedsl_cpu_clear_gm()
+        ptrs = (ctypes.c_void_p * max(len(buffers), 1))()
+        for i, (name, arr) in enumerate(buffers):
+            if not isinstance(arr, np.ndarray) or not arr.flags.c_contiguous:
+                raise ArgumentError(f"GM buffer {name!r} must be a C-contiguous numpy array",
+                                    hint="pass np.ascontiguousarray(x) (and read outputs from that array)")
+            addr = arr.ctypes.data
+            ptrs[i] = addr
+            self._register(addr, arr.nbytes, name.encode())
+        rc = fn(block_dim, ptrs)
+        if rc != 0:
+            raise AscendCCheckError(self.last_error())
+        return LaunchStats(*(self._stat(k) for k in self._stat_keys))
+
+
+def _compile(source: str, flags: list[str], out_path: str, name: str) -> None:
+    out_dir = os.path.dirname(out_path)
+    with tempfile.TemporaryDirectory(prefix="fusedsl-build-") as tmp:
+        src_path = os.path.join(tmp, f"{name}.cpp")
+        with open(src_path, "w", encoding="utf-8") as f:
+            f.write(source)
+        fd, tmp_so = tempfile.mkstemp(prefix=f".{name}-", suffix=".so", dir=out_dir)
+        os.close(fd)
+        try:
+            proc = subprocess.run(["g++", *flags, "-o", tmp_so, src_path], capture_output=True, text=True)
+        except FileNotFoundError:
+            os.unlink(tmp_so)
+            raise AscendCCompileError("g++ was not found; the Ascend C CPU mode needs g++ (C++17)") from None
+        if proc.returncode != 0:
+            os.unlink(tmp_so)
+            lines = (proc.stderr + proc.stdout).replace(tmp + os.sep, "").splitlines()
+            shown = "\n".join(lines[:_ERROR_LINES])
+            more = f"\n... ({len(lines) - _ERROR_LINES} more lines)" if len(lines) > _ERROR_LINES else ""
+            raise AscendCCompileError(f"g++ failed to compile {name}.cpp:\n{shown}{more}")
+        os.replace(tmp_so, out_path)
+
+
+def cache_path(source: str, *, target: str = DEFAULT_TARGET, extra_flags: Sequence[str] = ()) -> str:
+    """Where `build` keeps the library for this source, target and flags."""
+    flags = compile_flags(target, extra_flags)
+    key = hashlib.sha256("\0".join([source, *flags, _headers_digest()]).encode()).hexdigest()
+    return os.path.join(cache_dir(), f"{key}.so")
+
+
+def build(source: str, *, target: str = DEFAULT_TARGET, name: str = "kernel",
+          extra_flags: Sequence[str] = ()) -> CpuLibrary:
+    """Compile `source` (cached by content) and load it."""
+    flags = compile_flags(target, extra_flags)
+    path = cache_path(source, target=target, extra_flags=extra_flags)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(path):
+        try:
+            return CpuLibrary(path, ctypes.CDLL(path), target)
+        except (OSError, AttributeError):
+            # A truncated or foreign file under our name: rebuild it.  (A library already
+            # loaded in this process is never overwritten: rebuilds go through os.replace.)
+            os.unlink(path)
+    _compile(source, flags, path, name)
+    return CpuLibrary(path, ctypes.CDLL(path), target)

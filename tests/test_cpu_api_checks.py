@@ -1,0 +1,220 @@
+"""Every hardware rule the CPU API implementation enforces, broken on purpose
+(tests/ascendc_kernels/broken_kernels.cpp), plus the runner's build errors and cache."""
+import os
+
+import numpy as np
+import pytest
+
+from fusedsl.backend_ascendc import cpu_runner
+from fusedsl.errors import ArgumentError, AscendCCheckError, AscendCCompileError, TargetError
+
+KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ascendc_kernels")
+TILE = 256
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory):
+    old = os.environ.get("FUSEDSL_CACHE_DIR")
+    os.environ["FUSEDSL_CACHE_DIR"] = str(tmp_path_factory.mktemp("fusedsl-cache"))
+    yield
+    if old is None:
+        del os.environ["FUSEDSL_CACHE_DIR"]
+    else:
+        os.environ["FUSEDSL_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="module")
+def lib():
+    with open(os.path.join(KERNELS, "broken_kernels.cpp"), encoding="utf-8") as f:
+        return cpu_runner.build(f.read(), name="broken_kernels")
+
+
+def run(lib, entry, target="ascend910b", blocks=4):
+    x = np.arange(blocks * TILE, dtype=np.float32)
+    y = np.ones(blocks * TILE, np.float32)
+    z = np.zeros(blocks * TILE, np.float32)
+    stats = lib.launch(entry, blocks, [("x", x), ("y", y), ("z", z)], target=target)
+    return stats, x, z
+
+
+def fails(lib, entry, pattern, target="ascend910b", block=0):
+    with pytest.raises(AscendCCheckError) as exc:
+        run(lib, entry, target)
+    msg = str(exc.value)
+    prefix = f"fusedsl CPU check ({target}, block {block}): "
+    assert msg.startswith(prefix), msg
+    assert pattern in msg, f"{pattern!r} not in {msg!r}"
+    return msg
+
+
+def test_good_kernel_passes_everywhere(lib):
+    for target in ("ascend910b", "ascend910b4", "ascend310p", "ascend910"):
+        stats, x, z = run(lib, "good", target)
+        np.testing.assert_array_equal(z, x + 1)
+        assert stats.gm_bytes_read == 2 * 4 * TILE * 4 and stats.gm_bytes_written == 4 * TILE * 4
+
+
+def test_ub_overflow(lib):
+    fails(lib, "ub_overflow", "InitBuffer: UB plan needs 211072 bytes, ascend910b has 196352")
+    run(lib, "ub_overflow", "ascend310p")   # 256 KB of UB there
+
+
+def test_too_many_buffers(lib):
+    fails(lib, "too_many_buffers", "InitBuffer: this TPipe would hold 65 buffers; at most 64")
+
+
+def test_outstanding_queue_buffers_per_position(lib):
+    run(lib, "too_many_outstanding", "ascend910b")
+    fails(lib, "too_many_outstanding", "AllocTensor: 5 queue buffers of position VECIN would be allocated at once; "
+          "ascend910 allows 4", target="ascend910")
+
+
+def test_unaligned_sub_tensor(lib):
+    fails(lib, "unaligned_subtensor", "Add: src0 starts at UB offset 12, which is not 32-byte aligned")
+
+
+def test_datacopy_32_byte_rule_names_the_block(lib):
+    fails(lib, "datacopy_not_32b", "DataCopy(GM->UB): count*sizeof(float) = 100 bytes is not a multiple of 32; "
+          "the NPU would silently copy only 96 bytes — use DataCopyPad or pad the length", block=3)
+    msg = fails(lib, "datacopy_not_32b", "not a multiple of 32", target="ascend310p", block=3)
+    assert "DataCopyPad is not available" in msg
+
+
+def test_deque_on_empty_queue(lib):
+    fails(lib, "deque_empty", "DeQue: TQue<VECIN> (UB [0, 2048), 2 x 1024 bytes) is empty")
+
+
+def test_alloc_beyond_queue_capacity(lib):
+    fails(lib, "alloc_beyond_capacity", "AllocTensor: all 2 buffers of TQue<VECOUT>")
+
+
+def test_double_free(lib):
+    fails(lib, "double_free", "FreeTensor: double free of the tensor at UB offset 0 in TQue<VECOUT>")
+
+
+def test_free_of_a_tensor_from_another_queue(lib):
+    fails(lib, "free_foreign", "FreeTensor: the tensor at UB offset 0 was not allocated from this TQue<VECIN>")
+
+
+def test_enque_twice(lib):
+    fails(lib, "enque_twice", "EnQue: the tensor at UB offset 0 is already in TQue<VECIN>")
+
+
+def test_leaks_at_kernel_end(lib):
+    fails(lib, "leak", "leak — at the end of the kernel 1 tensor(s) allocated but never freed")
+    fails(lib, "leak_enqueued", "leak — at the end of the kernel 1 tensor(s) enqueued but never dequeued")
+
+
+def test_dtype_not_supported_on_target(lib):
+    run(lib, "relu_float", "ascend910b")
+    fails(lib, "relu_float", "Relu<float> is not supported on ascend910 (supported: half)", target="ascend910")
+
+
+def test_datacopypad_not_on_310p(lib):
+    run(lib, "datacopypad", "ascend910b")
+    fails(lib, "datacopypad", "DataCopyPad is not available on ascend310p", target="ascend310p")
+
+
+def test_cast_round_mode_per_target(lib):
+    run(lib, "cast_rint", "ascend910b")
+    fails(lib, "cast_rint", "Cast: float -> half with CAST_RINT is not supported on ascend310p "
+          "(supported: CAST_NONE CAST_ODD)", target="ascend310p")
+
+
+def test_uninitialised_read(lib):
+    fails(lib, "uninit_read", "Exp: reads 64 bytes of UB at offset 512 that were never written")
+
+
+def test_gm_out_of_bounds_names_the_buffer(lib):
+    fails(lib, "gm_out_of_bounds", "DataCopy(GM->UB): accesses 1024 bytes starting 0 bytes past the end of "
+          "GM buffer 'x' (4096 bytes)")
+
+
+def test_gm_access_past_set_global_buffer_length(lib):
+    fails(lib, "gm_past_length", "DataCopy(GM->UB): accesses 1024 bytes from a GlobalTensor whose "
+          "SetGlobalBuffer length leaves only 128 elements")
+
+
+def test_two_cores_writing_the_same_bytes(lib):
+    fails(lib, "overlapping_writes", "DataCopy(UB->GM): blocks 0 and 1 both write byte 0 of GM buffer 'z'",
+          block=1)
+
+
+def test_atomic_add_allows_shared_writes(lib):
+    stats, x, z = run(lib, "atomic_writes")
+    np.testing.assert_array_equal(z[:TILE], 4 * x[:TILE])
+    np.testing.assert_array_equal(z[TILE:], 0)
+
+
+def test_flag_pairing(lib):
+    fails(lib, "wait_without_set", "WaitFlag<HardEvent::MTE2_V>(1): no SetFlag with the same event and id")
+    fails(lib, "set_never_waited", "SetFlag<HardEvent::MTE3_MTE2>(2) was never waited")
+
+
+def test_compare_count_must_cover_whole_repeats(lib):
+    fails(lib, "compare_not_256b", "Compares: count*sizeof(float) = 160 bytes is not a multiple of 256")
+
+
+def test_scalar_gm_access_is_counted(lib):
+    stats, x, z = run(lib, "scalar_gm")
+    np.testing.assert_array_equal(z[:4], 2 * x[:4])
+    assert stats.scalar_gm_accesses == 8
+    assert stats.gm_bytes_read == 16 and stats.gm_bytes_written == 16
+
+
+def test_block_indices_and_kernel_printf(lib, capfd):
+    stats, x, z = run(lib, "block_info")
+    np.testing.assert_array_equal(z[:16].reshape(4, 4), [[b, 4, 0, 1] for b in range(4)])
+    assert stats.scalar_gm_accesses == 16
+    assert capfd.readouterr().out == "block 2 of 4: 1.500000\ndone\n"
+
+
+def test_launch_argument_errors(lib):
+    x = np.zeros((4, TILE * 2), np.float32)[:, ::2]
+    with pytest.raises(ArgumentError, match="C-contiguous"):
+        lib.launch("good", 1, [("x", x)])
+    with pytest.raises(ArgumentError, match="fusedsl_launch_nope"):
+        lib.launch("nope", 1, [])
+    with pytest.raises(TargetError, match="known targets"):
+        run(lib, "good", target="ascend000")
+    with pytest.raises(AscendCCheckError, match=r"blockDim = 0"):
+        run(lib, "good", blocks=0)
+
+
+def test_compile_error_raises_with_compiler_output():
+    src = '#include "kernel_operator.h"\nextern "C" void k() { AscendC::NoSuchApi(); }\n'
+    with pytest.raises(AscendCCompileError) as exc:
+        cpu_runner.build(src, name="broken_syntax")
+    msg = str(exc.value)
+    assert "g++ failed to compile broken_syntax.cpp" in msg
+    assert "NoSuchApi" in msg
+
+
+SMALL = """
+#include "kernel_operator.h"
+extern "C" __global__ __aicore__ void twice(GM_ADDR x) {
+    AscendC::GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)x);
+    g.SetValue(AscendC::GetBlockIdx(), g.GetValue(AscendC::GetBlockIdx()) * 2.0f);
+}
+extern "C" int fusedsl_launch_twice(uint32_t blockDim, uint8_t** args) {
+    return fusedsl_cpu::Launch(twice, blockDim, args[0]);
+}
+"""
+
+
+def test_cache_hit_and_corrupted_cache_entry_is_rebuilt():
+    path = cpu_runner.cache_path(SMALL)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b"not a shared library")
+    lib = cpu_runner.build(SMALL, name="twice")
+    assert lib.path == path
+    x = np.arange(8, dtype=np.float32)
+    lib.launch("twice", 8, [("x", x)])
+    np.testing.assert_array_equal(x, 2 * np.arange(8, dtype=np.float32))
+    mtime = os.stat(path).st_mtime_ns
+    again = cpu_runner.build(SMALL, name="twice")
+    assert again.path == path and os.stat(path).st_mtime_ns == mtime   # a cache hit, not a rebuild
+    leftovers = [f for f in os.listdir(cpu_runner.cache_dir()) if f.startswith(".")]
+    assert leftovers == []
