@@ -42,7 +42,7 @@ TILE_APIS = {
     "adds": "Adds", "muls": "Muls", "maxs": "Maxs", "mins": "Mins",
     "abs": "Abs", "exp": "Exp", "ln": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt",
     "reciprocal": "Reciprocal", "relu": "Relu", "leaky_relu": "LeakyRelu",
-    "dup": "Duplicate", "cast": "Cast", "copy": "Adds",
+    "dup": "Duplicate", "cast": "Cast", "copy": "Muls",
 }
 BINARY_TILE_OPS = {"add", "sub", "mul", "div", "max", "min"}
 SCALAR_TILE_OPS = {"adds", "muls", "maxs", "mins", "leaky_relu"}
@@ -426,7 +426,9 @@ def _working_dtype(b: _Builder, op, cd: dt.DType) -> dt.DType:
         "minimum": ["min"],
     }.get(op.name, [])
     if op.name == "abs" and cd == dt.int32:
-        needed = ["muls", "max"]
+        needed = ["dup", "sub", "max"]
+    if op.name == "neg" and not _supports(b, "muls", cd):
+        needed = ["dup", "sub"]
     if op.name == "leaky_relu" and not _supports(b, "leaky_relu", cd):
         needed = ["max", "min", "muls", "add"]
     if op.name == "relu" and not _supports(b, "relu", cd):
@@ -466,14 +468,19 @@ def _expand(b: _Builder, op, dst, operands, work, loc, hoisted):
     (x,) = operands
     x = _as_slot(b, x, work, loc, hoisted)   # a one-element input is broadcast first
     if name == "abs":
-        if work == dt.int32:   # Abs has no int32 form: |x| = max(x, -x)
+        if work == dt.int32:   # Abs has no int32 form: |x| = max(x, 0 - x), exact (wraps like numpy)
+            zero = _dup(b, ("imm", 0), work, loc, hoisted)
             t = b.new_slot(work, "inv" if hoisted else "tmp")
-            e("muls", t, [x], ("imm", -1))
+            e("sub", t, [zero, x])
             e("max", dst, [x, t])
         else:
             e("abs", dst, [x])
     elif name == "neg":
-        e("muls", dst, [x], ("imm", -1))
+        if _supports(b, "muls", work):
+            e("muls", dst, [x], ("imm", -1))
+        else:   # no Muls for this dtype (int32 on ascend910): 0 - x
+            zero = _dup(b, ("imm", 0), work, loc, hoisted)
+            e("sub", dst, [zero, x])
     elif name == "square":
         e("mul", dst, [x, x])
     elif name == "relu":

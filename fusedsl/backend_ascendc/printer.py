@@ -66,8 +66,10 @@ EMIT = {
     "leaky_relu": _sc("LeakyRelu"),
     "abs": _un("Abs"), "exp": _un("Exp"), "ln": _un("Ln"), "sqrt": _un("Sqrt"), "rsqrt": _un("Rsqrt"),
     "reciprocal": _un("Reciprocal"), "relu": _un("Relu"),
-    # x * 1 copies every value exactly (x + 0 would turn -0.0 into +0.0)
-    "copy": lambda s: f"AscendC::Muls({s.dst}[o], {s.srcs[0]}[o], {literal(1, s.dtype)}, n);",
+    # x * 1 copies every float exactly (x + 0 would turn -0.0 into +0.0); ints use Max(x, x),
+    # which every chip has for int32
+    "copy": lambda s: (f"AscendC::Muls({s.dst}[o], {s.srcs[0]}[o], {literal(1, s.dtype)}, n);" if s.dtype.is_float
+                       else f"AscendC::Max({s.dst}[o], {s.srcs[0]}[o], {s.srcs[0]}[o], n);"),
     "dup": lambda s: f"AscendC::Duplicate({s.dst}[o], {_scalar(s)}, n);",
     "cast": lambda s: (f"AscendC::Cast({s.dst}[o], {s.srcs[0]}[o], AscendC::RoundMode::{s.round_mode}, n);"),
 }
