@@ -254,7 +254,8 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
     options = dict(options or {})
     tgt = get_target(target or DEFAULT_TARGET)
     canonical = canonicalize(graph)
-    fuse = Fuse(single_kernel=bool(options.get("single_kernel", False)))
+    fuse = Fuse(single_kernel=bool(options.get("single_kernel", False)),
+                max_queues=tgt.max_queue_buffers_per_position)
     module = fuse.run(canonical)
     headroom = float(options.get("ub_headroom", 1.0))
     plans = []

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from . import dtypes as dt
 from .errors import Loc, ScheduleError
 from .ir.core import Function, Value
-from .ir.ops import CONSTANT, has_trait
+from .ir.ops import COMPARISON, CONSTANT, has_trait
 from .targets import Target
 
 # tile op -> Ascend C API it maps to (the printer's emit table is keyed by the same names)
@@ -42,9 +42,13 @@ TILE_APIS = {
     "adds": "Adds", "muls": "Muls", "maxs": "Maxs", "mins": "Mins",
     "abs": "Abs", "exp": "Exp", "ln": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt",
     "reciprocal": "Reciprocal", "relu": "Relu", "leaky_relu": "LeakyRelu",
-    "dup": "Duplicate", "cast": "Cast", "copy": "Muls",
+    "dup": "Duplicate", "cast": "Cast", "copy": "Muls", "cmp": "Compare", "select": "Select",
 }
 BINARY_TILE_OPS = {"add", "sub", "mul", "div", "max", "min"}
+# cmp: dst = (a OP b) ? 1 : 0 (b may be the scalar); select: dst = cond != 0 ? a : b.
+# Both read up to `CMP_SLACK` lanes past the count (Compare works on 256-byte multiples), so
+# kernels that use them allocate that slack and pre-fill their temporaries.
+CMP_SLACK = 128
 SCALAR_TILE_OPS = {"adds", "muls", "maxs", "mins", "leaky_relu"}
 UNARY_TILE_OPS = {"abs", "exp", "ln", "sqrt", "rsqrt", "reciprocal", "relu", "copy"}
 
@@ -96,6 +100,8 @@ class Stmt:
     round_mode: str | None = None       # cast only
     hoisted: bool = False
     loc: Loc | None = None
+    cmp_mode: str | None = None         # cmp only: LT LE GT GE EQ NE (dst = a OP b ? 1 : 0)
+    aux: tuple[str, ...] = ()           # printer scratch slots (bit masks, constant tensors)
 
 
 @dataclass
@@ -108,6 +114,8 @@ class VectorSchedule:
     slots: dict[str, Slot]
     stmts: list[Stmt]
     scalars: list[tuple[str, dt.DType, tuple]] = field(default_factory=list)  # hoisted scalar vars
+    slack_elems: int = 0                  # extra elements per slot (CMP_SLACK when cmp/select are used)
+    prefill: dict = field(default_factory=dict)   # slot -> value written once per core before use
     block_elems: int = 8                  # row alignment in elements (32 B of the narrowest dtype)
     gran_elems: int = 64                  # tile-size granularity (256 B of the narrowest dtype)
     ub_budget: int = 0
@@ -148,7 +156,11 @@ class Tiling:
 
 
 def compute_dtype(d: dt.DType) -> dt.DType:
-    """The dtype a value is computed in on the vector unit (see module doc)."""
+    """The dtype a value is computed in on the vector unit (see module doc).
+
+    bool is computed as float16 0/1: Compare/Select produce and consume it through bit masks."""
+    if d == dt.bool_:
+        return dt.float16
     if d == dt.bfloat16:
         return dt.float32
     if d in (dt.int8, dt.uint8):
@@ -168,6 +180,7 @@ class _Builder:
         self.hoistable: set[int] = set()
         self.counter = 0
         self.allow_hoist = True
+        self.prefill: dict[str, object] = {}
 
     def new_slot(self, dtype: dt.DType, role: str, base: str = "t") -> str:
         name = f"{base}{self.counter}"
@@ -211,10 +224,18 @@ def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: boo
     outputs = _bind_outputs(fn, b)
     sched = VectorSchedule(fn, out_shape, dims, inputs, outputs, b.slots, b.stmts)
     _reuse_slots(sched)
+    if any(st.op in ("cmp", "select") for st in sched.stmts):
+        sched.slack_elems = CMP_SLACK
+        for name, slot in sched.slots.items():
+            if slot.role == "tmp":
+                sched.prefill[name] = 0   # Compare may read lanes past the count: give them a value
+        sched.prefill.update(b.prefill)
     narrow = min(s.dtype.itemsize for s in sched.slots.values()) if sched.slots else 4
     sched.block_elems = 32 // narrow
     sched.gran_elems = 256 // narrow
     sched.ub_budget = int(target.ub_bytes * ub_fraction)
+    if any(st.op in ("cmp", "select") for st in sched.stmts):
+        sched.ub_budget -= target.select_scratch_bytes   # Select's library scratch at the top of UB
     _check_limits(sched, target)
     return sched
 
@@ -349,6 +370,8 @@ def _lower_ops(fn: Function, b: _Builder, inputs) -> None:
             continue
         hoisted = _is_hoisted(b, op.operands) and bool(op.operands) and any(
             id(v) not in b.value_scalar for v in op.operands)  # pure-scalar ops are folded earlier
+        if _is_mask_op(op):
+            hoisted = False   # compare/select keep their scratch per tile
         if hoisted:
             b.hoistable.add(id(op.result))
         _lower_one(b, op, hoisted)
@@ -380,9 +403,12 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
     loc = op.loc
     res = op.result
     cd = compute_dtype(res.dtype)
-    if res.dtype == dt.bool_ or any(v.dtype == dt.bool_ for v in op.operands):
-        raise ScheduleError(f"{op.name} on bool tensors is not supported by the vector scheduler yet",
-                            loc=loc, hint="run this kernel with the reference or LLVM executor")
+    if has_trait(op, COMPARISON) or (op.name == "cast" and res.dtype == dt.bool_):
+        _lower_compare(b, op)
+        return
+    if op.name == "where":
+        _lower_where(b, op)
+        return
     if op.name == "broadcast_to":
         _alias_or_copy(b, op.operands[0], res, loc, hoisted)
         return
@@ -412,6 +438,111 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
         _emit_cast(b, final, dst, work, cd, loc, hoisted)
         dst = final
     b.value_slot[id(res)] = dst
+
+
+def _is_mask_op(op) -> bool:
+    return has_trait(op, COMPARISON) or op.name == "where" or (op.name == "cast" and op.result.dtype == dt.bool_)
+
+
+_FLIP = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "EQ", "NE": "NE"}
+_CMP_MODE = {"lt": "LT", "le": "LE", "gt": "GT", "ge": "GE", "eq": "EQ", "ne": "NE"}
+
+
+def _mask_slot(b: _Builder) -> str:
+    name = b.new_slot(dt.uint8, "scratch", base="mask")
+    return name
+
+
+def _scratch_const(b: _Builder, dtype: dt.DType, value) -> str:
+    """A scratch tensor holding `value` in every lane, filled once per core."""
+    key = ("const", dtype.name, value)
+    if key not in b.value_slot:
+        name = b.new_slot(dtype, "scratch", base="k")
+        b.prefill[name] = value
+        b.value_slot[key] = name
+    return b.value_slot[key]
+
+
+def _readable_tmp(b: _Builder, slot: str, dtype, loc) -> str:
+    """Compare reads past the count: its tensor operands must live in pre-filled temporaries."""
+    if b.slots[slot].role == "tmp":
+        return slot
+    t = b.new_slot(dtype, "tmp")
+    b.emit("copy", t, [slot], dtype, loc)
+    return t
+
+
+def _cmp_work_dtype(b: _Builder, cd: dt.DType, mode: str, loc) -> dt.DType:
+    if cd == dt.int32 and mode != "EQ":
+        cd = dt.float32   # Compare on int32 has only EQ; float32 is exact for |x| < 2**24
+    if b.target.supports("Compare", cd.ascendc):
+        return cd
+    if b.target.supports("Compare", "float"):
+        return dt.float32
+    raise ScheduleError(f"comparisons are not available on {b.target.name}", loc=loc)
+
+
+def _lower_compare(b: _Builder, op) -> None:
+    loc = op.loc
+    if op.name == "cast":
+        operands = [op.operands[0], None]
+        mode = "NE"
+    else:
+        operands = list(op.operands)
+        mode = _CMP_MODE[op.name]
+    cd = compute_dtype(operands[0].dtype)
+    work = _cmp_work_dtype(b, cd, mode, loc)
+    ops = [("scalar", ("imm", 0)) if v is None else _operand(b, v, loc, False) for v in operands]
+    if ops[0][0] == "scalar" and ops[1][0] == "slot":
+        ops.reverse()
+        mode = _FLIP[mode]
+    ops = [_recast(b, o, cd, work, loc, False) if work != cd else o for o in ops]
+    if ops[0][0] == "scalar":
+        ops[0] = ("slot", _dup(b, ops[0][1], work, loc, False))
+    a = _readable_tmp(b, ops[0][1], work, loc)
+    dst = b.new_slot(dt.float16, "tmp")
+    ones = _scratch_const(b, dt.float16, 1.0)
+    mask = _mask_slot(b)
+    if ops[1][0] == "scalar" and b.target.supports("Compares", work.ascendc):
+        b.emit("cmp", dst, [a], work, loc, scalar=ops[1][1], cmp_mode=mode, aux=(mask, ones))
+    else:
+        other = ops[1][1] if ops[1][0] == "slot" else _scratch_const(b, work, _imm(ops[1][1], loc))
+        other = _readable_tmp(b, other, work, loc) if b.slots[other].role != "scratch" else other
+        b.emit("cmp", dst, [a, other], work, loc, cmp_mode=mode, aux=(mask, ones))
+    b.value_slot[id(op.result)] = dst
+
+
+def _imm(scalar, loc):
+    kind, value = scalar
+    if kind != "imm":
+        raise ScheduleError("comparing with a runtime scalar needs Compares on this chip", loc=loc)
+    return value
+
+
+def _lower_where(b: _Builder, op) -> None:
+    loc = op.loc
+    cond, x, y = op.operands
+    cd = compute_dtype(op.result.dtype)
+    work = cd if cd in (dt.float16, dt.float32, dt.int32) else dt.float32
+    c = _operand(b, cond, loc, False)
+    if c[0] == "scalar":
+        c = ("slot", _dup(b, c[1], dt.float16, loc, False))
+    c_slot = _readable_tmp(b, c[1], dt.float16, loc)
+    srcs = []
+    for v in (x, y):
+        o = _operand(b, v, loc, False)
+        if work != cd:
+            o = _recast(b, o, cd, work, loc, False)
+        srcs.append(_as_slot(b, o, work, loc, False))
+    dst = b.new_slot(work, "tmp")
+    zeros = None if b.target.supports("Compares", "half") else _scratch_const(b, dt.float16, 0.0)
+    aux = (_mask_slot(b),) + ((zeros,) if zeros else ())
+    b.emit("select", dst, [c_slot] + srcs, work, loc, aux=aux)
+    if work != cd:
+        final = b.new_slot(cd, "tmp")
+        _emit_cast(b, final, dst, work, cd, loc, False)
+        dst = final
+    b.value_slot[id(op.result)] = dst
 
 
 def _working_dtype(b: _Builder, op, cd: dt.DType) -> dt.DType:
@@ -558,10 +689,11 @@ def _binary(b, e, name, dst, operands, work, loc, hoisted):
     if name in _SCALAR_FORM and _supports(b, _SCALAR_FORM[name], work):
         e(_SCALAR_FORM[name], dst, [tensor], scalar)
         return
-    if name == "sub" and scalar[0] == "imm" and not scalar_first:
+    if name == "sub" and scalar[0] == "imm" and not scalar_first and _supports(b, "adds", work):
         e("adds", dst, [tensor], ("imm", -scalar[1]))   # x - s == x + (-s) exactly
         return
-    if name == "sub" and scalar_first:                # s - x == (-x) + s exactly
+    if name == "sub" and scalar_first and _supports(b, "adds", work) and _supports(b, "muls", work):
+        # s - x == (-x) + s exactly
         e("muls", dst, [tensor], ("imm", -1))
         e("adds", dst, [dst], scalar)
         return
@@ -612,7 +744,7 @@ def _rename_slot(b, old, new, upto):
         if s.dst == old or old in s.srcs:
             b.stmts[i] = Stmt(s.op, new if s.dst == old else s.dst,
                               tuple(new if x == old else x for x in s.srcs), s.dtype, s.scalar,
-                              s.src_dtype, s.round_mode, s.hoisted, s.loc)
+                              s.src_dtype, s.round_mode, s.hoisted, s.loc, s.cmp_mode, s.aux)
     del b.slots[old]
     b.value_slot = {k: (new if v == old else v) for k, v in b.value_slot.items()}
 
@@ -649,8 +781,9 @@ def _reuse_slots(sched: VectorSchedule) -> None:
                     free.setdefault(xs.dtype.name, []).insert(0, xs.name)  # usable after this stmt
                 else:
                     free.setdefault(xs.dtype.name, []).append(xs.name)
-        body[i] = Stmt(s.op, dst, srcs, s.dtype, s.scalar, s.src_dtype, s.round_mode, s.hoisted, s.loc)
-    used = {s.dst for s in body} | {x for s in body for x in s.srcs} | {
+        body[i] = Stmt(s.op, dst, srcs, s.dtype, s.scalar, s.src_dtype, s.round_mode, s.hoisted, s.loc,
+                       s.cmp_mode, s.aux)
+    used = {s.dst for s in body} | {x for s in body for x in s.srcs} | {x for s in body for x in s.aux} | {
         i.slot for i in sched.inputs if i.slot} | {o.slot for o in sched.outputs}
     for name in list(sched.slots):
         if name not in used:
@@ -701,7 +834,7 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
         R *= d
     out_bytes = sum(o.gm_dtype.itemsize for o in sched.outputs)
     per_elem = sched.ub_bytes_per_elem()
-    max_elems = (sched.ub_budget // per_elem) // sched.gran_elems * sched.gran_elems if per_elem else 1 << 20
+    max_elems = max(0, sched.ub_budget // per_elem - sched.slack_elems) // sched.gran_elems * sched.gran_elems
     if max_elems < sched.gran_elems:
         ops = [op for op in sched.kernel.ops if not has_trait(op, CONSTANT)]
         raise ScheduleError(f"kernel {sched.kernel.name} ({', '.join(op.name for op in ops)}) needs "
@@ -745,9 +878,9 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
 
 def ub_plan(sched: VectorSchedule, tiling: Tiling) -> list[tuple[str, str, int, int]]:
     """(slot, position, bytes per buffer, buffer count) rows of the UB plan."""
-    position = {"in": "VECIN", "out": "VECOUT", "tmp": "VECCALC", "inv": "VECCALC"}
+    position = {"in": "VECIN", "out": "VECOUT", "tmp": "VECCALC", "inv": "VECCALC", "scratch": "VECCALC"}
     rows = []
     for s in sched.slots.values():
-        nbytes = _round_up(tiling.tile_elems * s.dtype.itemsize, 32)
+        nbytes = _round_up((tiling.tile_elems + sched.slack_elems) * s.dtype.itemsize, 32)
         rows.append((s.name, position[s.role], nbytes, s.num))
     return rows

@@ -72,7 +72,47 @@ EMIT = {
                        else f"AscendC::Max({s.dst}[o], {s.srcs[0]}[o], {s.srcs[0]}[o], n);"),
     "dup": lambda s: f"AscendC::Duplicate({s.dst}[o], {_scalar(s)}, n);",
     "cast": lambda s: (f"AscendC::Cast({s.dst}[o], {s.srcs[0]}[o], AscendC::RoundMode::{s.round_mode}, n);"),
+    "cmp": lambda s: _emit_cmp(s),
+    "select": lambda s: _emit_select(s),
 }
+
+
+def _repeat_count(dtype: dt.DType) -> str:
+    # Compare's count must cover whole 256-byte repeats; lanes past n hold pre-filled values
+    k = 256 // dtype.itemsize
+    return f"(n + {k - 1}) / {k} * {k}"
+
+
+def _emit_cmp(s: Stmt) -> str:
+    mask, ones = s.aux
+    if s.scalar is not None:
+        compare = (f"AscendC::Compares({mask}, {s.srcs[0]}[o], {_scalar(s)}, AscendC::CMPMODE::{s.cmp_mode}, "
+                   f"{_repeat_count(s.dtype)});")
+    else:
+        other = f"{s.srcs[1]}[o]"
+        compare = (f"AscendC::Compare({mask}, {s.srcs[0]}[o], {other}, AscendC::CMPMODE::{s.cmp_mode}, "
+                   f"{_repeat_count(s.dtype)});")
+    return (compare + " AscendC::PipeBarrier<PIPE_V>(); "
+            f"AscendC::Select({s.dst}[o], {mask}, {ones}, static_cast<half>(0), "
+            "AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, n);  // 1 where true, else 0")
+
+
+def _emit_select(s: Stmt) -> str:
+    cond, a, b = s.srcs
+    mask = s.aux[0]
+    if len(s.aux) > 1:
+        test = (f"AscendC::Compare({mask}, {cond}[o], {s.aux[1]}[o], AscendC::CMPMODE::NE, "
+                f"{_repeat_count(dt.float16)});")
+    else:
+        test = (f"AscendC::Compares({mask}, {cond}[o], static_cast<half>(0), AscendC::CMPMODE::NE, "
+                f"{_repeat_count(dt.float16)});")
+    if s.dtype.is_float:
+        views = [f"{x}[o]" for x in (s.dst, a, b)]
+    else:   # Select moves bits: int32 lanes go through as float bit patterns, unchanged
+        views = [f"{x}[o].ReinterpretCast<float>()" for x in (s.dst, a, b)]
+    return (test + " AscendC::PipeBarrier<PIPE_V>(); "
+            f"AscendC::Select({views[0]}, {mask}, {views[1]}, {views[2]}, "
+            "AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, n);")
 
 
 class AscendCPrinter:
@@ -127,7 +167,9 @@ class AscendCPrinter:
              "    uint64_t R = 1;",
              f"    for (int i = 0; i + 1 < {self.k}; ++i) R *= dims[i];",
              f"    const uint64_t perElem = {per_elem}, gran = {s.gran_elems}, block = {s.block_elems};",
-             f"    uint64_t maxElems = (ubBudget / perElem) / gran * gran;",
+             f"    const uint64_t slack = {s.slack_elems};",
+             "    const uint64_t perTile = ubBudget / perElem;",
+             "    uint64_t maxElems = (perTile > slack ? perTile - slack : 0) / gran * gran;",
              f"    const uint64_t total = R * C;",
              f"    uint64_t want = (total * {out_bytes} + {MIN_CORE_BYTES - 1}) / {MIN_CORE_BYTES};",
              "    want = std::max<uint64_t>(1, std::min<uint64_t>(vectorCores, want));",
@@ -280,7 +322,8 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
         members, init = [], []
         for name, slot in slots.items():
             ty = slot.dtype.ascendc
-            nbytes = f"t.tileElems * sizeof({ty})"
+            nbytes = (f"(t.tileElems + {s.slack_elems}) * sizeof({ty})" if s.slack_elems
+                      else f"t.tileElems * sizeof({ty})")
             if slot.role == "in":
                 members.append(f"    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_{name};")
                 init.append(f"        pipe.InitBuffer(q_{name}, {slot.num}, {nbytes});"
@@ -292,8 +335,8 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
             else:
                 members.append(f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{name};")
                 init.append(f"        pipe.InitBuffer(b_{name}, {nbytes});")
-                if slot.role == "inv":
-                    members.append(f"    AscendC::LocalTensor<{ty}> {name};  // hoisted: filled once per core")
+                if slot.role in ("inv", "scratch"):
+                    members.append(f"    AscendC::LocalTensor<{ty}> {name};  // filled once per core")
         gm_init = []
         for inp in self.tensor_inputs:
             members.append(f"    AscendC::GlobalTensor<{inp.gm_dtype.ascendc}> gm_{inp.name};")
@@ -386,8 +429,15 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
                 L.append(f"        {inp.var} = static_cast<{cd.ascendc}>("
                          f"static_cast<float>(gm_{inp.name}.GetValue(0)));")
         for name, slot in s.slots.items():
-            if slot.role == "inv":
+            if slot.role in ("inv", "scratch"):
                 L.append(f"        {name} = b_{name}.Get<{slot.dtype.ascendc}>();")
+        for name, value in s.prefill.items():
+            slot = s.slots[name]
+            ref = name if slot.role in ("inv", "scratch") else f"b_{name}.Get<{slot.dtype.ascendc}>()"
+            L.append(f"        AscendC::Duplicate({ref}, {literal(value, slot.dtype)}, "
+                     f"tiling.tileElems + {s.slack_elems});  // lanes Compare may read past a count")
+        if s.prefill:
+            L.append("        AscendC::PipeBarrier<PIPE_V>();")
         for inp in s.inputs:
             if inp.kind != "row":
                 continue

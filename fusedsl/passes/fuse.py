@@ -47,8 +47,9 @@ class Fuse(Pass):
 
     name = "fuse"
 
-    def __init__(self, single_kernel: bool = False):
+    def __init__(self, single_kernel: bool = False, max_queues: int | None = None):
         self.single_kernel = single_kernel
+        self.max_queues = max_queues   # queue buffers one position may hold (the target's limit)
         self.infos: dict[str, KernelInfo] = {}
 
     def run(self, module: Module) -> Module:
@@ -155,17 +156,42 @@ class Fuse(Pass):
             for i in outs:
                 shapes.setdefault(fn.ops[i].result.shape, []).append(i)
             for shape, roots in shapes.items():
-                closure = self._ancestors_within(fn, roots, set(ops), producer)
-                reason = "elementwise/broadcast chain fused into one vector kernel"
-                if len(shapes) > 1:
-                    reason += f"; split from the rest of its group because its outputs have shape {shape}"
-                kernels.append((sorted(closure), "vector", reason, roots))
-                covered.update(closure)
+                chunks = self._chunk_by_queues(fn, roots, set(ops), producer)
+                for chunk in chunks:
+                    closure = self._ancestors_within(fn, chunk, set(ops), producer)
+                    reason = "elementwise/broadcast chain fused into one vector kernel"
+                    if len(shapes) > 1:
+                        reason += f"; split from the rest of its group because its outputs have shape {shape}"
+                    if len(chunks) > 1:
+                        reason += (f"; split so that no queue position needs more than {self.max_queues} "
+                                   "buffers (the chip's limit)")
+                    kernels.append((sorted(closure), "vector", reason, chunk))
+                    covered.update(closure)
         for i, op in enumerate(fn.ops):
             if i in covered or is_vector_op(op) or is_view_op(op) or has_trait(op, CONSTANT):
                 continue
             kernels.append(([i], "single", f"{op.name} is not fused with vector ops yet (own kernel)", [i]))
         return kernels
+
+    def _chunk_by_queues(self, fn, roots, allowed, producer) -> list[list[int]]:
+        """Group outputs so each kernel has at most `max_queues` GM inputs and outputs
+        (each takes a queue on VECIN/VECOUT); shared inputs keep outputs together."""
+        if self.max_queues is None:
+            return [roots]
+        chunks: list[tuple[list[int], set[int]]] = []
+        for r in roots:
+            closure = self._ancestors_within(fn, [r], allowed, producer)
+            ins = {id(v) for i in closure for v in fn.ops[i].operands
+                   if producer.get(id(v)) not in closure and v.shape != ()
+                   and not (producer.get(id(v)) is not None and has_trait(fn.ops[producer[id(v)]], CONSTANT))}
+            for members, inputs in chunks:
+                if len(members) < self.max_queues and len(inputs | ins) <= self.max_queues:
+                    members.append(r)
+                    inputs |= ins
+                    break
+            else:
+                chunks.append(([r], ins))
+        return [m for m, _ in chunks]
 
     @staticmethod
     def _ancestors_within(fn, roots, allowed, producer) -> set[int]:
