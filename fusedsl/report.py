@@ -26,8 +26,9 @@ class KernelRow:
         self.tile_cols = t.tile_cols if t else None
         self.tile_length = t.tile_rows * t.tile_cols if t else None
         self.loops_per_core = t.tiles_per_core if t else None
+        shared = plan.schedule.values_per_slot if plan.schedule is not None else {}
         self.ub_plan = [{"buffer": n, "position": pos, "bytes": b, "num": num,
-                         "reuse": "in-place/shared slot" if pos == "VECCALC" else ""}
+                         "reuse": f"holds {shared[n]} values in turn" if shared.get(n, 1) > 1 else ""}
                         for n, pos, b, num in plan.ub_plan]
         self.ub_bytes = plan.ub_bytes
 
@@ -79,7 +80,8 @@ class Report:
                          f"{fmt(k.loops_per_core):>6} {k.ub_bytes:>9}")
             lines.append(f"    why a kernel: {k.reason}")
             for row in k.ub_plan:
-                lines.append(f"    UB {row['buffer']:<14} {row['position']:<8} {row['bytes']:>8} B x {row['num']}")
+                lines.append(f"    UB {row['buffer']:<14} {row['position']:<8} {row['bytes']:>8} B x {row['num']}"
+                             + (f"  ({row['reuse']})" if row["reuse"] else ""))
         lines.append("")
         lines.append(f"GM bytes: minimum {fmt(self.gm_bytes_min)}, unfused {fmt(self.gm_bytes_unfused)}, "
                      f"measured {fmt(self.gm_bytes_measured)}"

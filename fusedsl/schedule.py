@@ -115,6 +115,7 @@ class VectorSchedule:
     stmts: list[Stmt]
     scalars: list[tuple[str, dt.DType, tuple]] = field(default_factory=list)  # hoisted scalar vars
     slack_elems: int = 0                  # extra elements per slot (CMP_SLACK when cmp/select are used)
+    values_per_slot: dict = field(default_factory=dict)   # slot -> how many tile values it holds in turn
     prefill: dict = field(default_factory=dict)   # slot -> value written once per core before use
     block_elems: int = 8                  # row alignment in elements (32 B of the narrowest dtype)
     gran_elems: int = 64                  # tile-size granularity (256 B of the narrowest dtype)
@@ -769,13 +770,23 @@ def _reuse_slots(sched: VectorSchedule) -> None:
         slot = sched.slots.get(s.dst)
         first_write = slot is not None and s.dst not in rename and slot.role == "tmp" and not any(
             t.dst == s.dst for t in body[:i])
-        if first_write:
+        in_place = None
+        if first_write and _may_run_in_place(s):
+            in_place = next((x for x in s.srcs if x != s.dst and last_use.get(x) == i
+                             and sched.slots[rename.get(x, x)].role == "tmp"
+                             and sched.slots[rename.get(x, x)].dtype == slot.dtype), None)
+        if in_place is not None:
+            dst = rename.get(in_place, in_place)   # 100 % overlap: the dying operand's slot
+            rename[s.dst] = dst
+        elif first_write:
             pool = free.get(slot.dtype.name, [])
             if pool:
                 dst = pool.pop()
                 rename[s.dst] = dst
         for x in set(s.srcs):
             xs = sched.slots.get(rename.get(x, x))
+            if x == in_place:
+                continue
             if xs is not None and xs.role == "tmp" and last_use.get(x) == i and x != s.dst:
                 if s.op == "cast" and s.src_dtype.itemsize != s.dtype.itemsize:
                     free.setdefault(xs.dtype.name, []).insert(0, xs.name)  # usable after this stmt
@@ -783,11 +794,23 @@ def _reuse_slots(sched: VectorSchedule) -> None:
                     free.setdefault(xs.dtype.name, []).append(xs.name)
         body[i] = Stmt(s.op, dst, srcs, s.dtype, s.scalar, s.src_dtype, s.round_mode, s.hoisted, s.loc,
                        s.cmp_mode, s.aux)
+    sched.values_per_slot = {}
+    for original in {st.dst for st in body} | set(rename):
+        phys = rename.get(original, original)
+        sched.values_per_slot[phys] = sched.values_per_slot.get(phys, 0) + 1
     used = {s.dst for s in body} | {x for s in body for x in s.srcs} | {x for s in body for x in s.aux} | {
         i.slot for i in sched.inputs if i.slot} | {o.slot for o in sched.outputs}
     for name in list(sched.slots):
         if name not in used:
             del sched.slots[name]
+
+
+def _may_run_in_place(s: Stmt) -> bool:
+    """Ascend C allows dst == src for elementwise ops (100 % overlap), not for width-changing
+    Cast, and fusedsl keeps Compare/Select (which use masks) out of place."""
+    if s.op in ("dup", "cmp", "select"):
+        return False
+    return s.op != "cast" or s.src_dtype.itemsize == s.dtype.itemsize
 
 
 def _check_limits(sched: VectorSchedule, target: Target) -> None:

@@ -217,3 +217,32 @@ def test_generated_elementwise_graphs_match_numpy(case, seed):
     else:
         close(got, want, dtype)
     assert k.report().gm_bytes_measured is not None
+
+
+@fs.fused_kernel
+def masks(x, y, c):
+    return fs.where(x > y, x * 2, y - 1), x < 0.5, fs.where(c, x, 0.0), (x != y).astype(fs.float32) + c
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int8"])
+def test_comparisons_where_and_bool_io(target, dtype):
+    rng = np.random.default_rng(7)
+    npdt = getattr(fs, dtype).np
+    x = (rng.standard_normal((5, 33)) * 4).astype(npdt)
+    y = (rng.standard_normal((5, 33)) * 4).astype(npdt)
+    c = rng.standard_normal((5, 33)) > 0
+    k = masks.compile(x, y, c, target=target)
+    got, want = k.simulate(x, y, c), masks(x, y, c)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_in_place_reuse_keeps_the_six_op_chain_in_two_temporaries():
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    k = chain6.compile(x, 1.5, 0.5)
+    plan = k.kernels[0].ub_plan
+    assert [row[1] for row in plan].count("VECCALC") == 2
+    in_place = [s for s in k.kernels[0].schedule.stmts if s.dst in s.srcs]
+    assert in_place, "unary steps of the chain should run in place"
