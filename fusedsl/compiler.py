@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-from .errors import ArgumentError, FusedslError, ScheduleError, user_frame
+from .errors import ArgumentError, FusedslError, ScheduleError, user_facing, user_frame
 from .ir.core import Function, Module
 from .ir.ops import CONSTANT, has_trait
 from .ir.printer import print_module
@@ -98,6 +98,7 @@ class CompiledKernel:
         return f"<CompiledKernel {self.name} for {self.target.name}: {len(self.kernels)} kernel(s)>"
 
     # ---- Ascend C ---------------------------------------------------------------------------
+    @user_facing
     def check_ascendc(self) -> None:
         """Raise the first reason a kernel cannot be printed as Ascend C."""
         for plan in self.kernels:
@@ -118,6 +119,7 @@ class CompiledKernel:
             self._source = print_source(printers, self.target)
         return self._source
 
+    @user_facing
     def save(self, path: str) -> str:
         """Write a CANN kernel-launch project for this kernel into directory `path`."""
         from .backend_ascendc.project import write_project
@@ -154,7 +156,7 @@ class CompiledKernel:
                 elif dim != got:
                     raise ArgumentError(f"argument {info.name!r} has shape {arr.shape}, the kernel was "
                                         f"compiled for {want.shape}", loc=user_frame())
-            arrays.append(np.ascontiguousarray(arr))
+            arrays.append(np.asarray(arr, order="C"))   # keeps 0-d arrays 0-d
         return arrays, symbols
 
     def check_out(self, out, results_meta):
@@ -181,6 +183,11 @@ class CompiledKernel:
                     plan.error = exc
 
     # ---- execution --------------------------------------------------------------------------
+    @user_facing
+    def __call__(self, *args, out=None):
+        """Run on the CPU executor (`fs.config.executor`) with these runtime arguments."""
+        return self.run(args, out=out)
+
     def run(self, args, out=None):
         arrays, sizes = self.bind_args(args)
         if config.executor == "llvm":
@@ -227,6 +234,7 @@ class CompiledKernel:
         kernel.run(scalars, outs, plan.tiling)
         return tuple(outs)
 
+    @user_facing
     def simulate(self, *args):
         """Compile `source` with g++ against the CPU Ascend C API and run it; numpy outputs."""
         from .backend_ascendc import simulate as sim

@@ -30,6 +30,11 @@ class DType:
     kind: str        # "float" | "int" | "uint" | "bool"
 
     @property
+    def dtype(self) -> np.dtype:
+        """numpy reads this attribute, so np.zeros(3, fs.bfloat16) and a.astype(fs.float16) work."""
+        return self.np
+
+    @property
     def is_float(self) -> bool:
         return self.kind == "float"
 

@@ -8,6 +8,7 @@ user sees their own code (tests check both).
 """
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
@@ -151,3 +152,18 @@ def strip_internal_frames(tb):
         kept[-1].tb_next = None
         return kept[0]
     return None
+
+
+def user_facing(fn):
+    """Decorate a public entry point: a FusedslError leaves it with fusedsl's frames cut.
+
+    The traceback then shows the user's frames and this one entry point, never the
+    internals the error passed through (tests assert it).
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except FusedslError as exc:
+            raise exc.with_traceback(strip_internal_frames(exc.__traceback__)) from None
+    return wrapper

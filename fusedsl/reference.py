@@ -22,18 +22,41 @@ def _widen(x: np.ndarray) -> np.ndarray:
 def run_function(module: Module, fn: Function, args) -> tuple[np.ndarray, ...]:
     """Run `fn` on arrays/scalars given in parameter order; returns its results."""
     env: dict[int, np.ndarray] = {}
+    symbols: dict[str, int] = {}
     for p, a in zip(fn.params, args):
-        env[id(p.value)] = np.asarray(a, dtype=p.value.dtype.np)
+        arr = np.asarray(a, dtype=p.value.dtype.np)
+        if p.value.type.is_static and arr.shape != p.value.shape and arr.size == 1:
+            # a 0-d argument may arrive as shape (1,) (np.ascontiguousarray promotes
+            # 0-d arrays to 1-d); the parameter's type says which shape it has
+            arr = arr.reshape(p.value.shape)
+        for dim, size in zip(p.value.shape, arr.shape):
+            if isinstance(dim, str):
+                symbols[dim] = size
+        env[id(p.value)] = arr
     for op in fn.ops:
         inputs = [env[id(v)] for v in op.operands]
         if op.name == "call":
             outs = run_function(module, module.function(op.attr("callee")), inputs)
         else:
-            raw = REGISTRY[op.name].ref([_widen(x) for x in inputs], dict(op.attrs))
+            attrs = {k: _bind_symbols(v, symbols) for k, v in op.attrs}
+            raw = REGISTRY[op.name].ref([_widen(x) for x in inputs], attrs)
             outs = raw if isinstance(raw, tuple) else (raw,)
         for v, out in zip(op.results, outs):
             env[id(v)] = _round(np.asarray(out), v.dtype)
-    return tuple(env[id(v)] for v in fn.results)
+    # Fresh C-ordered arrays: a result may be a parameter, a view of one (reshape,
+    # broadcast_to, transpose) or returned twice; callers must not alias inputs.
+    return tuple(np.array(env[id(v)], order="C") for v in fn.results)
+
+
+def _bind_symbols(value, symbols: dict[str, int]):
+    """A list attribute with its symbolic dimensions ("M") replaced by their sizes.
+
+    Symbolic dimensions only appear inside list attributes (reshape/broadcast_to
+    shapes, slice stops); plain string attributes (dtype, callee) stay as they are.
+    """
+    if not isinstance(value, tuple):
+        return value
+    return tuple(symbols.get(v, v) if isinstance(v, str) else _bind_symbols(v, symbols) for v in value)
 
 
 def _round(x: np.ndarray, dtype: dt.DType) -> np.ndarray:

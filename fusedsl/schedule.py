@@ -507,17 +507,15 @@ def _lower_compare(b: _Builder, op) -> None:
     if ops[1][0] == "scalar" and b.target.supports("Compares", work.ascendc):
         b.emit("cmp", dst, [a], work, loc, scalar=ops[1][1], cmp_mode=mode, aux=(mask, ones))
     else:
-        other = ops[1][1] if ops[1][0] == "slot" else _scratch_const(b, work, _imm(ops[1][1], loc))
+        if ops[1][0] == "slot":
+            other = ops[1][1]
+        elif ops[1][1][0] == "imm":
+            other = _scratch_const(b, work, ops[1][1][1])
+        else:   # a runtime scalar without Compares: broadcast it into a temporary
+            other = _dup(b, ops[1][1], work, loc, False)
         other = _readable_tmp(b, other, work, loc) if b.slots[other].role != "scratch" else other
         b.emit("cmp", dst, [a, other], work, loc, cmp_mode=mode, aux=(mask, ones))
     b.value_slot[id(op.result)] = dst
-
-
-def _imm(scalar, loc):
-    kind, value = scalar
-    if kind != "imm":
-        raise ScheduleError("comparing with a runtime scalar needs Compares on this chip", loc=loc)
-    return value
 
 
 def _lower_where(b: _Builder, op) -> None:

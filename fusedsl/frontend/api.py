@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import builtins
 import functools
+import operator
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, DTypeError, ShapeError, TraceError, user_frame
+from ..errors import ArgumentError, DTypeError, ShapeError, TraceError, user_facing, user_frame
 from ..ir.builder import Builder
 from ..ir.core import Module, TensorType
 from ..ir.shapes import fmt_shape, normalize_axes
@@ -23,13 +24,16 @@ from .tracing import Tensor, Trace, find_trace, is_python_scalar, python_scalar
 
 # ---- eager mode ----------------------------------------------------------------
 def _op(fn):
-    """Run `fn` in the active trace, or eagerly on numpy inputs when there is none."""
+    """Run `fn` in the active trace, or eagerly on numpy inputs when there is none.
+
+    Each op is a public entry point: an error leaves it without fusedsl's frames.
+    """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if find_trace(*args, *kwargs.values()) is not None:
             return fn(*args, **kwargs)
         return _eager(fn, args, kwargs)
-    return wrapper
+    return user_facing(wrapper)
 
 
 def _eager(fn, args, kwargs):
@@ -39,10 +43,12 @@ def _eager(fn, args, kwargs):
     inputs = []
 
     def wrap(x):
-        if isinstance(x, (list, tuple)) and x and not builtins.all(is_python_scalar(v) for v in x):
+        # Only arrays become kernel inputs: a tuple of ints is a shape or axes
+        # argument (fs.reshape(a, (2, 3)), fs.sum(a, axis=(0, 1))), not data.
+        if isinstance(x, (list, tuple)):
             return type(x)(wrap(v) for v in x)
-        if isinstance(x, (np.ndarray, list, tuple)):
-            arr = np.asarray(x)
+        if isinstance(x, np.ndarray):
+            arr = x
             dtype = to_dtype(arr.dtype)
             inputs.append(arr)
             return Tensor(builder.param(TensorType(arr.shape, dtype), f"x{len(inputs)}"), trace)
@@ -60,8 +66,14 @@ def to_dtype(x) -> dt.DType:
     try:
         return dt.to_dtype(x)
     except KeyError:
-        hint = "convert with .astype(np.float32)" if str(x) == "float64" else None
-        raise DTypeError(f"dtype {x} is not supported; fusedsl supports {dt.supported_names()}",
+        try:
+            name = np.dtype(x).name   # np.float64 (a class) reads as "float64", not "<class ...>"
+        except TypeError:
+            name = str(x)
+        wider = {"float64": "float32", "int64": "int32", "uint64": "int32", "int16": "int32",
+                 "uint16": "int32", "uint32": "int32"}   # numpy's defaults and the ints fusedsl lacks
+        hint = f"convert with .astype(np.{wider[name]})" if name in wider else None
+        raise DTypeError(f"dtype {name} is not supported; fusedsl supports {dt.supported_names()}",
                          loc=user_frame(), hint=hint) from None
 
 
@@ -82,6 +94,7 @@ def _check_operand(x, what="operand"):
                         loc=user_frame())
 
 
+@_op
 def cast(x, dtype) -> Tensor:
     """`x.astype(dtype)`: float->int truncates toward zero; anything->bool is `x != 0`."""
     dtype = to_dtype(dtype)
@@ -228,6 +241,10 @@ def _reduce(name):
         _check_operand(x)
         if not isinstance(x, Tensor):
             raise ArgumentError(f"fs.{name} needs a tensor", loc=user_frame())
+        if isinstance(axis, Tensor):
+            hint = f"fs.{name}imum(a, b) is the elementwise {name}" if name in ("max", "min") else None
+            raise ArgumentError(f"fs.{name} axis must be None, an int or a tuple of ints, got a tensor",
+                                loc=user_frame(), hint=hint)
         try:
             axes = normalize_axes(axis, x.ndim)
         except Exception as exc:
@@ -237,7 +254,9 @@ def _reduce(name):
         if name == "sum" and x.dtype == dt.bool_:
             x = cast(x, dt.int32)
         if not axes:
-            return x
+            # nothing to reduce (a 0-d tensor or axis=()), but the result dtype is still
+            # the reduction's: sum of an integer tensor is int32
+            return cast(x, dt.int32) if name == "sum" and not x.dtype.is_float else x
         return x.trace.emit(name, [x], {"axes": list(axes), "keepdims": bool(keepdims)})
     op.__name__ = name
     return _op(op)
@@ -252,11 +271,29 @@ amin = min
 
 
 # ---- shape ops ------------------------------------------------------------------
+def _dims(shape, what) -> list:
+    """A shape argument as a list of Python ints and symbolic names.
+
+    numpy integers (e.g. from `a.shape` of an array) become ints: attributes must
+    print as text IR, and np.int64 would otherwise slip into the IR types.
+    """
+    if isinstance(shape, (int, np.integer, str)):
+        shape = (shape,)
+    dims = []
+    for d in shape:
+        if isinstance(d, str):
+            dims.append(d)
+            continue
+        try:
+            dims.append(operator.index(d))
+        except TypeError:
+            raise ArgumentError(f"{what} sizes must be ints, got {d!r}", loc=user_frame()) from None
+    return dims
+
+
 @_op
 def reshape(x, shape):
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = list(shape)
+    shape = _dims(shape, "reshape")
     unknown = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
     if len(unknown) > 1:
         raise ShapeError("reshape: only one dimension can be -1", loc=user_frame())
@@ -276,7 +313,7 @@ def reshape(x, shape):
 
 @_op
 def broadcast_to(x, shape):
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = tuple(_dims(shape, "broadcast_to"))
     if shape == x.shape:
         return x
     return x.trace.emit("broadcast_to", [x], {"shape": list(shape)})
@@ -307,6 +344,7 @@ def concatenate(xs, axis=0):
         common = dt.promote(common, v.dtype)
     xs = [cast(v, common) for v in xs]
     rank = xs[0].ndim
+    axis = _dims(axis, "concatenate axis")[0]
     if not -rank <= axis < rank:
         raise ArgumentError(f"concatenate axis {axis} is out of range for rank {rank}", loc=user_frame())
     if len(xs) == 1:
@@ -381,9 +419,9 @@ def matmul(a, b):
 
 
 def _pair(v, what):
-    if isinstance(v, int):
-        return [v, v]
-    v = list(v)
+    v = _dims(v, f"conv2d {what}")
+    if len(v) == 1:
+        v = v * 2
     if len(v) != 2 or not builtins.all(isinstance(i, int) for i in v):
         raise ArgumentError(f"conv2d {what} must be an int or a pair of ints, got {v}", loc=user_frame())
     return v

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, FusedslError, Loc, TraceError, strip_internal_frames, user_frame
+from ..errors import ArgumentError, Loc, TraceError, user_facing, user_frame
 from ..ir.builder import Builder
 from ..ir.core import Module, TensorType
 from .api import to_dtype
@@ -31,6 +32,7 @@ class ScalarSpec:
     dtype: dt.DType
 
 
+@user_facing
 def spec(shape, dtype="float32") -> TensorSpec:
     if isinstance(shape, (int, str)):
         shape = (shape,)
@@ -46,21 +48,11 @@ def spec(shape, dtype="float32") -> TensorSpec:
     return TensorSpec(tuple(dims), to_dtype(dtype))
 
 
+@user_facing
 def scalar(name: str, dtype="float32") -> ScalarSpec:
     if not isinstance(name, str) or not name.isidentifier():
         raise ArgumentError(f"fs.scalar name {name!r} must be an identifier", loc=user_frame())
     return ScalarSpec(name, to_dtype(dtype))
-
-
-def user_facing(method):
-    """Re-raise fusedsl errors with fusedsl's own frames cut from the traceback."""
-    @functools.wraps(method)
-    def wrapper(*args, **kwargs):
-        try:
-            return method(*args, **kwargs)
-        except FusedslError as exc:
-            raise exc.with_traceback(strip_internal_frames(exc.__traceback__)) from None
-    return wrapper
 
 
 @dataclass(frozen=True)
@@ -105,13 +97,19 @@ class FusedKernel:
         self.fn = fn
         self.options = dict(options)
         self.signature = inspect.signature(fn)
-        code = fn.__code__
-        self.def_loc = Loc(code.co_filename, code.co_firstlineno)
+        # The IR (and Ascend C) name must be an ASCII identifier: a lambda's "<lambda>" or a
+        # functools.partial (no __name__, no __code__) would print unparseable IR.
+        raw_name = getattr(fn, "__name__", None) or type(fn).__name__
+        self.name = re.sub(r"[^A-Za-z0-9_]", "_", raw_name).strip("_") or "kernel"
+        if self.name[0].isdigit():
+            self.name = "k" + self.name
+        code = getattr(inspect.unwrap(getattr(fn, "func", fn)), "__code__", None)
+        self.def_loc = Loc(code.co_filename, code.co_firstlineno) if code else user_frame()
         self._cache: dict = {}
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
-        return f"<fused_kernel {self.fn.__name__} at {self.def_loc}>"
+        return f"<fused_kernel {self.name} at {self.def_loc}>"
 
     # ---- binding and tracing ----------------------------------------------------
     def _bind(self, args, kwargs) -> list:
@@ -119,9 +117,12 @@ class FusedKernel:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
             params = ", ".join(self.signature.parameters)
-            raise ArgumentError(f"{self.fn.__name__}() {exc}".replace(f"{self.fn.__name__}() missing", "missing"),
+            given = len(args) + len(kwargs)
+            raise ArgumentError(f"{self.name}({params}) takes {len(self.signature.parameters)} argument(s), "
+                                f"got {given}: {exc}",
                                 loc=user_frame(),
-                                hint=f"{self.fn.__name__}({params}) is defined at {self.def_loc}") from None
+                                hint=f"pass one array, fs.spec or number per parameter; {self.name} is "
+                                     f"defined at {self.def_loc}") from None
         bound.apply_defaults()
         values = []
         for name, value in bound.arguments.items():
@@ -135,28 +136,34 @@ class FusedKernel:
         return tuple(describe_arg(name, value) for name, value in self._bind(args, kwargs))
 
     def _trace(self, infos: tuple[ArgInfo, ...]) -> Module:
-        builder = Builder(self.fn.__name__, self.def_loc)
+        builder = Builder(self.name, self.def_loc)
         trace = Trace(builder)
-        call_args = []
-        for info in infos:
+        call_args, call_kwargs = [], {}
+        # infos follow the signature's order (no *args/**kwargs); keyword-only
+        # parameters must be passed by keyword
+        for info, param in zip(infos, self.signature.parameters.values()):
             if info.kind == "const":
-                call_args.append(info.value)
+                arg = info.value
             else:
-                call_args.append(Tensor(builder.param(info.type, info.name, info.kind), trace))
-        out = self.fn(*call_args)
+                arg = Tensor(builder.param(info.type, info.name, info.kind), trace)
+            if param.kind == inspect.Parameter.KEYWORD_ONLY:
+                call_kwargs[param.name] = arg
+            else:
+                call_args.append(arg)
+        out = self.fn(*call_args, **call_kwargs)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if not outs:
-            raise TraceError(f"{self.fn.__name__} returns nothing; a kernel must return tensors",
+            raise TraceError(f"{self.name} returns nothing; a kernel must return tensors",
                              loc=self.def_loc)
         values = []
         for o in outs:
             if isinstance(o, Tensor):
                 values.append(o.value)
             elif is_python_scalar(o):
-                raise TraceError(f"{self.fn.__name__} returns a Python number, not a tensor",
+                raise TraceError(f"{self.name} returns a Python number, not a tensor",
                                  loc=self.def_loc, hint="return a tensor, e.g. fs.broadcast_to(...)")
             else:
-                raise TraceError(f"{self.fn.__name__} returns a {type(o).__name__}, not a tensor",
+                raise TraceError(f"{self.name} returns a {type(o).__name__}, not a tensor",
                                  loc=self.def_loc)
         return Module((builder.finish(values),))
 
@@ -191,6 +198,7 @@ class FusedKernel:
         return compiled
 
 
+@user_facing
 def fused_kernel(fn=None, **options):
     """Decorator: `@fs.fused_kernel` or `@fs.fused_kernel(target=..., single_kernel=True, ...)`."""
     if fn is None:

@@ -40,7 +40,9 @@ class Trace:
 
     def constant(self, value, dtype: dt.DType) -> "Tensor":
         value = _check_fits(value, dtype)
-        key = (type(value), value, dtype.name)
+        # repr, not the value: 0.0 == -0.0 would share one constant and x * -0.0
+        # would trace as x * 0.0 (the sign of zero is observable)
+        key = (type(value), repr(value), dtype.name)
         if key not in self.constants:
             self.constants[key] = self.builder.op1("constant", [], {"value": value, "dtype": dtype.name},
                                                    loc=user_frame())
@@ -276,21 +278,29 @@ class Tensor:
         from .api import transpose
         return transpose(self)
 
-    def sum(self, axis=None, keepdims=False):
+    # numpy's ndarray signatures, so that np.sum(x) / np.max(x) (which call these
+    # with dtype=/out= keywords) work on a traced tensor too
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
         from .api import sum as fs_sum
-        return fs_sum(self, axis, keepdims)
+        return fs_sum(self._reduce_input(dtype, out), axis, keepdims)
 
-    def mean(self, axis=None, keepdims=False):
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
         from .api import mean
-        return mean(self, axis, keepdims)
+        return mean(self._reduce_input(dtype, out), axis, keepdims)
 
-    def max(self, axis=None, keepdims=False):
+    def max(self, axis=None, out=None, keepdims=False):
         from .api import max as fs_max
-        return fs_max(self, axis, keepdims)
+        return fs_max(self._reduce_input(None, out), axis, keepdims)
 
-    def min(self, axis=None, keepdims=False):
+    def min(self, axis=None, out=None, keepdims=False):
         from .api import min as fs_min
-        return fs_min(self, axis, keepdims)
+        return fs_min(self._reduce_input(None, out), axis, keepdims)
+
+    def _reduce_input(self, dtype, out) -> "Tensor":
+        if out is not None:
+            raise TraceError("out= is not supported inside a fused kernel", loc=user_frame(),
+                             hint="return the result instead")
+        return self if dtype is None else self.astype(dtype)
 
 
 def find_trace(*args) -> Trace | None:

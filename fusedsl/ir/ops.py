@@ -250,8 +250,10 @@ def _reduce_rule(name):
             dtype = dt.int32
         if name == "mean":
             _require_float(name, t)
-        if name in ("max", "min") and dtype == dt.bool_:
-            pass
+        if name in ("max", "min") and any(t.shape[i] == 0 for i in axes):
+            # numpy raises at run time ("zero-size array ... has no identity"); say it here
+            raise TypeRuleError(f"{name} over an empty axis of shape {fmt_shape(t.shape)} has no value",
+                                "reduce over axes whose size is not 0", kind="shape")
         return (TensorType(shape, dtype),)
     return infer
 
@@ -283,7 +285,11 @@ register("reshape", arity=1, traits=[SHAPE], attrs=("shape",), infer=_reshape_in
 def _broadcast_to_infer(types, attrs):
     (t,) = types
     shape = tuple(attrs["shape"])
-    if len(shape) < t.rank or broadcast_shapes(t.shape, shape) != shape:
+    try:
+        fits = len(shape) >= t.rank and broadcast_shapes(t.shape, shape) == shape
+    except TypeRuleError:  # say "broadcast_to", not the generic two-operand message
+        fits = False
+    if not fits:
         raise TypeRuleError(f"cannot broadcast {fmt_shape(t.shape)} to {fmt_shape(shape)}",
                             "each size must match or be 1 in the source", kind="shape")
     return (TensorType(shape, t.dtype),)

@@ -14,7 +14,7 @@ import re
 import lark
 
 from .. import dtypes as dt
-from ..errors import IRParseError, Loc, VerifyError, caret_snippet
+from ..errors import IRParseError, Loc, VerifyError, caret_snippet, user_facing
 from .core import Function, Module, Op, Param, TensorType, Value, freeze_attrs
 from .ops import REGISTRY, infer_types
 from .shapes import TypeRuleError
@@ -28,6 +28,7 @@ def _parser() -> lark.Lark:
         return lark.Lark(f.read(), parser="lalr", propagate_positions=True, maybe_placeholders=True)
 
 
+@user_facing  # a malformed text is the user's mistake: no parser frames in the traceback
 def parse_ir(text: str) -> Module:
     """Parse text IR into a verified Module (raises IRParseError on any mistake)."""
     if not isinstance(text, str):

@@ -5,6 +5,10 @@ itself: broadcasting "M" against 128 is refused (we cannot prove M == 128).
 """
 from __future__ import annotations
 
+import operator
+
+import numpy as np
+
 from .core import Dim
 
 
@@ -58,9 +62,9 @@ def normalize_axes(axis, rank: int) -> tuple[int, ...]:
     """None -> all axes; int or sequence -> sorted unique non-negative axes."""
     if axis is None:
         return tuple(range(rank))
-    if isinstance(axis, int):
+    if isinstance(axis, (int, np.integer)):  # numpy ints too, e.g. axis=np.argmax(...)
         axis = (axis,)
-    axes = sorted({normalize_axis(int(a), rank) for a in axis})
+    axes = sorted({normalize_axis(operator.index(a), rank) for a in axis})
     return tuple(axes)
 
 

@@ -72,3 +72,7 @@ def _expected_types(fn, index, op, functions):
         return infer_types(op.name, tuple(v.type for v in op.operands), dict(op.attrs))
     except TypeRuleError as exc:
         _fail(fn, index, op, "type-mismatch", exc.message)
+    except (KeyError, TypeError, ValueError) as exc:
+        # a hand-built op with a malformed attribute (e.g. dtype "float64", axes=1)
+        # must fail verification, not crash inside the type rule
+        _fail(fn, index, op, "type-mismatch", f"bad attributes {dict(op.attrs)}: {exc!r}")

@@ -2,8 +2,8 @@
 
 Algebra rules and why each is safe (IEEE semantics, NaN/inf/-0.0 preserved):
   x * 1 -> x, x / 1 -> x      exact for every float (NaN, inf, -0.0) and int
-  x - 0 -> x, x + (-0.0) -> x exact for every float; for ints any zero
-  x + 0 -> x                  ints only: for floats -0.0 + 0.0 = +0.0 changes the sign
+  x - 0.0 -> x, x + (-0.0) -> x  exact for every float; for ints any zero
+  x + 0.0, x - (-0.0)         NOT folded for floats: -0.0 + 0.0 = +0.0 changes the sign
   x - x                       NOT folded: for floats inf - inf and NaN - NaN are NaN
   neg(neg(x)) -> x            exact
 A rule fires only when the result type equals x's type (no hidden broadcast or cast).
@@ -31,7 +31,7 @@ class CSE(Pass):
         seen: dict[tuple, Op] = {}
         for op in fn.ops:
             operands = tuple(rw.get(v) for v in op.operands)
-            key = (op.name, tuple(id(v) for v in operands), op.attrs,
+            key = (op.name, tuple(id(v) for v in operands), _attrs_key(op.attrs),
                    tuple(v.type for v in op.results))
             try:
                 prior = seen.get(key)
@@ -45,6 +45,12 @@ class CSE(Pass):
             if key is not None:
                 seen[key] = emitted
         return rw.function(fn)
+
+
+def _attrs_key(attrs):
+    """Attributes compared by their text: 0.0 == -0.0 in Python, but a constant
+    -0.0 must not merge with 0.0 (the sign is observable), while two NaNs may."""
+    return tuple((k, repr(v) if isinstance(v, float) else v) for k, v in attrs)
 
 
 class DCE(Pass):
@@ -140,21 +146,25 @@ class Algebra(Pass):
                     return keep(operands[1 - i])
         if op.name == "div" and _is(const(1), 1):
             return keep(operands[0])
-        if op.name == "sub" and _is(const(1), 0):
+        is_int = not op.result.dtype.is_float
+        if op.name == "sub" and _is_zero(const(1), is_int, sign=+1):
             return keep(operands[0])
         if op.name == "add":
             for i in (0, 1):
-                c = const(i)
-                if c is None:
-                    continue
-                is_int = not op.result.dtype.is_float
-                if (is_int and c == 0) or (isinstance(c, float) and c == 0 and math.copysign(1, c) < 0):
+                if _is_zero(const(i), is_int, sign=-1):
                     return keep(operands[1 - i])
         if op.name == "neg":
             inner = producers.get(id(operands[0]))
             if inner is not None and inner.name == "neg":
                 return keep(inner.operands[0])
         return None
+
+
+def _is_zero(value, is_int: bool, sign: int) -> bool:
+    """Any zero for ints; for floats only the zero of the given sign (see docstring)."""
+    if value is None or isinstance(value, bool) or value != 0:
+        return False
+    return is_int or math.copysign(1, value) == sign
 
 
 def _is(value, target) -> bool:

@@ -1,0 +1,386 @@
+"""Canonicalisation passes as before/after text, and the PassManager.
+
+`ir()` adds a `loc(...)` to every line so the texts below stay readable; each test
+runs one pass (verified after it) and compares the printed result with `expected`.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import fusedsl as fs
+from fusedsl.ir import Module
+from fusedsl.passes import CSE, DCE, Algebra, ConstantFold, Pass, PassManager, write_atomic
+from fusedsl.passes import canonicalize as canon_module
+from fusedsl.passes.pipeline import canonicalize, canonicalize_passes
+from fusedsl.reference import run_module
+
+
+def ir(text: str) -> str:
+    """Text IR with `loc("t.py":1)` added to the func line and to every op line."""
+    out = []
+    for line in text.strip("\n").splitlines():
+        line = line[4:] if line.startswith("    ") else line   # dedent the test's indentation
+        if line.startswith("func "):
+            line = line.replace(") {", ') loc("t.py":1) {') if ' loc(' not in line else line
+        elif " = " in line and " loc(" not in line:
+            line += ' loc("t.py":1)'
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def run(passes, before: str) -> str:
+    return str(PassManager(passes).run(fs.parse_ir(ir(before))))
+
+
+def check(passes, before: str, expected: str):
+    assert run(passes, before) == ir(expected)
+
+
+# ---- CSE ---------------------------------------------------------------------------------
+def test_cse_merges_repeated_subexpressions_and_their_users():
+    check([CSE()], """
+    func @f(%x: f32[4]) -> (f32[4]) {
+      %0 = exp(%x) : f32[4]
+      %1 = exp(%x) : f32[4]
+      %2 = tanh(%0) : f32[4]
+      %3 = tanh(%1) : f32[4]
+      %4 = add(%2, %3) : f32[4]
+      return %4
+    }""", """
+    func @f(%x: f32[4]) -> (f32[4]) {
+      %0 = exp(%x) : f32[4]
+      %1 = tanh(%0) : f32[4]
+      %2 = add(%1, %1) : f32[4]
+      return %2
+    }""")
+
+
+def test_cse_keeps_ops_that_differ_in_attributes_or_operand_order():
+    before = """
+    func @f(%x: f32[4,4], %y: f32[4,4]) -> (f32[4], f32[4], f32[4,4], f32[4,4]) {
+      %0 = sum(%x) {axes = [0], keepdims = false} : f32[4]
+      %1 = sum(%x) {axes = [1], keepdims = false} : f32[4]
+      %2 = sub(%x, %y) : f32[4,4]
+      %3 = sub(%y, %x) : f32[4,4]
+      return %0, %1, %2, %3
+    }"""
+    check([CSE()], before, before)
+
+
+def test_cse_merges_nan_constants_but_never_zero_with_negative_zero():
+    check([CSE()], """
+    func @f(%x: f32[2]) -> (f32[2], f32[2], f32[2], f32[2]) {
+      %0 = constant() {dtype = "float32", value = 0.0} : f32[]
+      %1 = constant() {dtype = "float32", value = -0.0} : f32[]
+      %2 = constant() {dtype = "float32", value = nan} : f32[]
+      %3 = constant() {dtype = "float32", value = nan} : f32[]
+      %4 = mul(%x, %0) : f32[2]
+      %5 = mul(%x, %1) : f32[2]
+      %6 = add(%x, %2) : f32[2]
+      %7 = add(%x, %3) : f32[2]
+      return %4, %5, %6, %7
+    }""", """
+    func @f(%x: f32[2]) -> (f32[2], f32[2], f32[2], f32[2]) {
+      %0 = constant() {dtype = "float32", value = 0.0} : f32[]
+      %1 = constant() {dtype = "float32", value = -0.0} : f32[]
+      %2 = constant() {dtype = "float32", value = nan} : f32[]
+      %3 = mul(%x, %0) : f32[2]
+      %4 = mul(%x, %1) : f32[2]
+      %5 = add(%x, %2) : f32[2]
+      return %3, %4, %5, %5
+    }""")
+
+
+def test_cse_keeps_constants_of_different_dtypes_apart():
+    before = """
+    func @f(%x: f32[2], %i: i32[2]) -> (f32[2], i32[2]) {
+      %0 = constant() {dtype = "float32", value = 2.0} : f32[]
+      %1 = constant() {dtype = "int32", value = 2} : i32[]
+      %2 = mul(%x, %0) : f32[2]
+      %3 = mul(%i, %1) : i32[2]
+      return %2, %3
+    }"""
+    check([CSE()], before, before)
+
+
+# ---- DCE ---------------------------------------------------------------------------------
+def test_dce_drops_unused_ops_and_keeps_parameters():
+    check([DCE()], """
+    func @f(%x: f32[4], %unused: f32[4]) -> (f32[4]) {
+      %0 = exp(%x) : f32[4]
+      %1 = log(%0) : f32[4]
+      %2 = tanh(%unused) : f32[4]
+      %3 = neg(%0) : f32[4]
+      return %3
+    }""", """
+    func @f(%x: f32[4], %unused: f32[4]) -> (f32[4]) {
+      %0 = exp(%x) : f32[4]
+      %1 = neg(%0) : f32[4]
+      return %1
+    }""")
+
+
+def test_dce_keeps_everything_feeding_any_result():
+    before = """
+    func @f(%x: f32[4]) -> (f32[4], f32[]) {
+      %0 = exp(%x) : f32[4]
+      %1 = sum(%0) {axes = [0], keepdims = false} : f32[]
+      return %0, %1
+    }"""
+    check([DCE()], before, before)
+
+
+# ---- constant folding -------------------------------------------------------------------------
+def test_constant_fold_folds_constant_expressions():
+    check([ConstantFold(), DCE()], """
+    func @f(%x: f32[4]) -> (f32[4]) {
+      %0 = constant() {dtype = "float32", value = 2.0} : f32[]
+      %1 = constant() {dtype = "float32", value = 3.0} : f32[]
+      %2 = mul(%0, %1) : f32[]
+      %3 = neg(%2) : f32[]
+      %4 = add(%x, %3) : f32[4]
+      return %4
+    }""", """
+    func @f(%x: f32[4]) -> (f32[4]) {
+      %0 = constant() {dtype = "float32", value = -6.0} : f32[]
+      %1 = add(%x, %0) : f32[4]
+      return %1
+    }""")
+
+
+def test_constant_fold_rounds_once_to_the_result_dtype():
+    # 0.1 + 0.2 in float16: each constant rounds to f16, the sum is computed in f32
+    # (0.0999755859375 + 0.199951171875 = 0.2999267578125, exact) and rounded once
+    # to f16, a tie that goes to the even neighbour 0.2998046875
+    after = run([ConstantFold(), DCE()], """
+    func @f(%x: f16[2]) -> (f16[2]) {
+      %0 = constant() {dtype = "float16", value = 0.1} : f16[]
+      %1 = constant() {dtype = "float16", value = 0.2} : f16[]
+      %2 = add(%0, %1) : f16[]
+      %3 = add(%x, %2) : f16[2]
+      return %3
+    }""")
+    assert '{dtype = "float16", value = 0.2998046875}' in after
+    assert float(np.float16(np.float32(np.float16(0.1)) + np.float32(np.float16(0.2)))) == 0.2998046875
+
+
+def test_constant_fold_casts_comparisons_and_integer_wrap():
+    check([ConstantFold(), DCE()], """
+    func @f(%x: i8[2], %y: f32[2]) -> (i8[2], f32[2]) {
+      %0 = constant() {dtype = "int8", value = 100} : i8[]
+      %1 = add(%0, %0) : i8[]
+      %2 = add(%x, %1) : i8[2]
+      %3 = constant() {dtype = "float32", value = -2.7} : f32[]
+      %4 = cast(%3) {dtype = "int32"} : i32[]
+      %5 = lt(%4, %4) : i1[]
+      %6 = constant() {dtype = "float32", value = 1.0} : f32[]
+      %7 = where(%5, %3, %6) : f32[]
+      %8 = mul(%y, %7) : f32[2]
+      return %2, %8
+    }""", """
+    func @f(%x: i8[2], %y: f32[2]) -> (i8[2], f32[2]) {
+      %0 = constant() {dtype = "int8", value = -56} : i8[]
+      %1 = add(%x, %0) : i8[2]
+      %2 = constant() {dtype = "float32", value = 1.0} : f32[]
+      %3 = mul(%y, %2) : f32[2]
+      return %1, %3
+    }""")
+
+
+def test_constant_fold_leaves_non_constant_and_non_elementwise_ops():
+    before = """
+    func @f(%x: f32[2]) -> (f32[2], f32[3]) {
+      %0 = constant() {dtype = "float32", value = 2.0} : f32[]
+      %1 = mul(%x, %0) : f32[2]
+      %2 = broadcast_to(%0) {shape = [3]} : f32[3]
+      %3 = exp(%2) : f32[3]
+      return %1, %3
+    }"""
+    check([ConstantFold()], before, before)
+
+
+# ---- algebra: each rule of the docstring, and what is NOT folded ------------------------------------
+ALGEBRA_FOLDED = [
+    # (dtype, op, constant value, constant on the left?)
+    ("f32", "mul", "1.0", False), ("f32", "mul", "1.0", True), ("i32", "mul", "1", True),
+    ("f16", "div", "1.0", False),
+    ("f32", "sub", "0.0", False), ("i8", "sub", "0", False),
+    ("f32", "add", "-0.0", False), ("f32", "add", "-0.0", True),
+    ("i32", "add", "0", False), ("u8", "add", "0", True),
+]
+ALGEBRA_KEPT = [
+    ("f32", "add", "0.0", False),    # -0.0 + 0.0 = +0.0: the sign of zero would change
+    ("f32", "add", "0.0", True),
+    ("f32", "sub", "-0.0", False),   # -0.0 - (-0.0) = +0.0
+    ("f32", "div", "1.0", True),     # 1 / x is not x
+    ("f32", "sub", "0.0", True),     # 0 - x is not x
+    ("f32", "mul", "2.0", False),
+    ("f32", "mul", "-1.0", False),
+]
+DTYPE_NAME = {"f32": "float32", "f16": "float16", "i32": "int32", "i8": "int8", "u8": "uint8"}
+
+
+def identity_text(dtype, op, value, left):
+    operands = "%0, %x" if left else "%x, %0"
+    return f"""
+    func @f(%x: {dtype}[3]) -> ({dtype}[3]) {{
+      %0 = constant() {{dtype = "{DTYPE_NAME[dtype]}", value = {value}}} : {dtype}[]
+      %1 = {op}({operands}) : {dtype}[3]
+      return %1
+    }}"""
+
+
+@pytest.mark.parametrize("dtype, op, value, left", ALGEBRA_FOLDED)
+def test_algebra_folds_identity(dtype, op, value, left):
+    check([Algebra(), DCE()], identity_text(dtype, op, value, left), f"""
+    func @f(%x: {dtype}[3]) -> ({dtype}[3]) {{
+      return %x
+    }}""")
+
+
+@pytest.mark.parametrize("dtype, op, value, left", ALGEBRA_KEPT)
+def test_algebra_does_not_fold(dtype, op, value, left):
+    before = identity_text(dtype, op, value, left)
+    check([Algebra(), DCE()], before, before)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+def test_algebra_does_not_fold_x_minus_x(dtype):
+    # for floats inf - inf and NaN - NaN are NaN, not 0; ints are left alone too
+    before = f"""
+    func @f(%x: {dtype}[3]) -> ({dtype}[3]) {{
+      %0 = sub(%x, %x) : {dtype}[3]
+      return %0
+    }}"""
+    check(canonicalize_passes(), before, before)
+
+
+def test_algebra_folds_double_negation():
+    check([Algebra(), DCE()], """
+    func @f(%x: i8[3]) -> (i8[3]) {
+      %0 = neg(%x) : i8[3]
+      %1 = neg(%0) : i8[3]
+      %2 = abs(%1) : i8[3]
+      return %2
+    }""", """
+    func @f(%x: i8[3]) -> (i8[3]) {
+      %0 = abs(%x) : i8[3]
+      return %0
+    }""")
+
+
+def test_algebra_never_changes_values():
+    """The folded and the kept cases compute what they computed before, bit for bit."""
+    x = np.array([-0.0, 0.0, np.inf, -np.inf, np.nan, 1.5, -2.0], np.float32)
+    for dtype, op, value, left in ALGEBRA_FOLDED + ALGEBRA_KEPT:
+        if dtype != "f32":
+            continue
+        text = ir(identity_text(dtype, op, value, left)).replace("[3]", "[7]")
+        module = fs.parse_ir(text)
+        after = PassManager([Algebra(), DCE()]).run(module)
+        with np.errstate(all="ignore"):
+            want, = run_module(module, [x])
+            got, = run_module(after, [x])
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=f"{op} {value}")
+        np.testing.assert_array_equal(got, want)
+
+
+def test_algebra_docstring_lists_the_rules_tested_here():
+    doc = canon_module.__doc__
+    for rule in ("x * 1 -> x", "x / 1 -> x", "x - 0.0 -> x", "x + (-0.0) -> x", "x + 0.0, x - (-0.0)",
+                 "x - x", "neg(neg(x)) -> x"):
+        assert rule in doc, rule
+
+
+# ---- the canonicalize pipeline on traced kernels -------------------------------------------------
+def test_pipeline_on_a_traced_kernel():
+    @fs.fused_kernel
+    def k(x):
+        a = fs.exp(x) * 1.0
+        b = fs.exp(x)
+        unused = fs.tanh(x)  # noqa: F841
+        return -(-(a + b))
+    module = k.trace(np.ones(4, np.float32))
+    after = str(canonicalize(module))
+    body = [line.split(" loc(")[0].strip() for line in after.splitlines()[1:-1]]
+    assert body == ["%0 = exp(%x) : f32[4]", "%1 = add(%0, %0) : f32[4]", "return %1"]
+
+
+# ---- PassManager --------------------------------------------------------------------------------
+class Breaker(Pass):
+    """A broken pass: drops the first op, so its result is used before it is defined."""
+
+    name = "breaker"
+
+    def run_on_function(self, fn, module):
+        import dataclasses
+        return dataclasses.replace(fn, ops=fn.ops[1:])
+
+
+BROKEN_INPUT = """
+func @f(%x: f32[4]) -> (f32[4]) {
+  %0 = exp(%x) : f32[4]
+  %1 = tanh(%0) : f32[4]
+  return %1
+}"""
+
+
+def test_pass_manager_verifies_after_every_pass():
+    module = fs.parse_ir(ir(BROKEN_INPUT))
+    with pytest.raises(fs.VerifyError, match=r"use-before-def: in @f, op #0 \(tanh\)"):
+        PassManager([CSE(), Breaker(), DCE()]).run(module)
+    # without verification the broken module goes through (and later stages would suffer)
+    PassManager([Breaker()], verify=False).run(module)
+
+
+def test_pass_manager_times_each_pass():
+    pm = PassManager(canonicalize_passes())
+    pm.run(fs.parse_ir(ir(BROKEN_INPUT)))
+    assert [name for name, _ in pm.timings] == ["constant-fold", "algebra", "cse", "dce"]
+    assert all(seconds >= 0 for _, seconds in pm.timings)
+
+
+def test_dump_ir_writes_one_file_per_pass(tmp_path, monkeypatch):
+    dump = tmp_path / "dump"
+    monkeypatch.setenv("FUSEDSL_DUMP_IR", str(dump))
+
+    @fs.fused_kernel
+    def k(x):
+        return fs.exp(x) * 1.0 + fs.exp(x)
+    k(np.ones(3, np.float32))
+    names = sorted(os.listdir(dump))[:5]   # later stages of the compiler may dump more
+    assert names == ["00-input.ir", "01-constant-fold.ir", "02-algebra.ir", "03-cse.ir", "04-dce.ir"]
+    texts = [(dump / n).read_text() for n in names]
+    for text in texts:
+        assert str(fs.parse_ir(text)) == text
+    assert "mul(" in texts[1] and "mul(" not in texts[2]          # algebra removed x * 1.0
+    assert texts[2].count("exp(") == 2 and texts[3].count("exp(") == 1   # cse merged the exps
+    assert "constant()" in texts[3] and "constant()" not in texts[4]    # dce dropped the constant
+
+
+def test_dump_dir_argument_overrides_the_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("FUSEDSL_DUMP_IR", raising=False)
+    PassManager([DCE()], dump_dir=str(tmp_path)).run(fs.parse_ir(ir(BROKEN_INPUT)))
+    assert sorted(os.listdir(tmp_path)) == ["00-input.ir", "01-dce.ir"]
+    PassManager([DCE()]).run(fs.parse_ir(ir(BROKEN_INPUT)))   # no env, no dir: nothing written
+
+
+def test_write_atomic_leaves_no_temporary_files(tmp_path):
+    path = tmp_path / "out.ir"
+    write_atomic(str(path), "first")
+    write_atomic(str(path), "second")
+    assert path.read_text() == "second"
+    assert os.listdir(tmp_path) == ["out.ir"]
+
+
+def test_passes_return_new_modules_and_leave_the_input_alone():
+    module = fs.parse_ir(ir(BROKEN_INPUT.replace("%1 = tanh(%0)", "%1 = tanh(%x)")))
+    before = str(module)
+    after = PassManager([DCE()]).run(module)
+    assert isinstance(after, Module) and after is not module
+    assert str(module) == before and str(after) != before
+    assert re.search(r"exp", before) and not re.search(r"exp", str(after))

@@ -1,0 +1,1 @@
+"""User code for the error-location tests: each mistake sits on a `# LINE-MARK` line."""
