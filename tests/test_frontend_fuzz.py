@@ -804,7 +804,7 @@ def test_python_scalars_are_weak(op, dtype, value):
     """A Python scalar takes the tensor's dtype (a float one makes an int tensor float32)."""
     fs_fn, np_fn, bool_ok = PAIR_OPS[op]
     x = random_array(np.random.default_rng(3), (4,), dtype)
-    if dtype == U8 and isinstance(value, int) and value < 0:
+    if dtype == U8 and isinstance(value, int) and value < 0 and op != "divide":
         # a negative int does not fit uint8: the located error, not a wrapped value
         with pytest.raises(fs.DTypeError, match="does not fit in uint8"):
             fs.fused_kernel(lambda t: fs_fn(t, value))(x)
