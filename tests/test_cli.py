@@ -1,0 +1,44 @@
+"""The command line: compile / explain / include-dir, via `python -m fusedsl`."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+KERNELS = os.path.join(os.path.dirname(__file__), "user_code", "cli_kernels.py")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "fusedsl", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_compile_writes_a_project(tmp_path):
+    out = tmp_path / "proj"
+    r = run("compile", f"{KERNELS}::abs_add_relu", "--arg", "a=128xfloat32", "--arg", "b=Mx128xfloat32",
+            "--target", "ascend310p", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "1 kernel(s) for ascend310p" in r.stdout
+    assert sorted(os.listdir(out)) == ["CMakeLists.txt", "README.md", "abs_add_relu_kernel.cpp",
+                                       "abs_add_relu_tiling.h", "main.cpp"]
+
+
+def test_explain_accepts_plain_functions_and_runtime_scalars():
+    r = run("explain", f"{KERNELS}::plain_chain", "--arg", "x=1000xfloat16", "--arg", "alpha=scalar:float32")
+    assert r.returncode == 0, r.stderr
+    assert "%alpha: f32[] scalar" in r.stdout and "plain_chain_kernel" in r.stdout
+
+
+def test_include_dir_has_the_headers():
+    r = run("include-dir")
+    path = r.stdout.strip()
+    for header in ("kernel_operator.h", "tikicpulib.h", os.path.join("acl", "acl.h")):
+        assert os.path.exists(os.path.join(path, header))
+
+
+def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path):
+    r = run("compile", f"{KERNELS}::nope", "--arg", "a=4xfloat32", "-o", str(tmp_path / "x"))
+    assert r.returncode == 1 and "has no function 'nope'" in r.stderr and "Traceback" not in r.stderr
+    r = run("compile", f"{KERNELS}::abs_add_relu", "--arg", "a=4xfloat64", "--arg", "b=4xfloat32",
+            "-o", str(tmp_path / "y"))
+    assert r.returncode == 1 and "float64" in r.stderr and "Traceback" not in r.stderr
+    assert not os.path.exists(tmp_path / "y")
