@@ -24,10 +24,11 @@ from .targets import DEFAULT_TARGET, get_target
 
 
 class Config:
-    """Process-wide settings.  `executor` is "reference" (numpy interpreter) or "llvm"."""
+    """Process-wide settings.  `executor` is "llvm" (the LLVM CPU backend, default) or
+    "reference" (the numpy interpreter, the test oracle)."""
 
     def __init__(self):
-        self.executor = os.environ.get("FUSEDSL_EXECUTOR", "reference")
+        self.executor = os.environ.get("FUSEDSL_EXECUTOR", "llvm")
 
 
 config = Config()
@@ -190,12 +191,62 @@ class CompiledKernel:
 
     def run(self, args, out=None):
         arrays, sizes = self.bind_args(args)
-        if config.executor == "llvm":
-            self._set_sizes(sizes)
-            results = self._run_main(arrays, self._run_llvm_kernel)
+        return self._execute(arrays, sizes, out)
+
+    def run_trusted(self, runtime_args, out=None):
+        """`run` for arguments already matched to this specialisation (the call fast path):
+        only contiguity is fixed up."""
+        arrays = [a if type(a) is np.ndarray and a.flags.c_contiguous else np.asarray(a, order="C")
+                  for a in runtime_args]
+        fast = self._single_call_plan() if config.executor == "llvm" else None
+        if fast is None:
+            return self._execute(arrays, {}, out)
+        kernel, order, meta, tiling = fast
+        if out is None:
+            outs = [np.empty(shape, dtype) for shape, dtype in meta]
+        elif type(out) is np.ndarray and len(meta) == 1 and out.shape == meta[0][0] and \
+                out.dtype == meta[0][1] and out.flags.c_contiguous and out.flags.writeable:
+            outs = [out]
         else:
-            results = run_module(self.module, arrays)
-        return self._deliver(results, out)
+            outs = list(self.check_out(out, meta))
+        kernel.run([arrays[i] for i in order], outs, tiling)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _single_call_plan(self):
+        """(CpuKernel, input order, result meta, tiling) when main is one call of a compiled
+        vector kernel on its parameters returning exactly its results; else None."""
+        cached = self.__dict__.get("_single")
+        if cached is not None:
+            return cached or None
+        self.__dict__["_single"] = False
+        main = self.module.main
+        if len(main.ops) != 1 or main.ops[0].name != "call" or self._last_sizes != {}:
+            return None
+        call = main.ops[0]
+        plan = self._plans_by_name[call.attr("callee")]
+        params = [p.value for p in main.params]
+        if (plan.schedule is None or plan.error is not None or tuple(call.results) != tuple(main.results)
+                or any(v not in params for v in call.operands)
+                or any(i.kind == "runtime_scalar" for i in plan.schedule.inputs)):
+            return None
+        kernel = self._cpu_kernel(plan)
+        if kernel is None:
+            return None
+        order = [params.index(v) for v in call.operands]
+        fast = (kernel, order, self._result_meta({}), plan.tiling)
+        self.__dict__["_single"] = fast
+        return fast
+
+    def _execute(self, arrays, sizes, out):
+        if config.executor != "llvm":
+            return self._deliver(run_module(self.module, arrays), out)
+        self._set_sizes(sizes)
+        outs = None if out is None else self.check_out(out, self._result_meta(sizes))
+        results = self._run_main_llvm(arrays, outs)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _result_meta(self, sizes):
+        return [(t.shape, t.dtype.np) for t in _concrete(self.module.main.results, sizes)]
 
     def _deliver(self, results, out):
         if out is not None:
@@ -222,16 +273,72 @@ class CompiledKernel:
                 env[id(v)] = o
         return tuple(env[id(v)] for v in main.results)
 
-    def _run_llvm_kernel(self, plan: KernelPlan, inputs):
-        if plan.schedule is None:
-            return run_function(self.module, plan.function, inputs)
-        from .backend_cpu import CpuKernel
-        kernel = self._cpu.get(plan.name)
+    def _run_main_llvm(self, arrays, outs) -> tuple[np.ndarray, ...]:
+        """Like `_run_main`, but kernels write main's results straight into `out=` arrays
+        (no temporary, no copy) and compiled kernels are looked up once."""
+        main = self.module.main
+        sizes = self._last_sizes or {}
+        env = {id(p.value): a for p, a in zip(main.params, arrays)}
+        direct = {}
+        if outs is not None:
+            for v, o in zip(main.results, outs):
+                direct.setdefault(id(v), o)   # a value returned twice is copied for the second
+        plans = self._plans_by_name
+        for op in main.ops:
+            inputs = [env[id(v)] for v in op.operands]
+            if op.name == "call":
+                plan = plans[op.attr("callee")]
+                targets = [direct.pop(id(v), None) for v in op.results]
+                results = self._run_llvm_kernel(plan, inputs, targets, sizes)
+            elif op.name == "reshape":
+                results = (inputs[0].reshape(_concrete(op.results, sizes)[0].shape),)
+            else:
+                results = run_function(self.module, Function("op", (), (op,), op.results), [])
+            for v, o in zip(op.results, results):
+                env[id(v)] = o
+        results = tuple(env[id(v)] for v in main.results)
+        if outs is None:
+            # a returned parameter or view, or a value returned twice, must not alias anything
+            fresh, seen, owned = {id(env[id(v)]) for op in main.ops if op.name == "call" for v in op.results}, set(), []
+            for r in results:
+                owned.append(r if id(r) in fresh and id(r) not in seen else np.array(r, copy=True))
+                seen.add(id(r))
+            return tuple(owned)
+        for o, r in zip(outs, results):
+            if o is not r:
+                np.copyto(o, r)
+        return tuple(outs)
+
+    @property
+    def _plans_by_name(self):
+        plans = self.__dict__.get("_plans_cache")
+        if plans is None:
+            plans = self.__dict__["_plans_cache"] = {p.name: p for p in self.kernels}
+        return plans
+
+    def _cpu_kernel(self, plan: KernelPlan):
+        """The compiled CpuKernel of a plan, or None when the LLVM backend cannot lower it
+        (that kernel then runs on the numpy reference)."""
+        if plan.name not in self._cpu:
+            from .backend_cpu import CpuKernel
+            from .backend_cpu.stmts import LoweringError
+            try:
+                self._cpu[plan.name] = CpuKernel(plan.schedule, self.target)
+            except LoweringError:
+                self._cpu[plan.name] = None
+        return self._cpu[plan.name]
+
+    def _run_llvm_kernel(self, plan: KernelPlan, inputs, targets=None, sizes=None):
+        kernel = None
+        if plan.schedule is not None and plan.error is None:
+            kernel = self._cpu_kernel(plan)
         if kernel is None:
-            kernel = self._cpu[plan.name] = CpuKernel(plan.schedule, self.target)
-        outs = [np.empty(v.shape, v.dtype.np) for v in _concrete(plan.function.results, self._last_sizes)]
-        scalars = [x if x.ndim else x.item() for x in inputs]
-        kernel.run(scalars, outs, plan.tiling)
+            return run_function(self.module, plan.function, inputs)   # not lowered: numpy
+        outs = []
+        for t, target in zip(_concrete(plan.function.results, sizes or {}), targets or [None] * 99):
+            outs.append(target if target is not None else np.empty(t.shape, t.dtype.np))
+        args = [x.item() if inp.kind == "runtime_scalar" else x for x, inp in zip(inputs, plan.schedule.inputs)]
+        kernel.run(args, outs, plan.tiling)
         return tuple(outs)
 
     @user_facing

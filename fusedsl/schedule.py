@@ -228,8 +228,9 @@ def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: boo
     if any(st.op in ("cmp", "select") for st in sched.stmts):
         sched.slack_elems = CMP_SLACK
         for name, slot in sched.slots.items():
-            if slot.role == "tmp":
-                sched.prefill[name] = 0   # Compare may read lanes past the count: give them a value
+            # Compare may read lanes past the count of its (compute-dtype) operands: give them a value
+            if slot.role == "tmp" and slot.dtype in (dt.float16, dt.float32, dt.int32):
+                sched.prefill[name] = 0
         sched.prefill.update(b.prefill)
     narrow = min(s.dtype.itemsize for s in sched.slots.values()) if sched.slots else 4
     sched.block_elems = 32 // narrow
@@ -331,6 +332,9 @@ def _cast_path(target: Target, src: dt.DType, dst: dt.DType):
         prefs = ("CAST_TRUNC",) if c.is_int else ("CAST_RINT", "CAST_NONE")
         if not c.is_int and a.itemsize < c.itemsize or (a.is_int and c.is_float and a.itemsize <= 2):
             prefs = ("CAST_NONE", "CAST_RINT")
+        if dst.is_int and a.is_float and c.is_float:
+            # a float hop on the way to an integer truncates too (2.9999 must not become 3)
+            prefs = ("CAST_TRUNC",) + prefs
         for m in prefs:
             if m in options:
                 return m
@@ -419,6 +423,11 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
             raise ScheduleError("cast of a scalar inside a vector kernel should have been folded", loc=loc)
         src_slot = _to_compute(b, src, loc, hoisted)
         src_cd = b.slots[src_slot].dtype
+        if res.dtype != cd:   # bf16/int8/uint8 results: one cast into their storage dtype
+            narrow = b.new_slot(res.dtype, "inv" if hoisted else "tmp")
+            _emit_cast(b, narrow, src_slot, src_cd, res.dtype, loc, hoisted)
+            b.value_slot[id(res)] = narrow
+            return
         if src_cd == cd:
             b.value_slot[id(res)] = src_slot
             return
@@ -438,7 +447,19 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
         final = b.new_slot(cd, "inv" if hoisted else "tmp")
         _emit_cast(b, final, dst, work, cd, loc, hoisted)
         dst = final
-    b.value_slot[id(res)] = dst
+    _store(b, res, dst, loc, hoisted)
+
+
+def _store(b: _Builder, res: Value, slot: str, loc, hoisted) -> None:
+    """Bind an op's result.  Narrow storage dtypes (bfloat16, int8, uint8) are computed in a
+    wider dtype and rounded here, once per op, as every executor does (dtypes.py rule)."""
+    cd = compute_dtype(res.dtype)
+    if res.dtype in (cd, dt.bool_):
+        b.value_slot[id(res)] = slot
+        return
+    narrow = b.new_slot(res.dtype, "inv" if hoisted else "tmp")
+    _emit_cast(b, narrow, slot, cd, res.dtype, loc, hoisted)
+    b.value_slot[id(res)] = narrow
 
 
 def _is_mask_op(op) -> bool:
@@ -541,7 +562,7 @@ def _lower_where(b: _Builder, op) -> None:
         final = b.new_slot(cd, "tmp")
         _emit_cast(b, final, dst, work, cd, loc, False)
         dst = final
-    b.value_slot[id(op.result)] = dst
+    _store(b, op.result, dst, loc, False)
 
 
 def _working_dtype(b: _Builder, op, cd: dt.DType) -> dt.DType:
@@ -717,6 +738,11 @@ def _bind_outputs(fn: Function, b: _Builder) -> list[TileOutput]:
             if (src_dtype == v.dtype and producer is not None and not b.stmts[producer].hoisted
                     and _only_reader_after(b, src, producer) and b.slots[src].role == "tmp"):
                 _rename_slot(b, src, out_slot, producer)   # compute straight into the output buffer
+            elif src_dtype == v.dtype and compute_dtype(v.dtype) != v.dtype:
+                # narrow dtypes have no vector arithmetic to copy with: widen and narrow again
+                wide = b.new_slot(compute_dtype(v.dtype), "tmp")
+                _emit_cast(b, wide, src, v.dtype, compute_dtype(v.dtype), fn.loc, False)
+                _emit_cast(b, out_slot, wide, compute_dtype(v.dtype), v.dtype, fn.loc, False)
             elif src_dtype == v.dtype:
                 b.emit("copy", out_slot, [src], v.dtype, fn.loc)
             else:
