@@ -584,6 +584,10 @@ def _working_dtype(b: _Builder, op, cd: dt.DType) -> dt.DType:
         needed = ["max", "min", "muls", "add"]
     if op.name == "relu" and not _supports(b, "relu", cd):
         needed = ["max"]
+    if op.name in ("sigmoid", "tanh", "gelu", "silu") and cd == dt.float16:
+        # composites expand to several instructions: run them in float32 so the result
+        # rounds to half once, like every other op (dtypes.py rule)
+        cd = dt.float32
     if all(_supports(b, t, cd) for t in needed):
         return cd
     if all(_supports(b, t, dt.float32) for t in needed):
