@@ -665,12 +665,18 @@ def _expand(b: _Builder, op, dst, operands, work, loc, hoisted):
         t = b.new_slot(work, "inv" if hoisted else "tmp")
         _sigmoid(e, t, x)
         e("mul", dst, [x, t])
-    elif name == "tanh":   # tanh(x) = 2*sigmoid(2x) - 1
+    elif name == "tanh":
+        # tanh(x) = 1 - 2 / (exp(2x) + 1): the small term is exact near +-1, where a
+        # cast to an integer would amplify any error (2*sigmoid(2x) - 1 rounds to 1.0 early)
         e("muls", dst, [x], ("imm", 2.0))
-        _sigmoid(e, dst, dst)
-        e("muls", dst, [dst], ("imm", 2.0))
-        e("adds", dst, [dst], ("imm", -1.0))
-    elif name == "gelu":   # x * sigmoid(2c(x + 0.044715 x^3)), c = sqrt(2/pi)
+        e("exp", dst, [dst])
+        e("adds", dst, [dst], ("imm", 1.0))
+        e("reciprocal", dst, [dst])
+        e("muls", dst, [dst], ("imm", -2.0))
+        e("adds", dst, [dst], ("imm", 1.0))
+    elif name == "gelu":
+        # 0.5 x (1 + tanh(u)) == x * sigmoid(2u), u = c (x + 0.044715 x^3), c = sqrt(2/pi):
+        # the sigmoid form keeps the tiny negative tail that 1 + tanh(u) cancels away
         c = math.sqrt(2.0 / math.pi)
         t = b.new_slot(work, "inv" if hoisted else "tmp")
         e("mul", t, [x, x])

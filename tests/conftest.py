@@ -31,16 +31,19 @@ TOLERANCE = {
 }
 
 
-def assert_close(got, want, context: str = "") -> None:
+def assert_close(got, want, context: str = "", scale: float = 0.0) -> None:
     """`got` equals `want` in dtype and shape, and in value within TOLERANCE[dtype].
 
-    NaN positions must match; infinities must match exactly.
+    NaN positions must match; infinities must match exactly.  `scale` is the magnitude of
+    the values the result was computed from: a sum or matmul that cancels is only accurate
+    relative to its terms, so the absolute tolerance grows to rtol * scale.
     """
     got, want = np.asarray(got), np.asarray(want)
     where = f" ({context})" if context else ""
     assert got.dtype == want.dtype, f"dtype {got.dtype} != {want.dtype}{where}"
     assert got.shape == want.shape, f"shape {got.shape} != {want.shape}{where}"
     rtol, atol = TOLERANCE[want.dtype]
+    atol = max(atol, rtol * float(scale))
     if rtol == 0 and atol == 0:
         bad = got != want
     else:

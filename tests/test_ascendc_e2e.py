@@ -126,7 +126,7 @@ def _apply_unary(name, x, xp):
     sig = 1 / (1 + np.exp(-f32))
     out = {"abs": np.abs(f32), "relu": np.maximum(f32, 0), "sigmoid": sig, "tanh": np.tanh(f32),
            "silu": f32 * sig,
-           "gelu": 0.5 * f32 * (1 + np.tanh(np.sqrt(2 / np.pi) * (f32 + 0.044715 * f32 ** 3)))}[name]
+           "gelu": f32 / (1 + np.exp(-2 * np.sqrt(2 / np.pi) * (f32 + 0.044715 * f32 ** 3)))}[name]
     return out.astype(x.dtype)
 
 

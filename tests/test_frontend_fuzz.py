@@ -122,8 +122,10 @@ def sigmoid32(v):
 
 
 def gelu32(v):
+    # 0.5 v (1 + tanh(u)) written as v * sigmoid(2u): the same function without the
+    # cancellation of 1 + tanh(u) for negative v
     c = np.float32(math.sqrt(2 / math.pi))
-    return 0.5 * v * (1 + np.tanh(c * (v + np.float32(0.044715) * v * v * v)))
+    return v * sigmoid32(2 * c * (v + np.float32(0.044715) * v * v * v))
 
 
 def np_abs(x):
@@ -291,7 +293,9 @@ def fs_leaky_relu(form, x, alpha):
 
 
 def np_leaky_relu(x, alpha):
-    a = np.float32(0.01 if alpha is None else alpha)
+    # alpha is a weak scalar: it takes x's (float) dtype first, as x * alpha would in numpy
+    xd = x.dtype if x.dtype in FLOATS else F32
+    a = np.float32(np.asarray(0.01 if alpha is None else alpha, xd))
     return np_unary(lambda v: np.where(v >= 0, v, v * a), x, True)
 
 
@@ -559,6 +563,8 @@ class GraphBuilder:
         if target == B or v.dtype == B:
             self.add_step("cast", (x,), {"dtype": target}, min(b, 1) if target == B else b)
             return
+        if target in INTS and v.dtype in FLOATS and _truncation_ill_conditioned(v, self.g.nodes[x]):
+            return  # executors may differ by an ulp here, and truncation turns that into 1
         if target in INTS and b > LIMIT[target]:
             if v.dtype in FLOATS:
                 return  # float -> int out of range is undefined
@@ -688,6 +694,18 @@ class GraphBuilder:
         self.add_step(kind, tuple(args), {"eps": eps}, math.sqrt(last) * wb + bb)
 
 
+def _truncation_ill_conditioned(v, node) -> bool:
+    """Float values within an ulp-scale distance of an integer (other than exact integers
+    that come straight from an input or a cast) make float -> int truncation unstable."""
+    w = np.asarray(v, np.float64)
+    dist = np.abs(w - np.round(w))
+    near = (dist < 1e-3 * np.maximum(1.0, np.abs(w)))
+    exact_source = isinstance(node, int) or node.kind in ("cast", "cast_abs")
+    if exact_source:
+        near &= dist != 0
+    return bool(np.any(near))
+
+
 def _broadcasts(*shapes) -> bool:
     try:
         np.broadcast_shapes(*shapes)
@@ -739,7 +757,7 @@ def test_random_graph_matches_numpy(g):
     want = g.expected()
     assert len(got) == len(want)
     for i, (a, b) in enumerate(zip(got, want)):
-        assert_close(a, b, f"output {i}")
+        assert_close(a, b, f"output {i}", scale=g.bounds[g.outputs[i]])
 
 
 @pytest.mark.slow
@@ -749,7 +767,7 @@ def test_larger_random_graphs_match_numpy(g):
     got = g.kernel()(*g.inputs)
     got = got if isinstance(got, tuple) else (got,)
     for i, (a, b) in enumerate(zip(got, g.expected())):
-        assert_close(a, b, f"output {i}")
+        assert_close(a, b, f"output {i}", scale=g.bounds[g.outputs[i]])
 
 
 @fuzz_settings(0.5)

@@ -32,7 +32,7 @@ UNARY = {
     "relu": (lambda v: np.maximum(v, 0), X), "exp": (np.exp, X), "log": (np.log, POS),
     "sqrt": (np.sqrt, POS), "rsqrt": (lambda v: 1 / np.sqrt(v), POS), "reciprocal": (lambda v: 1 / v, POS),
     "sigmoid": (lambda v: 1 / (1 + np.exp(-v)), X), "tanh": (np.tanh, X),
-    "gelu": (lambda v: 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))), X),
+    "gelu": (lambda v: v / (1 + np.exp(-2 * math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))), X),
     "silu": (lambda v: v / (1 + np.exp(-v)), X),
 }
 

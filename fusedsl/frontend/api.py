@@ -201,7 +201,12 @@ def leaky_relu(x, alpha=0.01):
     if not is_python_scalar(alpha):
         raise ArgumentError(f"leaky_relu alpha must be a number or fs.scalar, got {type(alpha).__name__}",
                             loc=user_frame())
-    return x.trace.emit("leaky_relu", [x], {"alpha": float(python_scalar(alpha))})
+    # alpha is a weak scalar like any Python number next to x: it takes x's dtype (numpy 2).
+    # float32 rounding happens in every executor anyway; 16-bit dtypes round it here.
+    alpha = float(python_scalar(alpha))
+    if x.dtype.itemsize == 2:
+        alpha = float(np.asarray(alpha, x.dtype.np))
+    return x.trace.emit("leaky_relu", [x], {"alpha": alpha})
 
 
 @_op

@@ -124,9 +124,11 @@ def _sigmoid(x):
 
 
 def _gelu(x):
-    # tanh approximation, as Ascend's Gelu
-    c = np.asarray(math.sqrt(2.0 / math.pi), x.dtype)
-    return (0.5 * x * (1.0 + np.tanh(c * (x + np.asarray(0.044715, x.dtype) * x * x * x)))).astype(x.dtype)
+    # the tanh approximation, as Ascend's Gelu: 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3),
+    # evaluated as x * sigmoid(2u) (the same function) so the negative tail does not cancel to 0
+    c = np.asarray(2.0 * math.sqrt(2.0 / math.pi), x.dtype)
+    u = c * (x + np.asarray(0.044715, x.dtype) * x * x * x)
+    return (x * _sigmoid(u)).astype(x.dtype)
 
 
 def _errstate(fn):

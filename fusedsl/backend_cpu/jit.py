@@ -1,0 +1,195 @@
+"""LLVM IR text -> native function address, with an in-memory and an on-disk cache.
+
+Pipeline: parse_assembly -> verify -> O3 for the host CPU (name and features, so AVX-512
+and F16C are used) -> object code -> MCJIT.  Object code is what is cached: loading it
+skips the optimiser and the code generator, which are nearly all of the compile time.
+
+Disk cache: `$FUSEDSL_CACHE_DIR/llvm/` (default `~/.cache/fusedsl/llvm/`), one file per key, where
+the key hashes the IR text, the fusedsl version, the backend's ABI version, the llvmlite
+version and the host CPU name and features.  A file is `MAGIC + sha256(payload) +
+payload`, written to a temporary name and renamed into place (atomic on POSIX), so a
+reader never sees half a file; a file whose checksum does not match is deleted and the
+code is rebuilt.  Any OS error on the cache is ignored: the cache only saves time.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+
+import llvmlite
+import llvmlite.binding as llvm
+
+ABI_VERSION = "1"     # bump when the args layout or the calling convention changes
+MAGIC = b"FSDLLVM1"
+_DIGEST = 32
+
+
+def _fusedsl_version() -> str:
+    from .. import __version__
+    return __version__
+
+
+@dataclass
+class Compiled:
+    """A loaded kernel: keep this object alive while the address is used."""
+
+    engine: object
+    address: int
+    key: str
+    from_disk: bool
+
+
+class _Host:
+    """Target machines for this CPU (name and features, so AVX-512 and F16C are used)."""
+
+    _lock = threading.Lock()
+    _tm = None
+
+    @classmethod
+    def target_machine(cls):
+        """The process-wide machine used to optimise and emit code (never given to an engine)."""
+        with cls._lock:
+            if cls._tm is None:
+                cls._tm = cls.new_target_machine()
+            return cls._tm
+
+    @staticmethod
+    def new_target_machine():
+        # An MCJIT engine takes ownership of its target machine and deletes it with
+        # itself, so every engine needs a machine of its own.
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                            features=llvm.get_host_cpu_features().flatten(),
+                                            opt=3, jit=True)
+
+    @staticmethod
+    def fingerprint() -> str:
+        return f"{llvm.get_host_cpu_name()};{llvm.get_host_cpu_features().flatten()}"
+
+
+def cache_dir() -> str:
+    root = os.environ.get("FUSEDSL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "fusedsl")
+    return os.path.join(root, "llvm")
+
+
+def cache_key(ir_text: str) -> str:
+    h = hashlib.sha256()
+    for part in (ir_text, _fusedsl_version(), ABI_VERSION, llvmlite.__version__, _Host.fingerprint()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def verify_ir(ir_text: str):
+    """Parse and verify; returns the llvmlite module (raises RuntimeError when invalid)."""
+    mod = llvm.parse_assembly(ir_text)
+    mod.verify()
+    return mod
+
+
+def _optimised(ir_text: str):
+    """The verified module after the O3 pipeline for the host CPU, and the machine used."""
+    tm = _Host.target_machine()
+    mod = verify_ir(ir_text)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb.getModulePassManager().run(mod, pb)
+    return mod, tm
+
+
+def optimise_to_object(ir_text: str) -> bytes:
+    mod, tm = _optimised(ir_text)
+    return tm.emit_object(mod)
+
+
+def assembly(ir_text: str) -> str:
+    """The optimised machine code as text (for inspecting what a kernel compiles to)."""
+    mod, tm = _optimised(ir_text)
+    return tm.emit_assembly(mod)
+
+
+# ---- disk cache ------------------------------------------------------------------------------------
+def _path(key: str) -> str:
+    return os.path.join(cache_dir(), key[:2], key + ".o")
+
+
+def read_cached(key: str) -> bytes | None:
+    """The cached object code, or None (missing, unreadable or corrupted: then deleted)."""
+    path = _path(key)
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    head = len(MAGIC) + _DIGEST
+    payload = blob[head:]
+    if len(blob) <= head or blob[:len(MAGIC)] != MAGIC or hashlib.sha256(payload).digest() != blob[len(MAGIC):head]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return None
+    return payload
+
+
+def write_cached(key: str, payload: bytes) -> None:
+    path = _path(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".o")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
+
+
+# ---- loading ------------------------------------------------------------------------------------------
+_memory: dict[str, Compiled] = {}
+_memory_lock = threading.Lock()
+
+
+def _load(obj: bytes, symbol: str):
+    tm = _Host.new_target_machine()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    address = engine.get_function_address(symbol)
+    if not address:
+        raise RuntimeError(f"symbol {symbol} not found in the compiled kernel")
+    return engine, address
+
+
+def compile_ir(ir_text: str, symbol: str, use_disk: bool = True) -> Compiled:
+    """The address of `symbol` in the compiled module (cached in memory and on disk)."""
+    key = cache_key(ir_text)
+    with _memory_lock:
+        hit = _memory.get(key)
+        if hit is not None:
+            return hit
+        obj = read_cached(key) if use_disk else None
+        from_disk = obj is not None
+        if obj is not None:
+            try:
+                engine, address = _load(obj, symbol)
+            except RuntimeError:     # a valid checksum over bad code: rebuild
+                obj = None
+        if obj is None:
+            from_disk = False
+            obj = optimise_to_object(ir_text)
+            engine, address = _load(obj, symbol)
+            if use_disk:
+                write_cached(key, obj)
+        compiled = Compiled(engine, address, key, from_disk)
+        _memory[key] = compiled
+        return compiled
