@@ -226,6 +226,7 @@ class CompiledKernel:
         plan = self._plans_by_name[call.attr("callee")]
         params = [p.value for p in main.params]
         if (plan.schedule is None or plan.error is not None or tuple(call.results) != tuple(main.results)
+                or plan.tiling is None or plan.tiling.total_tiles == 0
                 or any(v not in params for v in call.operands)
                 or any(i.kind == "runtime_scalar" for i in plan.schedule.inputs)):
             return None
@@ -337,6 +338,8 @@ class CompiledKernel:
         outs = []
         for t, target in zip(_concrete(plan.function.results, sizes or {}), targets or [None] * 99):
             outs.append(target if target is not None else np.empty(t.shape, t.dtype.np))
+        if plan.tiling.total_tiles == 0:   # empty tensors: nothing to compute
+            return tuple(outs)
         args = [x.item() if inp.kind == "runtime_scalar" else x for x, inp in zip(inputs, plan.schedule.inputs)]
         kernel.run(args, outs, plan.tiling)
         return tuple(outs)

@@ -207,7 +207,7 @@ def schedule_vector_kernel(fn: Function, target: Target, ub_fraction: float = 1.
             size = sched.iter_shape[d]
             row = row * size if isinstance(size, int) and isinstance(row, int) else None
         del last
-        if row is None or _round_up(row, sched.block_elems) * sched.ub_bytes_per_elem() > sched.ub_budget:
+        if row is None or _round_up(row, sched.block_elems) > _max_tile_elems(sched):
             sched = _schedule(fn, target, ub_fraction, allow_hoist=False)
     return sched
 
@@ -316,12 +316,16 @@ def _to_compute(b: _Builder, v: Value, loc, hoisted) -> str:
     want = compute_dtype(v.dtype)
     if b.slots[slot].dtype == want:
         return slot
-    key = (id(v), "compute")
-    if key in b.value_slot:
-        return b.value_slot[key]
+    # one cached cast for hoisted users (once per core) and one for per-tile users; a
+    # per-tile user may read the hoisted cast, but never the other way round
+    hoisted_key, body_key = (id(v), "compute", True), (id(v), "compute", False)
+    if hoisted_key in b.value_slot:
+        return b.value_slot[hoisted_key]
+    if not hoisted and body_key in b.value_slot:
+        return b.value_slot[body_key]
     dst = b.new_slot(want, "inv" if hoisted else "tmp")
     _emit_cast(b, dst, slot, b.slots[slot].dtype, want, loc, hoisted)
-    b.value_slot[key] = dst
+    b.value_slot[hoisted_key if hoisted else body_key] = dst
     return dst
 
 
@@ -882,6 +886,12 @@ def resolve_dims(sched: VectorSchedule, sizes: dict[str, int]) -> tuple[int, ...
     return tuple(out)
 
 
+def _max_tile_elems(sched: VectorSchedule) -> int:
+    """The largest tile (elements per slot) the UB budget allows, in whole granules."""
+    per_elem = sched.ub_bytes_per_elem()
+    return max(0, sched.ub_budget // per_elem - sched.slack_elems) // sched.gran_elems * sched.gran_elems
+
+
 def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target) -> Tiling:
     """The runtime tiling (mirrored line by line by the printed C++ host function)."""
     dims = resolve_dims(sched, sizes)
@@ -891,7 +901,7 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
         R *= d
     out_bytes = sum(o.gm_dtype.itemsize for o in sched.outputs)
     per_elem = sched.ub_bytes_per_elem()
-    max_elems = max(0, sched.ub_budget // per_elem - sched.slack_elems) // sched.gran_elems * sched.gran_elems
+    max_elems = _max_tile_elems(sched)
     if max_elems < sched.gran_elems:
         ops = [op for op in sched.kernel.ops if not has_trait(op, CONSTANT)]
         raise ScheduleError(f"kernel {sched.kernel.name} ({', '.join(op.name for op in ops)}) needs "
@@ -900,10 +910,15 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
                             loc=ops[-1].loc if ops else sched.kernel.loc,
                             hint="split the computation into several kernels (drop single_kernel=True)")
     total = R * C
+    if total == 0:   # an empty tensor: nothing to launch
+        return Tiling(R, C, C, 1, C, 0, 0, 0, 0, 0, False, dims, tuple((0,) * len(dims) for _ in sched.inputs))
     want = max(1, min(target.vector_cores, -(-total * out_bytes // MIN_CORE_BYTES)))
     Cpad = _round_up(C, sched.block_elems)
     hoisting = any(s.role == "inv" for s in sched.slots.values())
     rows_mode = (R > 1 or hoisting) and Cpad <= max_elems
+    if hoisting and not rows_mode:   # schedule_vector_kernel only hoists rows that fit a tile
+        raise ScheduleError(f"kernel {sched.kernel.name}: a hoisted row of {C} elements does not fit a tile",
+                            loc=sched.kernel.loc)
     if rows_mode:
         want = min(want, R)
         rows_per_core = -(-R // want)

@@ -248,3 +248,27 @@ def test_in_place_reuse_keeps_the_six_op_chain_in_two_temporaries():
     assert [row[1] for row in plan].count("VECCALC") == 2
     in_place = [s for s in k.kernels[0].schedule.stmts if s.dst in s.srcs]
     assert in_place, "unary steps of the chain should run in place"
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_empty_tensors_launch_nothing(target):
+    a = np.ones(0, np.float32)
+    b = np.ones((3, 0), np.float32)
+    k = abs_add_relu.compile(a, b, target=target)
+    assert k.simulate(a, b).shape == (3, 0)
+    assert abs_add_relu(a, b).shape == (3, 0)
+    k2 = abs_add_relu.compile(fs.spec((4,), "float32"), fs.spec(("M", 4), "float32"), target=target)
+    assert k2.simulate(np.ones(4, np.float32), np.ones((0, 4), np.float32)).shape == (0, 4)
+
+
+def test_hoisted_rows_only_when_a_row_fits_a_tile():
+    # a tight UB budget: the row no longer fits, so nothing is hoisted and the kernel still runs
+    @fs.fused_kernel(ub_headroom=0.05)
+    def seed_tight(a, b):
+        return fs.relu(fs.abs(a) + b)
+    a = np.linspace(-1, 1, 2000, dtype=np.float32)
+    b = np.linspace(-2, 2, 5 * 2000, dtype=np.float32).reshape(5, 2000)
+    k = seed_tight.compile(a, b)
+    assert not any(s.role == "inv" for s in k.kernels[0].schedule.slots.values())
+    np.testing.assert_array_equal(k.simulate(a, b), np.maximum(np.abs(a) + b, 0))
+    np.testing.assert_array_equal(seed_tight(a, b), np.maximum(np.abs(a) + b, 0))
