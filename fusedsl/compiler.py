@@ -20,7 +20,7 @@ from .passes.fuse import Fuse
 from .passes.pipeline import canonicalize
 from .reference import run_function, run_module
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
-from .targets import DEFAULT_TARGET, get_target
+from .targets import DEFAULT_TARGET, get_target, host_casts
 
 
 class Config:
@@ -83,6 +83,7 @@ class CompiledKernel:
         self._last_measured: int | None = None
         self._last_sizes: dict[str, int] | None = None
         self._cpu = {}
+        self._cpu_tiling = {}
         static = {d for i in self.runtime_infos if i.type for d in i.type.shape if isinstance(d, str)}
         if not static:
             self._set_sizes({})
@@ -176,6 +177,7 @@ class CompiledKernel:
         if self._last_sizes == sizes:
             return
         self._last_sizes = dict(sizes)
+        self._cpu_tiling.clear()
         for plan in self.kernels:
             if plan.schedule is not None and plan.error is None:
                 try:
@@ -234,7 +236,7 @@ class CompiledKernel:
         if kernel is None:
             return None
         order = [params.index(v) for v in call.operands]
-        fast = (kernel, order, self._result_meta({}), plan.tiling)
+        fast = (kernel, order, self._result_meta({}), self._cpu_tiling.get(plan.name, plan.tiling))
         self.__dict__["_single"] = fast
         return fast
 
@@ -323,11 +325,23 @@ class CompiledKernel:
         if plan.name not in self._cpu:
             from .backend_cpu import CpuKernel
             from .backend_cpu.stmts import LoweringError
+            sched = plan.schedule
+            if _has_narrow_ints(plan.function):
+                # 8-bit integers: the chip's casts detour through float16; the host casts
+                # directly, so these kernels wrap exactly like numpy (tiling stays the chip's)
+                sched = schedule_vector_kernel(plan.function, host_casts(self.target),
+                                               float(self.options.get("ub_headroom", 1.0)))
             try:
-                self._cpu[plan.name] = CpuKernel(plan.schedule, self.target)
+                self._cpu[plan.name] = (CpuKernel(sched, self.target), sched)
             except LoweringError:
                 self._cpu[plan.name] = None
-        return self._cpu[plan.name]
+        entry = self._cpu[plan.name]
+        if entry is None:
+            return None
+        kernel, sched = entry
+        if sched is not plan.schedule and plan.name not in self._cpu_tiling and plan.tiling is not None:
+            self._cpu_tiling[plan.name] = compute_tiling(sched, self._last_sizes or {}, self.target)
+        return kernel
 
     def _run_llvm_kernel(self, plan: KernelPlan, inputs, targets=None, sizes=None):
         kernel = None
@@ -341,7 +355,7 @@ class CompiledKernel:
         if plan.tiling.total_tiles == 0:   # empty tensors: nothing to compute
             return tuple(outs)
         args = [x.item() if inp.kind == "runtime_scalar" else x for x, inp in zip(inputs, plan.schedule.inputs)]
-        kernel.run(args, outs, plan.tiling)
+        kernel.run(args, outs, self._cpu_tiling.get(plan.name, plan.tiling))
         return tuple(outs)
 
     @user_facing
@@ -357,6 +371,11 @@ class CompiledKernel:
     def report(self):
         from .report import Report
         return Report(self)
+
+
+def _has_narrow_ints(fn: Function) -> bool:
+    from . import dtypes as dt
+    return any(v.dtype in (dt.int8, dt.uint8) for op in fn.ops for v in op.results)
 
 
 def _concrete(values, sizes):

@@ -442,11 +442,20 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
     if cd.is_float is False and op.name in ("div",):
         raise ScheduleError("integer division reached the scheduler", loc=loc)
     work = _working_dtype(b, op, cd)
+    if res.dtype in (dt.int8, dt.uint8) and op.name in ("mul", "square"):
+        # an 8-bit product can reach 65025, beyond float16's exact integers: multiply in
+        # float32 and cast straight to the storage dtype (which wraps like numpy on the CPU)
+        work = dt.float32
     operands = [_operand(b, v, loc, hoisted) for v in op.operands]
     if work != cd:
         operands = [_recast(b, o, cd, work, loc, hoisted) for o in operands]
     dst = b.new_slot(work, "inv" if hoisted else "tmp")
     _expand(b, op, dst, operands, work, loc, hoisted)
+    if work != cd and res.dtype in (dt.int8, dt.uint8):
+        narrow = b.new_slot(res.dtype, "inv" if hoisted else "tmp")
+        _emit_cast(b, narrow, dst, work, res.dtype, loc, hoisted)
+        b.value_slot[id(res)] = narrow
+        return
     if work != cd:
         final = b.new_slot(cd, "inv" if hoisted else "tmp")
         _emit_cast(b, final, dst, work, cd, loc, hoisted)

@@ -289,3 +289,16 @@ def get_target(name: str | Target) -> Target:
         known = ", ".join(TARGETS)
         raise TargetError(f"unknown target {name!r}", hint=f"known targets: {known}")
     return target
+
+
+def host_casts(target: Target) -> Target:
+    """`target` with every Cast pair and mode legal: the CPU executor's view of a chip.
+
+    The host converts between any two dtypes directly, so narrow-integer kernels run on the
+    CPU with numpy's exact wrap-around instead of the chip's detours through float16.
+    Everything else (UB size, cores, API table) is the chip's, so tiling is unchanged.
+    """
+    from fusedsl.dtypes import ALL
+    names = {d.ascendc for d in ALL}
+    every = frozenset(ROUND_MODES)
+    return replace(target, cast_modes=_frozen_map({(a, b): every for a in names for b in names if a != b}))
