@@ -51,7 +51,7 @@ def assert_close(got, want, context: str = "", scale: float = 0.0) -> None:
         nan_g, nan_w = np.isnan(g), np.isnan(w)
         assert np.array_equal(nan_g, nan_w), f"NaN positions differ{where}:\n{got}\n{want}"
         with np.errstate(invalid="ignore"):
-            bad = ~nan_w & ~(np.abs(g - w) <= atol + rtol * np.abs(w))
+            bad = ~nan_w & ~((g == w) | (np.abs(g - w) <= atol + rtol * np.abs(w)))   # inf == inf
             bad |= np.isinf(w) & (g != w)
     if np.any(bad):
         idx = tuple(np.argwhere(bad)[0])
