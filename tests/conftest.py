@@ -110,3 +110,19 @@ def check_user_error(excinfo, *, file: str, line: int, message: str) -> None:
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+# ---- Ascend C CPU API tests ------------------------------------------------------------
+ASCENDC_KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ascendc_kernels")
+
+
+@pytest.fixture(scope="module")
+def private_cache_dir(tmp_path_factory):
+    """A fresh FUSEDSL_CACHE_DIR for one test module (its builds must not be cache hits)."""
+    old = os.environ.get("FUSEDSL_CACHE_DIR")
+    os.environ["FUSEDSL_CACHE_DIR"] = str(tmp_path_factory.mktemp("fusedsl-cache"))
+    yield
+    if old is None:
+        del os.environ["FUSEDSL_CACHE_DIR"]
+    else:
+        os.environ["FUSEDSL_CACHE_DIR"] = old

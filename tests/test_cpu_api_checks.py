@@ -4,23 +4,16 @@ import os
 
 import numpy as np
 import pytest
+from conftest import ASCENDC_KERNELS
 
 from fusedsl.backend_ascendc import cpu_runner
 from fusedsl.errors import ArgumentError, AscendCCheckError, AscendCCompileError, TargetError
 
-KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ascendc_kernels")
+KERNELS = ASCENDC_KERNELS
 TILE = 256
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    old = os.environ.get("FUSEDSL_CACHE_DIR")
-    os.environ["FUSEDSL_CACHE_DIR"] = str(tmp_path_factory.mktemp("fusedsl-cache"))
-    yield
-    if old is None:
-        del os.environ["FUSEDSL_CACHE_DIR"]
-    else:
-        os.environ["FUSEDSL_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("private_cache_dir")
 
 
 @pytest.fixture(scope="module")
