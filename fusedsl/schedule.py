@@ -44,13 +44,10 @@ TILE_APIS = {
     "reciprocal": "Reciprocal", "relu": "Relu", "leaky_relu": "LeakyRelu",
     "dup": "Duplicate", "cast": "Cast", "copy": "Muls", "cmp": "Compare", "select": "Select",
 }
-BINARY_TILE_OPS = {"add", "sub", "mul", "div", "max", "min"}
 # cmp: dst = (a OP b) ? 1 : 0 (b may be the scalar); select: dst = cond != 0 ? a : b.
 # Both read up to `CMP_SLACK` lanes past the count (Compare works on 256-byte multiples), so
 # kernels that use them allocate that slack and pre-fill their temporaries.
 CMP_SLACK = 128
-SCALAR_TILE_OPS = {"adds", "muls", "maxs", "mins", "leaky_relu"}
-UNARY_TILE_OPS = {"abs", "exp", "ln", "sqrt", "rsqrt", "reciprocal", "relu", "copy"}
 
 MIN_CORE_BYTES = 16384   # below this much output per core, launching another core costs more than it saves
 MAX_BLOCK_COUNT = 4095   # DataCopyPad's blockCount limit bounds the rows of one tile
@@ -628,7 +625,7 @@ def _alias_or_copy(b, src, res, loc, hoisted):
 
 def _expand(b: _Builder, op, dst, operands, work, loc, hoisted):
     """Emit the tile ops for one graph op, writing `dst` (see module doc)."""
-    e = functools_partial_emit(b, work, loc, hoisted)
+    e = _emitter(b, work, loc, hoisted)
     name = op.name
     if name in ("add", "sub", "mul", "div", "maximum", "minimum"):
         _binary(b, e, name, dst, operands, work, loc, hoisted)
@@ -711,7 +708,8 @@ def _sigmoid(e, dst, x):
     e("reciprocal", dst, [dst])
 
 
-def functools_partial_emit(b, work, loc, hoisted):
+def _emitter(b, work, loc, hoisted):
+    """e(tile_op, dst, srcs, scalar): emit one stmt in `work` dtype at `loc`."""
     def e(tile_op, dst, srcs, scalar=None):
         b.emit(tile_op, dst, srcs, work, loc, scalar=scalar, hoisted=hoisted)
     return e
