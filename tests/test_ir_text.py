@@ -232,3 +232,5 @@ def test_parse_ir_needs_text():
 
 def test_empty_text_is_an_empty_module():
     assert fs.parse_ir("").functions == ()
+    with pytest.raises(fs.VerifyError, match="no function"):
+        fs.parse_ir("").main

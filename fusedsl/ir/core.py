@@ -91,6 +91,9 @@ class Module:
     @property
     def main(self) -> Function:
         """The entry function: the last one (kernels it calls are printed first)."""
+        if not self.functions:
+            from ..errors import VerifyError
+            raise VerifyError("the module has no function (was the IR text empty?)")
         return self.functions[-1]
 
     def __str__(self) -> str:
