@@ -16,8 +16,8 @@ from .errors import ArgumentError, FusedslError, ScheduleError, user_facing, use
 from .ir.core import Function, Module
 from .ir.ops import CONSTANT, has_trait
 from .ir.printer import print_module
-from .passes.fuse import Fuse
-from .passes.pipeline import canonicalize
+from .passes.base import PassManager
+from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
 from .targets import DEFAULT_TARGET, get_target, host_casts
@@ -390,10 +390,11 @@ def _concrete(values, sizes):
 def compile_module(graph: Module, infos, target=None, options=None) -> CompiledKernel:
     options = dict(options or {})
     tgt = get_target(target or DEFAULT_TARGET)
-    canonical = canonicalize(graph)
-    fuse = Fuse(single_kernel=bool(options.get("single_kernel", False)),
-                max_queues=tgt.max_queue_buffers_per_position)
-    module = fuse.run(canonical)
+    passes = compile_passes(bool(options.get("single_kernel", False)), tgt.max_queue_buffers_per_position)
+    manager = PassManager(passes)   # verifies after every pass; FUSEDSL_DUMP_IR writes each
+    module = manager.run(graph)
+    canonical = manager.history[-2][1]   # the graph as fusion saw it (for unfused traffic)
+    fuse = passes[-1]
     headroom = float(options.get("ub_headroom", 1.0))
     plans = []
     for fn in module.functions[:-1]:

@@ -33,6 +33,7 @@ class PassManager:
         self.verify = verify
         self.dump_dir = dump_dir if dump_dir is not None else os.environ.get("FUSEDSL_DUMP_IR")
         self.timings: list[tuple[str, float]] = []
+        self.history: list[tuple[str, object]] = []   # (pass name, module after it)
 
     def run(self, module: Module) -> Module:
         self._dump(0, "input", module)
@@ -42,6 +43,7 @@ class PassManager:
             if self.verify:
                 verify_module(module)
             self.timings.append((p.name, time.perf_counter() - start))
+            self.history.append((p.name, module))
             self._dump(index, p.name, module)
         return module
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .base import PassManager
 from .canonicalize import CSE, DCE, Algebra, ConstantFold
+from .fuse import Fuse
 
 
 def canonicalize_passes():
@@ -16,3 +17,11 @@ def canonicalize_passes():
 
 def canonicalize(module, verify: bool = True):
     return PassManager(canonicalize_passes(), verify=verify).run(module)
+
+
+def compile_passes(single_kernel: bool, max_queues: int | None):
+    """Everything from traced graph to kernels; `Fuse` (the last pass) records why each
+    kernel boundary exists."""
+    return canonicalize_passes() + [
+        Fuse(single_kernel, max_queues),  # after canonicalisation: it partitions the simplified graph
+    ]
