@@ -1,7 +1,8 @@
-"""Command line: `fusedsl compile|explain|include-dir` (also `python -m fusedsl`).
+"""Command line: `fusedsl compile|explain|simulate|include-dir` (also `python -m fusedsl`).
 
     fusedsl compile kernels.py::abs_add_relu --arg a=128xfloat32 --arg b=Mx128xfloat32 \\
         --target ascend910b -o out/abs_add_relu
+    fusedsl simulate kernels.py::abs_add_relu --arg a=128xfloat32 --arg b=Mx128xfloat32 --size M=192
 """
 from __future__ import annotations
 
@@ -45,16 +46,71 @@ def parse_arg(text: str):
     return name, spec(shape, dtype)
 
 
+def _random_inputs(specs, sizes: dict[str, int], seed: int):
+    """Random arrays for tensor specs (symbolic dims from --size) and values for scalars."""
+    import numpy as np
+    from .frontend.kernel import ScalarSpec
+    rng = np.random.default_rng(seed)
+    out = []
+    for sp in specs:
+        if isinstance(sp, ScalarSpec):
+            out.append(np.asarray(rng.uniform(-1, 1), sp.dtype.np))
+            continue
+        missing = [d for d in sp.shape if isinstance(d, str) and d not in sizes]
+        if missing:
+            raise ArgumentError(f"give the size of {', '.join(missing)} with --size {missing[0]}=N")
+        shape = tuple(sizes[d] if isinstance(d, str) else d for d in sp.shape)
+        if sp.dtype.is_float:
+            arr = rng.uniform(-2, 2, shape)
+        elif sp.dtype.name == "bool":
+            arr = rng.uniform(size=shape) > 0.5
+        else:
+            info = np.iinfo(sp.dtype.np)
+            arr = rng.integers(max(info.min, -8), min(info.max, 8), shape, endpoint=True)
+        out.append(np.asarray(arr).astype(sp.dtype.np))
+    return out
+
+
+def _simulate(kernel, specs, args) -> int:
+    """Run the printed Ascend C on random inputs and compare with the numpy reference."""
+    import numpy as np
+    from .reference import run_module
+    compiled = kernel.compile(*specs, target=args.target)
+    sizes = dict(parse_size(s) for s in args.size)
+    inputs = _random_inputs(specs, sizes, args.seed)
+    got = compiled.simulate(*inputs)
+    got = got if isinstance(got, tuple) else (got,)
+    want = run_module(compiled.graph, inputs)
+    worst = 0.0
+    for g, w in zip(got, want):
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+        worst = max(worst, float(np.nanmax(diff)) if diff.size else 0.0)
+    print(compiled.report())
+    print(f"max |simulated Ascend C - numpy reference| = {worst:g} over {len(got)} output(s)")
+    return 0
+
+
+def parse_size(text: str):
+    name, _, value = text.partition("=")
+    if not name.isidentifier() or not value.isdigit():
+        raise ArgumentError(f"--size needs NAME=N, got {text!r}")
+    return name, int(value)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="fusedsl", description="fusedsl kernel compiler")
     sub = parser.add_subparsers(dest="command", required=True)
-    for cmd in ("compile", "explain"):
+    for cmd in ("compile", "explain", "simulate"):
         p = sub.add_parser(cmd, help=f"{cmd} FILE.py::FUNCTION for the given argument specs")
         p.add_argument("function")
         p.add_argument("--arg", action="append", default=[], help="NAME=SHAPExDTYPE, e.g. b=Mx128xfloat32")
         p.add_argument("--target", default="ascend910b")
         if cmd == "compile":
             p.add_argument("-o", "--output", required=True, help="project directory to write")
+        if cmd == "simulate":
+            p.add_argument("--size", action="append", default=[], help="NAME=N for a symbolic dimension")
+            p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     sub.add_parser("include-dir", help="print the folder of the CPU Ascend C API headers")
     args = parser.parse_args(argv)
     try:
@@ -64,6 +120,8 @@ def main(argv=None) -> int:
             return 0
         kernel = _load(args.function)
         specs = [parse_arg(a)[1] for a in args.arg]
+        if args.command == "simulate":
+            return _simulate(kernel, specs, args)
         compiled = kernel.compile(*specs, target=args.target)
         if args.command == "explain":
             print(compiled.ir)

@@ -42,3 +42,13 @@ def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path):
             "-o", str(tmp_path / "y"))
     assert r.returncode == 1 and "float64" in r.stderr and "Traceback" not in r.stderr
     assert not os.path.exists(tmp_path / "y")
+
+
+def test_simulate_runs_the_printed_kernel_against_the_reference():
+    r = run("simulate", f"{KERNELS}::abs_add_relu", "--arg", "a=128xfloat16", "--arg", "b=Mx128xfloat16",
+            "--size", "M=37", "--target", "ascend910")
+    assert r.returncode == 0, r.stderr
+    assert "max |simulated Ascend C - numpy reference| = 0 over 1 output(s)" in r.stdout
+    assert "GM bytes: minimum" in r.stdout
+    r = run("simulate", f"{KERNELS}::abs_add_relu", "--arg", "a=128xfloat16", "--arg", "b=Mx128xfloat16")
+    assert r.returncode == 1 and "--size M=N" in r.stderr
