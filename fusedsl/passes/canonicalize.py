@@ -76,30 +76,47 @@ def _constant_value(v: Value, producers: dict[int, Op]):
     return None
 
 
-class ConstantFold(Pass):
-    """Elementwise ops whose operands are all 0-d constants become constants.
-    Before/after: valid IR; folded values are computed by the reference rules."""
+class LocalRewrite(Pass):
+    """A pass that looks at one op at a time, with its operands already rewritten.
 
-    name = "constant-fold"
+    `rewrite(op, operands, producers)` returns None (keep the op), a Value (the op's result
+    is that existing value) or an Op (a replacement producing the result's value)."""
 
     def run_on_function(self, fn: Function, module: Module) -> Function:
         rw = Rewriter()
         producers: dict[int, Op] = {}
         for op in fn.ops:
             operands = [rw.get(v) for v in op.operands]
-            values = [_constant_value(v, producers) for v in operands]
-            if (has_trait(op, ELEMENTWISE) and operands and all(v is not None for v in values)
-                    and op.result.type.shape == ()):
-                folded = self._fold(op, operands, values)
-                if folded is not None:
-                    rw.replace(op.result, folded.result)
-                    rw.ops.append(folded)
-                    producers[id(folded.result)] = folded
-                    continue
+            new = self.rewrite(op, operands, producers)
+            if isinstance(new, Value):
+                rw.replace(op.result, new)
+                continue
+            if isinstance(new, Op):
+                rw.replace(op.result, new.result)
+                rw.ops.append(new)
+                producers[id(new.result)] = new
+                continue
             emitted = rw.emit(op)
             for r in emitted.results:
                 producers[id(r)] = emitted
         return rw.function(fn)
+
+    def rewrite(self, op: Op, operands, producers):
+        return None
+
+
+class ConstantFold(LocalRewrite):
+    """Elementwise ops whose operands are all 0-d constants become constants.
+    Before/after: valid IR; folded values are computed by the reference rules."""
+
+    name = "constant-fold"
+
+    def rewrite(self, op: Op, operands, producers):
+        values = [_constant_value(v, producers) for v in operands]
+        if (has_trait(op, ELEMENTWISE) and operands and all(v is not None for v in values)
+                and op.result.type.shape == ()):
+            return self._fold(op, operands, values)
+        return None
 
     @staticmethod
     def _fold(op: Op, operands, values):
@@ -113,24 +130,13 @@ class ConstantFold(Pass):
                   (("dtype", op.result.dtype.name), ("value", value)), op.loc)
 
 
-class Algebra(Pass):
+class Algebra(LocalRewrite):
     """Identity rewrites listed in the module docstring.  After: valid IR, same values."""
 
     name = "algebra"
 
-    def run_on_function(self, fn: Function, module: Module) -> Function:
-        rw = Rewriter()
-        producers: dict[int, Op] = {}
-        for op in fn.ops:
-            operands = [rw.get(v) for v in op.operands]
-            same = self._simplify(op, operands, producers)
-            if same is not None:
-                rw.replace(op.result, same)
-                continue
-            emitted = rw.emit(op)
-            for r in emitted.results:
-                producers[id(r)] = emitted
-        return rw.function(fn)
+    def rewrite(self, op: Op, operands, producers):
+        return self._simplify(op, operands, producers)
 
     @staticmethod
     def _simplify(op: Op, operands, producers) -> Value | None:
