@@ -14,13 +14,16 @@ import numpy as np
 
 from .errors import ArgumentError, FusedslError, ScheduleError, user_facing, user_frame
 from .ir.core import Function, Module
-from .ir.ops import CONSTANT, has_trait
+from .ir.ops import CALL, CONSTANT, has_trait
 from .ir.printer import print_module
 from .passes.base import PassManager
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
 from .targets import DEFAULT_TARGET, get_target, host_casts
+
+
+_UNSET = object()
 
 
 class Config:
@@ -78,6 +81,8 @@ class CompiledKernel:
         self.target = get_target(target or DEFAULT_TARGET)
         self.options = dict(options)
         self.runtime_infos = tuple(i for i in self.infos if i.kind != "const")
+        self._plans_by_name = {p.name: p for p in plans}
+        self._single = _UNSET   # the single-call fast plan, computed on first use
         self._source: str | None = None
         self._library = None
         self._last_measured: int | None = None
@@ -217,12 +222,11 @@ class CompiledKernel:
     def _single_call_plan(self):
         """(CpuKernel, input order, result meta, tiling) when main is one call of a compiled
         vector kernel on its parameters returning exactly its results; else None."""
-        cached = self.__dict__.get("_single")
-        if cached is not None:
-            return cached or None
-        self.__dict__["_single"] = False
+        if self._single is not _UNSET:
+            return self._single
+        self._single = None
         main = self.module.main
-        if len(main.ops) != 1 or main.ops[0].name != "call" or self._last_sizes != {}:
+        if len(main.ops) != 1 or not has_trait(main.ops[0], CALL) or self._last_sizes != {}:
             return None
         call = main.ops[0]
         plan = self._plans_by_name[call.attr("callee")]
@@ -236,16 +240,15 @@ class CompiledKernel:
         if kernel is None:
             return None
         order = [params.index(v) for v in call.operands]
-        fast = (kernel, order, self._result_meta({}), self._cpu_tiling.get(plan.name, plan.tiling))
-        self.__dict__["_single"] = fast
-        return fast
+        self._single = (kernel, order, self._result_meta({}), self._cpu_tiling.get(plan.name, plan.tiling))
+        return self._single
 
     def _execute(self, arrays, sizes, out):
         if config.executor != "llvm":
             return self._deliver(run_module(self.module, arrays), out)
         self._set_sizes(sizes)
         outs = None if out is None else self.check_out(out, self._result_meta(sizes))
-        results = self._run_main_llvm(arrays, outs)
+        results = self._run_main(arrays, self._run_llvm_kernel, outs)
         return results[0] if len(results) == 1 else tuple(results)
 
     def _result_meta(self, sizes):
@@ -259,26 +262,10 @@ class CompiledKernel:
             results = outs
         return results[0] if len(results) == 1 else tuple(results)
 
-    def _run_main(self, arrays, run_kernel) -> tuple[np.ndarray, ...]:
-        """Walk main: views on the host, each call through `run_kernel(plan, inputs)`."""
-        main = self.module.main
-        env = {id(p.value): a for p, a in zip(main.params, arrays)}
-        plans = {p.name: p for p in self.kernels}
-        for op in main.ops:
-            inputs = [env[id(v)] for v in op.operands]
-            if op.name == "call":
-                outs = run_kernel(plans[op.attr("callee")], inputs)
-            elif op.name == "reshape":
-                outs = (inputs[0].reshape(op.result.shape),)
-            else:
-                outs = run_function(self.module, Function("op", (), (op,), op.results), [])
-            for v, o in zip(op.results, outs):
-                env[id(v)] = o
-        return tuple(env[id(v)] for v in main.results)
-
-    def _run_main_llvm(self, arrays, outs) -> tuple[np.ndarray, ...]:
-        """Like `_run_main`, but kernels write main's results straight into `out=` arrays
-        (no temporary, no copy) and compiled kernels are looked up once."""
+    def _run_main(self, arrays, run_kernel, outs=None) -> tuple[np.ndarray, ...]:
+        """Walk main: views and constants on the host, each call through
+        `run_kernel(plan, inputs, targets, sizes)`.  `targets` are `out=` arrays a kernel may
+        write main's results into directly (None where it must allocate)."""
         main = self.module.main
         sizes = self._last_sizes or {}
         env = {id(p.value): a for p, a in zip(main.params, arrays)}
@@ -286,14 +273,14 @@ class CompiledKernel:
         if outs is not None:
             for v, o in zip(main.results, outs):
                 direct.setdefault(id(v), o)   # a value returned twice is copied for the second
-        plans = self._plans_by_name
+        fresh = set()
         for op in main.ops:
             inputs = [env[id(v)] for v in op.operands]
-            if op.name == "call":
-                plan = plans[op.attr("callee")]
+            if has_trait(op, CALL):
                 targets = [direct.pop(id(v), None) for v in op.results]
-                results = self._run_llvm_kernel(plan, inputs, targets, sizes)
-            elif op.name == "reshape":
+                results = run_kernel(self._plans_by_name[op.attr("callee")], inputs, targets, sizes)
+                fresh.update(id(r) for r in results)
+            elif op.name == "reshape":   # a free view of a contiguous tensor
                 results = (inputs[0].reshape(_concrete(op.results, sizes)[0].shape),)
             else:
                 results = run_function(self.module, Function("op", (), (op,), op.results), [])
@@ -302,7 +289,7 @@ class CompiledKernel:
         results = tuple(env[id(v)] for v in main.results)
         if outs is None:
             # a returned parameter or view, or a value returned twice, must not alias anything
-            fresh, seen, owned = {id(env[id(v)]) for op in main.ops if op.name == "call" for v in op.results}, set(), []
+            seen, owned = set(), []
             for r in results:
                 owned.append(r if id(r) in fresh and id(r) not in seen else np.array(r, copy=True))
                 seen.add(id(r))
@@ -311,13 +298,6 @@ class CompiledKernel:
             if o is not r:
                 np.copyto(o, r)
         return tuple(outs)
-
-    @property
-    def _plans_by_name(self):
-        plans = self.__dict__.get("_plans_cache")
-        if plans is None:
-            plans = self.__dict__["_plans_cache"] = {p.name: p for p in self.kernels}
-        return plans
 
     def _cpu_kernel(self, plan: KernelPlan):
         """The compiled CpuKernel of a plan, or None when the LLVM backend cannot lower it
@@ -343,15 +323,14 @@ class CompiledKernel:
             self._cpu_tiling[plan.name] = compute_tiling(sched, self._last_sizes or {}, self.target)
         return kernel
 
-    def _run_llvm_kernel(self, plan: KernelPlan, inputs, targets=None, sizes=None):
+    def _run_llvm_kernel(self, plan: KernelPlan, inputs, targets, sizes):
         kernel = None
         if plan.schedule is not None and plan.error is None:
             kernel = self._cpu_kernel(plan)
         if kernel is None:
             return run_function(self.module, plan.function, inputs)   # not lowered: numpy
-        outs = []
-        for t, target in zip(_concrete(plan.function.results, sizes or {}), targets or [None] * 99):
-            outs.append(target if target is not None else np.empty(t.shape, t.dtype.np))
+        outs = [target if target is not None else np.empty(t.shape, t.dtype.np)
+                for t, target in zip(_concrete(plan.function.results, sizes), targets)]
         if plan.tiling.total_tiles == 0:   # empty tensors: nothing to compute
             return tuple(outs)
         args = [x.item() if inp.kind == "runtime_scalar" else x for x, inp in zip(inputs, plan.schedule.inputs)]

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .ir.core import Function, Module
-from .ir.ops import REGISTRY
+from .ir.ops import CALL, REGISTRY, has_trait
 
 _WIDEN = {dt.float16.np, dt.bfloat16.np}
 
@@ -35,7 +35,7 @@ def run_function(module: Module, fn: Function, args) -> tuple[np.ndarray, ...]:
         env[id(p.value)] = arr
     for op in fn.ops:
         inputs = [env[id(v)] for v in op.operands]
-        if op.name == "call":
+        if has_trait(op, CALL):
             outs = run_function(module, module.function(op.attr("callee")), inputs)
         else:
             attrs = {k: _bind_symbols(v, symbols) for k, v in op.attrs}

@@ -43,7 +43,7 @@ def simulate(compiled, arrays, sizes):
     lib = library(compiled)
     measured = [0]
 
-    def run_kernel(plan, inputs):
+    def run_kernel(plan, inputs, targets, sizes):   # targets unused: GM buffers are fresh
         sched = plan.schedule
         scalars = {i.name: float(np.asarray(x).item()) for i, x in zip(sched.inputs, inputs)
                    if i.kind == "runtime_scalar"}

@@ -16,7 +16,7 @@ import lark
 from .. import dtypes as dt
 from ..errors import IRParseError, Loc, VerifyError, caret_snippet, user_facing
 from .core import Function, Module, Op, Param, TensorType, Value, freeze_attrs
-from .ops import REGISTRY, infer_types
+from .ops import CALL, REGISTRY, infer_types
 from .shapes import TypeRuleError
 from .verifier import verify_module
 
@@ -166,7 +166,7 @@ class _Reader:
         return Op(name, operands, results, freeze_attrs(attrs), self.loc(loc_node))
 
     def check_types(self, tok, name, operands, attrs, declared):
-        if name == "call":
+        if CALL in REGISTRY[name].traits:
             callee = self.functions.get(attrs.get("callee"))
             if callee is None:
                 self.fail(tok, f"call to @{attrs.get('callee')}, which is not defined above")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import VerifyError
 from .core import Function, Module, Op
-from .ops import REGISTRY, infer_types
+from .ops import CALL, REGISTRY, has_trait, infer_types
 from .shapes import TypeRuleError
 
 
@@ -60,7 +60,7 @@ def verify_function(fn: Function, functions: dict[str, Function] | None = None) 
 
 
 def _expected_types(fn, index, op, functions):
-    if op.name == "call":
+    if has_trait(op, CALL):
         callee = functions.get(op.attr("callee"))
         if callee is None:
             _fail(fn, index, op, "bad-call", f"@{op.attr('callee')} is not defined before @{fn.name}")

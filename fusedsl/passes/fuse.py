@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..errors import ScheduleError
 from ..ir.core import Function, Module, Op, Param, TensorType, Value
-from ..ir.ops import BROADCAST, CONSTANT, ELEMENTWISE, SHAPE, has_trait
+from ..ir.ops import BROADCAST, CALL, CONSTANT, ELEMENTWISE, SHAPE, has_trait
 from .base import Pass
 
 
@@ -333,7 +333,7 @@ class Fuse(Pass):
                 available.add(id(old))
         emit_ready_views()
         used = {id(v) for op in ops for v in op.operands} | {id(get(v)) for v in fn.results}
-        ops = [op for op in ops if op.name == "call" or any(id(r) in used for r in op.results)]
+        ops = [op for op in ops if has_trait(op, CALL) or any(id(r) in used for r in op.results)]
         return Function(fn.name, fn.params, tuple(ops), tuple(get(v) for v in fn.results), fn.loc)
 
 def _bits(mask: int):
