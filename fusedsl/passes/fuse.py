@@ -19,6 +19,7 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
@@ -61,81 +62,112 @@ class Fuse(Pass):
         return self._build(module, fn, kernels)
 
     # ---- grouping -------------------------------------------------------------------
+    # Compile cost must grow linearly with the graph (a 1000-op model compiles in well under
+    # a second): groups are union-find sets, legality is two bitset ANDs over precomputed
+    # ancestor/descendant masks, and sibling candidates come from an input -> groups index
+    # instead of all pairs.
     def _group(self, fn: Function) -> list[list[int]]:
         producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
-        ancestors: list[int] = []  # bitmask of ancestor op indices per op
-        group_of: dict[int, int] = {}
-        members: dict[int, int] = {}  # group id -> bitmask of member ops
+        ancestors = _ancestor_masks(fn, producer)
+        descendants = _descendant_masks(fn, producer)
+        parent: dict[int, int] = {}   # union-find over vector ops; the root names the group
+        members: dict[int, int] = {}  # root -> bitmask of member ops
+        reach: dict[int, int] = {}    # root -> descendants of the group's members
+        above: dict[int, int] = {}    # root -> ancestors of the group's members
+
+        def find(i):
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
         for i, op in enumerate(fn.ops):
-            mask = 0
-            for v in op.operands:
-                p = producer.get(id(v))
-                if p is not None:
-                    mask |= ancestors[p] | (1 << p)
-            ancestors.append(mask)
             if not is_vector_op(op):
                 continue
-            gid, cur = i, 1 << i
+            parent[i] = i
+            cur, cur_reach, cur_above = 1 << i, descendants[i], ancestors[i]
             for v in op.operands:
                 p = producer.get(id(v))
-                if p is None or p not in group_of or group_of[p] == gid:
+                if p is None or p not in parent:
                     continue
-                other = group_of[p]
-                if self._legal(members[other], cur, ancestors):
+                other = find(p)
+                if other == i:
+                    continue
+                if _legal(members[other], reach[other], cur, cur_above):
                     cur |= members.pop(other)
-                    for j in _bits(cur):
-                        group_of[j] = gid
-            members[gid] = cur
-            group_of[i] = gid
-        return self._merge_siblings(fn, members, ancestors, producer)
+                    cur_reach |= reach.pop(other)
+                    cur_above |= above.pop(other)
+                    parent[other] = i
+            members[i] = cur
+            reach[i] = cur_reach
+            above[i] = cur_above
+        return self._merge_siblings(fn, members, reach, above, producer)
 
-    def _merge_siblings(self, fn, members, ancestors, producer) -> list[list[int]]:
+    def _merge_siblings(self, fn, members, reach, above, producer) -> list[list[int]]:
         """Horizontal fusion: independent groups with one iteration shape that read a common
-        input share its loads (or, with single_kernel, are asked to be one kernel)."""
-        groups = [m for _, m in sorted(members.items())]
-
-        def shape(m):
-            return max((fn.ops[i].result.shape for i in _bits(m)), key=len)
-
-        def inputs(m):
+        input share its loads (or, with single_kernel, are asked to be one kernel).
+        Candidates are found through an index (shape, input) -> groups, so the cost grows with
+        the number of shared reads, not with the square of the number of groups."""
+        roots = sorted(members)
+        shape: dict[int, tuple] = {}
+        inputs: dict[int, set[int]] = {}
+        for r in roots:
+            m = members[r]
+            shape[r] = max((fn.ops[i].result.shape for i in _bits(m)), key=len)
             ids = set()
             for i in _bits(m):
                 for v in fn.ops[i].operands:
                     p = producer.get(id(v))
                     if p is None or not (m >> p) & 1:
                         ids.add(id(v))
-            return ids
-
-        merged = True
-        while merged:
-            merged = False
-            for a in range(len(groups)):
-                for b in range(a + 1, len(groups)):
-                    ga, gb = groups[a], groups[b]
-                    if shape(ga) != shape(gb):
+            inputs[r] = ids
+        readers: dict[tuple, list[int]] = {}   # (shape, input id or None) -> group roots
+        for r in roots:
+            keys = [None] if self.single_kernel else inputs[r]
+            for key in keys:
+                readers.setdefault((shape[r], key), []).append(r)
+        alive = set(roots)
+        order = []
+        for a in roots:
+            if a not in alive:
+                continue
+            pending = self._partners(a, shape, inputs, readers, alive)
+            progress = True
+            while pending and progress:   # a merge can make an earlier-rejected partner legal
+                progress, failed = False, []
+                for b in pending:
+                    if b not in alive:
                         continue
-                    if not (self.single_kernel or inputs(ga) & inputs(gb)):
+                    ga, gb = members[a], members[b]
+                    if not (_legal(ga, reach[a], gb, above[b]) and _legal(gb, reach[b], ga, above[a])):
+                        failed.append(b)
                         continue
-                    if self._legal(ga, gb, ancestors) and self._legal(gb, ga, ancestors):
-                        groups[a] = ga | gb
-                        del groups[b]
-                        merged = True
-                        break
-                if merged:
-                    break
-        return [list(_bits(m)) for m in groups]
+                    members[a] = ga | gb
+                    reach[a] |= reach[b]
+                    above[a] |= above[b]
+                    alive.discard(b)
+                    new_inputs = inputs[b] - inputs[a]
+                    inputs[a] |= new_inputs
+                    for k in new_inputs:
+                        readers.setdefault((shape[a], k), []).append(a)
+                    failed.extend(self._partners(a, shape, inputs, readers, alive, keys=new_inputs))
+                    progress = True
+                pending = list(dict.fromkeys(failed))
+            order.append(a)
+        return [list(_bits(members[r])) for r in order]
 
-    @staticmethod
-    def _legal(g: int, cur: int, ancestors: list[int]) -> bool:
-        """No op outside g|cur lies on a path from g to cur (that would be a cycle)."""
-        union = g | cur
-        between = 0
-        for j in _bits(cur):
-            between |= ancestors[j]
-        for y in _bits(between & ~union):
-            if ancestors[y] & g:
-                return False
-        return True
+    def _partners(self, a, shape, inputs, readers, alive, keys=None) -> list[int]:
+        """Live groups of a's shape that read one of `keys` (default: all of a's inputs)."""
+        if self.single_kernel:
+            keys = [None]
+        elif keys is None:
+            keys = inputs[a]
+        found: dict[int, None] = {}
+        for key in keys:
+            for b in readers.get((shape[a], key), ()):
+                if b != a and b in alive:
+                    found[b] = None
+        return list(found)
 
     def _split_by_shape(self, fn: Function, groups) -> list[tuple]:
         used_outside: dict[int, bool] = {}
@@ -252,25 +284,42 @@ class Fuse(Pass):
 
     @staticmethod
     def _call_order(fn, parts) -> list[int]:
-        """Kernel indices in an order where every input is ready (views are free)."""
-        available = {id(p.value) for p in fn.params}
-        views = [op for op in fn.ops if is_view_op(op) or has_trait(op, CONSTANT)]
+        """Kernel indices in an order where every input is ready (views are free): the
+        lowest-numbered ready kernel first (Kahn's algorithm with a heap, linear in the
+        graph rather than kernels x kernels)."""
+        made_by: dict[int, int] = {}   # value id -> kernel producing it
+        for k, part in enumerate(parts):
+            for v in part[4]:
+                made_by[id(v)] = k
+        needs: dict[int, set[int]] = {}   # value id -> kernels it waits for (views see through)
+        for op in fn.ops:
+            if is_view_op(op) or has_trait(op, CONSTANT):
+                deps: set[int] = set()
+                for v in op.operands:
+                    deps |= needs.get(id(v), {made_by[id(v)]} if id(v) in made_by else set())
+                needs[id(op.result)] = deps
+        waiting = [0] * len(parts)
+        users: list[list[int]] = [[] for _ in parts]
+        for k, part in enumerate(parts):
+            deps = set()
+            for v in part[3]:
+                deps |= needs.get(id(v), {made_by[id(v)]} if id(v) in made_by else set())
+            deps.discard(k)
+            waiting[k] = len(deps)
+            for d in deps:
+                users[d].append(k)
+        ready = [k for k in range(len(parts)) if waiting[k] == 0]
+        heapq.heapify(ready)
         order: list[int] = []
-        pending = list(range(len(parts)))
-        while pending:
-            progressed = True
-            while progressed:
-                progressed = False
-                for op in views:
-                    if all(id(v) in available for v in op.operands) and id(op.result) not in available:
-                        available.add(id(op.result))
-                        progressed = True
-            k = next((k for k in pending if all(id(v) in available for v in parts[k][3])), None)
-            if k is None:
-                raise AssertionError("fusion produced a cyclic kernel order")
-            pending.remove(k)
+        while ready:
+            k = heapq.heappop(ready)
             order.append(k)
-            available.update(id(v) for v in parts[k][4])
+            for u in users[k]:
+                waiting[u] -= 1
+                if waiting[u] == 0:
+                    heapq.heappush(ready, u)
+        if len(order) != len(parts):
+            raise AssertionError("fusion produced a cyclic kernel order")
         return order
 
     @staticmethod
@@ -310,18 +359,35 @@ class Fuse(Pass):
         def get(v):
             return remap.get(id(v), v)
 
+        # views wait for their operands; a heap releases them in program order as soon as
+        # the last operand exists (linear, where re-scanning every view per call was not)
+        missing = [sum(1 for v in op.operands if id(v) not in available) for op in views]
+        waiting_on: dict[int, list[int]] = {}
+        for n, op in enumerate(views):
+            for v in op.operands:
+                if id(v) not in available:
+                    waiting_on.setdefault(id(v), []).append(n)
+        ready = [n for n, m in enumerate(missing) if m == 0]
+        heapq.heapify(ready)
+
+        def make_available(v_id):
+            if v_id in available:
+                return
+            available.add(v_id)
+            for n in waiting_on.get(v_id, ()):
+                missing[n] -= 1
+                if missing[n] == 0:
+                    heapq.heappush(ready, n)
+
         def emit_ready_views():
-            progressed = True
-            while progressed:
-                progressed = False
-                for op in views:
-                    if id(op.result) in available or not all(id(v) in available for v in op.operands):
-                        continue
-                    new = Value(op.result.type)
-                    ops.append(Op(op.name, tuple(get(v) for v in op.operands), (new,), op.attrs, op.loc))
-                    remap[id(op.result)] = new
-                    available.add(id(op.result))
-                    progressed = True
+            while ready:
+                op = views[heapq.heappop(ready)]
+                if id(op.result) in available:
+                    continue
+                new = Value(op.result.type)
+                ops.append(Op(op.name, tuple(get(v) for v in op.operands), (new,), op.attrs, op.loc))
+                remap[id(op.result)] = new
+                make_available(id(op.result))
 
         for kernel_fn, inputs, outputs in built:
             emit_ready_views()
@@ -330,19 +396,47 @@ class Fuse(Pass):
                           (("callee", kernel_fn.name),), kernel_fn.loc))
             for old, new in zip(outputs, new_results):
                 remap[id(old)] = new
-                available.add(id(old))
+                make_available(id(old))
         emit_ready_views()
         used = {id(v) for op in ops for v in op.operands} | {id(get(v)) for v in fn.results}
         ops = [op for op in ops if has_trait(op, CALL) or any(id(r) in used for r in op.results)]
         return Function(fn.name, fn.params, tuple(ops), tuple(get(v) for v in fn.results), fn.loc)
 
+def _legal(g: int, g_reach: int, cur: int, cur_above: int) -> bool:
+    """No op outside g|cur lies on a path from g to cur (merging would make a cycle):
+    the ops reachable from g (`g_reach`) that are ancestors of cur (`cur_above`) must all
+    be inside the union."""
+    return not (cur_above & g_reach & ~(g | cur))
+
+
+def _ancestor_masks(fn: Function, producer) -> list[int]:
+    masks: list[int] = []
+    for op in fn.ops:
+        mask = 0
+        for v in op.operands:
+            p = producer.get(id(v))
+            if p is not None:
+                mask |= masks[p] | (1 << p)
+        masks.append(mask)
+    return masks
+
+
+def _descendant_masks(fn: Function, producer) -> list[int]:
+    masks = [0] * len(fn.ops)
+    for i in range(len(fn.ops) - 1, -1, -1):
+        for v in fn.ops[i].operands:
+            p = producer.get(id(v))
+            if p is not None:
+                masks[p] |= masks[i] | (1 << i)
+    return masks
+
+
 def _bits(mask: int):
-    i = 0
+    """Indices of the set bits, lowest first (cost per set bit, not per bit position)."""
     while mask:
-        if mask & 1:
-            yield i
-        mask >>= 1
-        i += 1
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
 
 
 __all__ = ["Fuse", "KernelInfo", "is_vector_op", "is_view_op", "TensorType"]
