@@ -148,6 +148,17 @@ _CAST_1001 = {
 }
 
 
+# §2.6: every reduction family (ReduceSum/Max/Min, the per-repeat WholeReduce* = CANN 9.1
+# ReduceRepeat, the per-block BlockReduce* = ReduceDataBlock) takes the same element types on
+# one chip: half and float, except 910A (Atlas 训练系列) where the API pages list half only.
+_REDUCE_APIS = ("ReduceSum", "ReduceMax", "ReduceMin", "WholeReduceSum", "WholeReduceMax", "WholeReduceMin",
+                "BlockReduceSum", "BlockReduceMax", "BlockReduceMin", "ReduceRepeat", "ReduceDataBlock")
+
+
+def _reduce_apis(dtypes: frozenset[str]) -> dict[str, frozenset[str]]:
+    return {api: dtypes for api in _REDUCE_APIS}
+
+
 def _vector_apis(*, bf16: bool, arith: frozenset[str], scalar_arith: frozenset[str],
                  relu: frozenset[str], compare: frozenset[str], compares: frozenset[str],
                  cast_modes: Mapping) -> dict[str, frozenset[str]]:
@@ -166,9 +177,7 @@ def _vector_apis(*, bf16: bool, arith: frozenset[str], scalar_arith: frozenset[s
         "Cast": _cast_types(cast_modes),
         "Compare": compare,
         "Select": _HALF_FLOAT,
-        "ReduceSum": _HALF_FLOAT, "ReduceMax": _HALF_FLOAT, "ReduceMin": _HALF_FLOAT,
-        # §2.6: the per-repeat reductions exist on 910A/310P/310B/A2/A3 (9.0.0 guide).
-        "WholeReduceSum": _HALF_FLOAT, "WholeReduceMax": _HALF_FLOAT, "WholeReduceMin": _HALF_FLOAT,
+        **_reduce_apis(_HALF_FLOAT),
         **({"Compares": compares} if compares else {}),
     }
 
@@ -201,7 +210,7 @@ _APIS_2002 = _vector_apis(bf16=False, arith=_ARITH, scalar_arith=_ARITH,
 _APIS_1001 = _vector_apis(bf16=False, arith=_fs("half", "int32_t", "float"),
                           scalar_arith=_HALF_FLOAT, relu=_fs("half"),
                           compare=_HALF_FLOAT, compares=frozenset(),
-                          cast_modes=_CAST_1001)
+                          cast_modes=_CAST_1001) | _reduce_apis(_fs("half"))
 
 
 def _freeze_apis(d: dict[str, frozenset[str]]) -> Mapping[str, frozenset[str]]:

@@ -12,6 +12,7 @@
 #include "fusedsl_cpu/tensor.h"
 #include "fusedsl_cpu/data_copy.h"
 #include "fusedsl_cpu/vector.h"
+#include "fusedsl_cpu/reduce.h"
 #include "fusedsl_cpu/launch.h"
 
 #ifdef __NPU_ARCH__
