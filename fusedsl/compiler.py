@@ -17,6 +17,7 @@ from .ir.core import Function, Module
 from .ir.ops import CALL, CONSTANT, has_trait
 from .ir.printer import print_module
 from .passes.base import PassManager
+from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
@@ -369,10 +370,12 @@ def _concrete(values, sizes):
 def compile_module(graph: Module, infos, target=None, options=None) -> CompiledKernel:
     options = dict(options or {})
     tgt = get_target(target or DEFAULT_TARGET)
-    passes = compile_passes(bool(options.get("single_kernel", False)), tgt.max_queue_buffers_per_position)
+    passes = compile_passes(bool(options.get("single_kernel", False)), tgt.max_queue_buffers_per_position,
+                            fusion_options(options, tgt))
     manager = PassManager(passes)   # verifies after every pass; FUSEDSL_DUMP_IR writes each
     module = manager.run(graph)
-    canonical = manager.history[-2][1]   # the graph as fusion saw it (for unfused traffic)
+    # the graph as fusion saw it (for unfused traffic and the unfused cost model)
+    canonical = manager.history[-2][1] if len(manager.history) > 1 else graph
     fuse = passes[-1]
     headroom = float(options.get("ub_headroom", 1.0))
     plans = []
@@ -385,6 +388,7 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
             except ScheduleError as exc:
                 error = exc
         plans.append(KernelPlan(fn, info.kind, info.reason, sched, error))
+        plans[-1].reason_code = info.code   # stable code of the boundary (docs/FUSION.md)
     compiled = CompiledKernel(graph, canonical, module, plans, infos, target, options)
     if options.get("single_kernel"):
         compiled.check_ascendc()   # the user asked for one Ascend C kernel: say now if it cannot be

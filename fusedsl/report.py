@@ -15,11 +15,26 @@ def _bytes(value, sizes) -> int | None:
     return None if n is None else n * value.dtype.itemsize
 
 
+def _model(compiled, sizes):
+    """Per-kernel modelled costs of the fused program and the unfused baseline (None where
+    a symbolic size is unknown)."""
+    from . import cost
+    main = compiled.canonical.main
+    symbolic = {d for p in main.params for d in p.value.shape if isinstance(d, str)}
+    if symbolic - set(sizes):
+        return None, None
+    fused = [cost.function_cost(p.function, compiled.target, sizes, p.tiling, p.name) for p in compiled.kernels]
+    return fused, cost.unfused_cost(main, compiled.target, sizes)
+
+
 class KernelRow:
-    def __init__(self, plan):
+    def __init__(self, plan, model=None):
         self.name = plan.name
         self.ops = plan.ops
         self.reason = plan.reason
+        self.reason_code = getattr(plan, "reason_code", None)
+        self.model = model                      # fusedsl.cost.KernelCost (a model, not a measurement)
+        self.model_time_us = None if model is None else model.time_us
         t = plan.tiling
         self.block_dim = t.block_dim if t else None
         self.tile_rows = t.tile_rows if t else None
@@ -38,8 +53,14 @@ class Report:
         self.name = compiled.name
         self.target = compiled.target.name
         sizes = compiled._last_sizes or {}
-        self.kernels = [KernelRow(p) for p in compiled.kernels]
         main = compiled.canonical.main
+        fused, unfused = _model(compiled, sizes)
+        self.kernels = [KernelRow(p, m) for p, m in zip(compiled.kernels, fused or [None] * len(compiled.kernels))]
+        # Modelled NPU time (fusedsl.cost: AutoFuse's published per-API coefficients plus a
+        # launch overhead) -- a MODEL for comparing fusion choices, not a measurement.
+        self.model_time_us_fused = None if fused is None or None in fused else sum(m.time_us for m in fused)
+        self.model_time_us_unfused = None if unfused is None else sum(m.time_us for m in unfused)
+        self.model_kernels_unfused = None if unfused is None else len(unfused)
         ins = [_bytes(p.value, sizes) for p in main.params if p.kind == "tensor"]
         outs = [_bytes(v, sizes) for v in main.results]
         self.gm_bytes_min = None if None in ins + outs else sum(ins) + sum(outs)
@@ -78,7 +99,11 @@ class Report:
             tile = f"{fmt(k.tile_rows)}x{fmt(k.tile_cols)}"
             lines.append(f"{k.name:<28} {ops:<34} {fmt(k.block_dim):>8} {tile:>12} "
                          f"{fmt(k.loops_per_core):>6} {k.ub_bytes:>9}")
-            lines.append(f"    why a kernel: {k.reason}")
+            code = f"{k.reason_code} " if k.reason_code else ""
+            lines.append(f"    why a kernel: {code}{k.reason}")
+            if k.model is not None:
+                lines.append(f"    model: {k.model.time_us:.2f} us ({k.model.kind}, blockDim {k.model.block_dim}, "
+                             f"{k.model.bound}-bound)")
             for row in k.ub_plan:
                 lines.append(f"    UB {row['buffer']:<14} {row['position']:<8} {row['bytes']:>8} B x {row['num']}"
                              + (f"  ({row['reuse']})" if row["reuse"] else ""))
@@ -87,6 +112,11 @@ class Report:
                      f"measured {fmt(self.gm_bytes_measured)}"
                      + ("" if not (self.gm_bytes_measured and self.gm_bytes_min) else
                         f" ({(self.gm_bytes_measured / self.gm_bytes_min - 1) * 100:+.1f} % vs minimum)"))
+        if self.model_time_us_fused is not None and self.model_time_us_unfused is not None:
+            lines.append(f"modelled NPU time (a model, not a measurement): fused {self.model_time_us_fused:.2f} us "
+                         f"in {len(self.kernels)} kernel(s), unfused {self.model_time_us_unfused:.2f} us in "
+                         f"{self.model_kernels_unfused} kernel(s) "
+                         f"({self.model_time_us_unfused / max(self.model_time_us_fused, 1e-9):.2f}x)")
         if self.est_time_us is not None:
             lines.append(f"est. time: {self.est_time_us:.2f} us at {HBM_BYTES_PER_S / 1e12:.1f} TB/s HBM "
                          "(memory-bound estimate)")

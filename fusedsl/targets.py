@@ -43,6 +43,10 @@ class Target:
     # UB as library scratch, so the kernel's own UB plan must stay below ub_bytes - this.
     select_scratch_bytes: int = 0
     max_event_ids: int = 8
+    # Used by the cost model (fusedsl/cost.py) only:
+    clock_mhz: int = 1800          # §4.2: 910B2 cube_freq 1800 MHz (secondary ini quote)
+    l1_bytes: int = 524288         # §4.1: L1 512 KB on arch 2201
+    cube_macs_per_cycle: int = 4096  # §4.2: 16x16x16 MACs per cycle per AI core (fp16/bf16)
 
     def __hash__(self) -> int:
         # The tables are read-only mappings, which do not hash; the name is unique.
@@ -240,7 +244,8 @@ TARGETS: dict[str, Target] = {
     "ascend910b": _ASCEND910B,
     # §4.2: 910B4 has 20 AIC / 40 AIV; same arch and UB as 910B2.
     "ascend910b4": replace(_ASCEND910B, name="ascend910b4", chip="Ascend910B4",
-                           soc_version="Ascend910B4", aic_cores=20, aiv_cores=40, vector_cores=40),
+                           soc_version="Ascend910B4", aic_cores=20, aiv_cores=40, vector_cores=40,
+                           clock_mhz=1500),   # §4.2: 910B4 1500 MHz (secondary)
     "ascend310p": Target(
         name="ascend310p",
         chip="Ascend310P3",

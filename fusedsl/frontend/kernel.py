@@ -200,7 +200,10 @@ class FusedKernel:
         merged = {**self.options, **options}
         target = target or merged.pop("target", None)
         merged.pop("target", None)
-        key = (tuple(i.key for i in infos), target, tuple(sorted(merged.items())))
+        # list-valued options (disable_passes=[...]) key the cache as tuples
+        key = (tuple(i.key for i in infos), target,
+               tuple(sorted((k, tuple(v) if isinstance(v, (list, set, frozenset)) else v)
+                            for k, v in merged.items())))
         compiled = self._cache.get(key)
         if compiled is None:
             compiled = compile_module(self._trace(infos), infos, target=target, options=merged)

@@ -23,9 +23,11 @@ import heapq
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
+from ..ir.shapes import fmt_shape
 from ..ir.core import Function, Module, Op, Param, TensorType, Value
 from ..ir.ops import BROADCAST, CALL, CONSTANT, ELEMENTWISE, SHAPE, has_trait
 from .base import Pass
+from .fusion_model import FusionOptions, GroupStats, merge_verdict, split_reason
 
 
 def is_vector_op(op: Op) -> bool:
@@ -40,7 +42,8 @@ def is_view_op(op: Op) -> bool:
 class KernelInfo:
     name: str
     kind: str       # "vector" | "single"
-    reason: str     # why this kernel is separate from its neighbours
+    reason: str     # why this kernel is separate from its neighbours, with its figures
+    code: str = "FS101"   # stable reason code (passes/fusion_model.py REASONS, docs/FUSION.md)
 
 
 class Fuse(Pass):
@@ -48,13 +51,17 @@ class Fuse(Pass):
 
     name = "fuse"
 
-    def __init__(self, single_kernel: bool = False, max_queues: int | None = None):
+    def __init__(self, single_kernel: bool = False, max_queues: int | None = None,
+                 fusion: FusionOptions | None = None):
         self.single_kernel = single_kernel
         self.max_queues = max_queues   # queue buffers one position may hold (the target's limit)
+        self.fusion = fusion or FusionOptions()
         self.infos: dict[str, KernelInfo] = {}
+        self._refusals: dict[int, tuple[str, str]] = {}   # op index -> (code, figures) of a refused merge
 
     def run(self, module: Module) -> Module:
         fn = module.main
+        self._refusals = {}
         groups = self._group(fn)
         kernels = self._split_by_shape(fn, groups)
         if self.single_kernel and len(kernels) > 1:
@@ -74,6 +81,13 @@ class Fuse(Pass):
         members: dict[int, int] = {}  # root -> bitmask of member ops
         reach: dict[int, int] = {}    # root -> descendants of the group's members
         above: dict[int, int] = {}    # root -> ancestors of the group's members
+        stats: dict[int, GroupStats] = {}
+        consumers: dict[int, list[int]] = {}
+        for i, op in enumerate(fn.ops):
+            for v in op.operands:
+                consumers.setdefault(id(v), []).append(i)
+        returned = {id(v) for v in fn.results}
+        fusing = self.fusion.fuse or self.single_kernel
 
         def find(i):
             while parent[i] != i:
@@ -86,6 +100,7 @@ class Fuse(Pass):
                 continue
             parent[i] = i
             cur, cur_reach, cur_above = 1 << i, descendants[i], ancestors[i]
+            cur_stats = GroupStats(op, self._external(fn, op, producer))
             for v in op.operands:
                 p = producer.get(id(v))
                 if p is None or p not in parent:
@@ -93,15 +108,67 @@ class Fuse(Pass):
                 other = find(p)
                 if other == i:
                     continue
-                if _legal(members[other], reach[other], cur, cur_above):
-                    cur |= members.pop(other)
-                    cur_reach |= reach.pop(other)
-                    cur_above |= above.pop(other)
-                    parent[other] = i
+                if not fusing:
+                    self._refuse_merge(i, other, "FS109", "fusion disabled (opt_level=0 or disable_passes)")
+                    continue
+                if not _legal(members[other], reach[other], cur, cur_above):
+                    self._refuse_merge(i, other, "FS106", f"would create a cycle through an op outside "
+                                                          f"(between {fn.ops[p].name} and {op.name})")
+                    continue
+                union = cur | members[other]
+                internal = {vid for vid in cur_stats.inputs
+                            if producer.get(vid) is not None and (members[other] >> producer[vid]) & 1}
+                merged = cur_stats.merged(stats[other], internal)
+                if not self.single_kernel:
+                    saved = self._saved_bytes(fn, internal, producer, consumers, union, returned)
+                    ok, code, text = merge_verdict(stats[other], cur_stats, merged, saved, self.fusion)
+                    if not ok:
+                        self._refuse_merge(i, other, code, text)
+                        continue
+                cur |= members.pop(other)
+                cur_reach |= reach.pop(other)
+                cur_above |= above.pop(other)
+                stats.pop(other)
+                cur_stats = merged
+                parent[other] = i
             members[i] = cur
             reach[i] = cur_reach
             above[i] = cur_above
+            stats[i] = cur_stats
+        if not (self.fusion.horizontal or self.single_kernel):
+            return [list(_bits(members[r])) for r in sorted(members)]
         return self._merge_siblings(fn, members, reach, above, producer)
+
+    def _refuse_merge(self, i: int, other: int, code: str, text: str) -> None:
+        self._refusals.setdefault(i, (code, text))
+        self._refusals.setdefault(other, (code, text))
+
+    @staticmethod
+    def _external(fn, op, producer) -> dict[int, int]:
+        """GM inputs a lone op would read: non-constant tensor operands (value id -> itemsize)."""
+        ins = {}
+        for v in op.operands:
+            p = producer.get(id(v))
+            if p is not None and has_trait(fn.ops[p], CONSTANT):
+                continue
+            if v.shape == ():
+                continue
+            ins[id(v)] = v.dtype.itemsize
+        return ins
+
+    @staticmethod
+    def _saved_bytes(fn, internal, producer, consumers, union, returned) -> int:
+        """GM bytes a producer-consumer merge saves: an intermediate read by nobody outside is
+        neither written nor read back; one still needed outside is at least not re-read."""
+        saved = 0
+        for vid in internal:
+            v = fn.ops[producer[vid]].result
+            n = 1
+            for d in v.shape:
+                n *= 1024 if isinstance(d, str) else d
+            inside = vid not in returned and all((union >> c) & 1 for c in consumers.get(vid, ()))
+            saved += n * v.dtype.itemsize * (2 if inside else 1)
+        return saved
 
     def _merge_siblings(self, fn, members, reach, above, producer) -> list[list[int]]:
         """Horizontal fusion: independent groups with one iteration shape that read a common
@@ -142,6 +209,10 @@ class Fuse(Pass):
                     if not (_legal(ga, reach[a], gb, above[b]) and _legal(gb, reach[b], ga, above[a])):
                         failed.append(b)
                         continue
+                    if not self.single_kernel and bin(ga).count("1") + bin(gb).count("1") > self.fusion.max_ops:
+                        self._refuse_merge(a, b, "FS107", f"cap: {bin(ga | gb).count('1')} ops > "
+                                                          f"max_kernel_ops={self.fusion.max_ops}")
+                        continue
                     members[a] = ga | gb
                     reach[a] |= reach[b]
                     above[a] |= above[b]
@@ -181,6 +252,10 @@ class Fuse(Pass):
                     used_outside[p] = True
         kernels: list[tuple] = []
         covered: set[int] = set()
+        consumers: dict[int, list[int]] = {}
+        for i, op in enumerate(fn.ops):
+            for v in op.operands:
+                consumers.setdefault(id(v), []).append(i)
         for g, ops in enumerate(groups):
             outs = [i for i in ops if used_outside.get(i) or any(id(r) in returned for r in fn.ops[i].results)]
             outs = [i for i in outs if not has_trait(fn.ops[i], CONSTANT)]
@@ -191,19 +266,46 @@ class Fuse(Pass):
                 chunks = self._chunk_by_queues(fn, roots, set(ops), producer)
                 for chunk in chunks:
                     closure = self._ancestors_within(fn, chunk, set(ops), producer)
-                    reason = "elementwise/broadcast chain fused into one vector kernel"
-                    if len(shapes) > 1:
-                        reason += f"; split from the rest of its group because its outputs have shape {shape}"
                     if len(chunks) > 1:
-                        reason += (f"; split so that no queue position needs more than {self.max_queues} "
-                                   "buffers (the chip's limit)")
+                        reason = (f"FS105 queue limit: split so that no queue position needs more than "
+                                  f"{self.max_queues} buffers (the chip's limit)")
+                    elif len(shapes) > 1:
+                        reason = f"FS103 outputs of shape {fmt_shape(shape)} split from the rest of their group"
+                    else:
+                        reason = self._group_reason(fn, ops, producer, consumers)
                     kernels.append((sorted(closure), "vector", reason, chunk))
                     covered.update(closure)
         for i, op in enumerate(fn.ops):
             if i in covered or is_vector_op(op) or is_view_op(op) or has_trait(op, CONSTANT):
                 continue
-            kernels.append(([i], "single", f"{op.name} is not fused with vector ops yet (own kernel)", [i]))
+            kernels.append(([i], "single", f"FS101 {op.name} is not fused with vector ops yet (own kernel)", [i]))
+        if len(kernels) == 1:
+            ops_idx, kind, _, roots = kernels[0]
+            kernels[0] = (ops_idx, kind, "FS100 the whole graph is one kernel", roots)
         return kernels
+
+    def _group_reason(self, fn, ops, producer, consumers) -> str:
+        """Why this group of vector ops is a kernel of its own: a refused merge (with its
+        figures), a neighbour that does not fuse, or no shared bytes with the others."""
+        order = ("FS109", "FS104", "FS107", "FS108", "FS106", "FS102")
+        found = [self._refusals[i] for i in ops if i in self._refusals]
+        if found:
+            code, text = min(found, key=lambda r: order.index(r[0]) if r[0] in order else len(order))
+            return f"{code} {text}"
+        member = set(ops)
+        neighbours = set()
+        for i in ops:
+            for v in fn.ops[i].operands:
+                p = producer.get(id(v))
+                if p is not None and p not in member and not is_vector_op(fn.ops[p]) \
+                        and not has_trait(fn.ops[p], CONSTANT):
+                    neighbours.add(fn.ops[p].name)
+            for j in consumers.get(id(fn.ops[i].result), ()):
+                if j not in member and not is_vector_op(fn.ops[j]) and not is_view_op(fn.ops[j]):
+                    neighbours.add(fn.ops[j].name)
+        if neighbours:
+            return f"FS101 borders {', '.join(sorted(neighbours))} (not fused with vector ops)"
+        return "FS102 no shared bytes with the other kernels"
 
     def _chunk_by_queues(self, fn, roots, allowed, producer) -> list[list[int]]:
         """Group outputs so each kernel has at most `max_queues` GM inputs and outputs
@@ -244,7 +346,7 @@ class Fuse(Pass):
         first_single = next((k for k in kernels if k[1] == "single"), kernels[1])
         op = fn.ops[first_single[0][0]]
         raise ScheduleError(f"single_kernel=True, but the function needs {len(kernels)} kernels: "
-                            f"{first_single[2]}", loc=op.loc,
+                            f"{split_reason(first_single[2])[1]}", loc=op.loc,
                             hint="drop single_kernel=True, or restructure so that the ops fuse")
 
     # ---- building the module ---------------------------------------------------------
@@ -262,7 +364,8 @@ class Fuse(Pass):
             ops_idx, kind, reason, inputs, outputs = parts[k]
             name = f"{fn.name}_k{n}" if multi else f"{fn.name}_kernel"
             built.append((self._kernel_function(fn, name, ops_idx, inputs, outputs, producer), inputs, outputs))
-            self.infos[name] = KernelInfo(name, kind, reason)
+            code, text = split_reason(reason)
+            self.infos[name] = KernelInfo(name, kind, text, code)
         main = self._main(fn, built)
         others = tuple(f for f in module.functions if f is not fn)
         return Module(others + tuple(b[0] for b in built) + (main,))

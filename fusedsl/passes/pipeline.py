@@ -4,6 +4,7 @@ from __future__ import annotations
 from .base import PassManager
 from .canonicalize import CSE, DCE, Algebra, ConstantFold
 from .fuse import Fuse
+from .fusion_model import FusionOptions
 
 
 def canonicalize_passes():
@@ -19,9 +20,12 @@ def canonicalize(module, verify: bool = True):
     return PassManager(canonicalize_passes(), verify=verify).run(module)
 
 
-def compile_passes(single_kernel: bool, max_queues: int | None):
+def compile_passes(single_kernel: bool, max_queues: int | None, fusion: FusionOptions | None = None):
     """Everything from traced graph to kernels; `Fuse` (the last pass) records why each
-    kernel boundary exists."""
-    return canonicalize_passes() + [
-        Fuse(single_kernel, max_queues),  # after canonicalisation: it partitions the simplified graph
+    kernel boundary exists.  Passes named in `fusion.disabled` (disable_passes=[...],
+    FUSEDSL_DISABLE_PASSES) are left out; "fuse" cannot be left out (main must be calls),
+    so disabling it makes every op a kernel of its own."""
+    fusion = fusion or FusionOptions()
+    return [p for p in canonicalize_passes() if p.name not in fusion.disabled] + [
+        Fuse(single_kernel, max_queues, fusion),  # after canonicalisation: it partitions the simplified graph
     ]

@@ -1,0 +1,394 @@
+"""Modelled NPU time: a MODEL of how long kernels would take on the chip, not a measurement.
+
+Nobody here has an NPU, so fusion decisions and `k.report()` use this analytic model.  Its
+form and coefficients follow the tiling cost model of CANN's AutoFuse (the "ATT" model):
+- a vector API call on n elements costs  k*n + b  cycles (k, b per API and dtype);
+- a GM->UB copy (MTE2) of B bytes costs  B / (a + b/blockDim) + h  cycles per core, and a
+  UB->GM copy (MTE3) the same with its own a, b, h;
+- each pipe has a start-up ("head") cost per kernel; the kernel has a fixed head cost.
+The coefficients below are the published figures of AutoFuse's v1 performance table,
+measured on Atlas A2 (mirror-cann/graph-autofusion:
+autofuse/att/gen_model_info/api_perf_register/v1/perf_param_v1.cpp; the load/store formula
+is in att's api_perf_register sources).  They are cited per line; the code is fusedsl's own.
+
+fusedsl adds what that table leaves out, each marked as an assumption:
+- a per-kernel launch overhead (host dispatch and device start), LAUNCH_US;
+- cube throughput from the target table (16x16x16 MACs per cycle per AI core for 16-bit
+  inputs; float32 at a quarter of that rate);
+- double buffering overlaps the three pipes, so the steady state costs the slowest pipe per
+  tile, plus one tile of the others (fill and drain).
+Calibration (tests/test_cost.py): the seed kernel abs(a[128]) + b[192,128] -> relu in
+float32 is published as 15.56 us unfused (3 kernels) and 6.04 us fused on an Atlas 800I A2;
+this model gives both within 30 %.
+
+The model works on graph ops (a fused kernel's function), so it does not depend on how the
+schedule is represented; a kernel's real tiling (block_dim, tile size) is used when known.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .ir.core import Function, Op, Param
+from .ir.ops import BROADCAST, CONSTANT, CUBE, ELEMENTWISE, REDUCTION, SHAPE, has_trait
+from .ir.shapes import num_elements
+
+# ---- published coefficients (AutoFuse ATT perf table v1, Atlas A2) --------------------------
+# Vector APIs: cycles = k * n + b for one call on n elements.  {api: {dtype: (k, b)}}
+VECTOR_API: dict[str, dict[str, tuple[float, float]]] = {
+    "Abs": {"float16": (0.0077, 20.0153), "float32": (0.0147, 20.0592)},
+    "Adds": {"float16": (0.0071, 22.0938), "float32": (0.0141, 22.0936)},
+    "Add": {"float16": (0.0103, 22.2173), "float32": (0.0206, 23.2225)},
+    "Sub": {"float16": (0.0107, 22.1226), "float32": (0.0213, 22.1254)},
+    "Mul": {"float16": (0.0110, 23.1243), "float32": (0.0206, 23.2291)},
+    "Muls": {"float16": (0.0071, 23.1006), "float32": (0.0142, 23.0966), "int32": (0.0180, 20.7457)},
+    "Div": {"float16": (0.0460, 29.1233), "float32": (0.0454, 29.0892)},
+    "Max": {"float16": (0.0111, 20.1200), "float32": (0.0215, 20.1333)},
+    "Min": {"float16": (0.0111, 20.1104), "float32": (0.0215, 20.1271)},
+    "Maxs": {"float16": (0.0071, 20.0912), "float32": (0.0141, 20.0887)},
+    "Mins": {"float16": (0.0071, 20.0896), "float32": (0.0142, 20.0876)},
+    "Exp": {"float16": (0.0311, 28.0144), "float32": (0.0307, 28.0376)},
+    "Sqrt": {"float16": (0.0312, 29.0056), "float32": (0.0313, 28.9961)},
+    "Rsqrt": {"float16": (0.0071, 21.0970), "float32": (0.0143, 21.0979)},
+    "Reciprocal": {"float16": (0.0078, 21.0076), "float32": (0.0146, 21.0639)},
+    "Relu": {"float16": (0.0077, 20.0173), "float32": (0.0154, 20.0189)},
+    "Sigmoid": {"float16": (0.1011, 116.0436), "float32": (0.1256, 115.9747)},
+    "Tanh": {"float16": (0.1976, 181.6919), "float32": (0.1570, 153.9298)},
+    "Select": {"float16": (0.0118, 45.9656), "float32": (0.0229, 43.9906)},
+    "Compare": {"float16": (0.0155, 21.0340), "float32": (0.0310, 21.0316)},   # CompareEQAligned
+    "Duplicate": {"float16": (0.0078, 16.9993), "float32": (0.0156, 16.9965)},
+    "Copy": {"float16": (0.0078, 13.0049), "float32": (0.0157, 12.9966)},
+    "Brcb": {"float16": (0.0074, 13.0572), "float32": (0.0146, 13.0732)},
+    "Gather": {"float16": (0.1873, 17.0248), "float32": (0.1875, 15.0000)},
+    "WholeReduceSum": {"float16": (0.0547, 35.0021), "float32": (0.1094, 32.0029)},
+    "WholeReduceMax": {"float16": (0.0547, 21.0027), "float32": (0.1094, 20.0051)},
+    "WholeReduceMin": {"float16": (0.0547, 21.0056), "float32": (0.1094, 20.0068)},
+}
+# Cast: per (source, destination); same-width casts to and from float in the table.
+CAST_API: dict[tuple[str, str], tuple[float, float]] = {
+    ("float16", "float32"): (0.0147, 20.1204),
+    ("float32", "float16"): (0.0087, 20.4393),
+    ("float16", "uint8"): (0.0083, 19.9408),
+    ("uint8", "float16"): (0.0102, 46.512),
+}
+DEFAULT_CAST = (0.0147, 20.1204)   # casts the table lacks cost like f16 -> f32 (assumption)
+
+# DMA (LoadStoreFunc): cycles = bytes / (a + b / blockDim) + h per copy.
+LOAD = (9.9074, 15.8960, 27.01)    # "Load": a, b, h
+STORE = (9.96, 3.79, 12.09)        # "Store": a, b, h
+# Pipe heads (cycles per kernel): MTE2 = blockDim * K + B, with (K, B) for a largest load
+# below / at or above 25000 bytes; MTE3 and vector pipes a constant; plus the op head.
+MTE2_HEAD_SMALL = (15.89, 882.09)
+MTE2_HEAD_NORMAL = (32.72, 1575.03)
+MTE2_HEAD_THRESHOLD = 25000
+MTE3_HEAD = 497.36
+VEC_HEAD = 37.37
+OP_HEAD = 300.0
+
+# ---- fusedsl's assumptions (not in the published table) ------------------------------------
+# Host dispatch + device start per kernel launch.  Chosen (with the published seed figures:
+# 3 small kernels 15.56 us, 1 fused 6.04 us) as the fixed cost no instruction accounts for.
+LAUNCH_US = 3.0
+MIN_CORE_BYTES = 16384          # a core is only used for at least this much output (the schedule's rule)
+UB_SHARE = 0.5                  # tiles of an unscheduled kernel use half of UB (double buffering)
+FLOAT32_CUBE_RATE = 0.25        # float32 matmul runs at a quarter of the 16-bit cube rate
+CUBE_BASE_M, CUBE_BASE_N = 128, 256   # output block one AI core computes at a time
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """Modelled cost of one kernel launch (all figures modelled, not measured)."""
+
+    name: str
+    kind: str                  # "vector" | "reduce" | "cube" | "move"
+    block_dim: int
+    mte2_cycles: float
+    vec_cycles: float          # vector pipe (or cube pipe for kind "cube")
+    mte3_cycles: float
+    head_cycles: float
+    time_us: float             # total, launch overhead included
+    gm_bytes: int
+
+    @property
+    def bound(self) -> str:
+        pipes = {"MTE2 (GM->UB)": self.mte2_cycles, "compute": self.vec_cycles, "MTE3 (UB->GM)": self.mte3_cycles}
+        return max(pipes, key=pipes.get)
+
+
+def _dkey(dtype) -> str:
+    """Coefficient column for a dtype: 16-bit floats use float16, everything else float32
+    (int32 and 8-bit values run on 32-/16-bit lanes in the kernels fusedsl prints)."""
+    if dtype.itemsize == 2:
+        return "float16"
+    if dtype.name == "int32":
+        return "int32"
+    return "float32"
+
+
+def api_cycles(api: str, dtype, n: int) -> float:
+    table = VECTOR_API[api]
+    k, b = table.get(_dkey(dtype)) or table.get("float32") or next(iter(table.values()))
+    return k * n + b
+
+
+def load_cycles(nbytes: float, block_dim: int) -> float:
+    a, b, h = LOAD
+    return nbytes / (a + b / block_dim) + h if nbytes > 0 else 0.0
+
+
+def store_cycles(nbytes: float, block_dim: int) -> float:
+    a, b, h = STORE
+    return nbytes / (a + b / block_dim) + h if nbytes > 0 else 0.0
+
+
+def heads(block_dim: int, largest_load: float) -> float:
+    k, b = MTE2_HEAD_NORMAL if largest_load >= MTE2_HEAD_THRESHOLD else MTE2_HEAD_SMALL
+    return block_dim * k + b + MTE3_HEAD + VEC_HEAD + OP_HEAD
+
+
+# Graph op -> the vector API calls it becomes, each on the op's full tile.  Composites are
+# written as the instruction sequences the schedule expands them into.
+_UNARY_APIS = {
+    "abs": ["Abs"], "neg": ["Muls"], "square": ["Mul"], "relu": ["Relu"], "exp": ["Exp"],
+    "log": ["Exp"],          # Ln is not in the published table; costed like Exp (assumption)
+    "sqrt": ["Sqrt"], "rsqrt": ["Rsqrt"], "reciprocal": ["Reciprocal"],
+    "sigmoid": ["Muls", "Exp", "Adds", "Reciprocal"],
+    "tanh": ["Muls", "Exp", "Adds", "Reciprocal", "Muls", "Adds"],
+    "gelu": ["Mul", "Mul", "Muls", "Add", "Muls", "Exp", "Adds", "Div"],
+    "silu": ["Muls", "Exp", "Adds", "Div"],
+    "leaky_relu": ["Muls", "Max"],
+}
+_BINARY_APIS = {"add": ("Add", "Adds"), "sub": ("Sub", "Adds"), "mul": ("Mul", "Muls"),
+                "div": ("Div", "Muls"), "maximum": ("Max", "Maxs"), "minimum": ("Min", "Mins")}
+_REDUCE_APIS = {"sum": "WholeReduceSum", "mean": "WholeReduceSum", "max": "WholeReduceMax",
+                "min": "WholeReduceMin"}
+
+
+def _nelem(value, sizes) -> int:
+    shape = tuple(sizes.get(d, 1) if isinstance(d, str) else d for d in value.shape)
+    return num_elements(shape)
+
+
+def _is_scalar_operand(v, producers) -> bool:
+    p = producers.get(id(v))
+    return v.shape == () or (p is not None and has_trait(p, CONSTANT) and num_elements(v.shape) == 1)
+
+
+def op_vector_cycles(op: Op, n: int, producers) -> float:
+    """Vector-pipe cycles of one elementwise graph op on n elements."""
+    if op.name == "cast":
+        src, dst = op.operands[0].dtype.name, op.result.dtype.name
+        if src == dst:
+            return 0.0
+        k, b = CAST_API.get((src, dst), DEFAULT_CAST)
+        return k * n + b
+    dtype = op.result.dtype if op.name != "where" else op.operands[1].dtype
+    if op.name in _UNARY_APIS:
+        return sum(api_cycles(a, dtype, n) for a in _UNARY_APIS[op.name])
+    if op.name in _BINARY_APIS:
+        tensor_api, scalar_api = _BINARY_APIS[op.name]
+        scalar = any(_is_scalar_operand(v, producers) for v in op.operands)
+        return api_cycles(scalar_api if scalar else tensor_api, dtype, n)
+    if op.name in ("lt", "le", "gt", "ge", "eq", "ne"):
+        return api_cycles("Compare", op.operands[0].dtype, n)
+    if op.name == "where":
+        return api_cycles("Select", dtype, n)
+    if op.name == "broadcast_to":
+        return 0.0   # broadcast happens when the operand is loaded
+    return api_cycles("Copy", dtype, n)   # an op the table does not know: one pass over the data
+
+
+# ---- kernels --------------------------------------------------------------------------------
+def _cores_for(out_bytes: int, cores: int) -> int:
+    return max(1, min(cores, math.ceil(out_bytes / MIN_CORE_BYTES)))
+
+
+def vector_kernel_cost(fn: Function, target, sizes=None, tiling=None, name: str | None = None) -> KernelCost:
+    """A kernel of elementwise/broadcast ops: inputs of the output's size stream in per tile,
+    smaller (broadcast) inputs are loaded once per core, outputs stream out per tile."""
+    sizes = sizes or {}
+    producers = {id(r): op for op in fn.ops for r in op.results}
+    n_out = max((_nelem(v, sizes) for v in fn.results), default=0)
+    out_bytes = sum(_nelem(v, sizes) * v.dtype.itemsize for v in fn.results)
+    if tiling is not None:
+        block_dim = max(1, tiling.block_dim)
+        tile = max(1, tiling.tile_rows * tiling.tile_cols)
+        tiles = max(1, tiling.tiles_per_core)
+    else:
+        block_dim = _cores_for(out_bytes, target.vector_cores)
+        per_core = math.ceil(n_out / block_dim) if n_out else 0
+        bytes_per_elem = (sum(p.value.dtype.itemsize for p in fn.params if p.kind == "tensor")
+                          + sum(v.dtype.itemsize for v in fn.results)
+                          + sum(op.result.dtype.itemsize for op in fn.ops if not has_trait(op, CONSTANT)))
+        cap = max(256, int(target.ub_bytes * UB_SHARE / max(1, 2 * bytes_per_elem)))
+        tile = max(1, min(per_core, cap))
+        tiles = max(1, math.ceil(per_core / tile)) if per_core else 1
+    per_tile_load, once_load, largest = 0.0, 0.0, 0
+    for p in fn.params:
+        if p.kind != "tensor":
+            continue
+        n_in, item = _nelem(p.value, sizes), p.value.dtype.itemsize
+        largest = max(largest, n_in * item)
+        if n_in >= n_out:
+            per_tile_load += load_cycles(tile * item, block_dim)
+        elif n_in <= tile:
+            once_load += load_cycles(n_in * item, block_dim)   # a row or scalar: once per core
+        else:
+            per_tile_load += load_cycles(tile * item * n_in / max(1, n_out), block_dim)
+    per_tile_store = sum(store_cycles(tile * v.dtype.itemsize, block_dim) for v in fn.results)
+    per_tile_vec = sum(op_vector_cycles(op, tile, producers) for op in fn.ops
+                       if has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST))
+    cycles = _pipelined(tiles, per_tile_load, per_tile_vec, per_tile_store) + once_load
+    head = heads(block_dim, largest)
+    gm = sum(_nelem(p.value, sizes) * p.value.dtype.itemsize for p in fn.params if p.kind == "tensor") + out_bytes
+    return _finish(name or fn.name, "vector", block_dim, tiles * per_tile_load + once_load, tiles * per_tile_vec,
+                   tiles * per_tile_store, head, cycles, target, gm)
+
+
+def _pipelined(tiles: int, load: float, vec: float, store: float) -> float:
+    """Double-buffered pipes: the slowest stage per tile, plus one tile of the others."""
+    slowest = max(load, vec, store)
+    return tiles * slowest + (load + vec + store - slowest)
+
+
+def _finish(name, kind, block_dim, mte2, vec, mte3, head, cycles, target, gm) -> KernelCost:
+    time_us = (cycles + head) / target.clock_mhz + LAUNCH_US
+    return KernelCost(name, kind, block_dim, mte2, vec, mte3, head, time_us, int(gm))
+
+
+def reduce_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
+    """A reduction: stream the input through UB, one WholeReduce per row segment."""
+    sizes = sizes or {}
+    x = op.operands[0]
+    n_in, n_out = _nelem(x, sizes), _nelem(op.result, sizes)
+    item = x.dtype.itemsize
+    row = max(1, n_in // max(1, n_out))
+    block_dim = _cores_for(n_in * item, target.vector_cores)
+    per_core = math.ceil(n_in / block_dim)
+    tile = max(row, min(per_core, int(target.ub_bytes * UB_SHARE / (2 * item))))
+    tiles = max(1, math.ceil(per_core / tile))
+    load = load_cycles(tile * item, block_dim)
+    rows = max(1, tile // row)
+    api = _REDUCE_APIS.get(op.name, "WholeReduceSum")
+    vec = rows * api_cycles(api, x.dtype, row) + (api_cycles("Muls", x.dtype, rows) if op.name == "mean" else 0)
+    store = store_cycles(rows * op.result.dtype.itemsize, block_dim)
+    cycles = _pipelined(tiles, load, vec, store)
+    gm = n_in * item + n_out * op.result.dtype.itemsize
+    return _finish(name or op.name, "reduce", block_dim, tiles * load, tiles * vec, tiles * store,
+                   heads(block_dim, n_in * item), cycles, target, gm)
+
+
+def cube_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
+    """matmul / conv2d (as im2col GEMM) on the AI cores: MACs at the cube rate, A and B read
+    once per output block row/column, C written once."""
+    sizes = sizes or {}
+    a, b = op.operands[0], op.operands[1]
+    out = op.result
+    item = a.dtype.itemsize
+    if op.name == "conv2d":
+        n_out = _nelem(out, sizes)
+        cout = out.shape[1] if not isinstance(out.shape[1], str) else sizes.get(out.shape[1], 1)
+        m, n = n_out // max(1, cout), cout
+        k = _nelem(b, sizes) // max(1, cout)
+        batch = 1
+    else:
+        shape = [sizes.get(d, 1) if isinstance(d, str) else d for d in out.shape]
+        m, n = (shape[-2] if len(shape) >= 2 else 1), (shape[-1] if shape else 1)
+        k = a.shape[-1] if not isinstance(a.shape[-1], str) else sizes.get(a.shape[-1], 1)
+        batch = max(1, num_elements(tuple(shape[:-2])))
+    blocks_m, blocks_n = math.ceil(m / CUBE_BASE_M), math.ceil(n / CUBE_BASE_N)
+    block_dim = max(1, min(target.aic_cores, batch * blocks_m * blocks_n))
+    rate = target.cube_macs_per_cycle * (FLOAT32_CUBE_RATE if item == 4 else 1.0)
+    macs = batch * m * n * k
+    cube = macs / block_dim / rate
+    a_bytes, b_bytes = _nelem(a, sizes) * item, _nelem(b, sizes) * b.dtype.itemsize
+    c_bytes = _nelem(out, sizes) * out.dtype.itemsize
+    mte2 = load_cycles((a_bytes * blocks_n + b_bytes * blocks_m) / block_dim, block_dim)
+    mte3 = store_cycles(c_bytes / block_dim, block_dim)
+    cycles = max(cube, mte2, mte3) + min(cube, mte2) * 0.1   # pipes overlap; a little fill
+    gm = a_bytes + b_bytes + c_bytes
+    return _finish(name or op.name, "cube", block_dim, mte2, cube, mte3,
+                   heads(block_dim, max(a_bytes, b_bytes)), cycles, target, gm)
+
+
+def move_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
+    """Data movement (transpose, slice, concatenate, gather, broadcast): read and write once."""
+    sizes = sizes or {}
+    in_bytes = sum(_nelem(v, sizes) * v.dtype.itemsize for v in op.operands)
+    if op.name in ("slice", "take"):
+        in_bytes = _nelem(op.result, sizes) * op.result.dtype.itemsize * (1 + (op.name == "take"))
+    out_bytes = _nelem(op.result, sizes) * op.result.dtype.itemsize
+    block_dim = _cores_for(out_bytes, target.vector_cores)
+    per_core_out = out_bytes / block_dim
+    tile_bytes = target.ub_bytes * UB_SHARE / 2
+    tiles = max(1, math.ceil(per_core_out / tile_bytes))
+    load = load_cycles(in_bytes / block_dim / tiles, block_dim)
+    store = store_cycles(per_core_out / tiles, block_dim)
+    vec = api_cycles("Gather" if op.name == "take" else "Copy", op.result.dtype,
+                     int(per_core_out / tiles / op.result.dtype.itemsize)) if op.name in ("transpose", "take") else 0.0
+    cycles = _pipelined(tiles, load, vec, store)
+    return _finish(name or op.name, "move", block_dim, tiles * load, tiles * vec, tiles * store,
+                   heads(block_dim, in_bytes), cycles, target, in_bytes + out_bytes)
+
+
+def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | None = None) -> KernelCost:
+    """The cost of one kernel function, whatever its kind."""
+    ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
+    main = [op for op in ops if not (has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST))]
+    if not main:
+        return vector_kernel_cost(fn, target, sizes, tiling, name)
+    anchor = main[0]
+    if has_trait(anchor, CUBE):
+        base = cube_kernel_cost(anchor, target, sizes, name or fn.name)
+    elif has_trait(anchor, REDUCTION):
+        base = reduce_kernel_cost(anchor, target, sizes, name or fn.name)
+    else:
+        base = move_kernel_cost(anchor, target, sizes, name or fn.name)
+    # Further ops in the same kernel (epilogues, row-fused parts): their vector time on the
+    # anchor's output, added to the compute pipe.
+    producers = {id(r): op for op in fn.ops for r in op.results}
+    extra = 0.0
+    for op in ops:
+        if op is anchor:
+            continue
+        if has_trait(op, REDUCTION):
+            extra += reduce_kernel_cost(op, target, sizes).vec_cycles
+        elif has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST):
+            extra += op_vector_cycles(op, _nelem(op.result, sizes), producers) / max(1, base.block_dim)
+    if not extra:
+        return base
+    return KernelCost(base.name, base.kind, base.block_dim, base.mte2_cycles, base.vec_cycles + extra,
+                      base.mte3_cycles, base.head_cycles, base.time_us + extra / target.clock_mhz, base.gm_bytes)
+
+
+def unfused_cost(fn: Function, target, sizes=None) -> list[KernelCost]:
+    """Every op of a graph function as its own kernel (reshape is a free view; constants
+    are baked in): the baseline the fused figures are compared with."""
+    sizes = sizes or {}
+    producers = {id(r): op for op in fn.ops for r in op.results}
+    costs = []
+    for op in fn.ops:
+        if has_trait(op, CONSTANT) or op.name == "reshape" or op.name == "call":
+            continue
+        if has_trait(op, ELEMENTWISE) or (has_trait(op, BROADCAST) and has_trait(op, SHAPE)):
+            params, seen = [], set()
+            for v in op.operands:
+                p = producers.get(id(v))
+                if p is not None and has_trait(p, CONSTANT):
+                    continue
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    params.append(Param(v, "tensor"))
+            consts = tuple(producers[id(v)] for v in op.operands
+                           if id(v) in producers and has_trait(producers[id(v)], CONSTANT))
+            single = Function(op.name, tuple(params), consts + (op,), op.results, op.loc)
+            costs.append(vector_kernel_cost(single, target, sizes, None, op.name))
+        else:
+            single = Function(op.name, (), (op,), op.results, op.loc)
+            costs.append(function_cost(single, target, sizes, None, op.name))
+    return costs
+
+
+__all__ = ["KernelCost", "VECTOR_API", "LAUNCH_US", "api_cycles", "load_cycles", "store_cycles",
+           "vector_kernel_cost", "reduce_kernel_cost", "cube_kernel_cost", "move_kernel_cost",
+           "function_cost", "unfused_cost"]

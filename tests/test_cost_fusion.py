@@ -1,0 +1,152 @@
+"""The cost model (fusedsl/cost.py) and the fusion benefit model / reason codes."""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import fusedsl as fs
+from fusedsl import cost
+from fusedsl.passes.fusion_model import REASONS
+
+A = np.zeros(128, np.float32)
+B = np.zeros((192, 128), np.float32)
+
+
+@fs.fused_kernel
+def seed(a, b):
+    return fs.relu(fs.abs(a) + b)
+
+
+# ---- cost model --------------------------------------------------------------------------------
+def test_seed_calibration_within_30_percent():
+    """Published on an Atlas 800I A2: 15.56 us unfused (3 kernels), 6.04 us fused."""
+    rep = seed.compile(A, B).report()
+    assert rep.model_kernels_unfused == 3 and len(rep.kernels) == 1
+    assert abs(rep.model_time_us_fused / 6.04 - 1) <= 0.30, rep.model_time_us_fused
+    assert abs(rep.model_time_us_unfused / 15.56 - 1) <= 0.30, rep.model_time_us_unfused
+    text = str(rep)
+    assert "modelled NPU time (a model, not a measurement)" in text
+    assert rep.kernels[0].model_time_us == pytest.approx(rep.model_time_us_fused)
+
+
+def test_linear_api_costs_use_published_coefficients():
+    f32 = fs.float32
+    assert cost.api_cycles("Add", f32, 1000) == pytest.approx(0.0206 * 1000 + 23.2225)
+    assert cost.api_cycles("Exp", fs.float16, 64) == pytest.approx(0.0311 * 64 + 28.0144)
+    # per-core bandwidth a + b / blockDim shrinks as more cores share HBM
+    assert cost.load_cycles(65536, 1) == pytest.approx(65536 / (9.9074 + 15.896) + 27.01)
+    assert cost.load_cycles(65536, 1) < cost.load_cycles(65536, 48)
+
+
+def test_model_grows_with_size_and_matmul_is_cube():
+    small = seed.compile(A, B[:8]).report().model_time_us_fused
+    big = seed.compile(A, np.zeros((19200, 128), np.float32)).report().model_time_us_fused
+    assert big > small
+
+    @fs.fused_kernel
+    def mm(x, w):
+        return fs.relu(x @ w)
+    rep = mm.compile(np.zeros((256, 512), np.float16), np.zeros((512, 1024), np.float16)).report()
+    kinds = [k.model.kind for k in rep.kernels]
+    assert "cube" in kinds
+    assert rep.model_time_us_fused > 0 and rep.model_time_us_unfused > 0
+
+
+def test_symbolic_sizes_have_no_model_until_bound():
+    rep = seed.compile(fs.spec((128,), "float32"), fs.spec(("M", 128), "float32")).report()
+    assert rep.model_time_us_fused is None and rep.model_time_us_unfused is None
+
+
+# ---- reason codes ------------------------------------------------------------------------------
+def codes(k):
+    return [row.reason_code for row in k.report().kernels]
+
+
+def test_reason_codes_are_documented_in_one_table():
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "docs", "FUSION.md"), encoding="utf-8").read()
+    for code, meaning in REASONS.items():
+        assert f"| {code} | {meaning} |" in doc
+
+
+def test_whole_graph_one_kernel_is_fs100():
+    assert codes(seed.compile(A, B)) == ["FS100"]
+
+
+def test_ub_capacity_refusal_names_the_figures():
+    k = seed.compile(A, B, ub_headroom=0.01)
+    rows = k.report().kernels
+    assert len(rows) > 1
+    assert any(r.reason_code == "FS104" for r in rows)
+    fs104 = next(r for r in rows if r.reason_code == "FS104")
+    assert re.search(r"UB: needs [\d.]+ KB of [\d.]+ KB", fs104.reason)
+    assert "FS104 UB: needs" in str(k.report())
+    np.testing.assert_array_equal(k(A + 1, B - 3), np.maximum(np.abs(A + 1) + (B - 3), 0))
+
+
+def test_matmul_boundary_and_cube_neighbour():
+    @fs.fused_kernel
+    def f(x, w):
+        return fs.exp(x @ w) * 2.0
+    k = f.compile(np.ones((16, 32), np.float32), np.ones((32, 64), np.float32))
+    rows = k.report().kernels
+    by_ops = {tuple(r.ops): r for r in rows}
+    assert by_ops[("matmul",)].reason_code == "FS101"
+    vec = next(r for r in rows if "exp" in r.ops)
+    assert vec.reason_code == "FS101" and "matmul" in vec.reason
+
+
+def test_independent_outputs_without_shared_bytes_are_fs102():
+    @fs.fused_kernel
+    def f(x, y):
+        return fs.exp(x), fs.exp(y)
+    k = f.compile(np.ones((8, 16), np.float32), np.ones((8, 16), np.float32))
+    assert codes(k) == ["FS102", "FS102"]
+
+
+def test_caps_opt_level_and_disable_passes(monkeypatch):
+    @fs.fused_kernel
+    def chain(x):
+        return fs.exp(fs.exp(fs.exp(fs.exp(x))))
+    x = np.linspace(-1, 0, 64, dtype=np.float32)
+    want = np.exp(np.exp(np.exp(np.exp(x))))
+    assert codes(chain.compile(x)) == ["FS100"]
+    capped = chain.compile(x, max_kernel_ops=2)
+    assert len(capped.kernels) == 2 and "FS107" in codes(capped)
+    np.testing.assert_allclose(capped(x), want, rtol=1e-5)
+    none = chain.compile(x, opt_level=0)
+    assert codes(none) == ["FS109"] * 4
+    np.testing.assert_allclose(none(x), want, rtol=1e-5)
+    assert codes(chain.compile(x, disable_passes=["fuse"])) == ["FS109"] * 4
+    monkeypatch.setenv("FUSEDSL_DISABLE_PASSES", "fuse")
+    assert len(fs.fused_kernel(chain.fn).compile(x).kernels) == 4
+
+
+def test_disabling_cse_keeps_duplicates():
+    @fs.fused_kernel
+    def f(x):
+        return fs.exp(x) + fs.exp(x)
+    x = np.ones(64, np.float32)
+    assert f.compile(x).ir.count("exp(") == 1
+    assert f.compile(x, disable_passes=["cse"]).ir.count("exp(") == 2
+
+
+def test_unprofitable_merge_is_fs108():
+    """A huge tiling loss (every merge shrinks tiles a lot) against tiny savings: with a
+    UB budget just above the minimal tile the model refuses merges of big tensors."""
+    from fusedsl.passes.fusion_model import FusionOptions, GroupStats, merge_verdict
+    from fusedsl.ir.core import Op, TensorType, Value
+    from fusedsl.targets import get_target
+    t = TensorType((1 << 24,), fs.float32)
+    x = Value(t, "x")
+    ops = [Op("exp", (x,), (Value(t),), (), None)]
+    a = GroupStats(ops[0], {id(x): 4})
+    b = GroupStats(ops[0], {id(Value(t)): 4})
+    merged = a.merged(b, set())
+    for _ in range(5):
+        merged = merged.merged(b, set())
+    opts = FusionOptions(ub_headroom=0.02, target=get_target("ascend910b"))
+    ok, code, text = merge_verdict(a, b, merged, 4, opts)
+    assert not ok and code == "FS108" and "tiling loss" in text
