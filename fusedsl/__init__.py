@@ -7,14 +7,16 @@
 from .dtypes import bfloat16, bool_, float16, float32, int8, int32, uint8
 from .errors import (ArgumentError, AscendCCheckError, AscendCCompileError, ControlFlowError,
                      DTypeError, FusedslError, IRParseError, ScheduleError, ShapeError, TargetError,
-                     TraceError, VerifyError)
+                     TraceError, UnsupportedOpError, VerifyError)
 from .frontend.api import (abs, absolute, add, amax, amin, astype, batch_norm, broadcast_to, cast,
                            concatenate, conv2d, divide, equal, exp, gelu, greater, greater_equal,
                            layer_norm, leaky_relu, less, less_equal, log, matmul, max, maximum, mean,
                            min, minimum, multiply, negative, not_equal, permute_dims, power, reciprocal,
                            relu, reshape, rms_norm, rsqrt, sigmoid, silu, softmax, sqrt, square,
-                           subtract, sum, tanh, transpose, true_divide, where)
+                           subtract, sum, take, tanh, transpose, true_divide,
+                           where)
 from .frontend.kernel import FusedKernel, ScalarSpec, TensorSpec, fused_kernel, scalar, spec
+from .importers import from_onnx, from_torch, torch_backend
 from .ir.parser import parse_ir
 from .compiler import CompiledKernel, config
 

@@ -8,6 +8,8 @@ user sees their own code (tests check both).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import linecache
 import os
@@ -101,6 +103,10 @@ class AscendCCheckError(FusedslError):
     """The CPU implementation of the Ascend C API found a broken hardware rule."""
 
 
+class UnsupportedOpError(TraceError):
+    """A model graph (torch.export, ONNX) uses an op or a variant fusedsl cannot import."""
+
+
 class CacheError(FusedslError):
     """A compile-cache entry could not be read or written."""
 
@@ -128,8 +134,26 @@ def is_internal_file(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
 
 
+# While an importer replays a model graph, the "user's line" is the model's source line
+# (from torch.export's stack traces or the ONNX node), not a frame of the importer.
+_LOC_OVERRIDE: contextvars.ContextVar = contextvars.ContextVar("fusedsl_user_loc", default=None)
+
+
+@contextlib.contextmanager
+def at_user_location(loc: Loc | None):
+    """Ops traced and errors raised inside this block are located at `loc`."""
+    token = _LOC_OVERRIDE.set(loc)
+    try:
+        yield
+    finally:
+        _LOC_OVERRIDE.reset(token)
+
+
 def user_frame(skip_internal: bool = True) -> Loc:
     """The innermost stack frame outside the fusedsl package: the user's line."""
+    override = _LOC_OVERRIDE.get()
+    if override is not None:
+        return override
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename

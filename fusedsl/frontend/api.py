@@ -357,6 +357,24 @@ def concatenate(xs, axis=0):
     return xs[0].trace.emit("concatenate", xs, {"axis": axis % rank})
 
 
+@_op
+def take(table, indices, axis=0):
+    """`np.take(table, indices, axis)`: gather slices of `table` along `axis` at integer
+    `indices` (an embedding lookup is `fs.take(weights, ids)`).  Negative indices count
+    from the end; an index outside [-size, size) raises when the kernel runs."""
+    if not isinstance(table, Tensor) or not isinstance(indices, Tensor):
+        raise ArgumentError("take needs a traced table and traced indices", loc=user_frame(),
+                            hint="pass both as kernel arguments")
+    axis = _dims(axis, "take axis")[0]
+    if not -table.ndim <= axis < table.ndim:
+        raise ArgumentError(f"take axis {axis} is out of range for a table of rank {table.ndim}",
+                            loc=user_frame())
+    if not indices.dtype.is_int:
+        raise DTypeError(f"take indices must be integers, got {indices.dtype}", loc=user_frame(),
+                         hint="cast them with .astype(fs.int32)")
+    return table.trace.emit("take", [table, indices], {"axis": axis % table.ndim})
+
+
 def getitem(x: Tensor, index) -> Tensor:
     """Static basic indexing: ints, slices with positive steps, Ellipsis and None."""
     if not isinstance(index, tuple):

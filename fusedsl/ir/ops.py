@@ -33,6 +33,7 @@ FLOAT_ONLY = "float_only"      # operands must be floats (the tracer casts ints)
 REDUCTION = "reduction"
 SHAPE = "shape"                # moves data without arithmetic
 CUBE = "cube"                  # runs on the cube unit (matmul, conv)
+GATHER = "gather"              # reads operand rows picked by an index tensor (take)
 CONSTANT = "constant"
 CALL = "call"
 
@@ -373,6 +374,37 @@ def _concat_infer(types, attrs):
 
 register("concatenate", arity=None, traits=[SHAPE], attrs=("axis",), infer=_concat_infer,
          ref=lambda args, attrs: np.concatenate(args, axis=attrs["axis"]))
+
+
+# ---- gather -------------------------------------------------------------------------
+def _take_infer(types, attrs):
+    table, indices = types
+    axis = attrs["axis"]
+    if not 0 <= axis < table.rank:
+        raise TypeRuleError(f"take axis {axis} is out of range for a table of rank {table.rank}", kind="arg")
+    if indices.dtype not in (dt.int32, dt.int8, dt.uint8):
+        raise TypeRuleError(f"take indices must be integers, got {indices.dtype}",
+                            "cast the indices with .astype(fs.int32)", kind="dtype")
+    shape = table.shape[:axis] + indices.shape + table.shape[axis + 1:]
+    return (TensorType(shape, table.dtype),)
+
+
+def _take_ref(args, attrs):
+    table, indices = args
+    axis = attrs["axis"]
+    size = table.shape[axis]
+    idx = np.asarray(indices).astype(np.int64)
+    bad = (idx < -size) | (idx >= size)
+    if bad.any():
+        from ..errors import ArgumentError, user_frame
+        raise ArgumentError(f"take: index {int(idx[bad].flat[0])} is out of range for axis {axis} of size {size}",
+                            loc=user_frame(), hint="indices must lie in [-size, size)")
+    return np.take(table, idx, axis=axis)
+
+
+# take(table, indices) {axis}: rows of `table` picked by integer `indices` (an embedding
+# lookup); negative indices count from the end, like numpy.
+register("take", arity=2, traits=[GATHER], attrs=("axis",), infer=_take_infer, ref=_take_ref)
 
 
 # ---- cube ops ----------------------------------------------------------------------

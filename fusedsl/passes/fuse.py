@@ -298,7 +298,7 @@ class Fuse(Pass):
             for v in fn.ops[i].operands:
                 p = producer.get(id(v))
                 if p is not None and p not in member and not is_vector_op(fn.ops[p]) \
-                        and not has_trait(fn.ops[p], CONSTANT):
+                        and not is_view_op(fn.ops[p]) and not has_trait(fn.ops[p], CONSTANT):
                     neighbours.add(fn.ops[p].name)
             for j in consumers.get(id(fn.ops[i].result), ()):
                 if j not in member and not is_vector_op(fn.ops[j]) and not is_view_op(fn.ops[j]):

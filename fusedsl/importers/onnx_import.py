@@ -1,0 +1,396 @@
+"""ONNX -> fusedsl: `fs.from_onnx(path_or_ModelProto)` for opset 13 and later.
+
+Graph inputs become kernel inputs; initializers and Constant nodes used as data become
+bound weights (size-1 ones are baked in as numbers); those used as shapes, axes or slice
+bounds are read at import time.  Each node is replayed with the fusedsl op of the same
+meaning and located at "<model>[<node name>]:<node index>".  Imported only when used.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..errors import ArgumentError, Loc, UnsupportedOpError, at_user_location, user_facing, user_frame
+from ..frontend import api as fs
+from .common import ImportedKernel, as_array, make_function, sanitize
+
+MIN_OPSET = 13
+SUPPORTED = ("Add Sub Mul Div Pow Relu LeakyRelu Sigmoid Tanh Exp Log Sqrt Abs Neg Reciprocal Gelu(tanh) "
+             "Max Min Clip Where Equal Less Greater LessOrEqual GreaterOrEqual Cast Identity Dropout MatMul Gemm "
+             "Conv BatchNormalization Softmax LayerNormalization ReduceSum/Mean/Max/Min GlobalAveragePool "
+             "Reshape Flatten Transpose Squeeze Unsqueeze Expand Concat Slice Gather")
+
+# ONNX TensorProto element types -> fusedsl dtypes (int64 indices run as int32)
+_ELEM = {1: "float32", 10: "float16", 16: "bfloat16", 6: "int32", 7: "int32", 3: "int8", 2: "uint8", 9: "bool"}
+# inputs read at import time (shapes, axes, bounds), per op type
+_STATIC_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueeze": {1}, "Expand": {1},
+                  "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "Clip": {1, 2},
+                  "Pow": {1}}
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise ArgumentError("fs.from_onnx needs onnx: pip install 'fusedsl[onnx]'", loc=user_frame()) from None
+    return onnx
+
+
+class Unsupported(Exception):
+    pass
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+# ---- op rules: (inputs, attrs, static) -> output(s) ---------------------------------------------
+def _binary(fn):
+    return lambda xs, at, st: fn(xs[0], xs[1])
+
+
+def _unary(fn):
+    return lambda xs, at, st: fn(xs[0])
+
+
+def _variadic(fn):
+    def rule(xs, at, st):
+        y = xs[0]
+        for x in xs[1:]:
+            y = fn(y, x)
+        return y
+    return rule
+
+
+def _pow(xs, at, st):
+    p = st.get(1)
+    if p is None or np.size(p) != 1:
+        raise Unsupported("Pow needs a constant scalar exponent")
+    p = float(np.asarray(p).reshape(()))
+    table = {2.0: fs.square, 1.0: lambda v: v, 0.5: fs.sqrt, -1.0: fs.reciprocal, -0.5: fs.rsqrt}
+    if p not in table:
+        raise Unsupported(f"Pow with exponent {p} is not supported (2, 1, 0.5, -1, -0.5 are)")
+    return table[p](xs[0])
+
+
+def _gelu(xs, at, st):
+    if _text(at.get("approximate", "none")) != "tanh":
+        raise Unsupported("Gelu(approximate='none') (the erf form) is not supported; fusedsl's gelu is the tanh "
+                          "approximation")
+    return fs.gelu(xs[0])
+
+
+def _clip(xs, at, st):
+    y = xs[0]
+    lo, hi = st.get(1), st.get(2)
+    if lo is not None:
+        y = fs.maximum(y, float(np.asarray(lo).reshape(())))
+    if hi is not None:
+        y = fs.minimum(y, float(np.asarray(hi).reshape(())))
+    return y
+
+
+def _cast(xs, at, st):
+    to = at["to"]
+    if to not in _ELEM:
+        raise Unsupported(f"Cast to ONNX element type {to} is not supported")
+    return fs.cast(xs[0], _ELEM[to])
+
+
+def _matmul(xs, at, st):
+    a, b = xs
+    if a.ndim == 1:
+        return fs.reshape(_matmul([fs.reshape(a, (1, a.shape[0])), b], at, st), b.shape[:-2] + (b.shape[-1],))
+    if b.ndim == 1:
+        y = fs.matmul(a, fs.reshape(b, (b.shape[0], 1)))
+        return fs.reshape(y, y.shape[:-1])
+    return fs.matmul(a, b)
+
+
+def _gemm(xs, at, st):
+    a, b = xs[0], xs[1]
+    if at.get("transA", 0):
+        a = fs.transpose(a)
+    if at.get("transB", 0):
+        b = fs.transpose(b)
+    y = fs.matmul(a, b)
+    alpha, beta = at.get("alpha", 1.0), at.get("beta", 1.0)
+    if alpha != 1.0:
+        y = y * alpha
+    if len(xs) > 2 and xs[2] is not None:
+        y = y + (xs[2] * beta if beta != 1.0 else xs[2])
+    return y
+
+
+def _conv(xs, at, st):
+    x, w = xs[0], xs[1]
+    b = xs[2] if len(xs) > 2 else None
+    if at.get("group", 1) != 1 or any(d != 1 for d in at.get("dilations", [1, 1])):
+        raise Unsupported("Conv with groups or dilations is not supported")
+    if _text(at.get("auto_pad", "NOTSET")) not in ("NOTSET", "VALID"):
+        raise Unsupported("Conv auto_pad SAME_* is not supported; give explicit pads")
+    pads = list(at.get("pads", [0, 0, 0, 0]))
+    if pads[:2] != pads[2:]:
+        raise Unsupported(f"Conv with asymmetric pads {pads} is not supported")
+    return fs.conv2d(x, w, b, stride=list(at.get("strides", [1, 1])), padding=pads[:2])
+
+
+def _batch_norm(xs, at, st):
+    if at.get("training_mode", 0):
+        raise Unsupported("BatchNormalization in training mode is not supported")
+    x, scale, bias, mean, var = xs[:5]
+    return fs.batch_norm(x, mean, var, scale, bias, at.get("epsilon", 1e-5))
+
+
+def _softmax(xs, at, st):
+    return fs.softmax(xs[0], axis=at.get("axis", -1))
+
+
+def _layer_norm(xs, at, st):
+    x = xs[0]
+    axis = at.get("axis", -1) % x.ndim
+    if axis != x.ndim - 1:
+        raise Unsupported("LayerNormalization over more than the last axis is not supported")
+    return fs.layer_norm(x, xs[1] if len(xs) > 1 else None, xs[2] if len(xs) > 2 else None,
+                         at.get("epsilon", 1e-5))
+
+
+def _reduce(fn):
+    def rule(xs, at, st):
+        x = xs[0]
+        axes = at.get("axes")
+        if axes is None and st.get(1) is not None:
+            axes = [int(a) for a in np.asarray(st[1]).reshape(-1)]
+        if not axes:
+            if at.get("noop_with_empty_axes", 0):
+                return x
+            axes = None
+        else:
+            axes = tuple(int(a) % x.ndim for a in axes)
+        return fn(x, axis=axes, keepdims=bool(at.get("keepdims", 1)))
+    return rule
+
+
+def _reshape(xs, at, st):
+    x, shape = xs[0], [int(d) for d in np.asarray(st[1]).reshape(-1)]
+    if at.get("allowzero", 0) and 0 in shape:
+        raise Unsupported("Reshape with allowzero=1 and a 0 in the shape is not supported")
+    shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return fs.reshape(x, tuple(shape))
+
+
+def _flatten(xs, at, st):
+    x = xs[0]
+    axis = at.get("axis", 1) % (x.ndim + 1) if x.ndim else 0
+    outer = 1
+    for d in x.shape[:axis]:
+        outer *= d
+    return fs.reshape(x, (outer, -1))
+
+
+def _axes(xs, at, st):
+    axes = at.get("axes")
+    if axes is None and st.get(1) is not None:
+        axes = [int(a) for a in np.asarray(st[1]).reshape(-1)]
+    return axes
+
+
+def _squeeze(xs, at, st):
+    x = xs[0]
+    axes = _axes(xs, at, st)
+    drop = set(range(x.ndim)) if axes is None else {a % x.ndim for a in axes}
+    return fs.reshape(x, tuple(d for i, d in enumerate(x.shape) if not (i in drop and d == 1)))
+
+
+def _unsqueeze(xs, at, st):
+    x = xs[0]
+    axes = _axes(xs, at, st)
+    rank = x.ndim + len(axes)
+    axes = sorted(a % rank for a in axes)
+    shape = list(x.shape)
+    for a in axes:
+        shape.insert(a, 1)
+    return fs.reshape(x, tuple(shape))
+
+
+def _expand(xs, at, st):
+    x, shape = xs[0], [int(d) for d in np.asarray(st[1]).reshape(-1)]
+    full = np.broadcast_shapes(tuple(x.shape), tuple(shape))
+    return fs.broadcast_to(x, tuple(int(d) for d in full))
+
+
+def _slice(xs, at, st):
+    x = xs[0]
+    starts = np.asarray(st[1]).reshape(-1)
+    ends = np.asarray(st[2]).reshape(-1)
+    axes = np.asarray(st[3]).reshape(-1) if st.get(3) is not None else np.arange(len(starts))
+    steps = np.asarray(st[4]).reshape(-1) if st.get(4) is not None else np.ones(len(starts), np.int64)
+    index = [slice(None)] * x.ndim
+    for s, e, a, k in zip(starts, ends, axes, steps):
+        if k <= 0:
+            raise Unsupported("Slice with non-positive steps is not supported")
+        size = x.shape[int(a) % x.ndim]
+        s, e = int(max(min(s, size), -size)), int(max(min(e, size), -size - 1))
+        index[int(a) % x.ndim] = slice(s, e, int(k))
+    return x[tuple(index)]
+
+
+def _gather(xs, at, st):
+    table, idx = xs
+    if not hasattr(idx, "trace"):
+        raise Unsupported("Gather needs tensor indices")
+    return fs.take(table, idx, axis=at.get("axis", 0))
+
+
+def _global_avg_pool(xs, at, st):
+    x = xs[0]
+    return fs.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+RULES = {
+    "Add": _binary(fs.add), "Sub": _binary(fs.subtract), "Mul": _binary(fs.multiply), "Div": _binary(fs.divide),
+    "Pow": _pow, "Relu": _unary(fs.relu), "Sigmoid": _unary(fs.sigmoid), "Tanh": _unary(fs.tanh),
+    "Exp": _unary(fs.exp), "Log": _unary(fs.log), "Sqrt": _unary(fs.sqrt), "Abs": _unary(fs.abs),
+    "Neg": _unary(fs.negative), "Reciprocal": _unary(fs.reciprocal), "Gelu": _gelu,
+    "LeakyRelu": lambda xs, at, st: fs.leaky_relu(xs[0], at.get("alpha", 0.01)),
+    "Max": _variadic(fs.maximum), "Min": _variadic(fs.minimum), "Clip": _clip,
+    "Where": lambda xs, at, st: fs.where(xs[0], xs[1], xs[2]),
+    "Equal": _binary(fs.equal), "Less": _binary(fs.less), "Greater": _binary(fs.greater),
+    "LessOrEqual": _binary(fs.less_equal), "GreaterOrEqual": _binary(fs.greater_equal),
+    "Cast": _cast, "Identity": _unary(lambda x: x), "Dropout": lambda xs, at, st: xs[0],
+    "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "BatchNormalization": _batch_norm,
+    "Softmax": _softmax, "LayerNormalization": _layer_norm,
+    "ReduceSum": _reduce(fs.sum), "ReduceMean": _reduce(fs.mean), "ReduceMax": _reduce(fs.max),
+    "ReduceMin": _reduce(fs.min), "GlobalAveragePool": _global_avg_pool,
+    "Reshape": _reshape, "Flatten": _flatten, "Transpose": lambda xs, at, st: fs.transpose(xs[0], at.get("perm")),
+    "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Expand": _expand,
+    "Concat": lambda xs, at, st: fs.concatenate(list(xs), axis=at["axis"]),
+    "Slice": _slice, "Gather": _gather,
+}
+
+
+class OnnxReplay:
+    """Replays an ONNX graph on fusedsl tensors."""
+
+    def __init__(self, graph, inputs: list[str], weights: list[str], consts: dict, scalars: dict, label: str):
+        self.graph = graph
+        self.inputs = inputs + weights
+        self.consts = consts      # name -> numpy value (initializers and Constant outputs)
+        self.scalars = scalars    # name -> Python number (size-1 data constants)
+        self.label = label
+
+    def loc(self, index, node) -> Loc:
+        return Loc(f"{self.label}[{node.name or node.op_type}]", index + 1)
+
+    def check(self) -> None:
+        for index, node in enumerate(self.graph.node):
+            if node.domain not in ("", "ai.onnx"):
+                self._fail(index, node, f"ONNX op {node.domain}::{node.op_type} is not supported by fusedsl's importer")
+            if node.op_type not in RULES and node.op_type != "Constant":
+                self._fail(index, node, f"ONNX op {node.op_type} is not supported by fusedsl's importer")
+
+    def _fail(self, index, node, message):
+        raise UnsupportedOpError(message, loc=self.loc(index, node), hint=f"fusedsl imports: {SUPPORTED}")
+
+    def __call__(self, args):
+        env = dict(zip(self.inputs, args))
+        env.update(self.scalars)
+        for index, node in enumerate(self.graph.node):
+            if node.op_type == "Constant":
+                continue
+            static = _STATIC_INPUTS.get(node.op_type, set())
+            xs, st = [], {}
+            for pos, name in enumerate(node.input):
+                if pos in static:
+                    st[pos] = self.consts.get(name) if name else None
+                    if name and name not in self.consts:
+                        self._fail(index, node, f"{node.op_type} input {pos} ({name}) must be a constant")
+                    continue
+                xs.append(env[name] if name else None)
+            with at_user_location(self.loc(index, node)):
+                try:
+                    out = RULES[node.op_type](xs, _attrs(node), st)
+                except Unsupported as exc:
+                    self._fail(index, node, f"ONNX op {node.op_type}: {exc}")
+            outs = out if isinstance(out, tuple) else (out,)
+            for name, value in zip(node.output, outs):
+                env[name] = value
+        results = tuple(env[o.name] for o in self.graph.output)
+        return results[0] if len(results) == 1 else results
+
+
+def load_model(path_or_model):
+    onnx = _onnx()
+    if isinstance(path_or_model, (str, os.PathLike)):
+        if not os.path.exists(path_or_model):
+            raise ArgumentError(f"no ONNX model at {os.fspath(path_or_model)!r}", loc=user_frame())
+        return onnx.load(os.fspath(path_or_model)), os.path.basename(os.fspath(path_or_model))
+    if isinstance(path_or_model, onnx.ModelProto):
+        return path_or_model, (path_or_model.graph.name or "model") + ".onnx"
+    raise ArgumentError(f"fs.from_onnx takes a path or an onnx.ModelProto, got {type(path_or_model).__name__}",
+                        loc=user_frame())
+
+
+def _constants(model) -> dict:
+    from onnx import numpy_helper
+    consts = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            at = _attrs(node)
+            if "value" in at:
+                consts[node.output[0]] = numpy_helper.to_array(at["value"])
+            elif "value_float" in at:
+                consts[node.output[0]] = np.float32(at["value_float"])
+            elif "value_int" in at:
+                consts[node.output[0]] = np.int64(at["value_int"])
+            elif "value_floats" in at:
+                consts[node.output[0]] = np.asarray(at["value_floats"], np.float32)
+            elif "value_ints" in at:
+                consts[node.output[0]] = np.asarray(at["value_ints"], np.int64)
+    return consts
+
+
+def replay_for(model, label: str):
+    """(OnnxReplay, user input names, weight arrays) for a loaded model."""
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    if opset < MIN_OPSET:
+        raise UnsupportedOpError(f"{label} uses opset {opset}; fusedsl imports opset {MIN_OPSET} and later",
+                                 loc=user_frame(), hint="convert it with onnx.version_converter")
+    consts = _constants(model)
+    init_names = set(consts)
+    data_uses: set[str] = set()
+    for node in model.graph.node:
+        static = _STATIC_INPUTS.get(node.op_type, set())
+        for pos, name in enumerate(node.input):
+            if name and pos not in static:
+                data_uses.add(name)
+    inputs = [i.name for i in model.graph.input if i.name not in init_names]
+    weights, weight_arrays, scalars = [], [], {}
+    for name in sorted(data_uses & init_names):
+        value = consts[name]
+        if value.size == 1 and value.dtype.kind == "f":
+            scalars[name] = float(value.reshape(()))   # baked into the kernel like a Python number
+            continue
+        weights.append(name)
+        weight_arrays.append(as_array(value.astype(np.float32) if value.dtype == np.float64 else value, name))
+    return OnnxReplay(model.graph, inputs, weights, consts, scalars, label), inputs, weights, weight_arrays
+
+
+@user_facing
+def from_onnx(path_or_model, target=None, **options) -> ImportedKernel:
+    """Import an ONNX model (opset 13+) as a fused kernel over its graph inputs."""
+    model, label = load_model(path_or_model)
+    replay, inputs, weights, arrays = replay_for(model, label)
+    replay.check()
+    fn = make_function(model.graph.name or "onnx_model", [sanitize(n) for n in inputs + weights], replay)
+    if target is not None:
+        options["target"] = target
+    kernel = ImportedKernel(fn, options, inputs, arrays, Loc(label, 0))
+    kernel.input_types = {i.name: i.type for i in model.graph.input}
+    return kernel
