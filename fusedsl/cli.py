@@ -1,4 +1,4 @@
-"""Command line: `fusedsl compile|explain|simulate|include-dir` (also `python -m fusedsl`).
+"""Command line: `fusedsl compile|explain|simulate|fuse|include-dir` (also `python -m fusedsl`).
 
     fusedsl compile kernels.py::abs_add_relu --arg a=128xfloat32 --arg b=Mx128xfloat32 \\
         --target ascend910b -o out/abs_add_relu
@@ -112,11 +112,24 @@ def main(argv=None) -> int:
             p.add_argument("--size", action="append", default=[], help="NAME=N for a symbolic dimension")
             p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     sub.add_parser("include-dir", help="print the folder of the CPU Ascend C API headers")
+    fz = sub.add_parser("fuse", help="fuse an ONNX model: fused ONNX, one CANN project per kernel, a report")
+    fz.add_argument("model", help="model.onnx (opset 13+, static shapes)")
+    fz.add_argument("-o", "--output", required=True, help="directory to write (new, empty, or a previous output)")
+    fz.add_argument("--target", default="ascend910b")
+    fz.add_argument("--opt-level", type=int, choices=range(4), default=2)
+    fz.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is no terminal")
     args = parser.parse_args(argv)
     try:
         if args.command == "include-dir":
             from .backend_ascendc.cpu import include_dir
             print(include_dir())
+            return 0
+        if args.command == "fuse":
+            from .importers.fuse_model import fuse_onnx
+            rep = fuse_onnx(args.model, args.output, args.target, args.opt_level, args.progress or None)
+            print(f"wrote {args.output}: {rep['kernels_fused']} kernel(s) (unfused {rep['kernels_unfused']}), "
+                  f"modelled {rep['model_time_us_unfused']:.2f} -> {rep['model_time_us_fused']:.2f} us; "
+                  f"see fusion_report.txt")
             return 0
         kernel = _load(args.function)
         specs = [parse_arg(a)[1] for a in args.arg]

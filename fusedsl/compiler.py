@@ -390,6 +390,7 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
         plans.append(KernelPlan(fn, info.kind, info.reason, sched, error))
         plans[-1].reason_code = info.code   # stable code of the boundary (docs/FUSION.md)
     compiled = CompiledKernel(graph, canonical, module, plans, infos, target, options)
+    compiled.fuse_stats = dict(fuse.stats)   # candidate merges considered / kept
     if options.get("single_kernel"):
         compiled.check_ascendc()   # the user asked for one Ascend C kernel: say now if it cannot be
     return compiled

@@ -58,10 +58,12 @@ class Fuse(Pass):
         self.fusion = fusion or FusionOptions()
         self.infos: dict[str, KernelInfo] = {}
         self._refusals: dict[int, tuple[str, str]] = {}   # op index -> (code, figures) of a refused merge
+        self.stats = {"candidates": 0, "merges": 0}         # merges considered / kept (fusion reports)
 
     def run(self, module: Module) -> Module:
         fn = module.main
         self._refusals = {}
+        self.stats = {"candidates": 0, "merges": 0}
         groups = self._group(fn)
         kernels = self._split_by_shape(fn, groups)
         if self.single_kernel and len(kernels) > 1:
@@ -108,6 +110,7 @@ class Fuse(Pass):
                 other = find(p)
                 if other == i:
                     continue
+                self.stats["candidates"] += 1
                 if not fusing:
                     self._refuse_merge(i, other, "FS109", "fusion disabled (opt_level=0 or disable_passes)")
                     continue
@@ -125,6 +128,7 @@ class Fuse(Pass):
                     if not ok:
                         self._refuse_merge(i, other, code, text)
                         continue
+                self.stats["merges"] += 1
                 cur |= members.pop(other)
                 cur_reach |= reach.pop(other)
                 cur_above |= above.pop(other)
@@ -206,6 +210,7 @@ class Fuse(Pass):
                     if b not in alive:
                         continue
                     ga, gb = members[a], members[b]
+                    self.stats["candidates"] += 1
                     if not (_legal(ga, reach[a], gb, above[b]) and _legal(gb, reach[b], ga, above[a])):
                         failed.append(b)
                         continue
@@ -213,6 +218,7 @@ class Fuse(Pass):
                         self._refuse_merge(a, b, "FS107", f"cap: {bin(ga | gb).count('1')} ops > "
                                                           f"max_kernel_ops={self.fusion.max_ops}")
                         continue
+                    self.stats["merges"] += 1
                     members[a] = ga | gb
                     reach[a] |= reach[b]
                     above[a] |= above[b]
