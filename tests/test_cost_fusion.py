@@ -150,3 +150,31 @@ def test_unprofitable_merge_is_fs108():
     opts = FusionOptions(ub_headroom=0.02, target=get_target("ascend910b"))
     ok, code, text = merge_verdict(a, b, merged, 4, opts)
     assert not ok and code == "FS108" and "tiling loss" in text
+
+
+# ---- compile cost at model scale ----------------------------------------------------------------
+def _stack(nblocks):
+    def model(x, w1, w2, g, b):
+        for _ in range(nblocks):
+            x = x + (fs.gelu(fs.layer_norm(x, g, b) @ w1) @ w2) * 0.5
+        return x
+    args = (fs.spec((64, 256), "float32"), fs.spec((256, 1024), "float32"), fs.spec((1024, 256), "float32"),
+            fs.spec((256,), "float32"), fs.spec((256,), "float32"))
+    return fs.fused_kernel(model), args
+
+
+def _compile_seconds(nblocks):
+    import time
+    kernel, args = _stack(nblocks)
+    start = time.perf_counter()
+    compiled = kernel.compile(*args)
+    return time.perf_counter() - start, len(compiled.canonical.main.ops)
+
+
+def test_compile_time_grows_linearly():
+    """1000 ops (72 blocks) compile well under 2 s; 4x the ops costs far less than 16x."""
+    small, small_ops = _compile_seconds(18)
+    big, big_ops = _compile_seconds(72)
+    assert big_ops >= 1000 and big_ops >= 3.9 * small_ops
+    assert big < 2.0, big
+    assert big / small < 9, (small, big)   # linear is ~4x, quadratic would be ~16x
