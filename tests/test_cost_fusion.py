@@ -178,3 +178,29 @@ def test_compile_time_grows_linearly():
     assert big_ops >= 1000 and big_ops >= 3.9 * small_ops
     assert big < 2.0, big
     assert big / small < 9, (small, big)   # linear is ~4x, quadratic would be ~16x
+
+
+def test_recompute_or_store_follows_the_model():
+    x = np.random.default_rng(0).random((64, 64), np.float32)
+    b = np.random.default_rng(1).random((16, 64, 64), np.float32)
+
+    @fs.fused_kernel
+    def heavy(x, b):   # a costly chain that the [16,64,64] kernel would recompute 16 times over
+        h = fs.exp(fs.sigmoid(fs.tanh(x)))
+        return h, h + b
+
+    @fs.fused_kernel
+    def light(x, b):   # one cheap op: recomputing beats a GM round trip and a launch
+        h = x * 2.0
+        return h, h + b
+
+    rows = heavy.compile(x, b).report().kernels
+    assert [r.reason_code for r in rows] == ["FS111", "FS103"]
+    assert rows[0].ops == ["tanh", "sigmoid", "exp"] and rows[1].ops == ["add"]
+    assert re.search(r"recomputing costs \d+ cycles, storing \d+", rows[0].reason)
+    h = np.exp(1 / (1 + np.exp(-np.tanh(x))))
+    got_h, got_sum = heavy(x, b)
+    np.testing.assert_allclose(got_h, h, rtol=1e-5)
+    np.testing.assert_allclose(got_sum, h + b, rtol=1e-5)
+    rows = light.compile(x, b).report().kernels
+    assert [r.reason_code for r in rows] == ["FS103", "FS103"] and all("recomputes" in r.reason for r in rows)

@@ -268,6 +268,7 @@ class Fuse(Pass):
             shapes: dict[tuple, list[int]] = {}
             for i in outs:
                 shapes.setdefault(fn.ops[i].result.shape, []).append(i)
+            parts = []
             for shape, roots in shapes.items():
                 chunks = self._chunk_by_queues(fn, roots, set(ops), producer)
                 for chunk in chunks:
@@ -279,8 +280,12 @@ class Fuse(Pass):
                         reason = f"FS103 outputs of shape {fmt_shape(shape)} split from the rest of their group"
                     else:
                         reason = self._group_reason(fn, ops, producer, consumers)
-                    kernels.append((sorted(closure), "vector", reason, chunk))
-                    covered.update(closure)
+                    parts.append((closure, reason, chunk))
+            if len(parts) > 1 and not self.single_kernel:
+                parts = self._recompute_or_store(fn, parts, consumers, used_outside, returned)
+            for closure, reason, chunk in parts:
+                kernels.append((sorted(closure), "vector", reason, chunk))
+                covered.update(closure)
         for i, op in enumerate(fn.ops):
             if i in covered or is_vector_op(op) or is_view_op(op) or has_trait(op, CONSTANT):
                 continue
@@ -289,6 +294,54 @@ class Fuse(Pass):
             ops_idx, kind, _, roots = kernels[0]
             kernels[0] = (ops_idx, kind, "FS100 the whole graph is one kernel", roots)
         return kernels
+
+    def _recompute_or_store(self, fn, parts, consumers, used_outside, returned):
+        """The recompute-or-store rule for values several kernels of one group need: each
+        kernel recomputes them in its own iteration space (vector cycles, more when that
+        space is larger than the value), or one kernel stores them to GM and the others read
+        them back (a write, a read per reader and a launch).  The cheaper one wins, by the
+        cost model."""
+        from .. import cost
+        from .fusion_model import SYMBOLIC_GUESS
+        count: dict[int, int] = {}
+        for closure, _, _ in parts:
+            for i in closure:
+                count[i] = count.get(i, 0) + 1
+        dup = {i for i, c in count.items() if c > 1}
+        if not dup:
+            return parts
+
+        def elems(v):
+            n = 1
+            for d in v.shape:
+                n *= SYMBOLIC_GUESS if isinstance(d, str) else d
+            return n
+
+        ops_by_res = {id(fn.ops[i].result): fn.ops[i] for i in dup}
+        recompute = 0.0
+        for closure, _, chunk in parts:
+            n_iter = elems(fn.ops[chunk[0]].result)
+            recompute += sum(cost.op_vector_cycles(fn.ops[i], n_iter, ops_by_res) for i in dup & closure)
+        frontier = sorted(i for i in dup if used_outside.get(i) or id(fn.ops[i].result) in returned
+                          or any(c not in dup and any(c in cl for cl, _, _ in parts)
+                                 for c in consumers.get(id(fn.ops[i].result), ())))
+        store = sum(cost.op_vector_cycles(fn.ops[i], elems(fn.ops[i].result), ops_by_res) for i in dup)
+        for i in frontier:
+            nbytes = elems(fn.ops[i].result) * fn.ops[i].result.dtype.itemsize
+            readers = sum(1 for cl, _, _ in parts if any(c in cl and c not in dup
+                                                         for c in consumers.get(id(fn.ops[i].result), ())))
+            store += cost.store_cycles(nbytes, 1) + readers * cost.load_cycles(nbytes, 1)
+        target = self.fusion.target
+        store += cost.LAUNCH_US * (target.clock_mhz if target is not None else 1800)
+        figures = (f"{len(dup)} shared op(s): recomputing costs {recompute:.0f} cycles, "
+                   f"storing {store:.0f} (model)")
+        if recompute <= store:
+            return [(cl, f"{reason}; recomputes {figures}", chunk) for cl, reason, chunk in parts]
+        kept = [(cl - dup, reason + f"; reads values stored by another kernel ({figures})",
+                 [r for r in chunk if r not in dup]) for cl, reason, chunk in parts]
+        kept = [(cl, reason, chunk) for cl, reason, chunk in kept if chunk]
+        stored = (dup, f"FS111 stored once for several kernels: {figures}", frontier)
+        return [stored] + kept
 
     def _group_reason(self, fn, ops, producer, consumers) -> str:
         """Why this group of vector ops is a kernel of its own: a refused merge (with its

@@ -33,6 +33,7 @@ REASONS = {
     "FS108": "modelled benefit not positive (tiling loss >= bytes and launch saved)",
     "FS109": "fusion disabled (opt_level 0 or disable_passes)",
     "FS110": "L1 capacity (cube kernels)",
+    "FS111": "a value several kernels need is stored once (cheaper than recomputing it in each)",
 }
 
 DEFAULT_UB_HEADROOM = 0.8      # the "use at most 80 %" rule, as the default
