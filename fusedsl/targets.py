@@ -47,6 +47,13 @@ class Target:
     clock_mhz: int = 1800          # §4.2: 910B2 cube_freq 1800 MHz (secondary ini quote)
     l1_bytes: int = 524288         # §4.1: L1 512 KB on arch 2201
     cube_macs_per_cycle: int = 4096  # §4.2: 16x16x16 MACs per cycle per AI core (fp16/bf16)
+    # Cube buffers (§4.1), checked against a Matmul tiling by the CPU API implementation.
+    l0a_bytes: int = 65536
+    l0b_bytes: int = 65536
+    l0c_bytes: int = 131072
+    # §3.1: the Matmul high-level API's (A, B, Bias, C) element-type combinations; empty
+    # where the chip has no Matmul API (910A).
+    matmul_dtypes: tuple[tuple[str, str, str, str], ...] = ()
 
     def __hash__(self) -> int:
         # The tables are read-only mappings, which do not hash; the name is unique.
@@ -217,6 +224,23 @@ _APIS_1001 = _vector_apis(bf16=False, arith=_fs("half", "int32_t", "float"),
                           cast_modes=_CAST_1001) | _reduce_apis(_fs("half"))
 
 
+# §3.1 "Dtype combinations (A, B, Bias -> C)", read as one row per listed output type.
+# int8 rows are restricted to an int32_t result: the dequantising outputs (half/int8) need
+# SetQuantScalar, which the CPU implementation does not model.
+_MATMUL_2201 = (
+    ("half", "half", "float", "float"),
+    ("half", "half", "half", "float"), ("half", "half", "half", "bfloat16_t"),
+    ("bfloat16_t", "bfloat16_t", "float", "float"), ("bfloat16_t", "bfloat16_t", "float", "bfloat16_t"),
+    ("bfloat16_t", "bfloat16_t", "float", "half"),
+    ("float", "float", "float", "float"), ("float", "float", "float", "half"),
+    ("float", "float", "float", "bfloat16_t"),
+    ("float", "float", "half", "float"), ("float", "float", "half", "half"), ("float", "float", "half", "bfloat16_t"),
+    ("int8_t", "int8_t", "int32_t", "int32_t"),
+)
+# §3.1: only the first combination is stated for Atlas 推理系列 (310P) AI Core.
+_MATMUL_2002 = (("half", "half", "float", "float"),)
+
+
 def _freeze_apis(d: dict[str, frozenset[str]]) -> Mapping[str, frozenset[str]]:
     return _frozen_map({k: frozenset(v) for k, v in sorted(d.items())})
 
@@ -238,6 +262,7 @@ _ASCEND910B = Target(
     api_dtypes=_freeze_apis(_APIS_2201),
     cast_modes=_frozen_map(_CAST_2201),
     select_scratch_bytes=8192,       # §2.5: TMP_UB_OFFSET = 184 KB, the top 8 KB of the 192 KB UB
+    matmul_dtypes=_MATMUL_2201,
 )
 
 TARGETS: dict[str, Target] = {
@@ -265,6 +290,8 @@ TARGETS: dict[str, Target] = {
         # §2.5: Select modes 1/2 need 8 KB of UB on 310P too; where it sits is not documented,
         # so the top 8 KB is assumed, as on 2201.
         select_scratch_bytes=8192,
+        l1_bytes=1048576, l0c_bytes=262144,   # §4.1: arch 2002 L1 1 MB, L0C 256 KB
+        matmul_dtypes=_MATMUL_2002,
     ),
     "ascend910": Target(
         name="ascend910",
@@ -285,6 +312,7 @@ TARGETS: dict[str, Target] = {
         api_dtypes=_freeze_apis(_APIS_1001),
         cast_modes=_frozen_map(_CAST_1001),
         max_event_ids=4,             # §6.7: event ids 0-3 on 910A
+        l1_bytes=1048576, l0c_bytes=262144,   # §4.1: arch 1001 (no Matmul API, §3.1)
     ),
 }
 

@@ -35,6 +35,12 @@ def _target_arrays(t: Target) -> list[str]:
     for (src, dst), modes in sorted(t.cast_modes.items()):
         lines.append(f'    {{"{src}", "{dst}", {_words(modes)}}},')
     lines.append("};")
+    # A zero-length array is not C++: a chip without the Matmul API gets one empty row and
+    # a count of 0.
+    lines.append(f"inline constexpr MatmulTypes kMatmul_{ident}[] = {{")
+    for a, b, bias, c in t.matmul_dtypes or (("", "", "", ""),):
+        lines.append(f'    {{"{a}", "{b}", "{bias}", "{c}"}},')
+    lines.append("};")
     return lines
 
 
@@ -50,6 +56,8 @@ def _target_record(t: Target) -> list[str]:
         f"        {t.select_scratch_bytes}u, {t.max_event_ids},",
         f"        kApis_{ident}, sizeof(kApis_{ident}) / sizeof(ApiTypes),",
         f"        kCasts_{ident}, sizeof(kCasts_{ident}) / sizeof(CastModes),",
+        f"        {t.l1_bytes}u, {t.l0a_bytes}u, {t.l0b_bytes}u, {t.l0c_bytes}u,",
+        f"        kMatmul_{ident}, {len(t.matmul_dtypes)},",
         "    },",
     ]
 

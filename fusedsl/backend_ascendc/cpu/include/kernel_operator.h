@@ -15,6 +15,11 @@
 #include "fusedsl_cpu/reduce.h"
 #include "fusedsl_cpu/launch.h"
 
+// Kernel-side branch on the key the host set (ICPU_SET_TILING_KEY in CPU mode).
+#ifndef TILING_KEY_IS
+#define TILING_KEY_IS(key) (::fusedsl_cpu::RT().tiling_key == static_cast<uint64_t>(key))
+#endif
+
 #ifdef __NPU_ARCH__
 // Each translation unit built for an arch records it; the first launch picks its target.
 namespace {

@@ -61,4 +61,6 @@ inline void SetKernelMode(KernelMode mode) {
 
 #define ICPU_RUN_KF(func, blockdim, ...) ::fusedsl_cpu::RunKernelOrExit(func, blockdim, ##__VA_ARGS__)
 #define ICPU_SET_TILING_KEY(key) (::fusedsl_cpu::RT().tiling_key = static_cast<uint64_t>(key))
+#ifndef TILING_KEY_IS
 #define TILING_KEY_IS(key) (::fusedsl_cpu::RT().tiling_key == static_cast<uint64_t>(key))
+#endif

@@ -92,6 +92,12 @@ inline int Launch(F kernel, uint64_t blockDim, Args... args) {
     // ASCENDC.md §1.2: a mixed kernel on a separated chip runs 2 AIVs per block; GetBlockNum()
     // stays numBlocks while GetBlockIdx() covers [0, 2*numBlocks).
     bool mix = rt.kernel_mode == KernelMode::MIX_MODE && t.separated;
+    // A mixed block is one physical (1 AIC + 2 AIV) group; there are aic_cores of them.
+    if (mix && blockDim > static_cast<uint64_t>(t.aic_cores)) {
+        return RecordFailure(Format("blockDim = %llu in MIX_MODE; a mixed kernel's blockDim counts cube cores "
+                                    "(1 AIC + 2 AIV each) and %s has %d", static_cast<unsigned long long>(blockDim),
+                                    t.name, t.aic_cores));
+    }
     uint64_t instances = mix ? 2 * blockDim : blockDim;
     for (uint64_t i = 0; i < instances; ++i) {
         BeginBlock(static_cast<int64_t>(i), static_cast<int64_t>(blockDim), mix ? static_cast<int64_t>(i % 2) : 0,

@@ -23,6 +23,14 @@ struct CastModes {
     const char* modes;  // " CAST_NONE CAST_RINT "
 };
 
+// One (A, B, Bias, C) element-type combination of the Matmul high-level API.
+struct MatmulTypes {
+    const char* a;
+    const char* b;
+    const char* bias;
+    const char* c;
+};
+
 struct TargetInfo {
     const char* name;
     const char* chip;
@@ -41,6 +49,12 @@ struct TargetInfo {
     size_t num_apis;
     const CastModes* casts;
     size_t num_casts;
+    uint32_t l1_bytes;
+    uint32_t l0a_bytes;
+    uint32_t l0b_bytes;
+    uint32_t l0c_bytes;
+    const MatmulTypes* matmul;
+    size_t num_matmul;
 };
 
 #include "targets.inc"

@@ -1,0 +1,708 @@
+// fusedsl CPU implementation of the Ascend C Matmul high-level API (ASCENDC.md §3.1-§3.2).
+//
+// The cube work runs on the vector instance that calls the API, as the API hides the AIC/AIV
+// split from kernel code: each Iterate() computes one baseM x baseN tile of C (float or
+// int32 accumulation, bias added, K summed in order) from A and B in GM, and GetTensorC
+// rounds it to C's type into UB or GM.  What the cube would reject is checked:
+//   - the chip has the API and the (A, B, Bias, C) type combination (targets.py);
+//   - on separated chips (910B) the kernel runs in MIX_MODE and REGIST_MATMUL_OBJ comes
+//     before any InitBuffer, and End() is called;
+//   - the TCubeTiling fits L1, L0A, L0B and L0C and its base blocks are fractal-aligned;
+//   - A/B/bias reads stay inside their GM buffers; GetTensorC's UB destination is a UB
+//     tensor, 32-byte aligned and large enough; 310P has its SetLocalWorkspace.
+// GM bytes read are counted per tile (each tile reads its A rows and B columns over K), an
+// upper bound on what the cube's L1 reuse would read.
+#pragma once
+
+#include <vector>
+
+#include "data_copy.h"
+#include "kernel_tiling/kernel_tiling.h"
+
+// Global, as in CANN: samples write CubeFormat::ND without a namespace.
+enum class CubeFormat { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
+enum class LayoutMode { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
+
+namespace AscendC {
+
+using ::CubeFormat;
+using ::LayoutMode;
+
+constexpr int32_t DEFAULT_C0_SIZE = 32;   // bytes per DataBlock, the unit of DataCopyParams
+
+// Matmul template configurations.  They select hardware scheduling strategies that change no
+// result, so the CPU implementation only carries them.
+struct MatmulConfig {
+    bool doNorm = true;
+    bool doMultiDataLoad = false;
+    bool intrinsicsCheck = false;
+};
+inline constexpr MatmulConfig CFG_NORM{true, false, false};
+inline constexpr MatmulConfig CFG_MDL{false, true, false};
+inline constexpr MatmulConfig CFG_IBSHARE_NORM{true, false, false};
+
+template <TPosition POSITION, CubeFormat FORMAT, typename TYPE, bool ISTRANS = false,
+          LayoutMode LAYOUT = LayoutMode::NONE, bool IBSHARE = false, TPosition SRCPOS = TPosition::GM>
+struct MatmulType {
+    constexpr static TPosition pos = POSITION;
+    constexpr static CubeFormat format = FORMAT;
+    using T = TYPE;
+    constexpr static bool isTrans = ISTRANS;
+    constexpr static LayoutMode layout = LAYOUT;
+    constexpr static bool ibShare = IBSHARE;
+    constexpr static TPosition srcPos = SRCPOS;
+};
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+using AscendC::MatmulConfig;
+
+// Per-block state of the cube side: the system workspace and the registered objects.
+struct CubeBlockState {
+    uint64_t generation = 0;
+    uint8_t* sys_workspace = nullptr;
+    int matmul_objects = 0;
+};
+
+inline CubeBlockState& CubeState() {
+    static CubeBlockState s;
+    Core& c = CurCore();
+    if (s.generation != c.generation) {
+        s = CubeBlockState{};
+        s.generation = c.generation;
+    }
+    return s;
+}
+
+inline uint32_t LibApiWorkspaceBytes() {
+    return Target().arch == 2201 ? 16u * 1024 * 1024 : 2u * 1024 * 1024;
+}
+
+constexpr int kMaxMatmulObjects = 4;   // ASCENDC.md §3.1, REGIST_MATMUL_OBJ
+
+constexpr bool IsUbTensorPosition(TPosition p) {
+    return p == TPosition::VECIN || p == TPosition::VECOUT || p == TPosition::VECCALC;
+}
+
+// Type-independent state and checks of a Matmul object.
+class MatmulBase {
+public:
+    MatmulBase() = default;
+    MatmulBase(const MatmulBase&) = delete;
+    MatmulBase& operator=(const MatmulBase&) = delete;
+
+    ~MatmulBase() {
+        // A separated chip's AIC serves the object until End(); without it the kernel hangs.
+        Runtime& rt = RT();
+        if (!fs_registered || !fs_used || fs_ended || !rt.in_block || rt.core.generation != fs_generation ||
+            std::uncaught_exceptions() > 0 || !rt.core.pending_error.empty() || !Target().separated) {
+            return;
+        }
+        rt.core.pending_error = Format("Matmul: End() was not called after the last Iterate/IterateAll; on %s the "
+                                       "cube core (AIC) waits for it and the kernel never finishes",
+                                       Target().name);
+    }
+
+    // REGIST_MATMUL_OBJ / Init: every check that needs only the tiling and the types.
+    void fs_Register(const char* api, const TPipeState* pipe, uint8_t* workspace, const TCubeTiling* tiling,
+                     bool need_workspace, const char* ta, const char* tb, const char* tbias, const char* tc,
+                     uint32_t sa, uint32_t sb, uint32_t sbias, uint32_t sc, bool c_in_ub) {
+        const TargetInfo& t = Target();
+        Runtime& rt = RT();
+        if (t.num_matmul == 0) {
+            Fail("%s: the Matmul high-level API is not available on %s (Atlas 训练系列 has no Matmul API)", api, t.name);
+        }
+        if (t.separated && rt.kernel_mode != KernelMode::MIX_MODE) {
+            Fail("%s: on %s a Matmul kernel is a mixed cube+vector kernel; launch it with "
+                 "AscendC::SetKernelMode(KernelMode::MIX_MODE) (the current mode has no cube core)", api, t.name);
+        }
+        if (t.separated && rt.kernel_type == KERNEL_TYPE_AIV_ONLY) {
+            Fail("%s: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY) declares a vector-only kernel, which has no "
+                 "cube core; use KERNEL_TYPE_MIX_AIC_1_2", api);
+        }
+        if (t.separated && pipe != nullptr && pipe->fs_buffers > 0) {
+            Fail("%s: called after TPipe::InitBuffer (%d buffer(s) already planned); on %s the Matmul object must "
+                 "be registered before any InitBuffer — move %s above the InitBuffer calls", api, pipe->fs_buffers,
+                 t.name, api);
+        }
+        CubeBlockState& cs = CubeState();
+        if (!fs_registered || fs_generation != CurCore().generation) {
+            if (cs.matmul_objects + 1 > kMaxMatmulObjects) {
+                Fail("%s: a kernel may register at most %d Matmul objects", api, kMaxMatmulObjects);
+            }
+            cs.matmul_objects += 1;
+        }
+        if (need_workspace && t.separated) {
+            if (workspace == nullptr) {
+                Fail("%s: the system workspace is null; pass GetSysWorkSpacePtr() after SetSysWorkspace(workspace) "
+                     "(kernel-launch projects) with a workspace of at least GetLibApiWorkSpaceSize() = %u bytes",
+                     api, LibApiWorkspaceBytes());
+            }
+            GmBuffer* b = FindGm(workspace);
+            if (b != nullptr && static_cast<uint64_t>(b->base + b->bytes - workspace) < LibApiWorkspaceBytes()) {
+                Fail("%s: the system workspace has %llu bytes left in GM buffer '%s'; the Matmul API needs "
+                     "GetLibApiWorkSpaceSize() = %u bytes on %s", api,
+                     static_cast<unsigned long long>(b->base + b->bytes - workspace), b->name.c_str(),
+                     LibApiWorkspaceBytes(), t.name);
+            }
+        }
+        if (tiling == nullptr) {
+            Fail("%s: the TCubeTiling pointer is null", api);
+        }
+        CheckCombination(api, ta, tb, tbias, tc);
+        CheckTiling(api, *tiling, sa, sb, sbias, sc, c_in_ub);
+        fs_tiling = *tiling;
+        fs_registered = true;
+        fs_used = false;
+        fs_ended = false;
+        fs_generation = CurCore().generation;
+        fs_single_m = tiling->singleCoreM;
+        fs_single_n = tiling->singleCoreN;
+        fs_single_k = tiling->singleCoreK;
+        fs_org_m = tiling->M;
+        fs_org_n = tiling->N;
+        fs_org_ka = tiling->Ka;
+        fs_org_kb = tiling->Kb;
+        fs_local_ws_bytes = 0;
+        fs_has_workspace = false;
+        fs_bias_on = false;
+        ResetIteration();
+    }
+
+    static void CheckCombination(const char* api, const char* ta, const char* tb, const char* tbias, const char* tc) {
+        const TargetInfo& t = Target();
+        std::string known;
+        for (size_t i = 0; i < t.num_matmul; ++i) {
+            const MatmulTypes& m = t.matmul[i];
+            if (!std::strcmp(m.a, ta) && !std::strcmp(m.b, tb) && !std::strcmp(m.bias, tbias) &&
+                !std::strcmp(m.c, tc)) {
+                return;
+            }
+            known += Format("%s(%s, %s, %s -> %s)", i ? ", " : "", m.a, m.b, m.bias, m.c);
+        }
+        Fail("%s: Matmul with A %s, B %s, Bias %s -> C %s is not supported on %s (supported: %s)", api, ta, tb,
+             tbias, tc, t.name, known.c_str());
+    }
+
+    // The capacities a TCubeTiling implies (ASCENDC.md §3.2 L1 formula, §4.1 sizes).
+    static void CheckTiling(const char* api, const TCubeTiling& tl, uint32_t sa, uint32_t sb, uint32_t sbias,
+                            uint32_t sc, bool c_in_ub) {
+        const TargetInfo& t = Target();
+        const int64_t c0k = 32 / sa;
+        const int64_t bm = tl.baseM, bn = tl.baseN, bk = tl.baseK;
+        if (bm <= 0 || bn <= 0 || bk <= 0 || bm % 16 != 0 || bn % 16 != 0 || bk % c0k != 0) {
+            Fail("%s: tiling baseM/baseN/baseK = %lld/%lld/%lld; baseM and baseN must be positive multiples of 16 "
+                 "and baseK of %lld (32 bytes of A)", api, static_cast<long long>(bm), static_cast<long long>(bn),
+                 static_cast<long long>(bk), static_cast<long long>(c0k));
+        }
+        if (tl.M <= 0 || tl.N <= 0 || tl.Ka <= 0 || tl.singleCoreM <= 0 || tl.singleCoreN <= 0 ||
+            tl.singleCoreK <= 0 || tl.singleCoreM > tl.M || tl.singleCoreN > tl.N || tl.singleCoreK > tl.Ka ||
+            (tl.Kb != 0 && tl.Kb != tl.Ka)) {
+            Fail("%s: tiling shapes M/N/Ka/Kb = %d/%d/%d/%d, singleCoreM/N/K = %d/%d/%d; single-core sizes must be "
+                 "positive and within M, N, Ka (and Ka == Kb)", api, tl.M, tl.N, tl.Ka, tl.Kb, tl.singleCoreM,
+                 tl.singleCoreN, tl.singleCoreK);
+        }
+        const int64_t dba = std::max(tl.dbL0A, 1), dbb = std::max(tl.dbL0B, 1), dbc = std::max(tl.dbL0C, 1);
+        if (dba * bm * bk * sa > t.l0a_bytes) {
+            Fail("%s: tiling needs %lld bytes of L0A (%lld x baseM %lld x baseK %lld x %u B); %s has %u", api,
+                 static_cast<long long>(dba * bm * bk * sa), static_cast<long long>(dba), static_cast<long long>(bm),
+                 static_cast<long long>(bk), sa, t.name, t.l0a_bytes);
+        }
+        if (dbb * bn * bk * sb > t.l0b_bytes) {
+            Fail("%s: tiling needs %lld bytes of L0B (%lld x baseN %lld x baseK %lld x %u B); %s has %u", api,
+                 static_cast<long long>(dbb * bn * bk * sb), static_cast<long long>(dbb), static_cast<long long>(bn),
+                 static_cast<long long>(bk), sb, t.name, t.l0b_bytes);
+        }
+        if (dbc * bm * bn * 4 > t.l0c_bytes) {
+            Fail("%s: tiling needs %lld bytes of L0C (%lld x baseM %lld x baseN %lld x 4 B accumulators); %s has %u",
+                 api, static_cast<long long>(dbc * bm * bn * 4), static_cast<long long>(dbc),
+                 static_cast<long long>(bm), static_cast<long long>(bn), t.name, t.l0c_bytes);
+        }
+        const int64_t stepM = std::max(tl.stepM, 1), stepN = std::max(tl.stepN, 1);
+        const int64_t stepKa = std::max(tl.stepKa, 1), stepKb = std::max(tl.stepKb, 1);
+        if (tl.depthA1 < stepM * stepKa || tl.depthB1 < stepN * stepKb) {
+            Fail("%s: tiling depthA1/depthB1 = %d/%d must hold stepM*stepKa = %lld and stepN*stepKb = %lld base "
+                 "blocks", api, tl.depthA1, tl.depthB1, static_cast<long long>(stepM * stepKa),
+                 static_cast<long long>(stepN * stepKb));
+        }
+        const int64_t l1 = t.l1_bytes - (t.arch == 2201 ? 256 : 0);
+        const int64_t need = static_cast<int64_t>(tl.depthA1) * bm * bk * sa + static_cast<int64_t>(tl.depthB1) * bn *
+                             bk * sb + (tl.isBias ? bn * sbias : 0);
+        if (need > l1) {
+            Fail("%s: tiling needs %lld bytes of L1 (depthA1 %d x %lld x %lld x %u B + depthB1 %d x %lld x %lld x %u B "
+                 "+ bias); %s has %lld", api, static_cast<long long>(need), tl.depthA1, static_cast<long long>(bm),
+                 static_cast<long long>(bk), sa, tl.depthB1, static_cast<long long>(bn), static_cast<long long>(bk),
+                 sb, t.name, static_cast<long long>(l1));
+        }
+        if (c_in_ub && (bn * sc) % 32 != 0) {
+            Fail("%s: C goes to UB in ND format, so baseN x sizeof(C) = %lld bytes must be a multiple of 32", api,
+                 static_cast<long long>(bn * sc));
+        }
+        if (tl.iterateOrder != 0 && tl.iterateOrder != 1) {
+            Fail("%s: tiling iterateOrder = %d; 0 (M first) and 1 (N first) are defined", api, tl.iterateOrder);
+        }
+    }
+
+    void RequireRegistered(const char* api) const {
+        if (!fs_registered || fs_generation != CurCore().generation) {
+            Fail("Matmul::%s: the Matmul object was not registered in this kernel; call REGIST_MATMUL_OBJ(&pipe, "
+                 "GetSysWorkSpacePtr(), mm, &tiling) (or mm.Init(&tiling, &pipe)) first", api);
+        }
+    }
+
+    void ResetIteration() {
+        fs_started = false;
+        fs_pending = false;
+        fs_count = 0;
+        fs_tile_index = -1;
+    }
+
+    // Advances to the next base tile; false when the single-core block is done.
+    bool NextTile() {
+        const int64_t mIter = (fs_single_m + fs_tiling.baseM - 1) / fs_tiling.baseM;
+        const int64_t nIter = (fs_single_n + fs_tiling.baseN - 1) / fs_tiling.baseN;
+        fs_tile_index += 1;
+        if (fs_tile_index >= mIter * nIter) {
+            ResetIteration();
+            return false;
+        }
+        int64_t mi, ni;
+        if (fs_tiling.iterateOrder == 1) {   // N first
+            ni = fs_tile_index % nIter;
+            mi = fs_tile_index / nIter;
+        } else {                             // M first: the samples' count % roundM
+            mi = fs_tile_index % mIter;
+            ni = fs_tile_index / mIter;
+        }
+        fs_m0 = mi * fs_tiling.baseM;
+        fs_n0 = ni * fs_tiling.baseN;
+        fs_tm = std::min<int64_t>(fs_tiling.baseM, fs_single_m - fs_m0);
+        fs_tn = std::min<int64_t>(fs_tiling.baseN, fs_single_n - fs_n0);
+        return true;
+    }
+
+    TCubeTiling fs_tiling{};
+    bool fs_registered = false;
+    bool fs_used = false;
+    bool fs_ended = false;
+    uint64_t fs_generation = 0;
+    int64_t fs_single_m = 0, fs_single_n = 0, fs_single_k = 0;
+    int64_t fs_org_m = 0, fs_org_n = 0, fs_org_ka = 0, fs_org_kb = 0;
+    uint64_t fs_local_ws_bytes = 0;
+    bool fs_has_workspace = false;
+    bool fs_bias_on = false;
+    bool fs_started = false;
+    bool fs_pending = false;
+    int64_t fs_count = 0;
+    int64_t fs_tile_index = -1;
+    int64_t fs_m0 = 0, fs_n0 = 0, fs_tm = 0, fs_tn = 0;
+};
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+inline GM_ADDR GetSysWorkSpacePtr() {
+    return fusedsl_cpu::CubeState().sys_workspace;
+}
+
+inline void SetSysWorkspace(GM_ADDR workspace) {
+    fusedsl_cpu::CubeState().sys_workspace = workspace;
+}
+
+// The user's part of a workspace that starts with the high-level APIs' system workspace.
+inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) {
+    return workspace == nullptr ? nullptr : workspace + fusedsl_cpu::LibApiWorkspaceBytes();
+}
+
+template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const MatmulConfig& MM_CFG = CFG_NORM>
+class Matmul : public fusedsl_cpu::MatmulBase {
+public:
+    using SrcAT = typename A_TYPE::T;
+    using SrcBT = typename B_TYPE::T;
+    using DstT = typename C_TYPE::T;
+    using BiasT = typename BIAS_TYPE::T;
+    // The cube accumulates int8 products in int32 and every float type in float.
+    using Acc = std::conditional_t<std::is_same_v<SrcAT, int8_t>, int32_t, float>;
+
+    static constexpr bool kCInUb = fusedsl_cpu::IsUbTensorPosition(C_TYPE::pos);
+
+    template <class W>
+    void fs_Register(TPipe* pipe, W workspace, const TCubeTiling* tiling, const char* api, bool need_workspace) {
+        static_assert(A_TYPE::pos == TPosition::GM && B_TYPE::pos == TPosition::GM,
+                      "the fusedsl CPU Matmul models A and B in GM (TPosition::GM)");
+        static_assert(C_TYPE::pos == TPosition::GM || kCInUb, "C_TYPE position must be GM or VECIN/VECOUT/VECCALC");
+        MatmulBase::fs_Register(api, pipe, reinterpret_cast<uint8_t*>(workspace), tiling, need_workspace,
+                                fusedsl_cpu::TypeName<SrcAT>(), fusedsl_cpu::TypeName<SrcBT>(),
+                                fusedsl_cpu::TypeName<BiasT>(), fusedsl_cpu::TypeName<DstT>(), sizeof(SrcAT),
+                                sizeof(SrcBT), sizeof(BiasT), sizeof(DstT), kCInUb);
+    }
+
+    void Init(const TCubeTiling* tiling, TPipe* tpipe = nullptr) {
+        fs_Register(tpipe, static_cast<uint8_t*>(nullptr), tiling, "Matmul::Init", false);
+    }
+
+    void SetTensorA(const GlobalTensor<SrcAT>& gm, bool isTransposeA = false) {
+        RequireRegistered("SetTensorA");
+        if (isTransposeA && !A_TYPE::isTrans) {
+            fusedsl_cpu::Fail("Matmul::SetTensorA(gm, true): A is transposed, so its MatmulType needs ISTRANS = true");
+        }
+        fs_a = gm;
+        fs_trans_a = isTransposeA;
+        fs_has_a = true;
+        fs_used = true;
+        ResetIteration();
+    }
+
+    void SetTensorB(const GlobalTensor<SrcBT>& gm, bool isTransposeB = false) {
+        RequireRegistered("SetTensorB");
+        if (isTransposeB && !B_TYPE::isTrans) {
+            fusedsl_cpu::Fail("Matmul::SetTensorB(gm, true): B is transposed, so its MatmulType needs ISTRANS = true");
+        }
+        fs_b = gm;
+        fs_trans_b = isTransposeB;
+        fs_has_b = true;
+        fs_used = true;
+        ResetIteration();
+    }
+
+    void SetBias(const GlobalTensor<BiasT>& gm) {
+        RequireRegistered("SetBias");
+        if (fs_tiling.isBias == 0) {
+            fusedsl_cpu::Fail("Matmul::SetBias: the tiling has isBias = 0; enable the bias in the host tiling "
+                              "(SetBias(true)) before setting one");
+        }
+        fs_bias = gm;
+        fs_bias_on = true;
+    }
+    void DisableBias() { fs_bias_on = false; }
+    void ClearBias() { fs_bias_on = false; }
+
+    // The last core's smaller block (-1 keeps a size).
+    void SetTail(int tailM = -1, int tailN = -1, int tailK = -1) {
+        RequireRegistered("SetTail");
+        if (tailM > 0) fs_single_m = tailM;
+        if (tailN > 0) fs_single_n = tailN;
+        if (tailK > 0) fs_single_k = tailK;
+        CheckShape("SetTail");
+    }
+    void SetSingleShape(int singleM, int singleN, int singleK) {
+        RequireRegistered("SetSingleShape");
+        fs_single_m = singleM;
+        fs_single_n = singleN;
+        fs_single_k = singleK;
+        CheckShape("SetSingleShape");
+    }
+    void SetOrgShape(int orgM, int orgN, int orgK) { SetOrgShape(orgM, orgN, orgK, orgK); }
+    void SetOrgShape(int orgM, int orgN, int orgKa, int orgKb, int orgKc = 0) {
+        RequireRegistered("SetOrgShape");
+        (void)orgKc;
+        fs_org_m = orgM;
+        fs_org_n = orgN;
+        fs_org_ka = orgKa;
+        fs_org_kb = orgKb;
+        CheckShape("SetOrgShape");
+    }
+
+    // UB scratch the 310P cube needs to move C into UB (ASCENDC.md §3.1).
+    void SetLocalWorkspace(const LocalTensor<uint8_t>& tmp) {
+        RequireRegistered("SetLocalWorkspace");
+        fusedsl_cpu::CheckUb("Matmul::SetLocalWorkspace", "the workspace", tmp.fs_addr, tmp.GetSize(), 0, 1);
+        fs_local_ws_bytes = tmp.GetSize();
+    }
+
+    // GM scratch for the asynchronous (sync = false) Iterate/GetTensorC.
+    template <class T>
+    void SetWorkspace(const GlobalTensor<T>& ws) {
+        SetWorkspace(reinterpret_cast<GM_ADDR>(ws.fs_addr), static_cast<int>(ws.GetSize() * sizeof(T)));
+    }
+    void SetWorkspace(GM_ADDR ws, int size) {
+        RequireRegistered("SetWorkspace");
+        if (ws == nullptr || size <= 0) {
+            fusedsl_cpu::Fail("Matmul::SetWorkspace: a null or empty workspace");
+        }
+        fs_has_workspace = true;
+    }
+
+    template <bool sync = true>
+    bool Iterate(bool enPartialSum = false) {
+        using namespace fusedsl_cpu;
+        RequireRegistered("Iterate");
+        if (enPartialSum) {
+            Fail("Matmul::Iterate(true): partial-sum accumulation into L0C is not modelled by the fusedsl CPU API");
+        }
+        if (!sync && !Target().separated) {
+            Fail("Matmul::Iterate<false>: asynchronous Iterate is not supported on %s", Target().name);
+        }
+        if (!fs_has_a || !fs_has_b) {
+            Fail("Matmul::Iterate: call SetTensorA and SetTensorB first");
+        }
+        if (fs_pending && sync) {
+            Fail("Matmul::Iterate: the previous tile was never fetched; call GetTensorC after every Iterate");
+        }
+        fs_started = true;
+        if (!NextTile()) {
+            return false;
+        }
+        ComputeTile();
+        fs_pending = true;
+        fs_count += 1;
+        return true;
+    }
+
+    template <bool sync = true>
+    void GetTensorC(const LocalTensor<DstT>& c, uint8_t enAtomic = 0, bool enSequentialWrite = false) {
+        using namespace fusedsl_cpu;
+        const char* api = "Matmul::GetTensorC(LocalTensor)";
+        RequirePending(api, sync);
+        if (!kCInUb) {
+            Fail("%s: C_TYPE is in %s; a UB destination needs MatmulType<TPosition::VECIN, ...> for C", api,
+                 PositionName(C_TYPE::pos));
+        }
+        if (!IsUbTensorPosition(c.GetPosition())) {
+            Fail("%s: the destination is a %s tensor; it must be a UB tensor (VECIN/VECOUT/VECCALC)", api,
+                 PositionName(c.GetPosition()));
+        }
+        if (enAtomic != 0) {
+            Fail("%s: enAtomic = %u; atomic accumulation applies to GM destinations only", api, enAtomic);
+        }
+        if (!Target().separated && fs_local_ws_bytes < static_cast<uint64_t>(fs_tiling.baseM) * fs_tiling.baseN *
+                                                           sizeof(DstT)) {
+            Fail("%s: on %s moving C into UB needs SetLocalWorkspace with at least baseM * baseN * sizeof(C) = %llu "
+                 "bytes of UB (got %llu)", api, Target().name,
+                 static_cast<unsigned long long>(fs_tiling.baseM) * fs_tiling.baseN * sizeof(DstT),
+                 static_cast<unsigned long long>(fs_local_ws_bytes));
+        }
+        WriteTileToUb(api, c, enSequentialWrite);
+        fs_pending = false;
+    }
+
+    template <bool sync = true>
+    void GetTensorC(const GlobalTensor<DstT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false) {
+        const char* api = "Matmul::GetTensorC(GlobalTensor)";
+        RequirePending(api, sync);
+        if (enAtomic > 3) {
+            fusedsl_cpu::Fail("%s: enAtomic = %u; 0 none, 1 add, 2 max, 3 min", api, enAtomic);
+        }
+        WriteTileToGm(api, gm, enAtomic, enSequentialWrite);
+        fs_pending = false;
+    }
+
+    template <bool sync = true>
+    void IterateAll(const GlobalTensor<DstT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
+                    bool waitIterateAll = false, bool fakeMsg = false) {
+        (void)waitIterateAll;
+        (void)fakeMsg;
+        if (kCInUb) {
+            fusedsl_cpu::Fail("Matmul::IterateAll(GlobalTensor): C_TYPE is in UB; declare C with TPosition::GM");
+        }
+        while (Iterate<sync>()) {
+            GetTensorC<sync>(gm, enAtomic, enSequentialWrite);
+        }
+    }
+
+    // The whole single-core block into UB, ND rows padded to 32 bytes.
+    template <bool sync = true>
+    void IterateAll(const LocalTensor<DstT>& ub, uint8_t enAtomic = 0) {
+        using namespace fusedsl_cpu;
+        const char* api = "Matmul::IterateAll(LocalTensor)";
+        if (enAtomic != 0) {
+            Fail("%s: enAtomic applies to GM destinations only", api);
+        }
+        if (!IsUbTensorPosition(ub.GetPosition())) {
+            Fail("%s: the destination must be a UB tensor (VECIN/VECOUT/VECCALC)", api);
+        }
+        const int64_t ld = RoundUp(fs_single_n, 32 / sizeof(DstT));
+        const uint64_t need = static_cast<uint64_t>(fs_single_m) * ld * sizeof(DstT);
+        uint32_t off = CheckUb(api, "the destination", ub.fs_addr, ub.GetSize() * sizeof(DstT), need, sizeof(DstT));
+        while (Iterate<sync>()) {
+            StoreTile(reinterpret_cast<uint8_t*>(ub.fs_addr), off, ld, fs_m0, fs_n0);
+            fs_pending = false;
+        }
+    }
+
+    void WaitIterateAll() {}
+
+    void End() {
+        RequireRegistered("End");
+        if (fs_pending) {
+            fusedsl_cpu::Fail("Matmul::End: the last tile was computed by Iterate but never fetched with GetTensorC");
+        }
+        ResetIteration();
+        fs_ended = true;
+    }
+
+private:
+    void CheckShape(const char* api) const {
+        if (fs_single_m <= 0 || fs_single_n <= 0 || fs_single_k <= 0 || fs_single_m > fs_org_m ||
+            fs_single_n > fs_org_n || fs_single_k > fs_org_ka || fs_org_ka != fs_org_kb) {
+            fusedsl_cpu::Fail("Matmul::%s: single shape %lld x %lld x %lld does not fit the original shape M %lld, N "
+                              "%lld, Ka %lld, Kb %lld", api, static_cast<long long>(fs_single_m),
+                              static_cast<long long>(fs_single_n), static_cast<long long>(fs_single_k),
+                              static_cast<long long>(fs_org_m), static_cast<long long>(fs_org_n),
+                              static_cast<long long>(fs_org_ka), static_cast<long long>(fs_org_kb));
+        }
+    }
+
+    void RequirePending(const char* api, bool sync) const {
+        RequireRegistered("GetTensorC");
+        if (!fs_pending) {
+            fusedsl_cpu::Fail("%s: no tile to fetch; call it once after each Iterate() that returned true", api);
+        }
+        if (!sync && !fs_has_workspace) {
+            fusedsl_cpu::Fail("%s<false>: asynchronous GetTensorC needs a GM workspace; call SetWorkspace first", api);
+        }
+    }
+
+    // acc = bias + A[m0:m0+tm, :K] x B[:K, n0:n0+tn], K summed in order.
+    void ComputeTile() {
+        using namespace fusedsl_cpu;
+        const int64_t tm = fs_tm, tn = fs_tn, k = fs_single_k;
+        const int64_t m0 = fs_m0, n0 = fs_n0;
+        // Extent of each operand touched, from its GlobalTensor's start.
+        const int64_t a_end = fs_trans_a ? (k - 1) * fs_org_m + m0 + tm : (m0 + tm - 1) * fs_org_ka + k;
+        const int64_t b_end = fs_trans_b ? (n0 + tn - 1) * fs_org_kb + k : (k - 1) * fs_org_n + n0 + tn;
+        CheckGm("Matmul::Iterate (A)", fs_a, a_end * sizeof(SrcAT), true);
+        CheckGm("Matmul::Iterate (B)", fs_b, b_end * sizeof(SrcBT), true);
+        const SrcAT* a = fs_a.fs_addr;
+        const SrcBT* b = fs_b.fs_addr;
+        fs_acc.assign(tm * tn, Acc(0));
+        if (fs_bias_on) {
+            CheckGm("Matmul::Iterate (bias)", fs_bias, (n0 + tn) * sizeof(BiasT), true);
+            for (int64_t i = 0; i < tm; ++i) {
+                for (int64_t j = 0; j < tn; ++j) {
+                    fs_acc[i * tn + j] = static_cast<Acc>(ToCompute(fs_bias.fs_addr[n0 + j]));
+                }
+            }
+            St().gm_bytes_read += tn * sizeof(BiasT);
+        }
+        std::vector<Acc> brow(tn);
+        for (int64_t kk = 0; kk < k; ++kk) {
+            for (int64_t j = 0; j < tn; ++j) {
+                SrcBT v = fs_trans_b ? b[(n0 + j) * fs_org_kb + kk] : b[kk * fs_org_n + n0 + j];
+                brow[j] = static_cast<Acc>(ToCompute(v));
+            }
+            for (int64_t i = 0; i < tm; ++i) {
+                SrcAT v = fs_trans_a ? a[kk * fs_org_m + m0 + i] : a[(m0 + i) * fs_org_ka + kk];
+                const Acc av = static_cast<Acc>(ToCompute(v));
+                Acc* row = fs_acc.data() + i * tn;
+                for (int64_t j = 0; j < tn; ++j) {
+                    row[j] += av * brow[j];
+                }
+            }
+        }
+        St().gm_bytes_read += static_cast<uint64_t>(tm * k) * sizeof(SrcAT) + static_cast<uint64_t>(k * tn) *
+                                                                                  sizeof(SrcBT);
+    }
+
+    // The pending tile into UB at element (row0, col0) of a row-major block with leading
+    // dimension ld (elements); columns up to the 32-byte boundary are zero-filled.
+    void StoreTile(uint8_t* base, uint32_t off, int64_t ld, int64_t row0, int64_t col0) {
+        using namespace fusedsl_cpu;
+        const int64_t tn_pad = RoundUp(fs_tn, 32 / sizeof(DstT));
+        for (int64_t i = 0; i < fs_tm; ++i) {
+            auto* row = reinterpret_cast<DstT*>(base) + (row0 + i) * ld + col0;
+            for (int64_t j = 0; j < tn_pad; ++j) {
+                DstT v = j < fs_tn ? FromCompute<DstT>(fs_acc[i * fs_tn + j]) : FromCompute<DstT>(0.0f);
+                std::memcpy(row + j, &v, sizeof(DstT));
+            }
+            MarkWritten(off + static_cast<uint32_t>(((row0 + i) * ld + col0) * sizeof(DstT)),
+                        static_cast<uint64_t>(std::min<int64_t>(tn_pad, ld - col0)) * sizeof(DstT));
+        }
+    }
+
+    void WriteTileToUb(const char* api, const LocalTensor<DstT>& c, bool sequential) {
+        using namespace fusedsl_cpu;
+        const uint64_t bytes_have = static_cast<uint64_t>(c.GetSize()) * sizeof(DstT);
+        if (C_TYPE::format == CubeFormat::NZ) {
+            // NZ: column blocks of 16, each RoundUp(tm, 16) rows of 16 elements.
+            const int64_t cols = (fs_tn + 15) / 16, rows = RoundUp(fs_tm, 16);
+            const uint64_t need = static_cast<uint64_t>(cols * rows * 16) * sizeof(DstT);
+            uint32_t off = CheckUb(api, "the destination", c.fs_addr, bytes_have, need, sizeof(DstT));
+            auto* out = reinterpret_cast<DstT*>(c.fs_addr);
+            for (int64_t cb = 0; cb < cols; ++cb) {
+                for (int64_t i = 0; i < rows; ++i) {
+                    for (int64_t j = 0; j < 16; ++j) {
+                        int64_t col = cb * 16 + j;
+                        bool in = i < fs_tm && col < fs_tn;
+                        DstT v = FromCompute<DstT>(in ? fs_acc[i * fs_tn + col] : Acc(0));
+                        std::memcpy(out + (cb * rows + i) * 16 + j, &v, sizeof(DstT));
+                    }
+                }
+            }
+            MarkWritten(off, need);
+            return;
+        }
+        if (C_TYPE::format != CubeFormat::ND && C_TYPE::format != CubeFormat::ND_ALIGN) {
+            Fail("%s: C format %d into UB is not modelled (ND, ND_ALIGN and NZ are)", api,
+                 static_cast<int>(C_TYPE::format));
+        }
+        if (sequential) {
+            // The tile alone, rows padded to 32 bytes: baseM x baseN for a full tile.
+            const int64_t ld = RoundUp(fs_tn, 32 / sizeof(DstT));
+            const uint64_t need = static_cast<uint64_t>(fs_tm * ld) * sizeof(DstT);
+            uint32_t off = CheckUb(api, "the destination", c.fs_addr, bytes_have, need, sizeof(DstT));
+            StoreTile(reinterpret_cast<uint8_t*>(c.fs_addr), off, ld, 0, 0);
+            return;
+        }
+        // Non-sequential: the tile at its place in a singleCoreM x singleCoreN block.
+        const int64_t ld = RoundUp(fs_single_n, 32 / sizeof(DstT));
+        const uint64_t need = static_cast<uint64_t>((fs_m0 + fs_tm - 1) * ld + fs_n0 +
+                                                    RoundUp(fs_tn, 32 / sizeof(DstT))) * sizeof(DstT);
+        uint32_t off = CheckUb(api, "the destination (a whole singleCoreM x singleCoreN block, since "
+                               "enSequentialWrite is false)", c.fs_addr, bytes_have, need, sizeof(DstT));
+        StoreTile(reinterpret_cast<uint8_t*>(c.fs_addr), off, ld, fs_m0, fs_n0);
+    }
+
+    void WriteTileToGm(const char* api, const GlobalTensor<DstT>& gm, uint8_t atomic, bool sequential) {
+        using namespace fusedsl_cpu;
+        // Sequential: tiles one after another, each tm x tn; otherwise at the tile's place in
+        // C with row stride N.
+        const int64_t ld = sequential ? fs_tn : fs_org_n;
+        const int64_t start = sequential ? (fs_count - 1) * fs_tiling.baseM * fs_tiling.baseN : fs_m0 * fs_org_n + fs_n0;
+        GmBuffer* buf = CheckGm(api, gm, static_cast<uint64_t>(start + (fs_tm - 1) * ld + fs_tn) * sizeof(DstT), true);
+        for (int64_t i = 0; i < fs_tm; ++i) {
+            DstT* row = gm.fs_addr + start + i * ld;
+            if (atomic == 0) {
+                NoteGmWrite(api, buf, reinterpret_cast<uint8_t*>(row), fs_tn * sizeof(DstT));
+            }
+            for (int64_t j = 0; j < fs_tn; ++j) {
+                auto v = static_cast<Compute<DstT>>(fs_acc[i * fs_tn + j]);
+                if (atomic != 0) {
+                    auto old = ToCompute(row[j]);
+                    v = atomic == 1 ? static_cast<Compute<DstT>>(old + v) : atomic == 2 ? std::max(old, v)
+                                                                                       : std::min(old, v);
+                }
+                row[j] = FromCompute<DstT>(v);
+            }
+        }
+        St().gm_bytes_written += static_cast<uint64_t>(fs_tm * fs_tn) * sizeof(DstT);
+    }
+
+    GlobalTensor<SrcAT> fs_a;
+    GlobalTensor<SrcBT> fs_b;
+    GlobalTensor<BiasT> fs_bias;
+    bool fs_has_a = false, fs_has_b = false;
+    bool fs_trans_a = false, fs_trans_b = false;
+    std::vector<Acc> fs_acc;
+};
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+template <class P, class W>
+inline void RegistMatmulObjs(P*, W) {}
+
+template <class P, class W, class MM, class... Rest>
+inline void RegistMatmulObjs(P* pipe, W workspace, MM& mm, const TCubeTiling* tiling, Rest&&... rest) {
+    mm.fs_Register(pipe, workspace, tiling, "REGIST_MATMUL_OBJ", true);
+    RegistMatmulObjs(pipe, workspace, rest...);
+}
+
+}  // namespace fusedsl_cpu
+
+// REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm1, &tiling1[, mm2, &tiling2 ...])
+#define REGIST_MATMUL_OBJ(tpipe, workspace, ...) ::fusedsl_cpu::RegistMatmulObjs(tpipe, workspace, __VA_ARGS__)

@@ -1,0 +1,118 @@
+// Everything the Matmul API tests launch through fusedsl's Python runner, in one library:
+// the MatmulLeakyRelu sample kernel and its host tiling, a kernel that reports the block
+// indices of a mixed launch, and small kernels that each break one Matmul rule on purpose.
+// Every kernel takes (a, b, bias, c, workspace, tiling) like the sample.
+#include "matmul_leakyrelu_custom.cpp"
+#include "matmul_leakyrelu_custom_tiling.cpp"
+
+using MmHalf = Matmul<MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+                      MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+                      MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>,
+                      MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>>;
+
+// What a mixed launch shows each vector core: c[3 * i ...] = GetBlockIdx, GetBlockNum,
+// GetSubBlockIdx of instance i (as floats).
+extern "C" __global__ __aicore__ void block_info(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR c, GM_ADDR, GM_ADDR) {
+    AscendC::GlobalTensor<float> out;
+    out.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c) + 3 * AscendC::GetBlockIdx(), 3);
+    out.SetValue(0, static_cast<float>(AscendC::GetBlockIdx()));
+    out.SetValue(1, static_cast<float>(AscendC::GetBlockNum()));
+    out.SetValue(2, static_cast<float>(AscendC::GetSubBlockIdx()));
+}
+
+// The shared start of the broken kernels: tiling copied, A/B/bias set on the registered object.
+struct Broken {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    MmHalf mm;
+    AscendC::GlobalTensor<half> a, b;
+    AscendC::GlobalTensor<float> bias, c;
+
+    Broken(GM_ADDR ag, GM_ADDR bg, GM_ADDR biasg, GM_ADDR cg, GM_ADDR tilingGm) {
+        CopyTiling(&tiling, tilingGm);
+        a.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(ag));
+        b.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(bg));
+        bias.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(biasg));
+        c.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(cg));
+    }
+    void SetOperands() {
+        mm.SetTensorA(a);
+        mm.SetTensorB(b);
+        mm.SetBias(bias);
+    }
+};
+
+#define BROKEN(name) \
+    extern "C" __global__ __aicore__ void name(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws, GM_ADDR t)
+
+BROKEN(regist_after_init_buffer) {
+    Broken k(a, b, bias, c, t);
+    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q;
+    k.pipe.InitBuffer(q, 1, k.tiling.baseM * k.tiling.baseN * sizeof(float));
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);
+}
+
+BROKEN(tensor_c_too_small) {
+    Broken k(a, b, bias, c, t);
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);
+    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q;
+    k.pipe.InitBuffer(q, 1, k.tiling.baseM * k.tiling.baseN * sizeof(float) / 2);
+    k.SetOperands();
+    k.mm.Iterate();
+    auto ub = q.AllocTensor<float>();
+    k.mm.GetTensorC(ub, false, true);
+}
+
+BROKEN(tensor_c_misaligned) {
+    Broken k(a, b, bias, c, t);
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);
+    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q;
+    k.pipe.InitBuffer(q, 1, k.tiling.baseM * k.tiling.baseN * sizeof(float) + 64);
+    k.SetOperands();
+    k.mm.Iterate();
+    auto ub = q.AllocTensor<float>();
+    k.mm.GetTensorC(ub[4], false, true);
+}
+
+BROKEN(missing_end) {
+    Broken k(a, b, bias, c, t);
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);
+    k.SetOperands();
+    while (k.mm.Iterate()) {
+        k.mm.GetTensorC(k.c[0], 1);   // atomic add: every tile into the same corner
+    }
+}
+
+BROKEN(iterate_twice) {
+    Broken k(a, b, bias, c, t);
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);
+    k.SetOperands();
+    k.mm.Iterate();
+    k.mm.Iterate();
+}
+
+BROKEN(not_registered) {
+    Broken k(a, b, bias, c, t);
+    k.SetOperands();
+}
+
+#define BROKEN_ENTRY(name, mode)                                                                         \
+    extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
+        AscendC::SetKernelMode(KernelMode::mode);                                                       \
+        ICPU_SET_TILING_KEY(1);                                                                         \
+        return fusedsl_cpu::Launch(name, blockDim, args[0], args[1], args[2], args[3], args[4], args[5]); \
+    }
+BROKEN_ENTRY(block_info, MIX_MODE)
+BROKEN_ENTRY(regist_after_init_buffer, MIX_MODE)
+BROKEN_ENTRY(tensor_c_too_small, MIX_MODE)
+BROKEN_ENTRY(tensor_c_misaligned, MIX_MODE)
+BROKEN_ENTRY(missing_end, MIX_MODE)
+BROKEN_ENTRY(iterate_twice, MIX_MODE)
+BROKEN_ENTRY(not_registered, MIX_MODE)
+
+// The sample kernel launched as a vector-only kernel.
+extern "C" int fusedsl_launch_matmul_in_aiv_mode(uint32_t blockDim, uint8_t** args) {
+    AscendC::SetKernelMode(KernelMode::AIV_MODE);
+    return fusedsl_cpu::Launch(matmul_leakyrelu_custom, blockDim, args[0], args[1], args[2], args[3], args[4],
+                               args[5]);
+}

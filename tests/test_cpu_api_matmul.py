@@ -1,0 +1,223 @@
+"""The Matmul high-level API on fusedsl's CPU implementation of Ascend C: a kernel in the
+style of CANN's MatmulLeakyRelu kernel-launch sample (host tiling via MultiCoreMatmulTiling)
+built with plain g++ as a CPU-mode program and through the runner against numpy, the
+mixed-launch block indices, and one failure test per Matmul rule."""
+import ctypes
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import ASCENDC_KERNELS
+
+from fusedsl.backend_ascendc import cpu_runner
+from fusedsl.backend_ascendc.cpu import include_dir
+from fusedsl.errors import AscendCCheckError
+
+KERNELS = ASCENDC_KERNELS
+TILING_WORDS = 50
+SYS_WORKSPACE = {"ascend910b": 16 << 20, "ascend310p": 2 << 20}
+
+pytestmark = pytest.mark.usefixtures("private_cache_dir")
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    """The sample as a CPU-mode program: kernel, host tiling and main.cpp as three TUs."""
+    exe = tmp_path_factory.mktemp("mm") / "matmul_leakyrelu_custom"
+    srcs = [os.path.join(KERNELS, f"matmul_leakyrelu_custom{s}.cpp") for s in ("", "_tiling", "_main")]
+    cmd = ["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-DASCENDC_CPU_DEBUG",
+           f"-I{include_dir()}", f"-I{KERNELS}", *srcs, "-o", str(exe)]
+    return exe, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.fixture(scope="module")
+def lib(program):
+    with open(os.path.join(KERNELS, "matmul_kernels.cpp"), encoding="utf-8") as f:
+        source = f.read()
+    built = cpu_runner.build(source, name="matmul_kernels", extra_flags=[f"-I{KERNELS}"])
+    fn = built._lib.GenerateTiling
+    fn.argtypes = [ctypes.c_char_p] + [ctypes.c_int32] * 7 + [ctypes.c_void_p, ctypes.c_uint32]
+    fn.restype = ctypes.c_int64
+    return built
+
+
+def _tiling(lib, soc, m, n, k, dim, base_m, base_n, fp32=False):
+    buf = np.zeros(TILING_WORDS, np.int32)
+    size = lib._lib.GenerateTiling(soc.encode(), m, n, k, dim, base_m, base_n, int(fp32), buf.ctypes.data, buf.nbytes)
+    assert size == buf.nbytes, "GenerateTiling failed"
+    return buf
+
+
+FIELDS = ("usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM baseN baseK depthA1 depthB1 stepM "
+          "stepN isBias transLength iterateOrder shareMode shareL1Size shareL0CSize shareUbSize batchM batchN "
+          "singleBatchM singleBatchN stepKa stepKb").split()
+
+
+def _field(tiling, name):
+    return int(tiling[FIELDS.index(name)])
+
+
+def _operands(m, n, k, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (m, k)).astype(dtype)
+    b = rng.uniform(-1, 1, (k, n)).astype(dtype)
+    bias = rng.uniform(-1, 1, n).astype(np.float32)
+    return a, b, bias
+
+
+def _launch(lib, entry, block_dim, a, b, bias, c, tiling, target, workspace=None):
+    ws = np.zeros(SYS_WORKSPACE.get(target, 1 << 20), np.uint8) if workspace is None else workspace
+    return lib.launch(entry, block_dim, [("a", a), ("b", b), ("bias", bias), ("c", c), ("workspace", ws),
+                                         ("tiling", tiling)], target=target)
+
+
+def _want(a, b, bias):
+    y = a.astype(np.float32) @ b.astype(np.float32) + bias
+    return np.where(y < 0, y * np.float32(0.1), y)
+
+
+def test_sample_program_runs_on_910b_and_310p(program):
+    exe, proc = program
+    log, _ = proc.communicate()
+    assert proc.returncode == 0, log
+    env = {k: v for k, v in os.environ.items() if k != "FUSEDSL_TARGET"}
+    for soc, target in (("Ascend910B2", "ascend910b"), ("Ascend310P3", "ascend310p")):
+        run = subprocess.run([str(exe), soc], capture_output=True, text=True, timeout=60,
+                             env={**env, "FUSEDSL_TARGET": target})
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert f"[SUCCESS] matmul_leakyrelu_custom matches on {soc}" in run.stdout
+
+
+def test_host_tiling_of_the_sample_shape_fits_910b(lib):
+    t = _tiling(lib, "Ascend910B2", 1024, 640, 256, 2, 256, 128)
+    assert [_field(t, f) for f in ("usedCoreNum", "M", "N", "Ka", "singleCoreM", "singleCoreN", "singleCoreK",
+                                   "baseM", "baseN", "isBias", "stepM", "stepN")] == \
+        [2, 1024, 640, 256, 512, 640, 256, 256, 128, 1, 1, 1]
+    base_k = _field(t, "baseK")
+    # L0A double-buffered: 2 * 256 * baseK * 2 B <= 64 KB; L0C holds one 256 x 128 float tile.
+    assert base_k == 64 and t[FIELDS.index("shareL0CSize")] == 256 * 128 * 4
+    l1 = _field(t, "depthA1") * 256 * base_k * 2 + _field(t, "depthB1") * 128 * base_k * 2 + 128 * 4
+    assert l1 == _field(t, "shareL1Size") <= 512 * 1024 - 256
+
+
+@pytest.mark.parametrize("target,soc,m,n,k,dim,base,block_dim,dtype", [
+    # Tails in M and K (not multiples of 16), two AIVs of one mixed block on 910B.
+    ("ascend910b", "Ascend910B2", 200, 176, 72, 2, (64, 64), 1, np.float16),
+    # Four vector cores, N split too, float inputs.
+    ("ascend910b", "Ascend910B2", 96, 128, 40, 4, (32, 32), 2, np.float32),
+    # 310P: coupled cores (blockDim = cores), SetLocalWorkspace via tiling key 2.
+    ("ascend310p", "Ascend310P3", 130, 96, 50, 2, (64, 32), 2, np.float16),
+])
+def test_matmul_leaky_relu_matches_numpy(lib, target, soc, m, n, k, dim, base, block_dim, dtype):
+    a, b, bias = _operands(m, n, k, dtype, seed=m)
+    c = np.full((m, n), np.nan, np.float32)
+    tiling = _tiling(lib, soc, m, n, k, dim, *base, fp32=dtype == np.float32)
+    entry = "matmul_leakyrelu_f32" if dtype == np.float32 else "matmul_leakyrelu_custom"
+    stats = _launch(lib, entry, block_dim, a, b, bias, c, tiling, target)
+    np.testing.assert_allclose(c, _want(a, b, bias), rtol=1e-5, atol=1e-5)
+    assert stats.gm_bytes_written == m * n * 4
+    # One LeakyRelu per tile, over a whole baseM x baseN buffer.
+    used = _field(tiling, "usedCoreNum")
+    assert used == dim
+    assert stats.vector_instructions >= -(-m // base[0]) * -(-n // base[1])
+
+
+def test_mixed_launch_runs_two_vector_cores_per_block_on_910b_and_one_core_per_block_on_310p(lib):
+    nothing = np.zeros(1, np.float32)
+    tiling = np.zeros(TILING_WORDS, np.int32)
+    out = np.full(3 * 6, -1, np.float32)
+    _launch(lib, "block_info", 3, nothing, nothing, nothing, out, tiling, "ascend910b")
+    assert out.reshape(6, 3).tolist() == [[i, 3, i % 2] for i in range(6)]
+    out[:] = -1
+    _launch(lib, "block_info", 3, nothing, nothing, nothing, out, tiling, "ascend310p")
+    assert out.reshape(6, 3)[:3].tolist() == [[i, 3, 0] for i in range(3)] and np.all(out[9:] == -1)
+    with pytest.raises(AscendCCheckError, match=r"blockDim = 25 in MIX_MODE; a mixed kernel's blockDim counts cube "
+                                                r"cores \(1 AIC \+ 2 AIV each\) and ascend910b has 24"):
+        _launch(lib, "block_info", 25, nothing, nothing, nothing, np.zeros(150, np.float32), tiling, "ascend910b")
+
+
+# ---- failure paths ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small(lib):
+    """A 64 x 64 x 32 half problem and its 910B tiling (one core, 32 x 32 tiles)."""
+    a, b, bias = _operands(64, 64, 32, np.float16, seed=1)
+    return a, b, bias, _tiling(lib, "Ascend910B2", 64, 64, 32, 1, 32, 32)
+
+
+def _fails(lib, entry, small, match, *, target="ascend910b", tiling=None, workspace=None, block_dim=1):
+    a, b, bias, t = small
+    c = np.zeros((64, 64), np.float32)
+    with pytest.raises(AscendCCheckError, match=match):
+        _launch(lib, entry, block_dim, a, b, bias, c, t if tiling is None else tiling, target, workspace)
+
+
+def test_regist_matmul_obj_after_init_buffer_is_rejected_on_910b(lib, small):
+    _fails(lib, "regist_after_init_buffer", small,
+           r"REGIST_MATMUL_OBJ: called after TPipe::InitBuffer \(1 buffer\(s\) already planned\); on ascend910b "
+           r"the Matmul object must be registered before any InitBuffer")
+
+
+def test_get_tensor_c_destination_too_small(lib, small):
+    _fails(lib, "tensor_c_too_small", small,
+           r"Matmul::GetTensorC\(LocalTensor\): the destination needs 4096 bytes but the LocalTensor has only 2048")
+
+
+def test_get_tensor_c_destination_misaligned(lib, small):
+    _fails(lib, "tensor_c_misaligned", small, r"the destination starts at UB offset 16, which is not 32-byte aligned")
+
+
+def test_missing_end_and_double_iterate_and_unregistered_object(lib, small):
+    _fails(lib, "missing_end", small, r"Matmul: End\(\) was not called after the last Iterate/IterateAll; on "
+                                      r"ascend910b the cube core \(AIC\) waits for it")
+    _fails(lib, "iterate_twice", small, r"the previous tile was never fetched; call GetTensorC after every Iterate")
+    _fails(lib, "not_registered", small, r"Matmul::SetTensorA: the Matmul object was not registered in this kernel; "
+                                         r"call REGIST_MATMUL_OBJ")
+
+
+def test_matmul_needs_mix_mode_on_910b(lib, small):
+    _fails(lib, "matmul_in_aiv_mode", small, r"REGIST_MATMUL_OBJ: on ascend910b a Matmul kernel is a mixed "
+                                             r"cube\+vector kernel; launch it with .*MIX_MODE")
+
+
+def test_system_workspace_smaller_than_lib_api_workspace(lib, small):
+    _fails(lib, "matmul_leakyrelu_custom", small, r"the system workspace has 1048576 bytes left in GM buffer "
+                                                  r"'workspace'; the Matmul API needs GetLibApiWorkSpaceSize\(\) = "
+                                                  r"16777216 bytes", workspace=np.zeros(1 << 20, np.uint8))
+
+
+def test_dtype_combinations_per_chip(lib, small):
+    a, b, bias, _ = small
+    t = _tiling(lib, "Ascend310P3", 64, 64, 32, 1, 32, 32, fp32=True)
+    with pytest.raises(AscendCCheckError, match=r"Matmul with A float, B float, Bias float -> C float is not "
+                                                r"supported on ascend310p \(supported: \(half, half, float -> float\)"):
+        _launch(lib, "matmul_leakyrelu_f32", 1, a.astype(np.float32), b.astype(np.float32), bias,
+                np.zeros((64, 64), np.float32), t, "ascend310p")
+    _fails(lib, "matmul_leakyrelu_custom", small, r"the Matmul high-level API is not available on ascend910",
+           target="ascend910")
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("baseM", 256, r"tiling needs 524288 bytes of L0C \(2 x baseM 256 x baseN 256 x 4 B accumulators\); ascend910b "
+                   r"has 131072"),
+    ("baseK", 1024, r"tiling needs 131072 bytes of L0A \(2 x baseM 32 x baseK 1024 x 2 B\); ascend910b has 65536"),
+    ("depthA1", 4096, r"tiling needs \d+ bytes of L1 \(depthA1 4096 x 32 x 32 x 2 B"),
+    ("baseN", 40, r"baseM and baseN must be positive multiples of 16"),
+])
+def test_tiling_outside_the_cube_buffers(lib, small, field, value, match):
+    t = small[3].copy()
+    t[FIELDS.index(field)] = value
+    if field == "baseM":
+        t[FIELDS.index("baseN")] = 256
+    _fails(lib, "matmul_leakyrelu_custom", small, match, tiling=t)
+
+
+def test_host_tiling_rejects_a_base_block_larger_than_l0c_on_910b_but_not_on_310p(lib, capfd):
+    buf = np.zeros(TILING_WORDS, np.int32)
+    args = (256, 256, 64, 1, 256, 256, 0, buf.ctypes.data, buf.nbytes)
+    assert lib._lib.GenerateTiling(b"Ascend910B2", *args) == -1
+    assert "baseM x baseN = 256 x 256 needs 262144 bytes of L0C, ascend910b has 131072" in capfd.readouterr().err
+    assert lib._lib.GenerateTiling(b"Ascend310P3", *args) == buf.nbytes
+    # 310P's L0C is 256 KB: one 256 x 256 float tile fits, without double buffering.
+    assert _field(buf, "baseM") == 256 and _field(buf, "baseN") == 256 and buf[32] == 1   # dbL0C
