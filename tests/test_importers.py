@@ -182,3 +182,45 @@ def test_import_fusedsl_does_not_import_extras():
     code = "import sys, fusedsl; print(sorted(m for m in ('torch', 'onnx', 'onnxruntime') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_from_torch_more_ops():
+    def f(x, w, y):
+        a = F.silu(torch.rms_norm(x, (16,), w, 1e-6))
+        b = torch.bmm(a.view(2, 4, 16), y).flatten(1)        # (2, 4*8)
+        c = torch.clamp(b[:, 3:19], -1.0, 1.0).unsqueeze(0).squeeze(0)
+        return torch.where(c > 0, c.exp(), c * 0.5).mean(dim=-1, keepdim=True)
+    args = (torch.randn(8, 16), torch.rand(16) + 0.5, torch.randn(2, 16, 8))
+    kernel = fs.from_torch(f, *args)
+    np.testing.assert_allclose(kernel(*args), f(*args).numpy(), rtol=2e-5, atol=2e-5)
+
+
+def test_from_onnx_more_ops():
+    from onnx import TensorProto, helper, numpy_helper
+    c = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    nodes = [
+        helper.make_node("Slice", ["x", "st", "en", "ax"], ["s"]),                  # (2, 4, 4, 6)
+        helper.make_node("GlobalAveragePool", ["s"], ["g"]),                         # (2, 4, 1, 1)
+        helper.make_node("Flatten", ["g"], ["f"], axis=1),                           # (2, 4)
+        helper.make_node("Unsqueeze", ["f", "ax0"], ["u"]),                          # (1, 2, 4)
+        helper.make_node("Expand", ["u", "shp"], ["e"]),                             # (3, 2, 4)
+        helper.make_node("ReduceMax", ["e", "ax2"], ["r"], keepdims=0),             # (3, 2)
+        helper.make_node("Clip", ["r", "lo", "hi"], ["cl"]),
+        helper.make_node("Squeeze", ["u", "ax0"], ["sq"]),                           # (2, 4)
+        helper.make_node("Softmax", ["sq"], ["sm"], axis=1),
+        helper.make_node("Sqrt", ["sm"], ["y2"]),
+        helper.make_node("Cast", ["cl"], ["y1"], to=TensorProto.FLOAT16),
+    ]
+    inits = [c("st", [1, 2]), c("en", [5, 8]), c("ax", [2, 3]), c("ax0", [0]), c("shp", [3, 2, 4]),
+             c("ax2", [2]), numpy_helper.from_array(np.float32(-0.1), "lo"),
+             numpy_helper.from_array(np.float32(0.2), "hi")]
+    graph = helper.make_graph(nodes, "misc", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 6, 9])],
+                              [helper.make_tensor_value_info("y1", TensorProto.FLOAT16, [3, 2]),
+                               helper.make_tensor_value_info("y2", TensorProto.FLOAT, [2, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model)
+    x = np.random.default_rng(0).standard_normal((2, 4, 6, 9)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = fs.from_onnx(model)(x)
+    np.testing.assert_allclose(got[0].astype(np.float32), want[0].astype(np.float32), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)

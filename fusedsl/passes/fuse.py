@@ -115,8 +115,10 @@ class Fuse(Pass):
                     self._refuse_merge(i, other, "FS109", "fusion disabled (opt_level=0 or disable_passes)")
                     continue
                 if not _legal(members[other], reach[other], cur, cur_above):
-                    self._refuse_merge(i, other, "FS106", f"would create a cycle through an op outside "
-                                                          f"(between {fn.ops[p].name} and {op.name})")
+                    between = cur_above & reach[other] & ~(cur | members[other])
+                    via = fn.ops[(between & -between).bit_length() - 1].name
+                    self._refuse_merge(i, other, "FS106", f"merging {fn.ops[p].name} with {op.name} would "
+                                                          f"create a cycle through {via} (outside the kernel)")
                     continue
                 union = cur | members[other]
                 internal = {vid for vid in cur_stats.inputs
