@@ -144,7 +144,10 @@ def test_torch_compile_backend_zero_copy():
             return backend(gm, inputs)
         compiled = torch.compile(model, backend=counting)
         got = compiled(x)
-    assert len(graphs) == 1   # the whole model ran through fusedsl's kernels
+        assert len(graphs) == 1   # the whole model ran through fusedsl's kernels
+        for batch in (8, 12):     # a shape change makes dynamo trace a dynamic graph: still fused
+            xb = torch.randn(batch, 16)
+            torch.testing.assert_close(compiled(xb), model(xb), rtol=2e-5, atol=2e-5)
     torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5)
     from fusedsl.importers.common import as_array
     view = as_array(x, "x")

@@ -396,16 +396,27 @@ def torch_backend(target=None, **options):
         options["target"] = target
 
     def backend(gm, example_inputs):
-        ep = torch.export.export(gm, tuple(example_inputs))
-        kernel = _exported_kernel(ep, "compiled_graph", dict(options), None)
         multi = _returns_tuple(gm)
+        kernels: dict = {}
 
-        def run(*tensors):
-            out = kernel(*tensors)
+        def kernel_for(args):
+            # Dynamo may hand over symbolic sizes (after a shape change it traces dynamic
+            # graphs); fusedsl kernels are specialised to concrete shapes, so each new
+            # combination of shapes (and size arguments) is exported and imported once.
+            key = tuple((tuple(a.shape), str(a.dtype)) if isinstance(a, torch.Tensor) else ("v", a) for a in args)
+            if key not in kernels:
+                ep = torch.export.export(gm, tuple(args))
+                kernels[key] = _exported_kernel(ep, "compiled_graph", dict(options), None)
+            return kernels[key]
+
+        def run(*args):
+            out = kernel_for(args)(*args)
             outs = out if isinstance(out, tuple) else (out,)
             results = tuple(torch.from_numpy(np.ascontiguousarray(o)) for o in outs)
             return results if multi else results[0]
-        run.kernel = kernel
+        if all(isinstance(a, torch.Tensor) for a in example_inputs):
+            kernel_for(tuple(example_inputs))   # static shapes: import now, errors surface at compile
+        run.kernels = kernels
         return run
     return backend
 
