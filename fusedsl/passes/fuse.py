@@ -143,7 +143,7 @@ class Fuse(Pass):
             stats[i] = cur_stats
         if not (self.fusion.horizontal or self.single_kernel):
             return [list(_bits(members[r])) for r in sorted(members)]
-        return self._merge_siblings(fn, members, reach, above, producer)
+        return self._merge_siblings(fn, members, reach, above, producer, stats)
 
     def _refuse_merge(self, i: int, other: int, code: str, text: str) -> None:
         self._refusals.setdefault(i, (code, text))
@@ -176,7 +176,7 @@ class Fuse(Pass):
             saved += n * v.dtype.itemsize * (2 if inside else 1)
         return saved
 
-    def _merge_siblings(self, fn, members, reach, above, producer) -> list[list[int]]:
+    def _merge_siblings(self, fn, members, reach, above, producer, stats) -> list[list[int]]:
         """Horizontal fusion: independent groups with one iteration shape that read a common
         input share its loads (or, with single_kernel, are asked to be one kernel).
         Candidates are found through an index (shape, input) -> groups, so the cost grows with
@@ -199,6 +199,16 @@ class Fuse(Pass):
             keys = [None] if self.single_kernel else inputs[r]
             for key in keys:
                 readers.setdefault((shape[r], key), []).append(r)
+        sizes = {}   # value id -> bytes, for the GM inputs groups may share
+        for st in stats.values():
+            for vid in st.inputs:
+                sizes[vid] = 0
+        for v in [p.value for p in fn.params] + [op.result for op in fn.ops]:
+            if id(v) in sizes:
+                n = 1
+                for d in v.shape:
+                    n *= 1024 if isinstance(d, str) else d
+                sizes[id(v)] = n * v.dtype.itemsize
         alive = set(roots)
         order = []
         for a in roots:
@@ -216,10 +226,16 @@ class Fuse(Pass):
                     if not (_legal(ga, reach[a], gb, above[b]) and _legal(gb, reach[b], ga, above[a])):
                         failed.append(b)
                         continue
-                    if not self.single_kernel and bin(ga).count("1") + bin(gb).count("1") > self.fusion.max_ops:
-                        self._refuse_merge(a, b, "FS107", f"cap: {bin(ga | gb).count('1')} ops > "
-                                                          f"max_kernel_ops={self.fusion.max_ops}")
-                        continue
+                    merged = stats[a].merged(stats[b], set())
+                    if not self.single_kernel:
+                        shared = stats[a].inputs.keys() & stats[b].inputs.keys()
+                        saved = sum(sizes.get(vid, 0) for vid in shared)   # each shared input read once
+                        ok, code, text = merge_verdict(stats[a], stats[b], merged, saved, self.fusion,
+                                                       need_bytes=False)
+                        if not ok:
+                            self._refuse_merge(a, b, code, text)
+                            continue
+                    stats[a] = merged
                     self.stats["merges"] += 1
                     members[a] = ga | gb
                     reach[a] |= reach[b]

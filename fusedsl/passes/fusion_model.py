@@ -130,8 +130,9 @@ class GroupStats:
 
 
 def merge_verdict(a: GroupStats, b: GroupStats, merged: GroupStats, saved_bytes: int,
-                  opts: FusionOptions) -> tuple[bool, str, str]:
-    """(keep?, code, figures) for merging groups a and b into `merged`."""
+                  opts: FusionOptions, need_bytes: bool = True) -> tuple[bool, str, str]:
+    """(keep?, code, figures) for merging groups a and b into `merged`.  Siblings that share
+    only a constant (`need_bytes=False`) still save a launch."""
     target = opts.target
     if merged.ops > opts.max_ops:
         return False, "FS107", f"cap: {merged.ops} ops > max_kernel_ops={opts.max_ops}"
@@ -143,7 +144,7 @@ def merge_verdict(a: GroupStats, b: GroupStats, merged: GroupStats, saved_bytes:
     need = merged.min_tile_bytes()
     if need > budget:
         return False, "FS104", f"UB: needs {_kb(need)} of {_kb(budget)} ({opts.ub_headroom:.0%} of {_kb(target.ub_bytes)})"
-    if saved_bytes <= 0:
+    if saved_bytes <= 0 and need_bytes:
         return False, "FS102", "no shared bytes"
     benefit, loss = benefit_us(a, b, merged, saved_bytes, target, opts)
     if benefit <= 0:
