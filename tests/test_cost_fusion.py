@@ -204,3 +204,13 @@ def test_recompute_or_store_follows_the_model():
     np.testing.assert_allclose(got_sum, h + b, rtol=1e-5)
     rows = light.compile(x, b).report().kernels
     assert [r.reason_code for r in rows] == ["FS103", "FS103"] and all("recomputes" in r.reason for r in rows)
+
+
+def test_fusion_option_mistakes_are_located():
+    for kwargs, text in [({"opt_level": 5}, "opt_level must be 0, 1, 2 or 3"),
+                         ({"disable_passes": ["fusee"]}, "unknown pass name(s) in disable_passes"),
+                         ({"ub_headroom": 2}, "ub_headroom must be a fraction"),
+                         ({"max_kernel_ops": 0}, "max_kernel_ops must be a positive int")]:
+        with pytest.raises(fs.ArgumentError) as info:
+            seed.compile(A, B, **kwargs)
+        assert text in str(info.value) and "test_cost_fusion.py:" in str(info.value)

@@ -63,15 +63,38 @@ class FusionOptions:
         return self.opt_level >= 2 and "horizontal" not in self.disabled
 
 
+PASS_NAMES = ("constant-fold", "algebra", "cse", "dce", "horizontal", "fuse")
+
+
 def disabled_passes(options: dict) -> frozenset:
     """`disable_passes=[...]` plus FUSEDSL_DISABLE_PASSES (comma separated)."""
-    names = set(options.get("disable_passes") or ())
+    from ..errors import ArgumentError, user_frame
+    given = options.get("disable_passes") or ()
+    if isinstance(given, str):
+        given = [given]
+    names = set(given)
     env = os.environ.get("FUSEDSL_DISABLE_PASSES", "")
     names |= {n.strip() for n in env.split(",") if n.strip()}
+    unknown = sorted(names - set(PASS_NAMES))
+    if unknown:
+        raise ArgumentError(f"unknown pass name(s) in disable_passes / FUSEDSL_DISABLE_PASSES: {', '.join(unknown)}",
+                            loc=user_frame(), hint=f"passes: {', '.join(PASS_NAMES)}")
     return frozenset(names)
 
 
 def fusion_options(options: dict, target) -> FusionOptions:
+    from ..errors import ArgumentError, user_frame
+    level = options.get("opt_level", 2)
+    if level not in (0, 1, 2, 3):
+        raise ArgumentError(f"opt_level must be 0, 1, 2 or 3, got {level!r}", loc=user_frame())
+    for key in ("ub_headroom", "l1_headroom", "fuse_ub_headroom"):
+        value = options.get(key)
+        if value is not None and not (isinstance(value, (int, float)) and 0 < value <= 1):
+            raise ArgumentError(f"{key} must be a fraction in (0, 1], got {value!r}", loc=user_frame())
+    for key in ("max_kernel_ops", "max_kernel_inputs"):
+        value = options.get(key)
+        if value is not None and not (isinstance(value, int) and value >= 1):
+            raise ArgumentError(f"{key} must be a positive int, got {value!r}", loc=user_frame())
     return FusionOptions(
         opt_level=int(options.get("opt_level", 2)),
         ub_headroom=float(options.get("fuse_ub_headroom", options.get("ub_headroom", DEFAULT_UB_HEADROOM))),
