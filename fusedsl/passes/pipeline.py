@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from .base import PassManager
 from .canonicalize import CSE, DCE, Algebra, ConstantFold
+from .fold_batch_norm import FoldBatchNorm
 from .fuse import Fuse
 from .fusion_model import FusionOptions
 
 
 def canonicalize_passes():
     return [
-        ConstantFold(),   # first: turns constant subexpressions into constants the algebra rules can see
+        FoldBatchNorm(),  # first: conv/matmul + batch norm becomes conv/matmul + bias before anything splits it
+        ConstantFold(),   # then: turns constant subexpressions into constants the algebra rules can see
         Algebra(),        # removes identities (x*1, x-0, ...) exposed by folding
         CSE(),            # merges repeated subexpressions (composites often recompute the same value)
         DCE(),            # last: drops ops orphaned by the rewrites above

@@ -1,0 +1,164 @@
+"""Fold per-channel scale and shift after a convolution or matmul into its weights and bias.
+
+Inference batch norm traces to `(y - mean) * (rsqrt(var + eps) * gamma) + beta` with every
+operand except `y` a per-channel tensor.  When `y` is a conv2d (channels on axis 1) or a
+2-D matmul (channels = columns) and the chain of per-channel add/sub/mul ops is its only
+user, then
+
+    conv(x, w) * s + t  ==  conv(x, w * s[k]) + t        (likewise x @ (w * s[None, :]) + t)
+
+so the scale moves onto the weights (K*C*R*S elements instead of N*K*H*W) and the output
+sees one bias add, exactly the graph of conv + bias (+ activation).  The conv's own bias
+add is part of the chain and ends up in `t`.
+
+Before: any valid IR.  After: valid IR computing the same values (up to the rounding of
+the reassociated product); each folded chain is one cube op on scaled weights followed by
+at most one per-channel add.  A chain with no multiplication is left alone (it already is
+a bias add).  Weights are runtime tensors in fusedsl, so `w * s` stays an op of its own: a
+small kernel, or a constant when weights and statistics are constants.  For the same reason
+a chain is folded only when the weights have no more elements than the cube's output
+(always, when the output has a symbolic size): scaling a 1024 x 256 weight to save a
+multiply on a 64 x 256 result would cost more than it saves.
+"""
+from __future__ import annotations
+
+from ..ir.core import Function, Module, Op, TensorType, Value, freeze_attrs
+from ..ir.ops import infer_types
+from .base import Pass, Rewriter
+
+_AFFINE = ("add", "sub", "mul")
+
+
+def _channel_axis(op: Op) -> int | None:
+    """Axis of the cube op's result that indexes output channels, or None if not foldable."""
+    if op.name == "conv2d":
+        return 1
+    if op.name == "matmul" and op.operands[0].type.rank == 2 and op.operands[1].type.rank == 2:
+        return 1
+    return None
+
+
+def _per_channel(p: Value, out: TensorType, axis: int) -> bool:
+    """`p` broadcasts against `out` along the channel axis only, without changing dtype."""
+    if p.dtype != out.dtype or p.type.rank > out.rank:
+        return False
+    shape = (1,) * (out.rank - p.type.rank) + tuple(p.shape)
+    channels = out.shape[axis]
+    return all(d == 1 or (i == axis and d == channels) for i, d in enumerate(shape))
+
+
+def _elements(shape) -> int | None:
+    n = 1
+    for d in shape:
+        if not isinstance(d, int):
+            return None
+        n *= d
+    return n
+
+
+def _worth_it(cube: Op) -> bool:
+    """Scaling the weights is cheaper than scaling the output."""
+    out = _elements(cube.result.shape)
+    return out is None or _elements(cube.operands[1].shape) <= out
+
+
+def _uses(fn: Function) -> dict[int, list[Op]]:
+    uses: dict[int, list[Op]] = {}
+    for op in fn.ops:
+        for v in op.operands:
+            uses.setdefault(id(v), []).append(op)
+    for v in fn.results:
+        uses.setdefault(id(v), []).append(None)
+    return uses
+
+
+def _chain(cube: Op, uses: dict[int, list[Op]]) -> list[tuple[Op, Value]]:
+    """The per-channel add/sub/mul ops applied to the cube op's result, each the single user
+    of the previous value, as (op, per-channel operand) pairs."""
+    axis = _channel_axis(cube)
+    if axis is None:
+        return []
+    chain = []
+    cur = cube.result
+    while True:
+        users = uses.get(id(cur), [])
+        if len(users) != 1 or users[0] is None or users[0].name not in _AFFINE:
+            return chain
+        op = users[0]
+        a, b = op.operands
+        if op.name == "sub" and a is not cur:      # p - y flips the sign: not an affine step we fold
+            return chain
+        if a is b:
+            return chain
+        p = b if a is cur else a
+        if op.result.type != cur.type or not _per_channel(p, cur.type, axis):
+            return chain
+        chain.append((op, p))
+        cur = op.result
+
+
+class FoldBatchNorm(Pass):
+    """conv2d / 2-D matmul followed by per-channel scale and shift -> scaled weights + bias."""
+
+    name = "fold-batch-norm"
+
+    def run_on_function(self, fn: Function, module: Module) -> Function:
+        uses = _uses(fn)
+        plans: dict[int, tuple[Op, list[tuple[Op, Value]]]] = {}   # id(last chain op) -> plan
+        skipped: set[int] = set()
+        for op in fn.ops:
+            chain = _chain(op, uses) if op.name in ("conv2d", "matmul") and _worth_it(op) else []
+            if not any(step.name == "mul" for step, _ in chain):
+                continue
+            plans[id(chain[-1][0])] = (op, chain)
+            skipped.add(id(op))
+            skipped.update(id(step) for step, _ in chain[:-1])
+        if not plans:
+            return fn
+        rw = Rewriter()
+        for op in fn.ops:
+            if id(op) in skipped:
+                continue
+            plan = plans.get(id(op))
+            if plan is None:
+                rw.emit(op)
+                continue
+            rw.replace(op.result, self._fold(rw, *plan))
+        return rw.function(fn)
+
+    @staticmethod
+    def _fold(rw: Rewriter, cube: Op, chain: list[tuple[Op, Value]]) -> Value:
+        # Emitted where the chain ends: every per-channel operand is defined by then.
+        loc = chain[-1][0].loc
+
+        def emit(name, operands, attrs=None, at=loc):
+            operands = tuple(rw.get(v) for v in operands)
+            frozen = freeze_attrs(attrs or {})
+            types = infer_types(name, tuple(v.type for v in operands), dict(frozen))
+            op = Op(name, operands, tuple(Value(t) for t in types), frozen, at)
+            rw.ops.append(op)
+            return op.result
+
+        scale = shift = None
+        for step, p in chain:
+            if step.name == "mul":
+                scale = p if scale is None else emit("mul", (scale, p), at=step.loc)
+                shift = None if shift is None else emit("mul", (shift, p), at=step.loc)
+            elif step.name == "add":
+                shift = p if shift is None else emit("add", (shift, p), at=step.loc)
+            else:
+                shift = emit("neg", (p,), at=step.loc) if shift is None else emit("sub", (shift, p), at=step.loc)
+        x, w = cube.operands
+        out = cube.result.type
+        channels = out.shape[1]
+        if cube.name == "conv2d":
+            per_channel, weight_shape = (1, channels, 1, 1), (channels, 1, 1, 1)
+        else:
+            per_channel, weight_shape = (1, channels), (1, channels)
+        if tuple(rw.get(scale).shape) != per_channel:
+            scale = emit("broadcast_to", (scale,), {"shape": list(per_channel)})
+        if weight_shape != per_channel:
+            scale = emit("reshape", (scale,), {"shape": list(weight_shape)})
+        scaled_w = emit("mul", (w, scale))
+        y = emit(cube.name, (x, scaled_w), dict(cube.attrs), at=cube.loc)
+        return y if shift is None else emit("add", (y, shift))
