@@ -63,7 +63,7 @@ class FusionOptions:
         return self.opt_level >= 2 and "horizontal" not in self.disabled
 
 
-PASS_NAMES = ("constant-fold", "algebra", "cse", "dce", "horizontal", "fuse")
+PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "dce", "horizontal", "fuse")
 
 
 def disabled_passes(options: dict) -> frozenset:
