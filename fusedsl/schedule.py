@@ -334,8 +334,11 @@ def _cast_path(target: Target, src: dt.DType, dst: dt.DType):
         if not c.is_int and a.itemsize < c.itemsize or (a.is_int and c.is_float and a.itemsize <= 2):
             prefs = ("CAST_NONE", "CAST_RINT")
         if dst.is_int and a.is_float and c.is_float:
-            # a float hop on the way to an integer truncates too (2.9999 must not become 3)
-            prefs = ("CAST_TRUNC",) + prefs
+            # a float hop on the way to an integer truncates too (2.9999 must not become 3).
+            # 310P/910A narrow float -> half only with NONE or ODD: round-to-odd never lands on
+            # an integer when inexact, so the final TRUNC is exact for |x| < 1024 (half spacing
+            # <= 0.5); in [1024, 2048) it can be 1 too far from zero, beyond that half rounds.
+            prefs = ("CAST_TRUNC", "CAST_ODD") + prefs
         for m in prefs:
             if m in options:
                 return m
@@ -899,6 +902,20 @@ def _max_tile_elems(sched: VectorSchedule) -> int:
     return max(0, sched.ub_budget // per_elem - sched.slack_elems) // sched.gran_elems * sched.gran_elems
 
 
+def _line_aligned_tiles_per_core(sched, tpc, total_tiles, rows_mode, tile_rows, tile_cols, col_tiles, C) -> int:
+    """Grow tiles per core until every core's share of every output starts on a 64-byte line
+    (the printed C++ host tiling does the same): without DataCopyPad the row tails are written
+    with GlobalTensor::SetValue through each core's data cache, which writes whole lines."""
+    sizes = sorted({o.gm_dtype.itemsize for o in sched.outputs})
+    while tpc < total_tiles:
+        starts = range(tpc, total_tiles, tpc)
+        offs = (s * tile_rows * C if rows_mode else (s // col_tiles) * C + (s % col_tiles) * tile_cols for s in starts)
+        if not any(off * e % 64 for off in offs for e in sizes):
+            break
+        tpc += 1
+    return tpc
+
+
 def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target) -> Tiling:
     """The runtime tiling (mirrored line by line by the printed C++ host function)."""
     dims = resolve_dims(sched, sizes)
@@ -942,6 +959,9 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
         total_tiles = R * col_tiles
         tile_elems = tile_cols
     tiles_per_core = -(-total_tiles // want)
+    if not target.has_datacopypad:   # SetValue tails: no two cores may share a 64-byte GM line
+        tiles_per_core = _line_aligned_tiles_per_core(sched, tiles_per_core, total_tiles, rows_mode, tile_rows,
+                                                      tile_cols, col_tiles, C)
     block_dim = -(-total_tiles // tiles_per_core)
     strides = []
     for inp in sched.inputs:

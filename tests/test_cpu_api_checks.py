@@ -150,14 +150,14 @@ def test_compare_count_must_cover_whole_repeats(lib):
 
 def test_scalar_gm_access_is_counted(lib):
     stats, x, z = run(lib, "scalar_gm")
-    np.testing.assert_array_equal(z[:4], 2 * x[:4])
+    np.testing.assert_array_equal(z[:64:16], 2 * x[:64:16])
     assert stats.scalar_gm_accesses == 8
     assert stats.gm_bytes_read == 16 and stats.gm_bytes_written == 16
 
 
 def test_block_indices_and_kernel_printf(lib, capfd):
     stats, x, z = run(lib, "block_info")
-    np.testing.assert_array_equal(z[:16].reshape(4, 4), [[b, 4, 0, 1] for b in range(4)])
+    np.testing.assert_array_equal(z[:64].reshape(4, 16)[:, :4], [[b, 4, 0, 1] for b in range(4)])
     assert stats.scalar_gm_accesses == 16
     assert capfd.readouterr().out == "block 2 of 4: 1.500000\ndone\n"
 
@@ -188,7 +188,8 @@ SMALL = """
 extern "C" __global__ __aicore__ void twice(GM_ADDR x) {
     AscendC::GlobalTensor<float> g;
     g.SetGlobalBuffer((__gm__ float*)x);
-    g.SetValue(AscendC::GetBlockIdx(), g.GetValue(AscendC::GetBlockIdx()) * 2.0f);
+    const int64_t i = AscendC::GetBlockIdx() * 16;   // a 64-byte line per block
+    g.SetValue(i, g.GetValue(i) * 2.0f);
 }
 extern "C" int fusedsl_launch_twice(uint32_t blockDim, uint8_t** args) {
     return fusedsl_cpu::Launch(twice, blockDim, args[0]);
@@ -203,11 +204,53 @@ def test_cache_hit_and_corrupted_cache_entry_is_rebuilt():
         f.write(b"not a shared library")
     lib = cpu_runner.build(SMALL, name="twice")
     assert lib.path == path
-    x = np.arange(8, dtype=np.float32)
+    x = np.arange(128, dtype=np.float32)
     lib.launch("twice", 8, [("x", x)])
-    np.testing.assert_array_equal(x, 2 * np.arange(8, dtype=np.float32))
+    np.testing.assert_array_equal(x[::16], 2 * np.arange(0, 128, 16, dtype=np.float32))
     mtime = os.stat(path).st_mtime_ns
     again = cpu_runner.build(SMALL, name="twice")
     assert again.path == path and os.stat(path).st_mtime_ns == mtime   # a cache hit, not a rebuild
     leftovers = [f for f in os.listdir(cpu_runner.cache_dir()) if f.startswith(".")]
     assert leftovers == []
+
+
+# ---- issue 10 item 6: use after free, queue ownership, pipe order, the GM data cache -------
+
+def test_use_after_free_three_forms(lib):
+    fails(lib, "free_then_vector", "Exp: src uses UB offset 0 of a TQue buffer that is not allocated — the tensor "
+          "was released with FreeTensor (use after free)")
+    fails(lib, "free_then_copy_out", "DataCopy(UB->GM): src uses UB offset 0 of a TQue buffer that is not allocated")
+    fails(lib, "free_then_get_value", "LocalTensor::GetValue: the tensor uses UB offset 0 of a TQue buffer that is "
+          "not allocated")
+
+
+def test_write_into_an_enqueued_tensor(lib):
+    fails(lib, "write_after_enque", "Adds: dst uses UB offset 0 of a tensor that is in a TQue (after EnQue, before "
+          "DeQue)")
+
+
+def test_tbuf_needs_flags_between_pipes(lib):
+    stats, x, z = run(lib, "tbuf_synced")
+    np.testing.assert_array_equal(z, -x)
+    fails(lib, "tbuf_no_mte2_v", "Muls: reads UB byte 0 that DataCopy(GM->UB) (pipe MTE2) wrote, with no "
+          "synchronisation from MTE2 to V in between")
+    fails(lib, "tbuf_no_v_mte3", "DataCopy(UB->GM): reads UB byte 0 that Muls (pipe V) wrote, with no "
+          "synchronisation from V to MTE3")
+
+
+def test_scalar_read_after_vector_needs_a_barrier(lib):
+    stats, x, z = run(lib, "get_value_synced")
+    assert (z[::TILE] == 3).all()
+    fails(lib, "get_value_no_barrier", "LocalTensor::GetValue: reads UB byte 0 that Duplicate (pipe V) wrote, with "
+          "no synchronisation from V to S")
+
+
+def test_scalar_gm_writes_and_the_data_cache(lib):
+    fails(lib, "scalar_shared_line", "GlobalTensor::SetValue: block 1 writes the 64-byte GM line at byte 0 of 'z' "
+          "that block 0 wrote with GlobalTensor::SetValue", block=1)
+    run(lib, "scalar_then_dma_clean")
+    fails(lib, "scalar_then_dma", "DataCopy(GM->UB): reads bytes of GM buffer 'z' that this core wrote with "
+          "GlobalTensor::SetValue (the 64-byte line at byte 0 is still dirty")
+    fails(lib, "scalar_then_dma_clean", "DataCacheCleanAndInvalid<T, CacheLine, DcciDst>: ascend310p supports only "
+          "the form without DcciDst", target="ascend310p")
+    fails(lib, "scalar_then_dma_clean", "DataCacheCleanAndInvalid is not available on ascend910", target="ascend910")

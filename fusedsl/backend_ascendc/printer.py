@@ -115,6 +115,43 @@ def _emit_select(s: Stmt) -> str:
             "AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, n);")
 
 
+# 910A (Atlas 训练系列) has Select mode 0 only (VSEL_CMPMASK_SPR, Select.md): src1 is a tensor
+# and every repeat reuses the first 256/sizeof(T) bits of selMask.  So the printed code goes
+# one repeat at a time: a level-0 Compare (its mask argument is ignored there: it compares a
+# whole 256-byte repeat) writes that repeat's bits, then Select uses them.
+
+def _emit_cmp_mode0(s: Stmt) -> str:
+    mask, ones = s.aux
+    k = 256 // s.dtype.itemsize     # compare lanes per repeat; the half result takes as many
+    return (f"AscendC::Duplicate({s.dst}[o], static_cast<half>(0), n); AscendC::PipeBarrier<PIPE_V>(); "
+            f"for (uint32_t sel_c = 0; sel_c < n; sel_c += {k}) {{ "
+            f"AscendC::Compare({mask}, {s.srcs[0]}[o + sel_c], {s.srcs[1]}[o + sel_c], "
+            f"AscendC::CMPMODE::{s.cmp_mode}, {k}, 1, AscendC::BinaryRepeatParams{{}}); "
+            "AscendC::PipeBarrier<PIPE_V>(); "
+            f"AscendC::Select({s.dst}[o + sel_c], {mask}, {ones}[sel_c], {s.dst}[o + sel_c], "
+            f"AscendC::SELMODE::VSEL_CMPMASK_SPR, n - sel_c < {k} ? n - sel_c : {k}); "
+            "AscendC::PipeBarrier<PIPE_V>(); }  // 1 where true, else 0")
+
+
+def _emit_select_mode0(s: Stmt) -> str:
+    cond, a, b = s.srcs
+    mask, zeros = s.aux
+    k = 256 // s.dtype.itemsize
+    view = (lambda x: x) if s.dtype.is_float else (lambda x: f"{x}.ReinterpretCast<float>()")
+    if s.dtype.itemsize == 2:     # half values: compare the half condition repeat by repeat
+        pre, test_src, other = "", f"{cond}[o + sel_c]", f"{zeros}[o + sel_c]"
+    else:                         # 4-byte values: widen the condition into dst, compare 64 at a time
+        pre = (f"AscendC::Cast({view(f'{s.dst}[o]')}, {cond}[o], AscendC::RoundMode::CAST_NONE, (n + 63) / 64 * 64); "
+               "AscendC::PipeBarrier<PIPE_V>(); ")
+        test_src, other = view(f"{s.dst}[o + sel_c]"), f"{zeros}.ReinterpretCast<float>()"
+    return (pre + f"for (uint32_t sel_c = 0; sel_c < n; sel_c += {k}) {{ "
+            f"AscendC::Compare({mask}, {test_src}, {other}, AscendC::CMPMODE::NE, {k}, 1, "
+            "AscendC::BinaryRepeatParams{}); AscendC::PipeBarrier<PIPE_V>(); "
+            f"AscendC::Select({view(f'{s.dst}[o + sel_c]')}, {mask}, {view(f'{a}[o + sel_c]')}, "
+            f"{view(f'{b}[o + sel_c]')}, AscendC::SELMODE::VSEL_CMPMASK_SPR, n - sel_c < {k} ? n - sel_c : {k}); "
+            "AscendC::PipeBarrier<PIPE_V>(); }")
+
+
 class AscendCPrinter:
     def __init__(self, sched: VectorSchedule, target: Target, name: str, debug: bool | None = None):
         self.s = sched
@@ -198,7 +235,8 @@ class AscendCPrinter:
              "        totalTiles = R * colTiles;",
              "        tileElems = tileCols;",
              "    }",
-             "    const uint64_t tilesPerCore = (totalTiles + want - 1) / want;",
+             "    uint64_t tilesPerCore = (totalTiles + want - 1) / want;",
+             *self._line_aligned_cores(),
              "    t->R = uint32_t(R); t->C = uint32_t(C); t->Cpad = uint32_t(Cpad);",
              "    t->tileRows = uint32_t(tileRows); t->tileCols = uint32_t(tileCols); t->colTiles = uint32_t(colTiles);",
              "    t->totalTiles = uint32_t(totalTiles); t->tilesPerCore = uint32_t(tilesPerCore);",
@@ -217,6 +255,23 @@ class AscendCPrinter:
                   "    }"]
         L.append("}")
         return "\n".join(L) + "\n"
+
+    def _line_aligned_cores(self) -> list[str]:
+        """Without DataCopyPad the row tails are written with GlobalTensor::SetValue, which goes
+        through each core's 64-byte data cache: grow tilesPerCore until every core's share of
+        every output starts on a 64-byte line, so no two cores write the same line."""
+        if self.t.has_datacopypad:
+            return []
+        sizes = sorted({o.gm_dtype.itemsize for o in self.s.outputs})
+        cond = " || ".join(f"off * {e} % 64 != 0" for e in sizes) or "false"
+        return ["    for (bool shared = true; shared && tilesPerCore < totalTiles;) {",
+                "        shared = false;",
+                "        for (uint64_t s = tilesPerCore; s < totalTiles && !shared; s += tilesPerCore) {",
+                "            const uint64_t off = rowsMode ? s * tileRows * C : (s / colTiles) * C + (s % colTiles) * tileCols;",
+                f"            shared = {cond};",
+                "        }",
+                "        if (shared) ++tilesPerCore;",
+                "    }"]
 
     def kernel(self) -> str:
         parts = [self._class(), self._entry()]
@@ -528,7 +583,10 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
 
     def _stmt(self, st: Stmt, indent: int) -> list[str]:
         pad = " " * indent
-        text = EMIT[st.op](st)
+        if self.t.arch == 1001 and st.op in ("cmp", "select"):   # Select mode 0 only
+            text = (_emit_cmp_mode0 if st.op == "cmp" else _emit_select_mode0)(st)
+        else:
+            text = EMIT[st.op](st)
         if self.debug and st.loc is not None:
             text += f"  // {os.path.basename(st.loc.file)}:{st.loc.line}: {_source_line(st.loc)}"
         return [pad + text, pad + "AscendC::PipeBarrier<PIPE_V>();"]

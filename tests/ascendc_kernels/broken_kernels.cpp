@@ -185,7 +185,9 @@ extern "C" __global__ __aicore__ void relu_float(GM_ADDR x, GM_ADDR, GM_ADDR z) 
     zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * N, N);
     LocalTensor<float> t = buf.Get<float>();
     DataCopy(t, xg, N);
+    PipeBarrier<PIPE_ALL>();
     Relu(t, t, N);
+    PipeBarrier<PIPE_ALL>();
     DataCopy(zg, t, N);
 }
 ENTRY(relu_float)
@@ -246,6 +248,7 @@ extern "C" __global__ __aicore__ void overlapping_writes(GM_ADDR x, GM_ADDR, GM_
     zg.SetGlobalBuffer((__gm__ float*)z, N);
     LocalTensor<float> t = buf.Get<float>();
     DataCopy(t, xg, N);
+    PipeBarrier<PIPE_ALL>();
     DataCopy(zg, t, N);
 }
 ENTRY(overlapping_writes)
@@ -260,6 +263,7 @@ extern "C" __global__ __aicore__ void atomic_writes(GM_ADDR x, GM_ADDR, GM_ADDR 
     zg.SetGlobalBuffer((__gm__ float*)z, N);
     LocalTensor<float> t = buf.Get<float>();
     DataCopy(t, xg, N);
+    PipeBarrier<PIPE_ALL>();
     SetAtomicAdd<float>();
     DataCopy(zg, t, N);
     SetAtomicNone();
@@ -304,7 +308,7 @@ extern "C" __global__ __aicore__ void scalar_gm(GM_ADDR x, GM_ADDR, GM_ADDR z) {
     GlobalTensor<float> xg, zg;
     xg.SetGlobalBuffer((__gm__ float*)x);
     zg.SetGlobalBuffer((__gm__ float*)z);
-    int64_t i = GetBlockIdx();
+    int64_t i = GetBlockIdx() * 16;   // one 64-byte line per block: SetValue writes through the data cache
     zg.SetValue(i, xg.GetValue(i) * 2.0f);
 }
 ENTRY(scalar_gm)
@@ -312,7 +316,7 @@ ENTRY(scalar_gm)
 // Not broken: reports what each block sees, and prints from the kernel.
 extern "C" __global__ __aicore__ void block_info(GM_ADDR, GM_ADDR, GM_ADDR z) {
     GlobalTensor<float> zg;
-    zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * 4, 4);
+    zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * 16, 4);  // 64-byte lines of their own
     zg.SetValue(0, static_cast<float>(GetBlockIdx()));
     zg.SetValue(1, static_cast<float>(GetBlockNum()));
     zg.SetValue(2, static_cast<float>(GetSubBlockIdx()));
@@ -324,3 +328,150 @@ extern "C" __global__ __aicore__ void block_info(GM_ADDR, GM_ADDR, GM_ADDR z) {
     }
 }
 ENTRY(block_info)
+
+// ---- use after FreeTensor (three forms), a tensor touched while it sits in a queue ----------
+
+#define QUEUE_TILE(q, pos)          \
+    TPipe pipe;                     \
+    TQue<pos, 1> q;                 \
+    pipe.InitBuffer(q, 1, N * sizeof(float))
+
+// 1. a vector instruction reads a freed tensor
+extern "C" __global__ __aicore__ void free_then_vector(GM_ADDR, GM_ADDR, GM_ADDR) {
+    QUEUE_TILE(q, QuePosition::VECOUT);
+    TBuf<TPosition::VECCALC> tmp;
+    pipe.InitBuffer(tmp, N * sizeof(float));
+    LocalTensor<float> t = q.AllocTensor<float>();
+    Duplicate(t, 1.0f, N);
+    q.EnQue(t);
+    t = q.DeQue<float>();
+    q.FreeTensor(t);
+    Exp(tmp.Get<float>(), t, N);
+}
+ENTRY(free_then_vector)
+
+// 2. the copy-out moved after FreeTensor
+extern "C" __global__ __aicore__ void free_then_copy_out(GM_ADDR, GM_ADDR, GM_ADDR z) {
+    QUEUE_TILE(q, QuePosition::VECOUT);
+    GlobalTensor<float> zg;
+    zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * N, N);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    Duplicate(t, 1.0f, N);
+    q.EnQue(t);
+    t = q.DeQue<float>();
+    q.FreeTensor(t);
+    DataCopy(zg, t, N);
+}
+ENTRY(free_then_copy_out)
+
+// 3. a scalar read of a freed tensor
+extern "C" __global__ __aicore__ void free_then_get_value(GM_ADDR, GM_ADDR, GM_ADDR z) {
+    QUEUE_TILE(q, QuePosition::VECIN);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    Duplicate(t, 1.0f, N);
+    PipeBarrier<PIPE_ALL>();
+    q.FreeTensor(t);
+    GlobalTensor<float> zg;
+    zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * N, N);
+    zg.SetValue(0, t.GetValue(0));
+}
+ENTRY(free_then_get_value)
+
+// The vector unit writes a tensor that was already handed to the queue.
+extern "C" __global__ __aicore__ void write_after_enque(GM_ADDR x, GM_ADDR, GM_ADDR) {
+    QUEUE_TILE(q, QuePosition::VECIN);
+    GlobalTensor<float> xg;
+    xg.SetGlobalBuffer((__gm__ float*)x + GetBlockIdx() * N, N);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    DataCopy(t, xg, N);
+    q.EnQue(t);
+    Adds(t, t, 1.0f, N);
+    t = q.DeQue<float>();
+    q.FreeTensor(t);
+}
+ENTRY(write_after_enque)
+
+// ---- pipe ordering on TBuf memory (no queue protocol) ---------------------------------------
+
+template <bool kSyncIn, bool kSyncOut>
+__aicore__ inline void TbufAbs(GM_ADDR x, GM_ADDR z) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, N * sizeof(float));
+    GlobalTensor<float> xg, zg;
+    xg.SetGlobalBuffer((__gm__ float*)x + GetBlockIdx() * N, N);
+    zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * N, N);
+    LocalTensor<float> t = buf.Get<float>();
+    DataCopy(t, xg, N);
+    if (kSyncIn) {
+        TEventID e = GetTPipePtr()->FetchEventID<HardEvent::MTE2_V>();
+        SetFlag<HardEvent::MTE2_V>(e);
+        WaitFlag<HardEvent::MTE2_V>(e);
+    }
+    Muls(t, t, -1.0f, N);
+    if (kSyncOut) {
+        SetFlag<HardEvent::V_MTE3>(0);
+        WaitFlag<HardEvent::V_MTE3>(0);
+    }
+    DataCopy(zg, t, N);
+}
+extern "C" __global__ __aicore__ void tbuf_synced(GM_ADDR x, GM_ADDR, GM_ADDR z) { TbufAbs<true, true>(x, z); }
+extern "C" __global__ __aicore__ void tbuf_no_mte2_v(GM_ADDR x, GM_ADDR, GM_ADDR z) { TbufAbs<false, true>(x, z); }
+extern "C" __global__ __aicore__ void tbuf_no_v_mte3(GM_ADDR x, GM_ADDR, GM_ADDR z) { TbufAbs<true, false>(x, z); }
+ENTRY(tbuf_synced)
+ENTRY(tbuf_no_mte2_v)
+ENTRY(tbuf_no_v_mte3)
+
+// A scalar read right after the vector instruction that produced the value.
+template <bool kBarrier>
+__aicore__ inline void ScalarAfterVector(GM_ADDR z) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, N * sizeof(float));
+    LocalTensor<float> t = buf.Get<float>();
+    Duplicate(t, 3.0f, N);
+    if (kBarrier) {
+        SetFlag<HardEvent::V_S>(0);
+        WaitFlag<HardEvent::V_S>(0);
+    }
+    GlobalTensor<float> zg;
+    zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * N, N);
+    zg.SetValue(0, t.GetValue(0));
+}
+extern "C" __global__ __aicore__ void get_value_synced(GM_ADDR, GM_ADDR, GM_ADDR z) { ScalarAfterVector<true>(z); }
+extern "C" __global__ __aicore__ void get_value_no_barrier(GM_ADDR, GM_ADDR, GM_ADDR z) { ScalarAfterVector<false>(z); }
+ENTRY(get_value_synced)
+ENTRY(get_value_no_barrier)
+
+// ---- scalar GM writes through the data cache --------------------------------------------------
+
+// Block b writes z[b] with SetValue: every block's value sits in the same 64-byte line.
+extern "C" __global__ __aicore__ void scalar_shared_line(GM_ADDR, GM_ADDR, GM_ADDR z) {
+    GlobalTensor<float> zg;
+    zg.SetGlobalBuffer((__gm__ float*)z);
+    zg.SetValue(GetBlockIdx(), 1.0f);
+}
+ENTRY(scalar_shared_line)
+
+// SetValue, then a DMA reads the same GM back: stale unless the line is cleaned first.
+template <bool kClean>
+__aicore__ inline void ScalarThenDma(GM_ADDR z) {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 1, N * sizeof(float));
+    GlobalTensor<float> zg;
+    zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * N, N);
+    zg.SetValue(3, 42.0f);
+    if (kClean) {
+        DataCacheCleanAndInvalid<float, CacheLine::SINGLE_CACHE_LINE, DcciDst::CACHELINE_OUT>(zg);
+    }
+    LocalTensor<float> t = q.AllocTensor<float>();
+    DataCopy(t, zg, N);
+    q.EnQue(t);
+    t = q.DeQue<float>();
+    q.FreeTensor(t);
+}
+extern "C" __global__ __aicore__ void scalar_then_dma_clean(GM_ADDR, GM_ADDR, GM_ADDR z) { ScalarThenDma<true>(z); }
+extern "C" __global__ __aicore__ void scalar_then_dma(GM_ADDR, GM_ADDR, GM_ADDR z) { ScalarThenDma<false>(z); }
+ENTRY(scalar_then_dma_clean)
+ENTRY(scalar_then_dma)

@@ -12,6 +12,9 @@ __aicore__ inline LocalTensor<T> LoadTile(TBuf<TPosition::VECCALC>& buf, GM_ADDR
     g.SetGlobalBuffer((__gm__ T*)src, n);
     LocalTensor<T> t = buf.Get<T>();
     DataCopy(t, g, n);
+    // TBuf memory has no queue protocol: the vector pipe waits for the DMA explicitly.
+    SetFlag<HardEvent::MTE2_V>(0);
+    WaitFlag<HardEvent::MTE2_V>(0);
     return t;
 }
 
@@ -19,6 +22,8 @@ template <typename T>
 __aicore__ inline void StoreTile(GM_ADDR dst, const LocalTensor<T>& t, uint32_t n) {
     GlobalTensor<T> g;
     g.SetGlobalBuffer((__gm__ T*)dst, n);
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
     DataCopy(g, t, n);
 }
 
@@ -171,10 +176,14 @@ extern "C" __global__ __aicore__ void pad_copies(GM_ADDR src, GM_ADDR ub, GM_ADD
     o.SetGlobalBuffer((__gm__ float*)out, 64);
     LocalTensor<float> p = bp.Get<float>();
     DataCopyPad(p, g, DataCopyExtParams{3, 40, 8, 0, 0}, DataCopyPadExtParams<float>{true, 0, 6, -1.0f});
+    SetFlag<HardEvent::MTE2_MTE3>(0);   // GM -> UB -> GM with no vector op: MTE3 waits for MTE2
+    WaitFlag<HardEvent::MTE2_MTE3>(0);
     StoreTile(ub, p, 48);
     DataCopyPad(o, p, DataCopyExtParams{3, 40, 0, 4, 0});
     LocalTensor<float> s = bs.Get<float>();
     DataCopy(s, g, DataCopyParams{2, 1, 1, 0});
+    SetFlag<HardEvent::MTE2_MTE3>(0);
+    WaitFlag<HardEvent::MTE2_MTE3>(0);
     StoreTile(strided, s, 16);
 }
 extern "C" int fusedsl_launch_pad_copies(uint32_t blockDim, uint8_t** a) {

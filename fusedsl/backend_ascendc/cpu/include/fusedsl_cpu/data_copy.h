@@ -106,9 +106,11 @@ inline void CopyGmToUb(const char* api, const LocalTensor<T>& dst, const GlobalT
     if (r.count == 0 || r.len == 0) {
         return;
     }
+    OnPipe mte2(PIPE_MTE2);
     uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(), r.DstSpan(), sizeof(T));
     CheckGm(api, src, r.SrcSpan(), true);
     auto s = reinterpret_cast<const uint8_t*>(src.fs_addr);
+    CheckDmaRead(api, s, r.SrcSpan());
     uint8_t* ub = CurCore().ub.data();
     for (uint64_t i = 0; i < r.count; ++i) {
         std::memcpy(ub + d + i * r.dst_pitch, s + i * r.src_pitch, r.len);
@@ -145,6 +147,7 @@ inline void CopyUbToGm(const char* api, const GlobalTensor<T>& dst, const LocalT
     if (r.count == 0 || r.len == 0) {
         return;
     }
+    OnPipe mte3(PIPE_MTE3);
     uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), r.SrcSpan(), sizeof(T));
     GmBuffer* buf = CheckGm(api, dst, r.DstSpan(), true);
     auto g = reinterpret_cast<uint8_t*>(dst.fs_addr);
@@ -256,10 +259,12 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     uint64_t src_pitch = params.blockLen + static_cast<uint64_t>(params.srcStride);
     uint64_t dst_span = (params.blockCount - 1) * dst_pitch + row;
     uint64_t src_span = (params.blockCount - 1) * src_pitch + params.blockLen;
+    OnPipe mte2(PIPE_MTE2);
     uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(), dst_span, sizeof(T));
     CheckGm(api, src, src_span, false);
     Core& c = CurCore();
     auto s = reinterpret_cast<const uint8_t*>(src.fs_addr);
+    CheckDmaRead(api, s, src_span);
     for (uint64_t i = 0; i < params.blockCount; ++i) {
         uint8_t* out = c.ub.data() + d + i * dst_pitch;
         const uint8_t* in = s + i * src_pitch;
@@ -302,6 +307,7 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
     uint64_t dst_pitch = params.blockLen + static_cast<uint64_t>(params.dstStride);
     uint64_t src_span = (params.blockCount - 1) * src_pitch + params.blockLen;
     uint64_t dst_span = (params.blockCount - 1) * dst_pitch + params.blockLen;
+    OnPipe mte3(PIPE_MTE3);
     uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), src_span, sizeof(T));
     GmBuffer* buf = CheckGm(api, dst, dst_span, false);
     Core& c = CurCore();

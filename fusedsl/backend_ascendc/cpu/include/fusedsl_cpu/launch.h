@@ -12,8 +12,9 @@ inline void ResetStats() {
 
 inline void ResetGmOwners() {
     for (auto& kv : RT().gm) {
-        std::vector<uint16_t>& o = kv.second.owner;
-        std::fill(o.begin(), o.end(), 0);
+        for (std::vector<uint16_t>* v : {&kv.second.owner, &kv.second.line_scalar, &kv.second.line_any}) {
+            std::fill(v->begin(), v->end(), 0);
+        }
     }
 }
 
@@ -36,6 +37,18 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     c.vector_mask[0] = c.vector_mask[1] = ~0ull;
     c.pending_error.clear();
     c.ub_high_water = 0;
+    c.slot_state.assign(t.ub_bytes, kSlotPlain);
+    c.cur_pipe = PIPE_V;
+    c.cur_api = "";
+    c.clock = 0;
+    c.w_pipe.assign(t.ub_bytes, kNoPipe);
+    c.r_pipe.assign(t.ub_bytes, kNoPipe);
+    c.w_seq.assign(t.ub_bytes, 0);
+    c.r_seq.assign(t.ub_bytes, 0);
+    c.w_api.assign(t.ub_bytes, 0);
+    std::memset(c.synced, 0, sizeof c.synced);
+    std::memset(c.flag_seq, 0, sizeof c.flag_seq);
+    c.dirty_lines.clear();
     rt.block_idx = idx;
     rt.block_num = num;
     rt.sub_block_idx = sub;

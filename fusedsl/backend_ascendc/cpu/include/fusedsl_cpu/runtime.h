@@ -102,7 +102,13 @@ struct GmBuffer {
     // Which block (index + 1) wrote each byte during the current launch; 0 = nobody.
     // Allocated on the first write so read-only inputs cost nothing.
     std::vector<uint16_t> owner;
+    // Per 64-byte GM line: the block (index + 1) that wrote it through the scalar data cache,
+    // and the block that wrote it at all (kManyBlocks when several did).
+    std::vector<uint16_t> line_scalar;
+    std::vector<uint16_t> line_any;
 };
+
+constexpr uint16_t kManyBlocks = 0xFFFF;
 
 constexpr int kNumPositions = static_cast<int>(TPosition::MAX);
 constexpr int kNumEvents = static_cast<int>(HardEvent::MAX);
@@ -126,7 +132,27 @@ struct Core {
     uint64_t vector_mask[2] = {~0ull, ~0ull};
     std::string pending_error;      // found in a destructor, reported when the block ends
     uint64_t ub_high_water = 0;
+    // Queue buffers: per UB byte, kSlotPlain (TBuf or unplanned), kSlotLive (allocated),
+    // kSlotIdle (freed or never allocated) or kSlotQueued (EnQue'd, not yet DeQue'd).
+    std::vector<uint8_t> slot_state;
+    // Pipe hazards: per UB byte, the pipe and clock of the last write and the last read;
+    // synced[q][p] is the clock up to which pipe p has waited for pipe q.
+    uint8_t cur_pipe = PIPE_V;
+    const char* cur_api = "";
+    uint32_t clock = 0;
+    std::vector<uint8_t> w_pipe, r_pipe;
+    std::vector<uint32_t> w_seq, r_seq;
+    std::vector<uint16_t> w_api;
+    uint32_t synced[8][8] = {};
+    uint32_t flag_seq[kNumEvents][kMaxEventIds] = {};
+    // GM lines (64-byte aligned addresses) this core wrote through its scalar data cache and
+    // has not cleaned with DataCacheCleanAndInvalid.
+    std::vector<uintptr_t> dirty_lines;
 };
+
+enum SlotByte : uint8_t { kSlotPlain = 0, kSlotLive, kSlotIdle, kSlotQueued };
+constexpr uint8_t kNoPipe = 0xFF;
+constexpr uint32_t kGmLine = 64;
 
 struct Runtime {
     int target = -1;                // index into kTargets; -1 until first use
@@ -222,6 +248,26 @@ inline Core& CurCore() {
     return rt.core;
 }
 
+// Names of the APIs that last wrote each UB byte, for hazard messages (id 0 = none).
+inline std::vector<const char*>& ApiNames() {
+    static std::vector<const char*> names{"an earlier instruction"};
+    return names;
+}
+
+inline uint16_t ApiId(const char* api) {
+    std::vector<const char*>& names = ApiNames();
+    for (size_t i = 1; i < names.size(); ++i) {
+        if (names[i] == api || std::strcmp(names[i], api) == 0) {
+            return static_cast<uint16_t>(i);
+        }
+    }
+    if (names.size() >= 0xFFFF) {
+        return 0;
+    }
+    names.push_back(api);
+    return static_cast<uint16_t>(names.size() - 1);
+}
+
 inline Stats& St() {
     return RT().stats;
 }
@@ -241,6 +287,102 @@ inline uint32_t UbOffset(const void* addr) {
         Fail("internal: address is not in this core's UB");
     }
     return static_cast<uint32_t>(p - c.ub.data());
+}
+
+// A queue buffer may be used only between AllocTensor and FreeTensor, and not while it sits
+// in the queue (between EnQue and DeQue): the pipe on the other side owns it then.
+inline void CheckSlot(const char* api, const char* role, uint32_t off, uint64_t bytes) {
+    Core& c = CurCore();
+    uint64_t end = std::min<uint64_t>(off + bytes, c.ub_bytes);
+    for (uint64_t i = off; i < end; ++i) {
+        uint8_t st = c.slot_state[i];
+        if (st == kSlotIdle) {
+            Fail("%s: %s uses UB offset %llu of a TQue buffer that is not allocated — the tensor was released "
+                 "with FreeTensor (use after free) or never handed out by AllocTensor/DeQue", api, role,
+                 static_cast<unsigned long long>(i));
+        }
+        if (st == kSlotQueued) {
+            Fail("%s: %s uses UB offset %llu of a tensor that is in a TQue (after EnQue, before DeQue); the pipe "
+                 "on the other side of the queue owns it until DeQue returns it — do not read or write it in "
+                 "between", api, role, static_cast<unsigned long long>(i));
+        }
+    }
+}
+
+inline const char* PipeName(uint8_t p) {
+    switch (p) {
+        case PIPE_S: return "S";
+        case PIPE_V: return "V";
+        case PIPE_MTE2: return "MTE2";
+        case PIPE_MTE3: return "MTE3";
+        default: return "?";
+    }
+}
+
+// Makes `pipe` the pipe of the API calls in this scope (default: V).
+struct OnPipe {
+    uint8_t saved;
+    explicit OnPipe(uint8_t pipe) : saved(CurCore().cur_pipe) { CurCore().cur_pipe = pipe; }
+    ~OnPipe() { RT().core.cur_pipe = saved; }
+    OnPipe(const OnPipe&) = delete;
+    OnPipe& operator=(const OnPipe&) = delete;
+};
+
+[[noreturn]] inline void PipeHazard(const char* what, uint64_t byte, uint8_t from, uint8_t to, uint16_t writer) {
+    Core& c = CurCore();
+    const char* before = writer != 0 && writer < ApiNames().size() ? ApiNames()[writer] : "an earlier instruction";
+    Fail("%s: %s UB byte %llu that %s (pipe %s) %s, with no synchronisation from %s to %s in between — the pipes "
+         "run in parallel on the device; add SetFlag/WaitFlag<HardEvent::%s_%s> (or PipeBarrier<PIPE_ALL>, or pass "
+         "the tensor through a TQue with EnQue/DeQue)", c.cur_api, what, static_cast<unsigned long long>(byte),
+         before, PipeName(from), std::strcmp(what, "reads") == 0 ? "wrote" : "accessed", PipeName(from),
+         PipeName(to), PipeName(from), PipeName(to));
+}
+
+// Pipe ordering of UB accesses: an access on pipe p after one on pipe q needs p to have
+// waited for q (a flag, a barrier, or the queue protocol).
+inline void PipeRead(uint32_t off, uint64_t bytes) {
+    Core& c = CurCore();
+    uint8_t p = c.cur_pipe;
+    uint32_t now = ++c.clock;
+    for (uint64_t i = off; i < off + bytes; ++i) {
+        uint8_t q = c.w_pipe[i];
+        if (q != kNoPipe && q != p && c.synced[q][p] < c.w_seq[i]) {
+            PipeHazard("reads", i, q, p, c.w_api[i]);
+        }
+        c.r_pipe[i] = p;
+        c.r_seq[i] = now;
+    }
+}
+
+inline void PipeWrite(uint32_t off, uint64_t bytes) {
+    Core& c = CurCore();
+    uint8_t p = c.cur_pipe;
+    uint32_t now = ++c.clock;
+    uint16_t api = ApiId(c.cur_api);
+    for (uint64_t i = off; i < off + bytes; ++i) {
+        uint8_t q = c.w_pipe[i];
+        if (q != kNoPipe && q != p && c.synced[q][p] < c.w_seq[i]) {
+            PipeHazard("overwrites", i, q, p, c.w_api[i]);
+        }
+        uint8_t r = c.r_pipe[i];
+        if (r != kNoPipe && r != p && c.synced[r][p] < c.r_seq[i]) {
+            PipeHazard("overwrites", i, r, p, 0);
+        }
+        c.w_pipe[i] = p;
+        c.w_seq[i] = now;
+        c.w_api[i] = api;
+    }
+}
+
+// The queue protocol (EnQue/DeQue, FreeTensor/AllocTensor) orders everything before it.
+inline void ForgetAccesses(uint32_t off, uint64_t bytes) {
+    Core& c = CurCore();
+    std::memset(c.w_pipe.data() + off, kNoPipe, bytes);
+    std::memset(c.r_pipe.data() + off, kNoPipe, bytes);
+}
+
+inline void SetSlotState(uint32_t off, uint64_t bytes, uint8_t state) {
+    std::memset(CurCore().slot_state.data() + off, state, bytes);
 }
 
 // Rule 3 and the tensor-size rule: a UB operand exists, starts 32-byte aligned, and has room
@@ -267,6 +409,8 @@ inline uint32_t CheckUb(const char* api, const char* role, const void* addr, uin
              "repeat parameters run past the end of the tensor", api, role,
              static_cast<unsigned long long>(need_bytes), static_cast<unsigned long long>(tensor_bytes), off);
     }
+    CheckSlot(api, role, off, need_bytes == 0 ? elem_size : need_bytes);
+    c.cur_api = api;
     return off;
 }
 
@@ -276,6 +420,8 @@ inline void CheckWritten(const char* api, const char* role, uint32_t off, uint64
     const uint8_t* w = c.written.data();
     auto first = static_cast<const uint8_t*>(std::memchr(w + off, 0, bytes));
     if (first == nullptr) {
+        c.cur_api = api;
+        PipeRead(off, bytes);
         return;
     }
     uint64_t start = static_cast<uint64_t>(first - w);
@@ -291,6 +437,7 @@ inline void CheckWritten(const char* api, const char* role, uint32_t off, uint64
 
 inline void MarkWritten(uint32_t off, uint64_t bytes) {
     std::memset(CurCore().written.data() + off, 1, bytes);
+    PipeWrite(off, bytes);
 }
 
 // dst may share memory with a source only when they coincide (ASCENDC.md §2.8).
@@ -358,9 +505,81 @@ inline GmBuffer* CheckGmRange(const char* api, const uint8_t* p, uint64_t bytes)
     return b;
 }
 
+// GM lines are counted from the start of each registered buffer: device allocations are
+// line-aligned, numpy arrays need not be.  A line is named by its first byte's address.
+inline uintptr_t LineOf(const GmBuffer* b, const uint8_t* p) {
+    return reinterpret_cast<uintptr_t>(b->base) + static_cast<uintptr_t>(p - b->base) / kGmLine * kGmLine;
+}
+
+// Scalar GM writes go through the core's 64-byte data cache, which writes whole lines back:
+// no other block may write any byte of a line that one block wrote that way.
+inline void NoteGmLines(const char* api, GmBuffer* b, const uint8_t* p, uint64_t bytes, bool scalar) {
+    if (b->line_any.empty()) {
+        size_t n = static_cast<size_t>((b->bytes + kGmLine - 1) / kGmLine);
+        b->line_any.assign(n, 0);
+        b->line_scalar.assign(n, 0);
+    }
+    auto me = static_cast<uint16_t>(RT().block_idx + 1);
+    uint64_t first = static_cast<uint64_t>(p - b->base) / kGmLine;
+    uint64_t last = static_cast<uint64_t>(p - b->base + bytes - 1) / kGmLine;
+    for (uint64_t i = first; i <= last; ++i) {
+        uint16_t other_scalar = b->line_scalar[i];
+        uint16_t any = b->line_any[i];
+        auto at = static_cast<unsigned long long>(i * kGmLine);
+        if (other_scalar != 0 && other_scalar != me) {
+            Fail("%s: block %lld writes the 64-byte GM line at byte %llu of '%s' that block %d wrote with "
+                 "GlobalTensor::SetValue; scalar writes go through each core's data cache, whose write-back of "
+                 "the whole line loses the other core's bytes — give each core 64-byte aligned GM ranges",
+                 api, static_cast<long long>(RT().block_idx), at, b->name.c_str(), other_scalar - 1);
+        }
+        if (scalar && any != 0 && any != me) {
+            std::string who = any == kManyBlocks ? std::string("other blocks") : Format("block %d", any - 1);
+            Fail("%s: block %lld writes through its data cache into the 64-byte GM line at byte %llu of '%s', which "
+                 "%s also wrote; the cache writes the whole line back — give each core 64-byte aligned GM ranges",
+                 api, static_cast<long long>(RT().block_idx), at, b->name.c_str(), who.c_str());
+        }
+        b->line_any[i] = any == 0 || any == me ? me : kManyBlocks;
+        if (scalar) {
+            b->line_scalar[i] = me;
+            uintptr_t line = reinterpret_cast<uintptr_t>(b->base) + i * kGmLine;
+            std::vector<uintptr_t>& dirty = CurCore().dirty_lines;
+            if (std::find(dirty.begin(), dirty.end(), line) == dirty.end()) {
+                dirty.push_back(line);
+            }
+        }
+    }
+}
+
+// A DMA (DataCopy) from GM bypasses the data cache: it must not read lines this core wrote
+// with SetValue and has not cleaned yet (it would read the stale GM copy).
+inline void CheckDmaRead(const char* api, const uint8_t* p, uint64_t bytes) {
+    std::vector<uintptr_t>& dirty = CurCore().dirty_lines;
+    if (dirty.empty() || bytes == 0) {
+        return;
+    }
+    GmBuffer* b = FindGm(p);
+    if (b == nullptr) {
+        return;
+    }
+    uintptr_t first = LineOf(b, p);
+    uintptr_t last = LineOf(b, p + bytes - 1);
+    for (uintptr_t line : dirty) {
+        if (line >= first && line <= last) {
+            Fail("%s: reads bytes of GM buffer '%s' that this core wrote with GlobalTensor::SetValue (the 64-byte "
+                 "line at byte %llu is still dirty in the data cache); call DataCacheCleanAndInvalid on it first so "
+                 "the DMA sees the new values", api, b->name.c_str(),
+                 static_cast<unsigned long long>(line - reinterpret_cast<uintptr_t>(b->base)));
+        }
+    }
+}
+
 // Rule 8: within one launch, no two blocks write the same GM byte unless atomic add is on.
-inline void NoteGmWrite(const char* api, GmBuffer* b, const uint8_t* p, uint64_t bytes) {
-    if (b == nullptr || CurCore().atomic_add) {
+inline void NoteGmWrite(const char* api, GmBuffer* b, const uint8_t* p, uint64_t bytes, bool scalar = false) {
+    if (b == nullptr) {
+        return;
+    }
+    NoteGmLines(api, b, p, bytes, scalar);
+    if (CurCore().atomic_add) {
         return;
     }
     if (b->owner.empty()) {

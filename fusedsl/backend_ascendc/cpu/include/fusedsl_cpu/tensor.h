@@ -6,6 +6,20 @@
 
 #include "runtime.h"
 
+namespace fusedsl_cpu {
+
+// PipeBarrier<PIPE_ALL>: every pipe waits for everything issued so far.
+inline void SyncAllPipes() {
+    Core& c = CurCore();
+    for (auto& row : c.synced) {
+        for (uint32_t& v : row) {
+            v = c.clock;
+        }
+    }
+}
+
+}  // namespace fusedsl_cpu
+
 namespace AscendC {
 
 template <typename T>
@@ -27,6 +41,7 @@ public:
 
     T GetValue(uint32_t index) const {
         uint32_t off = ScalarOffset("LocalTensor::GetValue", index);
+        fusedsl_cpu::OnPipe scalar(PIPE_S);
         fusedsl_cpu::CheckWritten("LocalTensor::GetValue", "the element", off, sizeof(T));
         T v;
         std::memcpy(&v, fs_addr + index, sizeof(T));
@@ -35,6 +50,8 @@ public:
 
     void SetValue(uint32_t index, T value) const {
         uint32_t off = ScalarOffset("LocalTensor::SetValue", index);
+        fusedsl_cpu::OnPipe scalar(PIPE_S);
+        fusedsl_cpu::CurCore().cur_api = "LocalTensor::SetValue";
         std::memcpy(fs_addr + index, &value, sizeof(T));
         fusedsl_cpu::MarkWritten(off, sizeof(T));
     }
@@ -67,7 +84,9 @@ private:
         if (index >= fs_size) {
             fusedsl_cpu::Fail("%s(%u): index is past the end of the tensor (%u elements)", api, index, fs_size);
         }
-        return fusedsl_cpu::UbOffset(fs_addr + index);
+        uint32_t off = fusedsl_cpu::UbOffset(fs_addr + index);
+        fusedsl_cpu::CheckSlot(api, "the tensor", off, sizeof(T));
+        return off;
     }
 };
 
@@ -106,7 +125,7 @@ public:
     void SetValue(uint64_t offset, T value) const {
         const char* api = "GlobalTensor::SetValue";
         uint8_t* p = Access(api, offset);
-        fusedsl_cpu::NoteGmWrite(api, fusedsl_cpu::FindGm(p), p, sizeof(T));
+        fusedsl_cpu::NoteGmWrite(api, fusedsl_cpu::FindGm(p), p, sizeof(T), true);
         fusedsl_cpu::St().gm_bytes_written += sizeof(T);
         std::memcpy(p, &value, sizeof(T));
     }
@@ -326,6 +345,8 @@ public:
         // New buffers hold NaN bytes and count as unwritten (rule 6).
         std::memset(c.ub.data() + off, 0xFF, fs_len);
         std::memset(c.written.data() + off, 0, fs_len);
+        SetSlotState(off, fs_len, kSlotLive);
+        ForgetAccesses(off, fs_len);
         return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + off), fs_len / sizeof(T), pos);
     }
 
@@ -344,6 +365,7 @@ public:
         }
         fs_state[slot] = kEnqueued;
         fs_fifo.push_back(slot);
+        SetSlotState(fs_offsets[slot], fs_len, kSlotQueued);
         return true;
     }
 
@@ -358,6 +380,8 @@ public:
         int slot = fs_fifo.front();
         fs_fifo.pop_front();
         fs_state[slot] = kDequeued;
+        SetSlotState(fs_offsets[slot], fs_len, kSlotLive);
+        ForgetAccesses(fs_offsets[slot], fs_len);
         Core& c = CurCore();
         return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + fs_offsets[slot]), fs_len / sizeof(T), pos);
     }
@@ -376,6 +400,7 @@ public:
                  fs_offsets[slot], PositionName(pos));
         }
         fs_state[slot] = kFree;
+        SetSlotState(fs_offsets[slot], fs_len, kSlotIdle);
         --CurCore().outstanding[static_cast<int>(pos)];
     }
 
@@ -484,6 +509,7 @@ public:
             que.fs_offsets.push_back(off + i * each);
         }
         que.fs_state.assign(num, kFree);
+        SetSlotState(off, static_cast<uint64_t>(num) * each, kSlotIdle);
         que.fs_fifo.clear();
         que.fs_next = 0;
         return true;
@@ -504,6 +530,7 @@ public:
         buf.fs_len = each;
         buf.fs_generation = CurCore().generation;
         buf.fs_init = true;
+        SetSlotState(buf.fs_offset, each, kSlotPlain);
         return true;
     }
 
@@ -563,6 +590,7 @@ private:
         c.ub_high_water = std::max<uint64_t>(c.ub_high_water, need);
         std::memset(c.ub.data() + off, 0xFF, need - off);
         std::memset(c.written.data() + off, 0, need - off);
+        ForgetAccesses(off, need - off);
         return off;
     }
 };
@@ -600,6 +628,9 @@ inline void PipeBarrier() {
     if (pipe == PIPE_S) {
         fusedsl_cpu::Fail("PipeBarrier<PIPE_S>: not supported by the hardware; scalar code is already in order");
     }
+    if (pipe == PIPE_ALL) {
+        fusedsl_cpu::SyncAllPipes();
+    }
 }
 
 }  // namespace AscendC
@@ -609,9 +640,28 @@ inline void pipe_barrier(pipe_t pipe) {
     if (pipe == PIPE_S) {
         fusedsl_cpu::Fail("pipe_barrier(PIPE_S): not supported by the hardware; scalar code is already in order");
     }
+    if (pipe == PIPE_ALL) {
+        fusedsl_cpu::SyncAllPipes();
+    }
 }
 
 namespace fusedsl_cpu {
+
+inline uint8_t PipeOf(const std::string& name) {
+    if (name == "S") return PIPE_S;
+    if (name == "V") return PIPE_V;
+    if (name == "MTE2") return PIPE_MTE2;
+    if (name == "MTE3") return PIPE_MTE3;
+    return PIPE_ALL;
+}
+
+// HardEvent::MTE2_V -> (PIPE_MTE2, PIPE_V).
+inline void EventPipes(HardEvent evt, uint8_t* from, uint8_t* to) {
+    const char* name = EventName(evt);
+    const char* us = std::strchr(name, '_');
+    *from = PipeOf(std::string(name, us ? static_cast<size_t>(us - name) : std::strlen(name)));
+    *to = PipeOf(us ? us + 1 : "");
+}
 
 inline void CheckEvent(const char* api, HardEvent evt, int32_t id) {
     const char* name = EventName(evt);
@@ -643,6 +693,7 @@ inline void SetFlag(int32_t eventID) {
         Fail("SetFlag<HardEvent::%s>(%d): set twice without a WaitFlag in between", EventName(evt), eventID);
     }
     f = 1;
+    CurCore().flag_seq[static_cast<int>(evt)][eventID] = CurCore().clock;
 }
 
 template <HardEvent evt>
@@ -655,6 +706,11 @@ inline void WaitFlag(int32_t eventID) {
              "forever", EventName(evt), eventID);
     }
     f = 0;
+    uint8_t from = PIPE_S;
+    uint8_t to = PIPE_S;
+    EventPipes(evt, &from, &to);
+    Core& c = CurCore();
+    c.synced[from][to] = std::max(c.synced[from][to], c.flag_seq[static_cast<int>(evt)][eventID]);
 }
 
 // ---- atomic GM writes, padding and mask registers -----------------------------------------

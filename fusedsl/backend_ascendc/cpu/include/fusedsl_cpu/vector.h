@@ -706,24 +706,67 @@ inline void CompareCount(const char* api, const LocalTensor<U>& dst, const Local
 }
 
 template <typename T, typename U>
+inline void CompareRepeat(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
+                          CMPMODE mode, uint8_t repeat, const BinaryRepeatParams& p) {
+    static_assert(std::is_same_v<U, uint8_t> || std::is_same_v<U, int8_t>,
+                  "Compare writes a bit mask into a uint8_t LocalTensor");
+    const char* api = "Compare";
+    CheckApi(api, TypeName<T>());
+    if (std::is_same_v<T, int32_t> && mode != CMPMODE::EQ) {
+        Fail("%s<int32_t>: only CMPMODE::EQ is supported for int32_t (got CMPMODE::%s)", api, CmpModeName(mode));
+    }
+    constexpr uint32_t lanes = LanesOf<T>();
+    constexpr uint32_t out_bytes = lanes / 8;
+    if (repeat == 0) {
+        return;
+    }
+    uint64_t span = (static_cast<uint64_t>(repeat) - 1) * p.dstRepStride * out_bytes + out_bytes;
+    uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(), span, 1);
+    const RepOperand ops[2] = {Operand(api, "src0", src0, p.src0BlkStride, p.src0RepStride, true),
+                               Operand(api, "src1", src1, p.src1BlkStride, p.src1RepStride, true)};
+    std::vector<uint8_t> bits(static_cast<size_t>(repeat) * out_bytes, 0);
+    uint32_t r = 0;
+    uint32_t j = 0;
+    Mask all{{~0ull, ~0ull}};
+    ForEachLane(api, ops, all, lanes, repeat, [&](uint8_t* const* q) {
+        bool v = CompareValues(ToWide(LoadAs<T>(q[0])), ToWide(LoadAs<T>(q[1])), mode);
+        bits[r * out_bytes + j / 8] |= static_cast<uint8_t>(v << (j % 8));
+        if (++j == lanes) {
+            j = 0;
+            ++r;
+        }
+    });
+    uint8_t* ub = CurCore().ub.data();
+    for (uint32_t k = 0; k < repeat; ++k) {
+        uint64_t at = d + static_cast<uint64_t>(k) * p.dstRepStride * out_bytes;
+        std::memcpy(ub + at, bits.data() + k * out_bytes, out_bytes);
+        MarkWritten(static_cast<uint32_t>(at), out_bytes);
+    }
+}
+
+template <typename T, typename U>
 inline void SelectCount(const LocalTensor<T>& dst, const LocalTensor<U>& mask, const LocalTensor<T>& src0,
                         const LocalTensor<T>* src1, T scalar, SELMODE mode, uint32_t count) {
     const char* api = "Select";
     CheckApi(api, TypeName<T>());
-    if (mode == SELMODE::VSEL_CMPMASK_SPR) {
-        Fail("Select: SELMODE::VSEL_CMPMASK_SPR takes its mask from the compare register, which the fusedsl CPU "
-             "implementation does not model; pass a mask tensor with VSEL_TENSOR_TENSOR_MODE or "
-             "VSEL_TENSOR_SCALAR_MODE");
+    // Select.md: mode 0 (VSEL_CMPMASK_SPR) takes src1 as a tensor and reuses the first
+    // 256/sizeof(T) bits of selMask for every repeat; modes 1/2 walk selMask continuously.
+    // 910A (Atlas 训练系列) has mode 0 only.
+    const bool mode0 = mode == SELMODE::VSEL_CMPMASK_SPR;
+    const char* mode_name = mode0 ? "VSEL_CMPMASK_SPR" : mode == SELMODE::VSEL_TENSOR_SCALAR_MODE
+                                                            ? "VSEL_TENSOR_SCALAR_MODE" : "VSEL_TENSOR_TENSOR_MODE";
+    if (!mode0 && Target().arch == 1001) {
+        Fail("Select: SELMODE::%s is not supported on %s, which has mode 0 (SELMODE::VSEL_CMPMASK_SPR) only", mode_name,
+             Target().name);
     }
-    bool tensor_mode = mode == SELMODE::VSEL_TENSOR_TENSOR_MODE;
+    bool tensor_mode = mode != SELMODE::VSEL_TENSOR_SCALAR_MODE;
     if (tensor_mode != (src1 != nullptr)) {
-        Fail("Select: %s needs a %s src1", tensor_mode ? "VSEL_TENSOR_TENSOR_MODE" : "VSEL_TENSOR_SCALAR_MODE",
-             tensor_mode ? "LocalTensor" : "scalar");
+        Fail("Select: %s needs a %s src1", mode_name, tensor_mode ? "LocalTensor" : "scalar");
     }
     const TargetInfo& t = Target();
     TPipeState* pipe = CurCore().pipe;
     uint32_t limit = t.ub_bytes - t.select_scratch_bytes;
-    if (t.select_scratch_bytes != 0 && pipe != nullptr && pipe->fs_cursor > limit) {
+    if (!mode0 && t.select_scratch_bytes != 0 && pipe != nullptr && pipe->fs_cursor > limit) {
         Fail("Select: this mode uses the top %u bytes of UB as scratch on %s, but the UB plan already uses %u bytes "
              "(keep it at most %u)", t.select_scratch_bytes, t.name, pipe->fs_cursor, limit);
     }
@@ -731,7 +774,9 @@ inline void SelectCount(const LocalTensor<T>& dst, const LocalTensor<U>& mask, c
         return;
     }
     uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
-    uint64_t mask_bytes = (count + 7) / 8;
+    constexpr uint32_t lanes = 256 / sizeof(T);
+    // Mode 0 reads the bits of the lanes it uses: min(count, lanes) of them.
+    uint64_t mask_bytes = ((mode0 && count > lanes ? lanes : count) + 7) / 8;
     uint32_t d = DstOperand(api, "dst", dst, count);
     uint32_t m = CheckUb(api, "selMask", mask.fs_addr, mask.GetLength(), mask_bytes, sizeof(U));
     CheckWritten(api, "selMask", m, mask_bytes);
@@ -746,7 +791,8 @@ inline void SelectCount(const LocalTensor<T>& dst, const LocalTensor<U>& mask, c
     const uint8_t* bits = Bytes(mask);
     uint8_t* out = Bytes(dst);
     for (uint32_t i = 0; i < count; ++i) {
-        bool pick0 = (bits[i / 8] >> (i % 8)) & 1;
+        uint32_t bit = mode0 ? i % lanes : i;
+        bool pick0 = (bits[bit / 8] >> (bit % 8)) & 1;
         T v = pick0 ? LoadAs<T>(Bytes(src0) + i * sizeof(T)) : pb ? LoadAs<T>(pb + i * sizeof(T)) : scalar;
         StoreAs(out + i * sizeof(T), v);
     }
@@ -768,6 +814,23 @@ template <typename T, typename U>
 inline void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
                      uint32_t count) {
     fusedsl_cpu::CompareCount<T, U>("Compares", dst, src0, nullptr, src1Scalar, cmpMode, count);
+}
+
+// The mask/repeat form: each repeat compares one 256-byte repeat and writes its 256/sizeof(T)
+// result bits; Compare.md says the mask is a reserved, ignored argument on 2201, 2002 and 1001,
+// so every lane is compared.  dstRepStride counts one repeat's bits (256/sizeof(T)/8 bytes).
+template <typename T, typename U, bool isSetMask = true>
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
+                    const uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+    (void)mask;
+    fusedsl_cpu::CompareRepeat(dst, src0, src1, cmpMode, repeatTime, repeatParams);
+}
+
+template <typename T, typename U, bool isSetMask = true>
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
+                    const uint64_t mask[], uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+    (void)mask;
+    fusedsl_cpu::CompareRepeat(dst, src0, src1, cmpMode, repeatTime, repeatParams);
 }
 
 // Bit i of selMask = 1 picks src0[i], else src1[i] (or the scalar).
