@@ -185,6 +185,7 @@ def _vector_apis(*, bf16: bool, arith: frozenset[str], scalar_arith: frozenset[s
         "Reciprocal": _HALF_FLOAT, "Abs": _HALF_FLOAT,
         "Relu": relu,
         "Duplicate": dup_types,
+        "Copy": dup_types,            # UB -> UB on the vector unit (DK 数据搬运/Copy)
         "Cast": _cast_types(cast_modes),
         "Compare": compare,
         "Select": _HALF_FLOAT,

@@ -126,15 +126,15 @@ def test_matmul_leaky_relu_matches_numpy(lib, target, soc, m, n, k, dim, base, b
 def test_mixed_launch_runs_two_vector_cores_per_block_on_910b_and_one_core_per_block_on_310p(lib):
     nothing = np.zeros(1, np.float32)
     tiling = np.zeros(TILING_WORDS, np.int32)
-    out = np.full(3 * 6, -1, np.float32)
+    out = np.full(16 * 6, -1, np.float32)
     _launch(lib, "block_info", 3, nothing, nothing, nothing, out, tiling, "ascend910b")
-    assert out.reshape(6, 3).tolist() == [[i, 3, i % 2] for i in range(6)]
+    assert out.reshape(6, 16)[:, :3].tolist() == [[i, 3, i % 2] for i in range(6)]
     out[:] = -1
     _launch(lib, "block_info", 3, nothing, nothing, nothing, out, tiling, "ascend310p")
-    assert out.reshape(6, 3)[:3].tolist() == [[i, 3, 0] for i in range(3)] and np.all(out[9:] == -1)
+    assert out.reshape(6, 16)[:3, :3].tolist() == [[i, 3, 0] for i in range(3)] and np.all(out[48:] == -1)
     with pytest.raises(AscendCCheckError, match=r"blockDim = 25 in MIX_MODE; a mixed kernel's blockDim counts cube "
                                                 r"cores \(1 AIC \+ 2 AIV each\) and ascend910b has 24"):
-        _launch(lib, "block_info", 25, nothing, nothing, nothing, np.zeros(150, np.float32), tiling, "ascend910b")
+        _launch(lib, "block_info", 25, nothing, nothing, nothing, np.zeros(16 * 50, np.float32), tiling, "ascend910b")
 
 
 # ---- failure paths ---------------------------------------------------------------------------

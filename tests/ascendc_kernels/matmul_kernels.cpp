@@ -10,11 +10,12 @@ using MmHalf = Matmul<MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
                       MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>,
                       MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>>;
 
-// What a mixed launch shows each vector core: c[3 * i ...] = GetBlockIdx, GetBlockNum,
-// GetSubBlockIdx of instance i (as floats).
+// What a mixed launch shows each vector core: c[16 * i ...] = GetBlockIdx, GetBlockNum,
+// GetSubBlockIdx of instance i (as floats); 16 floats apart so no two cores share the 64-byte
+// data-cache line SetValue writes through.
 extern "C" __global__ __aicore__ void block_info(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR c, GM_ADDR, GM_ADDR) {
     AscendC::GlobalTensor<float> out;
-    out.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c) + 3 * AscendC::GetBlockIdx(), 3);
+    out.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c) + 16 * AscendC::GetBlockIdx(), 3);
     out.SetValue(0, static_cast<float>(AscendC::GetBlockIdx()));
     out.SetValue(1, static_cast<float>(AscendC::GetBlockNum()));
     out.SetValue(2, static_cast<float>(AscendC::GetSubBlockIdx()));

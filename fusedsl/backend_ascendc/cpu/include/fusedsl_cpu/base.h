@@ -45,6 +45,18 @@ enum pipe_t : uint8_t {
     PIPE_FIX,
 };
 
+// Hardware event ids, as kernels spell them: static_cast<event_t>(pipe->FetchEventID(...)).
+enum event_t : int32_t {
+    EVENT_ID0 = 0,
+    EVENT_ID1,
+    EVENT_ID2,
+    EVENT_ID3,
+    EVENT_ID4,
+    EVENT_ID5,
+    EVENT_ID6,
+    EVENT_ID7,
+};
+
 // CPU-debug kernel modes (tikicpulib); global, as the CANN samples write KernelMode::AIV_MODE.
 enum class KernelMode { MIX_MODE = 0, AIC_MODE, AIV_MODE };
 

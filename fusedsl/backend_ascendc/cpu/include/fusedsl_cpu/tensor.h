@@ -8,6 +8,8 @@
 
 namespace fusedsl_cpu {
 
+inline void CheckEvent(const char* api, HardEvent evt, int32_t id);
+
 // PipeBarrier<PIPE_ALL>: every pipe waits for everything issued so far.
 inline void SyncAllPipes() {
     Core& c = CurCore();
@@ -29,6 +31,15 @@ public:
 
     LocalTensor() = default;
     LocalTensor(T* addr, uint32_t size, TPosition pos) : fs_addr(addr), fs_size(size), fs_pos(pos) {}
+    LocalTensor(const LocalTensor&) = default;
+    LocalTensor& operator=(const LocalTensor&) = default;
+
+    // dst = a * b (and the other operator expressions of kernel_utils.h) run the vector op.
+    template <class E, typename = typename E::fusedsl_expr_tag>
+    LocalTensor& operator=(const E& expr) {
+        expr.Run(*this);
+        return *this;
+    }
 
     // A view starting `offset` elements in; vector APIs require its start to be 32-B aligned.
     LocalTensor operator[](uint32_t offset) const {
@@ -134,7 +145,11 @@ public:
     __gm__ T* GetPhyAddr() const { return fs_addr; }
     __gm__ T* GetPhyAddr(uint64_t offset) const { return fs_addr + offset; }
 
-    T* fs_addr = nullptr;
+    // address_ is the public spelling CANN's samples use; both names are the same pointer.
+    union {
+        T* fs_addr = nullptr;
+        T* address_;
+    };
     uint64_t fs_size = 0;       // elements from fs_addr to the end of SetGlobalBuffer's range
     bool fs_has_size = false;
 
@@ -550,6 +565,19 @@ public:
             }
         }
         fusedsl_cpu::Fail("FetchEventID<HardEvent::%s>: all %d event ids are allocated", fusedsl_cpu::EventName(evt),
+                          fusedsl_cpu::Target().max_event_ids);
+    }
+
+    // The runtime-argument form CANN's samples use: FetchEventID(HardEvent::V_S).
+    TEventID FetchEventID(HardEvent evt) {
+        int e = static_cast<int>(evt);
+        fusedsl_cpu::CheckEvent("FetchEventID", evt, 0);
+        for (int i = 0; i < fusedsl_cpu::Target().max_event_ids; ++i) {
+            if (!(fs_event_ids[e] & (1u << i))) {
+                return static_cast<TEventID>(i);
+            }
+        }
+        fusedsl_cpu::Fail("FetchEventID(HardEvent::%s): all %d event ids are allocated", fusedsl_cpu::EventName(evt),
                           fusedsl_cpu::Target().max_event_ids);
     }
 

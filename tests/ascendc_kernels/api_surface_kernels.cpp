@@ -1,0 +1,99 @@
+// The API surface CANN's vector samples use, one kernel exercising each against numpy:
+// event_t + FetchEventID, operator expressions, GlobalTensor::address_, Copy (both forms),
+// InitGlobalMemory, level-0 Compare + Select mode 0, DumpTensor, printf and ASSERT.
+#include "kernel_operator.h"
+
+using namespace AscendC;
+
+constexpr uint32_t M = 256;  // floats per block
+
+// x, y: inputs (M floats per block); out: 6 x M floats per block; init: 8 floats per block
+extern "C" __global__ __aicore__ void surface(GM_ADDR x, GM_ADDR y, GM_ADDR out, GM_ADDR init) {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qy;
+    TBuf<TPosition::VECCALC> bo, bm;
+    pipe.InitBuffer(qx, 1, M * sizeof(float));
+    pipe.InitBuffer(qy, 1, M * sizeof(float));
+    pipe.InitBuffer(bo, 6 * M * sizeof(float));
+    pipe.InitBuffer(bm, 64);
+    GlobalTensor<float> xg, yg, og, ig;
+    xg.SetGlobalBuffer((__gm__ float*)x + GetBlockIdx() * M, M);
+    yg.SetGlobalBuffer((__gm__ float*)y + GetBlockIdx() * M, M);
+    og.SetGlobalBuffer((__gm__ float*)out + GetBlockIdx() * 6 * M, 6 * M);
+    ig.address_ = (__gm__ float*)init + GetBlockIdx() * 16;   // address_ is the tensor's GM pointer
+    ig.fs_has_size = false;
+    InitGlobalMemory(ig, 16, 2.5f);
+    ASSERT(ig.GetPhyAddr() == ig.address_);
+
+    LocalTensor<float> a = qx.AllocTensor<float>();
+    LocalTensor<float> b = qy.AllocTensor<float>();
+    DataCopy(a, xg, M);
+    DataCopy(b, yg, M);
+    qx.EnQue(a);
+    qy.EnQue(b);
+    a = qx.DeQue<float>();
+    b = qy.DeQue<float>();
+    LocalTensor<float> o = bo.Get<float>();
+    LocalTensor<float> o0 = o[0], o1 = o[M], o2 = o[2 * M], o3 = o[3 * M], o4 = o[4 * M], o5 = o[5 * M];
+    o0.SetSize(M);
+    o1.SetSize(M);
+    o2.SetSize(M);
+    o0 = a * b;                       // Mul over dst.GetSize()
+    o1 = a - b;
+    Copy(o2, a, M);                   // contiguous UB -> UB
+    Duplicate(o3, 0.0f, M);
+    PipeBarrier<PIPE_V>();
+    Copy(o3, b, 32, 2, CopyRepeatParams{1, 1, 16, 8});   // half of each of 2 repeats, dst repeats 512 B apart
+    // 8 x 32-lane compare of a < b, then Select mode 0 (the first 64 bits for every repeat)
+    LocalTensor<uint8_t> mask = bm.Get<uint8_t>();
+    Compare(mask, a, b, CMPMODE::LT, 64, 1, BinaryRepeatParams{});
+    PipeBarrier<PIPE_V>();
+    Select(o4, mask, a, b, SELMODE::VSEL_CMPMASK_SPR, M);
+    Duplicate(o5, 0.0f, M);
+    PipeBarrier<PIPE_V>();
+    LocalTensor<uint8_t> bits = o5.ReinterpretCast<uint8_t>();
+    bits.SetSize(M / 8);
+    bits = a > b;                     // Compare over a.GetSize() elements into a bit mask
+    event_t toMte3 = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_MTE3));
+    SetFlag<HardEvent::V_MTE3>(toMte3);
+    WaitFlag<HardEvent::V_MTE3>(toMte3);
+    DataCopy(og, o, 6 * M);
+    if (GetBlockIdx() == 1) {
+        DumpTensor(a, 7, 4);
+        SetFlag<HardEvent::V_S>(EVENT_ID0);   // the scalar reads what the vector unit wrote
+        WaitFlag<HardEvent::V_S>(EVENT_ID0);
+        AscendC::printf("block %d sum0 %f\n", static_cast<int>(GetBlockIdx()), o0.GetValue(0) + o1.GetValue(0));
+    }
+    qx.FreeTensor(a);
+    qy.FreeTensor(b);
+}
+extern "C" int fusedsl_launch_surface(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(surface, blockDim, a[0], a[1], a[2], a[3]);
+}
+
+extern "C" __global__ __aicore__ void assert_fails(GM_ADDR x) {
+    GlobalTensor<int32_t> g;
+    g.SetGlobalBuffer((__gm__ int32_t*)x, 16);
+    ASSERT(g.GetValue(0) == 7 && "the first word must be 7");
+}
+extern "C" int fusedsl_launch_assert_fails(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(assert_fails, blockDim, a[0]);
+}
+
+// Select in mode 2 (VSEL_TENSOR_TENSOR_MODE): fine on 2201/2002, not on 910A.
+extern "C" __global__ __aicore__ void select_mode2(GM_ADDR x) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> bv, bm;
+    pipe.InitBuffer(bv, 2 * M * sizeof(float));
+    pipe.InitBuffer(bm, M / 8);
+    LocalTensor<float> v = bv.Get<float>();
+    LocalTensor<uint8_t> mask = bm.Get<uint8_t>();
+    Duplicate(v, 1.0f, 2 * M);
+    Duplicate(mask.ReinterpretCast<uint16_t>(), static_cast<uint16_t>(0x5555), M / 16);
+    PipeBarrier<PIPE_V>();
+    Select(v, mask, v, v[M], SELMODE::VSEL_TENSOR_TENSOR_MODE, M);
+    (void)x;
+}
+extern "C" int fusedsl_launch_select_mode2(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(select_mode2, blockDim, a[0]);
+}

@@ -1,0 +1,70 @@
+"""The API surface CANN's vector samples use (issue 11 item 2), against numpy: event_t and
+TPipe::FetchEventID(HardEvent), LocalTensor operator expressions, GlobalTensor::address_,
+Copy (count and mask/repeat forms), InitGlobalMemory, level-0 Compare with Select mode 0,
+DumpTensor, printf and ASSERT (tests/ascendc_kernels/api_surface_kernels.cpp, one build)."""
+import os
+
+import numpy as np
+import pytest
+from conftest import ASCENDC_KERNELS
+
+from fusedsl.backend_ascendc import cpu_runner
+from fusedsl.errors import AscendCCheckError
+
+pytestmark = pytest.mark.usefixtures("private_cache_dir")
+M = 256
+
+
+@pytest.fixture(scope="module")
+def lib():
+    with open(os.path.join(ASCENDC_KERNELS, "api_surface_kernels.cpp"), encoding="utf-8") as f:
+        return cpu_runner.build(f.read(), name="api_surface_kernels")
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_surface_against_numpy(lib, capfd, target):
+    blocks = 2
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(blocks * M).astype(np.float32)
+    y = rng.standard_normal(blocks * M).astype(np.float32)
+    out = np.zeros(blocks * 6 * M, np.float32)
+    init = np.zeros(blocks * 16, np.float32)
+    lib.launch("surface", blocks, [("x", x), ("y", y), ("out", out), ("init", init)], target=target)
+    np.testing.assert_array_equal(init, 2.5)
+    for blk in range(blocks):
+        a, b = x[blk * M:(blk + 1) * M], y[blk * M:(blk + 1) * M]
+        o = out[blk * 6 * M:(blk + 1) * 6 * M].reshape(6, M)
+        np.testing.assert_array_equal(o[0], a * b)
+        np.testing.assert_array_equal(o[1], a - b)
+        np.testing.assert_array_equal(o[2], a)
+        want3 = np.zeros(M, np.float32)
+        want3[0:32], want3[128:160] = b[0:32], b[64:96]     # src repeats 256 B apart, dst 512 B
+        np.testing.assert_array_equal(o[3], want3)
+        lanes = np.arange(M) % 64                           # mode 0: repeat r reuses bits 0..63
+        np.testing.assert_array_equal(o[4], np.where(a[lanes] < b[lanes], a, b))
+        bits = np.packbits(a > b, bitorder="little")
+        np.testing.assert_array_equal(o[5].view(np.uint8)[:M // 8], bits)
+    printed = capfd.readouterr().out
+    a1 = x[M:M + 4]
+    assert printed.startswith("DumpTensor: desc=7, addr=0, data_type=float, position=UB\n[" +
+                              ", ".join(f"{v:f}" for v in a1) + "]\n")
+    assert f"block 1 sum0 {np.float32(a1[0] * y[M]) + np.float32(a1[0] - y[M]):f}" in printed
+
+
+def test_assert_reports_the_expression_and_place(lib):
+    x = np.zeros(16, np.int32)
+    with pytest.raises(AscendCCheckError, match=r"ASSERT\(g.GetValue\(0\) == 7 && \"the first word must be 7\"\) "
+                                                r"failed at .*api_surface_kernels.cpp:\d+"):
+        lib.launch("assert_fails", 1, [("x", x)])
+    x[0] = 7
+    lib.launch("assert_fails", 1, [("x", x)])
+
+
+def test_select_mode_rules_per_chip(lib):
+    x = np.zeros(2 * M, np.float32)
+    args = [("x", x), ("y", x.copy()), ("out", np.zeros(12 * M, np.float32)), ("init", np.zeros(32, np.float32))]
+    lib.launch("surface", 2, args, target="ascend910")   # mode 0 is the one 910A has
+    lib.launch("select_mode2", 1, [("x", x)], target="ascend310p")
+    with pytest.raises(AscendCCheckError, match="Select: SELMODE::VSEL_TENSOR_TENSOR_MODE is not supported on "
+                                                "ascend910, which has mode 0"):
+        lib.launch("select_mode2", 1, [("x", x)], target="ascend910")
