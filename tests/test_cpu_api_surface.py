@@ -68,3 +68,45 @@ def test_select_mode_rules_per_chip(lib):
     with pytest.raises(AscendCCheckError, match="Select: SELMODE::VSEL_TENSOR_TENSOR_MODE is not supported on "
                                                 "ascend910, which has mode 0"):
         lib.launch("select_mode2", 1, [("x", x)], target="ascend910")
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_gather_mask(lib, target):
+    x = np.arange(128, dtype=np.float32) + 0.5
+    out = np.zeros(3 * 128, np.float32)
+    cnt = np.zeros(8, np.uint64)
+    lib.launch("gather_mask", 1, [("x", x), ("out", out), ("cnt", cnt)], target=target)
+    o = out.reshape(3, 128)
+    odd = x[1::2]
+    np.testing.assert_array_equal(o[0, :64], odd)
+    user = x[(np.arange(128) % 4 == 0) | (np.arange(128) % 4 == 3)]
+    np.testing.assert_array_equal(o[1, :64], user)
+    # counter mode: 2201 takes the first 40 lanes of each of the 2 repeats, 2002 40 elements in all
+    counted = (np.r_[x[:40], x[64:104]] if target == "ascend910b" else x[:40])[::2]
+    np.testing.assert_array_equal(o[2, :counted.size], counted)
+    assert cnt[:3].tolist() == [64, 64, counted.size]
+
+
+def test_gather_mask_rules(lib):
+    args = [("x", np.zeros(128, np.float32)), ("out", np.zeros(384, np.float32)), ("cnt", np.zeros(8, np.uint64))]
+    with pytest.raises(AscendCCheckError, match="GatherMask is not available on ascend910"):
+        lib.launch("gather_mask", 1, args, target="ascend910")
+
+
+def test_list_tensor_desc_add_n(lib):
+    rng = np.random.default_rng(9)
+    xs = [rng.standard_normal(M).astype(np.float32) for _ in range(3)]
+    words = [8 * (1 + 2 * len(xs))]
+    for i in range(len(xs)):
+        words += [1 | (i << 32), M]
+    words += [x.ctypes.data for x in xs]
+    lst = np.array(words, np.uint64)
+    out = np.zeros(M, np.float32)
+    lib.launch("add_n", 1, [("list", lst), ("out", out)] + [(f"x{i}", x) for i, x in enumerate(xs)])
+    want = np.zeros(M, np.float32)
+    for x in xs:
+        want = want + x
+    np.testing.assert_array_equal(out, want)
+    lst[0] = 8 * 9              # the pointer array moved past the end of the list
+    with pytest.raises(AscendCCheckError, match="ListTensorDesc::Init"):
+        lib.launch("add_n", 1, [("list", lst), ("out", out)] + [(f"x{i}", x) for i, x in enumerate(xs)])

@@ -97,3 +97,79 @@ extern "C" __global__ __aicore__ void select_mode2(GM_ADDR x) {
 extern "C" int fusedsl_launch_select_mode2(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(select_mode2, blockDim, a[0]);
 }
+
+// GatherMask: x (128 floats = 2 repeats) -> out rows of 128: fixed pattern 2 (odd lanes),
+// a user pattern 0x99999999 (lanes 0 and 3 of every 4), pattern 1 (even lanes) in counter
+// mode with mask 40; cnt[0..2] = rsvdCnt of each.
+extern "C" __global__ __aicore__ void gather_mask(GM_ADDR x, GM_ADDR out, GM_ADDR cnt) {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx;
+    TBuf<TPosition::VECCALC> bo, bp;
+    pipe.InitBuffer(qx, 1, 128 * sizeof(float));
+    pipe.InitBuffer(bo, 3 * 128 * sizeof(float));
+    pipe.InitBuffer(bp, 64);
+    GlobalTensor<float> xg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, 128);
+    og.SetGlobalBuffer((__gm__ float*)out, 3 * 128);
+    LocalTensor<float> s = qx.AllocTensor<float>();
+    DataCopy(s, xg, 128);
+    qx.EnQue(s);
+    s = qx.DeQue<float>();
+    LocalTensor<float> o = bo.Get<float>();
+    Duplicate(o, 0.0f, 3 * 128);
+    LocalTensor<uint32_t> pat = bp.Get<uint32_t>();
+    Duplicate(pat, 0x99999999u, 16);
+    PipeBarrier<PIPE_V>();
+    uint64_t n[3] = {};
+    GatherMask(o, s, static_cast<uint8_t>(2), false, 0, GatherMaskParams{1, 2, 8, 0}, n[0]);
+    GatherMask(o[128], s, pat, false, 0, GatherMaskParams{1, 2, 8, 0}, n[1]);
+    GatherMask(o[256], s, static_cast<uint8_t>(1), true, 40, GatherMaskParams{1, 2, 8, 0}, n[2]);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, 3 * 128);
+    GlobalTensor<uint64_t> cg;
+    cg.SetGlobalBuffer((__gm__ uint64_t*)cnt, 8);
+    for (int i = 0; i < 3; ++i) {
+        cg.SetValue(i, n[i]);
+    }
+    qx.FreeTensor(s);
+}
+extern "C" int fusedsl_launch_gather_mask(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(gather_mask, blockDim, a[0], a[1], a[2]);
+}
+
+// AddN over a dynamic input list: out = sum of the list's tensors (each M floats), the shape
+// read through TensorDesc.
+extern "C" __global__ __aicore__ void add_n(GM_ADDR list, GM_ADDR out) {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qin;
+    TBuf<TPosition::VECCALC> acc;
+    pipe.InitBuffer(qin, 1, M * sizeof(float));
+    pipe.InitBuffer(acc, M * sizeof(float));
+    ListTensorDesc inputs(list);
+    LocalTensor<float> sum = acc.Get<float>();
+    Duplicate(sum, 0.0f, M);
+    uint64_t shape[8];
+    for (uint32_t i = 0; i < inputs.GetSize(); ++i) {
+        TensorDesc<float> desc;
+        desc.SetShapeAddr(shape);
+        inputs.GetDesc(desc, i);
+        ASSERT(desc.GetDim() == 1 && desc.GetShape(0) == M && desc.GetIndex() == i);
+        GlobalTensor<float> g = desc.GetDataObj();
+        ASSERT(g.GetPhyAddr() == inputs.GetDataPtr<float>(i));
+        LocalTensor<float> t = qin.AllocTensor<float>();
+        DataCopy(t, g, M);
+        qin.EnQue(t);
+        t = qin.DeQue<float>();
+        Add(sum, sum, t, M);
+        qin.FreeTensor(t);
+    }
+    GlobalTensor<float> og;
+    og.SetGlobalBuffer((__gm__ float*)out, M);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, sum, M);
+}
+extern "C" int fusedsl_launch_add_n(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(add_n, blockDim, a[0], a[1]);
+}

@@ -269,3 +269,272 @@ FUSEDSL_CPU_TENSOR_CMP(!=, NE)
 #undef FUSEDSL_CPU_TENSOR_CMP
 
 }  // namespace AscendC
+
+// ---- GatherMask -------------------------------------------------------------------------------
+
+namespace AscendC {
+
+enum class GatherMaskMode : uint8_t { VERSION_V1 = 0, VERSION_V2 = 1 };
+constexpr GatherMaskMode defaultGatherMaskMode = GatherMaskMode::VERSION_V1;
+
+struct GatherMaskParams {
+    GatherMaskParams() = default;
+    GatherMaskParams(const uint8_t src0BlockStrideIn, const uint16_t repeatTimesIn, const uint16_t src0RepeatStrideIn,
+                     const uint8_t src1RepeatStrideIn)
+        : src0BlockStride(src0BlockStrideIn), repeatTimes(repeatTimesIn), src0RepeatStride(src0RepeatStrideIn),
+          src1RepeatStride(src1RepeatStrideIn) {}
+
+    uint8_t src0BlockStride = DEFAULT_BLK_STRIDE;
+    uint16_t repeatTimes = 0;
+    uint16_t src0RepeatStride = DEFAULT_REPEAT_STRIDE;
+    uint8_t src1RepeatStride = DEFAULT_REPEAT_STRIDE;
+};
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+// Keeps the selected elements of src0, packed into dst in order; returns how many.  The
+// pattern is a fixed one (1..7: even, odd, every 4th from lane 0/1/2/3, all) or a bit
+// tensor read continuously within a repeat, src1RepeatStride blocks apart between repeats.
+// Normal mode: repeatTimes whole 256-byte repeats.  Counter mode (reduceMode): on 2201 each
+// repeat takes the first `mask` lanes; on 2002 `mask` is the total element count
+// (GatherMask.md, "配置方式一/二").
+template <typename T, typename U>
+inline uint64_t GatherMaskImpl(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<U>* pattern,
+                               uint8_t fixed, bool reduceMode, uint32_t mask, const AscendC::GatherMaskParams& p) {
+    const char* api = "GatherMask";
+    const TargetInfo& t = Target();
+    if (t.arch == 1001) {
+        Fail("GatherMask is not available on %s", t.name);
+    }
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "GatherMask takes 16- or 32-bit elements");
+    if (pattern == nullptr && (fixed < 1 || fixed > 7 || (fixed == 7 && t.arch == 2002))) {
+        Fail("GatherMask: src1Pattern = %u is not a fixed pattern of %s (1..%d)", fixed, t.name,
+             t.arch == 2002 ? 6 : 7);
+    }
+    if (pattern != nullptr && sizeof(U) != sizeof(T)) {
+        Fail("GatherMask: a %s pattern tensor with %s elements; the pattern type has the element's width (uint%zu_t)",
+             TypeName<U>(), TypeName<T>(), sizeof(T) * 8);
+    }
+    constexpr uint32_t lanes = 256 / sizeof(T);
+    uint64_t total_lanes = 0;
+    uint32_t repeats = p.repeatTimes;
+    uint32_t per_repeat = lanes;
+    if (reduceMode) {
+        if (mask == 0) {
+            Fail("GatherMask: mask = 0 in counter mode (reduceMode = true); it counts elements, at least 1");
+        }
+        if (t.arch == 2002) {
+            repeats = static_cast<uint32_t>(DivCeil(mask, lanes));
+            total_lanes = mask;
+        } else {
+            if (mask > lanes) {
+                Fail("GatherMask: mask = %u in counter mode exceeds the %u elements of a repeat on %s", mask, lanes,
+                     t.name);
+            }
+            per_repeat = mask;
+        }
+    }
+    const RepOperand ops[1] = {Operand(api, "src0", src0, p.src0BlockStride, p.src0RepeatStride, true)};
+    uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(), 0, sizeof(T));
+    uint32_t pat = pattern ? CheckUb(api, "src1Pattern", pattern->fs_addr, pattern->GetLength(), 0, sizeof(U)) : 0;
+    uint8_t* ub = CurCore().ub.data();
+    std::vector<uint8_t> kept;
+    uint64_t lane_no = 0;
+    for (uint32_t r = 0; r < repeats; ++r) {
+        uint32_t n = per_repeat;
+        if (t.arch == 2002 && reduceMode) {
+            n = static_cast<uint32_t>(std::min<uint64_t>(lanes, total_lanes - lane_no));
+        }
+        for (uint32_t j = 0; j < n; ++j, ++lane_no) {
+            bool take;
+            if (pattern == nullptr) {
+                take = fixed == 7 || (fixed == 1 && j % 2 == 0) || (fixed == 2 && j % 2 == 1) ||
+                       (fixed >= 3 && fixed <= 6 && j % 4 == static_cast<uint32_t>(fixed - 3));
+            } else {
+                uint64_t byte = static_cast<uint64_t>(r) * p.src1RepeatStride * 32 + j / 8;
+                if (byte + 1 > pattern->GetLength()) {
+                    Fail("GatherMask: repeat %u reads byte %llu of a %u-byte src1Pattern tensor", r,
+                         static_cast<unsigned long long>(byte + 1), pattern->GetLength());
+                }
+                CheckWritten(api, "src1Pattern", static_cast<uint32_t>(pat + byte), 1);
+                take = (ub[pat + byte] >> (j % 8)) & 1;
+            }
+            const RepOperand& o = ops[0];
+            uint64_t a = (static_cast<uint64_t>(r) * o.rep + (j / (32 / sizeof(T))) * static_cast<uint64_t>(o.blk)) * 32 +
+                         (j % (32 / sizeof(T))) * sizeof(T);
+            if (a + sizeof(T) > o.bytes) {
+                Fail("GatherMask: repeat %u, lane %u reads byte %llu of a %llu-byte src0 LocalTensor", r, j,
+                     static_cast<unsigned long long>(a + sizeof(T)), static_cast<unsigned long long>(o.bytes));
+            }
+            if (take) {
+                CheckWritten(api, "src0", static_cast<uint32_t>(o.off + a), sizeof(T));
+                kept.insert(kept.end(), ub + o.off + a, ub + o.off + a + sizeof(T));
+            }
+        }
+    }
+    if (kept.size() > dst.GetLength()) {
+        Fail("GatherMask: keeps %zu elements but dst holds only %u", kept.size() / sizeof(T), dst.GetSize());
+    }
+    if (!kept.empty()) {
+        std::memcpy(ub + d, kept.data(), kept.size());
+        MarkWritten(d, kept.size());
+    }
+    St().vector_instructions += 1;
+    St().vector_repeats += repeats;
+    return kept.size() / sizeof(T);
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+template <typename T, typename U, GatherMaskMode mode = defaultGatherMaskMode>
+inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<U>& src1Pattern,
+                       const bool reduceMode, const uint32_t mask, const GatherMaskParams& gatherMaskParams,
+                       uint64_t& rsvdCnt) {
+    rsvdCnt = fusedsl_cpu::GatherMaskImpl(dst, src0, &src1Pattern, 0, reduceMode, mask, gatherMaskParams);
+}
+
+template <typename T, GatherMaskMode mode = defaultGatherMaskMode>
+inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const uint8_t src1Pattern,
+                       const bool reduceMode, const uint32_t mask, const GatherMaskParams& gatherMaskParams,
+                       uint64_t& rsvdCnt) {
+    rsvdCnt = fusedsl_cpu::GatherMaskImpl<T, uint8_t>(dst, src0, nullptr, src1Pattern, reduceMode, mask,
+                                                      gatherMaskParams);
+}
+
+}  // namespace AscendC
+
+// ---- ListTensorDesc / TensorDesc: a dynamic list of GM tensors (AddN-style inputs) ------------
+//
+// Layout of the list, in uint64 words: word 0 is the byte offset of the pointer array from the
+// start; then one descriptor per tensor, a header (dim in the low 32 bits, index in the high
+// 32) followed by `dim` shape words (one placeholder word when dim is 0); then the pointers.
+
+namespace AscendC {
+
+template <class T = uint8_t>
+class TensorDesc {
+public:
+    void SetShapeAddr(uint64_t* shapePtr) {
+        if (shapePtr == nullptr) {
+            fusedsl_cpu::Fail("TensorDesc::SetShapeAddr: a null shape buffer");
+        }
+        fs_shape = shapePtr;
+    }
+    uint64_t* GetShapeAddr() { return fs_shape; }
+    uint64_t GetDim() { return fs_dim; }
+    uint64_t GetIndex() { return fs_index; }
+    uint64_t GetShape(uint32_t offset) {
+        if (offset >= fs_dim) {
+            fusedsl_cpu::Fail("TensorDesc::GetShape(%u): the tensor has %u dimensions", offset, fs_dim);
+        }
+        return fs_shape[offset];
+    }
+    __gm__ T* GetDataPtr() { return fs_ptr; }
+    GlobalTensor<T> GetDataObj() {
+        uint64_t n = 1;
+        for (uint32_t i = 0; i < fs_dim; ++i) {
+            n *= fs_shape[i];
+        }
+        GlobalTensor<T> g;
+        g.SetGlobalBuffer(fs_ptr, n);
+        return g;
+    }
+
+    uint32_t fs_dim = 0;
+    uint32_t fs_index = 0;
+    uint64_t* fs_shape = nullptr;
+    T* fs_ptr = nullptr;
+};
+
+class ListTensorDesc {
+public:
+    ListTensorDesc() = default;
+    ListTensorDesc(__gm__ void* data, uint32_t length = 0xffffffff, uint32_t shapeSize = 0xffffffff) {
+        Init(data, length, shapeSize);
+    }
+
+    void Init(__gm__ void* data, uint32_t length = 0xffffffff, uint32_t shapeSize = 0xffffffff) {
+        using namespace fusedsl_cpu;
+        const char* api = "ListTensorDesc::Init";
+        if (data == nullptr) {
+            Fail("%s: a null list address", api);
+        }
+        fs_words = static_cast<const uint8_t*>(data);
+        uint64_t ptr_off = Word(api, 0);
+        if (ptr_off % 8 != 0 || ptr_off < 16) {
+            Fail("%s: word 0 (the pointer array's byte offset) is %llu; it must be a multiple of 8 past the "
+                 "descriptors", api, static_cast<unsigned long long>(ptr_off));
+        }
+        fs_ptr_word = ptr_off / 8;
+        fs_desc.clear();
+        for (uint64_t w = 1; w < fs_ptr_word;) {
+            fs_desc.push_back(w);
+            uint64_t dim = Word(api, w) & 0xffffffffu;
+            w += 1 + (dim == 0 ? 1 : dim);
+            if (w > fs_ptr_word) {
+                Fail("%s: descriptor %zu (dim %llu) runs into the pointer array at word %llu", api, fs_desc.size() - 1,
+                     static_cast<unsigned long long>(dim), static_cast<unsigned long long>(fs_ptr_word));
+            }
+        }
+        if (shapeSize != 0xffffffff && shapeSize != fs_desc.size()) {
+            Fail("%s: the list holds %zu tensors but shapeSize says %u", api, fs_desc.size(), shapeSize);
+        }
+        uint64_t bytes = ptr_off + fs_desc.size() * 8;
+        if (length != 0xffffffff && length != bytes) {
+            Fail("%s: the list takes %llu bytes but length says %u", api, static_cast<unsigned long long>(bytes),
+                 length);
+        }
+    }
+
+    uint32_t GetSize() { return static_cast<uint32_t>(fs_desc.size()); }
+
+    template <class T>
+    __gm__ T* GetDataPtr(uint32_t index) {
+        Check("ListTensorDesc::GetDataPtr", index);
+        return reinterpret_cast<T*>(Word("ListTensorDesc::GetDataPtr", fs_ptr_word + index));
+    }
+
+    template <class T>
+    void GetDesc(TensorDesc<T>& desc, uint32_t index) {
+        const char* api = "ListTensorDesc::GetDesc";
+        Check(api, index);
+        if (desc.fs_shape == nullptr) {
+            fusedsl_cpu::Fail("%s: call TensorDesc::SetShapeAddr before GetDesc (it receives the shape)", api);
+        }
+        uint64_t head = Word(api, fs_desc[index]);
+        desc.fs_dim = static_cast<uint32_t>(head & 0xffffffffu);
+        desc.fs_index = index;
+        for (uint32_t i = 0; i < desc.fs_dim; ++i) {
+            desc.fs_shape[i] = Word(api, fs_desc[index] + 1 + i);
+        }
+        desc.fs_ptr = reinterpret_cast<T*>(Word(api, fs_ptr_word + index));
+    }
+
+private:
+    uint64_t Word(const char* api, uint64_t i) {
+        const uint8_t* p = fs_words + i * 8;
+        fusedsl_cpu::CheckGmRange(api, p, 8);
+        fusedsl_cpu::St().scalar_gm_accesses += 1;
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        return v;
+    }
+    void Check(const char* api, uint32_t index) {
+        if (fs_words == nullptr) {
+            fusedsl_cpu::Fail("%s: the ListTensorDesc was not initialised (Init or the data constructor)", api);
+        }
+        if (index >= fs_desc.size()) {
+            fusedsl_cpu::Fail("%s(%u): the list holds %zu tensors", api, index, fs_desc.size());
+        }
+    }
+
+    const uint8_t* fs_words = nullptr;
+    uint64_t fs_ptr_word = 0;
+    std::vector<uint64_t> fs_desc;
+};
+
+}  // namespace AscendC
