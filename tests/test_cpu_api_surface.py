@@ -110,3 +110,59 @@ def test_list_tensor_desc_add_n(lib):
     lst[0] = 8 * 9              # the pointer array moved past the end of the list
     with pytest.raises(AscendCCheckError, match="ListTensorDesc::Init"):
         lib.launch("add_n", 1, [("list", lst), ("out", out)] + [(f"x{i}", x) for i, x in enumerate(xs)])
+
+
+def _pad_tiling(lib, h, w, ori, stack, unpad):
+    import ctypes
+    words = np.zeros(32, np.uint32)
+    maxmin = np.zeros(2, np.uint32)
+    fn = lib._lib.fusedsl_pad_tiling
+    fn.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32, ctypes.c_uint32,
+                   ctypes.c_void_p, ctypes.c_void_p]
+    fn(h, w, ori, stack, int(unpad), words.ctypes.data, maxmin.ctypes.data)
+    return words, maxmin
+
+
+def _pad_run(lib, x, words, unpad, left, right, value, scratch):
+    params = np.array([int(unpad), left, right, value, scratch, 0, 0, 0], np.int32)
+    out = np.zeros(1024, np.float32)
+    lib.launch("pad_case", 1, [("params", params), ("x", x), ("out", out), ("tiling", words)])
+    return out
+
+
+def test_pad_unpad_with_host_tiling(lib):
+    rng = np.random.default_rng(11)
+    # case 1: 8 x 15 floats (60-byte rows) padded to 8 x 16 with one column on the left
+    x = rng.standard_normal(8 * 15).astype(np.float32)
+    words, (mx, mn) = _pad_tiling(lib, 8, 15, 15, 1024, False)
+    assert (mn, mx) == (64, 8 * 64) and words[:3].tolist() == [8, 15, 15]
+    got = _pad_run(lib, x, words, False, 1, 0, 7, int(mn))[:8 * 16].reshape(8, 16)
+    np.testing.assert_array_equal(got, np.pad(x.reshape(8, 15), ((0, 0), (1, 0)), constant_values=7))
+    # case 2: 8 x 16 with 13 valid columns: the 3 redundant ones take the pad value
+    y = rng.standard_normal(8 * 16).astype(np.float32)
+    words, _ = _pad_tiling(lib, 8, 16, 13, 1024, False)
+    got = _pad_run(lib, y, words, False, 0, 3, -2, 0)[:128].reshape(8, 16)
+    want = y.reshape(8, 16).copy()
+    want[:, 13:] = -2
+    np.testing.assert_array_equal(got, want)
+    # UnPad: 8 x 16 -> 8 x 13, rows packed
+    words, (mx, mn) = _pad_tiling(lib, 8, 16, 16, 1024, True)
+    got = _pad_run(lib, y, words, True, 0, 3, 0, int(mn))
+    np.testing.assert_array_equal(got[:8 * 13], y.reshape(8, 16)[:, :13].ravel())
+    assert (got[8 * 13:] == -1).all()
+
+
+def test_pad_rules(lib):
+    x = np.zeros(8 * 16, np.float32)
+    words, _ = _pad_tiling(lib, 8, 15, 15, 1024, False)
+    with pytest.raises(AscendCCheckError, match=r"Pad: width 15 \+ leftPad 0 \+ rightPad 2 = 17 columns of float "
+                                                "is not a whole number of 32-byte blocks"):
+        _pad_run(lib, x, words, False, 0, 2, 0, 0)
+    with pytest.raises(AscendCCheckError, match="Pad: sharedTmpBuffer has 32 bytes; at least 64 are needed"):
+        _pad_run(lib, x, words, False, 1, 0, 0, 32)
+    words, _ = _pad_tiling(lib, 8, 16, 16, 1024, False)
+    with pytest.raises(AscendCCheckError, match="only redundant columns past srcOriWidth 16 can be padded"):
+        _pad_run(lib, x, words, False, 0, 1, 0, 0)
+    words, _ = _pad_tiling(lib, 8, 16, 16, 1024, True)
+    with pytest.raises(AscendCCheckError, match="UnPad: rightPad = 8; it must be at least 1 and take under 32 bytes"):
+        _pad_run(lib, x, words, True, 0, 8, 0, 0)

@@ -173,3 +173,81 @@ extern "C" __global__ __aicore__ void add_n(GM_ADDR list, GM_ADDR out) {
 extern "C" int fusedsl_launch_add_n(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(add_n, blockDim, a[0], a[1]);
 }
+
+// ---- Pad / UnPad with their host tiling --------------------------------------------------------
+#include "tiling/tiling_api.h"
+
+// Host side, called by the test: the tiling words and GetPadMaxMinTmpSize's (max, min).
+extern "C" void fusedsl_pad_tiling(int64_t h, int64_t w, int64_t ori, uint32_t stack, uint32_t unpad,
+                                   uint32_t* words, uint32_t* maxmin) {
+    AscendC::TensorShape src(std::vector<int64_t>{h, w});
+    if (unpad) {
+        optiling::UnPadTiling t;
+        AscendC::GetUnPadMaxMinTmpSize(platform_ascendc::PlatformAscendC(), src, 4, maxmin[0], maxmin[1]);
+        AscendC::UnPadTilingFunc(src, stack, 4, t);
+        t.SaveToBuffer(words, t.GetDataSize());
+    } else {
+        optiling::PadTiling t;
+        AscendC::GetPadMaxMinTmpSize(src, 4, maxmin[0], maxmin[1]);
+        AscendC::PadTilingFunc(src, AscendC::TensorShape(std::vector<int64_t>{h, ori}), stack, 4, t);
+        t.SaveToBuffer(words, t.GetDataSize());
+    }
+}
+
+// p = [unpad, leftPad, rightPad, padValue, scratch bytes (0: the framework form)]; x: h*w floats.
+extern "C" __global__ __aicore__ void pad_case(GM_ADDR params, GM_ADDR x, GM_ADDR out, GM_ADDR tilingGm) {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx;
+    TBuf<TPosition::VECCALC> bo, bt;
+    pipe.InitBuffer(qx, 1, 1024 * sizeof(float));
+    pipe.InitBuffer(bo, 1024 * sizeof(float));
+    pipe.InitBuffer(bt, 1024);
+    GlobalTensor<int32_t> pg;
+    pg.SetGlobalBuffer((__gm__ int32_t*)params, 8);
+    GlobalTensor<uint32_t> tg;
+    tg.SetGlobalBuffer((__gm__ uint32_t*)tilingGm, 32);
+    PadTiling padTiling;
+    UnPadTiling unPadTiling;
+    const bool unpad = pg.GetValue(0) != 0;
+    uint32_t* words = unpad ? reinterpret_cast<uint32_t*>(&unPadTiling) : reinterpret_cast<uint32_t*>(&padTiling);
+    uint32_t nwords = unpad ? sizeof(UnPadTiling) / 4 : sizeof(PadTiling) / 4;
+    for (uint32_t i = 0; i < nwords; ++i) {
+        words[i] = tg.GetValue(i);
+    }
+    const uint32_t h = unpad ? unPadTiling.srcHeight : padTiling.srcHeight;
+    const uint32_t w = unpad ? unPadTiling.srcWidth : padTiling.srcWidth;
+    GlobalTensor<float> xg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, h * w);
+    og.SetGlobalBuffer((__gm__ float*)out, 1024);
+    LocalTensor<float> s = qx.AllocTensor<float>();
+    DataCopy(s, xg, h * w);
+    qx.EnQue(s);
+    s = qx.DeQue<float>();
+    LocalTensor<float> o = bo.Get<float>();
+    Duplicate(o, -1.0f, 1024);
+    PipeBarrier<PIPE_V>();
+    const int32_t scratch = pg.GetValue(4);
+    LocalTensor<uint8_t> tmp = bt.Get<uint8_t>(scratch > 0 ? static_cast<uint32_t>(scratch) : 32);
+    if (unpad) {
+        UnPadParams up{static_cast<uint16_t>(pg.GetValue(1)), static_cast<uint16_t>(pg.GetValue(2))};
+        if (scratch > 0) {
+            UnPad(o, s, up, tmp, unPadTiling);
+        } else {
+            UnPad(o, s, up, unPadTiling);
+        }
+    } else {
+        PadParams pp{static_cast<uint16_t>(pg.GetValue(1)), static_cast<uint16_t>(pg.GetValue(2)), pg.GetValue(3)};
+        if (scratch > 0) {
+            Pad(o, s, pp, tmp, padTiling);
+        } else {
+            Pad(o, s, pp, padTiling);
+        }
+    }
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID1);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID1);
+    DataCopy(og, o, 1024);
+    qx.FreeTensor(s);
+}
+extern "C" int fusedsl_launch_pad_case(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(pad_case, blockDim, a[0], a[1], a[2], a[3]);
+}

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "fusedsl_cpu/cube_tiling_fields.h"
+#include "fusedsl_cpu/pad_tiling_fields.h"
 
 namespace AscendC {
 namespace tiling {

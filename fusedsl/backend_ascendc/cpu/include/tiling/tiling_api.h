@@ -17,6 +17,7 @@
 
 #include "kernel_tiling/kernel_tiling.h"
 #include "tiling/platform/platform_ascendc.h"
+#include "tiling/pad_tiling.h"
 
 namespace optiling {
 
