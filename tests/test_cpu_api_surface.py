@@ -166,3 +166,15 @@ def test_pad_rules(lib):
     words, _ = _pad_tiling(lib, 8, 16, 16, 1024, True)
     with pytest.raises(AscendCCheckError, match="UnPad: rightPad = 8; it must be at least 1 and take under 32 bytes"):
         _pad_run(lib, x, words, True, 0, 8, 0, 0)
+
+
+def test_select_mask_repeat_form(lib):
+    rng = np.random.default_rng(13)
+    a, b = rng.standard_normal(128).astype(np.float32), rng.standard_normal(128).astype(np.float32)
+    out = np.zeros(256, np.float32)
+    lib.launch("select_l0", 1, [("x", a), ("y", b), ("out", out)])
+    lane = np.arange(128) % 64 < 32
+    np.testing.assert_array_equal(out[:128], np.where(lane, np.where(a < b, a, b), -1))
+    np.testing.assert_array_equal(out[128:], np.where(lane, np.where(a < b, a, 5), -1))
+    with pytest.raises(AscendCCheckError, match="VSEL_TENSOR_TENSOR_MODE is not supported on ascend910"):
+        lib.launch("select_l0", 1, [("x", a), ("y", b), ("out", out)], target="ascend910")

@@ -251,3 +251,33 @@ extern "C" __global__ __aicore__ void pad_case(GM_ADDR params, GM_ADDR x, GM_ADD
 extern "C" int fusedsl_launch_pad_case(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(pad_case, blockDim, a[0], a[1], a[2], a[3]);
 }
+
+// Select's mask/repeat form: the first 32 lanes of 2 repeats of 64 floats, mode 2 (tensor) and
+// mode 1 (scalar 5), the bits from a < b; out = [mode 2 | mode 1], other lanes keep -1.
+extern "C" __global__ __aicore__ void select_l0(GM_ADDR x, GM_ADDR y, GM_ADDR out) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> ba, bb, bo, bm;
+    pipe.InitBuffer(ba, 128 * sizeof(float));
+    pipe.InitBuffer(bb, 128 * sizeof(float));
+    pipe.InitBuffer(bo, 256 * sizeof(float));
+    pipe.InitBuffer(bm, 32);
+    GlobalTensor<float> xg, yg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, 128);
+    yg.SetGlobalBuffer((__gm__ float*)y, 128);
+    og.SetGlobalBuffer((__gm__ float*)out, 256);
+    LocalTensor<float> a = ba.Get<float>(), b = bb.Get<float>(), o = bo.Get<float>();
+    LocalTensor<uint8_t> m = bm.Get<uint8_t>();
+    DataCopy(a, xg, 128);
+    DataCopy(b, yg, 128);
+    PipeBarrier<PIPE_ALL>();
+    Duplicate(o, -1.0f, 256);
+    Compare(m, a, b, CMPMODE::LT, 128);
+    PipeBarrier<PIPE_V>();
+    Select(o, m, a, b, SELMODE::VSEL_TENSOR_TENSOR_MODE, 32, 2, BinaryRepeatParams{});
+    Select(o[128], m, a, 5.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, 32, 2, BinaryRepeatParams{});
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(og, o, 256);
+}
+extern "C" int fusedsl_launch_select_l0(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(select_l0, blockDim, a[0], a[1], a[2]);
+}

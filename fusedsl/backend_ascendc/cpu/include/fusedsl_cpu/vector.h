@@ -848,3 +848,78 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
 
 }  // namespace AscendC
 
+namespace fusedsl_cpu {
+
+// The mask/repeat form of Select: lanes chosen by `m` (others keep dst); selMask bit j of every
+// repeat in mode 0, bit r*lanes + j (consumed continuously) in modes 1 and 2.
+template <typename T, typename U>
+inline void SelectRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& mask, const LocalTensor<T>& src0,
+                         const LocalTensor<T>* src1, T scalar, SELMODE mode, const Mask& m, uint8_t repeat,
+                         const BinaryRepeatParams& p) {
+    const char* api = "Select";
+    CheckApi(api, TypeName<T>());
+    const bool mode0 = mode == SELMODE::VSEL_CMPMASK_SPR;
+    if (!mode0 && Target().arch == 1001) {
+        Fail("Select: SELMODE::%s is not supported on %s, which has mode 0 (SELMODE::VSEL_CMPMASK_SPR) only",
+             mode == SELMODE::VSEL_TENSOR_SCALAR_MODE ? "VSEL_TENSOR_SCALAR_MODE" : "VSEL_TENSOR_TENSOR_MODE",
+             Target().name);
+    }
+    if ((mode != SELMODE::VSEL_TENSOR_SCALAR_MODE) != (src1 != nullptr)) {
+        Fail("Select: this mode needs a %s src1", src1 == nullptr ? "LocalTensor" : "scalar");
+    }
+    constexpr uint32_t lanes = LanesOf<T>();
+    uint64_t mask_bytes = (mode0 ? lanes : static_cast<uint64_t>(repeat) * lanes) / 8;
+    uint32_t mo = CheckUb(api, "selMask", mask.fs_addr, mask.GetLength(), mask_bytes, sizeof(U));
+    CheckWritten(api, "selMask", mo, mask_bytes);
+    const uint8_t* bits = Bytes(mask);
+    const LocalTensor<T>& other = src1 != nullptr ? *src1 : src0;
+    const RepOperand ops[3] = {
+        Operand(api, "dst", dst, p.dstBlkStride, p.dstRepStride, false),
+        Operand(api, "src0", src0, p.src0BlkStride, p.src0RepStride, true),
+        Operand(api, "src1", other, p.src1BlkStride, p.src1RepStride, true),
+    };
+    uint32_t r = 0;
+    uint32_t j = 0;
+    ForEachLane(api, ops, m, lanes, repeat, [&](uint8_t* const* q) {
+        (void)q;
+    });
+    // ForEachLane visits only active lanes; walk again with the lane numbers for the bits.
+    uint8_t* ub = CurCore().ub.data();
+    for (r = 0; r < repeat; ++r) {
+        for (j = 0; j < lanes; ++j) {
+            if (!((m.bits[j / 64] >> (j % 64)) & 1)) {
+                continue;
+            }
+            uint64_t bit = mode0 ? j : static_cast<uint64_t>(r) * lanes + j;
+            bool pick0 = (bits[bit / 8] >> (bit % 8)) & 1;
+            auto at = [&](const RepOperand& o) {
+                return ub + o.off + (static_cast<uint64_t>(r) * o.rep + (j / (32 / sizeof(T))) * o.blk) * 32 +
+                       (j % (32 / sizeof(T))) * sizeof(T);
+            };
+            T v = pick0 ? LoadAs<T>(at(ops[1])) : src1 != nullptr ? LoadAs<T>(at(ops[2])) : scalar;
+            StoreAs(at(ops[0]), v);
+        }
+    }
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+#define FUSEDSL_CPU_SELECT_L0(SRC1_T, SRC1_PTR, SCALAR, MASK_T)                                                   \
+    template <typename T, typename U, bool isSetMask = true>                                                       \
+    inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,      \
+                       SRC1_T src1, SELMODE selMode, MASK_T mask, uint8_t repeatTime,                             \
+                       const BinaryRepeatParams& repeatParams) {                                                  \
+        fusedsl_cpu::SelectRepeat<T, U>(dst, selMask, src0, SRC1_PTR, SCALAR, selMode,                            \
+                                        fusedsl_cpu::PickMask<isSetMask>("Select", mask, fusedsl_cpu::LanesOf<T>()), \
+                                        repeatTime, repeatParams);                                                \
+    }
+FUSEDSL_CPU_SELECT_L0(const LocalTensor<T>&, &src1, T(0), uint64_t)
+FUSEDSL_CPU_SELECT_L0(const LocalTensor<T>&, &src1, T(0), const uint64_t*)
+FUSEDSL_CPU_SELECT_L0(T, nullptr, src1, uint64_t)
+FUSEDSL_CPU_SELECT_L0(T, nullptr, src1, const uint64_t*)
+#undef FUSEDSL_CPU_SELECT_L0
+
+}  // namespace AscendC
+
