@@ -1,0 +1,120 @@
+"""Cube kernels on the CPU: matmul/conv2d + bias + leaky_relu, fusedsl vs numpy.
+
+Three rows per case, medians of repeats measured in one run:
+  numpy            the product (BLAS matmul; conv as im2col + matmul), then the epilogue as
+                   separate numpy ops (add, where) over the whole result;
+  fusedsl kernel   the public path kernel(*arrays, out=): today the cube op is its own
+                   kernel (BLAS, blockwise conv) and the epilogue a second (LLVM) kernel;
+  fused executor   fusedsl.backend_cpu.cube on one cube + epilogue kernel function (the
+                   epilogue applied block by block while the block is in cache), which is
+                   how the kernel runs once cube + epilogue fuse into one kernel.
+
+Usage: python benchmarks/cube.py [--repeat N]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import fusedsl as fs
+from fusedsl.backend_cpu import cube
+
+
+def median_ms(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)) * 1e3
+
+
+def numpy_conv(x, w, b, alpha, stride=1, padding=1):
+    n, c, h, wd = x.shape
+    k, _, r, s = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    ho, wo = (h + 2 * padding - r) // stride + 1, (wd + 2 * padding - s) // stride + 1
+    cols = np.empty((n, c, r, s, ho, wo), x.dtype)
+    for i in range(r):
+        for j in range(s):
+            cols[:, :, i, j] = xp[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
+    y = np.matmul(w.reshape(k, -1), cols.transpose(1, 2, 3, 0, 4, 5).reshape(c * r * s, -1))
+    y = y.reshape(k, n, ho, wo).transpose(1, 0, 2, 3) + b[None, :, None, None]
+    return np.where(y < 0, y * alpha, y)
+
+
+def single_kernel_fn(kernel, *args):
+    """The cube + epilogue kernel function: the traced graph's main, one function."""
+    return kernel.compile(*args).canonical.main
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=9)
+    opts = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    alpha = np.float32(0.1)
+    rows = []
+
+    # matmul + bias + leaky_relu, 1024^3 f32
+    a = rng.standard_normal((1024, 1024), np.float32)
+    w = rng.standard_normal((1024, 1024), np.float32)
+    b = rng.standard_normal(1024, np.float32)
+
+    @fs.fused_kernel
+    def linear(a, w, b):
+        return fs.leaky_relu(a @ w + b, 0.1)
+
+    out = np.empty((1024, 1024), np.float32)
+    fn = single_kernel_fn(linear, a, w, b)
+    want = np.maximum(a @ w + b, alpha * (a @ w + b))
+    np.testing.assert_allclose(cube.run(fn, [a, w, b], [out])[0], want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(linear(a, w, b), want, rtol=1e-4, atol=1e-3)
+    case = "matmul 1024^3 f32 + bias + leaky_relu"
+    base = median_ms(lambda: (lambda y: np.where(y < 0, y * alpha, y))(a @ w + b), opts.repeat)
+    rows.append((case, "numpy (BLAS matmul, then add, where)", base))
+    rows.append((case, "fusedsl kernel(*arrays, out=)", median_ms(lambda: linear(a, w, b, out=out), opts.repeat)))
+    rows.append((case, "fused executor (cube + epilogue per block)",
+                 median_ms(lambda: cube.run(fn, [a, w, b], [out]), opts.repeat)))
+    rows.append((case, "BLAS matmul alone", median_ms(lambda: np.matmul(a, w, out=out), opts.repeat)))
+
+    # conv2d 3x3 N8 C64 56x56 K64 + bias + leaky_relu
+    x = rng.standard_normal((8, 64, 56, 56), np.float32)
+    cw = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32)
+    cb = rng.standard_normal(64, np.float32)
+
+    @fs.fused_kernel
+    def conv(x, w, b):
+        return fs.leaky_relu(fs.conv2d(x, w, b, padding=1), 0.1)
+
+    cout = np.empty((8, 64, 56, 56), np.float32)
+    cfn = single_kernel_fn(conv, x, cw, cb)
+    cwant = numpy_conv(x, cw, cb, alpha)
+    np.testing.assert_allclose(cube.run(cfn, [x, cw, cb], [cout])[0], cwant, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(conv(x, cw, cb), cwant, rtol=1e-4, atol=1e-4)
+    case = "conv2d 3x3 N8 C64 56x56 K64 + bias + leaky_relu"
+    base_c = median_ms(lambda: numpy_conv(x, cw, cb, alpha), opts.repeat)
+    rows.append((case, "numpy (im2col + matmul, then add, where)", base_c))
+    rows.append((case, "fusedsl kernel(*arrays, out=)", median_ms(lambda: conv(x, cw, cb, out=cout), opts.repeat)))
+    rows.append((case, "fused executor (cube + epilogue per block)",
+                 median_ms(lambda: cube.run(cfn, [x, cw, cb], [cout]), opts.repeat)))
+
+    print("| case | variant | median | vs numpy time |")
+    print("|---|---|---|---|")
+    for case, variant, ms in rows:
+        ref = base if case.startswith("matmul") else base_c
+        print(f"| {case} | {variant} | {ms:.2f} ms | {ms / ref:.2f}x |")
+    mm = {v: ms for c, v, ms in rows if c.startswith("matmul")}
+    cv = {v: ms for c, v, ms in rows if c.startswith("conv")}
+    print()
+    print(f"- matmul goal <= 0.7x numpy: fused executor {mm['fused executor (cube + epilogue per block)'] / base:.2f}x, "
+          f"kernel(*arrays) {mm['fusedsl kernel(*arrays, out=)'] / base:.2f}x")
+    print(f"- conv goal <= 0.35x numpy: fused executor {cv['fused executor (cube + epilogue per block)'] / base_c:.2f}x, "
+          f"kernel(*arrays) {cv['fusedsl kernel(*arrays, out=)'] / base_c:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

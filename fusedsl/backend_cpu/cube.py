@@ -1,0 +1,309 @@
+"""CPU executor for cube kernels: matmul / conv2d plus an elementwise epilogue.
+
+A cube kernel is one matmul or conv2d, ops that do not depend on its result (reshaping a
+bias, say), and an elementwise epilogue on its result (bias, activation chain, residual
+add, cast).  The product runs on BLAS; the epilogue runs on one block of the result at a
+time (a few hundred KB: rows of a matmul, one image of a conv) while that block is in the
+core's cache, instead of one pass over the whole result per op.
+
+Why BLAS per block and not an llvmlite micro-kernel: numpy's bundled OpenBLAS already
+has register-blocked, packed AVX-512 sgemm kernels at ~300 GFLOP/s here; a JIT
+micro-kernel would have to re-implement packing and cache blocking to match it.  What
+fusion saves on a CPU is memory traffic, and that comes from the epilogue, not from the
+product.  For a 2-D matmul the product is one sgemm call (splitting it would repack B
+once per block), so each epilogue block is read back from L2/L3 right after; for conv
+each image is its own product and the epilogue follows on it directly.
+
+conv2d never materialises the im2col matrix.  Stride 1: the padded image is flattened
+with its padded width Wp, so tap (r, s) of every output position is the contiguous
+slice starting at r*Wp + s; each tap is one sgemm on a strided view of the same buffer,
+accumulated with beta = 1, computing Wp - Wo junk columns per row that the epilogue skips
+(the CPU twin of the cube's Load3D).  Other strides gather each tap (C x Ho*Wo) once.
+
+float16/bfloat16 inputs compute in float32; every op's result is rounded to its dtype
+(the reference interpreter's rule, so all executors agree).  Kernels this module does not
+handle (integer products, non-elementwise epilogues) return None and run on the numpy
+reference.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import weakref
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..ir.core import Function, Op
+from ..ir.ops import CUBE, ELEMENTWISE, REGISTRY, has_trait
+from ..reference import _round, _widen
+
+_BLOCK_BYTES = 256 * 1024      # one epilogue block: stays in L2 across the whole chain
+_GROUP_BYTES = 4 << 20         # conv: images per sgemm so the accumulator stays in L2/L3
+_FLOATS = {dt.float32, dt.float16, dt.bfloat16}
+
+
+# ---- BLAS --------------------------------------------------------------------------------
+
+def _load_sgemm():
+    """cblas_sgemm from numpy's bundled OpenBLAS (64-bit integers), or None."""
+    root = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(root, "libscipy_openblas*.so*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name, int_t in (("scipy_cblas_sgemm64_", ctypes.c_int64), ("scipy_cblas_sgemm", ctypes.c_int32)):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = None
+                fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_t, int_t, int_t, ctypes.c_float,
+                               ctypes.c_void_p, int_t, ctypes.c_void_p, int_t, ctypes.c_float, ctypes.c_void_p,
+                               int_t]
+                return fn
+    return None
+
+
+_SGEMM = _load_sgemm()
+_ROW_MAJOR, _NO_TRANS = 101, 111
+
+
+def _gemm_acc(a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool) -> None:
+    """c = a @ b (+ c when accumulating); float32 2-D views with unit inner stride."""
+    if _SGEMM is None:
+        if accumulate:
+            c += a @ b
+        else:
+            np.matmul(a, b, out=c)
+        return
+    m, k = a.shape
+    n = b.shape[1]
+    _SGEMM(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, a.strides[0] // 4, b.ctypes.data,
+           b.strides[0] // 4, 1.0 if accumulate else 0.0, c.ctypes.data, c.strides[0] // 4)
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+# ---- the epilogue ------------------------------------------------------------------------
+
+def _fast_op(op: Op, args: list, out: np.ndarray) -> bool:
+    """`op` on float32 blocks into `out` without temporaries; False when there is no fast
+    form with exactly the reference's semantics (NaN, -0.0 included)."""
+    name = op.name
+    ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "maximum": np.maximum,
+             "minimum": np.minimum}.get(name)
+    if ufunc is not None:
+        with np.errstate(all="ignore"):
+            ufunc(args[0], args[1], out=out)
+        return True
+    if name == "relu":
+        np.maximum(args[0], np.float32(0), out=out)
+        return True
+    if name == "leaky_relu" and 0.0 <= op.attr("alpha") <= 1.0:
+        # where(x >= 0, x, a*x) == max(x, a*x) for 0 <= a <= 1, NaN and -0.0 included
+        np.multiply(args[0], np.float32(op.attr("alpha")), out=out)
+        np.maximum(args[0], out, out=out)
+        return True
+    if name in ("cast", "neg"):
+        np.copyto(out, args[0]) if name == "cast" else np.negative(args[0], out=out)
+        return True
+    return False
+
+
+def _round_to(block: np.ndarray, dtype) -> None:
+    """Round float32 `block` in place to `dtype` (a no-op for float32)."""
+    if dtype != dt.float32:
+        block[...] = block.astype(dtype.np)
+
+
+class CubeKernel:
+    """A kernel function of one cube op and its elementwise epilogue, run blockwise."""
+
+    def __init__(self, fn: Function, cube: Op, prologue: list[Op], epilogue: list[Op]):
+        self.fn = fn
+        self.cube = cube
+        self.prologue = prologue
+        self.epilogue = epilogue
+        # epilogue values that are float32 results: written into the output directly
+        self._direct: dict[int, int] = {}
+        for i, v in enumerate(fn.results):
+            if v.dtype == dt.float32 and any(op.result is v for op in epilogue):
+                self._direct.setdefault(id(v), i)
+
+    @classmethod
+    def build(cls, fn: Function) -> CubeKernel | None:
+        cubes = [op for op in fn.ops if has_trait(op, CUBE)]
+        if len(cubes) != 1:
+            return None
+        cube = cubes[0]
+        y = cube.result
+        if y.dtype not in _FLOATS or any(v.dtype not in _FLOATS for v in cube.operands):
+            return None
+        if not all(isinstance(d, int) for d in y.shape) or 0 in y.shape:
+            return None
+        if cube.name == "matmul" and any(v.type.rank < 2 for v in cube.operands):
+            return None
+        derived = {id(y)}
+        prologue, epilogue = [], []
+        for op in fn.ops:
+            if op is cube:
+                continue
+            if not any(id(v) in derived for v in op.operands):
+                prologue.append(op)   # independent of the product: computed once, whole
+                continue
+            if (not has_trait(op, ELEMENTWISE) or op.result.shape != y.shape or op.result.dtype not in _FLOATS
+                    or any(v.dtype not in _FLOATS for v in op.operands)):
+                return None
+            epilogue.append(op)
+            derived.add(id(op.result))
+        if any(id(v) not in derived for v in fn.results):
+            return None
+        if any(has_trait(op, CUBE) for op in prologue):
+            return None
+        return cls(fn, cube, prologue, epilogue)
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(self, inputs, targets=None) -> tuple[np.ndarray, ...]:
+        env = {id(p.value): np.asarray(a, dtype=p.value.dtype.np) for p, a in zip(self.fn.params, inputs)}
+        for op in self.prologue:
+            env[id(op.result)] = _run_op(op, [env[id(v)] for v in op.operands])
+        # epilogue operands other than the product, as float32 once (sliced per block later)
+        ext = {id(v): np.asarray(_widen(env[id(v)]), np.float32)
+               for op in self.epilogue for v in op.operands if id(v) in env}
+        y = self.cube.result
+        outs = []
+        for v, t in zip(self.fn.results, targets or [None] * len(self.fn.results)):
+            outs.append(t if t is not None else np.empty(v.shape, v.dtype.np))
+        x, w = (env[id(v)] for v in self.cube.operands)
+        blocks = self._conv_blocks(x, w) if self.cube.name == "conv2d" else self._matmul_blocks(x, w)
+        scratch: dict[int, np.ndarray] = {}
+        for sl, block in blocks:
+            _round_to(block, y.dtype)
+            self._epilogue(ext, sl, block, scratch, outs)
+        return tuple(outs)
+
+    def _epilogue(self, ext, sl, block, scratch, outs) -> None:
+        """The epilogue on one block (rows `sl` of axis 0 of the product)."""
+        y = self.cube.result
+        n0 = y.shape[0]
+        local = {id(y): block}
+        for op in self.epilogue:
+            args = []
+            for v in op.operands:
+                if id(v) in local:
+                    args.append(local[id(v)])
+                    continue
+                a = ext[id(v)]
+                # an operand with the product's leading extent is sliced with the block;
+                # lower-rank or size-1 leading axes broadcast
+                if a.ndim == len(y.shape) and a.shape[0] == n0 and n0 != 1:
+                    a = a[sl]
+                args.append(a)
+            direct = self._direct.get(id(op.result))
+            if direct is not None:
+                out = outs[direct][sl]   # a float32 result: computed straight into the output
+            else:
+                out = scratch.get(id(op))
+                if out is None or out.shape != block.shape:
+                    out = scratch[id(op)] = np.empty(block.shape, np.float32)
+            if not _fast_op(op, args, out):
+                with np.errstate(all="ignore"):
+                    raw = REGISTRY[op.name].ref(args, dict(op.attrs))
+                out[...] = raw
+            _round_to(out, op.result.dtype)
+            local[id(op.result)] = out
+        for i, (v, o) in enumerate(zip(self.fn.results, outs)):
+            if self._direct.get(id(v)) != i:
+                np.copyto(o[sl], local[id(v)], casting="unsafe")
+
+    def _matmul_blocks(self, a, w):
+        """(slice of axis 0, float32 product block) pairs.  2-D: one sgemm, then row blocks;
+        batched: one product per batch matrix."""
+        y = self.cube.result
+        a32, w32 = _f32(_widen(a)), _f32(_widen(w))
+        if len(y.shape) == 2:
+            product = np.empty(y.shape, np.float32)
+            np.matmul(a32, w32, out=product)
+            rows = max(1, _BLOCK_BYTES // (4 * y.shape[1]))
+            for i in range(0, y.shape[0], rows):
+                yield slice(i, i + rows), product[i:i + rows]
+            return
+        batch = y.shape[:-2]
+        a_b = np.broadcast_to(a32, batch + a32.shape[-2:])
+        w_b = np.broadcast_to(w32, batch + w32.shape[-2:])
+        block = np.empty((1,) + tuple(y.shape[1:]), np.float32)
+        for i in range(y.shape[0]):
+            for idx in np.ndindex(*batch[1:]):
+                np.matmul(a_b[(i, *idx)], w_b[(i, *idx)], out=block[(0, *idx)])
+            yield slice(i, i + 1), block
+
+    def _conv_blocks(self, x, w):
+        """A few images at a time, without the im2col matrix (module docstring)."""
+        (sh, sw), (ph, pw) = self.cube.attr("stride"), self.cube.attr("padding")
+        n, c, h, wd = x.shape
+        k, _, r, s = w.shape
+        _, _, ho, wo = self.cube.result.shape
+        hp, wp = h + 2 * ph, wd + 2 * pw
+        taps = np.ascontiguousarray(_widen(w).astype(np.float32).transpose(2, 3, 0, 1))   # R, S, K, C
+        if not (sh == 1 and sw == 1):
+            yield from self._conv_gathered(x, taps, (sh, sw), (ph, pw))
+            return
+        # Stride 1: `group` padded images stacked along the rows of one buffer per channel,
+        # so each tap is ONE sgemm over all of them (larger N for BLAS); the Hp - Ho rows
+        # between images and the Wp - Wo columns per row are junk the epilogue skips.
+        group = max(1, min(n, _GROUP_BYTES // (4 * k * hp * wp)))
+        padded = np.zeros((c, group * hp + r, wp), np.float32)   # + r spare rows for the last taps
+        flat = padded.reshape(c, -1)
+        acc = np.empty((k, group * hp * wp), np.float32)
+        for i0 in range(0, n, group):
+            g = min(group, n - i0)
+            view = padded[:, :g * hp].reshape(c, g, hp, wp)
+            view[:, :, ph:ph + h, pw:pw + wd] = x[i0:i0 + g].transpose(1, 0, 2, 3)
+            cols = g * hp * wp
+            for rr in range(r):
+                for ss in range(s):
+                    start = rr * wp + ss
+                    _gemm_acc(taps[rr, ss], flat[:, start:start + cols], acc[:, :cols], accumulate=rr > 0 or ss > 0)
+            grid = acc[:, :cols].reshape(k, g, hp, wp)
+            for j in range(g):
+                yield slice(i0 + j, i0 + j + 1), grid[:, j, :ho, :wo][None]
+
+    def _conv_gathered(self, x, taps, stride, padding):
+        """Strided conv: each tap's input window (C x Ho*Wo) gathered once per image."""
+        (sh, sw), (ph, pw) = stride, padding
+        n, c, h, wd = x.shape
+        r, s, k, _ = taps.shape
+        _, _, ho, wo = self.cube.result.shape
+        padded = np.zeros((c, h + 2 * ph, wd + 2 * pw), np.float32)
+        gathered = np.empty((c, ho, wo), np.float32)
+        acc = np.empty((k, ho * wo), np.float32)
+        for i in range(n):
+            padded[:, ph:ph + h, pw:pw + wd] = x[i]
+            for rr in range(r):
+                for ss in range(s):
+                    gathered[...] = padded[:, rr:rr + sh * ho:sh, ss:ss + sw * wo:sw]
+                    _gemm_acc(taps[rr, ss], gathered.reshape(c, ho * wo), acc, accumulate=rr > 0 or ss > 0)
+            yield slice(i, i + 1), acc.reshape(k, ho, wo)[None]
+
+
+def _run_op(op: Op, inputs) -> np.ndarray:
+    raw = REGISTRY[op.name].ref([_widen(x) for x in inputs], dict(op.attrs))
+    return _round(np.asarray(raw), op.result.dtype)
+
+
+# Per kernel function (weak: a compiled kernel's functions live as long as it does).
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def run(fn: Function, inputs, targets=None) -> tuple[np.ndarray, ...] | None:
+    """Run a cube kernel function blockwise, or None when this executor does not handle it."""
+    if fn not in _CACHE:
+        _CACHE[fn] = CubeKernel.build(fn)
+    kernel = _CACHE[fn]
+    if kernel is None:
+        return None
+    return kernel.run(inputs, targets)

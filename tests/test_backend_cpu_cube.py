@@ -1,0 +1,96 @@
+"""The CPU cube executor (fusedsl.backend_cpu.cube): matmul / conv2d with a fused epilogue
+on BLAS, blockwise, against numpy; through kernel(*arrays) and on whole cube + epilogue
+kernel functions (what one fused kernel will be)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import assert_close
+
+import fusedsl as fs
+from fusedsl.backend_cpu import cube
+from fusedsl.ir.ops import conv2d_reference
+from fusedsl.reference import run_function
+
+
+def _fused_fn(kernel, *args):
+    return kernel.compile(*args).canonical.main
+
+
+def _check(kernel, args, want, scale):
+    """kernel(*args) and the single-function executor both match `want`."""
+    assert_close(kernel(*args), want, "kernel(*arrays)", scale=scale)
+    fn = _fused_fn(kernel, *args)
+    got = cube.run(fn, list(args))
+    assert got is not None, "the cube executor declined the kernel"
+    assert_close(got[0], want, "cube executor", scale=scale)
+    # and the reference interpreter agrees on the same function
+    assert_close(run_function(None, fn, list(args))[0], want, "reference", scale=scale)
+
+
+def test_matmul_bias_leaky_relu_f16_in_f32_accumulate_f16_out():
+    @fs.fused_kernel
+    def f(a, w, b):
+        return fs.leaky_relu(a @ w + b, 0.1)
+
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (200, 72)).astype(np.float16)       # M, K not multiples of 16
+    w = rng.uniform(-1, 1, (72, 40)).astype(np.float16)
+    b = rng.uniform(-1, 1, 40).astype(np.float16)
+    y = (a.astype(np.float32) @ w.astype(np.float32)).astype(np.float16).astype(np.float32) + b
+    y = y.astype(np.float16).astype(np.float32)
+    want = np.where(y >= 0, y, (y * np.float32(0.1)).astype(np.float16).astype(np.float32)).astype(np.float16)
+    _check(f, (a, w, b), want, scale=10.0)
+
+
+def test_batched_matmul_gelu_residual():
+    @fs.fused_kernel
+    def f(a, w, r):
+        return fs.gelu(fs.matmul(a, w)) + r
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 33, 20)).astype(np.float32)
+    w = rng.standard_normal((20, 24)).astype(np.float32)
+    r = rng.standard_normal((3, 33, 24)).astype(np.float32)
+    y = a @ w
+    want = (0.5 * y * (1 + np.tanh(np.sqrt(2 / np.pi) * (y + 0.044715 * y ** 3))) + r).astype(np.float32)
+    _check(f, (a, w, r), want, scale=float(np.abs(y).max()))
+
+
+@pytest.mark.parametrize("stride,padding,shape,dtype", [
+    (1, 1, (2, 5, 11, 13), np.float32),
+    (2, 0, (3, 4, 17, 9), np.float32),
+    (1, 0, (1, 6, 7, 7), np.float16),
+    (2, 1, (2, 3, 10, 12), np.float16),
+])
+def test_conv2d_bias_leaky_relu(stride, padding, shape, dtype):
+    @fs.fused_kernel
+    def f(x, w, b):
+        return fs.leaky_relu(fs.conv2d(x, w, b, stride=stride, padding=padding), 0.2)
+
+    rng = np.random.default_rng(stride * 10 + padding)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = (rng.standard_normal((7, shape[1], 3, 3)) * 0.3).astype(dtype)
+    b = rng.standard_normal(7).astype(dtype)
+    y = conv2d_reference(x.astype(np.float64), w.astype(np.float64), (stride,) * 2, (padding,) * 2)
+    y = y + b.astype(np.float64)[None, :, None, None]
+    want = np.where(y >= 0, y, 0.2 * y).astype(dtype)
+    _check(f, (x, w, b), want, scale=float(np.abs(y).max()) * 2)
+
+
+def test_kernel_call_runs_cube_kernels_on_the_executor_and_declines_what_it_does_not_handle():
+    @fs.fused_kernel
+    def f(a, w):
+        return a @ w
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    w = np.ones((4, 5), np.float32)
+    np.testing.assert_array_equal(f(a, w), a @ w)
+    plans = f.compile(a, w).kernels
+    assert any(isinstance(cube._CACHE.get(p.function), cube.CubeKernel) for p in plans)
+    # integer products and epilogues that are not elementwise stay on the numpy reference
+    ai = np.arange(6, dtype=np.int32).reshape(2, 3)
+    assert cube.run(_fused_fn(f, ai, ai.T.copy()), [ai, ai.T.copy()]) is None
+    g = fs.fused_kernel(lambda a, w: fs.sum(a @ w, axis=1))
+    assert cube.run(_fused_fn(g, a, w), [a, w]) is None
+    np.testing.assert_allclose(g(a, w), (a @ w).sum(axis=1))
