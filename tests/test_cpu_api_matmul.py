@@ -123,6 +123,31 @@ def test_matmul_leaky_relu_matches_numpy(lib, target, soc, m, n, k, dim, base, b
     assert stats.vector_instructions >= -(-m // base[0]) * -(-n // base[1])
 
 
+def test_transposed_b_with_iterate_all_to_gm(lib):
+    # The tiling is computed for C in VECIN; only its shapes and base blocks matter here.
+    m, n, k = 70, 48, 40
+    a, bt, bias = _operands(m, n, k, np.float16, seed=5)
+    b = np.ascontiguousarray(bt.T)                       # stored N x K
+    c = np.full((m, n), np.nan, np.float32)
+    tiling = _tiling(lib, "Ascend910B2", m, n, k, 2, 32, 16)
+    stats = _launch(lib, "matmul_trans_b_iterate_all", 1, a, b, bias, c, tiling, "ascend910b")
+    want = a.astype(np.float32) @ b.astype(np.float32).T + bias
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    assert stats.gm_bytes_written == m * n * 4
+
+
+def test_get_tensor_c_in_nz_format(lib):
+    m, n, k = 64, 64, 32
+    a, b, bias = _operands(m, n, k, np.float16, seed=6)
+    c = np.full(m * n, np.nan, np.float32)
+    tiling = _tiling(lib, "Ascend910B2", m, n, k, 1, 32, 32)
+    _launch(lib, "matmul_nz_tile", 1, a, b, bias, c, tiling, "ascend910b")
+    tile = (a.astype(np.float32) @ b.astype(np.float32) + bias)[:32, :32]
+    # NZ: column blocks of 16, each 32 rows x 16 elements
+    nz = c[:32 * 32].reshape(2, 32, 16)
+    np.testing.assert_allclose(np.concatenate([nz[0], nz[1]], axis=1), tile, rtol=1e-5, atol=1e-5)
+
+
 def test_mixed_launch_runs_two_vector_cores_per_block_on_910b_and_one_core_per_block_on_310p(lib):
     nothing = np.zeros(1, np.float32)
     tiling = np.zeros(TILING_WORDS, np.int32)

@@ -97,6 +97,80 @@ BROKEN(not_registered) {
     k.SetOperands();
 }
 
+// C = A x B^T + bias straight to GM with IterateAll (B stored N x K, the linear layer's
+// x @ w.T), one core's block per vector core; cores past usedCoreNum return.
+extern "C" __global__ __aicore__ void matmul_trans_b_iterate_all(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c,
+                                                                 GM_ADDR ws, GM_ADDR t) {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half, true>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    const int32_t mBlocks = (tiling.M + tiling.singleCoreM - 1) / tiling.singleCoreM;
+    const int32_t idx = AscendC::GetBlockIdx();
+    if (idx >= tiling.usedCoreNum) {
+        return;
+    }
+    const int32_t mi = idx % mBlocks, ni = idx / mBlocks;
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a) + mi * tiling.singleCoreM * tiling.Ka);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b) + ni * tiling.singleCoreN * tiling.Kb);
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias) + ni * tiling.singleCoreN);
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c) + mi * tiling.singleCoreM * tiling.N + ni * tiling.singleCoreN);
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg, true);
+    mm.SetBias(biasg);
+    mm.SetTail(std::min(tiling.singleCoreM, tiling.M - mi * tiling.singleCoreM),
+               std::min(tiling.singleCoreN, tiling.N - ni * tiling.singleCoreN));
+    mm.IterateAll(cg);
+    mm.End();
+}
+
+// The first tile of C in NZ format into UB, copied out raw: c[0 : size of the NZ tile].
+extern "C" __global__ __aicore__ void matmul_nz_tile(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                     GM_ADDR t) {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+           MatmulType<AscendC::TPosition::VECIN, CubeFormat::NZ, float>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    if (AscendC::GetBlockIdx() != 0) {
+        return;
+    }
+    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q;
+    const uint32_t n = tiling.baseM * tiling.baseN;
+    pipe.InitBuffer(q, 1, n * sizeof(float));
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a));
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b));
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias));
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c));
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    mm.Iterate();
+    auto ub = q.AllocTensor<float>();
+    mm.GetTensorC(ub);
+    q.EnQue(ub);
+    ub = q.DeQue<float>();
+    AscendC::DataCopy(cg, ub, n);
+    q.FreeTensor(ub);
+    while (mm.Iterate()) {   // the remaining tiles, fetched to GM-less UB and dropped
+        auto rest = q.AllocTensor<float>();
+        mm.GetTensorC(rest);
+        q.FreeTensor(rest);
+    }
+    mm.End();
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -104,6 +178,8 @@ BROKEN(not_registered) {
         return fusedsl_cpu::Launch(name, blockDim, args[0], args[1], args[2], args[3], args[4], args[5]); \
     }
 BROKEN_ENTRY(block_info, MIX_MODE)
+BROKEN_ENTRY(matmul_trans_b_iterate_all, MIX_MODE)
+BROKEN_ENTRY(matmul_nz_tile, MIX_MODE)
 BROKEN_ENTRY(regist_after_init_buffer, MIX_MODE)
 BROKEN_ENTRY(tensor_c_too_small, MIX_MODE)
 BROKEN_ENTRY(tensor_c_misaligned, MIX_MODE)
