@@ -163,7 +163,8 @@ _CAST_1001 = {
 # ReduceRepeat, the per-block BlockReduce* = ReduceDataBlock) takes the same element types on
 # one chip: half and float, except 910A (Atlas 训练系列) where the API pages list half only.
 _REDUCE_APIS = ("ReduceSum", "ReduceMax", "ReduceMin", "WholeReduceSum", "WholeReduceMax", "WholeReduceMin",
-                "BlockReduceSum", "BlockReduceMax", "BlockReduceMin", "ReduceRepeat", "ReduceDataBlock")
+                "BlockReduceSum", "BlockReduceMax", "BlockReduceMin", "ReduceRepeat", "ReduceDataBlock",
+                "ReducePairElem")
 
 
 def _reduce_apis(dtypes: frozenset[str]) -> dict[str, frozenset[str]]:

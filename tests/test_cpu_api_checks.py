@@ -254,3 +254,9 @@ def test_scalar_gm_writes_and_the_data_cache(lib):
     fails(lib, "scalar_then_dma_clean", "DataCacheCleanAndInvalid<T, CacheLine, DcciDst>: ascend310p supports only "
           "the form without DcciDst", target="ascend310p")
     fails(lib, "scalar_then_dma_clean", "DataCacheCleanAndInvalid is not available on ascend910", target="ascend910")
+
+
+def test_datacopy_out_of_a_partly_written_block(lib):
+    stats, x, z = run(lib, "one_block_partly_written")
+    assert (z[::TILE] == 5).all()
+    fails(lib, "second_block_unwritten", "DataCopy(UB->GM): reads 32 bytes of UB at offset 32 that were never written")

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.usefixtures("private_cache_dir")
 SRC_BYTES, DST_BYTES = 65536, 4096
 OPS = ["REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_SUM_L0", "REDUCE_MAX_L0", "REDUCE_MIN_L0",
        "WHOLE_SUM", "WHOLE_MAX", "WHOLE_MIN", "BLOCK_SUM", "BLOCK_MAX", "BLOCK_MIN",
-       "REPEAT_SUM", "REPEAT_MAX", "REPEAT_MIN", "DATABLOCK_SUM", "DATABLOCK_MAX", "DATABLOCK_MIN", "BRCB"]
+       "REPEAT_SUM", "REPEAT_MAX", "REPEAT_MIN", "DATABLOCK_SUM", "DATABLOCK_MAX", "DATABLOCK_MIN", "BRCB",
+       "PAIR_SUM", "PAIR_SUM_OLD", "WHOLE_SUM_COUNTER", "REDUCE_SUM_SPR"]
 ORDERS = {"VALUE_INDEX": 0, "INDEX_VALUE": 1, "ONLY_VALUE": 2, "ONLY_INDEX": 3}
 
 
@@ -281,3 +282,26 @@ def test_brcb(lib):
         want[k * 32: k * 32 + 16] = k
     np.testing.assert_array_equal(d[:256], want)
     fails(lib, np.float32, x, "BRCB", "Brcb is not available on ascend910", repeat=1, target="ascend910")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_pair_reduce_counter_mode_and_sum_register(lib, dtype):
+    n = lanes_of(dtype)
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal(n * 4) * 10).astype(dtype)
+    pairs = (x[0::2].astype(np.float64) + x[1::2]).astype(dtype)         # one rounding per pair
+    for op in ("PAIR_SUM", "PAIR_SUM_OLD"):
+        d = run(lib, dtype, x, op, count=n, repeat=4, dst_rep=1)
+        np.testing.assert_array_equal(d[:2 * n], pairs)
+    d = run(lib, dtype, x, "PAIR_SUM", count=6, repeat=1)                 # lanes 0..5: pairs 0..2
+    np.testing.assert_array_equal(d[:3], pairs[:3])
+    assert (d[3:n // 2] == 7).all()
+    # counter mode: 2.5 repeats' worth of elements, one sum per repeat, repeatTime ignored
+    cnt = n * 2 + n // 2
+    d = run(lib, dtype, x, "WHOLE_SUM_COUNTER", count=cnt)
+    want = [tree_sum(np.r_[x[r * n:min(cnt, (r + 1) * n)], np.zeros(max(0, (r + 1) * n - cnt), dtype)], dtype)
+            for r in range(3)]
+    np.testing.assert_array_equal(d[:3], np.array(want, dtype))
+    assert d[3] == 7
+    d = run(lib, dtype, x, "REDUCE_SUM_SPR", count=x.size)
+    assert d[8] == d[0] == sum_sequential(x, dtype)

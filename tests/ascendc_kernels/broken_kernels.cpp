@@ -475,3 +475,24 @@ extern "C" __global__ __aicore__ void scalar_then_dma_clean(GM_ADDR, GM_ADDR, GM
 extern "C" __global__ __aicore__ void scalar_then_dma(GM_ADDR, GM_ADDR, GM_ADDR z) { ScalarThenDma<false>(z); }
 ENTRY(scalar_then_dma_clean)
 ENTRY(scalar_then_dma)
+
+// One float written, then DataCopy of `blocks` 32-byte blocks to GM: the first block is the
+// whole-block idiom (its other bytes are just carried along), a second block is never written.
+template <uint32_t kFloats>
+__aicore__ inline void PartialBlockOut(GM_ADDR z) {
+    TPipe pipe;
+    TQue<QuePosition::VECOUT, 1> q;
+    pipe.InitBuffer(q, 1, 64);
+    GlobalTensor<float> zg;
+    zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * N, N);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    Duplicate(t, 5.0f, 1);
+    q.EnQue(t);
+    t = q.DeQue<float>();
+    DataCopy(zg, t, kFloats);
+    q.FreeTensor(t);
+}
+extern "C" __global__ __aicore__ void one_block_partly_written(GM_ADDR, GM_ADDR, GM_ADDR z) { PartialBlockOut<8>(z); }
+extern "C" __global__ __aicore__ void second_block_unwritten(GM_ADDR, GM_ADDR, GM_ADDR z) { PartialBlockOut<16>(z); }
+ENTRY(one_block_partly_written)
+ENTRY(second_block_unwritten)

@@ -21,6 +21,10 @@ enum Op {
     REPEAT_SUM, REPEAT_MAX, REPEAT_MIN,                 // CANN 9.1 ReduceRepeat
     DATABLOCK_SUM, DATABLOCK_MAX, DATABLOCK_MIN,        // CANN 9.1 ReduceDataBlock
     BRCB,
+    PAIR_SUM,             // ReducePairElem<SUM>
+    PAIR_SUM_OLD,         // PairReduceSum (repeatTime before mask)
+    WHOLE_SUM_COUNTER,    // counter mode: SetMaskCount + SetVectorMask(count) + WholeReduceSum<T, false>
+    REDUCE_SUM_SPR,       // ReduceSum count form, then GetReduceRepeatSumSpr into dst[8]
 };
 
 template <typename T>
@@ -74,6 +78,22 @@ __aicore__ inline void RunOp(const int32_t* p, const LocalTensor<T>& s, const Lo
         case DATABLOCK_MIN: ReduceDataBlock<ReduceType::MIN, T, T>(d, s, cnt, rep, dRep, sBlk, sRep); break;
         case BRCB: Brcb(d, s, static_cast<uint8_t>(rep), BrcbRepeatParams{static_cast<uint16_t>(sBlk),
                                                                           static_cast<uint16_t>(dRep)}); break;
+        case PAIR_SUM: ReducePairElem<ReduceType::SUM, T, T>(d, s, cnt, rep, dRep, sBlk, sRep); break;
+        case PAIR_SUM_OLD: PairReduceSum(d, s, rep, cnt, dRep, sBlk, sRep); break;
+        case WHOLE_SUM_COUNTER:
+            SetMaskCount();
+            SetVectorMask<T>(0, cnt);
+            WholeReduceSum<T, false>(d, s, MASK_PLACEHOLDER, 1, dRep, sBlk, sRep);
+            SetMaskNorm();
+            ResetMask();
+            break;
+        case REDUCE_SUM_SPR: {
+            ReduceSum(d, s, t, cnt);
+            SetFlag<HardEvent::V_S>(EVENT_ID0);
+            WaitFlag<HardEvent::V_S>(EVENT_ID0);
+            d.SetValue(8, GetReduceRepeatSumSpr<T>());
+            break;
+        }
         default: break;
     }
 #undef MASKED

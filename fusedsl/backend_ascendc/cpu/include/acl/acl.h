@@ -60,6 +60,16 @@ inline aclError aclrtCreateStream(aclrtStream* stream) {
     return ACL_SUCCESS;
 }
 inline aclError aclrtDestroyStream(aclrtStream /*stream*/) { return ACL_SUCCESS; }
+// One host process is one device context on the CPU.
+inline aclError aclrtCreateContext(aclrtContext* context, int32_t /*deviceId*/) {
+    if (context == nullptr) {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    static int token;
+    *context = &token;
+    return ACL_SUCCESS;
+}
+inline aclError aclrtDestroyContext(aclrtContext /*context*/) { return ACL_SUCCESS; }
 inline aclError aclrtSynchronizeStream(aclrtStream /*stream*/) { return ACL_SUCCESS; }
 
 inline aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy /*policy*/) {

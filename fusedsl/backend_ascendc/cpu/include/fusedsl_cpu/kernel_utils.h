@@ -538,3 +538,81 @@ private:
 };
 
 }  // namespace AscendC
+
+// ---- CANN 9 sample utilities: LocalMemAllocator, InitSocState, GetSystemCycle, Conditional -----
+
+namespace AscendC {
+
+enum class Hardware : uint8_t { GM, UB, L1, L0A, L0B, L0C, BIAS, FIXBUF, MAX };
+
+// Hands out UB tensors from address 0 upwards, each start 32-byte aligned (no TPipe needed).
+template <Hardware hard = Hardware::UB>
+class LocalMemAllocator {
+public:
+    LocalMemAllocator() {
+        static_assert(hard == Hardware::UB, "the fusedsl CPU implementation models UB only");
+        fusedsl_cpu::CurCore();
+    }
+    uint32_t GetCurAddr() const { return head_; }
+
+    template <TPosition pos, class DataType, uint32_t tileSize>
+    LocalTensor<DataType> Alloc() {
+        return Take<DataType>(pos, tileSize);
+    }
+    template <TPosition pos, class DataType>
+    LocalTensor<DataType> Alloc(uint32_t tileSize) {
+        return Take<DataType>(pos, tileSize);
+    }
+    template <class DataType, uint32_t tileSize>
+    LocalTensor<DataType> Alloc() {
+        return Take<DataType>(TPosition::VECCALC, tileSize);
+    }
+    template <class DataType>
+    LocalTensor<DataType> Alloc(uint32_t tileSize) {
+        return Take<DataType>(TPosition::VECCALC, tileSize);
+    }
+
+private:
+    template <class DataType>
+    LocalTensor<DataType> Take(TPosition pos, uint32_t n) {
+        fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+        uint64_t bytes = fusedsl_cpu::RoundUp(static_cast<uint64_t>(n) * sizeof(DataType), 32);
+        if (head_ + bytes > c.ub_bytes) {
+            fusedsl_cpu::Fail("LocalMemAllocator::Alloc: %u elements of %s (%llu bytes) at UB offset %u do not fit the "
+                              "%u bytes of UB on %s", n, fusedsl_cpu::TypeName<DataType>(),
+                              static_cast<unsigned long long>(bytes), head_, c.ub_bytes, fusedsl_cpu::Target().name);
+        }
+        LocalTensor<DataType> t(reinterpret_cast<DataType*>(c.ub.data() + head_), n, pos);
+        c.ub_high_water = std::max<uint64_t>(c.ub_high_water, head_ + bytes);
+        head_ += static_cast<uint32_t>(bytes);
+        return t;
+    }
+    uint32_t head_ = 0;
+};
+
+// Resets the core's global vector state: atomic writes off, normal mask mode, all lanes on.
+inline void InitSocState() {
+    fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    c.atomic_add = false;
+    c.atomic_type = "";
+    c.vector_mask[0] = c.vector_mask[1] = ~0ull;
+}
+
+// A cycle counter: the CPU has no device clock, so this counts the UB accesses issued so far.
+inline int64_t GetSystemCycle() {
+    return static_cast<int64_t>(fusedsl_cpu::CurCore().clock);
+}
+
+template <bool Cond, typename T, typename F>
+struct Conditional {
+    using type = T;
+};
+template <typename T, typename F>
+struct Conditional<false, T, F> {
+    using type = F;
+};
+
+}  // namespace AscendC
+
+// CANN's samples call GetTPipePtr() unqualified.
+using AscendC::GetTPipePtr;

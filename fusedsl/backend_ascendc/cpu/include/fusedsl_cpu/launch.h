@@ -35,6 +35,7 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     c.pad_value_set = false;
     c.pad_value = 0;
     c.vector_mask[0] = c.vector_mask[1] = ~0ull;
+    c.counter_mode = false;
     c.pending_error.clear();
     c.ub_high_water = 0;
     c.slot_state.assign(t.ub_bytes, kSlotPlain);
@@ -49,6 +50,8 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     std::memset(c.synced, 0, sizeof c.synced);
     std::memset(c.flag_seq, 0, sizeof c.flag_seq);
     c.dirty_lines.clear();
+    c.spr_sum = c.spr_value = 0;
+    c.spr_index = 0;
     rt.block_idx = idx;
     rt.block_num = num;
     rt.sub_block_idx = sub;

@@ -151,6 +151,9 @@ inline void CheckStride(const char* api, const char* name, int64_t v) {
 // mask = 0 (no lane) or repeatTime = 0: a no-op on 2201 per the API pages; the other chips do
 // not document it, so it is reported rather than guessed.
 inline bool EmptyReduce(const char* api, const Mask& m, int64_t repeatTime) {
+    if (m.counter != 0) {
+        return false;
+    }
     bool empty = repeatTime == 0 || (m.bits[0] == 0 && m.bits[1] == 0);
     if (empty && Target().arch != 2201 && repeatTime != 0) {
         Fail("%s: the mask selects no lane; %s does not document this case (2201 treats it as a no-op)", api,
@@ -162,6 +165,9 @@ inline bool EmptyReduce(const char* api, const Mask& m, int64_t repeatTime) {
 template <typename T>
 inline Mask ReduceMask(const char* api, int64_t mask) {
     constexpr uint32_t lanes = LanesOf<T>();
+    if (CurCore().counter_mode) {   // counter mode: mask is the element count
+        return PickMask<true>(api, static_cast<uint64_t>(mask), lanes);
+    }
     if (mask < 0 || mask > static_cast<int64_t>(lanes)) {
         Fail("%s: mask = %lld is out of range; with %u lanes per repeat it must be in [0, %u]", api,
              static_cast<long long>(mask), lanes, lanes);
@@ -184,6 +190,9 @@ inline Mask ReduceMaskOf(const char* api, const uint64_t* mask) {
     if constexpr (!isSetMask) {
         return PickMask<false>(api, uint64_t{0}, LanesOf<T>());
     } else {
+        if (CurCore().counter_mode) {
+            return PickMask<true>(api, mask[0], LanesOf<T>());
+        }
         return Mask{{mask[0], LanesOf<T>() > 64 ? mask[1] : 0}};
     }
 }
@@ -235,6 +244,7 @@ inline void RepeatReduce(const char* api, const char* family, ReduceKind kind, c
     }
     // Output unit (ReduceRepeat table 3): value+index pairs take 2 elements; an index alone is
     // a uint32 on 2201 and an element-wide integer elsewhere.
+    repeatTime = static_cast<int32_t>(EffectiveRepeats(m, LanesOf<T>(), static_cast<uint64_t>(repeatTime)));
     bool pair = order == ReduceOrder::ORDER_VALUE_INDEX || order == ReduceOrder::ORDER_INDEX_VALUE;
     bool wide_index = order == ReduceOrder::ORDER_ONLY_INDEX && Target().arch == 2201;
     uint32_t unit = pair ? 2 * sizeof(T) : wide_index ? 4 : sizeof(T);
@@ -243,13 +253,22 @@ inline void RepeatReduce(const char* api, const char* family, ReduceKind kind, c
     uint8_t* ub = CurCore().ub.data();
     std::vector<std::pair<double, uint32_t>> results;
     for (int32_t r = 0; r < repeatTime; ++r) {
-        RepeatLanes l = ReadRepeat(api, src, s, m, r, srcBlkStride, srcRepStride);
+        RepeatLanes l = ReadRepeat(api, src, s, RepeatMask(m, LanesOf<T>(), r), r, srcBlkStride, srcRepStride);
         if (kind == ReduceKind::kSum) {
             results.push_back({TreeSum<T>(l.all), 0});
         } else {
             auto e = Extreme(kind, l.vals);
             results.push_back({e.first, l.active[e.second]});
         }
+    }
+    if (kind != ReduceKind::kSum && !results.empty()) {   // the special register keeps the overall winner
+        std::vector<double> vals;
+        for (auto& r : results) {
+            vals.push_back(r.first);
+        }
+        auto e = Extreme(kind, vals);
+        CurCore().spr_value = e.first;
+        CurCore().spr_index = results[e.second].second;
     }
     // Results are written after every read, as one instruction does; dst may overlap src.
     for (int32_t r = 0; r < repeatTime; ++r) {
@@ -289,7 +308,7 @@ inline void RepeatReduce(const char* api, const char* family, ReduceKind kind, c
 // document it and are modelled the same way).
 template <typename T>
 inline void BlockReduce(const char* api, const char* family, ReduceKind kind, const LocalTensor<T>& dst,
-                        const LocalTensor<T>& src, const Mask& m, int32_t repeatTime, int32_t dstRepStride,
+                        const LocalTensor<T>& src, const Mask& m_all, int32_t repeatTime, int32_t dstRepStride,
                         int32_t srcBlkStride, int32_t srcRepStride) {
     CheckApi(family, TypeName<T>());
     CheckRepeatTime(api, repeatTime, 255);
@@ -300,11 +319,12 @@ inline void BlockReduce(const char* api, const char* family, ReduceKind kind, co
         Fail("%s: dstRepStride = 0 is not supported on %s", api, Target().name);
     }
     uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), 0, sizeof(T));
-    if (EmptyReduce(api, m, repeatTime)) {
+    if (EmptyReduce(api, m_all, repeatTime)) {
         return;
     }
     constexpr uint32_t per_block = 32 / sizeof(T);
     const uint32_t group = 8 * sizeof(T);   // bytes of one repeat's 8 results
+    repeatTime = static_cast<int32_t>(EffectiveRepeats(m_all, LanesOf<T>(), static_cast<uint64_t>(repeatTime)));
     uint64_t last = static_cast<uint64_t>(repeatTime - 1) * dstRepStride * group + group;
     // ReduceDataBlock.md: dst aligned to 16 B for half, 32 B for float (one result group).
     uint32_t d = ReduceDst(api, dst, last, group);
@@ -315,6 +335,7 @@ inline void BlockReduce(const char* api, const char* family, ReduceKind kind, co
     };
     std::vector<Out> outs;
     for (int32_t r = 0; r < repeatTime; ++r) {
+        const Mask m = RepeatMask(m_all, LanesOf<T>(), r);
         RepeatLanes l = ReadRepeat(api, src, s, m, r, srcBlkStride, srcRepStride);
         for (uint32_t b = 0; b < 8; ++b) {
             std::vector<double> all(l.all.begin() + b * per_block, l.all.begin() + (b + 1) * per_block);
@@ -471,6 +492,12 @@ inline void WholeReduce(ReduceKind kind, const LocalTensor<T>& dst, const LocalT
             Fail("%s: the index %u of the result does not fit the 16 bits a half index has; reduce at most 65536 "
                  "half elements per call when calIndex is set", api, at);
         }
+    }
+    if (kind == ReduceKind::kSum) {
+        CurCore().spr_sum = value;
+    } else {
+        CurCore().spr_value = value;
+        CurCore().spr_index = at;
     }
     // The library overwrites its scratch; model that so nothing relies on it surviving.
     if (tmp_bytes != 0) {
@@ -659,6 +686,131 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uin
     }
     St().vector_instructions += 1;
     St().vector_repeats += repeatTime;
+}
+
+}  // namespace AscendC
+
+// ---- PairReduceSum / ReducePairElem, the reduction special registers -------------------------
+
+namespace fusedsl_cpu {
+
+// Each repeat adds lanes (2k, 2k+1) into result k (lanes/2 results, 128 bytes); dstRepStride
+// counts those 128-byte groups.  A pair with no selected lane is not written (2201, 2002).
+template <typename T>
+inline void PairReduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, const Mask& m_all,
+                       int32_t repeatTime, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride) {
+    CheckApi("ReducePairElem", TypeName<T>());
+    CheckRepeatTime(api, repeatTime, 255);
+    CheckStride(api, "dstRepStride", dstRepStride);
+    CheckStride(api, "srcBlkStride", srcBlkStride);
+    CheckStride(api, "srcRepStride", srcRepStride);
+    if (dstRepStride == 0 && Target().arch == 1001) {
+        Fail("%s: dstRepStride = 0 is not supported on %s", api, Target().name);
+    }
+    uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), 0, sizeof(T));
+    if (EmptyReduce(api, m_all, repeatTime)) {
+        return;
+    }
+    constexpr uint32_t lanes = LanesOf<T>();
+    repeatTime = static_cast<int32_t>(EffectiveRepeats(m_all, lanes, static_cast<uint64_t>(repeatTime)));
+    uint64_t last = static_cast<uint64_t>(repeatTime - 1) * dstRepStride * 128 + 128;
+    uint32_t d = ReduceDst(api, dst, last, sizeof(T));
+    std::vector<std::pair<uint64_t, double>> outs;
+    for (int32_t r = 0; r < repeatTime; ++r) {
+        const Mask m = RepeatMask(m_all, lanes, r);
+        RepeatLanes l = ReadRepeat(api, src, s, m, r, srcBlkStride, srcRepStride);
+        for (uint32_t k = 0; k < lanes / 2; ++k) {
+            bool a = (m.bits[(2 * k) / 64] >> ((2 * k) % 64)) & 1;
+            bool b = (m.bits[(2 * k + 1) / 64] >> ((2 * k + 1) % 64)) & 1;
+            if (a || b) {
+                outs.push_back({d + static_cast<uint64_t>(r) * dstRepStride * 128 + k * sizeof(T),
+                                RoundTo<T>(l.all[2 * k] + l.all[2 * k + 1])});
+            }
+        }
+    }
+    uint8_t* ub = CurCore().ub.data();
+    for (auto& o : outs) {
+        StoreAs(ub + o.first, FromCompute<T>(o.second));
+        MarkWritten(static_cast<uint32_t>(o.first), sizeof(T));
+    }
+    St().vector_instructions += 1;
+    St().vector_repeats += static_cast<uint64_t>(repeatTime);
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+template <typename T>
+inline T DivCeil(T a, T b) {
+    return (a + b - 1) / b;
+}
+
+template <typename T, bool isSetMask = true>
+inline void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                          const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,
+                          const int32_t srcRepStride) {
+    fusedsl_cpu::PairReduce("PairReduceSum", dst, src, fusedsl_cpu::ReduceMaskOf<T, isSetMask>("PairReduceSum", mask),
+                            repeatTime, dstRepStride, srcBlkStride, srcRepStride);
+}
+
+template <typename T, bool isSetMask = true>
+inline void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                          const uint64_t mask[], const int32_t dstRepStride, const int32_t srcBlkStride,
+                          const int32_t srcRepStride) {
+    fusedsl_cpu::PairReduce("PairReduceSum", dst, src, fusedsl_cpu::ReduceMaskOf<T, isSetMask>("PairReduceSum", mask),
+                            repeatTime, dstRepStride, srcBlkStride, srcRepStride);
+}
+
+// ReducePairElem.md: sums only (ReduceType::SUM), mask before repeatTime.
+template <ReduceType reduceType, typename T, typename U, bool isSetMask = true, typename M>
+inline void ReducePairElemImpl(const LocalTensor<T>& dst, const LocalTensor<U>& src, M mask, const int32_t repeatTime,
+                               const int32_t dstRepStride, const int32_t srcBlkStride, const int32_t srcRepStride) {
+    static_assert(reduceType == ReduceType::SUM, "ReducePairElem supports ReduceType::SUM only");
+    static_assert(std::is_same_v<T, U>, "ReducePairElem: dst and src must have the same element type");
+    fusedsl_cpu::PairReduce("ReducePairElem", dst, src, fusedsl_cpu::ReduceMaskOf<T, isSetMask>("ReducePairElem", mask),
+                            repeatTime, dstRepStride, srcBlkStride, srcRepStride);
+}
+
+template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
+inline void ReducePairElem(const LocalTensor<T>& dst, const LocalTensor<U>& src, const int32_t mask,
+                           const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride) {
+    ReducePairElemImpl<reduceType, T, U, isSetMask>(dst, src, mask, repeatTime, dstRepStride, srcBlkStride,
+                                                    srcRepStride);
+}
+
+template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
+inline void ReducePairElem(const LocalTensor<T>& dst, const LocalTensor<U>& src, const uint64_t mask[],
+                           const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride) {
+    ReducePairElemImpl<reduceType, T, U, isSetMask>(dst, src, mask, repeatTime, dstRepStride, srcBlkStride,
+                                                    srcRepStride);
+}
+
+// The last whole-tensor ReduceSum's result.
+template <typename T>
+inline T GetReduceRepeatSumSpr() {
+    return fusedsl_cpu::FromCompute<T>(fusedsl_cpu::CurCore().spr_sum);
+}
+
+// The last ReduceRepeat MAX/MIN winner over all repeats (value, index within its repeat), or
+// the last ReduceMax/ReduceMin value.  The (value, index) form is 2201's, the value form 2002's.
+template <typename T>
+inline void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex) {
+    if (fusedsl_cpu::Target().arch != 2201) {
+        fusedsl_cpu::Fail("GetReduceRepeatMaxMinSpr(value, index) is not available on %s", fusedsl_cpu::Target().name);
+    }
+    maxMinValue = fusedsl_cpu::FromCompute<T>(fusedsl_cpu::CurCore().spr_value);
+    maxMinIndex = fusedsl_cpu::IndexAsValue<T>(fusedsl_cpu::CurCore().spr_index);
+}
+
+template <typename T>
+inline void GetReduceRepeatMaxMinSpr(T& maxMinValue) {
+    if (fusedsl_cpu::Target().arch != 2002) {
+        fusedsl_cpu::Fail("GetReduceRepeatMaxMinSpr(value) is not available on %s", fusedsl_cpu::Target().name);
+    }
+    maxMinValue = fusedsl_cpu::FromCompute<T>(fusedsl_cpu::CurCore().spr_value);
 }
 
 }  // namespace AscendC

@@ -130,6 +130,7 @@ struct Core {
     bool pad_value_set = false;
     uint64_t pad_value = 0;
     uint64_t vector_mask[2] = {~0ull, ~0ull};
+    bool counter_mode = false;      // SetMaskCount: vector_mask[0] is an element count
     std::string pending_error;      // found in a destructor, reported when the block ends
     uint64_t ub_high_water = 0;
     // Queue buffers: per UB byte, kSlotPlain (TBuf or unplanned), kSlotLive (allocated),
@@ -148,6 +149,10 @@ struct Core {
     // GM lines (64-byte aligned addresses) this core wrote through its scalar data cache and
     // has not cleaned with DataCacheCleanAndInvalid.
     std::vector<uintptr_t> dirty_lines;
+    // The reduction special registers (GetReduceRepeatSumSpr / GetReduceRepeatMaxMinSpr).
+    double spr_sum = 0;
+    double spr_value = 0;
+    uint32_t spr_index = 0;
 };
 
 enum SlotByte : uint8_t { kSlotPlain = 0, kSlotLive, kSlotIdle, kSlotQueued };

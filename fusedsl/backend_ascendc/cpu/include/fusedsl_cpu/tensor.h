@@ -769,22 +769,29 @@ inline void SetPadValue(T value) {
     c.pad_value_set = true;
 }
 
+// Mask registers.  Normal mode: a 128-bit lane mask.  Counter mode (SetMaskCount, or
+// SetVectorMask<T, MaskMode::COUNTER>): the low word is an element count, and a mask/repeat
+// instruction processes that many elements in as many repeats as they need (its repeatTime
+// argument is ignored), the last repeat partly.
 template <typename T, MaskMode mode = MaskMode::NORMAL>
 inline void SetVectorMask(uint64_t maskHigh, uint64_t maskLow) {
-    if (mode == MaskMode::COUNTER) {
-        fusedsl_cpu::Fail("SetVectorMask<COUNTER>: counter mask mode is not modelled; use the count-form APIs");
-    }
     fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    if (mode == MaskMode::COUNTER) {
+        c.counter_mode = true;
+    }
     c.vector_mask[0] = maskLow;
     c.vector_mask[1] = maskHigh;
 }
 
 template <typename T, MaskMode mode = MaskMode::NORMAL>
 inline void SetVectorMask(int32_t len) {
-    if (mode == MaskMode::COUNTER) {
-        fusedsl_cpu::Fail("SetVectorMask<COUNTER>: counter mask mode is not modelled; use the count-form APIs");
-    }
     fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    if (mode == MaskMode::COUNTER || c.counter_mode) {
+        c.counter_mode = true;
+        c.vector_mask[0] = static_cast<uint64_t>(len);
+        c.vector_mask[1] = 0;
+        return;
+    }
     c.vector_mask[0] = len >= 64 ? ~0ull : (1ull << len) - 1;
     c.vector_mask[1] = len >= 128 ? ~0ull : len > 64 ? (1ull << (len - 64)) - 1 : 0;
 }
@@ -796,11 +803,11 @@ inline void ResetMask() {
 }
 
 inline void SetMaskNorm() {
-    fusedsl_cpu::CurCore();
+    fusedsl_cpu::CurCore().counter_mode = false;
 }
 
 inline void SetMaskCount() {
-    fusedsl_cpu::Fail("SetMaskCount: counter mask mode is not modelled; use the count-form APIs");
+    fusedsl_cpu::CurCore().counter_mode = true;
 }
 
 // ---- printf -------------------------------------------------------------------------------

@@ -201,7 +201,22 @@ inline RepOperand Operand(const char* api, const char* role, const LocalTensor<T
 
 struct Mask {
     uint64_t bits[2];
+    uint64_t counter = 0;   // counter mode: elements in all (0: normal mode, bits apply to every repeat)
 };
+
+// Counter mode decides the repeat count and each repeat's lanes from the element count.
+inline uint64_t EffectiveRepeats(const Mask& m, uint32_t lanes, uint64_t repeat) {
+    return m.counter ? (m.counter + lanes - 1) / lanes : repeat;
+}
+
+inline Mask RepeatMask(const Mask& m, uint32_t lanes, uint64_t r) {
+    if (!m.counter) {
+        return m;
+    }
+    uint64_t n = m.counter - r * lanes;
+    n = n < lanes ? n : lanes;
+    return Mask{{n >= 64 ? ~0ull : (1ull << n) - 1, n > 64 ? (n >= 128 ? ~0ull : (1ull << (n - 64)) - 1) : 0}};
+}
 
 inline Mask ContinuousMask(const char* api, uint64_t mask, uint32_t lanes) {
     if (mask == 0 || mask > lanes) {
@@ -222,8 +237,15 @@ inline Mask BitwiseMask(const char* api, const uint64_t* mask, uint32_t lanes) {
 
 template <bool isSetMask>
 inline Mask PickMask(const char* api, uint64_t mask, uint32_t lanes) {
+    Core& c = CurCore();
+    if (c.counter_mode) {
+        uint64_t n = isSetMask ? mask : c.vector_mask[0];
+        if (n == 0) {
+            Fail("%s: counter mode with a count of 0 elements", api);
+        }
+        return Mask{{~0ull, ~0ull}, n};
+    }
     if constexpr (!isSetMask) {
-        Core& c = CurCore();
         return Mask{{c.vector_mask[0], lanes > 64 ? c.vector_mask[1] : 0}};
     } else {
         return ContinuousMask(api, mask, lanes);
@@ -242,13 +264,15 @@ inline Mask PickMask(const char* api, const uint64_t* mask, uint32_t lanes) {
 // Runs body(p) for every active lane of every repeat; p[k] points at operand k's element.
 // Operand 0 is the destination unless it is marked as read.
 template <size_t N, typename F>
-inline void ForEachLane(const char* api, const RepOperand (&ops)[N], const Mask& m, uint32_t lanes,
+inline void ForEachLane(const char* api, const RepOperand (&ops)[N], const Mask& m_in, uint32_t lanes,
                         uint32_t repeat, F body) {
     if (ops[0].blk == 0 && !ops[0].read) {
         Fail("%s: dstBlkStride = 0 is undefined behaviour on the device", api);
     }
     uint8_t* ub = CurCore().ub.data();
-    for (uint32_t r = 0; r < repeat; ++r) {
+    const uint64_t repeats = EffectiveRepeats(m_in, lanes, repeat);
+    for (uint32_t r = 0; r < repeats; ++r) {
+        const Mask m = RepeatMask(m_in, lanes, r);
         for (uint32_t j = 0; j < lanes; ++j) {
             if (!((m.bits[j / 64] >> (j % 64)) & 1)) {
                 continue;
@@ -276,7 +300,7 @@ inline void ForEachLane(const char* api, const RepOperand (&ops)[N], const Mask&
         }
     }
     St().vector_instructions += 1;
-    St().vector_repeats += repeat;
+    St().vector_repeats += repeats;
 }
 
 template <typename T>
@@ -854,7 +878,7 @@ namespace fusedsl_cpu {
 // repeat in mode 0, bit r*lanes + j (consumed continuously) in modes 1 and 2.
 template <typename T, typename U>
 inline void SelectRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& mask, const LocalTensor<T>& src0,
-                         const LocalTensor<T>* src1, T scalar, SELMODE mode, const Mask& m, uint8_t repeat,
+                         const LocalTensor<T>* src1, T scalar, SELMODE mode, const Mask& m_all, uint8_t repeat,
                          const BinaryRepeatParams& p) {
     const char* api = "Select";
     CheckApi(api, TypeName<T>());
@@ -868,7 +892,7 @@ inline void SelectRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& mask, 
         Fail("Select: this mode needs a %s src1", src1 == nullptr ? "LocalTensor" : "scalar");
     }
     constexpr uint32_t lanes = LanesOf<T>();
-    uint64_t mask_bytes = (mode0 ? lanes : static_cast<uint64_t>(repeat) * lanes) / 8;
+    uint64_t mask_bytes = (mode0 ? lanes : EffectiveRepeats(m_all, lanes, repeat) * lanes) / 8;
     uint32_t mo = CheckUb(api, "selMask", mask.fs_addr, mask.GetLength(), mask_bytes, sizeof(U));
     CheckWritten(api, "selMask", mo, mask_bytes);
     const uint8_t* bits = Bytes(mask);
@@ -880,12 +904,13 @@ inline void SelectRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& mask, 
     };
     uint32_t r = 0;
     uint32_t j = 0;
-    ForEachLane(api, ops, m, lanes, repeat, [&](uint8_t* const* q) {
+    ForEachLane(api, ops, m_all, lanes, repeat, [&](uint8_t* const* q) {
         (void)q;
     });
     // ForEachLane visits only active lanes; walk again with the lane numbers for the bits.
     uint8_t* ub = CurCore().ub.data();
-    for (r = 0; r < repeat; ++r) {
+    for (r = 0; r < EffectiveRepeats(m_all, lanes, repeat); ++r) {
+        const Mask m = RepeatMask(m_all, lanes, r);
         for (j = 0; j < lanes; ++j) {
             if (!((m.bits[j / 64] >> (j % 64)) & 1)) {
                 continue;
