@@ -107,7 +107,9 @@ def main(argv=None) -> int:
         p.add_argument("--arg", action="append", default=[], help="NAME=SHAPExDTYPE, e.g. b=Mx128xfloat32")
         p.add_argument("--target", default="ascend910b")
         if cmd == "compile":
-            p.add_argument("-o", "--output", required=True, help="project directory to write")
+            p.add_argument("-o", "--output", required=True, help="project directory to write (new or empty)")
+            p.add_argument("--overwrite", action="store_true",
+                           help="replace a previous fusedsl project there (only fusedsl's own, unedited files)")
         if cmd == "simulate":
             p.add_argument("--size", action="append", default=[], help="NAME=N for a symbolic dimension")
             p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -141,7 +143,7 @@ def main(argv=None) -> int:
             print(compiled.report())
             return 0
         compiled.check_ascendc()
-        path = compiled.save(args.output)
+        path = compiled.save(args.output, overwrite=args.overwrite)
         print(f"wrote {path} ({len(compiled.kernels)} kernel(s) for {compiled.target.name})")
         return 0
     except FusedslError as exc:

@@ -128,10 +128,14 @@ class CompiledKernel:
         return self._source
 
     @user_facing
-    def save(self, path: str) -> str:
-        """Write a CANN kernel-launch project for this kernel into directory `path`."""
+    def save(self, path: str, *, overwrite: bool = False) -> str:
+        """Write a CANN kernel-launch project for this kernel into directory `path`.
+
+        `path` must be new or empty; a previous fusedsl project there is replaced only with
+        `overwrite=True` (and only fusedsl's own, unedited files).  Nothing else is touched.
+        """
         from .backend_ascendc.project import write_project
-        return write_project(self, path)
+        return write_project(self, path, overwrite=overwrite)
 
     # ---- arguments --------------------------------------------------------------------------
     def bind_args(self, args) -> tuple[list[np.ndarray], dict[str, int]]:

@@ -107,6 +107,10 @@ class UnsupportedOpError(TraceError):
     """A model graph (torch.export, ONNX) uses an op or a variant fusedsl cannot import."""
 
 
+class ProjectError(FusedslError):
+    """A project directory fusedsl cannot write without touching files it did not write."""
+
+
 class CacheError(FusedslError):
     """A compile-cache entry could not be read or written."""
 

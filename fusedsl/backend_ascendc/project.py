@@ -5,10 +5,7 @@ place at the end, so an interrupted save never leaves a half-written project.
 """
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-
+from .project_writer import write_tree
 from .printer import VERSION, AscendCPrinter, camel
 
 
@@ -89,24 +86,5 @@ the Ascend C API: `g++ -std=c++17 -DASCENDC_CPU_DEBUG -I $(fusedsl include-dir) 
     return files
 
 
-def write_project(compiled, path: str) -> str:
-    files = _files(compiled)
-    path = os.path.abspath(path)
-    parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".fusedsl-", dir=parent)
-    try:
-        for fname, text in files.items():
-            with open(os.path.join(tmp, fname), "w", encoding="utf-8") as f:
-                f.write(text)
-        if os.path.isdir(path):
-            old = path + ".old-" + os.path.basename(tmp)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return path
+def write_project(compiled, path: str, *, overwrite: bool = False) -> str:
+    return write_tree(path, _files(compiled), version=VERSION, overwrite=overwrite)

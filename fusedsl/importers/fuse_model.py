@@ -92,7 +92,7 @@ def _kernel_projects(compiled, target, options, out_dir, progress) -> dict[str, 
         try:
             single = compile_module(Module((plan.function,)), infos, target=target, options=options)
             single.check_ascendc()
-            path = single.save(os.path.join(out_dir, "projects", plan.name))
+            path = single.save(os.path.join(out_dir, "projects", plan.name), overwrite=True)
             written[plan.name] = os.path.relpath(path, out_dir)
         except FusedslError as exc:
             written[plan.name] = f"no project: {exc.message}"
