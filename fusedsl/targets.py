@@ -195,6 +195,15 @@ def _vector_apis(*, bf16: bool, arith: frozenset[str], scalar_arith: frozenset[s
     }
 
 
+# Composite and shift ops (DK 复合计算/AddRelu.md, SubRelu.md; 逻辑计算/ShiftLeft.md, ShiftRight.md;
+# 数据填充/CreateVecIndex.md): A2/A3 and 310P AI Core for AddRelu/SubRelu, A2/A3 only for the
+# shifts; CreateVecIndex's 310P type list is not given in the page, so only A2/A3 is claimed.
+_RELU_ARITH = _fs("int16_t", "half", "float")
+_SHIFT = _fs("int16_t", "uint16_t", "int32_t", "uint32_t")
+_EXTRA_2201 = {"AddRelu": _RELU_ARITH, "SubRelu": _RELU_ARITH, "ShiftLeft": _SHIFT, "ShiftRight": _SHIFT,
+               "CreateVecIndex": _fs("int16_t", "half", "int32_t", "float")}
+_EXTRA_2002 = {"AddRelu": _RELU_ARITH, "SubRelu": _RELU_ARITH}
+
 _APIS_2201 = _vector_apis(bf16=True, arith=_ARITH, scalar_arith=_ARITH,
                           relu=_fs("half", "int32_t", "float"),
                           compare=_fs("half", "float", "int32_t"),   # int32_t: CMPMODE::EQ only
@@ -205,7 +214,7 @@ _APIS_2201 = _vector_apis(bf16=True, arith=_ARITH, scalar_arith=_ARITH,
     "LeakyRelu": _HALF_FLOAT,
     "Brcb": _BRCB | {"bfloat16_t"},
     "And": _BITWISE, "Or": _BITWISE, "Not": _BITWISE,
-}
+} | _EXTRA_2201
 
 _APIS_2002 = _vector_apis(bf16=False, arith=_ARITH, scalar_arith=_ARITH,
                           relu=_fs("half", "int32_t", "float"),
@@ -215,7 +224,7 @@ _APIS_2002 = _vector_apis(bf16=False, arith=_ARITH, scalar_arith=_ARITH,
     "LeakyRelu": _HALF_FLOAT,
     "Brcb": _BRCB,
     "And": _BITWISE, "Or": _BITWISE, "Not": _BITWISE,
-}
+} | _EXTRA_2002
 
 # §2.3/§2.5/§6.6: 910A has no Maxs/Mins/LeakyRelu/Brcb, Relu on half only, Adds/Muls on
 # half/float, Add... without int16.  Compares is "not supported" on 910A (Compares.md).

@@ -178,3 +178,30 @@ def test_select_mask_repeat_form(lib):
     np.testing.assert_array_equal(out[128:], np.where(lane, np.where(a < b, a, 5), -1))
     with pytest.raises(AscendCCheckError, match="VSEL_TENSOR_TENSOR_MODE is not supported on ascend910"):
         lib.launch("select_l0", 1, [("x", a), ("y", b), ("out", out)], target="ascend910")
+
+
+def test_composites_shifts_index_and_the_compare_register(lib):
+    rng = np.random.default_rng(17)
+    x, y = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
+    h = rng.standard_normal(64).astype(np.float16)
+    si = rng.integers(-3000, 3000, 128).astype(np.int16)
+    f = np.zeros(5 * 64, np.float32)
+    s = np.zeros(4 * 128, np.int16)
+    m = np.zeros(32, np.uint8)
+    args = [("x", x), ("y", y), ("h", h), ("si", si), ("f", f), ("s", s), ("m", m)]
+    lib.launch("more_ops", 1, args)
+    f = f.reshape(5, 64)
+    np.testing.assert_array_equal(f[0], np.maximum(x + y, 0))
+    np.testing.assert_array_equal(f[1], np.maximum(x - y, 0))
+    np.testing.assert_array_equal(f[2], np.float32(1) + np.float32(0.5) * x)
+    np.testing.assert_array_equal(f[3], np.float32(1) + np.float32(2) * h.astype(np.float32))
+    np.testing.assert_array_equal(f[4], np.where(x > y, x, y))
+    s = s.reshape(4, 128)
+    np.testing.assert_array_equal(s[0], (si.astype(np.int32) << 3).astype(np.int16))
+    np.testing.assert_array_equal(s[1], si >> 2)
+    np.testing.assert_array_equal(s[2], ((si.astype(np.int32) + 2) >> 2).astype(np.int16))
+    np.testing.assert_array_equal(s[3], np.arange(5, 133, dtype=np.int16))
+    np.testing.assert_array_equal(m[:8], np.packbits(x > y, bitorder="little"))
+    for target, api in (("ascend310p", "ShiftLeft"), ("ascend910", "AddRelu")):
+        with pytest.raises(AscendCCheckError, match=f"{api} is not available on {target}"):
+            lib.launch("more_ops", 1, args, target=target)

@@ -281,3 +281,58 @@ extern "C" __global__ __aicore__ void select_l0(GM_ADDR x, GM_ADDR y, GM_ADDR ou
 extern "C" int fusedsl_launch_select_l0(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(select_l0, blockDim, a[0], a[1], a[2]);
 }
+
+// AddRelu/SubRelu/Axpy on 64 floats (+ Axpy half -> float), ShiftLeft/ShiftRight (with roundEn)
+// and CreateVecIndex on 128 int16, Compare into CMPMASK + GetCmpMask + Select from CMPMASK.
+// f: [addrelu | subrelu | axpy f32 | axpy f16->f32 | select-from-register] (64 each);
+// s: [shl 3 | shr 2 | shr 2 rounded | index from 5] (128 each); m: the 16 mask bytes.
+extern "C" __global__ __aicore__ void more_ops(GM_ADDR x, GM_ADDR y, GM_ADDR h, GM_ADDR si, GM_ADDR f, GM_ADDR s,
+                                               GM_ADDR m) {
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<float> a = ub.Alloc<float, 64>(), b = ub.Alloc<float, 64>(), o = ub.Alloc<float, 5 * 64>();
+    LocalTensor<half> hh = ub.Alloc<half, 64>();
+    LocalTensor<int16_t> iv = ub.Alloc<int16_t, 128>(), so = ub.Alloc<int16_t, 4 * 128>();
+    LocalTensor<uint8_t> mk = ub.Alloc<uint8_t, 32>();
+    GlobalTensor<float> xg, yg, fg;
+    GlobalTensor<half> hg;
+    GlobalTensor<int16_t> ig, sg;
+    GlobalTensor<uint8_t> mg;
+    xg.SetGlobalBuffer((__gm__ float*)x, 64);
+    yg.SetGlobalBuffer((__gm__ float*)y, 64);
+    hg.SetGlobalBuffer((__gm__ half*)h, 64);
+    ig.SetGlobalBuffer((__gm__ int16_t*)si, 128);
+    fg.SetGlobalBuffer((__gm__ float*)f, 5 * 64);
+    sg.SetGlobalBuffer((__gm__ int16_t*)s, 4 * 128);
+    mg.SetGlobalBuffer((__gm__ uint8_t*)m, 32);
+    DataCopy(a, xg, 64);
+    DataCopy(b, yg, 64);
+    DataCopy(hh, hg, 64);
+    DataCopy(iv, ig, 128);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    AddRelu(o, a, b, 64);
+    SubRelu(o[64], a, b, 64);
+    Duplicate(o[128], 1.0f, 128);
+    PipeBarrier<PIPE_V>();
+    Axpy(o[128], a, 0.5f, 64);
+    Axpy(o[192], hh, static_cast<half>(2.0f), 64);
+    ShiftLeft(so, iv, static_cast<int16_t>(3), 128);
+    ShiftRight(so[128], iv, static_cast<int16_t>(2), 128);
+    ShiftRight(so[256], iv, static_cast<int16_t>(2), 128, 1, UnaryRepeatParams{}, true);
+    CreateVecIndex(so[384], static_cast<int16_t>(5), 128);
+    Compare(a, b, CMPMODE::GT, 64, BinaryRepeatParams{});
+    Duplicate(mk.ReinterpretCast<uint16_t>(), static_cast<uint16_t>(0), 16);
+    PipeBarrier<PIPE_V>();
+    GetCmpMask(mk);
+    SetVectorMask<float>(0, ~0ull);
+    Select<float, SELMODE::VSEL_CMPMASK_SPR>(o[256], a, b, 1, BinaryRepeatParams{});
+    ResetMask();
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(fg, o, 5 * 64);
+    DataCopy(sg, so, 4 * 128);
+    DataCopy(mg, mk, 32);
+}
+extern "C" int fusedsl_launch_more_ops(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(more_ops, blockDim, a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}

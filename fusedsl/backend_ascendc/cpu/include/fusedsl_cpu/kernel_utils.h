@@ -2,6 +2,8 @@
 // assertions and tensor dumps (the utilities CANN's vector samples use).
 #pragma once
 
+#include <array>
+
 #include "reduce.h"
 
 namespace AscendC {
@@ -616,3 +618,324 @@ struct Conditional<false, T, F> {
 
 // CANN's samples call GetTPipePtr() unqualified.
 using AscendC::GetTPipePtr;
+
+// ---- AddRelu/SubRelu, ShiftLeft/ShiftRight, CreateVecIndex ------------------------------------
+
+namespace fusedsl_cpu {
+
+struct OpAddRelu {
+    template <class W> W operator()(W a, W b) const { W v = a + b; return v < W(0) ? W(0) : v; }
+};
+struct OpSubRelu {
+    template <class W> W operator()(W a, W b) const { W v = a - b; return v < W(0) ? W(0) : v; }
+};
+
+// Shifts run on T itself: arithmetic for signed types, logical for unsigned (ShiftLeft.md);
+// roundEn rounds a right shift to nearest (adds half of the dropped range first).
+template <typename T>
+struct ShiftOp {
+    T amount;
+    bool left;
+    bool round;
+    T operator()(T v) const {
+        using U = std::make_unsigned_t<T>;
+        int s = static_cast<int>(amount);
+        if (s < 0 || s >= static_cast<int>(8 * sizeof(T))) {
+            Fail("%s: shift amount %d is outside [0, %zu)", left ? "ShiftLeft" : "ShiftRight", s, 8 * sizeof(T));
+        }
+        if (left) {
+            return static_cast<T>(static_cast<U>(v) << s);
+        }
+        if (round && s > 0) {
+            int64_t w = static_cast<int64_t>(v) + (int64_t{1} << (s - 1));
+            return static_cast<T>(w >> s);
+        }
+        return static_cast<T>(v >> s);
+    }
+};
+
+template <typename T>
+inline void ShiftCount(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, ShiftOp<T> op,
+                       int64_t count) {
+    static_assert(std::is_integral_v<T>, "shifts take integer tensors");
+    CheckApi(api, TypeName<T>());
+    if (!CheckCount(api, count)) {
+        return;
+    }
+    uint64_t bytes = count * sizeof(T);
+    uint32_t d = DstOperand(api, "dst", dst, count);
+    uint32_t s = SrcOperand(api, "src", src, count);
+    CheckOverlap(api, "src", d, bytes, s, bytes);
+    for (int64_t i = 0; i < count; ++i) {
+        StoreAs(Bytes(dst) + i * sizeof(T), op(LoadAs<T>(Bytes(src) + i * sizeof(T))));
+    }
+    MarkWritten(d, bytes);
+    CountVector(bytes);
+}
+
+template <typename T, typename M>
+inline void ShiftRepeat(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, ShiftOp<T> op,
+                        M mask, uint8_t repeat, const UnaryRepeatParams& p) {
+    CheckApi(api, TypeName<T>());
+    const RepOperand ops[2] = {Operand(api, "dst", dst, p.dstBlkStride, p.dstRepStride, false),
+                               Operand(api, "src", src, p.srcBlkStride, p.srcRepStride, true)};
+    Mask m = PickMask<true>(api, mask, LanesOf<T>());
+    ForEachLane(api, ops, m, LanesOf<T>(), repeat, [&](uint8_t* const* q) { StoreAs(q[0], op(LoadAs<T>(q[1]))); });
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+#define FUSEDSL_CPU_RELU_OP(NAME, OP)                                                                          \
+    template <typename T>                                                                                      \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,        \
+                     const int32_t& count) {                                                                   \
+        fusedsl_cpu::BinaryCount(#NAME, dst, src0, src1, count, fusedsl_cpu::OP());                            \
+    }                                                                                                          \
+    template <typename T, bool isSetMask = true>                                                               \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,        \
+                     uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {       \
+        fusedsl_cpu::BinaryRepeat(#NAME, dst, src0, src1,                                                      \
+                                  fusedsl_cpu::PickMask<isSetMask>(#NAME, mask, fusedsl_cpu::LanesOf<T>()),    \
+                                  repeatTime, repeatParams, fusedsl_cpu::OP());                                \
+    }                                                                                                          \
+    template <typename T, bool isSetMask = true>                                                               \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,        \
+                     uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {     \
+        fusedsl_cpu::BinaryRepeat(#NAME, dst, src0, src1,                                                      \
+                                  fusedsl_cpu::PickMask<isSetMask>(#NAME, static_cast<const uint64_t*>(mask),  \
+                                                                   fusedsl_cpu::LanesOf<T>()),                 \
+                                  repeatTime, repeatParams, fusedsl_cpu::OP());                                \
+    }
+FUSEDSL_CPU_RELU_OP(AddRelu, OpAddRelu)
+FUSEDSL_CPU_RELU_OP(SubRelu, OpSubRelu)
+#undef FUSEDSL_CPU_RELU_OP
+
+#define FUSEDSL_CPU_SHIFT(NAME, LEFT)                                                                          \
+    template <typename T, bool isSetMask = true>                                                               \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,               \
+                     const int32_t& count) {                                                                   \
+        fusedsl_cpu::ShiftCount(#NAME, dst, src, fusedsl_cpu::ShiftOp<T>{scalarValue, LEFT, false}, count);    \
+    }                                                                                                          \
+    template <typename T, bool isSetMask = true>                                                               \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, uint64_t mask, \
+                     const uint8_t repeatTime, const UnaryRepeatParams& repeatParams, bool roundEn = false) {  \
+        fusedsl_cpu::ShiftRepeat(#NAME, dst, src, fusedsl_cpu::ShiftOp<T>{scalarValue, LEFT, roundEn}, mask,   \
+                                 repeatTime, repeatParams);                                                    \
+    }                                                                                                          \
+    template <typename T, bool isSetMask = true>                                                               \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,               \
+                     uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams& repeatParams,         \
+                     bool roundEn = false) {                                                                   \
+        fusedsl_cpu::ShiftRepeat(#NAME, dst, src, fusedsl_cpu::ShiftOp<T>{scalarValue, LEFT, roundEn},         \
+                                 static_cast<const uint64_t*>(mask), repeatTime, repeatParams);                \
+    }
+FUSEDSL_CPU_SHIFT(ShiftLeft, true)
+FUSEDSL_CPU_SHIFT(ShiftRight, false)
+#undef FUSEDSL_CPU_SHIFT
+
+// dst[i] = firstValue + i.
+template <typename T>
+inline void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count) {
+    using namespace fusedsl_cpu;
+    const char* api = "CreateVecIndex";
+    CheckApi(api, TypeName<T>());
+    if (count == 0) {
+        return;
+    }
+    uint32_t d = DstOperand(api, "dst", dst, count);
+    for (uint32_t i = 0; i < count; ++i) {
+        StoreAs(Bytes(dst) + i * sizeof(T), FromCompute<T>(ToCompute(firstValue) + static_cast<Compute<T>>(i)));
+    }
+    MarkWritten(d, static_cast<uint64_t>(count) * sizeof(T));
+    CountVector(static_cast<uint64_t>(count) * sizeof(T));
+}
+
+// ---- the compare-mask register: Compare into it, GetCmpMask/SetCmpMask, Select from it -------
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+inline std::array<uint8_t, 16>& CmpRegister() {
+    static std::array<uint8_t, 16> reg{};
+    return reg;
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+// One repeat of src0 <cmpMode> src1 into the 128-bit CMPMASK register (lanes the mask leaves
+// out give 0).  Compare（结果存入寄存器）.md: 2201 and 2002, half/float.
+template <typename T, bool isSetMask = true, typename M>
+inline void CompareToRegister(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, M mask,
+                              const BinaryRepeatParams& p) {
+    using namespace fusedsl_cpu;
+    const char* api = "Compare";
+    if (Target().arch == 1001) {
+        Fail("Compare (result in the CMPMASK register) is not available on %s", Target().name);
+    }
+    static_assert(std::is_same_v<T, half> || std::is_same_v<T, float>, "Compare into CMPMASK takes half/float");
+    CheckApi(api, TypeName<T>());
+    const RepOperand ops[2] = {Operand(api, "src0", src0, p.src0BlkStride, p.src0RepStride, true),
+                               Operand(api, "src1", src1, p.src1BlkStride, p.src1RepStride, true)};
+    Mask m = PickMask<isSetMask>(api, mask, LanesOf<T>());
+    std::array<uint8_t, 16> bits{};
+    uint32_t j = 0;
+    Mask active = m;
+    for (uint32_t lane = 0; lane < LanesOf<T>(); ++lane) {
+        (void)lane;
+    }
+    std::vector<uint32_t> lanes_on;
+    for (uint32_t lane = 0; lane < LanesOf<T>(); ++lane) {
+        if ((active.bits[lane / 64] >> (lane % 64)) & 1) {
+            lanes_on.push_back(lane);
+        }
+    }
+    ForEachLane(api, ops, m, LanesOf<T>(), 1, [&](uint8_t* const* q) {
+        uint32_t lane = lanes_on[j++];
+        if (CompareValues(ToWide(LoadAs<T>(q[0])), ToWide(LoadAs<T>(q[1])), cmpMode)) {
+            bits[lane / 8] = static_cast<uint8_t>(bits[lane / 8] | (1u << (lane % 8)));
+        }
+    });
+    CmpRegister() = bits;
+}
+
+template <typename T, bool isSetMask = true>
+inline void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask,
+                    const BinaryRepeatParams& repeatParams) {
+    CompareToRegister<T, isSetMask>(src0, src1, cmpMode, mask, repeatParams);
+}
+
+template <typename T, bool isSetMask = true>
+inline void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask[],
+                    const BinaryRepeatParams& repeatParams) {
+    CompareToRegister<T, isSetMask>(src0, src1, cmpMode, mask, repeatParams);
+}
+
+// The register's 128 bits (16 bytes) into / from UB.
+template <typename T>
+inline void GetCmpMask(const LocalTensor<T>& dst) {
+    using namespace fusedsl_cpu;
+    uint32_t d = CheckUb("GetCmpMask", "dst", dst.fs_addr, dst.GetLength(), 16, sizeof(T));
+    std::memcpy(CurCore().ub.data() + d, CmpRegister().data(), 16);
+    MarkWritten(d, 16);
+}
+
+template <typename T>
+inline void SetCmpMask(const LocalTensor<T>& src) {
+    using namespace fusedsl_cpu;
+    uint32_t s = CheckUb("SetCmpMask", "src", src.fs_addr, src.GetLength(), 16, sizeof(T));
+    CheckWritten("SetCmpMask", "src", s, 16);
+    std::memcpy(CmpRegister().data(), CurCore().ub.data() + s, 16);
+}
+
+// Select without a selMask operand: mode 0 takes its bits from CMPMASK (SetCmpMask or a
+// Compare into the register) and the lanes from the vector mask (SetVectorMask).
+template <typename T, SELMODE selMode>
+inline void Select(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
+                   uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+    static_assert(selMode == SELMODE::VSEL_CMPMASK_SPR, "Select without selMask reads CMPMASK: mode 0 only");
+    using namespace fusedsl_cpu;
+    const char* api = "Select";
+    CheckApi(api, TypeName<T>());
+    const RepOperand ops[3] = {Operand(api, "dst", dst, repeatParams.dstBlkStride, repeatParams.dstRepStride, false),
+                               Operand(api, "src0", src0, repeatParams.src0BlkStride, repeatParams.src0RepStride, true),
+                               Operand(api, "src1", src1, repeatParams.src1BlkStride, repeatParams.src1RepStride, true)};
+    Mask m = PickMask<false>(api, uint64_t{0}, LanesOf<T>());
+    const std::array<uint8_t, 16> bits = CmpRegister();
+    uint32_t idx = 0;
+    std::vector<uint32_t> lanes_on;
+    for (uint32_t lane = 0; lane < LanesOf<T>(); ++lane) {
+        if ((m.bits[lane / 64] >> (lane % 64)) & 1) {
+            lanes_on.push_back(lane);
+        }
+    }
+    if (m.counter != 0 || lanes_on.empty()) {
+        Fail("Select (mode 0 from CMPMASK): set a normal-mode vector mask with SetVectorMask first");
+    }
+    ForEachLane(api, ops, m, LanesOf<T>(), repeatTime, [&](uint8_t* const* q) {
+        uint32_t lane = lanes_on[idx++ % lanes_on.size()];
+        bool pick0 = (bits[lane / 8] >> (lane % 8)) & 1;
+        StoreAs(q[0], LoadAs<T>(pick0 ? q[1] : q[2]));
+    });
+}
+
+}  // namespace AscendC
+
+// ---- Axpy: dst += scalar * src (src/scalar type U, dst type T) ---------------------------------
+
+namespace fusedsl_cpu {
+
+// Axpy.md: (U, T) = (half, half), (float, float), (half, float) on every chip modelled.  The
+// product and the sum are computed in float and rounded to T once.
+template <typename T, typename U>
+inline void CheckAxpyTypes() {
+    static_assert((std::is_same_v<T, half> && std::is_same_v<U, half>) ||
+                      (std::is_same_v<T, float> && std::is_same_v<U, float>) ||
+                      (std::is_same_v<T, float> && std::is_same_v<U, half>),
+                  "Axpy<T, U>: (dst, src) must be (half, half), (float, float) or (float, half)");
+}
+
+template <typename T, typename U>
+inline T AxpyValue(T d, U s, U a) {
+    return FromCompute<T>(static_cast<float>(ToCompute(d)) +
+                          static_cast<float>(ToCompute(a)) * static_cast<float>(ToCompute(s)));
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+template <typename T, typename U>
+inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalarValue, const int32_t& count) {
+    using namespace fusedsl_cpu;
+    CheckAxpyTypes<T, U>();
+    const char* api = "Axpy";
+    if (!CheckCount(api, count)) {
+        return;
+    }
+    uint32_t d = SrcOperand(api, "dst", dst, count);   // dst is read too: dst += scalar * src
+    uint32_t s = SrcOperand(api, "src", src, count);
+    if (d != s) {
+        CheckOverlap(api, "src", d, static_cast<uint64_t>(count) * sizeof(T), s, static_cast<uint64_t>(count) * sizeof(U));
+    }
+    for (int32_t i = 0; i < count; ++i) {
+        T v = AxpyValue(LoadAs<T>(Bytes(dst) + i * sizeof(T)), LoadAs<U>(Bytes(src) + i * sizeof(U)), scalarValue);
+        StoreAs(Bytes(dst) + i * sizeof(T), v);
+    }
+    MarkWritten(d, static_cast<uint64_t>(count) * sizeof(T));
+    CountVector(static_cast<uint64_t>(count) * sizeof(T));
+}
+
+template <typename T, typename U, bool isSetMask = true, typename M>
+inline void AxpyRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalarValue, M mask,
+                       const uint8_t repeatTime, const UnaryRepeatParams& p) {
+    using namespace fusedsl_cpu;
+    CheckAxpyTypes<T, U>();
+    const char* api = "Axpy";
+    constexpr uint32_t lanes = 256 / (sizeof(T) > sizeof(U) ? sizeof(T) : sizeof(U));
+    const RepOperand ops[3] = {Operand(api, "dst", dst, p.dstBlkStride, p.dstRepStride, false),
+                               Operand(api, "src", src, p.srcBlkStride, p.srcRepStride, true),
+                               Operand(api, "dst", dst, p.dstBlkStride, p.dstRepStride, true)};
+    Mask m = PickMask<isSetMask>(api, mask, lanes);
+    ForEachLane(api, ops, m, lanes, repeatTime, [&](uint8_t* const* q) {
+        StoreAs(q[0], AxpyValue(LoadAs<T>(q[2]), LoadAs<U>(q[1]), scalarValue));
+    });
+}
+
+template <typename T, typename U, bool isSetMask = true>
+inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalarValue, uint64_t mask,
+                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+    AxpyRepeat<T, U, isSetMask>(dst, src, scalarValue, mask, repeatTime, repeatParams);
+}
+
+template <typename T, typename U, bool isSetMask = true>
+inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalarValue, uint64_t mask[],
+                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+    AxpyRepeat<T, U, isSetMask>(dst, src, scalarValue, static_cast<const uint64_t*>(mask), repeatTime, repeatParams);
+}
+
+}  // namespace AscendC
