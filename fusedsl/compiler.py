@@ -128,14 +128,19 @@ class CompiledKernel:
         return self._source
 
     @user_facing
-    def save(self, path: str, *, overwrite: bool = False) -> str:
-        """Write a CANN kernel-launch project for this kernel into directory `path`.
+    def save(self, path: str, *, layout: str = "kernel", overwrite: bool = False,
+             sizes: dict | None = None, scalars: dict | None = None) -> str:
+        """Write a CANN project for this kernel into directory `path`.
 
+        layout="kernel": a kernel-launch sample (run.sh -r cpu|sim|npu, main.cpp, data scripts);
+        layout="op": an op project (op_host with the tiling data and OpDef, op_kernel).
+        `sizes` fixes the symbolic dimensions (default: the last call's, else 64 each) and
+        `scalars` the runtime scalars' values used by main.cpp and the data scripts.
         `path` must be new or empty; a previous fusedsl project there is replaced only with
         `overwrite=True` (and only fusedsl's own, unedited files).  Nothing else is touched.
         """
         from .backend_ascendc.project import write_project
-        return write_project(self, path, overwrite=overwrite)
+        return write_project(self, path, layout=layout, overwrite=overwrite, sizes=sizes, scalars=scalars)
 
     # ---- arguments --------------------------------------------------------------------------
     def bind_args(self, args) -> tuple[list[np.ndarray], dict[str, int]]:

@@ -76,9 +76,8 @@ def test_six_op_chain_with_tail(target):
 def test_save_writes_a_project(tmp_path):
     k = abs_add_relu.compile(fs.spec((128,), "float16"), fs.spec(("M", 128), "float16"), target="ascend310p")
     out = k.save(str(tmp_path / "proj"))
-    names = sorted(os.listdir(out))
-    assert names == [".fusedsl-project.json", "CMakeLists.txt", "README.md", "abs_add_relu_kernel.cpp", "abs_add_relu_tiling.h",
-                     "main.cpp"]
+    names = set(os.listdir(out))
+    assert {"CMakeLists.txt", "README.md", "abs_add_relu_kernel.cpp", "abs_add_relu_tiling.h", "main.cpp"} <= names
     assert "Ascend310P" in open(os.path.join(out, "CMakeLists.txt")).read()
     assert "AscendC::DataCopyPad(" not in open(os.path.join(out, "abs_add_relu_kernel.cpp")).read()
 

@@ -1,0 +1,122 @@
+"""A saved project builds, runs and verifies like CANN's kernel-launch samples: `bash run.sh -r cpu`
+on this CANN-less machine (fusedsl's CPU implementation of the API), golden from the reference."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fusedsl as fs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@fs.fused_kernel
+def abs_add_relu(a, b):
+    return fs.relu(fs.abs(a) + b)
+
+
+@fs.fused_kernel
+def scaled_and_rowsum(a, b, alpha):
+    return fs.relu(fs.abs(a) + b) * alpha, fs.exp(a) - 1.0
+
+
+def project_env():
+    env = {k: v for k, v in os.environ.items() if k not in ("ASCEND_HOME_PATH", "FUSEDSL_TARGET")}
+    env["PYTHON"] = sys.executable
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def start_run_sh(path, soc):
+    return subprocess.Popen(["bash", "run.sh", "-r", "cpu", "-v", soc], cwd=path, env=project_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory):
+    """Both projects saved and run (in parallel: two g++ builds)."""
+    base = tmp_path_factory.mktemp("projects")
+    seed = abs_add_relu.compile(fs.spec((128,), "float32"), fs.spec(("M", 128), "float32"))
+    two = scaled_and_rowsum.compile(fs.spec((96,), "float16"), fs.spec(("M", 96), "float16"), fs.scalar("alpha"),
+                                    target="ascend310p")
+    paths = {"seed": seed.save(str(base / "seed"), sizes={"M": 37}),
+             "two": two.save(str(base / "two"), sizes={"M": 19}, scalars={"alpha": -1.25})}
+    procs = {"seed": start_run_sh(paths["seed"], "Ascend910B2"), "two": start_run_sh(paths["two"], "Ascend310P3")}
+    logs = {k: p.communicate(timeout=300)[0] + f"\n(exit {p.returncode})" for k, p in procs.items()}
+    return paths, logs, {"seed": seed, "two": two}
+
+
+def test_seed_project_runs_and_verifies_with_run_sh(projects):
+    paths, logs, _ = projects
+    assert "[SUCCESS] abs_add_relu ran" in logs["seed"] and "test pass" in logs["seed"], logs["seed"]
+    assert logs["seed"].endswith("(exit 0)")
+    p = paths["seed"]
+    a = np.fromfile(os.path.join(p, "input", "input_a.bin"), np.float32)
+    b = np.fromfile(os.path.join(p, "input", "input_b.bin"), np.float32).reshape(37, 128)
+    got = np.fromfile(os.path.join(p, "output", "output_0.bin"), np.float32).reshape(37, 128)
+    np.testing.assert_allclose(got, np.maximum(np.abs(a) + b, 0), rtol=2e-5, atol=2e-5)
+
+
+def test_layout_matches_the_kernel_launch_samples(projects):
+    paths, _, compiled = projects
+    p = paths["seed"]
+    for rel in ("CMakeLists.txt", "cmake/cpu_lib.cmake", "cmake/npu_lib.cmake", "run.sh", "main.cpp",
+                "data_utils.h", "scripts/gen_data.py", "scripts/verify_result.py", "abs_add_relu_kernel.cpp",
+                "abs_add_relu_tiling.h"):
+        assert os.path.isfile(os.path.join(p, rel)), rel
+    assert os.access(os.path.join(p, "run.sh"), os.X_OK)
+    read = lambda rel: open(os.path.join(p, rel), encoding="utf-8").read()  # noqa: E731
+    kernel, main, tiling = read("abs_add_relu_kernel.cpp"), read("main.cpp"), read("abs_add_relu_tiling.h")
+    # device code only: no CPU-debug block, no simulate glue, no host tiling function
+    assert "ASCENDC_CPU_DEBUG" not in kernel and "fusedsl_launch" not in kernel and "fusedsl_tiling" not in kernel
+    assert "__global__ __aicore__" in kernel
+    tiling_fn = "inline void AbsAddReluKernelTiling("
+    assert sum(read(f).count(tiling_fn) for f in ("abs_add_relu_kernel.cpp", "main.cpp", "abs_add_relu_tiling.h")) == 1
+    assert tiling_fn in tiling
+    assert "ICPU_RUN_KF" in main and "ACLRT_LAUNCH_KERNEL" in main and "aclrtMemcpy" in main
+    cmake = read("CMakeLists.txt")
+    assert "RUN_MODE" in cmake and "cpu_lib.cmake" in cmake and "npu_lib.cmake" in cmake
+    assert compiled["seed"].target.soc_version in read("run.sh")
+
+
+def test_multi_kernel_project_with_runtime_scalar(projects):
+    paths, logs, compiled = projects
+    assert "test pass" in logs["two"] and logs["two"].endswith("(exit 0)"), logs["two"]
+    assert len(compiled["two"].kernels) == 2
+    p = paths["two"]
+    a = np.fromfile(os.path.join(p, "input", "input_a.bin"), np.float16)
+    b = np.fromfile(os.path.join(p, "input", "input_b.bin"), np.float16).reshape(19, 96)
+    dt0 = compiled["two"].module.main.results[0].type.dtype.np   # f16 tensor * f32 scalar
+    y0 = np.fromfile(os.path.join(p, "output", "output_0.bin"), dt0).reshape(19, 96)
+    y1 = np.fromfile(os.path.join(p, "output", "output_1.bin"), np.float16)
+    want0 = np.maximum(np.abs(a.astype(np.float32)) + b, 0) * -1.25
+    np.testing.assert_allclose(y0.astype(np.float32), want0, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(y1.astype(np.float32), np.exp(a.astype(np.float32)) - 1, rtol=2e-2, atol=2e-2)
+
+
+def test_verify_result_fails_on_a_wrong_output(projects):
+    paths, _, _ = projects
+    p = paths["seed"]
+    golden = os.path.join(p, "output", "golden_0.bin")
+    good = np.fromfile(golden, np.float32)
+    try:
+        bad = good.copy()
+        bad[5] += 1.0
+        bad.tofile(golden)
+        r = subprocess.run([sys.executable, "scripts/verify_result.py"], cwd=p, capture_output=True, text=True)
+        assert r.returncode == 1 and "output 0[5]" in r.stdout and "1 of 4736 elements differ" in r.stdout, r.stdout
+    finally:
+        good.tofile(golden)
+
+
+def test_save_rejects_bad_sizes_and_layouts(tmp_path):
+    k = abs_add_relu.compile(fs.spec((128,), "float32"), fs.spec(("M", 128), "float32"))
+    with pytest.raises(fs.ProjectError) as info:
+        k.save(str(tmp_path / "p"), sizes={"N": 3})
+    assert "not dimensions of abs_add_relu" in str(info.value) and "test_project_layout.py:" in str(info.value)
+    with pytest.raises(fs.ProjectError) as info:
+        k.save(str(tmp_path / "p"), layout="sample")
+    assert "layout='op'" in str(info.value)
+    assert not (tmp_path / "p").exists()
