@@ -758,9 +758,15 @@ inline void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t cou
 
 namespace fusedsl_cpu {
 
-inline std::array<uint8_t, 16>& CmpRegister() {
-    static std::array<uint8_t, 16> reg{};
+// The core's CMPMASK register, reset with the rest of the core for every block.
+inline std::array<uint8_t, 16> CmpRegister() {
+    std::array<uint8_t, 16> reg{};
+    std::memcpy(reg.data(), CurCore().cmp_mask, 16);
     return reg;
+}
+
+inline void SetCmpRegister(const uint8_t* bits) {
+    std::memcpy(CurCore().cmp_mask, bits, 16);
 }
 
 }  // namespace fusedsl_cpu
@@ -785,9 +791,6 @@ inline void CompareToRegister(const LocalTensor<T>& src0, const LocalTensor<T>& 
     std::array<uint8_t, 16> bits{};
     uint32_t j = 0;
     Mask active = m;
-    for (uint32_t lane = 0; lane < LanesOf<T>(); ++lane) {
-        (void)lane;
-    }
     std::vector<uint32_t> lanes_on;
     for (uint32_t lane = 0; lane < LanesOf<T>(); ++lane) {
         if ((active.bits[lane / 64] >> (lane % 64)) & 1) {
@@ -800,7 +803,7 @@ inline void CompareToRegister(const LocalTensor<T>& src0, const LocalTensor<T>& 
             bits[lane / 8] = static_cast<uint8_t>(bits[lane / 8] | (1u << (lane % 8)));
         }
     });
-    CmpRegister() = bits;
+    SetCmpRegister(bits.data());
 }
 
 template <typename T, bool isSetMask = true>
@@ -829,7 +832,7 @@ inline void SetCmpMask(const LocalTensor<T>& src) {
     using namespace fusedsl_cpu;
     uint32_t s = CheckUb("SetCmpMask", "src", src.fs_addr, src.GetLength(), 16, sizeof(T));
     CheckWritten("SetCmpMask", "src", s, 16);
-    std::memcpy(CmpRegister().data(), CurCore().ub.data() + s, 16);
+    SetCmpRegister(CurCore().ub.data() + s);
 }
 
 // Select without a selMask operand: mode 0 takes its bits from CMPMASK (SetCmpMask or a

@@ -52,6 +52,7 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     c.dirty_lines.clear();
     c.spr_sum = c.spr_value = 0;
     c.spr_index = 0;
+    std::memset(c.cmp_mask, 0, sizeof c.cmp_mask);
     rt.block_idx = idx;
     rt.block_num = num;
     rt.sub_block_idx = sub;

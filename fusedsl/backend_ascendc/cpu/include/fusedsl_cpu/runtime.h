@@ -153,6 +153,7 @@ struct Core {
     double spr_sum = 0;
     double spr_value = 0;
     uint32_t spr_index = 0;
+    uint8_t cmp_mask[16] = {};      // the CMPMASK register (Compare into it, GetCmpMask/SetCmpMask)
 };
 
 enum SlotByte : uint8_t { kSlotPlain = 0, kSlotLive, kSlotIdle, kSlotQueued };
