@@ -22,6 +22,11 @@ def scaled_and_rowsum(a, b, alpha):
     return fs.relu(fs.abs(a) + b) * alpha, fs.exp(a) - 1.0
 
 
+@fs.fused_kernel
+def scaled(a, b, alpha):
+    return fs.relu(fs.abs(a) + b) * alpha
+
+
 def project_env():
     env = {k: v for k, v in os.environ.items() if k not in ("ASCEND_HOME_PATH", "FUSEDSL_TARGET")}
     env["PYTHON"] = sys.executable
@@ -41,11 +46,14 @@ def projects(tmp_path_factory):
     seed = abs_add_relu.compile(fs.spec((128,), "float32"), fs.spec(("M", 128), "float32"))
     two = scaled_and_rowsum.compile(fs.spec((96,), "float16"), fs.spec(("M", 96), "float16"), fs.scalar("alpha"),
                                     target="ascend310p")
+    op = scaled.compile(fs.spec((64,), "float32"), fs.spec(("N", 64), "float32"), fs.scalar("alpha"))
     paths = {"seed": seed.save(str(base / "seed"), sizes={"M": 37}),
-             "two": two.save(str(base / "two"), sizes={"M": 19}, scalars={"alpha": -1.25})}
-    procs = {"seed": start_run_sh(paths["seed"], "Ascend910B2"), "two": start_run_sh(paths["two"], "Ascend310P3")}
+             "two": two.save(str(base / "two"), sizes={"M": 19}, scalars={"alpha": -1.25}),
+             "op": op.save(str(base / "op"), layout="op", sizes={"N": 23}, scalars={"alpha": 3.0})}
+    procs = {"seed": start_run_sh(paths["seed"], "Ascend910B2"), "two": start_run_sh(paths["two"], "Ascend310P3"),
+             "op": start_run_sh(paths["op"], "Ascend910B2")}
     logs = {k: p.communicate(timeout=300)[0] + f"\n(exit {p.returncode})" for k, p in procs.items()}
-    return paths, logs, {"seed": seed, "two": two}
+    return paths, logs, {"seed": seed, "two": two, "op": op}
 
 
 def test_seed_project_runs_and_verifies_with_run_sh(projects):
@@ -94,6 +102,24 @@ def test_multi_kernel_project_with_runtime_scalar(projects):
     want0 = np.maximum(np.abs(a.astype(np.float32)) + b, 0) * -1.25
     np.testing.assert_allclose(y0.astype(np.float32), want0, rtol=2e-2, atol=2e-2)
     np.testing.assert_allclose(y1.astype(np.float32), np.exp(a.astype(np.float32)) - 1, rtol=2e-2, atol=2e-2)
+
+
+def test_op_project_builds_and_runs_on_the_cpu(projects):
+    paths, logs, compiled = projects
+    assert "test pass" in logs["op"] and logs["op"].endswith("(exit 0)"), logs["op"]
+    p = paths["op"]
+    read = lambda rel: open(os.path.join(p, rel), encoding="utf-8").read()  # noqa: E731
+    kernel = compiled["op"].kernels[0].name
+    tiling_h, host, dev = (read(f"op_host/{kernel}_tiling.h"), read(f"op_host/{kernel}.cpp"),
+                           read(f"op_kernel/{kernel}.cpp"))
+    assert "BEGIN_TILING_DATA_DEF(" in tiling_h and "TILING_DATA_FIELD_DEF(uint32_t, blockDim)" in tiling_h
+    assert "REGISTER_TILING_DATA_CLASS(" in tiling_h
+    assert "gert::TilingContext* context" in host and "OP_ADD(" in host and 'Attr("alpha").Float()' in host
+    assert "GET_TILING_DATA(tilingData, tiling)" in dev and "TilingData tiling;" in dev
+    a = np.fromfile(os.path.join(p, "input", "input_a.bin"), np.float32)
+    b = np.fromfile(os.path.join(p, "input", "input_b.bin"), np.float32).reshape(23, 64)
+    y = np.fromfile(os.path.join(p, "output", "output_0.bin"), np.float32).reshape(23, 64)
+    np.testing.assert_allclose(y, np.maximum(np.abs(a) + b, 0) * 3.0, rtol=2e-5, atol=2e-5)
 
 
 def test_verify_result_fails_on_a_wrong_output(projects):

@@ -1,0 +1,292 @@
+"""`k.save(dir, layout="op")`: the kernel in CANN's op-project form, one op per fused kernel.
+
+    op_host/<kernel>_tiling.h   BEGIN_TILING_DATA_DEF / TILING_DATA_FIELD_DEF / REGISTER_TILING_DATA_CLASS
+    op_host/<kernel>.cpp        the tiling function (gert::TilingContext), InferShape and the OpDef (OP_ADD)
+    op_kernel/<kernel>.cpp      the kernel, reading its tiling with GET_TILING_DATA
+    <Op>.json                   the op description msopgen takes to generate CANN's build scaffold
+    cpu_test/main.cpp, run.sh   a CPU run: each op's registered tiling function (fusedsl_cpu::RunOpTiling)
+                                feeds ICPU_RUN_KF; gen_data.py / verify_result.py as in the kernel layout
+
+The kernel class is the printer's, made generic over the tiling type so that op_kernel never
+names it (CANN hands the kernel its op's tiling type through GET_TILING_DATA).
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from ..errors import AscendCCheckError
+from .printer import VERSION, camel
+from .project import common_files, template
+
+_FIELD = re.compile(r"^\s+(uint32_t|float) (\w+)(?:\[(\d+)\])?;")
+_GE_TYPE = {"float32": "ge::DT_FLOAT", "float16": "ge::DT_FLOAT16", "bfloat16": "ge::DT_BF16",
+            "int32": "ge::DT_INT32", "int8": "ge::DT_INT8", "uint8": "ge::DT_UINT8", "bool": "ge::DT_BOOL"}
+_JSON_TYPE = {"float32": "float", "float16": "float16", "bfloat16": "bfloat16", "int32": "int32",
+              "int8": "int8", "uint8": "uint8", "bool": "bool"}
+
+
+def _replace_once(text: str, old: str, new: str) -> str:
+    if text.count(old) != 1:
+        raise AscendCCheckError(f"op project: expected one `{old}` in the printed kernel (internal error; "
+                                "please report it with the IR)")
+    return text.replace(old, new)
+
+
+def _fields(p) -> list[tuple[str, str, int | None]]:
+    """(type, name, array length or None) of the printed tiling struct, in order."""
+    out = []
+    for line in p.tiling_header().splitlines():
+        m = _FIELD.match(line)
+        if m:
+            out.append((m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None))
+    return out
+
+
+def _tensor_params(plan):
+    return [(param, inp) for param, inp in zip(plan.function.params, plan.schedule.inputs)
+            if inp.kind != "runtime_scalar"]
+
+
+def _scalar_inputs(plan):
+    return [inp for inp in plan.schedule.inputs if inp.kind == "runtime_scalar"]
+
+
+def _dim_source(plan, symbol: str) -> tuple[int, int]:
+    for j, (param, _) in enumerate(_tensor_params(plan)):
+        for d, size in enumerate(param.value.type.shape):
+            if size == symbol:
+                return j, d
+    raise AscendCCheckError(f"op project: symbol {symbol} is no input dimension of {plan.name} (internal error)")
+
+
+def _tiling_h(p) -> str:
+    op = camel(p.name)
+    lines = [f"// Tiling data of the {op} op (fusedsl {VERSION}).", "#pragma once",
+             '#include "register/tilingdata_base.h"', "", "namespace optiling {",
+             f"BEGIN_TILING_DATA_DEF({p.tiling})"]
+    for ctype, name, count in _fields(p):
+        if count is None:
+            lines.append(f"    TILING_DATA_FIELD_DEF({ctype}, {name});")
+        else:
+            lines.append(f"    TILING_DATA_FIELD_DEF_ARR({ctype}, {count}, {name});")
+    lines += ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({op}, {p.tiling})",
+              "}  // namespace optiling", ""]
+    return "\n".join(lines)
+
+
+def _op_host(p, plan, target) -> str:
+    op = camel(p.name)
+    plain = p.tiling + "Plain"
+    struct = _replace_once(p.tiling_header(), f"struct {p.tiling} {{", f"struct {plain} {{")
+    host = _replace_once(p.host_tiling(), f"{p.tiling}* t)", f"{plain}* t)")
+    sizes = []
+    for s in p.symbols:
+        j, d = _dim_source(plan, s)
+        sizes.append(f"context->GetInputShape({j})->GetStorageShape().GetDim({d})")
+    copies = []
+    for _, name, count in _fields(p):
+        if name in {inp.var for inp in _scalar_inputs(plan)}:
+            continue
+        copies.append(f"    tiling.set_{name}(plain.{name});")
+    for k, inp in enumerate(_scalar_inputs(plan)):
+        copies.append(f"    tiling.set_{inp.var}(*context->GetAttrs()->GetFloat({k}));  // attr {inp.name}")
+    infer = []
+    for k, v in enumerate(plan.function.results):
+        infer.append(f"    gert::Shape* y{k} = context->GetOutputShape({k});")
+        infer.append(f"    y{k}->SetDimNum({len(v.type.shape)});")
+        for d, size in enumerate(v.type.shape):
+            if isinstance(size, str):
+                j, dd = _dim_source(plan, size)
+                infer.append(f"    y{k}->SetDim({d}, context->GetInputShape({j})->GetDim({dd}));")
+            else:
+                infer.append(f"    y{k}->SetDim({d}, {size});")
+    opdef = []
+    for param, _ in _tensor_params(plan):
+        dt = param.value.type.dtype.name
+        opdef.append(f'        this->Input("{param.value.name}").ParamType(REQUIRED).DataType({{{_GE_TYPE[dt]}}})'
+                     ".Format({ge::FORMAT_ND});")
+    for k, v in enumerate(plan.function.results):
+        opdef.append(f'        this->Output("y{k}").ParamType(REQUIRED).DataType({{{_GE_TYPE[v.type.dtype.name]}}})'
+                     ".Format({ge::FORMAT_ND});")
+    for inp in _scalar_inputs(plan):
+        opdef.append(f'        this->Attr("{inp.name}").Float();')
+    return f"""// Host side of the {op} op (fusedsl {VERSION}, {target.name}): tiling, shape inference, op definition.
+#include <algorithm>
+#include <cstdint>
+
+#include "{p.name}_tiling.h"
+#include "register/op_def_registry.h"
+
+namespace optiling {{
+// The tiling as fusedsl computes it, then stored field by field into the registered class.
+{struct}
+{host}
+static ge::graphStatus TilingFunc(gert::TilingContext* context)
+{{
+    const int64_t sizes[] = {{{', '.join(sizes) or '0'}}};
+    {plain} plain{{}};
+    // {target.vector_cores} vector cores and a {plan.schedule.ub_budget}-byte UB budget on {target.name}
+    {camel(p.name)}Tiling(sizes, {target.vector_cores}, {plan.schedule.ub_budget}, &plain);
+    {p.tiling} tiling;
+{chr(10).join(copies)}
+    context->SetBlockDim(plain.blockDim);   // 0 for an empty tensor: nothing to launch
+    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
+    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
+    size_t* workspace = context->GetWorkspaceSizes(1);
+    workspace[0] = 32;
+    return ge::GRAPH_SUCCESS;
+}}
+}}  // namespace optiling
+
+namespace ge {{
+static graphStatus InferShape(gert::InferShapeContext* context)
+{{
+{chr(10).join(infer)}
+    return GRAPH_SUCCESS;
+}}
+}}  // namespace ge
+
+namespace ops {{
+class {op} : public OpDef {{
+public:
+    explicit {op}(const char* name) : OpDef(name)
+    {{
+{chr(10).join(opdef)}
+        this->SetInferShape(ge::InferShape);
+        this->AICore().SetTiling(optiling::TilingFunc);
+        this->AICore().AddConfig("{target.name}");
+    }}
+}};
+OP_ADD({op});
+}}  // namespace ops
+"""
+
+
+def _op_kernel(p, printers) -> str:
+    cls = _replace_once(p._class(), f"class {p.cls} {{", f"template <typename TilingData>\nclass {p.cls} {{")
+    cls = _replace_once(cls, f"const {p.tiling}& t", "const TilingData& t")
+    cls = _replace_once(cls, f"    {p.tiling} tiling;", "    TilingData tiling;")
+    gm = p._gm_args()
+    args = ", ".join(f"GM_ADDR {a}" for a in gm + ["workspace", "tiling"])
+    macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);\n" if p.t.kernel_type_macro else ""
+    return f"""// Kernel of the {camel(p.name)} op (fusedsl {VERSION}, {p.t.name}): op_kernel form, tiling via GET_TILING_DATA.
+#include "kernel_operator.h"
+
+{printers[0]._helpers()}
+{cls}
+extern "C" __global__ __aicore__ void {p.name}({args})
+{{
+{macro}    (void)workspace;
+    GET_TILING_DATA(tilingData, tiling);
+    {p.cls}<decltype(tilingData)> op;
+    op.Init({', '.join(gm)}, tilingData);
+    op.Process();
+}}
+"""
+
+
+def _op_json(p, plan) -> str:
+    desc = {"op": camel(p.name),
+            "language": "cpp",
+            "input_desc": [{"name": param.value.name, "param_type": "required", "format": ["ND"],
+                            "type": [_JSON_TYPE[param.value.type.dtype.name]]} for param, _ in _tensor_params(plan)],
+            "output_desc": [{"name": f"y{k}", "param_type": "required", "format": ["ND"],
+                             "type": [_JSON_TYPE[v.type.dtype.name]]} for k, v in enumerate(plan.function.results)],
+            "attr": [{"name": inp.name, "param_type": "required", "type": "float"} for inp in _scalar_inputs(plan)]}
+    return json.dumps([desc], indent=4) + "\n"
+
+
+def _cpu_main(compiled, printers, prog) -> str:
+    name = compiled.name
+    by_name = {p.name: p for p in printers}
+    decls = []
+    for p in printers:
+        args = ", ".join(f"GM_ADDR {a}" for a in p._gm_args() + ["workspace", "tiling"])
+        decls.append(f'extern "C" __global__ __aicore__ void {p.name}({args});')
+    main = compiled.module.main
+    body = ["    int32_t rc = 0;"]
+    for p in main.params:
+        if p.kind == "scalar":
+            body.append(f"    const float scalar_{p.value.name} = {prog.scalars[p.value.name]!r}f;")
+    body += [f"    uint8_t* {buf} = static_cast<uint8_t*>(AscendC::GmAlloc({n}));" for buf, n in prog.buffers]
+    for p in main.params:
+        if p.kind != "scalar":
+            n = prog.nbytes(p.value)
+            body.append(f'    rc |= ReadFile("./input/input_{p.value.name}.bin", {n}, {prog.where[id(p.value)]}, {n}) ? 0 : 1;')
+    body.append("    if (rc != 0) {\n        return 1;\n    }")
+    launches = {plan.name: (gm, sc) for plan, gm, sc in prog.launches}
+    calls = [op for op in main.ops if op.name != "reshape"]
+    for op, (plan, gm, scalar_args) in zip(calls, prog.launches):
+        pr = by_name[plan.name]
+        shapes = ", ".join("gert::Shape{" + ", ".join(str(d) for d in prog.shape(v)) + "}"
+                           for v, inp in zip(op.operands, plan.schedule.inputs) if inp.kind != "runtime_scalar")
+        attrs = ", ".join(src for _, src in scalar_args)
+        r = f"op_{plan.name}"
+        body += [f"    // {camel(pr.name)}: {', '.join(plan.ops)}",
+                 f'    const fusedsl_cpu::OpTilingResult {r} = fusedsl_cpu::RunOpTiling("{camel(pr.name)}", {{{shapes}}}, {{{attrs}}});',
+                 f"    uint8_t* {r}_tiling = static_cast<uint8_t*>(AscendC::GmAlloc({r}.tiling.size()));",
+                 f"    std::memcpy({r}_tiling, {r}.tiling.data(), {r}.tiling.size());",
+                 f"    uint8_t* {r}_workspace = static_cast<uint8_t*>(AscendC::GmAlloc({r}.workspaceBytes));",
+                 f"    if ({r}.blockDim > 0) {{",
+                 f"        ICPU_SET_TILING_KEY({r}.tilingKey);",
+                 f"        ICPU_RUN_KF({plan.name}, {r}.blockDim, {', '.join(gm + [r + '_workspace', r + '_tiling'])});",
+                 "    }",
+                 f"    AscendC::GmFree({r}_tiling);",
+                 f"    AscendC::GmFree({r}_workspace);"]
+    del launches
+    for k, (buf, v) in enumerate(zip(prog.results, main.results)):
+        n = prog.nbytes(v)
+        body.append(f'    rc |= WriteFile("./output/output_{k}.bin", {buf}, {n}) ? 0 : 1;')
+    body += [f"    AscendC::GmFree({b});" for b, _ in prog.buffers]
+    body.append("    return rc;")
+    return f"""// CPU run of the {name} op project (fusedsl {VERSION}): each op's registered tiling function
+// (OP_ADD in op_host) runs through fusedsl_cpu::RunOpTiling, and its kernel through ICPU_RUN_KF.
+#include <cstdint>
+#include <cstring>
+
+#include "data_utils.h"
+#include "register/op_def_registry.h"
+#include "tikicpulib.h"
+
+{chr(10).join(decls)}
+
+int32_t main()
+{{
+    AscendC::SetKernelMode(KernelMode::AIV_MODE);
+{chr(10).join(body)}
+}}
+"""
+
+
+def op_project_files(compiled, printers, prog) -> dict[str, str]:
+    t = compiled.target
+    name = compiled.name
+    plans = {plan.name: plan for plan in compiled.kernels}
+    files = {}
+    for p in printers:
+        plan = plans[p.name]
+        files[f"op_host/{p.name}_tiling.h"] = _tiling_h(p)
+        files[f"op_host/{p.name}.cpp"] = _op_host(p, plan, t)
+        files[f"op_kernel/{p.name}.cpp"] = _op_kernel(p, printers)
+        files[f"{camel(p.name)}.json"] = _op_json(p, plan)
+    files["cpu_test/main.cpp"] = _cpu_main(compiled, printers, prog)
+    kernels = " ".join(p.name for p in printers)
+    files["run.sh"] = template("run_op.sh", name=name, soc=t.soc_version, kernels=kernels)
+    files.update(common_files(compiled, prog))
+    ops = ", ".join(camel(p.name) for p in printers)
+    files["README.md"] = f"""# {name} — Ascend C op project generated by fusedsl {VERSION}
+
+Target: {t.name} ({t.chip}).  Ops: {ops} (one per fused kernel).
+
+- `op_host/<kernel>_tiling.h`: the tiling data (`BEGIN_TILING_DATA_DEF`, `REGISTER_TILING_DATA_CLASS`)
+- `op_host/<kernel>.cpp`: the tiling function, InferShape and the op definition (`OP_ADD`)
+- `op_kernel/<kernel>.cpp`: the kernel; it reads its tiling with `GET_TILING_DATA`
+- `<Op>.json`: the op description for `msopgen gen -i <Op>.json -c ai_core-{t.soc_version} -lan cpp -out <dir>`,
+  which creates CANN's build scaffold (CMakePresets, build.sh); put op_host/ and op_kernel/ there.
+- `cpu_test/main.cpp`, `run.sh`, `scripts/`: run and verify the ops on the CPU without CANN:
+  `bash run.sh -r cpu -v {t.soc_version}` (fusedsl's CPU implementation runs each op's registered tiling
+  function, then its kernel, with the hardware checks; op_kernel files are compiled with
+  `-include op_host/<kernel>_tiling.h`, which gives GET_TILING_DATA its type as CANN's build does).
+"""
+    return files
