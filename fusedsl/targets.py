@@ -200,9 +200,12 @@ def _vector_apis(*, bf16: bool, arith: frozenset[str], scalar_arith: frozenset[s
 # shifts; CreateVecIndex's 310P type list is not given in the page, so only A2/A3 is claimed.
 _RELU_ARITH = _fs("int16_t", "half", "float")
 _SHIFT = _fs("int16_t", "uint16_t", "int32_t", "uint32_t")
+# Gather (DK 离散与聚合/Gather.md): A2/A3 add bfloat16_t; not on 910A.
+_GATHER = _fs("int16_t", "uint16_t", "half", "int32_t", "uint32_t", "float")
 _EXTRA_2201 = {"AddRelu": _RELU_ARITH, "SubRelu": _RELU_ARITH, "ShiftLeft": _SHIFT, "ShiftRight": _SHIFT,
-               "CreateVecIndex": _fs("int16_t", "half", "int32_t", "float")}
-_EXTRA_2002 = {"AddRelu": _RELU_ARITH, "SubRelu": _RELU_ARITH}
+               "CreateVecIndex": _fs("int16_t", "half", "int32_t", "float"), "Gather": _GATHER | {"bfloat16_t"},
+               "Gatherb": _fs("uint16_t", "uint32_t")}   # Gatherb(ISASI).md: A2/A3 only
+_EXTRA_2002 = {"AddRelu": _RELU_ARITH, "SubRelu": _RELU_ARITH, "Gather": _GATHER}
 
 _APIS_2201 = _vector_apis(bf16=True, arith=_ARITH, scalar_arith=_ARITH,
                           relu=_fs("half", "int32_t", "float"),

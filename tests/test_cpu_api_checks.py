@@ -260,3 +260,10 @@ def test_datacopy_out_of_a_partly_written_block(lib):
     stats, x, z = run(lib, "one_block_partly_written")
     assert (z[::TILE] == 5).all()
     fails(lib, "second_block_unwritten", "DataCopy(UB->GM): reads 32 bytes of UB at offset 32 that were never written")
+
+
+def test_flags_order_pipes_transitively(lib):
+    stats, x, z = run(lib, "transitive_flags")
+    want = x.reshape(4, TILE).copy()
+    want[:, :TILE // 2] *= 2
+    np.testing.assert_array_equal(z, want.ravel())

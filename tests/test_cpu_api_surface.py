@@ -205,3 +205,24 @@ def test_composites_shifts_index_and_the_compare_register(lib):
     for target, api in (("ascend310p", "ShiftLeft"), ("ascend910", "AddRelu")):
         with pytest.raises(AscendCCheckError, match=f"{api} is not available on {target}"):
             lib.launch("more_ops", 1, args, target=target)
+
+
+def test_gather_and_gatherb(lib):
+    rng = np.random.default_rng(19)
+    x = rng.integers(0, 2**31, 128).astype(np.uint32)
+    idx = rng.integers(0, 128, 64)
+    offs = (idx * 4).astype(np.uint32)
+    blocks = rng.permutation(16)[:8]
+    boffs = (blocks * 32).astype(np.uint32)
+    g = np.zeros(64, np.uint32)
+    b = np.zeros(64, np.uint32)
+    lib.launch("gathers", 1, [("x", x), ("offs", offs), ("boffs", boffs), ("g", g), ("b", b)])
+    np.testing.assert_array_equal(g, x[idx])
+    np.testing.assert_array_equal(b, x.reshape(16, 8)[blocks].ravel())
+    bad = boffs.copy()
+    bad[3] = 4                                    # not a whole block
+    with pytest.raises(AscendCCheckError, match=r"Gatherb: offset\[3\] = 4 bytes"):
+        lib.launch("gathers", 1, [("x", x), ("offs", offs), ("boffs", bad), ("g", g), ("b", b)])
+    with pytest.raises(AscendCCheckError, match="Gatherb is not available on ascend310p"):
+        lib.launch("gathers", 1, [("x", x), ("offs", offs), ("boffs", boffs), ("g", g), ("b", b)],
+                   target="ascend310p")

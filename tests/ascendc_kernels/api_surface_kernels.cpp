@@ -336,3 +336,32 @@ extern "C" __global__ __aicore__ void more_ops(GM_ADDR x, GM_ADDR y, GM_ADDR h, 
 extern "C" int fusedsl_launch_more_ops(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(more_ops, blockDim, a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
+
+// Gather (element byte offsets) and Gatherb (block offsets) on uint32: g = x[offsets / 4],
+// b = blocks of x at the byte offsets (8 per repeat).  The copy-out of x's untouched half also
+// shows that MTE2 -> V -> MTE3 flags order MTE2 before MTE3 (transitively).
+extern "C" __global__ __aicore__ void gathers(GM_ADDR x, GM_ADDR offs, GM_ADDR boffs, GM_ADDR g, GM_ADDR b) {
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<uint32_t> xs = ub.Alloc<uint32_t, 128>(), off = ub.Alloc<uint32_t, 64>(),
+                          boff = ub.Alloc<uint32_t, 8>(), go = ub.Alloc<uint32_t, 64>(), bo = ub.Alloc<uint32_t, 64>();
+    GlobalTensor<uint32_t> xg, og, bg, gg, bbg;
+    xg.SetGlobalBuffer((__gm__ uint32_t*)x, 128);
+    og.SetGlobalBuffer((__gm__ uint32_t*)offs, 64);
+    bg.SetGlobalBuffer((__gm__ uint32_t*)boffs, 8);
+    gg.SetGlobalBuffer((__gm__ uint32_t*)g, 64);
+    bbg.SetGlobalBuffer((__gm__ uint32_t*)b, 64);
+    DataCopy(xs, xg, 128);
+    DataCopy(off, og, 64);
+    DataCopy(boff, bg, 8);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    Gather(go, xs, off, 0, 64);
+    Gatherb(bo, xs, boff, 1, GatherRepeatParams{1, 8});
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(gg, go, 64);
+    DataCopy(bbg, bo, 64);
+}
+extern "C" int fusedsl_launch_gathers(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(gathers, blockDim, a[0], a[1], a[2], a[3], a[4]);
+}

@@ -496,3 +496,22 @@ extern "C" __global__ __aicore__ void one_block_partly_written(GM_ADDR, GM_ADDR,
 extern "C" __global__ __aicore__ void second_block_unwritten(GM_ADDR, GM_ADDR, GM_ADDR z) { PartialBlockOut<16>(z); }
 ENTRY(one_block_partly_written)
 ENTRY(second_block_unwritten)
+
+// MTE2 -> V -> MTE3 with flags, then MTE3 copies bytes only MTE2 wrote: ordered transitively.
+extern "C" __global__ __aicore__ void transitive_flags(GM_ADDR x, GM_ADDR, GM_ADDR z) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, N * sizeof(float));
+    GlobalTensor<float> xg, zg;
+    xg.SetGlobalBuffer((__gm__ float*)x + GetBlockIdx() * N, N);
+    zg.SetGlobalBuffer((__gm__ float*)z + GetBlockIdx() * N, N);
+    LocalTensor<float> t = buf.Get<float>();
+    DataCopy(t, xg, N);
+    SetFlag<HardEvent::MTE2_V>(0);
+    WaitFlag<HardEvent::MTE2_V>(0);
+    Muls(t, t, 2.0f, N / 2);              // V touches the first half only
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(zg, t, N);                   // the second half was last written by MTE2
+}
+ENTRY(transitive_flags)

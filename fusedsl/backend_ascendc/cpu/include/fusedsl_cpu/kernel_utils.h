@@ -331,11 +331,7 @@ inline uint64_t GatherMaskImpl(const LocalTensor<T>& dst, const LocalTensor<T>& 
             repeats = static_cast<uint32_t>(DivCeil(mask, lanes));
             total_lanes = mask;
         } else {
-            if (mask > lanes) {
-                Fail("GatherMask: mask = %u in counter mode exceeds the %u elements of a repeat on %s", mask, lanes,
-                     t.name);
-            }
-            per_repeat = mask;
+            per_repeat = mask;   // may pass one 256-byte repeat: the elements continue block by block
         }
     }
     const RepOperand ops[1] = {Operand(api, "src0", src0, p.src0BlockStride, p.src0RepeatStride, true)};
@@ -939,6 +935,112 @@ template <typename T, typename U, bool isSetMask = true>
 inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalarValue, uint64_t mask[],
                  const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
     AxpyRepeat<T, U, isSetMask>(dst, src, scalarValue, static_cast<const uint64_t*>(mask), repeatTime, repeatParams);
+}
+
+}  // namespace AscendC
+
+// ---- Gather: dst[i] = the element at byte srcBaseAddr + srcOffset[i] of src -------------------
+
+namespace AscendC {
+
+template <typename T>
+inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
+                   const uint32_t srcBaseAddr, const uint32_t count) {
+    using namespace fusedsl_cpu;
+    const char* api = "Gather";
+    CheckApi(api, TypeName<T>());
+    if (count == 0) {
+        return;
+    }
+    uint32_t d = DstOperand(api, "dst", dst, count);
+    uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), 0, sizeof(T));
+    uint32_t o = SrcOperand(api, "srcOffset", srcOffset, count);
+    if (d == s) {
+        Fail("Gather: dst and src are the same memory (UB offset %u); use separate tensors", d);
+    }
+    Core& c = CurCore();
+    std::vector<uint8_t> out(static_cast<size_t>(count) * sizeof(T));
+    for (uint32_t i = 0; i < count; ++i) {
+        uint64_t at = static_cast<uint64_t>(srcBaseAddr) + LoadAs<uint32_t>(c.ub.data() + o + 4ull * i);
+        if (at % sizeof(T) != 0) {
+            Fail("Gather: srcBaseAddr + srcOffset[%u] = %llu bytes is not a multiple of sizeof(%s)", i,
+                 static_cast<unsigned long long>(at), TypeName<T>());
+        }
+        if (s + at + sizeof(T) > c.ub_bytes) {
+            Fail("Gather: srcBaseAddr + srcOffset[%u] = %llu bytes from src (UB offset %u) is past the end of UB", i,
+                 static_cast<unsigned long long>(at), s);
+        }
+        CheckWritten(api, "src", static_cast<uint32_t>(s + at), sizeof(T));
+        std::memcpy(out.data() + static_cast<size_t>(i) * sizeof(T), c.ub.data() + s + at, sizeof(T));
+    }
+    c.cur_api = api;
+    std::memcpy(c.ub.data() + d, out.data(), out.size());
+    MarkWritten(d, out.size());
+    CountVector(out.size());
+}
+
+}  // namespace AscendC
+
+// ---- Gatherb: 32-byte blocks of src at the byte offsets in `offset` (8 per repeat) ------------
+
+namespace AscendC {
+
+struct GatherRepeatParams {
+    GatherRepeatParams() = default;
+    GatherRepeatParams(const uint8_t dstBlkStrideIn, const uint8_t dstRepStrideIn)
+        : dstRepStride(dstRepStrideIn), dstBlkStride(dstBlkStrideIn) {}
+
+    uint32_t blockNumber = DEFAULT_BLK_NUM;
+    uint16_t dstRepStride = DEFAULT_REPEAT_STRIDE;
+    uint8_t dstBlkStride = DEFAULT_BLK_STRIDE;
+    uint8_t src0BlkStride = DEFAULT_BLK_STRIDE;
+    uint8_t src1BlkStride = DEFAULT_BLK_STRIDE;
+    uint8_t src0RepStride = DEFAULT_REPEAT_STRIDE;
+    uint8_t src1RepStride = DEFAULT_REPEAT_STRIDE;
+    bool repeatStrideMode = false;
+    bool strideSizeMode = false;
+};
+
+template <typename T>
+inline void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& offset,
+                    const uint8_t repeatTime, const GatherRepeatParams& repeatParams) {
+    using namespace fusedsl_cpu;
+    const char* api = "Gatherb";
+    CheckApi(api, TypeName<T>());
+    if (repeatTime == 0) {
+        return;
+    }
+    const uint64_t blk = repeatParams.dstBlkStride == 0 ? 1 : repeatParams.dstBlkStride;   // 0 acts as 1
+    const uint64_t span = ((repeatTime - 1ull) * repeatParams.dstRepStride + 7 * blk + 1) * 32;
+    uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(), span, sizeof(T));
+    uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), 0, sizeof(T));
+    uint32_t o = SrcOperand(api, "offset", offset, 8ull * repeatTime);
+    if (d == s) {
+        Fail("Gatherb: dst and src are the same memory (UB offset %u); use separate tensors", d);
+    }
+    Core& c = CurCore();
+    std::vector<std::pair<uint64_t, std::array<uint8_t, 32>>> blocks;
+    for (uint32_t r = 0; r < repeatTime; ++r) {
+        for (uint32_t k = 0; k < 8; ++k) {
+            uint64_t at = LoadAs<uint32_t>(c.ub.data() + o + 4ull * (r * 8 + k));
+            if ((s + at) % 32 != 0 || s + at + 32 > c.ub_bytes) {
+                Fail("Gatherb: offset[%u] = %llu bytes puts a block at UB %llu, which must be 32-byte aligned and "
+                     "inside UB", r * 8 + k, static_cast<unsigned long long>(at),
+                     static_cast<unsigned long long>(s + at));
+            }
+            CheckWritten(api, "src", static_cast<uint32_t>(s + at), 32);
+            std::array<uint8_t, 32> b;
+            std::memcpy(b.data(), c.ub.data() + s + at, 32);
+            blocks.push_back({d + (static_cast<uint64_t>(r) * repeatParams.dstRepStride + k * blk) * 32, b});
+        }
+    }
+    c.cur_api = api;
+    for (auto& b : blocks) {
+        std::memcpy(c.ub.data() + b.first, b.second.data(), 32);
+        MarkWritten(static_cast<uint32_t>(b.first), 32);
+    }
+    St().vector_instructions += 1;
+    St().vector_repeats += repeatTime;
 }
 
 }  // namespace AscendC

@@ -48,7 +48,7 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     c.r_seq.assign(t.ub_bytes, 0);
     c.w_api.assign(t.ub_bytes, 0);
     std::memset(c.synced, 0, sizeof c.synced);
-    std::memset(c.flag_seq, 0, sizeof c.flag_seq);
+    std::memset(c.flag_vc, 0, sizeof c.flag_vc);
     c.dirty_lines.clear();
     c.spr_sum = c.spr_value = 0;
     c.spr_index = 0;

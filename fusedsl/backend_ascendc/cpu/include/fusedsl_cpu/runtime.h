@@ -145,7 +145,9 @@ struct Core {
     std::vector<uint32_t> w_seq, r_seq;
     std::vector<uint16_t> w_api;
     uint32_t synced[8][8] = {};
-    uint32_t flag_seq[kNumEvents][kMaxEventIds] = {};
+    // What the setting pipe knew at SetFlag (its own clock, and what it had waited for), so a
+    // wait orders transitively: MTE2 -> V -> MTE3 orders MTE2 before MTE3.
+    uint32_t flag_vc[kNumEvents][kMaxEventIds][8] = {};
     // GM lines (64-byte aligned addresses) this core wrote through its scalar data cache and
     // has not cleaned with DataCacheCleanAndInvalid.
     std::vector<uintptr_t> dirty_lines;

@@ -721,7 +721,14 @@ inline void SetFlag(int32_t eventID) {
         Fail("SetFlag<HardEvent::%s>(%d): set twice without a WaitFlag in between", EventName(evt), eventID);
     }
     f = 1;
-    CurCore().flag_seq[static_cast<int>(evt)][eventID] = CurCore().clock;
+    uint8_t from = PIPE_S;
+    uint8_t to = PIPE_S;
+    EventPipes(evt, &from, &to);
+    Core& c = CurCore();
+    uint32_t* vc = c.flag_vc[static_cast<int>(evt)][eventID];
+    for (int q = 0; q < 8; ++q) {
+        vc[q] = q == from ? c.clock : c.synced[q][from];
+    }
 }
 
 template <HardEvent evt>
@@ -738,7 +745,10 @@ inline void WaitFlag(int32_t eventID) {
     uint8_t to = PIPE_S;
     EventPipes(evt, &from, &to);
     Core& c = CurCore();
-    c.synced[from][to] = std::max(c.synced[from][to], c.flag_seq[static_cast<int>(evt)][eventID]);
+    const uint32_t* vc = c.flag_vc[static_cast<int>(evt)][eventID];
+    for (int q = 0; q < 8; ++q) {
+        c.synced[q][to] = std::max(c.synced[q][to], vc[q]);
+    }
 }
 
 // ---- atomic GM writes, padding and mask registers -----------------------------------------
