@@ -1,8 +1,9 @@
-"""Command line: `fusedsl compile|explain|simulate|fuse|include-dir` (also `python -m fusedsl`).
+"""Command line: `fusedsl compile|explain|simulate|fuse|include-dir|cpu-run` (also `python -m fusedsl`).
 
     fusedsl compile kernels.py::abs_add_relu --arg a=128xfloat32 --arg b=Mx128xfloat32 \\
         --target ascend910b -o out/abs_add_relu
     fusedsl simulate kernels.py::abs_add_relu --arg a=128xfloat32 --arg b=Mx128xfloat32 --size M=192
+    fusedsl cpu-run add.asc -- ARGS...      (CANN 9 single-source program on the CPU API)
 """
 from __future__ import annotations
 
@@ -114,6 +115,13 @@ def main(argv=None) -> int:
             p.add_argument("--size", action="append", default=[], help="NAME=N for a symbolic dimension")
             p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     sub.add_parser("include-dir", help="print the folder of the CPU Ascend C API headers")
+    cr = sub.add_parser("cpu-run", help="build a CANN single-source .asc program (host main + <<<>>> launches) "
+                                        "against the CPU Ascend C API and run it with its checks")
+    cr.add_argument("source", help="FILE.asc")
+    cr.add_argument("args", nargs=argparse.REMAINDER, help="arguments of the program (after --)")
+    cr.add_argument("--target", default="ascend910b", help="chip whose rules are checked (sets __NPU_ARCH__)")
+    cr.add_argument("-I", dest="include", action="append", default=[], help="extra include folder")
+    cr.add_argument("-D", dest="define", action="append", default=[], help="extra preprocessor definition")
     fz = sub.add_parser("fuse", help="fuse an ONNX model: fused ONNX, one CANN project per kernel, a report")
     fz.add_argument("model", help="model.onnx (opset 13+, static shapes)")
     fz.add_argument("-o", "--output", required=True, help="directory to write (new, empty, or a previous output)")
@@ -126,6 +134,12 @@ def main(argv=None) -> int:
             from .backend_ascendc.cpu import include_dir
             print(include_dir())
             return 0
+        if args.command == "cpu-run":
+            from .backend_ascendc.asc import run as run_asc
+            program_args = args.args[1:] if args.args[:1] == ["--"] else args.args
+            sys.stdout.flush()
+            return run_asc(args.source, program_args, target=args.target, include_dirs=args.include,
+                           defines=args.define).returncode
         if args.command == "fuse":
             from .importers.fuse_model import fuse_onnx
             rep = fuse_onnx(args.model, args.output, args.target, args.opt_level, args.progress or None)

@@ -110,12 +110,39 @@ inline aclError aclrtFreeHost(void* hostPtr) {
     return ACL_SUCCESS;
 }
 
-inline aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind /*kind*/) {
+namespace fusedsl_cpu {
+// Device memory is host memory here; a device-side pointer must still lie in an aclrtMalloc'ed
+// (or GmAlloc'ed) buffer with `count` bytes to spare, as the device would insist.
+inline bool AclDeviceRange(const void* p, size_t count, const char* api, const char* side) {
+    GmBuffer* b = FindGm(static_cast<const uint8_t*>(p));
+    if (b != nullptr && static_cast<const uint8_t*>(p) + count <= b->base + b->bytes) {
+        return true;
+    }
+    std::fflush(stdout);
+    std::fprintf(stderr, "[ERROR] fusedsl CPU acl: %s: the %s (%p, %zu bytes) is not inside device memory from "
+                         "aclrtMalloc\n", api, side, p, count);
+    return false;
+}
+}  // namespace fusedsl_cpu
+
+inline aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
     if (dst == nullptr || src == nullptr || count > destMax) {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    bool dstDevice = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+    bool srcDevice = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+    if ((dstDevice && !fusedsl_cpu::AclDeviceRange(dst, count, "aclrtMemcpy", "destination")) ||
+        (srcDevice && !fusedsl_cpu::AclDeviceRange(src, count, "aclrtMemcpy", "source"))) {
         return ACL_ERROR_INVALID_PARAM;
     }
     std::memmove(dst, src, count);
     return ACL_SUCCESS;
+}
+
+// Streams run nothing asynchronously on the CPU: the copy is done when the call returns.
+inline aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind,
+                                 aclrtStream /*stream*/) {
+    return aclrtMemcpy(dst, destMax, src, count, kind);
 }
 
 inline aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
@@ -123,5 +150,41 @@ inline aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t
         return ACL_ERROR_INVALID_PARAM;
     }
     std::memset(devPtr, value, count);
+    return ACL_SUCCESS;
+}
+
+inline aclError aclrtSynchronizeDevice() { return ACL_SUCCESS; }
+inline aclError aclrtSynchronizeStreamWithTimeout(aclrtStream /*stream*/, int32_t /*timeout*/) { return ACL_SUCCESS; }
+inline aclError aclrtGetDeviceCount(uint32_t* count) {
+    if (count == nullptr) {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    *count = 1;
+    return ACL_SUCCESS;
+}
+inline aclError aclrtGetLastError(int32_t /*level*/ = 0) { return ACL_SUCCESS; }
+inline const char* aclGetRecentErrMsg() { return "fusedsl CPU acl: no error recorded"; }
+
+// Events: every stream operation has completed when its call returns, so events are tokens.
+using aclrtEvent = void*;
+inline aclError aclrtCreateEvent(aclrtEvent* event) {
+    if (event == nullptr) {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    static int token;
+    *event = &token;
+    return ACL_SUCCESS;
+}
+inline aclError aclrtCreateEventWithFlag(aclrtEvent* event, uint32_t /*flag*/) { return aclrtCreateEvent(event); }
+inline aclError aclrtCreateEventExWithFlag(aclrtEvent* event, uint32_t /*flag*/) { return aclrtCreateEvent(event); }
+inline aclError aclrtRecordEvent(aclrtEvent /*event*/, aclrtStream /*stream*/) { return ACL_SUCCESS; }
+inline aclError aclrtStreamWaitEvent(aclrtStream /*stream*/, aclrtEvent /*event*/) { return ACL_SUCCESS; }
+inline aclError aclrtSynchronizeEvent(aclrtEvent /*event*/) { return ACL_SUCCESS; }
+inline aclError aclrtDestroyEvent(aclrtEvent /*event*/) { return ACL_SUCCESS; }
+inline aclError aclrtEventElapsedTime(float* ms, aclrtEvent /*start*/, aclrtEvent /*end*/) {
+    if (ms == nullptr) {
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    *ms = 0.0f;   // no device timeline on the CPU
     return ACL_SUCCESS;
 }

@@ -1,0 +1,95 @@
+// CANN 9 single-source (.asc) programs on the CPU: `kernel<<<numBlocks, dynUbBytes, stream>>>(args)`.
+//
+// g++ cannot parse the triple-chevron launch, so `fusedsl cpu-run FILE.asc` rewrites each
+//     name<<<cfg...>>>(args)      into      ::fusedsl_cpu::AscLaunch(name, cfg...)(args)
+// before compiling (a #line directive keeps g++'s messages on the user's lines) and
+// force-includes this header.  Every block of the launch runs in turn, in-process, with the
+// checks of fusedsl's CPU implementation of the Ascend C API; a broken rule prints
+// "[ERROR] fusedsl CPU check ..." and exits with status 1, like ICPU_RUN_KF.
+//
+// Supported configurations: <<<numBlocks, dynUbBytes>>> and <<<numBlocks, dynUbBytes, stream>>>
+// (AI Core kernels).  SIMT launches (grid, block, dynamic UB, stream) are not modelled.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <type_traits>
+
+#include "acl/acl.h"
+#include "tikicpulib.h"
+
+#ifndef __vector__
+#define __vector__
+#endif
+#ifndef __cube__
+#define __cube__
+#endif
+#ifndef __mix__
+#define __mix__(cube, vec)
+#endif
+
+namespace fusedsl_cpu {
+
+// The kernel built-ins `block_idx` and `block_num`: read the running block's values each time.
+struct BlockIdxBuiltin {
+    operator int64_t() const { return AscendC::GetBlockIdx(); }
+};
+struct BlockNumBuiltin {
+    operator int64_t() const { return AscendC::GetBlockNum(); }
+};
+
+template <typename F>
+class AscLauncher {
+public:
+    AscLauncher(F kernel, uint64_t numBlocks, uint64_t dynUbBytes)
+        : kernel_(kernel), num_blocks_(numBlocks), dyn_ub_(dynUbBytes) {}
+
+    template <typename... Args>
+    void operator()(Args&&... args) const {
+        if (dyn_ub_ != 0) {
+            std::fflush(stdout);
+            std::fprintf(stderr, "[ERROR] fusedsl CPU: a dynamic UB size in <<<numBlocks, %llu, ...>>> is not "
+                                 "modelled; pass 0 and size buffers with TPipe::InitBuffer\n",
+                         static_cast<unsigned long long>(dyn_ub_));
+            std::exit(1);
+        }
+        // Kernels of a .asc file are vector (AIV) kernels unless the file says otherwise.
+        RunKernelOrExit(kernel_, num_blocks_, args...);
+    }
+
+private:
+    F kernel_;
+    uint64_t num_blocks_;
+    uint64_t dyn_ub_;
+};
+
+// The second launch parameter is the dynamic UB size: 0 or nullptr in AI Core launches.
+inline uint64_t DynUbBytes(std::nullptr_t) { return 0; }
+template <typename T, typename = std::enable_if_t<std::is_integral<T>::value>>
+inline uint64_t DynUbBytes(T bytes) { return static_cast<uint64_t>(bytes); }
+
+template <typename F, typename D>
+inline AscLauncher<F> AscLaunch(F kernel, uint64_t numBlocks, D dynUbBytes) {
+    return AscLauncher<F>(kernel, numBlocks, DynUbBytes(dynUbBytes));
+}
+
+// The stream is a host token on the CPU: the launch runs to completion before returning.
+template <typename F, typename D>
+inline AscLauncher<F> AscLaunch(F kernel, uint64_t numBlocks, D dynUbBytes, aclrtStream /*stream*/) {
+    return AscLauncher<F>(kernel, numBlocks, DynUbBytes(dynUbBytes));
+}
+
+template <typename F, typename A, typename B, typename C, typename D>
+inline AscLauncher<F> AscLaunch(F, A, B, C, D) {
+    static_assert(sizeof(F) == 0, "SIMT launches <<<grid, block, dynUbBytes, stream>>> are not modelled by "
+                                  "fusedsl's CPU implementation");
+    return AscLauncher<F>(nullptr, 0, 0);
+}
+
+}  // namespace fusedsl_cpu
+
+// Global like the device's; a kernel's own variable of the same name shadows them.
+[[maybe_unused]] inline const ::fusedsl_cpu::BlockIdxBuiltin block_idx{};
+[[maybe_unused]] inline const ::fusedsl_cpu::BlockNumBuiltin block_num{};
