@@ -17,8 +17,27 @@ from .frontend.api import (abs, absolute, add, amax, amin, astype, batch_norm, b
                            where)
 from .frontend.kernel import FusedKernel, ScalarSpec, TensorSpec, fused_kernel, scalar, spec
 from .importers import from_onnx, from_torch, torch_backend
-from .ir.parser import parse_ir
-from .compiler import CompiledKernel, config
 
 __version__ = "0.1.0"
 bool = bool_  # noqa: A001 - numpy spells it np.bool_ too; fs.bool reads naturally in user code
+
+# Loaded on first use so that `import fusedsl` stays fast (< 0.3 s): the compiler pulls in the
+# pass pipeline and the scheduler, the IR parser pulls in lark, benchmark pulls in nothing big
+# but is only needed in a notebook cell.
+_LAZY = {"parse_ir": ("ir.parser", "parse_ir"), "CompiledKernel": ("compiler", "CompiledKernel"),
+         "config": ("compiler", "config"), "benchmark": ("benchmark", "benchmark"),
+         "Benchmark": ("benchmark", "Benchmark")}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'fusedsl' has no attribute {name!r}")
+    import importlib
+    module, attr = _LAZY[name]
+    value = getattr(importlib.import_module(f".{module}", __name__), attr)
+    globals()[name] = value   # later lookups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

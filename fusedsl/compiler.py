@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+import sys
 
 import numpy as np
 
@@ -84,6 +85,7 @@ class CompiledKernel:
         self.runtime_infos = tuple(i for i in self.infos if i.kind != "const")
         self._plans_by_name = {p.name: p for p in plans}
         self._single = _UNSET   # the single-call fast plan, computed on first use
+        self._outputs = OutputPool()   # recycled result buffers for calls without out=
         self._source: str | None = None
         self._library = None
         self._last_measured: int | None = None
@@ -220,7 +222,7 @@ class CompiledKernel:
             return self._execute(arrays, {}, out)
         kernel, order, meta, tiling = fast
         if out is None:
-            outs = [np.empty(shape, dtype) for shape, dtype in meta]
+            outs = self._outputs.take(meta, kernel.bound_outputs())
         elif type(out) is np.ndarray and len(meta) == 1 and out.shape == meta[0][0] and \
                 out.dtype == meta[0][1] and out.flags.c_contiguous and out.flags.writeable:
             outs = [out]
@@ -362,6 +364,49 @@ class CompiledKernel:
     def report(self):
         from .report import Report
         return Report(self)
+
+
+class OutputPool:
+    """A few result buffers per kernel, recycled across calls without `out=`.
+
+    A fresh np.empty per call is cheap to create but page-faults on first write, and a new
+    address makes the CPU kernel bind its arguments again: for small arrays that costs more
+    than the kernel.  A buffer is handed out again only when nothing but this pool (and the
+    kernel's last bound call, which only remembers addresses) refers to it: the caller
+    dropped the result and every view of it (numpy views keep their owning array alive, so
+    they count).  Live results never share a buffer.
+    """
+
+    SIZE = 4   # buffers per output kept; a caller holding more results just gets new arrays
+
+    def __init__(self):
+        self.buffers: list[list[np.ndarray]] = []   # per output index
+
+    def take(self, meta, held=()) -> list[np.ndarray]:
+        """Arrays for these (shape, dtype)s; `held` are arrays the kernel itself references."""
+        if len(self.buffers) != len(meta):
+            self.buffers = [[] for _ in meta]
+        return [self._take(pool, shape, dtype, held) for pool, (shape, dtype) in zip(self.buffers, meta)]
+
+    @staticmethod
+    def _take(pool, shape, dtype, held):
+        for i in range(len(pool)):
+            own = _POOLED_ONLY + sum(1 for h in held if h is pool[i])
+            if _refcount_of_item(pool, i) <= own:
+                return pool[i]
+        buf = np.empty(shape, dtype)
+        if len(pool) < OutputPool.SIZE:
+            pool.append(buf)
+        return buf
+
+
+def _refcount_of_item(items: list, i: int) -> int:
+    return sys.getrefcount(items[i])
+
+
+# What _refcount_of_item reports for an array only a pool list refers to, measured rather
+# than assumed (the interpreter's own temporaries differ between Python versions).
+_POOLED_ONLY = _refcount_of_item([np.empty(0)], 0)
 
 
 def _has_narrow_ints(fn: Function) -> bool:

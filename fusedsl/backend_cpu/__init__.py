@@ -74,6 +74,10 @@ class CpuKernel:
             last = self._last = self.bind(inputs, outputs, tiling)
         last()
 
+    def bound_outputs(self) -> tuple:
+        """The output arrays the last bound call keeps alive (the output pool discounts them)."""
+        return () if self._last is None else self._last._keep[3]
+
     def bind(self, inputs, outputs, tiling: Tiling) -> "BoundCall":
         """Check the arrays against the schedule and tiling once; the result runs the kernel."""
         plan = self._plan_for(tiling)
