@@ -109,6 +109,10 @@ def main(argv=None) -> int:
         p.add_argument("--target", default="ascend910b")
         if cmd == "compile":
             p.add_argument("-o", "--output", required=True, help="project directory to write (new or empty)")
+            p.add_argument("--layout", choices=("kernel", "op"), default="kernel",
+                           help="kernel: a kernel-launch sample (run.sh -r cpu|sim|npu); op: an op project")
+            p.add_argument("--size", action="append", default=[], help="NAME=N: a symbolic dimension's size in "
+                                                                        "the project's main.cpp and data scripts")
             p.add_argument("--overwrite", action="store_true",
                            help="replace a previous fusedsl project there (only fusedsl's own, unedited files)")
         if cmd == "simulate":
@@ -157,7 +161,8 @@ def main(argv=None) -> int:
             print(compiled.report())
             return 0
         compiled.check_ascendc()
-        path = compiled.save(args.output, overwrite=args.overwrite)
+        path = compiled.save(args.output, layout=args.layout, overwrite=args.overwrite,
+                             sizes=dict(parse_size(x) for x in args.size) or None)
         print(f"wrote {path} ({len(compiled.kernels)} kernel(s) for {compiled.target.name})")
         return 0
     except FusedslError as exc:

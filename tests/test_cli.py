@@ -26,6 +26,11 @@ def test_compile_writes_a_project(tmp_path):
     again = run("compile", f"{KERNELS}::abs_add_relu", "--arg", "a=128xfloat32", "--arg", "b=Mx128xfloat32",
                 "--target", "ascend310p", "-o", str(out), "--overwrite")
     assert again.returncode == 0, again.stderr
+    op = run("compile", f"{KERNELS}::abs_add_relu", "--arg", "a=128xfloat32", "--arg", "b=Mx128xfloat32",
+             "--layout", "op", "--size", "M=7", "-o", str(tmp_path / "op"))
+    assert op.returncode == 0, op.stderr
+    assert "op_kernel" in os.listdir(tmp_path / "op") and "op_host" in os.listdir(tmp_path / "op")
+    assert "(7, 128)" in (tmp_path / "op" / "scripts" / "gen_data.py").read_text().replace("[7, 128]", "(7, 128)")
 
 
 def test_explain_accepts_plain_functions_and_runtime_scalars():
