@@ -69,6 +69,10 @@ class KernelPlan:
     def __repr__(self) -> str:
         return f"<kernel {self.name}: {', '.join(self.ops)}>"
 
+    def _repr_html_(self) -> str:
+        from .display import plan_html
+        return plan_html(self)
+
 
 class CompiledKernel:
     """A kernel specialised for one set of argument shapes/dtypes/constants."""
@@ -105,7 +109,15 @@ class CompiledKernel:
         return self.module.main.name
 
     def __repr__(self) -> str:
-        return f"<CompiledKernel {self.name} for {self.target.name}: {len(self.kernels)} kernel(s)>"
+        args = ", ".join(f"{i.type.dtype.name}{list(i.type.shape)}" if i.type is not None else repr(i.value)
+                         for i in self.infos)
+        return (f"<CompiledKernel {self.name}({args}) for {self.target.name}: {len(self.kernels)} kernel(s): "
+                f"{'; '.join(', '.join(p.ops) for p in self.kernels)}>")
+
+    def _repr_html_(self) -> str:
+        """Jupyter display: report tables and bars, the IR and the Ascend C (collapsed)."""
+        from .display import compiled_html
+        return compiled_html(self)
 
     # ---- Ascend C ---------------------------------------------------------------------------
     @user_facing
@@ -445,6 +457,7 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
                 error = exc
         plans.append(KernelPlan(fn, info.kind, info.reason, sched, error))
         plans[-1].reason_code = info.code   # stable code of the boundary (docs/FUSION.md)
+        plans[-1].ub_budget = tgt.ub_bytes   # for the plan's display
     compiled = CompiledKernel(graph, canonical, module, plans, infos, target, options)
     compiled.fuse_stats = dict(fuse.stats)   # candidate merges considered / kept
     if options.get("single_kernel"):

@@ -61,6 +61,9 @@ class Report:
         self.model_time_us_fused = None if fused is None or None in fused else sum(m.time_us for m in fused)
         self.model_time_us_unfused = None if unfused is None else sum(m.time_us for m in unfused)
         self.model_kernels_unfused = None if unfused is None else len(unfused)
+        # GM bytes the fused kernels move by the model (every kernel's inputs and outputs)
+        self.gm_bytes_fused = None if fused is None or None in fused else sum(m.gm_bytes for m in fused)
+        self.ub_budget = compiled.target.ub_bytes
         ins = [_bytes(p.value, sizes) for p in main.params if p.kind == "tensor"]
         outs = [_bytes(v, sizes) for v in main.results]
         self.gm_bytes_min = None if None in ins + outs else sum(ins) + sum(outs)
@@ -108,7 +111,7 @@ class Report:
                 lines.append(f"    UB {row['buffer']:<14} {row['position']:<8} {row['bytes']:>8} B x {row['num']}"
                              + (f"  ({row['reuse']})" if row["reuse"] else ""))
         lines.append("")
-        lines.append(f"GM bytes: minimum {fmt(self.gm_bytes_min)}, unfused {fmt(self.gm_bytes_unfused)}, "
+        lines.append(f"GM bytes: minimum {fmt(self.gm_bytes_min)}, fused {fmt(self.gm_bytes_fused)}, unfused {fmt(self.gm_bytes_unfused)}, "
                      f"measured {fmt(self.gm_bytes_measured)}"
                      + ("" if not (self.gm_bytes_measured and self.gm_bytes_min) else
                         f" ({(self.gm_bytes_measured / self.gm_bytes_min - 1) * 100:+.1f} % vs minimum)"))
@@ -123,3 +126,12 @@ class Report:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+    # Jupyter displays (fusedsl.display): kernels table, UB bars against the budget, GM bars
+    def _repr_html_(self) -> str:
+        from .display import report_html
+        return report_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from .display import report_markdown
+        return report_markdown(self)
