@@ -73,15 +73,16 @@ def test_acl_copy_from_host_memory_is_refused(exe, tmp_path):
 
 
 def test_translate_keeps_lines_and_handles_templates_and_configs():
-    src = ("k<<<n, nullptr, s>>>(a, b);\n"
+    src = ("__global__ __mix__(1, 2) void k(GM_ADDR a, GM_ADDR b);\n"
+           "k<<<n, nullptr, s>>>(a, b);\n"
            "ns::kern<float, 4><<<NUM_BLOCKS,\n  0>>>(x);\n"
            "std::vector<std::vector<std::pair<int, int>>> v;\n")
     out = asc.translate(src, 'dir/we"ird\n.asc')
     first, rest = out.split("\n", 1)
     assert first == '#line 1 "dir/we\\"ird\\012.asc"'
     assert rest.count("\n") == src.count("\n")
-    assert "::fusedsl_cpu::AscLaunch(k, n, nullptr, s)(a, b);" in rest
-    assert "::fusedsl_cpu::AscLaunch(ns::kern<float, 4>, NUM_BLOCKS,\n  0)(x);" in rest
+    assert "::fusedsl_cpu::AscLaunch(::KernelMode::MIX_MODE, k, n, nullptr, s)(a, b);" in rest
+    assert "::fusedsl_cpu::AscLaunch(::KernelMode::AIV_MODE, ns::kern<float, 4>, NUM_BLOCKS,\n  0)(x);" in rest
     assert "std::pair<int, int>>> v;" in rest   # a template's >>> is no launch
 
 

@@ -2,7 +2,8 @@
 
 A .asc file holds a host `main` and `__global__ __vector__` kernels launched with
 `kernel<<<numBlocks, dynUbBytes, stream>>>(args)`.  g++ cannot parse the launch, so each one
-becomes `::fusedsl_cpu::AscLaunch(kernel, numBlocks, dynUbBytes, stream)(args)` (see
+becomes `::fusedsl_cpu::AscLaunch(mode, kernel, numBlocks, dynUbBytes, stream)(args)` (the mode from
+the kernel's __vector__/__cube__/__mix__ qualifier) (see
 cpu/include/cpu_debug_launch.h); a `#line` directive keeps g++'s messages on the user's own
 lines, and the rewrite adds no line breaks.  The program is built with g++ against
 `fusedsl include-dir` (ASCENDC_CPU_DEBUG, the target's __NPU_ARCH__) and run in the caller's
@@ -22,6 +23,10 @@ from .cpu import include_dir
 # name, optional template arguments, then <<<config>>>; the config never spans a `;`
 _LAUNCH = re.compile(r"(?P<name>(?:::)?[A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?)\s*<<<(?P<cfg>[^;]*?)>>>")
 _ERROR_LINES = 40
+# a kernel definition's qualifiers decide how its blocks run: __vector__ AIV, __cube__ AIC,
+# __mix__(cube, vector) one cube core with its vector cores (CANN's CPU debug reads the same)
+_KERNEL_DEF = re.compile(r"__global__\s+((?:__\w+__(?:\s*\([^)]*\))?\s+)*)void\s+(\w+)\s*\(")
+_MODES = (("__mix__", "MIX_MODE"), ("__cube__", "AIC_MODE"), ("__vector__", "AIV_MODE"))
 
 
 def c_string(text: str) -> str:
@@ -39,7 +44,16 @@ def c_string(text: str) -> str:
 
 def translate(source: str, filename: str) -> str:
     """The .asc text with every triple-chevron launch rewritten for g++ (line numbers kept)."""
-    body = _LAUNCH.sub(lambda m: f"::fusedsl_cpu::AscLaunch({m['name']}, {m['cfg'].strip()})", source)
+    modes = {}
+    for m in _KERNEL_DEF.finditer(source):
+        modes[m.group(2)] = next((mode for q, mode in _MODES if q in m.group(1)), "AIV_MODE")
+
+    def launch(m) -> str:
+        base = re.sub(r"<.*", "", m["name"]).split("::")[-1].strip()
+        mode = modes.get(base, "AIV_MODE")
+        return f"::fusedsl_cpu::AscLaunch(::KernelMode::{mode}, {m['name']}, {m['cfg'].strip()})"
+
+    body = _LAUNCH.sub(launch, source)
     return f"#line 1 {c_string(filename)}\n{body}"
 
 

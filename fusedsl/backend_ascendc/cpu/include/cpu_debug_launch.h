@@ -1,7 +1,8 @@
 // CANN 9 single-source (.asc) programs on the CPU: `kernel<<<numBlocks, dynUbBytes, stream>>>(args)`.
 //
 // g++ cannot parse the triple-chevron launch, so `fusedsl cpu-run FILE.asc` rewrites each
-//     name<<<cfg...>>>(args)      into      ::fusedsl_cpu::AscLaunch(name, cfg...)(args)
+//     name<<<cfg...>>>(args)   into   ::fusedsl_cpu::AscLaunch(KernelMode::M, name, cfg...)(args)
+// (M from the kernel's __vector__ / __cube__ / __mix__ qualifier)
 // before compiling (a #line directive keeps g++'s messages on the user's lines) and
 // force-includes this header.  Every block of the launch runs in turn, in-process, with the
 // checks of fusedsl's CPU implementation of the Ascend C API; a broken rule prints
@@ -43,8 +44,8 @@ struct BlockNumBuiltin {
 template <typename F>
 class AscLauncher {
 public:
-    AscLauncher(F kernel, uint64_t numBlocks, uint64_t dynUbBytes)
-        : kernel_(kernel), num_blocks_(numBlocks), dyn_ub_(dynUbBytes) {}
+    AscLauncher(KernelMode mode, F kernel, uint64_t numBlocks, uint64_t dynUbBytes)
+        : mode_(mode), kernel_(kernel), num_blocks_(numBlocks), dyn_ub_(dynUbBytes) {}
 
     template <typename... Args>
     void operator()(Args&&... args) const {
@@ -55,11 +56,12 @@ public:
                          static_cast<unsigned long long>(dyn_ub_));
             std::exit(1);
         }
-        // Kernels of a .asc file are vector (AIV) kernels unless the file says otherwise.
+        AscendC::SetKernelMode(mode_);
         RunKernelOrExit(kernel_, num_blocks_, args...);
     }
 
 private:
+    KernelMode mode_;
     F kernel_;
     uint64_t num_blocks_;
     uint64_t dyn_ub_;
@@ -70,22 +72,23 @@ inline uint64_t DynUbBytes(std::nullptr_t) { return 0; }
 template <typename T, typename = std::enable_if_t<std::is_integral<T>::value>>
 inline uint64_t DynUbBytes(T bytes) { return static_cast<uint64_t>(bytes); }
 
+// `mode` comes from the kernel's qualifier: __vector__ AIV_MODE, __cube__ AIC_MODE, __mix__ MIX_MODE.
 template <typename F, typename D>
-inline AscLauncher<F> AscLaunch(F kernel, uint64_t numBlocks, D dynUbBytes) {
-    return AscLauncher<F>(kernel, numBlocks, DynUbBytes(dynUbBytes));
+inline AscLauncher<F> AscLaunch(KernelMode mode, F kernel, uint64_t numBlocks, D dynUbBytes) {
+    return AscLauncher<F>(mode, kernel, numBlocks, DynUbBytes(dynUbBytes));
 }
 
 // The stream is a host token on the CPU: the launch runs to completion before returning.
 template <typename F, typename D>
-inline AscLauncher<F> AscLaunch(F kernel, uint64_t numBlocks, D dynUbBytes, aclrtStream /*stream*/) {
-    return AscLauncher<F>(kernel, numBlocks, DynUbBytes(dynUbBytes));
+inline AscLauncher<F> AscLaunch(KernelMode mode, F kernel, uint64_t numBlocks, D dynUbBytes, aclrtStream /*stream*/) {
+    return AscLauncher<F>(mode, kernel, numBlocks, DynUbBytes(dynUbBytes));
 }
 
 template <typename F, typename A, typename B, typename C, typename D>
-inline AscLauncher<F> AscLaunch(F, A, B, C, D) {
+inline AscLauncher<F> AscLaunch(KernelMode, F, A, B, C, D) {
     static_assert(sizeof(F) == 0, "SIMT launches <<<grid, block, dynUbBytes, stream>>> are not modelled by "
                                   "fusedsl's CPU implementation");
-    return AscLauncher<F>(nullptr, 0, 0);
+    return AscLauncher<F>(KernelMode::AIV_MODE, nullptr, 0, 0);
 }
 
 }  // namespace fusedsl_cpu
