@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>  // CANN's headers bring it in; samples print with std::cout
 #include <type_traits>
 
 #include "acl/acl.h"
@@ -26,6 +27,9 @@
 #endif
 #ifndef __cube__
 #define __cube__
+#endif
+#ifndef __kfc_workspace__
+#define __kfc_workspace__
 #endif
 #ifndef __mix__
 #define __mix__(cube, vec)

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "kernel_tiling/kernel_tiling.h"
+#include "register/tilingdata_base.h"  // CANN's tiling_api.h brings the tiling-data macros too
 #include "tiling/platform/platform_ascendc.h"
 #include "tiling/pad_tiling.h"
 
