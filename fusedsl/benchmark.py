@@ -95,7 +95,7 @@ class Benchmark:
         return rows
 
     def _footer(self) -> str:
-        text = (f"{len(self.times_s)} repeats, {self.bytes:,} bytes moved per call, "
+        text = (f"{len(self.times_s)} repeats, {self.bytes:,} bytes of arguments and results per call, "
                 f"machine memory bandwidth {self.machine_gbps:.1f} GB/s (measured, best streaming copy)")
         if self.speedup is not None:
             text += f"; {self.name} is {self.speedup:.2f}x {self.against_name}"

@@ -52,7 +52,7 @@ def _td(text) -> str:
 def bars_svg(rows: list[tuple[str, int, str]], limit: int | None = None, limit_label: str = "",
              unit: str = "B") -> str:
     """Horizontal bars (label, value, color) on one scale; `limit` draws a budget line."""
-    width, label_w, value_w, row_h = 600, 190, 110, 20
+    width, label_w, value_w, row_h = 620, 200, 110, 20
     span = width - label_w - value_w
     top = max([v for _, v, _ in rows] + [limit or 0]) or 1
     height = row_h * len(rows) + (16 if limit else 4)
@@ -60,6 +60,7 @@ def bars_svg(rows: list[tuple[str, int, str]], limit: int | None = None, limit_l
              f'role="img" font-size="12" font-family="sans-serif">']
     for i, (label, value, color) in enumerate(rows):
         y = i * row_h + 2
+        label = label if len(label) <= 28 else label[:27] + "\u2026"   # fits label_w at 12 px
         w = max(1.0, span * value / top)
         parts.append(f'<text x="0" y="{y + 13}" fill="currentColor">{escape(label)}</text>')
         parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{row_h - 6}" fill="{color}">'
@@ -122,7 +123,7 @@ def plan_html(plan) -> str:
 def _kernels_table(rep) -> str:
     rows = []
     for k in rep.kernels:
-        tile = f"{_fmt(k.tile_rows)}x{_fmt(k.tile_cols)}"
+        tile = "-" if k.tile_rows is None else f"{k.tile_rows}x{k.tile_cols}"
         rows.append([_td(k.name), _td(", ".join(k.ops)), _td(k.reason_code or ""), _td(k.reason),
                      _num(k.block_dim), _td(tile), _num(k.loops_per_core), _num(k.ub_bytes),
                      _num(k.model_time_us, " us")])
@@ -153,10 +154,19 @@ def _time_html(rep) -> str:
 def report_body(rep) -> str:
     parts = [f"<p><b>fusedsl report</b>: {escape(rep.name)} on {escape(rep.target)}, "
              f"{len(rep.kernels)} kernel(s)</p>", _kernels_table(rep)]
+    budget = getattr(rep, "ub_budget", None)
+    plans = []
     for k in rep.kernels:
-        parts.append(f"<p>UB plan of <code>{escape(k.name)}</code>: {_fmt(k.ub_bytes)} of "
-                     f"{_fmt(getattr(rep, 'ub_budget', None))} bytes</p>")
-        parts.append(ub_plan_svg(k.ub_plan, getattr(rep, "ub_budget", None)))
+        if k.ub_plan:
+            plans.append(f"<p>UB plan of <code>{escape(k.name)}</code>: {_fmt(k.ub_bytes)} of "
+                         f"{_fmt(budget)} bytes</p>" + ub_plan_svg(k.ub_plan, budget))
+    without = [k.name for k in rep.kernels if not k.ub_plan]
+    if without:   # cube, reduction and data-movement kernels have no vector UB plan here
+        plans.append(f'<p class="fsd-note">no vector UB plan: {escape(", ".join(without))}</p>')
+    if len(rep.kernels) <= 2:
+        parts += plans
+    else:         # many kernels: keep the display short
+        parts.append(details(f"UB plans ({len(rep.kernels) - len(without)} vector kernel(s))", "".join(plans)))
     gm = _gm_rows(rep)
     if gm:
         parts.append("<p><b>GM traffic</b> (bytes between global memory and the chip)</p>")
@@ -196,7 +206,7 @@ def compiled_html(k) -> str:
     try:
         source = k.source
     except FusedslError as exc:   # e.g. a kernel kind the Ascend C printer does not print yet
-        parts.append(details("Ascend C", f'<p class="fsd-note">{escape(str(exc))}</p>'))
+        parts.append(details("Ascend C", f"<pre class=\"fsd-note\">{escape(str(exc))}</pre>"))
     else:
         parts.append(details(f"Ascend C ({source.count(chr(10)) + 1} lines)", code_html(source, "cpp")))
     parts.append("</div>")
