@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import struct
 import sys
+import threading
 
 import numpy as np
 
@@ -393,32 +394,39 @@ class OutputPool:
 
     def __init__(self):
         self.buffers: list[list[np.ndarray]] = []   # per output index
+        # the refcount test and handing the buffer out must be one step for concurrent callers
+        self.lock = threading.Lock()
 
     def take(self, meta, held=()) -> list[np.ndarray]:
         """Arrays for these (shape, dtype)s; `held` are arrays the kernel itself references."""
-        if len(self.buffers) != len(meta):
-            self.buffers = [[] for _ in meta]
-        return [self._take(pool, shape, dtype, held) for pool, (shape, dtype) in zip(self.buffers, meta)]
+        getrefcount = sys.getrefcount
+        with self.lock:
+            if len(self.buffers) != len(meta):
+                self.buffers = [[] for _ in meta]
+            outs = []
+            for pool, (shape, dtype) in zip(self.buffers, meta):
+                # No local variable may name a pooled buffer before its test (it would count
+                # as a reference): index everything.  Written flat: this runs on every call.
+                for i in range(len(pool)):
+                    own = _POOLED_ONLY
+                    for j in range(len(held)):
+                        if held[j] is pool[i]:
+                            own += 1
+                    if getrefcount(pool[i]) <= own:
+                        outs.append(pool[i])
+                        break
+                else:
+                    outs.append(np.empty(shape, dtype))
+                    if len(pool) < OutputPool.SIZE:
+                        pool.append(outs[-1])
+            return outs
 
-    @staticmethod
-    def _take(pool, shape, dtype, held):
-        for i in range(len(pool)):
-            own = _POOLED_ONLY + sum(1 for h in held if h is pool[i])
-            if _refcount_of_item(pool, i) <= own:
-                return pool[i]
-        buf = np.empty(shape, dtype)
-        if len(pool) < OutputPool.SIZE:
-            pool.append(buf)
-        return buf
 
-
-def _refcount_of_item(items: list, i: int) -> int:
-    return sys.getrefcount(items[i])
-
-
-# What _refcount_of_item reports for an array only a pool list refers to, measured rather
-# than assumed (the interpreter's own temporaries differ between Python versions).
-_POOLED_ONLY = _refcount_of_item([np.empty(0)], 0)
+# What sys.getrefcount(pool[i]) reports for an array only a pool list refers to, measured
+# rather than assumed (the interpreter's own temporaries differ between Python versions).
+_PROBE = [np.empty(0)]                        # kept alive while measured, like a pool list
+_POOLED_ONLY = sys.getrefcount(_PROBE[0])
+del _PROBE
 
 
 def _has_narrow_ints(fn: Function) -> bool:

@@ -47,6 +47,17 @@ def test_a_result_passed_back_as_input_is_not_overwritten():
     np.testing.assert_array_equal(w, _expected(a, _expected(a, b)))
 
 
+def test_concurrent_callers_get_their_own_buffers():
+    from concurrent.futures import ThreadPoolExecutor
+    a, b = _args()
+
+    def work(i):
+        bi = b + i
+        return all(np.array_equal(abs_add_relu(a, bi), _expected(a, bi)) for _ in range(50))
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
+
+
 def test_dropped_results_are_recycled_and_calls_stay_lean():
     a, b = _args()
     first = abs_add_relu(a, b)
