@@ -10,9 +10,11 @@ source line beside every Compute statement.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
+from . import cnames
 from .. import dtypes as dt
 from ..schedule import (MAX_BLOCK_COUNT, MIN_CORE_BYTES, Stmt, VectorSchedule)
 from ..targets import Target
@@ -154,14 +156,16 @@ def _emit_select_mode0(s: Stmt) -> str:
 
 class AscendCPrinter:
     def __init__(self, sched: VectorSchedule, target: Target, name: str, debug: bool | None = None):
-        self.s = sched
+        # parameter names become `p_<name>` in C++ (cnames.param): any Python name works
+        self.s = dataclasses.replace(sched, inputs=[dataclasses.replace(i, name=cnames.param(i.name))
+                                                    for i in sched.inputs])
         self.t = target
         self.name = name
         self.cls = "Kernel" + camel(name)
         self.tiling = camel(name) + "TilingData"
         self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
         self.k = len(sched.dims)
-        self.tensor_inputs = [i for i in sched.inputs if i.kind != "runtime_scalar"]
+        self.tensor_inputs = [i for i in self.s.inputs if i.kind != "runtime_scalar"]
         self.symbols = sorted({d for d in sched.iter_shape if isinstance(d, str)})
 
     # ---- public -------------------------------------------------------------------------
@@ -280,7 +284,7 @@ class AscendCPrinter:
     def body(self) -> str:
         """This kernel's part of a source file (tiling struct, kernel, host tiling, CPU hooks)."""
         return "\n".join([
-            f"// ---- {self.name}: fused from {self.s.kernel.loc} ----",
+            f"// ---- {self.name}: fused from {cnames.comment(self.s.kernel.loc)} ----",
             self.tiling_header(),
             self.kernel(),
             "#ifndef __CCE_AICORE__  // host side",
@@ -588,7 +592,8 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
         else:
             text = EMIT[st.op](st)
         if self.debug and st.loc is not None:
-            text += f"  // {os.path.basename(st.loc.file)}:{st.loc.line}: {_source_line(st.loc)}"
+            text += "  // " + cnames.comment(
+                f"{os.path.basename(st.loc.file)}:{st.loc.line}: {_source_line(st.loc)}")
         return [pad + text, pad + "AscendC::PipeBarrier<PIPE_V>();"]
 
     def _copy_out(self) -> list[str]:
