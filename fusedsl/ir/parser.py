@@ -16,7 +16,7 @@ import lark
 from .. import dtypes as dt
 from ..errors import IRParseError, Loc, VerifyError, caret_snippet, user_facing
 from .core import Function, Module, Op, Param, TensorType, Value, freeze_attrs
-from .ops import CALL, REGISTRY, infer_types
+from .ops import CALL, CONSTANT, REGISTRY, infer_types
 from .shapes import TypeRuleError
 from .verifier import verify_module
 
@@ -33,16 +33,47 @@ def parse_ir(text: str) -> Module:
     """Parse text IR into a verified Module (raises IRParseError on any mistake)."""
     if not isinstance(text, str):
         raise IRParseError(f"parse_ir needs a str of IR text, got {type(text).__name__}")
+    _check_nesting(text)
     try:
         tree = _parser().parse(text)
     except lark.UnexpectedInput as exc:
         raise _error(text, exc.line, exc.column, _describe(exc)) from None
     reader = _Reader(text)
-    module = Module(tuple(reader.function(f) for f in tree.children))
+    try:
+        module = Module(tuple(reader.function(f) for f in tree.children))
+    except RecursionError:   # a safety net: _check_nesting bounds every nesting the grammar has
+        raise _error(text, 1, 1, "the text nests too deeply") from None
     try:
         return verify_module(module)
     except VerifyError as exc:
         raise IRParseError(exc.message) from None
+
+
+MAX_NESTING = 64   # list attributes nest a few levels; deeper text would exhaust the stack
+
+
+def _check_nesting(text: str) -> None:
+    """Reject `[[[[...` deeper than MAX_NESTING before parsing (the reader recurses per level)."""
+    depth, line, col, in_string, escape = 0, 1, 0, False, False
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col, in_string = line + 1, 0, False
+        elif in_string:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{(":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise _error(text, line, col, f"brackets nest deeper than {MAX_NESTING} levels")
+        elif ch in "]})":
+            depth = max(0, depth - 1)
 
 
 def _describe(exc: lark.UnexpectedInput) -> str:
@@ -75,13 +106,39 @@ def parse_type(text: str) -> TensorType:
             continue
         if re.fullmatch(r"\d+", part):
             dims.append(int(part))
-        elif re.fullmatch(r"[A-Za-z_]\w*", part):
+        elif re.fullmatch(r"[^\W\d]\w*", part):
             dims.append(part)
         else:
             raise ValueError(f"bad dimension {part!r}")
     if m.group(2).strip() and len(dims) != len(m.group(2).split(",")):
         raise ValueError(f"bad shape in {text!r}")
     return TensorType(tuple(dims), dtype)
+
+
+# The kind of value each attribute takes: the type rules and the interpreter trust these, so a
+# string where a number belongs would only fail later, far from the text.
+_NUMBER = {"alpha", "value", "axis", "keepdims"}
+_STRING = {"callee", "dtype"}
+_INT_LIST = {"axes", "perm", "starts", "stops", "steps"}
+_INT_OR_LIST = {"stride", "padding"}
+
+
+def _attr_problem(key: str, value) -> str | None:
+    """Why `value` cannot be attribute `key`, or None."""
+    def ints(v):
+        return isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+    if key in _NUMBER and isinstance(value, (str, list)):
+        return "must be a number or true/false"
+    if key in _STRING and not isinstance(value, str):
+        return "must be a string"
+    if key in _INT_LIST and not ints(value):
+        return "must be a list of integers"
+    if key in _INT_OR_LIST and not (ints(value) or (isinstance(value, int) and not isinstance(value, bool))):
+        return "must be an integer or a list of integers"
+    if key == "shape" and not (isinstance(value, list) and all(
+            isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool)) for x in value)):
+        return "must be a list of sizes (integers or dimension names)"
+    return None
 
 
 class _Reader:
@@ -116,6 +173,8 @@ class _Reader:
             vtok, ttok, scalar = p.children
             self.define(scope, vtok, None)
             value = Value(self.type(ttok), str(vtok)[1:])
+            if scalar and value.type.shape:
+                self.fail(ttok, f"scalar parameter {vtok} must have shape [], not {value.type}")
             scope[str(vtok)] = value
             params.append(Param(value, "scalar" if scalar else "tensor"))
         ops = tuple(self.op(o, scope) for o in ops_nodes)
@@ -140,7 +199,19 @@ class _Reader:
 
     def loc(self, node) -> Loc:
         file_tok, line_tok = node.children
-        return Loc(json.loads(str(file_tok)), int(line_tok))
+        return Loc(self.string(file_tok), self.int(line_tok))
+
+    def string(self, tok) -> str:
+        try:
+            return json.loads(str(tok))
+        except ValueError as exc:   # a bad escape such as "\q"
+            self.fail(tok, f"bad string {str(tok)[:40]}: {exc}")
+
+    def int(self, tok) -> int:
+        try:
+            return int(tok)
+        except ValueError:          # more digits than Python converts (4300)
+            self.fail(tok, f"integer with {len(str(tok))} digits is too long")
 
     def op(self, node, scope) -> Op:
         children = node.children
@@ -156,6 +227,10 @@ class _Reader:
             self.fail(name_tok, f"unknown op '{name}'")
         operands = tuple(self.use(scope, t) for t in operand_toks)
         attrs = self.attrs(attrs_node) if attrs_node is not None else {}
+        for key, value in attrs.items():
+            problem = _attr_problem(key, value)
+            if problem:
+                self.fail(name_tok, f"attribute {key} of {name} {problem}, got {value!r:.40}")
         declared = tuple(self.type(t) for t in type_toks)
         if len(declared) != len(result_toks):
             self.fail(name_tok, f"{len(result_toks)} result(s) but {len(declared)} type(s)")
@@ -167,6 +242,8 @@ class _Reader:
 
     def check_types(self, tok, name, operands, attrs, declared):
         if CALL in REGISTRY[name].traits:
+            if not isinstance(attrs.get("callee"), str):
+                self.fail(tok, f"call needs callee = \"<function name>\", got {attrs.get('callee')!r:.40}")
             callee = self.functions.get(attrs.get("callee"))
             if callee is None:
                 self.fail(tok, f"call to @{attrs.get('callee')}, which is not defined above")
@@ -209,7 +286,7 @@ class _Reader:
             return float("nan")
         (tok,) = node.children
         if kind == "int":
-            return int(tok)
+            return self.int(tok)
         if kind == "float":
             return float(tok)
-        return json.loads(str(tok))
+        return self.string(tok)
