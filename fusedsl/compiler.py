@@ -97,6 +97,9 @@ class CompiledKernel:
         self._last_sizes: dict[str, int] | None = None
         self._cpu = {}
         self._cpu_tiling = {}
+        # sizes, tilings and lazily built kernels are per-CompiledKernel state: calls that may
+        # change them (symbolic sizes, simulate) run one at a time
+        self._lock = threading.RLock()
         static = {d for i in self.runtime_infos if i.type for d in i.type.shape if isinstance(d, str)}
         if not static:
             self._set_sizes({})
@@ -170,9 +173,13 @@ class CompiledKernel:
         arrays = []
         for arg, info in zip(args, self.runtime_infos):
             want = info.type
-            if info.kind == "scalar" and np.ndim(arg) == 0:
-                arg = np.asarray(arg, dtype=want.dtype.np)   # a runtime scalar takes its declared dtype
-            arr = np.asarray(arg)
+            if info.kind == "scalar":
+                arg = _runtime_scalar(arg, info)   # a runtime scalar takes its declared dtype
+            try:
+                arr = np.asarray(arg)
+            except ValueError as exc:   # a ragged nested list
+                raise ArgumentError(f"argument {info.name!r} is not a rectangular array: {exc}",
+                                    loc=user_frame()) from None
             if arr.dtype != want.dtype.np:
                 raise ArgumentError(f"argument {info.name!r} has dtype {arr.dtype}, the kernel was compiled "
                                     f"for {want.dtype}", loc=user_frame(),
@@ -241,6 +248,8 @@ class CompiledKernel:
             outs = [out]
         else:
             outs = list(self.check_out(out, meta))
+        if out is not None and _overlaps(outs, arrays):
+            return _copy_into(outs, self.run_trusted(runtime_args))
         kernel.run([arrays[i] for i in order], outs, tiling)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -271,9 +280,13 @@ class CompiledKernel:
     def _execute(self, arrays, sizes, out):
         if config.executor != "llvm":
             return self._deliver(run_module(self.module, arrays), out)
-        self._set_sizes(sizes)
-        outs = None if out is None else self.check_out(out, self._result_meta(sizes))
-        results = self._run_main(arrays, self._run_llvm_kernel, outs)
+        with self._lock:
+            self._set_sizes(sizes)
+            outs = None if out is None else self.check_out(out, self._result_meta(sizes))
+            if outs is not None and _overlaps(outs, arrays):
+                results = self._run_main(arrays, self._run_llvm_kernel)   # through temporaries
+                return _copy_into(outs, results[0] if len(results) == 1 else results)
+            results = self._run_main(arrays, self._run_llvm_kernel, outs)
         return results[0] if len(results) == 1 else tuple(results)
 
     def _result_meta(self, sizes):
@@ -369,14 +382,60 @@ class CompiledKernel:
         """Compile `source` with g++ against the CPU Ascend C API and run it; numpy outputs."""
         from .backend_ascendc import simulate as sim
         arrays, sizes = self.bind_args(args)
-        self._set_sizes(sizes)
-        results, measured = sim.simulate(self, arrays, sizes)
-        self._last_measured = measured
+        with self._lock:
+            self._set_sizes(sizes)
+            results, measured = sim.simulate(self, arrays, sizes)
+            self._last_measured = measured
         return results[0] if len(results) == 1 else tuple(results)
 
     def report(self):
         from .report import Report
         return Report(self)
+
+
+def _runtime_scalar(arg, info):
+    """A runtime scalar argument as a 0-d array of its declared dtype, checked like a constant:
+    a real number (not None, not a string), integral and in range for integer dtypes."""
+    dtype = info.type.dtype.np
+    if isinstance(arg, np.ndarray) and arg.ndim == 0 and arg.dtype.kind in "biuf":
+        arg = arg[()]
+    if isinstance(arg, np.ndarray) and arg.ndim == 0:   # 0-d of some other dtype: rejected below
+        arg = arg[()]
+    if not isinstance(arg, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise ArgumentError(f"runtime scalar {info.name!r} must be a number, got {type(arg).__name__} "
+                            f"{arg!r:.40}", loc=user_frame(), hint=f"pass a Python or numpy number ({info.type.dtype})")
+    value = arg.item() if isinstance(arg, np.generic) else arg
+    if dtype.kind in "iu":
+        if isinstance(value, float) and not value.is_integer():
+            raise ArgumentError(f"runtime scalar {info.name!r} is {info.type.dtype}, got the non-integer "
+                                f"{value!r}", loc=user_frame())
+        lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+        if not lo <= value <= hi:
+            raise ArgumentError(f"runtime scalar {info.name!r} = {value!r} is out of range for "
+                                f"{info.type.dtype} [{lo}, {hi}]", loc=user_frame())
+        value = int(value)
+    return np.asarray(value, dtype=dtype)
+
+
+def _overlaps(outs, arrays) -> bool:
+    """Whether an out= array may share memory with an input or another out= array (numpy's
+    bounds test: cheap, and a false alarm only costs a temporary)."""
+    for k, o in enumerate(outs):
+        for a in arrays:
+            if type(a) is np.ndarray and np.may_share_memory(o, a):
+                return True
+        for other in outs[k + 1:]:
+            if np.may_share_memory(o, other):
+                return True
+    return False
+
+
+def _copy_into(outs, results):
+    """Results computed into temporaries, copied into the caller's out= arrays (like numpy)."""
+    results = results if isinstance(results, tuple) else (results,)
+    for o, r in zip(outs, results):
+        np.copyto(o, r)
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 class OutputPool:

@@ -82,7 +82,11 @@ def describe_arg(name: str, arg) -> ArgInfo:
     if is_python_scalar(arg) and not isinstance(arg, np.ndarray):
         return ArgInfo(name, "const", None, python_scalar(arg))
     if isinstance(arg, (np.ndarray, list, tuple)) or hasattr(arg, "__array_interface__"):
-        arr = np.asarray(arg)
+        try:
+            arr = np.asarray(arg)
+        except ValueError as exc:   # a ragged nested list
+            raise ArgumentError(f"argument {name!r} is not a rectangular array: {exc}", loc=user_frame(),
+                                hint="every row of a nested list needs the same length") from None
         return ArgInfo(name, "tensor", TensorType(tuple(arr.shape), to_dtype(arr.dtype)))
     raise ArgumentError(f"argument {name!r} of type {type(arg).__name__} is not an array, fs.spec, "
                         "fs.scalar or Python number", loc=user_frame())
