@@ -5,13 +5,20 @@ The source must define, for each kernel entry NAME it wants to launch,
 (the printer emits it under #ifdef ASCENDC_CPU_DEBUG).  Builds are cached by content:
     $FUSEDSL_CACHE_DIR (or ~/.cache/fusedsl) / ascendc / <sha256>.so
 where the hash covers the source, the compiler flags and every header of the CPU API, so
-editing the headers invalidates old builds.
+editing the headers invalidates old builds.  The directory is private (fusedsl.cachedir: 0700,
+ours, else a private temp cache), and each library is verified before it is loaded: its
+sha256, recorded at build time in `<sha256>.so.sum`, must match, and it must be ours and not
+group/world-writable.  A library that fails (truncated, bit-flipped, planted) is never
+loaded — loading it could SIGBUS/SIGSEGV or run foreign code — but rebuilt.  A library
+verified and loaded once is kept for the process (ctypes/dlopen hand out one handle per
+path, so a path is never loaded twice with different contents).
 """
 from __future__ import annotations
 
 import ctypes
 import hashlib
 import os
+import stat
 import subprocess
 import tempfile
 import threading
@@ -20,6 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fusedsl import cachedir
 from fusedsl.backend_ascendc.cpu import include_dir
 from fusedsl.errors import ArgumentError, AscendCCheckError, AscendCCompileError
 from fusedsl.targets import DEFAULT_TARGET, get_target
@@ -43,8 +51,7 @@ class LaunchStats:
 
 
 def cache_dir() -> str:
-    root = os.environ.get("FUSEDSL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "fusedsl")
-    return os.path.join(root, "ascendc")
+    return cachedir.private_dir("ascendc")
 
 
 _header_digest: str | None = None
@@ -171,7 +178,40 @@ def _compile(source: str, flags: list[str], out_path: str, name: str) -> None:
             shown = "\n".join(lines[:_ERROR_LINES])
             more = f"\n... ({len(lines) - _ERROR_LINES} more lines)" if len(lines) > _ERROR_LINES else ""
             raise AscendCCompileError(f"g++ failed to compile {name}.cpp:\n{shown}{more}")
+        os.chmod(tmp_so, 0o700)            # the linker's mode follows the umask
+        digest = _file_digest(tmp_so)
+        fd, tmp_sum = tempfile.mkstemp(prefix=f".{name}-", suffix=".sum", dir=out_dir)
+        with os.fdopen(fd, "w") as f:
+            f.write(digest + "\n")
         os.replace(tmp_so, out_path)
+        os.replace(tmp_sum, out_path + ".sum")
+
+
+def _file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verified(path: str) -> bool:
+    """Whether the library at `path` is the one fusedsl built: ours, not writable by others,
+    and matching the checksum recorded at build time."""
+    try:
+        st = os.stat(path)
+        with open(path + ".sum", encoding="ascii") as f:
+            recorded = f.read().strip()
+    except (OSError, ValueError):
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or (
+            hasattr(os, "geteuid") and st.st_uid != os.geteuid()):
+        return False
+    return _file_digest(path) == recorded
+
+
+_loaded: dict[str, CpuLibrary] = {}
+_loaded_lock = threading.Lock()
 
 
 def cache_path(source: str, *, target: str = DEFAULT_TARGET, extra_flags: Sequence[str] = ()) -> str:
@@ -186,13 +226,20 @@ def build(source: str, *, target: str = DEFAULT_TARGET, name: str = "kernel",
     """Compile `source` (cached by content) and load it."""
     flags = compile_flags(target, extra_flags)
     path = cache_path(source, target=target, extra_flags=extra_flags)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if os.path.exists(path):
+    with _loaded_lock:
+        lib = _loaded.get(path)
+        if lib is not None:
+            return lib
+        if not verified(path):
+            # missing, truncated, bit-flipped or planted: build it again (os.replace swaps the
+            # file, never writing into one a process may have mapped)
+            _compile(source, flags, path, name)
+            if not verified(path):
+                raise AscendCCompileError(f"the library just built at {path} does not match its checksum "
+                                          "(is another process writing the cache?)")
         try:
-            return CpuLibrary(path, ctypes.CDLL(path), target)
-        except (OSError, AttributeError):
-            # A truncated or foreign file under our name: rebuild it.  (A library already
-            # loaded in this process is never overwritten: rebuilds go through os.replace.)
-            os.unlink(path)
-    _compile(source, flags, path, name)
-    return CpuLibrary(path, ctypes.CDLL(path), target)
+            lib = CpuLibrary(path, ctypes.CDLL(path), target)
+        except (OSError, AttributeError) as exc:
+            raise AscendCCompileError(f"cannot load the library built for {name}: {exc}") from None
+        _loaded[path] = lib
+        return lib

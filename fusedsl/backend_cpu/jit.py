@@ -73,8 +73,9 @@ class _Host:
 
 
 def cache_dir() -> str:
-    root = os.environ.get("FUSEDSL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "fusedsl")
-    return os.path.join(root, "llvm")
+    """Private to this user (fusedsl.cachedir: 0700, ours, else a private temp cache)."""
+    from .. import cachedir
+    return cachedir.private_dir("llvm")
 
 
 def cache_key(ir_text: str) -> str:
@@ -141,7 +142,8 @@ def read_cached(key: str) -> bytes | None:
 def write_cached(key: str, payload: bytes) -> None:
     path = _path(key)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        from .. import cachedir
+        cachedir.make_private(os.path.dirname(path))
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".o")
         try:
             with os.fdopen(fd, "wb") as f:

@@ -1,0 +1,135 @@
+"""The on-disk caches run no untrusted code and survive damage (issue 10 items 3 and 4).
+
+Each scenario runs in a subprocess under umask 000 (a fresh interpreter: no library already
+loaded, exactly what a later process sees): cache directories are created 0700, a library
+planted or truncated in the cache is never loaded but rebuilt, and a group/world-writable
+cache directory is refused with a warning in favour of a private temporary cache.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fusedsl import cachedir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = r'''
+import json, os, sys, warnings
+os.umask(0)
+import numpy as np
+import fusedsl as fs
+from fusedsl.backend_ascendc import cpu_runner
+relu = fs.fused_kernel(lambda x: fs.relu(x)).compile(fs.spec((8, 64), "float32"), target="ascend910b")
+absk = fs.fused_kernel(lambda x: fs.abs(x)).compile(fs.spec((8, 64), "float32"), target="ascend910b")
+x = np.linspace(-2, 2, 512, dtype=np.float32).reshape(8, 64)
+out = {}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for what in sys.argv[1].split(","):
+        k = relu if what == "relu" else absk
+        want = np.maximum(x, 0) if what == "relu" else np.abs(x)
+        out[what] = {"ok_sim": bool(np.array_equal(k.simulate(x), want)),
+                     "ok_call": bool(np.array_equal(k(x), want)),
+                     "path": cpu_runner.cache_path(k.source, target="ascend910b")}
+out["warnings"] = [str(w.message) for w in caught]
+print(json.dumps(out))
+'''
+
+
+def run(cache: str, kernels: str) -> dict:
+    env = {**os.environ, "FUSEDSL_CACHE_DIR": cache, "PYTHONPATH": ROOT}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, kernels], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, f"rc {proc.returncode} (negative: killed by a signal)\n{proc.stderr[-3000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def modes(root: str) -> dict:
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            found[os.path.relpath(path, root)] = stat.S_IMODE(os.lstat(path).st_mode)
+    return found
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    cache = str(tmp_path_factory.mktemp("cache") / "fusedsl")   # created by fusedsl, umask 000
+    first = run(cache, "relu,abs")
+    return cache, first
+
+
+def test_cache_dirs_and_files_are_private_under_umask_000(built):
+    cache, first = built
+    assert first["relu"]["ok_sim"] and first["abs"]["ok_sim"] and first["relu"]["ok_call"]
+    assert first["warnings"] == []
+    found = modes(cache)
+    assert any(p.startswith("ascendc") for p in found) and any(p.startswith("llvm") for p in found)
+    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+    assert not {p: oct(m) for p, m in found.items() if m & 0o022}, found     # nothing others can write
+    dirs = {p: oct(m) for p, m in found.items() if os.path.isdir(os.path.join(cache, p))}
+    assert set(dirs.values()) == {"0o700"}, dirs
+
+
+def test_planted_then_truncated_library_is_never_loaded(built):
+    cache, first = built
+    relu_so, abs_so = first["relu"]["path"], first["abs"]["path"]
+    # another user's code under relu's name (a valid library: it would compute abs)
+    with open(abs_so, "rb") as f:
+        planted = f.read()
+    with open(relu_so, "wb") as f:
+        f.write(planted)
+    again = run(cache, "relu")
+    assert again["relu"]["ok_sim"], "the planted library was loaded"
+    # truncated: loading it would SIGBUS this and every later process
+    size = os.path.getsize(relu_so)
+    with open(relu_so, "r+b") as f:
+        f.truncate(size // 3)
+    third = run(cache, "relu")
+    assert third["relu"]["ok_sim"]
+    assert os.path.getsize(relu_so) == size            # rebuilt
+    # one flipped byte in the middle
+    with open(relu_so, "r+b") as f:
+        f.seek(size // 2)
+        b = f.read(1)
+        f.seek(size // 2)
+        f.write(bytes([b[0] ^ 0xFF]))
+    from fusedsl.backend_ascendc import cpu_runner
+    assert not cpu_runner.verified(relu_so)
+
+
+def test_world_writable_cache_dir_is_refused(tmp_path):
+    bad = tmp_path / "shared"
+    bad.mkdir()
+    os.chmod(bad, 0o777)
+    env = {**os.environ, "FUSEDSL_CACHE_DIR": str(bad), "PYTHONPATH": ROOT}
+    code = ("import os, warnings; os.umask(0); import numpy as np, fusedsl as fs\n"
+            "warnings.simplefilter('always')\n"
+            "x = np.linspace(-1, 1, 64, dtype=np.float32)\n"
+            "assert np.array_equal(fs.fused_kernel(lambda x: x * 3 + 1)(x), x * 3 + 1)\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "CacheDirWarning" in proc.stderr and "is writable by group or others (mode 777)" in proc.stderr
+    assert "uses the private cache" in proc.stderr
+    assert os.listdir(bad) == []          # nothing written (or read) there
+
+
+def test_unusable_cache_dir_falls_back(tmp_path, monkeypatch):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(not_a_dir))
+    with pytest.warns(cachedir.CacheDirWarning, match="is not a directory.*uses the private cache"):
+        path = cachedir.private_dir("ascendc")
+    assert cachedir.problem(path) is None and not path.startswith(str(not_a_dir))
+    # another user's directory
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", "/")
+    if os.stat("/").st_uid != os.geteuid():
+        with pytest.warns(cachedir.CacheDirWarning, match="owned by another user"):
+            cachedir.private_dir("llvm")
