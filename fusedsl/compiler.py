@@ -51,6 +51,7 @@ class KernelPlan:
         self.reason = reason
         self.schedule = sched
         self.error = error
+        self.size_error: FusedslError | None = None   # `error` when it came from the current sizes
         self.tiling: Tiling | None = None
 
     @property
@@ -216,11 +217,12 @@ class CompiledKernel:
         self._last_sizes = dict(sizes)
         self._cpu_tiling.clear()
         for plan in self.kernels:
-            if plan.schedule is not None and plan.error is None:
+            if plan.schedule is not None and (plan.error is None or plan.error is plan.size_error):
                 try:
                     plan.tiling = compute_tiling(plan.schedule, sizes, self.target)
-                except ScheduleError as exc:   # e.g. one tile does not fit UB
-                    plan.error = exc
+                    plan.error = plan.size_error = None
+                except ScheduleError as exc:   # e.g. one tile does not fit UB, 2**32 elements
+                    plan.error = plan.size_error = exc
 
     # ---- execution --------------------------------------------------------------------------
     @user_facing

@@ -916,6 +916,9 @@ def _line_aligned_tiles_per_core(sched, tpc, total_tiles, rows_mode, tile_rows, 
     return tpc
 
 
+MAX_ELEMS = 1 << 32   # kernel offsets and tiling fields are 32-bit (the printed host tiling checks it too)
+
+
 def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target) -> Tiling:
     """The runtime tiling (mirrored line by line by the printed C++ host function)."""
     dims = resolve_dims(sched, sizes)
@@ -934,6 +937,10 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
                             loc=ops[-1].loc if ops else sched.kernel.loc,
                             hint="split the computation into several kernels (drop single_kernel=True)")
     total = R * C
+    if R * _round_up(C, sched.block_elems) >= MAX_ELEMS:
+        raise ScheduleError(f"kernel {sched.kernel.name}: {R * C} elements (sizes {dict(sizes)}) need 64-bit "
+                            f"offsets; the printed Ascend C kernels use 32-bit element offsets (below {MAX_ELEMS})",
+                            loc=sched.kernel.loc, hint="split the tensor into parts below 2**32 elements")
     if total == 0:   # an empty tensor: nothing to launch
         return Tiling(R, C, C, 1, C, 0, 0, 0, 0, 0, False, dims, tuple((0,) * len(dims) for _ in sched.inputs))
     want = max(1, min(target.vector_cores, -(-total * out_bytes // MIN_CORE_BYTES)))

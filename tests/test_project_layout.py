@@ -80,7 +80,7 @@ def test_layout_matches_the_kernel_launch_samples(projects):
     # device code only: no CPU-debug block, no simulate glue, no host tiling function
     assert "ASCENDC_CPU_DEBUG" not in kernel and "fusedsl_launch" not in kernel and "fusedsl_tiling" not in kernel
     assert "__global__ __aicore__" in kernel
-    tiling_fn = "inline void AbsAddReluKernelTiling("
+    tiling_fn = "inline bool AbsAddReluKernelTiling("
     assert sum(read(f).count(tiling_fn) for f in ("abs_add_relu_kernel.cpp", "main.cpp", "abs_add_relu_tiling.h")) == 1
     assert tiling_fn in tiling
     assert "ICPU_RUN_KF" in main and "ACLRT_LAUNCH_KERNEL" in main and "aclrtMemcpy" in main

@@ -145,3 +145,28 @@ def test_concurrent_simulate_with_different_symbolic_sizes():
         CALLS = saved
     assert tally["calls"] == THREADS * 5
     assert tally["wrong"] == 0, tally
+
+
+def test_sizes_needing_64_bit_offsets_are_rejected_clearly():
+    """2**32 elements or more: a ScheduleError from the Python tiling (no struct.error) and a
+    refusal from the printed C++ host tiling (no silent truncation); smaller sizes still run."""
+    import ctypes
+
+    from fusedsl.backend_ascendc import simulate as sim
+    from fusedsl.errors import ScheduleError
+    k = sym.compile(fs.spec(("M", "N"), "float32"), target="ascend910b")
+    plan = k.kernels[0]
+    with pytest.raises(ScheduleError, match=r"4294967296 elements .* need 64-bit offsets"):
+        fs.compiler.compute_tiling(plan.schedule, {"M": 1 << 16, "N": 1 << 16}, k.target)
+    k._set_sizes({"M": 1 << 16, "N": 1 << 16})   # what simulate does before it allocates anything
+    with pytest.raises(ScheduleError, match="need 64-bit offsets"):
+        sim.simulate(k, [np.empty((0, 0), np.float32)], {"M": 1 << 16, "N": 1 << 16})
+    a = np.linspace(-1, 1, 3 * 5, dtype=np.float32).reshape(3, 5)
+    np.testing.assert_array_equal(k.simulate(a), np.abs(a) * 2 + 1)   # the size error is per size
+    lib = sim.library(k)._lib
+    fn = getattr(lib, f"fusedsl_tiling_{plan.name}")
+    fn.restype = ctypes.c_int
+    buf = (ctypes.c_uint8 * 4096)()
+    for sizes, rc in (((1 << 16, 1 << 16), 1), ((1 << 20, 1 << 12), 1), ((3, 5), 0), ((1 << 15, 1 << 16), 0)):
+        assert fn((ctypes.c_int64 * 2)(*sizes), ctypes.c_uint32(40), ctypes.c_uint32(plan.schedule.ub_budget),
+                  buf) == rc, sizes

@@ -199,7 +199,8 @@ class AscendCPrinter:
         symbol_doc = ", ".join(f"sizes[{i}] = {n}" for i, n in enumerate(self.symbols)) or "none"
         L = [f"// Host tiling for {self.name} on {t.name}: symbolic sizes {symbol_doc}.",
              f"// ubBudget defaults to {s.ub_budget} bytes, vectorCores to {t.vector_cores}.",
-             f"inline void {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,",
+             "// Returns false (and writes nothing) when the sizes need offsets of 64 bits or more.",
+             f"inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,",
              f"                          {self.tiling}* t)",
              "{",
              "    (void)sizes;",
@@ -212,11 +213,12 @@ class AscendCPrinter:
              "    const uint64_t perTile = ubBudget / perElem;",
              "    uint64_t maxElems = (perTile > slack ? perTile - slack : 0) / gran * gran;",
              f"    const uint64_t total = R * C;",
+             "    if (R * ((C + block - 1) / block * block) >= (uint64_t(1) << 32)) return false;  // 32-bit offsets",
              "    if (total == 0) {  // an empty tensor: nothing to launch",
              "        *t = {};",
              "        t->R = uint32_t(R); t->C = uint32_t(C); t->Cpad = uint32_t(C); t->tileRows = 1; t->tileCols = uint32_t(C);",
              f"        for (int i = 0; i < {self.k}; ++i) t->dims[i] = uint32_t(dims[i]);",
-             "        return;",
+             "        return true;",
              "    }",
              f"    uint64_t want = (total * {out_bytes} + {MIN_CORE_BYTES - 1}) / {MIN_CORE_BYTES};",
              "    want = std::max<uint64_t>(1, std::min<uint64_t>(vectorCores, want));",
@@ -257,7 +259,7 @@ class AscendCPrinter:
                   "            if (present[i]) acc *= dims[i];",
                   "        }",
                   "    }"]
-        L.append("}")
+        L += ["    return true;", "}"]
         return "\n".join(L) + "\n"
 
     def _line_aligned_cores(self) -> list[str]:
@@ -634,10 +636,10 @@ extern "C" int fusedsl_launch_{self.name}(uint32_t blockDim, uint8_t** args)
 {{
     return fusedsl_cpu::Launch({self.name}, blockDim, {args});
 }}
-extern "C" void fusedsl_tiling_{self.name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
-                                         {self.tiling}* t)
+extern "C" int fusedsl_tiling_{self.name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
+                                        {self.tiling}* t)
 {{
-    {camel(self.name)}Tiling(sizes, vectorCores, ubBudget, t);
+    return {camel(self.name)}Tiling(sizes, vectorCores, ubBudget, t) ? 0 : 1;
 }}
 extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.tiling}); }}
 #endif

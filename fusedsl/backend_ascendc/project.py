@@ -150,7 +150,10 @@ def _main_cpp(compiled, printers, prog: _Program) -> str:
         body += [f"    // {plan.name}: {', '.join(plan.ops)}",
                  f"    {pr.tiling} {var}{{}};",
                  f"    const int64_t sizes_{plan.name}[] = {{{sizes}}};",
-                 f"    {camel(plan.name)}Tiling(sizes_{plan.name}, {t.vector_cores}, {plan.schedule.ub_budget}, &{var});"]
+                 f"    if (!{camel(plan.name)}Tiling(sizes_{plan.name}, {t.vector_cores}, {plan.schedule.ub_budget}, "
+                 f"&{var})) {{",
+                 "        return 1;   // 2**32 elements or more: the kernel's offsets are 32-bit",
+                 "    }"]
         body += [f"    {var}.{inp.var} = {src};" for inp, src in scalar_args]
         body += [f"    uint8_t* {var}_gm = DeviceAlloc(sizeof({var}));",
                  f"    rc |= CopyToDevice({var}_gm, &{var}, sizeof({var}));",

@@ -127,7 +127,9 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const int64_t sizes[] = {{{', '.join(sizes) or '0'}}};
     {plain} plain{{}};
     // {target.vector_cores} vector cores and a {plan.schedule.ub_budget}-byte UB budget on {target.name}
-    {camel(p.name)}Tiling(sizes, {target.vector_cores}, {plan.schedule.ub_budget}, &plain);
+    if (!{camel(p.name)}Tiling(sizes, {target.vector_cores}, {plan.schedule.ub_budget}, &plain)) {{
+        return ge::GRAPH_FAILED;   // 2**32 elements or more: the kernel's offsets are 32-bit
+    }}
     {p.tiling} tiling;
 {chr(10).join(copies)}
     context->SetBlockDim(plain.blockDim);   // 0 for an empty tensor: nothing to launch

@@ -30,7 +30,10 @@ def _check_host_tiling(lib, plan, packed: bytes, sizes: dict[str, int], target) 
     symbols = sorted({d for d in plan.schedule.iter_shape if isinstance(d, str)})
     arr = (ctypes.c_int64 * max(1, len(symbols)))(*[sizes[s] for s in symbols])
     fn = getattr(cdll, f"fusedsl_tiling_{plan.name}")
-    fn(arr, ctypes.c_uint32(target.vector_cores), ctypes.c_uint32(plan.schedule.ub_budget), buf)
+    fn.restype = ctypes.c_int
+    if fn(arr, ctypes.c_uint32(target.vector_cores), ctypes.c_uint32(plan.schedule.ub_budget), buf) != 0:
+        raise AscendCCheckError(f"kernel {plan.name}: the printed host tiling refused sizes {sizes} "
+                                "(2**32 elements or more), but the Python tiling accepted them (internal error)")
     host = bytes(buf)
     scalar_bytes = 4 * sum(1 for i in plan.schedule.inputs if i.kind == "runtime_scalar")
     if n != len(packed) or host[:n - scalar_bytes] != packed[:n - scalar_bytes]:
@@ -44,6 +47,8 @@ def simulate(compiled, arrays, sizes):
     measured = [0]
 
     def run_kernel(plan, inputs, targets, sizes):   # targets unused: GM buffers are fresh
+        if plan.error is not None:   # e.g. sizes that need 64-bit offsets: a clear ScheduleError
+            raise plan.error
         sched = plan.schedule
         scalars = {i.name: float(np.asarray(x).item()) for i, x in zip(sched.inputs, inputs)
                    if i.kind == "runtime_scalar"}
