@@ -165,3 +165,10 @@ if __name__ == "__main__":   # python tests/test_ir_fuzz.py 10000: the figure fo
     print(Counter(b[0] for b in res["bad"]))
     for b in res["bad"][:10]:
         print(b)
+
+
+def test_unicode_dimension_names_of_a_compiled_kernel_round_trip():
+    k = fs.fused_kernel(lambda x: fs.abs(x) + 1).compile(fs.spec(("Länge", 8), "float32"))
+    text = str(k.module)
+    assert "Länge" in text and str(fs.parse_ir(text)) == text
+    np.testing.assert_array_equal(k(-np.ones((3, 8), np.float32)), np.full((3, 8), 2, np.float32))
