@@ -83,13 +83,13 @@ def test_two_cores_writing_the_same_bytes():
 def test_uninitialised_ub_read():
     a, b = arrays()
     check("(?i)never written|uninit", "ascend910b", a, b,
-          "CopyRowsIn(in_b_1, gm_b[row0 * tiling.C + col0], nrows, ncols, tiling.C, tiling.Cpad);", "")
+          "CopyRowsIn(in_b_1, gm_p_b[row0 * tiling.C + col0], nrows, ncols, tiling.C, tiling.Cpad);", "")
 
 
 def test_gm_out_of_bounds():
     a, b = arrays()
     check("GM buffer .b., which has only 98304 bytes", "ascend910b", a, b,
-          "CopyRowsIn(in_b_1, gm_b[row0 * tiling.C + col0]", "CopyRowsIn(in_b_1, gm_b[row0 * tiling.C + col0 + 64]")
+          "CopyRowsIn(in_b_1, gm_p_b[row0 * tiling.C + col0]", "CopyRowsIn(in_b_1, gm_p_b[row0 * tiling.C + col0 + 64]")
 
 
 def test_api_dtype_not_supported_on_target():
