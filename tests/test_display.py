@@ -46,8 +46,8 @@ def abs_add_relu(a, b):
 
 
 @fs.fused_kernel
-def softmax_then_add(x, y):   # a row reduction then a broadcast add: more than one buffer kind
-    return fs.softmax(x, axis=-1) + y
+def softmax_then_add(x, y):   # a column reduction (not row-fused) then a broadcast add: several kernels
+    return fs.softmax(x, axis=0) + y
 
 
 @pytest.fixture(scope="module")

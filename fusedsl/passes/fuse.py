@@ -13,7 +13,13 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
   become different kernels; each kernel takes the ancestors of its outputs inside
   the group (small shared producers are recomputed rather than written to GM).
 - `reshape` of a contiguous tensor is a free view: it stays in main, between kernels.
-- Every other op (reductions, matmul, conv2d, transpose, slice, concatenate) is a
+- Row fusion: a last-axis reduction (sum/mean/max/min) joins the vector kernel that
+  produces its operand and the vector kernels that read its result and have the
+  reduction's input shape (they broadcast it back over the row), so softmax, layer_norm
+  and rms_norm become one "row" kernel (FS112).  A merge that would close a cycle through
+  another kernel is not made.  Row kernels run on the CPU executors; the Ascend C
+  backend does not print them yet.
+- Every other op (other reductions, matmul, conv2d, transpose, slice, concatenate) is a
   kernel of its own for now.
 - `single_kernel=True` turns any boundary into a ScheduleError naming the op.
 """
@@ -41,7 +47,7 @@ def is_view_op(op: Op) -> bool:
 @dataclass(frozen=True)
 class KernelInfo:
     name: str
-    kind: str       # "vector" | "single"
+    kind: str       # "vector" | "row" | "single"
     reason: str     # why this kernel is separate from its neighbours, with its figures
     code: str = "FS101"   # stable reason code (passes/fusion_model.py REASONS, docs/FUSION.md)
 
@@ -66,6 +72,8 @@ class Fuse(Pass):
         self.stats = {"candidates": 0, "merges": 0}
         groups = self._group(fn)
         kernels = self._split_by_shape(fn, groups)
+        if self.fusion.fuse or self.single_kernel:
+            kernels = _row_fuse(fn, kernels)
         if self.single_kernel and len(kernels) > 1:
             self._refuse(fn, kernels)
         return self._build(module, fn, kernels)
@@ -620,3 +628,123 @@ def _bits(mask: int):
 
 
 __all__ = ["Fuse", "KernelInfo", "is_vector_op", "is_view_op", "TensorType"]
+
+
+ROW_REDUCTIONS = ("sum", "mean", "max", "min")
+
+
+def _is_row_reduction(op: Op) -> bool:
+    """A reduction over the last axis only: one row of its operand makes one result."""
+    if op.name not in ROW_REDUCTIONS:
+        return False
+    rank = len(op.operands[0].type.shape)
+    return rank >= 1 and tuple(dict(op.attrs)["axes"]) == (rank - 1,)
+
+
+def _row_fuse(fn: Function, kernels: list[tuple]) -> list[tuple]:
+    """Merge each last-axis reduction kernel with its row-shaped vector producer and consumers.
+
+    Kernels are merged as whole units (union-find over kernel indices); a merge is kept only
+    when no path leaves the merged set and comes back into it (that would be a cycle)."""
+    producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
+    owner = {i: k for k, kern in enumerate(kernels) for i in kern[0]}
+    succ: dict[int, set[int]] = {k: set() for k in range(len(kernels))}
+    for i, op in enumerate(fn.ops):
+        for v in op.operands:
+            p = producer.get(id(v))
+            if p is not None and p in owner and i in owner and owner[p] != owner[i]:
+                succ[owner[p]].add(owner[i])
+    # views (reshape) in main pass values between kernels: follow them for edges too
+    view_src: dict[int, int] = {}
+    for i, op in enumerate(fn.ops):
+        if is_view_op(op):
+            p = producer.get(id(op.operands[0]))
+            src = view_src.get(p, owner.get(p)) if p is not None else None
+            if src is not None:
+                view_src[i] = src
+    for i, op in enumerate(fn.ops):
+        for v in op.operands:
+            p = producer.get(id(v))
+            if p in view_src and i in owner and view_src[p] != owner[i]:
+                succ[view_src[p]].add(owner[i])
+    parent = list(range(len(kernels)))
+
+    def find(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def members(root):
+        return {k for k in range(len(kernels)) if find(k) == root}
+
+    def acyclic(group: set[int]) -> bool:
+        # from the group's successors outside it, the group must not be reachable again
+        stack = [s for k in group for s in succ[k] if s not in group]
+        seen = set()
+        while stack:
+            k = stack.pop()
+            if k in group:
+                return False
+            if k in seen:
+                continue
+            seen.add(k)
+            stack.extend(succ[k])
+        return True
+
+    def try_merge(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            return
+        group = members(ra) | members(rb)
+        if acyclic(group):
+            parent[rb] = ra
+
+    for k, (ops_idx, kind, _, _) in enumerate(kernels):
+        if kind != "single" or len(ops_idx) != 1 or not _is_row_reduction(fn.ops[ops_idx[0]]):
+            continue
+        red = fn.ops[ops_idx[0]]
+        row_shape = red.operands[0].type.shape
+        p = producer.get(id(red.operands[0]))
+        if p in owner and kernels[owner[p]][1] in ("vector", "single") and (
+                kernels[owner[p]][1] == "vector" or _is_row_reduction(fn.ops[p])) and \
+                fn.ops[p].result.shape == row_shape:
+            try_merge(owner[p], k)
+        for c in succ[k]:
+            kind_c = kernels[c][1]
+            shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
+            if kind_c == "vector" and shapes == {row_shape}:
+                try_merge(k, c)
+    groups: dict[int, list[int]] = {}
+    for k in range(len(kernels)):
+        groups.setdefault(find(k), []).append(k)
+    if all(len(g) == 1 for g in groups.values()):
+        return kernels
+    returned = {id(v) for v in fn.results}
+    readers: dict[int, list[int]] = {}
+    for j, o in enumerate(fn.ops):
+        for v in o.operands:
+            p = producer.get(id(v))
+            if p is not None:
+                readers.setdefault(p, []).append(j)
+    out = []
+    for root in sorted(groups, key=lambda r: min(groups[r])):
+        ks = groups[root]
+        if len(ks) == 1:
+            out.append(kernels[ks[0]])
+            continue
+        ops_idx = sorted(i for k in ks for i in kernels[k][0])
+        member = set(ops_idx)
+        roots = []
+        for i in ops_idx:
+            res = fn.ops[i].results
+            used = any(id(r) in returned for r in res) or any(j not in member for j in readers.get(i, ()))
+            if used and not has_trait(fn.ops[i], CONSTANT):
+                roots.append(i)
+        names = sorted({fn.ops[i].name for i in ops_idx if _is_row_reduction(fn.ops[i])})
+        out.append((ops_idx, "row", f"FS112 row kernel: last-axis {', '.join(names)} fused with "
+                    f"its elementwise producers and broadcast-back consumers", roots))
+    if len(out) == 1:
+        ops_idx, kind, _, roots = out[0]
+        out[0] = (ops_idx, kind, "FS100 the whole graph is one kernel", roots)
+    return out

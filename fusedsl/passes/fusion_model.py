@@ -34,6 +34,7 @@ REASONS = {
     "FS109": "fusion disabled (opt_level 0 or disable_passes)",
     "FS110": "L1 capacity (cube kernels)",
     "FS111": "a value several kernels need is stored once (cheaper than recomputing it in each)",
+    "FS112": "row kernel: a last-axis reduction fused with its row producers and broadcast-back consumers",
 }
 
 DEFAULT_UB_HEADROOM = 0.8      # the "use at most 80 %" rule, as the default

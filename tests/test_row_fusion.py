@@ -1,0 +1,106 @@
+"""Row fusion (issue 7): a last-axis reduction fuses with its elementwise producers and the
+consumers that broadcast its result back over the row; results agree with numpy."""
+import numpy as np
+import pytest
+
+import fusedsl as fs
+
+
+@fs.fused_kernel
+def softmax(x):
+    m = fs.max(x, axis=-1, keepdims=True)
+    e = fs.exp(x - m)
+    return e / fs.sum(e, axis=-1, keepdims=True)
+
+
+@fs.fused_kernel
+def rms_norm_res(x, r, w):
+    h = x + r
+    ms = fs.mean(h * h, axis=-1, keepdims=True)
+    return h * fs.rsqrt(ms + 1e-6) * w
+
+
+@fs.fused_kernel
+def layer_norm_gelu(x, w, b):
+    mu = fs.mean(x, axis=-1, keepdims=True)
+    d = x - mu
+    var = fs.mean(d * d, axis=-1, keepdims=True)
+    return fs.gelu(d * fs.rsqrt(var + 1e-5) * w + b)
+
+
+@fs.fused_kernel
+def colsum_then_scale(x):
+    return x * fs.sum(x, axis=0, keepdims=True)   # not a last-axis reduction: stays separate
+
+
+@fs.fused_kernel
+def row_max_nokeep(x):
+    return fs.max(fs.abs(x) * 2.0, axis=-1)
+
+
+def np_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def np_ln_gelu(x, w, b):
+    mu = x.mean(-1, keepdims=True)
+    d = x - mu
+    y = d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-5) * w + b
+    return 0.5 * y * (1 + np.vectorize(__import__("math").erf)(y / np.sqrt(2)))
+
+
+def kinds(k):
+    return [p.kind for p in k.kernels], [p.reason_code for p in k.kernels]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (5, 33), (2, 3, 129)])
+@pytest.mark.parametrize("executor", ["reference", "llvm"])
+def test_softmax_is_one_row_kernel(shape, executor, monkeypatch):
+    monkeypatch.setattr(fs.config, "executor", executor)
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    k = softmax.compile(x)
+    assert kinds(k) == (["row"], ["FS100"])
+    y = softmax(x)
+    np.testing.assert_allclose(y, np_softmax(x), rtol=2e-5, atol=1e-6)
+
+
+def test_rms_norm_with_residual_is_one_kernel():
+    rng = np.random.default_rng(2)
+    x, r = rng.standard_normal((2, 4, 65), dtype=np.float32), rng.standard_normal((2, 4, 65), dtype=np.float32)
+    w = rng.standard_normal(65).astype(np.float32)
+    k = rms_norm_res.compile(x, r, w)
+    assert kinds(k)[0] == ["row"]
+    h = x + r
+    ref = h / np.sqrt((h * h).mean(-1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(rms_norm_res(x, r, w), ref, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_gelu_is_one_kernel_f16():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 40)).astype(np.float16)
+    w, b = rng.standard_normal(40).astype(np.float16), rng.standard_normal(40).astype(np.float16)
+    k = layer_norm_gelu.compile(x, w, b)
+    assert kinds(k)[0] == ["row"]
+    ref = np_ln_gelu(x.astype(np.float32), w.astype(np.float32), b.astype(np.float32))
+    np.testing.assert_allclose(layer_norm_gelu(x, w, b).astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_non_last_axis_reduction_is_not_row_fused():
+    x = np.random.default_rng(4).standard_normal((4, 8)).astype(np.float32)
+    k = colsum_then_scale.compile(x)
+    assert "row" not in kinds(k)[0] and len(k.kernels) >= 2
+    np.testing.assert_allclose(colsum_then_scale(x), x * x.sum(0, keepdims=True), rtol=1e-5)
+
+
+def test_row_reduction_without_keepdims_fuses_with_producer():
+    x = np.random.default_rng(5).standard_normal((3, 9)).astype(np.float32)
+    k = row_max_nokeep.compile(x)
+    assert kinds(k) == (["row"], ["FS100"])
+    np.testing.assert_allclose(row_max_nokeep(x), (np.abs(x) * 2).max(-1))
+
+
+def test_ascendc_says_row_kernels_are_not_printed_yet():
+    x = np.zeros((4, 8), np.float32)
+    with pytest.raises(fs.FusedslError, match="does not print row kernels yet"):
+        softmax.compile(x, target="ascend910b").source
