@@ -104,3 +104,38 @@ def test_ascendc_says_row_kernels_are_not_printed_yet():
     x = np.zeros((4, 8), np.float32)
     with pytest.raises(fs.FusedslError, match="does not print row kernels yet"):
         softmax.compile(x, target="ascend910b").source
+
+
+# ---- differential fuzz: random row kernels vs numpy -------------------------------------
+from hypothesis import given, strategies as st  # noqa: E402
+
+from conftest import fuzz_settings  # noqa: E402
+
+_RED = {"sum": (fs.sum, np.sum), "mean": (fs.mean, np.mean), "max": (fs.max, np.max), "min": (fs.min, np.min)}
+
+
+@fuzz_settings(0.04)
+@given(rows=st.integers(1, 5), cols=st.integers(1, 40), red=st.sampled_from(sorted(_RED)),
+       keep=st.booleans(), f16=st.booleans(), seed=st.integers(0, 2**16))
+def test_row_kernels_agree_with_numpy(rows, cols, red, keep, f16, seed):
+    fsr, npr = _RED[red]
+    dt = np.float16 if f16 else np.float32
+
+    def body(x, b):
+        r = fsr(fs.abs(x) * 0.5 + b, axis=-1, keepdims=True)
+        return (x - r) * 2.0 if keep else fsr(x * x + b, axis=-1)
+
+    body.__name__ = f"row_{red}_{int(keep)}"
+    k = fs.fused_kernel(body)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, cols)).astype(dt)
+    b = rng.standard_normal(cols).astype(dt)
+    compiled = k.compile(x, b)
+    assert [p.kind for p in compiled.kernels] == ["row"]
+    xf, bf = x.astype(np.float32), b.astype(np.float32)
+    if keep:
+        want = (xf - npr(np.abs(xf) * 0.5 + bf, axis=-1, keepdims=True)) * 2.0
+    else:
+        want = npr(xf * xf + bf, axis=-1)
+    tol = 3e-2 if f16 else 1e-5
+    np.testing.assert_allclose(np.asarray(k(x, b), np.float32), want, rtol=tol, atol=tol * (1 + np.abs(want).max()))
