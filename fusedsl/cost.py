@@ -357,8 +357,14 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
             extra += op_vector_cycles(op, _nelem(op.result, sizes), producers) / max(1, base.block_dim)
     if not extra:
         return base
+    gm = base.gm_bytes
+    if has_trait(anchor, REDUCTION):
+        # a row kernel reads each of its tensor inputs once and writes each output once
+        # (rows fit UB), not just the anchor reduction's operand and result
+        gm = sum(_nelem(p.value, sizes or {}) * p.value.dtype.itemsize for p in fn.params if p.kind == "tensor") \
+            + sum(_nelem(v, sizes or {}) * v.dtype.itemsize for v in fn.results)
     return KernelCost(base.name, base.kind, base.block_dim, base.mte2_cycles, base.vec_cycles + extra,
-                      base.mte3_cycles, base.head_cycles, base.time_us + extra / target.clock_mhz, base.gm_bytes)
+                      base.mte3_cycles, base.head_cycles, base.time_us + extra / target.clock_mhz, int(gm))
 
 
 def unfused_cost(fn: Function, target, sizes=None) -> list[KernelCost]:

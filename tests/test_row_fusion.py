@@ -139,3 +139,10 @@ def test_row_kernels_agree_with_numpy(rows, cols, red, keep, f16, seed):
         want = npr(xf * xf + bf, axis=-1)
     tol = 3e-2 if f16 else 1e-5
     np.testing.assert_allclose(np.asarray(k(x, b), np.float32), want, rtol=tol, atol=tol * (1 + np.abs(want).max()))
+
+
+def test_row_kernel_report_counts_each_input_and_output_once():
+    x = np.zeros((64, 1024), np.float32)
+    rep = softmax.compile(x).report()
+    assert rep.gm_bytes_fused == rep.gm_bytes_min == 2 * x.nbytes
+    assert rep.gm_bytes_unfused > 3 * rep.gm_bytes_min
