@@ -16,7 +16,7 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
 - Row fusion: a last-axis reduction (sum/mean/max/min) joins the vector kernel that
   produces its operand and the vector kernels that read its result and have the
   reduction's input shape (they broadcast it back over the row), so softmax, layer_norm
-  and rms_norm become one "row" kernel (FS112).  A merge that would close a cycle through
+  and rms_norm become one "row" kernel (FS112).  Opt-in (opt_level=3) for now.  A merge that would close a cycle through
   another kernel is not made.  Row kernels run on the CPU executors; the Ascend C
   backend does not print them yet.
 - Every other op (other reductions, matmul, conv2d, transpose, slice, concatenate) is a
@@ -72,7 +72,7 @@ class Fuse(Pass):
         self.stats = {"candidates": 0, "merges": 0}
         groups = self._group(fn)
         kernels = self._split_by_shape(fn, groups)
-        if self.fusion.fuse or self.single_kernel:
+        if self.fusion.rows:
             kernels = _row_fuse(fn, kernels)
         if self.single_kernel and len(kernels) > 1:
             self._refuse(fn, kernels)

@@ -60,11 +60,18 @@ class FusionOptions:
         return self.opt_level > 0 and "fuse" not in self.disabled
 
     @property
+    def rows(self) -> bool:
+        # opt-in until row kernels have a tile schedule and an LLVM lowering: today a row
+        # kernel runs whole on the numpy reference, slower on the CPU than split kernels
+        # whose elementwise parts run on LLVM (benchmarks/row.py)
+        return self.opt_level >= 3 and "row-fusion" not in self.disabled
+
+    @property
     def horizontal(self) -> bool:
         return self.opt_level >= 2 and "horizontal" not in self.disabled
 
 
-PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "dce", "horizontal", "fuse")
+PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "dce", "horizontal", "row-fusion", "fuse")
 
 
 def disabled_passes(options: dict) -> frozenset:
