@@ -92,10 +92,10 @@ def test_matmul_boundary_and_cube_neighbour():
         return fs.exp(x @ w) * 2.0
     k = f.compile(np.ones((16, 32), np.float32), np.ones((32, 64), np.float32))
     rows = k.report().kernels
-    by_ops = {tuple(r.ops): r for r in rows}
-    assert by_ops[("matmul",)].reason_code == "FS101"
-    vec = next(r for r in rows if "exp" in r.ops)
-    assert vec.reason_code == "FS101" and "matmul" in vec.reason
+    # issue 8: the elementwise epilogue joins the matmul in one cube kernel
+    assert len(rows) == 1 and "matmul" in rows[0].ops and "exp" in rows[0].ops
+    assert rows[0].reason_code == "FS100"
+    assert [p.kind for p in k.kernels] == ["cube"]
 
 
 def test_independent_outputs_without_shared_bytes_are_fs102():

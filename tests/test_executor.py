@@ -38,7 +38,8 @@ def test_integer_arithmetic_wraps_like_numpy(dtype):
 
 @fs.fused_kernel
 def mixed(x, w):
-    # a reduction and a matmul (numpy reference kernels) between vector kernels (LLVM)
+    # reductions (numpy reference), vector kernels (LLVM) and a cube kernel (matmul + relu + 1: numpy
+    # reference kernels until the cube executor lands)
     s = fs.softmax(x * 2.0)
     return fs.relu(s @ w) + 1.0, s.sum(axis=-1)
 
@@ -51,7 +52,7 @@ def test_non_vector_kernels_fall_back_to_numpy_inside_one_call():
     for g, r in zip(got, want):
         np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
     k = mixed.compile(x, w)
-    assert {p.kind for p in k.kernels} == {"vector", "single"}
+    assert {p.kind for p in k.kernels} == {"vector", "single", "cube"}
 
 
 @fs.fused_kernel

@@ -41,7 +41,10 @@ def test_fuse_writes_fused_onnx_projects_and_report(tmp_path, name, capsys):
     assert report["gm_bytes_saved"] > 0 and report["model_time_us_fused"] < report["model_time_us_unfused"]
     assert all(k["reason_code"].startswith("FS") for k in report["kernels"])
     projects = [k["project"] for k in report["kernels"] if k["project"].startswith("projects/")]
-    assert projects
+    # kernels the Ascend C backend does not print yet (cube: matmul + epilogue) say so
+    others = [k["project"] for k in report["kernels"] if not k["project"].startswith("projects/")]
+    assert all("does not print" in p and "kernels yet" in p for p in others), others
+    assert projects or name == "recommender"
     for p in projects:
         assert any(f.endswith("_kernel.cpp") for f in os.listdir(out / p))
     text = (out / "fusion_report.txt").read_text()

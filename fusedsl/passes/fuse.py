@@ -19,6 +19,8 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
   and rms_norm become one "row" kernel (FS112).  Opt-in (opt_level=3) for now.  A merge that would close a cycle through
   another kernel is not made.  Row kernels run on the CPU executors; the Ascend C
   backend does not print them yet.
+- Cube epilogue: a matmul kernel merges with the vector kernels that read its result and
+  have its shape (bias, activation, residual add, cast): one "cube" kernel (FS113).
 - Every other op (other reductions, matmul, conv2d, transpose, slice, concatenate) is a
   kernel of its own for now.
 - `single_kernel=True` turns any boundary into a ScheduleError naming the op.
@@ -47,7 +49,7 @@ def is_view_op(op: Op) -> bool:
 @dataclass(frozen=True)
 class KernelInfo:
     name: str
-    kind: str       # "vector" | "row" | "single"
+    kind: str       # "vector" | "row" | "cube" | "single"
     reason: str     # why this kernel is separate from its neighbours, with its figures
     code: str = "FS101"   # stable reason code (passes/fusion_model.py REASONS, docs/FUSION.md)
 
@@ -72,8 +74,9 @@ class Fuse(Pass):
         self.stats = {"candidates": 0, "merges": 0}
         groups = self._group(fn)
         kernels = self._split_by_shape(fn, groups)
-        if self.fusion.rows:
-            kernels = _row_fuse(fn, kernels)
+        cube = self.fusion.fuse or self.single_kernel
+        if self.fusion.rows or cube:
+            kernels = _row_fuse(fn, kernels, rows=self.fusion.rows, cube=cube)
         if self.single_kernel and len(kernels) > 1:
             self._refuse(fn, kernels)
         return self._build(module, fn, kernels)
@@ -641,7 +644,7 @@ def _is_row_reduction(op: Op) -> bool:
     return rank >= 1 and tuple(dict(op.attrs)["axes"]) == (rank - 1,)
 
 
-def _row_fuse(fn: Function, kernels: list[tuple]) -> list[tuple]:
+def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool = True) -> list[tuple]:
     """Merge each last-axis reduction kernel with its row-shaped vector producer and consumers.
 
     Kernels are merged as whole units (union-find over kernel indices); a merge is kept only
@@ -701,7 +704,7 @@ def _row_fuse(fn: Function, kernels: list[tuple]) -> list[tuple]:
             parent[rb] = ra
 
     for k, (ops_idx, kind, _, _) in enumerate(kernels):
-        if kind != "single" or len(ops_idx) != 1 or not _is_row_reduction(fn.ops[ops_idx[0]]):
+        if not rows or kind != "single" or len(ops_idx) != 1 or not _is_row_reduction(fn.ops[ops_idx[0]]):
             continue
         red = fn.ops[ops_idx[0]]
         row_shape = red.operands[0].type.shape
@@ -714,6 +717,17 @@ def _row_fuse(fn: Function, kernels: list[tuple]) -> list[tuple]:
             kind_c = kernels[c][1]
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
             if kind_c == "vector" and shapes == {row_shape}:
+                try_merge(k, c)
+    # Cube epilogue (issue 8): a matmul kernel merges with the vector kernels that read its
+    # result and iterate over its shape (bias add, activation, residual add, cast), so C is
+    # consumed tile by tile from UB instead of being written to GM and read back.
+    for k, (ops_idx, kind, _, _) in enumerate(kernels):
+        if not cube or kind != "single" or len(ops_idx) != 1 or fn.ops[ops_idx[0]].name != "matmul":
+            continue
+        mm_shape = fn.ops[ops_idx[0]].result.shape
+        for c in sorted(succ[k]):
+            shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
+            if kernels[c][1] == "vector" and shapes == {mm_shape}:
                 try_merge(k, c)
     groups: dict[int, list[int]] = {}
     for k in range(len(kernels)):
@@ -741,6 +755,10 @@ def _row_fuse(fn: Function, kernels: list[tuple]) -> list[tuple]:
             used = any(id(r) in returned for r in res) or any(j not in member for j in readers.get(i, ()))
             if used and not has_trait(fn.ops[i], CONSTANT):
                 roots.append(i)
+        if any(fn.ops[i].name == "matmul" for i in ops_idx):
+            out.append((ops_idx, "cube", "FS113 cube kernel: matmul with its elementwise epilogue "
+                        "(consumed from UB tile by tile)", roots))
+            continue
         names = sorted({fn.ops[i].name for i in ops_idx if _is_row_reduction(fn.ops[i])})
         out.append((ops_idx, "row", f"FS112 row kernel: last-axis {', '.join(names)} fused with "
                     f"its elementwise producers and broadcast-back consumers", roots))

@@ -35,6 +35,7 @@ REASONS = {
     "FS110": "L1 capacity (cube kernels)",
     "FS111": "a value several kernels need is stored once (cheaper than recomputing it in each)",
     "FS112": "row kernel: a last-axis reduction fused with its row producers and broadcast-back consumers",
+    "FS113": "cube kernel: a matmul fused with its elementwise epilogue",
 }
 
 DEFAULT_UB_HEADROOM = 0.8      # the "use at most 80 %" rule, as the default
