@@ -8,7 +8,7 @@ The main job of fusedsl, end to end on a machine without an NPU:
   4. print the report: kernels, tiles, UB plan and GM traffic.
 Exits non-zero on any mismatch.
 
-    python examples/seed.py [output-dir]
+    python examples/seed.py [output-dir]     (default: a new directory under the temp dir)
 """
 import os
 import sys
@@ -25,7 +25,9 @@ def abs_add_relu(a, b):
 
 
 def main() -> int:
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.gettempdir(), "fusedsl_seed")
+    # A fresh directory by default: fusedsl never writes into a directory it did not create,
+    # so a fixed path such as /tmp/fusedsl_seed would fail once anything else lives there.
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="fusedsl_seed-")
     rng = np.random.default_rng(0)
     a = rng.standard_normal(128).astype(np.float32)
     b = rng.standard_normal((192, 128)).astype(np.float32)
