@@ -531,3 +531,28 @@ def test_kernel_call_with_the_llvm_executor(monkeypatch):
     out = np.empty_like(want_seed)
     assert abs_add_relu(a, y, out=out) is out
     _close(out, want_seed, 1.0, "seed out=")
+
+
+def test_round_to_odd_float_to_half():
+    """CAST_ODD (the 310P/910A float->half hop before an integer truncation): exact values stay,
+    inexact ones become whichever neighbouring half has an odd last bit."""
+    from fusedsl import dtypes as dt
+    from fusedsl.backend_cpu.tile_interp import _convert
+
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.standard_normal(4000) * 3000, [0.0, -0.0, 1.0, 2.5, 1e6, -1e6, np.inf, np.nan],
+                        np.arange(-2048, 2048, 0.25)]).astype(np.float32)
+    got = _convert(x, dt.float32, dt.float16, "CAST_ODD")
+    near = x.astype(np.float16)
+    exact = near.astype(np.float64) == x.astype(np.float64)
+    assert np.array_equal(got[exact], near[exact])
+    finite = ~exact & ~np.isnan(x)
+    assert np.all(got[finite].view(np.uint16) & 1)
+    # the odd neighbour brackets x: |got - x| < one half ulp spacing at x
+    with np.errstate(over="ignore"):       # 1e6 becomes the largest half, whose spacing overflows
+        spacing = np.spacing(np.abs(got[finite]).astype(np.float16)).astype(np.float64)
+    assert np.all(np.abs(got[finite].astype(np.float64) - x[finite]) <= spacing)
+    assert np.isnan(got[np.isnan(x)]).all()
+    # and the truncation after it is numpy's for |x| < 1024 (the documented exact range)
+    small = np.abs(x) < 1024
+    assert np.array_equal(np.trunc(got[small].astype(np.float32)), np.trunc(x[small]))

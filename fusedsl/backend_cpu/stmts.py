@@ -105,19 +105,25 @@ class StmtEmitter:
             return b.trunc(bits, vec(I16, self.lanes))
         return v
 
-    def round_to(self, v, d: dt.DType, toward_zero: bool = False):
+    def round_to(self, v, d: dt.DType, toward_zero: bool = False, to_odd: bool = False):
         """Round a float32 register to dtype d's precision: to nearest even, or toward zero
-        (CAST_TRUNC, used on a float hop towards an integer so that 2.9999 stays below 3)."""
+        (CAST_TRUNC, used on a float hop towards an integer so that 2.9999 stays below 3), or
+        to odd (CAST_ODD, float16 only: truncate, then set the last bit when inexact -- the
+        310P/910A float->half hop on the way to an integer)."""
         b = self.b
         if d == dt.float16:
             half = b.fptrunc(v, vec(F16, self.lanes))
-            if toward_zero:
+            if toward_zero or to_odd:
                 # nearest is at most one ulp off: step back when it rounded away from zero
                 # (this also turns an overflow to inf into the largest finite half)
                 away = b.fcmp_ordered(">", self.k.unary(b, "fabs", b.fpext(half, vec(F32, self.lanes))),
                                       self.k.unary(b, "fabs", v))
                 bits = b.bitcast(half, vec(I16, self.lanes))
                 bits = b.select(away, b.sub(bits, self.splat(1, I16)), bits)
+                if to_odd:
+                    inexact = b.fcmp_ordered("!=", b.fpext(b.bitcast(bits, vec(F16, self.lanes)),
+                                                           vec(F32, self.lanes)), v)
+                    bits = b.select(inexact, b.or_(bits, self.splat(1, I16)), bits)
                 half = b.bitcast(bits, vec(F16, self.lanes))
             return b.fpext(half, vec(F32, self.lanes))
         if d == dt.bfloat16:
@@ -262,9 +268,11 @@ class StmtEmitter:
             nonzero = b.fcmp_unordered("!=", v, zero) if src.is_float else b.icmp_unsigned("!=", v, zero)
             return b.zext(nonzero, vec(I8, lanes))
         if src.is_float and dst.is_float:
-            if mode not in (None, "CAST_NONE", "CAST_RINT", "CAST_TRUNC"):
+            if mode not in (None, "CAST_NONE", "CAST_RINT", "CAST_TRUNC") and not (
+                    mode == "CAST_ODD" and dst == dt.float16):
                 raise LoweringError(f"float cast {src}->{dst} with {mode}")
-            return v if dst == dt.float32 else self.round_to(v, dst, toward_zero=mode == "CAST_TRUNC")
+            return v if dst == dt.float32 else self.round_to(
+                v, dst, toward_zero=mode == "CAST_TRUNC", to_odd=mode == "CAST_ODD")
         if not src.is_float and dst.is_float:
             as_float = (b.uitofp if _unsigned(src) else b.sitofp)(v, vec(F32, lanes))
             return as_float if dst == dt.float32 else self.round_to(as_float, dst)

@@ -240,16 +240,21 @@ def _convert(x: np.ndarray, src: dt.DType, dst: dt.DType, mode: str | None = Non
             return rounded.astype(np.int64).astype(dst.np)
         if dst.is_int:
             return x.astype(np.int64).astype(dst.np)
-        if mode not in (None, "CAST_NONE", "CAST_RINT", "CAST_TRUNC"):
-            raise NotImplementedError(f"float cast with {mode}")
+        if mode not in (None, "CAST_NONE", "CAST_RINT", "CAST_TRUNC") and not (
+                mode == "CAST_ODD" and dst == dt.float16):
+            raise NotImplementedError(f"float cast {src}->{dst} with {mode}")
         if src == dt.float16 and dst == dt.bfloat16 or src == dt.bfloat16 and dst == dt.float16:
             x = x.astype(np.float32)    # exact; then one rounding
         nearest = x.astype(dst.np)
-        if mode != "CAST_TRUNC" or dst.itemsize >= src.itemsize:
+        if mode not in ("CAST_TRUNC", "CAST_ODD") or dst.itemsize >= src.itemsize:
             return nearest
         # toward zero: nearest is at most one ulp off, step back where it went away from zero
         # (sign-magnitude bits: one less is one ulp closer to zero; inf becomes the largest finite)
         away = np.abs(nearest.astype(np.float64)) > np.abs(x.astype(np.float64))
         bits = nearest.view(np.uint16).copy()
         bits[away] -= 1
+        if mode == "CAST_ODD":
+            # round to odd: the truncation with its last bit set when it is inexact
+            inexact = bits.view(dst.np).astype(np.float64) != x.astype(np.float64)
+            bits[inexact & ~np.isnan(x)] |= 1
         return bits.view(dst.np)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import re
 from dataclasses import dataclass
 
@@ -204,8 +205,10 @@ class FusedKernel:
         merged = {**self.options, **options}
         target = target or merged.pop("target", None)
         merged.pop("target", None)
-        # list-valued options (disable_passes=[...]) key the cache as tuples
-        key = (tuple(i.key for i in infos), target,
+        # list-valued options (disable_passes=[...]) key the cache as tuples; the pass switch
+        # FUSEDSL_DISABLE_PASSES is read at compile time, so it keys the cache too (a call that
+        # hits the per-argument fast path keeps the kernel it compiled first)
+        key = (tuple(i.key for i in infos), target, os.environ.get("FUSEDSL_DISABLE_PASSES", ""),
                tuple(sorted((k, tuple(v) if isinstance(v, (list, set, frozenset)) else v)
                             for k, v in merged.items())))
         compiled = self._cache.get(key)

@@ -119,7 +119,8 @@ def parse_type(text: str) -> TensorType:
 # string where a number belongs would only fail later, far from the text.
 _NUMBER = {"alpha", "value", "axis", "keepdims"}
 _STRING = {"callee", "dtype"}
-_INT_LIST = {"axes", "perm", "starts", "stops", "steps"}
+_INT_LIST = {"axes", "perm", "steps"}
+_SIZE_LIST = {"shape", "starts", "stops"}      # a slice of a symbolic dim may stop at "M"
 _INT_OR_LIST = {"stride", "padding"}
 
 
@@ -135,7 +136,7 @@ def _attr_problem(key: str, value) -> str | None:
         return "must be a list of integers"
     if key in _INT_OR_LIST and not (ints(value) or (isinstance(value, int) and not isinstance(value, bool))):
         return "must be an integer or a list of integers"
-    if key == "shape" and not (isinstance(value, list) and all(
+    if key in _SIZE_LIST and not (isinstance(value, list) and all(
             isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool)) for x in value)):
         return "must be a list of sizes (integers or dimension names)"
     return None
