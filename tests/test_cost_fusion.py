@@ -173,8 +173,9 @@ def _compile_seconds(nblocks):
 
 def test_compile_time_grows_linearly():
     """1000 ops (72 blocks) compile well under 2 s; 4x the ops costs far less than 16x."""
-    small, small_ops = _compile_seconds(18)
-    big, big_ops = _compile_seconds(72)
+    # the best of three runs each: the machine is shared, and one descheduled run is noise
+    small, small_ops = min(_compile_seconds(18) for _ in range(3))
+    big, big_ops = min(_compile_seconds(72) for _ in range(3))
     assert big_ops >= 1000 and big_ops >= 3.9 * small_ops
     assert big < 2.0, big
     assert big / small < 9, (small, big)   # linear is ~4x, quadratic would be ~16x
