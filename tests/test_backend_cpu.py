@@ -543,7 +543,8 @@ def test_round_to_odd_float_to_half():
     x = np.concatenate([rng.standard_normal(4000) * 3000, [0.0, -0.0, 1.0, 2.5, 1e6, -1e6, np.inf, np.nan],
                         np.arange(-2048, 2048, 0.25)]).astype(np.float32)
     got = _convert(x, dt.float32, dt.float16, "CAST_ODD")
-    near = x.astype(np.float16)
+    with np.errstate(over="ignore"):       # +-1e6 round to +-inf
+        near = x.astype(np.float16)
     exact = near.astype(np.float64) == x.astype(np.float64)
     assert np.array_equal(got[exact], near[exact])
     finite = ~exact & ~np.isnan(x)
