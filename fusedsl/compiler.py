@@ -91,6 +91,7 @@ class CompiledKernel:
         self.runtime_infos = tuple(i for i in self.infos if i.kind != "const")
         self._plans_by_name = {p.name: p for p in plans}
         self._single = _UNSET   # the single-call fast plan, computed on first use
+        self._single_row = _UNSET   # the same for a lone row kernel
         self._outputs = OutputPool()   # recycled result buffers for calls without out=
         self._source: str | None = None
         self._library = None
@@ -241,6 +242,13 @@ class CompiledKernel:
                   for a in runtime_args]
         fast = self._single_call_plan() if config.executor == "llvm" else None
         if fast is None:
+            row = self._single_row_plan() if config.executor == "llvm" else None
+            if row is not None and out is None:
+                kernel, order, meta = row
+                outs = self._outputs.take(meta)
+                with self._lock:   # the kernel's scratch rows are per CompiledKernel
+                    kernel.run([arrays[i] for i in order], outs)
+                return outs[0] if len(outs) == 1 else tuple(outs)
             return self._execute(arrays, {}, out)
         kernel, order, meta, tiling = fast
         if out is None:
@@ -254,6 +262,27 @@ class CompiledKernel:
             return _copy_into(outs, self.run_trusted(runtime_args))
         kernel.run([arrays[i] for i in order], outs, tiling)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _single_row_plan(self):
+        """(RowCpuKernel, input order, result meta) when main is one call of a natively run
+        row kernel on its parameters returning exactly its results, with static shapes."""
+        if self._single_row is not _UNSET:
+            return self._single_row
+        self._single_row = None
+        main = self.module.main
+        if len(main.ops) != 1 or not has_trait(main.ops[0], CALL) or self._last_sizes != {}:
+            return None
+        call = main.ops[0]
+        plan = self._plans_by_name[call.attr("callee")]
+        params = [p.value for p in main.params]
+        if (plan.schedule is not None or tuple(call.results) != tuple(main.results)
+                or any(v not in params for v in call.operands)):
+            return None
+        kernel = self._row_kernel(plan)
+        if kernel is None:
+            return None
+        self._single_row = (kernel, [params.index(v) for v in call.operands], self._result_meta({}))
+        return self._single_row
 
     def _single_call_plan(self):
         """(CpuKernel, input order, result meta, tiling) when main is one call of a compiled
@@ -363,10 +392,34 @@ class CompiledKernel:
             self._cpu_tiling[plan.name] = compute_tiling(sched, self._last_sizes or {}, self.target)
         return kernel
 
+    def _row_kernel(self, plan: KernelPlan):
+        """The compiled RowCpuKernel of a kernel with last-axis reductions, or None (it then
+        runs on the numpy reference: integer or other-axis reductions)."""
+        key = ("row", plan.name)
+        if key not in self._cpu:
+            from .backend_cpu.row_plan import has_row_reduction
+            self._cpu[key] = None
+            if plan.kind in ("row", "single") and has_row_reduction(plan.function):
+                from .backend_cpu.llvm_row import RowCpuKernel
+                from .backend_cpu.stmts import LoweringError
+                target = host_casts(self.target) if _has_narrow_ints(plan.function) else self.target
+                try:
+                    self._cpu[key] = RowCpuKernel(plan.function, target)
+                except LoweringError:
+                    pass
+        return self._cpu[key]
+
     def _run_llvm_kernel(self, plan: KernelPlan, inputs, targets, sizes):
         kernel = None
         if plan.schedule is not None and plan.error is None:
             kernel = self._cpu_kernel(plan)
+        if kernel is None and plan.schedule is None:
+            row = self._row_kernel(plan)
+            if row is not None:   # a row kernel (or a lone last-axis reduction), natively
+                outs = [target if target is not None else np.empty(t.shape, t.dtype.np)
+                        for t, target in zip(_concrete(plan.function.results, sizes), targets)]
+                row.run(inputs, outs)
+                return tuple(outs)
         if kernel is None:
             from .backend_cpu import cube
             done = cube.run(plan.function, inputs, targets)   # matmul/conv2d (+ epilogue) on BLAS

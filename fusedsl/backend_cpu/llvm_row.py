@@ -1,0 +1,532 @@
+"""Lowering of a row kernel (row_plan.RowPlan) to LLVM IR text, and running it.
+
+One exported function, the same calling convention as the vector kernels (launch.py):
+
+    void @<kernel>(i64 block_begin, i64 block_end, ptr noalias args, ptr noalias scratch)
+
+Block b runs rows [b*rows_per_block, min(R, (b+1)*rows_per_block)); blocks are handed to
+the host threads like any kernel's.  Per row, each phase of the plan runs its per-row
+ops once and then walks the row in vectors of LANES float32 registers:
+
+    main loop   UNROLL vectors per iteration, one accumulator per vector and reduction
+                (so the adds/maxes of a reduction are independent and pipeline)
+    rest loop   one vector per iteration into the first accumulator
+    tail        one masked vector (possibly empty): loads fill absent lanes with zero,
+                stores skip them, and reductions see their identity there
+                (0 for sum/mean, -inf for max, +inf for min; a zero pad would corrupt max)
+
+then folds its accumulators (UNROLL vectors, then the lanes by halves) into one float32
+per reduction.  Reductions accumulate in float32 for every float dtype (float16/bfloat16
+operands are exact in float32), mean divides by the row length, and the result is rounded
+once to the reduction's dtype, as the numpy reference does.  max/min propagate NaN.
+
+args (int64 words): R, C, rows_per_block, stream, the outer dims, then per tensor parameter its
+address and one element stride per outer dim (0 where it broadcasts), the output
+addresses, and the runtime scalars as float64 bit patterns.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from .. import dtypes as dt
+from ..schedule import compute_dtype
+from . import jit
+from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
+from .llvm import constant_slots, host_features
+from .mathlib import VectorConsts
+from .row_plan import RowPlan, plan_row_kernel, scratch_itemsize
+from .stmts import LANES, F32, I32, LoweringError, StmtEmitter, mem_type, reg_type, round_scalar_to, vec
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I64 = ir.IntType(64)
+F64 = ir.DoubleType()
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+UNROLL = 4            # accumulators per reduction in the main loop
+SCRATCH_ALIGN = 64
+SYMBOL = "fusedsl_row_kernel"
+ROW_BLOCK_ELEMS = 8192     # elements per block (whole rows): enough work per grab of a thread
+PARALLEL_MIN_BYTES = 16 << 20   # as the vector kernels: below this a launch stays on one thread
+STREAM_MIN_BYTES = 32 << 20     # as the vector kernels: larger outputs skip the cache
+
+_IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
+
+__all__ = ["RowCpuKernel", "lower_row", "LoweringError"]
+
+
+class _Layout:
+    def __init__(self, plan: RowPlan):
+        self.n_outer = len(plan.row_shape) - 1
+        self.tensors = [p for p in plan.params if p.kind == "tensor"]
+        self.scalars = [p for p in plan.params if p.kind == "scalar"]
+        self.n_outputs = len(plan.fn.results)
+
+    def dim(self, j):
+        return 4 + j
+
+    def tensor_ptr(self, k):
+        return 4 + self.n_outer + k * (1 + self.n_outer)
+
+    def tensor_stride(self, k, j):
+        return self.tensor_ptr(k) + 1 + j
+
+    def output_ptr(self, k):
+        return 4 + self.n_outer + len(self.tensors) * (1 + self.n_outer) + k
+
+    def scalar(self, k):
+        return self.output_ptr(self.n_outputs) + k
+
+    @property
+    def size(self):
+        return self.scalar(len(self.scalars))
+
+
+class _RowBuilder:
+    def __init__(self, plan: RowPlan, name: str, features):
+        self.plan = plan
+        self.name = name
+        self.module = ir.Module(name=name)
+        self.k = VectorConsts(self.module, LANES, scalef="avx512f" in features)
+        self.lay = _Layout(plan)
+        self.nt_md = self.module.add_metadata([ir.Constant(I32, 1)])
+
+    # ---- small helpers ----------------------------------------------------------------------
+    def _for(self, b, fn, start, end, body, tag):
+        """for (i = start; i < end; ++i) body(i)"""
+        pre = b.block
+        head = fn.append_basic_block(f"{tag}.head")
+        loop = fn.append_basic_block(f"{tag}.body")
+        done = fn.append_basic_block(f"{tag}.done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=tag)
+        i.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", i, end), loop, done)
+        b.position_at_end(loop)
+        body(i)
+        i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def _stride_loop(self, b, fn, start, limit, step, carried, body, tag):
+        """i = start; while (i + step <= limit) { carried = body(i, carried); i += step }
+        Returns (i, carried) after the loop."""
+        pre = b.block
+        head = fn.append_basic_block(f"{tag}.head")
+        loop = fn.append_basic_block(f"{tag}.body")
+        done = fn.append_basic_block(f"{tag}.done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=tag)
+        i.add_incoming(start, pre)
+        phis = []
+        for c in carried:
+            phi = b.phi(c.type)
+            phi.add_incoming(c, pre)
+            phis.append(phi)
+        b.cbranch(b.icmp_signed("<=", b.add(i, ir.Constant(I64, step)), limit), loop, done)
+        b.position_at_end(loop)
+        new = body(i, phis)
+        latch = b.block
+        i.add_incoming(b.add(i, ir.Constant(I64, step)), latch)
+        for phi, c in zip(phis, new):
+            phi.add_incoming(c, latch)
+        b.branch(head)
+        b.position_at_end(done)
+        return i, phis
+
+    def _load(self, b, ptr, offset, d, mask):
+        mt = mem_type(d)
+        vt = vec(mt, LANES)
+        p = b.gep(ptr, [offset], source_etype=mt)
+        if mask is None:
+            return b.load(p, typ=vt, align=d.itemsize)
+        fn = self.k.intrinsic(f"llvm.masked.load.{_vname(vt)}.p0", vt, [PTR, I32, vec(I1, LANES), vt])
+        return b.call(fn, [p, ir.Constant(I32, d.itemsize), mask, ir.Constant(vt, None)])
+
+    def _store(self, b, value, ptr, offset, d, mask, nt=False):
+        mt = mem_type(d)
+        vt = vec(mt, LANES)
+        p = b.gep(ptr, [offset], source_etype=mt)
+        if mask is None:
+            inst = b.store(value, p, align=d.itemsize * LANES if nt else d.itemsize)
+            if nt:
+                inst.set_metadata("nontemporal", self.nt_md)
+            return
+        fn = self.k.intrinsic(f"llvm.masked.store.{_vname(vt)}.p0", VOID, [vt, PTR, I32, vec(I1, LANES)])
+        b.call(fn, [value, p, ir.Constant(I32, d.itemsize), mask])
+
+    def _scalar_reg(self, b, v, d):
+        """A scalar loaded in d's memory form, in register form."""
+        if d == dt.float16:
+            return b.fpext(v, F32)
+        if d == dt.bfloat16:
+            return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+        return v
+
+    def _scalar_mem(self, b, v, d):
+        if d == dt.float16:
+            return b.fptrunc(v, ir.HalfType())
+        if d == dt.bfloat16:
+            return b.trunc(b.lshr(b.bitcast(v, I32), ir.Constant(I32, 16)), ir.IntType(16))
+        return v
+
+    # ---- one op as tile stmts ---------------------------------------------------------------
+    def _run_step(self, b, step, operand_value):
+        """The op's result register (vector) from its stmts; `operand_value(v)` gives each
+        operand as ("vec", vector) or ("scalar", scalar)."""
+        sched = step.sched
+        var_types = {inp.var: compute_dtype(inp.gm_dtype) for inp in sched.inputs if inp.var}
+        em = StmtEmitter(self.k, b, var_types)
+        values, var_values = {}, {}
+        for inp in sched.inputs:
+            form, v = operand_value(step.sources[inp.index])
+            if inp.var:
+                # a row value arrives here only when the row is one element long: lane-wise
+                # it is the same value
+                lanes = v if form == "vec" else em.splat_value(v)
+                var_values[inp.var] = em.convert(lanes, inp.gm_dtype, compute_dtype(inp.gm_dtype), None)
+            else:
+                values[inp.slot] = v if form == "vec" else em.splat_value(v)
+        for slot, value in constant_slots(sched).items():
+            d = sched.slots[slot].dtype
+            values[slot] = em.splat(round_scalar_to(value, d), reg_type(d))
+        for st in sched.stmts:
+            scalar = em.scalar_operand(st, var_values) if st.scalar is not None and st.op != "cast" else None
+            values[st.dst] = em.stmt(st, [values[s] for s in st.srcs], scalar)
+        return values[sched.outputs[0].slot]
+
+    # ---- reductions -------------------------------------------------------------------------
+    def _combine(self, b, name, x, y):
+        if name in ("sum", "mean"):
+            return b.fadd(x, y)
+        op = ">=" if name == "max" else "<="
+        take_x = b.or_(b.fcmp_ordered(op, x, y), b.fcmp_unordered("uno", x, x))
+        return b.select(take_x, x, y)
+
+    def _fold(self, b, name, v):
+        """All lanes of v combined into one float."""
+        n = LANES
+        while n > 1:
+            half = n // 2
+            lo = b.shuffle_vector(v, v, ir.Constant(vec(I32, half), [ir.Constant(I32, i) for i in range(half)]))
+            hi = b.shuffle_vector(v, v, ir.Constant(vec(I32, half), [ir.Constant(I32, half + i) for i in range(half)]))
+            v = self._combine(b, name, lo, hi)
+            n = half
+        return b.extract_element(v, ir.Constant(I32, 0))
+
+    # ---- the kernel ---------------------------------------------------------------------------
+    def build(self) -> str:
+        plan, lay = self.plan, self.lay
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64, PTR, PTR]), self.name)
+        fn.attributes.add("nounwind")
+        b0, b1, args, scratch = fn.args
+        args.add_attribute("noalias")
+        scratch.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.fn, self.b = fn, b
+
+        def arg(i, t=I64):
+            return b.load(b.gep(args, [ir.Constant(I64, i)], source_etype=I64), typ=t, align=8)
+
+        R, C, rpb = arg(0), arg(1), arg(2)
+        self.C = C
+        self.stream = b.icmp_signed("!=", arg(3), ir.Constant(I64, 0))
+        dims = [arg(lay.dim(j)) for j in range(lay.n_outer)]
+        tptr = [arg(lay.tensor_ptr(k), PTR) for k in range(len(lay.tensors))]
+        tstride = [[arg(lay.tensor_stride(k, j)) for j in range(lay.n_outer)] for k in range(len(lay.tensors))]
+        outs = [arg(lay.output_ptr(k), PTR) for k in range(lay.n_outputs)]
+        scalars = {}
+        for k, p in enumerate(lay.scalars):
+            raw = b.bitcast(arg(lay.scalar(k)), F64)
+            d = p.value.dtype
+            scalars[id(p.value)] = b.fptrunc(raw, F32) if d.is_float else b.trunc(b.fptosi(raw, I64), reg_type(d))
+        # scratch: one row per kept value, cache-line aligned
+        self.scratch_ptr, offset = {}, ir.Constant(I64, 0)
+        for v in plan.scratch:
+            self.scratch_ptr[id(v)] = b.gep(scratch, [offset], source_etype=I8)
+            nbytes = b.mul(C, ir.Constant(I64, scratch_itemsize(v)))
+            offset = b.and_(b.add(b.add(offset, nbytes), ir.Constant(I64, SCRATCH_ALIGN - 1)),
+                            ir.Constant(I64, ~(SCRATCH_ALIGN - 1)))
+        cf = b.uitofp(C, F32)
+
+        def row(r):
+            # this row's index over the outer dims (row-major), for broadcasting parameters
+            idx, g = [], r
+            for j in range(lay.n_outer - 1, -1, -1):
+                if j == 0:
+                    idx.append(g)
+                else:
+                    idx.append(b.urem(g, dims[j]))
+                    g = b.udiv(g, dims[j])
+            idx = idx[::-1]
+            env = {"rowptr": {}, "scalar": dict(scalars)}
+            for k, p in enumerate(lay.tensors):
+                off = ir.Constant(I64, 0)
+                for j in range(lay.n_outer):
+                    off = b.add(off, b.mul(idx[j], tstride[k][j]))
+                d = p.value.dtype
+                base = b.gep(tptr[k], [off], source_etype=mem_type(d))
+                if plan.param_last[id(p.value)]:
+                    env["rowptr"][id(p.value)] = base
+                else:
+                    env["scalar"][id(p.value)] = self._scalar_reg(b, b.load(base, typ=mem_type(d), align=d.itemsize), d)
+            env["out_row"] = [b.gep(o, [b.mul(r, C)], source_etype=mem_type(v.dtype))
+                              for o, v in zip(outs, plan.fn.results)]
+            env["out_scalar"] = [b.gep(o, [r], source_etype=mem_type(v.dtype))
+                                 for o, v in zip(outs, plan.fn.results)]
+            for phase in plan.phases:
+                self._phase(phase, env, cf)
+
+        def block(blk):
+            r0 = b.mul(blk, rpb)
+            r1 = b.add(r0, rpb)
+            r1 = b.select(b.icmp_signed("<", r1, R), r1, R)
+            self._for(b, fn, r0, r1, row, "row")
+
+        self._for(b, fn, b0, b1, block, "block")
+        b.ret_void()
+        return str(self.module)
+
+    def _phase(self, phase, env, cf):
+        b, plan = self.b, self.plan
+        scal = env["scalar"]
+
+        def scalar_operand(v):
+            return ("scalar", scal[id(v)])
+
+        for step in phase.scalar_ops:
+            vecv = self._run_step(b, step, scalar_operand)
+            scal[id(step.op.result)] = b.extract_element(vecv, ir.Constant(I32, 0))
+        for i in phase.scalar_outputs:
+            v = plan.fn.results[i]
+            b.store(self._scalar_mem(b, scal[id(v)], v.dtype), env["out_scalar"][i], align=v.dtype.itemsize)
+        if not (phase.row_ops or phase.reductions or phase.row_outputs or phase.keep):
+            return
+
+        def vector(offset, mask, nt):
+            """Every row op of the phase on the vector at `offset`; returns the reductions'
+            operands.  `nt`: outputs are written with aligned non-temporal stores."""
+            vals = {}
+
+            def operand(v):
+                key = id(v)
+                if key in vals:
+                    return ("vec", vals[key])
+                ptr = env["rowptr"].get(key)
+                if ptr is None and plan.kinds[key] == "row":
+                    ptr = self.scratch_ptr.get(key)
+                if ptr is not None:
+                    em = StmtEmitter(self.k, b, {})
+                    vals[key] = em.to_reg(self._load(b, ptr, offset, v.dtype, mask), v.dtype)
+                    return ("vec", vals[key])
+                if key in scal:
+                    return ("scalar", scal[key])
+                raise LoweringError(f"value {v.name or key} is not available in this phase")
+
+            for step in phase.row_ops:
+                vals[id(step.op.result)] = self._run_step(b, step, operand)
+            em = StmtEmitter(self.k, b, {})
+            for v in phase.keep:
+                self._store(b, em.to_mem(vals[id(v)], v.dtype), self.scratch_ptr[id(v)], offset, v.dtype, mask)
+            for i in phase.row_outputs:
+                v = plan.fn.results[i]
+                self._store(b, em.to_mem(operand(v)[1], v.dtype), env["out_row"][i], offset, v.dtype, mask, nt)
+            return [operand(op.operands[0])[1] for op in phase.reductions]
+
+        reds = phase.reductions
+        if phase.row_outputs:
+            # large outputs: a masked head up to the output's line, then streaming stores
+            with b.if_else(self.stream) as (then, otherwise):
+                with then:
+                    streamed = self._walk(phase, vector, True, env)
+                    then_block = b.block
+                with otherwise:
+                    plain = self._walk(phase, vector, False, env)
+                    plain_block = b.block
+            totals = []
+            for x, y in zip(streamed, plain):
+                phi = b.phi(x.type)
+                phi.add_incoming(x, then_block)
+                phi.add_incoming(y, plain_block)
+                totals.append(phi)
+        else:
+            totals = self._walk(phase, vector, False, env)
+        for op, total in zip(reds, totals):
+            if op.name == "mean":
+                total = b.fdiv(total, cf)
+            d = op.result.dtype
+            if d != dt.float32:
+                em = StmtEmitter(self.k, b, {})
+                total = b.extract_element(em.round_to(em.splat_value(total), d), ir.Constant(I32, 0))
+            scal[id(op.result)] = total
+
+    def _masked(self, b, vector, offset, count, nt, accs, unroll):
+        """One vector of `count` (0..LANES) lanes at `offset`, folded into the first accumulators."""
+        iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, j) for j in range(LANES)])
+        mask = b.icmp_signed("<", iota, StmtEmitter(self.k, b, {}).splat_value(count))
+        xs = vector(offset, mask, nt)
+        for k, (name, ident) in enumerate(self._red_info):
+            accs[k * unroll] = self._combine(b, name, accs[k * unroll], b.select(mask, xs[k], ident))
+
+    def _walk(self, phase, vector, nt, env):
+        """The row walk of a phase (module doc); returns each reduction's float32 total."""
+        b, fn, C = self.b, self.fn, self.C
+        reds = phase.reductions
+        self._red_info = [(op.name, self.k.fc(_IDENTITY[op.name])) for op in reds]
+        # several accumulators hide the add/max latency of a light walk; a heavy one (exp,
+        # many ops) is bound by its arithmetic and would only spill registers
+        heavy = len(phase.row_ops) > 3 or any(st.op in ("exp", "ln") for step in phase.row_ops
+                                               for st in step.sched.stmts)
+        unroll = UNROLL if reds and not heavy else 1
+        accs = [ident for _, ident in self._red_info for _ in range(unroll)]
+        start = ir.Constant(I64, 0)
+        if nt:
+            d = plan_dtype = self.plan.fn.results[phase.row_outputs[0]].dtype
+            addr = b.ptrtoint(env["out_row"][phase.row_outputs[0]], I64)
+            mis = b.and_(b.sub(ir.Constant(I64, 0), addr), ir.Constant(I64, LANES * d.itemsize - 1))
+            head = b.udiv(mis, ir.Constant(I64, plan_dtype.itemsize))
+            head = b.select(b.icmp_signed("<", head, C), head, C)
+            self._masked(b, vector, start, head, False, accs, unroll)
+            start = head
+
+        def main_body(i, carried):
+            carried = list(carried)
+            for u in range(unroll):
+                xs = vector(b.add(i, ir.Constant(I64, u * LANES)), None, nt)
+                for k, (name, _) in enumerate(self._red_info):
+                    carried[k * unroll + u] = self._combine(b, name, carried[k * unroll + u], xs[k])
+            return carried
+
+        i, accs = self._stride_loop(b, fn, start, C, unroll * LANES, accs, main_body, "walk")
+        accs = list(accs)
+        if unroll > 1:
+            firsts = [accs[k * unroll] for k in range(len(reds))]
+
+            def rest_body(i, carried):
+                xs = vector(i, None, nt)
+                return [self._combine(b, name, a, x) for (name, _), a, x in zip(self._red_info, carried, xs)]
+            i, firsts = self._stride_loop(b, fn, i, C, LANES, firsts, rest_body, "rest")
+            for k in range(len(reds)):
+                accs[k * unroll] = firsts[k]
+        # the tail: one masked vector of C - i lanes (none when the row ended on a vector)
+        self._masked(b, vector, i, b.sub(C, i), False, accs, unroll)
+        totals = []
+        for k, (name, _) in enumerate(self._red_info):
+            acc = accs[k * unroll]
+            for u in range(1, unroll):
+                acc = self._combine(b, name, acc, accs[k * unroll + u])
+            totals.append(self._fold(b, name, acc))
+        return totals
+
+
+def lower_row(plan: RowPlan, name: str = SYMBOL, features=None) -> str:
+    if features is None:
+        features = host_features()
+    return _RowBuilder(plan, name, frozenset(features)).build()
+
+
+class RowCpuKernel:
+    """A row kernel compiled for this host; `run(inputs, outputs)` with concrete arrays."""
+
+    def __init__(self, fn, target, *, use_disk_cache: bool = True):
+        self.plan = plan_row_kernel(fn, target)
+        self.layout = _Layout(self.plan)
+        self.ir = lower_row(self.plan, SYMBOL)
+        self._compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=use_disk_cache)
+        self._cfunc = KERNEL_PROTO(self._compiled.address)
+        self._bytes_per_row_elem = sum(p.value.dtype.itemsize for p in self.layout.tensors) + \
+            sum(v.dtype.itemsize for v in fn.results)
+        self._scratch = {}
+
+    def run(self, inputs, outputs) -> None:
+        """inputs in parameter order (runtime scalars as numbers), outputs preallocated."""
+        plan, lay = self.plan, self.layout
+        shape = _concrete_row_shape(plan, inputs)
+        C = shape[-1]
+        R = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+        if R == 0:
+            return
+        args = np.zeros(lay.size, np.int64)
+        rpb = max(1, ROW_BLOCK_ELEMS // max(C, 1))
+        args[0], args[1], args[2] = R, C, rpb
+        args[3] = int(self._stream(outputs, C))
+        for j in range(lay.n_outer):
+            args[lay.dim(j)] = shape[j]
+        keep = []
+        by_param = {id(p.value): x for p, x in zip(plan.params, inputs)}
+        for k, p in enumerate(lay.tensors):
+            arr = np.ascontiguousarray(by_param[id(p.value)], dtype=p.value.dtype.np)
+            keep.append(arr)
+            args[lay.tensor_ptr(k)] = arr.ctypes.data
+            padded = (1,) * (len(shape) - arr.ndim) + arr.shape
+            stride, strides = 1, [0] * len(shape)
+            for j in range(len(shape) - 1, -1, -1):
+                strides[j] = stride if padded[j] != 1 else 0
+                stride *= padded[j]
+            for j in range(lay.n_outer):
+                args[lay.tensor_stride(k, j)] = strides[j]
+        for k, o in enumerate(outputs):
+            if not (o.flags.c_contiguous and o.flags.writeable):
+                raise ValueError("row kernel outputs must be writeable and C-contiguous")
+            args[lay.output_ptr(k)] = o.ctypes.data
+        as_double = args.view(np.float64)
+        for k, p in enumerate(lay.scalars):
+            with np.errstate(all="ignore"):
+                value = np.asarray(by_param[id(p.value)]).astype(p.value.dtype.np).astype(np.float64)
+            as_double[lay.scalar(k)] = float(value)
+        blocks = -(-R // rpb)
+        scratch_bytes = sum(-(-C * scratch_itemsize(v) // SCRATCH_ALIGN) * SCRATCH_ALIGN for v in plan.scratch)
+        threads = 1
+        if blocks > 1 and R * C * self._bytes_per_row_elem >= PARALLEL_MIN_BYTES:
+            threads = min(host_threads(), pool().workers + 1, blocks)
+        bufs = [self._scratch_buffer(t, scratch_bytes) for t in range(threads)]
+        ptrs = [_round_up(buf.ctypes.data, SCRATCH_ALIGN) for buf in bufs]
+        if threads == 1:
+            self._cfunc(0, blocks, args.ctypes.data, ptrs[0])
+        else:
+            run_blocks(self._cfunc, blocks, args.ctypes.data, ptrs)
+        del keep
+
+    def _stream(self, outputs, C) -> bool:
+        """Non-temporal stores: for outputs too large to stay in cache whose rows all start
+        at the same offset in a cache line (the walk peels up to the line)."""
+        rows = [o for o, v in zip(outputs, self.plan.fn.results) if self.plan.kinds.get(id(v)) == "row"]
+        if not rows or sum(o.nbytes for o in rows) < STREAM_MIN_BYTES:
+            return False
+        size = rows[0].itemsize
+        line = LANES * size
+        return (C * size) % line == 0 and all(o.itemsize == size and (o.ctypes.data - rows[0].ctypes.data) % line == 0
+                                               and o.ctypes.data % size == 0 for o in rows)
+
+    def _scratch_buffer(self, t: int, nbytes: int):
+        buf = self._scratch.get(t)
+        if buf is None or buf.size < nbytes + SCRATCH_ALIGN:
+            buf = self._scratch[t] = np.empty(nbytes + SCRATCH_ALIGN, np.uint8)
+        return buf
+
+
+def _concrete_row_shape(plan: RowPlan, inputs) -> tuple:
+    """The row shape with its symbolic dims taken from the arguments."""
+    sizes = {}
+    for p, x in zip(plan.params, inputs):
+        if p.kind != "tensor":
+            continue
+        for dim, got in zip(p.value.shape, np.shape(x)):
+            if isinstance(dim, str):
+                sizes[dim] = got
+    return tuple(sizes[d] if isinstance(d, str) else d for d in plan.row_shape)
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def _vname(vt: ir.VectorType) -> str:
+    e = vt.element
+    if isinstance(e, ir.IntType):
+        return f"v{vt.count}i{e.width}"
+    return f"v{vt.count}" + {"float": "f32", "half": "f16", "double": "f64"}[str(e)]

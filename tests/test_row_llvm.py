@@ -1,0 +1,211 @@
+"""Row kernels on the LLVM backend (issue 7 item 6): softmax, layer_norm(+gelu), rms_norm
+(+residual, +cast) and plain last-axis sum/mean/max/min run natively through
+kernel(*arrays) -- the numpy reference is never called -- and agree with numpy.
+
+Tolerances (against numpy in float64 where it matters): float32 rtol 2e-5 (exp is a
+~1 ulp polynomial, sums are reassociated into vector accumulators); float16 and bfloat16
+round once per op like every executor: 1e-2 and 4e-2 relative to the row's scale.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import fusedsl as fs
+import fusedsl.compiler as compiler
+from conftest import fuzz_settings
+
+TOL = {np.float32: 2e-5, np.float16: 1e-2, fs.bfloat16.np: 4e-2}
+
+
+@pytest.fixture
+def native_only(monkeypatch):
+    """Fail if any kernel falls back to the numpy reference interpreter."""
+    def refuse(*a, **k):
+        raise AssertionError("a kernel ran on the numpy reference")
+    monkeypatch.setattr(compiler, "run_function", refuse)
+    monkeypatch.setattr(fs.config, "executor", "llvm")
+
+
+def close(got, want, dtype):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    tol = TOL[dtype]
+    scale = 1.0 + np.abs(want).max(initial=0.0)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)
+
+
+# ---- the kernels ---------------------------------------------------------------------------
+@fs.fused_kernel(opt_level=3)
+def softmax(x):
+    m = fs.max(x, axis=-1, keepdims=True)
+    e = fs.exp(x - m)
+    return e / fs.sum(e, axis=-1, keepdims=True)
+
+
+@fs.fused_kernel(opt_level=3)
+def builtin_softmax(x):
+    return fs.softmax(x)
+
+
+@fs.fused_kernel(opt_level=3)
+def layer_norm_gelu(x, w, b):
+    return fs.gelu(fs.layer_norm(x, w, b))
+
+
+@fs.fused_kernel(opt_level=3)
+def rms_norm_res_f16(x, r, w):
+    return fs.rms_norm(x + r, w).astype(fs.float16)
+
+
+def np_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def np_layer_norm_gelu(x, w, b):
+    from math import erf
+    mu = x.mean(-1, keepdims=True)
+    d = x - mu
+    y = d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-5) * w + b
+    return 0.5 * y * (1 + np.vectorize(erf)(y / np.sqrt(2)))
+
+
+def reference(kernel, *args):
+    """The numpy reference interpreter's answer (the oracle's own gelu formula)."""
+    saved = fs.config.executor
+    fs.config.executor = "reference"
+    try:
+        return kernel(*args)
+    finally:
+        fs.config.executor = saved
+
+
+def f64(*arrays):
+    return [np.asarray(a, np.float64) for a in arrays]
+
+
+SHAPES = [(1, 1), (3, 7), (5, 33), (2, 1000), (4, 1), (2, 3, 129)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, fs.bfloat16.np])
+def test_softmax(shape, dtype, native_only):
+    x = (np.random.default_rng(1).standard_normal(shape) * 3).astype(dtype)
+    assert [p.kind for p in softmax.compile(x).kernels] == ["row"]
+    close(softmax(x), np_softmax(*f64(x)), dtype)
+    close(builtin_softmax(x), np_softmax(*f64(x)), dtype)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_layer_norm_gelu(shape, dtype, native_only):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(dtype)
+    w, b = rng.standard_normal(shape[-1]).astype(dtype), rng.standard_normal(shape[-1]).astype(dtype)
+    got = layer_norm_gelu(x, w, b)
+    close(got, reference(layer_norm_gelu, x, w, b), dtype)
+    # and numpy's erf gelu, up to the tanh form's own error
+    np.testing.assert_allclose(np.float64(got), np_layer_norm_gelu(*f64(x, w, b)), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_rms_norm_residual_cast(shape, native_only):
+    rng = np.random.default_rng(3)
+    x, r = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(shape[-1]).astype(np.float32)
+    y = rms_norm_res_f16(x, r, w)
+    assert y.dtype == np.float16
+    h = np.float64(x) + r
+    close(y, h / np.sqrt((h * h).mean(-1, keepdims=True) + 1e-6) * w, np.float16)
+
+
+_RED = {"sum": (fs.sum, np.sum), "mean": (fs.mean, np.mean), "max": (fs.max, np.max), "min": (fs.min, np.min)}
+
+
+@pytest.mark.parametrize("red", sorted(_RED))
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, fs.bfloat16.np])
+def test_plain_last_axis_reductions(red, keep, dtype, native_only):
+    fsr, npr = _RED[red]
+    k = fs.fused_kernel(lambda x: fsr(x, axis=-1, keepdims=keep))
+    for shape in [(1, 1), (3, 7), (2, 33), (2, 1000), (7,)]:
+        x = (np.random.default_rng(4).standard_normal(shape) - 3).astype(dtype)   # all-negative rows: max pads with -inf
+        got = k(x)
+        want = npr(np.float64(x), axis=-1, keepdims=keep)
+        assert got.shape == want.shape and got.dtype == dtype
+        close(got, want, dtype)
+
+
+def test_max_min_propagate_nan_and_sum_of_empty_rows(native_only):
+    x = np.random.default_rng(5).standard_normal((3, 37)).astype(np.float32)
+    x[1, 35] = np.nan
+    for fsr, npr in [(fs.max, np.max), (fs.min, np.min), (fs.sum, np.sum)]:
+        np.testing.assert_array_equal(np.isnan(fs.fused_kernel(lambda a: fsr(a, axis=-1))(x)),
+                                      np.isnan(npr(x, axis=-1)))
+    empty = np.zeros((3, 0), np.float32)
+    np.testing.assert_array_equal(fs.fused_kernel(lambda a: fs.sum(a, axis=-1))(empty), np.zeros(3))
+
+
+def test_rows_bigger_than_ub(native_only):
+    """A row of 70000 float32 (273 KB) is larger than any target's UB and than L2 here:
+    the phases walk it from memory (x read twice, exp kept in scratch)."""
+    x = np.random.default_rng(6).standard_normal((2, 70000)).astype(np.float32) * 4
+    close(softmax(x), np_softmax(*f64(x)), np.float32)
+
+
+def test_large_output_streams_including_misaligned_out(native_only):
+    """32 MB+ outputs take the non-temporal path; an out= array that starts mid cache line
+    exercises the per-row head peel."""
+    x = np.random.default_rng(7).standard_normal((1024, 8192)).astype(np.float32)
+    want = np_softmax(*f64(x))
+    close(softmax(x), want, np.float32)
+    buf = np.empty(x.size + 16, np.float32)
+    out = buf[3:3 + x.size].reshape(x.shape)
+    softmax(x, out=out)
+    close(out, want, np.float32)
+
+
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_reductions_over_every_axis(axis, monkeypatch):
+    """Other axes (and all axes) are correct; they run on the numpy reference (documented)."""
+    monkeypatch.setattr(fs.config, "executor", "llvm")
+    x = np.random.default_rng(8).standard_normal((5, 6, 7)).astype(np.float32)
+    for fsr, npr in _RED.values():
+        got = fs.fused_kernel(lambda a: fsr(a * 2.0, axis=axis, keepdims=True))(x)
+        close(got, npr(np.float64(x) * 2, axis=axis, keepdims=True), np.float32)
+
+
+def test_row_kernel_runs_multithreaded(native_only, monkeypatch):
+    """Large kernels split their rows into blocks over the host threads."""
+    import fusedsl.backend_cpu.llvm_row as llvm_row
+    calls = []
+    real = llvm_row.run_blocks
+    monkeypatch.setattr(llvm_row, "run_blocks", lambda *a: (calls.append(a[1]), real(*a))[1])
+    monkeypatch.setattr(llvm_row, "host_threads", lambda: 2)
+    x = np.random.default_rng(9).standard_normal((4096, 1024)).astype(np.float32)
+    close(softmax(x), np_softmax(*f64(x)), np.float32)
+    assert calls and calls[0] > 1
+
+
+# ---- differential fuzz ------------------------------------------------------------------------
+@fuzz_settings(0.03)
+@given(rows=st.integers(1, 6), cols=st.sampled_from([1, 2, 7, 15, 16, 17, 33, 64, 100]),
+       red=st.sampled_from(sorted(_RED)), red2=st.sampled_from(sorted(_RED)), keep=st.booleans(),
+       dtype=st.sampled_from(["float32", "float16", "bfloat16"]), seed=st.integers(0, 2**16))
+def test_fuzz_two_phase_row_kernels(rows, cols, red, red2, keep, dtype, seed):
+    """x -> r1 = red(f(x)) -> r2 = red2(g(x, r1)) -> h(x, r1, r2): three phases per row."""
+    (f1, n1), (f2, n2) = _RED[red], _RED[red2]
+    npdt = {"float32": np.float32, "float16": np.float16, "bfloat16": fs.bfloat16.np}[dtype]
+
+    def body(x, b):
+        r1 = f1(fs.abs(x) + b, axis=-1, keepdims=True)
+        d = x - r1
+        r2 = f2(d * d, axis=-1, keepdims=True)
+        return d * fs.rsqrt(r2 + 1.0) if keep else f2(d * d, axis=-1) * 0.5
+
+    body.__name__ = f"fz_{red}_{red2}_{int(keep)}"
+    k = fs.fused_kernel(body, opt_level=3)
+    rng = np.random.default_rng(seed)
+    x, b = rng.standard_normal((rows, cols)).astype(npdt), rng.standard_normal(cols).astype(npdt)
+    # the reference interpreter rounds exactly as the kernels do (once per op): compare to it
+    close(k(x, b), reference(k, x, b), npdt)
