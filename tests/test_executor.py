@@ -38,13 +38,13 @@ def test_integer_arithmetic_wraps_like_numpy(dtype):
 
 @fs.fused_kernel
 def mixed(x, w):
-    # reductions (numpy reference), vector kernels (LLVM) and a cube kernel (matmul + relu + 1: numpy
-    # reference kernels until the cube executor lands)
+    # a row kernel (softmax and the row sum: native LLVM) and a cube kernel (matmul + relu + 1:
+    # BLAS with the epilogue) in one call
     s = fs.softmax(x * 2.0)
     return fs.relu(s @ w) + 1.0, s.sum(axis=-1)
 
 
-def test_non_vector_kernels_fall_back_to_numpy_inside_one_call():
+def test_row_and_cube_kernels_run_inside_one_call():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((33, 17)).astype(np.float32)
     w = rng.standard_normal((17, 5)).astype(np.float32)
@@ -52,7 +52,7 @@ def test_non_vector_kernels_fall_back_to_numpy_inside_one_call():
     for g, r in zip(got, want):
         np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
     k = mixed.compile(x, w)
-    assert {p.kind for p in k.kernels} == {"vector", "single", "cube"}
+    assert {p.kind for p in k.kernels} == {"row", "cube"}
 
 
 @fs.fused_kernel

@@ -35,24 +35,24 @@ def close(got, want, dtype):
 
 
 # ---- the kernels ---------------------------------------------------------------------------
-@fs.fused_kernel(opt_level=3)
+@fs.fused_kernel
 def softmax(x):
     m = fs.max(x, axis=-1, keepdims=True)
     e = fs.exp(x - m)
     return e / fs.sum(e, axis=-1, keepdims=True)
 
 
-@fs.fused_kernel(opt_level=3)
+@fs.fused_kernel
 def builtin_softmax(x):
     return fs.softmax(x)
 
 
-@fs.fused_kernel(opt_level=3)
+@fs.fused_kernel
 def layer_norm_gelu(x, w, b):
     return fs.gelu(fs.layer_norm(x, w, b))
 
 
-@fs.fused_kernel(opt_level=3)
+@fs.fused_kernel
 def rms_norm_res_f16(x, r, w):
     return fs.rms_norm(x + r, w).astype(fs.float16)
 
@@ -204,7 +204,7 @@ def test_fuzz_two_phase_row_kernels(rows, cols, red, red2, keep, dtype, seed):
         return d * fs.rsqrt(r2 + 1.0) if keep else f2(d * d, axis=-1) * 0.5
 
     body.__name__ = f"fz_{red}_{red2}_{int(keep)}"
-    k = fs.fused_kernel(body, opt_level=3)
+    k = fs.fused_kernel(body)
     rng = np.random.default_rng(seed)
     x, b = rng.standard_normal((rows, cols)).astype(npdt), rng.standard_normal(cols).astype(npdt)
     # the reference interpreter rounds exactly as the kernels do (once per op): compare to it

@@ -16,9 +16,10 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
 - Row fusion: a last-axis reduction (sum/mean/max/min) joins the vector kernel that
   produces its operand and the vector kernels that read its result and have the
   reduction's input shape (they broadcast it back over the row), so softmax, layer_norm
-  and rms_norm become one "row" kernel (FS112).  Opt-in (opt_level=3) for now.  A merge that would close a cycle through
-  another kernel is not made.  Row kernels run on the CPU executors; the Ascend C
-  backend does not print them yet.
+  and rms_norm become one "row" kernel (FS112), at the default opt_level 2
+  (disable_passes=['row-fusion'] splits them).  A merge that would close a cycle through
+  another kernel is not made.  Row kernels run natively on the LLVM backend
+  (backend_cpu/llvm_row.py); the Ascend C backend does not print them yet.
 - Cube epilogue: a matmul kernel merges with the vector kernels that read its result and
   have its shape (bias, activation, residual add, cast): one "cube" kernel (FS113).
 - Every other op (other reductions, matmul, conv2d, transpose, slice, concatenate) is a

@@ -62,10 +62,9 @@ class FusionOptions:
 
     @property
     def rows(self) -> bool:
-        # opt-in until row kernels have a tile schedule and an LLVM lowering: today a row
-        # kernel runs whole on the numpy reference, slower on the CPU than split kernels
-        # whose elementwise parts run on LLVM (benchmarks/row.py)
-        return self.opt_level >= 3 and "row-fusion" not in self.disabled
+        # on by default since row kernels run natively on the LLVM backend (one pass over
+        # each cached row, benchmarks/row.py); disable_passes=['row-fusion'] splits them
+        return self.opt_level >= 2 and "row-fusion" not in self.disabled
 
     @property
     def horizontal(self) -> bool:
