@@ -136,6 +136,32 @@ def test_plain_last_axis_reductions(red, keep, dtype, native_only):
         close(got, want, dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.bool_])
+def test_integer_reductions(dtype, native_only):
+    """int32 accumulators: sums wrap like numpy's (int64 sum cast to int32), max/min exact."""
+    rng = np.random.default_rng(10)
+    for fsr, npr in [(fs.sum, np.sum), (fs.max, np.max), (fs.min, np.min)]:
+        k = fs.fused_kernel(lambda a: fsr(a, axis=-1))
+        for shape in [(3, 1), (4, 37), (2, 1000)]:
+            if dtype == np.bool_:
+                x = rng.standard_normal(shape) > 0.3
+            else:
+                info = np.iinfo(dtype)
+                x = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+            want = npr(x, axis=-1)
+            want = want.astype(np.int64).astype(np.int32) if fsr is fs.sum else want
+            got = k(x)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
+def test_integer_row_kernel(native_only):
+    x = np.random.default_rng(11).integers(-1000, 1000, size=(5, 77)).astype(np.int32)
+    k = fs.fused_kernel(lambda a: (a - fs.max(a, axis=-1, keepdims=True)) * 3 + fs.sum(a > 0, axis=-1, keepdims=True))
+    assert [p.kind for p in k.compile(x).kernels] == ["row"]
+    np.testing.assert_array_equal(k(x), (x - x.max(-1, keepdims=True)) * 3 + (x > 0).sum(-1, keepdims=True))
+
+
 def test_max_min_propagate_nan_and_sum_of_empty_rows(native_only):
     x = np.random.default_rng(5).standard_normal((3, 37)).astype(np.float32)
     x[1, 35] = np.nan

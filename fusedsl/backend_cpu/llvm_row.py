@@ -19,6 +19,7 @@ then folds its accumulators (UNROLL vectors, then the lanes by halves) into one 
 per reduction.  Reductions accumulate in float32 for every float dtype (float16/bfloat16
 operands are exact in float32), mean divides by the row length, and the result is rounded
 once to the reduction's dtype, as the numpy reference does.  max/min propagate NaN.
+Integer reductions accumulate in int32 (sums wrap like numpy's int64 sum cast to int32).
 
 args (int64 words): R, C, rows_per_block, stream, the outer dims, then per tensor parameter its
 address and one element stride per outer dim (0 where it broadcasts), the output
@@ -201,6 +202,11 @@ class _RowBuilder:
 
     # ---- reductions -------------------------------------------------------------------------
     def _combine(self, b, name, x, y):
+        """name: sum/mean/max/min on float32 accumulators, isum/imax/imin on int32 ones."""
+        if name == "isum":
+            return b.add(x, y)
+        if name in ("imax", "imin"):
+            return b.select(b.icmp_signed(">" if name == "imax" else "<", x, y), x, y)
         if name in ("sum", "mean"):
             return b.fadd(x, y)
         op = ">=" if name == "max" else "<="
@@ -335,7 +341,8 @@ class _RowBuilder:
             for i in phase.row_outputs:
                 v = plan.fn.results[i]
                 self._store(b, em.to_mem(operand(v)[1], v.dtype), env["out_row"][i], offset, v.dtype, mask, nt)
-            return [operand(op.operands[0])[1] for op in phase.reductions]
+            return [_accumulator_form(b, operand(op.operands[0])[1], op.operands[0].dtype)
+                    for op in phase.reductions]
 
         reds = phase.reductions
         if phase.row_outputs:
@@ -356,6 +363,10 @@ class _RowBuilder:
         else:
             totals = self._walk(phase, vector, False, env)
         for op, total in zip(reds, totals):
+            d = op.result.dtype
+            if not d.is_float:   # integer sums are int32; max/min narrow back to their dtype
+                scal[id(op.result)] = total if d == dt.int32 else b.trunc(total, reg_type(d))
+                continue
             if op.name == "mean":
                 total = b.fdiv(total, cf)
             d = op.result.dtype
@@ -376,7 +387,7 @@ class _RowBuilder:
         """The row walk of a phase (module doc); returns each reduction's float32 total."""
         b, fn, C = self.b, self.fn, self.C
         reds = phase.reductions
-        self._red_info = [(op.name, self.k.fc(_IDENTITY[op.name])) for op in reds]
+        self._red_info = [_reduction_info(self.k, op) for op in reds]
         # several accumulators hide the add/max latency of a light walk; a heavy one (exp,
         # many ops) is bound by its arithmetic and would only spill registers
         heavy = len(phase.row_ops) > 3 or any(st.op in ("exp", "ln") for step in phase.row_ops
@@ -421,6 +432,24 @@ class _RowBuilder:
                 acc = self._combine(b, name, acc, accs[k * unroll + u])
             totals.append(self._fold(b, name, acc))
         return totals
+
+
+def _reduction_info(k: VectorConsts, op) -> tuple:
+    """(combine name, identity vector) of a reduction: float32 or int32 accumulators."""
+    d = op.operands[0].dtype
+    if d.is_float:
+        return op.name, k.fc(_IDENTITY[op.name])
+    info = np.iinfo(np.int8 if d == dt.int8 else np.uint8 if d in (dt.uint8, dt.bool_) else np.int32)
+    ident = {"sum": 0, "max": int(info.min), "min": int(info.max)}[op.name]
+    return "i" + op.name, ir.Constant(vec(I32, LANES), [ir.Constant(I32, ident)] * LANES)
+
+
+def _accumulator_form(b, v, d):
+    """A reduction operand (register form of dtype d) as its accumulator type."""
+    if d.is_float or d == dt.int32:
+        return v
+    widen = b.sext if d == dt.int8 else b.zext   # uint8 and bool are unsigned
+    return widen(v, vec(I32, LANES))
 
 
 def lower_row(plan: RowPlan, name: str = SYMBOL, features=None) -> str:

@@ -86,8 +86,6 @@ def plan_row_kernel(fn: Function, target) -> RowPlan:
     for op in reductions:
         if not is_last_axis_reduction(op):
             raise LoweringError(f"{op.name} over axes {op.attr('axes')} is not a last-axis reduction")
-        if not op.operands[0].dtype.is_float:
-            raise LoweringError(f"{op.name} of {op.operands[0].dtype} (integer reductions run on numpy)")
     row_shape = tuple(reductions[0].operands[0].shape)
     if any(tuple(op.operands[0].shape) != row_shape for op in reductions):
         raise LoweringError("reductions over rows of different shapes")
