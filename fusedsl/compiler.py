@@ -393,20 +393,26 @@ class CompiledKernel:
         return kernel
 
     def _row_kernel(self, plan: KernelPlan):
-        """The compiled RowCpuKernel of a kernel with last-axis reductions, or None (it then
-        runs on the numpy reference: integer or other-axis reductions)."""
+        """The compiled RowCpuKernel of a kernel with last-axis reductions, or ReduceCpuKernel of
+        a lone reduction over a contiguous range of axes; None otherwise (the kernel then runs
+        on the numpy reference, e.g. a reduction over axes (0, 2))."""
         key = ("row", plan.name)
         if key not in self._cpu:
+            from .backend_cpu.llvm_reduce import reduced_range
             from .backend_cpu.row_plan import has_row_reduction
+            from .backend_cpu.stmts import LoweringError
             self._cpu[key] = None
-            if plan.kind in ("row", "single") and has_row_reduction(plan.function):
-                from .backend_cpu.llvm_row import RowCpuKernel
-                from .backend_cpu.stmts import LoweringError
-                target = host_casts(self.target) if _has_narrow_ints(plan.function) else self.target
-                try:
-                    self._cpu[key] = RowCpuKernel(plan.function, target)
-                except LoweringError:
-                    pass
+            fn = plan.function
+            target = host_casts(self.target) if _has_narrow_ints(fn) else self.target
+            try:
+                if plan.kind in ("row", "single") and has_row_reduction(fn):
+                    from .backend_cpu.llvm_row import RowCpuKernel
+                    self._cpu[key] = RowCpuKernel(fn, target)
+                elif plan.kind == "single" and len(fn.ops) == 1 and reduced_range(fn.ops[0]) is not None:
+                    from .backend_cpu.llvm_reduce import ReduceCpuKernel   # other axes, or several
+                    self._cpu[key] = ReduceCpuKernel(fn, target)
+            except LoweringError:
+                pass
         return self._cpu[key]
 
     def _run_llvm_kernel(self, plan: KernelPlan, inputs, targets, sizes):

@@ -1,6 +1,7 @@
 """Row kernels on the LLVM backend (issue 7 item 6): softmax, layer_norm(+gelu), rms_norm
-(+residual, +cast) and plain last-axis sum/mean/max/min run natively through
-kernel(*arrays) -- the numpy reference is never called -- and agree with numpy.
+(+residual, +cast), plain sum/mean/max/min over the last axis and lone reductions over any
+contiguous range of axes run natively through kernel(*arrays) -- the numpy reference is
+never called -- and agree with numpy.
 
 Tolerances (against numpy in float64 where it matters): float32 rtol 2e-5 (exp is a
 ~1 ulp polynomial, sums are reassociated into vector accumulators); float16 and bfloat16
@@ -191,14 +192,35 @@ def test_large_output_streams_including_misaligned_out(native_only):
     close(out, want, np.float32)
 
 
-@pytest.mark.parametrize("axis", [0, 1, None])
-def test_reductions_over_every_axis(axis, monkeypatch):
-    """Other axes (and all axes) are correct; they run on the numpy reference (documented)."""
+@pytest.mark.parametrize("axis", [0, 1, (0, 1), (1, 2), None])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_reductions_over_every_axis(axis, dtype, native_only):
+    """Lone reductions over any contiguous range of axes run natively too (column walk)."""
+    x = (np.random.default_rng(8).standard_normal((5, 70, 33)) * 20).astype(dtype)
+    for name, (fsr, npr) in _RED.items():
+        if name == "mean" and dtype == np.int32:
+            continue
+        for keep in (True, False):
+            got = fs.fused_kernel(lambda a: fsr(a, axis=axis, keepdims=keep))(x)
+            want = npr(np.float64(x) if dtype != np.int32 else x, axis=axis, keepdims=keep)
+            if dtype == np.int32:
+                np.testing.assert_array_equal(got, want.astype(np.int64).astype(np.int32) if name == "sum" else want)
+            else:
+                assert got.shape == want.shape and got.dtype == dtype
+                close(got, want, dtype)
+
+
+def test_non_contiguous_axes_are_correct_on_numpy(monkeypatch):
+    """axes (0, 2) are not one range: that kernel runs on the numpy reference inside the call."""
     monkeypatch.setattr(fs.config, "executor", "llvm")
-    x = np.random.default_rng(8).standard_normal((5, 6, 7)).astype(np.float32)
-    for fsr, npr in _RED.values():
-        got = fs.fused_kernel(lambda a: fsr(a * 2.0, axis=axis, keepdims=True))(x)
-        close(got, npr(np.float64(x) * 2, axis=axis, keepdims=True), np.float32)
+    x = np.random.default_rng(12).standard_normal((4, 5, 6)).astype(np.float32)
+    close(fs.fused_kernel(lambda a: fs.sum(a, axis=(0, 2)))(x), np.float64(x).sum((0, 2)), np.float32)
+
+
+def test_large_column_reductions(native_only):
+    x = np.random.default_rng(13).standard_normal((4096, 1030)).astype(np.float32)
+    close(fs.fused_kernel(lambda a: fs.max(a, axis=0))(x), x.max(0), np.float32)
+    close(fs.fused_kernel(lambda a: fs.mean(a, axis=0))(x), np.float64(x).mean(0), np.float32)
 
 
 def test_row_kernel_runs_multithreaded(native_only, monkeypatch):
