@@ -245,7 +245,7 @@ class CompiledKernel:
             row = self._single_row_plan() if config.executor == "llvm" else None
             if row is not None and out is None:
                 kernel, order, meta = row
-                outs = self._outputs.take(meta)
+                outs = self._outputs.take(meta, kernel.bound_outputs())
                 with self._lock:   # the kernel's scratch rows are per CompiledKernel
                     kernel.run([arrays[i] for i in order], outs)
                 return outs[0] if len(outs) == 1 else tuple(outs)

@@ -156,8 +156,11 @@ class ReduceCpuKernel:
             red = Op(op.name, (x,), (Value(TensorType(("A",), op.result.dtype)),),
                      freeze_attrs({"axes": [1], "keepdims": False}), op.loc)
             fn = Function(f"{op.name}_rows", (Param(x),), (red,), red.results, op.loc)
-            self._rows = RowCpuKernel(fn, self.target, use_disk_cache=self._use_disk)
+            self._rows = RowCpuKernel(fn, self.target, use_disk_cache=self._use_disk, remember_last=False)
         return self._rows
+
+    def bound_outputs(self) -> tuple:
+        return ()
 
     def run(self, inputs, outputs) -> None:
         x = np.ascontiguousarray(inputs[0], dtype=self.op.operands[0].dtype.np)

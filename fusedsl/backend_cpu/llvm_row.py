@@ -27,6 +27,8 @@ addresses, and the runtime scalars as float64 bit patterns.
 """
 from __future__ import annotations
 
+from operator import is_
+
 import numpy as np
 from llvmlite import ir
 
@@ -461,64 +463,102 @@ def lower_row(plan: RowPlan, name: str = SYMBOL, features=None) -> str:
 class RowCpuKernel:
     """A row kernel compiled for this host; `run(inputs, outputs)` with concrete arrays."""
 
-    def __init__(self, fn, target, *, use_disk_cache: bool = True):
+    def __init__(self, fn, target, *, use_disk_cache: bool = True, remember_last: bool = True):
         self.plan = plan_row_kernel(fn, target)
+        self._remember = remember_last   # off when callers pass fresh views every call
         self.layout = _Layout(self.plan)
         self.ir = lower_row(self.plan, SYMBOL)
         self._compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=use_disk_cache)
         self._cfunc = KERNEL_PROTO(self._compiled.address)
         self._bytes_per_row_elem = sum(p.value.dtype.itemsize for p in self.layout.tensors) + \
             sum(v.dtype.itemsize for v in fn.results)
-        self._scratch = {}
+        self._shape_plans: dict[tuple, _ShapePlan] = {}
+        self._last = None
+        self._tensor_pos = [(plan_pos, p.value.dtype.np) for plan_pos, p in enumerate(self.plan.params)
+                            if p.kind == "tensor"]
+        self._scalar_pos = [(plan_pos, p.value.dtype.np) for plan_pos, p in enumerate(self.plan.params)
+                            if p.kind == "scalar"]
 
     def run(self, inputs, outputs) -> None:
         """inputs in parameter order (runtime scalars as numbers), outputs preallocated."""
+        lay = self.layout
+        tensors = []
+        for pos, dtype in self._tensor_pos:
+            x = inputs[pos]
+            if not (type(x) is np.ndarray and x.dtype == dtype and x.flags.c_contiguous):
+                x = np.ascontiguousarray(x, dtype=dtype)
+            tensors.append(x)
+        last = self._last
+        if last is not None and not lay.scalars and len(outputs) == len(last[1]) and \
+                all(map(is_, tensors, last[0])) and all(map(is_, outputs, last[1])):
+            last[2]()      # the same arrays as the last call: its argument block is still right
+            return
+        key = tuple(x.shape for x in tensors)
+        sp = self._shape_plans.get(key)
+        if sp is None:
+            if len(self._shape_plans) >= 64:    # many symbolic sizes: forget the old ones
+                self._shape_plans.clear()
+            sp = self._shape_plans[key] = self._shape_plan(inputs, tensors)
+        if sp.blocks == 0:
+            return
+        args = sp.template.copy()
+        for k, x in enumerate(tensors):
+            args[lay.tensor_ptr(k)] = x.ctypes.data
+        for k, o in enumerate(outputs):
+            if not (o.flags.c_contiguous and o.flags.writeable):
+                raise ValueError("row kernel outputs must be writeable and C-contiguous")
+            args[lay.output_ptr(k)] = o.ctypes.data
+        if lay.scalars:
+            as_double = args.view(np.float64)
+            for k, (pos, dtype) in enumerate(self._scalar_pos):
+                with np.errstate(all="ignore"):
+                    as_double[lay.scalar(k)] = float(np.asarray(inputs[pos]).astype(dtype).astype(np.float64))
+        if sp.may_stream:
+            args[3] = int(self._stream(outputs, sp.C))
+        cfunc, blocks, address, scratch = self._cfunc, sp.blocks, args.ctypes.data, sp.scratch
+        if len(scratch) == 1:
+            def call():
+                cfunc(0, blocks, address, scratch[0])
+        else:
+            def call():
+                run_blocks(cfunc, blocks, address, scratch)
+        if self._remember:   # with the arrays it addresses (kept alive, compared by identity)
+            self._last = (tuple(tensors), tuple(outputs), call, args, sp)
+        call()
+
+    def bound_outputs(self) -> tuple:
+        """The output arrays the remembered call keeps alive (the output pool discounts them)."""
+        return () if self._last is None else self._last[1]
+
+    def _shape_plan(self, inputs, tensors) -> "_ShapePlan":
+        """Everything that depends on the argument shapes only: computed once per shape."""
         plan, lay = self.plan, self.layout
         shape = _concrete_row_shape(plan, inputs)
         C = shape[-1]
         R = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
-        if R == 0:
-            return
-        args = np.zeros(lay.size, np.int64)
         rpb = max(1, ROW_BLOCK_ELEMS // max(C, 1))
-        args[0], args[1], args[2] = R, C, rpb
-        args[3] = int(self._stream(outputs, C))
+        blocks = -(-R // rpb) if R else 0
+        template = np.zeros(lay.size, np.int64)
+        template[0], template[1], template[2] = R, C, rpb
         for j in range(lay.n_outer):
-            args[lay.dim(j)] = shape[j]
-        keep = []
-        by_param = {id(p.value): x for p, x in zip(plan.params, inputs)}
-        for k, p in enumerate(lay.tensors):
-            arr = np.ascontiguousarray(by_param[id(p.value)], dtype=p.value.dtype.np)
-            keep.append(arr)
-            args[lay.tensor_ptr(k)] = arr.ctypes.data
+            template[lay.dim(j)] = shape[j]
+        for k, arr in enumerate(tensors):
             padded = (1,) * (len(shape) - arr.ndim) + arr.shape
             stride, strides = 1, [0] * len(shape)
             for j in range(len(shape) - 1, -1, -1):
                 strides[j] = stride if padded[j] != 1 else 0
                 stride *= padded[j]
             for j in range(lay.n_outer):
-                args[lay.tensor_stride(k, j)] = strides[j]
-        for k, o in enumerate(outputs):
-            if not (o.flags.c_contiguous and o.flags.writeable):
-                raise ValueError("row kernel outputs must be writeable and C-contiguous")
-            args[lay.output_ptr(k)] = o.ctypes.data
-        as_double = args.view(np.float64)
-        for k, p in enumerate(lay.scalars):
-            with np.errstate(all="ignore"):
-                value = np.asarray(by_param[id(p.value)]).astype(p.value.dtype.np).astype(np.float64)
-            as_double[lay.scalar(k)] = float(value)
-        blocks = -(-R // rpb)
+                template[lay.tensor_stride(k, j)] = strides[j]
         scratch_bytes = sum(-(-C * scratch_itemsize(v) // SCRATCH_ALIGN) * SCRATCH_ALIGN for v in plan.scratch)
         threads = 1
         if blocks > 1 and R * C * self._bytes_per_row_elem >= PARALLEL_MIN_BYTES:
             threads = min(host_threads(), pool().workers + 1, blocks)
-        bufs = [self._scratch_buffer(t, scratch_bytes) for t in range(threads)]
-        ptrs = [_round_up(buf.ctypes.data, SCRATCH_ALIGN) for buf in bufs]
-        if threads == 1:
-            self._cfunc(0, blocks, args.ctypes.data, ptrs[0])
-        else:
-            run_blocks(self._cfunc, blocks, args.ctypes.data, ptrs)
-        del keep
+        # scratch rows are owned by the plan: its addresses stay valid while it is cached
+        bufs = [np.empty(scratch_bytes + SCRATCH_ALIGN, np.uint8) for _ in range(threads)]
+        scratch = [_round_up(buf.ctypes.data, SCRATCH_ALIGN) for buf in bufs]
+        out_bytes = R * C * sum(v.dtype.itemsize for v in plan.fn.results)
+        return _ShapePlan(template, blocks, C, scratch, out_bytes >= STREAM_MIN_BYTES, bufs)
 
     def _stream(self, outputs, C) -> bool:
         """Non-temporal stores: for outputs too large to stay in cache whose rows all start
@@ -531,11 +571,17 @@ class RowCpuKernel:
         return (C * size) % line == 0 and all(o.itemsize == size and (o.ctypes.data - rows[0].ctypes.data) % line == 0
                                                and o.ctypes.data % size == 0 for o in rows)
 
-    def _scratch_buffer(self, t: int, nbytes: int):
-        buf = self._scratch.get(t)
-        if buf is None or buf.size < nbytes + SCRATCH_ALIGN:
-            buf = self._scratch[t] = np.empty(nbytes + SCRATCH_ALIGN, np.uint8)
-        return buf
+
+class _ShapePlan:
+    __slots__ = ("template", "blocks", "C", "scratch", "may_stream", "buffers")
+
+    def __init__(self, template, blocks, C, scratch, may_stream, buffers):
+        self.template = template      # the args block without addresses and scalars
+        self.blocks = blocks
+        self.C = C
+        self.scratch = scratch        # one aligned scratch address per thread
+        self.may_stream = may_stream  # outputs large enough for non-temporal stores
+        self.buffers = buffers        # the arrays behind `scratch`
 
 
 def _concrete_row_shape(plan: RowPlan, inputs) -> tuple:
