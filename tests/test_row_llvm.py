@@ -257,3 +257,34 @@ def test_fuzz_two_phase_row_kernels(rows, cols, red, red2, keep, dtype, seed):
     x, b = rng.standard_normal((rows, cols)).astype(npdt), rng.standard_normal(cols).astype(npdt)
     # the reference interpreter rounds exactly as the kernels do (once per op): compare to it
     close(k(x, b), reference(k, x, b), npdt)
+
+
+def test_repeated_calls_never_alias_live_results(native_only):
+    """The remembered argument block and the output pool: live results are never reused,
+    and a new input (or the same array changed in place) gives new results."""
+    e = lambda v: np_softmax(np.float64(v))   # noqa: E731
+    x = np.random.default_rng(14).standard_normal((8, 64)).astype(np.float32)
+    first = softmax(x)
+    kept = [softmax(x) for _ in range(6)]
+    assert all(not np.shares_memory(first, k) for k in kept)
+    old = x.copy()
+    x[:] = 0
+    close(softmax(x), np.full(x.shape, 1 / 64), np.float32)
+    close(first, e(old), np.float32)
+    for k in kept:
+        close(k, e(old), np.float32)
+
+
+@fuzz_settings(0.03)
+@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), red=st.sampled_from(sorted(_RED)),
+       keep=st.booleans(), data=st.data())
+def test_fuzz_reductions_over_axis_ranges(shape, red, keep, data):
+    """Any contiguous range of axes (or all of them), against numpy."""
+    rank = len(shape)
+    first = data.draw(st.integers(0, rank - 1))
+    last = data.draw(st.integers(first, rank - 1))
+    axis = None if (first, last) == (0, rank - 1) and data.draw(st.booleans()) else tuple(range(first, last + 1))
+    fsr, npr = _RED[red]
+    x = np.random.default_rng(first * 7 + last).standard_normal(shape).astype(np.float32)
+    got = fs.fused_kernel(lambda a: fsr(a, axis=axis, keepdims=keep))(x)
+    close(got, npr(np.float64(x), axis=axis, keepdims=keep), np.float32)
