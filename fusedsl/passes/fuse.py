@@ -672,6 +672,7 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             if p in view_src and i in owner and view_src[p] != owner[i]:
                 succ[view_src[p]].add(owner[i])
     parent = list(range(len(kernels)))
+    member_sets = {k: {k} for k in range(len(kernels))}   # root -> its kernels (no O(K) scan per merge)
 
     def find(k):
         while parent[k] != k:
@@ -680,7 +681,7 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         return k
 
     def members(root):
-        return {k for k in range(len(kernels)) if find(k) == root}
+        return member_sets[root]
 
     def acyclic(group: set[int]) -> bool:
         # from the group's successors outside it, the group must not be reachable again
@@ -703,6 +704,8 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         group = members(ra) | members(rb)
         if acyclic(group):
             parent[rb] = ra
+            member_sets[ra] = group
+            del member_sets[rb]
 
     for k, (ops_idx, kind, _, _) in enumerate(kernels):
         if not rows or kind != "single" or len(ops_idx) != 1 or not _is_row_reduction(fn.ops[ops_idx[0]]):
