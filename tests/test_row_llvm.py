@@ -130,7 +130,8 @@ def test_plain_last_axis_reductions(red, keep, dtype, native_only):
     fsr, npr = _RED[red]
     k = fs.fused_kernel(lambda x: fsr(x, axis=-1, keepdims=keep))
     for shape in [(1, 1), (3, 7), (2, 33), (2, 1000), (7,)]:
-        x = (np.random.default_rng(4).standard_normal(shape) - 3).astype(dtype)   # all-negative rows: max pads with -inf
+        # all-negative rows: a zero pad would win the max; the identity is -inf
+        x = (np.random.default_rng(4).standard_normal(shape) - 3).astype(dtype)
         got = k(x)
         want = npr(np.float64(x), axis=-1, keepdims=keep)
         assert got.shape == want.shape and got.dtype == dtype
@@ -288,3 +289,24 @@ def test_fuzz_reductions_over_axis_ranges(shape, red, keep, data):
     x = np.random.default_rng(first * 7 + last).standard_normal(shape).astype(np.float32)
     got = fs.fused_kernel(lambda a: fsr(a, axis=axis, keepdims=keep))(x)
     close(got, npr(np.float64(x), axis=axis, keepdims=keep), np.float32)
+
+
+def test_several_outputs_and_broadcast_parameters(native_only):
+    """Row and per-row outputs of one kernel; a per-row parameter [A,B,1], a size-1 parameter
+    and a parameter broadcast over a middle axis [A,1,C] (addressed by its own strides)."""
+    @fs.fused_kernel
+    def multi(x, rb, s, g):
+        m = fs.max(x, axis=-1, keepdims=True)
+        e = fs.exp(x - m + rb * s)
+        return (e / fs.sum(e, axis=-1, keepdims=True), m, fs.sum(e * g, axis=-1),
+                fs.mean(x, axis=-1, keepdims=True) * 2.0)
+
+    rng = np.random.default_rng(15)
+    x, rb = rng.standard_normal((3, 4, 37)).astype(np.float32), rng.standard_normal((3, 4, 1)).astype(np.float32)
+    s, g = np.array([0.5], np.float32), rng.standard_normal((3, 1, 37)).astype(np.float32)
+    m = x.max(-1, keepdims=True)
+    e = np.exp(np.float64(x) - m + rb * s)
+    want = (e / e.sum(-1, keepdims=True), m, (e * g).sum(-1), np.float64(x).mean(-1, keepdims=True) * 2)
+    for got, w in zip(multi(x, rb, s, g), want):
+        assert got.shape == w.shape
+        close(got, w, np.float32)

@@ -28,7 +28,7 @@ from .llvm_row import (F32, I32, I64, LANES, PARALLEL_MIN_BYTES, PTR, VOID, RowC
                        _reduction_info, _RowBuilder)
 from .mathlib import VectorConsts
 from .row_plan import REDUCTIONS
-from .stmts import LoweringError, StmtEmitter, mem_type, reg_type, vec
+from .stmts import LoweringError, StmtEmitter, reg_type, vec
 
 VECTORS = 4                 # accumulators per column block: COLS = VECTORS * LANES outputs
 COLS = VECTORS * LANES
