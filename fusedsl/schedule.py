@@ -28,129 +28,18 @@ optional scalar operand.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from . import dtypes as dt
 from .errors import Loc, ScheduleError
 from .ir.core import Function, Value
 from .ir.ops import COMPARISON, CONSTANT, has_trait
 from .targets import Target
-
-# tile op -> Ascend C API it maps to (the printer's emit table is keyed by the same names)
-TILE_APIS = {
-    "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "max": "Max", "min": "Min",
-    "adds": "Adds", "muls": "Muls", "maxs": "Maxs", "mins": "Mins",
-    "abs": "Abs", "exp": "Exp", "ln": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt",
-    "reciprocal": "Reciprocal", "relu": "Relu", "leaky_relu": "LeakyRelu",
-    "dup": "Duplicate", "cast": "Cast", "copy": "Muls", "cmp": "Compare", "select": "Select",
-}
-# cmp: dst = (a OP b) ? 1 : 0 (b may be the scalar); select: dst = cond != 0 ? a : b.
-# Both read up to `CMP_SLACK` lanes past the count (Compare works on 256-byte multiples), so
-# kernels that use them allocate that slack and pre-fill their temporaries.
-CMP_SLACK = 128
+# the tile IR's records, re-exported: backends import them from here
+from .tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, Tiling,  # noqa: F401
+                      VectorSchedule)
 
 MIN_CORE_BYTES = 16384   # below this much output per core, launching another core costs more than it saves
 MAX_BLOCK_COUNT = 4095   # DataCopyPad's blockCount limit bounds the rows of one tile
-
-
-@dataclass(frozen=True)
-class Slot:
-    """A UB buffer holding one tile of one value."""
-
-    name: str
-    dtype: dt.DType
-    role: str              # "in" (TQue VECIN) | "out" (TQue VECOUT) | "tmp" (TBuf VECCALC) | "inv" (hoisted TBuf)
-    num: int = 1           # InitBuffer count: 2 = double-buffered queue
-
-    @property
-    def double_buffered(self) -> bool:
-        return self.num == 2
-
-
-@dataclass(frozen=True)
-class TileInput:
-    index: int              # kernel parameter index
-    name: str
-    gm_dtype: dt.DType
-    kind: str               # "full" | "row" | "scalar" | "general" | "runtime_scalar"
-    bits: tuple[bool, ...]  # per collapsed dim: present (True) or broadcast (False)
-    slot: str | None        # UB slot the data lands in (gm dtype); None for scalars
-    var: str | None         # scalar variable name for scalar kinds
-
-
-@dataclass(frozen=True)
-class TileOutput:
-    index: int
-    name: str
-    gm_dtype: dt.DType
-    slot: str
-
-
-@dataclass(frozen=True)
-class Stmt:
-    op: str                       # a tile op (TILE_APIS key)
-    dst: str
-    srcs: tuple[str, ...]
-    dtype: dt.DType               # element dtype of dst (and of srcs, except for cast)
-    scalar: tuple | None = None   # ("imm", value) or ("var", name)
-    src_dtype: dt.DType | None = None   # cast only
-    round_mode: str | None = None       # cast only
-    hoisted: bool = False
-    loc: Loc | None = None
-    cmp_mode: str | None = None         # cmp only: LT LE GT GE EQ NE (dst = a OP b ? 1 : 0)
-    aux: tuple[str, ...] = ()           # printer scratch slots (bit masks, constant tensors)
-
-
-@dataclass
-class VectorSchedule:
-    kernel: Function
-    iter_shape: tuple
-    dims: tuple[tuple[int, ...], ...]     # original iteration dims merged into each collapsed dim
-    inputs: list[TileInput]
-    outputs: list[TileOutput]
-    slots: dict[str, Slot]
-    stmts: list[Stmt]
-    scalars: list[tuple[str, dt.DType, tuple]] = field(default_factory=list)  # hoisted scalar vars
-    slack_elems: int = 0                  # extra elements per slot (CMP_SLACK when cmp/select are used)
-    values_per_slot: dict = field(default_factory=dict)   # slot -> how many tile values it holds in turn
-    prefill: dict = field(default_factory=dict)   # slot -> value written once per core before use
-    block_elems: int = 8                  # row alignment in elements (32 B of the narrowest dtype)
-    gran_elems: int = 64                  # tile-size granularity (256 B of the narrowest dtype)
-    ub_budget: int = 0
-
-    @property
-    def body(self) -> list[Stmt]:
-        return [s for s in self.stmts if not s.hoisted]
-
-    @property
-    def hoisted(self) -> list[Stmt]:
-        return [s for s in self.stmts if s.hoisted]
-
-    def ub_bytes_per_elem(self) -> int:
-        return sum(s.dtype.itemsize * s.num for s in self.slots.values())
-
-
-@dataclass(frozen=True)
-class Tiling:
-    """Runtime tiling, computed identically by `compute_tiling` and the printed host code."""
-
-    R: int
-    C: int
-    Cpad: int
-    tile_rows: int
-    tile_cols: int
-    col_tiles: int
-    total_tiles: int
-    tiles_per_core: int
-    block_dim: int
-    tile_elems: int                    # elements allocated per slot
-    rows_mode: bool                    # tiles are whole rows (else chunks of one row)
-    dims: tuple[int, ...]              # collapsed dim sizes
-    strides: tuple[tuple[int, ...], ...]  # per input: element stride per collapsed dim (0 = broadcast)
-
-    @property
-    def loops_per_core(self) -> int:
-        return self.tiles_per_core
 
 
 def compute_dtype(d: dt.DType) -> dt.DType:
