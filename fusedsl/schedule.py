@@ -125,6 +125,8 @@ def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: boo
     if any(st.op in ("cmp", "select") for st in sched.stmts):
         sched.ub_budget -= target.select_scratch_bytes   # Select's library scratch at the top of UB
     _check_limits(sched, target)
+    from .tile.verify import verify_tile   # imported here: tile.verify imports tile.ir, which this module re-exports
+    verify_tile(sched, target)
     return sched
 
 

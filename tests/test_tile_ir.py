@@ -1,0 +1,86 @@
+"""Tile IR: text form and the verifier's rejections (ASCENDC.md 1.3, 2.8, 6)."""
+import dataclasses
+
+import pytest
+
+import fusedsl as fs
+from fusedsl import dtypes as dt
+from fusedsl.schedule import Slot, Stmt, compute_tiling, schedule_vector_kernel
+from fusedsl.targets import get_target
+from fusedsl.tile.text import print_tile
+from fusedsl.tile.verify import TileVerifyError, verify_tile
+
+IR = """func @k(%a: f32[128], %b: f32[M,128]) -> (f32[M,128]) loc("k.py":1) {
+  %0 = abs(%a) : f32[128] loc("k.py":2)
+  %1 = add(%0, %b) : f32[M,128] loc("k.py":2)
+  %2 = relu(%1) : f32[M,128] loc("k.py":3)
+  return %2
+}
+"""
+
+GOLDEN = """tile @k iter [M,128] dims (0) (1) block 8 granule 64 slack 0 budget 196352
+buffers:
+  in_a_0: float32 TBuf<VECCALC> per core x1
+  in_b_1: float32 TQue<VECIN, depth 1> x2
+  t2: float32 TBuf<VECCALC> per core x1
+  t3: float32 TBuf<VECCALC> x1
+  out0_5: float32 TQue<VECOUT, depth 1> x2
+copyin:
+  in_a_0 <- a float32 row [01]
+  in_b_1 <- b float32 full [11]
+hoisted:
+  t2 = abs(in_a_0) : float32
+compute:
+  t3 = add(t2, in_b_1) : float32
+  out0_5 = relu(t3) : float32
+copyout:
+  y0 <- out0_5 float32
+"""
+
+T = get_target("ascend910b")
+
+
+def _sched():
+    return schedule_vector_kernel(fs.parse_ir(IR).functions[0], T)
+
+
+def test_text_form_is_deterministic():
+    s = _sched()
+    assert print_tile(s) == print_tile(_sched())
+    assert print_tile(s) == GOLDEN
+    tiled = print_tile(s, compute_tiling(s, {"M": 192}, T))
+    assert "tiling: R 192 C 128" in tiled and "in_b_1: float32 TQue<VECIN, depth 1> x2 " in tiled
+
+
+def test_rejects_over_budget_plan():
+    s = _sched()
+    t = dataclasses.replace(compute_tiling(s, {"M": 192}, T), tile_elems=16384)
+    with pytest.raises(TileVerifyError, match=r"tiles of 16384 elements needs 458752 bytes .*in_b_1 65536 B x2.*"
+                       r"budget on ascend910b is 196352 bytes"):
+        verify_tile(s, T, t)
+
+
+def test_rejects_partial_overlap():
+    s = _sched()
+    s.slots["h"] = Slot("h", dt.float16, "tmp")
+    s.stmts.insert(1, Stmt("cast", "t2", ("t2",), dt.float32, src_dtype=dt.float16, round_mode="CAST_NONE",
+                           hoisted=True))
+    with pytest.raises(TileVerifyError, match="cast writes t2 as float32 .* reading it as float16 .*partial overlap"):
+        verify_tile(s, T)
+
+
+def test_rejects_queue_limit():
+    s = _sched()
+    for k in range(4):
+        s.slots[f"q{k}"] = Slot(f"q{k}", dt.float32, "in", 2)
+    with pytest.raises(TileVerifyError, match=r"10 queue buffers on VECIN \(in_b_1 x2, q0 x2.*ascend910b allows 8 "
+                       "per position"):
+        verify_tile(s, T)
+
+
+def test_rejects_use_before_def():
+    s = _sched()
+    s.slots["u"] = Slot("u", dt.float32, "tmp")
+    s.stmts.append(Stmt("add", "out0_5", ("out0_5", "u"), dt.float32))
+    with pytest.raises(TileVerifyError, match="add reads u before it is written"):
+        verify_tile(s, T)
