@@ -65,6 +65,14 @@ class KernelPlan:
         return ub_plan(self.schedule, self.tiling)
 
     @property
+    def tile_ir(self) -> str | None:
+        """The allocated tile program as text (tile/text.py), with the tiling once sizes are known."""
+        if self.schedule is None:
+            return None
+        from .tile.text import print_tile
+        return print_tile(self.schedule, self.tiling)
+
+    @property
     def ub_bytes(self) -> int:
         return sum(nbytes * num for _, _, nbytes, num in self.ub_plan)
 
@@ -583,6 +591,10 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
                 sched = schedule_vector_kernel(fn, tgt, headroom)
             except ScheduleError as exc:
                 error = exc
+        if sched is not None and manager.dump_dir:   # the tile IR beside the graph IR dumps
+            from .passes.base import write_atomic
+            from .tile.text import print_tile
+            write_atomic(os.path.join(manager.dump_dir, f"tile-{fn.name}.tile"), print_tile(sched, locs=True))
         plans.append(KernelPlan(fn, info.kind, info.reason, sched, error))
         plans[-1].reason_code = info.code   # stable code of the boundary (docs/FUSION.md)
         plans[-1].ub_budget = tgt.ub_bytes   # for the plan's display

@@ -84,3 +84,18 @@ def test_rejects_use_before_def():
     s.stmts.append(Stmt("add", "out0_5", ("out0_5", "u"), dt.float32))
     with pytest.raises(TileVerifyError, match="add reads u before it is written"):
         verify_tile(s, T)
+
+
+def test_dump_and_plan_tile_ir(tmp_path, monkeypatch):
+    import numpy as np
+    monkeypatch.setenv("FUSEDSL_DUMP_IR", str(tmp_path))
+
+    @fs.fused_kernel
+    def f(a, b):
+        return fs.relu(fs.abs(a) + b)
+
+    k = f.compile(np.zeros(128, np.float32), np.zeros((4, 128), np.float32))
+    text = k.kernels[0].tile_ir
+    assert text.startswith(f"tile @{k.kernels[0].name} ") and "tiling: R 4 C 128" in text
+    dumped = (tmp_path / f"tile-{k.kernels[0].name}.tile").read_text()
+    assert "compute:" in dumped and "test_tile_ir.py" in dumped   # with the user's lines
