@@ -37,6 +37,7 @@ from .targets import Target
 # the tile IR's records, re-exported: backends import them from here
 from .tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, Tiling,  # noqa: F401
                       VectorSchedule)
+from .tile.reuse import reuse_buffers
 
 MIN_CORE_BYTES = 16384   # below this much output per core, launching another core costs more than it saves
 MAX_BLOCK_COUNT = 4095   # DataCopyPad's blockCount limit bounds the rows of one tile
@@ -110,7 +111,7 @@ def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: boo
     _lower_ops(fn, b, inputs)
     outputs = _bind_outputs(fn, b)
     sched = VectorSchedule(fn, out_shape, dims, inputs, outputs, b.slots, b.stmts)
-    _reuse_slots(sched)
+    reuse_buffers(sched)   # tile/reuse.py: liveness and in-place reuse
     if any(st.op in ("cmp", "select") for st in sched.stmts):
         sched.slack_elems = CMP_SLACK
         for name, slot in sched.slots.items():
@@ -687,69 +688,6 @@ def _rename_slot(b, old, new, upto):
                               s.src_dtype, s.round_mode, s.hoisted, s.loc, s.cmp_mode, s.aux)
     del b.slots[old]
     b.value_slot = {k: (new if v == old else v) for k, v in b.value_slot.items()}
-
-
-# ---- buffer reuse -------------------------------------------------------------------------
-def _reuse_slots(sched: VectorSchedule) -> None:
-    """Give dead temporaries' slots to later temporaries of the same dtype.
-
-    A stmt may write the slot of an operand that dies at it (100 % overlap, which the
-    Ascend C rules allow), except for Cast between dtypes of different widths.
-    """
-    body = sched.stmts
-    last_use: dict[str, int] = {}
-    for i, s in enumerate(body):
-        for x in s.srcs:
-            last_use[x] = i
-    free: dict[str, list[str]] = {}
-    rename: dict[str, str] = {}
-    for i, s in enumerate(body):
-        srcs = tuple(rename.get(x, x) for x in s.srcs)
-        dst = rename.get(s.dst, s.dst)
-        slot = sched.slots.get(s.dst)
-        first_write = slot is not None and s.dst not in rename and slot.role == "tmp" and not any(
-            t.dst == s.dst for t in body[:i])
-        in_place = None
-        if first_write and _may_run_in_place(s):
-            in_place = next((x for x in s.srcs if x != s.dst and last_use.get(x) == i
-                             and sched.slots[rename.get(x, x)].role == "tmp"
-                             and sched.slots[rename.get(x, x)].dtype == slot.dtype), None)
-        if in_place is not None:
-            dst = rename.get(in_place, in_place)   # 100 % overlap: the dying operand's slot
-            rename[s.dst] = dst
-        elif first_write:
-            pool = free.get(slot.dtype.name, [])
-            if pool:
-                dst = pool.pop()
-                rename[s.dst] = dst
-        for x in set(s.srcs):
-            xs = sched.slots.get(rename.get(x, x))
-            if x == in_place:
-                continue
-            if xs is not None and xs.role == "tmp" and last_use.get(x) == i and x != s.dst:
-                if s.op == "cast" and s.src_dtype.itemsize != s.dtype.itemsize:
-                    free.setdefault(xs.dtype.name, []).insert(0, xs.name)  # usable after this stmt
-                else:
-                    free.setdefault(xs.dtype.name, []).append(xs.name)
-        body[i] = Stmt(s.op, dst, srcs, s.dtype, s.scalar, s.src_dtype, s.round_mode, s.hoisted, s.loc,
-                       s.cmp_mode, s.aux)
-    sched.values_per_slot = {}
-    for original in {st.dst for st in body} | set(rename):
-        phys = rename.get(original, original)
-        sched.values_per_slot[phys] = sched.values_per_slot.get(phys, 0) + 1
-    used = {s.dst for s in body} | {x for s in body for x in s.srcs} | {x for s in body for x in s.aux} | {
-        i.slot for i in sched.inputs if i.slot} | {o.slot for o in sched.outputs}
-    for name in list(sched.slots):
-        if name not in used:
-            del sched.slots[name]
-
-
-def _may_run_in_place(s: Stmt) -> bool:
-    """Ascend C allows dst == src for elementwise ops (100 % overlap), not for width-changing
-    Cast, and fusedsl keeps Compare/Select (which use masks) out of place."""
-    if s.op in ("dup", "cmp", "select"):
-        return False
-    return s.op != "cast" or s.src_dtype.itemsize == s.dtype.itemsize
 
 
 def _check_limits(sched: VectorSchedule, target: Target) -> None:

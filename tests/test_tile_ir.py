@@ -99,3 +99,23 @@ def test_dump_and_plan_tile_ir(tmp_path, monkeypatch):
     assert text.startswith(f"tile @{k.kernels[0].name} ") and "tiling: R 4 C 128" in text
     dumped = (tmp_path / f"tile-{k.kernels[0].name}.tile").read_text()
     assert "compute:" in dumped and "test_tile_ir.py" in dumped   # with the user's lines
+
+
+def test_reuse_pass_before_after(monkeypatch):
+    import fusedsl.schedule as S
+    ir = """func @r(%b: f32[64]) -> (f32[64]) loc("r.py":1) {
+  %0 = neg(%b) : f32[64] loc("r.py":2)
+  %1 = exp(%0) : f32[64] loc("r.py":3)
+  %2 = sqrt(%1) : f32[64] loc("r.py":4)
+  return %2
+}
+"""
+    fn = fs.parse_ir(ir).functions[0]
+    after = print_tile(schedule_vector_kernel(fn, T))
+    monkeypatch.setattr(S, "reuse_buffers", lambda sched: None)
+    before = print_tile(schedule_vector_kernel(fn, T))
+    assert "compute:\n  t1 = muls(in_b_0, -1) : float32\n  t2 = exp(t1) : float32\n" in before
+    assert "  t2: float32 TBuf<VECCALC> x1\n" in before
+    # exp writes the slot of its dying operand (100 % overlap); t2 is no longer allocated
+    assert "compute:\n  t1 = muls(in_b_0, -1) : float32\n  t1 = exp(t1) : float32\n" in after
+    assert "t2:" not in after and "t1: float32 TBuf<VECCALC> x1 holds 2" in after
