@@ -37,6 +37,7 @@ from .targets import Target
 # the tile IR's records, re-exported: backends import them from here
 from .tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, Tiling,  # noqa: F401
                       VectorSchedule)
+from .tile.alloc import allocate_ub
 from .tile.reuse import reuse_buffers
 
 MIN_CORE_BYTES = 16384   # below this much output per core, launching another core costs more than it saves
@@ -122,10 +123,7 @@ def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: boo
     narrow = min(s.dtype.itemsize for s in sched.slots.values()) if sched.slots else 4
     sched.block_elems = 32 // narrow
     sched.gran_elems = 256 // narrow
-    sched.ub_budget = int(target.ub_bytes * ub_fraction)
-    if any(st.op in ("cmp", "select") for st in sched.stmts):
-        sched.ub_budget -= target.select_scratch_bytes   # Select's library scratch at the top of UB
-    _check_limits(sched, target)
+    allocate_ub(sched, target, ub_fraction)   # tile/alloc.py: queues, double buffering, budget
     from .tile.verify import verify_tile   # imported here: tile.verify imports tile.ir, which this module re-exports
     verify_tile(sched, target)
     return sched
@@ -688,25 +686,6 @@ def _rename_slot(b, old, new, upto):
                               s.src_dtype, s.round_mode, s.hoisted, s.loc, s.cmp_mode, s.aux)
     del b.slots[old]
     b.value_slot = {k: (new if v == old else v) for k, v in b.value_slot.items()}
-
-
-def _check_limits(sched: VectorSchedule, target: Target) -> None:
-    """Queue buffers per position and buffers per kernel; double buffering is dropped
-    for a position whose queues would exceed the hardware's event budget."""
-    limit = target.max_queue_buffers_per_position
-    for role in ("in", "out"):
-        names = [n for n, s in sched.slots.items() if s.role == role]
-        if len(names) > limit:
-            raise ScheduleError(f"kernel {sched.kernel.name} needs {len(names)} queues on one position; "
-                                f"{target.name} allows {limit} queue buffers per position",
-                                loc=sched.kernel.loc, hint="split the kernel (fewer inputs or outputs per kernel)")
-        num = 2 if 2 * len(names) <= limit else 1
-        for n in names:
-            old = sched.slots[n]
-            sched.slots[n] = Slot(old.name, old.dtype, old.role, num)
-    if len(sched.slots) > target.max_buffers:
-        raise ScheduleError(f"kernel {sched.kernel.name} needs {len(sched.slots)} UB buffers; "
-                            f"at most {target.max_buffers} are allowed", loc=sched.kernel.loc)
 
 
 # ---- tiling ---------------------------------------------------------------------------------

@@ -119,3 +119,14 @@ def test_reuse_pass_before_after(monkeypatch):
     # exp writes the slot of its dying operand (100 % overlap); t2 is no longer allocated
     assert "compute:\n  t1 = muls(in_b_0, -1) : float32\n  t1 = exp(t1) : float32\n" in after
     assert "t2:" not in after and "t1: float32 TBuf<VECCALC> x1 holds 2" in after
+
+
+def test_allocate_pass_before_after(monkeypatch):
+    import fusedsl.schedule as S
+    fn = fs.parse_ir(IR).functions[0]
+    after = print_tile(schedule_vector_kernel(fn, T))
+    monkeypatch.setattr(S, "allocate_ub", lambda sched, target, fraction: None)
+    before = print_tile(S._schedule(fn, T, 1.0, allow_hoist=True))
+    assert "budget 0\n" in before and "in_b_1: float32 TQue<VECIN, depth 1> x1\n" in before
+    assert "budget 196352\n" in after and "in_b_1: float32 TQue<VECIN, depth 1> x2\n" in after
+    assert "out0_5: float32 TQue<VECOUT, depth 1> x2\n" in after
