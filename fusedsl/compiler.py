@@ -149,9 +149,10 @@ class CompiledKernel:
     @property
     def source(self) -> str:
         if self._source is None:
-            from .backend_ascendc.printer import AscendCPrinter, print_source
+            from .backend_ascendc.printer import print_source
+            from .backend_ascendc.printer_view import printer_for
             self.check_ascendc()
-            printers = [AscendCPrinter(p.schedule, self.target, p.name) for p in self.kernels]
+            printers = [printer_for(p.schedule, self.target, p.name) for p in self.kernels]
             self._source = print_source(printers, self.target)
         return self._source
 
@@ -389,7 +390,11 @@ class CompiledKernel:
                 sched = schedule_vector_kernel(plan.function, host_casts(self.target),
                                                float(self.options.get("ub_headroom", 1.0)))
             try:
-                self._cpu[plan.name] = (CpuKernel(sched, self.target), sched)
+                if sched.views is not None:   # slice / concatenate / take as addressing
+                    from .backend_cpu.llvm_view import ViewCpuKernel
+                    self._cpu[plan.name] = (ViewCpuKernel(sched), sched)
+                else:
+                    self._cpu[plan.name] = (CpuKernel(sched, self.target), sched)
             except LoweringError:
                 self._cpu[plan.name] = None
         entry = self._cpu[plan.name]
@@ -614,6 +619,10 @@ def pack_tiling(plan: KernelPlan, scalars: dict[str, float]) -> bytes:
     for inp, strides in zip(sched.inputs, t.strides):
         if inp.kind != "runtime_scalar":
             data += struct.pack(f"<{len(strides)}I", *strides)
+    if t.boxes:   # view kernels: the box table (schedule._view_tiling)
+        data += struct.pack("<I", len(t.boxes))
+        for row in t.boxes:
+            data += struct.pack(f"<{len(row)}I", *row)
     for inp in sched.inputs:
         if inp.kind == "runtime_scalar":
             data += struct.pack("<f", float(scalars[inp.name]))

@@ -27,6 +27,7 @@ optional scalar operand.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from . import dtypes as dt
@@ -85,8 +86,12 @@ def schedule_vector_kernel(fn: Function, target: Target, ub_fraction: float = 1.
     """Build the tile program of a fused vector kernel (see module doc).
 
     Hoisting needs whole rows in UB, so it is used only when the row length is static
-    and a tile of one row fits; otherwise every input is reloaded per tile.
+    and a tile of one row fits; otherwise every input is reloaded per tile.  A kernel that
+    reads its inputs through slice/concatenate/take is a view kernel (`_schedule_views`).
     """
+    from .views import has_views
+    if has_views(fn):
+        return _schedule_views(fn, target, ub_fraction)
     sched = _schedule(fn, target, ub_fraction, allow_hoist=True)
     if sched.hoisted or any(s.role == "inv" for s in sched.slots.values()):
         last = sched.iter_shape[sched.dims[-1][-1]] if sched.dims[-1] else 1
@@ -112,6 +117,63 @@ def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: boo
     _lower_ops(fn, b, inputs)
     outputs = _bind_outputs(fn, b)
     sched = VectorSchedule(fn, out_shape, dims, inputs, outputs, b.slots, b.stmts)
+    return _finish(sched, b, target, ub_fraction)
+
+
+def _schedule_views(fn: Function, target: Target, ub_fraction: float) -> VectorSchedule:
+    """A view kernel (fusedsl/views.py): parameters are GM tensors ("gm"), read per tile by
+    loads ("view"/"gather" inputs appended after them) whose addresses come from the box
+    table; one-element parameters read directly stay "scalar"; nothing is hoisted."""
+    from .views import ViewError, normalize, plan_views, view_roots
+    try:
+        norm = normalize(fn)
+    except ViewError as exc:
+        raise ScheduleError(f"kernel {fn.name}: {exc}", loc=fn.loc) from None
+    S = tuple(norm.results[0].shape)
+    for v in norm.results:
+        if tuple(v.shape) != S:
+            raise ScheduleError(f"kernel {fn.name} has outputs of different shapes", loc=fn.loc)
+    b = _Builder(norm, target)
+    b.allow_hoist = False
+    inputs: list[TileInput] = []
+    rank = max(1, len(S))
+    roots = view_roots(norm)
+    root_ids = {id(v) for v in roots}
+    for i, p in enumerate(norm.params):
+        v = p.value
+        if p.kind == "scalar":
+            var = f"s_{v.name}"
+            inputs.append(TileInput(i, v.name, v.dtype, "runtime_scalar", (), None, var))
+            b.value_scalar[id(v)] = ("var", var)
+            continue
+        n = 1
+        for d in v.shape:
+            n *= d
+        if n == 1 and id(v) in root_ids:
+            var = f"s_{v.name}"
+            inputs.append(TileInput(i, v.name, v.dtype, "scalar", (False,) * rank, None, var))
+            b.value_scalar[id(v)] = ("var", var)
+        else:
+            inputs.append(TileInput(i, v.name, v.dtype, "gm", (), None, None))
+    loads = [v for v in roots if id(v) not in b.value_scalar]
+    try:
+        plan = plan_views(norm, loads)
+    except ViewError as exc:
+        raise ScheduleError(f"kernel {fn.name}: {exc}", loc=fn.loc) from None
+    for j, ld in enumerate(plan.loads):
+        slot = b.new_slot(ld.value.dtype, "in", base=f"in_v{j}_")
+        kind = "gather" if ld.gather else "view"
+        inputs.append(TileInput(ld.sources[0], f"v{j}", ld.value.dtype, kind, (True,) * rank, slot, None))
+        b.value_slot[id(ld.value)] = slot
+    _lower_ops(norm, b, inputs)
+    outputs = _bind_outputs(norm, b)
+    dims = (tuple(range(len(S) - 1)), (len(S) - 1,)) if len(S) > 1 else ((0,),) if S else ((),)
+    sched = VectorSchedule(norm, S, dims, inputs, outputs, b.slots, b.stmts)
+    sched.views = plan
+    return _finish(sched, b, target, ub_fraction)
+
+
+def _finish(sched: VectorSchedule, b: _Builder, target: Target, ub_fraction: float) -> VectorSchedule:
     reuse_buffers(sched)   # tile/reuse.py: liveness and in-place reuse
     if any(st.op in ("cmp", "select") for st in sched.stmts):
         sched.slack_elems = CMP_SLACK
@@ -262,7 +324,10 @@ def _emit_cast(b: _Builder, dst: str, src: str, src_dtype, dst_dtype, loc, hoist
 
 
 def _lower_ops(fn: Function, b: _Builder, inputs) -> None:
+    from .views import VIEW_OPS
     for op in fn.ops:
+        if op.name in VIEW_OPS:
+            continue   # view kernels: views are addressing, their loads are already bound
         if has_trait(op, CONSTANT):
             b.value_scalar[id(op.result)] = ("imm", op.attr("value"))
             b.hoistable.add(id(op.result))
@@ -729,6 +794,8 @@ MAX_ELEMS = 1 << 32   # kernel offsets and tiling fields are 32-bit (the printed
 
 def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target) -> Tiling:
     """The runtime tiling (mirrored line by line by the printed C++ host function)."""
+    if sched.views is not None:
+        return _view_tiling(sched, target)
     dims = resolve_dims(sched, sizes)
     C = dims[-1]
     R = 1
@@ -788,6 +855,62 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
         strides.append(tuple(reversed(st)))
     return Tiling(R, C, Cpad, tile_rows, tile_cols, col_tiles, total_tiles, tiles_per_core, block_dim,
                   tile_elems, rows_mode, dims, tuple(strides))
+
+
+# words per box in Tiling.boxes: first tile, rows, cols, rows per tile, output offset and row
+# stride, then per load: source, offset, row stride, column stride, indices offset and row stride
+VIEW_BOX_HEAD = 6
+VIEW_LOAD_WORDS = 6
+
+
+def _view_tiling(sched: VectorSchedule, target: Target) -> Tiling:
+    """Tiling of a view kernel (static shapes): the plan's boxes in tiles of whole rows.
+    A box wider than a tile is cut into column chunks of a whole number of granules (so
+    every chunk starts 32-byte aligned in UB).  Cores get contiguous ranges of tiles as in
+    other kernels; without DataCopyPad (row tails written with SetValue through the data
+    cache) one core runs every tile, since boxes that split rows share GM lines."""
+    plan = sched.views
+    max_elems = _max_tile_elems(sched)
+    if max_elems < sched.gran_elems:
+        raise ScheduleError(f"kernel {sched.kernel.name} needs {sched.ub_bytes_per_elem() * sched.gran_elems} "
+                            f"bytes of UB for its smallest tile, but {target.name} has {sched.ub_budget} bytes",
+                            loc=sched.kernel.loc, hint="split the computation into several kernels")
+    S = plan.S
+    C = S[-1]
+    R = 1
+    for d in S[:-1]:
+        R *= d
+    if R * _round_up(C, sched.block_elems) >= MAX_ELEMS:
+        raise ScheduleError(f"kernel {sched.kernel.name}: {R * C} elements need 64-bit offsets",
+                            loc=sched.kernel.loc, hint="split the tensor into parts below 2**32 elements")
+    pieces = []
+    for box in plan.boxes:
+        if _round_up(box.cols, sched.block_elems) <= max_elems:
+            pieces.append(box)
+            continue
+        for c0 in range(0, box.cols, max_elems):
+            srcs = tuple(dataclasses.replace(s, off=s.off + c0 * s.cs) for s in box.srcs)
+            pieces.append(dataclasses.replace(box, cols=min(max_elems, box.cols - c0), out_off=box.out_off + c0,
+                                              srcs=srcs))
+    Cpad = _round_up(max(p.cols for p in pieces), sched.block_elems)
+    out_bytes = sum(o.gm_dtype.itemsize for o in sched.outputs)
+    want = max(1, min(target.vector_cores, -(-R * C * out_bytes // MIN_CORE_BYTES)))
+    words, first = [], 0
+    tile_rows = 1
+    for p in pieces:
+        tr = max(1, min(max_elems // Cpad, -(-p.rows // want), MAX_BLOCK_COUNT))
+        tile_rows = max(tile_rows, tr)
+        row = [first, p.rows, p.cols, tr, p.out_off, p.out_rs]
+        for s in p.srcs:
+            row += [s.sel, s.off, s.rs, s.cs, s.ioff, s.irs]
+        words.append(tuple(row))
+        first += -(-p.rows // tr)
+    total_tiles = first
+    tiles_per_core = -(-total_tiles // want) if target.has_datacopypad else total_tiles
+    block_dim = -(-total_tiles // tiles_per_core)
+    tile_elems = _round_up(tile_rows * Cpad, sched.gran_elems)
+    return Tiling(R, C, Cpad, tile_rows, Cpad, 1, total_tiles, tiles_per_core, block_dim, tile_elems, True,
+                  (R, C) if len(sched.dims) == 2 else (C,), tuple(() for _ in sched.inputs), tuple(words))
 
 
 def ub_plan(sched: VectorSchedule, tiling: Tiling) -> list[tuple[str, str, int, int]]:

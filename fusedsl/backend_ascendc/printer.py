@@ -444,7 +444,26 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
               "        }",
               "    }",
               "",
-              "private:",
+              "private:"]
+        L += self._geometry()
+        L += self._prologue(scalars)
+        L += self._copy_in()
+        L += self._compute()
+        L += self._copy_out()
+        L += ["    AscendC::TPipe pipe;"] + members + [
+            f"    {self.tiling} tiling;",
+            f"    uint32_t row0 = 0, nrows = 0, col0 = 0, ncols = 0, nSeg = 0, segLen = 0, segStride = 0{self.extra_state};",
+            "};", ""]
+        return "\n".join(L)
+
+    extra_state = ""
+
+    def _queued(self) -> list:
+        """Inputs that move through a VECIN queue per tile."""
+        return [i for i in self.s.inputs if i.kind in ("full", "general", "view", "gather")]
+
+    def _geometry(self) -> list[str]:
+        return [
               "    // Which rows/columns tile `tile` covers (rows mode: whole rows; else a chunk of one row).",
               "    __aicore__ inline void Geometry(uint32_t tile)",
               "    {",
@@ -477,15 +496,6 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
               "        return off;",
               "    }",
               ""]
-        L += self._prologue(scalars)
-        L += self._copy_in()
-        L += self._compute()
-        L += self._copy_out()
-        L += ["    AscendC::TPipe pipe;"] + members + [
-            f"    {self.tiling} tiling;",
-            "    uint32_t row0 = 0, nrows = 0, col0 = 0, ncols = 0, nSeg = 0, segLen = 0, segStride = 0;",
-            "};", ""]
-        return "\n".join(L)
 
     def _prologue(self, scalars) -> list[str]:
         s = self.s
@@ -566,10 +576,9 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
     def _compute(self) -> list[str]:
         s = self.s
         L = ["    __aicore__ inline void Compute()", "    {"]
-        for inp in self.tensor_inputs:
-            if inp.kind in ("full", "general"):
-                ty = inp.gm_dtype.ascendc
-                L.append(f"        AscendC::LocalTensor<{ty}> {inp.slot} = q_{inp.slot}.DeQue<{ty}>();")
+        for inp in self._queued():
+            ty = inp.gm_dtype.ascendc
+            L.append(f"        AscendC::LocalTensor<{ty}> {inp.slot} = q_{inp.slot}.DeQue<{ty}>();")
         for o in s.outputs:
             ty = o.gm_dtype.ascendc
             L.append(f"        AscendC::LocalTensor<{ty}> {o.slot} = q_{o.slot}.AllocTensor<{ty}>();")
@@ -584,9 +593,8 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
         L.append("        }")
         for o in s.outputs:
             L.append(f"        q_{o.slot}.EnQue({o.slot});")
-        for inp in self.tensor_inputs:
-            if inp.kind in ("full", "general"):
-                L.append(f"        q_{inp.slot}.FreeTensor({inp.slot});")
+        for inp in self._queued():
+            L.append(f"        q_{inp.slot}.FreeTensor({inp.slot});")
         L += ["    }", ""]
         return L
 
@@ -665,4 +673,7 @@ def print_source(printers: list["AscendCPrinter"], target: Target) -> str:
             "#endif",
             ""]
     helpers = printers[0]._helpers() if printers else ""
+    view = next((p for p in printers if hasattr(p, "view_helpers")), None)
+    if view is not None:   # slice / concatenate / take addressing (printer_view.py)
+        helpers += view.view_helpers()
     return "\n".join(head + [helpers] + [p.body() for p in printers])

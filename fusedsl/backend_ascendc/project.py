@@ -363,7 +363,8 @@ def write_project(compiled, path: str, *, layout: str = "kernel", overwrite: boo
         raise ProjectError(f"layout={layout!r} is not a project layout", loc=user_frame(),
                            hint="use layout='kernel' (kernel-launch sample) or layout='op' (op project)")
     compiled.check_ascendc()
-    printers = [AscendCPrinter(p.schedule, compiled.target, p.name) for p in compiled.kernels]
+    from .printer_view import printer_for
+    printers = [printer_for(p.schedule, compiled.target, p.name) for p in compiled.kernels]
     prog = _Program(compiled, _symbol_sizes(compiled, sizes), _scalar_values(compiled, scalars))
     if layout == "op":
         from .project_op import op_project_files

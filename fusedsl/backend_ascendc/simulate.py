@@ -52,6 +52,11 @@ def simulate(compiled, arrays, sizes):
         sched = plan.schedule
         scalars = {i.name: float(np.asarray(x).item()) for i, x in zip(sched.inputs, inputs)
                    if i.kind == "runtime_scalar"}
+        if sched.views is not None:   # take: indices are checked before launching (the
+            from ..views import gather_indices   # device guard would give zero rows)
+            for load in sched.views.loads:
+                if load.gather is not None:
+                    gather_indices(load, inputs[load.gather[0]])
         packed = pack_tiling(plan, scalars)
         _check_host_tiling(lib, plan, packed, sizes, compiled.target)
         buffers = [(i.name, np.ascontiguousarray(x)) for i, x in zip(sched.inputs, inputs)

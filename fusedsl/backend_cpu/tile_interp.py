@@ -36,6 +36,9 @@ def rows_mode(sched: VectorSchedule, tiling: Tiling) -> bool:
 def run_schedule(sched: VectorSchedule, inputs, outputs, tiling: Tiling) -> None:
     """Execute the tile program: `inputs` in kernel-parameter order (runtime scalars as
     numbers), `outputs` preallocated C-contiguous arrays that receive the results."""
+    if sched.views is not None:
+        _run_views(sched, inputs, outputs, tiling)
+        return
     gm_in = {inp.index: _gm(inputs[inp.index], inp) for inp in sched.inputs}
     gm_out = [o.reshape(-1) for o in outputs]
     for block in range(tiling.block_dim):
@@ -145,6 +148,59 @@ def _tile(sched, ub: _Block, gm_in, gm_out, rows, col0, ncols) -> None:
         for i, g in enumerate(rows):
             base = g * t.C + col0
             gm_out[out.index][base: base + ncols] = src[i] if ub.rows else src
+
+
+def _run_views(sched: VectorSchedule, inputs, outputs, t: Tiling) -> None:
+    """A view kernel (fusedsl/views.py): per tile, find its box in the tiling's box table,
+    read each load's rows from the parameter the box names (a gather reads table row
+    idx[...] instead; an index outside [-V, V) reads nothing and gives a zero row, the
+    device kernel's guard), compute, and write the rows at the box's output addresses."""
+    from ..schedule import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
+    plan = sched.views
+    params = {inp.index: _gm(inputs[inp.index], inp) for inp in sched.inputs if inp.kind in ("gm", "scalar")}
+    gm_out = [o.reshape(-1) for o in outputs]
+    loads = [inp for inp in sched.inputs if inp.kind in ("view", "gather")]
+    firsts = [w[0] for w in t.boxes]
+    for block in range(t.block_dim):
+        ub = _Block(sched, t)
+        for name, value in sched.prefill.items():
+            ub.slots[name][...] = np.asarray(value).astype(ub.slots[name].dtype)
+        for inp in sched.inputs:
+            if inp.kind == "runtime_scalar":
+                value = np.asarray(inputs[inp.index]).astype(inp.gm_dtype.np)
+                ub.vars[inp.var] = _convert(value.reshape(1), inp.gm_dtype, compute_dtype(inp.gm_dtype))[0]
+            elif inp.kind == "scalar":
+                ub.vars[inp.var] = _convert(params[inp.index][:1], inp.gm_dtype, compute_dtype(inp.gm_dtype))[0]
+        for tile in range(block * t.tiles_per_core, min(t.total_tiles, (block + 1) * t.tiles_per_core)):
+            b = max(i for i, f in enumerate(firsts) if f <= tile)
+            first, rows, cols, tr, out_off, out_rs = t.boxes[b][:VIEW_BOX_HEAD]
+            r0 = (tile - first) * tr
+            nrows = min(tr, rows - r0)
+            for j, inp in enumerate(loads):
+                w = VIEW_BOX_HEAD + j * VIEW_LOAD_WORDS
+                sel, off, rs, cs, ioff, irs = t.boxes[b][w:w + VIEW_LOAD_WORDS]
+                load = plan.loads[j]
+                src = params[load.sources[sel]]
+                dst = ub.view(inp.slot, nrows, cols)
+                for r in range(nrows):
+                    if load.gather is not None:
+                        idx_param, V, D = load.gather
+                        k = int(params[idx_param][ioff + (r0 + r) * irs])
+                        k = k + V if k < 0 else k
+                        if not 0 <= k < V:
+                            dst[r] = 0
+                            continue
+                        base = k * D + off
+                    else:
+                        base = off + (r0 + r) * rs
+                    dst[r] = src[base:base + cols] if cs else src[base]
+            for stmt in sched.body:
+                _exec(stmt, ub, nrows, cols, 0)
+            for out in sched.outputs:
+                res = ub.view(out.slot, nrows, cols)
+                for r in range(nrows):
+                    base = out_off + (r0 + r) * out_rs
+                    gm_out[out.index][base:base + cols] = res[r]
 
 
 def _exec(stmt: Stmt, ub: _Block, nrows, ncols, col0) -> None:

@@ -22,8 +22,10 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
   (backend_cpu/llvm_row.py); the Ascend C backend does not print them yet.
 - Cube epilogue: a matmul kernel merges with the vector kernels that read its result and
   have its shape (bias, activation, residual add, cast): one "cube" kernel (FS113).
-- Every other op (other reductions, matmul, conv2d, transpose, slice, concatenate) is a
-  kernel of its own for now.
+- Views: slice, concatenate and take (axis 0 of a 2-D table) join the vector kernels that
+  read them, and a slice of a vector kernel's result joins that kernel: they become CopyIn /
+  CopyOut addressing (fusedsl/views.py); a view that cannot keeps its kernel (FS114).
+- Every other op (other reductions, matmul, conv2d, transpose) is a kernel of its own.
 - `single_kernel=True` turns any boundary into a ScheduleError naming the op.
 """
 from __future__ import annotations
@@ -78,9 +80,92 @@ class Fuse(Pass):
         cube = self.fusion.fuse or self.single_kernel
         if self.fusion.rows or cube:
             kernels = _row_fuse(fn, kernels, rows=self.fusion.rows, cube=cube)
+        if self.fusion.fuse or self.single_kernel:
+            kernels = self._absorb_views(fn, kernels)
         if self.single_kernel and len(kernels) > 1:
             self._refuse(fn, kernels)
         return self._build(module, fn, kernels)
+
+    # ---- views: slice / concatenate / take as addressing ------------------------------------
+    def _absorb_views(self, fn: Function, kernels) -> list[tuple]:
+        """A slice, concatenate or take kernel joins the vector kernels that read its result
+        (input side: the view becomes their CopyIn addressing), and a slice of a vector
+        kernel's result read by nobody else joins that kernel (output side: the scheduler
+        moves it onto the inputs).  Merging saves the view's write and read back (2x its
+        bytes) and a launch, and costs nothing: kept whenever `views.check_fusible` accepts
+        the merged kernel; otherwise the view keeps its kernel with reason FS114."""
+        from ..views import VIEW_OPS, check_fusible
+        if not any(fn.ops[k[0][0]].name in VIEW_OPS for k in kernels if k[1] == "single"):
+            return kernels
+        producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
+        producer2 = {id(r): (i, op) for i, op in enumerate(fn.ops) for r in op.results}
+        consumers: dict[int, list[int]] = {}
+        for i, op in enumerate(fn.ops):
+            for v in op.operands:
+                consumers.setdefault(id(v), []).append(i)
+        returned = {id(v) for v in fn.results}
+        kernels = [list(k) for k in kernels]
+        alive = [True] * len(kernels)
+        where: dict[int, set[int]] = {}
+        for k, (ops_idx, _, _, _) in enumerate(kernels):
+            for i in ops_idx:
+                where.setdefault(i, set()).add(k)
+
+        def fits(ops_idx, roots) -> str | None:
+            inputs = self._inputs(fn, ops_idx, producer2)
+            outputs = [fn.ops[i].result for i in sorted(roots)]
+            cand = self._kernel_function(fn, "candidate", ops_idx, inputs, outputs, producer2)
+            return check_fusible(cand)
+
+        changed = True
+        while changed:
+            changed = False
+            for k, (ops_idx, kind, reason, roots) in enumerate(kernels):
+                if not alive[k] or kind != "single" or fn.ops[ops_idx[0]].name not in VIEW_OPS:
+                    continue
+                i = ops_idx[0]
+                op = fn.ops[i]
+                users = consumers.get(id(op.result), [])
+                owners = set().union(*(where.get(u, set()) for u in users)) if users else set()
+                new_ops = {}
+                why = None
+                if users and id(op.result) not in returned and all(
+                        kernels[o][1] == "vector" and alive[o] for o in owners) and all(u in where for u in users):
+                    for o in owners:   # input side: into every vector kernel that reads it
+                        why = fits(sorted(set(kernels[o][0]) | {i}), kernels[o][3])
+                        if why:
+                            break
+                        new_ops[o] = (sorted(set(kernels[o][0]) | {i}), kernels[o][3])
+                elif op.name == "slice" and producer.get(id(op.operands[0])) is not None:
+                    p = producer[id(op.operands[0])]
+                    homes = where.get(p, set())
+                    if (len(homes) == 1 and consumers.get(id(op.operands[0])) == [i]
+                            and id(op.operands[0]) not in returned):
+                        (o,) = homes
+                        if kernels[o][1] == "vector" and alive[o] and p in kernels[o][3]:
+                            roots2 = [r for r in kernels[o][3] if r != p] + [i]
+                            sizes = {fn.ops[r].result.shape for r in roots2}
+                            if len(sizes) == 1:   # one iteration shape per kernel
+                                why = fits(sorted(set(kernels[o][0]) | {i}), roots2)
+                                if not why:
+                                    new_ops[o] = (sorted(set(kernels[o][0]) | {i}), roots2)
+                if why:
+                    kernels[k][2] = f"FS114 {op.name} stays a kernel: {why}"
+                    continue
+                if not new_ops:
+                    continue
+                for o, (ops2, roots2) in new_ops.items():
+                    kernels[o][0], kernels[o][3] = ops2, roots2
+                    where.setdefault(i, set()).add(o)
+                where[i].discard(k)
+                alive[k] = False
+                self.stats["merges"] += 1
+                changed = True
+        out = [tuple(k) for k, a in zip(kernels, alive) if a]
+        if len(out) == 1:
+            ops_idx, kind, _, roots = out[0]
+            out[0] = (ops_idx, kind, "FS100 the whole graph is one kernel", roots)
+        return out
 
     # ---- grouping -------------------------------------------------------------------
     # Compile cost must grow linearly with the graph (a 1000-op model compiles in well under

@@ -36,6 +36,7 @@ REASONS = {
     "FS111": "a value several kernels need is stored once (cheaper than recomputing it in each)",
     "FS112": "row kernel: a last-axis reduction fused with its row producers and broadcast-back consumers",
     "FS113": "cube kernel: a matmul fused with its elementwise epilogue",
+    "FS114": "a slice / concatenate / take that cannot become CopyIn addressing (e.g. a step on the last axis)",
 }
 
 DEFAULT_UB_HEADROOM = 0.8      # the "use at most 80 %" rule, as the default

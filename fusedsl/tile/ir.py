@@ -54,7 +54,8 @@ class TileInput:
     index: int              # kernel parameter index
     name: str
     gm_dtype: dt.DType
-    kind: str               # "full" | "row" | "scalar" | "general" | "runtime_scalar"
+    kind: str               # "full" | "row" | "scalar" | "general" | "runtime_scalar"; view kernels:
+                            # "gm" (a parameter read only through loads), "view" / "gather" (a load)
     bits: tuple[bool, ...]  # per collapsed dim: present (True) or broadcast (False)
     slot: str | None        # UB slot the data lands in (gm dtype); None for scalars
     var: str | None         # scalar variable name for scalar kinds
@@ -99,6 +100,7 @@ class VectorSchedule:
     block_elems: int = 8                  # row alignment in elements (32 B of the narrowest dtype)
     gran_elems: int = 64                  # tile-size granularity (256 B of the narrowest dtype)
     ub_budget: int = 0
+    views: object = None                  # views.ViewPlan: inputs read through slice/concatenate/take
 
     @property
     def body(self) -> list[Stmt]:
@@ -129,6 +131,7 @@ class Tiling:
     rows_mode: bool                    # tiles are whole rows (else chunks of one row)
     dims: tuple[int, ...]              # collapsed dim sizes
     strides: tuple[tuple[int, ...], ...]  # per input: element stride per collapsed dim (0 = broadcast)
+    boxes: tuple[tuple[int, ...], ...] = ()  # view kernels: one row of words per box (schedule.VIEW_BOX_WORDS)
 
     @property
     def loops_per_core(self) -> int:

@@ -1,0 +1,148 @@
+"""slice / concatenate / take fused into CopyIn/CopyOut addressing (fusedsl/views.py).
+
+One traced function holds every case, so each target needs one g++ build of the printed
+Ascend C (all kernels in one translation unit); the LLVM executor and the tile interpreter
+run the same kernels.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusedsl as fs
+from fusedsl.backend_cpu.tile_interp import run_schedule
+
+rng = np.random.default_rng(7)
+A = rng.standard_normal((5, 24)).astype(np.float32)
+B = rng.standard_normal((5, 40)).astype(np.float32)
+C3 = rng.standard_normal((5, 7)).astype(np.float32)
+X3 = rng.standard_normal((3, 4, 11)).astype(np.float32)
+Y3 = rng.standard_normal((3, 4, 5)).astype(np.float32)
+Z0 = rng.standard_normal((2, 24)).astype(np.float32)
+TABLE = rng.standard_normal((13, 19)).astype(np.float32)
+IDS = np.array([[4, 4, 0], [12, -1, 4]], np.int32)
+BIAS = rng.standard_normal(19).astype(np.float32)
+ROW = rng.standard_normal(33).astype(np.float32)
+H = rng.standard_normal((6, 50)).astype(np.float16)
+
+
+@fs.fused_kernel
+def views(a, b, c3, x3, y3, z0, table, ids, bias, row, h):
+    return (
+        fs.relu(fs.concatenate([a, b], 1))[:, 8:40],                 # the headline: concat + slice
+        fs.concatenate([a, z0, a], 0) * 2.0,                         # axis 0, three inputs
+        fs.exp(fs.concatenate([a, c3, b], 1)),                       # last axis, odd widths
+        fs.concatenate([x3, y3], 2) - 1.0,                           # last axis of 3-D
+        fs.concatenate([x3, x3[:, :2]], 1) + 0.5,                    # middle axis of 3-D (pieces)
+        b[1:-1:2, -33:] + row,                                       # outer step, negative bounds, tail
+        b[3:4, 7:8] * 3.0,                                           # size-1 slice
+        fs.relu(fs.take(table, ids) + bias),                         # gather + bias + relu
+        (h[::2, 3:] * 2).astype(fs.float32),                         # float16, odd start
+    )
+
+
+ARGS = (A, B, C3, X3, Y3, Z0, TABLE, IDS, BIAS, ROW, H)
+
+
+def expected():
+    return (
+        np.maximum(np.concatenate([A, B], 1), 0)[:, 8:40],
+        np.concatenate([A, Z0, A], 0) * np.float32(2.0),
+        np.exp(np.concatenate([A, C3, B], 1)),
+        np.concatenate([X3, Y3], 2) - np.float32(1.0),
+        np.concatenate([X3, X3[:, :2]], 1) + np.float32(0.5),
+        B[1:-1:2, -33:] + ROW,
+        B[3:4, 7:8] * np.float32(3.0),
+        np.maximum(TABLE[IDS] + BIAS, 0),
+        (H[::2, 3:] * np.float16(2)).astype(np.float32),
+    )
+
+
+def _check(outs, rtol=0):
+    for n, (got, want) in enumerate(zip(outs, expected())):
+        assert got.shape == want.shape, n
+        if rtol:
+            np.testing.assert_allclose(got, want, rtol=rtol, err_msg=f"output {n}")
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"output {n}")
+
+
+@pytest.fixture(scope="module")
+def k910():
+    return views.compile(*ARGS, target="ascend910b")
+
+
+def test_every_view_is_fused_into_its_consumer(k910):
+    rows = k910.report().kernels
+    assert len(rows) == 9   # one kernel per output; no slice/concatenate/take kernel of its own
+    for r in rows:
+        assert r.ops[-1] not in ("slice", "concatenate", "take") or len(r.ops) > 1
+    assert all(p.schedule is not None and p.schedule.views is not None for p in k910.kernels)
+
+
+def test_llvm_and_tile_interpreter_agree_with_numpy(k910):
+    _check(views(*ARGS), rtol=1e-6)
+    for p, want in zip(k910.kernels, expected()):
+        out = np.zeros(want.shape, want.dtype)
+        ins = [ARGS["a b c3 x3 y3 z0 table ids bias row h".split().index(q.value.name)]
+               for q in p.function.params]
+        run_schedule(p.schedule, ins, [out], p.tiling)
+        np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_printed_ascendc_agrees_with_numpy(target, k910):
+    k = k910 if target == "ascend910b" else views.compile(*ARGS, target=target)
+    _check(k.simulate(*ARGS), rtol=1e-6)
+    src = k.source
+    assert "LoadView(" in src and "GatherRows(" in src and "tiling.box[box]" in src
+    if target == "ascend310p":   # no DataCopyPad there: the bad index check happens on the host too
+        with pytest.raises(fs.FusedslError, match=r"test_views.py:\d+: take: index 13 is out of range"):
+            k.simulate(*ARGS[:7], np.array([[0, 13, 1], [0, 0, 0]], np.int32), *ARGS[8:])
+
+
+def test_headline_reads_only_the_columns_it_needs():
+    @fs.fused_kernel
+    def f(a, b):
+        return fs.relu(fs.concatenate([a, b], 1))[:, 8:40]
+    a = rng.standard_normal((64, 24)).astype(np.float32)
+    b = rng.standard_normal((64, 40)).astype(np.float32)
+    k = f.compile(a, b)
+    assert len(k.kernels) == 1 and k.kernels[0].reason_code == "FS100"
+    np.testing.assert_array_equal(f(a, b), np.maximum(np.concatenate([a, b], 1), 0)[:, 8:40])
+    # minimum traffic: a[:, 8:24] and b[:, 0:16] read, [64, 32] written
+    assert k.kernels[0].tiling.boxes[0][:6] == (0, 64, 16, 64, 0, 32)
+
+
+def test_out_of_range_index_names_the_take_line():
+    with pytest.raises(fs.FusedslError, match=r"test_views.py:\d+: take: index -14 is out of range for axis 0 "
+                                              r"of size 13 \(position 4 of the indices\)"):
+        views(*ARGS[:7], np.array([[0, 1, 2], [3, -14, 0]], np.int32), *ARGS[8:])
+
+
+def test_step_on_the_last_axis_stays_a_kernel_with_fs114():
+    @fs.fused_kernel
+    def f(x):
+        return fs.relu(x[:, ::2])
+    x = rng.standard_normal((4, 10)).astype(np.float32)
+    k = f.compile(x)
+    np.testing.assert_array_equal(f(x), np.maximum(x[:, ::2], 0))
+    codes = [r.reason_code for r in k.report().kernels]
+    assert "FS114" in codes and len(codes) == 2
+    assert "step of 2 on the last axis" in next(r.reason for r in k.report().kernels if r.reason_code == "FS114")
+
+
+def test_wide_rows_are_cut_into_aligned_column_chunks():
+    @fs.fused_kernel
+    def f(a, b):
+        return fs.concatenate([a, b], 1)[:, 3:] * 2.0
+    a = rng.standard_normal((2, 70001)).astype(np.float32)
+    b = rng.standard_normal((2, 9)).astype(np.float32)
+    k = f.compile(a, b)
+    p = k.kernels[0]
+    assert len(p.tiling.boxes) > 2   # the first box is wider than a tile
+    want = np.concatenate([a, b], 1)[:, 3:] * np.float32(2)
+    np.testing.assert_array_equal(f(a, b), want)
+    out = np.zeros_like(want)
+    run_schedule(p.schedule, [a, b], [out], p.tiling)
+    np.testing.assert_array_equal(out, want)
