@@ -146,3 +146,10 @@ def test_wide_rows_are_cut_into_aligned_column_chunks():
     out = np.zeros_like(want)
     run_schedule(p.schedule, [a, b], [out], p.tiling)
     np.testing.assert_array_equal(out, want)
+
+
+def test_disable_passes_views_keeps_views_as_kernels():
+    k = views.compile(*ARGS, disable_passes=["views"])
+    ops = [r.ops for r in k.report().kernels]
+    assert ["concatenate"] in ops and ["take"] in ops
+    _check(k(*ARGS), rtol=1e-6)

@@ -80,7 +80,7 @@ class Fuse(Pass):
         cube = self.fusion.fuse or self.single_kernel
         if self.fusion.rows or cube:
             kernels = _row_fuse(fn, kernels, rows=self.fusion.rows, cube=cube)
-        if self.fusion.fuse or self.single_kernel:
+        if self.fusion.views or self.single_kernel:
             kernels = self._absorb_views(fn, kernels)
         if self.single_kernel and len(kernels) > 1:
             self._refuse(fn, kernels)

@@ -71,8 +71,14 @@ class FusionOptions:
     def horizontal(self) -> bool:
         return self.opt_level >= 2 and "horizontal" not in self.disabled
 
+    @property
+    def views(self) -> bool:
+        # slice / concatenate / take as CopyIn/CopyOut addressing of their vector kernels
+        return self.fuse and "views" not in self.disabled
 
-PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "dce", "horizontal", "row-fusion", "fuse")
+
+PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "dce", "horizontal", "row-fusion", "views",
+              "fuse")
 
 
 def disabled_passes(options: dict) -> frozenset:

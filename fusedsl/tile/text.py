@@ -48,6 +48,8 @@ def print_tile(sched: VectorSchedule, tiling: Tiling | None = None, locs: bool =
         L.append(f"  {name}: {s.dtype.name} {_OBJECT.get(s.role, s.role)} x{s.num}{size}{extra}")
     L.append("copyin:")
     for i in sched.inputs:
+        if i.kind == "gm":   # view kernels: a parameter read only through the loads below
+            continue
         where = i.slot if i.slot else f"${i.var}"
         bits = "".join("1" if b else "0" for b in i.bits)
         L.append(f"  {where} <- {i.name} {i.gm_dtype.name} {i.kind} [{bits}]")
