@@ -329,7 +329,9 @@ def plan_views(fn: Function, loads: list[Value]) -> ViewPlan:
         cols = ext[-1]
         srcs = []
         for j, m in enumerate(maps):
-            cs = m.st[-1] if cols > 1 else 1
+            # the column stride of a load is the same in every box (one code path per load
+            # on the CPU); a stepped last axis is only harmless where a box has one column
+            cs = m.st[-1] if m.st[-1] in (0, 1) or cols > 1 else 1
             if m.gather and cs != 1:
                 raise ViewError("a take whose rows are broadcast")
             if cs not in (0, 1):
@@ -353,15 +355,26 @@ def plan_views(fn: Function, loads: list[Value]) -> ViewPlan:
     for j, v in enumerate(loads):
         gather, loc = None, None
         g = [m.gather for _, _, m in per_load[j] if m.gather]
+        if g and (len(g) != len(per_load[j]) or len({(m.src, m.gather[0]) for _, _, m in per_load[j]}) > 1):
+            raise ViewError("a take joined with other tensors (concatenate the results instead)")
         if g:
             table = fn.params[per_load[j][0][2].src].value
             gather = (g[0][0], table.shape[0], table.shape[1])
-            op = producer[id(v)]
-            while op.name != "take":
-                op = producer[id(op.operands[0])]
-            loc = op.loc
+            loc = _find_take(v, producer).loc
         view_loads.append(ViewLoad(v, tuple(sources[j]), gather, loc))
     return ViewPlan(S, tuple(view_loads), tuple(boxes))
+
+
+def _find_take(v: Value, producer) -> Op:
+    op = producer[id(v)]
+    if op.name == "take":
+        return op
+    for x in op.operands:
+        if id(x) in producer:
+            found = _find_take(x, producer)
+            if found is not None:
+                return found
+    return None
 
 
 def check_fusible(fn: Function) -> str | None:
@@ -371,6 +384,8 @@ def check_fusible(fn: Function) -> str | None:
         plan_views(norm, view_roots(norm))
     except ViewError as exc:
         return str(exc)
+    except Exception as exc:   # a plan this module does not handle: keep the view a kernel
+        return f"the views could not be planned ({type(exc).__name__}: {exc})"
     return None
 
 

@@ -24,10 +24,15 @@ IDS = np.array([[4, 4, 0], [12, -1, 4]], np.int32)
 BIAS = rng.standard_normal(19).astype(np.float32)
 ROW = rng.standard_normal(33).astype(np.float32)
 H = rng.standard_normal((6, 50)).astype(np.float16)
+XI = rng.integers(-50, 50, (10, 7)).astype(np.int32)
+COLI = rng.integers(-5, 5, (10, 1)).astype(np.int32)
+T16 = rng.standard_normal((6, 33)).astype(np.float16)
+I8 = rng.integers(0, 6, (2, 2, 3)).astype(np.uint8)
 
 
 @fs.fused_kernel
-def views(a, b, c3, x3, y3, z0, table, ids, bias, row, h):
+def views(a, b, c3, x3, y3, z0, table, ids, bias, row, h, xi, coli, t16, i8):
+    s = fs.concatenate([a, c3], 1)
     return (
         fs.relu(fs.concatenate([a, b], 1))[:, 8:40],                 # the headline: concat + slice
         fs.concatenate([a, z0, a], 0) * 2.0,                         # axis 0, three inputs
@@ -38,10 +43,14 @@ def views(a, b, c3, x3, y3, z0, table, ids, bias, row, h):
         b[3:4, 7:8] * 3.0,                                           # size-1 slice
         fs.relu(fs.take(table, ids) + bias),                         # gather + bias + relu
         (h[::2, 3:] * 2).astype(fs.float32),                         # float16, odd start
+        fs.relu(s)[:, 2:], fs.exp(s)[:, 2:],                         # two outputs, both sliced
+        (xi[::3] + coli[::3]) * 3,                                   # int32, a broadcast column
+        fs.sigmoid(fs.take(t16, i8)),                                # float16 rows, uint8 3-D indices
     )
 
 
-ARGS = (A, B, C3, X3, Y3, Z0, TABLE, IDS, BIAS, ROW, H)
+ARGS = (A, B, C3, X3, Y3, Z0, TABLE, IDS, BIAS, ROW, H, XI, COLI, T16, I8)
+NAMES = "a b c3 x3 y3 z0 table ids bias row h xi coli t16 i8".split()
 
 
 def expected():
@@ -55,14 +64,18 @@ def expected():
         B[3:4, 7:8] * np.float32(3.0),
         np.maximum(TABLE[IDS] + BIAS, 0),
         (H[::2, 3:] * np.float16(2)).astype(np.float32),
+        np.maximum(np.concatenate([A, C3], 1), 0)[:, 2:], np.exp(np.concatenate([A, C3], 1))[:, 2:],
+        (XI[::3] + COLI[::3]) * 3,
+        (1 / (1 + np.exp(-T16[I8].astype(np.float32)))).astype(np.float16),
     )
 
 
 def _check(outs, rtol=0):
     for n, (got, want) in enumerate(zip(outs, expected())):
-        assert got.shape == want.shape, n
+        assert got.shape == want.shape and got.dtype == want.dtype, n
         if rtol:
-            np.testing.assert_allclose(got, want, rtol=rtol, err_msg=f"output {n}")
+            tol = 1e-3 if want.dtype == np.float16 else rtol
+            np.testing.assert_allclose(got, want, rtol=tol, err_msg=f"output {n}")
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"output {n}")
 
@@ -74,7 +87,7 @@ def k910():
 
 def test_every_view_is_fused_into_its_consumer(k910):
     rows = k910.report().kernels
-    assert len(rows) == 9   # one kernel per output; no slice/concatenate/take kernel of its own
+    assert len(rows) == 12   # one kernel per output shape; no slice/concatenate/take kernel of its own
     for r in rows:
         assert r.ops[-1] not in ("slice", "concatenate", "take") or len(r.ops) > 1
     assert all(p.schedule is not None and p.schedule.views is not None for p in k910.kernels)
@@ -82,12 +95,14 @@ def test_every_view_is_fused_into_its_consumer(k910):
 
 def test_llvm_and_tile_interpreter_agree_with_numpy(k910):
     _check(views(*ARGS), rtol=1e-6)
-    for p, want in zip(k910.kernels, expected()):
-        out = np.zeros(want.shape, want.dtype)
-        ins = [ARGS["a b c3 x3 y3 z0 table ids bias row h".split().index(q.value.name)]
-               for q in p.function.params]
-        run_schedule(p.schedule, ins, [out], p.tiling)
-        np.testing.assert_allclose(out, want, rtol=1e-6)
+    results = dict(zip([id(v) for v in k910.module.main.results], expected()))
+    for p, call in zip(k910.kernels, [op for op in k910.module.main.ops if op.name == "call"]):
+        wants = [results[id(v)] for v in call.results]
+        outs = [np.zeros(w.shape, w.dtype) for w in wants]
+        ins = [ARGS[NAMES.index(q.value.name)] for q in p.function.params]
+        run_schedule(p.schedule, ins, outs, p.tiling)
+        for out, want in zip(outs, wants):
+            np.testing.assert_allclose(out, want, rtol=1e-3 if want.dtype == np.float16 else 1e-6)
 
 
 @pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
@@ -153,3 +168,14 @@ def test_disable_passes_views_keeps_views_as_kernels():
     ops = [r.ops for r in k.report().kernels]
     assert ["concatenate"] in ops and ["take"] in ops
     _check(k(*ARGS), rtol=1e-6)
+
+
+def test_symbolic_shapes_keep_the_view_a_kernel():
+    @fs.fused_kernel
+    def f(x, y):
+        return fs.relu(fs.concatenate([x, y], 1))
+    k = f.compile(fs.spec(("M", 4), "float32"), fs.spec(("M", 3), "float32"))
+    codes = [r.reason_code for r in k.report().kernels]
+    assert codes.count("FS114") == 1 and "static shapes" in k.report().kernels[0].reason
+    x, y = rng.standard_normal((5, 4)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_array_equal(f(x, y), np.maximum(np.concatenate([x, y], 1), 0))

@@ -41,8 +41,10 @@ def _body_sources(sched: VectorSchedule) -> dict:
     loads = [inp for inp in sched.inputs if inp.kind in ("view", "gather")]
     kinds = {}
     for j, inp in enumerate(loads):
-        cs = plan.boxes[0].srcs[j].cs if plan.boxes else 1
-        kinds[inp.slot] = "stream" if cs else "broadcast"
+        css = {bx.srcs[j].cs for bx in plan.boxes}
+        if len(css) > 1:
+            raise LoweringError(f"load {j} is contiguous in some boxes and broadcast in others")
+        kinds[inp.slot] = "stream" if css != {0} else "broadcast"
     kinds.update({slot: ("const", v) for slot, v in constant_slots(sched).items()})
     return kinds
 

@@ -117,6 +117,27 @@ class Fuse(Pass):
             cand = self._kernel_function(fn, "candidate", ops_idx, inputs, outputs, producer2)
             return check_fusible(cand)
 
+        single_of = {k_[0][0]: n for n, k_ in enumerate(kernels) if k_[1] == "single" and len(k_[0]) == 1}
+        for o, (ops_idx, kind, _, roots) in enumerate(kernels):
+            # output side, all roots at once: every output of a vector kernel is read only by a
+            # slice, and the slices agree on their shape (one iteration shape per kernel)
+            if kind != "vector" or len(roots) < 2:
+                continue
+            slices = []
+            for r in roots:
+                users = consumers.get(id(fn.ops[r].result), [])
+                if (len(users) != 1 or id(fn.ops[r].result) in returned or fn.ops[users[0]].name != "slice"
+                        or users[0] not in single_of):
+                    break
+                slices.append(users[0])
+            else:
+                if len({fn.ops[i].result.shape for i in slices}) == 1 and not fits(
+                        sorted(set(ops_idx) | set(slices)), slices):
+                    kernels[o][0], kernels[o][3] = sorted(set(ops_idx) | set(slices)), list(slices)
+                    for i in slices:
+                        alive[single_of[i]] = False
+                        where[i] = {o}
+                        self.stats["merges"] += 1
         changed = True
         while changed:
             changed = False
