@@ -224,6 +224,19 @@ def vector_kernel_cost(fn: Function, target, sizes=None, tiling=None, name: str 
         tile = max(1, min(per_core, cap))
         tiles = max(1, math.ceil(per_core / tile)) if per_core else 1
     per_tile_load, once_load, largest = 0.0, 0.0, 0
+    viewed = _view_loads(fn)
+    if viewed is not None:   # slice / concatenate / take: only the elements the loads need move
+        gm = out_bytes
+        for n_in, item in viewed:
+            largest = max(largest, n_in * item)
+            per_tile_load += load_cycles(tile * item * n_in / max(1, n_out), block_dim)
+            gm += n_in * item
+        per_tile_store = sum(store_cycles(tile * v.dtype.itemsize, block_dim) for v in fn.results)
+        per_tile_vec = sum(op_vector_cycles(op, tile, producers) for op in fn.ops
+                           if has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST))
+        cycles = _pipelined(tiles, per_tile_load, per_tile_vec, per_tile_store)
+        return _finish(name or fn.name, "vector", block_dim, tiles * per_tile_load, tiles * per_tile_vec,
+                       tiles * per_tile_store, heads(block_dim, largest), cycles, target, gm)
     for p in fn.params:
         if p.kind != "tensor":
             continue
@@ -243,6 +256,29 @@ def vector_kernel_cost(fn: Function, target, sizes=None, tiling=None, name: str 
     gm = sum(_nelem(p.value, sizes) * p.value.dtype.itemsize for p in fn.params if p.kind == "tensor") + out_bytes
     return _finish(name or fn.name, "vector", block_dim, tiles * per_tile_load + once_load, tiles * per_tile_vec,
                    tiles * per_tile_store, head, cycles, target, gm)
+
+
+def _view_loads(fn: Function):
+    """(elements read, itemsize) per GM read of a kernel with views (fusedsl/views.py), or None
+    when it has none or they cannot be planned (then its parameters count whole)."""
+    from .views import ViewError, has_views, normalize, plan_views, view_roots
+    if not has_views(fn):
+        return None
+    try:
+        norm = normalize(fn)
+        plan = plan_views(norm, view_roots(norm))
+    except (ViewError, KeyError, ValueError):
+        return None
+    out = []
+    for j, load in enumerate(plan.loads):
+        # a row broadcast over the box (row stride 0) is read once per tile: counted once
+        n = sum((bx.rows if bx.srcs[j].rs or load.gather else 1) * (bx.cols if bx.srcs[j].cs else 1)
+                for bx in plan.boxes)
+        out.append((n, load.value.dtype.itemsize))
+        if load.gather is not None:   # the indices, one per gathered row
+            rows = sum(bx.rows for bx in plan.boxes)
+            out.append((rows, norm.params[load.gather[0]].value.dtype.itemsize))
+    return out
 
 
 def _pipelined(tiles: int, load: float, vec: float, store: float) -> float:
@@ -335,7 +371,8 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
     """The cost of one kernel function, whatever its kind."""
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     main = [op for op in ops if not (has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST))]
-    if not main:
+    if not main or (len(ops) > len(main) and all(op.name in ("slice", "concatenate", "take") for op in main)
+                    and _view_loads(fn) is not None):   # views as addressing of a vector kernel
         return vector_kernel_cost(fn, target, sizes, tiling, name)
     anchor = main[0]
     if has_trait(anchor, CUBE):

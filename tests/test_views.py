@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import fuzz_settings
 
 import fusedsl as fs
 from fusedsl.backend_cpu.tile_interp import run_schedule
@@ -179,3 +183,52 @@ def test_symbolic_shapes_keep_the_view_a_kernel():
     assert codes.count("FS114") == 1 and "static shapes" in k.report().kernels[0].reason
     x, y = rng.standard_normal((5, 4)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)
     np.testing.assert_array_equal(f(x, y), np.maximum(np.concatenate([x, y], 1), 0))
+
+
+@st.composite
+def _view_graphs(draw):
+    rank = draw(st.integers(1, 3))
+    axis = draw(st.integers(0, rank - 1))
+    base = [draw(st.integers(1, 6)) for _ in range(rank)]
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        shape = list(base)
+        shape[axis] = draw(st.integers(1, 9))
+        parts.append(shape)
+    joined = list(base)
+    joined[axis] = sum(p[axis] for p in parts)
+    index = []
+    for d, n in enumerate(joined):
+        lo = draw(st.integers(-n, n - 1))
+        hi = draw(st.one_of(st.none(), st.integers(-n, n)))
+        step = 1 if d == rank - 1 else draw(st.integers(1, 3))
+        index.append(slice(lo, hi, step))
+    if len(range(*slice(*index[-1].indices(joined[-1])).indices(joined[-1]))) == 0:
+        index[-1] = slice(None)
+    where = draw(st.sampled_from(["before", "after"]))
+    return parts, axis, tuple(index), where
+
+
+@fuzz_settings(0.1)
+@given(_view_graphs())
+def test_random_concat_slice_chains_match_numpy(g):
+    parts, axis, index, where = g
+    xs = [rng.standard_normal(p).astype(np.float32) for p in parts]
+    want_full = np.concatenate(xs, axis)
+    if 0 in want_full[index].shape:
+        return
+
+    def tail(ts):
+        c = fs.concatenate(list(ts), axis)
+        return fs.relu(c)[index] * 2.0 if where == "after" else fs.relu(c[index]) * 2.0
+
+    bodies = {1: lambda a: tail([a]), 2: lambda a, b: tail([a, b]), 3: lambda a, b, c: tail([a, b, c])}
+    f = fs.fused_kernel(bodies[len(xs)])
+    want = np.maximum(want_full, 0)[index] * np.float32(2)
+    np.testing.assert_array_equal(f(*xs), want)
+    k = f.compile(*xs)
+    p = k.kernels[-1]
+    if p.schedule is not None and p.schedule.views is not None and len(k.kernels) == 1:
+        out = np.zeros(want.shape, want.dtype)
+        run_schedule(p.schedule, xs, [out], p.tiling)
+        np.testing.assert_array_equal(out, want)
