@@ -182,6 +182,42 @@ class Fuse(Pass):
                 alive[k] = False
                 self.stats["merges"] += 1
                 changed = True
+        # a vector kernel read only through the views of another vector kernel joins it
+        # (`exp(x)[:, 2:] + 1`: the slice moves onto x, nothing is written in between)
+        changed = True
+        while changed:
+            changed = False
+            for k2, (ops2, kind2, _, roots2) in enumerate(kernels):
+                if not alive[k2] or kind2 != "vector":
+                    continue
+                for i in ops2:
+                    if fn.ops[i].name not in VIEW_OPS:
+                        continue
+                    for v in fn.ops[i].operands:
+                        p = producer.get(id(v))
+                        homes = [o for o in where.get(p, set()) if alive[o] and o != k2]
+                        if p is None or p in ops2 or len(homes) != 1:
+                            continue
+                        (k1,) = homes
+                        ops1, kind1, _, roots1 = kernels[k1]
+                        if kind1 != "vector" or any(id(fn.ops[r].result) in returned for r in roots1):
+                            continue
+                        member = set(ops1) | set(ops2)
+                        if not all(u in member for r in roots1 for u in consumers.get(id(fn.ops[r].result), [])):
+                            continue
+                        if fits(sorted(member), roots2):
+                            continue
+                        kernels[k2][0] = sorted(member)
+                        alive[k1] = False
+                        for j in ops1:
+                            where[j] = (where.get(j, set()) - {k1}) | {k2}
+                        self.stats["merges"] += 1
+                        changed = True
+                        break
+                    if changed:
+                        break
+                if changed:
+                    break
         out = [tuple(k) for k, a in zip(kernels, alive) if a]
         if len(out) == 1:
             ops_idx, kind, _, roots = out[0]
