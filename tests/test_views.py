@@ -232,3 +232,8 @@ def test_random_concat_slice_chains_match_numpy(g):
         out = np.zeros(want.shape, want.dtype)
         run_schedule(p.schedule, xs, [out], p.tiling)
         np.testing.assert_array_equal(out, want)
+
+
+def test_op_project_of_a_view_kernel_says_to_use_the_kernel_layout(k910, tmp_path):
+    with pytest.raises(fs.FusedslError, match=r"slice/concatenate/take views.*\n(.*\n)*.*layout='kernel'"):
+        k910.save(str(tmp_path / "op"), layout="op")

@@ -50,7 +50,8 @@ def device_source(compiled, printers) -> str:
             '#include "kernel_operator.h"',
             f'#include "{compiled.name}_tiling.h"',
             ""]
-    helpers = printers[0]._helpers() if printers else ""
+    from .printer import shared_helpers
+    helpers = shared_helpers(printers)
     kernels = [f"// ---- {p.name} ----\n{p.kernel()}" for p in printers]
     return "\n".join(head + [helpers] + kernels)
 
@@ -367,6 +368,11 @@ def write_project(compiled, path: str, *, layout: str = "kernel", overwrite: boo
     printers = [printer_for(p.schedule, compiled.target, p.name) for p in compiled.kernels]
     prog = _Program(compiled, _symbol_sizes(compiled, sizes), _scalar_values(compiled, scalars))
     if layout == "op":
+        viewed = next((p for p in compiled.kernels if p.schedule.views is not None), None)
+        if viewed is not None:
+            raise ProjectError(f"kernel {viewed.name} reads its inputs through slice/concatenate/take views, "
+                               "whose box table the op-project tiling (TILING_DATA_FIELD_DEF) does not carry yet",
+                               loc=user_frame(), hint="save it with layout='kernel' (the kernel-launch project)")
         from .project_op import op_project_files
         files = op_project_files(compiled, printers, prog)
     else:

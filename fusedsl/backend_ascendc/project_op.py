@@ -16,7 +16,7 @@ import json
 import re
 
 from ..errors import AscendCCheckError
-from .printer import VERSION, camel
+from .printer import VERSION, camel, shared_helpers
 from .project import common_files, template
 
 _FIELD = re.compile(r"^\s+(uint32_t|float) (\w+)(?:\[(\d+)\])?;")
@@ -175,7 +175,7 @@ def _op_kernel(p, printers) -> str:
     return f"""// Kernel of the {camel(p.name)} op (fusedsl {VERSION}, {p.t.name}): op_kernel form, tiling via GET_TILING_DATA.
 #include "kernel_operator.h"
 
-{printers[0]._helpers()}
+{shared_helpers([p])}
 {cls}
 extern "C" __global__ __aicore__ void {p.name}({args})
 {{
