@@ -1,24 +1,24 @@
 """View kernels on the LLVM backend: slice / concatenate / take read as addressing.
 
 A view kernel (fusedsl/views.py) has a static box table: in each box, row r of every load
-starts at a fixed address (a gather's at the row its index names) and the output row at
-another.  The host turns the table into a *row table* for the call: one entry per output
-row of each box,
+starts at a fixed element offset of one of its sources (a gather's at the row its index
+names) and the output row at another.  The kernel turns it once into a *row table*, one
+entry per output row of each box,
 
-    [n, load_0 address, ..., load_k address, output_0 address, ...]
+    [n, (source, element offset) per load, element offset per output]
 
-(absolute byte addresses; a load with one value per row points at that value), after a
-header holding the kernel's scalars in their compute dtype.  The compiled kernel
+(a load with one value per row points at that value); a call only fills a small header
+(the kernel's scalars in their compute dtype, then the base address of every source and
+output) and, for a gather, the looked-up row offsets.  The compiled kernel
 
-    void @<kernel>(i64 entry_begin, i64 entry_end, ptr table, ptr scratch)
+    void @<kernel>(i64 entry_begin, i64 entry_end, ptr table, ptr header)
 
 calls the same vectorised segment function as every vector kernel (llvm.py) once per
 entry, so only the elements the kernel needs are loaded: the strided loads of a slice, the
 pieces of a concatenation, the gathered table rows.  Entries are independent, so they are
-split over the host threads like blocks.  The relative part of the table (which parameter,
-which element offset) is computed once per kernel; a call adds the array addresses, and a
-gather looks its indices up (every index is checked first: out of range is an
-ArgumentError naming the take's line, nothing is read).
+split over the host threads like blocks (the header is per call, so calls from several
+threads do not share mutable state).  A gather's indices are checked first: out of range is
+an ArgumentError naming the take's line, and nothing is read.
 """
 from __future__ import annotations
 
@@ -65,67 +65,88 @@ class ViewCpuKernel:
         seg = _Segment("body", body, sched, [o.slot for o in sched.outputs], _body_sources(sched))
         self.seg = seg
         order = {inp.slot: j for j, inp in enumerate(self.loads)}
+        # header words: scalars, then each load's source base addresses, then the outputs'
+        self.load_base, at = [], len(self.vars)
+        for load in self.plan.loads:
+            self.load_base.append(at)
+            at += len(load.sources)
+        self.out_base = at
+        self.header_words = max(1, at + len(sched.outputs))
         self.param_loads = [order[src.slot] for src in seg.params]   # segment parameter -> load
         body_fn = kb.segment_function(seg)
         self._kernel(kb, body_fn)
         self.ir = str(kb.module)
         self._compiled = jit.compile_ir(self.ir, SYMBOL)
         self._cfunc = KERNEL_PROTO(self._compiled.address)
-        self._relative = self._relative_table()
+        self._table = self._static_table()
 
     # -- the exported kernel -------------------------------------------------------------------
     def _kernel(self, kb: _KernelBuilder, body_fn) -> None:
         seg = self.seg
         fn = ir.Function(kb.module, ir.FunctionType(VOID, [I64, I64, PTR, PTR]), SYMBOL)
         fn.attributes.add("nounwind")
-        e0, e1, table, _ = fn.args
+        e0, e1, table, header = fn.args
         table.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
 
-        def word(i, t=I64):
-            return b.load(b.gep(table, [i], source_etype=I64), typ=t, align=8)
+        def word(p, i, t=I64):
+            return b.load(b.gep(p, [i], source_etype=I64), typ=t, align=8)
 
         var_values = {}
         for h, inp in enumerate(self.vars):
             cd = compute_dtype(inp.gm_dtype)
-            raw = word(ir.Constant(I64, h))
+            raw = word(header, ir.Constant(I64, h))
             var_values[inp.var] = (b.fptrunc(b.bitcast(raw, F64), F32) if cd.is_float
                                    else b.trunc(raw, reg_type(cd)))
-        width = ir.Constant(I64, 1 + len(self.loads) + len(self.sched.outputs))
-        head = ir.Constant(I64, len(self.vars))
+        out_bases = [word(header, ir.Constant(I64, self.out_base + k), PTR) for k in range(len(self.sched.outputs))]
         n_loads = len(self.loads)
+        width = ir.Constant(I64, 1 + 2 * n_loads + len(self.sched.outputs))
 
         def entry(e):
-            base = b.add(head, b.mul(e, width))
-            n = word(base)
+            base = b.mul(e, width)
+            n = word(table, base)
             srcs = []
             for src, j in zip(seg.params, self.param_loads):
-                ptr = word(b.add(base, ir.Constant(I64, 1 + j)), PTR)
+                sel = word(table, b.add(base, ir.Constant(I64, 1 + 2 * j)))
+                off = word(table, b.add(base, ir.Constant(I64, 2 + 2 * j)))
+                d = self.loads[j].gm_dtype
+                origin = word(header, b.add(ir.Constant(I64, self.load_base[j]), sel), PTR)
+                ptr = b.gep(origin, [off], source_etype=mem_type(d))
                 if src.kind == "broadcast":
-                    d = self.loads[j].gm_dtype
                     srcs.append(kb._scalar_reg(b, b.load(ptr, typ=mem_type(d), align=d.itemsize), d))
                 else:
                     srcs.append(ptr)
-            sinks = [word(b.add(base, ir.Constant(I64, 1 + n_loads + k)), PTR) for k in range(len(seg.sinks))]
+            sinks = []
+            for k, o in enumerate(self.sched.outputs):
+                off = word(table, b.add(base, ir.Constant(I64, 1 + 2 * n_loads + k)))
+                sinks.append(b.gep(out_bases[k], [off], source_etype=mem_type(o.gm_dtype)))
             b.call(body_fn, [n, ir.Constant(I1, 0)] + srcs + [var_values[v] for v in seg.vars] + sinks)
 
         kb._for(b, fn, e0, e1, entry, "entry")
         b.ret_void()
 
     # -- the row table ---------------------------------------------------------------------------
-    def _relative_table(self):
-        """Per load and output: (box row -> parameter selector, element offset, gather info)."""
+    def _static_table(self) -> np.ndarray:
+        """[n, (source, element offset) per load, element offset per output] per entry: the
+        same for every call (a gather's offsets are filled in per call)."""
         plan = self.plan
         rows = [np.arange(bx.rows, dtype=np.int64) for bx in plan.boxes]
-        n = np.concatenate([np.full(bx.rows, bx.cols, np.int64) for bx in plan.boxes])
-        loads = []
+        cols = [np.concatenate([np.full(bx.rows, bx.cols, np.int64) for bx in plan.boxes])]
+        self._gather_cols = []
         for j in range(len(self.loads)):
-            sel = np.concatenate([np.full(bx.rows, bx.srcs[j].sel, np.int64) for bx in plan.boxes])
-            off = np.concatenate([bx.srcs[j].off + r * bx.srcs[j].rs for bx, r in zip(plan.boxes, rows)])
-            ioff = np.concatenate([bx.srcs[j].ioff + r * bx.srcs[j].irs for bx, r in zip(plan.boxes, rows)])
-            loads.append((sel, off, ioff))
-        out = np.concatenate([bx.out_off + r * bx.out_rs for bx, r in zip(plan.boxes, rows)])
-        return n, loads, out
+            cols.append(np.concatenate([np.full(bx.rows, bx.srcs[j].sel, np.int64) for bx in plan.boxes]))
+            if plan.loads[j].gather is not None:
+                ioff = np.concatenate([bx.srcs[j].ioff + r * bx.srcs[j].irs for bx, r in zip(plan.boxes, rows)])
+                coff = np.concatenate([np.full(bx.rows, bx.srcs[j].off, np.int64) for bx in plan.boxes])
+                self._gather_cols.append((len(cols), j, ioff, coff))
+                cols.append(np.zeros(len(ioff), np.int64))
+            else:
+                cols.append(np.concatenate([bx.srcs[j].off + r * bx.srcs[j].rs for bx, r in zip(plan.boxes, rows)]))
+        for _ in self.sched.outputs:
+            cols.append(np.concatenate([bx.out_off + r * bx.out_rs for bx, r in zip(plan.boxes, rows)]))
+        self._moved = int(cols[0].sum()) * (sum(i.gm_dtype.itemsize for i in self.loads)
+                                            + sum(o.gm_dtype.itemsize for o in self.sched.outputs))
+        return np.ascontiguousarray(np.stack(cols, axis=1))
 
     def bound_outputs(self) -> tuple:
         return ()   # nothing is remembered between calls
@@ -133,29 +154,20 @@ class ViewCpuKernel:
     def run(self, inputs, outputs, tiling=None) -> None:
         """Inputs in kernel-parameter order, outputs preallocated C-contiguous (the tiling is
         the Ascend C one; the CPU walks the plan's boxes directly)."""
-        n, loads, out = self._relative
-        entries = len(n)
+        table = self._table
+        entries = len(table)
         if entries == 0:
             return
+        header = np.empty(self.header_words, np.int64)
         keep = []
-        cols = [n]
-        for j, (sel, off, ioff) in enumerate(loads):
-            load = self.plan.loads[j]
-            d = self.loads[j].gm_dtype
-            arrays = [np.ascontiguousarray(inputs[p]) for p in load.sources]
-            keep += arrays
-            bases = np.array([a.ctypes.data for a in arrays], np.int64)
-            if load.gather is not None:
-                idx_param, _, D = load.gather
-                rows = gather_indices(load, inputs[idx_param])[ioff]
-                cols.append(bases[sel] + (rows * D + off) * d.itemsize)
-            else:
-                cols.append(bases[sel] + off * d.itemsize)
-        for k, o in enumerate(self.sched.outputs):
-            cols.append(outputs[k].ctypes.data + out * o.gm_dtype.itemsize)
-        table = np.empty(len(self.vars) + entries * len(cols), np.int64)
-        table[len(self.vars):] = np.stack(cols, axis=1).reshape(-1)
-        as_double = table.view(np.float64)
+        for j, load in enumerate(self.plan.loads):
+            for s, p in enumerate(load.sources):
+                arr = np.ascontiguousarray(inputs[p])
+                keep.append(arr)
+                header[self.load_base[j] + s] = arr.ctypes.data
+        for k in range(len(self.sched.outputs)):
+            header[self.out_base + k] = outputs[k].ctypes.data
+        as_double = header.view(np.float64)
         for h, inp in enumerate(self.vars):
             cd = compute_dtype(inp.gm_dtype)
             with np.errstate(all="ignore"):
@@ -163,12 +175,16 @@ class ViewCpuKernel:
             if cd.is_float:
                 as_double[h] = float(value)
             else:
-                table[h] = int(value)
-        moved = int(n.sum()) * (sum(i.gm_dtype.itemsize for i in self.loads)
-                                + sum(o.gm_dtype.itemsize for o in self.sched.outputs))
-        threads = 1 if moved < PARALLEL_MIN_BYTES else min(host_threads(), pool().workers + 1)
+                header[h] = int(value)
+        if self._gather_cols:   # this call's gathered rows, checked before anything is read
+            table = table.copy()
+            for col, j, ioff, coff in self._gather_cols:
+                load = self.plan.loads[j]
+                idx_param, _, D = load.gather
+                table[:, col] = gather_indices(load, inputs[idx_param])[ioff] * D + coff
+        threads = 1 if self._moved < PARALLEL_MIN_BYTES else min(host_threads(), pool().workers + 1)
         if threads == 1:
-            self._cfunc(0, entries, table.ctypes.data, 0)
+            self._cfunc(0, entries, table.ctypes.data, header.ctypes.data)
         else:
-            run_blocks(self._cfunc, entries, table.ctypes.data, [0] * threads)
+            run_blocks(self._cfunc, entries, table.ctypes.data, [header.ctypes.data] * threads)
         del keep
