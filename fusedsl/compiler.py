@@ -272,20 +272,30 @@ class CompiledKernel:
         kernel.run([arrays[i] for i in order], outs, tiling)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def _sole_call(self):
+        """(call, plan, main's parameter values) when main is exactly one kernel call on its
+        parameters returning its results, with static sizes -- the shape both single-call
+        fast paths need; else None."""
+        main = self.module.main
+        if len(main.ops) != 1 or not has_trait(main.ops[0], CALL) or self._last_sizes != {}:
+            return None
+        call = main.ops[0]
+        params = [p.value for p in main.params]
+        if tuple(call.results) != tuple(main.results) or any(v not in params for v in call.operands):
+            return None
+        return call, self._plans_by_name[call.attr("callee")], params
+
     def _single_row_plan(self):
         """(RowCpuKernel, input order, result meta) when main is one call of a natively run
         row kernel on its parameters returning exactly its results, with static shapes."""
         if self._single_row is not _UNSET:
             return self._single_row
         self._single_row = None
-        main = self.module.main
-        if len(main.ops) != 1 or not has_trait(main.ops[0], CALL) or self._last_sizes != {}:
+        sole = self._sole_call()
+        if sole is None:
             return None
-        call = main.ops[0]
-        plan = self._plans_by_name[call.attr("callee")]
-        params = [p.value for p in main.params]
-        if (plan.schedule is not None or tuple(call.results) != tuple(main.results)
-                or any(v not in params for v in call.operands)):
+        call, plan, params = sole
+        if plan.schedule is not None:
             return None
         kernel = self._row_kernel(plan)
         if kernel is None:
@@ -299,15 +309,12 @@ class CompiledKernel:
         if self._single is not _UNSET:
             return self._single
         self._single = None
-        main = self.module.main
-        if len(main.ops) != 1 or not has_trait(main.ops[0], CALL) or self._last_sizes != {}:
+        sole = self._sole_call()
+        if sole is None:
             return None
-        call = main.ops[0]
-        plan = self._plans_by_name[call.attr("callee")]
-        params = [p.value for p in main.params]
-        if (plan.schedule is None or plan.error is not None or tuple(call.results) != tuple(main.results)
+        call, plan, params = sole
+        if (plan.schedule is None or plan.error is not None
                 or plan.tiling is None or plan.tiling.total_tiles == 0
-                or any(v not in params for v in call.operands)
                 or any(i.kind == "runtime_scalar" for i in plan.schedule.inputs)):
             return None
         kernel = self._cpu_kernel(plan)

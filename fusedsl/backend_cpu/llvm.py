@@ -61,6 +61,24 @@ FIXED_ARGS = ("R", "C", "tile_rows", "tile_cols", "col_tiles", "total_tiles", "t
               "rows_mode", "stream")
 
 
+def counted_loop(b: ir.IRBuilder, fn, start, end, body, tag: str) -> None:
+    """Emit `for (i = start; i < end; ++i) body(i)` (i64 induction) at b's position."""
+    pre = b.block
+    head = fn.append_basic_block(f"{tag}.head")
+    loop = fn.append_basic_block(f"{tag}.body")
+    done = fn.append_basic_block(f"{tag}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64, name=tag)
+    i.add_incoming(start, pre)
+    b.cbranch(b.icmp_signed("<", i, end), loop, done)
+    b.position_at_end(loop)
+    body(i)
+    i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
 @dataclass(frozen=True)
 class ArgLayout:
     """Positions in the int64 `args` block.  The launcher fills it, the kernel reads it."""
@@ -352,21 +370,7 @@ class _KernelBuilder:
 
     # -- helpers ------------------------------------------------------------------------------
     def _for(self, b: ir.IRBuilder, fn, start, end, body, tag: str):
-        """for (i = start; i < end; ++i) body(i)"""
-        pre = b.block
-        head = fn.append_basic_block(f"{tag}.head")
-        loop = fn.append_basic_block(f"{tag}.body")
-        done = fn.append_basic_block(f"{tag}.done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=tag)
-        i.add_incoming(start, pre)
-        b.cbranch(b.icmp_signed("<", i, end), loop, done)
-        b.position_at_end(loop)
-        body(i)
-        i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        counted_loop(b, fn, start, end, body, tag)
 
     def _scalar_reg(self, b, v, d: dt.DType):
         """A scalar loaded in d's memory form, in register form."""

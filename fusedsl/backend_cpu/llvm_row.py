@@ -36,7 +36,7 @@ from .. import dtypes as dt
 from ..schedule import compute_dtype
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
-from .llvm import constant_slots, host_features
+from .llvm import constant_slots, counted_loop, host_features
 from .mathlib import VectorConsts
 from .row_plan import RowPlan, plan_row_kernel, scratch_itemsize
 from .stmts import LANES, F32, I32, LoweringError, StmtEmitter, mem_type, reg_type, round_scalar_to, vec
@@ -100,21 +100,7 @@ class _RowBuilder:
 
     # ---- small helpers ----------------------------------------------------------------------
     def _for(self, b, fn, start, end, body, tag):
-        """for (i = start; i < end; ++i) body(i)"""
-        pre = b.block
-        head = fn.append_basic_block(f"{tag}.head")
-        loop = fn.append_basic_block(f"{tag}.body")
-        done = fn.append_basic_block(f"{tag}.done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=tag)
-        i.add_incoming(start, pre)
-        b.cbranch(b.icmp_signed("<", i, end), loop, done)
-        b.position_at_end(loop)
-        body(i)
-        i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        counted_loop(b, fn, start, end, body, tag)
 
     def _stride_loop(self, b, fn, start, limit, step, carried, body, tag):
         """i = start; while (i + step <= limit) { carried = body(i, carried); i += step }
