@@ -364,6 +364,7 @@ class Fuse(Pass):
                     n *= 1024 if isinstance(d, str) else d
                 sizes[id(v)] = n * v.dtype.itemsize
         alive = set(roots)
+        graph = _GroupGraph(fn, members, producer)
         order = []
         for a in roots:
             if a not in alive:
@@ -377,7 +378,8 @@ class Fuse(Pass):
                         continue
                     ga, gb = members[a], members[b]
                     self.stats["candidates"] += 1
-                    if not (_legal(ga, reach[a], gb, above[b]) and _legal(gb, reach[b], ga, above[a])):
+                    if not (_legal(ga, reach[a], gb, above[b]) and _legal(gb, reach[b], ga, above[a])
+                            and graph.acyclic_union(a, b)):
                         failed.append(b)
                         continue
                     merged = stats[a].merged(stats[b], set())
@@ -392,6 +394,7 @@ class Fuse(Pass):
                     stats[a] = merged
                     self.stats["merges"] += 1
                     members[a] = ga | gb
+                    graph.merge(a, b)
                     reach[a] |= reach[b]
                     above[a] |= above[b]
                     alive.discard(b)
@@ -735,6 +738,56 @@ class Fuse(Pass):
         used = {id(v) for op in ops for v in op.operands} | {id(get(v)) for v in fn.results}
         ops = [op for op in ops if has_trait(op, CALL) or any(id(r) in used for r in op.results)]
         return Function(fn.name, fn.params, tuple(ops), tuple(get(v) for v in fn.results), fn.loc)
+
+class _GroupGraph:
+    """The data-flow graph between groups (and the ops outside every group), kept current
+    as siblings merge.  The op-level masks of `_legal` miss a cycle that runs through a
+    group merged earlier: a -> d1 and d2 -> b with d1, d2 in one group D makes a|b -> D -> a|b
+    although no op path leads from a to b."""
+
+    def __init__(self, fn: Function, members: dict[int, int], producer: dict[int, int]):
+        node = {i: r for r, m in members.items() for i in _bits(m)}
+        self.succ: dict[int, set[int]] = {}
+        self.pred: dict[int, set[int]] = {}
+        for j, op in enumerate(fn.ops):
+            nj = node.get(j, -1 - j)          # an op outside every group is a node of its own
+            for v in op.operands:
+                p = producer.get(id(v))
+                if p is None:
+                    continue
+                np_ = node.get(p, -1 - p)
+                if np_ != nj:
+                    self.succ.setdefault(np_, set()).add(nj)
+                    self.pred.setdefault(nj, set()).add(np_)
+
+    def acyclic_union(self, a: int, b: int) -> bool:
+        """Merging a and b closes no cycle: neither is reachable from the other's successors
+        outside the pair."""
+        pair = {a, b}
+        stack = [s for n in pair for s in self.succ.get(n, ()) if s not in pair]
+        seen: set[int] = set()
+        while stack:
+            n = stack.pop()
+            if n in pair:
+                return False
+            if n not in seen:
+                seen.add(n)
+                stack.extend(self.succ.get(n, ()))
+        return True
+
+    def merge(self, a: int, b: int) -> None:
+        """b's edges become a's."""
+        for n in self.succ.pop(b, set()):
+            self.pred[n].discard(b)
+            if n != a:
+                self.pred[n].add(a)
+                self.succ.setdefault(a, set()).add(n)
+        for n in self.pred.pop(b, set()):
+            self.succ[n].discard(b)
+            if n != a:
+                self.succ[n].add(a)
+                self.pred.setdefault(a, set()).add(n)
+
 
 def _legal(g: int, g_reach: int, cur: int, cur_above: int) -> bool:
     """No op outside g|cur lies on a path from g to cur (merging would make a cycle):
