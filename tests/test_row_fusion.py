@@ -158,3 +158,16 @@ def test_ascendc_of_a_row_kernel_names_the_kernel():
     x = np.zeros((4, 8), np.float32)
     with pytest.raises(fs.ScheduleError, match=r"row kernels yet \(max in softmax_kernel\)"):
         softmax.compile(x, target="ascend910b").source
+
+
+def test_reduction_of_a_reduction_result_is_its_own_kernel():
+    """Found by the frontend fuzz: sum(sum(x, keepdims=True)) on a row of one float16 merged both
+    sums into one row kernel, whose second reduction walked the per-row result (LLVM crashed)."""
+    @fs.fused_kernel
+    def twice(x):
+        return fs.sum(fs.sum(x, keepdims=True))
+
+    for x in (np.array([1.096], np.float16), np.arange(6, dtype=np.float32)):
+        got = twice(x)
+        assert got.dtype == x.dtype and np.isclose(float(got), float(np.sum(x)), rtol=1e-3)
+        assert [k.kind for k in twice.compile(x).kernels] == ["single", "single"]

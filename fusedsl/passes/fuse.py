@@ -908,9 +908,9 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         red = fn.ops[ops_idx[0]]
         row_shape = red.operands[0].type.shape
         p = producer.get(id(red.operands[0]))
-        if p in owner and kernels[owner[p]][1] in ("vector", "single") and (
-                kernels[owner[p]][1] == "vector" or _is_row_reduction(fn.ops[p])) and \
-                fn.ops[p].result.shape == row_shape:
+        # only an elementwise producer joins: a reduction's result is one value per row, and
+        # reducing it again (sum(sum(x, keepdims=True))) walks other rows than the kernel's
+        if p in owner and kernels[owner[p]][1] == "vector" and fn.ops[p].result.shape == row_shape:
             try_merge(owner[p], k)
         for c in succ[k]:
             kind_c = kernels[c][1]
