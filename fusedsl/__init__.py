@@ -18,7 +18,7 @@ from .frontend.api import (abs, absolute, add, amax, amin, astype, batch_norm, b
 from .frontend.kernel import FusedKernel, ScalarSpec, TensorSpec, fused_kernel, scalar, spec
 from .importers import from_onnx, from_torch, torch_backend
 
-__version__ = "0.1.0"
+from .version import __version__
 bool = bool_  # noqa: A001 - numpy spells it np.bool_ too; fs.bool reads naturally in user code
 
 # Loaded on first use so that `import fusedsl` stays fast (< 0.3 s): the compiler pulls in the

@@ -18,8 +18,7 @@ from . import cnames
 from .. import dtypes as dt
 from ..schedule import (MAX_BLOCK_COUNT, MIN_CORE_BYTES, Stmt, VectorSchedule)
 from ..targets import Target
-
-VERSION = "0.1.0"
+from ..version import __version__ as VERSION   # stamped into projects and their manifests
 
 
 def camel(name: str) -> str:

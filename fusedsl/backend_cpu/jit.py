@@ -22,13 +22,14 @@ from dataclasses import dataclass
 import llvmlite
 import llvmlite.binding as llvm
 
+from ..version import __version__
+
 ABI_VERSION = "1"     # bump when the args layout or the calling convention changes
 MAGIC = b"FSDLLVM1"
 _DIGEST = 32
 
 
 def _fusedsl_version() -> str:
-    from .. import __version__
     return __version__
 
 

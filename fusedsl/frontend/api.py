@@ -19,6 +19,7 @@ from ..errors import ArgumentError, DTypeError, ShapeError, TraceError, user_fac
 from ..ir.builder import Builder
 from ..ir.core import Module, TensorType
 from ..ir.shapes import fmt_shape, normalize_axes
+from . import tracing as _tracing
 from .tracing import Tensor, Trace, find_trace, is_python_scalar, python_scalar
 
 
@@ -522,10 +523,20 @@ def batch_norm(x, mean_, var, weight=None, bias=None, eps=1e-5):
     return y
 
 
-NUMPY_UFUNCS = {
+_NUMPY_UFUNCS = {
     "add": add, "subtract": subtract, "multiply": multiply, "divide": divide, "true_divide": divide,
     "maximum": maximum, "minimum": minimum, "less": less, "less_equal": less_equal, "greater": greater,
     "greater_equal": greater_equal, "equal": equal, "not_equal": not_equal, "absolute": abs,
     "negative": negative, "exp": exp, "log": log, "sqrt": sqrt, "square": square, "tanh": tanh,
     "reciprocal": reciprocal, "matmul": matmul,
 }
+
+
+# Tensor's operators and methods call these (tracing.py looks them up by name).
+_tracing.OPS.update(add=add, subtract=subtract, multiply=multiply, divide=divide, power=power,
+                    negative=negative, abs=abs, matmul=matmul, less=less, less_equal=less_equal,
+                    greater=greater, greater_equal=greater_equal, equal=equal, not_equal=not_equal,
+                    getitem=getitem, cast=cast, reshape=reshape, transpose=transpose, sum=sum,
+                    mean=mean, max=max, min=min)
+_tracing.NUMPY_UFUNCS.update(_NUMPY_UFUNCS)
+NUMPY_UFUNCS = _tracing.NUMPY_UFUNCS

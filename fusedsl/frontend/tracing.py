@@ -79,6 +79,13 @@ def python_scalar(x):
     return float(x)
 
 
+# The fs.* ops behind Tensor's operators and methods, by name, and the numpy ufuncs a traced
+# tensor accepts (np.exp(x) -> fs.exp): filled by api.py when it is imported (api builds on
+# this module, not the other way round).
+OPS: dict = {}
+NUMPY_UFUNCS: dict = {}
+
+
 class Tensor:
     """A traced tensor.  Shapes and dtypes are known; values are not."""
 
@@ -152,8 +159,7 @@ class Tensor:
                          loc=user_frame(), hint="use the fs.* op (fs.exp, fs.sum, ...) instead of numpy's")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from . import api
-        fn = api.NUMPY_UFUNCS.get(ufunc.__name__)
+        fn = NUMPY_UFUNCS.get(ufunc.__name__)
         if method != "__call__" or fn is None or kwargs:
             raise TraceError(f"numpy.{ufunc.__name__} cannot run on a traced tensor", loc=user_frame(),
                              hint="use the matching fs.* op")
@@ -161,38 +167,32 @@ class Tensor:
 
     __hash__ = object.__hash__
 
-    # ---- operators (defined in api to keep one implementation per op) ----------
+    # ---- operators: the fs.* ops of api.py, one implementation per op -----------
+    # (looked up in OPS, which api fills when it is imported, so this lower layer never
+    # imports api: a traced tensor only exists once api has been loaded)
     def __add__(self, o):
-        from .api import add
-        return add(self, o)
+        return OPS["add"](self, o)
 
     def __radd__(self, o):
-        from .api import add
-        return add(o, self)
+        return OPS["add"](o, self)
 
     def __sub__(self, o):
-        from .api import subtract
-        return subtract(self, o)
+        return OPS["subtract"](self, o)
 
     def __rsub__(self, o):
-        from .api import subtract
-        return subtract(o, self)
+        return OPS["subtract"](o, self)
 
     def __mul__(self, o):
-        from .api import multiply
-        return multiply(self, o)
+        return OPS["multiply"](self, o)
 
     def __rmul__(self, o):
-        from .api import multiply
-        return multiply(o, self)
+        return OPS["multiply"](o, self)
 
     def __truediv__(self, o):
-        from .api import divide
-        return divide(self, o)
+        return OPS["divide"](self, o)
 
     def __rtruediv__(self, o):
-        from .api import divide
-        return divide(o, self)
+        return OPS["divide"](o, self)
 
     def __floordiv__(self, o):
         raise TraceError("floor division (//) is not supported", loc=user_frame(),
@@ -206,95 +206,75 @@ class Tensor:
     __rmod__ = __mod__
 
     def __pow__(self, o):
-        from .api import power
-        return power(self, o)
+        return OPS["power"](self, o)
 
     def __neg__(self):
-        from .api import negative
-        return negative(self)
+        return OPS["negative"](self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        from .api import abs as fs_abs
-        return fs_abs(self)
+        return OPS["abs"](self)
 
     def __matmul__(self, o):
-        from .api import matmul
-        return matmul(self, o)
+        return OPS["matmul"](self, o)
 
     def __rmatmul__(self, o):
-        from .api import matmul
-        return matmul(o, self)
+        return OPS["matmul"](o, self)
 
     def __lt__(self, o):
-        from .api import less
-        return less(self, o)
+        return OPS["less"](self, o)
 
     def __le__(self, o):
-        from .api import less_equal
-        return less_equal(self, o)
+        return OPS["less_equal"](self, o)
 
     def __gt__(self, o):
-        from .api import greater
-        return greater(self, o)
+        return OPS["greater"](self, o)
 
     def __ge__(self, o):
-        from .api import greater_equal
-        return greater_equal(self, o)
+        return OPS["greater_equal"](self, o)
 
     def __eq__(self, o):
-        from .api import equal
-        return equal(self, o)
+        return OPS["equal"](self, o)
 
     def __ne__(self, o):
-        from .api import not_equal
-        return not_equal(self, o)
+        return OPS["not_equal"](self, o)
 
     def __getitem__(self, index):
-        from .api import getitem
-        return getitem(self, index)
+        return OPS["getitem"](self, index)
 
     # ---- methods ---------------------------------------------------------------
     def astype(self, dtype):
-        from .api import cast
-        return cast(self, dtype)
+        return OPS["cast"](self, dtype)
 
     def reshape(self, *shape):
-        from .api import reshape
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return reshape(self, shape)
+        return OPS["reshape"](self, shape)
 
     def transpose(self, *axes):
-        from .api import transpose
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return transpose(self, axes or None)
+        return OPS["transpose"](self, axes or None)
 
     @property
     def T(self):
-        from .api import transpose
-        return transpose(self)
+        return OPS["transpose"](self)
 
     # numpy's ndarray signatures, so that np.sum(x) / np.max(x) (which call these
     # with dtype=/out= keywords) work on a traced tensor too
     def sum(self, axis=None, dtype=None, out=None, keepdims=False):
-        from .api import sum as fs_sum
-        return fs_sum(self._reduce_input(dtype, out), axis, keepdims)
+        return OPS["sum"](self._reduce_input(dtype, out), axis, keepdims)
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=False):
-        from .api import mean
-        return mean(self._reduce_input(dtype, out), axis, keepdims)
+        return OPS["mean"](self._reduce_input(dtype, out), axis, keepdims)
 
     def max(self, axis=None, out=None, keepdims=False):
-        from .api import max as fs_max
-        return fs_max(self._reduce_input(None, out), axis, keepdims)
+        return OPS["max"](self._reduce_input(None, out), axis, keepdims)
 
     def min(self, axis=None, out=None, keepdims=False):
-        from .api import min as fs_min
-        return fs_min(self._reduce_input(None, out), axis, keepdims)
+        return OPS["min"](self._reduce_input(None, out), axis, keepdims)
 
     def _reduce_input(self, dtype, out) -> "Tensor":
         if out is not None:

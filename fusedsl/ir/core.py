@@ -96,10 +96,6 @@ class Module:
             raise VerifyError("the module has no function (was the IR text empty?)")
         return self.functions[-1]
 
-    def __str__(self) -> str:
-        from .printer import print_module  # the text form lives with the printer
-        return print_module(self)
-
     def function(self, name: str) -> Function | None:
         for fn in self.functions:
             if fn.name == name:

@@ -96,3 +96,8 @@ def print_op(op: Op, namer) -> str:
         attrs = " {" + ", ".join(f"{k} = {format_attr(v)}" for k, v in op.attrs) + "}"
     types = ", ".join(str(v.type) for v in op.results)
     return f"{lhs} = {op.name}({args}){attrs} : {types} {format_loc(op.loc)}"
+
+
+# str(module) is the text form.  Installed from here so the data model (core.py) never imports
+# its printer; the package's __init__ imports this module, so any `fusedsl.ir.*` import has it.
+Module.__str__ = print_module
