@@ -8,7 +8,6 @@ Executors: the numpy reference (default, the oracle), the LLVM CPU backend, and
 from __future__ import annotations
 
 import os
-import struct
 import sys
 import threading
 
@@ -168,7 +167,7 @@ class CompiledKernel:
         `path` must be new or empty; a previous fusedsl project there is replaced only with
         `overwrite=True` (and only fusedsl's own, unedited files).  Nothing else is touched.
         """
-        from .backend_ascendc.project import write_project
+        from .backend_ascendc.save import write_project
         return write_project(self, path, layout=layout, overwrite=overwrite, sizes=sizes, scalars=scalars)
 
     # ---- arguments --------------------------------------------------------------------------
@@ -615,22 +614,3 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
     if options.get("single_kernel"):
         compiled.check_ascendc()   # the user asked for one Ascend C kernel: say now if it cannot be
     return compiled
-
-
-def pack_tiling(plan: KernelPlan, scalars: dict[str, float]) -> bytes:
-    """The tiling struct as the printed C++ lays it out (all 32-bit fields)."""
-    t, sched = plan.tiling, plan.schedule
-    words = [t.R, t.C, t.Cpad, t.tile_rows, t.tile_cols, t.col_tiles, t.total_tiles, t.tiles_per_core,
-             t.block_dim, t.tile_elems, int(t.rows_mode)] + list(t.dims)
-    data = struct.pack(f"<{len(words)}I", *words)
-    for inp, strides in zip(sched.inputs, t.strides):
-        if inp.kind != "runtime_scalar":
-            data += struct.pack(f"<{len(strides)}I", *strides)
-    if t.boxes:   # view kernels: the box table (schedule._view_tiling)
-        data += struct.pack("<I", len(t.boxes))
-        for row in t.boxes:
-            data += struct.pack(f"<{len(row)}I", *row)
-    for inp in sched.inputs:
-        if inp.kind == "runtime_scalar":
-            data += struct.pack("<f", float(scalars[inp.name]))
-    return data

@@ -13,7 +13,8 @@
 `layout="op"` writes the op-project form instead (project_op.py).  The glue fusedsl's own
 `simulate` needs stays in `compiled.source`; none of it is in the project's kernel file.
 The sizes of symbolic dimensions are fixed per project (`sizes=`, else the last call's).
-The files reach the disk through project_writer.write_tree (never touching foreign files).
+save.py picks the layout and hands the files to project_writer.write_tree (never touching
+foreign files).
 """
 from __future__ import annotations
 
@@ -23,12 +24,10 @@ from ..errors import ProjectError, user_frame
 from ..ir.printer import print_module
 from ..ir.ops import CALL, has_trait
 from .printer import VERSION, AscendCPrinter, camel
-from .project_writer import write_tree
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 DEFAULT_SIZE = 64
 DEFAULT_SCALAR = 0.5
-_LAYOUTS = ("kernel", "op")
 
 
 def template(file: str, **values) -> str:
@@ -70,7 +69,7 @@ def tiling_header(compiled, printers) -> str:
     return "\n".join(guard + parts)
 
 
-class _Program:
+class Program:
     """main's dataflow as buffers: which C++ buffer holds each value, and the launches."""
 
     def __init__(self, compiled, sizes: dict[str, int], scalars: dict[str, float]):
@@ -120,7 +119,7 @@ class _Program:
         self.launches.append((plan, [b for _, b in gm] + outs, scalar_args))
 
 
-def _main_cpp(compiled, printers, prog: _Program) -> str:
+def _main_cpp(compiled, printers, prog: Program) -> str:
     t = compiled.target
     name = compiled.name
     by_name = {p.name: p for p in printers}
@@ -266,7 +265,7 @@ int32_t main()
 """
 
 
-def _symbol_sizes(compiled, sizes) -> dict[str, int]:
+def symbol_sizes(compiled, sizes) -> dict[str, int]:
     symbols = sorted({d for p in compiled.module.main.params for d in p.value.type.shape if isinstance(d, str)})
     given = dict(sizes or compiled._last_sizes or {})
     unknown = sorted(set(given) - set(symbols))
@@ -282,7 +281,7 @@ def _symbol_sizes(compiled, sizes) -> dict[str, int]:
     return out
 
 
-def _scalar_values(compiled, scalars) -> dict[str, float]:
+def scalar_values(compiled, scalars) -> dict[str, float]:
     names = [p.value.name for p in compiled.module.main.params if p.kind == "scalar"]
     given = dict(scalars or {})
     unknown = sorted(set(given) - set(names))
@@ -292,7 +291,7 @@ def _scalar_values(compiled, scalars) -> dict[str, float]:
     return {n: float(given.get(n, DEFAULT_SCALAR)) for n in names}
 
 
-def common_files(compiled, prog: _Program, seed: int = 0) -> dict[str, str]:
+def common_files(compiled, prog: Program, seed: int = 0) -> dict[str, str]:
     """Data scripts and helpers shared by both layouts."""
     name = compiled.name
     main = compiled.module.main
@@ -309,7 +308,7 @@ def common_files(compiled, prog: _Program, seed: int = 0) -> dict[str, str]:
     }
 
 
-def _kernel_launch_files(compiled, printers, prog) -> dict[str, str]:
+def kernel_launch_files(compiled, printers, prog) -> dict[str, str]:
     t = compiled.target
     name = compiled.name
     files = {
@@ -356,25 +355,3 @@ Without `ASCEND_HOME_PATH`, `-r cpu` builds against `fusedsl include-dir` (g++, 
 checks the hardware rules (UB capacity, alignment, queue protocol, per-chip API support) while
 the kernel runs.  The sim/npu paths follow CANN's kernel-launch samples and need the toolkit.
 """
-
-
-def write_project(compiled, path: str, *, layout: str = "kernel", overwrite: bool = False,
-                  sizes: dict | None = None, scalars: dict | None = None) -> str:
-    if layout not in _LAYOUTS:
-        raise ProjectError(f"layout={layout!r} is not a project layout", loc=user_frame(),
-                           hint="use layout='kernel' (kernel-launch sample) or layout='op' (op project)")
-    compiled.check_ascendc()
-    from .printer_view import printer_for
-    printers = [printer_for(p.schedule, compiled.target, p.name) for p in compiled.kernels]
-    prog = _Program(compiled, _symbol_sizes(compiled, sizes), _scalar_values(compiled, scalars))
-    if layout == "op":
-        viewed = next((p for p in compiled.kernels if p.schedule.views is not None), None)
-        if viewed is not None:
-            raise ProjectError(f"kernel {viewed.name} reads its inputs through slice/concatenate/take views, "
-                               "whose box table the op-project tiling (TILING_DATA_FIELD_DEF) does not carry yet",
-                               loc=user_frame(), hint="save it with layout='kernel' (the kernel-launch project)")
-        from .project_op import op_project_files
-        files = op_project_files(compiled, printers, prog)
-    else:
-        files = _kernel_launch_files(compiled, printers, prog)
-    return write_tree(path, files, version=VERSION, overwrite=overwrite)

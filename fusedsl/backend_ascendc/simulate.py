@@ -8,6 +8,7 @@ function, so the two implementations cannot drift apart.
 from __future__ import annotations
 
 import ctypes
+import struct
 
 import numpy as np
 
@@ -42,7 +43,6 @@ def _check_host_tiling(lib, plan, packed: bytes, sizes: dict[str, int], target) 
 
 
 def simulate(compiled, arrays, sizes):
-    from ..compiler import pack_tiling
     lib = library(compiled)
     measured = [0]
 
@@ -76,3 +76,22 @@ def simulate(compiled, arrays, sizes):
 
     results = compiled._run_main(arrays, run_kernel)
     return results, measured[0]
+
+
+def pack_tiling(plan, scalars: dict[str, float]) -> bytes:
+    """The tiling struct as the printed C++ lays it out (all 32-bit fields)."""
+    t, sched = plan.tiling, plan.schedule
+    words = [t.R, t.C, t.Cpad, t.tile_rows, t.tile_cols, t.col_tiles, t.total_tiles, t.tiles_per_core,
+             t.block_dim, t.tile_elems, int(t.rows_mode)] + list(t.dims)
+    data = struct.pack(f"<{len(words)}I", *words)
+    for inp, strides in zip(sched.inputs, t.strides):
+        if inp.kind != "runtime_scalar":
+            data += struct.pack(f"<{len(strides)}I", *strides)
+    if t.boxes:   # view kernels: the box table (schedule._view_tiling)
+        data += struct.pack("<I", len(t.boxes))
+        for row in t.boxes:
+            data += struct.pack(f"<{len(row)}I", *row)
+    for inp in sched.inputs:
+        if inp.kind == "runtime_scalar":
+            data += struct.pack("<f", float(scalars[inp.name]))
+    return data
