@@ -22,7 +22,8 @@ from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
-from .targets import DEFAULT_TARGET, get_target, host_casts
+from .schedule_row import is_row_kernel, schedule_row_kernel
+from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
 
 
 _UNSET = object()
@@ -52,6 +53,13 @@ class KernelPlan:
         self.error = error
         self.size_error: FusedslError | None = None   # `error` when it came from the current sizes
         self.tiling: Tiling | None = None
+        self.row = None            # schedule_row.RowSchedule: how a row kernel prints as Ascend C
+        self.row_tiling = None     # its tiling once sizes are known
+
+    @property
+    def printable(self):
+        """The schedule the Ascend C printer reads (vector/view or row), or None."""
+        return self.schedule if self.schedule is not None else self.row
 
     @property
     def ops(self) -> list[str]:
@@ -59,6 +67,9 @@ class KernelPlan:
 
     @property
     def ub_plan(self) -> list[tuple[str, str, int, int]]:
+        if self.row is not None and self.row_tiling is not None:
+            from .schedule_row import row_ub_plan
+            return row_ub_plan(self.row, self.row_tiling)
         if self.schedule is None or self.tiling is None:
             return []
         return ub_plan(self.schedule, self.tiling)
@@ -139,7 +150,7 @@ class CompiledKernel:
         for plan in self.kernels:
             if plan.error is not None:
                 raise plan.error
-            if plan.schedule is None:
+            if plan.printable is None:
                 op = next(o for o in plan.function.ops if not has_trait(o, CONSTANT))
                 raise ScheduleError(f"the Ascend C backend does not print {plan.kind} kernels yet "
                                     f"({op.name} in {plan.name})", loc=op.loc,
@@ -149,9 +160,9 @@ class CompiledKernel:
     def source(self) -> str:
         if self._source is None:
             from .backend_ascendc.printer import print_source
-            from .backend_ascendc.printer_view import printer_for
+            from .backend_ascendc.printer_view import printer_for_plan
             self.check_ascendc()
-            printers = [printer_for(p.schedule, self.target, p.name) for p in self.kernels]
+            printers = [printer_for_plan(p, self.target) for p in self.kernels]
             self._source = print_source(printers, self.target)
         return self._source
 
@@ -231,6 +242,13 @@ class CompiledKernel:
                     plan.tiling = compute_tiling(plan.schedule, sizes, self.target)
                     plan.error = plan.size_error = None
                 except ScheduleError as exc:   # e.g. one tile does not fit UB, 2**32 elements
+                    plan.error = plan.size_error = exc
+            elif plan.row is not None and (plan.error is None or plan.error is plan.size_error):
+                from .schedule_row import compute_row_tiling
+                try:
+                    plan.row_tiling = compute_row_tiling(plan.row, sizes, self.target)
+                    plan.error = plan.size_error = None
+                except ScheduleError as exc:   # a row bigger than UB, 2**32 elements
                     plan.error = plan.size_error = exc
 
     # ---- execution --------------------------------------------------------------------------
@@ -585,6 +603,8 @@ def _concrete(values, sizes):
 def compile_module(graph: Module, infos, target=None, options=None) -> CompiledKernel:
     options = dict(options or {})
     tgt = get_target(target or DEFAULT_TARGET)
+    if options.get("cann_version") is not None:   # the API spelling the printed code uses
+        tgt = with_cann_version(tgt, options["cann_version"])
     passes = compile_passes(bool(options.get("single_kernel", False)), tgt.max_queue_buffers_per_position,
                             fusion_options(options, tgt))
     manager = PassManager(passes)   # verifies after every pass; FUSEDSL_DUMP_IR writes each
@@ -597,19 +617,26 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
     for fn in module.functions[:-1]:
         info = fuse.infos[fn.name]
         sched, error = None, None
+        row = None
         if info.kind == "vector":
             try:
                 sched = schedule_vector_kernel(fn, tgt, headroom)
             except ScheduleError as exc:
+                error = exc
+        elif info.kind in ("row", "single") and is_row_kernel(fn):
+            try:
+                row = schedule_row_kernel(fn, tgt, headroom)
+            except ScheduleError as exc:   # e.g. a row bigger than UB: still runs on the CPU
                 error = exc
         if sched is not None and manager.dump_dir:   # the tile IR beside the graph IR dumps
             from .passes.base import write_atomic
             from .tile.text import print_tile
             write_atomic(os.path.join(manager.dump_dir, f"tile-{fn.name}.tile"), print_tile(sched, locs=True))
         plans.append(KernelPlan(fn, info.kind, info.reason, sched, error))
+        plans[-1].row = row
         plans[-1].reason_code = info.code   # stable code of the boundary (docs/FUSION.md)
         plans[-1].ub_budget = tgt.ub_bytes   # for the plan's display
-    compiled = CompiledKernel(graph, canonical, module, plans, infos, target, options)
+    compiled = CompiledKernel(graph, canonical, module, plans, infos, tgt, options)
     compiled.fuse_stats = dict(fuse.stats)   # candidate merges considered / kept
     if options.get("single_kernel"):
         compiled.check_ascendc()   # the user asked for one Ascend C kernel: say now if it cannot be

@@ -41,6 +41,16 @@ class KernelRow:
         self.tile_cols = t.tile_cols if t else None
         self.tile_length = t.tile_rows * t.tile_cols if t else None
         self.loops_per_core = t.tiles_per_core if t else None
+        # row kernels: which Ascend C plan and why (schedule_row), or why none prints
+        self.plan = None
+        row, rt = getattr(plan, "row", None), getattr(plan, "row_tiling", None)
+        if row is not None:
+            self.plan = row.plan_note
+            if rt is not None and rt.total_tiles:
+                self.block_dim, self.tile_rows, self.tile_cols = rt.block_dim, rt.tile_rows, rt.C
+                self.tile_length, self.loops_per_core = rt.tile_rows * rt.C, rt.tiles_per_core
+        elif plan.kind == "row" and plan.error is not None:
+            self.plan = f"not printed as Ascend C: {plan.error.message}"
         shared = plan.schedule.values_per_slot if plan.schedule is not None else {}
         self.ub_plan = [{"buffer": n, "position": pos, "bytes": b, "num": num,
                          "reuse": f"holds {shared[n]} values in turn" if shared.get(n, 1) > 1 else ""}
@@ -104,6 +114,8 @@ class Report:
                          f"{fmt(k.loops_per_core):>6} {k.ub_bytes:>9}")
             code = f"{k.reason_code} " if k.reason_code else ""
             lines.append(f"    why a kernel: {code}{k.reason}")
+            if k.plan:
+                lines.append(f"    plan: {k.plan}")
             if k.model is not None:
                 lines.append(f"    model: {k.model.time_us:.2f} us ({k.model.kind}, blockDim {k.model.block_dim}, "
                              f"{k.model.bound}-bound)")

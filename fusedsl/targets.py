@@ -347,6 +347,17 @@ def get_target(name: str | Target) -> Target:
     return target
 
 
+def with_cann_version(target: Target, version) -> Target:
+    """`target` printing the API spelling of CANN `version` ("8.5", "9.0", "9.1", ...): from 9.1
+    the per-repeat reductions are ReduceRepeat/ReduceDataBlock (ASCENDC.md 2.6)."""
+    text = str(version).strip()
+    parts = text.split(".")
+    if not (1 <= len(parts) <= 3 and all(p.isdigit() for p in parts)):
+        raise TargetError(f"cann_version={version!r} is not a CANN version",
+                          hint='give it as "major.minor", e.g. cann_version="9.1"')
+    return replace(target, cann_version=text)
+
+
 def host_casts(target: Target) -> Target:
     """`target` with every Cast pair and mode legal: the CPU executor's view of a chip.
 

@@ -216,3 +216,11 @@ __aicore__ inline void GatherRows(const AscendC::LocalTensor<T>& dst, const Asce
 def printer_for(sched, target, name: str) -> AscendCPrinter:
     """The printer of a scheduled vector kernel: view kernels get ViewPrinter."""
     return (ViewPrinter if sched.views is not None else AscendCPrinter)(sched, target, name)
+
+
+def printer_for_plan(plan, target):
+    """The printer of one kernel plan: row kernels (printer_row), else by its vector schedule."""
+    if plan.schedule is None and plan.row is not None:
+        from .printer_row import RowPrinter
+        return RowPrinter(plan.row, target, plan.name)
+    return printer_for(plan.schedule, target, plan.name)

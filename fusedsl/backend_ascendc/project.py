@@ -113,7 +113,7 @@ class Program:
                                hint="save a kernel whose host program only launches kernels (and reshapes)")
         plan = self.c._plans_by_name[op.attr("callee")]
         gm, scalar_args = [], []
-        for inp, v in zip(plan.schedule.inputs, op.operands):
+        for inp, v in zip(plan.printable.inputs, op.operands):
             (scalar_args if inp.kind == "runtime_scalar" else gm).append((inp, self.where[id(v)]))
         outs = [self._buffer(v, f"{plan.name}_y{k}") for k, v in enumerate(op.results)]
         self.launches.append((plan, [b for _, b in gm] + outs, scalar_args))
@@ -150,7 +150,7 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
         body += [f"    // {plan.name}: {', '.join(plan.ops)}",
                  f"    {pr.tiling} {var}{{}};",
                  f"    const int64_t sizes_{plan.name}[] = {{{sizes}}};",
-                 f"    if (!{camel(plan.name)}Tiling(sizes_{plan.name}, {t.vector_cores}, {plan.schedule.ub_budget}, "
+                 f"    if (!{camel(plan.name)}Tiling(sizes_{plan.name}, {t.vector_cores}, {plan.printable.ub_budget}, "
                  f"&{var})) {{",
                  "        return 1;   // 2**32 elements or more: the kernel's offsets are 32-bit",
                  "    }"]

@@ -44,12 +44,12 @@ def _fields(p) -> list[tuple[str, str, int | None]]:
 
 
 def _tensor_params(plan):
-    return [(param, inp) for param, inp in zip(plan.function.params, plan.schedule.inputs)
+    return [(param, inp) for param, inp in zip(plan.function.params, plan.printable.inputs)
             if inp.kind != "runtime_scalar"]
 
 
 def _scalar_inputs(plan):
-    return [inp for inp in plan.schedule.inputs if inp.kind == "runtime_scalar"]
+    return [inp for inp in plan.printable.inputs if inp.kind == "runtime_scalar"]
 
 
 def _dim_source(plan, symbol: str) -> tuple[int, int]:
@@ -126,8 +126,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {{
     const int64_t sizes[] = {{{', '.join(sizes) or '0'}}};
     {plain} plain{{}};
-    // {target.vector_cores} vector cores and a {plan.schedule.ub_budget}-byte UB budget on {target.name}
-    if (!{camel(p.name)}Tiling(sizes, {target.vector_cores}, {plan.schedule.ub_budget}, &plain)) {{
+    // {target.vector_cores} vector cores and a {plan.printable.ub_budget}-byte UB budget on {target.name}
+    if (!{camel(p.name)}Tiling(sizes, {target.vector_cores}, {plan.printable.ub_budget}, &plain)) {{
         return ge::GRAPH_FAILED;   // 2**32 elements or more: the kernel's offsets are 32-bit
     }}
     {p.tiling} tiling;
@@ -222,7 +222,7 @@ def _cpu_main(compiled, printers, prog) -> str:
     for op, (plan, gm, scalar_args) in zip(calls, prog.launches):
         pr = by_name[plan.name]
         shapes = ", ".join("gert::Shape{" + ", ".join(str(d) for d in prog.shape(v)) + "}"
-                           for v, inp in zip(op.operands, plan.schedule.inputs) if inp.kind != "runtime_scalar")
+                           for v, inp in zip(op.operands, plan.printable.inputs) if inp.kind != "runtime_scalar")
         attrs = ", ".join(src for _, src in scalar_args)
         r = f"op_{plan.name}"
         body += [f"    // {camel(pr.name)}: {', '.join(plan.ops)}",

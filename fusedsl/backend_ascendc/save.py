@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import ProjectError, user_frame
 from .printer import VERSION
-from .printer_view import printer_for
+from .printer_view import printer_for_plan
 from .project import Program, kernel_launch_files, scalar_values, symbol_sizes
 from .project_op import op_project_files
 from .project_writer import write_tree
@@ -22,10 +22,10 @@ def write_project(compiled, path: str, *, layout: str = "kernel", overwrite: boo
         raise ProjectError(f"layout={layout!r} is not a project layout", loc=user_frame(),
                            hint="use layout='kernel' (kernel-launch sample) or layout='op' (op project)")
     compiled.check_ascendc()
-    printers = [printer_for(p.schedule, compiled.target, p.name) for p in compiled.kernels]
+    printers = [printer_for_plan(p, compiled.target) for p in compiled.kernels]
     prog = Program(compiled, symbol_sizes(compiled, sizes), scalar_values(compiled, scalars))
     if layout == "op":
-        viewed = next((p for p in compiled.kernels if p.schedule.views is not None), None)
+        viewed = next((p for p in compiled.kernels if p.schedule is not None and p.schedule.views is not None), None)
         if viewed is not None:
             raise ProjectError(f"kernel {viewed.name} reads its inputs through slice/concatenate/take views, "
                                "whose box table the op-project tiling (TILING_DATA_FIELD_DEF) does not carry yet",

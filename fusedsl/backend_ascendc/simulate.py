@@ -49,6 +49,11 @@ def simulate(compiled, arrays, sizes):
     def run_kernel(plan, inputs, targets, sizes):   # targets unused: GM buffers are fresh
         if plan.error is not None:   # e.g. sizes that need 64-bit offsets: a clear ScheduleError
             raise plan.error
+        if plan.schedule is None:    # a row kernel (printer_row)
+            outs, stats = _run_row(lib, compiled, plan, inputs, sizes)
+            if stats is not None:
+                measured[0] += stats.gm_bytes_read + stats.gm_bytes_written
+            return outs
         sched = plan.schedule
         scalars = {i.name: float(np.asarray(x).item()) for i, x in zip(sched.inputs, inputs)
                    if i.kind == "runtime_scalar"}
@@ -76,6 +81,46 @@ def simulate(compiled, arrays, sizes):
 
     results = compiled._run_main(arrays, run_kernel)
     return results, measured[0]
+
+
+def _run_row(lib, compiled, plan, inputs, sizes):
+    from .printer_row import RowPrinter
+    sched, tiling = plan.row, plan.row_tiling
+    printer = RowPrinter(sched, compiled.target, plan.name)
+    scalars = {p.name: float(np.asarray(x).item()) for p, x in zip(sched.params, inputs) if p.kind == "runtime_scalar"}
+    packed = printer.pack(tiling, scalars)
+    _check_row_tiling(lib, plan, packed, sizes, compiled.target)
+    outs = []
+    for v in plan.function.results:
+        shape = tuple(sizes[d] if isinstance(d, str) else d for d in v.shape)
+        outs.append(np.zeros(shape, v.dtype.np))
+    if tiling.total_tiles == 0:
+        return tuple(outs), None
+    buffers = [(p.name, np.ascontiguousarray(x)) for p, x in zip(sched.params, inputs) if p.kind != "runtime_scalar"]
+    buffers += [(f"y{k}", o) for k, o in enumerate(outs)]
+    buffers.append(("workspace", np.zeros(32, np.uint8)))
+    buffers.append(("tiling", np.frombuffer(packed, np.uint8).copy()))
+    stats = lib.launch(plan.name, tiling.block_dim, buffers, target=compiled.target.name)
+    return tuple(outs), stats
+
+
+def _check_row_tiling(lib, plan, packed: bytes, sizes, target) -> None:
+    cdll = getattr(lib, "cdll", None) or lib._lib
+    size_fn = getattr(cdll, f"fusedsl_tiling_size_{plan.name}")
+    size_fn.restype = ctypes.c_uint32
+    n = size_fn()
+    buf = (ctypes.c_uint8 * n)()
+    symbols = plan.row.symbols
+    arr = (ctypes.c_int64 * max(1, len(symbols)))(*[sizes[s] for s in symbols])
+    fn = getattr(cdll, f"fusedsl_tiling_{plan.name}")
+    fn.restype = ctypes.c_int
+    if fn(arr, ctypes.c_uint32(target.vector_cores), ctypes.c_uint32(plan.row.ub_budget), buf) != 0:
+        raise AscendCCheckError(f"kernel {plan.name}: the printed host tiling refused sizes {sizes}, but the "
+                                "Python tiling accepted them (internal error)")
+    scalar_bytes = 4 * sum(1 for p in plan.row.params if p.kind == "runtime_scalar")
+    if n != len(packed) or bytes(buf)[:n - scalar_bytes] != packed[:n - scalar_bytes]:
+        raise AscendCCheckError(f"kernel {plan.name}: the printed host tiling disagrees with the Python "
+                                "tiling (internal error; please report it with the IR)")
 
 
 def pack_tiling(plan, scalars: dict[str, float]) -> bytes:

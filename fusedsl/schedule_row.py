@@ -1,0 +1,372 @@
+"""The schedule of a row kernel for the Ascend C backend (printed by backend_ascendc/printer_row.py).
+
+A row kernel (FS112: softmax, layer_norm(+gelu), rms_norm(+residual), or a lone last-axis
+sum/mean/max/min) computes, per row of its reductions' operand shape [*outer, C], elementwise
+ops, reductions over the row and ops broadcasting their results back over the row.  When a
+row fits in UB the plan is the single-read one:
+
+    CopyIn     a tile of `tileRows` whole rows of every row-shaped input (one DMA per tile)
+    Compute    row by row, every op in program order on UB row views: an elementwise op is
+               the tile stmts the vector scheduler gives it (row_plan.OpStep, so casts and
+               rounding are those of vector kernels); a reduction folds the row into 64
+               float32 lanes with binary ops (a count that ends mid-chunk touches only its
+               lanes, so the row's pad is never read) and reduces the lanes with one per-repeat
+               WholeReduce (CANN >= 9.1: ReduceRepeat); float16/bfloat16 rows are cast to
+               float32 first, so they accumulate in float32; the per-row result reaches later
+               ops as a scalar register
+    CopyOut    the tile of every row-shaped output (one DMA), and per-row results
+
+so x is read once and y written once.  Per-row values other than inputs and outputs need one
+row of UB each (not a tile): the tile size is what is left of the budget after them.
+
+A row that does not fit (the single-read plan needs more UB than the budget at one row per
+tile) is refused with the figures; the CPU executors still run it (multi-pass, llvm_row).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import dtypes as dt
+from .errors import ScheduleError
+from .ir.core import Function, Op, Value
+from .ir.ops import CONSTANT, has_trait
+from .schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
+from .targets import Target
+
+REDUCTIONS = ("sum", "mean", "max", "min")
+FOLD_LANES = 64                      # float32 lanes of one 256-byte repeat: the fold's width
+MAX_ELEMS = 2 ** 32
+
+
+def _round_up(a: int, b: int) -> int:
+    return -(-a // b) * b
+
+
+@dataclass(frozen=True)
+class RowParam:
+    """A kernel parameter and how a row reads it."""
+
+    index: int
+    name: str                        # the IR name (printer_row makes it a C++ name)
+    dtype: dt.DType
+    kind: str                        # "full" (tile of rows) | "lastonly" (one row per core) |
+                                     # "general" (a row per row, outer dims partly broadcast) |
+                                     # "perrow" (one value per row) | "scalar" | "runtime_scalar"
+    present: tuple[bool, ...] = ()   # per outer dim: present (True) or broadcast
+
+
+@dataclass(frozen=True)
+class RowOutput:
+    index: int
+    dtype: dt.DType
+    kind: str                        # "row" (a tile of rows) | "rowscalar" (one value per row)
+
+
+@dataclass
+class RowSchedule:
+    fn: Function
+    target: Target
+    row_shape: tuple                 # [*outer, C]; dims may be symbolic
+    params: list[RowParam]
+    outputs: list[RowOutput]
+    steps: dict                      # id(op) -> row_plan.OpStep for every elementwise op
+    kinds: dict                      # id(value) -> "row" | "rowscalar" | "const" | "param"
+    slack: int                       # elements read past a count (Compare) in every row buffer
+    ub_budget: int
+    tile_row_bytes: int              # UB bytes per element of a tile row (queues, double-buffered)
+    tile_scalar_bytes: int           # UB bytes per tile row for per-row results (double-buffered)
+    in_num: int                      # buffers per VECIN queue (2 = double-buffered)
+    out_num: int                     # buffers per VECOUT queue
+    needs_wide: bool                 # a reduction over a 16-bit row (cast to float32 first)
+    row_bytes: int                   # UB bytes per element of a single row (per-row values, temps)
+    fixed_bytes: int                 # UB bytes independent of C (fold lanes, per-row results)
+    block_elems: int                 # row alignment in elements (32 B of the narrowest row dtype)
+    out_row_bytes: int               # GM bytes a row writes per element of C (core split)
+    in_row_bytes: int                # GM bytes a row reads per element of C
+    shared_row_bytes: int            # GM bytes per element of C of the rows every core reads once
+    plan_note: str = ""              # which plan and why (for the report)
+
+    @property
+    def symbols(self) -> list[str]:
+        return sorted({d for d in self.row_shape if isinstance(d, str)})
+
+    @property
+    def inputs(self) -> list[RowParam]:   # the project writer asks each kernel for its inputs
+        return self.params
+
+    @property
+    def outer_rank(self) -> int:
+        return len(self.row_shape) - 1
+
+
+@dataclass(frozen=True)
+class RowTiling:
+    R: int
+    C: int
+    Cpad: int
+    tile_rows: int
+    total_tiles: int
+    tiles_per_core: int
+    block_dim: int
+    dims: tuple[int, ...]            # outer dims (at least one: 1 for a single row)
+    strides: tuple[tuple[int, ...], ...]   # per "general"/"perrow" param: element stride per outer dim
+
+    @property
+    def words(self) -> list[int]:
+        """The tiling struct as the printed C++ lays it out (all 32-bit)."""
+        w = [self.R, self.C, self.Cpad, self.tile_rows, self.total_tiles, self.tiles_per_core, self.block_dim]
+        w += list(self.dims)
+        for st in self.strides:
+            w += list(st)
+        return w
+
+
+def is_row_kernel(fn: Function) -> bool:
+    """A kernel of last-axis reductions (and ops around them) that this schedule prints."""
+    from .backend_cpu.row_plan import has_row_reduction
+    return has_row_reduction(fn)
+
+
+def schedule_row_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) -> RowSchedule:
+    """The single-read row schedule of `fn`; ScheduleError (located) when it cannot be printed."""
+    from .backend_cpu.row_plan import plan_row_kernel
+    from .backend_cpu.stmts import LoweringError
+    ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
+    where = ops[-1].loc if ops else fn.loc
+    try:
+        plan = plan_row_kernel(fn, target)
+    except LoweringError as exc:
+        raise ScheduleError(f"the Ascend C backend cannot print row kernel {fn.name}: {exc}", loc=where,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))") from None
+    for op in ops:
+        if op.name in REDUCTIONS and not op.operands[0].dtype.is_float:
+            raise ScheduleError(f"{op.name} over {op.operands[0].dtype.name} rows is not printed as Ascend C yet "
+                                "(the reduction APIs take half/float)", loc=op.loc,
+                                hint="cast the operand to float32 before reducing, or run on the CPU executors")
+    steps = {id(s.op): s for ph in plan.phases for s in ph.scalar_ops + ph.row_ops}
+    row_shape = tuple(plan.row_shape)
+    outer = row_shape[:-1]
+    params = [_classify(i, p, row_shape) for i, p in enumerate(fn.params)]
+    outputs = [RowOutput(i, v.dtype, plan.kinds[id(v)]) for i, v in enumerate(fn.results)]
+
+    # UB: tiles of row inputs/outputs (double-buffered queues), single rows for the rest
+    itemsize = {d: (1 if d == dt.bool_ else d.itemsize) for d in dt.ALL}
+    limit = target.max_queue_buffers_per_position   # double-buffer a position only within its budget
+    n_in = sum(1 for p in params if p.kind in ("full", "general"))
+    n_out = len(outputs)
+    for n, what in ((n_in, "inputs read per tile"), (n_out, "outputs")):
+        if n > limit:
+            raise ScheduleError(f"row kernel {fn.name} has {n} {what}; {target.name} allows {limit} queue buffers "
+                                "per position", loc=where, hint="split the kernel (fewer inputs or outputs)")
+    in_num = 2 if 2 * n_in <= limit else 1
+    out_num = 2 if 2 * n_out <= limit else 1
+    tile_row_bytes = in_num * sum(itemsize[p.dtype] for p in params if p.kind in ("full", "general"))
+    tile_row_bytes += out_num * sum(itemsize[o.dtype] for o in outputs if o.kind == "row")
+    row_bytes = sum(itemsize[p.dtype] for p in params if p.kind == "lastonly")
+    _, row_values = allocate_row_values(fn, plan.kinds)
+    pool = temp_pool(steps.values())
+    row_bytes += sum(itemsize[d] * n for d, n in list(row_values.items()) + list(pool.items()))
+    needs_wide = any(op.name in REDUCTIONS and op.operands[0].dtype != dt.float32 for op in ops)
+    row_bytes += 4 if needs_wide else 0   # the float32 copy a 16-bit row is reduced from
+    slack = max((s.sched.slack_elems for s in steps.values()), default=0)
+    fixed = FOLD_LANES * 4 + 32 + 32 * rs_slots(fn)   # fold lanes, reduce result, one 32-B slot per row scalar
+    tile_scalar_bytes = out_num * sum(itemsize[o.dtype] for o in outputs if o.kind == "rowscalar")
+    fixed += out_num * sum(32 for o in outputs if o.kind == "rowscalar")   # their buffers round up to 32 B
+    sizes = [itemsize[p.dtype] for p in params if p.kind in ("full", "general", "lastonly")]
+    sizes += [itemsize[o.dtype] for o in outputs if o.kind == "row"]
+    sizes += [itemsize[d] for d in list(row_values) + list(pool)]
+    block = 32 // min(sizes or [4])   # every row buffer starts on 32 bytes
+    sched = RowSchedule(
+        fn=fn, target=target, row_shape=row_shape, params=params, outputs=outputs, steps=steps, kinds=plan.kinds,
+        slack=slack, ub_budget=int(target.ub_bytes * ub_fraction), tile_row_bytes=tile_row_bytes,
+        tile_scalar_bytes=tile_scalar_bytes, in_num=in_num, out_num=out_num, needs_wide=needs_wide,
+        row_bytes=row_bytes, fixed_bytes=fixed, block_elems=block,
+        out_row_bytes=sum(o.dtype.itemsize for o in outputs if o.kind == "row"),
+        in_row_bytes=sum(p.dtype.itemsize for p in params if p.kind in ("full", "general")),
+        shared_row_bytes=sum(p.dtype.itemsize for p in params if p.kind == "lastonly"))
+    if all(isinstance(d, int) for d in row_shape[-1:]):
+        C = row_shape[-1]
+        need = row_need(sched, C, 1)
+        if need > sched.ub_budget:
+            raise ScheduleError(
+                f"row kernel {fn.name} ({', '.join(op.name for op in ops)}): one row of {C} elements needs "
+                f"{need} bytes of UB in the single-read plan (tile of 1 row: {tile_row_bytes} B/element in "
+                f"double-buffered queues, {row_bytes} B/element in per-row buffers), but {target.name} has "
+                f"{sched.ub_budget}; the multi-pass plan for rows bigger than UB is not printed yet",
+                loc=where, hint="this kernel still runs on the CPU executors (kernel(*arrays)); or split the rows")
+    sched.plan_note = ("single-read: a tile of whole rows in UB, every reduction and the ops after it on the "
+                       "row while it is there (x read once, y written once)")
+    return sched
+
+
+def row_need(sched: RowSchedule, C: int, tile_rows: int) -> int:
+    """UB bytes of the plan for rows of C elements and tiles of `tile_rows` rows."""
+    cpad = _round_up(C, sched.block_elems) + sched.slack
+    return (tile_rows * (sched.tile_row_bytes * cpad + sched.tile_scalar_bytes) + sched.row_bytes * cpad
+            + sched.fixed_bytes)
+
+
+def _classify(index: int, p, row_shape) -> RowParam:
+    name = p.value.name
+    if p.kind == "scalar":
+        return RowParam(index, name, p.value.dtype, "runtime_scalar")
+    shape = tuple(p.value.shape)
+    padded = (1,) * (len(row_shape) - len(shape)) + shape
+    present = tuple(d != 1 or r == 1 for d, r in zip(padded[:-1], row_shape[:-1]))
+    last = padded[-1] == row_shape[-1]   # (as row_plan: such a parameter streams along the row)
+    if not last:
+        size = 1
+        for d in shape:
+            size = size * d if isinstance(d, int) else -1
+        return RowParam(index, name, p.value.dtype, "scalar" if size == 1 else "perrow", present)
+    if all(present) and padded == row_shape:
+        return RowParam(index, name, p.value.dtype, "full", present)
+    if not any(d != 1 for d in padded[:-1]):
+        return RowParam(index, name, p.value.dtype, "lastonly", present)
+    return RowParam(index, name, p.value.dtype, "general", present)
+
+
+def allocate_row_values(fn: Function, kinds: dict) -> tuple[dict, dict]:
+    """One row buffer per row value that is neither an input nor an output, reused (same
+    dtype) once its last reader has run; a value's buffer is taken before its operands' are
+    given back, so an op never writes a buffer it is still reading.
+
+    Returns (id(value) -> (dtype, buffer number), dtype -> buffers of that dtype)."""
+    results = {id(v) for v in fn.results}
+    last_use: dict[int, int] = {}
+    for i, op in enumerate(fn.ops):
+        for v in op.operands:
+            last_use[id(v)] = i
+    assign: dict[int, tuple] = {}
+    count: dict[dt.DType, int] = {}
+    free: dict[dt.DType, list] = {}
+    for i, op in enumerate(fn.ops):
+        for v in op.results:
+            if kinds.get(id(v)) == "row" and id(v) not in results:
+                pool = free.setdefault(v.dtype, [])
+                if pool:
+                    assign[id(v)] = (v.dtype, pool.pop(0))
+                else:
+                    assign[id(v)] = (v.dtype, count.get(v.dtype, 0))
+                    count[v.dtype] = count.get(v.dtype, 0) + 1
+        for v in dict.fromkeys(op.operands):
+            if id(v) in assign and last_use.get(id(v)) == i:
+                free.setdefault(v.dtype, []).append(assign[id(v)][1])
+    return assign, count
+
+
+def temp_pool(steps) -> dict:
+    """dtype -> how many row temporaries the steps need at most at once."""
+    pool: dict[dt.DType, int] = {}
+    for s in steps:
+        count: dict[dt.DType, int] = {}
+        for name, slot in s.sched.slots.items():
+            if slot.role not in ("in", "out"):
+                count[slot.dtype] = count.get(slot.dtype, 0) + 1
+        for d, n in count.items():
+            pool[d] = max(pool.get(d, 0), n)
+    return pool
+
+
+def rs_slots(fn: Function) -> int:
+    """32-byte UB slots for per-row values (one per op result or parameter at most)."""
+    return len(fn.ops) + len(fn.params)
+
+
+def resolve(sched: RowSchedule, sizes: dict[str, int]) -> tuple[int, ...]:
+    return tuple(sizes[d] if isinstance(d, str) else d for d in sched.row_shape)
+
+
+def compute_row_tiling(sched: RowSchedule, sizes: dict[str, int], target: Target) -> RowTiling:
+    """Tiles of whole rows, contiguous tile ranges per core (mirrored by the printed host code)."""
+    shape = resolve(sched, sizes)
+    C = shape[-1]
+    dims = tuple(shape[:-1]) or (1,)
+    R = 1
+    for d in dims:
+        R *= d
+    strides = []
+    for p in sched.params:
+        if p.kind in ("general", "perrow"):
+            st, acc = [], 1
+            for present, n in zip(reversed(p.present), reversed(shape[:-1])):
+                st.append(acc if present else 0)
+                if present:
+                    acc *= n
+            st = list(reversed(st)) or [0]
+            strides.append(tuple(st))
+    Cpad = _round_up(C, sched.block_elems)
+    if R * (Cpad + sched.slack) >= MAX_ELEMS:
+        raise ScheduleError(f"row kernel {sched.fn.name}: {R} rows of {C} elements need 64-bit offsets; the "
+                            "printed kernels use 32-bit element offsets", loc=sched.fn.loc,
+                            hint="split the tensor into parts below 2**32 elements")
+    if R == 0 or C == 0:
+        return RowTiling(R, C, Cpad, 1, 0, 0, 0, dims, tuple(strides))
+    cpad = Cpad + sched.slack
+    left = sched.ub_budget - sched.row_bytes * cpad - sched.fixed_bytes
+    fit = max(0, left) // (sched.tile_row_bytes * cpad + sched.tile_scalar_bytes)
+    if fit < 1:
+        raise ScheduleError(
+            f"row kernel {sched.fn.name}: one row of {C} elements needs {row_need(sched, C, 1)} bytes of UB in the "
+            f"single-read plan, but {target.name} has {sched.ub_budget}; the multi-pass plan for rows bigger than "
+            "UB is not printed yet", loc=sched.fn.loc,
+            hint="this kernel still runs on the CPU executors (kernel(*arrays)); or split the rows")
+    moved = R * C * max(sched.out_row_bytes, sched.in_row_bytes, 1)
+    want = max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), R))
+    if sched.shared_row_bytes:   # every core reads the shared rows (gamma, beta) once: keep that <= 2 %
+        want = max(1, min(want, R * (sched.in_row_bytes + sched.out_row_bytes) // (50 * sched.shared_row_bytes)))
+    rows_per_core = -(-R // want)
+    tile_rows = max(1, min(fit, rows_per_core, MAX_BLOCK_COUNT))
+    total_tiles = -(-R // tile_rows)
+    tiles_per_core = -(-total_tiles // want)
+    if not target.has_datacopypad:
+        tiles_per_core = _line_aligned(sched, tiles_per_core, total_tiles, tile_rows, C)
+    block_dim = -(-total_tiles // tiles_per_core)
+    return RowTiling(R, C, Cpad, tile_rows, total_tiles, tiles_per_core, block_dim, dims, tuple(strides))
+
+
+def _line_aligned(sched: RowSchedule, tiles_per_core: int, total_tiles: int, tile_rows: int, C: int) -> int:
+    """Without DataCopyPad, row tails (and per-row results) are written with SetValue through
+    each core's 64-byte data cache: grow tilesPerCore until every core's share of every
+    output starts on a 64-byte line, so no two cores write the same line."""
+    def shared(per_core: int) -> bool:
+        for s in range(per_core, total_tiles, per_core):
+            row = s * tile_rows
+            for o in sched.outputs:
+                off = row * (C if o.kind == "row" else 1)
+                if off * o.dtype.itemsize % 64:
+                    return True
+        return False
+    while tiles_per_core < total_tiles and shared(tiles_per_core):
+        tiles_per_core += 1
+    return tiles_per_core
+
+
+def rowscalar_dtype(v: Value) -> dt.DType:
+    return compute_dtype(v.dtype)
+
+
+def row_ub_plan(sched: RowSchedule, tiling: RowTiling) -> list[tuple[str, str, int, int]]:
+    """(buffer, position, bytes, count) of every InitBuffer the printed row kernel makes."""
+    item = (lambda d: 1 if d == dt.bool_ else d.itemsize)
+    tile = tiling.tile_rows * tiling.Cpad + sched.slack
+    row = tiling.Cpad + sched.slack
+    plan = []
+    for p in sched.params:
+        if p.kind in ("full", "general"):
+            plan.append((f"q_{p.name}", "VECIN", tile * item(p.dtype), sched.in_num))
+        elif p.kind == "lastonly":
+            plan.append((f"b_{p.name}", "VECCALC", row * item(p.dtype), 1))
+    for o in sched.outputs:
+        nbytes = tile * item(o.dtype) if o.kind == "row" else _round_up(tiling.tile_rows * item(o.dtype), 32)
+        plan.append((f"q_y{o.index}", "VECOUT", nbytes, sched.out_num))
+    _, counts = allocate_row_values(sched.fn, sched.kinds)
+    for d, n in sorted(counts.items(), key=lambda x: x[0].name):
+        plan += [(f"b_rv_{d.name}_{i}", "VECCALC", row * item(d), 1) for i in range(n)]
+    for d, n in sorted(temp_pool(sched.steps.values()).items(), key=lambda x: x[0].name):
+        plan += [(f"b_tmp_{d.name}_{i}", "VECCALC", row * item(d), 1) for i in range(n)]
+    if sched.needs_wide:
+        plan.append(("b_wide", "VECCALC", row * 4, 1))
+    plan += [("b_lanes", "VECCALC", FOLD_LANES * 4, 1), ("b_red", "VECCALC", 32, 1),
+             ("b_rs", "VECCALC", 32 * rs_slots(sched.fn), 1)]
+    return plan

@@ -1,0 +1,186 @@
+"""Row kernels (softmax, layer_norm, rms_norm, last-axis reductions) printed as Ascend C and run
+on the CPU implementation of the API: results against numpy, GM traffic against the minimum,
+the CANN-version spelling of the reductions, and the error for rows bigger than UB."""
+import os
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fusedsl as fs
+from fusedsl.reference import run_module
+
+TARGETS = ["ascend910b", "ascend910b4", "ascend310p", "ascend910"]
+TOL = {"float32": 2e-5, "float16": 2e-2, "bfloat16": 5e-2}
+EXAMPLES = max(3, int(os.environ.get("FUSEDSL_FUZZ_EXAMPLES", "500")) // 80)
+
+
+def _np(dtype):
+    return np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _layer_norm(x, g, b, eps=1e-5):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * g + b
+
+
+def _rms_norm(x, g, eps=1e-6):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
+
+
+def _close(got, want, dtype):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    assert got.shape == want.shape
+    err = np.abs(got - want).max() if got.size else 0.0
+    assert err <= TOL[dtype] * (1 + np.abs(want).max()), f"max abs error {err}"
+
+
+def _outs(r):
+    return r if isinstance(r, tuple) else (r,)
+
+
+@pytest.mark.parametrize("target,dtype", [(t, d) for t in TARGETS for d in ("float32", "float16")]
+                         + [("ascend910b", "bfloat16")])
+def test_norms_softmax_and_reductions_agree_with_numpy(target, dtype):
+    @fs.fused_kernel(target=target)
+    def norms(x, g, b, r, z):
+        return (fs.softmax(x, axis=-1), fs.gelu(fs.layer_norm(x, g, b)), fs.rms_norm(x, g) + r,
+                fs.sum(z, axis=-1), fs.max(z, axis=-1, keepdims=True), fs.mean(z, axis=-1), fs.min(z, axis=-1))
+
+    rng = np.random.default_rng(7)
+    npdt = _np(dtype)
+    x = (rng.standard_normal((9, 77)) * 3).astype(npdt)   # odd row length, rows not a tile multiple
+    g = rng.standard_normal(77).astype(npdt)
+    b = rng.standard_normal(77).astype(npdt)
+    r = rng.standard_normal((9, 77)).astype(npdt)
+    z = rng.standard_normal((2, 3, 33)).astype(npdt)
+    k = norms.compile(x, g, b, r, z)
+    assert all(p.row is not None for p in k.kernels if p.kind != "vector")
+    got = k.simulate(x, g, b, r, z)
+    ref = run_module(k.graph, [x, g, b, r, z])   # the reference interpreter (one rounding per op)
+    for a, w in zip(got, ref):
+        _close(a, w, dtype)
+    xf, gf, bf, rf, zf = (a.astype(np.float64) for a in (x, g, b, r, z))
+    _close(got[0], _softmax(xf), dtype)
+    _close(got[2], _rms_norm(xf, gf) + rf, dtype)
+    _close(got[3], zf.sum(-1), dtype)
+    _close(got[4], zf.max(-1, keepdims=True), dtype)
+    _close(got[5], zf.mean(-1), dtype)
+    _close(got[6], zf.min(-1), dtype)
+    for a, w in zip(got, _outs(k(x, g, b, r, z))):   # and the LLVM executor
+        _close(a, w, dtype)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.integers(1, 12), cols=st.integers(1, 260), op=st.sampled_from(["sum", "mean", "max", "min"]),
+       keepdims=st.booleans(), dtype=st.sampled_from(["float32", "float16"]), target=st.sampled_from(TARGETS),
+       seed=st.integers(0, 2 ** 16))
+def test_generated_row_reductions_agree_with_numpy(rows, cols, op, keepdims, dtype, target, seed):
+    fn = {"sum": fs.sum, "mean": fs.mean, "max": fs.max, "min": fs.min}[op]
+
+    @fs.fused_kernel(target=target)
+    def red(x, y):   # the reduction, and a softmax-like use of it broadcast back over the row
+        m = fn(x, axis=-1, keepdims=True)
+        return fn(x, axis=-1, keepdims=keepdims), (y - m) * 0.5
+
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-4, 4, (rows, cols)).astype(dtype)
+    y = rng.uniform(-4, 4, (rows, cols)).astype(dtype)
+    k = red.compile(x, y)
+    got = k.simulate(x, y)
+    xf = x.astype(np.float64)
+    want = getattr(np, op)(xf, axis=-1, keepdims=keepdims)
+    _close(got[0], want, dtype)
+    ref = run_module(k.graph, [x, y])
+    _close(got[1], ref[1], dtype)
+
+
+def test_softmax_reads_x_once_and_writes_y_once():
+    @fs.fused_kernel
+    def sm(x):
+        return fs.softmax(x, axis=-1)
+
+    x = np.random.default_rng(0).standard_normal((300, 1000)).astype(np.float32)
+    k = sm.compile(x)
+    assert len(k.kernels) == 1
+    _close(k.simulate(x), _softmax(x.astype(np.float64)), "float32")
+    rep = k.report()
+    assert rep.gm_bytes_measured == rep.gm_bytes_min == 2 * x.nbytes
+    assert "plan: single-read" in str(rep)
+    assert rep.kernels[0].ub_bytes <= k.target.ub_bytes
+
+
+def test_layer_norm_gelu_is_within_two_percent_of_the_minimum_traffic():
+    @fs.fused_kernel
+    def ln(x, g, b):
+        return fs.gelu(fs.layer_norm(x, g, b))
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((512, 768)).astype(np.float32)   # small: the core count keeps the re-read of g, b low
+    g = rng.standard_normal(768).astype(np.float32)
+    b = rng.standard_normal(768).astype(np.float32)
+    k = ln.compile(x, g, b)
+    assert len(k.kernels) == 1 and k.kernels[0].kind == "row"
+    _close(k.simulate(x, g, b), run_module(k.graph, [x, g, b])[0], "float32")
+    rep = k.report()
+    assert rep.gm_bytes_measured <= 1.02 * rep.gm_bytes_min   # g and b are read once per core
+
+
+def test_cann_version_picks_the_reduction_spelling():
+    def make(version):
+        @fs.fused_kernel(cann_version=version)
+        def sm(x):
+            return fs.softmax(x, axis=-1)
+        return sm
+
+    x = np.random.default_rng(2).standard_normal((5, 70)).astype(np.float32)
+    old, new = make("8.5").compile(x), make("9.1").compile(x)
+    assert "WholeReduceSum<float>" in old.source and "ReduceRepeat" not in old.source
+    assert "ReduceRepeat<AscendC::ReduceType::SUM, float, float>" in new.source
+    assert "WholeReduce" not in new.source
+    _close(new.simulate(x), _softmax(x.astype(np.float64)), "float32")
+    with pytest.raises(fs.TargetError, match="cann_version='nine' is not a CANN version"):
+        make("nine").compile(x)
+
+
+def test_a_row_bigger_than_ub_is_refused_with_figures_and_still_runs_on_the_cpu():
+    @fs.fused_kernel
+    def sm(x):
+        return fs.softmax(x, axis=-1)   # the line the error points at
+
+    x = np.random.default_rng(3).standard_normal((2, 100000)).astype(np.float32)
+    k = sm.compile(x)
+    with pytest.raises(fs.ScheduleError) as info:
+        k.source
+    msg = str(info.value)
+    assert re.search(r"one row of 100000 elements needs \d+ bytes of UB", msg)
+    assert "ascend910b has 196352" in msg and "multi-pass" in msg
+    assert f"{os.path.basename(__file__)}:" in msg and "fusedsl/" not in msg.split("\n")[0]
+    assert "not printed as Ascend C" in str(k.report())
+    _close(k(x), _softmax(x.astype(np.float64)), "float32")
+
+
+def test_row_kernel_source_has_no_stl_and_saves_as_a_project(tmp_path):
+    from test_device_no_stl import _device_part
+
+    @fs.fused_kernel
+    def rms(x, g):
+        return fs.rms_norm(x, g)
+
+    x = np.ones((16, 48), np.float16)
+    k = rms.compile(x, np.ones(48, np.float16))
+    dev = _device_part(k.source)
+    assert "WholeReduceSum" in dev and not re.search(r"std::|#include <algorithm>", dev)
+    path = k.save(str(tmp_path / "proj"))
+    kernel_cpp = open(os.path.join(path, "rms_kernel.cpp")).read()
+    assert "class KernelRmsKernel" in kernel_cpp and "ReduceSumRow" in kernel_cpp
