@@ -20,7 +20,11 @@ so x is read once and y written once.  Per-row values other than inputs and outp
 row of UB each (not a tile): the tile size is what is left of the budget after them.
 
 A row that does not fit (the single-read plan needs more UB than the budget at one row per
-tile) is refused with the figures; the CPU executors still run it (multi-pass, llvm_row).
+tile) gets the multi-pass plan: one pass per phase of the row plan (a reduction's result is
+ready one pass after its operand), each walking the row in chunks that fit UB, recomputing
+from the inputs the row values it needs (so x is read once per pass that reads it: softmax
+and layer_norm 3 times, rms_norm twice); per-row values carry over between passes.  The
+choice needs the row length at compile time (a symbolic one gets the single-read plan).
 """
 from __future__ import annotations
 
@@ -63,6 +67,19 @@ class RowOutput:
 
 
 @dataclass
+class PassPlan:
+    """One pass over the row in the multi-pass plan (rows bigger than UB, walked in chunks)."""
+
+    scalar_ops: list                 # per-row ops run once before the pass, program order
+    ops: list                        # row ops run on every chunk (recomputed ones included)
+    reductions: list                 # reductions folded chunk by chunk
+    params: list                     # indices of the row parameters read per chunk
+    outputs: list                    # indices of the row outputs written in this pass
+    assign: dict                     # id(value) -> (dtype, row buffer) for this pass
+    counts: dict                     # dtype -> row buffers this pass needs
+
+
+@dataclass
 class RowSchedule:
     fn: Function
     target: Target
@@ -85,6 +102,9 @@ class RowSchedule:
     in_row_bytes: int                # GM bytes a row reads per element of C
     shared_row_bytes: int            # GM bytes per element of C of the rows every core reads once
     plan_note: str = ""              # which plan and why (for the report)
+    passes: list | None = None       # the multi-pass plan (None: single-read)
+    chunk: int = 0                   # multi-pass: elements per chunk
+    single_need: int = 0             # multi-pass: UB bytes the single-read plan would need
 
     @property
     def symbols(self) -> list[str]:
@@ -184,18 +204,69 @@ def schedule_row_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) 
         out_row_bytes=sum(o.dtype.itemsize for o in outputs if o.kind == "row"),
         in_row_bytes=sum(p.dtype.itemsize for p in params if p.kind in ("full", "general")),
         shared_row_bytes=sum(p.dtype.itemsize for p in params if p.kind == "lastonly"))
-    if all(isinstance(d, int) for d in row_shape[-1:]):
-        C = row_shape[-1]
-        need = row_need(sched, C, 1)
-        if need > sched.ub_budget:
-            raise ScheduleError(
-                f"row kernel {fn.name} ({', '.join(op.name for op in ops)}): one row of {C} elements needs "
-                f"{need} bytes of UB in the single-read plan (tile of 1 row: {tile_row_bytes} B/element in "
-                f"double-buffered queues, {row_bytes} B/element in per-row buffers), but {target.name} has "
-                f"{sched.ub_budget}; the multi-pass plan for rows bigger than UB is not printed yet",
-                loc=where, hint="this kernel still runs on the CPU executors (kernel(*arrays)); or split the rows")
+    if isinstance(row_shape[-1], int) and row_need(sched, row_shape[-1], 1) > sched.ub_budget:
+        sched.single_need = row_need(sched, row_shape[-1], 1)
+        return _multi_pass(sched, plan, where, ops)
     sched.plan_note = ("single-read: a tile of whole rows in UB, every reduction and the ops after it on the "
                        "row while it is there (x read once, y written once)")
+    return sched
+
+
+def _multi_pass(sched: RowSchedule, plan, where, ops) -> RowSchedule:
+    """Rows bigger than UB: one pass per phase of the row plan, each walking the row in chunks.
+    A pass recomputes the row values it needs from the inputs (UB cannot keep a row), so x is
+    read once per pass that reads it; per-row values (reductions, ops on them) carry over."""
+    fn, target = sched.fn, sched.target
+    C = sched.row_shape[-1]
+    producer = {id(op.result): op for op in fn.ops}
+    param_ix = {id(p.value): i for i, p in enumerate(fn.params)}
+    kinds = plan.kinds
+    passes = []
+    for phase in plan.phases:
+        own = [st.op for st in phase.row_ops]
+        chosen = {id(op) for op in own}
+        work = [v for op in own for v in op.operands] + [op.operands[0] for op in phase.reductions]
+        while work:
+            v = work.pop()
+            op = producer.get(id(v))
+            if op is None or id(op) in chosen or kinds.get(id(v)) != "row":
+                continue
+            chosen.add(id(op))
+            work += list(op.operands)
+        run = [op for op in fn.ops if id(op) in chosen]
+        read = {param_ix[id(v)] for op in run + phase.reductions for v in op.operands if id(v) in param_ix}
+        row_params = [i for i in sorted(read) if sched.params[i].kind in ("full", "general", "lastonly")]
+        outs = [i for i in phase.row_outputs]
+        out_ids = {id(fn.results[i]) for i in outs}
+        assign, counts = allocate_row_values(fn, kinds, run, out_ids)
+        # a value returned but made in another pass is recomputed into a row buffer here
+        passes.append(PassPlan([st.op for st in phase.scalar_ops], run, list(phase.reductions), row_params, outs,
+                               assign, counts))
+    itemsize = {d: (1 if d == dt.bool_ else d.itemsize) for d in dt.ALL}
+    limit = target.max_queue_buffers_per_position
+    queued = sorted({i for ps in passes for i in ps.params})
+    in_num = 2 if 2 * len(queued) <= limit else 1
+    per_elem = in_num * sum(itemsize[sched.params[i].dtype] for i in queued)
+    per_elem += sched.out_num * sum(itemsize[o.dtype] for o in sched.outputs if o.kind == "row")
+    per_elem += max((sum(itemsize[d] * n for d, n in ps.counts.items()) for ps in passes), default=0)
+    per_elem += sum(itemsize[d] * n for d, n in temp_pool(sched.steps.values()).items())
+    per_elem += 4 if sched.needs_wide else 0
+    lanes = max((len(ps.reductions) for ps in passes), default=0)
+    fixed = FOLD_LANES * 4 * max(1, lanes) + 32 + 32 * rs_slots(fn)
+    fixed += sched.out_num * 32 * sum(1 for o in sched.outputs if o.kind == "rowscalar")
+    chunk = ((sched.ub_budget - fixed) // max(1, per_elem) - sched.slack) // FOLD_LANES * FOLD_LANES
+    if chunk < FOLD_LANES:
+        raise ScheduleError(f"row kernel {fn.name} ({', '.join(op.name for op in ops)}): even a chunk of "
+                            f"{FOLD_LANES} elements needs more than the {sched.ub_budget} bytes of UB of "
+                            f"{target.name} ({per_elem} B per element, {fixed} B fixed)", loc=where,
+                            hint="split the kernel (fewer ops per kernel); it still runs on the CPU executors")
+    sched.passes, sched.chunk, sched.in_num = passes, min(chunk, _round_up(C, FOLD_LANES)), in_num
+    sched.tile_row_bytes, sched.row_bytes, sched.fixed_bytes, sched.tile_scalar_bytes = per_elem, 0, fixed, 0
+    reads = sum(1 for ps in passes if any(sched.params[i].kind in ("full", "general") for i in ps.params))
+    sched.plan_note = (f"multi-pass: a row of {C} elements needs {sched.single_need} bytes of UB in the "
+                       f"single-read plan, more than the {sched.ub_budget} of {target.name}; {len(passes)} passes "
+                       f"over each row in chunks of {sched.chunk} (x read {reads} times, every output written "
+                       "once, gamma-like rows read per row)")
     return sched
 
 
@@ -226,21 +297,22 @@ def _classify(index: int, p, row_shape) -> RowParam:
     return RowParam(index, name, p.value.dtype, "general", present)
 
 
-def allocate_row_values(fn: Function, kinds: dict) -> tuple[dict, dict]:
+def allocate_row_values(fn: Function, kinds: dict, ops=None, outputs=None) -> tuple[dict, dict]:
     """One row buffer per row value that is neither an input nor an output, reused (same
     dtype) once its last reader has run; a value's buffer is taken before its operands' are
     given back, so an op never writes a buffer it is still reading.
 
     Returns (id(value) -> (dtype, buffer number), dtype -> buffers of that dtype)."""
-    results = {id(v) for v in fn.results}
+    ops = fn.ops if ops is None else ops
+    results = {id(v) for v in fn.results} if outputs is None else outputs
     last_use: dict[int, int] = {}
-    for i, op in enumerate(fn.ops):
+    for i, op in enumerate(ops):
         for v in op.operands:
             last_use[id(v)] = i
     assign: dict[int, tuple] = {}
     count: dict[dt.DType, int] = {}
     free: dict[dt.DType, list] = {}
-    for i, op in enumerate(fn.ops):
+    for i, op in enumerate(ops):
         for v in op.results:
             if kinds.get(id(v)) == "row" and id(v) not in results:
                 pool = free.setdefault(v.dtype, [])
@@ -302,6 +374,13 @@ def compute_row_tiling(sched: RowSchedule, sizes: dict[str, int], target: Target
                             hint="split the tensor into parts below 2**32 elements")
     if R == 0 or C == 0:
         return RowTiling(R, C, Cpad, 1, 0, 0, 0, dims, tuple(strides))
+    if sched.passes is not None:   # multi-pass: one row per tile, walked in chunks of Cpad
+        moved = R * C * max(sched.out_row_bytes, sched.in_row_bytes, 1)
+        want = max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), R))
+        tiles_per_core = -(-R // want)
+        if not target.has_datacopypad:
+            tiles_per_core = _line_aligned(sched, tiles_per_core, R, 1, C)
+        return RowTiling(R, C, sched.chunk, 1, R, tiles_per_core, -(-R // tiles_per_core), dims, tuple(strides))
     cpad = Cpad + sched.slack
     left = sched.ub_budget - sched.row_bytes * cpad - sched.fixed_bytes
     fit = max(0, left) // (sched.tile_row_bytes * cpad + sched.tile_scalar_bytes)
@@ -309,8 +388,8 @@ def compute_row_tiling(sched: RowSchedule, sizes: dict[str, int], target: Target
         raise ScheduleError(
             f"row kernel {sched.fn.name}: one row of {C} elements needs {row_need(sched, C, 1)} bytes of UB in the "
             f"single-read plan, but {target.name} has {sched.ub_budget}; the multi-pass plan for rows bigger than "
-            "UB is not printed yet", loc=sched.fn.loc,
-            hint="this kernel still runs on the CPU executors (kernel(*arrays)); or split the rows")
+            "UB is chosen at compile time, which needs the row length then", loc=sched.fn.loc,
+            hint="give the last dimension a fixed size (not a symbolic one) for rows this long")
     moved = R * C * max(sched.out_row_bytes, sched.in_row_bytes, 1)
     want = max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), R))
     if sched.shared_row_bytes:   # every core reads the shared rows (gamma, beta) once: keep that <= 2 %

@@ -131,16 +131,10 @@ class RowPrinter:
              "    t->tileRows = uint32_t(tileRows); t->totalTiles = uint32_t(totalTiles);",
              "    t->tilesPerCore = uint32_t(tilesPerCore);",
              "    t->blockDim = uint32_t((totalTiles + tilesPerCore - 1) / tilesPerCore);"]
-        for p in self._strided():
-            bits = ", ".join("true" if b else "false" for b in p.present) or "false"
-            L += [f"    {{  // {self.cnames[p.index]}: {p.kind}",
-                  f"        const bool present[{self.k}] = {{{bits}}};",
-                  "        uint64_t acc = 1;",
-                  f"        for (int i = {self.k - 1}; i >= 0; --i) {{",
-                  f"            t->stride_{self.cnames[p.index]}[i] = present[i] ? uint32_t(acc) : 0u;",
-                  "            if (present[i]) acc *= dims[i];",
-                  "        }",
-                  "    }"]
+        if s.passes is not None:   # the single-read part ends at the empty-tensor return
+            L = L[:L.index("    const uint64_t cpad = Cpad + slack;")] + self._multi_host() + ["}"]
+            return "\n".join(L) + "\n"
+        L += self._strides()
         L += ["    return true;", "}"]
         return "\n".join(L) + "\n"
 
@@ -176,6 +170,36 @@ class RowPrinter:
     def _rt(self, p) -> str:
         return f"s_{self.cnames[p.index]}"
 
+    def _strides(self) -> list[str]:
+        L = []
+        for p in self._strided():
+            bits = ", ".join("true" if b else "false" for b in p.present) or "false"
+            L += [f"    {{  // {self.cnames[p.index]}: {p.kind}",
+                  f"        const bool present[{self.k}] = {{{bits}}};",
+                  "        uint64_t acc = 1;",
+                  f"        for (int i = {self.k - 1}; i >= 0; --i) {{",
+                  f"            t->stride_{self.cnames[p.index]}[i] = present[i] ? uint32_t(acc) : 0u;",
+                  "            if (present[i]) acc *= dims[i];",
+                  "        }",
+                  "    }"]
+        return L
+
+    def _multi_host(self) -> list[str]:
+        """Rows bigger than UB: one row per tile, walked in chunks of Cpad (fixed at compile time)."""
+        s = self.s
+        moved = max(s.out_row_bytes, s.in_row_bytes, 1)
+        return [f"    // multi-pass plan: chunks of {s.chunk} elements, one row per tile",
+                f"    t->Cpad = {s.chunk};",
+                f"    uint64_t want = (R * C * {moved} + {MIN_CORE_BYTES - 1}) / {MIN_CORE_BYTES};",
+                "    want = std::max<uint64_t>(1, std::min<uint64_t>({uint64_t(vectorCores), want, R}));",
+                "    const uint64_t tileRows = 1, totalTiles = R;  (void)tileRows;",
+                "    uint64_t tilesPerCore = (R + want - 1) / want;",
+                *self._line_aligned(),
+                "    t->totalTiles = uint32_t(totalTiles); t->tilesPerCore = uint32_t(tilesPerCore);",
+                "    t->blockDim = uint32_t((totalTiles + tilesPerCore - 1) / tilesPerCore);",
+                *self._strides(),
+                "    return true;"]
+
     def _line_aligned(self) -> list[str]:
         if self.t.has_datacopypad:
             return []
@@ -197,13 +221,16 @@ class RowPrinter:
         members, init, gm_init = [], [], []
         tile = "(t.tileRows * t.Cpad + {slack}) * sizeof({ty})"
         row = "(t.Cpad + {slack}) * sizeof({ty})"
+        multi = s.passes is not None
+        queued = ({i for ps in s.passes for i in ps.params} if multi else
+                  {p.index for p in s.params if p.kind in ("full", "general")})
         for p in s.params:
             nm, ty = self.cnames[p.index], p.dtype.ascendc
             if p.kind == "runtime_scalar":
                 continue
             members.append(f"    AscendC::GlobalTensor<{ty}> gm_{nm};")
             gm_init.append(f"        gm_{nm}.SetGlobalBuffer((__gm__ {ty}*){nm});")
-            if p.kind in ("full", "general"):
+            if p.index in queued:
                 members.append(f"    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_{nm};")
                 init.append(f"        pipe.InitBuffer(q_{nm}, {s.in_num}, {tile.format(slack=s.slack, ty=ty)});")
             elif p.kind == "lastonly":
@@ -222,7 +249,15 @@ class RowPrinter:
             else:
                 init.append(f"        pipe.InitBuffer(q_y{o.index}, {s.out_num}, "
                             f"(t.tileRows * sizeof({ty}) + 31) / 32 * 32);   // one value per row")
-        self._assign, counts = allocate_row_values(s.fn, s.kinds)
+        if multi:   # each pass has its own row buffers: allocate the most any pass needs
+            counts = {}
+            for ps in s.passes:
+                for d, n in ps.counts.items():
+                    counts[d] = max(counts.get(d, 0), n)
+            self._assign = {}
+        else:
+            self._assign, counts = allocate_row_values(s.fn, s.kinds)
+        self._rv_counts = counts
         for d, n in sorted(counts.items(), key=lambda x: x[0].name):
             for i in range(n):
                 members.append(f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{self._rv(d, i)};")
@@ -238,7 +273,8 @@ class RowPrinter:
         members += ["    AscendC::TBuf<AscendC::TPosition::VECCALC> b_lanes;  // the fold's 64 float32 lanes",
                     "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_red;    // a reduction's result",
                     "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_rs;     // per-row values, 32 B each"]
-        init += [f"        pipe.InitBuffer(b_lanes, {FOLD_LANES * 4});",
+        lanes = max([1] + [len(ps.reductions) for ps in s.passes]) if multi else 1
+        init += [f"        pipe.InitBuffer(b_lanes, {FOLD_LANES * 4 * lanes});   // {FOLD_LANES} per reduction",
                  "        pipe.InitBuffer(b_red, 32);",
                  f"        pipe.InitBuffer(b_rs, {32 * rs_slots(s.fn)});"]
         args = ", ".join(f"GM_ADDR {a}" for a in self._gm_args())
@@ -260,15 +296,17 @@ class RowPrinter:
               "        for (uint32_t tile = first; tile < last; ++tile) {",
               "            row0 = tile * tiling.tileRows;",
               "            nrows = MinU32(tiling.tileRows, tiling.R - row0);",
-              "            CopyIn();",
-              "            Compute();",
-              "            CopyOut();",
+              *(["            Passes();   // a row bigger than UB: CopyIn/Compute/CopyOut per chunk, per pass"]
+                if multi else
+                ["            CopyIn();",
+                 "            Compute();",
+                 "            CopyOut();"]),
               "        }",
               "    }",
               "",
               "private:"]
-        L += self._row_offset() + self._sync() + self._reduce_fn() + self._prologue() + self._copy_in()
-        L += self._compute() + self._copy_out()
+        L += self._row_offset() + self._sync() + self._reduce_fn() + self._prologue()
+        L += self._passes() if multi else self._copy_in() + self._compute() + self._copy_out()
         L += ["    AscendC::TPipe pipe;"] + members + [
             f"    {self.tiling} tiling;",
             "    uint32_t row0 = 0, nrows = 0;",
@@ -309,36 +347,38 @@ class RowPrinter:
                 ""]
 
     def _reduce_fn(self) -> list[str]:
-        """One member per reduction kind used: float32 row of n elements -> float."""
+        """Per reduction kind used: Fold (n float32 elements into 64 lanes), Finish (lanes ->
+        float) and ReduceXRow (a whole row: identity, fold, finish)."""
         kinds = sorted({op.name if op.name != "mean" else "sum" for op in self.s.fn.ops
                         if op.name in _IDENTITY})
         L = []
         for kind in kinds:
-            bin_api = _BINARY[kind]
-            L += [f"    // {kind} of n float32 elements: fold into {FOLD_LANES} lanes (each chunk's count stops at the",
-                  "    // row's end, so nothing past it is read), then reduce the lanes.",
-                  f"    __aicore__ inline float Reduce{_KIND[kind]}Row(const AscendC::LocalTensor<float>& src, uint32_t n)",
+            K, bin_api = _KIND[kind], _BINARY[kind]
+            L += [f"    // {kind}: fold n float32 elements into {FOLD_LANES} lanes (each chunk's count stops at the",
+                  "    // row's end, so nothing past it is read); the lanes start at the identity.",
+                  f"    __aicore__ inline void Fold{K}(const AscendC::LocalTensor<float>& lanes, "
+                  "const AscendC::LocalTensor<float>& src, uint32_t n)",
                   "    {",
-                  "        AscendC::LocalTensor<float> lanes = b_lanes.Get<float>();",
-                  f"        AscendC::Duplicate(lanes, {literal(_IDENTITY[kind], dt.float32)}, {FOLD_LANES});",
-                  "        AscendC::PipeBarrier<PIPE_V>();",
                   f"        for (uint32_t k = 0; k < n; k += {FOLD_LANES}) {{",
                   f"            AscendC::{bin_api}(lanes, lanes, src[k], MinU32({FOLD_LANES}, n - k));",
                   "            AscendC::PipeBarrier<PIPE_V>();",
-                  "        }"]
+                  "        }",
+                  "    }",
+                  f"    __aicore__ inline float Finish{K}(const AscendC::LocalTensor<float>& lanes)",
+                  "    {"]
             if self.float_reduce:
                 if self.new_api:   # CANN >= 9.1 spelling (ASCENDC.md 2.6)
                     call = (f"AscendC::ReduceRepeat<AscendC::ReduceType::{_REDUCE_TYPE[kind]}, float, float>"
                             f"(red, lanes, {FOLD_LANES}, 1, 1, 1, 8);")
                 else:
-                    call = f"AscendC::WholeReduce{_KIND[kind]}<float>(red, lanes, {FOLD_LANES}, 1, 1, 1, 8);"
+                    call = f"AscendC::WholeReduce{K}<float>(red, lanes, {FOLD_LANES}, 1, 1, 1, 8);"
                 L += ["        AscendC::LocalTensor<float> red = b_red.Get<float>();",
                       f"        {call}",
                       "        VectorToScalar();",
                       "        const float r = red.GetValue(0);",
-                      "        AscendC::PipeBarrier<PIPE_ALL>();   // red and lanes are rewritten by the next row",
+                      "        AscendC::PipeBarrier<PIPE_ALL>();   // red and the lanes are rewritten next",
                       "        return r;",
-                      "    }", ""]
+                      "    }"]
             else:   # 910A: no float reductions; halve the lanes down to one 32-byte block
                 L += [f"        for (uint32_t h = {FOLD_LANES // 2}; h >= 8; h /= 2) {{",
                       f"            AscendC::{bin_api}(lanes, lanes, lanes[h], h);",
@@ -353,7 +393,15 @@ class RowPrinter:
                       "        }",
                       "        AscendC::PipeBarrier<PIPE_ALL>();",
                       "        return r;",
-                      "    }", ""]
+                      "    }"]
+            L += [f"    __aicore__ inline float Reduce{K}Row(const AscendC::LocalTensor<float>& src, uint32_t n)",
+                  "    {",
+                  "        AscendC::LocalTensor<float> lanes = b_lanes.Get<float>();",
+                  f"        AscendC::Duplicate(lanes, {literal(_IDENTITY[kind], dt.float32)}, {FOLD_LANES});",
+                  "        AscendC::PipeBarrier<PIPE_V>();",
+                  f"        Fold{K}(lanes, src, n);",
+                  f"        return Finish{K}(lanes);",
+                  "    }", ""]
         return L
 
     def _prologue(self) -> list[str]:
@@ -364,7 +412,7 @@ class RowPrinter:
             if p.kind == "scalar":
                 cd = compute_dtype(p.dtype).ascendc
                 L.append(f"        v_{nm} = static_cast<{cd}>(static_cast<float>(gm_{nm}.GetValue(0)));")
-            elif p.kind == "lastonly":
+            elif p.kind == "lastonly" and self.s.passes is None:
                 L += [f"        row_{nm} = b_{nm}.Get<{p.dtype.ascendc}>();",
                       f"        CopyRowsIn(row_{nm}, gm_{nm}, 1, tiling.C, tiling.C, tiling.Cpad);",
                       "        AscendC::PipeBarrier<PIPE_ALL>();"]
@@ -436,28 +484,14 @@ class RowPrinter:
 
     def _row_body(self) -> list[str]:
         s = self.s
+        self._count = "tiling.C"
         self._scal: dict[int, str] = {}    # id(value) -> C++ scalar holding it for this row
         self._slot: dict[int, str] = {}    # id(value) -> UB row view / 32-byte slot view
         self._n_rs = 0
         self._n_sv = 0
         L: list[str] = []
         outputs = {id(v): i for i, v in enumerate(s.fn.results)}
-        for p in s.params:   # where each parameter's row lives
-            v, nm = s.fn.params[p.index].value, self.cnames[p.index]
-            if p.kind in ("full", "general"):
-                self._slot[id(v)] = f"in_{nm}[r * tiling.Cpad]"
-            elif p.kind == "lastonly":
-                self._slot[id(v)] = f"row_{nm}"
-            elif p.kind == "scalar":
-                self._scal[id(v)] = f"v_{nm}"
-            elif p.kind == "runtime_scalar":
-                self._scal[id(v)] = f"static_cast<{compute_dtype(p.dtype).ascendc}>(tiling.{self._rt(p)})"
-            elif p.kind == "perrow":
-                var = self._new_scalar()
-                cd = compute_dtype(p.dtype).ascendc
-                L.append(f"const {cd} {var} = static_cast<{cd}>(static_cast<float>("
-                         f"gm_{nm}.GetValue(RowOffset(row0 + r, tiling.stride_{nm}))));")
-                self._scal[id(v)] = var
+        self._param_setup(L)
         for op in s.fn.ops:
             if op.name == "constant":
                 continue
@@ -474,6 +508,120 @@ class RowPrinter:
             if s.kinds[id(v)] == "rowscalar":
                 L.append(f"out_y{i}.SetValue(r, {self._scalar_of(v, L)});")
         return L
+
+    def _param_setup(self, L: list[str]) -> None:
+        s = self.s
+        for p in s.params:   # where each parameter's row lives
+            v, nm = s.fn.params[p.index].value, self.cnames[p.index]
+            if s.passes is not None and p.kind in ("full", "general", "lastonly"):
+                self._slot[id(v)] = f"in_{nm}"   # this chunk of the row
+            elif p.kind in ("full", "general"):
+                self._slot[id(v)] = f"in_{nm}[r * tiling.Cpad]"
+            elif p.kind == "lastonly":
+                self._slot[id(v)] = f"row_{nm}"
+            elif p.kind == "scalar":
+                self._scal[id(v)] = f"v_{nm}"
+            elif p.kind == "runtime_scalar":
+                self._scal[id(v)] = f"static_cast<{compute_dtype(p.dtype).ascendc}>(tiling.{self._rt(p)})"
+            elif p.kind == "perrow":
+                var = self._new_scalar()
+                cd = compute_dtype(p.dtype).ascendc
+                L.append(f"const {cd} {var} = static_cast<{cd}>(static_cast<float>("
+                         f"gm_{nm}.GetValue(RowOffset(row0 + r, tiling.stride_{nm}))));")
+                self._scal[id(v)] = var
+
+    def _passes(self) -> list[str]:
+        """The multi-pass plan: per row, one pass per phase, each walking the row in chunks of
+        tiling.Cpad elements (CopyIn, the pass's ops, its reductions' folds, CopyOut per chunk)."""
+        s = self.s
+        self._scal, self._slot, self._n_rs, self._n_sv = {}, {}, 0, 0
+        self._count = "cn"
+        L: list[str] = []
+        self._param_setup(L)
+        for (d, n) in sorted(self._rv_counts.items(), key=lambda x: x[0].name):
+            for i in range(n):
+                L.append(f"AscendC::LocalTensor<{d.ascendc}> {self._rv(d, i)} = b_{self._rv(d, i)}.Get<{d.ascendc}>();")
+        for d, n in sorted(self._pool.items(), key=lambda x: x[0].name):
+            for i in range(n):
+                L.append(f"AscendC::LocalTensor<{d.ascendc}> {self._tmp(d, i)} = b_{self._tmp(d, i)}.Get<{d.ascendc}>();")
+        if s.needs_wide:
+            L.append("AscendC::LocalTensor<float> wide = b_wide.Get<float>();")
+        results = {id(v): i for i, v in enumerate(s.fn.results)}
+        for k, ps in enumerate(s.passes):
+            L.append(f"// pass {k}: {', '.join(op.name for op in ps.ops + ps.reductions) or 'per-row ops'}")
+            for op in ps.scalar_ops:
+                L += self._step(s.steps[id(op)])
+            for op in ps.ops:   # per-row operands as scalars, before the chunk loop (its scope ends)
+                step = s.steps[id(op)]
+                for inp in step.sched.inputs:
+                    if inp.var:
+                        self._scalar_of(step.sources[inp.index], L)
+            for j, red in enumerate(ps.reductions):
+                kind = "sum" if red.name == "mean" else red.name
+                L += [f"AscendC::LocalTensor<float> lanes{k}_{j} = b_lanes.Get<float>()[{FOLD_LANES * j}];",
+                      f"AscendC::Duplicate(lanes{k}_{j}, {literal(_IDENTITY[kind], dt.float32)}, {FOLD_LANES});",
+                      "AscendC::PipeBarrier<PIPE_V>();"]
+            body = ["const uint32_t cn = MinU32(tiling.Cpad, tiling.C - c0);"]
+            for i in ps.params:
+                p = s.params[i]
+                nm, ty = self.cnames[i], p.dtype.ascendc
+                off = {"full": "row0 * tiling.C + c0", "lastonly": "c0",
+                       "general": f"RowOffset(row0, tiling.stride_{nm}) + c0"}[p.kind]
+                body += [f"AscendC::LocalTensor<{ty}> in_{nm} = q_{nm}.AllocTensor<{ty}>();",
+                         f"CopyRowsIn(in_{nm}, gm_{nm}[{off}], 1, cn, cn, cn);",
+                         f"q_{nm}.EnQue(in_{nm});",
+                         f"in_{nm} = q_{nm}.DeQue<{ty}>();"]
+            for i in ps.outputs:
+                ty = s.fn.results[i].dtype.ascendc
+                body.append(f"AscendC::LocalTensor<{ty}> out_y{i} = q_y{i}.AllocTensor<{ty}>();")
+            for v in list(self._slot):   # row buffers are this pass's
+                if s.kinds.get(v) == "row":
+                    del self._slot[v]
+            own = {id(s.fn.results[i]) for i in ps.outputs}
+            for op in ps.ops:
+                v = op.result
+                self._slot[id(v)] = f"out_y{results[id(v)]}" if id(v) in own else self._rv(*ps.assign[id(v)])
+                body += self._step(s.steps[id(op)])
+            for j, red in enumerate(ps.reductions):
+                x = red.operands[0]
+                src = self._slot[id(x)]
+                if x.dtype != dt.float32:   # 16-bit rows accumulate in float32
+                    body += [f"AscendC::Cast(wide, {src}, AscendC::RoundMode::CAST_NONE, cn);",
+                             "AscendC::PipeBarrier<PIPE_V>();"]
+                    src = "wide"
+                body.append(f"Fold{_KIND['sum' if red.name == 'mean' else red.name]}(lanes{k}_{j}, {src}, cn);")
+            for i in ps.outputs:
+                ty = s.fn.results[i].dtype.ascendc
+                body += [f"q_y{i}.EnQue(out_y{i});",
+                         f"out_y{i} = q_y{i}.DeQue<{ty}>();",
+                         f"CopyRowsOut(gm_y{i}[row0 * tiling.C + c0], out_y{i}, 1, cn, cn, cn);",
+                         f"q_y{i}.FreeTensor(out_y{i});"]
+            for i in ps.params:
+                body.append(f"q_{self.cnames[i]}.FreeTensor(in_{self.cnames[i]});")
+            if ps.params or ps.ops or ps.reductions or ps.outputs:
+                L += ["for (uint32_t c0 = 0; c0 < tiling.C; c0 += tiling.Cpad) {"] + ["    " + b for b in body] + ["}"]
+            for j, red in enumerate(ps.reductions):
+                v = red.result
+                kind = "sum" if red.name == "mean" else red.name
+                expr = f"Finish{_KIND[kind]}(lanes{k}_{j})"
+                if red.name == "mean":
+                    expr = f"{expr} / static_cast<float>(tiling.C)"
+                var = self._new_scalar()
+                ty = v.dtype.ascendc
+                L.append(f"const {ty} {var} = static_cast<{ty}>({expr});")
+                self._scal[id(v)] = var
+        for i, v in enumerate(s.fn.results):
+            if s.kinds[id(v)] == "rowscalar":
+                ty = v.dtype.ascendc
+                val = self._scalar_of(v, L)
+                L += [f"AscendC::LocalTensor<{ty}> out_y{i} = q_y{i}.AllocTensor<{ty}>();",
+                      f"out_y{i}.SetValue(0, {val});",
+                      f"q_y{i}.EnQue(out_y{i});",
+                      f"out_y{i} = q_y{i}.DeQue<{ty}>();",
+                      f"CopyRowsOut(gm_y{i}[row0], out_y{i}, 1, 1, 1, 1);",
+                      f"q_y{i}.FreeTensor(out_y{i});"]
+        return (["    __aicore__ inline void Passes()", "    {", "        const uint32_t r = 0;  (void)r;"]
+                + ["        " + x for x in L] + ["    }", ""])
 
     def _new_scalar(self) -> str:
         self._n_sv += 1
@@ -550,7 +698,7 @@ class RowPrinter:
             names[name] = self._tmp(slot.dtype, i)
             if name in sched.prefill:
                 prefill.append((names[name], sched.prefill[name], slot.dtype))
-        count = "tiling.C" if step.kind == "row" else "1"
+        count = self._count if step.kind == "row" else "1"
         L.append(f"{{  // {step.op.name} ({cnames.comment(step.op.loc)})")
         L.append(f"    const uint32_t o = 0, n = {count};")
         for buf, value, d in prefill:   # lanes Compare may read past the count
