@@ -22,7 +22,8 @@ from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
-from .schedule_row import is_row_kernel, schedule_row_kernel
+from .schedule_reduce import schedule_reduce_kernel
+from .schedule_row import REDUCTIONS, is_row_kernel, schedule_row_kernel
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
 
 
@@ -68,8 +69,7 @@ class KernelPlan:
     @property
     def ub_plan(self) -> list[tuple[str, str, int, int]]:
         if self.row is not None and self.row_tiling is not None:
-            from .schedule_row import row_ub_plan
-            return row_ub_plan(self.row, self.row_tiling)
+            return self.row.ub_plan(self.row_tiling)
         if self.schedule is None or self.tiling is None:
             return []
         return ub_plan(self.schedule, self.tiling)
@@ -244,9 +244,8 @@ class CompiledKernel:
                 except ScheduleError as exc:   # e.g. one tile does not fit UB, 2**32 elements
                     plan.error = plan.size_error = exc
             elif plan.row is not None and (plan.error is None or plan.error is plan.size_error):
-                from .schedule_row import compute_row_tiling
                 try:
-                    plan.row_tiling = compute_row_tiling(plan.row, sizes, self.target)
+                    plan.row_tiling = plan.row.tiling(sizes, self.target)
                     plan.error = plan.size_error = None
                 except ScheduleError as exc:   # a row bigger than UB, 2**32 elements
                     plan.error = plan.size_error = exc
@@ -626,7 +625,12 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
         elif info.kind in ("row", "single") and is_row_kernel(fn):
             try:
                 row = schedule_row_kernel(fn, tgt, headroom)
-            except ScheduleError as exc:   # e.g. a row bigger than UB: still runs on the CPU
+            except ScheduleError as exc:   # e.g. a symbolic row too long for UB: still runs on the CPU
+                error = exc
+        elif info.kind == "single" and any(op.name in REDUCTIONS for op in fn.ops):
+            try:   # sum(x, axis=0), max(x), ...: rows or columns of a [A, K, B] view
+                row = schedule_reduce_kernel(fn, tgt, headroom)
+            except ScheduleError as exc:
                 error = exc
         if sched is not None and manager.dump_dir:   # the tile IR beside the graph IR dumps
             from .passes.base import write_atomic

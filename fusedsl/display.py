@@ -161,12 +161,12 @@ def report_body(rep) -> str:
             plans.append(f"<p>UB plan of <code>{escape(k.name)}</code>: {_fmt(k.ub_bytes)} of "
                          f"{_fmt(budget)} bytes</p>" + ub_plan_svg(k.ub_plan, budget))
     without = [k.name for k in rep.kernels if not k.ub_plan]
-    if without:   # cube, reduction and data-movement kernels have no vector UB plan here
-        plans.append(f'<p class="fsd-note">no vector UB plan: {escape(", ".join(without))}</p>')
+    if without:   # kernels not printed as Ascend C (cube kernels for now) have no UB plan
+        plans.append(f'<p class="fsd-note">no UB plan: {escape(", ".join(without))}</p>')
     if len(rep.kernels) <= 2:
         parts += plans
     else:         # many kernels: keep the display short
-        parts.append(details(f"UB plans ({len(rep.kernels) - len(without)} vector kernel(s))", "".join(plans)))
+        parts.append(details(f"UB plans ({len(rep.kernels) - len(without)} kernel(s))", "".join(plans)))
     gm = _gm_rows(rep)
     if gm:
         parts.append("<p><b>GM traffic</b> (bytes between global memory and the chip)</p>")

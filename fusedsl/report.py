@@ -47,8 +47,9 @@ class KernelRow:
         if row is not None:
             self.plan = row.plan_note
             if rt is not None and rt.total_tiles:
-                self.block_dim, self.tile_rows, self.tile_cols = rt.block_dim, rt.tile_rows, rt.C
-                self.tile_length, self.loops_per_core = rt.tile_rows * rt.C, rt.tiles_per_core
+                rows, cols = (1, rt.bn) if hasattr(rt, "bn") else (rt.tile_rows, rt.C)   # column / row tiles
+                self.block_dim, self.tile_rows, self.tile_cols = rt.block_dim, rows, cols
+                self.tile_length, self.loops_per_core = rows * cols, rt.tiles_per_core
         elif plan.kind == "row" and plan.error is not None:
             self.plan = f"not printed as Ascend C: {plan.error.message}"
         shared = plan.schedule.values_per_slot if plan.schedule is not None else {}

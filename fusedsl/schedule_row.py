@@ -118,6 +118,12 @@ class RowSchedule:
     def outer_rank(self) -> int:
         return len(self.row_shape) - 1
 
+    def tiling(self, sizes, target) -> "RowTiling":
+        return compute_row_tiling(self, sizes, target)
+
+    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
+        return row_ub_plan(self, tiling)
+
 
 @dataclass(frozen=True)
 class RowTiling:

@@ -204,3 +204,33 @@ def test_row_kernel_source_has_no_stl_and_saves_as_a_project(tmp_path):
     path = k.save(str(tmp_path / "proj"))
     kernel_cpp = open(os.path.join(path, "rms_kernel.cpp")).read()
     assert "class KernelRmsKernel" in kernel_cpp and "ReduceSumRow" in kernel_cpp
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(shape=st.lists(st.integers(1, 40), min_size=1, max_size=3), data=st.data(),
+       op=st.sampled_from(["sum", "mean", "max", "min"]), keepdims=st.booleans(),
+       dtype=st.sampled_from(["float32", "float16"]), target=st.sampled_from(TARGETS))
+def test_reductions_over_every_axis_agree_with_numpy(shape, data, op, keepdims, dtype, target):
+    """Other axes than the last: columns of an [A, K, B] view (or rows when B == 1)."""
+    rank = len(shape)
+    first = data.draw(st.integers(0, rank - 1), label="first")
+    last = data.draw(st.integers(first, rank - 1), label="last")
+    axis = None if (first, last) == (0, rank - 1) and data.draw(st.booleans(), label="none") else \
+        tuple(range(first, last + 1))
+    fn = {"sum": fs.sum, "mean": fs.mean, "max": fs.max, "min": fs.min}[op]
+    k = fs.fused_kernel(lambda x: fn(x, axis=axis, keepdims=keepdims), target=target)
+    x = np.random.default_rng(len(shape)).uniform(-3, 3, shape).astype(dtype)
+    c = k.compile(x)
+    assert c.kernels[0].row is not None, c.kernels[0].error
+    got = c.simulate(x)
+    _close(got, getattr(np, op)(x.astype(np.float64), axis=axis, keepdims=keepdims), dtype)
+
+
+def test_sum_over_axis_0_reads_x_once_on_several_cores_without_partials():
+    x = np.random.default_rng(5).standard_normal((2048, 1024)).astype(np.float32)
+    k = fs.fused_kernel(lambda x: fs.sum(x, axis=0)).compile(x)
+    _close(k.simulate(x), x.astype(np.float64).sum(0), "float32")
+    rep = k.report()
+    assert rep.gm_bytes_measured == rep.gm_bytes_min
+    assert rep.kernels[0].block_dim > 1
+    assert "never K, so there are no partial results to combine" in str(rep)

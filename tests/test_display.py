@@ -105,8 +105,9 @@ def test_multi_kernel_report_lists_every_kernel():
     assert page.column(page.tables[0], "kernel") == [r.name for r in rep.kernels]
     assert page.column(page.tables[0], "ops") == ["max", "sub, exp", "sum", "div, add"]
     text = "".join(page.text)
-    # four kernels: the UB plans collapse into <details>; reductions have no vector UB plan yet
-    assert "UB plans (2 vector kernel(s))" in text and "no vector UB plan: softmax_then_add_k0, " in text
+    # four kernels: the UB plans collapse into <details>; the reductions' (row kernels) included
+    assert "UB plans (4 kernel(s))" in text and "no UB plan" not in text
+    assert "UB plan of softmax_then_add_k0" in text
     assert page.tags.count("details") == 3
     assert "CompiledKernel softmax_then_add(float32[4, 32], float32[4, 32])" in repr(c)
 

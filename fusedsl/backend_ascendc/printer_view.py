@@ -221,6 +221,10 @@ def printer_for(sched, target, name: str) -> AscendCPrinter:
 def printer_for_plan(plan, target):
     """The printer of one kernel plan: row kernels (printer_row), else by its vector schedule."""
     if plan.schedule is None and plan.row is not None:
+        from ..schedule_reduce import ColumnSchedule
+        if isinstance(plan.row, ColumnSchedule):
+            from .printer_reduce import ColumnPrinter
+            return ColumnPrinter(plan.row, target, plan.name)
         from .printer_row import RowPrinter
         return RowPrinter(plan.row, target, plan.name)
     return printer_for(plan.schedule, target, plan.name)

@@ -84,9 +84,9 @@ def simulate(compiled, arrays, sizes):
 
 
 def _run_row(lib, compiled, plan, inputs, sizes):
-    from .printer_row import RowPrinter
+    from .printer_view import printer_for_plan
     sched, tiling = plan.row, plan.row_tiling
-    printer = RowPrinter(sched, compiled.target, plan.name)
+    printer = printer_for_plan(plan, compiled.target)
     scalars = {p.name: float(np.asarray(x).item()) for p, x in zip(sched.params, inputs) if p.kind == "runtime_scalar"}
     packed = printer.pack(tiling, scalars)
     _check_row_tiling(lib, plan, packed, sizes, compiled.target)
@@ -110,7 +110,7 @@ def _check_row_tiling(lib, plan, packed: bytes, sizes, target) -> None:
     size_fn.restype = ctypes.c_uint32
     n = size_fn()
     buf = (ctypes.c_uint8 * n)()
-    symbols = plan.row.symbols
+    symbols = list(plan.row.symbols)
     arr = (ctypes.c_int64 * max(1, len(symbols)))(*[sizes[s] for s in symbols])
     fn = getattr(cdll, f"fusedsl_tiling_{plan.name}")
     fn.restype = ctypes.c_int
