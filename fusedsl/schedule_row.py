@@ -77,6 +77,13 @@ class PassPlan:
     outputs: list                    # indices of the row outputs written in this pass
     assign: dict                     # id(value) -> (dtype, row buffer) for this pass
     counts: dict                     # dtype -> row buffers this pass needs
+    online: tuple | None = None      # (max op, sum op, sub op, exp op): softmax's max and sum in one pass
+
+    @property
+    def lanes(self) -> int:
+        """64-lane float32 accumulators: one per reduction; online softmax adds a chunk max
+        and a scratch block."""
+        return len(self.reductions) + (2 if self.online else 0)
 
 
 @dataclass
@@ -257,7 +264,8 @@ def _multi_pass(sched: RowSchedule, plan, where, ops) -> RowSchedule:
     per_elem += max((sum(itemsize[d] * n for d, n in ps.counts.items()) for ps in passes), default=0)
     per_elem += sum(itemsize[d] * n for d, n in temp_pool(sched.steps.values()).items())
     per_elem += 4 if sched.needs_wide else 0
-    lanes = max((len(ps.reductions) for ps in passes), default=0)
+    passes = _online_softmax(passes, fn)
+    lanes = max((ps.lanes for ps in passes), default=0)
     fixed = FOLD_LANES * 4 * max(1, lanes) + 32 + 32 * rs_slots(fn)
     fixed += sched.out_num * 32 * sum(1 for o in sched.outputs if o.kind == "rowscalar")
     chunk = ((sched.ub_budget - fixed) // max(1, per_elem) - sched.slack) // FOLD_LANES * FOLD_LANES
@@ -274,6 +282,52 @@ def _multi_pass(sched: RowSchedule, plan, where, ops) -> RowSchedule:
                        f"over each row in chunks of {sched.chunk} (x read {reads} times, every output written "
                        "once, gamma-like rows read per row)")
     return sched
+
+
+def _online_softmax(passes: list, fn: Function) -> list:
+    """Merge softmax's max pass and sum pass into one (x read twice instead of three times).
+
+    Pass k reduces m = max(a); pass k+1 only computes e = exp(a - m) and s = sum(e). One pass
+    keeps per-lane running maxima M and sums S and, per chunk, rescales S by exp(M_old - M_new)
+    before adding exp(a - M_new) (the "online softmax" recurrence); at the end the lanes are
+    combined the same way. float32 only (the recurrence's extra roundings in half would drift
+    from the reference's one rounding per op)."""
+    out = []
+    k = 0
+    while k < len(passes):
+        ps = passes[k]
+        nxt = passes[k + 1] if k + 1 < len(passes) else None
+        pair = _online_pair(ps, nxt) if nxt is not None else None
+        if pair is None:
+            out.append(ps)
+            k += 1
+            continue
+        ps.reductions = [pair[0], pair[1]]
+        ps.online = pair
+        out.append(ps)
+        k += 2
+    return out
+
+
+def _online_pair(ps, nxt):
+    if len(ps.reductions) != 1 or ps.reductions[0].name != "max" or ps.outputs or ps.online:
+        return None
+    if len(nxt.reductions) != 1 or nxt.reductions[0].name != "sum" or nxt.outputs or nxt.scalar_ops:
+        return None
+    red_max, red_sum = ps.reductions[0], nxt.reductions[0]
+    a = red_max.operands[0]
+    extra = [op for op in nxt.ops if op not in ps.ops]
+    if len(extra) != 2 or [op.name for op in extra] != ["sub", "exp"]:
+        return None
+    sub, exp = extra
+    if (sub.operands[0] is not a or sub.operands[1] is not red_max.result or exp.operands[0] is not sub.result
+            or red_sum.operands[0] is not exp.result):
+        return None
+    if any(v.dtype != dt.float32 for v in (a, sub.result, exp.result, red_max.result, red_sum.result)):
+        return None
+    if set(nxt.params) - set(ps.params):
+        return None
+    return red_max, red_sum, sub, exp
 
 
 def row_need(sched: RowSchedule, C: int, tile_rows: int) -> int:

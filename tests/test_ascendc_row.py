@@ -175,6 +175,22 @@ def test_rows_bigger_than_ub_take_the_multi_pass_plan(target):
     assert "x read 3 times" in report
 
 
+def test_softmax_over_rows_bigger_than_ub_reads_x_twice():
+    """The online recurrence merges the max and sum passes: x read twice, y written once."""
+    @fs.fused_kernel(target="ascend310p")
+    def sm(x):
+        return fs.softmax(x, axis=-1)
+
+    x = (np.random.default_rng(6).standard_normal((3, 100003)) * 4).astype(np.float32)
+    k = sm.compile(x)
+    assert len(k.kernels[0].row.passes) == 2 and k.kernels[0].row.passes[0].online
+    got = k.simulate(x)
+    want = _softmax(x.astype(np.float64))
+    assert np.abs(got - want).max() <= 1e-5 * want.max()
+    assert k.report().gm_bytes_measured == 3 * x.nbytes
+    assert "x read 2 times" in str(k.report())
+
+
 def test_a_symbolic_row_too_long_for_ub_is_refused_with_figures():
     @fs.fused_kernel
     def sm(x):

@@ -273,7 +273,7 @@ class RowPrinter:
         members += ["    AscendC::TBuf<AscendC::TPosition::VECCALC> b_lanes;  // the fold's 64 float32 lanes",
                     "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_red;    // a reduction's result",
                     "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_rs;     // per-row values, 32 B each"]
-        lanes = max([1] + [len(ps.reductions) for ps in s.passes]) if multi else 1
+        lanes = max([1] + [ps.lanes for ps in s.passes]) if multi else 1
         init += [f"        pipe.InitBuffer(b_lanes, {FOLD_LANES * 4 * lanes});   // {FOLD_LANES} per reduction",
                  "        pipe.InitBuffer(b_red, 32);",
                  f"        pipe.InitBuffer(b_rs, {32 * rs_slots(s.fn)});"]
@@ -556,6 +556,9 @@ class RowPrinter:
                 for inp in step.sched.inputs:
                     if inp.var:
                         self._scalar_of(step.sources[inp.index], L)
+            if ps.online:   # the chunk max and a scratch block of the online recurrence
+                L += [f"AscendC::LocalTensor<float> lanes{k}_{j} = b_lanes.Get<float>()[{FOLD_LANES * j}];"
+                      for j in (2, 3)]
             for j, red in enumerate(ps.reductions):
                 kind = "sum" if red.name == "mean" else red.name
                 L += [f"AscendC::LocalTensor<float> lanes{k}_{j} = b_lanes.Get<float>()[{FOLD_LANES * j}];",
@@ -582,7 +585,9 @@ class RowPrinter:
                 v = op.result
                 self._slot[id(v)] = f"out_y{results[id(v)]}" if id(v) in own else self._rv(*ps.assign[id(v)])
                 body += self._step(s.steps[id(op)])
-            for j, red in enumerate(ps.reductions):
+            if ps.online:
+                body += self._online_chunk(k, self._slot[id(ps.online[0].operands[0])])
+            for j, red in enumerate([] if ps.online else ps.reductions):
                 x = red.operands[0]
                 src = self._slot[id(x)]
                 if x.dtype != dt.float32:   # 16-bit rows accumulate in float32
@@ -600,7 +605,9 @@ class RowPrinter:
                 body.append(f"q_{self.cnames[i]}.FreeTensor(in_{self.cnames[i]});")
             if ps.params or ps.ops or ps.reductions or ps.outputs:
                 L += ["for (uint32_t c0 = 0; c0 < tiling.C; c0 += tiling.Cpad) {"] + ["    " + b for b in body] + ["}"]
-            for j, red in enumerate(ps.reductions):
+            if ps.online:
+                L += self._online_finish(k, ps.online)
+            for j, red in enumerate([] if ps.online else ps.reductions):
                 v = red.result
                 kind = "sum" if red.name == "mean" else red.name
                 expr = f"Finish{_KIND[kind]}(lanes{k}_{j})"
@@ -622,6 +629,41 @@ class RowPrinter:
                       f"q_y{i}.FreeTensor(out_y{i});"]
         return (["    __aicore__ inline void Passes()", "    {", "        const uint32_t r = 0;  (void)r;"]
                 + ["        " + x for x in L] + ["    }", ""])
+
+    def _online_chunk(self, k: int, src: str) -> list[str]:
+        """Online softmax, one chunk: M (lanes k_0) running maxima, S (k_1) running sums of
+        exp(a - M), per lane; S is rescaled by exp(M_old - M_new) before the chunk is added."""
+        M, S, cm, tmp = (f"lanes{k}_{j}" for j in range(4))
+        n = FOLD_LANES
+        b = "AscendC::PipeBarrier<PIPE_V>();"
+        return [f"AscendC::Duplicate({cm}, -__builtin_inff(), {n}); {b}",
+                f"FoldMax({cm}, {src}, cn);",
+                f"AscendC::Max({cm}, {cm}, {M}, {n}); {b}   // the new maxima",
+                f"AscendC::Sub({tmp}, {M}, {cm}, {n}); {b}",
+                f"AscendC::Exp({tmp}, {tmp}, {n}); {b}",
+                f"AscendC::Mul({S}, {S}, {tmp}, {n}); {b}   // earlier sums rescaled to them",
+                f"AscendC::Muls({M}, {cm}, 1.0f, {n}); {b}",
+                f"for (uint32_t k = 0; k < cn; k += {n}) {{",
+                f"    const uint32_t m = MinU32({n}, cn - k);",
+                f"    AscendC::Sub({tmp}, {src}[k], {M}, m); {b}",
+                f"    AscendC::Exp({tmp}, {tmp}, m); {b}",
+                f"    AscendC::Add({S}, {S}, {tmp}, m); {b}",
+                "}"]
+
+    def _online_finish(self, k: int, online) -> list[str]:
+        red_max, red_sum = online[0], online[1]
+        M, S, cm, tmp = (f"lanes{k}_{j}" for j in range(4))
+        n = FOLD_LANES
+        b = "AscendC::PipeBarrier<PIPE_V>();"
+        vm, vs = self._new_scalar(), self._new_scalar()
+        self._scal[id(red_max.result)], self._scal[id(red_sum.result)] = vm, vs
+        return [f"AscendC::Muls({cm}, {M}, 1.0f, {n}); {b}   // (Finish may overwrite its lanes)",
+                f"const float {vm} = FinishMax({cm});",
+                f"AscendC::Duplicate({tmp}, {vm}, {n}); {b}",
+                f"AscendC::Sub({tmp}, {M}, {tmp}, {n}); {b}",
+                f"AscendC::Exp({tmp}, {tmp}, {n}); {b}",
+                f"AscendC::Mul({S}, {S}, {tmp}, {n}); {b}   // every lane's sum relative to the row max",
+                f"const float {vs} = FinishSum({S});"]
 
     def _new_scalar(self) -> str:
         self._n_sv += 1
