@@ -617,9 +617,10 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
         info = fuse.infos[fn.name]
         sched, error = None, None
         row = None
+        snapshots = [] if manager.dump_dir else None   # the tile text after each tile pass
         if info.kind == "vector":
             try:
-                sched = schedule_vector_kernel(fn, tgt, headroom)
+                sched = schedule_vector_kernel(fn, tgt, headroom, snapshots=snapshots)
             except ScheduleError as exc:
                 error = exc
         elif info.kind in ("row", "single") and is_row_kernel(fn):
@@ -636,6 +637,8 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
             from .passes.base import write_atomic
             from .tile.text import print_tile
             write_atomic(os.path.join(manager.dump_dir, f"tile-{fn.name}.tile"), print_tile(sched, locs=True))
+            for i, (step, text) in enumerate(snapshots or []):
+                write_atomic(os.path.join(manager.dump_dir, f"tile-{fn.name}-{i:02d}-{step}.tile"), text)
         plans.append(KernelPlan(fn, info.kind, info.reason, sched, error))
         plans[-1].row = row
         plans[-1].reason_code = info.code   # stable code of the boundary (docs/FUSION.md)

@@ -27,22 +27,22 @@ optional scalar operand.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from . import dtypes as dt
-from .errors import Loc, ScheduleError
+from .errors import ScheduleError
 from .ir.core import Function, Value
 from .ir.ops import COMPARISON, CONSTANT, has_trait
 from .targets import Target
 # the tile IR's records, re-exported: backends import them from here
 from .tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, Tiling,  # noqa: F401
                       VectorSchedule)
-from .tile.alloc import allocate_ub
-from .tile.reuse import reuse_buffers
+from .tile.pipeline import run_tile_passes
 
-MIN_CORE_BYTES = 16384   # below this much output per core, launching another core costs more than it saves
-MAX_BLOCK_COUNT = 4095   # DataCopyPad's blockCount limit bounds the rows of one tile
+# the tiling pass and its limits (tile/tiling.py), re-exported: backends import them from here
+from .tile.tiling import (MAX_BLOCK_COUNT, MAX_ELEMS, MIN_CORE_BYTES, VIEW_BOX_HEAD, VIEW_LOAD_WORDS,  # noqa: F401
+                          _max_tile_elems, _round_up,
+                          compute_tiling, resolve_dims, ub_plan)
 
 
 def compute_dtype(d: dt.DType) -> dt.DType:
@@ -82,7 +82,8 @@ class _Builder:
         self.stmts.append(Stmt(op, dst, tuple(srcs), dtype, scalar, hoisted=hoisted, loc=loc, **kw))
 
 
-def schedule_vector_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) -> VectorSchedule:
+def schedule_vector_kernel(fn: Function, target: Target, ub_fraction: float = 1.0,
+                           snapshots: list | None = None) -> VectorSchedule:
     """Build the tile program of a fused vector kernel (see module doc).
 
     Hoisting needs whole rows in UB, so it is used only when the row length is static
@@ -91,21 +92,22 @@ def schedule_vector_kernel(fn: Function, target: Target, ub_fraction: float = 1.
     """
     from .views import has_views
     if has_views(fn):
-        return _schedule_views(fn, target, ub_fraction)
-    sched = _schedule(fn, target, ub_fraction, allow_hoist=True)
+        return _schedule_views(fn, target, ub_fraction, snapshots)
+    sched = _schedule(fn, target, ub_fraction, allow_hoist=True, snapshots=snapshots)
     if sched.hoisted or any(s.role == "inv" for s in sched.slots.values()):
-        last = sched.iter_shape[sched.dims[-1][-1]] if sched.dims[-1] else 1
         row = 1
         for d in sched.dims[-1]:
             size = sched.iter_shape[d]
             row = row * size if isinstance(size, int) and isinstance(row, int) else None
-        del last
         if row is None or _round_up(row, sched.block_elems) > _max_tile_elems(sched):
-            sched = _schedule(fn, target, ub_fraction, allow_hoist=False)
+            if snapshots is not None:
+                snapshots.clear()   # the hoisting attempt is not the program that runs
+            sched = _schedule(fn, target, ub_fraction, allow_hoist=False, snapshots=snapshots)
     return sched
 
 
-def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: bool) -> VectorSchedule:
+def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: bool,
+              snapshots: list | None = None) -> VectorSchedule:
     out_shape = fn.results[0].shape
     for v in fn.results:
         if v.shape != out_shape:
@@ -117,10 +119,11 @@ def _schedule(fn: Function, target: Target, ub_fraction: float, allow_hoist: boo
     _lower_ops(fn, b, inputs)
     outputs = _bind_outputs(fn, b)
     sched = VectorSchedule(fn, out_shape, dims, inputs, outputs, b.slots, b.stmts)
-    return _finish(sched, b, target, ub_fraction)
+    return _finish(sched, b, target, ub_fraction, snapshots)
 
 
-def _schedule_views(fn: Function, target: Target, ub_fraction: float) -> VectorSchedule:
+def _schedule_views(fn: Function, target: Target, ub_fraction: float,
+                    snapshots: list | None = None) -> VectorSchedule:
     """A view kernel (fusedsl/views.py): parameters are GM tensors ("gm"), read per tile by
     loads ("view"/"gather" inputs appended after them) whose addresses come from the box
     table; one-element parameters read directly stay "scalar"; nothing is hoisted."""
@@ -170,24 +173,14 @@ def _schedule_views(fn: Function, target: Target, ub_fraction: float) -> VectorS
     dims = (tuple(range(len(S) - 1)), (len(S) - 1,)) if len(S) > 1 else ((0,),) if S else ((),)
     sched = VectorSchedule(norm, S, dims, inputs, outputs, b.slots, b.stmts)
     sched.views = plan
-    return _finish(sched, b, target, ub_fraction)
+    return _finish(sched, b, target, ub_fraction, snapshots)
 
 
-def _finish(sched: VectorSchedule, b: _Builder, target: Target, ub_fraction: float) -> VectorSchedule:
-    reuse_buffers(sched)   # tile/reuse.py: liveness and in-place reuse
-    if any(st.op in ("cmp", "select") for st in sched.stmts):
-        sched.slack_elems = CMP_SLACK
-        for name, slot in sched.slots.items():
-            # Compare may read lanes past the count of its (compute-dtype) operands: give them a value
-            if slot.role == "tmp" and slot.dtype in (dt.float16, dt.float32, dt.int32):
-                sched.prefill[name] = 0
-        sched.prefill.update(b.prefill)
-    narrow = min(s.dtype.itemsize for s in sched.slots.values()) if sched.slots else 4
-    sched.block_elems = 32 // narrow
-    sched.gran_elems = 256 // narrow
-    allocate_ub(sched, target, ub_fraction)   # tile/alloc.py: queues, double buffering, budget
-    from .tile.verify import verify_tile   # imported here: tile.verify imports tile.ir, which this module re-exports
-    verify_tile(sched, target)
+def _finish(sched: VectorSchedule, b: _Builder, target: Target, ub_fraction: float,
+            snapshots: list | None = None) -> VectorSchedule:
+    """The lowered program through the tile passes (tile/pipeline.py), verified after each."""
+    sched.prefill.update(b.prefill)   # constant tensors the lowering asked for
+    run_tile_passes(sched, target, ub_fraction, snapshots)
     return sched
 
 
@@ -754,170 +747,3 @@ def _rename_slot(b, old, new, upto):
 
 
 # ---- tiling ---------------------------------------------------------------------------------
-def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
-
-
-def resolve_dims(sched: VectorSchedule, sizes: dict[str, int]) -> tuple[int, ...]:
-    out = []
-    for group in sched.dims:
-        n = 1
-        for d in group:
-            size = sched.iter_shape[d]
-            n *= sizes[size] if isinstance(size, str) else size
-        out.append(n)
-    return tuple(out)
-
-
-def _max_tile_elems(sched: VectorSchedule) -> int:
-    """The largest tile (elements per slot) the UB budget allows, in whole granules."""
-    per_elem = sched.ub_bytes_per_elem()
-    return max(0, sched.ub_budget // per_elem - sched.slack_elems) // sched.gran_elems * sched.gran_elems
-
-
-def _line_aligned_tiles_per_core(sched, tpc, total_tiles, rows_mode, tile_rows, tile_cols, col_tiles, C) -> int:
-    """Grow tiles per core until every core's share of every output starts on a 64-byte line
-    (the printed C++ host tiling does the same): without DataCopyPad the row tails are written
-    with GlobalTensor::SetValue through each core's data cache, which writes whole lines."""
-    sizes = sorted({o.gm_dtype.itemsize for o in sched.outputs})
-    while tpc < total_tiles:
-        starts = range(tpc, total_tiles, tpc)
-        offs = (s * tile_rows * C if rows_mode else (s // col_tiles) * C + (s % col_tiles) * tile_cols for s in starts)
-        if not any(off * e % 64 for off in offs for e in sizes):
-            break
-        tpc += 1
-    return tpc
-
-
-MAX_ELEMS = 1 << 32   # kernel offsets and tiling fields are 32-bit (the printed host tiling checks it too)
-
-
-def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target) -> Tiling:
-    """The runtime tiling (mirrored line by line by the printed C++ host function)."""
-    if sched.views is not None:
-        return _view_tiling(sched, target)
-    dims = resolve_dims(sched, sizes)
-    C = dims[-1]
-    R = 1
-    for d in dims[:-1]:
-        R *= d
-    out_bytes = sum(o.gm_dtype.itemsize for o in sched.outputs)
-    per_elem = sched.ub_bytes_per_elem()
-    max_elems = _max_tile_elems(sched)
-    if max_elems < sched.gran_elems:
-        ops = [op for op in sched.kernel.ops if not has_trait(op, CONSTANT)]
-        raise ScheduleError(f"kernel {sched.kernel.name} ({', '.join(op.name for op in ops)}) needs "
-                            f"{per_elem * sched.gran_elems} bytes of UB for its smallest tile "
-                            f"({len(sched.slots)} buffers), but {target.name} has {sched.ub_budget} bytes",
-                            loc=ops[-1].loc if ops else sched.kernel.loc,
-                            hint="split the computation into several kernels (drop single_kernel=True)")
-    total = R * C
-    if R * _round_up(C, sched.block_elems) >= MAX_ELEMS:
-        raise ScheduleError(f"kernel {sched.kernel.name}: {R * C} elements (sizes {dict(sizes)}) need 64-bit "
-                            f"offsets; the printed Ascend C kernels use 32-bit element offsets (below {MAX_ELEMS})",
-                            loc=sched.kernel.loc, hint="split the tensor into parts below 2**32 elements")
-    if total == 0:   # an empty tensor: nothing to launch
-        return Tiling(R, C, C, 1, C, 0, 0, 0, 0, 0, False, dims, tuple((0,) * len(dims) for _ in sched.inputs))
-    want = max(1, min(target.vector_cores, -(-total * out_bytes // MIN_CORE_BYTES)))
-    Cpad = _round_up(C, sched.block_elems)
-    hoisting = any(s.role == "inv" for s in sched.slots.values())
-    rows_mode = (R > 1 or hoisting) and Cpad <= max_elems
-    if hoisting and not rows_mode:   # schedule_vector_kernel only hoists rows that fit a tile
-        raise ScheduleError(f"kernel {sched.kernel.name}: a hoisted row of {C} elements does not fit a tile",
-                            loc=sched.kernel.loc)
-    if rows_mode:
-        want = min(want, R)
-        rows_per_core = -(-R // want)
-        tile_rows = max(1, min(max_elems // Cpad, rows_per_core, MAX_BLOCK_COUNT))
-        tile_cols, col_tiles = C, 1
-        total_tiles = -(-R // tile_rows)
-        tile_elems = _round_up(tile_rows * Cpad, sched.gran_elems)
-    else:
-        Cpad = C
-        per_core = _round_up(-(-C * R // want), sched.gran_elems) if R == 1 else max_elems
-        tile_cols = max(sched.gran_elems, min(max_elems, per_core))
-        tile_rows = 1
-        col_tiles = -(-C // tile_cols)
-        total_tiles = R * col_tiles
-        tile_elems = tile_cols
-    tiles_per_core = -(-total_tiles // want)
-    if not target.has_datacopypad:   # SetValue tails: no two cores may share a 64-byte GM line
-        tiles_per_core = _line_aligned_tiles_per_core(sched, tiles_per_core, total_tiles, rows_mode, tile_rows,
-                                                      tile_cols, col_tiles, C)
-    block_dim = -(-total_tiles // tiles_per_core)
-    strides = []
-    for inp in sched.inputs:
-        st, acc = [], 1
-        for present, n in zip(reversed(inp.bits), reversed(dims)):
-            st.append(acc if present else 0)
-            if present:
-                acc *= n
-        strides.append(tuple(reversed(st)))
-    return Tiling(R, C, Cpad, tile_rows, tile_cols, col_tiles, total_tiles, tiles_per_core, block_dim,
-                  tile_elems, rows_mode, dims, tuple(strides))
-
-
-# words per box in Tiling.boxes: first tile, rows, cols, rows per tile, output offset and row
-# stride, then per load: source, offset, row stride, column stride, indices offset and row stride
-VIEW_BOX_HEAD = 6
-VIEW_LOAD_WORDS = 6
-
-
-def _view_tiling(sched: VectorSchedule, target: Target) -> Tiling:
-    """Tiling of a view kernel (static shapes): the plan's boxes in tiles of whole rows.
-    A box wider than a tile is cut into column chunks of a whole number of granules (so
-    every chunk starts 32-byte aligned in UB).  Cores get contiguous ranges of tiles as in
-    other kernels; without DataCopyPad (row tails written with SetValue through the data
-    cache) one core runs every tile, since boxes that split rows share GM lines."""
-    plan = sched.views
-    max_elems = _max_tile_elems(sched)
-    if max_elems < sched.gran_elems:
-        raise ScheduleError(f"kernel {sched.kernel.name} needs {sched.ub_bytes_per_elem() * sched.gran_elems} "
-                            f"bytes of UB for its smallest tile, but {target.name} has {sched.ub_budget} bytes",
-                            loc=sched.kernel.loc, hint="split the computation into several kernels")
-    S = plan.S
-    C = S[-1]
-    R = 1
-    for d in S[:-1]:
-        R *= d
-    if R * _round_up(C, sched.block_elems) >= MAX_ELEMS:
-        raise ScheduleError(f"kernel {sched.kernel.name}: {R * C} elements need 64-bit offsets",
-                            loc=sched.kernel.loc, hint="split the tensor into parts below 2**32 elements")
-    pieces = []
-    for box in plan.boxes:
-        if _round_up(box.cols, sched.block_elems) <= max_elems:
-            pieces.append(box)
-            continue
-        for c0 in range(0, box.cols, max_elems):
-            srcs = tuple(dataclasses.replace(s, off=s.off + c0 * s.cs) for s in box.srcs)
-            pieces.append(dataclasses.replace(box, cols=min(max_elems, box.cols - c0), out_off=box.out_off + c0,
-                                              srcs=srcs))
-    Cpad = _round_up(max(p.cols for p in pieces), sched.block_elems)
-    out_bytes = sum(o.gm_dtype.itemsize for o in sched.outputs)
-    want = max(1, min(target.vector_cores, -(-R * C * out_bytes // MIN_CORE_BYTES)))
-    words, first = [], 0
-    tile_rows = 1
-    for p in pieces:
-        tr = max(1, min(max_elems // Cpad, -(-p.rows // want), MAX_BLOCK_COUNT))
-        tile_rows = max(tile_rows, tr)
-        row = [first, p.rows, p.cols, tr, p.out_off, p.out_rs]
-        for s in p.srcs:
-            row += [s.sel, s.off, s.rs, s.cs, s.ioff, s.irs]
-        words.append(tuple(row))
-        first += -(-p.rows // tr)
-    total_tiles = first
-    tiles_per_core = -(-total_tiles // want) if target.has_datacopypad else total_tiles
-    block_dim = -(-total_tiles // tiles_per_core)
-    tile_elems = _round_up(tile_rows * Cpad, sched.gran_elems)
-    return Tiling(R, C, Cpad, tile_rows, Cpad, 1, total_tiles, tiles_per_core, block_dim, tile_elems, True,
-                  (R, C) if len(sched.dims) == 2 else (C,), tuple(() for _ in sched.inputs), tuple(words))
-
-
-def ub_plan(sched: VectorSchedule, tiling: Tiling) -> list[tuple[str, str, int, int]]:
-    """(slot, position, bytes per buffer, buffer count) rows of the UB plan."""
-    position = {"in": "VECIN", "out": "VECOUT", "tmp": "VECCALC", "inv": "VECCALC", "scratch": "VECCALC"}
-    rows = []
-    for s in sched.slots.values():
-        nbytes = _round_up((tiling.tile_elems + sched.slack_elems) * s.dtype.itemsize, 32)
-        rows.append((s.name, position[s.role], nbytes, s.num))
-    return rows

@@ -1,6 +1,7 @@
 """Tile IR: text form and the verifier's rejections (ASCENDC.md 1.3, 2.8, 6)."""
 import dataclasses
 
+import numpy as np
 import pytest
 
 import fusedsl as fs
@@ -101,8 +102,22 @@ def test_dump_and_plan_tile_ir(tmp_path, monkeypatch):
     assert "compute:" in dumped and "test_tile_ir.py" in dumped   # with the user's lines
 
 
-def test_reuse_pass_before_after(monkeypatch):
-    import fusedsl.schedule as S
+def _passes(fn):
+    """The tile text after lowering and after each tile pass (tile/pipeline.py), by name."""
+    snaps = []
+    schedule_vector_kernel(fn, T, snapshots=snaps)
+    return dict(snaps), [name for name, _ in snaps]
+
+
+def test_tile_passes_run_in_the_documented_order():
+    from fusedsl.tile.pipeline import TILE_PASSES
+    fn = fs.parse_ir(IR).functions[0]
+    _, order = _passes(fn)
+    assert order == ["lowered"] + [name for name, _ in TILE_PASSES] == ["lowered", "reuse", "compare-slack",
+                                                                       "granules", "allocate"]
+
+
+def test_reuse_pass_before_after():
     ir = """func @r(%b: f32[64]) -> (f32[64]) loc("r.py":1) {
   %0 = neg(%b) : f32[64] loc("r.py":2)
   %1 = exp(%0) : f32[64] loc("r.py":3)
@@ -110,23 +125,58 @@ def test_reuse_pass_before_after(monkeypatch):
   return %2
 }
 """
-    fn = fs.parse_ir(ir).functions[0]
-    after = print_tile(schedule_vector_kernel(fn, T))
-    monkeypatch.setattr(S, "reuse_buffers", lambda sched: None)
-    before = print_tile(schedule_vector_kernel(fn, T))
-    assert "compute:\n  t1 = muls(in_b_0, -1) : float32\n  t2 = exp(t1) : float32\n" in before
-    assert "  t2: float32 TBuf<VECCALC> x1\n" in before
+    text, _ = _passes(fs.parse_ir(ir).functions[0])
+    before, after = text["lowered"], text["reuse"]
+    assert "compute:\n  t1 = muls(in_b_0, -1) : float32" in before and "t2 = exp(t1) : float32" in before
+    assert "  t2: float32 TBuf<VECCALC> x1" in before
     # exp writes the slot of its dying operand (100 % overlap); t2 is no longer allocated
-    assert "compute:\n  t1 = muls(in_b_0, -1) : float32\n  t1 = exp(t1) : float32\n" in after
+    assert "compute:\n  t1 = muls(in_b_0, -1) : float32" in after and "t1 = exp(t1) : float32" in after
     assert "t2:" not in after and "t1: float32 TBuf<VECCALC> x1 holds 2" in after
 
 
-def test_allocate_pass_before_after(monkeypatch):
-    import fusedsl.schedule as S
-    fn = fs.parse_ir(IR).functions[0]
-    after = print_tile(schedule_vector_kernel(fn, T))
-    monkeypatch.setattr(S, "allocate_ub", lambda sched, target, fraction: None)
-    before = print_tile(S._schedule(fn, T, 1.0, allow_hoist=True))
+def test_compare_slack_pass_before_after():
+    ir = """func @c(%a: f32[64], %b: f32[64]) -> (f32[64]) loc("c.py":1) {
+  %0 = lt(%a, %b) : i1[64] loc("c.py":2)
+  %1 = where(%0, %a, %b) : f32[64] loc("c.py":3)
+  return %1
+}
+"""
+    text, _ = _passes(fs.parse_ir(ir).functions[0])
+    before, after = text["reuse"], text["compare-slack"]
+    assert "slack 0 " in before and "  t2: float32 TBuf<VECCALC> x1\n" in before
+    assert "slack 128 " in after and "  t2: float32 TBuf<VECCALC> x1 prefill 0\n" in after
+    assert "prefill 1.0" in before   # Compare's constant tensor came from the lowering
+
+
+def test_allocate_pass_before_after():
+    text, _ = _passes(fs.parse_ir(IR).functions[0])
+    before, after = text["granules"], text["allocate"]
     assert "budget 0\n" in before and "in_b_1: float32 TQue<VECIN, depth 1> x1\n" in before
     assert "budget 196352\n" in after and "in_b_1: float32 TQue<VECIN, depth 1> x2\n" in after
     assert "out0_5: float32 TQue<VECOUT, depth 1> x2\n" in after
+
+
+def test_tiling_pass_before_after():
+    from fusedsl.tile.tiling import compute_tiling
+    fn = fs.parse_ir(IR).functions[0]
+    sched = schedule_vector_kernel(fn, T)
+    before, after = print_tile(sched), print_tile(sched, compute_tiling(sched, {"M": 192}, T))
+    assert "tiling:" not in before and "tiling: R 192 C 128 Cpad 128 tile 32x128" in after
+    assert "out0_5: float32 TQue<VECOUT, depth 1> x2\n" in before
+    assert "out0_5: float32 TQue<VECOUT, depth 1> x2 16384 B\n" in after   # bytes once the tile is sized
+
+
+def test_dump_ir_writes_the_tile_text_after_every_tile_pass(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSEDSL_DUMP_IR", str(tmp_path))
+
+    @fs.fused_kernel
+    def k(a, b):
+        return fs.relu(a * b + 1.0)
+
+    c = k.compile(np.ones((8, 64), np.float32), np.ones((8, 64), np.float32))
+    name = c.kernels[0].name
+    files = sorted(p.name for p in tmp_path.glob(f"tile-{name}-*.tile"))
+    assert files == [f"tile-{name}-00-lowered.tile", f"tile-{name}-01-reuse.tile",
+                     f"tile-{name}-02-compare-slack.tile", f"tile-{name}-03-granules.tile",
+                     f"tile-{name}-04-allocate.tile"]
+    assert (tmp_path / files[-1]).read_text() == (tmp_path / f"tile-{name}.tile").read_text()

@@ -131,7 +131,7 @@ class Tiling:
     rows_mode: bool                    # tiles are whole rows (else chunks of one row)
     dims: tuple[int, ...]              # collapsed dim sizes
     strides: tuple[tuple[int, ...], ...]  # per input: element stride per collapsed dim (0 = broadcast)
-    boxes: tuple[tuple[int, ...], ...] = ()  # view kernels: one row of words per box (schedule.VIEW_BOX_WORDS)
+    boxes: tuple[tuple[int, ...], ...] = ()  # view kernels: one row of words per box (tile/tiling.py VIEW_BOX_HEAD + VIEW_LOAD_WORDS per load)
 
     @property
     def loops_per_core(self) -> int:
