@@ -78,12 +78,13 @@ class PassPlan:
     assign: dict                     # id(value) -> (dtype, row buffer) for this pass
     counts: dict                     # dtype -> row buffers this pass needs
     online: tuple | None = None      # (max op, sum op, sub op, exp op): softmax's max and sum in one pass
+    moments: tuple | None = None     # (mean op, variance mean op, sub op, square op): layer_norm's two in one
 
     @property
     def lanes(self) -> int:
         """64-lane float32 accumulators: one per reduction; online softmax adds a chunk max
         and a scratch block."""
-        return len(self.reductions) + (2 if self.online else 0)
+        return len(self.reductions) + (2 if self.online else 0) + (1 if self.moments else 0)
 
 
 @dataclass
@@ -298,12 +299,13 @@ def _online_softmax(passes: list, fn: Function) -> list:
         ps = passes[k]
         nxt = passes[k + 1] if k + 1 < len(passes) else None
         pair = _online_pair(ps, nxt) if nxt is not None else None
-        if pair is None:
+        moments = _moments_pair(ps, nxt, fn) if nxt is not None and pair is None else None
+        if pair is None and moments is None:
             out.append(ps)
             k += 1
             continue
-        ps.reductions = [pair[0], pair[1]]
-        ps.online = pair
+        ps.reductions = [(pair or moments)[0], (pair or moments)[1]]
+        ps.online, ps.moments = pair, moments
         out.append(ps)
         k += 2
     return out
@@ -328,6 +330,34 @@ def _online_pair(ps, nxt):
     if set(nxt.params) - set(ps.params):
         return None
     return red_max, red_sum, sub, exp
+
+
+def _moments_pair(ps, nxt, fn):
+    """layer_norm's mean pass and variance pass in one: m = mean(x), v = mean((x - m)^2) from
+    per-lane sums of d = x - K and d*d, K the row's first element (a shift near the data keeps
+    the difference of large numbers out: v = (S2 - S1^2 / C) / C, m = K + S1 / C). x must be a
+    parameter (K is read from GM) and everything float32."""
+    if len(ps.reductions) != 1 or ps.reductions[0].name != "mean" or ps.outputs or ps.ops:
+        return None
+    if len(nxt.reductions) != 1 or nxt.reductions[0].name != "mean" or nxt.outputs or nxt.scalar_ops:
+        return None
+    red_m, red_v = ps.reductions[0], nxt.reductions[0]
+    a = red_m.operands[0]
+    if not any(p.value is a for p in fn.params):
+        return None
+    extra = [op for op in nxt.ops if op not in ps.ops]
+    if len(extra) != 2 or extra[0].name != "sub" or extra[1].name not in ("square", "mul"):
+        return None
+    sub, sq = extra
+    if sub.operands[0] is not a or sub.operands[1] is not red_m.result or red_v.operands[0] is not sq.result:
+        return None
+    if sq.name == "mul" and not (sq.operands[0] is sub.result and sq.operands[1] is sub.result):
+        return None
+    if sq.name == "square" and sq.operands[0] is not sub.result:
+        return None
+    if any(v.dtype != dt.float32 for v in (a, sub.result, sq.result, red_m.result, red_v.result)):
+        return None
+    return red_m, red_v, sub, sq
 
 
 def row_need(sched: RowSchedule, C: int, tile_rows: int) -> int:

@@ -559,6 +559,11 @@ class RowPrinter:
             if ps.online:   # the chunk max and a scratch block of the online recurrence
                 L += [f"AscendC::LocalTensor<float> lanes{k}_{j} = b_lanes.Get<float>()[{FOLD_LANES * j}];"
                       for j in (2, 3)]
+            if ps.moments:   # a scratch block, and the shift K: the row's first element
+                x = ps.moments[0].operands[0]
+                nm = self.cnames[[p.value for p in s.fn.params].index(x)]
+                L += [f"AscendC::LocalTensor<float> lanes{k}_2 = b_lanes.Get<float>()[{FOLD_LANES * 2}];",
+                      f"const float shift{k} = static_cast<float>(gm_{nm}.GetValue(row0 * tiling.C));"]
             for j, red in enumerate(ps.reductions):
                 kind = "sum" if red.name == "mean" else red.name
                 L += [f"AscendC::LocalTensor<float> lanes{k}_{j} = b_lanes.Get<float>()[{FOLD_LANES * j}];",
@@ -587,7 +592,9 @@ class RowPrinter:
                 body += self._step(s.steps[id(op)])
             if ps.online:
                 body += self._online_chunk(k, self._slot[id(ps.online[0].operands[0])])
-            for j, red in enumerate([] if ps.online else ps.reductions):
+            if ps.moments:
+                body += self._moments_chunk(k, self._slot[id(ps.moments[0].operands[0])])
+            for j, red in enumerate([] if ps.online or ps.moments else ps.reductions):
                 x = red.operands[0]
                 src = self._slot[id(x)]
                 if x.dtype != dt.float32:   # 16-bit rows accumulate in float32
@@ -607,7 +614,9 @@ class RowPrinter:
                 L += ["for (uint32_t c0 = 0; c0 < tiling.C; c0 += tiling.Cpad) {"] + ["    " + b for b in body] + ["}"]
             if ps.online:
                 L += self._online_finish(k, ps.online)
-            for j, red in enumerate([] if ps.online else ps.reductions):
+            if ps.moments:
+                L += self._moments_finish(k, ps.moments)
+            for j, red in enumerate([] if ps.online or ps.moments else ps.reductions):
                 v = red.result
                 kind = "sum" if red.name == "mean" else red.name
                 expr = f"Finish{_KIND[kind]}(lanes{k}_{j})"
@@ -664,6 +673,29 @@ class RowPrinter:
                 f"AscendC::Exp({tmp}, {tmp}, {n}); {b}",
                 f"AscendC::Mul({S}, {S}, {tmp}, {n}); {b}   // every lane's sum relative to the row max",
                 f"const float {vs} = FinishSum({S});"]
+
+    def _moments_chunk(self, k: int, src: str) -> list[str]:
+        """layer_norm's moments, one chunk: lanes k_0 += d, lanes k_1 += d*d, d = x - K."""
+        S1, S2, tmp = (f"lanes{k}_{j}" for j in range(3))
+        n = FOLD_LANES
+        b = "AscendC::PipeBarrier<PIPE_V>();"
+        return [f"for (uint32_t k = 0; k < cn; k += {n}) {{",
+                f"    const uint32_t m = MinU32({n}, cn - k);",
+                f"    AscendC::Adds({tmp}, {src}[k], -shift{k}, m); {b}",
+                f"    AscendC::Add({S1}, {S1}, {tmp}, m); {b}",
+                f"    AscendC::Mul({tmp}, {tmp}, {tmp}, m); {b}",
+                f"    AscendC::Add({S2}, {S2}, {tmp}, m); {b}",
+                "}"]
+
+    def _moments_finish(self, k: int, moments) -> list[str]:
+        red_m, red_v = moments[0], moments[1]
+        vm, vv, s1, s2 = (self._new_scalar() for _ in range(4))
+        self._scal[id(red_m.result)], self._scal[id(red_v.result)] = vm, vv
+        return [f"const float {s1} = FinishSum(lanes{k}_0);",
+                f"const float {s2} = FinishSum(lanes{k}_1);",
+                "const float rowLen = static_cast<float>(tiling.C);",
+                f"const float {vm} = shift{k} + {s1} / rowLen;",
+                f"const float {vv} = ({s2} - {s1} * {s1} / rowLen) / rowLen;"]
 
     def _new_scalar(self) -> str:
         self._n_sv += 1
