@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from .errors import ArgumentError, FusedslError, ScheduleError, user_facing, user_frame
+from .errors import ArgumentError, FusedslError, ScheduleError, TargetError, user_facing, user_frame
 from .ir.core import Function, Module
 from .ir.ops import CALL, CONSTANT, has_trait
 from .ir.printer import print_module
@@ -22,6 +22,7 @@ from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
+from .schedule_cube import schedule_cube_kernel
 from .schedule_reduce import schedule_reduce_kernel
 from .schedule_row import REDUCTIONS, is_row_kernel, schedule_row_kernel
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
@@ -54,7 +55,7 @@ class KernelPlan:
         self.error = error
         self.size_error: FusedslError | None = None   # `error` when it came from the current sizes
         self.tiling: Tiling | None = None
-        self.row = None            # schedule_row.RowSchedule: how a row kernel prints as Ascend C
+        self.row = None            # how a non-vector kernel prints: a RowSchedule, ColumnSchedule or CubeSchedule
         self.row_tiling = None     # its tiling once sizes are known
 
     @property
@@ -627,6 +628,11 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
             try:
                 row = schedule_row_kernel(fn, tgt, headroom)
             except ScheduleError as exc:   # e.g. a symbolic row too long for UB: still runs on the CPU
+                error = exc
+        elif info.kind == "cube":
+            try:   # a matmul with its epilogue through the Matmul API (printer_cube)
+                row = schedule_cube_kernel(fn, tgt, headroom)
+            except (ScheduleError, TargetError) as exc:
                 error = exc
         elif info.kind == "single" and any(op.name in REDUCTIONS for op in fn.ops):
             try:   # sum(x, axis=0), max(x), ...: rows or columns of a [A, K, B] view

@@ -133,3 +133,156 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
                       l0a_bytes=2 * base_m * base_k * sa, l0b_bytes=2 * base_n * base_k * sb,
                       l0c_bytes=db_l0c * base_m * base_n * _ACC,
                       ub_tile_bytes=base_m * base_n * per_c)
+
+
+# ---- a fused cube kernel as the Ascend C printer sees it (backend_ascendc/printer_cube.py) ----
+
+# TCubeTiling's 50 int32 fields in CANN's order (cpu/include/fusedsl_cpu/cube_tiling_fields.h)
+TCUBE_FIELDS = (
+    "usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM baseN baseK depthA1 depthB1 stepM stepN "
+    "isBias transLength iterateOrder shareMode shareL1Size shareL0CSize shareUbSize batchM batchN singleBatchM "
+    "singleBatchN stepKa stepKb depthAL1CacheUB depthBL1CacheUB dbL0A dbL0B dbL0C ALayoutInfoB ALayoutInfoS "
+    "ALayoutInfoN ALayoutInfoG ALayoutInfoD BLayoutInfoB BLayoutInfoS BLayoutInfoN BLayoutInfoG BLayoutInfoD "
+    "CLayoutInfoB CLayoutInfoS1 CLayoutInfoN CLayoutInfoG CLayoutInfoS2 BatchNum mxTypePara").split()
+
+
+@dataclass
+class CubeSchedule:
+    """A 2-D matmul whose result tile goes to UB for a vector epilogue (bias, activations,
+    residual adds, casts), one GM write per output tile."""
+
+    fn: object
+    target: Target
+    mm: object                 # the matmul op
+    epilogue: list             # ops after the matmul, in program order
+    params: list               # schedule_row.RowParam per kernel parameter: kinds "a", "b", "full"
+                               # ([M, N]), "colvec" ([N] or [1, N]), "scalar" (one element)
+    tiling_fields: CubeTiling
+    ub_budget: int
+    plan_note: str
+    symbols = ()
+
+    @property
+    def inputs(self):
+        return self.params
+
+    @property
+    def workspace_bytes(self) -> int:
+        """The system workspace the Matmul API needs (GetLibApiWorkSpaceSize)."""
+        return 16 * 1024 * 1024 if self.target.separated else 2 * 1024 * 1024
+
+    @property
+    def words(self) -> list[int]:
+        t = self.tiling_fields
+        w = dict.fromkeys(TCUBE_FIELDS, 0)
+        w.update(usedCoreNum=t.used_core_num, M=t.M, N=t.N, Ka=t.K, Kb=t.K, singleCoreM=t.single_core_m,
+                 singleCoreN=t.single_core_n, singleCoreK=t.K, baseM=t.base_m, baseN=t.base_n, baseK=t.base_k,
+                 depthA1=t.depth_a1, depthB1=t.depth_b1, stepM=1, stepN=1, isBias=0, iterateOrder=0,
+                 stepKa=t.step_k, stepKb=t.step_k, dbL0A=2, dbL0B=2, dbL0C=t.db_l0c, batchM=1, batchN=1,
+                 singleBatchM=1, singleBatchN=1, BatchNum=1)
+        return [w[f] for f in TCUBE_FIELDS]
+
+    def tiling(self, sizes, target) -> "CubeLaunch":
+        t = self.tiling_fields
+        per_block = 2 if target.separated else 1   # 910B: one AIC drives two AIV instances
+        tiles = _ceil(t.single_core_m, t.base_m) * _ceil(t.single_core_n, t.base_n)
+        return CubeLaunch(self.words, -(-t.used_core_num // per_block), 1, t.base_m, t.base_n, tiles)
+
+    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
+        t = self.tiling_fields
+        tile = t.base_m * t.base_n
+        plan = [("q_c", "VECIN", tile * 4, 1)]
+        plan += [(f"q_{p.name}", "VECIN", tile * p.dtype.itemsize, 1) for p in self.params if p.kind == "full"]
+        plan += [(f"q_y{i}", "VECOUT", tile * v.dtype.itemsize, 1) for i, v in enumerate(self.fn.results)]
+        if not self.target.separated:
+            plan.append(("b_mmws", "VECCALC", tile * 4, 1))
+        return plan
+
+
+@dataclass(frozen=True)
+class CubeLaunch:
+    words_: list
+    block_dim: int
+    total_tiles: int
+    tile_rows: int = 0        # baseM (for the report)
+    C: int = 0                # baseN
+    tiles_per_core: int = 0   # C tiles per core
+
+    @property
+    def words(self):
+        return self.words_
+
+
+def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0) -> CubeSchedule:
+    """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not."""
+    from . import dtypes as dt
+    from .ir.ops import CONSTANT, ELEMENTWISE, has_trait
+    from .schedule_row import RowParam
+    ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
+    mms = [op for op in ops if op.name == "matmul"]
+    first = mms[0] if mms else ops[0]
+    if len(mms) != 1 or any(op.name == "conv2d" for op in ops):
+        raise ScheduleError(f"the Ascend C backend does not print this cube kernel yet ({first.name} in {fn.name}: "
+                            "only one 2-D matmul with an elementwise epilogue is printed)", loc=first.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    mm = mms[0]
+    a, b = mm.operands
+    param_values = [p.value for p in fn.params]
+    if a.type.rank != 2 or b.type.rank != 2 or a not in param_values or b not in param_values:
+        raise ScheduleError(f"the Ascend C backend prints a matmul of two 2-D kernel inputs only ({mm.name} of "
+                            f"{list(a.shape)} @ {list(b.shape)} in {fn.name})", loc=mm.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    M, K = a.shape
+    N = b.shape[1]
+    if not all(isinstance(d, int) for d in (M, N, K)):
+        raise ScheduleError(f"matmul with symbolic sizes is not printed as Ascend C yet ({fn.name})", loc=mm.loc)
+    t = get_target(target)
+    if not t.matmul_dtypes:
+        raise TargetError(f"{t.name} has no Matmul high-level API (ASCENDC.md 3.1): the matmul at this line cannot "
+                          "be printed for it", loc=mm.loc, hint="compile for ascend910b or ascend310p")
+    combo = (a.dtype.ascendc, b.dtype.ascendc, "float", "float")
+    if not any(c[:2] == combo[:2] and c[3] == "float" for c in t.matmul_dtypes):
+        raise ScheduleError(f"{t.name}'s Matmul API has no {a.dtype.name} x {b.dtype.name} -> float32 form",
+                            loc=mm.loc, hint="cast the operands to float16")
+    epilogue = [op for op in ops if op is not mm]
+    for op in epilogue:
+        if op.name in ("where", "lt", "le", "gt", "ge", "eq", "ne"):
+            raise ScheduleError(f"{op.name} in the epilogue of {fn.name} is not printed as Ascend C yet", loc=op.loc,
+                                hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+        if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != (M, N):
+            raise ScheduleError(f"{op.name} after the matmul in {fn.name} is not an elementwise op over its "
+                                f"[{M}, {N}] result; the Ascend C backend does not print that epilogue yet",
+                                loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    params = []
+    for i, p in enumerate(fn.params):
+        v = p.value
+        shape = tuple(v.shape)
+        if p.kind == "scalar":
+            kind = "runtime_scalar"
+        elif v is a:
+            kind = "a"
+        elif v is b:
+            kind = "b"
+        elif shape == (M, N):
+            kind = "full"
+        elif shape in ((N,), (1, N)) and N > 1:
+            kind = "colvec"
+        elif all(d == 1 for d in shape):
+            kind = "scalar"
+        else:
+            raise ScheduleError(f"input {v.name} of shape {list(shape)} of the epilogue in {fn.name} is not printed "
+                                f"yet (an [M, N] tensor, an [N] row or a scalar are)", loc=fn.loc,
+                                hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+        if kind == "runtime_scalar":
+            raise ScheduleError(f"runtime scalars in a cube kernel's epilogue are not printed yet ({fn.name})",
+                                loc=fn.loc)
+        params.append(RowParam(i, v.name, v.dtype, kind))
+    if any(v.dtype == dt.bool_ for v in fn.results):
+        raise ScheduleError(f"a bool output of a cube kernel is not printed yet ({fn.name})", loc=fn.loc)
+    per_c = 4 + sum(p.dtype.itemsize for p in params if p.kind == "full")
+    per_c += sum(v.dtype.itemsize for v in fn.results) + (0 if t.separated else 4)
+    tiling = cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
+                         ub_bytes_per_c_elem=per_c + 16)   # + per-row buffers of the epilogue
+    note = (f"Matmul API: {M}x{K} @ {K}x{N} on {tiling.used_core_num} cores, base {tiling.base_m}x{tiling.base_n}"
+            f"x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue runs on it there, one GM write")
+    return CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)

@@ -221,7 +221,11 @@ def printer_for(sched, target, name: str) -> AscendCPrinter:
 def printer_for_plan(plan, target):
     """The printer of one kernel plan: row kernels (printer_row), else by its vector schedule."""
     if plan.schedule is None and plan.row is not None:
+        from ..schedule_cube import CubeSchedule
         from ..schedule_reduce import ColumnSchedule
+        if isinstance(plan.row, CubeSchedule):
+            from .printer_cube import CubePrinter
+            return CubePrinter(plan.row, target, plan.name)
         if isinstance(plan.row, ColumnSchedule):
             from .printer_reduce import ColumnPrinter
             return ColumnPrinter(plan.row, target, plan.name)

@@ -22,6 +22,13 @@ def write_project(compiled, path: str, *, layout: str = "kernel", overwrite: boo
         raise ProjectError(f"layout={layout!r} is not a project layout", loc=user_frame(),
                            hint="use layout='kernel' (kernel-launch sample) or layout='op' (op project)")
     compiled.check_ascendc()
+    from ..schedule_cube import CubeSchedule
+    cube = next((p for p in compiled.kernels if isinstance(p.row, CubeSchedule)), None)
+    if cube is not None:
+        raise ProjectError(f"kernel {cube.name} is a cube kernel (Matmul API); the project's main.cpp does not "
+                           "launch mixed AIC+AIV kernels with the Matmul system workspace yet, so no project is "
+                           "written for it", loc=user_frame(),
+                           hint="k.source has the kernel and k.simulate(...) runs it on the CPU")
     printers = [printer_for_plan(p, compiled.target) for p in compiled.kernels]
     prog = Program(compiled, symbol_sizes(compiled, sizes), scalar_values(compiled, scalars))
     if layout == "op":

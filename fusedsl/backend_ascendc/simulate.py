@@ -98,7 +98,7 @@ def _run_row(lib, compiled, plan, inputs, sizes):
         return tuple(outs), None
     buffers = [(p.name, np.ascontiguousarray(x)) for p, x in zip(sched.params, inputs) if p.kind != "runtime_scalar"]
     buffers += [(f"y{k}", o) for k, o in enumerate(outs)]
-    buffers.append(("workspace", np.zeros(32, np.uint8)))
+    buffers.append(("workspace", np.zeros(getattr(sched, "workspace_bytes", 32), np.uint8)))
     buffers.append(("tiling", np.frombuffer(packed, np.uint8).copy()))
     stats = lib.launch(plan.name, tiling.block_dim, buffers, target=compiled.target.name)
     return tuple(outs), stats

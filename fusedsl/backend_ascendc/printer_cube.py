@@ -1,0 +1,400 @@
+"""Ascend C for a cube kernel: a 2-D matmul through the Matmul high-level API with its vector
+epilogue applied to each C tile in UB (schedule_cube.CubeSchedule).
+
+The shape is the one CANN's MatmulLeakyRelu kernel-launch sample teaches: the entry copies the
+TCubeTiling word by word, `Init` sets the GM tensors and the system workspace, then
+`REGIST_MATMUL_OBJ` runs before any `InitBuffer`; `Process` gives the cube A and B (the core's
+block, `SetTail` on edge blocks) and, per `Iterate`, CopyIn (`GetTensorC` of the tile into a
+VECIN queue, rows padded to 32 bytes; residual tiles and the bias columns by DMA), Compute
+(the epilogue row by row: every op the tile stmts the vector scheduler gives it, as in row
+kernels) and CopyOut (one strided DMA of the tile's valid rows and columns); `End` at the end.
+The kernel is mixed (AIC + AIV) on 910B; 310P moves C through a UB workspace
+(`SetLocalWorkspace`). Tiles are taken M-first (iterateOrder 0).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import struct
+
+from .. import dtypes as dt
+from ..schedule import compute_dtype
+from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
+from ..schedule_row import allocate_row_values, temp_pool
+from . import cnames
+from .printer import AscendCPrinter, camel
+
+
+def _ld(expr: str, dtype: dt.DType) -> str:
+    """Row stride in UB of a tile row of `expr` elements: padded to 32 bytes."""
+    k = 32 // dtype.itemsize
+    return f"((({expr}) + {k - 1}) / {k} * {k})"
+
+
+class CubePrinter:
+    _helpers = AscendCPrinter._helpers
+    _stmt = AscendCPrinter._stmt
+
+    def __init__(self, sched: CubeSchedule, target, name: str, debug: bool | None = None):
+        from ..backend_cpu.row_plan import _op_schedule
+        self.s = sched
+        self.t = target
+        self.name = name
+        self.cls = "Kernel" + camel(name)
+        self.tiling = "TCubeTiling"
+        self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
+        self.symbols = []
+        self.cn = {p.index: cnames.param(p.name) for p in sched.params}
+        fn, mm = sched.fn, sched.mm
+        M, N = mm.result.shape
+        self.mn = (M, N)
+        producer = {id(op.result): op for op in fn.ops}
+        # an epilogue op varies along the tile's columns in every [M, N] operand and [N] row
+        varies = (lambda v: tuple(v.shape) in ((M, N), (N,), (1, N)) and (N > 1 or tuple(v.shape) == (M, N)))
+        self.steps = {id(op): _op_schedule(fn, op, producer, target, varies) for op in sched.epilogue}
+        self.kinds = {id(op.result): "row" for op in sched.epilogue}
+        self.kinds[id(mm.result)] = "row"
+
+    # ---- interface shared with the other printers ----------------------------------------
+    def _gm_args(self) -> list[str]:
+        return [self.cn[p.index] for p in self.s.params] + [f"y{i}" for i in range(len(self.s.fn.results))]
+
+    def pack(self, tiling, scalars) -> bytes:
+        return struct.pack(f"<{len(tiling.words)}i", *tiling.words)
+
+    def tiling_header(self) -> str:
+        return f"// {self.name} reads a TCubeTiling (kernel_tiling/kernel_tiling.h)\n"
+
+    def host_tiling(self) -> str:
+        s, t = self.s, self.s.tiling_fields
+        words = dict(zip(TCUBE_FIELDS, s.words))
+        sets = "\n".join(f"    t->{f} = {words[f]};" for f in TCUBE_FIELDS if words[f])
+        a, b = s.mm.operands
+        dt_name = {"float16": "DT_FLOAT16", "float32": "DT_FLOAT", "bfloat16": "DT_BF16"}
+        return f"""#include "tiling/tiling_api.h"
+// Host tiling for {self.name} on {self.t.name}: the TCubeTiling fusedsl computed (schedule_cube.py):
+// base block {t.base_m} x {t.base_n} x {t.base_k} within L0C {t.l0c_bytes} B, L0A {t.l0a_bytes} B,
+// L0B {t.l0b_bytes} B, L1 {t.l1_bytes} B, and the epilogue's C tile in UB.
+inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, TCubeTiling* t)
+{{
+    (void)sizes; (void)vectorCores; (void)ubBudget;
+    *t = {{}};
+{sets}
+    return true;
+}}
+
+// How CANN's tiling API produces a tiling of this shape (the kernel-launch samples' GenerateTiling);
+// with SetFixSplit({t.base_m}, {t.base_n}) it gives the base block above.
+inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optiling::TCubeTiling& tiling)
+{{
+    namespace mt = matmul_tiling;
+    auto platform = platform_ascendc::PlatformAscendCManager::GetInstance(socVersion);
+    mt::MultiCoreMatmulTiling api(*platform);
+    api.SetDim({t.used_core_num});
+    api.SetAType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[a.dtype.name]}, false);
+    api.SetBType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[b.dtype.name]}, false);
+    api.SetCType(mt::TPosition::VECIN, mt::CubeFormat::ND, mt::DataType::DT_FLOAT);
+    api.SetOrgShape({t.M}, {t.N}, {t.K});
+    api.SetShape({t.M}, {t.N}, {t.K});
+    api.SetBias(false);
+    api.SetFixSplit({t.base_m}, {t.base_n}, -1);
+    api.SetBufferSpace(-1, -1, -1);
+    return api.GetTiling(tiling);
+}}
+"""
+
+    def body(self) -> str:
+        return "\n".join([f"// ---- {self.name}: a cube kernel fused from {cnames.comment(self.s.fn.loc)} ----",
+                          f"// {cnames.comment(self.s.plan_note)}",
+                          self.kernel(), "#ifndef __CCE_AICORE__  // host side",
+                          self.host_tiling(), "#endif", self._cpu_hooks()])
+
+    def _cpu_hooks(self) -> str:
+        n = len(self._gm_args()) + 2
+        args = ", ".join(f"args[{i}]" for i in range(n))
+        return f"""#ifdef ASCENDC_CPU_DEBUG
+#include "tikicpulib.h"
+// Entry points for fusedsl's CPU run of this file (not part of the NPU build): a mixed kernel.
+extern "C" int fusedsl_launch_{self.name}(uint32_t blockDim, uint8_t** args)
+{{
+    AscendC::SetKernelMode(KernelMode::MIX_MODE);
+    return fusedsl_cpu::Launch({self.name}, blockDim, {args});
+}}
+extern "C" int fusedsl_tiling_{self.name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
+                                        TCubeTiling* t)
+{{
+    return {camel(self.name)}Tiling(sizes, vectorCores, ubBudget, t) ? 0 : 1;
+}}
+extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTiling); }}
+#endif
+"""
+
+    # ---- the kernel ------------------------------------------------------------------------
+    def kernel(self) -> str:
+        s = self.s
+        a, b = s.mm.operands
+        M, N = self.mn
+        full = [p for p in s.params if p.kind == "full"]
+        colvec = [p for p in s.params if p.kind == "colvec"]
+        scalars = [p for p in s.params if p.kind == "scalar"]
+        outs = list(enumerate(s.fn.results))
+        self._assign, counts = allocate_row_values(s.fn, self.kinds, s.epilogue, {id(v) for v in s.fn.results})
+        pool = temp_pool(self.steps_list())
+        mmv = s.mm.result
+        cast_mm = mmv.dtype != dt.float32
+        members = [f"    AscendC::GlobalTensor<{p.dtype.ascendc}> gm_{self.cn[p.index]};" for p in s.params]
+        members += [f"    AscendC::GlobalTensor<{v.dtype.ascendc}> gm_y{i};" for i, v in outs]
+        members += ["    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_c;   // the C tile from GetTensorC"]
+        members += [f"    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_{self.cn[p.index]};" for p in full]
+        members += [f"    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q_y{i};" for i, _ in outs]
+        members += [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{self.cn[p.index]};   // the tile's columns"
+                    for p in colvec]
+        members += [f"    {compute_dtype(p.dtype).ascendc} v_{self.cn[p.index]};" for p in scalars]
+        rows = [(d, f"rv_{d.name}_{i}") for d, n in sorted(counts.items(), key=lambda x: x[0].name) for i in range(n)]
+        rows += [(d, f"tmp_{d.name}_{i}") for d, n in sorted(pool.items(), key=lambda x: x[0].name) for i in range(n)]
+        if cast_mm:
+            rows.append((mmv.dtype, "mmv"))
+        members += [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{nm};" for _, nm in rows]
+        if not self.t.separated:
+            members.append("    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB")
+        bn = "tiling.baseN"
+        init_bufs = ["        pipe->InitBuffer(q_c, 1, tiling.baseM * tiling.baseN * sizeof(float));"]
+        init_bufs += [f"        pipe->InitBuffer(q_{self.cn[p.index]}, 1, tiling.baseM * tiling.baseN * "
+                      f"sizeof({p.dtype.ascendc}));" for p in full]
+        init_bufs += [f"        pipe->InitBuffer(q_y{i}, 1, tiling.baseM * tiling.baseN * sizeof({v.dtype.ascendc}));"
+                      for i, v in outs]
+        init_bufs += [f"        pipe->InitBuffer(b_{self.cn[p.index]}, {bn} * sizeof({p.dtype.ascendc}));" for p in colvec]
+        init_bufs += [f"        pipe->InitBuffer(b_{nm}, ({bn} + {max([st.sched.slack_elems for st in self.steps_list()] + [0])}) "
+                      f"* sizeof({d.ascendc}));" for d, nm in rows]
+        ws = []
+        if not self.t.separated:
+            ws = ["        pipe->InitBuffer(b_mmws, tiling.baseM * tiling.baseN * sizeof(float));",
+                  "        mm.SetLocalWorkspace(b_mmws.Get<uint8_t>());"]
+        gm_set = [f"        gm_{self.cn[p.index]}.SetGlobalBuffer((__gm__ {p.dtype.ascendc}*){self.cn[p.index]});"
+                  for p in s.params]
+        gm_set += [f"        gm_y{i}.SetGlobalBuffer((__gm__ {v.dtype.ascendc}*)y{i});" for i, v in outs]
+        scal_set = [f"        v_{self.cn[p.index]} = static_cast<{compute_dtype(p.dtype).ascendc}>(static_cast<float>("
+                    f"gm_{self.cn[p.index]}.GetValue(0)));" for p in scalars]
+        args = ", ".join(f"GM_ADDR {x}" for x in self._gm_args())
+        aname, bname = self.cn[s.params[[p.value for p in s.fn.params].index(a)].index], \
+            self.cn[s.params[[p.value for p in s.fn.params].index(b)].index]
+        L = ['#include "lib/matmul_intf.h"',
+             f"class {self.cls} {{",
+             "public:",
+             f"    __aicore__ inline {self.cls}() {{}}",
+             f"    __aicore__ inline void Init({args}, GM_ADDR workspace, const TCubeTiling& t)",
+             "    {",
+             "        tiling = t;",
+             *gm_set, *scal_set,
+             "        active = CalcOffset(AscendC::GetBlockIdx());",
+             "        AscendC::SetSysWorkspace(workspace);",
+             "    }",
+             "",
+             "    // After REGIST_MATMUL_OBJ: the UB plan, then the core's block tile by tile.",
+             "    __aicore__ inline void Process(AscendC::TPipe* pipe)",
+             "    {",
+             *ws, *init_bufs,
+             "        if (!active) return;",
+             f"        mm.SetTensorA(gm_{aname}[offA]);",
+             f"        mm.SetTensorB(gm_{bname}[offB]);",
+             "        if (tailM != uint32_t(tiling.singleCoreM) || tailN != uint32_t(tiling.singleCoreN)) {",
+             "            mm.SetTail(tailM, tailN);",
+             "        }",
+             "        uint32_t count = 0;",
+             "        while (mm.template Iterate<true>()) {",
+             "            TileShape(count++);",
+             "            CopyIn();",
+             "            Compute();",
+             "            CopyOut();",
+             "        }",
+             "        mm.End();",
+             "    }",
+             "",
+             f"    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {a.dtype.ascendc}>,",
+             f"                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {b.dtype.ascendc}>,",
+             "                    AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>,",
+             "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;",
+             "    TCubeTiling tiling;",
+             "",
+             "private:",
+             "    // Core blockIdx owns block (blockIdx % mBlocks, blockIdx / mBlocks) of singleCoreM x singleCoreN.",
+             "    __aicore__ inline bool CalcOffset(uint32_t blockIdx)",
+             "    {",
+             "        const uint32_t mBlocks = (tiling.M + tiling.singleCoreM - 1) / tiling.singleCoreM;",
+             "        const uint32_t nBlocks = (tiling.N + tiling.singleCoreN - 1) / tiling.singleCoreN;",
+             "        if (blockIdx >= mBlocks * nBlocks) return false;",
+             "        m0 = (blockIdx % mBlocks) * tiling.singleCoreM;",
+             "        n0 = (blockIdx / mBlocks) * tiling.singleCoreN;",
+             "        offA = m0 * tiling.Ka;",
+             "        offB = n0;",
+             "        tailM = MinU32(tiling.singleCoreM, tiling.M - m0);",
+             "        tailN = MinU32(tiling.singleCoreN, tiling.N - n0);",
+             "        return true;",
+             "    }",
+             "",
+             "    // Tile `count` of the block, M-first (iterateOrder 0).",
+             "    __aicore__ inline void TileShape(uint32_t count)",
+             "    {",
+             "        const uint32_t roundM = (tailM + tiling.baseM - 1) / tiling.baseM;",
+             "        const uint32_t mi = count % roundM, ni = count / roundM;",
+             "        curM = MinU32(tiling.baseM, tailM - mi * tiling.baseM);",
+             "        curN = MinU32(tiling.baseN, tailN - ni * tiling.baseN);",
+             "        row0 = m0 + mi * tiling.baseM;",
+             "        col0 = n0 + ni * tiling.baseN;",
+             "    }",
+             ""]
+        L += self._copy_in(full, colvec) + self._compute(full, outs, cast_mm) + self._copy_out(outs)
+        L += members + ["    uint32_t m0 = 0, n0 = 0, offA = 0, offB = 0, tailM = 0, tailN = 0;",
+                        "    uint32_t curM = 0, curN = 0, row0 = 0, col0 = 0;",
+                        "    bool active = false;", "};", ""]
+        macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n" if self.t.kernel_type_macro else ""
+        gm = self._gm_args()
+        L.append(f"""extern "C" __global__ __aicore__ void {self.name}({', '.join(f'GM_ADDR {x}' for x in gm + ['workspace', 'tiling'])})
+{{
+{macro}    AscendC::TPipe pipe;
+    TCubeTiling t;
+    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
+    for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
+    {self.cls} op;
+    op.Init({', '.join(gm)}, workspace, t);
+    REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), op.mm, &op.tiling);   // before any InitBuffer
+    op.Process(&pipe);
+}}
+""")
+        return "\n".join(L)
+
+    def steps_list(self):
+        """The epilogue's tile programs, shaped like row_plan.OpStep (`.sched`) for temp_pool."""
+        from types import SimpleNamespace
+        return [SimpleNamespace(sched=self.steps[id(op)][0]) for op in self.s.epilogue]
+
+    def _copy_in(self, full, colvec) -> list[str]:
+        L = ["    __aicore__ inline void CopyIn()", "    {",
+             "        AscendC::LocalTensor<float> c = q_c.AllocTensor<float>();",
+             "        mm.template GetTensorC<true>(c, false, true);   // this tile alone, rows padded to 32 B",
+             "        q_c.EnQue(c);"]
+        for p in full:
+            nm, ty = self.cn[p.index], p.dtype.ascendc
+            L += [f"        AscendC::LocalTensor<{ty}> in_{nm} = q_{nm}.AllocTensor<{ty}>();",
+                  f"        CopyRowsIn(in_{nm}, gm_{nm}[row0 * tiling.N + col0], curM, curN, tiling.N, "
+                  f"{_ld('curN', p.dtype)});",
+                  f"        q_{nm}.EnQue(in_{nm});"]
+        if colvec:
+            L.append("        AscendC::PipeBarrier<PIPE_ALL>();   // the last tile's epilogue has read the columns")
+        for p in colvec:
+            nm, ty = self.cn[p.index], p.dtype.ascendc
+            L += [f"        AscendC::LocalTensor<{ty}> col_{nm} = b_{nm}.Get<{ty}>();",
+                  f"        CopyRowsIn(col_{nm}, gm_{nm}[col0], 1, curN, curN, curN);"]
+        if colvec:
+            L.append("        AscendC::PipeBarrier<PIPE_ALL>();   // the columns reach the vector unit")
+        L += ["    }", ""]
+        return L
+
+    def _compute(self, full, outs, cast_mm) -> list[str]:
+        s = self.s
+        L = ["    __aicore__ inline void Compute()", "    {",
+             "        AscendC::LocalTensor<float> c = q_c.DeQue<float>();"]
+        for p in full:
+            nm, ty = self.cn[p.index], p.dtype.ascendc
+            L.append(f"        AscendC::LocalTensor<{ty}> in_{nm} = q_{nm}.DeQue<{ty}>();")
+        for i, v in outs:
+            ty = v.dtype.ascendc
+            L.append(f"        AscendC::LocalTensor<{ty}> out_y{i} = q_y{i}.AllocTensor<{ty}>();")
+        for p in s.params:
+            if p.kind == "colvec":
+                nm, ty = self.cn[p.index], p.dtype.ascendc
+                L.append(f"        AscendC::LocalTensor<{ty}> col_{nm} = b_{nm}.Get<{ty}>();")
+        L.append("        for (uint32_t r = 0; r < curM; ++r) {")
+        body: list[str] = []
+        slot = {}
+        scal = {}
+        results = {id(v): i for i, v in enumerate(s.fn.results)}
+        pvals = [p.value for p in s.fn.params]
+        for p in s.params:
+            v, nm = pvals[p.index], self.cn[p.index]
+            if p.kind == "full":
+                slot[id(v)] = f"in_{nm}[r * {_ld('curN', p.dtype)}]"
+            elif p.kind == "colvec":
+                slot[id(v)] = f"col_{nm}"
+            elif p.kind == "scalar":
+                scal[id(v)] = f"v_{nm}"
+        mmv = s.mm.result
+        c_row = f"c[r * {_ld('curN', dt.float32)}]"
+        if id(mmv) in results:
+            out = f"out_y{results[id(mmv)]}[r * {_ld('curN', mmv.dtype)}]"
+            body += self._cast_or_copy(out, c_row, mmv.dtype)
+            slot[id(mmv)] = out
+        elif cast_mm:   # the matmul's value in its own dtype (rounded once, like the reference)
+            body += [f"AscendC::LocalTensor<{mmv.dtype.ascendc}> mmv = b_mmv.Get<{mmv.dtype.ascendc}>();"]
+            body += self._cast_or_copy("mmv", c_row, mmv.dtype)
+            slot[id(mmv)] = "mmv"
+        else:
+            slot[id(mmv)] = c_row
+        for (d, i) in sorted(set(self._assign.values()), key=lambda x: (x[0].name, x[1])):
+            body.append(f"AscendC::LocalTensor<{d.ascendc}> rv_{d.name}_{i} = b_rv_{d.name}_{i}.Get<{d.ascendc}>();")
+        for d, n in sorted(temp_pool(self.steps_list()).items(), key=lambda x: x[0].name):
+            for i in range(n):
+                body.append(f"AscendC::LocalTensor<{d.ascendc}> tmp_{d.name}_{i} = b_tmp_{d.name}_{i}.Get<{d.ascendc}>();")
+        for op in s.epilogue:
+            v = op.result
+            if id(v) in results:
+                slot[id(v)] = f"out_y{results[id(v)]}[r * {_ld('curN', v.dtype)}]"
+            else:
+                d, i = self._assign[id(v)]
+                slot[id(v)] = f"rv_{d.name}_{i}"
+            body += self._step(op, slot, scal)
+        L += ["            " + x for x in body]
+        L.append("        }")
+        for i, _ in outs:
+            L.append(f"        q_y{i}.EnQue(out_y{i});")
+        L.append("        q_c.FreeTensor(c);")
+        for p in full:
+            L.append(f"        q_{self.cn[p.index]}.FreeTensor(in_{self.cn[p.index]});")
+        L += ["    }", ""]
+        return L
+
+    def _cast_or_copy(self, dst: str, src: str, d: dt.DType) -> list[str]:
+        if d == dt.float32:
+            return [f"AscendC::Muls({dst}, {src}, 1.0f, curN);", "AscendC::PipeBarrier<PIPE_V>();"]
+        modes = self.t.cast_modes.get(("float", d.ascendc), frozenset())
+        mode = "CAST_RINT" if "CAST_RINT" in modes else "CAST_NONE"
+        return [f"AscendC::Cast({dst}, {src}, AscendC::RoundMode::{mode}, curN);", "AscendC::PipeBarrier<PIPE_V>();"]
+
+    def _step(self, op, slot, scal) -> list[str]:
+        sched, sources = self.steps[id(op)]
+        names, scalars = {}, {}
+        for inp in sched.inputs:
+            src = sources[inp.index]
+            if inp.var:
+                scalars[inp.var] = scal[id(src)]
+            elif inp.slot:
+                names[inp.slot] = slot[id(src)]
+        names[sched.outputs[0].slot] = slot[id(op.result)]
+        used = {}
+        L = [f"{{  // {op.name} ({cnames.comment(op.loc)})", "    const uint32_t o = 0, n = curN;"]
+        for name, sl in sched.slots.items():
+            if name in names:
+                continue
+            i = used.get(sl.dtype, 0)
+            used[sl.dtype] = i + 1
+            names[name] = f"tmp_{sl.dtype.name}_{i}"
+        for st in sched.stmts:
+            renamed = dataclasses.replace(
+                st, dst=names[st.dst], srcs=tuple(names[x] for x in st.srcs), aux=tuple(names[a] for a in st.aux),
+                scalar=(("var", scalars[st.scalar[1]]) if st.scalar is not None and st.scalar[0] == "var"
+                        else st.scalar))
+            L += self._stmt(renamed, 4)
+        L.append("}")
+        return L
+
+    def _copy_out(self, outs) -> list[str]:
+        L = ["    __aicore__ inline void CopyOut()", "    {"]
+        for i, v in outs:
+            ty = v.dtype.ascendc
+            L += [f"        AscendC::LocalTensor<{ty}> out_y{i} = q_y{i}.DeQue<{ty}>();",
+                  f"        CopyRowsOut(gm_y{i}[row0 * tiling.N + col0], out_y{i}, curM, curN, tiling.N, "
+                  f"{_ld('curN', v.dtype)});",
+                  f"        q_y{i}.FreeTensor(out_y{i});"]
+        L += ["    }", ""]
+        return L

@@ -1,0 +1,97 @@
+"""Cube kernels printed as Ascend C (Matmul high-level API + vector epilogue in UB) and run on
+the CPU implementation of the API: results against numpy on 910B and 310P, a clear error on
+910A, and the parts not printed yet saying so at the user's line."""
+import os
+import re
+
+import numpy as np
+import pytest
+
+import fusedsl as fs
+from fusedsl.reference import run_module
+
+
+def _close(got, want, tol):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= tol * (1 + np.abs(want).max())
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+@pytest.mark.parametrize("m,n,k", [(100, 56, 70), (33, 48, 19)])
+def test_matmul_bias_leaky_relu_f16_agrees_with_numpy(target, m, n, k):
+    @fs.fused_kernel(target=target)
+    def f(x, w, b):
+        return fs.leaky_relu(x @ w + b, 0.1)
+
+    rng = np.random.default_rng(m)
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    w = rng.standard_normal((k, n)).astype(np.float16)
+    b = rng.standard_normal(n).astype(np.float16)
+    c = f.compile(x, w, b)
+    assert [p.kind for p in c.kernels] == ["cube"]
+    src = c.source
+    assert src.index("REGIST_MATMUL_OBJ") < src.index("op.Process(&pipe)")
+    assert "GetTensorC<true>" in src and "mm.End()" in src
+    assert ("KERNEL_TYPE_MIX_AIC_1_2" in src) == (target == "ascend910b")
+    assert ("SetLocalWorkspace" in src) == (target == "ascend310p")
+    got = c.simulate(x, w, b)
+    ref = x.astype(np.float64) @ w.astype(np.float64) + b
+    _close(got, np.where(ref > 0, ref, 0.1 * ref), 2e-3)
+    _close(got, run_module(c.graph, [x, w, b])[0], 2e-3)
+
+
+def test_matmul_gelu_residual_f32_and_a_cast_to_f16():
+    @fs.fused_kernel(target="ascend910b")
+    def f(x, w, r):
+        y = fs.gelu(x @ w) + r
+        return y, fs.cast(y, "float16")
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((45, 37)).astype(np.float32)
+    w = rng.standard_normal((37, 40)).astype(np.float32)
+    r = rng.standard_normal((45, 40)).astype(np.float32)
+    c = f.compile(x, w, r)
+    assert [p.kind for p in c.kernels] == ["cube"]
+    got = c.simulate(x, w, r)
+    want = run_module(c.graph, [x, w, r])
+    _close(got[0], want[0], 1e-4)
+    _close(got[1], want[1], 2e-3)
+    for a, b in zip(got, c(x, w, r)):
+        _close(a, b, 2e-3)
+
+
+def test_ascend910_has_no_matmul_api():
+    @fs.fused_kernel(target="ascend910")
+    def f(x, w):
+        return fs.relu(x @ w)   # the line the error names
+
+    x = np.ones((16, 16), np.float16)
+    c = f.compile(x, x)
+    with pytest.raises(fs.TargetError) as info:
+        c.source
+    msg = str(info.value)
+    assert "ascend910 has no Matmul high-level API" in msg and f"{os.path.basename(__file__)}:" in msg
+    np.testing.assert_allclose(c(x, x), np.maximum(x @ x, 0))   # the CPU executors still run it
+
+
+def test_batched_matmul_is_not_printed_yet_and_says_so():
+    @fs.fused_kernel
+    def f(x, w):
+        return fs.relu(x @ w)
+
+    x = np.ones((2, 16, 16), np.float32)
+    c = f.compile(x, x)
+    with pytest.raises(fs.ScheduleError, match=r"prints a matmul of two 2-D kernel inputs only"):
+        c.source
+
+
+def test_cube_kernels_get_no_project_yet(tmp_path):
+    @fs.fused_kernel
+    def f(x, w):
+        return fs.relu(x @ w)
+
+    x = np.ones((16, 16), np.float32)
+    with pytest.raises(fs.ProjectError, match=re.escape("does not launch mixed AIC+AIV kernels")):
+        f.compile(x, x).save(str(tmp_path / "p"))
+    assert not (tmp_path / "p").exists()
