@@ -629,8 +629,8 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
                 row = schedule_row_kernel(fn, tgt, headroom)
             except ScheduleError as exc:   # e.g. a symbolic row too long for UB: still runs on the CPU
                 error = exc
-        elif info.kind == "cube":
-            try:   # a matmul with its epilogue through the Matmul API (printer_cube)
+        elif info.kind == "cube" or (info.kind == "single" and any(op.name == "matmul" for op in fn.ops)):
+            try:   # a matmul (with its epilogue) through the Matmul API (printer_cube)
                 row = schedule_cube_kernel(fn, tgt, headroom)
             except (ScheduleError, TargetError) as exc:
                 error = exc

@@ -118,7 +118,9 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
 extern "C" int fusedsl_launch_{self.name}(uint32_t blockDim, uint8_t** args)
 {{
     AscendC::SetKernelMode(KernelMode::MIX_MODE);
-    return fusedsl_cpu::Launch({self.name}, blockDim, {args});
+    const int rc = fusedsl_cpu::Launch({self.name}, blockDim, {args});
+    AscendC::SetKernelMode(KernelMode::AIV_MODE);   // the vector kernels of the same program
+    return rc;
 }}
 extern "C" int fusedsl_tiling_{self.name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
                                         TCubeTiling* t)
