@@ -330,7 +330,8 @@ def cube_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> Ker
     else:
         shape = [sizes.get(d, 1) if isinstance(d, str) else d for d in out.shape]
         m, n = (shape[-2] if len(shape) >= 2 else 1), (shape[-1] if shape else 1)
-        k = a.shape[-1] if not isinstance(a.shape[-1], str) else sizes.get(a.shape[-1], 1)
+        ka = a.shape[-2] if op.attr("transpose_a", False) else a.shape[-1]
+        k = ka if not isinstance(ka, str) else sizes.get(ka, 1)
         batch = max(1, num_elements(tuple(shape[:-2])))
     blocks_m, blocks_n = math.ceil(m / CUBE_BASE_M), math.ceil(n / CUBE_BASE_N)
     block_dim = max(1, min(target.aic_cores, batch * blocks_m * blocks_n))

@@ -232,8 +232,9 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0) -> CubeSc
         raise ScheduleError(f"the Ascend C backend prints a matmul of two 2-D kernel inputs only ({mm.name} of "
                             f"{list(a.shape)} @ {list(b.shape)} in {fn.name})", loc=mm.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
-    M, K = a.shape
-    N = b.shape[1]
+    ta, tb = bool(mm.attr("transpose_a", False)), bool(mm.attr("transpose_b", False))
+    M, K = (a.shape[1], a.shape[0]) if ta else tuple(a.shape)
+    N = b.shape[0] if tb else b.shape[1]
     if not all(isinstance(d, int) for d in (M, N, K)):
         raise ScheduleError(f"matmul with symbolic sizes is not printed as Ascend C yet ({fn.name})", loc=mm.loc)
     t = get_target(target)
@@ -281,8 +282,18 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0) -> CubeSc
         raise ScheduleError(f"a bool output of a cube kernel is not printed yet ({fn.name})", loc=fn.loc)
     per_c = 4 + sum(p.dtype.itemsize for p in params if p.kind == "full")
     per_c += sum(v.dtype.itemsize for v in fn.results) + (0 if t.separated else 4)
-    tiling = cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
-                         ub_bytes_per_c_elem=per_c + 16)   # + per-row buffers of the epilogue
-    note = (f"Matmul API: {M}x{K} @ {K}x{N} on {tiling.used_core_num} cores, base {tiling.base_m}x{tiling.base_n}"
+    def tile(cores=None):
+        return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
+                           ub_bytes_per_c_elem=per_c + 16, cores=cores)   # + per-row buffers of the epilogue
+    tiling = tile()
+    if not t.has_datacopypad:
+        # row tails are written with SetValue through each core's 64-byte data cache: cores may
+        # split C only where every core's rows start on a GM line of every output
+        items = {v.dtype.itemsize for v in fn.results}
+        aligned = all(N * i % 64 == 0 and tiling.single_core_n * i % 64 == 0 for i in items)
+        if not aligned and tiling.used_core_num > 1:
+            tiling = tile(cores=1)
+    trans = "".join(f", {x} read transposed (isTrans)" for x, on in (("A", ta), ("B", tb)) if on)
+    note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {tiling.used_core_num} cores, base {tiling.base_m}x{tiling.base_n}"
             f"x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue runs on it there, one GM write")
     return CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)

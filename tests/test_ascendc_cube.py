@@ -95,3 +95,21 @@ def test_cube_kernels_get_no_project_yet(tmp_path):
     with pytest.raises(fs.ProjectError, match=re.escape("does not launch mixed AIC+AIV kernels")):
         f.compile(x, x).save(str(tmp_path / "p"))
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_linear_layer_x_at_w_transposed_is_one_printed_kernel(target):
+    """x @ w.T + b (nn.Linear): the transpose folds into the matmul (B read transposed, isTrans)."""
+    @fs.fused_kernel(target=target)
+    def linear(x, w, b):
+        return fs.gelu(x @ w.T + b)
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((40, 24)).astype(np.float16)
+    w = rng.standard_normal((36, 24)).astype(np.float16)
+    b = rng.standard_normal(36).astype(np.float16)
+    c = linear.compile(x, w, b)
+    assert [p.kind for p in c.kernels] == ["cube"] and "transpose_b = true" in c.ir
+    assert "SetTensorB(gm_p_w[offB], true)" in c.source
+    _close(c.simulate(x, w, b), run_module(c.graph, [x, w, b])[0], 3e-3)
+    _close(c(x, w, b), run_module(c.graph, [x, w, b])[0], 3e-3)

@@ -340,7 +340,8 @@ def test_pass_manager_verifies_after_every_pass():
 def test_pass_manager_times_each_pass():
     pm = PassManager(canonicalize_passes())
     pm.run(fs.parse_ir(ir(BROKEN_INPUT)))
-    assert [name for name, _ in pm.timings] == ["fold-batch-norm", "constant-fold", "algebra", "cse", "dce"]
+    assert [name for name, _ in pm.timings] == ["fold-batch-norm", "constant-fold", "algebra", "cse",
+                                                 "fold-transpose", "dce"]
     assert all(seconds >= 0 for _, seconds in pm.timings)
 
 
@@ -352,15 +353,16 @@ def test_dump_ir_writes_one_file_per_pass(tmp_path, monkeypatch):
     def k(x):
         return fs.exp(x) * 1.0 + fs.exp(x)
     k(np.ones(3, np.float32))
-    names = sorted(os.listdir(dump))[:6]   # later stages of the compiler may dump more
+    names = sorted(os.listdir(dump))[:7]   # later stages of the compiler may dump more
     assert names == ["00-input.ir", "01-fold-batch-norm.ir", "02-constant-fold.ir", "03-algebra.ir", "04-cse.ir",
-                     "05-dce.ir"]
+                     "05-fold-transpose.ir", "06-dce.ir"]
     texts = [(dump / n).read_text() for n in names]
     for text in texts:
         assert str(fs.parse_ir(text)) == text
     assert "mul(" in texts[2] and "mul(" not in texts[3]          # algebra removed x * 1.0
     assert texts[3].count("exp(") == 2 and texts[4].count("exp(") == 1   # cse merged the exps
-    assert "constant()" in texts[4] and "constant()" not in texts[5]    # dce dropped the constant
+    assert texts[5] == texts[4]                                          # no matmul: fold-transpose changes nothing
+    assert "constant()" in texts[5] and "constant()" not in texts[6]    # dce dropped the constant
 
 
 def test_dump_dir_argument_overrides_the_environment(tmp_path, monkeypatch):
@@ -385,3 +387,45 @@ def test_passes_return_new_modules_and_leave_the_input_alone():
     assert isinstance(after, Module) and after is not module
     assert str(module) == before and str(after) != before
     assert re.search(r"exp", before) and not re.search(r"exp", str(after))
+
+
+def test_fold_transpose_reads_the_matmul_operand_transposed():
+    from fusedsl.passes.fold_transpose import FoldTranspose
+    from fusedsl.passes.canonicalize import DCE
+    from fusedsl.passes.base import PassManager
+    before = """func @lin(%x: f32[4,3], %w: f32[5,3], %v: f32[3,6]) -> (f32[4,5], f32[6,4]) loc("l.py":1) {
+  %0 = transpose(%w) {perm = [1, 0]} : f32[3,5] loc("l.py":2)
+  %1 = matmul(%x, %0) : f32[4,5] loc("l.py":2)
+  %2 = transpose(%x) {perm = [1, 0]} : f32[3,4] loc("l.py":3)
+  %3 = transpose(%v) {perm = [1, 0]} : f32[6,3] loc("l.py":3)
+  %4 = matmul(%3, %2) : f32[6,4] loc("l.py":3)
+  return %1, %4
+}
+"""
+    after = """func @lin(%x: f32[4,3], %w: f32[5,3], %v: f32[3,6]) -> (f32[4,5], f32[6,4]) loc("l.py":1) {
+  %0 = matmul(%x, %w) {transpose_b = true} : f32[4,5] loc("l.py":2)
+  %1 = matmul(%v, %x) {transpose_a = true, transpose_b = true} : f32[6,4] loc("l.py":3)
+  return %0, %1
+}
+"""
+    module = fs.parse_ir(before)
+    out = PassManager([FoldTranspose(), DCE()]).run(module)
+    assert str(out) == after
+    from fusedsl.reference import run_module
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((4, 3), (5, 3), (3, 6))]
+    for a, b in zip(run_module(module, args), run_module(out, args)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_fold_transpose_keeps_a_transpose_with_other_readers_and_other_permutations():
+    from fusedsl.passes.fold_transpose import FoldTranspose
+    from fusedsl.passes.base import PassManager
+    text = """func @t(%x: f32[2,3,4], %w: f32[2,4,5]) -> (f32[2,3,5], f32[4,3,2]) loc("t.py":1) {
+  %0 = transpose(%x) {perm = [2, 1, 0]} : f32[4,3,2] loc("t.py":2)
+  %1 = matmul(%x, %w) : f32[2,3,5] loc("t.py":3)
+  return %1, %0
+}
+"""
+    module = fs.parse_ir(text)
+    assert str(PassManager([FoldTranspose()]).run(module)) == text

@@ -67,6 +67,7 @@ class CubePrinter:
 
     def host_tiling(self) -> str:
         s, t = self.s, self.s.tiling_fields
+        ta, tb = bool(s.mm.attr("transpose_a", False)), bool(s.mm.attr("transpose_b", False))
         words = dict(zip(TCUBE_FIELDS, s.words))
         sets = "\n".join(f"    t->{f} = {words[f]};" for f in TCUBE_FIELDS if words[f])
         a, b = s.mm.operands
@@ -91,8 +92,8 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
     auto platform = platform_ascendc::PlatformAscendCManager::GetInstance(socVersion);
     mt::MultiCoreMatmulTiling api(*platform);
     api.SetDim({t.used_core_num});
-    api.SetAType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[a.dtype.name]}, false);
-    api.SetBType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[b.dtype.name]}, false);
+    api.SetAType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[a.dtype.name]}, {str(ta).lower()});
+    api.SetBType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[b.dtype.name]}, {str(tb).lower()});
     api.SetCType(mt::TPosition::VECIN, mt::CubeFormat::ND, mt::DataType::DT_FLOAT);
     api.SetOrgShape({t.M}, {t.N}, {t.K});
     api.SetShape({t.M}, {t.N}, {t.K});
@@ -135,6 +136,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
     def kernel(self) -> str:
         s = self.s
         a, b = s.mm.operands
+        ta, tb = bool(s.mm.attr("transpose_a", False)), bool(s.mm.attr("transpose_b", False))
         M, N = self.mn
         full = [p for p in s.params if p.kind == "full"]
         colvec = [p for p in s.params if p.kind == "colvec"]
@@ -197,8 +199,8 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              "    {",
              *ws, *init_bufs,
              "        if (!active) return;",
-             f"        mm.SetTensorA(gm_{aname}[offA]);",
-             f"        mm.SetTensorB(gm_{bname}[offB]);",
+             f"        mm.SetTensorA(gm_{aname}[offA]{', true' if ta else ''});",
+             f"        mm.SetTensorB(gm_{bname}[offB]{', true' if tb else ''});",
              "        if (tailM != uint32_t(tiling.singleCoreM) || tailN != uint32_t(tiling.singleCoreN)) {",
              "            mm.SetTail(tailM, tailN);",
              "        }",
@@ -212,8 +214,10 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              "        mm.End();",
              "    }",
              "",
-             f"    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {a.dtype.ascendc}>,",
-             f"                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {b.dtype.ascendc}>,",
+             f"    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {a.dtype.ascendc}"
+             f"{', true' if ta else ''}>,",
+             f"                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {b.dtype.ascendc}"
+             f"{', true' if tb else ''}>,",
              "                    AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>,",
              "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;",
              "    TCubeTiling tiling;",
@@ -227,8 +231,9 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              "        if (blockIdx >= mBlocks * nBlocks) return false;",
              "        m0 = (blockIdx % mBlocks) * tiling.singleCoreM;",
              "        n0 = (blockIdx / mBlocks) * tiling.singleCoreN;",
-             "        offA = m0 * tiling.Ka;",
-             "        offB = n0;",
+             # A is [M, K] (or [K, M] read transposed), B is [K, N] (or [N, K] read transposed)
+             f"        offA = {'m0' if ta else 'm0 * tiling.Ka'};",
+             f"        offB = {'n0 * tiling.Kb' if tb else 'n0'};",
              "        tailM = MinU32(tiling.singleCoreM, tiling.M - m0);",
              "        tailN = MinU32(tiling.singleCoreN, tiling.N - n0);",
              "        return true;",

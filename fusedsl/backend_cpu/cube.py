@@ -224,6 +224,10 @@ class CubeKernel:
         """(slice of axis 0, float32 product block) pairs.  2-D: one sgemm, then row blocks;
         batched: one product per batch matrix."""
         y = self.cube.result
+        if self.cube.attr("transpose_a", False):   # (fold-transpose) read the operand transposed
+            a = np.swapaxes(a, -1, -2)
+        if self.cube.attr("transpose_b", False):
+            w = np.swapaxes(w, -1, -2)
         a32, w32 = _f32(_widen(a)), _f32(_widen(w))
         if len(y.shape) == 2:
             product = np.empty(y.shape, np.float32)

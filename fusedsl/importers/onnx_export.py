@@ -61,6 +61,11 @@ class _Emitter:
                   "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual", "eq": "Equal", "where": "Where",
                   "matmul": "MatMul", "concatenate": "Concat"}
         name = op.name
+        if name == "matmul":   # a transposed operand (fold-transpose) is a Transpose of its last two axes
+            for i, key in ((0, "transpose_a"), (1, "transpose_b")):
+                if a.get(key, False):
+                    n = op.operands[i].type.rank
+                    x[i] = self.node("Transpose", [x[i]], perm=list(range(n - 2)) + [n - 1, n - 2])
         if name in simple:
             extra = {"axis": a["axis"]} if name == "concatenate" else {}
             self.node(simple[name], x, [out], **extra)

@@ -417,22 +417,34 @@ def _matmul_dtype(a, b):
     return dt.int32 if a.dtype.is_int else a.dtype
 
 
+def _swap_last(shape):
+    return tuple(shape[:-2]) + (shape[-1], shape[-2])
+
+
 def _matmul_infer(types, attrs):
     a, b = types
     if a.rank < 2 or b.rank < 2:
         raise TypeRuleError(f"matmul needs operands of rank >= 2, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}",
                             "reshape a vector v to (1, n) or (n, 1)", kind="shape")
-    if a.shape[-1] != b.shape[-2]:
-        raise TypeRuleError(f"matmul inner dimensions differ: {fmt_shape(a.shape)} @ {fmt_shape(b.shape)} "
-                            f"({a.shape[-1]} != {b.shape[-2]})",
+    # transpose_a / transpose_b (optional, from the fold-transpose pass): the operand is read
+    # with its last two axes swapped, as a Matmul API operand declared isTrans is
+    sa = _swap_last(a.shape) if attrs.get("transpose_a", False) else tuple(a.shape)
+    sb = _swap_last(b.shape) if attrs.get("transpose_b", False) else tuple(b.shape)
+    if sa[-1] != sb[-2]:
+        raise TypeRuleError(f"matmul inner dimensions differ: {fmt_shape(sa)} @ {fmt_shape(sb)} "
+                            f"({sa[-1]} != {sb[-2]})",
                             "the last axis of the left operand must equal the second-to-last of the right",
                             kind="shape")
-    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    return (TensorType(batch + (a.shape[-2], b.shape[-1]), _matmul_dtype(a, b)),)
+    batch = broadcast_shapes(sa[:-2], sb[:-2])
+    return (TensorType(batch + (sa[-2], sb[-1]), _matmul_dtype(a, b)),)
 
 
 def _matmul_ref(args, attrs):
     a, b = args
+    if attrs.get("transpose_a", False):
+        a = np.swapaxes(a, -1, -2)
+    if attrs.get("transpose_b", False):
+        b = np.swapaxes(b, -1, -2)
     if a.dtype.kind in "iub":
         return np.matmul(a.astype(np.int64), b.astype(np.int64))
     return np.matmul(a, b)

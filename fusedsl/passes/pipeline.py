@@ -4,6 +4,7 @@ from __future__ import annotations
 from .base import PassManager
 from .canonicalize import CSE, DCE, Algebra, ConstantFold
 from .fold_batch_norm import FoldBatchNorm
+from .fold_transpose import FoldTranspose
 from .fuse import Fuse
 from .fusion_model import FusionOptions
 
@@ -14,6 +15,7 @@ def canonicalize_passes():
         ConstantFold(),   # then: turns constant subexpressions into constants the algebra rules can see
         Algebra(),        # removes identities (x*1, x-0, ...) exposed by folding
         CSE(),            # merges repeated subexpressions (composites often recompute the same value)
+        FoldTranspose(),  # after BN folding (which scales the transposed weight): x @ w.T reads w transposed
         DCE(),            # last: drops ops orphaned by the rewrites above
     ]
 
