@@ -631,7 +631,7 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
                 error = exc
         elif info.kind == "cube" or (info.kind == "single" and any(op.name == "matmul" for op in fn.ops)):
             try:   # a matmul (with its epilogue) through the Matmul API (printer_cube)
-                row = schedule_cube_kernel(fn, tgt, headroom)
+                row = schedule_cube_kernel(fn, tgt, headroom, fusion_options(options, tgt).l1_headroom)
             except (ScheduleError, TargetError) as exc:
                 error = exc
         elif info.kind == "single" and any(op.name in REDUCTIONS for op in fn.ops):

@@ -60,11 +60,12 @@ def _size(dtype: str) -> int:
 def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = "float16",
                 b_dtype: str = "float16", c_dtype: str = "float32",
                 bias_dtype: str | None = None, cores: int | None = None,
-                ub_bytes_per_c_elem: int | None = None) -> CubeTiling:
+                ub_bytes_per_c_elem: int | None = None, l1_budget: int | None = None) -> CubeTiling:
     """Tiling of an M x N x K matmul for `target`.
 
     `ub_bytes_per_c_elem` is the UB the epilogue needs per element of a C tile (C itself plus
-    its temporaries); default: the C element only.
+    its temporaries); default: the C element only. `l1_budget` caps the L1 bytes the A/B
+    panels may take (the `l1_headroom` option: 80 % of L1 by default); default: all of L1.
     """
     t = get_target(target)
     if not t.matmul_dtypes:
@@ -117,14 +118,16 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     ksteps = _ceil(k, base_k)
     bias_bytes = base_n * sbias
     panel = base_m * base_k * sa + base_n * base_k * sb
+    l1 = t.l1_bytes if l1_budget is None else min(t.l1_bytes, l1_budget)
     for s in range(ksteps, 0, -1):
-        found = next((d for d in (2, 1) if d * s * panel + bias_bytes <= t.l1_bytes), 0)
+        found = next((d for d in (2, 1) if d * s * panel + bias_bytes <= l1), 0)
         if found:
             step_k, db = s, found
             break
     else:
         raise ScheduleError(f"FS110: one K step of A and B ({panel + bias_bytes} bytes) does not "
-                            f"fit the {t.l1_bytes} bytes of L1 of {t.name}")
+                            f"fit the {l1} bytes of L1 allowed on {t.name} (L1 {t.l1_bytes} B; the "
+                            "l1_headroom option sets the share)")
     return CubeTiling(M=m, N=n, K=k, used_core_num=used, single_core_m=single_m,
                       single_core_n=single_n, base_m=base_m, base_n=base_n, base_k=base_k,
                       step_k=step_k, depth_a1=db * step_k, depth_b1=db * step_k,
@@ -213,7 +216,7 @@ class CubeLaunch:
         return self.words_
 
 
-def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0) -> CubeSchedule:
+def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headroom: float = 0.8) -> CubeSchedule:
     """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not."""
     from . import dtypes as dt
     from .ir.ops import CONSTANT, ELEMENTWISE, has_trait
@@ -284,7 +287,8 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0) -> CubeSc
     per_c += sum(v.dtype.itemsize for v in fn.results) + (0 if t.separated else 4)
     def tile(cores=None):
         return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
-                           ub_bytes_per_c_elem=per_c + 16, cores=cores)   # + per-row buffers of the epilogue
+                           ub_bytes_per_c_elem=per_c + 16, cores=cores,   # + per-row buffers of the epilogue
+                           l1_budget=int(t.l1_bytes * l1_headroom))
     tiling = tile()
     if not t.has_datacopypad:
         # row tails are written with SetValue through each core's 64-byte data cache: cores may

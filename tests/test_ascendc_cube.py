@@ -113,3 +113,19 @@ def test_linear_layer_x_at_w_transposed_is_one_printed_kernel(target):
     assert "SetTensorB(gm_p_w[offB], true)" in c.source
     _close(c.simulate(x, w, b), run_module(c.graph, [x, w, b])[0], 3e-3)
     _close(c(x, w, b), run_module(c.graph, [x, w, b])[0], 3e-3)
+
+
+def test_l1_headroom_bounds_the_cube_tiling():
+    @fs.fused_kernel
+    def f(x, w):
+        return fs.relu(x @ w)
+
+    x = np.ones((256, 4096), np.float16)
+    w = np.ones((4096, 256), np.float16)
+    roomy = f.compile(x, w).kernels[0].row.tiling_fields
+    tight = f.compile(x, w, l1_headroom=0.1).kernels[0].row.tiling_fields
+    l1 = fs.fused_kernel(lambda a: a).compile(np.ones(1, np.float32)).target.l1_bytes
+    assert roomy.l1_bytes <= 0.8 * l1 and tight.l1_bytes <= 0.1 * l1 < roomy.l1_bytes
+    with pytest.raises(fs.ScheduleError, match=r"FS110: one K step of A and B \(\d+ bytes\) does not fit the \d+ "
+                                               r"bytes of L1 allowed on ascend910b"):
+        f.compile(x, w, l1_headroom=0.001).source
