@@ -164,6 +164,9 @@ class CubeSchedule:
     ub_budget: int
     plan_note: str
     symbols = ()
+    batch = 1                  # batch matrices (one batch axis); A/B batched or shared
+    batch_a = False
+    batch_b = False
 
     @property
     def inputs(self):
@@ -195,7 +198,8 @@ class CubeSchedule:
         t = self.tiling_fields
         tile = t.base_m * t.base_n
         plan = [("q_c", "VECIN", tile * 4, 1)]
-        plan += [(f"q_{p.name}", "VECIN", tile * p.dtype.itemsize, 1) for p in self.params if p.kind == "full"]
+        plan += [(f"q_{p.name}", "VECIN", tile * p.dtype.itemsize, 1) for p in self.params
+                 if p.kind in ("full", "fullshared")]
         plan += [(f"q_y{i}", "VECOUT", tile * v.dtype.itemsize, 1) for i, v in enumerate(self.fn.results)]
         if not self.target.separated:
             plan.append(("b_mmws", "VECCALC", tile * 4, 1))
@@ -231,14 +235,20 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     mm = mms[0]
     a, b = mm.operands
     param_values = [p.value for p in fn.params]
-    if a.type.rank != 2 or b.type.rank != 2 or a not in param_values or b not in param_values:
-        raise ScheduleError(f"the Ascend C backend prints a matmul of two 2-D kernel inputs only ({mm.name} of "
-                            f"{list(a.shape)} @ {list(b.shape)} in {fn.name})", loc=mm.loc,
+    out_shape = tuple(mm.result.shape)
+    batch_dims = out_shape[:-2]
+    if (a not in param_values or b not in param_values or a.type.rank > 3 or b.type.rank > 3
+            or any(v.type.rank == 3 and tuple(v.shape[:-2]) != batch_dims for v in (a, b))):
+        raise ScheduleError(f"the Ascend C backend prints a matmul of two kernel inputs, 2-D or with one batch "
+                            f"axis, only ({mm.name} of {list(a.shape)} @ {list(b.shape)} in {fn.name})", loc=mm.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     ta, tb = bool(mm.attr("transpose_a", False)), bool(mm.attr("transpose_b", False))
-    M, K = (a.shape[1], a.shape[0]) if ta else tuple(a.shape)
-    N = b.shape[0] if tb else b.shape[1]
-    if not all(isinstance(d, int) for d in (M, N, K)):
+    M, K = (a.shape[-1], a.shape[-2]) if ta else tuple(a.shape[-2:])
+    N = b.shape[-2] if tb else b.shape[-1]
+    batch = 1
+    for d in batch_dims:
+        batch = batch * d if isinstance(d, int) and isinstance(batch, int) else None
+    if not all(isinstance(d, int) for d in (M, N, K)) or batch is None:
         raise ScheduleError(f"matmul with symbolic sizes is not printed as Ascend C yet ({fn.name})", loc=mm.loc)
     t = get_target(target)
     if not t.matmul_dtypes:
@@ -253,7 +263,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         if op.name in ("where", "lt", "le", "gt", "ge", "eq", "ne"):
             raise ScheduleError(f"{op.name} in the epilogue of {fn.name} is not printed as Ascend C yet", loc=op.loc,
                                 hint="this kernel still runs on the CPU executors (kernel(*arrays))")
-        if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != (M, N):
+        if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != out_shape:
             raise ScheduleError(f"{op.name} after the matmul in {fn.name} is not an elementwise op over its "
                                 f"[{M}, {N}] result; the Ascend C backend does not print that epilogue yet",
                                 loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
@@ -267,8 +277,10 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
             kind = "a"
         elif v is b:
             kind = "b"
-        elif shape == (M, N):
+        elif shape == out_shape:
             kind = "full"
+        elif shape == (M, N) and batch_dims:
+            kind = "fullshared"   # one [M, N] tensor added to every batch
         elif shape in ((N,), (1, N)) and N > 1:
             kind = "colvec"
         elif all(d == 1 for d in shape):
@@ -283,7 +295,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         params.append(RowParam(i, v.name, v.dtype, kind))
     if any(v.dtype == dt.bool_ for v in fn.results):
         raise ScheduleError(f"a bool output of a cube kernel is not printed yet ({fn.name})", loc=fn.loc)
-    per_c = 4 + sum(p.dtype.itemsize for p in params if p.kind == "full")
+    per_c = 4 + sum(p.dtype.itemsize for p in params if p.kind in ("full", "fullshared"))
     per_c += sum(v.dtype.itemsize for v in fn.results) + (0 if t.separated else 4)
     def tile(cores=None):
         return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
@@ -300,4 +312,10 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     trans = "".join(f", {x} read transposed (isTrans)" for x, on in (("A", ta), ("B", tb)) if on)
     note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {tiling.used_core_num} cores, base {tiling.base_m}x{tiling.base_n}"
             f"x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue runs on it there, one GM write")
-    return CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)
+    if batch > 1:
+        note += f"; {batch} batch matrices, each core walks its block of every one"
+    sched = CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)
+    sched.batch = batch
+    sched.batch_a = a.type.rank == 3
+    sched.batch_b = b.type.rank == 3
+    return sched

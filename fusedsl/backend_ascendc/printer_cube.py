@@ -46,11 +46,13 @@ class CubePrinter:
         self.symbols = []
         self.cn = {p.index: cnames.param(p.name) for p in sched.params}
         fn, mm = sched.fn, sched.mm
-        M, N = mm.result.shape
+        M, N = mm.result.shape[-2:]
         self.mn = (M, N)
+        out_shape = tuple(mm.result.shape)
         producer = {id(op.result): op for op in fn.ops}
-        # an epilogue op varies along the tile's columns in every [M, N] operand and [N] row
-        varies = (lambda v: tuple(v.shape) in ((M, N), (N,), (1, N)) and (N > 1 or tuple(v.shape) == (M, N)))
+        # an epilogue op varies along the tile's columns in every [(B,) M, N] operand and [N] row
+        varies = (lambda v: tuple(v.shape) in (out_shape, (M, N), (N,), (1, N))
+                  and (N > 1 or tuple(v.shape) in (out_shape, (M, N))))
         self.steps = {id(op): _op_schedule(fn, op, producer, target, varies) for op in sched.epilogue}
         self.kinds = {id(op.result): "row" for op in sched.epilogue}
         self.kinds[id(mm.result)] = "row"
@@ -138,7 +140,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         a, b = s.mm.operands
         ta, tb = bool(s.mm.attr("transpose_a", False)), bool(s.mm.attr("transpose_b", False))
         M, N = self.mn
-        full = [p for p in s.params if p.kind == "full"]
+        full = [p for p in s.params if p.kind in ("full", "fullshared")]
         colvec = [p for p in s.params if p.kind == "colvec"]
         scalars = [p for p in s.params if p.kind == "scalar"]
         outs = list(enumerate(s.fn.results))
@@ -199,17 +201,21 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              "    {",
              *ws, *init_bufs,
              "        if (!active) return;",
-             f"        mm.SetTensorA(gm_{aname}[offA]{', true' if ta else ''});",
-             f"        mm.SetTensorB(gm_{bname}[offB]{', true' if tb else ''});",
-             "        if (tailM != uint32_t(tiling.singleCoreM) || tailN != uint32_t(tiling.singleCoreN)) {",
-             "            mm.SetTail(tailM, tailN);",
-             "        }",
-             "        uint32_t count = 0;",
-             "        while (mm.template Iterate<true>()) {",
-             "            TileShape(count++);",
-             "            CopyIn();",
-             "            Compute();",
-             "            CopyOut();",
+             f"        for (batch = 0; batch < {s.batch}; ++batch) {{   // this core's block of every batch matrix",
+             f"            mm.SetTensorA(gm_{aname}[{'batch * tiling.M * tiling.Ka + ' if s.batch_a else ''}offA]"
+             f"{', true' if ta else ''});",
+             f"            mm.SetTensorB(gm_{bname}[{'batch * tiling.Kb * tiling.N + ' if s.batch_b else ''}offB]"
+             f"{', true' if tb else ''});",
+             "            if (tailM != uint32_t(tiling.singleCoreM) || tailN != uint32_t(tiling.singleCoreN)) {",
+             "                mm.SetTail(tailM, tailN);",
+             "            }",
+             "            uint32_t count = 0;",
+             "            while (mm.template Iterate<true>()) {",
+             "                TileShape(count++);",
+             "                CopyIn();",
+             "                Compute();",
+             "                CopyOut();",
+             "            }",
              "        }",
              "        mm.End();",
              "    }",
@@ -251,7 +257,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              "    }",
              ""]
         L += self._copy_in(full, colvec) + self._compute(full, outs, cast_mm) + self._copy_out(outs)
-        L += members + ["    uint32_t m0 = 0, n0 = 0, offA = 0, offB = 0, tailM = 0, tailN = 0;",
+        L += members + ["    uint32_t m0 = 0, n0 = 0, offA = 0, offB = 0, tailM = 0, tailN = 0, batch = 0;",
                         "    uint32_t curM = 0, curN = 0, row0 = 0, col0 = 0;",
                         "    bool active = false;", "};", ""]
         macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n" if self.t.kernel_type_macro else ""
@@ -271,6 +277,10 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
 """)
         return "\n".join(L)
 
+    def _boff(self, kind: str) -> str:
+        """GM offset of the current batch matrix in a tensor of the result's shape."""
+        return "batch * tiling.M * tiling.N + " if self.s.batch > 1 and kind == "full" else ""
+
     def steps_list(self):
         """The epilogue's tile programs, shaped like row_plan.OpStep (`.sched`) for temp_pool."""
         from types import SimpleNamespace
@@ -284,7 +294,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         for p in full:
             nm, ty = self.cn[p.index], p.dtype.ascendc
             L += [f"        AscendC::LocalTensor<{ty}> in_{nm} = q_{nm}.AllocTensor<{ty}>();",
-                  f"        CopyRowsIn(in_{nm}, gm_{nm}[row0 * tiling.N + col0], curM, curN, tiling.N, "
+                  f"        CopyRowsIn(in_{nm}, gm_{nm}[{self._boff(p.kind)}row0 * tiling.N + col0], curM, curN, tiling.N, "
                   f"{_ld('curN', p.dtype)});",
                   f"        q_{nm}.EnQue(in_{nm});"]
         if colvec:
@@ -320,7 +330,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         pvals = [p.value for p in s.fn.params]
         for p in s.params:
             v, nm = pvals[p.index], self.cn[p.index]
-            if p.kind == "full":
+            if p.kind in ("full", "fullshared"):
                 slot[id(v)] = f"in_{nm}[r * {_ld('curN', p.dtype)}]"
             elif p.kind == "colvec":
                 slot[id(v)] = f"col_{nm}"
@@ -400,7 +410,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         for i, v in outs:
             ty = v.dtype.ascendc
             L += [f"        AscendC::LocalTensor<{ty}> out_y{i} = q_y{i}.DeQue<{ty}>();",
-                  f"        CopyRowsOut(gm_y{i}[row0 * tiling.N + col0], out_y{i}, curM, curN, tiling.N, "
+                  f"        CopyRowsOut(gm_y{i}[{self._boff('full')}row0 * tiling.N + col0], out_y{i}, curM, curN, tiling.N, "
                   f"{_ld('curN', v.dtype)});",
                   f"        q_y{i}.FreeTensor(out_y{i});"]
         L += ["    }", ""]
