@@ -396,9 +396,10 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
     if not extra:
         return base
     gm = base.gm_bytes
-    if has_trait(anchor, REDUCTION):
+    if has_trait(anchor, REDUCTION) or has_trait(anchor, CUBE):
         # a row kernel reads each of its tensor inputs once and writes each output once
-        # (rows fit UB), not just the anchor reduction's operand and result
+        # (rows fit UB), not just the anchor reduction's operand and result; a cube kernel
+        # reads its epilogue's inputs (bias, residual) too and writes only the epilogue's outputs
         gm = sum(_nelem(p.value, sizes or {}) * p.value.dtype.itemsize for p in fn.params if p.kind == "tensor") \
             + sum(_nelem(v, sizes or {}) * v.dtype.itemsize for v in fn.results)
     return KernelCost(base.name, base.kind, base.block_dim, base.mte2_cycles, base.vec_cycles + extra,

@@ -110,10 +110,12 @@ def test_resnet_block_kernels_and_codes(imported):
     _, args, kernel, _ = imported["resnet"]
     rows = kernel.compile(*args).report().kernels
     ops = [r.ops for r in rows]
-    convs = [i for i, o in enumerate(ops) if o == ["conv2d"]]
+    convs = [i for i, o in enumerate(ops) if o[0] == "conv2d"]
     assert len(convs) == 2 and all(r.reason_code.startswith("FS1") for r in rows)
-    # batch norm folded into each conv's weights and bias: the epilogues are bias (+ residual) and relu
-    assert [ops[i + 1] for i in convs] == [["add", "relu"], ["add", "add", "relu"]]
+    # batch norm folded into each conv's weights and bias; each conv is one cube kernel with its
+    # epilogue: bias (+ residual) and relu
+    assert [ops[i] for i in convs] == [["conv2d", "add", "relu"], ["conv2d", "add", "add", "relu"]]
+    assert all(rows[i].reason_code == "FS113" for i in convs)
 
 
 def test_unsupported_aten_op_names_op_and_source_line():

@@ -917,11 +917,11 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
             if kind_c == "vector" and shapes == {row_shape}:
                 try_merge(k, c)
-    # Cube epilogue (issue 8): a matmul kernel merges with the vector kernels that read its
+    # Cube epilogue (issue 8): a matmul or conv2d kernel merges with the vector kernels that read its
     # result and iterate over its shape (bias add, activation, residual add, cast), so C is
     # consumed tile by tile from UB instead of being written to GM and read back.
     for k, (ops_idx, kind, _, _) in enumerate(kernels):
-        if not cube or kind != "single" or len(ops_idx) != 1 or fn.ops[ops_idx[0]].name != "matmul":
+        if not cube or kind != "single" or len(ops_idx) != 1 or fn.ops[ops_idx[0]].name not in ("matmul", "conv2d"):
             continue
         mm_shape = fn.ops[ops_idx[0]].result.shape
         for c in sorted(succ[k]):
@@ -954,8 +954,9 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             used = any(id(r) in returned for r in res) or any(j not in member for j in readers.get(i, ()))
             if used and not has_trait(fn.ops[i], CONSTANT):
                 roots.append(i)
-        if any(fn.ops[i].name == "matmul" for i in ops_idx):
-            out.append((ops_idx, "cube", "FS113 cube kernel: matmul with its elementwise epilogue "
+        cube_op = next((fn.ops[i].name for i in ops_idx if fn.ops[i].name in ("matmul", "conv2d")), None)
+        if cube_op is not None:
+            out.append((ops_idx, "cube", f"FS113 cube kernel: {cube_op} with its elementwise epilogue "
                         "(consumed from UB tile by tile)", roots))
             continue
         names = sorted({fn.ops[i].name for i in ops_idx if _is_row_reduction(fn.ops[i])})
