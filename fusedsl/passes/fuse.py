@@ -19,8 +19,8 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
   and rms_norm become one "row" kernel (FS112), at the default opt_level 2
   (disable_passes=['row-fusion'] splits them).  A merge that would close a cycle through
   another kernel is not made.  Row kernels run natively on the LLVM backend
-  (backend_cpu/llvm_row.py); the Ascend C backend does not print them yet.
-- Cube epilogue: a matmul kernel merges with the vector kernels that read its result and
+  (backend_cpu/llvm_row.py) and print as Ascend C (backend_ascendc/printer_row.py).
+- Cube epilogue: a matmul or conv2d kernel merges with the vector kernels that read its result and
   have its shape (bias, activation, residual add, cast): one "cube" kernel (FS113).
 - Views: slice, concatenate and take (axis 0 of a 2-D table) join the vector kernels that
   read them, and a slice of a vector kernel's result joins that kernel: they become CopyIn /

@@ -35,7 +35,7 @@ REASONS = {
     "FS110": "L1 capacity (cube kernels)",
     "FS111": "a value several kernels need is stored once (cheaper than recomputing it in each)",
     "FS112": "row kernel: a last-axis reduction fused with its row producers and broadcast-back consumers",
-    "FS113": "cube kernel: a matmul fused with its elementwise epilogue",
+    "FS113": "cube kernel: a matmul or conv2d fused with its elementwise epilogue",
     "FS114": "a slice / concatenate / take that cannot become CopyIn addressing (e.g. a step on the last axis)",
 }
 
