@@ -656,6 +656,17 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
 """
 
 
+def rename_stmt(st: Stmt, names: dict, scalars: dict) -> Stmt:
+    """`st` with its UB slots renamed (`names`) and a scalar variable operand replaced by the
+    C++ expression holding it (`scalars`): how the row and cube printers reuse the tile
+    stmts the vector scheduler gives each op on buffers of their own."""
+    scalar = st.scalar
+    if scalar is not None and scalar[0] == "var":
+        scalar = ("var", scalars[scalar[1]])
+    return dataclasses.replace(st, dst=names[st.dst], srcs=tuple(names[x] for x in st.srcs),
+                               aux=tuple(names[a] for a in st.aux), scalar=scalar)
+
+
 def _source_line(loc) -> str:
     import linecache
     return linecache.getline(loc.file, loc.line).strip()

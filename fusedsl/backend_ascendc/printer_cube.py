@@ -13,7 +13,6 @@ The kernel is mixed (AIC + AIV) on 910B; 310P moves C through a UB workspace
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import struct
 
@@ -22,7 +21,7 @@ from ..schedule import compute_dtype
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
 from ..schedule_row import allocate_row_values, temp_pool
 from . import cnames
-from .printer import AscendCPrinter, camel
+from .printer import AscendCPrinter, camel, rename_stmt
 
 
 def _ld(expr: str, dtype: dt.DType) -> str:
@@ -397,11 +396,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
             used[sl.dtype] = i + 1
             names[name] = f"tmp_{sl.dtype.name}_{i}"
         for st in sched.stmts:
-            renamed = dataclasses.replace(
-                st, dst=names[st.dst], srcs=tuple(names[x] for x in st.srcs), aux=tuple(names[a] for a in st.aux),
-                scalar=(("var", scalars[st.scalar[1]]) if st.scalar is not None and st.scalar[0] == "var"
-                        else st.scalar))
-            L += self._stmt(renamed, 4)
+            L += self._stmt(rename_stmt(st, names, scalars), 4)
         L.append("}")
         return L
 

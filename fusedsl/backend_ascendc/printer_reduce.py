@@ -16,9 +16,8 @@ from .. import dtypes as dt
 from ..schedule_reduce import ColumnSchedule
 from . import cnames
 from .printer import AscendCPrinter, camel, literal
+from .printer_row import _BINARY, _IDENTITY   # identities and fold ops of the four reductions
 
-_IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
-_BINARY = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min"}
 
 
 class ColumnPrinter:

@@ -20,14 +20,13 @@ Device code uses no STL; the host tiling function mirrors schedule_row.compute_r
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from .. import dtypes as dt
 from ..schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
 from ..schedule_row import FOLD_LANES, RowSchedule, allocate_row_values, rs_slots, temp_pool
 from . import cnames
-from .printer import AscendCPrinter, camel, literal
+from .printer import AscendCPrinter, camel, literal, rename_stmt
 
 _IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
 _BINARY = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min"}
@@ -779,11 +778,7 @@ class RowPrinter:
             L += [f"    AscendC::Duplicate({buf}, {literal(value, d)}, tiling.Cpad + {self.s.slack});",
                   "    AscendC::PipeBarrier<PIPE_V>();"]
         for st in sched.stmts:
-            renamed = dataclasses.replace(
-                st, dst=names[st.dst], srcs=tuple(names[x] for x in st.srcs), aux=tuple(names[a] for a in st.aux),
-                scalar=(("var", scalars[st.scalar[1]]) if st.scalar is not None and st.scalar[0] == "var"
-                        else st.scalar))
-            L += self._stmt(renamed, 4)
+            L += self._stmt(rename_stmt(st, names, scalars), 4)
         L.append("}")
         return L
 
