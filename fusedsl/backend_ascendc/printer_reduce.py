@@ -87,7 +87,7 @@ class ColumnPrinter:
         wide = xt != dt.float32
         ident = literal(_IDENTITY[op], dt.float32)
         src = "wide" if wide else "in[r * bnPad]"
-        cast_in = ([f"                AscendC::Cast(wide, in[r * bnPad], AscendC::RoundMode::CAST_NONE, n);",
+        cast_in = (["                AscendC::Cast(wide, in[r * bnPad], AscendC::RoundMode::CAST_NONE, n);",
                     "                AscendC::PipeBarrier<PIPE_V>();"] if wide else [])
         if yt == dt.float32:
             store = ["        AscendC::Muls(out, acc, 1.0f, n);   // an exact copy into the output queue"]
