@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from . import dtypes as dt
 from .errors import ScheduleError
-from .ir.core import Function, Op, Value
+from .ir.core import Function, Value
 from .ir.ops import CONSTANT, has_trait
 from .schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
 from .targets import Target
@@ -179,7 +179,6 @@ def schedule_row_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) 
                                 hint="cast the operand to float32 before reducing, or run on the CPU executors")
     steps = {id(s.op): s for ph in plan.phases for s in ph.scalar_ops + ph.row_ops}
     row_shape = tuple(plan.row_shape)
-    outer = row_shape[:-1]
     params = [_classify(i, p, row_shape) for i, p in enumerate(fn.params)]
     outputs = [RowOutput(i, v.dtype, plan.kinds[id(v)]) for i, v in enumerate(fn.results)]
 
