@@ -104,14 +104,14 @@ def test_a_matmul_with_two_batch_axes_is_not_printed_yet_and_says_so():
     np.testing.assert_allclose(c(x, x), np.maximum(x @ x, 0))
 
 
-def test_cube_kernels_get_no_project_yet(tmp_path):
+def test_cube_kernels_have_no_op_project_yet(tmp_path):
     @fs.fused_kernel
     def f(x, w):
         return fs.relu(x @ w)
 
     x = np.ones((16, 16), np.float32)
-    with pytest.raises(fs.ProjectError, match=re.escape("does not launch mixed AIC+AIV kernels")):
-        f.compile(x, x).save(str(tmp_path / "p"))
+    with pytest.raises(fs.ProjectError, match=re.escape("the op-project layout does not carry its TCubeTiling")):
+        f.compile(x, x).save(str(tmp_path / "p"), layout="op")
     assert not (tmp_path / "p").exists()
 
 

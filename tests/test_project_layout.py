@@ -23,6 +23,11 @@ def scaled_and_rowsum(a, b, alpha):
 
 
 @fs.fused_kernel
+def linear_leaky(x, w, b):
+    return fs.leaky_relu(x @ w.T + b, 0.1)
+
+
+@fs.fused_kernel
 def scaled(a, b, alpha):
     return fs.relu(fs.abs(a) + b) * alpha
 
@@ -47,13 +52,24 @@ def projects(tmp_path_factory):
     two = scaled_and_rowsum.compile(fs.spec((96,), "float16"), fs.spec(("M", 96), "float16"), fs.scalar("alpha"),
                                     target="ascend310p")
     op = scaled.compile(fs.spec((64,), "float32"), fs.spec(("N", 64), "float32"), fs.scalar("alpha"))
+    cube = linear_leaky.compile(fs.spec((40, 24), "float16"), fs.spec((36, 24), "float16"), fs.spec((36,), "float16"),
+                                target="ascend310p")
     paths = {"seed": seed.save(str(base / "seed"), sizes={"M": 37}),
              "two": two.save(str(base / "two"), sizes={"M": 19}, scalars={"alpha": -1.25}),
-             "op": op.save(str(base / "op"), layout="op", sizes={"N": 23}, scalars={"alpha": 3.0})}
+             "op": op.save(str(base / "op"), layout="op", sizes={"N": 23}, scalars={"alpha": 3.0}),
+             "cube": cube.save(str(base / "cube"))}
     procs = {"seed": start_run_sh(paths["seed"], "Ascend910B2"), "two": start_run_sh(paths["two"], "Ascend310P3"),
-             "op": start_run_sh(paths["op"], "Ascend910B2")}
+             "op": start_run_sh(paths["op"], "Ascend910B2"), "cube": start_run_sh(paths["cube"], "Ascend310P3")}
     logs = {k: p.communicate(timeout=300)[0] + f"\n(exit {p.returncode})" for k, p in procs.items()}
-    return paths, logs, {"seed": seed, "two": two, "op": op}
+    return paths, logs, {"seed": seed, "two": two, "op": op, "cube": cube}
+
+
+def test_cube_project_launches_the_mixed_kernel_with_the_matmul_workspace(projects):
+    """x @ w.T + b |> leaky_relu on 310P: main.cpp runs the Matmul API kernel in MIX mode."""
+    paths, logs, _ = projects
+    assert "[SUCCESS] linear_leaky ran" in logs["cube"] and "test pass" in logs["cube"], logs["cube"]
+    main = open(os.path.join(paths["cube"], "main.cpp"), encoding="utf-8").read()
+    assert "SetKernelMode(KernelMode::MIX_MODE)" in main and "DeviceAlloc(2097152)" in main
 
 
 def test_seed_project_runs_and_verifies_with_run_sh(projects):

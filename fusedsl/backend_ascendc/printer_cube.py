@@ -64,7 +64,8 @@ class CubePrinter:
         return struct.pack(f"<{len(tiling.words)}i", *tiling.words)
 
     def tiling_header(self) -> str:
-        return f"// {self.name} reads a TCubeTiling (kernel_tiling/kernel_tiling.h)\n"
+        return (f"// {self.name} reads a TCubeTiling (CANN's kernel_tiling/kernel_tiling.h)\n"
+                '#include "kernel_tiling/kernel_tiling.h"\n')
 
     def host_tiling(self) -> str:
         s, t = self.s, self.s.tiling_fields

@@ -23,6 +23,7 @@ import os
 from ..errors import ProjectError, user_frame
 from ..ir.printer import print_module
 from ..ir.ops import CALL, has_trait
+from ..schedule_cube import CubeSchedule
 from .printer import VERSION, AscendCPrinter, camel
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -136,7 +137,9 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
                         f"  // runtime scalar (gen_data.py uses the same value)")
     for buf, n in prog.buffers:
         body.append(f"    uint8_t* {buf} = DeviceAlloc({n});")
-    body.append("    uint8_t* workspace = DeviceAlloc(32);")
+    # the Matmul API's system workspace (GetLibApiWorkSpaceSize) when a cube kernel is launched
+    ws = max([32] + [getattr(plan.printable, "workspace_bytes", 32) for plan, _, _ in prog.launches])
+    body.append(f"    uint8_t* workspace = DeviceAlloc({ws});")
     for p in main.params:
         if p.kind != "scalar":
             buf = prog.where[id(p.value)]
@@ -156,10 +159,21 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
                  "    }"]
         body += [f"    {var}.{inp.var} = {src};" for inp, src in scalar_args]
         body += [f"    uint8_t* {var}_gm = DeviceAlloc(sizeof({var}));",
-                 f"    rc |= CopyToDevice({var}_gm, &{var}, sizeof({var}));",
-                 f"    if ({var}.totalTiles > 0) {{  // an empty tensor launches nothing",
-                 f"        LAUNCH_KERNEL({plan.name}, {var}.blockDim, {', '.join(gm + ['workspace', var + '_gm'])});",
-                 "    }"]
+                 f"    rc |= CopyToDevice({var}_gm, &{var}, sizeof({var}));"]
+        args = ', '.join(gm + ['workspace', var + '_gm'])
+        if isinstance(plan.printable, CubeSchedule):   # a mixed AIC+AIV kernel (Matmul API)
+            block_dim = plan.printable.tiling({}, t).block_dim
+            body += ["#ifdef ASCENDC_CPU_DEBUG",
+                     "    AscendC::SetKernelMode(KernelMode::MIX_MODE);",
+                     "#endif",
+                     f"    LAUNCH_KERNEL({plan.name}, {block_dim}, {args});   // blockDim counts cube cores",
+                     "#ifdef ASCENDC_CPU_DEBUG",
+                     "    AscendC::SetKernelMode(KernelMode::AIV_MODE);",
+                     "#endif"]
+        else:
+            body += [f"    if ({var}.totalTiles > 0) {{  // an empty tensor launches nothing",
+                     f"        LAUNCH_KERNEL({plan.name}, {var}.blockDim, {args});",
+                     "    }"]
     for k, (buf, v) in enumerate(zip(prog.results, main.results)):
         body.append(f'    rc |= SaveOutput("./output/output_{k}.bin", {buf}, {prog.nbytes(v)});')
     body += [f"    DeviceFree({b});" for b, _ in prog.buffers]
