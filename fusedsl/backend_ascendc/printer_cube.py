@@ -21,7 +21,7 @@ from ..schedule import compute_dtype
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
 from ..schedule_row import allocate_row_values, temp_pool
 from . import cnames
-from .printer import AscendCPrinter, camel, rename_stmt
+from .printer import AscendCPrinter, camel, literal, rename_stmt
 
 
 def _ld(expr: str, dtype: dt.DType) -> str:
@@ -33,6 +33,10 @@ def _ld(expr: str, dtype: dt.DType) -> str:
 class CubePrinter:
     _helpers = AscendCPrinter._helpers
     _stmt = AscendCPrinter._stmt
+    # GM addressing of the [M, N] result and of tensors of its shape: row stride and the elements of
+    # one batch matrix (the conv printer, printer_conv.py, addresses NCHW images instead)
+    gm_ld = "tiling.N"
+    batch_elems = "tiling.M * tiling.N"
 
     def __init__(self, sched: CubeSchedule, target, name: str, debug: bool | None = None):
         from ..backend_cpu.row_plan import _op_schedule
@@ -55,6 +59,8 @@ class CubePrinter:
         self.steps = {id(op): _op_schedule(fn, op, producer, target, varies) for op in sched.epilogue}
         self.kinds = {id(op.result): "row" for op in sched.epilogue}
         self.kinds[id(mm.result)] = "row"
+        # elements Compare reads past a row's count (tile/slack.py): every row buffer has them
+        self.slack = max([st.sched.slack_elems for st in self.steps_list()] + [0])
 
     # ---- interface shared with the other printers ----------------------------------------
     def _gm_args(self) -> list[str]:
@@ -170,7 +176,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         init_bufs += [f"        pipe->InitBuffer(q_y{i}, 1, tiling.baseM * tiling.baseN * sizeof({v.dtype.ascendc}));"
                       for i, v in outs]
         init_bufs += [f"        pipe->InitBuffer(b_{self.cn[p.index]}, {bn} * sizeof({p.dtype.ascendc}));" for p in colvec]
-        init_bufs += [f"        pipe->InitBuffer(b_{nm}, ({bn} + {max([st.sched.slack_elems for st in self.steps_list()] + [0])}) "
+        init_bufs += [f"        pipe->InitBuffer(b_{nm}, ({bn} + {self.slack}) "
                       f"* sizeof({d.ascendc}));" for d, nm in rows]
         ws = []
         if not self.t.separated:
@@ -279,7 +285,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
 
     def _boff(self, kind: str) -> str:
         """GM offset of the current batch matrix in a tensor of the result's shape."""
-        return "batch * tiling.M * tiling.N + " if self.s.batch > 1 and kind == "full" else ""
+        return f"batch * {self.batch_elems} + " if self.s.batch > 1 and kind == "full" else ""
 
     def steps_list(self):
         """The epilogue's tile programs, shaped like row_plan.OpStep (`.sched`) for temp_pool."""
@@ -294,7 +300,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         for p in full:
             nm, ty = self.cn[p.index], p.dtype.ascendc
             L += [f"        AscendC::LocalTensor<{ty}> in_{nm} = q_{nm}.AllocTensor<{ty}>();",
-                  f"        CopyRowsIn(in_{nm}, gm_{nm}[{self._boff(p.kind)}row0 * tiling.N + col0], curM, curN, tiling.N, "
+                  f"        CopyRowsIn(in_{nm}, gm_{nm}[{self._boff(p.kind)}row0 * {self.gm_ld} + col0], curM, curN, {self.gm_ld}, "
                   f"{_ld('curN', p.dtype)});",
                   f"        q_{nm}.EnQue(in_{nm});"]
         if colvec:
@@ -396,6 +402,12 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
             i = used.get(sl.dtype, 0)
             used[sl.dtype] = i + 1
             names[name] = f"tmp_{sl.dtype.name}_{i}"
+            # Compare reads whole 256-byte repeats past the count (compare-slack): its temporaries
+            # hold defined values there, and constant tensors their value; the temporaries are
+            # shared by every step, so each step fills its own before it runs
+            if name in sched.prefill:
+                L += [f"    AscendC::Duplicate({names[name]}, {literal(sched.prefill[name], sl.dtype)}, "
+                      f"tiling.baseN + {self.slack});", "    AscendC::PipeBarrier<PIPE_V>();"]
         for st in sched.stmts:
             L += self._stmt(rename_stmt(st, names, scalars), 4)
         L.append("}")
@@ -406,7 +418,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         for i, v in outs:
             ty = v.dtype.ascendc
             L += [f"        AscendC::LocalTensor<{ty}> out_y{i} = q_y{i}.DeQue<{ty}>();",
-                  f"        CopyRowsOut(gm_y{i}[{self._boff('full')}row0 * tiling.N + col0], out_y{i}, curM, curN, tiling.N, "
+                  f"        CopyRowsOut(gm_y{i}[{self._boff('full')}row0 * {self.gm_ld} + col0], out_y{i}, curM, curN, {self.gm_ld}, "
                   f"{_ld('curN', v.dtype)});",
                   f"        q_y{i}.FreeTensor(out_y{i});"]
         L += ["    }", ""]
