@@ -197,10 +197,13 @@ class CubeSchedule:
     def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
         t = self.tiling_fields
         tile = t.base_m * t.base_n
+
+        def padded(d):   # a tile with rows padded to 32 bytes, as the printer allocates it
+            return t.base_m * _up(t.base_n, 32 // d.itemsize) * d.itemsize
         plan = [("q_c", "VECIN", tile * 4, 1)]
-        plan += [(f"q_{p.name}", "VECIN", tile * p.dtype.itemsize, 1) for p in self.params
+        plan += [(f"q_{p.name}", "VECIN", padded(p.dtype), 1) for p in self.params
                  if p.kind in ("full", "fullshared")]
-        plan += [(f"q_y{i}", "VECOUT", tile * v.dtype.itemsize, 1) for i, v in enumerate(self.fn.results)]
+        plan += [(f"q_y{i}", "VECOUT", padded(v.dtype), 1) for i, v in enumerate(self.fn.results)]
         if not self.target.separated:
             plan.append(("b_mmws", "VECCALC", tile * 4, 1))
         return plan
@@ -222,7 +225,6 @@ class CubeLaunch:
 
 def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headroom: float = 0.8) -> CubeSchedule:
     """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not."""
-    from . import dtypes as dt
     from .ir.ops import CONSTANT, ELEMENTWISE, has_trait
     from .schedule_row import RowParam
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
@@ -260,9 +262,6 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                             loc=mm.loc, hint="cast the operands to float16")
     epilogue = [op for op in ops if op is not mm]
     for op in epilogue:
-        if op.name in ("where", "lt", "le", "gt", "ge", "eq", "ne"):
-            raise ScheduleError(f"{op.name} in the epilogue of {fn.name} is not printed as Ascend C yet", loc=op.loc,
-                                hint="this kernel still runs on the CPU executors (kernel(*arrays))")
         if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != out_shape:
             raise ScheduleError(f"{op.name} after the matmul in {fn.name} is not an elementwise op over its "
                                 f"[{M}, {N}] result; the Ascend C backend does not print that epilogue yet",
@@ -293,8 +292,6 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
             raise ScheduleError(f"runtime scalars in a cube kernel's epilogue are not printed yet ({fn.name})",
                                 loc=fn.loc)
         params.append(RowParam(i, v.name, v.dtype, kind))
-    if any(v.dtype == dt.bool_ for v in fn.results):
-        raise ScheduleError(f"a bool output of a cube kernel is not printed yet ({fn.name})", loc=fn.loc)
     per_c = 4 + sum(p.dtype.itemsize for p in params if p.kind in ("full", "fullshared"))
     per_c += sum(v.dtype.itemsize for v in fn.results) + (0 if t.separated else 4)
     def tile(cores=None):

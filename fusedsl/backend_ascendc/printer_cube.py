@@ -171,10 +171,11 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
             members.append("    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB")
         bn = "tiling.baseN"
         init_bufs = ["        pipe->InitBuffer(q_c, 1, tiling.baseM * tiling.baseN * sizeof(float));"]
-        init_bufs += [f"        pipe->InitBuffer(q_{self.cn[p.index]}, 1, tiling.baseM * tiling.baseN * "
+        # tile rows are padded to 32 bytes: a 1-byte row of baseN (a multiple of 16) may need more
+        init_bufs += [f"        pipe->InitBuffer(q_{self.cn[p.index]}, 1, tiling.baseM * {_ld('tiling.baseN', p.dtype)} * "
                       f"sizeof({p.dtype.ascendc}));" for p in full]
-        init_bufs += [f"        pipe->InitBuffer(q_y{i}, 1, tiling.baseM * tiling.baseN * sizeof({v.dtype.ascendc}));"
-                      for i, v in outs]
+        init_bufs += [f"        pipe->InitBuffer(q_y{i}, 1, tiling.baseM * {_ld('tiling.baseN', v.dtype)} * "
+                      f"sizeof({v.dtype.ascendc}));" for i, v in outs]
         init_bufs += [f"        pipe->InitBuffer(b_{self.cn[p.index]}, {bn} * sizeof({p.dtype.ascendc}));" for p in colvec]
         init_bufs += [f"        pipe->InitBuffer(b_{nm}, ({bn} + {self.slack}) "
                       f"* sizeof({d.ascendc}));" for d, nm in rows]
