@@ -1,6 +1,8 @@
 """`k.report()`: fused groups, tiles, UB plans and GM traffic, as a table and as attributes."""
 from __future__ import annotations
 
+import dataclasses
+
 from .ir.ops import CONSTANT, has_trait
 from .ir.shapes import num_elements
 
@@ -23,12 +25,26 @@ def _model(compiled, sizes):
     symbolic = {d for p in main.params for d in p.value.shape if isinstance(d, str)}
     if symbolic - set(sizes):
         return None, None
-    fused = [cost.function_cost(p.function, compiled.target, sizes, p.tiling, p.name) for p in compiled.kernels]
+    fused = [_chosen(cost.function_cost(p.function, compiled.target, sizes, p.tiling, p.name), p.tiling,
+                     compiled.target) for p in compiled.kernels]
     return fused, cost.unfused_cost(main, compiled.target, sizes)
 
 
+def _chosen(model, tiling, target):
+    """A vector kernel whose tiling the cost model chose is reported with the figures of that
+    choice (tile/tiling_cost.py: the schedule's own statements and copies), so the report's
+    time is the one the tiling was picked by; its GM bytes stay the graph model's."""
+    choice = getattr(tiling, "choice", None)
+    if choice is None:
+        return model
+    from .tile.tiling_cost import FIX
+    c = choice.cycles
+    return dataclasses.replace(model, block_dim=tiling.block_dim, mte2_cycles=c.mte2 / FIX, vec_cycles=c.vec / FIX,
+                               mte3_cycles=c.mte3 / FIX, head_cycles=c.head / FIX, time_us=c.time_us(target))
+
+
 class KernelRow:
-    def __init__(self, plan, model=None):
+    def __init__(self, plan, model=None, target=None):
         self.name = plan.name
         self.ops = plan.ops
         self.reason = plan.reason
@@ -41,6 +57,17 @@ class KernelRow:
         self.tile_cols = t.tile_cols if t else None
         self.tile_length = t.tile_rows * t.tile_cols if t else None
         self.loops_per_core = t.tiles_per_core if t else None
+        # how the cost model chose the tiling (vector kernels): the chosen candidate's modelled
+        # time and the baseline's (the largest tile on the 16 KiB-per-core rule's cores)
+        self.tiling_choice = None
+        choice = getattr(t, "choice", None)
+        if choice is not None and target is not None:
+            b = choice.baseline
+            self.tiling_choice = {"candidates": choice.candidates, "time_us": choice.cycles.time_us(target),
+                                  "baseline_time_us": choice.baseline_cycles.time_us(target),
+                                  "baseline_block_dim": b.block_dim, "baseline_tile": (b.tile_rows, b.tile_cols),
+                                  "changed": (b.block_dim, b.tile_rows, b.tile_cols) != (t.block_dim, t.tile_rows,
+                                                                                        t.tile_cols)}
         # row kernels: which Ascend C plan and why (schedule_row), or why none prints
         self.plan = None
         row, rt = getattr(plan, "row", None), getattr(plan, "row_tiling", None)
@@ -66,7 +93,7 @@ class Report:
         sizes = compiled._last_sizes or {}
         main = compiled.canonical.main
         fused, unfused = _model(compiled, sizes)
-        self.kernels = [KernelRow(p, m) for p, m in zip(compiled.kernels, fused or [None] * len(compiled.kernels))]
+        self.kernels = [KernelRow(p, m, compiled.target) for p, m in zip(compiled.kernels, fused or [None] * len(compiled.kernels))]
         # Modelled NPU time (fusedsl.cost: AutoFuse's published per-API coefficients plus a
         # launch overhead) -- a MODEL for comparing fusion choices, not a measurement.
         self.model_time_us_fused = None if fused is None or None in fused else sum(m.time_us for m in fused)
@@ -99,6 +126,9 @@ class Report:
                 if b is None:
                     return None
                 total += b
+            if op.name == "conv2d":   # the im2col panel a conv kernel writes and reads back (cost.py)
+                from .cost import batch_conv_panel_bytes
+                total += 2 * batch_conv_panel_bytes(op, sizes)
         return total
 
     def __str__(self) -> str:
@@ -120,6 +150,15 @@ class Report:
             if k.model is not None:
                 lines.append(f"    model: {k.model.time_us:.2f} us ({k.model.kind}, blockDim {k.model.block_dim}, "
                              f"{k.model.bound}-bound)")
+            tc = k.tiling_choice
+            if tc is not None and tc["changed"]:
+                rows, cols = tc["baseline_tile"]
+                lines.append(f"    tiling: chosen by the cost model from {tc['candidates']} candidates: "
+                             f"{tc['time_us']:.2f} us vs {tc['baseline_time_us']:.2f} us for the largest tile "
+                             f"{rows}x{cols} on blockDim {tc['baseline_block_dim']} (16 KiB per core)")
+            elif tc is not None:
+                lines.append(f"    tiling: chosen by the cost model from {tc['candidates']} candidates: the largest "
+                             f"tile on the 16 KiB-per-core cores is the cheapest ({tc['time_us']:.2f} us)")
             for row in k.ub_plan:
                 lines.append(f"    UB {row['buffer']:<14} {row['position']:<8} {row['bytes']:>8} B x {row['num']}"
                              + (f"  ({row['reuse']})" if row["reuse"] else ""))

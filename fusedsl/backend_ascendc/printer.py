@@ -17,6 +17,9 @@ import os
 from . import cnames
 from .. import dtypes as dt
 from ..schedule import (MAX_BLOCK_COUNT, MIN_CORE_BYTES, Stmt, VectorSchedule)
+from ..tile.tiling import TILE_HALVINGS
+from ..tile.tiling_cost import table_for
+from .host_cost import cycles_function
 from ..targets import Target
 from ..version import __version__ as VERSION   # stamped into projects and their manifests
 
@@ -185,7 +188,8 @@ class AscendCPrinter:
         return "\n".join(lines) + "\n"
 
     def host_tiling(self) -> str:
-        """C++ mirror of schedule.compute_tiling (a test checks both agree)."""
+        """C++ mirror of schedule.compute_tiling (a test checks both agree): the same candidate
+        tilings, costed by the same integer model (host_cost.py), the cheapest kept."""
         s, t = self.s, self.t
         per_elem = s.ub_bytes_per_elem()
         out_bytes = sum(o.gm_dtype.itemsize for o in s.outputs)
@@ -196,7 +200,9 @@ class AscendCPrinter:
                        else str(s.iter_shape[d]) for d in group] or ["1"]
             dims_expr.append(" * ".join(f"uint64_t({f})" for f in factors))
         symbol_doc = ", ".join(f"sizes[{i}] = {n}" for i, n in enumerate(self.symbols)) or "none"
-        L = [f"// Host tiling for {self.name} on {t.name}: symbolic sizes {symbol_doc}.",
+        table = table_for(s)
+        L = [*cycles_function(camel(self.name), table, self.k),
+             f"// Host tiling for {self.name} on {t.name}: symbolic sizes {symbol_doc}.",
              f"// ubBudget defaults to {s.ub_budget} bytes, vectorCores to {t.vector_cores}.",
              "// Returns false (and writes nothing) when the sizes need offsets of 64 bits or more.",
              f"inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,",
@@ -219,34 +225,56 @@ class AscendCPrinter:
              f"        for (int i = 0; i < {self.k}; ++i) t->dims[i] = uint32_t(dims[i]);",
              "        return true;",
              "    }",
-             f"    uint64_t want = (total * {out_bytes} + {MIN_CORE_BYTES - 1}) / {MIN_CORE_BYTES};",
-             "    want = std::max<uint64_t>(1, std::min<uint64_t>(vectorCores, want));",
-             "    uint64_t Cpad = (C + block - 1) / block * block;",
-             f"    const bool rowsMode = (R > 1 || {'true' if hoisting else 'false'}) && Cpad <= maxElems;",
-             "    uint64_t tileRows, tileCols, colTiles, totalTiles, tileElems;",
-             "    if (rowsMode) {",
-             "        want = std::min<uint64_t>(want, R);",
-             "        const uint64_t rowsPerCore = (R + want - 1) / want;",
-             f"        tileRows = std::max<uint64_t>(1, std::min<uint64_t>({{maxElems / Cpad, rowsPerCore, {MAX_BLOCK_COUNT}}}));",
-             "        tileCols = C; colTiles = 1;",
-             "        totalTiles = (R + tileRows - 1) / tileRows;",
-             "        tileElems = (tileRows * Cpad + gran - 1) / gran * gran;",
-             "    } else {",
-             "        Cpad = C;",
-             "        const uint64_t perCore = R == 1 ? ((C * R + want - 1) / want + gran - 1) / gran * gran : maxElems;",
-             "        tileCols = std::max<uint64_t>(gran, std::min<uint64_t>(maxElems, perCore));",
-             "        tileRows = 1;",
-             "        colTiles = (C + tileCols - 1) / tileCols;",
-             "        totalTiles = R * colTiles;",
-             "        tileElems = tileCols;",
+             f"    const uint64_t rule = std::max<uint64_t>(1, std::min<uint64_t>(vectorCores, "
+             f"(total * {out_bytes} + {MIN_CORE_BYTES - 1}) / {MIN_CORE_BYTES}));",
+             "    const uint64_t Cpad0 = (C + block - 1) / block * block;",
+             f"    const bool rowsMode = (R > 1 || {'true' if hoisting else 'false'}) && Cpad0 <= maxElems;",
+             "    // candidate core counts: tile/tiling.py core_candidates",
+             "    uint64_t cores[40];",
+             "    int nCores = 0;",
+             "    cores[nCores++] = rule;",
+             "    if (rule > 1) cores[nCores++] = (rule + 1) / 2;",
+             *([] if table.per_core_reads else [
+                 "    for (uint64_t c = rule * 2; c < vectorCores; c *= 2) cores[nCores++] = c;",
+                 "    if (vectorCores > rule) cores[nCores++] = vectorCores;"]),
+             "    // the cheapest candidate by the cost model; ties keep the earlier (the rule's largest tile)",
+             "    uint64_t best = ~uint64_t(0);",
+             "    for (int k = 0; k < nCores; ++k) {",
+             f"      for (uint64_t shift = 0; shift <= {TILE_HALVINGS}; ++shift) {{",
+             "        uint64_t want = cores[k];",
+             "        uint64_t Cpad = Cpad0;",
+             "        uint64_t tileRows, tileCols, colTiles, totalTiles, tileElems;",
+             "        if (rowsMode) {",
+             "            want = std::min<uint64_t>(want, R);",
+             "            const uint64_t rowsPerCore = (R + want - 1) / want;",
+             f"            tileRows = std::max<uint64_t>(1, std::min<uint64_t>({{maxElems / Cpad, rowsPerCore, "
+             f"{MAX_BLOCK_COUNT}}}) >> shift);",
+             "            tileCols = C; colTiles = 1;",
+             "            totalTiles = (R + tileRows - 1) / tileRows;",
+             "            tileElems = (tileRows * Cpad + gran - 1) / gran * gran;",
+             "        } else {",
+             "            Cpad = C;",
+             "            const uint64_t perCore = R == 1 ? ((C * R + want - 1) / want + gran - 1) / gran * gran : maxElems;",
+             "            tileCols = std::max<uint64_t>(gran, (std::min<uint64_t>(maxElems, perCore) >> shift) / gran * gran);",
+             "            tileRows = 1;",
+             "            colTiles = (C + tileCols - 1) / tileCols;",
+             "            totalTiles = R * colTiles;",
+             "            tileElems = tileCols;",
+             "        }",
+             "        uint64_t tilesPerCore = (totalTiles + want - 1) / want;",
+             *["    " + line for line in self._line_aligned_cores()],
+             "        const uint64_t blockDim = (totalTiles + tilesPerCore - 1) / tilesPerCore;",
+             f"        const uint64_t cycles = {camel(self.name)}Cycles(dims, C, Cpad, tileRows, tileCols, tilesPerCore, "
+             "blockDim, tileElems);",
+             "        if (cycles >= best) continue;",
+             "        best = cycles;",
+             "        t->R = uint32_t(R); t->C = uint32_t(C); t->Cpad = uint32_t(Cpad);",
+             "        t->tileRows = uint32_t(tileRows); t->tileCols = uint32_t(tileCols); t->colTiles = uint32_t(colTiles);",
+             "        t->totalTiles = uint32_t(totalTiles); t->tilesPerCore = uint32_t(tilesPerCore);",
+             "        t->blockDim = uint32_t(blockDim);",
+             "        t->tileElems = uint32_t(tileElems); t->rowsMode = rowsMode ? 1u : 0u;",
+             "      }",
              "    }",
-             "    uint64_t tilesPerCore = (totalTiles + want - 1) / want;",
-             *self._line_aligned_cores(),
-             "    t->R = uint32_t(R); t->C = uint32_t(C); t->Cpad = uint32_t(Cpad);",
-             "    t->tileRows = uint32_t(tileRows); t->tileCols = uint32_t(tileCols); t->colTiles = uint32_t(colTiles);",
-             "    t->totalTiles = uint32_t(totalTiles); t->tilesPerCore = uint32_t(tilesPerCore);",
-             "    t->blockDim = uint32_t((totalTiles + tilesPerCore - 1) / tilesPerCore);",
-             "    t->tileElems = uint32_t(tileElems); t->rowsMode = rowsMode ? 1u : 0u;",
              f"    for (int i = 0; i < {self.k}; ++i) t->dims[i] = uint32_t(dims[i]);"]
         for inp in self.tensor_inputs:
             bits = ", ".join("true" if b else "false" for b in inp.bits) or "true"

@@ -132,6 +132,9 @@ class Tiling:
     dims: tuple[int, ...]              # collapsed dim sizes
     strides: tuple[tuple[int, ...], ...]  # per input: element stride per collapsed dim (0 = broadcast)
     boxes: tuple[tuple[int, ...], ...] = ()  # view kernels: one row of words per box (tile/tiling.py VIEW_BOX_HEAD + VIEW_LOAD_WORDS per load)
+    # vector kernels: how the cost model chose this tiling (tile/tiling_cost.py TilingChoice),
+    # for k.report(); not part of the tiling the kernel reads
+    choice: object = field(default=None, compare=False, repr=False)
 
     @property
     def loops_per_core(self) -> int:

@@ -2,11 +2,14 @@
 the printed C++ host function, which `simulate` checks word for word).
 
 It runs when the sizes are known (each call's symbolic sizes, or once for static shapes):
+tiles of whole rows (rows mode, row stride Cpad) or chunks of one row, contiguous tile ranges
+per core, and on chips without DataCopyPad tiles-per-core grown until no two cores share a
+64-byte GM line.  The tile size and core count are the cheapest, by the cost model
+(`tiling_cost.py`, the formula and coefficients of fusedsl/cost.py), of a few candidates:
 the largest tile the UB plan allows (`_max_tile_elems`: budget / bytes per element, whole
-granules), tiles of whole rows (rows mode, row stride Cpad) or chunks of one row, contiguous
-tile ranges per core (a core only when it gets MIN_CORE_BYTES of output), and on chips without
-DataCopyPad tiles-per-core grown until no two cores share a 64-byte GM line. View kernels tile
-their box table (`_view_tiling`).
+granules) and its halves, on the cores the 16 KiB-per-core rule gives, half of them, and
+(when extra cores re-read nothing) more.  Ties keep the rule's largest tile.  View kernels
+tile their box table (`_view_tiling`, static shapes, not by the model).
 """
 from __future__ import annotations
 
@@ -16,8 +19,12 @@ from ..errors import ScheduleError
 from ..ir.ops import CONSTANT, has_trait
 from ..targets import Target
 from .ir import Tiling, VectorSchedule
+from .tiling_cost import TilingChoice, table_for, tiling_cycles
 
-MIN_CORE_BYTES = 16384   # below this much output per core, launching another core costs more than it saves
+# The 16 KiB-per-core rule: the cores of the baseline candidate, and the most cores a kernel
+# that re-reads a broadcast row or scalar per core may use (tiling_cost.py's model decides below it)
+MIN_CORE_BYTES = 16384
+TILE_HALVINGS = 3        # candidate tiles: the largest that fits UB, and 1/2, 1/4, 1/8 of it
 MAX_BLOCK_COUNT = 4095   # DataCopyPad's blockCount limit bounds the rows of one tile
 
 
@@ -59,8 +66,29 @@ def _line_aligned_tiles_per_core(sched, tpc, total_tiles, rows_mode, tile_rows, 
 MAX_ELEMS = 1 << 32   # kernel offsets and tiling fields are 32-bit (the printed host tiling checks it too)
 
 
+def core_candidates(rule: int, cores: int, per_core_reads: bool) -> list[int]:
+    """Core counts the cost model compares (the printed host tiling lists the same): the
+    16 KiB-per-core rule's count first (ties keep it), half of it, and, when extra cores read
+    nothing twice, doublings of it up to every core.  A kernel that reads a broadcast row or
+    a scalar once per core never gets more cores than the rule, so that re-read stays what
+    the rule allows (one row per 16 KiB of output: ~1-2 % for the seed kernel)."""
+    out = [rule]
+    if rule > 1:
+        out.append((rule + 1) // 2)
+    if per_core_reads:
+        return out
+    c = rule * 2
+    while c < cores:
+        out.append(c)
+        c *= 2
+    if cores > rule:
+        out.append(cores)
+    return out
+
+
 def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target) -> Tiling:
-    """The runtime tiling (mirrored line by line by the printed C++ host function)."""
+    """The runtime tiling (mirrored line by line by the printed C++ host function): the
+    candidate (cores x tile) the cost model (tile/tiling_cost.py) finds cheapest."""
     if sched.views is not None:
         return _view_tiling(sched, target)
     dims = resolve_dims(sched, sizes)
@@ -85,24 +113,49 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
                             loc=sched.kernel.loc, hint="split the tensor into parts below 2**32 elements")
     if total == 0:   # an empty tensor: nothing to launch
         return Tiling(R, C, C, 1, C, 0, 0, 0, 0, 0, False, dims, tuple((0,) * len(dims) for _ in sched.inputs))
-    want = max(1, min(target.vector_cores, -(-total * out_bytes // MIN_CORE_BYTES)))
-    Cpad = _round_up(C, sched.block_elems)
     hoisting = any(s.role == "inv" for s in sched.slots.values())
-    rows_mode = (R > 1 or hoisting) and Cpad <= max_elems
+    rows_mode = (R > 1 or hoisting) and _round_up(C, sched.block_elems) <= max_elems
     if hoisting and not rows_mode:   # schedule_vector_kernel only hoists rows that fit a tile
         raise ScheduleError(f"kernel {sched.kernel.name}: a hoisted row of {C} elements does not fit a tile",
                             loc=sched.kernel.loc)
+    strides = []
+    for inp in sched.inputs:
+        st, acc = [], 1
+        for present, n in zip(reversed(inp.bits), reversed(dims)):
+            st.append(acc if present else 0)
+            if present:
+                acc *= n
+        strides.append(tuple(reversed(st)))
+    rule = max(1, min(target.vector_cores, -(-total * out_bytes // MIN_CORE_BYTES)))
+    table = table_for(sched)
+    best = baseline = None
+    count = 0
+    for want in core_candidates(rule, target.vector_cores, table.per_core_reads):
+        for shift in range(TILE_HALVINGS + 1):
+            t = _place(sched, target, dims, R, C, max_elems, rows_mode, want, shift, tuple(strides))
+            cycles = tiling_cycles(table, t)
+            count += 1
+            if baseline is None:
+                baseline = (t, cycles)
+            if best is None or cycles.total < best[1].total:   # strictly cheaper: ties keep the earlier
+                best = (t, cycles)
+    return dataclasses.replace(best[0], choice=TilingChoice(best[1], baseline[0], baseline[1], count))
+
+
+def _place(sched, target, dims, R, C, max_elems, rows_mode, want, shift, strides) -> Tiling:
+    """One candidate: `want` cores, the largest tile that fits halved `shift` times."""
+    Cpad = _round_up(C, sched.block_elems)
     if rows_mode:
         want = min(want, R)
         rows_per_core = -(-R // want)
-        tile_rows = max(1, min(max_elems // Cpad, rows_per_core, MAX_BLOCK_COUNT))
+        tile_rows = max(1, min(max_elems // Cpad, rows_per_core, MAX_BLOCK_COUNT) >> shift)
         tile_cols, col_tiles = C, 1
         total_tiles = -(-R // tile_rows)
         tile_elems = _round_up(tile_rows * Cpad, sched.gran_elems)
     else:
         Cpad = C
         per_core = _round_up(-(-C * R // want), sched.gran_elems) if R == 1 else max_elems
-        tile_cols = max(sched.gran_elems, min(max_elems, per_core))
+        tile_cols = max(sched.gran_elems, (min(max_elems, per_core) >> shift) // sched.gran_elems * sched.gran_elems)
         tile_rows = 1
         col_tiles = -(-C // tile_cols)
         total_tiles = R * col_tiles
@@ -112,16 +165,8 @@ def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target)
         tiles_per_core = _line_aligned_tiles_per_core(sched, tiles_per_core, total_tiles, rows_mode, tile_rows,
                                                       tile_cols, col_tiles, C)
     block_dim = -(-total_tiles // tiles_per_core)
-    strides = []
-    for inp in sched.inputs:
-        st, acc = [], 1
-        for present, n in zip(reversed(inp.bits), reversed(dims)):
-            st.append(acc if present else 0)
-            if present:
-                acc *= n
-        strides.append(tuple(reversed(st)))
     return Tiling(R, C, Cpad, tile_rows, tile_cols, col_tiles, total_tiles, tiles_per_core, block_dim,
-                  tile_elems, rows_mode, dims, tuple(strides))
+                  tile_elems, rows_mode, dims, strides)
 
 
 # words per box in Tiling.boxes: first tile, rows, cols, rows per tile, output offset and row
