@@ -22,6 +22,7 @@ from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
+from .schedule_conv import schedule_conv_kernel
 from .schedule_cube import schedule_cube_kernel
 from .schedule_reduce import schedule_reduce_kernel
 from .schedule_row import REDUCTIONS, is_row_kernel, schedule_row_kernel
@@ -629,9 +630,10 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
                 row = schedule_row_kernel(fn, tgt, headroom)
             except ScheduleError as exc:   # e.g. a symbolic row too long for UB: still runs on the CPU
                 error = exc
-        elif info.kind == "cube" or (info.kind == "single" and any(op.name == "matmul" for op in fn.ops)):
-            try:   # a matmul (with its epilogue) through the Matmul API (printer_cube)
-                row = schedule_cube_kernel(fn, tgt, headroom, fusion_options(options, tgt).l1_headroom)
+        elif info.kind == "cube" or (info.kind == "single" and any(op.name in ("matmul", "conv2d") for op in fn.ops)):
+            try:   # a matmul or conv2d (with its epilogue) through the Matmul API (printer_cube, printer_conv)
+                cube = schedule_conv_kernel if any(op.name == "conv2d" for op in fn.ops) else schedule_cube_kernel
+                row = cube(fn, tgt, headroom, fusion_options(options, tgt).l1_headroom)
             except (ScheduleError, TargetError) as exc:
                 error = exc
         elif info.kind == "single" and any(op.name in REDUCTIONS for op in fn.ops):

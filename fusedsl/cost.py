@@ -314,6 +314,16 @@ def reduce_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> K
                    heads(block_dim, n_in * item), cycles, target, gm)
 
 
+def batch_conv_panel_bytes(op: Op, sizes=None) -> int:
+    """Bytes of the im2col matrices of every image of a conv2d: N x C*R*S x P*Q elements."""
+    x, w = op.operands
+    n_img, _, p, q = op.result.shape
+    _, c, r, s = w.shape
+    dims = [sizes.get(d, 1) if isinstance(d, str) else d for d in (n_img, c, r, s, p, q)] if sizes else \
+        [d if isinstance(d, int) else 1 for d in (n_img, c, r, s, p, q)]
+    return math.prod(dims) * x.dtype.itemsize
+
+
 def cube_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
     """matmul / conv2d (as im2col GEMM) on the AI cores: MACs at the cube rate, A and B read
     once per output block row/column, C written once."""
@@ -340,10 +350,13 @@ def cube_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> Ker
     cube = macs / block_dim / rate
     a_bytes, b_bytes = _nelem(a, sizes) * item, _nelem(b, sizes) * b.dtype.itemsize
     c_bytes = _nelem(out, sizes) * out.dtype.itemsize
-    mte2 = load_cycles((a_bytes * blocks_n + b_bytes * blocks_m) / block_dim, block_dim)
-    mte3 = store_cycles(c_bytes / block_dim, block_dim)
+    # a conv's im2col panel (C*R*S x P*Q per image) is written to GM and read back by the cube
+    # (schedule_conv.py says why it is built in GM), whether or not the epilogue is fused
+    panel = batch_conv_panel_bytes(op, sizes) if op.name == "conv2d" else 0
+    mte2 = load_cycles((a_bytes * blocks_n + b_bytes * blocks_m + panel) / block_dim, block_dim)
+    mte3 = store_cycles((c_bytes + panel) / block_dim, block_dim)
     cycles = max(cube, mte2, mte3) + min(cube, mte2) * 0.1   # pipes overlap; a little fill
-    gm = a_bytes + b_bytes + c_bytes
+    gm = a_bytes + b_bytes + c_bytes + 2 * panel
     return _finish(name or op.name, "cube", block_dim, mte2, cube, mte3,
                    heads(block_dim, max(a_bytes, b_bytes)), cycles, target, gm)
 
@@ -402,6 +415,8 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
         # reads its epilogue's inputs (bias, residual) too and writes only the epilogue's outputs
         gm = sum(_nelem(p.value, sizes or {}) * p.value.dtype.itemsize for p in fn.params if p.kind == "tensor") \
             + sum(_nelem(v, sizes or {}) * v.dtype.itemsize for v in fn.results)
+        if anchor.name == "conv2d":   # its im2col panel: written and read back
+            gm += 2 * batch_conv_panel_bytes(anchor, sizes)
     return KernelCost(base.name, base.kind, base.block_dim, base.mte2_cycles, base.vec_cycles + extra,
                       base.mte3_cycles, base.head_cycles, base.time_us + extra / target.clock_mhz, int(gm))
 

@@ -60,12 +60,15 @@ def _size(dtype: str) -> int:
 def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = "float16",
                 b_dtype: str = "float16", c_dtype: str = "float32",
                 bias_dtype: str | None = None, cores: int | None = None,
-                ub_bytes_per_c_elem: int | None = None, l1_budget: int | None = None) -> CubeTiling:
+                ub_bytes_per_c_elem: int | None = None, l1_budget: int | None = None,
+                ub_bytes: int | None = None) -> CubeTiling:
     """Tiling of an M x N x K matmul for `target`.
 
     `ub_bytes_per_c_elem` is the UB the epilogue needs per element of a C tile (C itself plus
     its temporaries); default: the C element only. `l1_budget` caps the L1 bytes the A/B
     panels may take (the `l1_headroom` option: 80 % of L1 by default); default: all of L1.
+    `ub_bytes` is the UB left for the epilogue (a conv kernel's im2col buffers take the rest);
+    default: all of UB.
     """
     t = get_target(target)
     if not t.matmul_dtypes:
@@ -93,7 +96,7 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     _, single_m, single_n, used = best
     base_m = min(_up(single_m, 16), 128)
     base_n = min(_up(single_n, 16), 256)
-    ub = t.ub_bytes
+    ub = t.ub_bytes if ub_bytes is None else ub_bytes
     # Shrink the base block until L0C holds it and the epilogue's UB tile fits.
     while base_m * base_n * _ACC > t.l0c_bytes or base_m * base_n * per_c > ub:
         if base_n >= base_m and base_n > 16:

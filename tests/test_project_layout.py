@@ -28,6 +28,11 @@ def linear_leaky(x, w, b):
 
 
 @fs.fused_kernel
+def conv_leaky(x, w, b):
+    return fs.leaky_relu(fs.conv2d(x, w, b, stride=2, padding=1), 0.1)
+
+
+@fs.fused_kernel
 def scaled(a, b, alpha):
     return fs.relu(fs.abs(a) + b) * alpha
 
@@ -54,14 +59,17 @@ def projects(tmp_path_factory):
     op = scaled.compile(fs.spec((64,), "float32"), fs.spec(("N", 64), "float32"), fs.scalar("alpha"))
     cube = linear_leaky.compile(fs.spec((40, 24), "float16"), fs.spec((36, 24), "float16"), fs.spec((36,), "float16"),
                                 target="ascend310p")
+    conv = conv_leaky.compile(fs.spec((2, 3, 11, 9), "float16"), fs.spec((5, 3, 3, 3), "float16"),
+                              fs.spec((5,), "float16"))
     paths = {"seed": seed.save(str(base / "seed"), sizes={"M": 37}),
              "two": two.save(str(base / "two"), sizes={"M": 19}, scalars={"alpha": -1.25}),
              "op": op.save(str(base / "op"), layout="op", sizes={"N": 23}, scalars={"alpha": 3.0}),
-             "cube": cube.save(str(base / "cube"))}
+             "cube": cube.save(str(base / "cube")), "conv": conv.save(str(base / "conv"))}
     procs = {"seed": start_run_sh(paths["seed"], "Ascend910B2"), "two": start_run_sh(paths["two"], "Ascend310P3"),
-             "op": start_run_sh(paths["op"], "Ascend910B2"), "cube": start_run_sh(paths["cube"], "Ascend310P3")}
+             "op": start_run_sh(paths["op"], "Ascend910B2"), "cube": start_run_sh(paths["cube"], "Ascend310P3"),
+             "conv": start_run_sh(paths["conv"], "Ascend910B2")}
     logs = {k: p.communicate(timeout=300)[0] + f"\n(exit {p.returncode})" for k, p in procs.items()}
-    return paths, logs, {"seed": seed, "two": two, "op": op, "cube": cube}
+    return paths, logs, {"seed": seed, "two": two, "op": op, "cube": cube, "conv": conv}
 
 
 def test_cube_project_launches_the_mixed_kernel_with_the_matmul_workspace(projects):
@@ -70,6 +78,17 @@ def test_cube_project_launches_the_mixed_kernel_with_the_matmul_workspace(projec
     assert "[SUCCESS] linear_leaky ran" in logs["cube"] and "test pass" in logs["cube"], logs["cube"]
     main = open(os.path.join(paths["cube"], "main.cpp"), encoding="utf-8").read()
     assert "SetKernelMode(KernelMode::MIX_MODE)" in main and "DeviceAlloc(2097152)" in main
+
+
+def test_conv_project_builds_im2col_panels_in_the_user_workspace(projects):
+    """conv2d + bias + leaky_relu (stride 2) on 910B: the workspace holds the Matmul API's
+    system part and one im2col panel per core, and run.sh verifies against the reference."""
+    paths, logs, compiled = projects
+    assert "[SUCCESS] conv_leaky ran" in logs["conv"] and "test pass" in logs["conv"], logs["conv"]
+    sched = compiled["conv"].kernels[0].row
+    main = open(os.path.join(paths["conv"], "main.cpp"), encoding="utf-8").read()
+    assert f"DeviceAlloc({sched.workspace_bytes})" in main
+    assert sched.workspace_bytes == 16 * 1024 * 1024 + sched.used_cores * sched.conv.panel_bytes
 
 
 def test_seed_project_runs_and_verifies_with_run_sh(projects):

@@ -148,6 +148,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         M, N = self.mn
         full = [p for p in s.params if p.kind in ("full", "fullshared")]
         colvec = [p for p in s.params if p.kind == "colvec"]
+        rowvec = [p for p in s.params if p.kind == "rowvec"]
         scalars = [p for p in s.params if p.kind == "scalar"]
         outs = list(enumerate(s.fn.results))
         self._assign, counts = allocate_row_values(s.fn, self.kinds, s.epilogue, {id(v) for v in s.fn.results})
@@ -161,7 +162,10 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         members += [f"    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q_y{i};" for i, _ in outs]
         members += [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{self.cn[p.index]};   // the tile's columns"
                     for p in colvec]
+        members += [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{self.cn[p.index]};   // the tile's rows"
+                    for p in rowvec]
         members += [f"    {compute_dtype(p.dtype).ascendc} v_{self.cn[p.index]};" for p in scalars]
+        members += self._extra_members()
         rows = [(d, f"rv_{d.name}_{i}") for d, n in sorted(counts.items(), key=lambda x: x[0].name) for i in range(n)]
         rows += [(d, f"tmp_{d.name}_{i}") for d, n in sorted(pool.items(), key=lambda x: x[0].name) for i in range(n)]
         if cast_mm:
@@ -177,6 +181,9 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         init_bufs += [f"        pipe->InitBuffer(q_y{i}, 1, tiling.baseM * {_ld('tiling.baseN', v.dtype)} * "
                       f"sizeof({v.dtype.ascendc}));" for i, v in outs]
         init_bufs += [f"        pipe->InitBuffer(b_{self.cn[p.index]}, {bn} * sizeof({p.dtype.ascendc}));" for p in colvec]
+        init_bufs += [f"        pipe->InitBuffer(b_{self.cn[p.index]}, {_ld('tiling.baseM', p.dtype)} * "
+                      f"sizeof({p.dtype.ascendc}));" for p in rowvec]
+        init_bufs += self._extra_init()
         init_bufs += [f"        pipe->InitBuffer(b_{nm}, ({bn} + {self.slack}) "
                       f"* sizeof({d.ascendc}));" for d, nm in rows]
         ws = []
@@ -201,6 +208,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              *gm_set, *scal_set,
              "        active = CalcOffset(AscendC::GetBlockIdx());",
              "        AscendC::SetSysWorkspace(workspace);",
+             *self._init_lines(),
              "    }",
              "",
              "    // After REGIST_MATMUL_OBJ: the UB plan, then the core's block tile by tile.",
@@ -209,10 +217,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              *ws, *init_bufs,
              "        if (!active) return;",
              f"        for (batch = 0; batch < {s.batch}; ++batch) {{   // this core's block of every batch matrix",
-             f"            mm.SetTensorA(gm_{aname}[{'batch * tiling.M * tiling.Ka + ' if s.batch_a else ''}offA]"
-             f"{', true' if ta else ''});",
-             f"            mm.SetTensorB(gm_{bname}[{'batch * tiling.Kb * tiling.N + ' if s.batch_b else ''}offB]"
-             f"{', true' if tb else ''});",
+             *self._operand_lines(aname, bname, ta, tb),
              "            if (tailM != uint32_t(tiling.singleCoreM) || tailN != uint32_t(tiling.singleCoreN)) {",
              "                mm.SetTail(tailM, tailN);",
              "            }",
@@ -236,22 +241,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              "    TCubeTiling tiling;",
              "",
              "private:",
-             "    // Core blockIdx owns block (blockIdx % mBlocks, blockIdx / mBlocks) of singleCoreM x singleCoreN.",
-             "    __aicore__ inline bool CalcOffset(uint32_t blockIdx)",
-             "    {",
-             "        const uint32_t mBlocks = (tiling.M + tiling.singleCoreM - 1) / tiling.singleCoreM;",
-             "        const uint32_t nBlocks = (tiling.N + tiling.singleCoreN - 1) / tiling.singleCoreN;",
-             "        if (blockIdx >= mBlocks * nBlocks) return false;",
-             "        m0 = (blockIdx % mBlocks) * tiling.singleCoreM;",
-             "        n0 = (blockIdx / mBlocks) * tiling.singleCoreN;",
-             # A is [M, K] (or [K, M] read transposed), B is [K, N] (or [N, K] read transposed)
-             f"        offA = {'m0' if ta else 'm0 * tiling.Ka'};",
-             f"        offB = {'n0 * tiling.Kb' if tb else 'n0'};",
-             "        tailM = MinU32(tiling.singleCoreM, tiling.M - m0);",
-             "        tailN = MinU32(tiling.singleCoreN, tiling.N - n0);",
-             "        return true;",
-             "    }",
-             "",
+             *self._calc_offset_lines(ta, tb),
              "    // Tile `count` of the block, M-first (iterateOrder 0).",
              "    __aicore__ inline void TileShape(uint32_t count)",
              "    {",
@@ -263,7 +253,8 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              "        col0 = n0 + ni * tiling.baseN;",
              "    }",
              ""]
-        L += self._copy_in(full, colvec) + self._compute(full, outs, cast_mm) + self._copy_out(outs)
+        L += self._extra_methods()
+        L += self._copy_in(full, colvec + rowvec) + self._compute(full, outs, cast_mm) + self._copy_out(outs)
         L += members + ["    uint32_t m0 = 0, n0 = 0, offA = 0, offB = 0, tailM = 0, tailN = 0, batch = 0;",
                         "    uint32_t curM = 0, curN = 0, row0 = 0, col0 = 0;",
                         "    bool active = false;", "};", ""]
@@ -283,6 +274,52 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
 }}
 """)
         return "\n".join(L)
+
+    # ---- hooks a printer of another cube kernel kind overrides (printer_conv.py) --------------
+    def _operand_lines(self, aname: str, bname: str, ta: bool, tb: bool) -> list[str]:
+        """Inside the batch loop: give the cube this core's A and B."""
+        s = self.s
+        return [f"            mm.SetTensorA(gm_{aname}[{'batch * tiling.M * tiling.Ka + ' if s.batch_a else ''}offA]"
+                f"{', true' if ta else ''});",
+                f"            mm.SetTensorB(gm_{bname}[{'batch * tiling.Kb * tiling.N + ' if s.batch_b else ''}offB]"
+                f"{', true' if tb else ''});"]
+
+    def _calc_offset_lines(self, ta: bool, tb: bool) -> list[str]:
+        """CalcOffset: the core's block of C (m0, n0, tailM, tailN) and its A/B offsets."""
+        return [
+            "    // Core blockIdx owns block (blockIdx % mBlocks, blockIdx / mBlocks) of singleCoreM x singleCoreN.",
+            "    __aicore__ inline bool CalcOffset(uint32_t blockIdx)",
+            "    {",
+            "        const uint32_t mBlocks = (tiling.M + tiling.singleCoreM - 1) / tiling.singleCoreM;",
+            "        const uint32_t nBlocks = (tiling.N + tiling.singleCoreN - 1) / tiling.singleCoreN;",
+            "        if (blockIdx >= mBlocks * nBlocks) return false;",
+            "        m0 = (blockIdx % mBlocks) * tiling.singleCoreM;",
+            "        n0 = (blockIdx / mBlocks) * tiling.singleCoreN;",
+            # A is [M, K] (or [K, M] read transposed), B is [K, N] (or [N, K] read transposed)
+            f"        offA = {'m0' if ta else 'm0 * tiling.Ka'};",
+            f"        offB = {'n0 * tiling.Kb' if tb else 'n0'};",
+            "        tailM = MinU32(tiling.singleCoreM, tiling.M - m0);",
+            "        tailN = MinU32(tiling.singleCoreN, tiling.N - n0);",
+            "        return true;",
+            "    }",
+            ""]
+
+    def _init_lines(self) -> list[str]:
+        """The end of Init (after the core's block and the system workspace are known)."""
+        return []
+
+    def _extra_members(self) -> list[str]:
+        return []
+
+    def _extra_init(self) -> list[str]:
+        return []
+
+    def _extra_methods(self) -> list[str]:
+        return []
+
+    def _rowvec_gm(self, p) -> str:
+        """GM element offset of the current tile's first row in a rowvec parameter."""
+        return "row0"
 
     def _boff(self, kind: str) -> str:
         """GM offset of the current batch matrix in a tensor of the result's shape."""
@@ -308,6 +345,10 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
             L.append("        AscendC::PipeBarrier<PIPE_ALL>();   // the last tile's epilogue has read the columns")
         for p in colvec:
             nm, ty = self.cn[p.index], p.dtype.ascendc
+            if p.kind == "rowvec":   # one value per row of the tile
+                L += [f"        AscendC::LocalTensor<{ty}> rowv_{nm} = b_{nm}.Get<{ty}>();",
+                      f"        CopyRowsIn(rowv_{nm}, gm_{nm}[{self._rowvec_gm(p)}], 1, curM, curM, curM);"]
+                continue
             L += [f"        AscendC::LocalTensor<{ty}> col_{nm} = b_{nm}.Get<{ty}>();",
                   f"        CopyRowsIn(col_{nm}, gm_{nm}[col0], 1, curN, curN, curN);"]
         if colvec:
@@ -329,7 +370,14 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
             if p.kind == "colvec":
                 nm, ty = self.cn[p.index], p.dtype.ascendc
                 L.append(f"        AscendC::LocalTensor<{ty}> col_{nm} = b_{nm}.Get<{ty}>();")
+            elif p.kind == "rowvec":
+                nm, ty = self.cn[p.index], p.dtype.ascendc
+                L.append(f"        AscendC::LocalTensor<{ty}> rowv_{nm} = b_{nm}.Get<{ty}>();")
         L.append("        for (uint32_t r = 0; r < curM; ++r) {")
+        for p in s.params:   # this row's value of each rowvec, a scalar of the row's ops
+            if p.kind == "rowvec":
+                nm, ct = self.cn[p.index], compute_dtype(p.dtype).ascendc
+                L.append(f"            const {ct} v_{nm} = static_cast<{ct}>(static_cast<float>(rowv_{nm}.GetValue(r)));")
         body: list[str] = []
         slot = {}
         scal = {}
@@ -341,7 +389,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
                 slot[id(v)] = f"in_{nm}[r * {_ld('curN', p.dtype)}]"
             elif p.kind == "colvec":
                 slot[id(v)] = f"col_{nm}"
-            elif p.kind == "scalar":
+            elif p.kind in ("scalar", "rowvec"):
                 scal[id(v)] = f"v_{nm}"
         mmv = s.mm.result
         c_row = f"c[r * {_ld('curN', dt.float32)}]"

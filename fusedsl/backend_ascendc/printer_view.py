@@ -223,6 +223,10 @@ def printer_for_plan(plan, target):
     if plan.schedule is None and plan.row is not None:
         from ..schedule_cube import CubeSchedule
         from ..schedule_reduce import ColumnSchedule
+        from ..schedule_conv import ConvSchedule
+        if isinstance(plan.row, ConvSchedule):   # im2col + the Matmul API
+            from .printer_conv import ConvPrinter
+            return ConvPrinter(plan.row, target, plan.name)
         if isinstance(plan.row, CubeSchedule):
             from .printer_cube import CubePrinter
             return CubePrinter(plan.row, target, plan.name)

@@ -1,0 +1,164 @@
+"""conv2d kernels printed as Ascend C (im2col per core and image into a GM panel, the Matmul API,
+the epilogue on each C tile in UB) and run on the CPU implementation of the API: results
+against an independent numpy conv on 910B and 310P, strides 1 and 2, padding 0 and 1, sizes
+that are not multiples of 16; kernel(*arrays) on the same kernels; the errors at the user's line."""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fusedsl as fs
+from conftest import fuzz_settings
+
+
+def numpy_conv(x, w, stride, pad):
+    """NCHW x KCRS in float64 by explicit im2col (independent of fusedsl)."""
+    n, c, h, wd = x.shape
+    k, _, r, s = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    p, q = (h + 2 * pad - r) // stride + 1, (wd + 2 * pad - s) // stride + 1
+    cols = np.empty((n, c, r, s, p, q))
+    for i in range(r):
+        for j in range(s):
+            cols[:, :, i, j] = xp[:, :, i:i + stride * p:stride, j:j + stride * q:stride]
+    return np.einsum("ncrspq,kcrs->nkpq", cols, w.astype(np.float64))
+
+
+def leaky(y, alpha=0.1):
+    return np.where(y >= 0, y, alpha * y)
+
+
+def _close(got, want, tol):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape
+    err = np.abs(got - want).max() if got.size else 0.0
+    assert err <= tol * (1 + np.abs(want).max()), err
+
+
+TOL = {"float16": 4e-3, "bfloat16": 3e-2, "float32": 1e-5}
+
+
+def _conv_bias_leaky(target, stride, pad):
+    @fs.fused_kernel(target=target, single_kernel=True)
+    def conv_bias_leaky(x, w, b):
+        return fs.leaky_relu(fs.conv2d(x, w, b, stride=stride, padding=pad), 0.1)
+    return conv_bias_leaky
+
+
+@pytest.mark.parametrize("target,dtype", [("ascend910b", "float16"), ("ascend310p", "float16"),
+                                          ("ascend910b", "float32"), ("ascend910b", "bfloat16")])
+@pytest.mark.parametrize("stride,pad", [(1, 1), (2, 0), (2, 1), (1, 0)])
+def test_conv_bias_leaky_relu_is_one_printed_kernel(target, dtype, stride, pad):
+    f = _conv_bias_leaky(target, stride, pad)
+    rng = np.random.default_rng(stride * 10 + pad)
+    dt = fs.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    x = rng.standard_normal((2, 5, 13, 10)).astype(dt)
+    w = (rng.standard_normal((19, 5, 3, 3)) * 0.3).astype(dt)
+    b = rng.standard_normal(19).astype(dt)
+    c = f.compile(x, w, b)
+    assert [p.kind for p in c.kernels] == ["cube"]
+    src = c.source
+    assert src.index("REGIST_MATMUL_OBJ") < src.index("op.Process(&pipe)")
+    assert "AscendC::Gather(pan, xr, offs" in src and "BuildPanel();" in src and "GetUserWorkspace" in src
+    assert ("KERNEL_TYPE_MIX_AIC_1_2" in src) == (target == "ascend910b")
+    want = leaky(numpy_conv(x, w, stride, pad) + b.astype(np.float64)[None, :, None, None])
+    got = c.simulate(x, w, b)
+    _close(got, want, TOL[dtype])
+    _close(c(x, w, b), want, TOL[dtype])
+    rep = c.report()
+    assert "im2col inside the kernel" in str(rep) and rep.gm_bytes_measured > rep.gm_bytes_min
+
+
+@given(n=st.integers(1, 2), c=st.integers(1, 6), h=st.integers(3, 12), wd=st.integers(3, 21),
+       k=st.integers(1, 20), r=st.integers(1, 3), s=st.integers(1, 3), stride=st.integers(1, 2),
+       pad=st.integers(0, 1), target=st.sampled_from(["ascend910b", "ascend310p"]), data=st.data())
+@fuzz_settings(0.006)
+def test_generated_convs_with_epilogues_agree_with_numpy(n, c, h, wd, k, r, s, stride, pad, target, data):
+    if h + 2 * pad < r or wd + 2 * pad < s:
+        return
+    epilogue = data.draw(st.sampled_from(["bias_relu", "residual_gelu", "pixel_scale_cast", "none"]))
+    rng = np.random.default_rng(n * 1000 + c * 100 + h * 10 + wd)
+    x = rng.standard_normal((n, c, h, wd)).astype(np.float16)
+    w = (rng.standard_normal((k, c, r, s)) * 0.3).astype(np.float16)
+    p, q = (h + 2 * pad - r) // stride + 1, (wd + 2 * pad - s) // stride + 1
+    conv = numpy_conv(x, w, stride, pad)
+    if epilogue == "bias_relu":
+        def fn(x, w, b):
+            return fs.relu(fs.conv2d(x, w, b, stride=stride, padding=pad))
+        extra = [rng.standard_normal(k).astype(np.float16)]
+        want = np.maximum(conv + extra[0].astype(np.float64)[None, :, None, None], 0)
+    elif epilogue == "residual_gelu":
+        def fn(x, w, res):
+            return fs.gelu(fs.conv2d(x, w, stride=stride, padding=pad)) + res
+        extra = [rng.standard_normal((n, k, p, q)).astype(np.float16)]
+        g = conv.astype(np.float16).astype(np.float64)
+        want = 0.5 * g * (1 + np.tanh(0.7978845608 * (g + 0.044715 * g ** 3))) + extra[0]
+    elif epilogue == "pixel_scale_cast":
+        def fn(x, w, sc):
+            return fs.cast(fs.conv2d(x, w, stride=stride, padding=pad) * sc, "float32")
+        extra = [rng.standard_normal((p, q)).astype(np.float16)]
+        want = conv.astype(np.float16).astype(np.float64) * extra[0]
+    else:
+        def fn(x, w):
+            return fs.conv2d(x, w, stride=stride, padding=pad)
+        extra = []
+        want = conv
+    f = fs.fused_kernel(fn, target=target, single_kernel=True)
+    ck = f.compile(x, w, *extra)
+    _close(ck.simulate(x, w, *extra), want, 8e-3)
+    _close(ck(x, w, *extra), want, 8e-3)
+
+
+def test_ascend910_conv_is_a_clear_error():
+    f = _conv_bias_leaky("ascend910", 1, 1)
+    x = np.ones((1, 2, 5, 5), np.float16)
+    with pytest.raises(fs.TargetError) as info:
+        f.compile(x, np.ones((3, 2, 3, 3), np.float16), np.ones(3, np.float16))
+    msg = str(info.value)
+    assert "ascend910 has no Matmul high-level API" in msg
+    assert f"{os.path.basename(__file__)}:" in msg and "fs.conv2d(x, w, b" in msg
+
+
+def test_310p_float32_conv_names_the_missing_form():
+    f = _conv_bias_leaky("ascend310p", 1, 1)
+    x = np.ones((1, 2, 5, 5), np.float32)
+    with pytest.raises(fs.ScheduleError) as info:
+        f.compile(x, np.ones((3, 2, 3, 3), np.float32), np.ones(3, np.float32))
+    msg = str(info.value)
+    assert "no float32 x float32 -> float32 form" in msg and "cast the operands to float16" in msg
+    assert f"{os.path.basename(__file__)}:" in msg
+
+
+def test_single_kernel_conv_too_wide_for_ub_names_the_bytes():
+    f = _conv_bias_leaky("ascend910b", 1, 0)
+    x = np.ones((1, 64, 3, 40000), np.float16)   # one chunk's input rows exceed a third of UB
+    with pytest.raises(fs.ScheduleError) as info:
+        f.compile(x, np.ones((4, 64, 3, 3), np.float16), np.ones(4, np.float16))
+    msg = str(info.value)
+    assert "FS110: the im2col stage of the conv2d needs" in msg and "bytes of UB" in msg
+    assert "of 196352 are allowed" in msg and f"{os.path.basename(__file__)}:" in msg
+
+
+def test_conv_epilogue_with_an_unsupported_operand_shape_is_located():
+    @fs.fused_kernel(target="ascend910b")
+    def f(x, w, t):
+        return fs.conv2d(x, w) + t   # t varies per image and pixel, not per channel
+
+    x = np.ones((2, 3, 6, 6), np.float16)
+    c = f.compile(x, np.ones((4, 3, 3, 3), np.float16), np.ones((2, 1, 4, 4), np.float16))
+    with pytest.raises(fs.ScheduleError) as info:
+        c.source
+    msg = str(info.value)
+    assert "is not printed yet" in msg and f"{os.path.basename(__file__)}:" in msg
+
+
+def test_conv_cores_split_pixels_not_channels():
+    """Each core builds the panel of its own pixels once: channel blocks would rebuild it."""
+    f = _conv_bias_leaky("ascend910b", 1, 1)
+    x = np.zeros((1, 8, 20, 20), np.float16)
+    c = f.compile(x, np.zeros((64, 8, 3, 3), np.float16), np.zeros(64, np.float16))
+    sched = c.kernels[0].row
+    assert sched.tiling_fields.single_core_m == 64 and sched.used_cores > 1
+    assert sched.conv.panel_n % sched.conv.chunk == 0
