@@ -89,7 +89,7 @@ OP_HEAD = 300.0
 # Host dispatch + device start per kernel launch.  Chosen (with the published seed figures:
 # 3 small kernels 15.56 us, 1 fused 6.04 us) as the fixed cost no instruction accounts for.
 LAUNCH_US = 3.0
-MIN_CORE_BYTES = 16384          # a core is only used for at least this much output (the schedule's rule)
+MIN_CORE_BYTES = 16384          # cores of a kernel with no tiling yet: the 16 KiB-per-core rule (tile/tiling.py's baseline)
 UB_SHARE = 0.5                  # tiles of an unscheduled kernel use half of UB (double buffering)
 FLOAT32_CUBE_RATE = 0.25        # float32 matmul runs at a quarter of the 16-bit cube rate
 CUBE_BASE_M, CUBE_BASE_N = 128, 256   # output block one AI core computes at a time
