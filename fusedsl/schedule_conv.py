@@ -202,11 +202,14 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
 
     # The cores split the pixels only: a core with a block of the channels would build the same
     # panel as the cores with the other channels of its pixels (measured: 4 channel blocks made
-    # the [8,64,56,56] 3x3 conv move 262 MB instead of about 80 MB). A core gets at least 16
-    # pixels; without DataCopyPad (SetValue row tails through the 64-byte data cache) every core's
-    # first pixel must start a GM line of every output, else one core writes them all.
+    # the [8,64,56,56] 3x3 conv move 262 MB instead of 94 MB). Every core re-reads the weights
+    # per image, so, as for vector kernels, a core is used only when it writes at least 16 KiB of
+    # an image's output (16 cores on a [2,16,16,16] output moved 10x its minimum bytes). Without
+    # DataCopyPad (SetValue row tails through the 64-byte data cache) every core's first pixel
+    # must start a GM line of every output, else one core writes them all.
     line = 64 // isz if not t.has_datacopypad else 16
-    cores = min(t.aic_cores, _ceil(pix, 16))   # Matmul objects, as schedule_cube counts them
+    out_bytes = k * pix * max(v.dtype.itemsize for v in fn.results)
+    cores = max(1, min(t.aic_cores, _ceil(pix, 16), out_bytes // (16 * 1024)))   # Matmul objects
     single_n = min(pix, _up(_ceil(pix, cores), line))
     if not t.has_datacopypad and any(pix * v.dtype.itemsize % 64 for v in fn.results):
         single_n = pix
