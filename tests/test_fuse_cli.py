@@ -41,10 +41,12 @@ def test_fuse_writes_fused_onnx_projects_and_report(tmp_path, name, capsys):
     assert report["gm_bytes_saved"] > 0 and report["model_time_us_fused"] < report["model_time_us_unfused"]
     assert all(k["reason_code"].startswith("FS") for k in report["kernels"])
     projects = [k["project"] for k in report["kernels"] if k["project"].startswith("projects/")]
-    # kernels without a project (cube kernels; ops the Ascend C backend does not print) say why
+    # kernels without a project (ops the Ascend C backend does not print) say why
     others = [k["project"] for k in report["kernels"] if not k["project"].startswith("projects/")]
     assert all(p.startswith("no project: ") and len(p) > 20 for p in others), others
     assert projects or name == "recommender"
+    if name == "resnet":   # conv kernels print too (im2col + the Matmul API): a project for every kernel
+        assert len(projects) == len(report["kernels"]) and not others, others
     for p in projects:
         assert any(f.endswith("_kernel.cpp") for f in os.listdir(out / p))
     text = (out / "fusion_report.txt").read_text()

@@ -116,6 +116,14 @@ def test_resnet_block_kernels_and_codes(imported):
     # epilogue: bias (+ residual) and relu
     assert [ops[i] for i in convs] == [["conv2d", "add", "relu"], ["conv2d", "add", "add", "relu"]]
     assert all(rows[i].reason_code == "FS113" for i in convs)
+    # the folded batch norm's weight scaling feeds each conv's weights: a kernel of its own, and
+    # the reason says why (a cube op reads its operands from GM), not that it merely borders conv2d
+    scales = [r for r in rows if r.ops == ["mul"]]
+    assert len(scales) == 2 and all(r.reason_code == "FS101" and r.reason.startswith("computes an operand of conv2d")
+                                    for r in scales), \
+        [r.reason for r in rows]
+    # every kernel, the convs included, prints as Ascend C now
+    assert all(p.error is None for p in kernel.compile(*args).kernels)
 
 
 def test_unsupported_aten_op_names_op_and_source_line():

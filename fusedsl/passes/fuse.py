@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from ..errors import ScheduleError
 from ..ir.shapes import fmt_shape
 from ..ir.core import Function, Module, Op, Param, TensorType, Value
-from ..ir.ops import BROADCAST, CALL, CONSTANT, ELEMENTWISE, SHAPE, has_trait
+from ..ir.ops import BROADCAST, CALL, CONSTANT, CUBE, ELEMENTWISE, SHAPE, has_trait
 from .base import Pass
 from .fusion_model import FusionOptions, GroupStats, merge_verdict, split_reason
 
@@ -527,7 +527,7 @@ class Fuse(Pass):
             code, text = min(found, key=lambda r: order.index(r[0]) if r[0] in order else len(order))
             return f"{code} {text}"
         member = set(ops)
-        neighbours = set()
+        neighbours, operand_of = set(), set()
         for i in ops:
             for v in fn.ops[i].operands:
                 p = producer.get(id(v))
@@ -535,8 +535,15 @@ class Fuse(Pass):
                         and not is_view_op(fn.ops[p]) and not has_trait(fn.ops[p], CONSTANT):
                     neighbours.add(fn.ops[p].name)
             for j in consumers.get(id(fn.ops[i].result), ()):
-                if j not in member and not is_vector_op(fn.ops[j]) and not is_view_op(fn.ops[j]):
-                    neighbours.add(fn.ops[j].name)
+                if j in member or is_vector_op(fn.ops[j]) or is_view_op(fn.ops[j]):
+                    continue
+                # a cube op reads its operands (weights, images) from GM: only its result's
+                # elementwise epilogue fuses with it (e.g. a folded batch norm's weight scaling)
+                (operand_of if has_trait(fn.ops[j], CUBE) else neighbours).add(fn.ops[j].name)
+        if operand_of and not neighbours:
+            return (f"FS101 computes an operand of {', '.join(sorted(operand_of))} (a cube op reads its operands "
+                    "from GM; only the elementwise ops after it fuse with it)")
+        neighbours |= operand_of
         if neighbours:
             return f"FS101 borders {', '.join(sorted(neighbours))} (not fused with vector ops)"
         return "FS102 no shared bytes with the other kernels"
