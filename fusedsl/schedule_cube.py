@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ScheduleError, TargetError
+from .schedule_row import RowParam
 from .targets import Target, get_target
 
 _ACC = 4  # L0C accumulates in float / int32
@@ -143,6 +144,14 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
 
 # ---- a fused cube kernel as the Ascend C printer sees it (backend_ascendc/printer_cube.py) ----
 
+@dataclass(frozen=True)
+class CubeScalar(RowParam):
+    """A runtime scalar of a cube kernel. It travels in the tiling data as the float field `var`
+    after the TCubeTiling words (the kernel reads it there, the kernel-launch project's main.cpp
+    sets it by name)."""
+    var: str = ""
+
+
 # TCubeTiling's 50 int32 fields in CANN's order (cpu/include/fusedsl_cpu/cube_tiling_fields.h)
 TCUBE_FIELDS = (
     "usedCoreNum M N Ka Kb singleCoreM singleCoreN singleCoreK baseM baseN baseK depthA1 depthB1 stepM stepN "
@@ -229,7 +238,6 @@ class CubeLaunch:
 def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headroom: float = 0.8) -> CubeSchedule:
     """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not."""
     from .ir.ops import CONSTANT, ELEMENTWISE, has_trait
-    from .schedule_row import RowParam
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     mms = [op for op in ops if op.name == "matmul"]
     first = mms[0] if mms else ops[0]
@@ -292,8 +300,8 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                                 f"yet (an [M, N] tensor, an [N] row or a scalar are)", loc=fn.loc,
                                 hint="this kernel still runs on the CPU executors (kernel(*arrays))")
         if kind == "runtime_scalar":
-            raise ScheduleError(f"runtime scalars in a cube kernel's epilogue are not printed yet ({fn.name})",
-                                loc=fn.loc)
+            params.append(CubeScalar(i, v.name, v.dtype, kind, var=f"scalar{i}"))
+            continue
         params.append(RowParam(i, v.name, v.dtype, kind))
     per_c = 4 + sum(p.dtype.itemsize for p in params if p.kind in ("full", "fullshared"))
     per_c += sum(v.dtype.itemsize for v in fn.results) + (0 if t.separated else 4)

@@ -104,3 +104,66 @@ def test_compares_in_the_epilogue_fuzz(m, n, k, target_dtype, cmp, seed):
     x, w, b = _exact(seed, dtype, (m, k), (k, n), (n,))
     c = f.compile(x, w, b)
     _check(c, (x, w, b), run_module(c.graph, [x, w, b]), _tol(dtype))
+
+
+# ---- runtime scalars ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("target,dtype", TARGET_DTYPES)
+@pytest.mark.parametrize("m,n,k", [(33, 40, 19), (1, 17, 3), (70, 1, 16)])
+def test_leaky_relu_with_a_runtime_alpha(target, dtype, m, n, k):
+    """leaky_relu(x @ w + b, alpha): alpha travels in the tiling data after the TCubeTiling words."""
+    @fs.fused_kernel(target=target)
+    def f(x, w, b, alpha):
+        return fs.leaky_relu(x @ w + b, alpha)
+
+    name = np.dtype(dtype).name
+    c = f.compile(fs.spec((m, k), name), fs.spec((k, n), name), fs.spec((n,), name), fs.scalar("alpha", "float32"))
+    assert "float scalar3;   // runtime scalar alpha" in c.source
+    x, w, b = _data(m + n * k, dtype, (m, k), (k, n), (n,))
+    for alpha in (0.2, -1.5):
+        y = (x.astype(np.float64) @ w.astype(np.float64)).astype(dtype).astype(np.float64) + b
+        _check(c, (x, w, b, alpha), [np.where(y >= 0, y, alpha * y).astype(np.float32)], _tol(dtype))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_two_runtime_scalars_and_a_compare(target):
+    @fs.fused_kernel(target=target)
+    def f(x, w, lo, scale):
+        y = x @ w
+        return fs.where(y < lo, lo, y) * scale
+
+    c = f.compile(fs.spec((50, 20), "float16"), fs.spec((20, 30), "float16"), fs.scalar("lo", "float32"),
+                  fs.scalar("scale", "float32"))
+    x, w = _exact(5, np.float16, (50, 20), (20, 30))
+    for lo, scale in ((0.5, 2.0), (-3.0, -0.25)):
+        _check(c, (x, w, lo, scale), run_module(c.graph, [x, w, np.float32(lo), np.float32(scale)]), 1e-6)
+
+
+def test_a_runtime_scalar_cube_project_runs_with_run_sh(tmp_path):
+    """The kernel-launch project: main.cpp sets the scalar in the wrapping tiling struct by name."""
+    import subprocess
+    import sys
+
+    @fs.fused_kernel(target="ascend310p")
+    def lin_alpha(x, w, b, alpha):
+        return fs.leaky_relu(x @ w + b, alpha)
+
+    c = lin_alpha.compile(fs.spec((40, 24), "float16"), fs.spec((24, 36), "float16"), fs.spec((36,), "float16"),
+                          fs.scalar("alpha", "float32"))
+    path = c.save(str(tmp_path / "p"), scalars={"alpha": -0.75})
+    main = open(os.path.join(path, "main.cpp"), encoding="utf-8").read()
+    assert "LinAlphaKernelCubeTiling tiling_lin_alpha_kernel{};" in main
+    assert "tiling_lin_alpha_kernel.scalar3 = scalar_alpha;" in main
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k not in ("ASCEND_HOME_PATH", "FUSEDSL_TARGET")}
+    env.update(PYTHON=sys.executable, PYTHONPATH=root + os.pathsep + env.get("PYTHONPATH", ""))
+    run = subprocess.run(["bash", "run.sh", "-r", "cpu", "-v", "Ascend310P3"], cwd=path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0 and "test pass" in log, log
+    x = np.fromfile(os.path.join(path, "input", "input_x.bin"), np.float16).reshape(40, 24)
+    w = np.fromfile(os.path.join(path, "input", "input_w.bin"), np.float16).reshape(24, 36)
+    b = np.fromfile(os.path.join(path, "input", "input_b.bin"), np.float16)
+    got = np.fromfile(os.path.join(path, "output", "output_0.bin"), np.float32).reshape(40, 36)
+    want = run_module(c.graph, [x, w, b, np.float32(-0.75)])[0]
+    _close(got, want, 4e-3)

@@ -44,7 +44,9 @@ class CubePrinter:
         self.t = target
         self.name = name
         self.cls = "Kernel" + camel(name)
-        self.tiling = "TCubeTiling"
+        # runtime scalars follow the TCubeTiling words: a struct wrapping it carries them
+        self.rt = [p for p in sched.params if p.kind == "runtime_scalar"]
+        self.tiling = f"{camel(name)}CubeTiling" if self.rt else "TCubeTiling"
         self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
         self.symbols = []
         self.cn = {p.index: cnames.param(p.name) for p in sched.params}
@@ -64,14 +66,21 @@ class CubePrinter:
 
     # ---- interface shared with the other printers ----------------------------------------
     def _gm_args(self) -> list[str]:
-        return [self.cn[p.index] for p in self.s.params] + [f"y{i}" for i in range(len(self.s.fn.results))]
+        return ([self.cn[p.index] for p in self.s.params if p.kind != "runtime_scalar"]
+                + [f"y{i}" for i in range(len(self.s.fn.results))])
 
     def pack(self, tiling, scalars) -> bytes:
-        return struct.pack(f"<{len(tiling.words)}i", *tiling.words)
+        data = struct.pack(f"<{len(tiling.words)}i", *tiling.words)
+        return data + b"".join(struct.pack("<f", float(scalars[p.name])) for p in self.rt)
 
     def tiling_header(self) -> str:
-        return (f"// {self.name} reads a TCubeTiling (CANN's kernel_tiling/kernel_tiling.h)\n"
+        head = (f"// {self.name} reads a TCubeTiling (CANN's kernel_tiling/kernel_tiling.h)\n"
                 '#include "kernel_tiling/kernel_tiling.h"\n')
+        if not self.rt:
+            return head
+        fields = "".join(f"    float {p.var};   // runtime scalar {p.name}\n" for p in self.rt)
+        return (head + f"// ... and its runtime scalars after the {len(TCUBE_FIELDS)} TCubeTiling words\n"
+                f"struct {self.tiling} {{\n    TCubeTiling cube;\n{fields}}};\n")
 
     def host_tiling(self) -> str:
         s, t = self.s, self.s.tiling_fields
@@ -84,10 +93,11 @@ class CubePrinter:
 // Host tiling for {self.name} on {self.t.name}: the TCubeTiling fusedsl computed (schedule_cube.py):
 // base block {t.base_m} x {t.base_n} x {t.base_k} within L0C {t.l0c_bytes} B, L0A {t.l0a_bytes} B,
 // L0B {t.l0b_bytes} B, L1 {t.l1_bytes} B, and the epilogue's C tile in UB.
-inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, TCubeTiling* t)
+inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, {self.tiling}* out)
 {{
     (void)sizes; (void)vectorCores; (void)ubBudget;
-    *t = {{}};
+    *out = {{}};{"   // the caller sets the runtime scalars" if self.rt else ""}
+    TCubeTiling* t = {"&out->cube" if self.rt else "out"};
 {sets}
     return true;
 }}
@@ -115,7 +125,7 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
     def body(self) -> str:
         return "\n".join([f"// ---- {self.name}: a cube kernel fused from {cnames.comment(self.s.fn.loc)} ----",
                           f"// {cnames.comment(self.s.plan_note)}",
-                          self.kernel(), "#ifndef __CCE_AICORE__  // host side",
+                          self.tiling_header(), self.kernel(), "#ifndef __CCE_AICORE__  // host side",
                           self.host_tiling(), "#endif", self._cpu_hooks()])
 
     def _cpu_hooks(self) -> str:
@@ -132,11 +142,11 @@ extern "C" int fusedsl_launch_{self.name}(uint32_t blockDim, uint8_t** args)
     return rc;
 }}
 extern "C" int fusedsl_tiling_{self.name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
-                                        TCubeTiling* t)
+                                        {self.tiling}* t)
 {{
     return {camel(self.name)}Tiling(sizes, vectorCores, ubBudget, t) ? 0 : 1;
 }}
-extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTiling); }}
+extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.tiling}); }}
 #endif
 """
 
@@ -155,7 +165,8 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         pool = temp_pool(self.steps_list())
         mmv = s.mm.result
         cast_mm = mmv.dtype != dt.float32
-        members = [f"    AscendC::GlobalTensor<{p.dtype.ascendc}> gm_{self.cn[p.index]};" for p in s.params]
+        members = [f"    AscendC::GlobalTensor<{p.dtype.ascendc}> gm_{self.cn[p.index]};" for p in s.params
+                   if p.kind != "runtime_scalar"]
         members += [f"    AscendC::GlobalTensor<{v.dtype.ascendc}> gm_y{i};" for i, v in outs]
         members += ["    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_c;   // the C tile from GetTensorC"]
         members += [f"    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_{self.cn[p.index]};" for p in full]
@@ -191,7 +202,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
             ws = ["        pipe->InitBuffer(b_mmws, tiling.baseM * tiling.baseN * sizeof(float));",
                   "        mm.SetLocalWorkspace(b_mmws.Get<uint8_t>());"]
         gm_set = [f"        gm_{self.cn[p.index]}.SetGlobalBuffer((__gm__ {p.dtype.ascendc}*){self.cn[p.index]});"
-                  for p in s.params]
+                  for p in s.params if p.kind != "runtime_scalar"]
         gm_set += [f"        gm_y{i}.SetGlobalBuffer((__gm__ {v.dtype.ascendc}*)y{i});" for i, v in outs]
         scal_set = [f"        v_{self.cn[p.index]} = static_cast<{compute_dtype(p.dtype).ascendc}>(static_cast<float>("
                     f"gm_{self.cn[p.index]}.GetValue(0)));" for p in scalars]
@@ -239,6 +250,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
              "                    AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>,",
              "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;",
              "    TCubeTiling tiling;",
+             *[f"    float {p.var};   // runtime scalar {p.name} (from the tiling data)" for p in self.rt],
              "",
              "private:",
              *self._calc_offset_lines(ta, tb),
@@ -263,13 +275,13 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
         L.append(f"""extern "C" __global__ __aicore__ void {self.name}({', '.join(f'GM_ADDR {x}' for x in gm + ['workspace', 'tiling'])})
 {{
 {macro}    AscendC::TPipe pipe;
-    TCubeTiling t;
+    {self.tiling} t;
     const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
     uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
     for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
     {self.cls} op;
-    op.Init({', '.join(gm)}, workspace, t);
-    REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), op.mm, &op.tiling);   // before any InitBuffer
+    op.Init({', '.join(gm)}, workspace, t{'.cube' if self.rt else ''});
+{''.join(f'    op.{p.var} = t.{p.var};{chr(10)}' for p in self.rt)}    REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), op.mm, &op.tiling);   // before any InitBuffer
     op.Process(&pipe);
 }}
 """)
@@ -391,6 +403,8 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof(TCubeTili
                 slot[id(v)] = f"col_{nm}"
             elif p.kind in ("scalar", "rowvec"):
                 scal[id(v)] = f"v_{nm}"
+            elif p.kind == "runtime_scalar":
+                scal[id(v)] = f"static_cast<{compute_dtype(p.dtype).ascendc}>({p.var})"
         mmv = s.mm.result
         c_row = f"c[r * {_ld('curN', dt.float32)}]"
         if id(mmv) in results:
