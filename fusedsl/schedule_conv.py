@@ -32,17 +32,9 @@ from dataclasses import dataclass, replace
 from . import dtypes as dt
 from .errors import ScheduleError, TargetError
 from .ir.ops import CONSTANT, ELEMENTWISE, has_trait
-from .schedule_cube import CubeSchedule, cube_tiling
+from .schedule_cube import CubeSchedule, _ceil, _up, cube_tiling
 from .schedule_row import RowParam
 from .targets import Target, get_target
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _up(a: int, b: int) -> int:
-    return _ceil(a, b) * b
 
 
 @dataclass(frozen=True)
