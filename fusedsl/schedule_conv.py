@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from . import dtypes as dt
 from .errors import ScheduleError, TargetError
 from .ir.ops import CONSTANT, ELEMENTWISE, has_trait
-from .schedule_cube import CubeSchedule, _ceil, _up, cube_tiling
+from .schedule_cube import CubeSchedule, CubeScalar, _ceil, _up, cube_tiling
 from .schedule_row import RowParam
 from .targets import Target, get_target
 
@@ -172,9 +172,9 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     params = []
     for i, prm in enumerate(fn.params):
         v = prm.value
-        if prm.kind == "scalar":
-            raise ScheduleError(f"runtime scalars in a conv kernel's epilogue are not printed yet ({fn.name})",
-                                loc=fn.loc)
+        if prm.kind == "scalar":   # a runtime scalar: a float after the TCubeTiling words (schedule_cube)
+            params.append(CubeScalar(i, v.name, v.dtype, "runtime_scalar", var=f"scalar{i}"))
+            continue
         kind = "a" if v is w else "b" if v is x else _param_kind(tuple(v.shape), out_shape)
         if kind is None:
             raise ScheduleError(f"input {v.name} of shape {list(v.shape)} of the epilogue in {fn.name} is not printed "

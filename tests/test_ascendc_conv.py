@@ -111,6 +111,25 @@ def test_generated_convs_with_epilogues_agree_with_numpy(n, c, h, wd, k, r, s, s
     _close(ck(x, w, *extra), want, 8e-3)
 
 
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_conv_epilogue_with_a_runtime_scalar(target):
+    @fs.fused_kernel(target=target)
+    def f(x, w, b, alpha):
+        return fs.leaky_relu(fs.conv2d(x, w, b, stride=2, padding=1), alpha)
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 9, 12)).astype(np.float16)
+    w = (rng.standard_normal((6, 3, 3, 3)) * 0.3).astype(np.float16)
+    b = rng.standard_normal(6).astype(np.float16)
+    c = f.compile(x, w, b, fs.scalar("alpha", "float16"))
+    assert [p.kind for p in c.kernels] == ["cube"]
+    for alpha in (0.2, -1.5):
+        y = numpy_conv(x, w, 2, 1) + b.astype(np.float64)[None, :, None, None]
+        want = np.where(y >= 0, y, alpha * y)
+        _close(c.simulate(x, w, b, alpha), want, 8e-3)
+        _close(c(x, w, b, alpha), want, 8e-3)
+
+
 def test_ascend910_conv_is_a_clear_error():
     f = _conv_bias_leaky("ascend910", 1, 1)
     x = np.ones((1, 2, 5, 5), np.float16)
