@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from . import dtypes as dt
 from .errors import ScheduleError, TargetError
 from .ir.ops import CONSTANT, ELEMENTWISE, has_trait
 from .schedule_cube import CubeSchedule, CubeScalar, _ceil, _up, cube_tiling
@@ -182,8 +181,6 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                                 f"[P, Q] values and scalars are)", loc=fn.loc,
                                 hint="this kernel still runs on the CPU executors (kernel(*arrays))")
         params.append(RowParam(i, v.name, v.dtype, kind))
-    if any(v.dtype == dt.bool_ for v in fn.results):
-        raise ScheduleError(f"a bool output of a conv kernel is not printed yet ({fn.name})", loc=fn.loc)
 
     isz = x.dtype.itemsize
     blk = 32 // isz

@@ -130,6 +130,26 @@ def test_conv_epilogue_with_a_runtime_scalar(target):
         _close(c(x, w, b, alpha), want, 8e-3)
 
 
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_conv_epilogue_with_where_and_a_bool_mask_output(target):
+    @fs.fused_kernel(target=target)
+    def f(x, w, b):
+        y = fs.conv2d(x, w, b, stride=1, padding=1)
+        return fs.where(y > 0, y, y * 0.1), y >= 0.5
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 7, 9)).astype(np.float16)
+    w = (rng.standard_normal((5, 3, 3, 3)) * 0.3).astype(np.float16)
+    b = rng.standard_normal(5).astype(np.float16)
+    c = f.compile(x, w, b)
+    assert [p.kind for p in c.kernels] == ["cube"]
+    got = c.simulate(x, w, b)
+    y = (numpy_conv(x, w, 1, 1) + b.astype(np.float64)[None, :, None, None]).astype(np.float16)
+    _close(got[0], np.where(y > 0, y, y * np.float16(0.1)), 8e-3)
+    np.testing.assert_array_equal(got[1], c(x, w, b)[1])   # same float16 conv values on both executors
+    assert got[1].dtype == np.bool_ and abs(int(got[1].sum()) - int((y >= 0.5).sum())) <= 2
+
+
 def test_ascend910_conv_is_a_clear_error():
     f = _conv_bias_leaky("ascend910", 1, 1)
     x = np.ones((1, 2, 5, 5), np.float16)
