@@ -150,6 +150,21 @@ def test_conv_epilogue_with_where_and_a_bool_mask_output(target):
     assert got[1].dtype == np.bool_ and abs(int(got[1].sum()) - int((y >= 0.5).sum())) <= 2
 
 
+def test_conv_panel_rows_too_far_apart_for_one_dma_go_row_by_row():
+    """One core on 310P (P*Q*2 B is not a 64-byte multiple) with panel rows of 1102101 float16:
+    the gap between a chunk's rows is more than 65535 32-byte blocks, so each row is its own DMA."""
+    @fs.fused_kernel(target="ascend310p")
+    def f(x, w):
+        return fs.relu(fs.conv2d(x, w))
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 1, 1101, 1001)).astype(np.float16)
+    w = rng.standard_normal((2, 1, 1, 2)).astype(np.float16)
+    c = f.compile(x, w)
+    assert "rows too far apart for one strided DMA" in c.source
+    _close(c.simulate(x, w), np.maximum(numpy_conv(x, w, 1, 0), 0), 4e-3)
+
+
 def test_ascend910_conv_is_a_clear_error():
     f = _conv_bias_leaky("ascend910", 1, 1)
     x = np.ones((1, 2, 5, 5), np.float16)

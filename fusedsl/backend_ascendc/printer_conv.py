@@ -127,10 +127,7 @@ class ConvPrinter(CubePrinter):
             "                q_panel.EnQue(pan);",
             "                q_xrows.FreeTensor(xr);",
             f"                pan = q_panel.DeQue<{ty}>();",
-            f"                const AscendC::DataCopyParams rowsOut{{static_cast<uint16_t>(kTaps), "
-            f"static_cast<uint16_t>(kChunk * sizeof({ty}) / 32), 0, "
-            f"static_cast<uint16_t>((kPanelN - kChunk) * sizeof({ty}) / 32)}};",
-            "                AscendC::DataCopy(gm_panel[ch * kTaps * kPanelN + j * kChunk], pan, rowsOut);",
+            *self._panel_rows_out(),
             "                q_panel.FreeTensor(pan);",
             "            }",
             "        }",
@@ -154,6 +151,22 @@ class ConvPrinter(CubePrinter):
             "        }",
             "    }",
             ""]
+
+    def _panel_rows_out(self) -> list[str]:
+        """CopyOut of one chunk's R*S panel rows: one strided DataCopy when its fields fit
+        DataCopyParams (blockCount <= 4095, lengths and gaps in 32-byte blocks <= 65535), else one
+        DataCopy per row."""
+        g, ty = self.g, self.ty
+        gap = (g.panel_n - g.chunk) * g.itemsize // 32
+        if g.R * g.S <= 4095 and gap <= 65535 and g.chunk * g.itemsize // 32 <= 65535:
+            return [f"                const AscendC::DataCopyParams rowsOut{{static_cast<uint16_t>(kTaps), "
+                    f"static_cast<uint16_t>(kChunk * sizeof({ty}) / 32), 0, "
+                    f"static_cast<uint16_t>((kPanelN - kChunk) * sizeof({ty}) / 32)}};",
+                    "                AscendC::DataCopy(gm_panel[ch * kTaps * kPanelN + j * kChunk], pan, rowsOut);"]
+        return ["                for (uint32_t t = 0; t < kTaps; ++t) {   // rows too far apart for one strided DMA",
+                "                    AscendC::DataCopy(gm_panel[(ch * kTaps + t) * kPanelN + j * kChunk], pan[t * kChunk], "
+                "kChunk);",
+                "                }"]
 
     def body(self) -> str:
         return super().body().replace(f"// ---- {self.name}: a cube kernel", f"// ---- {self.name}: a conv2d kernel", 1)
