@@ -250,11 +250,25 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     param_values = [p.value for p in fn.params]
     out_shape = tuple(mm.result.shape)
     batch_dims = out_shape[:-2]
-    if (a not in param_values or b not in param_values or a.type.rank > 3 or b.type.rank > 3
-            or any(v.type.rank == 3 and tuple(v.shape[:-2]) != batch_dims for v in (a, b))):
-        raise ScheduleError(f"the Ascend C backend prints a matmul of two kernel inputs, 2-D or with one batch "
-                            f"axis, only ({mm.name} of {list(a.shape)} @ {list(b.shape)} in {fn.name})", loc=mm.loc,
+    if a not in param_values or b not in param_values:
+        raise ScheduleError(f"the Ascend C backend prints a matmul of two kernel inputs only ({mm.name} of "
+                            f"{list(a.shape)} @ {list(b.shape)} in {fn.name})", loc=mm.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    # Contiguous operands let any number of batch axes flatten into one: batch matrix i of an
+    # operand that has every batch axis starts at i * (its matrix size); one without batch axes
+    # (or with only size-1 ones) is the same matrix for every batch. An operand that broadcasts
+    # some batch axes but not others would need a stride per axis.
+    def batched(v) -> bool:
+        dims = tuple(v.shape[:-2])
+        if dims == batch_dims:
+            return bool(dims)
+        if all(d == 1 for d in dims):
+            return False
+        raise ScheduleError(f"the Ascend C backend flattens a matmul's batch axes only when each operand has all "
+                            f"of them or none ({mm.name} of {list(a.shape)} @ {list(b.shape)} in {fn.name}: "
+                            f"{v.name}'s batch axes {list(dims)} broadcast against {list(batch_dims)})", loc=mm.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    batch_a, batch_b = batched(a), batched(b)
     ta, tb = bool(mm.attr("transpose_a", False)), bool(mm.attr("transpose_b", False))
     M, K = (a.shape[-1], a.shape[-2]) if ta else tuple(a.shape[-2:])
     N = b.shape[-2] if tb else b.shape[-1]
@@ -321,9 +335,9 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {tiling.used_core_num} cores, base {tiling.base_m}x{tiling.base_n}"
             f"x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue runs on it there, one GM write")
     if batch > 1:
-        note += f"; {batch} batch matrices, each core walks its block of every one"
+        axes = f" ({' x '.join(str(d) for d in batch_dims)} flattened)" if len(batch_dims) > 1 else ""
+        note += f"; {batch} batch matrices{axes}, each core walks its block of every one"
     sched = CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)
     sched.batch = batch
-    sched.batch_a = a.type.rank == 3
-    sched.batch_b = b.type.rank == 3
+    sched.batch_a, sched.batch_b = batch_a, batch_b
     return sched

@@ -92,16 +92,19 @@ def test_batched_matmul_gelu_residual_agrees_with_numpy(target, dtype):
     _close(c(x, w, r), want, 3e-3)
 
 
-def test_a_matmul_with_two_batch_axes_is_not_printed_yet_and_says_so():
+def test_a_broadcast_batch_axis_is_not_printed_yet_and_says_so():
+    """[3, M, K] @ [2, 3, K, N]: A's batch axes are neither all nor none of the result's."""
     @fs.fused_kernel
     def f(x, w):
         return fs.relu(x @ w)
 
-    x = np.ones((2, 2, 16, 16), np.float32)
-    c = f.compile(x, x)
-    with pytest.raises(fs.ScheduleError, match=r"2-D or with one batch axis, only"):
+    x = np.ones((3, 16, 16), np.float32)
+    w = np.ones((2, 3, 16, 16), np.float32)
+    c = f.compile(x, w)
+    with pytest.raises(fs.ScheduleError, match=r"flattens a matmul's batch axes only when each operand has all of "
+                                               r"them or none .*x's batch axes \[3\] broadcast against \[2, 3\]"):
         c.source
-    np.testing.assert_allclose(c(x, x), np.maximum(x @ x, 0))
+    np.testing.assert_allclose(c(x, w), np.maximum(x @ w, 0))
 
 
 def test_cube_kernels_have_no_op_project_yet(tmp_path):

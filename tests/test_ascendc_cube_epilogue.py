@@ -3,6 +3,7 @@ masks, runtime scalars and matmuls with several batch axes, run with `simulate` 
 C++ on fusedsl's CPU implementation of the Ascend C API) and through `kernel(*arrays)`, both
 against numpy on 910B and 310P; what is still not printed says so at the user's line."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 import fusedsl as fs
 from fusedsl.reference import run_module
 
-from conftest import fuzz_settings
+from conftest import fuzz_settings, marked_line
 
 HERE = os.path.basename(__file__)
 TARGETS = ["ascend910b", "ascend310p"]
@@ -167,3 +168,62 @@ def test_a_runtime_scalar_cube_project_runs_with_run_sh(tmp_path):
     got = np.fromfile(os.path.join(path, "output", "output_0.bin"), np.float32).reshape(40, 36)
     want = run_module(c.graph, [x, w, b, np.float32(-0.75)])[0]
     _close(got, want, 4e-3)
+
+
+# ---- several batch axes ------------------------------------------------------------------
+
+@pytest.mark.parametrize("target,dtype", TARGET_DTYPES)
+@pytest.mark.parametrize("a_shape,b_shape,r_shape", [
+    ((2, 3, 33, 19), (2, 3, 19, 40), (2, 3, 33, 40)),    # both batched, a residual per matrix
+    ((2, 3, 33, 19), (19, 40), (33, 40)),                # B shared, one residual for every matrix
+    ((17, 5), (2, 1, 3, 5, 24), (2, 1, 3, 17, 24)),      # A shared, three axes (one of size 1)
+    ((1, 1, 9, 7), (2, 2, 7, 1), (2, 2, 9, 1)),          # size-1 batch axes broadcast, N = 1
+])
+def test_batch_axes_flatten_into_one(target, dtype, a_shape, b_shape, r_shape):
+    @fs.fused_kernel(target=target)
+    def f(x, w, r):
+        return fs.silu(x @ w) + r
+
+    x, w, r = _data(len(a_shape) * 7 + len(b_shape), dtype, a_shape, b_shape, r_shape)
+    c = f.compile(x, w, r)
+    note = c.kernels[0].row.plan_note
+    axes = np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
+    assert f"{int(np.prod(axes))} batch matrices ({' x '.join(map(str, axes))} flattened)" in note
+    _check(c, (x, w, r), run_module(c.graph, [x, w, r]), _tol(dtype))
+
+
+@fuzz_settings(0.01)
+@given(batch=st.lists(st.integers(1, 3), min_size=2, max_size=3), m=st.integers(1, 40), n=st.integers(1, 40),
+       k=st.integers(1, 24), shared=st.sampled_from(["none", "a", "b"]), target_dtype=st.sampled_from(TARGET_DTYPES),
+       seed=st.integers(0, 2**16))
+def test_batch_axes_fuzz(batch, m, n, k, shared, target_dtype, seed):
+    target, dtype = target_dtype
+
+    @fs.fused_kernel(target=target)
+    def f(x, w, b):
+        y = x @ w + b
+        return fs.where(y > 0, y, y * 0.2)
+
+    a_shape = (m, k) if shared == "a" else (*batch, m, k)
+    b_shape = (k, n) if shared == "b" else (*batch, k, n)
+    x, w, b = _exact(seed, dtype, a_shape, b_shape, (n,))
+    c = f.compile(x, w, b)
+    _check(c, (x, w, b), run_module(c.graph, [x, w, b]), _tol(dtype))
+
+
+def test_a_broadcast_batch_axis_names_the_users_line():
+    @fs.fused_kernel(target="ascend910b")
+    def f(x, w):
+        return fs.relu(x @ w)   # LINE-MARK bcast-batch
+
+    x = np.ones((2, 1, 16, 8), np.float16)
+    w = np.ones((1, 3, 8, 16), np.float16)
+    c = f.compile(x, w)
+    with pytest.raises(fs.ScheduleError) as info:
+        c.source
+    text = str(info.value)
+    assert f"{HERE}:{marked_line(__file__, 'bcast-batch')}" in text, text
+    assert re.search(r"flattens a matmul's batch axes only when each operand has all of them or none "
+                     r"\(matmul of \[2, 1, 16, 8\] @ \[1, 3, 8, 16\].*x's batch axes \[2, 1\] broadcast "
+                     r"against \[2, 3\]\)", text), text
+    np.testing.assert_allclose(c(x, w), np.maximum(x.astype(np.float32) @ w, 0), rtol=2e-3)
