@@ -172,3 +172,27 @@ def test_reduction_of_a_reduction_result_is_its_own_kernel():
         got = twice(x)
         assert got.dtype == x.dtype and np.isclose(float(got), float(np.sum(x)), rtol=1e-3)
         assert [k.kind for k in twice.compile(x).kernels] == ["single", "single"]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (1, 7), (5, 1)])
+def test_a_recomputed_reader_of_a_row_reduction_keeps_its_input(shape):
+    """Found by the frontend fuzz: t = exp(sum(exp(x), axis=1)) is read by x + t (which row
+    fusion merges with the sum, recomputing t) and returned on its own (a kernel of its own that
+    reads the sum); the merged row kernel did not export the sum, so main used it undefined."""
+    @fs.fused_kernel
+    def g(x):
+        t = fs.exp(fs.sum(fs.exp(x), axis=1))
+        return x + t, t
+
+    x = (np.random.default_rng(0).standard_normal(shape) * 0.3).astype(np.float16)
+    e = np.exp(x.astype(np.float32)).astype(np.float16)
+    t = np.exp(e.astype(np.float32).sum(axis=1)).astype(np.float16)
+    for executor in ("llvm", "reference"):
+        fs.config.executor = executor
+        try:
+            got = g(x)
+        finally:
+            fs.config.executor = "llvm"
+        np.testing.assert_allclose(got[1].astype(np.float32), t.astype(np.float32), rtol=2e-3)
+        np.testing.assert_allclose(got[0].astype(np.float32), (x + t).astype(np.float32), rtol=2e-3, atol=2e-3)
+    assert "row" in [k.kind for k in g.compile(x).kernels]

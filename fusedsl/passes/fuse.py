@@ -947,18 +947,27 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             p = producer.get(id(v))
             if p is not None:
                 readers.setdefault(p, []).append(j)
+    # an op may sit in several kernels (a small shared producer recomputed by each reader), so a
+    # value must leave the merged kernel when any reader lies in a kernel outside the merge, even
+    # if a copy of that reader was merged (fuzz-found: exp(sum(exp(x))) read by a row kernel's
+    # add and by a kernel of its own lost the sum it reads)
+    kernels_of: dict[int, set[int]] = {}
+    for k, kern in enumerate(kernels):
+        for i in kern[0]:
+            kernels_of.setdefault(i, set()).add(k)
     out = []
     for root in sorted(groups, key=lambda r: min(groups[r])):
         ks = groups[root]
         if len(ks) == 1:
             out.append(kernels[ks[0]])
             continue
-        ops_idx = sorted(i for k in ks for i in kernels[k][0])
-        member = set(ops_idx)
+        ops_idx = sorted({i for k in ks for i in kernels[k][0]})
+        member, kset = set(ops_idx), set(ks)
         roots = []
         for i in ops_idx:
             res = fn.ops[i].results
-            used = any(id(r) in returned for r in res) or any(j not in member for j in readers.get(i, ()))
+            used = any(id(r) in returned for r in res) or any(
+                j not in member or not kernels_of.get(j, set()) <= kset for j in readers.get(i, ()))
             if used and not has_trait(fn.ops[i], CONSTANT):
                 roots.append(i)
         cube_op = next((fn.ops[i].name for i in ops_idx if fn.ops[i].name in ("matmul", "conv2d")), None)
