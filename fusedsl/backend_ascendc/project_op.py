@@ -9,6 +9,15 @@
 
 The kernel class is the printer's, made generic over the tiling type so that op_kernel never
 names it (CANN hands the kernel its op's tiling type through GET_TILING_DATA).
+
+A cube kernel (Matmul API: printer_cube.py / printer_conv.py) follows CANN's MatmulLeakyRelu
+op: its tiling data carries the TCubeTiling as a struct field
+(`TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData)`, then its runtime scalars), the
+TilingFunc fills it from the printed host tiling (the function `simulate` checks, so the op
+gets the same words), sets blockDim (CalcTschBlockDim of usedCoreNum: cube cores on 910B)
+and the workspace (GetLibApiWorkSpaceSize, plus a conv kernel's im2col panels), and the entry
+hands `tilingData.cubeTilingData` to the printer's kernel class, which already takes CANN's
+TCubeTiling and so needs no change; the CPU run launches it in MIX mode.
 """
 from __future__ import annotations
 
@@ -16,6 +25,8 @@ import json
 import re
 
 from ..errors import AscendCCheckError
+from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
+from . import cnames
 from .printer import VERSION, camel, shared_helpers
 from .project import common_files, template
 
@@ -60,7 +71,9 @@ def _dim_source(plan, symbol: str) -> tuple[int, int]:
     raise AscendCCheckError(f"op project: symbol {symbol} is no input dimension of {plan.name} (internal error)")
 
 
-def _tiling_h(p) -> str:
+def _tiling_h(p, plan) -> str:
+    if _is_cube(plan):
+        return _tiling_h_cube(p)
     op = camel(p.name)
     lines = [f"// Tiling data of the {op} op (fusedsl {VERSION}).", "#pragma once",
              '#include "register/tilingdata_base.h"', "", "namespace optiling {",
@@ -75,7 +88,13 @@ def _tiling_h(p) -> str:
     return "\n".join(lines)
 
 
+def _is_cube(plan) -> bool:
+    return isinstance(plan.printable, CubeSchedule)
+
+
 def _op_host(p, plan, target) -> str:
+    if _is_cube(plan):
+        return _op_host_cube(p, plan, target)
     op = camel(p.name)
     plain = p.tiling + "Plain"
     struct = _replace_once(p.tiling_header(), f"struct {p.tiling} {{", f"struct {plain} {{")
@@ -90,28 +109,8 @@ def _op_host(p, plan, target) -> str:
             continue
         copies.append(f"    tiling.set_{name}(plain.{name});")
     for k, inp in enumerate(_scalar_inputs(plan)):
-        copies.append(f"    tiling.set_{inp.var}(*context->GetAttrs()->GetFloat({k}));  // attr {inp.name}")
-    infer = []
-    for k, v in enumerate(plan.function.results):
-        infer.append(f"    gert::Shape* y{k} = context->GetOutputShape({k});")
-        infer.append(f"    y{k}->SetDimNum({len(v.type.shape)});")
-        for d, size in enumerate(v.type.shape):
-            if isinstance(size, str):
-                j, dd = _dim_source(plan, size)
-                infer.append(f"    y{k}->SetDim({d}, context->GetInputShape({j})->GetDim({dd}));")
-            else:
-                infer.append(f"    y{k}->SetDim({d}, {size});")
-    opdef = []
-    for param, _ in _tensor_params(plan):
-        dt = param.value.type.dtype.name
-        opdef.append(f'        this->Input("{param.value.name}").ParamType(REQUIRED).DataType({{{_GE_TYPE[dt]}}})'
-                     ".Format({ge::FORMAT_ND});")
-    for k, v in enumerate(plan.function.results):
-        opdef.append(f'        this->Output("y{k}").ParamType(REQUIRED).DataType({{{_GE_TYPE[v.type.dtype.name]}}})'
-                     ".Format({ge::FORMAT_ND});")
-    for inp in _scalar_inputs(plan):
-        opdef.append(f'        this->Attr("{inp.name}").Float();')
-    return f"""// Host side of the {op} op (fusedsl {VERSION}, {target.name}): tiling, shape inference, op definition.
+        copies.append(f"    tiling.set_{inp.var}(*context->GetAttrs()->GetFloat({k}));  // attr {cnames.comment(inp.name)}")
+    head = f"""// Host side of the {op} op (fusedsl {VERSION}, {target.name}): tiling, shape inference, op definition.
 #include <algorithm>
 #include <cstdint>
 
@@ -140,7 +139,35 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     return ge::GRAPH_SUCCESS;
 }}
 }}  // namespace optiling
+"""
+    return head + _infer_and_opdef(plan, target)
 
+
+def _infer_and_opdef(plan, target) -> str:
+    """InferShape and the OpDef with OP_ADD: the same for every kernel kind."""
+    op = camel(plan.name)
+    infer = []
+    for k, v in enumerate(plan.function.results):
+        infer.append(f"    gert::Shape* y{k} = context->GetOutputShape({k});")
+        infer.append(f"    y{k}->SetDimNum({len(v.type.shape)});")
+        for d, size in enumerate(v.type.shape):
+            if isinstance(size, str):
+                j, dd = _dim_source(plan, size)
+                infer.append(f"    y{k}->SetDim({d}, context->GetInputShape({j})->GetDim({dd}));")
+            else:
+                infer.append(f"    y{k}->SetDim({d}, {size});")
+    # op input and attr names are C++ string literals here and identifiers in msopgen's scaffold
+    opdef = []
+    for param, _ in _tensor_params(plan):
+        dt = param.value.type.dtype.name
+        opdef.append(f'        this->Input("{cnames.ident(param.value.name)}").ParamType(REQUIRED).DataType({{{_GE_TYPE[dt]}}})'
+                     ".Format({ge::FORMAT_ND});")
+    for k, v in enumerate(plan.function.results):
+        opdef.append(f'        this->Output("y{k}").ParamType(REQUIRED).DataType({{{_GE_TYPE[v.type.dtype.name]}}})'
+                     ".Format({ge::FORMAT_ND});")
+    for inp in _scalar_inputs(plan):
+        opdef.append(f'        this->Attr("{cnames.ident(inp.name)}").Float();')
+    return f"""
 namespace ge {{
 static graphStatus InferShape(gert::InferShapeContext* context)
 {{
@@ -165,7 +192,9 @@ OP_ADD({op});
 """
 
 
-def _op_kernel(p, printers) -> str:
+def _op_kernel(p, plan) -> str:
+    if _is_cube(plan):
+        return _op_kernel_cube(p)
     cls = _replace_once(p._class(), f"class {p.cls} {{", f"template <typename TilingData>\nclass {p.cls} {{")
     cls = _replace_once(cls, f"const {p.tiling}& t", "const TilingData& t")
     cls = _replace_once(cls, f"    {p.tiling} tiling;", "    TilingData tiling;")
@@ -188,14 +217,149 @@ extern "C" __global__ __aicore__ void {p.name}({args})
 """
 
 
+# ---- cube kernels (the Matmul API) ---------------------------------------------------------
+
+_CUBE_FIELD = "cubeTilingData"   # CANN's MatmulLeakyRelu op names its TCubeTiling field so
+
+
+def _cube_tiling_class(p) -> str:
+    return camel(p.name) + "TilingData"
+
+
+def _tiling_h_cube(p) -> str:
+    op, cls = camel(p.name), _cube_tiling_class(p)
+    fields = [f"    TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, {_CUBE_FIELD});"]
+    # the scalars follow the TCubeTiling words, as in the kernel-launch project's tiling struct
+    fields += [f"    TILING_DATA_FIELD_DEF(float, {r.var});   // runtime scalar {cnames.comment(r.name)}"
+               for r in p.rt]
+    return "\n".join([f"// Tiling data of the {op} op (fusedsl {VERSION}): the Matmul API's TCubeTiling, as in "
+                      "CANN's MatmulLeakyRelu op.",
+                      "#pragma once", '#include "register/tilingdata_base.h"', '#include "tiling/tiling_api.h"', "",
+                      "namespace optiling {", f"BEGIN_TILING_DATA_DEF({cls})", *fields, "END_TILING_DATA_DEF;", "",
+                      f"REGISTER_TILING_DATA_CLASS({op}, {cls})", "}  // namespace optiling", ""])
+
+
+def _user_workspace(sched) -> int:
+    """Workspace bytes the kernel uses after the Matmul API's system part (a conv kernel's
+    im2col panels, one per core; 0 for a matmul)."""
+    return sched.workspace_bytes - CubeSchedule.workspace_bytes.fget(sched)
+
+
+def _op_host_cube(p, plan, target) -> str:
+    op, cls, sched = camel(p.name), _cube_tiling_class(p), plan.printable
+    rt = p.rt
+    # the kernel's shapes are static: the TCubeTiling holds them, so other shapes are refused
+    checks = " &&\n           ".join(
+        f"InputShapeIs(context, {j}, {{{', '.join(str(d) for d in param.value.type.shape)}}})"
+        for j, (param, _) in enumerate(_tensor_params(plan)))
+    copies = "\n".join(f"    tiling.{_CUBE_FIELD}.set_{f}(cube.{f});" for f in TCUBE_FIELDS)
+    attrs = "\n".join(f"    tiling.set_{inp.var}(*context->GetAttrs()->GetFloat({k}));  // attr "
+                      f"{cnames.comment(inp.name)}" for k, inp in enumerate(_scalar_inputs(plan)))
+    user_ws = _user_workspace(sched)
+    ws_note = (f"the im2col panels: {sched.used_cores} cores x {sched.conv.panel_bytes} B"
+               if hasattr(sched, "conv") else "the kernel uses none of its own")
+    return f"""// Host side of the {op} op (fusedsl {VERSION}, {target.name}): tiling, shape inference, op definition.
+// A cube kernel (the Matmul API): the tiling data carries its TCubeTiling, as in CANN's MatmulLeakyRelu op.
+#include <cstdint>
+#include <initializer_list>
+
+#include "{p.name}_tiling.h"
+#include "register/op_def_registry.h"
+#include "tiling/platform/platform_ascendc.h"
+
+// The tiling fusedsl computed (the same function its simulate path runs and checks word for word;
+// the MultiCoreMatmulTiling calls beside it show how CANN's tiling API reaches this split).
+{p.tiling_header()}
+{p.host_tiling()}
+namespace optiling {{
+static bool InputShapeIs(gert::TilingContext* context, size_t i, std::initializer_list<int64_t> dims)
+{{
+    const gert::Shape& shape = context->GetInputShape(i)->GetStorageShape();
+    if (shape.GetDimNum() != dims.size()) {{
+        return false;
+    }}
+    size_t d = 0;
+    for (int64_t size : dims) {{
+        if (shape.GetDim(d++) != size) {{
+            return false;
+        }}
+    }}
+    return true;
+}}
+
+static ge::graphStatus TilingFunc(gert::TilingContext* context)
+{{
+    // fusedsl computed the TCubeTiling for these input shapes
+    if (!({checks})) {{
+        return ge::GRAPH_FAILED;
+    }}
+    ::{p.tiling} plain{{}};   // the printed host tiling's type (global scope, above)
+    const int64_t sizes[] = {{0}};   // static shapes: no symbolic dimensions
+    if (!{camel(p.name)}Tiling(sizes, {target.vector_cores}, {sched.ub_budget}, &plain)) {{
+        return ge::GRAPH_FAILED;
+    }}
+    // the kernel's struct (kernel_tiling.h); in namespace optiling TCubeTiling is the host class
+    const ::TCubeTiling& cube = plain{'.cube' if rt else ''};
+    {cls} tiling;
+{copies}
+{attrs}{chr(10) if attrs else ''}    // A mixed kernel's blockDim counts (1 AIC + AIV) groups: usedCoreNum vector slices over them
+    auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();
+    const uint32_t blockDim = platform->CalcTschBlockDim(static_cast<uint32_t>(cube.usedCoreNum),
+                                                         platform->GetCoreNumAic(), platform->GetCoreNumAiv());
+    if (blockDim == 0) {{
+        return ge::GRAPH_FAILED;
+    }}
+    context->SetBlockDim(blockDim);
+    tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
+    context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
+    // the Matmul API's system workspace, then the kernel's own ({ws_note})
+    const size_t userWorkspaceSize = {user_ws};
+    size_t* workspace = context->GetWorkspaceSizes(1);
+    workspace[0] = static_cast<size_t>(platform->GetLibApiWorkSpaceSize()) + userWorkspaceSize;
+    return ge::GRAPH_SUCCESS;
+}}
+}}  // namespace optiling
+""" + _infer_and_opdef(plan, target)
+
+
+def _op_kernel_cube(p) -> str:
+    text = p.kernel()
+    entry = f'extern "C" __global__ __aicore__ void {p.name}('
+    if text.count(entry) != 1:
+        raise AscendCCheckError(f"op project: expected one entry `{p.name}` in the printed cube kernel (internal "
+                                "error; please report it with the IR)")
+    # the printed class takes CANN's TCubeTiling; only the entry, which copies the kernel-launch
+    # tiling words from GM, is replaced by one reading the op's tiling data
+    cls = text[:text.index(entry)]
+    gm = p._gm_args()
+    args = ", ".join(f"GM_ADDR {a}" for a in gm + ["workspace", "tiling"])
+    macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n" if p.t.kernel_type_macro else ""
+    scalars = "".join(f"    op.{r.var} = tilingData.{r.var};\n" for r in p.rt)
+    return f"""// Kernel of the {camel(p.name)} op (fusedsl {VERSION}, {p.t.name}): op_kernel form, tiling via GET_TILING_DATA.
+// A cube kernel (the Matmul API, mixed AIC + AIV): its TCubeTiling is the tiling data's {_CUBE_FIELD}.
+#include "kernel_operator.h"
+
+{shared_helpers([p])}
+{cls}{entry}{args})
+{{
+{macro}    GET_TILING_DATA(tilingData, tiling);
+    AscendC::TPipe pipe;
+    {p.cls} op;
+    op.Init({', '.join(gm)}, workspace, tilingData.{_CUBE_FIELD});
+{scalars}    REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), op.mm, &op.tiling);   // before any InitBuffer
+    op.Process(&pipe);
+}}
+"""
+
+
 def _op_json(p, plan) -> str:
     desc = {"op": camel(p.name),
             "language": "cpp",
-            "input_desc": [{"name": param.value.name, "param_type": "required", "format": ["ND"],
+            "input_desc": [{"name": cnames.ident(param.value.name), "param_type": "required", "format": ["ND"],
                             "type": [_JSON_TYPE[param.value.type.dtype.name]]} for param, _ in _tensor_params(plan)],
             "output_desc": [{"name": f"y{k}", "param_type": "required", "format": ["ND"],
                              "type": [_JSON_TYPE[v.type.dtype.name]]} for k, v in enumerate(plan.function.results)],
-            "attr": [{"name": inp.name, "param_type": "required", "type": "float"} for inp in _scalar_inputs(plan)]}
+            "attr": [{"name": cnames.ident(inp.name), "param_type": "required", "type": "float"} for inp in _scalar_inputs(plan)]}
     return json.dumps([desc], indent=4) + "\n"
 
 
@@ -217,7 +381,6 @@ def _cpu_main(compiled, printers, prog) -> str:
             n = prog.nbytes(p.value)
             body.append(f'    rc |= ReadFile("./input/input_{p.value.name}.bin", {n}, {prog.where[id(p.value)]}, {n}) ? 0 : 1;')
     body.append("    if (rc != 0) {\n        return 1;\n    }")
-    launches = {plan.name: (gm, sc) for plan, gm, sc in prog.launches}
     calls = [op for op in main.ops if op.name != "reshape"]
     for op, (plan, gm, scalar_args) in zip(calls, prog.launches):
         pr = by_name[plan.name]
@@ -230,13 +393,20 @@ def _cpu_main(compiled, printers, prog) -> str:
                  f"    uint8_t* {r}_tiling = static_cast<uint8_t*>(AscendC::GmAlloc({r}.tiling.size()));",
                  f"    std::memcpy({r}_tiling, {r}.tiling.data(), {r}.tiling.size());",
                  f"    uint8_t* {r}_workspace = static_cast<uint8_t*>(AscendC::GmAlloc({r}.workspaceBytes));",
+                 # what the tiling function decided, for the reader and the tests
+                 f'    std::printf("[INFO] {camel(pr.name)}: blockDim %u, %zu tiling bytes, workspace %zu bytes\\n", '
+                 f"{r}.blockDim, {r}.tiling.size(), {r}.workspaceBytes);",
                  f"    if ({r}.blockDim > 0) {{",
-                 f"        ICPU_SET_TILING_KEY({r}.tilingKey);",
-                 f"        ICPU_RUN_KF({plan.name}, {r}.blockDim, {', '.join(gm + [r + '_workspace', r + '_tiling'])});",
-                 "    }",
+                 f"        ICPU_SET_TILING_KEY({r}.tilingKey);"]
+        run = f"        ICPU_RUN_KF({plan.name}, {r}.blockDim, {', '.join(gm + [r + '_workspace', r + '_tiling'])});"
+        if _is_cube(plan):   # a mixed AIC + AIV kernel (the Matmul API); blockDim counts cube cores
+            body += ["        AscendC::SetKernelMode(KernelMode::MIX_MODE);", run,
+                     "        AscendC::SetKernelMode(KernelMode::AIV_MODE);   // the vector kernels of the program"]
+        else:
+            body.append(run)
+        body += ["    }",
                  f"    AscendC::GmFree({r}_tiling);",
                  f"    AscendC::GmFree({r}_workspace);"]
-    del launches
     for k, (buf, v) in enumerate(zip(prog.results, main.results)):
         n = prog.nbytes(v)
         body.append(f'    rc |= WriteFile("./output/output_{k}.bin", {buf}, {n}) ? 0 : 1;')
@@ -245,6 +415,7 @@ def _cpu_main(compiled, printers, prog) -> str:
     return f"""// CPU run of the {name} op project (fusedsl {VERSION}): each op's registered tiling function
 // (OP_ADD in op_host) runs through fusedsl_cpu::RunOpTiling, and its kernel through ICPU_RUN_KF.
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include "data_utils.h"
@@ -268,15 +439,21 @@ def op_project_files(compiled, printers, prog) -> dict[str, str]:
     files = {}
     for p in printers:
         plan = plans[p.name]
-        files[f"op_host/{p.name}_tiling.h"] = _tiling_h(p)
+        files[f"op_host/{p.name}_tiling.h"] = _tiling_h(p, plan)
         files[f"op_host/{p.name}.cpp"] = _op_host(p, plan, t)
-        files[f"op_kernel/{p.name}.cpp"] = _op_kernel(p, printers)
+        files[f"op_kernel/{p.name}.cpp"] = _op_kernel(p, plan)
         files[f"{camel(p.name)}.json"] = _op_json(p, plan)
     files["cpu_test/main.cpp"] = _cpu_main(compiled, printers, prog)
     kernels = " ".join(p.name for p in printers)
     files["run.sh"] = template("run_op.sh", name=name, soc=t.soc_version, kernels=kernels)
     files.update(common_files(compiled, prog))
     ops = ", ".join(camel(p.name) for p in printers)
+    cubes = [camel(p.name) for p in printers if _is_cube(plans[p.name])]
+    cube_note = (f"""- {', '.join(cubes)}: cube kernel(s) (the Matmul API, mixed AIC + AIV). As in CANN's MatmulLeakyRelu op,
+  the tiling data carries the TCubeTiling (`TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData)`), the
+  tiling function fills it with the tiling fusedsl computed and asks for the Matmul API's system workspace
+  (`GetLibApiWorkSpaceSize`, plus a conv kernel's im2col panels); the CPU run launches them in MIX mode.
+""" if cubes else "")
     files["README.md"] = f"""# {name} — Ascend C op project generated by fusedsl {VERSION}
 
 Target: {t.name} ({t.chip}).  Ops: {ops} (one per fused kernel).
@@ -290,5 +467,5 @@ Target: {t.name} ({t.chip}).  Ops: {ops} (one per fused kernel).
   `bash run.sh -r cpu -v {t.soc_version}` (fusedsl's CPU implementation runs each op's registered tiling
   function, then its kernel, with the hardware checks; op_kernel files are compiled with
   `-include op_host/<kernel>_tiling.h`, which gives GET_TILING_DATA its type as CANN's build does).
-"""
+{cube_note}"""
     return files

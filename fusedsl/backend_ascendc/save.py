@@ -22,11 +22,6 @@ def write_project(compiled, path: str, *, layout: str = "kernel", overwrite: boo
         raise ProjectError(f"layout={layout!r} is not a project layout", loc=user_frame(),
                            hint="use layout='kernel' (kernel-launch sample) or layout='op' (op project)")
     compiled.check_ascendc()
-    from ..schedule_cube import CubeSchedule
-    cube = next((p for p in compiled.kernels if isinstance(p.row, CubeSchedule)), None)
-    if cube is not None and layout == "op":
-        raise ProjectError(f"kernel {cube.name} is a cube kernel (Matmul API); the op-project layout does not carry "
-                           "its TCubeTiling yet", loc=user_frame(), hint="save it with layout='kernel'")
     printers = [printer_for_plan(p, compiled.target) for p in compiled.kernels]
     prog = Program(compiled, symbol_sizes(compiled, sizes), scalar_values(compiled, scalars))
     if layout == "op":
