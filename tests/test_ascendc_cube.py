@@ -2,7 +2,6 @@
 the CPU implementation of the API: results against numpy on 910B and 310P, a clear error on
 910A, and the parts not printed yet saying so at the user's line."""
 import os
-import re
 
 import numpy as np
 import pytest
@@ -107,15 +106,17 @@ def test_a_broadcast_batch_axis_is_not_printed_yet_and_says_so():
     np.testing.assert_allclose(c(x, w), np.maximum(x @ w, 0))
 
 
-def test_cube_kernels_have_no_op_project_yet(tmp_path):
+def test_cube_kernels_save_as_op_projects(tmp_path):
+    """The op-project layout carries the TCubeTiling (tests/test_op_project_cube.py builds and runs them)."""
     @fs.fused_kernel
     def f(x, w):
         return fs.relu(x @ w)
 
     x = np.ones((16, 16), np.float32)
-    with pytest.raises(fs.ProjectError, match=re.escape("the op-project layout does not carry its TCubeTiling")):
-        f.compile(x, x).save(str(tmp_path / "p"), layout="op")
-    assert not (tmp_path / "p").exists()
+    path = f.compile(x, x).save(str(tmp_path / "p"), layout="op")
+    host = next(open(os.path.join(root, n), encoding="utf-8").read() for root, _, names in os.walk(path)
+                for n in names if n.endswith("_tiling.h"))
+    assert "TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData)" in host
 
 
 @pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])

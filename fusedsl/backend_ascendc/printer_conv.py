@@ -22,20 +22,21 @@ from .printer_cube import CubePrinter
 
 class ConvPrinter(CubePrinter):
     def __init__(self, sched: ConvSchedule, target, name: str, debug: bool | None = None):
+        self.g = g = sched.conv
         super().__init__(sched, target, name, debug)
-        g = sched.conv
-        self.g = g
         self.mn = (g.K, g.pix)
         self.gm_ld = str(g.pix)
         self.batch_elems = str(g.K * g.pix)
-        fn = sched.fn
-        producer = {id(op.result): op for op in fn.ops}
-        # an epilogue value varies along a tile row (the pixels) when it has the output's P, Q
-        varies = (lambda v: g.pix > 1 and tuple(v.shape[-2:]) == (g.P, g.Q) and len(v.shape) >= 2)
-        self.steps = {id(op): _op_schedule(fn, op, producer, target, varies) for op in sched.epilogue}
         self.ty = sched.mm.operands[0].dtype.ascendc
         names = {p.kind: self.cn[p.index] for p in sched.params if p.kind in ("a", "b")}
         self.x_name, self.w_name = names["b"], names["a"]
+
+    def _epilogue_steps(self) -> dict:
+        fn, g = self.s.fn, self.g
+        producer = {id(op.result): op for op in fn.ops}
+        # an epilogue value varies along a tile row (the pixels) when it has the output's P, Q
+        varies = (lambda v: g.pix > 1 and tuple(v.shape[-2:]) == (g.P, g.Q) and len(v.shape) >= 2)
+        return {id(op): _op_schedule(fn, op, producer, self.t, varies) for op in self.s.epilogue}
 
     def host_tiling(self) -> str:
         g = self.g
