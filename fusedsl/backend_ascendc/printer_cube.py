@@ -39,7 +39,6 @@ class CubePrinter:
     batch_elems = "tiling.M * tiling.N"
 
     def __init__(self, sched: CubeSchedule, target, name: str, debug: bool | None = None):
-        from ..backend_cpu.row_plan import _op_schedule
         self.s = sched
         self.t = target
         self.name = name
@@ -53,16 +52,22 @@ class CubePrinter:
         fn, mm = sched.fn, sched.mm
         M, N = mm.result.shape[-2:]
         self.mn = (M, N)
-        out_shape = tuple(mm.result.shape)
-        producer = {id(op.result): op for op in fn.ops}
-        # an epilogue op varies along the tile's columns in every [(B,) M, N] operand and [N] row
-        varies = (lambda v: tuple(v.shape) in (out_shape, (M, N), (N,), (1, N))
-                  and (N > 1 or tuple(v.shape) in (out_shape, (M, N))))
-        self.steps = {id(op): _op_schedule(fn, op, producer, target, varies) for op in sched.epilogue}
+        self.steps = self._epilogue_steps()
         self.kinds = {id(op.result): "row" for op in sched.epilogue}
         self.kinds[id(mm.result)] = "row"
         # elements Compare reads past a row's count (tile/slack.py): every row buffer has them
         self.slack = max([st.sched.slack_elems for st in self.steps_list()] + [0])
+
+    def _epilogue_steps(self) -> dict:
+        """id(op) -> (the op's vector tile program, its sources) for every epilogue op."""
+        from ..backend_cpu.row_plan import _op_schedule
+        fn, (M, N) = self.s.fn, self.mn
+        out_shape = tuple(self.s.mm.result.shape)
+        producer = {id(op.result): op for op in fn.ops}
+        # an epilogue op varies along the tile's columns in every [(B,) M, N] operand and [N] row
+        varies = (lambda v: tuple(v.shape) in (out_shape, (M, N), (N,), (1, N))
+                  and (N > 1 or tuple(v.shape) in (out_shape, (M, N))))
+        return {id(op): _op_schedule(fn, op, producer, self.t, varies) for op in self.s.epilogue}
 
     # ---- interface shared with the other printers ----------------------------------------
     def _gm_args(self) -> list[str]:
@@ -161,8 +166,6 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
         rowvec = [p for p in s.params if p.kind == "rowvec"]
         scalars = [p for p in s.params if p.kind == "scalar"]
         outs = list(enumerate(s.fn.results))
-        self._assign, counts = allocate_row_values(s.fn, self.kinds, s.epilogue, {id(v) for v in s.fn.results})
-        pool = temp_pool(self.steps_list())
         mmv = s.mm.result
         cast_mm = mmv.dtype != dt.float32
         members = [f"    AscendC::GlobalTensor<{p.dtype.ascendc}> gm_{self.cn[p.index]};" for p in s.params
@@ -177,8 +180,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
                     for p in rowvec]
         members += [f"    {compute_dtype(p.dtype).ascendc} v_{self.cn[p.index]};" for p in scalars]
         members += self._extra_members()
-        rows = [(d, f"rv_{d.name}_{i}") for d, n in sorted(counts.items(), key=lambda x: x[0].name) for i in range(n)]
-        rows += [(d, f"tmp_{d.name}_{i}") for d, n in sorted(pool.items(), key=lambda x: x[0].name) for i in range(n)]
+        rows = self._row_buffers()
         if cast_mm:
             rows.append((mmv.dtype, "mmv"))
         members += [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{nm};" for _, nm in rows]
@@ -315,6 +317,16 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
             "        return true;",
             "    }",
             ""]
+
+    def _row_buffers(self) -> list[tuple]:
+        """(dtype, name) of the one-row UB buffers the epilogue's values and temporaries use; sets
+        self._assign (value -> buffer) for _compute."""
+        s = self.s
+        self._assign, counts = allocate_row_values(s.fn, self.kinds, s.epilogue, {id(v) for v in s.fn.results})
+        pool = temp_pool(self.steps_list())
+        rows = [(d, f"rv_{d.name}_{i}") for d, n in sorted(counts.items(), key=lambda x: x[0].name) for i in range(n)]
+        return rows + [(d, f"tmp_{d.name}_{i}") for d, n in sorted(pool.items(), key=lambda x: x[0].name)
+                       for i in range(n)]
 
     def _init_lines(self) -> list[str]:
         """The end of Init (after the core's block and the system workspace are known)."""
