@@ -62,14 +62,15 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
                 b_dtype: str = "float16", c_dtype: str = "float32",
                 bias_dtype: str | None = None, cores: int | None = None,
                 ub_bytes_per_c_elem: int | None = None, l1_budget: int | None = None,
-                ub_bytes: int | None = None) -> CubeTiling:
+                ub_bytes: int | None = None, whole_rows: bool = False) -> CubeTiling:
     """Tiling of an M x N x K matmul for `target`.
 
     `ub_bytes_per_c_elem` is the UB the epilogue needs per element of a C tile (C itself plus
     its temporaries); default: the C element only. `l1_budget` caps the L1 bytes the A/B
     panels may take (the `l1_headroom` option: 80 % of L1 by default); default: all of L1.
     `ub_bytes` is the UB left for the epilogue (a conv kernel's im2col buffers take the rest);
-    default: all of UB.
+    default: all of UB. `whole_rows` keeps every row of C in one tile (a row reduction in the
+    epilogue): cores split M only, baseN covers N and only baseM shrinks.
     """
     t = get_target(target)
     if not t.matmul_dtypes:
@@ -84,7 +85,7 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     c0k = 32 // sa
     dim = cores if cores is not None else t.aic_cores
     best = None
-    for md in range(1, dim + 1):
+    for md in (range(1, dim + 1) if not whole_rows else ()):
         nd = dim // md
         sm = min(m, _up(_ceil(m, md), 16))
         sn = min(n, _up(_ceil(n, nd), 16))
@@ -94,22 +95,26 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
         key = (sm * sn, -used)
         if best is None or key <= best[0]:
             best = (key, sm, sn, used)
+    if whole_rows:
+        sm = min(m, _up(_ceil(m, dim), 16))
+        best = (None, sm, n, _ceil(m, sm))
     _, single_m, single_n, used = best
     base_m = min(_up(single_m, 16), 128)
-    base_n = min(_up(single_n, 16), 256)
+    base_n = _up(single_n, 16) if whole_rows else min(_up(single_n, 16), 256)
     ub = t.ub_bytes if ub_bytes is None else ub_bytes
     # Shrink the base block until L0C holds it and the epilogue's UB tile fits.
     while base_m * base_n * _ACC > t.l0c_bytes or base_m * base_n * per_c > ub:
-        if base_n >= base_m and base_n > 16:
+        if base_n >= base_m and base_n > 16 and not whole_rows:
             base_n //= 2
         elif base_m > 16:
             base_m //= 2
         else:
-            need_l0c, need_ub = 16 * 16 * _ACC, 16 * 16 * per_c
+            need_l0c, need_ub = 16 * base_n * _ACC, 16 * base_n * per_c
+            rows = f" (whole rows of {n})" if whole_rows else ""
             if need_l0c > t.l0c_bytes:
-                raise ScheduleError(f"FS110: a 16 x 16 base block needs {need_l0c} bytes of L0C, "
+                raise ScheduleError(f"FS110: a 16 x {base_n} base block{rows} needs {need_l0c} bytes of L0C, "
                                     f"{t.name} has {t.l0c_bytes}")
-            raise ScheduleError(f"FS110: the epilogue of a 16 x 16 tile of C needs {need_ub} bytes "
+            raise ScheduleError(f"FS110: the epilogue of a 16 x {base_n} tile of C{rows} needs {need_ub} bytes "
                                 f"of UB, {t.name} has {ub}",
                                 hint="split the epilogue into its own kernel")
         base_m, base_n = _up(base_m, 16), _up(base_n, 16)
@@ -179,6 +184,7 @@ class CubeSchedule:
     batch = 1                  # batch matrices (one batch axis); A/B batched or shared
     batch_a = False
     batch_b = False
+    row_epilogue = None        # a RowSchedule of the epilogue when it has last-axis reductions
 
     @property
     def inputs(self):
@@ -286,7 +292,8 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         raise ScheduleError(f"{t.name}'s Matmul API has no {a.dtype.name} x {b.dtype.name} -> float32 form",
                             loc=mm.loc, hint="cast the operands to float16")
     epilogue = [op for op in ops if op is not mm]
-    for op in epilogue:
+    row = _row_epilogue(fn, mm, epilogue, t, ub_fraction) if any(op.name in REDUCTIONS for op in epilogue) else None
+    for op in epilogue if row is None else ():
         if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != out_shape:
             raise ScheduleError(f"{op.name} after the matmul in {fn.name} is not an elementwise op over its "
                                 f"[{M}, {N}] result; the Ascend C backend does not print that epilogue yet",
@@ -309,21 +316,38 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
             kind = "colvec"
         elif all(d == 1 for d in shape):
             kind = "scalar"
+        elif shape == (M, 1) and not batch_dims:
+            kind = "rowvec"       # one value per row of C
         else:
             raise ScheduleError(f"input {v.name} of shape {list(shape)} of the epilogue in {fn.name} is not printed "
-                                f"yet (an [M, N] tensor, an [N] row or a scalar are)", loc=fn.loc,
+                                f"yet (an [M, N] tensor, an [N] row, an [M, 1] column or a scalar are)", loc=fn.loc,
                                 hint="this kernel still runs on the CPU executors (kernel(*arrays))")
         if kind == "runtime_scalar":
             params.append(CubeScalar(i, v.name, v.dtype, kind, var=f"scalar{i}"))
             continue
         params.append(RowParam(i, v.name, v.dtype, kind))
     per_c = 4 + sum(p.dtype.itemsize for p in params if p.kind in ("full", "fullshared"))
-    per_c += sum(v.dtype.itemsize for v in fn.results) + (0 if t.separated else 4)
+    per_c += sum(max(1, v.dtype.itemsize) for v in fn.results) + (0 if t.separated else 4)
+    ub_left = None
+    if row is not None:   # whole rows of C per tile; the row's own buffers come off the UB first
+        ub_left = int(t.ub_bytes * ub_fraction) - row_epilogue_bytes(row, N, mm.result.dtype)
+
     def tile(cores=None):
+        if row is not None:
+            return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
+                               ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
+                               ub_bytes=ub_left, whole_rows=True)
         return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
                            ub_bytes_per_c_elem=per_c + 16, cores=cores,   # + per-row buffers of the epilogue
                            l1_budget=int(t.l1_bytes * l1_headroom))
-    tiling = tile()
+    try:
+        tiling = tile()
+    except ScheduleError as exc:
+        if row is None:
+            raise
+        raise ScheduleError(f"{exc.message}: the row reduction after the matmul "
+                            f"in {fn.name} needs whole rows of {N} in UB", loc=mm.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))") from None
     if not t.has_datacopypad:
         # row tails are written with SetValue through each core's 64-byte data cache: cores may
         # split C only where every core's rows start on a GM line of every output
@@ -337,7 +361,58 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     if batch > 1:
         axes = f" ({' x '.join(str(d) for d in batch_dims)} flattened)" if len(batch_dims) > 1 else ""
         note += f"; {batch} batch matrices{axes}, each core walks its block of every one"
+    if row is not None:
+        note += (f"; the row reductions run on whole rows of C: each tile is {tiling.base_m} rows x {N}, the cores "
+                 "split M only")
     sched = CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)
+    sched.row_epilogue = row
     sched.batch = batch
     sched.batch_a, sched.batch_b = batch_a, batch_b
     return sched
+
+
+# ---- an epilogue with last-axis reductions (softmax / layer_norm of the matmul's rows) ---------
+
+REDUCTIONS = ("sum", "mean", "max", "min")
+
+
+def _row_epilogue(fn, mm, epilogue, target: Target, ub_fraction: float):
+    """The epilogue as a row kernel whose first parameter is the matmul's value: its steps,
+    per-row values and reductions are what printer_cube_row prints on each row of a C tile.
+    A ScheduleError (at the op) when a reduction is not over the last axis of C."""
+    from .ir.core import Function, Op, Param, Value
+    from .schedule_row import schedule_row_kernel
+    rank = len(mm.result.shape)
+    for op in epilogue:
+        if op.name in REDUCTIONS and tuple(op.attr("axes")) != (rank - 1,):
+            raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} after the matmul in {fn.name}: only "
+                                "reductions over the last axis (whole rows of C) are printed with a matmul",
+                                loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    if len(mm.result.shape) != 2:
+        raise ScheduleError(f"a row reduction after a batched matmul is not printed yet ({fn.name})", loc=mm.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    mmv = Value(mm.result.type, "mm")
+    rename = {id(mm.result): mmv}
+    ops = tuple(Op(op.name, tuple(rename.get(id(v), v) for v in op.operands), op.results, op.attrs, op.loc)
+                for op in fn.ops if op is not mm)
+    used = {id(v) for op in ops for v in op.operands} | {id(v) for v in fn.results}
+    params = (Param(mmv),) + tuple(p for p in fn.params if id(p.value) in used)
+    results = tuple(rename.get(id(v), v) for v in fn.results)
+    sub = Function(f"{fn.name}_rows", params, ops, results, fn.loc)
+    row = schedule_row_kernel(sub, target, ub_fraction)
+    if row.passes is not None:
+        raise ScheduleError(f"a row of the matmul's result in {fn.name} does not fit UB with its epilogue "
+                            f"({row.single_need} bytes for one row)", loc=mm.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    if any(o.kind != "row" for o in row.outputs):
+        raise ScheduleError(f"a per-row output (a reduction's result) of a cube kernel is not printed yet "
+                            f"({fn.name})", loc=fn.loc, hint="this kernel still runs on the CPU executors")
+    return row
+
+
+def row_epilogue_bytes(row, n: int, mm_dtype) -> int:
+    """UB the per-row buffers of a row epilogue take besides the tile queues: the row values,
+    temporaries and the float32 copy of a 16-bit row (one row each), the fold lanes, per-row
+    scalar slots, and the matmul's value rounded to its dtype."""
+    pad = _up(n, 32)
+    return (pad + row.slack) * row.row_bytes + row.fixed_bytes + pad * mm_dtype.itemsize + 1024

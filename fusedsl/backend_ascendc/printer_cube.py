@@ -429,19 +429,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
             slot[id(mmv)] = "mmv"
         else:
             slot[id(mmv)] = c_row
-        for (d, i) in sorted(set(self._assign.values()), key=lambda x: (x[0].name, x[1])):
-            body.append(f"AscendC::LocalTensor<{d.ascendc}> rv_{d.name}_{i} = b_rv_{d.name}_{i}.Get<{d.ascendc}>();")
-        for d, n in sorted(temp_pool(self.steps_list()).items(), key=lambda x: x[0].name):
-            for i in range(n):
-                body.append(f"AscendC::LocalTensor<{d.ascendc}> tmp_{d.name}_{i} = b_tmp_{d.name}_{i}.Get<{d.ascendc}>();")
-        for op in s.epilogue:
-            v = op.result
-            if id(v) in results:
-                slot[id(v)] = f"out_y{results[id(v)]}[r * {_ld('curN', v.dtype)}]"
-            else:
-                d, i = self._assign[id(v)]
-                slot[id(v)] = f"rv_{d.name}_{i}"
-            body += self._step(op, slot, scal)
+        body += self._epilogue_body(slot, scal)
         L += ["            " + x for x in body]
         L.append("        }")
         for i, _ in outs:
@@ -451,6 +439,26 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
             L.append(f"        q_{self.cn[p.index]}.FreeTensor(in_{self.cn[p.index]});")
         L += ["    }", ""]
         return L
+
+    def _epilogue_body(self, slot: dict, scal: dict) -> list[str]:
+        """Row r of the tile through the epilogue: `slot` maps a value to its UB row (the matmul's
+        value, inputs), `scal` to a C++ scalar; results go to their out_y rows."""
+        results = {id(v): i for i, v in enumerate(self.s.fn.results)}
+        body = []
+        for (d, i) in sorted(set(self._assign.values()), key=lambda x: (x[0].name, x[1])):
+            body.append(f"AscendC::LocalTensor<{d.ascendc}> rv_{d.name}_{i} = b_rv_{d.name}_{i}.Get<{d.ascendc}>();")
+        for d, n in sorted(temp_pool(self.steps_list()).items(), key=lambda x: x[0].name):
+            for i in range(n):
+                body.append(f"AscendC::LocalTensor<{d.ascendc}> tmp_{d.name}_{i} = b_tmp_{d.name}_{i}.Get<{d.ascendc}>();")
+        for op in self.s.epilogue:
+            v = op.result
+            if id(v) in results:
+                slot[id(v)] = f"out_y{results[id(v)]}[r * {_ld('curN', v.dtype)}]"
+            else:
+                d, i = self._assign[id(v)]
+                slot[id(v)] = f"rv_{d.name}_{i}"
+            body += self._step(op, slot, scal)
+        return body
 
     def _cast_or_copy(self, dst: str, src: str, d: dt.DType) -> list[str]:
         if d == dt.float32:

@@ -227,6 +227,9 @@ def printer_for_plan(plan, target):
         if isinstance(plan.row, ConvSchedule):   # im2col + the Matmul API
             from .printer_conv import ConvPrinter
             return ConvPrinter(plan.row, target, plan.name)
+        if isinstance(plan.row, CubeSchedule) and plan.row.row_epilogue is not None:
+            from .printer_cube_row import CubeRowPrinter   # softmax / layer_norm of the matmul's rows
+            return CubeRowPrinter(plan.row, target, plan.name)
         if isinstance(plan.row, CubeSchedule):
             from .printer_cube import CubePrinter
             return CubePrinter(plan.row, target, plan.name)

@@ -79,7 +79,8 @@ class Fuse(Pass):
         kernels = self._split_by_shape(fn, groups)
         cube = self.fusion.fuse or self.single_kernel
         if self.fusion.rows or cube:
-            kernels = _row_fuse(fn, kernels, rows=self.fusion.rows, cube=cube)
+            kernels = _row_fuse(fn, kernels, rows=self.fusion.rows, cube=cube, target=self.fusion.target,
+                                ub_share=self.fusion.ub_headroom)
         if self.fusion.views or self.single_kernel:
             kernels = self._absorb_views(fn, kernels)
         if self.single_kernel and len(kernels) > 1:
@@ -464,7 +465,8 @@ class Fuse(Pass):
         for i, op in enumerate(fn.ops):
             if i in covered or is_vector_op(op) or is_view_op(op) or has_trait(op, CONSTANT):
                 continue
-            kernels.append(([i], "single", f"FS101 {op.name} is not fused with vector ops yet (own kernel)", [i]))
+            kernels.append(([i], "single", f"FS101 {op.name} is a kernel of its own (no vector op fuses with it)",
+                            [i]))
         if len(kernels) == 1:
             ops_idx, kind, _, roots = kernels[0]
             kernels[0] = (ops_idx, kind, "FS100 the whole graph is one kernel", roots)
@@ -847,7 +849,43 @@ def _is_row_reduction(op: Op) -> bool:
     return rank >= 1 and tuple(dict(op.attrs)["axes"]) == (rank - 1,)
 
 
-def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool = True) -> list[tuple]:
+def _row_epilogue_fits(fn: Function, kernels, group: set[int], n, target, ub_share: float) -> str | None:
+    """None when a matmul's epilogue with row reductions (the kernels in `group`) can take whole
+    rows of its [M, N] result per tile, else the reason with its figures. The printed kernel keeps
+    at least 16 rows of C (float32), of every tile input and output, and a few one-row buffers in
+    UB (schedule_cube.cube_tiling with whole_rows), and the 16 rows in L0C."""
+    if target is None or not isinstance(n, int):
+        return None
+    member = {i for k in group for i in kernels[k][0]}
+    producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
+    read_outside = {producer[id(v)] for j, op in enumerate(fn.ops) if j not in member for v in op.operands
+                    if id(v) in producer} | {producer[id(v)] for v in fn.results if id(v) in producer}
+    per_elem = 4   # the C tile (float32), then an output tile per value leaving the group
+    per_elem += sum(fn.ops[i].result.dtype.itemsize for i in member & read_outside
+                    if fn.ops[i].result.shape[-1:] == (n,))
+    residuals = {}   # [.., N] tensors the epilogue reads from GM, a tile each
+    for i in member:
+        for v in fn.ops[i].operands:
+            p = producer.get(id(v))
+            if len(v.shape) < 2 or v.shape[-1] != n or p in member:
+                continue
+            if p is None or fn.ops[p].name not in ("matmul", "conv2d"):   # not the C tile itself
+                residuals[id(v)] = v.dtype.itemsize
+    per_elem += sum(residuals.values())
+    pad = -(-n // 32) * 32
+    need_ub = 16 * pad * per_elem + 6 * pad * 4 + 4096   # + about six one-row float buffers, lanes
+    allowed = int(target.ub_bytes * ub_share)
+    if 16 * pad * 4 > target.l0c_bytes:
+        return (f"FS110 L0C: 16 whole rows of {n} of the matmul result need {16 * pad * 4} B of "
+                f"{target.l0c_bytes} B; the row reductions read the matmul result from GM")
+    if need_ub > allowed:
+        return (f"FS104 UB: 16 whole rows of {n} of the matmul result with their epilogue need about {need_ub} B "
+                f"of {allowed} B; the row reductions read the matmul result from GM")
+    return None
+
+
+def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool = True, target=None,
+              ub_share: float = 1.0) -> list[tuple]:
     """Merge each last-axis reduction kernel with its row-shaped vector producer and consumers.
 
     Kernels are merged as whole units (union-find over kernel indices); a merge is kept only
@@ -924,6 +962,7 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
             if kind_c == "vector" and shapes == {row_shape}:
                 try_merge(k, c)
+    refused: dict[int, str] = {}   # kernel of a row group -> why the group did not join the matmul before it
     # Cube epilogue (issue 8): a matmul or conv2d kernel merges with the vector kernels that read its
     # result and iterate over its shape (bias add, activation, residual add, cast), so C is
     # consumed tile by tile from UB instead of being written to GM and read back.
@@ -933,12 +972,20 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         mm_shape = fn.ops[ops_idx[0]].result.shape
         for c in sorted(succ[k]):
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
-            if kernels[c][1] == "vector" and shapes == {mm_shape}:
-                try_merge(k, c)
+            if kernels[c][1] != "vector" or shapes != {mm_shape}:
+                continue
+            # a row reduction in c's group needs whole rows of the result per tile: only if they fit
+            group = members(find(c))
+            if any(_is_row_reduction(fn.ops[i]) for g in group for i in kernels[g][0]):
+                why = _row_epilogue_fits(fn, kernels, group, mm_shape[-1], target, ub_share)
+                if why is not None:   # the boundary's reason, on both sides of it
+                    refused[c] = refused[k] = why
+                    continue
+            try_merge(k, c)
     groups: dict[int, list[int]] = {}
     for k in range(len(kernels)):
         groups.setdefault(find(k), []).append(k)
-    if all(len(g) == 1 for g in groups.values()):
+    if all(len(g) == 1 for g in groups.values()) and not refused:
         return kernels
     returned = {id(v) for v in fn.results}
     readers: dict[int, list[int]] = {}
@@ -959,7 +1006,8 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     for root in sorted(groups, key=lambda r: min(groups[r])):
         ks = groups[root]
         if len(ks) == 1:
-            out.append(kernels[ks[0]])
+            ops_one, kind_one, reason_one, roots_one = kernels[ks[0]]
+            out.append((ops_one, kind_one, refused.get(ks[0], reason_one), roots_one))
             continue
         ops_idx = sorted({i for k in ks for i in kernels[k][0]})
         member, kset = set(ops_idx), set(ks)
@@ -976,7 +1024,8 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
                         "(consumed from UB tile by tile)", roots))
             continue
         names = sorted({fn.ops[i].name for i in ops_idx if _is_row_reduction(fn.ops[i])})
-        out.append((ops_idx, "row", f"FS112 row kernel: last-axis {', '.join(names)} fused with "
+        why = next((refused[k] for k in ks if k in refused), None)
+        out.append((ops_idx, "row", why or f"FS112 row kernel: last-axis {', '.join(names)} fused with "
                     f"its elementwise producers and broadcast-back consumers", roots))
     if len(out) == 1:
         ops_idx, kind, _, roots = out[0]
