@@ -159,6 +159,7 @@ class CompiledKernel:
                                     hint="this kernel still runs on the CPU executors (kernel(*arrays))")
 
     @property
+    @user_facing
     def source(self) -> str:
         if self._source is None:
             from .backend_ascendc.printer import print_source

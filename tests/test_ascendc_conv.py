@@ -3,6 +3,7 @@ the epilogue on each C tile in UB) and run on the CPU implementation of the API:
 against an independent numpy conv on 910B and 310P, strides 1 and 2, padding 0 and 1, sizes
 that are not multiples of 16; kernel(*arrays) on the same kernels; the errors at the user's line."""
 import os
+import traceback
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fusedsl as fs
-from conftest import fuzz_settings
+from conftest import PACKAGE_DIR, fuzz_settings
 
 
 def numpy_conv(x, w, stride, pad):
@@ -206,6 +207,9 @@ def test_conv_epilogue_with_an_unsupported_operand_shape_is_located():
         c.source
     msg = str(info.value)
     assert "is not printed yet" in msg and f"{os.path.basename(__file__)}:" in msg
+    # k.source is a public entry point: fusedsl's frames are cut down to that one
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert len([f for f in frames if os.path.abspath(f.filename).startswith(PACKAGE_DIR + os.sep)]) <= 1
 
 
 def test_conv_cores_split_pixels_not_channels():
