@@ -849,20 +849,21 @@ def _is_row_reduction(op: Op) -> bool:
     return rank >= 1 and tuple(dict(op.attrs)["axes"]) == (rank - 1,)
 
 
-def _row_epilogue_fits(fn: Function, kernels, group: set[int], n, target, ub_share: float) -> str | None:
+def _row_epilogue_fits(fn: Function, kernels, group: set[int], n, target, ub_share: float, producer: dict,
+                       readers: dict, returned: set) -> str | None:
     """None when a matmul's epilogue with row reductions (the kernels in `group`) can take whole
     rows of its [M, N] result per tile, else the reason with its figures. The printed kernel keeps
     at least 16 rows of C (float32), of every tile input and output, and a few one-row buffers in
-    UB (schedule_cube.cube_tiling with whole_rows), and the 16 rows in L0C."""
+    UB (schedule_cube.cube_tiling with whole_rows), and the 16 rows in L0C. `producer` (value id ->
+    op index), `readers` (op index -> reading op indices) and `returned` (value ids) are the
+    caller's, so a call costs the group's size, not the graph's."""
     if target is None or not isinstance(n, int):
         return None
     member = {i for k in group for i in kernels[k][0]}
-    producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
-    read_outside = {producer[id(v)] for j, op in enumerate(fn.ops) if j not in member for v in op.operands
-                    if id(v) in producer} | {producer[id(v)] for v in fn.results if id(v) in producer}
+    leaving = [i for i in member if id(fn.ops[i].result) in returned
+               or any(j not in member for j in readers.get(i, ()))]
     per_elem = 4   # the C tile (float32), then an output tile per value leaving the group
-    per_elem += sum(fn.ops[i].result.dtype.itemsize for i in member & read_outside
-                    if fn.ops[i].result.shape[-1:] == (n,))
+    per_elem += sum(fn.ops[i].result.dtype.itemsize for i in leaving if fn.ops[i].result.shape[-1:] == (n,))
     residuals = {}   # [.., N] tensors the epilogue reads from GM, a tile each
     for i in member:
         for v in fn.ops[i].operands:
@@ -923,15 +924,33 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     def members(root):
         return member_sets[root]
 
+    # a topological order of the kernel graph: a kernel after every member of a group cannot lead
+    # back into it, so the cycle search below stays within the group's window of the order
+    # (without this bound each merge walked everything downstream: quadratic at model scale)
+    indeg = {k: 0 for k in succ}
+    for k in succ:
+        for t in succ[k]:
+            indeg[t] += 1
+    ready = [k for k in succ if indeg[k] == 0]
+    topo: dict[int, int] = {}
+    while ready:
+        k = ready.pop()
+        topo[k] = len(topo)
+        for t in succ[k]:
+            indeg[t] -= 1
+            if indeg[t] == 0:
+                ready.append(t)
+
     def acyclic(group: set[int]) -> bool:
         # from the group's successors outside it, the group must not be reachable again
+        hi = max(topo.get(k, len(topo)) for k in group)
         stack = [s for k in group for s in succ[k] if s not in group]
         seen = set()
         while stack:
             k = stack.pop()
             if k in group:
                 return False
-            if k in seen:
+            if k in seen or topo.get(k, -1) > hi:
                 continue
             seen.add(k)
             stack.extend(succ[k])
@@ -962,6 +981,13 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
             if kind_c == "vector" and shapes == {row_shape}:
                 try_merge(k, c)
+    returned = {id(v) for v in fn.results}
+    readers: dict[int, list[int]] = {}
+    for j, o in enumerate(fn.ops):
+        for v in o.operands:
+            p = producer.get(id(v))
+            if p is not None:
+                readers.setdefault(p, []).append(j)
     refused: dict[int, str] = {}   # kernel of a row group -> why the group did not join the matmul before it
     # Cube epilogue (issue 8): a matmul or conv2d kernel merges with the vector kernels that read its
     # result and iterate over its shape (bias add, activation, residual add, cast), so C is
@@ -977,7 +1003,8 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             # a row reduction in c's group needs whole rows of the result per tile: only if they fit
             group = members(find(c))
             if any(_is_row_reduction(fn.ops[i]) for g in group for i in kernels[g][0]):
-                why = _row_epilogue_fits(fn, kernels, group, mm_shape[-1], target, ub_share)
+                why = _row_epilogue_fits(fn, kernels, group, mm_shape[-1], target, ub_share, producer,
+                                         readers, returned)
                 if why is not None:   # the boundary's reason, on both sides of it
                     refused[c] = refused[k] = why
                     continue
@@ -987,13 +1014,6 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         groups.setdefault(find(k), []).append(k)
     if all(len(g) == 1 for g in groups.values()) and not refused:
         return kernels
-    returned = {id(v) for v in fn.results}
-    readers: dict[int, list[int]] = {}
-    for j, o in enumerate(fn.ops):
-        for v in o.operands:
-            p = producer.get(id(v))
-            if p is not None:
-                readers.setdefault(p, []).append(j)
     # an op may sit in several kernels (a small shared producer recomputed by each reader), so a
     # value must leave the merged kernel when any reader lies in a kernel outside the merge, even
     # if a copy of that reader was merged (fuzz-found: exp(sum(exp(x))) read by a row kernel's
