@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .errors import ScheduleError, TargetError
-from .ir.ops import CONSTANT, ELEMENTWISE, has_trait
-from .schedule_cube import CubeSchedule, CubeScalar, _ceil, _up, cube_tiling
+from .ir.ops import CONSTANT, has_trait
+from .schedule_cube import CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue, cube_tiling
 from .schedule_row import RowParam
 from .targets import Target, get_target
 
@@ -163,11 +163,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     (sh, sw), (ph, pw) = cv.attr("stride"), cv.attr("padding")
     _, _, p, q = out_shape
     epilogue = [op for op in ops if op is not cv]
-    for op in epilogue:
-        if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != out_shape:
-            raise ScheduleError(f"{op.name} after the conv2d in {fn.name} is not an elementwise op over its "
-                                f"{list(out_shape)} result; the Ascend C backend does not print that epilogue yet",
-                                loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    check_elementwise_epilogue(fn, cv, epilogue)
     params = []
     for i, prm in enumerate(fn.params):
         v = prm.value

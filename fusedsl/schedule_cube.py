@@ -243,7 +243,7 @@ class CubeLaunch:
 
 def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headroom: float = 0.8) -> CubeSchedule:
     """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not."""
-    from .ir.ops import CONSTANT, ELEMENTWISE, has_trait
+    from .ir.ops import CONSTANT, has_trait
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     mms = [op for op in ops if op.name == "matmul"]
     first = mms[0] if mms else ops[0]
@@ -293,11 +293,8 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                             loc=mm.loc, hint="cast the operands to float16")
     epilogue = [op for op in ops if op is not mm]
     row = _row_epilogue(fn, mm, epilogue, t, ub_fraction) if any(op.name in REDUCTIONS for op in epilogue) else None
-    for op in epilogue if row is None else ():
-        if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != out_shape:
-            raise ScheduleError(f"{op.name} after the matmul in {fn.name} is not an elementwise op over its "
-                                f"[{M}, {N}] result; the Ascend C backend does not print that epilogue yet",
-                                loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    if row is None:
+        check_elementwise_epilogue(fn, mm, epilogue)
     params = []
     for i, p in enumerate(fn.params):
         v = p.value
@@ -369,6 +366,17 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     sched.batch = batch
     sched.batch_a, sched.batch_b = batch_a, batch_b
     return sched
+
+
+def check_elementwise_epilogue(fn, cube_op, epilogue) -> None:
+    """A located ScheduleError unless every epilogue op is elementwise over the cube op's result."""
+    from .ir.ops import ELEMENTWISE, has_trait
+    out_shape = tuple(cube_op.result.shape)
+    for op in epilogue:
+        if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != out_shape:
+            raise ScheduleError(f"{op.name} after the {cube_op.name} in {fn.name} is not an elementwise op over its "
+                                f"{list(out_shape)} result; the Ascend C backend does not print that epilogue yet",
+                                loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
 
 
 # ---- an epilogue with last-axis reductions (softmax / layer_norm of the matmul's rows) ---------

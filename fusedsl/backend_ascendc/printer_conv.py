@@ -146,7 +146,7 @@ class ConvPrinter(CubePrinter):
             "                const int32_t ih = p * int32_t(kSH) + int32_t(t / kS) - int32_t(kPH);",
             "                const int32_t iw = q * int32_t(kSW) + int32_t(t % kS) - int32_t(kPW);",
             "                const bool inside = jj < width && ih >= 0 && ih < int32_t(kInH) && iw >= 0 && iw < int32_t(kInW);",
-            f"                const uint32_t at = inside ? (uint32_t(ih) - rowLo) * kInW + uint32_t(iw) : kZero;",
+            "                const uint32_t at = inside ? (uint32_t(ih) - rowLo) * kInW + uint32_t(iw) : kZero;",
             f"                offs.SetValue(t * kChunk + jj, at * sizeof({ty}));",
             "            }",
             "        }",

@@ -49,7 +49,7 @@ class CubePrinter:
         self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
         self.symbols = []
         self.cn = {p.index: cnames.param(p.name) for p in sched.params}
-        fn, mm = sched.fn, sched.mm
+        mm = sched.mm
         M, N = mm.result.shape[-2:]
         self.mn = (M, N)
         self.steps = self._epilogue_steps()
