@@ -88,9 +88,32 @@ def test_kernel_call_runs_cube_kernels_on_the_executor_and_declines_what_it_does
     np.testing.assert_array_equal(f(a, w), a @ w)
     plans = f.compile(a, w).kernels
     assert any(isinstance(cube._CACHE.get(p.function), cube.CubeKernel) for p in plans)
-    # integer products and epilogues that are not elementwise stay on the numpy reference
+    # integer products and epilogues that are neither elementwise nor over the rows stay on the
+    # numpy reference
     ai = np.arange(6, dtype=np.int32).reshape(2, 3)
     assert cube.run(_fused_fn(f, ai, ai.T.copy()), [ai, ai.T.copy()]) is None
-    g = fs.fused_kernel(lambda a, w: fs.sum(a @ w, axis=1))
+    g = fs.fused_kernel(lambda a, w: fs.sum(a @ w, axis=0))
     assert cube.run(_fused_fn(g, a, w), [a, w]) is None
-    np.testing.assert_allclose(g(a, w), (a @ w).sum(axis=1))
+    np.testing.assert_allclose(g(a, w), (a @ w).sum(axis=0))
+
+
+@pytest.mark.parametrize("dtype,shape", [(np.float32, (300, 40, 70)), (np.float16, (33, 19, 5)),
+                                         (np.float32, (1, 3, 1)), (np.float32, (5000, 8, 64))])
+def test_row_epilogues_run_on_blas_blocks_of_whole_rows(dtype, shape):
+    """softmax / layer_norm / a row sum after a matmul: the blocks are whole rows, so the
+    reductions run block by block too, bit for bit the reference's (float32 accumulation)."""
+    m, k, n = shape
+    rng = np.random.default_rng(m)
+    x = rng.standard_normal((m, k)).astype(dtype)
+    w = rng.standard_normal((k, n)).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+
+    def softmax_ln(x, w, b):
+        y = x @ w + b
+        return fs.softmax(y), fs.gelu(fs.layer_norm(y, b, b)), fs.sum(y, axis=1), y - fs.mean(y, axis=-1, keepdims=True)
+
+    fn = _fused_fn(fs.fused_kernel(softmax_ln), x, w, b)
+    assert isinstance(cube.CubeKernel.build(fn), cube.CubeKernel)
+    got = cube.run(fn, [x, w, b])
+    for g, want in zip(got, run_function(None, fn, [x, w, b])):
+        np.testing.assert_array_equal(g, want)

@@ -22,8 +22,9 @@ accumulated with beta = 1, computing Wp - Wo junk columns per row that the epilo
 
 float16/bfloat16 inputs compute in float32; every op's result is rounded to its dtype
 (the reference interpreter's rule, so all executors agree).  Kernels this module does not
-handle (integer products, non-elementwise epilogues) return None and run on the numpy
-reference.
+handle (integer products, epilogues that are neither elementwise nor reductions over the rows
+of a 2-D product) return None and run on the numpy reference.  Row reductions after a 2-D
+matmul (softmax, layer_norm of x @ w + b) run block by block too: a block is whole rows.
 """
 from __future__ import annotations
 
@@ -119,6 +120,18 @@ def _round_to(block: np.ndarray, dtype) -> None:
         block[...] = block.astype(dtype.np)
 
 
+def _row_op(op: Op, y) -> bool:
+    """A row epilogue op of a 2-D product y [M, N] (softmax, layer_norm after a matmul): a
+    reduction over the last axis, or an elementwise op on the per-row values ([M] or [M, 1]).
+    Blocks of the product are whole rows, so they run block by block like the rest."""
+    if len(y.shape) != 2:
+        return False
+    rows = {(y.shape[0],), (y.shape[0], 1)}
+    if op.name in ("sum", "mean", "max", "min"):
+        return tuple(op.attr("axes")) == (1,) and op.operands[0].shape == y.shape
+    return has_trait(op, ELEMENTWISE) and op.result.shape in rows | {y.shape}
+
+
 class CubeKernel:
     """A kernel function of one cube op and its elementwise epilogue, run blockwise."""
 
@@ -130,7 +143,7 @@ class CubeKernel:
         # epilogue values that are float32 results: written into the output directly
         self._direct: dict[int, int] = {}
         for i, v in enumerate(fn.results):
-            if v.dtype == dt.float32 and any(op.result is v for op in epilogue):
+            if v.dtype == dt.float32 and v.shape == cube.result.shape and any(op.result is v for op in epilogue):
                 self._direct.setdefault(id(v), i)
 
     @classmethod
@@ -154,8 +167,9 @@ class CubeKernel:
             if not any(id(v) in derived for v in op.operands):
                 prologue.append(op)   # independent of the product: computed once, whole
                 continue
-            if (not has_trait(op, ELEMENTWISE) or op.result.shape != y.shape or op.result.dtype not in _FLOATS
-                    or any(v.dtype not in _FLOATS for v in op.operands)):
+            if op.result.dtype not in _FLOATS or any(v.dtype not in _FLOATS for v in op.operands):
+                return None
+            if not (has_trait(op, ELEMENTWISE) and op.result.shape == y.shape) and not _row_op(op, y):
                 return None
             epilogue.append(op)
             derived.add(id(op.result))
@@ -192,15 +206,20 @@ class CubeKernel:
         n0 = y.shape[0]
         local = {id(y): block}
         for op in self.epilogue:
+            # the op's block: its result with the product's leading extent cut to the block's rows
+            shape = (block.shape[0],) + tuple(op.result.shape[1:])
+            per_row = len(op.result.shape) == 1   # a [M] row value (a reduction without keepdims)
             args = []
             for v in op.operands:
                 if id(v) in local:
                     args.append(local[id(v)])
                     continue
                 a = ext[id(v)]
-                # an operand with the product's leading extent is sliced with the block;
-                # lower-rank or size-1 leading axes broadcast
-                if a.ndim == len(y.shape) and a.shape[0] == n0 and n0 != 1:
+                # an operand with the product's leading extent is sliced with the block (a 1-D
+                # one only beside [M] row values: against [M, N] it runs along N); lower-rank
+                # or size-1 leading axes broadcast
+                if ((a.ndim == len(y.shape) or (per_row and a.ndim == 1)) and a.shape[0] == n0
+                        and n0 != 1):
                     a = a[sl]
                 args.append(a)
             direct = self._direct.get(id(op.result))
@@ -208,8 +227,8 @@ class CubeKernel:
                 out = outs[direct][sl]   # a float32 result: computed straight into the output
             else:
                 out = scratch.get(id(op))
-                if out is None or out.shape != block.shape:
-                    out = scratch[id(op)] = np.empty(block.shape, np.float32)
+                if out is None or out.shape != shape:
+                    out = scratch[id(op)] = np.empty(shape, np.float32)
             if not _fast_op(op, args, out):
                 with np.errstate(all="ignore"):
                     raw = REGISTRY[op.name].ref(args, dict(op.attrs))
