@@ -31,7 +31,8 @@ from dataclasses import dataclass, replace
 
 from .errors import ScheduleError, TargetError
 from .ir.ops import CONSTANT, has_trait
-from .schedule_cube import CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue, cube_tiling
+from .schedule_cube import (CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue, cube_tiling,
+                           epilogue_rows)
 from .schedule_row import RowParam
 from .targets import Target, get_target
 
@@ -200,10 +201,15 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         single_n = pix
     used = _ceil(pix, single_n)
 
+    # an epilogue value varies along a tile row (the pixels) when it has the output's P, Q
+    varies = (lambda v: pix > 1 and tuple(v.shape[-2:]) == (p, q) and len(v.shape) >= 2)
+    steps, row_bytes, row_slack = epilogue_rows(fn, cv, epilogue, t, varies)
+    row_bytes += sum(prm.dtype.itemsize for prm in params if prm.kind == "colvec")
+
     def split(ub_left=None):   # the base block of one core's problem: K x single_n x C*R*S
         return cube_tiling(t, k, single_n, crs, a_dtype=w.dtype.np.name, b_dtype=x.dtype.np.name,
-                           c_dtype="float32", ub_bytes_per_c_elem=per_c + 16, cores=1, ub_bytes=ub_left,
-                           l1_budget=int(t.l1_bytes * l1_headroom))
+                           c_dtype="float32", ub_bytes_per_c_elem=per_c, cores=1, ub_bytes=ub_left - 1024,
+                           l1_budget=int(t.l1_bytes * l1_headroom), row_bytes=row_bytes, row_slack=row_slack)
 
     # the im2col stage takes at most a third of UB: the largest chunk of the core's pixels that fits
     chunk = _up(single_n, blk)
@@ -235,4 +241,5 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     sched.batch = n_img
     sched.conv = geom
     sched.used_cores = tiling.used_core_num
+    sched.steps = steps
     return sched

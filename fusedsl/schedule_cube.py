@@ -62,7 +62,8 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
                 b_dtype: str = "float16", c_dtype: str = "float32",
                 bias_dtype: str | None = None, cores: int | None = None,
                 ub_bytes_per_c_elem: int | None = None, l1_budget: int | None = None,
-                ub_bytes: int | None = None, whole_rows: bool = False) -> CubeTiling:
+                ub_bytes: int | None = None, whole_rows: bool = False, row_bytes: int = 0,
+                row_slack: int = 0) -> CubeTiling:
     """Tiling of an M x N x K matmul for `target`.
 
     `ub_bytes_per_c_elem` is the UB the epilogue needs per element of a C tile (C itself plus
@@ -70,7 +71,9 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     panels may take (the `l1_headroom` option: 80 % of L1 by default); default: all of L1.
     `ub_bytes` is the UB left for the epilogue (a conv kernel's im2col buffers take the rest);
     default: all of UB. `whole_rows` keeps every row of C in one tile (a row reduction in the
-    epilogue): cores split M only, baseN covers N and only baseM shrinks.
+    epilogue): cores split M only, baseN covers N and only baseM shrinks. `row_bytes` is the UB
+    per column of the tile that does not grow with baseM (the epilogue's one-row buffers, each
+    baseN + `row_slack` elements).
     """
     t = get_target(target)
     if not t.matmul_dtypes:
@@ -103,13 +106,16 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     base_n = _up(single_n, 16) if whole_rows else min(_up(single_n, 16), 256)
     ub = t.ub_bytes if ub_bytes is None else ub_bytes
     # Shrink the base block until L0C holds it and the epilogue's UB tile fits.
-    while base_m * base_n * _ACC > t.l0c_bytes or base_m * base_n * per_c > ub:
+    def ub_need(bm, bn):
+        return bm * bn * per_c + (bn + row_slack) * row_bytes
+
+    while base_m * base_n * _ACC > t.l0c_bytes or ub_need(base_m, base_n) > ub:
         if base_n >= base_m and base_n > 16 and not whole_rows:
             base_n //= 2
         elif base_m > 16:
             base_m //= 2
         else:
-            need_l0c, need_ub = 16 * base_n * _ACC, 16 * base_n * per_c
+            need_l0c, need_ub = 16 * base_n * _ACC, ub_need(16, base_n)
             rows = f" (whole rows of {n})" if whole_rows else ""
             if need_l0c > t.l0c_bytes:
                 raise ScheduleError(f"FS110: a 16 x {base_n} base block{rows} needs {need_l0c} bytes of L0C, "
@@ -144,7 +150,7 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
                       l1_bytes=db * step_k * panel + bias_bytes,
                       l0a_bytes=2 * base_m * base_k * sa, l0b_bytes=2 * base_n * base_k * sb,
                       l0c_bytes=db_l0c * base_m * base_n * _ACC,
-                      ub_tile_bytes=base_m * base_n * per_c)
+                      ub_tile_bytes=ub_need(base_m, base_n))
 
 
 # ---- a fused cube kernel as the Ascend C printer sees it (backend_ascendc/printer_cube.py) ----
@@ -185,6 +191,7 @@ class CubeSchedule:
     batch_a = False
     batch_b = False
     row_epilogue = None        # a RowSchedule of the epilogue when it has last-axis reductions
+    steps = None               # id(op) -> (vector tile program, sources) per elementwise epilogue op
 
     @property
     def inputs(self):
@@ -325,6 +332,12 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         params.append(RowParam(i, v.name, v.dtype, kind))
     per_c = 4 + sum(p.dtype.itemsize for p in params if p.kind in ("full", "fullshared"))
     per_c += sum(max(1, v.dtype.itemsize) for v in fn.results) + (0 if t.separated else 4)
+    steps, row_bytes, row_slack = None, 0, 0
+    if row is None:   # the epilogue's one-row buffers, counted as the printer allocates them
+        varies = (lambda v: tuple(v.shape) in (out_shape, (M, N), (N,), (1, N))
+                  and (N > 1 or tuple(v.shape) in (out_shape, (M, N))))
+        steps, row_bytes, row_slack = epilogue_rows(fn, mm, epilogue, t, varies)
+        row_bytes += sum(p.dtype.itemsize for p in params if p.kind == "colvec")
     ub_left = None
     if row is not None:   # whole rows of C per tile; the row's own buffers come off the UB first
         ub_left = int(t.ub_bytes * ub_fraction) - row_epilogue_bytes(row, N, mm.result.dtype)
@@ -335,8 +348,9 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                                ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
                                ub_bytes=ub_left, whole_rows=True)
         return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
-                           ub_bytes_per_c_elem=per_c + 16, cores=cores,   # + per-row buffers of the epilogue
-                           l1_budget=int(t.l1_bytes * l1_headroom))
+                           ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
+                           ub_bytes=int(t.ub_bytes * ub_fraction) - 1024, row_bytes=row_bytes,
+                           row_slack=row_slack)
     try:
         tiling = tile()
     except ScheduleError as exc:
@@ -363,9 +377,32 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                  "split M only")
     sched = CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)
     sched.row_epilogue = row
+    sched.steps = steps
     sched.batch = batch
     sched.batch_a, sched.batch_b = batch_a, batch_b
     return sched
+
+
+def epilogue_rows(fn, cube_op, epilogue, target: Target, varies) -> tuple[dict, int, int]:
+    """The elementwise epilogue's per-op tile programs (each op scheduled as a one-op vector
+    kernel, `varies(v)`: v varies along a tile row), the UB bytes per tile column of its one-row
+    buffers (values and temporaries, reused by liveness; the cube op's value in its own dtype),
+    and the elements Compare reads past a row (every row buffer has them)."""
+    from . import dtypes as dt
+    from .backend_cpu.row_plan import _op_schedule
+    from .schedule_row import allocate_row_values, temp_pool
+    from types import SimpleNamespace
+    producer = {id(op.result): op for op in fn.ops}
+    steps = {id(op): _op_schedule(fn, op, producer, target, varies) for op in epilogue}
+    kinds = {id(op.result): "row" for op in epilogue}
+    kinds[id(cube_op.result)] = "row"
+    _, counts = allocate_row_values(fn, kinds, epilogue, {id(v) for v in fn.results})
+    pool = temp_pool([SimpleNamespace(sched=st[0]) for st in steps.values()])
+    per_col = sum(d.itemsize * n for d, n in list(counts.items()) + list(pool.items()))
+    if cube_op.result.dtype != dt.float32:
+        per_col += cube_op.result.dtype.itemsize
+    slack = max([st[0].slack_elems for st in steps.values()] + [0])
+    return steps, per_col, slack
 
 
 def check_elementwise_epilogue(fn, cube_op, epilogue) -> None:

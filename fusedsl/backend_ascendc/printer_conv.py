@@ -32,6 +32,8 @@ class ConvPrinter(CubePrinter):
         self.x_name, self.w_name = names["b"], names["a"]
 
     def _epilogue_steps(self) -> dict:
+        if self.s.steps is not None:
+            return self.s.steps
         fn, g = self.s.fn, self.g
         producer = {id(op.result): op for op in fn.ops}
         # an epilogue value varies along a tile row (the pixels) when it has the output's P, Q

@@ -60,6 +60,8 @@ class CubePrinter:
 
     def _epilogue_steps(self) -> dict:
         """id(op) -> (the op's vector tile program, its sources) for every epilogue op."""
+        if self.s.steps is not None:   # computed by the schedule, which budgeted their UB
+            return self.s.steps
         from ..backend_cpu.row_plan import _op_schedule
         fn, (M, N) = self.s.fn, self.mn
         out_shape = tuple(self.s.mm.result.shape)
