@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import ArgumentError, FusedslError, ScheduleError, TargetError, user_facing, user_frame
 from .ir.core import Function, Module
-from .ir.ops import CALL, CONSTANT, has_trait
+from .ir.ops import CALL, CONSTANT, CUBE, has_trait
 from .ir.printer import print_module
 from .passes.base import PassManager
 from .passes.fusion_model import fusion_options
@@ -631,7 +631,7 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
                 row = schedule_row_kernel(fn, tgt, headroom)
             except ScheduleError as exc:   # e.g. a symbolic row too long for UB: still runs on the CPU
                 error = exc
-        elif info.kind == "cube" or (info.kind == "single" and any(op.name in ("matmul", "conv2d") for op in fn.ops)):
+        elif info.kind == "cube" or (info.kind == "single" and any(has_trait(op, CUBE) for op in fn.ops)):
             try:   # a matmul or conv2d (with its epilogue) through the Matmul API (printer_cube, printer_conv)
                 cube = schedule_conv_kernel if any(op.name == "conv2d" for op in fn.ops) else schedule_cube_kernel
                 row = cube(fn, tgt, headroom, fusion_options(options, tgt).l1_headroom)

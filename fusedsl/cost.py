@@ -319,8 +319,7 @@ def batch_conv_panel_bytes(op: Op, sizes=None) -> int:
     x, w = op.operands
     n_img, _, p, q = op.result.shape
     _, c, r, s = w.shape
-    dims = [sizes.get(d, 1) if isinstance(d, str) else d for d in (n_img, c, r, s, p, q)] if sizes else \
-        [d if isinstance(d, int) else 1 for d in (n_img, c, r, s, p, q)]
+    dims = [(sizes or {}).get(d, 1) if isinstance(d, str) else d for d in (n_img, c, r, s, p, q)]
     return math.prod(dims) * x.dtype.itemsize
 
 

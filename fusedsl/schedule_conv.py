@@ -94,7 +94,10 @@ class ConvSchedule(CubeSchedule):
     """A conv2d through the Matmul API, im2col per core and image (printer_conv.ConvPrinter)."""
 
     conv: ConvGeometry = None
-    used_cores: int = 1
+
+    @property
+    def used_cores(self) -> int:
+        return self.tiling_fields.used_core_num
 
     @property
     def workspace_bytes(self) -> int:
@@ -240,6 +243,5 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     sched = ConvSchedule(fn, t, cv, epilogue, params, core_tiling, ub, note)
     sched.batch = n_img
     sched.conv = geom
-    sched.used_cores = tiling.used_core_num
     sched.steps = steps
     return sched

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ScheduleError, TargetError
+from .ir.ops import CONSTANT, ELEMENTWISE, REDUCTION, has_trait
 from .schedule_row import RowParam
 from .targets import Target, get_target
 
@@ -250,7 +251,6 @@ class CubeLaunch:
 
 def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headroom: float = 0.8) -> CubeSchedule:
     """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not."""
-    from .ir.ops import CONSTANT, has_trait
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     mms = [op for op in ops if op.name == "matmul"]
     first = mms[0] if mms else ops[0]
@@ -299,7 +299,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         raise ScheduleError(f"{t.name}'s Matmul API has no {a.dtype.name} x {b.dtype.name} -> float32 form",
                             loc=mm.loc, hint="cast the operands to float16")
     epilogue = [op for op in ops if op is not mm]
-    row = _row_epilogue(fn, mm, epilogue, t, ub_fraction) if any(op.name in REDUCTIONS for op in epilogue) else None
+    row = _row_epilogue(fn, mm, epilogue, t, ub_fraction) if any(has_trait(op, REDUCTION) for op in epilogue) else None
     if row is None:
         check_elementwise_epilogue(fn, mm, epilogue)
     params = []
@@ -407,7 +407,6 @@ def epilogue_rows(fn, cube_op, epilogue, target: Target, varies) -> tuple[dict, 
 
 def check_elementwise_epilogue(fn, cube_op, epilogue) -> None:
     """A located ScheduleError unless every epilogue op is elementwise over the cube op's result."""
-    from .ir.ops import ELEMENTWISE, has_trait
     out_shape = tuple(cube_op.result.shape)
     for op in epilogue:
         if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != out_shape:
@@ -418,9 +417,6 @@ def check_elementwise_epilogue(fn, cube_op, epilogue) -> None:
 
 # ---- an epilogue with last-axis reductions (softmax / layer_norm of the matmul's rows) ---------
 
-REDUCTIONS = ("sum", "mean", "max", "min")
-
-
 def _row_epilogue(fn, mm, epilogue, target: Target, ub_fraction: float):
     """The epilogue as a row kernel whose first parameter is the matmul's value: its steps,
     per-row values and reductions are what printer_cube_row prints on each row of a C tile.
@@ -429,7 +425,7 @@ def _row_epilogue(fn, mm, epilogue, target: Target, ub_fraction: float):
     from .schedule_row import schedule_row_kernel
     rank = len(mm.result.shape)
     for op in epilogue:
-        if op.name in REDUCTIONS and tuple(op.attr("axes")) != (rank - 1,):
+        if has_trait(op, REDUCTION) and tuple(op.attr("axes")) != (rank - 1,):
             raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} after the matmul in {fn.name}: only "
                                 "reductions over the last axis (whole rows of C) are printed with a matmul",
                                 loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")

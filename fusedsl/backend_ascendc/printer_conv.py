@@ -15,7 +15,6 @@ The kernel is the cube kernel of printer_cube.py with three differences:
 """
 from __future__ import annotations
 
-from ..backend_cpu.row_plan import _op_schedule
 from ..schedule_conv import ConvSchedule
 from .printer_cube import CubePrinter
 
@@ -30,15 +29,6 @@ class ConvPrinter(CubePrinter):
         self.ty = sched.mm.operands[0].dtype.ascendc
         names = {p.kind: self.cn[p.index] for p in sched.params if p.kind in ("a", "b")}
         self.x_name, self.w_name = names["b"], names["a"]
-
-    def _epilogue_steps(self) -> dict:
-        if self.s.steps is not None:
-            return self.s.steps
-        fn, g = self.s.fn, self.g
-        producer = {id(op.result): op for op in fn.ops}
-        # an epilogue value varies along a tile row (the pixels) when it has the output's P, Q
-        varies = (lambda v: g.pix > 1 and tuple(v.shape[-2:]) == (g.P, g.Q) and len(v.shape) >= 2)
-        return {id(op): _op_schedule(fn, op, producer, self.t, varies) for op in self.s.epilogue}
 
     def host_tiling(self) -> str:
         g = self.g
@@ -173,7 +163,3 @@ class ConvPrinter(CubePrinter):
 
     def body(self) -> str:
         return super().body().replace(f"// ---- {self.name}: a cube kernel", f"// ---- {self.name}: a conv2d kernel", 1)
-
-    def _rowvec_gm(self, p) -> str:
-        return "row0"   # a [1, K, 1, 1] value per output channel
-

@@ -52,24 +52,13 @@ class CubePrinter:
         mm = sched.mm
         M, N = mm.result.shape[-2:]
         self.mn = (M, N)
-        self.steps = self._epilogue_steps()
+        # id(op) -> (the op's vector tile program, its sources): the schedule made them and budgeted
+        # their UB (schedule_cube.epilogue_rows); a row epilogue has its own (printer_cube_row)
+        self.steps = sched.steps or {}
         self.kinds = {id(op.result): "row" for op in sched.epilogue}
         self.kinds[id(mm.result)] = "row"
         # elements Compare reads past a row's count (tile/slack.py): every row buffer has them
         self.slack = max([st.sched.slack_elems for st in self.steps_list()] + [0])
-
-    def _epilogue_steps(self) -> dict:
-        """id(op) -> (the op's vector tile program, its sources) for every epilogue op."""
-        if self.s.steps is not None:   # computed by the schedule, which budgeted their UB
-            return self.s.steps
-        from ..backend_cpu.row_plan import _op_schedule
-        fn, (M, N) = self.s.fn, self.mn
-        out_shape = tuple(self.s.mm.result.shape)
-        producer = {id(op.result): op for op in fn.ops}
-        # an epilogue op varies along the tile's columns in every [(B,) M, N] operand and [N] row
-        varies = (lambda v: tuple(v.shape) in (out_shape, (M, N), (N,), (1, N))
-                  and (N > 1 or tuple(v.shape) in (out_shape, (M, N))))
-        return {id(op): _op_schedule(fn, op, producer, self.t, varies) for op in self.s.epilogue}
 
     # ---- interface shared with the other printers ----------------------------------------
     def _gm_args(self) -> list[str]:
@@ -343,10 +332,6 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
     def _extra_methods(self) -> list[str]:
         return []
 
-    def _rowvec_gm(self, p) -> str:
-        """GM element offset of the current tile's first row in a rowvec parameter."""
-        return "row0"
-
     def _boff(self, kind: str) -> str:
         """GM offset of the current batch matrix in a tensor of the result's shape."""
         return f"batch * {self.batch_elems} + " if self.s.batch > 1 and kind == "full" else ""
@@ -373,7 +358,7 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
             nm, ty = self.cn[p.index], p.dtype.ascendc
             if p.kind == "rowvec":   # one value per row of the tile
                 L += [f"        AscendC::LocalTensor<{ty}> rowv_{nm} = b_{nm}.Get<{ty}>();",
-                      f"        CopyRowsIn(rowv_{nm}, gm_{nm}[{self._rowvec_gm(p)}], 1, curM, curM, curM);"]
+                      f"        CopyRowsIn(rowv_{nm}, gm_{nm}[row0], 1, curM, curM, curM);"]
                 continue
             L += [f"        AscendC::LocalTensor<{ty}> col_{nm} = b_{nm}.Get<{ty}>();",
                   f"        CopyRowsIn(col_{nm}, gm_{nm}[col0], 1, curN, curN, curN);"]

@@ -11,6 +11,7 @@ C row (rounded to the matmul's dtype), residual tiles, [N] columns, [M, 1] value
 """
 from __future__ import annotations
 
+from .. import dtypes as dt
 from ..schedule_row import FOLD_LANES, allocate_row_values, rs_slots, temp_pool
 from .printer_cube import CubePrinter, _ld
 from .printer_row import RowPrinter
@@ -42,9 +43,6 @@ class CubeRowPrinter(CubePrinter):
         self.slack = self.row.slack
 
     # ---- hooks of the cube printer ---------------------------------------------------------
-    def _epilogue_steps(self) -> dict:
-        return {}   # the row schedule has the epilogue's steps (reductions included)
-
     def steps_list(self):
         return list(self.row.steps.values())   # row_plan.OpSteps: `.sched` like the cube printer's
 
@@ -56,8 +54,8 @@ class CubeRowPrinter(CubePrinter):
         rows += [(d, f"tmp_{d.name}_{i}") for d, n in sorted(self._pool.items(), key=lambda x: x[0].name)
                  for i in range(n)]
         if row.needs_wide:
-            from .. import dtypes as dt
             rows.append((dt.float32, "wide"))   # a 16-bit row as float32 for its reductions
+        self._rows = list(rows)   # kernel() appends its own buffers to the list it gets
         return rows
 
     def _extra_members(self) -> list[str]:
@@ -86,7 +84,7 @@ class CubeRowPrinter(CubePrinter):
                 bound_scalars[id(v)] = scal[id(v)]
         rp = _EpilogueRows(row, self.t, self.name, bound_slots, bound_scalars)
         rp._assign, rp._pool = self._assign, self._pool
-        body = [f"AscendC::LocalTensor<{d.ascendc}> {nm} = b_{nm}.Get<{d.ascendc}>();" for d, nm in self._row_buffers()]
+        body = [f"AscendC::LocalTensor<{d.ascendc}> {nm} = b_{nm}.Get<{d.ascendc}>();" for d, nm in self._rows]
         text = "\n".join(rp._row_body())
         # the row printer addresses a tile with its tiling's Cpad: here an output row is padded to
         # 32 bytes of its own dtype (as CopyOut moves it), a temporary holds baseN (>= N) elements

@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..ir.core import Function, Op
-from ..ir.ops import CUBE, ELEMENTWISE, REGISTRY, has_trait
+from ..ir.ops import CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
 
 _BLOCK_BYTES = 256 * 1024      # one epilogue block: stays in L2 across the whole chain
@@ -127,7 +127,7 @@ def _row_op(op: Op, y) -> bool:
     if len(y.shape) != 2:
         return False
     rows = {(y.shape[0],), (y.shape[0], 1)}
-    if op.name in ("sum", "mean", "max", "min"):
+    if has_trait(op, REDUCTION):
         return tuple(op.attr("axes")) == (1,) and op.operands[0].shape == y.shape
     return has_trait(op, ELEMENTWISE) and op.result.shape in rows | {y.shape}
 

@@ -870,7 +870,7 @@ def _row_epilogue_fits(fn: Function, kernels, group: set[int], n, target, ub_sha
             p = producer.get(id(v))
             if len(v.shape) < 2 or v.shape[-1] != n or p in member:
                 continue
-            if p is None or fn.ops[p].name not in ("matmul", "conv2d"):   # not the C tile itself
+            if p is None or not has_trait(fn.ops[p], CUBE):   # not the C tile itself
                 residuals[id(v)] = v.dtype.itemsize
     per_elem += sum(residuals.values())
     pad = -(-n // 32) * 32
