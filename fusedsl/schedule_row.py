@@ -449,7 +449,9 @@ def compute_row_tiling(sched: RowSchedule, sizes: dict[str, int], target: Target
     strides = []
     for p in sched.params:
         if p.kind in ("general", "perrow"):
-            st, acc = [], 1
+            # element strides: a "general" parameter's rows are C elements long, a "perrow"
+            # parameter has one element per row
+            st, acc = [], (C if p.kind == "general" else 1)
             for present, n in zip(reversed(p.present), reversed(shape[:-1])):
                 st.append(acc if present else 0)
                 if present:

@@ -175,7 +175,8 @@ class RowPrinter:
             bits = ", ".join("true" if b else "false" for b in p.present) or "false"
             L += [f"    {{  // {self.cnames[p.index]}: {p.kind}",
                   f"        const bool present[{self.k}] = {{{bits}}};",
-                  "        uint64_t acc = 1;",
+                  # element strides: a general parameter's rows hold C elements, a per-row one 1
+                  f"        uint64_t acc = {'C' if p.kind == 'general' else '1'};",
                   f"        for (int i = {self.k - 1}; i >= 0; --i) {{",
                   f"            t->stride_{self.cnames[p.index]}[i] = present[i] ? uint32_t(acc) : 0u;",
                   "            if (present[i]) acc *= dims[i];",
