@@ -9,11 +9,12 @@ used: `import fusedsl` never imports torch.
 from __future__ import annotations
 
 import operator
+import os
 import re
 
 import numpy as np
 
-from ..errors import Loc, UnsupportedOpError, at_user_location, user_facing, user_frame
+from ..errors import Loc, UnsupportedOpError, at_user_location, is_internal_file, user_facing, user_frame
 from ..frontend import api as fs
 from .common import ImportedKernel, as_array, make_function, sanitize
 
@@ -272,6 +273,15 @@ def _aten_table():
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
+def _is_library_file(file: str) -> bool:
+    """A frame of torch or of fusedsl itself, decided by the packages' own directories: a user
+    whose project lives under a folder named `fusedsl/` or `torch/` keeps their frames."""
+    if is_internal_file(file):
+        return True
+    torch_dir = os.path.dirname(os.path.abspath(_torch().__file__))
+    return os.path.abspath(file).startswith(torch_dir + os.sep)
+
+
 def node_loc(node) -> Loc | None:
     """The user's source line of an exported node: the innermost stack-trace frame outside
     torch (and fusedsl)."""
@@ -280,7 +290,7 @@ def node_loc(node) -> Loc | None:
         return None
     best = None
     for file, line in _FRAME.findall(trace):
-        if "/torch/" in file or "/fusedsl/" in file:
+        if _is_library_file(file):
             continue
         best = Loc(file, int(line))
     return best
