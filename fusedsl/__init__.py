@@ -8,11 +8,11 @@ from .dtypes import bfloat16, bool_, float16, float32, int8, int32, uint8
 from .errors import (ArgumentError, AscendCCheckError, AscendCCompileError, ControlFlowError,
                      DTypeError, FusedslError, IRParseError, ProjectError, ScheduleError, ShapeError, TargetError,
                      TraceError, UnsupportedOpError, VerifyError)
-from .frontend.api import (abs, absolute, add, amax, amin, astype, batch_norm, broadcast_to, cast,
+from .frontend.api import (abs, absolute, add, amax, amin, astype, attention, batch_norm, broadcast_to, cast,
                            concatenate, conv2d, divide, equal, exp, gelu, greater, greater_equal,
                            layer_norm, leaky_relu, less, less_equal, log, matmul, max, maximum, mean,
                            min, minimum, multiply, negative, not_equal, permute_dims, power, reciprocal,
-                           relu, reshape, rms_norm, rsqrt, sigmoid, silu, softmax, sqrt, square,
+                           relu, reshape, rms_norm, rope, rsqrt, sigmoid, silu, softmax, sqrt, square,
                            subtract, sum, take, tanh, transpose, true_divide,
                            where)
 from .frontend.kernel import FusedKernel, ScalarSpec, TensorSpec, fused_kernel, scalar, spec

@@ -467,6 +467,65 @@ def conv2d(x, w, bias=None, stride=1, padding=0):
     return y
 
 
+# ---- attention ---------------------------------------------------------------------
+@_op
+def attention(q, k, v, mask=None, scale=None, causal=False, *, dropout_p=0.0):
+    """Scaled dot-product attention with PyTorch's SDPA semantics, as ONE op (one kernel).
+
+    q [..., H, L, E], k [..., Hkv, S, E], v [..., Hkv, S, Ev] -> [..., H, L, Ev]; H a
+    multiple of Hkv is grouped-query attention.  `mask` is boolean (True = attend) or
+    additive (q's dtype) and broadcasts to [..., H, L, S]; `scale` defaults to 1/sqrt(E);
+    `causal=True` keeps key j for query i when j <= i (top-left, as torch's is_causal).
+    Softmax statistics are float32 for every dtype; a fully masked row is 0, like torch.
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"attention {name} must be a tensor, got {type(t).__name__}", loc=user_frame())
+    if not is_python_scalar(dropout_p) or float(python_scalar(dropout_p)) != 0.0:
+        raise ArgumentError(f"attention does not do dropout (dropout_p={dropout_p!r})", loc=user_frame(),
+                            hint="dropout is for training; pass dropout_p=0.0 (inference)")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise ArgumentError(f"attention causal must be True or False, got {causal!r}", loc=user_frame())
+    if scale is None:
+        d = q.shape[-1] if q.ndim else None
+        if not isinstance(d, int) or d <= 0:
+            raise ShapeError(f"attention needs a static head size for the default scale, got q "
+                             f"{fmt_shape(q.shape)}", loc=user_frame(), hint="pass scale=...")
+        scale = 1.0 / float(np.sqrt(d))
+    elif isinstance(scale, Tensor) or not is_python_scalar(scale):
+        raise ArgumentError(f"attention scale must be a Python number, got {type(scale).__name__}",
+                            loc=user_frame())
+    operands = [q, k, v]
+    if mask is not None:
+        if not isinstance(mask, Tensor):
+            raise ArgumentError(f"attention mask must be a tensor or None, got {type(mask).__name__}",
+                                loc=user_frame())
+        if mask.dtype != dt.bool_ and mask.dtype.is_float and q.dtype.is_float:
+            mask = cast(mask, q.dtype)   # an additive mask in q's dtype, like torch's
+        operands.append(mask)
+    return q.trace.emit("attention", operands, {"scale": float(python_scalar(scale)), "causal": bool(causal)})
+
+
+@_op
+def rope(x, cos, sin):
+    """Rotary position embedding, rotate-half form: x * cos + rotate_half(x) * sin, where
+    rotate_half(x) = concatenate([-x2, x1]) of x's two halves on the last axis (Llama's,
+    Hugging Face's `apply_rotary_pos_emb`).  cos and sin broadcast to x (e.g. [S, D])."""
+    for name, t in (("x", x), ("cos", cos), ("sin", sin)):
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"rope {name} must be a tensor, got {type(t).__name__}", loc=user_frame())
+    d = x.shape[-1] if x.ndim else None
+    if not isinstance(d, int) or d % 2:
+        raise ShapeError(f"rope needs an even, static last axis (the head size), got {fmt_shape(x.shape)}",
+                         loc=user_frame())
+    half = d // 2
+    # rotate_half(x) * sin == swap_halves(x) * [-sin1, sin2]: the sign goes onto the (small)
+    # sin table, so the halves of x are pure slices that the x kernel reads as addressing
+    swapped = concatenate([x[..., half:], x[..., :half]], axis=-1)
+    signed_sin = concatenate([negative(sin[..., :half]), sin[..., half:]], axis=-1)
+    return x * cos + swapped * signed_sin
+
+
 # ---- composites (expressed through primitives, fused later) ----------------------
 @_op
 def softmax(x, axis=-1):

@@ -36,6 +36,7 @@ CUBE = "cube"                  # runs on the cube unit (matmul, conv)
 GATHER = "gather"              # reads operand rows picked by an index tensor (take)
 CONSTANT = "constant"
 CALL = "call"
+ATTENTION = "attention"        # softmax(q k^T * scale + mask) v as one op (its own kernel kind)
 
 
 @dataclass(frozen=True)
@@ -503,3 +504,101 @@ register("conv2d", arity=2, traits=[CUBE], attrs=("stride", "padding"), infer=_c
 # A call to another function of the module (a fused kernel).  Result types are given
 # by the callee; the verifier checks them at module level.
 register("call", arity=None, traits=[CALL], attrs=("callee",), infer=None, ref=None)
+
+
+# ---- attention ---------------------------------------------------------------------
+# attention(q, k, v[, mask]) {scale, causal}: PyTorch's scaled_dot_product_attention.
+#   q [..., H, L, E], k [..., Hkv, S, E], v [..., Hkv, S, Ev] -> [..., H, L, Ev]
+# Leading axes match exactly; H a multiple of Hkv is grouped-query attention (query head h
+# reads KV head h // (H // Hkv), torch's enable_gqa).  The mask is boolean (True = attend)
+# or additive in q's dtype and broadcasts to [..., H, L, S].  `causal` keeps key j for query
+# i when j <= i: top-left aligned, as torch 2.13's is_causal when L != S (torch's
+# causal_lower_right is a mask).  Softmax statistics are float32 for every dtype; a row
+# with no key to attend to is 0 (torch gives 0 too, not NaN).
+def _attention_infer(types, attrs):
+    if len(types) not in (3, 4):
+        raise TypeRuleError(f"attention takes q, k, v and an optional mask, got {len(types)} operand(s)",
+                            kind="arg")
+    q, k, v = types[:3]
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not t.dtype.is_float:
+            raise TypeRuleError(f"attention {name} must be a floating-point tensor, got {t.dtype}",
+                                "cast it with .astype(fs.float32)", kind="dtype")
+        if t.rank < 2:
+            raise TypeRuleError(f"attention {name} needs rank >= 2 ([..., S, D]), got {fmt_shape(t.shape)}",
+                                kind="shape")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeRuleError(f"attention q, k, v have different dtypes {q.dtype}, {k.dtype}, {v.dtype}",
+                            "cast them to one dtype", kind="dtype")
+    if not q.rank == k.rank == v.rank:
+        raise TypeRuleError(f"attention q, k, v have different ranks: {fmt_shape(q.shape)}, "
+                            f"{fmt_shape(k.shape)}, {fmt_shape(v.shape)}", kind="shape")
+    if k.shape[-1] != q.shape[-1]:
+        raise TypeRuleError(f"attention q and k have different head sizes: {fmt_shape(q.shape)} and "
+                            f"{fmt_shape(k.shape)}", "the last axes of q and k must match", kind="shape")
+    if v.shape[-2] != k.shape[-2]:
+        raise TypeRuleError(f"attention k and v have different sequence lengths: {fmt_shape(k.shape)} and "
+                            f"{fmt_shape(v.shape)}", "axis -2 of k and v must match", kind="shape")
+    if k.shape[:-2] != v.shape[:-2]:
+        raise TypeRuleError(f"attention k and v have different batch/head axes: {fmt_shape(k.shape)} and "
+                            f"{fmt_shape(v.shape)}", kind="shape")
+    if q.shape[:-3] != k.shape[:-3]:
+        raise TypeRuleError(f"attention q and k have different batch axes: {fmt_shape(q.shape)} and "
+                            f"{fmt_shape(k.shape)}", "q, k and v share every axis before the heads", kind="shape")
+    if q.rank >= 3:
+        h, hkv = q.shape[-3], k.shape[-3]
+        if h != hkv and not (isinstance(h, int) and isinstance(hkv, int) and hkv > 0 and h % hkv == 0):
+            raise TypeRuleError(f"attention has {h} query heads and {hkv} key/value heads "
+                                f"({fmt_shape(q.shape)} and {fmt_shape(k.shape)})",
+                                "grouped-query attention needs the query heads to be a multiple of the "
+                                "key/value heads", kind="shape")
+    out = TensorType(tuple(q.shape[:-1]) + (v.shape[-1],), q.dtype)
+    if len(types) == 4:
+        mask = types[3]
+        if mask.dtype != dt.bool_ and mask.dtype != q.dtype:
+            raise TypeRuleError(f"attention mask must be bool or {q.dtype} like q, got {mask.dtype}",
+                                "a bool mask keeps True positions; a float mask is added to the scores",
+                                kind="dtype")
+        scores = tuple(q.shape[:-1]) + (k.shape[-2],)
+        try:
+            fits = mask.rank <= len(scores) and broadcast_shapes(mask.shape, scores) == scores
+        except TypeRuleError:
+            fits = False
+        if not fits:
+            raise TypeRuleError(f"attention mask {fmt_shape(mask.shape)} does not broadcast to the scores "
+                                f"{fmt_shape(scores)}", "the mask's axes must match the scores' or be 1",
+                                kind="shape")
+    if not isinstance(attrs["scale"], (int, float)) or isinstance(attrs["scale"], bool):
+        raise TypeRuleError(f"attention scale must be a number, got {attrs['scale']!r}", kind="arg")
+    if not isinstance(attrs["causal"], bool):
+        raise TypeRuleError(f"attention causal must be true or false, got {attrs['causal']!r}", kind="arg")
+    return (out,)
+
+
+def attention_reference(q, k, v, mask=None, scale=1.0, causal=False):
+    """Scaled dot-product attention in numpy at q's precision (float32 for the 16-bit
+    dtypes, which the interpreter widens): the oracle of every executor."""
+    if q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        group = q.shape[-3] // k.shape[-3]
+        k = np.repeat(k, group, axis=-3)
+        v = np.repeat(v, group, axis=-3)
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * np.asarray(scale, q.dtype)
+    neg_inf = np.asarray(-np.inf, scores.dtype)
+    if mask is not None:
+        scores = np.where(mask, scores, neg_inf) if mask.dtype == np.bool_ else scores + mask
+    if causal:
+        length, keys = scores.shape[-2], scores.shape[-1]
+        scores = np.where(np.tri(length, keys, dtype=np.bool_), scores, neg_inf)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        top = np.max(scores, axis=-1, keepdims=True) if scores.shape[-1] else \
+            np.full(scores.shape[:-1] + (1,), -np.inf, scores.dtype)
+        top = np.where(top == neg_inf, np.zeros((), scores.dtype), top)   # fully masked row: p = 0
+        p = np.exp(scores - top)
+        total = np.sum(p, axis=-1, keepdims=True)
+        out = np.matmul(p, v) / total
+        return np.where(total > 0, out, np.zeros((), out.dtype)).astype(q.dtype)
+
+
+register("attention", arity=None, traits=[ATTENTION], attrs=("scale", "causal"), infer=_attention_infer,
+         ref=lambda args, attrs: attention_reference(*args[:3], args[3] if len(args) > 3 else None,
+                                                     attrs["scale"], attrs["causal"]))
