@@ -7,6 +7,7 @@ Executors: the numpy reference (default, the oracle), the LLVM CPU backend, and
 """
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import threading
@@ -32,12 +33,39 @@ from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
 _UNSET = object()
 
 
+EXECUTORS = ("llvm", "reference")
+
+
 class Config:
     """Process-wide settings.  `executor` is "llvm" (the LLVM CPU backend, default) or
-    "reference" (the numpy interpreter, the test oracle)."""
+    "reference" (the numpy interpreter, the test oracle).  An unknown value (from
+    FUSEDSL_EXECUTOR or an assignment) raises an ArgumentError naming the nearest executor
+    when a kernel is compiled or run, instead of silently running on numpy."""
 
     def __init__(self):
-        self.executor = os.environ.get("FUSEDSL_EXECUTOR", "llvm")
+        self._executor = os.environ.get("FUSEDSL_EXECUTOR", "llvm")
+        self._from_env = "FUSEDSL_EXECUTOR" in os.environ
+
+    @property
+    def executor(self) -> str:
+        if self._executor not in EXECUTORS:
+            close = difflib.get_close_matches(self._executor, EXECUTORS, n=1)
+            where = "FUSEDSL_EXECUTOR" if self._from_env else "fs.config.executor"
+            raise ArgumentError(f"{where}={self._executor!r} is not an executor",
+                                loc=user_frame(),
+                                hint=f"{'did you mean ' + repr(close[0]) + '? ' if close else ''}"
+                                     f"the executors are {', '.join(EXECUTORS)}")
+        return self._executor
+
+    @executor.setter
+    def executor(self, value: str) -> None:
+        previous = self._executor, self._from_env
+        self._executor, self._from_env = value, False
+        try:
+            self.executor   # noqa: B018 - validates now, at the user's assignment
+        except ArgumentError:
+            self._executor, self._from_env = previous   # a refused value leaves the setting as it was
+            raise
 
 
 config = Config()

@@ -16,7 +16,11 @@ import os
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# numpy's package directory as code objects name it (co_filename is the path imported from)
+_NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
 
 
 @dataclass(frozen=True)
@@ -153,15 +157,23 @@ def at_user_location(loc: Loc | None):
         _LOC_OVERRIDE.reset(token)
 
 
+def _is_numpy_file(filename: str) -> bool:
+    return filename.startswith(_NUMPY_DIR)
+
+
 def user_frame(skip_internal: bool = True) -> Loc:
-    """The innermost stack frame outside the fusedsl package: the user's line."""
+    """The innermost stack frame outside the fusedsl package: the user's line.
+
+    numpy's own frames are skipped too: `np.sum(x)` or `np.cumsum(x)` on a traced tensor
+    reaches fusedsl through numpy's Python code, and the line to show is the user's call."""
     override = _LOC_OVERRIDE.get()
     if override is not None:
         return override
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not (skip_internal and is_internal_file(filename)) and not filename.startswith("<frozen"):
+        if not (skip_internal and (is_internal_file(filename) or _is_numpy_file(filename))) \
+                and not filename.startswith("<frozen"):
             return Loc(filename, frame.f_lineno)
         frame = frame.f_back
     return UNKNOWN_LOC

@@ -10,6 +10,7 @@ import importlib.util
 import os
 import textwrap
 
+import numpy as np
 import pytest
 
 import fusedsl as fs
@@ -41,3 +42,82 @@ def test_model_under_a_folder_named_like_a_library_is_located_at_its_line(tmp_pa
     with pytest.raises(fs.UnsupportedOpError) as info:
         fs.from_torch(model, torch.randn(4))
     assert f"{path}:5: aten.special_erf" in str(info.value)
+
+
+# ---- item 2 and 8: numpy functions inside a kernel are refused at the user's line -------------
+def _line_of(mark: str) -> int:
+    with open(__file__, encoding="utf-8") as f:
+        return next(i for i, text in enumerate(f, 1) if f"# LINE-MARK {mark}" in text)
+
+
+def test_np_cumsum_is_located_at_the_users_line_not_in_numpy():
+    def k(x):
+        return np.cumsum(x, axis=1)   # LINE-MARK cumsum
+    with pytest.raises(fs.TraceError) as info:
+        fs.fused_kernel(k)(np.ones((2, 3), np.float32))
+    msg = str(info.value)
+    assert msg.startswith(f"{__file__}:{_line_of('cumsum')}: numpy.cumsum cannot run on a traced tensor"), msg
+    assert "fromnumeric" not in msg and "has no cumsum op" in msg
+
+
+def test_np_sin_hint_says_there_is_no_fs_op_and_np_where_names_fs_where():
+    def k(x):
+        return np.sin(x)   # LINE-MARK sin
+    with pytest.raises(fs.TraceError) as info:
+        fs.fused_kernel(k)(np.ones(4, np.float32))
+    msg = str(info.value)
+    assert f"{__file__}:{_line_of('sin')}: numpy.sin" in msg
+    assert "has no sin op" in msg and "matching fs" not in msg
+
+    def w(x):
+        return np.where(x > 0, x, 0)   # LINE-MARK where
+    with pytest.raises(fs.TraceError) as info:
+        fs.fused_kernel(w)(np.ones(4, np.float32))
+    assert f"{__file__}:{_line_of('where')}: numpy.where" in str(info.value)
+    assert "use fs.where" in str(info.value)
+
+
+def test_numpy_functions_that_map_to_methods_still_trace():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    k = fs.fused_kernel(lambda x: np.sum(x, axis=1) + np.max(x) + np.exp(x).mean(axis=1))
+    np.testing.assert_allclose(k(x), x.sum(1) + x.max() + np.exp(x).mean(1), rtol=1e-6)
+    # the op is located at the user's line, not inside numpy's fromnumeric.py
+    assert "fromnumeric" not in fs.fused_kernel(lambda x: np.sum(x, axis=1)).trace(x).__str__()
+
+
+# ---- item 3: item assignment ------------------------------------------------------------------
+def test_item_assignment_is_a_located_trace_error():
+    def k(x):
+        x[0] = 0   # LINE-MARK setitem
+        return x
+    with pytest.raises(fs.TraceError) as info:
+        fs.fused_kernel(k)(np.ones((2, 3), np.float32))
+    msg = str(info.value)
+    assert msg.startswith(f"{__file__}:{_line_of('setitem')}: a traced tensor cannot be assigned to"), msg
+    assert "fs.where" in msg
+
+
+# ---- issue 18 item 12: unknown options and executors ------------------------------------------
+def test_unknown_compile_option_names_the_nearest_one():
+    with pytest.raises(fs.ArgumentError) as info:
+        fs.fused_kernel(ub_headrom=0.5)(lambda x: x + 1)   # LINE-MARK option
+    msg = str(info.value)
+    assert msg.startswith(f"{__file__}:{_line_of('option')}: unknown compile option ub_headrom="), msg
+    assert "did you mean ub_headroom=?" in msg
+    k = fs.fused_kernel(lambda x: x + 1)
+    with pytest.raises(fs.ArgumentError, match=r"unknown compile option single_kernal=(.|\n)*single_kernel="):
+        k.compile(np.ones(3, np.float32), single_kernal=True)
+
+
+def test_unknown_executor_is_refused_with_the_nearest_name(monkeypatch):
+    with pytest.raises(fs.ArgumentError, match=r"fs.config.executor='llmv' is not an executor(.|\n)*'llvm'"):
+        monkeypatch.setattr(fs.config, "executor", "llmv")
+    # from the environment: refused when a kernel runs, at the user's line
+    monkeypatch.setattr(fs.config, "_executor", "refrence")
+    monkeypatch.setattr(fs.config, "_from_env", True)
+    k = fs.fused_kernel(lambda x: x + 1)
+    with pytest.raises(fs.ArgumentError) as info:
+        k(np.ones(3, np.float32))   # LINE-MARK executor
+    msg = str(info.value)
+    assert msg.startswith(f"{__file__}:{_line_of('executor')}: FUSEDSL_EXECUTOR='refrence' is not an executor")
+    assert "did you mean 'reference'?" in msg

@@ -29,6 +29,7 @@ def _op(fn):
 
     Each op is a public entry point: an error leaves it without fusedsl's frames.
     """
+    _tracing.FS_OPS.add(fn.__name__)   # for the hints of refused numpy functions
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if find_trace(*args, *kwargs.values()) is not None:

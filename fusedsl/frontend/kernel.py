@@ -1,6 +1,7 @@
 """`@fused_kernel`, argument specs, and the per-specialisation compile cache."""
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import os
@@ -93,12 +94,29 @@ def describe_arg(name: str, arg) -> ArgInfo:
                         "fs.scalar or Python number", loc=user_frame())
 
 
+# Every option @fs.fused_kernel(...) and .compile(...) accept (the compiler and the fusion model
+# read them); anything else is a typo that would otherwise be ignored silently.
+COMPILE_OPTIONS = ("target", "single_kernel", "opt_level", "disable_passes", "ub_headroom", "fuse_ub_headroom",
+                   "l1_headroom", "max_kernel_ops", "max_kernel_inputs", "cann_version")
+
+
+def check_options(options: dict) -> None:
+    """ArgumentError naming an unknown option and the nearest valid one."""
+    for name in options:
+        if name not in COMPILE_OPTIONS:
+            close = difflib.get_close_matches(name, COMPILE_OPTIONS, n=1)
+            guess = f"did you mean {close[0]}=? " if close else ""
+            raise ArgumentError(f"unknown compile option {name}=", loc=user_frame(),
+                                hint=f"{guess}the options are {', '.join(COMPILE_OPTIONS)}")
+
+
 class FusedKernel:
     """A user function compiled once per (shapes, dtypes, constants, options) and cached."""
 
     def __init__(self, fn, options: dict):
         if not callable(fn):
             raise ArgumentError("@fs.fused_kernel decorates a function", loc=user_frame())
+        check_options(options)
         self.fn = fn
         self.options = dict(options)
         self.signature = inspect.signature(fn)
@@ -182,6 +200,7 @@ class FusedKernel:
     @user_facing
     def compile(self, *args, target: str | None = None, **options):
         """Trace and compile for these arguments; returns a CompiledKernel."""
+        check_options(options)
         return self._compiled(self._infos(args, kwargs={}), target, options)
 
     @user_facing

@@ -6,6 +6,7 @@ source line.  Anything that would need a tensor's *value* in Python (`if x > 0`,
 """
 from __future__ import annotations
 
+import contextvars
 import numbers
 
 import numpy as np
@@ -84,6 +85,21 @@ def python_scalar(x):
 # this module, not the other way round).
 OPS: dict = {}
 NUMPY_UFUNCS: dict = {}
+# Every public fs.* op by name (api.py's @_op fills it), so that a refused numpy function's hint
+# names the fs op when one exists and says so when none does.
+FS_OPS: set = set()
+
+# The numpy function running on a traced tensor (set by Tensor.__array_function__), so that
+# __array__, reached from inside numpy, can name it.
+_NUMPY_FUNCTION: contextvars.ContextVar = contextvars.ContextVar("fusedsl_numpy_function", default=None)
+
+
+def _numpy_hint(name: str) -> str:
+    """What to write instead of numpy.<name> inside a kernel."""
+    if name in FS_OPS:
+        return f"use fs.{name} (it traces into the kernel)"
+    return (f"fusedsl has no {name} op: compute it outside the kernel, or build it from the fs.* ops "
+            "(the ops page of the documentation lists them)")
 
 
 class Tensor:
@@ -155,15 +171,39 @@ class Tensor:
                          hint="index rows explicitly, e.g. x[0], or use a reduction such as fs.sum")
 
     def __array__(self, *args, **kwargs):
+        name = _NUMPY_FUNCTION.get()
+        if name is not None:   # a numpy function (np.cumsum, np.where...) wants an array
+            raise TraceError(f"numpy.{name} cannot run on a traced tensor", loc=user_frame(),
+                             hint=_numpy_hint(name))
         raise TraceError("a traced tensor cannot be converted to a numpy array inside a fused kernel",
-                         loc=user_frame(), hint="use the fs.* op (fs.exp, fs.sum, ...) instead of numpy's")
+                         loc=user_frame(), hint="use the fs.* ops (fs.exp, fs.sum, ...) instead of numpy's")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         fn = NUMPY_UFUNCS.get(ufunc.__name__)
         if method != "__call__" or fn is None or kwargs:
-            raise TraceError(f"numpy.{ufunc.__name__} cannot run on a traced tensor", loc=user_frame(),
-                             hint="use the matching fs.* op")
+            what = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+            hint = _numpy_hint(ufunc.__name__)
+            if fn is not None and kwargs:
+                hint = f"call fs.{fn.__name__} without {', '.join(f'{k}=' for k in kwargs)}: " \
+                       "results are returned, not written into out="
+            raise TraceError(f"numpy.{what} cannot run on a traced tensor", loc=user_frame(), hint=hint)
         return fn(*inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        # numpy functions that are not ufuncs land here.  Those numpy implements by calling the
+        # array's method (np.sum -> x.sum, np.transpose -> x.transpose) keep working through
+        # numpy's own implementation; any other one ends in __array__, which then names it.
+        token = _NUMPY_FUNCTION.set(func.__name__)
+        try:
+            return func._implementation(*args, **kwargs)
+        finally:
+            _NUMPY_FUNCTION.reset(token)
+
+    def __setitem__(self, index, value):
+        raise TraceError("a traced tensor cannot be assigned to (x[...] = v): tensors are immutable "
+                         "inside a fused kernel", loc=user_frame(),
+                         hint="compute a new tensor instead, e.g. fs.where(mask, v, x) to replace "
+                              "elements, or fs.concatenate to assemble parts")
 
     __hash__ = object.__hash__
 
