@@ -22,7 +22,7 @@ def test_compile_writes_a_project(tmp_path):
             "data_utils.h", "scripts", "cmake"} <= set(os.listdir(out))
     again = run("compile", f"{KERNELS}::abs_add_relu", "--arg", "a=128xfloat32", "--arg", "b=Mx128xfloat32",
                 "--target", "ascend310p", "-o", str(out))
-    assert again.returncode == 1 and "already holds a fusedsl project" in again.stderr
+    assert again.returncode == 2 and "already holds a fusedsl project; pass --overwrite" in again.stderr
     again = run("compile", f"{KERNELS}::abs_add_relu", "--arg", "a=128xfloat32", "--arg", "b=Mx128xfloat32",
                 "--target", "ascend310p", "-o", str(out), "--overwrite")
     assert again.returncode == 0, again.stderr
@@ -48,10 +48,10 @@ def test_include_dir_has_the_headers():
 
 def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path):
     r = run("compile", f"{KERNELS}::nope", "--arg", "a=4xfloat32", "-o", str(tmp_path / "x"))
-    assert r.returncode == 1 and "has no function 'nope'" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "has no function 'nope'" in r.stderr and "Traceback" not in r.stderr
     r = run("compile", f"{KERNELS}::abs_add_relu", "--arg", "a=4xfloat64", "--arg", "b=4xfloat32",
             "-o", str(tmp_path / "y"))
-    assert r.returncode == 1 and "float64" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "float64" in r.stderr and "Traceback" not in r.stderr
     assert not os.path.exists(tmp_path / "y")
 
 
@@ -60,6 +60,7 @@ def test_simulate_runs_the_printed_kernel_against_the_reference():
             "--size", "M=37", "--target", "ascend910")
     assert r.returncode == 0, r.stderr
     assert "max |simulated Ascend C - numpy reference| = 0 over 1 output(s)" in r.stdout
+    assert "agrees with the numpy reference (4736 element(s))" in r.stdout
     assert "GM bytes: minimum" in r.stdout
     r = run("simulate", f"{KERNELS}::abs_add_relu", "--arg", "a=128xfloat16", "--arg", "b=Mx128xfloat16")
-    assert r.returncode == 1 and "--size M=N" in r.stderr
+    assert r.returncode == 2 and "--size M=N" in r.stderr

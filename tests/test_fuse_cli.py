@@ -63,7 +63,7 @@ def test_fuse_refuses_a_foreign_directory(tmp_path, capsys):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")
-    assert main(["fuse", str(path), "-o", str(foreign)]) == 1
+    assert main(["fuse", str(path), "-o", str(foreign)]) == 2
     assert "not written by `fusedsl fuse`" in capsys.readouterr().err
     assert (foreign / "notes.txt").read_text() == "keep me"
-    assert main(["fuse", str(tmp_path / "missing.onnx"), "-o", str(tmp_path / "o")]) == 1
+    assert main(["fuse", str(tmp_path / "missing.onnx"), "-o", str(tmp_path / "o")]) == 2

@@ -74,7 +74,7 @@ def build(path: str, out_dir: str, *, target: str = "ascend910b", include_dirs=(
            f"-I{include_dir()}", *[f"-D{d}" for d in defines], "-include", "cpu_debug_launch.h",
            src, "-x", "none", "-o", exe]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     except FileNotFoundError:
         raise AscendCCompileError("g++ was not found; fusedsl cpu-run needs g++ (C++17)") from None
     if proc.returncode != 0:
@@ -85,10 +85,13 @@ def build(path: str, out_dir: str, *, target: str = "ascend910b", include_dirs=(
 
 
 def run(path: str, args=(), *, target: str = "ascend910b", include_dirs=(), defines=(), cwd: str | None = None,
-        capture: bool = False) -> subprocess.CompletedProcess:
-    """Build and run the program; its exit status is 1 when a CPU check failed."""
+        capture: bool = False, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Build and run the program; its exit status is 1 when a CPU check failed.
+
+    `timeout` (seconds) stops a program that runs longer (subprocess.TimeoutExpired)."""
     with tempfile.TemporaryDirectory(prefix="fusedsl-asc-") as tmp:
         exe = build(path, tmp, target=target, include_dirs=include_dirs, defines=defines)
         env = dict(os.environ)
         env.pop("FUSEDSL_TARGET", None)   # the build's __NPU_ARCH__ decides the chip
-        return subprocess.run([exe, *args], cwd=cwd, env=env, capture_output=capture, text=capture)
+        return subprocess.run([exe, *args], cwd=cwd, env=env, capture_output=capture, text=capture,
+                              errors="replace" if capture else None, timeout=timeout)

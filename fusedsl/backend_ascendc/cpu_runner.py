@@ -29,7 +29,7 @@ import numpy as np
 
 from fusedsl import cachedir
 from fusedsl.backend_ascendc.cpu import include_dir
-from fusedsl.errors import ArgumentError, AscendCCheckError, AscendCCompileError
+from fusedsl.errors import ArgumentError, AscendCCheckError, AscendCCompileError, CacheError
 from fusedsl.targets import DEFAULT_TARGET, get_target
 
 _ERROR_LINES = 40
@@ -161,6 +161,16 @@ class CpuLibrary:
 
 def _compile(source: str, flags: list[str], out_path: str, name: str) -> None:
     out_dir = os.path.dirname(out_path)
+    name = name[:64]   # only names temp files: a 300-character kernel name would exceed NAME_MAX
+    try:
+        _compile_into(source, flags, out_path, out_dir, name)
+    except OSError as exc:   # a full or read-only disk: say so, not a FileNotFoundError of a temp file
+        raise CacheError(f"could not build {name}.cpp: {exc.strerror or exc} ({exc.filename or out_dir})",
+                         hint="free space there, or point FUSEDSL_CACHE_DIR at a writable folder "
+                              "with room") from None
+
+
+def _compile_into(source: str, flags: list[str], out_path: str, out_dir: str, name: str) -> None:
     with tempfile.TemporaryDirectory(prefix="fusedsl-build-") as tmp:
         src_path = os.path.join(tmp, f"{name}.cpp")
         with open(src_path, "w", encoding="utf-8") as f:
@@ -168,12 +178,13 @@ def _compile(source: str, flags: list[str], out_path: str, name: str) -> None:
         fd, tmp_so = tempfile.mkstemp(prefix=f".{name}-", suffix=".so", dir=out_dir)
         os.close(fd)
         try:
-            proc = subprocess.run(["g++", *flags, "-o", tmp_so, src_path], capture_output=True, text=True)
+            proc = subprocess.run(["g++", *flags, "-o", tmp_so, src_path], capture_output=True,
+                                  text=True, errors="replace")
         except FileNotFoundError:
-            os.unlink(tmp_so)
+            _unlink_quietly(tmp_so)
             raise AscendCCompileError("g++ was not found; the Ascend C CPU mode needs g++ (C++17)") from None
         if proc.returncode != 0:
-            os.unlink(tmp_so)
+            _unlink_quietly(tmp_so)   # the linker may have removed it already
             lines = (proc.stderr + proc.stdout).replace(tmp + os.sep, "").splitlines()
             shown = "\n".join(lines[:_ERROR_LINES])
             more = f"\n... ({len(lines) - _ERROR_LINES} more lines)" if len(lines) > _ERROR_LINES else ""
@@ -185,6 +196,13 @@ def _compile(source: str, flags: list[str], out_path: str, name: str) -> None:
             f.write(digest + "\n")
         os.replace(tmp_so, out_path)
         os.replace(tmp_sum, out_path + ".sum")
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _file_digest(path: str) -> str:

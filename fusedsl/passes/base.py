@@ -5,6 +5,7 @@ import os
 import tempfile
 import time
 
+from ..errors import ArgumentError, user_frame
 from ..ir.core import Function, Module, Op, Value
 from ..ir.printer import print_module
 from ..ir.verifier import verify_module
@@ -50,8 +51,13 @@ class PassManager:
     def _dump(self, index: int, name: str, module: Module) -> None:
         if not self.dump_dir:
             return
-        os.makedirs(self.dump_dir, exist_ok=True)
-        write_atomic(os.path.join(self.dump_dir, f"{index:02d}-{name}.ir"), print_module(module))
+        try:
+            os.makedirs(self.dump_dir, exist_ok=True)
+            write_atomic(os.path.join(self.dump_dir, f"{index:02d}-{name}.ir"), print_module(module))
+        except OSError as exc:   # e.g. FUSEDSL_DUMP_IR names an existing file
+            raise ArgumentError(f"FUSEDSL_DUMP_IR={self.dump_dir!r}: cannot write the IR dumps there "
+                                f"({exc.strerror or exc})", loc=user_frame(),
+                                hint="point FUSEDSL_DUMP_IR at a folder (created if missing), or unset it") from None
 
 
 def write_atomic(path: str, text: str) -> None:
