@@ -482,6 +482,14 @@ class CompiledKernel:
                 pass
         return self._cpu[key]
 
+    def _attention_kernel(self, plan: KernelPlan):
+        """The CPU flash-attention kernel of a lone attention op (compiled per shape), or None."""
+        key = ("attention", plan.name)
+        if key not in self._cpu:
+            from .backend_cpu.attention import AttentionCpuKernel
+            self._cpu[key] = AttentionCpuKernel.build(plan.function)
+        return self._cpu[key]
+
     def _run_llvm_kernel(self, plan: KernelPlan, inputs, targets, sizes):
         kernel = None
         if plan.schedule is not None and plan.error is None:
@@ -496,6 +504,8 @@ class CompiledKernel:
         if kernel is None:
             from .backend_cpu import cube
             done = cube.run(plan.function, inputs, targets)   # matmul/conv2d (+ epilogue) on BLAS
+            if done is None and self._attention_kernel(plan) is not None:   # flash attention on BLAS
+                done = self._attention_kernel(plan).run(inputs, targets)
             return done if done is not None else run_function(self.module, plan.function, inputs)  # numpy
         outs = [target if target is not None else np.empty(t.shape, t.dtype.np)
                 for t, target in zip(_concrete(plan.function.results, sizes), targets)]
