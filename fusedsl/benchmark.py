@@ -1,10 +1,15 @@
 """`fs.benchmark(kernel, *args, against=None)`: time a kernel in a notebook cell.
 
 Medians over repeats (each repeat runs enough calls to last a few milliseconds, so the
-timer's resolution does not matter), the bytes the call must move (inputs read once, outputs
-written once), GB/s, and that rate as a fraction of this machine's memory bandwidth, which is
-measured once per process with a large numpy copy.  With `against=` a second callable (the
-numpy version) is timed on the same arguments and its results are compared.
+timer's resolution does not matter) with their spread (min..max and the interquartile range),
+the bytes the call actually moves (each distinct input array read once, each result written
+once; a result that is a view of an input moves nothing), GB/s, and that rate as a fraction of
+this machine's peak for the same working set: the best rate of a streaming copy of as many
+bytes (numpy's and a fusedsl kernel's), measured once per size and process.  Arguments that
+fit in cache are compared with a copy that fits in cache too, so the fraction stays a fraction
+(a call faster than every copy measured raises the peak to its own rate: the fraction is then
+100 %).  With `against=` a second callable (the numpy version) is timed on the same arguments
+and its results are compared.
 """
 from __future__ import annotations
 
@@ -16,29 +21,34 @@ import numpy as np
 
 from .errors import ArgumentError, user_facing, user_frame
 
-_MACHINE_GBPS: float | None = None
+_PEAK_GBPS: dict[int, float] = {}     # working-set bytes (rounded up to a power of two) -> GB/s
+_DRAM_BYTES = 128 << 20               # 64 MB read + 64 MB written: well past any cache here
 
 
-def machine_bandwidth_gbps() -> float:
-    """This machine's memory bandwidth in GB/s, measured on first use and cached for the process:
-    the best rate (bytes read + written) of a 64 MB numpy copy and of a fusedsl streaming kernel
-    (|x| on all cores with non-temporal stores, which numpy's single-threaded copy cannot reach)."""
-    global _MACHINE_GBPS
-    if _MACHINE_GBPS is None:
+def machine_bandwidth_gbps(nbytes: int | None = None) -> float:
+    """The best rate (bytes read + written per second, GB/s) this machine moves `nbytes` of
+    working set at (default: 128 MB, main memory), measured on first use per size and cached
+    for the process: a numpy copy and a fusedsl streaming kernel (|x| on all cores with
+    non-temporal stores for large arrays, which numpy's single-threaded copy cannot reach)."""
+    size = _DRAM_BYTES if nbytes is None else max(1 << 12, 1 << (max(1, int(nbytes)) - 1).bit_length())
+    if size not in _PEAK_GBPS:
         from .frontend.api import abs as fs_abs
         from .frontend.kernel import fused_kernel
-        src = np.ones(16 << 20, np.float32)   # 64 MB: well past any last-level cache here
+        src = np.ones(size // 8, np.float32)   # half the working set read, half written
         dst = np.empty_like(src)
         stream = fused_kernel(lambda x: fs_abs(x))
         stream(src, out=dst)                   # compile and fault the pages in
+        np.copyto(dst, src)
+        number = max(1, min(10_000, (16 << 20) // size))   # short copies: a loop per timing
         best = float("inf")
         for _ in range(5):
             for run in (lambda: np.copyto(dst, src), lambda: stream(src, out=dst)):
                 t = time.perf_counter()
-                run()
-                best = min(best, time.perf_counter() - t)
-        _MACHINE_GBPS = 2 * src.nbytes / best / 1e9
-    return _MACHINE_GBPS
+                for _ in range(number):
+                    run()
+                best = min(best, (time.perf_counter() - t) / number)
+        _PEAK_GBPS[size] = 2 * src.nbytes / best / 1e9
+    return _PEAK_GBPS[size]
 
 
 def _time(fn, args, repeat: int, min_repeat_s: float) -> list[float]:
@@ -62,52 +72,81 @@ def _time(fn, args, repeat: int, min_repeat_s: float) -> list[float]:
     return times
 
 
-def _nbytes(values) -> int:
-    values = values if isinstance(values, tuple) else (values,)
-    return sum(np.asarray(v).nbytes for v in values if isinstance(v, (np.ndarray, np.generic)))
+def _moved_bytes(args, result) -> int:
+    """Bytes a call moves: each distinct input array once, each result that is not a view of an
+    input once (a view moves nothing, and its input need not be read for it)."""
+    inputs = [a for a in args if isinstance(a, np.ndarray)]
+    results = [r for r in (result if isinstance(result, tuple) else (result,)) if isinstance(r, np.ndarray)]
+    fresh = [r for r in results if not any(np.shares_memory(r, a) for a in inputs)]
+    if results and not fresh:
+        return 0
+    seen, total = [], 0
+    for a in inputs:
+        if not any(a is b or (a.shape == b.shape and np.shares_memory(a, b)) for b in seen):
+            seen.append(a)
+            total += a.nbytes
+    return total + sum(r.nbytes for r in fresh)
 
 
 class Benchmark:
-    """Timing of one kernel call (and of `against`, when given).  All times are medians."""
+    """Timing of one kernel call (and of `against`, when given): medians and their spread."""
 
     def __init__(self, name, times, nbytes, against_name=None, against_times=None, max_abs_diff=None):
         self.name = name
         self.times_s = times
         self.median_s = statistics.median(times)
         self.median_us = self.median_s * 1e6
-        self.bytes = nbytes                                  # inputs read + outputs written, once each
-        self.gbps = nbytes / self.median_s / 1e9
-        self.machine_gbps = machine_bandwidth_gbps()
-        self.fraction_of_machine = self.gbps / self.machine_gbps
+        self.min_us, self.max_us = min(times) * 1e6, max(times) * 1e6
+        self.iqr_us = _iqr(times) * 1e6
+        self.spread = (max(times) - min(times)) / self.median_s if self.median_s else 0.0   # (max-min)/median
+        self.bytes = nbytes                      # bytes the call moves (module docstring)
+        self.gbps = nbytes / self.median_s / 1e9 if nbytes else None
+        # the peak for this working set: never below a rate this call reached (then 100 %)
+        peak = machine_bandwidth_gbps(nbytes) if nbytes else None
+        if peak is not None and self.gbps is not None:
+            peak = max(peak, nbytes / min(times) / 1e9)
+        self.machine_gbps = peak
+        self.fraction_of_machine = None if peak is None else self.gbps / peak
         self.against_name = against_name
         self.against_times_s = against_times
         self.against_median_us = None if against_times is None else statistics.median(against_times) * 1e6
-        self.against_gbps = None if against_times is None else nbytes / statistics.median(against_times) / 1e9
+        self.against_gbps = None if against_times is None or not nbytes else \
+            nbytes / statistics.median(against_times) / 1e9
+        if self.against_gbps is not None:
+            self.machine_gbps = max(self.machine_gbps, nbytes / min(against_times) / 1e9)
+            self.fraction_of_machine = self.gbps / self.machine_gbps
         # > 1: the kernel is faster than `against`
         self.speedup = None if against_times is None else self.against_median_us / self.median_us
         self.max_abs_diff = max_abs_diff
 
-    def rows(self) -> list[tuple[str, str, str, str]]:
-        rows = [(self.name, f"{self.median_us:,.1f}", f"{self.gbps:,.2f}", f"{self.fraction_of_machine:.1%}")]
-        if self.against_median_us is not None:
-            rows.append((self.against_name, f"{self.against_median_us:,.1f}", f"{self.against_gbps:,.2f}",
-                         f"{self.against_gbps / self.machine_gbps:.1%}"))
+    def rows(self) -> list[tuple[str, ...]]:
+        def row(name, times, gbps):
+            med = statistics.median(times) * 1e6
+            return (name, f"{med:,.1f}", f"{min(times) * 1e6:,.1f}..{max(times) * 1e6:,.1f}",
+                    "-" if gbps is None else f"{gbps:,.2f}",
+                    "-" if gbps is None else f"{gbps / self.machine_gbps:.1%}")
+        rows = [row(self.name, self.times_s, self.gbps)]
+        if self.against_times_s is not None:
+            rows.append(row(self.against_name, self.against_times_s, self.against_gbps))
         return rows
 
     def _footer(self) -> str:
-        text = (f"{len(self.times_s)} repeats, {self.bytes:,} bytes of arguments and results per call, "
-                f"machine memory bandwidth {self.machine_gbps:.1f} GB/s (measured, best streaming copy)")
+        if self.bytes:
+            text = (f"{len(self.times_s)} repeats, {self.bytes:,} bytes moved per call, peak {self.machine_gbps:.1f} "
+                    "GB/s for this working set (the best streaming copy of as many bytes, measured)")
+        else:
+            text = f"{len(self.times_s)} repeats; the result is a view of an input: no bytes move"
         if self.speedup is not None:
             text += f"; {self.name} is {self.speedup:.2f}x {self.against_name}"
         if self.max_abs_diff is not None:
             text += f"; max |difference| {self.max_abs_diff:.3g}"
         return text
 
-    _HEADER = ("callable", "median us", "GB/s", "of machine bandwidth")
+    _HEADER = ("callable", "median us", "min..max us", "GB/s", "of peak")
 
     def __str__(self) -> str:
         rows = [self._HEADER] + self.rows()
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEADER))]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                  for r in rows]
         lines.insert(1, "-" * len(lines[0]))
@@ -142,14 +181,22 @@ class Benchmark:
         return ax
 
 
+def _iqr(times) -> float:
+    if len(times) < 4:
+        return max(times) - min(times)
+    q = statistics.quantiles(times, n=4)
+    return q[2] - q[0]
+
+
 def _label(fn) -> str:
     return getattr(fn, "name", None) or getattr(fn, "__name__", None) or type(fn).__name__
 
 
 @user_facing
 def benchmark(kernel, *args, against=None, repeat: int = 7, min_repeat_s: float = 0.005) -> Benchmark:
-    """Time `kernel(*args)`: medians over `repeat` repeats, GB/s, the fraction of this machine's
-    measured memory bandwidth and, with `against=fn`, `fn(*args)` timed and compared too."""
+    """Time `kernel(*args)`: the median over `repeat` repeats and its spread, GB/s of the bytes
+    the call moves, the fraction of this machine's measured peak for that working set and,
+    with `against=fn`, `fn(*args)` timed and compared too."""
     if not callable(kernel):
         raise ArgumentError(f"fs.benchmark needs a kernel or callable, got {type(kernel).__name__}",
                             loc=user_frame())
@@ -159,7 +206,7 @@ def benchmark(kernel, *args, against=None, repeat: int = 7, min_repeat_s: float 
     if repeat < 1:
         raise ArgumentError(f"repeat={repeat} must be at least 1", loc=user_frame())
     result = kernel(*args)
-    nbytes = _nbytes(tuple(args)) + _nbytes(result)
+    nbytes = _moved_bytes(tuple(args), result)
     times = _time(kernel, args, repeat, min_repeat_s)
     if against is None:
         return Benchmark(_label(kernel), times, nbytes)

@@ -405,7 +405,7 @@ class CompiledKernel:
         if outs is not None:
             for v, o in zip(main.results, outs):
                 direct.setdefault(id(v), o)   # a value returned twice is copied for the second
-        fresh = set()
+        fresh, views = set(), set()
         for op in main.ops:
             inputs = [env[id(v)] for v in op.operands]
             if has_trait(op, CALL):
@@ -414,16 +414,19 @@ class CompiledKernel:
                 fresh.update(id(r) for r in results)
             elif op.name == "reshape":   # a free view of a contiguous tensor
                 results = (inputs[0].reshape(_concrete(op.results, sizes)[0].shape),)
+                views.add(id(op.results[0]))
             else:
                 results = run_function(self.module, Function("op", (), (op,), op.results), [])
             for v, o in zip(op.results, results):
                 env[id(v)] = o
         results = tuple(env[id(v)] for v in main.results)
         if outs is None:
-            # a returned parameter or view, or a value returned twice, must not alias anything
+            # a reshape is a view of its input, as numpy's (and torch's) is; a returned parameter
+            # or a value returned twice must not alias anything
             seen, owned = set(), []
-            for r in results:
-                owned.append(r if id(r) in fresh and id(r) not in seen else np.array(r, copy=True))
+            for v, r in zip(main.results, results):
+                own = (id(r) in fresh or id(v) in views) and id(r) not in seen
+                owned.append(r if own else np.array(r, copy=True))
                 seen.add(id(r))
             return tuple(owned)
         for o, r in zip(outs, results):

@@ -199,6 +199,38 @@ def op_vector_cycles(op: Op, n: int, producers) -> float:
 
 
 # ---- kernels --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Launch:
+    """How a kernel launches, read from its own tiling (the one the printed host code computes):
+    the report's table, plan line and model line all take their figures from this."""
+
+    block_dim: int
+    tile_rows: int
+    tile_cols: int
+    tiles_per_core: int
+
+    @property
+    def tile_elems(self) -> int:
+        return max(1, self.tile_rows * self.tile_cols)
+
+
+def launch_of(tiling) -> Launch | None:
+    """The Launch of a vector Tiling, a RowTiling, a ColumnTiling or a CubeLaunch (None: none yet)."""
+    if tiling is None:
+        return None
+    if isinstance(tiling, Launch):
+        return tiling
+    if hasattr(tiling, "tile_cols"):                  # vector / view kernels (tile/ir.py Tiling)
+        rows, cols = tiling.tile_rows, tiling.tile_cols
+    elif hasattr(tiling, "bn"):                       # column reductions: bn outputs per tile, kt rows per DMA
+        rows, cols = tiling.kt, tiling.bn
+    elif hasattr(tiling, "Cpad"):                     # row kernels: whole rows (multi-pass: chunks of Cpad)
+        rows, cols = tiling.tile_rows, min(tiling.C, tiling.Cpad)
+    else:                                             # cube kernels: one baseM x baseN tile of C
+        rows, cols = tiling.tile_rows, tiling.C
+    return Launch(max(0, tiling.block_dim), rows, cols, tiling.tiles_per_core)
+
+
 def _cores_for(out_bytes: int, cores: int) -> int:
     return max(1, min(cores, math.ceil(out_bytes / MIN_CORE_BYTES)))
 
@@ -237,15 +269,18 @@ def vector_kernel_cost(fn: Function, target, sizes=None, tiling=None, name: str 
         cycles = _pipelined(tiles, per_tile_load, per_tile_vec, per_tile_store)
         return _finish(name or fn.name, "vector", block_dim, tiles * per_tile_load, tiles * per_tile_vec,
                        tiles * per_tile_store, heads(block_dim, largest), cycles, target, gm)
+    gm = out_bytes
     for p in fn.params:
         if p.kind != "tensor":
             continue
         n_in, item = _nelem(p.value, sizes), p.value.dtype.itemsize
         largest = max(largest, n_in * item)
+        gm += n_in * item
         if n_in >= n_out:
             per_tile_load += load_cycles(tile * item, block_dim)
         elif n_in <= tile:
             once_load += load_cycles(n_in * item, block_dim)   # a row or scalar: once per core
+            gm += n_in * item * (block_dim - 1)                # ... so every core reads it
         else:
             per_tile_load += load_cycles(tile * item * n_in / max(1, n_out), block_dim)
     per_tile_store = sum(store_cycles(tile * v.dtype.itemsize, block_dim) for v in fn.results)
@@ -253,7 +288,6 @@ def vector_kernel_cost(fn: Function, target, sizes=None, tiling=None, name: str 
                        if has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST))
     cycles = _pipelined(tiles, per_tile_load, per_tile_vec, per_tile_store) + once_load
     head = heads(block_dim, largest)
-    gm = sum(_nelem(p.value, sizes) * p.value.dtype.itemsize for p in fn.params if p.kind == "tensor") + out_bytes
     return _finish(name or fn.name, "vector", block_dim, tiles * per_tile_load + once_load, tiles * per_tile_vec,
                    tiles * per_tile_store, head, cycles, target, gm)
 
@@ -292,17 +326,21 @@ def _finish(name, kind, block_dim, mte2, vec, mte3, head, cycles, target, gm) ->
     return KernelCost(name, kind, block_dim, mte2, vec, mte3, head, time_us, int(gm))
 
 
-def reduce_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
-    """A reduction: stream the input through UB, one WholeReduce per row segment."""
+def reduce_kernel_cost(op: Op, target, sizes=None, name: str | None = None, launch: Launch | None = None) -> KernelCost:
+    """A reduction: stream the input through UB, one WholeReduce per row segment.  With the
+    kernel's `launch` (its RowTiling / ColumnTiling) its cores and tiles are the kernel's."""
     sizes = sizes or {}
     x = op.operands[0]
     n_in, n_out = _nelem(x, sizes), _nelem(op.result, sizes)
     item = x.dtype.itemsize
     row = max(1, n_in // max(1, n_out))
-    block_dim = _cores_for(n_in * item, target.vector_cores)
-    per_core = math.ceil(n_in / block_dim)
-    tile = max(row, min(per_core, int(target.ub_bytes * UB_SHARE / (2 * item))))
-    tiles = max(1, math.ceil(per_core / tile))
+    if launch is not None and launch.block_dim:
+        block_dim, tile, tiles = launch.block_dim, launch.tile_elems, max(1, launch.tiles_per_core)
+    else:
+        block_dim = _cores_for(n_in * item, target.vector_cores)
+        per_core = math.ceil(n_in / block_dim)
+        tile = max(row, min(per_core, int(target.ub_bytes * UB_SHARE / (2 * item))))
+        tiles = max(1, math.ceil(per_core / tile))
     load = load_cycles(tile * item, block_dim)
     rows = max(1, tile // row)
     api = _REDUCE_APIS.get(op.name, "WholeReduceSum")
@@ -323,9 +361,14 @@ def batch_conv_panel_bytes(op: Op, sizes=None) -> int:
     return math.prod(dims) * x.dtype.itemsize
 
 
-def cube_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
+def cube_kernel_cost(op: Op, target, sizes=None, name: str | None = None, launch: Launch | None = None,
+                     schedule=None) -> KernelCost:
     """matmul / conv2d (as im2col GEMM) on the AI cores: MACs at the cube rate, A and B read
-    once per output block row/column, C written once."""
+    once per output block row/column, C written once.  With the kernel's schedule
+    (schedule_cube.CubeSchedule / schedule_conv.ConvSchedule) and launch, the cores and the A/B
+    re-reads are the kernel's own (`cube_schedule_reads`)."""
+    if schedule is not None and getattr(schedule, "tiling_fields", None) is not None and launch is not None:
+        return _scheduled_cube_cost(op, target, sizes or {}, name, launch, schedule)
     sizes = sizes or {}
     a, b = op.operands[0], op.operands[1]
     out = op.result
@@ -360,6 +403,121 @@ def cube_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> Ker
                    heads(block_dim, max(a_bytes, b_bytes)), cycles, target, gm)
 
 
+def cube_schedule_reads(schedule) -> tuple[int, int, int, int]:
+    """(A, B, other reads, other writes) GM bytes of a printed cube kernel besides its results,
+    from its tiling: every core reads the
+    rows of A and the columns of B of its singleCoreM x singleCoreN block of C (so A is read
+    once per column of core blocks, B once per row of them); a [N] epilogue vector is read per
+    C tile (its curN columns), an [M, 1] one per C tile (its curM rows), an [M, N] one once.
+    A conv's A is the weights (every core, every image) and its B the im2col panel the cube
+    reads back; the vector cores read x's rows and write the panel (whole chunks)."""
+    t = schedule.tiling_fields
+    conv = getattr(schedule, "conv", None)
+    if conv is not None:
+        g, it = conv, conv.itemsize
+        used = t.used_core_num
+        w_bytes = g.K * g.crs * schedule.mm.operands[1].dtype.itemsize
+        a = g.images * used * w_bytes
+        # per core and image: its pixels' columns of the panel (padded to whole chunks), written
+        # by the gather and read by the cube, and the rows of x those pixels need
+        written, read, rows = 0, 0, 0
+        for i in range(used):
+            n0 = i * t.single_core_n
+            tail = min(t.single_core_n, g.pix - n0)
+            read += g.crs * tail * it                       # the cube reads the core's pixels
+            for pix0 in range(n0, n0 + tail, g.chunk):      # a Gather per chunk (printer_conv.BuildPanel)
+                width = min(g.chunk, n0 + tail - pix0)
+                written += g.crs * g.chunk * it             # whole chunks of R*S panel rows
+                lo = (pix0 // g.Q) * g.sh - g.ph
+                hi = ((pix0 + width - 1) // g.Q) * g.sh - g.ph + g.R
+                rows += max(0, min(hi, g.H) - max(lo, 0)) * g.C * g.W * it
+        eps = 0
+        for p in schedule.params:   # the epilogue's inputs, per image and C tile of each core
+            for i in range(used):
+                tail = min(t.single_core_n, g.pix - i * t.single_core_n)
+                tiles_m, tiles_n = -(-g.K // t.base_m), -(-tail // t.base_n)
+                if p.kind == "rowvec":      # one value per channel: curM of them per tile
+                    eps += tiles_n * g.K * p.dtype.itemsize
+                elif p.kind == "colvec":    # one per pixel: curN per tile
+                    eps += tiles_m * tail * p.dtype.itemsize
+                elif p.kind in ("full", "fullshared"):
+                    eps += g.K * tail * p.dtype.itemsize
+        return a, read, g.images * (rows + eps), g.images * written
+    blocks_m, blocks_n = -(-t.M // t.single_core_m), -(-t.N // t.single_core_n)
+    a_item, b_item = (v.dtype.itemsize for v in schedule.mm.operands)
+    batch = max(1, schedule.batch)
+    a = batch * t.M * t.K * a_item * blocks_n
+    b = batch * t.K * t.N * b_item * blocks_m
+    tiles_m = blocks_n * sum(-(-min(t.single_core_m, t.M - i * t.single_core_m) // t.base_m)
+                             for i in range(blocks_m))   # C tiles in a column of the grid, all cores
+    tiles_n = blocks_m * sum(-(-min(t.single_core_n, t.N - j * t.single_core_n) // t.base_n)
+                             for j in range(blocks_n))
+    other = 0
+    for p in schedule.params:
+        if p.kind == "colvec":
+            other += batch * (tiles_m // max(1, blocks_n)) * t.N * p.dtype.itemsize
+        elif p.kind == "rowvec":
+            other += batch * (tiles_n // max(1, blocks_m)) * t.M * p.dtype.itemsize
+        elif p.kind == "full":
+            other += batch * t.M * t.N * p.dtype.itemsize
+        elif p.kind == "fullshared":
+            other += batch * t.M * t.N * p.dtype.itemsize
+    return a, b, other, 0
+
+
+def _scheduled_cube_cost(op: Op, target, sizes, name, launch: Launch, schedule) -> KernelCost:
+    t = schedule.tiling_fields
+    conv = getattr(schedule, "conv", None)
+    item = op.operands[0].dtype.itemsize
+    block_dim = max(1, launch.block_dim)
+    cores = max(1, t.used_core_num)
+    if conv is not None:
+        macs = conv.images * conv.K * conv.pix * conv.crs
+    else:
+        macs = max(1, schedule.batch) * t.M * t.N * t.K
+    rate = target.cube_macs_per_cycle * (FLOAT32_CUBE_RATE if item == 4 else 1.0)
+    cube = macs / block_dim / rate            # a block (AI core) has one cube unit
+    a, b, other, panel_out = cube_schedule_reads(schedule)
+    c_bytes = sum(_nelem(v, sizes) * v.dtype.itemsize for v in schedule.fn.results)
+    reads = a + (b * conv.images if conv is not None else b) + other
+    mte2 = load_cycles(reads / cores, cores)
+    mte3 = store_cycles((c_bytes + panel_out) / cores, cores)
+    cycles = max(cube, mte2, mte3) + min(cube, mte2) * 0.1   # pipes overlap; a little fill
+    gm = reads + c_bytes + panel_out
+    return _finish(name or op.name, "cube", block_dim, mte2, cube, mte3, heads(block_dim, max(a, b)), cycles,
+                   target, gm)
+
+
+def row_schedule_gm(schedule, launch: Launch, sizes=None) -> int:
+    """GM bytes of a printed row kernel (schedule_row.RowSchedule) or column reduction
+    (schedule_reduce.ColumnSchedule), from its parameters' kinds and its launch: rows read once
+    per pass that needs them, a row every core needs ("lastonly": gamma, beta) once per core."""
+    sizes = sizes or {}
+    if hasattr(schedule, "bn"):   # a column reduction: its input once, its outputs once
+        x, y = schedule.op.operands[0], schedule.op.result
+        return _nelem(x, sizes) * x.dtype.itemsize + _nelem(y, sizes) * y.dtype.itemsize
+    fn = schedule.fn
+    shape = [sizes.get(d, 1) if isinstance(d, str) else d for d in schedule.row_shape]
+    C = shape[-1] if shape else 1
+    R = max(1, math.prod(shape[:-1])) if len(shape) > 1 else 1
+    passes = schedule.passes
+    gm = 0
+    for p in schedule.params:
+        item = p.dtype.itemsize
+        if p.kind in ("full", "general"):
+            reads = 1 if passes is None else max(1, sum(1 for ps in passes if p.index in ps.params))
+            gm += reads * R * C * item
+        elif p.kind == "lastonly":
+            gm += max(1, launch.block_dim) * C * item
+        elif p.kind == "perrow":
+            gm += R * item
+        elif p.kind == "scalar":
+            gm += _nelem(fn.params[p.index].value, sizes) * item
+    for o in schedule.outputs:
+        gm += (R * C if o.kind == "row" else R) * o.dtype.itemsize
+    return gm
+
+
 def move_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
     """Data movement (transpose, slice, concatenate, gather, broadcast): read and write once."""
     sizes = sizes or {}
@@ -380,35 +538,53 @@ def move_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> Ker
                    heads(block_dim, in_bytes), cycles, target, in_bytes + out_bytes)
 
 
-def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | None = None) -> KernelCost:
-    """The cost of one kernel function, whatever its kind."""
+def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | None = None,
+                  schedule=None) -> KernelCost:
+    """The cost of one kernel function, whatever its kind.  `tiling` is the kernel's own (a vector
+    Tiling, RowTiling, ColumnTiling or CubeLaunch) and `schedule` its printable schedule for
+    row/column/cube kernels: the model then uses the kernel's blockDim, tiles and GM reads."""
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     main = [op for op in ops if not (has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST))]
     if not main or (len(ops) > len(main) and all(op.name in ("slice", "concatenate", "take") for op in main)
                     and _view_loads(fn) is not None):   # views as addressing of a vector kernel
         return vector_kernel_cost(fn, target, sizes, tiling, name)
+    launch = launch_of(tiling)
+    if launch is not None and not launch.block_dim:
+        launch = None   # an empty launch (no elements): the graph model's figures
     anchor = main[0]
     if has_trait(anchor, CUBE):
-        base = cube_kernel_cost(anchor, target, sizes, name or fn.name)
+        base = cube_kernel_cost(anchor, target, sizes, name or fn.name, launch, schedule)
+        if launch is not None and schedule is not None and getattr(schedule, "tiling_fields", None) is not None:
+            return _with_epilogue(base, fn, anchor, target, sizes, ops, base.gm_bytes, launch)
     elif has_trait(anchor, REDUCTION):
-        base = reduce_kernel_cost(anchor, target, sizes, name or fn.name)
+        base = reduce_kernel_cost(anchor, target, sizes, name or fn.name, launch)
+        if launch is not None and schedule is not None and hasattr(schedule, "params"):
+            return _with_epilogue(base, fn, anchor, target, sizes, ops, row_schedule_gm(schedule, launch, sizes), launch)
     else:
         base = move_kernel_cost(anchor, target, sizes, name or fn.name)
-    # Further ops in the same kernel (epilogues, row-fused parts): their vector time on the
-    # anchor's output, added to the compute pipe.
+    return _with_epilogue(base, fn, anchor, target, sizes, ops, None, launch)
+
+
+def _with_epilogue(base: KernelCost, fn, anchor, target, sizes, ops, gm_bytes, launch=None) -> KernelCost:
+    """`base` (the anchor op's kernel) plus the other ops of the kernel: their vector time on
+    the anchor's output on the kernel's cores, added to the compute pipe; `gm_bytes` the
+    kernel's GM traffic when its schedule says (else estimated from its parameters)."""
     producers = {id(r): op for op in fn.ops for r in op.results}
     extra = 0.0
     for op in ops:
         if op is anchor:
             continue
         if has_trait(op, REDUCTION):
-            extra += reduce_kernel_cost(op, target, sizes).vec_cycles
+            extra += reduce_kernel_cost(op, target, sizes, launch=launch).vec_cycles
         elif has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST):
             extra += op_vector_cycles(op, _nelem(op.result, sizes), producers) / max(1, base.block_dim)
-    if not extra:
+    if gm_bytes is not None:
+        gm = gm_bytes
+    elif not extra:
         return base
-    gm = base.gm_bytes
-    if has_trait(anchor, REDUCTION) or has_trait(anchor, CUBE):
+    else:
+        gm = base.gm_bytes
+    if gm_bytes is None and (has_trait(anchor, REDUCTION) or has_trait(anchor, CUBE)):
         # a row kernel reads each of its tensor inputs once and writes each output once
         # (rows fit UB), not just the anchor reduction's operand and result; a cube kernel
         # reads its epilogue's inputs (bias, residual) too and writes only the epilogue's outputs

@@ -126,9 +126,9 @@ def _kernels_table(rep) -> str:
         tile = "-" if k.tile_rows is None else f"{k.tile_rows}x{k.tile_cols}"
         rows.append([_td(k.name), _td(", ".join(k.ops)), _td(k.reason_code or ""), _td(k.reason),
                      _num(k.block_dim), _td(tile), _num(k.loops_per_core), _num(k.ub_bytes),
-                     _num(k.model_time_us, " us")])
+                     _num(getattr(k, "gm_bytes", None)), _num(k.model_time_us, " us")])
     return _table(["kernel", "ops", "reason code", "why a kernel", "blockDim", "tile", "loops/core",
-                   "UB bytes", "model time"], rows)
+                   "UB bytes", "GM bytes (model)", "model time"], rows)
 
 
 def _gm_rows(rep) -> list[tuple[str, int, str]]:
@@ -181,15 +181,15 @@ def report_html(rep) -> str:
 
 def report_markdown(rep) -> str:
     lines = [f"**fusedsl report**: `{rep.name}` on {rep.target}, {len(rep.kernels)} kernel(s)", "",
-             "| kernel | ops | reason code | why a kernel | blockDim | tile | UB bytes | model time |",
-             "|---|---|---|---|---:|---|---:|---:|"]
+             "| kernel | ops | reason code | why a kernel | blockDim | tile | UB bytes | GM bytes (model) | model time |",
+             "|---|---|---|---|---:|---|---:|---:|---:|"]
 
     def cell(x) -> str:   # markdown tables break on | and newlines
         return escape(str(x)).replace("|", "\\|").replace("\n", " ")
     for k in rep.kernels:
         lines.append(f"| {cell(k.name)} | {cell(', '.join(k.ops))} | {cell(k.reason_code or '')} | "
                      f"{cell(k.reason)} | {_fmt(k.block_dim)} | {_fmt(k.tile_rows)}x{_fmt(k.tile_cols)} | "
-                     f"{_fmt(k.ub_bytes)} | {_fmt(k.model_time_us, ' us')} |")
+                     f"{_fmt(k.ub_bytes)} | {_fmt(getattr(k, 'gm_bytes', None))} | {_fmt(k.model_time_us, ' us')} |")
     lines += ["", f"GM bytes: minimum {_fmt(rep.gm_bytes_min)}, fused {_fmt(getattr(rep, 'gm_bytes_fused', None))}, "
                   f"unfused {_fmt(rep.gm_bytes_unfused)}, measured {_fmt(rep.gm_bytes_measured)}"]
     return "\n".join(lines)

@@ -3,13 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .ir.ops import CONSTANT, has_trait
+from .cost import launch_of
 from .ir.shapes import num_elements
-
-# Rough HBM bandwidth of a 910B-class chip (secondary source, ASCENDC.md section 4.2);
-# only used to turn bytes into an order-of-magnitude time estimate.
-HBM_BYTES_PER_S = 1.6e12
-
 
 def _bytes(value, sizes) -> int | None:
     shape = tuple(sizes.get(d) if isinstance(d, str) else d for d in value.shape)
@@ -25,9 +20,16 @@ def _model(compiled, sizes):
     symbolic = {d for p in main.params for d in p.value.shape if isinstance(d, str)}
     if symbolic - set(sizes):
         return None, None
-    fused = [_chosen(cost.function_cost(p.function, compiled.target, sizes, p.tiling, p.name), p.tiling,
-                     compiled.target) for p in compiled.kernels]
+    fused = [_chosen(cost.function_cost(p.function, compiled.target, sizes, launch_tiling(p), p.name, p.row),
+                     p.tiling, compiled.target) for p in compiled.kernels]
     return fused, cost.unfused_cost(main, compiled.target, sizes)
+
+
+def launch_tiling(plan):
+    """The kernel's own tiling, the one source of its blockDim, tile and loops in the table, the
+    plan line and the model: the vector Tiling, else the row/column/cube launch (None until
+    sizes are known, or when the kernel is not printable)."""
+    return plan.tiling if plan.tiling is not None else plan.row_tiling
 
 
 def _chosen(model, tiling, target):
@@ -52,11 +54,13 @@ class KernelRow:
         self.model = model                      # fusedsl.cost.KernelCost (a model, not a measurement)
         self.model_time_us = None if model is None else model.time_us
         t = plan.tiling
-        self.block_dim = t.block_dim if t else None
-        self.tile_rows = t.tile_rows if t else None
-        self.tile_cols = t.tile_cols if t else None
-        self.tile_length = t.tile_rows * t.tile_cols if t else None
-        self.loops_per_core = t.tiles_per_core if t else None
+        launch = launch_of(launch_tiling(plan))
+        self.block_dim = launch.block_dim if launch else None
+        self.tile_rows = launch.tile_rows if launch else None
+        self.tile_cols = launch.tile_cols if launch else None
+        self.tile_length = launch.tile_rows * launch.tile_cols if launch else None
+        self.loops_per_core = launch.tiles_per_core if launch else None
+        self.gm_bytes = None if model is None else model.gm_bytes   # modelled, from the same launch
         # how the cost model chose the tiling (vector kernels): the chosen candidate's modelled
         # time and the baseline's (the largest tile on the 16 KiB-per-core rule's cores)
         self.tiling_choice = None
@@ -70,13 +74,9 @@ class KernelRow:
                                                                                         t.tile_cols)}
         # row kernels: which Ascend C plan and why (schedule_row), or why none prints
         self.plan = None
-        row, rt = getattr(plan, "row", None), getattr(plan, "row_tiling", None)
+        row = getattr(plan, "row", None)
         if row is not None:
             self.plan = row.plan_note
-            if rt is not None and rt.total_tiles:
-                rows, cols = (1, rt.bn) if hasattr(rt, "bn") else (rt.tile_rows, rt.C)   # column / row tiles
-                self.block_dim, self.tile_rows, self.tile_cols = rt.block_dim, rows, cols
-                self.tile_length, self.loops_per_core = rows * cols, rt.tiles_per_core
         elif plan.kind == "row" and plan.error is not None:
             self.plan = f"not printed as Ascend C: {plan.error.message}"
         shared = plan.schedule.values_per_slot if plan.schedule is not None else {}
@@ -105,31 +105,11 @@ class Report:
         ins = [_bytes(p.value, sizes) for p in main.params if p.kind == "tensor"]
         outs = [_bytes(v, sizes) for v in main.results]
         self.gm_bytes_min = None if None in ins + outs else sum(ins) + sum(outs)
-        self.gm_bytes_unfused = self._unfused(main, sizes)
+        # the unfused figure is the model's too (every op a kernel of its own), so fused and
+        # unfused bytes and times compare like with like
+        self.gm_bytes_unfused = None if unfused is None else sum(m.gm_bytes for m in unfused)
+        # GM bytes simulate counted (after k.simulate(...)): the check of gm_bytes_fused
         self.gm_bytes_measured = compiled._last_measured
-        basis = self.gm_bytes_measured or self.gm_bytes_min
-        self.est_time_us = None if basis is None else basis / HBM_BYTES_PER_S * 1e6
-
-    @staticmethod
-    def _unfused(fn, sizes):
-        """Bytes moved if every op were its own kernel (reshape stays a free view)."""
-        producer = {id(r): op for op in fn.ops for r in op.results}
-        total = 0
-        for op in fn.ops:
-            if has_trait(op, CONSTANT) or op.name == "reshape":
-                continue
-            for v in list(op.operands) + list(op.results):
-                prod = producer.get(id(v))
-                if prod is not None and has_trait(prod, CONSTANT):
-                    continue
-                b = _bytes(v, sizes)
-                if b is None:
-                    return None
-                total += b
-            if op.name == "conv2d":   # the im2col panel a conv kernel writes and reads back (cost.py)
-                from .cost import batch_conv_panel_bytes
-                total += 2 * batch_conv_panel_bytes(op, sizes)
-        return total
 
     def __str__(self) -> str:
         def fmt(x):
@@ -147,8 +127,8 @@ class Report:
             lines.append(f"    why a kernel: {code}{k.reason}")
             if k.plan:
                 lines.append(f"    plan: {k.plan}")
-            if k.model is not None:
-                lines.append(f"    model: {k.model.time_us:.2f} us ({k.model.kind}, blockDim {k.model.block_dim}, "
+            if k.model is not None:   # on the table's blockDim and tiles (the same launch)
+                lines.append(f"    model: {k.model.time_us:.2f} us, {k.model.gm_bytes} GM bytes ({k.model.kind} kernel, "
                              f"{k.model.bound}-bound)")
             tc = k.tiling_choice
             if tc is not None and tc["changed"]:
@@ -172,12 +152,25 @@ class Report:
                          f"in {len(self.kernels)} kernel(s), unfused {self.model_time_us_unfused:.2f} us in "
                          f"{self.model_kernels_unfused} kernel(s) "
                          f"({self.model_time_us_unfused / max(self.model_time_us_fused, 1e-9):.2f}x)")
-        if self.est_time_us is not None:
-            lines.append(f"est. time: {self.est_time_us:.2f} us at {HBM_BYTES_PER_S / 1e12:.1f} TB/s HBM "
-                         "(memory-bound estimate)")
         return "\n".join(lines)
 
     __repr__ = __str__
+
+    def as_dict(self) -> dict:
+        """The report's figures as plain data (fusion_report.json): the same attributes the
+        table, the plan and model lines and the HTML display print."""
+        kernels = [{"name": k.name, "ops": list(k.ops), "reason_code": k.reason_code, "reason": k.reason,
+                    "plan": k.plan, "block_dim": k.block_dim, "tile": [k.tile_rows, k.tile_cols],
+                    "loops_per_core": k.loops_per_core, "ub_bytes": k.ub_bytes, "gm_bytes_model": k.gm_bytes,
+                    "model_time_us": None if k.model_time_us is None else round(k.model_time_us, 3)}
+                   for k in self.kernels]
+        return {"name": self.name, "target": self.target, "kernels": kernels,
+                "gm_bytes_min": self.gm_bytes_min, "gm_bytes_fused": self.gm_bytes_fused,
+                "gm_bytes_unfused": self.gm_bytes_unfused, "gm_bytes_measured": self.gm_bytes_measured,
+                "model_time_us_fused": None if self.model_time_us_fused is None else round(self.model_time_us_fused, 3),
+                "model_time_us_unfused": None if self.model_time_us_unfused is None
+                else round(self.model_time_us_unfused, 3),
+                "model_kernels_unfused": self.model_kernels_unfused}
 
     # Jupyter displays (fusedsl.display): kernels table, UB bars against the budget, GM bars
     def _repr_html_(self) -> str:

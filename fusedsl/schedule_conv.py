@@ -31,8 +31,8 @@ from dataclasses import dataclass, replace
 
 from .errors import ScheduleError, TargetError
 from .ir.ops import CONSTANT, has_trait
-from .schedule_cube import (CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue, cube_tiling,
-                           epilogue_rows)
+from .schedule_cube import (CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue, cores_phrase,
+                           cube_tiling, epilogue_rows)
 from .schedule_row import RowParam
 from .targets import Target, get_target
 
@@ -234,7 +234,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     # each core's Matmul object sees its own problem: M = K, N = its panel's row length, K = C*R*S
     core_tiling = replace(tiling, N=panel_n)
     panel_total = tiling.used_core_num * geom.panel_bytes
-    note = (f"conv2d as Matmul API: per image W[{k}x{crs}] @ col(x)[{crs}x{pix}] on {tiling.used_core_num} cores "
+    note = (f"conv2d as Matmul API: per image W[{k}x{crs}] @ col(x)[{crs}x{pix}] on {cores_phrase(tiling.used_core_num, t)} "
             f"(blocks of {tiling.single_core_m} channels x {tiling.single_core_n} pixels), base {tiling.base_m}x"
             f"{tiling.base_n}x{tiling.base_k}; im2col inside the kernel: each core gathers its pixels' columns "
             f"({chunk} pixels per Gather) into its own GM panel ({geom.panel_bytes} B, {panel_total} B in all; a "

@@ -216,9 +216,8 @@ class CubeSchedule:
 
     def tiling(self, sizes, target) -> "CubeLaunch":
         t = self.tiling_fields
-        per_block = 2 if target.separated else 1   # 910B: one AIC drives two AIV instances
         tiles = _ceil(t.single_core_m, t.base_m) * _ceil(t.single_core_n, t.base_n)
-        return CubeLaunch(self.words, -(-t.used_core_num // per_block), 1, t.base_m, t.base_n, tiles)
+        return CubeLaunch(self.words, cube_block_dim(t.used_core_num, target), 1, t.base_m, t.base_n, tiles)
 
     def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
         t = self.tiling_fields
@@ -233,6 +232,20 @@ class CubeSchedule:
         if not self.target.separated:
             plan.append(("b_mmws", "VECCALC", tile * 4, 1))
         return plan
+
+
+def cube_block_dim(used_core_num: int, target: Target) -> int:
+    """The blockDim a cube kernel launches with: 910B's AI cores each drive two vector cores
+    (two Matmul objects), the other chips one."""
+    return -(-used_core_num // (2 if target.separated else 1))
+
+
+def cores_phrase(used_core_num: int, target: Target) -> str:
+    """The plan line's words for the launch (the report's blockDim column says the same)."""
+    bd = cube_block_dim(used_core_num, target)
+    if target.separated:
+        return f"blockDim {bd} ({used_core_num} Matmul objects, two per AI core)"
+    return f"blockDim {bd}"
 
 
 @dataclass(frozen=True)
@@ -367,7 +380,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         if not aligned and tiling.used_core_num > 1:
             tiling = tile(cores=1)
     trans = "".join(f", {x} read transposed (isTrans)" for x, on in (("A", ta), ("B", tb)) if on)
-    note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {tiling.used_core_num} cores, base {tiling.base_m}x{tiling.base_n}"
+    note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {cores_phrase(tiling.used_core_num, t)}, base {tiling.base_m}x{tiling.base_n}"
             f"x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue runs on it there, one GM write")
     if batch > 1:
         axes = f" ({' x '.join(str(d) for d in batch_dims)} flattened)" if len(batch_dims) > 1 else ""

@@ -140,11 +140,10 @@ def fuse_onnx(model_path: str, out_dir: str, target: str = "ascend910b", opt_lev
                    if np.size(w) else 0.0 for g, w in zip(got, want))
 
     projects = _kernel_projects(compiled, target, {"opt_level": opt_level}, out_dir, bar)
-    fused_costs = [k.model for k in rep.kernels]
-    gm_fused = sum(c.gm_bytes for c in fused_costs if c is not None)
-    from ..cost import unfused_cost
-    unfused = unfused_cost(compiled.canonical.main, compiled.target)
-    gm_unfused = sum(c.gm_bytes for c in unfused)
+    # every figure below is the report's (fusedsl/report.py): one source for the table, the
+    # text report and this JSON
+    figures = rep.as_dict()
+    gm_fused, gm_unfused = rep.gm_bytes_fused, rep.gm_bytes_unfused
     fuse_pass = compiled.fuse_stats if hasattr(compiled, "fuse_stats") else {}
     report = {
         "model": label, "target": compiled.target.name, "opt_level": opt_level,
@@ -152,17 +151,15 @@ def fuse_onnx(model_path: str, out_dir: str, target: str = "ascend910b", opt_lev
         "onnx_nodes": len(model.graph.node),
         "candidates": fuse_pass.get("candidates"),
         "merges": fuse_pass.get("merges"),
-        "kernels": [{"name": k.name, "ops": k.ops, "reason_code": k.reason_code, "reason": k.reason,
-                     "model_time_us": None if k.model is None else round(k.model.time_us, 3),
-                     "project": projects.get(k.name)} for k in rep.kernels],
+        "kernels": [dict(k, project=projects.get(k["name"])) for k in figures["kernels"]],
         "kernels_fused": len(rep.kernels),
-        "kernels_unfused": len(unfused),
-        "launches_saved": len(unfused) - len(rep.kernels),
+        "kernels_unfused": rep.model_kernels_unfused,
+        "launches_saved": rep.model_kernels_unfused - len(rep.kernels),
         "gm_bytes_unfused": gm_unfused,
         "gm_bytes_fused": gm_fused,
         "gm_bytes_saved": gm_unfused - gm_fused,
-        "model_time_us_unfused": round(rep.model_time_us_unfused, 3),
-        "model_time_us_fused": round(rep.model_time_us_fused, 3),
+        "model_time_us_unfused": figures["model_time_us_unfused"],
+        "model_time_us_fused": figures["model_time_us_fused"],
         "model_note": "modelled NPU time (fusedsl/cost.py, AutoFuse's published coefficients): a model, "
                       "not a measurement",
         "fused_onnx": os.path.basename(fused_path),

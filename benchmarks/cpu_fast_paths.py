@@ -1,0 +1,206 @@
+"""CPU fast paths (issue 21 item 7): transposes, views, 16-bit matmuls and tiny calls vs torch.
+
+    python benchmarks/cpu_fast_paths.py [--repeat N] [--no-compile]
+
+Everything in one run on this machine, each figure the median of `repeat` repeats (each repeat
+times a loop of calls long enough for the timer), with the spread (min..max of the repeats).
+Columns: fusedsl's public call `kernel(*arrays)`, torch eager, torch.compile (inductor, where
+it applies) and, for the transpose, a plain memory copy of the same bytes (np.copyto), the
+bandwidth reference the goal is stated in.  Ratios are speeds: > 1 means fusedsl is faster.
+
+Goals (issue 21 item 7):
+  - transpose / permute: >= 0.8x a memory copy's bandwidth at [1024, 4096] f32;
+  - reshape / squeeze / unsqueeze: a numpy view, like numpy (and torch eager) return;
+  - float16 / bfloat16 matmul: >= 0.8x torch eager's speed;
+  - calls on tiny inputs: cost <= 1.5x torch eager's (speed >= 0.67x).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import fusedsl as fs  # noqa: E402
+from fusedsl.dtypes import to_dtype  # noqa: E402
+
+try:
+    import torch
+except ImportError:   # the table then has fusedsl and numpy only
+    torch = None
+
+
+def timed(fn, repeat: int, min_s: float = 0.02) -> list[float]:
+    """Seconds per call for each repeat; one repeat runs enough calls to last `min_s`."""
+    fn()
+    number = 1
+    while True:
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        dt = time.perf_counter() - t
+        if dt >= min_s or number >= 1 << 18:
+            break
+        number *= max(2, min(10, int(min_s / max(dt, 1e-9)) + 1))
+    out = [dt / number]
+    for _ in range(repeat - 1):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        out.append((time.perf_counter() - t) / number)
+    return out
+
+
+def fmt(times) -> str:
+    med = statistics.median(times)
+    unit, scale = ("ms", 1e3) if med >= 1e-3 else ("us", 1e6)
+    return f"{med * scale:.3g} {unit} ({min(times) * scale:.3g}..{max(times) * scale:.3g})"
+
+
+def bind(f, extra):
+    """f(a, extra) as a one-argument function (fused_kernel traces every parameter)."""
+    def kernel(a):
+        return f(a, extra)
+    return kernel
+
+
+def compiled(fn):
+    """torch.compile(fn) warmed up, or None when inductor cannot build here."""
+    if torch is None:
+        return None
+    try:
+        c = torch.compile(fn)
+        return c
+    except Exception:   # noqa: BLE001 -- a missing C++ toolchain must not stop the table
+        return None
+
+
+class Table:
+    def __init__(self, repeat: int, use_compile: bool):
+        self.repeat, self.use_compile = repeat, use_compile
+        self.rows = []
+
+    def case(self, name, fused, eager=None, tcompile=None, copy=None, goal="", view=None):
+        """fused/eager/tcompile/copy: zero-argument callables (None: not applicable)."""
+        r = {"case": name, "goal": goal}
+        r["fused"] = timed(fused, self.repeat)
+        r["eager"] = timed(eager, self.repeat) if eager is not None else None
+        tc = None
+        if tcompile is not None and self.use_compile:
+            try:
+                tcompile()
+                tc = timed(tcompile, self.repeat)
+            except Exception as exc:   # noqa: BLE001
+                print(f"  torch.compile failed on {name}: {type(exc).__name__}", file=sys.stderr)
+        r["compile"] = tc
+        r["copy"] = timed(copy, self.repeat) if copy is not None else None
+        r["view"] = view
+        self.rows.append(r)
+        print(self.line(r), flush=True)
+
+    @staticmethod
+    def ratio(base, times):
+        return "" if base is None else f"{statistics.median(base) / statistics.median(times):.2f}x"
+
+    def line(self, r) -> str:
+        cells = [r["case"], fmt(r["fused"]), fmt(r["eager"]) if r["eager"] else "-",
+                 self.ratio(r["eager"], r["fused"]) or "-",
+                 fmt(r["compile"]) if r["compile"] else "-", self.ratio(r["compile"], r["fused"]) or "-",
+                 self.ratio(r["copy"], r["fused"]) or "-",
+                 "-" if r["view"] is None else ("yes" if r["view"] else "no"), r["goal"]]
+        return "| " + " | ".join(cells) + " |"
+
+    HEADER = ("| case | fusedsl kernel(*arrays) | torch eager | vs eager | torch.compile | vs compile | "
+              "vs memory copy | view | goal |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    tab = Table(args.repeat, not args.no_compile and torch is not None)
+    print(f"torch {torch.__version__ if torch else '-'}, {torch.get_num_threads() if torch else '-'} threads; "
+          f"numpy {np.__version__}; medians of {args.repeat} (min..max)")
+    print(Table.HEADER)
+
+    # ---- transposes / permutes ----------------------------------------------------------
+    for shape, perm in (((1024, 4096), (1, 0)), ((64, 256, 256), (0, 2, 1)), ((32, 64, 512), (2, 0, 1))):
+        x = rng.standard_normal(shape).astype(np.float32)
+        k = fs.fused_kernel(bind(lambda a, perm: fs.transpose(a, perm), perm))
+        ok = np.array_equal(k(x), np.transpose(x, perm))
+        dst = np.empty_like(x)
+        tx = torch.from_numpy(x) if torch else None
+        fn_c = compiled(lambda t, perm=perm: t.permute(*perm).contiguous()) if torch else None
+        tab.case(f"transpose {list(shape)} perm {list(perm)} f32" + ("" if ok else " WRONG"), lambda: k(x),
+                 (lambda: tx.permute(*perm).contiguous()) if torch else None,
+                 (lambda: fn_c(tx)) if fn_c else None, lambda: np.copyto(dst, x),
+                 goal=">= 0.8x memory copy")
+
+    # ---- views ---------------------------------------------------------------------------
+    x = rng.standard_normal((1024, 4096)).astype(np.float32)
+    tx = torch.from_numpy(x) if torch else None
+    for name, f, tf in (("reshape [1024,4096] -> [4096,1024]", lambda a: fs.reshape(a, (4096, 1024)),
+                         lambda t: t.reshape(4096, 1024)),
+                        ("unsqueeze [1024,4096] -> [1,1024,4096]", lambda a: fs.reshape(a, (1, 1024, 4096)),
+                         lambda t: t.unsqueeze(0))):
+        k = fs.fused_kernel(f)
+        y = k(x)
+        view = bool(np.shares_memory(y, x))
+        tab.case(name + " f32", lambda: k(x), (lambda: tf(tx)) if torch else None, view=view,
+                 goal="a view, like numpy")
+    xs = rng.standard_normal((1, 1024, 1, 64)).astype(np.float32)
+    k = fs.fused_kernel(lambda a: fs.reshape(a, (1024, 64)))
+    tab.case("squeeze [1,1024,1,64] -> [1024,64] f32", lambda: k(xs),
+             (lambda: torch.from_numpy(xs).squeeze()) if torch else None,
+             view=bool(np.shares_memory(k(xs), xs)), goal="a view, like numpy")
+    if torch is not None:
+        class Squeeze(torch.nn.Module):
+            def forward(self, t):
+                return t.squeeze(2).unsqueeze(0)
+        m = fs.from_torch(Squeeze(), torch.from_numpy(xs))
+        tab.case("from_torch squeeze(2).unsqueeze(0) [1,1024,1,64]", lambda: m(xs),
+                 lambda: torch.from_numpy(xs).squeeze(2).unsqueeze(0),
+                 view=bool(np.shares_memory(m(xs), xs)), goal="a view, like numpy")
+
+    # ---- 16-bit matmuls ------------------------------------------------------------------
+    for dtype in ("float16", "bfloat16"):
+        for m_, k_, n_ in ((512, 512, 512), (1024, 1024, 1024), (256, 4096, 256)):
+            npdt = to_dtype(dtype).np
+            a = rng.standard_normal((m_, k_)).astype(np.float32).astype(npdt)
+            b = rng.standard_normal((k_, n_)).astype(np.float32).astype(npdt)
+            kern = fs.fused_kernel(lambda p, q: p @ q)
+            kern(a, b)
+            if torch:
+                ta = torch.from_numpy(a.view(np.int16)).view(getattr(torch, dtype))
+                tb = torch.from_numpy(b.view(np.int16)).view(getattr(torch, dtype))
+            tab.case(f"matmul {m_}x{k_} @ {k_}x{n_} {dtype}", lambda: kern(a, b),
+                     (lambda: ta @ tb) if torch else None, goal=">= 0.8x eager")
+
+    # ---- tiny calls ------------------------------------------------------------------------
+    for shape, axis in (((16,), -1), ((16, 16), -1), ((256, 512), -1), ((16, 16), 0)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        k = fs.fused_kernel(bind(lambda a, axis: fs.sum(a, axis=axis), axis))
+        tx = torch.from_numpy(x) if torch else None
+        tab.case(f"sum {list(shape)} axis {axis} f32", lambda: k(x),
+                 (lambda: tx.sum(dim=axis)) if torch else None, goal="cost <= 1.5x eager (>= 0.67x)")
+    a = rng.standard_normal(16).astype(np.float32)
+    b = rng.standard_normal((16, 16)).astype(np.float32)
+    k = fs.fused_kernel(lambda p, q: fs.relu(fs.abs(p) + q))
+    ta, tb = (torch.from_numpy(a), torch.from_numpy(b)) if torch else (None, None)
+    tab.case("relu(abs(a)+b) [16] / [16,16] f32", lambda: k(a, b),
+             (lambda: torch.relu(ta.abs() + tb)) if torch else None, goal="cost <= 1.5x eager (>= 0.67x)")
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    k = fs.fused_kernel(lambda p: fs.softmax(p, axis=-1))
+    tx = torch.from_numpy(x) if torch else None
+    tab.case("softmax [16,64] f32", lambda: k(x), (lambda: torch.softmax(tx, -1)) if torch else None,
+             goal="cost <= 1.5x eager (>= 0.67x)")
+
+
+if __name__ == "__main__":
+    main()
