@@ -8,7 +8,7 @@ The main job of fusedsl, end to end on a machine without an NPU:
   4. print the report: kernels, tiles, UB plan and GM traffic.
 Exits non-zero on any mismatch.
 
-    python examples/seed.py [output-dir]     (default: a new directory under the temp dir)
+    python examples/seed.py [output-dir]     (default: a temporary directory, removed at exit)
 """
 import os
 import sys
@@ -25,9 +25,16 @@ def abs_add_relu(a, b):
 
 
 def main() -> int:
-    # A fresh directory by default: fusedsl never writes into a directory it did not create,
-    # so a fixed path such as /tmp/fusedsl_seed would fail once anything else lives there.
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="fusedsl_seed-")
+    if len(sys.argv) > 1:
+        return run(sys.argv[1])
+    # A fresh directory by default (fusedsl never writes into a directory it did not create, so a
+    # fixed path such as /tmp/fusedsl_seed would fail once anything else lives there), removed at
+    # exit so that runs leave nothing behind: pass a directory to keep the project.
+    with tempfile.TemporaryDirectory(prefix="fusedsl_seed-") as tmp:
+        return run(os.path.join(tmp, "abs_add_relu"))
+
+
+def run(out_dir: str) -> int:
     rng = np.random.default_rng(0)
     a = rng.standard_normal(128).astype(np.float32)
     b = rng.standard_normal((192, 128)).astype(np.float32)
@@ -37,7 +44,8 @@ def main() -> int:
 
     k = abs_add_relu.compile(fs.spec((128,), "float32"), fs.spec(("M", 128), "float32"), target="ascend910b")
     path = k.save(out_dir)
-    print(f"Ascend C project ({len(k.kernels)} kernel) written to {path}: {', '.join(sorted(os.listdir(path)))}")
+    kept = "" if len(sys.argv) > 1 else " (a temporary folder, removed at exit: pass a folder to keep it)"
+    print(f"Ascend C project ({len(k.kernels)} kernel) written to {path}{kept}: {', '.join(sorted(os.listdir(path)))}")
 
     simulated = k.simulate(a, b)
     executed = abs_add_relu(a, b)

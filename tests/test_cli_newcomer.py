@@ -121,3 +121,19 @@ def test_unknown_executor_is_refused_with_the_nearest_name(monkeypatch):
     msg = str(info.value)
     assert msg.startswith(f"{__file__}:{_line_of('executor')}: FUSEDSL_EXECUTOR='refrence' is not an executor")
     assert "did you mean 'reference'?" in msg
+
+
+# ---- item 7: examples leave nothing behind (the notebooks: tests/test_notebooks.py) ---------------
+def test_seed_example_leaves_nothing_in_the_temp_dir(tmp_path):
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp),
+               PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    r = subprocess.run([sys.executable, os.path.join(root, "examples", "seed.py")], capture_output=True,
+                       text=True, timeout=300, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "removed at exit" in r.stdout and "simulated Ascend C" in r.stdout
+    assert os.listdir(tmp) == [] and sorted(os.listdir(tmp_path)) == ["tmp"]

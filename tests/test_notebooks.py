@@ -20,23 +20,28 @@ NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.ipynb")))
 KERNEL = "fusedsl-test-python"
 
 
-def _kernelspec(folder: str) -> None:
+def _kernelspec(folder: str, tmpdir: str) -> None:
     spec_dir = os.path.join(folder, "kernels", KERNEL)
     os.makedirs(spec_dir)
     env = {"PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p),
-           "MPLBACKEND": "Agg"}
+           "MPLBACKEND": "Agg", "TMPDIR": tmpdir}
     with open(os.path.join(spec_dir, "kernel.json"), "w") as f:
         json.dump({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                    "display_name": "fusedsl test", "language": "python", "env": env}, f)
 
 
 def execute(path: str):
-    """The notebook at `path`, executed top to bottom; raises CellExecutionError on a failing cell."""
+    """The notebook at `path`, executed top to bottom; raises CellExecutionError on a failing cell.
+
+    It must leave nothing behind (issue 22): no file in its working directory (the folder a user
+    opens it from, notebooks/) and none in the temporary directory."""
     import nbformat
     from nbclient import NotebookClient
     nb = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="fusedsl-nb-") as tmp:
-        _kernelspec(os.path.join(tmp, "jupyter"))
+        kernel_tmp = os.path.join(tmp, "tmp")
+        os.makedirs(kernel_tmp)
+        _kernelspec(os.path.join(tmp, "jupyter"), kernel_tmp)
         work = os.path.join(tmp, "work")
         os.makedirs(work)
         old = os.environ.get("JUPYTER_PATH")
@@ -48,6 +53,9 @@ def execute(path: str):
                 os.environ.pop("JUPYTER_PATH", None)
             else:
                 os.environ["JUPYTER_PATH"] = old
+        # torch.compile keeps its own cache there (one folder, reused by every run): not a leak
+        left = sorted(os.listdir(work)) + sorted(n for n in os.listdir(kernel_tmp) if not n.startswith("torchinductor_"))
+        assert not left, f"{os.path.basename(path)} leaves files behind: {left}"
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 
