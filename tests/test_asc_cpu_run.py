@@ -81,8 +81,8 @@ def test_translate_keeps_lines_and_handles_templates_and_configs():
     first, rest = out.split("\n", 1)
     assert first == '#line 1 "dir/we\\"ird\\012.asc"'
     assert rest.count("\n") == src.count("\n")
-    assert "::fusedsl_cpu::AscLaunch(::KernelMode::MIX_MODE, k, n, nullptr, s)(a, b);" in rest
-    assert "::fusedsl_cpu::AscLaunch(::KernelMode::AIV_MODE, ns::kern<float, 4>, NUM_BLOCKS,\n  0)(x);" in rest
+    assert "::fusedsl_cpu::AscLaunch(::KernelMode::MIX_MODE, -1, k, n, nullptr, s)(a, b);" in rest
+    assert "::fusedsl_cpu::AscLaunch(::KernelMode::AIV_MODE, -1, ns::kern<float, 4>, NUM_BLOCKS,\n  0)(x);" in rest
     assert "std::pair<int, int>>> v;" in rest   # a template's >>> is no launch
 
 
@@ -93,3 +93,83 @@ def test_compile_errors_point_at_the_asc_line(tmp_path):
     with pytest.raises(AscendCCompileError) as info:
         asc.build(str(bad), str(tmp_path))
     assert "bad.asc:5" in str(info.value) and "NoSuchApi" in str(info.value)
+
+
+def test_translate_passes_the_workspace_parameter_index():
+    # GetSysWorkSpacePtr() returns the argument bound to the kernel's `workspace` parameter
+    src = ("__global__ __cube__ void mm(GM_ADDR a, GM_ADDR b, __gm__ uint8_t* workspace, GM_ADDR tiling);\n"
+           "template <typename T, int N>\n__global__ __vector__ void v(GM_ADDR x, Foo<T, N> f);\n"
+           "mm<<<2, nullptr, s>>>(a, b, w, t);\nv<float, 2><<<1, 0>>>(x, f);\n")
+    out = asc.translate(src, "k.asc")
+    assert "AscLaunch(::KernelMode::AIC_MODE, 2, mm, 2, nullptr, s)(a, b, w, t);" in out
+    assert "AscLaunch(::KernelMode::AIV_MODE, -1, v<float, 2>, 1, 0)(x, f);" in out
+
+
+# ---- CANN sample trees built with their own CMakeLists.txt (cpu/include/cmake/asc-config.cmake) ----
+
+CUBE_PROJECT = os.path.join(HERE, "asc", "cube_matmul")
+
+
+def _cmake_env():
+    from fusedsl.backend_ascendc.cpu import include_dir
+    env = dict(os.environ, CMAKE_PREFIX_PATH=include_dir(), FUSEDSL_PYTHON=sys.executable)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _cmake_build(src, build, *options):
+    env = _cmake_env()
+    cfg = subprocess.run(["cmake", *options, src], cwd=build, env=env, capture_output=True, text=True, timeout=120)
+    assert cfg.returncode == 0, cfg.stdout + cfg.stderr
+    return subprocess.run(["make"], cwd=build, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(not __import__("shutil").which("cmake"), reason="cmake is not installed")
+def test_sample_tree_builds_with_its_cmakelists_and_runs_a_cube_only_matmul(tmp_path):
+    # find_package(ASC) + LANGUAGES ASC: the .asc goes through fusedsl's driver; the __cube__ kernel runs in
+    # AIC_MODE and GetSysWorkSpacePtr() is its `workspace` argument without SetSysWorkspace
+    made = _cmake_build(CUBE_PROJECT, tmp_path, "-DCMAKE_ASC_RUN_MODE=cpu", "-DCMAKE_ASC_ARCHITECTURES=dav-2201")
+    assert made.returncode == 0, made.stdout + made.stderr
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((96, 48)).astype(np.float16)
+    b = rng.standard_normal((48, 64)).astype(np.float16)
+    bias = rng.standard_normal(64).astype(np.float32)
+    os.makedirs(tmp_path / "input")
+    os.makedirs(tmp_path / "output")
+    a.tofile(tmp_path / "input" / "a.bin")
+    b.tofile(tmp_path / "input" / "b.bin")
+    bias.tofile(tmp_path / "input" / "bias.bin")
+    r = subprocess.run(["./demo"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "done" in r.stdout, r.stdout + r.stderr
+    c = np.fromfile(tmp_path / "output" / "c.bin", np.float32).reshape(96, 64)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + bias, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.skipif(not __import__("shutil").which("cmake"), reason="cmake is not installed")
+def test_a_sample_built_for_ascend_950_stops_with_one_located_target_error(tmp_path):
+    made = _cmake_build(CUBE_PROJECT, tmp_path, "-DCMAKE_ASC_RUN_MODE=cpu", "-DCMAKE_ASC_ARCHITECTURES=dav-3510")
+    out = made.stdout + made.stderr
+    assert made.returncode != 0
+    assert out.count("TargetError") == 1, out
+    kernel_line = next(i for i, line in enumerate(open(os.path.join(CUBE_PROJECT, "cube_matmul.asc")), 1)
+                       if "__global__" in line)
+    assert f"cube_matmul.asc:{kernel_line}: this source is built for Ascend 950" in out, out
+    assert "dav-3510" in out and "error:" in out and "g++" not in out.split("TargetError")[0][-200:]
+
+
+def test_a_cube_only_kernel_has_no_ub_on_910b(tmp_path):
+    src = tmp_path / "aic_ub.asc"
+    src.write_text('#include "kernel_operator.h"\n'
+                   "__global__ __cube__ void k(GM_ADDR x) {\n"
+                   "    AscendC::TPipe pipe;\n"
+                   "    AscendC::TBuf<AscendC::TPosition::VECCALC> buf;\n"
+                   "    pipe.InitBuffer(buf, 256);\n"
+                   "}\n"
+                   "int main() { uint8_t* x = nullptr; aclrtMalloc((void**)&x, 64, ACL_MEM_MALLOC_HUGE_FIRST);\n"
+                   "  k<<<1, nullptr>>>(x); return 0; }\n")
+    r = asc.run(str(src), capture=True, cwd=str(tmp_path))
+    assert r.returncode == 1
+    assert ("InitBuffer: this is a cube-only kernel (AIC_MODE, __cube__) and the cube core of ascend910b has no UB"
+            in r.stderr), r.stderr
+    r = asc.run(str(src), capture=True, cwd=str(tmp_path), target="ascend310p")   # coupled: the AI core has UB
+    assert r.returncode == 0, r.stderr

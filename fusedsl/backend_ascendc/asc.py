@@ -2,21 +2,28 @@
 
 A .asc file holds a host `main` and `__global__ __vector__` kernels launched with
 `kernel<<<numBlocks, dynUbBytes, stream>>>(args)`.  g++ cannot parse the launch, so each one
-becomes `::fusedsl_cpu::AscLaunch(mode, kernel, numBlocks, dynUbBytes, stream)(args)` (the mode from
-the kernel's __vector__/__cube__/__mix__ qualifier) (see
+becomes `::fusedsl_cpu::AscLaunch(mode, ws, kernel, numBlocks, dynUbBytes, stream)(args)` (the mode from
+the kernel's __vector__/__cube__/__mix__ qualifier, ws the index of its `workspace` parameter) (see
 cpu/include/cpu_debug_launch.h); a `#line` directive keeps g++'s messages on the user's own
 lines, and the rewrite adds no line breaks.  The program is built with g++ against
 `fusedsl include-dir` (ASCENDC_CPU_DEBUG, the target's __NPU_ARCH__) and run in the caller's
 working directory, so it finds its ./input files as on the device.
+
+`python -m fusedsl.backend_ascendc.asc cc [g++ options] --npu-arch=dav-XXXX -o OBJ -c SRC` is the
+compiler driver behind fusedsl's CMake package (cpu/include/cmake/asc-config.cmake): CANN's
+sample trees build with their own CMakeLists.txt once `CMAKE_PREFIX_PATH=$(fusedsl include-dir)`.
+It translates SRC like cpu-run, maps the NPU architecture to its target (dav-2201 ascend910b,
+dav-2002 ascend310p, dav-1001 ascend910) and drops the bisheng-only options.
 """
 from __future__ import annotations
 
 import os
 import re
 import subprocess
+import sys
 import tempfile
 
-from ..errors import ArgumentError, AscendCCompileError
+from ..errors import ArgumentError, AscendCCompileError, FusedslError, Loc, TargetError
 from ..targets import get_target
 from .cpu import include_dir
 
@@ -42,16 +49,38 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def _workspace_index(source: str, open_paren: int) -> int:
+    """Index of the kernel parameter named like `workspace` in the list opening at `open_paren`
+    (-1 if none): its argument is the launch's system workspace (GetSysWorkSpacePtr)."""
+    depth, start, params = 0, open_paren + 1, []
+    for i in range(open_paren, len(source)):
+        ch = source[i]
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]":
+            depth -= 1
+            if depth == 0:
+                params.append(source[start:i])
+                break
+        elif ch == "," and depth == 1:
+            params.append(source[start:i])
+            start = i + 1
+    names = [(re.findall(r"[A-Za-z_]\w*", p) or [""])[-1].lower() for p in params]
+    return next((k for k, n in enumerate(names) if n == "workspace"), -1)
+
+
 def translate(source: str, filename: str) -> str:
     """The .asc text with every triple-chevron launch rewritten for g++ (line numbers kept)."""
-    modes = {}
+    modes, workspaces = {}, {}
     for m in _KERNEL_DEF.finditer(source):
         modes[m.group(2)] = next((mode for q, mode in _MODES if q in m.group(1)), "AIV_MODE")
+        workspaces[m.group(2)] = _workspace_index(source, m.end() - 1)
 
     def launch(m) -> str:
         base = re.sub(r"<.*", "", m["name"]).split("::")[-1].strip()
         mode = modes.get(base, "AIV_MODE")
-        return f"::fusedsl_cpu::AscLaunch(::KernelMode::{mode}, {m['name']}, {m['cfg'].strip()})"
+        ws = workspaces.get(base, -1)
+        return f"::fusedsl_cpu::AscLaunch(::KernelMode::{mode}, {ws}, {m['name']}, {m['cfg'].strip()})"
 
     body = _LAUNCH.sub(launch, source)
     return f"#line 1 {c_string(filename)}\n{body}"
@@ -95,3 +124,82 @@ def run(path: str, args=(), *, target: str = "ascend910b", include_dirs=(), defi
         env.pop("FUSEDSL_TARGET", None)   # the build's __NPU_ARCH__ decides the chip
         return subprocess.run([exe, *args], cwd=cwd, env=env, capture_output=capture, text=capture,
                               errors="replace" if capture else None, timeout=timeout)
+
+
+# --npu-arch values of CANN's ASC toolchain -> fusedsl targets (the __NPU_ARCH__ numbers)
+_NPU_ARCHS = {"dav-2201": "ascend910b", "dav-2002": "ascend310p", "dav-1001": "ascend910"}
+# architectures CANN builds for that fusedsl has no CPU target for: their chip names
+_UNMODELLED_ARCHS = {"dav-3510": "Ascend 950 (Ascend 950PR/950DT, dav-3510)",
+                     "dav-3002": "Ascend 310B (dav-3002)", "dav-3101": "Ascend 910_95 (dav-3101)"}
+# bisheng options with no meaning for g++ (device-code generation, run modes, sanitizers)
+_DROPPED_PREFIXES = ("--cce-", "--run-mode", "--gcc-toolchain", "--sanitizer", "--enable-simt",
+                     "--asc-", "-dc", "--aicore-", "-mllvm")
+
+
+def _kernel_line(source: str) -> int:
+    """1-based line of the first kernel definition (0 if none): where a target error points."""
+    m = re.search(r"__global__", source)
+    return source.count("\n", 0, m.start()) + 1 if m else 0
+
+
+def target_for_arch(arch: str, source_path: str, source: str) -> str:
+    """The fusedsl target for a --npu-arch value; a TargetError at the kernel for the others."""
+    if arch in _NPU_ARCHS:
+        return _NPU_ARCHS[arch]
+    loc = Loc(os.path.abspath(source_path), _kernel_line(source))
+    known = ", ".join(f"{a} ({t})" for a, t in _NPU_ARCHS.items())
+    if arch in _UNMODELLED_ARCHS:
+        raise TargetError(f"this source is built for {_UNMODELLED_ARCHS[arch]}, a chip fusedsl's CPU "
+                          f"implementation of the Ascend C API has no target for", loc=loc,
+                          hint=f"build it for one of: {known} (-DCMAKE_ASC_ARCHITECTURES=...)")
+    raise TargetError(f"unknown NPU architecture --npu-arch={arch}", loc=loc, hint=f"use one of: {known}")
+
+
+def compile_object(argv: list[str]) -> int:
+    """The `cc` driver: compile one ASC source to an object file the way bisheng would for the NPU,
+    but with g++ against the CPU API.  Returns g++'s exit status (1 for a fusedsl error)."""
+    arch, src, out, rest = "dav-2201", None, None, []
+    it = iter(argv)
+    for a in it:
+        if a.startswith("--npu-arch="):
+            arch = a.split("=", 1)[1]
+        elif a in ("--npu-arch", "--cce-aicore-arch"):
+            arch = next(it, arch)
+        elif a == "-c":
+            src = next(it, None)
+        elif a == "-o":
+            out = next(it, None)
+        elif a.startswith(_DROPPED_PREFIXES) or a in ("-x", "asc"):
+            continue
+        else:
+            rest.append(a)
+    if src is None or out is None:
+        raise ArgumentError("usage: python -m fusedsl.backend_ascendc.asc cc [options] -o OBJECT -c SOURCE")
+    with open(src, encoding="utf-8", errors="surrogateescape") as f:
+        source = f.read()
+    target = target_for_arch(arch, src, source)
+    translated = out + ".fusedsl.cpp"
+    with open(translated, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write(translate(source, os.path.abspath(src)))
+    cmd = ["g++", "-std=c++17", "-x", "c++", "-DASCENDC_CPU_DEBUG", f"-D__NPU_ARCH__={get_target(target).arch}",
+           f"-I{os.path.dirname(os.path.abspath(src))}", *rest, f"-I{include_dir()}",
+           "-include", "cpu_debug_launch.h", "-c", translated, "-x", "none", "-o", out]
+    try:
+        return subprocess.run(cmd).returncode
+    except FileNotFoundError:
+        raise AscendCCompileError("g++ was not found; fusedsl's ASC compiler driver needs g++ (C++17)") from None
+
+
+def _main(argv: list[str]) -> int:
+    if not argv or argv[0] != "cc":
+        print("usage: python -m fusedsl.backend_ascendc.asc cc [options] -o OBJECT -c SOURCE", file=sys.stderr)
+        return 2
+    try:
+        return compile_object(argv[1:])
+    except FusedslError as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -249,9 +249,26 @@ extern "C" __global__ __aicore__ void overlapping_writes(GM_ADDR x, GM_ADDR, GM_
     LocalTensor<float> t = buf.Get<float>();
     DataCopy(t, xg, N);
     PipeBarrier<PIPE_ALL>();
+    Adds(t, t, static_cast<float>(GetBlockIdx()), N);   // each block writes different values
+    PipeBarrier<PIPE_ALL>();
     DataCopy(zg, t, N);
 }
 ENTRY(overlapping_writes)
+
+// Every block writes the same values to the same bytes: a benign race, accepted (z = x).
+extern "C" __global__ __aicore__ void same_value_writes(GM_ADDR x, GM_ADDR, GM_ADDR z) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, N * sizeof(float));
+    GlobalTensor<float> xg, zg;
+    xg.SetGlobalBuffer((__gm__ float*)x, N);
+    zg.SetGlobalBuffer((__gm__ float*)z, N);
+    LocalTensor<float> t = buf.Get<float>();
+    DataCopy(t, xg, N);
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(zg, t, N);
+}
+ENTRY(same_value_writes)
 
 // The same, but accumulating with atomic add: allowed, and z = blockDim * x.
 extern "C" __global__ __aicore__ void atomic_writes(GM_ADDR x, GM_ADDR, GM_ADDR z) {

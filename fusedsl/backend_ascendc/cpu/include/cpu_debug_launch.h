@@ -1,8 +1,9 @@
 // CANN 9 single-source (.asc) programs on the CPU: `kernel<<<numBlocks, dynUbBytes, stream>>>(args)`.
 //
 // g++ cannot parse the triple-chevron launch, so `fusedsl cpu-run FILE.asc` rewrites each
-//     name<<<cfg...>>>(args)   into   ::fusedsl_cpu::AscLaunch(KernelMode::M, name, cfg...)(args)
-// (M from the kernel's __vector__ / __cube__ / __mix__ qualifier)
+//     name<<<cfg...>>>(args)   into   ::fusedsl_cpu::AscLaunch(KernelMode::M, W, name, cfg...)(args)
+// (M from the kernel's __vector__ / __cube__ / __mix__ qualifier, W the index of its `workspace`
+// parameter, whose argument GetSysWorkSpacePtr() returns)
 // before compiling (a #line directive keeps g++'s messages on the user's lines) and
 // force-includes this header.  Every block of the launch runs in turn, in-process, with the
 // checks of fusedsl's CPU implementation of the Ascend C API; a broken rule prints
@@ -48,8 +49,8 @@ struct BlockNumBuiltin {
 template <typename F>
 class AscLauncher {
 public:
-    AscLauncher(KernelMode mode, F kernel, uint64_t numBlocks, uint64_t dynUbBytes)
-        : mode_(mode), kernel_(kernel), num_blocks_(numBlocks), dyn_ub_(dynUbBytes) {}
+    AscLauncher(KernelMode mode, int workspaceArg, F kernel, uint64_t numBlocks, uint64_t dynUbBytes)
+        : mode_(mode), workspace_arg_(workspaceArg), kernel_(kernel), num_blocks_(numBlocks), dyn_ub_(dynUbBytes) {}
 
     template <typename... Args>
     void operator()(Args&&... args) const {
@@ -61,11 +62,32 @@ public:
             std::exit(1);
         }
         AscendC::SetKernelMode(mode_);
+        RT().launch_workspace = WorkspaceArg(args...);
         RunKernelOrExit(kernel_, num_blocks_, args...);
+        RT().launch_workspace = nullptr;
     }
 
 private:
+    template <typename T>
+    static uint8_t* AsGmPointer(const T& v) {
+        if constexpr (std::is_pointer_v<T>) {
+            return reinterpret_cast<uint8_t*>(const_cast<std::remove_const_t<std::remove_pointer_t<T>>*>(v));
+        } else {
+            return nullptr;
+        }
+    }
+
+    // The argument bound to the kernel's `workspace` parameter (asc.py finds its index).
+    template <typename... Args>
+    uint8_t* WorkspaceArg(const Args&... args) const {
+        uint8_t* found = nullptr;
+        int i = 0;
+        ((found = (i++ == workspace_arg_ ? AsGmPointer(args) : found)), ...);
+        return found;
+    }
+
     KernelMode mode_;
+    int workspace_arg_;
     F kernel_;
     uint64_t num_blocks_;
     uint64_t dyn_ub_;
@@ -76,23 +98,25 @@ inline uint64_t DynUbBytes(std::nullptr_t) { return 0; }
 template <typename T, typename = std::enable_if_t<std::is_integral<T>::value>>
 inline uint64_t DynUbBytes(T bytes) { return static_cast<uint64_t>(bytes); }
 
-// `mode` comes from the kernel's qualifier: __vector__ AIV_MODE, __cube__ AIC_MODE, __mix__ MIX_MODE.
+// `mode` comes from the kernel's qualifier: __vector__ AIV_MODE, __cube__ AIC_MODE, __mix__ MIX_MODE;
+// `workspaceArg` is the index of its parameter named `workspace` (-1: none).
 template <typename F, typename D>
-inline AscLauncher<F> AscLaunch(KernelMode mode, F kernel, uint64_t numBlocks, D dynUbBytes) {
-    return AscLauncher<F>(mode, kernel, numBlocks, DynUbBytes(dynUbBytes));
+inline AscLauncher<F> AscLaunch(KernelMode mode, int workspaceArg, F kernel, uint64_t numBlocks, D dynUbBytes) {
+    return AscLauncher<F>(mode, workspaceArg, kernel, numBlocks, DynUbBytes(dynUbBytes));
 }
 
 // The stream is a host token on the CPU: the launch runs to completion before returning.
 template <typename F, typename D>
-inline AscLauncher<F> AscLaunch(KernelMode mode, F kernel, uint64_t numBlocks, D dynUbBytes, aclrtStream /*stream*/) {
-    return AscLauncher<F>(mode, kernel, numBlocks, DynUbBytes(dynUbBytes));
+inline AscLauncher<F> AscLaunch(KernelMode mode, int workspaceArg, F kernel, uint64_t numBlocks, D dynUbBytes,
+                                aclrtStream /*stream*/) {
+    return AscLauncher<F>(mode, workspaceArg, kernel, numBlocks, DynUbBytes(dynUbBytes));
 }
 
 template <typename F, typename A, typename B, typename C, typename D>
-inline AscLauncher<F> AscLaunch(KernelMode, F, A, B, C, D) {
+inline AscLauncher<F> AscLaunch(KernelMode, int, F, A, B, C, D) {
     static_assert(sizeof(F) == 0, "SIMT launches <<<grid, block, dynUbBytes, stream>>> are not modelled by "
                                   "fusedsl's CPU implementation");
-    return AscLauncher<F>(KernelMode::AIV_MODE, nullptr, 0, 0);
+    return AscLauncher<F>(KernelMode::AIV_MODE, -1, nullptr, 0, 0);
 }
 
 }  // namespace fusedsl_cpu

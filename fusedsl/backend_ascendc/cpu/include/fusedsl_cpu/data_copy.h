@@ -171,7 +171,8 @@ inline void CopyUbToGm(const char* api, const GlobalTensor<T>& dst, const LocalT
         CheckWrittenBlocks(api, "src", static_cast<uint32_t>(s + i * r.src_pitch), r.len);
     }
     for (uint64_t i = 0; i < r.count; ++i) {
-        NoteGmWrite(api, buf, g + i * r.dst_pitch, r.len);
+        NoteGmWrite(api, buf, g + i * r.dst_pitch, r.len, false,
+                    CurCore().atomic_add ? nullptr : ub + s + i * r.src_pitch);
         StoreGm<T>(api, g + i * r.dst_pitch, ub + s + i * r.src_pitch, r.len);
     }
     St().gm_bytes_written += r.count * r.len;
@@ -331,7 +332,8 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
         CheckWritten(api, "src", static_cast<uint32_t>(s + i * src_pitch), params.blockLen);
     }
     for (uint64_t i = 0; i < params.blockCount; ++i) {
-        NoteGmWrite(api, buf, g + i * dst_pitch, params.blockLen);
+        NoteGmWrite(api, buf, g + i * dst_pitch, params.blockLen, false,
+                    c.atomic_add ? nullptr : c.ub.data() + s + i * src_pitch);
         StoreGm<T>(api, g + i * dst_pitch, c.ub.data() + s + i * src_pitch, params.blockLen);
     }
     St().gm_bytes_written += static_cast<uint64_t>(params.blockCount) * params.blockLen;

@@ -574,6 +574,7 @@ private:
     template <class DataType>
     LocalTensor<DataType> Take(TPosition pos, uint32_t n) {
         fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+        fusedsl_cpu::CheckCoreHasUb("LocalMemAllocator::Alloc");
         uint64_t bytes = fusedsl_cpu::RoundUp(static_cast<uint64_t>(n) * sizeof(DataType), 32);
         if (head_ + bytes > c.ub_bytes) {
             fusedsl_cpu::Fail("LocalMemAllocator::Alloc: %u elements of %s (%llu bytes) at UB offset %u do not fit the "

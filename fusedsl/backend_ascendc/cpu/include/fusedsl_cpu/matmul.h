@@ -37,9 +37,28 @@ struct MatmulConfig {
     bool doMultiDataLoad = false;
     bool intrinsicsCheck = false;
 };
-inline constexpr MatmulConfig CFG_NORM{true, false, false};
-inline constexpr MatmulConfig CFG_MDL{false, true, false};
-inline constexpr MatmulConfig CFG_IBSHARE_NORM{true, false, false};
+
+}  // namespace AscendC
+
+// Global, as in CANN: samples write Matmul<A, B, C, Bias, CFG_MDL> without a namespace.
+inline constexpr AscendC::MatmulConfig CFG_NORM{true, false, false};
+inline constexpr AscendC::MatmulConfig CFG_MDL{false, true, false};
+inline constexpr AscendC::MatmulConfig CFG_IBSHARE_NORM{true, false, false};
+inline constexpr AscendC::MatmulConfig CFG_IBSHARE_MDL{false, true, false};
+
+namespace AscendC {
+
+using ::CFG_IBSHARE_MDL;
+using ::CFG_IBSHARE_NORM;
+using ::CFG_MDL;
+using ::CFG_NORM;
+
+// User callbacks that replace the API's own GM->L1 copies and C write-back.  Only the default
+// (all null) is modelled: a kernel that passes one gets a located error at compile time.
+template <auto DataCopyOutFunc = nullptr, auto CopyA1Func = nullptr, auto CopyB1Func = nullptr>
+struct MatmulCallBackFunc {
+    static constexpr bool fs_default = DataCopyOutFunc == nullptr && CopyA1Func == nullptr && CopyB1Func == nullptr;
+};
 
 template <TPosition POSITION, CubeFormat FORMAT, typename TYPE, bool ISTRANS = false,
           LayoutMode LAYOUT = LayoutMode::NONE, bool IBSHARE = false, TPosition SRCPOS = TPosition::GM>
@@ -72,6 +91,7 @@ inline CubeBlockState& CubeState() {
     if (s.generation != c.generation) {
         s = CubeBlockState{};
         s.generation = c.generation;
+        s.sys_workspace = RT().launch_workspace;
     }
     return s;
 }
@@ -114,9 +134,14 @@ public:
         if (t.num_matmul == 0) {
             Fail("%s: the Matmul high-level API is not available on %s (Atlas 训练系列 has no Matmul API)", api, t.name);
         }
-        if (t.separated && rt.kernel_mode != KernelMode::MIX_MODE) {
-            Fail("%s: on %s a Matmul kernel is a mixed cube+vector kernel; launch it with "
-                 "AscendC::SetKernelMode(KernelMode::MIX_MODE) (the current mode has no cube core)", api, t.name);
+        if (t.separated && rt.kernel_mode == KernelMode::AIV_MODE) {
+            Fail("%s: on %s a Matmul kernel runs on the cube core; launch it as a mixed kernel "
+                 "(KernelMode::MIX_MODE, __mix__) or a cube-only one (KernelMode::AIC_MODE, __cube__) — the "
+                 "current mode, AIV_MODE, has no cube core", api, t.name);
+        }
+        if (t.separated && rt.kernel_mode == KernelMode::AIC_MODE && c_in_ub) {
+            Fail("%s: a cube-only (AIC_MODE) kernel on %s has no UB; C must go to GM (MatmulType<TPosition::GM, ...>)",
+                 api, t.name);
         }
         if (t.separated && rt.kernel_type == KERNEL_TYPE_AIV_ONLY) {
             Fail("%s: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY) declares a vector-only kernel, which has no "
@@ -302,11 +327,15 @@ public:
 
 }  // namespace fusedsl_cpu
 
-namespace AscendC {
-
+// Global, as in CANN (op kernels call it without a namespace): the system workspace, which is
+// the launch's `workspace` argument unless the kernel set another with SetSysWorkspace.
 inline GM_ADDR GetSysWorkSpacePtr() {
     return fusedsl_cpu::CubeState().sys_workspace;
 }
+
+namespace AscendC {
+
+using ::GetSysWorkSpacePtr;
 
 inline void SetSysWorkspace(GM_ADDR workspace) {
     fusedsl_cpu::CubeState().sys_workspace = workspace;
@@ -317,8 +346,12 @@ inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) {
     return workspace == nullptr ? nullptr : workspace + fusedsl_cpu::LibApiWorkspaceBytes();
 }
 
-template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const MatmulConfig& MM_CFG = CFG_NORM>
+template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const auto& MM_CFG = CFG_NORM,
+          class MM_CB = MatmulCallBackFunc<>, class... Policy>
 class Matmul : public fusedsl_cpu::MatmulBase {
+    static_assert(MM_CB::fs_default, "Matmul with user callbacks (MatmulCallBackFunc with copy functions) is not "
+                                     "modelled by fusedsl's CPU implementation of the Ascend C API");
+
 public:
     using SrcAT = typename A_TYPE::T;
     using SrcBT = typename B_TYPE::T;

@@ -315,6 +315,15 @@ inline bool IsUbPosition(TPosition pos) {
     }
 }
 
+// ASCENDC.md §1.2: on separated chips (910B) the cube core (AIC) has no UB; a cube-only
+// kernel (AIC_MODE, __cube__) may not plan UB buffers.
+inline void CheckCoreHasUb(const char* api) {
+    if (RT().kernel_mode == KernelMode::AIC_MODE && Target().separated) {
+        Fail("%s: this is a cube-only kernel (AIC_MODE, __cube__) and the cube core of %s has no UB; run vector "
+             "work in an AIV or mixed (__mix__) kernel", api, Target().name);
+    }
+}
+
 inline void NoteKernelType(int type) {
     RT().kernel_type = type;
 }
@@ -602,6 +611,7 @@ private:
             Fail("InitBuffer: %s<%s> is not in UB on %s; the fusedsl CPU implementation models UB positions "
                  "(VECIN, VECOUT, VECCALC) only", kind, pos_name, t.name);
         }
+        CheckCoreHasUb("InitBuffer");
         if (fs_buffers + static_cast<int>(num) > t.max_buffers) {
             Fail("InitBuffer: this TPipe would hold %d buffers; at most %d are allowed per kernel",
                  fs_buffers + static_cast<int>(num), t.max_buffers);
