@@ -345,6 +345,9 @@ class CompiledKernel:
         if plan.schedule is not None:
             return None
         kernel = self._row_kernel(plan)
+        if kernel is None:   # a lone transpose runs the same way (recycled outputs, no main walk)
+            from .backend_cpu.transpose import transpose_kernel
+            kernel = transpose_kernel(plan.function)
         if kernel is None:
             return None
         self._single_row = (kernel, [params.index(v) for v in call.operands], self._result_meta({}))
@@ -505,8 +508,10 @@ class CompiledKernel:
                 row.run(inputs, outs)
                 return tuple(outs)
         if kernel is None:
-            from .backend_cpu import cube
+            from .backend_cpu import cube, transpose
             done = cube.run(plan.function, inputs, targets)   # matmul/conv2d (+ epilogue) on BLAS
+            if done is None:   # a lone transpose / permute: cache-blocked tiles
+                done = transpose.run(plan.function, inputs, targets)
             if done is None and self._attention_kernel(plan) is not None:   # flash attention on BLAS
                 done = self._attention_kernel(plan).run(inputs, targets)
             return done if done is not None else run_function(self.module, plan.function, inputs)  # numpy
