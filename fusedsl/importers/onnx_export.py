@@ -106,8 +106,38 @@ class _Emitter:
         elif name == "conv2d":
             ph, pw = a["padding"]
             self.node("Conv", x, [out], strides=list(a["stride"]), pads=[ph, pw, ph, pw])
+        elif name == "attention":
+            self._attention(op, x, out)
         else:
             raise NotImplementedError(f"no ONNX form for fusedsl op {name}")
+
+    def _attention(self, op, x, out) -> None:
+        """attention as standard ONNX: MatMul, Mul, Where/Add (mask, causal), Softmax, MatMul;
+        grouped KV heads are expanded, and a fully masked row (Softmax of all -inf is NaN) is 0."""
+        q, k, v = op.operands[:3]
+        qn, kn, vn = x[:3]
+        rank, dtype = q.type.rank, q.dtype
+        if rank >= 3 and k.shape[-3] != q.shape[-3]:
+            group = q.shape[-3] // k.shape[-3]
+
+            def expand(name, t):
+                lead, (hkv, s, d) = list(t.shape[:-3]), t.shape[-3:]
+                five = self.node("Reshape", [name, self.ints(lead + [hkv, 1, s, d])])
+                wide = self.node("Expand", [five, self.ints(lead + [hkv, group, s, d])])
+                return self.node("Reshape", [wide, self.ints(lead + [hkv * group, s, d])])
+            kn, vn = expand(kn, k), expand(vn, v)
+        kt = self.node("Transpose", [kn], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+        scale = np.asarray(op.attr("scale"), dtype.np if dtype.name != "bfloat16" else np.float32)
+        s = self.node("Mul", [self.node("MatMul", [qn, kt]), self.const(scale)])
+        ninf = self.const(np.asarray(-np.inf, scale.dtype))
+        if len(x) > 3:
+            mask = op.operands[3]
+            s = self.node("Where", [x[3], s, ninf]) if mask.dtype.name == "bool" else self.node("Add", [s, x[3]])
+        if op.attr("causal"):
+            s = self.node("Where", [self.const(np.tri(q.shape[-2], k.shape[-2], dtype=bool)), s, ninf])
+        p = self.node("Softmax", [s], axis=-1)
+        p = self.node("Where", [self.node("IsNaN", [p]), self.const(np.zeros((), scale.dtype)), p])
+        self.node("MatMul", [p, vn], [out])
 
 
 def _tensor(value, name, dtype_name):

@@ -264,6 +264,7 @@ def _aten_table():
         aten.slice.Tensor: _slice, aten.select.int: _select,
         aten.cat.default: lambda xs, dim=0: fs.concatenate(list(xs), axis=dim),
         aten.embedding.default: _embedding,
+        aten.scaled_dot_product_attention.default: lambda q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False: fs.attention(q, k, v, attn_mask, scale, is_causal, dropout_p=dropout_p),  # noqa: E501
         operator.getitem: lambda xs, i: xs[i],
     }
     return t

@@ -63,8 +63,11 @@ class Fuse(Pass):
     name = "fuse"
 
     def __init__(self, single_kernel: bool = False, max_queues: int | None = None,
-                 fusion: FusionOptions | None = None):
+                 fusion: FusionOptions | None = None, notes: dict[int, str] | None = None):
         self.single_kernel = single_kernel
+        # value id -> "FS1xx why": an earlier pass's word on the kernel computing that value
+        # (attention-fusion: why softmax(q @ k^T) @ v did not become one attention op)
+        self.notes = notes if notes is not None else {}
         self.max_queues = max_queues   # queue buffers one position may hold (the target's limit)
         self.fusion = fusion or FusionOptions()
         self.infos: dict[str, KernelInfo] = {}
@@ -607,7 +610,9 @@ class Fuse(Pass):
             ops_idx, kind, reason, inputs, outputs = parts[k]
             name = f"{fn.name}_k{n}" if multi else f"{fn.name}_kernel"
             built.append((self._kernel_function(fn, name, ops_idx, inputs, outputs, producer), inputs, outputs))
-            code, text = split_reason(reason)
+            note = next((self.notes[id(fn.ops[i].result)] for i in ops_idx if id(fn.ops[i].result) in self.notes),
+                        None)
+            code, text = split_reason(note or reason)
             self.infos[name] = KernelInfo(name, kind, text, code)
         main = self._main(fn, built)
         others = tuple(f for f in module.functions if f is not fn)

@@ -38,6 +38,7 @@ REASONS = {
     "FS112": "row kernel: a last-axis reduction fused with its row producers and broadcast-back consumers",
     "FS113": "cube kernel: a matmul or conv2d fused with its elementwise epilogue",
     "FS114": "a slice / concatenate / take that cannot become CopyIn addressing (e.g. a step on the last axis)",
+    "FS115": "softmax(q @ k^T * s + mask) @ v that cannot become one attention op (the reason names the difference)",
 }
 
 DEFAULT_UB_HEADROOM = 0.8      # the "use at most 80 %" rule, as the default
@@ -79,7 +80,7 @@ class FusionOptions:
 
 
 PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "dce", "horizontal", "row-fusion", "views",
-              "fuse")
+              "fuse", "attention-fusion")
 
 
 def disabled_passes(options: dict) -> frozenset:

@@ -5,6 +5,7 @@ from .base import PassManager
 from .canonicalize import CSE, DCE, Algebra, ConstantFold
 from .fold_batch_norm import FoldBatchNorm
 from .fold_transpose import FoldTranspose
+from .fuse_attention import FuseAttention
 from .fuse import Fuse
 from .fusion_model import FusionOptions
 
@@ -16,6 +17,7 @@ def canonicalize_passes():
         Algebra(),        # removes identities (x*1, x-0, ...) exposed by folding
         CSE(),            # merges repeated subexpressions (composites often recompute the same value)
         FoldTranspose(),  # after BN folding (which scales the transposed weight): x @ w.T reads w transposed
+        FuseAttention(),  # after fold-transpose (q @ k^T is one matmul then): softmax(q k^T s + m) v -> attention
         DCE(),            # last: drops ops orphaned by the rewrites above
     ]
 
@@ -30,6 +32,9 @@ def compile_passes(single_kernel: bool, max_queues: int | None, fusion: FusionOp
     FUSEDSL_DISABLE_PASSES) are left out; "fuse" cannot be left out (main must be calls),
     so disabling it makes every op a kernel of its own."""
     fusion = fusion or FusionOptions()
-    return [p for p in canonicalize_passes() if p.name not in fusion.disabled] + [
-        Fuse(single_kernel, max_queues, fusion),  # after canonicalisation: it partitions the simplified graph
+    passes = [p for p in canonicalize_passes() if p.name not in fusion.disabled
+              and (p.name != "attention-fusion" or fusion.fuse or single_kernel)]   # opt_level 0: no fusion
+    notes = next((p.misses for p in passes if isinstance(p, FuseAttention)), {})
+    return passes + [
+        Fuse(single_kernel, max_queues, fusion, notes),  # after canonicalisation: it partitions the simplified graph
     ]
