@@ -6,7 +6,8 @@
 """
 from .dtypes import bfloat16, bool_, float16, float32, int8, int32, uint8
 from .errors import (ArgumentError, AscendCCheckError, AscendCCompileError, ControlFlowError,
-                     DTypeError, FusedslError, IRParseError, ProjectError, ScheduleError, ShapeError, TargetError,
+                     DTypeError, FusedslError, IRParseError, ProjectError, SaturationWarning, ScheduleError, ShapeError,
+                     TargetError,
                      TraceError, UnsupportedOpError, VerifyError)
 from .frontend.api import (abs, absolute, add, amax, amin, astype, attention, batch_norm, broadcast_to, cast,
                            concatenate, conv2d, divide, equal, exp, gelu, greater, greater_equal,

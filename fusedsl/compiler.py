@@ -11,10 +11,12 @@ import difflib
 import os
 import sys
 import threading
+import warnings
 
 import numpy as np
 
-from .errors import ArgumentError, FusedslError, ScheduleError, TargetError, user_facing, user_frame
+from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleError, TargetError, user_facing,
+                     user_frame)
 from .ir.core import Function, Module
 from .ir.ops import CALL, CONSTANT, CUBE, has_trait
 from .ir.printer import print_module
@@ -532,7 +534,24 @@ class CompiledKernel:
             self._set_sizes(sizes)
             results, measured = sim.simulate(self, arrays, sizes)
             self._last_measured = measured
+        self._warn_if_saturated(arrays, results)
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _warn_if_saturated(self, arrays, results) -> None:
+        """8-bit integer results of the printed code saturate where numpy wraps: say so when it
+        happened (the reference runs only for kernels with int8/uint8 results)."""
+        if not any(r.dtype in (np.int8, np.uint8) for r in results):
+            return
+        wrapped = run_module(self.graph, arrays)
+        differ = sum(int(np.count_nonzero(r != w)) for r, w in zip(results, wrapped) if r.dtype in (np.int8, np.uint8))
+        if differ:
+            total = sum(r.size for r in results if r.dtype in (np.int8, np.uint8))
+            loc = user_frame()
+            warnings.warn_explicit(
+                f"{self.name}: {differ} of {total} int8/uint8 result element(s) of the simulated Ascend C differ from "
+                "numpy's: the NPU computes 8-bit integers in float16/float32 and saturates where numpy and "
+                "kernel(*arrays) wrap around; keep the values in range or compute in int32",
+                SaturationWarning, loc.file, loc.line)
 
     def report(self):
         from .report import Report

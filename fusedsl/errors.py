@@ -119,6 +119,12 @@ class CacheError(FusedslError):
     """A compile-cache entry could not be read or written."""
 
 
+class SaturationWarning(UserWarning):
+    """`simulate` of an int8/uint8 kernel gave results that differ from numpy's: the NPU's vector
+    unit computes 8-bit integers in float16/float32 and saturates where numpy (and kernel(*arrays))
+    wrap around.  Keep the values in range, or compute in int32."""
+
+
 def source_snippet(loc: Loc) -> str:
     """The user's line in rustc style, or '' when the file cannot be read."""
     text = linecache.getline(loc.file, loc.line).rstrip("\n")

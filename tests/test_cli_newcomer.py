@@ -137,3 +137,37 @@ def test_seed_example_leaves_nothing_in_the_temp_dir(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "removed at exit" in r.stdout and "simulated Ascend C" in r.stdout
     assert os.listdir(tmp) == [] and sorted(os.listdir(tmp_path)) == ["tmp"]
+
+
+# ---- item 8: int8 saturation is said at run time ------------------------------------------------
+def test_int8_simulate_warns_when_it_saturates_where_numpy_wraps():
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, 2048).astype(np.int8)
+    b = rng.integers(-128, 128, 2048).astype(np.int8)
+    k = fs.fused_kernel(lambda a, b: fs.relu(a + b)).compile(a, b)
+    with pytest.warns(fs.SaturationWarning) as record:
+        got = k.simulate(a, b)   # LINE-MARK saturate
+    wraps = k(a, b)
+    differ = int(np.count_nonzero(got != wraps))
+    assert differ > 0 and f"{differ} of 2048 int8/uint8 result element(s)" in str(record[0].message)
+    assert record[0].filename == __file__ and record[0].lineno == _line_of("saturate")
+    # in range: no warning
+    small = (a // 4, b // 4)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fs.SaturationWarning)
+        np.testing.assert_array_equal(k.simulate(*small), k(*small))
+
+
+def test_unsupported_onnx_op_is_located_at_the_users_call(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    node = helper.make_node("Sin", ["x"], ["y"])
+    graph = helper.make_graph([node], "sin_graph", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(fs.UnsupportedOpError) as info:
+        fs.from_onnx(model)   # LINE-MARK onnx
+    msg = str(info.value)
+    assert msg.startswith(f"{__file__}:{_line_of('onnx')}: sin_graph.onnx node 1 (Sin): ONNX op Sin is not supported"), msg
+    assert "[Sin]" not in msg

@@ -289,11 +289,16 @@ class OnnxReplay:
         return Loc(f"{self.label}[{node.name or node.op_type}]", index + 1)
 
     def check(self) -> None:
+        """Unsupported ops, located at the user's fs.from_onnx call (a model file has no source
+        line to show) with the node named in the message."""
         for index, node in enumerate(self.graph.node):
-            if node.domain not in ("", "ai.onnx"):
-                self._fail(index, node, f"ONNX op {node.domain}::{node.op_type} is not supported by fusedsl's importer")
-            if node.op_type not in RULES and node.op_type != "Constant":
-                self._fail(index, node, f"ONNX op {node.op_type} is not supported by fusedsl's importer")
+            supported = node.domain in ("", "ai.onnx") and (node.op_type in RULES or node.op_type == "Constant")
+            if not supported:
+                op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
+                named = f" {node.name!r}" if node.name else ""
+                raise UnsupportedOpError(f"{self.label} node {index + 1} ({node.op_type}{named}): ONNX op {op} is "
+                                         "not supported by fusedsl's importer", loc=user_frame(),
+                                         hint=f"fusedsl imports: {SUPPORTED}")
 
     def _fail(self, index, node, message):
         raise UnsupportedOpError(message, loc=self.loc(index, node), hint=f"fusedsl imports: {SUPPORTED}")
