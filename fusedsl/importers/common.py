@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import ArgumentError, Loc, user_frame, user_facing
@@ -47,7 +49,10 @@ def as_array(x, name: str):
     unless converted by the caller (silently halving precision would hide a mistake)."""
     if hasattr(x, "detach") and hasattr(x, "numpy"):
         x = x.detach().cpu()
-        x = x.numpy()
+        if str(x.dtype) == "torch.bfloat16":   # numpy has no bfloat16: the same bits as ml_dtypes'
+            x = x.contiguous().view(dtype=_torch_int16(x)).numpy().view(ml_dtypes.bfloat16)
+        else:
+            x = x.numpy()
     if not isinstance(x, np.ndarray):
         return x
     if x.dtype == np.int64:
@@ -58,22 +63,41 @@ def as_array(x, name: str):
     return x
 
 
+def _torch_int16(x):
+    """torch.int16, found through the tensor's module (common.py does not import torch)."""
+    return getattr(sys.modules[type(x).__module__.split(".")[0]], "int16")
+
+
 class ImportedKernel(FusedKernel):
     """A FusedKernel for an imported model: the weights are bound after the user's inputs."""
 
     def __init__(self, fn, options: dict, input_names: list[str], weights: list[np.ndarray],
-                 source: Loc | None = None):
+                 source: Loc | None = None, constant_args: dict | None = None):
         super().__init__(fn, options)
         self.input_names = list(input_names)
+        # positions of the model's arguments that were None or a Python number when it was
+        # exported: baked into the graph, so a call must pass the same value there
+        self.constant_args = dict(constant_args or {})
         self.weights = list(weights)
         if source is not None:
             self.def_loc = source
 
     def _with_weights(self, args):
-        if len(args) != len(self.input_names):
-            raise ArgumentError(f"{self.name} takes {len(self.input_names)} input(s) "
+        total = len(self.input_names) + len(self.constant_args)
+        if len(args) != total:
+            raise ArgumentError(f"{self.name} takes {total} input(s) "
                                 f"({', '.join(self.input_names)}), got {len(args)}", loc=user_frame())
-        return [as_array(a, n) for a, n in zip(args, self.input_names)] + self.weights
+        tensors = []
+        for i, a in enumerate(args):
+            if i in self.constant_args:
+                want = self.constant_args[i]
+                if not (a is want or (want is not None and type(a) is type(want) and a == want)):
+                    raise ArgumentError(f"argument {i + 1} of {self.name} was {want!r} when the model was "
+                                        f"imported, got {type(a).__name__ if want is None else repr(a)}",
+                                        loc=user_frame(), hint="import the model again with this argument")
+                continue
+            tensors.append(a)
+        return [as_array(a, n) for a, n in zip(tensors, self.input_names)] + self.weights
 
     @user_facing
     def __call__(self, *args, out=None):

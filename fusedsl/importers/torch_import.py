@@ -1,283 +1,61 @@
 """PyTorch -> fusedsl: `fs.from_torch(module_or_fn, *example_inputs)` and `fs.torch_backend`.
 
 The model is captured with `torch.export` (ATen ops with static shapes, parameters and
-buffers lifted to inputs); each ATen op is replayed with the fusedsl op of the same
-meaning, located at the user's source line from the node's stack trace.  An op without a
-mapping raises UnsupportedOpError naming the ATen op and that line.  Imported only when
-used: `import fusedsl` never imports torch.
+buffers lifted to inputs) and functionalized (`run_decompositions({})`: `relu_`, `y += x`
+become their out-of-place ops); ops the ATen table (`torch_ops.py`) lacks but torch can
+decompose are decomposed by torch's own table, once.  Then each ATen op is replayed with
+the fusedsl op of the same meaning, located at the user's source line from the node's
+stack trace.  torch.export's metadata asserts are dropped; nodes that depend on no model
+input (arange, linspace, a torch.tensor constant) are computed once at import: a one-value
+result becomes a broadcast 0-d constant, any other a bound weight.  An op without a mapping
+raises UnsupportedOpError naming the ATen op, the model's line and the nearest supported op;
+data-dependent control flow, data-dependent result sizes and random ops are refused at the
+model's line.  Imported only when used: `import fusedsl` never imports torch.
 """
 from __future__ import annotations
 
-import operator
+import contextlib
+import difflib
+import inspect
+import io
+import logging
 import os
 import re
+import sys
+import traceback
+import types
+import warnings
 
 import numpy as np
 
-from ..errors import Loc, UnsupportedOpError, at_user_location, is_internal_file, user_facing, user_frame
-from ..frontend import api as fs
+from ..errors import ArgumentError, Loc, UnsupportedOpError, at_user_location, is_internal_file, user_facing, \
+    user_frame
+from . import torch_ops
 from .common import ImportedKernel, as_array, make_function, sanitize
+from .torch_ops import DATA_DEPENDENT, METADATA_ASSERTS, RANDOM, Missing, Unsupported, base_name
 
-SUPPORTED = ("elementwise ops, sum/mean/amax/amin, softmax, layer_norm, rms_norm, linear/matmul/mm/bmm/addmm, "
-             "conv2d, batch_norm (inference), view/reshape/permute/transpose/expand/unsqueeze/squeeze/flatten, "
-             "cat, slice/select, embedding")
-
-_TORCH_DTYPES = {"torch.float32": "float32", "torch.float16": "float16", "torch.bfloat16": "bfloat16",
-                 "torch.int32": "int32", "torch.int64": "int32", "torch.int8": "int8", "torch.uint8": "uint8",
-                 "torch.bool": "bool"}
+SUPPORTED = ("elementwise ops, sum/mean/amax/amin/var/std, softmax/log_softmax, layer_norm, rms_norm, group_norm, "
+             "linear/matmul/mm/bmm/addmm, conv2d, batch_norm (inference), view/reshape/permute/transpose/expand/"
+             "repeat/unsqueeze/squeeze/flatten, cat/stack/split/chunk/unbind, slice/select/narrow, embedding, "
+             "zeros/ones/full/*_like and constant creation ops")
 
 
 def _torch():
     try:
         import torch
     except ImportError:   # the optional extra is not installed
-        from ..errors import ArgumentError
         raise ArgumentError("fs.from_torch needs PyTorch: pip install 'fusedsl[torch]'", loc=user_frame()) from None
     return torch
 
 
-# ---- the ATen table --------------------------------------------------------------------------
-class Unsupported(Exception):
-    """A mapped op with an argument combination fusedsl lacks (the message says which)."""
-
-
-def _dims_of(x, dims):
-    if dims is None:
-        return None
-    dims = [dims] if isinstance(dims, int) else list(dims)
-    return tuple(d % max(x.ndim, 1) for d in dims)
-
-
-def _reduce(fn):
-    def rule(x, dim=None, keepdim=False, *rest, **kw):
-        if kw.get("dtype") is not None:
-            raise Unsupported("a reduction with dtype= is not supported")
-        axes = _dims_of(x, dim)
-        if axes == ():
-            axes = None
-        return fn(x, axis=axes, keepdims=keepdim)
-    return rule
-
-
-def _pow(x, p):
-    if not isinstance(p, (int, float)):
-        raise Unsupported("pow with a tensor exponent is not supported")
-    table = {2: fs.square, 1: lambda v: v, 0.5: fs.sqrt, -1: fs.reciprocal, -0.5: fs.rsqrt}
-    if p not in table:
-        raise Unsupported(f"pow with exponent {p} is not supported (2, 1, 0.5, -1 and -0.5 are)")
-    return table[p](x)
-
-
-def _gelu(x, approximate="none"):
-    if approximate != "tanh":
-        raise Unsupported("gelu(approximate='none') (the erf form) is not supported; fusedsl's gelu is the "
-                          "tanh approximation: use F.gelu(x, approximate='tanh')")
-    return fs.gelu(x)
-
-
-def _layer_norm(x, shape, weight=None, bias=None, eps=1e-5, *rest):
-    if len(shape) != 1:
-        raise Unsupported("layer_norm over more than the last axis is not supported")
-    return fs.layer_norm(x, weight, bias, eps)
-
-
-def _native_layer_norm(x, shape, weight, bias, eps):
-    return (_layer_norm(x, shape, weight, bias, eps), None, None)
-
-
-def _rms_norm(x, shape, weight=None, eps=None):
-    if len(shape) != 1:
-        raise Unsupported("rms_norm over more than the last axis is not supported")
-    if eps is None:
-        eps = float(np.finfo(x.dtype.np if x.dtype.name != "bfloat16" else np.float32).eps)
-    return fs.rms_norm(x, weight, eps)
-
-
-def _linear(x, w, b=None):
-    y = fs.matmul(x, fs.transpose(w))
-    return y if b is None else y + b
-
-
-def _conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
-    if isinstance(padding, str):
-        raise Unsupported(f"conv2d padding={padding!r} is not supported; give the padding in pixels")
-    if any(d != 1 for d in ([dilation] if isinstance(dilation, int) else dilation)) or groups != 1:
-        raise Unsupported("conv2d with dilation or groups is not supported")
-    if x.ndim != 4:
-        raise Unsupported("only 2-d convolution (NCHW) is supported")
-    return fs.conv2d(x, w, b, stride=list(stride) if not isinstance(stride, int) else stride,
-                     padding=list(padding) if not isinstance(padding, int) else padding)
-
-
-def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups):
-    if transposed:
-        raise Unsupported("transposed convolution is not supported")
-    return _conv(x, w, b, stride, padding, dilation, groups)
-
-
-def _batch_norm(x, weight, bias, mean, var, training=False, momentum=0.1, eps=1e-5, *rest):
-    if training:
-        raise Unsupported("batch_norm in training mode is not supported; call model.eval() first")
-    return fs.batch_norm(x, mean, var, weight, bias, eps)
-
-
-def _bn_no_training(x, weight, bias, mean, var, momentum, eps):
-    return (fs.batch_norm(x, mean, var, weight, bias, eps), None, None)
-
-
-def _softmax(x, dim, half_to_float=False, *rest, **kw):
-    if kw.get("dtype") is not None:
-        raise Unsupported("softmax with dtype= is not supported")
-    return fs.softmax(x, axis=dim)
-
-
-def _view(x, shape):
-    return fs.reshape(x, tuple(shape))
-
-
-def _flatten(x, start=0, end=-1):
-    start, end = start % max(x.ndim, 1), end % max(x.ndim, 1)
-    shape = x.shape[:start] + (-1,) + x.shape[end + 1:]
-    return fs.reshape(x, shape)
-
-
-def _unsqueeze(x, dim):
-    dim = dim % (x.ndim + 1)
-    return fs.reshape(x, x.shape[:dim] + (1,) + x.shape[dim:])
-
-
-def _squeeze(x, dim=None):
-    dims = set(range(x.ndim)) if dim is None else set(_dims_of(x, dim))
-    return fs.reshape(x, tuple(d for i, d in enumerate(x.shape) if not (i in dims and d == 1)))
-
-
-def _transpose(x, a, b):
-    perm = list(range(x.ndim))
-    a, b = a % x.ndim, b % x.ndim
-    perm[a], perm[b] = perm[b], perm[a]
-    return fs.transpose(x, perm)
-
-
-def _expand(x, shape, *rest, **kw):
-    shape = list(shape)
-    lead = len(shape) - x.ndim
-    for i in range(x.ndim):
-        if shape[lead + i] == -1:
-            shape[lead + i] = x.shape[i]
-    return fs.broadcast_to(x, tuple(shape))
-
-
-def _slice(x, dim=0, start=None, end=None, step=1):
-    index = [slice(None)] * x.ndim
-    size = x.shape[dim]
-    start = 0 if start is None else start
-    end = size if end is None or end > size else end
-    index[dim] = slice(start, end, step)
-    return x[tuple(index)]
-
-
-def _select(x, dim, i):
-    index = [slice(None)] * x.ndim
-    index[dim] = i
-    return x[tuple(index)]
-
-
-def _embedding(weight, indices, padding_idx=-1, *rest):
-    return fs.take(weight, fs.cast(indices, "int32") if indices.dtype.name != "int32" else indices, axis=0)
-
-
-def _to(x, *args, **kw):
-    dtype = kw.get("dtype")
-    for a in args:
-        if str(a).startswith("torch.") and str(a) in _TORCH_DTYPES:
-            dtype = a
-    if dtype is None:
-        return x
-    return fs.cast(x, _TORCH_DTYPES[str(dtype)])
-
-
-def _clamp(x, lo=None, hi=None):
-    if lo is not None:
-        x = fs.maximum(x, lo)
-    if hi is not None:
-        x = fs.minimum(x, hi)
-    return x
-
-
-def _identity(x, *rest, **kw):
-    return x
-
-
-def _div(a, b, rounding_mode=None):
-    if rounding_mode is not None:
-        raise Unsupported(f"div with rounding_mode={rounding_mode!r} is not supported")
-    return fs.divide(a, b)
-
-
-def _aten_table():
-    torch = _torch()
-    aten = torch.ops.aten
-    t = {
-        aten.add.Tensor: lambda a, b, alpha=1: a + (b * alpha if alpha != 1 else b),
-        aten.add.Scalar: lambda a, b, alpha=1: a + b * alpha,
-        aten.sub.Tensor: lambda a, b, alpha=1: a - (b * alpha if alpha != 1 else b),
-        aten.sub.Scalar: lambda a, b, alpha=1: a - b * alpha,
-        aten.rsub.Scalar: lambda a, b, alpha=1: b - a * alpha,
-        aten.mul.Tensor: lambda a, b: a * b, aten.mul.Scalar: lambda a, b: a * b,
-        aten.div.Tensor: _div, aten.div.Scalar: _div, aten.div.Tensor_mode: _div,
-        aten.neg.default: fs.negative, aten.abs.default: fs.abs, aten.exp.default: fs.exp,
-        aten.log.default: fs.log, aten.sqrt.default: fs.sqrt, aten.rsqrt.default: fs.rsqrt,
-        aten.reciprocal.default: fs.reciprocal, aten.relu.default: fs.relu,
-        aten.sigmoid.default: fs.sigmoid, aten.tanh.default: fs.tanh, aten.silu.default: fs.silu,
-        aten.square.default: fs.square, aten.pow.Tensor_Scalar: _pow, aten.gelu.default: _gelu,
-        aten.leaky_relu.default: lambda x, slope=0.01: fs.leaky_relu(x, slope),
-        aten.maximum.default: fs.maximum, aten.minimum.default: fs.minimum,
-        aten.clamp.default: _clamp, aten.clamp_min.default: lambda x, lo: fs.maximum(x, lo),
-        aten.clamp_max.default: lambda x, hi: fs.minimum(x, hi),
-        aten.where.self: fs.where,
-        aten.lt.Tensor: fs.less, aten.lt.Scalar: fs.less, aten.le.Tensor: fs.less_equal,
-        aten.le.Scalar: fs.less_equal, aten.gt.Tensor: fs.greater, aten.gt.Scalar: fs.greater,
-        aten.ge.Tensor: fs.greater_equal, aten.ge.Scalar: fs.greater_equal,
-        aten.eq.Tensor: fs.equal, aten.eq.Scalar: fs.equal, aten.ne.Tensor: fs.not_equal,
-        aten.ne.Scalar: fs.not_equal,
-        aten._to_copy.default: _to, aten.to.dtype: _to, aten.to.dtype_layout: _to,
-        aten.sum.dim_IntList: _reduce(fs.sum), aten.sum.default: lambda x, dtype=None: _reduce(fs.sum)(x),
-        aten.mean.dim: _reduce(fs.mean), aten.mean.default: lambda x, dtype=None: _reduce(fs.mean)(x),
-        aten.amax.default: _reduce(fs.max), aten.amin.default: _reduce(fs.min),
-        aten.softmax.int: _softmax, aten._softmax.default: _softmax,
-        aten.layer_norm.default: _layer_norm, aten.native_layer_norm.default: _native_layer_norm,
-        aten.rms_norm.default: _rms_norm,
-        aten.linear.default: _linear,
-        aten.addmm.default: lambda bias, a, b, beta=1, alpha=1: fs.matmul(a, b) * alpha + bias * beta,
-        aten.matmul.default: fs.matmul, aten.mm.default: fs.matmul, aten.bmm.default: fs.matmul,
-        aten.t.default: lambda x: fs.transpose(x) if x.ndim == 2 else x,
-        aten.conv2d.default: _conv, aten.convolution.default: _convolution,
-        aten.batch_norm.default: _batch_norm,
-        aten._native_batch_norm_legit_no_training.default: _bn_no_training,
-        aten.view.default: _view, aten.reshape.default: _view, aten._unsafe_view.default: _view,
-        aten.flatten.using_ints: _flatten, aten.unsqueeze.default: _unsqueeze,
-        aten.squeeze.dim: _squeeze, aten.squeeze.dims: _squeeze, aten.squeeze.default: _squeeze,
-        aten.permute.default: lambda x, perm: fs.transpose(x, [p % x.ndim for p in perm]),
-        aten.transpose.int: _transpose, aten.expand.default: _expand,
-        aten.contiguous.default: _identity, aten.clone.default: _identity, aten.alias.default: _identity,
-        aten.detach.default: _identity, aten.dropout.default: lambda x, p=0.5, train=False: x,
-        aten.slice.Tensor: _slice, aten.select.int: _select,
-        aten.cat.default: lambda xs, dim=0: fs.concatenate(list(xs), axis=dim),
-        aten.embedding.default: _embedding,
-        aten.scaled_dot_product_attention.default: lambda q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False: fs.attention(q, k, v, attn_mask, scale, is_causal, dropout_p=dropout_p),  # noqa: E501
-        operator.getitem: lambda xs, i: xs[i],
-    }
-    return t
-
-
-# ---- replay ----------------------------------------------------------------------------------
+# ---- locations -------------------------------------------------------------------------------
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 def _is_library_file(file: str) -> bool:
     """A frame of torch or of fusedsl itself, decided by the packages' own directories: a user
     whose project lives under a folder named `fusedsl/` or `torch/` keeps their frames."""
-    if is_internal_file(file):
+    if is_internal_file(file) or file.startswith("<"):
         return True
     torch_dir = os.path.dirname(os.path.abspath(_torch().__file__))
     return os.path.abspath(file).startswith(torch_dir + os.sep)
@@ -297,78 +75,304 @@ def node_loc(node) -> Loc | None:
     return best
 
 
+def _traceback_loc(exc: BaseException) -> Loc | None:
+    """The innermost frame of an exception's traceback in the user's code (the model line that
+    made torch.export fail)."""
+    best = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if not _is_library_file(frame.filename):
+            best = Loc(frame.filename, frame.lineno)
+    return best
+
+
 def _op_name(target) -> str:
     name = getattr(target, "__name__", None) or str(target)
     text = str(target)
     return text if text.startswith("aten.") else f"aten.{name}"
 
 
+# ---- capture ---------------------------------------------------------------------------------
+def _export(module, example, loc: Loc | None):
+    """torch.export of the module, functionalized; torch's failures become located
+    UnsupportedOpErrors (torch's own log lines and graph dumps of a failed export are dropped)."""
+    torch = _torch()
+    captured = io.StringIO()
+    shapes_log = logging.getLogger("torch.fx.experimental.symbolic_shapes")
+    level = shapes_log.level
+    shapes_log.setLevel(logging.ERROR)   # "Unable to find user code ..." before a data-dependent failure
+    try:
+        with contextlib.redirect_stderr(captured), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            ep = torch.export.export(module, example)
+            ep = ep.run_decompositions({})
+    except Exception as exc:   # noqa: BLE001 (every capture failure is reported in fusedsl's terms)
+        where = _traceback_loc(exc) or loc or user_frame()
+        text = str(exc)
+        if "data-dependent" in text or type(exc).__name__ in ("GuardOnDataDependentSymNode",
+                                                               "PendingUnbackedSymbolNotFound"):
+            raise UnsupportedOpError(
+                "this line needs a tensor's value in Python (data-dependent control flow: `if`, `while`, "
+                "`bool()`, `.item()` on a tensor); a fused kernel is one static graph",
+                loc=where, hint="compute both branches and select with torch.where, or move the decision "
+                                "out of the model") from None
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        raise UnsupportedOpError(f"torch.export cannot capture the model: {type(exc).__name__}: {first[:300]}",
+                                 loc=where, hint="fs.from_torch imports what torch.export captures; "
+                                                 "see the torch.export documentation") from None
+    finally:
+        shapes_log.setLevel(level)
+    sys.stderr.write(captured.getvalue())   # a successful export's warnings still reach the user
+    return ep
+
+
+def _decompose_unsupported(ep, table):
+    """Let torch decompose the ops the ATen table lacks (hardswish, logsumexp, cross_entropy, ...),
+    so only what neither has remains.  Runs at most three rounds (a decomposition can emit
+    further composite ops)."""
+    torch = _torch()
+    decomps = torch.export.default_decompositions()
+    for _ in range(3):
+        wanted = {}
+        for node in ep.graph.nodes:
+            if node.op == "call_function" and node.target not in table and node.target in decomps \
+                    and base_name(node.target) not in METADATA_ASSERTS | RANDOM | DATA_DEPENDENT:
+                wanted[node.target] = decomps[node.target]
+        if not wanted:
+            return ep
+        with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = ep.run_decompositions(wanted)
+    return ep
+
+
+def _supported_names(table) -> list[str]:
+    return sorted({base_name(t) for t in table if str(t).startswith("aten.")})
+
+
+# ---- import-time folding ---------------------------------------------------------------------
+def _fold_constants(graph, placeholders: set[str]):
+    """The values of call nodes that depend on no placeholder (arange, linspace, eye,
+    torch.tensor constants, ops on them), computed once with torch."""
+    torch = _torch()
+    values: dict = {}
+
+    def arg(a):
+        if hasattr(a, "op") and hasattr(a, "name"):
+            return values[a.name]
+        if isinstance(a, (list, tuple)):
+            return type(a)(arg(x) for x in a)
+        return a
+
+    def deps(a):
+        if hasattr(a, "op") and hasattr(a, "name"):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                yield from deps(x)
+        elif isinstance(a, dict):
+            for x in a.values():
+                yield from deps(x)
+
+    for node in graph.nodes:
+        if node.op != "call_function" or base_name(node.target) in METADATA_ASSERTS | RANDOM | DATA_DEPENDENT:
+            continue
+        inputs = list(deps(node.args)) + list(deps(node.kwargs))
+        if any(d.name not in values for d in inputs):
+            continue
+        try:
+            with torch.no_grad():
+                values[node.name] = node.target(*arg(node.args), **arg(dict(node.kwargs)))
+        except Exception:   # noqa: BLE001 (not foldable: replayed like any node, errors located there)
+            continue
+    return values
+
+
+def _uniform(value):
+    """(True, python scalar) when a folded tensor holds one value everywhere."""
+    flat = value.reshape(-1)
+    if flat.numel() == 0:
+        return False, None
+    first = flat[0]
+    if bool((flat == first).all()) and not bool(first.isnan() if value.is_floating_point() else False):
+        return True, first.item()
+    return False, None
+
+
+def _torch_array(value, name):
+    """A folded tensor as a weight array in a dtype fusedsl has (float64 -> float32)."""
+    torch = _torch()
+    if value.dtype == torch.float64:
+        value = value.float()
+    return as_array(value, name)
+
+
+# ---- replay ----------------------------------------------------------------------------------
 class GraphReplay:
     """Replays an exported FX graph on fusedsl tensors."""
 
-    def __init__(self, graph, placeholders: list[str], table):
+    def __init__(self, graph, placeholders: list[str], table, folded: dict, computed: set, outputs: list):
         self.graph = graph
         self.placeholders = placeholders
         self.table = table
+        self.computed = computed       # nodes computed at import (not replayed)
+        self.folded = folded           # those read by the replay -> ("const", value, dtype, shape) or ("param", name)
+        self.outputs = outputs         # the output node's user outputs (FX nodes or constants)
 
     def check(self) -> None:
         """Every call is mapped, or UnsupportedOpError at the first one that is not."""
+        names = None
         for node in self.graph.nodes:
-            if node.op == "call_function" and node.target not in self.table:
-                self._unsupported(node, f"{_op_name(node.target)} is not supported by fusedsl's importer")
+            if node.op != "call_function" or node.name in self.computed or node.target in self.table:
+                continue
+            base = base_name(node.target)
+            if base in METADATA_ASSERTS:
+                continue
+            op = _op_name(node.target)
+            if base in DATA_DEPENDENT:
+                self._unsupported(node, f"{op}: its result's size depends on the data; fused kernels have static "
+                                        "shapes", hint="keep the shape static, e.g. torch.where(mask, x, 0) "
+                                                       "instead of x[mask] or masked_select")
+            if base in RANDOM:
+                self._unsupported(node, f"{op} is a random op; a fused kernel is a pure function of its inputs",
+                                  hint="pass the random tensor in as an input (or call model.eval() for dropout)")
+            names = names or _supported_names(self.table)
+            near = difflib.get_close_matches(base, names, n=1, cutoff=0.5)
+            nearest = f"; the nearest supported op is aten.{near[0]}" if near else ""
+            self._unsupported(node, f"{op} is not supported by fusedsl's importer{nearest}")
 
     @staticmethod
-    def _unsupported(node, message):
+    def _unsupported(node, message, hint=None):
         raise UnsupportedOpError(message, loc=node_loc(node) or user_frame(),
-                                 hint=f"fusedsl imports: {SUPPORTED}")
+                                 hint=hint or f"fusedsl imports: {SUPPORTED}")
 
     def __call__(self, args):
         env = dict(zip(self.placeholders, args))
+        trace = next((a.trace for a in args if hasattr(a, "trace")), None)
 
-        def load(a):
+        def load(a, node):
             if hasattr(a, "op") and hasattr(a, "name") and hasattr(a, "meta"):
-                return env[a.name]
+                if a.name not in env:
+                    env[a.name] = self._materialize(a, env, trace)
+                value = env[a.name]
+                if isinstance(value, Missing):
+                    self._unsupported(node, f"{_op_name(node.target) if node.op == 'call_function' else 'output'}"
+                                            f" uses {value.why}")
+                return value
             if isinstance(a, (list, tuple)):
-                return type(a)(load(x) for x in a)
+                return type(a)(load(x, node) for x in a)
             return a
 
         for node in self.graph.nodes:
-            if node.op == "call_function":
-                with at_user_location(node_loc(node)):
-                    try:
-                        env[node.name] = self.table[node.target](*load(node.args), **load(dict(node.kwargs)))
-                    except Unsupported as exc:
-                        self._unsupported(node, f"{_op_name(node.target)}: {exc}")
-            elif node.op == "output":
-                outs = load(node.args[0])
-                outs = tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
-                return outs[0] if len(outs) == 1 else outs
-            elif node.op == "get_attr":
-                raise UnsupportedOpError(f"graph attribute {node.target} is not supported", loc=node_loc(node))
-        raise AssertionError("exported graph without an output")
+            if node.op != "call_function" or node.name in self.computed:
+                continue
+            if base_name(node.target) in METADATA_ASSERTS:
+                continue
+            with at_user_location(node_loc(node)):
+                rule = self.table[node.target]
+                kwargs = load(dict(node.kwargs), node)
+                if getattr(rule, "needs_trace", False):
+                    kwargs = {**kwargs, "_trace": trace, "_out": self._out_type(node)}
+                try:
+                    env[node.name] = rule(*load(node.args, node), **kwargs)
+                except Unsupported as exc:
+                    self._unsupported(node, f"{_op_name(node.target)}: {exc}")
+        output = next(n for n in self.graph.nodes if n.op == "output")
+        with at_user_location(None):
+            outs = tuple(load(o, output) for o in self.outputs)
+        return outs[0] if len(outs) == 1 else outs
+
+    def _materialize(self, node, env, trace):
+        """A folded node's value in the replay: a broadcast constant or its bound weight."""
+        kind = self.folded.get(node.name)
+        if kind is None:
+            raise KeyError(node.name)
+        if kind[0] == "param":
+            return env[kind[1]]
+        _, value, dtype_name, shape = kind
+        with at_user_location(node_loc(node)):
+            if trace is None:
+                raise UnsupportedOpError("a model whose outputs depend on no tensor input is not supported",
+                                         loc=node_loc(node) or user_frame())
+            return torch_ops.filled(trace, shape, value, dtype_name)
+
+    @staticmethod
+    def _out_type(node):
+        val = node.meta.get("val")
+        if val is None:
+            raise Unsupported("the export recorded no result type for this node")
+        return tuple(int(d) for d in val.shape), torch_ops._fs_dtype(val.dtype)
 
 
-def _exported_kernel(ep, name: str, options: dict, source: Loc | None) -> ImportedKernel:
-    from torch.export.graph_signature import InputKind
+def _exported_kernel(ep, name: str, options: dict, source: Loc | None,
+                     constant_args: dict | None = None) -> ImportedKernel:
+    from torch.export.graph_signature import InputKind, OutputKind
+    table = torch_ops.aten_table(_torch())
+    ep = _decompose_unsupported(ep, table)
     graph = ep.graph
+    for spec in ep.graph_signature.output_specs:
+        if spec.kind != OutputKind.USER_OUTPUT:
+            node = next((n for n in graph.nodes if n.name == getattr(spec.arg, "name", None)), None)
+            what = "its input" if spec.kind == OutputKind.USER_INPUT_MUTATION else "a buffer"
+            raise UnsupportedOpError(f"the model writes into {what} {spec.target!r} in place; a fused kernel "
+                                     "returns new arrays and leaves its inputs alone",
+                                     loc=(node_loc(node) if node is not None else None) or source or user_frame(),
+                                     hint="return the new value instead of updating the tensor in place")
     used = {n.name for n in graph.nodes if n.op == "placeholder" and n.users}
     user_names, weight_names, weights = [], [], []
     for spec in ep.graph_signature.input_specs:
-        pname = spec.arg.name
         if spec.kind == InputKind.USER_INPUT:
-            user_names.append(pname)
-        elif pname in used:
+            if type(spec.arg).__name__ == "ConstantArgument":   # None or a Python number: baked in
+                continue
+            user_names.append(spec.arg.name)
+        elif spec.arg.name in used:
             value = ep.state_dict.get(spec.target) if spec.target in ep.state_dict else ep.constants[spec.target]
+            weight_names.append(spec.arg.name)
+            weights.append(_torch_array(value.detach(), spec.target))
+    placeholders = {n.name for n in graph.nodes if n.op == "placeholder"}
+    values = _fold_constants(graph, placeholders)
+    folded = {}
+    for node in graph.nodes:
+        # only the folded values an unfolded node (or the output) reads are materialized
+        if node.name not in values or all(u.name in values for u in node.users):
+            continue
+        value = values[node.name]
+        if not hasattr(value, "shape") or not hasattr(value, "dtype") or str(value.dtype) not in \
+                torch_ops.TORCH_DTYPES:
+            folded[node.name] = ("python", value)
+            continue
+        one, scalar = _uniform(value)
+        if one:
+            folded[node.name] = ("const", scalar, torch_ops.TORCH_DTYPES[str(value.dtype)], tuple(value.shape))
+        else:
+            pname = f"const_{node.name}"
             weight_names.append(pname)
-            weights.append(as_array(value.detach(), spec.target))
-    replay = GraphReplay(graph, user_names + weight_names, _aten_table())
+            weights.append(_torch_array(value, node.name))
+            folded[node.name] = ("param", pname)
+    # a non-tensor folded value (a tuple from split of a constant) is read through getitem only
+    folded = {k: v for k, v in folded.items() if v[0] != "python"}
+    output = next(n for n in graph.nodes if n.op == "output")
+    out_args = output.args[0] if isinstance(output.args[0], (list, tuple)) else (output.args[0],)
+    user_outs = [a for a, spec in zip(out_args, ep.graph_signature.output_specs)
+                 if spec.kind == OutputKind.USER_OUTPUT]
+    replay = GraphReplay(graph, user_names + weight_names, table, folded, set(values), user_outs)
     replay.check()
     fn = make_function(name, [sanitize(n) for n in user_names + weight_names], replay)
-    return ImportedKernel(fn, options, user_names, weights, source)
+    return ImportedKernel(fn, options, user_names, weights, source, constant_args=constant_args)
+
+
+def _as_forward(fn):
+    """A plain function with its code named `forward`: torch.export keeps only the stack frames
+    of functions so named, and the nodes of a function model should point at its lines."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not isinstance(fn, types.FunctionType):
+        return fn
+    renamed = types.FunctionType(code.replace(co_name="forward"), fn.__globals__, fn.__name__,
+                                 fn.__defaults__, fn.__closure__)
+    renamed.__kwdefaults__ = fn.__kwdefaults__
+    return renamed
 
 
 def _source_of(obj) -> Loc | None:
-    import inspect
     target = getattr(obj, "forward", obj)
     try:
         return Loc(inspect.getsourcefile(target), inspect.getsourcelines(target)[1])
@@ -382,26 +386,30 @@ def from_torch(module_or_fn, *example_inputs, target=None, **options) -> Importe
     torch = _torch()
     module = module_or_fn
     if not isinstance(module, torch.nn.Module):
-        fn = module_or_fn
+        fn = _as_forward(module_or_fn)
 
         class _Fn(torch.nn.Module):
             def forward(self, *args):
                 return fn(*args)
         module = _Fn()
     example = tuple(torch.as_tensor(x) if isinstance(x, np.ndarray) else x for x in example_inputs)
-    ep = torch.export.export(module, example)
+    # None (an optional input left out) and Python numbers are baked into the export: the kernel
+    # takes them in the same positions and checks they are the same
+    constant_args = {i: x for i, x in enumerate(example) if not isinstance(x, torch.Tensor)}
+    ep = _export(module, example, _source_of(module_or_fn))
     name = type(module_or_fn).__name__ if isinstance(module_or_fn, torch.nn.Module) else \
         getattr(module_or_fn, "__name__", "model")
     if target is not None:
         options["target"] = target
-    kernel = _exported_kernel(ep, name, options, _source_of(module_or_fn))
+    kernel = _exported_kernel(ep, name, options, _source_of(module_or_fn), constant_args)
     kernel.trace(*example)   # replays every op once: unsupported variants are reported now
     return kernel
-
-
 def torch_backend(target=None, **options):
     """A `torch.compile` backend: each captured graph is exported, imported and run by the
-    fused kernels on the CPU executors; tensors cross as zero-copy numpy views."""
+    fused kernels on the CPU executors; tensors cross as zero-copy numpy views.  Results have
+    eager PyTorch's shapes and dtypes (0-d stays 0-d, int64 stays int64).  A call on tensors
+    that require grad runs the graph eagerly, with a warning once: fusedsl kernels have no
+    backward."""
     torch = _torch()
     if target is not None:
         options["target"] = target
@@ -409,6 +417,7 @@ def torch_backend(target=None, **options):
     def backend(gm, example_inputs):
         multi = _returns_tuple(gm)
         kernels: dict = {}
+        warned = []
 
         def kernel_for(args):
             # Dynamo may hand over symbolic sizes (after a shape change it traces dynamic
@@ -416,20 +425,62 @@ def torch_backend(target=None, **options):
             # combination of shapes (and size arguments) is exported and imported once.
             key = tuple((tuple(a.shape), str(a.dtype)) if isinstance(a, torch.Tensor) else ("v", a) for a in args)
             if key not in kernels:
-                ep = torch.export.export(gm, tuple(args))
-                kernels[key] = _exported_kernel(ep, "compiled_graph", dict(options), None)
+                ep = _export(gm, tuple(args), None)
+                constant_args = {i: a for i, a in enumerate(args) if not isinstance(a, torch.Tensor)}
+                kernel = _exported_kernel(ep, "compiled_graph", dict(options), None, constant_args)
+                kernels[key] = (kernel, _output_dtypes(ep))
             return kernels[key]
 
+        def needs_grad(args):
+            return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
         def run(*args):
-            out = kernel_for(args)(*args)
+            if needs_grad(args):
+                if not warned:
+                    warned.append(True)
+                    warnings.warn("fs.torch_backend: inputs require grad and fusedsl kernels have no backward; "
+                                  "this graph runs in eager PyTorch (use torch.no_grad() or detach the inputs "
+                                  "to run it fused)", RuntimeWarning, stacklevel=2)
+                return gm(*args)
+            kernel, dtypes = kernel_for(args)
+            out = kernel(*args)
             outs = out if isinstance(out, tuple) else (out,)
-            results = tuple(torch.from_numpy(np.ascontiguousarray(o)) for o in outs)
+            results = tuple(_to_torch(o, d) for o, d in zip(outs, dtypes))
             return results if multi else results[0]
-        if all(isinstance(a, torch.Tensor) for a in example_inputs):
+        if all(isinstance(a, torch.Tensor) for a in example_inputs) and not needs_grad(example_inputs):
             kernel_for(tuple(example_inputs))   # static shapes: import now, errors surface at compile
-        run.kernels = kernels
+        run.kernels = {k: v[0] for k, v in kernels.items()}
         return run
     return backend
+
+
+def _output_dtypes(ep) -> list:
+    """The torch dtype of each user output of an export (from its metadata)."""
+    from torch.export.graph_signature import OutputKind
+    output = next(n for n in ep.graph.nodes if n.op == "output")
+    args = output.args[0] if isinstance(output.args[0], (list, tuple)) else (output.args[0],)
+    dtypes = []
+    for a, spec in zip(args, ep.graph_signature.output_specs):
+        if spec.kind == OutputKind.USER_OUTPUT:
+            val = a.meta.get("val") if hasattr(a, "meta") else None
+            dtypes.append(getattr(val, "dtype", None))
+    return dtypes
+
+
+def _to_torch(array, dtype):
+    """A kernel result as the tensor eager PyTorch returns: same shape (0-d included), its dtype
+    (int64 where fusedsl computed int32, bfloat16 from ml_dtypes' bits)."""
+    torch = _torch()
+    array = np.asarray(array)
+    if not array.flags.c_contiguous:
+        array = array.copy()
+    if array.dtype.name == "bfloat16":
+        tensor = torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    else:
+        tensor = torch.from_numpy(array)
+    if dtype is not None and tensor.dtype != dtype:
+        tensor = tensor.to(dtype)
+    return tensor
 
 
 def _returns_tuple(gm) -> bool:
@@ -437,4 +488,3 @@ def _returns_tuple(gm) -> bool:
         if node.op == "output":
             return isinstance(node.args[0], (list, tuple))
     return False
-

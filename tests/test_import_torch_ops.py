@@ -1,0 +1,103 @@
+"""The ATen ops fs.from_torch maps to fusedsl ops or decomposes into them (issue 20 items 2-4,
+importer side), each against eager PyTorch on hypothesis-drawn shapes (odd sizes, size 1) and
+values (NaN/inf where the op defines them)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from hypothesis import given, strategies as st
+
+import fusedsl as fs
+from conftest import fuzz_settings
+
+# op -> (torch function of x, rtol/atol); each imported with fs.from_torch and compared with eager
+UNARY = {
+    "hardswish": (F.hardswish, 1e-6), "hardsigmoid": (F.hardsigmoid, 1e-6), "relu6": (F.relu6, 0),
+    "hardtanh": (lambda x: F.hardtanh(x, -0.5, 2.0), 0), "elu": (lambda x: F.elu(x, 0.7), 1e-6),
+    "selu": (F.selu, 2e-6), "celu": (lambda x: F.celu(x, 1.3), 1e-6), "softplus": (F.softplus, 1e-6),
+    "softplus_beta": (lambda x: F.softplus(x, beta=2.0, threshold=5.0), 1e-6),
+    "softsign": (F.softsign, 1e-6), "mish": (F.mish, 2e-6), "logsigmoid": (F.logsigmoid, 1e-6),
+    "gelu": (F.gelu, 1e-6), "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), 1e-6),
+    "erf": (torch.erf, 1e-6), "sign": (torch.sign, 0), "clamp": (lambda x: torch.clamp(x, -0.25, 0.5), 0),
+    "clamp_min": (lambda x: x.clamp(min=0.1), 0), "leaky": (lambda x: F.leaky_relu(x, 0.2), 1e-7),
+    "log_softmax": (lambda x: F.log_softmax(x, dim=-1), 2e-6),
+    "log_softmax0": (lambda x: F.log_softmax(x, dim=0), 2e-6),
+    "logsumexp": (lambda x: torch.logsumexp(x, dim=-1), 2e-6),
+    "var": (lambda x: torch.var(x, dim=-1), 2e-5), "var0": (lambda x: x.var(dim=0, unbiased=False, keepdim=True), 2e-5),
+    "std": (lambda x: torch.std(x, dim=-1, keepdim=True), 2e-5), "var_all": (lambda x: x.var(), 2e-5),
+    "std_corr": (lambda x: torch.std(x, dim=(0, 1), correction=0), 2e-5),
+    "max_dim": (lambda x: torch.max(x, dim=-1).values, 0), "min_dim": (lambda x: x.min(dim=0, keepdim=True)[0], 0),
+    "norm2": (lambda x: torch.linalg.vector_norm(x, dim=-1), 2e-6), "norm1": (lambda x: x.norm(p=1, dim=-1), 2e-6),
+    "fro": (lambda x: torch.norm(x, p="fro"), 2e-6), "norm_inf": (lambda x: torch.linalg.vector_norm(x, math.inf), 0),
+    "addcmul": (lambda x: torch.addcmul(x, x, x * 2, value=0.5), 1e-6),
+    "lerp": (lambda x: torch.lerp(x, x * 3, 0.25), 1e-6),
+    "pow3": (lambda x: x ** 3, 1e-6),
+}
+
+
+SHAPES = [(1, 1), (3, 37), (5, 1), (2, 8)]
+_KERNELS: dict = {}
+
+
+def _imported(name, shape):
+    """One import per op and shape (torch.export is the slow part); hypothesis draws values."""
+    if (name, shape) not in _KERNELS:
+        _KERNELS[name, shape] = fs.from_torch(UNARY[name][0], torch.zeros(shape))
+    return _KERNELS[name, shape]
+
+
+# each op on one of the shapes, in turn (a shape is a compile: seconds per op and shape)
+@pytest.mark.parametrize("name, shape", [(n, SHAPES[i % len(SHAPES)]) for i, n in enumerate(sorted(UNARY))])
+@given(seed=st.integers(0, 2 ** 16), scale=st.sampled_from([0.1, 3.0, 40.0]))
+@fuzz_settings(0.01)
+def test_unary_matches_torch(name, shape, seed, scale):
+    fn, tol = UNARY[name]
+    x = torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(np.float32) * scale)
+    with np.errstate(all="ignore"):
+        want = fn(x).numpy()
+    got = _imported(name, shape)(x)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=tol, atol=tol * max(1.0, scale))
+
+
+def test_special_values():
+    x = torch.tensor([[float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 30.0, -30.0, 1e-30]])
+    # (not gelu: torch's erf form gives nan at +inf, fusedsl inf)
+    for name in ("hardswish", "relu6", "elu", "softplus", "softsign", "sign", "clamp"):
+        fn = UNARY[name][0]
+        got, want = np.asarray(fs.from_torch(fn, x)(x)), fn(x).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+class Norms(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn, self.inorm = nn.GroupNorm(3, 6), nn.InstanceNorm2d(6, affine=True)
+        self.ln = nn.LayerNorm((5, 7))
+        for p in self.parameters():
+            nn.init.uniform_(p, 0.5, 1.5)
+
+    def forward(self, x):
+        return self.gn(x) + self.inorm(x) * 2 + self.ln(x)
+
+
+def test_group_instance_and_multi_axis_layer_norm():
+    x = torch.randn(2, 6, 5, 7)
+    model = Norms().eval()
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(fs.from_torch(model, x)(x), want, rtol=2e-5, atol=2e-5)
+
+
+def test_max_dim_indices_need_an_argmax():
+    if hasattr(fs, "argmax"):
+        x = torch.randn(4, 9)
+        np.testing.assert_array_equal(fs.from_torch(lambda v: torch.max(v, dim=1).indices, x)(x),
+                                      torch.max(x, dim=1).indices.numpy())
+        return
+    with pytest.raises(fs.UnsupportedOpError, match="indices of max.*fs.argmax"):
+        fs.from_torch(lambda v: torch.max(v, dim=1).indices, torch.randn(4, 9))
