@@ -84,3 +84,56 @@ def test_transpose_runs_natively(shape, perm):
     k2 = fs.fused_kernel(lambda a: (fs.transpose(a, perm), fs.relu(a)))
     t, r = k2(x)
     np.testing.assert_array_equal(t, np.transpose(x, perm))
+
+
+@fuzz_settings(0.5)
+@given(st.integers(1, 70), st.integers(1, 70), st.integers(1, 70), st.sampled_from(["float16", "bfloat16"]),
+       st.booleans(), st.integers(0, 1 << 30))
+def test_16bit_matmul_matches_the_reference(m, k, n, dtype, epilogue, seed):
+    """16-bit matmuls (operands widened natively once, float32 BLAS on row blocks, the product
+    rounded natively) give the reference interpreter's bits, with and without an epilogue."""
+    rng = np.random.default_rng(seed)
+    a, b, bias = _array(rng, (m, k), dtype), _array(rng, (k, n), dtype), _array(rng, (n,), dtype)
+    fn = (lambda p, q, r: fs.relu(p @ q + r)) if epilogue else (lambda p, q, r: p @ q)
+    got = fs.fused_kernel(fn)(a, b, bias)
+    old = fs.config.executor
+    fs.config.executor = "reference"
+    try:
+        want = fs.fused_kernel(fn)(a, b, bias)
+    finally:
+        fs.config.executor = old
+    assert got.dtype == want.dtype and np.array_equal(got.astype(np.float32), want.astype(np.float32), equal_nan=True)
+
+
+def test_native_casts_round_like_numpy():
+    from fusedsl import dtypes as dt
+    from fusedsl.backend_cpu import casts
+    rng = np.random.default_rng(3)
+    with np.errstate(all="ignore"):
+        x = (rng.standard_normal(5003) * np.float32(10.0) ** rng.integers(-45, 39, 5003)).astype(np.float32)
+    x[:12] = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 65504, 65520, 6e-8, 2.98e-8, 1e-45, 2.5]
+    for d in (dt.float16, dt.bfloat16):
+        with np.errstate(all="ignore"):
+            want = x.astype(d.np)
+        r = x.copy()
+        casts.round_in_place(r, d)
+        assert np.array_equal(r, want.astype(np.float32), equal_nan=True)
+        o = np.empty(x.shape, d.np)
+        assert casts.narrow_into(o, r) and np.array_equal(o.view(np.uint16)[12:], want.view(np.uint16)[12:])
+        assert np.array_equal(casts.widen(want), want.astype(np.float32), equal_nan=True)
+
+
+def test_large_matmul_runs_on_row_blocks():
+    """A product above PARALLEL_MACS splits into single-threaded sgemm row blocks: same values."""
+    from fusedsl.backend_cpu import cube
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((300, 257)).astype(np.float32)
+    b = rng.standard_normal((257, 301)).astype(np.float32)
+    old = cube.PARALLEL_MACS
+    cube.PARALLEL_MACS = 1
+    try:
+        out = np.empty((300, 301), np.float32)
+        cube._matmul_2d(a, b, out)
+    finally:
+        cube.PARALLEL_MACS = old
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)

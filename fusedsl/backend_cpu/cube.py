@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import itertools
 import os
 import weakref
 
@@ -39,6 +40,8 @@ from .. import dtypes as dt
 from ..ir.core import Function, Op
 from ..ir.ops import CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
+from . import casts
+from .launch import host_threads, pool
 
 _BLOCK_BYTES = 256 * 1024      # one epilogue block: stays in L2 across the whole chain
 _GROUP_BYTES = 4 << 20         # conv: images per sgemm so the accumulator stays in L2/L3
@@ -48,7 +51,8 @@ _FLOATS = {dt.float32, dt.float16, dt.bfloat16}
 # ---- BLAS --------------------------------------------------------------------------------
 
 def _load_sgemm():
-    """cblas_sgemm from numpy's bundled OpenBLAS (64-bit integers), or None."""
+    """cblas_sgemm from numpy's bundled OpenBLAS (64-bit integers) and its per-thread
+    thread-count setter (openblas_set_num_threads_local), each None when missing."""
     root = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
     for path in sorted(glob.glob(os.path.join(root, "libscipy_openblas*.so*"))):
         try:
@@ -62,11 +66,53 @@ def _load_sgemm():
                 fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_t, int_t, int_t, ctypes.c_float,
                                ctypes.c_void_p, int_t, ctypes.c_void_p, int_t, ctypes.c_float, ctypes.c_void_p,
                                int_t]
-                return fn
-    return None
+                local = getattr(lib, "openblas_set_num_threads_local", None)
+                if local is not None:
+                    local.restype, local.argtypes = ctypes.c_int, [ctypes.c_int]
+                return fn, local
+    return None, None
 
 
-_SGEMM = _load_sgemm()
+_SGEMM, _BLAS_LOCAL_THREADS = _load_sgemm()
+# Products of at least this many multiply-adds run as row blocks on fusedsl's pool threads,
+# each block one single-threaded sgemm.  OpenBLAS's own threads wait for each other at every
+# step: when the other vCPU of this shared host is busy, a 128^3 product took 44 ms on two
+# OpenBLAS threads and 0.17 ms on one (512^3: 70 vs 15 ms).  The pool hands blocks out
+# dynamically, so a descheduled thread only delays the blocks it holds.
+PARALLEL_MACS = 1 << 24
+
+
+def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = a @ b for C-contiguous float32 matrices: single-threaded sgemm calls on row blocks."""
+    m, k = a.shape
+    n = b.shape[1]
+    if _SGEMM is None or _BLAS_LOCAL_THREADS is None or 0 in (m, n, k):
+        np.matmul(a, b, out=out)
+        return
+    if m == 1 or n == 1:   # numpy runs these as gemv / dot (other sums than sgemm's): the same call
+        prev = _BLAS_LOCAL_THREADS(1)
+        try:
+            np.matmul(a, b, out=out)
+        finally:
+            _BLAS_LOCAL_THREADS(prev)
+        return
+    threads = host_threads() if m * n * k >= PARALLEL_MACS and m >= 32 else 1
+    rows = -(-m // (threads * 4)) if threads > 1 else m   # a few blocks per thread, handed out in turn
+    counter = itertools.count(0, rows)
+
+    def job():
+        prev = _BLAS_LOCAL_THREADS(1)
+        try:
+            for lo in counter:   # next() is atomic under the GIL
+                if lo >= m:
+                    return
+                _gemm_acc(a[lo:lo + rows], b, out[lo:lo + rows], False)
+        finally:
+            _BLAS_LOCAL_THREADS(prev)
+    if threads == 1:
+        job()
+    else:
+        pool().run(job, [()] * threads)
 
 
 def sgemm_address() -> int | None:
@@ -165,9 +211,9 @@ def _fast_op(op: Op, args: list, out: np.ndarray) -> bool:
 
 
 def _round_to(block: np.ndarray, dtype) -> None:
-    """Round float32 `block` in place to `dtype` (a no-op for float32)."""
-    if dtype != dt.float32:
-        block[...] = block.astype(dtype.np)
+    """Round float32 `block` in place to `dtype` (a no-op for float32; casts.py: native
+    conversions, exactly numpy's rounding)."""
+    casts.round_in_place(block, dtype)
 
 
 def _row_op(op: Op, y) -> bool:
@@ -286,7 +332,7 @@ class CubeKernel:
             _round_to(out, op.result.dtype)
             local[id(op.result)] = out
         for i, (v, o) in enumerate(zip(self.fn.results, outs)):
-            if self._direct.get(id(v)) != i:
+            if self._direct.get(id(v)) != i and not casts.narrow_into(o[sl], local[id(v)]):
                 np.copyto(o[sl], local[id(v)], casting="unsafe")
 
     def _matmul_blocks(self, a, w):
@@ -297,10 +343,10 @@ class CubeKernel:
             a = np.swapaxes(a, -1, -2)
         if self.cube.attr("transpose_b", False):
             w = np.swapaxes(w, -1, -2)
-        a32, w32 = _f32(_widen(a)), _f32(_widen(w))
+        a32, w32 = casts.widen(a), casts.widen(w)   # 16-bit operands converted once, natively
         if len(y.shape) == 2:
             product = np.empty(y.shape, np.float32)
-            np.matmul(a32, w32, out=product)
+            _matmul_2d(a32, w32, product)
             rows = max(1, _BLOCK_BYTES // (4 * y.shape[1]))
             for i in range(0, y.shape[0], rows):
                 yield slice(i, i + rows), product[i:i + rows]

@@ -16,6 +16,8 @@ int32 accumulators, mean divides by K, one rounding to the result dtype).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from llvmlite import ir
 
@@ -166,9 +168,9 @@ class ReduceCpuKernel:
         x = np.ascontiguousarray(inputs[0], dtype=self.op.operands[0].dtype.np)
         out = outputs[0]
         shape = x.shape
-        A = int(np.prod(shape[:self.first], dtype=np.int64))
-        K = int(np.prod(shape[self.first:self.last + 1], dtype=np.int64))
-        B = int(np.prod(shape[self.last + 1:], dtype=np.int64))
+        A = math.prod(shape[:self.first])     # Python ints: np.prod costs ~5 us a call
+        K = math.prod(shape[self.first:self.last + 1])
+        B = math.prod(shape[self.last + 1:])
         if A * B == 0:
             return
         if B == 1:
