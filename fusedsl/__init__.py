@@ -20,6 +20,7 @@ from .frontend.kernel import FusedKernel, ScalarSpec, TensorSpec, fused_kernel, 
 from .importers import from_onnx, from_torch, torch_backend
 
 from .version import __version__
+from . import docstrings as _docstrings
 bool = bool_  # noqa: A001 - numpy spells it np.bool_ too; fs.bool reads naturally in user code
 
 # Loaded on first use so that `import fusedsl` stays fast (< 0.3 s): the compiler pulls in the
@@ -30,14 +31,27 @@ _LAZY = {"parse_ir": ("ir.parser", "parse_ir"), "CompiledKernel": ("compiler", "
          "Benchmark": ("benchmark", "Benchmark")}
 
 
+# The reference docstrings of the generated op families and of names documented elsewhere
+# (fusedsl/docstrings.py; a name with a complete docstring of its own keeps it).
+for _name, _value in list(globals().items()):
+    if not _name.startswith("_"):
+        _docstrings.document(_name, _value)
+_docstrings.document("DType", type(float32))
+
+
 def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError(f"module 'fusedsl' has no attribute {name!r}")
     import importlib
     module, attr = _LAZY[name]
-    value = getattr(importlib.import_module(f".{module}", __name__), attr)
-    globals()[name] = value   # later lookups skip __getattr__
-    return value
+    loaded = importlib.import_module(f".{module}", __name__)
+    # every lazy name of that module at once: importing fusedsl.benchmark binds the submodule as
+    # the package attribute `benchmark`, which would then shadow the function of that name
+    for other, (other_module, other_attr) in _LAZY.items():
+        if other_module == module:
+            globals()[other] = getattr(loaded, other_attr)   # later lookups skip __getattr__
+            _docstrings.document(other, globals()[other])
+    return globals()[name]
 
 
 def __dir__():

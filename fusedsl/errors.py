@@ -40,7 +40,22 @@ UNKNOWN_LOC = Loc("<unknown>", 0)
 class FusedslError(Exception):
     """Base of every error fusedsl raises for a user mistake.
 
-    `message` says what is wrong, `hint` what to do; `loc` is the user's line.
+    `message` says what is wrong, `hint` what to do; `loc` is the user's line.  Its `str()` names
+    the user's file:line, shows that line and the hint; the traceback stops at the fusedsl entry
+    point the user called.
+
+    Args:
+        message: what is wrong.
+        loc: the user's file and line (a `Loc`), or None.
+        hint: what to do about it, or None.
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> try:
+        ...     fs.add(np.ones(3, np.float32), np.ones(4, np.float32))
+        ... except fs.FusedslError as exc:
+        ...     print(type(exc).__name__, "at", exc.loc.file)
+        ShapeError at <doctest ...>
     """
 
     def __init__(self, message: str, *, loc: Loc | None = None, hint: str | None = None):
@@ -64,55 +79,189 @@ class FusedslError(Exception):
 
 
 class TraceError(FusedslError):
-    """A mistake found while tracing the user's function."""
+    """A mistake found while tracing the user's function (the base of the tracing errors).
+
+    What to do: a traced tensor used where Python needs a value it does not have (`np.asarray(x)`, `x[0] = 0`).
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> def k(x):
+        ...     x[0] = 0
+        ...     return x
+        >>> try:
+        ...     fs.fused_kernel(k)(np.ones(2, np.float32))
+        ... except fs.TraceError as exc:
+        ...     print(exc.message.split(":")[0])
+        a traced tensor cannot be assigned to (x[...] = v)
+    """
 
 
 class ShapeError(TraceError):
-    """Shapes that do not fit together (broadcasting, matmul, reshape...)."""
+    """Shapes that do not fit together (broadcasting, matmul, reshape, an axis out of range).
+
+    What to do: the shapes in the message, at your line.
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> try:
+        ...     fs.matmul(np.ones((2, 3), np.float32), np.ones((4, 5), np.float32))
+        ... except fs.ShapeError as exc:
+        ...     print("ShapeError")
+        ShapeError
+    """
 
 
 class DTypeError(TraceError):
-    """A dtype the op or the target does not support."""
+    """A dtype the op or the target does not support (float64, int64, a bool tensor to arithmetic...).
+
+    What to do: convert the input (`.astype(np.float32)`) or cast inside the kernel.
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> try:
+        ...     fs.relu(np.ones(2, np.float64))
+        ... except fs.DTypeError as exc:
+        ...     print(exc.hint)
+        convert with .astype(np.float32)
+    """
 
 
 class ControlFlowError(TraceError):
-    """Python control flow that depends on a traced tensor's value."""
+    """Python control flow (`if`, `while`, `and`, `bool()`, `float()`) that depends on a traced tensor's value.
+
+    What to do: use `fs.where(cond, a, b)` for data-dependent choices.
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> def k(x):
+        ...     return x if x.sum() > 0 else -x
+        >>> try:
+        ...     fs.fused_kernel(k)(np.ones(2, np.float32))
+        ... except fs.ControlFlowError as exc:
+        ...     print("ControlFlowError")
+        ControlFlowError
+    """
 
 
 class ArgumentError(TraceError):
-    """Wrong number or kind of arguments to a kernel or an op."""
+    """Wrong number or kind of arguments to a kernel or an op, or an unknown option.
+
+    What to do: the message names the argument; the hint says what is accepted.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> try:
+        ...     fs.fused_kernel(ub_headrom=0.5)
+        ... except fs.ArgumentError as exc:
+        ...     print(exc.message)
+        unknown compile option ub_headrom=
+    """
 
 
 class IRParseError(FusedslError):
-    """Malformed text IR; the message shows line:column and a caret."""
+    """Malformed text IR given to `fs.parse_ir`; the message shows line:column and a caret.
+
+    What to do: fix the text at the caret (printed IR always parses).
+
+    Example:
+        >>> import fusedsl as fs
+        >>> try:
+        ...     fs.parse_ir("func @f(")
+        ... except fs.IRParseError:
+        ...     print("IRParseError")
+        IRParseError
+    """
 
 
 class VerifyError(FusedslError):
-    """IR that breaks an invariant (SSA, types).  Raised by the verifier."""
+    """IR that breaks an invariant (SSA, types): raised by the verifier after parsing or a pass.
+
+    What to do: in parsed IR, fix the value or type named; after a pass, it is a fusedsl bug: please report it.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> issubclass(fs.VerifyError, fs.FusedslError)
+        True
+    """
 
 
 class ScheduleError(FusedslError):
-    """A kernel that cannot be scheduled: UB overflow, single-kernel request..."""
+    """A kernel that cannot be scheduled or printed: UB overflow, a `single_kernel=True` request fusion cannot meet, a kernel kind the Ascend C printer does not print yet.
+
+    What to do: the message names the op and the bytes; split the kernel, lower `ub_headroom` pressure, or run on the CPU executors.
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> k = fs.fused_kernel(lambda x: fs.exp(x) * x + x, single_kernel=True, ub_headroom=0.002)
+        >>> try:
+        ...     k.compile(np.ones((64, 64), np.float32))
+        ... except fs.ScheduleError:
+        ...     print("ScheduleError")
+        ScheduleError
+    """
 
 
 class TargetError(FusedslError):
-    """An unknown target or a feature the target does not have."""
+    """An unknown target, or a feature the chip does not have (e.g. the Matmul API on ascend910).
+
+    What to do: pick one of the targets listed in the hint, or another chip.
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> try:
+        ...     fs.fused_kernel(lambda x: x + 1).compile(np.ones(2, np.float32), target="ascend999")
+        ... except fs.TargetError as exc:
+        ...     print(exc.message)
+        unknown target 'ascend999'
+    """
 
 
 class AscendCCompileError(FusedslError):
-    """g++ rejected Ascend C source (the compiler's output is in the message)."""
+    """g++ rejected Ascend C source, or is missing (the compiler's output is in the message).
+
+    What to do: install g++ with C++17; for hand-written code, fix the line g++ names.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> issubclass(fs.AscendCCompileError, fs.FusedslError)
+        True
+    """
 
 
 class AscendCCheckError(FusedslError):
-    """The CPU implementation of the Ascend C API found a broken hardware rule."""
+    """The CPU implementation of the Ascend C API found a broken hardware rule (UB capacity, 32-byte alignment, the queue protocol, GM bounds...).
+
+    What to do: the message names the API call, the buffer and the rule.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> issubclass(fs.AscendCCheckError, fs.FusedslError)
+        True
+    """
 
 
 class UnsupportedOpError(TraceError):
-    """A model graph (torch.export, ONNX) uses an op or a variant fusedsl cannot import."""
+    """A model graph (torch.export, ONNX) uses an op or an attribute variant fusedsl cannot import.
+
+    What to do: the message names the op and your model's line (or the ONNX node); rewrite it with supported ops.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> issubclass(fs.UnsupportedOpError, fs.TraceError)
+        True
+    """
 
 
 class ProjectError(FusedslError):
-    """A project directory fusedsl cannot write without touching files it did not write."""
+    """A project directory fusedsl cannot write without touching files it did not write (or files edited since).
+
+    What to do: save into a new or empty directory, or pass overwrite=True for a previous save's own files.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> issubclass(fs.ProjectError, fs.FusedslError)
+        True
+    """
 
 
 class CacheError(FusedslError):
@@ -122,7 +271,13 @@ class CacheError(FusedslError):
 class SaturationWarning(UserWarning):
     """`simulate` of an int8/uint8 kernel gave results that differ from numpy's: the NPU's vector
     unit computes 8-bit integers in float16/float32 and saturates where numpy (and kernel(*arrays))
-    wrap around.  Keep the values in range, or compute in int32."""
+    wrap around.  Keep the values in range, or compute in int32.
+
+    Example:
+        >>> import warnings, fusedsl as fs
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error", fs.SaturationWarning)   # an error in this block
+    """
 
 
 def source_snippet(loc: Loc) -> str:

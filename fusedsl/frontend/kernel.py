@@ -20,7 +20,19 @@ from .tracing import Tensor, Trace, is_python_scalar, python_scalar
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A tensor argument described by shape and dtype; str dims are symbolic ("M")."""
+    """A tensor argument described by shape and dtype; str dims are symbolic ("M").
+
+    Made by `fs.spec`; pass it to `.compile(...)` instead of an example array.
+
+    Args:
+        shape: a tuple of ints and names.
+        dtype: a fusedsl DType.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> fs.spec(("M", 128), "float16")
+        TensorSpec(shape=('M', 128), dtype=fs.float16)
+    """
 
     shape: tuple
     dtype: dt.DType
@@ -28,7 +40,17 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class ScalarSpec:
-    """A runtime scalar kernel argument (`fs.scalar("alpha", "float32")`)."""
+    """A runtime scalar kernel argument (`fs.scalar("alpha", "float32")`).
+
+    Args:
+        name: the parameter's name in the IR and the printed code.
+        dtype: a fusedsl DType.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> fs.scalar("alpha")
+        ScalarSpec(name='alpha', dtype=fs.float32)
+    """
 
     name: str
     dtype: dt.DType
@@ -36,6 +58,28 @@ class ScalarSpec:
 
 @user_facing
 def spec(shape, dtype="float32") -> TensorSpec:
+    """Describe a tensor argument by shape and dtype, for `.compile(...)` without example data.
+
+    A name in the shape ("M") is a symbolic dimension: the kernel is compiled once for every
+    size, the printed Ascend C takes it at run time.
+
+    Args:
+        shape: an int, a name, or a tuple of non-negative ints and identifiers.
+        dtype: a dtype name ("float32"), a fusedsl DType or a numpy dtype.
+
+    Returns:
+        A `TensorSpec`.
+
+    Raises:
+        ArgumentError: a negative or non-integer dimension, or a name that is not an identifier.
+        DTypeError: a dtype fusedsl does not have.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> k = fs.fused_kernel(lambda a, b: a + b).compile(fs.spec(128), fs.spec(("M", 128)))
+        >>> k.graph.main.params[1].value.shape
+        ('M', 128)
+    """
     if isinstance(shape, (int, str)):
         shape = (shape,)
     dims = []
@@ -52,6 +96,25 @@ def spec(shape, dtype="float32") -> TensorSpec:
 
 @user_facing
 def scalar(name: str, dtype="float32") -> ScalarSpec:
+    """Declare a runtime scalar kernel argument (a Python number would be baked in as a constant).
+
+    Args:
+        name: the scalar's name (an identifier).
+        dtype: its dtype (default float32).
+
+    Returns:
+        A `ScalarSpec`.
+
+    Raises:
+        ArgumentError: a name that is not an identifier.
+        DTypeError: a dtype fusedsl does not have.
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> k = fs.fused_kernel(lambda x, a: x * a).compile(fs.spec(4), fs.scalar("a"))
+        >>> k(np.ones(4, np.float32), 3.0)
+        array([3., 3., 3., 3.], dtype=float32)
+    """
     if not isinstance(name, str) or not name.isidentifier():
         raise ArgumentError(f"fs.scalar name {name!r} must be an identifier", loc=user_frame())
     return ScalarSpec(name, to_dtype(dtype))
@@ -111,7 +174,23 @@ def check_options(options: dict) -> None:
 
 
 class FusedKernel:
-    """A user function compiled once per (shapes, dtypes, constants, options) and cached."""
+    """A user function compiled once per (shapes, dtypes, constants, options) and cached.
+
+    Made by `@fs.fused_kernel`. Call it on arrays (`k(a, b)`, `k(a, b, out=y)`), `compile` it
+    for arrays or specs (a `CompiledKernel`), or `trace` it (the IR before fusion).
+
+    Args:
+        fn: the Python function over tensors.
+        options: compile options (see `fs.fused_kernel`).
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> @fs.fused_kernel
+        ... def k(a, b):
+        ...     return fs.relu(a - b)
+        >>> k(np.ones(3, np.float32), np.zeros(3, np.float32))
+        array([1., 1., 1.], dtype=float32)
+    """
 
     def __init__(self, fn, options: dict):
         if not callable(fn):
@@ -255,7 +334,39 @@ def _fast_key(args):
 
 
 def fused_kernel(fn=None, **options):
-    """Decorator: `@fs.fused_kernel` or `@fs.fused_kernel(target=..., single_kernel=True, ...)`."""
+    """Decorator: make a Python function over tensors a fused kernel.
+
+    `@fs.fused_kernel` or `@fs.fused_kernel(target=..., single_kernel=True, ...)`. The function
+    is traced (once per shapes, dtypes and Python constants), simplified, fused into as few
+    kernels as pay off and compiled; it runs on the CPU executors and prints as Ascend C.
+
+    Args:
+        fn: the function (omitted when options are given: `@fs.fused_kernel(...)`).
+        **options: the compile options, each also accepted by `.compile(...)`:
+            `target` (the chip: "ascend910b" default, "ascend910b4", "ascend310p", "ascend910");
+            `single_kernel` (True: exactly one kernel, or an error naming the op that prevents it);
+            `require_ascendc` (True: raise at compile time if a kernel cannot print as Ascend C);
+            `opt_level` (0 no fusion, 1 chains, 2 default, 3); `disable_passes` (pass names);
+            `ub_headroom` (fraction of UB the tiles may use, default 0.8 for fusion decisions);
+            `fuse_ub_headroom` (the same, for fusion decisions only); `l1_headroom` (cube kernels);
+            `max_kernel_ops`, `max_kernel_inputs` (caps per kernel); `cann_version` ("9.1" prints
+            CANN 9.1's API spelling).
+
+    Returns:
+        A `FusedKernel` (or, with options only, a decorator making one).
+
+    Raises:
+        ArgumentError: fn is not callable, or an unknown option (the nearest valid one is named).
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> @fs.fused_kernel(target="ascend310p")
+        ... def abs_add_relu(a, b):
+        ...     return fs.relu(fs.abs(a) + b)
+        >>> abs_add_relu(np.array([-1.0, 2.0], np.float32), np.zeros((3, 2), np.float32))[0]
+        array([1., 2.], dtype=float32)
+    """
+    check_options(options)
     if fn is None:
         return lambda f: FusedKernel(f, options)
     return FusedKernel(fn, options)
