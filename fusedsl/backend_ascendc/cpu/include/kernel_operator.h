@@ -7,10 +7,12 @@
 // fusedsl_cpu_set_target(); see tikicpulib.h for running kernels from a main program.
 #pragma once
 
+#include "securec.h"
 #include "fusedsl_cpu/base.h"
 #include "fusedsl_cpu/runtime.h"
 #include "fusedsl_cpu/tensor.h"
 #include "fusedsl_cpu/data_copy.h"
+#include "fusedsl_cpu/cube.h"
 #include "fusedsl_cpu/vector.h"
 #include "fusedsl_cpu/reduce.h"
 #include "fusedsl_cpu/kernel_utils.h"

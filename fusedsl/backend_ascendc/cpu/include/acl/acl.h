@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "../fusedsl_cpu/runtime.h"
+#include "../securec.h"
 
 using aclError = int;
 using aclrtStream = void*;

@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "cube.h"
 #include "reduce.h"
 
 namespace AscendC {
@@ -83,10 +84,38 @@ inline void KernelAssert(bool ok, const char* expr, const char* file, int line) 
 
 }  // namespace fusedsl_cpu
 
-// A failed kernel ASSERT stops the block with the expression and its place, as the device's
-// assertion does (the launch reports it like any broken rule).
+namespace fusedsl_cpu {
+
+// ascendc_assert(cond, fmt, args...): the message is formatted like printf.
+template <typename... Args>
+inline void KernelAssertMsg(bool ok, const char* expr, const char* file, int line, const char* fmt = "",
+                            Args... args) {
+    if (ok) {
+        return;
+    }
+    char msg[512];
+    if constexpr (sizeof...(Args) == 0) {
+        std::snprintf(msg, sizeof msg, "%s", fmt);
+    } else {
+        std::snprintf(msg, sizeof msg, fmt, args...);
+    }
+    std::string text(msg);
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
+        text.pop_back();
+    }
+    Fail("ascendc_assert(%s) failed at %s:%d%s%s", expr, file, line, text.empty() ? "" : ": ", text.c_str());
+}
+
+}  // namespace fusedsl_cpu
+
+// A failed kernel ASSERT / ascendc_assert stops the block with the expression and its place,
+// as the device's assertion does (the launch reports it like any broken rule).
 #ifndef ASSERT
 #define ASSERT(expr) ::fusedsl_cpu::KernelAssert(static_cast<bool>(expr), #expr, __FILE__, __LINE__)
+#endif
+#ifndef ascendc_assert
+#define ascendc_assert(expr, ...) \
+    ::fusedsl_cpu::KernelAssertMsg(static_cast<bool>(expr), #expr, __FILE__, __LINE__, ##__VA_ARGS__)
 #endif
 
 namespace AscendC {
@@ -543,12 +572,15 @@ namespace AscendC {
 
 enum class Hardware : uint8_t { GM, UB, L1, L0A, L0B, L0C, BIAS, FIXBUF, MAX };
 
-// Hands out UB tensors from address 0 upwards, each start 32-byte aligned (no TPipe needed).
+// Hands out tensors of one memory (UB, L1, L0A, L0B, L0C) from address 0 upwards, each start
+// 32-byte aligned (no TPipe needed).
 template <Hardware hard = Hardware::UB>
 class LocalMemAllocator {
 public:
     LocalMemAllocator() {
-        static_assert(hard == Hardware::UB, "the fusedsl CPU implementation models UB only");
+        static_assert(hard == Hardware::UB || hard == Hardware::L1 || hard == Hardware::L0A ||
+                          hard == Hardware::L0B || hard == Hardware::L0C,
+                      "the fusedsl CPU implementation allocates UB, L1, L0A, L0B and L0C");
         fusedsl_cpu::CurCore();
     }
     uint32_t GetCurAddr() const { return head_; }
@@ -563,26 +595,34 @@ public:
     }
     template <class DataType, uint32_t tileSize>
     LocalTensor<DataType> Alloc() {
-        return Take<DataType>(TPosition::VECCALC, tileSize);
+        return Take<DataType>(DefaultPos(), tileSize);
     }
     template <class DataType>
     LocalTensor<DataType> Alloc(uint32_t tileSize) {
-        return Take<DataType>(TPosition::VECCALC, tileSize);
+        return Take<DataType>(DefaultPos(), tileSize);
     }
 
 private:
+    static constexpr TPosition DefaultPos() {
+        switch (hard) {
+            case Hardware::L1: return TPosition::A1;
+            case Hardware::L0A: return TPosition::A2;
+            case Hardware::L0B: return TPosition::B2;
+            case Hardware::L0C: return TPosition::CO1;
+            default: return TPosition::VECCALC;
+        }
+    }
     template <class DataType>
     LocalTensor<DataType> Take(TPosition pos, uint32_t n) {
-        fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
-        fusedsl_cpu::CheckCoreHasUb("LocalMemAllocator::Alloc");
-        uint64_t bytes = fusedsl_cpu::RoundUp(static_cast<uint64_t>(n) * sizeof(DataType), 32);
-        if (head_ + bytes > c.ub_bytes) {
-            fusedsl_cpu::Fail("LocalMemAllocator::Alloc: %u elements of %s (%llu bytes) at UB offset %u do not fit the "
-                              "%u bytes of UB on %s", n, fusedsl_cpu::TypeName<DataType>(),
-                              static_cast<unsigned long long>(bytes), head_, c.ub_bytes, fusedsl_cpu::Target().name);
+        using namespace fusedsl_cpu;
+        const char* api = "LocalMemAllocator::Alloc";
+        int want = hard == Hardware::UB ? -1 : hard == Hardware::L1 ? kMemL1 : hard == Hardware::L0A ? kMemL0A
+                   : hard == Hardware::L0B ? kMemL0B : kMemL0C;
+        if (MemOfPosition(pos) != want) {
+            Fail("%s: position %s is not in %s", api, PositionName(pos), LocalMemName(want));
         }
-        LocalTensor<DataType> t(reinterpret_cast<DataType*>(c.ub.data() + head_), n, pos);
-        c.ub_high_water = std::max<uint64_t>(c.ub_high_water, head_ + bytes);
+        uint64_t bytes = RoundUp(static_cast<uint64_t>(n) * sizeof(DataType), 32);
+        LocalTensor<DataType> t(reinterpret_cast<DataType*>(LocalAddress(api, pos, head_, bytes)), n, pos);
         head_ += static_cast<uint32_t>(bytes);
         return t;
     }

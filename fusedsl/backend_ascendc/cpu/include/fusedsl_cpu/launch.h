@@ -53,6 +53,16 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     c.spr_sum = c.spr_value = 0;
     c.spr_index = 0;
     std::memset(c.cmp_mask, 0, sizeof c.cmp_mask);
+    // BT and FB sizes: 1 KB bias table, 2 KB fixpipe buffer (A2/A3; ASCENDC.md §1.3)
+    const uint32_t sizes[kNumLocalMems] = {t.l1_bytes, t.l0a_bytes, t.l0b_bytes, t.l0c_bytes, 1024, 2048};
+    uint32_t at = 0;
+    for (int m = 0; m < kNumLocalMems; ++m) {
+        c.local_at[m] = at;
+        at += sizes[m];
+    }
+    c.local_at[kNumLocalMems] = at;
+    c.local.assign(at, 0xFF);
+    c.local_written.assign(at, 0);
     rt.block_idx = idx;
     rt.block_num = num;
     rt.sub_block_idx = sub;

@@ -156,7 +156,15 @@ struct Core {
     double spr_value = 0;
     uint32_t spr_index = 0;
     uint8_t cmp_mask[16] = {};      // the CMPMASK register (Compare into it, GetCmpMask/SetCmpMask)
+    // The cube unit's buffers, one allocation: L1 | L0A | L0B | L0C | BT (bias table) |
+    // FB (fixpipe buffer); local_at[m] is where memory m starts, local_written shadows it.
+    std::vector<uint8_t> local;
+    std::vector<uint8_t> local_written;
+    uint32_t local_at[7] = {};
 };
+
+// The cube unit's memories (ASCENDC.md §1.3), in the order of Core::local.
+enum LocalMem : uint8_t { kMemL1 = 0, kMemL0A, kMemL0B, kMemL0C, kMemBT, kMemFB, kNumLocalMems };
 
 enum SlotByte : uint8_t { kSlotPlain = 0, kSlotLive, kSlotIdle, kSlotQueued };
 constexpr uint8_t kNoPipe = 0xFF;

@@ -9,6 +9,10 @@
 namespace fusedsl_cpu {
 
 inline void CheckEvent(const char* api, HardEvent evt, int32_t id);
+// Defined in cube.h: the address of byte `addr` of a position's memory (checked), and a local
+// tensor's offset in its memory.
+inline uint8_t* LocalAddress(const char* api, TPosition pos, uint64_t addr, uint64_t bytes);
+inline uint64_t LocalOffset(const void* p);
 
 // PipeBarrier<PIPE_ALL>: every pipe waits for everything issued so far.
 inline void SyncAllPipes() {
@@ -31,6 +35,12 @@ public:
 
     LocalTensor() = default;
     LocalTensor(T* addr, uint32_t size, TPosition pos) : fs_addr(addr), fs_size(size), fs_pos(pos) {}
+    // Static tensor programming: tileSize elements at byte `addr` of the position's memory (UB,
+    // L1, L0A, L0B, L0C, BT or FB); addr must be 32-byte aligned and the tensor inside the memory.
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize)
+        : fs_addr(reinterpret_cast<T*>(fusedsl_cpu::LocalAddress("LocalTensor(TPosition, addr, tileSize)", pos, addr,
+                                                                  static_cast<uint64_t>(tileSize) * sizeof(T)))),
+          fs_size(tileSize), fs_pos(pos) {}
     LocalTensor(const LocalTensor&) = default;
     LocalTensor& operator=(const LocalTensor&) = default;
 
@@ -78,8 +88,8 @@ public:
                               fs_pos);
     }
 
-    // UB byte offset, the value the device returns as the tensor's physical address.
-    uint64_t GetPhyAddr() const { return fusedsl_cpu::UbOffset(fs_addr); }
+    // Byte offset in its memory (UB, L1, L0...), the value the device returns as the physical address.
+    uint64_t GetPhyAddr() const { return fusedsl_cpu::LocalOffset(fs_addr); }
     uint64_t GetPhyAddr(uint32_t offset) const { return GetPhyAddr() + offset * sizeof(T); }
 
     // Implementation state; kernels use the methods above.
@@ -705,10 +715,12 @@ inline void CheckEvent(const char* api, HardEvent evt, int32_t id) {
     const char* name = EventName(evt);
     std::string from(name, std::strcspn(name, "_"));
     std::string to(std::strchr(name, '_') ? std::strchr(name, '_') + 1 : "");
+    // The cube pipes exist only on a core with a cube unit: not on 910B's vector cores (AIV_MODE).
+    bool vector_core = RT().kernel_mode == KernelMode::AIV_MODE && Target().separated;
     for (const std::string& p : {from, to}) {
-        if (p == "M" || p == "MTE1" || p == "FIX") {
-            Fail("%s<HardEvent::%s>: an event of the cube pipes (M, MTE1, FIX); vector kernels synchronise the "
-                 "S, V, MTE2 and MTE3 pipes", api, name);
+        if (vector_core && (p == "M" || p == "MTE1" || p == "FIX")) {
+            Fail("%s<HardEvent::%s>: an event of the cube pipes (M, MTE1, FIX) in a vector-only kernel; the vector "
+                 "cores of %s synchronise the S, V, MTE2 and MTE3 pipes", api, name, Target().name);
         }
     }
     int limit = Target().max_event_ids;
