@@ -101,3 +101,23 @@ def resnet(n=2, c=8, hw=8):
 
 
 MODELS = {"transformer": transformer, "recommender": recommender, "resnet": resnet}
+
+
+def single_op(op_type, inputs, attrs=None, consts=None, out_elem=TensorProto.FLOAT, opset=18, n_out=1):
+    """A one-node model: `inputs` is a list of (name, numpy array) graph inputs, `consts` of
+    (name, numpy array) initializers read by the node in order after the inputs (a name of ""
+    leaves an optional input out).  Returns (model, feeds)."""
+    consts = consts or []
+    names = [n for n, _ in inputs] + [n for n, _ in consts]
+    outs = [f"y{i}" for i in range(n_out)]
+    node = helper.make_node(op_type, names, outs, name=f"{op_type}_0", **(attrs or {}))
+    elem = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+            np.dtype(np.int64): TensorProto.INT64, np.dtype(np.int32): TensorProto.INT32,
+            np.dtype(bool): TensorProto.BOOL}
+    graph = helper.make_graph(
+        [node], op_type.lower(), [helper.make_tensor_value_info(n, elem[a.dtype], list(a.shape)) for n, a in inputs],
+        [helper.make_tensor_value_info(o, out_elem, None) for o in outs],
+        [numpy_helper.from_array(a, n) for n, a in consts if n])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 9
+    return m, dict(inputs)

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from ..errors import ArgumentError, Loc, UnsupportedOpError, at_user_location, user_facing, user_frame
+from ..errors import ArgumentError, Loc, ShapeError, UnsupportedOpError, at_user_location, user_facing, user_frame
 from ..frontend import api as fs
 from .common import ImportedKernel, as_array, make_function, sanitize
 
@@ -103,8 +103,27 @@ def _cast(xs, at, st):
     return fs.cast(xs[0], _ELEM[to])
 
 
+def _div(xs, at, st):
+    a, b = xs
+    if a.dtype.is_float or b.dtype.is_float:
+        return fs.divide(a, b)
+    # integer Div truncates toward zero; fs.divide is a float division
+    floor_divide = getattr(fs, "floor_divide", None)
+    if floor_divide is None:
+        raise Unsupported("integer Div is not supported yet (fusedsl has no integer division op); "
+                          "Cast to float first if the values allow")
+    q = floor_divide(a, b)
+    inexact = fs.not_equal(a - q * b, 0)
+    signs_differ = fs.not_equal(fs.less(a, 0), fs.less(b, 0))
+    return fs.where(fs.where(inexact, signs_differ, inexact), q + 1, q)
+
+
 def _matmul(xs, at, st):
     a, b = xs
+    if a.ndim == 1 and b.ndim == 1:   # a dot product: a 0-d result
+        if a.shape != b.shape:
+            raise ShapeError(f"MatMul of vectors of lengths {a.shape[0]} and {b.shape[0]}", loc=user_frame())
+        return fs.sum(a * b)
     if a.ndim == 1:
         return fs.reshape(_matmul([fs.reshape(a, (1, a.shape[0])), b], at, st), b.shape[:-2] + (b.shape[-1],))
     if b.ndim == 1:
@@ -187,7 +206,10 @@ def _reshape(xs, at, st):
 
 def _flatten(xs, at, st):
     x = xs[0]
-    axis = at.get("axis", 1) % (x.ndim + 1) if x.ndim else 0
+    axis = at.get("axis", 1)
+    if not -x.ndim <= axis <= x.ndim:
+        raise ShapeError(f"Flatten axis {axis} is out of range for rank {x.ndim}", loc=user_frame())
+    axis = axis + x.ndim if axis < 0 else axis   # ONNX: a negative axis counts from the back (rank + axis)
     outer = 1
     for d in x.shape[:axis]:
         outer *= d
@@ -205,6 +227,9 @@ def _squeeze(xs, at, st):
     x = xs[0]
     axes = _axes(xs, at, st)
     drop = set(range(x.ndim)) if axes is None else {a % x.ndim for a in axes}
+    for a in sorted(drop):
+        if axes is not None and x.shape[a] != 1:   # ONNX makes this an error (onnxruntime refuses it)
+            raise ShapeError(f"Squeeze of axis {a} whose size is {x.shape[a]}, not 1", loc=user_frame())
     return fs.reshape(x, tuple(d for i, d in enumerate(x.shape) if not (i in drop and d == 1)))
 
 
@@ -254,7 +279,7 @@ def _global_avg_pool(xs, at, st):
 
 
 RULES = {
-    "Add": _binary(fs.add), "Sub": _binary(fs.subtract), "Mul": _binary(fs.multiply), "Div": _binary(fs.divide),
+    "Add": _binary(fs.add), "Sub": _binary(fs.subtract), "Mul": _binary(fs.multiply), "Div": _div,
     "Pow": _pow, "Relu": _unary(fs.relu), "Sigmoid": _unary(fs.sigmoid), "Tanh": _unary(fs.tanh),
     "Exp": _unary(fs.exp), "Log": _unary(fs.log), "Sqrt": _unary(fs.sqrt), "Abs": _unary(fs.abs),
     "Neg": _unary(fs.negative), "Reciprocal": _unary(fs.reciprocal), "Gelu": _gelu,
@@ -333,9 +358,21 @@ class OnnxReplay:
 def load_model(path_or_model):
     onnx = _onnx()
     if isinstance(path_or_model, (str, os.PathLike)):
-        if not os.path.exists(path_or_model):
-            raise ArgumentError(f"no ONNX model at {os.fspath(path_or_model)!r}", loc=user_frame())
-        return onnx.load(os.fspath(path_or_model)), os.path.basename(os.fspath(path_or_model))
+        path = os.fspath(path_or_model)
+        if not os.path.exists(path):
+            raise ArgumentError(f"no ONNX model at {path!r}", loc=user_frame())
+        if os.path.isdir(path):
+            raise ArgumentError(f"{path!r} is a directory, not an ONNX model file", loc=user_frame(),
+                                hint="pass the .onnx file inside it")
+        try:
+            model = onnx.load(path)
+        except OSError as exc:
+            raise ArgumentError(f"cannot read {path!r}: {exc.strerror or exc}", loc=user_frame()) from None
+        except Exception as exc:   # noqa: BLE001 (protobuf's DecodeError and friends: not a model)
+            raise ArgumentError(f"{path!r} is not a valid ONNX model (truncated or not ONNX: "
+                                f"{type(exc).__name__}: {str(exc)[:200]})", loc=user_frame(),
+                                hint="check the file was written completely (onnx.checker.check_model)") from None
+        return model, os.path.basename(path)
     if isinstance(path_or_model, onnx.ModelProto):
         return path_or_model, (path_or_model.graph.name or "model") + ".onnx"
     raise ArgumentError(f"fs.from_onnx takes a path or an onnx.ModelProto, got {type(path_or_model).__name__}",
@@ -361,6 +398,32 @@ def _constants(model) -> dict:
     return consts
 
 
+def _check_order(model, consts: set, label: str) -> None:
+    """Every node input is a graph input, an initializer or the output of an earlier node (ONNX
+    requires topological order; a cycle cannot be ordered), and every graph output is defined."""
+    graph = model.graph
+    defined = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    produced_at = {}
+    for index, node in enumerate(graph.node):
+        for name in node.output:
+            produced_at.setdefault(name, index)
+    for index, node in enumerate(graph.node):
+        loc = Loc(f"{label}[{node.name or node.op_type}]", index + 1)
+        for name in node.input:
+            if not name or name in defined:
+                continue
+            if name in produced_at:
+                raise ArgumentError(f"{node.op_type} reads {name!r}, which node {produced_at[name] + 1} computes "
+                                    "later: the graph is not topologically sorted (or has a cycle)", loc=loc,
+                                    hint="sort the nodes (onnx.utils / onnxruntime's optimizer) or break the cycle")
+            raise ArgumentError(f"{node.op_type} reads {name!r}, which no graph input, initializer or node defines",
+                                loc=loc)
+        defined.update(n for n in node.output if n)
+    for out in graph.output:
+        if out.name not in defined:
+            raise ArgumentError(f"graph output {out.name!r} is not computed by any node", loc=Loc(label, 0))
+
+
 def replay_for(model, label: str):
     """(OnnxReplay, user input names, weight arrays) for a loaded model."""
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
@@ -368,6 +431,7 @@ def replay_for(model, label: str):
         raise UnsupportedOpError(f"{label} uses opset {opset}; fusedsl imports opset {MIN_OPSET} and later",
                                  loc=user_frame(), hint="convert it with onnx.version_converter")
     consts = _constants(model)
+    _check_order(model, set(consts), label)
     init_names = set(consts)
     data_uses: set[str] = set()
     for node in model.graph.node:
@@ -375,11 +439,12 @@ def replay_for(model, label: str):
         for pos, name in enumerate(node.input):
             if name and pos not in static:
                 data_uses.add(name)
+    returned = {o.name for o in model.graph.output}
     inputs = [i.name for i in model.graph.input if i.name not in init_names]
     weights, weight_arrays, scalars = [], [], {}
-    for name in sorted(data_uses & init_names):
+    for name in sorted((data_uses | returned) & init_names):
         value = consts[name]
-        if value.size == 1 and value.dtype.kind == "f":
+        if value.size == 1 and value.dtype.kind == "f" and name not in returned:
             scalars[name] = float(value.reshape(()))   # baked into the kernel like a Python number
             continue
         weights.append(name)
