@@ -1,0 +1,102 @@
+// fusedsl's own kernels for the sort and transpose instructions (written from the asc-devkit docs).
+// sort128: x = 128 float scores, idx = 128 uint32 indices -> out = 128 (score, index) records in
+//   descending score order: Sort32 sorts 4 groups of 32, one MrgSort merges the 4 lists.
+// transpose16: x = 16 x 16 half -> out = its transpose; nchw2nhwc: x [2, 3, 4, 8] half -> [2, 4, 8, 3].
+#include "tikicpulib.h"
+
+using namespace AscendC;
+
+extern "C" __global__ __aicore__ void sort128(GM_ADDR x, GM_ADDR idx, GM_ADDR out)
+{
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<float> score = ub.Alloc<float, 128>();
+    LocalTensor<uint32_t> index = ub.Alloc<uint32_t, 128>();
+    LocalTensor<float> runs = ub.Alloc<float, 256>();
+    LocalTensor<float> merged = ub.Alloc<float, 256>();
+    GlobalTensor<float> xg, og;
+    GlobalTensor<uint32_t> ig;
+    xg.SetGlobalBuffer((__gm__ float*)x, 128);
+    ig.SetGlobalBuffer((__gm__ uint32_t*)idx, 128);
+    og.SetGlobalBuffer((__gm__ float*)out, 256);
+    DataCopy(score, xg, 128);
+    DataCopy(index, ig, 128);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    Sort32(runs, score, index, 4);
+    PipeBarrier<PIPE_V>();
+    MrgSort4Info info;
+    for (int i = 0; i < 4; ++i) {
+        info.elementLengths[i] = 32;
+    }
+    info.validBit = 0b1111;
+    info.repeatTimes = 1;
+    MrgSortSrcList<float> lists{runs[0], runs[64], runs[128], runs[192]};
+    MrgSort(merged, lists, info);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, merged, 256);
+}
+
+extern "C" __global__ __aicore__ void transpose16(GM_ADDR x, GM_ADDR, GM_ADDR out)
+{
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<half> src = ub.Alloc<half, 256>();
+    LocalTensor<half> dst = ub.Alloc<half, 256>();
+    GlobalTensor<half> xg, og;
+    xg.SetGlobalBuffer((__gm__ half*)x, 256);
+    og.SetGlobalBuffer((__gm__ half*)out, 256);
+    DataCopy(src, xg, 256);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    Transpose(dst, src);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, dst, 256);
+}
+
+extern "C" __global__ __aicore__ void nchw2nhwc(GM_ADDR x, GM_ADDR, GM_ADDR out)
+{
+    constexpr uint32_t n = 2 * 3 * 4 * 8;
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<half> src = ub.Alloc<half, n>();
+    LocalTensor<half> dst = ub.Alloc<half, n>();
+    LocalTensor<uint8_t> tmp = ub.Alloc<uint8_t, 4096>();
+    GlobalTensor<half> xg, og;
+    xg.SetGlobalBuffer((__gm__ half*)x, n);
+    og.SetGlobalBuffer((__gm__ half*)out, n);
+    DataCopy(src, xg, n);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    TransposeParamsExt p;
+    p.nSize = 2;
+    p.cSize = 3;
+    p.hSize = 4;
+    p.wSize = 8;
+    p.transposeType = TransposeType::TRANSPOSE_NCHW2NHWC;
+    Transpose(dst, src, tmp, p);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, dst, n);
+}
+
+// Broken on purpose: MrgSort with validBit 0b0101 (lists must be 2, 3 or 4 from the first).
+extern "C" __global__ __aicore__ void mrgsort_bad_validbit(GM_ADDR, GM_ADDR, GM_ADDR)
+{
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<float> runs = ub.Alloc<float, 256>();
+    LocalTensor<float> merged = ub.Alloc<float, 256>();
+    MrgSort4Info info;
+    info.validBit = 0b0101;
+    MrgSortSrcList<float> lists{runs[0], runs[64], runs[128], runs[192]};
+    MrgSort(merged, lists, info);
+}
+
+#define SORT_ENTRY(name)                                                        \
+    extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
+        AscendC::SetKernelMode(KernelMode::AIV_MODE);                           \
+        return fusedsl_cpu::Launch(name, blockDim, args[0], args[1], args[2]);  \
+    }
+SORT_ENTRY(sort128)
+SORT_ENTRY(transpose16)
+SORT_ENTRY(nchw2nhwc)
+SORT_ENTRY(mrgsort_bad_validbit)
