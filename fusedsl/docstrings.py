@@ -681,8 +681,8 @@ _DOCS = {
     Example:
         >>> import numpy as np, fusedsl as fs
         >>> k = fs.fused_kernel(lambda a, b: fs.relu(a + b)).compile(fs.spec((4,)), fs.spec((4,)))
-        >>> [p.ops for p in k.kernels]
-        [['add', 'relu']]
+        >>> " / ".join(", ".join(p.ops) for p in k.kernels)
+        'add, relu'
         >>> k(np.ones(4, np.float32), -np.ones(4, np.float32))
         array([0., 0., 0., 0.], dtype=float32)
     """,
@@ -808,10 +808,14 @@ def document(name: str, obj) -> None:
     if text is not None and not isinstance(obj, type) and not callable(obj):
         obj = type(obj)   # an instance (fs.config): its class carries the docstring
     if text is not None and not is_complete(getattr(obj, "__doc__", None)):
-        try:
-            obj.__doc__ = text
-        except (AttributeError, TypeError):   # an object whose __doc__ is read-only
-            pass
+        # the decorators' wrappers and the function they wrap (documentation tools unwrap)
+        target = obj
+        while target is not None:
+            try:
+                target.__doc__ = text
+            except (AttributeError, TypeError):   # an object whose __doc__ is read-only
+                break
+            target = getattr(target, "__wrapped__", None)
     if isinstance(obj, type):
         for (owner, member), member_text in _MEMBERS.items():
             fn = obj.__dict__.get(member) if owner == obj.__name__ else None

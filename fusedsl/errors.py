@@ -265,13 +265,24 @@ class ProjectError(FusedslError):
 
 
 class CacheError(FusedslError):
-    """A compile-cache entry could not be read or written."""
+    """A compile-cache entry could not be read or written (a full disk, a read-only folder).
+
+    What to do: free space in the cache folder, or point FUSEDSL_CACHE_DIR at a writable folder
+    with room.
+
+    Example:
+        >>> from fusedsl.errors import CacheError, FusedslError
+        >>> issubclass(CacheError, FusedslError)
+        True
+    """
 
 
 class SaturationWarning(UserWarning):
     """`simulate` of an int8/uint8 kernel gave results that differ from numpy's: the NPU's vector
     unit computes 8-bit integers in float16/float32 and saturates where numpy (and kernel(*arrays))
-    wrap around.  Keep the values in range, or compute in int32.
+    wrap around.
+
+    What to do: keep the values in range, or compute in int32.
 
     Example:
         >>> import warnings, fusedsl as fs
