@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import ArgumentError, Loc, UnsupportedOpError, at_user_location, is_internal_file, user_facing, \
     user_frame
-from . import torch_ops
+from . import torch_ops, torch_window
 from .common import ImportedKernel, as_array, make_function, sanitize
 from .torch_ops import DATA_DEPENDENT, METADATA_ASSERTS, RANDOM, Missing, Unsupported, base_name
 
@@ -143,6 +143,12 @@ def _decompose_unsupported(ep, table):
             warnings.simplefilter("ignore")
             ep = ep.run_decompositions(wanted)
     return ep
+
+
+def _table() -> dict:
+    """ATen op -> rule: the op table and the window ops (pooling, convolution variants)."""
+    torch = _torch()
+    return {**torch_ops.aten_table(torch), **torch_window.window_table(torch.ops.aten)}
 
 
 def _supported_names(table) -> list[str]:
@@ -306,7 +312,7 @@ class GraphReplay:
 def _exported_kernel(ep, name: str, options: dict, source: Loc | None,
                      constant_args: dict | None = None) -> ImportedKernel:
     from torch.export.graph_signature import InputKind, OutputKind
-    table = torch_ops.aten_table(_torch())
+    table = _table()
     ep = _decompose_unsupported(ep, table)
     graph = ep.graph
     for spec in ep.graph_signature.output_specs:

@@ -230,26 +230,6 @@ def _linear(x, w, b=None):
     return y if b is None else y + b
 
 
-def _conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = 0
-        else:
-            raise Unsupported(f"conv2d padding={padding!r} is not supported; give the padding in pixels")
-    if any(d != 1 for d in ([dilation] if isinstance(dilation, int) else dilation)) or groups != 1:
-        raise Unsupported("conv2d with dilation or groups is not supported")
-    if x.ndim != 4:
-        raise Unsupported(f"only 2-d convolution (NCHW) is supported, not {x.ndim - 2}-d")
-    return fs.conv2d(x, w, b, stride=list(stride) if not isinstance(stride, int) else stride,
-                     padding=list(padding) if not isinstance(padding, int) else padding)
-
-
-def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups):
-    if transposed:
-        raise Unsupported("transposed convolution is not supported")
-    return _conv(x, w, b, stride, padding, dilation, groups)
-
-
 def _batch_norm(x, weight, bias, mean, var, training=False, momentum=0.1, eps=1e-5, *rest):
     if training:
         raise Unsupported("batch_norm in training mode is not supported; call model.eval() first")
@@ -590,7 +570,6 @@ def aten_table(torch) -> dict:
         aten.mv.default: _matmul, aten.dot.default: _matmul,
         aten.t.default: lambda x: fs.transpose(x) if x.ndim == 2 else x,
         aten.numpy_T.default: _numpy_t,
-        aten.conv2d.default: _conv, aten.convolution.default: _convolution,
         aten.batch_norm.default: _batch_norm,
         aten._native_batch_norm_legit_no_training.default: _bn_no_training,
         aten.view.default: _view, aten.reshape.default: _view, aten._unsafe_view.default: _view,
