@@ -18,13 +18,14 @@ import numpy as np
 from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleError, TargetError, user_facing,
                      user_frame)
 from .ir.core import Function, Module
-from .ir.ops import CALL, CONSTANT, CUBE, has_trait
+from .ir.ops import ATTENTION, CALL, CONSTANT, CUBE, has_trait
 from .ir.printer import print_module
 from .passes.base import PassManager
 from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
+from .schedule_attention import schedule_attention_kernel
 from .schedule_conv import schedule_conv_kernel
 from .schedule_cube import schedule_cube_kernel
 from .schedule_reduce import schedule_reduce_kernel
@@ -700,6 +701,11 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
             try:   # a matmul or conv2d (with its epilogue) through the Matmul API (printer_cube, printer_conv)
                 cube = schedule_conv_kernel if any(op.name == "conv2d" for op in fn.ops) else schedule_cube_kernel
                 row = cube(fn, tgt, headroom, fusion_options(options, tgt).l1_headroom)
+            except (ScheduleError, TargetError) as exc:
+                error = exc
+        elif info.kind == "single" and any(has_trait(op, ATTENTION) for op in fn.ops):
+            try:   # flash attention: one MIX kernel (schedule_attention, printer_attention)
+                row = schedule_attention_kernel(fn, tgt, headroom)
             except (ScheduleError, TargetError) as exc:
                 error = exc
         elif info.kind == "single" and any(op.name in REDUCTIONS for op in fn.ops):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .dtypes import float32
 from .ir.core import Function, Op, Param
 from .ir.ops import BROADCAST, CONSTANT, CUBE, ELEMENTWISE, REDUCTION, SHAPE, has_trait
 from .ir.shapes import num_elements
@@ -518,6 +519,75 @@ def row_schedule_gm(schedule, launch: Launch, sizes=None) -> int:
     return gm
 
 
+def _dims(value, sizes) -> list[int]:
+    return [sizes.get(d, 1) if isinstance(d, str) else d for d in value.shape]
+
+
+def attention_blocks(target, q_len: int, kv_len: int, head: int, head_v: int, item: int,
+                     ub_share: float = 0.8, l1_share: float = 0.8) -> tuple[int, int]:
+    """(BQ, BK) of the flash-attention shape on `target`: the most query rows BQ (K and V are
+    read once per Q block, so the larger the better) for which UB holds the float32 score
+    tile [BQ x BK], its P in the input dtype, the float32 accumulator [BQ x Dv], one P V
+    tile of up to 64 columns and the row statistics; L0C the score tile; L1 the Q block
+    and double-buffered K and V blocks.  BK (128, 64 or 32 keys) shrinks first."""
+    q_rows = -(-max(1, q_len) // 16) * 16
+    for bq in (512, 256, 128, 64, 32, 16):
+        for bk in (128, 64, 32):
+            bk = min(bk, -(-max(1, kv_len) // 16) * 16)
+            ub = bq * bk * (4 + item) + bq * head_v * 4 + bq * min(head_v, 64) * 4 + 4 * bq * 4
+            l1 = bq * head * item + 2 * bk * (head + head_v) * item
+            l0c = bq * bk * 4
+            if ub <= target.ub_bytes * ub_share and l1 <= target.l1_bytes * l1_share and l0c <= 131072:
+                return min(bq, q_rows), bk
+    return 16, 32
+
+
+def attention_gm_model(op: Op, target, sizes=None) -> int:
+    """GM bytes of the flash-attention traffic model: Q, the mask and O once, K and V once per
+    Q block (of attention_blocks' BQ rows)."""
+    sizes = sizes or {}
+    q, k, v = op.operands[:3]
+    qd, kd, vd = _dims(q, sizes), _dims(k, sizes), _dims(v, sizes)
+    item = q.dtype.itemsize
+    bq, _ = attention_blocks(target, qd[-2], kd[-2], qd[-1], vd[-1], item)
+    q_blocks = math.ceil(qd[-2] / bq)
+    n_heads = num_elements(tuple(qd[:-2]))
+    mask = _nelem(op.operands[3], sizes) * op.operands[3].dtype.itemsize if len(op.operands) > 3 else 0
+    return (_nelem(q, sizes) * item + _nelem(op.result, sizes) * item + mask
+            + n_heads * q_blocks * (kd[-2] * kd[-1] + vd[-2] * vd[-1]) * item)
+
+
+def attention_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
+    """The attention op in the flash-attention shape on the AI cores (a model): per (batch, head,
+    Q block) Q K^T and P V on the cube, the online softmax on the vector unit (per score: a
+    subtract, an exp, a max and a sum pass, the cast of P; per block row: the rescale of O),
+    GM traffic as attention_gm_model; causal halves the work."""
+    sizes = sizes or {}
+    q, k, v = op.operands[:3]
+    qd, kd, vd = _dims(q, sizes), _dims(k, sizes), _dims(v, sizes)
+    item = q.dtype.itemsize
+    bq, bk = attention_blocks(target, qd[-2], kd[-2], qd[-1], vd[-1], item)
+    n_heads = num_elements(tuple(qd[:-2]))
+    items = n_heads * math.ceil(qd[-2] / bq)
+    block_dim = max(1, min(target.aic_cores, items))
+    frac = 0.5 if op.attr("causal") else 1.0
+    scores = n_heads * qd[-2] * kd[-2] * frac
+    rate = target.cube_macs_per_cycle * (FLOAT32_CUBE_RATE if item == 4 else 1.0)
+    cube = scores * (qd[-1] + vd[-1]) / block_dim / rate
+    # the vector side runs on the AIVs of the used cores (2 per AIC on separated chips)
+    aiv = max(1, block_dim * max(1, target.vector_cores // max(1, target.aic_cores)))
+    per_aiv = scores / aiv
+    vec = sum(api_cycles(api, float32, int(per_aiv)) for api in ("Adds", "Exp", "WholeReduceMax", "WholeReduceSum"))
+    vec += CAST_API[("float32", "float16")][0] * per_aiv if item == 2 else 0.0
+    gm = attention_gm_model(op, target, sizes)
+    out_bytes = _nelem(op.result, sizes) * item
+    mte2 = load_cycles((gm - out_bytes) / block_dim, block_dim)
+    mte3 = store_cycles(out_bytes / block_dim, block_dim)
+    cycles = max(cube, vec, mte2, mte3) + 0.1 * min(cube, vec)   # cube and vector pipes overlap
+    return _finish(name or op.name, "attention", block_dim, mte2, max(cube, vec), mte3,
+                   heads(block_dim, gm), cycles, target, gm)
+
+
 def move_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
     """Data movement (transpose, slice, concatenate, gather, broadcast): read and write once."""
     sizes = sizes or {}
@@ -552,6 +622,8 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
     if launch is not None and not launch.block_dim:
         launch = None   # an empty launch (no elements): the graph model's figures
     anchor = main[0]
+    if anchor.name == "attention":
+        return attention_kernel_cost(anchor, target, sizes, name or fn.name)
     if has_trait(anchor, CUBE):
         base = cube_kernel_cost(anchor, target, sizes, name or fn.name, launch, schedule)
         if launch is not None and schedule is not None and getattr(schedule, "tiling_fields", None) is not None:
@@ -626,4 +698,4 @@ def unfused_cost(fn: Function, target, sizes=None) -> list[KernelCost]:
 
 __all__ = ["KernelCost", "VECTOR_API", "LAUNCH_US", "api_cycles", "load_cycles", "store_cycles",
            "vector_kernel_cost", "reduce_kernel_cost", "cube_kernel_cost", "move_kernel_cost",
-           "function_cost", "unfused_cost"]
+           "function_cost", "unfused_cost", "attention_blocks", "attention_gm_model", "attention_kernel_cost"]

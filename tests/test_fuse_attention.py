@@ -207,3 +207,15 @@ def test_onnx_form_of_attention_with_gqa_mask_and_causal(causal, mask):
     names = [i.name for i in session.get_inputs()]
     (got,) = session.run(None, dict(zip(names, args)))
     np.testing.assert_allclose(got, compiled(*args), rtol=1e-5, atol=1e-6)
+
+
+def test_two_dimensional_q_at_k_T_times_scale():
+    """`q @ k.T * 0.125` on 2-D tensors: fold-batch-norm moves the scale onto k.T (the issue's
+    'the scale lands on a transpose kernel'); the pass still finds one attention op."""
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal((40, 24)).astype(np.float32) for _ in range(3))
+    fn = lambda q, k, v: fs.softmax(q @ k.T * 0.125) @ v   # noqa: E731
+    compiled = fs.fused_kernel(fn).compile(q, k, v)
+    assert [p.ops for p in compiled.kernels] == [["attention"]]
+    assert "scale = 0.125" in compiled.ir
+    np.testing.assert_allclose(compiled(q, k, v), fs.fused_kernel(fn, opt_level=0)(q, k, v), rtol=1e-5, atol=1e-6)

@@ -224,6 +224,10 @@ def printer_for_plan(plan, target):
         from ..schedule_cube import CubeSchedule
         from ..schedule_reduce import ColumnSchedule
         from ..schedule_conv import ConvSchedule
+        from ..schedule_attention import AttentionSchedule
+        if isinstance(plan.row, AttentionSchedule):   # flash attention: two Matmul objects
+            from .printer_attention import AttentionPrinter
+            return AttentionPrinter(plan.row, target, plan.name)
         if isinstance(plan.row, ConvSchedule):   # im2col + the Matmul API
             from .printer_conv import ConvPrinter
             return ConvPrinter(plan.row, target, plan.name)

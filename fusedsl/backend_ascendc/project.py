@@ -23,6 +23,7 @@ import os
 from ..errors import ProjectError, user_frame
 from ..ir.printer import print_module
 from ..ir.ops import CALL, has_trait
+from ..schedule_attention import AttentionSchedule
 from ..schedule_cube import CubeSchedule
 from .printer import VERSION, AscendCPrinter, camel
 
@@ -161,7 +162,7 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
         body += [f"    uint8_t* {var}_gm = DeviceAlloc(sizeof({var}));",
                  f"    rc |= CopyToDevice({var}_gm, &{var}, sizeof({var}));"]
         args = ', '.join(gm + ['workspace', var + '_gm'])
-        if isinstance(plan.printable, CubeSchedule):   # a mixed AIC+AIV kernel (Matmul API)
+        if isinstance(plan.printable, (CubeSchedule, AttentionSchedule)):   # a mixed AIC+AIV kernel (Matmul API)
             block_dim = plan.printable.tiling({}, t).block_dim
             body += ["#ifdef ASCENDC_CPU_DEBUG",
                      "    AscendC::SetKernelMode(KernelMode::MIX_MODE);",

@@ -122,7 +122,8 @@ class _Matcher:
         if found is None:
             return None   # a softmax, but not of q @ k^T: not attention
         qk, scale, scale_op = found
-        if qk.attr("transpose_a", False) or not qk.attr("transpose_b", False):
+        k_scaled = self._scaled_transposed_k(qk)
+        if qk.attr("transpose_a", False) or (not qk.attr("transpose_b", False) and k_scaled is None):
             # softmax(x @ w) @ u with w not a transposed operand: the same algebra, but a
             # layer of weights, not keys; it stays a matmul kernel without a note
             return None
@@ -155,6 +156,9 @@ class _Matcher:
             new_ops.append(Op("eq", (mask[0], false), (inverted,), (), pv.loc))
             mask = (inverted, False)
         q, k = qk.operands
+        if k_scaled is not None:   # fold-batch-norm moved the scale onto k^T: q @ (k^T * c)
+            k, c = k_scaled
+            scale = scale * c
         scaled_q = self._op(q, "mul")
         if scaled_q is not None and len(self.users.get(id(q), [])) == 1 and id(q) not in self.returned:
             for i in (0, 1):   # the scale folded into q: (q * c) @ k^T
@@ -174,8 +178,27 @@ class _Matcher:
         return new_ops
 
     def _number(self, v: Value) -> float | None:
-        c = self._constant(v)
+        """The value of a 0-d constant, also seen through a broadcast_to."""
+        spread = self._op(v, "broadcast_to")
+        c = self._constant(spread.operands[0] if spread is not None else v)
         return float(c) if isinstance(c, (int, float)) and not isinstance(c, bool) else None
+
+    def _scaled_transposed_k(self, qk: Op):
+        """(k, c) when the scores are q @ (transpose(k) * c): fold-batch-norm folds a constant
+        scale of a matmul result into its right operand, before fold-transpose sees it."""
+        if qk.attr("transpose_b", False) or qk.attr("transpose_a", False):
+            return None
+        mul = self._op(qk.operands[1], "mul")
+        if mul is None or len(self.users.get(id(mul.result), [])) != 1:
+            return None
+        for i in (0, 1):
+            t, c = self._op(mul.operands[i], "transpose"), self._number(mul.operands[1 - i])
+            if t is None or c is None:
+                continue
+            perm, n = tuple(t.attr("perm")), t.result.type.rank
+            if n >= 2 and perm == tuple(range(n - 2)) + (n - 1, n - 2):
+                return t.operands[0], c
+        return None
 
     def _mask(self, x: Value):
         """(the scores before masking, (mask, inverted) or None, the where's fill or None)."""

@@ -1,0 +1,392 @@
+"""Ascend C for an attention kernel: flash attention as one MIX kernel (schedule_attention.py).
+
+Two Matmul objects (qk: S = Q K^T with K read transposed, pv: P V), both with C in UB, are
+registered before any InitBuffer.  Each vector instance takes work items (head, Q block) in
+turn; per KV block: Iterate/GetTensorC the S block into a VECIN queue, the online softmax row
+by row in float32 (Muls by the scale, the causal diagonal set to -inf, the row max folded into
+64 lanes and WholeReduceMax, Adds/Exp, the row sum, the rescale factor exp(m_old - m_new) on
+the vector unit), P cast to the input dtype and copied to this instance's GM workspace, then
+Iterate/GetTensorC P V and O = O * corr + P V.  After the last block O / l is cast and written
+once.  Causal items stop at their diagonal block.
+"""
+from __future__ import annotations
+
+import os
+import struct
+
+from .. import dtypes as dt
+from ..schedule_attention import AttentionSchedule, _up
+from ..schedule_cube import TCUBE_FIELDS
+from . import cnames
+from .printer import AscendCPrinter, camel
+
+
+class AttentionPrinter:
+    _helpers = AscendCPrinter._helpers
+    symbols = ()   # static shapes only: the host tiling takes no sizes
+
+    def __init__(self, sched: AttentionSchedule, target, name: str, debug: bool | None = None):
+        self.s = sched
+        self.t = target
+        self.name = name
+        self.cls = "Kernel" + camel(name)
+        self.tiling = f"{camel(name)}AttentionTiling"
+        self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
+        self.cn = {p.index: cnames.param(p.name) for p in sched.params}
+        pvals = [p.value for p in sched.fn.params]
+        q, k, v = sched.op.operands[:3]
+        self.q, self.k, self.v = (self.cn[pvals.index(x)] for x in (q, k, v))
+
+    # ---- interface shared with the other printers ----------------------------------------
+    def _gm_args(self) -> list[str]:
+        return [self.cn[p.index] for p in self.s.params] + ["y0"]
+
+    def pack(self, tiling, scalars) -> bytes:
+        return struct.pack(f"<{len(tiling.words)}i", *tiling.words)
+
+    def tiling_header(self) -> str:
+        return (f"// {self.name} reads two TCubeTilings (CANN's kernel_tiling/kernel_tiling.h): Q K^T and P V\n"
+                '#include "kernel_tiling/kernel_tiling.h"\n'
+                f"struct {self.tiling} {{\n    TCubeTiling qk;\n    TCubeTiling pv;\n}};\n")
+
+    def host_tiling(self) -> str:
+        s = self.s
+        sets = []
+        for part, words in (("qk", s.cube_words(s.qk)), ("pv", s.cube_words(s.pv))):
+            sets += [f"    out->{part}.{f} = {w};" for f, w in zip(TCUBE_FIELDS, words) if w]
+        body = "\n".join(sets)
+        return f"""// Host tiling for {self.name} on {self.t.name}: the two TCubeTilings fusedsl computed
+// (schedule_attention.py): Q blocks of {s.bq} rows, KV blocks of {s.bk} keys, one base block per product.
+inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, {self.tiling}* out)
+{{
+    (void)sizes; (void)vectorCores; (void)ubBudget;
+    *out = {{}};
+{body}
+    return true;
+}}
+"""
+
+    def body(self) -> str:
+        return "\n".join([f"// ---- {self.name}: attention from {cnames.comment(self.s.fn.loc)} ----",
+                          f"// {cnames.comment(self.s.plan_note)}",
+                          self.tiling_header(), self.kernel(), "#ifndef __CCE_AICORE__  // host side",
+                          self.host_tiling(), "#endif", self._cpu_hooks()])
+
+    def _cpu_hooks(self) -> str:
+        n = len(self._gm_args()) + 2
+        args = ", ".join(f"args[{i}]" for i in range(n))
+        return f"""#ifdef ASCENDC_CPU_DEBUG
+#include "tikicpulib.h"
+// Entry points for fusedsl's CPU run of this file (not part of the NPU build): a mixed kernel.
+extern "C" int fusedsl_launch_{self.name}(uint32_t blockDim, uint8_t** args)
+{{
+    AscendC::SetKernelMode(KernelMode::MIX_MODE);
+    const int rc = fusedsl_cpu::Launch({self.name}, blockDim, {args});
+    AscendC::SetKernelMode(KernelMode::AIV_MODE);   // the vector kernels of the same program
+    return rc;
+}}
+extern "C" int fusedsl_tiling_{self.name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
+                                        {self.tiling}* t)
+{{
+    return {camel(self.name)}Tiling(sizes, vectorCores, ubBudget, t) ? 0 : 1;
+}}
+extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.tiling}); }}
+#endif
+"""
+
+    # ---- the kernel ------------------------------------------------------------------------
+    def kernel(self) -> str:
+        s, t = self.s, self.t
+        ty = s.dtype.ascendc
+        item = s.dtype.itemsize
+        ld_s, ld_o, ld_out = _up(s.bk, 8), _up(s.Dv, 8), _up(s.Dv, 32 // item)
+        per_core = 2 if t.separated else 1
+        bufs = {name: nbytes for name, _, nbytes in s.buffers()}
+        gm = self._gm_args()
+        args = ", ".join(f"GM_ADDR {x}" for x in gm)
+        ws = []
+        if not t.separated:
+            ws = [f"        pipe->InitBuffer(b_mmws, {bufs['b_mmws']});",
+                  "        qk.SetLocalWorkspace(b_mmws.Get<uint8_t>());",
+                  "        pv.SetLocalWorkspace(b_mmws.Get<uint8_t>());"]
+        cast_p = ("AscendC::Muls(prow, srow, 1.0f, cols);" if s.dtype == dt.float32 else
+                  f"AscendC::Cast(prow, srow, AscendC::RoundMode::{self._mode()}, cols);")
+        cast_o = ("AscendC::Muls(orow, orow2, 1.0f, Dv);" if s.dtype == dt.float32 else
+                  f"AscendC::Cast(orow, orow2, AscendC::RoundMode::{self._mode()}, Dv);")
+        mtype = f"AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {ty}"
+        ctype = "AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>"
+        return f"""#include "lib/matmul_intf.h"
+class {self.cls} {{
+public:
+    __aicore__ inline {self.cls}() {{}}
+    __aicore__ inline void Init({args}, GM_ADDR workspace, const {self.tiling}& t)
+    {{
+        tiling = t;
+        gm_q.SetGlobalBuffer((__gm__ {ty}*){self.q});
+        gm_k.SetGlobalBuffer((__gm__ {ty}*){self.k});
+        gm_v.SetGlobalBuffer((__gm__ {ty}*){self.v});
+        gm_y.SetGlobalBuffer((__gm__ {ty}*)y0);
+        worker = AscendC::GetBlockIdx();
+        workers = AscendC::GetBlockNum() * {per_core};
+        AscendC::SetSysWorkspace(workspace);
+        // this instance's P block: the user workspace after the Matmul API's system workspace
+        gm_p.SetGlobalBuffer(reinterpret_cast<__gm__ {ty}*>(AscendC::GetUserWorkspace(workspace) +
+                                                            worker * {s.p_bytes}));
+    }}
+
+    // After REGIST_MATMUL_OBJ: the UB plan, then this instance's items.
+    __aicore__ inline void Process(AscendC::TPipe* pipe)
+    {{
+{chr(10).join(ws)}
+        pipe->InitBuffer(q_s, 1, {bufs['q_s']});
+        pipe->InitBuffer(q_pv, 1, {bufs['q_pv']});
+        pipe->InitBuffer(q_out, 1, {bufs['q_out']});
+        pipe->InitBuffer(b_p, {bufs['b_p']});
+        pipe->InitBuffer(b_o, {bufs['b_o']});
+        pipe->InitBuffer(b_stat, {bufs['b_stat']});
+        pipe->InitBuffer(b_lanes, {bufs['b_lanes']});
+        pipe->InitBuffer(b_red, {bufs['b_red']});
+        pipe->InitBuffer(b_one, {bufs['b_one']});
+        for (uint32_t it = worker; it < {s.items}u; it += workers) {{
+            Item(it);
+        }}
+        qk.End();
+        pv.End();
+    }}
+
+    AscendC::Matmul<{mtype}>, {mtype}, true>, {ctype}, {ctype}> qk;
+    AscendC::Matmul<{mtype}>, {mtype}>, {ctype}, {ctype}> pv;
+    {self.tiling} tiling;
+
+private:
+    static constexpr uint32_t L = {s.L}, S = {s.S}, E = {s.E}, Dv = {s.Dv}, BQ = {s.bq}, BK = {s.bk};
+    static constexpr uint32_t LDS = {ld_s}, LDO = {ld_o}, LDOUT = {ld_out};
+
+    // A scalar read of a vector result, and a vector read of a scalar write, wait for the other pipe.
+    __aicore__ inline void VectorToScalar()
+    {{
+        AscendC::SetFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
+    }}
+    __aicore__ inline void ScalarToVector()
+    {{
+        AscendC::SetFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
+    }}
+    // max / sum over n float32 elements: fold into 64 lanes, then one WholeReduce.
+    __aicore__ inline float RowMax(const AscendC::LocalTensor<float>& src, uint32_t n)
+    {{
+        AscendC::LocalTensor<float> lanes = b_lanes.Get<float>();
+        AscendC::LocalTensor<float> red = b_red.Get<float>();
+        AscendC::Duplicate(lanes, -__builtin_inff(), 64);
+        AscendC::PipeBarrier<PIPE_V>();
+        for (uint32_t k = 0; k < n; k += 64) {{
+            AscendC::Max(lanes, lanes, src[k], MinU32(64, n - k));
+            AscendC::PipeBarrier<PIPE_V>();
+        }}
+        AscendC::WholeReduceMax<float>(red, lanes, 64, 1, 1, 1, 8);
+        VectorToScalar();
+        const float r = red.GetValue(0);
+        AscendC::PipeBarrier<PIPE_ALL>();
+        return r;
+    }}
+    __aicore__ inline float RowSum(const AscendC::LocalTensor<float>& src, uint32_t n)
+    {{
+        AscendC::LocalTensor<float> lanes = b_lanes.Get<float>();
+        AscendC::LocalTensor<float> red = b_red.Get<float>();
+        AscendC::Duplicate(lanes, 0.0f, 64);
+        AscendC::PipeBarrier<PIPE_V>();
+        for (uint32_t k = 0; k < n; k += 64) {{
+            AscendC::Add(lanes, lanes, src[k], MinU32(64, n - k));
+            AscendC::PipeBarrier<PIPE_V>();
+        }}
+        AscendC::WholeReduceSum<float>(red, lanes, 64, 1, 1, 1, 8);
+        VectorToScalar();
+        const float r = red.GetValue(0);
+        AscendC::PipeBarrier<PIPE_ALL>();
+        return r;
+    }}
+    // exp(x) of one float on the vector unit (device code has no libm)
+    __aicore__ inline float ExpScalar(float x)
+    {{
+        AscendC::LocalTensor<float> one = b_one.Get<float>();
+        AscendC::Duplicate(one, x, 8);
+        AscendC::PipeBarrier<PIPE_V>();
+        AscendC::Exp(one, one, 8);
+        VectorToScalar();
+        const float r = one.GetValue(0);
+        AscendC::PipeBarrier<PIPE_ALL>();
+        return r;
+    }}
+
+    // Work item `it`: head it / qBlocks, Q rows [r0, r0 + rows).
+    __aicore__ inline void Item(uint32_t it)
+    {{
+        const uint32_t qBlocks = {s.q_blocks}u;
+        const uint32_t head = it / qBlocks, r0 = (it % qBlocks) * BQ;
+        const uint32_t rows = MinU32(BQ, L - r0);
+        const uint32_t kvHead = head / {s.group}u;
+        const uint32_t kvEnd = {"MinU32(S, r0 + rows)" if s.causal else "S"};   // causal: later blocks are skipped
+        AscendC::LocalTensor<float> o = b_o.Get<float>();
+        AscendC::LocalTensor<float> stat = b_stat.Get<float>();   // m at [0, BQ), l at [{_up(s.bq, 8)}, ...)
+        for (uint32_t i = 0; i < BQ * LDO; i += 8192) {{   // a vector call covers at most 255 repeats
+            AscendC::Duplicate(o[i], 0.0f, MinU32(8192, BQ * LDO - i));
+        }}
+        AscendC::PipeBarrier<PIPE_ALL>();
+        for (uint32_t r = 0; r < rows; ++r) {{
+            stat.SetValue(r, -__builtin_inff());
+            stat.SetValue({_up(s.bq, 8)} + r, 0.0f);
+        }}
+        ScalarToVector();
+        for (uint32_t kb = 0; kb < kvEnd; kb += BK) {{
+            const uint32_t cols = MinU32(BK, kvEnd - kb);
+            Scores(head, kvHead, r0, rows, kb, cols);
+            Softmax(r0, rows, kb, cols);
+            Accumulate(kvHead, rows, kb, cols);
+        }}
+        Finish(head, r0, rows);
+    }}
+
+    // S = Q_blk K_blk^T into UB
+    __aicore__ inline void Scores(uint32_t head, uint32_t kvHead, uint32_t r0, uint32_t rows, uint32_t kb,
+                                  uint32_t cols)
+    {{
+        qk.SetTensorA(gm_q[(head * L + r0) * E]);
+        qk.SetTensorB(gm_k[(kvHead * S + kb) * E], true);
+        qk.SetTail(rows, cols, E);
+        AscendC::LocalTensor<float> sc = q_s.AllocTensor<float>();
+        while (qk.template Iterate<true>()) {{
+            qk.template GetTensorC<true>(sc, false, true);   // one base block: the whole S block
+        }}
+        q_s.EnQue(sc);
+    }}
+
+    // The online softmax of the S block: P into the workspace, O rescaled.
+    __aicore__ inline void Softmax(uint32_t r0, uint32_t rows, uint32_t kb, uint32_t cols)
+    {{
+        AscendC::LocalTensor<float> sc = q_s.DeQue<float>();
+        AscendC::LocalTensor<float> o = b_o.Get<float>();
+        AscendC::LocalTensor<float> stat = b_stat.Get<float>();
+        AscendC::LocalTensor<{ty}> p = b_p.Get<{ty}>();
+        const uint32_t ld = (cols + 7) / 8 * 8;   // GetTensorC's row stride: 32 bytes
+        for (uint32_t r = 0; r < rows; ++r) {{
+            AscendC::LocalTensor<float> srow = sc[r * ld];
+            AscendC::Muls(srow, srow, {self._f(s.scale)}, cols);
+            AscendC::PipeBarrier<PIPE_V>();
+{self._causal_lines()}
+            const float mOld = stat.GetValue(r);
+            const float top = RowMax(srow, cols);
+            const float mNew = top > mOld ? top : mOld;
+            const float mUse = mNew == -__builtin_inff() ? 0.0f : mNew;   // a row with nothing to attend to yet
+            AscendC::Adds(srow, srow, -mUse, cols);
+            AscendC::PipeBarrier<PIPE_V>();
+            AscendC::Exp(srow, srow, cols);
+            AscendC::PipeBarrier<PIPE_V>();
+            const float total = RowSum(srow, cols);
+            const float corr = ExpScalar(mOld - mUse);
+            stat.SetValue(r, mNew);
+            stat.SetValue({_up(s.bq, 8)} + r, stat.GetValue({_up(s.bq, 8)} + r) * corr + total);
+            ScalarToVector();
+            AscendC::LocalTensor<float> orow = o[r * LDO];
+            AscendC::Muls(orow, orow, corr, Dv);
+            AscendC::LocalTensor<{ty}> prow = p[r * BK];
+            {cast_p}
+            AscendC::PipeBarrier<PIPE_V>();
+        }}
+        q_s.FreeTensor(sc);
+        AscendC::PipeBarrier<PIPE_ALL>();
+        CopyRowsOut(gm_p, p, rows, cols, BK, BK);   // the cube reads P from GM
+        AscendC::PipeBarrier<PIPE_ALL>();
+    }}
+
+    // O += P V_blk
+    __aicore__ inline void Accumulate(uint32_t kvHead, uint32_t rows, uint32_t kb, uint32_t cols)
+    {{
+        pv.SetTensorA(gm_p);
+        pv.SetTensorB(gm_v[(kvHead * S + kb) * Dv]);
+        pv.SetTail(rows, Dv, cols);
+        AscendC::LocalTensor<float> acc = q_pv.AllocTensor<float>();
+        while (pv.template Iterate<true>()) {{
+            pv.template GetTensorC<true>(acc, false, true);
+        }}
+        q_pv.EnQue(acc);
+        acc = q_pv.DeQue<float>();
+        AscendC::LocalTensor<float> o = b_o.Get<float>();
+        for (uint32_t i = 0; i < rows * LDO; i += 8192) {{
+            AscendC::Add(o[i], o[i], acc[i], MinU32(8192, rows * LDO - i));
+        }}
+        AscendC::PipeBarrier<PIPE_V>();
+        q_pv.FreeTensor(acc);
+    }}
+
+    // out = O / l (0 where no key was attended to), cast, written once
+    __aicore__ inline void Finish(uint32_t head, uint32_t r0, uint32_t rows)
+    {{
+        AscendC::LocalTensor<float> o = b_o.Get<float>();
+        AscendC::LocalTensor<float> stat = b_stat.Get<float>();
+        AscendC::LocalTensor<{ty}> out = q_out.AllocTensor<{ty}>();
+        AscendC::PipeBarrier<PIPE_ALL>();
+        for (uint32_t r = 0; r < rows; ++r) {{
+            const float total = stat.GetValue({_up(s.bq, 8)} + r);
+            const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+            ScalarToVector();
+            AscendC::LocalTensor<float> orow2 = o[r * LDO];
+            AscendC::Muls(orow2, orow2, inv, Dv);
+            AscendC::PipeBarrier<PIPE_V>();
+            AscendC::LocalTensor<{ty}> orow = out[r * LDOUT];
+            {cast_o}
+            AscendC::PipeBarrier<PIPE_V>();
+        }}
+        q_out.EnQue(out);
+        out = q_out.DeQue<{ty}>();
+        CopyRowsOut(gm_y[(head * L + r0) * Dv], out, rows, Dv, Dv, LDOUT);
+        q_out.FreeTensor(out);
+    }}
+
+    AscendC::GlobalTensor<{ty}> gm_q, gm_k, gm_v, gm_y, gm_p;
+    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_s;    // the S block from GetTensorC
+    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_pv;   // the P V block from GetTensorC
+    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q_out;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> b_p, b_o, b_stat, b_lanes, b_red, b_one;
+{"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB" if not t.separated else ""}
+    uint32_t worker = 0, workers = 1;
+}};
+
+{self._entry()}"""
+
+    def _entry(self) -> str:
+        gm = self._gm_args()
+        macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n" if self.t.kernel_type_macro else ""
+        return f"""extern "C" __global__ __aicore__ void {self.name}({', '.join(f'GM_ADDR {x}' for x in gm + ['workspace', 'tiling'])})
+{{
+{macro}    AscendC::TPipe pipe;
+    {self.tiling} t;
+    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
+    for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
+    {self.cls} op;
+    op.Init({', '.join(gm)}, workspace, t);
+    REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), op.qk, &op.tiling.qk, op.pv, &op.tiling.pv);
+    op.Process(&pipe);
+}}
+"""
+
+    def _causal_lines(self) -> str:
+        if not self.s.causal:
+            return ""
+        # keys past the row's own position (top-left alignment) are -inf; only the diagonal
+        # block has any, set one by one (the start is not 32-byte aligned)
+        return """            if (kb + cols > r0 + r + 1) {
+                AscendC::PipeBarrier<PIPE_ALL>();
+                const uint32_t first = r0 + r + 1 > kb ? r0 + r + 1 - kb : 0;
+                for (uint32_t j = first; j < cols; ++j) srow.SetValue(j, -__builtin_inff());
+                ScalarToVector();
+            }"""
+
+    def _mode(self) -> str:
+        modes = self.t.cast_modes.get(("float", self.s.dtype.ascendc), frozenset())
+        return "CAST_RINT" if "CAST_RINT" in modes else "CAST_NONE"
+
+    @staticmethod
+    def _f(x: float) -> str:
+        return f"{float(x)!r}f" if "e" not in repr(float(x)) else f"{float(x):.9e}f"

@@ -1,0 +1,208 @@
+"""Schedule of an attention kernel for the Ascend C printer (backend_ascendc/printer_attention.py).
+
+The flash-attention shape, one MIX kernel: every vector instance (two per AI core on 910B, one
+on 310P) takes work items (batch x head, Q block of BQ rows) in turn; per item it walks the
+KV axis in blocks of BK keys:
+
+    S  = Q_blk K_blk^T         Matmul object qk: A = Q rows in GM, B = K rows read transposed,
+                               C into UB (GetTensorC); one base block covers the whole S block
+    online softmax             float32 on the vector unit: scale, causal diagonal, running max,
+                               exp, running sum, rescale of the accumulator
+    P  -> workspace            P in the input dtype to this instance's GM workspace (the cube
+                               reads operands from GM: CANN's FlashAttentionScore does the same)
+    O += P V_blk               Matmul object pv: A = P from the workspace, B = V rows, C into UB
+    out = O / l                once, after the last block; causal items stop at the diagonal
+
+Block sizes: BK <= 128 keys, BQ query rows as large as UB (S, P, O, P V tiles, row statistics),
+L0C (S block and P V block, float32) and L1 allow (cost.attention_blocks' rule, counted here
+exactly for the buffers the printer allocates).  Static shapes only; masks are not printed yet
+(the attention op with a mask stays a CPU kernel, with a located ScheduleError on source).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import dtypes as dt
+from .errors import ScheduleError, TargetError
+from .ir.shapes import num_elements
+from .schedule_cube import TCUBE_FIELDS, CubeTiling, cube_block_dim, cube_tiling
+from .schedule_row import RowParam
+from .targets import Target
+
+
+def _up(a: int, b: int) -> int:
+    return -(-a // b) * b
+
+
+@dataclass(frozen=True)
+class AttentionLaunch:
+    words: list
+    block_dim: int
+    total_tiles: int     # work items (the report's "tiles")
+    tile_rows: int = 0   # BQ
+    C: int = 0           # BK
+    tiles_per_core: int = 0
+
+
+@dataclass
+class AttentionSchedule:
+    fn: object
+    target: Target
+    op: object
+    params: list          # RowParam per kernel parameter (q, k, v: the op's operands name them)
+    heads: int            # batch x query heads
+    group: int            # query heads per KV head (GQA)
+    L: int
+    S: int
+    E: int
+    Dv: int
+    bq: int
+    bk: int
+    scale: float
+    causal: bool
+    qk: CubeTiling
+    pv: CubeTiling
+    ub_budget: int
+    ub_bytes: int
+    plan_note: str
+    symbols = ()
+
+    @property
+    def inputs(self):
+        return self.params
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.op.operands[0].dtype
+
+    @property
+    def q_blocks(self) -> int:
+        return -(-self.L // self.bq)
+
+    @property
+    def items(self) -> int:
+        return self.heads * self.q_blocks
+
+    @property
+    def workers(self) -> int:
+        """Vector instances that take items: two per AI core on 910B (MIX), one on 310P."""
+        return min(self.items, self.target.aic_cores * (2 if self.target.separated else 1))
+
+    @property
+    def block_dim(self) -> int:
+        return cube_block_dim(self.workers, self.target)
+
+    @property
+    def p_bytes(self) -> int:
+        """One instance's P block in the GM workspace, padded to 512 bytes."""
+        return _up(self.bq * self.bk * self.dtype.itemsize, 512)
+
+    @property
+    def workspace_bytes(self) -> int:
+        """The Matmul API's system workspace, then one P block per vector instance."""
+        system = 16 * 1024 * 1024 if self.target.separated else 2 * 1024 * 1024
+        return system + self.block_dim * (2 if self.target.separated else 1) * self.p_bytes
+
+    @staticmethod
+    def cube_words(t: CubeTiling) -> list[int]:
+        w = dict.fromkeys(TCUBE_FIELDS, 0)
+        w.update(usedCoreNum=t.used_core_num, M=t.M, N=t.N, Ka=t.K, Kb=t.K, singleCoreM=t.single_core_m,
+                 singleCoreN=t.single_core_n, singleCoreK=t.K, baseM=t.base_m, baseN=t.base_n, baseK=t.base_k,
+                 depthA1=t.depth_a1, depthB1=t.depth_b1, stepM=1, stepN=1, isBias=0, iterateOrder=0,
+                 stepKa=t.step_k, stepKb=t.step_k, dbL0A=2, dbL0B=2, dbL0C=t.db_l0c, batchM=1, batchN=1,
+                 singleBatchM=1, singleBatchN=1, BatchNum=1)
+        return [w[f] for f in TCUBE_FIELDS]
+
+    @property
+    def words(self) -> list[int]:
+        return self.cube_words(self.qk) + self.cube_words(self.pv)
+
+    def tiling(self, sizes, target) -> AttentionLaunch:
+        per = -(-self.items // self.workers)
+        return AttentionLaunch(self.words, self.block_dim, self.items, self.bq, self.bk, per)
+
+    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
+        return [(name, pos, nbytes, 1) for name, pos, nbytes in self.buffers()]
+
+    def buffers(self) -> list[tuple[str, str, int]]:
+        """(name, position, bytes) of every UB buffer the printer allocates."""
+        item = self.dtype.itemsize
+        ld_s, ld_o = _up(self.bk, 8), _up(self.Dv, 8)
+        bufs = [("q_s", "VECIN", self.bq * ld_s * 4),                 # S block from GetTensorC
+                ("q_pv", "VECIN", self.bq * ld_o * 4),                # P V block from GetTensorC
+                ("b_p", "VECCALC", self.bq * self.bk * item),         # P in the input dtype
+                ("b_o", "VECCALC", self.bq * ld_o * 4),               # the accumulator O
+                ("b_stat", "VECCALC", 2 * _up(self.bq, 8) * 4),       # running max m and sum l
+                ("b_lanes", "VECCALC", 64 * 4), ("b_red", "VECCALC", 32), ("b_one", "VECCALC", 32),
+                ("q_out", "VECOUT", self.bq * _up(self.Dv, 32 // item) * item)]
+        if not self.target.separated:   # 310P: C passes through UB
+            bufs.append(("b_mmws", "VECCALC", max(self.bq * ld_s, self.bq * ld_o) * 4))
+        return bufs
+
+
+def _fits(target, bq, bk, e, dv, item, budget) -> tuple[int, str] | None:
+    """UB bytes of the plan, or None with the reason it does not fit."""
+    ld_s, ld_o = _up(bk, 8), _up(dv, 8)
+    ub = (bq * ld_s * 4 + bq * ld_o * 4 + bq * bk * item + bq * ld_o * 4 + 2 * _up(bq, 8) * 4 + 64 * 4 + 64
+          + bq * _up(dv, 32 // item) * item)
+    if not target.separated:
+        ub += max(bq * ld_s, bq * ld_o) * 4
+    if ub > budget:
+        return None
+    if bq * _up(bk, 16) * 4 > target.l0c_bytes or bq * _up(dv, 16) * 4 > target.l0c_bytes:
+        return None
+    return ub, ""
+
+
+def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> AttentionSchedule:
+    ops = [op for op in fn.ops if op.name != "constant"]
+    op = ops[0]
+    if len(ops) != 1 or op.name != "attention":
+        raise ScheduleError("an attention kernel holds the attention op alone", loc=op.loc)
+    if not target.matmul_dtypes:
+        raise TargetError(f"{target.name} has no Matmul high-level API (ASCENDC.md §3.1): the attention "
+                          "kernel's Q K^T and P V cannot be printed for it", loc=op.loc,
+                          hint="compile for ascend910b or ascend310p; the kernel still runs on the CPU executors")
+    q, k, v = op.operands[:3]
+    if len(op.operands) > 3:
+        raise ScheduleError("attention with a mask does not print as Ascend C yet (only causal or no mask)",
+                            loc=op.loc, hint="the kernel runs on the CPU executors (kernel(*arrays))")
+    if not all(isinstance(d, int) for t in (q, k, v) for d in t.shape):
+        raise ScheduleError("attention prints for static shapes only", loc=op.loc)
+    if q.dtype not in (dt.float16, dt.float32) or not any(m[0] == q.dtype.ascendc for m in target.matmul_dtypes):
+        takes = sorted({m[0] for m in target.matmul_dtypes} & {"half", "float"})
+        raise ScheduleError(f"attention in {q.dtype} does not print for {target.name} (its cube takes "
+                            f"{' and '.join('float16' if x == 'half' else 'float32' for x in takes)} here)",
+                            loc=op.loc, hint="cast q, k and v, or run the kernel on the CPU executors")
+    L, E = q.shape[-2:]
+    S, Dv = k.shape[-2], v.shape[-1]
+    heads = num_elements(tuple(q.shape[:-2]))
+    group = q.shape[-3] // k.shape[-3] if q.type.rank >= 3 else 1
+    item = q.dtype.itemsize
+    budget = int(target.ub_bytes * ub_fraction)
+    choice = None
+    for bq in (128, 64, 32, 16):
+        for bk in (128, 64, 32, 16):
+            bq_, bk_ = min(bq, _up(L, 16)), min(bk, _up(S, 16))
+            fit = _fits(target, bq_, bk_, E, Dv, item, budget)
+            if fit is not None:
+                choice = (bq_, bk_, fit[0])
+                break
+        if choice is not None:
+            break
+    if choice is None:
+        raise ScheduleError(f"FS110: attention with head sizes {E}/{Dv} leaves no 16 x 16 block in UB "
+                            f"({budget} B) on {target.name}", loc=op.loc)
+    bq, bk, ub = choice
+    # one base block covers each product: the S block (BQ x BK) and the P V block (BQ x Dv)
+    qk = cube_tiling(target, bq, bk, E, a_dtype=q.dtype.name, b_dtype=q.dtype.name, cores=1, whole_rows=True)
+    pv = cube_tiling(target, bq, Dv, bk, a_dtype=q.dtype.name, b_dtype=q.dtype.name, cores=1, whole_rows=True)
+    for t, what in ((qk, "Q K^T"), (pv, "P V")):
+        if t.base_m < bq or t.base_n < t.N:
+            raise ScheduleError(f"FS110: the {what} block {bq} x {t.N} does not fit one base block on "
+                                f"{target.name}", loc=op.loc)
+    params = [RowParam(i, p.value.name or f"x{i}", p.value.dtype, "full") for i, p in enumerate(fn.params)]
+    note = (f"flash attention: {heads} heads x {-(-L // bq)} Q blocks of {bq} rows, KV blocks of {bk}, "
+            f"S and P V blocks through the Matmul API, P through a {bq * bk * item} B GM workspace per instance")
+    return AttentionSchedule(fn, target, op, params, heads, group, L, S, E, Dv, bq, bk, float(op.attr("scale")),
+                             bool(op.attr("causal")), qk, pv, budget, ub, note)

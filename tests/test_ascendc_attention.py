@@ -1,0 +1,105 @@
+"""The attention op as one printed MIX kernel (schedule_attention.py, printer_attention.py):
+simulate on the CPU Ascend C API agrees with torch's scaled_dot_product_attention and with the
+LLVM executor, on 910B (float16, float32) and 310P (float16); several Q and KV blocks with tails,
+GQA, causal, odd head sizes; ascend910 and masks refuse with located errors; the saved
+kernel-launch project runs with run.sh -r cpu.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fusedsl as fs
+from fusedsl.backend_ascendc.printer_attention import AttentionPrinter
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def sdpa(q, k, v, causal):
+    t = [torch.from_numpy(x.astype(np.float32)) for x in (q, k, v)]
+    gqa = q.ndim >= 3 and q.shape[-3] != k.shape[-3]
+    return F.scaled_dot_product_attention(*t, is_causal=causal, enable_gqa=gqa).numpy()
+
+
+CASES = [
+    # target, dtype, q shape, k/v shape, causal
+    ("ascend910b", np.float16, (1, 4, 150, 64), (1, 2, 200, 64), False),   # 2 Q blocks, 2 KV blocks, GQA
+    ("ascend910b", np.float16, (2, 1, 150, 40), (2, 1, 150, 40), True),    # head size 40: 80-byte rows
+    ("ascend910b", np.float32, (1, 2, 33, 80), (1, 2, 70, 80), True),      # causal with S_q != S_kv
+    ("ascend310p", np.float16, (1, 2, 129, 32), (1, 1, 130, 32), True),    # 310P: C through UB
+]
+
+
+@pytest.mark.parametrize("target, dtype, qs, ks, causal", CASES)
+def test_simulate_agrees_with_torch_and_llvm(target, dtype, qs, ks, causal):
+    rng = np.random.default_rng(sum(qs) + sum(ks))
+    q = rng.standard_normal(qs).astype(dtype)
+    k, v = (rng.standard_normal(ks).astype(dtype) for _ in range(2))
+    kernel = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=causal), target=target)
+    compiled = kernel.compile(q, k, v)
+    assert compiled.kernels[0].printable is not None and compiled.kernels[0].error is None
+    assert "REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), op.qk, &op.tiling.qk, op.pv, &op.tiling.pv)" \
+        in compiled.source
+    got = compiled.simulate(q, k, v)
+    want = sdpa(q, k, v, causal)
+    tol = 2e-6 if dtype == np.float32 else 3e-3   # 16-bit: P and the output are rounded to float16
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got.astype(np.float32), compiled(q, k, v).astype(np.float32), rtol=tol, atol=tol)
+    assert compiled.report().gm_bytes_measured > 0
+
+
+def test_plan_fits_the_chip_budgets():
+    for target, e in (("ascend910b", 128), ("ascend910b", 64), ("ascend310p", 128)):
+        spec = fs.spec((1, 8, 1024, e), "float16")
+        compiled = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v), target=target).compile(spec, spec, spec)
+        sched = compiled.kernels[0].row
+        assert sched.bq >= 128 and sched.bk >= 32, (target, e, sched.bq, sched.bk)   # BQ first: K, V reads
+        assert sum(n for _, _, n in sched.buffers()) <= compiled.target.ub_bytes
+        assert sched.qk.base_m >= sched.bq and sched.qk.base_n >= sched.bk and sched.pv.base_n >= e
+        assert sched.qk.l0c_bytes <= compiled.target.l0c_bytes and sched.qk.l1_bytes <= compiled.target.l1_bytes
+        assert isinstance(AttentionPrinter(sched, compiled.target, "k").body(), str)
+
+
+def _line():
+    return sys._getframe(1).f_lineno
+
+
+def test_ascend910_and_masks_refuse_at_the_users_line():
+    q = np.zeros((1, 2, 8, 16), np.float16)
+    line = _line() + 1
+    k910 = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v), target="ascend910").compile(q, q, q)
+    with pytest.raises(fs.TargetError) as exc:
+        k910.source
+    assert f"{__file__}:{line}" in str(exc.value) and "ascend910 has no Matmul high-level API" in str(exc.value)
+    assert k910(q, q, q).shape == (1, 2, 8, 16)   # still runs on the CPU executors
+    m = np.ones((8, 8), bool)
+    line = _line() + 1
+    masked = fs.fused_kernel(lambda q, k, v, m: fs.attention(q, k, v, mask=m)).compile(q, q, q, m)
+    assert masked.kernels[0].printable is None or masked.kernels[0].error is not None
+    with pytest.raises(fs.ScheduleError) as exc:
+        masked.source
+    assert f"{__file__}:{line}" in str(exc.value) and "attention with a mask does not print" in str(exc.value)
+
+
+def test_saved_project_runs_with_run_sh(tmp_path):
+    rng = np.random.default_rng(3)
+    compiled = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=True)).compile(
+        fs.spec((1, 2, 40, 32), "float16"), fs.spec((1, 1, 50, 32), "float16"), fs.spec((1, 1, 50, 32), "float16"))
+    path = compiled.save(str(tmp_path / "p"))
+    env = {k: v for k, v in os.environ.items() if k not in ("ASCEND_HOME_PATH", "FUSEDSL_TARGET")}
+    env.update(PYTHON=sys.executable, PYTHONPATH=ROOT + os.pathsep + env.get("PYTHONPATH", ""))
+    run = subprocess.run(["bash", "run.sh", "-r", "cpu", "-v", "Ascend910B2"], cwd=path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0 and "test pass" in log, log[-3000:]
+    q = np.fromfile(os.path.join(path, "input", "input_q.bin"), np.float16).reshape(1, 2, 40, 32)
+    k = np.fromfile(os.path.join(path, "input", "input_k.bin"), np.float16).reshape(1, 1, 50, 32)
+    v = np.fromfile(os.path.join(path, "input", "input_v.bin"), np.float16).reshape(1, 1, 50, 32)
+    got = np.fromfile(os.path.join(path, "output", "output_0.bin"), np.float16).reshape(1, 2, 40, 32)
+    np.testing.assert_allclose(got.astype(np.float32), sdpa(q, k, v, True), rtol=3e-3, atol=3e-3)
