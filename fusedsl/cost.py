@@ -668,31 +668,37 @@ def _with_epilogue(base: KernelCost, fn, anchor, target, sizes, ops, gm_bytes, l
                       base.mte3_cycles, base.head_cycles, base.time_us + extra / target.clock_mhz, int(gm))
 
 
-def unfused_cost(fn: Function, target, sizes=None) -> list[KernelCost]:
+def unfused_cost(fn: Function, target, sizes=None, schedule=None) -> list[KernelCost]:
     """Every op of a graph function as its own kernel (reshape is a free view; constants
-    are baked in): the baseline the fused figures are compared with."""
+    are baked in): the baseline the fused figures are compared with.  `schedule(single)`, when
+    given, returns (tiling, schedule) of a one-op cube kernel as it would be printed (or None),
+    so an unfused matmul's A/B re-reads are counted like a fused one's."""
     sizes = sizes or {}
     producers = {id(r): op for op in fn.ops for r in op.results}
     costs = []
     for op in fn.ops:
         if has_trait(op, CONSTANT) or op.name == "reshape" or op.name == "call":
             continue
+        params, seen = [], set()
+        for v in op.operands:
+            p = producers.get(id(v))
+            if p is not None and has_trait(p, CONSTANT):
+                continue
+            if id(v) not in seen:
+                seen.add(id(v))
+                params.append(Param(v, "tensor"))
+        consts = tuple(producers[id(v)] for v in op.operands
+                       if id(v) in producers and has_trait(producers[id(v)], CONSTANT))
+        single = Function(op.name, tuple(params), consts + (op,), op.results, op.loc)
         if has_trait(op, ELEMENTWISE) or (has_trait(op, BROADCAST) and has_trait(op, SHAPE)):
-            params, seen = [], set()
-            for v in op.operands:
-                p = producers.get(id(v))
-                if p is not None and has_trait(p, CONSTANT):
-                    continue
-                if id(v) not in seen:
-                    seen.add(id(v))
-                    params.append(Param(v, "tensor"))
-            consts = tuple(producers[id(v)] for v in op.operands
-                           if id(v) in producers and has_trait(producers[id(v)], CONSTANT))
-            single = Function(op.name, tuple(params), consts + (op,), op.results, op.loc)
             costs.append(vector_kernel_cost(single, target, sizes, None, op.name))
+            continue
+        launch = schedule(single) if schedule is not None and has_trait(op, CUBE) else None
+        if launch is not None:
+            costs.append(function_cost(single, target, sizes, launch[0], op.name, launch[1]))
         else:
-            single = Function(op.name, (), (op,), op.results, op.loc)
-            costs.append(function_cost(single, target, sizes, None, op.name))
+            costs.append(function_cost(Function(op.name, (), (op,), op.results, op.loc), target, sizes, None,
+                                       op.name))
     return costs
 
 

@@ -22,7 +22,21 @@ def _model(compiled, sizes):
         return None, None
     fused = [_chosen(cost.function_cost(p.function, compiled.target, sizes, launch_tiling(p), p.name, p.row),
                      p.tiling, compiled.target) for p in compiled.kernels]
-    return fused, cost.unfused_cost(main, compiled.target, sizes)
+    return fused, cost.unfused_cost(main, compiled.target, sizes, lambda fn: _cube_launch(fn, compiled))
+
+
+def _cube_launch(fn, compiled):
+    """(tiling, schedule) of a one-op matmul/conv2d kernel as the Ascend C backend would print
+    it, or None when it would not print (the unfused baseline then uses the graph model)."""
+    from .errors import ScheduleError, TargetError
+    from .schedule_conv import schedule_conv_kernel
+    from .schedule_cube import schedule_cube_kernel
+    schedule = schedule_conv_kernel if any(op.name == "conv2d" for op in fn.ops) else schedule_cube_kernel
+    try:
+        sched = schedule(fn, compiled.target)
+        return sched.tiling({}, compiled.target), sched
+    except (ScheduleError, TargetError):
+        return None
 
 
 def launch_tiling(plan):

@@ -18,6 +18,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.ipynb")))
 KERNEL = "fusedsl-test-python"
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import regen_notebooks  # noqa: E402  (tools/ is not a package)
 
 
 def _kernelspec(folder: str, tmpdir: str) -> None:
@@ -67,15 +69,16 @@ def test_there_are_notebooks():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
 def test_notebook_runs(path):
+    import nbformat
     nb = execute(path)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors
     assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code")
+    # the committed outputs are what the code makes now (tools/regen_notebooks.py rewrites them)
+    diff = regen_notebooks.stale(nbformat.read(path, as_version=4), nb)
+    assert not diff, f"{os.path.basename(path)}: committed outputs are stale; run tools/regen_notebooks.py\n{diff}"
 
 
-if __name__ == "__main__":
-    import nbformat
-    for p in sys.argv[1:] or NOTEBOOKS:
-        nbformat.write(execute(p), p)
-        print("executed", p)
+if __name__ == "__main__":   # the same as tools/regen_notebooks.py
+    sys.exit(regen_notebooks.main(sys.argv[1:]))

@@ -96,3 +96,17 @@ def test_issue_example_layer_norm_64_rows():
     """The issue's layer_norm [64, 256]: one core in the table, the model used four."""
     rep = _check("row-small", "ascend910b")
     assert rep.kernels[0].block_dim == rep.kernels[0].model.block_dim == 1
+
+
+@pytest.mark.parametrize("kind", ["vector", "cube"])
+def test_unfused_figure_is_what_every_op_as_a_kernel_moves(kind):
+    """The report's unfused GM bytes (every op its own kernel, each modelled as it would print:
+    a lone matmul re-reads A and B per core block too) equal simulate's measurement of the
+    opt_level=0 program, whose kernels are exactly those."""
+    fn, args = CASES[kind]
+    rep = fs.fused_kernel(fn).compile(*args, target="ascend910b").report()
+    k0 = fs.fused_kernel(fn, opt_level=0).compile(*args, target="ascend910b")
+    k0.simulate(*args)
+    assert len(k0.kernels) == rep.model_kernels_unfused
+    assert rep.gm_bytes_unfused == k0.report().gm_bytes_measured
+    assert rep.gm_bytes_fused < rep.gm_bytes_unfused
