@@ -244,7 +244,7 @@ def cores_phrase(used_core_num: int, target: Target) -> str:
     """The plan line's words for the launch (the report's blockDim column says the same)."""
     bd = cube_block_dim(used_core_num, target)
     if target.separated:
-        return f"blockDim {bd} ({used_core_num} Matmul objects, two per AI core)"
+        return f"blockDim {bd} ({used_core_num} Matmul object{'s' if used_core_num != 1 else ''}, two per AI core)"
     return f"blockDim {bd}"
 
 

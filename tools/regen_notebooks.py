@@ -44,23 +44,27 @@ def _text(output: dict) -> str | None:
     else:
         return None
     text = "".join(text) if isinstance(text, list) else text
-    text = _TMP_PATH.sub("<tmp>", _CELL_FILE.sub("<cell>", text))
-    if _timing(text):
-        text = _NUMBER.sub("#", text)
     return text
 
 
+def _normalise(text: str) -> str:
+    text = _TMP_PATH.sub("<tmp>", _CELL_FILE.sub("<cell>", text))
+    if _timing(text):   # numbers masked; column widths and rules follow the numbers' widths
+        text = re.sub(r"-{3,}", "---", re.sub(r"[ \t]+", " ", _NUMBER.sub("#", text)))
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
+
+
 def figures(nb) -> list[tuple[int, str]]:
-    """(code cell number, normalised text) for every text output of the notebook."""
+    """(code cell number, normalised text) per code cell: its text outputs in order, streams
+    joined (how a kernel splits stdout into messages varies run to run)."""
     out, n = [], 0
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
         n += 1
-        for output in cell.get("outputs", []):
-            text = _text(output)
-            if text is not None:
-                out.append((n, text))
+        texts = [t for t in (_text(o) for o in cell.get("outputs", [])) if t is not None]
+        if texts:
+            out.append((n, _normalise("".join(t if t.endswith("\n") else t + "\n" for t in texts))))
     return out
 
 
