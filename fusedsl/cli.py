@@ -7,8 +7,9 @@
 
 Exit status: 0 success; 1 the kernel or program failed (an error in the user's code, a simulated
 kernel that disagrees with the reference, a failed CPU check); 2 a usage mistake (a missing file,
-a bad --arg/--size/--target, an output that cannot be written).  A usage mistake prints one line
-naming the argument and what to do, never a traceback.
+a bad --arg/--size/--target, an output that cannot be written).  `cpu-run` exits with the
+program's status, 128+N when a signal N killed it (a crash) and 124 after --timeout.  A usage
+mistake prints one line naming the argument and what to do, never a traceback.
 """
 from __future__ import annotations
 
