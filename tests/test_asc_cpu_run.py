@@ -173,3 +173,17 @@ def test_a_cube_only_kernel_has_no_ub_on_910b(tmp_path):
             in r.stderr), r.stderr
     r = asc.run(str(src), capture=True, cwd=str(tmp_path), target="ascend310p")   # coupled: the AI core has UB
     assert r.returncode == 0, r.stderr
+
+
+# ---- simulate's GM buffers (issue 18 item 11) -------------------------------------------------
+
+def test_simulate_accepts_inputs_that_share_memory_or_are_misaligned():
+    import fusedsl as fs
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    k = fs.fused_kernel(lambda a, b: a + b).compile(x, x[0])
+    np.testing.assert_array_equal(k.simulate(x, x[0]), x + x[0])   # x and x[0] start at one address
+    raw = np.zeros(24 * 4 + 1, np.uint8)
+    odd = np.frombuffer(raw.data, dtype=np.float32, count=24, offset=1).reshape(4, 6)
+    odd_vals = odd.copy()
+    assert not odd.flags.aligned
+    np.testing.assert_array_equal(k.simulate(odd, x[0]), odd_vals + x[0])

@@ -16,6 +16,23 @@ from ..errors import AscendCCheckError
 from .cpu_runner import build
 
 
+def gm_inputs(pairs):
+    """The input arrays as the device's GM buffers: C-contiguous, each in memory of its own and
+    aligned to its element size.  numpy hands out views that share memory (`x` and `x[0]` start at
+    the same address, and the CPU API keys GM buffers by start address) and arrays at odd byte
+    offsets (a float32 view of a bytes buffer); device allocations are neither, so such inputs are
+    copied instead of tripping a GM check meant for kernels."""
+    out, seen = [], []
+    for name, x in pairs:
+        a = np.ascontiguousarray(x)
+        if not a.flags.aligned or a.ctypes.data % max(a.itemsize, 1) != 0 or any(
+                np.shares_memory(a, b) for b in seen):
+            a = np.array(a, copy=True, order="C")
+        seen.append(a)
+        out.append((name, a))
+    return out
+
+
 def library(compiled):
     if compiled._library is None:
         compiled._library = build(compiled.source, target=compiled.target.name, name=compiled.name)
@@ -64,8 +81,7 @@ def simulate(compiled, arrays, sizes):
                     gather_indices(load, inputs[load.gather[0]])
         packed = pack_tiling(plan, scalars)
         _check_host_tiling(lib, plan, packed, sizes, compiled.target)
-        buffers = [(i.name, np.ascontiguousarray(x)) for i, x in zip(sched.inputs, inputs)
-                   if i.kind != "runtime_scalar"]
+        buffers = gm_inputs([(i.name, x) for i, x in zip(sched.inputs, inputs) if i.kind != "runtime_scalar"])
         outs = []
         for v in plan.function.results:
             shape = tuple(sizes[d] if isinstance(d, str) else d for d in v.shape)
@@ -96,7 +112,7 @@ def _run_row(lib, compiled, plan, inputs, sizes):
         outs.append(np.zeros(shape, v.dtype.np))
     if tiling.total_tiles == 0:
         return tuple(outs), None
-    buffers = [(p.name, np.ascontiguousarray(x)) for p, x in zip(sched.params, inputs) if p.kind != "runtime_scalar"]
+    buffers = gm_inputs([(p.name, x) for p, x in zip(sched.params, inputs) if p.kind != "runtime_scalar"])
     buffers += [(f"y{k}", o) for k, o in enumerate(outs)]
     buffers.append(("workspace", np.zeros(getattr(sched, "workspace_bytes", 32), np.uint8)))
     buffers.append(("tiling", np.frombuffer(packed, np.uint8).copy()))
