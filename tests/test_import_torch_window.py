@@ -14,6 +14,8 @@ CASES = {
     "maxpool2d": (lambda: nn.MaxPool2d(3, 2, 1), (2, 3, 9, 8)),
     "maxpool2d_ceil_dilation": (lambda: nn.MaxPool2d(3, 2, 1, dilation=2, ceil_mode=True), (2, 3, 11, 10)),
     "maxpool1d": (lambda: nn.MaxPool1d(4, 3, 1), (2, 3, 17)),
+    "maxpool2d_tiles_remainder": (lambda: nn.MaxPool2d(3), (1, 2, 8, 7)),
+    "avgpool2d_tiles_ceil": (lambda: nn.AvgPool2d(3, ceil_mode=True), (1, 2, 8, 9)),
     "maxpool3d": (lambda: nn.MaxPool3d(2, 2), (1, 2, 6, 6, 5)),
     "avgpool2d": (lambda: nn.AvgPool2d(3, 2, 1), (2, 3, 9, 8)),
     "avgpool2d_exclude_pad_ceil": (lambda: nn.AvgPool2d(3, 2, 1, count_include_pad=False, ceil_mode=True),

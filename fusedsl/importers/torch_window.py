@@ -7,7 +7,7 @@ vocabulary has more, the importer composes the others from it and from slices, e
     the maximum / sum of the strided slices of the padded input, one per kernel tap;
   * conv1d is conv2d on a height-1 image;
   * dilation zero-inserts the weight (a weight-sized op), then conv2d;
-  * groups split the channels: one conv2d per group, concatenated;
+  * groups make the weight block-diagonal (zeros outside each group's channels): one conv2d;
   * transposed convolution zero-inserts the input by the stride, pads it by
     dilation * (kernel - 1) - padding (+ output_padding at the end; negative pads crop), and
     convolves with the flipped weight, in- and out-channels swapped.
@@ -120,9 +120,29 @@ def _pool_args(x, nd, kernel, stride, padding, dilation=1):
     return kernel, stride, _tuple(padding, nd), _tuple(dilation, nd)
 
 
+def _tiled(x, nd, kernel, stride, padding, dilation, ceil_mode):
+    """x with each of its last nd axes split into (windows, kernel) when the windows tile the
+    input (stride == kernel, no padding or dilation; a remainder that fits no window is
+    cropped): pooling is then one reduction over the kernel axes instead of a slice per tap."""
+    if any(p for p in padding) or any(d != 1 for d in dilation) or tuple(stride) != tuple(kernel):
+        return None
+    lead = x.shape[:x.ndim - nd]
+    outs = [_out_size(n, k, k, 0, 1, ceil_mode) for n, k in zip(x.shape[x.ndim - nd:], kernel)]
+    if any(o * k > n for o, k, n in zip(outs, kernel, x.shape[x.ndim - nd:])):
+        return None   # ceil_mode's partial last window
+    index = [slice(None)] * len(lead) + [slice(0, o * k) for o, k in zip(outs, kernel)]
+    x = x[tuple(index)]
+    shape = lead + tuple(v for o, k in zip(outs, kernel) for v in (o, k))
+    axes = tuple(len(lead) + 2 * i + 1 for i in range(nd))
+    return fs.reshape(x, shape), axes
+
+
 def _max_pool(nd):
     def rule(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         kernel, stride, padding, dilation = _pool_args(x, nd, kernel_size, stride, padding, dilation)
+        tiled = _tiled(x, nd, kernel, stride, padding, dilation, ceil_mode)
+        if tiled is not None:
+            return fs.max(tiled[0], axis=tiled[1])
         low = -math.inf if x.dtype.is_float else int(-(2 ** 31)) if x.dtype.name == "int32" else -128
         y = None
         for w in _windows(x, nd, kernel, stride, padding, dilation, ceil_mode, low):
@@ -143,6 +163,10 @@ def _avg_pool(nd):
     def rule(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
         kernel, stride, padding, _ = _pool_args(x, nd, kernel_size, stride, padding)
         ones = (1,) * nd
+        tiled = _tiled(x, nd, kernel, stride, padding, ones, ceil_mode)
+        if tiled is not None:
+            y = fs.sum(tiled[0], axis=tiled[1])
+            return y * (1.0 / (divisor_override or math.prod(kernel)))
         total = None
         for w in _windows(x, nd, kernel, stride, padding, ones, ceil_mode, 0.0):
             total = w if total is None else total + w
@@ -188,30 +212,45 @@ def _dilate_weight(w, dilation):
     return w
 
 
+def _block_diagonal(w, groups):
+    """A grouped weight [K, C/g, kh, kw] as the dense [K, C, kh, kw] with zeros outside each
+    group's block: one conv2d (g times the multiply-adds) instead of g small ones."""
+    k, cg = w.shape[0], w.shape[1]
+    kg = k // groups
+    rows = []
+    for g in range(groups):
+        block = w[g * kg:(g + 1) * kg]
+        rows.append(_pad(block, 1, g * cg, (groups - 1 - g) * cg, 0.0))
+    return fs.concatenate(rows, axis=0)
+
+
 def _conv2d(x, w, b, stride, padding, dilation, groups):
     if groups > 1:
-        cin, cout = x.shape[1] // groups, w.shape[0] // groups
-        ys = [_conv2d(x[:, g * cin:(g + 1) * cin], w[g * cout:(g + 1) * cout], None, stride, padding, dilation, 1)
-              for g in range(groups)]
-        y = fs.concatenate(ys, axis=1)
-        return y if b is None else y + fs.reshape(b, (b.shape[0], 1, 1))
+        w = _block_diagonal(w, groups)
     w = _dilate_weight(w, dilation)
     return fs.conv2d(x, w, b, stride=list(stride), padding=list(padding))
 
 
 def _conv_transpose2d(x, w, b, stride, padding, dilation, output_padding, groups):
     if groups > 1:
-        cin, cout = x.shape[1] // groups, w.shape[1]
-        ys = [_conv_transpose2d(x[:, g * cin:(g + 1) * cin], w[g * cin:(g + 1) * cin], None, stride, padding,
-                                dilation, output_padding, 1) for g in range(groups)]
-        y = fs.concatenate(ys, axis=1)
-        return y if b is None else y + fs.reshape(b, (b.shape[0], 1, 1))
+        w = _block_diagonal_transposed(w, groups)
     for i in range(2):
         x = _zero_insert(x, 2 + i, stride[i])
         before = dilation[i] * (w.shape[2 + i] - 1) - padding[i]
         x = _pad(x, 2 + i, before, before + output_padding[i], 0.0)
     wt = fs.transpose(_flip(_flip(w, 2), 3), (1, 0, 2, 3))   # [Cout, Cin, kh, kw], taps reversed
     return fs.conv2d(x, _dilate_weight(wt, dilation), b, stride=1, padding=0)
+
+
+def _block_diagonal_transposed(w, groups):
+    """A grouped transposed-convolution weight [Cin, Cout/g, kh, kw] as the dense
+    [Cin, Cout, kh, kw] with zeros outside each group's block."""
+    cin, og = w.shape[0], w.shape[1]
+    ig = cin // groups
+    rows = []
+    for g in range(groups):
+        rows.append(_pad(w[g * ig:(g + 1) * ig], 1, g * og, (groups - 1 - g) * og, 0.0))
+    return fs.concatenate(rows, axis=0)
 
 
 def convolution(x, w, b=None, stride=1, padding=0, dilation=1, transposed=False, output_padding=0, groups=1):
