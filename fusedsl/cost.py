@@ -523,23 +523,41 @@ def _dims(value, sizes) -> list[int]:
     return [sizes.get(d, 1) if isinstance(d, str) else d for d in value.shape]
 
 
+def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int) -> list[tuple[str, str, int]]:
+    """(name, position, bytes) of the UB buffers of the printed attention kernel
+    (backend_ascendc/printer_attention.py): the S-then-P-V tile from GetTensorC (float32 rows
+    padded to 32 bytes; S is consumed before P V arrives), the P-then-output tile in the input
+    dtype, the float32 accumulator O, the running max and sum, reduction scratch; on 310P the
+    Matmul API's UB workspace for C."""
+    def up(a, b):
+        return -(-a // b) * b
+    ld_s, ld_o = up(bk, 8), up(head_v, 8)
+    bufs = [("q_c", "VECIN", bq * max(ld_s, ld_o) * 4),
+            ("b_p", "VECCALC", bq * max(bk, up(head_v, 32 // item)) * item),
+            ("b_o", "VECCALC", bq * ld_o * 4),
+            ("b_stat", "VECCALC", 2 * up(bq, 8) * 4),
+            ("b_lanes", "VECCALC", 64 * 4), ("b_red", "VECCALC", 32), ("b_one", "VECCALC", 32)]
+    if not target.separated:
+        bufs.append(("b_mmws", "VECCALC", bq * max(ld_s, ld_o) * 4))
+    return bufs
+
+
 def attention_blocks(target, q_len: int, kv_len: int, head: int, head_v: int, item: int,
-                     ub_share: float = 0.8, l1_share: float = 0.8) -> tuple[int, int]:
-    """(BQ, BK) of the flash-attention shape on `target`: the most query rows BQ (K and V are
-    read once per Q block, so the larger the better) for which UB holds the float32 score
-    tile [BQ x BK], its P in the input dtype, the float32 accumulator [BQ x Dv], one P V
-    tile of up to 64 columns and the row statistics; L0C the score tile; L1 the Q block
-    and double-buffered K and V blocks.  BK (128, 64 or 32 keys) shrinks first."""
-    q_rows = -(-max(1, q_len) // 16) * 16
-    for bq in (512, 256, 128, 64, 32, 16):
-        for bk in (128, 64, 32):
-            bk = min(bk, -(-max(1, kv_len) // 16) * 16)
-            ub = bq * bk * (4 + item) + bq * head_v * 4 + bq * min(head_v, 64) * 4 + 4 * bq * 4
-            l1 = bq * head * item + 2 * bk * (head + head_v) * item
-            l0c = bq * bk * 4
-            if ub <= target.ub_bytes * ub_share and l1 <= target.l1_bytes * l1_share and l0c <= 131072:
-                return min(bq, q_rows), bk
-    return 16, 32
+                     ub_share: float = 1.0) -> tuple[int, int]:
+    """(BQ, BK) of the flash-attention kernel on `target`: BQ query rows first (K and V are read
+    once per Q block), at most 128 (the cube's base M), then BK keys (the Q block is read once per
+    KV block), such that UB holds attention_ub_buffers and L0C the S and P V blocks in float32.
+    The printed kernel (schedule_attention.py) and the cost model use the same choice."""
+    def up(a, b):
+        return -(-a // b) * b
+    for bq in (128, 64, 32, 16):
+        for bk in (128, 64, 32, 16):
+            bq_, bk_ = min(bq, up(max(1, q_len), 16)), min(bk, up(max(1, kv_len), 16))
+            ub = sum(n for _, _, n in attention_ub_buffers(target, bq_, bk_, head_v, item))
+            l0c = max(bq_ * up(bk_, 16), bq_ * up(head_v, 16)) * 4
+            if ub <= target.ub_bytes * ub_share and l0c <= target.l0c_bytes:
+                return bq_, bk_
+    return 16, 16
 
 
 def attention_gm_model(op: Op, target, sizes=None) -> int:
@@ -704,4 +722,5 @@ def unfused_cost(fn: Function, target, sizes=None, schedule=None) -> list[Kernel
 
 __all__ = ["KernelCost", "VECTOR_API", "LAUNCH_US", "api_cycles", "load_cycles", "store_cycles",
            "vector_kernel_cost", "reduce_kernel_cost", "cube_kernel_cost", "move_kernel_cost",
-           "function_cost", "unfused_cost", "attention_blocks", "attention_gm_model", "attention_kernel_cost"]
+           "function_cost", "unfused_cost", "attention_blocks", "attention_ub_buffers", "attention_gm_model",
+           "attention_kernel_cost"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import dtypes as dt
+from .cost import attention_blocks, attention_ub_buffers
 from .errors import ScheduleError, TargetError
 from .ir.shapes import num_elements
 from .schedule_cube import TCUBE_FIELDS, CubeTiling, cube_block_dim, cube_tiling
@@ -126,32 +127,7 @@ class AttentionSchedule:
 
     def buffers(self) -> list[tuple[str, str, int]]:
         """(name, position, bytes) of every UB buffer the printer allocates."""
-        item = self.dtype.itemsize
-        ld_s, ld_o = _up(self.bk, 8), _up(self.Dv, 8)
-        bufs = [("q_s", "VECIN", self.bq * ld_s * 4),                 # S block from GetTensorC
-                ("q_pv", "VECIN", self.bq * ld_o * 4),                # P V block from GetTensorC
-                ("b_p", "VECCALC", self.bq * self.bk * item),         # P in the input dtype
-                ("b_o", "VECCALC", self.bq * ld_o * 4),               # the accumulator O
-                ("b_stat", "VECCALC", 2 * _up(self.bq, 8) * 4),       # running max m and sum l
-                ("b_lanes", "VECCALC", 64 * 4), ("b_red", "VECCALC", 32), ("b_one", "VECCALC", 32),
-                ("q_out", "VECOUT", self.bq * _up(self.Dv, 32 // item) * item)]
-        if not self.target.separated:   # 310P: C passes through UB
-            bufs.append(("b_mmws", "VECCALC", max(self.bq * ld_s, self.bq * ld_o) * 4))
-        return bufs
-
-
-def _fits(target, bq, bk, e, dv, item, budget) -> tuple[int, str] | None:
-    """UB bytes of the plan, or None with the reason it does not fit."""
-    ld_s, ld_o = _up(bk, 8), _up(dv, 8)
-    ub = (bq * ld_s * 4 + bq * ld_o * 4 + bq * bk * item + bq * ld_o * 4 + 2 * _up(bq, 8) * 4 + 64 * 4 + 64
-          + bq * _up(dv, 32 // item) * item)
-    if not target.separated:
-        ub += max(bq * ld_s, bq * ld_o) * 4
-    if ub > budget:
-        return None
-    if bq * _up(bk, 16) * 4 > target.l0c_bytes or bq * _up(dv, 16) * 4 > target.l0c_bytes:
-        return None
-    return ub, ""
+        return attention_ub_buffers(self.target, self.bq, self.bk, self.Dv, self.dtype.itemsize)
 
 
 def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> AttentionSchedule:
@@ -180,20 +156,11 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     group = q.shape[-3] // k.shape[-3] if q.type.rank >= 3 else 1
     item = q.dtype.itemsize
     budget = int(target.ub_bytes * ub_fraction)
-    choice = None
-    for bq in (128, 64, 32, 16):
-        for bk in (128, 64, 32, 16):
-            bq_, bk_ = min(bq, _up(L, 16)), min(bk, _up(S, 16))
-            fit = _fits(target, bq_, bk_, E, Dv, item, budget)
-            if fit is not None:
-                choice = (bq_, bk_, fit[0])
-                break
-        if choice is not None:
-            break
-    if choice is None:
-        raise ScheduleError(f"FS110: attention with head sizes {E}/{Dv} leaves no 16 x 16 block in UB "
-                            f"({budget} B) on {target.name}", loc=op.loc)
-    bq, bk, ub = choice
+    bq, bk = attention_blocks(target, L, S, E, Dv, item, ub_fraction)
+    ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item))
+    if ub > budget:
+        raise ScheduleError(f"FS110: attention with head size {Dv} needs {ub} B of UB for 16 x 16 blocks, "
+                            f"{target.name} allows {budget} B", loc=op.loc)
     # one base block covers each product: the S block (BQ x BK) and the P V block (BQ x Dv)
     qk = cube_tiling(target, bq, bk, E, a_dtype=q.dtype.name, b_dtype=q.dtype.name, cores=1, whole_rows=True)
     pv = cube_tiling(target, bq, Dv, bk, a_dtype=q.dtype.name, b_dtype=q.dtype.name, cores=1, whole_rows=True)

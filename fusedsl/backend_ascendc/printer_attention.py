@@ -138,9 +138,7 @@ public:
     __aicore__ inline void Process(AscendC::TPipe* pipe)
     {{
 {chr(10).join(ws)}
-        pipe->InitBuffer(q_s, 1, {bufs['q_s']});
-        pipe->InitBuffer(q_pv, 1, {bufs['q_pv']});
-        pipe->InitBuffer(q_out, 1, {bufs['q_out']});
+        pipe->InitBuffer(q_c, 1, {bufs['q_c']});
         pipe->InitBuffer(b_p, {bufs['b_p']});
         pipe->InitBuffer(b_o, {bufs['b_o']});
         pipe->InitBuffer(b_stat, {bufs['b_stat']});
@@ -254,17 +252,17 @@ private:
         qk.SetTensorA(gm_q[(head * L + r0) * E]);
         qk.SetTensorB(gm_k[(kvHead * S + kb) * E], true);
         qk.SetTail(rows, cols, E);
-        AscendC::LocalTensor<float> sc = q_s.AllocTensor<float>();
+        AscendC::LocalTensor<float> sc = q_c.AllocTensor<float>();
         while (qk.template Iterate<true>()) {{
             qk.template GetTensorC<true>(sc, false, true);   // one base block: the whole S block
         }}
-        q_s.EnQue(sc);
+        q_c.EnQue(sc);
     }}
 
     // The online softmax of the S block: P into the workspace, O rescaled.
     __aicore__ inline void Softmax(uint32_t r0, uint32_t rows, uint32_t kb, uint32_t cols)
     {{
-        AscendC::LocalTensor<float> sc = q_s.DeQue<float>();
+        AscendC::LocalTensor<float> sc = q_c.DeQue<float>();
         AscendC::LocalTensor<float> o = b_o.Get<float>();
         AscendC::LocalTensor<float> stat = b_stat.Get<float>();
         AscendC::LocalTensor<{ty}> p = b_p.Get<{ty}>();
@@ -293,7 +291,7 @@ private:
             {cast_p}
             AscendC::PipeBarrier<PIPE_V>();
         }}
-        q_s.FreeTensor(sc);
+        q_c.FreeTensor(sc);
         AscendC::PipeBarrier<PIPE_ALL>();
         CopyRowsOut(gm_p, p, rows, cols, BK, BK);   // the cube reads P from GM
         AscendC::PipeBarrier<PIPE_ALL>();
@@ -305,18 +303,18 @@ private:
         pv.SetTensorA(gm_p);
         pv.SetTensorB(gm_v[(kvHead * S + kb) * Dv]);
         pv.SetTail(rows, Dv, cols);
-        AscendC::LocalTensor<float> acc = q_pv.AllocTensor<float>();
+        AscendC::LocalTensor<float> acc = q_c.AllocTensor<float>();   // the S block's buffer, free again
         while (pv.template Iterate<true>()) {{
             pv.template GetTensorC<true>(acc, false, true);
         }}
-        q_pv.EnQue(acc);
-        acc = q_pv.DeQue<float>();
+        q_c.EnQue(acc);
+        acc = q_c.DeQue<float>();
         AscendC::LocalTensor<float> o = b_o.Get<float>();
         for (uint32_t i = 0; i < rows * LDO; i += 8192) {{
             AscendC::Add(o[i], o[i], acc[i], MinU32(8192, rows * LDO - i));
         }}
         AscendC::PipeBarrier<PIPE_V>();
-        q_pv.FreeTensor(acc);
+        q_c.FreeTensor(acc);
     }}
 
     // out = O / l (0 where no key was attended to), cast, written once
@@ -324,7 +322,7 @@ private:
     {{
         AscendC::LocalTensor<float> o = b_o.Get<float>();
         AscendC::LocalTensor<float> stat = b_stat.Get<float>();
-        AscendC::LocalTensor<{ty}> out = q_out.AllocTensor<{ty}>();
+        AscendC::LocalTensor<{ty}> out = b_p.Get<{ty}>();   // P is not needed any more
         AscendC::PipeBarrier<PIPE_ALL>();
         for (uint32_t r = 0; r < rows; ++r) {{
             const float total = stat.GetValue({_up(s.bq, 8)} + r);
@@ -337,16 +335,13 @@ private:
             {cast_o}
             AscendC::PipeBarrier<PIPE_V>();
         }}
-        q_out.EnQue(out);
-        out = q_out.DeQue<{ty}>();
+        AscendC::PipeBarrier<PIPE_ALL>();   // the vector unit's writes reach the copy
         CopyRowsOut(gm_y[(head * L + r0) * Dv], out, rows, Dv, Dv, LDOUT);
-        q_out.FreeTensor(out);
+        AscendC::PipeBarrier<PIPE_ALL>();   // P reuses the tile next
     }}
 
     AscendC::GlobalTensor<{ty}> gm_q, gm_k, gm_v, gm_y, gm_p;
-    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_s;    // the S block from GetTensorC
-    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_pv;   // the P V block from GetTensorC
-    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q_out;
+    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_c;    // the S block, then the P V block, from GetTensorC
     AscendC::TBuf<AscendC::TPosition::VECCALC> b_p, b_o, b_stat, b_lanes, b_red, b_one;
 {"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB" if not t.separated else ""}
     uint32_t worker = 0, workers = 1;

@@ -1,0 +1,126 @@
+"""Attention: GM traffic on the NPU model and time on the CPU backend, one run, one table each.
+
+GM traffic (ascend910b, float16, one head: q, v [S, D], k given as k^T [D, S] so that every
+kernel of the unfused chain prints and simulate can measure it):
+  flash model      attention_gm_model: Q, O once, K and V once per Q block (cost.attention_blocks'
+                   BQ, as large as UB / L1 / L0C allow), the report's figure of the attention kernel;
+  attention, measured  the printed attention kernel (printer_attention.py) under simulate: its
+                   counts include P through the GM workspace and the Matmul API's per-tile reads;
+  chain, fused     softmax(q @ kT * s) @ v without the attention op (disable_passes=["attention-
+                   fusion"]): the scale kernel, q @ kT with its softmax row epilogue, P @ v; GM bytes
+                   measured by simulate on the CPU Ascend C API (S and P are written and read back);
+  chain, unfused   opt_level=0, every op a kernel, measured by simulate;
+  modelled NPU time of the attention kernel vs the chain (cost model, not a measurement).
+
+CPU time (B=1, H=8, float32, medians of --repeat runs, both cores): fusedsl's attention kernel
+(kernel(*arrays): the blocked online softmax on BLAS, backend_cpu/attention.py) vs torch eager
+scaled_dot_product_attention and torch.compile of it.
+
+Usage: python benchmarks/attention.py [--repeat N] [--no-simulate] [--no-compile]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import fusedsl as fs
+from fusedsl import cost
+
+
+def median_ms(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)) * 1e3
+
+
+def traffic_rows(simulate: bool):
+    rows = []
+    rng = np.random.default_rng(0)
+    for s in (512, 1024):
+        for d in (64, 128):
+            q, kt, v = (rng.standard_normal(shape).astype(np.float16) for shape in ((s, d), (d, s), (s, d)))
+            k = np.ascontiguousarray(kt.T)
+            scale = d ** -0.5
+            attention = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, scale=scale)).compile(q, k, v)
+            op = attention.kernels[0].function.ops[0]
+            flash = cost.attention_gm_model(op, attention.target)
+            bq, bk = cost.attention_blocks(attention.target, s, s, d, d, 2)
+            measured_att = None
+            if simulate:
+                attention.simulate(q, k, v)
+                measured_att = attention.report().gm_bytes_measured
+            rep = attention.report()
+            chain = lambda q, kt, v: fs.softmax(q @ kt * scale) @ v   # noqa: E731
+            fused = fs.fused_kernel(chain, disable_passes=["attention-fusion"]).compile(q, kt, v)
+            unfused = fs.fused_kernel(chain, opt_level=0).compile(q, kt, v)
+            measured = []
+            for c in (fused, unfused):
+                if simulate:
+                    c.simulate(q, kt, v)
+                    measured.append(c.report().gm_bytes_measured)
+                else:
+                    measured.append(c.report().gm_bytes_fused)
+            rows.append((s, d, bq, bk, rep.gm_bytes_min, flash, measured_att, measured[0], len(fused.kernels), measured[1],
+                         len(unfused.kernels), rep.model_time_us_fused, fused.report().model_time_us_fused))
+    return rows
+
+
+def time_rows(repeat: int, compile_: bool):
+    import torch
+    import torch.nn.functional as F
+    torch.set_num_threads(2)
+    sdpa = torch.compile(F.scaled_dot_product_attention, dynamic=False) if compile_ else None
+    rows = []
+    rng = np.random.default_rng(1)
+    for s, d, causal in ((512, 64, False), (512, 128, False), (2048, 64, False), (2048, 128, False),
+                         (2048, 64, True)):
+        q, k, v = (rng.standard_normal((1, 8, s, d)).astype(np.float32) for _ in range(3))
+        kern = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=causal))
+        out = kern(q, k, v)
+        tq = [torch.from_numpy(x) for x in (q, k, v)]
+        want = F.scaled_dot_product_attention(*tq, is_causal=causal).numpy()
+        err = float(np.abs(out - want).max())
+        ours = median_ms(lambda: kern(q, k, v), repeat)
+        eager = median_ms(lambda: F.scaled_dot_product_attention(*tq, is_causal=causal), repeat)
+        compiled = median_ms(lambda: sdpa(*tq, is_causal=causal), repeat) if sdpa is not None else None
+        rows.append((s, d, causal, ours, eager, compiled, err))
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--no-simulate", action="store_true", help="model the chain's bytes instead of simulating")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--traffic-only", action="store_true", help="skip the CPU timings")
+    args = ap.parse_args(argv)
+
+    print("GM traffic, ascend910b, float16, one head (bytes; chain figures measured by simulate)\n")
+    print("| S | D | BQ x BK (model) | GM min | flash model | attention, measured | chain fused, measured | "
+          "chain unfused, measured | measured attention / chain fused | / unfused | NPU model us: attention vs chain |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for s, d, bq, bk, mn, flash, att, fused, nf, unf, nu, t_att, t_chain in traffic_rows(not args.no_simulate):
+        att_s = "-" if att is None else str(att)
+        ratio = flash if att is None else att
+        print(f"| {s} | {d} | {bq} x {bk} | {mn} | {flash} | {att_s} | {fused} ({nf} kernels) | {unf} ({nu} kernels) | "
+              f"{ratio / fused:.2f} | {ratio / unf:.2f} | {t_att:.1f} vs {t_chain:.1f} |")
+
+    if args.traffic_only:
+        return
+    print("\nCPU time, B=1, H=8, float32, medians (ms)\n")
+    print("| S | D | causal | fusedsl attention | torch eager SDPA | torch.compile SDPA | fusedsl / eager | "
+          "max abs diff vs torch |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s, d, causal, ours, eager, compiled, err in time_rows(args.repeat, not args.no_compile):
+        comp = f"{compiled:.1f}" if compiled is not None else "-"
+        print(f"| {s} | {d} | {causal} | {ours:.1f} | {eager:.1f} | {comp} | {ours / eager:.2f} | {err:.1e} |")
+
+
+if __name__ == "__main__":
+    main()
