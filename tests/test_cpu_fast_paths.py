@@ -23,6 +23,16 @@ def test_reshape_returns_a_view_like_numpy(shape, new):
         assert np.shares_memory(k(x), x)
 
 
+def test_reshape_of_a_reshape_and_several_results_are_views():
+    x = np.arange(24, dtype=np.float32)
+    k = fs.fused_kernel(lambda a, b: (fs.reshape(fs.reshape(a, (4, 6)), (2, 12)), fs.reshape(b, (3, 8))))
+    p, q = k(x, x + 1)
+    assert np.shares_memory(p, x) and p.shape == (2, 12) and np.array_equal(p, x.reshape(2, 12))
+    assert q.shape == (3, 8) and np.array_equal(q, (x + 1).reshape(3, 8))
+    xs = x[::2]   # a non-contiguous argument: its contiguous copy is viewed (it cannot be viewed itself)
+    assert np.array_equal(fs.fused_kernel(lambda a: fs.reshape(a, (3, 4)))(xs), xs.reshape(3, 4))
+
+
 def test_reshape_view_aliasing_rules():
     """A value returned twice is copied the second time; a reshape of a kernel result is that result."""
     x = np.ones((4, 8), np.float32)
