@@ -29,8 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .dtypes import float32
-from .ir.core import Function, Op, Param
+from .dtypes import bool_, float32
+from .ir.core import Function, Op, Param, TensorType, Value
 from .ir.ops import BROADCAST, CONSTANT, CUBE, ELEMENTWISE, REDUCTION, SHAPE, has_trait
 from .ir.shapes import num_elements
 
@@ -686,6 +686,42 @@ def _with_epilogue(base: KernelCost, fn, anchor, target, sizes, ops, gm_bytes, l
                       base.mte3_cycles, base.head_cycles, base.time_us + extra / target.clock_mhz, int(gm))
 
 
+def attention_chain(op: Op) -> Function:
+    """The attention op spelled as the ops it replaces -- q @ k^T, the scale, the mask (or the
+    causal mask as a bool input), softmax's max/sub/exp/sum/div, P @ v -- for the unfused
+    baseline.  Grouped KV heads are counted as if expanded to the query heads."""
+    q, k, v = op.operands[:3]
+    heads = tuple(q.shape[:-2])
+    kx = Value(TensorType(heads + tuple(k.shape[-2:]), k.dtype), "k")
+    vx = Value(TensorType(heads + tuple(v.shape[-2:]), v.dtype), "v")
+    scores = TensorType(heads + (q.shape[-2], k.shape[-2]), q.dtype)
+    rows = TensorType(heads + (q.shape[-2], 1), q.dtype)
+    axis = (("axes", (len(scores.shape) - 1,)), ("keepdims", True))
+    params = [Param(q), Param(kx), Param(vx)]
+
+    def new(name, operands, typ, attrs=()):
+        return Op(name, tuple(operands), (Value(typ),), attrs, op.loc)
+
+    ops = [new("matmul", (q, kx), scores, (("transpose_b", True),)),
+           new("constant", (), TensorType((), q.dtype), (("dtype", q.dtype.name), ("value", op.attr("scale"))))]
+    ops.append(new("mul", (ops[0].result, ops[1].result), scores))
+    mask = op.operands[3] if len(op.operands) > 3 else None
+    if op.attr("causal") and mask is None:
+        mask = Value(TensorType(scores.shape[-2:], bool_), "causal")
+    if mask is not None:
+        params.append(Param(mask))
+        ops.append(new("add", (ops[-1].result, mask), scores))
+    x = ops[-1].result
+    ops.append(new("max", (x,), rows, axis))
+    ops.append(new("sub", (x, ops[-1].result), scores))
+    ops.append(new("exp", (ops[-1].result,), scores))
+    e = ops[-1].result
+    ops.append(new("sum", (e,), rows, axis))
+    ops.append(new("div", (e, ops[-1].result), scores))
+    ops.append(Op("matmul", (ops[-1].result, vx), op.results, (), op.loc))
+    return Function("attention_chain", tuple(params), tuple(ops), op.results, op.loc)
+
+
 def unfused_cost(fn: Function, target, sizes=None, schedule=None) -> list[KernelCost]:
     """Every op of a graph function as its own kernel (reshape is a free view; constants
     are baked in): the baseline the fused figures are compared with.  `schedule(single)`, when
@@ -696,6 +732,9 @@ def unfused_cost(fn: Function, target, sizes=None, schedule=None) -> list[Kernel
     costs = []
     for op in fn.ops:
         if has_trait(op, CONSTANT) or op.name == "reshape" or op.name == "call":
+            continue
+        if op.name == "attention":   # unfused, attention is its chain: S and P cross GM
+            costs.extend(unfused_cost(attention_chain(op), target, sizes))
             continue
         params, seen = [], set()
         for v in op.operands:
@@ -723,4 +762,4 @@ def unfused_cost(fn: Function, target, sizes=None, schedule=None) -> list[Kernel
 __all__ = ["KernelCost", "VECTOR_API", "LAUNCH_US", "api_cycles", "load_cycles", "store_cycles",
            "vector_kernel_cost", "reduce_kernel_cost", "cube_kernel_cost", "move_kernel_cost",
            "function_cost", "unfused_cost", "attention_blocks", "attention_ub_buffers", "attention_gm_model",
-           "attention_kernel_cost"]
+           "attention_kernel_cost", "attention_chain"]

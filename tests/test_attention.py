@@ -252,3 +252,16 @@ def test_llvm_runs_the_flash_kernel_over_several_blocks():
     half = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=True))
     args = [x.astype(np.float16) for x in (q, k, v)]
     check(half(*args), torch_sdpa(*args, causal=True), "float16")
+
+
+def test_report_compares_the_attention_kernel_with_its_unfused_chain():
+    """Unfused, attention is q @ k^T, the scale, softmax's five ops and P @ v as kernels of their own:
+    S and P cross GM; the fused kernel's model is the flash-attention traffic (Q, O once, K, V once
+    per Q block)."""
+    q = fs.spec((1, 8, 1024, 128), "float16")
+    rep = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v)).compile(q, q, q).report()
+    assert rep.model_kernels_unfused == 8
+    assert rep.gm_bytes_unfused > 4 * rep.gm_bytes_fused
+    assert rep.model_time_us_unfused > 2 * rep.model_time_us_fused
+    causal = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=True)).compile(q, q, q).report()
+    assert causal.model_kernels_unfused == 9 and causal.model_time_us_fused < rep.model_time_us_fused
