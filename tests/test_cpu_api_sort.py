@@ -61,3 +61,13 @@ def test_transpose_16x16_and_nchw_to_nhwc(lib, target):
     out = np.zeros((2, 4, 8, 3), np.float16)
     lib.launch("nchw2nhwc", 1, [("x", x), ("y", np.zeros(1, np.float16)), ("out", out)], target=target)
     np.testing.assert_array_equal(out, x.transpose(0, 2, 3, 1))
+
+
+def test_cast_half_to_int4_packs_two_per_byte(lib):
+    x = np.random.default_rng(1).uniform(-12, 12, 256).astype(np.float16)
+    out = np.zeros(128, np.int8)
+    lib.launch("cast_int4", 1, [("x", x), ("y", np.zeros(1, np.float16)), ("out", out)])
+    q = np.clip(np.floor(x.astype(np.float32)), -8, 7).astype(np.int8) & 0xF
+    np.testing.assert_array_equal(out.view(np.uint8), (q[0::2] | (q[1::2] << 4)).astype(np.uint8))
+    with pytest.raises(AscendCCheckError, match=r"int4b_t is not supported on ascend310p"):
+        lib.launch("cast_int4", 1, [("x", x), ("y", np.zeros(1, np.float16)), ("out", out)], target="ascend310p")

@@ -91,6 +91,26 @@ extern "C" __global__ __aicore__ void mrgsort_bad_validbit(GM_ADDR, GM_ADDR, GM_
     MrgSort(merged, lists, info);
 }
 
+// cast_int4: x = 256 halves -> out = 128 bytes of int4b_t (CAST_FLOOR, saturated), two repeats of 128.
+extern "C" __global__ __aicore__ void cast_int4(GM_ADDR x, GM_ADDR, GM_ADDR out)
+{
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<half> src = ub.Alloc<half, 256>();
+    LocalTensor<int8_t> dst = ub.Alloc<int8_t, 128>();
+    GlobalTensor<half> xg;
+    GlobalTensor<int8_t> og;
+    xg.SetGlobalBuffer((__gm__ half*)x, 256);
+    og.SetGlobalBuffer((__gm__ int8_t*)out, 128);
+    DataCopy(src, xg, 256);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    LocalTensor<int4b_t> packed = dst.ReinterpretCast<int4b_t>();
+    Cast<int4b_t, half>(packed, src, RoundMode::CAST_FLOOR, 128, 2, {1, 1, 2, 8});
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, dst, 128);
+}
+
 #define SORT_ENTRY(name)                                                        \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
         AscendC::SetKernelMode(KernelMode::AIV_MODE);                           \
@@ -100,3 +120,4 @@ SORT_ENTRY(sort128)
 SORT_ENTRY(transpose16)
 SORT_ENTRY(nchw2nhwc)
 SORT_ENTRY(mrgsort_bad_validbit)
+SORT_ENTRY(cast_int4)

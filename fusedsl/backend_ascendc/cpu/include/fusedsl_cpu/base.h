@@ -110,6 +110,13 @@ struct bfloat16_t {
 
 namespace AscendC {
 
+// A 4-bit signed integer, two to a byte (element 2i in the low nibble, 2i + 1 in the high one).
+// Tensors of it come from ReinterpretCast of int8_t/uint8_t tensors; a LocalTensor<int4b_t>'s
+// size counts bytes here (two elements each).
+struct int4b_t {
+    uint8_t bits;
+};
+
 using ::half;
 using ::bfloat16_t;
 using ::KernelMode;

@@ -635,12 +635,85 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
     CountVector(db > sb ? db : sb);
 }
 
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+// half -> int4b_t (Cast's type tables: A2/A3 only, modes RINT/FLOOR/CEIL/ROUND/TRUNC/NONE):
+// round, saturate to [-8, 7], pack two to a byte.  A repeat takes 128 halves (mask: the count
+// of lanes, from the first) and writes 64 bytes; strides are 32-byte blocks as for any cast,
+// a dst block holding 64 elements.
+template <typename U, bool isSetMask, typename M>
+inline void CastToInt4(const AscendC::LocalTensor<AscendC::int4b_t>& dst, const AscendC::LocalTensor<U>& src,
+                       RoundMode mode, M mask, uint8_t repeatTime, const AscendC::UnaryRepeatParams& p) {
+    const char* api = "Cast<int4b_t, half>";
+    static_assert(std::is_same_v<U, half>, "fusedsl models the int4b_t cast from half");
+    if (Target().arch != 2201) {
+        Fail("%s: int4b_t is not supported on %s (Cast's type tables: A2/A3)", api, Target().name);
+    }
+    if (mode == RoundMode::CAST_ODD || mode == RoundMode::CAST_HYBRID) {
+        Fail("%s: round mode %s; half -> int4b_t takes CAST_NONE/RINT/FLOOR/CEIL/ROUND/TRUNC", api, RoundModeName(mode));
+    }
+    uint64_t lanes_on = 0;
+    if constexpr (std::is_integral_v<M>) {
+        lanes_on = static_cast<uint64_t>(mask);
+    } else {
+        for (int w = 0; w < 2; ++w) {
+            for (int b = 0; b < 64; ++b) {
+                lanes_on += (mask[w] >> b) & 1;
+            }
+        }
+        if (lanes_on != 0 && !(((mask[0] + 1) & mask[0]) == 0 && (mask[0] == ~0ull || mask[1] == 0))) {
+            Fail("%s: only contiguous masks (lanes 0..n-1) are modelled for int4b_t", api);
+        }
+    }
+    if (lanes_on == 0 || lanes_on > 128) {
+        Fail("%s: mask = %llu lanes; it must be in [1, 128]", api, static_cast<unsigned long long>(lanes_on));
+    }
+    if (repeatTime == 0) {
+        return;
+    }
+    uint64_t dst_need = (static_cast<uint64_t>(repeatTime - 1) * p.dstRepStride +
+                         static_cast<uint64_t>((lanes_on - 1) / 64) * p.dstBlkStride) * 32 + ((lanes_on - 1) % 64) / 2 + 1;
+    uint64_t src_need = (static_cast<uint64_t>(repeatTime - 1) * p.srcRepStride +
+                         static_cast<uint64_t>((lanes_on - 1) / 16) * p.srcBlkStride) * 32 + ((lanes_on - 1) % 16 + 1) * 2;
+    uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(), dst_need, 1);
+    uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), src_need, 2);
+    uint8_t* ub = CurCore().ub.data();
+    for (uint32_t r = 0; r < repeatTime; ++r) {
+        for (uint64_t i = 0; i < lanes_on; ++i) {
+            uint64_t so = s + (r * static_cast<uint64_t>(p.srcRepStride) + (i / 16) * p.srcBlkStride) * 32 + (i % 16) * 2;
+            uint64_t dof = d + (r * static_cast<uint64_t>(p.dstRepStride) + (i / 64) * p.dstBlkStride) * 32 + (i % 64) / 2;
+            CheckWritten(api, "src", static_cast<uint32_t>(so), 2);
+            double v = RoundToIntegral(static_cast<double>(LoadAs<half>(ub + so)), mode == RoundMode::CAST_NONE
+                                                                                       ? RoundMode::CAST_RINT : mode);
+            int q = std::isnan(v) ? 0 : static_cast<int>(std::max(-8.0, std::min(7.0, v)));
+            uint8_t nib = static_cast<uint8_t>(q) & 0xF;
+            uint8_t& byte = ub[dof];
+            if (CurCore().written[dof] == 0) {
+                byte = 0;
+            }
+            byte = (i % 2 == 0) ? static_cast<uint8_t>((byte & 0xF0) | nib) : static_cast<uint8_t>((byte & 0x0F) | (nib << 4));
+            MarkWritten(static_cast<uint32_t>(dof), 1);
+        }
+    }
+    CountVector(256ull * repeatTime);
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
 // Mixed widths: lanes and strides follow the wider type (ASCENDC.md §2.4).
 template <typename T, typename U, bool isSetMask = true, typename M>
 inline void CastRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, RoundMode roundMode, M mask,
                        uint8_t repeatTime, const UnaryRepeatParams& p) {
     using namespace fusedsl_cpu;
     const char* api = "Cast";
+    if constexpr (std::is_same_v<T, int4b_t>) {
+        CastToInt4<U, isSetMask>(dst, src, roundMode, mask, repeatTime, p);
+        return;
+    } else {
     CheckCast<T, U>(roundMode);
     constexpr uint32_t lanes = 256 / (sizeof(T) > sizeof(U) ? sizeof(T) : sizeof(U));
     const RepOperand ops[2] = {
@@ -650,6 +723,7 @@ inline void CastRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, Rou
     Mask m = PickMask<isSetMask>(api, mask, lanes);
     ForEachLane(api, ops, m, lanes, repeatTime,
                 [&](uint8_t* const* q) { StoreAs(q[0], ConvertValue<T>(LoadAs<U>(q[1]), roundMode)); });
+    }
 }
 
 template <typename T, typename U, bool isSetMask = true>
