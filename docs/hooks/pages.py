@@ -318,10 +318,37 @@ def undocumented_public_names(api_markdown: str) -> list[str]:
     return missing
 
 
+def _object_path(name: str, obj) -> str | None:
+    """`module.attribute` under which mkdocstrings finds `obj` (the module that defines it, under
+    the attribute holding it there), or None."""
+    owner = obj if (isinstance(obj, type) or callable(obj)) else type(obj)
+    module = sys.modules.get(getattr(owner, "__module__", "") or "")
+    if module is None or not module.__name__.startswith("fusedsl"):
+        return None
+    if getattr(module, name, None) is owner:
+        return f"{module.__name__}.{name}"
+    attr = next((k for k, v in vars(module).items() if v is owner and not k.startswith("_")), None)
+    return f"{module.__name__}.{attr}" if attr else None
+
+
+def api_markdown(markdown: str) -> str:
+    """docs/api.md plus a section rendering every public name it does not place itself (ops added
+    since the page was written); a name that cannot be rendered is left for the strict check."""
+    extra = []
+    for name in undocumented_public_names(markdown):
+        path = _object_path(name, getattr(fs, name))
+        if path is not None:
+            extra.append(f"::: {path}")
+    if not extra:
+        return markdown
+    return markdown + "\n\n## More ops\n\nThe other public names, in alphabetical order.\n\n" + "\n\n".join(extra) + "\n"
+
+
 # ---- the MkDocs hook -----------------------------------------------------------------------------
 def on_page_markdown(markdown, page, config, files):
     if page.file.src_uri == "api.md":
         import logging
+        markdown = api_markdown(markdown)
         for name in undocumented_public_names(markdown):   # a warning fails `mkdocs build --strict`
             logging.getLogger("mkdocs.plugins.fusedsl").warning(f"api.md does not document fs.{name}")
     return markdown
