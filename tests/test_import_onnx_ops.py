@@ -95,6 +95,39 @@ CASES = {
     "Slice_default_axes": case("Slice", [("a", f32(6, 9))], consts=[("s", i64(2)), ("e", i64(-1))]),
     "Gather_axis1": case("Gather", [("a", f32(3, 7)), ("i", i64(6, 0, 2, 2))], {"axis": 1}),
     "Gather_neg_index": case("Gather", [("a", f32(5, 3)), ("i", i64(-1, 0))]),
+    # compositions of fusedsl ops
+    "HardSwish": case("HardSwish", [("a", f32(17) * 4)]),
+    "HardSigmoid": case("HardSigmoid", [("a", f32(17) * 4)], {"alpha": 0.3, "beta": 0.4}),
+    "Elu": case("Elu", [("a", f32(17))], {"alpha": 0.5}), "Selu": case("Selu", [("a", f32(17))]),
+    "Celu": case("Celu", [("a", f32(17))], {"alpha": 1.5}), "Softplus": case("Softplus", [("a", f32(17) * 5)]),
+    "Softsign": case("Softsign", [("a", f32(17))]), "Mish": case("Mish", [("a", f32(17) * 3)]),
+    "Erf": case("Erf", [("a", f32(17))]), "Sign": case("Sign", [("a", f32(17))]),
+    "Gelu_exact": case("Gelu", [("a", f32(17) * 3)], opset=20),
+    "ThresholdedRelu": case("ThresholdedRelu", [("a", f32(17))], {"alpha": 0.5}),
+    "PRelu": case("PRelu", [("a", f32(2, 3, 4)), ("s", f32(3, 1))]),
+    "LogSoftmax": case("LogSoftmax", [("a", f32(3, 7))]), "LogSoftmax_axis0": case("LogSoftmax", [("a", f32(3, 7))],
+                                                                                   {"axis": 0}),
+    "ReduceLogSumExp": case("ReduceLogSumExp", [("a", f32(3, 4))], consts=[("ax", i64(-1))]),
+    "ReduceL1_all": case("ReduceL1", [("a", f32(3, 4))], {"keepdims": 0}),
+    "ReduceL2": case("ReduceL2", [("a", f32(3, 4, 2))], consts=[("ax", i64(0, 2))]),
+    "ReduceSumSquare": case("ReduceSumSquare", [("a", f32(3, 4))], {"keepdims": 0}, consts=[("ax", i64(1))]),
+    "InstanceNormalization": case("InstanceNormalization", [("x", f32(2, 3, 4, 5)), ("s", f32(3)), ("b", f32(3))]),
+    "MaxPool_pads_strides": case("MaxPool", [("x", f32(1, 2, 7, 8))], {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                                      "pads": [1, 1, 1, 1]}),
+    "MaxPool_1d_ceil": case("MaxPool", [("x", f32(1, 2, 10))], {"kernel_shape": [3], "strides": [2], "ceil_mode": 1}),
+    "AveragePool_exclude_pad": case("AveragePool", [("x", f32(1, 2, 7, 7))], {"kernel_shape": [3, 3],
+                                                                             "pads": [1, 1, 1, 1]}),
+    "AveragePool_include_pad": case("AveragePool", [("x", f32(1, 2, 7, 7))], {"kernel_shape": [2, 2], "strides": [2, 2],
+                                                                             "count_include_pad": 1}),
+    "GlobalMaxPool": case("GlobalMaxPool", [("x", f32(2, 3, 4, 5))]),
+    "Conv_group_dilation": case("Conv", [("x", f32(1, 4, 9, 9)), ("w", f32(6, 2, 3, 3))],
+                                {"group": 2, "dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+    "Conv_1d": case("Conv", [("x", f32(2, 3, 11)), ("w", f32(4, 3, 3))], {"strides": [2]}),
+    "ConvTranspose": case("ConvTranspose", [("x", f32(1, 3, 4, 5)), ("w", f32(3, 2, 3, 3)), ("b", f32(2))],
+                          {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 0]}),
+    "Tile": case("Tile", [("a", f32(2, 3))], consts=[("r", i64(2, 3))]),
+    "Sum_variadic": case("Sum", [("a", f32(2, 3)), ("b", f32(3)), ("c", f32(2, 1))]),
+    "Mean_variadic": case("Mean", [("a", f32(2, 3)), ("b", f32(2, 3))]),
 }
 
 
@@ -115,6 +148,25 @@ def _same(model, feeds, rtol=2e-5, atol=2e-5):
 def test_op_matches_onnxruntime(name):
     model, feeds = CASES[name]()
     _same(model, feeds, *((2e-3, 2e-3) if "f16" in name else ()))
+
+
+def test_split_and_constant_of_shape():
+    x = f32(4, 10)
+    for attrs, consts, n in [({"axis": 1}, [("s", i64(3, 7))], 2), ({"axis": -1, "num_outputs": 3}, [], 3)]:
+        model, feeds = single_op("Split", [("x", x)], attrs, consts, n_out=n)
+        _same(model, feeds)
+    graph = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["shp"], ["c"], value=numpy_helper.from_array(np.array([2.5], np.float32))),
+         helper.make_node("Add", ["x", "c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 10])], [numpy_helper.from_array(i64(4, 10), "shp")])
+    _same(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), {"x": x})
+
+
+def test_unsupported_onnx_op_names_the_nearest_supported_op():
+    model, _ = single_op("ReduceProd", [("a", f32(3, 4))])
+    with pytest.raises(fs.UnsupportedOpError, match="ONNX op ReduceProd is not supported.*nearest supported op is Reduce"):
+        fs.from_onnx(model)
 
 
 def test_integer_div_truncates_or_is_refused():

@@ -7,26 +7,32 @@ meaning and located at "<model>[<node name>]:<node index>".  Imported only when 
 """
 from __future__ import annotations
 
+import difflib
 import os
 
 import numpy as np
 
 from ..errors import ArgumentError, Loc, ShapeError, UnsupportedOpError, at_user_location, user_facing, user_frame
 from ..frontend import api as fs
+from . import torch_ops, torch_window
 from .common import ImportedKernel, as_array, make_function, sanitize
+from .torch_ops import Missing
 
 MIN_OPSET = 13
-SUPPORTED = ("Add Sub Mul Div Pow Relu LeakyRelu Sigmoid Tanh Exp Log Sqrt Abs Neg Reciprocal Gelu(tanh) "
-             "Max Min Clip Where Equal Less Greater LessOrEqual GreaterOrEqual Cast Identity Dropout MatMul Gemm "
-             "Conv BatchNormalization Softmax LayerNormalization ReduceSum/Mean/Max/Min GlobalAveragePool "
-             "Reshape Flatten Transpose Squeeze Unsqueeze Expand Concat Slice Gather")
+SUPPORTED = ("Add Sub Mul Div Pow Relu LeakyRelu PRelu ThresholdedRelu Sigmoid Tanh Exp Log Sqrt Abs Neg Reciprocal "
+             "Erf Sign Gelu HardSwish HardSigmoid Elu Selu Celu Softplus Softsign Mish Max Min Sum Mean Clip Where "
+             "Equal Less Greater LessOrEqual GreaterOrEqual Cast Identity Dropout MatMul Gemm Conv ConvTranspose "
+             "MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization InstanceNormalization Softmax "
+             "LogSoftmax LayerNormalization ReduceSum/Mean/Max/Min/L1/L2/LogSumExp/SumSquare Reshape Flatten "
+             "Transpose Squeeze Unsqueeze Expand Tile Concat Split Slice Gather ConstantOfShape")
 
 # ONNX TensorProto element types -> fusedsl dtypes (int64 indices run as int32)
 _ELEM = {1: "float32", 10: "float16", 16: "bfloat16", 6: "int32", 7: "int32", 3: "int8", 2: "uint8", 9: "bool"}
 # inputs read at import time (shapes, axes, bounds), per op type
 _STATIC_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueeze": {1}, "Expand": {1},
                   "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "Clip": {1, 2},
-                  "Pow": {1}}
+                  "Pow": {1}, "ReduceLogSumExp": {1}, "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1},
+                  "Split": {1}, "Tile": {1}, "ConstantOfShape": {0}}
 
 
 def _onnx():
@@ -80,10 +86,7 @@ def _pow(xs, at, st):
 
 
 def _gelu(xs, at, st):
-    if _text(at.get("approximate", "none")) != "tanh":
-        raise Unsupported("Gelu(approximate='none') (the erf form) is not supported; fusedsl's gelu is the tanh "
-                          "approximation")
-    return fs.gelu(xs[0])
+    return torch_ops.gelu(xs[0], _text(at.get("approximate", "none")))
 
 
 def _clip(xs, at, st):
@@ -158,6 +161,142 @@ def _conv(xs, at, st):
     if pads[:2] != pads[2:]:
         raise Unsupported(f"Conv with asymmetric pads {pads} is not supported")
     return fs.conv2d(x, w, b, stride=list(at.get("strides", [1, 1])), padding=pads[:2])
+
+
+def _pads(at, nd, what):
+    """ONNX pads [b1.., e1..] as one symmetric amount per axis (fusedsl's windows pad alike)."""
+    if _text(at.get("auto_pad", "NOTSET")) not in ("NOTSET", "VALID"):
+        raise Unsupported(f"{what} auto_pad SAME_* is not supported; give explicit pads")
+    pads = list(at.get("pads", [0] * (2 * nd)))
+    if pads[:nd] != pads[nd:]:
+        raise Unsupported(f"{what} with asymmetric pads {pads} is not supported")
+    return pads[:nd]
+
+
+def _conv_any(xs, at, st):
+    x, w = xs[0], xs[1]
+    b = xs[2] if len(xs) > 2 else None
+    nd = x.ndim - 2
+    return torch_window.convolution(x, w, b, list(at.get("strides", [1] * nd)), _pads(at, nd, "Conv"),
+                                    list(at.get("dilations", [1] * nd)), False, 0, at.get("group", 1))
+
+
+def _conv_transpose(xs, at, st):
+    x, w = xs[0], xs[1]
+    b = xs[2] if len(xs) > 2 else None
+    nd = x.ndim - 2
+    if "output_shape" in at:
+        raise Unsupported("ConvTranspose with output_shape is not supported; give pads and output_padding")
+    return torch_window.convolution(x, w, b, list(at.get("strides", [1] * nd)), _pads(at, nd, "ConvTranspose"),
+                                    list(at.get("dilations", [1] * nd)), True,
+                                    list(at.get("output_padding", [0] * nd)), at.get("group", 1))
+
+
+def _max_pool(xs, at, st):
+    x = xs[0]
+    nd = x.ndim - 2
+    if at.get("storage_order", 0):
+        raise Unsupported("MaxPool with storage_order=1 is not supported")
+    y = torch_window.max_pool(nd)(x, list(at["kernel_shape"]), list(at.get("strides", [1] * nd)),
+                                  _pads(at, nd, "MaxPool"), list(at.get("dilations", [1] * nd)),
+                                  bool(at.get("ceil_mode", 0)))
+    return y, Missing("MaxPool's Indices output")
+
+
+def _average_pool(xs, at, st):
+    x = xs[0]
+    nd = x.ndim - 2
+    if any(d != 1 for d in at.get("dilations", [1] * nd)):
+        raise Unsupported("AveragePool with dilations is not supported")
+    return torch_window.avg_pool(nd)(x, list(at["kernel_shape"]), list(at.get("strides", [1] * nd)),
+                                     _pads(at, nd, "AveragePool"), bool(at.get("ceil_mode", 0)),
+                                     bool(at.get("count_include_pad", 0)))
+
+
+def _instance_norm(xs, at, st):
+    x, scale, bias = xs
+    return torch_ops.group_norm(x, x.shape[1], scale, bias, at.get("epsilon", 1e-5))
+
+
+def _reduce_composite(fn):
+    """ReduceL1/L2/LogSumExp/SumSquare: the axes as the other reductions take them."""
+    def rule(xs, at, st):
+        x = xs[0]
+        axes = at.get("axes")
+        if axes is None and st.get(1) is not None:
+            axes = [int(a) for a in np.asarray(st[1]).reshape(-1)]
+        if not axes:
+            if at.get("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(x.ndim))
+        return fn(x, tuple(int(a) % x.ndim for a in axes), bool(at.get("keepdims", 1)))
+    return rule
+
+
+def _log_sum_exp(x, axes, keep):
+    return torch_ops.logsumexp(x, axes, keep)
+
+
+def _split(xs, at, st, n_out):
+    x = xs[0]
+    axis = at.get("axis", 0) % x.ndim
+    sizes = st.get(1)
+    if sizes is None and "split" in at:
+        sizes = at["split"]
+    if sizes is None:
+        n = at.get("num_outputs", n_out)
+        size = -(-x.shape[axis] // n)
+        sizes = [min(size, x.shape[axis] - i * size) for i in range(n)]
+    return tuple(torch_ops.split_with_sizes(x, [int(v) for v in np.asarray(sizes).reshape(-1)], axis))
+
+
+def _tile(xs, at, st):
+    return torch_ops.repeat(xs[0], [int(v) for v in np.asarray(st[1]).reshape(-1)])
+
+
+def _constant_of_shape(xs, at, st, trace):
+    shape = tuple(int(v) for v in np.asarray(st[0]).reshape(-1))
+    value = at.get("value")
+    from_onnx = np.asarray(0.0, np.float32) if value is None else _tensor_value(value)
+    dtype = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16", np.dtype(np.int64): "int32",
+             np.dtype(np.int32): "int32", np.dtype(bool): "bool"}.get(from_onnx.dtype)
+    if dtype is None:
+        raise Unsupported(f"ConstantOfShape of dtype {from_onnx.dtype} is not supported")
+    return torch_ops.filled(trace, shape, from_onnx.reshape(-1)[0].item(), dtype)
+
+
+def _tensor_value(tensor):
+    from onnx import numpy_helper
+    return numpy_helper.to_array(tensor)
+
+
+# ONNX ops that are compositions of fusedsl ops, shared with the torch importer's composites
+_COMPOSITE_RULES = {
+    "HardSwish": _unary(torch_ops.hardswish),
+    "HardSigmoid": lambda xs, at, st: fs.minimum(fs.maximum(xs[0] * at.get("alpha", 0.2) + at.get("beta", 0.5),
+                                                            0.0), 1.0),
+    "Elu": lambda xs, at, st: torch_ops.elu(xs[0], at.get("alpha", 1.0)),
+    "Selu": lambda xs, at, st: torch_ops.elu(xs[0], at.get("alpha", 1.6732632423543772),
+                                             at.get("gamma", 1.0507009873554805)),
+    "Celu": lambda xs, at, st: torch_ops.elu(xs[0], at.get("alpha", 1.0), 1.0, 1.0 / at.get("alpha", 1.0)),
+    "Softplus": _unary(torch_ops.softplus), "Softsign": _unary(lambda x: x / (1.0 + fs.abs(x))),
+    "Mish": _unary(lambda x: x * fs.tanh(torch_ops.softplus(x))),
+    "Erf": _unary(torch_ops.erf), "Sign": _unary(torch_ops.sign),
+    "ThresholdedRelu": lambda xs, at, st: fs.where(xs[0] > at.get("alpha", 1.0), xs[0], 0.0),
+    "PRelu": lambda xs, at, st: fs.where(xs[0] < 0, xs[0] * xs[1], xs[0]),
+    "LogSoftmax": lambda xs, at, st: torch_ops.log_softmax(xs[0], at.get("axis", -1)),
+    "ReduceLogSumExp": _reduce_composite(_log_sum_exp),
+    "ReduceL1": _reduce_composite(lambda x, a, k: fs.sum(fs.abs(x), axis=a, keepdims=k)),
+    "ReduceL2": _reduce_composite(lambda x, a, k: fs.sqrt(fs.sum(fs.square(x), axis=a, keepdims=k))),
+    "ReduceSumSquare": _reduce_composite(lambda x, a, k: fs.sum(fs.square(x), axis=a, keepdims=k)),
+    "InstanceNormalization": _instance_norm,
+    "MaxPool": _max_pool, "AveragePool": _average_pool,
+    "GlobalMaxPool": lambda xs, at, st: fs.max(xs[0], axis=tuple(range(2, xs[0].ndim)), keepdims=True),
+    "ConvTranspose": _conv_transpose,
+    "Tile": _tile,
+    "Sum": _variadic(fs.add),
+    "Mean": lambda xs, at, st: _variadic(fs.add)(xs, at, st) * (1.0 / len(xs)),
+}
 
 
 def _batch_norm(xs, at, st):
@@ -297,7 +436,13 @@ RULES = {
     "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Expand": _expand,
     "Concat": lambda xs, at, st: fs.concatenate(list(xs), axis=at["axis"]),
     "Slice": _slice, "Gather": _gather,
+    **_COMPOSITE_RULES,
+    "Conv": _conv_any,
 }
+# rules that need the node's output count or the replay's trace
+_SPLIT, _CONSTANT_OF_SHAPE = "Split", "ConstantOfShape"
+RULES[_SPLIT] = None
+RULES[_CONSTANT_OF_SHAPE] = None
 
 
 class OnnxReplay:
@@ -321,9 +466,23 @@ class OnnxReplay:
             if not supported:
                 op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
                 named = f" {node.name!r}" if node.name else ""
+                near = difflib.get_close_matches(node.op_type, sorted(RULES), n=1, cutoff=0.5)
+                nearest = f"; the nearest supported op is {near[0]}" if near else ""
                 raise UnsupportedOpError(f"{self.label} node {index + 1} ({node.op_type}{named}): ONNX op {op} is "
-                                         "not supported by fusedsl's importer", loc=user_frame(),
+                                         f"not supported by fusedsl's importer{nearest}", loc=user_frame(),
                                          hint=f"fusedsl imports: {SUPPORTED}")
+
+    def _value(self, x, index, node):
+        if isinstance(x, Missing):
+            self._fail(index, node, f"ONNX op {node.op_type} uses {x.why}")
+        return x
+
+    @staticmethod
+    def _trace(args):
+        trace = next((a.trace for a in args if hasattr(a, "trace")), None)
+        if trace is None:
+            raise Unsupported("a model whose values depend on no tensor input is not supported")
+        return trace
 
     def _fail(self, index, node, message):
         raise UnsupportedOpError(message, loc=self.loc(index, node), hint=f"fusedsl imports: {SUPPORTED}")
@@ -345,13 +504,22 @@ class OnnxReplay:
                 xs.append(env[name] if name else None)
             with at_user_location(self.loc(index, node)):
                 try:
-                    out = RULES[node.op_type](xs, _attrs(node), st)
+                    xs = [self._value(x, index, node) for x in xs]
+                    if node.op_type == _SPLIT:
+                        out = _split(xs, _attrs(node), st, len(node.output))
+                    elif node.op_type == _CONSTANT_OF_SHAPE:
+                        out = _constant_of_shape(xs, _attrs(node), st, self._trace(args))
+                    else:
+                        out = RULES[node.op_type](xs, _attrs(node), st)
                 except Unsupported as exc:
                     self._fail(index, node, f"ONNX op {node.op_type}: {exc}")
             outs = out if isinstance(out, tuple) else (out,)
             for name, value in zip(node.output, outs):
                 env[name] = value
         results = tuple(env[o.name] for o in self.graph.output)
+        for r in results:
+            if isinstance(r, Missing):
+                raise UnsupportedOpError(f"a graph output is {r.why}", loc=Loc(self.label, 0))
         return results[0] if len(results) == 1 else results
 
 

@@ -612,3 +612,10 @@ def aten_table(torch) -> dict:
         if op is not None:
             t[op] = rule
     return t
+
+
+# the composites the ONNX importer shares (same semantics, one definition)
+hardswish = _COMPOSITES["hardswish.default"]
+elu, softplus, erf, sign, gelu = _elu, _softplus, _erf, _sign, _gelu
+log_softmax, logsumexp, group_norm = _log_softmax, _logsumexp, _group_norm
+split_with_sizes, repeat = _split_with_sizes, _repeat

@@ -311,3 +311,7 @@ def window_table(aten) -> dict:
         aten._adaptive_avg_pool3d.default: _adaptive_avg_pool(3),
     }
     return t
+
+
+# shared with the ONNX importer (MaxPool, AveragePool)
+max_pool, avg_pool = _max_pool, _avg_pool
