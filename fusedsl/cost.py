@@ -537,8 +537,8 @@ def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int) -> li
             ("b_o", "VECCALC", bq * ld_o * 4),
             ("b_stat", "VECCALC", 2 * up(bq, 8) * 4),
             ("b_lanes", "VECCALC", 64 * 4), ("b_red", "VECCALC", 32), ("b_one", "VECCALC", 32)]
-    if not target.separated:
-        bufs.append(("b_mmws", "VECCALC", bq * max(ld_s, ld_o) * 4))
+    if not target.separated:   # a whole base block of C: baseM x baseN (N rounded up to 16)
+        bufs.append(("b_mmws", "VECCALC", bq * max(up(bk, 16), up(head_v, 16)) * 4))
     return bufs
 
 

@@ -86,7 +86,12 @@ class AttentionSchedule:
 
     @property
     def workers(self) -> int:
-        """Vector instances that take items: two per AI core on 910B (MIX), one on 310P."""
+        """Vector instances that take items: two per AI core on 910B (MIX), one on 310P.  Without
+        DataCopyPad a row's tail is written element by element through the core's data cache:
+        unless every item's output starts on a 64-byte line, one instance writes them all."""
+        edge = self.Dv * self.dtype.itemsize
+        if not self.target.has_datacopypad and (self.L * edge % 64 or self.bq * edge % 64):
+            return 1
         return min(self.items, self.target.aic_cores * (2 if self.target.separated else 1))
 
     @property

@@ -12,8 +12,10 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import fusedsl as fs
+from conftest import fuzz_settings
 from fusedsl.backend_ascendc.printer_attention import AttentionPrinter
 
 torch = pytest.importorskip("torch")
@@ -33,6 +35,7 @@ CASES = [
     ("ascend910b", np.float16, (2, 1, 150, 40), (2, 1, 150, 40), True),    # head size 40: 80-byte rows
     ("ascend910b", np.float32, (1, 2, 33, 80), (1, 2, 70, 80), True),      # causal with S_q != S_kv
     ("ascend310p", np.float16, (1, 2, 129, 32), (1, 1, 130, 32), True),    # 310P: C through UB
+    ("ascend310p", np.float16, (1, 2, 17, 40), (1, 2, 17, 40), False),     # 310P, 80-byte rows: one instance
 ]
 
 
@@ -103,3 +106,21 @@ def test_saved_project_runs_with_run_sh(tmp_path):
     v = np.fromfile(os.path.join(path, "input", "input_v.bin"), np.float16).reshape(1, 1, 50, 32)
     got = np.fromfile(os.path.join(path, "output", "output_0.bin"), np.float16).reshape(1, 2, 40, 32)
     np.testing.assert_allclose(got.astype(np.float32), sdpa(q, k, v, True), rtol=3e-3, atol=3e-3)
+
+
+@fuzz_settings(0.006)
+@given(st.sampled_from([("ascend910b", np.float16), ("ascend910b", np.float32), ("ascend310p", np.float16)]),
+       st.integers(1, 2), st.integers(1, 2), st.sampled_from([1, 2]), st.sampled_from([1, 17, 130]),
+       st.sampled_from([1, 33, 140]), st.sampled_from([8, 40, 64]), st.booleans())
+def test_simulate_fuzz(target_dtype, batch, kv_heads, group, lq, lk, d, causal):
+    """simulate, kernel(*arrays) and torch agree over drawn sizes: sizes 1, tails of both blocks,
+    GQA, head sizes whose rows are not 32-byte multiples, causal."""
+    target, dtype = target_dtype
+    rng = np.random.default_rng(lq * 7 + lk + d)
+    q = rng.standard_normal((batch, kv_heads * group, lq, d)).astype(dtype)
+    k, v = (rng.standard_normal((batch, kv_heads, lk, d)).astype(dtype) for _ in range(2))
+    compiled = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=causal), target=target).compile(q, k, v)
+    tol = 2e-6 if dtype == np.float32 else 3e-3
+    want = sdpa(q, k, v, causal)
+    np.testing.assert_allclose(compiled.simulate(q, k, v).astype(np.float32), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(compiled(q, k, v).astype(np.float32), want, rtol=tol, atol=tol)
