@@ -224,3 +224,16 @@ def test_shape_ops_match_torch(case):
         "narrow": lambda v: v.narrow(1, 2, 3).permute(2, 0, 1).unsqueeze(1).squeeze(1).expand(5, 4, 3),
     }
     same(fs.from_torch(bodies[case], x), bodies[case], x, rtol=1e-5, atol=1e-5)
+
+
+def test_index_with_one_tensor_is_a_take():
+    x, i = torch.randn(4, 6), torch.tensor([5, 0, 2, 2])
+    for body in (lambda v, j: v[:, j] * 2, lambda v, j: v[j.clamp(0, 3)] + 1):
+        same(fs.from_torch(body, x, i), body, x, i)
+
+
+def test_item_and_boolean_masks_are_refused():
+    with pytest.raises(fs.UnsupportedOpError, match=r"aten.item.*reads a tensor's value into Python"):
+        fs.from_torch(lambda v: v * v.max().item(), torch.randn(4))
+    with pytest.raises(fs.UnsupportedOpError, match="size depends on the data"):
+        fs.from_torch(lambda v: v[v > 0], torch.randn(4))

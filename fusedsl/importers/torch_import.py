@@ -227,13 +227,17 @@ class GraphReplay:
     def check(self) -> None:
         """Every call is mapped, or UnsupportedOpError at the first one that is not."""
         names = None
-        for node in self.graph.nodes:
-            if node.op != "call_function" or node.name in self.computed or node.target in self.table:
-                continue
+        pending = [n for n in self.graph.nodes if n.op == "call_function" and n.name not in self.computed
+                   and n.target not in self.table and base_name(n.target) not in METADATA_ASSERTS]
+        # a data-dependent or random op is the reason, wherever it is; then the first missing op
+        first = [n for n in pending if base_name(n.target) in DATA_DEPENDENT | RANDOM | {"item", "_local_scalar_dense"}]
+        for node in first + pending:
             base = base_name(node.target)
-            if base in METADATA_ASSERTS:
-                continue
             op = _op_name(node.target)
+            if base in ("item", "_local_scalar_dense"):
+                self._unsupported(node, f"{op}: the model reads a tensor's value into Python (.item(), float(t)); "
+                                        "a fused kernel keeps values on the device",
+                                  hint="keep it a tensor: x * t instead of x * t.item()")
             if base in DATA_DEPENDENT:
                 self._unsupported(node, f"{op}: its result's size depends on the data; fused kernels have static "
                                         "shapes", hint="keep the shape static, e.g. torch.where(mask, x, 0) "
@@ -242,7 +246,7 @@ class GraphReplay:
                 self._unsupported(node, f"{op} is a random op; a fused kernel is a pure function of its inputs",
                                   hint="pass the random tensor in as an input (or call model.eval() for dropout)")
             names = names or _supported_names(self.table)
-            near = difflib.get_close_matches(base, names, n=1, cutoff=0.5)
+            near = difflib.get_close_matches(base, names, n=1, cutoff=0.7)
             nearest = f"; the nearest supported op is aten.{near[0]}" if near else ""
             self._unsupported(node, f"{op} is not supported by fusedsl's importer{nearest}")
 

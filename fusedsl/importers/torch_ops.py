@@ -31,7 +31,8 @@ METADATA_ASSERTS = {"_assert_tensor_metadata", "_assert_scalar", "_assert_async"
 # ops whose result size depends on the data: fusedsl kernels have static shapes
 DATA_DEPENDENT = {"masked_select", "nonzero", "nonzero_numpy", "argwhere", "unique", "unique_dim",
                   "unique_consecutive", "_unique", "_unique2", "item", "_local_scalar_dense",
-                  "repeat_interleave", "masked_scatter", "index_put_with_bool_mask"}
+                  "repeat_interleave", "masked_scatter", "index_put_with_bool_mask", "sym_size", "sym_numel",
+                  "sym_storage_offset", "sym_stride"}
 # random ops: a fused kernel is a pure function of its inputs
 RANDOM = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
           "normal", "uniform", "randperm", "native_dropout", "exponential", "poisson", "rrelu_with_noise",
@@ -392,6 +393,18 @@ def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, e
     return fs.attention(q, k, v, attn_mask, scale, is_causal, dropout_p=dropout_p)
 
 
+def _index(x, indices):
+    """x[..., idx, ...] with one integer index tensor (the others whole axes): fs.take."""
+    used = [(axis, i) for axis, i in enumerate(indices) if i is not None]
+    if len(used) != 1:
+        raise Unsupported("indexing with more than one index tensor is not supported (one is: x[:, idx])")
+    axis, idx = used[0]
+    if idx.dtype.name == "bool":
+        raise Unsupported("indexing with a boolean mask: the result's size depends on the data; "
+                          "use torch.where(mask, x, 0)")
+    return fs.take(x, fs.cast(idx, "int32") if idx.dtype.name != "int32" else idx, axis=axis)
+
+
 def _to(x, *args, dtype=None, **kw):
     for a in args:
         if str(a).startswith("torch.") and str(a) in TORCH_DTYPES:
@@ -590,6 +603,7 @@ def aten_table(torch) -> dict:
         aten.cat.default: lambda xs, dim=0: fs.concatenate(list(xs), axis=dim),
         aten.stack.default: _stack,
         aten.embedding.default: _embedding, aten.index_select.default: _index_select,
+        aten.index.Tensor: _index,
         aten.scaled_dot_product_attention.default: _sdpa,
         aten.zeros.default: _creation(lambda a: 0), aten.ones.default: _creation(lambda a: 1),
         aten.empty.memory_format: _creation(lambda a: 0),
