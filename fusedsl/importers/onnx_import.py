@@ -466,7 +466,7 @@ class OnnxReplay:
             if not supported:
                 op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
                 named = f" {node.name!r}" if node.name else ""
-                near = difflib.get_close_matches(node.op_type, sorted(RULES), n=1, cutoff=0.7)
+                near = difflib.get_close_matches(node.op_type, sorted(RULES), n=1, cutoff=0.6)
                 nearest = f"; the nearest supported op is {near[0]}" if near else ""
                 raise UnsupportedOpError(f"{self.label} node {index + 1} ({node.op_type}{named}): ONNX op {op} is "
                                          f"not supported by fusedsl's importer{nearest}", loc=user_frame(),

@@ -246,7 +246,7 @@ class GraphReplay:
                 self._unsupported(node, f"{op} is a random op; a fused kernel is a pure function of its inputs",
                                   hint="pass the random tensor in as an input (or call model.eval() for dropout)")
             names = names or _supported_names(self.table)
-            near = difflib.get_close_matches(base, names, n=1, cutoff=0.7)
+            near = difflib.get_close_matches(base, names, n=1, cutoff=0.6)
             nearest = f"; the nearest supported op is aten.{near[0]}" if near else ""
             self._unsupported(node, f"{op} is not supported by fusedsl's importer{nearest}")
 
