@@ -722,11 +722,12 @@ def attention_chain(op: Op) -> Function:
     return Function("attention_chain", tuple(params), tuple(ops), op.results, op.loc)
 
 
-def unfused_cost(fn: Function, target, sizes=None, schedule=None) -> list[KernelCost]:
+def unfused_cost(fn: Function, target, sizes=None, kernel_cost=None) -> list[KernelCost]:
     """Every op of a graph function as its own kernel (reshape is a free view; constants
-    are baked in): the baseline the fused figures are compared with.  `schedule(single)`, when
-    given, returns (tiling, schedule) of a one-op cube kernel as it would be printed (or None),
-    so an unfused matmul's A/B re-reads are counted like a fused one's."""
+    are baked in): the baseline the fused figures are compared with.  `kernel_cost(single)`,
+    when given, returns the cost of a one-op kernel modelled on its own schedule and launch as
+    it would be printed (or None: then the graph model's figures), so an unfused kernel is
+    modelled exactly like a fused one (k.report() passes it)."""
     sizes = sizes or {}
     producers = {id(r): op for op in fn.ops for r in op.results}
     costs = []
@@ -734,7 +735,7 @@ def unfused_cost(fn: Function, target, sizes=None, schedule=None) -> list[Kernel
         if has_trait(op, CONSTANT) or op.name == "reshape" or op.name == "call":
             continue
         if op.name == "attention":   # unfused, attention is its chain: S and P cross GM
-            costs.extend(unfused_cost(attention_chain(op), target, sizes))
+            costs.extend(unfused_cost(attention_chain(op), target, sizes, kernel_cost))
             continue
         params, seen = [], set()
         for v in op.operands:
@@ -747,12 +748,11 @@ def unfused_cost(fn: Function, target, sizes=None, schedule=None) -> list[Kernel
         consts = tuple(producers[id(v)] for v in op.operands
                        if id(v) in producers and has_trait(producers[id(v)], CONSTANT))
         single = Function(op.name, tuple(params), consts + (op,), op.results, op.loc)
-        if has_trait(op, ELEMENTWISE) or (has_trait(op, BROADCAST) and has_trait(op, SHAPE)):
+        scheduled = kernel_cost(single) if kernel_cost is not None else None
+        if scheduled is not None:
+            costs.append(scheduled)
+        elif has_trait(op, ELEMENTWISE) or (has_trait(op, BROADCAST) and has_trait(op, SHAPE)):
             costs.append(vector_kernel_cost(single, target, sizes, None, op.name))
-            continue
-        launch = schedule(single) if schedule is not None and has_trait(op, CUBE) else None
-        if launch is not None:
-            costs.append(function_cost(single, target, sizes, launch[0], op.name, launch[1]))
         else:
             costs.append(function_cost(Function(op.name, (), (op,), op.results, op.loc), target, sizes, None,
                                        op.name))

@@ -22,21 +22,47 @@ def _model(compiled, sizes):
         return None, None
     fused = [_chosen(cost.function_cost(p.function, compiled.target, sizes, launch_tiling(p), p.name, p.row),
                      p.tiling, compiled.target) for p in compiled.kernels]
-    return fused, cost.unfused_cost(main, compiled.target, sizes, lambda fn: _cube_launch(fn, compiled))
+    memo = {}   # a block repeated 80 times has 14 distinct ops: schedule each once
+
+    def single(fn):
+        key = tuple((op.name, repr(sorted(op.attrs.items()) if hasattr(op.attrs, "items") else op.attrs),
+                     tuple((tuple(v.shape), v.dtype.name) for v in op.operands)) for op in fn.ops)
+        if key not in memo:
+            memo[key] = _single_op_cost(fn, compiled, sizes)
+        return memo[key]
+    return fused, cost.unfused_cost(main, compiled.target, sizes, single)
 
 
-def _cube_launch(fn, compiled):
-    """(tiling, schedule) of a one-op matmul/conv2d kernel as the Ascend C backend would print
-    it, or None when it would not print (the unfused baseline then uses the graph model)."""
-    from .errors import ScheduleError, TargetError
+def _single_op_cost(fn, compiled, sizes):
+    """The modelled cost of a one-op kernel on the schedule and launch the compiler would give
+    it (opt_level=0 makes exactly these kernels): a vector kernel's chosen tiling, a lone
+    reduction's row/column launch, a matmul/conv's core blocks; None when it would not be
+    scheduled (the graph model's figures then)."""
+    from . import cost
+    from .errors import FusedslError
+    from .ir.ops import CUBE, ELEMENTWISE, has_trait
+    from .schedule import compute_tiling, schedule_vector_kernel
     from .schedule_conv import schedule_conv_kernel
     from .schedule_cube import schedule_cube_kernel
-    schedule = schedule_conv_kernel if any(op.name == "conv2d" for op in fn.ops) else schedule_cube_kernel
+    from .schedule_reduce import schedule_reduce_kernel
+    from .schedule_row import REDUCTIONS
+    target = compiled.target
+    op = next(o for o in fn.ops if o.name != "constant")
     try:
-        sched = schedule(fn, compiled.target)
-        return sched.tiling({}, compiled.target), sched
-    except (ScheduleError, TargetError):
+        if has_trait(op, CUBE):
+            schedule = schedule_conv_kernel if op.name == "conv2d" else schedule_cube_kernel
+            sched = schedule(fn, target)
+            return cost.function_cost(fn, target, sizes, sched.tiling(sizes, target), op.name, sched)
+        if op.name in REDUCTIONS:
+            sched = schedule_reduce_kernel(fn, target)
+            return cost.function_cost(fn, target, sizes, sched.tiling(sizes, target), op.name, sched)
+        if has_trait(op, ELEMENTWISE):
+            sched = schedule_vector_kernel(fn, target)
+            tiling = compute_tiling(sched, sizes, target)
+            return _chosen(cost.function_cost(fn, target, sizes, tiling, op.name), tiling, target)
+    except FusedslError:   # not schedulable as its own kernel (e.g. a shape the printers do not take)
         return None
+    return None
 
 
 def launch_tiling(plan):

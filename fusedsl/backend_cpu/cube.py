@@ -97,7 +97,8 @@ def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
             _BLAS_LOCAL_THREADS(prev)
         return
     threads = host_threads() if m * n * k >= PARALLEL_MACS and m >= 32 else 1
-    rows = -(-m // (threads * 4)) if threads > 1 else m   # a few blocks per thread, handed out in turn
+    # two blocks per thread, handed out in turn (each block repacks B: few blocks when K is long)
+    rows = -(-m // (threads * 2)) if threads > 1 else m
     counter = itertools.count(0, rows)
 
     def job():
