@@ -523,7 +523,8 @@ def _dims(value, sizes) -> list[int]:
     return [sizes.get(d, 1) if isinstance(d, str) else d for d in value.shape]
 
 
-def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int) -> list[tuple[str, str, int]]:
+def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int,
+                         mask_item: int = 0) -> list[tuple[str, str, int]]:
     """(name, position, bytes) of the UB buffers of the printed attention kernel
     (backend_ascendc/printer_attention.py): the S-then-P-V tile from GetTensorC (float32 rows
     padded to 32 bytes; S is consumed before P V arrives), the P-then-output tile in the input
@@ -537,13 +538,18 @@ def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int) -> li
             ("b_o", "VECCALC", bq * ld_o * 4),
             ("b_stat", "VECCALC", 2 * up(bq, 8) * 4),
             ("b_lanes", "VECCALC", 64 * 4), ("b_red", "VECCALC", 32), ("b_one", "VECCALC", 32)]
+    if mask_item:   # one mask row as stored (bool: uint8, widened through half), and as float32
+        bufs.append(("b_m", "VECCALC", up(bk * mask_item, 32)))
+        if mask_item == 1:
+            bufs.append(("b_mh", "VECCALC", up(bk, 16) * 2))
+        bufs.append(("b_mf", "VECCALC", up(bk, 8) * 4))
     if not target.separated:   # a whole base block of C: baseM x baseN (N rounded up to 16)
         bufs.append(("b_mmws", "VECCALC", bq * max(up(bk, 16), up(head_v, 16)) * 4))
     return bufs
 
 
 def attention_blocks(target, q_len: int, kv_len: int, head: int, head_v: int, item: int,
-                     ub_share: float = 1.0) -> tuple[int, int]:
+                     ub_share: float = 1.0, mask_item: int = 0) -> tuple[int, int]:
     """(BQ, BK) of the flash-attention kernel on `target`: BQ query rows first (K and V are read
     once per Q block), at most 128 (the cube's base M), then BK keys (the Q block is read once per
     KV block), such that UB holds attention_ub_buffers and L0C the S and P V blocks in float32.
@@ -553,7 +559,7 @@ def attention_blocks(target, q_len: int, kv_len: int, head: int, head_v: int, it
     for bq in (128, 64, 32, 16):
         for bk in (128, 64, 32, 16):
             bq_, bk_ = min(bq, up(max(1, q_len), 16)), min(bk, up(max(1, kv_len), 16))
-            ub = sum(n for _, _, n in attention_ub_buffers(target, bq_, bk_, head_v, item))
+            ub = sum(n for _, _, n in attention_ub_buffers(target, bq_, bk_, head_v, item, mask_item))
             l0c = max(bq_ * up(bk_, 16), bq_ * up(head_v, 16)) * 4
             if ub <= target.ub_bytes * ub_share and l0c <= target.l0c_bytes:
                 return bq_, bk_

@@ -15,8 +15,10 @@ KV axis in blocks of BK keys:
 
 Block sizes: BK <= 128 keys, BQ query rows as large as UB (S, P, O, P V tiles, row statistics),
 L0C (S block and P V block, float32) and L1 allow (cost.attention_blocks' rule, counted here
-exactly for the buffers the printer allocates).  Static shapes only; masks are not printed yet
-(the attention op with a mask stays a CPU kernel, with a located ScheduleError on source).
+exactly for the buffers the printer allocates).  Static shapes only.  A mask is read one row of
+the S block at a time through its broadcast strides (a mask broadcasting over the keys does not
+print); a bool mask becomes 0 / -3e38 on the vector unit (a block row whose maximum is below
+-1e38 counts as fully masked, so a fully masked row still gives 0, as torch does).
 """
 from __future__ import annotations
 
@@ -67,6 +69,8 @@ class AttentionSchedule:
     ub_bytes: int
     plan_note: str
     symbols = ()
+    mask_lead = ()        # (size, element stride) per leading axis of the scores, for the mask
+    mask_row = 0          # the mask's stride between query rows (0: broadcast)
 
     @property
     def inputs(self):
@@ -132,7 +136,8 @@ class AttentionSchedule:
 
     def buffers(self) -> list[tuple[str, str, int]]:
         """(name, position, bytes) of every UB buffer the printer allocates."""
-        return attention_ub_buffers(self.target, self.bq, self.bk, self.Dv, self.dtype.itemsize)
+        mask_item = self.op.operands[3].dtype.itemsize if len(self.op.operands) > 3 else 0
+        return attention_ub_buffers(self.target, self.bq, self.bk, self.Dv, self.dtype.itemsize, mask_item)
 
 
 def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> AttentionSchedule:
@@ -145,10 +150,8 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
                           "kernel's Q K^T and P V cannot be printed for it", loc=op.loc,
                           hint="compile for ascend910b or ascend310p; the kernel still runs on the CPU executors")
     q, k, v = op.operands[:3]
-    if len(op.operands) > 3:
-        raise ScheduleError("attention with a mask does not print as Ascend C yet (only causal or no mask)",
-                            loc=op.loc, hint="the kernel runs on the CPU executors (kernel(*arrays))")
-    if not all(isinstance(d, int) for t in (q, k, v) for d in t.shape):
+    mask = op.operands[3] if len(op.operands) > 3 else None
+    if not all(isinstance(d, int) for t in op.operands for d in t.shape):
         raise ScheduleError("attention prints for static shapes only", loc=op.loc)
     if q.dtype not in (dt.float16, dt.float32) or not any(m[0] == q.dtype.ascendc for m in target.matmul_dtypes):
         takes = sorted({m[0] for m in target.matmul_dtypes} & {"half", "float"})
@@ -160,9 +163,13 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     heads = num_elements(tuple(q.shape[:-2]))
     group = q.shape[-3] // k.shape[-3] if q.type.rank >= 3 else 1
     item = q.dtype.itemsize
+    mask_item, mask_lead, mask_row = 0, (), 0
+    if mask is not None:
+        mask_item = mask.dtype.itemsize
+        mask_lead, mask_row = _mask_strides(mask, tuple(q.shape[:-2]), L, S, op)
     budget = int(target.ub_bytes * ub_fraction)
-    bq, bk = attention_blocks(target, L, S, E, Dv, item, ub_fraction)
-    ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item))
+    bq, bk = attention_blocks(target, L, S, E, Dv, item, ub_fraction, mask_item)
+    ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item, mask_item))
     if ub > budget:
         raise ScheduleError(f"FS110: attention with head size {Dv} needs {ub} B of UB for 16 x 16 blocks, "
                             f"{target.name} allows {budget} B", loc=op.loc)
@@ -176,5 +183,23 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     params = [RowParam(i, p.value.name or f"x{i}", p.value.dtype, "full") for i, p in enumerate(fn.params)]
     note = (f"flash attention: {heads} heads x {-(-L // bq)} Q blocks of {bq} rows, KV blocks of {bk}, "
             f"S and P V blocks through the Matmul API, P through a {bq * bk * item} B GM workspace per instance")
-    return AttentionSchedule(fn, target, op, params, heads, group, L, S, E, Dv, bq, bk, float(op.attr("scale")),
-                             bool(op.attr("causal")), qk, pv, budget, ub, note)
+    sched = AttentionSchedule(fn, target, op, params, heads, group, L, S, E, Dv, bq, bk, float(op.attr("scale")),
+                              bool(op.attr("causal")), qk, pv, budget, ub, note)
+    sched.mask_lead, sched.mask_row = mask_lead, mask_row
+    return sched
+
+
+def _mask_strides(mask, lead_shape, L, S, op):
+    """((size, element stride) per leading axis of the scores, the row stride) of the mask
+    broadcast to the scores [*lead, L, S]; 0 where it broadcasts.  Its keys must be contiguous."""
+    shape = (1,) * (len(lead_shape) + 2 - mask.type.rank) + tuple(mask.shape)
+    if shape[-1] != S and S != 1:
+        raise ScheduleError(f"an attention mask of shape {tuple(mask.shape)} broadcasts over the keys; it does "
+                            "not print as Ascend C", loc=op.loc,
+                            hint="give the mask its key axis (np.broadcast_to it), or run on the CPU executors")
+    strides, step = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = step if shape[i] != 1 else 0
+        step *= shape[i]
+    lead = tuple(zip(lead_shape, strides[:-2]))
+    return lead, (strides[-2] if L > 1 else 0)

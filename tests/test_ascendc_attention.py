@@ -73,7 +73,7 @@ def _line():
     return sys._getframe(1).f_lineno
 
 
-def test_ascend910_and_masks_refuse_at_the_users_line():
+def test_ascend910_refuses_at_the_users_line():
     q = np.zeros((1, 2, 8, 16), np.float16)
     line = _line() + 1
     k910 = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v), target="ascend910").compile(q, q, q)
@@ -81,13 +81,60 @@ def test_ascend910_and_masks_refuse_at_the_users_line():
         k910.source
     assert f"{__file__}:{line}" in str(exc.value) and "ascend910 has no Matmul high-level API" in str(exc.value)
     assert k910(q, q, q).shape == (1, 2, 8, 16)   # still runs on the CPU executors
-    m = np.ones((8, 8), bool)
+
+
+def _mask_sdpa(q, k, v, m, scale=None):
+    t = [torch.from_numpy(x.astype(np.float32)) for x in (q, k, v)]
+    mt = torch.from_numpy(m if m.dtype == np.bool_ else m.astype(np.float32))
+    return F.scaled_dot_product_attention(*t, attn_mask=mt, scale=scale,
+                                          enable_gqa=q.shape[-3] != k.shape[-3]).numpy()
+
+
+MASKS = [
+    # target, dtype, q shape, k/v shape, mask shape, kind
+    ("ascend910b", np.float16, (1, 2, 40, 32), (1, 1, 150, 32), (40, 150), "bool"),   # a fully masked row
+    ("ascend910b", np.float32, (2, 2, 33, 16), (2, 2, 33, 16), (2, 1, 1, 33), "bool"),   # key padding
+    ("ascend910b", np.float16, (1, 2, 40, 32), (1, 2, 150, 32), (1, 2, 40, 150), "additive"),
+    ("ascend310p", np.float16, (1, 2, 40, 32), (1, 1, 150, 32), (40, 150), "bool"),
+]
+
+
+@pytest.mark.parametrize("target, dtype, qs, ks, ms, kind", MASKS)
+def test_masks_print_and_agree_with_torch(target, dtype, qs, ks, ms, kind):
+    rng = np.random.default_rng(sum(qs) + sum(ms))
+    q = rng.standard_normal(qs).astype(dtype)
+    k, v = (rng.standard_normal(ks).astype(dtype) for _ in range(2))
+    if kind == "bool":
+        m = rng.random(ms) > 0.3
+        if len(ms) == 2:
+            m[3] = False
+    else:
+        m = rng.standard_normal(ms).astype(dtype)
+        m[..., 5] = -np.inf
+    compiled = fs.fused_kernel(lambda q, k, v, m: fs.attention(q, k, v, mask=m), target=target).compile(q, k, v, m)
+    want = _mask_sdpa(q, k, v, m)
+    tol = 2e-6 if dtype == np.float32 else 3e-3
+    got = compiled.simulate(q, k, v, m)
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=tol, atol=tol)
+    if kind == "bool" and len(ms) == 2:
+        assert not got[:, :, 3].any()   # nothing to attend to: 0, like torch
+
+
+def test_a_fused_where_pattern_prints_and_a_key_broadcast_mask_refuses():
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal((1, 2, 24, 32)).astype(np.float16) for _ in range(3))
+    m = np.tri(24, 24, dtype=bool)
+    pattern = fs.fused_kernel(lambda q, k, v, m: fs.softmax(
+        fs.where(m, q @ fs.transpose(k, (0, 1, 3, 2)) * 0.25, float("-inf"))) @ v).compile(q, k, v, m)
+    assert [p.ops for p in pattern.kernels] == [["attention"]]
+    want = _mask_sdpa(q, k, v, m, scale=0.25)
+    np.testing.assert_allclose(pattern.simulate(q, k, v, m).astype(np.float32), want, rtol=3e-3, atol=3e-3)
+    keys = np.ones((24, 1), bool)
     line = _line() + 1
-    masked = fs.fused_kernel(lambda q, k, v, m: fs.attention(q, k, v, mask=m)).compile(q, q, q, m)
-    assert masked.kernels[0].printable is None or masked.kernels[0].error is not None
+    bad = fs.fused_kernel(lambda q, k, v, m: fs.attention(q, k, v, mask=m)).compile(q, k, v, keys)
     with pytest.raises(fs.ScheduleError) as exc:
-        masked.source
-    assert f"{__file__}:{line}" in str(exc.value) and "attention with a mask does not print" in str(exc.value)
+        bad.source
+    assert f"{__file__}:{line}" in str(exc.value) and "broadcasts over the keys" in str(exc.value)
 
 
 def test_saved_project_runs_with_run_sh(tmp_path):

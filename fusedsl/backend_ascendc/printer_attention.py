@@ -3,7 +3,8 @@
 Two Matmul objects (qk: S = Q K^T with K read transposed, pv: P V), both with C in UB, are
 registered before any InitBuffer.  Each vector instance takes work items (head, Q block) in
 turn; per KV block: Iterate/GetTensorC the S block into a VECIN queue, the online softmax row
-by row in float32 (Muls by the scale, the causal diagonal set to -inf, the row max folded into
+by row in float32 (Muls by the scale, the mask row added (read through its broadcast strides; a
+bool mask as 0 / -3e38), the causal diagonal set to -inf, the row max folded into
 64 lanes and WholeReduceMax, Adds/Exp, the row sum, the rescale factor exp(m_old - m_new) on
 the vector unit), P cast to the input dtype and copied to this instance's GM workspace, then
 Iterate/GetTensorC P V and O = O * corr + P V.  After the last block O / l is cast and written
@@ -36,6 +37,8 @@ class AttentionPrinter:
         pvals = [p.value for p in sched.fn.params]
         q, k, v = sched.op.operands[:3]
         self.q, self.k, self.v = (self.cn[pvals.index(x)] for x in (q, k, v))
+        self.mask = sched.op.operands[3] if len(sched.op.operands) > 3 else None
+        self.m = self.cn[pvals.index(self.mask)] if self.mask is not None else None
 
     # ---- interface shared with the other printers ----------------------------------------
     def _gm_args(self) -> list[str]:
@@ -125,7 +128,7 @@ public:
         gm_q.SetGlobalBuffer((__gm__ {ty}*){self.q});
         gm_k.SetGlobalBuffer((__gm__ {ty}*){self.k});
         gm_v.SetGlobalBuffer((__gm__ {ty}*){self.v});
-        gm_y.SetGlobalBuffer((__gm__ {ty}*)y0);
+        gm_y.SetGlobalBuffer((__gm__ {ty}*)y0);{self._mask_gm()}
         worker = AscendC::GetBlockIdx();
         workers = AscendC::GetBlockNum() * {per_core};
         AscendC::SetSysWorkspace(workspace);
@@ -144,7 +147,7 @@ public:
         pipe->InitBuffer(b_stat, {bufs['b_stat']});
         pipe->InitBuffer(b_lanes, {bufs['b_lanes']});
         pipe->InitBuffer(b_red, {bufs['b_red']});
-        pipe->InitBuffer(b_one, {bufs['b_one']});
+        pipe->InitBuffer(b_one, {bufs['b_one']});{self._mask_init(bufs)}
         for (uint32_t it = worker; it < {s.items}u; it += workers) {{
             Item(it);
         }}
@@ -239,7 +242,7 @@ private:
         for (uint32_t kb = 0; kb < kvEnd; kb += BK) {{
             const uint32_t cols = MinU32(BK, kvEnd - kb);
             Scores(head, kvHead, r0, rows, kb, cols);
-            Softmax(r0, rows, kb, cols);
+            Softmax(head, r0, rows, kb, cols);
             Accumulate(kvHead, rows, kb, cols);
         }}
         Finish(head, r0, rows);
@@ -260,7 +263,7 @@ private:
     }}
 
     // The online softmax of the S block: P into the workspace, O rescaled.
-    __aicore__ inline void Softmax(uint32_t r0, uint32_t rows, uint32_t kb, uint32_t cols)
+    __aicore__ inline void Softmax(uint32_t head, uint32_t r0, uint32_t rows, uint32_t kb, uint32_t cols)
     {{
         AscendC::LocalTensor<float> sc = q_c.DeQue<float>();
         AscendC::LocalTensor<float> o = b_o.Get<float>();
@@ -271,9 +274,9 @@ private:
             AscendC::LocalTensor<float> srow = sc[r * ld];
             AscendC::Muls(srow, srow, {self._f(s.scale)}, cols);
             AscendC::PipeBarrier<PIPE_V>();
-{self._causal_lines()}
+{self._mask_lines()}{self._causal_lines()}
             const float mOld = stat.GetValue(r);
-            const float top = RowMax(srow, cols);
+            const float top = {self._row_max()};
             const float mNew = top > mOld ? top : mOld;
             const float mUse = mNew == -__builtin_inff() ? 0.0f : mNew;   // a row with nothing to attend to yet
             AscendC::Adds(srow, srow, -mUse, cols);
@@ -342,7 +345,7 @@ private:
 
     AscendC::GlobalTensor<{ty}> gm_q, gm_k, gm_v, gm_y, gm_p;
     AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_c;    // the S block, then the P V block, from GetTensorC
-    AscendC::TBuf<AscendC::TPosition::VECCALC> b_p, b_o, b_stat, b_lanes, b_red, b_one;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> b_p, b_o, b_stat, b_lanes, b_red, b_one;{self._mask_members()}
 {"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB" if not t.separated else ""}
     uint32_t worker = 0, workers = 1;
 }};
@@ -365,6 +368,70 @@ private:
     op.Process(&pipe);
 }}
 """
+
+    # ---- the mask: one row of the S block at a time, through its broadcast strides ------------------
+    def _mask_gm(self) -> str:
+        if self.mask is None:
+            return ""
+        return f"\n        gm_m.SetGlobalBuffer((__gm__ {self.mask.dtype.ascendc}*){self.m});"
+
+    def _mask_init(self, bufs) -> str:
+        if self.mask is None:
+            return ""
+        names = ["b_m", "b_mf"] + (["b_mh"] if self.mask.dtype == dt.bool_ else [])
+        return "".join(f"\n        pipe->InitBuffer({n}, {bufs[n]});" for n in names)
+
+    def _mask_members(self) -> str:
+        if self.mask is None:
+            return ""
+        extra = ", b_mh" if self.mask.dtype == dt.bool_ else ""
+        return (f"\n    AscendC::TBuf<AscendC::TPosition::VECCALC> b_m, b_mf{extra};   // a mask row, as stored "
+                f"and as float32\n    AscendC::GlobalTensor<{self.mask.dtype.ascendc}> gm_m;")
+
+    def _mask_offset(self) -> str:
+        """The C++ offset of the mask's row for query row r0 + r of `head` (broadcast axes: 0)."""
+        terms, inner = [], 1
+        for size, stride in reversed(self.s.mask_lead):
+            if stride:
+                terms.append(f"(head / {inner}u % {size}u) * {stride}u")
+            inner *= size
+        if self.s.mask_row:
+            terms.append(f"(r0 + r) * {self.s.mask_row}u")
+        return " + ".join(terms + ["kb"])
+
+    def _mask_lines(self) -> str:
+        if self.mask is None:
+            return ""
+        m = self.mask.dtype
+        ld = _up(self.s.bk, 32 // m.itemsize)
+        lines = [f"AscendC::LocalTensor<{m.ascendc}> mrow = b_m.Get<{m.ascendc}>();",
+                 "AscendC::LocalTensor<float> mf = b_mf.Get<float>();",
+                 "AscendC::PipeBarrier<PIPE_ALL>();",
+                 f"CopyRowsIn(mrow, gm_m[{self._mask_offset()}], 1, cols, cols, {ld});",
+                 "AscendC::PipeBarrier<PIPE_ALL>();"]
+        if m == dt.bool_:   # 1 -> 0, 0 -> -3e38: added to the scores (see _row_max for whole rows)
+            lines += ["AscendC::LocalTensor<half> mh = b_mh.Get<half>();",
+                      "AscendC::Cast(mh, mrow, AscendC::RoundMode::CAST_NONE, cols);",
+                      "AscendC::PipeBarrier<PIPE_V>();",
+                      "AscendC::Cast(mf, mh, AscendC::RoundMode::CAST_NONE, cols);",
+                      "AscendC::PipeBarrier<PIPE_V>();",
+                      "AscendC::Adds(mf, mf, -1.0f, cols);",
+                      "AscendC::PipeBarrier<PIPE_V>();",
+                      "AscendC::Muls(mf, mf, 3.0e38f, cols);",
+                      "AscendC::PipeBarrier<PIPE_V>();"]
+        elif m == dt.float16:
+            lines += ["AscendC::Cast(mf, mrow, AscendC::RoundMode::CAST_NONE, cols);",
+                      "AscendC::PipeBarrier<PIPE_V>();"]
+        else:
+            lines += ["AscendC::Muls(mf, mrow, 1.0f, cols);", "AscendC::PipeBarrier<PIPE_V>();"]
+        lines += ["AscendC::Add(srow, srow, mf, cols);", "AscendC::PipeBarrier<PIPE_V>();"]
+        return "".join(f"            {x}\n" for x in lines)
+
+    def _row_max(self) -> str:
+        if self.mask is not None and self.mask.dtype == dt.bool_:
+            # a block row with every key masked (all near -3e38) counts as -inf: nothing to attend to
+            return "[&] { const float t = RowMax(srow, cols); return t < -1.0e38f ? -__builtin_inff() : t; }()"
+        return "RowMax(srow, cols)"
 
     def _causal_lines(self) -> str:
         if not self.s.causal:
