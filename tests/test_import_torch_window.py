@@ -34,6 +34,10 @@ CASES = {
     "conv_transpose2d_groups_dilation": (lambda: nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), padding=(2, 1),
                                                                     dilation=2, groups=2), (1, 4, 5, 4)),
     "conv_transpose1d": (lambda: nn.ConvTranspose1d(3, 2, 4, stride=3, padding=1, dilation=2), (2, 3, 7)),
+    "conv3d": (lambda: nn.Conv3d(4, 6, (3, 2, 3), stride=(2, 1, 2), padding=(1, 1, 0), dilation=(1, 2, 1),
+                                 groups=2), (2, 4, 7, 6, 8)),
+    "conv_transpose3d": (lambda: nn.ConvTranspose3d(2, 3, 3, stride=2, padding=1, output_padding=(1, 0, 1)),
+                         (1, 2, 4, 3, 5)),
 }
 
 
@@ -50,8 +54,6 @@ def test_window_op_matches_torch(name):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
 
 
-def test_conv3d_and_pool_indices_are_refused_clearly():
-    with pytest.raises(fs.UnsupportedOpError, match="3-D convolution is not supported"):
-        fs.from_torch(nn.Conv3d(2, 2, 3).eval(), torch.randn(1, 2, 5, 5, 5))
+def test_pool_indices_are_refused_clearly():
     with pytest.raises(fs.UnsupportedOpError, match="indices of max pooling"):
         fs.from_torch(nn.MaxPool2d(2, return_indices=True), torch.randn(1, 2, 4, 4))

@@ -10,8 +10,10 @@ vocabulary has more, the importer composes the others from it and from slices, e
   * groups make the weight block-diagonal (zeros outside each group's channels): one conv2d;
   * transposed convolution zero-inserts the input by the stride, pads it by
     dilation * (kernel - 1) - padding (+ output_padding at the end; negative pads crop), and
-    convolves with the flipped weight, in- and out-channels swapped.
-3-D convolutions are refused.  Each rule takes the ATen op's own arguments.
+    convolves with the flipped weight, in- and out-channels swapped;
+  * conv3d is one conv2d per depth tap of the kernel over all depths at once (depth joined
+    to the batch), the taps' results summed at the strided output depths.
+Each rule takes the ATen op's own arguments.
 """
 from __future__ import annotations
 
@@ -231,14 +233,44 @@ def _conv2d(x, w, b, stride, padding, dilation, groups):
     return fs.conv2d(x, w, b, stride=list(stride), padding=list(padding))
 
 
-def _conv_transpose2d(x, w, b, stride, padding, dilation, output_padding, groups):
+def _conv3d(x, w, b, stride, padding, dilation, groups):
+    """conv3d as kd conv2d's: the depth axis joins the batch, each depth tap of the kernel is a
+    conv2d over every depth, and the output depth d sums tap i's result at depth d * s + i * dil."""
+    if groups > 1:
+        w = _block_diagonal(w, groups)
+    n, c = x.shape[:2]
+    k, kd, kh, kw = w.shape[0], w.shape[2], w.shape[3], w.shape[4]
+    x = _pad(x, 2, padding[0], padding[0], 0.0)
+    dp = x.shape[2]
+    do = (dp - dilation[0] * (kd - 1) - 1) // stride[0] + 1
+    if do <= 0:
+        raise Unsupported("the convolution kernel is deeper than the padded input")
+    planes = fs.reshape(fs.transpose(x, (0, 2, 1, 3, 4)), (n * dp, c) + x.shape[3:])
+    y = None
+    for i in range(kd):
+        wi = fs.reshape(w[:, :, i:i + 1], (k, w.shape[1], kh, kw))
+        z = _conv2d(planes, wi, None, stride[1:], padding[1:], dilation[1:], 1)
+        z = fs.reshape(z, (n, dp) + z.shape[1:])
+        start = i * dilation[0]
+        zi = z[:, start:start + (do - 1) * stride[0] + 1:stride[0]]
+        y = zi if y is None else y + zi
+    y = fs.transpose(y, (0, 2, 1, 3, 4))
+    return y if b is None else y + fs.reshape(b, (b.shape[0], 1, 1, 1))
+
+
+def _conv_transpose(x, w, b, stride, padding, dilation, output_padding, groups):
+    nd = x.ndim - 2
     if groups > 1:
         w = _block_diagonal_transposed(w, groups)
-    for i in range(2):
+    for i in range(nd):
         x = _zero_insert(x, 2 + i, stride[i])
         before = dilation[i] * (w.shape[2 + i] - 1) - padding[i]
         x = _pad(x, 2 + i, before, before + output_padding[i], 0.0)
-    wt = fs.transpose(_flip(_flip(w, 2), 3), (1, 0, 2, 3))   # [Cout, Cin, kh, kw], taps reversed
+    for i in range(nd):
+        w = _flip(w, 2 + i)
+    wt = fs.transpose(w, (1, 0) + tuple(range(2, 2 + nd)))   # [Cout, Cin, k...], taps reversed
+    if nd == 3:
+        return _conv3d(x, wt, b, (1, 1, 1), (0, 0, 0), dilation, 1)
     return fs.conv2d(x, _dilate_weight(wt, dilation), b, stride=1, padding=0)
 
 
@@ -254,11 +286,9 @@ def _block_diagonal_transposed(w, groups):
 
 
 def convolution(x, w, b=None, stride=1, padding=0, dilation=1, transposed=False, output_padding=0, groups=1):
-    """aten.convolution (and conv1d/conv2d/conv_transpose*): 1-D and 2-D, any groups/dilation."""
+    """aten.convolution (and conv1d/2d/3d, conv_transpose*): any groups, dilation, stride, padding."""
     nd = x.ndim - 2
-    if nd == 3:
-        raise Unsupported("3-D convolution is not supported (fusedsl's convolutions are 1-D and 2-D)")
-    if nd not in (1, 2):
+    if nd not in (1, 2, 3):
         raise Unsupported(f"{nd}-D convolution is not supported")
     if isinstance(padding, str):
         if padding == "valid":
@@ -280,7 +310,9 @@ def convolution(x, w, b=None, stride=1, padding=0, dilation=1, transposed=False,
                         (0,) + output_padding, groups)
         return fs.reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
     if transposed:
-        return _conv_transpose2d(x, w, b, stride, padding, dilation, output_padding, groups)
+        return _conv_transpose(x, w, b, stride, padding, dilation, output_padding, groups)
+    if nd == 3:
+        return _conv3d(x, w, b, stride, padding, dilation, groups)
     return _conv2d(x, w, b, stride, padding, dilation, groups)
 
 
