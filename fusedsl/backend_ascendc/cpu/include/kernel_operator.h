@@ -18,6 +18,7 @@
 #include "fusedsl_cpu/kernel_utils.h"
 #include "fusedsl_cpu/pad.h"
 #include "fusedsl_cpu/sort.h"
+#include "fusedsl_cpu/sync.h"
 #include "fusedsl_cpu/launch.h"
 
 // Kernel-side branch on the key the host set (ICPU_SET_TILING_KEY in CPU mode).

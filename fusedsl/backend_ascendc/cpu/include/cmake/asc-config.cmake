@@ -69,3 +69,17 @@ foreach(_lib IN ITEMS tiling_api register platform graph_base graph unified_dlog
     endif()
 endforeach()
 set(ASC_FOUND TRUE)
+
+# CANN's helper: compile definitions for a target's ASC sources, written -DNAME=VALUE.
+function(ascendc_compile_definitions target)
+    set(_defs "")
+    foreach(_d IN LISTS ARGN)
+        if(_d MATCHES "^(PRIVATE|PUBLIC|INTERFACE)$")
+            list(APPEND _defs "${_d}")
+        else()
+            string(REGEX REPLACE "^-D" "" _d "${_d}")
+            list(APPEND _defs "${_d}")
+        endif()
+    endforeach()
+    target_compile_definitions(${target} ${_defs})
+endfunction()

@@ -2,6 +2,11 @@
 // C ABI the Python runner (fusedsl.backend_ascendc.cpu_runner) calls through ctypes.
 #pragma once
 
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <functional>
+
 #include "vector.h"
 
 namespace fusedsl_cpu {
@@ -26,7 +31,10 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     c.ub_bytes = t.ub_bytes;
     c.ub.assign(t.ub_bytes, 0xFF);
     c.written.assign(t.ub_bytes, 0);
-    c.generation += 1;
+    c.generation = ++rt.next_generation;
+    c.cube = CubeBlockState{};
+    c.gm_reads_idle = 0;
+    c.gm_seen_progress = 0;
     c.pipe = nullptr;
     std::memset(c.outstanding, 0, sizeof c.outstanding);
     std::memset(c.flags, 0, sizeof c.flags);
@@ -95,6 +103,194 @@ inline int RecordFailure(const std::string& message) {
     return 1;
 }
 
+// One block's kernel body with its errors turned into a message ("" = fine).
+template <typename R>
+inline std::string RunBlockBody(R& run) {
+    try {
+        run();
+        return EndOfBlockError();
+    } catch (const CheckError& e) {
+        return e.message;
+    } catch (const std::exception& e) {
+        return std::string("the kernel threw an exception: ") + e.what();
+    } catch (...) {
+        return "the kernel threw an exception";
+    }
+}
+
+// A launch of one block has nobody to wait for.
+inline void YieldSingle(int why) {
+    if (why == 3) {
+        return;   // polling GM alone: the value cannot change, but a loop may still end by itself
+    }
+    Fail("%s waits for another block, but the launch has only 1; the device would hang",
+         why == 1 ? "SyncAll" : "IBWait");
+}
+
+// ---- blocks as fibers: SyncAll, IBSet/IBWait and GM flags need every block to make progress ----
+//
+// The device runs blocks in parallel; the CPU runs them one at a time, each on its own stack
+// (ucontext), switching only where a block waits for others (SyncAll's barrier, IBWait, a GM word
+// polled with GetValue).  A block that never waits runs to its end before the next one starts, as
+// before.  The running block's core is in RT().core; a parked block's is in its fiber.
+struct Fiber {
+    ucontext_t ctx;
+    void* stack = nullptr;
+    Core core;
+    int64_t idx = 0;
+    bool started = false;
+    bool done = false;
+    int waiting = 0;        // 0 running, 1 SyncAll, 2 IBWait, 3 polling GM
+    uint64_t polls = 0;     // fruitless polling yields in a row
+    std::string error;
+};
+
+struct FiberSet {
+    std::vector<Fiber> fibers;
+    ucontext_t main_ctx;
+    size_t current = 0;
+    std::function<void()> body;
+    int64_t block_num = 1;
+    bool mix = false;
+};
+
+inline FiberSet*& CurrentFibers() {
+    static FiberSet* f = nullptr;
+    return f;
+}
+
+inline void FiberMain() {
+    FiberSet& fs = *CurrentFibers();
+    Fiber& f = fs.fibers[fs.current];
+    BeginBlock(f.idx, fs.block_num, fs.mix ? f.idx % 2 : 0, fs.mix ? 2 : 1);
+    f.error = RunBlockBody(fs.body);
+    f.done = true;
+    // returning resumes uc_link: the scheduler
+}
+
+constexpr size_t kFiberStack = 8u << 20;   // like a thread's default stack
+
+// getcontext/swapcontext return twice; kept out of line so the scheduler's locals are not
+// clobbered (g++ -Wclobbered).
+[[gnu::noinline]] inline void MakeFiber(Fiber& f, ucontext_t* link) {
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack;
+    f.ctx.uc_stack.ss_size = kFiberStack;
+    f.ctx.uc_link = link;
+    makecontext(&f.ctx, &FiberMain, 0);
+}
+
+[[gnu::noinline]] inline void SwitchContext(ucontext_t* from, ucontext_t* to) {
+    swapcontext(from, to);
+}
+
+inline void YieldFiber(int why) {
+    FiberSet& fs = *CurrentFibers();
+    Fiber& f = fs.fibers[fs.current];
+    f.waiting = why;
+    SwitchContext(&f.ctx, &fs.main_ctx);
+    f.waiting = 0;
+}
+
+template <typename R>
+inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix) {
+    Runtime& rt = RT();
+    FiberSet fs;
+    fs.body = run;
+    fs.block_num = block_num;
+    fs.mix = mix;
+    fs.fibers.resize(instances);
+    FiberSet* saved = CurrentFibers();
+    CurrentFibers() = &fs;
+    rt.yield_block = &YieldFiber;
+    rt.barrier_arrived = 0;
+    rt.barrier_round = 0;
+    std::string error;
+    int64_t failed_block = 0;
+    size_t live = instances;
+    Core spare = std::move(rt.core);   // the buffers of the core that ran last
+    rt.core = Core{};
+    size_t idle = 0;   // resumes in a row that ended waiting, with no GM write or barrier arrival
+    for (size_t i = 0; live > 0; i = (i + 1) % instances) {
+        Fiber& f = fs.fibers[i];
+        if (f.done) {
+            continue;
+        }
+        if (idle >= 2 * live) {
+            std::string who;
+            for (const Fiber& g : fs.fibers) {
+                if (!g.done) {
+                    who += Format("%sblock %lld (%s)", who.empty() ? "" : ", ", static_cast<long long>(g.idx),
+                                  g.waiting == 1 ? "SyncAll" : g.waiting == 2 ? "IBWait" : "polling a GM value");
+                }
+            }
+            error = "the blocks wait for each other forever: " + who +
+                    "; a SyncAll needs every block to reach it, an IBWait its IBSet, a polled GM value a writer — "
+                    "the device would hang";
+            failed_block = f.idx;
+            break;
+        }
+        if (!f.started) {
+            f.started = true;
+            f.idx = static_cast<int64_t>(i);
+            f.stack = mmap(nullptr, kFiberStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                           -1, 0);
+            if (f.stack == MAP_FAILED) {
+                f.stack = nullptr;
+                error = "cannot allocate a stack for the block";
+                break;
+            }
+            MakeFiber(f, &fs.main_ctx);
+            f.core = std::move(spare);   // BeginBlock reuses a finished block's buffers
+            spare = Core{};
+        }
+        fs.current = i;
+        std::swap(rt.core, f.core);
+        rt.block_idx = f.idx;
+        rt.block_num = block_num;
+        rt.sub_block_idx = mix ? f.idx % 2 : 0;
+        rt.task_ratio = mix ? 2 : 1;
+        rt.in_block = true;
+        uint64_t before = rt.progress;
+        SwitchContext(&fs.main_ctx, &f.ctx);
+        rt.in_block = false;
+        rt.stats.ub_high_water = std::max(rt.stats.ub_high_water, rt.core.ub_high_water);
+        std::swap(rt.core, f.core);
+        if (f.done) {
+            live -= 1;
+            idle = 0;
+            spare = std::move(f.core);
+            f.core = Core{};
+            if (!f.error.empty()) {
+                error = f.error;
+                failed_block = f.idx;
+                break;
+            }
+        } else if (rt.progress == before) {
+            // a poller may just be reading a lot: it counts once per 4096 fruitless yields
+            f.polls = f.waiting == 3 ? f.polls + 1 : 0;
+            idle += f.waiting != 3 || f.polls % 4096 == 0 ? 1 : 0;
+        } else {
+            f.polls = 0;
+            idle = 0;
+        }
+    }
+    // Blocks still parked (after an error) are dropped without unwinding their stacks.
+    for (Fiber& f : fs.fibers) {
+        if (f.stack != nullptr) {
+            munmap(f.stack, kFiberStack);
+        }
+    }
+    rt.core = std::move(spare);
+    rt.yield_block = nullptr;
+    CurrentFibers() = saved;
+    if (!error.empty()) {
+        rt.block_idx = failed_block;
+        return RecordFailure(error);
+    }
+    return 0;
+}
+
 // Runs `kernel(args...)` once per block, sequentially, each on a fresh core.  Returns 0, or 1
 // after recording the first broken rule (fusedsl_cpu_last_error); nothing escapes.
 template <typename F, typename... Args>
@@ -124,27 +320,17 @@ inline int Launch(F kernel, uint64_t blockDim, Args... args) {
                                     t.name, t.aic_cores));
     }
     uint64_t instances = mix ? 2 * blockDim : blockDim;
-    for (uint64_t i = 0; i < instances; ++i) {
-        BeginBlock(static_cast<int64_t>(i), static_cast<int64_t>(blockDim), mix ? static_cast<int64_t>(i % 2) : 0,
-                   mix ? 2 : 1);
-        std::string error;
-        try {
-            kernel(args...);
-            error = EndOfBlockError();
-        } catch (const CheckError& e) {
-            error = e.message;
-        } catch (const std::exception& e) {
-            error = std::string("the kernel threw an exception: ") + e.what();
-        } catch (...) {
-            error = "the kernel threw an exception";
-        }
-        rt.in_block = false;
-        rt.stats.ub_high_water = std::max(rt.stats.ub_high_water, rt.core.ub_high_water);
-        if (!error.empty()) {
-            return RecordFailure(error);
-        }
+    auto run = [&]() { kernel(args...); };
+    if (instances > 1) {
+        return RunFibers(run, instances, static_cast<int64_t>(blockDim), mix);
     }
-    return 0;
+    BeginBlock(0, static_cast<int64_t>(blockDim), 0, 1);
+    rt.yield_block = &YieldSingle;
+    std::string error = RunBlockBody(run);
+    rt.yield_block = nullptr;
+    rt.in_block = false;
+    rt.stats.ub_high_water = std::max(rt.stats.ub_high_water, rt.core.ub_high_water);
+    return error.empty() ? 0 : RecordFailure(error);
 }
 
 inline const uint64_t* StatField(const char* key) {

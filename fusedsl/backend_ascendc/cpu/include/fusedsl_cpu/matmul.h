@@ -78,22 +78,15 @@ namespace fusedsl_cpu {
 
 using AscendC::MatmulConfig;
 
-// Per-block state of the cube side: the system workspace and the registered objects.
-struct CubeBlockState {
-    uint64_t generation = 0;
-    uint8_t* sys_workspace = nullptr;
-    int matmul_objects = 0;
-};
-
+// Per-block state of the cube side, kept in the core (a parked block keeps its own).
 inline CubeBlockState& CubeState() {
-    static CubeBlockState s;
     Core& c = CurCore();
-    if (s.generation != c.generation) {
-        s = CubeBlockState{};
-        s.generation = c.generation;
-        s.sys_workspace = RT().launch_workspace;
+    if (c.cube.generation != c.generation) {
+        c.cube = CubeBlockState{};
+        c.cube.generation = c.generation;
+        c.cube.sys_workspace = RT().launch_workspace;
     }
-    return s;
+    return c.cube;
 }
 
 inline uint32_t LibApiWorkspaceBytes() {

@@ -116,6 +116,13 @@ constexpr int kMaxEventIds = 8;
 
 class TPipeState;
 
+// The cube side's per-block state (matmul.h): the system workspace and the registered objects.
+struct CubeBlockState {
+    uint64_t generation = 0;
+    uint8_t* sys_workspace = nullptr;
+    int matmul_objects = 0;
+};
+
 // One AI core's private state, rebuilt for every block of a launch.
 struct Core {
     std::vector<uint8_t> ub;
@@ -161,6 +168,10 @@ struct Core {
     std::vector<uint8_t> local;
     std::vector<uint8_t> local_written;
     uint32_t local_at[7] = {};
+    CubeBlockState cube;
+    // Polling detection (GlobalTensor::GetValue): scalar GM reads since GM last changed.
+    uint32_t gm_reads_idle = 0;
+    uint64_t gm_seen_progress = 0;
 };
 
 // The cube unit's memories (ASCENDC.md §1.3), in the order of Core::local.
@@ -191,6 +202,14 @@ struct Runtime {
     // registered): GetSysWorkSpacePtr() returns it without the kernel calling SetSysWorkspace,
     // as CANN's kernel-launch and op builds arrange.
     uint8_t* launch_workspace = nullptr;
+    uint64_t next_generation = 0;   // every block of every launch gets its own core generation
+    // Blocks that wait for each other (SyncAll, IBWait, a GM flag polled with GetValue) run as
+    // fibers of one thread: `yield_block` (launch.h) parks the running block and resumes the next.
+    void (*yield_block)(int why) = nullptr;
+    uint64_t progress = 0;          // bumped by GM writes: a waiting block may see something new
+    // SyncAll's barrier: how many blocks arrived at the current one, and its number.
+    int64_t barrier_arrived = 0;
+    uint64_t barrier_round = 0;
 };
 
 inline Runtime& RT() {
@@ -603,6 +622,7 @@ inline void NoteGmWrite(const char* api, GmBuffer* b, const uint8_t* p, uint64_t
     if (b == nullptr) {
         return;
     }
+    RT().progress += 1;
     NoteGmLines(api, b, p, bytes, scalar);
     if (CurCore().atomic_add) {
         return;

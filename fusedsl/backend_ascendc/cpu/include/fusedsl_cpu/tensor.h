@@ -138,6 +138,17 @@ public:
     T GetValue(uint64_t offset) const {
         const uint8_t* p = Access("GlobalTensor::GetValue", offset);
         fusedsl_cpu::St().gm_bytes_read += sizeof(T);
+        // Many scalar GM reads while no GM byte changes look like polling a flag another block
+        // sets: let the other blocks run (a legal interleaving; only launches of several blocks).
+        fusedsl_cpu::Core& core = fusedsl_cpu::CurCore();
+        fusedsl_cpu::Runtime& rt = fusedsl_cpu::RT();
+        if (core.gm_seen_progress != rt.progress) {
+            core.gm_seen_progress = rt.progress;
+            core.gm_reads_idle = 0;
+        } else if (++core.gm_reads_idle >= 16 && rt.yield_block != nullptr) {
+            core.gm_reads_idle = 0;
+            rt.yield_block(3);
+        }
         T v;
         std::memcpy(&v, p, sizeof(T));
         return v;

@@ -1,0 +1,107 @@
+// fusedsl's own kernels for inter-core synchronisation (written from the asc-devkit docs).
+// Args: x [blocks * 16] int32, ws (zeroed int32 workspace), out [blocks * 16] int32.
+// sync_all_sum: each block writes x's row to out, SyncAll, then adds every other block's row.
+// ib_chain: block i waits for block i - 1 (IBWait), adds its row onto the running total, IBSet for i.
+// poll_flag: blocks > 0 publish their row then a flag; block 0 polls the flags with GetValue.
+// sync_all_missing: block 0 returns before SyncAll (the device would hang).
+#include "tikicpulib.h"
+
+using namespace AscendC;
+
+constexpr uint32_t W = 16;   // one 64-byte GM line per row: scalar writes of different blocks never share a line
+
+extern "C" __global__ __aicore__ void sync_all_sum(GM_ADDR x, GM_ADDR, GM_ADDR out)
+{
+    int32_t me = GetBlockIdx(), n = GetBlockNum();
+    GlobalTensor<int32_t> xg, og;
+    xg.SetGlobalBuffer((__gm__ int32_t*)x, n * W);
+    og.SetGlobalBuffer((__gm__ int32_t*)out, n * W);
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<int32_t> row = ub.Alloc<int32_t, W>();
+    DataCopy(row, xg[me * W], W);
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(og[me * W], row, W);
+    SyncAll();
+    int32_t sum[W] = {};
+    for (int32_t b = 0; b < n; ++b) {
+        for (uint32_t j = 0; j < W; ++j) {
+            sum[j] += og.GetValue(b * W + j);
+        }
+    }
+    SyncAll();   // everyone has read the rows before anyone overwrites its own
+    for (uint32_t j = 0; j < W; ++j) {
+        og.SetValue(me * W + j, sum[j]);
+    }
+    DataCacheCleanAndInvalid<int32_t, CacheLine::SINGLE_CACHE_LINE, DcciDst::CACHELINE_OUT>(og[me * W]);
+}
+
+extern "C" __global__ __aicore__ void ib_chain(GM_ADDR x, GM_ADDR ws, GM_ADDR out)
+{
+    int32_t me = GetBlockIdx(), n = GetBlockNum();
+    GlobalTensor<int32_t> xg, og, flags;
+    xg.SetGlobalBuffer((__gm__ int32_t*)x, n * W);
+    og.SetGlobalBuffer((__gm__ int32_t*)out, n * W);
+    flags.SetGlobalBuffer((__gm__ int32_t*)ws, n * 8 + 8);
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<int32_t> sync = ub.Alloc<int32_t, 8>();
+    LocalTensor<int32_t> acc = ub.Alloc<int32_t, W>();
+    LocalTensor<int32_t> row = ub.Alloc<int32_t, W>();
+    DataCopy(row, xg[me * W], W);
+    if (me > 0) {
+        IBWait(flags, sync, me - 1, 0);
+        DataCopy(acc, og[(me - 1) * W], W);
+    } else {
+        Duplicate(acc, 0, W);
+    }
+    PipeBarrier<PIPE_ALL>();
+    Add(acc, acc, row, W);
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(og[me * W], acc, W);
+    PipeBarrier<PIPE_ALL>();
+    IBSet(flags, sync, me, 0);
+}
+
+extern "C" __global__ __aicore__ void poll_flag(GM_ADDR x, GM_ADDR ws, GM_ADDR out)
+{
+    int32_t me = GetBlockIdx(), n = GetBlockNum();
+    GlobalTensor<int32_t> xg, og, flags;
+    xg.SetGlobalBuffer((__gm__ int32_t*)x, n * W);
+    og.SetGlobalBuffer((__gm__ int32_t*)out, n * W);
+    flags.SetGlobalBuffer((__gm__ int32_t*)ws, n * 16);
+    if (me > 0) {
+        for (uint32_t j = 0; j < W; ++j) {
+            og.SetValue(me * W + j, 2 * xg.GetValue(me * W + j));
+        }
+        DataCacheCleanAndInvalid<int32_t, CacheLine::SINGLE_CACHE_LINE, DcciDst::CACHELINE_OUT>(og[me * W]);
+        flags.SetValue(me * 16, 1);   // one 64-byte line per block
+        DataCacheCleanAndInvalid<int32_t, CacheLine::SINGLE_CACHE_LINE, DcciDst::CACHELINE_OUT>(flags[me * 16]);
+        return;
+    }
+    for (int32_t b = 1; b < n; ++b) {
+        while (flags.GetValue(b * 16) == 0) {
+        }
+    }
+    int32_t total = 0;
+    for (uint32_t j = W; j < static_cast<uint32_t>(n) * W; ++j) {
+        total += og.GetValue(j);
+    }
+    og.SetValue(0, total);
+}
+
+extern "C" __global__ __aicore__ void sync_all_missing(GM_ADDR, GM_ADDR, GM_ADDR)
+{
+    if (GetBlockIdx() == 0) {
+        return;
+    }
+    SyncAll();
+}
+
+#define SYNC_ENTRY(name)                                                        \
+    extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
+        AscendC::SetKernelMode(KernelMode::AIV_MODE);                           \
+        return fusedsl_cpu::Launch(name, blockDim, args[0], args[1], args[2]);  \
+    }
+SYNC_ENTRY(sync_all_sum)
+SYNC_ENTRY(ib_chain)
+SYNC_ENTRY(poll_flag)
+SYNC_ENTRY(sync_all_missing)

@@ -1,0 +1,52 @@
+"""Inter-core synchronisation on the CPU (tests/ascendc_kernels/sync_kernels.cpp, written from the
+asc-devkit docs): SyncAll, IBSet/IBWait and a GM flag polled with GetValue make progress although
+blocks run one at a time; blocks that wait for each other forever are reported."""
+import os
+
+import numpy as np
+import pytest
+from conftest import ASCENDC_KERNELS
+
+from fusedsl.backend_ascendc import cpu_runner
+from fusedsl.errors import AscendCCheckError
+
+pytestmark = pytest.mark.usefixtures("private_cache_dir")
+W = 16
+
+
+@pytest.fixture(scope="module")
+def lib():
+    with open(os.path.join(ASCENDC_KERNELS, "sync_kernels.cpp"), encoding="utf-8") as f:
+        return cpu_runner.build(f.read(), name="sync_kernels")
+
+
+def _run(lib, entry, blocks, target="ascend910b"):
+    x = np.arange(blocks * W, dtype=np.int32).reshape(blocks, W) * 3 + 1
+    ws = np.zeros(blocks * 16 + 64, np.int32)
+    out = np.zeros((blocks, W), np.int32)
+    lib.launch(entry, blocks, [("x", x), ("ws", ws), ("out", out)], target=target)
+    return x, out
+
+
+@pytest.mark.parametrize("blocks", [1, 3, 8])
+def test_sync_all_lets_every_block_see_every_row(lib, blocks):
+    x, out = _run(lib, "sync_all_sum", blocks)
+    np.testing.assert_array_equal(out, np.broadcast_to(x.sum(axis=0), x.shape))
+
+
+@pytest.mark.parametrize("blocks", [2, 5])
+def test_ib_set_wait_chain_is_a_prefix_sum(lib, blocks):
+    x, out = _run(lib, "ib_chain", blocks)
+    np.testing.assert_array_equal(out, np.cumsum(x, axis=0))
+
+
+def test_polling_a_gm_flag_makes_progress(lib):
+    x, out = _run(lib, "poll_flag", 4)
+    assert out[0, 0] == 2 * x[1:].sum()
+    np.testing.assert_array_equal(out[1:], 2 * x[1:])
+
+
+def test_blocks_waiting_forever_are_reported(lib):
+    with pytest.raises(AscendCCheckError, match=r"the blocks wait for each other forever: block 1 \(SyncAll\), "
+                                                 r"block 2 \(SyncAll\); a SyncAll needs every block"):
+        _run(lib, "sync_all_missing", 3)
