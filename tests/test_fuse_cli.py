@@ -40,6 +40,14 @@ def test_fuse_writes_fused_onnx_projects_and_report(tmp_path, name, capsys):
     assert report["launches_saved"] == report["kernels_unfused"] - report["kernels_fused"] > 0
     assert report["gm_bytes_saved"] > 0 and report["model_time_us_fused"] < report["model_time_us_unfused"]
     assert all(k["reason_code"].startswith("FS") for k in report["kernels"])
+    # one set of figures: each kernel's blockDim, tile, GM bytes and time are the text report's
+    text = (out / "fusion_report.txt").read_text()
+    assert report["gm_bytes_fused"] == sum(k["gm_bytes_model"] for k in report["kernels"])
+    for k in report["kernels"]:
+        assert {"block_dim", "tile", "loops_per_core", "gm_bytes_model", "model_time_us"} <= set(k)
+        if k["model_time_us"] is not None:
+            assert f" us, {k['gm_bytes_model']} GM bytes" in text
+    assert "est. time" not in text
     projects = [k["project"] for k in report["kernels"] if k["project"].startswith("projects/")]
     # kernels without a project (ops the Ascend C backend does not print) say why
     others = [k["project"] for k in report["kernels"] if not k["project"].startswith("projects/")]
