@@ -300,7 +300,7 @@ class CompiledKernel:
         only contiguity is fixed up."""
         arrays = [a if type(a) is np.ndarray and a.flags.c_contiguous else np.asarray(a, order="C")
                   for a in runtime_args]
-        if out is None and self._views is not None:   # reshapes only: numpy views, nothing to run
+        if out is None and self._views is not None and config.executor == "llvm":   # reshapes only: views
             views = self._views if self._views is not _UNSET else self._view_plan()
             if views is not None:
                 results = tuple(arrays[i].reshape(shape) for i, shape in views)
