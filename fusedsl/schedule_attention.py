@@ -71,6 +71,9 @@ class AttentionSchedule:
     symbols = ()
     mask_lead = ()        # (size, element stride) per leading axis of the scores, for the mask
     mask_row = 0          # the mask's stride between query rows (0: broadcast)
+    heads_per_batch = 1   # H (query heads) and Hkv: a flat head index splits into (batch, head)
+    kv_heads = 1
+    q_st = k_st = v_st = o_st = (0, 0, 0)   # (batch, head, row) element strides of q, k, v, the output
 
     @property
     def inputs(self):
@@ -94,7 +97,9 @@ class AttentionSchedule:
         DataCopyPad a row's tail is written element by element through the core's data cache:
         unless every item's output starts on a 64-byte line, one instance writes them all."""
         edge = self.Dv * self.dtype.itemsize
-        if not self.target.has_datacopypad and (self.L * edge % 64 or self.bq * edge % 64):
+        interleaved = self.o_st[2] != self.Dv   # bshd: rows of different heads alternate in GM
+        if not self.target.has_datacopypad and (self.L * edge % 64 or self.bq * edge % 64
+                                                or (interleaved and edge % 64)):
             return 1
         return min(self.items, self.target.aic_cores * (2 if self.target.separated else 1))
 
@@ -113,10 +118,14 @@ class AttentionSchedule:
         system = 16 * 1024 * 1024 if self.target.separated else 2 * 1024 * 1024
         return system + self.block_dim * (2 if self.target.separated else 1) * self.p_bytes
 
-    @staticmethod
-    def cube_words(t: CubeTiling) -> list[int]:
+    def cube_words(self, t: CubeTiling) -> list[int]:
+        """The TCubeTiling words of one product.  Its org shape is the GM row stride: in the
+        bshd layout Q and K rows are H*E apart (Ka = Kb) and V rows Hkv*Dv (N), while the
+        block sizes (single-core K and N) stay E and Dv."""
         w = dict.fromkeys(TCUBE_FIELDS, 0)
-        w.update(usedCoreNum=t.used_core_num, M=t.M, N=t.N, Ka=t.K, Kb=t.K, singleCoreM=t.single_core_m,
+        ka = self.q_st[2] if t is self.qk else t.K
+        n = self.v_st[2] if t is self.pv else t.N
+        w.update(usedCoreNum=t.used_core_num, M=t.M, N=n, Ka=ka, Kb=ka, singleCoreM=t.single_core_m,
                  singleCoreN=t.single_core_n, singleCoreK=t.K, baseM=t.base_m, baseN=t.base_n, baseK=t.base_k,
                  depthA1=t.depth_a1, depthB1=t.depth_b1, stepM=1, stepN=1, isBias=0, iterateOrder=0,
                  stepKa=t.step_k, stepKb=t.step_k, dbL0A=2, dbL0B=2, dbL0C=t.db_l0c, batchM=1, batchN=1,
@@ -158,15 +167,27 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
         raise ScheduleError(f"attention in {q.dtype} does not print for {target.name} (its cube takes "
                             f"{' and '.join('float16' if x == 'half' else 'float32' for x in takes)} here)",
                             loc=op.loc, hint="cast q, k and v, or run the kernel on the CPU executors")
-    L, E = q.shape[-2:]
-    S, Dv = k.shape[-2], v.shape[-1]
-    heads = num_elements(tuple(q.shape[:-2]))
-    group = q.shape[-3] // k.shape[-3] if q.type.rank >= 3 else 1
+    bshd = op.attr("layout", "bhsd") == "bshd"
+    qs, ks, vs = (tuple(t.shape) for t in (q, k, v))
+    if bshd:   # [B, S, H, D]: rows H * D apart; the plan is the same with heads and rows swapped
+        qs, ks, vs = ((*x[:-3], x[-2], x[-3], x[-1]) for x in (qs, ks, vs))
+        if ks[-3] != qs[-3]:
+            raise ScheduleError("attention in the [B, S, H, D] layout with fewer KV heads does not print "
+                                "(the Matmul API reads Q and K rows with one stride)", loc=op.loc)
+    L, E = qs[-2:]
+    S, Dv = ks[-2], vs[-1]
+    heads = num_elements(tuple(qs[:-2]))
+    h_q = qs[-3] if len(qs) >= 3 else 1
+    h_kv = ks[-3] if len(ks) >= 3 else 1
+    group = h_q // h_kv
+
+    def strides(h, rows, width):
+        return (rows * h * width, width, h * width) if bshd else (h * rows * width, rows * width, width)
     item = q.dtype.itemsize
     mask_item, mask_lead, mask_row = 0, (), 0
     if mask is not None:
         mask_item = mask.dtype.itemsize
-        mask_lead, mask_row = _mask_strides(mask, tuple(q.shape[:-2]), L, S, op)
+        mask_lead, mask_row = _mask_strides(mask, tuple(qs[:-2]), L, S, op)
     budget = int(target.ub_bytes * ub_fraction)
     bq, bk = attention_blocks(target, L, S, E, Dv, item, ub_fraction, mask_item)
     ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item, mask_item))
@@ -186,6 +207,9 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     sched = AttentionSchedule(fn, target, op, params, heads, group, L, S, E, Dv, bq, bk, float(op.attr("scale")),
                               bool(op.attr("causal")), qk, pv, budget, ub, note)
     sched.mask_lead, sched.mask_row = mask_lead, mask_row
+    sched.heads_per_batch, sched.kv_heads = h_q, h_kv
+    sched.q_st, sched.k_st = strides(h_q, L, E), strides(h_kv, S, E)
+    sched.v_st, sched.o_st = strides(h_kv, S, Dv), strides(h_q, L, Dv)
     return sched
 
 

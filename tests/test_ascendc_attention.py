@@ -171,3 +171,23 @@ def test_simulate_fuzz(target_dtype, batch, kv_heads, group, lq, lk, d, causal):
     want = sdpa(q, k, v, causal)
     np.testing.assert_allclose(compiled.simulate(q, k, v).astype(np.float32), want, rtol=tol, atol=tol)
     np.testing.assert_allclose(compiled(q, k, v).astype(np.float32), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("target, dtype", [("ascend910b", np.float16), ("ascend310p", np.float16)])
+def test_bshd_layout_prints_and_agrees(target, dtype):
+    """The heads transposes folded into the kernel ([B, S, H, D] rows H * D apart: the Matmul API's
+    org Ka / N); 310P with 80-byte rows interleaved between heads writes from one instance."""
+    rng = np.random.default_rng(13)
+    q, k, v = (rng.standard_normal((1, 20, 2, 40)).astype(dtype) for _ in range(3))
+
+    def t(x):
+        return fs.transpose(x, (0, 2, 1, 3))
+    compiled = fs.fused_kernel(lambda q, k, v: t(fs.attention(t(q), t(k), t(v), causal=True)),
+                               target=target).compile(q, k, v)
+    assert [p.ops for p in compiled.kernels] == [["attention"]]
+    tq = [torch.from_numpy(x.astype(np.float32)).transpose(1, 2) for x in (q, k, v)]
+    want = F.scaled_dot_product_attention(*tq, is_causal=True).transpose(1, 2).numpy()
+    np.testing.assert_allclose(compiled.simulate(q, k, v).astype(np.float32), want, rtol=3e-3, atol=3e-3)
+    gqa = fs.fused_kernel(lambda q, k, v: t(fs.attention(t(q), t(k), t(v)))).compile(q, k[:, :, :1], v[:, :, :1])
+    with pytest.raises(fs.ScheduleError, match="fewer KV heads does not print"):
+        gqa.source

@@ -219,3 +219,60 @@ def test_two_dimensional_q_at_k_T_times_scale():
     assert [p.ops for p in compiled.kernels] == [["attention"]]
     assert "scale = 0.125" in compiled.ir
     np.testing.assert_allclose(compiled(q, k, v), fs.fused_kernel(fn, opt_level=0)(q, k, v), rtol=1e-5, atol=1e-6)
+
+
+def test_heads_transposes_fold_into_the_layout():
+    """attention(transpose(q), transpose(k), transpose(v)) transposed back (a model's heads
+    `view(b, t, h, d).transpose(1, 2)`) reads and writes [B, S, H, D] directly: one kernel, no
+    transpose kernels, the same values; with GQA the CPU kernel handles it too."""
+    from fusedsl.passes.fuse_attention import FoldAttentionLayout
+    before = '''
+func @f(%q: f32[2,8,4,16], %k: f32[2,8,4,16], %v: f32[2,8,4,16]) -> (f32[2,8,4,16]) loc("t.py":1) {
+  %0 = transpose(%q) {perm = [0, 2, 1, 3]} : f32[2,4,8,16] loc("t.py":2)
+  %1 = transpose(%k) {perm = [0, 2, 1, 3]} : f32[2,4,8,16] loc("t.py":2)
+  %2 = transpose(%v) {perm = [0, 2, 1, 3]} : f32[2,4,8,16] loc("t.py":2)
+  %3 = attention(%0, %1, %2) {causal = true, scale = 0.25} : f32[2,4,8,16] loc("t.py":3)
+  %4 = transpose(%3) {perm = [0, 2, 1, 3]} : f32[2,8,4,16] loc("t.py":4)
+  return %4
+}
+'''
+    after = '''func @f(%q: f32[2,8,4,16], %k: f32[2,8,4,16], %v: f32[2,8,4,16]) -> (f32[2,8,4,16]) loc("t.py":1) {
+  %0 = attention(%q, %k, %v) {causal = true, layout = "bshd", scale = 0.25} : f32[2,8,4,16] loc("t.py":3)
+  return %0
+}
+'''
+    assert str(PassManager([FoldAttentionLayout(), DCE()]).run(fs.parse_ir(before))) == after
+    rng = np.random.default_rng(12)
+
+    def t(x):
+        return fs.transpose(x, (0, 2, 1, 3))
+    for kv_heads in (4, 2):
+        q = rng.standard_normal((2, 20, 4, 16)).astype(np.float32)
+        k, v = (rng.standard_normal((2, 33, kv_heads, 16)).astype(np.float32) for _ in range(2))
+        fn = lambda q, k, v: t(fs.attention(t(q), t(k), t(v), causal=True))   # noqa: E731
+        compiled = fs.fused_kernel(fn).compile(q, k, v)
+        assert [p.ops for p in compiled.kernels] == [["attention"]] and 'layout = "bshd"' in compiled.ir
+        tq = [torch.from_numpy(x).transpose(1, 2) for x in (q, k, v)]
+        want = F.scaled_dot_product_attention(*tq, is_causal=True, enable_gqa=kv_heads != 4).transpose(1, 2).numpy()
+        for executor in ("reference", "llvm"):
+            fs.config.executor, old = executor, fs.config.executor
+            try:
+                got = compiled(q, k, v)
+            finally:
+                fs.config.executor = old
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=5e-6, err_msg=executor)
+
+
+def test_the_torch_transformer_blocks_attention_is_one_kernel_without_transposes():
+    import sys
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_importers import Block
+    torch.manual_seed(0)
+    block = Block().eval()
+    x = torch.randn(2, 8, 32)
+    m = fs.from_torch(block, x)
+    compiled = m.compile(x.numpy())
+    ops = [p.ops for p in compiled.kernels]
+    assert ["attention"] in ops and ["transpose"] not in ops and len(ops) == 8, ops
+    np.testing.assert_allclose(m(x.numpy()), block(x).detach().numpy(), rtol=1e-5, atol=1e-5)

@@ -252,8 +252,8 @@ private:
     __aicore__ inline void Scores(uint32_t head, uint32_t kvHead, uint32_t r0, uint32_t rows, uint32_t kb,
                                   uint32_t cols)
     {{
-        qk.SetTensorA(gm_q[(head * L + r0) * E]);
-        qk.SetTensorB(gm_k[(kvHead * S + kb) * E], true);
+        qk.SetTensorA(gm_q[{self._at("q", "head", "r0")}]);
+        qk.SetTensorB(gm_k[{self._at("k", "kvHead", "kb")}], true);
         qk.SetTail(rows, cols, E);
         AscendC::LocalTensor<float> sc = q_c.AllocTensor<float>();
         while (qk.template Iterate<true>()) {{
@@ -304,7 +304,7 @@ private:
     __aicore__ inline void Accumulate(uint32_t kvHead, uint32_t rows, uint32_t kb, uint32_t cols)
     {{
         pv.SetTensorA(gm_p);
-        pv.SetTensorB(gm_v[(kvHead * S + kb) * Dv]);
+        pv.SetTensorB(gm_v[{self._at("v", "kvHead", "kb")}]);
         pv.SetTail(rows, Dv, cols);
         AscendC::LocalTensor<float> acc = q_c.AllocTensor<float>();   // the S block's buffer, free again
         while (pv.template Iterate<true>()) {{
@@ -339,7 +339,7 @@ private:
             AscendC::PipeBarrier<PIPE_V>();
         }}
         AscendC::PipeBarrier<PIPE_ALL>();   // the vector unit's writes reach the copy
-        CopyRowsOut(gm_y[(head * L + r0) * Dv], out, rows, Dv, Dv, LDOUT);
+        CopyRowsOut(gm_y[{self._at("o", "head", "r0")}], out, rows, Dv, {s.o_st[2]}, LDOUT);
         AscendC::PipeBarrier<PIPE_ALL>();   // P reuses the tile next
     }}
 
@@ -432,6 +432,14 @@ private:
             # a block row with every key masked (all near -3e38) counts as -inf: nothing to attend to
             return "[&] { const float t = RowMax(srow, cols); return t < -1.0e38f ? -__builtin_inff() : t; }()"
         return "RowMax(srow, cols)"
+
+    def _at(self, which: str, head: str, row: str) -> str:
+        """The C++ element offset of `row` of flat head `head` in q, k, v or the output: the flat
+        index splits into (batch, head) and each part has its stride (layout bhsd or bshd)."""
+        s = self.s
+        per = s.heads_per_batch if which in ("q", "o") else s.kv_heads
+        bs, hs, rs = {"q": s.q_st, "k": s.k_st, "v": s.v_st, "o": s.o_st}[which]
+        return f"({head} / {per}u) * {bs}u + ({head} % {per}u) * {hs}u + {row} * {rs}u"
 
     def _causal_lines(self) -> str:
         if not self.s.causal:

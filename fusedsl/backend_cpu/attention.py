@@ -62,6 +62,9 @@ class _Shape:
 
     def __init__(self, op: Op, shapes):
         q, k, v = shapes[:3]
+        self.bshd = op.attr("layout", "bhsd") == "bshd"
+        if self.bshd:   # [B, S, H, D]: the same sizes read with heads and rows swapped
+            q, k, v = ((*x[:-3], x[-2], x[-3], x[-1]) for x in (q, k, v))
         self.batch = int(np.prod(q[:-3], dtype=np.int64)) if len(q) > 3 else 1
         self.heads = q[-3] if len(q) >= 3 else 1
         self.kv_heads = k[-3] if len(k) >= 3 else 1
@@ -76,10 +79,20 @@ class _Shape:
         self.q_blocks = -(-self.L // self.bq)
         self.items = self.batch * self.heads * self.q_blocks
         self.mask_strides = None   # (batch, head, row) element strides of the f32 mask, if any
+        # (batch, head, row) element strides of q, k, v and the output
+        self.q_st = self._strides(self.heads, self.L, self.E)
+        self.k_st = self._strides(self.kv_heads, self.S, self.E)
+        self.v_st = self._strides(self.kv_heads, self.S, self.Dv)
+        self.o_st = self._strides(self.heads, self.L, self.Dv)
+
+    def _strides(self, heads, rows, width):
+        if self.bshd:
+            return rows * heads * width, width, heads * width
+        return heads * rows * width, rows * width, width
 
     def key(self):
         return (self.batch, self.heads, self.kv_heads, self.L, self.E, self.S, self.Dv, self.scale,
-                self.causal, self.bq, self.bk, self.mask_strides)
+                self.causal, self.bq, self.bk, self.mask_strides, self.bshd)
 
     @property
     def scratch_bytes(self) -> int:
@@ -201,12 +214,13 @@ class _Builder:
             r0 = b.mul(b.srem(rem, C(sh.q_blocks)), C(sh.bq))
             rows = b.select(b.icmp_signed("<", C(sh.L), b.add(r0, C(sh.bq))), b.sub(C(sh.L), r0), C(sh.bq))
             hk = b.sdiv(h, C(sh.heads // sh.kv_heads))
-            qh = b.add(b.mul(bi, C(sh.heads)), h)
-            kh = b.add(b.mul(bi, C(sh.kv_heads)), hk)
-            q0 = self.gep(b, q, b.mul(b.add(b.mul(qh, C(sh.L)), r0), C(sh.E)))
-            k0 = self.gep(b, k, b.mul(kh, C(sh.S * sh.E)))
-            v0 = self.gep(b, v, b.mul(kh, C(sh.S * sh.Dv)))
-            o0 = self.gep(b, out, b.mul(b.add(b.mul(qh, C(sh.L)), r0), C(sh.Dv)))
+
+            def at(base, st, head, row):
+                return self.gep(b, base, b.add(b.add(b.mul(bi, C(st[0])), b.mul(head, C(st[1]))), b.mul(row, C(st[2]))))
+            q0 = at(q, sh.q_st, h, r0)
+            k0 = at(k, sh.k_st, hk, C(0))
+            v0 = at(v, sh.v_st, hk, C(0))
+            o0 = at(out, sh.o_st, h, r0)
 
             def init(r, _):
                 b.store(self.cf(float("-inf")), self.gep(b, m_row, r))
@@ -226,13 +240,15 @@ class _Builder:
                 cols = b.sub(kv_end, kb)
                 cols = b.select(b.icmp_signed("<", cols, C(sh.bk)), cols, C(sh.bk))
                 b.call(gemm, [ir.Constant(I32, _ROW_MAJOR), ir.Constant(I32, _NO_TRANS), ir.Constant(I32, _TRANS),
-                              rows, cols, C(sh.E), self.cf(sh.scale), q0, C(sh.E),
-                              self.gep(b, k0, b.mul(kb, C(sh.E))), C(sh.E), self.cf(0.0), tile, C(sh.bkp)])
+                              rows, cols, C(sh.E), self.cf(sh.scale), q0, C(sh.q_st[2]),
+                              self.gep(b, k0, b.mul(kb, C(sh.k_st[2]))), C(sh.k_st[2]), self.cf(0.0), tile,
+                              C(sh.bkp)])
                 self.loop(b, C(0), rows, C(1), [], lambda r, _: self.softmax_row(b, r, r0, kb, cols, bi, h, tile,
                                                                                 acc, m_row, l_row, mask), "row")
                 b.call(gemm, [ir.Constant(I32, _ROW_MAJOR), ir.Constant(I32, _NO_TRANS), ir.Constant(I32, _NO_TRANS),
                               rows, C(sh.Dv), cols, self.cf(1.0), tile, C(sh.bkp),
-                              self.gep(b, v0, b.mul(kb, C(sh.Dv))), C(sh.Dv), self.cf(1.0), acc, C(sh.dvp)])
+                              self.gep(b, v0, b.mul(kb, C(sh.v_st[2]))), C(sh.v_st[2]), self.cf(1.0), acc,
+                              C(sh.dvp)])
                 return []
             self.loop(b, C(0), kv_end, C(sh.bk), [], kv_block, "kv")
 
@@ -241,7 +257,7 @@ class _Builder:
                 inv = b.select(b.fcmp_ordered(">", total, self.cf(0.0)), b.fdiv(self.cf(1.0), total), self.cf(0.0))
                 vinv = self.splat(b, inv, F32)
                 src = self.gep(b, acc, b.mul(r, C(sh.dvp)))
-                dst = self.gep(b, o0, b.mul(r, C(sh.Dv)))
+                dst = self.gep(b, o0, b.mul(r, C(sh.o_st[2])))
 
                 def chunk(c, _):
                     valid, _idx = self.lanes_below(b, c, C(sh.Dv))
@@ -344,13 +360,13 @@ class AttentionCpuKernel:
         q, k, v = (np.ascontiguousarray(x, dtype=np.float32) for x in inputs[:3])
         sh = _Shape(self.op, [x.shape for x in (q, k, v)])
         mask = None
-        if len(inputs) > 3:
-            mask, sh.mask_strides = _additive_mask(inputs[3], q.shape[:-2], sh)
+        if len(inputs) > 3:   # the mask is over the scores [..., H, L, S] in either layout
+            mask, sh.mask_strides = _additive_mask(inputs[3], q.shape[:-3] + (sh.heads,), sh)
         result = self.fn.results[0]
         out_dtype = result.dtype.np
         target = targets[0] if targets else None
         direct = target is not None and target.dtype == np.float32
-        out = target if direct else np.empty(q.shape[:-1] + (sh.Dv,), np.float32)
+        out = target if direct else np.empty(q.shape[:-1] + (sh.Dv,), np.float32)   # either layout
         if sh.items and sh.Dv:
             self._launch(sh, q, k, v, out, mask)
         if direct:

@@ -8,6 +8,8 @@ where fusedsl computes in another type (int64 indices as int32) a Cast is insert
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 OPSET = 20
@@ -117,6 +119,10 @@ class _Emitter:
         q, k, v = op.operands[:3]
         qn, kn, vn = x[:3]
         rank, dtype = q.type.rank, q.dtype
+        bshd = op.attr("layout", "bhsd") == "bshd"
+        if bshd:   # [B, S, H, D] operands and result: transposed to [B, H, S, D] around the math
+            qn, kn, vn = (self.node("Transpose", [n], perm=[0, 2, 1, 3]) for n in (qn, kn, vn))
+            q, k, v = (SimpleNamespace(shape=(t.shape[0], t.shape[2], t.shape[1], t.shape[3])) for t in (q, k, v))
         if rank >= 3 and k.shape[-3] != q.shape[-3]:
             group = q.shape[-3] // k.shape[-3]
 
@@ -137,7 +143,11 @@ class _Emitter:
             s = self.node("Where", [self.const(np.tri(q.shape[-2], k.shape[-2], dtype=bool)), s, ninf])
         p = self.node("Softmax", [s], axis=-1)
         p = self.node("Where", [self.node("IsNaN", [p]), self.const(np.zeros((), scale.dtype)), p])
-        self.node("MatMul", [p, vn], [out])
+        if bshd:
+            self.node("Transpose", [self.node("MatMul", [p, vn])], [out], perm=[0, 2, 1, 3])
+        else:
+            self.node("MatMul", [p, vn], [out])
+
 
 
 def _tensor(value, name, dtype_name):

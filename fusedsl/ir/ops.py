@@ -515,7 +515,23 @@ register("call", arity=None, traits=[CALL], attrs=("callee",), infer=None, ref=N
 # i when j <= i: top-left aligned, as torch 2.13's is_causal when L != S (torch's
 # causal_lower_right is a mask).  Softmax statistics are float32 for every dtype; a row
 # with no key to attend to is 0 (torch gives 0 too, not NaN).
+def _swap_heads(t: TensorType) -> TensorType:
+    """[B, S, H, D] read as [B, H, S, D] (the attention op's layout "bshd")."""
+    shape = tuple(t.shape)
+    return TensorType(shape[:-3] + (shape[-2], shape[-3], shape[-1]), t.dtype)
+
+
 def _attention_infer(types, attrs):
+    layout = attrs.get("layout", "bhsd")
+    if layout not in ("bhsd", "bshd"):
+        raise TypeRuleError(f"attention layout must be bhsd or bshd, got {layout!r}", kind="arg")
+    if layout == "bshd":
+        # q, k, v and the result are [B, S, H, D]: the same attention with heads and sequence swapped
+        if len(types) < 3 or any(t.rank != 4 for t in types[:3]):
+            raise TypeRuleError("attention layout bshd needs q, k, v of rank 4", kind="shape")
+        plain = dict(attrs, layout="bhsd")
+        (out,) = _attention_infer(tuple(_swap_heads(t) for t in types[:3]) + tuple(types[3:]), plain)
+        return (_swap_heads(out),)
     if len(types) not in (3, 4):
         raise TypeRuleError(f"attention takes q, k, v and an optional mask, got {len(types)} operand(s)",
                             kind="arg")
@@ -599,6 +615,17 @@ def attention_reference(q, k, v, mask=None, scale=1.0, causal=False):
         return np.where(total > 0, out, np.zeros((), out.dtype)).astype(q.dtype)
 
 
+def _attention_ref(args, attrs):
+    q, k, v = args[:3]
+    mask = args[3] if len(args) > 3 else None
+    if attrs.get("layout", "bhsd") == "bshd":   # [B, S, H, D] in and out
+        q, k, v = (np.swapaxes(x, -3, -2) for x in (q, k, v))
+        return np.ascontiguousarray(np.swapaxes(attention_reference(q, k, v, mask, attrs["scale"], attrs["causal"]),
+                                                -3, -2))
+    return attention_reference(q, k, v, mask, attrs["scale"], attrs["causal"])
+
+
+# attrs: scale, causal, and layout "bshd" (optional) when q, k, v and the result are [B, S, H, D]
+# (the heads transposes of a model, folded by passes/fuse_attention.py)
 register("attention", arity=None, traits=[ATTENTION], attrs=("scale", "causal"), infer=_attention_infer,
-         ref=lambda args, attrs: attention_reference(*args[:3], args[3] if len(args) > 3 else None,
-                                                     attrs["scale"], attrs["causal"]))
+         ref=_attention_ref)

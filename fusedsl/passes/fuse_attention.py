@@ -245,3 +245,44 @@ class _Matcher:
                     return qk, None, op
                 return qk, (c if name == "mul" else 1.0 / c), op
         return None
+
+
+def _heads_swap(op: Op | None) -> bool:
+    return op is not None and op.name == "transpose" and tuple(op.attr("perm")) == (0, 2, 1, 3)
+
+
+class FoldAttentionLayout(Pass):
+    """Pass `attention-layout`: attention(transpose(q), transpose(k), transpose(v)) whose result is
+    only transposed back, every transpose swapping axes 1 and 2 of a rank-4 tensor (a model's
+    `view(b, t, h, d).transpose(1, 2)` heads), reads q, k, v as [B, S, H, D] and writes its result
+    so (`layout = "bshd"`): the four transpose kernels go, the attention kernel addresses the rows
+    with the heads' stride.  Before: valid IR; after: valid IR, the same values (the back
+    transpose's result is now the attention op's)."""
+
+    name = "attention-layout"
+
+    def run_on_function(self, fn: Function, module: Module) -> Function:
+        producer = {id(r): op for op in fn.ops for r in op.results}
+        users: dict[int, list[Op]] = {}
+        for op in fn.ops:
+            for v in op.operands:
+                users.setdefault(id(v), []).append(op)
+        returned = {id(v) for v in fn.results}
+        replace: dict[int, Op | None] = {}
+        for op in fn.ops:
+            if op.name != "attention" or op.attr("layout", "bhsd") != "bhsd" or op.result.type.rank != 4:
+                continue
+            ins = [producer.get(id(v)) for v in op.operands[:3]]
+            out_users = users.get(id(op.result), [])
+            if not all(_heads_swap(p) for p in ins) or id(op.result) in returned or len(out_users) != 1 \
+                    or not _heads_swap(out_users[0]):
+                continue
+            back = out_users[0]
+            attrs = dict(op.attrs, layout="bshd")
+            operands = tuple(p.operands[0] for p in ins) + tuple(op.operands[3:])
+            replace[id(op)] = Op("attention", operands, back.results, freeze_attrs(attrs), op.loc)
+            replace[id(back)] = None
+        if not replace:
+            return fn
+        ops = [replace.get(id(op), op) for op in fn.ops]
+        return Function(fn.name, fn.params, tuple(op for op in ops if op is not None), fn.results, fn.loc)

@@ -80,7 +80,7 @@ class FusionOptions:
 
 
 PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "dce", "horizontal", "row-fusion", "views",
-              "fuse", "attention-fusion")
+              "fuse", "attention-fusion", "attention-layout")
 
 
 def disabled_passes(options: dict) -> frozenset:
