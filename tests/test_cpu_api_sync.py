@@ -50,3 +50,19 @@ def test_blocks_waiting_forever_are_reported(lib):
     with pytest.raises(AscendCCheckError, match=r"the blocks wait for each other forever: block 1 \(SyncAll\), "
                                                  r"block 2 \(SyncAll\); a SyncAll needs every block"):
         _run(lib, "sync_all_missing", 3)
+
+
+def test_atomic_max_keeps_the_largest_row_value(lib):
+    rng = np.random.default_rng(2)
+    x = rng.integers(-1000, 1000, (5, W)).astype(np.int32)
+    out = np.full(W, -5000, np.int32)
+    lib.launch("atomic_max_rows", 5, [("x", x), ("ws", np.zeros(8, np.int32)), ("out", out)])
+    np.testing.assert_array_equal(out, x.max(axis=0))
+    with pytest.raises(AscendCCheckError, match=r"SetAtomicMax is not available on ascend310p \(A2/A3 products only\)"):
+        lib.launch("atomic_max_rows", 5, [("x", x), ("ws", np.zeros(8, np.int32)), ("out", out)], target="ascend310p")
+
+
+def test_gm_access_bypassing_the_data_cache_polls_to_completion(lib):
+    x, out = _run(lib, "bypass_poll", 4)
+    assert out[0, 0] == 2 * x[1:, 0].sum()
+    np.testing.assert_array_equal(out[1:, 0], 2 * x[1:, 0])

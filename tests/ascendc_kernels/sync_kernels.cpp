@@ -96,6 +96,45 @@ extern "C" __global__ __aicore__ void sync_all_missing(GM_ADDR, GM_ADDR, GM_ADDR
     SyncAll();
 }
 
+// atomic_max_rows: every block DataCopies its row of x onto row 0 of out with SetAtomicMax (int32).
+extern "C" __global__ __aicore__ void atomic_max_rows(GM_ADDR x, GM_ADDR, GM_ADDR out)
+{
+    int32_t me = GetBlockIdx(), n = GetBlockNum();
+    GlobalTensor<int32_t> xg, og;
+    xg.SetGlobalBuffer((__gm__ int32_t*)x, n * W);
+    og.SetGlobalBuffer((__gm__ int32_t*)out, W);
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<int32_t> row = ub.Alloc<int32_t, W>();
+    DataCopy(row, xg[me * W], W);
+    PipeBarrier<PIPE_ALL>();
+    SetAtomicMax<int32_t>();
+    DataCopy(og, row, W);
+    SetAtomicNone();
+}
+
+// bypass_poll: blocks > 0 write their doubled first element and a flag with WriteGmByPassDCache;
+// block 0 polls the flags with ReadGmByPassDCache and writes the total.
+extern "C" __global__ __aicore__ void bypass_poll(GM_ADDR x, GM_ADDR ws, GM_ADDR out)
+{
+    int32_t me = GetBlockIdx(), n = GetBlockNum();
+    auto xs = reinterpret_cast<__gm__ int32_t*>(x);
+    auto flags = reinterpret_cast<__gm__ int32_t*>(ws);
+    auto o = reinterpret_cast<__gm__ int32_t*>(out);
+    if (me > 0) {
+        WriteGmByPassDCache<int32_t>(o + me * W, 2 * ReadGmByPassDCache<int32_t>(xs + me * W));
+        DataSyncBarrier<MemDsbT::DDR>();
+        WriteGmByPassDCache<int32_t>(flags + me * 16, 1);
+        return;
+    }
+    int32_t total = 0;
+    for (int32_t b = 1; b < n; ++b) {
+        while (ReadGmByPassDCache<int32_t>(flags + b * 16) == 0) {
+        }
+        total += ReadGmByPassDCache<int32_t>(o + b * W);
+    }
+    WriteGmByPassDCache<int32_t>(o, total);
+}
+
 #define SYNC_ENTRY(name)                                                        \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
         AscendC::SetKernelMode(KernelMode::AIV_MODE);                           \
@@ -105,3 +144,5 @@ SYNC_ENTRY(sync_all_sum)
 SYNC_ENTRY(ib_chain)
 SYNC_ENTRY(poll_flag)
 SYNC_ENTRY(sync_all_missing)
+SYNC_ENTRY(atomic_max_rows)
+SYNC_ENTRY(bypass_poll)

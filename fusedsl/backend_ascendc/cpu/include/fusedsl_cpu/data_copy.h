@@ -151,8 +151,12 @@ inline void StoreGm(const char* api, uint8_t* gm, const uint8_t* ub, uint64_t by
         T b;
         std::memcpy(&a, gm + i, sizeof(T));
         std::memcpy(&b, ub + i, sizeof(T));
-        T sum = FromCompute<T>(ToCompute(a) + ToCompute(b));
-        std::memcpy(gm + i, &sum, sizeof(T));
+        auto x = ToCompute(a);
+        auto y = ToCompute(b);
+        T r = c.atomic_op == 1 ? FromCompute<T>(x > y || y != y ? (y != y ? y : x) : y)
+              : c.atomic_op == 2 ? FromCompute<T>(x < y || y != y ? (y != y ? y : x) : y)
+                                 : FromCompute<T>(x + y);
+        std::memcpy(gm + i, &r, sizeof(T));
     }
 }
 

@@ -132,8 +132,9 @@ struct Core {
     TPipeState* pipe = nullptr;     // the most recently constructed TPipe
     int outstanding[kNumPositions] = {};
     uint8_t flags[kNumEvents][kMaxEventIds] = {};
-    bool atomic_add = false;
+    bool atomic_add = false;         // an atomic GM write mode is on (add, or atomic_op's max/min)
     const char* atomic_type = "";
+    uint8_t atomic_op = 0;           // 0 add, 1 max, 2 min
     bool pad_value_set = false;
     uint64_t pad_value = 0;
     uint64_t vector_mask[2] = {~0ull, ~0ull};

@@ -791,6 +791,90 @@ inline void SetAtomicAdd() {
     fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
     c.atomic_add = true;
     c.atomic_type = fusedsl_cpu::TypeName<T>();
+    c.atomic_op = 0;
+}
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+// SetAtomicMax/Min (ISASI): A2/A3 only; int8_t, int16_t, half, bfloat16_t, int32_t, float.
+template <typename T>
+inline void SetAtomicMaxMin(const char* api, uint8_t op) {
+    static_assert(std::is_same_v<T, int8_t> || std::is_same_v<T, int16_t> || std::is_same_v<T, half> ||
+                      std::is_same_v<T, bfloat16_t> || std::is_same_v<T, int32_t> || std::is_same_v<T, float>,
+                  "SetAtomicMax/Min take int8_t, int16_t, half, bfloat16_t, int32_t or float");
+    Core& c = CurCore();
+    if (Target().arch != 2201) {
+        Fail("%s is not available on %s (A2/A3 products only)", api, Target().name);
+    }
+    c.atomic_add = true;
+    c.atomic_type = TypeName<T>();
+    c.atomic_op = op;
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+// GM writes of DataCopy(UB->GM) keep the larger (smaller) of the old and the new value.
+template <typename T>
+inline void SetAtomicMax() {
+    fusedsl_cpu::SetAtomicMaxMin<T>("SetAtomicMax", 1);
+}
+
+template <typename T>
+inline void SetAtomicMin() {
+    fusedsl_cpu::SetAtomicMaxMin<T>("SetAtomicMin", 2);
+}
+
+enum class MemDsbT : uint8_t { ALL = 0, DDR, UB, SEQ };
+
+// The CPU finishes every GM and UB access before the next instruction: nothing to wait for.
+template <MemDsbT arg0 = MemDsbT::ALL>
+inline void DataSyncBarrier() {
+    fusedsl_cpu::CurCore();
+}
+
+// Scalar GM access that bypasses the data cache (A2/A3): the value is in GM at once, so no
+// DataCacheCleanAndInvalid is needed and other blocks see it.
+template <typename T>
+inline T ReadGmByPassDCache(__gm__ T* addr) {
+    using namespace fusedsl_cpu;
+    const char* api = "ReadGmByPassDCache";
+    if (Target().arch != 2201) {
+        Fail("%s is not available on %s (A2/A3 products only)", api, Target().name);
+    }
+    CheckGmRange(api, reinterpret_cast<const uint8_t*>(addr), sizeof(T));
+    St().gm_bytes_read += sizeof(T);
+    St().scalar_gm_accesses += 1;
+    Core& core = CurCore();
+    if (core.gm_seen_progress != RT().progress) {   // polling, as GlobalTensor::GetValue
+        core.gm_seen_progress = RT().progress;
+        core.gm_reads_idle = 0;
+    } else if (++core.gm_reads_idle >= 16 && RT().yield_block != nullptr) {
+        core.gm_reads_idle = 0;
+        RT().yield_block(3);
+    }
+    T v;
+    std::memcpy(&v, addr, sizeof(T));
+    return v;
+}
+
+template <typename T>
+inline void WriteGmByPassDCache(__gm__ T* addr, T value) {
+    using namespace fusedsl_cpu;
+    const char* api = "WriteGmByPassDCache";
+    if (Target().arch != 2201) {
+        Fail("%s is not available on %s (A2/A3 products only)", api, Target().name);
+    }
+    auto p = reinterpret_cast<uint8_t*>(addr);
+    GmBuffer* b = CheckGmRange(api, p, sizeof(T));
+    NoteGmWrite(api, b, p, sizeof(T), false, reinterpret_cast<const uint8_t*>(&value));
+    RT().progress += 1;
+    St().gm_bytes_written += sizeof(T);
+    St().scalar_gm_accesses += 1;
+    std::memcpy(addr, &value, sizeof(T));
 }
 
 inline void SetAtomicNone() {
