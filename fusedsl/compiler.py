@@ -15,21 +15,19 @@ import warnings
 
 import numpy as np
 
-from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleError, TargetError, user_facing,
+from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleError, user_facing,
                      user_frame)
 from .ir.core import Function, Module
-from .ir.ops import ATTENTION, CALL, CONSTANT, CUBE, has_trait
+from .ir.ops import CALL, CONSTANT, has_trait
 from .ir.printer import print_module
 from .passes.base import PassManager
 from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
+from .lower.errors import LoweringError
+from .lower.kinds import Kind, LowerOptions, lower_kernel
+from .lower.row_plan import has_row_reduction
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
-from .schedule_attention import schedule_attention_kernel
-from .schedule_conv import schedule_conv_kernel
-from .schedule_cube import schedule_cube_kernel
-from .schedule_reduce import schedule_reduce_kernel
-from .schedule_row import REDUCTIONS, is_row_kernel, schedule_row_kernel
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
 
 
@@ -77,23 +75,39 @@ config = Config()
 class KernelPlan:
     """One fused kernel: its ops, why it is separate, its schedule and (once sizes are known) tiling."""
 
-    def __init__(self, fn: Function, kind: str, reason: str, sched: VectorSchedule | None,
+    def __init__(self, fn: Function, kind: str, reason: str, lowering: Kind | None, lowered,
                  error: FusedslError | None):
         self.function = fn
         self.name = fn.name
-        self.kind = kind
+        self.kind = kind             # fusion's group kind: "vector" | "row" | "cube" | "single"
         self.reason = reason
-        self.schedule = sched
+        self.lowering = lowering     # the kernel kind that schedules it (lower/kinds.py), or None
+        self.lowered = lowered       # that kind's schedule, which the printers read; None when refused
         self.error = error
         self.size_error: FusedslError | None = None   # `error` when it came from the current sizes
-        self.tiling: Tiling | None = None
-        self.row = None            # how a non-vector kernel prints: a RowSchedule, ColumnSchedule or CubeSchedule
-        self.row_tiling = None     # its tiling once sizes are known
+        self.tiling: Tiling | None = None      # a vector kernel's tiling once sizes are known
+        self.row_tiling = None                 # another kind's tiling once sizes are known
 
     @property
-    def printable(self):
-        """The schedule the Ascend C printer reads (vector/view or row), or None."""
-        return self.schedule if self.schedule is not None else self.row
+    def printable(self) -> bool:
+        """Whether this kernel prints as Ascend C for the compile's target (known at compile
+        time; for symbolic sizes, a size that does not fit is found when the sizes are set)."""
+        return self.lowered is not None and self.error is None
+
+    @property
+    def kernel_kind(self) -> str | None:
+        """"vector", "conv", "cube", "row" or "column": the kind that schedules this kernel."""
+        return self.lowering.name if self.lowering is not None else None
+
+    @property
+    def schedule(self) -> VectorSchedule | None:
+        """A vector (or view) kernel's tile program."""
+        return self.lowered if self.kernel_kind == "vector" else None
+
+    @property
+    def row(self):
+        """Another kind's schedule: a RowSchedule, ColumnSchedule, CubeSchedule or ConvSchedule."""
+        return self.lowered if self.kernel_kind not in (None, "vector") else None
 
     @property
     def ops(self) -> list[str]:
@@ -184,7 +198,7 @@ class CompiledKernel:
         for plan in self.kernels:
             if plan.error is not None:
                 raise plan.error
-            if plan.printable is None:
+            if plan.lowered is None:
                 op = next(o for o in plan.function.ops if not has_trait(o, CONSTANT))
                 raise ScheduleError(f"the Ascend C backend does not print {plan.kind} kernels yet "
                                     f"({op.name} in {plan.name})", loc=op.loc,
@@ -195,7 +209,7 @@ class CompiledKernel:
     def source(self) -> str:
         if self._source is None:
             from .backend_ascendc.printer import print_source
-            from .backend_ascendc.printer_view import printer_for_plan
+            from .backend_ascendc.printers import printer_for_plan
             self.check_ascendc()
             printers = [printer_for_plan(p, self.target) for p in self.kernels]
             self._source = print_source(printers, self.target)
@@ -471,7 +485,6 @@ class CompiledKernel:
         (that kernel then runs on the numpy reference)."""
         if plan.name not in self._cpu:
             from .backend_cpu import CpuKernel
-            from .backend_cpu.stmts import LoweringError
             sched = plan.schedule
             if _has_narrow_ints(plan.function):
                 # 8-bit integers: the chip's casts detour through float16; the host casts
@@ -501,8 +514,6 @@ class CompiledKernel:
         key = ("row", plan.name)
         if key not in self._cpu:
             from .backend_cpu.llvm_reduce import reduced_range
-            from .backend_cpu.row_plan import has_row_reduction
-            from .backend_cpu.stmts import LoweringError
             self._cpu[key] = None
             fn = plan.function
             target = host_casts(self.target) if _has_narrow_ints(fn) else self.target
@@ -708,49 +719,25 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
     fuse = passes[-1]
     headroom = float(options.get("ub_headroom", 1.0))
     plans = []
+    lower_options = LowerOptions(headroom, fusion_options(options, tgt).l1_headroom)
     for fn in module.functions[:-1]:
         info = fuse.infos[fn.name]
-        sched, error = None, None
-        row = None
         snapshots = [] if manager.dump_dir else None   # the tile text after each tile pass
-        if info.kind == "vector":
-            try:
-                sched = schedule_vector_kernel(fn, tgt, headroom, snapshots=snapshots)
-            except ScheduleError as exc:
-                error = exc
-        elif info.kind in ("row", "single") and is_row_kernel(fn):
-            try:
-                row = schedule_row_kernel(fn, tgt, headroom)
-            except ScheduleError as exc:   # e.g. a symbolic row too long for UB: still runs on the CPU
-                error = exc
-        elif info.kind == "cube" or (info.kind == "single" and any(has_trait(op, CUBE) for op in fn.ops)):
-            try:   # a matmul or conv2d (with its epilogue) through the Matmul API (printer_cube, printer_conv)
-                cube = schedule_conv_kernel if any(op.name == "conv2d" for op in fn.ops) else schedule_cube_kernel
-                row = cube(fn, tgt, headroom, fusion_options(options, tgt).l1_headroom)
-            except (ScheduleError, TargetError) as exc:
-                error = exc
-        elif info.kind == "single" and any(has_trait(op, ATTENTION) for op in fn.ops):
-            try:   # flash attention: one MIX kernel (schedule_attention, printer_attention)
-                row = schedule_attention_kernel(fn, tgt, headroom)
-            except (ScheduleError, TargetError) as exc:
-                error = exc
-        elif info.kind == "single" and any(op.name in REDUCTIONS for op in fn.ops):
-            try:   # sum(x, axis=0), max(x), ...: rows or columns of a [A, K, B] view
-                row = schedule_reduce_kernel(fn, tgt, headroom)
-            except ScheduleError as exc:
-                error = exc
+        # the kind registry (lower/kinds.py) picks the schedule; an error (e.g. a symbolic row
+        # too long for UB) leaves the kernel to the CPU executors and says why at k.source
+        kind, lowered, error = lower_kernel(fn, info.kind, tgt, lower_options, snapshots)
+        sched = lowered if kind is not None and kind.name == "vector" else None
         if sched is not None and manager.dump_dir:   # the tile IR beside the graph IR dumps
             from .passes.base import write_atomic
             from .tile.text import print_tile
             write_atomic(os.path.join(manager.dump_dir, f"tile-{fn.name}.tile"), print_tile(sched, locs=True))
             for i, (step, text) in enumerate(snapshots or []):
                 write_atomic(os.path.join(manager.dump_dir, f"tile-{fn.name}-{i:02d}-{step}.tile"), text)
-        plans.append(KernelPlan(fn, info.kind, info.reason, sched, error))
-        plans[-1].row = row
+        plans.append(KernelPlan(fn, info.kind, info.reason, kind, lowered, error))
         plans[-1].reason_code = info.code   # stable code of the boundary (docs/FUSION.md)
         plans[-1].ub_budget = tgt.ub_bytes   # for the plan's display
     compiled = CompiledKernel(graph, canonical, module, plans, infos, tgt, options)
     compiled.fuse_stats = dict(fuse.stats)   # candidate merges considered / kept
-    if options.get("single_kernel"):
-        compiled.check_ascendc()   # the user asked for one Ascend C kernel: say now if it cannot be
+    if options.get("single_kernel") or options.get("require_ascendc"):
+        compiled.check_ascendc()   # the user asked for Ascend C: say now, at the op's line, if it cannot be
     return compiled

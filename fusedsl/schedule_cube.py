@@ -12,12 +12,16 @@ Errors name the buffer and the bytes needed vs available (reason code FS110).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
+from . import dtypes as dt
 from .errors import ScheduleError, TargetError
 from .ir.ops import CONSTANT, ELEMENTWISE, REDUCTION, has_trait
-from .schedule_row import RowParam
+from .ir.core import Function, Op, Param, Value
+from .lower.row_plan import op_schedule
+from .schedule_row import RowParam, allocate_row_values, schedule_row_kernel, temp_pool
 from .targets import Target, get_target
 
 _ACC = 4  # L0C accumulates in float / int32
@@ -401,12 +405,8 @@ def epilogue_rows(fn, cube_op, epilogue, target: Target, varies) -> tuple[dict, 
     kernel, `varies(v)`: v varies along a tile row), the UB bytes per tile column of its one-row
     buffers (values and temporaries, reused by liveness; the cube op's value in its own dtype),
     and the elements Compare reads past a row (every row buffer has them)."""
-    from . import dtypes as dt
-    from .backend_cpu.row_plan import _op_schedule
-    from .schedule_row import allocate_row_values, temp_pool
-    from types import SimpleNamespace
     producer = {id(op.result): op for op in fn.ops}
-    steps = {id(op): _op_schedule(fn, op, producer, target, varies) for op in epilogue}
+    steps = {id(op): op_schedule(fn, op, producer, target, varies) for op in epilogue}
     kinds = {id(op.result): "row" for op in epilogue}
     kinds[id(cube_op.result)] = "row"
     _, counts = allocate_row_values(fn, kinds, epilogue, {id(v) for v in fn.results})
@@ -434,8 +434,6 @@ def _row_epilogue(fn, mm, epilogue, target: Target, ub_fraction: float):
     """The epilogue as a row kernel whose first parameter is the matmul's value: its steps,
     per-row values and reductions are what printer_cube_row prints on each row of a C tile.
     A ScheduleError (at the op) when a reduction is not over the last axis of C."""
-    from .ir.core import Function, Op, Param, Value
-    from .schedule_row import schedule_row_kernel
     rank = len(mm.result.shape)
     for op in epilogue:
         if has_trait(op, REDUCTION) and tuple(op.attr("axes")) != (rank - 1,):

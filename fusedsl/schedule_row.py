@@ -34,6 +34,8 @@ from . import dtypes as dt
 from .errors import ScheduleError
 from .ir.core import Function, Value
 from .ir.ops import CONSTANT, has_trait
+from .lower.errors import LoweringError
+from .lower.row_plan import has_row_reduction, plan_row_kernel
 from .schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
 from .targets import Target
 
@@ -157,14 +159,11 @@ class RowTiling:
 
 def is_row_kernel(fn: Function) -> bool:
     """A kernel of last-axis reductions (and ops around them) that this schedule prints."""
-    from .backend_cpu.row_plan import has_row_reduction
     return has_row_reduction(fn)
 
 
 def schedule_row_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) -> RowSchedule:
     """The single-read row schedule of `fn`; ScheduleError (located) when it cannot be printed."""
-    from .backend_cpu.row_plan import plan_row_kernel
-    from .backend_cpu.stmts import LoweringError
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     where = ops[-1].loc if ops else fn.loc
     try:

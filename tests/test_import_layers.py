@@ -91,3 +91,48 @@ def test_the_import_graph_has_no_cycles():
 def test_the_cycle_finder_finds_a_planted_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+# The package's layers, lowest first (docs/ARCHITECTURE.md's picture). A module may import its
+# own layer and the ones below, never one above — lazy imports included, so no layer is dodged
+# by importing inside a function. A new top-level module or package must be placed here.
+LAYERS = [
+    ("base", {"version", "dtypes", "errors", "targets", "cachedir"}),
+    ("graph IR", {"ir", "reference"}),
+    ("graph passes and models", {"views", "cost", "tile", "passes"}),
+    ("lowering to schedules", {"schedule", "schedule_row", "schedule_reduce", "schedule_cube",
+                               "schedule_conv", "lower"}),
+    ("backends", {"backend_cpu", "backend_ascendc"}),
+    ("driver", {"compiler", "report", "display"}),
+    ("user surface", {"frontend", "importers", "benchmark", "cli", "__main__", ""}),
+]
+
+
+def _layer_of(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    for i, (_, names) in enumerate(LAYERS):
+        if top in names:
+            return i
+    raise AssertionError(f"fusedsl module {module} is in no layer of tests/test_import_layers.py's LAYERS: place it")
+
+
+def _upward_imports(graph) -> list[str]:
+    bad = []
+    for m, targets in graph.items():
+        if ".templates." in m:   # files a saved project runs, not modules of the library
+            continue
+        for t in targets:
+            if _layer_of(t) > _layer_of(m):
+                bad.append(f"{m} ({LAYERS[_layer_of(m)][0]}) imports {t} ({LAYERS[_layer_of(t)][0]})")
+    return sorted(bad)
+
+
+def test_no_module_imports_a_higher_layer():
+    bad = _upward_imports(_import_graph())
+    assert not bad, "imports up the layers (lazy imports included):\n" + "\n".join(bad)
+
+
+def test_the_layer_check_finds_a_planted_upward_import():
+    graph = {"fusedsl.schedule_row": {"fusedsl.backend_cpu.stmts"}, "fusedsl.backend_cpu.stmts": set()}
+    assert _upward_imports(graph) == ["fusedsl.schedule_row (lowering to schedules) imports "
+                                      "fusedsl.backend_cpu.stmts (backends)"]

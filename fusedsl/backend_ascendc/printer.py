@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import struct
 
 from . import cnames
 from .. import dtypes as dt
@@ -183,7 +184,7 @@ class AscendCPrinter:
             lines.append(f"    uint32_t stride_{inp.name}[{self.k}];  // element stride per dim (0 = broadcast)")
         for inp in self.s.inputs:
             if inp.kind == "runtime_scalar":
-                lines.append(f"    float {inp.var};   // runtime scalar {inp.name} ({inp.gm_dtype})")
+                lines.append(f"    {scalar_ctype(inp.gm_dtype)} {inp.var};   // runtime scalar {inp.name} ({inp.gm_dtype})")
         lines.append("};")
         return "\n".join(lines) + "\n"
 
@@ -707,6 +708,18 @@ def shared_helpers(printers: list["AscendCPrinter"]) -> str:
     if view is not None:   # slice / concatenate / take addressing (printer_view.py)
         helpers += view.view_helpers()
     return helpers
+
+
+
+def scalar_ctype(dtype: dt.DType) -> str:
+    """The tiling-struct field of a runtime scalar: a float scalar travels as float, an
+    integer one as int32_t (a float holds integers exactly only up to 2**24)."""
+    return "float" if dtype.is_float else "int32_t"
+
+
+def pack_scalar(dtype: dt.DType, value) -> bytes:
+    """A runtime scalar's bytes in the tiling struct (scalar_ctype's layout)."""
+    return struct.pack("<f", float(value)) if dtype.is_float else struct.pack("<i", int(value))
 
 
 def print_source(printers: list["AscendCPrinter"], target: Target) -> str:

@@ -21,7 +21,7 @@ from ..schedule import compute_dtype
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
 from ..schedule_row import allocate_row_values, temp_pool
 from . import cnames
-from .printer import AscendCPrinter, camel, literal, rename_stmt
+from .printer import AscendCPrinter, camel, literal, pack_scalar, rename_stmt, scalar_ctype
 
 
 def _ld(expr: str, dtype: dt.DType) -> str:
@@ -67,14 +67,14 @@ class CubePrinter:
 
     def pack(self, tiling, scalars) -> bytes:
         data = struct.pack(f"<{len(tiling.words)}i", *tiling.words)
-        return data + b"".join(struct.pack("<f", float(scalars[p.name])) for p in self.rt)
+        return data + b"".join(pack_scalar(p.dtype, scalars[p.name]) for p in self.rt)
 
     def tiling_header(self) -> str:
         head = (f"// {self.name} reads a TCubeTiling (CANN's kernel_tiling/kernel_tiling.h)\n"
                 '#include "kernel_tiling/kernel_tiling.h"\n')
         if not self.rt:
             return head
-        fields = "".join(f"    float {p.var};   // runtime scalar {p.name}\n" for p in self.rt)
+        fields = "".join(f"    {scalar_ctype(p.dtype)} {p.var};   // runtime scalar {p.name}\n" for p in self.rt)
         return (head + f"// ... and its runtime scalars after the {len(TCUBE_FIELDS)} TCubeTiling words\n"
                 f"struct {self.tiling} {{\n    TCubeTiling cube;\n{fields}}};\n")
 
@@ -243,7 +243,8 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
              "                    AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>,",
              "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;",
              "    TCubeTiling tiling;",
-             *[f"    float {p.var};   // runtime scalar {p.name} (from the tiling data)" for p in self.rt],
+             *[f"    {scalar_ctype(p.dtype)} {p.var};   // runtime scalar {p.name} (from the tiling data)"
+               for p in self.rt],
              "",
              "private:",
              *self._calc_offset_lines(ta, tb),

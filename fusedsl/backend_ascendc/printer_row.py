@@ -26,7 +26,7 @@ from .. import dtypes as dt
 from ..schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
 from ..schedule_row import FOLD_LANES, RowSchedule, allocate_row_values, rs_slots, temp_pool
 from . import cnames
-from .printer import AscendCPrinter, camel, literal, rename_stmt
+from .printer import AscendCPrinter, camel, literal, pack_scalar, rename_stmt, scalar_ctype
 
 _IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
 _BINARY = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min"}
@@ -80,7 +80,7 @@ class RowPrinter:
             L.append(f"    uint32_t stride_{self.cnames[p.index]}[{self.k}];  // element stride per outer dim (0 = broadcast)")
         for p in self.s.params:
             if p.kind == "runtime_scalar":
-                L.append(f"    float {self._rt(p)};   // runtime scalar {p.name}")
+                L.append(f"    {scalar_ctype(p.dtype)} {self._rt(p)};   // runtime scalar {p.name}")
         L.append("};")
         return "\n".join(L) + "\n"
 
@@ -159,7 +159,7 @@ class RowPrinter:
         data = struct.pack(f"<{len(words)}I", *words)
         for p in self.s.params:
             if p.kind == "runtime_scalar":
-                data += struct.pack("<f", float(scalars[p.name]))
+                data += pack_scalar(p.dtype, scalars[p.name])
         return data
 
     # ---- helpers ------------------------------------------------------------------------

@@ -211,35 +211,3 @@ __aicore__ inline void GatherRows(const AscendC::LocalTensor<T>& dst, const Asce
 }
 }  // namespace
 """
-
-
-def printer_for(sched, target, name: str) -> AscendCPrinter:
-    """The printer of a scheduled vector kernel: view kernels get ViewPrinter."""
-    return (ViewPrinter if sched.views is not None else AscendCPrinter)(sched, target, name)
-
-
-def printer_for_plan(plan, target):
-    """The printer of one kernel plan: row kernels (printer_row), else by its vector schedule."""
-    if plan.schedule is None and plan.row is not None:
-        from ..schedule_cube import CubeSchedule
-        from ..schedule_reduce import ColumnSchedule
-        from ..schedule_conv import ConvSchedule
-        from ..schedule_attention import AttentionSchedule
-        if isinstance(plan.row, AttentionSchedule):   # flash attention: two Matmul objects
-            from .printer_attention import AttentionPrinter
-            return AttentionPrinter(plan.row, target, plan.name)
-        if isinstance(plan.row, ConvSchedule):   # im2col + the Matmul API
-            from .printer_conv import ConvPrinter
-            return ConvPrinter(plan.row, target, plan.name)
-        if isinstance(plan.row, CubeSchedule) and plan.row.row_epilogue is not None:
-            from .printer_cube_row import CubeRowPrinter   # softmax / layer_norm of the matmul's rows
-            return CubeRowPrinter(plan.row, target, plan.name)
-        if isinstance(plan.row, CubeSchedule):
-            from .printer_cube import CubePrinter
-            return CubePrinter(plan.row, target, plan.name)
-        if isinstance(plan.row, ColumnSchedule):
-            from .printer_reduce import ColumnPrinter
-            return ColumnPrinter(plan.row, target, plan.name)
-        from .printer_row import RowPrinter
-        return RowPrinter(plan.row, target, plan.name)
-    return printer_for(plan.schedule, target, plan.name)

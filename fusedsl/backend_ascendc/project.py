@@ -25,7 +25,7 @@ from ..ir.printer import print_module
 from ..ir.ops import CALL, has_trait
 from ..schedule_attention import AttentionSchedule
 from ..schedule_cube import CubeSchedule
-from .printer import VERSION, AscendCPrinter, camel
+from .printer import VERSION, AscendCPrinter, camel, scalar_ctype
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 DEFAULT_SIZE = 64
@@ -115,7 +115,7 @@ class Program:
                                hint="save a kernel whose host program only launches kernels (and reshapes)")
         plan = self.c._plans_by_name[op.attr("callee")]
         gm, scalar_args = [], []
-        for inp, v in zip(plan.printable.inputs, op.operands):
+        for inp, v in zip(plan.lowered.inputs, op.operands):
             (scalar_args if inp.kind == "runtime_scalar" else gm).append((inp, self.where[id(v)]))
         outs = [self._buffer(v, f"{plan.name}_y{k}") for k, v in enumerate(op.results)]
         self.launches.append((plan, [b for _, b in gm] + outs, scalar_args))
@@ -134,12 +134,12 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
     body = ["    int32_t rc = 0;"]
     for p in main.params:
         if p.kind == "scalar":
-            body.append(f"    const float scalar_{p.value.name} = {prog.scalars[p.value.name]!r}f;"
+            body.append(f"    const {scalar_decl(p.value.name, p.value.type.dtype, prog.scalars[p.value.name])};"
                         f"  // runtime scalar (gen_data.py uses the same value)")
     for buf, n in prog.buffers:
         body.append(f"    uint8_t* {buf} = DeviceAlloc({n});")
     # the Matmul API's system workspace (GetLibApiWorkSpaceSize) when a cube kernel is launched
-    ws = max([32] + [getattr(plan.printable, "workspace_bytes", 32) for plan, _, _ in prog.launches])
+    ws = max([32] + [getattr(plan.lowered, "workspace_bytes", 32) for plan, _, _ in prog.launches])
     body.append(f"    uint8_t* workspace = DeviceAlloc({ws});")
     for p in main.params:
         if p.kind != "scalar":
@@ -154,7 +154,7 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
         body += [f"    // {plan.name}: {', '.join(plan.ops)}",
                  f"    {pr.tiling} {var}{{}};",
                  f"    const int64_t sizes_{plan.name}[] = {{{sizes}}};",
-                 f"    if (!{camel(plan.name)}Tiling(sizes_{plan.name}, {t.vector_cores}, {plan.printable.ub_budget}, "
+                 f"    if (!{camel(plan.name)}Tiling(sizes_{plan.name}, {t.vector_cores}, {plan.lowered.ub_budget}, "
                  f"&{var})) {{",
                  "        return 1;   // 2**32 elements or more: the kernel's offsets are 32-bit",
                  "    }"]
@@ -162,8 +162,8 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
         body += [f"    uint8_t* {var}_gm = DeviceAlloc(sizeof({var}));",
                  f"    rc |= CopyToDevice({var}_gm, &{var}, sizeof({var}));"]
         args = ', '.join(gm + ['workspace', var + '_gm'])
-        if isinstance(plan.printable, (CubeSchedule, AttentionSchedule)):   # a mixed AIC+AIV kernel (Matmul API)
-            block_dim = plan.printable.tiling({}, t).block_dim
+        if isinstance(plan.lowered, (CubeSchedule, AttentionSchedule)):   # a mixed AIC+AIV kernel (Matmul API)
+            block_dim = plan.lowered.tiling({}, t).block_dim
             body += ["#ifdef ASCENDC_CPU_DEBUG",
                      "    AscendC::SetKernelMode(KernelMode::MIX_MODE);",
                      "#endif",
@@ -296,14 +296,24 @@ def symbol_sizes(compiled, sizes) -> dict[str, int]:
     return out
 
 
-def scalar_values(compiled, scalars) -> dict[str, float]:
-    names = [p.value.name for p in compiled.module.main.params if p.kind == "scalar"]
+def scalar_decl(name: str, dtype, value) -> str:
+    """`T scalar_NAME = V` of a runtime scalar in a main program, in the tiling struct's type
+    (an int32 scalar stays an exact integer)."""
+    literal = f"{float(value)!r}f" if dtype.is_float else f"{int(value)}"
+    return f"{scalar_ctype(dtype)} scalar_{name} = {literal}"
+
+
+def scalar_values(compiled, scalars) -> dict[str, float | int]:
+    params = {p.value.name: p.value.type.dtype for p in compiled.module.main.params if p.kind == "scalar"}
+    names = list(params)
     given = dict(scalars or {})
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise ProjectError(f"scalars= names {', '.join(unknown)}, which are not runtime scalars of {compiled.name}",
                            loc=user_frame())
-    return {n: float(given.get(n, DEFAULT_SCALAR)) for n in names}
+    # an integer scalar keeps its exact value (the default 0.5 becomes 0)
+    return {n: (float(given.get(n, DEFAULT_SCALAR)) if params[n].is_float else int(given.get(n, DEFAULT_SCALAR)))
+            for n in names}
 
 
 def common_files(compiled, prog: Program, seed: int = 0) -> dict[str, str]:

@@ -27,10 +27,10 @@ import re
 from ..errors import AscendCCheckError
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
 from . import cnames
-from .printer import VERSION, camel, shared_helpers
-from .project import common_files, template
+from .printer import VERSION, camel, scalar_ctype, shared_helpers
+from .project import common_files, scalar_decl, template
 
-_FIELD = re.compile(r"^\s+(uint32_t|float) (\w+)(?:\[(\d+)\])?;")
+_FIELD = re.compile(r"^\s+(uint32_t|int32_t|float) (\w+)(?:\[(\d+)\])?;")
 _GE_TYPE = {"float32": "ge::DT_FLOAT", "float16": "ge::DT_FLOAT16", "bfloat16": "ge::DT_BF16",
             "int32": "ge::DT_INT32", "int8": "ge::DT_INT8", "uint8": "ge::DT_UINT8", "bool": "ge::DT_BOOL"}
 _JSON_TYPE = {"float32": "float", "float16": "float16", "bfloat16": "bfloat16", "int32": "int32",
@@ -54,13 +54,25 @@ def _fields(p) -> list[tuple[str, str, int | None]]:
     return out
 
 
+def _dtype_of(inp):
+    """A runtime scalar's dtype (vector schedules' inputs call it gm_dtype, row/cube params dtype)."""
+    return getattr(inp, "gm_dtype", None) or inp.dtype
+
+
+def _get_attr(dtype, k: int) -> str:
+    """The op attr of a runtime scalar, read as the type the op declares (Float / Int)."""
+    if dtype.is_float:
+        return f"*context->GetAttrs()->GetFloat({k})"
+    return f"static_cast<int32_t>(*context->GetAttrs()->GetInt({k}))"
+
+
 def _tensor_params(plan):
-    return [(param, inp) for param, inp in zip(plan.function.params, plan.printable.inputs)
+    return [(param, inp) for param, inp in zip(plan.function.params, plan.lowered.inputs)
             if inp.kind != "runtime_scalar"]
 
 
 def _scalar_inputs(plan):
-    return [inp for inp in plan.printable.inputs if inp.kind == "runtime_scalar"]
+    return [inp for inp in plan.lowered.inputs if inp.kind == "runtime_scalar"]
 
 
 def _dim_source(plan, symbol: str) -> tuple[int, int]:
@@ -89,7 +101,7 @@ def _tiling_h(p, plan) -> str:
 
 
 def _is_cube(plan) -> bool:
-    return isinstance(plan.printable, CubeSchedule)
+    return isinstance(plan.lowered, CubeSchedule)
 
 
 def _op_host(p, plan, target) -> str:
@@ -109,7 +121,7 @@ def _op_host(p, plan, target) -> str:
             continue
         copies.append(f"    tiling.set_{name}(plain.{name});")
     for k, inp in enumerate(_scalar_inputs(plan)):
-        copies.append(f"    tiling.set_{inp.var}(*context->GetAttrs()->GetFloat({k}));  // attr {cnames.comment(inp.name)}")
+        copies.append(f"    tiling.set_{inp.var}({_get_attr(_dtype_of(inp), k)});  // attr {cnames.comment(inp.name)}")
     head = f"""// Host side of the {op} op (fusedsl {VERSION}, {target.name}): tiling, shape inference, op definition.
 #include <algorithm>
 #include <cstdint>
@@ -125,8 +137,8 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
 {{
     const int64_t sizes[] = {{{', '.join(sizes) or '0'}}};
     {plain} plain{{}};
-    // {target.vector_cores} vector cores and a {plan.printable.ub_budget}-byte UB budget on {target.name}
-    if (!{camel(p.name)}Tiling(sizes, {target.vector_cores}, {plan.printable.ub_budget}, &plain)) {{
+    // {target.vector_cores} vector cores and a {plan.lowered.ub_budget}-byte UB budget on {target.name}
+    if (!{camel(p.name)}Tiling(sizes, {target.vector_cores}, {plan.lowered.ub_budget}, &plain)) {{
         return ge::GRAPH_FAILED;   // 2**32 elements or more: the kernel's offsets are 32-bit
     }}
     {p.tiling} tiling;
@@ -166,7 +178,7 @@ def _infer_and_opdef(plan, target) -> str:
         opdef.append(f'        this->Output("y{k}").ParamType(REQUIRED).DataType({{{_GE_TYPE[v.type.dtype.name]}}})'
                      ".Format({ge::FORMAT_ND});")
     for inp in _scalar_inputs(plan):
-        opdef.append(f'        this->Attr("{cnames.ident(inp.name)}").Float();')
+        opdef.append(f'        this->Attr("{cnames.ident(inp.name)}").{"Float" if _dtype_of(inp).is_float else "Int"}();')
     return f"""
 namespace ge {{
 static graphStatus InferShape(gert::InferShapeContext* context)
@@ -230,7 +242,7 @@ def _tiling_h_cube(p) -> str:
     op, cls = camel(p.name), _cube_tiling_class(p)
     fields = [f"    TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, {_CUBE_FIELD});"]
     # the scalars follow the TCubeTiling words, as in the kernel-launch project's tiling struct
-    fields += [f"    TILING_DATA_FIELD_DEF(float, {r.var});   // runtime scalar {cnames.comment(r.name)}"
+    fields += [f"    TILING_DATA_FIELD_DEF({scalar_ctype(r.dtype)}, {r.var});   // runtime scalar {cnames.comment(r.name)}"
                for r in p.rt]
     return "\n".join([f"// Tiling data of the {op} op (fusedsl {VERSION}): the Matmul API's TCubeTiling, as in "
                       "CANN's MatmulLeakyRelu op.",
@@ -246,14 +258,14 @@ def _user_workspace(sched) -> int:
 
 
 def _op_host_cube(p, plan, target) -> str:
-    op, cls, sched = camel(p.name), _cube_tiling_class(p), plan.printable
+    op, cls, sched = camel(p.name), _cube_tiling_class(p), plan.lowered
     rt = p.rt
     # the kernel's shapes are static: the TCubeTiling holds them, so other shapes are refused
     checks = " &&\n           ".join(
         f"InputShapeIs(context, {j}, {{{', '.join(str(d) for d in param.value.type.shape)}}})"
         for j, (param, _) in enumerate(_tensor_params(plan)))
     copies = "\n".join(f"    tiling.{_CUBE_FIELD}.set_{f}(cube.{f});" for f in TCUBE_FIELDS)
-    attrs = "\n".join(f"    tiling.set_{inp.var}(*context->GetAttrs()->GetFloat({k}));  // attr "
+    attrs = "\n".join(f"    tiling.set_{inp.var}({_get_attr(_dtype_of(inp), k)});  // attr "
                       f"{cnames.comment(inp.name)}" for k, inp in enumerate(_scalar_inputs(plan)))
     user_ws = _user_workspace(sched)
     ws_note = (f"the im2col panels: {sched.used_cores} cores x {sched.conv.panel_bytes} B"
@@ -359,7 +371,8 @@ def _op_json(p, plan) -> str:
                             "type": [_JSON_TYPE[param.value.type.dtype.name]]} for param, _ in _tensor_params(plan)],
             "output_desc": [{"name": f"y{k}", "param_type": "required", "format": ["ND"],
                              "type": [_JSON_TYPE[v.type.dtype.name]]} for k, v in enumerate(plan.function.results)],
-            "attr": [{"name": cnames.ident(inp.name), "param_type": "required", "type": "float"} for inp in _scalar_inputs(plan)]}
+            "attr": [{"name": cnames.ident(inp.name), "param_type": "required",
+                      "type": "float" if _dtype_of(inp).is_float else "int"} for inp in _scalar_inputs(plan)]}
     return json.dumps([desc], indent=4) + "\n"
 
 
@@ -374,7 +387,7 @@ def _cpu_main(compiled, printers, prog) -> str:
     body = ["    int32_t rc = 0;"]
     for p in main.params:
         if p.kind == "scalar":
-            body.append(f"    const float scalar_{p.value.name} = {prog.scalars[p.value.name]!r}f;")
+            body.append(f"    const {scalar_decl(p.value.name, p.value.type.dtype, prog.scalars[p.value.name])};")
     body += [f"    uint8_t* {buf} = static_cast<uint8_t*>(AscendC::GmAlloc({n}));" for buf, n in prog.buffers]
     for p in main.params:
         if p.kind != "scalar":
@@ -385,7 +398,7 @@ def _cpu_main(compiled, printers, prog) -> str:
     for op, (plan, gm, scalar_args) in zip(calls, prog.launches):
         pr = by_name[plan.name]
         shapes = ", ".join("gert::Shape{" + ", ".join(str(d) for d in prog.shape(v)) + "}"
-                           for v, inp in zip(op.operands, plan.printable.inputs) if inp.kind != "runtime_scalar")
+                           for v, inp in zip(op.operands, plan.lowered.inputs) if inp.kind != "runtime_scalar")
         attrs = ", ".join(src for _, src in scalar_args)
         r = f"op_{plan.name}"
         body += [f"    // {camel(pr.name)}: {', '.join(plan.ops)}",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import ProjectError, user_frame
 from .printer import VERSION
-from .printer_view import printer_for_plan
+from .printers import printer_for_plan
 from .project import Program, kernel_launch_files, scalar_values, symbol_sizes
 from .project_op import op_project_files
 from .project_writer import write_tree

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import AscendCCheckError
 from .cpu_runner import build
+from .printer import pack_scalar
 
 
 def gm_inputs(pairs):
@@ -72,7 +73,7 @@ def simulate(compiled, arrays, sizes):
                 measured[0] += stats.gm_bytes_read + stats.gm_bytes_written
             return outs
         sched = plan.schedule
-        scalars = {i.name: float(np.asarray(x).item()) for i, x in zip(sched.inputs, inputs)
+        scalars = {i.name: np.asarray(x).item() for i, x in zip(sched.inputs, inputs)
                    if i.kind == "runtime_scalar"}
         if sched.views is not None:   # take: indices are checked before launching (the
             from ..views import gather_indices   # device guard would give zero rows)
@@ -100,10 +101,10 @@ def simulate(compiled, arrays, sizes):
 
 
 def _run_row(lib, compiled, plan, inputs, sizes):
-    from .printer_view import printer_for_plan
+    from .printers import printer_for_plan
     sched, tiling = plan.row, plan.row_tiling
     printer = printer_for_plan(plan, compiled.target)
-    scalars = {p.name: float(np.asarray(x).item()) for p, x in zip(sched.params, inputs) if p.kind == "runtime_scalar"}
+    scalars = {p.name: np.asarray(x).item() for p, x in zip(sched.params, inputs) if p.kind == "runtime_scalar"}
     packed = printer.pack(tiling, scalars)
     _check_row_tiling(lib, plan, packed, sizes, compiled.target)
     outs = []
@@ -154,5 +155,5 @@ def pack_tiling(plan, scalars: dict[str, float]) -> bytes:
             data += struct.pack(f"<{len(row)}I", *row)
     for inp in sched.inputs:
         if inp.kind == "runtime_scalar":
-            data += struct.pack("<f", float(scalars[inp.name]))
+            data += pack_scalar(inp.gm_dtype, scalars[inp.name])
     return data

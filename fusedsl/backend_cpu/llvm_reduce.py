@@ -29,7 +29,7 @@ from .llvm import host_features
 from .llvm_row import (F32, I32, I64, LANES, PARALLEL_MIN_BYTES, PTR, VOID, RowCpuKernel, _accumulator_form,
                        _reduction_info, _RowBuilder)
 from .mathlib import VectorConsts
-from .row_plan import REDUCTIONS
+from ..lower.row_plan import REDUCTIONS
 from .stmts import LoweringError, StmtEmitter, reg_type, vec
 
 VECTORS = 4                 # accumulators per column block: COLS = VECTORS * LANES outputs

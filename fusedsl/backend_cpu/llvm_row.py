@@ -38,7 +38,7 @@ from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import constant_slots, counted_loop, host_features
 from .mathlib import VectorConsts
-from .row_plan import RowPlan, plan_row_kernel, scratch_itemsize
+from ..lower.row_plan import RowPlan, plan_row_kernel, scratch_itemsize
 from .stmts import LANES, F32, I32, LoweringError, StmtEmitter, mem_type, reg_type, round_scalar_to, vec
 
 I1 = ir.IntType(1)

@@ -17,6 +17,7 @@ import numpy as np
 from llvmlite import ir
 
 from .. import dtypes as dt
+from ..lower.errors import LoweringError  # noqa: F401  (re-exported: the LLVM lowerings raise it)
 from ..schedule import Stmt
 from .mathlib import VectorConsts, emit_exp, emit_log
 
@@ -27,10 +28,6 @@ I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 F16 = ir.HalfType()
 F32 = ir.FloatType()
-
-
-class LoweringError(Exception):
-    """The schedule uses something this backend does not implement (a bug, not a user error)."""
 
 
 # ---- dtype helpers ----------------------------------------------------------------------------

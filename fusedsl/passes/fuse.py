@@ -890,6 +890,16 @@ def _row_epilogue_fits(fn: Function, kernels, group: set[int], n, target, ub_sha
     return None
 
 
+def _row_values_only(fn: Function, ops_idx, row_shape) -> bool:
+    """Every value the ops compute is a row ([*outer, C]) or one value per row ([*outer] or
+    [*outer, 1]): what a row kernel computes (lower/row_plan's rule). A value of another shape,
+    e.g. `sum(y, 0) * 0.01` of shape [C] computed beside `y + ...`, stays out of the row kernel,
+    which could not print it."""
+    outer = tuple(row_shape[:-1])
+    shapes = {tuple(row_shape), outer, outer + (1,)}
+    return all(has_trait(fn.ops[i], CONSTANT) or tuple(fn.ops[i].result.shape) in shapes for i in ops_idx)
+
+
 def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool = True, target=None,
               ub_share: float = 1.0) -> list[tuple]:
     """Merge each last-axis reduction kernel with its row-shaped vector producer and consumers.
@@ -979,12 +989,13 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         p = producer.get(id(red.operands[0]))
         # only an elementwise producer joins: a reduction's result is one value per row, and
         # reducing it again (sum(sum(x, keepdims=True))) walks other rows than the kernel's
-        if p in owner and kernels[owner[p]][1] == "vector" and fn.ops[p].result.shape == row_shape:
+        if (p in owner and kernels[owner[p]][1] == "vector" and fn.ops[p].result.shape == row_shape
+                and _row_values_only(fn, kernels[owner[p]][0], row_shape)):
             try_merge(owner[p], k)
         for c in succ[k]:
             kind_c = kernels[c][1]
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
-            if kind_c == "vector" and shapes == {row_shape}:
+            if kind_c == "vector" and shapes == {row_shape} and _row_values_only(fn, kernels[c][0], row_shape):
                 try_merge(k, c)
     returned = {id(v) for v in fn.results}
     readers: dict[int, list[int]] = {}

@@ -180,6 +180,11 @@ def merge_verdict(a: GroupStats, b: GroupStats, merged: GroupStats, saved_bytes:
         return False, "FS107", f"cap: {len(merged.inputs)} inputs > max_kernel_inputs={opts.max_inputs}"
     if target is None:
         return True, "", ""
+    # every GM tensor input takes at least one VECIN queue buffer in the printed kernel: a kernel
+    # with more inputs than the chip's queue limit could not be printed
+    if len(merged.inputs) > target.max_queue_buffers_per_position:
+        return False, "FS105", (f"queue limit: {len(merged.inputs)} GM inputs > {target.max_queue_buffers_per_position} "
+                                f"queue buffers on VECIN ({target.name})")
     budget = target.ub_bytes * opts.ub_headroom
     need = merged.min_tile_bytes()
     if need > budget:

@@ -3,7 +3,7 @@
 // enums (ge::DataType, ge::Format, ge::graphStatus) that op_host/<op>.cpp uses.
 //
 // CANN runs an op's tiling function inside the graph engine.  fusedsl's CPU stand-in is
-// fusedsl_cpu::RunOpTiling(op type, input shapes, float attrs): it finds the op registered by
+// fusedsl_cpu::RunOpTiling(op type, input shapes, attrs as doubles): it finds the op registered by
 // OP_ADD, runs its InferShape and its tiling function with these shapes and returns the tiling
 // bytes, blockDim, tiling key, workspace size and output shapes, which a CPU main program hands
 // to ICPU_RUN_KF.  Everything the tiling function does wrong (no blockDim, tiling data larger
@@ -104,20 +104,29 @@ private:
     size_t size_ = 0;
 };
 
+// Attr values travel as doubles (exact for every int32 and float): GetFloat and GetInt read
+// the same attr as the type the op declared (Float() / Int()).
 class RuntimeAttrs {
 public:
-    explicit RuntimeAttrs(std::vector<float> floats) : floats_(std::move(floats)) {}
+    explicit RuntimeAttrs(const std::vector<double>& values) {
+        for (double v : values) {
+            floats_.push_back(static_cast<float>(v));
+            ints_.push_back(static_cast<int64_t>(v));
+        }
+    }
     const float* GetFloat(size_t i) const { return i < floats_.size() ? &floats_[i] : nullptr; }
+    const int64_t* GetInt(size_t i) const { return i < ints_.size() ? &ints_[i] : nullptr; }
     size_t GetAttrNum() const { return floats_.size(); }
 
 private:
     std::vector<float> floats_;
+    std::vector<int64_t> ints_;
 };
 
 class TilingContext {
 public:
-    TilingContext(std::vector<StorageShape> inputs, std::vector<StorageShape> outputs, std::vector<float> attrs)
-        : inputs_(std::move(inputs)), outputs_(std::move(outputs)), attrs_(std::move(attrs)), raw_(64 * 1024) {}
+    TilingContext(std::vector<StorageShape> inputs, std::vector<StorageShape> outputs, const std::vector<double>& attrs)
+        : inputs_(std::move(inputs)), outputs_(std::move(outputs)), attrs_(attrs), raw_(64 * 1024) {}
     const StorageShape* GetInputShape(size_t i) const { return i < inputs_.size() ? &inputs_[i] : nullptr; }
     const StorageShape* GetOutputShape(size_t i) const { return i < outputs_.size() ? &outputs_[i] : nullptr; }
     size_t GetComputeNodeInputNum() const { return inputs_.size(); }
@@ -154,8 +163,8 @@ private:
 
 class InferShapeContext {
 public:
-    InferShapeContext(std::vector<Shape> inputs, size_t outputs, std::vector<float> attrs)
-        : inputs_(std::move(inputs)), outputs_(outputs), attrs_(std::move(attrs)) {}
+    InferShapeContext(std::vector<Shape> inputs, size_t outputs, const std::vector<double>& attrs)
+        : inputs_(std::move(inputs)), outputs_(outputs), attrs_(attrs) {}
     const Shape* GetInputShape(size_t i) const { return i < inputs_.size() ? &inputs_[i] : nullptr; }
     Shape* GetOutputShape(size_t i) { return i < outputs_.size() ? &outputs_[i] : nullptr; }
     const RuntimeAttrs* GetAttrs() const { return &attrs_; }
@@ -196,12 +205,13 @@ public:
     explicit OpAttrDef(std::string name) : name_(std::move(name)) {}
     OpAttrDef& AttrType(Option option) { option_ = option; return *this; }
     OpAttrDef& Float(float value = 0.0f) { default_ = value; return *this; }
+    OpAttrDef& Int(int64_t value = 0) { default_ = static_cast<double>(value); return *this; }
     const std::string& Name() const { return name_; }
 
 private:
     std::string name_;
     Option option_ = REQUIRED;
-    float default_ = 0.0f;
+    double default_ = 0.0;
 };
 
 using TilingFunc = ge::graphStatus (*)(gert::TilingContext*);
@@ -281,7 +291,7 @@ struct OpTilingResult {
 
 // Runs the registered op's InferShape and tiling function for these input shapes and attrs.
 inline OpTilingResult RunOpTiling(const std::string& type, const std::vector<gert::Shape>& inputs,
-                                  const std::vector<float>& attrs = {}) {
+                                  const std::vector<double>& attrs = {}) {
     auto it = ops::OpRegistry().find(type);
     if (it == ops::OpRegistry().end()) {
         OpHostFailure(type, "no op of this type was registered with OP_ADD (link its op_host file)");

@@ -1,4 +1,5 @@
-"""How a row kernel runs on the CPU: phases over one cached row (input of llvm_row).
+"""A row kernel's phases over one cached row: read by the row schedule, the cube row
+epilogue and the CPU row kernel (llvm_row).
 
 A row kernel (FS112, or a lone last-axis reduction) computes, per row of its reductions'
 operand shape [*outer, C], a chain of elementwise ops, last-axis reductions and ops that
@@ -31,7 +32,7 @@ from ..errors import ScheduleError
 from ..ir.core import Function, Op, Param, TensorType, Value
 from ..ir.ops import CONSTANT, has_trait
 from ..schedule import VectorSchedule, schedule_vector_kernel
-from .stmts import LoweringError
+from .errors import LoweringError
 
 REDUCTIONS = ("sum", "mean", "max", "min")
 
@@ -143,7 +144,7 @@ def plan_row_kernel(fn: Function, target) -> RowPlan:
             if not row_op:
                 return True     # a per-row op: every operand is one value per row (splat)
             return kinds[id(v)] == "row" or param_last.get(id(v), False)
-        sched, sources = _op_schedule(fn, op, producer, target, varies)
+        sched, sources = op_schedule(fn, op, producer, target, varies)
         step = OpStep(op, sched, kinds[id(op.result)], sources)
         (phases[p].row_ops if step.kind == "row" else phases[p].scalar_ops).append(step)
 
@@ -183,7 +184,7 @@ def _param_layout(shape, row_shape) -> bool:
     return padded[-1] == row_shape[-1]
 
 
-def _op_schedule(fn: Function, op: Op, producer: dict, target, varies) -> tuple[VectorSchedule, list[Value]]:
+def op_schedule(fn: Function, op: Op, producer: dict, target, varies) -> tuple[VectorSchedule, list[Value]]:
     """One op as a kernel of its own, scheduled like any vector kernel: its tile stmts, and
     the kernel values its parameters stand for (in parameter order).
 

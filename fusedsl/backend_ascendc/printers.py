@@ -1,0 +1,39 @@
+"""Which printer prints a kernel: one entry per kernel kind (lower/kinds.py), keyed by its name.
+
+A new kind adds its printer here; the compiler, `save` and `simulate` ask `printer_for_plan`.
+"""
+from __future__ import annotations
+
+from .printer import AscendCPrinter
+from .printer_attention import AttentionPrinter
+from .printer_conv import ConvPrinter
+from .printer_cube import CubePrinter
+from .printer_cube_row import CubeRowPrinter
+from .printer_reduce import ColumnPrinter
+from .printer_row import RowPrinter
+from .printer_view import ViewPrinter
+
+
+def _vector(sched, target, name):
+    # slices / concatenate / take as CopyIn-CopyOut addressing get the view printer
+    return (ViewPrinter if sched.views is not None else AscendCPrinter)(sched, target, name)
+
+
+def _cube(sched, target, name):
+    # softmax / layer_norm of the matmul's rows print each C tile row like a row kernel's row
+    return (CubeRowPrinter if sched.row_epilogue is not None else CubePrinter)(sched, target, name)
+
+
+PRINTERS = {
+    "vector": _vector,
+    "conv": ConvPrinter,      # im2col per core and image, then the Matmul API
+    "cube": _cube,            # the Matmul API with the epilogue on each C tile in UB
+    "row": RowPrinter,        # tiles of whole rows, or passes over chunks of a long row
+    "column": ColumnPrinter,  # reductions over other axes, cores never split the reduced axis
+    "attention": AttentionPrinter,   # flash attention: Q K^T, online softmax, P V per Q block
+}
+
+
+def printer_for_plan(plan, target) -> AscendCPrinter:
+    """The printer of one printable kernel plan (KernelPlan.printable)."""
+    return PRINTERS[plan.kernel_kind](plan.lowered, target, plan.name)

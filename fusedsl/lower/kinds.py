@@ -1,0 +1,103 @@
+"""The kernel kinds: one registry entry per kind says which fused kernels it takes and how it
+schedules them. `compile_module` asks the registry; the backends keep their own tables keyed by
+the kind's name (the Ascend C printer per kind, the CPU kernel per kind), so a new kind is one
+entry here plus one entry per backend, never a new branch in the compiler.
+
+Order matters: the first kind that claims a kernel schedules it. Cube kinds come before the
+row kind because a matmul with a row epilogue (softmax(x @ w + b)) is a cube kernel; conv comes
+before cube because conv2d is also a CUBE op; the column kind takes what is left of the
+reductions (other axes than the last), and the vector kind every elementwise/view kernel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import FusedslError, ScheduleError, TargetError
+from ..ir.core import Function
+from ..ir.ops import ATTENTION, CUBE, REDUCTION, has_trait
+from ..schedule import VectorSchedule, schedule_vector_kernel
+from ..schedule_attention import AttentionSchedule, schedule_attention_kernel
+from ..schedule_conv import ConvSchedule, schedule_conv_kernel
+from ..schedule_cube import CubeSchedule, schedule_cube_kernel
+from ..schedule_reduce import ColumnSchedule, schedule_reduce_kernel
+from ..schedule_row import RowSchedule, is_row_kernel, schedule_row_kernel
+from ..targets import Target
+
+
+@dataclass(frozen=True)
+class LowerOptions:
+    """What a lowering may read of the compile options."""
+    ub_headroom: float = 1.0      # fraction of UB the kernel may plan with
+    l1_headroom: float = 1.0      # fraction of L1 a cube kernel may plan with
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    # (kernel, fusion's group kind "vector" | "row" | "cube" | "single") -> does this kind take it
+    claims: Callable[[Function, str], bool]
+    # (kernel, target, options, snapshots) -> the kind's schedule; raises a located FusedslError
+    # when this kernel cannot be printed (it still runs on the CPU executors)
+    lower: Callable[[Function, Target, LowerOptions, list | None], Any]
+    # the schedule records this kind's printers read; a lowering may hand a kernel to another
+    # kind's schedule (a reduction over all axes of [A, K] is a row kernel of one row), and
+    # the kernel then belongs to that kind
+    schedules: tuple[type, ...]
+    errors: tuple[type[FusedslError], ...] = (ScheduleError,)
+
+
+def _has_cube(fn: Function) -> bool:
+    return any(has_trait(op, CUBE) for op in fn.ops)
+
+
+def _cube_group(fn: Function, group: str) -> bool:
+    return group == "cube" or (group == "single" and _has_cube(fn))
+
+
+KINDS: list[Kind] = [
+    Kind("vector", lambda fn, group: group == "vector",
+         lambda fn, t, o, snaps: schedule_vector_kernel(fn, t, o.ub_headroom, snapshots=snaps),
+         (VectorSchedule,)),
+    # im2col inside the kernel, then the Matmul API (printer_conv)
+    Kind("conv", lambda fn, group: _cube_group(fn, group) and any(op.name == "conv2d" for op in fn.ops),
+         lambda fn, t, o, snaps: schedule_conv_kernel(fn, t, o.ub_headroom, o.l1_headroom),
+         (ConvSchedule,), (ScheduleError, TargetError)),
+    # a matmul with its elementwise or row epilogue (printer_cube, printer_cube_row)
+    Kind("cube", _cube_group,
+         lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom),
+         (CubeSchedule,), (ScheduleError, TargetError)),
+    # last-axis reductions and the ops around them (printer_row)
+    Kind("row", lambda fn, group: group in ("row", "single") and is_row_kernel(fn),
+         lambda fn, t, o, snaps: schedule_row_kernel(fn, t, o.ub_headroom), (RowSchedule,)),
+    # flash attention: two Matmul objects and the online softmax between them (printer_attention)
+    Kind("attention", lambda fn, group: group == "single" and any(has_trait(op, ATTENTION) for op in fn.ops),
+         lambda fn, t, o, snaps: schedule_attention_kernel(fn, t, o.ub_headroom), (AttentionSchedule,),
+         (ScheduleError, TargetError)),
+    # a lone reduction over other axes: rows or columns of an [A, K, B] view (printer_reduce)
+    Kind("column", lambda fn, group: group == "single" and any(has_trait(op, REDUCTION) for op in fn.ops),
+         lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,)),
+]
+
+KINDS_BY_NAME = {k.name: k for k in KINDS}
+
+
+def kind_of(fn: Function, group: str) -> Kind | None:
+    """The kind that schedules this fused kernel, or None (then no Ascend C printer takes it;
+    it runs on the CPU executors and `check_ascendc` says why)."""
+    return next((k for k in KINDS if k.claims(fn, group)), None)
+
+
+def lower_kernel(fn: Function, group: str, target: Target, options: LowerOptions,
+                 snapshots: list | None = None) -> tuple[Kind | None, Any, FusedslError | None]:
+    """(kind, schedule, error): the schedule is None when the kind refused the kernel (error
+    says why) or no kind claims it."""
+    kind = kind_of(fn, group)
+    if kind is None:
+        return None, None, None
+    try:
+        sched = kind.lower(fn, target, options, snapshots)
+    except kind.errors as exc:
+        return kind, None, exc
+    owner = next(k for k in KINDS if type(sched) in k.schedules)
+    return owner, sched, None

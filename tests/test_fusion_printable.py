@@ -1,0 +1,73 @@
+"""Fusion builds only kernels the target can print: no more GM inputs than the chip's VECIN
+queue buffers (8 on ascend910b/ascend310p, 4 on ascend910), and no row kernel holding a value
+that is neither a row nor one value per row. Every kernel's `printable` is a bool known at
+compile time, and `require_ascendc=True` raises at compile time, at the op's line."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fusedsl as fs
+from conftest import fuzz_settings
+
+QUEUES = {"ascend910b": 8, "ascend310p": 8, "ascend910": 4}
+
+
+def _sum_of(n):
+    ns = {"fs": fs}
+    args = ", ".join(f"x{i}" for i in range(n))
+    exec(f"def many({args}):\n    return fs.relu({' + '.join(f'x{i}' for i in range(n))})", ns)
+    return ns["many"]
+
+
+@pytest.mark.parametrize("target,n", [("ascend910b", 9), ("ascend310p", 12), ("ascend910", 5)])
+def test_more_inputs_than_queues_split_into_printable_kernels(target, n):
+    xs = [np.random.default_rng(i).uniform(-1, 1, (16, 40)).astype(np.float32) for i in range(n)]
+    k = fs.fused_kernel(_sum_of(n), target=target).compile(*xs)
+    assert len(k.kernels) == 2
+    assert all(p.printable for p in k.kernels)
+    assert all(len(p.function.params) <= QUEUES[target] for p in k.kernels)
+    assert any(p.reason_code == "FS105" for p in k.kernels), [p.reason for p in k.kernels]
+    np.testing.assert_allclose(k.simulate(*xs), np.maximum(sum(xs), 0), rtol=1e-5, atol=1e-5)
+
+
+@fuzz_settings(scale=0.004)
+@given(n=st.integers(1, 14), target=st.sampled_from(sorted(QUEUES)))
+def test_generated_wide_sums_print_on_every_target(n, target):
+    xs = [np.random.default_rng(i).uniform(-1, 1, (3, 33)).astype(np.float32) for i in range(n)]
+    k = fs.fused_kernel(_sum_of(n), target=target).compile(*xs)
+    assert all(p.printable for p in k.kernels)
+    np.testing.assert_allclose(k.simulate(*xs), np.maximum(sum(xs), 0), rtol=1e-5, atol=1e-5)
+
+
+def test_a_column_sum_feeding_a_row_kernel_prints():
+    y = np.random.default_rng(0).uniform(-1, 1, (16, 40)).astype(np.float32)
+    k = fs.fused_kernel(lambda y: fs.sum(y + fs.sum(y, 0) * 0.01, -1)).compile(y)
+    assert [p.printable for p in k.kernels] == [True] * len(k.kernels)
+    want = (y.astype(np.float64) + y.sum(0) * 0.01).sum(-1)
+    np.testing.assert_allclose(k.simulate(y), want, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(k(y), want, rtol=1e-5, atol=1e-4)
+
+
+def test_printable_is_a_bool_per_kernel():
+    x = np.ones((4, 8), np.float32)
+    k = fs.fused_kernel(lambda x: fs.relu(x) + 1).compile(x)
+    assert [p.printable for p in k.kernels] == [True]
+    t = fs.fused_kernel(lambda x: fs.transpose(x, (1, 0)) * 2.0).compile(x)
+    assert False in [p.printable for p in t.kernels]
+    assert all(isinstance(p.printable, bool) for p in t.kernels)
+
+
+def test_require_ascendc_raises_at_compile_time_at_the_users_line():
+    x = np.ones((4, 8), np.float32)
+
+    def transposed(x):
+        return fs.transpose(x, (1, 0)) * 2.0   # the op that does not print
+
+    with pytest.raises(fs.FusedslError) as info:
+        fs.fused_kernel(transposed, require_ascendc=True).compile(x)
+    assert "test_fusion_printable.py:" in str(info.value)
+    assert "transpose" in str(info.value)
+    # without it, compile succeeds and the kernel still runs on the CPU
+    k = fs.fused_kernel(transposed).compile(x)
+    np.testing.assert_array_equal(k(x), x.T * 2)

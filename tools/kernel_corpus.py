@@ -1,0 +1,247 @@
+"""A recorded corpus of kernel configurations, for before/after equivalence of compiler changes.
+
+Every configuration (a small fused program, argument shapes, dtypes and a target) is compiled;
+the record keeps, per configuration: the kernel kinds and names, a hash of the printed Ascend C
+(or the error class and message when it does not print), the GM figures of the report, and a
+hash of the LLVM call's results on deterministic inputs (bit-exact). `--simulate N` also runs
+the printed Ascend C on the CPU API for every N-th configuration (a g++ build each) and keeps a
+hash of its results and the GM bytes it measured.
+
+    python tools/kernel_corpus.py record corpus.json [--simulate 40] [--only KIND]
+    python tools/kernel_corpus.py compare before.json after.json
+
+`compare` lists every configuration whose record differs, field by field, and exits 1 when any
+result hash differs or GM bytes grew; printed-source differences are listed for review (a
+refactor documents each one). The corpus is generated, deterministic and not checked in.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from itertools import product
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import fusedsl as fs  # noqa: E402
+
+TARGETS = ["ascend910b", "ascend310p", "ascend910"]
+
+
+# ---- the programs, by kernel kind ---------------------------------------------------------
+def _unary(name):
+    return lambda x: getattr(fs, name)(x)
+
+
+UNARY = ["abs", "negative", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "relu",
+         "leaky_relu", "sigmoid", "tanh", "gelu", "silu"]
+BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+          "div": lambda a, b: a / b, "maximum": fs.maximum, "minimum": fs.minimum,
+          "less": lambda a, b: fs.where(a < b, a, b), "eq": lambda a, b: fs.where(a == b, a, b * 2)}
+
+
+def _vector_configs():
+    shapes = [((7,), (7,)), ((33, 17), (17,)), ((4, 1, 40), (4, 5, 40)), ((192, 128), (192, 128)),
+              ((1,), (3, 1))]
+    for name, (sa, _), dtype, target in product(UNARY, shapes, ["float32", "float16"], TARGETS):
+        yield (f"vector/{name}", _unary(name), [(sa, dtype)], target)
+    for name, (sa, sb), dtype, target in product(BINARY, shapes, ["float32", "float16", "int32"], TARGETS):
+        if dtype == "int32" and name == "div":
+            continue
+        yield (f"vector/{name}", BINARY[name], [(sa, dtype), (sb, dtype)], target)
+    chains = {
+        "abs_add_relu": lambda a, b: fs.relu(fs.abs(a) + b),
+        "leaky_chain": lambda a, b: fs.leaky_relu((a * 2 + b) * fs.sigmoid(a) - a, 0.1),
+        "cast_chain": lambda a, b: (a.astype("float32") + b.astype("float32")).astype("float16"),
+        "where_mask": lambda a, b: fs.where(a > 0.5, a, b),
+    }
+    for (name, f), (sa, sb), dtype, target in product(chains.items(), shapes, ["float32", "float16"], TARGETS):
+        yield (f"vector/{name}", f, [(sa, dtype), (sb, dtype)], target)
+
+
+def _view_configs():
+    progs = {
+        "slice": (lambda x: fs.relu(x[1:-1, 8:40]), [((20, 64),)]),
+        "slice_step": (lambda x: fs.exp(x[::2, 3:]), [((21, 50),)]),
+        "concat": (lambda a, b: fs.relu(fs.concatenate([a, b], 1))[:, 8:40], [((9, 32), (9, 24))]),
+        "concat0": (lambda a, b: fs.concatenate([a, b], 0) * 2, [((5, 16), (3, 16))]),
+    }
+    for (name, (f, shapes)), dtype, target in product(progs.items(), ["float32", "float16"], TARGETS):
+        for sh in shapes:
+            yield (f"view/{name}", f, [(s, dtype) for s in sh], target)
+    for dtype, target in product(["float32", "float16"], TARGETS):
+        yield ("view/take", lambda t, i, b: fs.relu(fs.take(t, i) + b),
+               [((50, 32), dtype), ((7,), "int32", 50), ((32,), dtype)], target)
+
+
+def _row_configs():
+    progs = {
+        "softmax": lambda x, y: fs.softmax(x + y),
+        "layer_norm": lambda x, y: fs.layer_norm(x, y[0], y[0]),
+        "rms_norm": lambda x, y: fs.rms_norm(x, y[0]) + x,
+        "sum": lambda x, y: fs.sum(x * y, axis=-1),
+        "max_back": lambda x, y: x - fs.max(x, axis=-1, keepdims=True) + y,
+        "mean": lambda x, y: fs.mean(x, axis=-1, keepdims=True) * y,
+    }
+    shapes = [((5, 17), (1, 17)), ((3, 4, 64), (1, 4, 64)), ((1, 1), (1, 1)), ((40, 300), (40, 300)),
+              ((2, 70000), (1, 70000)), ((7, 3, 5), (7, 1, 5)), ((2, 3, 8), (3, 8))]
+    for (name, f), (sx, sy), dtype, target in product(progs.items(), shapes, ["float32", "float16"], TARGETS):
+        yield (f"row/{name}", f, [(sx, dtype), (sy, dtype)], target)
+
+
+def _column_configs():
+    progs = {"sum0": lambda x: fs.sum(x, axis=0), "max0": lambda x: fs.max(x, axis=0),
+             "mean1": lambda x: fs.mean(x, axis=1), "sumall": lambda x: fs.sum(x)}
+    for (name, f), shape, dtype, target in product(progs.items(), [(7, 33), (64, 5, 9), (300, 3), (1, 1), (5, 1000)],
+                                                 ["float32", "float16"], TARGETS):
+        yield (f"column/{name}", f, [(shape, dtype)], target)
+
+
+def _cube_configs():
+    progs = {
+        "mm": lambda x, w, b: x @ w,
+        "mm_bias_leaky": lambda x, w, b: fs.leaky_relu(x @ w + b, 0.1),
+        "mm_gelu_cast": lambda x, w, b: fs.gelu(x @ w + b).astype("float16"),
+        "mm_softmax": lambda x, w, b: fs.softmax(x @ w + b),
+        "mm_where": lambda x, w, b: fs.where(x @ w > 0, x @ w, b),
+    }
+    dims = [(40, 24, 72), (1, 5, 1), (33, 19, 30), (128, 64, 96), (64, 256, 48), (17, 130, 9)]
+    for (name, f), (m, k, n), dtype, target in product(progs.items(), dims, ["float32", "float16"], TARGETS):
+        yield (f"cube/{name}", f, [((m, k), dtype), ((k, n), dtype), ((n,), dtype)], target)
+
+
+def _conv_configs():
+    progs = {
+        "conv": lambda x, w, b: fs.conv2d(x, w, padding=1),
+        "conv_bias_leaky": lambda x, w, b: fs.leaky_relu(fs.conv2d(x, w, b, stride=2, padding=1), 0.1),
+        "conv_relu": lambda x, w, b: fs.relu(fs.conv2d(x, w, b)),
+    }
+    shapes = [((1, 3, 9, 9), (4, 3, 3, 3)), ((2, 8, 12, 10), (16, 8, 3, 3)), ((1, 16, 7, 7), (8, 16, 1, 1))]
+    for (name, f), (sx, sw), dtype, target in product(progs.items(), shapes, ["float32", "float16"], TARGETS):
+        yield (f"conv/{name}", f, [(sx, dtype), (sw, dtype), ((sw[0],), dtype)], target)
+
+
+KINDS = {"vector": _vector_configs, "view": _view_configs, "row": _row_configs,
+         "column": _column_configs, "cube": _cube_configs, "conv": _conv_configs}
+
+
+def configs(only=None):
+    for kind, gen in KINDS.items():
+        if only and kind != only:
+            continue
+        yield from gen()
+
+
+# ---- recording ---------------------------------------------------------------------------
+def _inputs(specs, seed):
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for spec in specs:
+        shape, dtype = spec[0], spec[1]
+        if dtype == "int32" and len(spec) == 3:   # indices into a table of spec[2] rows
+            arrays.append(rng.integers(0, spec[2], shape).astype(np.int32))
+        elif dtype == "int32":
+            arrays.append(rng.integers(-50, 50, shape).astype(np.int32))
+        else:
+            arrays.append(rng.uniform(0.1, 2.0, shape).astype(dtype))
+    return arrays
+
+
+def _hash(results) -> str:
+    h = hashlib.sha256()
+    for r in results if isinstance(results, tuple) else (results,):
+        r = np.ascontiguousarray(r)
+        h.update(str((r.shape, r.dtype.str)).encode())
+        h.update(r.tobytes())
+    return h.hexdigest()[:16]
+
+
+def record_one(key, fn, specs, target, simulate: bool) -> dict:
+    arrays = _inputs(specs, seed=len(key))
+    rec = {"key": key, "target": target}
+    try:
+        k = fs.fused_kernel(fn, target=target).compile(*arrays)
+    except fs.FusedslError as exc:
+        rec["compile_error"] = f"{type(exc).__name__}"
+        return rec
+    rec["kernels"] = [f"{p.kind}:{','.join(p.ops)}" for p in k.kernels]
+    rec["llvm"] = _hash(k(*arrays))
+    try:
+        src = k.source
+        rec["source"] = hashlib.sha256(src.encode()).hexdigest()[:16]
+    except fs.FusedslError as exc:
+        rec["source_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        return rec
+    rep = k.report()
+    rec["gm_min"], rec["gm_fused"] = rep.gm_bytes_min, getattr(rep, "gm_bytes_fused", None)
+    if simulate:
+        rec["simulate"] = _hash(k.simulate(*arrays))
+        rec["gm_measured"] = k.report().gm_bytes_measured
+    return rec
+
+
+def record(path, every, only):
+    out, t0 = [], time.time()
+    for i, (kind, fn, specs, target) in enumerate(configs(only)):
+        key = f"{kind}|{target}|" + ";".join(f"{s[0]}:{s[1]}" for s in specs)
+        out.append(record_one(key, fn, specs, target, bool(every) and i % every == 0))
+        if i % 100 == 0:
+            print(f"{i} configurations, {time.time() - t0:.0f} s", file=sys.stderr)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=0, sort_keys=True)
+    os.replace(tmp, path)
+    kinds = {}
+    for r in out:
+        kinds[r["key"].split("/")[0]] = kinds.get(r["key"].split("/")[0], 0) + 1
+    printed = sum("source" in r for r in out)
+    print(f"{len(out)} configurations ({kinds}), {printed} print, "
+          f"{sum('simulate' in r for r in out)} simulated, {time.time() - t0:.0f} s")
+
+
+def compare(before_path, after_path) -> int:
+    before = {r["key"]: r for r in json.load(open(before_path))}
+    after = {r["key"]: r for r in json.load(open(after_path))}
+    bad, sources = 0, 0
+    for key in sorted(before.keys() | after.keys()):
+        b, a = before.get(key), after.get(key)
+        if b is None or a is None:
+            print(f"only in {'after' if b is None else 'before'}: {key}")
+            continue
+        for field in sorted(b.keys() | a.keys()):
+            if b.get(field) == a.get(field):
+                continue
+            worse = field in ("llvm", "simulate", "compile_error") or (
+                field in ("gm_fused", "gm_measured") and (a.get(field) or 0) > (b.get(field) or 0)) or (
+                field == "source" and "source" not in a)
+            sources += field in ("source", "source_error")
+            bad += worse
+            print(f"{'DIFF' if worse else 'note'} {key} {field}: {b.get(field)} -> {a.get(field)}")
+    print(f"{len(before)} before, {len(after)} after: {bad} result/traffic differences, "
+          f"{sources} printed-source differences")
+    return 1 if bad else 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("path")
+    r.add_argument("--simulate", type=int, default=0, metavar="N", help="simulate every N-th configuration")
+    r.add_argument("--only", choices=sorted(KINDS))
+    c = sub.add_parser("compare")
+    c.add_argument("before")
+    c.add_argument("after")
+    args = ap.parse_args(argv)
+    if args.cmd == "record":
+        record(args.path, args.simulate, args.only)
+        return 0
+    return compare(args.before, args.after)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
