@@ -63,7 +63,7 @@ def _env():
 def test_saved_projects_pass_a_big_int_scalar_exactly(tmp_path, layout):
     k = fs.fused_kernel(lambda x, s: x + s).compile(fs.spec(("N", 32), "int32"), fs.scalar("s", "int32"))
     path = k.save(str(tmp_path / layout), layout=layout, sizes={"N": 3}, scalars={"s": BIG})
-    main = open(os.path.join(path, "main.cpp"), encoding="utf-8").read()
+    main = open(os.path.join(path, "main.cpp" if layout == "kernel" else "cpu_test/main.cpp"), encoding="utf-8").read()
     assert f"int32_t scalar_s = {BIG};" in main
     run = subprocess.run(["bash", "run.sh", "-r", "cpu", "-v", "Ascend910B2"], cwd=path, env=_env(),
                          capture_output=True, text=True, timeout=300)

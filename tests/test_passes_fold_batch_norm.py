@@ -61,7 +61,7 @@ def test_matmul_scale_without_shift_and_a_scalar_factor():
     func @f(%a: f32[64,16], %w: f32[16,32], %s: f32[32]) -> (f32[64,32]) {
       %0 = constant() {dtype = "float32", value = 2.0} : f32[]
       %1 = mul(%s, %0) : f32[32]
-      %2 = broadcast_to(%1) {shape = [1, 32]} : f32[1,32]
+      %2 = reshape(%1) {shape = [1, 32]} : f32[1,32]
       %3 = mul(%w, %2) : f32[16,32]
       %4 = matmul(%a, %3) : f32[64,32]
       return %4

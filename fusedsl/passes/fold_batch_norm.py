@@ -62,6 +62,10 @@ def _worth_it(cube: Op) -> bool:
     return out is None or _elements(cube.operands[1].shape) <= out
 
 
+def _is_scalar(v: Value) -> bool:
+    return all(d == 1 for d in v.shape)
+
+
 def _uses(fn: Function) -> dict[int, list[Op]]:
     uses: dict[int, list[Op]] = {}
     for op in fn.ops:
@@ -108,13 +112,16 @@ class FoldBatchNorm(Pass):
         skipped: set[int] = set()
         for op in fn.ops:
             chain = _chain(op, uses) if op.name in ("conv2d", "matmul") and _worth_it(op) else []
-            if not any(step.name == "mul" for step, _ in chain):
+            # a scale by one number stays in the cube kernel's epilogue (a Muls per C tile row):
+            # moving it onto the weights would cost a kernel (x @ w.T * 2.0, q @ k.T * 0.125)
+            if not any(step.name == "mul" and not _is_scalar(p) for step, p in chain):
                 continue
             plans[id(chain[-1][0])] = (op, chain)
             skipped.add(id(op))
             skipped.update(id(step) for step, _ in chain[:-1])
         if not plans:
             return fn
+        self._producer = {id(r): op for op in fn.ops for r in op.results}
         rw = Rewriter()
         for op in fn.ops:
             if id(op) in skipped:
@@ -123,11 +130,11 @@ class FoldBatchNorm(Pass):
             if plan is None:
                 rw.emit(op)
                 continue
-            rw.replace(op.result, self._fold(rw, *plan))
+            rw.replace(op.result, self._fold(rw, *plan, self._producer))
         return rw.function(fn)
 
     @staticmethod
-    def _fold(rw: Rewriter, cube: Op, chain: list[tuple[Op, Value]]) -> Value:
+    def _fold(rw: Rewriter, cube: Op, chain: list[tuple[Op, Value]], producer: dict) -> Value:
         # Emitted where the chain ends: every per-channel operand is defined by then.
         loc = chain[-1][0].loc
 
@@ -156,9 +163,18 @@ class FoldBatchNorm(Pass):
         else:
             per_channel, weight_shape = (1, channels), (1, channels)
         if tuple(rw.get(scale).shape) != per_channel:
-            scale = emit("broadcast_to", (scale,), {"shape": list(per_channel)})
+            # a [C] scale is a reshape (a free view), a size-1 one a broadcast
+            same = _elements(rw.get(scale).shape) == channels
+            scale = emit("reshape" if same else "broadcast_to", (scale,), {"shape": list(per_channel)})
         if weight_shape != per_channel:
             scale = emit("reshape", (scale,), {"shape": list(weight_shape)})
-        scaled_w = emit("mul", (w, scale))
+        w_op = producer.get(id(w))
+        if cube.name == "matmul" and w_op is not None and w_op.name == "transpose":
+            # x @ w.T * s: scale the rows of w and keep the transpose on the scaled weights, so the
+            # cube kernel still reads them transposed (a transpose of its own would not print)
+            scale = emit("reshape", (scale,), {"shape": [channels, 1]})
+            scaled_w = emit("transpose", (emit("mul", (w_op.operands[0], scale)),), dict(w_op.attrs))
+        else:
+            scaled_w = emit("mul", (w, scale))
         y = emit(cube.name, (x, scaled_w), dict(cube.attrs), at=cube.loc)
         return y if shift is None else emit("add", (y, shift))
