@@ -167,7 +167,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     (sh, sw), (ph, pw) = cv.attr("stride"), cv.attr("padding")
     _, _, p, q = out_shape
     epilogue = [op for op in ops if op is not cv]
-    check_elementwise_epilogue(fn, cv, epilogue)
+    check_elementwise_epilogue(fn, cv, epilogue, per_channel=1)
     params = []
     for i, prm in enumerate(fn.params):
         v = prm.value
@@ -205,7 +205,14 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     used = _ceil(pix, single_n)
 
     # an epilogue value varies along a tile row (the pixels) when it has the output's P, Q
-    varies = (lambda v: pix > 1 and tuple(v.shape[-2:]) == (p, q) and len(v.shape) >= 2)
+    # (or is a per-channel value computed in the kernel, e.g. batch norm's rsqrt(var + eps) * gamma:
+    # computed along each tile row from the row's per-channel inputs)
+    computed = {id(op.result) for op in epilogue}
+    # Inputs vary by their kind (a per-channel input is one value per tile row); so decided, a
+    # 1x1 output (P*Q == 1) works too: shapes alone cannot tell its rows from its per-channel values
+    param_kind = {id(fn.params[prm.index].value): prm.kind for prm in params}
+    varies = (lambda v: v is cv.result or id(v) in computed
+              or param_kind.get(id(v)) in ("full", "fullshared", "colvec"))
     steps, row_bytes, row_slack = epilogue_rows(fn, cv, epilogue, t, varies)
     row_bytes += sum(prm.dtype.itemsize for prm in params if prm.kind == "colvec")
 

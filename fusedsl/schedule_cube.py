@@ -418,11 +418,29 @@ def epilogue_rows(fn, cube_op, epilogue, target: Target, varies) -> tuple[dict, 
     return steps, per_col, slack
 
 
-def check_elementwise_epilogue(fn, cube_op, epilogue) -> None:
-    """A located ScheduleError unless every epilogue op is elementwise over the cube op's result."""
+def side_shape(shape, out_shape, per_channel) -> bool:
+    """Whether `shape`, right-aligned to the cube result's, is one value per channel: per column
+    of C ([N], [1, N]) for a matmul (`per_channel` -1), per output channel ([K, 1, 1]) for a conv
+    (`per_channel` 1). Such values vary along a tile's rows (matmul) or are one value per tile
+    row (conv); epilogue ops on them alone (batch norm's rsqrt(var + eps) * gamma) run per row."""
+    if len(shape) > len(out_shape):
+        return False
+    s = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    axis = per_channel % len(out_shape)
+    if per_channel == 1 and all(d == 1 for d in s):
+        return True   # a conv with one output channel: its per-channel values are single numbers
+    return out_shape[axis] > 1 and all(d == (out_shape[i] if i == axis else 1) for i, d in enumerate(s))
+
+
+def check_elementwise_epilogue(fn, cube_op, epilogue, per_channel: int = -1) -> None:
+    """A located ScheduleError unless every epilogue op is elementwise over the cube op's result,
+    or over per-channel values only (side_shape) and not a kernel result."""
     out_shape = tuple(cube_op.result.shape)
+    returned = {id(v) for v in fn.results}
     for op in epilogue:
-        if not has_trait(op, ELEMENTWISE) or tuple(op.result.shape) != out_shape:
+        shape = tuple(op.result.shape)
+        side = side_shape(shape, out_shape, per_channel) and id(op.result) not in returned
+        if not has_trait(op, ELEMENTWISE) or (shape != out_shape and not side):
             raise ScheduleError(f"{op.name} after the {cube_op.name} in {fn.name} is not an elementwise op over its "
                                 f"{list(out_shape)} result; the Ascend C backend does not print that epilogue yet",
                                 loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")

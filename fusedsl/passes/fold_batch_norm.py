@@ -1,24 +1,24 @@
-"""Fold per-channel scale and shift after a convolution or matmul into its weights and bias.
+"""Fold a chain of per-channel scales and shifts after a convolution or matmul into one scale
+and one shift, applied in the cube kernel's epilogue.
 
 Inference batch norm traces to `(y - mean) * (rsqrt(var + eps) * gamma) + beta` with every
 operand except `y` a per-channel tensor.  When `y` is a conv2d (channels on axis 1) or a
 2-D matmul (channels = columns) and the chain of per-channel add/sub/mul ops is its only
 user, then
 
-    conv(x, w) * s + t  ==  conv(x, w * s[k]) + t        (likewise x @ (w * s[None, :]) + t)
+    ((y - mean) * s1 + b1) * s2 + ...  ==  y * s + t
 
-so the scale moves onto the weights (K*C*R*S elements instead of N*K*H*W) and the output
-sees one bias add, exactly the graph of conv + bias (+ activation).  The conv's own bias
-add is part of the chain and ends up in `t`.
+with s and t per-channel vectors computed from the chain's operands: each element of the
+cube's result sees one multiply and one add, and the ops computing s and t work on
+per-channel values only (the cube kernel's epilogue computes them per tile row). The weights
+are not touched: scaling them (conv(x, w * s)) would make a kernel of its own for `w * s`,
+since weights are runtime tensors; this way conv + batch norm (+ ReLU) is ONE cube kernel.
+The conv's own bias add is part of the chain and ends up in `t`.
 
-Before: any valid IR.  After: valid IR computing the same values (up to the rounding of
-the reassociated product); each folded chain is one cube op on scaled weights followed by
-at most one per-channel add.  A chain with no multiplication is left alone (it already is
-a bias add).  Weights are runtime tensors in fusedsl, so `w * s` stays an op of its own: a
-small kernel, or a constant when weights and statistics are constants.  For the same reason
-a chain is folded only when the weights have no more elements than the cube's output
-(always, when the output has a symbolic size): scaling a 1024 x 256 weight to save a
-multiply on a 64 x 256 result would cost more than it saves.
+Before: any valid IR.  After: valid IR computing the same values (up to the rounding of the
+reassociated product).  A chain with no per-channel multiplication is left alone (it already
+is a bias add, or a scale by one number the epilogue applies as it is), and so is a chain of
+one op.
 """
 from __future__ import annotations
 
@@ -54,12 +54,6 @@ def _elements(shape) -> int | None:
             return None
         n *= d
     return n
-
-
-def _worth_it(cube: Op) -> bool:
-    """Scaling the weights is cheaper than scaling the output."""
-    out = _elements(cube.result.shape)
-    return out is None or _elements(cube.operands[1].shape) <= out
 
 
 def _is_scalar(v: Value) -> bool:
@@ -111,17 +105,17 @@ class FoldBatchNorm(Pass):
         plans: dict[int, tuple[Op, list[tuple[Op, Value]]]] = {}   # id(last chain op) -> plan
         skipped: set[int] = set()
         for op in fn.ops:
-            chain = _chain(op, uses) if op.name in ("conv2d", "matmul") and _worth_it(op) else []
+            chain = _chain(op, uses) if op.name in ("conv2d", "matmul") else []
             # a scale by one number stays in the cube kernel's epilogue (a Muls per C tile row):
             # moving it onto the weights would cost a kernel (x @ w.T * 2.0, q @ k.T * 0.125)
             if not any(step.name == "mul" and not _is_scalar(p) for step, p in chain):
                 continue
+            if len(chain) < 2:   # one scale or shift is already the short form
+                continue
             plans[id(chain[-1][0])] = (op, chain)
-            skipped.add(id(op))
             skipped.update(id(step) for step, _ in chain[:-1])
         if not plans:
             return fn
-        self._producer = {id(r): op for op in fn.ops for r in op.results}
         rw = Rewriter()
         for op in fn.ops:
             if id(op) in skipped:
@@ -130,11 +124,11 @@ class FoldBatchNorm(Pass):
             if plan is None:
                 rw.emit(op)
                 continue
-            rw.replace(op.result, self._fold(rw, *plan, self._producer))
+            rw.replace(op.result, self._fold(rw, *plan))
         return rw.function(fn)
 
     @staticmethod
-    def _fold(rw: Rewriter, cube: Op, chain: list[tuple[Op, Value]], producer: dict) -> Value:
+    def _fold(rw: Rewriter, cube: Op, chain: list[tuple[Op, Value]]) -> Value:
         # Emitted where the chain ends: every per-channel operand is defined by then.
         loc = chain[-1][0].loc
 
@@ -155,26 +149,13 @@ class FoldBatchNorm(Pass):
                 shift = p if shift is None else emit("add", (shift, p), at=step.loc)
             else:
                 shift = emit("neg", (p,), at=step.loc) if shift is None else emit("sub", (shift, p), at=step.loc)
-        x, w = cube.operands
         out = cube.result.type
         channels = out.shape[1]
-        if cube.name == "conv2d":
-            per_channel, weight_shape = (1, channels, 1, 1), (channels, 1, 1, 1)
-        else:
-            per_channel, weight_shape = (1, channels), (1, channels)
+        per_channel = (1, channels, 1, 1) if cube.name == "conv2d" else (1, channels)
         if tuple(rw.get(scale).shape) != per_channel:
             # a [C] scale is a reshape (a free view), a size-1 one a broadcast
             same = _elements(rw.get(scale).shape) == channels
             scale = emit("reshape" if same else "broadcast_to", (scale,), {"shape": list(per_channel)})
-        if weight_shape != per_channel:
-            scale = emit("reshape", (scale,), {"shape": list(weight_shape)})
-        w_op = producer.get(id(w))
-        if cube.name == "matmul" and w_op is not None and w_op.name == "transpose":
-            # x @ w.T * s: scale the rows of w and keep the transpose on the scaled weights, so the
-            # cube kernel still reads them transposed (a transpose of its own would not print)
-            scale = emit("reshape", (scale,), {"shape": [channels, 1]})
-            scaled_w = emit("transpose", (emit("mul", (w_op.operands[0], scale)),), dict(w_op.attrs))
-        else:
-            scaled_w = emit("mul", (w, scale))
-        y = emit(cube.name, (x, scaled_w), dict(cube.attrs), at=cube.loc)
+        # the cube op itself is kept (rw emitted it): its result is scaled and shifted once
+        y = emit("mul", (cube.result, scale))
         return y if shift is None else emit("add", (y, shift))
