@@ -101,10 +101,10 @@ LAYERS = [
     ("graph IR", {"ir", "reference"}),
     ("graph passes and models", {"views", "cost", "tile", "passes"}),
     ("lowering to schedules", {"schedule", "schedule_row", "schedule_reduce", "schedule_cube",
-                               "schedule_conv", "lower"}),
+                               "schedule_conv", "schedule_attention", "lower"}),
     ("backends", {"backend_cpu", "backend_ascendc"}),
     ("driver", {"compiler", "report", "display"}),
-    ("user surface", {"frontend", "importers", "benchmark", "cli", "__main__", ""}),
+    ("user surface", {"frontend", "importers", "benchmark", "cli", "docstrings", "__main__", ""}),
 ]
 
 
