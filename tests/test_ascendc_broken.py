@@ -74,9 +74,10 @@ def test_unaligned_local_tensor():
 
 def test_two_cores_writing_the_same_bytes():
     a, b = arrays()
+    # every tile written over the first rows: cores write different values to the same bytes (cores
+    # writing the same values, as CANN's create_vec_index sample does, are accepted)
     msg = check("(?i)block|core", "ascend910b", a, b,
-                "const uint32_t first = AscendC::GetBlockIdx() * tiling.tilesPerCore;",
-                "const uint32_t first = 0;")
+                "CopyRowsOut(gm_y0[row0 * tiling.C + col0]", "CopyRowsOut(gm_y0[col0]")
     assert "y0" in msg
 
 
