@@ -147,3 +147,17 @@ def test_large_matmul_runs_on_row_blocks():
     finally:
         cube.PARALLEL_MACS = old
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_lone_reduction_rebinds_for_new_arrays():
+    """A lone column reduction remembers its last arrays (identity): new arrays, new results."""
+    k = fs.fused_kernel(lambda a: fs.sum(a, axis=0))
+    x = np.arange(48, dtype=np.float32).reshape(3, 16)
+    y1 = k(x)
+    np.testing.assert_array_equal(y1, x.sum(0))
+    x[:] = 1
+    np.testing.assert_array_equal(k(x), np.full(16, 3, np.float32))   # same array, new values
+    x2 = np.full((3, 16), 2, np.float32)
+    np.testing.assert_array_equal(k(x2), np.full(16, 6, np.float32))  # a new array
+    kept = [k(x) for _ in range(6)]                                    # results held: never shared
+    assert all(not np.shares_memory(a, b) for i, a in enumerate(kept) for b in kept[i + 1:])

@@ -145,6 +145,7 @@ class ReduceCpuKernel:
         self.first, self.last = reduced_range(op)
         self.target = target
         self._rows: RowCpuKernel | None = None
+        self._last = None   # (x, (out,), call) of the last call
         self._use_disk = use_disk_cache
         self.ir = _ColumnBuilder(op, SYMBOL, frozenset(host_features())).build()
         self._compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=use_disk_cache)
@@ -162,27 +163,48 @@ class ReduceCpuKernel:
         return self._rows
 
     def bound_outputs(self) -> tuple:
-        return ()
+        """The output the remembered call keeps alive (the output pool discounts it)."""
+        return () if self._last is None else self._last[1]   # the stored tuple: no extra reference
 
     def run(self, inputs, outputs) -> None:
         x = np.ascontiguousarray(inputs[0], dtype=self.op.operands[0].dtype.np)
         out = outputs[0]
+        last = self._last
+        if last is not None and x is last[0] and out is last[1][0]:
+            last[2]()   # the same arrays as the last call: its argument block is still right
+            return
+        self._last = None
+        call = self._bind(x, out)
+        if call is not None:
+            # remembered with the arrays it addresses (kept alive, compared by identity): a
+            # loop of calls on the same arrays skips the sizes and the pointer reads (~2 us each)
+            self._last = (x, (out,), call)
+            call()
+
+    def _bind(self, x, out):
         shape = x.shape
         A = math.prod(shape[:self.first])     # Python ints: np.prod costs ~5 us a call
         K = math.prod(shape[self.first:self.last + 1])
         B = math.prod(shape[self.last + 1:])
         if A * B == 0:
-            return
+            return None
         if B == 1:
-            self._row_kernel().run([x.reshape(A, K)], [out.reshape(A)])
-            return
+            rows, xr, outr = self._row_kernel(), x.reshape(A, K), out.reshape(A)
+            return lambda: rows.run([xr], [outr])
         per_a = -(-B // COLS)
         blocks = A * per_a
         args = np.array([A, K, B, per_a, x.ctypes.data, out.ctypes.data], np.int64)
+        address, cfunc = args.ctypes.data, self._cfunc
         threads = 1
         if blocks > 1 and x.nbytes >= PARALLEL_MIN_BYTES:
             threads = min(host_threads(), pool().workers + 1, blocks)
         if threads == 1:
-            self._cfunc(0, blocks, args.ctypes.data, 0)
+            def call():
+                cfunc(0, blocks, address, 0)
         else:
-            run_blocks(self._cfunc, blocks, args.ctypes.data, [0] * threads)
+            scratch = [0] * threads
+
+            def call():
+                run_blocks(cfunc, blocks, address, scratch)
+        call.args = args   # the argument block lives as long as the call
+        return call
