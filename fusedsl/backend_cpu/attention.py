@@ -330,7 +330,9 @@ class _Builder:
             ptr = self.gep(b, orow, c)
             self.vstore(b, b.fmul(self.vload(b, ptr), vcorr), ptr)
             return []
-        self.loop(b, C(0), C(sh.dvp), C(LANES), [], rescale, "rescale")
+        # the running max rarely moves after the first blocks: then O keeps its scale (corr == 1)
+        with b.if_then(b.fcmp_unordered("!=", corr, self.cf(1.0))):
+            self.loop(b, C(0), C(sh.dvp), C(LANES), [], rescale, "rescale")
         return []
 
 
