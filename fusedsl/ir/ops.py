@@ -180,9 +180,15 @@ def _cast_ref(args, attrs):
     target = dt.to_dtype(attrs["dtype"])
     x = args[0]
     if target.is_int and x.dtype.kind == "f":
-        # float -> int truncates toward zero (numpy); out-of-range values are undefined
+        # float -> int truncates toward zero, as numpy does. NaN, +-inf and values outside int32
+        # give INT32_MIN, then wrap to a narrower int: numpy's answer on x86 (cvttss2si), which
+        # the LLVM executor gives too. The NPU's Cast saturates instead (NaN -> 0), and simulate
+        # runs the printed Cast (docs/guide: dtypes).
         with np.errstate(invalid="ignore"):
-            return np.trunc(x).astype(np.int64).astype(target.np)
+            t = np.trunc(x.astype(np.float64))
+            bad = ~((t >= -2.0 ** 31) & (t < 2.0 ** 31))
+            i32 = np.where(bad, -2 ** 31, t).astype(np.int64).astype(np.int32)
+            return i32.astype(target.np)
     return x.astype(target.np)
 
 
