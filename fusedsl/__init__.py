@@ -9,6 +9,7 @@ from .errors import (ArgumentError, AscendCCheckError, AscendCCompileError, Cont
                      DTypeError, FusedslError, IRParseError, ProjectError, SaturationWarning, ScheduleError, ShapeError,
                      TargetError,
                      TraceError, UnsupportedOpError, VerifyError)
+from . import ops  # noqa: F401  (the op definitions register themselves first)
 from .frontend.api import (abs, absolute, add, amax, amin, astype, attention, batch_norm, broadcast_to, cast,
                            concatenate, conv2d, divide, equal, exp, gelu, greater, greater_equal,
                            layer_norm, leaky_relu, less, less_equal, log, matmul, max, maximum, mean,
@@ -16,11 +17,13 @@ from .frontend.api import (abs, absolute, add, amax, amin, astype, attention, ba
                            relu, reshape, rms_norm, rope, rsqrt, sigmoid, silu, softmax, sqrt, square,
                            subtract, sum, take, tanh, transpose, true_divide,
                            where)
+from .frontend import api as _api
 from .frontend.kernel import FusedKernel, ScalarSpec, TensorSpec, fused_kernel, scalar, spec
 from .importers import from_onnx, from_torch, torch_backend
 
 from .version import __version__
 from . import docstrings as _docstrings
+globals().update({_n: getattr(_api, _n) for _n in _api.GENERATED})   # composites' fs names
 bool = bool_  # noqa: A001 - numpy spells it np.bool_ too; fs.bool reads naturally in user code
 
 # Loaded on first use so that `import fusedsl` stays fast (< 0.3 s): the compiler pulls in the

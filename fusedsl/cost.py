@@ -31,7 +31,10 @@ from dataclasses import dataclass
 
 from .dtypes import bool_, float32
 from .ir.core import Function, Op, Param, TensorType, Value
-from .ir.ops import BROADCAST, CONSTANT, CUBE, ELEMENTWISE, REDUCTION, SHAPE, has_trait
+from .ir.ops import (BINARY, BROADCAST, COMPARISON, CONSTANT, CUBE, ELEMENTWISE, REDUCTION, REGISTRY, SHAPE,
+                     has_trait)
+from .ops.recipe import prims_of
+from .tile.prims import PRIMS
 from .ir.shapes import num_elements
 
 # ---- published coefficients (AutoFuse ATT perf table v1, Atlas A2) --------------------------
@@ -147,22 +150,15 @@ def heads(block_dim: int, largest_load: float) -> float:
     return block_dim * k + b + MTE3_HEAD + VEC_HEAD + OP_HEAD
 
 
-# Graph op -> the vector API calls it becomes, each on the op's full tile.  Composites are
-# written as the instruction sequences the schedule expands them into.
-_UNARY_APIS = {
-    "abs": ["Abs"], "neg": ["Muls"], "square": ["Mul"], "relu": ["Relu"], "exp": ["Exp"],
-    "log": ["Exp"],          # Ln is not in the published table; costed like Exp (assumption)
-    "sqrt": ["Sqrt"], "rsqrt": ["Rsqrt"], "reciprocal": ["Reciprocal"],
-    "sigmoid": ["Muls", "Exp", "Adds", "Reciprocal"],
-    "tanh": ["Muls", "Exp", "Adds", "Reciprocal", "Muls", "Adds"],
-    "gelu": ["Mul", "Mul", "Muls", "Add", "Muls", "Exp", "Adds", "Div"],
-    "silu": ["Muls", "Exp", "Adds", "Div"],
-    "leaky_relu": ["Muls", "Max"],
-}
-_BINARY_APIS = {"add": ("Add", "Adds"), "sub": ("Sub", "Adds"), "mul": ("Mul", "Muls"),
-                "div": ("Div", "Muls"), "maximum": ("Max", "Maxs"), "minimum": ("Min", "Mins")}
 _REDUCE_APIS = {"sum": "WholeReduceSum", "mean": "WholeReduceSum", "max": "WholeReduceMax",
                 "min": "WholeReduceMin"}
+
+
+def recipe_apis(opdef, op, dtype, scalar: bool) -> list[str]:
+    """The vector APIs of the primitives an op's recipe emits (every primitive assumed present)."""
+    kinds = [("scalar", ("imm", 1)) if scalar and i else ("slot", "x") for i in range(len(op.operands))]
+    used = prims_of(opdef, op, dtype, kinds, lambda p, d: True)
+    return [api for p in used for api in PRIMS[p].costs if api in VECTOR_API]
 
 
 def _nelem(value, sizes) -> int:
@@ -184,14 +180,17 @@ def op_vector_cycles(op: Op, n: int, producers) -> float:
         k, b = CAST_API.get((src, dst), DEFAULT_CAST)
         return k * n + b
     dtype = op.result.dtype if op.name != "where" else op.operands[1].dtype
-    if op.name in _UNARY_APIS:
-        return sum(api_cycles(a, dtype, n) for a in _UNARY_APIS[op.name])
-    if op.name in _BINARY_APIS:
-        tensor_api, scalar_api = _BINARY_APIS[op.name]
+    opdef = REGISTRY.get(op.name)
+    if opdef is not None and has_trait(op, COMPARISON):
+        return sum(api_cycles(a, op.operands[0].dtype, n) for a in opdef.cost or ("Compare",))
+    if opdef is not None and opdef.recipe is not None:
+        # the op's definition (fusedsl/ops/) states its API calls, or its recipe's primitives do
         scalar = any(_is_scalar_operand(v, producers) for v in op.operands)
-        return api_cycles(scalar_api if scalar else tensor_api, dtype, n)
-    if op.name in ("lt", "le", "gt", "ge", "eq", "ne"):
-        return api_cycles("Compare", op.operands[0].dtype, n)
+        if opdef.cost is not None and has_trait(op, BINARY):
+            tensor_api, scalar_api = opdef.cost
+            return api_cycles(scalar_api if scalar else tensor_api, dtype, n)
+        apis = opdef.cost if opdef.cost is not None else recipe_apis(opdef, op, dtype, scalar)
+        return sum(api_cycles(a, dtype, n) for a in apis)
     if op.name == "where":
         return api_cycles("Select", dtype, n)
     if op.name == "broadcast_to":

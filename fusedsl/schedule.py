@@ -27,12 +27,11 @@ optional scalar operand.
 """
 from __future__ import annotations
 
-import math
-
 from . import dtypes as dt
 from .errors import ScheduleError
 from .ir.core import Function, Value
-from .ir.ops import COMPARISON, CONSTANT, has_trait
+from .ir.ops import COMPARISON, CONSTANT, get_opdef, has_trait
+from .ops.recipe import Recipe, prims_of
 from .targets import Target
 # the tile IR's records, re-exported: backends import them from here
 from .tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, Tiling,  # noqa: F401
@@ -389,16 +388,19 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
         return
     if cd.is_float is False and op.name in ("div",):
         raise ScheduleError("integer division reached the scheduler", loc=loc)
-    work = _working_dtype(b, op, cd)
-    if res.dtype in (dt.int8, dt.uint8) and op.name in ("mul", "square"):
+    opdef = get_opdef(op.name)
+    if opdef.recipe is None:
+        raise ScheduleError(f"{op.name} is not supported in vector kernels yet", loc=loc)
+    operands = [_operand(b, v, loc, hoisted) for v in op.operands]
+    work = _working_dtype(b, op, opdef, cd, operands)
+    if res.dtype in (dt.int8, dt.uint8) and opdef.narrow_in_f32:
         # an 8-bit product can reach 65025, beyond float16's exact integers: multiply in
         # float32 and cast straight to the storage dtype (which wraps like numpy on the CPU)
         work = dt.float32
-    operands = [_operand(b, v, loc, hoisted) for v in op.operands]
     if work != cd:
         operands = [_recast(b, o, cd, work, loc, hoisted) for o in operands]
     dst = b.new_slot(work, "inv" if hoisted else "tmp")
-    _expand(b, op, dst, operands, work, loc, hoisted)
+    opdef.recipe(_Recipe(b, op, work, loc, hoisted), dst, operands)
     if work != cd and res.dtype in (dt.int8, dt.uint8):
         narrow = b.new_slot(res.dtype, "inv" if hoisted else "tmp")
         _emit_cast(b, narrow, dst, work, res.dtype, loc, hoisted)
@@ -526,32 +528,20 @@ def _lower_where(b: _Builder, op) -> None:
     _store(b, op.result, dst, loc, False)
 
 
-def _working_dtype(b: _Builder, op, cd: dt.DType) -> dt.DType:
-    """cd, or float32 when the target lacks an API this op needs in cd."""
-    needed = {
-        "abs": ["abs"], "neg": ["muls"], "square": ["mul"], "relu": ["relu"], "exp": ["exp"],
-        "log": ["ln"], "sqrt": ["sqrt"], "rsqrt": ["rsqrt"], "reciprocal": ["reciprocal"],
-        "leaky_relu": ["leaky_relu"], "sigmoid": ["muls", "exp", "adds", "reciprocal"],
-        "tanh": ["muls", "exp", "adds", "reciprocal"], "silu": ["muls", "exp", "adds", "reciprocal", "mul"],
-        "gelu": ["mul", "muls", "add", "exp", "adds", "reciprocal"],
-        "add": ["add"], "sub": ["sub"], "mul": ["mul"], "div": ["div"], "maximum": ["max"],
-        "minimum": ["min"],
-    }.get(op.name, [])
-    if op.name == "abs" and cd == dt.int32:
-        needed = ["dup", "sub", "max"]
-    if op.name == "neg" and not _supports(b, "muls", cd):
-        needed = ["dup", "sub"]
-    if op.name == "leaky_relu" and not _supports(b, "leaky_relu", cd):
-        needed = ["max", "min", "muls", "add"]
-    if op.name == "relu" and not _supports(b, "relu", cd):
-        needed = ["max"]
-    if op.name in ("sigmoid", "tanh", "gelu", "silu") and cd == dt.float16:
+def _working_dtype(b: _Builder, op, opdef, cd: dt.DType, operands) -> dt.DType:
+    """cd, or float32 when the target lacks a primitive the op's recipe needs in cd."""
+    if opdef.half_in_f32 and cd == dt.float16:
         # composites expand to several instructions: run them in float32 so the result
         # rounds to half once, like every other op (dtypes.py rule)
         cd = dt.float32
-    if all(_supports(b, t, cd) for t in needed):
+
+    def available(work):
+        used = prims_of(opdef, op, work, operands, lambda p, d: _supports(b, p, d))
+        return all(_supports(b, p, work) for p in used)
+
+    if available(cd):
         return cd
-    if all(_supports(b, t, dt.float32) for t in needed):
+    if available(dt.float32):
         return dt.float32
     raise ScheduleError(f"{op.name} on {cd} is not available on {b.target.name}", loc=op.loc)
 
@@ -574,124 +564,24 @@ def _alias_or_copy(b, src, res, loc, hoisted):
         raise ScheduleError("broadcast_to changed dtype", loc=loc)
 
 
-def _expand(b: _Builder, op, dst, operands, work, loc, hoisted):
-    """Emit the tile ops for one graph op, writing `dst` (see module doc)."""
-    e = _emitter(b, work, loc, hoisted)
-    name = op.name
-    if name in ("add", "sub", "mul", "div", "maximum", "minimum"):
-        _binary(b, e, name, dst, operands, work, loc, hoisted)
-        return
-    (x,) = operands
-    x = _as_slot(b, x, work, loc, hoisted)   # a one-element input is broadcast first
-    if name == "abs":
-        if work == dt.int32:   # Abs has no int32 form: |x| = max(x, 0 - x), exact (wraps like numpy)
-            zero = _dup(b, ("imm", 0), work, loc, hoisted)
-            t = b.new_slot(work, "inv" if hoisted else "tmp")
-            e("sub", t, [zero, x])
-            e("max", dst, [x, t])
-        else:
-            e("abs", dst, [x])
-    elif name == "neg":
-        if _supports(b, "muls", work):
-            e("muls", dst, [x], ("imm", -1))
-        else:   # no Muls for this dtype (int32 on ascend910): 0 - x
-            zero = _dup(b, ("imm", 0), work, loc, hoisted)
-            e("sub", dst, [zero, x])
-    elif name == "square":
-        e("mul", dst, [x, x])
-    elif name == "relu":
-        if _supports(b, "relu", work):
-            e("relu", dst, [x])
-        else:
-            zero = _dup(b, ("imm", 0), work, loc, hoisted)
-            e("max", dst, [x, zero])
-    elif name in ("exp", "sqrt", "rsqrt", "reciprocal"):
-        e(name, dst, [x])
-    elif name == "log":
-        e("ln", dst, [x])
-    elif name == "leaky_relu":
-        alpha = ("imm", op.attr("alpha"))
-        if _supports(b, "leaky_relu", work):
-            e("leaky_relu", dst, [x], alpha)
-        else:   # max(x, 0) + alpha * min(x, 0)
-            zero = _dup(b, ("imm", 0), work, loc, hoisted)
-            pos = b.new_slot(work, "inv" if hoisted else "tmp")
-            e("max", pos, [x, zero])
-            e("min", dst, [x, zero])
-            e("muls", dst, [dst], alpha)
-            e("add", dst, [dst, pos])
-    elif name == "sigmoid":
-        _sigmoid(e, dst, x)
-    elif name == "silu":
-        t = b.new_slot(work, "inv" if hoisted else "tmp")
-        _sigmoid(e, t, x)
-        e("mul", dst, [x, t])
-    elif name == "tanh":
-        # tanh(x) = 1 - 2 / (exp(2x) + 1): the small term is exact near +-1, where a
-        # cast to an integer would amplify any error (2*sigmoid(2x) - 1 rounds to 1.0 early)
-        e("muls", dst, [x], ("imm", 2.0))
-        e("exp", dst, [dst])
-        e("adds", dst, [dst], ("imm", 1.0))
-        e("reciprocal", dst, [dst])
-        e("muls", dst, [dst], ("imm", -2.0))
-        e("adds", dst, [dst], ("imm", 1.0))
-    elif name == "gelu":
-        # 0.5 x (1 + tanh(u)) == x * sigmoid(2u), u = c (x + 0.044715 x^3), c = sqrt(2/pi):
-        # the sigmoid form keeps the tiny negative tail that 1 + tanh(u) cancels away
-        c = math.sqrt(2.0 / math.pi)
-        t = b.new_slot(work, "inv" if hoisted else "tmp")
-        e("mul", t, [x, x])
-        e("mul", t, [t, x])
-        e("muls", t, [t], ("imm", 0.044715))
-        e("add", t, [t, x])
-        e("muls", t, [t], ("imm", 2.0 * c))
-        _sigmoid(e, t, t)
-        e("mul", dst, [x, t])
-    else:
-        raise ScheduleError(f"{name} is not supported in vector kernels yet", loc=loc)
+class _Recipe(Recipe):
+    """The scheduler's side of an op recipe (ops/recipe.py): stmts into the kernel's builder."""
 
+    def __init__(self, b: _Builder, op, work, loc, hoisted):
+        super().__init__(op, work, loc, hoisted)
+        self.b = b
 
-def _sigmoid(e, dst, x):
-    # 1 / (1 + exp(-x)), the reference's formula
-    e("muls", dst, [x], ("imm", -1.0))
-    e("exp", dst, [dst])
-    e("adds", dst, [dst], ("imm", 1.0))
-    e("reciprocal", dst, [dst])
+    def __call__(self, prim, dst, srcs, scalar=None):
+        self.b.emit(prim, dst, srcs, self.work, self.loc, scalar=scalar, hoisted=self.hoisted)
 
+    def supports(self, prim, dtype=None):
+        return _supports(self.b, prim, dtype or self.work)
 
-def _emitter(b, work, loc, hoisted):
-    """e(tile_op, dst, srcs, scalar): emit one stmt in `work` dtype at `loc`."""
-    def e(tile_op, dst, srcs, scalar=None):
-        b.emit(tile_op, dst, srcs, work, loc, scalar=scalar, hoisted=hoisted)
-    return e
+    def tmp(self):
+        return self.b.new_slot(self.work, "inv" if self.hoisted else "tmp")
 
-
-_SCALAR_FORM = {"add": "adds", "mul": "muls", "maximum": "maxs", "minimum": "mins"}
-_TENSOR_FORM = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "max", "minimum": "min"}
-
-
-def _binary(b, e, name, dst, operands, work, loc, hoisted):
-    (ka, a), (kb, bb) = operands
-    if ka == "scalar" and kb == "scalar":   # two one-element inputs: broadcast one of them
-        ka, a = "slot", _dup(b, a, work, loc, hoisted)
-    if ka == "slot" and kb == "slot":
-        e(_TENSOR_FORM[name], dst, [a, bb])
-        return
-    tensor, scalar, scalar_first = (a, bb, False) if ka == "slot" else (bb, a, True)
-    if name in _SCALAR_FORM and _supports(b, _SCALAR_FORM[name], work):
-        e(_SCALAR_FORM[name], dst, [tensor], scalar)
-        return
-    if name == "sub" and scalar[0] == "imm" and not scalar_first and _supports(b, "adds", work):
-        e("adds", dst, [tensor], ("imm", -scalar[1]))   # x - s == x + (-s) exactly
-        return
-    if name == "sub" and scalar_first and _supports(b, "adds", work) and _supports(b, "muls", work):
-        # s - x == (-x) + s exactly
-        e("muls", dst, [tensor], ("imm", -1))
-        e("adds", dst, [dst], scalar)
-        return
-    s_slot = _dup(b, scalar, work, loc, hoisted)
-    srcs = [s_slot, tensor] if scalar_first else [tensor, s_slot]
-    e(_TENSOR_FORM[name], dst, srcs)
+    def dup(self, scalar):
+        return _dup(self.b, scalar, self.work, self.loc, self.hoisted)
 
 
 def _bind_outputs(fn: Function, b: _Builder) -> list[TileOutput]:

@@ -3,7 +3,7 @@
 The kernel follows the canonical TPipe/TQue form: a class with Init / Process /
 CopyIn / Compute / CopyOut, inputs in TQue<VECIN> and outputs in TQue<VECOUT>, both
 double-buffered with InitBuffer(que, 2, bytes); temporaries in TBuf<VECCALC>.  Tile
-ops are printed by the EMIT table (one rule per tile op); everything target-specific
+ops are printed by `emit_stmt` from their primitive's call form (tile/prims.py); everything target-specific
 (DataCopyPad or an aligned body plus a scalar tail, the kernel-type macro) is looked
 up in the Target, never decided by op name here.  `FUSEDSL_DEBUG=1` puts the user's
 source line beside every Compute statement.
@@ -18,6 +18,7 @@ import struct
 from . import cnames
 from .. import dtypes as dt
 from ..schedule import (MAX_BLOCK_COUNT, MIN_CORE_BYTES, Stmt, VectorSchedule)
+from ..tile.prims import PRIMS
 from ..tile.tiling import TILE_HALVINGS
 from ..tile.tiling_cost import table_for
 from .host_cost import cycles_function
@@ -64,13 +65,10 @@ def _sc(api):
     return lambda s: f"AscendC::{api}({s.dst}[o], {s.srcs[0]}[o], {_scalar(s)}, n);"
 
 
-EMIT = {
-    "add": _bin("Add"), "sub": _bin("Sub"), "mul": _bin("Mul"), "div": _bin("Div"),
-    "max": _bin("Max"), "min": _bin("Min"),
-    "adds": _sc("Adds"), "muls": _sc("Muls"), "maxs": _sc("Maxs"), "mins": _sc("Mins"),
-    "leaky_relu": _sc("LeakyRelu"),
-    "abs": _un("Abs"), "exp": _un("Exp"), "ln": _un("Ln"), "sqrt": _un("Sqrt"), "rsqrt": _un("Rsqrt"),
-    "reciprocal": _un("Reciprocal"), "relu": _un("Relu"),
+# the simple call forms; the primitive's record (tile/prims.py) names its API and form
+_FORMS = {"unary": _un, "binary": _bin, "scalar": _sc}
+
+_SPECIAL = {
     # x * 1 copies every float exactly (x + 0 would turn -0.0 into +0.0); ints use Max(x, x),
     # which every chip has for int32
     "copy": lambda s: (f"AscendC::Muls({s.dst}[o], {s.srcs[0]}[o], {literal(1, s.dtype)}, n);" if s.dtype.is_float
@@ -80,6 +78,15 @@ EMIT = {
     "cmp": lambda s: _emit_cmp(s),
     "select": lambda s: _emit_select(s),
 }
+
+
+def emit_stmt(st: Stmt) -> str:
+    """One tile statement as Ascend C (o = segment offset, n = count), by its primitive's form."""
+    special = _SPECIAL.get(st.op)
+    if special is not None:
+        return special(st)
+    p = PRIMS[st.op]
+    return _FORMS[p.form](p.api)(st)
 
 
 def _repeat_count(dtype: dt.DType) -> str:
@@ -631,7 +638,7 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
         if self.t.arch == 1001 and st.op in ("cmp", "select"):   # Select mode 0 only
             text = (_emit_cmp_mode0 if st.op == "cmp" else _emit_select_mode0)(st)
         else:
-            text = EMIT[st.op](st)
+            text = emit_stmt(st)
         if self.debug and st.loc is not None:
             text += "  // " + cnames.comment(
                 f"{os.path.basename(st.loc.file)}:{st.loc.line}: {_source_line(st.loc)}")

@@ -6,7 +6,7 @@ contiguous tile ranges per core, the tiling struct copied word by word) with a C
 that walks the tile row by row and, per row, runs the kernel's ops in program order:
 
 * an elementwise op prints the tile stmts the vector scheduler gave it (row_plan.OpStep) with
-  the printer's own EMIT rules, its UB slots renamed to the row's buffers;
+  the printer's own `emit_stmt`, its UB slots renamed to the row's buffers;
 * a reduction casts a 16-bit row to float32, folds it into 64 float32 lanes with Add/Max/Min
   (the last chunk's count stops at the row's end: the pad after the row is never read, so no
   identity padding is needed there; the lanes start at the identity: 0, -inf, +inf) and

@@ -19,6 +19,7 @@ from llvmlite import ir
 from .. import dtypes as dt
 from ..lower.errors import LoweringError  # noqa: F401  (re-exported: the LLVM lowerings raise it)
 from ..schedule import Stmt
+from ..tile.prims import PRIMS
 from .mathlib import VectorConsts, emit_exp, emit_log
 
 LANES = 16            # one 512-bit register of float32
@@ -163,7 +164,7 @@ class StmtEmitter:
         d = st.dtype
         if d.is_float:
             value = self._float_op(st.op, srcs, scalar)
-            exact = st.op in _EXACT_OPS or (st.op == "muls" and st.scalar == ("imm", -1))
+            exact = PRIMS[st.op].exact or (st.op == "muls" and st.scalar == ("imm", -1))
             return value if exact or d == dt.float32 else self.round_to(value, d)
         if d == dt.int32:
             return self._int_op(st.op, srcs, scalar)
@@ -177,82 +178,34 @@ class StmtEmitter:
             return b.fcmp_unordered(op, x, y) if mode == "NE" else b.fcmp_ordered(op, x, y)
         return (b.icmp_unsigned if _unsigned(d) else b.icmp_signed)(op, x, y)
 
-    def _max(self, x, y):
+    def fmax(self, x, y):
         # numpy: (x >= y or isnan(x)) ? x : y
         b = self.b
         take_x = b.or_(b.fcmp_ordered(">=", x, y), b.fcmp_unordered("uno", x, x))
         return b.select(take_x, x, y)
 
-    def _min(self, x, y):
+    def fmin(self, x, y):
         b = self.b
         take_x = b.or_(b.fcmp_ordered("<=", x, y), b.fcmp_unordered("uno", x, x))
         return b.select(take_x, x, y)
 
+    def exp(self, x):
+        return emit_exp(self.k, self.b, x)
+
+    def log(self, x):
+        return emit_log(self.k, self.b, x)
+
     def _float_op(self, op: str, srcs, s):
-        b, k = self.b, self.k
-        x = srcs[0] if srcs else None
-        one = k.fc(1.0)
-        if op == "add":
-            return b.fadd(x, srcs[1])
-        if op == "sub":
-            return b.fsub(x, srcs[1])
-        if op == "mul":
-            return b.fmul(x, srcs[1])
-        if op == "div":
-            return b.fdiv(x, srcs[1])
-        if op == "max":
-            return self._max(x, srcs[1])
-        if op == "min":
-            return self._min(x, srcs[1])
-        if op == "adds":
-            return b.fadd(x, s)
-        if op == "muls":
-            return b.fmul(x, s)
-        if op == "maxs":
-            return self._max(x, s)
-        if op == "mins":
-            return self._min(x, s)
-        if op == "abs":
-            return k.unary(b, "fabs", x)
-        if op == "exp":
-            return emit_exp(k, b, x)
-        if op == "ln":
-            return emit_log(k, b, x)
-        if op == "sqrt":
-            return k.unary(b, "sqrt", x)
-        if op == "rsqrt":
-            return b.fdiv(one, k.unary(b, "sqrt", x))
-        if op == "reciprocal":
-            return b.fdiv(one, x)
-        if op == "relu":
-            # numpy maximum(x, 0): NaN stays NaN, -0.0 stays -0.0
-            return b.select(b.fcmp_ordered("<", x, k.fc(0.0)), k.fc(0.0), x)
-        if op == "leaky_relu":
-            return b.select(b.fcmp_ordered(">=", x, k.fc(0.0)), x, b.fmul(x, s))
-        if op == "copy":
-            return x
-        raise LoweringError(f"tile op {op} is not implemented for floats")
+        p = PRIMS.get(op)
+        if p is None or p.llvm_float is None:
+            raise LoweringError(f"tile op {op} is not implemented for floats")
+        return p.llvm_float(self, srcs, s)
 
     def _int_op(self, op: str, srcs, s):
-        b = self.b
-        x = srcs[0] if srcs else None
-        zero = self.splat(0, I32)
-        binary = {"add": b.add, "sub": b.sub, "mul": b.mul, "adds": b.add, "muls": b.mul}
-        if op in binary:
-            return binary[op](x, srcs[1] if op in ("add", "sub", "mul") else s)
-        if op in ("max", "maxs"):
-            y = srcs[1] if op == "max" else s
-            return b.select(b.icmp_signed(">", x, y), x, y)
-        if op in ("min", "mins"):
-            y = srcs[1] if op == "min" else s
-            return b.select(b.icmp_signed("<", x, y), x, y)
-        if op == "abs":     # wraps at INT_MIN like numpy
-            return b.select(b.icmp_signed("<", x, zero), b.sub(zero, x), x)
-        if op == "relu":
-            return b.select(b.icmp_signed("<", x, zero), zero, x)
-        if op == "copy":
-            return x
-        raise LoweringError(f"tile op {op} is not implemented for int32")
+        p = PRIMS.get(op)
+        if p is None or p.llvm_int is None:
+            raise LoweringError(f"tile op {op} is not implemented for int32")
+        return p.llvm_int(self, srcs, s)
 
     def convert(self, v, src: dt.DType, dst: dt.DType, mode: str | None):
         """Cast semantics (module doc) on register vectors; bool is a 0/1 byte."""
@@ -287,5 +240,3 @@ class StmtEmitter:
             return b.trunc(v, vec(I8, lanes))
         return v      # int8/uint8 from int8/uint8/bool: the same bits
 
-
-_EXACT_OPS = {"max", "min", "maxs", "mins", "abs", "relu", "copy"}

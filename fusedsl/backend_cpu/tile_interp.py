@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..schedule import Stmt, Tiling, VectorSchedule, compute_dtype
+from ..tile.prims import PRIMS
 
 
 def rows_mode(sched: VectorSchedule, tiling: Tiling) -> bool:
@@ -234,43 +235,9 @@ def apply_stmt(stmt: Stmt, srcs, scalar, shape) -> np.ndarray:
     xs = [_wide(s) for s in srcs]
     s = None if scalar is None else _wide(np.asarray(scalar))
     with np.errstate(all="ignore"):
-        result = _OPS[stmt.op](xs, s)
+        result = PRIMS[stmt.op].ref(xs, s)   # the primitive's record (tile/prims.py)
         return np.asarray(result).astype(stmt.dtype.np)
 
-
-def _relu(x):
-    return np.maximum(x, np.zeros((), x.dtype))
-
-
-def _leaky(x, alpha):
-    return np.where(x >= 0, x, x * alpha)
-
-
-def _recip(x):
-    return np.ones((), x.dtype) / x
-
-
-_OPS = {
-    "add": lambda x, s: x[0] + x[1],
-    "sub": lambda x, s: x[0] - x[1],
-    "mul": lambda x, s: x[0] * x[1],
-    "div": lambda x, s: x[0] / x[1],
-    "max": lambda x, s: np.maximum(x[0], x[1]),
-    "min": lambda x, s: np.minimum(x[0], x[1]),
-    "adds": lambda x, s: x[0] + s,
-    "muls": lambda x, s: x[0] * s,
-    "maxs": lambda x, s: np.maximum(x[0], s),
-    "mins": lambda x, s: np.minimum(x[0], s),
-    "abs": lambda x, s: np.abs(x[0]),
-    "exp": lambda x, s: np.exp(x[0]),
-    "ln": lambda x, s: np.log(x[0]),
-    "sqrt": lambda x, s: np.sqrt(x[0]),
-    "rsqrt": lambda x, s: _recip(np.sqrt(x[0])),
-    "reciprocal": lambda x, s: _recip(x[0]),
-    "relu": lambda x, s: _relu(x[0]),
-    "leaky_relu": lambda x, s: _leaky(x[0], s),
-    "copy": lambda x, s: x[0],
-}
 
 _COMPARE = {"LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
             "EQ": np.equal, "NE": np.not_equal}

@@ -18,6 +18,9 @@ from .. import dtypes as dt
 from ..errors import ArgumentError, DTypeError, ShapeError, TraceError, user_facing, user_frame
 from ..ir.builder import Builder
 from ..ir.core import Module, TensorType
+from ..ir.ops import FLOAT_ONLY, get_opdef
+from ..ops.composite import COMPOSITES
+from .. import ops as _ops  # noqa: F401  (registers the op definitions)
 from ..ir.shapes import fmt_shape, normalize_axes
 from . import tracing as _tracing
 from .tracing import Tensor, Trace, find_trace, is_python_scalar, python_scalar
@@ -57,9 +60,11 @@ def _eager(fn, args, kwargs):
         return x
 
     out = fn(*[wrap(a) for a in args], **{k: wrap(v) for k, v in kwargs.items()})
-    outs = out if isinstance(out, tuple) else (out,)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
     module = Module((builder.finish([o.value for o in outs]),))
     results = run_module(module, inputs)
+    if isinstance(out, list):      # fs.split and friends return lists
+        return list(results)
     return results if isinstance(out, tuple) else results[0]
 
 
@@ -176,20 +181,43 @@ def _unary(name, float_only=False, public=None):
     return _op(op)
 
 
-abs = _unary("abs")
+def op_function(name: str):
+    """The fs function of a unary elementwise op definition registered after import (a toy op
+    defined with fusedsl.ops.elementwise.define, say)."""
+    return _from_definition(name)
+
+
+def _from_definition(name: str, public: str | None = None):
+    """fs.<public> of a unary op definition (fusedsl/ops/): float-only ops cast ints to float32."""
+    opdef = get_opdef(name)
+    return _unary(name, FLOAT_ONLY in opdef.traits, public or opdef.public[0])
+
+
+abs = _from_definition("abs")
 absolute = abs
-negative = _unary("neg", public="negative")
-square = _unary("square")
-relu = _unary("relu")
-exp = _unary("exp", True)
-log = _unary("log", True)
-sqrt = _unary("sqrt", True)
-rsqrt = _unary("rsqrt", True)
-reciprocal = _unary("reciprocal", True)
-sigmoid = _unary("sigmoid", True)
-tanh = _unary("tanh", True)
-gelu = _unary("gelu", True)
-silu = _unary("silu", True)
+negative = _from_definition("neg")
+square = _from_definition("square")
+relu = _from_definition("relu")
+exp = _from_definition("exp")
+log = _from_definition("log")
+sqrt = _from_definition("sqrt")
+rsqrt = _from_definition("rsqrt")
+reciprocal = _from_definition("reciprocal")
+sigmoid = _from_definition("sigmoid")
+tanh = _from_definition("tanh")
+silu = _from_definition("silu")
+_gelu_tanh = _from_definition("gelu")
+
+
+@_op
+def gelu(x, approximate="tanh"):
+    """GELU.  approximate='tanh' (the default here, Ascend's Gelu): x * sigmoid(2 sqrt(2/pi)
+    (x + 0.044715 x^3)); approximate='none' (PyTorch's default): x/2 (1 + erf(x / sqrt 2))."""
+    if approximate == "tanh":
+        return _gelu_tanh(x)
+    if approximate == "none":
+        return gelu_erf(x)
+    raise ArgumentError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}", loc=user_frame())
 
 
 @_op
@@ -213,16 +241,19 @@ def leaky_relu(x, alpha=0.01):
 
 @_op
 def power(x, p):
-    """x ** p for the exponents the hardware has a direct op for."""
+    """x ** p: the exponents the hardware has a direct op for (2, 3, 0.5, -1, -0.5) map onto it;
+    any other exponent, a tensor one included, is exp(p log|x|) with numpy's signs (pow_tensor)."""
+    if isinstance(p, Tensor) or not isinstance(x, Tensor):
+        return pow_tensor(x, p)
     if not is_python_scalar(p):
-        raise ArgumentError("only constant exponents are supported in x ** p", loc=user_frame())
+        raise ArgumentError(f"x ** p needs a number or a tensor exponent, got {type(p).__name__}",
+                            loc=user_frame())
     p = python_scalar(p)
     table = {2: square, 1: lambda v: v, 0.5: sqrt, -1: reciprocal, -0.5: rsqrt}
     if p == 3:
         return square(x) * x
     if p not in table:
-        raise ArgumentError(f"x ** {p} is not supported", loc=user_frame(),
-                            hint="use exponents 0.5, -0.5, -1, 1, 2 or 3, or fs.exp(p * fs.log(x))")
+        return pow_tensor(x, p)
     return table[p](x)
 
 
@@ -590,6 +621,42 @@ _NUMPY_UFUNCS = {
     "negative": negative, "exp": exp, "log": log, "sqrt": sqrt, "square": square, "tanh": tanh,
     "reciprocal": reciprocal, "matmul": matmul,
 }
+
+
+# ---- composites from their definitions (fusedsl/ops/composite.py) -------------------------------
+class _Namespace:
+    """`F` of the composites: this module's fs ops, plus the helpers they need."""
+
+    def __getattr__(self, name):
+        extra = _F_EXTRA.get(name)
+        return extra if extra is not None else globals()[name]
+
+
+_F_EXTRA = {
+    "promote_float": lambda a, b: _promote_pair(a, b, True)[:2],
+    "promote_pair_public": lambda a, b: _promote_pair(a, b)[:2],
+}
+_F = _Namespace()
+GENERATED: list[str] = []     # fs names made from composite definitions (fusedsl/__init__ exports them)
+
+
+def _composite_fn(c, public):
+    def op(*args, **kwargs):
+        return c.fn(_F, *args, **kwargs)
+    op.__name__ = public
+    op.__qualname__ = public
+    op.__doc__ = c.doc
+    return _op(op)
+
+
+for _c in COMPOSITES.values():
+    for _pub in _c.public:
+        if _pub not in globals():    # an fs function of its own (fs.power) keeps its name
+            globals()[_pub] = _composite_fn(_c, _pub)
+            GENERATED.append(_pub)
+        _uf = getattr(np, _pub, None)
+        if isinstance(_uf, np.ufunc) and _uf.__name__ not in _NUMPY_UFUNCS:
+            _NUMPY_UFUNCS[_uf.__name__] = globals()[_pub]   # np.sin(tensor) traces fs.sin
 
 
 # Tensor's operators and methods call these (tracing.py looks them up by name).

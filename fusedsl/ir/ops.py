@@ -11,7 +11,6 @@ rounds once.  Reductions therefore accumulate in float32.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -47,13 +46,24 @@ class OpDef:
     traits: frozenset[str]
     arity: int | None              # None = variadic
     attr_names: tuple[str, ...] = ()
+    # Elementwise ops' definitions (fusedsl/ops/) carry everything the layers read:
+    recipe: Callable | None = None  # (ops.recipe.Recipe, dst slot, operands) -> emits tile instructions
+    cost: tuple | None = None      # vector APIs per call (binary: (tensor form, scalar form));
+                                   # None = the APIs of the recipe's primitives
+    half_in_f32: bool = False      # a 16-bit float result is computed in float32 and rounded once
+    narrow_in_f32: bool = False    # int8/uint8 results are computed in float32 (products beyond half)
+    public: tuple[str, ...] = ()   # fs.<name> functions that emit it
+    aten: tuple[str, ...] = ()     # PyTorch ATen overloads it implements ("aten.exp.default")
+    onnx: tuple[str, ...] = ()     # ONNX operator types it implements
+    doc: str = ""
 
 
 REGISTRY: dict[str, OpDef] = {}
 
 
-def register(name, *, arity, traits=(), attrs=(), infer=None, ref=None) -> OpDef:
-    opdef = OpDef(name, infer, ref, frozenset(traits), arity, tuple(attrs))
+def register(name, *, arity, traits=(), attrs=(), infer=None, ref=None, **definition) -> OpDef:
+    """Add (or replace) an op.  `definition` holds the optional OpDef fields (recipe, cost, ...)."""
+    opdef = OpDef(name, infer, ref, frozenset(traits), arity, tuple(attrs), **definition)
     REGISTRY[name] = opdef
     return opdef
 
@@ -116,59 +126,11 @@ def _binary_rule(name, float_only, comparison):
     return infer
 
 
-def _np_where_relu(x):
-    return np.maximum(x, np.zeros((), x.dtype))
-
-
-def _sigmoid(x):
-    with np.errstate(over="ignore"):
-        return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
-
-
-def _gelu(x):
-    # the tanh approximation, as Ascend's Gelu: 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3),
-    # evaluated as x * sigmoid(2u) (the same function) so the negative tail does not cancel to 0
-    c = np.asarray(2.0 * math.sqrt(2.0 / math.pi), x.dtype)
-    u = c * (x + np.asarray(0.044715, x.dtype) * x * x * x)
-    return (x * _sigmoid(u)).astype(x.dtype)
-
-
 def _errstate(fn):
     def wrapped(*a):
         with np.errstate(all="ignore"):
             return fn(*a)
     return wrapped
-
-
-_UNARY = {
-    # name: (numpy reference, float_only)
-    "abs": (np.abs, False),
-    "neg": (np.negative, False),
-    "square": (np.square, False),
-    "relu": (_np_where_relu, False),
-    "exp": (np.exp, True),
-    "log": (np.log, True),
-    "sqrt": (np.sqrt, True),
-    "rsqrt": (lambda x: 1.0 / np.sqrt(x), True),
-    "reciprocal": (lambda x: 1.0 / x, True),
-    "sigmoid": (_sigmoid, True),
-    "tanh": (np.tanh, True),
-    "gelu": (_gelu, True),
-    "silu": (lambda x: x * _sigmoid(x), True),
-}
-for _name, (_fn, _float_only) in _UNARY.items():
-    register(_name, arity=1, traits=[ELEMENTWISE, UNARY] + ([FLOAT_ONLY] if _float_only else []),
-             infer=_unary_rule(_name, _float_only),
-             ref=(lambda f: lambda args, attrs: _errstate(f)(args[0]))(_fn))
-
-
-def _leaky_relu_ref(args, attrs):
-    x = args[0]
-    return np.where(x >= 0, x, x * np.asarray(attrs["alpha"], x.dtype))
-
-
-register("leaky_relu", arity=1, traits=[ELEMENTWISE, UNARY, FLOAT_ONLY], attrs=("alpha",),
-         infer=_unary_rule("leaky_relu", True), ref=_leaky_relu_ref)
 
 
 def _cast_infer(types, attrs):
@@ -193,34 +155,6 @@ def _cast_ref(args, attrs):
 
 
 register("cast", arity=1, traits=[ELEMENTWISE, UNARY], attrs=("dtype",), infer=_cast_infer, ref=_cast_ref)
-
-
-def _int_safe_div(a, b):
-    return a / b
-
-
-_BINARY = {
-    # name: (numpy reference, float_only, comparison, commutative)
-    "add": (np.add, False, False, True),
-    "sub": (np.subtract, False, False, False),
-    "mul": (np.multiply, False, False, True),
-    "div": (_int_safe_div, True, False, False),
-    "maximum": (np.maximum, False, False, True),
-    "minimum": (np.minimum, False, False, True),
-    "lt": (np.less, False, True, False),
-    "le": (np.less_equal, False, True, False),
-    "gt": (np.greater, False, True, False),
-    "ge": (np.greater_equal, False, True, False),
-    "eq": (np.equal, False, True, True),
-    "ne": (np.not_equal, False, True, True),
-}
-for _name, (_fn, _float_only, _cmp, _comm) in _BINARY.items():
-    _traits = [ELEMENTWISE, BINARY, BROADCAST]
-    _traits += [FLOAT_ONLY] if _float_only else []
-    _traits += [COMPARISON] if _cmp else []
-    _traits += [COMMUTATIVE] if _comm else []
-    register(_name, arity=2, traits=_traits, infer=_binary_rule(_name, _float_only, _cmp),
-             ref=(lambda f: lambda args, attrs: _errstate(f)(args[0], args[1]))(_fn))
 
 
 def _where_infer(types, attrs):

@@ -19,15 +19,8 @@ from dataclasses import dataclass, field
 from .. import dtypes as dt
 from ..errors import Loc
 from ..ir.core import Function
+from .prims import TILE_APIS  # noqa: F401  (tile op -> Ascend C API: the primitives' records)
 
-# tile op -> Ascend C API it maps to (the printer's emit table is keyed by the same names)
-TILE_APIS = {
-    "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "max": "Max", "min": "Min",
-    "adds": "Adds", "muls": "Muls", "maxs": "Maxs", "mins": "Mins",
-    "abs": "Abs", "exp": "Exp", "ln": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt",
-    "reciprocal": "Reciprocal", "relu": "Relu", "leaky_relu": "LeakyRelu",
-    "dup": "Duplicate", "cast": "Cast", "copy": "Muls", "cmp": "Compare", "select": "Select",
-}
 # cmp: dst = (a OP b) ? 1 : 0 (b may be the scalar); select: dst = cond != 0 ? a : b.
 # Both read up to `CMP_SLACK` lanes past the count (Compare works on 256-byte multiples), so
 # kernels that use them allocate that slack and pre-fill their temporaries.

@@ -43,7 +43,7 @@ def reuse_buffers(sched: VectorSchedule) -> None:
             if pool:
                 dst = pool.pop()
                 rename[s.dst] = dst
-        for x in set(s.srcs):
+        for x in dict.fromkeys(s.srcs):   # in operand order: a set's order varies per process
             xs = sched.slots.get(rename.get(x, x))
             if x == in_place:
                 continue

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import cost
-from .ir import TILE_APIS, Stmt, Tiling, VectorSchedule
+from .ir import Stmt, Tiling, VectorSchedule
+from .prims import PRIMS
 
 FIX = 10000   # the published coefficients have four decimals, so k * FIX is a whole number
 
@@ -39,12 +40,6 @@ MTE2_HEAD_NORMAL = tuple(fixed(c) for c in cost.MTE2_HEAD_NORMAL)
 MTE2_HEAD_THRESHOLD = cost.MTE2_HEAD_THRESHOLD
 OTHER_HEADS = fixed(cost.MTE3_HEAD) + fixed(cost.VEC_HEAD) + fixed(cost.OP_HEAD)
 
-# tile ops whose Ascend C form is several table APIs, or one the table lacks (Ln is costed
-# like Exp, as cost.py costs log; LeakyRelu as Muls + Max)
-_STMT_APIS = {"ln": ("Exp",), "leaky_relu": ("Muls", "Max"), "cmp": ("Compare", "Select"),
-              "select": ("Compare", "Select")}
-
-
 def stmt_coeffs(st: Stmt) -> tuple[int, int]:
     """(k, b) of one tile statement in 1/FIX cycles: k per element, b per call."""
     if st.op == "cast":
@@ -55,7 +50,7 @@ def stmt_coeffs(st: Stmt) -> tuple[int, int]:
     if st.op == "copy" and not st.dtype.is_float:
         apis = ("Max",)   # the printer copies integers with Max(x, x)
     else:
-        apis = _STMT_APIS.get(st.op, (TILE_APIS[st.op],))
+        apis = PRIMS[st.op].costs   # the primitive's record: one API or several
     pairs = [api_coeffs(api, st.dtype) for api in apis]
     return sum(k for k, _ in pairs), sum(b for _, b in pairs)
 

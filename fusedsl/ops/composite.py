@@ -1,0 +1,879 @@
+"""Ops defined as a decomposition into other fs ops: ONE definition each.
+
+A composite is a function `fn(F, *args, **kwargs)` written against `F`, the namespace of fs ops
+(the frontend passes itself, so this module imports no frontend), plus its metadata: the fs
+names that call it, the ATen / ONNX names it implements (the importers read them), the dtypes it
+accepts and its docs text (docs/OPS.md is generated from it).  Because it is made of graph ops,
+a composite prints, lowers, fuses and runs everywhere its parts do, with no code in any backend.
+
+Numerics.  16-bit float inputs are computed in float32 and rounded to their dtype once at the end
+(`_f32`), so a composite's error is float32's plus one rounding.  The transcendental functions
+are written from primitives every target has (add, mul, div, exp, ln, sqrt, compare, select):
+
+  rounding   round-half-even by the float32 "magic number" 1.5 * 2**23: (x + M) - M is x rounded
+             to an integer for |x| < 2**22 (every float32 beyond that is already an integer);
+             floor / ceil / trunc correct it by one where it went the wrong way
+  sin, cos   Cody-Waite reduction by pi/2 (three-part constant, exact products for |k| < 2**15,
+             so |x| < ~5e4), cephes' minimax polynomials on [-pi/4, pi/4], quadrant by selects;
+             within ~2 ulp for |x| < 5e4 (larger |x| loses the reduction's accuracy)
+  atan       cephes' reduction (x > tan(3pi/8): pi/2 - atan(1/x); x > tan(pi/8): pi/4 +
+             atan((x-1)/(x+1))) and its degree-9 odd polynomial, ~2 ulp; atan2 adds the
+             quadrant, signed zeros and infinities the way numpy does; asin / acos are atan2
+             of (x, sqrt((1-x)(1+x))), exact at +-1
+  erf        |x| < 1: its Taylor series to x**25 (error < 1e-9); |x| >= 1: 1 - erfc with
+             Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7); exact gelu takes erfc directly
+             on the negative side so that its tail does not cancel
+  log1p, expm1  the Goldberg / Kahan tricks on log and exp (accurate near 0)
+  pow        exp(p * log|x|) with numpy's signs for negative x and integral p, 0**0 = 1
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import ml_dtypes
+
+from .. import dtypes as dt
+
+
+@dataclass(frozen=True)
+class Composite:
+    name: str
+    fn: Callable                 # fn(F, *args, **kwargs)
+    public: tuple[str, ...]      # fs.<name> functions
+    family: str                  # docs/OPS.md section
+    dtypes: str                  # "float" (ints are cast to float32), "numeric", "int", "any"
+    aten: tuple[str, ...] = ()
+    onnx: tuple[str, ...] = ()
+    doc: str = ""
+    probe: tuple | None = None   # (arity, fn(fs, *tensors)): the call docs/OPS.md compiles per target
+
+
+COMPOSITES: dict[str, Composite] = {}
+
+
+def composite(name, family, dtypes="float", public=None, aten=(), onnx=(), doc="", probe=None):
+    def deco(fn):
+        COMPOSITES[name] = Composite(name, fn, tuple(public or (name,)), family, dtypes, tuple(aten),
+                                     tuple(onnx), doc, probe)
+        return fn
+    return deco
+
+
+def _aten(*names):
+    return tuple(f"aten.{n}" for n in names)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+def _f32(F, x):
+    """x as float32 (ints and 16-bit floats), and the function that rounds a result back."""
+    if not isinstance(x, F.Tensor):
+        raise F.ArgumentError("this op needs a tensor, got a Python number", loc=F.user_frame())
+    out = x.dtype if x.dtype.is_float else dt.float32
+    x32 = F.cast(x, dt.float32)
+    return x32, (lambda y: F.cast(y, out))
+
+
+def _horner(F, coeffs, z):
+    """c0 + z (c1 + z (c2 + ...)), coefficients from c0 up."""
+    acc = coeffs[-1]
+    for c in reversed(coeffs[:-1]):
+        acc = acc * z + c
+    return acc
+
+
+MAGIC = 12582912.0        # 1.5 * 2**23
+BIG = 4194304.0           # 2**22: every float32 at least this large is an integer
+
+
+def _rint(F, x):
+    """Round half to even (float32 x); |x| >= 2**22, inf and NaN pass through."""
+    r = (x + MAGIC) - MAGIC
+    return F.where(F.abs(x) < BIG, r, x)
+
+
+def _floor(F, x):
+    r = _rint(F, x)
+    return F.where(r > x, r - 1.0, r)
+
+
+def _ceil(F, x):
+    r = _rint(F, x)
+    return F.where(r < x, r + 1.0, r)
+
+
+def _trunc(F, x):
+    return F.where(x < 0.0, _ceil(F, x), _floor(F, x))
+
+
+def _signbit(F, x):
+    """x < 0, counting -0.0 (1 / -0.0 is -inf) and not NaN."""
+    return F.logical_or(x < 0.0, F.logical_and(x == 0.0, F.reciprocal(x) < 0.0))
+
+
+def _float_op(fn):
+    """A unary float op: computed in float32, rounded to the input's float dtype once."""
+    def op(F, x):
+        x32, back = _f32(F, x)
+        return back(fn(F, x32))
+    op.__doc__ = fn.__doc__
+    return op
+
+
+# ---- rounding -------------------------------------------------------------------------------
+composite("floor", "rounding", aten=_aten("floor.default"), onnx=("Floor",),
+          doc="largest integer <= x (ints unchanged)")(
+    lambda F, x: x if isinstance(x, F.Tensor) and not x.dtype.is_float else _float_op(_floor)(F, x))
+composite("ceil", "rounding", aten=_aten("ceil.default"), onnx=("Ceil",), doc="smallest integer >= x")(
+    lambda F, x: x if isinstance(x, F.Tensor) and not x.dtype.is_float else _float_op(_ceil)(F, x))
+composite("trunc", "rounding", public=("trunc", "fix"), aten=_aten("trunc.default", "fix.default"),
+          doc="integer part, toward zero")(
+    lambda F, x: x if isinstance(x, F.Tensor) and not x.dtype.is_float else _float_op(_trunc)(F, x))
+composite("rint", "rounding", public=("rint", "round", "around"), aten=_aten("round.default"),
+          onnx=("Round",), doc="round half to even (numpy.round with decimals=0, torch.round)")(
+    lambda F, x: x if isinstance(x, F.Tensor) and not x.dtype.is_float else _float_op(_rint)(F, x))
+
+
+@composite("sign", "rounding", dtypes="numeric", aten=_aten("sign.default"), onnx=("Sign",),
+           doc="numpy.sign: -1, 0 or 1 (NaN stays NaN, -0.0 gives 0.0)")
+def sign(F, x):
+    if x.dtype == dt.bool_:
+        raise F.DTypeError("fs.sign is not defined on bool tensors", loc=F.user_frame(),
+                           hint="cast first, e.g. x.astype(fs.int32)")
+    if not x.dtype.is_float:
+        return F.cast(F.where(x > 0, 1, F.where(x < 0, -1, 0)), x.dtype)
+    return F.where(x > 0, 1.0, F.where(x < 0, -1.0, F.where(x == 0, 0.0, x)))
+
+
+# ---- exponentials and logarithms -------------------------------------------------------------
+@composite("log2", "exp_log", aten=_aten("log2.default"), doc="base-2 logarithm, log(x) / ln 2")
+@_float_op
+def log2(F, x):
+    return F.log(x) * (1.0 / math.log(2.0))
+
+
+@composite("log10", "exp_log", aten=_aten("log10.default"), doc="base-10 logarithm, log(x) / ln 10")
+@_float_op
+def log10(F, x):
+    return F.log(x) * (1.0 / math.log(10.0))
+
+
+@composite("exp2", "exp_log", aten=_aten("exp2.default"),
+           doc="2**x as exp(x ln 2) (relative error grows as |x| * 2**-24)")
+@_float_op
+def exp2(F, x):
+    return F.exp(x * math.log(2.0))
+
+
+def _log1p(F, x):
+    u = x + 1.0
+    d = u - 1.0
+    exact = F.log(u) * (x / F.where(d == 0.0, 1.0, d))
+    return F.where(d == 0.0, x, F.where(u == math.inf, u, exact))
+
+
+def _expm1(F, x):
+    u = F.exp(x)
+    d = u - 1.0
+    lu = F.log(u)
+    kahan = d * (x / F.where(lu == 0.0, 1.0, lu))
+    return F.where(u == 1.0, x, F.where(d == -1.0, -1.0, F.where(u == math.inf, u, kahan)))
+
+
+composite("log1p", "exp_log", aten=_aten("log1p.default"), doc="log(1 + x), accurate near 0")(
+    _float_op(_log1p))
+composite("expm1", "exp_log", aten=_aten("expm1.default"), doc="exp(x) - 1, accurate near 0")(
+    _float_op(_expm1))
+
+
+# ---- trigonometry ----------------------------------------------------------------------------
+_PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)   # pi/2 in three parts
+_SIN = (1.0, -1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4)       # cephes sinf on [-pi/4, pi/4]
+_COS = (1.0, -0.5, 4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5)
+
+
+def _reduce(F, x):
+    """(r, k): x = k pi/2 + r, |r| <= pi/4, k an integral float."""
+    k = _rint(F, x * (2.0 / math.pi))
+    r = ((x - k * _PIO2[0]) - k * _PIO2[1]) - k * _PIO2[2]
+    return r, k
+
+
+def _sin_cos_poly(F, r):
+    z = r * r
+    s = r + r * (z * _horner(F, list(_SIN[1:]), z))
+    c = _horner(F, list(_COS), z)
+    return s, c
+
+
+def _quadrant(F, k):
+    """(odd, negate) of the quadrant k mod 4: k odd, and k mod 4 in {2, 3}."""
+    h = _floor(F, k * 0.5)
+    odd = (k - h * 2.0) != 0.0
+    neg = (h - _floor(F, h * 0.5) * 2.0) != 0.0
+    return odd, neg
+
+
+def _sin(F, x):
+    r, k = _reduce(F, x)
+    s, c = _sin_cos_poly(F, r)
+    odd, neg = _quadrant(F, k)
+    v = F.where(odd, c, s)
+    return F.where(neg, -v, v)
+
+
+def _cos(F, x):
+    r, k = _reduce(F, x)
+    s, c = _sin_cos_poly(F, r)
+    odd, neg = _quadrant(F, k + 1.0)       # cos x = sin(x + pi/2)
+    v = F.where(odd, c, s)
+    return F.where(neg, -v, v)
+
+
+composite("sin", "trig", aten=_aten("sin.default"), onnx=("Sin",), doc="sine (radians)")(_float_op(_sin))
+composite("cos", "trig", aten=_aten("cos.default"), onnx=("Cos",), doc="cosine (radians)")(_float_op(_cos))
+
+
+@composite("tan", "trig", aten=_aten("tan.default"), onnx=("Tan",), doc="tangent, sin / cos of one reduction")
+@_float_op
+def tan(F, x):
+    r, k = _reduce(F, x)
+    s, c = _sin_cos_poly(F, r)
+    odd, _ = _quadrant(F, k)
+    return F.where(odd, -c / s, s / c)
+
+
+_TAN3PI8 = 2.414213562373095
+_TANPI8 = 0.4142135623730950
+_ATAN = (-3.33329491539e-1, 1.99777106478e-1, -1.38776856032e-1, 8.05374449538e-2)
+
+
+def _atan(F, x):
+    a = F.abs(x)
+    big, mid = a > _TAN3PI8, a > _TANPI8
+    xr = F.where(big, -F.reciprocal(a), F.where(mid, (a - 1.0) / (a + 1.0), a))
+    y0 = F.where(big, math.pi / 2, F.where(mid, math.pi / 4, 0.0))
+    z = xr * xr
+    y = y0 + (xr + xr * (z * _horner(F, list(_ATAN), z)))
+    return F.where(x < 0.0, -y, y)
+
+
+composite("arctan", "trig", public=("arctan", "atan"), aten=_aten("atan.default"), onnx=("Atan",),
+          doc="inverse tangent")(_float_op(_atan))
+
+
+def _atan2(F, y, x):
+    t = _atan(F, y / x)
+    xneg, yneg = _signbit(F, x), _signbit(F, y)
+    pi = F.where(yneg, -math.pi, math.pi)
+    base = F.where(xneg, t + pi, t)        # x = -0.0 counts as negative, as numpy's
+    zeros = F.logical_and(y == 0.0, x == 0.0)            # atan2(+-0, +-0): 0 or pi, signed like y
+    base = F.where(zeros, F.where(xneg, pi, y), base)
+    infs = F.logical_and(F.abs(y) == math.inf, F.abs(x) == math.inf)
+    corner = F.where(xneg, 3 * math.pi / 4, math.pi / 4)
+    return F.where(infs, F.where(yneg, -corner, corner), base)
+
+
+@composite("arctan2", "trig", public=("arctan2", "atan2"), aten=_aten("atan2.default"),
+           doc="angle of (x, y): numpy.arctan2, signed zeros and infinities included")
+def arctan2(F, y, x):
+    y, x = F.promote_float(y, x)
+    y32, back = _f32(F, y)
+    return back(_atan2(F, y32, F.cast(x, dt.float32)))
+
+
+def _asin(F, x):
+    return _atan2(F, x, F.sqrt((1.0 - x) * (1.0 + x)))
+
+
+composite("arcsin", "trig", public=("arcsin", "asin"), aten=_aten("asin.default"), onnx=("Asin",),
+          doc="inverse sine, NaN outside [-1, 1]")(_float_op(_asin))
+composite("arccos", "trig", public=("arccos", "acos"), aten=_aten("acos.default"), onnx=("Acos",),
+          doc="inverse cosine, NaN outside [-1, 1]")(
+    _float_op(lambda F, x: _atan2(F, F.sqrt((1.0 - x) * (1.0 + x)), x)))
+
+_SINH_TAYLOR = [1.0, 1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880, 1.0 / 39916800]
+
+
+@composite("sinh", "trig", aten=_aten("sinh.default"), onnx=("Sinh",),
+           doc="hyperbolic sine: its Taylor series below |x| = 0.5, (e**x - e**-x) / 2 above")
+@_float_op
+def sinh(F, x):
+    z = x * x
+    small = x * _horner(F, _SINH_TAYLOR, z)
+    e = F.exp(F.abs(x))
+    big = (e - F.reciprocal(e)) * 0.5
+    return F.where(F.abs(x) < 0.5, small, F.where(x < 0.0, -big, big))
+
+
+@composite("cosh", "trig", aten=_aten("cosh.default"), onnx=("Cosh",), doc="hyperbolic cosine")
+@_float_op
+def cosh(F, x):
+    e = F.exp(F.abs(x))
+    return (e + F.reciprocal(e)) * 0.5
+
+
+# ---- erf and exact gelu ------------------------------------------------------------------------
+_ERF_TAYLOR = [2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(13)]
+_AS_P = 0.3275911
+_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _erfc_pos(F, a):
+    """erfc(a) for a >= 1 (A&S 7.1.26)."""
+    t = F.reciprocal(a * _AS_P + 1.0)
+    return t * _horner(F, list(_AS_A), t) * F.exp(-(a * a))
+
+
+def _erf(F, x):
+    a = F.abs(x)
+    small = x * _horner(F, _ERF_TAYLOR, x * x)
+    big = 1.0 - _erfc_pos(F, a)
+    return F.where(a < 1.0, small, F.where(x < 0.0, -big, big))
+
+
+composite("erf", "special", aten=_aten("erf.default"), onnx=("Erf",), doc="the error function")(
+    _float_op(_erf))
+
+
+def _gelu_exact(F, x):
+    u = x * (1.0 / math.sqrt(2.0))
+    one_plus = F.where(u <= -1.0, _erfc_pos(F, -u), 1.0 + _erf(F, u))
+    return (x * 0.5) * one_plus
+
+
+composite("gelu_erf", "activation", aten=("aten.gelu.default",), onnx=("Gelu",),
+          doc="exact GELU, x/2 (1 + erf(x / sqrt 2)): PyTorch's default (approximate='none'); "
+              "fs.gelu(x, approximate='none') calls it")(_float_op(_gelu_exact))
+
+
+# ---- activations ----------------------------------------------------------------------------------
+def _softplus(F, x, beta=1.0, threshold=20.0):
+    bx = x * beta if beta != 1 else x
+    soft = _log1p(F, F.exp(bx))
+    return F.where(bx > threshold, x, soft / beta if beta != 1 else soft)
+
+
+@composite("softplus", "activation", aten=_aten("softplus.default"), onnx=("Softplus",),
+           doc="log(1 + exp(beta x)) / beta, x itself above the threshold (torch's)")
+def softplus(F, x, beta=1.0, threshold=20.0):
+    x32, back = _f32(F, x)
+    return back(_softplus(F, x32, beta, threshold))
+
+
+composite("softsign", "activation", aten=_aten("softsign.default"), onnx=("Softsign",),
+          doc="x / (1 + |x|)")(_float_op(lambda F, x: x / (F.abs(x) + 1.0)))
+
+
+@composite("elu", "activation", aten=_aten("elu.default"), onnx=("Elu",), doc="x if x > 0 else alpha (e**x - 1)")
+def elu(F, x, alpha=1.0):
+    x32, back = _f32(F, x)
+    return back(F.where(x32 > 0.0, x32, _expm1(F, x32) * alpha))
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@composite("selu", "activation", aten=_aten("selu.default"), onnx=("Selu",), doc="scale * elu(x, alpha), the SELU constants")
+@_float_op
+def selu(F, x):
+    return F.where(x > 0.0, x * SELU_SCALE, _expm1(F, x) * (SELU_ALPHA * SELU_SCALE))
+
+
+@composite("celu", "activation", aten=_aten("celu.default"), onnx=("Celu",),
+           doc="max(0, x) + min(0, alpha (e**(x/alpha) - 1))")
+def celu(F, x, alpha=1.0):
+    x32, back = _f32(F, x)
+    return back(F.maximum(x32, 0.0) + F.minimum(_expm1(F, x32 * (1.0 / alpha)) * alpha, 0.0))
+
+
+@composite("mish", "activation", aten=_aten("mish.default"), onnx=("Mish",),
+           doc="x tanh(softplus(x)), as x n / (n + 2) with n = e**x (e**x + 2) (no cancellation for x < 0)")
+@_float_op
+def mish(F, x):
+    e = F.exp(F.minimum(x, 20.0))
+    n = e * (e + 2.0)
+    return F.where(x > 20.0, x, x * (n / (n + 2.0)))
+composite("hardswish", "activation", aten=_aten("hardswish.default"), onnx=("HardSwish",),
+          doc="x min(max(x + 3, 0), 6) / 6")(
+    _float_op(lambda F, x: x * F.minimum(F.maximum(x + 3.0, 0.0), 6.0) / 6.0))
+composite("hardsigmoid", "activation", aten=_aten("hardsigmoid.default"), onnx=("HardSigmoid",),
+          doc="min(max(x + 3, 0), 6) / 6 (torch's; ONNX's alpha=1/6, beta=0.5)")(
+    _float_op(lambda F, x: F.minimum(F.maximum(x + 3.0, 0.0), 6.0) / 6.0))
+
+
+@composite("hardtanh", "activation", dtypes="numeric", aten=_aten("hardtanh.default"),
+           doc="clip(x, min_val, max_val)")
+def hardtanh(F, x, min_val=-1.0, max_val=1.0):
+    return F.clip(x, min_val, max_val)
+
+
+composite("relu6", "activation", dtypes="numeric", aten=_aten("relu6.default"), doc="clip(x, 0, 6)")(
+    lambda F, x: F.clip(x, 0, 6))
+composite("logsigmoid", "activation", aten=_aten("log_sigmoid.default", "log_sigmoid_forward.default"),
+          doc="log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))")(
+    _float_op(lambda F, x: F.minimum(x, 0.0) - _log1p(F, F.exp(-F.abs(x)))))
+
+
+@composite("clip", "arith", dtypes="numeric", public=("clip", "clamp"), aten=_aten("clamp.default", "clamp.Tensor", "clip.default"),
+           onnx=("Clip",), doc="minimum(maximum(x, lo), hi): scalar or tensor bounds, either may be None; NaN propagates", probe=(1, lambda fs, a: fs.clip(a, 0, 1)))
+def clip(F, x, a_min=None, a_max=None):
+    if a_min is None and a_max is None:
+        raise F.ArgumentError("clip needs a_min or a_max", loc=F.user_frame())
+    y = x
+    if a_min is not None:
+        y = F.maximum(y, a_min)
+    if a_max is not None:
+        y = F.minimum(y, a_max)
+    return y
+
+
+# ---- arithmetic ------------------------------------------------------------------------------------
+@composite("float_power", "arith", public=("pow_tensor",), aten=_aten("pow.Tensor_Tensor", "pow.Scalar"),
+           onnx=("Pow",), doc="x ** p with a tensor exponent: exp(p log|x|), numpy's sign for negative x "
+                               "and integral p (NaN otherwise), 0 ** 0 = 1; fs.power calls it")
+def pow_tensor(F, x, p):
+    x, p = F.promote_float(x, p) if isinstance(p, F.Tensor) else (x, p)
+    x32, back = _f32(F, x)
+    p32 = F.cast(p, dt.float32) if isinstance(p, F.Tensor) else float(p)
+    a = F.abs(x32)
+    mag = F.exp(p32 * F.log(a))
+    if isinstance(p32, float):
+        integral = p32 == math.floor(p32)
+        odd = integral and int(p32) % 2 == 1
+        neg = x32 < 0.0
+        signed = (F.where(neg, -mag, mag) if odd else mag) if integral else F.where(neg, math.nan, mag)
+        return back(signed if p32 != 0 else F.where(a != a, 1.0, 1.0))
+    pint = _floor(F, p32) == p32
+    half = p32 * 0.5
+    odd = F.logical_and(pint, _floor(F, half) != half)
+    neg = x32 < 0.0
+    signed = F.where(neg, F.where(pint, F.where(odd, -mag, mag), math.nan), mag)
+    return back(F.where(p32 == 0.0, 1.0, signed))
+
+
+def _split(F, v):
+    """Veltkamp: v = hi + lo with 12 significant bits each, so products of halves are exact."""
+    c = v * 4097.0
+    hi = c - (c - v)
+    return hi, v - hi
+
+
+def _fmod(F, a, b):
+    """a - trunc(a / b) b with the product q b taken exactly (Dekker: four exact partial
+    products), then one correction where the quotient rounded across an integer."""
+    q = _trunc(F, a / b)
+    qh, ql = _split(F, q)
+    bh, bl = _split(F, b)
+    r = (((a - qh * bh) - qh * bl) - ql * bh) - ql * bl
+    wrong = F.logical_and(r != 0.0, (r < 0.0) != (a < 0.0))
+    r = F.where(wrong, r + F.where((a < 0.0) == (b < 0.0), b, -b), r)
+    finite = F.where(F.abs(a) == math.inf, math.nan, a)           # fmod(+-inf, b) is NaN
+    return F.where(F.abs(b) == math.inf, finite, F.where(F.abs(q) >= BIG, a - q * b, r))
+
+
+def _int_or_float(F, a, b, float_fn, int_fn=None):
+    a, b = F.promote_pair_public(a, b)
+    if a.dtype.is_float:
+        return F.cast(float_fn(F, F.cast(a, dt.float32), F.cast(b, dt.float32)), a.dtype)
+    # integers: exact in float32 while |a|, |b| < 2**24
+    r = (int_fn or float_fn)(F, F.cast(a, dt.float32), F.cast(b, dt.float32))
+    return F.cast(F.where(F.cast(b, dt.float32) == 0.0, 0.0, r), a.dtype)
+
+
+@composite("fmod", "arith", dtypes="numeric", aten=_aten("fmod.Tensor", "fmod.Scalar"), onnx=("Mod[fmod=1]",),
+           doc="C fmod: a - trunc(a / b) b, the sign of a (ints: exact below 2**24; x fmod 0 = 0 for ints)")
+def fmod(F, a, b):
+    return _int_or_float(F, a, b, _fmod)
+
+
+def _remainder(F, a, b):
+    r = _fmod(F, a, b)
+    fix = F.logical_and(r != 0.0, (r < 0.0) != (b < 0.0))
+    return F.where(fix, r + b, r)
+
+
+@composite("remainder", "arith", dtypes="numeric", public=("remainder", "mod"),
+           aten=_aten("remainder.Tensor", "remainder.Scalar"), onnx=("Mod",),
+           doc="numpy.remainder / torch.remainder: the sign of b")
+def remainder(F, a, b):
+    return _int_or_float(F, a, b, _remainder)
+
+
+def _floor_div(F, a, b):
+    """numpy's floor_divide: from divmod's remainder, so that a == b * (a // b) + a % b."""
+    mod = _fmod(F, a, b)
+    div = (a - mod) / b
+    div = F.where(F.logical_and(mod != 0.0, (b < 0.0) != (mod < 0.0)), div - 1.0, div)
+    fl = _floor(F, div)
+    fl = F.where(div - fl > 0.5, fl + 1.0, fl)
+    fl = F.where(div == 0.0, div * 0.0 + F.where(a / b < 0.0, -0.0, 0.0), fl)
+    return F.where(b == 0.0, a / b, fl)
+
+
+@composite("floor_divide", "arith", dtypes="numeric", aten=_aten("floor_divide.default"),
+           doc="floor(a / b) (ints: exact below 2**24, x // 0 = 0)")
+def floor_divide(F, a, b):
+    return _int_or_float(F, a, b, _floor_div)
+
+
+@composite("divide_rounded", "arith", dtypes="numeric", public=("div",),
+           aten=_aten("div.Tensor_mode", "div.Scalar_mode"),
+           doc="torch.div(a, b, rounding_mode=None | 'trunc' | 'floor')")
+def div(F, a, b, rounding_mode=None):
+    if rounding_mode is None:
+        return F.divide(a, b)
+    if rounding_mode == "floor":
+        return floor_divide(F, a, b)
+    if rounding_mode == "trunc":
+        return _int_or_float(F, a, b, lambda F, x, y: _trunc(F, x / y))
+    raise F.ArgumentError(f"div rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}",
+                          loc=F.user_frame())
+
+
+@composite("lerp", "arith", aten=_aten("lerp.Scalar", "lerp.Tensor"),
+           doc="a + w (b - a), as torch: b - (b - a)(1 - w) for |w| >= 0.5")
+def lerp(F, a, b, w):
+    a, b = F.promote_float(a, b)
+    d = b - a
+    if not isinstance(w, F.Tensor):
+        return a + w * d if abs(w) < 0.5 else b - d * (1.0 - w)
+    return F.where(F.abs(w) < 0.5, a + w * d, b - d * (1.0 - w))
+
+
+@composite("addcmul", "arith", dtypes="numeric", aten=_aten("addcmul.default"), doc="x + value t1 t2")
+def addcmul(F, x, t1, t2, value=1.0):
+    return x + (t1 * t2 if value == 1 else value * t1 * t2)
+
+
+@composite("addcdiv", "arith", aten=_aten("addcdiv.default"), doc="x + value t1 / t2")
+def addcdiv(F, x, t1, t2, value=1.0):
+    return x + (t1 / t2 if value == 1 else value * t1 / t2)
+
+
+# ---- float classification ---------------------------------------------------------------------------
+@composite("isnan", "classify", dtypes="any", aten=_aten("isnan.default"), onnx=("IsNaN",),
+           doc="x != x (Compare(x, x, NE) on the NPU); False for ints")
+def isnan(F, x):
+    return x != x if x.dtype.is_float else F.not_equal(x, x)
+
+
+@composite("isinf", "classify", dtypes="any", aten=_aten("isinf.default"), onnx=("IsInf",), doc="|x| == inf")
+def isinf(F, x):
+    return F.abs(x) == math.inf if x.dtype.is_float else F.not_equal(x, x)
+
+
+@composite("isfinite", "classify", dtypes="any", aten=_aten("isfinite.default"),
+           doc="|x| < inf (False for NaN)")
+def isfinite(F, x):
+    return F.abs(x) < math.inf if x.dtype.is_float else F.equal(x, x)
+
+
+@composite("nan_to_num", "classify", dtypes="any", aten=_aten("nan_to_num.default"),
+           doc="NaN -> nan, +inf -> posinf, -inf -> neginf (defaults 0 and the dtype's extremes)")
+def nan_to_num(F, x, nan=0.0, posinf=None, neginf=None):
+    if not x.dtype.is_float:
+        return x
+    big = float(ml_dtypes.finfo(x.dtype.np).max)
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    y = F.where(x == math.inf, posinf, F.where(x == -math.inf, neginf, x))
+    return F.where(x != x, nan, y)
+
+
+# ---- logic ---------------------------------------------------------------------------------------------
+def _truth(F, x):
+    return x if x.dtype == dt.bool_ else F.not_equal(x, 0)
+
+
+composite("logical_not", "logic", dtypes="any", aten=_aten("logical_not.default"), onnx=("Not",),
+          doc="x == 0")(lambda F, x: F.equal(_truth(F, x), False))
+composite("logical_and", "logic", dtypes="any", aten=_aten("logical_and.default"), onnx=("And",),
+          doc="a != 0 and b != 0")(lambda F, a, b: F.where(_truth(F, a), _truth(F, b), False))
+composite("logical_or", "logic", dtypes="any", aten=_aten("logical_or.default"), onnx=("Or",),
+          doc="a != 0 or b != 0")(lambda F, a, b: F.where(_truth(F, a), True, _truth(F, b)))
+composite("logical_xor", "logic", dtypes="any", aten=_aten("logical_xor.default"), onnx=("Xor",),
+          doc="(a != 0) != (b != 0)")(lambda F, a, b: F.not_equal(_truth(F, a), _truth(F, b)))
+
+
+# ---- reductions and norms ----------------------------------------------------------------------
+def _axes(F, x, axis):
+    """axis as a sorted tuple of non-negative ints (None = all)."""
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return tuple(sorted(a % max(x.ndim, 1) for a in axes))
+
+
+def _count(x, axes) -> int:
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return n
+
+
+@composite("var", "reduction", dtypes="numeric", aten=_aten("var.dim", "var.correction", "var.default"),
+           doc="mean((x - mean(x))**2) * n / (n - correction); numpy's ddof, torch's correction")
+def var(F, x, axis=None, ddof=0, keepdims=False, correction=None):
+    corr = ddof if correction is None else correction
+    x32, back = _f32(F, x)
+    axes = _axes(F, x, axis)
+    n = _count(x, axes)
+    centered = x32 - F.mean(x32, axis=axes, keepdims=True)
+    v = F.mean(F.square(centered), axis=axes, keepdims=keepdims)
+    if corr:
+        v = v * (n / (n - corr)) if n > corr else v * math.inf
+    return back(v)
+
+
+@composite("std", "reduction", dtypes="numeric", aten=_aten("std.dim", "std.correction", "std.default"),
+           doc="sqrt(var(x, ...))")
+def std(F, x, axis=None, ddof=0, keepdims=False, correction=None):
+    x32, back = _f32(F, x)
+    return back(F.sqrt(var(F, x32, axis, ddof, keepdims, correction)))
+
+
+@composite("logsumexp", "reduction", aten=_aten("logsumexp.default"), onnx=("ReduceLogSumExp",),
+           doc="m + log(sum(exp(x - m))), m the max (finite); -inf for all -inf")
+def logsumexp(F, x, axis=None, keepdims=False):
+    x32, back = _f32(F, x)
+    axes = _axes(F, x, axis)
+    m = F.max(x32, axis=axes, keepdims=True)
+    m = F.where(F.abs(m) == math.inf, 0.0, m)
+    s = F.log(F.sum(F.exp(x32 - m), axis=axes, keepdims=True)) + m
+    return back(s if keepdims else F.reshape(s, tuple(d for i, d in enumerate(x.shape) if i not in axes)))
+
+
+@composite("log_softmax", "reduction", aten=_aten("log_softmax.int", "_log_softmax.default"),
+           onnx=("LogSoftmax",), doc="(x - m) - log(sum(exp(x - m))) along axis")
+def log_softmax(F, x, axis=-1):
+    x32, back = _f32(F, x)
+    shifted = x32 - F.max(x32, axis=axis, keepdims=True)
+    return back(shifted - F.log(F.sum(F.exp(shifted), axis=axis, keepdims=True)))
+
+
+@composite("vector_norm", "reduction", public=("vector_norm", "norm"),
+           aten=_aten("linalg_vector_norm.default", "norm.ScalarOpt_dim", "frobenius_norm.dim"),
+           onnx=("ReduceL1", "ReduceL2"),
+           doc="(sum |x|**ord)**(1/ord) over axis (None: all): ord 2 (default, Frobenius for a matrix: "
+               "'fro'), 1, inf, -inf, 0 (count of nonzeros) or any p > 0")
+def vector_norm(F, x, ord=2, axis=None, keepdims=False):
+    x32, back = _f32(F, x)
+    axes = _axes(F, x, axis)
+    a = F.abs(x32)
+    if ord in (2, "fro", None):
+        r = F.sqrt(F.sum(F.square(a), axis=axes, keepdims=keepdims))
+    elif ord == 1:
+        r = F.sum(a, axis=axes, keepdims=keepdims)
+    elif ord == math.inf:
+        r = F.max(a, axis=axes, keepdims=keepdims)
+    elif ord == -math.inf:
+        r = F.min(a, axis=axes, keepdims=keepdims)
+    elif ord == 0:
+        r = F.cast(F.sum(F.cast(x32 != 0.0, dt.float32), axis=axes, keepdims=keepdims), dt.float32)
+    elif isinstance(ord, (int, float)) and ord > 0:
+        r = F.power(F.sum(F.power(a, float(ord)), axis=axes, keepdims=keepdims), 1.0 / ord)
+    else:
+        raise F.ArgumentError(f"vector_norm ord must be 2, 'fro', 1, inf, -inf, 0 or p > 0, got {ord!r}",
+                              loc=F.user_frame())
+    return back(r)
+
+
+@composite("any", "reduction", dtypes="any", aten=_aten("any.dim", "any.default", "any.dims"),
+           doc="whether some element is nonzero (NaN counts as nonzero)")
+def any_(F, x, axis=None, keepdims=False):
+    t = F.cast(_truth(F, x), dt.float16)
+    return F.max(t, axis=_axes(F, x, axis), keepdims=keepdims) > 0
+
+
+@composite("all", "reduction", dtypes="any", aten=_aten("all.dim", "all.default", "all.dims"),
+           doc="whether every element is nonzero")
+def all_(F, x, axis=None, keepdims=False):
+    t = F.cast(_truth(F, x), dt.float16)
+    return F.min(t, axis=_axes(F, x, axis), keepdims=keepdims) > 0
+
+
+@composite("count_nonzero", "reduction", dtypes="any", aten=_aten("count_nonzero.dim_IntList", "count_nonzero.default"),
+           doc="number of nonzero elements (int32)")
+def count_nonzero(F, x, axis=None, keepdims=False):
+    return F.sum(F.cast(_truth(F, x), dt.int32), axis=_axes(F, x, axis), keepdims=keepdims)
+
+
+def _reduce_loss(F, e, reduction):
+    if reduction == "mean":
+        return F.mean(e)
+    if reduction == "sum":
+        return F.sum(e)
+    if reduction == "none":
+        return e
+    raise F.ArgumentError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}", loc=F.user_frame())
+
+
+@composite("mse_loss", "reduction", aten=_aten("mse_loss.default"), doc="mean((a - b)**2) (reduction 'mean' / 'sum' / 'none')")
+def mse_loss(F, a, b, reduction="mean"):
+    return _reduce_loss(F, F.square(a - b), reduction)
+
+
+@composite("l1_loss", "reduction", aten=_aten("l1_loss.default"), doc="mean(|a - b|)")
+def l1_loss(F, a, b, reduction="mean"):
+    return _reduce_loss(F, F.abs(a - b), reduction)
+
+
+@composite("smooth_l1_loss", "reduction", aten=_aten("smooth_l1_loss.default"),
+           doc="0.5 d**2 / beta where |d| < beta, else |d| - beta / 2")
+def smooth_l1_loss(F, a, b, reduction="mean", beta=1.0):
+    d = F.abs(a - b)
+    return _reduce_loss(F, F.where(d < beta, F.square(d) * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+@composite("huber_loss", "reduction", aten=_aten("huber_loss.default"),
+           doc="0.5 d**2 where |d| <= delta, else delta (|d| - delta / 2)")
+def huber_loss(F, a, b, reduction="mean", delta=1.0):
+    d = F.abs(a - b)
+    return _reduce_loss(F, F.where(d <= delta, F.square(d) * 0.5, (d - 0.5 * delta) * delta), reduction)
+
+
+# ---- shape and creation --------------------------------------------------------------------------
+@composite("expand_dims", "shape", dtypes="any", public=("expand_dims", "unsqueeze"),
+           aten=_aten("unsqueeze.default"), onnx=("Unsqueeze",), doc="a new axis of size 1 at `axis`", probe=(1, lambda fs, a: fs.expand_dims(a, 0)))
+def expand_dims(F, x, axis):
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    rank = x.ndim + len(axes)
+    where_new = sorted(a % rank for a in axes)
+    shape, it = [], iter(x.shape)
+    for i in range(rank):
+        shape.append(1 if i in where_new else next(it))
+    return F.reshape(x, tuple(shape))
+
+
+@composite("squeeze", "shape", dtypes="any", aten=_aten("squeeze.dim", "squeeze.dims", "squeeze.default"),
+           onnx=("Squeeze",), doc="drop size-1 axes (all, or the ones named)")
+def squeeze(F, x, axis=None):
+    if axis is None:
+        drop = {i for i, d in enumerate(x.shape) if d == 1}
+    else:
+        drop = {a % x.ndim for a in ((axis,) if isinstance(axis, int) else axis)}
+        bad = [a for a in drop if x.shape[a] != 1]
+        if bad:
+            raise F.ShapeError(f"squeeze: axis {bad[0]} has size {x.shape[bad[0]]}, not 1", loc=F.user_frame())
+    return F.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in drop))
+
+
+@composite("permute", "shape", dtypes="any", aten=_aten("permute.default"), doc="torch's x.permute(*dims)", probe=(1, lambda fs, a: fs.permute(a, 1, 0)))
+def permute(F, x, *dims):
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    return F.transpose(x, [d % max(x.ndim, 1) for d in dims])
+
+
+@composite("expand", "shape", dtypes="any", aten=_aten("expand.default"), onnx=("Expand",),
+           doc="torch's x.expand(*sizes): broadcast_to, -1 keeps a size", probe=(1, lambda fs, a: fs.expand(a, 2, -1, -1)))
+def expand(F, x, *sizes):
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    lead = len(sizes) - x.ndim
+    shape = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    return F.broadcast_to(x, shape)
+
+
+@composite("tile", "shape", dtypes="any", public=("repeat",), aten=_aten("repeat.default"),
+           onnx=("Tile",), doc="numpy.tile / torch's x.repeat(*reps): copies along each axis (fs.tile is the tile-IR package, so the fs name is repeat)", probe=(1, lambda fs, a: fs.repeat(a, (2, 1))))
+def tile(F, x, reps):
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    rank = max(len(reps), x.ndim)
+    reps = (1,) * (rank - len(reps)) + reps
+    shape = (1,) * (rank - x.ndim) + tuple(x.shape)
+    y = F.reshape(x, tuple(v for d in shape for v in (1, d)))
+    y = F.broadcast_to(y, tuple(v for r, d in zip(reps, shape) for v in (r, d)))
+    return F.reshape(y, tuple(r * d for r, d in zip(reps, shape)))
+
+
+def _split_points(F, size, sections):
+    if isinstance(sections, int):
+        if sections <= 0 or size % sections:
+            raise F.ArgumentError(f"split: {size} elements do not divide into {sections} equal sections",
+                                  loc=F.user_frame(), hint="give split points, or use fs.chunk / fs.array_split")
+        step = size // sections
+        return list(range(step, size, step))
+    return [int(i) for i in sections]
+
+
+@composite("split", "shape", dtypes="any", aten=(), onnx=("Split",),
+           doc="numpy.split: `sections` equal parts or the given split points, along `axis` (a list)", probe=(1, lambda fs, a: fs.split(a, 3)))
+def split(F, x, sections, axis=0):
+    axis %= x.ndim
+    points = [0] + _split_points(F, x.shape[axis], sections) + [x.shape[axis]]
+    index = [slice(None)] * x.ndim
+    parts = []
+    for lo, hi in zip(points[:-1], points[1:]):
+        index[axis] = slice(lo, hi)
+        parts.append(x[tuple(index)])
+    return parts
+
+
+@composite("split_size", "shape", dtypes="any", public=("split_size",),
+           aten=_aten("split.Tensor", "split_with_sizes.default"),
+           doc="torch.split: parts of `size` elements (the last may be shorter) or of the given sizes", probe=(1, lambda fs, a: fs.split_size(a, 2)))
+def split_size(F, x, size, axis=0):
+    n = x.shape[axis % x.ndim]
+    if isinstance(size, int):
+        points = list(range(size, n, size))
+    else:
+        points, acc = [], 0
+        for s in size[:-1]:
+            acc += s
+            points.append(acc)
+    return split(F, x, points, axis)
+
+
+@composite("chunk", "shape", dtypes="any", aten=_aten("chunk.default"),
+           doc="torch.chunk: n parts of ceil(size / n) elements", probe=(1, lambda fs, a: fs.chunk(a, 2)))
+def chunk(F, x, n, axis=0):
+    size = x.shape[axis % x.ndim]
+    return split_size(F, x, -(-size // n), axis)
+
+
+@composite("unbind", "shape", dtypes="any", aten=_aten("unbind.int"), doc="the slices along `axis`, that axis removed")
+def unbind(F, x, axis=0):
+    axis %= x.ndim
+    return [squeeze(F, p, axis) for p in split(F, x, x.shape[axis], axis)]
+
+
+@composite("stack", "shape", dtypes="any", aten=_aten("stack.default"), doc="join along a new axis", probe=(2, lambda fs, a, b: fs.stack([a, b], axis=1)))
+def stack(F, xs, axis=0):
+    xs = list(xs)
+    return F.concatenate([expand_dims(F, v, axis) for v in xs], axis=axis)
+
+
+@composite("hstack", "shape", dtypes="any", aten=_aten("hstack.default"), doc="numpy.hstack", probe=(2, lambda fs, a, b: fs.hstack([a, b])))
+def hstack(F, xs):
+    xs = list(xs)
+    return F.concatenate(xs, axis=0 if xs[0].ndim == 1 else 1)
+
+
+@composite("vstack", "shape", dtypes="any", aten=_aten("vstack.default"), doc="numpy.vstack", probe=(2, lambda fs, a, b: fs.vstack([a, b])))
+def vstack(F, xs):
+    xs = [v if v.ndim >= 2 else F.reshape(v, (1,) + tuple(v.shape)) for v in xs]
+    return F.concatenate(xs, axis=0)
+
+
+@composite("masked_fill", "shape", dtypes="any", aten=_aten("masked_fill.Scalar", "masked_fill.Tensor"),
+           doc="where(mask, value, x)", probe=(1, lambda fs, a: fs.masked_fill(a, a > 0, 0)))
+def masked_fill(F, x, mask, value):
+    return F.cast(F.where(mask, value, x), x.dtype)
+
+
+@composite("full_like", "shape", dtypes="any", aten=_aten("full_like.default"),
+           doc="a tensor of x's shape filled with `value` (a constant folded into its consumers)", probe=(1, lambda fs, a: fs.full_like(a, 2)))
+def full_like(F, x, value, dtype=None):
+    d = F.to_dtype(dtype) if dtype is not None else x.dtype
+    return F.broadcast_to(x.trace.constant(value, d), tuple(x.shape))
+
+
+composite("zeros_like", "shape", dtypes="any", aten=_aten("zeros_like.default"), doc="full_like(x, 0)")(
+    lambda F, x, dtype=None: full_like(F, x, 0, dtype))
+composite("ones_like", "shape", dtypes="any", aten=_aten("ones_like.default", "empty_like.default"),
+          doc="full_like(x, 1) (empty_like maps here too)")(
+    lambda F, x, dtype=None: full_like(F, x, 1, dtype))
