@@ -37,6 +37,7 @@ from .targets import Target
 from .tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, Tiling,  # noqa: F401
                       VectorSchedule)
 from .tile.pipeline import run_tile_passes
+from .tile.prims import available as prim_available
 
 # the tiling pass and its limits (tile/tiling.py), re-exported: backends import them from here
 from .tile.tiling import (MAX_BLOCK_COUNT, MAX_ELEMS, MIN_CORE_BYTES, VIEW_BOX_HEAD, VIEW_LOAD_WORDS,  # noqa: F401
@@ -352,7 +353,7 @@ def _as_slot(b, operand, dtype, loc, hoisted) -> str:
 
 
 def _supports(b: _Builder, tile_op: str, dtype: dt.DType) -> bool:
-    return b.target.supports(TILE_APIS[tile_op], dtype.ascendc)
+    return prim_available(b.target, tile_op, dtype.ascendc)
 
 
 def _lower_one(b: _Builder, op, hoisted) -> None:

@@ -196,7 +196,7 @@ def test_clip_lerp_addcmul_addcdiv_and_torch_aliases():
     @fs.fused_kernel
     def k(x, lo, hi, w):
         return (fs.clip(x, lo, hi), fs.clamp(x, None, 0.5), fs.lerp(x, hi, w), fs.lerp(x, hi, 0.75),
-                fs.addcmul(x, lo, hi, value=0.5), fs.addcdiv(x, lo, hi), fs.gelu(x, approximate="none"))
+                fs.addcmul(x, lo, hi, value=0.5), fs.addcdiv(x, lo, hi), fs.gelu_erf(x))
 
     c1, c2, l1, l2, am, ad, ge = k(x, lo, hi, w)
     tx = [torch.from_numpy(v) for v in (x, lo, hi, w)]
@@ -225,8 +225,6 @@ def test_errors_name_the_users_line():
     with pytest.raises(fs.ArgumentError, match="rounding_mode") as info:
         fs.div(x, x, rounding_mode="ceil")
     assert __file__ in str(info.value)
-    with pytest.raises(fs.ArgumentError, match="gelu approximate"):
-        fs.gelu(x, approximate="erf")
     with pytest.raises(fs.ArgumentError, match="clip needs"):
         fs.clip(x)
     with pytest.raises(fs.DTypeError, match="sign is not defined on bool"):
@@ -239,21 +237,24 @@ FAMILIES = {
                                fs.sign(x)),
                  lambda x, y: (np.floor(np.float32(100) * x), np.ceil(np.float32(100) * x),
                                np.trunc(np.float32(100) * x), np.rint(np.float32(100) * x), np.sign(x))),
-    "trig": (lambda x, y: (fs.sin(x * 10), fs.cos(x * 10), fs.arctan(x), fs.arctan2(x, y), fs.arcsin(x / 4)),
-             lambda x, y: (np.sin(np.float32(10) * x), np.cos(np.float32(10) * x), np.arctan(x), np.arctan2(x, y),
-                           np.arcsin(x / np.float32(4)))),
+    # compares and selects each take a mask buffer: a kernel holds at most 64 UB buffers, so the
+    # heavier ops get kernels of their own (arcsin ~45 buffers, floor_divide ~56)
+    "trig": (lambda x, y: (fs.sin(x * 10), fs.cos(x * 10), fs.arctan(x)),
+             lambda x, y: (np.sin(np.float32(10) * x), np.cos(np.float32(10) * x), np.arctan(x))),
+    "atan2": (lambda x, y: (fs.arctan2(x, y),), lambda x, y: (np.arctan2(x, y),)),
+    "asin": (lambda x, y: (fs.arcsin(x / 4),), lambda x, y: (np.arcsin(x / np.float32(4)),)),
     "exp_log": (lambda x, y: (fs.log1p(fs.abs(x)), fs.expm1(x), fs.log2(fs.abs(x)), fs.erf(x), fs.sinh(x)),
-                lambda x, y: (np.log1p(np.abs(x)), np.expm1(x), np.log2(np.abs(x)), torch.erf(torch.from_numpy(x)).numpy(),
-                              np.sinh(x))),
-    "activation": (lambda x, y: (fs.gelu(x, approximate="none"), fs.softplus(x), fs.hardswish(x), fs.mish(x),
+                lambda x, y: (np.log1p(np.abs(x)), np.expm1(x), np.log2(np.abs(x)),
+                              torch.erf(torch.from_numpy(x)).numpy(), np.sinh(x))),
+    "activation": (lambda x, y: (fs.gelu_erf(x), fs.softplus(x), fs.hardswish(x), fs.mish(x),
                                  fs.elu(x)),
                    lambda x, y: tuple(f(torch.from_numpy(x)).numpy() for f in (
                        torch.nn.functional.gelu, torch.nn.functional.softplus, torch.nn.functional.hardswish,
                        torch.nn.functional.mish, torch.nn.functional.elu))),
-    "arith": (lambda x, y: (fs.fmod(x * 7, y), fs.remainder(x * 7, y), fs.floor_divide(x * 7, y), fs.isnan(x / y),
-                            fs.logical_and(x > 0, y > 0)),
-              lambda x, y: (np.fmod(np.float32(7) * x, y), np.remainder(np.float32(7) * x, y),
-                            np.floor_divide(np.float32(7) * x, y), np.isnan(x / y), np.logical_and(x > 0, y > 0))),
+    "arith": (lambda x, y: (fs.fmod(x * 7, y), fs.remainder(x * 7, y), fs.isnan(x / y), fs.logical_and(x > 0, y > 0)),
+              lambda x, y: (np.fmod(np.float32(7) * x, y), np.remainder(np.float32(7) * x, y), np.isnan(x / y),
+                            np.logical_and(x > 0, y > 0))),
+    "floordiv": (lambda x, y: (fs.floor_divide(x * 7, y),), lambda x, y: (np.floor_divide(np.float32(7) * x, y),)),
 }
 
 
@@ -267,10 +268,52 @@ def test_families_print_and_simulate(family, target):
     fn, ref = FAMILIES[family]
     k = fs.fused_kernel(fn, target=target)
     c = k.compile(x, y)
-    assert all(p.printable for p in c.kernels)
+    assert all(p.error is None for p in c.kernels), [p.error for p in c.kernels]
     with np.errstate(all="ignore"):
         wants = ref(x, y)
-    for got_sim, got_cpu, want in zip(c.simulate(x, y), c(x, y), wants):
+    sims, cpus = c.simulate(x, y), c(x, y)
+    if len(wants) == 1:     # a one-output kernel returns the array itself
+        sims, cpus = (sims,), (cpus,)
+    for got_sim, got_cpu, want in zip(sims, cpus, wants):
         want = np.asarray(want)
         close(got_sim, want.astype(got_sim.dtype), (2e-5, 2e-6), f"{family} simulate on {target}")
         close(got_cpu, want.astype(got_cpu.dtype), (2e-5, 2e-6), f"{family} llvm")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8])
+@given(data=st.data())
+@fuzz_settings(0.01)
+def test_bitwise_ops_on_integers(dtype, data):
+    info = np.iinfo(dtype)
+    n = data.draw(st.integers(1, 33))
+    a = data.draw(hnp.arrays(dtype, n, elements=st.integers(info.min, info.max)))
+    b = data.draw(hnp.arrays(dtype, n, elements=st.integers(info.min, info.max)))
+    k = fs.fused_kernel(lambda x, y: (fs.bitwise_and(x, y), fs.bitwise_or(x, y), fs.bitwise_xor(x, y),
+                                      fs.invert(x), fs.left_shift(x, 3)))
+    for got, want in zip(k(a, b), (a & b, a | b, a ^ b, ~a, (a.astype(np.int64) << 3).astype(dtype))):
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(fs.bitwise_xor(a, b), a ^ b)     # reference
+
+
+def test_bitwise_prints_on_int16_lanes_and_is_refused_where_there_is_no_and():
+    a = np.array([5, -7, 123456789, 0, -1], np.int32)
+    b = np.array([3, 12, -987654, 7, 2], np.int32)
+    c = fs.fused_kernel(lambda x, y: (fs.bitwise_xor(x, y), fs.bitwise_or(x, 6)), target="ascend310p").compile(a, b)
+    assert "ReinterpretCast<int16_t>(), n * 2);" in c.source
+    for got, want in zip(c.simulate(a, b), (a ^ b, a | 6)):
+        np.testing.assert_array_equal(got, want)
+    t = np.array([True, False, True])
+    np.testing.assert_array_equal(fs.bitwise_and(t, t[::-1].copy()), t & t[::-1])   # bools: logical
+    line = 0
+
+    def k(x, y):
+        return fs.bitwise_and(x, y)   # the line below is the one named
+    line = k.__code__.co_firstlineno + 1
+    c910 = fs.fused_kernel(k, target="ascend910").compile(a, b)
+    with pytest.raises(fs.ScheduleError, match="bitwise_and on int32 is not available on ascend910") as info:
+        c910.source
+    assert f"{__file__}:{line}" in str(info.value)
+    np.testing.assert_array_equal(c910(a, b), a & b)            # the CPU still runs it
+    with pytest.raises(fs.DTypeError, match="needs integer or bool"):
+        fs.bitwise_and(np.ones(2, np.float32), np.ones(2, np.float32))

@@ -65,6 +65,15 @@ def _sc(api):
     return lambda s: f"AscendC::{api}({s.dst}[o], {s.srcs[0]}[o], {_scalar(s)}, n);"
 
 
+def _bitwise(api, lanes_as):
+    """Bit ops on 16-bit lanes: every operand reinterpreted, the count scaled by the widths."""
+    def emit(s):
+        ratio = s.dtype.itemsize // 2
+        views = ", ".join(f"{x}[o].ReinterpretCast<{lanes_as}>()" for x in (s.dst, *s.srcs))
+        return f"AscendC::{api}({views}, n * {ratio});" if ratio != 1 else f"AscendC::{api}({views}, n);"
+    return emit
+
+
 # the simple call forms; the primitive's record (tile/prims.py) names its API and form
 _FORMS = {"unary": _un, "binary": _bin, "scalar": _sc}
 
@@ -86,6 +95,8 @@ def emit_stmt(st: Stmt) -> str:
     if special is not None:
         return special(st)
     p = PRIMS[st.op]
+    if p.form == "bitwise":
+        return _bitwise(p.api, p.lanes_as)(st)
     return _FORMS[p.form](p.api)(st)
 
 

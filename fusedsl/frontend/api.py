@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import operator
 
 import numpy as np
@@ -206,18 +207,7 @@ reciprocal = _from_definition("reciprocal")
 sigmoid = _from_definition("sigmoid")
 tanh = _from_definition("tanh")
 silu = _from_definition("silu")
-_gelu_tanh = _from_definition("gelu")
-
-
-@_op
-def gelu(x, approximate="tanh"):
-    """GELU.  approximate='tanh' (the default here, Ascend's Gelu): x * sigmoid(2 sqrt(2/pi)
-    (x + 0.044715 x^3)); approximate='none' (PyTorch's default): x/2 (1 + erf(x / sqrt 2))."""
-    if approximate == "tanh":
-        return _gelu_tanh(x)
-    if approximate == "none":
-        return gelu_erf(x)
-    raise ArgumentError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}", loc=user_frame())
+gelu = _from_definition("gelu")   # the tanh form; fs.gelu_erf is the exact (erf) one
 
 
 @_op
@@ -635,9 +625,38 @@ class _Namespace:
 _F_EXTRA = {
     "promote_float": lambda a, b: _promote_pair(a, b, True)[:2],
     "promote_pair_public": lambda a, b: _promote_pair(a, b)[:2],
+    "emit": lambda name, *xs: xs[0].trace.emit(name, list(xs)),    # a graph op of its definition
 }
 _F = _Namespace()
 GENERATED: list[str] = []     # fs names made from composite definitions (fusedsl/__init__ exports them)
+
+
+def _composite_doc(c, public: str) -> str:
+    """The reference docstring of a composite's fs function, from its definition."""
+    args = []
+    for p in list(inspect.signature(c.fn).parameters.values())[1:]:
+        if p.kind == p.VAR_POSITIONAL:
+            args.append(f"    *{p.name}: ints (or one tuple of ints)")
+        elif p.default is inspect.Parameter.empty:
+            args.append(f"    {p.name}: a tensor (a Python number broadcasts where the op allows it)")
+        else:
+            args.append(f"    {p.name}: default {p.default!r}")
+    names = ", ".join(f"fs.{n}" for n in c.public)
+    refs = ", ".join(c.aten + c.onnx) or "none"
+    return "\n".join([
+        f"{c.doc[:1].upper()}{c.doc[1:]}.", "",
+        f"A composite of fs ops ({names}; fusedsl/ops/composite.py, family {c.family}, dtypes {c.dtypes}):",
+        "it prints, lowers and fuses wherever its parts do; 16-bit floats are computed in float32 and",
+        f"rounded once. ATen / ONNX names it implements: {refs}.", "",
+        "Args:", *args, "",
+        "Returns:", "    Tensor (a list of tensors for the split family): the result.", "",
+        "Raises:", "    ArgumentError: an argument of the wrong kind or value, named at your line.",
+        "    DTypeError: a dtype the op does not take.", "",
+        "Example:", "    >>> import numpy as np", "    >>> import fusedsl as fs",
+        "    >>> x = np.linspace(-0.9, 0.9, 12, dtype=np.float32).reshape(3, 4)",
+        "    >>> y = np.linspace(0.5, 2.0, 12, dtype=np.float32).reshape(3, 4)",
+        "    >>> z = np.full((3, 4), 0.25, dtype=np.float32)",
+        f"    >>> r = {c.call_text().replace('fs.' + c.public[0], 'fs.' + public, 1)}", ""])
 
 
 def _composite_fn(c, public):
@@ -645,7 +664,7 @@ def _composite_fn(c, public):
         return c.fn(_F, *args, **kwargs)
     op.__name__ = public
     op.__qualname__ = public
-    op.__doc__ = c.doc
+    op.__doc__ = _composite_doc(c, public)
     return _op(op)
 
 

@@ -28,6 +28,7 @@ are written from primitives every target has (add, mul, div, exp, ln, sqrt, comp
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -47,16 +48,28 @@ class Composite:
     aten: tuple[str, ...] = ()
     onnx: tuple[str, ...] = ()
     doc: str = ""
-    probe: tuple | None = None   # (arity, fn(fs, *tensors)): the call docs/OPS.md compiles per target
+    example: str | None = None   # a call on float32 arrays x (and y): the docstring's example and the
+                                 # kernel docs/OPS.md compiles per target; default fs.<name>(x[, y, ...])
+
+    @property
+    def arity(self) -> int:
+        """How many tensors the example passes (x, y, z)."""
+        params = list(inspect.signature(self.fn).parameters.values())[1:]
+        n = sum(1 for p in params if p.default is inspect.Parameter.empty and p.kind == p.POSITIONAL_OR_KEYWORD)
+        uses_y = self.example and "y" in self.example.replace("np.", "").replace("astype", "")
+        return 2 if uses_y else (1 if self.example else n)
+
+    def call_text(self) -> str:
+        return self.example or f"fs.{self.public[0]}({', '.join('xyz'[:self.arity])})"
 
 
 COMPOSITES: dict[str, Composite] = {}
 
 
-def composite(name, family, dtypes="float", public=None, aten=(), onnx=(), doc="", probe=None):
+def composite(name, family, dtypes="float", public=None, aten=(), onnx=(), doc="", example=None):
     def deco(fn):
         COMPOSITES[name] = Composite(name, fn, tuple(public or (name,)), family, dtypes, tuple(aten),
-                                     tuple(onnx), doc, probe)
+                                     tuple(onnx), doc, example)
         return fn
     return deco
 
@@ -345,7 +358,7 @@ def _gelu_exact(F, x):
 
 composite("gelu_erf", "activation", aten=("aten.gelu.default",), onnx=("Gelu",),
           doc="exact GELU, x/2 (1 + erf(x / sqrt 2)): PyTorch's default (approximate='none'); "
-              "fs.gelu(x, approximate='none') calls it")(_float_op(_gelu_exact))
+              "fs.gelu is the tanh approximation")(_float_op(_gelu_exact))
 
 
 # ---- activations ----------------------------------------------------------------------------------
@@ -376,7 +389,10 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-@composite("selu", "activation", aten=_aten("selu.default"), onnx=("Selu",), doc="scale * elu(x, alpha), the SELU constants")
+@composite("selu", "activation",
+           aten=_aten("selu.default"),
+           onnx=("Selu",),
+           doc="scale * elu(x, alpha), the SELU constants")
 @_float_op
 def selu(F, x):
     return F.where(x > 0.0, x * SELU_SCALE, _expm1(F, x) * (SELU_ALPHA * SELU_SCALE))
@@ -417,8 +433,11 @@ composite("logsigmoid", "activation", aten=_aten("log_sigmoid.default", "log_sig
     _float_op(lambda F, x: F.minimum(x, 0.0) - _log1p(F, F.exp(-F.abs(x)))))
 
 
-@composite("clip", "arith", dtypes="numeric", public=("clip", "clamp"), aten=_aten("clamp.default", "clamp.Tensor", "clip.default"),
-           onnx=("Clip",), doc="minimum(maximum(x, lo), hi): scalar or tensor bounds, either may be None; NaN propagates", probe=(1, lambda fs, a: fs.clip(a, 0, 1)))
+@composite("clip", "arith", dtypes="numeric", public=("clip", "clamp"),
+           aten=_aten("clamp.default", "clamp.Tensor", "clip.default"),
+           onnx=("Clip",),
+           doc="minimum(maximum(x, lo), hi): scalar or tensor bounds, either may be None; NaN propagates",
+           example="fs.clip(x, 0, 1)")
 def clip(F, x, a_min=None, a_max=None):
     if a_min is None and a_max is None:
         raise F.ArgumentError("clip needs a_min or a_max", loc=F.user_frame())
@@ -711,7 +730,9 @@ def _reduce_loss(F, e, reduction):
     raise F.ArgumentError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}", loc=F.user_frame())
 
 
-@composite("mse_loss", "reduction", aten=_aten("mse_loss.default"), doc="mean((a - b)**2) (reduction 'mean' / 'sum' / 'none')")
+@composite("mse_loss", "reduction",
+           aten=_aten("mse_loss.default"),
+           doc="mean((a - b)**2) (reduction 'mean' / 'sum' / 'none')")
 def mse_loss(F, a, b, reduction="mean"):
     return _reduce_loss(F, F.square(a - b), reduction)
 
@@ -737,7 +758,10 @@ def huber_loss(F, a, b, reduction="mean", delta=1.0):
 
 # ---- shape and creation --------------------------------------------------------------------------
 @composite("expand_dims", "shape", dtypes="any", public=("expand_dims", "unsqueeze"),
-           aten=_aten("unsqueeze.default"), onnx=("Unsqueeze",), doc="a new axis of size 1 at `axis`", probe=(1, lambda fs, a: fs.expand_dims(a, 0)))
+           aten=_aten("unsqueeze.default"),
+           onnx=("Unsqueeze",),
+           doc="a new axis of size 1 at `axis`",
+           example="fs.expand_dims(x, 0)")
 def expand_dims(F, x, axis):
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     rank = x.ndim + len(axes)
@@ -761,7 +785,10 @@ def squeeze(F, x, axis=None):
     return F.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in drop))
 
 
-@composite("permute", "shape", dtypes="any", aten=_aten("permute.default"), doc="torch's x.permute(*dims)", probe=(1, lambda fs, a: fs.permute(a, 1, 0)))
+@composite("permute", "shape", dtypes="any",
+           aten=_aten("permute.default"),
+           doc="torch's x.permute(*dims)",
+           example="fs.permute(x, 1, 0)")
 def permute(F, x, *dims):
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
@@ -769,7 +796,7 @@ def permute(F, x, *dims):
 
 
 @composite("expand", "shape", dtypes="any", aten=_aten("expand.default"), onnx=("Expand",),
-           doc="torch's x.expand(*sizes): broadcast_to, -1 keeps a size", probe=(1, lambda fs, a: fs.expand(a, 2, -1, -1)))
+           doc="torch's x.expand(*sizes): broadcast_to, -1 keeps a size", example="fs.expand(x, 2, -1, -1)")
 def expand(F, x, *sizes):
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
@@ -779,7 +806,10 @@ def expand(F, x, *sizes):
 
 
 @composite("tile", "shape", dtypes="any", public=("repeat",), aten=_aten("repeat.default"),
-           onnx=("Tile",), doc="numpy.tile / torch's x.repeat(*reps): copies along each axis (fs.tile is the tile-IR package, so the fs name is repeat)", probe=(1, lambda fs, a: fs.repeat(a, (2, 1))))
+           onnx=("Tile",),
+           doc="numpy.tile / torch's x.repeat(*reps): copies along each axis "
+               "(fs.tile is the tile-IR package, so the fs name is repeat)",
+           example="fs.repeat(x, (2, 1))")
 def tile(F, x, reps):
     reps = (reps,) if isinstance(reps, int) else tuple(reps)
     rank = max(len(reps), x.ndim)
@@ -801,7 +831,8 @@ def _split_points(F, size, sections):
 
 
 @composite("split", "shape", dtypes="any", aten=(), onnx=("Split",),
-           doc="numpy.split: `sections` equal parts or the given split points, along `axis` (a list)", probe=(1, lambda fs, a: fs.split(a, 3)))
+           doc="numpy.split: `sections` equal parts or the given split points, along `axis` (a list)",
+           example="fs.split(x, 3)")
 def split(F, x, sections, axis=0):
     axis %= x.ndim
     points = [0] + _split_points(F, x.shape[axis], sections) + [x.shape[axis]]
@@ -815,7 +846,8 @@ def split(F, x, sections, axis=0):
 
 @composite("split_size", "shape", dtypes="any", public=("split_size",),
            aten=_aten("split.Tensor", "split_with_sizes.default"),
-           doc="torch.split: parts of `size` elements (the last may be shorter) or of the given sizes", probe=(1, lambda fs, a: fs.split_size(a, 2)))
+           doc="torch.split: parts of `size` elements (the last may be shorter) or of the given sizes",
+           example="fs.split_size(x, 2)")
 def split_size(F, x, size, axis=0):
     n = x.shape[axis % x.ndim]
     if isinstance(size, int):
@@ -829,7 +861,7 @@ def split_size(F, x, size, axis=0):
 
 
 @composite("chunk", "shape", dtypes="any", aten=_aten("chunk.default"),
-           doc="torch.chunk: n parts of ceil(size / n) elements", probe=(1, lambda fs, a: fs.chunk(a, 2)))
+           doc="torch.chunk: n parts of ceil(size / n) elements", example="fs.chunk(x, 2)")
 def chunk(F, x, n, axis=0):
     size = x.shape[axis % x.ndim]
     return split_size(F, x, -(-size // n), axis)
@@ -841,32 +873,42 @@ def unbind(F, x, axis=0):
     return [squeeze(F, p, axis) for p in split(F, x, x.shape[axis], axis)]
 
 
-@composite("stack", "shape", dtypes="any", aten=_aten("stack.default"), doc="join along a new axis", probe=(2, lambda fs, a, b: fs.stack([a, b], axis=1)))
+@composite("stack", "shape", dtypes="any",
+           aten=_aten("stack.default"),
+           doc="join along a new axis",
+           example="fs.stack([x, y], axis=1)")
 def stack(F, xs, axis=0):
     xs = list(xs)
     return F.concatenate([expand_dims(F, v, axis) for v in xs], axis=axis)
 
 
-@composite("hstack", "shape", dtypes="any", aten=_aten("hstack.default"), doc="numpy.hstack", probe=(2, lambda fs, a, b: fs.hstack([a, b])))
+@composite("hstack", "shape", dtypes="any",
+           aten=_aten("hstack.default"),
+           doc="numpy.hstack",
+           example="fs.hstack([x, y])")
 def hstack(F, xs):
     xs = list(xs)
     return F.concatenate(xs, axis=0 if xs[0].ndim == 1 else 1)
 
 
-@composite("vstack", "shape", dtypes="any", aten=_aten("vstack.default"), doc="numpy.vstack", probe=(2, lambda fs, a, b: fs.vstack([a, b])))
+@composite("vstack", "shape", dtypes="any",
+           aten=_aten("vstack.default"),
+           doc="numpy.vstack",
+           example="fs.vstack([x, y])")
 def vstack(F, xs):
     xs = [v if v.ndim >= 2 else F.reshape(v, (1,) + tuple(v.shape)) for v in xs]
     return F.concatenate(xs, axis=0)
 
 
 @composite("masked_fill", "shape", dtypes="any", aten=_aten("masked_fill.Scalar", "masked_fill.Tensor"),
-           doc="where(mask, value, x)", probe=(1, lambda fs, a: fs.masked_fill(a, a > 0, 0)))
+           doc="where(mask, value, x)", example="fs.masked_fill(x, x > 0, 0)")
 def masked_fill(F, x, mask, value):
     return F.cast(F.where(mask, value, x), x.dtype)
 
 
 @composite("full_like", "shape", dtypes="any", aten=_aten("full_like.default"),
-           doc="a tensor of x's shape filled with `value` (a constant folded into its consumers)", probe=(1, lambda fs, a: fs.full_like(a, 2)))
+           doc="a tensor of x's shape filled with `value` (a constant folded into its consumers)",
+           example="fs.full_like(x, 2)")
 def full_like(F, x, value, dtype=None):
     d = F.to_dtype(dtype) if dtype is not None else x.dtype
     return F.broadcast_to(x.trace.constant(value, d), tuple(x.shape))
@@ -877,3 +919,49 @@ composite("zeros_like", "shape", dtypes="any", aten=_aten("zeros_like.default"),
 composite("ones_like", "shape", dtypes="any", aten=_aten("ones_like.default", "empty_like.default"),
           doc="full_like(x, 1) (empty_like maps here too)")(
     lambda F, x, dtype=None: full_like(F, x, 1, dtype))
+
+
+# ---- bitwise ----------------------------------------------------------------------------------------
+def _bitwise(F, name, logical, *xs):
+    xs = list(xs)
+    if len(xs) == 2:
+        xs = list(F.promote_pair_public(*xs))
+    d = xs[0].dtype
+    if d == dt.bool_:
+        return logical(F, *xs)
+    if d.is_float:
+        raise F.DTypeError(f"fs.{name} needs integer or bool tensors, got {d}", loc=F.user_frame(),
+                           hint="cast first, e.g. x.astype(fs.int32)")
+    wide = [F.cast(x, dt.int32) for x in xs]   # 8-bit ints: the same bits sign- or zero-extended
+    return F.cast(F.emit(name, *wide), d)
+
+
+composite("bitwise_and", "logic", dtypes="int", aten=_aten("bitwise_and.Tensor", "bitwise_and.Scalar"),
+          onnx=("BitwiseAnd",), doc="a & b on integers (logical_and on bools); And on int16 lanes, not on ascend910",
+          example="fs.bitwise_and(x.astype(np.int32), y.astype(np.int32))")(
+    lambda F, a, b: _bitwise(F, "bitwise_and", lambda F, x, y: F.logical_and(x, y), a, b))
+composite("bitwise_or", "logic", dtypes="int", aten=_aten("bitwise_or.Tensor", "bitwise_or.Scalar"),
+          onnx=("BitwiseOr",), doc="a | b on integers (logical_or on bools)",
+          example="fs.bitwise_or(x.astype(np.int32), y.astype(np.int32))")(
+    lambda F, a, b: _bitwise(F, "bitwise_or", lambda F, x, y: F.logical_or(x, y), a, b))
+composite("bitwise_xor", "logic", dtypes="int", aten=_aten("bitwise_xor.Tensor", "bitwise_xor.Scalar"),
+          onnx=("BitwiseXor",), doc="a ^ b on integers (logical_xor on bools)",
+          example="fs.bitwise_xor(x.astype(np.int32), y.astype(np.int32))")(
+    lambda F, a, b: _bitwise(F, "bitwise_xor", lambda F, x, y: F.not_equal(x, y), a, b))
+composite("bitwise_not", "logic", dtypes="int", public=("bitwise_not", "invert"), aten=_aten("bitwise_not.default"),
+          onnx=("BitwiseNot",), doc="~a on integers (logical_not on bools)",
+          example="fs.bitwise_not(x.astype(np.int32))")(
+    lambda F, x: _bitwise(F, "bitwise_not", lambda F, v: F.equal(v, False), x))
+
+
+@composite("left_shift", "logic", dtypes="int", aten=_aten("bitwise_left_shift.Tensor_Scalar", "__lshift__.Scalar"),
+           doc="a << k for a constant k in [0, 31]: a * 2**k, wrapping like numpy's int32",
+           example="fs.left_shift(x.astype(np.int32), 3)")
+def left_shift(F, a, k):
+    if not isinstance(k, int) or not 0 <= k < 32:
+        raise F.ArgumentError(f"left_shift needs a constant shift in [0, 31], got {k!r}", loc=F.user_frame(),
+                              hint="a tensor shift amount is not supported")
+    if a.dtype.is_float or a.dtype == dt.bool_:
+        raise F.DTypeError(f"fs.left_shift needs integer tensors, got {a.dtype}", loc=F.user_frame())
+    factor = (1 << k) if k < 31 else -(1 << 31)
+    return F.cast(F.cast(a, dt.int32) * factor, a.dtype)

@@ -16,8 +16,10 @@ import math
 
 import numpy as np
 
+from ..ir.core import TensorType
 from ..ir.ops import (BINARY, BROADCAST, COMMUTATIVE, COMPARISON, ELEMENTWISE, FLOAT_ONLY, UNARY,
                       _binary_rule, _errstate, _unary_rule, register)
+from ..ir.shapes import TypeRuleError, broadcast_shapes
 
 
 def define(name, arity, ref, recipe=None, *, float_only=False, traits=(), attrs=(), infer=None,
@@ -213,7 +215,7 @@ define("gelu", 1, np_gelu_tanh, _gelu, float_only=True, half_in_f32=True,
        cost=("Mul", "Mul", "Muls", "Add", "Muls", "Exp", "Adds", "Div"),
        aten=("aten.gelu.default[approximate=tanh]",), onnx=("Gelu[approximate=tanh]", "FastGelu"),
        doc="GELU, tanh approximation (Ascend's Gelu): x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)); "
-           "fs.gelu(x, approximate='none') is the exact erf form (gelu_erf)")
+           "fs.gelu_erf is the exact erf form (PyTorch's default)")
 define("silu", 1, lambda x: x * np_sigmoid(x), _silu, float_only=True, half_in_f32=True,
        cost=("Muls", "Exp", "Adds", "Div"), aten=_t("silu"), doc="x * sigmoid(x) (swish)")
 define("leaky_relu", 1, lambda x, attrs: np.where(x >= 0, x, x * np.asarray(attrs["alpha"], x.dtype)),
@@ -250,3 +252,42 @@ for _name, (_fn, _comm, _pub, _onnx) in _COMPARE.items():
     define(_name, 2, _fn, None, traits=[COMPARISON] + ([COMMUTATIVE] if _comm else []),
            cost=("Compare",), public=(_pub,), aten=(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar"),
            onnx=(_onnx,) if _onnx else (), doc=f"numpy.{_pub}: a bool tensor; NaN compares unequal")
+
+
+# ---- bitwise (int32; the frontend casts 8-bit ints to int32 and bools go to the logical ops) -----
+def _int_rule(name, arity):
+    def infer(types, attrs):
+        if any(t.dtype.name != "int32" for t in types) or len({t.dtype for t in types}) != 1:
+            raise TypeRuleError(f"{name} needs int32 operands, got {', '.join(str(t.dtype) for t in types)}",
+                                "fs.bitwise_* cast 8-bit ints to int32 and use the logical ops on bools",
+                                kind="dtype")
+        return (TensorType(broadcast_shapes(*[t.shape for t in types]), types[0].dtype),)
+    return infer
+
+
+@unary
+def _bitwise_not(c, dst, x):
+    c("not", dst, [x])
+
+
+def _xor(c, dst, operands):
+    """(a | b) & ~(a & b)"""
+    a, b = (c.slot(o) for o in operands)
+    t = c.tmp()
+    c("and", t, [a, b])
+    c("not", t, [t])
+    c("or", dst, [a, b])
+    c("and", dst, [dst, t])
+
+
+define("bitwise_and", 2, np.bitwise_and, binary_recipe("and"), traits=[COMMUTATIVE],
+       infer=_int_rule("bitwise_and", 2), public=(), aten=("aten.bitwise_and.Tensor",), onnx=("BitwiseAnd",),
+       doc="a & b on int32 (Ascend C And on the int16 halves)")
+define("bitwise_or", 2, np.bitwise_or, binary_recipe("or"), traits=[COMMUTATIVE],
+       infer=_int_rule("bitwise_or", 2), public=(), aten=("aten.bitwise_or.Tensor",), onnx=("BitwiseOr",),
+       doc="a | b on int32")
+define("bitwise_xor", 2, np.bitwise_xor, _xor, traits=[COMMUTATIVE],
+       infer=_int_rule("bitwise_xor", 2), public=(), aten=("aten.bitwise_xor.Tensor",), onnx=("BitwiseXor",),
+       doc="a ^ b on int32, as (a | b) & ~(a & b)")
+define("bitwise_not", 1, np.bitwise_not, _bitwise_not, infer=_int_rule("bitwise_not", 1), public=(),
+       aten=("aten.bitwise_not.default",), onnx=("BitwiseNot",), doc="~a on int32")

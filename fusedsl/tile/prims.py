@@ -38,6 +38,8 @@ class Prim:
     cost_apis: tuple[str, ...] | None = None
     exact: bool = False
     doc: str = ""
+    lanes_as: str | None = None    # bit ops: the lanes are reinterpreted as this element type (its
+                                   # availability is asked for it; the count scales by the widths)
 
     @property
     def costs(self) -> tuple[str, ...]:
@@ -45,12 +47,21 @@ class Prim:
 
 
 PRIMS: dict[str, Prim] = {}
+TILE_APIS: dict[str, str] = {}     # tile op -> Ascend C API (the availability key)
 
 
-def prim(name, api, form, ref=None, llvm_float=None, llvm_int=None, cost_apis=None, exact=False, doc=""):
-    p = Prim(name, api, form, ref, llvm_float, llvm_int, cost_apis, exact, doc)
+def prim(name, api, form, ref=None, llvm_float=None, llvm_int=None, cost_apis=None, exact=False, doc="",
+         lanes_as=None):
+    p = Prim(name, api, form, ref, llvm_float, llvm_int, cost_apis, exact, doc, lanes_as)
     PRIMS[name] = p
+    TILE_APIS[name] = api
     return p
+
+
+def available(target, name: str, ascendc_dtype: str) -> bool:
+    """Whether `target` has primitive `name` for elements of `ascendc_dtype` (targets.py data)."""
+    p = PRIMS[name]
+    return target.supports(p.api, p.lanes_as or ascendc_dtype)
 
 
 # ---- numpy helpers (operands arrive widened to float32) -----------------------------------
@@ -128,5 +139,12 @@ prim("cmp", "Compare", "cmp", cost_apis=("Compare", "Select"),
 prim("select", "Select", "select", cost_apis=("Compare", "Select"),
      doc="dst = cond != 0 ? a : b, cond a half 0/1")
 
-# tile op -> Ascend C API (the availability key)
-TILE_APIS = {name: p.api for name, p in PRIMS.items()}
+# bitwise: And / Or / Not exist for 16-bit lanes; a 32-bit tensor is the same bits as twice as
+# many int16 lanes, so the printer reinterprets it (count * 2) -- exact for any bit pattern
+prim("and", "And", "bitwise", lambda x, s: np.bitwise_and(x[0], x[1]), None,
+     lambda em, x, s: em.b.and_(x[0], x[1]), cost_apis=("Add",), exact=True, lanes_as="int16_t",
+     doc="bitwise and (the cost table has no And: costed like Add)")
+prim("or", "Or", "bitwise", lambda x, s: np.bitwise_or(x[0], x[1]), None,
+     lambda em, x, s: em.b.or_(x[0], x[1]), cost_apis=("Add",), exact=True, lanes_as="int16_t")
+prim("not", "Not", "bitwise", lambda x, s: np.bitwise_not(x[0]), None,
+     lambda em, x, s: em.b.not_(x[0]), cost_apis=("Add",), exact=True, lanes_as="int16_t")
