@@ -11,7 +11,7 @@ from fusedsl import ops
 from fusedsl.frontend.api import op_function
 from fusedsl.ir.ops import REGISTRY
 from fusedsl.ops.elementwise import define, unary
-from fusedsl.ops.table import render
+from fusedsl.ops_table import render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_ops_md_is_generated_from_the_definitions():
     with open(os.path.join(ROOT, "docs", "OPS.md"), encoding="utf-8") as f:
         checked_in = f.read()
-    assert render() == checked_in, "docs/OPS.md is stale: run `python -m fusedsl.ops.table > docs/OPS.md`"
+    assert render() == checked_in, "docs/OPS.md is stale: run `python -m fusedsl.ops_table > docs/OPS.md`"
     assert "| sin | fs.sin |" in checked_in and "| gelu | fs.gelu |" in checked_in
 
 
