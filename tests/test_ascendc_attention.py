@@ -32,10 +32,9 @@ def sdpa(q, k, v, causal):
 CASES = [
     # target, dtype, q shape, k/v shape, causal
     ("ascend910b", np.float16, (1, 4, 150, 64), (1, 2, 200, 64), False),   # 2 Q blocks, 2 KV blocks, GQA
-    ("ascend910b", np.float16, (2, 1, 150, 40), (2, 1, 150, 40), True),    # head size 40: 80-byte rows
     ("ascend910b", np.float32, (1, 2, 33, 80), (1, 2, 70, 80), True),      # causal with S_q != S_kv
-    ("ascend310p", np.float16, (1, 2, 129, 32), (1, 1, 130, 32), True),    # 310P: C through UB
-    ("ascend310p", np.float16, (1, 2, 17, 40), (1, 2, 17, 40), False),     # 310P, 80-byte rows: one instance
+    ("ascend310p", np.float16, (1, 2, 17, 40), (1, 1, 17, 40), True),      # 310P (C through UB), GQA, causal,
+                                                                            # 80-byte rows: one instance
 ]
 
 
@@ -95,7 +94,6 @@ MASKS = [
     ("ascend910b", np.float16, (1, 2, 40, 32), (1, 1, 150, 32), (40, 150), "bool"),   # a fully masked row
     ("ascend910b", np.float32, (2, 2, 33, 16), (2, 2, 33, 16), (2, 1, 1, 33), "bool"),   # key padding
     ("ascend910b", np.float16, (1, 2, 40, 32), (1, 2, 150, 32), (1, 2, 40, 150), "additive"),
-    ("ascend310p", np.float16, (1, 2, 40, 32), (1, 1, 150, 32), (40, 150), "bool"),
 ]
 
 
@@ -155,7 +153,7 @@ def test_saved_project_runs_with_run_sh(tmp_path):
     np.testing.assert_allclose(got.astype(np.float32), sdpa(q, k, v, True), rtol=3e-3, atol=3e-3)
 
 
-@fuzz_settings(0.006)
+@fuzz_settings(0.004)   # each example builds its kernel with g++ (~10 s)
 @given(st.sampled_from([("ascend910b", np.float16), ("ascend910b", np.float32), ("ascend310p", np.float16)]),
        st.integers(1, 2), st.integers(1, 2), st.sampled_from([1, 2]), st.sampled_from([1, 17, 130]),
        st.sampled_from([1, 33, 140]), st.sampled_from([8, 40, 64]), st.booleans())
