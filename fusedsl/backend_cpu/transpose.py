@@ -14,10 +14,11 @@ adjacent and in order in the output are merged), then:
     transposed in registers (log2 T stages of two-source shuffles: vpermt2d on AVX-512) and
     stored as T whole output lines, so every line is read once and written whole (edge tiles
     go element by element).  A block is BAND tiles along c (the rows' next lines, which the
-    prefetchers follow) of one row of tiles; blocks run on the pool's threads.  Measured
-    (shared 2-vCPU host, noisy): [1024, 4096] float32 ~7-11 ms against 57 ms before (numpy's
-    strided copy) and a 1.6-2 ms memory copy; tile order, band width, prefetching and
-    non-temporal stores changed nothing beyond the machine's noise.
+    prefetchers follow) of one row of tiles; blocks run on the pool's threads for large
+    arrays.  Measured (shared 2-vCPU host, interleaved runs, best / median of 15): [1024, 4096]
+    float32 2.8 / 3.3-5.6 ms on one thread against 57 ms before (numpy's strided copy) and a
+    1.6-1.9 ms memory copy (~0.6x of its bandwidth); prefetching and non-temporal stores
+    changed nothing beyond the machine's noise.
 
 The kernel moves bits (an integer type of the element's width), so every dtype is exact.
 """
@@ -35,8 +36,12 @@ SYMBOL = "fusedsl_transpose"
 LINE = 64                      # bytes per tile row: one cache line
 NT = False
 PREFETCH = 0
-BAND = 8                      # tiles along c walked before the next tile along p
-PARALLEL_MIN_BYTES = 4 << 20   # below this a transpose runs on the caller's thread
+BAND = 32                      # tiles along c walked before the next row of tiles (measured best of 2..256)
+# Bytes moved (read + written) from which the pool's threads share the tiles.  Interleaved
+# measurements on this shared 2-vCPU host ([1024, 4096] f32, 32 MB moved): one thread 2.8-3.3 ms,
+# two threads 7-12 ms (the other vCPU is busy, and a transpose is bound by memory latency
+# per line, which a second busy thread does not add); the vector kernels' pool threshold is 16 MB.
+PARALLEL_MIN_BYTES = 64 << 20
 _ARGS = 11
 
 
