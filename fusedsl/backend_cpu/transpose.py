@@ -34,6 +34,8 @@ from .launch import KERNEL_PROTO, host_threads, run_blocks
 
 SYMBOL = "fusedsl_transpose"
 LINE = 64                      # bytes per tile row: one cache line
+# Measured options, off: non-temporal stores of the output lines and a software prefetch this many
+# tiles ahead along the band changed nothing beyond this host's noise (module docstring).
 NT = False
 PREFETCH = 0
 BAND = 32                      # tiles along c walked before the next row of tiles (measured best of 2..256)
