@@ -537,7 +537,7 @@ def _working_dtype(b: _Builder, op, opdef, cd: dt.DType, operands) -> dt.DType:
         cd = dt.float32
 
     def available(work):
-        used = prims_of(opdef, op, work, operands, lambda p, d: _supports(b, p, d))
+        used = prims_of(opdef, op, work, operands, lambda p, d: _supports(b, p, d), b.target.cast_supported)
         return all(_supports(b, p, work) for p in used)
 
     if available(cd):
@@ -577,6 +577,9 @@ class _Recipe(Recipe):
 
     def supports(self, prim, dtype=None):
         return _supports(self.b, prim, dtype or self.work)
+
+    def cast_supported(self, src, dst, mode):
+        return self.b.target.cast_supported(src, dst, mode)
 
     def tmp(self):
         return self.b.new_slot(self.work, "inv" if self.hoisted else "tmp")

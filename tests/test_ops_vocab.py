@@ -317,3 +317,20 @@ def test_bitwise_prints_on_int16_lanes_and_is_refused_where_there_is_no_and():
     np.testing.assert_array_equal(c910(a, b), a & b)            # the CPU still runs it
     with pytest.raises(fs.DTypeError, match="needs integer or bool"):
         fs.bitwise_and(np.ones(2, np.float32), np.ones(2, np.float32))
+
+
+def test_rounding_is_one_cast_on_a2_and_exact_everywhere():
+    x = np.array([0.0, -0.0, 0.3, -0.3, 2.5, -2.5, 1.5, -1e-45, 1e-45, 4194303.5, -4194303.5, 5e6 + 0.5,
+                  -5e6 - 0.5, 8388607.5, -8388607.5, 4194304.5, 1e30, np.inf, -np.inf, np.nan, 3.7, -3.7],
+                 np.float32)
+    want = (np.floor(x), np.ceil(x), np.trunc(x), np.rint(x))
+    a2 = fs.fused_kernel(lambda a: fs.floor(a), target="ascend910b").compile(x)
+    assert a2.source.count("AscendC::Cast(") == 1 and "CAST_FLOOR" in a2.source
+    k = fs.fused_kernel(lambda a: (fs.floor(a), fs.ceil(a), fs.trunc(a), fs.rint(a)), target="ascend310p")
+    c = k.compile(x)
+    assert "CAST_FLOOR" not in c.source          # 310P has no float -> float Cast: the primitive form
+    for outs in (c(x), c.simulate(x)):
+        for got, w in zip(outs, want):
+            np.testing.assert_array_equal(got, w)
+    np.testing.assert_array_equal(a2.simulate(x), want[0])
+    np.testing.assert_array_equal(a2(x), want[0])

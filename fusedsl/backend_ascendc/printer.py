@@ -97,6 +97,8 @@ def emit_stmt(st: Stmt) -> str:
     p = PRIMS[st.op]
     if p.form == "bitwise":
         return _bitwise(p.api, p.lanes_as)(st)
+    if p.form == "round":
+        return f"AscendC::Cast({st.dst}[o], {st.srcs[0]}[o], AscendC::RoundMode::{p.mode}, n);"
     return _FORMS[p.form](p.api)(st)
 
 

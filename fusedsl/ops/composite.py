@@ -10,9 +10,9 @@ Numerics.  16-bit float inputs are computed in float32 and rounded to their dtyp
 (`_f32`), so a composite's error is float32's plus one rounding.  The transcendental functions
 are written from primitives every target has (add, mul, div, exp, ln, sqrt, compare, select):
 
-  rounding   round-half-even by the float32 "magic number" 1.5 * 2**23: (x + M) - M is x rounded
-             to an integer for |x| < 2**22 (every float32 beyond that is already an integer);
-             floor / ceil / trunc correct it by one where it went the wrong way
+  rounding   graph ops (ops/elementwise.py): one Cast float -> float with the round mode on A2/A3;
+             elsewhere x is split into two parts clamped to 2**22 and an integer rest, each part
+             rounded by the "magic number" 1.5 * 2**23 ((c + M) - M) and corrected by a 0/1 step
   sin, cos   Cody-Waite reduction by pi/2 (three-part constant, exact products for |k| < 2**15,
              so |x| < ~5e4), cephes' minimax polynomials on [-pi/4, pi/4], quadrant by selects;
              within ~2 ulp for |x| < 5e4 (larger |x| loses the reduction's accuracy)
@@ -96,28 +96,21 @@ def _horner(F, coeffs, z):
     return acc
 
 
-MAGIC = 12582912.0        # 1.5 * 2**23
-BIG = 4194304.0           # 2**22: every float32 at least this large is an integer
-
-
 def _rint(F, x):
-    """Round half to even (float32 x); |x| >= 2**22, inf and NaN pass through."""
-    r = (x + MAGIC) - MAGIC
-    return F.where(F.abs(x) < BIG, r, x)
+    """Round half to even (float32 x; inf and NaN pass through): the rint_f32 graph op."""
+    return F.emit("rint_f32", x)
 
 
 def _floor(F, x):
-    r = _rint(F, x)
-    return F.where(r > x, r - 1.0, r)
+    return F.emit("floor_f32", x)
 
 
 def _ceil(F, x):
-    r = _rint(F, x)
-    return F.where(r < x, r + 1.0, r)
+    return F.emit("ceil_f32", x)
 
 
 def _trunc(F, x):
-    return F.where(x < 0.0, _ceil(F, x), _floor(F, x))
+    return F.emit("trunc_f32", x)
 
 
 def _signbit(F, x):
@@ -134,18 +127,25 @@ def _float_op(fn):
     return op
 
 
-# ---- rounding -------------------------------------------------------------------------------
+# ---- rounding: graph ops of their own (ops/elementwise.py: one Cast on A2/A3) -----------------------
+def _rounding(op):
+    def fn(F, x):
+        if isinstance(x, F.Tensor) and not x.dtype.is_float:
+            return x
+        x32, back = _f32(F, x)
+        return back(F.emit(op, x32))
+    return fn
+
+
 composite("floor", "rounding", aten=_aten("floor.default"), onnx=("Floor",),
-          doc="largest integer <= x (ints unchanged)")(
-    lambda F, x: x if isinstance(x, F.Tensor) and not x.dtype.is_float else _float_op(_floor)(F, x))
-composite("ceil", "rounding", aten=_aten("ceil.default"), onnx=("Ceil",), doc="smallest integer >= x")(
-    lambda F, x: x if isinstance(x, F.Tensor) and not x.dtype.is_float else _float_op(_ceil)(F, x))
+          doc="largest integer <= x (ints unchanged); one Cast(CAST_FLOOR) on A2/A3")(_rounding("floor_f32"))
+composite("ceil", "rounding", aten=_aten("ceil.default"), onnx=("Ceil",),
+          doc="smallest integer >= x; one Cast(CAST_CEIL) on A2/A3")(_rounding("ceil_f32"))
 composite("trunc", "rounding", public=("trunc", "fix"), aten=_aten("trunc.default", "fix.default"),
-          doc="integer part, toward zero")(
-    lambda F, x: x if isinstance(x, F.Tensor) and not x.dtype.is_float else _float_op(_trunc)(F, x))
+          doc="integer part, toward zero; one Cast(CAST_TRUNC) on A2/A3")(_rounding("trunc_f32"))
 composite("rint", "rounding", public=("rint", "round", "around"), aten=_aten("round.default"),
-          onnx=("Round",), doc="round half to even (numpy.round with decimals=0, torch.round)")(
-    lambda F, x: x if isinstance(x, F.Tensor) and not x.dtype.is_float else _float_op(_rint)(F, x))
+          onnx=("Round",), doc="round half to even (numpy.round with decimals=0, torch.round); "
+                                "one Cast(CAST_RINT) on A2/A3")(_rounding("rint_f32"))
 
 
 @composite("sign", "rounding", dtypes="numeric", aten=_aten("sign.default"), onnx=("Sign",),
@@ -490,7 +490,7 @@ def _fmod(F, a, b):
     wrong = F.logical_and(r != 0.0, (r < 0.0) != (a < 0.0))
     r = F.where(wrong, r + F.where((a < 0.0) == (b < 0.0), b, -b), r)
     finite = F.where(F.abs(a) == math.inf, math.nan, a)           # fmod(+-inf, b) is NaN
-    return F.where(F.abs(b) == math.inf, finite, F.where(F.abs(q) >= BIG, a - q * b, r))
+    return F.where(F.abs(b) == math.inf, finite, F.where(F.abs(q) >= 4194304.0, a - q * b, r))
 
 
 def _int_or_float(F, a, b, float_fn, int_fn=None):

@@ -291,3 +291,81 @@ define("bitwise_xor", 2, np.bitwise_xor, _xor, traits=[COMMUTATIVE],
        doc="a ^ b on int32, as (a | b) & ~(a & b)")
 define("bitwise_not", 1, np.bitwise_not, _bitwise_not, infer=_int_rule("bitwise_not", 1), public=(),
        aten=("aten.bitwise_not.default",), onnx=("BitwiseNot",), doc="~a on int32")
+
+
+# ---- rounding to integers (float32): one Cast where the chip has float -> float with the round
+# mode (A2/A3), else a sequence of primitives every chip has (no compares: clamp, the magic number,
+# and a 0/1 step made of relu, three multiplications by 2**64 and a min with 1) ------------------
+_MAGIC = 12582912.0        # 1.5 * 2**23: (c + M) - M rounds c to an integer for |c| <= 2**22
+_BIG = 4194304.0           # 2**22: every float32 at least this large is an integer
+
+
+def _scalar_op(c, prim, tensor_prim, dst, src, value):
+    if c.supports(prim):
+        c(prim, dst, [src], c.imm(value))
+    else:
+        c(tensor_prim, dst, [src, c.dup(c.imm(value))])
+
+
+def _step(c, dst, d):
+    """1 where d > 0 (any d > 0, subnormals included), else 0; d finite."""
+    if c.supports("relu"):
+        c("relu", dst, [d])
+    else:
+        c("max", dst, [d, c.dup(c.imm(0.0))])
+    for _ in range(3):
+        c("muls", dst, [dst], c.imm(2.0 ** 64))
+    _scalar_op(c, "mins", "min", dst, dst, 1.0)
+
+
+def _round_clamped(c, dst, cl, mode):
+    """dst = the mode's rounding of cl, |cl| <= 2**22 (finite, or NaN)."""
+    t = c.tmp()
+    c("adds", dst, [cl], c.imm(_MAGIC))
+    c("adds", dst, [dst], c.imm(-_MAGIC))                 # rint(cl)
+    if mode in ("CAST_FLOOR", "CAST_TRUNC"):
+        c("sub", t, [dst, cl])
+        _step(c, t, t)
+        c("sub", dst, [dst, t])                            # floor(cl)
+    if mode == "CAST_CEIL":
+        c("sub", t, [cl, dst])
+        _step(c, t, t)
+        c("add", dst, [dst, t])                            # ceil(cl)
+    if mode == "CAST_TRUNC":
+        u = c.tmp()
+        c("sub", t, [cl, dst])
+        _step(c, t, t)                                     # cl is not an integer
+        c("muls", u, [cl], c.imm(-1.0))
+        _step(c, u, u)                                     # cl < 0
+        c("mul", t, [t, u])
+        c("add", dst, [dst, t])                            # trunc = floor + 1 where negative and fractional
+
+
+def _round_recipe(mode, prim):
+    def body(c, dst, x):
+        if c.work.name == "float32" and c.cast_supported("float", "float", mode):
+            c(prim, dst, [x])
+            return
+        # x = c1 + c2 + rest with c1, c2 clamped to 2**22 (c1 = +-2**22, an even integer, whenever
+        # c2 or rest is not 0) and rest an integer (|x| >= 2**23): round c1 and c2, add rest
+        c1, c2, r1, r2 = c.tmp(), c.tmp(), c.tmp(), c.tmp()
+        _scalar_op(c, "maxs", "max", c1, x, -_BIG)
+        _scalar_op(c, "mins", "min", c1, c1, _BIG)
+        c("sub", c2, [x, c1])                              # exact; inf stays inf
+        _round_clamped(c, r1, c1, mode)
+        _scalar_op(c, "maxs", "max", r2, c2, -_BIG)
+        _scalar_op(c, "mins", "min", r2, r2, _BIG)
+        c("sub", c2, [c2, r2])                             # rest
+        _round_clamped(c, c1, r2, mode)
+        c("add", r1, [r1, c1])
+        c("add", dst, [r1, c2])
+    return unary(body)
+
+
+for _name, _mode, _prim, _fn in (("floor_f32", "CAST_FLOOR", "floor_cast", np.floor),
+                                 ("ceil_f32", "CAST_CEIL", "ceil_cast", np.ceil),
+                                 ("trunc_f32", "CAST_TRUNC", "trunc_cast", np.trunc),
+                                 ("rint_f32", "CAST_RINT", "rint_cast", np.rint)):
+    define(_name, 1, _fn, _round_recipe(_mode, _prim), float_only=True, public=(),
+           doc=f"{_fn.__name__} of float32 values (fs.{_fn.__name__} casts to float32 and calls it): Cast "
+               f"float -> float with {_mode} where the chip has it, else clamp / magic number / step primitives")

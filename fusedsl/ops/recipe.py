@@ -41,6 +41,10 @@ class Recipe:
     def supports(self, prim: str, dtype=None) -> bool:
         raise NotImplementedError
 
+    def cast_supported(self, src: str, dst: str, mode: str) -> bool:
+        """Whether the target's Cast converts Ascend C type src to dst with round mode `mode`."""
+        raise NotImplementedError
+
     def tmp(self) -> str:
         raise NotImplementedError
 
@@ -55,9 +59,10 @@ class Recipe:
 class DryRun(Recipe):
     """Records the primitives a recipe emits instead of emitting them."""
 
-    def __init__(self, op, work, supports):
+    def __init__(self, op, work, supports, cast=None):
         super().__init__(op, work, getattr(op, "loc", None), False)
         self._supports = supports
+        self._cast = cast or (lambda src, dst, mode: True)
         self.used: list[str] = []
         self._n = 0
 
@@ -66,6 +71,9 @@ class DryRun(Recipe):
 
     def supports(self, prim, dtype=None):
         return self._supports(prim, dtype or self.work)
+
+    def cast_supported(self, src, dst, mode):
+        return self._cast(src, dst, mode)
 
     def tmp(self):
         self._n += 1
@@ -76,8 +84,8 @@ class DryRun(Recipe):
         return self.tmp()
 
 
-def prims_of(opdef, op, work, operands, supports) -> list[str]:
+def prims_of(opdef, op, work, operands, supports, cast=None) -> list[str]:
     """The primitives `opdef`'s recipe emits for `op` in dtype `work` (operands: their kinds)."""
-    dry = DryRun(op, work, supports)
+    dry = DryRun(op, work, supports, cast)
     opdef.recipe(dry, "dst", operands)
     return dry.used

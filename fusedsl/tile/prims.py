@@ -40,6 +40,7 @@ class Prim:
     doc: str = ""
     lanes_as: str | None = None    # bit ops: the lanes are reinterpreted as this element type (its
                                    # availability is asked for it; the count scales by the widths)
+    mode: str | None = None        # form "round": the Cast round mode (float -> float, to an integer)
 
     @property
     def costs(self) -> tuple[str, ...]:
@@ -51,8 +52,8 @@ TILE_APIS: dict[str, str] = {}     # tile op -> Ascend C API (the availability k
 
 
 def prim(name, api, form, ref=None, llvm_float=None, llvm_int=None, cost_apis=None, exact=False, doc="",
-         lanes_as=None):
-    p = Prim(name, api, form, ref, llvm_float, llvm_int, cost_apis, exact, doc, lanes_as)
+         lanes_as=None, mode=None):
+    p = Prim(name, api, form, ref, llvm_float, llvm_int, cost_apis, exact, doc, lanes_as, mode)
     PRIMS[name] = p
     TILE_APIS[name] = api
     return p
@@ -148,3 +149,13 @@ prim("or", "Or", "bitwise", lambda x, s: np.bitwise_or(x[0], x[1]), None,
      lambda em, x, s: em.b.or_(x[0], x[1]), cost_apis=("Add",), exact=True, lanes_as="int16_t")
 prim("not", "Not", "bitwise", lambda x, s: np.bitwise_not(x[0]), None,
      lambda em, x, s: em.b.not_(x[0]), cost_apis=("Add",), exact=True, lanes_as="int16_t")
+
+# float -> float Cast to an integral value (A2/A3 list float->float with the integer round modes;
+# the op recipes ask Target.cast_supported before using them)
+for _name, _mode, _np, _llvm in (("floor_cast", "CAST_FLOOR", np.floor, "floor"),
+                                 ("ceil_cast", "CAST_CEIL", np.ceil, "ceil"),
+                                 ("trunc_cast", "CAST_TRUNC", np.trunc, "trunc"),
+                                 ("rint_cast", "CAST_RINT", np.rint, "rint")):
+    prim(_name, "Cast", "round", (lambda f: lambda x, s: f(x[0]))(_np),
+         (lambda f: lambda em, x, s: em.k.unary(em.b, f, x[0]))(_llvm), cost_apis=("Muls",), exact=True,
+         mode=_mode, doc=f"Cast(float -> float, {_mode}): the integer it rounds to, as a float (costed like Muls)")
