@@ -60,7 +60,8 @@ def test_api_page_documents_every_public_name():
     assert pages.undocumented_public_names(pages.api_markdown(text)) == []
     # a name the page does not place itself is rendered in "More ops" (and found by the check)
     trimmed = text.replace("::: fusedsl.frontend.api.silu\n", "")
-    assert pages.undocumented_public_names(trimmed) == ["silu"]
+    # (ops added since docs/api.md was written are also rendered there by api_markdown)
+    assert sorted(set(pages.undocumented_public_names(trimmed)) - set(pages.undocumented_public_names(text))) == ["silu"]
     assert "::: fusedsl.frontend.api.silu" in pages.api_markdown(trimmed)
 
 
