@@ -187,3 +187,12 @@ def test_simulate_accepts_inputs_that_share_memory_or_are_misaligned():
     odd_vals = odd.copy()
     assert not odd.flags.aligned
     np.testing.assert_array_equal(k.simulate(odd, x[0]), odd_vals + x[0])
+
+
+def test_a_kernel_with_a_kfc_workspace_and_no_qualifier_is_mixed():
+    src = ("__global__ __aicore__ void mm(GM_ADDR a, __kfc_workspace__ __gm__ uint8_t* workspace, GM_ADDR t);\n"
+           "__global__ __aicore__ void v(GM_ADDR a, GM_ADDR workspace);\n"
+           "mm<<<1, nullptr, s>>>(a, w, t);\nv<<<4, nullptr, s>>>(a, w);\n")
+    out = asc.translate(src, "k.asc")
+    assert "AscLaunch(::KernelMode::MIX_MODE, 1, mm, 1, nullptr, s)(a, w, t);" in out
+    assert "AscLaunch(::KernelMode::AIV_MODE, 1, v, 4, nullptr, s)(a, w);" in out

@@ -69,11 +69,20 @@ def _workspace_index(source: str, open_paren: int) -> int:
     return next((k for k, n in enumerate(names) if n == "workspace"), -1)
 
 
+def _has_kfc_workspace(source: str, open_paren: int) -> bool:
+    """Whether the parameter list opening at `open_paren` has a `__kfc_workspace__` parameter: the
+    buffer through which a mixed kernel's vector cores call its cube core (Matmul's KFC), so a
+    kernel without a __vector__/__cube__/__mix__ qualifier that has one is a mixed kernel."""
+    close = source.find(")", open_paren)
+    return "__kfc_workspace__" in source[open_paren:close if close > 0 else len(source)]
+
+
 def translate(source: str, filename: str) -> str:
     """The .asc text with every triple-chevron launch rewritten for g++ (line numbers kept)."""
     modes, workspaces = {}, {}
     for m in _KERNEL_DEF.finditer(source):
-        modes[m.group(2)] = next((mode for q, mode in _MODES if q in m.group(1)), "AIV_MODE")
+        default = "MIX_MODE" if _has_kfc_workspace(source, m.end() - 1) else "AIV_MODE"
+        modes[m.group(2)] = next((mode for q, mode in _MODES if q in m.group(1)), default)
         workspaces[m.group(2)] = _workspace_index(source, m.end() - 1)
 
     def launch(m) -> str:

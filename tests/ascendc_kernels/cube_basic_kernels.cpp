@@ -9,6 +9,7 @@
 using namespace AscendC;
 
 constexpr uint32_t CUBE = 16;
+static_assert(IsSameType<half, half>::value && !IsSameType<half, float>::value, "CANN's IsSameType");
 
 template <typename CT, QuantMode_t Q, bool Relu, bool StaticTensors, bool Twice = false>
 void CubeMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)

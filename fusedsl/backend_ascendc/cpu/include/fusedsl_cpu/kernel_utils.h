@@ -651,6 +651,12 @@ struct Conditional<false, T, F> {
     using type = F;
 };
 
+// IsSameType<T, U>::value: whether two types are the same (CANN's type utility).
+template <typename T, typename U>
+struct IsSameType {
+    static constexpr bool value = std::is_same_v<T, U>;
+};
+
 }  // namespace AscendC
 
 // CANN's samples call GetTPipePtr() unqualified.
