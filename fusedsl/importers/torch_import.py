@@ -156,7 +156,7 @@ def _supported_names(table) -> list[str]:
 
 
 # ---- import-time folding ---------------------------------------------------------------------
-def _fold_constants(graph, placeholders: set[str]):
+def _fold_constants(graph):
     """The values of call nodes that depend on no placeholder (arange, linspace, eye,
     torch.tensor constants, ops on them), computed once with torch."""
     torch = _torch()
@@ -338,8 +338,7 @@ def _exported_kernel(ep, name: str, options: dict, source: Loc | None,
             value = ep.state_dict.get(spec.target) if spec.target in ep.state_dict else ep.constants[spec.target]
             weight_names.append(spec.arg.name)
             weights.append(_torch_array(value.detach(), spec.target))
-    placeholders = {n.name for n in graph.nodes if n.op == "placeholder"}
-    values = _fold_constants(graph, placeholders)
+    values = _fold_constants(graph)
     folded = {}
     for node in graph.nodes:
         # only the folded values an unfolded node (or the output) reads are materialized
