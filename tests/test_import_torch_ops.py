@@ -101,3 +101,28 @@ def test_max_dim_indices_need_an_argmax():
         return
     with pytest.raises(fs.UnsupportedOpError, match="indices of max.*fs.argmax"):
         fs.from_torch(lambda v: torch.max(v, dim=1).indices, torch.randn(4, 9))
+
+
+# ATen ops mapped to the vocabulary's fs ops (sin, floor, isnan, logical/bitwise, floor_divide, ...)
+_X, _Y = torch.randn(3, 7) * 3, torch.randn(3, 7) * 2 + 0.1
+_XI, _YI = torch.randint(-9, 9, (3, 7)), torch.randint(1, 5, (3, 7))
+VOCAB = {
+    "trig": (lambda a, b: torch.sin(a) + torch.cos(b) * torch.atan2(a, b) + torch.tanh(torch.asin(b / 9)), (_X, _Y)),
+    "rounding": (lambda a, b: torch.floor(a) + torch.ceil(b) + torch.trunc(a * b) + torch.round(a), (_X, _Y)),
+    "logs": (lambda a, b: torch.log2(a.abs() + 1) + torch.log1p(b.abs()) + torch.expm1(a / 4), (_X, _Y)),
+    "isnan_isinf": (lambda a, b: torch.where(torch.isnan(a / b) | torch.isinf(b), 0.0, a), (_X, _Y)),
+    "div_modes": (lambda a, b: torch.div(a, b, rounding_mode="floor") + torch.div(a, b, rounding_mode="trunc"),
+                  (_X, _Y)),
+    "int_div_mod": (lambda a, b: torch.div(a, b, rounding_mode="floor") + torch.remainder(a, b) + a // b, (_XI, _YI)),
+    "pow_tensor": (lambda a, b: torch.pow(a.abs() + 0.5, b), (_X, _Y)),
+    "logical": (lambda a, b: torch.logical_and(a > 0, b > 0) | torch.logical_not(a > 1), (_X, _Y)),
+    "bitwise": (lambda a, b: (a & b) ^ (a | 3), (_XI.int(), _YI.int())),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VOCAB))
+def test_vocabulary_ops_match_torch(name):
+    fn, args = VOCAB[name]
+    got, want = np.asarray(fs.from_torch(fn, *args)(*args)), fn(*args).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=1e-5)

@@ -112,16 +112,12 @@ def test_resnet_block_kernels_and_codes(imported):
     ops = [r.ops for r in rows]
     convs = [i for i, o in enumerate(ops) if o[0] == "conv2d"]
     assert len(convs) == 2 and all(r.reason_code.startswith("FS1") for r in rows)
-    # batch norm folded into each conv's weights and bias; each conv is one cube kernel with its
-    # epilogue: bias (+ residual) and relu
-    assert [ops[i] for i in convs] == [["conv2d", "add", "relu"], ["conv2d", "add", "add", "relu"]]
-    assert all(rows[i].reason_code == "FS113" for i in convs)
-    # the folded batch norm's weight scaling feeds each conv's weights: a kernel of its own, and
-    # the reason says why (a cube op reads its operands from GM), not that it merely borders conv2d
-    scales = [r for r in rows if r.ops == ["mul"]]
-    assert len(scales) == 2 and all(r.reason_code == "FS101" and r.reason.startswith("computes an operand of conv2d")
-                                    for r in scales), \
-        [r.reason for r in rows]
+    # batch norm folded into one per-channel scale and shift of each conv's result: the whole
+    # model is two cube kernels, each conv with its epilogue (scale/shift, residual add, relu); no
+    # kernel of its own rescales the weights any more
+    assert len(rows) == 2 and [o[0] for o in ops] == ["conv2d", "conv2d"], ops
+    assert all(o[-1] == "relu" and "rsqrt" in o for o in ops) and ops[1].count("add") == ops[0].count("add") + 1
+    assert all(r.reason_code == "FS113" for r in rows)
     # every kernel, the convs included, prints as Ascend C now
     assert all(p.error is None for p in kernel.compile(*args).kernels)
 

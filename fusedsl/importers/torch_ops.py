@@ -427,9 +427,14 @@ def _identity(x, *rest, **kw):
 
 
 def _div(a, b, rounding_mode=None):
-    if rounding_mode is not None:
-        raise Unsupported(f"div with rounding_mode={rounding_mode!r} is not supported")
-    return fs.divide(a, b)
+    if rounding_mode is None:
+        return fs.divide(a, b)
+    ints = all(not (hasattr(v, "dtype") and v.dtype.is_float) and not isinstance(v, float) for v in (a, b))
+    if rounding_mode == "floor" and hasattr(fs, "floor_divide"):
+        return fs.floor_divide(a, b) if ints else fs.floor(fs.divide(a, b))
+    if rounding_mode == "trunc" and hasattr(fs, "trunc") and not ints:
+        return fs.trunc(fs.divide(a, b))
+    raise Unsupported(f"div with rounding_mode={rounding_mode!r} is not supported for these dtypes")
 
 
 def _where(c, a, b):
@@ -620,6 +625,27 @@ def aten_table(torch) -> dict:
         aten.scalar_tensor.default: _creation(lambda a: a[0]),
         operator.getitem: lambda xs, i: xs[i],
     }
+    # ATen ops with an fs op of the same meaning (the vocabulary's, where it has them)
+    same_name = {"sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan",
+                 "sinh": "sinh", "cosh": "cosh", "floor": "floor", "ceil": "ceil", "round": "round",
+                 "trunc": "trunc", "log2": "log2", "log10": "log10", "log1p": "log1p", "expm1": "expm1",
+                 "exp2": "exp2", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+                 "logical_not": "logical_not", "bitwise_not": "bitwise_not", "erf": "erf"}
+    for packet, name in same_name.items():
+        op = getattr(getattr(aten, packet, None), "default", None)
+        if op is not None and hasattr(fs, name):
+            t[op] = getattr(fs, name)
+    binary = {"atan2": "atan2", "logical_and": "logical_and", "logical_or": "logical_or",
+              "logical_xor": "logical_xor", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
+              "bitwise_xor": "bitwise_xor", "floor_divide": "floor_divide", "remainder": "remainder",
+              "fmod": "fmod"}
+    for packet, name in binary.items():
+        for overload in ("default", "Tensor", "Scalar"):
+            op = getattr(getattr(aten, packet, None), overload, None)
+            if op is not None and hasattr(fs, name):
+                t[op] = getattr(fs, name)
+    if hasattr(fs, "pow_tensor"):
+        t[aten.pow.Tensor_Tensor] = fs.pow_tensor
     for name, rule in _COMPOSITES.items():
         packet, overload = name.rsplit(".", 1)
         op = getattr(getattr(aten, packet, None), overload, None)
