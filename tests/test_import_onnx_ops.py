@@ -150,6 +150,37 @@ def test_op_matches_onnxruntime(name):
     _same(model, feeds, *((2e-3, 2e-3) if "f16" in name else ()))
 
 
+_B = lambda *shape: f32(*shape) > 0   # noqa: E731
+_I = lambda *shape: R.integers(-20, 20, shape).astype(np.int32)   # noqa: E731
+VOCAB = {
+    "Sin": case("Sin", [("a", f32(9))]), "Cos": case("Cos", [("a", f32(9))]), "Tan": case("Tan", [("a", f32(9))]),
+    "Asin": case("Asin", [("a", f32(9) * 0.3)]), "Acos": case("Acos", [("a", f32(9) * 0.3)]),
+    "Atan": case("Atan", [("a", f32(9) * 3)]), "Sinh": case("Sinh", [("a", f32(9))]),
+    "Cosh": case("Cosh", [("a", f32(9))]), "Floor": case("Floor", [("a", f32(9) * 4)]),
+    "Ceil": case("Ceil", [("a", f32(9) * 4)]),
+    "Round_half_even": case("Round", [("a", np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4, -2.6], np.float32))]),
+    "IsNaN": case("IsNaN", [("a", np.array([0.0, np.nan, np.inf], np.float32))], out=TensorProto.BOOL),
+    "IsInf": case("IsInf", [("a", np.array([0.0, np.nan, np.inf, -np.inf], np.float32))], out=TensorProto.BOOL),
+    "IsInf_negative": case("IsInf", [("a", np.array([0.0, np.nan, np.inf, -np.inf], np.float32))],
+                           {"detect_positive": 0}, out=TensorProto.BOOL),
+    "Not": case("Not", [("a", _B(6))], out=TensorProto.BOOL),
+    "And": case("And", [("a", _B(6)), ("b", _B(6))], out=TensorProto.BOOL),
+    "Or": case("Or", [("a", _B(6)), ("b", _B(6))], out=TensorProto.BOOL),
+    "Xor": case("Xor", [("a", _B(6)), ("b", _B(6))], out=TensorProto.BOOL),
+    "BitwiseAnd": case("BitwiseAnd", [("a", _I(6)), ("b", _I(6))], out=TensorProto.INT32),
+    "BitwiseXor": case("BitwiseXor", [("a", _I(6)), ("b", _I(6))], out=TensorProto.INT32),
+    "Mod_int": case("Mod", [("a", _I(8)), ("b", np.array([3, -3, 5, 7, -2, 4, 3, 9], np.int32))],
+                    out=TensorProto.INT32),
+    "Mod_fmod": case("Mod", [("a", f32(8) * 5), ("b", f32(8, low=0.5))], {"fmod": 1}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VOCAB))
+def test_vocabulary_op_matches_onnxruntime(name):
+    model, feeds = VOCAB[name]()
+    _same(model, feeds, 1e-5, 1e-5)
+
+
 def test_split_and_constant_of_shape():
     x = f32(4, 10)
     for attrs, consts, n in [({"axis": 1}, [("s", i64(3, 7))], 2), ({"axis": -1, "num_outputs": 3}, [], 3)]:

@@ -439,6 +439,43 @@ RULES = {
     **_COMPOSITE_RULES,
     "Conv": _conv_any,
 }
+# ONNX ops with an fs op of the same meaning in the vocabulary (where it has them)
+for _op_type, _name, _arity in [("Sin", "sin", 1), ("Cos", "cos", 1), ("Tan", "tan", 1), ("Asin", "asin", 1),
+                             ("Acos", "acos", 1), ("Atan", "atan", 1), ("Sinh", "sinh", 1), ("Cosh", "cosh", 1),
+                             ("Floor", "floor", 1), ("Ceil", "ceil", 1), ("Round", "round", 1),
+                             ("IsNaN", "isnan", 1), ("Not", "logical_not", 1), ("BitwiseNot", "bitwise_not", 1),
+                             ("And", "logical_and", 2), ("Or", "logical_or", 2), ("Xor", "logical_xor", 2),
+                             ("BitwiseAnd", "bitwise_and", 2), ("BitwiseOr", "bitwise_or", 2),
+                             ("BitwiseXor", "bitwise_xor", 2)]:
+    if hasattr(fs, _name):
+        RULES[_op_type] = (_unary if _arity == 1 else _binary)(getattr(fs, _name))
+del _op_type, _name, _arity
+
+
+def _mod(xs, at, st):
+    """Mod: fmod=0 takes the divisor's sign (Python/numpy remainder), fmod=1 the dividend's."""
+    fn = getattr(fs, "fmod" if at.get("fmod", 0) else "remainder", None)
+    if fn is None:
+        raise Unsupported("Mod is not supported yet")
+    return fn(xs[0], xs[1])
+
+
+def _is_inf(xs, at, st):
+    x = xs[0]
+    pos, neg = at.get("detect_positive", 1), at.get("detect_negative", 1)
+    if pos and neg:
+        return fs.isinf(x)
+    if pos:
+        return fs.equal(x, float("inf"))
+    if neg:
+        return fs.equal(x, float("-inf"))
+    return fs.less(x, x)   # neither sign detected: all false (x < x is false, NaN included)
+
+
+if hasattr(fs, "remainder"):
+    RULES["Mod"] = _mod
+if hasattr(fs, "isinf"):
+    RULES["IsInf"] = _is_inf
 # rules that need the node's output count or the replay's trace
 _SPLIT, _CONSTANT_OF_SHAPE = "Split", "ConstantOfShape"
 RULES[_SPLIT] = None
