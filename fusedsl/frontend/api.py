@@ -665,6 +665,10 @@ def _composite_fn(c, public):
     op.__name__ = public
     op.__qualname__ = public
     op.__doc__ = _composite_doc(c, public)
+    # the definition's own parameters (after the op namespace it receives), so help(), the
+    # docs and signature checks show (x, t1, ...) rather than (*args, **kwargs)
+    params = list(inspect.signature(c.fn).parameters.values())[1:]
+    op.__signature__ = inspect.Signature(params)
     return _op(op)
 
 
