@@ -20,6 +20,7 @@ from ..schedule_attention import AttentionSchedule, _up
 from ..schedule_cube import TCUBE_FIELDS
 from . import cnames
 from .printer import AscendCPrinter, camel
+from .printer_cube import mix_cpu_hooks
 
 
 class AttentionPrinter:
@@ -76,26 +77,7 @@ inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores,
                           self.host_tiling(), "#endif", self._cpu_hooks()])
 
     def _cpu_hooks(self) -> str:
-        n = len(self._gm_args()) + 2
-        args = ", ".join(f"args[{i}]" for i in range(n))
-        return f"""#ifdef ASCENDC_CPU_DEBUG
-#include "tikicpulib.h"
-// Entry points for fusedsl's CPU run of this file (not part of the NPU build): a mixed kernel.
-extern "C" int fusedsl_launch_{self.name}(uint32_t blockDim, uint8_t** args)
-{{
-    AscendC::SetKernelMode(KernelMode::MIX_MODE);
-    const int rc = fusedsl_cpu::Launch({self.name}, blockDim, {args});
-    AscendC::SetKernelMode(KernelMode::AIV_MODE);   // the vector kernels of the same program
-    return rc;
-}}
-extern "C" int fusedsl_tiling_{self.name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
-                                        {self.tiling}* t)
-{{
-    return {camel(self.name)}Tiling(sizes, vectorCores, ubBudget, t) ? 0 : 1;
-}}
-extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.tiling}); }}
-#endif
-"""
+        return mix_cpu_hooks(self.name, self.tiling, len(self._gm_args()) + 2)
 
     # ---- the kernel ------------------------------------------------------------------------
     def kernel(self) -> str:

@@ -30,6 +30,30 @@ def _ld(expr: str, dtype: dt.DType) -> str:
     return f"((({expr}) + {k - 1}) / {k} * {k})"
 
 
+
+def mix_cpu_hooks(name: str, tiling: str, n_args: int) -> str:
+    """The CPU run's entry points of a mixed AIC+AIV kernel (cube, conv and attention printers):
+    the launch in MIX mode and the host tiling function."""
+    args = ", ".join(f"args[{i}]" for i in range(n_args))
+    return f"""#ifdef ASCENDC_CPU_DEBUG
+#include "tikicpulib.h"
+// Entry points for fusedsl's CPU run of this file (not part of the NPU build): a mixed kernel.
+extern "C" int fusedsl_launch_{name}(uint32_t blockDim, uint8_t** args)
+{{
+    AscendC::SetKernelMode(KernelMode::MIX_MODE);
+    const int rc = fusedsl_cpu::Launch({name}, blockDim, {args});
+    AscendC::SetKernelMode(KernelMode::AIV_MODE);   // the vector kernels of the same program
+    return rc;
+}}
+extern "C" int fusedsl_tiling_{name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
+                                        {tiling}* t)
+{{
+    return {camel(name)}Tiling(sizes, vectorCores, ubBudget, t) ? 0 : 1;
+}}
+extern "C" uint32_t fusedsl_tiling_size_{name}() {{ return sizeof({tiling}); }}
+#endif
+"""
+
 class CubePrinter:
     _helpers = AscendCPrinter._helpers
     _stmt = AscendCPrinter._stmt
@@ -125,26 +149,7 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
                           self.host_tiling(), "#endif", self._cpu_hooks()])
 
     def _cpu_hooks(self) -> str:
-        n = len(self._gm_args()) + 2
-        args = ", ".join(f"args[{i}]" for i in range(n))
-        return f"""#ifdef ASCENDC_CPU_DEBUG
-#include "tikicpulib.h"
-// Entry points for fusedsl's CPU run of this file (not part of the NPU build): a mixed kernel.
-extern "C" int fusedsl_launch_{self.name}(uint32_t blockDim, uint8_t** args)
-{{
-    AscendC::SetKernelMode(KernelMode::MIX_MODE);
-    const int rc = fusedsl_cpu::Launch({self.name}, blockDim, {args});
-    AscendC::SetKernelMode(KernelMode::AIV_MODE);   // the vector kernels of the same program
-    return rc;
-}}
-extern "C" int fusedsl_tiling_{self.name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
-                                        {self.tiling}* t)
-{{
-    return {camel(self.name)}Tiling(sizes, vectorCores, ubBudget, t) ? 0 : 1;
-}}
-extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.tiling}); }}
-#endif
-"""
+        return mix_cpu_hooks(self.name, self.tiling, len(self._gm_args()) + 2)
 
     # ---- the kernel ------------------------------------------------------------------------
     def kernel(self) -> str:
