@@ -45,6 +45,19 @@ def test_generated_int_scalars_above_two_to_the_24_are_exact(s, n, target):
     np.testing.assert_array_equal(k.simulate(x, s), want)
 
 
+@pytest.mark.parametrize("target", ["ascend910b", "ascend910"])
+def test_a_one_element_int_tensor_broadcast_is_read_exactly(target):
+    # a (1,)-shaped input is read once per core with GetValue(0); it went through float,
+    # so odd values above 2**24 came back rounded
+    x = np.array([-115153665], np.int32)
+    y = np.arange(-3, 5, dtype=np.int32) * np.int32(2 ** 28 + 3)
+    k = fs.fused_kernel(lambda x, y: fs.maximum(x, y) - 1, target=target).compile(x, y)
+    with np.errstate(over="ignore"):
+        want = np.maximum(x, y) - np.int32(1)
+    np.testing.assert_array_equal(k.simulate(x, y), want)
+    np.testing.assert_array_equal(k(x, y), want)
+
+
 def test_the_tiling_struct_declares_an_int_scalar_as_int32():
     k = fs.fused_kernel(lambda x, s, f: x * s + f).compile(fs.spec((8,), "int32"), fs.scalar("s", "int32"),
                                                          fs.scalar("f", "float32"))

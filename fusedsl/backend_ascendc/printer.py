@@ -554,8 +554,7 @@ __aicore__ inline void FillRow(const AscendC::LocalTensor<T>& dst, T value, uint
             if inp.kind == "runtime_scalar":
                 L.append(f"        {inp.var} = static_cast<{cd.ascendc}>(tiling.{inp.var});")
             else:
-                L.append(f"        {inp.var} = static_cast<{cd.ascendc}>("
-                         f"static_cast<float>(gm_{inp.name}.GetValue(0)));")
+                L.append(f"        {inp.var} = {gm_scalar_load('gm_' + inp.name, inp.gm_dtype, cd)};")
         for name, slot in s.slots.items():
             if slot.role in ("inv", "scratch"):
                 L.append(f"        {name} = b_{name}.Get<{slot.dtype.ascendc}>();")
@@ -735,6 +734,16 @@ def scalar_ctype(dtype: dt.DType) -> str:
     """The tiling-struct field of a runtime scalar: a float scalar travels as float, an
     integer one as int32_t (a float holds integers exactly only up to 2**24)."""
     return "float" if dtype.is_float else "int32_t"
+
+
+def gm_scalar_load(gm: str, src: dt.DType, dst: dt.DType) -> str:
+    """The C++ expression that reads a one-element tensor `gm` (dtype src) as dst.
+    Half and bfloat16 go through float (their GetValue types do not convert to every
+    compute type); integers convert directly, since float holds them exactly only up
+    to 2**24."""
+    if src.is_float and src.itemsize < 4:
+        return f"static_cast<{dst.ascendc}>(static_cast<float>({gm}.GetValue(0)))"
+    return f"static_cast<{dst.ascendc}>({gm}.GetValue(0))"
 
 
 def pack_scalar(dtype: dt.DType, value) -> bytes:

@@ -21,7 +21,7 @@ from ..schedule import compute_dtype
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
 from ..schedule_row import allocate_row_values, temp_pool
 from . import cnames
-from .printer import AscendCPrinter, camel, literal, pack_scalar, rename_stmt, scalar_ctype
+from .printer import AscendCPrinter, camel, gm_scalar_load, literal, pack_scalar, rename_stmt, scalar_ctype
 
 
 def _ld(expr: str, dtype: dt.DType) -> str:
@@ -202,8 +202,8 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         gm_set = [f"        gm_{self.cn[p.index]}.SetGlobalBuffer((__gm__ {p.dtype.ascendc}*){self.cn[p.index]});"
                   for p in s.params if p.kind != "runtime_scalar"]
         gm_set += [f"        gm_y{i}.SetGlobalBuffer((__gm__ {v.dtype.ascendc}*)y{i});" for i, v in outs]
-        scal_set = [f"        v_{self.cn[p.index]} = static_cast<{compute_dtype(p.dtype).ascendc}>(static_cast<float>("
-                    f"gm_{self.cn[p.index]}.GetValue(0)));" for p in scalars]
+        scal_set = [f"        v_{self.cn[p.index]} = "
+                    f"{gm_scalar_load('gm_' + self.cn[p.index], p.dtype, compute_dtype(p.dtype))};" for p in scalars]
         args = ", ".join(f"GM_ADDR {x}" for x in self._gm_args())
         aname, bname = self.cn[s.params[[p.value for p in s.fn.params].index(a)].index], \
             self.cn[s.params[[p.value for p in s.fn.params].index(b)].index]

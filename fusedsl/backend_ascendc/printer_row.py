@@ -26,7 +26,7 @@ from .. import dtypes as dt
 from ..schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
 from ..schedule_row import FOLD_LANES, RowSchedule, allocate_row_values, rs_slots, temp_pool
 from . import cnames
-from .printer import AscendCPrinter, camel, literal, pack_scalar, rename_stmt, scalar_ctype
+from .printer import AscendCPrinter, camel, gm_scalar_load, literal, pack_scalar, rename_stmt, scalar_ctype
 
 _IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
 _BINARY = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min"}
@@ -410,8 +410,7 @@ class RowPrinter:
         for p in self.s.params:
             nm = self.cnames[p.index]
             if p.kind == "scalar":
-                cd = compute_dtype(p.dtype).ascendc
-                L.append(f"        v_{nm} = static_cast<{cd}>(static_cast<float>(gm_{nm}.GetValue(0)));")
+                L.append(f"        v_{nm} = {gm_scalar_load('gm_' + nm, p.dtype, compute_dtype(p.dtype))};")
             elif p.kind == "lastonly" and self.s.passes is None:
                 L += [f"        row_{nm} = b_{nm}.Get<{p.dtype.ascendc}>();",
                       f"        CopyRowsIn(row_{nm}, gm_{nm}, 1, tiling.C, tiling.C, tiling.Cpad);",
