@@ -53,16 +53,18 @@ def test_printable_is_a_bool_per_kernel():
     x = np.ones((4, 8), np.float32)
     k = fs.fused_kernel(lambda x: fs.relu(x) + 1).compile(x)
     assert [p.printable for p in k.kernels] == [True]
-    t = fs.fused_kernel(lambda x: fs.transpose(x, (1, 0)) * 2.0).compile(x)
+    x9 = np.ones((2,) * 9, np.float32)   # nine axes moved apart: more than the printed transpose decodes
+    t = fs.fused_kernel(lambda x: fs.transpose(x, tuple(range(9))[::-1]) * 2.0).compile(x9)
     assert False in [p.printable for p in t.kernels]
     assert all(isinstance(p.printable, bool) for p in t.kernels)
 
 
 def test_require_ascendc_raises_at_compile_time_at_the_users_line():
-    x = np.ones((4, 8), np.float32)
+    x = np.ones((2,) * 9, np.float32)
+    perm = tuple(range(9))[::-1]
 
     def transposed(x):
-        return fs.transpose(x, (1, 0)) * 2.0   # the op that does not print
+        return fs.transpose(x, perm) * 2.0   # nine axes moved apart: this transpose does not print
 
     with pytest.raises(fs.FusedslError) as info:
         fs.fused_kernel(transposed, require_ascendc=True).compile(x)
@@ -70,4 +72,4 @@ def test_require_ascendc_raises_at_compile_time_at_the_users_line():
     assert "transpose" in str(info.value)
     # without it, compile succeeds and the kernel still runs on the CPU
     k = fs.fused_kernel(transposed).compile(x)
-    np.testing.assert_array_equal(k(x), x.T * 2)
+    np.testing.assert_array_equal(k(x), x.transpose(perm) * 2)

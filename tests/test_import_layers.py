@@ -101,7 +101,7 @@ LAYERS = [
     ("graph IR", {"ir", "reference", "ops"}),
     ("graph passes and models", {"views", "cost", "tile", "passes"}),
     ("lowering to schedules", {"schedule", "schedule_row", "schedule_reduce", "schedule_cube",
-                               "schedule_conv", "schedule_attention", "lower"}),
+                               "schedule_conv", "schedule_attention", "schedule_transpose", "lower"}),
     ("backends", {"backend_cpu", "backend_ascendc"}),
     ("driver", {"compiler", "report", "display"}),
     ("user surface", {"frontend", "importers", "benchmark", "cli", "docstrings", "ops_table", "__main__", ""}),

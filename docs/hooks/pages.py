@@ -136,6 +136,7 @@ def _kinds():
          lambda a, b: fs.relu(fs.concatenate([a, b], 1))[:, 8:40], [f(16, 32), f(16, 32)]),
         ("gather", "`relu(take(table, ids) + bias)`", lambda t, i, b: fs.relu(fs.take(t, i) + b),
          [f(8, 64), lambda dt: ids, f(64)]),
+        ("transpose", "`transpose(x, (0, 2, 1))`", lambda x: fs.transpose(x, (0, 2, 1)), [f(4, 16, 24)]),
         ("row reduction", "`softmax(x)`, `layer_norm(x)`", lambda x: fs.softmax(x), [f(32, 64)]),
         ("column reduction", "`sum(x, axis=0)`", lambda x: fs.sum(x, axis=0), [f(32, 64)]),
         ("cube + epilogue", "`leaky_relu(x @ w + b)`", lambda x, w, b: fs.leaky_relu(x @ w + b),

@@ -29,6 +29,7 @@ import weakref
 import numpy as np
 
 from ..ir.core import Function
+from ..schedule_transpose import simplify   # the same simplification the printed kernel uses
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, run_blocks
 
@@ -45,26 +46,6 @@ BAND = 32                      # tiles along c walked before the next row of til
 # per line, which a second busy thread does not add); the vector kernels' pool threshold is 16 MB.
 PARALLEL_MIN_BYTES = 64 << 20
 _ARGS = 11
-
-
-def simplify(shape: tuple, perm: tuple) -> tuple[tuple, tuple]:
-    """(shape, perm) with size-1 axes dropped and input axes that stay adjacent and in order in
-    the output merged: the same data movement on fewer axes."""
-    keep = [a for a in range(len(shape)) if shape[a] != 1]
-    perm = [a for a in perm if shape[a] != 1]
-    renum = {a: i for i, a in enumerate(keep)}
-    shape = [shape[a] for a in keep]
-    perm = [renum[a] for a in perm]
-    groups = []                 # runs of consecutive input axes, in output order
-    for a in perm:
-        if groups and groups[-1][-1] + 1 == a:
-            groups[-1].append(a)
-        else:
-            groups.append([a])
-    order = sorted(range(len(groups)), key=lambda g: groups[g][0])   # the groups in input order
-    new_shape = [int(np.prod([shape[a] for a in groups[g]])) for g in order]
-    rank = {g: i for i, g in enumerate(order)}
-    return tuple(new_shape), tuple(rank[g] for g in range(len(groups)))
 
 
 def tile_side(itemsize: int) -> int:

@@ -22,7 +22,9 @@ from ..schedule_conv import ConvSchedule, schedule_conv_kernel
 from ..schedule_cube import CubeSchedule, schedule_cube_kernel
 from ..schedule_reduce import ColumnSchedule, schedule_reduce_kernel
 from ..schedule_row import RowSchedule, is_row_kernel, schedule_row_kernel
+from ..schedule_transpose import TransposeSchedule, lone_transpose, schedule_transpose_kernel
 from ..targets import Target
+from ..views import VIEW_OPS, check_fusible
 
 
 @dataclass(frozen=True)
@@ -51,12 +53,20 @@ def _has_cube(fn: Function) -> bool:
     return any(has_trait(op, CUBE) for op in fn.ops)
 
 
+def _lone_view(fn: Function, group: str) -> bool:
+    """A slice / concatenate / take kernel of its own (fusion found no vector kernel to join it
+    to): a view kernel whose only compute is the copy into the output, when views.py plans it."""
+    ops = [op for op in fn.ops if op.name != "constant"]
+    return (group == "single" and bool(ops) and all(op.name in VIEW_OPS for op in ops)
+            and check_fusible(fn) is None)
+
+
 def _cube_group(fn: Function, group: str) -> bool:
     return group == "cube" or (group == "single" and _has_cube(fn))
 
 
 KINDS: list[Kind] = [
-    Kind("vector", lambda fn, group: group == "vector",
+    Kind("vector", lambda fn, group: group == "vector" or _lone_view(fn, group),
          lambda fn, t, o, snaps: schedule_vector_kernel(fn, t, o.ub_headroom, snapshots=snaps),
          (VectorSchedule,)),
     # im2col inside the kernel, then the Matmul API (printer_conv)
@@ -77,6 +87,9 @@ KINDS: list[Kind] = [
     # a lone reduction over other axes: rows or columns of an [A, K, B] view (printer_reduce)
     Kind("column", lambda fn, group: group == "single" and any(has_trait(op, REDUCTION) for op in fn.ops),
          lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,)),
+    # a lone transpose / permute: strided tiles in, transposed in UB, strided out (printer_transpose)
+    Kind("transpose", lambda fn, group: group == "single" and lone_transpose(fn) is not None,
+         lambda fn, t, o, snaps: schedule_transpose_kernel(fn, t, o.ub_headroom), (TransposeSchedule,)),
 ]
 
 KINDS_BY_NAME = {k.name: k for k in KINDS}

@@ -1,0 +1,130 @@
+"""Lone concatenate / slice / take and transpose kernels print as Ascend C.
+
+Fusion leaves a view or a transpose a kernel of its own when no vector kernel reads it (the
+composed conv_transpose / grouped conv / pooling graphs make many).  A lone view is a view
+kernel whose only compute is the copy into the output (lower/kinds.py `_lone_view`); a lone
+transpose is the transpose kind (schedule_transpose.py, printer_transpose.py).  One traced
+function holds every case, so each target costs one g++ build of the printed source.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import fuzz_settings
+
+import fusedsl as fs
+from fusedsl.schedule_transpose import schedule_transpose_kernel
+
+rng = np.random.default_rng(20)
+A = rng.standard_normal((300, 257)).astype(np.float32)
+B = rng.standard_normal((4, 64, 33, 5)).astype(np.float16)
+C = rng.integers(-100, 100, (37, 3, 10)).astype(np.int8)
+D = rng.standard_normal((2000, 3)).astype(np.float32)
+E = rng.integers(-2**31, 2**31 - 1, (6, 5), dtype=np.int64).astype(np.int32)
+IDS = np.array([3, 0, -1, 2], np.int32)
+
+
+@fs.fused_kernel
+def lone(a, b, c, d, e, ids):
+    return (fs.transpose(a, (1, 0)),                 # 2-D, odd sizes, several cores
+            fs.transpose(b, (0, 3, 1, 2)),           # NHWC -> NCHW, float16
+            fs.transpose(c, (1, 0, 2)),              # the last axis stays: whole rows move (copy mode)
+            fs.transpose(d, (1, 0)),                 # tall and narrow
+            fs.transpose(e, (1, 0)),                 # int32 bits exact
+            fs.concatenate([e, e[:, :2]], axis=1),   # lone concatenate
+            b[:, 1:3, ::2, 2:],                      # lone slice with an outer step
+            fs.take(e, ids))                         # lone gather
+
+
+ARGS = (A, B, C, D, E, IDS)
+
+
+def _expected():
+    return (A.T, B.transpose(0, 3, 1, 2), C.transpose(1, 0, 2), D.T, E.T, np.concatenate([E, E[:, :2]], 1),
+            B[:, 1:3, ::2, 2:], E[IDS])
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_lone_views_and_transposes_print_and_simulate(target):
+    k = lone.compile(*[fs.spec(x.shape, x.dtype) for x in ARGS], target=target)
+    kinds = [p.kernel_kind for p in k.kernels]
+    assert kinds.count("transpose") == 5 and set(kinds) == {"transpose", "vector"}, kinds
+    k.check_ascendc()   # every kernel prints
+    assert "class KernelLone" in k.source
+    for got, want in zip(k.simulate(*ARGS), _expected()):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(k(*ARGS), _expected()):   # the CPU executors agree
+        np.testing.assert_array_equal(got, want)
+
+
+def test_transpose_modes_and_tiles():
+    k = lone.compile(*[fs.spec(x.shape, x.dtype) for x in ARGS], target="ascend910b")
+    scheds = [p.lowered for p in k.kernels if p.kernel_kind == "transpose"]
+    assert [s.mode for s in scheds] == ["transpose", "transpose", "copy", "transpose", "transpose"]
+    t = scheds[0].tiling({}, k.target)
+    assert t.block_dim > 1 and t.total_tiles >= t.block_dim   # the 300 x 257 transpose uses several cores
+    assert "transposed element by element" in scheds[0].plan_note
+
+
+def test_transpose_of_too_many_separate_axes_is_located():
+    @fs.fused_kernel
+    def rev(x):
+        return fs.transpose(x, tuple(range(9))[::-1])   # nine axes, none adjacent in the output
+
+    k = rev.compile(fs.spec((2,) * 9, fs.float32), target="ascend910b")
+    with pytest.raises(fs.ScheduleError) as exc:
+        k.check_ascendc()
+    assert "decodes at most 8" in str(exc.value) and "test_lone_views.py" in str(exc.value)
+    x = rng.standard_normal((2,) * 9).astype(np.float32)
+    np.testing.assert_array_equal(k(x), x.transpose(tuple(range(9))[::-1]))   # still runs on the CPU
+
+
+def _emulate(sched, tiling, x: np.ndarray) -> np.ndarray:
+    """The printed kernel's tile loop over GM as flat arrays (printer_transpose.kernel)."""
+    w = tiling.words
+    A, C, sA, oA, oC, ta, tc, tiles_a, tiles_c, total, _, _, n_outer = w[:13]
+    size, ins, outs = w[13:19], w[19:25], w[25:31]
+    src, dst = x.reshape(-1), np.zeros(x.size, x.dtype)
+    for tile in range(total):
+        ic, rest = tile % tiles_c, tile // tiles_c
+        ia, rest = rest % tiles_a, rest // tiles_a
+        in_off = out_off = 0
+        for k in range(n_outer - 1, -1, -1):
+            i, rest = rest % size[k], rest // size[k]
+            in_off, out_off = in_off + i * ins[k], out_off + i * outs[k]
+        a0, c0 = ia * ta, ic * tc
+        for r in range(min(ta, A - a0)):
+            for c in range(min(tc, C - c0)):
+                v = src[in_off + (a0 + r) * sA + c0 + c]
+                if sched.mode == "copy":
+                    dst[out_off + (a0 + r) * oA + c0 + c] = v
+                else:
+                    dst[out_off + (c0 + c) * oC + a0 + r] = v
+    return dst
+
+
+@fuzz_settings(scale=0.06)
+@given(shape=st.lists(st.integers(1, 7), min_size=1, max_size=5), data=st.data(),
+       dtype=st.sampled_from([np.float32, np.float16, np.int8]))
+def test_transpose_tiling_covers_every_element(shape, data, dtype):
+    """Any permutation, odd sizes, size 1: the tiles the printed kernel walks write each output
+    element once, from the right input element (the kernel itself runs under simulate above)."""
+    perm = tuple(data.draw(st.permutations(range(len(shape)))))
+    x = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
+
+    @fs.fused_kernel
+    def tr(v):
+        return fs.transpose(v, perm)
+
+    k = tr.compile(fs.spec(tuple(shape), dtype), target="ascend910b")
+    if not k.kernels:   # the identity permutation: canonicalize drops it, no kernel at all
+        np.testing.assert_array_equal(k(x), x.transpose(perm))
+        return
+    (plan,) = k.kernels
+    assert plan.kernel_kind == "transpose" and plan.printable
+    sched = schedule_transpose_kernel(plan.function, k.target)
+    got = _emulate(sched, sched.tiling({}, k.target), x)
+    np.testing.assert_array_equal(got, x.transpose(perm).reshape(-1))
