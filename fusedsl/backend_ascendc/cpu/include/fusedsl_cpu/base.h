@@ -228,6 +228,43 @@ struct CheckError {
     std::string message;
 };
 
+// Where the user called an API from.  APIs that take a trailing FUSEDSL_CPU_SITE argument
+// (GCC evaluates __builtin_FILE/__builtin_LINE in a default argument at the call site, and
+// `fusedsl cpu-run` keeps the user's file name with #line) make a broken rule's message start
+// with the user's file:line.  The outermost such API wins: one high-level API calling another
+// still names the user's line.
+// (The builtins are the constructor's default arguments: GCC gives those the location of the
+// expression that calls the constructor, here the API's default argument, i.e. the user's call.
+// Written directly into a braced default argument they would name this header.)
+struct Site {
+    const char* file;
+    int line;
+    Site(const char* file_ = __builtin_FILE(), int line_ = __builtin_LINE()) : file(file_), line(line_) {}
+};
+
+inline Site& CurrentSite() {
+    static thread_local Site site{nullptr, 0};
+    return site;
+}
+
+struct AtSite {
+    bool owner;
+    explicit AtSite(Site s) : owner(CurrentSite().file == nullptr) {
+        if (owner) {
+            CurrentSite() = s;
+        }
+    }
+    ~AtSite() {
+        if (owner) {
+            CurrentSite() = Site{nullptr, 0};
+        }
+    }
+    AtSite(const AtSite&) = delete;
+    AtSite& operator=(const AtSite&) = delete;
+};
+
+#define FUSEDSL_CPU_SITE ::fusedsl_cpu::Site fs_site = ::fusedsl_cpu::Site()
+
 [[noreturn]] inline void Fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 inline void Fail(const char* fmt, ...) {
@@ -236,6 +273,10 @@ inline void Fail(const char* fmt, ...) {
     va_start(ap, fmt);
     std::vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    const Site& at = CurrentSite();
+    if (at.file != nullptr) {
+        throw CheckError{std::string(at.file) + ":" + std::to_string(at.line) + ": " + buf};
+    }
     throw CheckError{buf};
 }
 

@@ -34,8 +34,8 @@ struct DataCopyExtParams {
     uint32_t rsv = 0;
 
     DataCopyExtParams() = default;
-    DataCopyExtParams(uint16_t count, uint32_t len, uint32_t srcStrideIn, uint32_t dstStrideIn,
-                      uint32_t rsvIn = 0)
+    // All five arguments, as CANN's constructor: `{1, len, 0, 0}` then means DataCopyParams only.
+    DataCopyExtParams(uint16_t count, uint32_t len, uint32_t srcStrideIn, uint32_t dstStrideIn, uint32_t rsvIn)
         : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn), rsv(rsvIn) {}
 };
 
@@ -350,13 +350,13 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     T value;
     std::memset(&value, 0, sizeof(T));
     std::memcpy(&value, &padParams.paddingValue, sizeof(T) < 8 ? sizeof(T) : 8);
-    DataCopyPad(dst, src, DataCopyExtParams(params.blockCount, params.blockLen, params.srcStride, params.dstStride),
+    DataCopyPad(dst, src, DataCopyExtParams(params.blockCount, params.blockLen, params.srcStride, params.dstStride, 0),
                 DataCopyPadExtParams<T>(padParams.isPad, padParams.leftPadding, padParams.rightPadding, value));
 }
 
 template <typename T>
 inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params) {
-    DataCopyPad(dst, src, DataCopyExtParams(params.blockCount, params.blockLen, params.srcStride, params.dstStride));
+    DataCopyPad(dst, src, DataCopyExtParams(params.blockCount, params.blockLen, params.srcStride, params.dstStride, 0));
 }
 
 }  // namespace AscendC

@@ -118,6 +118,25 @@ inline void KernelAssertMsg(bool ok, const char* expr, const char* file, int lin
     ::fusedsl_cpu::KernelAssertMsg(static_cast<bool>(expr), #expr, __FILE__, __LINE__, ##__VA_ARGS__)
 #endif
 
+// CANN's internal-style logging and assertion, which samples use too:
+// ASCENDC_ASSERT(cond, { KERNEL_LOG(KERNEL_ERROR, "fmt", args...); }) runs the block, then stops
+// the block like a failed ASSERT.
+enum FusedslKernelLogLevel { KERNEL_DEBUG = 0, KERNEL_INFO, KERNEL_WARN, KERNEL_ERROR };
+#ifndef KERNEL_LOG
+#define KERNEL_LOG(level, fmt, ...)                                                                         \
+    std::fprintf(stderr, "[%s] " fmt "\n",                                                                  \
+                 (level) == KERNEL_ERROR ? "ERROR" : (level) == KERNEL_WARN ? "WARNING" : "INFO", ##__VA_ARGS__)
+#endif
+#ifndef ASCENDC_ASSERT
+#define ASCENDC_ASSERT(cond, behavior)                                                             \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            behavior;                                                                              \
+            ::fusedsl_cpu::Fail("ASCENDC_ASSERT(%s) failed at %s:%d", #cond, __FILE__, __LINE__);  \
+        }                                                                                          \
+    } while (0)
+#endif
+
 namespace AscendC {
 
 // ---- InitGlobalMemory: fill `size` GM elements with a value (a DMA write) ---------------------

@@ -19,6 +19,7 @@
 #include "register/tilingdata_base.h"  // CANN's tiling_api.h brings the tiling-data macros too
 #include "tiling/platform/platform_ascendc.h"
 #include "tiling/pad_tiling.h"
+#include "tiling/adv_tiling.h"
 
 namespace optiling {
 

@@ -1,0 +1,98 @@
+// Scratch sizes of the high-level APIs: one formula per API, used by the host helpers
+// (tiling/adv_tiling.h: GetXxxMaxMinTmpSize) and by the kernel-side check that the scratch a
+// call gets is at least the minimum (adv_common.h).  The figures are the ones CANN's host
+// helpers report (asc-devkit's tiling sources): a count of float- or T-sized temporary tensors
+// ("live nodes") of the input's size, each at least one 256-byte repeat.  Plain functions of
+// (element count, type size): no kernel state, so host code can include this alone.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace fusedsl_cpu {
+namespace adv {
+
+struct TmpRange {
+    uint64_t min = 0;
+    uint64_t max = 0;
+};
+
+constexpr uint64_t kRepeat = 256;
+
+// `nodes` temporaries of the input's byte size, at least one repeat each.
+inline TmpRange Nodes(uint32_t nodes, uint64_t n, uint32_t type_size) {
+    return {nodes * kRepeat, nodes * std::max<uint64_t>(n * type_size, kRepeat)};
+}
+
+inline bool IsFloat(uint32_t type_size) {
+    return type_size == 4;
+}
+
+inline TmpRange Acosh(uint64_t n, uint32_t ts) {
+    uint64_t nodes = IsFloat(ts) ? 1 : 2;
+    return {nodes * kRepeat, std::max<uint64_t>(nodes * n, kRepeat) * ts};
+}
+inline TmpRange Ceil(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 1 : 2, n, ts); }
+inline TmpRange Floor(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 1 : 2, n, ts); }
+inline TmpRange Trunc(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 1 : 2, n, ts); }
+inline TmpRange Frac(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 0 : 4, n, ts); }
+inline TmpRange Erf(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 3 : 8, n, ts); }
+inline TmpRange Fmod(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 1 : 8, n, ts); }
+inline TmpRange Xor(uint64_t n, uint32_t ts) {
+    return {kRepeat, std::max<uint64_t>(n * ts, kRepeat)};
+}
+// Exp keeps float temporaries whatever T is: 4 for half, 3 for float (2 when src may be reused).
+inline TmpRange Exp(uint64_t n, uint32_t ts, bool reuse) {
+    uint64_t nodes = IsFloat(ts) ? (reuse ? 2 : 3) : 4;
+    return {nodes * kRepeat, nodes * std::max<uint64_t>(n * 4, kRepeat)};
+}
+inline TmpRange Log(uint64_t, uint32_t) { return {0, 0}; }
+inline TmpRange Log2(uint64_t n, uint32_t ts) {
+    return IsFloat(ts) ? TmpRange{0, 0} : TmpRange{kRepeat, std::max<uint64_t>(n * 4, kRepeat)};
+}
+// Clamp's scratch is a byte mask per element, at least one repeat's worth of elements.
+inline TmpRange Clamp(uint64_t n, uint32_t ts) {
+    uint64_t lanes = IsFloat(ts) ? 64 : 128;
+    return {lanes, std::max<uint64_t>(n, lanes)};
+}
+// Axpy: float needs none; half converts to float (4 half-sized temporaries).
+inline TmpRange Axpy(uint64_t n, uint32_t ts) {
+    if (IsFloat(ts)) {
+        return {0, 0};
+    }
+    return {4 * kRepeat, n * ts > kRepeat ? 4 * n * ts : 4 * kRepeat};
+}
+
+// Power: temporaries differ between 910B-class (2201) and 310P (2002) chips, and between
+// tensor^tensor and the forms with a scalar.
+inline TmpRange Power(int arch, uint64_t n, bool tensor_tensor, bool is_int, uint32_t ts) {
+    bool v200 = arch == 2002;
+    uint64_t half_p = v200 ? 16 : 14;
+    uint64_t int_p = tensor_tensor ? (v200 ? 7 : 6) : (v200 ? 8 : 7);
+    uint64_t float_p = tensor_tensor ? (v200 ? 5 : 4) : (v200 ? 6 : 5);
+    uint64_t per = IsFloat(ts) || is_int ? std::max<uint64_t>(n * ts, kRepeat) : std::max<uint64_t>(n * ts, kRepeat / 2);
+    if (is_int) {
+        return {kRepeat * int_p, per * int_p};
+    }
+    if (IsFloat(ts)) {
+        return {kRepeat * float_p + kRepeat, per * float_p + kRepeat};
+    }
+    return {kRepeat * half_p / 2 + kRepeat, per * half_p + kRepeat};
+}
+
+// CumSum over [outer, inner] (inner 32-byte aligned): along the last axis it transposes
+// 16-row groups twice (half also converts the sum to float); along the first axis only half
+// needs float rows.
+inline TmpRange CumSum(uint64_t outer, uint64_t inner, uint32_t ts, bool last_axis) {
+    if (!last_axis) {
+        uint64_t v = IsFloat(ts) ? 0 : outer * inner * 4;
+        return {v, v};
+    }
+    uint64_t outer16 = (outer + 15) / 16 * 16;
+    uint64_t cast_min = IsFloat(ts) ? 0 : inner * 16 * 2;
+    uint64_t cast_max = IsFloat(ts) ? 0 : inner * outer16 * 2;
+    return {cast_min + 16 * inner * ts * 2, cast_max + outer16 * inner * ts * 2};
+}
+
+}  // namespace adv
+}  // namespace fusedsl_cpu

@@ -1,0 +1,196 @@
+// fusedsl's own kernels for the high-level math APIs (written from the asc-devkit API pages).
+// adv_f32(x, y, p, out): p = int32 {op, n, tmpBytes, scalarBits}; x, y, out: n floats (n <= 2048),
+//   the arrays padded to a multiple of 16 elements.
+//   The op picks the API (see the switch); tmpBytes = 0 uses the framework-allocated form.
+// adv_f16(x, y, p, out): the same for half (ops 0-9 only).
+// adv_i16(x, y, p, out): Xor on int16_t.
+// cumsum_f32(x, y, p, out): p = {outter, inner, lastAxis, 0}; out = cumsum, then the last row.
+#include <cstring>
+
+#include "tikicpulib.h"
+#include "tiling/tiling_api.h"
+
+using namespace AscendC;
+
+namespace {
+
+constexpr uint32_t kMax = 2048;
+
+template <typename T>
+__aicore__ inline void RunOp(int32_t op, uint32_t n, uint32_t tmpBytes, float s, LocalTensor<T>& dst,
+                             LocalTensor<T>& a, LocalTensor<T>& b, LocalTensor<uint8_t>& tmp)
+{
+    LocalTensor<uint8_t> t = tmp;
+    t.SetSize(tmpBytes);
+    bool fw = tmpBytes == 0;
+    T ts = static_cast<T>(s);
+    switch (op) {
+        case 0: if (fw) Acosh(dst, a, n); else Acosh(dst, a, t, n); break;   // LINE:acosh_call
+        case 1: if (fw) Ceil(dst, a, n); else Ceil(dst, a, t, n); break;
+        case 2: if (fw) Floor(dst, a, n); else Floor(dst, a, t, n); break;
+        case 3: if (fw) Trunc(dst, a, n); else Trunc(dst, a, t, n); break;
+        case 4: if (fw) Frac(dst, a, n); else Frac(dst, a, t, n); break;
+        case 5: if (fw) Erf(dst, a, n); else Erf(dst, a, t, n); break;
+        case 6: Log(dst, a, n); break;
+        case 7: if (fw) Log2(dst, a, n); else Log2(dst, a, t, n); break;
+        case 8: Log10(dst, a, n); break;
+        case 9: Exp<T, 10>(dst, a, t, n); break;   // LINE:exp_call
+        case 10: Exp<T, 0>(dst, a, t, n); break;
+        case 11: ClampMin(dst, a, t, ts, n); break;
+        case 12: ClampMax(dst, a, t, ts, n); break;
+        case 13: if (fw) Fmod(dst, a, b, n); else Fmod(dst, a, b, t, n); break;
+        case 14: Power(dst, a, b, t, n); break;
+        case 15: Power(dst, a, ts, t, n); break;
+        case 16: Power(dst, ts, b, t, n); break;
+        case 17: Duplicate(dst, T(0), n); Axpy(dst, a, ts, t, n); break;
+        case 18: Acosh(dst, dst, t, n); break;   // LINE:overlap_call
+        case 19: Acosh(dst, a, dst.template ReinterpretCast<uint8_t>(), n); break;
+        default: break;
+    }
+}
+
+template <typename T>
+__aicore__ inline void AdvKernel(GM_ADDR x, GM_ADDR y, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    uint32_t n = static_cast<uint32_t>(prm[1]);
+    float s;
+    std::memcpy(&s, &prm[3], sizeof s);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, yb, ob, tb;
+    pipe.InitBuffer(xb, kMax * sizeof(T));
+    pipe.InitBuffer(yb, kMax * sizeof(T));
+    pipe.InitBuffer(ob, kMax * sizeof(T));
+    pipe.InitBuffer(tb, 64 * 1024);
+    LocalTensor<T> a = xb.Get<T>();
+    LocalTensor<T> b = yb.Get<T>();
+    LocalTensor<T> o = ob.Get<T>();
+    LocalTensor<uint8_t> t = tb.Get<uint8_t>();
+    uint32_t nc = (n + 15) / 16 * 16;   // GM arrays are padded to 32 bytes; the APIs take n
+    GlobalTensor<T> xg, yg, og;
+    xg.SetGlobalBuffer((__gm__ T*)x, nc);
+    yg.SetGlobalBuffer((__gm__ T*)y, nc);
+    og.SetGlobalBuffer((__gm__ T*)out, nc);
+    DataCopy(a, xg, nc);
+    DataCopy(b, yg, nc);
+    DataCopy(o, yg, nc);   // dst starts as y (Axpy accumulates into it)
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    RunOp<T>(prm[0], n, static_cast<uint32_t>(prm[2]), s, o, a, b, t);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, nc);
+}
+
+}  // namespace
+
+extern "C" __global__ __aicore__ void adv_f32(GM_ADDR x, GM_ADDR y, GM_ADDR p, GM_ADDR out)
+{
+    AdvKernel<float>(x, y, p, out);
+}
+
+extern "C" __global__ __aicore__ void adv_f16(GM_ADDR x, GM_ADDR y, GM_ADDR p, GM_ADDR out)
+{
+    AdvKernel<half>(x, y, p, out);
+}
+
+extern "C" __global__ __aicore__ void adv_i16(GM_ADDR x, GM_ADDR y, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    uint32_t n = static_cast<uint32_t>(prm[1]);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, yb, ob, tb;
+    pipe.InitBuffer(xb, kMax * 2);
+    pipe.InitBuffer(yb, kMax * 2);
+    pipe.InitBuffer(ob, kMax * 2);
+    pipe.InitBuffer(tb, 8192);
+    LocalTensor<int16_t> a = xb.Get<int16_t>(), b = yb.Get<int16_t>(), o = ob.Get<int16_t>();
+    LocalTensor<uint8_t> t = tb.Get<uint8_t>();
+    GlobalTensor<int16_t> xg, yg, og;
+    xg.SetGlobalBuffer((__gm__ int16_t*)x, n);
+    yg.SetGlobalBuffer((__gm__ int16_t*)y, n);
+    og.SetGlobalBuffer((__gm__ int16_t*)out, n);
+    DataCopy(a, xg, n);
+    DataCopy(b, yg, n);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    Xor(o, a, b, t, n);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, n);
+}
+
+constexpr CumSumConfig kLastAxis = {true, false, true, CumSumAlgorithm::CUMSUM_ALGORITHM_LINEBYLINE};
+constexpr CumSumConfig kFirstAxis = {false, false, true, CumSumAlgorithm::CUMSUM_ALGORITHM_LINEBYLINE};
+
+// out holds outter*inner sums, then inner values of the last row.
+extern "C" __global__ __aicore__ void cumsum_f32(GM_ADDR x, GM_ADDR, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    CumSumInfo info{static_cast<uint32_t>(prm[0]), static_cast<uint32_t>(prm[1])};
+    uint32_t n = info.outter * info.inner;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, ob, lb, tb;
+    pipe.InitBuffer(xb, kMax * 4);
+    pipe.InitBuffer(ob, kMax * 4);
+    pipe.InitBuffer(lb, 256 * 4);
+    pipe.InitBuffer(tb, 64 * 1024);
+    LocalTensor<float> a = xb.Get<float>(), o = ob.Get<float>(), last = lb.Get<float>();
+    LocalTensor<uint8_t> t = tb.Get<uint8_t>();
+    GlobalTensor<float> xg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, n);
+    og.SetGlobalBuffer((__gm__ float*)out, n + info.inner);
+    DataCopy(a, xg, n);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    if (prm[2]) {
+        CumSum<float, kLastAxis>(o, last, a, t, info);
+    } else {
+        CumSum<float, kFirstAxis>(o, last, a, t, info);
+    }
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, n);
+    DataCopy(og[n], last, info.inner);
+}
+
+// The UB planned to within 256 bytes of 910B's 196352: the framework-allocated Erf has no room.
+extern "C" __global__ __aicore__ void adv_full_ub(GM_ADDR x, GM_ADDR, GM_ADDR, GM_ADDR out)
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, rest;
+    pipe.InitBuffer(xb, 256);
+    pipe.InitBuffer(rest, 196352 - 512);
+    LocalTensor<float> a = xb.Get<float>();
+    GlobalTensor<float> xg;
+    xg.SetGlobalBuffer((__gm__ float*)x, 64);
+    DataCopy(a, xg, 64);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    LocalTensor<float> o = rest.Get<float>();
+    Erf(o, a, 64);   // LINE:full_ub_call
+}
+
+#define ADV_ENTRY(name)                                                                  \
+    extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {            \
+        AscendC::SetKernelMode(KernelMode::AIV_MODE);                                    \
+        return fusedsl_cpu::Launch(name, blockDim, args[0], args[1], args[2], args[3]);  \
+    }
+ADV_ENTRY(adv_f32)
+ADV_ENTRY(adv_f16)
+ADV_ENTRY(adv_i16)
+ADV_ENTRY(cumsum_f32)
+ADV_ENTRY(adv_full_ub)
+
+// Host helpers, as a tiling function calls them: out = {max, min} per API for n elements.
+extern "C" void adv_tmp_sizes(uint32_t n, uint32_t typeSize, uint32_t* out)
+{
+    TensorShape shape(std::vector<int64_t>{static_cast<int64_t>(n)});
+    GetAcoshMaxMinTmpSize(shape, typeSize, false, out[0], out[1]);
+    GetErfMaxMinTmpSize(shape, typeSize, false, out[2], out[3]);
+    GetExpMaxMinTmpSize(shape, typeSize, false, out[4], out[5]);
+    GetFracMaxMinTmpSize(shape, typeSize, false, out[6], out[7]);
+}

@@ -1,0 +1,190 @@
+"""The high-level math APIs of the CPU Ascend C API (Acosh, Ceil/Floor/Trunc/Frac, Erf, Log*, Exp with
+Taylor terms, ClampMin/Max, Fmod, Power, Axpy, Xor, CumSum) against numpy, with their scratch-space,
+overlap and per-chip checks; kernels in tests/ascendc_kernels/adv_math_kernels.cpp (one build)."""
+import ctypes
+import math
+import os
+import re
+
+import numpy as np
+import pytest
+from conftest import ASCENDC_KERNELS, fuzz_settings
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fusedsl.backend_ascendc import cpu_runner
+from fusedsl.errors import AscendCCheckError
+
+pytestmark = pytest.mark.usefixtures("private_cache_dir")
+SOURCE = os.path.join(ASCENDC_KERNELS, "adv_math_kernels.cpp")
+
+
+@pytest.fixture(scope="module")
+def lib():
+    with open(SOURCE, encoding="utf-8") as f:
+        return cpu_runner.build(f.read(), name="adv_math_kernels")
+
+
+def _line(marker):
+    with open(SOURCE, encoding="utf-8") as f:
+        for i, text in enumerate(f, 1):
+            if f"LINE:{marker}" in text:
+                return i
+    raise AssertionError(marker)
+
+
+def _params(op, n, tmp, scalar=0.0):
+    p = np.zeros(4, np.int32)
+    p[:3] = (op, n, tmp)
+    p[3] = np.array([scalar], np.float32).view(np.int32)[0]
+    return p
+
+
+def _pad(a):
+    return np.concatenate([a, np.zeros(-a.size % 16, a.dtype)])
+
+
+def run(lib, op, x, y=None, tmp=65536, scalar=0.0, entry="adv_f32", target="ascend910b"):
+    n = x.size
+    y = np.zeros_like(x) if y is None else y
+    out = np.zeros(_pad(x).size, x.dtype)
+    lib.launch(entry, 1, [("x", _pad(x)), ("y", _pad(y)), ("p", _params(op, n, tmp, scalar)), ("out", out)],
+               target=target)
+    return out[:n]
+
+
+def _f64(fn, *arrays):
+    with np.errstate(all="ignore"):
+        return fn(*[a.astype(np.float64) for a in arrays])
+
+
+UNARY = [  # op, numpy function, input range
+    (0, np.arccosh, (1.0, 100.0)),
+    (1, np.ceil, (-50.0, 50.0)),
+    (2, np.floor, (-50.0, 50.0)),
+    (3, np.trunc, (-50.0, 50.0)),
+    (4, lambda v: v - np.trunc(v), (-50.0, 50.0)),
+    (5, np.vectorize(math.erf), (-3.0, 3.0)),
+    (6, np.log, (0.01, 1000.0)),
+    (7, np.log2, (0.01, 1000.0)),
+    (8, np.log10, (0.01, 1000.0)),
+]
+
+
+@fuzz_settings(0.3)
+@given(n=st.sampled_from([1, 16, 77, 200, 1000]), seed=st.integers(0, 2**16), framework=st.booleans())
+def test_unary_math_matches_numpy(lib, n, seed, framework):
+    rng = np.random.default_rng(seed)
+    for op, fn, (lo, hi) in UNARY:
+        x = rng.uniform(lo, hi, n).astype(np.float32)
+        tmp = 0 if framework else 65536
+        got = run(lib, op, x, tmp=tmp)
+        np.testing.assert_allclose(got, _f64(fn, x).astype(np.float32), rtol=1e-6, atol=1e-7, err_msg=str(op))
+        xh = x.astype(np.float16)
+        goth = run(lib, op, xh, tmp=tmp, entry="adv_f16")
+        np.testing.assert_allclose(goth.astype(np.float32), _f64(fn, xh).astype(np.float16).astype(np.float32),
+                                   rtol=1e-3, atol=1e-3, err_msg=f"half {op}")
+
+
+def test_exp_with_taylor_terms_and_plain(lib):
+    x = np.random.default_rng(1).uniform(-10, 10, 512).astype(np.float32)
+    xa = np.floor(x)
+    xb = x - xa
+    item = np.ones_like(x)
+    taylor = np.ones_like(x)
+    for k in range(10):
+        item = item * (xb / np.float32(k + 1))
+        taylor = taylor + item
+    np.testing.assert_allclose(run(lib, 9, x), np.exp(xa.astype(np.float64)).astype(np.float32) * taylor, rtol=1e-6)
+    np.testing.assert_allclose(run(lib, 10, x), np.exp(x.astype(np.float64)).astype(np.float32), rtol=1e-6)
+
+
+def test_clamp_fmod_power_axpy(lib):
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-10, 10, 300).astype(np.float32)
+    y = rng.uniform(0.5, 4, 300).astype(np.float32) * np.where(rng.random(300) < 0.5, -1, 1).astype(np.float32)
+    np.testing.assert_array_equal(run(lib, 11, x, scalar=1.5), np.maximum(x, np.float32(1.5)))
+    np.testing.assert_array_equal(run(lib, 12, x, scalar=1.5), np.minimum(x, np.float32(1.5)))
+    np.testing.assert_allclose(run(lib, 13, x, y), np.fmod(x, y), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(run(lib, 13, x, y, tmp=0), np.fmod(x, y), rtol=1e-6, atol=1e-6)
+    base = np.abs(x) + 0.5
+    np.testing.assert_allclose(run(lib, 14, base, y), _f64(np.power, base, y).astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(run(lib, 15, base, scalar=2.5), _f64(np.power, base, np.float32(2.5)).astype(np.float32),
+                               rtol=1e-6)
+    np.testing.assert_allclose(run(lib, 16, x, y, scalar=1.5), _f64(np.power, np.float32(1.5), y).astype(np.float32),
+                               rtol=1e-6)
+    np.testing.assert_allclose(run(lib, 17, x, y, scalar=3.0), (x * np.float32(3.0)).astype(np.float32), rtol=1e-6)
+
+
+def test_xor_int16(lib):
+    rng = np.random.default_rng(3)
+    a = rng.integers(-32768, 32767, 512, dtype=np.int16)
+    b = rng.integers(-32768, 32767, 512, dtype=np.int16)
+    np.testing.assert_array_equal(run(lib, 0, a, b, entry="adv_i16"), a ^ b)
+
+
+@pytest.mark.parametrize("last_axis", [1, 0])
+def test_cumsum_rows_and_columns(lib, last_axis):
+    x = np.random.default_rng(4).uniform(-1, 1, (5, 16)).astype(np.float32)
+    out = np.zeros(5 * 16 + 16, np.float32)
+    p = np.array([5, 16, last_axis, 0], np.int32)
+    lib.launch("cumsum_f32", 1, [("x", x), ("y", np.zeros(1, np.float32)), ("p", p), ("out", out)])
+    want = np.cumsum(x, axis=1 if last_axis else 0, dtype=np.float32)
+    np.testing.assert_allclose(out[:80].reshape(5, 16), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[80:], want[-1], rtol=1e-5, atol=1e-6)
+
+
+def test_host_tmp_sizes_follow_the_api_rules(lib):
+    fn = ctypes.CDLL(lib.path).adv_tmp_sizes
+    out = (ctypes.c_uint32 * 8)()
+    fn(ctypes.c_uint32(1000), ctypes.c_uint32(4), out)
+    # (max, min): Acosh 1 float node, Erf 3, Exp 3 float temporaries, Frac none for float
+    assert list(out) == [4000, 256, 3 * 4000, 3 * 256, 3 * 4000, 3 * 256, 0, 0]
+    fn(ctypes.c_uint32(1000), ctypes.c_uint32(2), out)
+    assert list(out) == [2 * 1000 * 2, 512, 8 * 2000, 8 * 256, 4 * 4000, 4 * 256, 4 * 2000, 4 * 256]
+
+
+# ---- failure paths: the message names the user's file:line ---------------------------------------
+
+def _fails(lib, marker, pattern, **kw):
+    with pytest.raises(AscendCCheckError) as info:
+        run(lib, **kw)
+    msg = str(info.value)
+    assert re.search(rf"adv_math_kernels\.cpp:{_line(marker)}: ", msg), msg
+    assert re.search(pattern, msg), msg
+
+
+def test_scratch_smaller_than_the_minimum_is_refused(lib):
+    x = np.ones(64, np.float32) * 2
+    _fails(lib, "acosh_call", r"Acosh: sharedTmpBuffer has 128 bytes, but this call needs at least 256 "
+                              r"\(the minValue of GetAcoshMaxMinTmpSize", op=0, x=x, tmp=128)
+    _fails(lib, "exp_call", r"Exp \(high-level, Taylor\): sharedTmpBuffer has 512 bytes, but this call needs at "
+                            r"least 768", op=9, x=x, tmp=512)
+
+
+def test_scratch_overlapping_an_operand_and_in_place_are_refused(lib):
+    x = np.ones(64, np.float32) * 2
+    _fails(lib, "overlap_call", r"Acosh: dstTensor UB \[\d+, \d+\) overlaps srcTensor", op=18, x=x)
+    with pytest.raises(AscendCCheckError, match=r"Acosh: sharedTmpBuffer UB \[\d+, \d+\) overlaps dstTensor"):
+        run(lib, 19, x)
+
+
+def test_taylor_exp_is_not_on_310p_and_erf_rejects_int(lib):
+    x = np.ones(64, np.float32)
+    _fails(lib, "exp_call", r"Exp \(high-level, Taylor\) is not available on ascend310p \(Atlas A2/A3 products only",
+           op=9, x=x, target="ascend310p")
+    np.testing.assert_allclose(run(lib, 5, x, target="ascend310p"), np.full(64, math.erf(1.0), np.float32))
+
+
+def test_framework_scratch_needs_free_ub(lib):
+    # adv_f32 plans 3 x 8 KB + 64 KB of UB: the framework-allocated Erf half (8 x 256 B) fits ...
+    x = np.ones(64, np.float16)
+    np.testing.assert_allclose(run(lib, 5, x, tmp=0, entry="adv_f16").astype(np.float32), math.erf(1.0), rtol=1e-3)
+    # ... adv_full_ub leaves 256 bytes free and float Erf needs 768
+    x = np.ones(64, np.float32)
+    with pytest.raises(AscendCCheckError) as info:
+        lib.launch("adv_full_ub", 1, [("x", x), ("y", x), ("p", x), ("out", x.copy())])
+    msg = str(info.value)
+    assert re.search(rf"adv_math_kernels\.cpp:{_line('full_ub_call')}: Erf: without sharedTmpBuffer the API takes "
+                     r"its scratch \(at least 768 bytes, the minValue of GetErfMaxMinTmpSize\) from the UB that "
+                     r"TPipe::InitBuffer left free, but only 256 of 196352 bytes are free", msg), msg
