@@ -1,5 +1,6 @@
-"""The high-level math APIs of the CPU Ascend C API (Acosh, Ceil/Floor/Trunc/Frac, Erf, Log*, Exp with
-Taylor terms, ClampMin/Max, Fmod, Power, Axpy, Xor, CumSum) against numpy, with their scratch-space,
+"""The high-level math and activation APIs of the CPU Ascend C API (Acosh, Ceil/Floor/Trunc/Frac, Erf, Log*,
+Exp with Taylor terms, ClampMin/Max, Fmod, Power, Axpy, Xor, CumSum; Gelu, Sigmoid, Silu, Swish, SwiGLU,
+GeGLU) against numpy, with their scratch-space,
 overlap and per-chip checks; kernels in tests/ascendc_kernels/adv_math_kernels.cpp (one build)."""
 import ctypes
 import math
@@ -86,6 +87,37 @@ def test_unary_math_matches_numpy(lib, n, seed, framework):
                                    rtol=1e-3, atol=1e-3, err_msg=f"half {op}")
 
 
+def _gelu(v):
+    return v / (1 + np.exp(-1.5957691216057308 * (v + 0.044715 * v**3)))
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("framework", [False, True])
+def test_activations_match_numpy(lib, dtype, framework):
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-6, 6, 333).astype(dtype)
+    y = rng.uniform(-6, 6, 333).astype(dtype)
+    entry = "adv_f32" if dtype == np.float32 else "adv_f16"
+    tol = dict(rtol=1e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=2e-3, atol=2e-3)
+    tmp = 0 if framework else 65536
+    cases = [
+        (20, {}, _gelu(x.astype(np.float64))),
+        (21, {}, _sigmoid(x.astype(np.float64))),
+        (22, {}, x * _sigmoid(x.astype(np.float64))),
+        (23, {"scalar": 1.702}, x * _sigmoid(np.float64(np.array(1.702, dtype)) * x.astype(np.float64))),
+        (24, {"y": y, "scalar": 0.5}, x * y * _sigmoid(0.5 * y.astype(np.float64))),
+        (25, {"y": y}, x * _gelu(y.astype(np.float64))),
+    ]
+    for op, kw, want in cases:
+        got = run(lib, op, x, tmp=tmp, entry=entry, **kw)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(dtype).astype(np.float64), err_msg=str(op),
+                                   **tol)
+
+
 def test_exp_with_taylor_terms_and_plain(lib):
     x = np.random.default_rng(1).uniform(-10, 10, 512).astype(np.float32)
     xa = np.floor(x)
@@ -160,6 +192,11 @@ def test_scratch_smaller_than_the_minimum_is_refused(lib):
                               r"\(the minValue of GetAcoshMaxMinTmpSize", op=0, x=x, tmp=128)
     _fails(lib, "exp_call", r"Exp \(high-level, Taylor\): sharedTmpBuffer has 512 bytes, but this call needs at "
                             r"least 768", op=9, x=x, tmp=512)
+
+
+def test_gelu_scratch_below_three_repeats(lib):
+    _fails(lib, "gelu_call", r"Gelu: sharedTmpBuffer has 512 bytes, but this call needs at least 768",
+           op=26, x=np.ones(64, np.float32), tmp=512)
 
 
 def test_scratch_overlapping_an_operand_and_in_place_are_refused(lib):

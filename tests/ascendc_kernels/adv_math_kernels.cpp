@@ -1,4 +1,4 @@
-// fusedsl's own kernels for the high-level math APIs (written from the asc-devkit API pages).
+// fusedsl's own kernels for the high-level math and activation APIs (written from the asc-devkit API pages).
 // adv_f32(x, y, p, out): p = int32 {op, n, tmpBytes, scalarBits}; x, y, out: n floats (n <= 2048),
 //   the arrays padded to a multiple of 16 elements.
 //   The op picks the API (see the switch); tmpBytes = 0 uses the framework-allocated form.
@@ -45,6 +45,13 @@ __aicore__ inline void RunOp(int32_t op, uint32_t n, uint32_t tmpBytes, float s,
         case 17: Duplicate(dst, T(0), n); Axpy(dst, a, ts, t, n); break;
         case 18: Acosh(dst, dst, t, n); break;   // LINE:overlap_call
         case 19: Acosh(dst, a, dst.template ReinterpretCast<uint8_t>(), n); break;
+        case 20: if (fw) Gelu(dst, a, n); else Gelu(dst, a, t, n); break;
+        case 21: if (fw) Sigmoid(dst, a, n); else Sigmoid(dst, a, t, n); break;
+        case 22: Silu(dst, a, n); break;
+        case 23: Swish(dst, a, n, ts); break;
+        case 24: if (fw) SwiGLU(dst, a, b, s, n); else SwiGLU(dst, a, b, s, t, n); break;
+        case 25: if (fw) GeGLU(dst, a, b, n); else GeGLU(dst, a, b, t, n); break;
+        case 26: Gelu(dst, a, t, n); break;   // LINE:gelu_call
         default: break;
     }
 }

@@ -94,5 +94,18 @@ inline TmpRange CumSum(uint64_t outer, uint64_t inner, uint32_t ts, bool last_ax
     return {cast_min + 16 * inner * ts * 2, cast_max + outer16 * inner * ts * 2};
 }
 
+// ---- activations ----
+// Gelu: 3 float temporaries.
+inline TmpRange Gelu(uint64_t n, uint32_t) {
+    return {3 * kRepeat, std::max<uint64_t>(3 * kRepeat, 3 * n * 4)};
+}
+inline TmpRange Sigmoid(uint64_t n, uint32_t ts) {
+    return {kRepeat, std::max<uint64_t>(n * ts, kRepeat)};
+}
+inline TmpRange None(uint64_t, uint32_t) { return {0, 0}; }
+// SwiGLU / GeGLU: float needs none; half works in float (6 / 4 half-sized temporaries).
+inline TmpRange SwiGLU(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 0 : 6, n, ts); }
+inline TmpRange GeGLU(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 0 : 4, n, ts); }
+
 }  // namespace adv
 }  // namespace fusedsl_cpu

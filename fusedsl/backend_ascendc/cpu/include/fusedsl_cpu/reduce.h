@@ -741,9 +741,11 @@ inline void PairReduce(const char* api, const LocalTensor<T>& dst, const LocalTe
 
 namespace AscendC {
 
-template <typename T>
-inline T DivCeil(T a, T b) {
-    return (a + b - 1) / b;
+// Mixed operand types are common (DivCeil(n * sizeof(T), 32)): the result is their common type.
+template <typename T, typename U>
+constexpr std::common_type_t<T, U> DivCeil(T a, U b) {
+    using C = std::common_type_t<T, U>;
+    return (static_cast<C>(a) + static_cast<C>(b) - 1) / static_cast<C>(b);
 }
 
 template <typename T, bool isSetMask = true>

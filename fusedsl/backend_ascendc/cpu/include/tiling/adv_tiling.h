@@ -42,7 +42,33 @@ FUSEDSL_ADV_TMP(Log10, Log)
 FUSEDSL_ADV_TMP(Log2, Log2)
 FUSEDSL_ADV_TMP(Clamp, Clamp)
 FUSEDSL_ADV_TMP(Axpy, Axpy)
+FUSEDSL_ADV_TMP(Sigmoid, Sigmoid)
+FUSEDSL_ADV_TMP(GeGLU, GeGLU)
 #undef FUSEDSL_ADV_TMP
+
+// Silu and Swish need no scratch.
+inline void GetSiluTmpSize(const TensorShape&, const uint32_t, const bool, uint32_t& maxValue, uint32_t& minValue) {
+    maxValue = minValue = 0;
+}
+inline void GetSwishTmpSize(const TensorShape&, const uint32_t, const bool, uint32_t& maxValue, uint32_t& minValue) {
+    maxValue = minValue = 0;
+}
+// SwiGLU's helper takes isReuseSource last.
+inline void GetSwiGLUMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, uint32_t& maxValue,
+                                   uint32_t& minValue, const bool isReuseSource = false) {
+    (void)isReuseSource;
+    fusedsl_host::Put(::fusedsl_cpu::adv::SwiGLU(fusedsl_host::Elements(srcShape), typeSize), maxValue, minValue);
+}
+inline uint32_t GetGeluMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize) {
+    return static_cast<uint32_t>(::fusedsl_cpu::adv::Gelu(fusedsl_host::Elements(srcShape), typeSize).min);
+}
+inline uint32_t GetGeluMaxTmpSize(const TensorShape& srcShape, const uint32_t typeSize) {
+    return static_cast<uint32_t>(::fusedsl_cpu::adv::Gelu(fusedsl_host::Elements(srcShape), typeSize).max);
+}
+inline void GetGeluMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, uint32_t& maxValue,
+                                 uint32_t& minValue) {
+    fusedsl_host::Put(::fusedsl_cpu::adv::Gelu(fusedsl_host::Elements(srcShape), typeSize), maxValue, minValue);
+}
 
 inline bool GetExpMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, const bool isReuseSource,
                                 uint32_t& maxValue, uint32_t& minValue) {
