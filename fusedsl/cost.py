@@ -636,6 +636,15 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
     """The cost of one kernel function, whatever its kind.  `tiling` is the kernel's own (a vector
     Tiling, RowTiling, ColumnTiling or CubeLaunch) and `schedule` its printable schedule for
     row/column/cube kernels: the model then uses the kernel's blockDim, tiles and GM reads."""
+    parts = getattr(schedule, "parts", None)
+    if parts:   # several matmuls of the same A run in turn in one launch (schedule_cube_group)
+        costs = [function_cost(p.fn, target, sizes, p.tiling(sizes or {}, target), name or fn.name, p)
+                 for p in parts]
+        return KernelCost(name or fn.name, "cube", max(c.block_dim for c in costs),
+                          sum(c.mte2_cycles for c in costs), sum(c.vec_cycles for c in costs),
+                          sum(c.mte3_cycles for c in costs), sum(c.head_cycles for c in costs),
+                          sum(c.time_us for c in costs) - (len(costs) - 1) * LAUNCH_US,
+                          sum(c.gm_bytes for c in costs))
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     main = [op for op in ops if not (has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST))]
     if not main or (len(ops) > len(main) and all(op.name in ("slice", "concatenate", "take") for op in main)

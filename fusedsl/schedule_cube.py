@@ -307,6 +307,13 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         batch = batch * d if isinstance(d, int) and isinstance(batch, int) else None
     if not all(isinstance(d, int) for d in (M, N, K)) or batch is None:
         raise ScheduleError(f"matmul with symbolic sizes is not printed as Ascend C yet ({fn.name})", loc=mm.loc)
+    # Only A batched, not transposed (a linear layer on [B, T, D]): the batch matrices of A and C
+    # are consecutive rows, so they are ONE matmul of batch * M rows (one Iterate loop, a row
+    # epilogue over rows of C as in 2-D) -- unless an [M, N] tensor is shared by every batch.
+    flat_m = batch_a and not batch_b and not ta and not any(
+        tuple(p.value.shape) == (M, N) and tuple(p.value.shape) != out_shape for p in fn.params)
+    if flat_m:
+        M, batch, batch_a = batch * M, 1, False
     t = get_target(target)
     if not t.matmul_dtypes:
         raise TargetError(f"{t.name} has no Matmul high-level API (ASCENDC.md 3.1): the matmul at this line cannot "
@@ -316,7 +323,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         raise ScheduleError(f"{t.name}'s Matmul API has no {a.dtype.name} x {b.dtype.name} -> float32 form",
                             loc=mm.loc, hint="cast the operands to float16")
     epilogue = [op for op in ops if op is not mm]
-    row = _row_epilogue(fn, mm, epilogue, t, ub_fraction) if any(has_trait(op, REDUCTION) for op in epilogue) else None
+    row = _row_epilogue(fn, mm, epilogue, t, ub_fraction, flat_m) if any(has_trait(op, REDUCTION) for op in epilogue) else None
     if row is None:
         check_elementwise_epilogue(fn, mm, epilogue)
     params = []
@@ -386,6 +393,8 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     trans = "".join(f", {x} read transposed (isTrans)" for x, on in (("A", ta), ("B", tb)) if on)
     note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {cores_phrase(tiling.used_core_num, t)}, base {tiling.base_m}x{tiling.base_n}"
             f"x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue runs on it there, one GM write")
+    if flat_m:
+        note += f"; A's {' x '.join(str(d) for d in batch_dims)} batch matrices are consecutive rows of one {M}-row A"
     if batch > 1:
         axes = f" ({' x '.join(str(d) for d in batch_dims)} flattened)" if len(batch_dims) > 1 else ""
         note += f"; {batch} batch matrices{axes}, each core walks its block of every one"
@@ -448,7 +457,7 @@ def check_elementwise_epilogue(fn, cube_op, epilogue, per_channel: int = -1) -> 
 
 # ---- an epilogue with last-axis reductions (softmax / layer_norm of the matmul's rows) ---------
 
-def _row_epilogue(fn, mm, epilogue, target: Target, ub_fraction: float):
+def _row_epilogue(fn, mm, epilogue, target: Target, ub_fraction: float, flat_m: bool = False):
     """The epilogue as a row kernel whose first parameter is the matmul's value: its steps,
     per-row values and reductions are what printer_cube_row prints on each row of a C tile.
     A ScheduleError (at the op) when a reduction is not over the last axis of C."""
@@ -458,7 +467,7 @@ def _row_epilogue(fn, mm, epilogue, target: Target, ub_fraction: float):
             raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} after the matmul in {fn.name}: only "
                                 "reductions over the last axis (whole rows of C) are printed with a matmul",
                                 loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
-    if len(mm.result.shape) != 2:
+    if len(mm.result.shape) != 2 and not flat_m:
         raise ScheduleError(f"a row reduction after a batched matmul is not printed yet ({fn.name})", loc=mm.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     mmv = Value(mm.result.type, "mm")

@@ -83,6 +83,34 @@ def test_layer_norm_gelu_residual_after_a_transposed_linear_layer(target, dtype)
     assert rep.gm_bytes_measured is not None and rep.gm_bytes_measured < rep.gm_bytes_unfused
 
 
+@pytest.mark.parametrize("target,dtype", [("ascend910b", np.float16), ("ascend310p", np.float16)])
+def test_layer_norm_of_a_linear_layer_on_3d_input_prints(target, dtype):
+    """The transformer block's `ln2(x + o(a))`: nn.Linear on [B, T, D] is a batched matmul with B
+    shared, so its batch matrices are consecutive rows of one [B*T, D] A: one cube kernel with the
+    row epilogue over whole rows (it printed nothing before: 'a row reduction after a batched
+    matmul is not printed yet'). 3 x 7 = 21 rows: a tail tile."""
+    @fs.fused_kernel(target=target)
+    def block(a, w, b, r, g, beta):
+        return fs.layer_norm(r + (a @ w.T + b), g, beta)
+
+    rng = np.random.default_rng(11)
+    bt, t, k, n = 3, 7, 24, 40
+    a = rng.standard_normal((bt, t, k)).astype(dtype)
+    w = (rng.standard_normal((n, k)) * 0.2).astype(dtype)
+    b, g, beta = (rng.standard_normal(n).astype(dtype) for _ in range(3))
+    r = rng.standard_normal((bt, t, n)).astype(dtype)
+    c = block.compile(a, w, b, r, g, beta)
+    assert [p.kind for p in c.kernels] == ["cube"]
+    note = c.kernels[0].row.plan_note
+    assert "A's 3 batch matrices are consecutive rows of one 21-row A" in note and "whole rows of C" in note
+    assert "ReduceSumRow" in c.source
+    y = a.astype(np.float64) @ w.astype(np.float64).T + b
+    want = np_layer_norm((r + y.astype(dtype)).astype(dtype).astype(np.float64), g.astype(np.float64),
+                         beta.astype(np.float64))
+    _close(c.simulate(a, w, b, r, g, beta), want, 1e-2)
+    _close(c(a, w, b, r, g, beta), want, 1e-2)
+
+
 @given(m=st.integers(1, 40), k=st.integers(1, 33), n=st.integers(1, 130),
        kind=st.sampled_from(["softmax", "rms_norm", "mean_sub"]), target=st.sampled_from(["ascend910b", "ascend310p"]))
 @fuzz_settings(0.006)

@@ -152,7 +152,9 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         return mix_cpu_hooks(self.name, self.tiling, len(self._gm_args()) + 2)
 
     # ---- the kernel ------------------------------------------------------------------------
-    def kernel(self) -> str:
+    def kernel(self, entry: bool = True) -> str:
+        """The kernel class and (with `entry`) its extern "C" entry; printer_cube_group prints the
+        classes of several parts and one entry of its own."""
         s = self.s
         a, b = s.mm.operands
         ta, tb = bool(s.mm.attr("transpose_a", False)), bool(s.mm.attr("transpose_b", False))
@@ -269,6 +271,8 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         L += members + ["    uint32_t m0 = 0, n0 = 0, offA = 0, offB = 0, tailM = 0, tailN = 0, batch = 0;",
                         "    uint32_t curM = 0, curN = 0, row0 = 0, col0 = 0;",
                         "    bool active = false;", "};", ""]
+        if not entry:
+            return "\n".join(L)
         macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n" if self.t.kernel_type_macro else ""
         gm = self._gm_args()
         L.append(f"""extern "C" __global__ __aicore__ void {self.name}({', '.join(f'GM_ADDR {x}' for x in gm + ['workspace', 'tiling'])})

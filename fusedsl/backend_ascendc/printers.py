@@ -8,6 +8,7 @@ from .printer import AscendCPrinter
 from .printer_attention import AttentionPrinter
 from .printer_conv import ConvPrinter
 from .printer_cube import CubePrinter
+from .printer_cube_group import CubeGroupPrinter
 from .printer_cube_row import CubeRowPrinter
 from .printer_reduce import ColumnPrinter
 from .printer_row import RowPrinter
@@ -29,6 +30,7 @@ PRINTERS = {
     "vector": _vector,
     "conv": ConvPrinter,      # im2col per core and image, then the Matmul API
     "cube": _cube,            # the Matmul API with the epilogue on each C tile in UB
+    "cube_group": CubeGroupPrinter,   # several matmuls of the same A, in turn, in one launch
     "row": RowPrinter,        # tiles of whole rows, or passes over chunks of a long row
     "column": ColumnPrinter,  # reductions over other axes, cores never split the reduced axis
     "attention": AttentionPrinter,   # flash attention: Q K^T, online softmax, P V per Q block

@@ -25,6 +25,7 @@ from ..ir.printer import print_module
 from ..ir.ops import CALL, has_trait
 from ..schedule_attention import AttentionSchedule
 from ..schedule_cube import CubeSchedule
+from ..schedule_cube_group import CubeGroupSchedule
 from .printer import VERSION, AscendCPrinter, camel, scalar_ctype
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -162,7 +163,7 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
         body += [f"    uint8_t* {var}_gm = DeviceAlloc(sizeof({var}));",
                  f"    rc |= CopyToDevice({var}_gm, &{var}, sizeof({var}));"]
         args = ', '.join(gm + ['workspace', var + '_gm'])
-        if isinstance(plan.lowered, (CubeSchedule, AttentionSchedule)):   # a mixed AIC+AIV kernel (Matmul API)
+        if isinstance(plan.lowered, (CubeSchedule, CubeGroupSchedule, AttentionSchedule)):   # a mixed AIC+AIV kernel (Matmul API)
             block_dim = plan.lowered.tiling({}, t).block_dim
             body += ["#ifdef ASCENDC_CPU_DEBUG",
                      "    AscendC::SetKernelMode(KernelMode::MIX_MODE);",

@@ -24,8 +24,10 @@ from __future__ import annotations
 import json
 import re
 
-from ..errors import AscendCCheckError
+from ..errors import AscendCCheckError, ProjectError, user_frame
+from ..schedule_attention import AttentionSchedule
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
+from ..schedule_cube_group import CubeGroupSchedule
 from . import cnames
 from .printer import VERSION, camel, scalar_ctype, shared_helpers
 from .project import common_files, scalar_decl, template
@@ -452,6 +454,10 @@ def op_project_files(compiled, printers, prog) -> dict[str, str]:
     files = {}
     for p in printers:
         plan = plans[p.name]
+        if isinstance(plan.lowered, (CubeGroupSchedule, AttentionSchedule)):   # several TCubeTilings
+            what = "an attention kernel" if isinstance(plan.lowered, AttentionSchedule) else "a kernel of several matmuls"
+            raise ProjectError(f"layout='op' does not write {what} ({p.name}: its tiling data holds several "
+                               "TCubeTilings) yet", loc=user_frame(), hint="save it with the default kernel-launch layout")
         files[f"op_host/{p.name}_tiling.h"] = _tiling_h(p, plan)
         files[f"op_host/{p.name}.cpp"] = _op_host(p, plan, t)
         files[f"op_kernel/{p.name}.cpp"] = _op_kernel(p, plan)

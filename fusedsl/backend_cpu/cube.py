@@ -40,6 +40,7 @@ from .. import dtypes as dt
 from ..ir.core import Function, Op
 from ..ir.ops import CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
+from ..schedule_cube_group import cube_parts
 from . import casts
 from .launch import host_threads, pool
 
@@ -419,10 +420,40 @@ def _run_op(op: Op, inputs) -> np.ndarray:
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+class _Parts:
+    """A kernel of several matmuls of the same A (schedule_cube_group.cube_parts): each part is
+    a cube kernel of its own, run in turn, as the printed kernel runs them."""
+
+    def __init__(self, fn: Function, parts: list[Function], kernels: list[CubeKernel]):
+        self.fn, self.parts, self.kernels = fn, parts, kernels
+
+    @classmethod
+    def build(cls, fn: Function) -> "_Parts | None":
+        parts = cube_parts(fn)
+        if parts is None:
+            return None
+        kernels = [CubeKernel.build(p) for p in parts]
+        return None if any(k is None for k in kernels) else cls(fn, parts, kernels)
+
+    def run(self, inputs, targets=None) -> tuple[np.ndarray, ...]:
+        env = {id(p.value): a for p, a in zip(self.fn.params, inputs)}
+        slots: dict[int, list[int]] = {}
+        for i, v in enumerate(self.fn.results):
+            slots.setdefault(id(v), []).append(i)
+        outs = [None] * len(self.fn.results)
+        for part, kernel in zip(self.parts, self.kernels):
+            t = [targets[slots[id(v)][0]] if targets else None for v in part.results]
+            got = kernel.run([env[id(p.value)] for p in part.params], t)
+            for v, g in zip(part.results, got):
+                for i in slots[id(v)]:
+                    outs[i] = g
+        return tuple(outs)
+
+
 def run(fn: Function, inputs, targets=None) -> tuple[np.ndarray, ...] | None:
     """Run a cube kernel function blockwise, or None when this executor does not handle it."""
     if fn not in _CACHE:
-        _CACHE[fn] = CubeKernel.build(fn)
+        _CACHE[fn] = CubeKernel.build(fn) or _Parts.build(fn)
     kernel = _CACHE[fn]
     if kernel is None:
         return None

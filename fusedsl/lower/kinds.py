@@ -20,6 +20,7 @@ from ..schedule import VectorSchedule, schedule_vector_kernel
 from ..schedule_attention import AttentionSchedule, schedule_attention_kernel
 from ..schedule_conv import ConvSchedule, schedule_conv_kernel
 from ..schedule_cube import CubeSchedule, schedule_cube_kernel
+from ..schedule_cube_group import CubeGroupSchedule, schedule_cube_group
 from ..schedule_reduce import ColumnSchedule, schedule_reduce_kernel
 from ..schedule_row import RowSchedule, is_row_kernel, schedule_row_kernel
 from ..schedule_transpose import TransposeSchedule, lone_transpose, schedule_transpose_kernel
@@ -73,6 +74,11 @@ KINDS: list[Kind] = [
     Kind("conv", lambda fn, group: _cube_group(fn, group) and any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_conv_kernel(fn, t, o.ub_headroom, o.l1_headroom),
          (ConvSchedule,), (ScheduleError, TargetError)),
+    # several matmuls of the same A, each with its epilogue, run in turn (printer_cube_group)
+    Kind("cube_group", lambda fn, group: _cube_group(fn, group) and sum(op.name == "matmul" for op in fn.ops) > 1
+         and not any(op.name == "conv2d" for op in fn.ops),
+         lambda fn, t, o, snaps: schedule_cube_group(fn, t, o.ub_headroom, o.l1_headroom),
+         (CubeGroupSchedule,), (ScheduleError, TargetError)),
     # a matmul with its elementwise or row epilogue (printer_cube, printer_cube_row)
     Kind("cube", _cube_group,
          lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom),

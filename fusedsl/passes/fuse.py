@@ -613,7 +613,7 @@ class Fuse(Pass):
             note = next((self.notes[id(fn.ops[i].result)] for i in ops_idx if id(fn.ops[i].result) in self.notes),
                         None)
             code, text = split_reason(note or reason)
-            self.infos[name] = KernelInfo(name, kind, text, code)
+            self.infos[name] = KernelInfo(name, kind, text + _operand_boundary(fn, ops_idx, outputs), code)
         main = self._main(fn, built)
         others = tuple(f for f in module.functions if f is not fn)
         return Module(others + tuple(b[0] for b in built) + (main,))
@@ -900,6 +900,76 @@ def _row_values_only(fn: Function, ops_idx, row_shape) -> bool:
     return all(has_trait(fn.ops[i], CONSTANT) or tuple(fn.ops[i].result.shape) in shapes for i in ops_idx)
 
 
+def _operand_boundary(fn: Function, ops_idx, outputs) -> str:
+    """Why the kernel's results leave it when a cube or attention op reads them as an operand (the
+    Matmul API takes its operands from GM, so that boundary stays): '' otherwise. Reshapes between
+    kernels are views, followed."""
+    member = set(ops_idx)
+    readers: dict[int, list[Op]] = {}
+    for i, op in enumerate(fn.ops):
+        if i not in member:
+            for v in op.operands:
+                readers.setdefault(id(v), []).append(op)
+    names, stack, seen = set(), [v for v in outputs], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        for op in readers.get(id(v), ()):
+            if is_view_op(op):
+                stack.append(op.result)
+            elif has_trait(op, CUBE) or op.name == "attention":
+                names.add(op.name)
+    if not names:
+        return ""
+    what = "its results are operands" if len(outputs) > 1 else "its result is an operand"
+    return (f"; {what} of the {' and '.join(sorted(names))} after it, which the Matmul API reads from GM, so it "
+            "is written there")
+
+
+MAX_MATMULS = 4   # Matmul objects one kernel may register (REGIST_MATMUL_OBJ, ASCENDC.md 3.1)
+
+
+def _merge_same_a(fn: Function, kernels, producer, find, members, try_merge) -> None:
+    """Cube kernels whose matmuls read the same A (the q, k and v projections of one normalised
+    x) merge into one launch: the products run in turn in one kernel (printer_cube_group), so
+    the launches, not the bytes, are saved. Only independent kernels merge (no part reads
+    another's values; try_merge keeps the kernel graph acyclic), at most MAX_MATMULS, each an
+    elementwise epilogue (a row epilogue keeps its kernel: whole rows of C per tile)."""
+    by_a: dict[tuple, list[int]] = {}
+    for k, (ops_idx, kind, _, _) in enumerate(kernels):
+        if kind != "single" or len(ops_idx) != 1 or fn.ops[ops_idx[0]].name != "matmul":
+            continue
+        mm = fn.ops[ops_idx[0]]
+        a, b = mm.operands
+        key = (id(a), bool(mm.attr("transpose_a", False)), bool(mm.attr("transpose_b", False)),
+               tuple(mm.result.shape), b.dtype, tuple(b.shape))
+        by_a.setdefault(key, []).append(k)
+    for ks in by_a.values():
+        if len(ks) < 2:
+            continue
+        taken: list[int] = []
+        for k in ks:
+            group = members(find(k))
+            ops_k = {i for g in group for i in kernels[g][0]}
+            if any(_is_row_reduction(fn.ops[i]) for i in ops_k):
+                continue
+            if taken:
+                mine = {i for g in members(find(taken[0])) for i in kernels[g][0]}
+                own, theirs = ops_k - mine, mine - ops_k
+                # a part reading another part's value would make one product wait for the other
+                if any(producer.get(id(v)) in theirs for i in own for v in fn.ops[i].operands) or any(
+                        producer.get(id(v)) in own for i in theirs for v in fn.ops[i].operands):
+                    continue
+                if len(taken) >= MAX_MATMULS:
+                    break
+                try_merge(taken[0], k)
+                if find(k) != find(taken[0]):
+                    continue   # the merge would close a cycle through another kernel
+            taken.append(k)
+
+
 def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool = True, target=None,
               ub_share: float = 1.0) -> list[tuple]:
     """Merge each last-axis reduction kernel with its row-shaped vector producer and consumers.
@@ -1025,6 +1095,8 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
                     refused[c] = refused[k] = why
                     continue
             try_merge(k, c)
+    if cube:
+        _merge_same_a(fn, kernels, producer, find, members, try_merge)
     groups: dict[int, list[int]] = {}
     for k in range(len(kernels)):
         groups.setdefault(find(k), []).append(k)
@@ -1055,6 +1127,11 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             if used and not has_trait(fn.ops[i], CONSTANT):
                 roots.append(i)
         cube_op = next((fn.ops[i].name for i in ops_idx if fn.ops[i].name in ("matmul", "conv2d")), None)
+        n_mm = sum(1 for i in ops_idx if fn.ops[i].name == "matmul")
+        if n_mm > 1:
+            out.append((ops_idx, "cube", f"FS113 cube kernel: {n_mm} matmuls of the same A, each with its elementwise "
+                        "epilogue, in one launch (the products run in turn, A is read by each)", roots))
+            continue
         if cube_op is not None:
             out.append((ops_idx, "cube", f"FS113 cube kernel: {cube_op} with its elementwise epilogue "
                         "(consumed from UB tile by tile)", roots))

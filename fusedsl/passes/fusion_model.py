@@ -36,7 +36,8 @@ REASONS = {
     "FS110": "cube buffer capacity: L1 / L0A / L0B / L0C (e.g. 16 whole rows of a matmul result in L0C)",
     "FS111": "a value several kernels need is stored once (cheaper than recomputing it in each)",
     "FS112": "row kernel: a last-axis reduction fused with its row producers and broadcast-back consumers",
-    "FS113": "cube kernel: a matmul or conv2d fused with its elementwise epilogue",
+    "FS113": ("cube kernel: a matmul or conv2d fused with its elementwise (or row) epilogue; several matmuls of "
+              "the same A, each with its epilogue, in one launch"),
     "FS114": "a slice / concatenate / take that cannot become CopyIn addressing (e.g. a step on the last axis)",
     "FS115": "softmax(q @ k^T * s + mask) @ v that cannot become one attention op (the reason names the difference)",
 }
