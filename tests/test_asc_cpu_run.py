@@ -86,6 +86,16 @@ def test_translate_keeps_lines_and_handles_templates_and_configs():
     assert "std::pair<int, int>>> v;" in rest   # a template's >>> is no launch
 
 
+def test_translate_reads_qualifiers_written_before_global():
+    # CANN's matmul samples write `__cube__ __global__ __aicore__ void k(...)`: still a cube-only launch
+    src = ("__cube__ __global__ __aicore__ void mm(GM_ADDR a, GM_ADDR workspace);\n"
+           "__global__ __vector__ void v(GM_ADDR a);\n"
+           "mm<<<1, nullptr, s>>>(a, w);\nv<<<2, nullptr, s>>>(a);\n")
+    out = asc.translate(src, "k.asc")
+    assert "::fusedsl_cpu::AscLaunch(::KernelMode::AIC_MODE, 1, mm, 1, nullptr, s)(a, w);" in out
+    assert "::fusedsl_cpu::AscLaunch(::KernelMode::AIV_MODE, -1, v, 2, nullptr, s)(a);" in out
+
+
 def test_compile_errors_point_at_the_asc_line(tmp_path):
     bad = tmp_path / "bad.asc"
     bad.write_text('#include "kernel_operator.h"\n\n__global__ __vector__ void k(GM_ADDR x)\n{\n'

@@ -136,6 +136,27 @@ def test_transposed_b_with_iterate_all_to_gm(lib):
     assert stats.gm_bytes_written == m * n * 4
 
 
+def test_matmul_config_surface_relu_in_a_cube_only_kernel(lib):
+    # a __cube__-style launch (AIC_MODE): ASCEND_IS_AIV is false there, so the kernel body runs
+    m, n, k = 64, 64, 32
+    a, b, bias = _operands(m, n, k, np.float16, seed=8)
+    c = np.full(m * n, np.nan, np.float32)
+    tiling = _tiling(lib, "Ascend910B2", m, n, k, 1, 32, 32)
+    _launch(lib, "matmul_cfg_relu", 1, a, b, bias, c, tiling, "ascend910b")
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias, 0)
+    np.testing.assert_allclose(c.reshape(m, n), want, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_config_that_changes_c_and_is_not_modelled_is_refused(lib):
+    m, n, k = 64, 64, 32
+    a, b, bias = _operands(m, n, k, np.float16, seed=8)
+    c = np.zeros(m * n, np.float32)
+    tiling = _tiling(lib, "Ascend910B2", m, n, k, 1, 32, 32)
+    with pytest.raises(AscendCCheckError, match=r"REGIST_MATMUL_OBJ: MatmulConfig.isPartialOutput \(C written per K "
+                                                r"step\) is not modelled"):
+        _launch(lib, "matmul_cfg_partial", 1, a, b, bias, c, tiling, "ascend910b")
+
+
 def test_get_tensor_c_in_nz_format(lib):
     m, n, k = 64, 64, 32
     a, b, bias = _operands(m, n, k, np.float16, seed=6)

@@ -32,7 +32,9 @@ _LAUNCH = re.compile(r"(?P<name>(?:::)?[A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?)\s*<
 _ERROR_LINES = 40
 # a kernel definition's qualifiers decide how its blocks run: __vector__ AIV, __cube__ AIC,
 # __mix__(cube, vector) one cube core with its vector cores (CANN's CPU debug reads the same)
-_KERNEL_DEF = re.compile(r"__global__\s+((?:__\w+__(?:\s*\([^)]*\))?\s+)*)void\s+(\w+)\s*\(")
+# (the qualifiers may stand before __global__ too: `__cube__ __global__ __aicore__ void k(...)`)
+_KERNEL_DEF = re.compile(r"((?:__\w+__(?:\s*\([^)]*\))?\s+)*)__global__\s+((?:__\w+__(?:\s*\([^)]*\))?\s+)*)"
+                         r"void\s+(\w+)\s*\(")
 _MODES = (("__mix__", "MIX_MODE"), ("__cube__", "AIC_MODE"), ("__vector__", "AIV_MODE"))
 
 
@@ -82,8 +84,9 @@ def translate(source: str, filename: str) -> str:
     modes, workspaces = {}, {}
     for m in _KERNEL_DEF.finditer(source):
         default = "MIX_MODE" if _has_kfc_workspace(source, m.end() - 1) else "AIV_MODE"
-        modes[m.group(2)] = next((mode for q, mode in _MODES if q in m.group(1)), default)
-        workspaces[m.group(2)] = _workspace_index(source, m.end() - 1)
+        quals = m.group(1) + m.group(2)
+        modes[m.group(3)] = next((mode for q, mode in _MODES if q in quals), default)
+        workspaces[m.group(3)] = _workspace_index(source, m.end() - 1)
 
     def launch(m) -> str:
         base = re.sub(r"<.*", "", m["name"]).split("::")[-1].strip()

@@ -171,6 +171,57 @@ extern "C" __global__ __aicore__ void matmul_nz_tile(GM_ADDR a, GM_ADDR b, GM_AD
     mm.End();
 }
 
+// MatmulConfig built the ways kernels build it: GetMMConfig with parameter structs (here ReLU on
+// C) and a modified copy of CFG_NORM.
+constexpr MatmulConfig kReluCfg = [] {
+    MatmulFuncParams f{};
+    f.enableRelu = true;
+    f.iterateOrder = IterateOrder::ORDER_N;
+    return GetMMConfig<MatmulConfigMode::CONFIG_MDL>(MatmulShapeParams{64, 64, 32, 32, 32, 32}, f);
+}();
+constexpr MatmulConfig kPartialCfg = [] {
+    auto c = CFG_NORM;
+    c.isPartialOutput = true;
+    return c;
+}();
+static_assert(kReluCfg.doMultiDataLoad && !kReluCfg.doNorm && kReluCfg.singleCoreM == 64 && kReluCfg.enableRelu);
+
+template <const MatmulConfig& CFG>
+__aicore__ inline void ReluMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws, GM_ADDR t) {
+    if ASCEND_IS_AIV {   // a cube-only kernel: the cube core does the work
+        return;
+    }
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>, CFG> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a));
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b));
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias));
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c));
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    mm.IterateAll(cg);
+    mm.End();
+}
+
+extern "C" __global__ __aicore__ void matmul_cfg_relu(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                      GM_ADDR t) {
+    ReluMatmul<kReluCfg>(a, b, bias, c, ws, t);
+}
+
+extern "C" __global__ __aicore__ void matmul_cfg_partial(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                         GM_ADDR t) {
+    ReluMatmul<kPartialCfg>(a, b, bias, c, ws, t);
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -186,6 +237,8 @@ BROKEN_ENTRY(tensor_c_misaligned, MIX_MODE)
 BROKEN_ENTRY(missing_end, MIX_MODE)
 BROKEN_ENTRY(iterate_twice, MIX_MODE)
 BROKEN_ENTRY(not_registered, MIX_MODE)
+BROKEN_ENTRY(matmul_cfg_relu, AIC_MODE)
+BROKEN_ENTRY(matmul_cfg_partial, AIC_MODE)
 
 // The sample kernel launched as a vector-only kernel.
 extern "C" int fusedsl_launch_matmul_in_aiv_mode(uint32_t blockDim, uint8_t** args) {

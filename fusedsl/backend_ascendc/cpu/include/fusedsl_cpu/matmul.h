@@ -19,39 +19,11 @@
 #include "data_copy.h"
 #include "kernel_tiling/kernel_tiling.h"
 
-// Global, as in CANN: samples write CubeFormat::ND without a namespace.
-enum class CubeFormat { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
-enum class LayoutMode { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
+#include "matmul_config.h"
 
 namespace AscendC {
-
-using ::CubeFormat;
-using ::LayoutMode;
 
 constexpr int32_t DEFAULT_C0_SIZE = 32;   // bytes per DataBlock, the unit of DataCopyParams
-
-// Matmul template configurations.  They select hardware scheduling strategies that change no
-// result, so the CPU implementation only carries them.
-struct MatmulConfig {
-    bool doNorm = true;
-    bool doMultiDataLoad = false;
-    bool intrinsicsCheck = false;
-};
-
-}  // namespace AscendC
-
-// Global, as in CANN: samples write Matmul<A, B, C, Bias, CFG_MDL> without a namespace.
-inline constexpr AscendC::MatmulConfig CFG_NORM{true, false, false};
-inline constexpr AscendC::MatmulConfig CFG_MDL{false, true, false};
-inline constexpr AscendC::MatmulConfig CFG_IBSHARE_NORM{true, false, false};
-inline constexpr AscendC::MatmulConfig CFG_IBSHARE_MDL{false, true, false};
-
-namespace AscendC {
-
-using ::CFG_IBSHARE_MDL;
-using ::CFG_IBSHARE_NORM;
-using ::CFG_MDL;
-using ::CFG_NORM;
 
 // User callbacks that replace the API's own GM->L1 copies and C write-back.  Only the default
 // (all null) is modelled: a kernel that passes one gets a located error at compile time.
@@ -354,9 +326,23 @@ public:
     using Acc = std::conditional_t<std::is_same_v<SrcAT, int8_t>, int32_t, float>;
 
     static constexpr bool kCInUb = fusedsl_cpu::IsUbTensorPosition(C_TYPE::pos);
+    // MM_CFG is a MatmulConfig (CFG_NORM, GetMDLConfig(...), a kernel's own) or a static tiling.
+    static constexpr bool kCfgIsConfig = std::is_same_v<std::decay_t<decltype(MM_CFG)>, MatmulConfig>;
 
     template <class W>
     void fs_Register(TPipe* pipe, W workspace, const TCubeTiling* tiling, const char* api, bool need_workspace) {
+        if constexpr (kCfgIsConfig) {
+            // Config fields that change what C holds and that the CPU model does not implement.
+            const char* unmodelled = MM_CFG.isPartialOutput ? "isPartialOutput (C written per K step)"
+                                     : MM_CFG.isEnableChannelSplit ? "isEnableChannelSplit (C split into channels)"
+                                     : MM_CFG.intraBlockPartSum ? "intraBlockPartSum (two AIV results summed in L0C)"
+                                     : MM_CFG.decompMode != DecompressionMode::DECOMP_NONE ? "decompMode (B decompressed)"
+                                                                                            : nullptr;
+            if (unmodelled != nullptr) {
+                fusedsl_cpu::Fail("%s: MatmulConfig.%s is not modelled by fusedsl's CPU implementation of the Matmul "
+                                  "API", api, unmodelled);
+            }
+        }
         static_assert(A_TYPE::pos == TPosition::GM && B_TYPE::pos == TPosition::GM,
                       "the fusedsl CPU Matmul models A and B in GM (TPosition::GM)");
         static_assert(C_TYPE::pos == TPosition::GM || kCInUb, "C_TYPE position must be GM or VECIN/VECOUT/VECCALC");
@@ -621,6 +607,13 @@ private:
         }
         St().gm_bytes_read += static_cast<uint64_t>(tm * k) * sizeof(SrcAT) + static_cast<uint64_t>(k * tn) *
                                                                                   sizeof(SrcBT);
+        if constexpr (kCfgIsConfig) {
+            if (MM_CFG.enableRelu) {   // the fixpipe's ReLU on the way out of L0C
+                for (Acc& v : fs_acc) {
+                    v = v < Acc(0) ? Acc(0) : v;
+                }
+            }
+        }
     }
 
     // The pending tile into UB at element (row0, col0) of a row-major block with leading

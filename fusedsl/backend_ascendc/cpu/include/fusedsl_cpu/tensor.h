@@ -965,5 +965,7 @@ inline void PRINTF(const char* fmt, Args... args) {
 }  // namespace AscendC
 
 #define KERNEL_TASK_TYPE_DEFAULT(type) ::fusedsl_cpu::NoteKernelType(type)
-#define ASCEND_IS_AIV (true)
-#define ASCEND_IS_AIC (false)
+// Which core the code runs on: a cube-only launch (AIC_MODE, __cube__) runs on cube cores, every
+// other launch on vector instances (the Matmul API runs the cube's work there, see matmul.h).
+#define ASCEND_IS_AIV (::fusedsl_cpu::RT().kernel_mode != KernelMode::AIC_MODE)
+#define ASCEND_IS_AIC (::fusedsl_cpu::RT().kernel_mode == KernelMode::AIC_MODE)

@@ -53,6 +53,23 @@ enum class DataType { DT_FLOAT = 0, DT_FLOAT16 = 1, DT_INT8 = 2, DT_INT32 = 3, D
                       DT_UINT16 = 7, DT_UINT32 = 8, DT_INT64 = 9, DT_UINT64 = 10, DT_DOUBLE = 11, DT_BOOL = 12,
                       DT_BF16 = 27, DT_UNDEFINED = 28 };
 enum class MatrixTraverse { NOSET = 0, FIRSTM = 1, FIRSTN = 2 };
+enum class ScheduleType { INNER_PRODUCT = 0, OUTER_PRODUCT };
+
+// Hints for the host tiling (the Matmul template the kernel uses, L1 caching, the schedule and
+// traversal order).  fusedsl's tiling honours the traversal order; the others pick device data
+// movement and change no result.
+struct MatmulConfigParams {
+    int32_t mmConfigType;
+    bool enableL1CacheUB;
+    ScheduleType scheduleType;
+    MatrixTraverse traverse;
+    bool enVecND2NZ;
+    MatmulConfigParams(int32_t mmConfigTypeIn = 1, bool enableL1CacheUBIn = false,
+                       ScheduleType scheduleTypeIn = ScheduleType::INNER_PRODUCT,
+                       MatrixTraverse traverseIn = MatrixTraverse::NOSET, bool enVecND2NZIn = false)
+        : mmConfigType(mmConfigTypeIn), enableL1CacheUB(enableL1CacheUBIn), scheduleType(scheduleTypeIn),
+          traverse(traverseIn), enVecND2NZ(enVecND2NZIn) {}
+};
 
 namespace detail {
 
@@ -134,6 +151,18 @@ public:
         ubSpace_ = ubSize;
         (void)btSize;
         return 0;
+    }
+    void SetMatmulConfigParams(int32_t mmConfigTypeIn = 1, bool enableL1CacheUBIn = false,
+                               ScheduleType scheduleTypeIn = ScheduleType::INNER_PRODUCT,
+                               MatrixTraverse traverseIn = MatrixTraverse::NOSET, bool enVecND2NZIn = false) {
+        SetMatmulConfigParams(
+            MatmulConfigParams(mmConfigTypeIn, enableL1CacheUBIn, scheduleTypeIn, traverseIn, enVecND2NZIn));
+    }
+    void SetMatmulConfigParams(const MatmulConfigParams& configParams) {
+        config_params_ = configParams;
+        if (configParams.traverse != MatrixTraverse::NOSET) {
+            SetTraverse(configParams.traverse);
+        }
     }
     int32_t SetTraverse(MatrixTraverse traverse) {
         traverse_ = traverse;
@@ -333,6 +362,7 @@ protected:
     int32_t l1Space_ = -1, l0cSpace_ = -1, ubSpace_ = -1;
     bool isBias_ = false;
     MatrixTraverse traverse_ = MatrixTraverse::NOSET;
+    MatmulConfigParams config_params_;
 };
 
 // Tiling for one core computing the whole SetShape block.
