@@ -26,6 +26,7 @@ from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, lower_kernel
+from .lower.column_plan import is_column_kernel
 from .lower.row_plan import has_row_reduction
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
@@ -508,12 +509,13 @@ class CompiledKernel:
         return kernel
 
     def _row_kernel(self, plan: KernelPlan):
-        """The compiled RowCpuKernel of a kernel with last-axis reductions, or ReduceCpuKernel of
-        a lone reduction over a contiguous range of axes; None otherwise (the kernel then runs
-        on the numpy reference, e.g. a reduction over axes (0, 2))."""
+        """The compiled RowCpuKernel of a kernel with last-axis reductions, or ColumnCpuKernel of
+        a column kernel (reductions over a contiguous range of axes, with their producers and
+        consumers) or of a lone reduction over trailing axes; None otherwise (the kernel then
+        runs on the numpy reference, e.g. a reduction over axes (0, 2))."""
         key = ("row", plan.name)
         if key not in self._cpu:
-            from .backend_cpu.llvm_reduce import reduced_range
+            from .backend_cpu.llvm_reduce import lone_row_reduction
             self._cpu[key] = None
             fn = plan.function
             target = host_casts(self.target) if _has_narrow_ints(fn) else self.target
@@ -521,9 +523,9 @@ class CompiledKernel:
                 if plan.kind in ("row", "single") and has_row_reduction(fn):
                     from .backend_cpu.llvm_row import RowCpuKernel
                     self._cpu[key] = RowCpuKernel(fn, target)
-                elif plan.kind == "single" and len(fn.ops) == 1 and reduced_range(fn.ops[0]) is not None:
-                    from .backend_cpu.llvm_reduce import ReduceCpuKernel   # other axes, or several
-                    self._cpu[key] = ReduceCpuKernel(fn, target)
+                elif plan.kind in ("single", "column") and (is_column_kernel(fn) or lone_row_reduction(fn)):
+                    from .backend_cpu.llvm_reduce import ColumnCpuKernel   # other axes, or several
+                    self._cpu[key] = ColumnCpuKernel(fn, target)
             except LoweringError:
                 pass
         return self._cpu[key]

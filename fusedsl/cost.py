@@ -493,9 +493,18 @@ def row_schedule_gm(schedule, launch: Launch, sizes=None) -> int:
     (schedule_reduce.ColumnSchedule), from its parameters' kinds and its launch: rows read once
     per pass that needs them, a row every core needs ("lastonly": gamma, beta) once per core."""
     sizes = sizes or {}
-    if hasattr(schedule, "bn"):   # a column reduction: its input once, its outputs once
-        x, y = schedule.op.operands[0], schedule.op.result
-        return _nelem(x, sizes) * x.dtype.itemsize + _nelem(y, sizes) * y.dtype.itemsize
+    if hasattr(schedule, "bn"):   # a column kernel: elem inputs once per walk that reads them
+        fn = schedule.fn           # (once when resident), col inputs once per tile, outputs once
+        gm = 0
+        for p in schedule.params:
+            v = fn.params[p.index].value
+            if p.kind == "elem":
+                gm += schedule.elem_reads(p) * schedule.A * schedule.K * schedule.B * p.dtype.itemsize
+            elif p.kind == "col":
+                gm += schedule.A * schedule.B * p.dtype.itemsize
+            elif p.kind == "scalar":
+                gm += max(1, launch.block_dim) * p.dtype.itemsize
+        return gm + sum(_nelem(v, sizes) * v.dtype.itemsize for v in fn.results)
     fn = schedule.fn
     shape = [sizes.get(d, 1) if isinstance(d, str) else d for d in schedule.row_shape]
     C = shape[-1] if shape else 1

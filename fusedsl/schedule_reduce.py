@@ -1,17 +1,23 @@
-"""A lone reduction over other axes than the last, for the Ascend C backend.
+"""Reductions over other axes than the last, for the Ascend C backend.
 
-Row fusion merges only last-axis reductions; `sum(x, axis=0)`, `mean(x, axis=(1, 2))` or
-`max(x)` stay kernels of their own (kind "single").  When the reduced axes are one contiguous
-range the input is a free view [A, K, B] (A: axes before the range, K: the reduced axes, B:
-the axes after it):
+A column kernel (FS116: `sum(x * x, 0)`, batch statistics `mean`/`var` over axis 0, or a lone
+`mean(x, axis=(1, 2))`) reduces a domain D viewed as [A, K, B] (A: axes before the reduced
+range, K: the reduced axes, B: the axes after it) with the elementwise ops before and after
+its reductions (lower/column_plan.ColumnPlan).  A lone reduction whose range ends at the last
+axis (B == 1: `max(x)`, `sum(x, (1, 2))` of [A, H, W]) is the row kernel of the one-op
+function [A, K] -> [A] (schedule_row, printer_row), both plans included.
 
-    B == 1   A rows of K elements: the row kernel of the one-op function [A, K] -> [A]
-             (schedule_row, printer_row), both plans included
-    B > 1    a column reduction (printer_reduce.ColumnPrinter): a tile is `bn` consecutive
-             outputs out[a, b0 : b0+bn]; it keeps them in a float32 accumulator in UB and
-             walks k = 0..K-1 reading `kt` rows x[a, k, b0 : b0+bn] per DMA (rows B apart
-             in GM), adding each (16-bit rows cast to float32 first), so every element is
-             read once; mean divides by K, the result is rounded once to its dtype.
+A column kernel's tile is `bn` consecutive outputs out[a, b0 : b0+bn] (printer_reduce):
+
+    per phase   its col ops on [bn] rows, then a walk over k = 0..K-1 reading `kt` rows of
+                every elem input per DMA (rows B apart in GM, bn apart in UB); per row the
+                phase's elem ops run on [bn] row buffers and each reduction adds the row into
+                its float32 accumulator (16-bit rows cast first); mean divides by K, the
+                result is rounded once to its dtype
+    CopyOut     every output row of the tile
+
+so an elem input is read once per walk that needs it, and once in all when one DMA holds
+every row of K (`resident`: var(x, 0) then reads x once).
 
 Multi-core: cores take contiguous ranges of (a, column-chunk) tiles and never split K, so
 no core produces a partial result and nothing needs combining (no atomics, no second
@@ -20,14 +26,16 @@ block of outputs) partly recovers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import dtypes as dt
 from .errors import ScheduleError
 from .ir.core import Function, Op, Param, TensorType, Value, freeze_attrs
 from .ir.ops import CONSTANT, has_trait
 from .schedule import MIN_CORE_BYTES
-from .schedule_row import MAX_ELEMS, REDUCTIONS, RowParam, schedule_row_kernel
+from .lower.column_plan import ColumnPlan, plan_column_kernel
+from .lower.errors import LoweringError
+from .schedule_row import MAX_ELEMS, REDUCTIONS, RowParam, allocate_row_values, schedule_row_kernel, temp_pool
 from .targets import Target
 
 
@@ -50,16 +58,21 @@ def lone_reduction(fn: Function) -> tuple[Op, int, int] | None:
 @dataclass
 class ColumnSchedule:
     fn: Function
-    op: Op
+    plan: ColumnPlan
     target: Target
     A: int
     K: int
     B: int
-    params: list[RowParam]
-    bn: int                  # outputs per tile (a multiple of one 32-byte block of the input dtype)
-    kt: int                  # input rows per DMA
+    params: list[RowParam]   # kinds "elem" | "col" | "scalar" | "runtime_scalar" (column_plan.ColParam)
+    bn: int                  # outputs per tile (a multiple of 32 elements: one 32-byte block of any dtype)
+    kt: int                  # rows of K per DMA
     ub_budget: int
     plan_note: str
+    resident: bool = False   # one DMA holds every row of K: later walks read the inputs from UB
+    slack: int = 0           # elements Compare may read past a row buffer
+    row_counts: dict = field(default_factory=dict)    # dtype -> elem row buffers (reused by liveness)
+    row_assign: dict = field(default_factory=dict)    # id(elem value) -> (dtype, buffer number)
+    temps: dict = field(default_factory=dict)         # dtype -> temporaries the op stmts need at once
 
     symbols = ()             # static sizes only
 
@@ -67,18 +80,32 @@ class ColumnSchedule:
     def inputs(self):
         return self.params
 
+    @property
+    def op(self) -> Op:
+        """The first reduction (for messages: the kernel is named after it)."""
+        return next(o for ph in self.plan.phases for o in ph.reductions)
+
+    @property
+    def elem_bytes(self) -> int:
+        """Bytes of every elem input per element of the domain (how the cores are counted)."""
+        return max(1, sum(p.dtype.itemsize for p in self.params if p.kind == "elem"))
+
+    @property
+    def walks(self) -> int:
+        return sum(1 for ph in self.plan.phases if ph.walks)
+
+    def elem_reads(self, p: RowParam) -> int:
+        """How many times the kernel reads elem input p from GM: once per walk that needs it,
+        once in all when one DMA holds every row of K (resident)."""
+        reads = sum(1 for ph in self.plan.phases if ph.walks and
+                    any(q.index == p.index for q in self.plan.elem_params(ph)))
+        return min(reads, 1) if self.resident else reads
+
     def tiling(self, sizes, target) -> "ColumnTiling":
         return compute_column_tiling(self, target)
 
     def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
-        x = self.op.operands[0].dtype
-        out = self.op.result.dtype
-        plan = [(f"q_{self.params[0].name}", "VECIN", self.kt * self.bn * x.itemsize, 2),
-                ("q_y0", "VECOUT", self.bn * out.itemsize, 2),
-                ("b_acc", "VECCALC", self.bn * 4, 1)]
-        if x != dt.float32 or self.op.name == "mean":
-            plan.append(("b_wide", "VECCALC", self.bn * 4, 1))
-        return plan
+        return column_buffers(self)
 
 
 @dataclass(frozen=True)
@@ -100,13 +127,78 @@ class ColumnTiling:
 
 
 def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.0):
-    """A RowSchedule (B == 1) or a ColumnSchedule; ScheduleError (located) when not printable."""
+    """A RowSchedule (a lone reduction with B == 1) or a ColumnSchedule; ScheduleError
+    (located) when not printable."""
     found = lone_reduction(fn)
-    op = found[0] if found else next((o for o in fn.ops if o.name in REDUCTIONS), fn.ops[-1])
-    if found is None:
-        raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} is not printed as Ascend C (the reduced "
-                            "axes must be one contiguous range of a kernel of its own)", loc=op.loc,
+    reds = [o for o in fn.ops if o.name in REDUCTIONS]
+    op = reds[0] if reds else fn.ops[-1]
+    if found is not None and found[2] == len(found[0].operands[0].shape) - 1:
+        return _rows_of(fn, found, target, ub_fraction)
+    try:
+        plan = plan_column_kernel(fn, target)
+    except LoweringError as exc:
+        raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} is not printed as Ascend C ({exc})",
+                            loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))") from None
+    if plan.A is None or plan.K is None or plan.B is None:
+        raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} of a tensor with symbolic sizes "
+                            f"{list(plan.domain)} is not printed as Ascend C yet", loc=op.loc,
+                            hint="give the tensor fixed sizes, or run on the CPU executors")
+    for r in reds:
+        if not r.operands[0].dtype.is_float:
+            raise ScheduleError(f"{r.name} over {r.operands[0].dtype.name} is not printed as Ascend C yet (the "
+                                "reduction APIs take half/float)", loc=r.loc,
+                                hint="cast to float32 first, or run on the CPU executors")
+    for i, v in enumerate(fn.results):
+        if v.dtype not in COPYABLE:
+            raise ScheduleError(f"a column kernel's {v.dtype.name} output is not printed as Ascend C yet",
+                                loc=fn.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    params = [RowParam(p.index, p.value.name, p.value.dtype, p.kind) for p in plan.params]
+    sched = ColumnSchedule(fn, plan, target, plan.A, plan.K, plan.B, params, 0, 0, int(target.ub_bytes * ub_fraction),
+                           "")
+    elem_kinds = {k: ("row" if kind == "elem" else kind) for k, kind in plan.kinds.items()}
+    sched.row_assign, sched.row_counts = allocate_row_values(fn, elem_kinds, outputs=set())
+    steps = [st for ph in plan.phases for st in ph.col_ops + ph.elem_ops]
+    sched.temps = temp_pool(steps)
+    sched.slack = max([st.sched.slack_elems for st in steps] + [0])
+    A, K, B = plan.A, plan.K, plan.B
+    min_item = min([p.dtype.itemsize for p in params if p.kind != "runtime_scalar"] +
+                   [v.dtype.itemsize for v in fn.results])
+    # column chunk: enough tiles for every core when the outputs allow it, at most 1024
+    # outputs (a DMA row under 256 bytes wastes most of its bandwidth: no smaller chunks)
+    least = max(32, 256 // min_item)
+    bn = min(_round_up(B, 32), 1024)
+    while bn > least and A * -(-B // bn) < target.vector_cores:
+        bn = max(least, _round_up(bn // 2, 32))
+    per_row = sum(2 * p.dtype.itemsize for p in params if p.kind == "elem")
+    while True:
+        sched.bn = bn
+        fixed = column_fixed_bytes(sched)
+        kt = (sched.ub_budget - fixed) // max(1, per_row * bn) if sched.ub_budget > fixed else 0
+        if kt >= 1 or bn <= 32:
+            break
+        bn = max(32, _round_up(bn // 2, 32))
+    if kt < 1:
+        raise ScheduleError(f"{op.name}: a tile of {bn} columns with its {len(fn.ops)} ops needs "
+                            f"{fixed + per_row * bn} bytes of UB, more than the {sched.ub_budget} bytes of the budget",
+                            loc=op.loc, hint="split the computation, or run on the CPU executors")
+    sched.kt = kt = min(K, 4095, kt)
+    sched.resident = kt >= K and sched.walks > 1
+    queues = sum(2 for p in params if p.kind == "elem") + sum(1 for p in params if p.kind == "col")
+    if queues > target.max_queue_buffers_per_position:
+        raise ScheduleError(f"{op.name}: the column kernel's {queues} input queue buffers exceed the "
+                            f"{target.max_queue_buffers_per_position} of one position on {target.name}", loc=op.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    walks = (f"{sched.walks} walks over K" + (" reading the inputs once (one DMA holds K)" if sched.resident
+                                               else "") if sched.walks > 1 else "one walk over K")
+    ops = ", ".join(dict.fromkeys(o.name for o in fn.ops if not has_trait(o, CONSTANT)))
+    sched.plan_note = (f"columns: [A, K, B] = [{A}, {K}, {B}] ({ops}), tiles of {bn} outputs accumulated in "
+                       f"float32 over K, {kt} rows per DMA, {walks}; cores split A and B only, never K, so there "
+                       "are no partial results to combine")
+    return sched
+
+
+def _rows_of(fn, found, target, ub_fraction):
+    """A lone reduction over trailing axes: the row kernel of [A, K] -> [A]."""
     op, first, last = found
     x = op.operands[0]
     shape = tuple(x.shape)
@@ -119,32 +211,57 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
                             "half/float)", loc=op.loc, hint="cast to float32 first, or run on the CPU executors")
     A = _prod(shape[:first])
     K = _prod(shape[first:last + 1])
-    B = _prod(shape[last + 1:])
-    if B == 1:   # rows: the row kernel of [A, K] -> [A]
-        xv = Value(TensorType((A, K), x.dtype), x.name)
-        red = Op(op.name, (xv,), (Value(TensorType((A,), op.result.dtype)),),
-                 freeze_attrs({"axes": [1], "keepdims": False}), op.loc)
-        rows = Function(fn.name, (Param(xv),), (red,), red.results, fn.loc)
-        sched = schedule_row_kernel(rows, target, ub_fraction)
-        sched.plan_note = f"[A, K] = [{A}, {K}] rows reduced over their last axis; " + sched.plan_note
-        return sched
-    budget = int(target.ub_bytes * ub_fraction)
-    block = 32 // x.dtype.itemsize
-    # column chunk: enough tiles for every core when the outputs allow it, at most 4 KB of float32
-    # (a DMA row under 256 bytes wastes most of its bandwidth: no smaller chunks than that)
-    least = max(block, 256 // x.dtype.itemsize)
-    bn = min(_round_up(B, block), 1024)
-    while bn > least and A * -(-B // bn) < target.vector_cores:
-        bn = max(least, _round_up(bn // 2, block))
-    wide = x.dtype != dt.float32 or op.name == "mean"   # a float32 row (16-bit input) or K per lane (mean)
-    fixed = bn * 4 * (2 if wide else 1) + 2 * bn * op.result.dtype.itemsize
-    kt = max(1, min(K, 4095, (budget - fixed) // (2 * bn * x.dtype.itemsize) if budget > fixed else 0))
-    if fixed + 2 * kt * bn * x.dtype.itemsize > budget:
-        raise ScheduleError(f"{op.name}: a tile of {bn} columns needs more than the {budget} bytes of UB", loc=op.loc)
-    note = (f"columns: [A, K, B] = [{A}, {K}, {B}], tiles of {bn} outputs accumulated in float32 over K, {kt} rows "
-            "per DMA; cores split A and B only, never K, so there are no partial results to combine")
-    return ColumnSchedule(fn, op, target, A, K, B, [RowParam(0, fn.params[0].value.name, x.dtype, "full")],
-                          bn, kt, budget, note)
+    xv = Value(TensorType((A, K), x.dtype), x.name)
+    red = Op(op.name, (xv,), (Value(TensorType((A,), op.result.dtype)),),
+             freeze_attrs({"axes": [1], "keepdims": False}), op.loc)
+    rows = Function(fn.name, (Param(xv),), (red,), red.results, fn.loc)
+    sched = schedule_row_kernel(rows, target, ub_fraction)
+    sched.plan_note = f"[A, K] = [{A}, {K}] rows reduced over their last axis; " + sched.plan_note
+    return sched
+
+
+COPYABLE = (dt.float32, dt.float16, dt.bfloat16, dt.int32)   # outputs copied into their queue
+
+
+def column_values(sched: ColumnSchedule) -> list[Value]:
+    """The per-column values that need a UB row of their own: col op results and reduction
+    results other than float32 ones (those are their accumulators)."""
+    plan = sched.plan
+    vals = [st.op.result for ph in plan.phases for st in ph.col_ops]
+    vals += [op.result for ph in plan.phases for op in ph.reductions if op.result.dtype != dt.float32]
+    return vals
+
+
+def column_buffers(sched: ColumnSchedule) -> list[tuple[str, str, int, int]]:
+    """(name, position, bytes, buffers) of every UB buffer of the printed column kernel."""
+    plan, bn = sched.plan, sched.bn
+    row = bn + sched.slack
+    bufs = []
+    for p in sched.params:
+        if p.kind == "elem":
+            bufs.append((f"q_{p.name}", "VECIN", sched.kt * bn * p.dtype.itemsize, 2))
+        elif p.kind == "col":
+            bufs.append((f"q_{p.name}", "VECIN", bn * p.dtype.itemsize, 1))
+    for i, v in enumerate(sched.fn.results):
+        bufs.append((f"q_y{i}", "VECOUT", bn * v.dtype.itemsize, 2))
+    reds = [op for ph in plan.phases for op in ph.reductions]
+    bufs += [(f"b_acc{r}", "VECCALC", bn * 4, 1) for r in range(len(reds))]
+    if any(op.operands[0].dtype != dt.float32 or op.name == "mean" for op in reds):
+        bufs.append(("b_wide", "VECCALC", bn * 4, 1))
+    for j, v in enumerate(column_values(sched)):
+        bufs.append((f"b_col{j}", "VECCALC", _round_up(row * v.dtype.itemsize, 32), 1))
+    for d, n in sched.row_counts.items():
+        bufs += [(f"b_{d.name}_e{i}", "VECCALC", _round_up(row * d.itemsize, 32), 1) for i in range(n)]
+    for d, n in sched.temps.items():
+        bufs += [(f"b_{d.name}_t{i}", "VECCALC", _round_up(row * d.itemsize, 32), 1) for i in range(n)]
+    return bufs
+
+
+def column_fixed_bytes(sched: ColumnSchedule) -> int:
+    """UB bytes of everything but the elem input queues (which take what is left), plus 1 KB
+    for the CPU API's alignment and the tiling struct."""
+    elem = {f"q_{p.name}" for p in sched.params if p.kind == "elem"}
+    return sum(b * n for name, _, b, n in column_buffers(sched) if name not in elem) + 1024
 
 
 def _prod(dims) -> int:
@@ -163,12 +280,12 @@ def compute_column_tiling(sched: ColumnSchedule, target: Target) -> ColumnTiling
     total = A * col_tiles
     if total == 0 or K == 0:
         return ColumnTiling(A, K, B, bn, sched.kt, col_tiles, 0, 0, 0)
-    moved = A * K * B * sched.op.operands[0].dtype.itemsize
+    moved = A * K * B * sched.elem_bytes
     want = max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), total))
     per_core = -(-total // want)
     if not target.has_datacopypad:   # tails written with SetValue: cores must not share a 64-byte line
-        item = sched.op.result.dtype.itemsize
+        items = sorted({v.dtype.itemsize for v in sched.fn.results})
         while per_core < total and any((s // col_tiles * B + s % col_tiles * bn) * item % 64
-                                       for s in range(per_core, total, per_core)):
+                                       for s in range(per_core, total, per_core) for item in items):
             per_core += 1
     return ColumnTiling(A, K, B, bn, sched.kt, col_tiles, total, per_core, -(-total // per_core))

@@ -31,6 +31,9 @@ CASES = {
     "row": (lambda x, g, b: fs.layer_norm(x, g, b), (f32(1024, 256), f32(256), f32(256))),
     "row-small": (lambda x, g, b: fs.layer_norm(x, g, b), (f32(64, 256), f32(256), f32(256))),
     "column": (lambda x: fs.sum(x, axis=0), (f32(512, 96),)),
+    # FS116: producers and consumers in the column kernel; var's two walks read x once (resident)
+    "column-fused": (lambda x, w, s: fs.sum(x * x * s, axis=1) * w + 1.0, (f32(6, 50, 40), f32(40), f32(1))),
+    "column-var": (lambda x: fs.var(x, axis=0), (f16(200, 96),)),
     "cube": (lambda x, w, b: fs.gelu(x @ w + b), (f32(128, 64), f32(64, 96), f32(96))),
     "cube-f16-rowvec": (lambda x, w, r: fs.relu(x @ w * r), (f16(100, 72), f16(72, 130), f16(100, 1))),
     "conv": (lambda x, w, b: fs.relu(fs.conv2d(x, w, padding=1) + b.reshape(1, -1, 1, 1)),

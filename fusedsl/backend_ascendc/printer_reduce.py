@@ -1,11 +1,18 @@
-"""Ascend C for a column reduction: a lone sum/mean/max/min over axes other than the last
-(schedule_reduce.ColumnSchedule, the [A, K, B] view with B > 1).
+"""Ascend C for a column kernel: reductions over axes before the last with their elementwise
+producers and consumers (schedule_reduce.ColumnSchedule, the [A, K, B] view).
 
-A tile is `bn` consecutive outputs out[a, b0 : b0+bn]. Per tile: the float32 accumulator is
-set to the identity; k walks 0..K-1 in groups of `kt` rows, each group one strided CopyIn
-(rows B elements apart in GM, bnPad apart in UB), each row added (Add/Max/Min; 16-bit rows
-cast to float32 first) into the accumulator; mean divides by K; CopyOut rounds once to the
-result dtype. Cores take contiguous tile ranges and never split K: no partial results exist.
+A tile is `bn` consecutive outputs out[a, b0 : b0+bn].  Per tile: the col inputs' rows are
+read once; per phase of the plan, its col ops run on [bn] rows, then (when the phase has
+reductions) its float32 accumulators are set to their identities and k walks 0..K-1 in
+groups of `kt` rows, each group one strided CopyIn per elem input (rows B elements apart in
+GM, bn apart in UB); per row the phase's elem ops and reduction folds run in program order
+(Add/Max/Min; 16-bit rows cast to float32 first); mean divides by K and a result is rounded
+once to its dtype.  When one group holds all of K (`resident`) every walk reads the inputs
+already in UB.  CopyOut writes each output row.  Cores take contiguous tile ranges and never
+split K: no partial results exist.
+
+Each elementwise op is the tile stmts the vector scheduler gives it (row_plan.op_schedule),
+renamed onto this kernel's row buffers (printer.rename_stmt), as the row printer does.
 """
 from __future__ import annotations
 
@@ -13,16 +20,17 @@ import os
 import struct
 
 from .. import dtypes as dt
-from ..schedule_reduce import ColumnSchedule
+from ..schedule import compute_dtype
+from ..schedule_reduce import ColumnSchedule, column_values
 from . import cnames
-from .printer import AscendCPrinter, camel, literal
+from .printer import AscendCPrinter, camel, gm_scalar_load, literal, pack_scalar, rename_stmt, scalar_ctype
 from .printer_row import _BINARY, _IDENTITY   # identities and fold ops of the four reductions
 
 
-
 class ColumnPrinter:
-    _helpers = AscendCPrinter._helpers
-    _cpu_hooks = AscendCPrinter._cpu_hooks
+    _helpers = AscendCPrinter._helpers       # CopyRowsIn/Out, MinU32
+    _stmt = AscendCPrinter._stmt             # one tile stmt + PIPE_V barrier
+    _cpu_hooks = AscendCPrinter._cpu_hooks   # extern "C" launch and tiling entry points
 
     def __init__(self, sched: ColumnSchedule, target, name: str, debug: bool | None = None):
         self.s = sched
@@ -32,29 +40,44 @@ class ColumnPrinter:
         self.tiling = camel(name) + "TilingData"
         self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
         self.symbols = []
-        self.x = cnames.param(sched.params[0].name)
+        self.cn = {p.index: cnames.param(p.name) for p in sched.params}
+        self.elem = [p for p in sched.params if p.kind == "elem"]
+        self.cols = [p for p in sched.params if p.kind == "col"]
+        self.reds = [op for ph in sched.plan.phases for op in ph.reductions]
+        self.wide = any(op.operands[0].dtype != dt.float32 or op.name == "mean" for op in self.reds)
+        self.colbuf = {id(v): f"col{j}" for j, v in enumerate(column_values(sched))}
+        self.form = {p.index: p for p in sched.plan.params}
 
+    # ---- interface shared with the other printers ----------------------------------------
     def _gm_args(self) -> list[str]:
-        return [self.x, "y0"]
+        return [self.cn[p.index] for p in self.s.params if p.kind != "runtime_scalar"] + \
+            [f"y{i}" for i in range(len(self.s.fn.results))]
 
     def pack(self, tiling, scalars) -> bytes:
         words = tiling.words
-        return struct.pack(f"<{len(words)}I", *words)
+        data = struct.pack(f"<{len(words)}I", *words)
+        for p in self.s.params:
+            if p.kind == "runtime_scalar":
+                data += pack_scalar(p.dtype, scalars[p.name])
+        return data
 
     def tiling_header(self) -> str:
         fields = ["A", "K", "B", "bn", "kt", "colTiles", "totalTiles", "tilesPerCore", "blockDim"]
-        return "\n".join([f"// Tiling data of {self.name} (a column reduction of an [A, K, B] view).",
-                          f"struct {self.tiling} {{"] + [f"    uint32_t {f};" for f in fields] + ["};"]) + "\n"
+        scal = [f"    {scalar_ctype(p.dtype)} s_{self.cn[p.index]};   // runtime scalar"
+                for p in self.s.params if p.kind == "runtime_scalar"]
+        return "\n".join([f"// Tiling data of {self.name} (a column kernel over an [A, K, B] view).",
+                          f"struct {self.tiling} {{"] + [f"    uint32_t {f};" for f in fields] + scal + ["};"]) + "\n"
 
     def host_tiling(self) -> str:
         s, t = self.s, self.t
-        item = s.op.result.dtype.itemsize
+        items = sorted({v.dtype.itemsize for v in s.fn.results})
         line = []
         if not t.has_datacopypad:   # SetValue tails: no two cores may share a 64-byte GM line
+            cond = " || ".join(f"(s / colTiles * B + s % colTiles * bn) * {i} % 64 != 0" for i in items)
             line = ["    for (bool shared = true; shared && perCore < total;) {",
                     "        shared = false;",
                     "        for (uint64_t s = perCore; s < total && !shared; s += perCore)",
-                    f"            shared = (s / colTiles * B + s % colTiles * bn) * {item} % 64 != 0;",
+                    f"            shared = {cond};",
                     "        if (shared) ++perCore;",
                     "    }"]
         return "\n".join([
@@ -70,7 +93,7 @@ class ColumnPrinter:
             "    t->A = uint32_t(A); t->K = uint32_t(K); t->B = uint32_t(B); t->bn = uint32_t(bn); t->kt = uint32_t(kt);",
             "    t->colTiles = uint32_t(colTiles);",
             "    if (total == 0 || K == 0) return true;",
-            f"    uint64_t want = (A * K * B * {s.op.operands[0].dtype.itemsize} + {16383}) / 16384;",
+            f"    uint64_t want = (A * K * B * {s.elem_bytes} + {16383}) / 16384;",
             "    want = std::max<uint64_t>(1, std::min<uint64_t>({uint64_t(vectorCores), want, total}));",
             "    uint64_t perCore = (total + want - 1) / want;",
             *line,
@@ -79,103 +102,52 @@ class ColumnPrinter:
             "    return true;",
             "}"]) + "\n"
 
+    def body(self) -> str:
+        return "\n".join([f"// ---- {self.name}: a column kernel from {cnames.comment(self.s.fn.loc)} ----",
+                          self.tiling_header(), self.kernel(), "#ifndef __CCE_AICORE__  // host side",
+                          self.host_tiling(), "#endif", self._cpu_hooks()])
+
+    # ---- the kernel -------------------------------------------------------------------------
     def kernel(self) -> str:
         s = self.s
-        x, xt = self.x, s.op.operands[0].dtype
-        yt = s.op.result.dtype
-        op = s.op.name
-        wide = xt != dt.float32
-        ident = literal(_IDENTITY[op], dt.float32)
-        src = "wide" if wide else "in[r * bnPad]"
-        cast_in = (["                AscendC::Cast(wide, in[r * bnPad], AscendC::RoundMode::CAST_NONE, n);",
-                    "                AscendC::PipeBarrier<PIPE_V>();"] if wide else [])
-        if yt == dt.float32:
-            store = ["        AscendC::Muls(out, acc, 1.0f, n);   // an exact copy into the output queue"]
-        else:   # rounded once to the result dtype
-            modes = self.t.cast_modes.get(("float", yt.ascendc), frozenset())
-            mode = "CAST_RINT" if "CAST_RINT" in modes else "CAST_NONE"   # as the vector scheduler picks
-            store = [f"        AscendC::Cast(out, acc, AscendC::RoundMode::{mode}, n);"]
-        mean = []
-        if op == "mean":
-            mean = ["        AscendC::Duplicate(wideK, static_cast<float>(tiling.K), n);",
-                    "        AscendC::PipeBarrier<PIPE_V>();",
-                    "        AscendC::Div(acc, acc, wideK, n);",
-                    "        AscendC::PipeBarrier<PIPE_V>();"]
+        gm = self._gm_args()
         L = [f"// {self.name}: {cnames.comment(s.plan_note)}",
              f"class {self.cls} {{",
              "public:",
              f"    __aicore__ inline {self.cls}() {{}}",
-             f"    __aicore__ inline void Init(GM_ADDR {x}, GM_ADDR y0, const {self.tiling}& t)",
+             f"    __aicore__ inline void Init({', '.join('GM_ADDR ' + a for a in gm)}, const {self.tiling}& t)",
              "    {",
-             "        tiling = t;",
-             f"        bnPad = (t.bn * sizeof({xt.ascendc}) + 31) / 32 * 32 / sizeof({xt.ascendc});",
-             f"        gm_x.SetGlobalBuffer((__gm__ {xt.ascendc}*){x});",
-             f"        gm_y.SetGlobalBuffer((__gm__ {yt.ascendc}*)y0);",
-             f"        pipe.InitBuffer(q_x, 2, t.kt * bnPad * sizeof({xt.ascendc}));",
-             f"        pipe.InitBuffer(q_y, 2, t.bn * sizeof({yt.ascendc}));",
-             "        pipe.InitBuffer(b_acc, t.bn * sizeof(float));",
-             *(["        pipe.InitBuffer(b_wide, t.bn * sizeof(float));"] if wide or op == "mean" else []),
-             "    }",
-             "",
-             "    __aicore__ inline void Process()",
-             "    {",
-             "        const uint32_t first = AscendC::GetBlockIdx() * tiling.tilesPerCore;",
-             "        const uint32_t last = MinU32(tiling.totalTiles, first + tiling.tilesPerCore);",
-             "        AscendC::LocalTensor<float> acc = b_acc.Get<float>();",
-             *(["        AscendC::LocalTensor<float> wide = b_wide.Get<float>();"] if wide else []),
-             *(["        AscendC::LocalTensor<float> wideK = b_wide.Get<float>();"] if op == "mean" else []),
-             "        for (uint32_t tile = first; tile < last; ++tile) {",
-             "            const uint32_t a = tile / tiling.colTiles;",
-             "            const uint32_t b0 = (tile % tiling.colTiles) * tiling.bn;",
-             "            const uint32_t n = MinU32(tiling.bn, tiling.B - b0);",
-             f"            AscendC::Duplicate(acc, {ident}, n);",
-             "            AscendC::PipeBarrier<PIPE_V>();",
-             "            for (uint32_t k0 = 0; k0 < tiling.K; k0 += tiling.kt) {",
-             "                const uint32_t rows = MinU32(tiling.kt, tiling.K - k0);",
-             "                CopyIn(a, k0, b0, rows, n);",
-             f"                AscendC::LocalTensor<{xt.ascendc}> in = q_x.DeQue<{xt.ascendc}>();",
-             "                for (uint32_t r = 0; r < rows; ++r) {",
-             *["    " + c for c in cast_in],
-             f"                    AscendC::{_BINARY[op]}(acc, acc, {src}, n);",
-             "                    AscendC::PipeBarrier<PIPE_V>();",
-             "                }",
-             "                q_x.FreeTensor(in);",
-             "            }",
-             *["    " + m for m in mean],
-             f"            AscendC::LocalTensor<{yt.ascendc}> out = q_y.AllocTensor<{yt.ascendc}>();",
-             *["    " + st for st in store],
-             "            q_y.EnQue(out);",
-             "            CopyOut(a, b0, n);",
-             "        }",
-             "    }",
-             "",
-             "private:",
-             "    // rows k0 .. k0+rows of x[a, :, b0 : b0+n]: GM rows B elements apart, UB rows bnPad apart",
-             "    __aicore__ inline void CopyIn(uint32_t a, uint32_t k0, uint32_t b0, uint32_t rows, uint32_t n)",
-             "    {",
-             f"        AscendC::LocalTensor<{xt.ascendc}> in = q_x.AllocTensor<{xt.ascendc}>();",
-             "        CopyRowsIn(in, gm_x[(a * tiling.K + k0) * tiling.B + b0], rows, n, tiling.B, bnPad);",
-             "        q_x.EnQue(in);",
-             "    }",
-             "    __aicore__ inline void CopyOut(uint32_t a, uint32_t b0, uint32_t n)",
-             "    {",
-             f"        AscendC::LocalTensor<{yt.ascendc}> out = q_y.DeQue<{yt.ascendc}>();",
-             "        CopyRowsOut(gm_y[a * tiling.B + b0], out, 1, n, n, n);",
-             "        q_y.FreeTensor(out);",
-             "    }",
-             "",
-             "    AscendC::TPipe pipe;",
-             "    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_x;",
-             "    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q_y;",
-             "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_acc;",
-             *(["    AscendC::TBuf<AscendC::TPosition::VECCALC> b_wide;"] if wide or op == "mean" else []),
-             f"    AscendC::GlobalTensor<{xt.ascendc}> gm_x;",
-             f"    AscendC::GlobalTensor<{yt.ascendc}> gm_y;",
-             f"    {self.tiling} tiling;",
-             "    uint32_t bnPad = 0;",
-             "};", ""]
+             "        tiling = t;"]
+        for p in s.params:
+            if p.kind != "runtime_scalar":
+                L.append(f"        gm_{self.cn[p.index]}.SetGlobalBuffer((__gm__ {p.dtype.ascendc}*){self.cn[p.index]});")
+        for i, v in enumerate(s.fn.results):
+            L.append(f"        gm_y{i}.SetGlobalBuffer((__gm__ {v.dtype.ascendc}*)y{i});")
+        row = f"(t.bn + {s.slack})"
+        for p in self.elem:
+            L.append(f"        pipe.InitBuffer(q_{self.cn[p.index]}, 2, t.kt * t.bn * sizeof({p.dtype.ascendc}));")
+        for p in self.cols:
+            L.append(f"        pipe.InitBuffer(q_{self.cn[p.index]}, 1, t.bn * sizeof({p.dtype.ascendc}));")
+        for i, v in enumerate(s.fn.results):
+            L.append(f"        pipe.InitBuffer(q_y{i}, 2, t.bn * sizeof({v.dtype.ascendc}));")
+        for r in range(len(self.reds)):
+            L.append(f"        pipe.InitBuffer(b_acc{r}, t.bn * sizeof(float));")
+        if self.wide:
+            L.append("        pipe.InitBuffer(b_wide, t.bn * sizeof(float));")
+        for v in column_values(s):
+            L.append(f"        pipe.InitBuffer(b_{self.colbuf[id(v)]}, {row} * sizeof({v.dtype.ascendc}));")
+        for kind, counts in (("e", s.row_counts), ("t", s.temps)):
+            for d, n in counts.items():
+                L += [f"        pipe.InitBuffer(b_{d.name}_{kind}{i}, {row} * sizeof({d.ascendc}));" for i in range(n)]
+        for p in s.params:
+            nm = self.cn[p.index]
+            if p.kind == "runtime_scalar":
+                L.append(f"        v_{nm} = static_cast<{compute_dtype(p.dtype).ascendc}>(t.s_{nm});")
+            elif p.kind == "scalar":
+                L.append(f"        v_{nm} = {gm_scalar_load('gm_' + nm, p.dtype, compute_dtype(p.dtype))};")
+        L += ["    }", "", *self._process(), "", "private:", *self._members(), "};", ""]
         macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);\n" if self.t.kernel_type_macro else ""
-        L.append(f"""extern "C" __global__ __aicore__ void {self.name}(GM_ADDR {x}, GM_ADDR y0, GM_ADDR workspace, GM_ADDR tiling)
+        L.append(f"""extern "C" __global__ __aicore__ void {self.name}({', '.join('GM_ADDR ' + a for a in gm)}, GM_ADDR workspace, GM_ADDR tiling)
 {{
 {macro}    (void)workspace;
     {self.tiling} t;
@@ -183,13 +155,207 @@ class ColumnPrinter:
     uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
     for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
     {self.cls} op;
-    op.Init({x}, y0, t);
+    op.Init({', '.join(gm)}, t);
     op.Process();
 }}
 """)
         return "\n".join(L)
 
-    def body(self) -> str:
-        return "\n".join([f"// ---- {self.name}: a column reduction from {cnames.comment(self.s.fn.loc)} ----",
-                          self.tiling_header(), self.kernel(), "#ifndef __CCE_AICORE__  // host side",
-                          self.host_tiling(), "#endif", self._cpu_hooks()])
+    def _members(self) -> list[str]:
+        s = self.s
+        L = ["    AscendC::TPipe pipe;"]
+        L += [f"    AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_{self.cn[p.index]};" for p in self.elem + self.cols]
+        L += [f"    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q_y{i};" for i in range(len(s.fn.results))]
+        bufs = [f"acc{r}" for r in range(len(self.reds))] + (["wide"] if self.wide else [])
+        bufs += [self.colbuf[id(v)] for v in column_values(s)]
+        bufs += [f"{d.name}_e{i}" for d, n in s.row_counts.items() for i in range(n)]
+        bufs += [f"{d.name}_t{i}" for d, n in s.temps.items() for i in range(n)]
+        L += [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{b};" for b in bufs]
+        for p in s.params:
+            if p.kind != "runtime_scalar":
+                L.append(f"    AscendC::GlobalTensor<{p.dtype.ascendc}> gm_{self.cn[p.index]};")
+            if p.kind in ("runtime_scalar", "scalar"):
+                L.append(f"    {compute_dtype(p.dtype).ascendc} v_{self.cn[p.index]};")
+        L += [f"    AscendC::GlobalTensor<{v.dtype.ascendc}> gm_y{i};" for i, v in enumerate(s.fn.results)]
+        L += [f"    {self.tiling} tiling;"]
+        return L
+
+    def _process(self) -> list[str]:
+        s, plan = self.s, self.s.plan
+        L = ["    __aicore__ inline void Process()",
+             "    {",
+             "        const uint32_t first = AscendC::GetBlockIdx() * tiling.tilesPerCore;",
+             "        const uint32_t last = MinU32(tiling.totalTiles, first + tiling.tilesPerCore);"]
+        for r in range(len(self.reds)):
+            L.append(f"        AscendC::LocalTensor<float> acc{r} = b_acc{r}.Get<float>();")
+        if self.wide:
+            L.append("        AscendC::LocalTensor<float> wide = b_wide.Get<float>();")
+        for v in column_values(s):
+            L.append(f"        AscendC::LocalTensor<{v.dtype.ascendc}> {self.colbuf[id(v)]} = "
+                     f"b_{self.colbuf[id(v)]}.Get<{v.dtype.ascendc}>();")
+        for d, n in s.row_counts.items():
+            L += [f"        AscendC::LocalTensor<{d.ascendc}> {d.name}_e{i} = b_{d.name}_e{i}.Get<{d.ascendc}>();"
+                  for i in range(n)]
+        for d, n in s.temps.items():
+            L += [f"        AscendC::LocalTensor<{d.ascendc}> {d.name}_t{i} = b_{d.name}_t{i}.Get<{d.ascendc}>();"
+                  for i in range(n)]
+        for p in self.elem:   # a DMA group of rows (held across walks when resident)
+            L.append(f"        AscendC::LocalTensor<{p.dtype.ascendc}> e_{self.cn[p.index]};")
+        L += ["        for (uint32_t tile = first; tile < last; ++tile) {",
+              "            const uint32_t a = tile / tiling.colTiles;",
+              "            const uint32_t b0 = (tile % tiling.colTiles) * tiling.bn;",
+              "            const uint32_t n = MinU32(tiling.bn, tiling.B - b0);"]
+        for p in self.cols:   # one row of B values of slice a, read once per tile
+            nm, ty = self.cn[p.index], p.dtype.ascendc
+            sa = self.form[p.index].sa
+            L += [f"            AscendC::LocalTensor<{ty}> c_{nm} = q_{nm}.AllocTensor<{ty}>();",
+                  f"            CopyRowsIn(c_{nm}, gm_{nm}[a * {sa} + b0], 1, n, n, tiling.bn);",
+                  f"            q_{nm}.EnQue(c_{nm});",
+                  f"            c_{nm} = q_{nm}.DeQue<{ty}>();"]
+        held = set()
+        walks = [ph for ph in plan.phases if ph.walks]
+        for ph in plan.phases:
+            for st in ph.col_ops:
+                L += self._step(st, "n", 12)
+            if not ph.walks:
+                continue
+            L += self._walk(ph, held, ph is walks[-1])
+        for i, v in enumerate(s.fn.results):
+            ty = v.dtype.ascendc
+            src = self._col(v)
+            copy = (f"AscendC::Muls(y{i}, {src}, static_cast<{ty}>(1), n);" if v.dtype.is_float
+                    else f"AscendC::Adds(y{i}, {src}, static_cast<{ty}>(0), n);")
+            L += [f"            AscendC::LocalTensor<{ty}> y{i} = q_y{i}.AllocTensor<{ty}>();",
+                  f"            {copy}   // an exact copy into the output queue",
+                  f"            q_y{i}.EnQue(y{i});",
+                  f"            y{i} = q_y{i}.DeQue<{ty}>();",
+                  f"            CopyRowsOut(gm_y{i}[a * tiling.B + b0], y{i}, 1, n, n, n);",
+                  f"            q_y{i}.FreeTensor(y{i});"]
+        for p in self.cols:
+            L.append(f"            q_{self.cn[p.index]}.FreeTensor(c_{self.cn[p.index]});")
+        L += ["        }", "    }"]
+        return L
+
+    def _walk(self, ph, held: set, last_walk: bool) -> list[str]:
+        """One walk over K: the phase's elem ops and reduction folds, row by row."""
+        s, plan = self.s, self.s.plan
+        L = []
+        for op in ph.reductions:
+            r = self.reds.index(op)
+            L += [f"            AscendC::Duplicate(acc{r}, {literal(_IDENTITY[op.name], dt.float32)}, n);",
+                  "            AscendC::PipeBarrier<PIPE_V>();"]
+        need = [p for p in self.elem if any(q.index == p.index for q in plan.elem_params(ph))]
+        resident = s.resident
+        loads = [p for p in (self.elem if resident else need) if p.index not in held]
+        frees = [p for p in (self.elem if resident else need)] if (last_walk or not resident) else []
+        L += ["            for (uint32_t k0 = 0; k0 < tiling.K; k0 += tiling.kt) {",
+              "                const uint32_t rows = MinU32(tiling.kt, tiling.K - k0);"]
+        for p in loads:
+            nm, ty = self.cn[p.index], p.dtype.ascendc
+            f = self.form[p.index]
+            L += [f"                e_{nm} = q_{nm}.AllocTensor<{ty}>();",
+                  f"                CopyRowsIn(e_{nm}, gm_{nm}[a * {f.sa} + k0 * {f.sk} + b0], rows, n, {f.sk}, tiling.bn);",
+                  f"                q_{nm}.EnQue(e_{nm});",
+                  f"                e_{nm} = q_{nm}.DeQue<{ty}>();"]
+        if resident:
+            held |= {p.index for p in loads}
+        L.append("                for (uint32_t r = 0; r < rows; ++r) {")
+        steps = {id(st.op): st for st in ph.elem_ops}
+        for op in plan.fn.ops:
+            if id(op) in steps:
+                L += self._step(steps[id(op)], "n", 20)
+            elif op in ph.reductions:
+                L += self._fold(op, 20)
+        L.append("                }")
+        for p in frees:
+            L.append(f"                q_{self.cn[p.index]}.FreeTensor(e_{self.cn[p.index]});")
+        L.append("            }")
+        for op in ph.reductions:
+            L += self._finish(op)
+        return L
+
+    def _fold(self, op, ind: int) -> list[str]:
+        pad = " " * ind
+        r = self.reds.index(op)
+        x = op.operands[0]
+        src = self._elem(x)
+        L = []
+        if x.dtype != dt.float32:   # 16-bit rows accumulate in float32
+            L += [f"{pad}AscendC::Cast(wide, {src}, AscendC::RoundMode::CAST_NONE, n);",
+                  f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
+            src = "wide"
+        L += [f"{pad}AscendC::{_BINARY[op.name]}(acc{r}, acc{r}, {src}, n);",
+              f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
+        return L
+
+    def _finish(self, op) -> list[str]:
+        """mean's division by K and the rounding to the result dtype, after the walk."""
+        r = self.reds.index(op)
+        L = []
+        if op.name == "mean":
+            L += ["            AscendC::Duplicate(wide, static_cast<float>(tiling.K), n);",
+                  "            AscendC::PipeBarrier<PIPE_V>();",
+                  f"            AscendC::Div(acc{r}, acc{r}, wide, n);",
+                  "            AscendC::PipeBarrier<PIPE_V>();"]
+        yt = op.result.dtype
+        if yt != dt.float32:   # rounded once to the result dtype, as the vector scheduler casts
+            modes = self.t.cast_modes.get(("float", yt.ascendc), frozenset())
+            mode = "CAST_RINT" if "CAST_RINT" in modes else "CAST_NONE"
+            L += [f"            AscendC::Cast({self.colbuf[id(op.result)]}, acc{r}, AscendC::RoundMode::{mode}, n);",
+                  "            AscendC::PipeBarrier<PIPE_V>();"]
+        return L
+
+    # ---- values -----------------------------------------------------------------------------
+    def _col(self, v) -> str:
+        """The UB row holding per-column value v."""
+        p = self.s.plan.param_of(v)
+        if p is not None:
+            return f"c_{self.cn[p.index]}"
+        if id(v) in self.colbuf:
+            return self.colbuf[id(v)]
+        return f"acc{self.reds.index(next(op for op in self.reds if op.result is v))}"   # a float32 result
+
+    def _elem(self, v) -> str:
+        """This row (r) of elem value v: a row of an input's DMA group, or its row buffer."""
+        p = self.s.plan.param_of(v)
+        if p is not None:
+            return f"e_{self.cn[p.index]}[r * tiling.bn]"
+        d, i = self.s.row_assign[id(v)]
+        return f"{d.name}_e{i}"
+
+    def _step(self, step, count: str, ind: int) -> list[str]:
+        """One elementwise op: its tile stmts renamed onto this kernel's buffers."""
+        plan = self.s.plan
+        sched = step.sched
+        names: dict[str, str] = {}
+        scalars: dict[str, str] = {}
+        for inp in sched.inputs:
+            src = step.sources[inp.index]
+            p = plan.param_of(src)
+            if inp.var:   # a size-1 tensor or a runtime scalar
+                scalars[inp.var] = f"v_{self.cn[p.index]}"
+            elif inp.slot:
+                kind = plan.kinds[id(src)] if p is None else p.kind
+                names[inp.slot] = self._elem(src) if kind == "elem" else self._col(src)
+        res = step.op.result
+        names[sched.outputs[0].slot] = self._elem(res) if step.kind == "elem" else self._col(res)
+        used: dict = {}
+        prefill = []
+        for name, slot in sched.slots.items():
+            if name in names:
+                continue
+            i = used.get(slot.dtype, 0)
+            used[slot.dtype] = i + 1
+            names[name] = f"{slot.dtype.name}_t{i}"
+            if name in sched.prefill:
+                prefill.append((names[name], sched.prefill[name], slot.dtype))
+        pad = " " * ind
+        L = [f"{pad}{{  // {step.op.name} ({cnames.comment(step.op.loc)})",
+             f"{pad}    const uint32_t o = 0;"]
+        for buf, value, d in prefill:   # lanes Compare may read past the count
+            L += [f"{pad}    AscendC::Duplicate({buf}, {literal(value, d)}, tiling.bn + {self.s.slack});",
+                  f"{pad}    AscendC::PipeBarrier<PIPE_V>();"]
+        for st in sched.stmts:
+            L += self._stmt(rename_stmt(st, names, scalars), ind + 4)
+        L.append(f"{pad}}}")
+        return L

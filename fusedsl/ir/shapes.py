@@ -86,3 +86,49 @@ def symbolic_factor(shape) -> tuple[tuple[str, ...], int]:
         if isinstance(d, int):
             static *= d
     return names, static
+
+
+def column_param(shape, domain, first: int, last: int, out_layout: bool = False) -> tuple[str, int, int, int] | None:
+    """(kind, sa, sk, sb) of a contiguous tensor of `shape` read over `domain` viewed as
+    [A, K, B] (a column kernel's input, lower/column_plan.py), or None when one stride per
+    group cannot address it (a group of axes that is partly broadcast, or a tensor that varies
+    along K but not along B).  `out_layout`: the tensor is read by ops on the reduced values
+    without keepdims, so it broadcasts against the domain without its reduced axes."""
+    shape = tuple(shape)
+    nk = last - first + 1
+    if out_layout:
+        if len(shape) > len(domain) - nk:
+            return None
+        p = (1,) * (len(domain) - nk - len(shape)) + shape
+        padded = p[:first] + (1,) * nk + p[first:]
+    elif len(shape) > len(domain):
+        return None
+    else:
+        padded = (1,) * (len(domain) - len(shape)) + shape
+    if any(d != D and d != 1 for d, D in zip(padded, domain)):
+        return None
+    Ks, Bs = num_elements(domain[first:last + 1]), num_elements(domain[last + 1:])
+    if Ks is None or Bs is None:   # symbolic sizes: strides are known at the call
+        Ks = Bs = 0
+    if padded == tuple(domain):    # the whole domain (also when its groups are all size 1)
+        return "elem", Ks * Bs, Bs, 1
+    groups = (range(0, first), range(first, last + 1), range(last + 1, len(domain)))
+    present = []
+    for g in groups:
+        real = [i for i in g if domain[i] != 1]   # size-1 axes of D take no stride
+        if all(padded[i] == domain[i] for i in real):
+            present.append(bool(real))
+        elif all(padded[i] == 1 for i in real):
+            present.append(False)
+        else:
+            return None
+    has_a, has_k, has_b = present
+    if has_k:
+        if not has_b:
+            return None
+        return "elem", Ks * Bs if has_a else 0, Bs, 1
+    if has_b:
+        return "col", Bs if has_a else 0, 0, 1
+    if not has_a and all(d == 1 for d in shape):
+        return "scalar", 0, 0, 0
+    return None

@@ -90,8 +90,10 @@ KINDS: list[Kind] = [
     Kind("attention", lambda fn, group: group == "single" and any(has_trait(op, ATTENTION) for op in fn.ops),
          lambda fn, t, o, snaps: schedule_attention_kernel(fn, t, o.ub_headroom), (AttentionSchedule,),
          (ScheduleError, TargetError)),
-    # a lone reduction over other axes: rows or columns of an [A, K, B] view (printer_reduce)
-    Kind("column", lambda fn, group: group == "single" and any(has_trait(op, REDUCTION) for op in fn.ops),
+    # reductions over axes before the last with their producers and consumers (FS116), or a
+    # lone reduction over other axes: columns or rows of an [A, K, B] view (printer_reduce)
+    Kind("column", lambda fn, group: group == "column" or (group == "single" and
+                                                          any(has_trait(op, REDUCTION) for op in fn.ops)),
          lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,)),
     # a lone transpose / permute: strided tiles in, transposed in UB, strided out (printer_transpose)
     Kind("transpose", lambda fn, group: group == "single" and lone_transpose(fn) is not None,

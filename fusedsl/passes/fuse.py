@@ -34,7 +34,7 @@ import heapq
 from dataclasses import dataclass
 
 from ..errors import ScheduleError
-from ..ir.shapes import fmt_shape
+from ..ir.shapes import column_param, fmt_shape
 from ..ir.core import Function, Module, Op, Param, TensorType, Value
 from ..ir.ops import BROADCAST, CALL, CONSTANT, CUBE, ELEMENTWISE, SHAPE, has_trait
 from .base import Pass
@@ -854,6 +854,62 @@ def _is_row_reduction(op: Op) -> bool:
     return rank >= 1 and tuple(dict(op.attrs)["axes"]) == (rank - 1,)
 
 
+def _is_column_reduction(op: Op) -> bool:
+    """A reduction over one contiguous range of axes that ends before the last axis."""
+    if op.name not in ROW_REDUCTIONS:
+        return False
+    rank = len(op.operands[0].type.shape)
+    axes = tuple(dict(op.attrs)["axes"])
+    return bool(axes) and axes == tuple(range(axes[0], axes[-1] + 1)) and axes[-1] < rank - 1
+
+
+def _column_shapes(red: Op) -> set:
+    """The shapes a column kernel computes: its domain and one value per output (either layout)."""
+    domain = tuple(red.operands[0].shape)
+    axes = tuple(dict(red.attrs)["axes"])
+    first, last = axes[0], axes[-1]
+    return {domain, domain[:first] + domain[last + 1:], domain[:first] + (1,) * len(axes) + domain[last + 1:]}
+
+
+def _column_compatible(fn: Function, kernels, group: set[int], red: Op) -> bool:
+    """A group may take `red`'s column kernel: no row reduction, no cube op and no column
+    reduction of another domain or range of axes in it."""
+    domain, axes = tuple(red.operands[0].shape), tuple(dict(red.attrs)["axes"])
+    for k in group:
+        for i in kernels[k][0]:
+            op = fn.ops[i]
+            if has_trait(op, CUBE) or _is_row_reduction(op):
+                return False
+            if op.name in ROW_REDUCTIONS and (tuple(op.operands[0].shape) != domain or
+                                              tuple(dict(op.attrs)["axes"]) != axes):
+                return False
+    return True
+
+
+def _column_group_ok(fn: Function, kernels, ks, readers: dict, returned: set) -> bool:
+    """Whether merged kernels `ks` make one column kernel (lower/column_plan's rules, checked
+    on shapes): every value leaving the group is one value per output column, and every input
+    is addressed by one stride per group of axes of [A, K, B]."""
+    member = {i for k in ks for i in kernels[k][0]}
+    red = next(fn.ops[i] for i in member if _is_column_reduction(fn.ops[i]))
+    shapes = _column_shapes(red)
+    domain = tuple(red.operands[0].shape)
+    axes = tuple(dict(red.attrs)["axes"])
+    produced = {id(fn.ops[i].result) for i in member}
+    for i in member:
+        op = fn.ops[i]
+        if has_trait(op, CONSTANT):
+            continue
+        leaves = id(op.result) in returned or any(j not in member for j in readers.get(i, ()))
+        if leaves and tuple(op.result.shape) == domain:
+            return False
+        out_layout = op.name not in ROW_REDUCTIONS and len(op.result.shape) < len(domain)
+        for v in op.operands:
+            if id(v) not in produced and column_param(v.shape, domain, axes[0], axes[-1], out_layout) is None:
+                return False
+    return all(tuple(fn.ops[i].result.shape) in shapes or has_trait(fn.ops[i], CONSTANT) for i in member)
+
+
 def _row_epilogue_fits(fn: Function, kernels, group: set[int], n, target, ub_share: float, producer: dict,
                        readers: dict, returned: set) -> str | None:
     """None when a matmul's epilogue with row reductions (the kernels in `group`) can take whole
@@ -1074,6 +1130,31 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             p = producer.get(id(v))
             if p is not None:
                 readers.setdefault(p, []).append(j)
+    # Column fusion (FS116): a reduction over axes before the last joins its elementwise
+    # producer and the vector kernels reading its result, as a row reduction does; the group
+    # is checked whole at the end (_column_group_ok) and split again when it cannot be one
+    # column kernel.
+    column_roots: set[int] = set()
+    for k, (ops_idx, kind, _, _) in enumerate(kernels):
+        if not rows or kind != "single" or len(ops_idx) != 1 or not _is_column_reduction(fn.ops[ops_idx[0]]):
+            continue
+        red = fn.ops[ops_idx[0]]
+        shapes = _column_shapes(red)
+
+        def joins(c):
+            return (kernels[c][1] == "vector" and all(has_trait(fn.ops[i], CONSTANT) or
+                                                      tuple(fn.ops[i].result.shape) in shapes
+                                                      for i in kernels[c][0])
+                    and _column_compatible(fn, kernels, members(find(c)), red))
+        if not _column_compatible(fn, kernels, members(find(k)), red):
+            continue
+        p = producer.get(id(red.operands[0]))
+        if p in owner and joins(owner[p]):
+            try_merge(owner[p], k)
+        for c in sorted(succ[k]):
+            if joins(c) and _column_compatible(fn, kernels, members(find(k)), red):
+                try_merge(k, c)
+        column_roots.add(find(k))
     refused: dict[int, str] = {}   # kernel of a row group -> why the group did not join the matmul before it
     # Cube epilogue (issue 8): a matmul or conv2d kernel merges with the vector kernels that read its
     # result and iterate over its shape (bias add, activation, residual add, cast), so C is
@@ -1088,6 +1169,8 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
                 continue
             # a row reduction in c's group needs whole rows of the result per tile: only if they fit
             group = members(find(c))
+            if any(_is_column_reduction(fn.ops[i]) for g in group for i in kernels[g][0]):
+                continue   # a column kernel's producer stays out of the cube epilogue
             if any(_is_row_reduction(fn.ops[i]) for g in group for i in kernels[g][0]):
                 why = _row_epilogue_fits(fn, kernels, group, mm_shape[-1], target, ub_share, producer,
                                          readers, returned)
@@ -1100,6 +1183,13 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     groups: dict[int, list[int]] = {}
     for k in range(len(kernels)):
         groups.setdefault(find(k), []).append(k)
+    for root in list(groups):   # a column group that is not one column kernel splits again
+        ks = groups[root]
+        if len(ks) > 1 and any(_is_column_reduction(fn.ops[i]) for k in ks for i in kernels[k][0]) and \
+                not _column_group_ok(fn, kernels, ks, readers, returned):
+            del groups[root]
+            for k in ks:
+                groups[k] = [k]
     if all(len(g) == 1 for g in groups.values()) and not refused:
         return kernels
     # an op may sit in several kernels (a small shared producer recomputed by each reader), so a
@@ -1135,6 +1225,13 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         if cube_op is not None:
             out.append((ops_idx, "cube", f"FS113 cube kernel: {cube_op} with its elementwise epilogue "
                         "(consumed from UB tile by tile)", roots))
+            continue
+        columns = [fn.ops[i] for i in ops_idx if _is_column_reduction(fn.ops[i])]
+        if columns:
+            names = ", ".join(sorted({op.name for op in columns}))
+            axes = list(columns[0].attr("axes"))
+            out.append((ops_idx, "column", f"FS116 column kernel: {names} over axes {axes} fused with its "
+                        "elementwise producers and consumers", roots))
             continue
         names = sorted({fn.ops[i].name for i in ops_idx if _is_row_reduction(fn.ops[i])})
         why = next((refused[k] for k in ks if k in refused), None)

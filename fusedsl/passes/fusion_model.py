@@ -40,6 +40,8 @@ REASONS = {
               "the same A, each with its epilogue, in one launch"),
     "FS114": "a slice / concatenate / take that cannot become CopyIn addressing (e.g. a step on the last axis)",
     "FS115": "softmax(q @ k^T * s + mask) @ v that cannot become one attention op (the reason names the difference)",
+    "FS116": ("column kernel: a reduction over axes before the last (sum(x * x, 0), mean/var over the batch) fused "
+              "with its elementwise producers and consumers"),
 }
 
 DEFAULT_UB_HEADROOM = 0.8      # the "use at most 80 %" rule, as the default
