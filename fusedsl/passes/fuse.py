@@ -20,6 +20,9 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
   (disable_passes=['row-fusion'] splits them).  A merge that would close a cycle through
   another kernel is not made.  Row kernels run natively on the LLVM backend
   (backend_cpu/llvm_row.py) and print as Ascend C (backend_ascendc/printer_row.py).
+- Column fusion: a reduction over a range of axes before the last joins its elementwise
+  producer and the vector kernels reading its result (FS116, lower/column_plan.py), when
+  the whole group makes one column kernel (_column_group_ok); `sum(x * x, 0)`, `var(x, 0)`.
 - Cube epilogue: a matmul or conv2d kernel merges with the vector kernels that read its result and
   have its shape (bias, activation, residual add, cast): one "cube" kernel (FS113).
 - Views: slice, concatenate and take (axis 0 of a 2-D table) join the vector kernels that
