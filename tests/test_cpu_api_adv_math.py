@@ -148,6 +148,29 @@ def test_clamp_fmod_power_axpy(lib):
     np.testing.assert_allclose(run(lib, 17, x, y, scalar=3.0), (x * np.float32(3.0)).astype(np.float32), rtol=1e-6)
 
 
+def _tree_sum(row):
+    row = list(row.astype(np.float32))
+    while len(row) > 1:
+        nxt = [np.float32(row[i] + row[i + 1]) for i in range(0, len(row) - 1, 2)]
+        row = nxt + ([row[-1]] if len(row) % 2 else [])
+    return row[0]
+
+
+@fuzz_settings(0.2)
+@given(outter=st.integers(1, 9), n=st.sampled_from([1, 7, 8, 65, 130]), seed=st.integers(0, 2**16))
+def test_sum_adds_each_row_in_the_devices_tree_order(lib, outter, n, seed):
+    inner = (n + 7) // 8 * 8
+    x = np.random.default_rng(seed).standard_normal((outter, inner)).astype(np.float32) * 1000
+    out = np.zeros((outter + 7) // 8 * 8, np.float32)
+    lib.launch("sum_f32", 1, [("x", x), ("y", x), ("p", np.array([outter, n, 0, 0], np.int32)), ("out", out)])
+    np.testing.assert_array_equal(out[:outter], [_tree_sum(r[:n]) for r in x])
+
+
+def test_arange(lib):
+    got = run(lib, 27, np.zeros(100, np.float32), scalar=-3.25)
+    np.testing.assert_array_equal(got, np.float32(-3.25) + np.arange(100, dtype=np.float32) * np.float32(0.5))
+
+
 def test_xor_int16(lib):
     rng = np.random.default_rng(3)
     a = rng.integers(-32768, 32767, 512, dtype=np.int16)

@@ -4,6 +4,7 @@
 //   The op picks the API (see the switch); tmpBytes = 0 uses the framework-allocated form.
 // adv_f16(x, y, p, out): the same for half (ops 0-9 only).
 // adv_i16(x, y, p, out): Xor on int16_t.
+// sum_f32: see below.
 // cumsum_f32(x, y, p, out): p = {outter, inner, lastAxis, 0}; out = cumsum, then the last row.
 #include <cstring>
 
@@ -52,6 +53,7 @@ __aicore__ inline void RunOp(int32_t op, uint32_t n, uint32_t tmpBytes, float s,
         case 24: if (fw) SwiGLU(dst, a, b, s, n); else SwiGLU(dst, a, b, s, t, n); break;
         case 25: if (fw) GeGLU(dst, a, b, n); else GeGLU(dst, a, b, t, n); break;
         case 26: Gelu(dst, a, t, n); break;   // LINE:gelu_call
+        case 27: Arange(dst, ts, static_cast<T>(0.5f), static_cast<int32_t>(n)); break;
         default: break;
     }
 }
@@ -164,6 +166,41 @@ extern "C" __global__ __aicore__ void cumsum_f32(GM_ADDR x, GM_ADDR, GM_ADDR p, 
     DataCopy(og[n], last, info.inner);
 }
 
+// sum_f32(x, y, p, out): p = {outter, n}; x is outter rows of inner = n rounded up to 8 floats;
+// out[r] = the tree sum of row r's first n (out padded to 8); the scratch comes from a TBuf's
+// queue interface (AllocTensor/FreeTensor), as CANN's Sum sample does it.
+extern "C" __global__ __aicore__ void sum_f32(GM_ADDR x, GM_ADDR, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    SumParams sp;
+    sp.outter = static_cast<uint32_t>(prm[0]);
+    sp.n = static_cast<uint32_t>(prm[1]);
+    sp.inner = (sp.n + 7) / 8 * 8;
+    uint32_t outN = (sp.outter + 7) / 8 * 8;
+    uint32_t maxV = 0, minV = 0;
+    GetSumMaxMinTmpSize(sp.n, sizeof(float), false, maxV, minV);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, ob, tb;
+    pipe.InitBuffer(xb, kMax * 4);
+    pipe.InitBuffer(ob, 256);
+    pipe.InitBuffer(tb, minV);
+    LocalTensor<float> a = xb.Get<float>(), o = ob.Get<float>();
+    GlobalTensor<float> xg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, sp.outter * sp.inner);
+    og.SetGlobalBuffer((__gm__ float*)out, outN);
+    DataCopy(a, xg, sp.outter * sp.inner);
+    Duplicate(o, 0.0f, outN);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    LocalTensor<uint8_t> t = tb.AllocTensor<uint8_t>();
+    Sum(o, a, t, sp);   // LINE:sum_call
+    tb.FreeTensor(t);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, outN);
+}
+
 // The UB planned to within 256 bytes of 910B's 196352: the framework-allocated Erf has no room.
 extern "C" __global__ __aicore__ void adv_full_ub(GM_ADDR x, GM_ADDR, GM_ADDR, GM_ADDR out)
 {
@@ -191,6 +228,7 @@ ADV_ENTRY(adv_f16)
 ADV_ENTRY(adv_i16)
 ADV_ENTRY(cumsum_f32)
 ADV_ENTRY(adv_full_ub)
+ADV_ENTRY(sum_f32)
 
 // Host helpers, as a tiling function calls them: out = {max, min} per API for n elements.
 extern "C" void adv_tmp_sizes(uint32_t n, uint32_t typeSize, uint32_t* out)

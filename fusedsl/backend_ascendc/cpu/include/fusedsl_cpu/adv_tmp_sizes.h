@@ -94,6 +94,13 @@ inline TmpRange CumSum(uint64_t outer, uint64_t inner, uint32_t ts, bool last_ax
     return {cast_min + 16 * inner * ts * 2, cast_max + outer16 * inner * ts * 2};
 }
 
+// Sum: one partial sum per 256-byte repeat of a row of n elements, in whole 32-byte blocks.
+inline uint64_t SumBytes(uint64_t n, uint32_t ts) {
+    uint64_t per_blk = 32 / ts;
+    uint64_t repeats = (n * ts + kRepeat - 1) / kRepeat;
+    return (repeats + per_blk - 1) / per_blk * per_blk * ts;
+}
+
 // ---- activations ----
 // Gelu: 3 float temporaries.
 inline TmpRange Gelu(uint64_t n, uint32_t) {

@@ -513,6 +513,22 @@ public:
         }
         return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + fs_offset + bufOffset), size, pos);
     }
+
+    // The queue interface TBuf inherits in CANN: a TBuf has one buffer and no queue, so
+    // AllocTensor/DeQue are Get and EnQue/FreeTensor do nothing (kernel_tbuf_impl's behaviour).
+    // No queue means no ordering either: pipes still need SetFlag/WaitFlag around TBuf memory.
+    template <typename T>
+    LocalTensor<T> AllocTensor() const {
+        return Get<T>();
+    }
+    template <typename T>
+    LocalTensor<T> DeQue() const {
+        return Get<T>();
+    }
+    template <typename T>
+    void EnQue(const LocalTensor<T>&) const {}
+    template <typename T>
+    void FreeTensor(LocalTensor<T>&) const {}
 };
 
 class TPipe : public fusedsl_cpu::TPipeState {

@@ -77,6 +77,12 @@ inline bool GetExpMaxMinTmpSize(const TensorShape& srcShape, const uint32_t type
     return true;
 }
 
+inline void GetSumMaxMinTmpSize(const uint32_t n, const uint32_t typeSize, const bool isReuseSource,
+                                uint32_t& maxValue, uint32_t& minValue) {
+    (void)isReuseSource;
+    maxValue = minValue = static_cast<uint32_t>(::fusedsl_cpu::adv::SumBytes(n, typeSize));
+}
+
 // A shape of one element [1] stands for a scalar operand.
 inline void GetPowerMaxMinTmpSize(const TensorShape& srcShape1, const TensorShape& srcShape2, const bool typeIsInt,
                                   const uint32_t typeSize, const bool isReuseSource, uint32_t& maxValue,
