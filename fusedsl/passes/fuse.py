@@ -889,6 +889,13 @@ def _column_compatible(fn: Function, kernels, group: set[int], red: Op) -> bool:
     return True
 
 
+def _column_inputs(fn: Function, kernels, group: set[int], producer: dict) -> set[int]:
+    """Ids of the values a group of kernels reads from outside it."""
+    member = {i for k in group for i in kernels[k][0]}
+    return {id(v) for i in member for v in fn.ops[i].operands if producer.get(id(v)) not in member
+            and not (producer.get(id(v)) is not None and has_trait(fn.ops[producer[id(v)]], CONSTANT))}
+
+
 def _column_group_ok(fn: Function, kernels, ks, readers: dict, returned: set) -> bool:
     """Whether merged kernels `ks` make one column kernel (lower/column_plan's rules, checked
     on shapes): every value leaving the group is one value per output column, and every input
@@ -1157,7 +1164,19 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         for c in sorted(succ[k]):
             if joins(c) and _column_compatible(fn, kernels, members(find(k)), red):
                 try_merge(k, c)
-        column_roots.add(find(k))
+        column_roots.add(k)
+    # batch statistics: column groups over one domain and range of axes that read a common
+    # input (mean(x, 0) and var(x, 0)) become one kernel, so x is read by one walk
+    by_domain: dict[tuple, list[int]] = {}
+    for k in sorted(column_roots):
+        red = fn.ops[kernels[k][0][0]]
+        by_domain.setdefault((tuple(red.operands[0].shape), tuple(dict(red.attrs)["axes"])), []).append(k)
+    for ks in by_domain.values():
+        for i, a in enumerate(ks):
+            for b in ks[i + 1:]:
+                if find(a) != find(b) and _column_inputs(fn, kernels, members(find(a)), producer) & \
+                        _column_inputs(fn, kernels, members(find(b)), producer):
+                    try_merge(a, b)
     refused: dict[int, str] = {}   # kernel of a row group -> why the group did not join the matmul before it
     # Cube epilogue (issue 8): a matmul or conv2d kernel merges with the vector kernels that read its
     # result and iterate over its shape (bias add, activation, residual add, cast), so C is
