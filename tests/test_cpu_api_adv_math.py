@@ -171,6 +171,77 @@ def test_arange(lib):
     np.testing.assert_array_equal(got, np.float32(-3.25) + np.arange(100, dtype=np.float32) * np.float32(0.5))
 
 
+def _softmax(lib, op, x, y=None, ori_k=None):
+    m, k = x.shape
+    y = np.zeros_like(x) if y is None else y
+    out = np.zeros(m * k + 3 * m * 8, np.float32)
+    p = np.array([m, k, op, k if ori_k is None else ori_k], np.int32)
+    lib.launch("softmax_f32", 1, [("x", x), ("y", y), ("p", p), ("out", out)])
+    rows = lambda a: a.reshape(m, 8)  # noqa: E731
+    return out[:m * k].reshape(m, k), rows(out[m * k:m * k + m * 8]), rows(out[m * k + m * 8:m * k + 16 * m]), \
+        rows(out[m * k + 16 * m:])
+
+
+@pytest.mark.parametrize("ori_k", [None, 13])
+def test_softmax_and_logsoftmax_match_the_api_formulas(lib, ori_k):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((5, 16)).astype(np.float32) * 4
+    k = 16 if ori_k is None else ori_k
+    x64 = x.astype(np.float64)
+    mx = x64[:, :k].max(axis=1, keepdims=True)
+    sm = np.exp(x64[:, :k] - mx).sum(axis=1, keepdims=True)
+    want = np.exp(x64 - mx) / sm
+    dst, s, m, _ = _softmax(lib, 0, x, ori_k=ori_k)
+    np.testing.assert_allclose(dst, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s, np.repeat(sm, 8, axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(m, np.repeat(mx.astype(np.float32), 8, axis=1))
+    dst, _, _, _ = _softmax(lib, 1, x, ori_k=ori_k)
+    np.testing.assert_allclose(dst, np.log10(want), rtol=1e-5, atol=1e-6)   # log10: the API page's formula
+
+
+def test_softmax_flash_v2_update_and_simple_softmax(lib):
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    y = np.zeros_like(x)
+    y[:, :8] = rng.uniform(1, 3, (4, 1)).astype(np.float32)       # running sums
+    y[:, 8:16] = rng.uniform(-1, 2, (4, 1)).astype(np.float32)    # running maxes
+    in_sum, in_max = y[:, :1].astype(np.float64), y[:, 8:9].astype(np.float64)
+    x64 = x.astype(np.float64)
+    new_max = np.maximum(in_max, x64.max(axis=1, keepdims=True))
+    e = np.exp(x64 - new_max)
+    exp_max = np.exp(in_max - new_max)
+    dst, s, m, em = _softmax(lib, 2, x, y)
+    np.testing.assert_allclose(dst, e, rtol=1e-6)
+    np.testing.assert_array_equal(m[:, :1], new_max.astype(np.float32))
+    np.testing.assert_allclose(s[:, :1], exp_max * in_sum + e.sum(axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(em[:, :1], exp_max, rtol=1e-6)
+    dst, _, _, _ = _softmax(lib, 5, x, y)
+    np.testing.assert_allclose(dst, np.exp(x64 - in_max) / in_sum, rtol=1e-6)
+
+
+def test_softmax_grad_and_front(lib):
+    rng = np.random.default_rng(13)
+    x = rng.uniform(0, 1, (3, 24)).astype(np.float32)
+    g = rng.standard_normal((3, 24)).astype(np.float32)
+    d = (g.astype(np.float64) * x).sum(axis=1, keepdims=True)
+    dst, _, _, _ = _softmax(lib, 3, x, g)
+    np.testing.assert_allclose(dst, (g - d.astype(np.float32)) * x, rtol=1e-5, atol=1e-6)
+    _, front, _, _ = _softmax(lib, 4, x, g)
+    np.testing.assert_allclose(front, np.repeat(d, 8, axis=1), rtol=1e-6)
+
+
+def test_softmax_checks_basic_block_and_scratch(lib):
+    x = np.ones((5, 16), np.float32)
+    with pytest.raises(AscendCCheckError) as info:
+        _softmax(lib, 6, x)
+    assert re.search(rf"adv_math_kernels\.cpp:{_line('basic_block_call')}: SoftMax: isBasicBlock is set but "
+                     r"\[5, 16\] is not a basic block", str(info.value)), str(info.value)
+    with pytest.raises(AscendCCheckError) as info:
+        _softmax(lib, 7, x)
+    assert re.search(rf"adv_math_kernels\.cpp:{_line('small_scratch_call')}: SoftMax: sharedTmpBuffer has 64 bytes, "
+                     r"but this call needs at least 352 \(the minValue of GetSoftMaxMinTmpSize", str(info.value))
+
+
 def test_xor_int16(lib):
     rng = np.random.default_rng(3)
     a = rng.integers(-32768, 32767, 512, dtype=np.int16)

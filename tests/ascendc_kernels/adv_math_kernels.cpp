@@ -201,6 +201,75 @@ extern "C" __global__ __aicore__ void sum_f32(GM_ADDR x, GM_ADDR, GM_ADDR p, GM_
     DataCopy(og, o, outN);
 }
 
+// softmax_f32(x, y, p, out): p = {m, k, op, oriK}; x, y: m x k floats; out = [dst (m*k) | sum (m*8) |
+// max (m*8) | expMax (m*8)].  op 0 SoftMax, 1 LogSoftMax, 2 SoftmaxFlashV2 (isUpdate, the running
+// sum/max read from y's first 16 columns per row: sum in [0, 8), max in [8, 16)), 3 SoftmaxGrad
+// (grad = y), 4 SoftmaxGradFront, 5 SimpleSoftMax (sum/max as op 2), 6 SoftMax<isBasicBlock> on a
+// shape that is not a basic block, 7 SoftMax with a scratch of 64 bytes.
+extern "C" __global__ __aicore__ void softmax_f32(GM_ADDR x, GM_ADDR y, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    uint32_t m = static_cast<uint32_t>(prm[0]), k = static_cast<uint32_t>(prm[1]);
+    uint32_t n = m * k, rb = m * 8;
+    SoftMaxShapeInfo shape{m, k, m, static_cast<uint32_t>(prm[3])};
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, yb, ob, sb, mb, eb, tb;
+    pipe.InitBuffer(xb, n * 4);
+    pipe.InitBuffer(yb, n * 4);
+    pipe.InitBuffer(ob, n * 4);
+    pipe.InitBuffer(sb, rb * 4);
+    pipe.InitBuffer(mb, rb * 4);
+    pipe.InitBuffer(eb, rb * 4);
+    pipe.InitBuffer(tb, 32 * 1024);
+    LocalTensor<float> a = xb.Get<float>(), g = yb.Get<float>(), o = ob.Get<float>();
+    LocalTensor<float> sum = sb.Get<float>(), mx = mb.Get<float>(), em = eb.Get<float>();
+    LocalTensor<uint8_t> t = tb.Get<uint8_t>();
+    GlobalTensor<float> xg, yg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, n);
+    yg.SetGlobalBuffer((__gm__ float*)y, n);
+    og.SetGlobalBuffer((__gm__ float*)out, n + 3 * rb);
+    DataCopy(a, xg, n);
+    DataCopy(g, yg, n);
+    Duplicate(o, 0.0f, n);
+    Duplicate(sum, 0.0f, rb);
+    Duplicate(mx, 0.0f, rb);
+    Duplicate(em, 0.0f, rb);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    SoftMaxTiling tiling;   // empty: the shape comes from softmaxShapeInfo
+    LogSoftMaxTiling logTiling;
+    if (prm[2] == 2 || prm[2] == 5) {   // the running sum / max: per row, columns [0, 8) and [8, 16) of y
+        for (uint32_t r = 0; r < m; ++r) {
+            Adds(sum[r * 8], g[r * k], 0.0f, 8);
+            Adds(mx[r * 8], g[r * k + 8], 0.0f, 8);
+        }
+        PipeBarrier<PIPE_V>();
+    }
+    switch (prm[2]) {
+        case 0: SoftMax<float>(o, sum, mx, a, t, tiling, shape); break;
+        case 1: LogSoftMax<float>(o, sum, mx, a, t, logTiling, shape); break;
+        case 2: SoftmaxFlashV2<float, true>(o, sum, mx, a, em, sum, mx, t, tiling, shape); break;
+        case 3: SoftmaxGrad<float>(o, g, a, t, tiling, false, shape); break;
+        case 4: SoftmaxGradFront<float>(sum, g, a, t, tiling, shape); break;
+        case 5: SimpleSoftMax<float>(o, sum, mx, a, t, tiling, shape); break;
+        case 6: SoftMax<float, false, true>(o, sum, mx, a, t, tiling, shape); break;   // LINE:basic_block_call
+        case 7: {
+            LocalTensor<uint8_t> small = t;
+            small.SetSize(64);
+            SoftMax<float>(o, sum, mx, a, small, tiling, shape);   // LINE:small_scratch_call
+            break;
+        }
+        default: break;
+    }
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, n);
+    DataCopy(og[n], sum, rb);
+    DataCopy(og[n + rb], mx, rb);
+    DataCopy(og[n + 2 * rb], em, rb);
+}
+
 // The UB planned to within 256 bytes of 910B's 196352: the framework-allocated Erf has no room.
 extern "C" __global__ __aicore__ void adv_full_ub(GM_ADDR x, GM_ADDR, GM_ADDR, GM_ADDR out)
 {
@@ -229,6 +298,7 @@ ADV_ENTRY(adv_i16)
 ADV_ENTRY(cumsum_f32)
 ADV_ENTRY(adv_full_ub)
 ADV_ENTRY(sum_f32)
+ADV_ENTRY(softmax_f32)
 
 // Host helpers, as a tiling function calls them: out = {max, min} per API for n elements.
 extern "C" void adv_tmp_sizes(uint32_t n, uint32_t typeSize, uint32_t* out)

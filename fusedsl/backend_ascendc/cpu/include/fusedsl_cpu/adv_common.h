@@ -139,6 +139,12 @@ inline void AdvStore(uint8_t* base, uint64_t i, double v) {
     }
 }
 
+// v rounded to T and back: a value the device holds in a T register or UB.
+template <typename T>
+inline double AdvRound(double v) {
+    return static_cast<double>(ToCompute(FromCompute<T>(static_cast<float>(v))));
+}
+
 inline uint32_t TypeBytesFloatOrHalf(uint32_t type_size) {
     return type_size == 4 ? 4u : 2u;
 }

@@ -114,5 +114,29 @@ inline TmpRange None(uint64_t, uint32_t) { return {0, 0}; }
 inline TmpRange SwiGLU(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 0 : 6, n, ts); }
 inline TmpRange GeGLU(uint64_t n, uint32_t ts) { return Nodes(IsFloat(ts) ? 0 : 4, n, ts); }
 
+// ---- SoftMax family (910B/310P: the API works a group of rows at a time; one row's temporaries
+// are the minimum).  epb = elements of the reduce type in a 32-byte block. ----
+inline uint64_t SoftMaxRowMin(uint64_t k, uint32_t ts) {
+    return (32 / ts + k + 64) * 4;
+}
+inline uint64_t SoftMaxGradRowMin(uint64_t k, uint32_t ts, bool front) {
+    uint64_t epb = 32 / ts;
+    if (!IsFloat(ts)) {
+        return (epb * 2 + k * 3 + 64) * 4;
+    }
+    return (front ? epb + k + 64 : epb * 2 + k + 64) * 4;
+}
+inline uint64_t SoftMaxFlashV2Min(uint64_t k, uint32_t ts1, uint32_t ts2, bool basic_block) {
+    uint64_t epb = 32 / ts2;
+    uint64_t unit = k == 1024 ? 128 : 64;
+    uint64_t n;
+    if (basic_block && k % 64 == 0) {
+        n = IsFloat(ts1) ? 8 * (epb + unit) : 8 * (epb + k + unit);
+    } else {
+        n = IsFloat(ts1) ? epb + 64 : epb * 2 + k + 64;
+    }
+    return n * 4;
+}
+
 }  // namespace adv
 }  // namespace fusedsl_cpu

@@ -9,6 +9,7 @@
 
 #include "fusedsl_cpu/cube_tiling_fields.h"
 #include "fusedsl_cpu/pad_tiling_fields.h"
+#include "fusedsl_cpu/softmax_tiling_fields.h"
 
 namespace AscendC {
 namespace tiling {

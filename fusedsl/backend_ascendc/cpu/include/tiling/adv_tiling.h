@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "fusedsl_cpu/adv_tmp_sizes.h"
+#include "kernel_tiling/kernel_tiling.h"
 #include "tiling/pad_tiling.h"   // AscendC::TensorShape
 #include "tiling/platform/platform_ascendc.h"
 
@@ -103,6 +104,133 @@ inline void GetCumSumMaxMinTmpSize(const TensorShape& srcShape, const uint32_t t
     fusedsl_host::Put(::fusedsl_cpu::adv::CumSum(static_cast<uint64_t>(srcShape.GetDim(0)),
                                                  static_cast<uint64_t>(srcShape.GetDim(1)), typeSize, isLastAxis),
                       maxValue, minValue);
+}
+
+// ---- SoftMax family: [m, k] is the shape's product of leading axes by its last axis. ----
+namespace fusedsl_host {
+inline void RowsCols(const TensorShape& shape, uint32_t& m, uint32_t& k) {
+    size_t d = shape.GetDimNum();
+    k = d ? static_cast<uint32_t>(shape.GetDim(d - 1)) : 0;
+    uint64_t n = Elements(shape);
+    m = k ? static_cast<uint32_t>(n / k) : 0;
+}
+// fusedsl's tiling: rows per pass = how many rows' temporaries fit the workspace.
+template <typename Tiling>
+inline void FillSoftmaxTiling(const TensorShape& shape, uint32_t typeSize, uint64_t rowBytes, uint32_t workspace,
+                              Tiling& t) {
+    uint32_t m = 0, k = 0;
+    RowsCols(shape, m, k);
+    uint32_t epb = typeSize ? 32 / typeSize : 0;
+    uint32_t split = rowBytes ? static_cast<uint32_t>(std::min<uint64_t>(workspace / rowBytes, m)) : m;
+    split = std::max<uint32_t>(split, m ? 1 : 0);
+    t = Tiling{};
+    t.srcM = m;
+    t.srcK = k;
+    t.srcSize = m * k;
+    t.outMaxM = m;
+    t.outMaxK = epb;
+    t.outMaxSize = m * epb;
+    t.splitM = split;
+    t.splitK = k;
+    t.splitSize = split * k;
+    t.reduceM = split;
+    t.reduceK = epb;
+    t.reduceSize = split * epb;
+    t.rangeM = split ? m / split : 0;
+    t.tailM = split ? m % split : 0;
+    t.tailSplitSize = t.tailM * k;
+    t.tailReduceSize = t.tailM * epb;
+}
+}  // namespace fusedsl_host
+
+inline uint32_t GetSoftMaxMinTmpSize(const TensorShape& srcShape, const uint32_t dataTypeSize, const bool isReuseSource) {
+    (void)isReuseSource;
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    return static_cast<uint32_t>(::fusedsl_cpu::adv::SoftMaxRowMin(k, dataTypeSize));
+}
+inline uint32_t GetSoftMaxMaxTmpSize(const TensorShape& srcShape, const uint32_t dataTypeSize, const bool isReuseSource) {
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    return GetSoftMaxMinTmpSize(srcShape, dataTypeSize, isReuseSource) * m;
+}
+inline void SoftMaxTilingFunc(const TensorShape& srcShape, const uint32_t dataTypeSize, const uint32_t localWorkSpaceSize,
+                              SoftMaxTiling& softmaxTiling) {
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    fusedsl_host::FillSoftmaxTiling(srcShape, dataTypeSize, ::fusedsl_cpu::adv::SoftMaxRowMin(k, dataTypeSize),
+                                    localWorkSpaceSize, softmaxTiling);
+}
+inline uint32_t GetLogSoftMaxMinTmpSize(const TensorShape srcShape, const uint32_t dataTypeSize,
+                                        const bool isReuseSource) {
+    return GetSoftMaxMinTmpSize(srcShape, dataTypeSize, isReuseSource);
+}
+inline uint32_t GetLogSoftMaxMaxTmpSize(const TensorShape srcShape, const uint32_t dataTypeSize,
+                                        const bool isReuseSource) {
+    return GetSoftMaxMaxTmpSize(srcShape, dataTypeSize, isReuseSource);
+}
+inline void LogSoftMaxTilingFunc(const TensorShape srcShape, const uint32_t dataTypeSize,
+                                 const uint32_t localWorkSpaceSize, LogSoftMaxTiling& softmaxTiling) {
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    fusedsl_host::FillSoftmaxTiling(srcShape, dataTypeSize, ::fusedsl_cpu::adv::SoftMaxRowMin(k, dataTypeSize),
+                                    localWorkSpaceSize, softmaxTiling);
+}
+inline uint32_t GetSoftMaxGradMinTmpSize(const TensorShape& srcShape, const uint32_t dataTypeSize, const bool isFront,
+                                         const bool isReuseSource) {
+    (void)isReuseSource;
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    return static_cast<uint32_t>(::fusedsl_cpu::adv::SoftMaxGradRowMin(k, dataTypeSize, isFront));
+}
+inline uint32_t GetSoftMaxGradMaxTmpSize(const TensorShape& srcShape, const uint32_t dataTypeSize, const bool isFront,
+                                         const bool isReuseSource) {
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    return GetSoftMaxGradMinTmpSize(srcShape, dataTypeSize, isFront, isReuseSource) * m;
+}
+inline void SoftMaxGradTilingFunc(const TensorShape& srcShape, const uint32_t dataTypeSize,
+                                  const uint32_t localWorkSpaceSize, SoftMaxTiling& softmaxGradTiling,
+                                  const bool isFront = false) {
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    fusedsl_host::FillSoftmaxTiling(srcShape, dataTypeSize,
+                                    ::fusedsl_cpu::adv::SoftMaxGradRowMin(k, dataTypeSize, isFront),
+                                    localWorkSpaceSize, softmaxGradTiling);
+}
+inline uint32_t GetSoftMaxFlashV2MinTmpSize(const TensorShape& srcShape, const uint32_t dataTypeSize1,
+                                            const uint32_t dataTypeSize2, const bool isUpdate,
+                                            const bool isBasicBlock = false, const bool isFlashOutputBrc = false) {
+    (void)isUpdate;
+    (void)isFlashOutputBrc;
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    return static_cast<uint32_t>(::fusedsl_cpu::adv::SoftMaxFlashV2Min(k, dataTypeSize1, dataTypeSize2, isBasicBlock));
+}
+inline uint32_t GetSoftMaxFlashV2MaxTmpSize(const TensorShape& srcShape, const uint32_t dataTypeSize1,
+                                            const uint32_t dataTypeSize2, const bool isUpdate,
+                                            const bool isBasicBlock = false, const bool isFlashOutputBrc = false) {
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    return GetSoftMaxFlashV2MinTmpSize(srcShape, dataTypeSize1, dataTypeSize2, isUpdate, isBasicBlock,
+                                       isFlashOutputBrc) * m;
+}
+inline void SoftMaxFlashV2TilingFunc(const TensorShape& srcShape, const uint32_t dataTypeSize1,
+                                     const uint32_t dataTypeSize2, const uint32_t localWorkSpaceSize,
+                                     SoftMaxTiling& softmaxFlashTiling, const bool isUpdate,
+                                     const bool isBasicBlock = false, const bool isFlashOutputBrc = false) {
+    (void)isUpdate;
+    (void)isFlashOutputBrc;
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    fusedsl_host::FillSoftmaxTiling(
+        srcShape, dataTypeSize2, ::fusedsl_cpu::adv::SoftMaxFlashV2Min(k, dataTypeSize1, dataTypeSize2, isBasicBlock),
+        localWorkSpaceSize, softmaxFlashTiling);
+}
+// The API page's basic-block rule on the tiling's shape.
+inline bool IsBasicBlockInSoftMax(SoftMaxTiling& tiling, const uint32_t dataTypeSize = 2) {
+    uint32_t k = tiling.srcK, m = tiling.srcM;
+    return dataTypeSize && k < 2048 && k >= 256 / dataTypeSize && k % 64 == 0 && m % 8 == 0;
 }
 
 }  // namespace AscendC
