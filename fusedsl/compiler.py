@@ -8,6 +8,7 @@ Executors: the numpy reference (default, the oracle), the LLVM CPU backend, and
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import sys
 import threading
@@ -693,6 +694,14 @@ _POOLED_ONLY = sys.getrefcount(_PROBE[0])
 del _PROBE
 
 
+def _dump_stem(name: str) -> str:
+    """A kernel's name as a dump file stem: names longer than 80 characters keep their first 64
+    and a hash of the whole (file names may have 255 bytes, with the temp prefix and suffix)."""
+    if len(name) <= 80:
+        return name
+    return f"{name[:64]}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
 def _has_narrow_ints(fn: Function) -> bool:
     from . import dtypes as dt
     return any(v.dtype in (dt.int8, dt.uint8) for op in fn.ops for v in op.results)
@@ -732,9 +741,10 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
         if sched is not None and manager.dump_dir:   # the tile IR beside the graph IR dumps
             from .passes.base import write_atomic
             from .tile.text import print_tile
-            write_atomic(os.path.join(manager.dump_dir, f"tile-{fn.name}.tile"), print_tile(sched, locs=True))
+            stem = _dump_stem(fn.name)
+            write_atomic(os.path.join(manager.dump_dir, f"tile-{stem}.tile"), print_tile(sched, locs=True))
             for i, (step, text) in enumerate(snapshots or []):
-                write_atomic(os.path.join(manager.dump_dir, f"tile-{fn.name}-{i:02d}-{step}.tile"), text)
+                write_atomic(os.path.join(manager.dump_dir, f"tile-{stem}-{i:02d}-{step}.tile"), text)
         plans.append(KernelPlan(fn, info.kind, info.reason, kind, lowered, error))
         plans[-1].reason_code = info.code   # stable code of the boundary (docs/FUSION.md)
         plans[-1].ub_budget = tgt.ub_bytes   # for the plan's display

@@ -182,3 +182,17 @@ def test_dump_ir_writes_the_tile_text_after_every_tile_pass(tmp_path, monkeypatc
                      f"tile-{name}-02-compare-slack.tile", f"tile-{name}-03-granules.tile",
                      f"tile-{name}-04-allocate.tile"]
     assert (tmp_path / files[-1]).read_text() == (tmp_path / f"tile-{name}.tile").read_text()
+
+
+def test_dump_ir_of_a_kernel_with_a_300_character_name(tmp_path, monkeypatch):
+    """The tile dumps are named after the kernel: a name longer than a file name may be is
+    shortened to its first 64 characters and a hash (it failed with ENAMETOOLONG)."""
+    monkeypatch.setenv("FUSEDSL_DUMP_IR", str(tmp_path))
+
+    def f(x):
+        return x * 2.0 + 1.0
+    f.__name__ = "k" * 300
+    c = fs.fused_kernel(f).compile(np.ones(8, np.float32))
+    tiles = sorted(p.name for p in tmp_path.glob("tile-*.tile"))
+    assert tiles and all(len(t) < 120 and t.startswith("tile-" + "k" * 64 + "-") for t in tiles)
+    np.testing.assert_array_equal(c(np.ones(8, np.float32)), np.full(8, 3.0, np.float32))
