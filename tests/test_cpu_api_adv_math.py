@@ -242,6 +242,42 @@ def test_softmax_checks_basic_block_and_scratch(lib):
                      r"but this call needs at least 352 \(the minValue of GetSoftMaxMinTmpSize", str(info.value))
 
 
+def _quant_ref(x, scale, offset):
+    h = lambda v: np.asarray(v, np.float32).astype(np.float16)  # noqa: E731
+    v = (h(x) * h(scale)).astype(np.float16) + h(offset)   # half arithmetic, as the device
+    return np.clip(np.round(v.astype(np.float32)), -128, 127).astype(np.int8)
+
+
+@pytest.mark.parametrize("per_channel", [0, 1])
+def test_ascend_quant_rounds_in_half_and_saturates(lib, per_channel):
+    rng = np.random.default_rng(14)
+    n = 96
+    x = rng.uniform(-80, 80, n).astype(np.float32)
+    x[:4] = [4.25, -4.25, 3.75, 200.0]   # ties to even after *2 + 0.5, and saturation
+    y = np.zeros(32, np.float32)
+    if per_channel:
+        y[:16] = rng.uniform(0.5, 2, 16)
+        y[16:] = rng.uniform(-1, 1, 16)
+        scale, offset = np.tile(y[:16], n // 16), np.tile(y[16:], n // 16)
+    else:
+        y[0], y[16] = 2.0, 0.5
+        scale, offset = y[0], y[16]
+    out = np.zeros(128, np.int8)
+    lib.launch("quant_f32", 1, [("x", np.concatenate([x, np.zeros(32, np.float32)])), ("y", y),
+                                ("p", np.array([n, per_channel, 0, 0], np.int32)), ("out", out)])
+    np.testing.assert_array_equal(out[:n], _quant_ref(x, scale, offset))
+
+
+def test_ascend_dequant_scales_the_first_calcount_of_each_row(lib):
+    rng = np.random.default_rng(15)
+    m, n, cal = 3, 16, 12
+    x = rng.integers(-1000, 1000, (m, n)).astype(np.int32)
+    sc = rng.uniform(-2, 2, n).astype(np.float32)
+    out = np.zeros((m, n), np.float32)
+    lib.launch("dequant_f32", 1, [("x", x), ("y", sc), ("p", np.array([m, n, cal, 0], np.int32)), ("out", out)])
+    np.testing.assert_array_equal(out[:, :cal], x[:, :cal].astype(np.float32) * sc[:cal])
+
+
 def test_xor_int16(lib):
     rng = np.random.default_rng(3)
     a = rng.integers(-32768, 32767, 512, dtype=np.int16)

@@ -270,6 +270,78 @@ extern "C" __global__ __aicore__ void softmax_f32(GM_ADDR x, GM_ADDR y, GM_ADDR 
     DataCopy(og[n + 2 * rb], em, rb);
 }
 
+// quant_f32(x, y, p, out): p = {n, perChannel, 0, 0}; x: n floats; y: 16 float scales then 16
+// offsets (per channel) or y[0] scale, y[16] offset; out: n int8 (padded to 32).
+extern "C" __global__ __aicore__ void quant_f32(GM_ADDR x, GM_ADDR y, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    uint32_t n = static_cast<uint32_t>(prm[0]);
+    uint32_t n8 = (n + 31) / 32 * 32;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, yb, ob, tb;
+    pipe.InitBuffer(xb, n8 * 4);
+    pipe.InitBuffer(yb, 32 * 4);
+    pipe.InitBuffer(ob, n8);
+    pipe.InitBuffer(tb, 8192);
+    LocalTensor<float> a = xb.Get<float>(), q = yb.Get<float>();
+    LocalTensor<int8_t> o = ob.Get<int8_t>();
+    LocalTensor<uint8_t> t = tb.Get<uint8_t>();
+    GlobalTensor<float> xg, yg;
+    GlobalTensor<int8_t> og;
+    xg.SetGlobalBuffer((__gm__ float*)x, n8);
+    yg.SetGlobalBuffer((__gm__ float*)y, 32);
+    og.SetGlobalBuffer((__gm__ int8_t*)out, n8);
+    DataCopy(a, xg, n8);
+    DataCopy(q, yg, 32);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    SetFlag<HardEvent::MTE2_S>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_S>(EVENT_ID0);
+    Duplicate(o.ReinterpretCast<int16_t>(), int16_t(0), n8 / 2);
+    if (prm[1]) {
+        AscendQuant<float>(o, a, t, q, q[16], 16, 16, n);
+    } else {
+        AscendQuant<float>(o, a, t, q.GetValue(0), q.GetValue(16), n);
+    }
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, n8);
+}
+
+// dequant_f32(x, y, p, out): p = {m, n, calCount, 0}; x: m x n int32; y: n float scales;
+// out: m x n floats (the first calCount of each row).
+extern "C" __global__ __aicore__ void dequant_f32(GM_ADDR x, GM_ADDR y, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    DequantParams dp{static_cast<uint32_t>(prm[0]), static_cast<uint32_t>(prm[1]), static_cast<uint32_t>(prm[2])};
+    uint32_t total = dp.m * dp.n;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, yb, ob, tb;
+    pipe.InitBuffer(xb, total * 4);
+    pipe.InitBuffer(yb, dp.n * 4);
+    pipe.InitBuffer(ob, total * 4);
+    pipe.InitBuffer(tb, 16384);
+    LocalTensor<int32_t> a = xb.Get<int32_t>();
+    LocalTensor<float> sc = yb.Get<float>(), o = ob.Get<float>();
+    LocalTensor<uint8_t> t = tb.Get<uint8_t>();
+    GlobalTensor<int32_t> xg;
+    GlobalTensor<float> yg, og;
+    xg.SetGlobalBuffer((__gm__ int32_t*)x, total);
+    yg.SetGlobalBuffer((__gm__ float*)y, dp.n);
+    og.SetGlobalBuffer((__gm__ float*)out, total);
+    DataCopy(a, xg, total);
+    DataCopy(sc, yg, dp.n);
+    Duplicate(o, 0.0f, total);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    AscendDequant(o, a, sc, t, dp);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, total);
+}
+
 // The UB planned to within 256 bytes of 910B's 196352: the framework-allocated Erf has no room.
 extern "C" __global__ __aicore__ void adv_full_ub(GM_ADDR x, GM_ADDR, GM_ADDR, GM_ADDR out)
 {
@@ -299,6 +371,8 @@ ADV_ENTRY(cumsum_f32)
 ADV_ENTRY(adv_full_ub)
 ADV_ENTRY(sum_f32)
 ADV_ENTRY(softmax_f32)
+ADV_ENTRY(quant_f32)
+ADV_ENTRY(dequant_f32)
 
 // Host helpers, as a tiling function calls them: out = {max, min} per API for n elements.
 extern "C" void adv_tmp_sizes(uint32_t n, uint32_t typeSize, uint32_t* out)

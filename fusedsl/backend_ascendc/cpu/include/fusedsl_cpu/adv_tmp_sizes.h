@@ -138,5 +138,17 @@ inline uint64_t SoftMaxFlashV2Min(uint64_t k, uint32_t ts1, uint32_t ts2, bool b
     return n * 4;
 }
 
+// ---- quantization ----
+// AscendQuant: two half-sized copies of the input, at least two repeats.
+inline TmpRange AscendQuant(uint64_t n) {
+    return {2 * kRepeat, (std::max<uint64_t>(2 * n, 2 * kRepeat) + 31) / 32 * 32};
+}
+// AscendDequant: float copies of one row (all rows for the maximum) and of the scales (n plus a
+// block), plus one repeat of floats.
+inline TmpRange AscendDequant(uint64_t outer, uint64_t inner) {
+    uint64_t scales = inner + 8;
+    return {(64 + inner + scales) * 4, (64 + outer * inner + scales) * 4};
+}
+
 }  // namespace adv
 }  // namespace fusedsl_cpu

@@ -106,6 +106,22 @@ inline void GetCumSumMaxMinTmpSize(const TensorShape& srcShape, const uint32_t t
                       maxValue, minValue);
 }
 
+// ---- quantization ----
+inline void GetAscendQuantMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, uint32_t& maxValue,
+                                        uint32_t& minValue) {
+    (void)typeSize;
+    fusedsl_host::Put(::fusedsl_cpu::adv::AscendQuant(fusedsl_host::Elements(srcShape)), maxValue, minValue);
+}
+// srcShape: [m, n] or [n] of int32.
+inline void GetAscendDequantMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, uint32_t& maxValue,
+                                          uint32_t& minValue) {
+    (void)typeSize;
+    size_t d = srcShape.GetDimNum();
+    uint64_t outer = d == 2 ? static_cast<uint64_t>(srcShape.GetDim(0)) : 1;
+    uint64_t inner = d ? static_cast<uint64_t>(srcShape.GetDim(d - 1)) : 0;
+    fusedsl_host::Put(::fusedsl_cpu::adv::AscendDequant(outer, inner), maxValue, minValue);
+}
+
 // ---- SoftMax family: [m, k] is the shape's product of leading axes by its last axis. ----
 namespace fusedsl_host {
 inline void RowsCols(const TensorShape& shape, uint32_t& m, uint32_t& k) {
