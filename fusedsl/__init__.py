@@ -10,9 +10,9 @@ from .errors import (ArgumentError, AscendCCheckError, AscendCCompileError, Cont
                      TargetError,
                      TraceError, UnsupportedOpError, VerifyError)
 from . import ops  # noqa: F401  (the op definitions register themselves first)
-from .frontend.api import (abs, absolute, add, amax, amin, astype, attention, batch_norm, broadcast_to, cast,
+from .frontend.api import (abs, absolute, add, amax, amin, arange, astype, attention, batch_norm, broadcast_to, cast,
                            concatenate, conv2d, divide, equal, exp, gelu, greater, greater_equal,
-                           layer_norm, leaky_relu, less, less_equal, log, matmul, max, maximum, mean,
+                           layer_norm, leaky_relu, less, less_equal, linspace, log, matmul, max, maximum, mean,
                            min, minimum, multiply, negative, not_equal, permute_dims, power, reciprocal,
                            relu, reshape, rms_norm, rope, rsqrt, sigmoid, silu, softmax, sqrt, square,
                            subtract, sum, take, tanh, transpose, true_divide,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from .dtypes import bool_, float32
 from .ir.core import Function, Op, Param, TensorType, Value
-from .ir.ops import (BINARY, BROADCAST, COMPARISON, CONSTANT, CUBE, ELEMENTWISE, REDUCTION, REGISTRY, SHAPE,
+from .ir.ops import (BINARY, BROADCAST, COMPARISON, CONSTANT, CUBE, ELEMENTWISE, HOST, REDUCTION, REGISTRY, SHAPE,
                      has_trait)
 from .ops.recipe import prims_of
 from .tile.prims import PRIMS
@@ -755,7 +755,7 @@ def unfused_cost(fn: Function, target, sizes=None, kernel_cost=None) -> list[Ker
     producers = {id(r): op for op in fn.ops for r in op.results}
     costs = []
     for op in fn.ops:
-        if has_trait(op, CONSTANT) or op.name == "reshape" or op.name == "call":
+        if has_trait(op, CONSTANT) or has_trait(op, HOST) or op.name == "reshape" or op.name == "call":
             continue
         if op.name == "attention":   # unfused, attention is its chain: S and P cross GM
             costs.extend(unfused_cost(attention_chain(op), target, sizes, kernel_cost))

@@ -372,8 +372,12 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
     if op.name == "cast":
         src = op.operands[0]
         if id(src) in b.value_scalar:
-            raise ScheduleError("cast of a scalar inside a vector kernel should have been folded", loc=loc)
-        src_slot = _to_compute(b, src, loc, hoisted)
+            if b.value_scalar[id(src)][0] != "var":
+                raise ScheduleError("cast of a scalar inside a vector kernel should have been folded", loc=loc)
+            # a one-element input read as a scalar (a kernel of one element: argmax over all axes)
+            src_slot = _dup(b, b.value_scalar[id(src)], compute_dtype(src.dtype), loc, hoisted)
+        else:
+            src_slot = _to_compute(b, src, loc, hoisted)
         src_cd = b.slots[src_slot].dtype
         if res.dtype != cd:   # bf16/int8/uint8 results: one cast into their storage dtype
             narrow = b.new_slot(res.dtype, "inv" if hoisted else "tmp")

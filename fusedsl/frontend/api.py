@@ -60,7 +60,11 @@ def _eager(fn, args, kwargs):
             return Tensor(builder.param(TensorType(arr.shape, dtype), f"x{len(inputs)}"), trace)
         return x
 
-    out = fn(*[wrap(a) for a in args], **{k: wrap(v) for k, v in kwargs.items()})
+    token = _tracing.ACTIVE.set(trace)
+    try:
+        out = fn(*[wrap(a) for a in args], **{k: wrap(v) for k, v in kwargs.items()})
+    finally:
+        _tracing.ACTIVE.reset(token)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     module = Module((builder.finish([o.value for o in outs]),))
     results = run_module(module, inputs)
@@ -613,6 +617,56 @@ _NUMPY_UFUNCS = {
 }
 
 
+# ---- creation ops without a tensor operand (fusedsl/ops/creation.py) ------------------------------
+def _creation_dtype(dtype, *values) -> dt.DType:
+    if dtype is not None:
+        return to_dtype(dtype)
+    return dt.float32 if builtins.any(isinstance(v, float) for v in values) else dt.int32
+
+
+def _number(name, what, v):
+    if not is_python_scalar(v) or isinstance(v, bool):
+        raise ArgumentError(f"fs.{name}: {what} must be a Python number, got {type(v).__name__}", loc=user_frame(),
+                            hint="the values of arange / linspace are fixed when the kernel is traced")
+    return python_scalar(v)
+
+
+def _creation_op(fn):
+    """An op without tensor operands: it appends to the trace running the user's function, or
+    runs eagerly (a numpy array) outside one."""
+    _tracing.FS_OPS.add(fn.__name__)
+    eager = _op(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) if _tracing.ACTIVE.get() is not None else eager(*args, **kwargs)
+    return user_facing(wrapper)
+
+
+@_creation_op
+def arange(start, stop=None, step=1, dtype=None):
+    """numpy.arange: start, start + step, ... below stop (int32, or float32 when a bound is a float)."""
+    if stop is None:
+        start, stop = 0, start
+    start, stop, step = (_number("arange", w, v) for w, v in (("start", start), ("stop", stop), ("step", step)))
+    if step == 0:
+        raise ArgumentError("fs.arange: step must not be 0", loc=user_frame())
+    d = _creation_dtype(dtype, start, stop, step)
+    return _tracing.ACTIVE.get().emit("arange", [], {"start": start, "stop": stop, "step": step, "dtype": d.name})
+
+
+@_creation_op
+def linspace(start, stop, num=50, endpoint=True, dtype=None):
+    """numpy.linspace: `num` evenly spaced values from start to stop (float32 unless dtype says)."""
+    start, stop = _number("linspace", "start", start), _number("linspace", "stop", stop)
+    num = _number("linspace", "num", num)
+    if not isinstance(num, int) or num < 0:
+        raise ArgumentError(f"fs.linspace: num must be an int >= 0, got {num!r}", loc=user_frame())
+    d = to_dtype(dtype) if dtype is not None else dt.float32
+    return _tracing.ACTIVE.get().emit("linspace", [], {"start": start, "stop": stop, "num": num,
+                                                       "endpoint": bool(endpoint), "dtype": d.name})
+
+
 # ---- composites from their definitions (fusedsl/ops/composite.py) -------------------------------
 class _Namespace:
     """`F` of the composites: this module's fs ops, plus the helpers they need."""
@@ -626,6 +680,9 @@ _F_EXTRA = {
     "promote_float": lambda a, b: _promote_pair(a, b, True)[:2],
     "promote_pair_public": lambda a, b: _promote_pair(a, b)[:2],
     "emit": lambda name, *xs: xs[0].trace.emit(name, list(xs)),    # a graph op of its definition
+    # arange in x's trace (composites: argmax, tril, one_hot, cumsum, flip)
+    "arange_of": lambda x, n, dtype=dt.int32: x.trace.emit("arange", [], {"start": 0, "stop": int(n), "step": 1,
+                                                                         "dtype": dtype.name}),
 }
 _F = _Namespace()
 GENERATED: list[str] = []     # fs names made from composite definitions (fusedsl/__init__ exports them)

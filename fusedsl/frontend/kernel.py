@@ -15,7 +15,7 @@ from ..errors import ArgumentError, Loc, TraceError, user_facing, user_frame
 from ..ir.builder import Builder
 from ..ir.core import Module, TensorType
 from .api import to_dtype
-from .tracing import Tensor, Trace, is_python_scalar, python_scalar
+from .tracing import ACTIVE, Tensor, Trace, is_python_scalar, python_scalar
 
 
 @dataclass(frozen=True)
@@ -253,7 +253,11 @@ class FusedKernel:
                 call_kwargs[param.name] = arg
             else:
                 call_args.append(arg)
-        out = self.fn(*call_args, **call_kwargs)
+        token = ACTIVE.set(trace)
+        try:
+            out = self.fn(*call_args, **call_kwargs)
+        finally:
+            ACTIVE.reset(token)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if not outs:
             raise TraceError(f"{self.name} returns nothing; a kernel must return tensors",

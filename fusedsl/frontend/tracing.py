@@ -93,6 +93,10 @@ FS_OPS: set = set()
 # __array__, reached from inside numpy, can name it.
 _NUMPY_FUNCTION: contextvars.ContextVar = contextvars.ContextVar("fusedsl_numpy_function", default=None)
 
+# The trace the user's function runs in (kernel tracing and eager calls set it): ops without a
+# tensor operand (fs.arange, fs.linspace) append to it.
+ACTIVE: contextvars.ContextVar = contextvars.ContextVar("fusedsl_active_trace", default=None)
+
 
 def _numpy_hint(name: str) -> str:
     """What to write instead of numpy.<name> inside a kernel."""

@@ -624,7 +624,23 @@ def aten_table(torch) -> dict:
         aten.new_full.default: _creation(lambda a: a[2]),
         aten.scalar_tensor.default: _creation(lambda a: a[0]),
         operator.getitem: lambda xs, i: xs[i],
+        # index, scan and mask ops (fusedsl/ops/composite.py; int32 indices where torch gives int64)
+        aten.argmax.default: lambda x, dim=None, keepdim=False: fs.argmax(x, axis=dim, keepdims=keepdim),
+        aten.argmin.default: lambda x, dim=None, keepdim=False: fs.argmin(x, axis=dim, keepdims=keepdim),
+        aten.prod.dim_int: lambda x, dim, keepdim=False, dtype=None: fs.prod(_to(x, dtype=dtype), axis=dim,
+                                                                           keepdims=keepdim),
+        aten.prod.default: lambda x, dtype=None: fs.prod(_to(x, dtype=dtype)),
+        aten.cumsum.default: lambda x, dim, dtype=None: fs.cumsum(_to(x, dtype=dtype), axis=dim),
+        aten.cumprod.default: lambda x, dim, dtype=None: fs.cumprod(_to(x, dtype=dtype), axis=dim),
+        aten.flip.default: lambda x, dims: fs.flip(x, tuple(dims)),
+        aten.tril.default: lambda x, diagonal=0: fs.tril(x, diagonal),
+        aten.triu.default: lambda x, diagonal=0: fs.triu(x, diagonal),
+        aten.one_hot.default: lambda x, num_classes=-1: fs.one_hot(x, num_classes),
     }
+    for packet, overload in (("bitwise_right_shift", "Tensor_Scalar"), ("__rshift__", "Scalar")):
+        op = getattr(getattr(aten, packet, None), overload, None)
+        if op is not None:
+            t[op] = lambda x, k: fs.right_shift(x, int(k))
     # ATen ops with an fs op of the same meaning (the vocabulary's, where it has them)
     same_name = {"sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan",
                  "sinh": "sinh", "cosh": "cosh", "floor": "floor", "ceil": "ceil", "round": "round",

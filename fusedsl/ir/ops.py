@@ -35,6 +35,7 @@ CUBE = "cube"                  # runs on the cube unit (matmul, conv)
 GATHER = "gather"              # reads operand rows picked by an index tensor (take)
 CONSTANT = "constant"
 CALL = "call"
+HOST = "host"                  # computed by the host between kernels (arange): kernels read it as an input
 ATTENTION = "attention"        # softmax(q k^T * scale + mask) v as one op (its own kernel kind)
 
 

@@ -5,6 +5,7 @@
 `by_aten` / `by_onnx` find the fs function of an ATen overload or ONNX operator (for importers).
 """
 from . import elementwise  # noqa: F401  (registers the elementwise ops)
+from . import creation  # noqa: F401  (arange / linspace: host ops the composites build on)
 from . import composite  # noqa: F401  (the composites' definitions)
 from ..ir.ops import REGISTRY
 from .composite import COMPOSITES

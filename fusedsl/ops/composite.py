@@ -965,3 +965,227 @@ def left_shift(F, a, k):
         raise F.DTypeError(f"fs.left_shift needs integer tensors, got {a.dtype}", loc=F.user_frame())
     factor = (1 << k) if k < 31 else -(1 << 31)
     return F.cast(F.cast(a, dt.int32) * factor, a.dtype)
+
+
+@composite("right_shift", "logic", dtypes="int",
+           aten=_aten("bitwise_right_shift.Tensor_Scalar", "__rshift__.Scalar"),
+           doc="a >> k for a constant k in [0, 31]: arithmetic (floor(a / 2**k)), exact for every int32",
+           example="fs.right_shift(x.astype(np.int32), 3)")
+def right_shift(F, a, k):
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < 32:
+        raise F.ArgumentError(f"right_shift needs a constant shift in [0, 31], got {k!r}", loc=F.user_frame(),
+                              hint="a tensor shift amount is not supported")
+    if a.dtype.is_float or a.dtype == dt.bool_:
+        raise F.DTypeError(f"fs.right_shift needs integer tensors, got {a.dtype}", loc=F.user_frame())
+    if k == 0:
+        return a
+    # No vector shift on every chip: a is split into its high 16 bits (a multiple of 2**16, at most
+    # 15 significant bits: exact in float32) and its low 16 bits (0..65535), each scaled exactly
+    # by a power of two in float32, and the integer parts added in int32 (no rounding anywhere).
+    a32 = F.cast(a, dt.int32)
+    hi = F.cast(F.bitwise_and(a32, -65536), dt.float32)
+    if k <= 16:
+        lo = F.cast(F.bitwise_and(a32, 65535), dt.float32)
+        r = F.cast(hi * float(2.0 ** -k), dt.int32) + F.cast(_floor(F, lo * float(2.0 ** -k)), dt.int32)
+    else:
+        r = F.cast(_floor(F, hi * float(2.0 ** -k)), dt.int32)
+    return F.cast(r, a.dtype)
+
+
+# ---- index ops built on arange (ops/creation.py: a small host input the kernels broadcast) ----------
+def _arange(F, x, start, stop, step=1, dtype=dt.int32):
+    return x.trace.emit("arange", [], {"start": start, "stop": stop, "step": step, "dtype": dtype.name})
+
+
+def _iota(F, x, axis, dtype=dt.int32):
+    """0, 1, ..., x.shape[axis] - 1 along `axis`, shaped to broadcast against x."""
+    n = x.shape[axis]
+    shape = [1] * x.ndim
+    shape[axis] = n
+    return F.reshape(_arange(F, x, 0, n, 1, dtype), tuple(shape))
+
+
+def _arg(F, x, axis, keepdims, pick, name):
+    if not isinstance(x, F.Tensor):
+        raise F.ArgumentError(f"{name} needs a tensor, got a Python number", loc=F.user_frame())
+    if axis is None:   # numpy: the index into the flattened array
+        r = _arg(F, F.reshape(x, (-1,)), 0, False, pick, name)
+        return F.reshape(r, (1,) * x.ndim) if keepdims else r
+    axis %= max(x.ndim, 1)
+    n = x.shape[axis]
+    if n == 0:
+        raise F.ArgumentError(f"{name} of an empty axis (size 0 along axis {axis}) has no index", loc=F.user_frame())
+    v = F.cast(x, dt.float32) if x.dtype in (dt.bool_, dt.uint8, dt.int8) else x
+    m = pick(v, axis=axis, keepdims=True)
+    hit = v == m
+    if v.dtype.is_float:   # numpy: the first NaN wins over every number
+        isnan = v != v
+        anynan = F.max(F.cast(isnan, dt.float32), axis=axis, keepdims=True) > 0.0
+        hit = F.where(anynan, isnan, hit)
+    # the first hit: the smallest index among the hits (indices exact in float32 below 2**24)
+    cand = F.where(hit, _iota(F, x, axis, dt.float32), float(n))
+    r = F.cast(F.min(cand, axis=axis, keepdims=True), dt.int32)   # never a 0-d cast: a kernel of one element
+    return r if keepdims else F.reshape(r, tuple(d for i, d in enumerate(x.shape) if i != axis))
+
+
+@composite("argmax", "reduction", dtypes="any", aten=_aten("argmax.default"), onnx=("ArgMax",),
+           doc="index of the largest element along `axis` (the first on ties; the first NaN if any), int32",
+           example="fs.argmax(x, axis=1)")
+def argmax(F, x, axis=None, keepdims=False):
+    return _arg(F, x, axis, keepdims, F.max, "argmax")
+
+
+@composite("argmin", "reduction", dtypes="any", aten=_aten("argmin.default"), onnx=("ArgMin",),
+           doc="index of the smallest element along `axis` (the first on ties; the first NaN if any), int32",
+           example="fs.argmin(x, axis=1)")
+def argmin(F, x, axis=None, keepdims=False):
+    return _arg(F, x, axis, keepdims, F.min, "argmin")
+
+
+def _odd(F, c):
+    """c mod 2 == 1 for float32 counts c >= 0."""
+    return c - 2.0 * _floor(F, c * 0.5) > 0.5
+
+
+@composite("prod", "reduction", dtypes="numeric", public=("prod", "product"),
+           aten=_aten("prod.dim_int", "prod.default"), onnx=("ReduceProd",),
+           doc="product over `axis`: sign from the count of negatives, magnitude exp(sum(log|x|)) "
+               "(float32 rounding of log/exp: ~1e-6 relative per factor), 0 / inf / NaN like numpy; "
+               "ints exact while the product stays below 2**24")
+def prod(F, x, axis=None, keepdims=False):
+    axes = _axes(F, x, axis)
+    x32, back = _f32(F, x)
+
+    def count(mask):
+        return F.sum(F.cast(mask, dt.float32), axis=axes, keepdims=keepdims)
+
+    a = F.abs(x32)
+    zero = x32 == 0.0
+    mag = F.exp(F.sum(F.log(F.where(zero, 1.0, a)), axis=axes, keepdims=keepdims))
+    neg = _odd(F, count(x32 < 0.0))
+    r = F.where(neg, -mag, mag)
+    nz, ninf, nnan = count(zero) > 0.0, count(a == math.inf) > 0.0, count(x32 != x32) > 0.0
+    r = F.where(nz, F.where(neg, -0.0, 0.0), r)
+    r = F.where(F.logical_or(nnan, F.logical_and(nz, ninf)), math.nan, r)
+    out = back(r)
+    return out if x.dtype.is_float else F.cast(F.where(F.abs(r) < 2.0 ** 31, r, 0.0), x.dtype)
+
+
+def _scan(F, parts, axis):
+    """Inclusive prefix sums of float32 tensors along `axis`, all in ONE batched matmul by the
+    [n, n] upper-triangular ones matrix (x @ T: column j sums x[..., :j+1]); a mask of 0s and 1s,
+    so every product is exact and each sum is float32 of the same terms numpy adds."""
+    x = parts[0]
+    rank = x.ndim
+    axis %= max(rank, 1)
+    n = x.shape[axis]
+    perm = [d for d in range(rank) if d != axis] + [axis]
+    moved = [F.transpose(p, perm) if axis != rank - 1 else p for p in parts]
+    rows = F.reshape(_arange(F, x, 0, n), (n, 1))
+    cols = F.reshape(_arange(F, x, 0, n), (1, n))
+    tri = F.cast(rows <= cols, dt.float32)
+    stacked = F.concatenate([F.reshape(p, (1, -1, n)) for p in moved], axis=0)   # [k, rest, n]
+    out = F.matmul(stacked, tri)
+    inv = [perm.index(d) for d in range(rank)]
+    shape = tuple(x.shape[d] for d in perm)
+    res = []
+    for i in range(len(parts)):
+        y = F.reshape(out[i], shape)
+        res.append(F.transpose(y, inv) if axis != rank - 1 else y)
+    return res
+
+
+def _scan_input(F, x, axis, name):
+    if not isinstance(x, F.Tensor):
+        raise F.ArgumentError(f"{name} needs a tensor, got a Python number", loc=F.user_frame())
+    if x.ndim == 0:
+        x = F.reshape(x, (1,))
+    return x, axis % x.ndim
+
+
+@composite("cumsum", "reduction", dtypes="numeric", aten=_aten("cumsum.default"), onnx=("CumSum",),
+           doc="inclusive prefix sums along `axis` (one matmul by a triangular 0/1 matrix: the cube "
+               "scans; inf / NaN like numpy); ints exact while the sums stay below 2**24",
+           example="fs.cumsum(x, axis=1)")
+def cumsum(F, x, axis=-1):
+    x, axis = _scan_input(F, x, axis, "cumsum")
+    x32, back = _f32(F, x)
+    fin = F.isfinite(x32)
+    s, pinf, ninf, nan = _scan(F, [F.where(fin, x32, 0.0), F.cast(x32 == math.inf, dt.float32),
+                                   F.cast(x32 == -math.inf, dt.float32), F.cast(x32 != x32, dt.float32)], axis)
+    r = F.where(pinf > 0.0, math.inf, F.where(ninf > 0.0, -math.inf, s))
+    r = F.where(F.logical_or(nan > 0.0, F.logical_and(pinf > 0.0, ninf > 0.0)), math.nan, r)
+    return back(r) if x.dtype.is_float else F.cast(r, x.dtype)
+
+
+@composite("cumprod", "reduction", dtypes="numeric", aten=_aten("cumprod.default"),
+           doc="inclusive prefix products along `axis`: sign from the count of negatives so far, "
+               "magnitude exp(cumsum(log|x|)) (~1e-6 relative per factor), 0 / inf / NaN like numpy",
+           example="fs.cumprod(x, axis=1)")
+def cumprod(F, x, axis=-1):
+    x, axis = _scan_input(F, x, axis, "cumprod")
+    x32, back = _f32(F, x)
+    a = F.abs(x32)
+    zero, inf, nan = x32 == 0.0, a == math.inf, x32 != x32
+    regular = F.logical_not(F.logical_or(F.logical_or(zero, inf), nan))
+    logs, nz, ninf, nnan, nneg = _scan(F, [F.where(regular, F.log(F.where(regular, a, 1.0)), 0.0),
+                                           F.cast(zero, dt.float32), F.cast(inf, dt.float32),
+                                           F.cast(nan, dt.float32), F.cast(x32 < 0.0, dt.float32)], axis)
+    neg = _odd(F, nneg)
+    r = F.where(neg, -1.0, 1.0) * F.exp(logs)
+    r = F.where(ninf > 0.0, F.where(neg, -math.inf, math.inf), r)
+    r = F.where(nz > 0.0, F.where(neg, -0.0, 0.0), r)
+    r = F.where(F.logical_or(nnan > 0.0, F.logical_and(nz > 0.0, ninf > 0.0)), math.nan, r)
+    return back(r) if x.dtype.is_float else F.cast(r, x.dtype)
+
+
+@composite("flip", "shape", dtypes="any", aten=_aten("flip.default"),
+           doc="the elements in reverse order along `axis` (all axes when None): a take of the rows "
+               "n-1, ..., 0 (a gather view), so every dtype is exact",
+           example="fs.flip(x, 1)")
+def flip(F, x, axis=None):
+    axes = range(x.ndim) if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
+    for a in sorted({a % max(x.ndim, 1) for a in axes}):
+        n = x.shape[a]
+        if n <= 1:
+            continue
+        perm = [a] + [d for d in range(x.ndim) if d != a]
+        y = F.transpose(x, perm) if a != 0 else x
+        moved = tuple(y.shape)
+        rows = F.take(F.reshape(y, (n, -1)), _arange(F, x, n - 1, -1, -1), axis=0)
+        y = F.reshape(rows, moved)
+        x = F.transpose(y, [perm.index(d) for d in range(x.ndim)]) if a != 0 else y
+    return x
+
+
+def _tri(F, x, k, lower):
+    if x.ndim < 2:
+        raise F.ArgumentError(f"{'tril' if lower else 'triu'} needs a tensor of at least 2 dimensions, got "
+                              f"{x.ndim}", loc=F.user_frame())
+    m, n = x.shape[-2], x.shape[-1]
+    d = F.reshape(_arange(F, x, 0, n), (1, n)) - F.reshape(_arange(F, x, 0, m), (m, 1))   # column - row
+    keep = d <= int(k) if lower else d >= int(k)
+    return F.cast(F.where(keep, x, F.cast(x.trace.constant(0, x.dtype), x.dtype)), x.dtype)
+
+
+composite("tril", "shape", dtypes="any", aten=_aten("tril.default"), onnx=("Trilu[upper=0]",),
+          doc="x with the elements above diagonal k zeroed (numpy.tril, torch.tril)",
+          example="fs.tril(x)")(lambda F, x, k=0: _tri(F, x, k, True))
+composite("triu", "shape", dtypes="any", aten=_aten("triu.default"), onnx=("Trilu[upper=1]",),
+          doc="x with the elements below diagonal k zeroed (numpy.triu, torch.triu)",
+          example="fs.triu(x)")(lambda F, x, k=0: _tri(F, x, k, False))
+
+
+@composite("one_hot", "shape", dtypes="int", aten=_aten("one_hot.default"), onnx=("OneHot",),
+           doc="int32 [..., num_classes]: 1 where the class equals the index (torch.nn.functional.one_hot; "
+               "indices outside [0, num_classes) give a row of zeros)",
+           example="fs.one_hot((x * 3).astype(np.int32), 4)")
+def one_hot(F, indices, num_classes=-1):
+    if not isinstance(num_classes, int) or num_classes < 0:
+        raise F.ArgumentError(f"one_hot needs num_classes >= 0 given as a constant, got {num_classes!r}",
+                              loc=F.user_frame(), hint="the class count sets the result's shape; pass it "
+                              "(torch's -1, the largest index + 1, depends on the data)")
+    if indices.dtype.is_float or indices.dtype == dt.bool_:
+        raise F.DTypeError(f"one_hot needs integer indices, got {indices.dtype}", loc=F.user_frame())
+    idx = F.reshape(F.cast(indices, dt.int32), tuple(indices.shape) + (1,))
+    return F.cast(idx == _arange(F, indices, 0, num_classes), dt.int32)

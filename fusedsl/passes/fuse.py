@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from ..errors import ScheduleError
 from ..ir.shapes import column_param, fmt_shape
 from ..ir.core import Function, Module, Op, Param, TensorType, Value
-from ..ir.ops import BROADCAST, CALL, CONSTANT, CUBE, ELEMENTWISE, SHAPE, has_trait
+from ..ir.ops import BROADCAST, CALL, CONSTANT, CUBE, ELEMENTWISE, HOST, SHAPE, has_trait
 from .base import Pass
 from .fusion_model import FusionOptions, GroupStats, merge_verdict, split_reason
 
@@ -49,7 +49,8 @@ def is_vector_op(op: Op) -> bool:
 
 
 def is_view_op(op: Op) -> bool:
-    return op.name == "reshape"
+    """Ops that stay in main between kernels: reshape views and host-computed inputs (arange)."""
+    return op.name == "reshape" or has_trait(op, HOST)
 
 
 @dataclass(frozen=True)
@@ -1053,7 +1054,7 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     # views (reshape) in main pass values between kernels: follow them for edges too
     view_src: dict[int, int] = {}
     for i, op in enumerate(fn.ops):
-        if is_view_op(op):
+        if is_view_op(op) and op.operands:
             p = producer.get(id(op.operands[0]))
             src = view_src.get(p, owner.get(p)) if p is not None else None
             if src is not None:
