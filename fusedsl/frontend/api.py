@@ -645,7 +645,28 @@ def _creation_op(fn):
 
 @_creation_op
 def arange(start, stop=None, step=1, dtype=None):
-    """numpy.arange: start, start + step, ... below stop (int32, or float32 when a bound is a float)."""
+    """numpy.arange: start, start + step, ... below stop (int32, or float32 when a bound is a float).
+
+    Inside a kernel it is an input the host computes before the kernels run (a few bytes; the
+    kernels broadcast it like any tensor), outside one a numpy array.
+
+    Args:
+        start: the first value (the stop when it is the only argument, starting at 0).
+        stop: the end, excluded.
+        step: the spacing, not 0.
+        dtype: the result's dtype (default int32, float32 when a bound or the step is a float).
+
+    Returns:
+        A 1-D tensor of ceil((stop - start) / step) values.
+
+    Raises:
+        ArgumentError: a bound that is not a Python number, or step 0.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> fs.arange(3, 11, 2).tolist()
+        [3, 5, 7, 9]
+    """
     if stop is None:
         start, stop = 0, start
     start, stop, step = (_number("arange", w, v) for w, v in (("start", start), ("stop", stop), ("step", step)))
@@ -657,7 +678,29 @@ def arange(start, stop=None, step=1, dtype=None):
 
 @_creation_op
 def linspace(start, stop, num=50, endpoint=True, dtype=None):
-    """numpy.linspace: `num` evenly spaced values from start to stop (float32 unless dtype says)."""
+    """numpy.linspace: `num` evenly spaced values from start to stop (float32 unless dtype says).
+
+    Inside a kernel it is an input the host computes before the kernels run, outside one a
+    numpy array.
+
+    Args:
+        start: the first value.
+        stop: the last value (excluded with endpoint=False).
+        num: how many values, an int >= 0.
+        endpoint: whether stop is the last value.
+        dtype: the result's dtype (default float32).
+
+    Returns:
+        A 1-D tensor of `num` values.
+
+    Raises:
+        ArgumentError: a bound that is not a Python number, or num < 0.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> fs.linspace(0, 1, 5).tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
     start, stop = _number("linspace", "start", start), _number("linspace", "stop", stop)
     num = _number("linspace", "num", num)
     if not isinstance(num, int) or num < 0:
