@@ -439,8 +439,12 @@ _CMP_MODE = {"lt": "LT", "le": "LE", "gt": "GT", "ge": "GE", "eq": "EQ", "ne": "
 
 
 def _mask_slot(b: _Builder) -> str:
-    name = b.new_slot(dt.uint8, "scratch", base="mask")
-    return name
+    """The Compare / Select bit mask: written and read inside one cmp or select statement, so
+    every compare of the kernel shares one buffer (arcsin's 29 compares took 29 buffers)."""
+    key = ("mask",)
+    if key not in b.value_slot:
+        b.value_slot[key] = b.new_slot(dt.uint8, "scratch", base="mask")
+    return b.value_slot[key]
 
 
 def _scratch_const(b: _Builder, dtype: dt.DType, value) -> str:

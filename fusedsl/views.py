@@ -313,7 +313,14 @@ def plan_views(fn: Function, loads: list[Value]) -> ViewPlan:
                      if all(a <= l and h <= b for a, b, l, h in zip(plo, phi, lo, hi)))
             maps.append(m)
         ext = [h - l for l, h in zip(lo, hi)]
-        row_dims = [d for d in range(rank - 1) if ext[d] > 1]
+        # trailing axes every tensor holds contiguously over the box join its columns (a lone
+        # concatenation along a middle axis is one box per input, not one per outer index)
+        first_col = rank - 1
+        flat = [out_st] + [m.st for m in maps]
+        if not any(m.gather for m in maps) and all(st[-1] == 1 for st in flat):
+            while first_col > 0 and all(st[first_col - 1] == st[first_col] * ext[first_col] for st in flat):
+                first_col -= 1
+        row_dims = [d for d in range(first_col) if ext[d] > 1]
         strides = [out_st] + [m.st for m in maps] + [m.gather[2] for m in maps if m.gather]
         uniform = all(st[a] == st[b] * ext[b] for st in strides for a, b in zip(row_dims, row_dims[1:]))
         if not uniform:   # cut along the outermost row axis and try again
@@ -324,9 +331,11 @@ def plan_views(fn: Function, loads: list[Value]) -> ViewPlan:
             continue
         inner = row_dims[-1] if row_dims else None
         rows = 1
-        for d in range(rank - 1):
+        for d in range(first_col):
             rows *= ext[d]
-        cols = ext[-1]
+        cols = 1
+        for d in range(first_col, rank):
+            cols *= ext[d]
         srcs = []
         for j, m in enumerate(maps):
             # the column stride of a load is the same in every box (one code path per load

@@ -32,7 +32,8 @@ _ELEM = {1: "float32", 10: "float16", 16: "bfloat16", 6: "int32", 7: "int32", 3:
 _STATIC_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueeze": {1}, "Expand": {1},
                   "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "Clip": {1, 2},
                   "Pow": {1}, "ReduceLogSumExp": {1}, "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1},
-                  "Split": {1}, "Tile": {1}, "ConstantOfShape": {0}}
+                  "Split": {1}, "Tile": {1}, "ConstantOfShape": {0}, "ReduceProd": {1}, "CumSum": {1},
+                  "Trilu": {1}, "OneHot": {1, 2}}
 
 
 def _onnx():
@@ -472,6 +473,40 @@ def _is_inf(xs, at, st):
     return fs.less(x, x)   # neither sign detected: all false (x < x is false, NaN included)
 
 
+def _arg_reduce(fn, name):
+    def rule(xs, at, st):
+        if at.get("select_last_index", 0):
+            raise Unsupported(f"{name} with select_last_index=1 is not supported (the first index on ties is)")
+        x = xs[0]
+        return fn(x, axis=int(at.get("axis", 0)) % max(x.ndim, 1), keepdims=bool(at.get("keepdims", 1)))
+    return rule
+
+
+def _cumsum(xs, at, st):
+    if at.get("exclusive", 0) or at.get("reverse", 0):
+        raise Unsupported("CumSum with exclusive=1 or reverse=1 is not supported (the inclusive forward scan is)")
+    return fs.cumsum(xs[0], axis=int(np.asarray(st[1]).reshape(-1)[0]))
+
+
+def _trilu(xs, at, st):
+    k = int(np.asarray(st[1]).reshape(-1)[0]) if st.get(1) is not None else 0
+    return (fs.triu if at.get("upper", 1) else fs.tril)(xs[0], k)
+
+
+def _one_hot(xs, at, st):
+    depth = int(np.asarray(st[1]).reshape(-1)[0])
+    off, on = (float(v) for v in np.asarray(st[2]).reshape(-1)[:2])
+    x = xs[0]
+    if int(at.get("axis", -1)) not in (-1, x.ndim):
+        raise Unsupported("OneHot along another axis than the last is not supported")
+    # ONNX: negative indices count from the end of the depth
+    idx = fs.where(x < 0, x + depth, x)
+    return fs.where(fs.one_hot(idx, depth) == 1, on, off)
+
+
+if hasattr(fs, "argmax"):
+    RULES.update({"ArgMax": _arg_reduce(fs.argmax, "ArgMax"), "ArgMin": _arg_reduce(fs.argmin, "ArgMin"),
+                  "ReduceProd": _reduce(fs.prod), "CumSum": _cumsum, "Trilu": _trilu, "OneHot": _one_hot})
 if hasattr(fs, "remainder"):
     RULES["Mod"] = _mod
 if hasattr(fs, "isinf"):

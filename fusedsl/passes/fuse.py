@@ -1108,11 +1108,38 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             stack.extend(succ[k])
         return True
 
-    def try_merge(a: int, b: int) -> None:
+    returned = {id(v) for v in fn.results}
+    readers: dict[int, list[int]] = {}
+    for j, o in enumerate(fn.ops):
+        for v in o.operands:
+            p = producer.get(id(v))
+            if p is not None:
+                readers.setdefault(p, []).append(j)
+    limit = getattr(target, "max_queue_buffers_per_position", None) if target is not None else None
+
+    def fits_queues(group: set[int]) -> bool:
+        """A row kernel reads each GM input through a VECIN queue and writes each output through a
+        VECOUT queue: at most the chip's queue buffers per position (FS105, as vector kernels)."""
+        if limit is None:
+            return True
+        ops_in = {i for k in group for i in kernels[k][0]}
+        ins, outs = set(), 0
+        for i in ops_in:
+            for v in fn.ops[i].operands:
+                p = producer.get(id(v))
+                if p is None or (p not in ops_in and not has_trait(fn.ops[p], CONSTANT)):
+                    ins.add(id(v))
+            if any(id(r) in returned for r in fn.ops[i].results) or any(j not in ops_in for j in readers.get(i, ())):
+                outs += 1
+        return len(ins) <= limit and outs <= limit
+
+    def try_merge(a: int, b: int, queues: bool = False) -> None:
         ra, rb = find(a), find(b)
         if ra == rb:
             return
         group = members(ra) | members(rb)
+        if queues and not fits_queues(group):
+            return
         if acyclic(group):
             parent[rb] = ra
             member_sets[ra] = group
@@ -1128,19 +1155,12 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         # reducing it again (sum(sum(x, keepdims=True))) walks other rows than the kernel's
         if (p in owner and kernels[owner[p]][1] == "vector" and fn.ops[p].result.shape == row_shape
                 and _row_values_only(fn, kernels[owner[p]][0], row_shape)):
-            try_merge(owner[p], k)
+            try_merge(owner[p], k, queues=True)
         for c in succ[k]:
             kind_c = kernels[c][1]
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
             if kind_c == "vector" and shapes == {row_shape} and _row_values_only(fn, kernels[c][0], row_shape):
-                try_merge(k, c)
-    returned = {id(v) for v in fn.results}
-    readers: dict[int, list[int]] = {}
-    for j, o in enumerate(fn.ops):
-        for v in o.operands:
-            p = producer.get(id(v))
-            if p is not None:
-                readers.setdefault(p, []).append(j)
+                try_merge(k, c, queues=True)
     # Column fusion (FS116): a reduction over axes before the last joins its elementwise
     # producer and the vector kernels reading its result, as a row reduction does; the group
     # is checked whole at the end (_column_group_ok) and split again when it cannot be one
