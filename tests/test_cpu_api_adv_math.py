@@ -278,6 +278,30 @@ def test_ascend_dequant_scales_the_first_calcount_of_each_row(lib):
     np.testing.assert_array_equal(out[:, :cal], x[:, :cal].astype(np.float32) * sc[:cal])
 
 
+def _bcast(lib, m, k, axis, tmp=8192):
+    x = np.arange(1, (m if axis == 1 else k) + 1, dtype=np.float32)
+    x = np.concatenate([x, np.zeros(-x.size % 8, np.float32)])
+    out = np.zeros(m * k + 8, np.float32)
+    lib.launch("bcast_f32", 1, [("x", x), ("y", x), ("p", np.array([m, k, axis, tmp], np.int32)), ("out", out)])
+    return x, out
+
+
+def test_broadcast_rows_and_columns_and_fill(lib):
+    x, out = _bcast(lib, 5, 24, 1)
+    np.testing.assert_array_equal(out[:120].reshape(5, 24), np.repeat(x[:5, None], 24, axis=1))
+    np.testing.assert_array_equal(out[120:], np.full(8, 7, np.float32))   # Fill
+    x, out = _bcast(lib, 3, 16, 0)
+    np.testing.assert_array_equal(out[:48].reshape(3, 16), np.tile(x[:16], (3, 1)))
+
+
+def test_broadcast_scratch_minimum(lib):
+    # [5, 20] float: 8 x 8 floats for Brcb and 8 rows of 24 for the unaligned copy = 1024 bytes
+    with pytest.raises(AscendCCheckError) as info:
+        _bcast(lib, 5, 20, 1, tmp=512)
+    assert re.search(rf"adv_math_kernels\.cpp:{_line('bcast_call')}: Broadcast: sharedTmpBuffer has 512 bytes, but "
+                     r"this call needs at least 1024", str(info.value)), str(info.value)
+
+
 def test_xor_int16(lib):
     rng = np.random.default_rng(3)
     a = rng.integers(-32768, 32767, 512, dtype=np.int16)

@@ -342,6 +342,48 @@ extern "C" __global__ __aicore__ void dequant_f32(GM_ADDR x, GM_ADDR y, GM_ADDR 
     DataCopy(og, o, total);
 }
 
+// AscendC::Std is the standard library's subset
+static_assert(AscendC::Std::is_same_v<AscendC::Std::remove_cvref_t<const int&>, int>);
+static_assert(AscendC::Std::is_floating_point<half>::value || !AscendC::Std::is_integral<half>::value);
+static_assert(AscendC::Std::tuple_size_v<AscendC::Std::tuple<int, float>> == 2);
+
+// bcast_f32(x, y, p, out): p = {m, k, axis, tmpBytes}; x holds the source ([m, 1] for axis 1,
+// [1, k] for axis 0), out the [m, k] result; then Fill sets out[m * k, m * k + 8) to 7.
+extern "C" __global__ __aicore__ void bcast_f32(GM_ADDR x, GM_ADDR, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    uint32_t m = static_cast<uint32_t>(prm[0]), k = static_cast<uint32_t>(prm[1]);
+    uint32_t dstShape[2] = {m, k};
+    uint32_t srcShape[2] = {prm[2] == 1 ? m : 1u, prm[2] == 1 ? 1u : k};
+    uint32_t srcN = srcShape[0] * srcShape[1];
+    uint32_t srcPad = (srcN + 7) / 8 * 8;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, ob, tb;
+    pipe.InitBuffer(xb, srcPad * 4);
+    pipe.InitBuffer(ob, m * k * 4);
+    pipe.InitBuffer(tb, 8192);
+    LocalTensor<float> a = xb.Get<float>(), o = ob.Get<float>();
+    LocalTensor<uint8_t> t = tb.Get<uint8_t>();
+    t.SetSize(static_cast<uint32_t>(prm[3]));
+    GlobalTensor<float> xg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, srcPad);
+    og.SetGlobalBuffer((__gm__ float*)out, m * k + 8);
+    GlobalTensor<float> tail = og[m * k];
+    Fill(tail, 8, 7.0f);
+    DataCopy(a, xg, srcPad);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    if (prm[2] == 1) {
+        Broadcast<float, 2, 1>(o, a, dstShape, srcShape, t);   // LINE:bcast_call
+    } else {
+        Broadcast<float, 2, 0>(o, a, dstShape, srcShape, t);
+    }
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, m * k);
+}
+
 // The UB planned to within 256 bytes of 910B's 196352: the framework-allocated Erf has no room.
 extern "C" __global__ __aicore__ void adv_full_ub(GM_ADDR x, GM_ADDR, GM_ADDR, GM_ADDR out)
 {
@@ -373,6 +415,7 @@ ADV_ENTRY(sum_f32)
 ADV_ENTRY(softmax_f32)
 ADV_ENTRY(quant_f32)
 ADV_ENTRY(dequant_f32)
+ADV_ENTRY(bcast_f32)
 
 // Host helpers, as a tiling function calls them: out = {max, min} per API for n elements.
 extern "C" void adv_tmp_sizes(uint32_t n, uint32_t typeSize, uint32_t* out)

@@ -138,6 +138,24 @@ inline uint64_t SoftMaxFlashV2Min(uint64_t k, uint32_t ts1, uint32_t ts2, bool b
     return n * 4;
 }
 
+// ---- Broadcast [m, 1] -> [m, k] (910B/310P): one block per element (Brcb), a block-aligned copy
+// of a row when k is not block aligned; int8 works in half (casts of source and result). ----
+inline TmpRange BroadcastRows(uint64_t m, uint64_t k, uint32_t ts) {
+    uint64_t cast = 0;
+    if (ts == 1) {
+        ts = 2;
+        cast = ((m + 15) / 16 * 16 + (m * k + 15) / 16 * 16) * 2;
+    }
+    uint64_t epb = 32 / ts;
+    uint64_t brcb_min = epb * epb * ts;
+    uint64_t brcb_max = (m + 7) / 8 * 8 * epb * ts;
+    if (k % epb == 0) {
+        return {brcb_min + cast, brcb_max + cast};
+    }
+    uint64_t k_align = (k + epb - 1) / epb * epb;
+    return {brcb_min + epb * k_align * ts + cast, brcb_max + m * k_align * ts + cast};
+}
+
 // ---- quantization ----
 // AscendQuant: two half-sized copies of the input, at least two repeats.
 inline TmpRange AscendQuant(uint64_t n) {

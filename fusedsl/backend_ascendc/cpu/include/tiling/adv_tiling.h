@@ -106,6 +106,18 @@ inline void GetCumSumMaxMinTmpSize(const TensorShape& srcShape, const uint32_t t
                       maxValue, minValue);
 }
 
+// Broadcast of a [m, 1] source to [m, k] (the shapes' dims 1 or 2).
+inline void GetBroadCastMaxMinTmpSize(const platform_ascendc::PlatformAscendC& ascendcPlatform,
+                                      const TensorShape& srcShape, const TensorShape& dstShape, uint32_t typeSize,
+                                      const bool isReuseSource, uint32_t& maxValue, uint32_t& minValue) {
+    (void)ascendcPlatform;
+    (void)isReuseSource;
+    (void)srcShape;
+    uint64_t m = dstShape.GetDimNum() == 2 ? static_cast<uint64_t>(dstShape.GetDim(0)) : 1;
+    uint64_t k = static_cast<uint64_t>(dstShape.GetDim(dstShape.GetDimNum() - 1));
+    fusedsl_host::Put(::fusedsl_cpu::adv::BroadcastRows(m, k, typeSize), maxValue, minValue);
+}
+
 // ---- quantization ----
 inline void GetAscendQuantMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, uint32_t& maxValue,
                                         uint32_t& minValue) {
