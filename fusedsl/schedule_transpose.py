@@ -16,6 +16,12 @@ two shapes of work, each a batch (the "outer" axes) of 2-D blocks:
                TransDataTo5HD -- take 16 x 16 blocks of 2-byte types only, and fusedsl's CPU
                implementation of the API has neither yet), written as `tc` rows of `ta`.
 
+    gather     a lone slice with a step on the last axis (max/avg pooling taps), which views.py
+               cannot make DMA addressing: a tile reads the contiguous span of each of its `ta`
+               rows that holds its `tc` columns (rows sA apart, from the slice's first element
+               `in0`), picks every cC-th element in UB (GetValue/SetValue) and writes `tc`
+               columns per row (rows oA apart).
+
 The outer axes (at most MAX_OUTER after simplification) are decoded from the tile index in
 the kernel (sizes and both strides in the tiling struct).  Cores take contiguous ranges of
 tiles; on chips without DataCopyPad the unaligned tails are written with SetValue, and cores
@@ -72,6 +78,18 @@ def lone_transpose(fn: Function) -> Op | None:
     return op
 
 
+def lone_strided_slice(fn: Function) -> Op | None:
+    """The slice op when fn is one slice of its parameter, returned, with a step on the last axis
+    (a slice with a step elsewhere only is a view kernel: views.py)."""
+    ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
+    if len(ops) != 1 or ops[0].name != "slice" or len(fn.params) != 1 or len(fn.results) != 1:
+        return None
+    op = ops[0]
+    if op.operands[0] is not fn.params[0].value or op.result is not fn.results[0] or not op.attr("steps"):
+        return None
+    return op if op.attr("steps")[-1] > 1 else None
+
+
 def _round_up(a: int, b: int) -> int:
     return -(-a // b) * b
 
@@ -81,7 +99,7 @@ class TransposeSchedule:
     fn: Function
     op: Op
     target: Target
-    mode: str                # "copy" | "transpose"
+    mode: str                # "copy" | "transpose" | "gather"
     A: int                   # rows of a block (input axis A)
     C: int                   # columns of a block (the input's last axis)
     sA: int                  # input stride of A (elements)
@@ -93,6 +111,8 @@ class TransposeSchedule:
     params: list[RowParam]
     ub_budget: int
     plan_note: str
+    in0: int = 0             # the input's first element (a slice's start)
+    cC: int = 1              # input stride of the columns (a slice's last step; 1 otherwise)
 
     symbols = ()             # static sizes only
 
@@ -110,10 +130,15 @@ class TransposeSchedule:
         block = max(1, 32 // self.item)
         return _round_up(self.tc, block), _round_up(self.ta, block)
 
+    def span_pad(self) -> int:
+        """The UB row length of a gather tile's input: the span of its tc columns, padded."""
+        return _round_up((self.tc - 1) * self.cC + 1, max(1, 32 // self.item))
+
     def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
         tc_pad, ta_pad = self.pads()
-        out = self.ta * tc_pad if self.mode == "copy" else self.tc * ta_pad
-        return [(f"q_{self.params[0].name}", "VECIN", self.ta * tc_pad * self.item, 2),
+        out = self.tc * ta_pad if self.mode == "transpose" else self.ta * tc_pad
+        inp = self.ta * (self.span_pad() if self.mode == "gather" else tc_pad)
+        return [(f"q_{self.params[0].name}", "VECIN", inp * self.item, 2),
                 ("q_y0", "VECOUT", out * self.item, 2)]
 
     def tiling(self, sizes, target) -> "TransposeTiling":
@@ -133,8 +158,10 @@ class TransposeTiling:
 
 
 def schedule_transpose_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) -> TransposeSchedule:
+    if lone_strided_slice(fn) is not None:
+        return _schedule_gather(fn, lone_strided_slice(fn), target, ub_fraction)
     op = lone_transpose(fn)
-    if op is None:   # the kind claims only lone transposes (lower/kinds.py)
+    if op is None:   # the kind claims only lone transposes and stepped slices (lower/kinds.py)
         raise ScheduleError(f"kernel {fn.name} is not one transpose of its input", loc=fn.loc)
     x = op.operands[0]
     shape = tuple(x.shape)
@@ -205,6 +232,57 @@ def schedule_transpose_kernel(fn: Function, target: Target, ub_fraction: float =
                              [RowParam(0, fn.params[0].value.name, x.dtype, "full")], budget, note)
 
 
+def _schedule_gather(fn: Function, op: Op, target: Target, ub_fraction: float) -> TransposeSchedule:
+    """A lone slice with a step on the last axis: rows of strided columns (module doc)."""
+    x = op.operands[0]
+    shape = tuple(x.shape)
+    if not all(isinstance(d, int) for d in shape):
+        raise ScheduleError(f"a stepped slice of a tensor with symbolic sizes {list(shape)} is not printed as "
+                            "Ascend C yet", loc=op.loc, hint="give the tensor fixed sizes, or run on the CPU executors")
+    out = tuple(op.result.shape)
+    starts, steps = op.attr("starts"), op.attr("steps")
+    r = len(shape)
+    xs = [1] * r
+    for d in range(r - 2, -1, -1):
+        xs[d] = xs[d + 1] * shape[d + 1]
+    os_ = [1] * r
+    for d in range(r - 2, -1, -1):
+        os_[d] = os_[d + 1] * out[d + 1]
+    in0 = sum(a * st for a, st in zip(starts, xs))
+    C, cC = out[-1], steps[-1]
+    axes = [d for d in range(r - 1) if out[d] != 1]
+    a_ax = axes[-1] if axes else None
+    A = out[a_ax] if a_ax is not None else 1
+    sA = xs[a_ax] * steps[a_ax] if a_ax is not None else 0
+    oA = os_[a_ax] if a_ax is not None else 0
+    outer = tuple((out[d], xs[d] * steps[d], os_[d]) for d in axes[:-1])
+    if len(outer) > MAX_OUTER:
+        raise ScheduleError(f"a stepped slice over {len(outer) + 2} axes; the printed kernel decodes at most "
+                            f"{MAX_OUTER + 2}", loc=op.loc, hint="this kernel still runs on the CPU executors")
+    total = 1
+    for d in shape:
+        total *= d
+    if total >= MAX_ELEMS:
+        raise ScheduleError(f"a slice of {total} elements needs 64-bit offsets; the printed kernels use 32-bit "
+                            "element offsets", loc=op.loc)
+    item = x.dtype.itemsize
+    block = max(1, 32 // item)
+    budget = int(target.ub_bytes * ub_fraction)
+    tc = max(1, min(C, (4096 // item) // cC))   # a span of at most ~4 KB per row
+    span = _round_up((tc - 1) * cC + 1, block)
+    tcp = _round_up(tc, block)
+    ta = max(1, min(A, MAX_ROWS, budget // (2 * item * (span + tcp))))
+    if 2 * ta * (span + tcp) * item > budget:
+        raise ScheduleError(f"slice: a tile of {ta} x {tc} elements needs more than the {budget} bytes of UB", loc=op.loc)
+    cores = "one core (no DataCopyPad: unaligned tails are scalar GM writes)" if not target.has_datacopypad \
+        else "cores take contiguous ranges of tiles"
+    note = (f"a slice with step {cC} on the last axis: {A} rows of {C} columns (input row stride {sA}, output {oA}) "
+            f"per outer block, tiles of {ta} rows x {tc} columns read as spans of {(tc - 1) * cC + 1} and picked in "
+            f"UB; {cores}")
+    return TransposeSchedule(fn, op, target, "gather", A, C, sA, oA, 1, outer, ta, tc,
+                             [RowParam(0, fn.params[0].value.name, x.dtype, "full")], budget, note, in0, cC)
+
+
 def compute_transpose_tiling(sched: TransposeSchedule, target: Target) -> TransposeTiling:
     tiles_a = -(-sched.A // sched.ta)
     tiles_c = -(-sched.C // sched.tc)
@@ -215,7 +293,7 @@ def compute_transpose_tiling(sched: TransposeSchedule, target: Target) -> Transp
     if total == 0:
         per_core, block_dim = 0, 0
     else:
-        moved = 2 * n_outer * sched.A * sched.C * sched.item
+        moved = 2 * n_outer * sched.A * sched.C * sched.item * (1 if sched.mode != "gather" else sched.cC)
         want = max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), total))
         if not target.has_datacopypad:
             want = 1
@@ -223,7 +301,7 @@ def compute_transpose_tiling(sched: TransposeSchedule, target: Target) -> Transp
         block_dim = -(-total // per_core)
     outer = list(sched.outer) + [(1, 0, 0)] * (MAX_OUTER - len(sched.outer))
     words = [sched.A, sched.C, sched.sA, sched.oA, sched.oC, sched.ta, sched.tc, tiles_a, tiles_c, total,
-             per_core, block_dim, len(sched.outer)]
+             per_core, block_dim, len(sched.outer), sched.in0, sched.cC]
     for k in range(3):
         words += [o[k] for o in outer]
     return TransposeTiling(sched.ta, sched.tc, tiles_a, tiles_c, total, per_core, block_dim, tuple(words))

@@ -39,7 +39,8 @@ def lone(a, b, c, d, e, ids, p5, q5):
             fs.concatenate([e, e[:, :2]], axis=1),   # lone concatenate
             b[:, 1:3, ::2, 2:],                      # lone slice with an outer step
             fs.take(e, ids),                         # lone gather
-            fs.concatenate([p5, q5], axis=3))        # middle axis: 320 outer indices, 2 boxes
+            fs.concatenate([p5, q5], axis=3),        # middle axis: 320 outer indices, 2 boxes
+            b[:, 1:3, 1:30:2, ::3])                  # a step on the last axis (pooling taps): picked in UB
 
 
 ARGS = (A, B, C, D, E, IDS, P5, Q5)
@@ -47,14 +48,14 @@ ARGS = (A, B, C, D, E, IDS, P5, Q5)
 
 def _expected():
     return (A.T, B.transpose(0, 3, 1, 2), C.transpose(1, 0, 2), D.T, E.T, np.concatenate([E, E[:, :2]], 1),
-            B[:, 1:3, ::2, 2:], E[IDS], np.concatenate([P5, Q5], 3))
+            B[:, 1:3, ::2, 2:], E[IDS], np.concatenate([P5, Q5], 3), B[:, 1:3, 1:30:2, ::3])
 
 
 @pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
 def test_lone_views_and_transposes_print_and_simulate(target):
     k = lone.compile(*[fs.spec(x.shape, x.dtype) for x in ARGS], target=target)
     kinds = [p.kernel_kind for p in k.kernels]
-    assert kinds.count("transpose") == 5 and set(kinds) == {"transpose", "vector"}, kinds
+    assert kinds.count("transpose") == 6 and set(kinds) == {"transpose", "vector"}, kinds
     k.check_ascendc()   # every kernel prints
     assert "class KernelLone" in k.source
     for got, want in zip(k.simulate(*ARGS), _expected()):
@@ -66,13 +67,14 @@ def test_lone_views_and_transposes_print_and_simulate(target):
 def test_transpose_modes_and_tiles():
     k = lone.compile(*[fs.spec(x.shape, x.dtype) for x in ARGS], target="ascend910b")
     scheds = [p.lowered for p in k.kernels if p.kernel_kind == "transpose"]
-    assert [s.mode for s in scheds] == ["transpose", "transpose", "copy", "transpose", "transpose"]
+    assert [s.mode for s in scheds] == ["transpose", "transpose", "copy", "transpose", "transpose", "gather"]
     t = scheds[0].tiling({}, k.target)
     assert t.block_dim > 1 and t.total_tiles >= t.block_dim   # the 300 x 257 transpose uses several cores
     assert "transposed element by element" in scheds[0].plan_note
     # the contiguous trailing axes of every tensor are the box's columns: one box per input
     # (one per outer index before, 640 > the 256-box limit, so it did not print)
-    cat = [p.lowered for p in k.kernels if p.kernel_kind == "vector"][-1]
+    cat = next(p.lowered for p in k.kernels if p.kernel_kind == "vector" and p.ops == ["concatenate"]
+               and len(p.function.results[0].shape) == 5)
     assert len(cat.views.boxes) == 2 and {b.cols for b in cat.views.boxes} == {8, 64}
 
 
@@ -92,9 +94,10 @@ def test_transpose_of_too_many_separate_axes_is_located():
 def _emulate(sched, tiling, x: np.ndarray) -> np.ndarray:
     """The printed kernel's tile loop over GM as flat arrays (printer_transpose.kernel)."""
     w = tiling.words
-    A, C, sA, oA, oC, ta, tc, tiles_a, tiles_c, total, _, _, n_outer = w[:13]
-    size, ins, outs = w[13:19], w[19:25], w[25:31]
-    src, dst = x.reshape(-1), np.zeros(x.size, x.dtype)
+    A, C, sA, oA, oC, ta, tc, tiles_a, tiles_c, total, _, _, n_outer, in0, cC = w[:15]
+    size, ins, outs = w[15:21], w[21:27], w[27:33]
+    src = x.reshape(-1)
+    dst = np.zeros(int(np.prod(sched.op.result.shape)), x.dtype)
     for tile in range(total):
         ic, rest = tile % tiles_c, tile // tiles_c
         ia, rest = rest % tiles_a, rest // tiles_a
@@ -105,11 +108,11 @@ def _emulate(sched, tiling, x: np.ndarray) -> np.ndarray:
         a0, c0 = ia * ta, ic * tc
         for r in range(min(ta, A - a0)):
             for c in range(min(tc, C - c0)):
-                v = src[in_off + (a0 + r) * sA + c0 + c]
-                if sched.mode == "copy":
-                    dst[out_off + (a0 + r) * oA + c0 + c] = v
-                else:
+                v = src[in0 + in_off + (a0 + r) * sA + (c0 + c) * cC]
+                if sched.mode == "transpose":
                     dst[out_off + (c0 + c) * oC + a0 + r] = v
+                else:
+                    dst[out_off + (a0 + r) * oA + c0 + c] = v
     return dst
 
 
@@ -135,3 +138,28 @@ def test_transpose_tiling_covers_every_element(shape, data, dtype):
     sched = schedule_transpose_kernel(plan.function, k.target)
     got = _emulate(sched, sched.tiling({}, k.target), x)
     np.testing.assert_array_equal(got, x.transpose(perm).reshape(-1))
+
+
+@fuzz_settings(scale=0.06)
+@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=4), data=st.data())
+def test_stepped_slice_tiling_covers_every_element(shape, data):
+    """A slice with a step on the last axis (a lone kernel of the transpose kind, gather mode):
+    the printed tile loop reads the right element for every output element."""
+    idx = []
+    for d in shape:
+        lo = data.draw(st.integers(0, d - 1))
+        hi = data.draw(st.integers(lo + 1, d))
+        idx.append(slice(lo, hi, data.draw(st.integers(1, 3))))
+    last = idx[-1]
+    idx[-1] = slice(last.start, last.stop, data.draw(st.integers(2, 4)))
+    idx = tuple(idx)
+    x = np.arange(int(np.prod(shape))).reshape(shape).astype(np.int32)
+    k = fs.fused_kernel(lambda v: v[idx]).compile(fs.spec(tuple(shape), np.int32), target="ascend910b")
+    if not k.kernels:
+        return
+    (plan,) = k.kernels
+    if plan.kernel_kind == "vector":   # one output column: a view kernel takes it (no step matters)
+        return
+    assert plan.kernel_kind == "transpose" and plan.lowered.mode == "gather" and plan.printable
+    sched = plan.lowered
+    np.testing.assert_array_equal(_emulate(sched, sched.tiling({}, k.target), x), x[idx].reshape(-1))

@@ -1,4 +1,4 @@
-"""Ascend C for a lone transpose / permute (schedule_transpose.TransposeSchedule).
+"""Ascend C for a lone transpose / permute or stepped slice (schedule_transpose.TransposeSchedule).
 
 A tile is `ta` rows (input axis A) by `tc` columns (the input's last axis C) of one outer
 block; the outer block's offsets are decoded from the tile index with the outer axes' sizes
@@ -8,7 +8,9 @@ and strides in the tiling struct.  Per tile: one strided CopyIn (rows sA apart i
   strided CopyOut (rows oA apart);
 - transpose mode: element (r, c) of the input tile becomes element (c, r) of the output tile
   (LocalTensor GetValue/SetValue between two barriers: schedule_transpose says why no vector
-  transpose), then `tc` rows of `ta` elements go out, rows oC apart.
+  transpose), then `tc` rows of `ta` elements go out, rows oC apart;
+- gather mode (a slice with a step cC on the last axis): each row's span of (tc - 1) * cC + 1
+  elements comes in, every cC-th is picked into the output tile, `ta` rows of `tc` go out.
 
 The host tiling function returns the words fusedsl computed (shapes are static); `simulate`
 checks them word for word like every kernel's.
@@ -44,7 +46,7 @@ class TransposePrinter:
         return struct.pack(f"<{len(tiling.words)}I", *tiling.words)
 
     FIELDS = ("A", "C", "sA", "oA", "oC", "ta", "tc", "tilesA", "tilesC", "totalTiles", "tilesPerCore",
-              "blockDim", "nOuter")
+              "blockDim", "nOuter", "in0", "cC")
 
     def tiling_header(self) -> str:
         lines = [f"// Tiling data of {self.name} (a transpose: tiles of [ta, tc] of [A, C] blocks per outer block).",
@@ -80,8 +82,20 @@ class TransposePrinter:
         x = self.x
         ty = s.op.result.dtype.ascendc
         copy = s.mode == "copy"
-        out_elems = "t.ta * tcPad" if copy else "t.tc * taPad"
-        if copy:
+        gather = s.mode == "gather"
+        out_elems = "t.tc * taPad" if s.mode == "transpose" else "t.ta * tcPad"
+        in_elems = "t.ta * spanPad" if gather else "t.ta * tcPad"
+        load = ("CopyRowsIn(in, gm_x[tiling.in0 + inOff + a0 * tiling.sA + c0 * tiling.cC], na, "
+                "(nc - 1) * tiling.cC + 1, na > 1 ? tiling.sA : (nc - 1) * tiling.cC + 1, spanPad);" if gather else
+                "CopyRowsIn(in, gm_x[inOff + a0 * tiling.sA + c0], na, nc, na > 1 ? tiling.sA : nc, tcPad);")
+        if gather:   # every cC-th element of each row's span
+            compute = ["        AscendC::PipeBarrier<PIPE_ALL>();   // the DMA's tile is read by scalar loads",
+                       "        for (uint32_t r = 0; r < na; ++r)",
+                       "            for (uint32_t c = 0; c < nc; ++c)",
+                       "                out.SetValue(r * tcPad + c, in.GetValue(r * spanPad + c * tiling.cC));",
+                       "        AscendC::PipeBarrier<PIPE_ALL>();   // scalar stores land before the DMA out"]
+            store = ["        CopyRowsOut(gm_y[outOff + a0 * tiling.oA + c0], out, na, nc, tiling.oA, tcPad);"]
+        elif copy:
             if self.t.has_datacopypad:   # DataCopyPad filled each UB row up to its 32-byte block
                 compute = ["        AscendC::DataCopy(out, in, na * tcPad);   // whole 32-byte blocks of the tile"]
             else:   # only the rows' elements were written: whole blocks by DMA, the tails one by one
@@ -112,9 +126,10 @@ class TransposePrinter:
              "        tiling = t;",
              f"        tcPad = (t.tc * sizeof({ty}) + 31) / 32 * 32 / sizeof({ty});",
              f"        taPad = (t.ta * sizeof({ty}) + 31) / 32 * 32 / sizeof({ty});",
+             f"        spanPad = ((t.tc - 1) * t.cC + 1 + 32 / sizeof({ty}) - 1) / (32 / sizeof({ty})) * (32 / sizeof({ty}));",
              f"        gm_x.SetGlobalBuffer((__gm__ {ty}*){x});",
              f"        gm_y.SetGlobalBuffer((__gm__ {ty}*)y0);",
-             f"        pipe.InitBuffer(q_x, 2, t.ta * tcPad * sizeof({ty}));",
+             f"        pipe.InitBuffer(q_x, 2, {in_elems} * sizeof({ty}));",
              f"        pipe.InitBuffer(q_y, 2, {out_elems} * sizeof({ty}));",
              "    }",
              "",
@@ -154,7 +169,7 @@ class TransposePrinter:
              "    __aicore__ inline void CopyIn()",
              "    {",
              f"        AscendC::LocalTensor<{ty}> in = q_x.AllocTensor<{ty}>();",
-             "        CopyRowsIn(in, gm_x[inOff + a0 * tiling.sA + c0], na, nc, na > 1 ? tiling.sA : nc, tcPad);",
+             f"        {load}",
              "        q_x.EnQue(in);",
              "    }",
              "    __aicore__ inline void Compute()",
@@ -178,7 +193,7 @@ class TransposePrinter:
              f"    AscendC::GlobalTensor<{ty}> gm_x;",
              f"    AscendC::GlobalTensor<{ty}> gm_y;",
              f"    {self.tiling} tiling;",
-             "    uint32_t tcPad = 0, taPad = 0, inOff = 0, outOff = 0, a0 = 0, c0 = 0, na = 0, nc = 0;",
+             "    uint32_t tcPad = 0, taPad = 0, spanPad = 0, inOff = 0, outOff = 0, a0 = 0, c0 = 0, na = 0, nc = 0;",
              "};", ""]
         return "\n".join(L)
 

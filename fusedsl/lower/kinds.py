@@ -23,7 +23,8 @@ from ..schedule_cube import CubeSchedule, schedule_cube_kernel
 from ..schedule_cube_group import CubeGroupSchedule, schedule_cube_group
 from ..schedule_reduce import ColumnSchedule, schedule_reduce_kernel
 from ..schedule_row import RowSchedule, is_row_kernel, schedule_row_kernel
-from ..schedule_transpose import TransposeSchedule, lone_transpose, schedule_transpose_kernel
+from ..schedule_transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
+                                  schedule_transpose_kernel)
 from ..targets import Target
 from ..views import VIEW_OPS, check_fusible
 
@@ -95,8 +96,10 @@ KINDS: list[Kind] = [
     Kind("column", lambda fn, group: group == "column" or (group == "single" and
                                                           any(has_trait(op, REDUCTION) for op in fn.ops)),
          lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,)),
-    # a lone transpose / permute: strided tiles in, transposed in UB, strided out (printer_transpose)
-    Kind("transpose", lambda fn, group: group == "single" and lone_transpose(fn) is not None,
+    # a lone transpose / permute: strided tiles in, transposed in UB, strided out; a lone slice with
+    # a step on the last axis (no view kernel takes it): spans in, picked in UB (printer_transpose)
+    Kind("transpose", lambda fn, group: group == "single" and (lone_transpose(fn) is not None
+                                                                or lone_strided_slice(fn) is not None),
          lambda fn, t, o, snaps: schedule_transpose_kernel(fn, t, o.ub_headroom), (TransposeSchedule,)),
 ]
 
