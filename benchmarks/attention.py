@@ -16,7 +16,11 @@ CPU time (B=1, H=8, float32, medians of --repeat runs, both cores): fusedsl's at
 (kernel(*arrays): the blocked online softmax on BLAS, backend_cpu/attention.py) vs torch eager
 scaled_dot_product_attention and torch.compile of it.
 
-Usage: python benchmarks/attention.py [--repeat N] [--no-simulate] [--no-compile]
+Transformer blocks (ascend910b, float32, x [2, 8, 64], 4 heads of 16): the kernels fusedsl makes of
+a PyTorch pre-norm block with q, k, v linears, and of the issue's block (one qkv linear, split,
+rotate-half rope, SDPA), whether each prints, and simulate of every printed kernel vs torch.
+
+Usage: python benchmarks/attention.py [--repeat N] [--no-simulate] [--no-compile] [--traffic-only]
 """
 from __future__ import annotations
 
@@ -93,6 +97,59 @@ def time_rows(repeat: int, compile_: bool):
     return rows
 
 
+def block_rows(simulate: bool):
+    import torch
+    nn, F = torch.nn, torch.nn.functional
+
+    def rotate_half(x):
+        h = x.shape[-1] // 2
+        return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+    class Block(nn.Module):
+        def __init__(self, d=64, h=4, t=8, fused_qkv=False):
+            super().__init__()
+            self.h, self.fused = h, fused_qkv
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            if fused_qkv:
+                self.qkv = nn.Linear(d, 3 * d)
+            else:
+                self.q, self.k, self.v = (nn.Linear(d, d) for _ in range(3))
+            self.o, self.f1, self.f2 = nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+            pos = torch.arange(t, dtype=torch.float32)[:, None] / (10000 ** (torch.arange(0, d // h, 2) / (d // h)))
+            emb = torch.cat([pos, pos], dim=-1)
+            self.register_buffer("cos", emb.cos())
+            self.register_buffer("sin", emb.sin())
+
+        def forward(self, x):
+            b, t, d = x.shape
+            y = self.ln1(x)
+            qkv = self.qkv(y).split(d, dim=-1) if self.fused else (self.q(y), self.k(y), self.v(y))
+            q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in qkv)
+            if self.fused:   # the issue's block: rope on q and k, SDPA
+                q = q * self.cos + rotate_half(q) * self.sin
+                k = k * self.cos + rotate_half(k) * self.sin
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                a = torch.softmax(q @ k.transpose(-2, -1) * (d // self.h) ** -0.5, dim=-1) @ v
+            x = x + self.o(a.transpose(1, 2).reshape(b, t, d))
+            return x + self.f2(F.gelu(self.f1(self.ln2(x)), approximate="tanh"))
+
+    rows = []
+    torch.manual_seed(0)
+    x = torch.randn(2, 8, 64)
+    for name, fused in (("q, k, v linears, softmax(q k^T s) v", False), ("qkv linear, split, rope, SDPA (issue 24)", True)):
+        block = Block(fused_qkv=fused).eval()
+        m = fs.from_torch(block, x)
+        c = m.compile(x.numpy(), target="ascend910b")
+        printed = sum(p.printable for p in c.kernels)
+        err = None
+        if simulate:
+            err = float(np.abs(c.simulate(x.numpy(), *m.weights) - block(x).detach().numpy()).max())
+        rows.append((name, len(c.kernels), printed, " ; ".join("+".join(dict.fromkeys(p.ops)) for p in c.kernels),
+                     err, c.report().model_time_us_fused))
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
@@ -110,6 +167,12 @@ def main(argv=None):
         ratio = flash if att is None else att
         print(f"| {s} | {d} | {bq} x {bk} | {mn} | {flash} | {att_s} | {fused} ({nf} kernels) | {unf} ({nu} kernels) | "
               f"{ratio / fused:.2f} | {ratio / unf:.2f} | {t_att:.1f} vs {t_chain:.1f} |")
+
+    print("\nTransformer blocks, ascend910b, float32, x [2, 8, 64], 4 heads\n")
+    print("| block | kernels | printed | kernels (ops) | simulate vs torch, max abs | NPU model us |")
+    print("|---|---|---|---|---|---|")
+    for name, n, printed, ops, err, t in block_rows(not args.no_simulate):
+        print(f"| {name} | {n} | {printed} | {ops} | {'-' if err is None else f'{err:.1e}'} | {t:.1f} |")
 
     if args.traffic_only:
         return

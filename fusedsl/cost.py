@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from .dtypes import bool_, float32
 from .ir.core import Function, Op, Param, TensorType, Value
+from .ir.ops import attention_operands, attention_views
 from .ir.ops import (BINARY, BROADCAST, COMPARISON, CONSTANT, CUBE, ELEMENTWISE, HOST, REDUCTION, REGISTRY, SHAPE,
                      has_trait)
 from .ops.recipe import prims_of
@@ -532,7 +533,7 @@ def _dims(value, sizes) -> list[int]:
 
 
 def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int,
-                         mask_item: int = 0) -> list[tuple[str, str, int]]:
+                         mask_item: int = 0, rope_head: int = 0) -> list[tuple[str, str, int]]:
     """(name, position, bytes) of the UB buffers of the printed attention kernel
     (backend_ascendc/printer_attention.py): the S-then-P-V tile from GetTensorC (float32 rows
     padded to 32 bytes; S is consumed before P V arrives), the P-then-output tile in the input
@@ -551,13 +552,16 @@ def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int,
         if mask_item == 1:
             bufs.append(("b_mh", "VECCALC", up(bk, 16) * 2))
         bufs.append(("b_mf", "VECCALC", up(bk, 8) * 4))
+    if rope_head:   # rope: a q/k row and its cos, sin rows as stored, and x | cos | sin | out in float32
+        row = up(rope_head * item, 32)
+        bufs += [("b_rx", "VECCALC", row), ("b_rt", "VECCALC", 2 * row), ("b_rf", "VECCALC", 4 * up(rope_head, 8) * 4)]
     if not target.separated:   # a whole base block of C: baseM x baseN (N rounded up to 16)
         bufs.append(("b_mmws", "VECCALC", bq * max(up(bk, 16), up(head_v, 16)) * 4))
     return bufs
 
 
 def attention_blocks(target, q_len: int, kv_len: int, head: int, head_v: int, item: int,
-                     ub_share: float = 1.0, mask_item: int = 0) -> tuple[int, int]:
+                     ub_share: float = 1.0, mask_item: int = 0, rope_head: int = 0) -> tuple[int, int]:
     """(BQ, BK) of the flash-attention kernel on `target`: BQ query rows first (K and V are read
     once per Q block), at most 128 (the cube's base M), then BK keys (the Q block is read once per
     KV block), such that UB holds attention_ub_buffers and L0C the S and P V blocks in float32.
@@ -567,24 +571,35 @@ def attention_blocks(target, q_len: int, kv_len: int, head: int, head_v: int, it
     for bq in (128, 64, 32, 16):
         for bk in (128, 64, 32, 16):
             bq_, bk_ = min(bq, up(max(1, q_len), 16)), min(bk, up(max(1, kv_len), 16))
-            ub = sum(n for _, _, n in attention_ub_buffers(target, bq_, bk_, head_v, item, mask_item))
+            ub = sum(n for _, _, n in attention_ub_buffers(target, bq_, bk_, head_v, item, mask_item, rope_head))
             l0c = max(bq_ * up(bk_, 16), bq_ * up(head_v, 16)) * 4
             if ub <= target.ub_bytes * ub_share and l0c <= target.l0c_bytes:
                 return bq_, bk_
     return 16, 16
 
 
+def _bhsd(op: Op, dims):
+    """An attention operand's dims as [..., H, S, D] (layout bshd stores [B, S, H, D])."""
+    dims = tuple(dims)
+    if op.attr("layout", "bhsd") == "bshd" and len(dims) == 4:
+        return dims[:-3] + (dims[-2], dims[-3], dims[-1])
+    return dims
+
+
 def attention_gm_model(op: Op, target, sizes=None) -> int:
     """GM bytes of the flash-attention traffic model: Q, the mask and O once, K and V once per
     Q block (of attention_blocks' BQ rows)."""
     sizes = sizes or {}
-    q, k, v = op.operands[:3]
-    qd, kd, vd = _dims(q, sizes), _dims(k, sizes), _dims(v, sizes)
+    q, k, v = attention_views(op)
+    qd, kd, vd = (_bhsd(op, _dims(x, sizes)) for x in (q, k, v))
     item = q.dtype.itemsize
     bq, _ = attention_blocks(target, qd[-2], kd[-2], qd[-1], vd[-1], item)
     q_blocks = math.ceil(qd[-2] / bq)
     n_heads = num_elements(tuple(qd[:-2]))
-    mask = _nelem(op.operands[3], sizes) * op.operands[3].dtype.itemsize if len(op.operands) > 3 else 0
+    _, _, _, m, cos, sin = attention_operands(op)
+    mask = _nelem(m, sizes) * m.dtype.itemsize if m is not None else 0
+    if cos is not None:   # rotary tables, read once
+        mask += (_nelem(cos, sizes) + _nelem(sin, sizes)) * item
     return (_nelem(q, sizes) * item + _nelem(op.result, sizes) * item + mask
             + n_heads * q_blocks * (kd[-2] * kd[-1] + vd[-2] * vd[-1]) * item)
 
@@ -595,8 +610,8 @@ def attention_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -
     subtract, an exp, a max and a sum pass, the cast of P; per block row: the rescale of O),
     GM traffic as attention_gm_model; causal halves the work."""
     sizes = sizes or {}
-    q, k, v = op.operands[:3]
-    qd, kd, vd = _dims(q, sizes), _dims(k, sizes), _dims(v, sizes)
+    q, k, v = attention_views(op)
+    qd, kd, vd = (_bhsd(op, _dims(x, sizes)) for x in (q, k, v))
     item = q.dtype.itemsize
     bq, bk = attention_blocks(target, qd[-2], kd[-2], qd[-1], vd[-1], item)
     n_heads = num_elements(tuple(qd[:-2]))
@@ -713,7 +728,7 @@ def attention_chain(op: Op) -> Function:
     """The attention op spelled as the ops it replaces -- q @ k^T, the scale, the mask (or the
     causal mask as a bool input), softmax's max/sub/exp/sum/div, P @ v -- for the unfused
     baseline.  Grouped KV heads are counted as if expanded to the query heads."""
-    q, k, v = op.operands[:3]
+    q, k, v = attention_views(op)
     heads = tuple(q.shape[:-2])
     kx = Value(TensorType(heads + tuple(k.shape[-2:]), k.dtype), "k")
     vx = Value(TensorType(heads + tuple(v.shape[-2:]), v.dtype), "v")
@@ -725,10 +740,28 @@ def attention_chain(op: Op) -> Function:
     def new(name, operands, typ, attrs=()):
         return Op(name, tuple(operands), (Value(typ),), attrs, op.loc)
 
-    ops = [new("matmul", (q, kx), scores, (("transpose_b", True),)),
+    _, _, _, mask, cos, sin = attention_operands(op)
+    ops = []
+    if cos is not None:   # the rotations of q and k as fs.rope's ops (the [..., S, D] view)
+        params += [Param(cos), Param(sin)]
+        rotated = []
+        for x in (q, kx):
+            d, n, half = x.shape[-1], x.type.rank, x.shape[-1] // 2
+            ht = TensorType(tuple(x.shape[:-1]) + (half,), x.dtype)
+
+            def cut(lo, hi, x=x, n=n, ht=ht):
+                return new("slice", (x,), ht, (("starts", (0,) * (n - 1) + (lo,)),
+                                                ("steps", (1,) * n), ("stops", tuple(x.shape[:-1]) + (hi,))))
+            ops += [new("mul", (x, cos), x.type), cut(half, d), cut(0, half)]
+            ops.append(new("neg", (ops[-2].result,), ht))
+            ops.append(new("concatenate", (ops[-1].result, ops[-2].result), x.type, (("axis", n - 1),)))
+            ops.append(new("mul", (ops[-1].result, sin), x.type))
+            ops.append(new("add", (ops[-6].result, ops[-1].result), x.type))
+            rotated.append(ops[-1].result)
+        q, kx = rotated
+    ops += [new("matmul", (q, kx), scores, (("transpose_b", True),)),
            new("constant", (), TensorType((), q.dtype), (("dtype", q.dtype.name), ("value", op.attr("scale"))))]
-    ops.append(new("mul", (ops[0].result, ops[1].result), scores))
-    mask = op.operands[3] if len(op.operands) > 3 else None
+    ops.append(new("mul", (ops[-2].result, ops[-1].result), scores))
     if op.attr("causal") and mask is None:
         mask = Value(TensorType(scores.shape[-2:], bool_), "causal")
     if mask is not None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from . import dtypes as dt
 from .cost import attention_blocks, attention_ub_buffers
 from .errors import ScheduleError, TargetError
+from .ir.ops import attention_operands, attention_views
 from .ir.shapes import num_elements
 from .schedule_cube import TCUBE_FIELDS, CubeTiling, cube_block_dim, cube_tiling
 from .schedule_row import RowParam
@@ -74,6 +75,9 @@ class AttentionSchedule:
     heads_per_batch = 1   # H (query heads) and Hkv: a flat head index splits into (batch, head)
     kv_heads = 1
     q_st = k_st = v_st = o_st = (0, 0, 0)   # (batch, head, row) element strides of q, k, v, the output
+    offsets = {}          # element offset of q, k, v's first head in their tensor (q_heads, ...)
+    rope = False          # q and k rotated (the op's rope): each Q block and K block into the workspace
+    rope_row = 0          # the cos / sin tables' stride between positions (0: one row for all)
 
     @property
     def inputs(self):
@@ -113,17 +117,29 @@ class AttentionSchedule:
         return _up(self.bq * self.bk * self.dtype.itemsize, 512)
 
     @property
+    def rope_bytes(self) -> tuple[int, int]:
+        """One instance's rotated Q block and K block in the GM workspace (rope), padded to 512 bytes."""
+        if not self.rope:
+            return 0, 0
+        return _up(self.bq * self.E * self.dtype.itemsize, 512), _up(self.bk * self.E * self.dtype.itemsize, 512)
+
+    @property
+    def instance_bytes(self) -> int:
+        """One vector instance's share of the user workspace: P, then the rotated Q and K blocks."""
+        return self.p_bytes + sum(self.rope_bytes)
+
+    @property
     def workspace_bytes(self) -> int:
-        """The Matmul API's system workspace, then one P block per vector instance."""
+        """The Matmul API's system workspace, then one P block (and rotated Q, K blocks) per vector instance."""
         system = 16 * 1024 * 1024 if self.target.separated else 2 * 1024 * 1024
-        return system + self.block_dim * (2 if self.target.separated else 1) * self.p_bytes
+        return system + self.block_dim * (2 if self.target.separated else 1) * self.instance_bytes
 
     def cube_words(self, t: CubeTiling) -> list[int]:
         """The TCubeTiling words of one product.  Its org shape is the GM row stride: in the
         bshd layout Q and K rows are H*E apart (Ka = Kb) and V rows Hkv*Dv (N), while the
         block sizes (single-core K and N) stay E and Dv."""
         w = dict.fromkeys(TCUBE_FIELDS, 0)
-        ka = self.q_st[2] if t is self.qk else t.K
+        ka = (self.E if self.rope else self.q_st[2]) if t is self.qk else t.K   # rotated rows: E apart
         n = self.v_st[2] if t is self.pv else t.N
         w.update(usedCoreNum=t.used_core_num, M=t.M, N=n, Ka=ka, Kb=ka, singleCoreM=t.single_core_m,
                  singleCoreN=t.single_core_n, singleCoreK=t.K, baseM=t.base_m, baseN=t.base_n, baseK=t.base_k,
@@ -145,8 +161,9 @@ class AttentionSchedule:
 
     def buffers(self) -> list[tuple[str, str, int]]:
         """(name, position, bytes) of every UB buffer the printer allocates."""
-        mask_item = self.op.operands[3].dtype.itemsize if len(self.op.operands) > 3 else 0
-        return attention_ub_buffers(self.target, self.bq, self.bk, self.Dv, self.dtype.itemsize, mask_item)
+        mask = attention_operands(self.op)[3]
+        return attention_ub_buffers(self.target, self.bq, self.bk, self.Dv, self.dtype.itemsize,
+                                    mask.dtype.itemsize if mask is not None else 0, self.E if self.rope else 0)
 
 
 def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> AttentionSchedule:
@@ -158,8 +175,8 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
         raise TargetError(f"{target.name} has no Matmul high-level API (ASCENDC.md §3.1): the attention "
                           "kernel's Q K^T and P V cannot be printed for it", loc=op.loc,
                           hint="compile for ascend910b or ascend310p; the kernel still runs on the CPU executors")
-    q, k, v = op.operands[:3]
-    mask = op.operands[3] if len(op.operands) > 3 else None
+    _, _, _, mask, cos, _ = attention_operands(op)
+    q, k, v = attention_views(op)   # the heads each reads when q, k, v are one tensor's (q_heads, ...)
     if not all(isinstance(d, int) for t in op.operands for d in t.shape):
         raise ScheduleError("attention prints for static shapes only", loc=op.loc)
     if q.dtype not in (dt.float16, dt.float32) or not any(m[0] == q.dtype.ascendc for m in target.matmul_dtypes):
@@ -181,16 +198,20 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     h_kv = ks[-3] if len(ks) >= 3 else 1
     group = h_q // h_kv
 
-    def strides(h, rows, width):
+    def strides(h, rows, width, x=None):   # x: the operand, whose heads axis may hold more heads than it reads
+        h = x.shape[-2] if bshd and x is not None else h
         return (rows * h * width, width, h * width) if bshd else (h * rows * width, rows * width, width)
     item = q.dtype.itemsize
     mask_item, mask_lead, mask_row = 0, (), 0
     if mask is not None:
         mask_item = mask.dtype.itemsize
         mask_lead, mask_row = _mask_strides(mask, tuple(qs[:-2]), L, S, op)
+    rope_head, rope_row = 0, 0
+    if cos is not None:
+        rope_head, rope_row = E, _rope_row(cos, tuple(qs[:-2]), L, S, E, op)
     budget = int(target.ub_bytes * ub_fraction)
-    bq, bk = attention_blocks(target, L, S, E, Dv, item, ub_fraction, mask_item)
-    ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item, mask_item))
+    bq, bk = attention_blocks(target, L, S, E, Dv, item, ub_fraction, mask_item, rope_head)
+    ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item, mask_item, rope_head))
     if ub > budget:
         raise ScheduleError(f"FS110: attention with head size {Dv} needs {ub} B of UB for 16 x 16 blocks, "
                             f"{target.name} allows {budget} B", loc=op.loc)
@@ -207,10 +228,37 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     sched = AttentionSchedule(fn, target, op, params, heads, group, L, S, E, Dv, bq, bk, float(op.attr("scale")),
                               bool(op.attr("causal")), qk, pv, budget, ub, note)
     sched.mask_lead, sched.mask_row = mask_lead, mask_row
+    sched.rope, sched.rope_row = cos is not None, rope_row
+    if sched.rope:
+        sched.plan_note += (f"; q and k rotated (rope) as they are read: each Q block and K block through a "
+                            f"{sum(sched.rope_bytes)} B GM workspace per instance")
     sched.heads_per_batch, sched.kv_heads = h_q, h_kv
-    sched.q_st, sched.k_st = strides(h_q, L, E), strides(h_kv, S, E)
-    sched.v_st, sched.o_st = strides(h_kv, S, Dv), strides(h_q, L, Dv)
+    q_in, k_in, v_in = op.operands[:3]
+    sched.q_st, sched.k_st = strides(h_q, L, E, q_in), strides(h_kv, S, E, k_in)
+    sched.v_st, sched.o_st = strides(h_kv, S, Dv, v_in), strides(h_q, L, Dv)
+    # the element offset of each operand's first head (q_heads, ...: q, k, v of one tensor)
+    sched.offsets = {n: (op.attr(f"{n}_heads")[0] * w if op.attr(f"{n}_heads") is not None else 0)
+                     for n, w in (("q", E), ("k", E), ("v", Dv))}
+    if sched.k_st[2] != sched.q_st[2] and not sched.rope:
+        raise ScheduleError("attention whose q and k rows lie at different strides does not print (the Matmul API "
+                            "reads them with one org Ka)", loc=op.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     return sched
+
+
+def _rope_row(cos, lead_shape, L, S, E, op) -> int:
+    """The rotary tables' stride between positions: they must be one row per position (or one row
+    for all) shared by every batch and head, and E a multiple of 16 (the halves of a float32 row
+    start on 32-byte boundaries in UB)."""
+    shape = (1,) * (len(lead_shape) + 2 - cos.type.rank) + tuple(cos.shape)
+    if any(d != 1 for d in shape[:-2]) or shape[-1] != E:
+        raise ScheduleError(f"rope tables of shape {tuple(cos.shape)} vary over batch or heads; the attention "
+                            "kernel prints tables of one row per position ([S, D])", loc=op.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    if E % 16:
+        raise ScheduleError(f"rope in the attention kernel prints for head sizes that are multiples of 16, got {E}",
+                            loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    return E if shape[-2] > 1 else 0
 
 
 def _mask_strides(mask, lead_shape, L, S, op):

@@ -17,6 +17,7 @@ import struct
 
 from .. import dtypes as dt
 from ..schedule_attention import AttentionSchedule, _up
+from ..ir.ops import attention_operands
 from ..schedule_cube import TCUBE_FIELDS
 from . import cnames
 from .printer import AscendCPrinter, camel
@@ -36,9 +37,9 @@ class AttentionPrinter:
         self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
         self.cn = {p.index: cnames.param(p.name) for p in sched.params}
         pvals = [p.value for p in sched.fn.params]
-        q, k, v = sched.op.operands[:3]
+        q, k, v, self.mask, cos, sin = attention_operands(sched.op)
         self.q, self.k, self.v = (self.cn[pvals.index(x)] for x in (q, k, v))
-        self.mask = sched.op.operands[3] if len(sched.op.operands) > 3 else None
+        self.cos, self.sin = (self.cn[pvals.index(x)] if x is not None else None for x in (cos, sin))
         self.m = self.cn[pvals.index(self.mask)] if self.mask is not None else None
 
     # ---- interface shared with the other printers ----------------------------------------
@@ -116,7 +117,7 @@ public:
         AscendC::SetSysWorkspace(workspace);
         // this instance's P block: the user workspace after the Matmul API's system workspace
         gm_p.SetGlobalBuffer(reinterpret_cast<__gm__ {ty}*>(AscendC::GetUserWorkspace(workspace) +
-                                                            worker * {s.p_bytes}));
+                                                            worker * {s.instance_bytes}));{self._rope_gm()}
     }}
 
     // After REGIST_MATMUL_OBJ: the UB plan, then this instance's items.
@@ -129,7 +130,7 @@ public:
         pipe->InitBuffer(b_stat, {bufs['b_stat']});
         pipe->InitBuffer(b_lanes, {bufs['b_lanes']});
         pipe->InitBuffer(b_red, {bufs['b_red']});
-        pipe->InitBuffer(b_one, {bufs['b_one']});{self._mask_init(bufs)}
+        pipe->InitBuffer(b_one, {bufs['b_one']});{self._mask_init(bufs)}{self._rope_init(bufs)}
         for (uint32_t it = worker; it < {s.items}u; it += workers) {{
             Item(it);
         }}
@@ -220,7 +221,7 @@ private:
             stat.SetValue(r, -__builtin_inff());
             stat.SetValue({_up(s.bq, 8)} + r, 0.0f);
         }}
-        ScalarToVector();
+        ScalarToVector();{self._rope_q()}
         for (uint32_t kb = 0; kb < kvEnd; kb += BK) {{
             const uint32_t cols = MinU32(BK, kvEnd - kb);
             Scores(head, kvHead, r0, rows, kb, cols);
@@ -230,12 +231,12 @@ private:
         Finish(head, r0, rows);
     }}
 
+{self._rotate_fn()}
     // S = Q_blk K_blk^T into UB
     __aicore__ inline void Scores(uint32_t head, uint32_t kvHead, uint32_t r0, uint32_t rows, uint32_t kb,
                                   uint32_t cols)
     {{
-        qk.SetTensorA(gm_q[{self._at("q", "head", "r0")}]);
-        qk.SetTensorB(gm_k[{self._at("k", "kvHead", "kb")}], true);
+{self._operands_qk()}
         qk.SetTail(rows, cols, E);
         AscendC::LocalTensor<float> sc = q_c.AllocTensor<float>();
         while (qk.template Iterate<true>()) {{
@@ -327,7 +328,7 @@ private:
 
     AscendC::GlobalTensor<{ty}> gm_q, gm_k, gm_v, gm_y, gm_p;
     AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_c;    // the S block, then the P V block, from GetTensorC
-    AscendC::TBuf<AscendC::TPosition::VECCALC> b_p, b_o, b_stat, b_lanes, b_red, b_one;{self._mask_members()}
+    AscendC::TBuf<AscendC::TPosition::VECCALC> b_p, b_o, b_stat, b_lanes, b_red, b_one;{self._mask_members()}{self._rope_members()}
 {"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB" if not t.separated else ""}
     uint32_t worker = 0, workers = 1;
 }};
@@ -349,6 +350,93 @@ private:
     REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), op.qk, &op.tiling.qk, op.pv, &op.tiling.pv);
     op.Process(&pipe);
 }}
+"""
+
+    # ---- rope: each Q block and K block rotated into this instance's workspace --------------------
+    def _rope_gm(self) -> str:
+        if self.cos is None:
+            return ""
+        s, ty = self.s, self.s.dtype.ascendc
+        qb, _ = s.rope_bytes
+        return (f"\n        gm_cos.SetGlobalBuffer((__gm__ {ty}*){self.cos});"
+                f"\n        gm_sin.SetGlobalBuffer((__gm__ {ty}*){self.sin});"
+                "\n        // the rotated Q block and K block the cube reads (after this instance's P block)"
+                f"\n        gm_qr.SetGlobalBuffer(reinterpret_cast<__gm__ {ty}*>(AscendC::GetUserWorkspace(workspace) +"
+                f"\n                                                             worker * {s.instance_bytes} + {s.p_bytes}));"
+                f"\n        gm_kr.SetGlobalBuffer(reinterpret_cast<__gm__ {ty}*>(AscendC::GetUserWorkspace(workspace) +"
+                f"\n                                                             worker * {s.instance_bytes} + {s.p_bytes + qb}));")
+
+    def _rope_init(self, bufs) -> str:
+        if self.cos is None:
+            return ""
+        return "".join(f"\n        pipe->InitBuffer({n}, {bufs[n]});" for n in ("b_rx", "b_rt", "b_rf"))
+
+    def _rope_members(self) -> str:
+        if self.cos is None:
+            return ""
+        ty = self.s.dtype.ascendc
+        return ("\n    AscendC::TBuf<AscendC::TPosition::VECCALC> b_rx, b_rt, b_rf;   // rope: a row, its cos and sin "
+                f"rows, float32 work\n    AscendC::GlobalTensor<{ty}> gm_cos, gm_sin, gm_qr, gm_kr;")
+
+    def _rope_q(self) -> str:
+        if self.cos is None:
+            return ""
+        return (f"\n        Rotate(gm_qr, gm_q[{self._at('q', 'head', 'r0')}], rows, {self.s.q_st[2]}u, r0);"
+                "   // Q block, rotated once per item")
+
+    def _operands_qk(self) -> str:
+        if self.cos is None:
+            return (f'        qk.SetTensorA(gm_q[{self._at("q", "head", "r0")}]);\n'
+                    f'        qk.SetTensorB(gm_k[{self._at("k", "kvHead", "kb")}], true);')
+        return (f'        Rotate(gm_kr, gm_k[{self._at("k", "kvHead", "kb")}], cols, {self.s.k_st[2]}u, kb);'
+                "   // this K block, rotated\n"
+                "        qk.SetTensorA(gm_qr);\n"
+                "        qk.SetTensorB(gm_kr, true);")
+
+    def _rotate_fn(self) -> str:
+        """Rotate(dst, src, rows, ld, pos0): rows of src (ld apart) rotated with the tables' rows at
+        positions pos0.., written E apart to dst: out = x * cos + [-x2, x1] * sin, in float32."""
+        if self.cos is None:
+            return ""
+        s, ty = self.s, self.s.dtype.ascendc
+        e, h, item = s.E, s.E // 2, s.dtype.itemsize
+        ei = _up(e, 32 // item)        # a row as stored, padded to 32 bytes
+        to_f = ((lambda d, x: f"AscendC::Muls({d}, {x}, 1.0f, E);") if s.dtype == dt.float32 else
+                (lambda d, x: f"AscendC::Cast({d}, {x}, AscendC::RoundMode::CAST_NONE, E);"))
+        back = ("AscendC::Muls(xr, f[3 * E], 1.0f, E);" if s.dtype == dt.float32 else
+                f"AscendC::Cast(xr, f[3 * E], AscendC::RoundMode::{self._mode()}, E);")
+        return f"""    // rope of `rows` rows of q or k (ld apart) at positions pos0..: x * cos + [-x2, x1] * sin in float32,
+    // written E apart to this instance's workspace, which the cube reads
+    __aicore__ inline void Rotate(const AscendC::GlobalTensor<{ty}>& dst, const AscendC::GlobalTensor<{ty}>& src,
+                                  uint32_t rows, uint32_t ld, uint32_t pos0)
+    {{
+        AscendC::LocalTensor<{ty}> xr = b_rx.Get<{ty}>();
+        AscendC::LocalTensor<{ty}> tr = b_rt.Get<{ty}>();
+        AscendC::LocalTensor<float> f = b_rf.Get<float>();   // x | cos | sin | out, E floats each
+        for (uint32_t r = 0; r < rows; ++r) {{
+            AscendC::PipeBarrier<PIPE_ALL>();
+            CopyRowsIn(xr, src[r * ld], 1, E, E, {ei});
+            CopyRowsIn(tr, gm_cos[(pos0 + r) * {s.rope_row}u], 1, E, E, {ei});
+            CopyRowsIn(tr[{ei}], gm_sin[(pos0 + r) * {s.rope_row}u], 1, E, E, {ei});
+            AscendC::PipeBarrier<PIPE_ALL>();
+            {to_f("f", "xr")}
+            {to_f("f[E]", "tr")}
+            {to_f("f[2 * E]", f"tr[{ei}]")}
+            AscendC::PipeBarrier<PIPE_V>();
+            AscendC::Mul(f[3 * E], f, f[E], E);                  // x * cos
+            AscendC::PipeBarrier<PIPE_V>();
+            AscendC::Mul(f[E], f[{h}], f[2 * E], {h});            // x2 * sin1 (cos is read)
+            AscendC::Mul(f[E + {h}], f, f[2 * E + {h}], {h});     // x1 * sin2
+            AscendC::PipeBarrier<PIPE_V>();
+            AscendC::Sub(f[3 * E], f[3 * E], f[E], {h});
+            AscendC::Add(f[3 * E + {h}], f[3 * E + {h}], f[E + {h}], {h});
+            AscendC::PipeBarrier<PIPE_V>();
+            {back}
+            AscendC::PipeBarrier<PIPE_ALL>();
+            CopyRowsOut(dst[r * E], xr, 1, E, E, {ei});
+        }}
+        AscendC::PipeBarrier<PIPE_ALL>();   // the rotated rows reach GM before the cube reads them
+    }}
 """
 
     # ---- the mask: one row of the S block at a time, through its broadcast strides ------------------
@@ -421,7 +509,8 @@ private:
         s = self.s
         per = s.heads_per_batch if which in ("q", "o") else s.kv_heads
         bs, hs, rs = {"q": s.q_st, "k": s.k_st, "v": s.v_st, "o": s.o_st}[which]
-        return f"({head} / {per}u) * {bs}u + ({head} % {per}u) * {hs}u + {row} * {rs}u"
+        off = s.offsets.get(which, 0)
+        return f"{off}u + " * bool(off) + f"({head} / {per}u) * {bs}u + ({head} % {per}u) * {hs}u + {row} * {rs}u"
 
     def _causal_lines(self) -> str:
         if not self.s.causal:

@@ -28,6 +28,7 @@ from llvmlite import ir
 
 from .. import dtypes as dt
 from ..ir.core import Function, Op
+from ..ir.ops import rope_reference
 from ..reference import _round
 from . import jit
 from .cube import sgemm_address, single_threaded_blas
@@ -359,7 +360,12 @@ class AttentionCpuKernel:
 
     def run(self, inputs, targets=None) -> tuple[np.ndarray, ...]:
         inputs = [inputs[i] for i in self.order]
-        q, k, v = (np.ascontiguousarray(x, dtype=np.float32) for x in inputs[:3])
+        heads = [self.op.attr(f"{n}_heads") for n in "qkv"]   # bshd heads of one tensor (q, k, v side by side)
+        q, k, v = (np.ascontiguousarray(x if h is None else x[..., slice(*h), :], dtype=np.float32)
+                   for x, h in zip(inputs[:3], heads))
+        if self.op.attr("rope", False):   # q and k rotated once, in float32, before the blocks
+            q, k = (_rotated(x, inputs[-2], inputs[-1], self.op.attr("layout", "bhsd")) for x in (q, k))
+            inputs = inputs[:-2]
         sh = _Shape(self.op, [x.shape for x in (q, k, v)])
         mask = None
         if len(inputs) > 3:   # the mask is over the scores [..., H, L, S] in either layout
@@ -398,6 +404,14 @@ class AttentionCpuKernel:
                 cfunc(0, sh.items, args.ctypes.data, scratch[0])
             else:
                 run_blocks(cfunc, sh.items, args.ctypes.data, scratch)
+
+
+def _rotated(x: np.ndarray, cos, sin, layout: str) -> np.ndarray:
+    """rope of q or k: the tables are read against the [..., H, S, D] view in either layout."""
+    c, s = (np.asarray(t, np.float32) for t in (cos, sin))
+    if layout == "bshd":
+        return np.ascontiguousarray(np.swapaxes(rope_reference(np.swapaxes(x, -3, -2), c, s), -3, -2))
+    return np.ascontiguousarray(rope_reference(x, c, s))
 
 
 def _additive_mask(mask: np.ndarray, batch_shape, sh: _Shape):

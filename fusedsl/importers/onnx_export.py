@@ -12,6 +12,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..ir.ops import attention_operands, attention_views
+
 OPSET = 20
 DOMAIN = "fusedsl"
 
@@ -116,13 +118,26 @@ class _Emitter:
     def _attention(self, op, x, out) -> None:
         """attention as standard ONNX: MatMul, Mul, Where/Add (mask, causal), Softmax, MatMul;
         grouped KV heads are expanded, and a fully masked row (Softmax of all -inf is NaN) is 0."""
-        q, k, v = op.operands[:3]
+        q, k, v, mask, cos, _ = attention_operands(op)
         qn, kn, vn = x[:3]
         rank, dtype = q.type.rank, q.dtype
         bshd = op.attr("layout", "bhsd") == "bshd"
+        heads = [op.attr(f"{n}_heads") for n in "qkv"]   # bshd: the heads each reads of one tensor
+        qn, kn, vn = (n if h is None else self.node("Slice", [n, self.ints([h[0]]), self.ints([h[1]]), self.ints([2])])
+                      for n, h in zip((qn, kn, vn), heads))
+        q, k, v = attention_views(op)
         if bshd:   # [B, S, H, D] operands and result: transposed to [B, H, S, D] around the math
             qn, kn, vn = (self.node("Transpose", [n], perm=[0, 2, 1, 3]) for n in (qn, kn, vn))
             q, k, v = (SimpleNamespace(shape=(t.shape[0], t.shape[2], t.shape[1], t.shape[3])) for t in (q, k, v))
+        if cos is not None:   # q and k rotated first: x * cos + concat(-x2, x1) * sin (the [..., S, D] view)
+            half, d = q.shape[-1] // 2, q.shape[-1]
+
+            def rope(n):
+                x1 = self.node("Slice", [n, self.ints([0]), self.ints([half]), self.ints([-1])])
+                x2 = self.node("Slice", [n, self.ints([half]), self.ints([d]), self.ints([-1])])
+                rot = self.node("Concat", [self.node("Neg", [x2]), x1], axis=-1)
+                return self.node("Add", [self.node("Mul", [n, x[-2]]), self.node("Mul", [rot, x[-1]])])
+            qn, kn = rope(qn), rope(kn)
         if rank >= 3 and k.shape[-3] != q.shape[-3]:
             group = q.shape[-3] // k.shape[-3]
 
@@ -136,8 +151,7 @@ class _Emitter:
         scale = np.asarray(op.attr("scale"), dtype.np if dtype.name != "bfloat16" else np.float32)
         s = self.node("Mul", [self.node("MatMul", [qn, kt]), self.const(scale)])
         ninf = self.const(np.asarray(-np.inf, scale.dtype))
-        if len(x) > 3:
-            mask = op.operands[3]
+        if mask is not None:
             s = self.node("Where", [x[3], s, ninf]) if mask.dtype.name == "bool" else self.node("Add", [s, x[3]])
         if op.attr("causal"):
             s = self.node("Where", [self.const(np.tri(q.shape[-2], k.shape[-2], dtype=bool)), s, ninf])

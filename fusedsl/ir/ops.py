@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from .. import dtypes as dt
-from .core import Op, TensorType
+from .core import Op, TensorType, Value
 from .shapes import (TypeRuleError, broadcast_shapes, fmt_shape, normalize_axes,
                      symbolic_factor)
 
@@ -462,6 +462,24 @@ def _swap_heads(t: TensorType) -> TensorType:
     return TensorType(shape[:-3] + (shape[-2], shape[-3], shape[-1]), t.dtype)
 
 
+def _head_view(t: TensorType, heads) -> TensorType:
+    """An operand of a bshd attention with `{q,k,v}_heads = [start, stop]`: the op reads heads
+    start..stop of [B, S, H, D] (one linear layer's q, k and v heads side by side)."""
+    if heads is None:
+        return t
+    lo, hi = heads
+    if not (isinstance(t.shape[-2], int) and 0 <= lo < hi <= t.shape[-2]):
+        raise TypeRuleError(f"attention heads {lo}..{hi} are not within {fmt_shape(t.shape)}", kind="shape")
+    return TensorType(tuple(t.shape[:-2]) + (hi - lo, t.shape[-1]), t.dtype)
+
+
+def attention_views(op) -> tuple:
+    """The q, k, v an attention op reads: its operands, or Values of the heads it reads of them
+    (`{q,k,v}_heads`, layout bshd) -- for the cost model's element counts."""
+    return tuple(v if op.attr(f"{n}_heads") is None else Value(_head_view(v.type, op.attr(f"{n}_heads")), v.name)
+                 for v, n in zip(op.operands[:3], "qkv"))
+
+
 def _attention_infer(types, attrs):
     layout = attrs.get("layout", "bhsd")
     if layout not in ("bhsd", "bshd"):
@@ -470,12 +488,16 @@ def _attention_infer(types, attrs):
         # q, k, v and the result are [B, S, H, D]: the same attention with heads and sequence swapped
         if len(types) < 3 or any(t.rank != 4 for t in types[:3]):
             raise TypeRuleError("attention layout bshd needs q, k, v of rank 4", kind="shape")
-        plain = dict(attrs, layout="bhsd")
+        types = tuple(_head_view(t, attrs.get(f"{n}_heads")) for t, n in zip(types[:3], "qkv")) + tuple(types[3:])
+        plain = {a: x for a, x in attrs.items() if not a.endswith("_heads")}
+        plain["layout"] = "bhsd"
         (out,) = _attention_infer(tuple(_swap_heads(t) for t in types[:3]) + tuple(types[3:]), plain)
         return (_swap_heads(out),)
+    rope = types[len(types) - 2:] if attrs.get("rope", False) else ()
+    types = types[:len(types) - len(rope)]
     if len(types) not in (3, 4):
-        raise TypeRuleError(f"attention takes q, k, v and an optional mask, got {len(types)} operand(s)",
-                            kind="arg")
+        raise TypeRuleError(f"attention takes q, k, v, an optional mask{' and cos, sin' if rope else ''}, got "
+                            f"{len(types) + len(rope)} operand(s)", kind="arg")
     q, k, v = types[:3]
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not t.dtype.is_float:
@@ -525,6 +547,18 @@ def _attention_infer(types, attrs):
             raise TypeRuleError(f"attention mask {fmt_shape(mask.shape)} does not broadcast to the scores "
                                 f"{fmt_shape(scores)}", "the mask's axes must match the scores' or be 1",
                                 kind="shape")
+    for name, t in zip(("cos", "sin"), rope):   # rotary tables, read against q's and k's [..., S, D] rows
+        if t.dtype != q.dtype:
+            raise TypeRuleError(f"attention rope {name} must be {q.dtype} like q, got {t.dtype}", kind="dtype")
+        even = isinstance(q.shape[-1], int) and q.shape[-1] % 2 == 0
+        for x in (q, k):
+            try:
+                fits = even and t.rank <= x.rank and broadcast_shapes(t.shape, x.shape) == tuple(x.shape)
+            except TypeRuleError:
+                fits = False
+            if not fits:
+                raise TypeRuleError(f"attention rope {name} {fmt_shape(t.shape)} does not broadcast to q and k "
+                                    f"{fmt_shape(q.shape)}, {fmt_shape(k.shape)} (an even head size)", kind="shape")
     if not isinstance(attrs["scale"], (int, float)) or isinstance(attrs["scale"], bool):
         raise TypeRuleError(f"attention scale must be a number, got {attrs['scale']!r}", kind="arg")
     if not isinstance(attrs["causal"], bool):
@@ -556,17 +590,42 @@ def attention_reference(q, k, v, mask=None, scale=1.0, causal=False):
         return np.where(total > 0, out, np.zeros((), out.dtype)).astype(q.dtype)
 
 
+def attention_operands(op) -> tuple:
+    """(q, k, v, mask or None, cos or None, sin or None) of an attention op: with `rope` the
+    last two operands are the rotary tables."""
+    args = tuple(op.operands)
+    rope = args[len(args) - 2:] if op.attr("rope", False) else (None, None)
+    core = args[:len(args) - 2] if op.attr("rope", False) else args
+    return core[0], core[1], core[2], (core[3] if len(core) > 3 else None), rope[0], rope[1]
+
+
+def rope_reference(x, cos, sin):
+    """x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1] (x's halves on the last axis)."""
+    half = x.shape[-1] // 2
+    rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return (x * cos + rotated * sin).astype(x.dtype)
+
+
 def _attention_ref(args, attrs):
-    q, k, v = args[:3]
+    rope = args[len(args) - 2:] if attrs.get("rope", False) else None
+    args = args[:len(args) - 2] if rope else args
+    q, k, v = (x if attrs.get(f"{n}_heads") is None else x[..., slice(*attrs[f"{n}_heads"]), :]
+               for x, n in zip(args[:3], "qkv"))
     mask = args[3] if len(args) > 3 else None
-    if attrs.get("layout", "bhsd") == "bshd":   # [B, S, H, D] in and out
+    bshd = attrs.get("layout", "bhsd") == "bshd"
+    if bshd:   # [B, S, H, D] in and out
         q, k, v = (np.swapaxes(x, -3, -2) for x in (q, k, v))
+    if rope:   # q and k rotated first, at their precision (the tables are read against [..., S, D])
+        q, k = rope_reference(q, *rope), rope_reference(k, *rope)
+    if bshd:
         return np.ascontiguousarray(np.swapaxes(attention_reference(q, k, v, mask, attrs["scale"], attrs["causal"]),
                                                 -3, -2))
     return attention_reference(q, k, v, mask, attrs["scale"], attrs["causal"])
 
 
 # attrs: scale, causal, and layout "bshd" (optional) when q, k, v and the result are [B, S, H, D]
-# (the heads transposes of a model, folded by passes/fuse_attention.py)
+# (the heads transposes of a model, folded by passes/fuse_attention.py); rope (optional): the last
+# two operands are cos, sin and q, k are rotated first (rope_reference; passes/fuse_attention.py
+# FoldAttentionRope folds fs.rope / the rotate-half pattern of q and k into the op)
 register("attention", arity=None, traits=[ATTENTION], attrs=("scale", "causal"), infer=_attention_infer,
          ref=_attention_ref)

@@ -990,9 +990,9 @@ def _operand_boundary(fn: Function, ops_idx, outputs) -> str:
                 names.add(op.name)
     if not names:
         return ""
-    what = "its results are operands" if len(outputs) > 1 else "its result is an operand"
-    return (f"; {what} of the {' and '.join(sorted(names))} after it, which the Matmul API reads from GM, so it "
-            "is written there")
+    what = "a result of it" if len(outputs) > 1 else "its result"
+    return (f"; {what} is an operand of the {' and '.join(sorted(names))} after it, which the Matmul API reads "
+            "from GM, so it is written there")
 
 
 MAX_MATMULS = 4   # Matmul objects one kernel may register (REGIST_MATMUL_OBJ, ASCENDC.md 3.1)

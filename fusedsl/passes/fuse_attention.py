@@ -286,3 +286,174 @@ class FoldAttentionLayout(Pass):
             return fn
         ops = [replace.get(id(op), op) for op in fn.ops]
         return Function(fn.name, fn.params, tuple(op for op in ops if op is not None), fn.results, fn.loc)
+
+
+class FoldAttentionRope(Pass):
+    """Pass `attention-rope`: attention(rope(xq, cos, sin), rope(xk, cos, sin), v, ...) with both
+    rotations of the same tables becomes attention(xq, xk, v, ..., cos, sin) {rope = true}: the
+    attention kernel rotates q and k as it reads them, so the rotary embedding is no kernel of its
+    own (and its transposes fold into the layout next).  rope(x, c, s) is either form:
+    fs.rope's `x * c + concatenate([x2, x1]) * concatenate([-s1, s2])` or the rotate-half of
+    PyTorch models, `x * c + concatenate([-x2, x1]) * s` (x1, x2 the halves of x's last axis;
+    mul and add in either operand order).  Only rotations read by nothing else fold.  Before:
+    valid IR; after: valid IR, the same values up to rounding (the rotation is computed in float32
+    inside the kernel where the chain rounds each op to its dtype)."""
+
+    name = "attention-rope"
+
+    def run_on_function(self, fn: Function, module: Module) -> Function:
+        producer = {id(r): op for op in fn.ops for r in op.results}
+        users: dict[int, int] = {}
+        for op in fn.ops:
+            for v in op.operands:
+                users[id(v)] = users.get(id(v), 0) + 1
+        returned = {id(v) for v in fn.results}
+        replace: dict[int, Op] = {}
+        for op in fn.ops:
+            if op.name != "attention" or op.attr("rope", False):
+                continue
+            found = [_rope_of(v, producer) for v in op.operands[:2]]
+            if any(f is None for f in found) or any(users.get(id(v), 0) != 1 or id(v) in returned
+                                                    for v in op.operands[:2]):
+                continue
+            (xq, cq, sq), (xk, ck, sk) = found
+            if cq is not ck or sq is not sk:
+                continue
+            operands = (xq, xk) + tuple(op.operands[2:]) + (cq, sq)
+            attrs = dict(op.attrs, rope=True)
+            try:
+                infer_types("attention", tuple(o.type for o in operands), attrs)
+            except TypeRuleError:
+                continue   # tables that do not broadcast to q and k as rows of positions
+            replace[id(op)] = Op("attention", operands, op.results, freeze_attrs(attrs), op.loc)
+        if not replace:
+            return fn
+        return Function(fn.name, fn.params, tuple(replace.get(id(op), op) for op in fn.ops), fn.results, fn.loc)
+
+
+def _half_slice(op: Op | None, x: Value, first: bool) -> bool:
+    """`op` is x[..., :D/2] (first) or x[..., D/2:] on x's last axis."""
+    if op is None or op.name != "slice" or op.operands[0] is not x:
+        return False
+    d, n = x.shape[-1], x.type.rank
+    if not isinstance(d, int) or d % 2:
+        return False
+    starts, stops, steps = (tuple(op.attr(a)) for a in ("starts", "stops", "steps"))
+    lo, hi = (0, d // 2) if first else (d // 2, d)
+    full = all(starts[i] == 0 and stops[i] == x.shape[i] and steps[i] == 1 for i in range(n - 1))
+    return full and (starts[-1], stops[-1], steps[-1]) == (lo, hi, 1)
+
+
+def _rope_of(v: Value, producer) -> tuple | None:
+    """(x, cos, sin) when `v` is rope(x, cos, sin) in one of FoldAttentionRope's two forms."""
+    def op(u, name):
+        o = producer.get(id(u))
+        return o if o is not None and o.name == name else None
+
+    def halves(cat, x, neg_first):
+        """cat = concatenate([x2, x1]) on the last axis (with x2 negated when neg_first)."""
+        if cat is None or len(cat.operands) != 2 or cat.attr("axis") not in (-1, cat.result.type.rank - 1):
+            return False
+        a, b = cat.operands
+        if neg_first:
+            n = op(a, "neg")
+            if n is None:
+                return False
+            a = n.operands[0]
+        return _half_slice(producer.get(id(a)), x, False) and _half_slice(producer.get(id(b)), x, True)
+
+    add = op(v, "add")
+    if add is None:
+        return None
+    for m1, m2 in ((add.operands[0], add.operands[1]), (add.operands[1], add.operands[0])):
+        direct, rotated = op(m1, "mul"), op(m2, "mul")
+        if direct is None or rotated is None:
+            continue
+        for x, cos in (direct.operands, direct.operands[::-1]):
+            if x.type != v.type:
+                continue
+            for rot, sin in (rotated.operands, rotated.operands[::-1]):
+                cat = op(rot, "concatenate")
+                if halves(cat, x, neg_first=True):            # PyTorch: concatenate([-x2, x1]) * sin
+                    return x, cos, sin
+                if halves(cat, x, neg_first=False):           # fs.rope: ... * concatenate([-s1, s2])
+                    signed = op(sin, "concatenate")
+                    if signed is None or len(signed.operands) != 2:
+                        continue
+                    n = op(signed.operands[0], "neg")
+                    table = producer.get(id(n.operands[0])) if n is not None else None
+                    if table is None or table.name != "slice":
+                        continue
+                    s = table.operands[0]
+                    if s.type.shape[-1] == x.shape[-1] and _half_slice(table, s, True) and \
+                            _half_slice(producer.get(id(signed.operands[1])), s, False):
+                        return x, cos, s
+    return None
+
+
+class FoldAttentionHeads(Pass):
+    """Pass `attention-heads`: a bshd attention whose q, k and v are the three slices of one
+    linear layer's output (`qkv.split(d, -1)` then `view(b, t, h, dh)`: reshape(slice(x)) on the
+    last axis) reads them where they lie: its operands become x viewed as [B, S, 3H, dh] (a
+    reshape of a contiguous tensor, a free view) with `q_heads`, `k_heads`, `v_heads` naming each
+    one's heads, so the three slice kernels (copies) go.  All three must be views of the same x
+    with one head size.  Before: valid IR; after: valid IR, the same values."""
+
+    name = "attention-heads"
+
+    def run_on_function(self, fn: Function, module: Module) -> Function:
+        producer = {id(r): op for op in fn.ops for r in op.results}
+        before: dict[int, Op] = {}
+        replace: dict[int, Op] = {}
+        for op in fn.ops:
+            if op.name != "attention" or op.attr("layout", "bhsd") != "bshd" or op.attr("q_heads") is not None:
+                continue
+            views = [_heads_of(v, producer) for v in op.operands[:3]]
+            if any(w is None for w in views) or len({id(w[0]) for w in views}) != 1 or \
+                    len({w[2] for w in views}) != 1:
+                continue
+            x, _, dh = views[0]
+            total = x.shape[-1] // dh
+            x4 = Value(TensorType(tuple(x.shape[:-1]) + (total, dh), x.dtype))
+            reshape = Op("reshape", (x,), (x4,), freeze_attrs({"shape": list(x4.shape)}), op.loc)
+            attrs = dict(op.attrs)
+            for (_, h0, _), v, n in zip(views, op.operands[:3], "qkv"):
+                attrs[f"{n}_heads"] = [h0, h0 + v.shape[-2]]
+            operands = (x4, x4, x4) + tuple(op.operands[3:])
+            try:
+                (out,) = infer_types("attention", tuple(o.type for o in operands), attrs)
+            except TypeRuleError:
+                continue
+            if out != op.result.type:
+                continue
+            before[id(op)] = reshape
+            replace[id(op)] = Op("attention", operands, op.results, freeze_attrs(attrs), op.loc)
+        if not replace:
+            return fn
+        ops = []
+        for op in fn.ops:
+            if id(op) in before:
+                ops.append(before[id(op)])
+            ops.append(replace.get(id(op), op))
+        return Function(fn.name, fn.params, tuple(ops), fn.results, fn.loc)
+
+
+def _heads_of(v: Value, producer) -> tuple | None:
+    """(x, first head, head size) when v = reshape(slice(x)) takes whole heads of x's last axis:
+    x [B, S, N], the slice columns [a, a + H * dh) with a a multiple of dh, v [B, S, H, dh]."""
+    r = producer.get(id(v))
+    if r is None or r.name != "reshape" or v.type.rank != 4:
+        return None
+    s = producer.get(id(r.operands[0]))
+    if s is None or s.name != "slice":
+        return None
+    x = s.operands[0]
+    b, t, h, dh = v.shape
+    if x.type.rank != 3 or tuple(x.shape[:2]) != (b, t) or not all(isinstance(d, int) for d in x.shape):
+        return None
+    starts, stops, steps = (tuple(s.attr(a)) for a in ("starts", "stops", "steps"))
+    if starts[:2] != (0, 0) or stops[:2] != (b, t) or set(steps) != {1}:
+        return None
+    if starts[2] % dh or stops[2] - starts[2] != h * dh or x.shape[2] % dh:
+        return None
+    return x, starts[2] // dh, dh

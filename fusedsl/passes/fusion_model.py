@@ -83,7 +83,7 @@ class FusionOptions:
 
 
 PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "dce", "horizontal", "row-fusion", "views",
-              "fuse", "attention-fusion", "attention-layout")
+              "fuse", "attention-fusion", "attention-rope", "attention-layout", "attention-heads")
 
 
 def disabled_passes(options: dict) -> frozenset:

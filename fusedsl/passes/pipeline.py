@@ -5,7 +5,7 @@ from .base import PassManager
 from .canonicalize import CSE, DCE, Algebra, ConstantFold
 from .fold_batch_norm import FoldBatchNorm
 from .fold_transpose import FoldTranspose
-from .fuse_attention import FoldAttentionLayout, FuseAttention
+from .fuse_attention import FoldAttentionHeads, FoldAttentionLayout, FoldAttentionRope, FuseAttention
 from .fuse import Fuse
 from .fusion_model import FusionOptions
 
@@ -18,7 +18,9 @@ def canonicalize_passes():
         CSE(),            # merges repeated subexpressions (composites often recompute the same value)
         FoldTranspose(),  # after BN folding (which scales the transposed weight): x @ w.T reads w transposed
         FuseAttention(),  # after fold-transpose (q @ k^T is one matmul then): softmax(q k^T s + m) v -> attention
+        FoldAttentionRope(),    # then: fs.rope / rotate-half of q and k becomes the attention op's rotation
         FoldAttentionLayout(),  # then: the heads transposes around an attention op become its [B, S, H, D] layout
+        FoldAttentionHeads(),   # then: q, k, v sliced from one linear layer's output are read where they lie
         DCE(),            # last: drops ops orphaned by the rewrites above
     ]
 
@@ -34,7 +36,7 @@ def compile_passes(single_kernel: bool, max_queues: int | None, fusion: FusionOp
     so disabling it makes every op a kernel of its own."""
     fusion = fusion or FusionOptions()
     passes = [p for p in canonicalize_passes() if p.name not in fusion.disabled
-              and (p.name not in ("attention-fusion", "attention-layout") or fusion.fuse or single_kernel)]
+              and (p.name not in ("attention-fusion", "attention-rope", "attention-layout", "attention-heads") or fusion.fuse or single_kernel)]
     notes = next((p.misses for p in passes if isinstance(p, FuseAttention)), {})
     return passes + [
         Fuse(single_kernel, max_queues, fusion, notes),  # after canonicalisation: it partitions the simplified graph
