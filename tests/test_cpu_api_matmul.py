@@ -157,6 +157,21 @@ def test_matmul_config_that_changes_c_and_is_not_modelled_is_refused(lib):
         _launch(lib, "matmul_cfg_partial", 1, a, b, bias, c, tiling, "ascend910b")
 
 
+def test_constant_tiling_with_a_null_tcubetiling_and_a_smaller_runtime_shape(lib):
+    m, n, k = 48, 64, 32
+    a, b, bias = _operands(m, n, k, np.float16, seed=9)
+    c = np.full(m * n, np.nan, np.float32)
+    words = np.zeros(TILING_WORDS, np.int32)
+    words[0] = m
+    _launch(lib, "matmul_static_tiling", 1, a, b, bias, c, words, "ascend910b")
+    np.testing.assert_allclose(c.reshape(m, n), a.astype(np.float32) @ b.astype(np.float32) + bias, rtol=1e-5,
+                               atol=1e-5)
+    words[1] = m + 16   # a tail past the original shape: refused when the Matmul runs
+    with pytest.raises(AscendCCheckError, match=r"Matmul::SetTail: single shape 64 x 64 x 32 does not fit the "
+                                                r"original shape M 48, N 64, Ka 32, Kb 32"):
+        _launch(lib, "matmul_static_tiling", 1, a, b, bias, c, words, "ascend910b")
+
+
 def test_get_tensor_c_in_nz_format(lib):
     m, n, k = 64, 64, 32
     a, b, bias = _operands(m, n, k, np.float16, seed=6)

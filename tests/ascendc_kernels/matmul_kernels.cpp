@@ -1,3 +1,4 @@
+#include <cstring>
 // Everything the Matmul API tests launch through fusedsl's Python runner, in one library:
 // the MatmulLeakyRelu sample kernel and its host tiling, a kernel that reports the block
 // indices of a mixed launch, and small kernels that each break one Matmul rule on purpose.
@@ -222,6 +223,42 @@ extern "C" __global__ __aicore__ void matmul_cfg_partial(GM_ADDR a, GM_ADDR b, G
     ReluMatmul<kPartialCfg>(a, b, bias, c, ws, t);
 }
 
+// A constant tiling (GetMatmulApiTiling of a config with the single-core and base shapes) and a
+// null TCubeTiling: C = A x B + bias for the runtime shape set by SetOrgShape/SetTail, which
+// may be smaller than the constant single-core shape.  The tiling buffer's word 0 is M (word 1:
+// a SetTail past the original shape when nonzero).
+using StaticA = MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>;
+using StaticC = MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>;
+constexpr MatmulConfig kStaticShapeCfg = GetMMConfig<MatmulConfigMode::CONFIG_MDL>(MatmulShapeParams{128, 64, 32, 32, 32, 32});
+constexpr MatmulApiStaticTiling kStaticTiling = GetMatmulApiTiling<StaticA, StaticA, StaticC, StaticC>(kStaticShapeCfg);
+static_assert(kStaticTiling.singleCoreM == 128 && kStaticTiling.baseK == 32 && kStaticTiling.stepKa == 1);
+
+extern "C" __global__ __aicore__ void matmul_static_tiling(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                           GM_ADDR t) {
+    if ASCEND_IS_AIV {
+        return;
+    }
+    int32_t words[2];
+    std::memcpy(words, t, sizeof words);
+    AscendC::TPipe pipe;
+    Matmul<StaticA, StaticA, StaticC, StaticC, kStaticTiling> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, (TCubeTiling*)nullptr);
+    const int32_t m = words[0];
+    mm.SetOrgShape(m, 64, 32);
+    mm.SetTail(words[1] != 0 ? words[1] : m, 64, 32);
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a));
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b));
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias));
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c));
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    mm.IterateAll(cg);
+    mm.End();
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -239,6 +276,7 @@ BROKEN_ENTRY(iterate_twice, MIX_MODE)
 BROKEN_ENTRY(not_registered, MIX_MODE)
 BROKEN_ENTRY(matmul_cfg_relu, AIC_MODE)
 BROKEN_ENTRY(matmul_cfg_partial, AIC_MODE)
+BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)
 
 // The sample kernel launched as a vector-only kernel.
 extern "C" int fusedsl_launch_matmul_in_aiv_mode(uint32_t blockDim, uint8_t** args) {

@@ -326,18 +326,57 @@ public:
     using Acc = std::conditional_t<std::is_same_v<SrcAT, int8_t>, int32_t, float>;
 
     static constexpr bool kCInUb = fusedsl_cpu::IsUbTensorPosition(C_TYPE::pos);
-    // MM_CFG is a MatmulConfig (CFG_NORM, GetMDLConfig(...), a kernel's own) or a static tiling.
-    static constexpr bool kCfgIsConfig = std::is_same_v<std::decay_t<decltype(MM_CFG)>, MatmulConfig>;
+    // MM_CFG is a MatmulConfig (CFG_NORM, GetMDLConfig(...), a kernel's own) or a constant
+    // tiling (MatmulApiStaticTiling from GetMatmulApiTiling, its config in .cfg).
+    static constexpr bool kCfgIsStatic = std::is_same_v<std::decay_t<decltype(MM_CFG)>, MatmulApiStaticTiling>;
+    static constexpr bool kCfgIsConfig = std::is_same_v<std::decay_t<decltype(MM_CFG)>, MatmulConfig> || kCfgIsStatic;
+    static constexpr const MatmulConfig& fs_cfg() {
+        if constexpr (kCfgIsStatic) {
+            return MM_CFG.cfg;
+        } else {
+            return MM_CFG;
+        }
+    }
+
+    // The TCubeTiling a constant tiling stands for (REGIST_MATMUL_OBJ with a null tiling).
+    static TCubeTiling StaticTCubeTiling(const char* api) {
+        TCubeTiling t{};
+        if constexpr (kCfgIsStatic) {
+            const MatmulApiStaticTiling& s = MM_CFG;
+            if (s.singleCoreM <= 0 || s.baseM <= 0) {
+                fusedsl_cpu::Fail("%s: the TCubeTiling pointer is null and the constant tiling has no single-core "
+                                  "shape (GetMatmulApiTiling needs MatmulShapeParams with singleCoreM/N/K and "
+                                  "basicM/N/K); pass the host tiling instead", api);
+            }
+#define FUSEDSL_STATIC_FIELD(name) t.name = s.name < 0 ? 0 : s.name;
+            FUSEDSL_STATIC_FIELD(usedCoreNum) FUSEDSL_STATIC_FIELD(M) FUSEDSL_STATIC_FIELD(N)
+            FUSEDSL_STATIC_FIELD(Ka) FUSEDSL_STATIC_FIELD(Kb) FUSEDSL_STATIC_FIELD(singleCoreM)
+            FUSEDSL_STATIC_FIELD(singleCoreN) FUSEDSL_STATIC_FIELD(singleCoreK) FUSEDSL_STATIC_FIELD(baseM)
+            FUSEDSL_STATIC_FIELD(baseN) FUSEDSL_STATIC_FIELD(baseK) FUSEDSL_STATIC_FIELD(depthA1)
+            FUSEDSL_STATIC_FIELD(depthB1) FUSEDSL_STATIC_FIELD(stepM) FUSEDSL_STATIC_FIELD(stepN)
+            FUSEDSL_STATIC_FIELD(isBias) FUSEDSL_STATIC_FIELD(transLength) FUSEDSL_STATIC_FIELD(iterateOrder)
+            FUSEDSL_STATIC_FIELD(stepKa) FUSEDSL_STATIC_FIELD(stepKb) FUSEDSL_STATIC_FIELD(dbL0A)
+            FUSEDSL_STATIC_FIELD(dbL0B) FUSEDSL_STATIC_FIELD(dbL0C) FUSEDSL_STATIC_FIELD(shareL1Size)
+            FUSEDSL_STATIC_FIELD(shareL0CSize)
+#undef FUSEDSL_STATIC_FIELD
+        } else {
+            fusedsl_cpu::Fail("%s: the TCubeTiling pointer is null", api);
+        }
+        return t;
+    }
+    TCubeTiling fs_static_tiling{};
+    const char* fs_shape_setter = nullptr;
 
     template <class W>
     void fs_Register(TPipe* pipe, W workspace, const TCubeTiling* tiling, const char* api, bool need_workspace) {
         if constexpr (kCfgIsConfig) {
             // Config fields that change what C holds and that the CPU model does not implement.
-            const char* unmodelled = MM_CFG.isPartialOutput ? "isPartialOutput (C written per K step)"
-                                     : MM_CFG.isEnableChannelSplit ? "isEnableChannelSplit (C split into channels)"
-                                     : MM_CFG.intraBlockPartSum ? "intraBlockPartSum (two AIV results summed in L0C)"
-                                     : MM_CFG.decompMode != DecompressionMode::DECOMP_NONE ? "decompMode (B decompressed)"
-                                                                                            : nullptr;
+            constexpr const MatmulConfig& cfg = fs_cfg();
+            const char* unmodelled = cfg.isPartialOutput ? "isPartialOutput (C written per K step)"
+                                     : cfg.isEnableChannelSplit ? "isEnableChannelSplit (C split into channels)"
+                                     : cfg.intraBlockPartSum ? "intraBlockPartSum (two AIV results summed in L0C)"
+                                     : cfg.decompMode != DecompressionMode::DECOMP_NONE ? "decompMode (B decompressed)"
+                                                                                         : nullptr;
             if (unmodelled != nullptr) {
                 fusedsl_cpu::Fail("%s: MatmulConfig.%s is not modelled by fusedsl's CPU implementation of the Matmul "
                                   "API", api, unmodelled);
@@ -346,6 +385,10 @@ public:
         static_assert(A_TYPE::pos == TPosition::GM && B_TYPE::pos == TPosition::GM,
                       "the fusedsl CPU Matmul models A and B in GM (TPosition::GM)");
         static_assert(C_TYPE::pos == TPosition::GM || kCInUb, "C_TYPE position must be GM or VECIN/VECOUT/VECCALC");
+        if (tiling == nullptr && kCfgIsStatic) {
+            fs_static_tiling = StaticTCubeTiling(api);
+            tiling = &fs_static_tiling;
+        }
         MatmulBase::fs_Register(api, pipe, reinterpret_cast<uint8_t*>(workspace), tiling, need_workspace,
                                 fusedsl_cpu::TypeName<SrcAT>(), fusedsl_cpu::TypeName<SrcBT>(),
                                 fusedsl_cpu::TypeName<BiasT>(), fusedsl_cpu::TypeName<DstT>(), sizeof(SrcAT),
@@ -398,14 +441,14 @@ public:
         if (tailM > 0) fs_single_m = tailM;
         if (tailN > 0) fs_single_n = tailN;
         if (tailK > 0) fs_single_k = tailK;
-        CheckShape("SetTail");
+        fs_shape_setter = "SetTail";   // checked when the shapes are used (Iterate)
     }
     void SetSingleShape(int singleM, int singleN, int singleK) {
         RequireRegistered("SetSingleShape");
         fs_single_m = singleM;
         fs_single_n = singleN;
         fs_single_k = singleK;
-        CheckShape("SetSingleShape");
+        fs_shape_setter = "SetSingleShape";   // checked when the shapes are used (Iterate)
     }
     void SetOrgShape(int orgM, int orgN, int orgK) { SetOrgShape(orgM, orgN, orgK, orgK); }
     void SetOrgShape(int orgM, int orgN, int orgKa, int orgKb, int orgKc = 0) {
@@ -415,7 +458,7 @@ public:
         fs_org_n = orgN;
         fs_org_ka = orgKa;
         fs_org_kb = orgKb;
-        CheckShape("SetOrgShape");
+        fs_shape_setter = "SetOrgShape";   // checked when the shapes are used (Iterate)
     }
 
     // UB scratch the 310P cube needs to move C into UB (ASCENDC.md §3.1).
@@ -453,6 +496,10 @@ public:
         }
         if (fs_pending && sync) {
             Fail("Matmul::Iterate: the previous tile was never fetched; call GetTensorC after every Iterate");
+        }
+        if (fs_shape_setter != nullptr) {   // SetOrgShape may come before the SetTail that fits it
+            CheckShape(fs_shape_setter);
+            fs_shape_setter = nullptr;
         }
         fs_started = true;
         if (!NextTile()) {
@@ -608,7 +655,7 @@ private:
         St().gm_bytes_read += static_cast<uint64_t>(tm * k) * sizeof(SrcAT) + static_cast<uint64_t>(k * tn) *
                                                                                   sizeof(SrcBT);
         if constexpr (kCfgIsConfig) {
-            if (MM_CFG.enableRelu) {   // the fixpipe's ReLU on the way out of L0C
+            if (fs_cfg().enableRelu) {   // the fixpipe's ReLU on the way out of L0C
                 for (Acc& v : fs_acc) {
                     v = v < Acc(0) ? Acc(0) : v;
                 }

@@ -348,3 +348,119 @@ using ::CFG_MDL;
 using ::CFG_NORM;
 using ::MM_CFG_BB;
 }  // namespace AscendC
+
+// ---- constant tiling (asc-devkit docs: GetMatmulApiTiling / MatmulApiStaticTiling) ----
+// A tiling fixed at compile time and passed as the Matmul's MM_CFG; -1 = not set.  A kernel
+// whose REGIST_MATMUL_OBJ gets a null TCubeTiling uses these values (its SetOrgShape/SetTail
+// still apply).  GetMatmulApiTiling is fusedsl's own rule: the config's single-core and base
+// shapes, one base block per step in M and N, as many K blocks per L1 load (double-buffered) as
+// fit L1.
+struct MatmulApiStaticTiling {
+    int32_t usedCoreNum = -1;
+    int32_t M = -1;
+    int32_t N = -1;
+    int32_t Ka = -1;
+    int32_t Kb = -1;
+    int32_t singleCoreM = -1;
+    int32_t singleCoreN = -1;
+    int32_t singleCoreK = -1;
+    int32_t baseM = -1;
+    int32_t baseN = -1;
+    int32_t baseK = -1;
+    int32_t depthA1 = -1;
+    int32_t depthB1 = -1;
+    int32_t stepM = -1;
+    int32_t stepN = -1;
+    int32_t isBias = -1;
+    int32_t transLength = -1;
+    int32_t iterateOrder = -1;
+    int32_t shareMode = -1;
+    int32_t shareL1Size = -1;
+    int32_t shareL0CSize = -1;
+    int32_t shareUbSize = -1;
+    int32_t stepKa = -1;
+    int32_t stepKb = -1;
+    int32_t depthAL1CacheUB = -1;
+    int32_t depthBL1CacheUB = -1;
+    int32_t dbL0A = -1;
+    int32_t dbL0B = -1;
+    int32_t dbL0C = -1;
+    int32_t ALayoutInfoB = -1;
+    int32_t ALayoutInfoS = -1;
+    int32_t ALayoutInfoN = -1;
+    int32_t ALayoutInfoG = -1;
+    int32_t ALayoutInfoD = -1;
+    int32_t BLayoutInfoB = -1;
+    int32_t BLayoutInfoS = -1;
+    int32_t BLayoutInfoN = -1;
+    int32_t BLayoutInfoG = -1;
+    int32_t BLayoutInfoD = -1;
+    int32_t CLayoutInfoB = -1;
+    int32_t CLayoutInfoS1 = -1;
+    int32_t CLayoutInfoN = -1;
+    int32_t CLayoutInfoG = -1;
+    int32_t CLayoutInfoS2 = -1;
+    int32_t BatchNum = -1;
+    int32_t mxTypePara = -1;
+    MatmulConfig cfg = CFG_NORM;
+};
+
+namespace fusedsl_cpu {
+constexpr int32_t kDefaultL1Bytes = 512 * 1024;   // A2/A3 L1 (ASCENDC.md §1.3)
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+using ::MatmulApiStaticTiling;
+
+template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE>
+constexpr MatmulApiStaticTiling GetMatmulApiTiling(const MatmulConfig& mmCFG,
+                                                   int32_t l1Size = ::fusedsl_cpu::kDefaultL1Bytes) {
+    MatmulApiStaticTiling t;
+    t.cfg = mmCFG;
+    const int32_t bm = static_cast<int32_t>(mmCFG.basicM);
+    const int32_t bn = static_cast<int32_t>(mmCFG.basicN);
+    const int32_t bk = static_cast<int32_t>(mmCFG.basicK);
+    if (bm != 0 && bn != 0 && bk != 0) {
+        t.baseM = bm;
+        t.baseN = bn;
+        t.baseK = bk;
+        t.isBias = mmCFG.enableSetBias ? 1 : 0;
+        t.dbL0A = 2;
+        t.dbL0B = 2;
+    }
+    if (mmCFG.singleCoreM == 0 || mmCFG.singleCoreN == 0 || mmCFG.singleCoreK == 0 || bm == 0 || bn == 0 || bk == 0) {
+        return t;
+    }
+    const int32_t sm = static_cast<int32_t>(mmCFG.singleCoreM);
+    const int32_t sn = static_cast<int32_t>(mmCFG.singleCoreN);
+    const int32_t sk = static_cast<int32_t>(mmCFG.singleCoreK);
+    t.M = sm;
+    t.N = sn;
+    t.Ka = sk;
+    t.Kb = sk;
+    t.singleCoreM = sm;
+    t.singleCoreN = sn;
+    t.singleCoreK = sk;
+    t.usedCoreNum = 1;
+    t.stepM = 1;
+    t.stepN = 1;
+    const int32_t a_blk = bm * bk * static_cast<int32_t>(sizeof(typename A_TYPE::T));
+    const int32_t b_blk = bn * bk * static_cast<int32_t>(sizeof(typename B_TYPE::T));
+    int32_t step_k = (sk + bk - 1) / bk;
+    while (step_k > 1 && 2 * step_k * (a_blk + b_blk) > l1Size) {
+        --step_k;
+    }
+    t.stepKa = step_k;
+    t.stepKb = step_k;
+    t.depthA1 = 2 * step_k;
+    t.depthB1 = 2 * step_k;
+    t.iterateOrder = 0;
+    t.dbL0C = 1;
+    t.transLength = 0;
+    t.shareMode = 0;
+    t.shareL1Size = 2 * step_k * (a_blk + b_blk);
+    t.shareL0CSize = bm * bn * 4;
+    t.shareUbSize = 0;
+    return t;
+}
+}  // namespace AscendC

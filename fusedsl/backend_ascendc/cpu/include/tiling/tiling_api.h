@@ -198,8 +198,12 @@ protected:
         if (isBias_ && !bias_.set) {
             return "SetBias(true) needs SetBiasType";
         }
+        // A size SetShape left unset (-1, CANN's default) is the SetOrgShape size.
+        const int64_t m_ = this->m_ > 0 ? this->m_ : orgM_;
+        const int64_t n_ = this->n_ > 0 ? this->n_ : orgN_;
+        const int64_t k_ = this->k_ > 0 ? this->k_ : orgKa_;
         if (m_ <= 0 || n_ <= 0 || k_ <= 0) {
-            return "SetShape(M, N, K) with positive sizes must be called before GetTiling";
+            return "SetShape(M, N, K) (or SetOrgShape) with positive sizes must be called before GetTiling";
         }
         const int64_t orgM = orgM_ > 0 ? orgM_ : m_, orgN = orgN_ > 0 ? orgN_ : n_;
         const int64_t orgKa = orgKa_ > 0 ? orgKa_ : k_, orgKb = orgKb_ > 0 ? orgKb_ : k_;
@@ -253,7 +257,8 @@ protected:
 
         if (singleM < 0) {
             return ::fusedsl_cpu::Format("SetSingleShape(%d, %d) splits M x N = %d x %d into more than SetDim(%d) "
-                                         "blocks", FixedSingleM(), FixedSingleN(), m_, n_, dim);
+                                         "blocks", FixedSingleM(), FixedSingleN(), static_cast<int>(m_),
+                                         static_cast<int>(n_), dim);
         }
         // Base block: one L0C buffer (two when they fit).
         int64_t baseM = fixM_ > 0 ? fixM_ : std::min<int64_t>(RoundUpTo(singleM, 16), 128);
