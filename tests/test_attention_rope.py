@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import fusedsl as fs
-from conftest import marked_line
+from conftest import fuzz_settings, marked_line
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -162,3 +163,32 @@ def test_q_k_v_sliced_from_one_projection_are_read_in_place_under_simulate():
     want = torch_rope_sdpa(q, k, v, cos, sin, True).transpose(0, 2, 1, 3)
     for name, got in (("simulate", c.simulate(qkv, cos, sin)), ("cpu", c(qkv, cos, sin))):
         np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=5e-3, err_msg=name)
+
+
+@fuzz_settings(0.02)
+@given(st.integers(1, 2), st.integers(1, 2), st.integers(1, 2), st.integers(1, 20), st.sampled_from([2, 8, 16, 40]),
+       st.booleans(), st.booleans(), st.sampled_from([np.float32, np.float16]), st.integers(0, 2**16))
+def test_rope_attention_on_every_cpu_executor_agrees_with_torch(b, hkv, group, s, d, causal, per_position, dtype,
+                                                                seed):
+    """Sizes 1, odd lengths, GQA, a table per position or one row for all, float16/float32: the
+    folded op (rope = true) on the reference and the LLVM executor against torch."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((b, hkv * group, s, d)).astype(dtype)
+    k, v = (rng.standard_normal((b, hkv, s, d)).astype(dtype) for _ in range(2))
+    cos, sin = (rng.standard_normal((s if per_position else 1, d)).astype(dtype) for _ in range(2))
+
+    def f(q, k, v, cos, sin):
+        return fs.attention(fs.rope(q, cos, sin), fs.rope(k, cos, sin), v, causal=causal)
+
+    c = fs.fused_kernel(f).compile(q, k, v, cos, sin)
+    assert "rope = true" in c.ir and [p.ops for p in c.kernels] == [["attention"]]
+    want = torch_rope_sdpa(q, k, v, cos, sin, causal)
+    tol = 2e-5 if dtype == np.float32 else 1e-2
+    for executor in ("reference", "llvm"):
+        fs.config.executor, old = executor, fs.config.executor
+        try:
+            got = c(q, k, v, cos, sin)
+        finally:
+            fs.config.executor = old
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got.astype(np.float32), want, rtol=tol, atol=tol, err_msg=executor)
