@@ -184,7 +184,9 @@ _DOCS = {
     "rope": """Rotary position embedding, rotate-half form: x * cos + rotate_half(x) * sin.
 
     rotate_half(x) = concatenate([-x2, x1]) of x's two halves on the last axis (Llama's, Hugging
-    Face's `apply_rotary_pos_emb`). {eager}
+    Face's `apply_rotary_pos_emb`). When q and k of `fs.attention` are both rotated with the same
+    tables, the rotation is part of the attention kernel (pass `attention-rope`), not a kernel of
+    its own. {eager}
 
     Args:
         x: a tensor [..., S, D] with an even, static D.
