@@ -302,6 +302,28 @@ def test_broadcast_scratch_minimum(lib):
                      r"this call needs at least 1024", str(info.value)), str(info.value)
 
 
+@pytest.mark.parametrize("ori_h", [32, 20])
+def test_rmsnorm_over_the_original_h(lib, ori_h):
+    rng = np.random.default_rng(16)
+    rows, h = 6, 32
+    x = rng.standard_normal((rows, h)).astype(np.float32)
+    g = rng.uniform(0.5, 1.5, h).astype(np.float32)
+    out = np.zeros((rows, h), np.float32)
+    lib.launch("rmsnorm_f32", 1, [("x", x), ("y", g), ("p", np.array([rows, h, ori_h, 0], np.int32)), ("out", out)])
+    x64 = x.astype(np.float64)
+    rstd = 1 / np.sqrt((x64[:, :ori_h] ** 2).mean(axis=1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out, x64 * rstd * g, rtol=1e-5, atol=1e-6)
+
+
+def test_rmsnorm_scratch_minimum(lib):
+    x = np.ones((2, 32), np.float32)
+    with pytest.raises(AscendCCheckError) as info:
+        lib.launch("rmsnorm_f32", 1, [("x", x), ("y", np.ones(32, np.float32)),
+                                      ("p", np.array([2, 32, 32, 64], np.int32)), ("out", x.copy())])
+    assert re.search(rf"adv_math_kernels\.cpp:{_line('rmsnorm_call')}: RmsNorm: sharedTmpBuffer has 64 bytes, but "
+                     r"this call needs at least 160", str(info.value)), str(info.value)
+
+
 def test_xor_int16(lib):
     rng = np.random.default_rng(3)
     a = rng.integers(-32768, 32767, 512, dtype=np.int16)

@@ -384,6 +384,45 @@ extern "C" __global__ __aicore__ void bcast_f32(GM_ADDR x, GM_ADDR, GM_ADDR p, G
     DataCopy(og, o, m * k);
 }
 
+// rmsnorm_f32(x, y, p, out): p = {rows, H, originalH, tmpBytes}; x: rows x H; y: H gamma values;
+// epsilon 1e-5; tmpBytes 0 takes the scratch with PopStackBuffer (the UB left free).
+extern "C" __global__ __aicore__ void rmsnorm_f32(GM_ADDR x, GM_ADDR y, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    uint32_t rows = static_cast<uint32_t>(prm[0]), h = static_cast<uint32_t>(prm[1]);
+    uint32_t n = rows * h;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> xb, gb, ob;
+    pipe.InitBuffer(xb, n * 4);
+    pipe.InitBuffer(gb, h * 4);
+    pipe.InitBuffer(ob, n * 4);
+    LocalTensor<float> a = xb.Get<float>(), g = gb.Get<float>(), o = ob.Get<float>();
+    LocalTensor<uint8_t> t;
+    PopStackBuffer<uint8_t, TPosition::LCM>(t);
+    if (prm[3] != 0) {
+        t.SetSize(static_cast<uint32_t>(prm[3]));
+    }
+    GlobalTensor<float> xg, yg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, n);
+    yg.SetGlobalBuffer((__gm__ float*)y, h);
+    og.SetGlobalBuffer((__gm__ float*)out, n);
+    DataCopy(a, xg, n);
+    DataCopy(g, yg, h);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    RmsNormTiling tiling;
+    tiling.bLength = 1;
+    tiling.sLength = rows;
+    tiling.hLength = h;
+    tiling.originalHLength = static_cast<uint32_t>(prm[2]);
+    tiling.reciprocalOfHLength = 1.0f / static_cast<float>(prm[2]);
+    RmsNorm<float>(o, a, g, t, 1e-5f, tiling);   // LINE:rmsnorm_call
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, n);
+}
+
 // The UB planned to within 256 bytes of 910B's 196352: the framework-allocated Erf has no room.
 extern "C" __global__ __aicore__ void adv_full_ub(GM_ADDR x, GM_ADDR, GM_ADDR, GM_ADDR out)
 {
@@ -416,6 +455,7 @@ ADV_ENTRY(softmax_f32)
 ADV_ENTRY(quant_f32)
 ADV_ENTRY(dequant_f32)
 ADV_ENTRY(bcast_f32)
+ADV_ENTRY(rmsnorm_f32)
 
 // Host helpers, as a tiling function calls them: out = {max, min} per API for n elements.
 extern "C" void adv_tmp_sizes(uint32_t n, uint32_t typeSize, uint32_t* out)

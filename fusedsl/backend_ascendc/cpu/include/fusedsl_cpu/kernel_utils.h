@@ -201,12 +201,7 @@ inline void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uin
     CopyRepeatForm<T, isSetMask>(dst, src, mask, repeatTime, repeatParams);
 }
 
-// ---- DumpTensor -------------------------------------------------------------------------------
-
-struct ShapeInfo {
-    uint8_t shapeDim = 0;
-    uint32_t shape[8] = {};
-};
+// ---- DumpTensor (ShapeInfo: tensor.h) ----------------------------------------------------------
 
 }  // namespace AscendC
 

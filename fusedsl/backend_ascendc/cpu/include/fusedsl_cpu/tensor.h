@@ -28,6 +28,46 @@ inline void SyncAllPipes() {
 
 namespace AscendC {
 
+enum class DataFormat : uint8_t { ND = 0, NZ, NCHW, NC1HWC0, NHWC, NCDHW, NDC1HWC0, FRACTAL_Z_3D };
+
+constexpr int32_t K_MAX_SHAPE_DIM = 8;
+
+// A tensor's logical shape (and the original one before padding), which some high-level APIs
+// (RmsNorm, LayerNorm) read from their operands (LocalTensor::SetShapeInfo).
+struct ShapeInfo {
+    ShapeInfo() = default;
+    ShapeInfo(const uint8_t inputShapeDim, const uint32_t inputShape[], const uint8_t inputOriginalShapeDim,
+              const uint32_t inputOriginalShape[], const DataFormat inputFormat)
+        : shapeDim(inputShapeDim), originalShapeDim(inputOriginalShapeDim), dataFormat(inputFormat) {
+        if (inputShapeDim > K_MAX_SHAPE_DIM || inputOriginalShapeDim > K_MAX_SHAPE_DIM) {
+            fusedsl_cpu::Fail("ShapeInfo: %u and %u dimensions; at most %d", inputShapeDim, inputOriginalShapeDim,
+                              K_MAX_SHAPE_DIM);
+        }
+        for (int i = 0; i < shapeDim; ++i) {
+            shape[i] = inputShape[i];
+        }
+        for (int i = 0; i < originalShapeDim; ++i) {
+            originalShape[i] = inputOriginalShape[i];
+        }
+    }
+    ShapeInfo(const uint8_t inputShapeDim, const uint32_t inputShape[],
+              const DataFormat inputFormat = DataFormat::ND)
+        : ShapeInfo(inputShapeDim, inputShape, inputShapeDim, inputShape, inputFormat) {}
+    uint8_t shapeDim = 0;
+    uint8_t originalShapeDim = 0;
+    uint32_t shape[K_MAX_SHAPE_DIM] = {};
+    uint32_t originalShape[K_MAX_SHAPE_DIM] = {};
+    DataFormat dataFormat = DataFormat::ND;
+};
+
+inline uint64_t GetShapeSize(const ShapeInfo& shapeInfo) {
+    uint64_t n = 1;
+    for (int i = 0; i < shapeInfo.shapeDim; ++i) {
+        n *= shapeInfo.shape[i];
+    }
+    return n;
+}
+
 template <typename T>
 class LocalTensor {
 public:
@@ -79,6 +119,8 @@ public:
 
     uint32_t GetSize() const { return fs_size; }
     void SetSize(uint32_t size) { fs_size = size; }
+    void SetShapeInfo(const ShapeInfo& shapeInfo) { fs_shape = shapeInfo; }
+    ShapeInfo GetShapeInfo() const { return fs_shape; }
     uint32_t GetLength() const { return fs_size * sizeof(T); }
     TPosition GetPosition() const { return fs_pos; }
 
@@ -96,6 +138,7 @@ public:
     T* fs_addr = nullptr;
     uint32_t fs_size = 0;
     TPosition fs_pos = TPosition::VECCALC;
+    ShapeInfo fs_shape;
 
 private:
     uint32_t ScalarOffset(const char* api, uint32_t index) const {
