@@ -324,6 +324,29 @@ def test_rmsnorm_scratch_minimum(lib):
                      r"this call needs at least 160", str(info.value)), str(info.value)
 
 
+def test_deepnorm_is_layernorm_of_alpha_x_plus_gx(lib):
+    rng = np.random.default_rng(17)
+    rows, h, ori = 4, 32, 24
+    x, gx = rng.standard_normal((2, rows, h)).astype(np.float32)
+    gamma, beta = rng.uniform(0.5, 1.5, (2, h)).astype(np.float32)
+    buf = np.concatenate([x.ravel(), gx.ravel(), gamma, beta])
+    out = np.zeros(rows * h + 16, np.float32)
+    lib.launch("deepnorm_f32", 1, [("x", buf), ("y", np.zeros(8, np.float32)), ("p", np.array([rows, h, ori, 4096], np.int32)),
+                                   ("out", out)])
+    x1 = 0.5 * x.astype(np.float64) + gx
+    mu = x1[:, :ori].mean(axis=1, keepdims=True)
+    var = ((x1[:, :ori] - mu) ** 2).mean(axis=1, keepdims=True)
+    want = gamma * (x1 - mu) / np.sqrt(var + 1e-5) + beta
+    np.testing.assert_allclose(out[:rows * h].reshape(rows, h), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[rows * h:rows * h + rows], mu.ravel(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[rows * h + 8:rows * h + 8 + rows], var.ravel(), rtol=1e-5)
+    with pytest.raises(AscendCCheckError) as info:   # 3 float rows of 32 + 2 x 32 bytes = 448
+        lib.launch("deepnorm_f32", 1, [("x", buf), ("y", np.zeros(8, np.float32)),
+                                       ("p", np.array([rows, h, ori, 256], np.int32)), ("out", out)])
+    assert re.search(rf"adv_math_kernels\.cpp:{_line('deepnorm_call')}: DeepNorm: sharedTmpBuffer has 256 bytes, "
+                     r"but this call needs at least 448", str(info.value)), str(info.value)
+
+
 def test_xor_int16(lib):
     rng = np.random.default_rng(3)
     a = rng.integers(-32768, 32767, 512, dtype=np.int16)

@@ -423,6 +423,41 @@ extern "C" __global__ __aicore__ void rmsnorm_f32(GM_ADDR x, GM_ADDR y, GM_ADDR 
     DataCopy(og, o, n);
 }
 
+// deepnorm_f32(x, y, p, out): p = {rows, H, originalH, tmpBytes}; x: rows x H, then gx (rows x H),
+// then gamma (H), then beta (H); alpha 0.5, epsilon 1e-5; out = [y (rows*H) | mean (8) | var (8)].
+extern "C" __global__ __aicore__ void deepnorm_f32(GM_ADDR x, GM_ADDR, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    std::memcpy(prm, p, sizeof prm);
+    uint32_t rows = static_cast<uint32_t>(prm[0]), h = static_cast<uint32_t>(prm[1]);
+    uint32_t n = rows * h;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> inb, ob, mb, vb, tb;
+    pipe.InitBuffer(inb, (2 * n + 2 * h) * 4);
+    pipe.InitBuffer(ob, n * 4);
+    pipe.InitBuffer(mb, 32);
+    pipe.InitBuffer(vb, 32);
+    pipe.InitBuffer(tb, 4096);
+    LocalTensor<float> in = inb.Get<float>(), o = ob.Get<float>(), mean = mb.Get<float>(), var = vb.Get<float>();
+    LocalTensor<uint8_t> t = tb.Get<uint8_t>();
+    t.SetSize(static_cast<uint32_t>(prm[3]));
+    GlobalTensor<float> xg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, 2 * n + 2 * h);
+    og.SetGlobalBuffer((__gm__ float*)out, n + 16);
+    DataCopy(in, xg, 2 * n + 2 * h);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    DeepNormTiling tiling;
+    std::vector<int64_t> shape{1, rows, h}, ori{1, rows, prm[2]};
+    GetDeepNormTilingInfo(TensorShape(shape), TensorShape(ori), static_cast<uint32_t>(prm[3]), 4, false, false, tiling);
+    DeepNorm<float>(o, mean, var, in, in[n], in[2 * n + h], in[2 * n], t, 0.5f, 1e-5f, tiling);   // LINE:deepnorm_call
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, o, n);
+    DataCopy(og[n], mean, 8);
+    DataCopy(og[n + 8], var, 8);
+}
+
 // The UB planned to within 256 bytes of 910B's 196352: the framework-allocated Erf has no room.
 extern "C" __global__ __aicore__ void adv_full_ub(GM_ADDR x, GM_ADDR, GM_ADDR, GM_ADDR out)
 {
@@ -456,6 +491,7 @@ ADV_ENTRY(quant_f32)
 ADV_ENTRY(dequant_f32)
 ADV_ENTRY(bcast_f32)
 ADV_ENTRY(rmsnorm_f32)
+ADV_ENTRY(deepnorm_f32)
 
 // Host helpers, as a tiling function calls them: out = {max, min} per API for n elements.
 extern "C" void adv_tmp_sizes(uint32_t n, uint32_t typeSize, uint32_t* out)

@@ -156,6 +156,19 @@ inline TmpRange BroadcastRows(uint64_t m, uint64_t k, uint32_t ts) {
     return {brcb_min + epb * k_align * ts + cast, brcb_max + m * k_align * ts + cast};
 }
 
+// ---- normalisation ----
+// RmsNorm: one float row of H (two for half) and a block of per-row values.
+inline uint64_t RmsNormRowMin(uint64_t h, uint32_t ts) {
+    return (IsFloat(ts) ? h + 8 : 2 * h + 8) * 4;
+}
+// DeepNorm: float rows of H (3, or 2 reusing a float source) and two float [B*S] vectors, each
+// rounded up to 32 bytes; the maximum holds whole [B, S, H] tensors instead of rows.
+inline TmpRange DeepNorm(uint64_t bs, uint64_t h, uint32_t ts, bool reuse) {
+    uint64_t k = (reuse && IsFloat(ts)) ? 2 : 3;
+    uint64_t bsb = (bs * 4 + 31) / 32 * 32;
+    return {k * ((h * 4 + 31) / 32 * 32) + 2 * bsb, k * ((bs * h * 4 + 31) / 32 * 32) + 2 * bsb};
+}
+
 // ---- quantization ----
 // AscendQuant: two half-sized copies of the input, at least two repeats.
 inline TmpRange AscendQuant(uint64_t n) {

@@ -118,6 +118,37 @@ inline void GetBroadCastMaxMinTmpSize(const platform_ascendc::PlatformAscendC& a
     fusedsl_host::Put(::fusedsl_cpu::adv::BroadcastRows(m, k, typeSize), maxValue, minValue);
 }
 
+// ---- DeepNorm: srcShape [B, S, H] ----
+inline bool GetDeepNormMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, const bool isReuseSource,
+                                     const bool isBasicBlock, uint32_t& maxValue, uint32_t& minValue) {
+    (void)isBasicBlock;
+    if (srcShape.GetDimNum() != 3) {
+        return false;
+    }
+    uint64_t bs = static_cast<uint64_t>(srcShape.GetDim(0)) * static_cast<uint64_t>(srcShape.GetDim(1));
+    fusedsl_host::Put(::fusedsl_cpu::adv::DeepNorm(bs, static_cast<uint64_t>(srcShape.GetDim(2)), typeSize,
+                                                   isReuseSource), maxValue, minValue);
+    return true;
+}
+inline bool GetDeepNormTilingInfo(const TensorShape& srcShape, const TensorShape& originSrcShape,
+                                  const uint32_t stackBufferSize, const uint32_t typeSize, const bool isReuseSource,
+                                  const bool isBasicBlock, DeepNormTiling& tiling) {
+    (void)typeSize;
+    (void)isReuseSource;
+    (void)isBasicBlock;
+    if (srcShape.GetDimNum() != 3 || originSrcShape.GetDimNum() != 3) {
+        return false;
+    }
+    tiling = DeepNormTiling{};
+    tiling.bLength = static_cast<uint32_t>(srcShape.GetDim(0));
+    tiling.sLength = static_cast<uint32_t>(srcShape.GetDim(1));
+    tiling.hLength = static_cast<uint32_t>(srcShape.GetDim(2));
+    tiling.originalHLength = static_cast<uint32_t>(originSrcShape.GetDim(2));
+    tiling.tmpBufSize = stackBufferSize;
+    tiling.lastDimValueBack = tiling.originalHLength ? 1.0f / static_cast<float>(tiling.originalHLength) : 0.0f;
+    return true;
+}
+
 // ---- quantization ----
 inline void GetAscendQuantMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, uint32_t& maxValue,
                                         uint32_t& minValue) {
