@@ -13,7 +13,12 @@ Then the GM traffic of the printed Ascend C, measured by simulate on the CPU imp
 the API (ascend910b): matmul+bias+leaky_relu and conv2d+bias+leaky_relu as one cube kernel each
 vs the unfused three kernels (opt_level=0: matmul/conv2d, add, leaky_relu).
 
-Usage: python benchmarks/cube.py [--repeat N]
+Last, the traffic-aware cube tiling (schedule_cube.cube_tiling, issue 21 item 6): for
+matmul + bias + leaky_relu in float16 on 910B and 310P, CANN's rule (the smallest per-core
+block on SetDim(AI cores), base block halved to fit) vs the split and base block of least
+modelled time: GM bytes (model; simulate measures the chosen one) and modelled time.
+
+Usage: python benchmarks/cube.py [--repeat N] [--tiling-only]
 """
 from __future__ import annotations
 
@@ -24,6 +29,8 @@ import numpy as np
 
 import fusedsl as fs
 from fusedsl.backend_cpu import cube
+from fusedsl.schedule_cube import modelled_split
+from fusedsl.targets import get_target
 
 
 def median_ms(fn, repeat):
@@ -58,8 +65,11 @@ def single_kernel_fn(kernel, *args):
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--tiling-only", action="store_true", help="only the cube tiling table")
     opts = ap.parse_args(argv)
     rng = np.random.default_rng(0)
+    if opts.tiling_only:
+        return tiling_table(rng)
     alpha = np.float32(0.1)
     rows = []
 
@@ -120,6 +130,8 @@ def main(argv=None):
           f"kernel(*arrays) {cv['fusedsl kernel(*arrays, out=)'] / base_c:.2f}x")
     print()
     gm_table(rng)
+    print()
+    tiling_table(rng)
 
 
 def gm_table(rng):
@@ -163,14 +175,46 @@ def gm_table(rng):
           f"{len(csplit.kernels)}) | {cf.gm_bytes_min} | {cf.gm_bytes_measured} | {cs.gm_bytes_measured} | "
           f"{cf.gm_bytes_measured / cs.gm_bytes_measured:.2f} |")
     print()
-    print("matmul: both read A and B once per core block that needs them (the Matmul API's split over "
-          f"{fused.kernels[0].row.tiling_fields.used_core_num} cores); the fused kernel writes C once, "
-          "the unfused program also writes and re-reads it twice.")
+    print("matmul: both read A's rows and B's columns once per C tile (the Matmul API's iteration; the split over "
+          f"{fused.kernels[0].row.tiling_fields.used_core_num} Matmul objects is the one of least modelled time); "
+          "the fused kernel writes C once, the unfused program also writes and re-reads it twice.")
     print(f"conv2d: im2col happens inside the kernel, per core and image, into a GM panel that the cube "
           f"reads back ({panel} B written + read over the 8 images, the same in both programs: "
           f"schedule_conv.py says why); the {sched.used_cores} cores split the pixels, each re-reads the "
           "weights per image and the input rows its pixels share with a neighbour. Fusion saves the "
           "conv result's round trip through GM twice (bias add, leaky_relu).")
+
+
+def tiling_table(rng):
+    """CANN's split vs the traffic-aware one: modelled GM bytes and time, simulate's measurement."""
+    def linear(x, w, b):
+        return fs.leaky_relu(x @ w + b, 0.1)
+
+    print("| matmul f16 + bias + leaky_relu | target | tiling | Matmul objects | block | base | GM (model) | "
+          "GM measured | GM / min | modelled time |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for m, n, k in ((100, 72, 130), (256, 512, 256), (512, 512, 256), (1024, 1024, 1024)):
+        x = rng.standard_normal((m, k)).astype(np.float16)
+        w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float16)
+        b = rng.standard_normal(n).astype(np.float16)
+        want = x.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)
+        want = np.where(want < 0, 0.1 * want, want)
+        for target in ("ascend910b", "ascend310p"):
+            t = get_target(target)
+            k0 = fs.fused_kernel(linear).compile(x, w, b, target=target)
+            np.testing.assert_allclose(k0.simulate(x, w, b).astype(np.float32), want, atol=5e-2, rtol=2e-2)
+            rep = k0.report()
+            sched = k0.kernels[0].row
+            ours = sched.tiling_fields
+            traffic, cann = sched.traffic, sched.cann_tiling   # CANN's rule on the same buffers
+            for label, c, measured in (("CANN rule", cann, None), ("traffic-aware", ours, rep.gm_bytes_measured)):
+                us, gm = modelled_split(t, m, n, k, c.single_core_m, c.single_core_n, c.used_core_num,
+                                        c.base_m, c.base_n, traffic)
+                if measured is not None:
+                    assert measured == gm == rep.gm_bytes_fused and abs(us - rep.model_time_us_fused) < 1e-6
+                print(f"| {m}x{k} @ {k}x{n} | {target} | {label} | {c.used_core_num} | {c.single_core_m}x"
+                      f"{c.single_core_n} | {c.base_m}x{c.base_n} | {gm} | {measured if measured else '-'} | "
+                      f"{gm / rep.gm_bytes_min:.2f} | {us:.2f} us |")
 
 
 if __name__ == "__main__":

@@ -444,31 +444,87 @@ def cube_schedule_reads(schedule) -> tuple[int, int, int, int]:
                 elif p.kind in ("full", "fullshared"):
                     eps += g.K * tail * p.dtype.itemsize
         return a, read, g.images * (rows + eps), g.images * written
-    blocks_m, blocks_n = -(-t.M // t.single_core_m), -(-t.N // t.single_core_n)
     a_item, b_item = (v.dtype.itemsize for v in schedule.mm.operands)
-    batch = max(1, schedule.batch)
-    a = batch * t.M * t.K * a_item * blocks_n
-    b = batch * t.K * t.N * b_item * blocks_m
-    tiles_m = blocks_n * sum(-(-min(t.single_core_m, t.M - i * t.single_core_m) // t.base_m)
-                             for i in range(blocks_m))   # C tiles in a column of the grid, all cores
-    tiles_n = blocks_m * sum(-(-min(t.single_core_n, t.N - j * t.single_core_n) // t.base_n)
-                             for j in range(blocks_n))
-    other = 0
-    for p in schedule.params:
-        if p.kind == "colvec":
-            other += batch * (tiles_m // max(1, blocks_n)) * t.N * p.dtype.itemsize
-        elif p.kind == "rowvec":
-            other += batch * (tiles_n // max(1, blocks_m)) * t.M * p.dtype.itemsize
-        elif p.kind == "full":
-            other += batch * t.M * t.N * p.dtype.itemsize
-        elif p.kind == "fullshared":
-            other += batch * t.M * t.N * p.dtype.itemsize
+    eps = [(p.kind, p.dtype.itemsize) for p in schedule.params]
+    a, b, other = matmul_reads(t, a_item, b_item, max(1, schedule.batch), eps)
     return a, b, other, 0
+
+
+def _tile_counts(t) -> tuple[int, int]:
+    """C tiles down one column of the grid (over every core row) and along one row of it."""
+    blocks_m, blocks_n = -(-t.M // t.single_core_m), -(-t.N // t.single_core_n)
+    tm = sum(-(-min(t.single_core_m, t.M - i * t.single_core_m) // t.base_m) for i in range(blocks_m))
+    tn = sum(-(-min(t.single_core_n, t.N - j * t.single_core_n) // t.base_n) for j in range(blocks_n))
+    return tm, tn
+
+
+def matmul_reads(t, a_item: int, b_item: int, batch: int = 1, epilogue=()) -> tuple[int, int, int]:
+    """(A, B, epilogue inputs) GM bytes a matmul tiling `t` (schedule_cube.CubeTiling's M, N, K,
+    single_core_*, base_*) reads: every baseM x baseN tile of C reads its rows of A and its
+    columns of B over K (the Matmul API's iteration; the CPU implementation counts the same),
+    so A is read once per tile column of the whole grid and B once per tile row.  `epilogue`
+    is (kind, itemsize) per epilogue input: a [N] vector ("colvec") is read per tile (its curN
+    columns), an [M, 1] one ("rowvec") per tile (its curM rows), an [M, N] one once."""
+    tm, tn = _tile_counts(t)
+    other = 0
+    for kind, item in epilogue:
+        if kind == "colvec":
+            other += batch * tm * t.N * item
+        elif kind == "rowvec":
+            other += batch * tn * t.M * item
+        elif kind in ("full", "fullshared"):
+            other += batch * t.M * t.N * item
+    return batch * t.M * t.K * a_item * tn, batch * t.K * t.N * b_item * tm, other
+
+
+def hbm_cycles(target, unique: int, reads: int) -> float:
+    """Cycles the chip's HBM needs for a kernel's reads: the bytes first touched (`unique`) when
+    they fit L2, where the other reads (one core re-reading what another read) are served;
+    every read when they do not (or the target's L2 is not known). 0 where the HBM bandwidth
+    is not known. An assumption (targets.py cites the secondary figures), not AutoFuse's table."""
+    gbps = getattr(target, "hbm_gbps", 0)
+    if not gbps:
+        return 0.0
+    l2 = getattr(target, "l2_bytes", 0)
+    return (unique if l2 and unique <= l2 else reads) / (gbps * 1e3 / target.clock_mhz)
+
+
+def matmul_split_cycles(target, t, a_item: int, b_item: int, batch: int, epilogue, c_bytes: int,
+                        block_dim: int) -> tuple[float, float, float, float, float, int]:
+    """(MTE2, cube, MTE3, pipelined, head cycles, GM bytes) of a matmul kernel on tiling `t`:
+    the slowest core (the first: its blocks are whole) computes its singleCoreM x singleCoreN x
+    K block for every batch matrix (on 910B two Matmul objects share one AI core's cube) and
+    loads its tiles' A rows and B columns at the per-core DMA rate; the chip's HBM bounds the
+    loads too (hbm_cycles). One formula for the report and for schedule_cube's choice of split
+    and base block."""
+    item = max(a_item, b_item)
+    cores = max(1, t.used_core_num)
+    per_aic = min(2, cores) if target.separated else 1
+    rate = target.cube_macs_per_cycle * (FLOAT32_CUBE_RATE if item == 4 else 1.0)
+    sm, sn = min(t.single_core_m, t.M), min(t.single_core_n, t.N)
+    cube = batch * per_aic * (-(-sm // 16) * 16) * (-(-sn // 16) * 16) * t.K / rate
+    a, b, other = matmul_reads(t, a_item, b_item, batch, epilogue)
+    core = batch * t.K * (sm * a_item * -(-sn // t.base_n) + sn * b_item * -(-sm // t.base_m)) + other / cores
+    reads = a + b + other
+    unique = batch * t.K * (t.M * a_item + t.N * b_item) + sum(
+        batch * (t.N if k == "colvec" else t.M if k == "rowvec" else t.M * t.N) * i for k, i in epilogue
+        if k in ("colvec", "rowvec", "full", "fullshared"))
+    mte2 = max(load_cycles(core, cores), hbm_cycles(target, unique, reads))
+    mte3 = store_cycles(c_bytes / cores, cores)
+    cycles = max(cube, mte2, mte3) + min(cube, mte2) * 0.1   # pipes overlap; a little fill
+    return mte2, cube, mte3, cycles, heads(block_dim, max(a, b)), reads + c_bytes
 
 
 def _scheduled_cube_cost(op: Op, target, sizes, name, launch: Launch, schedule) -> KernelCost:
     t = schedule.tiling_fields
     conv = getattr(schedule, "conv", None)
+    if conv is None:
+        a_item, b_item = (v.dtype.itemsize for v in schedule.mm.operands)
+        c_bytes = sum(_nelem(v, sizes) * v.dtype.itemsize for v in schedule.fn.results)
+        eps = [(p.kind, p.dtype.itemsize) for p in schedule.params]
+        mte2, cube, mte3, cycles, head, gm = matmul_split_cycles(
+            target, t, a_item, b_item, max(1, schedule.batch), eps, c_bytes, max(1, launch.block_dim))
+        return _finish(name or op.name, "cube", max(1, launch.block_dim), mte2, cube, mte3, head, cycles, target, gm)
     item = op.operands[0].dtype.itemsize
     block_dim = max(1, launch.block_dim)
     cores = max(1, t.used_core_num)
@@ -693,10 +749,9 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
     return _with_epilogue(base, fn, anchor, target, sizes, ops, None, launch)
 
 
-def _with_epilogue(base: KernelCost, fn, anchor, target, sizes, ops, gm_bytes, launch=None) -> KernelCost:
-    """`base` (the anchor op's kernel) plus the other ops of the kernel: their vector time on
-    the anchor's output on the kernel's cores, added to the compute pipe; `gm_bytes` the
-    kernel's GM traffic when its schedule says (else estimated from its parameters)."""
+def epilogue_cycles(fn, anchor, target, sizes, ops, block_dim: int, launch=None) -> float:
+    """Vector cycles of a kernel's ops besides its anchor on `block_dim` cores (`launch`: the
+    kernel's tiles, for reductions); schedule_cube weighs its candidate splits with this too."""
     producers = {id(r): op for op in fn.ops for r in op.results}
     extra = 0.0
     for op in ops:
@@ -705,7 +760,15 @@ def _with_epilogue(base: KernelCost, fn, anchor, target, sizes, ops, gm_bytes, l
         if has_trait(op, REDUCTION):
             extra += reduce_kernel_cost(op, target, sizes, launch=launch).vec_cycles
         elif has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST):
-            extra += op_vector_cycles(op, _nelem(op.result, sizes), producers) / max(1, base.block_dim)
+            extra += op_vector_cycles(op, _nelem(op.result, sizes), producers) / max(1, block_dim)
+    return extra
+
+
+def _with_epilogue(base: KernelCost, fn, anchor, target, sizes, ops, gm_bytes, launch=None) -> KernelCost:
+    """`base` (the anchor op's kernel) plus the other ops of the kernel: their vector time on
+    the anchor's output on the kernel's cores, added to the compute pipe; `gm_bytes` the
+    kernel's GM traffic when its schedule says (else estimated from its parameters)."""
+    extra = epilogue_cycles(fn, anchor, target, sizes, ops, base.block_dim, launch)
     if gm_bytes is not None:
         gm = gm_bytes
     elif not extra:
@@ -817,5 +880,6 @@ def unfused_cost(fn: Function, target, sizes=None, kernel_cost=None) -> list[Ker
 
 __all__ = ["KernelCost", "VECTOR_API", "LAUNCH_US", "api_cycles", "load_cycles", "store_cycles",
            "vector_kernel_cost", "reduce_kernel_cost", "cube_kernel_cost", "move_kernel_cost",
+           "matmul_reads", "matmul_split_cycles", "hbm_cycles", "epilogue_cycles",
            "function_cost", "unfused_cost", "attention_blocks", "attention_ub_buffers", "attention_gm_model",
            "attention_kernel_cost", "attention_chain"]

@@ -22,6 +22,7 @@ from .ir.ops import CONSTANT, ELEMENTWISE, REDUCTION, has_trait
 from .ir.core import Function, Op, Param, Value
 from .lower.row_plan import op_schedule
 from .schedule_row import RowParam, allocate_row_values, schedule_row_kernel, temp_pool
+from . import cost
 from .targets import Target, get_target
 
 _ACC = 4  # L0C accumulates in float / int32
@@ -68,7 +69,7 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
                 bias_dtype: str | None = None, cores: int | None = None,
                 ub_bytes_per_c_elem: int | None = None, l1_budget: int | None = None,
                 ub_bytes: int | None = None, whole_rows: bool = False, row_bytes: int = 0,
-                row_slack: int = 0) -> CubeTiling:
+                row_slack: int = 0, traffic: "Traffic | None" = None) -> CubeTiling:
     """Tiling of an M x N x K matmul for `target`.
 
     `ub_bytes_per_c_elem` is the UB the epilogue needs per element of a C tile (C itself plus
@@ -79,6 +80,13 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     epilogue): cores split M only, baseN covers N and only baseM shrinks. `row_bytes` is the UB
     per column of the tile that does not grow with baseM (the epilogue's one-row buffers, each
     baseN + `row_slack` elements).
+
+    Without `traffic` the split is CANN's tiling API's (the smallest per-core block of C, then
+    the most cores) and the base block its halving rule. With `traffic` (what the kernel reads
+    and writes besides A and B) the split and base block are the ones with the least modelled
+    time (cost.matmul_split_cycles: A/B re-reads per tile counted, the chip's L2 and HBM
+    modelled), among those within TRAFFIC_SLACK of it the one moving the fewest GM bytes, and
+    never slower in the model than CANN's rule.
     """
     t = get_target(target)
     if not t.matmul_dtypes:
@@ -91,54 +99,62 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     sbias = _size(bias_dtype) if bias_dtype else 0
     per_c = ub_bytes_per_c_elem if ub_bytes_per_c_elem is not None else sc
     c0k = 32 // sa
-    dim = cores if cores is not None else t.aic_cores
-    best = None
-    for md in (range(1, dim + 1) if not whole_rows else ()):
-        nd = dim // md
-        sm = min(m, _up(_ceil(m, md), 16))
-        sn = min(n, _up(_ceil(n, nd), 16))
-        used = _ceil(m, sm) * _ceil(n, sn)
-        if used > dim:
-            continue
-        key = (sm * sn, -used)
-        if best is None or key <= best[0]:
-            best = (key, sm, sn, used)
-    if whole_rows:
-        sm = min(m, _up(_ceil(m, dim), 16))
-        best = (None, sm, n, _ceil(m, sm))
-    _, single_m, single_n, used = best
-    base_m = min(_up(single_m, 16), 128)
-    base_n = _up(single_n, 16) if whole_rows else min(_up(single_n, 16), 256)
+    dim = cores if cores is not None else t.aic_cores   # CANN's rule: SetDim(the AI cores)
     ub = t.ub_bytes if ub_bytes is None else ub_bytes
-    # Shrink the base block until L0C holds it and the epilogue's UB tile fits.
+
     def ub_need(bm, bn):
         return bm * bn * per_c + (bn + row_slack) * row_bytes
 
-    while base_m * base_n * _ACC > t.l0c_bytes or ub_need(base_m, base_n) > ub:
-        if base_n >= base_m and base_n > 16 and not whole_rows:
-            base_n //= 2
-        elif base_m > 16:
-            base_m //= 2
-        else:
-            need_l0c, need_ub = 16 * base_n * _ACC, ub_need(16, base_n)
-            rows = f" (whole rows of {n})" if whole_rows else ""
-            if need_l0c > t.l0c_bytes:
-                raise ScheduleError(f"FS110: a 16 x {base_n} base block{rows} needs {need_l0c} bytes of L0C, "
-                                    f"{t.name} has {t.l0c_bytes}")
-            raise ScheduleError(f"FS110: the epilogue of a 16 x {base_n} tile of C{rows} needs {need_ub} bytes "
-                                f"of UB, {t.name} has {ub}",
-                                hint="split the epilogue into its own kernel")
-        base_m, base_n = _up(base_m, 16), _up(base_n, 16)
+    def fits(bm, bn):
+        return bm * bn * _ACC <= t.l0c_bytes and ub_need(bm, bn) <= ub
+
+    def shrunk(single_m, single_n):
+        """The base block of CANN's rule: at most 128 x 256, the longer side halved until L0C
+        holds it and the epilogue's UB tile fits."""
+        base_m = min(_up(single_m, 16), 128)
+        base_n = _up(single_n, 16) if whole_rows else min(_up(single_n, 16), 256)
+        while not fits(base_m, base_n):
+            if base_n >= base_m and base_n > 16 and not whole_rows:
+                base_n //= 2
+            elif base_m > 16:
+                base_m //= 2
+            else:
+                need_l0c, need_ub = 16 * base_n * _ACC, ub_need(16, base_n)
+                rows = f" (whole rows of {n})" if whole_rows else ""
+                if need_l0c > t.l0c_bytes:
+                    raise ScheduleError(f"FS110: a 16 x {base_n} base block{rows} needs {need_l0c} bytes of L0C, "
+                                        f"{t.name} has {t.l0c_bytes}")
+                raise ScheduleError(f"FS110: the epilogue of a 16 x {base_n} tile of C{rows} needs {need_ub} bytes "
+                                    f"of UB, {t.name} has {ub}",
+                                    hint="split the epilogue into its own kernel")
+            base_m, base_n = _up(base_m, 16), _up(base_n, 16)
+        return base_m, base_n
+
+    l1 = t.l1_bytes if l1_budget is None else min(t.l1_bytes, l1_budget)
+
+    def base_k_of(bm, bn):
+        kmax = min(t.l0a_bytes // (2 * bm * sa), t.l0b_bytes // (2 * bn * sb))
+        return min(kmax // c0k * c0k, _up(k, c0k))
+
+    def fits_l1(bm, bn):   # L0C, UB, and one K step of A and B in L1
+        bk = base_k_of(bm, bn)
+        return fits(bm, bn) and bk >= c0k and (bm * sa + bn * sb) * bk + bn * sbias <= l1
+
+    legacy = _balanced_split(m, n, dim, whole_rows)
+    base_m, base_n = shrunk(legacy[0], legacy[1])
+    single_m, single_n, used = legacy
+    if traffic is not None:   # every Matmul object the chip has, unless `cores` says otherwise
+        single_m, single_n, used, base_m, base_n = _cheapest_split(
+            t, m, n, k, cores if cores is not None else matmul_objects(t), whole_rows,
+            (single_m, single_n, used, base_m, base_n), fits_l1, traffic)
     db_l0c = 2 if 2 * base_m * base_n * _ACC <= t.l0c_bytes else 1
-    kmax = min(t.l0a_bytes // (2 * base_m * sa), t.l0b_bytes // (2 * base_n * sb))
-    base_k = min(kmax // c0k * c0k, _up(k, c0k))
+    base_k = base_k_of(base_m, base_n)
     if base_k < c0k:
         raise ScheduleError(f"FS110: base block {base_m} x {base_n} leaves no K fractal in "
                             f"L0A/L0B ({t.l0a_bytes}/{t.l0b_bytes} bytes)")
     ksteps = _ceil(k, base_k)
     bias_bytes = base_n * sbias
     panel = base_m * base_k * sa + base_n * base_k * sb
-    l1 = t.l1_bytes if l1_budget is None else min(t.l1_bytes, l1_budget)
     for s in range(ksteps, 0, -1):
         found = next((d for d in (2, 1) if d * s * panel + bias_bytes <= l1), 0)
         if found:
@@ -156,6 +172,113 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
                       l0a_bytes=2 * base_m * base_k * sa, l0b_bytes=2 * base_n * base_k * sb,
                       l0c_bytes=db_l0c * base_m * base_n * _ACC,
                       ub_tile_bytes=ub_need(base_m, base_n))
+
+
+TRAFFIC_SLACK = 0.02   # a split up to 2 % slower in the model may win by moving fewer GM bytes:
+                       # the model's resolution, and HBM bandwidth the chip's other work gets back
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What a matmul kernel moves besides its A and B reads, for choosing its split: the
+    operands' item sizes, batch matrices, (kind, itemsize) per epilogue input (cost.matmul_reads)
+    and the bytes of C it writes."""
+    a_item: int
+    b_item: int
+    batch: int = 1
+    epilogue: tuple = ()
+    c_bytes: int = 0
+    vector: object = None   # (blockDim, Launch) -> the epilogue's vector cycles (cost.epilogue_cycles)
+
+
+def matmul_objects(t: Target) -> int:
+    """The Matmul objects a cube kernel may use: one per vector core of a mixed kernel on 910B
+    (two per AI core, KERNEL_TYPE_MIX_AIC_1_2), one per AI core elsewhere (GetCoreNum)."""
+    return t.aiv_cores if t.separated else t.aic_cores
+
+
+def _balanced_split(m: int, n: int, dim: int, whole_rows: bool) -> tuple[int, int, int]:
+    """CANN's tiling API rule (cpu/include/tiling/tiling_api.h): the (mDim, nDim) with the
+    smallest per-core block, then the most cores; whole rows split M only."""
+    if whole_rows:
+        sm = min(m, _up(_ceil(m, dim), 16))
+        return sm, n, _ceil(m, sm)
+    best = None
+    for md in range(1, dim + 1):
+        nd = dim // md
+        sm = min(m, _up(_ceil(m, md), 16))
+        sn = min(n, _up(_ceil(n, nd), 16))
+        used = _ceil(m, sm) * _ceil(n, sn)
+        if used > dim:
+            continue
+        key = (sm * sn, -used)
+        if best is None or key <= best[0]:
+            best = (key, sm, sn, used)
+    return best[1:]
+
+
+def _splits(m: int, n: int, dim: int, whole_rows: bool):
+    """Every distinct (singleCoreM, singleCoreN, cores) on at most `dim` cores."""
+    seen = set()
+    for md in range(1, dim + 1):
+        sm = min(m, _up(_ceil(m, md), 16))
+        for nd in ((1,) if whole_rows else range(1, dim // md + 1)):
+            sn = n if whole_rows else min(n, _up(_ceil(n, nd), 16))
+            used = _ceil(m, sm) * _ceil(n, sn)
+            if used <= dim and (sm, sn) not in seen:
+                seen.add((sm, sn))
+                yield sm, sn, used
+
+
+def _bases(sm: int, sn: int, whole_rows: bool, fits):
+    """Base blocks worth trying for a sm x sn core block: for each count of tile rows, the
+    fewest tile columns (each tile as even as 16-element steps allow) that fit."""
+    bn_max = _up(sn, 16) if whole_rows else min(_up(sn, 16), 256)
+    found = 0
+    for rows in range(_ceil(sm, 128), _ceil(sm, 16) + 1):
+        bm = _up(_ceil(sm, rows), 16)
+        if rows > 1 and bm == _up(_ceil(sm, rows - 1), 16):
+            continue
+        for cols in ((1,) if whole_rows else range(_ceil(sn, bn_max), _ceil(sn, 16) + 1)):
+            bn = bn_max if whole_rows else _up(_ceil(sn, cols), 16)
+            if fits(bm, bn):
+                yield bm, bn
+                found += 1
+                break
+        if found == 4:   # more tile rows only add B re-reads once a block fits
+            return
+
+
+def modelled_split(t: Target, m, n, k, sm, sn, used, bm, bn, traffic: Traffic) -> tuple[float, int]:
+    """(modelled us, GM bytes) of a matmul kernel on one split and base block: the report's
+    figures for it (cost.matmul_split_cycles plus the epilogue's vector cycles)."""
+    f = SimpleNamespace(M=m, N=n, K=k, single_core_m=sm, single_core_n=sn, used_core_num=used,
+                        base_m=bm, base_n=bn)
+    block_dim = cube_block_dim(used, t)
+    _, _, _, cycles, head, gm = cost.matmul_split_cycles(
+        t, f, traffic.a_item, traffic.b_item, traffic.batch, traffic.epilogue, traffic.c_bytes, block_dim)
+    if traffic.vector is not None:
+        cycles += traffic.vector(block_dim, cost.Launch(block_dim, bm, bn, _ceil(sm, bm) * _ceil(sn, bn)))
+    return (cycles + head) / t.clock_mhz + cost.LAUNCH_US, gm
+
+
+def _cheapest_split(t: Target, m, n, k, dim, whole_rows, legacy, fits, traffic: Traffic):
+    """The (singleCoreM, singleCoreN, cores, baseM, baseN) of least modelled time (module doc)."""
+    def model(sm, sn, used, bm, bn):
+        return modelled_split(t, m, n, k, sm, sn, used, bm, bn, traffic)
+
+    cands = [(model(sm, sn, used, bm, bn), (sm, sn, used, bm, bn))
+             for sm, sn, used in _splits(m, n, dim, whole_rows) for bm, bn in _bases(sm, sn, whole_rows, fits)]
+    if fits(*legacy[3:]):
+        cands.append((model(*legacy), legacy))
+    if not cands:
+        return legacy   # nothing fits: the caller's checks say which buffer (FS110)
+    best = min(c[0][0] for c in cands)
+    limit = best * (1 + TRAFFIC_SLACK)
+    if fits(*legacy[3:]):   # never slower in the model than CANN's rule
+        limit = min(limit, cands[-1][0][0])
+    # the least traffic within the slack; then the faster; then fewer cores
+    return min((c for c in cands if c[0][0] <= limit), key=lambda c: (c[0][1], c[0][0], c[1][2]))[1]
 
 
 # ---- a fused cube kernel as the Ascend C printer sees it (backend_ascendc/printer_cube.py) ----
@@ -196,6 +319,8 @@ class CubeSchedule:
     batch_a = False
     batch_b = False
     row_epilogue = None        # a RowSchedule of the epilogue when it has last-axis reductions
+    traffic = None             # what it moves besides A and B (Traffic), for the split's model
+    cann_tiling = None         # the CubeTiling of CANN's rule on the same buffers
     steps = None               # id(op) -> (vector tile program, sources) per elementwise epilogue op
 
     @property
@@ -366,15 +491,21 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     if row is not None:   # whole rows of C per tile; the row's own buffers come off the UB first
         ub_left = int(t.ub_bytes * ub_fraction) - row_epilogue_bytes(row, N, mm.result.dtype)
 
-    def tile(cores=None):
+    # what the kernel moves besides A and B, for the traffic-aware split (cube_tiling)
+    c_bytes = batch * M * N * sum(v.dtype.itemsize for v in fn.results)
+    traffic = Traffic(a.dtype.itemsize, b.dtype.itemsize, batch,
+                      tuple((p.kind, p.dtype.itemsize) for p in params if p.kind != "runtime_scalar"), c_bytes,
+                      lambda block_dim, launch: cost.epilogue_cycles(fn, mm, t, {}, ops, block_dim, launch))
+
+    def tile(cores=None, traffic=traffic):
         if row is not None:
             return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
                                ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
-                               ub_bytes=ub_left, whole_rows=True)
+                               ub_bytes=ub_left, whole_rows=True, traffic=traffic)
         return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
                            ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
                            ub_bytes=int(t.ub_bytes * ub_fraction) - 1024, row_bytes=row_bytes,
-                           row_slack=row_slack)
+                           row_slack=row_slack, traffic=traffic)
     try:
         tiling = tile()
     except ScheduleError as exc:
@@ -383,6 +514,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         raise ScheduleError(f"{exc.message}: the row reduction after the matmul "
                             f"in {fn.name} needs whole rows of {N} in UB", loc=mm.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))") from None
+    forced = None
     if not t.has_datacopypad:
         # row tails are written with SetValue through each core's 64-byte data cache: cores may
         # split C only where every core's rows start on a GM line of every output
@@ -390,6 +522,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         aligned = all(N * i % 64 == 0 and tiling.single_core_n * i % 64 == 0 for i in items)
         if not aligned and tiling.used_core_num > 1:
             tiling = tile(cores=1)
+            forced = 1
     trans = "".join(f", {x} read transposed (isTrans)" for x, on in (("A", ta), ("B", tb)) if on)
     note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {cores_phrase(tiling.used_core_num, t)}, base {tiling.base_m}x{tiling.base_n}"
             f"x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue runs on it there, one GM write")
@@ -403,6 +536,9 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                  "split M only")
     sched = CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)
     sched.row_epilogue = row
+    sched.traffic = traffic
+    # CANN's rule on the same buffers (no traffic): what the split is compared with (benchmarks/cube.py)
+    sched.cann_tiling = tile(cores=forced, traffic=None)
     sched.steps = steps
     sched.batch = batch
     sched.batch_a, sched.batch_b = batch_a, batch_b

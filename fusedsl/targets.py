@@ -47,6 +47,11 @@ class Target:
     clock_mhz: int = 1800          # §4.2: 910B2 cube_freq 1800 MHz (secondary ini quote)
     l1_bytes: int = 524288         # §4.1: L1 512 KB on arch 2201
     cube_macs_per_cycle: int = 4096  # §4.2: 16x16x16 MACs per cycle per AI core (fp16/bf16)
+    # §4.2: the chip's L2 (re-reads of a cube kernel's A/B by several cores are served there
+    # while the operands fit it) and its HBM bandwidth (secondary sources, order of magnitude:
+    # the bound on bytes that miss L2).  0: not known, every read is counted against HBM.
+    l2_bytes: int = 201326592        # 910B2 l2_size (ini quote)
+    hbm_gbps: int = 1600             # 910B1/B2 quoted 1.6-1.8 TB/s (secondary)
     # Cube buffers (§4.1), checked against a Matmul tiling by the CPU API implementation.
     l0a_bytes: int = 65536
     l0b_bytes: int = 65536
@@ -284,7 +289,8 @@ TARGETS: dict[str, Target] = {
     # §4.2: 910B4 has 20 AIC / 40 AIV; same arch and UB as 910B2.
     "ascend910b4": replace(_ASCEND910B, name="ascend910b4", chip="Ascend910B4",
                            soc_version="Ascend910B4", aic_cores=20, aiv_cores=40, vector_cores=40,
-                           clock_mhz=1500),   # §4.2: 910B4 1500 MHz (secondary)
+                           clock_mhz=1500,    # §4.2: 910B4 1500 MHz (secondary)
+                           l2_bytes=100663296, hbm_gbps=800),   # §4.2: 910B4 l2_size, ~0.8 TB/s (secondary)
     "ascend310p": Target(
         name="ascend310p",
         chip="Ascend310P3",
@@ -305,6 +311,8 @@ TARGETS: dict[str, Target] = {
         # so the top 8 KB is assumed, as on 2201.
         select_scratch_bytes=8192,
         l1_bytes=1048576, l0c_bytes=262144,   # §4.1: arch 2002 L1 1 MB, L0C 256 KB
+        l2_bytes=16777216,           # §4.2: 310P3 L2 16 MB (secondary ini quotes)
+        hbm_gbps=204,                # LPDDR4X, Atlas 300I Pro's quoted 204.8 GB/s (secondary)
         matmul_dtypes=_MATMUL_2002,
     ),
     "ascend910": Target(
@@ -327,6 +335,7 @@ TARGETS: dict[str, Target] = {
         cast_modes=_frozen_map(_CAST_1001),
         max_event_ids=4,             # §6.7: event ids 0-3 on 910A
         l1_bytes=1048576, l0c_bytes=262144,   # §4.1: arch 1001 (no Matmul API, §3.1)
+        l2_bytes=0, hbm_gbps=1200,   # §4.2: L2 not in the sources; HBM ~1.2 TB/s (secondary)
     ),
 }
 

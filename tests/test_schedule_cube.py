@@ -1,8 +1,12 @@
 """Cube tiling (fusedsl/schedule_cube.py): fits every buffer of the target, clear errors."""
+from types import SimpleNamespace
+
 import pytest
 
+from fusedsl import cost
+
 from fusedsl.errors import ScheduleError, TargetError
-from fusedsl.schedule_cube import cube_tiling
+from fusedsl.schedule_cube import Traffic, cube_block_dim, cube_tiling, matmul_objects
 from fusedsl.targets import get_target
 
 
@@ -37,3 +41,49 @@ def test_epilogue_too_big_for_ub_names_bytes():
 def test_ascend910_has_no_matmul_api():
     with pytest.raises(TargetError, match="ascend910 has no Matmul high-level API"):
         cube_tiling("ascend910", 64, 64, 64)
+
+
+def _modelled(target, c, traffic):
+    f = SimpleNamespace(M=c.M, N=c.N, K=c.K, single_core_m=c.single_core_m, single_core_n=c.single_core_n,
+                        used_core_num=c.used_core_num, base_m=c.base_m, base_n=c.base_n)
+    _, _, _, cycles, head, gm = cost.matmul_split_cycles(get_target(target), f, traffic.a_item, traffic.b_item,
+                                                         traffic.batch, traffic.epilogue, traffic.c_bytes,
+                                                         cube_block_dim(c.used_core_num, get_target(target)))
+    return cycles + head, gm
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (100, 72, 130), (256, 512, 256), (17, 1000, 33), (1024, 1024, 1024),
+                                 (4096, 64, 64)])
+def test_traffic_aware_split_is_never_slower_in_the_model(target, mnk):
+    """The split and base block chosen with the kernel's traffic: never slower in the model than
+    CANN's rule (the smallest per-core block), every buffer still fits, every Matmul object of
+    the chip may be used."""
+    m, n, k = mnk
+    traffic = Traffic(2, 2, 1, (("colvec", 2),), m * n * 2)
+    kw = dict(ub_bytes_per_c_elem=8, l1_budget=int(get_target(target).l1_bytes * 0.8))
+    cann, ours = cube_tiling(target, m, n, k, **kw), cube_tiling(target, m, n, k, traffic=traffic, **kw)
+    t_cann, gm_cann = _modelled(target, cann, traffic)
+    t_ours, gm_ours = _modelled(target, ours, traffic)
+    assert t_ours <= t_cann * 1.0000001
+    assert gm_ours <= gm_cann or t_ours < t_cann
+    t = get_target(target)
+    assert ours.l1_bytes <= 0.8 * t.l1_bytes and ours.l0c_bytes <= t.l0c_bytes and ours.ub_tile_bytes <= t.ub_bytes
+    assert 1 <= ours.used_core_num <= matmul_objects(t)
+    assert ours.single_core_m * -(-m // ours.single_core_m) >= m and ours.single_core_n * -(-n // ours.single_core_n) >= n
+
+
+def test_reads_count_every_tile():
+    """A is read once per tile column of the grid, B once per tile row (what simulate counts)."""
+    c = SimpleNamespace(M=256, N=512, K=64, single_core_m=128, single_core_n=512, base_m=64, base_n=256)
+    a, b, other = cost.matmul_reads(c, 2, 2, 1, (("colvec", 4), ("full", 2)))
+    assert a == 256 * 64 * 2 * 2 and b == 64 * 512 * 2 * 4
+    assert other == 4 * 512 * 4 + 256 * 512 * 2
+
+
+def test_l2_bounds_hbm_reads():
+    """Re-reads are served by L2 while the operands fit it; past it every read is HBM's."""
+    t = get_target("ascend910b")
+    assert cost.hbm_cycles(t, 10**6, 5 * 10**6) == pytest.approx(10**6 / (t.hbm_gbps * 1e3 / t.clock_mhz))
+    big = t.l2_bytes + 1
+    assert cost.hbm_cycles(t, big, 3 * big) == pytest.approx(3 * big / (t.hbm_gbps * 1e3 / t.clock_mhz))

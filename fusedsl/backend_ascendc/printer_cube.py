@@ -123,7 +123,8 @@ inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores,
 }}
 
 // How CANN's tiling API produces a tiling of this shape (the kernel-launch samples' GenerateTiling);
-// with SetFixSplit({t.base_m}, {t.base_n}) it gives the base block above.
+// SetSingleShape gives fusedsl's core split (chosen by modelled time, schedule_cube.cube_tiling)
+// and SetFixSplit({t.base_m}, {t.base_n}) the base block above.
 inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optiling::TCubeTiling& tiling)
 {{
     namespace mt = matmul_tiling;
@@ -136,6 +137,7 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
     api.SetOrgShape({t.M}, {t.N}, {t.K});
     api.SetShape({t.M}, {t.N}, {t.K});
     api.SetBias(false);
+    api.SetSingleShape({t.single_core_m}, {t.single_core_n}, -1);
     api.SetFixSplit({t.base_m}, {t.base_n}, -1);
     api.SetBufferSpace(-1, -1, -1);
     return api.GetTiling(tiling);
