@@ -1,6 +1,6 @@
 """CPU fast paths (issue 21 item 7): transposes, views, 16-bit matmuls and tiny calls vs torch.
 
-    python benchmarks/cpu_fast_paths.py [--repeat N] [--no-compile]
+    python benchmarks/cpu_fast_paths.py [--repeat N] [--no-compile] [--only transpose,views,matmul,tiny]
 
 Everything in one run on this machine, each figure the median of `repeat` repeats (each repeat
 times a loop of calls long enough for the timer), with the spread (min..max of the repeats).
@@ -129,7 +129,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
+    ap.add_argument("--only", default="transpose,views,matmul,tiny", help="sections, comma-separated")
     args = ap.parse_args(argv)
+    only = set(args.only.split(","))
     rng = np.random.default_rng(0)
     tab = Table(args.repeat, not args.no_compile and torch is not None)
     print(f"torch {torch.__version__ if torch else '-'}, {torch.get_num_threads() if torch else '-'} threads; "
@@ -137,7 +139,8 @@ def main(argv=None):
     print(Table.HEADER)
 
     # ---- transposes / permutes ----------------------------------------------------------
-    for shape, perm in (((1024, 4096), (1, 0)), ((64, 256, 256), (0, 2, 1)), ((32, 64, 512), (2, 0, 1))):
+    for shape, perm in (((1024, 4096), (1, 0)), ((64, 256, 256), (0, 2, 1)), ((32, 64, 512), (2, 0, 1))) \
+            if "transpose" in only else ():
         x = rng.standard_normal(shape).astype(np.float32)
         k = fs.fused_kernel(bind(lambda a, perm: fs.transpose(a, perm), perm))
         ok = np.array_equal(k(x), np.transpose(x, perm))
@@ -149,7 +152,15 @@ def main(argv=None):
                  (lambda: fn_c(tx)) if fn_c else None, lambda: np.copyto(dst, x),
                  goal=">= 0.8x memory copy", met=lambda r: speed(r, "copy") >= 0.8)
 
-    # ---- views ---------------------------------------------------------------------------
+    if "views" in only:
+        views(tab, rng)
+    if "matmul" in only:
+        matmuls(tab, rng)
+    if "tiny" in only:
+        tiny(tab, rng)
+
+
+def views(tab, rng):
     x = rng.standard_normal((1024, 4096)).astype(np.float32)
     tx = torch.from_numpy(x) if torch else None
     for name, f, tf in (("reshape [1024,4096] -> [4096,1024]", lambda a: fs.reshape(a, (4096, 1024)),
@@ -177,7 +188,9 @@ def main(argv=None):
                  view=bool(np.shares_memory(m(xs), xs)), goal="a view, like numpy",
                  met=lambda r: bool(np.shares_memory(m(xs), xs)))
 
-    # ---- 16-bit matmuls ------------------------------------------------------------------
+
+
+def matmuls(tab, rng):
     for dtype in ("float16", "bfloat16"):
         for m_, k_, n_ in ((64, 64, 64), (128, 128, 128), (512, 512, 512), (1024, 1024, 1024), (256, 4096, 256)):
             npdt = to_dtype(dtype).np
@@ -192,7 +205,9 @@ def main(argv=None):
                      (lambda: ta @ tb) if torch else None, goal=">= 0.8x eager",
                      met=(lambda r: speed(r, "eager") >= 0.8) if torch else None)
 
-    # ---- tiny calls ------------------------------------------------------------------------
+
+
+def tiny(tab, rng):
     for shape, axis in (((16,), -1), ((16, 16), -1), ((256, 512), -1), ((16, 16), 0)):
         x = rng.standard_normal(shape).astype(np.float32)
         k = fs.fused_kernel(bind(lambda a, axis: fs.sum(a, axis=axis), axis))

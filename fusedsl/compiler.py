@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import operator
 import os
 import sys
 import threading
 import warnings
+from itertools import repeat
 
 import numpy as np
 
@@ -343,6 +345,54 @@ class CompiledKernel:
             return _copy_into(outs, self.run_trusted(runtime_args))
         kernel.run([arrays[i] for i in order], outs, tiling)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def fast_runner(self, positions):
+        """The call fast path's runner for these positional-argument positions: a function
+        (args, out) -> results. For a lone natively run row kernel (reductions over [16] and the
+        like, where the Python around the native call is most of its cost) it repeats the
+        kernel's last bound call when the arguments are the same arrays and the caller dropped
+        the last result (the output pool's refcount rule): one identity test and the native
+        call; everything else goes through run_trusted."""
+        def slow(args, out):
+            return self.run_trusted([args[i] for i in positions], out)
+        row = self._single_row_plan() if config.executor == "llvm" else None
+        if row is None or len(row[2]) != 1:
+            return slow
+        kernel, order, _ = row
+        layout = getattr(kernel, "layout", None)
+        if layout is not None and layout.scalars:
+            return slow   # runtime scalars: the remembered call holds the last call's values
+        if layout is None and not hasattr(kernel, "op"):
+            return slow   # a lone transpose: no remembered call
+        take = [positions[i] for i in order]   # kernel input k is call argument take[k]
+        first = take[0]
+        lock, pool, getrefcount, is_ = self._lock, self._outputs, sys.getrefcount, operator.is_
+        # the last result is free when only the kernel's remembered call (its tuple in
+        # kernel._last) and the output pool's list refer to it (OutputPool.take's rule)
+        free = _POOLED_ONLY + 1
+
+        if layout is None:   # a lone reduction (llvm_reduce): _last = (x, (out,), call)
+            def same_inputs(args, last):
+                return args[first] is last[0]
+        elif len(take) == 1:
+            def same_inputs(args, last):
+                return args[first] is last[0][0]
+        else:
+            def same_inputs(args, last):
+                return all(map(is_, [args[i] for i in take], last[0]))
+
+        def run(args, out):
+            last = kernel._last
+            if out is not None or last is None or config._executor != "llvm" or not same_inputs(args, last):
+                return slow(args, out)
+            with lock, pool.lock:   # the test and the hand-out in one step, as in OutputPool.take
+                mine = pool.buffers[0] if pool.buffers else ()
+                if kernel._last is last and any(map(is_, mine, repeat(last[1][0], len(mine)))) and \
+                        getrefcount(last[1][0]) <= free:
+                    last[2]()
+                    return last[1][0]
+            return slow(args, out)
+        return run
 
     def _sole_call(self):
         """(call, plan, main's parameter values) when main is exactly one kernel call on its
