@@ -216,6 +216,31 @@ def tiling_table(rng):
                       f"{c.single_core_n} | {c.base_m}x{c.base_n} | {gm} | {measured if measured else '-'} | "
                       f"{gm / rep.gm_bytes_min:.2f} | {us:.2f} us |")
 
+    print()
+    print("| conv2d 3x3 pad 1 f16 + bias + leaky_relu | target | core count | Matmul objects | pixels per core | GM "
+          "(model) | GM measured | GM / min | modelled time |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for xs, ws in (((2, 16, 17, 19), (32, 16, 3, 3)), ((1, 64, 28, 28), (128, 64, 3, 3)),
+                   ((8, 64, 56, 56), (64, 64, 3, 3))):
+        x = rng.standard_normal(xs).astype(np.float16)
+        cw = (rng.standard_normal(ws) * 0.05).astype(np.float16)
+        cb = rng.standard_normal(ws[0]).astype(np.float16)
+        want = numpy_conv(x.astype(np.float32), cw.astype(np.float32), cb.astype(np.float32), np.float32(0.1))
+        for target in ("ascend910b", "ascend310p"):
+            k0 = fs.fused_kernel(lambda x, w, b: fs.leaky_relu(fs.conv2d(x, w, b, padding=1), 0.1)).compile(
+                x, cw, cb, target=target)
+            np.testing.assert_allclose(k0.simulate(x, cw, cb).astype(np.float32), want, atol=3e-2, rtol=1e-2)
+            rep, sched = k0.report(), k0.kernels[0].row
+            assert rep.gm_bytes_measured == rep.gm_bytes_fused
+            cores, us, gm = sched.rule_figures
+            case = f"x {list(xs)} w {list(ws)}"
+            print(f"| {case} | {target} | 16 KiB rule | {cores} | - | {gm} | - | {gm / rep.gm_bytes_min:.2f} | "
+                  f"{us:.2f} us |")
+            t = sched.tiling_fields
+            print(f"| {case} | {target} | least modelled time | {t.used_core_num} | {t.single_core_n} | "
+                  f"{rep.gm_bytes_fused} | {rep.gm_bytes_measured} | {rep.gm_bytes_fused / rep.gm_bytes_min:.2f} | "
+                  f"{rep.model_time_us_fused:.2f} us |")
+
 
 if __name__ == "__main__":
     main()

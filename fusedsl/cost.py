@@ -418,14 +418,16 @@ def cube_schedule_reads(schedule) -> tuple[int, int, int, int]:
         g, it = conv, conv.itemsize
         used = t.used_core_num
         w_bytes = g.K * g.crs * schedule.mm.operands[1].dtype.itemsize
-        a = g.images * used * w_bytes
         # per core and image: its pixels' columns of the panel (padded to whole chunks), written
-        # by the gather and read by the cube, and the rows of x those pixels need
-        written, read, rows = 0, 0, 0
+        # by the gather and read by the cube, and the rows of x those pixels need; as for a
+        # matmul, every C tile reads its rows of A (the weights) and columns of B (the panel)
+        a, written, read, rows = 0, 0, 0, 0
+        tiles_m = -(-g.K // t.base_m)
         for i in range(used):
             n0 = i * t.single_core_n
             tail = min(t.single_core_n, g.pix - n0)
-            read += g.crs * tail * it                       # the cube reads the core's pixels
+            a += g.images * w_bytes * -(-tail // t.base_n)
+            read += g.crs * tail * it * tiles_m             # the cube reads the core's pixels
             for pix0 in range(n0, n0 + tail, g.chunk):      # a Gather per chunk (printer_conv.BuildPanel)
                 width = min(g.chunk, n0 + tail - pix0)
                 written += g.crs * g.chunk * it             # whole chunks of R*S panel rows

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from . import cost
 from .errors import ScheduleError, TargetError
 from .ir.ops import CONSTANT, has_trait
-from .schedule_cube import (CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue, cores_phrase,
-                           cube_tiling, epilogue_rows)
+from .schedule_cube import (TRAFFIC_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue,
+                           cores_phrase, cube_tiling, epilogue_rows, matmul_objects)
 from .schedule_row import RowParam
 from .targets import Target, get_target
 
@@ -94,6 +95,7 @@ class ConvSchedule(CubeSchedule):
     """A conv2d through the Matmul API, im2col per core and image (printer_conv.ConvPrinter)."""
 
     conv: ConvGeometry = None
+    rule_figures = None   # (cores, modelled us, GM bytes) of the 16 KiB-per-core rule, for comparison
 
     @property
     def used_cores(self) -> int:
@@ -198,11 +200,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     # must start a GM line of every output, else one core writes them all.
     line = 64 // isz if not t.has_datacopypad else 16
     out_bytes = k * pix * max(v.dtype.itemsize for v in fn.results)
-    cores = max(1, min(t.aic_cores, _ceil(pix, 16), out_bytes // (16 * 1024)))   # Matmul objects
-    single_n = min(pix, _up(_ceil(pix, cores), line))
-    if not t.has_datacopypad and any(pix * v.dtype.itemsize % 64 for v in fn.results):
-        single_n = pix
-    used = _ceil(pix, single_n)
+    rule = max(1, min(t.aic_cores, _ceil(pix, 16), out_bytes // (16 * 1024)))   # Matmul objects
 
     # an epilogue value varies along a tile row (the pixels) when it has the output's P, Q
     # (or is a per-channel value computed in the kernel, e.g. batch norm's rsqrt(var + eps) * gamma:
@@ -216,39 +214,76 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     steps, row_bytes, row_slack = epilogue_rows(fn, cv, epilogue, t, varies)
     row_bytes += sum(prm.dtype.itemsize for prm in params if prm.kind == "colvec")
 
-    def split(ub_left=None):   # the base block of one core's problem: K x single_n x C*R*S
-        return cube_tiling(t, k, single_n, crs, a_dtype=w.dtype.np.name, b_dtype=x.dtype.np.name,
-                           c_dtype="float32", ub_bytes_per_c_elem=per_c, cores=1, ub_bytes=ub_left - 1024,
-                           l1_budget=int(t.l1_bytes * l1_headroom), row_bytes=row_bytes, row_slack=row_slack)
+    def build(cores):
+        """The schedule with the pixels split over `cores` Matmul objects."""
+        single_n = min(pix, _up(_ceil(pix, cores), line))
+        if not t.has_datacopypad and any(pix * v.dtype.itemsize % 64 for v in fn.results):
+            single_n = pix
+        used = _ceil(pix, single_n)
 
-    # the im2col stage takes at most a third of UB: the largest chunk of the core's pixels that fits
-    chunk = _up(single_n, blk)
-    while chunk > blk and im2col_ub_bytes(chunk, _rows_cap(chunk, q, sh, r, h), wd, r * s, isz) > ub // 3:
-        chunk = _up(chunk // 2, blk)
-    stage = im2col_ub_bytes(chunk, _rows_cap(chunk, q, sh, r, h), wd, r * s, isz)
-    if stage > ub // 3:
-        raise ScheduleError(f"FS110: the im2col stage of the conv2d needs {stage} bytes of UB for one chunk of "
-                            f"{chunk} pixels ({r}x{s} taps, input rows of {wd}); {ub // 3} of {ub} are allowed",
-                            loc=cv.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
-    try:
-        tiling = split(ub_left=ub - stage)
-    except ScheduleError as exc:
-        raise ScheduleError(f"{exc} (after the conv's im2col stage took {stage} bytes of UB)", loc=cv.loc) from None
-    tiling = replace(tiling, used_core_num=used)
-    panel_n = _up(tiling.single_core_n, chunk)
-    geom = ConvGeometry(n_img, c, h, wd, k, r, s, sh, sw, ph, pw, p, q, isz, chunk, panel_n,
-                        _rows_cap(chunk, q, sh, r, h))
-    # each core's Matmul object sees its own problem: M = K, N = its panel's row length, K = C*R*S
-    core_tiling = replace(tiling, N=panel_n)
-    panel_total = tiling.used_core_num * geom.panel_bytes
-    note = (f"conv2d as Matmul API: per image W[{k}x{crs}] @ col(x)[{crs}x{pix}] on {cores_phrase(tiling.used_core_num, t)} "
-            f"(blocks of {tiling.single_core_m} channels x {tiling.single_core_n} pixels), base {tiling.base_m}x"
-            f"{tiling.base_n}x{tiling.base_k}; im2col inside the kernel: each core gathers its pixels' columns "
-            f"({chunk} pixels per Gather) into its own GM panel ({geom.panel_bytes} B, {panel_total} B in all; a "
-            f"separate im2col kernel would move the same panel bytes for all {n_img} images at once plus a launch); "
-            f"each C tile goes to UB, the epilogue runs on it there, one GM write")
-    sched = ConvSchedule(fn, t, cv, epilogue, params, core_tiling, ub, note)
-    sched.batch = n_img
-    sched.conv = geom
-    sched.steps = steps
+        def split(ub_left=None):   # the base block of one core's problem: K x single_n x C*R*S
+            return cube_tiling(t, k, single_n, crs, a_dtype=w.dtype.np.name, b_dtype=x.dtype.np.name,
+                               c_dtype="float32", ub_bytes_per_c_elem=per_c, cores=1, ub_bytes=ub_left - 1024,
+                               l1_budget=int(t.l1_bytes * l1_headroom), row_bytes=row_bytes, row_slack=row_slack)
+
+        # the im2col stage takes at most a third of UB: the largest chunk of the core's pixels that fits
+        chunk = _up(single_n, blk)
+        while chunk > blk and im2col_ub_bytes(chunk, _rows_cap(chunk, q, sh, r, h), wd, r * s, isz) > ub // 3:
+            chunk = _up(chunk // 2, blk)
+        stage = im2col_ub_bytes(chunk, _rows_cap(chunk, q, sh, r, h), wd, r * s, isz)
+        if stage > ub // 3:
+            raise ScheduleError(f"FS110: the im2col stage of the conv2d needs {stage} bytes of UB for one chunk of "
+                                f"{chunk} pixels ({r}x{s} taps, input rows of {wd}); {ub // 3} of {ub} are allowed",
+                                loc=cv.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+        try:
+            tiling = split(ub_left=ub - stage)
+        except ScheduleError as exc:
+            raise ScheduleError(f"{exc} (after the conv's im2col stage took {stage} bytes of UB)", loc=cv.loc) from None
+        tiling = replace(tiling, used_core_num=used)
+        panel_n = _up(tiling.single_core_n, chunk)
+        geom = ConvGeometry(n_img, c, h, wd, k, r, s, sh, sw, ph, pw, p, q, isz, chunk, panel_n,
+                            _rows_cap(chunk, q, sh, r, h))
+        # each core's Matmul object sees its own problem: M = K, N = its panel's row length, K = C*R*S
+        core_tiling = replace(tiling, N=panel_n)
+        panel_total = tiling.used_core_num * geom.panel_bytes
+        note = (f"conv2d as Matmul API: per image W[{k}x{crs}] @ col(x)[{crs}x{pix}] on {cores_phrase(tiling.used_core_num, t)} "
+                f"(blocks of {tiling.single_core_m} channels x {tiling.single_core_n} pixels), base {tiling.base_m}x"
+                f"{tiling.base_n}x{tiling.base_k}; im2col inside the kernel: each core gathers its pixels' columns "
+                f"({chunk} pixels per Gather) into its own GM panel ({geom.panel_bytes} B, {panel_total} B in all; a "
+                f"separate im2col kernel would move the same panel bytes for all {n_img} images at once plus a launch); "
+                f"each C tile goes to UB, the epilogue runs on it there, one GM write")
+        sched = ConvSchedule(fn, t, cv, epilogue, params, core_tiling, ub, note)
+        sched.batch = n_img
+        sched.conv = geom
+        sched.steps = steps
+        return sched
+
+    # The core count: CANN-like rule above (16 KiB of output per core) or any other up to every
+    # Matmul object of the chip, whichever has the least modelled time (the report's figure:
+    # weights re-read per core and tile, panel bytes, epilogue); among those within
+    # TRAFFIC_SLACK of it the one moving the fewest GM bytes, never slower than the rule.
+    chosen = build(rule)
+    best = _modelled(fn, t, chosen)
+    cands = [(best, chosen)]
+    seen = {chosen.tiling_fields.single_core_n}
+    for cores in range(1, min(matmul_objects(t), _ceil(pix, 16)) + 1):
+        single = min(pix, _up(_ceil(pix, cores), line))
+        if single in seen:
+            continue
+        seen.add(single)
+        try:
+            cand = build(cores)
+        except ScheduleError:
+            continue
+        cands.append((_modelled(fn, t, cand), cand))
+    fastest = min(c[0][0] for c in cands)
+    limit = min(fastest * (1 + TRAFFIC_SLACK), best[0])
+    sched = min((c for c in cands if c[0][0] <= limit), key=lambda c: (c[0][1], c[0][0]))[1]
+    sched.rule_figures = (chosen.tiling_fields.used_core_num,) + best   # (cores, us, GM) of the rule
     return sched
+
+
+def _modelled(fn, t: Target, sched) -> tuple[float, int]:
+    """(modelled us, GM bytes) of a conv schedule: the report's figures for it."""
+    k = cost.function_cost(fn, t, {}, sched.tiling({}, t), fn.name, sched)
+    return k.time_us, k.gm_bytes

@@ -514,15 +514,17 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         raise ScheduleError(f"{exc.message}: the row reduction after the matmul "
                             f"in {fn.name} needs whole rows of {N} in UB", loc=mm.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))") from None
-    forced = None
-    if not t.has_datacopypad:
-        # row tails are written with SetValue through each core's 64-byte data cache: cores may
-        # split C only where every core's rows start on a GM line of every output
-        items = {v.dtype.itemsize for v in fn.results}
-        aligned = all(N * i % 64 == 0 and tiling.single_core_n * i % 64 == 0 for i in items)
-        if not aligned and tiling.used_core_num > 1:
-            tiling = tile(cores=1)
-            forced = 1
+
+    def placed(tiling, traffic):
+        if not t.has_datacopypad:
+            # row tails are written with SetValue through each core's 64-byte data cache: cores may
+            # split C only where every core's rows start on a GM line of every output
+            items = {v.dtype.itemsize for v in fn.results}
+            aligned = all(N * i % 64 == 0 and tiling.single_core_n * i % 64 == 0 for i in items)
+            if not aligned and tiling.used_core_num > 1:
+                tiling = tile(cores=1, traffic=traffic)
+        return tiling
+    tiling = placed(tiling, traffic)
     trans = "".join(f", {x} read transposed (isTrans)" for x, on in (("A", ta), ("B", tb)) if on)
     note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {cores_phrase(tiling.used_core_num, t)}, base {tiling.base_m}x{tiling.base_n}"
             f"x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue runs on it there, one GM write")
@@ -538,7 +540,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     sched.row_epilogue = row
     sched.traffic = traffic
     # CANN's rule on the same buffers (no traffic): what the split is compared with (benchmarks/cube.py)
-    sched.cann_tiling = tile(cores=forced, traffic=None)
+    sched.cann_tiling = placed(tile(traffic=None), None)
     sched.steps = steps
     sched.batch = batch
     sched.batch_a, sched.batch_b = batch_a, batch_b
