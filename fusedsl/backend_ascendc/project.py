@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from ..errors import ProjectError, user_frame
 from ..ir.printer import print_module
-from ..ir.ops import CALL, has_trait
+from ..ir.ops import CALL, HOST, get_opdef, has_trait
 from ..schedule_attention import AttentionSchedule
 from ..schedule_cube import CubeSchedule
 from ..schedule_cube_group import CubeGroupSchedule
@@ -82,6 +84,7 @@ class Program:
         self.buffers: list[tuple[str, int]] = []    # (C++ name, bytes)
         self.where: dict[int, str] = {}             # id(Value) -> buffer or scalar variable
         self.launches: list[tuple[object, list[str], list[str]]] = []   # plan, GM args, scalar args
+        self.host_values: list[tuple[str, object]] = []   # (buffer, numpy values) of host ops (arange)
         main = compiled.module.main
         for p in main.params:
             if p.kind == "scalar":
@@ -110,6 +113,10 @@ class Program:
         if op.name == "reshape":   # a view of the same contiguous bytes
             self.where[id(op.results[0])] = self.where[id(op.operands[0])]
             return
+        if has_trait(op, HOST):   # arange / linspace: constants of the host program, copied to GM once
+            values = get_opdef(op.name).ref([], dict(op.attrs))
+            self.host_values.append((self._buffer(op.result, f"host_{len(self.host_values)}"), values))
+            return
         if not has_trait(op, CALL):
             raise ProjectError(f"the host part of {self.c.name} computes `{op.name}` between kernels, which the "
                                "generated main.cpp cannot express yet", loc=user_frame(),
@@ -120,6 +127,26 @@ class Program:
             (scalar_args if inp.kind == "runtime_scalar" else gm).append((inp, self.where[id(v)]))
         outs = [self._buffer(v, f"{plan.name}_y{k}") for k, v in enumerate(op.results)]
         self.launches.append((plan, [b for _, b in gm] + outs, scalar_args))
+
+
+def host_value_lines(prog: Program, copy: str) -> list[str]:
+    """main.cpp lines that fill the buffers of host ops (arange, linspace) with their values:
+    `copy` is the call that moves host bytes into a buffer, (dst, src, bytes)."""
+    lines = []
+    for buf, values in prog.host_values:
+        if values.size == 0:
+            continue
+        ctype = {"float32": "float", "float16": "uint16_t", "bfloat16": "uint16_t"}.get(values.dtype.name,
+                                                                                     f"{values.dtype.name}_t")
+        if values.dtype.name in ("float16", "bfloat16"):   # the bits: C++ has no portable half literal
+            text = ", ".join(str(int(v)) for v in values.view(np.uint16))
+        elif values.dtype.kind == "f":
+            text = ", ".join(f"{float(v)!r}f" for v in values)
+        else:
+            text = ", ".join(str(int(v)) for v in values)
+        lines += [f"    static const {ctype} k_{buf}[{values.size}] = {{{text}}};   // computed by fusedsl (arange)",
+                  f"    rc |= {copy}({buf}, k_{buf}, sizeof(k_{buf}));"]
+    return lines
 
 
 def _main_cpp(compiled, printers, prog: Program) -> str:
@@ -147,6 +174,7 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
             buf = prog.where[id(p.value)]
             n = prog.nbytes(p.value)
             body.append(f'    rc |= LoadInput("./input/input_{p.value.name}.bin", {buf}, {n});')
+    body += host_value_lines(prog, "CopyToDevice")
     body.append("    if (rc != 0) {\n        return 1;\n    }")
     for plan, gm, scalar_args in prog.launches:
         pr = by_name[plan.name]

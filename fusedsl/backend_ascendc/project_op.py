@@ -25,12 +25,13 @@ import json
 import re
 
 from ..errors import AscendCCheckError, ProjectError, user_frame
+from ..ir.ops import CALL, has_trait
 from ..schedule_attention import AttentionSchedule
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
 from ..schedule_cube_group import CubeGroupSchedule
 from . import cnames
 from .printer import VERSION, camel, scalar_ctype, shared_helpers
-from .project import common_files, scalar_decl, template
+from .project import common_files, host_value_lines, scalar_decl, template
 
 _FIELD = re.compile(r"^\s+(uint32_t|int32_t|float) (\w+)(?:\[(\d+)\])?;")
 _GE_TYPE = {"float32": "ge::DT_FLOAT", "float16": "ge::DT_FLOAT16", "bfloat16": "ge::DT_BF16",
@@ -395,8 +396,9 @@ def _cpu_main(compiled, printers, prog) -> str:
         if p.kind != "scalar":
             n = prog.nbytes(p.value)
             body.append(f'    rc |= ReadFile("./input/input_{p.value.name}.bin", {n}, {prog.where[id(p.value)]}, {n}) ? 0 : 1;')
+    body += host_value_lines(prog, "MemcpyToGm")
     body.append("    if (rc != 0) {\n        return 1;\n    }")
-    calls = [op for op in main.ops if op.name != "reshape"]
+    calls = [op for op in main.ops if has_trait(op, CALL)]
     for op, (plan, gm, scalar_args) in zip(calls, prog.launches):
         pr = by_name[plan.name]
         shapes = ", ".join("gert::Shape{" + ", ".join(str(d) for d in prog.shape(v)) + "}"
@@ -438,6 +440,13 @@ def _cpu_main(compiled, printers, prog) -> str:
 #include "tikicpulib.h"
 
 {chr(10).join(decls)}
+
+// host-computed inputs (arange, linspace) into their GM buffers
+static int32_t MemcpyToGm(uint8_t* dst, const void* src, size_t bytes)
+{{
+    std::memcpy(dst, src, bytes);
+    return 0;
+}}
 
 int32_t main()
 {{
