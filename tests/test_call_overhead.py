@@ -136,3 +136,20 @@ def test_remembered_call_with_concurrent_callers():
         return len({id(r) for r in results}) == len(results) and all(np.array_equal(r, want) for r in results)
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(work, range(8)))
+
+
+def test_parameters_with_default_numbers_take_the_fast_path():
+    """A kernel whose trailing parameters keep their default numbers (eps=1e-5, axis=-1) is
+    called through the compiled kernel's runner like any other; results against numpy."""
+    @fs.fused_kernel
+    def scaled_sum(v, scale=2.0, axis=-1):
+        return fs.sum(v * scale, axis=axis)
+    x = np.arange(48, dtype=np.float32).reshape(3, 16)
+    for _ in range(3):
+        np.testing.assert_allclose(scaled_sum(x), 2.0 * x.sum(-1), rtol=1e-6)
+    assert len(scaled_sum._fast) == 1
+    np.testing.assert_allclose(scaled_sum(x, 3.0), 3.0 * x.sum(-1), rtol=1e-6)   # an explicit number
+    np.testing.assert_allclose(scaled_sum(x, 3.0, 0), 3.0 * x.sum(0), rtol=1e-6)
+    np.testing.assert_allclose(scaled_sum(x), 2.0 * x.sum(-1), rtol=1e-6)
+    np.testing.assert_allclose(scaled_sum(x, axis=0), 2.0 * x.sum(0), rtol=1e-6)   # keywords: slow path
+    assert len(scaled_sum._fast) == 3

@@ -305,7 +305,12 @@ class FusedKernel:
         infos = self._infos(args, kwargs)
         compiled = self._compiled(infos, None, {})
         runtime = [v for (_, v), info in zip(self._bind(args, kwargs), infos) if info.kind != "const"]
-        if key is not None and len(infos) == len(args):
+        # parameters past the positional arguments take their defaults (frozen in self.signature
+        # when the kernel was made): constants baked into the kernel, so the arguments' key holds
+        if key is not None and (len(infos) == len(args) or (
+                len(infos) > len(args) and all(info.kind == "const" for info in infos[len(args):])
+                and not any(p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+                            for p in self.signature.parameters.values()))):
             self._fast[key] = compiled.fast_runner([i for i, info in enumerate(infos) if info.kind != "const"])
         return compiled.run(runtime, out=out)
 
