@@ -10,6 +10,7 @@
 #pragma once
 
 #include <limits>
+#include <type_traits>
 
 #include "data_copy.h"
 
@@ -100,7 +101,13 @@ struct OpLn { template <class W> W operator()(W a) const { return static_cast<W>
 struct OpSqrt { template <class W> W operator()(W a) const { return static_cast<W>(std::sqrt(a)); } };
 struct OpRsqrt { template <class W> W operator()(W a) const { return static_cast<W>(W(1) / std::sqrt(a)); } };
 struct OpReciprocal { template <class W> W operator()(W a) const { return W(1) / a; } };
-struct OpAbs { template <class W> W operator()(W a) const { return a < W(0) ? -a : a; } };
+// Abs clears the sign bit of a float (abs(-0.0) is +0.0, as on the device and in numpy)
+struct OpAbs {
+    template <class W> W operator()(W a) const {
+        if constexpr (std::is_floating_point_v<W>) return std::fabs(a);
+        else return a < W(0) ? -a : a;
+    }
+};
 struct OpRelu { template <class W> W operator()(W a) const { return a < W(0) ? W(0) : a; } };
 struct OpNot { template <class W> W operator()(W a) const { return ~a; } };
 
