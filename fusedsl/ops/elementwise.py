@@ -193,7 +193,7 @@ define("neg", 1, np.negative, _neg, public=("negative",), cost=("Muls",), aten=_
        doc="-x")
 define("square", 1, np.square, unary(lambda c, dst, x: c("mul", dst, [x, x])), cost=("Mul",),
        narrow_in_f32=True, aten=_t("square"), doc="x * x")
-define("relu", 1, lambda x: np.maximum(x, np.zeros((), x.dtype)), _relu, cost=("Relu",), aten=_t("relu"),
+define("relu", 1, lambda x: np.where(x < 0, np.zeros((), x.dtype), x), _relu, cost=("Relu",), aten=_t("relu"),
        onnx=("Relu",), doc="max(x, 0); NaN stays NaN, -0.0 stays -0.0")
 define("exp", 1, np.exp, single("exp"), float_only=True, cost=("Exp",), aten=_t("exp"), onnx=("Exp",),
        doc="e**x")
