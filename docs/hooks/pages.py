@@ -231,6 +231,10 @@ REASON_ADVICE = {
     "FS115": "Attention-shaped but not fusable into one attention op (the reason names the difference: "
              "scores returned, a finite fill, a tensor scale...). Match torch's SDPA form, or call "
              "`fs.attention` directly.",
+    "FS116": "A column kernel (a reduction over axes before the last, with its producers and consumers). "
+             "Nothing to change; `disable_passes=['row-fusion']` splits it. An input broadcast within the "
+             "kept axes (w of [C] over [N, H, C] reduced on axis 0) keeps the kernels apart (each still "
+             "prints); reducing a [N, H*C] view instead makes it one kernel when w is [H*C].",
 }
 
 
