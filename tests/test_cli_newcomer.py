@@ -57,7 +57,17 @@ def test_np_cumsum_is_located_at_the_users_line_not_in_numpy():
         fs.fused_kernel(k)(np.ones((2, 3), np.float32))
     msg = str(info.value)
     assert msg.startswith(f"{__file__}:{_line_of('cumsum')}: numpy.cumsum cannot run on a traced tensor"), msg
-    assert "fromnumeric" not in msg and "has no cumsum op" in msg
+    assert "fromnumeric" not in msg and "use fs.cumsum" in msg   # fs.cumsum exists since issue 20
+
+
+def test_np_median_says_fusedsl_has_no_such_op():
+    def k(x):
+        return np.median(x, axis=1)   # LINE-MARK median
+    with pytest.raises(fs.TraceError) as info:
+        fs.fused_kernel(k)(np.ones((2, 3), np.float32))
+    msg = str(info.value)
+    assert msg.startswith(f"{__file__}:{_line_of('median')}: numpy.median cannot run on a traced tensor"), msg
+    assert "has no median op" in msg
 
 
 def test_np_sin_hint_says_there_is_no_fs_op_and_np_where_names_fs_where():
