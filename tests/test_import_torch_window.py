@@ -57,3 +57,20 @@ def test_window_op_matches_torch(name):
 def test_pool_indices_are_refused_clearly():
     with pytest.raises(fs.UnsupportedOpError, match="indices of max pooling"):
         fs.from_torch(nn.MaxPool2d(2, return_indices=True), torch.randn(1, 2, 4, 4))
+
+
+def test_tiled_pooling_prints_and_simulates():
+    """Windows that tile the input (stride == kernel) reduce one kernel axis at a time: a row
+    kernel then a column kernel, both printed (one reduction over axes (3, 5) did not print)."""
+    class Pools(nn.Module):
+        def forward(self, x):
+            return nn.functional.max_pool2d(x, 2), nn.functional.avg_pool2d(x, (2, 3)), nn.functional.max_pool3d(
+                x.reshape(1, 2, 3, 4, 12), 2)
+
+    x = torch.randn(1, 6, 4, 12)
+    k = fs.from_torch(Pools(), x).compile(x.numpy(), target="ascend910b")
+    k.check_ascendc()
+    with torch.no_grad():
+        want = Pools()(x)
+    for got, w in zip(k.simulate(x.numpy()), want):
+        np.testing.assert_allclose(got, w.numpy(), rtol=1e-5, atol=1e-6)

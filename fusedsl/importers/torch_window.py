@@ -139,12 +139,21 @@ def _tiled(x, nd, kernel, stride, padding, dilation, ceil_mode):
     return fs.reshape(x, shape), axes
 
 
+def _reduce_each(fn, x, axes):
+    """fn over the kernel axes one axis at a time, the last first: each is a reduction over one
+    axis (a row kernel for the last, a column kernel for the others), which print as Ascend C,
+    where one reduction over the separated axes (3, 5) of [N, C, Ho, kh, Wo, kw] does not."""
+    for a in sorted(axes, reverse=True):
+        x = fn(x, axis=a)
+    return x
+
+
 def _max_pool(nd):
     def rule(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         kernel, stride, padding, dilation = _pool_args(x, nd, kernel_size, stride, padding, dilation)
         tiled = _tiled(x, nd, kernel, stride, padding, dilation, ceil_mode)
         if tiled is not None:
-            return fs.max(tiled[0], axis=tiled[1])
+            return _reduce_each(fs.max, *tiled)
         low = -math.inf if x.dtype.is_float else int(-(2 ** 31)) if x.dtype.name == "int32" else -128
         y = None
         for w in _windows(x, nd, kernel, stride, padding, dilation, ceil_mode, low):
@@ -167,7 +176,7 @@ def _avg_pool(nd):
         ones = (1,) * nd
         tiled = _tiled(x, nd, kernel, stride, padding, ones, ceil_mode)
         if tiled is not None:
-            y = fs.sum(tiled[0], axis=tiled[1])
+            y = _reduce_each(fs.sum, *tiled)
             return y * (1.0 / (divisor_override or math.prod(kernel)))
         total = None
         for w in _windows(x, nd, kernel, stride, padding, ones, ceil_mode, 0.0):
