@@ -69,6 +69,7 @@ class ColumnSchedule:
     ub_budget: int
     plan_note: str
     resident: bool = False   # one DMA holds every row of K: later walks read the inputs from UB
+    depth: int = 2           # buffers per elem input queue (1 when resident tiles need the room)
     slack: int = 0           # elements Compare may read past a row buffer
     row_counts: dict = field(default_factory=dict)    # dtype -> elem row buffers (reused by liveness)
     row_assign: dict = field(default_factory=dict)    # id(elem value) -> (dtype, buffer number)
@@ -169,21 +170,34 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
     bn = min(_round_up(B, 32), 1024)
     while bn > least and A * -(-B // bn) < target.vector_cores:
         bn = max(least, _round_up(bn // 2, 32))
-    per_row = sum(2 * p.dtype.itemsize for p in params if p.kind == "elem")
-    while True:
-        sched.bn = bn
+    item_row = sum(p.dtype.itemsize for p in params if p.kind == "elem")
+
+    def rows_that_fit(cols: int, depth: int) -> int:
+        sched.bn = cols
         fixed = column_fixed_bytes(sched)
-        kt = (sched.ub_budget - fixed) // max(1, per_row * bn) if sched.ub_budget > fixed else 0
+        return (sched.ub_budget - fixed) // max(1, depth * item_row * cols) if sched.ub_budget > fixed else 0
+
+    while True:
+        kt = rows_that_fit(bn, 2)
         if kt >= 1 or bn <= 32:
             break
         bn = max(32, _round_up(bn // 2, 32))
     if kt < 1:
-        raise ScheduleError(f"{op.name}: a tile of {bn} columns with its {len(fn.ops)} ops needs "
-                            f"{fixed + per_row * bn} bytes of UB, more than the {sched.ub_budget} bytes of the budget",
-                            loc=op.loc, hint="split the computation, or run on the CPU executors")
+        raise ScheduleError(f"{op.name}: a tile of {bn} columns with its {len(fn.ops)} ops needs more than the "
+                            f"{sched.ub_budget} bytes of UB of the budget", loc=op.loc,
+                            hint="split the computation, or run on the CPU executors")
+    if sched.walks > 1 and min(kt, 4095) < K <= 4095:
+        # a later walk would read the inputs from GM again: narrower tiles that hold every row
+        # of K in one (single-buffered) DMA read them once (var(x, 0) at 1.0x, not 2.0x)
+        cols = bn
+        while cols > 32 and rows_that_fit(cols, 1) < K:
+            cols = max(32, _round_up(cols // 2, 32))
+        if rows_that_fit(cols, 1) >= K:
+            bn, kt, sched.depth = cols, K, 1
+    sched.bn = bn
     sched.kt = kt = min(K, 4095, kt)
     sched.resident = kt >= K and sched.walks > 1
-    queues = sum(2 for p in params if p.kind == "elem") + sum(1 for p in params if p.kind == "col")
+    queues = sum(sched.depth for p in params if p.kind == "elem") + sum(1 for p in params if p.kind == "col")
     if queues > target.max_queue_buffers_per_position:
         raise ScheduleError(f"{op.name}: the column kernel's {queues} input queue buffers exceed the "
                             f"{target.max_queue_buffers_per_position} of one position on {target.name}", loc=op.loc,
@@ -239,7 +253,7 @@ def column_buffers(sched: ColumnSchedule) -> list[tuple[str, str, int, int]]:
     bufs = []
     for p in sched.params:
         if p.kind == "elem":
-            bufs.append((f"q_{p.name}", "VECIN", sched.kt * bn * p.dtype.itemsize, 2))
+            bufs.append((f"q_{p.name}", "VECIN", sched.kt * bn * p.dtype.itemsize, sched.depth))
         elif p.kind == "col":
             bufs.append((f"q_{p.name}", "VECIN", bn * p.dtype.itemsize, 1))
     for i, v in enumerate(sched.fn.results):

@@ -185,11 +185,14 @@ def test_var_over_a_batch_bigger_than_ub_walks_twice():
 def test_batch_statistics_are_one_kernel_reading_x_once():
     """mean(x, 0) and var(x, 0) (two column groups over one input) merge into one kernel:
     on 910B it moves the minimum GM bytes (x once, both results once)."""
-    x = rng.standard_normal((200, 48)).astype(np.float32)
+    # [512, 96] f32 rows of 96 would not fit UB whole (512 x 96 x 4 x 2 buffers): the tiles
+    # narrow to 64 columns in one buffer so the second walk reads x from UB
+    x = rng.standard_normal((512, 96)).astype(np.float32)
     k = fs.fused_kernel(lambda x: (fs.mean(x, axis=0), fs.var(x, axis=0)), target="ascend910b").compile(x)
     assert [p.kind for p in k.kernels] == ["column"]
+    assert k.kernels[0].lowered.resident and k.kernels[0].lowered.bn == 64
     m, v = k.simulate(x)
     np.testing.assert_allclose(m, x.mean(0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(v, x.var(0), rtol=1e-5, atol=1e-6)
     rep = k.report()
-    assert rep.gm_bytes_measured == rep.gm_bytes_fused == rep.gm_bytes_min == x.nbytes + 2 * 48 * 4
+    assert rep.gm_bytes_measured == rep.gm_bytes_fused == rep.gm_bytes_min == x.nbytes + 2 * 96 * 4

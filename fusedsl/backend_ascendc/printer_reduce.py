@@ -125,7 +125,7 @@ class ColumnPrinter:
             L.append(f"        gm_y{i}.SetGlobalBuffer((__gm__ {v.dtype.ascendc}*)y{i});")
         row = f"(t.bn + {s.slack})"
         for p in self.elem:
-            L.append(f"        pipe.InitBuffer(q_{self.cn[p.index]}, 2, t.kt * t.bn * sizeof({p.dtype.ascendc}));")
+            L.append(f"        pipe.InitBuffer(q_{self.cn[p.index]}, {s.depth}, t.kt * t.bn * sizeof({p.dtype.ascendc}));")
         for p in self.cols:
             L.append(f"        pipe.InitBuffer(q_{self.cn[p.index]}, 1, t.bn * sizeof({p.dtype.ascendc}));")
         for i, v in enumerate(s.fn.results):
