@@ -110,7 +110,7 @@ def column_param(shape, domain, first: int, last: int, out_layout: bool = False)
     Ks, Bs = num_elements(domain[first:last + 1]), num_elements(domain[last + 1:])
     if Ks is None or Bs is None:   # symbolic sizes: strides are known at the call
         Ks = Bs = 0
-    if padded == tuple(domain):    # the whole domain (also when its groups are all size 1)
+    if padded == tuple(domain) and not out_layout:   # the whole domain (also when its groups are all size 1)
         return "elem", Ks * Bs, Bs, 1
     groups = (range(0, first), range(first, last + 1), range(last + 1, len(domain)))
     present = []
