@@ -94,6 +94,11 @@ def test_translate_reads_qualifiers_written_before_global():
     out = asc.translate(src, "k.asc")
     assert "::fusedsl_cpu::AscLaunch(::KernelMode::AIC_MODE, 1, mm, 1, nullptr, s)(a, w);" in out
     assert "::fusedsl_cpu::AscLaunch(::KernelMode::AIV_MODE, -1, v, 2, nullptr, s)(a);" in out
+    # a kernel picked at compile time through another name: the file's kernels are all __cube__
+    src = ("__global__ __cube__ void k1(GM_ADDR a, GM_ADDR workspace);\n"
+           "__global__ __cube__ void k2(GM_ADDR a, GM_ADDR workspace);\n"
+           "constexpr auto pick = k1;\npick<<<1, nullptr, s>>>(a, w);\n")
+    assert "::fusedsl_cpu::AscLaunch(::KernelMode::AIC_MODE, 1, pick, 1, nullptr, s)(a, w);" in asc.translate(src, "k.asc")
 
 
 def test_compile_errors_point_at_the_asc_line(tmp_path):

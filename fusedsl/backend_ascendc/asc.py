@@ -88,10 +88,17 @@ def translate(source: str, filename: str) -> str:
         modes[m.group(3)] = next((mode for q, mode in _MODES if q in quals), default)
         workspaces[m.group(3)] = _workspace_index(source, m.end() - 1)
 
+    # a launch through a plain local name that is no kernel definition (`constexpr auto k = pick(k1, k2);
+    # k<<<...>>>`, CANN's matmul_high_performance) stands for one of the file's kernels: it takes the mode
+    # and workspace parameter they all share, when they share one
+    only_mode = next(iter(set(modes.values()))) if len(set(modes.values())) == 1 else "AIV_MODE"
+    only_ws = next(iter(set(workspaces.values()))) if len(set(workspaces.values())) == 1 else -1
+
     def launch(m) -> str:
         base = re.sub(r"<.*", "", m["name"]).split("::")[-1].strip()
-        mode = modes.get(base, "AIV_MODE")
-        ws = workspaces.get(base, -1)
+        alias = base not in modes and m["name"].strip() == base
+        mode = modes.get(base, only_mode if alias else "AIV_MODE")
+        ws = workspaces.get(base, only_ws if alias else -1)
         return f"::fusedsl_cpu::AscLaunch(::KernelMode::{mode}, {ws}, {m['name']}, {m['cfg'].strip()})"
 
     body = _LAUNCH.sub(launch, source)
