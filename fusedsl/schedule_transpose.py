@@ -79,15 +79,16 @@ def lone_transpose(fn: Function) -> Op | None:
 
 
 def lone_strided_slice(fn: Function) -> Op | None:
-    """The slice op when fn is one slice of its parameter, returned, with a step on the last axis
-    (a slice with a step elsewhere only is a view kernel: views.py)."""
+    """The slice op when fn is one slice of its parameter, returned.  The vector kind takes the
+    ones views.py plans as DMA addressing first; this kind the rest: a step on the last axis, or
+    more than views.MAX_BOXES boxes (a crop of a 5-D tensor: one box per outer index)."""
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     if len(ops) != 1 or ops[0].name != "slice" or len(fn.params) != 1 or len(fn.results) != 1:
         return None
     op = ops[0]
     if op.operands[0] is not fn.params[0].value or op.result is not fn.results[0] or not op.attr("steps"):
         return None
-    return op if op.attr("steps")[-1] > 1 else None
+    return op
 
 
 def _round_up(a: int, b: int) -> int:
@@ -269,17 +270,19 @@ def _schedule_gather(fn: Function, op: Op, target: Target, ub_fraction: float) -
     block = max(1, 32 // item)
     budget = int(target.ub_bytes * ub_fraction)
     tc = max(1, min(C, (4096 // item) // cC))   # a span of at most ~4 KB per row
-    span = _round_up((tc - 1) * cC + 1, block)
+    span = _round_up((tc - 1) * cC + 1, block) if cC > 1 else 0   # copy mode: the output tile is the input's
     tcp = _round_up(tc, block)
-    ta = max(1, min(A, MAX_ROWS, budget // (2 * item * (span + tcp))))
-    if 2 * ta * (span + tcp) * item > budget:
+    ta = max(1, min(A, MAX_ROWS, budget // (2 * item * (max(span, tcp) + tcp))))
+    if 2 * ta * (max(span, tcp) + tcp) * item > budget:
         raise ScheduleError(f"slice: a tile of {ta} x {tc} elements needs more than the {budget} bytes of UB", loc=op.loc)
     cores = "one core (no DataCopyPad: unaligned tails are scalar GM writes)" if not target.has_datacopypad \
         else "cores take contiguous ranges of tiles"
-    note = (f"a slice with step {cC} on the last axis: {A} rows of {C} columns (input row stride {sA}, output {oA}) "
-            f"per outer block, tiles of {ta} rows x {tc} columns read as spans of {(tc - 1) * cC + 1} and picked in "
-            f"UB; {cores}")
-    return TransposeSchedule(fn, op, target, "gather", A, C, sA, oA, 1, outer, ta, tc,
+    pick = (f"read as spans of {(tc - 1) * cC + 1} and picked in UB" if cC > 1 else
+            "strided row copies (more boxes than a view kernel takes)")
+    note = (f"a slice (step {cC} on the last axis): {A} rows of {C} columns (input row stride {sA}, output {oA}) "
+            f"per outer block, tiles of {ta} rows x {tc} columns {pick}; {cores}")
+    mode = "gather" if cC > 1 else "copy"   # step 1 on the last axis: whole runs, no pick in UB
+    return TransposeSchedule(fn, op, target, mode, A, C, sA, oA, 1, outer, ta, tc,
                              [RowParam(0, fn.params[0].value.name, x.dtype, "full")], budget, note, in0, cC)
 
 

@@ -27,10 +27,11 @@ E = rng.integers(-2**31, 2**31 - 1, (6, 5), dtype=np.int64).astype(np.int32)
 IDS = np.array([3, 0, -1, 2], np.int32)
 P5 = rng.standard_normal((2, 8, 20, 1, 8)).astype(np.float32)    # a 3-D pooling's padding row
 Q5 = rng.standard_normal((2, 8, 20, 8, 8)).astype(np.float32)
+R5 = rng.standard_normal((2, 4, 40, 5, 6)).astype(np.float16)    # a transposed conv's crop
 
 
 @fs.fused_kernel
-def lone(a, b, c, d, e, ids, p5, q5):
+def lone(a, b, c, d, e, ids, p5, q5, r5):
     return (fs.transpose(a, (1, 0)),                 # 2-D, odd sizes, several cores
             fs.transpose(b, (0, 3, 1, 2)),           # NHWC -> NCHW, float16
             fs.transpose(c, (1, 0, 2)),              # the last axis stays: whole rows move (copy mode)
@@ -40,22 +41,24 @@ def lone(a, b, c, d, e, ids, p5, q5):
             b[:, 1:3, ::2, 2:],                      # lone slice with an outer step
             fs.take(e, ids),                         # lone gather
             fs.concatenate([p5, q5], axis=3),        # middle axis: 320 outer indices, 2 boxes
-            b[:, 1:3, 1:30:2, ::3])                  # a step on the last axis (pooling taps): picked in UB
+            b[:, 1:3, 1:30:2, ::3],                  # a step on the last axis (pooling taps): picked in UB
+            r5[:, :, 1:, :4, :5])                    # 312 outer indices: more boxes than a view takes
 
 
-ARGS = (A, B, C, D, E, IDS, P5, Q5)
+ARGS = (A, B, C, D, E, IDS, P5, Q5, R5)
 
 
 def _expected():
     return (A.T, B.transpose(0, 3, 1, 2), C.transpose(1, 0, 2), D.T, E.T, np.concatenate([E, E[:, :2]], 1),
-            B[:, 1:3, ::2, 2:], E[IDS], np.concatenate([P5, Q5], 3), B[:, 1:3, 1:30:2, ::3])
+            B[:, 1:3, ::2, 2:], E[IDS], np.concatenate([P5, Q5], 3), B[:, 1:3, 1:30:2, ::3],
+            R5[:, :, 1:, :4, :5])
 
 
 @pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
 def test_lone_views_and_transposes_print_and_simulate(target):
     k = lone.compile(*[fs.spec(x.shape, x.dtype) for x in ARGS], target=target)
     kinds = [p.kernel_kind for p in k.kernels]
-    assert kinds.count("transpose") == 6 and set(kinds) == {"transpose", "vector"}, kinds
+    assert kinds.count("transpose") == 7 and set(kinds) == {"transpose", "vector"}, kinds
     k.check_ascendc()   # every kernel prints
     assert "class KernelLone" in k.source
     for got, want in zip(k.simulate(*ARGS), _expected()):
@@ -67,7 +70,8 @@ def test_lone_views_and_transposes_print_and_simulate(target):
 def test_transpose_modes_and_tiles():
     k = lone.compile(*[fs.spec(x.shape, x.dtype) for x in ARGS], target="ascend910b")
     scheds = [p.lowered for p in k.kernels if p.kernel_kind == "transpose"]
-    assert [s.mode for s in scheds] == ["transpose", "transpose", "copy", "transpose", "transpose", "gather"]
+    assert [s.mode for s in scheds] == ["transpose", "transpose", "copy", "transpose", "transpose", "gather", "copy"]
+    assert scheds[-1].in0 == 5 * 6 and scheds[-1].outer   # the crop's start, its outer axes decoded
     t = scheds[0].tiling({}, k.target)
     assert t.block_dim > 1 and t.total_tiles >= t.block_dim   # the 300 x 257 transpose uses several cores
     assert "transposed element by element" in scheds[0].plan_note

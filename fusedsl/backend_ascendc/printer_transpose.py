@@ -87,7 +87,8 @@ class TransposePrinter:
         in_elems = "t.ta * spanPad" if gather else "t.ta * tcPad"
         load = ("CopyRowsIn(in, gm_x[tiling.in0 + inOff + a0 * tiling.sA + c0 * tiling.cC], na, "
                 "(nc - 1) * tiling.cC + 1, na > 1 ? tiling.sA : (nc - 1) * tiling.cC + 1, spanPad);" if gather else
-                "CopyRowsIn(in, gm_x[inOff + a0 * tiling.sA + c0], na, nc, na > 1 ? tiling.sA : nc, tcPad);")
+                "CopyRowsIn(in, gm_x[tiling.in0 + inOff + a0 * tiling.sA + c0], na, nc, na > 1 ? tiling.sA : nc, "
+                "tcPad);")
         if gather:   # every cC-th element of each row's span
             compute = ["        AscendC::PipeBarrier<PIPE_ALL>();   // the DMA's tile is read by scalar loads",
                        "        for (uint32_t r = 0; r < na; ++r)",
