@@ -704,6 +704,24 @@ extern "C" uint32_t fusedsl_tiling_size_{self.name}() {{ return sizeof({self.til
 """
 
 
+def name_temporaries(sched, names: dict, tmp_name) -> list[tuple[str, object, object]]:
+    """Name each slot of a one-op tile program that `names` does not map yet (its temporaries
+    and constant tensors) `tmp_name(dtype, i)`, the i-th of that dtype, and return the ones
+    the op's stmts expect pre-filled: (name, value, dtype). How the row, column and cube
+    printers place a step's temporaries in their shared per-dtype buffers."""
+    used: dict = {}
+    prefill = []
+    for name, slot in sched.slots.items():
+        if name in names:
+            continue
+        i = used.get(slot.dtype, 0)
+        used[slot.dtype] = i + 1
+        names[name] = tmp_name(slot.dtype, i)
+        if name in sched.prefill:
+            prefill.append((names[name], sched.prefill[name], slot.dtype))
+    return prefill
+
+
 def rename_stmt(st: Stmt, names: dict, scalars: dict) -> Stmt:
     """`st` with its UB slots renamed (`names`) and a scalar variable operand replaced by the
     C++ expression holding it (`scalars`): how the row and cube printers reuse the tile

@@ -21,7 +21,8 @@ from ..schedule import compute_dtype
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
 from ..schedule_row import allocate_row_values, temp_pool
 from . import cnames
-from .printer import AscendCPrinter, camel, gm_scalar_load, literal, pack_scalar, rename_stmt, scalar_ctype
+from .printer import (AscendCPrinter, camel, gm_scalar_load, literal, name_temporaries, pack_scalar, rename_stmt,
+                      scalar_ctype)
 
 
 def _ld(expr: str, dtype: dt.DType) -> str:
@@ -476,20 +477,13 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
             elif inp.slot:
                 names[inp.slot] = slot[id(src)]
         names[sched.outputs[0].slot] = slot[id(op.result)]
-        used = {}
         L = [f"{{  // {op.name} ({cnames.comment(op.loc)})", "    const uint32_t o = 0, n = curN;"]
-        for name, sl in sched.slots.items():
-            if name in names:
-                continue
-            i = used.get(sl.dtype, 0)
-            used[sl.dtype] = i + 1
-            names[name] = f"tmp_{sl.dtype.name}_{i}"
-            # Compare reads whole 256-byte repeats past the count (compare-slack): its temporaries
-            # hold defined values there, and constant tensors their value; the temporaries are
-            # shared by every step, so each step fills its own before it runs
-            if name in sched.prefill:
-                L += [f"    AscendC::Duplicate({names[name]}, {literal(sched.prefill[name], sl.dtype)}, "
-                      f"tiling.baseN + {self.slack});", "    AscendC::PipeBarrier<PIPE_V>();"]
+        # Compare reads whole 256-byte repeats past the count (compare-slack): its temporaries
+        # hold defined values there, and constant tensors their value; the temporaries are
+        # shared by every step, so each step fills its own before it runs
+        for buf, value, d in name_temporaries(sched, names, lambda d, i: f"tmp_{d.name}_{i}"):
+            L += [f"    AscendC::Duplicate({buf}, {literal(value, d)}, tiling.baseN + {self.slack});",
+                  "    AscendC::PipeBarrier<PIPE_V>();"]
         for st in sched.stmts:
             L += self._stmt(rename_stmt(st, names, scalars), 4)
         L.append("}")

@@ -23,7 +23,8 @@ from .. import dtypes as dt
 from ..schedule import compute_dtype
 from ..schedule_reduce import ColumnSchedule, column_values
 from . import cnames
-from .printer import AscendCPrinter, camel, gm_scalar_load, literal, pack_scalar, rename_stmt, scalar_ctype
+from .printer import (AscendCPrinter, camel, gm_scalar_load, literal, name_temporaries, pack_scalar, rename_stmt,
+                      scalar_ctype)
 from .printer_row import _BINARY, _IDENTITY   # identities and fold ops of the four reductions
 
 
@@ -339,16 +340,7 @@ class ColumnPrinter:
                 names[inp.slot] = self._elem(src) if kind == "elem" else self._col(src)
         res = step.op.result
         names[sched.outputs[0].slot] = self._elem(res) if step.kind == "elem" else self._col(res)
-        used: dict = {}
-        prefill = []
-        for name, slot in sched.slots.items():
-            if name in names:
-                continue
-            i = used.get(slot.dtype, 0)
-            used[slot.dtype] = i + 1
-            names[name] = f"{slot.dtype.name}_t{i}"
-            if name in sched.prefill:
-                prefill.append((names[name], sched.prefill[name], slot.dtype))
+        prefill = name_temporaries(sched, names, lambda d, i: f"{d.name}_t{i}")
         pad = " " * ind
         L = [f"{pad}{{  // {step.op.name} ({cnames.comment(step.op.loc)})",
              f"{pad}    const uint32_t o = 0;"]

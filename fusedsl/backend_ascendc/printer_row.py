@@ -26,7 +26,8 @@ from .. import dtypes as dt
 from ..schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
 from ..schedule_row import FOLD_LANES, RowSchedule, allocate_row_values, rs_slots, temp_pool
 from . import cnames
-from .printer import AscendCPrinter, camel, gm_scalar_load, literal, pack_scalar, rename_stmt, scalar_ctype
+from .printer import (AscendCPrinter, camel, gm_scalar_load, literal, name_temporaries, pack_scalar, rename_stmt,
+                      scalar_ctype)
 
 _IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
 _BINARY = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min"}
@@ -761,16 +762,7 @@ class RowPrinter:
         if step.kind == "rowscalar":
             self._slot[id(res)] = self._rs_view(res.dtype)
         names[out_slot] = self._slot[id(res)]
-        used: dict = {}
-        prefill = []
-        for name, slot in sched.slots.items():
-            if name in names:
-                continue
-            i = used.get(slot.dtype, 0)
-            used[slot.dtype] = i + 1
-            names[name] = self._tmp(slot.dtype, i)
-            if name in sched.prefill:
-                prefill.append((names[name], sched.prefill[name], slot.dtype))
+        prefill = name_temporaries(sched, names, self._tmp)
         count = self._count if step.kind == "row" else "1"
         L.append(f"{{  // {step.op.name} ({cnames.comment(step.op.loc)})")
         L.append(f"    const uint32_t o = 0, n = {count};")
