@@ -97,20 +97,19 @@ class TransposePrinter:
                        "        AscendC::PipeBarrier<PIPE_ALL>();   // scalar stores land before the DMA out"]
             store = ["        CopyRowsOut(gm_y[outOff + a0 * tiling.oA + c0], out, na, nc, tiling.oA, tcPad);"]
         elif copy:
-            if self.t.has_datacopypad:   # DataCopyPad filled each UB row up to its 32-byte block
-                compute = ["        AscendC::DataCopy(out, in, na * tcPad);   // whole 32-byte blocks of the tile"]
-            else:   # only the rows' elements were written: whole blocks by DMA, the tails one by one
-                compute = [f"        constexpr uint32_t kBlock = 32 / sizeof({ty});",
-                           "        const uint32_t body = nc / kBlock * kBlock;",
-                           "        if (body == tcPad) {",
-                           "            AscendC::DataCopy(out, in, na * tcPad);",
-                           "        } else {",
-                           "            for (uint32_t r = 0; r < na && body > 0; ++r) AscendC::DataCopy(out[r * tcPad], in[r * tcPad], body);",
-                           "            AscendC::PipeBarrier<PIPE_ALL>();",
-                           "            for (uint32_t r = 0; r < na; ++r)",
-                           "                for (uint32_t c = body; c < nc; ++c) out.SetValue(r * tcPad + c, in.GetValue(r * tcPad + c));",
-                           "            AscendC::PipeBarrier<PIPE_ALL>();",
-                           "        }"]
+            # only the rows' elements were written (DataCopyPad pads nothing it is not asked to):
+            # whole 32-byte blocks by DMA, each row's tail element by element
+            compute = [f"        constexpr uint32_t kBlock = 32 / sizeof({ty});",
+                       "        const uint32_t body = nc / kBlock * kBlock;",
+                       "        if (body == tcPad) {",
+                       "            AscendC::DataCopy(out, in, na * tcPad);",
+                       "        } else {",
+                       "            for (uint32_t r = 0; r < na && body > 0; ++r) AscendC::DataCopy(out[r * tcPad], in[r * tcPad], body);",
+                       "            AscendC::PipeBarrier<PIPE_ALL>();",
+                       "            for (uint32_t r = 0; r < na; ++r)",
+                       "                for (uint32_t c = body; c < nc; ++c) out.SetValue(r * tcPad + c, in.GetValue(r * tcPad + c));",
+                       "            AscendC::PipeBarrier<PIPE_ALL>();",
+                       "        }"]
             store = ["        CopyRowsOut(gm_y[outOff + a0 * tiling.oA + c0], out, na, nc, tiling.oA, tcPad);"]
         else:
             compute = ["        AscendC::PipeBarrier<PIPE_ALL>();   // the DMA's tile is read by scalar loads",
