@@ -24,6 +24,7 @@ from .lower.row_plan import op_schedule
 from .schedule_row import RowParam, allocate_row_values, schedule_row_kernel, temp_pool
 from . import cost
 from .targets import Target, get_target
+from .tile.alloc import select_scratch
 
 _ACC = 4  # L0C accumulates in float / int32
 
@@ -487,9 +488,12 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                   and (N > 1 or tuple(v.shape) in (out_shape, (M, N))))
         steps, row_bytes, row_slack = epilogue_rows(fn, mm, epilogue, t, varies)
         row_bytes += sum(p.dtype.itemsize for p in params if p.kind == "colvec")
+    # Select's library scratch at the top of UB when the epilogue compares or selects
+    scratch = select_scratch(t, [x for s in row.steps.values() for x in s.sched.stmts] if row is not None
+                             else [x for st in steps.values() for x in st[0].stmts])
     ub_left = None
     if row is not None:   # whole rows of C per tile; the row's own buffers come off the UB first
-        ub_left = int(t.ub_bytes * ub_fraction) - row_epilogue_bytes(row, N, mm.result.dtype)
+        ub_left = int(t.ub_bytes * ub_fraction) - scratch - row_epilogue_bytes(row, N, mm.result.dtype)
 
     # what the kernel moves besides A and B, for the traffic-aware split (cube_tiling)
     c_bytes = batch * M * N * sum(v.dtype.itemsize for v in fn.results)
@@ -504,7 +508,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                                ub_bytes=ub_left, whole_rows=True, traffic=traffic)
         return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
                            ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
-                           ub_bytes=int(t.ub_bytes * ub_fraction) - 1024, row_bytes=row_bytes,
+                           ub_bytes=int(t.ub_bytes * ub_fraction) - 1024 - scratch, row_bytes=row_bytes,
                            row_slack=row_slack, traffic=traffic)
     try:
         tiling = tile()

@@ -37,6 +37,7 @@ from .lower.column_plan import ColumnPlan, plan_column_kernel
 from .lower.errors import LoweringError
 from .schedule_row import MAX_ELEMS, REDUCTIONS, RowParam, allocate_row_values, schedule_row_kernel, temp_pool
 from .targets import Target
+from .tile.alloc import select_scratch
 
 
 def _round_up(a: int, b: int) -> int:
@@ -154,11 +155,11 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
             raise ScheduleError(f"a column kernel's {v.dtype.name} output is not printed as Ascend C yet",
                                 loc=fn.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     params = [RowParam(p.index, p.value.name, p.value.dtype, p.kind) for p in plan.params]
-    sched = ColumnSchedule(fn, plan, target, plan.A, plan.K, plan.B, params, 0, 0, int(target.ub_bytes * ub_fraction),
-                           "")
+    steps = [st for ph in plan.phases for st in ph.col_ops + ph.elem_ops]
+    budget = int(target.ub_bytes * ub_fraction) - select_scratch(target, [x for st in steps for x in st.sched.stmts])
+    sched = ColumnSchedule(fn, plan, target, plan.A, plan.K, plan.B, params, 0, 0, budget, "")
     elem_kinds = {k: ("row" if kind == "elem" else kind) for k, kind in plan.kinds.items()}
     sched.row_assign, sched.row_counts = allocate_row_values(fn, elem_kinds, outputs=set())
-    steps = [st for ph in plan.phases for st in ph.col_ops + ph.elem_ops]
     sched.temps = temp_pool(steps)
     sched.slack = max([st.sched.slack_elems for st in steps] + [0])
     A, K, B = plan.A, plan.K, plan.B
@@ -197,6 +198,10 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
     sched.bn = bn
     sched.kt = kt = min(K, 4095, kt)
     sched.resident = kt >= K and sched.walks > 1
+    if len(column_buffers(sched)) > target.max_buffers:
+        raise ScheduleError(f"{op.name}: the column kernel needs {len(column_buffers(sched))} UB buffers; "
+                            f"{target.name} allows {target.max_buffers}", loc=op.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     queues = sum(sched.depth for p in params if p.kind == "elem") + sum(1 for p in params if p.kind == "col")
     if queues > target.max_queue_buffers_per_position:
         raise ScheduleError(f"{op.name}: the column kernel's {queues} input queue buffers exceed the "

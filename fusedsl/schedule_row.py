@@ -37,6 +37,7 @@ from .ir.ops import CONSTANT, has_trait
 from .lower.errors import LoweringError
 from .lower.row_plan import has_row_reduction, plan_row_kernel
 from .schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
+from .tile.alloc import select_scratch
 from .targets import Target
 
 REDUCTIONS = ("sum", "mean", "max", "min")
@@ -210,7 +211,9 @@ def schedule_row_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) 
     block = 32 // min(sizes or [4])   # every row buffer starts on 32 bytes
     sched = RowSchedule(
         fn=fn, target=target, row_shape=row_shape, params=params, outputs=outputs, steps=steps, kinds=plan.kinds,
-        slack=slack, ub_budget=int(target.ub_bytes * ub_fraction), tile_row_bytes=tile_row_bytes,
+        slack=slack, tile_row_bytes=tile_row_bytes,
+        ub_budget=int(target.ub_bytes * ub_fraction) - select_scratch(target, [st for s in steps.values()
+                                                                                for st in s.sched.stmts]),
         tile_scalar_bytes=tile_scalar_bytes, in_num=in_num, out_num=out_num, needs_wide=needs_wide,
         row_bytes=row_bytes, fixed_bytes=fixed, block_elems=block,
         out_row_bytes=sum(o.dtype.itemsize for o in outputs if o.kind == "row"),

@@ -217,3 +217,18 @@ def test_generated_column_kernels_print_and_simulate_like_numpy(prog, target):
     assert_close(got, want, f"{prog} {target}", scale=scale if red in ("sum", "mean") else 0.0)
     rep = kern.report()
     assert rep.gm_bytes_measured == rep.gm_bytes_fused
+
+
+def test_a_select_in_a_column_kernel_leaves_its_library_scratch_free():
+    """where() prints as Select, whose library scratch is the top 8 KB of UB on 910B: a column
+    kernel that would otherwise fill UB (long K) plans around it (the CPU API refused the run:
+    'the UB plan already uses 195136 bytes (keep it at most 188160)'; hypothesis found it)."""
+    g = np.random.default_rng(0)
+    x = g.standard_normal((64, 17, 9)).astype(np.float32)
+    c = g.standard_normal((1, 1, 9)).astype(np.float32)
+    k = fs.fused_kernel(lambda x, c: fs.max(fs.where(x > c, x, c * 2.0), axis=(0, 1)) * fs.reshape(c, (9,)) + 1.0,
+                        target="ascend910b").compile(x, c)
+    sched = k.kernels[0].lowered
+    assert sched.ub_budget <= 192 * 1024 - 8192
+    want = np.where(x > c, x, c * np.float32(2)).max((0, 1)) * c.reshape(9) + np.float32(1)
+    np.testing.assert_allclose(k.simulate(x, c), want, rtol=1e-6)

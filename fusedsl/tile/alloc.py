@@ -13,10 +13,14 @@ from ..targets import Target
 from .ir import Slot, VectorSchedule
 
 
+def select_scratch(target, stmts) -> int:
+    """UB bytes Select's library scratch takes at the top of UB (ASCENDC.md 2.5) when the stmts
+    compare or select: every kind's budget leaves them out (the CPU API checks it)."""
+    return target.select_scratch_bytes if any(st.op in ("cmp", "select") for st in stmts) else 0
+
+
 def allocate_ub(sched: VectorSchedule, target, ub_fraction: float) -> None:
-    sched.ub_budget = int(target.ub_bytes * ub_fraction)
-    if any(st.op in ("cmp", "select") for st in sched.stmts):
-        sched.ub_budget -= target.select_scratch_bytes   # Select's library scratch at the top of UB
+    sched.ub_budget = int(target.ub_bytes * ub_fraction) - select_scratch(target, sched.stmts)
     _check_limits(sched, target)
 
 
