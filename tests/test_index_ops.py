@@ -198,3 +198,16 @@ def test_saved_project_fills_host_inputs(tmp_path):
     np.testing.assert_array_equal(np.fromfile(os.path.join(path, "output", "output_0.bin"), np.int32), np.argmax(x, 1))
     np.testing.assert_array_equal(np.fromfile(os.path.join(path, "output", "output_1.bin"), np.float32).reshape(4, 6),
                                   np.tril(x))
+
+
+@pytest.mark.parametrize("n", [40000, "N"])
+def test_a_scan_too_long_or_symbolic_is_a_located_shape_error(n):
+    """cumsum is a matmul by an [n, n] triangular matrix: n = 1e5 would need 40 GB (a memory
+    crash), a symbolic n raised a raw TypeError; both are a ShapeError at the user's line."""
+    def k(x):
+        return fs.cumsum(x, axis=1)   # LINE-MARK long-scan
+    with pytest.raises(fs.ShapeError) as info:
+        fs.fused_kernel(k).compile(fs.spec((2, n), "float32"))
+    line = next(i for i, t in enumerate(open(__file__, encoding="utf-8"), 1) if "# LINE-MARK long-scan" in t)
+    assert str(info.value).startswith(f"{__file__}:{line}: cumsum along an axis of {n} elements")
+    assert "at most 32768" in str(info.value)

@@ -1095,12 +1095,23 @@ def _scan(F, parts, axis):
     return res
 
 
+SCAN_MAX = 32768   # the scan's [n, n] float32 triangular matrix: 4 GB at this length
+
+
 def _scan_input(F, x, axis, name):
     if not isinstance(x, F.Tensor):
         raise F.ArgumentError(f"{name} needs a tensor, got a Python number", loc=F.user_frame())
     if x.ndim == 0:
         x = F.reshape(x, (1,))
-    return x, axis % x.ndim
+    axis %= x.ndim
+    n = x.shape[axis]
+    if not isinstance(n, int) or n > SCAN_MAX:
+        # a clear error instead of a matrix that does not fit memory (n = 1e5: 40 GB)
+        raise F.ShapeError(f"{name} along an axis of {n} elements: fusedsl scans by one matmul with an [n, n] "
+                           f"triangular matrix, for at most {SCAN_MAX} fixed elements", loc=F.user_frame(),
+                           hint=f"split the axis into chunks of at most {SCAN_MAX} and add each chunk's last "
+                                "sum to the next, or compute it outside the kernel")
+    return x, axis
 
 
 @composite("cumsum", "reduction", dtypes="numeric", aten=_aten("cumsum.default"), onnx=("CumSum",),
