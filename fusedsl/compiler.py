@@ -29,7 +29,7 @@ from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, lower_kernel
-from .lower.column_plan import is_column_kernel
+from .lower.column_plan import is_column_kernel, lone_row_reduction
 from .lower.row_plan import has_row_reduction
 from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
@@ -566,7 +566,6 @@ class CompiledKernel:
         runs on the numpy reference, e.g. a reduction over axes (0, 2))."""
         key = ("row", plan.name)
         if key not in self._cpu:
-            from .backend_cpu.llvm_reduce import lone_row_reduction
             self._cpu[key] = None
             fn = plan.function
             target = host_casts(self.target) if _has_narrow_ints(fn) else self.target

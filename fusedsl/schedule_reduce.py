@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 
 from . import dtypes as dt
 from .errors import ScheduleError
-from .ir.core import Function, Op, Param, TensorType, Value, freeze_attrs
+from .ir.core import Function, Op, Value
 from .ir.ops import CONSTANT, has_trait
 from .schedule import MIN_CORE_BYTES
-from .lower.column_plan import ColumnPlan, plan_column_kernel
+from .lower.column_plan import ColumnPlan, lone_row_reduction, plan_column_kernel, rows_function
 from .lower.errors import LoweringError
 from .schedule_row import MAX_ELEMS, REDUCTIONS, RowParam, allocate_row_values, schedule_row_kernel, temp_pool
 from .targets import Target
@@ -42,18 +42,6 @@ from .tile.alloc import select_scratch
 
 def _round_up(a: int, b: int) -> int:
     return -(-a // b) * b
-
-
-def lone_reduction(fn: Function) -> tuple[Op, int, int] | None:
-    """(op, first, last reduced axis) when fn is one reduction over a contiguous axis range."""
-    ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
-    if len(ops) != 1 or ops[0].name not in REDUCTIONS or len(fn.params) != 1:
-        return None
-    op = ops[0]
-    axes = tuple(op.attr("axes"))
-    if not axes or axes != tuple(range(axes[0], axes[-1] + 1)) or op.operands[0] is not fn.params[0].value:
-        return None
-    return op, axes[0], axes[-1]
 
 
 @dataclass
@@ -131,10 +119,10 @@ class ColumnTiling:
 def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.0):
     """A RowSchedule (a lone reduction with B == 1) or a ColumnSchedule; ScheduleError
     (located) when not printable."""
-    found = lone_reduction(fn)
     reds = [o for o in fn.ops if o.name in REDUCTIONS]
     op = reds[0] if reds else fn.ops[-1]
-    if found is not None and found[2] == len(found[0].operands[0].shape) - 1:
+    found = lone_row_reduction(fn)
+    if found is not None:
         return _rows_of(fn, found, target, ub_fraction)
     try:
         plan = plan_column_kernel(fn, target)
@@ -150,7 +138,7 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
             raise ScheduleError(f"{r.name} over {r.operands[0].dtype.name} is not printed as Ascend C yet (the "
                                 "reduction APIs take half/float)", loc=r.loc,
                                 hint="cast to float32 first, or run on the CPU executors")
-    for i, v in enumerate(fn.results):
+    for v in fn.results:
         if v.dtype not in COPYABLE:
             raise ScheduleError(f"a column kernel's {v.dtype.name} output is not printed as Ascend C yet",
                                 loc=fn.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
@@ -230,11 +218,7 @@ def _rows_of(fn, found, target, ub_fraction):
                             "half/float)", loc=op.loc, hint="cast to float32 first, or run on the CPU executors")
     A = _prod(shape[:first])
     K = _prod(shape[first:last + 1])
-    xv = Value(TensorType((A, K), x.dtype), x.name)
-    red = Op(op.name, (xv,), (Value(TensorType((A,), op.result.dtype)),),
-             freeze_attrs({"axes": [1], "keepdims": False}), op.loc)
-    rows = Function(fn.name, (Param(xv),), (red,), red.results, fn.loc)
-    sched = schedule_row_kernel(rows, target, ub_fraction)
+    sched = schedule_row_kernel(rows_function(op, A, K, fn.name, fn.loc), target, ub_fraction)
     sched.plan_note = f"[A, K] = [{A}, {K}] rows reduced over their last axis; " + sched.plan_note
     return sched
 

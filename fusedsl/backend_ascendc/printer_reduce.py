@@ -314,7 +314,7 @@ class ColumnPrinter:
             return f"c_{self.cn[p.index]}"
         if id(v) in self.colbuf:
             return self.colbuf[id(v)]
-        return f"acc{self.reds.index(next(op for op in self.reds if op.result is v))}"   # a float32 result
+        return next(f"acc{r}" for r, op in enumerate(self.reds) if op.result is v)   # a float32 result
 
     def _elem(self, v) -> str:
         """This row (r) of elem value v: a row of an input's DMA group, or its row buffer."""

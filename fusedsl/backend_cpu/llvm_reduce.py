@@ -28,9 +28,9 @@ import numpy as np
 from llvmlite import ir
 
 from .. import dtypes as dt
-from ..ir.core import Function, Op, Param, TensorType, Value, freeze_attrs
-from ..ir.ops import CONSTANT, has_trait
-from ..lower.column_plan import ColumnPlan, column_param, plan_column_kernel, reduced_range
+from ..ir.core import Function
+from ..ir.shapes import column_param
+from ..lower.column_plan import ColumnPlan, lone_row_reduction, plan_column_kernel, rows_function
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
@@ -45,7 +45,7 @@ SYMBOL = "fusedsl_column_kernel"
 HEAD = 4                    # A, K, B, blocks per a
 PARAM_WORDS = 4             # address, sa, sk, sb
 
-__all__ = ["ColumnCpuKernel", "reduced_range"]
+__all__ = ["ColumnCpuKernel"]
 
 
 class _ColumnBuilder(_RowBuilder):
@@ -194,17 +194,6 @@ class _ColumnBuilder(_RowBuilder):
                             v.dtype, mask(u))
 
 
-def lone_row_reduction(fn: Function) -> Op | None:
-    """The reduction of a one-op kernel over a range of axes that ends at the last axis."""
-    ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
-    if len(ops) != 1 or len(fn.params) != 1 or ops[0].operands[0] is not fn.params[0].value:
-        return None
-    rng = reduced_range(ops[0])
-    if rng is None or rng[1] != len(ops[0].operands[0].shape) - 1:
-        return None
-    return ops[0]
-
-
 class ColumnCpuKernel:
     """A column kernel (or a lone reduction over trailing axes) compiled for this host."""
 
@@ -214,11 +203,10 @@ class ColumnCpuKernel:
         self._use_disk = use_disk_cache
         self._rows: RowCpuKernel | None = None
         self._last = None   # (tensors, outputs, call) of the last call
-        self.row_op = lone_row_reduction(fn)
-        if self.row_op is not None:
+        found = lone_row_reduction(fn)
+        if found is not None:
             self.plan = None
-            first = reduced_range(self.row_op)[0]
-            self._first = first
+            self.row_op, self._first, _ = found
             return
         self.plan = plan_column_kernel(fn, target)
         self.ir = _ColumnBuilder(self.plan, SYMBOL, frozenset(host_features())).build()
@@ -230,11 +218,7 @@ class ColumnCpuKernel:
     def _row_kernel(self) -> RowCpuKernel:
         """[A, K] -> [A] over the last axis, by the row kernel."""
         if self._rows is None:
-            op = self.row_op
-            x = Value(TensorType(("A", "K"), op.operands[0].dtype), "x")
-            red = Op(op.name, (x,), (Value(TensorType(("A",), op.result.dtype)),),
-                     freeze_attrs({"axes": [1], "keepdims": False}), op.loc)
-            fn = Function(f"{op.name}_rows", (Param(x),), (red,), red.results, op.loc)
+            fn = rows_function(self.row_op, "A", "K", f"{self.row_op.name}_rows")
             self._rows = RowCpuKernel(fn, self.target, use_disk_cache=self._use_disk, remember_last=False)
         return self._rows
 

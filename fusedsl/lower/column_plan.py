@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..ir.core import Function, Op, Value
+from ..ir.core import Function, Op, Param, TensorType, Value, freeze_attrs
 from ..ir.ops import CONSTANT, has_trait
 from ..ir.shapes import column_param
 from .errors import LoweringError
@@ -94,6 +94,32 @@ def reduced_range(op: Op) -> tuple[int, int] | None:
     if not axes or axes != tuple(range(axes[0], axes[-1] + 1)):
         return None
     return axes[0], axes[-1]
+
+
+def lone_reduction(fn: Function) -> tuple[Op, int, int] | None:
+    """(op, first, last reduced axis) when fn is one reduction of its one input over a
+    contiguous range of axes."""
+    ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
+    if len(ops) != 1 or len(fn.params) != 1 or ops[0].operands[0] is not fn.params[0].value:
+        return None
+    rng = reduced_range(ops[0])
+    return None if rng is None else (ops[0], *rng)
+
+
+def lone_row_reduction(fn: Function) -> tuple[Op, int, int] | None:
+    """lone_reduction's answer when the range ends at the last axis (B == 1: sum(x), max over
+    axes (1, 2) of [A, H, W]): both backends run it as the row kernel of rows_function."""
+    found = lone_reduction(fn)
+    return found if found is not None and found[2] == len(found[0].operands[0].shape) - 1 else None
+
+
+def rows_function(op: Op, A, K, name: str, loc=None) -> Function:
+    """The one-op row kernel [A, K] -> [A] of a reduction over trailing axes (A, K: sizes or
+    symbols); `loc` the function's (the kernel's, where printed), else the op's."""
+    x = Value(TensorType((A, K), op.operands[0].dtype), op.operands[0].name or "x")
+    red = Op(op.name, (x,), (Value(TensorType((A,), op.result.dtype)),),
+             freeze_attrs({"axes": [1], "keepdims": False}), op.loc)
+    return Function(name, (Param(x),), (red,), red.results, op.loc if loc is None else loc)
 
 
 def is_column_kernel(fn: Function) -> bool:

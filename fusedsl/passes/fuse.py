@@ -890,10 +890,9 @@ def _column_compatible(fn: Function, kernels, group: set[int], red: Op) -> bool:
     return True
 
 
-def _column_inputs(fn: Function, kernels, group: set[int], producer: dict) -> set[int]:
-    """Ids of the values a group of kernels reads from outside it."""
-    member = {i for k in group for i in kernels[k][0]}
-    return {id(v) for i in member for v in fn.ops[i].operands if producer.get(id(v)) not in member
+def _group_inputs(fn: Function, ops_in: set[int], producer: dict) -> set[int]:
+    """Ids of the values ops `ops_in` read from outside them (constants are immediates)."""
+    return {id(v) for i in ops_in for v in fn.ops[i].operands if producer.get(id(v)) not in ops_in
             and not (producer.get(id(v)) is not None and has_trait(fn.ops[producer[id(v)]], CONSTANT))}
 
 
@@ -1123,15 +1122,9 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         if limit is None:
             return True
         ops_in = {i for k in group for i in kernels[k][0]}
-        ins, outs = set(), 0
-        for i in ops_in:
-            for v in fn.ops[i].operands:
-                p = producer.get(id(v))
-                if p is None or (p not in ops_in and not has_trait(fn.ops[p], CONSTANT)):
-                    ins.add(id(v))
-            if any(id(r) in returned for r in fn.ops[i].results) or any(j not in ops_in for j in readers.get(i, ())):
-                outs += 1
-        return len(ins) <= limit and outs <= limit
+        outs = sum(1 for i in ops_in if any(id(r) in returned for r in fn.ops[i].results)
+                   or any(j not in ops_in for j in readers.get(i, ())))
+        return len(_group_inputs(fn, ops_in, producer)) <= limit and outs <= limit
 
     def try_merge(a: int, b: int, queues: bool = False) -> None:
         ra, rb = find(a), find(b)
@@ -1182,12 +1175,15 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         p = producer.get(id(red.operands[0]))
         if p in owner and joins(owner[p]):
             try_merge(owner[p], k)
-        for c in sorted(succ[k]):
-            if joins(c) and _column_compatible(fn, kernels, members(find(k)), red):
+        for c in sorted(succ[k]):   # groups compatible with red stay so when merged
+            if joins(c):
                 try_merge(k, c)
         column_roots.add(k)
     # batch statistics: column groups over one domain and range of axes that read a common
     # input (mean(x, 0) and var(x, 0)) become one kernel, so x is read by one walk
+    def ops_of(root: int) -> set[int]:
+        return {i for g in members(root) for i in kernels[g][0]}
+
     by_domain: dict[tuple, list[int]] = {}
     for k in sorted(column_roots):
         red = fn.ops[kernels[k][0][0]]
@@ -1195,8 +1191,8 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     for ks in by_domain.values():
         for i, a in enumerate(ks):
             for b in ks[i + 1:]:
-                if find(a) != find(b) and _column_inputs(fn, kernels, members(find(a)), producer) & \
-                        _column_inputs(fn, kernels, members(find(b)), producer):
+                if find(a) != find(b) and _group_inputs(fn, ops_of(find(a)), producer) & \
+                        _group_inputs(fn, ops_of(find(b)), producer):
                     try_merge(a, b)
     refused: dict[int, str] = {}   # kernel of a row group -> why the group did not join the matmul before it
     # Cube epilogue (issue 8): a matmul or conv2d kernel merges with the vector kernels that read its
