@@ -176,3 +176,19 @@ def test_sizes_needing_64_bit_offsets_are_rejected_clearly():
     for sizes, rc in (((1 << 16, 1 << 16), 1), ((1 << 20, 1 << 12), 1), ((3, 5), 0), ((1 << 15, 1 << 16), 0)):
         assert fn((ctypes.c_int64 * 2)(*sizes), ctypes.c_uint32(40), ctypes.c_uint32(plan.schedule.ub_budget),
                   buf) == rc, sizes
+
+
+def test_float32_sum_error_does_not_grow_with_the_row():
+    """A float32 sum of 2**22 elements on the LLVM backend stays within numpy's (pairwise)
+    accuracy: chunk sums are added with Kahan's compensation.  Summed straight into 64 lanes,
+    2**22 copies of 0.1 were 259 off (6e-4 relative), numpy is 0.06 off."""
+    x = np.full(2 ** 22, 0.1, np.float32)
+    want = float(np.sum(x.astype(np.float64)))
+    for fn, scale in ((lambda v: fs.sum(v, axis=-1), 1.0), (lambda v: fs.sum(v), 1.0),
+                      (lambda v: fs.mean(v, axis=-1), 1.0 / x.size)):
+        got = float(fs.fused_kernel(fn).compile(x)(x))
+        assert abs(got - want * scale) <= 2e-7 * want * scale, (got, want * scale)
+    r = np.random.default_rng(0).standard_normal((3, 2 ** 21)).astype(np.float32) + 1
+    got = fs.fused_kernel(lambda v: fs.sum(v * 2, axis=-1)).compile(r)(r)
+    want = (r.astype(np.float64) * 2).sum(-1)
+    np.testing.assert_allclose(got, want, rtol=2e-7)
