@@ -4,8 +4,11 @@ The flash-attention shape, one MIX kernel: every vector instance (two per AI cor
 on 310P) takes work items (batch x head, Q block of BQ rows) in turn; per item it walks the
 KV axis in blocks of BK keys:
 
-    S  = Q_blk K_blk^T         Matmul object qk: A = Q rows in GM, B = K rows read transposed,
-                               C into UB (GetTensorC); one base block covers the whole S block
+    Q_blk -> L1 (910B)         once per item into a TSCM buffer (NZ): the Q block is read from
+                               GM once, not once per KV block (_l1_plan; 310P: Q stays in GM)
+    S  = Q_blk K_blk^T         Matmul object qk: A = the Q block (TSCM, or Q rows in GM), B = K
+                               rows read transposed, C into UB (GetTensorC); one base block
+                               covers the whole S block
     online softmax             float32 on the vector unit: scale, causal diagonal, running max,
                                exp, running sum, rescale of the accumulator
     P  -> workspace            P in the input dtype to this instance's GM workspace (the cube
@@ -78,6 +81,7 @@ class AttentionSchedule:
     offsets = {}          # element offset of q, k, v's first head in their tensor (q_heads, ...)
     rope = False          # q and k rotated (the op's rope): each Q block and K block into the workspace
     rope_row = 0          # the cos / sin tables' stride between positions (0: one row for all)
+    q_l1_bytes = 0        # > 0: the Q block is held in L1 (a TSCM buffer of this size, NZ) per item
 
     @property
     def inputs(self):
@@ -215,9 +219,10 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     if ub > budget:
         raise ScheduleError(f"FS110: attention with head size {Dv} needs {ub} B of UB for 16 x 16 blocks, "
                             f"{target.name} allows {budget} B", loc=op.loc)
-    # one base block covers each product: the S block (BQ x BK) and the P V block (BQ x Dv)
-    qk = cube_tiling(target, bq, bk, E, a_dtype=q.dtype.name, b_dtype=q.dtype.name, cores=1, whole_rows=True)
-    pv = cube_tiling(target, bq, Dv, bk, a_dtype=q.dtype.name, b_dtype=q.dtype.name, cores=1, whole_rows=True)
+    # one base block covers each product: the S block (BQ x BK) and the P V block (BQ x Dv); on
+    # 910B the Q block is held in L1 (TSCM) when it and both objects' buffers fit (_l1_plan)
+    qk, pv, q_l1 = _l1_plan(target, bq, bk, E, Dv, q.dtype, strides(h_q, L, E, op.operands[0])[2],
+                            cos is not None)
     for t, what in ((qk, "Q K^T"), (pv, "P V")):
         if t.base_m < bq or t.base_n < t.N:
             raise ScheduleError(f"FS110: the {what} block {bq} x {t.N} does not fit one base block on "
@@ -225,9 +230,12 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     params = [RowParam(i, p.value.name or f"x{i}", p.value.dtype, "full") for i, p in enumerate(fn.params)]
     note = (f"flash attention: {heads} heads x {-(-L // bq)} Q blocks of {bq} rows, KV blocks of {bk}, "
             f"S and P V blocks through the Matmul API, P through a {bq * bk * item} B GM workspace per instance")
+    note += (f"; the Q block read once into L1 (TSCM, {q_l1} B per instance)" if q_l1 else
+             "; the Q block read from GM by every Q K^T")
     sched = AttentionSchedule(fn, target, op, params, heads, group, L, S, E, Dv, bq, bk, float(op.attr("scale")),
                               bool(op.attr("causal")), qk, pv, budget, ub, note)
     sched.mask_lead, sched.mask_row = mask_lead, mask_row
+    sched.q_l1_bytes = q_l1
     sched.rope, sched.rope_row = cos is not None, rope_row
     if sched.rope:
         sched.plan_note += (f"; q and k rotated (rope) as they are read: each Q block and K block through a "
@@ -244,6 +252,35 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
                             "reads them with one org Ka)", loc=op.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     return sched
+
+
+def _l1_plan(target: Target, bq: int, bk: int, E: int, Dv: int, dtype: dt.DType, q_row: int, rope: bool):
+    """(qk tiling, pv tiling, TSCM bytes of the Q block or 0).  On 910B one AI core's L1 holds,
+    for each of its two vector instances, its own copy of both Matmul objects' A1/B1 buffers (the
+    API's server keeps one object per sub-block) and its TSCM slice, so each instance gets half of
+    L1.  The Q block goes to TSCM (NZ, read from GM once per item instead of once per KV block;
+    SetTensorA of a TSCM tensor does no GM -> L1 copy) when that fits with both objects' buffers
+    capped to what is left; else Q stays in GM.  310P's Matmul takes A from GM or VECOUT only."""
+    name, item = dtype.name, dtype.itemsize
+
+    def tilings(budget):
+        kw = dict(a_dtype=name, b_dtype=name, cores=1, whole_rows=True, l1_budget=budget)
+        return cube_tiling(target, bq, bk, E, **kw), cube_tiling(target, bq, Dv, bk, **kw)
+    if not target.separated:
+        return (*tilings(None), 0)
+    per_instance = target.l1_bytes // 2
+    c0 = 32 // item
+    q_l1 = _up(bq, 16) * _up(E, c0) * item
+    if q_row <= 65535 or rope:   # Nd2NzParams' source row stride is 16 bits
+        try:
+            qk, pv = tilings((per_instance - q_l1) // 2)
+        except ScheduleError:
+            qk = None
+        if qk is not None:
+            own = qk.l1_bytes - qk.depth_a1 * qk.base_m * qk.base_k * item + pv.l1_bytes   # qk: no A1 buffer
+            if q_l1 + own <= per_instance and qk.base_m >= bq and pv.base_m >= bq:
+                return qk, pv, q_l1
+    return (*tilings(per_instance // 2), 0)
 
 
 def _rope_row(cos, lead_shape, L, S, E, op) -> int:

@@ -1,7 +1,9 @@
 """Ascend C for an attention kernel: flash attention as one MIX kernel (schedule_attention.py).
 
 Two Matmul objects (qk: S = Q K^T with K read transposed, pv: P V), both with C in UB, are
-registered before any InitBuffer.  Each vector instance takes work items (head, Q block) in
+registered before any InitBuffer.  On 910B the Q block is copied once per item into a TSCM
+buffer (user-managed L1, NZ, DataCopy with Nd2NzParams) and qk takes A from there, so Q is
+read from GM once per Q block (schedule_attention._l1_plan says when it fits).  Each vector instance takes work items (head, Q block) in
 turn; per KV block: Iterate/GetTensorC the S block into a VECIN queue, the online softmax row
 by row in float32 (Muls by the scale, the mask row added (read through its broadcast strides; a
 bool mask as 0 / -3e38), the causal diagonal set to -inf, the row max folded into
@@ -100,6 +102,12 @@ inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores,
         cast_o = ("AscendC::Muls(orow, orow2, 1.0f, Dv);" if s.dtype == dt.float32 else
                   f"AscendC::Cast(orow, orow2, AscendC::RoundMode::{self._mode()}, Dv);")
         mtype = f"AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {ty}"
+        atype = (f"AscendC::MatmulType<AscendC::TPosition::TSCM, CubeFormat::NZ, {ty}>" if s.q_l1_bytes
+                 else f"{mtype}>")
+        tscm_init = f"\n        pipe->InitBuffer(q_l1, 1, {s.q_l1_bytes});   // the Q block in L1" if s.q_l1_bytes else ""
+        tscm_members = (f"\n    AscendC::TSCM<AscendC::TPosition::GM, 1> q_l1;   // user-managed L1: the Q block, NZ"
+                        f"\n    AscendC::LocalTensor<{ty}> qL1;" if s.q_l1_bytes else "")
+        free_q = "\n        q_l1.FreeTensor(qL1);" if s.q_l1_bytes else ""
         ctype = "AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>"
         return f"""#include "lib/matmul_intf.h"
 class {self.cls} {{
@@ -130,7 +138,7 @@ public:
         pipe->InitBuffer(b_stat, {bufs['b_stat']});
         pipe->InitBuffer(b_lanes, {bufs['b_lanes']});
         pipe->InitBuffer(b_red, {bufs['b_red']});
-        pipe->InitBuffer(b_one, {bufs['b_one']});{self._mask_init(bufs)}{self._rope_init(bufs)}
+        pipe->InitBuffer(b_one, {bufs['b_one']});{self._mask_init(bufs)}{self._rope_init(bufs)}{tscm_init}
         for (uint32_t it = worker; it < {s.items}u; it += workers) {{
             Item(it);
         }}
@@ -138,7 +146,7 @@ public:
         pv.End();
     }}
 
-    AscendC::Matmul<{mtype}>, {mtype}, true>, {ctype}, {ctype}> qk;
+    AscendC::Matmul<{atype}, {mtype}, true>, {ctype}, {ctype}> qk;
     AscendC::Matmul<{mtype}>, {mtype}>, {ctype}, {ctype}> pv;
     {self.tiling} tiling;
 
@@ -221,17 +229,17 @@ private:
             stat.SetValue(r, -__builtin_inff());
             stat.SetValue({_up(s.bq, 8)} + r, 0.0f);
         }}
-        ScalarToVector();{self._rope_q()}
+        ScalarToVector();{self._rope_q()}{self._load_q()}
         for (uint32_t kb = 0; kb < kvEnd; kb += BK) {{
             const uint32_t cols = MinU32(BK, kvEnd - kb);
             Scores(head, kvHead, r0, rows, kb, cols);
             Softmax(head, r0, rows, kb, cols);
             Accumulate(kvHead, rows, kb, cols);
-        }}
+        }}{free_q}
         Finish(head, r0, rows);
     }}
 
-{self._rotate_fn()}
+{self._rotate_fn()}{self._load_q_fn()}
     // S = Q_blk K_blk^T into UB
     __aicore__ inline void Scores(uint32_t head, uint32_t kvHead, uint32_t r0, uint32_t rows, uint32_t kb,
                                   uint32_t cols)
@@ -328,7 +336,7 @@ private:
 
     AscendC::GlobalTensor<{ty}> gm_q, gm_k, gm_v, gm_y, gm_p;
     AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_c;    // the S block, then the P V block, from GetTensorC
-    AscendC::TBuf<AscendC::TPosition::VECCALC> b_p, b_o, b_stat, b_lanes, b_red, b_one;{self._mask_members()}{self._rope_members()}
+    AscendC::TBuf<AscendC::TPosition::VECCALC> b_p, b_o, b_stat, b_lanes, b_red, b_one;{self._mask_members()}{self._rope_members()}{tscm_members}
 {"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB" if not t.separated else ""}
     uint32_t worker = 0, workers = 1;
 }};
@@ -385,13 +393,48 @@ private:
                 "   // Q block, rotated once per item")
 
     def _operands_qk(self) -> str:
+        a = "qL1" if self.s.q_l1_bytes else "gm_qr" if self.cos is not None else f'gm_q[{self._at("q", "head", "r0")}]'
         if self.cos is None:
-            return (f'        qk.SetTensorA(gm_q[{self._at("q", "head", "r0")}]);\n'
+            return (f'        qk.SetTensorA({a});\n'
                     f'        qk.SetTensorB(gm_k[{self._at("k", "kvHead", "kb")}], true);')
         return (f'        Rotate(gm_kr, gm_k[{self._at("k", "kvHead", "kb")}], cols, {self.s.k_st[2]}u, kb);'
                 "   // this K block, rotated\n"
-                "        qk.SetTensorA(gm_qr);\n"
+                f"        qk.SetTensorA({a});\n"
                 "        qk.SetTensorB(gm_kr, true);")
+
+    # ---- the Q block in L1 (TSCM): read from GM once per item ----------------------------------
+    def _load_q(self) -> str:
+        if not self.s.q_l1_bytes:
+            return ""
+        src, ld = (("gm_qr", "E") if self.cos is not None else
+                   (f'gm_q[{self._at("q", "head", "r0")}]', f"{self.s.q_st[2]}u"))
+        return f"\n        LoadQ({src}, rows, {ld});   // Q once into L1; every Q K^T of this item reads it there"
+
+    def _load_q_fn(self) -> str:
+        if not self.s.q_l1_bytes:
+            return ""
+        ty = self.s.dtype.ascendc
+        return f"""
+    // `rows` rows of Q (ld elements apart) into the TSCM buffer in NZ: column blocks of 32 bytes,
+    // each (rows rounded up to 16) rows high, as the Matmul reads a TSCM A of singleCoreM = rows.
+    // On 910B the AIC carries the copy out (one GM read) for this vector instance.
+    __aicore__ inline void LoadQ(const AscendC::GlobalTensor<{ty}>& src, uint32_t rows, uint32_t ld)
+    {{
+        qL1 = q_l1.AllocTensor<{ty}>();
+        AscendC::Nd2NzParams nd;
+        nd.ndNum = 1;
+        nd.nValue = rows;
+        nd.dValue = E;
+        nd.srcNdMatrixStride = 0;
+        nd.srcDValue = ld;
+        nd.dstNzC0Stride = (rows + 15) / 16 * 16;
+        nd.dstNzNStride = 1;
+        nd.dstNzMatrixStride = 0;
+        AscendC::DataCopy(qL1, src, nd);
+        q_l1.EnQue(qL1);
+        qL1 = q_l1.DeQue<{ty}>();
+    }}
+"""
 
     def _rotate_fn(self) -> str:
         """Rotate(dst, src, rows, ld, pos0): rows of src (ld apart) rotated with the tables' rows at

@@ -11,11 +11,13 @@
 //   - A/B/bias reads stay inside their GM buffers; GetTensorC's UB destination is a UB
 //     tensor, 32-byte aligned and large enough; 310P has its SetLocalWorkspace.
 // GM bytes read are counted per tile (each tile reads its A rows and B columns over K), an
-// upper bound on what the cube's L1 reuse would read.
+// upper bound on what the cube's L1 reuse would read.  A may also be in TSCM (user-managed L1,
+// NZ; tscm.h), which Iterate reads without GM traffic.
 #pragma once
 
 #include <vector>
 
+#include "cube.h"
 #include "data_copy.h"
 #include "kernel_tiling/kernel_tiling.h"
 
@@ -93,7 +95,7 @@ public:
     // REGIST_MATMUL_OBJ / Init: every check that needs only the tiling and the types.
     void fs_Register(const char* api, const TPipeState* pipe, uint8_t* workspace, const TCubeTiling* tiling,
                      bool need_workspace, const char* ta, const char* tb, const char* tbias, const char* tc,
-                     uint32_t sa, uint32_t sb, uint32_t sbias, uint32_t sc, bool c_in_ub) {
+                     uint32_t sa, uint32_t sb, uint32_t sbias, uint32_t sc, bool c_in_ub, bool a_in_l1 = false) {
         const TargetInfo& t = Target();
         Runtime& rt = RT();
         if (t.num_matmul == 0) {
@@ -118,7 +120,8 @@ public:
                  t.name, api);
         }
         CubeBlockState& cs = CubeState();
-        if (!fs_registered || fs_generation != CurCore().generation) {
+        const bool counted = fs_registered && fs_generation == CurCore().generation;
+        if (!counted) {
             if (cs.matmul_objects + 1 > kMaxMatmulObjects) {
                 Fail("%s: a kernel may register at most %d Matmul objects", api, kMaxMatmulObjects);
             }
@@ -142,7 +145,9 @@ public:
             Fail("%s: the TCubeTiling pointer is null", api);
         }
         CheckCombination(api, ta, tb, tbias, tc);
-        CheckTiling(api, *tiling, sa, sb, sbias, sc, c_in_ub);
+        const uint64_t l1_need = CheckTiling(api, *tiling, sa, sb, sbias, sc, c_in_ub, a_in_l1);
+        cs.l1_matmul_bytes += l1_need - (counted ? fs_l1_need : 0);   // what tscm.h's L1 check adds
+        fs_l1_need = l1_need;
         fs_tiling = *tiling;
         fs_registered = true;
         fs_used = false;
@@ -177,8 +182,9 @@ public:
     }
 
     // The capacities a TCubeTiling implies (ASCENDC.md §3.2 L1 formula, §4.1 sizes).
-    static void CheckTiling(const char* api, const TCubeTiling& tl, uint32_t sa, uint32_t sb, uint32_t sbias,
-                            uint32_t sc, bool c_in_ub) {
+    // Returns the L1 bytes of the object's own A1/B1/bias buffers (no A1 when A is in TSCM).
+    static uint64_t CheckTiling(const char* api, const TCubeTiling& tl, uint32_t sa, uint32_t sb, uint32_t sbias,
+                                uint32_t sc, bool c_in_ub, bool a_in_l1 = false) {
         const TargetInfo& t = Target();
         const int64_t c0k = 32 / sa;
         const int64_t bm = tl.baseM, bn = tl.baseN, bk = tl.baseK;
@@ -218,8 +224,8 @@ public:
                  static_cast<long long>(stepN * stepKb));
         }
         const int64_t l1 = t.l1_bytes - (t.arch == 2201 ? 256 : 0);
-        const int64_t need = static_cast<int64_t>(tl.depthA1) * bm * bk * sa + static_cast<int64_t>(tl.depthB1) * bn *
-                             bk * sb + (tl.isBias ? bn * sbias : 0);
+        const int64_t need = (a_in_l1 ? 0 : static_cast<int64_t>(tl.depthA1) * bm * bk * sa) +
+                             static_cast<int64_t>(tl.depthB1) * bn * bk * sb + (tl.isBias ? bn * sbias : 0);
         if (need > l1) {
             Fail("%s: tiling needs %lld bytes of L1 (depthA1 %d x %lld x %lld x %u B + depthB1 %d x %lld x %lld x %u B "
                  "+ bias); %s has %lld", api, static_cast<long long>(need), tl.depthA1, static_cast<long long>(bm),
@@ -233,6 +239,7 @@ public:
         if (tl.iterateOrder != 0 && tl.iterateOrder != 1) {
             Fail("%s: tiling iterateOrder = %d; 0 (M first) and 1 (N first) are defined", api, tl.iterateOrder);
         }
+        return static_cast<uint64_t>(need);
     }
 
     void RequireRegistered(const char* api) const {
@@ -281,6 +288,7 @@ public:
     int64_t fs_single_m = 0, fs_single_n = 0, fs_single_k = 0;
     int64_t fs_org_m = 0, fs_org_n = 0, fs_org_ka = 0, fs_org_kb = 0;
     uint64_t fs_local_ws_bytes = 0;
+    uint64_t fs_l1_need = 0;
     bool fs_has_workspace = false;
     bool fs_bias_on = false;
     bool fs_started = false;
@@ -326,6 +334,7 @@ public:
     using Acc = std::conditional_t<std::is_same_v<SrcAT, int8_t>, int32_t, float>;
 
     static constexpr bool kCInUb = fusedsl_cpu::IsUbTensorPosition(C_TYPE::pos);
+    static constexpr bool kAInL1 = A_TYPE::pos == TPosition::TSCM;   // user-managed L1 (tscm.h)
     // MM_CFG is a MatmulConfig (CFG_NORM, GetMDLConfig(...), a kernel's own) or a constant
     // tiling (MatmulApiStaticTiling from GetMatmulApiTiling, its config in .cfg).
     static constexpr bool kCfgIsStatic = std::is_same_v<std::decay_t<decltype(MM_CFG)>, MatmulApiStaticTiling>;
@@ -382,8 +391,15 @@ public:
                                   "API", api, unmodelled);
             }
         }
-        static_assert(A_TYPE::pos == TPosition::GM && B_TYPE::pos == TPosition::GM,
-                      "the fusedsl CPU Matmul models A and B in GM (TPosition::GM)");
+        static_assert((A_TYPE::pos == TPosition::GM || A_TYPE::pos == TPosition::TSCM) && B_TYPE::pos == TPosition::GM,
+                      "the fusedsl CPU Matmul models A in GM or TSCM and B in GM");
+        static_assert(!kAInL1 || A_TYPE::format == CubeFormat::NZ, "A in TSCM (L1) is in CubeFormat::NZ");
+        if constexpr (kAInL1) {
+            if (!fusedsl_cpu::Target().separated) {
+                fusedsl_cpu::Fail("%s: A in TPosition::TSCM is documented for Atlas A2/A3 (ascend910b); %s's Matmul "
+                                  "takes A from GM or VECOUT", api, fusedsl_cpu::Target().name);
+            }
+        }
         static_assert(C_TYPE::pos == TPosition::GM || kCInUb, "C_TYPE position must be GM or VECIN/VECOUT/VECCALC");
         if (tiling == nullptr && kCfgIsStatic) {
             fs_static_tiling = StaticTCubeTiling(api);
@@ -392,7 +408,7 @@ public:
         MatmulBase::fs_Register(api, pipe, reinterpret_cast<uint8_t*>(workspace), tiling, need_workspace,
                                 fusedsl_cpu::TypeName<SrcAT>(), fusedsl_cpu::TypeName<SrcBT>(),
                                 fusedsl_cpu::TypeName<BiasT>(), fusedsl_cpu::TypeName<DstT>(), sizeof(SrcAT),
-                                sizeof(SrcBT), sizeof(BiasT), sizeof(DstT), kCInUb);
+                                sizeof(SrcBT), sizeof(BiasT), sizeof(DstT), kCInUb, kAInL1);
     }
 
     void Init(const TCubeTiling* tiling, TPipe* tpipe = nullptr) {
@@ -401,11 +417,39 @@ public:
 
     void SetTensorA(const GlobalTensor<SrcAT>& gm, bool isTransposeA = false) {
         RequireRegistered("SetTensorA");
+        if (kAInL1) {
+            fusedsl_cpu::Fail("Matmul::SetTensorA(GlobalTensor): A_TYPE is TPosition::TSCM; pass the L1 tensor of a "
+                              "TSCM queue");
+        }
         if (isTransposeA && !A_TYPE::isTrans) {
             fusedsl_cpu::Fail("Matmul::SetTensorA(gm, true): A is transposed, so its MatmulType needs ISTRANS = true");
         }
         fs_a = gm;
         fs_trans_a = isTransposeA;
+        fs_has_a = true;
+        fs_used = true;
+        ResetIteration();
+    }
+
+    // A already in L1 (A_TYPE TPosition::TSCM, NZ): the whole single-core A, singleCoreM rows
+    // padded to 16 per C0 column block; Iterate reads it from L1 and no GM.
+    void SetTensorA(const LocalTensor<SrcAT>& l1, bool isTransposeA = false) {
+        using namespace fusedsl_cpu;
+        const char* api = "Matmul::SetTensorA(LocalTensor)";
+        RequireRegistered("SetTensorA");
+        if (!kAInL1) {
+            Fail("%s: A_TYPE is in %s; a LocalTensor A is modelled for MatmulType<TPosition::TSCM, CubeFormat::NZ, "
+                 "...> (VECOUT A is not)", api, PositionName(A_TYPE::pos));
+        }
+        if (isTransposeA) {
+            Fail("%s: a transposed TSCM A is not modelled by fusedsl's CPU Matmul", api);
+        }
+        uint32_t off = 0;
+        if (l1.fs_addr == nullptr || WhichMem(l1.fs_addr, &off) != kMemL1) {
+            Fail("%s: A must be a tensor in L1 (a TSCM queue's buffer)", api);
+        }
+        fs_a_l1 = l1;
+        fs_trans_a = false;
         fs_has_a = true;
         fs_used = true;
         ResetIteration();
@@ -623,9 +667,24 @@ private:
         // Extent of each operand touched, from its GlobalTensor's start.
         const int64_t a_end = fs_trans_a ? (k - 1) * fs_org_m + m0 + tm : (m0 + tm - 1) * fs_org_ka + k;
         const int64_t b_end = fs_trans_b ? (n0 + tn - 1) * fs_org_kb + k : (k - 1) * fs_org_n + n0 + tn;
-        CheckGm("Matmul::Iterate (A)", fs_a, a_end * sizeof(SrcAT), true);
+        // A in L1 (NZ): (r, c) at ((c / C0) * H + r) * C0 + c % C0, H = singleCoreM rounded up to 16
+        constexpr int64_t c0 = 32 / sizeof(SrcAT);
+        const int64_t h = RoundUp(fs_single_m, 16);
+        if constexpr (kAInL1) {
+            const uint64_t need = static_cast<uint64_t>(RoundUp(k, c0) * h) * sizeof(SrcAT);
+            const uint64_t base = CheckLocal("Matmul::Iterate (A in TSCM)", "A", fs_a_l1.fs_addr,
+                                             static_cast<uint64_t>(fs_a_l1.GetSize()) * sizeof(SrcAT), need, kMemL1);
+            for (int64_t i = 0; i < tm; ++i) {
+                for (int64_t b = 0; b * c0 < k; ++b) {
+                    CheckLocalWritten("Matmul::Iterate (A in TSCM)", "A", base + ((b * h + m0 + i) * c0) * sizeof(SrcAT),
+                                      std::min<int64_t>(c0, k - b * c0) * sizeof(SrcAT));
+                }
+            }
+        } else {
+            CheckGm("Matmul::Iterate (A)", fs_a, a_end * sizeof(SrcAT), true);
+        }
         CheckGm("Matmul::Iterate (B)", fs_b, b_end * sizeof(SrcBT), true);
-        const SrcAT* a = fs_a.fs_addr;
+        const SrcAT* a = kAInL1 ? fs_a_l1.fs_addr : fs_a.fs_addr;
         const SrcBT* b = fs_b.fs_addr;
         fs_acc.assign(tm * tn, Acc(0));
         if (fs_bias_on) {
@@ -644,7 +703,8 @@ private:
                 brow[j] = static_cast<Acc>(ToCompute(v));
             }
             for (int64_t i = 0; i < tm; ++i) {
-                SrcAT v = fs_trans_a ? a[kk * fs_org_m + m0 + i] : a[(m0 + i) * fs_org_ka + kk];
+                SrcAT v = kAInL1 ? a[((kk / c0) * h + m0 + i) * c0 + kk % c0]
+                          : fs_trans_a ? a[kk * fs_org_m + m0 + i] : a[(m0 + i) * fs_org_ka + kk];
                 const Acc av = static_cast<Acc>(ToCompute(v));
                 Acc* row = fs_acc.data() + i * tn;
                 for (int64_t j = 0; j < tn; ++j) {
@@ -652,8 +712,8 @@ private:
                 }
             }
         }
-        St().gm_bytes_read += static_cast<uint64_t>(tm * k) * sizeof(SrcAT) + static_cast<uint64_t>(k * tn) *
-                                                                                  sizeof(SrcBT);
+        St().gm_bytes_read += (kAInL1 ? 0 : static_cast<uint64_t>(tm * k) * sizeof(SrcAT)) +
+                              static_cast<uint64_t>(k * tn) * sizeof(SrcBT);
         if constexpr (kCfgIsConfig) {
             if (fs_cfg().enableRelu) {   // the fixpipe's ReLU on the way out of L0C
                 for (Acc& v : fs_acc) {
@@ -748,6 +808,7 @@ private:
     }
 
     GlobalTensor<SrcAT> fs_a;
+    LocalTensor<SrcAT> fs_a_l1;   // A in TSCM
     GlobalTensor<SrcBT> fs_b;
     GlobalTensor<BiasT> fs_bias;
     bool fs_has_a = false, fs_has_b = false;

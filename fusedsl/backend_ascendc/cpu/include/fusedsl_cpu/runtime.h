@@ -121,6 +121,7 @@ struct CubeBlockState {
     uint64_t generation = 0;
     uint8_t* sys_workspace = nullptr;
     int matmul_objects = 0;
+    uint64_t l1_matmul_bytes = 0;   // the registered Matmul objects' own A1/B1/bias L1 buffers
 };
 
 // One AI core's private state, rebuilt for every block of a launch.

@@ -272,6 +272,7 @@ public:
     int fs_buffers = 0;          // buffers handed out by InitBuffer
     uint64_t fs_generation = 0;
     uint8_t fs_event_ids[kNumEvents] = {};
+    uint64_t fs_tscm_bytes = 0;  // L1 taken by TSCM queues (tscm.h), all sub-blocks of the core
 };
 
 // State shared by every TQue instantiation, so TPipe can initialise any of them.
@@ -574,6 +575,10 @@ public:
     void FreeTensor(LocalTensor<T>&) const {}
 };
 
+// TSCM queues (user-managed L1): tscm.h.
+template <TPosition src, TPosition dst, int32_t depth, auto mask = 0>
+class TQueBind;
+
 class TPipe : public fusedsl_cpu::TPipeState {
 public:
     TPipe() {
@@ -619,6 +624,11 @@ public:
         return true;
     }
 
+    template <TPosition src, int32_t depth, auto mask>
+    bool InitBuffer(TQueBind<src, TPosition::TSCM, depth, mask>& que, uint8_t num, uint32_t len) {
+        return que.fs_Init(*this, num, len);
+    }
+
     template <TPosition pos>
     bool InitBuffer(TBuf<pos>& buf, uint32_t len) {
         using namespace fusedsl_cpu;
@@ -642,6 +652,7 @@ public:
     void Reset() {
         fs_cursor = 0;
         fs_buffers = 0;
+        fs_tscm_bytes = 0;
     }
     void Destroy() { Reset(); }
 
