@@ -27,6 +27,7 @@ from .targets import Target, get_target
 from .tile.alloc import select_scratch
 
 _ACC = 4  # L0C accumulates in float / int32
+_MAX_BASE_M = 128  # the tallest base block either tiling rule picks (shrunk, _bases)
 
 
 def _ceil(a: int, b: int) -> int:
@@ -320,6 +321,7 @@ class CubeSchedule:
     batch_a = False
     batch_b = False
     row_epilogue = None        # a RowSchedule of the epilogue when it has last-axis reductions
+    per_row_outputs = frozenset()   # indices of results with one value per row of C ([M] / [M, 1])
     traffic = None             # what it moves besides A and B (Traffic), for the split's model
     cann_tiling = None         # the CubeTiling of CANN's rule on the same buffers
     steps = None               # id(op) -> (vector tile program, sources) per elementwise epilogue op
@@ -480,8 +482,11 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
             params.append(CubeScalar(i, v.name, v.dtype, kind, var=f"scalar{i}"))
             continue
         params.append(RowParam(i, v.name, v.dtype, kind))
+    # results of one value per row of C (a row epilogue's reduction, [M] / [M, 1]): a baseM buffer each
+    per_row = {o.index for o in row.outputs if o.kind == "rowscalar"} if row is not None else set()
     per_c = 4 + sum(p.dtype.itemsize for p in params if p.kind in ("full", "fullshared"))
-    per_c += sum(max(1, v.dtype.itemsize) for v in fn.results) + (0 if t.separated else 4)
+    per_c += sum(max(1, v.dtype.itemsize) for i, v in enumerate(fn.results) if i not in per_row)
+    per_c += 0 if t.separated else 4
     steps, row_bytes, row_slack = None, 0, 0
     if row is None:   # the epilogue's one-row buffers, counted as the printer allocates them
         varies = (lambda v: tuple(v.shape) in (out_shape, (M, N), (N,), (1, N))
@@ -494,9 +499,10 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     ub_left = None
     if row is not None:   # whole rows of C per tile; the row's own buffers come off the UB first
         ub_left = int(t.ub_bytes * ub_fraction) - scratch - row_epilogue_bytes(row, N, mm.result.dtype)
+        ub_left -= sum(_up(_MAX_BASE_M * fn.results[i].dtype.itemsize, 32) for i in per_row)
 
     # what the kernel moves besides A and B, for the traffic-aware split (cube_tiling)
-    c_bytes = batch * M * N * sum(v.dtype.itemsize for v in fn.results)
+    c_bytes = batch * M * sum(v.dtype.itemsize * (1 if i in per_row else N) for i, v in enumerate(fn.results))
     traffic = Traffic(a.dtype.itemsize, b.dtype.itemsize, batch,
                       tuple((p.kind, p.dtype.itemsize) for p in params if p.kind != "runtime_scalar"), c_bytes,
                       lambda block_dim, launch: cost.epilogue_cycles(fn, mm, t, {}, ops, block_dim, launch))
@@ -523,8 +529,10 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         if not t.has_datacopypad:
             # row tails are written with SetValue through each core's 64-byte data cache: cores may
             # split C only where every core's rows start on a GM line of every output
-            items = {v.dtype.itemsize for v in fn.results}
+            items = {v.dtype.itemsize for i, v in enumerate(fn.results) if i not in per_row}
             aligned = all(N * i % 64 == 0 and tiling.single_core_n * i % 64 == 0 for i in items)
+            # a per-row output: each core's block of M values starts on a GM line
+            aligned = aligned and all(tiling.single_core_m * fn.results[i].dtype.itemsize % 64 == 0 for i in per_row)
             if not aligned and tiling.used_core_num > 1:
                 tiling = tile(cores=1, traffic=traffic)
         return tiling
@@ -542,6 +550,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                  "split M only")
     sched = CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)
     sched.row_epilogue = row
+    sched.per_row_outputs = frozenset(per_row)
     sched.traffic = traffic
     # CANN's rule on the same buffers (no traffic): what the split is compared with (benchmarks/cube.py)
     sched.cann_tiling = placed(tile(traffic=None), None)
@@ -625,10 +634,7 @@ def _row_epilogue(fn, mm, epilogue, target: Target, ub_fraction: float, flat_m: 
         raise ScheduleError(f"a row of the matmul's result in {fn.name} does not fit UB with its epilogue "
                             f"({row.single_need} bytes for one row)", loc=mm.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
-    if any(o.kind != "row" for o in row.outputs):
-        raise ScheduleError(f"a per-row output (a reduction's result) of a cube kernel is not printed yet "
-                            f"({fn.name})", loc=fn.loc, hint="this kernel still runs on the CPU executors")
-    return row
+    return row   # its outputs: whole rows of C ("row") or one value per row ("rowscalar", [M] / [M, 1])
 
 
 def row_epilogue_bytes(row, n: int, mm_dtype) -> int:

@@ -193,7 +193,9 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         init_bufs += [f"        pipe->InitBuffer(q_{self.cn[p.index]}, 1, tiling.baseM * {_ld('tiling.baseN', p.dtype)} * "
                       f"sizeof({p.dtype.ascendc}));" for p in full]
         init_bufs += [f"        pipe->InitBuffer(q_y{i}, 1, tiling.baseM * {_ld('tiling.baseN', v.dtype)} * "
-                      f"sizeof({v.dtype.ascendc}));" for i, v in outs]
+                      f"sizeof({v.dtype.ascendc}));" for i, v in outs if i not in s.per_row_outputs]
+        init_bufs += [f"        pipe->InitBuffer(q_y{i}, 1, {_ld('tiling.baseM', v.dtype)} * sizeof({v.dtype.ascendc}));"
+                      "   // one value per row of the tile" for i, v in outs if i in s.per_row_outputs]
         init_bufs += [f"        pipe->InitBuffer(b_{self.cn[p.index]}, {bn} * sizeof({p.dtype.ascendc}));" for p in colvec]
         init_bufs += [f"        pipe->InitBuffer(b_{self.cn[p.index]}, {_ld('tiling.baseM', p.dtype)} * "
                       f"sizeof({p.dtype.ascendc}));" for p in rowvec]
@@ -493,9 +495,12 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         L = ["    __aicore__ inline void CopyOut()", "    {"]
         for i, v in outs:
             ty = v.dtype.ascendc
-            L += [f"        AscendC::LocalTensor<{ty}> out_y{i} = q_y{i}.DeQue<{ty}>();",
-                  f"        CopyRowsOut(gm_y{i}[{self._boff('full')}row0 * {self.gm_ld} + col0], out_y{i}, curM, curN, {self.gm_ld}, "
-                  f"{_ld('curN', v.dtype)});",
-                  f"        q_y{i}.FreeTensor(out_y{i});"]
+            L.append(f"        AscendC::LocalTensor<{ty}> out_y{i} = q_y{i}.DeQue<{ty}>();")
+            if i in self.s.per_row_outputs:   # the tile's curM values (whole rows of one matrix: col0 is 0)
+                L.append(f"        CopyRowsOut(gm_y{i}[row0], out_y{i}, 1, curM, curM, curM);")
+            else:
+                L.append(f"        CopyRowsOut(gm_y{i}[{self._boff('full')}row0 * {self.gm_ld} + col0], out_y{i}, curM, "
+                         f"curN, {self.gm_ld}, {_ld('curN', v.dtype)});")
+            L.append(f"        q_y{i}.FreeTensor(out_y{i});")
         L += ["    }", ""]
         return L
