@@ -251,6 +251,17 @@ def test_scalar_read_after_vector_needs_a_barrier(lib):
           "no synchronisation from V to S")
 
 
+def test_cce_auto_sync_supplies_only_the_scalar_flags():
+    # bisheng's default --cce-auto-sync inserts the flags between PIPE_S and V/MTE2/MTE3 (asc-devkit
+    # 核内同步/关键特性说明); the ASC driver builds with FUSEDSL_CCE_AUTO_SYNC=1, the rest stays explicit
+    with open(os.path.join(KERNELS, "broken_kernels.cpp"), encoding="utf-8") as f:
+        auto = cpu_runner.build(f.read(), name="broken_kernels", extra_flags=["-DFUSEDSL_CCE_AUTO_SYNC=1"])
+    stats, x, z = run(auto, "get_value_no_barrier")
+    assert (z[::TILE] == 3).all()
+    fails(auto, "tbuf_no_mte2_v", "Muls: reads UB byte 0 that DataCopy(GM->UB) (pipe MTE2) wrote, with no "
+          "synchronisation from MTE2 to V in between")
+
+
 def test_scalar_gm_writes_and_the_data_cache(lib):
     fails(lib, "scalar_shared_line", "GlobalTensor::SetValue: block 1 writes the 64-byte GM line at byte 0 of 'z' "
           "that block 0 wrote with GlobalTensor::SetValue", block=1)

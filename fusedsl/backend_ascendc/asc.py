@@ -13,7 +13,10 @@ working directory, so it finds its ./input files as on the device.
 compiler driver behind fusedsl's CMake package (cpu/include/cmake/asc-config.cmake): CANN's
 sample trees build with their own CMakeLists.txt once `CMAKE_PREFIX_PATH=$(fusedsl include-dir)`.
 It translates SRC like cpu-run, maps the NPU architecture to its target (dav-2201 ascend910b,
-dav-2002 ascend310p, dav-1001 ascend910) and drops the bisheng-only options.
+dav-2002 ascend310p, dav-1001 ascend910) and drops the bisheng-only options.  Both model bisheng's
+default --cce-auto-sync=on (the flags between PIPE_S and the V/MTE2/MTE3 pipes of a vector core
+are the compiler's, FUSEDSL_CCE_AUTO_SYNC=1 in cpu/include/fusedsl_cpu/runtime.h); `cc` honours an
+explicit --cce-auto-sync=off.
 """
 from __future__ import annotations
 
@@ -117,6 +120,8 @@ def build(path: str, out_dir: str, *, target: str = "ascend910b", include_dirs=(
     with open(src, "w", encoding="utf-8", errors="surrogateescape") as f:
         f.write(translate(source, os.path.abspath(path)))
     exe = os.path.join(out_dir, "program")
+    if not any(str(d).startswith("FUSEDSL_CCE_AUTO_SYNC") for d in defines):
+        defines = (*defines, "FUSEDSL_CCE_AUTO_SYNC=1")   # bisheng's default for <<<>>> programs
     cmd = ["g++", "-std=c++17", opt, "-x", "c++", "-DASCENDC_CPU_DEBUG", f"-D__NPU_ARCH__={arch}",
            f"-I{os.path.dirname(os.path.abspath(path))}", *[f"-I{d}" for d in include_dirs],
            f"-I{include_dir()}", *[f"-D{d}" for d in defines], "-include", "cpu_debug_launch.h",
@@ -178,9 +183,12 @@ def compile_object(argv: list[str]) -> int:
     """The `cc` driver: compile one ASC source to an object file the way bisheng would for the NPU,
     but with g++ against the CPU API.  Returns g++'s exit status (1 for a fusedsl error)."""
     arch, src, out, rest = "dav-2201", None, None, []
+    auto_sync = True
     it = iter(argv)
     for a in it:
-        if a.startswith("--npu-arch="):
+        if a.startswith("--cce-auto-sync"):
+            auto_sync = a.split("=", 1)[1] != "off" if "=" in a else True
+        elif a.startswith("--npu-arch="):
             arch = a.split("=", 1)[1]
         elif a in ("--npu-arch", "--cce-aicore-arch"):
             arch = next(it, arch)
@@ -201,7 +209,7 @@ def compile_object(argv: list[str]) -> int:
     with open(translated, "w", encoding="utf-8", errors="surrogateescape") as f:
         f.write(translate(source, os.path.abspath(src)))
     cmd = ["g++", "-std=c++17", "-x", "c++", "-DASCENDC_CPU_DEBUG", f"-D__NPU_ARCH__={get_target(target).arch}",
-           f"-I{os.path.dirname(os.path.abspath(src))}", *rest, f"-I{include_dir()}",
+           f"-DFUSEDSL_CCE_AUTO_SYNC={int(auto_sync)}", f"-I{os.path.dirname(os.path.abspath(src))}", *rest, f"-I{include_dir()}",
            "-include", "cpu_debug_launch.h", "-c", translated, "-x", "none", "-o", out]
     try:
         return subprocess.run(cmd).returncode

@@ -169,6 +169,49 @@ inline TmpRange DeepNorm(uint64_t bs, uint64_t h, uint32_t ts, bool reuse) {
     return {k * ((h * 4 + 31) / 32 * 32) + 2 * bsb, k * ((bs * h * 4 + 31) / 32 * 32) + 2 * bsb};
 }
 
+// LayerNorm over [B, S, H]: the DeepNorm rule (DeepNorm is a LayerNorm of alpha * x + gx).
+inline TmpRange LayerNorm(uint64_t bs, uint64_t h, uint32_t ts, bool reuse) { return DeepNorm(bs, h, ts, reuse); }
+inline uint64_t Align32(uint64_t bytes) { return (bytes + 31) / 32 * 32; }
+// LayerNormGrad and LayerNormGradBeta (fusedsl's own figures): float rows of H for the per-row
+// temporaries (pd_var, pd_mean, x - mean and two more; 2 for the beta sums, doubled for half
+// sources that are widened first) and two [B*S] vectors; the maximum holds whole tensors.
+inline TmpRange LayerNormGrad(uint64_t bs, uint64_t h, uint32_t ts) {
+    uint64_t k = IsFloat(ts) ? 5 : 7;
+    uint64_t bsb = Align32(bs * 4);
+    return {k * Align32(h * 4) + 2 * bsb, k * Align32(bs * h * 4) + 2 * bsb};
+}
+inline TmpRange LayerNormGradBeta(uint64_t bs, uint64_t h, uint32_t ts) {
+    uint64_t k = IsFloat(ts) ? 2 : 4;
+    return {k * Align32(h * 4), k * Align32(bs * h * 4)};
+}
+// LayerNorm over [A, R] with rstd (rPad: R rounded up to 32 bytes of T): two float rows and the
+// [A] statistics, at least Normalize's minimum plus those statistics.
+inline TmpRange Normalize(uint64_t a, uint64_t r_pad, uint32_t ts_u) {
+    uint64_t rb = Align32(r_pad * 4);
+    uint64_t ab = Align32(a * 4);
+    uint64_t nr = (IsFloat(ts_u) ? 2 : 4) * rb;
+    uint64_t a_pad = (a + 7) / 8 * 8;
+    return {std::max(ab, nr), 2 * rb + 2 * Align32(a_pad * r_pad * 4)};
+}
+inline TmpRange LayerNormRstd(uint64_t a, uint64_t r_pad, uint32_t ts) {
+    uint64_t mv = Align32(a * 4);
+    TmpRange norm = Normalize(a, r_pad, ts);
+    uint64_t mn = 2 * Align32(r_pad * 4) + mv;
+    uint64_t mx = 2 * Align32(a * r_pad * 4) + mv;
+    return {std::max(mn, norm.min + mv), std::max(mx, norm.max + mv)};
+}
+// WelfordUpdate: 256-byte repeats of float temporaries (3 for half x, 1 reusing a float source,
+// else 2); the maximum one set per repeat of the [rn, ab] input.
+inline TmpRange WelfordUpdate(uint64_t n, uint32_t ts, bool reuse) {
+    uint64_t k = !IsFloat(ts) ? 3 : (reuse ? 1 : 2);
+    return {k * kRepeat, (n + 63) / 64 * k * kRepeat};
+}
+// WelfordFinalize: four 64-float blocks (mean and variance, computing and storing).
+inline TmpRange WelfordFinalize(uint64_t ab) {
+    uint64_t mn = 64 * 4 * 4;
+    return {mn, ab <= 64 ? mn : (64 * 2 + ab * 2) * 4};
+}
+
 // ---- quantization ----
 // AscendQuant: two half-sized copies of the input, at least two repeats.
 inline TmpRange AscendQuant(uint64_t n) {

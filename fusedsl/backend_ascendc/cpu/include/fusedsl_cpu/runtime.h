@@ -379,11 +379,38 @@ struct OnPipe {
          PipeName(to), PipeName(from), PipeName(to));
 }
 
+// bisheng's --cce-auto-sync (on by default for <<<>>> programs, kernel-launch projects and op
+// projects: asc-devkit docs 同步控制/核内同步/关键特性说明, "开启cce-auto-sync编译选项自动同步")
+// inserts the flags between PIPE_S (LocalTensor/GlobalTensor GetValue, SetValue, operator())
+// and PIPE_V, PIPE_MTE2, PIPE_MTE3 of a vector core, both ways.  fusedsl's ASC driver defines
+// FUSEDSL_CCE_AUTO_SYNC=1 for those builds unless --cce-auto-sync=off is given; fusedsl's own
+// printed kernels and tikicpulib builds keep every flag explicit (0).
+#ifndef FUSEDSL_CCE_AUTO_SYNC
+#define FUSEDSL_CCE_AUTO_SYNC 0
+#endif
+
+// The wait the compiler puts before an access on pipe p: S waits for V/MTE2/MTE3, and they
+// wait for S.
+inline void AutoSync(Core& c, uint8_t p) {
+    if (!FUSEDSL_CCE_AUTO_SYNC) {
+        return;
+    }
+    if (p == PIPE_S) {
+        for (uint8_t q : {static_cast<uint8_t>(PIPE_V), static_cast<uint8_t>(PIPE_MTE2),
+                          static_cast<uint8_t>(PIPE_MTE3)}) {
+            c.synced[q][PIPE_S] = std::max(c.synced[q][PIPE_S], c.clock);
+        }
+    } else if (p == PIPE_V || p == PIPE_MTE2 || p == PIPE_MTE3) {
+        c.synced[PIPE_S][p] = std::max(c.synced[PIPE_S][p], c.clock);
+    }
+}
+
 // Pipe ordering of UB accesses: an access on pipe p after one on pipe q needs p to have
 // waited for q (a flag, a barrier, or the queue protocol).
 inline void PipeRead(uint32_t off, uint64_t bytes) {
     Core& c = CurCore();
     uint8_t p = c.cur_pipe;
+    AutoSync(c, p);
     uint32_t now = ++c.clock;
     for (uint64_t i = off; i < off + bytes; ++i) {
         uint8_t q = c.w_pipe[i];
@@ -398,6 +425,7 @@ inline void PipeRead(uint32_t off, uint64_t bytes) {
 inline void PipeWrite(uint32_t off, uint64_t bytes) {
     Core& c = CurCore();
     uint8_t p = c.cur_pipe;
+    AutoSync(c, p);
     uint32_t now = ++c.clock;
     uint16_t api = ApiId(c.cur_api);
     for (uint64_t i = off; i < off + bytes; ++i) {

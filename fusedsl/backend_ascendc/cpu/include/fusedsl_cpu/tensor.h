@@ -307,7 +307,9 @@ public:
             what += Format("%s%d tensor(s) enqueued but never dequeued", what.empty() ? "" : " and ", enqueued);
         }
         rt.core.pending_error = Format(
-            "TQue<%s> %s: leak — at the end of the kernel %s; every AllocTensor needs EnQue, DeQue and FreeTensor",
+            "TQue<%s> %s: leak — at the end of the kernel %s; every AllocTensor needs EnQue, DeQue and FreeTensor "
+            "(the TQue FreeTensor page: AllocTensor and FreeTensor are used in pairs; the TPipe-TQue automatic "
+            "synchronisation relies on it)",
             PositionName(fs_pos), Where().c_str(), what.c_str());
     }
 

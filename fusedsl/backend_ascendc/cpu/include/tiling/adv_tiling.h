@@ -149,6 +149,161 @@ inline bool GetDeepNormTilingInfo(const TensorShape& srcShape, const TensorShape
     return true;
 }
 
+// ---- LayerNorm family: srcShape [B, S, H] or [B, S, H, original H]; [A, R] for the rstd form ----
+namespace fusedsl_host {
+inline bool BshShape(const TensorShape& s, uint64_t& bs, uint64_t& h, uint64_t& oh) {
+    if (s.GetDimNum() != 3 && s.GetDimNum() != 4) {
+        return false;
+    }
+    bs = static_cast<uint64_t>(s.GetDim(0)) * static_cast<uint64_t>(s.GetDim(1));
+    h = static_cast<uint64_t>(s.GetDim(2));
+    oh = s.GetDimNum() == 4 ? static_cast<uint64_t>(s.GetDim(3)) : h;
+    return true;
+}
+inline uint64_t PadTo32Bytes(uint64_t n, uint32_t typeSize) {
+    uint64_t per = typeSize ? 32 / typeSize : 1;
+    return (n + per - 1) / per * per;
+}
+}  // namespace fusedsl_host
+
+inline void GetLayerNormMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, const bool isReuseSource,
+                                      uint32_t& maxValue, uint32_t& minValue) {
+    uint64_t bs, h, oh;
+    maxValue = minValue = 0;
+    if (fusedsl_host::BshShape(srcShape, bs, h, oh)) {
+        fusedsl_host::Put(::fusedsl_cpu::adv::LayerNorm(bs, h, typeSize, isReuseSource), maxValue, minValue);
+    }
+}
+inline void GetLayerNormMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, const bool isReuseSource,
+                                      const bool isComputeRstd, const bool isOnlyOutput, uint32_t& maxValue,
+                                      uint32_t& minValue) {
+    (void)isReuseSource;
+    (void)isComputeRstd;
+    (void)isOnlyOutput;
+    maxValue = minValue = 0;
+    if (srcShape.GetDimNum() == 2) {
+        uint64_t a = static_cast<uint64_t>(srcShape.GetDim(0));
+        uint64_t r = fusedsl_host::PadTo32Bytes(static_cast<uint64_t>(srcShape.GetDim(1)), typeSize);
+        fusedsl_host::Put(::fusedsl_cpu::adv::LayerNormRstd(a, r, typeSize), maxValue, minValue);
+    }
+}
+inline void GetLayerNormNDTilingInfo(const TensorShape& srcShape, const uint32_t stackBufferSize,
+                                     const uint32_t typeSize, const bool isReuseSource, LayerNormTiling& tiling) {
+    (void)typeSize;
+    (void)isReuseSource;
+    tiling = LayerNormTiling{};
+    if (srcShape.GetDimNum() != 3 && srcShape.GetDimNum() != 4) {
+        return;
+    }
+    tiling.bLength = static_cast<uint32_t>(srcShape.GetDim(0));
+    tiling.sLength = static_cast<uint32_t>(srcShape.GetDim(1));
+    tiling.hLength = static_cast<uint32_t>(srcShape.GetDim(2));
+    tiling.originalHLength = static_cast<uint32_t>(srcShape.GetDim(srcShape.GetDimNum() - 1));
+    tiling.tmpBufSize = stackBufferSize;
+    tiling.lastDimValueBack = tiling.originalHLength ? 1.0f / static_cast<float>(tiling.originalHLength) : 0.0f;
+}
+inline void GetLayerNormNDTillingInfo(const TensorShape& srcShape, const uint32_t stackBufferSize,
+                                      const uint32_t typeSize, const bool isReuseSource, LayerNormTiling& tilling) {
+    GetLayerNormNDTilingInfo(srcShape, stackBufferSize, typeSize, isReuseSource, tilling);
+}
+inline void GetLayerNormNDTilingInfo(const TensorShape& srcShape, const uint32_t stackBufferSize,
+                                     const uint32_t typeSize, const bool isReuseSource, const bool isComputeRstd,
+                                     LayerNormSeparateTiling& tiling) {
+    (void)typeSize;
+    (void)isReuseSource;
+    tiling = LayerNormSeparateTiling{};
+    if (srcShape.GetDimNum() != 2) {
+        return;
+    }
+    tiling.aLength = static_cast<uint32_t>(srcShape.GetDim(0));
+    tiling.rLength = static_cast<uint32_t>(srcShape.GetDim(1));
+    tiling.tmpBufSize = stackBufferSize;
+    tiling.isComputeRstd = isComputeRstd ? 1u : 0u;
+    tiling.rValueBack = tiling.rLength ? 1.0f / static_cast<float>(tiling.rLength) : 0.0f;
+}
+inline void GetNormalizeMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSizeU, const uint32_t typeSizeT,
+                                      const bool isReuseSource, const bool isComputeRstd, const bool isOnlyOutput,
+                                      uint32_t& maxValue, uint32_t& minValue) {
+    (void)isReuseSource;
+    (void)isComputeRstd;
+    (void)isOnlyOutput;
+    maxValue = minValue = 0;
+    if (srcShape.GetDimNum() == 2) {
+        uint64_t a = static_cast<uint64_t>(srcShape.GetDim(0));
+        uint64_t r = fusedsl_host::PadTo32Bytes(static_cast<uint64_t>(srcShape.GetDim(1)), typeSizeT);
+        fusedsl_host::Put(::fusedsl_cpu::adv::Normalize(a, r, typeSizeU), maxValue, minValue);
+    }
+}
+inline void GetLayerNormGradMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize,
+                                          const bool isReuseSource, uint32_t& maxValue, uint32_t& minValue) {
+    (void)isReuseSource;
+    uint64_t bs, h, oh;
+    maxValue = minValue = 0;
+    if (fusedsl_host::BshShape(srcShape, bs, h, oh)) {
+        fusedsl_host::Put(::fusedsl_cpu::adv::LayerNormGrad(bs, h, typeSize), maxValue, minValue);
+    }
+}
+inline void GetLayerNormGradNDTilingInfo(const TensorShape srcShape, const uint32_t stackBufferSize,
+                                         const uint32_t typeSize, const bool isReuseSource,
+                                         LayerNormGradTiling& tiling) {
+    (void)typeSize;
+    (void)isReuseSource;
+    tiling = LayerNormGradTiling{};
+    uint64_t bs, h, oh;
+    if (!fusedsl_host::BshShape(srcShape, bs, h, oh)) {
+        return;
+    }
+    tiling.stackBufferSize = stackBufferSize;
+    tiling.bLength = static_cast<uint32_t>(srcShape.GetDim(0));
+    tiling.sLength = static_cast<uint32_t>(srcShape.GetDim(1));
+    tiling.hLength = static_cast<uint32_t>(h);
+    tiling.originalHLength = static_cast<uint32_t>(oh);
+    tiling.lastDimValueBack = oh ? 1.0f / static_cast<float>(oh) : 0.0f;
+}
+inline void GetLayerNormGradBetaMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize,
+                                              const bool isReuseSource, uint32_t& maxValue, uint32_t& minValue) {
+    (void)isReuseSource;
+    uint64_t bs, h, oh;
+    maxValue = minValue = 0;
+    if (fusedsl_host::BshShape(srcShape, bs, h, oh)) {
+        fusedsl_host::Put(::fusedsl_cpu::adv::LayerNormGradBeta(bs, h, typeSize), maxValue, minValue);
+    }
+}
+inline void GetLayerNormGradBetaNDTilingInfo(const TensorShape srcShape, const uint32_t stackBufferSize,
+                                             const uint32_t typeSize, const bool isReuseSource,
+                                             LayerNormGradBetaTiling& tiling) {
+    (void)typeSize;
+    (void)isReuseSource;
+    tiling = LayerNormGradBetaTiling{};
+    uint64_t bs, h, oh;
+    if (!fusedsl_host::BshShape(srcShape, bs, h, oh)) {
+        return;
+    }
+    tiling.stackBufferSize = stackBufferSize;
+    tiling.bLength = static_cast<uint32_t>(srcShape.GetDim(0));
+    tiling.sLength = static_cast<uint32_t>(srcShape.GetDim(1));
+    tiling.hLength = static_cast<uint32_t>(h);
+    tiling.originalHLength = static_cast<uint32_t>(oh);
+    tiling.bshLength = static_cast<uint32_t>(bs * h);
+    tiling.bsLength = static_cast<uint32_t>(bs);
+}
+// srcShape [rn, ab].
+inline void GetWelfordUpdateMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSizeT,
+                                          const uint32_t typeSizeU, const bool isReuseSource, const bool isInplace,
+                                          uint32_t& maxValue, uint32_t& minValue) {
+    (void)typeSizeU;
+    (void)isInplace;
+    fusedsl_host::Put(::fusedsl_cpu::adv::WelfordUpdate(fusedsl_host::Elements(srcShape), typeSizeT, isReuseSource),
+                      maxValue, minValue);
+}
+// srcShape [ab].
+inline void GetWelfordFinalizeMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize,
+                                            const bool isReuseSource, uint32_t& maxValue, uint32_t& minValue) {
+    (void)typeSize;
+    (void)isReuseSource;
+    fusedsl_host::Put(::fusedsl_cpu::adv::WelfordFinalize(fusedsl_host::Elements(srcShape)), maxValue, minValue);
+}
+
 // ---- quantization ----
 inline void GetAscendQuantMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, uint32_t& maxValue,
                                         uint32_t& minValue) {
