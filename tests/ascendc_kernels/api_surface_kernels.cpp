@@ -2,6 +2,7 @@
 // event_t + FetchEventID, operator expressions, GlobalTensor::address_, Copy (both forms),
 // InitGlobalMemory, level-0 Compare + Select mode 0, DumpTensor, printf and ASSERT.
 #include "kernel_operator.h"
+#include "kernel_operator_list_tensor_intf.h"   // CANN's header name for ListTensorDesc
 
 using namespace AscendC;
 
@@ -139,14 +140,16 @@ extern "C" int fusedsl_launch_gather_mask(uint32_t blockDim, uint8_t** a) {
 }
 
 // AddN over a dynamic input list: out = sum of the list's tensors (each M floats), the shape
-// read through TensorDesc.
+// read through TensorDesc; framed by the SuperKernel early-start pair, with a plain assert().
 extern "C" __global__ __aicore__ void add_n(GM_ADDR list, GM_ADDR out) {
+    WaitPreTaskEnd();
     TPipe pipe;
     TQue<QuePosition::VECIN, 1> qin;
     TBuf<TPosition::VECCALC> acc;
     pipe.InitBuffer(qin, 1, M * sizeof(float));
     pipe.InitBuffer(acc, M * sizeof(float));
     ListTensorDesc inputs(list);
+    assert(inputs.GetSize() > 0);
     LocalTensor<float> sum = acc.Get<float>();
     Duplicate(sum, 0.0f, M);
     uint64_t shape[8];
@@ -169,6 +172,7 @@ extern "C" __global__ __aicore__ void add_n(GM_ADDR list, GM_ADDR out) {
     SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
     WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
     DataCopy(og, sum, M);
+    SetNextTaskStart();
 }
 extern "C" int fusedsl_launch_add_n(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(add_n, blockDim, a[0], a[1]);

@@ -7,6 +7,8 @@
 // fusedsl_cpu_set_target(); see tikicpulib.h for running kernels from a main program.
 #pragma once
 
+#include <cassert>   // kernels call assert() (CANN's headers bring it in)
+
 #include "securec.h"
 #include "fusedsl_cpu/base.h"
 #include "fusedsl_cpu/runtime.h"

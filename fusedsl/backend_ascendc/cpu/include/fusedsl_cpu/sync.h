@@ -1,5 +1,6 @@
 // fusedsl CPU implementation of the Ascend C inter-core synchronisation (asc-devkit docs,
-// 同步控制 / 核间同步): SyncAll (hard and soft), IBSet / IBWait.
+// 同步控制 / 核间同步): SyncAll (hard and soft), IBSet / IBWait; and the inter-task pair
+// WaitPreTaskEnd / SetNextTaskStart (任务间同步).
 //
 // Blocks run one at a time; a block that waits here is parked and the others run until the
 // condition holds (launch.h's fibers).  If every unfinished block waits and nothing changes, the
@@ -125,6 +126,23 @@ inline void IBWait(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<i
         RT().yield_block(2);
     }
     St().gm_bytes_read += 32;
+}
+
+// SuperKernel early start (任务间同步): the part of a kernel before WaitPreTaskEnd may overlap the
+// previous task, the part after SetNextTaskStart the next one.  fusedsl runs launches one after
+// another, which is the order these calls allow (and on Atlas A2/A3 and 310P they only compile,
+// per the API pages), so both are ordering points with nothing to do.
+template <bool FORCE = false>
+inline void WaitPreTaskEnd() {
+    fusedsl_cpu::CurCore();
+}
+#if defined(__NPU_ARCH__) && (__NPU_ARCH__ != 1001) && (__NPU_ARCH__ != 2002)
+template <pipe_t AIV_PIPE = PIPE_MTE3, pipe_t AIC_PIPE = PIPE_FIX, bool FORCE = false>
+#else
+template <pipe_t AIV_PIPE = PIPE_MTE3, pipe_t AIC_PIPE = PIPE_MTE3, bool FORCE = false>
+#endif
+inline void SetNextTaskStart() {
+    fusedsl_cpu::CurCore();
 }
 
 }  // namespace AscendC
