@@ -11,9 +11,11 @@ KV axis in blocks of BK keys:
                                covers the whole S block
     online softmax             float32 on the vector unit: scale, causal diagonal, running max,
                                exp, running sum, rescale of the accumulator
-    P  -> workspace            P in the input dtype to this instance's GM workspace (the cube
-                               reads operands from GM: CANN's FlashAttentionScore does the same)
-    O += P V_blk               Matmul object pv: A = P from the workspace, B = V rows, C into UB
+    P  -> workspace            910B: P in the input dtype to this instance's GM workspace (the
+                               AIC reads operands from GM: CANN's FlashAttentionScore does the
+                               same); 310P: P stays in UB (p_in_ub)
+    O += P V_blk               Matmul object pv: A = P (workspace, or UB as a VECOUT A on 310P),
+                               B = V rows, C into UB
     out = O / l                once, after the last block; causal items stop at the diagonal
 
 Block sizes: BK <= 128 keys, BQ query rows as large as UB (S, P, O, P V tiles, row statistics),
@@ -82,6 +84,7 @@ class AttentionSchedule:
     rope = False          # q and k rotated (the op's rope): each Q block and K block into the workspace
     rope_row = 0          # the cos / sin tables' stride between positions (0: one row for all)
     q_l1_bytes = 0        # > 0: the Q block is held in L1 (a TSCM buffer of this size, NZ) per item
+    q_ub_bytes = 0        # > 0 (310P): the Q block is held in UB, qk's A a VECOUT tensor, rows E apart
 
     @property
     def inputs(self):
@@ -116,9 +119,16 @@ class AttentionSchedule:
         return cube_block_dim(self.workers, self.target)
 
     @property
+    def p_in_ub(self) -> bool:
+        """310P's coupled core: the pv Matmul takes P as a VECOUT A straight from UB (the API copies
+        it UB -> L1 on the core); on 910B a VECOUT A crosses GM anyway, so P goes through the
+        workspace there."""
+        return not self.target.separated
+
+    @property
     def p_bytes(self) -> int:
-        """One instance's P block in the GM workspace, padded to 512 bytes."""
-        return _up(self.bq * self.bk * self.dtype.itemsize, 512)
+        """One instance's P block in the GM workspace, padded to 512 bytes (none on 310P)."""
+        return 0 if self.p_in_ub else _up(self.bq * self.bk * self.dtype.itemsize, 512)
 
     @property
     def rope_bytes(self) -> tuple[int, int]:
@@ -166,8 +176,9 @@ class AttentionSchedule:
     def buffers(self) -> list[tuple[str, str, int]]:
         """(name, position, bytes) of every UB buffer the printer allocates."""
         mask = attention_operands(self.op)[3]
-        return attention_ub_buffers(self.target, self.bq, self.bk, self.Dv, self.dtype.itemsize,
+        bufs = attention_ub_buffers(self.target, self.bq, self.bk, self.Dv, self.dtype.itemsize,
                                     mask.dtype.itemsize if mask is not None else 0, self.E if self.rope else 0)
+        return bufs + ([("b_q", "VECOUT", self.q_ub_bytes)] if self.q_ub_bytes else [])
 
 
 def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> AttentionSchedule:
@@ -229,13 +240,25 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
                                 f"{target.name}", loc=op.loc)
     params = [RowParam(i, p.value.name or f"x{i}", p.value.dtype, "full") for i, p in enumerate(fn.params)]
     note = (f"flash attention: {heads} heads x {-(-L // bq)} Q blocks of {bq} rows, KV blocks of {bk}, "
-            f"S and P V blocks through the Matmul API, P through a {bq * bk * item} B GM workspace per instance")
+            "S and P V blocks through the Matmul API, " +
+            (f"P through a {bq * bk * item} B GM workspace per instance" if target.separated else
+             "P from UB (a VECOUT A: the core copies it to L1)"))
     note += (f"; the Q block read once into L1 (TSCM, {q_l1} B per instance)" if q_l1 else
              "; the Q block read from GM by every Q K^T")
     sched = AttentionSchedule(fn, target, op, params, heads, group, L, S, E, Dv, bq, bk, float(op.attr("scale")),
                               bool(op.attr("causal")), qk, pv, budget, ub, note)
     sched.mask_lead, sched.mask_row = mask_lead, mask_row
     sched.q_l1_bytes = q_l1
+    # 310P: the Q block in UB (a VECOUT A, copied UB -> L1 by the core) when UB has room left over
+    # at these block sizes (the blocks are not shrunk for it: K and V reads would grow more) and
+    # its rows can sit E apart, 32-byte aligned, as qk's org Ka
+    q_ub = bq * E * item
+    if (not target.separated and E * item % 32 == 0 and ub + q_ub <= budget
+            and (cos is not None or strides(h_q, L, E, op.operands[0])[2] == E)):
+        sched.q_ub_bytes = q_ub
+        sched.ub_bytes = ub + q_ub
+        sched.plan_note = sched.plan_note.replace("the Q block read from GM by every Q K^T",
+                                                  f"the Q block read once into UB ({q_ub} B)")
     sched.rope, sched.rope_row = cos is not None, rope_row
     if sched.rope:
         sched.plan_note += (f"; q and k rotated (rope) as they are read: each Q block and K block through a "

@@ -36,6 +36,7 @@ CASES = [
     ("ascend910b", np.float32, (1, 2, 33, 80), (1, 2, 70, 80), True),      # causal with S_q != S_kv
     ("ascend310p", np.float16, (1, 2, 17, 40), (1, 1, 17, 40), True),      # 310P (C through UB), GQA, causal,
                                                                             # 80-byte rows: one instance
+    ("ascend310p", np.float16, (1, 1, 40, 32), (1, 1, 50, 32), False),     # 310P: Q and P in UB
 ]
 
 
@@ -57,12 +58,18 @@ def test_simulate_agrees_with_torch_and_llvm(target, dtype, qs, ks, causal):
     measured = compiled.report().gm_bytes_measured
     assert measured > 0
     # 910B holds the Q block in L1 (TSCM): the bytes are the flash model's plus P through the
-    # workspace (written and read back once), no Q re-reads; 310P reads Q per KV block from GM
+    # workspace (written and read back once), no Q re-reads.  310P passes P (and Q, when UB has
+    # room and its rows are 32-byte multiples) to the cube from UB: the model's bytes exactly
     in_l1 = "AscendC::TSCM<AscendC::TPosition::GM, 1> q_l1" in compiled.source
     assert in_l1 == (target == "ascend910b")
+    assert ("pv.SetTensorA(b_p.Get<half>())" in compiled.source) == (target == "ascend310p")
+    q_in_ub = compiled.kernels[0].row.q_ub_bytes > 0
+    assert q_in_ub == (target == "ascend310p" and qs[-1] * q.itemsize % 32 == 0)
+    model = cost.attention_gm_model(compiled.kernels[0].function.ops[0], compiled.target)
     if in_l1 and not causal:
-        model = cost.attention_gm_model(compiled.kernels[0].function.ops[0], compiled.target)
         assert measured == model + 2 * np.prod(qs[:-1]) * ks[-2] * q.itemsize
+    if q_in_ub:
+        assert measured == model
 
 
 def test_plan_fits_the_chip_budgets():

@@ -1,8 +1,10 @@
-"""TSCM (user-managed L1) on fusedsl's CPU implementation of Ascend C (fusedsl_cpu/tscm.h): a Matmul
-whose A is MatmulType<TPosition::TSCM, CubeFormat::NZ> reads A from L1, so a block copied once
-with DataCopy(GM -> L1, Nd2NzParams) is counted once in the GM bytes however many products use
-it; C agrees with numpy for a row count that is not a multiple of 16; 310P (whose Matmul takes A
-from GM or VECOUT only) and an L1 overflow are refused."""
+"""A Matmul A on chip in fusedsl's CPU implementation of Ascend C.  TSCM (user-managed L1,
+fusedsl_cpu/tscm.h): MatmulType<TPosition::TSCM, CubeFormat::NZ> reads A from L1, so a block
+copied once with DataCopy(GM -> L1, Nd2NzParams) is counted once in the GM bytes however many
+products use it; C agrees with numpy for a row count that is not a multiple of 16; 310P (whose
+Matmul takes A from GM or VECOUT only) and an L1 overflow are refused.  VECOUT on 310P: A from UB
+(the coupled core copies it to L1) reads no GM; on 910B, whose client sends a VECOUT A through
+GM, it is refused as not modelled."""
 import numpy as np
 import pytest
 
@@ -62,7 +64,46 @@ extern "C" __global__ __aicore__ void tscm_a(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM
     scm.FreeTensor(l1);
 }
 
+using MmUb = AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::VECOUT, CubeFormat::ND, half>,
+                             AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+                             AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>>;
+
+// c[j] = a @ b for j = 0, 1, with a copied into UB once (rows Ka apart).
+extern "C" __global__ __aicore__ void vecout_a(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR, GM_ADDR ws, GM_ADDR t)
+{
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(t);
+    for (uint32_t i = 0; i < sizeof(tiling) / 4; ++i) reinterpret_cast<uint32_t*>(&tiling)[i] = words[i];
+    MmUb mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    if (AscendC::GetBlockIdx() != 0) {
+        return;
+    }
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a));
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b));
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c));
+    AscendC::TBuf<AscendC::TPosition::VECOUT> buf;
+    pipe.InitBuffer(buf, tiling.M * tiling.Ka * sizeof(half));
+    AscendC::LocalTensor<half> ub = buf.Get<half>();
+    AscendC::DataCopy(ub, ag, tiling.M * tiling.Ka);
+    AscendC::PipeBarrier<PIPE_ALL>();
+    for (int j = 0; j < 2; ++j) {
+        mm.SetTensorA(ub);
+        mm.SetTensorB(bg);
+        mm.IterateAll(cg[j * tiling.M * tiling.N]);
+    }
+    mm.End();
+}
+
 #include "tikicpulib.h"
+extern "C" int fusedsl_launch_vecout_a(uint32_t blockDim, uint8_t** args)
+{
+    AscendC::SetKernelMode(KernelMode::MIX_MODE);
+    return fusedsl_cpu::Launch(vecout_a, blockDim, args[0], args[1], args[2], args[3], args[4], args[5]);
+}
 extern "C" int fusedsl_launch_tscm_a(uint32_t blockDim, uint8_t** args)
 {
     AscendC::SetKernelMode(KernelMode::MIX_MODE);
@@ -79,14 +120,14 @@ def _tiling():
     return np.array([w[f] for f in TCUBE_FIELDS] + [0] * 8, np.int32)
 
 
-def _run(target, extra=0):
+def _run(target, extra=0, entry="tscm_a"):
     rng = np.random.default_rng(7)
     a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
     b = rng.uniform(-1, 1, (K, N)).astype(np.float16)
     c = np.zeros((2, M, N), np.float32)
     ws = np.zeros(16 << 20, np.uint8)
     lib = cpu_runner.build(SOURCE, name="tscm_a")
-    stats = lib.launch("tscm_a", 1, [("a", a), ("b", b), ("c", c), ("extra", np.array([extra], np.uint32)),
+    stats = lib.launch(entry, 1, [("a", a), ("b", b), ("c", c), ("extra", np.array([extra], np.uint32)),
                                      ("workspace", ws), ("tiling", _tiling())], target=target)
     return a, b, c, stats
 
@@ -106,3 +147,12 @@ def test_tscm_is_refused_on_310p_and_when_l1_overflows():
     # two sub-blocks' slices of 300 KB each do not fit 910B's 512 KB of L1
     with pytest.raises(AscendCCheckError, match=r"InitBuffer\(TSCM\).*2 vector sub-block.*L1"):
         _run("ascend910b", extra=300 * 1024)
+
+
+def test_vecout_a_reads_no_gm_on_310p_and_is_refused_on_910b():
+    a, b, c, stats = _run("ascend310p", entry="vecout_a")
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c, np.stack([want, want]), rtol=1e-5, atol=1e-5)
+    assert stats.gm_bytes_read == M * K * 2 + 2 * K * N * 2   # A by the kernel's DataCopy only
+    with pytest.raises(AscendCCheckError, match=r"VECOUT on ascend910b.*GM message buffer"):
+        _run("ascend910b", entry="vecout_a")

@@ -3,12 +3,13 @@
 Two Matmul objects (qk: S = Q K^T with K read transposed, pv: P V), both with C in UB, are
 registered before any InitBuffer.  On 910B the Q block is copied once per item into a TSCM
 buffer (user-managed L1, NZ, DataCopy with Nd2NzParams) and qk takes A from there, so Q is
-read from GM once per Q block (schedule_attention._l1_plan says when it fits).  Each vector instance takes work items (head, Q block) in
+read from GM once per Q block (schedule_attention._l1_plan says when it fits).  On 310P
+(coupled core) pv takes P as a VECOUT A straight from UB, so P never reaches GM there.  Each vector instance takes work items (head, Q block) in
 turn; per KV block: Iterate/GetTensorC the S block into a VECIN queue, the online softmax row
 by row in float32 (Muls by the scale, the mask row added (read through its broadcast strides; a
 bool mask as 0 / -3e38), the causal diagonal set to -inf, the row max folded into
 64 lanes and WholeReduceMax, Adds/Exp, the row sum, the rescale factor exp(m_old - m_new) on
-the vector unit), P cast to the input dtype and copied to this instance's GM workspace, then
+the vector unit), P cast to the input dtype and copied to this instance's GM workspace (910B), then
 Iterate/GetTensorC P V and O = O * corr + P V.  After the last block O / l is cast and written
 once.  Causal items stop at their diagonal block.
 """
@@ -103,11 +104,23 @@ inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores,
                   f"AscendC::Cast(orow, orow2, AscendC::RoundMode::{self._mode()}, Dv);")
         mtype = f"AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {ty}"
         atype = (f"AscendC::MatmulType<AscendC::TPosition::TSCM, CubeFormat::NZ, {ty}>" if s.q_l1_bytes
+                 else f"AscendC::MatmulType<AscendC::TPosition::VECOUT, CubeFormat::ND, {ty}>" if s.q_ub_bytes
                  else f"{mtype}>")
-        tscm_init = f"\n        pipe->InitBuffer(q_l1, 1, {s.q_l1_bytes});   // the Q block in L1" if s.q_l1_bytes else ""
+        tscm_init = (f"\n        pipe->InitBuffer(q_l1, 1, {s.q_l1_bytes});   // the Q block in L1" if s.q_l1_bytes else
+                     f"\n        pipe->InitBuffer(b_q, {s.q_ub_bytes});   // the Q block in UB" if s.q_ub_bytes else "")
         tscm_members = (f"\n    AscendC::TSCM<AscendC::TPosition::GM, 1> q_l1;   // user-managed L1: the Q block, NZ"
-                        f"\n    AscendC::LocalTensor<{ty}> qL1;" if s.q_l1_bytes else "")
+                        f"\n    AscendC::LocalTensor<{ty}> qL1;" if s.q_l1_bytes else
+                        "\n    AscendC::TBuf<AscendC::TPosition::VECOUT> b_q;   // the Q block, rows E apart"
+                        if s.q_ub_bytes else "")
         free_q = "\n        q_l1.FreeTensor(qL1);" if s.q_l1_bytes else ""
+        # 310P: P is pv's A straight from UB (VECOUT); 910B: from this instance's GM workspace
+        ptype = f"AscendC::MatmulType<AscendC::TPosition::VECOUT, CubeFormat::ND, {ty}>" if s.p_in_ub else f"{mtype}>"
+        p_out = ("AscendC::PipeBarrier<PIPE_ALL>();   // P's vector writes reach the cube's UB -> L1 copy"
+                 if s.p_in_ub else "AscendC::PipeBarrier<PIPE_ALL>();\n"
+                 "        CopyRowsOut(gm_p, p, rows, cols, BK, BK);   // the cube reads P from GM\n"
+                 "        AscendC::PipeBarrier<PIPE_ALL>();")
+        p_a = f"b_p.Get<{ty}>()" if s.p_in_ub else "gm_p"
+        p_pos = "VECOUT" if s.p_in_ub else "VECCALC"
         ctype = "AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>"
         return f"""#include "lib/matmul_intf.h"
 class {self.cls} {{
@@ -147,7 +160,7 @@ public:
     }}
 
     AscendC::Matmul<{atype}, {mtype}, true>, {ctype}, {ctype}> qk;
-    AscendC::Matmul<{mtype}>, {mtype}>, {ctype}, {ctype}> pv;
+    AscendC::Matmul<{ptype}, {mtype}>, {ctype}, {ctype}> pv;
     {self.tiling} tiling;
 
 private:
@@ -286,15 +299,13 @@ private:
             AscendC::PipeBarrier<PIPE_V>();
         }}
         q_c.FreeTensor(sc);
-        AscendC::PipeBarrier<PIPE_ALL>();
-        CopyRowsOut(gm_p, p, rows, cols, BK, BK);   // the cube reads P from GM
-        AscendC::PipeBarrier<PIPE_ALL>();
+        {p_out}
     }}
 
     // O += P V_blk
     __aicore__ inline void Accumulate(uint32_t kvHead, uint32_t rows, uint32_t kb, uint32_t cols)
     {{
-        pv.SetTensorA(gm_p);
+        pv.SetTensorA({p_a});
         pv.SetTensorB(gm_v[{self._at("v", "kvHead", "kb")}]);
         pv.SetTail(rows, Dv, cols);
         AscendC::LocalTensor<float> acc = q_c.AllocTensor<float>();   // the S block's buffer, free again
@@ -336,7 +347,8 @@ private:
 
     AscendC::GlobalTensor<{ty}> gm_q, gm_k, gm_v, gm_y, gm_p;
     AscendC::TQue<AscendC::QuePosition::VECIN, 1> q_c;    // the S block, then the P V block, from GetTensorC
-    AscendC::TBuf<AscendC::TPosition::VECCALC> b_p, b_o, b_stat, b_lanes, b_red, b_one;{self._mask_members()}{self._rope_members()}{tscm_members}
+    AscendC::TBuf<AscendC::TPosition::{p_pos}> b_p;   // P, then the output rows
+    AscendC::TBuf<AscendC::TPosition::VECCALC> b_o, b_stat, b_lanes, b_red, b_one;{self._mask_members()}{self._rope_members()}{tscm_members}
 {"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB" if not t.separated else ""}
     uint32_t worker = 0, workers = 1;
 }};
@@ -393,7 +405,8 @@ private:
                 "   // Q block, rotated once per item")
 
     def _operands_qk(self) -> str:
-        a = "qL1" if self.s.q_l1_bytes else "gm_qr" if self.cos is not None else f'gm_q[{self._at("q", "head", "r0")}]'
+        a = ("qL1" if self.s.q_l1_bytes else f"b_q.Get<{self.s.dtype.ascendc}>()" if self.s.q_ub_bytes
+             else "gm_qr" if self.cos is not None else f'gm_q[{self._at("q", "head", "r0")}]')
         if self.cos is None:
             return (f'        qk.SetTensorA({a});\n'
                     f'        qk.SetTensorB(gm_k[{self._at("k", "kvHead", "kb")}], true);')
@@ -404,10 +417,15 @@ private:
 
     # ---- the Q block in L1 (TSCM): read from GM once per item ----------------------------------
     def _load_q(self) -> str:
-        if not self.s.q_l1_bytes:
-            return ""
         src, ld = (("gm_qr", "E") if self.cos is not None else
                    (f'gm_q[{self._at("q", "head", "r0")}]', f"{self.s.q_st[2]}u"))
+        if self.s.q_ub_bytes:   # 310P: into UB once; the core copies it UB -> L1 for each Q K^T
+            return ("\n        AscendC::PipeBarrier<PIPE_ALL>();"
+                    f"\n        CopyRowsIn(b_q.Get<{self.s.dtype.ascendc}>(), {src}, rows, E, {ld}, E);"
+                    "   // Q once into UB"
+                    "\n        AscendC::PipeBarrier<PIPE_ALL>();")
+        if not self.s.q_l1_bytes:
+            return ""
         return f"\n        LoadQ({src}, rows, {ld});   // Q once into L1; every Q K^T of this item reads it there"
 
     def _load_q_fn(self) -> str:

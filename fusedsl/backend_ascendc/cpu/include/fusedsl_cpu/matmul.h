@@ -12,7 +12,8 @@
 //     tensor, 32-byte aligned and large enough; 310P has its SetLocalWorkspace.
 // GM bytes read are counted per tile (each tile reads its A rows and B columns over K), an
 // upper bound on what the cube's L1 reuse would read.  A may also be in TSCM (user-managed L1,
-// NZ; tscm.h), which Iterate reads without GM traffic.
+// NZ; tscm.h) or, on 310P, in UB (VECOUT, ND rows orgKa apart: the coupled core copies UB -> L1),
+// which Iterate reads without GM traffic.
 #pragma once
 
 #include <vector>
@@ -335,6 +336,7 @@ public:
 
     static constexpr bool kCInUb = fusedsl_cpu::IsUbTensorPosition(C_TYPE::pos);
     static constexpr bool kAInL1 = A_TYPE::pos == TPosition::TSCM;   // user-managed L1 (tscm.h)
+    static constexpr bool kAInUb = A_TYPE::pos == TPosition::VECOUT;  // 310P: UB -> L1 on the coupled core
     // MM_CFG is a MatmulConfig (CFG_NORM, GetMDLConfig(...), a kernel's own) or a constant
     // tiling (MatmulApiStaticTiling from GetMatmulApiTiling, its config in .cfg).
     static constexpr bool kCfgIsStatic = std::is_same_v<std::decay_t<decltype(MM_CFG)>, MatmulApiStaticTiling>;
@@ -391,8 +393,16 @@ public:
                                   "API", api, unmodelled);
             }
         }
-        static_assert((A_TYPE::pos == TPosition::GM || A_TYPE::pos == TPosition::TSCM) && B_TYPE::pos == TPosition::GM,
-                      "the fusedsl CPU Matmul models A in GM or TSCM and B in GM");
+        static_assert((A_TYPE::pos == TPosition::GM || kAInL1 || kAInUb) && B_TYPE::pos == TPosition::GM,
+                      "the fusedsl CPU Matmul models A in GM, TSCM or VECOUT and B in GM");
+        static_assert(!kAInUb || A_TYPE::format == CubeFormat::ND, "the fusedsl CPU Matmul models a VECOUT A in ND");
+        if constexpr (kAInUb) {
+            if (fusedsl_cpu::Target().separated) {
+                fusedsl_cpu::Fail("%s: A in TPosition::VECOUT on %s: the API's client copies the UB tensor through a "
+                                  "GM message buffer before the cube reads it; fusedsl's CPU Matmul does not model "
+                                  "that path — put A in GM (or TSCM)", api, fusedsl_cpu::Target().name);
+            }
+        }
         static_assert(!kAInL1 || A_TYPE::format == CubeFormat::NZ, "A in TSCM (L1) is in CubeFormat::NZ");
         if constexpr (kAInL1) {
             if (!fusedsl_cpu::Target().separated) {
@@ -417,9 +427,9 @@ public:
 
     void SetTensorA(const GlobalTensor<SrcAT>& gm, bool isTransposeA = false) {
         RequireRegistered("SetTensorA");
-        if (kAInL1) {
-            fusedsl_cpu::Fail("Matmul::SetTensorA(GlobalTensor): A_TYPE is TPosition::TSCM; pass the L1 tensor of a "
-                              "TSCM queue");
+        if (kAInL1 || kAInUb) {
+            fusedsl_cpu::Fail("Matmul::SetTensorA(GlobalTensor): A_TYPE is TPosition::%s; pass a LocalTensor",
+                              fusedsl_cpu::PositionName(A_TYPE::pos));
         }
         if (isTransposeA && !A_TYPE::isTrans) {
             fusedsl_cpu::Fail("Matmul::SetTensorA(gm, true): A is transposed, so its MatmulType needs ISTRANS = true");
@@ -437,15 +447,17 @@ public:
         using namespace fusedsl_cpu;
         const char* api = "Matmul::SetTensorA(LocalTensor)";
         RequireRegistered("SetTensorA");
-        if (!kAInL1) {
-            Fail("%s: A_TYPE is in %s; a LocalTensor A is modelled for MatmulType<TPosition::TSCM, CubeFormat::NZ, "
-                 "...> (VECOUT A is not)", api, PositionName(A_TYPE::pos));
+        if (!kAInL1 && !kAInUb) {
+            Fail("%s: A_TYPE is in %s; a LocalTensor A needs MatmulType<TPosition::TSCM, CubeFormat::NZ, ...> or "
+                 "(310P) MatmulType<TPosition::VECOUT, CubeFormat::ND, ...>", api, PositionName(A_TYPE::pos));
         }
         if (isTransposeA) {
-            Fail("%s: a transposed TSCM A is not modelled by fusedsl's CPU Matmul", api);
+            Fail("%s: a transposed LocalTensor A is not modelled by fusedsl's CPU Matmul", api);
         }
         uint32_t off = 0;
-        if (l1.fs_addr == nullptr || WhichMem(l1.fs_addr, &off) != kMemL1) {
+        if (kAInUb) {   // ND rows orgKa elements apart in UB, which the cube copies into L1 itself
+            CheckUb(api, "A", l1.fs_addr, static_cast<uint64_t>(l1.GetSize()) * sizeof(SrcAT), 0, sizeof(SrcAT));
+        } else if (l1.fs_addr == nullptr || WhichMem(l1.fs_addr, &off) != kMemL1) {
             Fail("%s: A must be a tensor in L1 (a TSCM queue's buffer)", api);
         }
         fs_a_l1 = l1;
@@ -680,11 +692,19 @@ private:
                                       std::min<int64_t>(c0, k - b * c0) * sizeof(SrcAT));
                 }
             }
+        } else if constexpr (kAInUb) {
+            const char* api = "Matmul::Iterate (A in VECOUT)";
+            const uint32_t off = CheckUb(api, "A", fs_a_l1.fs_addr, static_cast<uint64_t>(fs_a_l1.GetSize()) *
+                                         sizeof(SrcAT), a_end * sizeof(SrcAT), sizeof(SrcAT));
+            for (int64_t i = 0; i < tm; ++i) {
+                CheckWritten(api, "A", off + static_cast<uint32_t>((m0 + i) * fs_org_ka * sizeof(SrcAT)),
+                             k * sizeof(SrcAT));
+            }
         } else {
             CheckGm("Matmul::Iterate (A)", fs_a, a_end * sizeof(SrcAT), true);
         }
         CheckGm("Matmul::Iterate (B)", fs_b, b_end * sizeof(SrcBT), true);
-        const SrcAT* a = kAInL1 ? fs_a_l1.fs_addr : fs_a.fs_addr;
+        const SrcAT* a = kAInL1 || kAInUb ? fs_a_l1.fs_addr : fs_a.fs_addr;
         const SrcBT* b = fs_b.fs_addr;
         fs_acc.assign(tm * tn, Acc(0));
         if (fs_bias_on) {
@@ -712,7 +732,7 @@ private:
                 }
             }
         }
-        St().gm_bytes_read += (kAInL1 ? 0 : static_cast<uint64_t>(tm * k) * sizeof(SrcAT)) +
+        St().gm_bytes_read += (kAInL1 || kAInUb ? 0 : static_cast<uint64_t>(tm * k) * sizeof(SrcAT)) +
                               static_cast<uint64_t>(k * tn) * sizeof(SrcBT);
         if constexpr (kCfgIsConfig) {
             if (fs_cfg().enableRelu) {   // the fixpipe's ReLU on the way out of L0C
@@ -808,7 +828,7 @@ private:
     }
 
     GlobalTensor<SrcAT> fs_a;
-    LocalTensor<SrcAT> fs_a_l1;   // A in TSCM
+    LocalTensor<SrcAT> fs_a_l1;   // A in TSCM, or in UB (VECOUT, 310P)
     GlobalTensor<SrcBT> fs_b;
     GlobalTensor<BiasT> fs_bias;
     bool fs_has_a = false, fs_has_b = false;
