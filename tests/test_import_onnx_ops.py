@@ -123,6 +123,18 @@ CASES = {
     "Conv_group_dilation": case("Conv", [("x", f32(1, 4, 9, 9)), ("w", f32(6, 2, 3, 3))],
                                 {"group": 2, "dilations": [2, 2], "pads": [2, 2, 2, 2]}),
     "Conv_1d": case("Conv", [("x", f32(2, 3, 11)), ("w", f32(4, 3, 3))], {"strides": [2]}),
+    # the losses (torch_ops.nll_loss: a row sum of where(target == class, x, 0))
+    "NLLLoss_mean": case("NegativeLogLikelihoodLoss", [("x", f32(5, 7)), ("t", i64(0, 6, 3, 3, 1))]),
+    "NLLLoss_weight_ignore_sum": case("NegativeLogLikelihoodLoss", [("x", f32(5, 7)), ("t", i64(0, 6, 3, 3, 1))],
+                                      {"reduction": "sum", "ignore_index": 3}, consts=[("w", f32(7, low=0.1))]),
+    "NLLLoss_spatial_none": case("NegativeLogLikelihoodLoss", [("x", f32(2, 4, 3)), ("t", i64(0, 3, 1, 2, 2, 0)
+                                                                                         .reshape(2, 3))],
+                                 {"reduction": "none"}),
+    "SoftmaxCrossEntropyLoss_weight_ignore": case(
+        "SoftmaxCrossEntropyLoss", [("x", f32(4, 6)), ("t", i64(5, 0, 2, 2))], {"ignore_index": 2},
+        consts=[("w", f32(6, low=0.1))]),
+    "SoftmaxCrossEntropyLoss_sum": case("SoftmaxCrossEntropyLoss", [("x", f32(3, 9)), ("t", i64(8, 0, 4))],
+                                        {"reduction": "sum"}),
     "ConvTranspose": case("ConvTranspose", [("x", f32(1, 3, 4, 5)), ("w", f32(3, 2, 3, 3)), ("b", f32(2))],
                           {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 0]}),
     "Tile": case("Tile", [("a", f32(2, 3))], consts=[("r", i64(2, 3))]),

@@ -126,3 +126,69 @@ def test_vocabulary_ops_match_torch(name):
     got, want = np.asarray(fs.from_torch(fn, *args)(*args)), fn(*args).numpy()
     assert got.shape == want.shape
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+# ---- nll_loss / cross_entropy (aten.nll_loss_forward: the target's log-probability per row) ----
+class CrossEntropy(nn.Module):
+    def __init__(self, c, reduction, weighted, ignore_index, log_softmax=True):
+        super().__init__()
+        self.reduction, self.ignore_index, self.log_softmax = reduction, ignore_index, log_softmax
+        w = torch.linspace(0.5, 2.0, c) if weighted else None
+        self.register_buffer("w", w)
+
+    def forward(self, x, t):
+        if self.log_softmax:
+            return F.cross_entropy(x, t, weight=self.w, reduction=self.reduction, ignore_index=self.ignore_index)
+        return F.nll_loss(x, t, weight=self.w, reduction=self.reduction, ignore_index=self.ignore_index)
+
+
+def _reference_call(k, *args):
+    saved = fs.config.executor
+    fs.config.executor = "reference"
+    try:
+        return k(*args)
+    finally:
+        fs.config.executor = saved
+
+
+@given(n=st.integers(1, 9), c=st.integers(1, 37), reduction=st.sampled_from(["none", "mean", "sum"]),
+       weighted=st.booleans(), ignore=st.sampled_from([-100, 0, 2]), seed=st.integers(0, 2 ** 16),
+       log_softmax=st.booleans(), spatial=st.booleans())
+@fuzz_settings(0.01)
+def test_nll_loss_and_cross_entropy_match_torch(n, c, reduction, weighted, ignore, seed, log_softmax, spatial):
+    rng = np.random.default_rng(seed)
+    shape = (n, c, 3) if spatial else (n, c)   # [N, C, d] with targets [N, d]: nll_loss2d's layout
+    x = torch.from_numpy(rng.standard_normal(shape).astype(np.float32) * 3)
+    t = torch.from_numpy(rng.integers(0, c, (n, 3) if spatial else (n,)))
+    t[rng.random(t.shape) < 0.3] = ignore if ignore < c else -100   # some rows ignored
+    model = CrossEntropy(c, reduction, weighted, ignore, log_softmax)
+    want = model(x, t).numpy()
+    k = fs.from_torch(model, x, t)
+    for got in (k(x, t), _reference_call(k, x, t)):
+        assert np.asarray(got).shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5, atol=2e-5, equal_nan=True)
+
+
+def test_cross_entropy_prints_and_simulates():
+    """KernelBench level 1 95_CrossEntropyLoss stopped at aten.nll_loss_forward; a weighted mean
+    with an ignored class in range, and a 1-D input with a 0-d target."""
+    rng = np.random.default_rng(7)
+    x = torch.from_numpy(rng.standard_normal((6, 37)).astype(np.float32))
+    t = torch.tensor([0, 5, 2, 36, 2, 1])
+    model = CrossEntropy(37, "mean", True, 2)
+    xs, ts = x.numpy(), t.numpy().astype(np.int32)
+    imp = fs.from_torch(model, x, t)
+    k = imp.compile(xs, ts, target="ascend910b")
+    k.check_ascendc()   # every kernel prints
+    want = model(x, t).numpy()
+    np.testing.assert_allclose(imp(xs, ts), want, rtol=2e-5)
+    np.testing.assert_allclose(k.simulate(xs, ts, *imp.weights), want, rtol=2e-5)
+    one = CrossEntropy(5, "sum", False, -100)
+    x1, t1 = torch.randn(5), torch.tensor(3)
+    np.testing.assert_allclose(fs.from_torch(one, x1, t1)(x1, t1), one(x1, t1).numpy(), rtol=2e-5)
+
+
+def test_nll_loss_with_probability_targets_names_the_op():
+    x, p = torch.randn(3, 4), torch.rand(3, 4)
+    got = fs.from_torch(lambda a, b: F.cross_entropy(a, b), x, p)(x, p)   # soft targets: log_softmax * p
+    np.testing.assert_allclose(got, F.cross_entropy(x, p).numpy(), rtol=2e-5)

@@ -24,7 +24,8 @@ SUPPORTED = ("Add Sub Mul Div Pow Relu LeakyRelu PRelu ThresholdedRelu Sigmoid T
              "Equal Less Greater LessOrEqual GreaterOrEqual Cast Identity Dropout MatMul Gemm Conv ConvTranspose "
              "MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization InstanceNormalization Softmax "
              "LogSoftmax LayerNormalization ReduceSum/Mean/Max/Min/L1/L2/LogSumExp/SumSquare Reshape Flatten "
-             "Transpose Squeeze Unsqueeze Expand Tile Concat Split Slice Gather ConstantOfShape")
+             "Transpose Squeeze Unsqueeze Expand Tile Concat Split Slice Gather ConstantOfShape "
+             "NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss")
 
 # ONNX TensorProto element types -> fusedsl dtypes (int64 indices run as int32)
 _ELEM = {1: "float32", 10: "float16", 16: "bfloat16", 6: "int32", 7: "int32", 3: "int8", 2: "uint8", 9: "bool"}
@@ -413,6 +414,25 @@ def _gather(xs, at, st):
     return fs.take(table, idx, axis=at.get("axis", 0))
 
 
+_LOSS_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _nll_loss(xs, at, st):
+    """NegativeLogLikelihoodLoss(input [N, C, d...], target, weight?): the ATen rule's."""
+    reduction = _text(at.get("reduction", "mean"))
+    if reduction not in _LOSS_REDUCTIONS:
+        raise Unsupported(f"reduction {reduction!r} (none, mean, sum are)")
+    return torch_ops.nll_loss(xs[0], xs[1], xs[2] if len(xs) > 2 else None, _LOSS_REDUCTIONS[reduction],
+                              at.get("ignore_index"))[0]
+
+
+def _softmax_cross_entropy(xs, at, st):
+    """SoftmaxCrossEntropyLoss: log_softmax over the class axis (1), then the NLL; its second
+    output is the log-probabilities."""
+    log_prob = torch_ops.log_softmax(xs[0], 1 if xs[0].ndim > 1 else 0)
+    return _nll_loss([log_prob] + list(xs[1:]), at, st), log_prob
+
+
 def _global_avg_pool(xs, at, st):
     x = xs[0]
     return fs.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True)
@@ -437,6 +457,7 @@ RULES = {
     "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Expand": _expand,
     "Concat": lambda xs, at, st: fs.concatenate(list(xs), axis=at["axis"]),
     "Slice": _slice, "Gather": _gather,
+    "NegativeLogLikelihoodLoss": _nll_loss, "SoftmaxCrossEntropyLoss": _softmax_cross_entropy,
     **_COMPOSITE_RULES,
     "Conv": _conv_any,
 }
