@@ -5,16 +5,22 @@ kernel of the unfused chain prints and simulate can measure it):
   flash model      attention_gm_model: Q, O once, K and V once per Q block (cost.attention_blocks'
                    BQ, as large as UB / L1 / L0C allow), the report's figure of the attention kernel;
   attention, measured  the printed attention kernel (printer_attention.py) under simulate: its
-                   counts include P through the GM workspace and the Matmul API's per-tile reads;
+                   counts include P through the GM workspace (910B) and the Matmul API's per-tile
+                   reads (the Q block is read once into L1, TSCM, on 910B);
   chain, fused     softmax(q @ kT * s) @ v without the attention op (disable_passes=["attention-
                    fusion"]): the scale kernel, q @ kT with its softmax row epilogue, P @ v; GM bytes
                    measured by simulate on the CPU Ascend C API (S and P are written and read back);
   chain, unfused   opt_level=0, every op a kernel, measured by simulate;
   modelled NPU time of the attention kernel vs the chain (cost model, not a measurement).
 
-CPU time (B=1, H=8, float32, medians of --repeat runs, both cores): fusedsl's attention kernel
-(kernel(*arrays): the blocked online softmax on BLAS, backend_cpu/attention.py) vs torch eager
-scaled_dot_product_attention and torch.compile of it.
+Attention kernel vs the flash model per chip (float16, one head, 910B and 310P): the measured
+bytes, their ratio to the model, and the excess split into P through the GM workspace and Q
+re-read per KV block.
+
+CPU time (B=1, H=8, float32, medians of --repeat interleaved runs, both cores): fusedsl's
+attention kernel (kernel(*arrays): the blocked online softmax on BLAS, backend_cpu/attention.py)
+vs torch eager scaled_dot_product_attention and torch.compile of it, each repeat running the
+three one after another so that the machine's load affects them alike.
 
 Transformer blocks (ascend910b, float32, x [2, 8, 64], 4 heads of 16): the kernels fusedsl makes of
 a PyTorch pre-norm block with q, k, v linears, and of the issue's block (one qkv linear, split,
@@ -33,14 +39,37 @@ import fusedsl as fs
 from fusedsl import cost
 
 
-def median_ms(fn, repeat):
-    fn()
-    times = []
+def interleaved_ms(fns, repeat):
+    """Median ms of each callable, the callables run in turn within every repeat (None: skipped)."""
+    for f in fns:
+        if f is not None:
+            f()
+    times = [[] for _ in fns]
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times)) * 1e3
+        for f, ts in zip(fns, times):
+            if f is not None:
+                t = time.perf_counter()
+                f()
+                ts.append(time.perf_counter() - t)
+    return [float(np.median(ts)) * 1e3 if ts else None for ts in times]
+
+
+def chip_rows():
+    """(target, S, D, model, measured, P workspace bytes, Q re-read bytes) of the attention kernel."""
+    rows = []
+    rng = np.random.default_rng(0)
+    for target in ("ascend910b", "ascend310p"):
+        for s in (512, 1024):
+            for d in (64, 128):
+                q, k, v = (rng.standard_normal((s, d)).astype(np.float16) for _ in range(3))
+                c = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v), target=target).compile(q, k, v)
+                c.simulate(q, k, v)
+                sched = c.kernels[0].row
+                model = cost.attention_gm_model(c.kernels[0].function.ops[0], c.target)
+                p_bytes = 0 if sched.p_in_ub else 2 * s * s * 2
+                q_bytes = 0 if (sched.q_l1_bytes or sched.q_ub_bytes) else (-(-s // sched.bk) - 1) * s * d * 2
+                rows.append((target, s, d, sched.bq, sched.bk, model, c.report().gm_bytes_measured, p_bytes, q_bytes))
+    return rows
 
 
 def traffic_rows(simulate: bool):
@@ -90,9 +119,9 @@ def time_rows(repeat: int, compile_: bool):
         tq = [torch.from_numpy(x) for x in (q, k, v)]
         want = F.scaled_dot_product_attention(*tq, is_causal=causal).numpy()
         err = float(np.abs(out - want).max())
-        ours = median_ms(lambda: kern(q, k, v), repeat)
-        eager = median_ms(lambda: F.scaled_dot_product_attention(*tq, is_causal=causal), repeat)
-        compiled = median_ms(lambda: sdpa(*tq, is_causal=causal), repeat) if sdpa is not None else None
+        ours, eager, compiled = interleaved_ms(
+            [lambda: kern(q, k, v), lambda: F.scaled_dot_product_attention(*tq, is_causal=causal),
+             (lambda: sdpa(*tq, is_causal=causal)) if sdpa is not None else None], repeat)
         rows.append((s, d, causal, ours, eager, compiled, err))
     return rows
 
@@ -152,7 +181,7 @@ def block_rows(simulate: bool):
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--no-simulate", action="store_true", help="model the chain's bytes instead of simulating")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--traffic-only", action="store_true", help="skip the CPU timings")
@@ -168,6 +197,15 @@ def main(argv=None):
         print(f"| {s} | {d} | {bq} x {bk} | {mn} | {flash} | {att_s} | {fused} ({nf} kernels) | {unf} ({nu} kernels) | "
               f"{ratio / fused:.2f} | {ratio / unf:.2f} | {t_att:.1f} vs {t_chain:.1f} |")
 
+    if not args.no_simulate:
+        print("\nAttention kernel vs the flash model, float16, one head (bytes measured by simulate)\n")
+        print("| target | S | D | BQ x BK | flash model | attention, measured | measured / model | "
+              "P through GM | Q re-reads | measured - model - P - Q |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for target, s, d, bq, bk, model, got, p_bytes, q_bytes in chip_rows():
+            print(f"| {target} | {s} | {d} | {bq} x {bk} | {model} | {got} | {got / model:.3f} | {p_bytes} | "
+                  f"{q_bytes} | {got - model - p_bytes - q_bytes} |")
+
     print("\nTransformer blocks, ascend910b, float32, x [2, 8, 64], 4 heads\n")
     print("| block | kernels | printed | kernels (ops) | simulate vs torch, max abs | NPU model us |")
     print("|---|---|---|---|---|---|")
@@ -176,7 +214,7 @@ def main(argv=None):
 
     if args.traffic_only:
         return
-    print("\nCPU time, B=1, H=8, float32, medians (ms)\n")
+    print(f"\nCPU time, B=1, H=8, float32, medians of {args.repeat} interleaved runs (ms)\n")
     print("| S | D | causal | fusedsl attention | torch eager SDPA | torch.compile SDPA | fusedsl / eager | "
           "max abs diff vs torch |")
     print("|---|---|---|---|---|---|---|---|")
