@@ -8,6 +8,10 @@
 // deqScale[j]; or one scalar) into dst rows of n_dst (n rounded up to 32 bytes of dst); in the
 // DEQUANT_WITH_SINGLE_ROW mode {1, n, calCount} with calCount a block multiple dividing n is
 // {n / calCount, calCount, calCount}, as its API page says.
+// AscendAntiQuant: int8 [K, N] (isTranspose: [N, K]) to half/bfloat16, per channel
+// dst[i][j] = scale[i / g][j] * (src[i][j] + offset[i / g][j]) with g = K / offset rows (transposed:
+// along j), or per tensor with scalar scale/offset; half output in half steps (the cast, the Add,
+// the Mul each rounded to half), bfloat16 output in float (the page's bf16 algorithm).
 #pragma once
 
 #include "adv_common.h"
@@ -27,6 +31,13 @@ struct AscendQuantConfig {
 constexpr AscendQuantConfig ASCEND_QUANT_DEFAULT_CFG = {0, 0, 0, 0};
 
 enum class DeQuantMode { DEQUANT_WITH_SINGLE_ROW = 0, DEQUANT_WITH_MULTI_ROW };
+
+struct AntiQuantShapeInfo {
+    uint32_t offsetHeight{0};
+    uint32_t offsetWidth{0};
+    uint32_t scaleHeight{0};
+    uint32_t scaleWidth{0};
+};
 
 struct DequantParams {
     uint32_t m;
@@ -128,6 +139,98 @@ inline void DequantRun(Site site, const LocalTensor<DstT>& dst, const LocalTenso
     CountVector(in_n * 4);
 }
 
+// The [height, width] of a per-channel scale/offset: AntiQuantShapeInfo's, else the tensor's
+// ShapeInfo, else `fallback`.
+template <typename T>
+inline void AntiQuantParamShape(const LocalTensor<T>& t, uint32_t h, uint32_t w, uint32_t& oh, uint32_t& ow,
+                                uint32_t fh, uint32_t fw) {
+    if (h != 0 && w != 0) {
+        oh = h;
+        ow = w;
+    } else if (t.GetShapeInfo().shapeDim == 2) {
+        oh = t.GetShapeInfo().shape[0];
+        ow = t.GetShapeInfo().shape[1];
+    } else {
+        oh = fh;
+        ow = fw;
+    }
+}
+
+template <typename In, typename Out>
+inline void AntiQuantRun(Site site, const LocalTensor<Out>& dst, const LocalTensor<In>& src,
+                         const LocalTensor<Out>* offset_t, double offset, const LocalTensor<Out>* scale_t,
+                         double scale, const LocalTensor<uint8_t>* tmp, uint32_t k, bool transpose,
+                         const AscendC::AntiQuantShapeInfo& info) {
+    const char* api = "AscendAntiQuant";
+    AtSite at(site);
+    CheckAdvApi(api, kChipsA2A3_310P, TypeName<Out>(), CurrentChip() == kChip310P ? " half " : " half bfloat16_t ");
+    if (!std::is_same_v<In, int8_t>) {
+        Fail("%s<%s, %s>: the source type must be int8_t on %s (the API page's types)", api, TypeName<In>(),
+             TypeName<Out>(), Target().name);
+    }
+    uint64_t total = src.GetSize();
+    if (k == 0 || total % k != 0) {
+        Fail("%s: k = %u must be non-zero and divide the source's %llu elements", api, k,
+             static_cast<unsigned long long>(total));
+    }
+    uint64_t other = total / k;   // N
+    uint64_t rows = transpose ? other : k;
+    uint64_t cols = transpose ? k : other;
+    AdvSpan ss{"src", AdvIn(api, "src", src, total), total};
+    AdvSpan sd{"dst", AdvOut(api, "dst", dst, total), total * sizeof(Out)};
+    AdvNoOverlap(api, sd, ss);
+    // per channel: groups along the K axis (rows, or columns when transposed)
+    uint32_t oh = 1, ow = 1, sh = 1, sw = 1;
+    uint64_t group = 1;
+    if (scale_t != nullptr) {
+        uint32_t fh = transpose ? static_cast<uint32_t>(rows) : 1u;
+        uint32_t fw = transpose ? 1u : static_cast<uint32_t>(cols);
+        AntiQuantParamShape(*scale_t, info.scaleHeight, info.scaleWidth, sh, sw, fh, fw);
+        if (offset_t != nullptr) {
+            AntiQuantParamShape(*offset_t, info.offsetHeight, info.offsetWidth, oh, ow, sh, sw);
+        } else {
+            oh = sh;
+            ow = sw;
+        }
+        uint32_t groups = transpose ? sw : sh;
+        bool ok = transpose ? (sh == rows && groups != 0 && cols % groups == 0)
+                            : (sw == cols && groups != 0 && rows % groups == 0);
+        if (!ok || oh != sh || ow != sw) {
+            Fail("%s: scale [%u, %u] and offset [%u, %u] do not fit the source [%llu, %llu] (k = %u%s): they must "
+                 "match it along %s and divide k into groups", api, sh, sw, oh, ow,
+                 static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols), k,
+                 transpose ? ", transposed" : "", transpose ? "N (the rows)" : "N (the columns)");
+        }
+        group = transpose ? cols / groups : rows / groups;
+        AdvIn(api, "scale", *scale_t, static_cast<uint64_t>(sh) * sw);
+        if (offset_t != nullptr) {
+            AdvIn(api, "offset", *offset_t, static_cast<uint64_t>(oh) * ow);
+        }
+    }
+    uint64_t s_count = scale_t != nullptr ? static_cast<uint64_t>(sh) * sw : 1;
+    adv::TmpRange need = adv::AscendAntiQuant(total, transpose ? other : k, s_count, transpose,
+                                              std::is_same_v<Out, half>);
+    AdvScratch(api, tmp, need.min, need.max, {sd, ss}, "GetAscendAntiQuantMaxMinTmpSize");
+    for (uint64_t i = 0; i < rows; ++i) {
+        for (uint64_t j = 0; j < cols; ++j) {
+            uint64_t p = transpose ? i * sw + j / group : (i / group) * sw + j;
+            double sc = scale_t != nullptr ? AdvLoad<Out>(Bytes(*scale_t), p) : scale;
+            double of = offset_t != nullptr ? AdvLoad<Out>(Bytes(*offset_t), p) : offset;
+            double x = static_cast<double>(LoadAs<In>(Bytes(src) + i * cols + j));
+            double y;
+            if constexpr (std::is_same_v<Out, half>) {
+                y = AdvRound<half>(AdvRound<half>(x + of) * sc);
+            } else {
+                y = static_cast<double>(static_cast<float>(static_cast<float>(x) + static_cast<float>(of)) *
+                                        static_cast<float>(sc));
+            }
+            AdvStore<Out>(Bytes(dst), i * cols + j, y);
+        }
+    }
+    MarkWritten(sd.off, sd.bytes);
+    CountVector(sd.bytes);
+}
+
 }  // namespace fusedsl_cpu
 
 namespace AscendC {
@@ -212,6 +315,54 @@ inline void AscendDequant(const LocalTensor<dstT>& dstTensor, const LocalTensor<
     uint32_t n = (calCount + 7) / 8 * 8;
     fusedsl_cpu::DequantRun<dstT, scaleT>(fs_site, dstTensor, srcTensor, &deqScale, 0.0, &sharedTmpBuffer,
                                           DequantParams{1, n, calCount}, false);
+}
+
+// AscendAntiQuant: per channel (tensor scale and offset, or scale only) and per tensor (scalars).
+template <typename InputDataType, typename OutputDataType, bool isTranspose>
+inline void AscendAntiQuant(const LocalTensor<OutputDataType>& dst, const LocalTensor<InputDataType>& src,
+                            const LocalTensor<OutputDataType>& offset, const LocalTensor<OutputDataType>& scale,
+                            const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t k,
+                            const AntiQuantShapeInfo& shapeInfo = {}, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AntiQuantRun(fs_site, dst, src, &offset, 0.0, &scale, 0.0, &sharedTmpBuffer, k, isTranspose,
+                              shapeInfo);
+}
+template <typename InputDataType, typename OutputDataType, bool isTranspose>
+inline void AscendAntiQuant(const LocalTensor<OutputDataType>& dst, const LocalTensor<InputDataType>& src,
+                            const LocalTensor<OutputDataType>& offset, const LocalTensor<OutputDataType>& scale,
+                            const uint32_t k, const AntiQuantShapeInfo& shapeInfo = {}, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AntiQuantRun(fs_site, dst, src, &offset, 0.0, &scale, 0.0, nullptr, k, isTranspose, shapeInfo);
+}
+template <typename InputDataType, typename OutputDataType, bool isTranspose>
+inline void AscendAntiQuant(const LocalTensor<OutputDataType>& dst, const LocalTensor<InputDataType>& src,
+                            const LocalTensor<OutputDataType>& scale, const LocalTensor<uint8_t>& sharedTmpBuffer,
+                            const uint32_t k, const AntiQuantShapeInfo& shapeInfo = {}, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AntiQuantRun<InputDataType, OutputDataType>(fs_site, dst, src, nullptr, 0.0, &scale, 0.0,
+                                                             &sharedTmpBuffer, k, isTranspose, shapeInfo);
+}
+template <typename InputDataType, typename OutputDataType, bool isTranspose>
+inline void AscendAntiQuant(const LocalTensor<OutputDataType>& dst, const LocalTensor<InputDataType>& src,
+                            const OutputDataType offset, const OutputDataType scale,
+                            const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t k,
+                            const AntiQuantShapeInfo& shapeInfo = {}, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AntiQuantRun<InputDataType, OutputDataType>(
+        fs_site, dst, src, nullptr, fusedsl_cpu::ToCompute(offset), nullptr, fusedsl_cpu::ToCompute(scale),
+        &sharedTmpBuffer, k, isTranspose, shapeInfo);
+}
+template <typename InputDataType, typename OutputDataType, bool isTranspose>
+inline void AscendAntiQuant(const LocalTensor<OutputDataType>& dst, const LocalTensor<InputDataType>& src,
+                            const OutputDataType offset, const OutputDataType scale, const uint32_t k,
+                            const AntiQuantShapeInfo& shapeInfo = {}, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AntiQuantRun<InputDataType, OutputDataType>(
+        fs_site, dst, src, nullptr, fusedsl_cpu::ToCompute(offset), nullptr, fusedsl_cpu::ToCompute(scale), nullptr,
+        k, isTranspose, shapeInfo);
+}
+template <typename InputDataType, typename OutputDataType, bool isTranspose>
+inline void AscendAntiQuant(const LocalTensor<OutputDataType>& dst, const LocalTensor<InputDataType>& src,
+                            const OutputDataType scale, const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t k,
+                            const AntiQuantShapeInfo& shapeInfo = {}, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AntiQuantRun<InputDataType, OutputDataType>(fs_site, dst, src, nullptr, 0.0, nullptr,
+                                                             fusedsl_cpu::ToCompute(scale), &sharedTmpBuffer, k,
+                                                             isTranspose, shapeInfo);
 }
 
 }  // namespace AscendC

@@ -212,7 +212,40 @@ inline TmpRange WelfordFinalize(uint64_t ab) {
     return {mn, ab <= 64 ? mn : (64 * 2 + ab * 2) * 4};
 }
 
+// ---- filters ----
+// DropOut: two repeats; the maximum two float copies of the source.
+inline TmpRange DropOut(uint64_t n) {
+    return {2 * kRepeat, std::max<uint64_t>(2 * kRepeat, 2 * n * 4)};
+}
+// Select with a bytes mask: the source (at most a 4096-element block for the minimum) as half,
+// 32-element padded, plus 512 bytes, at least 1024; plus a copy of the mask when its last axis
+// differs from the source's and the mask may not be modified.
+inline TmpRange SelectBytesMask(uint64_t src_size, bool mask_axis_differs, uint32_t mask_type, bool reuse_mask) {
+    auto need = [&](uint64_t cal) {
+        uint64_t v = std::max<uint64_t>(1024, (cal + 31) / 32 * 32 * 2 + 512);
+        if (mask_axis_differs && !reuse_mask) {
+            v += (src_size * mask_type + 31) / 32 * 32;
+        }
+        return v;
+    };
+    return {need(std::min<uint64_t>(src_size, 4096)), need(src_size)};
+}
+
 // ---- quantization ----
+// AscendAntiQuant (src elements n, k = the source's first dimension, scale elements s): none for
+// half output; for bfloat16 per channel two float copies of the scale plus 64 float columns of k
+// rows (transposed: 8 + 8 + 64 float rows of the scale), per tensor one float copy of the source
+// (at least 1024 bytes).
+inline TmpRange AscendAntiQuant(uint64_t n, uint64_t k, uint64_t s, bool transpose, bool half_out) {
+    if (half_out) {
+        return {0, 0};
+    }
+    if (s > 1) {
+        uint64_t v = transpose ? 80 * s * 4 : s * 2 * 4 + 64 * k * 4;
+        return {v, v};
+    }
+    return {1024, n * 4};
+}
 // AscendQuant: two half-sized copies of the input, at least two repeats.
 inline TmpRange AscendQuant(uint64_t n) {
     return {2 * kRepeat, (std::max<uint64_t>(2 * n, 2 * kRepeat) + 31) / 32 * 32};

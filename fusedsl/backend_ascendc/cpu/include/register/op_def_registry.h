@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "fusedsl_cpu/ge_types.h"   // ge::DataType
 #include "register/tilingdata_base.h"
 
 namespace ge {
@@ -28,12 +29,6 @@ namespace ge {
 using graphStatus = uint32_t;
 constexpr graphStatus GRAPH_SUCCESS = 0;
 constexpr graphStatus GRAPH_FAILED = 0xFFFFFFFF;
-
-enum DataType {
-    DT_FLOAT = 0, DT_FLOAT16 = 1, DT_INT8 = 2, DT_INT32 = 3, DT_UINT8 = 4, DT_INT16 = 6,
-    DT_UINT16 = 7, DT_UINT32 = 8, DT_INT64 = 9, DT_UINT64 = 10, DT_DOUBLE = 11, DT_BOOL = 12,
-    DT_BF16 = 27,
-};
 
 enum Format { FORMAT_NCHW = 0, FORMAT_NHWC = 1, FORMAT_ND = 2 };
 

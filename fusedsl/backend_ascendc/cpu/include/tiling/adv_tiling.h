@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "fusedsl_cpu/adv_tmp_sizes.h"
+#include "fusedsl_cpu/ge_types.h"
 #include "kernel_tiling/kernel_tiling.h"
 #include "tiling/pad_tiling.h"   // AscendC::TensorShape
 #include "tiling/platform/platform_ascendc.h"
@@ -304,7 +305,47 @@ inline void GetWelfordFinalizeMaxMinTmpSize(const TensorShape& srcShape, const u
     fusedsl_host::Put(::fusedsl_cpu::adv::WelfordFinalize(fusedsl_host::Elements(srcShape)), maxValue, minValue);
 }
 
+// ---- filters ----
+inline void GetDropOutMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, const bool isReuseSource,
+                                    uint32_t& maxValue, uint32_t& minValue) {
+    (void)typeSize;
+    (void)isReuseSource;
+    fusedsl_host::Put(::fusedsl_cpu::adv::DropOut(fusedsl_host::Elements(srcShape)), maxValue, minValue);
+}
+// One of src0Shape/src1Shape is the tensor ([first, last]), the other a scalar; maskShape [first, last'].
+inline void GetSelectMaxMinTmpSize(const TensorShape& src0Shape, const TensorShape& src1Shape,
+                                   const uint32_t srcTypeSize, const TensorShape& maskShape,
+                                   const uint32_t maskTypeSize, const bool isReuseMask, uint32_t& maxValue,
+                                   uint32_t& minValue) {
+    (void)srcTypeSize;
+    bool src0_scalar = src0Shape.GetDimNum() == 0 || src0Shape.GetShapeSize() == 1;
+    const TensorShape& src = src0_scalar ? src1Shape : src0Shape;
+    int64_t src_last = src.GetDimNum() ? src.GetDim(src.GetDimNum() - 1) : 1;
+    int64_t mask_last = maskShape.GetDimNum() ? maskShape.GetDim(maskShape.GetDimNum() - 1) : 1;
+    fusedsl_host::Put(::fusedsl_cpu::adv::SelectBytesMask(fusedsl_host::Elements(src),
+                                                          mask_last != src_last && mask_last > 1, maskTypeSize,
+                                                          isReuseMask), maxValue, minValue);
+}
+inline void GetSelectWithBytesMaskMaxMinTmpSize(const TensorShape& src0Shape, const TensorShape& src1Shape,
+                                                const uint32_t srcTypeSize, const TensorShape& maskShape,
+                                                const uint32_t maskTypeSize, const bool isReuseMask,
+                                                uint32_t& maxValue, uint32_t& minValue) {
+    GetSelectMaxMinTmpSize(src0Shape, src1Shape, srcTypeSize, maskShape, maskTypeSize, isReuseMask, maxValue,
+                           minValue);
+}
+
 // ---- quantization ----
+// AscendAntiQuant: srcShape [K, N] ([N, K] transposed), scaleShape the scale's; half output needs
+// no scratch, bfloat16 output float copies (the API's host helper rules).
+inline void GetAscendAntiQuantMaxMinTmpSize(const TensorShape& srcShape, const TensorShape& scaleShape,
+                                            bool isTranspose, TensorDataType inputDataType,
+                                            TensorDataType outputDataType, uint32_t& maxValue, uint32_t& minValue) {
+    (void)inputDataType;
+    uint64_t k = srcShape.GetDimNum() > 0 ? static_cast<uint64_t>(srcShape.GetDim(0)) : 0;
+    fusedsl_host::Put(::fusedsl_cpu::adv::AscendAntiQuant(fusedsl_host::Elements(srcShape), k,
+                                                          fusedsl_host::Elements(scaleShape), isTranspose,
+                                                          outputDataType == ge::DT_FLOAT16), maxValue, minValue);
+}
 inline void GetAscendQuantMaxMinTmpSize(const TensorShape& srcShape, const uint32_t typeSize, uint32_t& maxValue,
                                         uint32_t& minValue) {
     (void)typeSize;
