@@ -621,8 +621,8 @@ def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int,
 def attention_blocks(target, q_len: int, kv_len: int, head: int, head_v: int, item: int,
                      ub_share: float = 1.0, mask_item: int = 0, rope_head: int = 0) -> tuple[int, int]:
     """(BQ, BK) of the flash-attention kernel on `target`: BQ query rows first (K and V are read
-    once per Q block), at most 128 (the cube's base M), then BK keys (the Q block is read once per
-    KV block), such that UB holds attention_ub_buffers and L0C the S and P V blocks in float32.
+    once per Q block), at most 128 (the cube's base M), then BK keys (fewer Matmul calls; where the
+    Q block is not held on chip it is read once per KV block), such that UB holds attention_ub_buffers and L0C the S and P V blocks in float32.
     The printed kernel (schedule_attention.py) and the cost model use the same choice."""
     def up(a, b):
         return -(-a // b) * b
