@@ -31,6 +31,7 @@
 #include "fusedsl_cpu/adv_norm.h"
 #include "fusedsl_cpu/adv_layernorm.h"
 #include "fusedsl_cpu/adv_filter.h"
+#include "fusedsl_cpu/adv_sort.h"
 #include "fusedsl_cpu/launch.h"
 
 // Kernel-side branch on the key the host set (ICPU_SET_TILING_KEY in CPU mode).

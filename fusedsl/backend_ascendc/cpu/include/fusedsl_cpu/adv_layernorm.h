@@ -28,6 +28,7 @@
 #include "adv_common.h"
 #include "adv_tmp_sizes.h"
 #include "kernel_tiling/kernel_tiling.h"
+#include "reduce_pattern.h"
 
 namespace AscendC {
 
@@ -49,24 +50,6 @@ struct LayerNormGradShapeInfo {
     DataFormat dataFormat = DataFormat::ND;
 };
 
-enum class ReducePattern : uint32_t {
-    AR = 0,
-    RA = 1,
-    R,
-    ARA,
-    ARAR,
-    ARARA,
-    ARARAR,
-    ARARARA,
-    ARARARAR,
-    ARARARARA,
-    RAR,
-    RARA,
-    RARAR,
-    RARARA,
-    RARARAR,
-    RARARARA,
-};
 
 struct NormalizeConfig {
     ReducePattern reducePattern = ReducePattern::AR;

@@ -1,13 +1,17 @@
 // fusedsl CPU implementation of the Ascend C API: the high-level Sum (归约操作/Sum) and Arange
-// (索引计算/Arange).
+// (索引计算/Arange), and the pattern reductions ReduceMax / ReduceMin (归约操作).
 //
 // Sum adds each row's first n elements the way the API page says the device does (the same
 // binary tree as ReduceSum: adjacent pairs added level by level, an odd last element carried
 // up), rounding every partial sum to T.  Arange writes first + i * diff.
+// ReduceMax<T, Pattern::Reduce::AR|RA>(dst, src, [tmp,] srcShape, srcInnerPad): srcShape {d0, d1}
+// with rows d1 elements apart, or d1 rounded up to 32 bytes when srcInnerPad (the page: the kernel
+// pads the inner axis itself); AR reduces each row (dst[d0]), RA each column (dst[d1]).
 #pragma once
 
 #include "adv_common.h"
 #include "adv_tmp_sizes.h"
+#include "reduce_pattern.h"
 
 namespace AscendC {
 
@@ -76,6 +80,49 @@ inline void SumImpl(Site site, const LocalTensor<T>& dst, const LocalTensor<T>& 
     CountVector(in_count * sizeof(T));
 }
 
+template <typename T, typename Pat>
+inline void PatternReduceRun(Site site, const char* api, bool is_max, const LocalTensor<T>& dst,
+                             const LocalTensor<T>& src, const LocalTensor<uint8_t>* tmp, const uint32_t* shape,
+                             bool inner_pad, bool reuse) {
+    AtSite at(site);
+    CheckAdvApi(api, kChipA2A3, TypeName<T>(), " half float ");
+    static_assert(Pat::value == AscendC::ReducePattern::AR || Pat::value == AscendC::ReducePattern::RA,
+                  "the pattern reductions support Pattern::Reduce::AR and RA only (the API page)");
+    bool ra = Pat::value == AscendC::ReducePattern::RA;
+    uint32_t d0 = shape[0], d1 = shape[1];
+    if (d0 == 0 || d1 == 0) {
+        Fail("%s: srcShape {%u, %u} has an empty axis", api, d0, d1);
+    }
+    uint64_t per = 32 / sizeof(T);
+    uint64_t stride = inner_pad ? (d1 + per - 1) / per * per : d1;
+    uint64_t n_src = (static_cast<uint64_t>(d0) - 1) * stride + d1;
+    uint64_t n_dst = ra ? d1 : d0;
+    AdvSpan ss{"srcTensor", AdvIn(api, "srcTensor", src, n_src), n_src * sizeof(T)};
+    AdvSpan sd{"dstTensor", AdvOut(api, "dstTensor", dst, n_dst), n_dst * sizeof(T)};
+    AdvNoOverlap(api, sd, ss);
+    std::vector<double> x(n_src);
+    for (uint64_t i = 0; i < n_src; ++i) {
+        x[i] = AdvLoad<T>(Bytes(src), i);
+    }
+    adv::TmpRange need = adv::PatternReduce(d0, ra ? stride : d1, sizeof(T), ra, reuse);
+    AdvScratch(api, tmp, need.min, need.max, {sd, ss}, is_max ? "GetReduceMaxMaxMinTmpSize" :
+                                                               "GetReduceMinMaxMinTmpSize");
+    if (reuse) {   // isReuseSource: the device may leave anything in the source
+        std::memset(Bytes(src), 0xFF, ss.bytes);
+    }
+    for (uint64_t o = 0; o < n_dst; ++o) {
+        double best = ra ? x[o] : x[o * stride];
+        uint64_t len = ra ? d0 : d1;
+        for (uint64_t j = 1; j < len; ++j) {
+            double v = ra ? x[j * stride + o] : x[o * stride + j];
+            best = is_max ? std::max(best, v) : std::min(best, v);
+        }
+        AdvStore<T>(Bytes(dst), o, best);
+    }
+    MarkWritten(sd.off, sd.bytes);
+    CountVector(ss.bytes);
+}
+
 }  // namespace fusedsl_cpu
 
 namespace AscendC {
@@ -119,6 +166,33 @@ inline void Arange(const LocalTensor<T>& dst, const T firstValue, const T diffVa
     }
     MarkWritten(d, static_cast<uint64_t>(count) * sizeof(T));
     CountVector(static_cast<uint64_t>(count) * sizeof(T));
+}
+
+template <class T, class pattern, bool isReuseSource = false>
+inline void ReduceMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+                      const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t srcShape[], bool srcInnerPad,
+                      FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::PatternReduceRun<T, pattern>(fs_site, "ReduceMax", true, dstTensor, srcTensor, &sharedTmpBuffer,
+                                              srcShape, srcInnerPad, isReuseSource);
+}
+template <class T, class pattern, bool isReuseSource = false>
+inline void ReduceMax(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, const uint32_t srcShape[],
+                      bool srcInnerPad, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::PatternReduceRun<T, pattern>(fs_site, "ReduceMax", true, dstTensor, srcTensor, nullptr, srcShape,
+                                              srcInnerPad, isReuseSource);
+}
+template <class T, class pattern, bool isReuseSource = false>
+inline void ReduceMin(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+                      const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t srcShape[], bool srcInnerPad,
+                      FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::PatternReduceRun<T, pattern>(fs_site, "ReduceMin", false, dstTensor, srcTensor, &sharedTmpBuffer,
+                                              srcShape, srcInnerPad, isReuseSource);
+}
+template <class T, class pattern, bool isReuseSource = false>
+inline void ReduceMin(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, const uint32_t srcShape[],
+                      bool srcInnerPad, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::PatternReduceRun<T, pattern>(fs_site, "ReduceMin", false, dstTensor, srcTensor, nullptr, srcShape,
+                                              srcInnerPad, isReuseSource);
 }
 
 }  // namespace AscendC

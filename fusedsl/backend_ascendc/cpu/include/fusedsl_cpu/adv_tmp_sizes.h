@@ -212,6 +212,48 @@ inline TmpRange WelfordFinalize(uint64_t ab) {
     return {mn, ab <= 64 ? mn : (64 * 2 + ab * 2) * 4};
 }
 
+// ReduceMax / ReduceMin over [first, last] (the API's host helper rules): none reusing the source;
+// AR: nothing for a last axis within a 32-byte block, else one block (a repeat from 256 bytes on)
+// per row; RA: k rows of the 32-byte padded last axis, k the largest power of two below first.
+inline TmpRange PatternReduce(uint64_t first, uint64_t last, uint32_t ts, bool ra, bool reuse) {
+    if (reuse) {
+        return {0, 0};
+    }
+    uint64_t v;
+    if (!ra) {
+        uint64_t blk = 32 / ts, rep = 256 / ts;
+        v = last <= blk ? 0 : last < rep ? first * blk * ts : first * rep * ts;
+    } else {
+        uint64_t k = 1;
+        while (k * 2 <= first) {
+            k *= 2;
+        }
+        if (k == first && first > 1) {
+            k /= 2;
+        }
+        v = k * ((last * ts + 31) / 32 * 32);
+    }
+    return {v, v};
+}
+
+// TopK over [outter, inner] (the API's host helper rules).  A2/A3: normal mode 16 bytes per inner
+// element (+4 generating the indices); small mode 8 bytes per element for Sort32, a 64-byte mask
+// block, +4 per element negating for the smallest and +4 generating the indices.  310P: two
+// region-proposal copies (8 elements each) per element (+4 for the indices in normal mode).
+inline TmpRange TopK(uint64_t inner, uint64_t outter, bool small, bool init_index, bool largest, uint32_t ts,
+                     bool proposals) {
+    uint64_t v;
+    if (proposals) {
+        v = small ? inner * outter * 8 * ts * 2 : inner * 8 * ts * 2 + inner * 4;
+    } else if (!small) {
+        v = (init_index ? 16 : 20) * inner;
+    } else {
+        uint64_t e = inner * outter;
+        v = e * 8 + 64 + (largest ? 0 : e * 4) + (init_index ? 0 : e * 4);
+    }
+    return {v, v};
+}
+
 // ---- filters ----
 // DropOut: two repeats; the maximum two float copies of the source.
 inline TmpRange DropOut(uint64_t n) {

@@ -311,11 +311,20 @@ FUSEDSL_CPU_TYPE(int32_t, "int32_t");
 FUSEDSL_CPU_TYPE(uint32_t, "uint32_t");
 FUSEDSL_CPU_TYPE(int64_t, "int64_t");
 FUSEDSL_CPU_TYPE(uint64_t, "uint64_t");
+FUSEDSL_CPU_TYPE(bool, "bool");
 #undef FUSEDSL_CPU_TYPE
 
 template <typename T>
 constexpr const char* TypeName() {
     return TypeInfo<T>::name;
+}
+
+// The element type a data movement is checked as: DataCopy moves bytes, so a bool tensor (the
+// TopK finish flags of CANN's samples) moves as uint8_t — CANN's CPU debug DataCopy check looks at
+// the element size only.
+template <typename T>
+constexpr const char* MoveTypeName() {
+    return std::is_same_v<T, bool> ? "uint8_t" : TypeInfo<T>::name;
 }
 
 template <typename T>

@@ -117,7 +117,7 @@ inline Rows BlockRows(const DataCopyParams& p) {
 
 template <typename T>
 inline void CopyGmToUb(const char* api, const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Rows& r) {
-    CheckApi("DataCopy", TypeName<T>());
+    CheckApi("DataCopy", MoveTypeName<T>());
     if (r.count == 0 || r.len == 0) {
         return;
     }
@@ -162,7 +162,7 @@ inline void StoreGm(const char* api, uint8_t* gm, const uint8_t* ub, uint64_t by
 
 template <typename T>
 inline void CopyUbToGm(const char* api, const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Rows& r) {
-    CheckApi("DataCopy", TypeName<T>());
+    CheckApi("DataCopy", MoveTypeName<T>());
     if (r.count == 0 || r.len == 0) {
         return;
     }
@@ -184,7 +184,7 @@ inline void CopyUbToGm(const char* api, const GlobalTensor<T>& dst, const LocalT
 
 template <typename T>
 inline void CopyUbToUb(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, const Rows& r) {
-    CheckApi("DataCopy", TypeName<T>());
+    CheckApi("DataCopy", MoveTypeName<T>());
     if (r.count == 0 || r.len == 0) {
         return;
     }
@@ -263,7 +263,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
                         const DataCopyPadExtParams<T>& padParams) {
     using namespace fusedsl_cpu;
     const char* api = "DataCopyPad(GM->UB)";
-    CheckApi("DataCopyPad", TypeName<T>());
+    CheckApi("DataCopyPad", MoveTypeName<T>());
     CheckPadParams(api, params, sizeof(T));
     uint64_t left = padParams.leftPadding * sizeof(T);
     uint64_t right = padParams.rightPadding * sizeof(T);
@@ -317,7 +317,7 @@ template <typename T>
 inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& params) {
     using namespace fusedsl_cpu;
     const char* api = "DataCopyPad(UB->GM)";
-    CheckApi("DataCopyPad", TypeName<T>());
+    CheckApi("DataCopyPad", MoveTypeName<T>());
     CheckPadParams(api, params, sizeof(T));
     if (params.blockCount == 0 || params.blockLen == 0) {
         return;

@@ -11,6 +11,7 @@
 #include "fusedsl_cpu/pad_tiling_fields.h"
 #include "fusedsl_cpu/softmax_tiling_fields.h"
 #include "fusedsl_cpu/norm_tiling_fields.h"
+#include "fusedsl_cpu/sort_tiling_fields.h"
 
 namespace AscendC {
 namespace tiling {

@@ -7,6 +7,7 @@
 
 #include "fusedsl_cpu/adv_tmp_sizes.h"
 #include "fusedsl_cpu/ge_types.h"
+#include "fusedsl_cpu/reduce_pattern.h"
 #include "kernel_tiling/kernel_tiling.h"
 #include "tiling/pad_tiling.h"   // AscendC::TensorShape
 #include "tiling/platform/platform_ascendc.h"
@@ -303,6 +304,107 @@ inline void GetWelfordFinalizeMaxMinTmpSize(const TensorShape& srcShape, const u
     (void)typeSize;
     (void)isReuseSource;
     fusedsl_host::Put(::fusedsl_cpu::adv::WelfordFinalize(fusedsl_host::Elements(srcShape)), maxValue, minValue);
+}
+
+// ---- pattern reductions: srcShape [first, last] ----
+namespace fusedsl_host {
+inline uint32_t GeTypeSize(TensorDataType t) {
+    switch (t) {
+        case ge::DT_FLOAT16: case ge::DT_BF16: case ge::DT_INT16: case ge::DT_UINT16: return 2;
+        case ge::DT_INT8: case ge::DT_UINT8: case ge::DT_BOOL: return 1;
+        case ge::DT_INT64: case ge::DT_UINT64: case ge::DT_DOUBLE: return 8;
+        default: return 4;
+    }
+}
+inline void PatternReduceTmp(const TensorShape& s, TensorDataType t, ReducePattern p, bool reuse, uint32_t& maxValue,
+                             uint32_t& minValue) {
+    maxValue = minValue = 0;
+    if (s.GetDimNum() == 2) {
+        Put(::fusedsl_cpu::adv::PatternReduce(static_cast<uint64_t>(s.GetDim(0)), static_cast<uint64_t>(s.GetDim(1)),
+                                              GeTypeSize(t), p == ReducePattern::RA, reuse), maxValue, minValue);
+    }
+}
+}  // namespace fusedsl_host
+inline void GetReduceMaxMaxMinTmpSize(const TensorShape& srcShape, const TensorDataType dataType, ReducePattern pattern,
+                                      bool isSrcInnerPad, bool isReuseSource, uint32_t& maxValue, uint32_t& minValue) {
+    (void)isSrcInnerPad;
+    fusedsl_host::PatternReduceTmp(srcShape, dataType, pattern, isReuseSource, maxValue, minValue);
+}
+inline void GetReduceMinMaxMinTmpSize(const TensorShape& srcShape, const TensorDataType dataType, ReducePattern pattern,
+                                      bool isSrcInnerPad, bool isReuseSource, uint32_t& maxValue, uint32_t& minValue) {
+    (void)isSrcInnerPad;
+    fusedsl_host::PatternReduceTmp(srcShape, dataType, pattern, isReuseSource, maxValue, minValue);
+}
+
+// ---- sort ----
+// The SortConfig Sort (radix / merge sort with an ascending option) is an Ascend 950 API: CANN's
+// helper refuses other chips and leaves the outputs unset; fusedsl reports 0 for both so a caller
+// that sizes an optional buffer from them skips it (the Sort A2/A3 have takes no sharedTmpBuffer).
+enum class SortType { RADIX_SORT, MERGE_SORT };
+struct SortConfig {
+    SortType type = SortType::RADIX_SORT;
+    bool isDescend = false;
+    bool hasSrcIndex = false;
+    bool hasDstIndex = false;
+};
+inline void GetSortMaxMinTmpSize(const TensorShape& srcShape, TensorDataType valueType, TensorDataType indexType,
+                                 bool isReuseSource, const SortConfig& config, uint32_t& maxValue,
+                                 uint32_t& minValue) {
+    (void)srcShape;
+    (void)valueType;
+    (void)indexType;
+    (void)isReuseSource;
+    (void)config;
+    maxValue = minValue = 0;
+}
+// Concat needs none on A2/A3 (it hands the scores over); 310P's region proposals take 8 elements each.
+inline uint32_t GetConcatTmpSize(const platform_ascendc::PlatformAscendC& ascendcPlatform, const uint32_t elemCount,
+                                 const uint32_t dataTypeSize) {
+    return ascendcPlatform.GetSocVersion() == platform_ascendc::SocVersion::ASCEND310P ? elemCount * 8 * dataTypeSize
+                                                                                       : 0;
+}
+// Sort's merge lists: one 8-byte record per element on A2/A3, a region proposal on 310P.
+inline uint32_t GetSortTmpSize(const platform_ascendc::PlatformAscendC& ascendcPlatform, const uint32_t elemCount,
+                               const uint32_t dataTypeSize) {
+    return ascendcPlatform.GetSocVersion() == platform_ascendc::SocVersion::ASCEND310P ? elemCount * 8 * dataTypeSize
+                                                                                       : elemCount * 8;
+}
+
+// ---- TopK ----
+inline bool GetTopKMaxMinTmpSize(const platform_ascendc::PlatformAscendC& ascendcPlatform, const int32_t inner,
+                                 const int32_t outter, const bool isReuseSource, const bool isInitIndex, TopKMode mode,
+                                 const bool isLargest, const uint32_t dataTypeSize, uint32_t& maxValue,
+                                 uint32_t& minValue) {
+    (void)isReuseSource;
+    if (inner <= 0 || outter <= 0 || dataTypeSize == 0) {
+        return false;
+    }
+    bool proposals = ascendcPlatform.GetSocVersion() == platform_ascendc::SocVersion::ASCEND310P;
+    fusedsl_host::Put(::fusedsl_cpu::adv::TopK(static_cast<uint64_t>(inner), static_cast<uint64_t>(outter),
+                                               mode == TopKMode::TOPK_NSMALL, isInitIndex, isLargest, dataTypeSize,
+                                               proposals), maxValue, minValue);
+    return true;
+}
+inline bool TopKTilingFunc(const platform_ascendc::PlatformAscendC& ascendcPlatform, const int32_t inner,
+                           const int32_t outter, const int32_t k, const uint32_t dataTypeSize, const bool isInitIndex,
+                           TopKMode mode, const bool isLargest, TopkTiling& topKTiling) {
+    uint32_t mx = 0, mn = 0;
+    if (k <= 0 || !GetTopKMaxMinTmpSize(ascendcPlatform, inner, outter, false, isInitIndex, mode, isLargest,
+                                        dataTypeSize, mx, mn)) {
+        return false;
+    }
+    topKTiling = TopkTiling{};
+    topKTiling.tmpLocalSize = static_cast<int32_t>(mn);
+    topKTiling.allDataSize = inner * outter;
+    topKTiling.innerDataSize = inner;
+    topKTiling.k = k;
+    topKTiling.kAlignFourBytes = (k + 7) / 8 * 8;
+    topKTiling.kAlignTwoBytes = (k + 15) / 16 * 16;
+    topKTiling.mode = static_cast<int32_t>(mode);
+    topKTiling.isLargest = isLargest ? 1 : 0;
+    topKTiling.isInitIndex = isInitIndex ? 1 : 0;
+    topKTiling.outter = outter;
+    return true;
 }
 
 // ---- filters ----

@@ -1,5 +1,5 @@
 """AscendAntiQuant, DropOut and Select with a bytes mask on the CPU Ascend C API against numpy, with
-their host scratch helpers and failure paths; kernels in tests/ascendc_kernels/filter_quant_kernels.cpp
+their host scratch helpers and failure paths; kernels in tests/ascendc_kernels/adv_more_kernels.cpp
 (one build)."""
 import ctypes
 import os
@@ -13,13 +13,13 @@ from fusedsl.backend_ascendc import cpu_runner
 from fusedsl.errors import AscendCCheckError
 
 pytestmark = pytest.mark.usefixtures("private_cache_dir")
-SOURCE = os.path.join(ASCENDC_KERNELS, "filter_quant_kernels.cpp")
+SOURCE = os.path.join(ASCENDC_KERNELS, "adv_more_kernels.cpp")
 
 
 @pytest.fixture(scope="module")
 def lib():
     with open(SOURCE, encoding="utf-8") as f:
-        return cpu_runner.build(f.read(), name="filter_quant_kernels")
+        return cpu_runner.build(f.read(), name="adv_more_kernels")
 
 
 def _line(marker):
@@ -38,7 +38,7 @@ def _fails(lib, entry, args, marker, pattern):
     with pytest.raises(AscendCCheckError) as info:
         lib.launch(entry, 1, args)
     msg = str(info.value)
-    assert re.search(rf"filter_quant_kernels\.cpp:{_line(marker)}: ", msg), msg
+    assert re.search(rf"adv_more_kernels\.cpp:{_line(marker)}: ", msg), msg
     assert re.search(pattern, msg), msg
 
 
@@ -116,3 +116,77 @@ def test_host_scratch_sizes(lib):
     # dropout: 2 repeats .. 2 float copies; select: 1024 bytes of half + 512, plus the mask copy
     assert list(out) == [0, 0, 128 * 2 * 4 + 64 * 8 * 4, 128 * 2 * 4 + 64 * 8 * 4, 2 * 1024 * 4, 512,
                          1024 * 2 + 512 + 1024, 1024 * 2 + 512 + 1024]
+
+
+@pytest.mark.parametrize("d0,d1", [(3, 16), (32, 24), (1, 8)])
+def test_pattern_reduce_max_min(lib, d0, d1):
+    x = np.random.default_rng(d0 * d1).uniform(-5, 5, (d0, d1)).astype(np.float32)
+    pad = max(d0, d1) + 8
+    out = np.zeros(4 * pad, np.float32)
+    lib.launch("reduce_f32", 1, [("x", x), ("y", np.zeros(8, np.float32)), ("p", np.array([d0, d1, 0, 0], np.int32)),
+                                 ("out", out)])
+    np.testing.assert_array_equal(out[:d0], x.max(axis=1))
+    np.testing.assert_array_equal(out[pad:pad + d1], x.max(axis=0))
+    np.testing.assert_array_equal(out[2 * pad:2 * pad + d0], x.min(axis=1))
+    np.testing.assert_array_equal(out[3 * pad:3 * pad + d1], x.min(axis=0))
+
+
+def test_pattern_reduce_scratch_minimum(lib):
+    # AR over rows of 24 floats: one 8-float block per row (32 x 32 B = 1024); RA over 32 rows: 16 rows of
+    # the 96-byte padded row = 1536
+    args = [("x", np.ones((32, 24), np.float32)), ("y", np.zeros(8, np.float32)),
+            ("p", np.array([32, 24, 1024, 0], np.int32)), ("out", np.zeros(4 * 40, np.float32))]
+    _fails(lib, "reduce_f32", args, "reduce_call", r"ReduceMax: sharedTmpBuffer has 1024 bytes, but this call needs at "
+                                                   r"least 1536 \(the minValue of GetReduceMaxMaxMinTmpSize")
+
+
+@pytest.mark.parametrize("full", [1, 0])
+def test_concat_sort_extract(lib, full):
+    n = 96
+    rng = np.random.default_rng(full)
+    v = rng.integers(-20, 20, n).astype(np.float32)   # ties: equal scores keep their input order
+    idx = np.arange(n, dtype=np.uint32) + 1000
+    out = np.zeros(2 * n, np.float32)
+    lib.launch("sort_f32", 1, [("x", v), ("y", idx), ("p", np.array([n, full, 0, 0], np.int32)), ("out", out)])
+    groups = [np.arange(n)] if full else [np.arange(g, g + 32) for g in range(0, n, 32)]
+    order = np.concatenate([g[np.argsort(-v[g], kind="stable")] for g in groups])
+    np.testing.assert_array_equal(out[:n], v[order])
+    np.testing.assert_array_equal(out[n:].view(np.uint32), idx[order])
+
+
+def test_sort_needs_its_merge_scratch(lib):
+    args = [("x", np.zeros(96, np.float32)), ("y", np.zeros(96, np.uint32)),
+            ("p", np.array([96, 1, 256, 0], np.int32)), ("out", np.zeros(192, np.float32))]
+    _fails(lib, "sort_f32", args, "sort_call", r"Sort: tmp .*768")
+
+
+def _topk(lib, x, idx, fin, n, k, flags):
+    outter = x.shape[0]
+    y = np.concatenate([idx.ravel().view(np.uint8), np.pad(fin.astype(np.uint8), (0, 32 - outter))])
+    out = np.zeros(outter * 16, np.float32)
+    lib.launch("topk_f32", 1, [("x", x), ("y", y), ("p", np.array([outter, n, k, flags], np.int32)), ("out", out)])
+    return out[:outter * 8].reshape(outter, 8), out[outter * 8:].view(np.int32).reshape(outter, 8)
+
+
+@pytest.mark.parametrize("largest,small,init", [(1, 0, 0), (0, 0, 0), (1, 1, 1), (0, 1, 0), (1, 0, 1)])
+def test_topk_against_a_stable_sort(lib, largest, small, init):
+    rng = np.random.default_rng(largest + 2 * small + 4 * init)
+    outter, n, k = 3, 29, 5
+    x = rng.integers(-8, 8, (outter, 32)).astype(np.float32)   # ties keep the lower position first
+    idx = rng.integers(0, 10000, (outter, 32)).astype(np.int32)
+    fin = np.array([0, 1, 0], bool)
+    vals, inds = _topk(lib, x, idx, fin, n, k, largest | small << 1 | init << 2)
+    for r in range(outter):
+        row = x[r, :n]
+        order = np.argsort(-row if largest else row, kind="stable")[:k]
+        np.testing.assert_array_equal(vals[r, :k], row[order])
+        want = (idx[r] if small else idx[0])[order] if init else order
+        np.testing.assert_array_equal(inds[r, :k], np.full(k, n) if fin[r] else want)
+
+
+def test_topk_k_range(lib):
+    x = np.zeros((1, 32), np.float32)
+    with pytest.raises(AscendCCheckError) as info:
+        _topk(lib, x, np.zeros((1, 32), np.int32), np.zeros(1, bool), 4, 5, 1)
+    msg = str(info.value)
+    assert re.search(rf"adv_more_kernels\.cpp:{_line('topk_call')}: TopK: k = 5; it must be in \[1, n = 4\]", msg), msg
