@@ -16,7 +16,7 @@ from ..errors import ArgumentError, Loc, ShapeError, UnsupportedOpError, at_user
 from ..frontend import api as fs
 from . import torch_ops, torch_window
 from .common import ImportedKernel, as_array, make_function, sanitize
-from .torch_ops import Missing
+from .torch_ops import Missing, Unsupported   # one exception: the shared rules raise it too
 
 MIN_OPSET = 13
 SUPPORTED = ("Add Sub Mul Div Pow Relu LeakyRelu PRelu ThresholdedRelu Sigmoid Tanh Exp Log Sqrt Abs Neg Reciprocal "
@@ -43,10 +43,6 @@ def _onnx():
     except ImportError:
         raise ArgumentError("fs.from_onnx needs onnx: pip install 'fusedsl[onnx]'", loc=user_frame()) from None
     return onnx
-
-
-class Unsupported(Exception):
-    pass
 
 
 def _attrs(node) -> dict:
@@ -538,10 +534,24 @@ RULES[_SPLIT] = None
 RULES[_CONSTANT_OF_SHAPE] = None
 
 
+def _definition_rules() -> dict:
+    """ONNX op type -> rule for the elementwise op definitions that declare an ONNX name; such a
+    rule knows no attributes, so a node with any is refused rather than half-read."""
+    def onnx_rule(rule):
+        def run(xs, at, st):
+            if at:
+                raise Unsupported(f"attributes {', '.join(sorted(at))} are not supported")
+            return rule(*xs)
+        return run
+    return {name: onnx_rule(rule) for name, rule in torch_ops.definition_rules("onnx").items()}
+
+
 class OnnxReplay:
     """Replays an ONNX graph on fusedsl tensors."""
 
     def __init__(self, graph, inputs: list[str], weights: list[str], consts: dict, scalars: dict, label: str):
+        # the op definitions' ONNX names (fusedsl/ops/) after this module's rules, which win
+        self.rules = {**_definition_rules(), **RULES}
         self.graph = graph
         self.inputs = inputs + weights
         self.consts = consts      # name -> numpy value (initializers and Constant outputs)
@@ -555,11 +565,11 @@ class OnnxReplay:
         """Unsupported ops, located at the user's fs.from_onnx call (a model file has no source
         line to show) with the node named in the message."""
         for index, node in enumerate(self.graph.node):
-            supported = node.domain in ("", "ai.onnx") and (node.op_type in RULES or node.op_type == "Constant")
+            supported = node.domain in ("", "ai.onnx") and (node.op_type in self.rules or node.op_type == "Constant")
             if not supported:
                 op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
                 named = f" {node.name!r}" if node.name else ""
-                near = difflib.get_close_matches(node.op_type, sorted(RULES), n=1, cutoff=0.6)
+                near = difflib.get_close_matches(node.op_type, sorted(self.rules), n=1, cutoff=0.6)
                 nearest = f"; the nearest supported op is {near[0]}" if near else ""
                 raise UnsupportedOpError(f"{self.label} node {index + 1} ({node.op_type}{named}): ONNX op {op} is "
                                          f"not supported by fusedsl's importer{nearest}", loc=user_frame(),
@@ -603,7 +613,7 @@ class OnnxReplay:
                     elif node.op_type == _CONSTANT_OF_SHAPE:
                         out = _constant_of_shape(xs, _attrs(node), st, self._trace(args))
                     else:
-                        out = RULES[node.op_type](xs, _attrs(node), st)
+                        out = self.rules[node.op_type](xs, _attrs(node), st)
                 except Unsupported as exc:
                     self._fail(index, node, f"ONNX op {node.op_type}: {exc}")
             outs = out if isinstance(out, tuple) else (out,)

@@ -17,6 +17,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as dt
+from .. import ops
 from ..frontend import api as fs
 
 TORCH_DTYPES = {"torch.float32": "float32", "torch.float16": "float16", "torch.bfloat16": "bfloat16",
@@ -582,6 +583,35 @@ _COMPOSITES = {
 }
 
 
+def definition_rules(field: str) -> dict:
+    """Declared name -> rule for the elementwise op definitions (fusedsl/ops/) that name an ATen
+    overload or ONNX operator (`field` "aten" / "onnx"): the rule calls fs.<name> on the node's
+    operands. The importers add these after their own tables (which win: they know each op's
+    arguments), so an op added by one definition imports with no importer edit. Read at import
+    time, so a definition registered later (a user's, a test's toy op) is found too."""
+    def rule_of(name, public, arity):
+        fn = getattr(fs, public, None) or fs.op_function(name)
+
+        def rule(*args, **kwargs):
+            if kwargs or len(args) != arity:
+                raise Unsupported(f"fs.{public} takes {arity} operand(s); the node passes {len(args)} "
+                                  f"argument(s){' and ' + ', '.join(kwargs) if kwargs else ''}")
+            return fn(*args)
+        return rule
+    return {declared: rule_of(name, public, arity) for declared, name, public, arity in ops.importable(field)}
+
+
+def _resolve_aten(torch, name: str):
+    """torch.ops.<ns>.<packet>.<overload> for "ns.packet.overload", or None when torch lacks it."""
+    parts = name.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        return getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2])
+    except (AttributeError, RuntimeError):
+        return None
+
+
 def aten_table(torch) -> dict:
     aten = torch.ops.aten
     t = {
@@ -708,6 +738,10 @@ def aten_table(torch) -> dict:
         packet, overload = name.rsplit(".", 1)
         op = getattr(getattr(aten, packet, None), overload, None)
         if op is not None:
+            t[op] = rule
+    for name, rule in definition_rules("aten").items():   # the definitions' names the table lacks
+        op = _resolve_aten(torch, name)
+        if op is not None and op not in t:
             t[op] = rule
     return t
 

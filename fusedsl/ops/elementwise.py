@@ -4,7 +4,8 @@ Each `define(...)` call registers the op in the IR registry (ir/ops.py) with eve
 reads: the frontend makes `fs.<public>` from it, the scheduler runs its recipe (ops/recipe.py) to
 emit tile instructions (checking the target has them in the op's dtype, else computing in float32),
 the cost model costs it, the reference interpreter runs its numpy function, the importers map its
-ATen / ONNX names to it and docs/OPS.md is generated from it (tools/gen_ops_md.py).
+ATen / ONNX names to it (importers/torch_ops.definition_rules, where their tables have no rule)
+and docs/OPS.md is generated from it (`python -m fusedsl.ops_table`).
 
 A recipe emits primitives (tile/prims.py) only, so the printers, the LLVM backend and the tile
 interpreter need nothing per op.  Composites are written as the instruction sequences the numpy
