@@ -211,3 +211,15 @@ def test_a_kernel_with_a_kfc_workspace_and_no_qualifier_is_mixed():
     out = asc.translate(src, "k.asc")
     assert "AscLaunch(::KernelMode::MIX_MODE, 1, mm, 1, nullptr, s)(a, w, t);" in out
     assert "AscLaunch(::KernelMode::AIV_MODE, 1, v, 4, nullptr, s)(a, w);" in out
+
+
+def test_icpu_run_kf_takes_the_kernels_mode_when_the_program_sets_none():
+    src = ("__global__ __aicore__ void mm(GM_ADDR a, __kfc_workspace__ __gm__ uint8_t* workspace, GM_ADDR t);\n"
+           "__global__ __aicore__ void v(GM_ADDR a);\n"
+           "ICPU_RUN_KF(mm, 1, a, w, t);\nICPU_RUN_KF(v, 4, a);\n")
+    out = asc.translate(src, "k.asc").splitlines()
+    assert out[3] == "ICPU_RUN_KF((::AscendC::SetKernelMode(::KernelMode::MIX_MODE), mm), 1, a, w, t);"
+    assert out[4] == "ICPU_RUN_KF(v, 4, a);"
+    # a program that picks its kernel mode itself keeps it
+    src2 = src + "AscendC::SetKernelMode(KernelMode::AIC_MODE);\n"
+    assert "ICPU_RUN_KF(mm, 1, a, w, t);" in asc.translate(src2, "k.asc")

@@ -39,6 +39,7 @@ _ERROR_LINES = 40
 _KERNEL_DEF = re.compile(r"((?:__\w+__(?:\s*\([^)]*\))?\s+)*)__global__\s+((?:__\w+__(?:\s*\([^)]*\))?\s+)*)"
                          r"void\s+(\w+)\s*\(")
 _MODES = (("__mix__", "MIX_MODE"), ("__cube__", "AIC_MODE"), ("__vector__", "AIV_MODE"))
+_ICPU_RUN = re.compile(r"\bICPU_RUN_KF\s*\(\s*(?P<name>[A-Za-z_]\w*)\s*,")
 
 
 def c_string(text: str) -> str:
@@ -105,6 +106,17 @@ def translate(source: str, filename: str) -> str:
         return f"::fusedsl_cpu::AscLaunch(::KernelMode::{mode}, {ws}, {m['name']}, {m['cfg'].strip()})"
 
     body = _LAUNCH.sub(launch, source)
+    # ICPU_RUN_KF (the tikicpulib form, which the samples' ASCENDC_CPU_DEBUG branches use) runs in the
+    # program's kernel mode, CANN's CPU-debug default being MIX_MODE; fusedsl's default is AIV_MODE, so
+    # a program that sets no mode itself gets the mode its kernel's definition implies (__mix__ or a
+    # __kfc_workspace__ parameter: mixed, __cube__: cube)
+    if "SetKernelMode" not in source:
+        def icpu(m) -> str:
+            mode = modes.get(m["name"])
+            if mode not in ("MIX_MODE", "AIC_MODE"):
+                return m[0]
+            return f"ICPU_RUN_KF((::AscendC::SetKernelMode(::KernelMode::{mode}), {m['name']}),"
+        body = _ICPU_RUN.sub(icpu, body)
     return f"#line 1 {c_string(filename)}\n{body}"
 
 

@@ -28,6 +28,20 @@ namespace AscendC {
 
 constexpr int32_t DEFAULT_C0_SIZE = 32;   // bytes per DataBlock, the unit of DataCopyParams
 
+// The Matmul API's integer helpers kernels use for their own tiling: the quotient rounded up,
+// and num1 rounded up to a multiple of num2 (num2 must be positive).
+template <typename T>
+inline T Ceil(T num1, T num2) {
+    if (!(num2 > 0)) {
+        fusedsl_cpu::Fail("Ceil(num1, num2): num2 must be positive, not %lld", static_cast<long long>(num2));
+    }
+    return (num1 + num2 - 1) / num2;
+}
+template <typename T>
+inline T CeilAlign(T num1, T num2) {
+    return Ceil(num1, num2) * num2;
+}
+
 // User callbacks that replace the API's own GM->L1 copies and C write-back.  Only the default
 // (all null) is modelled: a kernel that passes one gets a located error at compile time.
 template <auto DataCopyOutFunc = nullptr, auto CopyA1Func = nullptr, auto CopyB1Func = nullptr>
@@ -117,7 +131,8 @@ public:
         }
         if (t.separated && pipe != nullptr && pipe->fs_buffers > 0) {
             Fail("%s: called after TPipe::InitBuffer (%d buffer(s) already planned); on %s the Matmul object must "
-                 "be registered before any InitBuffer — move %s above the InitBuffer calls", api, pipe->fs_buffers,
+                 "be registered before any InitBuffer (the REGIST_MATMUL_OBJ page: in separated mode it must be "
+                 "called before InitBuffer) — move %s above the InitBuffer calls", api, pipe->fs_buffers,
                  t.name, api);
         }
         CubeBlockState& cs = CubeState();
