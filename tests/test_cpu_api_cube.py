@@ -57,3 +57,9 @@ def test_static_tensor_address_must_be_32_byte_aligned(lib):
 def test_the_vector_cores_of_910b_have_no_cube_unit(lib):
     _fails(lib, "cube_half_in_aiv", r"DataCopy\(GM->L1, Nd2NzParams\): a vector-only kernel \(AIV_MODE, __vector__\) "
                                     r"runs on ascend910b's vector cores, which have no cube unit")
+
+
+@pytest.mark.parametrize("k,n", [(256, 32), (512, 48)])
+def test_mmad_with_m_1_is_gemv_on_a_contiguous_row(lib, k, n):
+    want, c = _run(lib, "cube_gemv", 1, k, n, 1, np.float32, seed=k)
+    np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-3)

@@ -81,6 +81,40 @@ extern "C" __global__ __aicore__ void cube_float_relu_static(GM_ADDR a, GM_ADDR 
     CubeMatmul<float, QuantMode_t::NoQuant, true, true, true>(a, b, c, d);
 }
 
+// GEMV (m = 1): A is one row of K halves, contiguous in L1 and L0A (K a multiple of 256); c = a x b
+// in float (dims M = 1, K, N).
+extern "C" __global__ __aicore__ void cube_gemv(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
+{
+    auto d = reinterpret_cast<__gm__ uint32_t*>(dims);
+    uint32_t K = d[1], N = d[2];
+    GlobalTensor<half> ag, bg;
+    GlobalTensor<float> cg;
+    ag.SetGlobalBuffer((__gm__ half*)a, K);
+    bg.SetGlobalBuffer((__gm__ half*)b, K * N);
+    cg.SetGlobalBuffer((__gm__ float*)c, N);
+    LocalTensor<half> a1(TPosition::A1, 0, K), b1(TPosition::B1, K * sizeof(half), K * N);
+    LocalTensor<half> a2(TPosition::A2, 0, K), b2(TPosition::B2, 0, K * N);
+    LocalTensor<float> co1(TPosition::CO1, 0, 16 * N);
+    // one ND row to NZ with a C0 stride of 1 block: the row's K values stay contiguous
+    DataCopy(a1, ag, Nd2NzParams{1, 1, static_cast<uint16_t>(K), 0, static_cast<uint16_t>(K), 1, 1, 0});
+    DataCopy(b1, bg, Nd2NzParams{1, static_cast<uint16_t>(K), static_cast<uint16_t>(N), 0,
+                                 static_cast<uint16_t>(N), static_cast<uint16_t>(K), 1, 0});
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    LoadData(a2, a1, LoadData2DParams{0, static_cast<uint8_t>(K / 256), 1, 0, 0, false, 0});   // the row as 16 x 16
+    for (uint32_t i = 0; i < K / CUBE; ++i) {
+        LoadData(b2[i * N * CUBE], b1[i * CUBE * CUBE],
+                 LoadData2DParams{0, static_cast<uint8_t>(N / CUBE), static_cast<uint16_t>(K / CUBE), 0, 0, true, 0});
+    }
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    Mmad(co1, a2, b2, MmadParams{1, static_cast<uint16_t>(N), static_cast<uint16_t>(K), 0, false, true});
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+    Fixpipe(cg, co1, FixpipeParamsV220{static_cast<uint16_t>(N), 1, 16, N, false, QuantMode_t::NoQuant, 0, 1, 0, 0,
+                                       0});
+}
+
 // Broken on purpose: Mmad reads an L0B tensor nothing was loaded into.
 extern "C" __global__ __aicore__ void cube_unloaded_b(GM_ADDR a, GM_ADDR, GM_ADDR, GM_ADDR)
 {
@@ -109,6 +143,7 @@ CUBE_ENTRY(cube_half, AIC_MODE)
 CUBE_ENTRY(cube_float_relu_static, AIC_MODE)
 CUBE_ENTRY(cube_unloaded_b, AIC_MODE)
 CUBE_ENTRY(cube_misaligned, AIC_MODE)
+CUBE_ENTRY(cube_gemv, AIC_MODE)
 extern "C" int fusedsl_launch_cube_half_in_aiv(uint32_t blockDim, uint8_t** args) {
     AscendC::SetKernelMode(KernelMode::AIV_MODE);
     return fusedsl_cpu::Launch(cube_half, blockDim, args[0], args[1], args[2], args[3]);

@@ -346,10 +346,14 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
     constexpr uint32_t KA = C0Of<A>();
     uint64_t M1 = (p.m + 15) / 16, N1 = (p.n + 15) / 16, K1 = (p.k + KA - 1) / KA;
     uint64_t fa = 16 * KA;   // elements per fractal of A / B
-    uint64_t sa = CheckLocal(api, "a", a.fs_addr, a.GetLength(), M1 * K1 * fa * sizeof(A), kMemL0A, 512);
+    // GEMV (Mmad计算关键特性说明/GEMV): m = 1 turns it on by itself; A is then the 1 x K row, its K
+    // values contiguous in L0A (512-byte aligned), and C the first row of the 16-row L0C blocks.
+    const bool gemv = p.m == 1;
+    uint64_t a_bytes = gemv ? p.k * sizeof(A) : M1 * K1 * fa * sizeof(A);
+    uint64_t sa = CheckLocal(api, "a", a.fs_addr, a.GetLength(), a_bytes, kMemL0A, 512);
     uint64_t sb = CheckLocal(api, "b", b.fs_addr, b.GetLength(), K1 * N1 * fa * sizeof(B), kMemL0B, 512);
     uint64_t sc = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), M1 * N1 * 256 * sizeof(C), kMemL0C, 512);
-    CheckLocalWritten(api, "a", sa, M1 * K1 * fa * sizeof(A));
+    CheckLocalWritten(api, "a", sa, a_bytes);
     CheckLocalWritten(api, "b", sb, K1 * N1 * fa * sizeof(B));
     if (!p.cmatrixInitVal) {
         CheckLocalWritten(api, "dst (accumulated onto)", sc, M1 * N1 * 256 * sizeof(C));
@@ -360,7 +364,7 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
             Acc acc = 0;
             if (r < p.m && col < p.n) {
                 for (uint64_t kk = 0; kk < p.k; ++kk) {
-                    A av = a.fs_addr[((r / 16) * K1 + kk / KA) * fa + (r % 16) * KA + kk % KA];
+                    A av = gemv ? a.fs_addr[kk] : a.fs_addr[((r / 16) * K1 + kk / KA) * fa + (r % 16) * KA + kk % KA];
                     B bv = b.fs_addr[((kk / KA) * N1 + col / 16) * fa + (col % 16) * KA + kk % KA];
                     acc += static_cast<Acc>(static_cast<Compute<A>>(av)) * static_cast<Acc>(static_cast<Compute<B>>(bv));
                 }
