@@ -118,8 +118,8 @@ public:
     }
 
     template <typename T>
-    void FreeTensor(LocalTensor<T>& t) {
-        size_t i = Slot("FreeTensor", t.fs_addr, fusedsl_cpu::kDequeued);
+    void FreeTensor(LocalTensor<T>& t) {   // an allocated (never queued) or dequeued tensor, as TQue
+        size_t i = Slot("FreeTensor", t.fs_addr, fusedsl_cpu::kDequeued, fusedsl_cpu::kAllocated);
         fs_state[i] = fusedsl_cpu::kFree;
     }
 
@@ -136,11 +136,11 @@ private:
         return LocalTensor<T>(reinterpret_cast<T*>(fusedsl_cpu::LocalMemBase(fusedsl_cpu::kMemL1) + Offset(i)),
                               fs_len / sizeof(T), TPosition::TSCM);
     }
-    size_t Slot(const char* api, const void* addr, uint8_t want) const {
+    size_t Slot(const char* api, const void* addr, uint8_t want, uint8_t also = 0xFF) const {
         Require(api);
         for (size_t i = 0; i < fs_state.size(); ++i) {
             if (addr == fusedsl_cpu::LocalMemBase(fusedsl_cpu::kMemL1) + Offset(i)) {
-                if (fs_state[i] != want) {
+                if (fs_state[i] != want && fs_state[i] != also) {
                     fusedsl_cpu::Fail("%s: the TSCM tensor is in the wrong state for this call (the queue order is "
                                       "AllocTensor, EnQue, DeQue, FreeTensor)", api);
                 }
