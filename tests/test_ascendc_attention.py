@@ -73,7 +73,7 @@ def test_simulate_agrees_with_torch_and_llvm(target, dtype, qs, ks, causal):
 
 
 def test_plan_fits_the_chip_budgets():
-    for target, e in (("ascend910b", 128), ("ascend910b", 64), ("ascend310p", 128)):
+    for target, e in (("ascend910b", 128), ("ascend910b", 64), ("ascend310p", 128), ("ascend310p", 64)):
         spec = fs.spec((1, 8, 1024, e), "float16")
         compiled = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v), target=target).compile(spec, spec, spec)
         sched = compiled.kernels[0].row
@@ -81,6 +81,12 @@ def test_plan_fits_the_chip_budgets():
         assert sum(n for _, _, n in sched.buffers()) <= compiled.target.ub_bytes
         assert sched.qk.base_m >= sched.bq and sched.qk.base_n >= sched.bk and sched.pv.base_n >= e
         assert sched.qk.l0c_bytes <= compiled.target.l0c_bytes and sched.qk.l1_bytes <= compiled.target.l1_bytes
+        if target == "ascend910b":   # both instances' TSCM Q block and both objects' own L1 buffers fit L1
+            qk_own = sched.qk.l1_bytes - sched.qk.depth_a1 * sched.qk.base_m * sched.qk.base_k * 2
+            assert sched.q_l1_bytes == sched.bq * e * 2
+            assert 2 * (sched.q_l1_bytes + qk_own + sched.pv.l1_bytes) <= compiled.target.l1_bytes
+        else:   # 310P: P from UB; Q too when it fits UB (D = 64 here), else Q is read per KV block
+            assert sched.p_in_ub and sched.q_l1_bytes == 0 and (sched.q_ub_bytes > 0) == (e == 64)
         assert isinstance(AttentionPrinter(sched, compiled.target, "k").body(), str)
 
 
