@@ -63,3 +63,10 @@ def test_the_vector_cores_of_910b_have_no_cube_unit(lib):
 def test_mmad_with_m_1_is_gemv_on_a_contiguous_row(lib, k, n):
     want, c = _run(lib, "cube_gemv", 1, k, n, 1, np.float32, seed=k)
     np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-3)
+
+
+def test_fixpipe_cfg_nz_writes_16_column_groups(lib):
+    m, k, n = 64, 32, 48
+    want, c = _run(lib, "cube_nz_out", m, k, n, 2, np.float32, seed=5)
+    nz = want.reshape(m, n // 16, 16).transpose(1, 0, 2).reshape(m, n)   # group g: rows of 16, M rows
+    np.testing.assert_allclose(c, nz, rtol=1e-5, atol=1e-4)

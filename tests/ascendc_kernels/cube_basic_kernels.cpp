@@ -11,7 +11,7 @@ using namespace AscendC;
 constexpr uint32_t CUBE = 16;
 static_assert(IsSameType<half, half>::value && !IsSameType<half, float>::value, "CANN's IsSameType");
 
-template <typename CT, QuantMode_t Q, bool Relu, bool StaticTensors, bool Twice = false>
+template <typename CT, QuantMode_t Q, bool Relu, bool StaticTensors, bool Twice = false, bool Nz = false>
 void CubeMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
 {
     auto d = reinterpret_cast<__gm__ uint32_t*>(dims);
@@ -68,8 +68,22 @@ void CubeMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
     }
     SetFlag<HardEvent::M_FIX>(EVENT_ID0);
     WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
-    Fixpipe(cg, co1, FixpipeParamsV220{static_cast<uint16_t>(N), static_cast<uint16_t>(rows),
-                                       static_cast<uint16_t>(rows), N, Relu, Q, 0, 1, 0, 0, 0});
+    if constexpr (Nz) {   // NZ output: 16-column groups of M rows, M * 16 elements apart (in 32-byte blocks)
+        GlobalTensor<CT> cz;
+        cz.SetGlobalBuffer((__gm__ CT*)c + m0 * 16, M * N - m0 * 16);
+        Fixpipe<CT, float, CFG_NZ>(cz, co1, FixpipeParamsV220{static_cast<uint16_t>(N), static_cast<uint16_t>(rows),
+                                                              static_cast<uint16_t>(rows),
+                                                              static_cast<uint32_t>(M * 16 * sizeof(CT) / 32), Relu,
+                                                              Q, 0, 1, 0, 0, 0});
+    } else {
+        Fixpipe(cg, co1, FixpipeParamsV220{static_cast<uint16_t>(N), static_cast<uint16_t>(rows),
+                                           static_cast<uint16_t>(rows), N, Relu, Q, 0, 1, 0, 0, 0});
+    }
+}
+
+extern "C" __global__ __aicore__ void cube_nz_out(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR d)
+{
+    CubeMatmul<float, QuantMode_t::NoQuant, false, false, false, true>(a, b, c, d);
 }
 
 extern "C" __global__ __aicore__ void cube_half(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR d)
@@ -144,6 +158,7 @@ CUBE_ENTRY(cube_float_relu_static, AIC_MODE)
 CUBE_ENTRY(cube_unloaded_b, AIC_MODE)
 CUBE_ENTRY(cube_misaligned, AIC_MODE)
 CUBE_ENTRY(cube_gemv, AIC_MODE)
+CUBE_ENTRY(cube_nz_out, AIC_MODE)
 extern "C" int fusedsl_launch_cube_half_in_aiv(uint32_t blockDim, uint8_t** args) {
     AscendC::SetKernelMode(KernelMode::AIV_MODE);
     return fusedsl_cpu::Launch(cube_half, blockDim, args[0], args[1], args[2], args[3]);

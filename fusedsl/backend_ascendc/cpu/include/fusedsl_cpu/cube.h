@@ -244,6 +244,7 @@ struct FixpipeParamsV220 {
     uint16_t srcNdStride = 0;
     uint16_t dstNdStride = 0;
     uint8_t unitFlag = 0;
+    bool isChannelSplit = false;   // split float C into channels (not modelled: refused when set)
 };
 
 template <typename T>
@@ -377,11 +378,32 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
     St().vector_instructions += 1;
 }
 
-template <typename D, typename S>
+// Fixpipe's output layout (FixpipeConfig): ND rows (CFG_ROW_MAJOR, the default) or NZ (CFG_NZ:
+// columns in groups of the L0C fractal's 16 (32 for an int8 output), each group mSize rows of
+// those elements, groups dstStride 32-byte blocks apart).  CFG_COLUMN_MAJOR is an Ascend 950 layout.
+enum class CO2Layout : uint8_t { NZ = 0, ROW_MAJOR, COLUMN_MAJOR };
+struct FixpipeConfig {
+    CO2Layout format;
+    bool isToUB = false;
+};
+constexpr FixpipeConfig CFG_NZ = {CO2Layout::NZ, false};
+constexpr FixpipeConfig CFG_ROW_MAJOR = {CO2Layout::ROW_MAJOR, false};
+constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR, false};
+
+template <typename D, typename S, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const FixpipeParamsV220& p) {
     using namespace fusedsl_cpu;
-    const char* api = "Fixpipe(L0C->GM)";
+    const char* api = config.format == CO2Layout::NZ ? "Fixpipe(L0C->GM, CFG_NZ)" : "Fixpipe(L0C->GM)";
     CheckHasCube(api);
+    if (config.format == CO2Layout::COLUMN_MAJOR) {
+        Fail("%s: CFG_COLUMN_MAJOR (DN output) is available on Ascend 950 only, not on %s (the Fixpipe page)", api,
+             Target().name);
+    }
+    const bool nz = config.format == CO2Layout::NZ;
+    if (p.isChannelSplit) {
+        Fail("%s: isChannelSplit = true (float C written as channels) is not modelled by fusedsl's CPU implementation",
+             api);
+    }
     if (p.ndNum > 1) {
         Fail("%s: ndNum = %u; several ND outputs per call are not modelled (use 1)", api, p.ndNum);
     }
@@ -399,15 +421,50 @@ inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const
         Fail("%s: srcStride = %u; it is the L0C matrix's row count per 16-column block, a multiple of 16 and at "
              "least mSize = %u", api, p.srcStride, p.mSize);
     }
-    if (p.dstStride < p.nSize) {
+    constexpr uint64_t c0 = sizeof(D) == 1 ? 32 : 16;
+    constexpr uint64_t row_bytes = c0 * sizeof(D);
+    if (nz) {
+        if (p.nSize % c0 != 0) {
+            Fail("%s: nSize = %u must be a multiple of %llu (the NZ column group of %s) for NZ output", api, p.nSize,
+                 static_cast<unsigned long long>(c0), TypeName<D>());
+        }
+        if (static_cast<uint64_t>(p.dstStride) * 32 < static_cast<uint64_t>(p.mSize) * row_bytes) {
+            Fail("%s: dstStride = %u blocks (32 bytes) is less than the %u rows of one C0 group; groups would "
+                 "overlap", api, p.dstStride, p.mSize);
+        }
+    } else if (p.dstStride < p.nSize) {
         Fail("%s: dstStride = %u elements is less than nSize = %u; output rows would overlap", api, p.dstStride,
              p.nSize);
     }
     uint64_t blocks = (p.nSize + 15) / 16;
     uint64_t need = ((blocks - 1) * p.srcStride + p.mSize) * 16 * sizeof(S);
     uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(), need, kMemL0C);
-    uint64_t span = (static_cast<uint64_t>(p.mSize - 1) * p.dstStride + p.nSize) * sizeof(D);
+    uint64_t groups = (p.nSize + c0 - 1) / c0;
+    uint64_t span = nz ? ((groups - 1) * p.dstStride * 32 + static_cast<uint64_t>(p.mSize) * row_bytes)
+                       : (static_cast<uint64_t>(p.mSize - 1) * p.dstStride + p.nSize) * sizeof(D);
     GmBuffer* buf = CheckGm(api, dst, span, true);
+    if (nz) {
+        for (uint64_t g = 0; g < groups; ++g) {
+            for (uint64_t r = 0; r < p.mSize; ++r) {
+                D row[c0];
+                for (uint64_t e = 0; e < c0; ++e) {
+                    uint64_t c = g * c0 + e;
+                    uint64_t idx = ((c / 16) * p.srcStride + r) * 16 + c % 16;
+                    CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
+                    auto v = static_cast<Compute<S>>(src.fs_addr[idx]);
+                    if (p.reluEn && v < 0) {
+                        v = 0;
+                    }
+                    row[e] = FromCompute<D>(v);
+                }
+                auto gp = reinterpret_cast<uint8_t*>(dst.fs_addr) + g * p.dstStride * 32 + r * row_bytes;
+                NoteGmWrite(api, buf, gp, row_bytes, false, reinterpret_cast<const uint8_t*>(row));
+                std::memcpy(gp, row, row_bytes);
+            }
+        }
+        St().gm_bytes_written += static_cast<uint64_t>(p.mSize) * p.nSize * sizeof(D);
+        return;
+    }
     for (uint64_t r = 0; r < p.mSize; ++r) {
         std::vector<D> row(p.nSize);
         for (uint64_t c = 0; c < p.nSize; ++c) {
