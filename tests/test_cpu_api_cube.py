@@ -70,3 +70,8 @@ def test_fixpipe_cfg_nz_writes_16_column_groups(lib):
     want, c = _run(lib, "cube_nz_out", m, k, n, 2, np.float32, seed=5)
     nz = want.reshape(m, n // 16, 16).transpose(1, 0, 2).reshape(m, n)   # group g: rows of 16, M rows
     np.testing.assert_allclose(c, nz, rtol=1e-5, atol=1e-4)
+
+
+def test_set_fix_pipe_config_is_a2_a3_only(lib):
+    with pytest.raises(AscendCCheckError, match=r"SetFixPipeConfig is not available on ascend310p"):
+        _run(lib, "cube_gemv", 1, 256, 32, 1, np.float32, target="ascend310p")

@@ -123,6 +123,7 @@ extern "C" __global__ __aicore__ void cube_gemv(GM_ADDR a, GM_ADDR b, GM_ADDR c,
     SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
     WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
     Mmad(co1, a2, b2, MmadParams{1, static_cast<uint16_t>(N), static_cast<uint16_t>(K), 0, false, true});
+    SetFixPipeConfig<float>(co1, true);   // clears the unit flags (A2/A3 only)
     SetFlag<HardEvent::M_FIX>(EVENT_ID0);
     WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
     Fixpipe(cg, co1, FixpipeParamsV220{static_cast<uint16_t>(N), 1, 16, N, false, QuantMode_t::NoQuant, 0, 1, 0, 0,

@@ -378,6 +378,27 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
     St().vector_instructions += 1;
 }
 
+// SetFixPipeConfig (矩阵搬出辅助配置接口): loads the per-channel ReLU / quantisation parameters that a
+// later Fixpipe or DataCopy(L0C->GM) with a vector quant mode (VDEQF16, VQF322B8_PRE ...) applies, and
+// with isUnitFlag clears the L0C unit flags.  fusedsl's Fixpipe refuses the vector quant modes and runs
+// Mmad and Fixpipe in program order (the unit flags order nothing more), so beyond the chip check
+// there is nothing to record.
+template <typename T>
+inline void SetFixPipeConfig(const LocalTensor<T>& reluPre, const LocalTensor<T>& quantPre, bool isUnitFlag = false) {
+    using namespace fusedsl_cpu;
+    CheckHasCube("SetFixPipeConfig");
+    if (!Target().separated) {
+        Fail("SetFixPipeConfig is not available on %s (Atlas A2/A3 only, per its API page)", Target().name);
+    }
+    (void)reluPre;
+    (void)quantPre;
+    (void)isUnitFlag;
+}
+template <typename T, bool setRelu = false>
+inline void SetFixPipeConfig(const LocalTensor<T>& preData, bool isUnitFlag = false) {
+    SetFixPipeConfig(preData, preData, isUnitFlag);
+}
+
 // Fixpipe's output layout (FixpipeConfig): ND rows (CFG_ROW_MAJOR, the default) or NZ (CFG_NZ:
 // columns in groups of the L0C fractal's 16 (32 for an int8 output), each group mSize rows of
 // those elements, groups dstStride 32-byte blocks apart).  CFG_COLUMN_MAJOR is an Ascend 950 layout.
