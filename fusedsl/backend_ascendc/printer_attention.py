@@ -15,29 +15,24 @@ once.  Causal items stop at their diagonal block.
 """
 from __future__ import annotations
 
-import os
-import struct
 
 from .. import dtypes as dt
 from ..schedule_attention import AttentionSchedule, _up
 from ..ir.ops import attention_operands
 from ..schedule_cube import TCUBE_FIELDS
 from . import cnames
-from .printer import AscendCPrinter, camel
-from .printer_cube import mix_cpu_hooks
+from .emit import camel
+from .frame import KernelFrame
 
 
-class AttentionPrinter:
-    _helpers = AscendCPrinter._helpers
+class AttentionPrinter(KernelFrame):
+    TILING_SUFFIX = "AttentionTiling"
+    WORD = "i"     # TCubeTiling's fields are int32
+    MIX = True
     symbols = ()   # static shapes only: the host tiling takes no sizes
 
     def __init__(self, sched: AttentionSchedule, target, name: str, debug: bool | None = None):
-        self.s = sched
-        self.t = target
-        self.name = name
-        self.cls = "Kernel" + camel(name)
-        self.tiling = f"{camel(name)}AttentionTiling"
-        self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
+        super().__init__(sched, target, name, debug)
         self.cn = {p.index: cnames.param(p.name) for p in sched.params}
         pvals = [p.value for p in sched.fn.params]
         q, k, v, self.mask, cos, sin = attention_operands(sched.op)
@@ -48,9 +43,6 @@ class AttentionPrinter:
     # ---- interface shared with the other printers ----------------------------------------
     def _gm_args(self) -> list[str]:
         return [self.cn[p.index] for p in self.s.params] + ["y0"]
-
-    def pack(self, tiling, scalars) -> bytes:
-        return struct.pack(f"<{len(tiling.words)}i", *tiling.words)
 
     def tiling_header(self) -> str:
         return (f"// {self.name} reads two TCubeTilings (CANN's kernel_tiling/kernel_tiling.h): Q K^T and P V\n"
@@ -74,14 +66,9 @@ inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores,
 }}
 """
 
-    def body(self) -> str:
-        return "\n".join([f"// ---- {self.name}: attention from {cnames.comment(self.s.fn.loc)} ----",
-                          f"// {cnames.comment(self.s.plan_note)}",
-                          self.tiling_header(), self.kernel(), "#ifndef __CCE_AICORE__  // host side",
-                          self.host_tiling(), "#endif", self._cpu_hooks()])
-
-    def _cpu_hooks(self) -> str:
-        return mix_cpu_hooks(self.name, self.tiling, len(self._gm_args()) + 2)
+    def heading(self) -> list[str]:
+        return [f"// ---- {self.name}: attention from {cnames.comment(self.s.fn.loc)} ----",
+                f"// {cnames.comment(self.s.plan_note)}"]
 
     # ---- the kernel ------------------------------------------------------------------------
     def kernel(self) -> str:
@@ -356,21 +343,8 @@ private:
 {self._entry()}"""
 
     def _entry(self) -> str:
-        gm = self._gm_args()
-        macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n" if self.t.kernel_type_macro else ""
-        return f"""extern "C" __global__ __aicore__ void {self.name}({', '.join(f'GM_ADDR {x}' for x in gm + ['workspace', 'tiling'])})
-{{
-{macro}    AscendC::TPipe pipe;
-    {self.tiling} t;
-    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
-    for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
-    {self.cls} op;
-    op.Init({', '.join(gm)}, workspace, t);
-    REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), op.qk, &op.tiling.qk, op.pv, &op.tiling.pv);
-    op.Process(&pipe);
-}}
-"""
+        return self.entry(self._gm_args() + ["workspace", "t"],
+                          matmuls=["op.qk", "&op.tiling.qk", "op.pv", "&op.tiling.pv"])
 
     # ---- rope: each Q block and K block rotated into this instance's workspace --------------------
     def _rope_gm(self) -> str:

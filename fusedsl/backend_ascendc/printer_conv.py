@@ -20,6 +20,8 @@ from .printer_cube import CubePrinter
 
 
 class ConvPrinter(CubePrinter):
+    KIND_NOTE = "a conv2d kernel"
+
     def __init__(self, sched: ConvSchedule, target, name: str, debug: bool | None = None):
         self.g = g = sched.conv
         super().__init__(sched, target, name, debug)
@@ -160,6 +162,3 @@ class ConvPrinter(CubePrinter):
                 "                    AscendC::DataCopy(gm_panel[(ch * kTaps + t) * kPanelN + j * kChunk], pan[t * kChunk], "
                 "kChunk);",
                 "                }"]
-
-    def body(self) -> str:
-        return super().body().replace(f"// ---- {self.name}: a cube kernel", f"// ---- {self.name}: a conv2d kernel", 1)

@@ -13,16 +13,13 @@ The kernel is mixed (AIC + AIV) on 910B; 310P moves C through a UB workspace
 """
 from __future__ import annotations
 
-import os
-import struct
-
 from .. import dtypes as dt
 from ..schedule import compute_dtype
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
 from ..schedule_row import allocate_row_values, temp_pool
 from . import cnames
-from .printer import (AscendCPrinter, camel, gm_scalar_load, literal, name_temporaries, pack_scalar, rename_stmt,
-                      scalar_ctype)
+from .emit import camel, gm_scalar_load, literal, name_temporaries, rename_stmt, scalar_ctype
+from .frame import KernelFrame
 
 
 def _ld(expr: str, dtype: dt.DType) -> str:
@@ -32,46 +29,19 @@ def _ld(expr: str, dtype: dt.DType) -> str:
 
 
 
-def mix_cpu_hooks(name: str, tiling: str, n_args: int) -> str:
-    """The CPU run's entry points of a mixed AIC+AIV kernel (cube, conv and attention printers):
-    the launch in MIX mode and the host tiling function."""
-    args = ", ".join(f"args[{i}]" for i in range(n_args))
-    return f"""#ifdef ASCENDC_CPU_DEBUG
-#include "tikicpulib.h"
-// Entry points for fusedsl's CPU run of this file (not part of the NPU build): a mixed kernel.
-extern "C" int fusedsl_launch_{name}(uint32_t blockDim, uint8_t** args)
-{{
-    AscendC::SetKernelMode(KernelMode::MIX_MODE);
-    const int rc = fusedsl_cpu::Launch({name}, blockDim, {args});
-    AscendC::SetKernelMode(KernelMode::AIV_MODE);   // the vector kernels of the same program
-    return rc;
-}}
-extern "C" int fusedsl_tiling_{name}(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,
-                                        {tiling}* t)
-{{
-    return {camel(name)}Tiling(sizes, vectorCores, ubBudget, t) ? 0 : 1;
-}}
-extern "C" uint32_t fusedsl_tiling_size_{name}() {{ return sizeof({tiling}); }}
-#endif
-"""
-
-class CubePrinter:
-    _helpers = AscendCPrinter._helpers
-    _stmt = AscendCPrinter._stmt
+class CubePrinter(KernelFrame):
+    WORD = "i"     # TCubeTiling's fields are int32
+    MIX = True
     # GM addressing of the [M, N] result and of tensors of its shape: row stride and the elements of
     # one batch matrix (the conv printer, printer_conv.py, addresses NCHW images instead)
     gm_ld = "tiling.N"
     batch_elems = "tiling.M * tiling.N"
 
     def __init__(self, sched: CubeSchedule, target, name: str, debug: bool | None = None):
-        self.s = sched
-        self.t = target
-        self.name = name
-        self.cls = "Kernel" + camel(name)
+        super().__init__(sched, target, name, debug)
         # runtime scalars follow the TCubeTiling words: a struct wrapping it carries them
-        self.rt = [p for p in sched.params if p.kind == "runtime_scalar"]
+        self.rt = self.runtime_scalars()
         self.tiling = f"{camel(name)}CubeTiling" if self.rt else "TCubeTiling"
-        self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
         self.symbols = []
         self.cn = {p.index: cnames.param(p.name) for p in sched.params}
         mm = sched.mm
@@ -85,14 +55,10 @@ class CubePrinter:
         # elements Compare reads past a row's count (tile/slack.py): every row buffer has them
         self.slack = max([st.sched.slack_elems for st in self.steps_list()] + [0])
 
-    # ---- interface shared with the other printers ----------------------------------------
+    # ---- the kind's parts of the frame (frame.KernelFrame) ----------------------------------
     def _gm_args(self) -> list[str]:
         return ([self.cn[p.index] for p in self.s.params if p.kind != "runtime_scalar"]
                 + [f"y{i}" for i in range(len(self.s.fn.results))])
-
-    def pack(self, tiling, scalars) -> bytes:
-        data = struct.pack(f"<{len(tiling.words)}i", *tiling.words)
-        return data + b"".join(pack_scalar(p.dtype, scalars[p.name]) for p in self.rt)
 
     def tiling_header(self) -> str:
         head = (f"// {self.name} reads a TCubeTiling (CANN's kernel_tiling/kernel_tiling.h)\n"
@@ -145,14 +111,11 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
 }}
 """
 
-    def body(self) -> str:
-        return "\n".join([f"// ---- {self.name}: a cube kernel fused from {cnames.comment(self.s.fn.loc)} ----",
-                          f"// {cnames.comment(self.s.plan_note)}",
-                          self.tiling_header(), self.kernel(), "#ifndef __CCE_AICORE__  // host side",
-                          self.host_tiling(), "#endif", self._cpu_hooks()])
+    KIND_NOTE = "a cube kernel"
 
-    def _cpu_hooks(self) -> str:
-        return mix_cpu_hooks(self.name, self.tiling, len(self._gm_args()) + 2)
+    def heading(self) -> list[str]:
+        return [f"// ---- {self.name}: {self.KIND_NOTE} fused from {cnames.comment(self.s.fn.loc)} ----",
+                f"// {cnames.comment(self.s.plan_note)}"]
 
     # ---- the kernel ------------------------------------------------------------------------
     def kernel(self, entry: bool = True) -> str:
@@ -278,21 +241,10 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
                         "    bool active = false;", "};", ""]
         if not entry:
             return "\n".join(L)
-        macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n" if self.t.kernel_type_macro else ""
         gm = self._gm_args()
-        L.append(f"""extern "C" __global__ __aicore__ void {self.name}({', '.join(f'GM_ADDR {x}' for x in gm + ['workspace', 'tiling'])})
-{{
-{macro}    AscendC::TPipe pipe;
-    {self.tiling} t;
-    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
-    for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
-    {self.cls} op;
-    op.Init({', '.join(gm)}, workspace, t{'.cube' if self.rt else ''});
-{''.join(f'    op.{p.var} = t.{p.var};{chr(10)}' for p in self.rt)}    REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), op.mm, &op.tiling);   // before any InitBuffer
-    op.Process(&pipe);
-}}
-""")
+        L.append(self.entry(gm + ["workspace", "t.cube" if self.rt else "t"],
+                            setup=tuple(f"op.{p.var} = t.{p.var};" for p in self.rt),
+                            matmuls=["op.mm", "&op.tiling"]))
         return "\n".join(L)
 
     # ---- hooks a printer of another cube kernel kind overrides (printer_conv.py) --------------

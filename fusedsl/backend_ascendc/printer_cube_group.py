@@ -9,36 +9,29 @@ UB, as it would alone.
 """
 from __future__ import annotations
 
-import os
-import struct
-
 from ..schedule_cube import TCUBE_FIELDS
 from ..schedule_cube_group import CubeGroupSchedule
 from . import cnames
-from .printer import AscendCPrinter, camel
-from .printer_cube import CubePrinter, mix_cpu_hooks
+from .emit import camel
+from .frame import KernelFrame
+from .printer_cube import CubePrinter
 from .printer_cube_row import CubeRowPrinter
 
 
-class CubeGroupPrinter:
-    _helpers = AscendCPrinter._helpers
+class CubeGroupPrinter(KernelFrame):
+    TILING_SUFFIX = "CubeGroupTiling"
+    WORD = "i"     # TCubeTiling's fields are int32
+    MIX = True
     symbols = ()   # static shapes only: the host tiling takes no sizes
 
     def __init__(self, sched: CubeGroupSchedule, target, name: str, debug: bool | None = None):
-        self.s = sched
-        self.t = target
-        self.name = name
-        self.tiling = f"{camel(name)}CubeGroupTiling"
-        self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
+        super().__init__(sched, target, name, debug)
         self.cn = {p.index: cnames.param(p.name) for p in sched.params}
         self.parts = [(CubeRowPrinter if ps.row_epilogue is not None else CubePrinter)(ps, target, f"{name}_p{i}", debug)
                       for i, ps in enumerate(sched.parts)]
 
     def _gm_args(self) -> list[str]:
         return [self.cn[p.index] for p in self.s.params] + [f"y{i}" for i in range(len(self.s.fn.results))]
-
-    def pack(self, tiling, scalars) -> bytes:
-        return struct.pack(f"<{len(tiling.words)}i", *tiling.words)
 
     def tiling_header(self) -> str:
         fields = "".join(f"    TCubeTiling p{i};\n" for i in range(len(self.parts)))
@@ -62,13 +55,9 @@ inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores,
 }}
 """
 
-    def body(self) -> str:
-        return "\n".join([f"// ---- {self.name}: {len(self.parts)} matmuls of the same A from "
-                          f"{cnames.comment(self.s.fn.loc)} ----",
-                          f"// {cnames.comment(self.s.plan_note)}",
-                          self.tiling_header(), self.kernel(),
-                          "#ifndef __CCE_AICORE__  // host side", self.host_tiling(), "#endif",
-                          mix_cpu_hooks(self.name, self.tiling, len(self._gm_args()) + 2)])
+    def heading(self) -> list[str]:
+        return [f"// ---- {self.name}: {len(self.parts)} matmuls of the same A from {cnames.comment(self.s.fn.loc)} ----",
+                f"// {cnames.comment(self.s.plan_note)}"]
 
     def kernel(self) -> str:
         """Device code: the parts' classes and the entry that runs them."""
@@ -87,18 +76,4 @@ inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores,
             objs += [f"op{i}.mm", f"&op{i}.tiling"]
             runs += ([] if i == 0 else ["    pipe.Reset();   // the next part plans the whole UB again"])
             runs.append(f"    op{i}.Process(&pipe);")
-        macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n" if self.t.kernel_type_macro else ""
-        gm = self._gm_args()
-        nl = "\n"
-        return f"""extern "C" __global__ __aicore__ void {self.name}({', '.join(f'GM_ADDR {x}' for x in gm + ['workspace', 'tiling'])})
-{{
-{macro}    AscendC::TPipe pipe;
-    {self.tiling} t;
-    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
-    for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
-{nl.join(inits)}
-    REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), {', '.join(objs)});   // before any InitBuffer
-{nl.join(runs)}
-}}
-"""
+        return "\n".join(self.entry_open(True) + inits + [self.register_matmuls(objs)] + runs + ["}", ""])

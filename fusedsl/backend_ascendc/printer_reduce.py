@@ -12,34 +12,23 @@ already in UB.  CopyOut writes each output row.  Cores take contiguous tile rang
 split K: no partial results exist.
 
 Each elementwise op is the tile stmts the vector scheduler gives it (row_plan.op_schedule),
-renamed onto this kernel's row buffers (printer.rename_stmt), as the row printer does.
+renamed onto this kernel's row buffers (emit.rename_stmt), as the row printer does.
 """
 from __future__ import annotations
 
-import os
-import struct
 
 from .. import dtypes as dt
 from ..schedule import compute_dtype
 from ..schedule_reduce import ColumnSchedule, column_values
 from . import cnames
-from .printer import (AscendCPrinter, camel, gm_scalar_load, literal, name_temporaries, pack_scalar, rename_stmt,
-                      scalar_ctype)
+from .emit import camel, gm_scalar_load, literal, name_temporaries, rename_stmt, scalar_ctype
+from .frame import KernelFrame
 from .printer_row import _BINARY, _IDENTITY   # identities and fold ops of the four reductions
 
 
-class ColumnPrinter:
-    _helpers = AscendCPrinter._helpers       # CopyRowsIn/Out, MinU32
-    _stmt = AscendCPrinter._stmt             # one tile stmt + PIPE_V barrier
-    _cpu_hooks = AscendCPrinter._cpu_hooks   # extern "C" launch and tiling entry points
-
+class ColumnPrinter(KernelFrame):
     def __init__(self, sched: ColumnSchedule, target, name: str, debug: bool | None = None):
-        self.s = sched
-        self.t = target
-        self.name = name
-        self.cls = "Kernel" + camel(name)
-        self.tiling = camel(name) + "TilingData"
-        self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
+        super().__init__(sched, target, name, debug)
         self.symbols = []
         self.cn = {p.index: cnames.param(p.name) for p in sched.params}
         self.elem = [p for p in sched.params if p.kind == "elem"]
@@ -49,18 +38,10 @@ class ColumnPrinter:
         self.colbuf = {id(v): f"col{j}" for j, v in enumerate(column_values(sched))}
         self.form = {p.index: p for p in sched.plan.params}
 
-    # ---- interface shared with the other printers ----------------------------------------
+    # ---- the kind's parts of the frame (frame.KernelFrame) ----------------------------------
     def _gm_args(self) -> list[str]:
         return [self.cn[p.index] for p in self.s.params if p.kind != "runtime_scalar"] + \
             [f"y{i}" for i in range(len(self.s.fn.results))]
-
-    def pack(self, tiling, scalars) -> bytes:
-        words = tiling.words
-        data = struct.pack(f"<{len(words)}I", *words)
-        for p in self.s.params:
-            if p.kind == "runtime_scalar":
-                data += pack_scalar(p.dtype, scalars[p.name])
-        return data
 
     def tiling_header(self) -> str:
         fields = ["A", "K", "B", "bn", "kt", "colTiles", "totalTiles", "tilesPerCore", "blockDim"]
@@ -103,10 +84,8 @@ class ColumnPrinter:
             "    return true;",
             "}"]) + "\n"
 
-    def body(self) -> str:
-        return "\n".join([f"// ---- {self.name}: a column kernel from {cnames.comment(self.s.fn.loc)} ----",
-                          self.tiling_header(), self.kernel(), "#ifndef __CCE_AICORE__  // host side",
-                          self.host_tiling(), "#endif", self._cpu_hooks()])
+    def heading(self) -> list[str]:
+        return [f"// ---- {self.name}: a column kernel from {cnames.comment(self.s.fn.loc)} ----"]
 
     # ---- the kernel -------------------------------------------------------------------------
     def kernel(self) -> str:
@@ -147,19 +126,7 @@ class ColumnPrinter:
             elif p.kind == "scalar":
                 L.append(f"        v_{nm} = {gm_scalar_load('gm_' + nm, p.dtype, compute_dtype(p.dtype))};")
         L += ["    }", "", *self._process(), "", "private:", *self._members(), "};", ""]
-        macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);\n" if self.t.kernel_type_macro else ""
-        L.append(f"""extern "C" __global__ __aicore__ void {self.name}({', '.join('GM_ADDR ' + a for a in gm)}, GM_ADDR workspace, GM_ADDR tiling)
-{{
-{macro}    (void)workspace;
-    {self.tiling} t;
-    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
-    for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
-    {self.cls} op;
-    op.Init({', '.join(gm)}, t);
-    op.Process();
-}}
-""")
+        L.append(self.entry(gm + ["t"]))
         return "\n".join(L)
 
     def _members(self) -> list[str]:

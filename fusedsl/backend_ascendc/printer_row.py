@@ -20,14 +20,12 @@ Device code uses no STL; the host tiling function mirrors schedule_row.compute_r
 """
 from __future__ import annotations
 
-import os
-
 from .. import dtypes as dt
 from ..schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
 from ..schedule_row import FOLD_LANES, RowSchedule, allocate_row_values, rs_slots, temp_pool
 from . import cnames
-from .printer import (AscendCPrinter, camel, gm_scalar_load, literal, name_temporaries, pack_scalar, rename_stmt,
-                      scalar_ctype)
+from .emit import camel, gm_scalar_load, literal, name_temporaries, rename_stmt, scalar_ctype
+from .frame import KernelFrame
 
 _IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
 _BINARY = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min"}
@@ -40,28 +38,18 @@ def cann_at_least(version: str, want: tuple[int, int]) -> bool:
     return tuple((parts + [0, 0])[:2]) >= want
 
 
-class RowPrinter:
-    """Prints one row kernel; the interface (tiling_header, host_tiling, kernel, body,
-    _gm_args, _helpers) is the vector printer's, so sources and projects mix both."""
-
-    _helpers = AscendCPrinter._helpers       # CopyRowsIn/Out, MinU32, FillRow (reads self.t only)
-    _stmt = AscendCPrinter._stmt             # one tile stmt + PIPE_V barrier (reads self.t, self.debug)
-    _cpu_hooks = AscendCPrinter._cpu_hooks   # extern "C" launch and tiling entry points
+class RowPrinter(KernelFrame):
+    """Prints one row kernel: tiles of whole rows, or passes over chunks of a long row."""
 
     def __init__(self, sched: RowSchedule, target, name: str, debug: bool | None = None):
-        self.s = sched
-        self.t = target
-        self.name = name
-        self.cls = "Kernel" + camel(name)
-        self.tiling = camel(name) + "TilingData"
-        self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
+        super().__init__(sched, target, name, debug)
         self.symbols = sched.symbols
         self.cnames = {p.index: cnames.param(p.name) for p in sched.params}
         self.k = max(1, sched.outer_rank)
         self.new_api = cann_at_least(target.cann_version, (9, 1))
         self.float_reduce = "float" in target.api_dtypes.get("WholeReduceSum", frozenset())
 
-    # ---- public (same interface as AscendCPrinter) --------------------------------------
+    # ---- the kind's parts of the frame (frame.KernelFrame) ----------------------------------
     def _gm_args(self) -> list[str]:
         ins = [self.cnames[p.index] for p in self.s.params if p.kind != "runtime_scalar"]
         return ins + [f"y{o.index}" for o in self.s.outputs]
@@ -138,30 +126,12 @@ class RowPrinter:
         L += ["    return true;", "}"]
         return "\n".join(L) + "\n"
 
+    def heading(self) -> list[str]:
+        return [f"// ---- {self.name}: a row kernel fused from {cnames.comment(self.s.fn.loc)} ----",
+                f"// plan: {cnames.comment(self.s.plan_note)}"]
+
     def kernel(self) -> str:
-        return "\n".join([self._class(), self._entry()])
-
-    def body(self) -> str:
-        return "\n".join([
-            f"// ---- {self.name}: a row kernel fused from {cnames.comment(self.s.fn.loc)} ----",
-            f"// plan: {cnames.comment(self.s.plan_note)}",
-            self.tiling_header(),
-            self.kernel(),
-            "#ifndef __CCE_AICORE__  // host side",
-            self.host_tiling(),
-            "#endif",
-            self._cpu_hooks(),
-        ])
-
-    def pack(self, tiling, scalars: dict[str, float]) -> bytes:
-        """The tiling struct as this printer lays it out (simulate checks it word for word)."""
-        import struct
-        words = tiling.words
-        data = struct.pack(f"<{len(words)}I", *words)
-        for p in self.s.params:
-            if p.kind == "runtime_scalar":
-                data += pack_scalar(p.dtype, scalars[p.name])
-        return data
+        return "\n".join([self._class(), self.entry(self._gm_args() + ["t"])])
 
     # ---- helpers ------------------------------------------------------------------------
     def _strided(self):
@@ -773,21 +743,3 @@ class RowPrinter:
             L += self._stmt(rename_stmt(st, names, scalars), 4)
         L.append("}")
         return L
-
-    def _entry(self) -> str:
-        gm = self._gm_args()
-        args = ", ".join(f"GM_ADDR {a}" for a in gm + ["workspace", "tiling"])
-        macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);\n" if self.t.kernel_type_macro else ""
-        return f"""extern "C" __global__ __aicore__ void {self.name}({args})
-{{
-{macro}    (void)workspace;
-    // the tiling struct is copied word by word from GM (kernel-launch style)
-    {self.tiling} t;
-    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
-    for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
-    {self.cls} op;
-    op.Init({', '.join(gm)}, t);
-    op.Process();
-}}
-"""

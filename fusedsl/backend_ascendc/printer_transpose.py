@@ -17,33 +17,20 @@ checks them word for word like every kernel's.
 """
 from __future__ import annotations
 
-import os
-import struct
-
 from ..schedule_transpose import MAX_OUTER, TransposeSchedule
 from . import cnames
-from .printer import AscendCPrinter, camel
+from .emit import camel
+from .frame import KernelFrame
 
 
-class TransposePrinter:
-    _helpers = AscendCPrinter._helpers
-    _cpu_hooks = AscendCPrinter._cpu_hooks
-
+class TransposePrinter(KernelFrame):
     def __init__(self, sched: TransposeSchedule, target, name: str, debug: bool | None = None):
-        self.s = sched
-        self.t = target
-        self.name = name
-        self.cls = "Kernel" + camel(name)
-        self.tiling = camel(name) + "TilingData"
-        self.debug = os.environ.get("FUSEDSL_DEBUG") == "1" if debug is None else debug
+        super().__init__(sched, target, name, debug)
         self.symbols = []
         self.x = cnames.param(sched.params[0].name)
 
     def _gm_args(self) -> list[str]:
         return [self.x, "y0"]
-
-    def pack(self, tiling, scalars) -> bytes:
-        return struct.pack(f"<{len(tiling.words)}I", *tiling.words)
 
     FIELDS = ("A", "C", "sA", "oA", "oC", "ta", "tc", "tilesA", "tilesC", "totalTiles", "tilesPerCore",
               "blockDim", "nOuter", "in0", "cC")
@@ -74,7 +61,7 @@ class TransposePrinter:
             "}"]) + "\n"
 
     def kernel(self) -> str:
-        return self._class() + "\n" + self._entry()
+        return self._class() + "\n" + self.entry([self.x, "y0", "t"])
 
     def _class(self) -> str:
         """The kernel class (the op project's op_kernel templates it on its tiling type)."""
@@ -197,23 +184,5 @@ class TransposePrinter:
              "};", ""]
         return "\n".join(L)
 
-    def _entry(self) -> str:
-        x = self.x
-        macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);\n" if self.t.kernel_type_macro else ""
-        return (f"""extern "C" __global__ __aicore__ void {self.name}(GM_ADDR {x}, GM_ADDR y0, GM_ADDR workspace, GM_ADDR tiling)
-{{
-{macro}    (void)workspace;
-    {self.tiling} t;
-    const __gm__ uint32_t* words = reinterpret_cast<const __gm__ uint32_t*>(tiling);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(&t);
-    for (uint32_t i = 0; i < sizeof(t) / sizeof(uint32_t); ++i) dst[i] = words[i];
-    {self.cls} op;
-    op.Init({x}, y0, t);
-    op.Process();
-}}
-""")
-
-    def body(self) -> str:
-        return "\n".join([f"// ---- {self.name}: a transpose from {cnames.comment(self.s.fn.loc)} ----",
-                          self.tiling_header(), self.kernel(), "#ifndef __CCE_AICORE__  // host side",
-                          self.host_tiling(), "#endif", self._cpu_hooks()])
+    def heading(self) -> list[str]:
+        return [f"// ---- {self.name}: a transpose from {cnames.comment(self.s.fn.loc)} ----"]

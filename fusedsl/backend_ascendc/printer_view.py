@@ -22,7 +22,8 @@ checks them word for word like every kernel's.
 from __future__ import annotations
 
 from ..schedule import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
-from .printer import AscendCPrinter, camel
+from .emit import camel
+from .printer import AscendCPrinter
 
 
 class ViewPrinter(AscendCPrinter):

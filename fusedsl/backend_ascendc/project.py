@@ -28,7 +28,8 @@ from ..ir.ops import CALL, HOST, get_opdef, has_trait
 from ..schedule_attention import AttentionSchedule
 from ..schedule_cube import CubeSchedule
 from ..schedule_cube_group import CubeGroupSchedule
-from .printer import VERSION, AscendCPrinter, camel, scalar_ctype
+from .emit import camel, scalar_ctype
+from .printer import VERSION
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 DEFAULT_SIZE = 64

@@ -30,7 +30,8 @@ from ..schedule_attention import AttentionSchedule
 from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
 from ..schedule_cube_group import CubeGroupSchedule
 from . import cnames
-from .printer import VERSION, camel, scalar_ctype, shared_helpers
+from .emit import camel, scalar_ctype
+from .printer import VERSION, shared_helpers
 from .project import common_files, host_value_lines, scalar_decl, template
 
 _FIELD = re.compile(r"^\s+(uint32_t|int32_t|float) (\w+)(?:\[(\d+)\])?;")

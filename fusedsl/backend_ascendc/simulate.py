@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import AscendCCheckError
 from .cpu_runner import build
-from .printer import pack_scalar
+from .emit import pack_scalar
 
 
 def gm_inputs(pairs):
