@@ -29,7 +29,7 @@ from ..schedule_attention import AttentionSchedule
 from ..schedule_cube import CubeSchedule
 from ..schedule_cube_group import CubeGroupSchedule
 from .emit import camel, scalar_ctype
-from .printer import VERSION
+from .printer import VERSION, shared_helpers
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 DEFAULT_SIZE = 64
@@ -55,7 +55,6 @@ def device_source(compiled, printers) -> str:
             '#include "kernel_operator.h"',
             f'#include "{compiled.name}_tiling.h"',
             ""]
-    from .printer import shared_helpers
     helpers = shared_helpers(printers)
     kernels = [f"// ---- {p.name} ----\n{p.kernel()}" for p in printers]
     return "\n".join(head + [helpers] + kernels)

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import AscendCCheckError
 from .cpu_runner import build
 from .emit import pack_scalar
+from .printers import printer_for_plan
 
 
 def gm_inputs(pairs):
@@ -101,7 +102,6 @@ def simulate(compiled, arrays, sizes):
 
 
 def _run_row(lib, compiled, plan, inputs, sizes):
-    from .printers import printer_for_plan
     sched, tiling = plan.row, plan.row_tiling
     printer = printer_for_plan(plan, compiled.target)
     scalars = {p.name: np.asarray(x).item() for p, x in zip(sched.params, inputs) if p.kind == "runtime_scalar"}
