@@ -99,6 +99,21 @@ class KernelFrame:
         return (f"    REGIST_MATMUL_OBJ(&pipe, AscendC::GetSysWorkSpacePtr(), {', '.join(matmuls)});"
                 "   // before any InitBuffer")
 
+    def class_open(self, init_params: list[str], tiling_type: str | None = None) -> list[str]:
+        """The kernel class up to the body of its Init (which has stored the tiling struct)."""
+        return [f"class {self.cls} {{",
+                "public:",
+                f"    __aicore__ inline {self.cls}() {{}}",
+                f"    __aicore__ inline void Init({', '.join(init_params)}, const {tiling_type or self.tiling}& t)",
+                "    {",
+                "        tiling = t;"]
+
+    @staticmethod
+    def core_tiles() -> list[str]:
+        """Process's first lines: this core's tiles [first, last) of the tiling's totalTiles."""
+        return ["        const uint32_t first = AscendC::GetBlockIdx() * tiling.tilesPerCore;",
+                "        const uint32_t last = MinU32(tiling.totalTiles, first + tiling.tilesPerCore);"]
+
     def _gm_args(self) -> list[str]:
         raise NotImplementedError
 

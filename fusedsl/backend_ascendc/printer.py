@@ -214,20 +214,13 @@ class AscendCPrinter(KernelFrame):
             if inp.kind in ("scalar", "runtime_scalar"):
                 scalars.append((inp, compute_dtype(inp.gm_dtype)))
                 members.append(f"    {compute_dtype(inp.gm_dtype).ascendc} {inp.var};")
-        args = ", ".join(f"GM_ADDR {a}" for a in self._gm_args())
-        L = [f"class {self.cls} {{",
-             "public:",
-             f"    __aicore__ inline {self.cls}() {{}}",
-             f"    __aicore__ inline void Init({args}, const {self.tiling}& t)",
-             "    {",
-             "        tiling = t;"]
+        L = self.class_open([f"GM_ADDR {a}" for a in self._gm_args()])
         L += gm_init + init
         L += ["    }",
               "",
               "    __aicore__ inline void Process()",
               "    {",
-              "        const uint32_t first = AscendC::GetBlockIdx() * tiling.tilesPerCore;",
-              "        const uint32_t last = MinU32(tiling.totalTiles, first + tiling.tilesPerCore);",
+              *self.core_tiles(),
               "        if (first >= last) return;",
               "        Prologue();",
               "        for (uint32_t tile = first; tile < last; ++tile) {",

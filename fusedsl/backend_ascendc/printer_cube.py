@@ -174,16 +174,10 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         gm_set += [f"        gm_y{i}.SetGlobalBuffer((__gm__ {v.dtype.ascendc}*)y{i});" for i, v in outs]
         scal_set = [f"        v_{self.cn[p.index]} = "
                     f"{gm_scalar_load('gm_' + self.cn[p.index], p.dtype, compute_dtype(p.dtype))};" for p in scalars]
-        args = ", ".join(f"GM_ADDR {x}" for x in self._gm_args())
         aname, bname = self.cn[s.params[[p.value for p in s.fn.params].index(a)].index], \
             self.cn[s.params[[p.value for p in s.fn.params].index(b)].index]
         L = ['#include "lib/matmul_intf.h"',
-             f"class {self.cls} {{",
-             "public:",
-             f"    __aicore__ inline {self.cls}() {{}}",
-             f"    __aicore__ inline void Init({args}, GM_ADDR workspace, const TCubeTiling& t)",
-             "    {",
-             "        tiling = t;",
+             *self.class_open([f"GM_ADDR {x}" for x in self._gm_args() + ["workspace"]], "TCubeTiling"),
              *gm_set, *scal_set,
              "        active = CalcOffset(AscendC::GetBlockIdx());",
              "        AscendC::SetSysWorkspace(workspace);",

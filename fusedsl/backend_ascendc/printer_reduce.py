@@ -91,13 +91,7 @@ class ColumnPrinter(KernelFrame):
     def kernel(self) -> str:
         s = self.s
         gm = self._gm_args()
-        L = [f"// {self.name}: {cnames.comment(s.plan_note)}",
-             f"class {self.cls} {{",
-             "public:",
-             f"    __aicore__ inline {self.cls}() {{}}",
-             f"    __aicore__ inline void Init({', '.join('GM_ADDR ' + a for a in gm)}, const {self.tiling}& t)",
-             "    {",
-             "        tiling = t;"]
+        L = [f"// {self.name}: {cnames.comment(s.plan_note)}", *self.class_open(["GM_ADDR " + a for a in gm])]
         for p in s.params:
             if p.kind != "runtime_scalar":
                 L.append(f"        gm_{self.cn[p.index]}.SetGlobalBuffer((__gm__ {p.dtype.ascendc}*){self.cn[p.index]});")
@@ -152,8 +146,7 @@ class ColumnPrinter(KernelFrame):
         s, plan = self.s, self.s.plan
         L = ["    __aicore__ inline void Process()",
              "    {",
-             "        const uint32_t first = AscendC::GetBlockIdx() * tiling.tilesPerCore;",
-             "        const uint32_t last = MinU32(tiling.totalTiles, first + tiling.tilesPerCore);"]
+             *self.core_tiles()]
         for r in range(len(self.reds)):
             L.append(f"        AscendC::LocalTensor<float> acc{r} = b_acc{r}.Get<float>();")
         if self.wide:

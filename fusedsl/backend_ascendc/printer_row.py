@@ -248,20 +248,13 @@ class RowPrinter(KernelFrame):
         init += [f"        pipe.InitBuffer(b_lanes, {FOLD_LANES * 4 * lanes});   // {FOLD_LANES} per reduction",
                  "        pipe.InitBuffer(b_red, 32);",
                  f"        pipe.InitBuffer(b_rs, {32 * rs_slots(s.fn)});"]
-        args = ", ".join(f"GM_ADDR {a}" for a in self._gm_args())
-        L = [f"class {self.cls} {{",
-             "public:",
-             f"    __aicore__ inline {self.cls}() {{}}",
-             f"    __aicore__ inline void Init({args}, const {self.tiling}& t)",
-             "    {",
-             "        tiling = t;"]
+        L = self.class_open([f"GM_ADDR {a}" for a in self._gm_args()])
         L += gm_init + init
         L += ["    }",
               "",
               "    __aicore__ inline void Process()",
               "    {",
-              "        const uint32_t first = AscendC::GetBlockIdx() * tiling.tilesPerCore;",
-              "        const uint32_t last = MinU32(tiling.totalTiles, first + tiling.tilesPerCore);",
+              *self.core_tiles(),
               "        if (first >= last) return;",
               "        Prologue();",
               "        for (uint32_t tile = first; tile < last; ++tile) {",

@@ -105,12 +105,7 @@ class TransposePrinter(KernelFrame):
                        "        AscendC::PipeBarrier<PIPE_ALL>();   // scalar stores land before the DMA out"]
             store = ["        CopyRowsOut(gm_y[outOff + c0 * tiling.oC + a0], out, nc, na, tiling.oC, taPad);"]
         L = [f"// {self.name}: {cnames.comment(s.plan_note)}",
-             f"class {self.cls} {{",
-             "public:",
-             f"    __aicore__ inline {self.cls}() {{}}",
-             f"    __aicore__ inline void Init(GM_ADDR {x}, GM_ADDR y0, const {self.tiling}& t)",
-             "    {",
-             "        tiling = t;",
+             *self.class_open([f"GM_ADDR {x}", "GM_ADDR y0"]),
              f"        tcPad = (t.tc * sizeof({ty}) + 31) / 32 * 32 / sizeof({ty});",
              f"        taPad = (t.ta * sizeof({ty}) + 31) / 32 * 32 / sizeof({ty});",
              f"        spanPad = ((t.tc - 1) * t.cC + 1 + 32 / sizeof({ty}) - 1) / (32 / sizeof({ty})) * (32 / sizeof({ty}));",
@@ -122,8 +117,7 @@ class TransposePrinter(KernelFrame):
              "",
              "    __aicore__ inline void Process()",
              "    {",
-             "        const uint32_t first = AscendC::GetBlockIdx() * tiling.tilesPerCore;",
-             "        const uint32_t last = MinU32(tiling.totalTiles, first + tiling.tilesPerCore);",
+             *self.core_tiles(),
              "        for (uint32_t tile = first; tile < last; ++tile) {",
              "            Geometry(tile);",
              "            CopyIn();",
