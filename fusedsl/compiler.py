@@ -162,6 +162,7 @@ class CompiledKernel:
         self._single = _UNSET   # the single-call fast plan, computed on first use
         self._single_row = _UNSET   # the same for a lone row kernel
         self._views = _UNSET        # main is reshapes of its parameters only: (param, shape) per result
+        self._program = _UNSET      # main as bound native calls (backend_cpu/program.py), static sizes
         self._outputs = OutputPool()   # recycled result buffers for calls without out=
         self._source: str | None = None
         self._library = None
@@ -356,6 +357,10 @@ class CompiledKernel:
         def slow(args, out):
             return self.run_trusted([args[i] for i in positions], out)
         row = self._single_row_plan() if config.executor == "llvm" else None
+        if row is None and config.executor == "llvm":
+            program = self._program_runner(positions, slow)
+            if program is not None:
+                return program
         if row is None or len(row[2]) != 1:
             return slow
         kernel, order, _ = row
@@ -392,6 +397,27 @@ class CompiledKernel:
                     last[2]()
                     return last[1][0]
             return slow(args, out)
+        return run
+
+    def _program_runner(self, positions, slow):
+        """The call fast path of a program (backend_cpu/program.py): C-contiguous arrays go
+        straight to the Program, anything else (out=, another executor) through `slow`."""
+        views = self._views if self._views is not _UNSET else self._view_plan()
+        if views is not None or self._single_call_plan() is not None:
+            return None
+        program = self._program if self._program is not _UNSET else self._program_plan()
+        if program is None:
+            return None
+        lock, ndarray = self._lock, np.ndarray
+
+        def run(args, out):
+            arrays = [args[i] for i in positions]
+            if out is not None or config._executor != "llvm" or \
+                    not all(type(a) is ndarray and a.flags.c_contiguous for a in arrays):
+                return slow(args, out)
+            with lock:
+                results = program(arrays)
+            return results[0] if len(results) == 1 else results
         return run
 
     def _sole_call(self):
@@ -448,6 +474,65 @@ class CompiledKernel:
         self._single_row = (kernel, [params.index(v) for v in call.operands], self._result_meta({}))
         return self._single_row
 
+    def _program_plan(self):
+        """main as a Program of bound native calls (static sizes), or None (main is walked)."""
+        self._program = None
+        if self._last_sizes != {} or not any(has_trait(op, CALL) for op in self.module.main.ops):
+            return None
+        from .backend_cpu.program import Program, Unsupported
+        try:
+            self._program = Program(self.module.main, self._step_binder, self._host_op)
+        except Unsupported:
+            pass
+        return self._program
+
+    def _host_op(self, op, inputs):
+        return run_function(self.module, Function("op", (), (op,), op.results), inputs)
+
+    def _step_binder(self, op):
+        """(bind, volatile) for one call of main: bind(inputs, outputs) -> a callable running
+        the kernel on those arrays, by the executor `_run_llvm_kernel` would pick; volatile
+        when the bound call holds values read from its inputs (rebound before every call);
+        bind is "view" for a kernel whose result is its input's bytes reshaped."""
+        plan = self._plans_by_name[op.attr("callee")]
+        kernel = None
+        if plan.schedule is not None and plan.error is None:
+            kernel = self._cpu_kernel(plan)
+        if kernel is not None:
+            tiling = self._cpu_tiling.get(plan.name, plan.tiling)
+            if tiling.total_tiles == 0:
+                return (lambda ins, outs: _nothing), False
+            if hasattr(kernel, "vars"):   # a view kernel (slice / concatenate / take)
+                return kernel.bind, bool(kernel.vars)
+            scalars = {k for k, inp in enumerate(plan.schedule.inputs) if inp.kind == "runtime_scalar"}
+
+            def bind_vector(ins, outs):
+                args = [x.item() if k in scalars else x for k, x in enumerate(ins)]
+                return kernel.bind(args, outs, tiling)
+            return bind_vector, bool(scalars)
+        if plan.schedule is None:
+            row = self._row_kernel(plan)
+            if row is not None:
+                return row.bind, any(p.kind in ("scalar", "runtime_scalar") for p in getattr(row.plan, "params", ()))
+        from .backend_cpu import cube, transpose
+
+        def bind_other(ins, outs):   # attention kernels, or the numpy reference
+            def call():
+                with cube.one_blas_thread():   # a product in the reference: see cube.run
+                    results = self._run_llvm_kernel(plan, ins, outs, {})
+                for o, r in zip(outs, results):
+                    if o is not r:
+                        np.copyto(o, r)
+            return call
+        other = cube.kernel_for(plan.function) or transpose.transpose_kernel(plan.function)
+        if other is not None:   # matmul/conv2d (+ epilogue) on BLAS, a lone transpose
+            if getattr(other, "is_reshape", False):
+                return "view", False   # a transpose moving size-1 axes only: a reshape view
+            if isinstance(other, cube.CubeKernel):
+                return (lambda ins, outs: other.bind(ins, outs, self.target) or bind_other(ins, outs)), False
+            return other.bind, False
+        return bind_other, False
+
     def _single_call_plan(self):
         """(CpuKernel, input order, result meta, tiling) when main is one call of a compiled
         vector kernel on its parameters returning exactly its results; else None."""
@@ -474,6 +559,11 @@ class CompiledKernel:
             return self._deliver(run_module(self.module, arrays), out)
         with self._lock:
             self._set_sizes(sizes)
+            if out is None and not sizes:
+                program = self._program if self._program is not _UNSET else self._program_plan()
+                if program is not None:
+                    results = program(arrays)
+                    return results[0] if len(results) == 1 else results
             outs = None if out is None else self.check_out(out, self._result_meta(sizes))
             if outs is not None and _overlaps(outs, arrays):
                 results = self._run_main(arrays, self._run_llvm_kernel)   # through temporaries
@@ -646,6 +736,10 @@ class CompiledKernel:
     def report(self):
         from .report import Report
         return Report(self)
+
+
+def _nothing() -> None:
+    """The bound call of a kernel with nothing to compute."""
 
 
 def _runtime_scalar(arg, info):

@@ -37,12 +37,15 @@ import weakref
 import numpy as np
 
 from .. import dtypes as dt
-from ..ir.core import Function, Op
-from ..ir.ops import CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
+from ..errors import FusedslError
+from ..ir.core import Function, Op, Param
+from ..ir.ops import CONSTANT, CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
+from ..schedule import compute_tiling, schedule_vector_kernel
 from ..schedule_cube_group import cube_parts
-from . import casts
+from . import CpuKernel, casts
 from .launch import host_threads, pool
+from .stmts import LoweringError
 
 _BLOCK_BYTES = 256 * 1024      # one epilogue block: stays in L2 across the whole chain
 _GROUP_BYTES = 4 << 20         # conv: images per sgemm so the accumulator stays in L2/L3
@@ -238,6 +241,7 @@ class CubeKernel:
         self.cube = cube
         self.prologue = prologue
         self.epilogue = epilogue
+        self._epilogue_kernels: dict = {}   # per target: the epilogue as a vector kernel, or None
         # epilogue values that are float32 results: written into the output directly
         self._direct: dict[int, int] = {}
         for i, v in enumerate(fn.results):
@@ -265,8 +269,6 @@ class CubeKernel:
             if not any(id(v) in derived for v in op.operands):
                 prologue.append(op)   # independent of the product: computed once, whole
                 continue
-            if op.result.dtype not in _FLOATS or any(v.dtype not in _FLOATS for v in op.operands):
-                return None
             if not (has_trait(op, ELEMENTWISE) and op.result.shape == y.shape) and not _row_op(op, y):
                 return None
             epilogue.append(op)
@@ -275,9 +277,180 @@ class CubeKernel:
             return None
         if any(has_trait(op, CUBE) for op in prologue):
             return None
-        return cls(fn, cube, prologue, epilogue)
+        kernel = cls(fn, cube, prologue, epilogue)
+        # the numpy epilogue computes in float32 blocks: other dtypes (a compare and a select
+        # in an exact gelu) run only as the native epilogue kernel (`bind`)
+        kernel.floats = all(op.result.dtype in _FLOATS and all(v.dtype in _FLOATS for v in op.operands)
+                            for op in epilogue)
+        return kernel
 
     # -- running ---------------------------------------------------------------------------
+
+    def bind(self, inputs, outputs, target=None):
+        """A callable running the kernel on exactly these arrays (a program's bound step: the
+        arrays stay the same, their contents change), or None when this executor cannot run
+        it (the caller then runs the reference).
+
+        A float32 product with an elementwise epilogue: the product into a buffer kept with
+        the call (a small matmul by np.matmul, whose own sgemm dispatch costs ~1.7 us where
+        ours through ctypes cost ~6 and `run`'s per-call preparation ~12 more), then the
+        epilogue as ONE native vector kernel compiled for `target` like any vector kernel
+        (the same statements and rounding; transcendentals are the LLVM backend's, within
+        the per-dtype tolerances of numpy's; each numpy epilogue op cost ~1.5 us on small
+        blocks).  Otherwise `run` (a small float32 matmul with a numpy epilogue directly)."""
+        native = self._bind_native(inputs, outputs, target) if target is not None else None
+        if native is not None:
+            return native
+        if not self.floats:
+            return None
+        lean = self._bind_small_matmul(inputs, outputs)
+        if lean is not None:
+            return lean
+        return _guarded(self, inputs, outputs)
+
+    def _epilogue_kernel(self, target):
+        """(CpuKernel, tiling, values it reads besides the product) of the elementwise
+        epilogue as a vector kernel of its own, or None (row ops, a result that is the
+        product itself, anything the vector scheduler or LLVM lowering refuses)."""
+        if target in self._epilogue_kernels:
+            return self._epilogue_kernels[target]
+        self._epilogue_kernels[target] = None
+        y = self.cube.result
+        if not self.epilogue or y.dtype != dt.float32 or any(v is y for v in self.fn.results):
+            return None
+        if not all(has_trait(op, ELEMENTWISE) or has_trait(op, CONSTANT) for op in self.epilogue):
+            return None   # a row epilogue (softmax after a matmul): the numpy blocks
+        # the prologue's constants join the kernel; its other values (the per-channel scale
+        # of a folded batch norm) are computed per call on the host and read as inputs
+        constants = [op for op in self.prologue if has_trait(op, CONSTANT)]
+        made = {id(op.result) for op in constants + self.epilogue}
+        reads = {}
+        for op in self.epilogue:
+            for v in op.operands:
+                if v is not y and id(v) not in made:
+                    reads.setdefault(id(v), v)
+        params = (Param(y),) + tuple(Param(v) for v in reads.values())
+        fn = Function(f"{self.fn.name}_epilogue", params, tuple(constants + self.epilogue), tuple(self.fn.results),
+                      self.fn.loc)
+        try:
+            sched = schedule_vector_kernel(fn, target)
+            if sched.views is not None:
+                return None
+            kernel = CpuKernel(sched, target)
+            tiling = compute_tiling(sched, {}, target)
+        except (FusedslError, LoweringError):
+            return None
+        self._epilogue_kernels[target] = (kernel, tiling, list(reads.values()))
+        return self._epilogue_kernels[target]
+
+    def _bind_native(self, inputs, outputs, target):
+        """The product into a kept float32 buffer, then the native epilogue kernel; None when
+        the epilogue is not one or an operand is not a float32 parameter array."""
+        native = self._epilogue_kernel(target)
+        if native is None:
+            return None
+        kernel, tiling, reads = native
+        env = {id(p.value): a for p, a in zip(self.fn.params, inputs)}
+        if not all(type(a) is np.ndarray and a.dtype == p.value.dtype.np and a.flags.c_contiguous
+                   for p, a in zip(self.fn.params, inputs)):
+            return None
+        # the prologue's values on the host per call (the reference's op, like `run`), each
+        # into a buffer kept with the call; constants once
+        host = []
+        for op in self.prologue:
+            if all(v is not None and id(v) in env for v in op.operands):
+                value = _run_op(op, [env[id(v)] for v in op.operands])
+                if has_trait(op, CONSTANT):
+                    env[id(op.result)] = value
+                else:
+                    env[id(op.result)] = buf = np.empty(value.shape, value.dtype)
+                    host.append((op, buf))
+        if any(id(v) not in env for v in list(self.cube.operands) + reads):
+            return None
+        product = np.empty(self.cube.result.shape, np.float32)
+        fill = self._product_fill(*(env[id(v)] for v in self.cube.operands), product)
+        epilogue = kernel.bind([product] + [env[id(v)] for v in reads], list(outputs), tiling)
+        guard = one_blas_thread()
+        host = [(op, buf, [env[id(v)] for v in op.operands]) for op, buf in host]
+
+        def call():
+            for op, buf, args in host:
+                buf[...] = _run_op(op, args)
+            with guard:
+                fill()
+            epilogue()
+        return call
+
+    def _product_fill(self, a, w, product):
+        """A callable writing the float32 product of these operand arrays into `product`."""
+        cube, y = self.cube, self.cube.result
+        if cube.name == "conv2d":
+            def fill():
+                for sl, block in self._conv_blocks(a, w):
+                    product[sl] = block
+            return fill
+        if cube.attr("transpose_a", False):
+            a = np.swapaxes(a, -1, -2)
+        if cube.attr("transpose_b", False):
+            w = np.swapaxes(w, -1, -2)
+        if len(y.shape) == 2 and 4 * product.size > _BLOCK_BYTES:   # big: row blocks on the pool
+            return lambda: _matmul_2d(casts.widen(a), casts.widen(w), product)
+        return lambda: np.matmul(a, w, out=product)
+
+    def _bind_small_matmul(self, inputs, outputs):
+        """A small float32 matmul (one epilogue block) with a float32 numpy epilogue: one
+        np.matmul into a kept buffer (or the output), the epilogue on it; or None."""
+        cube, y = self.cube, self.cube.result
+        if cube.name != "matmul" or y.dtype != dt.float32 or self.prologue:
+            return None
+        if 4 * int(np.prod(y.shape)) > _BLOCK_BYTES:
+            return None
+        if any(v.dtype != dt.float32 for op in self.epilogue for v in op.operands + op.results):
+            return None
+        env = {id(p.value): a for p, a in zip(self.fn.params, inputs)}
+        if any(id(v) not in env for v in cube.operands):
+            return None
+        a, w = (env[id(v)] for v in cube.operands)
+        if not all(type(x) is np.ndarray and x.dtype == np.float32 for x in (a, w)):
+            return None
+        if cube.attr("transpose_a", False):
+            a = np.swapaxes(a, -1, -2)
+        if cube.attr("transpose_b", False):
+            w = np.swapaxes(w, -1, -2)
+        ext = {}
+        for op in self.epilogue:
+            for v in op.operands:
+                if id(v) in env:
+                    x = env[id(v)]
+                    if not (type(x) is np.ndarray and x.dtype == np.float32):
+                        return None   # a widened copy would go stale: `run` widens per call
+                    ext[id(v)] = x
+        outs = list(outputs)
+        direct = not self.epilogue and len(outs) == 1 and self.fn.results[0] is y and outs[0].flags.c_contiguous
+        product = outs[0] if direct else np.empty(y.shape, np.float32)
+        scratch: dict[int, np.ndarray] = {}
+        rows = slice(None)
+        epilogue = self._epilogue
+        # OpenBLAS runs products up to 64^3 multiply-adds on the calling thread by itself;
+        # above, the thread-local setting (two foreign calls, ~0.9 us) keeps it there (`run`)
+        if a.shape[-1] * w.shape[-1] * int(np.prod(y.shape[:-1])) <= 1 << 18 or _BLAS_LOCAL_THREADS is None:
+            guard = None
+        else:
+            guard = one_blas_thread()
+        if direct and guard is None:
+            def call():
+                np.matmul(a, w, out=product)
+        elif guard is None:
+            def call():
+                np.matmul(a, w, out=product)
+                epilogue(ext, rows, product, scratch, outs)
+        else:
+            def call():
+                with guard:
+                    np.matmul(a, w, out=product)
+                if not direct:
+                    epilogue(ext, rows, product, scratch, outs)
+        return call
 
     def run(self, inputs, targets=None) -> tuple[np.ndarray, ...]:
         env = {id(p.value): np.asarray(a, dtype=p.value.dtype.np) for p, a in zip(self.fn.params, inputs)}
@@ -433,7 +606,12 @@ class _Parts:
         if parts is None:
             return None
         kernels = [CubeKernel.build(p) for p in parts]
-        return None if any(k is None for k in kernels) else cls(fn, parts, kernels)
+        return None if any(k is None or not k.floats for k in kernels) else cls(fn, parts, kernels)
+
+    floats = True   # every part's epilogue runs in float32 blocks (`_Parts.build`)
+
+    def bind(self, inputs, outputs, target=None):
+        return _guarded(self, inputs, outputs)
 
     def run(self, inputs, targets=None) -> tuple[np.ndarray, ...]:
         env = {id(p.value): a for p, a in zip(self.fn.params, inputs)}
@@ -450,11 +628,53 @@ class _Parts:
         return tuple(outs)
 
 
-def run(fn: Function, inputs, targets=None) -> tuple[np.ndarray, ...] | None:
-    """Run a cube kernel function blockwise, or None when this executor does not handle it."""
+def kernel_for(fn: Function) -> "CubeKernel | _Parts | None":
+    """The cube executor's kernel for a kernel function (its `bind` may still decline), or
+    None when it does not handle it."""
     if fn not in _CACHE:
         _CACHE[fn] = CubeKernel.build(fn) or _Parts.build(fn)
-    kernel = _CACHE[fn]
-    if kernel is None:
+    return _CACHE[fn]
+
+
+class one_blas_thread:
+    """`with one_blas_thread():` this thread's OpenBLAS calls run on this thread only (a
+    thread-local setting, restored on exit; see `run` for why)."""
+
+    __slots__ = ("previous",)
+
+    def __enter__(self):
+        self.previous = _BLAS_LOCAL_THREADS(1) if _BLAS_LOCAL_THREADS is not None else None
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            _BLAS_LOCAL_THREADS(self.previous)
+        return False
+
+
+def _guarded(kernel, inputs, outputs):
+    """kernel.run(inputs, outputs) as a bound call, its products on the calling thread."""
+    guard = one_blas_thread()
+
+    def call():
+        with guard:
+            kernel.run(inputs, outputs)
+    return call
+
+
+def run(fn: Function, inputs, targets=None) -> tuple[np.ndarray, ...] | None:
+    """Run a cube kernel function blockwise, or None when this executor does not handle it."""
+    kernel = kernel_for(fn)
+    if kernel is None or not kernel.floats:
         return None
-    return kernel.run(inputs, targets)
+    if _BLAS_LOCAL_THREADS is None:
+        return kernel.run(inputs, targets)
+    # Every sgemm of this thread on this thread: OpenBLAS's own threads are worse than
+    # useless here.  Measured with torch imported (every fs.from_torch user): a 256^3 sgemm
+    # took 32 ms on OpenBLAS's two threads and 0.36 ms on one; a 32x32x2312 conv tap 32 ms
+    # against 61 us.  Products big enough to share run as blocks on the pool (_matmul_2d).
+    prev = _BLAS_LOCAL_THREADS(1)
+    try:
+        return kernel.run(inputs, targets)
+    finally:
+        _BLAS_LOCAL_THREADS(prev)

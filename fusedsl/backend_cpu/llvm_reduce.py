@@ -194,6 +194,10 @@ class _ColumnBuilder(_RowBuilder):
                             v.dtype, mask(u))
 
 
+def _nothing() -> None:
+    """The bound call of a kernel with nothing to compute."""
+
+
 class ColumnCpuKernel:
     """A column kernel (or a lone reduction over trailing axes) compiled for this host."""
 
@@ -249,6 +253,23 @@ class ColumnCpuKernel:
             self._last = (tensors, tuple(outputs), call)
             call()
 
+    def bind(self, inputs, outputs):
+        """A callable running the kernel on exactly these arrays (a program's bound step: the
+        arrays stay the same, their contents change).  Runtime scalars are read now."""
+        if self.plan is None:
+            x = inputs[0]
+            if not (type(x) is np.ndarray and x.dtype == self.row_op.operands[0].dtype.np and x.flags.c_contiguous):
+                return lambda: self.run(inputs, outputs)
+            A, K = math.prod(x.shape[:self._first]), math.prod(x.shape[self._first:])
+            if A == 0:
+                return _nothing
+            return self._row_kernel().bind([x.reshape(A, K)], [outputs[0].reshape(A)])
+        tensors = [np.ascontiguousarray(inputs[p.index], dtype=p.value.dtype.np) for p in self._tensors]
+        if any(x is not inputs[p.index] for x, p in zip(tensors, self._tensors)):
+            return lambda: self.run(inputs, outputs)   # converted copies: convert on every call
+        call = self._bind(inputs, tensors, outputs)
+        return call if call is not None else _nothing
+
     def _bind(self, inputs, tensors, outputs):
         plan = self.plan
         domain = self._domain(tensors)
@@ -287,7 +308,9 @@ class ColumnCpuKernel:
 
             def call():
                 run_blocks(cfunc, blocks, address, scratch)
-        call.args = args   # the argument block lives as long as the call
+        # the argument block lives as long as the call; the arrays it addresses are the
+        # caller's to keep (a reference here would count against the output pool's rule)
+        call.args = args
         return call
 
     def _domain(self, tensors) -> tuple:

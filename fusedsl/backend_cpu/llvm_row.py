@@ -485,6 +485,10 @@ def lower_row(plan: RowPlan, name: str = SYMBOL, features=None) -> str:
     return _RowBuilder(plan, name, frozenset(features)).build()
 
 
+def _nothing() -> None:
+    """The bound call of a kernel with nothing to compute (no rows)."""
+
+
 class RowCpuKernel:
     """A row kernel compiled for this host; `run(inputs, outputs)` with concrete arrays."""
 
@@ -510,17 +514,40 @@ class RowCpuKernel:
     def run(self, inputs, outputs) -> None:
         """inputs in parameter order (runtime scalars as numbers), outputs preallocated."""
         lay = self.layout
+        tensors = self._tensors(inputs)
+        last = self._last
+        if last is not None and not lay.scalars and len(outputs) == len(last[1]) and \
+                all(map(is_, tensors, last[0])) and all(map(is_, outputs, last[1])):
+            last[2]()      # the same arrays as the last call: its argument block is still right
+            return
+        call = self._bind(inputs, tensors, outputs)
+        if call is None:
+            return
+        if self._remember:   # with the arrays it addresses (kept alive, compared by identity)
+            self._last = (tuple(tensors), tuple(outputs), call)
+        call()
+
+    def bind(self, inputs, outputs):
+        """A callable running the kernel on exactly these arrays (a program's bound step: the
+        arrays stay the same, their contents change).  Runtime scalars are read now."""
+        tensors = self._tensors(inputs)
+        if any(x is not inputs[pos] for x, (pos, _) in zip(tensors, self._tensor_pos)):
+            return lambda: self.run(inputs, outputs)   # converted copies: convert on every call
+        call = self._bind(inputs, tensors, outputs)
+        return call if call is not None else _nothing
+
+    def _tensors(self, inputs) -> list:
         tensors = []
         for pos, dtype in self._tensor_pos:
             x = inputs[pos]
             if not (type(x) is np.ndarray and x.dtype == dtype and x.flags.c_contiguous):
                 x = np.ascontiguousarray(x, dtype=dtype)
             tensors.append(x)
-        last = self._last
-        if last is not None and not lay.scalars and len(outputs) == len(last[1]) and \
-                all(map(is_, tensors, last[0])) and all(map(is_, outputs, last[1])):
-            last[2]()      # the same arrays as the last call: its argument block is still right
-            return
+        return tensors
+
+    def _bind(self, inputs, tensors, outputs):
+        """The call on these arrays with its argument block filled, or None (no rows)."""
+        lay = self.layout
         key = tuple(x.shape for x in tensors)
         sp = self._shape_plans.get(key)
         if sp is None:
@@ -528,7 +555,7 @@ class RowCpuKernel:
                 self._shape_plans.clear()
             sp = self._shape_plans[key] = self._shape_plan(inputs, tensors)
         if sp.blocks == 0:
-            return
+            return None
         args = sp.template.copy()
         for k, x in enumerate(tensors):
             args[lay.tensor_ptr(k)] = x.ctypes.data
@@ -550,9 +577,10 @@ class RowCpuKernel:
         else:
             def call():
                 run_blocks(cfunc, blocks, address, scratch)
-        if self._remember:   # with the arrays it addresses (kept alive, compared by identity)
-            self._last = (tuple(tensors), tuple(outputs), call, args, sp)
-        call()
+        # the argument block lives as long as the call; the arrays it addresses are the
+        # caller's to keep (a reference here would count against the output pool's rule)
+        call.args = args
+        return call
 
     def bound_outputs(self) -> tuple:
         """The output arrays the remembered call keeps alive (the output pool discounts them)."""

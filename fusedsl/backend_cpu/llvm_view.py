@@ -49,6 +49,10 @@ def _body_sources(sched: VectorSchedule) -> dict:
     return kinds
 
 
+def _nothing() -> None:
+    """The bound call of a kernel with nothing to compute."""
+
+
 class ViewCpuKernel:
     """One compiled view kernel; `run(inputs, outputs)` builds the row table and calls it."""
 
@@ -151,15 +155,35 @@ class ViewCpuKernel:
     def bound_outputs(self) -> tuple:
         return ()   # nothing is remembered between calls
 
-    def run(self, inputs, outputs, tiling=None) -> None:
-        """Inputs in kernel-parameter order, outputs preallocated C-contiguous (the tiling is
-        the Ascend C one; the CPU walks the plan's boxes directly)."""
-        table = self._table
-        entries = len(table)
+    def bind(self, inputs, outputs):
+        """A callable running the kernel on exactly these arrays (a program's bound step: the
+        arrays stay the same, their contents change).  Scalars are read now; a gather's
+        indices are looked up and checked on every call (through `run`)."""
+        if self._gather_cols:
+            return lambda: self.run(inputs, outputs)
+        entries = len(self._table)
         if entries == 0:
-            return
+            return _nothing
+        header = self._header(inputs, outputs, keep := [])
+        if any(a is not inputs[p] for a, p in zip(keep, (p for load in self.plan.loads for p in load.sources))):
+            return lambda: self.run(inputs, outputs)   # converted copies: convert on every call
+        cfunc, table = self._cfunc, self._table
+        address, table_address = header.ctypes.data, table.ctypes.data
+        if self._moved < PARALLEL_MIN_BYTES:
+            def call():
+                cfunc(0, entries, table_address, address)
+        else:
+            threads = min(host_threads(), pool().workers + 1)
+
+            def call():
+                run_blocks(cfunc, entries, table_address, [address] * threads)
+        call.header = header   # the argument block and the arrays it addresses live as long as the call
+        call.arrays = (tuple(keep), tuple(outputs))
+        return call
+
+    def _header(self, inputs, outputs, keep: list) -> np.ndarray:
+        """Scalars (in their compute dtype), then the sources' and outputs' base addresses."""
         header = np.empty(self.header_words, np.int64)
-        keep = []
         for j, load in enumerate(self.plan.loads):
             for s, p in enumerate(load.sources):
                 arr = np.ascontiguousarray(inputs[p])
@@ -176,6 +200,17 @@ class ViewCpuKernel:
                 as_double[h] = float(value)
             else:
                 header[h] = int(value)
+        return header
+
+    def run(self, inputs, outputs, tiling=None) -> None:
+        """Inputs in kernel-parameter order, outputs preallocated C-contiguous (the tiling is
+        the Ascend C one; the CPU walks the plan's boxes directly)."""
+        table = self._table
+        entries = len(table)
+        if entries == 0:
+            return
+        keep = []
+        header = self._header(inputs, outputs, keep)
         if self._gather_cols:   # this call's gathered rows, checked before anything is read
             table = table.copy()
             for col, j, ioff, coff in self._gather_cols:

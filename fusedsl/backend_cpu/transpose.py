@@ -213,6 +213,8 @@ class TransposePlan:
         n = len(s)
         # rows of contiguous runs (the last input axis stays last), or nothing to permute
         self.copy_only = n <= 1 or p[-1] == n - 1
+        # only size-1 axes move: the output's bytes are the input's, in the same order
+        self.is_reshape = tuple(p) == tuple(range(n))
         if self.copy_only:
             return
         in_strides = [int(np.prod(s[a + 1:])) for a in range(n)]
@@ -237,6 +239,23 @@ class TransposePlan:
         nbytes = 2 * int(np.prod(shape)) * itemsize
         self.threads = host_threads() if nbytes >= PARALLEL_MIN_BYTES else 1
         self._scratch = [0] * self.threads
+
+    def bind(self, x: np.ndarray, out: np.ndarray):
+        """A callable doing `run(x, out)` on exactly these arrays (C-contiguous), its argument
+        block filled once."""
+        if self.copy_only or x.size == 0:
+            return lambda: self.run(x, out)
+        a = np.array([x.ctypes.data, out.ctypes.data, self.in_off.ctypes.data, self.out_off.ctypes.data, self.P,
+                      self.C, self.sp, self.oq, self.tiles_p, self.tiles_c, self.band], np.int64)
+        fn, blocks, address, scratch = self.fn, self.blocks, a.ctypes.data, self._scratch
+        if self.threads == 1:
+            def call():
+                fn(0, blocks, address, 0)
+        else:
+            def call():
+                run_blocks(fn, blocks, address, scratch)
+        call.args, call.arrays = a, (x, out)   # alive as long as the call
+        return call
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """out[...] = x.transpose(perm); both C-contiguous."""
@@ -281,6 +300,18 @@ class TransposeKernel:
 
     def run(self, inputs, outs) -> None:
         self.plan.run(np.ascontiguousarray(inputs[0]), outs[0])
+
+    @property
+    def is_reshape(self) -> bool:
+        """Whether the output is the input's bytes in the same order (a program may read it as
+        a reshape view instead of running the kernel)."""
+        return self.plan.is_reshape
+
+    def bind(self, inputs, outs):
+        x = inputs[0]
+        if not (type(x) is np.ndarray and x.flags.c_contiguous):
+            return lambda: self.run(inputs, outs)
+        return self.plan.bind(x, outs[0])
 
 
 def transpose_kernel(fn: Function) -> TransposeKernel | None:

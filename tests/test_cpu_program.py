@@ -1,0 +1,92 @@
+"""A multi-kernel program run as bound native calls over kept buffers (backend_cpu/program.py):
+the same results as the numpy reference on every call, whatever the caller does between calls
+(new arrays, the same arrays with new values, results held or dropped, runtime scalars)."""
+from __future__ import annotations
+
+import numpy as np
+
+import fusedsl as fs
+from fusedsl.backend_cpu.program import Program
+
+
+def _prog(x, w, c):
+    y = fs.relu(x @ w)                          # a cube kernel
+    t = fs.transpose(y, (1, 0))                 # a lone transpose [12, 6]
+    pad = fs.zeros_like(t[:2]) + fs.arange(6)   # reads no parameter: computed once
+    z = fs.concatenate([t, pad], axis=0)        # a view kernel [14, 6]
+    s = fs.sum(z * c, axis=1)                   # a row kernel with a runtime scalar
+    t1 = fs.transpose(fs.reshape(s, (14, 1)), (1, 0))   # moves a size-1 axis only: a view
+    return fs.reshape(z * 2.0, (-1,)), s, fs.reshape(s, (2, 7)), t1 + 1.0
+
+
+def _want(x, w, c):
+    t = np.maximum(x @ w, 0).T
+    z = np.concatenate([t, np.broadcast_to(np.arange(6, dtype=np.float32), (2, 6))], axis=0)
+    s = (z * np.float32(c)).sum(axis=1)
+    return (z * 2).reshape(-1), s, s.reshape(2, 7), s.reshape(1, 14) + 1
+
+
+def _check(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == np.float32
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-5)
+
+
+def test_program_calls_against_numpy_and_the_reference():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 10)).astype(np.float32)
+    w = rng.standard_normal((10, 12)).astype(np.float32)
+    k = fs.fused_kernel(_prog).compile(x, w, fs.scalar("c"))
+    assert len(k.kernels) >= 4
+    first = k(x, w, 1.5)
+    assert isinstance(k._program, Program)          # the multi-kernel program runs bound
+    _check(first, _want(x, w, 1.5))
+    fs.config.executor = "reference"
+    try:
+        ref = k(x, w, 1.5)
+    finally:
+        fs.config.executor = "llvm"
+    for g, r in zip(first, ref):
+        np.testing.assert_allclose(g, r, rtol=1e-6, atol=1e-6)
+    held = k(x, w, 2.5)                             # a new scalar: the row kernel reads it
+    _check(held, _want(x, w, 2.5))
+    _check(first, _want(x, w, 1.5))                 # held results are never written again
+    assert held[1].ctypes.data != first[1].ctypes.data
+    x[0, :] += 3.0                                  # the same arrays, new values
+    _check(k(x, w, 2.5), _want(x, w, 2.5))
+    x2, w2 = x.copy() * -1, w[:, ::-1].copy()       # new arrays
+    _check(k(x2, w2, 0.5), _want(x2, w2, 0.5))
+    del first, held
+    a = k(x, w, 1.0)
+    address = a[0].ctypes.data
+    _check(a, _want(x, w, 1.0))
+    del a
+    b = k(x, w, 1.0)                                # dropped: the buffer is reused
+    assert b[0].ctypes.data == address
+    _check(b, _want(x, w, 1.0))
+    views = b[1], b[2]                              # two results viewing one kernel result
+    assert np.shares_memory(*views)
+    out = tuple(np.empty(r.shape, np.float32) for r in b)
+    got = k(x, w, 1.0, out=out)                     # out= still goes through main's walk
+    assert all(g is o for g, o in zip(got, out))
+    _check(got, _want(x, w, 1.0))
+
+
+def test_program_errors_leave_it_usable():
+    @fs.fused_kernel
+    def f(t, i):
+        return fs.take(fs.relu(t) * 2.0, i, axis=0) + 1.0
+
+    table = np.arange(12, dtype=np.float32).reshape(4, 3) - 5
+    good = np.array([3, 0], np.int32)
+    np.testing.assert_array_equal(f(table, good), np.maximum(table, 0)[good] * 2 + 1)
+    bad = np.array([4, 0], np.int32)
+    try:
+        f(table, bad)
+    except fs.FusedslError as exc:
+        assert "4" in str(exc)
+    else:
+        raise AssertionError("an index out of range was not refused")
+    good[0] = 1                                     # the same array, a new index
+    np.testing.assert_array_equal(f(table, good), np.maximum(table, 0)[good] * 2 + 1)
