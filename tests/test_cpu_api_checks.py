@@ -129,7 +129,7 @@ def test_gm_access_past_set_global_buffer_length(lib):
 
 
 def test_two_cores_writing_the_same_bytes(lib):
-    fails(lib, "overlapping_writes", "DataCopy(UB->GM): blocks 0 and 1 both write byte 2 of GM buffer 'z'",
+    fails(lib, "overlapping_writes", "DataCopy(UB->GM): block 0 and block 1 both write byte 2 of GM buffer 'z'",
           block=1)
 
 

@@ -66,3 +66,25 @@ def test_gm_access_bypassing_the_data_cache_polls_to_completion(lib):
     x, out = _run(lib, "bypass_poll", 4)
     assert out[0, 0] == 2 * x[1:, 0].sum()
     np.testing.assert_array_equal(out[1:, 0], 2 * x[1:, 0])
+
+
+def _xcore(lib, entry, blocks):
+    out = np.zeros(blocks * 8, np.float32)
+    nothing = np.zeros(8, np.int32)
+    lib.launch(entry, blocks, [("x", nothing), ("ws", nothing), ("out", out)])
+    return out
+
+
+def test_cross_core_flags_order_the_cube_and_vector_cores(lib):
+    # mode 2 both ways between each block's cube core and its vector cores, mode 1 between the two vector
+    # cores: the second core's write lands after the first's, which the GM write check accepts as ordered
+    np.testing.assert_array_equal(_xcore(lib, "cross_core", 3), np.full(24, 2, np.float32))
+
+
+def test_cross_core_unordered_writes_and_a_missing_set_are_reported(lib):
+    with pytest.raises(AscendCCheckError, match=r"block 0 and block 1 both write byte \d+ of GM buffer 'out'.*"
+                                                r"CrossCoreSetFlag/WaitFlag"):
+        _xcore(lib, "cross_core_race", 1)
+    with pytest.raises(AscendCCheckError, match=r"wait for each other forever: block 0 \(CrossCoreWaitFlag\), "
+                                                r"block 1 \(CrossCoreWaitFlag\), cube core 0 \(CrossCoreWaitFlag\)"):
+        _xcore(lib, "cross_core_hang", 1)

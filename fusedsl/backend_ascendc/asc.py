@@ -117,6 +117,11 @@ def translate(source: str, filename: str) -> str:
                 return m[0]
             return f"ICPU_RUN_KF((::AscendC::SetKernelMode(::KernelMode::{mode}), {m['name']}),"
         body = _ICPU_RUN.sub(icpu, body)
+    if re.search(r"\bCrossCore(Set|Wait)Flag\b", source):
+        # the program synchronises with its mixed kernels' cube cores: run them (appended after the last
+        # line, so no line number moves)
+        body += ("\nnamespace { [[maybe_unused]] const bool fusedsl_cpu_cube_cores = "
+                 "::fusedsl_cpu::EnableCubeCores(); }\n")
     return f"#line 1 {c_string(filename)}\n{body}"
 
 

@@ -135,6 +135,59 @@ extern "C" __global__ __aicore__ void bypass_poll(GM_ADDR x, GM_ADDR ws, GM_ADDR
     WriteGmByPassDCache<int32_t>(o, total);
 }
 
+// Mixed kernel with its cube cores running (the x, ws arguments unused): the cube core releases its
+// two vector cores (mode 2), vector core 0 of each block writes 1s to out[8 * block], vector core 1
+// overwrites them with 2s after a mode-1 flag orders it behind core 0, then both report to the cube
+// core (mode 2), which waits for them.  kVariant 1 leaves out the mode-1 flag (a race), 2 waits for a
+// flag nobody sets.
+template <int kVariant>
+__aicore__ inline void CrossCore(GM_ADDR out)
+{
+    if ASCEND_IS_AIC {
+        CrossCoreSetFlag<2, PIPE_FIX>(1);
+        CrossCoreWaitFlag(2);
+        return;
+    }
+    CrossCoreWaitFlag(1);
+    if (kVariant == 2) {
+        CrossCoreWaitFlag(5);   // LINE:xcore_hang
+    }
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 32);
+    LocalTensor<float> t = buf.Get<float>();
+    GlobalTensor<float> og;
+    og.SetGlobalBuffer((__gm__ float*)out + GetBlockIdx() / 2 * 8, 8);
+    uint32_t sub = GetSubBlockIdx();
+    Duplicate(t, static_cast<float>(sub + 1), 8);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    if (sub == 0) {
+        DataCopy(og, t, 8);
+    }
+    if (kVariant != 1) {
+        CrossCoreSetFlag<1, PIPE_MTE3>(3);
+        CrossCoreWaitFlag(3);
+    }
+    if (sub == 1) {
+        DataCopy(og, t, 8);
+    }
+    CrossCoreSetFlag<2, PIPE_MTE3>(2);
+}
+extern "C" __global__ __aicore__ void cross_core(GM_ADDR, GM_ADDR, GM_ADDR out) { CrossCore<0>(out); }
+extern "C" __global__ __aicore__ void cross_core_race(GM_ADDR, GM_ADDR, GM_ADDR out) { CrossCore<1>(out); }
+extern "C" __global__ __aicore__ void cross_core_hang(GM_ADDR, GM_ADDR, GM_ADDR out) { CrossCore<2>(out); }
+
+#define MIX_ENTRY(name)                                                         \
+    extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
+        AscendC::SetKernelMode(KernelMode::MIX_MODE);                           \
+        fusedsl_cpu::EnableCubeCores();                                         \
+        return fusedsl_cpu::Launch(name, blockDim, args[0], args[1], args[2]);  \
+    }
+MIX_ENTRY(cross_core)
+MIX_ENTRY(cross_core_race)
+MIX_ENTRY(cross_core_hang)
+
 #define SYNC_ENTRY(name)                                                        \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
         AscendC::SetKernelMode(KernelMode::AIV_MODE);                           \

@@ -228,6 +228,10 @@ struct CheckError {
     std::string message;
 };
 
+// Thrown to leave a kernel early the way a `return` in CANN's own code does (the cube core of a
+// mixed kernel at REGIST_MATMUL_OBJ); the launch treats it as the block's normal end.
+struct KernelReturn {};
+
 // Where the user called an API from.  APIs that take a trailing FUSEDSL_CPU_SITE argument
 // (GCC evaluates __builtin_FILE/__builtin_LINE in a default argument at the call site, and
 // `fusedsl cpu-run` keeps the user's file name with #line) make a broken rule's message start

@@ -20,6 +20,7 @@ inline void ResetGmOwners() {
         for (std::vector<uint16_t>* v : {&kv.second.owner, &kv.second.line_scalar, &kv.second.line_any}) {
             std::fill(v->begin(), v->end(), 0);
         }
+        std::fill(kv.second.owner_epoch.begin(), kv.second.owner_epoch.end(), 0);
     }
 }
 
@@ -109,6 +110,8 @@ inline std::string RunBlockBody(R& run) {
     try {
         run();
         return EndOfBlockError();
+    } catch (const KernelReturn&) {   // the cube core of a mixed kernel leaves at REGIST_MATMUL_OBJ
+        return EndOfBlockError();
     } catch (const CheckError& e) {
         return e.message;
     } catch (const std::exception& e) {
@@ -124,7 +127,7 @@ inline void YieldSingle(int why) {
         return;   // polling GM alone: the value cannot change, but a loop may still end by itself
     }
     Fail("%s waits for another block, but the launch has only 1; the device would hang",
-         why == 1 ? "SyncAll" : "IBWait");
+         why == 1 ? "SyncAll" : why == 4 ? "CrossCoreWaitFlag" : "IBWait");
 }
 
 // ---- blocks as fibers: SyncAll, IBSet/IBWait and GM flags need every block to make progress ----
@@ -140,7 +143,8 @@ struct Fiber {
     int64_t idx = 0;
     bool started = false;
     bool done = false;
-    int waiting = 0;        // 0 running, 1 SyncAll, 2 IBWait, 3 polling GM
+    int waiting = 0;        // 0 running, 1 SyncAll, 2 IBWait, 3 polling GM, 4 CrossCoreWaitFlag
+    bool aic = false;       // the cube core of a mixed block (idx is then the block)
     uint64_t polls = 0;     // fruitless polling yields in a row
     std::string error;
 };
@@ -162,7 +166,8 @@ inline FiberSet*& CurrentFibers() {
 inline void FiberMain() {
     FiberSet& fs = *CurrentFibers();
     Fiber& f = fs.fibers[fs.current];
-    BeginBlock(f.idx, fs.block_num, fs.mix ? f.idx % 2 : 0, fs.mix ? 2 : 1);
+    BeginBlock(f.idx, fs.block_num, fs.mix && !f.aic ? f.idx % 2 : 0, fs.mix ? 2 : 1);
+    RT().on_aic = f.aic;
     f.error = RunBlockBody(fs.body);
     f.done = true;
     // returning resumes uc_link: the scheduler
@@ -205,6 +210,8 @@ inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix) {
     rt.yield_block = &YieldFiber;
     rt.barrier_arrived = 0;
     rt.barrier_round = 0;
+    rt.xcore_ready.clear();
+    rt.xcore_partial.clear();
     std::string error;
     int64_t failed_block = 0;
     size_t live = instances;
@@ -220,8 +227,10 @@ inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix) {
             std::string who;
             for (const Fiber& g : fs.fibers) {
                 if (!g.done) {
-                    who += Format("%sblock %lld (%s)", who.empty() ? "" : ", ", static_cast<long long>(g.idx),
-                                  g.waiting == 1 ? "SyncAll" : g.waiting == 2 ? "IBWait" : "polling a GM value");
+                    who += Format("%s%s %lld (%s)", who.empty() ? "" : ", ", g.aic ? "cube core" : "block",
+                                  static_cast<long long>(g.idx),
+                                  g.waiting == 1 ? "SyncAll" : g.waiting == 2 ? "IBWait" :
+                                  g.waiting == 4 ? "CrossCoreWaitFlag" : "polling a GM value");
                 }
             }
             error = "the blocks wait for each other forever: " + who +
@@ -232,7 +241,9 @@ inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix) {
         }
         if (!f.started) {
             f.started = true;
-            f.idx = static_cast<int64_t>(i);
+            // a mixed launch's fibers: 2 * block_num vector instances, then block_num cube cores
+            f.aic = mix && static_cast<int64_t>(i) >= 2 * block_num;
+            f.idx = f.aic ? static_cast<int64_t>(i) - 2 * block_num : static_cast<int64_t>(i);
             f.stack = mmap(nullptr, kFiberStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                            -1, 0);
             if (f.stack == MAP_FAILED) {
@@ -248,12 +259,14 @@ inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix) {
         std::swap(rt.core, f.core);
         rt.block_idx = f.idx;
         rt.block_num = block_num;
-        rt.sub_block_idx = mix ? f.idx % 2 : 0;
+        rt.sub_block_idx = mix && !f.aic ? f.idx % 2 : 0;
         rt.task_ratio = mix ? 2 : 1;
+        rt.on_aic = f.aic;
         rt.in_block = true;
         uint64_t before = rt.progress;
         SwitchContext(&fs.main_ctx, &f.ctx);
         rt.in_block = false;
+        rt.on_aic = false;
         rt.stats.ub_high_water = std::max(rt.stats.ub_high_water, rt.core.ub_high_water);
         std::swap(rt.core, f.core);
         if (f.done) {
@@ -319,7 +332,12 @@ inline int Launch(F kernel, uint64_t blockDim, Args... args) {
                                     "(1 AIC + 2 AIV each) and %s has %d", static_cast<unsigned long long>(blockDim),
                                     t.name, t.aic_cores));
     }
-    uint64_t instances = mix ? 2 * blockDim : blockDim;
+    // a mixed block is its 2 vector instances and (when the program runs them) its cube core
+    uint64_t instances = mix ? (rt.mix_cube_cores ? 3 : 2) * blockDim : blockDim;
+    rt.xcore_ready.clear();
+    rt.xcore_partial.clear();
+    rt.xcore_partial_vc.clear();
+    HbInit(instances);
     auto run = [&]() { kernel(args...); };
     if (instances > 1) {
         return RunFibers(run, instances, static_cast<int64_t>(blockDim), mix);

@@ -867,4 +867,14 @@ inline void RegistMatmulObjs(P* pipe, W workspace, MM& mm, const TCubeTiling* ti
 }  // namespace fusedsl_cpu
 
 // REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm1, &tiling1[, mm2, &tiling2 ...])
-#define REGIST_MATMUL_OBJ(tpipe, workspace, ...) ::fusedsl_cpu::RegistMatmulObjs(tpipe, workspace, __VA_ARGS__)
+// On the cube core of a mixed launch it ends the kernel (CANN's runs its KFC server there and
+// returns; fusedsl computes the Matmul on the vector side) — unless the source defines
+// ASCENDC_CUBE_ONLY before the headers: the Matmul object then runs on the cube core itself.
+#ifdef ASCENDC_CUBE_ONLY
+#define FUSEDSL_MM_AIC_SERVES false
+#else
+#define FUSEDSL_MM_AIC_SERVES true
+#endif
+#define REGIST_MATMUL_OBJ(tpipe, workspace, ...)                                                       \
+    ((FUSEDSL_MM_AIC_SERVES && ::fusedsl_cpu::RT().on_aic ? throw ::fusedsl_cpu::KernelReturn{} : (void)0), \
+     ::fusedsl_cpu::RegistMatmulObjs(tpipe, workspace, __VA_ARGS__))

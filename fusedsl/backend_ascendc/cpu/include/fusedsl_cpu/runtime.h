@@ -102,6 +102,7 @@ struct GmBuffer {
     // Which block (index + 1) wrote each byte during the current launch; 0 = nobody.
     // Allocated on the first write so read-only inputs cost nothing.
     std::vector<uint16_t> owner;
+    std::vector<uint32_t> owner_epoch;   // the writer's synchronisation epoch at the write
     // Per 64-byte GM line: the block (index + 1) that wrote it through the scalar data cache,
     // and the block that wrote it at all (kManyBlocks when several did).
     std::vector<uint16_t> line_scalar;
@@ -212,11 +213,37 @@ struct Runtime {
     // SyncAll's barrier: how many blocks arrived at the current one, and its number.
     int64_t barrier_arrived = 0;
     uint64_t barrier_round = 0;
+    // A mixed launch on a separated chip also runs each block's cube core (AIC) as a fiber: this is
+    // set while one of those runs (ASCEND_IS_AIC).
+    bool on_aic = false;
+    // Whether mixed launches run their cube cores at all: only programs that synchronise with them
+    // (CrossCoreSetFlag/WaitFlag) need it; the others have their cube work (the Matmul API) modelled
+    // on the vector side, and CANN's vector APIs do nothing on a cube core, which fusedsl's do not
+    // model — so their cube cores are not run.
+    bool mix_cube_cores = false;
+    // CrossCoreSetFlag/WaitFlag (sync.h): per core and flag id, the flags that have arrived and not
+    // been waited; per (mode, side, group, flag id), the sets still missing for a group to complete.
+    std::map<uint64_t, std::vector<std::vector<uint32_t>>> xcore_ready;
+    std::map<uint64_t, int64_t> xcore_partial;
+    std::map<uint64_t, std::vector<uint32_t>> xcore_partial_vc;
+    // Happens-before between the cores of a launch (vector clocks): a core's epoch grows at each
+    // release (CrossCoreSetFlag, IBSet, arriving at SyncAll); a core that waits (CrossCoreWaitFlag,
+    // IBWait, leaving SyncAll) learns the epochs the releasers had.  Rule 8 accepts a GM write over
+    // another core's byte when that write is ordered before it.
+    std::vector<uint32_t> hb_epoch;
+    std::vector<std::vector<uint32_t>> hb_vc;
+    std::vector<uint32_t> hb_barrier, hb_barrier_done;
+    std::map<const void*, std::vector<uint32_t>> hb_ib;
 };
 
 inline Runtime& RT() {
     static Runtime rt;
     return rt;
+}
+
+inline bool EnableCubeCores() {
+    RT().mix_cube_cores = true;
+    return true;
 }
 
 inline bool NoteCompiledArch(int arch) {
@@ -580,6 +607,72 @@ inline uintptr_t LineOf(const GmBuffer* b, const uint8_t* p) {
     return reinterpret_cast<uintptr_t>(b->base) + static_cast<uintptr_t>(p - b->base) / kGmLine * kGmLine;
 }
 
+// The core running now, 1-based: vector instances by GetBlockIdx(), then a mixed launch's cube cores.
+inline uint16_t CoreTag() {
+    Runtime& rt = RT();
+    return static_cast<uint16_t>((rt.on_aic ? 2 * rt.block_num + rt.block_idx : rt.block_idx) + 1);
+}
+
+inline std::string CoreName(uint16_t tag) {
+    Runtime& rt = RT();
+    int64_t i = static_cast<int64_t>(tag) - 1;
+    if (rt.kernel_mode == KernelMode::MIX_MODE && Target().separated && i >= 2 * rt.block_num) {
+        return Format("cube core %lld", static_cast<long long>(i - 2 * rt.block_num));
+    }
+    return Format("block %lld", static_cast<long long>(i));
+}
+
+inline void HbInit(size_t cores) {
+    Runtime& rt = RT();
+    rt.hb_epoch.assign(cores, 1);
+    rt.hb_vc.assign(cores, std::vector<uint32_t>(cores, 0));
+    rt.hb_barrier.assign(cores, 0);
+    rt.hb_barrier_done.assign(cores, 0);
+    rt.hb_ib.clear();
+}
+
+inline bool HbTracked(size_t me) {
+    return me < RT().hb_epoch.size();
+}
+
+// What this core publishes at a release: what it knows, and its own epoch, which then moves on.
+inline std::vector<uint32_t> HbRelease() {
+    Runtime& rt = RT();
+    size_t me = CoreTag() - 1u;
+    if (!HbTracked(me)) {
+        return {};
+    }
+    std::vector<uint32_t> snap = rt.hb_vc[me];
+    snap[me] = rt.hb_epoch[me];
+    rt.hb_epoch[me] += 1;
+    return snap;
+}
+
+inline void HbJoin(std::vector<uint32_t>& into, const std::vector<uint32_t>& from) {
+    if (into.size() < from.size()) {
+        into.resize(from.size(), 0);
+    }
+    for (size_t k = 0; k < from.size(); ++k) {
+        into[k] = std::max(into[k], from[k]);
+    }
+}
+
+inline void HbAcquire(const std::vector<uint32_t>& snap) {
+    Runtime& rt = RT();
+    size_t me = CoreTag() - 1u;
+    if (HbTracked(me)) {
+        HbJoin(rt.hb_vc[me], snap);
+    }
+}
+
+// Whether the write core `tag` made at `epoch` is ordered before what this core does now.
+inline bool HbOrdered(uint16_t tag, uint32_t epoch) {
+    Runtime& rt = RT();
+    size_t me = CoreTag() - 1u;
+    size_t w = tag - 1u;
+    return HbTracked(me) && HbTracked(w) && rt.hb_vc[me][w] >= epoch;
+}
+
 // Scalar GM writes go through the core's 64-byte data cache, which writes whole lines back:
 // no other block may write any byte of a line that one block wrote that way.
 inline void NoteGmLines(const char* api, GmBuffer* b, const uint8_t* p, uint64_t bytes, bool scalar) {
@@ -588,7 +681,7 @@ inline void NoteGmLines(const char* api, GmBuffer* b, const uint8_t* p, uint64_t
         b->line_any.assign(n, 0);
         b->line_scalar.assign(n, 0);
     }
-    auto me = static_cast<uint16_t>(RT().block_idx + 1);
+    uint16_t me = CoreTag();
     uint64_t first = static_cast<uint64_t>(p - b->base) / kGmLine;
     uint64_t last = static_cast<uint64_t>(p - b->base + bytes - 1) / kGmLine;
     for (uint64_t i = first; i <= last; ++i) {
@@ -642,7 +735,8 @@ inline void CheckDmaRead(const char* api, const uint8_t* p, uint64_t bytes) {
     }
 }
 
-// Rule 8: within one launch, no two blocks write the same GM byte unless atomic add is on.
+// Rule 8: within one launch, no two blocks write the same GM byte unless atomic add is on, or
+// the earlier write is ordered before the later one by the cores' synchronisation.
 // `incoming` (when the caller knows them) are the bytes about to be written: a block that
 // writes exactly the value another block already wrote there is a benign race — the result is
 // the same whatever order the cores run in (CANN's create_vec_index sample has every core write
@@ -659,18 +753,23 @@ inline void NoteGmWrite(const char* api, GmBuffer* b, const uint8_t* p, uint64_t
     }
     if (b->owner.empty()) {
         b->owner.assign(b->bytes, 0);
+        b->owner_epoch.assign(b->bytes, 0);
     }
-    auto me = static_cast<uint16_t>(RT().block_idx + 1);
+    uint16_t me = CoreTag();
+    uint32_t my_epoch = HbTracked(me - 1u) ? RT().hb_epoch[me - 1u] : 0;
     uint64_t off = static_cast<uint64_t>(p - b->base);
     uint16_t* o = b->owner.data() + off;
+    uint32_t* oe = b->owner_epoch.data() + off;
     for (uint64_t i = 0; i < bytes; ++i) {
-        if (o[i] != 0 && o[i] != me && (incoming == nullptr || incoming[i] != p[i])) {
-            Fail("%s: blocks %d and %lld both write byte %llu of GM buffer '%s'; cores must write disjoint GM "
-                 "ranges (or enable SetAtomicAdd); writing the value already there is accepted, a different one "
-                 "is a race whose result depends on the order the cores run in", api, o[i] - 1, static_cast<long long>(RT().block_idx),
+        if (o[i] != 0 && o[i] != me && (incoming == nullptr || incoming[i] != p[i]) && !HbOrdered(o[i], oe[i])) {
+            Fail("%s: %s and %s both write byte %llu of GM buffer '%s'; cores must write disjoint GM ranges (or "
+                 "enable SetAtomicAdd, or order the writes: CrossCoreSetFlag/WaitFlag, IBSet/IBWait, SyncAll); "
+                 "writing the value already there is accepted, a different one is a race whose result depends on "
+                 "the order the cores run in", api, CoreName(o[i]).c_str(), CoreName(me).c_str(),
                  static_cast<unsigned long long>(off + i), b->name.c_str());
         }
         o[i] = me;
+        oe[i] = my_epoch;
     }
 }
 

@@ -1,6 +1,12 @@
 // fusedsl CPU implementation of the Ascend C inter-core synchronisation (asc-devkit docs,
-// 同步控制 / 核间同步): SyncAll (hard and soft), IBSet / IBWait; and the inter-task pair
-// WaitPreTaskEnd / SetNextTaskStart (任务间同步).
+// 同步控制 / 核间同步): SyncAll (hard and soft), IBSet / IBWait, CrossCoreSetFlag /
+// CrossCoreWaitFlag; and the inter-task pair WaitPreTaskEnd / SetNextTaskStart (任务间同步).
+//
+// CrossCoreSetFlag<mode, pipe>(flagId) reports to the scheduler; a core's CrossCoreWaitFlag(flagId)
+// goes on once a completed set has arrived for it (each arrival is waited once).  Mode 0: every
+// vector core (or every cube core) of the launch sets, then each of them gets the flag; mode 1: the
+// two vector cores of a block set, then both get it; mode 2: the cube core's set reaches both vector
+// cores of its block, and both vector cores' sets reach the cube core.
 //
 // Blocks run one at a time; a block that waits here is parked and the others run until the
 // condition holds (launch.h's fibers).  If every unfinished block waits and nothing changes, the
@@ -16,6 +22,15 @@ inline int64_t LaunchInstances() {
     return RT().block_num * RT().task_ratio;
 }
 
+// CrossCore flags: a core is (side, index): vector cores by GetBlockIdx(), cube cores by block.
+enum : uint64_t { kXcAiv = 0, kXcAic = 1 };
+inline uint64_t XcKey(uint64_t side, int64_t idx, uint16_t flag) {
+    return (side << 56) | (static_cast<uint64_t>(idx) << 8) | flag;
+}
+inline uint64_t XcPartialKey(uint64_t mode, uint64_t side, int64_t group, uint16_t flag) {
+    return (mode << 60) | (side << 56) | (static_cast<uint64_t>(group) << 8) | flag;
+}
+
 // Every one of `members` blocks arrives, then all go on.
 inline void BarrierWait(int64_t members) {
     Runtime& rt = RT();
@@ -25,14 +40,19 @@ inline void BarrierWait(int64_t members) {
     uint64_t round = rt.barrier_round;
     rt.barrier_arrived += 1;
     rt.progress += 1;
+    HbJoin(rt.hb_barrier, HbRelease());
     if (rt.barrier_arrived >= members) {
         rt.barrier_arrived = 0;
         rt.barrier_round += 1;
+        rt.hb_barrier_done = rt.hb_barrier;
+        std::fill(rt.hb_barrier.begin(), rt.hb_barrier.end(), 0);
+        HbAcquire(rt.hb_barrier_done);
         return;
     }
     while (rt.barrier_round == round) {
         rt.yield_block(1);
     }
+    HbAcquire(rt.hb_barrier_done);
 }
 
 // IBSet/IBWait's flag of (blockIdx, eventID): 32 bytes each, cores * 32 B per event id (the
@@ -71,7 +91,11 @@ inline void SyncAll() {
     using namespace fusedsl_cpu;
     CurCore();
     SyncAllPipes();
-    BarrierWait(LaunchInstances());
+    if (RT().on_aic && isAIVOnly) {
+        return;   // the vector cores' barrier: the cube core of a mixed block is not part of it
+    }
+    bool with_aic = !isAIVOnly && RT().kernel_mode == KernelMode::MIX_MODE && Target().separated;
+    BarrierWait(LaunchInstances() + (with_aic ? RT().block_num : 0));
 }
 
 // Soft SyncAll: the first usedCores blocks (0: all) meet, each marking its state in gmWorkspace
@@ -109,6 +133,7 @@ inline void IBSet(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<in
     CheckUbWorkspace(api, ubWorkspace.fs_addr, ubWorkspace.GetLength(), 32);
     int32_t* flag = IbFlag(api, gmWorkspace, blockIdx, eventID);
     *flag = 1;
+    HbJoin(RT().hb_ib[flag], HbRelease());
     RT().progress += 1;
     St().gm_bytes_written += 32;
 }
@@ -125,6 +150,7 @@ inline void IBWait(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<i
     while (*flag == 0) {
         RT().yield_block(2);
     }
+    HbAcquire(RT().hb_ib[flag]);
     St().gm_bytes_read += 32;
 }
 
@@ -143,6 +169,90 @@ template <pipe_t AIV_PIPE = PIPE_MTE3, pipe_t AIC_PIPE = PIPE_MTE3, bool FORCE =
 #endif
 inline void SetNextTaskStart() {
     fusedsl_cpu::CurCore();
+}
+
+template <uint8_t modeId, pipe_t pipe>
+inline void CrossCoreSetFlag(uint16_t flagId) {
+    using namespace fusedsl_cpu;
+    const char* api = "CrossCoreSetFlag";
+    CurCore();
+    Runtime& rt = RT();
+    if (!Target().separated) {
+        Fail("%s is not available on %s (Atlas A2/A3 only, per its API page)", api, Target().name);
+    }
+    if (modeId > 2) {
+        Fail("%s<%u>: modes 0, 1 and 2 exist on %s (mode 4 is Ascend 950's)", api, modeId, Target().name);
+    }
+    if (pipe == PIPE_S || pipe == PIPE_ALL) {
+        Fail("%s: the pipe may not be PIPE_S or PIPE_ALL in modes 0-2 (the API page)", api);
+    }
+    if (flagId > 15) {
+        Fail("%s: flagId = %u; modes 0-2 have flags 0-15", api, flagId);
+    }
+    bool aic = ASCEND_IS_AIC;
+    bool mix = rt.kernel_mode == KernelMode::MIX_MODE;
+    if (modeId != 0 && !mix) {
+        Fail("%s<%u>: modes 1 and 2 synchronise the cores of one AI Core group and need a mixed kernel (__mix__(1, 2)) "
+             "(the API page's kernel type table)", api, modeId);
+    }
+    if (modeId == 1 && aic) {
+        Fail("%s<1>: mode 1 synchronises the two vector cores of a group; a cube core cannot take part", api);
+    }
+    int64_t idx = rt.block_idx;
+    std::vector<uint32_t> snap = HbRelease();
+    // a group's set completes when its last member sets: the flag carries what all of them knew
+    auto complete = [&](uint64_t pkey, int64_t members) -> bool {
+        std::vector<uint32_t>& acc = rt.xcore_partial_vc[pkey];
+        HbJoin(acc, snap);
+        if (++rt.xcore_partial[pkey] < members) {
+            return false;
+        }
+        rt.xcore_partial[pkey] = 0;
+        snap = acc;
+        acc.clear();
+        return true;
+    };
+    auto arrive = [&](uint64_t side, int64_t core) { rt.xcore_ready[XcKey(side, core, flagId)].push_back(snap); };
+    if (modeId == 0) {
+        uint64_t side = aic ? kXcAic : kXcAiv;
+        int64_t members = aic ? rt.block_num : LaunchInstances();
+        if (complete(XcPartialKey(0, side, 0, flagId), members)) {
+            for (int64_t c = 0; c < members; ++c) {
+                arrive(side, c);
+            }
+        }
+    } else if (modeId == 1) {
+        if (complete(XcPartialKey(1, kXcAiv, idx / 2, flagId), 2)) {
+            arrive(kXcAiv, idx / 2 * 2);
+            arrive(kXcAiv, idx / 2 * 2 + 1);
+        }
+    } else if (aic) {
+        arrive(kXcAiv, 2 * idx);
+        arrive(kXcAiv, 2 * idx + 1);
+    } else if (complete(XcPartialKey(2, kXcAiv, idx / 2, flagId), 2)) {
+        arrive(kXcAic, idx / 2);
+    }
+    rt.progress += 1;
+}
+
+template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
+inline void CrossCoreWaitFlag(uint16_t flagId) {
+    using namespace fusedsl_cpu;
+    CurCore();
+    Runtime& rt = RT();
+    if (!Target().separated) {
+        Fail("CrossCoreWaitFlag is not available on %s (Atlas A2/A3 only, per its API page)", Target().name);
+    }
+    if (flagId > 15) {
+        Fail("CrossCoreWaitFlag: flagId = %u; modes 0-2 have flags 0-15", flagId);
+    }
+    uint64_t key = XcKey(ASCEND_IS_AIC ? kXcAic : kXcAiv, rt.block_idx, flagId);
+    while (rt.xcore_ready[key].empty()) {
+        rt.yield_block(4);
+    }
+    HbAcquire(rt.xcore_ready[key].front());
+    rt.xcore_ready[key].erase(rt.xcore_ready[key].begin());
+    SyncAllPipes();
 }
 
 }  // namespace AscendC

@@ -385,7 +385,7 @@ inline bool IsUbPosition(TPosition pos) {
 // ASCENDC.md §1.2: on separated chips (910B) the cube core (AIC) has no UB; a cube-only
 // kernel (AIC_MODE, __cube__) may not plan UB buffers.
 inline void CheckCoreHasUb(const char* api) {
-    if (RT().kernel_mode == KernelMode::AIC_MODE && Target().separated) {
+    if ((RT().kernel_mode == KernelMode::AIC_MODE || RT().on_aic) && Target().separated) {
         Fail("%s: this is a cube-only kernel (AIC_MODE, __cube__) and the cube core of %s has no UB; run vector "
              "work in an AIV or mixed (__mix__) kernel", api, Target().name);
     }
@@ -1037,7 +1037,9 @@ inline void PRINTF(const char* fmt, Args... args) {
 }  // namespace AscendC
 
 #define KERNEL_TASK_TYPE_DEFAULT(type) ::fusedsl_cpu::NoteKernelType(type)
-// Which core the code runs on: a cube-only launch (AIC_MODE, __cube__) runs on cube cores, every
-// other launch on vector instances (the Matmul API runs the cube's work there, see matmul.h).
-#define ASCEND_IS_AIV (::fusedsl_cpu::RT().kernel_mode != KernelMode::AIC_MODE)
-#define ASCEND_IS_AIC (::fusedsl_cpu::RT().kernel_mode == KernelMode::AIC_MODE)
+// Which core the code runs on: a cube-only launch (AIC_MODE, __cube__) runs on cube cores; a mixed
+// launch on a separated chip runs each block's two vector instances and its cube core (the Matmul
+// API still runs the cube's work on the vector side, see matmul.h: the cube core leaves the kernel
+// at REGIST_MATMUL_OBJ, as CANN's does once its KFC server ends); other launches run vector instances.
+#define ASCEND_IS_AIV (::fusedsl_cpu::RT().kernel_mode != KernelMode::AIC_MODE && !::fusedsl_cpu::RT().on_aic)
+#define ASCEND_IS_AIC (::fusedsl_cpu::RT().kernel_mode == KernelMode::AIC_MODE || ::fusedsl_cpu::RT().on_aic)
