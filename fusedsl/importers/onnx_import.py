@@ -410,22 +410,16 @@ def _gather(xs, at, st):
     return fs.take(table, idx, axis=at.get("axis", 0))
 
 
-_LOSS_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
-
-
 def _nll_loss(xs, at, st):
-    """NegativeLogLikelihoodLoss(input [N, C, d...], target, weight?): the ATen rule's."""
-    reduction = _text(at.get("reduction", "mean"))
-    if reduction not in _LOSS_REDUCTIONS:
-        raise Unsupported(f"reduction {reduction!r} (none, mean, sum are)")
-    return torch_ops.nll_loss(xs[0], xs[1], xs[2] if len(xs) > 2 else None, _LOSS_REDUCTIONS[reduction],
-                              at.get("ignore_index"))[0]
+    """NegativeLogLikelihoodLoss(input [N, C, d...], target, weight?): fs.nll_loss."""
+    return fs.nll_loss(xs[0], xs[1], xs[2] if len(xs) > 2 else None, _text(at.get("reduction", "mean")),
+                       at.get("ignore_index"))
 
 
 def _softmax_cross_entropy(xs, at, st):
     """SoftmaxCrossEntropyLoss: log_softmax over the class axis (1), then the NLL; its second
     output is the log-probabilities."""
-    log_prob = torch_ops.log_softmax(xs[0], 1 if xs[0].ndim > 1 else 0)
+    log_prob = fs.log_softmax(xs[0], 1 if xs[0].ndim > 1 else 0)
     return _nll_loss([log_prob] + list(xs[1:]), at, st), log_prob
 
 

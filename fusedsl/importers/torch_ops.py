@@ -438,39 +438,18 @@ def _div(a, b, rounding_mode=None):
     raise Unsupported(f"div with rounding_mode={rounding_mode!r} is not supported for these dtypes")
 
 
+_REDUCTIONS = ("none", "mean", "sum")   # ATen's reduction enum
+
+
 def _nll_loss(x, target, weight=None, reduction=1, ignore_index=-100):
-    """The negative log-likelihood of each row's target class (cross_entropy after log_softmax):
-    x [N, C] (or [C] with a 0-d target, or [N, C, d...] with target [N, d...]), reduction 0 none
-    / 1 mean / 2 sum. The gather of x[i, target[i]] is a row sum of where(target == class, x, 0):
-    no GM index reads, the other classes' values (even NaN or -inf) do not reach it; a target of
-    ignore_index counts 0 with weight 0, as in torch (a mean over ignored rows only is 0/0 =
-    NaN). A target outside [0, C) other than ignore_index selects nothing (torch raises)."""
-    if x.ndim > 2:   # the class axis last: [N, d..., C]
-        x = fs.transpose(x, (0,) + tuple(range(2, x.ndim)) + (1,))
-    if target.dtype.is_float or target.dtype.name == "bool":
-        raise Unsupported(f"nll_loss with {target.dtype} targets (class indices are integers; class "
-                          "probabilities are cross_entropy's soft targets, log_softmax * p)")
+    """nll_loss_forward: (fs.nll_loss, the total weight); the total weight is what backward
+    reads, no forward op uses it."""
     if reduction not in (0, 1, 2):
         raise Unsupported(f"nll_loss reduction {reduction!r} (0 none, 1 mean, 2 sum are)")
-    c = x.shape[-1]
-    idx = fs.cast(target, "int32") if target.dtype.name != "int32" else target
-    idx = fs.reshape(idx, tuple(idx.shape) + (1,))
-    hit = idx == fs.arange(0, c)                          # [..., C]: the target's class
-    picked = fs.sum(fs.where(hit, x, 0.0), axis=-1)       # x[..., target]
-    # ignore_index None (ONNX's loss ops without the attribute): every target counts
-    valid = None if ignore_index is None else target != ignore_index
-    w = None if weight is None else fs.sum(fs.where(hit, weight, 0.0), axis=-1)   # weight[target]
-    loss = -picked if w is None else -picked * w
-    if valid is not None:
-        w = fs.cast(valid, x.dtype.name) if w is None else fs.where(valid, w, 0.0)
-        loss = fs.where(valid, loss, 0.0)
-    if reduction == 0:
-        return loss, Missing("nll_loss's total weight with reduction='none'")
-    out = fs.sum(loss)
-    if w is None:   # no weights, nothing ignored: the mean over the targets
-        return (fs.mean(loss) if reduction == 1 else out), Missing("nll_loss's total weight without ignore_index")
-    total = fs.sum(w)
-    return (out / total if reduction == 1 else out), total
+    if target.dtype.is_float or target.dtype.name == "bool":
+        raise Unsupported(f"nll_loss with {target.dtype} targets (class indices are integers)")
+    return (fs.nll_loss(x, target, weight, _REDUCTIONS[reduction], ignore_index),
+            Missing("nll_loss's total weight (what backward reads)"))
 
 
 def _nll_loss_out(*args, **kw):
@@ -749,6 +728,5 @@ def aten_table(torch) -> dict:
 # the composites the ONNX importer shares (same semantics, one definition)
 hardswish = _COMPOSITES["hardswish.default"]
 elu, softplus, erf, sign, gelu = _elu, _softplus, _erf, _sign, _gelu
-nll_loss = _nll_loss
 log_softmax, logsumexp, group_norm = _log_softmax, _logsumexp, _group_norm
 split_with_sizes, repeat = _split_with_sizes, _repeat

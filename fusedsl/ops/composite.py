@@ -756,6 +756,65 @@ def huber_loss(F, a, b, reduction="mean", delta=1.0):
     return _reduce_loss(F, F.where(d <= delta, F.square(d) * 0.5, (d - 0.5 * delta) * delta), reduction)
 
 
+@composite("nll_loss", "reduction",
+           aten=_aten("nll_loss_forward.default", "nll_loss.default", "nll_loss_nd.default", "nll_loss2d_forward.default",
+                      "nll_loss2d.default"),
+           onnx=("NegativeLogLikelihoodLoss",),
+           doc="-x[i, target[i]] (times weight[target[i]]) per row: a row sum of where(target == class, x, "
+               "0), no index reads; ignore_index rows count 0 with weight 0; mean divides by the summed "
+               "weights (torch.nn.functional.nll_loss)",
+           example="fs.nll_loss(x, fs.argmax(y, axis=1))")
+def nll_loss(F, x, target, weight=None, reduction="mean", ignore_index=-100):
+    """The negative log-likelihood loss of log-probabilities `x` ([N, C], [C] with a 0-d target, or
+    [N, C, d...] with target [N, d...]: the class axis is 1) at integer class indices `target`.
+
+    The target's value is picked by a sum over the classes of where(target == class, x, 0), so the
+    other classes' values (NaN or -inf too) do not reach it. `weight` ([C]) scales each term by
+    its class's weight; a target equal to `ignore_index` (None: none) counts 0 with weight 0, so
+    a mean over ignored rows only is 0 / 0 = NaN, as in torch. A target outside [0, C) that is
+    not `ignore_index` selects nothing (torch raises). `reduction` is 'mean' (the sum over the
+    summed weights), 'sum' or 'none'.
+    """
+    if not isinstance(target, F.Tensor) or not target.dtype.is_int:
+        raise F.DTypeError(f"nll_loss needs integer class indices as target, got "
+                           f"{target.dtype if isinstance(target, F.Tensor) else type(target).__name__}",
+                           loc=F.user_frame(), hint="class probabilities are cross_entropy's soft targets: "
+                                                    "-sum(log_softmax(x) * p, axis=1)")
+    if reduction not in ("mean", "sum", "none"):
+        raise F.ArgumentError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}", loc=F.user_frame())
+    x32, back = _f32(F, x)
+    if x32.ndim > 2:   # the class axis last: [N, d..., C]
+        x32 = F.transpose(x32, (0,) + tuple(range(2, x32.ndim)) + (1,))
+    c = x32.shape[-1]
+    idx = F.reshape(F.cast(target, dt.int32), tuple(target.shape) + (1,))
+    hit = idx == _arange(F, x32, 0, c)                      # [..., C]: the target's class
+    loss = -F.sum(F.where(hit, x32, 0.0), axis=-1)          # -x[..., target]
+    w = None
+    if weight is not None:
+        w = F.sum(F.where(hit, F.cast(weight, dt.float32), 0.0), axis=-1)   # weight[target]
+        loss = loss * w
+    if ignore_index is not None:
+        valid = target != ignore_index
+        w = F.cast(valid, dt.float32) if w is None else F.where(valid, w, 0.0)
+        loss = F.where(valid, loss, 0.0)
+    if reduction == "none":
+        return back(loss)
+    if reduction == "sum" or w is None:
+        return back(_reduce_loss(F, loss, reduction))
+    return back(F.sum(loss) / F.sum(w))
+
+
+@composite("cross_entropy", "reduction", onnx=("SoftmaxCrossEntropyLoss",),
+           doc="nll_loss(log_softmax(x, axis=1), target, ...): torch.nn.functional.cross_entropy with class "
+               "indices",
+           example="fs.cross_entropy(x, fs.argmax(y, axis=1))")
+def cross_entropy(F, x, target, weight=None, reduction="mean", ignore_index=-100):
+    """The cross-entropy of logits `x` ([N, C], [C], or [N, C, d...]; the class axis is 1) at
+    integer class indices `target`: nll_loss of log_softmax over the class axis (see nll_loss for
+    `weight`, `reduction` and `ignore_index`)."""
+    return nll_loss(F, log_softmax(F, x, axis=1 if x.ndim > 1 else 0), target, weight, reduction, ignore_index)
+
+
 # ---- shape and creation --------------------------------------------------------------------------
 @composite("expand_dims", "shape", dtypes="any", public=("expand_dims", "unsqueeze"),
            aten=_aten("unsqueeze.default"),
