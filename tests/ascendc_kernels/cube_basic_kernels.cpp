@@ -109,8 +109,7 @@ extern "C" __global__ __aicore__ void cube_gemv(GM_ADDR a, GM_ADDR b, GM_ADDR c,
     LocalTensor<half> a1(TPosition::A1, 0, K), b1(TPosition::B1, K * sizeof(half), K * N);
     LocalTensor<half> a2(TPosition::A2, 0, K), b2(TPosition::B2, 0, K * N);
     LocalTensor<float> co1(TPosition::CO1, 0, 16 * N);
-    // one ND row to NZ with a C0 stride of 1 block: the row's K values stay contiguous
-    DataCopy(a1, ag, Nd2NzParams{1, 1, static_cast<uint16_t>(K), 0, static_cast<uint16_t>(K), 1, 1, 0});
+    DataCopy(a1, ag, K);   // GM -> L1, contiguous
     DataCopy(b1, bg, Nd2NzParams{1, static_cast<uint16_t>(K), static_cast<uint16_t>(N), 0,
                                  static_cast<uint16_t>(N), static_cast<uint16_t>(K), 1, 0});
     SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);

@@ -115,10 +115,56 @@ inline Rows BlockRows(const DataCopyParams& p) {
     return Rows{p.blockCount, len, len + p.srcStride * 32ull, len + p.dstStride * 32ull};
 }
 
+// The L1 offset of `p` when it points into this core's L1 (the cube's A1/B1 positions).
+inline bool InL1(const void* p, uint64_t* at) {
+    Core& c = CurCore();
+    auto b = static_cast<const uint8_t*>(p);
+    if (c.local.empty() || b < c.local.data() + c.local_at[kMemL1] || b >= c.local.data() + c.local_at[kMemL1 + 1]) {
+        return false;
+    }
+    *at = static_cast<uint64_t>(b - c.local.data());
+    return true;
+}
+
+// GM -> L1 (the same DataCopy on an A1/B1 tensor): plain rows, DataCopyParams in 32-byte blocks.
+template <typename T>
+inline void CopyGmToL1(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Rows& r, uint64_t at) {
+    const char* api = "DataCopy(GM->L1)";
+    Core& c = CurCore();
+    if (RT().kernel_mode == KernelMode::AIV_MODE && Target().separated) {
+        Fail("%s: a vector-only kernel (AIV_MODE, __vector__) runs on %s's vector cores, which have no L1; launch it "
+             "as a cube (__cube__) or mixed (__mix__) kernel", api, Target().name);
+    }
+    if ((at - c.local_at[kMemL1]) % 32 != 0) {
+        Fail("%s: dst starts at L1 offset %llu, which is not 32-byte aligned", api,
+             static_cast<unsigned long long>(at - c.local_at[kMemL1]));
+    }
+    if (r.DstSpan() > dst.GetLength()) {
+        Fail("%s: dst needs %llu bytes but the LocalTensor has only %u", api,
+             static_cast<unsigned long long>(r.DstSpan()), dst.GetLength());
+    }
+    if (at + r.DstSpan() > c.local_at[kMemL1 + 1]) {
+        Fail("%s: dst runs past the end of L1", api);
+    }
+    CheckGm(api, src, r.SrcSpan(), true);
+    auto s = reinterpret_cast<const uint8_t*>(src.fs_addr);
+    CheckDmaRead(api, s, r.SrcSpan());
+    for (uint64_t i = 0; i < r.count; ++i) {
+        std::memcpy(c.local.data() + at + i * r.dst_pitch, s + i * r.src_pitch, r.len);
+        std::memset(c.local_written.data() + at + i * r.dst_pitch, 1, r.len);
+    }
+    St().gm_bytes_read += r.count * r.len;
+}
+
 template <typename T>
 inline void CopyGmToUb(const char* api, const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Rows& r) {
     CheckApi("DataCopy", MoveTypeName<T>());
     if (r.count == 0 || r.len == 0) {
+        return;
+    }
+    uint64_t l1_at = 0;
+    if (InL1(dst.fs_addr, &l1_at)) {
+        CopyGmToL1(dst, src, r, l1_at);
         return;
     }
     OnPipe mte2(PIPE_MTE2);
