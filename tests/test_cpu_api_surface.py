@@ -226,3 +226,14 @@ def test_gather_and_gatherb(lib):
     with pytest.raises(AscendCCheckError, match="Gatherb is not available on ascend310p"):
         lib.launch("gathers", 1, [("x", x), ("offs", offs), ("boffs", boffs), ("g", g), ("b", b)],
                    target="ascend310p")
+
+
+def test_asc_dump_gm_and_ubuf(lib, capfd):
+    x = np.arange(16, dtype=np.float32) + 0.5
+    lib.launch("asc_dumps", 1, [("x", x), ("n", np.zeros(8, np.uint32))])
+    out = capfd.readouterr().out
+    assert "DumpTensor: desc=7" in out and "position=GM" in out
+    assert "DumpTensor: desc=8, addr=0, data_type=float, position=UB\n[0.500000, 1.500000, 2.500000, 3.500000]" in out
+    with pytest.raises(AscendCCheckError, match=r"asc_dump_ubuf: 100000 elements from UB offset 0 run past the end "
+                                                r"of UB"):
+        lib.launch("asc_dumps", 1, [("x", x), ("n", np.full(8, 100000, np.uint32))])

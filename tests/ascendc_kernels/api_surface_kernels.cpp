@@ -3,6 +3,7 @@
 // InitGlobalMemory, level-0 Compare + Select mode 0, DumpTensor, printf and ASSERT.
 #include "kernel_operator.h"
 #include "kernel_operator_list_tensor_intf.h"   // CANN's header name for ListTensorDesc
+#include "utils/debug/asc_dump.h"                // asc_dump_gm / asc_dump_ubuf
 
 using namespace AscendC;
 
@@ -368,4 +369,24 @@ extern "C" __global__ __aicore__ void gathers(GM_ADDR x, GM_ADDR offs, GM_ADDR b
 }
 extern "C" int fusedsl_launch_gathers(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(gathers, blockDim, a[0], a[1], a[2], a[3], a[4]);
+}
+
+// asc_dump_gm of x's first 4 floats (tag 7) and asc_dump_ubuf of their UB copy (tag 8, from the
+// tensor's GetPhyAddr()); n > 0 asks the UB dump for n elements instead (past UB's end: refused).
+extern "C" __global__ __aicore__ void asc_dumps(GM_ADDR x, GM_ADDR n) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 64);
+    LocalTensor<float> t = b.Get<float>();
+    GlobalTensor<float> xg;
+    xg.SetGlobalBuffer((__gm__ float*)x, 16);
+    DataCopy(t, xg, 16);
+    SetFlag<HardEvent::MTE2_S>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_S>(EVENT_ID0);
+    uint32_t count = *reinterpret_cast<__gm__ uint32_t*>(n);
+    asc_dump_gm<float>((__gm__ float*)x, 7, 4);
+    asc_dump_ubuf<float>((__ubuf__ float*)t.GetPhyAddr(), 8, count ? count : 4);
+}
+extern "C" int fusedsl_launch_asc_dumps(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(asc_dumps, blockDim, a[0], a[1]);
 }

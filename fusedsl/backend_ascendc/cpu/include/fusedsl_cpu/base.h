@@ -26,6 +26,12 @@
 #ifndef __ubuf__
 #define __ubuf__
 #endif
+#ifndef __cbuf__
+#define __cbuf__
+#endif
+#ifndef __cc__
+#define __cc__
+#endif
 #ifndef GM_ADDR
 #define GM_ADDR __gm__ uint8_t*
 #endif
