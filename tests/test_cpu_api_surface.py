@@ -237,3 +237,14 @@ def test_asc_dump_gm_and_ubuf(lib, capfd):
     with pytest.raises(AscendCCheckError, match=r"asc_dump_ubuf: 100000 elements from UB offset 0 run past the end "
                                                 r"of UB"):
         lib.launch("asc_dumps", 1, [("x", x), ("n", np.full(8, 100000, np.uint32))])
+
+
+def test_slice_data_copy(lib):
+    x = np.arange(3 * 87, dtype=np.float32).reshape(3, 87)
+    out = np.zeros(96, np.float32)
+    lib.launch("slice_copy", 1, [("x", x), ("out", out), ("bad", np.zeros(8, np.uint32))])
+    want = np.concatenate([x[[0, 2], 16:40], x[[0, 2], 47:71]], axis=1)
+    np.testing.assert_array_equal(out.reshape(2, 48), want)
+    with pytest.raises(AscendCCheckError, match=r"DataCopy\(GM->UB, SliceInfo\): srcSliceInfo\[0\] = \{16, 69, 7, 3, "
+                                                r"87\}: endIndex - startIndex \+ 1 must be \(N - 1\) \* stride"):
+        lib.launch("slice_copy", 1, [("x", x), ("out", out), ("bad", np.ones(8, np.uint32))])

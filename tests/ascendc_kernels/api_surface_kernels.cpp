@@ -390,3 +390,26 @@ extern "C" __global__ __aicore__ void asc_dumps(GM_ADDR x, GM_ADDR n) {
 extern "C" int fusedsl_launch_asc_dumps(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(asc_dumps, blockDim, a[0], a[1]);
 }
+
+// Slice DataCopy: of src [3, 87] floats, rows 0 and 2, columns 16..39 and 47..70, packed into out
+// [2, 48] through UB (the API page's example); bad = 1 makes the source's first dimension miss the
+// run formula (endIndex one short).
+extern "C" __global__ __aicore__ void slice_copy(GM_ADDR x, GM_ADDR out, GM_ADDR bad) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 96 * sizeof(float));
+    LocalTensor<float> t = b.Get<float>();
+    GlobalTensor<float> xg, og;
+    xg.SetGlobalBuffer((__gm__ float*)x, 3 * 87);
+    og.SetGlobalBuffer((__gm__ float*)out, 96);
+    uint32_t end = *reinterpret_cast<__gm__ uint32_t*>(bad) ? 69 : 70;
+    SliceInfo src[] = {{16, end, 7, 3, 87}, {0, 2, 1, 1, 3}};
+    SliceInfo dst[] = {{0, 47, 0, 3, 48}, {0, 1, 0, 1, 2}};
+    DataCopy(t, xg, dst, src, 2);   // LINE:slice_call
+    SetFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+    DataCopy(og, t, dst, dst, 2);
+}
+extern "C" int fusedsl_launch_slice_copy(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(slice_copy, blockDim, a[0], a[1], a[2]);
+}

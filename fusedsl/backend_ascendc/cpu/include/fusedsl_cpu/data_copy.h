@@ -300,6 +300,121 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     fusedsl_cpu::CopyUbToUb("DataCopy(UB->UB)", dst, src, fusedsl_cpu::BlockRows(params));
 }
 
+// ---- slice DataCopy (DataCopy（GM与UB切片数据搬运）): per dimension d (0 innermost) the slice takes
+// runs of burst elements (burstLen 32-byte blocks along dimension 0, 1 element along the others)
+// from startIndex, `stride` elements apart, through endIndex; the source's runs go, in order, to
+// the destination's.  Offsets are linear over the shapeValue of each dimension.
+
+constexpr uint32_t K_MAX_DIM = 8;
+
+struct SliceInfo {
+    uint32_t startIndex = 0;
+    uint32_t endIndex = 0;
+    uint32_t stride = 0;
+    uint32_t burstLen = 0;
+    uint32_t shapeValue = 0;
+};
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+// The element offsets where each run of the slice starts, and the run length in elements.
+template <typename T>
+inline std::vector<uint64_t> SliceRuns(const char* api, const char* role, const AscendC::SliceInfo* info, uint32_t dims,
+                                       uint64_t* run) {
+    if (dims == 0 || dims > AscendC::K_MAX_DIM) {
+        Fail("%s: dimValue = %u; it must be in [1, 8] (the API page)", api, dims);
+    }
+    std::vector<uint64_t> starts{0};
+    uint64_t pitch = 1;
+    for (uint32_t d = 0; d < dims; ++d) {
+        const AscendC::SliceInfo& s = info[d];
+        uint64_t burst = d == 0 ? static_cast<uint64_t>(s.burstLen) * 32 / sizeof(T) : 1;
+        if (d > 0 && s.burstLen != 1) {
+            Fail("%s: %sSliceInfo[%u].burstLen = %u; beyond the first dimension it must be 1 (the API page)", api,
+                 role, d, s.burstLen);
+        }
+        if (burst == 0 || !(s.startIndex < s.endIndex || (s.startIndex == s.endIndex && burst == 1)) ||
+            s.endIndex > s.shapeValue) {
+            Fail("%s: %sSliceInfo[%u] = {%u, %u, %u, %u, %u}: it needs startIndex < endIndex <= shapeValue and a "
+                 "non-zero burstLen (the API page)", api, role, d, s.startIndex, s.endIndex, s.stride, s.burstLen,
+                 s.shapeValue);
+        }
+        uint64_t span = static_cast<uint64_t>(s.endIndex) - s.startIndex + 1;
+        uint64_t step = burst + s.stride;
+        uint64_t n = (span + s.stride) / step;
+        if (n == 0 || (n - 1) * s.stride + n * burst != span) {
+            Fail("%s: %sSliceInfo[%u] = {%u, %u, %u, %u, %u}: endIndex - startIndex + 1 must be (N - 1) * stride + "
+                 "N * burst for a whole number N of runs (burst = %llu elements; the API page)", api, role, d,
+                 s.startIndex, s.endIndex, s.stride, s.burstLen, s.shapeValue, static_cast<unsigned long long>(burst));
+        }
+        std::vector<uint64_t> next;
+        for (uint64_t k = 0; k < n; ++k) {
+            uint64_t first = s.startIndex + k * step;
+            for (uint64_t e = 0; e < (d == 0 ? 1 : burst); ++e) {
+                for (uint64_t base : starts) {
+                    next.push_back(base + (first + e) * pitch);
+                }
+            }
+        }
+        if (d == 0) {
+            *run = burst;
+        }
+        starts.swap(next);
+        pitch *= s.shapeValue;
+    }
+    return starts;
+}
+
+template <typename T>
+inline void SliceMatch(const char* api, const std::vector<uint64_t>& ds, uint64_t drun, const std::vector<uint64_t>& ss,
+                       uint64_t srun) {
+    if (ds.size() != ss.size() || drun != srun) {
+        Fail("%s: the source slice has %zu runs of %llu elements, the destination %zu runs of %llu; they must match "
+             "(equal burstLen, the same number of runs)", api, ss.size(), static_cast<unsigned long long>(srun),
+             ds.size(), static_cast<unsigned long long>(drun));
+    }
+    if (drun * sizeof(T) % 32 != 0) {
+        Fail("%s: a run of %llu elements is not a whole number of 32-byte blocks", api,
+             static_cast<unsigned long long>(drun));
+    }
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const SliceInfo dstSliceInfo[],
+                     const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1) {
+    const char* api = "DataCopy(GM->UB, SliceInfo)";
+    uint64_t drun = 0, srun = 0;
+    auto ds = fusedsl_cpu::SliceRuns<T>(api, "dst", dstSliceInfo, dimValue, &drun);
+    auto ss = fusedsl_cpu::SliceRuns<T>(api, "src", srcSliceInfo, dimValue, &srun);
+    fusedsl_cpu::SliceMatch<T>(api, ds, drun, ss, srun);
+    uint64_t bytes = drun * sizeof(T);
+    for (size_t i = 0; i < ds.size(); ++i) {
+        fusedsl_cpu::CopyGmToUb(api, dst[static_cast<uint32_t>(ds[i])], src[ss[i]],
+                                fusedsl_cpu::Rows{1, bytes, bytes, bytes});
+    }
+}
+
+template <typename T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const SliceInfo dstSliceInfo[],
+                     const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1) {
+    const char* api = "DataCopy(UB->GM, SliceInfo)";
+    uint64_t drun = 0, srun = 0;
+    auto ds = fusedsl_cpu::SliceRuns<T>(api, "dst", dstSliceInfo, dimValue, &drun);
+    auto ss = fusedsl_cpu::SliceRuns<T>(api, "src", srcSliceInfo, dimValue, &srun);
+    fusedsl_cpu::SliceMatch<T>(api, ds, drun, ss, srun);
+    uint64_t bytes = drun * sizeof(T);
+    for (size_t i = 0; i < ds.size(); ++i) {
+        fusedsl_cpu::CopyUbToGm(api, dst[ds[i]], src[static_cast<uint32_t>(ss[i])],
+                                fusedsl_cpu::Rows{1, bytes, bytes, bytes});
+    }
+}
+
 // GM -> UB.  Each block lands in UB as [leftPadding | blockLen bytes | rightPadding | dummy up
 // to 32 B]; the whole padded row counts as written.  Pad values follow the API page: the
 // first element of the block when both paddings are 0, else paddingValue when isPad, else the
