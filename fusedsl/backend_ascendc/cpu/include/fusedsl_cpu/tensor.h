@@ -28,6 +28,10 @@ inline void SyncAllPipes() {
 
 namespace AscendC {
 
+// GM cache modes (SetL2CacheHint) and access kinds, CANN's values.
+enum class CacheMode { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL = 1, CACHE_MODE_LAST = 2, CACHE_MODE_PERSISTENT = 4 };
+enum class CacheRwMode { READ = 1, WRITE = 2, RW = 3 };
+
 enum class DataFormat : uint8_t { ND = 0, NZ, NCHW, NC1HWC0, NHWC, NCDHW, NDC1HWC0, FRACTAL_Z_3D };
 
 constexpr int32_t K_MAX_SHAPE_DIM = 8;
@@ -216,6 +220,10 @@ public:
     };
     uint64_t fs_size = 0;       // elements from fs_addr to the end of SetGlobalBuffer's range
     bool fs_has_size = false;
+    // SetL2CacheHint: whether the data goes through the L2 cache — a placement choice that changes
+    // timing only, so the CPU keeps the mode and moves the same bytes.
+    CacheMode fs_cache_mode = CacheMode::CACHE_MODE_NORMAL;
+    void SetL2CacheHint(CacheMode mode) { fs_cache_mode = mode; }
 
 private:
     uint8_t* Access(const char* api, uint64_t offset) const {
