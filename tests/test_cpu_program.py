@@ -90,3 +90,33 @@ def test_program_errors_leave_it_usable():
         raise AssertionError("an index out of range was not refused")
     good[0] = 1                                     # the same array, a new index
     np.testing.assert_array_equal(f(table, good), np.maximum(table, 0)[good] * 2 + 1)
+
+
+def test_bound_cube_kernels_match_the_reference():
+    """Cube kernels in a program: the product into kept buffers (a conv's sgemms in one native
+    call, per tap or gathered), the elementwise epilogue as one vector kernel; plain products
+    straight into the result."""
+    from fusedsl.ir.ops import conv2d_reference
+    rng = np.random.default_rng(3)
+    for (n, c, h, w_, k, stride, pad) in [(2, 6, 9, 11, 4, 1, 1),    # C >= K: one sgemm per tap
+                                          (2, 3, 9, 11, 5, 1, 0),    # C < K: gathered windows
+                                          (1, 4, 10, 7, 6, 2, 1)]:   # strided
+        x = rng.standard_normal((n, c, h, w_)).astype(np.float32)
+        w = rng.standard_normal((k, c, 3, 3)).astype(np.float32)
+        b = rng.standard_normal(k).astype(np.float32)
+        y = conv2d_reference(x.astype(np.float64), w.astype(np.float64), (stride,) * 2, (pad,) * 2)
+        plain = fs.fused_kernel(lambda x, w: fs.conv2d(x, w, stride=stride, padding=pad))
+        act = fs.fused_kernel(lambda x, w, b: fs.gelu_erf(fs.conv2d(x, w, b, stride=stride, padding=pad) * 0.5))
+        for _ in range(2):   # bound once, called again
+            np.testing.assert_allclose(plain(x, w), y, rtol=1e-4, atol=1e-4)
+            z = (y + b[None, :, None, None]) * 0.5
+            want = 0.5 * z * (1 + np.vectorize(__import__("math").erf)(z / np.sqrt(2)))
+            np.testing.assert_allclose(act(x, w, b), want, rtol=1e-4, atol=1e-4)
+            x *= -1
+            y = -y
+    a = rng.standard_normal((3, 5, 7)).astype(np.float32)
+    m = rng.standard_normal((7, 4)).astype(np.float32)
+    mm = fs.fused_kernel(lambda a, m: fs.relu(a @ m) - 1.0)
+    for _ in range(2):
+        np.testing.assert_allclose(mm(a, m), np.maximum(a @ m, 0) - 1, rtol=1e-5, atol=1e-5)
+        a += 1.0

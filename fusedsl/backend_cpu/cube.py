@@ -43,12 +43,13 @@ from ..ir.ops import CONSTANT, CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
 from ..schedule import compute_tiling, schedule_vector_kernel
 from ..schedule_cube_group import cube_parts
-from . import CpuKernel, casts
-from .launch import host_threads, pool
+from . import CpuKernel, casts, jit
+from .launch import KERNEL_PROTO, host_threads, pool
 from .stmts import LoweringError
 
 _BLOCK_BYTES = 256 * 1024      # one epilogue block: stays in L2 across the whole chain
 _GROUP_BYTES = 4 << 20         # conv: images per sgemm so the accumulator stays in L2/L3
+_CONV_BUFFER_BYTES = 64 << 20  # a bound conv keeps its padded images and accumulator up to this
 _FLOATS = {dt.float32, dt.float16, dt.bfloat16}
 
 
@@ -118,6 +119,70 @@ def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         job()
     else:
         pool().run(job, [()] * threads)
+
+
+_GEMM_LIST = "fusedsl_gemm_list"
+_GEMM_WORDS = 14   # per product: sgemm, transa, transb, m, n, k, alpha bits, a, lda, b, ldb, beta bits, c, ldc
+
+
+def _gemm_list_ir() -> str:
+    """void(i64 first, i64 end, ptr table, ptr): products [first, end) of the table, each one
+    cblas_sgemm (row major) through the address in its first word; alpha and beta are the
+    bits of a float32 in the low half of their words."""
+    names = ["fn", "ta", "tb", "m", "n", "k", "alpha", "a", "lda", "b", "ldb", "beta", "c", "ldc"]
+    L = [f"define void @{_GEMM_LIST}(i64 %b0, i64 %b1, ptr noalias %t, ptr %unused) nounwind {{",
+         "entry:", "  br label %head", "head:",
+         "  %i = phi i64 [ %b0, %entry ], [ %next, %body ]",
+         "  %done = icmp uge i64 %i, %b1",
+         "  br i1 %done, label %exit, label %body",
+         "body:", f"  %base = mul i64 %i, {_GEMM_WORDS}"]
+    for j, name in enumerate(names):
+        L += [f"  %{name}.o = add i64 %base, {j}",
+              f"  %{name}.p = getelementptr i64, ptr %t, i64 %{name}.o",
+              f"  %{name}.w = load i64, ptr %{name}.p, align 8"]
+    for name in ("fn", "a", "b", "c"):
+        L.append(f"  %{name} = inttoptr i64 %{name}.w to ptr")
+    for name in ("ta", "tb"):
+        L.append(f"  %{name} = trunc i64 %{name}.w to i32")
+    for name in ("alpha", "beta"):
+        L += [f"  %{name}.i = trunc i64 %{name}.w to i32", f"  %{name} = bitcast i32 %{name}.i to float"]
+    L += ["  call void %fn(i32 101, i32 %ta, i32 %tb, i64 %m.w, i64 %n.w, i64 %k.w, float %alpha, ptr %a, "
+          "i64 %lda.w, ptr %b, i64 %ldb.w, float %beta, ptr %c, i64 %ldc.w)",
+          "  %next = add i64 %i, 1", "  br label %head", "exit:", "  ret void", "}"]
+    return "\n".join(L) + "\n"
+
+
+_GEMM_LIST_FN = []
+
+
+def gemm_list(products) -> "callable | None":
+    """A callable running these products in one native call: each (a, b, c, beta) of float32
+    2-D views with unit inner strides, c = a @ b + beta * c; the views' addresses are read
+    now (the arrays must stay alive and in place).  None without a 64-bit cblas_sgemm."""
+    address = sgemm_address()
+    if address is None:
+        return None
+    if not _GEMM_LIST_FN:
+        compiled = jit.compile_ir(_gemm_list_ir(), _GEMM_LIST)
+        _GEMM_LIST_FN.append((compiled, KERNEL_PROTO(compiled.address)))
+    fn = _GEMM_LIST_FN[0][1]
+    one = int(np.array(1.0, np.float32).view(np.uint32))
+    rows = []
+    for a, b, c, beta in products:
+        m, k = a.shape
+        n = b.shape[1]
+        if not (a.strides[1] == b.strides[1] == c.strides[1] == 4 and c.shape == (m, n) and b.shape[0] == k):
+            raise ValueError("gemm_list takes float32 2-D views with unit inner strides")
+        rows.append([address, _NO_TRANS, _NO_TRANS, m, n, k, one, a.ctypes.data, a.strides[0] // 4,
+                     b.ctypes.data, b.strides[0] // 4, int(np.array(beta, np.float32).view(np.uint32)),
+                     c.ctypes.data, c.strides[0] // 4])
+    table = np.array(rows, np.int64).reshape(-1)
+    count, address_t = len(rows), table.ctypes.data
+
+    def call():
+        fn(0, count, address_t, 0)
+    call.table = table   # alive as long as the call
+    return call
 
 
 def sgemm_address() -> int | None:
@@ -344,12 +409,19 @@ class CubeKernel:
         return self._epilogue_kernels[target]
 
     def _bind_native(self, inputs, outputs, target):
-        """The product into a kept float32 buffer, then the native epilogue kernel; None when
-        the epilogue is not one or an operand is not a float32 parameter array."""
-        native = self._epilogue_kernel(target)
-        if native is None:
-            return None
-        kernel, tiling, reads = native
+        """The product into a kept float32 buffer, then the native epilogue kernel (a lone
+        float32 product straight into the output); None when the epilogue is not one or an
+        argument is not a C-contiguous array of its parameter's dtype."""
+        y = self.cube.result
+        plain = (not self.epilogue and len(outputs) == 1 and self.fn.results[0] is y and y.dtype == dt.float32
+                 and outputs[0].flags.c_contiguous)
+        if plain:
+            kernel, tiling, reads = None, None, []
+        else:
+            native = self._epilogue_kernel(target)
+            if native is None:
+                return None
+            kernel, tiling, reads = native
         env = {id(p.value): a for p, a in zip(self.fn.params, inputs)}
         if not all(type(a) is np.ndarray and a.dtype == p.value.dtype.np and a.flags.c_contiguous
                    for p, a in zip(self.fn.params, inputs)):
@@ -367,11 +439,20 @@ class CubeKernel:
                     host.append((op, buf))
         if any(id(v) not in env for v in list(self.cube.operands) + reads):
             return None
-        product = np.empty(self.cube.result.shape, np.float32)
-        fill = self._product_fill(*(env[id(v)] for v in self.cube.operands), product)
-        epilogue = kernel.bind([product] + [env[id(v)] for v in reads], list(outputs), tiling)
-        guard = one_blas_thread()
+        product = outputs[0] if plain else np.empty(y.shape, np.float32)
+        a, w = (env[id(v)] for v in self.cube.operands)
+        fill = self._product_fill(a, w, product)
+        epilogue = _nothing if plain else kernel.bind([product] + [env[id(v)] for v in reads], list(outputs), tiling)
         host = [(op, buf, [env[id(v)] for v in op.operands]) for op, buf in host]
+        # OpenBLAS runs products up to 64^3 multiply-adds on the calling thread by itself;
+        # above, the thread-local setting (two foreign calls, ~0.9 us) keeps it there (`run`)
+        depth = a.shape[-2] if self.cube.attr("transpose_a", False) else a.shape[-1]
+        if self.cube.name == "matmul" and depth * int(np.prod(y.shape)) <= 1 << 18 and not host:
+            def call():
+                fill()
+                epilogue()
+            return call
+        guard = one_blas_thread()
 
         def call():
             for op, buf, args in host:
@@ -385,6 +466,10 @@ class CubeKernel:
         """A callable writing the float32 product of these operand arrays into `product`."""
         cube, y = self.cube, self.cube.result
         if cube.name == "conv2d":
+            native = self._conv_fill(a, w, product)
+            if native is not None:
+                return native
+
             def fill():
                 for sl, block in self._conv_blocks(a, w):
                     product[sl] = block
@@ -396,6 +481,62 @@ class CubeKernel:
         if len(y.shape) == 2 and 4 * product.size > _BLOCK_BYTES:   # big: row blocks on the pool
             return lambda: _matmul_2d(casts.widen(a), casts.widen(w), product)
         return lambda: np.matmul(a, w, out=product)
+
+    def _conv_fill(self, x, w, product):
+        """The float32 conv2d of these arrays into `product` [N, K, Ho, Wo] with every image
+        in one set of kept buffers and every sgemm in ONE native call (`gemm_list`), or None
+        (no 64-bit sgemm, buffers over _CONV_BUFFER_BYTES): the Python around each of `run`'s
+        per-tap sgemm calls cost ~6 us, more than a small tap computes.  Stride 1 with C >= K
+        as `run`: one product per tap over the padded images flattened with their padded
+        width (the same sgemm calls, so the same sums); otherwise every tap's window is
+        gathered once (im2col) and multiplied once, K = R*S*C."""
+        (sh, sw), (ph, pw) = self.cube.attr("stride"), self.cube.attr("padding")
+        n, c, h, wd = x.shape
+        k, _, r, s = w.shape
+        _, _, ho, wo = product.shape
+        hp, wp = h + 2 * ph, wd + 2 * pw
+        # Per-tap products re-read and re-write the [K, cols] accumulator R*S times; the
+        # gathered windows cost R*S copies of the [C, cols] input instead: fewer bytes when
+        # C < K (measured, 2x8x128x128 -> 32 3x3: 16 ms gathered vs 31 ms per tap)
+        stride1 = sh == 1 and sw == 1 and c >= k
+        cols = n * hp * wp if stride1 else n * ho * wo
+        floats = c * (n * hp + r) * wp + k * cols + (0 if stride1 else r * s * c * cols)
+        if 4 * floats > _CONV_BUFFER_BYTES or sgemm_address() is None:
+            return None
+        xt = x.transpose(1, 0, 2, 3)
+        if stride1:
+            padded = np.zeros((c, n * hp + r, wp), np.float32)   # + r spare rows for the last taps
+            inner = padded[:, :n * hp].reshape(c, n, hp, wp)[:, :, ph:ph + h, pw:pw + wd]
+            flat = padded.reshape(c, -1)
+            taps = np.empty((r, s, k, c), np.float32)
+            wt = w.transpose(2, 3, 0, 1)
+            acc = np.empty((k, cols), np.float32)
+            gemms = gemm_list([(taps[rr, ss], flat[:, rr * wp + ss:rr * wp + ss + cols], acc, 1.0 if rr or ss else 0.0)
+                               for rr in range(r) for ss in range(s)])
+            grid = acc.reshape(k, n, hp, wp)[:, :, :ho, :wo].transpose(1, 0, 2, 3)
+            windows = []
+        else:
+            padded = np.zeros((c, n, hp, wp), np.float32)
+            inner = padded[:, :, ph:ph + h, pw:pw + wd]
+            im2col = np.empty((r, s, c, n, ho, wo), np.float32)
+            windows = [(im2col[rr, ss], padded[:, :, rr:rr + sh * (ho - 1) + 1:sh, ss:ss + sw * (wo - 1) + 1:sw])
+                       for rr in range(r) for ss in range(s)]
+            taps = np.empty((k, r, s, c), np.float32)
+            wt = w.transpose(0, 2, 3, 1)
+            acc = np.empty((k, cols), np.float32)
+            gemms = gemm_list([(taps.reshape(k, r * s * c), im2col.reshape(r * s * c, cols), acc, 0.0)])
+            grid = acc.reshape(k, n, ho, wo).transpose(1, 0, 2, 3)
+        copyto = np.copyto
+
+        def fill():
+            copyto(inner, xt)   # the padding around it stays zero
+            for dst, src in windows:
+                copyto(dst, src)
+            copyto(taps, wt)
+            gemms()
+            copyto(product, grid)
+        fill.buffers = (padded, taps, acc, windows)
+        return fill
 
     def _bind_small_matmul(self, inputs, outputs):
         """A small float32 matmul (one epilogue block) with a float32 numpy epilogue: one
@@ -650,6 +791,10 @@ class one_blas_thread:
         if self.previous is not None:
             _BLAS_LOCAL_THREADS(self.previous)
         return False
+
+
+def _nothing() -> None:
+    """A bound call with nothing to do."""
 
 
 def _guarded(kernel, inputs, outputs):
