@@ -32,6 +32,7 @@ from ..ir.ops import rope_reference
 from ..reference import _round
 from . import jit
 from .cube import sgemm_address, single_threaded_blas
+from .irgen import carried_loop
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
 from .mathlib import VectorConsts, emit_exp
@@ -127,29 +128,7 @@ class _Builder:
 
     def loop(self, b, start, end, step, carried, body, tag):
         """for (i = start; i < end; i += step) carried = body(i, carried); returns carried."""
-        fn = b.function
-        pre = b.block
-        head = fn.append_basic_block(f"{tag}.head")
-        loop = fn.append_basic_block(f"{tag}.body")
-        done = fn.append_basic_block(f"{tag}.done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=tag)
-        i.add_incoming(start, pre)
-        phis = []
-        for c in carried:
-            p = b.phi(c.type)
-            p.add_incoming(c, pre)
-            phis.append(p)
-        b.cbranch(b.icmp_signed("<", i, end), loop, done)
-        b.position_at_end(loop)
-        new = body(i, list(phis))
-        i.add_incoming(b.add(i, step), b.block)
-        for p, n in zip(phis, new):
-            p.add_incoming(n, b.block)
-        b.branch(head)
-        b.position_at_end(done)
-        return phis
+        return carried_loop(b, start, end, step, carried, body, tag)[1]
 
     def intrinsic(self, name, ret, args):
         return self.k.intrinsic(name, ret, args)

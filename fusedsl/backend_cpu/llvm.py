@@ -41,6 +41,7 @@ from llvmlite import ir
 
 from .. import dtypes as dt
 from ..schedule import Stmt, VectorSchedule, compute_dtype
+from .irgen import counted_loop, kernel_function, masked_load, masked_store
 from .mathlib import VectorConsts
 from .stmts import LANES, F32, I8, I32, LoweringError, StmtEmitter, mem_type, reg_type, round_scalar_to, vec
 
@@ -61,22 +62,7 @@ FIXED_ARGS = ("R", "C", "tile_rows", "tile_cols", "col_tiles", "total_tiles", "t
               "rows_mode", "stream")
 
 
-def counted_loop(b: ir.IRBuilder, fn, start, end, body, tag: str) -> None:
-    """Emit `for (i = start; i < end; ++i) body(i)` (i64 induction) at b's position."""
-    pre = b.block
-    head = fn.append_basic_block(f"{tag}.head")
-    loop = fn.append_basic_block(f"{tag}.body")
-    done = fn.append_basic_block(f"{tag}.done")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64, name=tag)
-    i.add_incoming(start, pre)
-    b.cbranch(b.icmp_signed("<", i, end), loop, done)
-    b.position_at_end(loop)
-    body(i)
-    i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
+
 
 
 @dataclass(frozen=True)
@@ -235,25 +221,10 @@ class _KernelBuilder:
             self._store(b, em.to_mem(values[slot], d), ptr, offset, d, mask, stream)
 
     def _load(self, b, ptr, offset, d: dt.DType, mask):
-        mt = mem_type(d)
-        vt = vec(mt, LANES)
-        p = b.gep(ptr, [offset], source_etype=mt)
-        if mask is None:
-            return b.load(p, typ=vt, align=d.itemsize)
-        fn = self.k.intrinsic(f"llvm.masked.load.{_vname(vt)}.p0", vt, [PTR, I32, vec(I1, LANES), vt])
-        return b.call(fn, [p, ir.Constant(I32, d.itemsize), mask, ir.Constant(vt, None)])
+        return masked_load(self.k, b, ptr, offset, d, mask)
 
     def _store(self, b, value, ptr, offset, d: dt.DType, mask, stream: bool):
-        mt = mem_type(d)
-        vt = vec(mt, LANES)
-        p = b.gep(ptr, [offset], source_etype=mt)
-        if mask is None:
-            inst = b.store(value, p, align=d.itemsize * LANES if stream else d.itemsize)
-            if stream:
-                inst.set_metadata("nontemporal", self.nt_md)
-            return
-        fn = self.k.intrinsic(f"llvm.masked.store.{_vname(vt)}.p0", VOID, [vt, PTR, I32, vec(I1, LANES)])
-        b.call(fn, [value, p, ir.Constant(I32, d.itemsize), mask])
+        masked_store(self.k, b, value, ptr, offset, d, mask, self.nt_md if stream else None)
 
     def _segment_step_function(self, seg: _Segment, params) -> ir.Function:
         """void step(i64 offset, i64 count, ...): one masked vector (tails and peels)."""
@@ -391,12 +362,8 @@ class _KernelBuilder:
     # -- the kernel -------------------------------------------------------------------------------
     def _kernel(self, body_fn, hoist_fn):
         sched, lay = self.sched, self.layout
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64, PTR, PTR]), self.name)
-        fn.attributes.add("nounwind")
+        fn, b = kernel_function(self.module, self.name)
         b0, b1, args, scratch = fn.args
-        args.add_attribute("noalias")
-        scratch.add_attribute("noalias")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
 
         def arg(i, t=I64):
             return b.load(b.gep(args, [ir.Constant(I64, i)], source_etype=I64), typ=t, align=8)
@@ -584,11 +551,3 @@ def scratch_slots(sched: VectorSchedule) -> list[str]:
                 found.append(s)
         written.add(st.dst)
     return found
-
-
-def _vname(vt: ir.VectorType) -> str:
-    """The intrinsic-name suffix of a vector type, e.g. v16f32."""
-    e = vt.element
-    if isinstance(e, ir.IntType):
-        return f"v{vt.count}i{e.width}"
-    return f"v{vt.count}" + {"float": "f32", "half": "f16", "double": "f64"}[str(e)]

@@ -32,9 +32,10 @@ from ..ir.core import Function
 from ..ir.shapes import column_param
 from ..lower.column_plan import ColumnPlan, lone_row_reduction, plan_column_kernel, rows_function
 from . import jit
+from .irgen import kernel_function
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
-from .llvm_row import (F32, F64, I32, I64, LANES, PARALLEL_MIN_BYTES, PTR, VOID, RowCpuKernel, _accumulator_form,
+from .llvm_row import (F32, F64, I32, I64, LANES, PARALLEL_MIN_BYTES, PTR, RowCpuKernel, _accumulator_form,
                        _reduction_info, _RowBuilder)
 from .mathlib import VectorConsts
 from .stmts import StmtEmitter, mem_type, reg_type, vec
@@ -62,11 +63,8 @@ class _ColumnBuilder(_RowBuilder):
 
     def build(self) -> str:
         plan = self.plan
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64, PTR, PTR]), self.name)
-        fn.attributes.add("nounwind")
+        fn, b = kernel_function(self.module, self.name)
         b0, b1, args, _ = fn.args
-        args.add_attribute("noalias")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.fn, self.b = fn, b
 
         def arg(i, t=I64):

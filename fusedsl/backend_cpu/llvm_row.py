@@ -36,7 +36,8 @@ from .. import dtypes as dt
 from ..schedule import compute_dtype
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
-from .llvm import constant_slots, counted_loop, host_features
+from .irgen import carried_loop, counted_loop, kernel_function, masked_load, masked_store
+from .llvm import constant_slots, host_features
 from .mathlib import VectorConsts
 from ..lower.row_plan import RowPlan, plan_row_kernel, scratch_itemsize
 from .stmts import LANES, F32, I32, LoweringError, StmtEmitter, mem_type, reg_type, round_scalar_to, vec
@@ -106,50 +107,13 @@ class _RowBuilder:
     def _stride_loop(self, b, fn, start, limit, step, carried, body, tag):
         """i = start; while (i + step <= limit) { carried = body(i, carried); i += step }
         Returns (i, carried) after the loop."""
-        pre = b.block
-        head = fn.append_basic_block(f"{tag}.head")
-        loop = fn.append_basic_block(f"{tag}.body")
-        done = fn.append_basic_block(f"{tag}.done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=tag)
-        i.add_incoming(start, pre)
-        phis = []
-        for c in carried:
-            phi = b.phi(c.type)
-            phi.add_incoming(c, pre)
-            phis.append(phi)
-        b.cbranch(b.icmp_signed("<=", b.add(i, ir.Constant(I64, step)), limit), loop, done)
-        b.position_at_end(loop)
-        new = body(i, phis)
-        latch = b.block
-        i.add_incoming(b.add(i, ir.Constant(I64, step)), latch)
-        for phi, c in zip(phis, new):
-            phi.add_incoming(c, latch)
-        b.branch(head)
-        b.position_at_end(done)
-        return i, phis
+        return carried_loop(b, start, limit, step, carried, body, tag, whole_steps=True)
 
     def _load(self, b, ptr, offset, d, mask):
-        mt = mem_type(d)
-        vt = vec(mt, LANES)
-        p = b.gep(ptr, [offset], source_etype=mt)
-        if mask is None:
-            return b.load(p, typ=vt, align=d.itemsize)
-        fn = self.k.intrinsic(f"llvm.masked.load.{_vname(vt)}.p0", vt, [PTR, I32, vec(I1, LANES), vt])
-        return b.call(fn, [p, ir.Constant(I32, d.itemsize), mask, ir.Constant(vt, None)])
+        return masked_load(self.k, b, ptr, offset, d, mask)
 
     def _store(self, b, value, ptr, offset, d, mask, nt=False):
-        mt = mem_type(d)
-        vt = vec(mt, LANES)
-        p = b.gep(ptr, [offset], source_etype=mt)
-        if mask is None:
-            inst = b.store(value, p, align=d.itemsize * LANES if nt else d.itemsize)
-            if nt:
-                inst.set_metadata("nontemporal", self.nt_md)
-            return
-        fn = self.k.intrinsic(f"llvm.masked.store.{_vname(vt)}.p0", VOID, [vt, PTR, I32, vec(I1, LANES)])
-        b.call(fn, [value, p, ir.Constant(I32, d.itemsize), mask])
+        masked_store(self.k, b, value, ptr, offset, d, mask, self.nt_md if nt else None)
 
     def _scalar_reg(self, b, v, d):
         """A scalar loaded in d's memory form, in register form."""
@@ -218,12 +182,8 @@ class _RowBuilder:
     # ---- the kernel ---------------------------------------------------------------------------
     def build(self) -> str:
         plan, lay = self.plan, self.lay
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64, PTR, PTR]), self.name)
-        fn.attributes.add("nounwind")
+        fn, b = kernel_function(self.module, self.name)
         b0, b1, args, scratch = fn.args
-        args.add_attribute("noalias")
-        scratch.add_attribute("noalias")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.fn, self.b = fn, b
 
         def arg(i, t=I64):
@@ -654,10 +614,3 @@ def _concrete_row_shape(plan: RowPlan, inputs) -> tuple:
 
 def _round_up(x: int, m: int) -> int:
     return -(-x // m) * m
-
-
-def _vname(vt: ir.VectorType) -> str:
-    e = vt.element
-    if isinstance(e, ir.IntType):
-        return f"v{vt.count}i{e.width}"
-    return f"v{vt.count}" + {"float": "f32", "half": "f16", "double": "f64"}[str(e)]
