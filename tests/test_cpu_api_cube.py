@@ -75,3 +75,17 @@ def test_fixpipe_cfg_nz_writes_16_column_groups(lib):
 def test_set_fix_pipe_config_is_a2_a3_only(lib):
     with pytest.raises(AscendCCheckError, match=r"SetFixPipeConfig is not available on ascend310p"):
         _run(lib, "cube_gemv", 1, 256, 32, 1, np.float32, target="ascend310p")
+
+
+def test_fill_l1_and_data_copy_between_gm_and_l1(lib):
+    k = 64
+    a = np.arange(k, dtype=np.float16)
+    c = np.zeros(2 * k, np.float16)
+    dims = np.array([1, k, 16, 0, 0, 0, 0, 0], np.uint32)
+    lib.launch("cube_l1_roundtrip", 1, [("a", a), ("b", a), ("c", c), ("dims", dims)])
+    np.testing.assert_array_equal(c[:k], np.full(k, 3, np.float16))
+    np.testing.assert_array_equal(c[k:], a)
+    dims[3] = 1
+    with pytest.raises(AscendCCheckError, match=r"Mmad: isBias, kDirectionAlign, fmOffset, enSsparse and the Winograd "
+                                                r"switches are not modelled"):
+        lib.launch("cube_l1_roundtrip", 1, [("a", a), ("b", a), ("c", c), ("dims", dims)])

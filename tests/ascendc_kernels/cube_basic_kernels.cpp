@@ -129,6 +129,32 @@ extern "C" __global__ __aicore__ void cube_gemv(GM_ADDR a, GM_ADDR b, GM_ADDR c,
                                        0});
 }
 
+// L1 round trip (dims: M = 1, K, N unused): c[0:K] = 3 (Fill on L1, 32-byte blocks), c[K:2K] = a
+// (GM -> L1 -> GM); dims[3] = 1 asks Mmad for isBias (not modelled: refused).
+extern "C" __global__ __aicore__ void cube_l1_roundtrip(GM_ADDR a, GM_ADDR, GM_ADDR c, GM_ADDR dims)
+{
+    auto d = reinterpret_cast<__gm__ uint32_t*>(dims);
+    uint32_t K = d[1];
+    GlobalTensor<half> ag, cg;
+    ag.SetGlobalBuffer((__gm__ half*)a, K);
+    cg.SetGlobalBuffer((__gm__ half*)c, 2 * K);
+    LocalTensor<half> a1(TPosition::A1, 0, 2 * K);
+    Fill(a1, InitConstValueParams<half>(1, static_cast<uint16_t>(K * sizeof(half) / 32), 0, static_cast<half>(3)));
+    DataCopy(a1[K], ag, K);
+    SetFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+    DataCopy(cg, a1, 2 * K);
+    if (d[3] == 1) {
+        LocalTensor<half> a2(TPosition::A2, 0, 256), b2(TPosition::B2, 0, 256);
+        LocalTensor<float> co1(TPosition::CO1, 0, 256);
+        Fill(a2, InitConstValueParams<half>(1, 1, 0, static_cast<half>(1)));
+        Fill(b2, InitConstValueParams<half>(1, 1, 0, static_cast<half>(1)));
+        MmadParams mp{16, 16, 16, 0, false, true};
+        mp.isBias = true;
+        Mmad(co1, a2, b2, mp);
+    }
+}
+
 // Broken on purpose: Mmad reads an L0B tensor nothing was loaded into.
 extern "C" __global__ __aicore__ void cube_unloaded_b(GM_ADDR a, GM_ADDR, GM_ADDR, GM_ADDR)
 {
@@ -159,6 +185,7 @@ CUBE_ENTRY(cube_unloaded_b, AIC_MODE)
 CUBE_ENTRY(cube_misaligned, AIC_MODE)
 CUBE_ENTRY(cube_gemv, AIC_MODE)
 CUBE_ENTRY(cube_nz_out, AIC_MODE)
+CUBE_ENTRY(cube_l1_roundtrip, AIC_MODE)
 extern "C" int fusedsl_launch_cube_half_in_aiv(uint32_t blockDim, uint8_t** args) {
     AscendC::SetKernelMode(KernelMode::AIV_MODE);
     return fusedsl_cpu::Launch(cube_half, blockDim, args[0], args[1], args[2], args[3]);

@@ -209,7 +209,9 @@ struct LoadData2DParams {
 };
 
 // MmadParams{m, n, k, unitFlag, cmatrixSource, cmatrixInitVal}: C (m x n, L0C) = A (m x k, L0A) x
-// B (k x n, L0B), accumulated onto C unless cmatrixInitVal.
+// B (k x n, L0B), accumulated onto C unless cmatrixInitVal.  CANN's other fields follow (isBias,
+// kDirectionAlign, the feature-map offset, sparsity and Winograd switches): only their defaults are
+// modelled, Mmad refuses the rest.
 struct MmadParams {
     uint16_t m = 0;
     uint16_t n = 0;
@@ -217,6 +219,12 @@ struct MmadParams {
     uint8_t unitFlag = 0;
     bool cmatrixSource = false;
     bool cmatrixInitVal = true;
+    bool isBias = false;
+    bool kDirectionAlign = false;
+    int32_t fmOffset = 0;
+    bool enSsparse = false;
+    bool enWinogradA = false;
+    bool enWinogradB = false;
 };
 
 }  // namespace AscendC
@@ -344,6 +352,10 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
     if (p.cmatrixSource) {
         Fail("%s: cmatrixSource = true (C initialised from the bias table) is not modelled", api);
     }
+    if (p.isBias || p.kDirectionAlign || p.fmOffset != 0 || p.enSsparse || p.enWinogradA || p.enWinogradB) {
+        Fail("%s: isBias, kDirectionAlign, fmOffset, enSsparse and the Winograd switches are not modelled by "
+             "fusedsl's CPU implementation (leave them at their defaults)", api);
+    }
     constexpr uint32_t KA = C0Of<A>();
     uint64_t M1 = (p.m + 15) / 16, N1 = (p.n + 15) / 16, K1 = (p.k + KA - 1) / KA;
     uint64_t fa = 16 * KA;   // elements per fractal of A / B
@@ -376,6 +388,88 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
     }
     MarkLocalWritten(sc, M1 * N1 * 256 * sizeof(C));
     St().vector_instructions += 1;
+}
+
+// LoadData2DParamsV2 and its LoadData are Ascend 950's (its L1 -> L0 load with m/k positions and
+// steps): the struct exists so sources that keep a 950 branch compile; the load is refused on the
+// chips fusedsl models.
+struct LoadData2DParamsV2 {
+    LoadData2DParamsV2() {}
+    LoadData2DParamsV2(const uint32_t mStartPositionIn, const uint32_t kStartPositionIn, const uint16_t mStepIn,
+                       const uint16_t kStepIn, const int32_t srcStrideIn, const uint16_t dstStrideIn,
+                       const bool ifTransposeIn, const uint8_t sidIn)
+        : mStartPosition(mStartPositionIn), kStartPosition(kStartPositionIn), mStep(mStepIn), kStep(kStepIn),
+          srcStride(srcStrideIn), dstStride(dstStrideIn), ifTranspose(ifTransposeIn), sid(sidIn) {}
+    uint32_t mStartPosition = 0;
+    uint32_t kStartPosition = 0;
+    uint16_t mStep = 0;
+    uint16_t kStep = 0;
+    int32_t srcStride = 0;
+    uint16_t dstStride = 0;
+    bool ifTranspose = false;
+    uint8_t sid = 0;
+};
+
+template <typename T>
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParamsV2& p) {
+    (void)dst;
+    (void)src;
+    (void)p;
+    fusedsl_cpu::Fail("LoadData(LoadData2DParamsV2): an Ascend 950 load, not available on %s; use LoadData2DParams",
+                      fusedsl_cpu::Target().name);
+}
+
+// Fill (矩阵搬入辅助配置接口/Fill): sets repeatTimes x blockNum blocks of an L1 (32-byte blocks) or
+// L0A/L0B (512-byte blocks) tensor to initValue, repeats dstGap blocks apart.
+template <typename T>
+struct InitConstValueParams {
+    InitConstValueParams() {}
+    InitConstValueParams(const uint16_t repeatTimesIn, const uint16_t blockNumIn, const uint16_t dstGapIn,
+                         const T initValueIn)
+        : repeatTimes(repeatTimesIn), blockNum(blockNumIn), dstGap(dstGapIn), initValue(initValueIn) {}
+    InitConstValueParams(const uint16_t repeatTimesIn, const T initValueIn)
+        : repeatTimes(repeatTimesIn), initValue(initValueIn) {}
+    uint16_t repeatTimes = 0;
+    uint16_t blockNum = 0;
+    uint16_t dstGap = 0;
+    T initValue = 0;
+};
+
+template <typename T, typename U = T>
+inline void Fill(const LocalTensor<T>& dst, const InitConstValueParams<U>& p) {
+    using namespace fusedsl_cpu;
+    static_assert(std::is_same_v<T, U>, "Fill: the InitConstValueParams type must be the tensor's (the API page)");
+    const char* api = "Fill(InitConstValueParams)";
+    CheckHasCube(api);
+    const char* types = Target().separated ? " bfloat16_t float half int16_t int32_t uint16_t uint32_t "
+                        : Target().arch == 2002 ? " half int16_t uint16_t " : " half ";
+    if (!HasWord(types, TypeName<T>())) {
+        Fail("%s: %s is not one of the types %s supports (the API page)", api, TypeName<T>(), Target().name);
+    }
+    uint32_t off = 0;
+    int m = WhichMem(dst.fs_addr, &off);
+    if (m != kMemL1 && m != kMemL0A && m != kMemL0B) {
+        Fail("%s: dst must be in L1 (A1/B1) or L0A/L0B (A2/B2), not in %s", api,
+             m == -1 ? "UB" : m == -2 ? "no on-chip memory of this core" : LocalMemName(m));
+    }
+    if (p.repeatTimes == 0 || p.blockNum == 0) {
+        return;   // a NOP, per the API page
+    }
+    if (p.repeatTimes > 32767 || p.blockNum > 32767 || p.dstGap > 32767) {
+        Fail("%s: repeatTimes %u, blockNum %u, dstGap %u must each be at most 32767", api, p.repeatTimes, p.blockNum,
+             p.dstGap);
+    }
+    uint64_t block = m == kMemL1 ? 32 : 512;
+    uint64_t pitch = (static_cast<uint64_t>(p.blockNum) + p.dstGap) * block;
+    uint64_t span = (p.repeatTimes - 1) * pitch + p.blockNum * block;
+    uint64_t at = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), span, m, 32);
+    uint8_t* base = CurCore().local.data() + at;
+    for (uint64_t r = 0; r < p.repeatTimes; ++r) {
+        for (uint64_t e = 0; e < p.blockNum * block / sizeof(T); ++e) {
+            std::memcpy(base + r * pitch + e * sizeof(T), &p.initValue, sizeof(T));
+        }
+        MarkLocalWritten(at + r * pitch, p.blockNum * block);
+    }
 }
 
 // SetFixPipeConfig (矩阵搬出辅助配置接口): loads the per-channel ReLU / quantisation parameters that a

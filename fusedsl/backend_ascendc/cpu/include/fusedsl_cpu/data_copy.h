@@ -206,10 +206,45 @@ inline void StoreGm(const char* api, uint8_t* gm, const uint8_t* ub, uint64_t by
     }
 }
 
+// L1 -> GM (the same DataCopy from an A1/B1 tensor): plain rows, DataCopyParams in 32-byte blocks.
+template <typename T>
+inline void CopyL1ToGm(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Rows& r, uint64_t at) {
+    const char* api = "DataCopy(L1->GM)";
+    Core& c = CurCore();
+    if (RT().kernel_mode == KernelMode::AIV_MODE && Target().separated) {
+        Fail("%s: a vector-only kernel (AIV_MODE, __vector__) runs on %s's vector cores, which have no L1; launch it "
+             "as a cube (__cube__) or mixed (__mix__) kernel", api, Target().name);
+    }
+    if ((at - c.local_at[kMemL1]) % 32 != 0) {
+        Fail("%s: src starts at L1 offset %llu, which is not 32-byte aligned", api,
+             static_cast<unsigned long long>(at - c.local_at[kMemL1]));
+    }
+    if (r.SrcSpan() > src.GetLength() || at + r.SrcSpan() > c.local_at[kMemL1 + 1]) {
+        Fail("%s: src needs %llu bytes but the LocalTensor has only %u", api,
+             static_cast<unsigned long long>(r.SrcSpan()), src.GetLength());
+    }
+    GmBuffer* buf = CheckGm(api, dst, r.DstSpan(), true);
+    auto g = reinterpret_cast<uint8_t*>(dst.fs_addr);
+    for (uint64_t i = 0; i < r.count; ++i) {
+        const uint8_t* from = c.local.data() + at + i * r.src_pitch;
+        if (std::memchr(c.local_written.data() + at + i * r.src_pitch, 0, r.len) != nullptr) {
+            Fail("%s: src reads L1 bytes that were never written; fill them (DataCopy, Fill) first", api);
+        }
+        NoteGmWrite(api, buf, g + i * r.dst_pitch, r.len, false, c.atomic_add ? nullptr : from);
+        StoreGm<T>(api, g + i * r.dst_pitch, from, r.len);
+    }
+    St().gm_bytes_written += r.count * r.len;
+}
+
 template <typename T>
 inline void CopyUbToGm(const char* api, const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Rows& r) {
     CheckApi("DataCopy", MoveTypeName<T>());
     if (r.count == 0 || r.len == 0) {
+        return;
+    }
+    uint64_t l1_at = 0;
+    if (InL1(src.fs_addr, &l1_at)) {
+        CopyL1ToGm(dst, src, r, l1_at);
         return;
     }
     OnPipe mte3(PIPE_MTE3);
