@@ -92,9 +92,11 @@ def plan(path: str) -> dict:
     builds = 0   # cmake lines seen: run steps are those after the first build, before the next
     for line in cmds:
         for part in [p.strip() for p in re.split(r";|&&", line) if p.strip()]:
-            m = re.fullmatch(r"(?:export\s+)?([A-Z_][A-Z0-9_]*)=(\S*)", part)
-            if m and builds == 0:
-                variables.setdefault(m.group(1), m.group(2))
+            # `NAME=value`, `export NAME=value`, or several assignments on one line (`A=1 B=2`)
+            assigns = re.findall(r"(?:export\s+)?([A-Z_][A-Z0-9_]*)=(\S*)", part)
+            if assigns and builds == 0 and re.fullmatch(r"(?:(?:export\s+)?[A-Z_][A-Z0-9_]*=\S*\s*)+", part):
+                for name, value in assigns:
+                    variables.setdefault(name, value)
                 continue
             if part.startswith("cmake"):
                 if cmake is None or ("CMAKE_ASC_RUN_MODE=cpu" in part and "CMAKE_ASC_RUN_MODE=cpu" not in cmake):
@@ -113,6 +115,7 @@ def plan(path: str) -> dict:
         m = _DEFAULT_ARCH.search(f.read())
     arch = next((o.split("=", 1)[1] for o in options if o.startswith("-DCMAKE_ASC_ARCHITECTURES=")),
                 m.group(1) if m else "dav-2201")
+    arch = re.sub(r"\$\{?(\w+)\}?", lambda m: variables.get(m.group(1), m.group(0)), arch or "")
     return {"variables": variables, "cmake": options, "steps": steps, "arch": arch}
 
 
