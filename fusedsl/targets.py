@@ -249,6 +249,7 @@ _APIS_1001 = _vector_apis(bf16=False, arith=_fs("half", "int32_t", "float"),
 _MATMUL_2201 = (
     ("half", "half", "float", "float"),
     ("half", "half", "half", "float"), ("half", "half", "half", "bfloat16_t"),
+    ("half", "half", "half", "half"),   # asc-devkit Matmul使用说明 表2: half bias, half/bfloat16_t C on A2/A3
     ("bfloat16_t", "bfloat16_t", "float", "float"), ("bfloat16_t", "bfloat16_t", "float", "bfloat16_t"),
     ("bfloat16_t", "bfloat16_t", "float", "half"),
     ("float", "float", "float", "float"), ("float", "float", "float", "half"),

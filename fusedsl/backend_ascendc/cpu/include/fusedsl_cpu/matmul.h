@@ -447,7 +447,8 @@ public:
                               fusedsl_cpu::PositionName(A_TYPE::pos));
         }
         if (isTransposeA && !A_TYPE::isTrans) {
-            fusedsl_cpu::Fail("Matmul::SetTensorA(gm, true): A is transposed, so its MatmulType needs ISTRANS = true");
+            fusedsl_cpu::Fail("Matmul::SetTensorA(gm, true): A is transposed, so its MatmulType needs ISTRANS = true "
+                              "(the SetTensorA page: with ISTRANS false, isTransposeA may only be false)");
         }
         fs_a = gm;
         fs_trans_a = isTransposeA;
@@ -485,7 +486,8 @@ public:
     void SetTensorB(const GlobalTensor<SrcBT>& gm, bool isTransposeB = false) {
         RequireRegistered("SetTensorB");
         if (isTransposeB && !B_TYPE::isTrans) {
-            fusedsl_cpu::Fail("Matmul::SetTensorB(gm, true): B is transposed, so its MatmulType needs ISTRANS = true");
+            fusedsl_cpu::Fail("Matmul::SetTensorB(gm, true): B is transposed, so its MatmulType needs ISTRANS = true "
+                              "(the SetTensorB page: with ISTRANS false, isTransposeB may only be false)");
         }
         fs_b = gm;
         fs_trans_b = isTransposeB;
