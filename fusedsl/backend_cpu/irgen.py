@@ -36,21 +36,9 @@ def kernel_function(module: ir.Module, name: str) -> tuple[ir.Function, ir.IRBui
 
 
 def counted_loop(b: ir.IRBuilder, fn, start, end, body, tag: str) -> None:
-    """Emit `for (i = start; i < end; ++i) body(i)` (i64 induction) at b's position."""
-    pre = b.block
-    head = fn.append_basic_block(f"{tag}.head")
-    loop = fn.append_basic_block(f"{tag}.body")
-    done = fn.append_basic_block(f"{tag}.done")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64, name=tag)
-    i.add_incoming(start, pre)
-    b.cbranch(b.icmp_signed("<", i, end), loop, done)
-    b.position_at_end(loop)
-    body(i)
-    i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
+    """Emit `for (i = start; i < end; ++i) body(i)` (i64 induction) at b's position (in fn)."""
+    assert b.function is fn
+    carried_loop(b, start, end, 1, [], lambda i, _: body(i) or [], tag)
 
 
 def carried_loop(b: ir.IRBuilder, start, limit, step, carried, body, tag: str, whole_steps: bool = False):
