@@ -357,7 +357,8 @@ class CompiledKernel:
         def slow(args, out):
             return self.run_trusted([args[i] for i in positions], out)
         row = self._single_row_plan() if config.executor == "llvm" else None
-        if row is None and config.executor == "llvm":
+        if config.executor == "llvm" and (row is None or getattr(row[0], "layout", None) is None
+                                          or row[0].layout.scalars):
             program = self._program_runner(positions, slow)
             if program is not None:
                 return program
@@ -403,21 +404,21 @@ class CompiledKernel:
         """The call fast path of a program (backend_cpu/program.py): C-contiguous arrays go
         straight to the Program, anything else (out=, another executor) through `slow`."""
         views = self._views if self._views is not _UNSET else self._view_plan()
-        if views is not None or self._single_call_plan() is not None:
+        if views is not None:
             return None
         program = self._program if self._program is not _UNSET else self._program_plan()
         if program is None:
             return None
-        lock, ndarray = self._lock, np.ndarray
+        lock, single = self._lock, len(self.module.main.results) == 1
+        every = list(positions) == list(range(len(positions)))
 
         def run(args, out):
-            arrays = [args[i] for i in positions]
-            if out is not None or config._executor != "llvm" or \
-                    not all(type(a) is ndarray and a.flags.c_contiguous for a in arrays):
+            if out is not None or config._executor != "llvm":
                 return slow(args, out)
+            arrays = args if every and len(args) == len(positions) else [args[i] for i in positions]
             with lock:
                 results = program(arrays)
-            return results[0] if len(results) == 1 else results
+            return results[0] if single else results
         return run
 
     def _sole_call(self):

@@ -120,3 +120,39 @@ def test_bound_cube_kernels_match_the_reference():
     for _ in range(2):
         np.testing.assert_allclose(mm(a, m), np.maximum(a @ m, 0) - 1, rtol=1e-5, atol=1e-5)
         a += 1.0
+
+
+def test_a_refused_index_while_binding_leaves_the_program_rebindable():
+    @fs.fused_kernel
+    def f(t, i, u):
+        return fs.take(fs.relu(t) * 2.0, i, axis=0) + fs.sum(u, axis=1, keepdims=True)
+
+    table = np.arange(12, dtype=np.float32).reshape(4, 3) - 5
+    u = np.ones((2, 3), np.float32)
+    bad = np.array([4, 0], np.int32)
+    for _ in range(2):   # refused while the program binds its steps the first time, then again
+        try:
+            f(table, bad, u)
+        except fs.FusedslError as exc:
+            assert "out of range" in str(exc)
+        else:
+            raise AssertionError("an index out of range was not refused")
+    good = np.array([3, 0], np.int32)
+    np.testing.assert_array_equal(f(table, good, u), np.maximum(table, 0)[good] * 2 + 3)
+    bad[0] = 2   # the refused array, now in range: looked up again
+    np.testing.assert_array_equal(f(table, bad, u), np.maximum(table, 0)[bad] * 2 + 3)
+
+
+def test_results_the_caller_holds_are_never_handed_out_again():
+    """The last kernel writes the result buffer: a held result keeps its values."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 5)).astype(np.float32)
+    w = rng.standard_normal((5, 6)).astype(np.float32)
+    k = fs.fused_kernel(lambda x, w: fs.sum(fs.transpose(fs.relu(x @ w), (1, 0)), axis=0))
+    held = []
+    for i in range(6):
+        held.append(k(x + i, w))
+    assert isinstance(next(iter(k._cache.values()))._program, Program)
+    assert len({r.ctypes.data for r in held}) == len(held)
+    for i, r in enumerate(held):
+        np.testing.assert_allclose(r, np.maximum((x + i) @ w, 0).T.sum(axis=0), rtol=1e-5, atol=1e-5)

@@ -45,6 +45,7 @@ from ..schedule import compute_tiling, schedule_vector_kernel
 from ..schedule_cube_group import cube_parts
 from . import CpuKernel, casts, jit
 from .launch import KERNEL_PROTO, host_threads, pool
+from .llvm_row import RowCpuKernel
 from .stmts import LoweringError
 
 _BLOCK_BYTES = 256 * 1024      # one epilogue block: stays in L2 across the whole chain
@@ -383,29 +384,41 @@ class CubeKernel:
         y = self.cube.result
         if not self.epilogue or y.dtype != dt.float32 or any(v is y for v in self.fn.results):
             return None
-        if not all(has_trait(op, ELEMENTWISE) or has_trait(op, CONSTANT) for op in self.epilogue):
-            return None   # a row epilogue (softmax after a matmul): the numpy blocks
-        # the prologue's constants join the kernel; its other values (the per-channel scale
-        # of a folded batch norm) are computed per call on the host and read as inputs
-        constants = [op for op in self.prologue if has_trait(op, CONSTANT)]
-        made = {id(op.result) for op in constants + self.epilogue}
+        # elementwise: a vector kernel; with reductions over the rows of a 2-D product
+        # (softmax, layer_norm, a row sum after a matmul): a row kernel
+        rows = not all(has_trait(op, ELEMENTWISE) or has_trait(op, CONSTANT) for op in self.epilogue)
+        # the prologue's constants and its elementwise ops over the product's whole shape (a
+        # tril mask from two aranges) join the kernel; its other values (the per-channel
+        # scale of a folded batch norm) are computed per call on the host and read as inputs
+        inside = {id(op) for op in self.prologue if has_trait(op, CONSTANT) or
+                  (has_trait(op, ELEMENTWISE) and tuple(op.result.shape) == tuple(y.shape))}
+        for op in reversed(self.prologue):   # a value the host computes from must be on the host too
+            if id(op) not in inside:
+                for v in op.operands:
+                    for other in self.prologue:
+                        if other.result is v and not has_trait(other, CONSTANT):
+                            inside.discard(id(other))
+        ops = [op for op in self.prologue if id(op) in inside] + self.epilogue
+        made = {id(op.result) for op in ops}
         reads = {}
-        for op in self.epilogue:
+        for op in ops:
             for v in op.operands:
                 if v is not y and id(v) not in made:
                     reads.setdefault(id(v), v)
         params = (Param(y),) + tuple(Param(v) for v in reads.values())
-        fn = Function(f"{self.fn.name}_epilogue", params, tuple(constants + self.epilogue), tuple(self.fn.results),
-                      self.fn.loc)
+        fn = Function(f"{self.fn.name}_epilogue", params, tuple(ops), tuple(self.fn.results), self.fn.loc)
         try:
-            sched = schedule_vector_kernel(fn, target)
-            if sched.views is not None:
-                return None
-            kernel = CpuKernel(sched, target)
-            tiling = compute_tiling(sched, {}, target)
+            if rows:
+                kernel, tiling = RowCpuKernel(fn, target), None
+            else:
+                sched = schedule_vector_kernel(fn, target)
+                if sched.views is not None:
+                    return None
+                kernel = CpuKernel(sched, target)
+                tiling = compute_tiling(sched, {}, target)
         except (FusedslError, LoweringError):
             return None
-        self._epilogue_kernels[target] = (kernel, tiling, list(reads.values()))
+        self._epilogue_kernels[target] = (kernel, tiling, list(reads.values()), inside)
         return self._epilogue_kernels[target]
 
     def _bind_native(self, inputs, outputs, target):
@@ -416,12 +429,12 @@ class CubeKernel:
         plain = (not self.epilogue and len(outputs) == 1 and self.fn.results[0] is y and y.dtype == dt.float32
                  and outputs[0].flags.c_contiguous)
         if plain:
-            kernel, tiling, reads = None, None, []
+            kernel, tiling, reads, inside = None, None, [], set()
         else:
             native = self._epilogue_kernel(target)
             if native is None:
                 return None
-            kernel, tiling, reads = native
+            kernel, tiling, reads, inside = native
         env = {id(p.value): a for p, a in zip(self.fn.params, inputs)}
         if not all(type(a) is np.ndarray and a.dtype == p.value.dtype.np and a.flags.c_contiguous
                    for p, a in zip(self.fn.params, inputs)):
@@ -430,6 +443,8 @@ class CubeKernel:
         # into a buffer kept with the call; constants once
         host = []
         for op in self.prologue:
+            if id(op) in inside and not has_trait(op, CONSTANT):
+                continue   # computed in the epilogue kernel
             if all(v is not None and id(v) in env for v in op.operands):
                 value = _run_op(op, [env[id(v)] for v in op.operands])
                 if has_trait(op, CONSTANT):
@@ -442,7 +457,13 @@ class CubeKernel:
         product = outputs[0] if plain else np.empty(y.shape, np.float32)
         a, w = (env[id(v)] for v in self.cube.operands)
         fill = self._product_fill(a, w, product)
-        epilogue = _nothing if plain else kernel.bind([product] + [env[id(v)] for v in reads], list(outputs), tiling)
+        ins = [product] + [env[id(v)] for v in reads]
+        if plain:
+            epilogue = _nothing
+        elif tiling is None:   # a row kernel
+            epilogue = kernel.bind(ins, list(outputs))
+        else:
+            epilogue = kernel.bind(ins, list(outputs), tiling)
         host = [(op, buf, [env[id(v)] for v in op.operands]) for op, buf in host]
         # OpenBLAS runs products up to 64^3 multiply-adds on the calling thread by itself;
         # above, the thread-local setting (two foreign calls, ~0.9 us) keeps it there (`run`)

@@ -34,6 +34,7 @@ from .stmts import F32, LoweringError, mem_type, reg_type
 
 SYMBOL = "fusedsl_view_kernel"
 PARALLEL_MIN_BYTES = 16 << 20
+GATHER_KEEP_BYTES = 1 << 16   # a bound call compares index arrays up to this size with the last lookup's
 
 
 def _body_sources(sched: VectorSchedule) -> dict:
@@ -157,10 +158,10 @@ class ViewCpuKernel:
 
     def bind(self, inputs, outputs):
         """A callable running the kernel on exactly these arrays (a program's bound step: the
-        arrays stay the same, their contents change).  Scalars are read now; a gather's
-        indices are looked up and checked on every call (through `run`)."""
-        if self._gather_cols:
-            return lambda: self.run(inputs, outputs)
+        arrays stay the same, their contents change).  Scalars are read now.  A gather's
+        row offsets are looked up (and checked) now and again whenever its index array's
+        bytes differ from the last lookup's (a constant index, a flip, is looked up once);
+        index arrays over GATHER_KEEP_BYTES go through `run` on every call."""
         entries = len(self._table)
         if entries == 0:
             return _nothing
@@ -168,16 +169,41 @@ class ViewCpuKernel:
         if any(a is not inputs[p] for a, p in zip(keep, (p for load in self.plan.loads for p in load.sources))):
             return lambda: self.run(inputs, outputs)   # converted copies: convert on every call
         cfunc, table = self._cfunc, self._table
+        lookups = []
+        if self._gather_cols:
+            table = table.copy()
+            for col, j, ioff, coff in self._gather_cols:
+                load = self.plan.loads[j]
+                idx = inputs[load.gather[0]]
+                if not (type(idx) is np.ndarray and idx.flags.c_contiguous and idx.nbytes <= GATHER_KEEP_BYTES):
+                    return lambda: self.run(inputs, outputs)
+                table[:, col] = gather_indices(load, idx)[ioff] * load.gather[2] + coff
+                lookups.append([idx, idx.tobytes(), col, load, ioff, coff])
         address, table_address = header.ctypes.data, table.ctypes.data
+        if lookups:
+            def look_up():
+                for entry in lookups:
+                    idx, seen, col, load, ioff, coff = entry
+                    if idx.tobytes() != seen:   # new indices: checked before anything is read
+                        table[:, col] = gather_indices(load, idx)[ioff] * load.gather[2] + coff
+                        entry[1] = idx.tobytes()
+        else:
+            look_up = None
         if self._moved < PARALLEL_MIN_BYTES:
-            def call():
+            def launch():
                 cfunc(0, entries, table_address, address)
         else:
             threads = min(host_threads(), pool().workers + 1)
 
-            def call():
+            def launch():
                 run_blocks(cfunc, entries, table_address, [address] * threads)
-        call.header = header   # the argument block and the arrays it addresses live as long as the call
+        if look_up is None:
+            call = launch
+        else:
+            def call():
+                look_up()
+                launch()
+        call.header, call.table = header, table   # the argument blocks and the arrays they address live as long as the call
         call.arrays = (tuple(keep), tuple(outputs))
         return call
 

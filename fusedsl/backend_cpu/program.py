@@ -159,6 +159,7 @@ class Program:
         self._kinds, self._values, self._shapes = kinds, values, shapes
         self._steps = steps
         self._params = None                   # the last call's argument arrays
+        self._dirty = True                    # some step is not bound to the current arrays
         self._n_params = len(main.params)
         self._result_slots = [slot_of[id(r)] for r in roots]
         self._result_views = [(j, tuple(v.shape)) for j, v in zip(result_root, main.results)]
@@ -167,19 +168,24 @@ class Program:
         self._free_refs: list[int] = [0] * len(roots)
         # per-call view slots: (slot, base slot, shape), in program order
         self._views = [(s, k[1], k[2]) for s, k in enumerate(kinds) if k[0] == "view"]
+        self._volatile = any(step.volatile for step in steps)
+        self._calls: list = []
+        self._plain = [j for j, _ in self._result_views] == list(range(len(roots))) and \
+            all(shape == meta[0] for (_, shape), meta in zip(self._result_views, self._result_meta))
         self._view_cache: dict[int, tuple] = {}
         for step in constant_steps:   # values that read no parameter: once, now
             _bind(step, values)
             step.call()
 
     def __call__(self, arrays) -> tuple:
+        """Run on these argument arrays (main's parameters, any array-likes); the results."""
         values = self._values
         changed = False
         params = self._params
         if params is None or len(arrays) != self._n_params or not all(map(is_, arrays, params)):
-            self._params = list(arrays)
+            self._params = list(arrays)   # compared by identity next time
             for i, a in enumerate(arrays):
-                values[i] = a
+                values[i] = a if type(a) is np.ndarray and a.flags.c_contiguous else np.asarray(a, order="C")
             changed = True
         buffers = self._buffers
         getrefcount = sys.getrefcount
@@ -191,12 +197,24 @@ class Program:
                 buffers[j] = np.empty(shape, dtype)
                 values[self._result_slots[j]] = buffers[j]
                 changed = True
-        if changed:
+        if changed or self._dirty:
+            self._dirty = True   # until every step is bound again (a bind may raise: a bad take index)
             self._rebind()
-        for step in self._steps:
-            if step.volatile:
-                _bind(step, values)
-            step.call()
+            self._dirty = False
+            # what a free buffer's count is: measured here, where no local variable of this
+            # frame or a finished callee names a result buffer, as at the test above
+            for j in range(len(buffers)):
+                self._free_refs[j] = getrefcount(buffers[j])
+        if self._volatile:
+            for step in self._steps:
+                if step.volatile:
+                    _bind(step, values)
+                step.call()
+        else:
+            for call in self._calls:
+                call()
+        if self._plain:   # each result is its buffer, unreshaped
+            return tuple(buffers)
         out = []
         for j, shape in self._result_views:
             b = buffers[j]
@@ -216,10 +234,7 @@ class Program:
             arrays = [values[s] for s in step.ins] + [values[s] for s in step.outs]
             if step.key is None or not all(map(is_, arrays, step.key)):
                 _bind(step, values)
-        buffers = self._buffers
-        getrefcount = sys.getrefcount
-        for j in range(len(buffers)):
-            self._free_refs[j] = getrefcount(buffers[j])
+        self._calls = [step.call for step in self._steps]
 
 
 def _bind(step: _Step, values) -> None:
