@@ -342,7 +342,7 @@ def test_pass_manager_times_each_pass():
     pm.run(fs.parse_ir(ir(BROKEN_INPUT)))
     assert [name for name, _ in pm.timings] == ["fold-batch-norm", "constant-fold", "algebra", "cse",
                                                  "fold-transpose", "attention-fusion", "attention-rope",
-                                                 "attention-layout", "attention-heads", "dce"]
+                                                 "attention-layout", "attention-heads", "split-reductions", "dce"]
     assert all(seconds >= 0 for _, seconds in pm.timings)
 
 
@@ -354,10 +354,10 @@ def test_dump_ir_writes_one_file_per_pass(tmp_path, monkeypatch):
     def k(x):
         return fs.exp(x) * 1.0 + fs.exp(x)
     k(np.ones(3, np.float32))
-    names = sorted(os.listdir(dump))[:11]   # later stages of the compiler may dump more
+    names = sorted(os.listdir(dump))[:12]   # later stages of the compiler may dump more
     assert names == ["00-input.ir", "01-fold-batch-norm.ir", "02-constant-fold.ir", "03-algebra.ir", "04-cse.ir",
                      "05-fold-transpose.ir", "06-attention-fusion.ir", "07-attention-rope.ir",
-                     "08-attention-layout.ir", "09-attention-heads.ir", "10-dce.ir"]
+                     "08-attention-layout.ir", "09-attention-heads.ir", "10-split-reductions.ir", "11-dce.ir"]
     texts = [(dump / n).read_text() for n in names]
     for text in texts:
         assert str(fs.parse_ir(text)) == text
@@ -365,7 +365,8 @@ def test_dump_ir_writes_one_file_per_pass(tmp_path, monkeypatch):
     assert texts[3].count("exp(") == 2 and texts[4].count("exp(") == 1   # cse merged the exps
     assert texts[5] == texts[4]                                          # no matmul: fold-transpose changes nothing
     assert texts[9] == texts[8] == texts[7] == texts[6] == texts[5]      # no softmax @ v: no attention
-    assert "constant()" in texts[9] and "constant()" not in texts[10]   # dce dropped the constant
+    assert texts[10] == texts[9]                                         # no reduction to split
+    assert "constant()" in texts[10] and "constant()" not in texts[11]  # dce dropped the constant
 
 
 def test_dump_dir_argument_overrides_the_environment(tmp_path, monkeypatch):

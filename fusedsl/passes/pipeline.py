@@ -7,6 +7,7 @@ from .fold_batch_norm import FoldBatchNorm
 from .fold_transpose import FoldTranspose
 from .fuse_attention import FoldAttentionHeads, FoldAttentionLayout, FoldAttentionRope, FuseAttention
 from .fuse import Fuse
+from .split_reductions import SplitReductions
 from .fusion_model import FusionOptions
 
 
@@ -21,6 +22,7 @@ def canonicalize_passes():
         FoldAttentionRope(),    # then: fs.rope / rotate-half of q and k becomes the attention op's rotation
         FoldAttentionLayout(),  # then: the heads transposes around an attention op become its [B, S, H, D] layout
         FoldAttentionHeads(),   # then: q, k, v sliced from one linear layer's output are read where they lie
+        SplitReductions(),  # a reduction over separated axes: one per run of adjacent axes (what prints)
         DCE(),            # last: drops ops orphaned by the rewrites above
     ]
 
