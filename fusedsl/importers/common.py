@@ -99,8 +99,21 @@ class ImportedKernel(FusedKernel):
             tensors.append(a)
         return [as_array(a, n) for a, n in zip(tensors, self.input_names)] + self.weights
 
-    @user_facing
     def __call__(self, *args, out=None):
+        # The call fast path (as FusedKernel's): numpy arrays taken as they are (no tensor to
+        # convert, no int64 to check, no baked argument) go straight on with the weights;
+        # `_with_weights` and the user_facing frame cost ~1.2 us of a ~4 us small call.
+        # FusedKernel.__call__ cuts fusedsl's frames from its errors itself.
+        if not self.constant_args and len(args) == len(self.input_names):
+            for a in args:
+                if type(a) is not np.ndarray or a.dtype == np.int64:
+                    break
+            else:
+                return FusedKernel.__call__(self, *args, *self.weights, out=out)
+        return self._checked_call(args, out)
+
+    @user_facing
+    def _checked_call(self, args, out):
         return super().__call__(*self._with_weights(args), out=out)
 
     @user_facing
