@@ -58,6 +58,16 @@ class KernelFrame:
                           "#ifndef __CCE_AICORE__  // host side", self.host_tiling(), "#endif",
                           self._cpu_hooks()])
 
+    def launch_params(self) -> list:
+        """The schedule's parameter records (.name, .kind) in the order the launch takes its
+        arguments: the tensors become GM buffers, the runtime scalars tiling words."""
+        return list(self.s.params)
+
+    def workspace_bytes(self) -> int:
+        """The GM workspace a launch hands the kernel (cube kernels: the Matmul API's and their
+        message buffers; others need none, but the entry still takes one)."""
+        return getattr(self.s, "workspace_bytes", 32)
+
     def runtime_scalars(self) -> list:
         """The runtime scalar parameters whose values follow the tiling words."""
         return [p for p in getattr(self.s, "params", ()) if p.kind == "runtime_scalar"]

@@ -11,6 +11,7 @@ source line beside every Compute statement.
 from __future__ import annotations
 
 import dataclasses
+import struct
 
 from . import cnames
 from ..schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, VectorSchedule, compute_dtype
@@ -19,7 +20,7 @@ from ..tile.tiling_cost import table_for
 from .host_cost import cycles_function
 from ..targets import Target
 from ..version import __version__ as VERSION   # stamped into projects and their manifests
-from .emit import camel, gm_scalar_load, literal, scalar_ctype
+from .emit import camel, gm_scalar_load, literal, pack_scalar, scalar_ctype
 from .frame import KernelFrame
 
 
@@ -31,6 +32,7 @@ class AscendCPrinter(KernelFrame):
         # parameter names become `p_<name>` in C++ (cnames.param): any Python name works
         super().__init__(dataclasses.replace(sched, inputs=[dataclasses.replace(i, name=cnames.param(i.name))
                                                             for i in sched.inputs]), target, name, debug)
+        self.sched = sched   # the user's parameter names: the launch binds arrays by them
         self.k = len(sched.dims)
         self.tensor_inputs = [i for i in self.s.inputs if i.kind != "runtime_scalar"]
         self.symbols = sorted({d for d in sched.iter_shape if isinstance(d, str)})
@@ -173,6 +175,28 @@ class AscendCPrinter(KernelFrame):
 
     def heading(self) -> list[str]:
         return [f"// ---- {self.name}: fused from {cnames.comment(self.s.kernel.loc)} ----"]
+
+    def launch_params(self) -> list:
+        return list(self.sched.inputs)
+
+    def pack(self, tiling, scalars) -> bytes:
+        """The tiling struct as tiling_header lays it out: the fields, each tensor input's
+        strides, a view kernel's box table, then the runtime scalars."""
+        t = tiling
+        words = [t.R, t.C, t.Cpad, t.tile_rows, t.tile_cols, t.col_tiles, t.total_tiles, t.tiles_per_core,
+                 t.block_dim, t.tile_elems, int(t.rows_mode)] + list(t.dims)
+        data = struct.pack(f"<{len(words)}I", *words)
+        for inp, strides in zip(self.sched.inputs, t.strides):
+            if inp.kind != "runtime_scalar":
+                data += struct.pack(f"<{len(strides)}I", *strides)
+        if t.boxes:   # view kernels: the box table (schedule._view_tiling)
+            data += struct.pack("<I", len(t.boxes))
+            for row in t.boxes:
+                data += struct.pack(f"<{len(row)}I", *row)
+        for inp in self.sched.inputs:
+            if inp.kind == "runtime_scalar":
+                data += pack_scalar(inp.gm_dtype, scalars[inp.name])
+        return data
 
     def kernel(self) -> str:
         return "\n".join([self._class(), self.entry(self._gm_args() + ["t"])])
