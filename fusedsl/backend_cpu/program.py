@@ -31,7 +31,7 @@ from operator import is_
 
 import numpy as np
 
-MAX_BYTES = 256 << 20   # persistent intermediate buffers a Program may keep between calls
+MAX_BYTES = 64 << 20   # intermediate buffers a Program keeps between calls (per compiled kernel)
 
 
 class Unsupported(Exception):
