@@ -88,3 +88,13 @@ def test_cross_core_unordered_writes_and_a_missing_set_are_reported(lib):
     with pytest.raises(AscendCCheckError, match=r"wait for each other forever: block 0 \(CrossCoreWaitFlag\), "
                                                 r"block 1 \(CrossCoreWaitFlag\), cube core 0 \(CrossCoreWaitFlag\)"):
         _xcore(lib, "cross_core_hang", 1)
+
+
+def test_group_barrier_orders_the_waiters_after_the_arrivers(lib):
+    x, out = _run(lib, "group_barrier", 5)
+    np.testing.assert_array_equal(out[3:], x[3:])
+    np.testing.assert_array_equal(out[:3], np.broadcast_to(x[3] + x[4], (3, W)))
+    with pytest.raises(AscendCCheckError, match=r"GroupBarrier::Wait\(3\): the index must be below waitSize = 3"):
+        _run(lib, "group_barrier_bad", 5)
+    with pytest.raises(AscendCCheckError, match=r"GroupBarrier is not available on ascend310p"):
+        _run(lib, "group_barrier", 5, target="ascend310p")

@@ -188,6 +188,43 @@ MIX_ENTRY(cross_core)
 MIX_ENTRY(cross_core_race)
 MIX_ENTRY(cross_core_hang)
 
+// GroupBarrier with 2 arrivers (blocks 3, 4: out row b = x row b) and 3 waiters (blocks 0-2: after
+// Wait, out row b = out row 3 + out row 4); ws holds the barrier's 128-byte counters.  kBadIndex
+// makes waiter 0 pass wait index 3 (only 0-2 exist).
+template <bool kBadIndex>
+__aicore__ inline void GroupBarrierRows(GM_ADDR x, GM_ADDR ws, GM_ADDR out)
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> b0, b1;
+    pipe.InitBuffer(b0, W * 4);
+    pipe.InitBuffer(b1, W * 4);
+    LocalTensor<int32_t> t0 = b0.Get<int32_t>(), t1 = b1.Get<int32_t>();
+    GlobalTensor<int32_t> xg, og;
+    xg.SetGlobalBuffer((__gm__ int32_t*)x, 5 * W);
+    og.SetGlobalBuffer((__gm__ int32_t*)out, 5 * W);
+    GroupBarrier<PipeMode::MTE3_MODE> bar(ws, 2, 3);
+    uint32_t id = GetBlockIdx();
+    if (id >= 3) {
+        DataCopy(t0, xg[id * W], W);
+        SetFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE2_MTE3>(EVENT_ID0);
+        DataCopy(og[id * W], t0, W);
+        bar.Arrive(id - 3);
+        return;
+    }
+    bar.Wait(kBadIndex && id == 0 ? 3 : id);   // LINE:group_wait
+    DataCopy(t0, og[3 * W], W);
+    DataCopy(t1, og[4 * W], W);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    Add(t0, t0, t1, W);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og[id * W], t0, W);
+}
+extern "C" __global__ __aicore__ void group_barrier(GM_ADDR x, GM_ADDR ws, GM_ADDR out) { GroupBarrierRows<false>(x, ws, out); }
+extern "C" __global__ __aicore__ void group_barrier_bad(GM_ADDR x, GM_ADDR ws, GM_ADDR out) { GroupBarrierRows<true>(x, ws, out); }
+
 #define SYNC_ENTRY(name)                                                        \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
         AscendC::SetKernelMode(KernelMode::AIV_MODE);                           \
@@ -199,3 +236,5 @@ SYNC_ENTRY(poll_flag)
 SYNC_ENTRY(sync_all_missing)
 SYNC_ENTRY(atomic_max_rows)
 SYNC_ENTRY(bypass_poll)
+SYNC_ENTRY(group_barrier)
+SYNC_ENTRY(group_barrier_bad)

@@ -151,10 +151,12 @@ inline void InitGlobalMemory(GlobalTensor<T>& gmWorkspaceAddr, const uint64_t si
     }
     GmBuffer* buf = CheckGm(api, gmWorkspaceAddr, size * sizeof(T), true);
     auto p = reinterpret_cast<uint8_t*>(gmWorkspaceAddr.fs_addr);
-    NoteGmWrite(api, buf, p, size * sizeof(T));
+    std::vector<uint8_t> bytes(size * sizeof(T));   // what lands there: several cores writing it agree
     for (uint64_t i = 0; i < size; ++i) {
-        std::memcpy(p + i * sizeof(T), &value, sizeof(T));
+        std::memcpy(bytes.data() + i * sizeof(T), &value, sizeof(T));
     }
+    NoteGmWrite(api, buf, p, size * sizeof(T), false, bytes.data());
+    std::memcpy(p, bytes.data(), bytes.size());
     St().gm_bytes_written += size * sizeof(T);
 }
 

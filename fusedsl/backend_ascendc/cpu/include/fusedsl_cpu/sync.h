@@ -1,6 +1,7 @@
 // fusedsl CPU implementation of the Ascend C inter-core synchronisation (asc-devkit docs,
 // 同步控制 / 核间同步): SyncAll (hard and soft), IBSet / IBWait, CrossCoreSetFlag /
-// CrossCoreWaitFlag; and the inter-task pair WaitPreTaskEnd / SetNextTaskStart (任务间同步).
+// CrossCoreWaitFlag, GroupBarrier (Cube分组管理); and the inter-task pair WaitPreTaskEnd /
+// SetNextTaskStart (任务间同步).
 //
 // CrossCoreSetFlag<mode, pipe>(flagId) reports to the scheduler; a core's CrossCoreWaitFlag(flagId)
 // goes on once a completed set has arrived for it (each arrival is waited once).  Mode 0: every
@@ -253,6 +254,82 @@ inline void CrossCoreWaitFlag(uint16_t flagId) {
     HbAcquire(rt.xcore_ready[key].front());
     rt.xcore_ready[key].erase(rt.xcore_ready[key].begin());
     SyncAllPipes();
+}
+
+// GroupBarrier (Cube分组管理/GroupBarrier, Atlas A2 only): arriveSize vector cores Arrive, waitSize
+// cores Wait until every one of them has arrived (each Wait call is one round: round r needs
+// arriveSize * (r + 1) arrivals).  The counters live in the workspace, as on the device: an int32
+// arrival count at byte 0 and a wait count at byte 64 (GetWorkspaceLen() = 128 bytes), which the
+// host zeroes before the launch.
+enum class PipeMode : uint8_t { SCALAR_MODE = 0, MTE3_MODE = 1, MAX };
+
+template <PipeMode pipeMode>
+class GroupBarrier {
+public:
+    GroupBarrier(GM_ADDR groupWorkspace, uint32_t arriveSizeIn, uint32_t waitSizeIn)
+        : ws_(reinterpret_cast<uint8_t*>(groupWorkspace)), arrive_size_(arriveSizeIn), wait_size_(waitSizeIn) {
+        using namespace fusedsl_cpu;
+        CurCore();
+        if (!Target().separated || Target().arch != 2201) {
+            Fail("GroupBarrier is not available on %s (Atlas A2 only among fusedsl's targets, per its API page)",
+                 Target().name);
+        }
+        if (arrive_size_ == 0 || wait_size_ == 0) {
+            Fail("GroupBarrier: arriveSize %u and waitSize %u must be non-zero", arrive_size_, wait_size_);
+        }
+        buf_ = FindGm(ws_);
+        if (buf_ == nullptr || static_cast<uint64_t>(ws_ - buf_->base) + 128 > buf_->bytes) {
+            Fail("GroupBarrier: the workspace must be %u bytes of a GM buffer of this launch", 128u);
+        }
+    }
+    void Arrive(uint32_t arriveIndex) {
+        using namespace fusedsl_cpu;
+        if (arriveIndex >= arrive_size_) {
+            Fail("GroupBarrier::Arrive(%u): the index must be below arriveSize = %u", arriveIndex, arrive_size_);
+        }
+        int32_t n;
+        std::memcpy(&n, ws_, 4);
+        n += 1;
+        std::memcpy(ws_, &n, 4);
+        HbJoin(RT().hb_ib[ws_], HbRelease());
+        RT().progress += 1;
+    }
+    void Wait(uint32_t waitIndex) {
+        using namespace fusedsl_cpu;
+        if (waitIndex >= wait_size_) {
+            Fail("GroupBarrier::Wait(%u): the index must be below waitSize = %u", waitIndex, wait_size_);
+        }
+        int64_t need = static_cast<int64_t>(arrive_size_) * (round_ + 1);
+        for (;;) {
+            int32_t n;
+            std::memcpy(&n, ws_, 4);
+            if (n >= need) {
+                break;
+            }
+            RT().yield_block(2);
+        }
+        HbAcquire(RT().hb_ib[ws_]);
+        int32_t w;
+        std::memcpy(&w, ws_ + 64, 4);
+        w += 1;
+        std::memcpy(ws_ + 64, &w, 4);
+        round_ += 1;
+        RT().progress += 1;
+    }
+    uint64_t GetWorkspaceLen() { return 128; }
+
+private:
+    uint8_t* ws_;
+    fusedsl_cpu::GmBuffer* buf_ = nullptr;
+    uint32_t arrive_size_;
+    uint32_t wait_size_;
+    uint32_t round_ = 0;
+};
+
+// InitOutput (deprecated in CANN for InitGlobalMemory/Fill): fill `size` elements of GM with value.
+template <typename T>
+inline void InitOutput(GlobalTensor<T> gmWorkspaceAddr, uint32_t size, T value = 0) {
+    InitGlobalMemory(gmWorkspaceAddr, size, value);
 }
 
 }  // namespace AscendC
