@@ -98,3 +98,10 @@ def test_group_barrier_orders_the_waiters_after_the_arrivers(lib):
         _run(lib, "group_barrier_bad", 5)
     with pytest.raises(AscendCCheckError, match=r"GroupBarrier is not available on ascend310p"):
         _run(lib, "group_barrier", 5, target="ascend310p")
+
+
+def test_wait_pre_block_runs_the_blocks_in_order(lib):
+    x, out = _run(lib, "in_order", 4)
+    np.testing.assert_array_equal(out[0], np.full(W, ((1 * 3 + 2) * 3 + 3) * 3 + 4, np.int32))
+    with pytest.raises(AscendCCheckError, match=r"NotifyNextBlock: call WaitPreBlock first"):
+        _run(lib, "in_order_skip", 4)

@@ -225,6 +225,37 @@ __aicore__ inline void GroupBarrierRows(GM_ADDR x, GM_ADDR ws, GM_ADDR out)
 extern "C" __global__ __aicore__ void group_barrier(GM_ADDR x, GM_ADDR ws, GM_ADDR out) { GroupBarrierRows<false>(x, ws, out); }
 extern "C" __global__ __aicore__ void group_barrier_bad(GM_ADDR x, GM_ADDR ws, GM_ADDR out) { GroupBarrierRows<true>(x, ws, out); }
 
+// Blocks in GetBlockIdx() order (WaitPreBlock / NotifyNextBlock): each sets out row 0 to
+// out * 3 + (block + 1), an order-dependent result; ws is the gmWorkspace.  kSkipWait makes block 0
+// notify without waiting (refused).
+template <bool kSkipWait>
+__aicore__ inline void InOrder(GM_ADDR ws, GM_ADDR out)
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> wb, rb;
+    pipe.InitBuffer(wb, GetBlockNum() * 32 + 32);
+    pipe.InitBuffer(rb, W * 4);
+    LocalTensor<int32_t> ubWs = wb.Get<int32_t>(), row = rb.Get<int32_t>();
+    GlobalTensor<int32_t> gws, og;
+    gws.SetGlobalBuffer((__gm__ int32_t*)ws, GetBlockNum() * 8);
+    og.SetGlobalBuffer((__gm__ int32_t*)out, W);
+    InitDetermineComputeWorkspace(gws, ubWs);
+    if (!(kSkipWait && GetBlockIdx() == 0)) {
+        WaitPreBlock(gws, ubWs);
+    }
+    DataCopy(row, og, W);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    Muls(row, row, 3, W);
+    Adds(row, row, static_cast<int32_t>(GetBlockIdx() + 1), W);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, row, W);
+    NotifyNextBlock(gws, ubWs);   // LINE:notify
+}
+extern "C" __global__ __aicore__ void in_order(GM_ADDR, GM_ADDR ws, GM_ADDR out) { InOrder<false>(ws, out); }
+extern "C" __global__ __aicore__ void in_order_skip(GM_ADDR, GM_ADDR ws, GM_ADDR out) { InOrder<true>(ws, out); }
+
 #define SYNC_ENTRY(name)                                                        \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
         AscendC::SetKernelMode(KernelMode::AIV_MODE);                           \
@@ -238,3 +269,5 @@ SYNC_ENTRY(atomic_max_rows)
 SYNC_ENTRY(bypass_poll)
 SYNC_ENTRY(group_barrier)
 SYNC_ENTRY(group_barrier_bad)
+SYNC_ENTRY(in_order)
+SYNC_ENTRY(in_order_skip)

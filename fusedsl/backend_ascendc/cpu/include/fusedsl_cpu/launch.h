@@ -337,6 +337,8 @@ inline int Launch(F kernel, uint64_t blockDim, Args... args) {
     rt.xcore_ready.clear();
     rt.xcore_partial.clear();
     rt.xcore_partial_vc.clear();
+    rt.seq_turn.clear();
+    rt.seq_rounds.clear();
     HbInit(instances);
     auto run = [&]() { kernel(args...); };
     if (instances > 1) {

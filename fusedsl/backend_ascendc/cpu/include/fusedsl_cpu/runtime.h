@@ -234,6 +234,10 @@ struct Runtime {
     std::vector<std::vector<uint32_t>> hb_vc;
     std::vector<uint32_t> hb_barrier, hb_barrier_done;
     std::map<const void*, std::vector<uint32_t>> hb_ib;
+    // WaitPreBlock/NotifyNextBlock: per gmWorkspace, how many turns have passed; per (workspace,
+    // core), how many waits that core has done.
+    std::map<const void*, int64_t> seq_turn;
+    std::map<std::pair<const void*, int64_t>, int64_t> seq_rounds;
 };
 
 inline Runtime& RT() {

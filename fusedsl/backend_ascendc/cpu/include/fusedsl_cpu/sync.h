@@ -332,4 +332,62 @@ inline void InitOutput(GlobalTensor<T> gmWorkspaceAddr, uint32_t size, T value =
     InitGlobalMemory(gmWorkspaceAddr, size, value);
 }
 
+// Deterministic computation in block order (核间同步/InitDetermineComputeWorkspace, WaitPreBlock,
+// NotifyNextBlock): between WaitPreBlock and NotifyNextBlock the blocks take turns in ascending
+// GetBlockIdx(), round after round.  The page's sizes are checked: gmWorkspace GetBlockNum() * 32
+// bytes, ubWorkspace GetBlockNum() * 32 + 32.  Each call is framed by PIPE_ALL barriers, as CANN's
+// implementation is (it moves the flags through ubWorkspace with DMA and scalar reads).
+inline void FsSeqWorkspace(const char* api, const GlobalTensor<int32_t>& gm, const LocalTensor<int32_t>& ub) {
+    using namespace fusedsl_cpu;
+    CurCore();
+    uint64_t n = static_cast<uint64_t>(LaunchInstances());
+    CheckGm(api, gm, n * 32, true);
+    CheckUbWorkspace(api, ub.fs_addr, ub.GetLength(), n * 32 + 32);
+}
+
+inline void InitDetermineComputeWorkspace(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t>& ubWorkspace) {
+    FsSeqWorkspace("InitDetermineComputeWorkspace", gmWorkspace, ubWorkspace);
+    fusedsl_cpu::SyncAllPipes();
+    fusedsl_cpu::RT().seq_turn.emplace(gmWorkspace.fs_addr, 0);
+}
+
+inline void WaitPreBlock(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t>& ubWorkspace) {
+    using namespace fusedsl_cpu;
+    const char* api = "WaitPreBlock";
+    FsSeqWorkspace(api, gmWorkspace, ubWorkspace);
+    Runtime& rt = RT();
+    auto turn = rt.seq_turn.find(gmWorkspace.fs_addr);
+    if (turn == rt.seq_turn.end()) {
+        Fail("%s: call InitDetermineComputeWorkspace with this gmWorkspace first (the API page)", api);
+    }
+    int64_t& rounds = rt.seq_rounds[{gmWorkspace.fs_addr, rt.block_idx}];
+    int64_t mine = rounds * LaunchInstances() + rt.block_idx;
+    while (rt.seq_turn[gmWorkspace.fs_addr] != mine) {
+        if (rt.seq_turn[gmWorkspace.fs_addr] > mine) {
+            Fail("%s: this block's turn %lld has passed (turn %lld): every block must call WaitPreBlock and "
+                 "NotifyNextBlock the same number of times", api, static_cast<long long>(mine),
+                 static_cast<long long>(rt.seq_turn[gmWorkspace.fs_addr]));
+        }
+        rt.yield_block(2);
+    }
+    HbAcquire(rt.hb_ib[gmWorkspace.fs_addr]);
+    rounds += 1;
+    SyncAllPipes();
+}
+
+inline void NotifyNextBlock(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t>& ubWorkspace) {
+    using namespace fusedsl_cpu;
+    const char* api = "NotifyNextBlock";
+    FsSeqWorkspace(api, gmWorkspace, ubWorkspace);
+    Runtime& rt = RT();
+    int64_t rounds = rt.seq_rounds[{gmWorkspace.fs_addr, rt.block_idx}];
+    if (rounds == 0 || rt.seq_turn[gmWorkspace.fs_addr] != (rounds - 1) * LaunchInstances() + rt.block_idx) {
+        Fail("%s: call WaitPreBlock first; the block must hold its turn", api);
+    }
+    SyncAllPipes();
+    HbJoin(rt.hb_ib[gmWorkspace.fs_addr], HbRelease());
+    rt.seq_turn[gmWorkspace.fs_addr] += 1;
+    rt.progress += 1;
+}
+
 }  // namespace AscendC
