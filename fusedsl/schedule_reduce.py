@@ -191,6 +191,11 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
                             f"{target.name} allows {target.max_buffers}", loc=op.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     queues = sum(sched.depth for p in params if p.kind == "elem") + sum(1 for p in params if p.kind == "col")
+    if queues > target.max_queue_buffers_per_position and sched.depth == 2:
+        # single-buffered input queues fit the chip's queue limit (ascend910 has 4 per position):
+        # a tile's DMA no longer overlaps the previous tile's compute, but the kernel prints
+        sched.depth = 1
+        queues = sum(1 for p in params if p.kind in ("elem", "col"))
     if queues > target.max_queue_buffers_per_position:
         raise ScheduleError(f"{op.name}: the column kernel's {queues} input queue buffers exceed the "
                             f"{target.max_queue_buffers_per_position} of one position on {target.name}", loc=op.loc,

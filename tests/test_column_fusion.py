@@ -232,3 +232,20 @@ def test_a_select_in_a_column_kernel_leaves_its_library_scratch_free():
     assert sched.ub_budget <= 192 * 1024 - 8192
     want = np.where(x > c, x, c * np.float32(2)).max((0, 1)) * c.reshape(9) + np.float32(1)
     np.testing.assert_allclose(k.simulate(x, c), want, rtol=1e-6)
+
+
+def test_inputs_beyond_the_queue_limit_are_single_buffered():
+    """K = 1: c ([1, B]) has x's shape, so it is a second double-buffered input beside its
+    [B] column copy (5 queue buffers). ascend910 has 4 per position: the input queues go single
+    buffered and the kernel prints (it was left to the CPU executors; a hypothesis draw found it)."""
+    a, k, b = (), (1,), 9
+    g = np.random.default_rng(0)
+    x = g.standard_normal(a + k + (b,)).astype(np.float32)
+    c = g.standard_normal(a + (1,) * len(k) + (b,)).astype(np.float32)
+    s = np.array([0.5], np.float32)
+    f, axes = _program(a, k, b, "scaled", "max", "affine")
+    kern = fs.fused_kernel(f, target="ascend910").compile(x, c, s)
+    assert [p.kind for p in kern.kernels] == ["column"] and kern.kernels[0].printable, kinds(kern)
+    assert kern.kernels[0].lowered.depth == 1
+    want, _ = _numpy(x, c, s, a, b, "scaled", "max", "affine", axes)
+    np.testing.assert_array_equal(kern.simulate(x, c, s), want)
