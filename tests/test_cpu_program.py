@@ -156,3 +156,22 @@ def test_results_the_caller_holds_are_never_handed_out_again():
     assert len({r.ctypes.data for r in held}) == len(held)
     for i, r in enumerate(held):
         np.testing.assert_allclose(r, np.maximum((x + i) @ w, 0).T.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+def test_a_small_bound_matmul_keeps_its_result_buffer_alive():
+    """A small matmul bound as one native sgemm call read its output's address once: when the
+    caller dropped the result the program handed out, the buffer was freed and the next call
+    wrote into freed memory (numpy's next allocation aborted the process). The bound call now
+    holds its output like the np.matmul it replaced."""
+    def f(x, w1, w2, w3):
+        h = fs.relu(x @ w1)
+        return x @ h, fs.softmax(x @ w3)
+
+    x = np.eye(16, dtype=np.float32)
+    w = [np.full((16, 16), 0.1, np.float32) for _ in range(3)]
+    k = fs.fused_kernel(f).compile(x, *w)
+    for i in range(20):
+        y, p = k(x * (i + 1), *w)   # dropped at the next iteration
+        np.testing.assert_allclose(y, (x * (i + 1)) @ np.maximum((x * (i + 1)) @ w[0], 0), rtol=1e-5)
+        np.testing.assert_allclose(p.sum(axis=-1), np.ones(16), rtol=1e-5)
+        _ = [np.ones(257, np.float32) * j for j in range(8)]   # reuse the freed memory

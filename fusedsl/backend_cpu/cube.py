@@ -518,7 +518,7 @@ class CubeKernel:
             if int(np.prod(batch)) <= 4096:
                 gemms = gemm_list([(a_b[i], w_b[i], product[i], 0.0) for i in np.ndindex(*batch)])
                 if gemms is not None:
-                    gemms.operands = (a, w)   # the viewed arrays live as long as the call
+                    gemms.operands = (a, w, product)   # the viewed arrays live as long as the call
                     return gemms
         return lambda: np.matmul(a, w, out=product)
 
