@@ -509,7 +509,8 @@ class CubeKernel:
             w = np.swapaxes(w, -1, -2)
         if len(y.shape) == 2 and 4 * product.size > _BLOCK_BYTES:   # big: row blocks on the pool
             return lambda: _matmul_2d(casts.widen(a), casts.widen(w), product)
-        if 4 * product.size <= _BLOCK_BYTES and a.shape[-2] > 1 and w.shape[-1] > 1:
+        if (4 * product.size <= _BLOCK_BYTES and a.shape[-2] > 1 and w.shape[-1] > 1
+                and a.dtype == w.dtype == product.dtype == np.float32):   # sgemm reads float32 bits
             # small: every matrix of the batch one sgemm, all in one native call (~0.5 us
             # where np.matmul's dispatch costs ~1.7); m or n of 1 stays numpy's gemv
             batch = tuple(y.shape[:-2])
