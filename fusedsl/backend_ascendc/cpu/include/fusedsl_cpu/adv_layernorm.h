@@ -141,26 +141,12 @@ inline void LayerNormBshRun(Site site, const LocalTensor<T>& dst, const LocalTen
     AdvNoOverlap(api, sm, sv);
     adv::TmpRange need = adv::LayerNorm(rows, h, sizeof(T), reuse);
     AdvScratch(api, tmp, need.min, need.max, {sd, ss, sg, sb, sm, sv}, "GetLayerNormMaxMinTmpSize");
+    std::vector<double> x(h);
     for (uint64_t r = 0; r < rows; ++r) {
-        double sum = 0.0;
-        for (uint32_t j = 0; j < oh; ++j) {
-            sum += AdvLoad<T>(Bytes(src), r * h + j);
-        }
-        double mu = sum / oh;
-        double sq = 0.0;
-        for (uint32_t j = 0; j < oh; ++j) {
-            double d = AdvLoad<T>(Bytes(src), r * h + j) - mu;
-            sq += d * d;
-        }
-        double v = sq / oh;
-        double rstd = 1.0 / std::sqrt(v + epsilon);
         for (uint32_t j = 0; j < h; ++j) {
-            double y = AdvLoad<T>(Bytes(gamma), j) * ((AdvLoad<T>(Bytes(src), r * h + j) - mu) * rstd) +
-                       AdvLoad<T>(Bytes(beta), j);
-            AdvStore<T>(Bytes(dst), r * h + j, y);
+            x[j] = AdvLoad<T>(Bytes(src), r * h + j);
         }
-        AdvStore<T>(Bytes(mean), r, mu);
-        AdvStore<T>(Bytes(var), r, v);
+        NormalizeRow(x, r, h, oh, epsilon, gamma, beta, dst, mean, var);
     }
     MarkWritten(sd.off, sd.bytes);
     MarkWritten(sm.off, sm.bytes);

@@ -35,6 +35,31 @@ inline bool PopStackBuffer(LocalTensor<T>& popLocal) {
 
 namespace fusedsl_cpu {
 
+// Row r of a layer normalisation: x holds the row's h values as the API computes them, the mean
+// and variance are over the first oh, every value becomes gamma * (x - mean) * rstd + beta, and the
+// row's mean and variance are stored (LayerNorm's [B, S, H] form and DeepNorm share it).
+template <typename T>
+inline void NormalizeRow(const std::vector<double>& x, uint64_t r, uint32_t h, uint32_t oh, double epsilon,
+                         const LocalTensor<T>& gamma, const LocalTensor<T>& beta, const LocalTensor<T>& dst,
+                         const LocalTensor<T>& mean, const LocalTensor<T>& var) {
+    double sum = 0.0;
+    for (uint32_t j = 0; j < oh; ++j) {
+        sum += x[j];
+    }
+    double mu = sum / oh;
+    double sq = 0.0;
+    for (uint32_t j = 0; j < oh; ++j) {
+        sq += (x[j] - mu) * (x[j] - mu);
+    }
+    double v = sq / oh;
+    double rstd = 1.0 / std::sqrt(v + epsilon);
+    for (uint32_t j = 0; j < h; ++j) {
+        double y = AdvLoad<T>(Bytes(gamma), j) * ((x[j] - mu) * rstd) + AdvLoad<T>(Bytes(beta), j);
+        AdvStore<T>(Bytes(dst), r * h + j, y);
+    }
+    AdvStore<T>(Bytes(mean), r, mu);
+    AdvStore<T>(Bytes(var), r, v);
+}
 
 template <typename T>
 inline void DeepNormRun(Site site, const LocalTensor<T>& dst, const LocalTensor<T>& mean, const LocalTensor<T>& var,
@@ -78,29 +103,13 @@ inline void DeepNormRun(Site site, const LocalTensor<T>& dst, const LocalTensor<
     adv::TmpRange need = adv::DeepNorm(rows, h, sizeof(T), reuse);
     AdvScratch(api, tmp, need.min, need.max, {sd, ss, sg, sb, sgm, sm, sv}, "GetDeepNormMaxMinTmpSize");
     float a = static_cast<float>(alpha);
+    std::vector<double> x1(h);
     for (uint64_t r = 0; r < rows; ++r) {
-        std::vector<float> x1(h);
-        double sum = 0.0;
-        for (uint32_t j = 0; j < h; ++j) {
+        for (uint32_t j = 0; j < h; ++j) {   // the sum rounded to float, as the API computes it
             uint64_t i = r * h + j;
             x1[j] = a * static_cast<float>(AdvLoad<T>(Bytes(src), i)) + static_cast<float>(AdvLoad<T>(Bytes(gx), i));
-            if (j < oh) {
-                sum += x1[j];
-            }
         }
-        double mu = sum / oh;
-        double sq = 0.0;
-        for (uint32_t j = 0; j < oh; ++j) {
-            sq += (x1[j] - mu) * (x1[j] - mu);
-        }
-        double v = sq / oh;
-        double rstd = 1.0 / std::sqrt(v + epsilon);
-        for (uint32_t j = 0; j < h; ++j) {
-            double y = AdvLoad<T>(Bytes(gamma), j) * ((x1[j] - mu) * rstd) + AdvLoad<T>(Bytes(beta), j);
-            AdvStore<T>(Bytes(dst), r * h + j, y);
-        }
-        AdvStore<T>(Bytes(mean), r, mu);
-        AdvStore<T>(Bytes(var), r, v);
+        NormalizeRow(x1, r, h, oh, epsilon, gamma, beta, dst, mean, var);
     }
     MarkWritten(sd.off, sd.bytes);
     MarkWritten(sm.off, sm.bytes);
