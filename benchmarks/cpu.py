@@ -41,7 +41,7 @@ from fusedsl.backend_cpu import CpuKernel  # noqa: E402
 from fusedsl.backend_cpu.launch import host_threads  # noqa: E402
 from fusedsl.passes.fuse import Fuse  # noqa: E402
 from fusedsl.passes.pipeline import canonicalize  # noqa: E402
-from fusedsl.schedule import compute_tiling, schedule_vector_kernel  # noqa: E402
+from fusedsl.lower.vector import compute_tiling, schedule_vector_kernel  # noqa: E402
 from fusedsl.targets import get_target  # noqa: E402
 
 try:

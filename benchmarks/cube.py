@@ -13,7 +13,7 @@ Then the GM traffic of the printed Ascend C, measured by simulate on the CPU imp
 the API (ascend910b): matmul+bias+leaky_relu and conv2d+bias+leaky_relu as one cube kernel each
 vs the unfused three kernels (opt_level=0: matmul/conv2d, add, leaky_relu).
 
-Last, the traffic-aware cube tiling (schedule_cube.cube_tiling, issue 21 item 6): for
+Last, the traffic-aware cube tiling (lower.cube.cube_tiling, issue 21 item 6): for
 matmul + bias + leaky_relu in float16 on 910B and 310P, CANN's rule (the smallest per-core
 block on SetDim(AI cores), base block halved to fit) vs the split and base block of least
 modelled time: GM bytes (model; simulate measures the chosen one) and modelled time.
@@ -29,7 +29,7 @@ import numpy as np
 
 import fusedsl as fs
 from fusedsl.backend_cpu import cube
-from fusedsl.schedule_cube import modelled_split
+from fusedsl.lower.cube import modelled_split
 from fusedsl.targets import get_target
 
 
@@ -180,7 +180,7 @@ def gm_table(rng):
           "the fused kernel writes C once, the unfused program also writes and re-reads it twice.")
     print(f"conv2d: im2col happens inside the kernel, per core and image, into a GM panel that the cube "
           f"reads back ({panel} B written + read over the 8 images, the same in both programs: "
-          f"schedule_conv.py says why); the {sched.used_cores} cores split the pixels, each re-reads the "
+          f"lower/conv.py says why); the {sched.used_cores} cores split the pixels, each re-reads the "
           "weights per image and the input rows its pixels share with a neighbour. Fusion saves the "
           "conv result's round trip through GM twice (bias add, leaky_relu).")
 

@@ -31,7 +31,7 @@ from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, lower_kernel
 from .lower.column_plan import is_column_kernel, lone_row_reduction
 from .lower.row_plan import has_row_reduction
-from .schedule import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
+from .lower.vector import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
 
 

@@ -366,7 +366,7 @@ def cube_kernel_cost(op: Op, target, sizes=None, name: str | None = None, launch
                      schedule=None) -> KernelCost:
     """matmul / conv2d (as im2col GEMM) on the AI cores: MACs at the cube rate, A and B read
     once per output block row/column, C written once.  With the kernel's schedule
-    (schedule_cube.CubeSchedule / schedule_conv.ConvSchedule) and launch, the cores and the A/B
+    (lower.cube.CubeSchedule / lower.conv.ConvSchedule) and launch, the cores and the A/B
     re-reads are the kernel's own (`cube_schedule_reads`)."""
     if schedule is not None and getattr(schedule, "tiling_fields", None) is not None and launch is not None:
         return _scheduled_cube_cost(op, target, sizes or {}, name, launch, schedule)
@@ -394,7 +394,7 @@ def cube_kernel_cost(op: Op, target, sizes=None, name: str | None = None, launch
     a_bytes, b_bytes = _nelem(a, sizes) * item, _nelem(b, sizes) * b.dtype.itemsize
     c_bytes = _nelem(out, sizes) * out.dtype.itemsize
     # a conv's im2col panel (C*R*S x P*Q per image) is written to GM and read back by the cube
-    # (schedule_conv.py says why it is built in GM), whether or not the epilogue is fused
+    # (lower/conv.py says why it is built in GM), whether or not the epilogue is fused
     panel = batch_conv_panel_bytes(op, sizes) if op.name == "conv2d" else 0
     mte2 = load_cycles((a_bytes * blocks_n + b_bytes * blocks_m + panel) / block_dim, block_dim)
     mte3 = store_cycles((c_bytes + panel) / block_dim, block_dim)
@@ -461,7 +461,7 @@ def _tile_counts(t) -> tuple[int, int]:
 
 
 def matmul_reads(t, a_item: int, b_item: int, batch: int = 1, epilogue=()) -> tuple[int, int, int]:
-    """(A, B, epilogue inputs) GM bytes a matmul tiling `t` (schedule_cube.CubeTiling's M, N, K,
+    """(A, B, epilogue inputs) GM bytes a matmul tiling `t` (lower.cube.CubeTiling's M, N, K,
     single_core_*, base_*) reads: every baseM x baseN tile of C reads its rows of A and its
     columns of B over K (the Matmul API's iteration; the CPU implementation counts the same),
     so A is read once per tile column of the whole grid and B once per tile row.  `epilogue`
@@ -497,7 +497,7 @@ def matmul_split_cycles(target, t, a_item: int, b_item: int, batch: int, epilogu
     the slowest core (the first: its blocks are whole) computes its singleCoreM x singleCoreN x
     K block for every batch matrix (on 910B two Matmul objects share one AI core's cube) and
     loads its tiles' A rows and B columns at the per-core DMA rate; the chip's HBM bounds the
-    loads too (hbm_cycles). One formula for the report and for schedule_cube's choice of split
+    loads too (hbm_cycles). One formula for the report and for lower/cube.py's choice of split
     and base block."""
     item = max(a_item, b_item)
     cores = max(1, t.used_core_num)
@@ -548,8 +548,8 @@ def _scheduled_cube_cost(op: Op, target, sizes, name, launch: Launch, schedule) 
 
 
 def row_schedule_gm(schedule, launch: Launch, sizes=None) -> int:
-    """GM bytes of a printed row kernel (schedule_row.RowSchedule) or column reduction
-    (schedule_reduce.ColumnSchedule), from its parameters' kinds and its launch: rows read once
+    """GM bytes of a printed row kernel (lower.row.RowSchedule) or column reduction
+    (lower.column.ColumnSchedule), from its parameters' kinds and its launch: rows read once
     per pass that needs them, a row every core needs ("lastonly": gamma, beta) once per core."""
     sizes = sizes or {}
     if hasattr(schedule, "bn"):   # a column kernel: elem inputs once per walk that reads them
@@ -623,7 +623,7 @@ def attention_blocks(target, q_len: int, kv_len: int, head: int, head_v: int, it
     """(BQ, BK) of the flash-attention kernel on `target`: BQ query rows first (K and V are read
     once per Q block), at most 128 (the cube's base M), then BK keys (fewer Matmul calls; where the
     Q block is not held on chip it is read once per KV block), such that UB holds attention_ub_buffers and L0C the S and P V blocks in float32.
-    The printed kernel (schedule_attention.py) and the cost model use the same choice."""
+    The printed kernel (lower/attention.py) and the cost model use the same choice."""
     def up(a, b):
         return -(-a // b) * b
     for bq in (128, 64, 32, 16):
@@ -719,7 +719,7 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
     Tiling, RowTiling, ColumnTiling or CubeLaunch) and `schedule` its printable schedule for
     row/column/cube kernels: the model then uses the kernel's blockDim, tiles and GM reads."""
     parts = getattr(schedule, "parts", None)
-    if parts:   # several matmuls of the same A run in turn in one launch (schedule_cube_group)
+    if parts:   # several matmuls of the same A run in turn in one launch (lower/cube_group)
         costs = [function_cost(p.fn, target, sizes, p.tiling(sizes or {}, target), name or fn.name, p)
                  for p in parts]
         return KernelCost(name or fn.name, "cube", max(c.block_dim for c in costs),
@@ -753,7 +753,7 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
 
 def epilogue_cycles(fn, anchor, target, sizes, ops, block_dim: int, launch=None) -> float:
     """Vector cycles of a kernel's ops besides its anchor on `block_dim` cores (`launch`: the
-    kernel's tiles, for reductions); schedule_cube weighs its candidate splits with this too."""
+    kernel's tiles, for reductions); lower/cube.py weighs its candidate splits with this too."""
     producers = {id(r): op for op in fn.ops for r in op.results}
     extra = 0.0
     for op in ops:

@@ -3,8 +3,18 @@ from __future__ import annotations
 
 import dataclasses
 
+from . import cost
 from .cost import launch_of
+from .errors import FusedslError
+from .ir.ops import CUBE, ELEMENTWISE, has_trait
 from .ir.shapes import num_elements
+from .lower.column import schedule_reduce_kernel
+from .lower.conv import schedule_conv_kernel
+from .lower.cube import schedule_cube_kernel
+from .lower.row import REDUCTIONS
+from .lower.vector import compute_tiling, schedule_vector_kernel
+from .tile.tiling_cost import FIX
+
 
 def _bytes(value, sizes) -> int | None:
     shape = tuple(sizes.get(d) if isinstance(d, str) else d for d in value.shape)
@@ -15,7 +25,6 @@ def _bytes(value, sizes) -> int | None:
 def _model(compiled, sizes):
     """Per-kernel modelled costs of the fused program and the unfused baseline (None where
     a symbolic size is unknown)."""
-    from . import cost
     main = compiled.canonical.main
     symbolic = {d for p in main.params for d in p.value.shape if isinstance(d, str)}
     if symbolic - set(sizes):
@@ -38,14 +47,6 @@ def _single_op_cost(fn, compiled, sizes):
     it (opt_level=0 makes exactly these kernels): a vector kernel's chosen tiling, a lone
     reduction's row/column launch, a matmul/conv's core blocks; None when it would not be
     scheduled (the graph model's figures then)."""
-    from . import cost
-    from .errors import FusedslError
-    from .ir.ops import CUBE, ELEMENTWISE, has_trait
-    from .schedule import compute_tiling, schedule_vector_kernel
-    from .schedule_conv import schedule_conv_kernel
-    from .schedule_cube import schedule_cube_kernel
-    from .schedule_reduce import schedule_reduce_kernel
-    from .schedule_row import REDUCTIONS
     target = compiled.target
     op = next(o for o in fn.ops if o.name != "constant")
     try:
@@ -79,7 +80,6 @@ def _chosen(model, tiling, target):
     choice = getattr(tiling, "choice", None)
     if choice is None:
         return model
-    from .tile.tiling_cost import FIX
     c = choice.cycles
     return dataclasses.replace(model, block_dim=tiling.block_dim, mte2_cycles=c.mte2 / FIX, vec_cycles=c.vec / FIX,
                                mte3_cycles=c.mte3 / FIX, head_cycles=c.head / FIX, time_us=c.time_us(target))
@@ -112,7 +112,7 @@ class KernelRow:
                                   "baseline_block_dim": b.block_dim, "baseline_tile": (b.tile_rows, b.tile_cols),
                                   "changed": (b.block_dim, b.tile_rows, b.tile_cols) != (t.block_dim, t.tile_rows,
                                                                                         t.tile_cols)}
-        # row kernels: which Ascend C plan and why (schedule_row), or why none prints
+        # row kernels: which Ascend C plan and why (lower/row), or why none prints
         self.plan = None
         row = getattr(plan, "row", None)
         if row is not None:

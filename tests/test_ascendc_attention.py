@@ -1,4 +1,4 @@
-"""The attention op as one printed MIX kernel (schedule_attention.py, printer_attention.py):
+"""The attention op as one printed MIX kernel (lower/attention.py, printer_attention.py):
 simulate on the CPU Ascend C API agrees with torch's scaled_dot_product_attention and with the
 LLVM executor, on 910B (float16, float32) and 310P (float16); several Q and KV blocks with tails,
 GQA, causal, odd head sizes; ascend910 and masks refuse with located errors; the saved

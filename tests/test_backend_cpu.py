@@ -24,7 +24,7 @@ from fusedsl.errors import ScheduleError
 from fusedsl.passes.fuse import Fuse
 from fusedsl.passes.pipeline import canonicalize
 from fusedsl.reference import run_function
-from fusedsl.schedule import compute_tiling, schedule_vector_kernel
+from fusedsl.lower.vector import compute_tiling, schedule_vector_kernel
 from fusedsl.targets import get_target
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

@@ -10,7 +10,7 @@ import pytest
 
 from fusedsl.backend_ascendc import cpu_runner
 from fusedsl.errors import AscendCCheckError
-from fusedsl.schedule_cube import TCUBE_FIELDS
+from fusedsl.lower.cube import TCUBE_FIELDS
 
 pytestmark = pytest.mark.usefixtures("private_cache_dir")
 

@@ -3,7 +3,7 @@
 Fusion leaves a view or a transpose a kernel of its own when no vector kernel reads it (the
 composed conv_transpose / grouped conv / pooling graphs make many).  A lone view is a view
 kernel whose only compute is the copy into the output (lower/kinds.py `_lone_view`); a lone
-transpose is the transpose kind (schedule_transpose.py, printer_transpose.py).  One traced
+transpose is the transpose kind (lower/transpose.py, printer_transpose.py).  One traced
 function holds every case, so each target costs one g++ build of the printed source.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conftest import fuzz_settings
 
 import fusedsl as fs
-from fusedsl.schedule_transpose import schedule_transpose_kernel
+from fusedsl.lower.transpose import schedule_transpose_kernel
 
 rng = np.random.default_rng(20)
 A = rng.standard_normal((300, 257)).astype(np.float32)

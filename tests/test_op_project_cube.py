@@ -14,7 +14,7 @@ import pytest
 import fusedsl as fs
 from fusedsl.backend_ascendc.cpu import include_dir
 from fusedsl.errors import ProjectError
-from fusedsl.schedule_cube import TCUBE_FIELDS, CubeSchedule
+from fusedsl.lower.cube import TCUBE_FIELDS, CubeSchedule
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS = {"linear_910b": "Ascend910B2", "linear_310p": "Ascend310P3", "conv_910b": "Ascend910B2",
@@ -204,7 +204,7 @@ def test_conv_op_asks_for_the_im2col_panels_and_matches_numpy(projects):
 
 def test_the_tiling_function_gives_the_op_the_simulate_paths_tcubetiling(probe, projects):
     """Word for word the TCubeTiling `simulate` launches with (the printed host tiling, which
-    simulate checks against schedule_cube's words), blockDim in cube cores, 16 MB workspace."""
+    simulate checks against lower/cube.py's words), blockDim in cube cores, 16 MB workspace."""
     _, _, compiled = projects
     r = subprocess.run([probe], capture_output=True, text=True, timeout=60, env=project_env())
     assert r.returncode == 0, r.stdout + r.stderr

@@ -6,7 +6,7 @@ import pytest
 
 import fusedsl as fs
 from fusedsl import dtypes as dt
-from fusedsl.schedule import Slot, Stmt, compute_tiling, schedule_vector_kernel
+from fusedsl.lower.vector import Slot, Stmt, compute_tiling, schedule_vector_kernel
 from fusedsl.targets import get_target
 from fusedsl.tile.text import print_tile
 from fusedsl.tile.verify import TileVerifyError, verify_tile

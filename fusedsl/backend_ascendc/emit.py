@@ -13,7 +13,7 @@ import math
 import struct
 
 from .. import dtypes as dt
-from ..schedule import Stmt
+from ..lower.vector import Stmt
 from ..tile.prims import PRIMS
 
 def camel(name: str) -> str:

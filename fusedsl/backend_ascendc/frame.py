@@ -16,7 +16,7 @@ import struct
 
 from . import cnames
 from .emit import camel, emit_cmp_mode0, emit_select_mode0, emit_stmt, pack_scalar, source_line
-from ..schedule import Stmt
+from ..lower.vector import Stmt
 
 
 def debug_flag(debug: bool | None) -> bool:

@@ -14,7 +14,7 @@ import dataclasses
 import struct
 
 from . import cnames
-from ..schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, VectorSchedule, compute_dtype
+from ..lower.vector import MAX_BLOCK_COUNT, MIN_CORE_BYTES, VectorSchedule, compute_dtype
 from ..tile.tiling import TILE_HALVINGS
 from ..tile.tiling_cost import table_for
 from .host_cost import cycles_function

@@ -1,9 +1,9 @@
-"""Ascend C for an attention kernel: flash attention as one MIX kernel (schedule_attention.py).
+"""Ascend C for an attention kernel: flash attention as one MIX kernel (lower/attention.py).
 
 Two Matmul objects (qk: S = Q K^T with K read transposed, pv: P V), both with C in UB, are
 registered before any InitBuffer.  On 910B the Q block is copied once per item into a TSCM
 buffer (user-managed L1, NZ, DataCopy with Nd2NzParams) and qk takes A from there, so Q is
-read from GM once per Q block (schedule_attention._l1_plan says when it fits).  On 310P
+read from GM once per Q block (lower.attention._l1_plan says when it fits).  On 310P
 (coupled core) pv takes P as a VECOUT A straight from UB, so P never reaches GM there.  Each vector instance takes work items (head, Q block) in
 turn; per KV block: Iterate/GetTensorC the S block into a VECIN queue, the online softmax row
 by row in float32 (Muls by the scale, the mask row added (read through its broadcast strides; a
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 
 from .. import dtypes as dt
-from ..schedule_attention import AttentionSchedule, _up
+from ..lower.attention import AttentionSchedule, _up
 from ..ir.ops import attention_operands
-from ..schedule_cube import TCUBE_FIELDS
+from ..lower.cube import TCUBE_FIELDS
 from . import cnames
 from .emit import camel
 from .frame import KernelFrame
@@ -56,7 +56,7 @@ class AttentionPrinter(KernelFrame):
             sets += [f"    out->{part}.{f} = {w};" for f, w in zip(TCUBE_FIELDS, words) if w]
         body = "\n".join(sets)
         return f"""// Host tiling for {self.name} on {self.t.name}: the two TCubeTilings fusedsl computed
-// (schedule_attention.py): Q blocks of {s.bq} rows, KV blocks of {s.bk} keys, one base block per product.
+// (lower/attention.py): Q blocks of {s.bq} rows, KV blocks of {s.bk} keys, one base block per product.
 inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, {self.tiling}* out)
 {{
     (void)sizes; (void)vectorCores; (void)ubBudget;

@@ -1,5 +1,5 @@
 """Ascend C for a conv2d kernel: im2col per core and image, then the Matmul API and the epilogue
-of the cube printer (schedule_conv.ConvSchedule; why im2col happens here: schedule_conv.py).
+of the cube printer (lower.conv.ConvSchedule; why im2col happens here: lower/conv.py).
 
 The kernel is the cube kernel of printer_cube.py with three differences:
 - before each image, `BuildPanel` writes the core's columns of col(x[n]) into its panel in the
@@ -15,7 +15,7 @@ The kernel is the cube kernel of printer_cube.py with three differences:
 """
 from __future__ import annotations
 
-from ..schedule_conv import ConvSchedule
+from ..lower.conv import ConvSchedule
 from .printer_cube import CubePrinter
 
 

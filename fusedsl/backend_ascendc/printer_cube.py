@@ -1,5 +1,5 @@
 """Ascend C for a cube kernel: a 2-D matmul through the Matmul high-level API with its vector
-epilogue applied to each C tile in UB (schedule_cube.CubeSchedule).
+epilogue applied to each C tile in UB (lower.cube.CubeSchedule).
 
 The shape is the one CANN's MatmulLeakyRelu kernel-launch sample teaches: the entry copies the
 TCubeTiling word by word, `Init` sets the GM tensors and the system workspace, then
@@ -14,9 +14,9 @@ The kernel is mixed (AIC + AIV) on 910B; 310P moves C through a UB workspace
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..schedule import compute_dtype
-from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
-from ..schedule_row import allocate_row_values, temp_pool
+from ..lower.vector import compute_dtype
+from ..lower.cube import TCUBE_FIELDS, CubeSchedule
+from ..lower.row import allocate_row_values, temp_pool
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, name_temporaries, rename_stmt, scalar_ctype
 from .frame import KernelFrame
@@ -48,7 +48,7 @@ class CubePrinter(KernelFrame):
         M, N = mm.result.shape[-2:]
         self.mn = (M, N)
         # id(op) -> (the op's vector tile program, its sources): the schedule made them and budgeted
-        # their UB (schedule_cube.epilogue_rows); a row epilogue has its own (printer_cube_row)
+        # their UB (lower.cube.epilogue_rows); a row epilogue has its own (printer_cube_row)
         self.steps = sched.steps or {}
         self.kinds = {id(op.result): "row" for op in sched.epilogue}
         self.kinds[id(mm.result)] = "row"
@@ -77,7 +77,7 @@ class CubePrinter(KernelFrame):
         a, b = s.mm.operands
         dt_name = {"float16": "DT_FLOAT16", "float32": "DT_FLOAT", "bfloat16": "DT_BF16"}
         return f"""#include "tiling/tiling_api.h"
-// Host tiling for {self.name} on {self.t.name}: the TCubeTiling fusedsl computed (schedule_cube.py):
+// Host tiling for {self.name} on {self.t.name}: the TCubeTiling fusedsl computed (lower/cube.py):
 // base block {t.base_m} x {t.base_n} x {t.base_k} within L0C {t.l0c_bytes} B, L0A {t.l0a_bytes} B,
 // L0B {t.l0b_bytes} B, L1 {t.l1_bytes} B, and the epilogue's C tile in UB.
 inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, {self.tiling}* out)
@@ -90,7 +90,7 @@ inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores,
 }}
 
 // How CANN's tiling API produces a tiling of this shape (the kernel-launch samples' GenerateTiling);
-// SetSingleShape gives fusedsl's core split (chosen by modelled time, schedule_cube.cube_tiling)
+// SetSingleShape gives fusedsl's core split (chosen by modelled time, lower.cube.cube_tiling)
 // and SetFixSplit({t.base_m}, {t.base_n}) the base block above.
 inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optiling::TCubeTiling& tiling)
 {{

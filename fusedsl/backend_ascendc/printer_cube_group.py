@@ -1,4 +1,4 @@
-"""Ascend C for a kernel of several matmuls that read the same A (schedule_cube_group.py).
+"""Ascend C for a kernel of several matmuls that read the same A (lower/cube_group.py).
 
 Each part prints as the cube kernel it would be alone (printer_cube / printer_cube_row: its
 class with one Matmul object and its epilogue); this printer adds one entry that copies a
@@ -9,8 +9,8 @@ UB, as it would alone.
 """
 from __future__ import annotations
 
-from ..schedule_cube import TCUBE_FIELDS
-from ..schedule_cube_group import CubeGroupSchedule
+from ..lower.cube import TCUBE_FIELDS
+from ..lower.cube_group import CubeGroupSchedule
 from . import cnames
 from .emit import camel
 from .frame import KernelFrame
@@ -45,7 +45,7 @@ class CubeGroupPrinter(KernelFrame):
             sets += [f"    out->p{i}.{f} = {w};" for f, w in zip(TCUBE_FIELDS, ps.words) if w]
         body = "\n".join(sets)
         return f"""// Host tiling for {self.name} on {self.t.name}: the TCubeTiling of each matmul fusedsl computed
-// (schedule_cube.py), as each would have alone.
+// (lower/cube.py), as each would have alone.
 inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, {self.tiling}* out)
 {{
     (void)sizes; (void)vectorCores; (void)ubBudget;

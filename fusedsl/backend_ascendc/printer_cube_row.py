@@ -1,18 +1,18 @@
 """Ascend C for a matmul whose epilogue reduces over the rows of C (softmax, layer_norm, rms_norm
-of x @ w + b): the cube printer's kernel with whole rows of C per tile (schedule_cube with
+of x @ w + b): the cube printer's kernel with whole rows of C per tile (lower/cube.py with
 `whole_rows`: baseN covers N, the cores split M only) and the row printer's per-row body.
 
 Each row of a C tile goes through the epilogue the way a row kernel's row does (printer_row.py):
 elementwise ops are their vector tile stmts, a reduction folds the row into 64 float32 lanes and
 finishes with WholeReduce/ReduceRepeat, and its result is a scalar of the ops after it. The
 epilogue is scheduled as a row kernel whose first parameter is the matmul's value
-(schedule_cube._row_epilogue); here its parameters are bound to the cube kernel's UB rows: the
+(lower.cube._row_epilogue); here its parameters are bound to the cube kernel's UB rows: the
 C row (rounded to the matmul's dtype), residual tiles, [N] columns, [M, 1] values per row.
 """
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..schedule_row import FOLD_LANES, allocate_row_values, rs_slots, temp_pool
+from ..lower.row import FOLD_LANES, allocate_row_values, rs_slots, temp_pool
 from .printer_cube import CubePrinter, _ld
 from .printer_row import RowPrinter
 

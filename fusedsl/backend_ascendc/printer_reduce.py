@@ -1,5 +1,5 @@
 """Ascend C for a column kernel: reductions over axes before the last with their elementwise
-producers and consumers (schedule_reduce.ColumnSchedule, the [A, K, B] view).
+producers and consumers (lower.column.ColumnSchedule, the [A, K, B] view).
 
 A tile is `bn` consecutive outputs out[a, b0 : b0+bn].  Per tile: the col inputs' rows are
 read once; per phase of the plan, its col ops run on [bn] rows, then (when the phase has
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 
 from .. import dtypes as dt
-from ..schedule import compute_dtype
-from ..schedule_reduce import ColumnSchedule, column_values
+from ..lower.vector import compute_dtype
+from ..lower.column import ColumnSchedule, column_values
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, name_temporaries, rename_stmt, scalar_ctype
 from .frame import KernelFrame

@@ -1,6 +1,6 @@
 """Ascend C for row kernels (softmax, layer_norm, rms_norm, last-axis reductions).
 
-Reads a `schedule_row.RowSchedule` and prints the same skeleton as the vector printer
+Reads a `lower.row.RowSchedule` and prints the same skeleton as the vector printer
 (class with Init / Process / CopyIn / Compute / CopyOut, TQue VECIN/VECOUT, TBuf VECCALC,
 contiguous tile ranges per core, the tiling struct copied word by word) with a Compute stage
 that walks the tile row by row and, per row, runs the kernel's ops in program order:
@@ -16,13 +16,13 @@ that walks the tile row by row and, per row, runs the kernel's ops in program or
 * per-row values reach later ops as scalar registers (GetValue after a V->S flag) or, for ops
   on per-row values, as one element in a 32-byte UB slot (SetValue after an S->V flag).
 
-Device code uses no STL; the host tiling function mirrors schedule_row.compute_row_tiling.
+Device code uses no STL; the host tiling function mirrors lower.row.compute_row_tiling.
 """
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
-from ..schedule_row import FOLD_LANES, RowSchedule, allocate_row_values, rs_slots, temp_pool
+from ..lower.vector import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
+from ..lower.row import FOLD_LANES, RowSchedule, allocate_row_values, rs_slots, temp_pool
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, name_temporaries, rename_stmt, scalar_ctype
 from .frame import KernelFrame

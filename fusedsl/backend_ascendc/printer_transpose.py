@@ -1,4 +1,4 @@
-"""Ascend C for a lone transpose / permute or stepped slice (schedule_transpose.TransposeSchedule).
+"""Ascend C for a lone transpose / permute or stepped slice (lower.transpose.TransposeSchedule).
 
 A tile is `ta` rows (input axis A) by `tc` columns (the input's last axis C) of one outer
 block; the outer block's offsets are decoded from the tile index with the outer axes' sizes
@@ -7,7 +7,7 @@ and strides in the tiling struct.  Per tile: one strided CopyIn (rows sA apart i
 - copy mode (the last axis stays last): one UB->UB DataCopy into the output queue and one
   strided CopyOut (rows oA apart);
 - transpose mode: element (r, c) of the input tile becomes element (c, r) of the output tile
-  (LocalTensor GetValue/SetValue between two barriers: schedule_transpose says why no vector
+  (LocalTensor GetValue/SetValue between two barriers: lower/transpose.py says why no vector
   transpose), then `tc` rows of `ta` elements go out, rows oC apart;
 - gather mode (a slice with a step cC on the last axis): each row's span of (tc - 1) * cC + 1
   elements comes in, every cC-th is picked into the output tile, `ta` rows of `tc` go out.
@@ -17,7 +17,7 @@ checks them word for word like every kernel's.
 """
 from __future__ import annotations
 
-from ..schedule_transpose import MAX_OUTER, TransposeSchedule
+from ..lower.transpose import MAX_OUTER, TransposeSchedule
 from . import cnames
 from .emit import camel
 from .frame import KernelFrame

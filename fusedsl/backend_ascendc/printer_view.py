@@ -20,8 +20,9 @@ The host tiling function returns the words fusedsl computed (shapes are static);
 checks them word for word like every kernel's.
 """
 from __future__ import annotations
+from ..lower.vector import compute_tiling
 
-from ..schedule import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
+from ..lower.vector import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
 from .emit import camel
 from .printer import AscendCPrinter
 
@@ -60,7 +61,6 @@ class ViewPrinter(AscendCPrinter):
         return "\n".join(lines) + "\n"
 
     def _plan_tiling(self):
-        from ..schedule import compute_tiling
         if not hasattr(self, "_tiling"):
             self._tiling = compute_tiling(self.s, {}, self.t)
         return self._tiling

@@ -25,9 +25,9 @@ import numpy as np
 from ..errors import ProjectError, user_frame
 from ..ir.printer import print_module
 from ..ir.ops import CALL, HOST, get_opdef, has_trait
-from ..schedule_attention import AttentionSchedule
-from ..schedule_cube import CubeSchedule
-from ..schedule_cube_group import CubeGroupSchedule
+from ..lower.attention import AttentionSchedule
+from ..lower.cube import CubeSchedule
+from ..lower.cube_group import CubeGroupSchedule
 from .emit import camel, scalar_ctype
 from .printer import VERSION, shared_helpers
 

@@ -26,9 +26,9 @@ import re
 
 from ..errors import AscendCCheckError, ProjectError, user_frame
 from ..ir.ops import CALL, has_trait
-from ..schedule_attention import AttentionSchedule
-from ..schedule_cube import TCUBE_FIELDS, CubeSchedule
-from ..schedule_cube_group import CubeGroupSchedule
+from ..lower.attention import AttentionSchedule
+from ..lower.cube import TCUBE_FIELDS, CubeSchedule
+from ..lower.cube_group import CubeGroupSchedule
 from . import cnames
 from .emit import camel, scalar_ctype
 from .printer import VERSION, shared_helpers

@@ -18,7 +18,7 @@ from operator import is_
 
 import numpy as np
 
-from ..schedule import Tiling, VectorSchedule, compute_dtype
+from ..lower.vector import Tiling, VectorSchedule, compute_dtype
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import SCRATCH_ALIGN, ArgLayout, lower, scratch_slots, split_stmts

@@ -41,8 +41,8 @@ from ..errors import FusedslError
 from ..ir.core import Function, Op, Param
 from ..ir.ops import CONSTANT, CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
-from ..schedule import compute_tiling, schedule_vector_kernel
-from ..schedule_cube_group import cube_parts
+from ..lower.vector import compute_tiling, schedule_vector_kernel
+from ..lower.cube_group import cube_parts
 from . import CpuKernel, casts, jit
 from .launch import KERNEL_PROTO, host_threads, pool
 from .llvm_row import RowCpuKernel
@@ -776,7 +776,7 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _Parts:
-    """A kernel of several matmuls of the same A (schedule_cube_group.cube_parts): each part is
+    """A kernel of several matmuls of the same A (lower.cube_group.cube_parts): each part is
     a cube kernel of its own, run in turn, as the printed kernel runs them."""
 
     def __init__(self, fn: Function, parts: list[Function], kernels: list[CubeKernel]):

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from .. import dtypes as dt
-from ..schedule import Stmt, VectorSchedule, compute_dtype
+from ..lower.vector import Stmt, VectorSchedule, compute_dtype
 from .irgen import counted_loop, kernel_function, masked_load, masked_store
 from .mathlib import VectorConsts
 from .stmts import LANES, F32, I8, I32, LoweringError, StmtEmitter, mem_type, reg_type, round_scalar_to, vec

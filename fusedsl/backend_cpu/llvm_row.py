@@ -33,7 +33,7 @@ import numpy as np
 from llvmlite import ir
 
 from .. import dtypes as dt
-from ..schedule import compute_dtype
+from ..lower.vector import compute_dtype
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .irgen import carried_loop, counted_loop, kernel_function, masked_load, masked_store

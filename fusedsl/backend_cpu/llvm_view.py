@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..schedule import VectorSchedule, compute_dtype
+from ..lower.vector import VectorSchedule, compute_dtype
 from ..views import gather_indices
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks

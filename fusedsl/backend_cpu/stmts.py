@@ -18,7 +18,7 @@ from llvmlite import ir
 
 from .. import dtypes as dt
 from ..lower.errors import LoweringError  # noqa: F401  (re-exported: the LLVM lowerings raise it)
-from ..schedule import Stmt
+from ..lower.vector import Stmt
 from ..tile.prims import PRIMS
 from .mathlib import VectorConsts, emit_exp, emit_log
 

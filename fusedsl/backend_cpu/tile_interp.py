@@ -17,11 +17,12 @@ Arithmetic rules shared with the LLVM backend (and the reference, see fusedsl.dt
 - max/min propagate NaN like numpy.
 """
 from __future__ import annotations
+from ..lower.vector import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..schedule import Stmt, Tiling, VectorSchedule, compute_dtype
+from ..lower.vector import Stmt, Tiling, VectorSchedule, compute_dtype
 from ..tile.prims import PRIMS
 
 
@@ -156,7 +157,6 @@ def _run_views(sched: VectorSchedule, inputs, outputs, t: Tiling) -> None:
     read each load's rows from the parameter the box names (a gather reads table row
     idx[...] instead; an index outside [-V, V) reads nothing and gives a zero row, the
     device kernel's guard), compute, and write the rows at the box's output addresses."""
-    from ..schedule import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
     plan = sched.views
     params = {inp.index: _gm(inputs[inp.index], inp) for inp in sched.inputs if inp.kind in ("gm", "scalar")}
     gm_out = [o.reshape(-1) for o in outputs]

@@ -29,7 +29,7 @@ import weakref
 import numpy as np
 
 from ..ir.core import Function
-from ..schedule_transpose import simplify   # the same simplification the printed kernel uses
+from ..lower.transpose import simplify   # the same simplification the printed kernel uses
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, run_blocks
 

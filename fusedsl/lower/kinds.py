@@ -16,14 +16,14 @@ from typing import Any, Callable
 from ..errors import FusedslError, ScheduleError, TargetError
 from ..ir.core import Function
 from ..ir.ops import ATTENTION, CUBE, REDUCTION, has_trait
-from ..schedule import VectorSchedule, schedule_vector_kernel
-from ..schedule_attention import AttentionSchedule, schedule_attention_kernel
-from ..schedule_conv import ConvSchedule, schedule_conv_kernel
-from ..schedule_cube import CubeSchedule, schedule_cube_kernel
-from ..schedule_cube_group import CubeGroupSchedule, schedule_cube_group
-from ..schedule_reduce import ColumnSchedule, schedule_reduce_kernel
-from ..schedule_row import RowSchedule, is_row_kernel, schedule_row_kernel
-from ..schedule_transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
+from .vector import VectorSchedule, schedule_vector_kernel
+from .attention import AttentionSchedule, schedule_attention_kernel
+from .conv import ConvSchedule, schedule_conv_kernel
+from .cube import CubeSchedule, schedule_cube_kernel
+from .cube_group import CubeGroupSchedule, schedule_cube_group
+from .column import ColumnSchedule, schedule_reduce_kernel
+from .row import RowSchedule, is_row_kernel, schedule_row_kernel
+from .transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
                                   schedule_transpose_kernel)
 from ..targets import Target
 from ..views import VIEW_OPS, check_fusible

@@ -31,7 +31,7 @@ from .. import dtypes as dt
 from ..errors import ScheduleError
 from ..ir.core import Function, Op, Param, TensorType, Value
 from ..ir.ops import CONSTANT, has_trait
-from ..schedule import VectorSchedule, schedule_vector_kernel
+from .vector import VectorSchedule, schedule_vector_kernel
 from .errors import LoweringError
 
 REDUCTIONS = ("sum", "mean", "max", "min")

@@ -6,7 +6,7 @@ are ("slot", name) or ("scalar", ("imm", value) | ("var", name)) pairs in the wo
 `c.work`; `c.slot(operand)` turns a scalar into a broadcast tile.  A recipe asks `c.supports(prim)`
 to choose between forms (LeakyRelu or Max/Min/Muls/Add) and makes temporaries with `c.tmp()`.
 
-Two implementations: the scheduler's (schedule.py, emits Stmts into the kernel) and `DryRun`
+Two implementations: the scheduler's (lower/vector.py, emits Stmts into the kernel) and `DryRun`
 here, which only records the primitives a recipe would use -- the scheduler asks it whether the
 target has them in a dtype (else it computes in float32), and the cost model costs an op by them.
 """

@@ -925,7 +925,7 @@ def _row_epilogue_fits(fn: Function, kernels, group: set[int], n, target, ub_sha
     """None when a matmul's epilogue with row reductions (the kernels in `group`) can take whole
     rows of its [M, N] result per tile, else the reason with its figures. The printed kernel keeps
     at least 16 rows of C (float32), of every tile input and output, and a few one-row buffers in
-    UB (schedule_cube.cube_tiling with whole_rows), and the 16 rows in L0C. `producer` (value id ->
+    UB (lower.cube.cube_tiling with whole_rows), and the 16 rows in L0C. `producer` (value id ->
     op index), `readers` (op index -> reading op indices) and `returned` (value ids) are the
     caller's, so a call costs the group's size, not the graph's."""
     if target is None or not isinstance(n, int):

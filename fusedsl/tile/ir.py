@@ -8,7 +8,7 @@ on per-core data: a row input, runtime scalars, constants).  A slot's `role` say
 Ascend C object holds it (TQue on VECIN / VECOUT, a TBuf on VECCALC) and `num` its buffer
 count (2 = double-buffered).  `Tiling` holds the runtime tile sizes.
 
-The records are plain data; lowering (`fusedsl/schedule.py`), the passes over them
+The records are plain data; lowering (`fusedsl/lower/vector.py`), the passes over them
 (`tile/passes.py`), the text form (`tile/text.py`) and the verifier (`tile/verify.py`) live
 beside them.
 """

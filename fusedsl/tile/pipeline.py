@@ -1,4 +1,4 @@
-"""The tile passes, in order, with why each sits where it does (run by schedule.py on every
+"""The tile passes, in order, with why each sits where it does (run by lower/vector.py on every
 lowered vector kernel; the tile verifier runs after each).
 
     reuse          liveness and in-place reuse first: every later pass sees the final slots

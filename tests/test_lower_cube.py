@@ -1,4 +1,4 @@
-"""Cube tiling (fusedsl/schedule_cube.py): fits every buffer of the target, clear errors."""
+"""Cube tiling (fusedsl/lower/cube.py): fits every buffer of the target, clear errors."""
 from types import SimpleNamespace
 
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from fusedsl import cost
 
 from fusedsl.errors import ScheduleError, TargetError
-from fusedsl.schedule_cube import Traffic, cube_block_dim, cube_tiling, matmul_objects
+from fusedsl.lower.cube import Traffic, cube_block_dim, cube_tiling, matmul_objects
 from fusedsl.targets import get_target
 
 

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from . import cost
-from .errors import ScheduleError, TargetError
-from .ir.ops import CONSTANT, has_trait
-from .schedule_cube import (TRAFFIC_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue,
+from .. import cost
+from ..errors import ScheduleError, TargetError
+from ..ir.ops import CONSTANT, has_trait
+from .cube import (TRAFFIC_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue,
                            cores_phrase, cube_tiling, epilogue_rows, matmul_objects)
-from .schedule_row import RowParam
-from .targets import Target, get_target
+from .row import RowParam
+from ..targets import Target, get_target
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     params = []
     for i, prm in enumerate(fn.params):
         v = prm.value
-        if prm.kind == "scalar":   # a runtime scalar: a float after the TCubeTiling words (schedule_cube)
+        if prm.kind == "scalar":   # a runtime scalar: a float after the TCubeTiling words (lower/cube)
             params.append(CubeScalar(i, v.name, v.dtype, "runtime_scalar", var=f"scalar{i}"))
             continue
         kind = "a" if v is w else "b" if v is x else _param_kind(tuple(v.shape), out_shape)

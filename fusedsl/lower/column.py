@@ -5,7 +5,7 @@ A column kernel (FS116: `sum(x * x, 0)`, batch statistics `mean`/`var` over axis
 range, K: the reduced axes, B: the axes after it) with the elementwise ops before and after
 its reductions (lower/column_plan.ColumnPlan).  A lone reduction whose range ends at the last
 axis (B == 1: `max(x)`, `sum(x, (1, 2))` of [A, H, W]) is the row kernel of the one-op
-function [A, K] -> [A] (schedule_row, printer_row), both plans included.
+function [A, K] -> [A] (lower/row, printer_row), both plans included.
 
 A column kernel's tile is `bn` consecutive outputs out[a, b0 : b0+bn] (printer_reduce):
 
@@ -28,16 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import dtypes as dt
-from .errors import ScheduleError
-from .ir.core import Function, Op, Value
-from .ir.ops import CONSTANT, has_trait
-from .schedule import MIN_CORE_BYTES
-from .lower.column_plan import ColumnPlan, lone_row_reduction, plan_column_kernel, rows_function
-from .lower.errors import LoweringError
-from .schedule_row import MAX_ELEMS, REDUCTIONS, RowParam, allocate_row_values, schedule_row_kernel, temp_pool
-from .targets import Target
-from .tile.alloc import select_scratch
+from .. import dtypes as dt
+from ..errors import ScheduleError
+from ..ir.core import Function, Op, Value
+from ..ir.ops import CONSTANT, has_trait
+from .vector import MIN_CORE_BYTES
+from .column_plan import ColumnPlan, lone_row_reduction, plan_column_kernel, rows_function
+from .errors import LoweringError
+from .row import MAX_ELEMS, REDUCTIONS, RowParam, allocate_row_values, schedule_row_kernel, temp_pool
+from ..targets import Target
+from ..tile.alloc import select_scratch
 
 
 def _round_up(a: int, b: int) -> int:

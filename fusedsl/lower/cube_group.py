@@ -1,6 +1,6 @@
 """A cube kernel of several matmuls that read the same A (the q, k and v projections of one
 normalised x), as one launch: fusion (`passes/fuse._merge_same_a`) merged them, each part is
-the cube kernel it would have been alone (`schedule_cube.schedule_cube_kernel` on the part's
+the cube kernel it would have been alone (`lower.cube.schedule_cube_kernel` on the part's
 own function), and `backend_ascendc/printer_cube_group.py` prints the parts' classes and one
 entry that runs them in turn (one Matmul object each, registered together; the UB plan is
 reset between parts). What it saves is launches: every part reads A, as separate kernels do.
@@ -11,11 +11,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .errors import ScheduleError
-from .ir.core import Function
-from .schedule_cube import CubeLaunch, CubeSchedule, cores_phrase, schedule_cube_kernel
-from .schedule_row import RowParam
-from .targets import Target
+from ..errors import ScheduleError
+from ..ir.core import Function
+from .cube import CubeLaunch, CubeSchedule, cores_phrase, schedule_cube_kernel
+from .row import RowParam
+from ..targets import Target
 
 
 def cube_parts(fn: Function) -> list[Function] | None:

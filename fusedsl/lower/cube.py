@@ -16,15 +16,15 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import dtypes as dt
-from .errors import ScheduleError, TargetError
-from .ir.ops import CONSTANT, ELEMENTWISE, REDUCTION, has_trait
-from .ir.core import Function, Op, Param, Value
-from .lower.row_plan import op_schedule
-from .schedule_row import RowParam, allocate_row_values, schedule_row_kernel, temp_pool
-from . import cost
-from .targets import Target, get_target
-from .tile.alloc import select_scratch
+from .. import dtypes as dt
+from ..errors import ScheduleError, TargetError
+from ..ir.ops import CONSTANT, ELEMENTWISE, REDUCTION, has_trait
+from ..ir.core import Function, Op, Param, Value
+from .row_plan import op_schedule
+from .row import RowParam, allocate_row_values, schedule_row_kernel, temp_pool
+from .. import cost
+from ..targets import Target, get_target
+from ..tile.alloc import select_scratch
 
 _ACC = 4  # L0C accumulates in float / int32
 _MAX_BASE_M = 128  # the tallest base block either tiling rule picks (shrunk, _bases)
@@ -311,7 +311,7 @@ class CubeSchedule:
     target: Target
     mm: object                 # the matmul op
     epilogue: list             # ops after the matmul, in program order
-    params: list               # schedule_row.RowParam per kernel parameter: kinds "a", "b", "full"
+    params: list               # lower.row.RowParam per kernel parameter: kinds "a", "b", "full"
                                # ([M, N]), "colvec" ([N] or [1, N]), "scalar" (one element)
     tiling_fields: CubeTiling
     ub_budget: int

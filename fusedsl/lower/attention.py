@@ -29,14 +29,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import dtypes as dt
-from .cost import attention_blocks, attention_ub_buffers
-from .errors import ScheduleError, TargetError
-from .ir.ops import attention_operands, attention_views
-from .ir.shapes import num_elements
-from .schedule_cube import TCUBE_FIELDS, CubeTiling, cube_block_dim, cube_tiling
-from .schedule_row import RowParam
-from .targets import Target
+from .. import dtypes as dt
+from ..cost import attention_blocks, attention_ub_buffers
+from ..errors import ScheduleError, TargetError
+from ..ir.ops import attention_operands, attention_views
+from ..ir.shapes import num_elements
+from .cube import TCUBE_FIELDS, CubeTiling, cube_block_dim, cube_tiling
+from .row import RowParam
+from ..targets import Target
 
 
 def _up(a: int, b: int) -> int:

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ScheduleError
-from .ir.core import Function, Op
-from .ir.ops import CONSTANT, has_trait
-from .schedule import MIN_CORE_BYTES
-from .schedule_row import MAX_ELEMS, RowParam
-from .targets import Target
+from ..errors import ScheduleError
+from ..ir.core import Function, Op
+from ..ir.ops import CONSTANT, has_trait
+from .vector import MIN_CORE_BYTES
+from .row import MAX_ELEMS, RowParam
+from ..targets import Target
 
 MAX_OUTER = 6
 MAX_ROWS = 4095          # DataCopy(Pad) blockCount

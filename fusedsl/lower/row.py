@@ -30,15 +30,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import dtypes as dt
-from .errors import ScheduleError
-from .ir.core import Function, Value
-from .ir.ops import CONSTANT, has_trait
-from .lower.errors import LoweringError
-from .lower.row_plan import has_row_reduction, plan_row_kernel
-from .schedule import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
-from .tile.alloc import select_scratch
-from .targets import Target
+from .. import dtypes as dt
+from ..errors import ScheduleError
+from ..ir.core import Function, Value
+from ..ir.ops import CONSTANT, has_trait
+from .errors import LoweringError
+from .row_plan import has_row_reduction, plan_row_kernel
+from .vector import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
+from ..tile.alloc import select_scratch
+from ..targets import Target
 
 REDUCTIONS = ("sum", "mean", "max", "min")
 FOLD_LANES = 64                      # float32 lanes of one 256-byte repeat: the fold's width

@@ -27,20 +27,23 @@ optional scalar operand.
 """
 from __future__ import annotations
 
-from . import dtypes as dt
-from .errors import ScheduleError
-from .ir.core import Function, Value
-from .ir.ops import COMPARISON, CONSTANT, get_opdef, has_trait
-from .ops.recipe import Recipe, prims_of
-from .targets import Target
+from .. import dtypes as dt
+from ..errors import ScheduleError
+from ..ir.core import Function, Value
+from ..ir.ops import COMPARISON, CONSTANT, get_opdef, has_trait
+from ..ops.recipe import Recipe, prims_of
+from ..targets import Target
 # the tile IR's records, re-exported: backends import them from here
-from .tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, Tiling,  # noqa: F401
+from ..tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, Tiling,  # noqa: F401
                       VectorSchedule)
-from .tile.pipeline import run_tile_passes
-from .tile.prims import available as prim_available
+from ..tile.pipeline import run_tile_passes
+from ..tile.prims import available as prim_available
+from ..views import has_views
+from ..views import ViewError, normalize, plan_views, view_roots
+from ..views import VIEW_OPS
 
 # the tiling pass and its limits (tile/tiling.py), re-exported: backends import them from here
-from .tile.tiling import (MAX_BLOCK_COUNT, MAX_ELEMS, MIN_CORE_BYTES, VIEW_BOX_HEAD, VIEW_LOAD_WORDS,  # noqa: F401
+from ..tile.tiling import (MAX_BLOCK_COUNT, MAX_ELEMS, MIN_CORE_BYTES, VIEW_BOX_HEAD, VIEW_LOAD_WORDS,  # noqa: F401
                           _max_tile_elems, _round_up,
                           compute_tiling, resolve_dims, ub_plan)
 
@@ -90,7 +93,6 @@ def schedule_vector_kernel(fn: Function, target: Target, ub_fraction: float = 1.
     and a tile of one row fits; otherwise every input is reloaded per tile.  A kernel that
     reads its inputs through slice/concatenate/take is a view kernel (`_schedule_views`).
     """
-    from .views import has_views
     if has_views(fn):
         return _schedule_views(fn, target, ub_fraction, snapshots)
     sched = _schedule(fn, target, ub_fraction, allow_hoist=True, snapshots=snapshots)
@@ -127,7 +129,6 @@ def _schedule_views(fn: Function, target: Target, ub_fraction: float,
     """A view kernel (fusedsl/views.py): parameters are GM tensors ("gm"), read per tile by
     loads ("view"/"gather" inputs appended after them) whose addresses come from the box
     table; one-element parameters read directly stay "scalar"; nothing is hoisted."""
-    from .views import ViewError, normalize, plan_views, view_roots
     try:
         norm = normalize(fn)
     except ViewError as exc:
@@ -317,7 +318,6 @@ def _emit_cast(b: _Builder, dst: str, src: str, src_dtype, dst_dtype, loc, hoist
 
 
 def _lower_ops(fn: Function, b: _Builder, inputs) -> None:
-    from .views import VIEW_OPS
     for op in fn.ops:
         if op.name in VIEW_OPS:
             continue   # view kernels: views are addressing, their loads are already bound
