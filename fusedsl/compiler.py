@@ -23,16 +23,17 @@ from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleErr
 from .ir.core import Function, Module
 from .ir.ops import CALL, CONSTANT, has_trait
 from .ir.printer import print_module
-from .passes.base import PassManager
+from .passes.base import PassManager, write_atomic
 from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .lower.errors import LoweringError
-from .lower.kinds import Kind, LowerOptions, lower_kernel
+from .lower.kinds import Kind, LowerOptions, lower_kernel, tile_programs
 from .lower.column_plan import is_column_kernel, lone_row_reduction
 from .lower.row_plan import has_row_reduction
 from .lower.vector import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
+from .tile.text import print_tile
 
 
 _UNSET = object()
@@ -127,11 +128,14 @@ class KernelPlan:
 
     @property
     def tile_ir(self) -> str | None:
-        """The allocated tile program as text (tile/text.py), with the tiling once sizes are known."""
-        if self.schedule is None:
-            return None
-        from .tile.text import print_tile
-        return print_tile(self.schedule, self.tiling)
+        """The allocated tile programs as text (tile/text.py; `tile.text.parse_tiles` reads it back): a
+        vector kernel's one program, with the tiling once sizes are known; another kind's
+        per-op programs in the order it runs them (lower/kinds.tile_programs); None when the
+        kernel has none (not printable, or a transpose / attention kernel)."""
+        if self.schedule is not None:
+            return print_tile(self.schedule, self.tiling)
+        programs = tile_programs(self.lowered)
+        return "".join(print_tile(prog) for _, prog in programs) if programs else None
 
     @property
     def ub_bytes(self) -> int:
@@ -881,12 +885,11 @@ def compile_module(graph: Module, infos, target=None, options=None) -> CompiledK
         # the kind registry (lower/kinds.py) picks the schedule; an error (e.g. a symbolic row
         # too long for UB) leaves the kernel to the CPU executors and says why at k.source
         kind, lowered, error = lower_kernel(fn, info.kind, tgt, lower_options, snapshots)
-        sched = lowered if kind is not None and kind.name == "vector" else None
-        if sched is not None and manager.dump_dir:   # the tile IR beside the graph IR dumps
-            from .passes.base import write_atomic
-            from .tile.text import print_tile
+        if manager.dump_dir and lowered is not None:   # the tile IR beside the graph IR dumps
             stem = _dump_stem(fn.name)
-            write_atomic(os.path.join(manager.dump_dir, f"tile-{stem}.tile"), print_tile(sched, locs=True))
+            for label, prog in tile_programs(lowered):   # a vector kernel's one program; each op's of other kinds
+                name = f"tile-{stem}-{label}.tile" if label else f"tile-{stem}.tile"
+                write_atomic(os.path.join(manager.dump_dir, name), print_tile(prog, locs=True))
             for i, (step, text) in enumerate(snapshots or []):
                 write_atomic(os.path.join(manager.dump_dir, f"tile-{stem}-{i:02d}-{step}.tile"), text)
         plans.append(KernelPlan(fn, info.kind, info.reason, kind, lowered, error))

@@ -8,7 +8,8 @@ import fusedsl as fs
 from fusedsl import dtypes as dt
 from fusedsl.lower.vector import Slot, Stmt, compute_tiling, schedule_vector_kernel
 from fusedsl.targets import get_target
-from fusedsl.tile.text import print_tile
+from fusedsl.lower.kinds import tile_programs
+from fusedsl.tile.text import TileParseError, parse_tile, parse_tiles, print_tile
 from fusedsl.tile.verify import TileVerifyError, verify_tile
 
 IR = """func @k(%a: f32[128], %b: f32[M,128]) -> (f32[M,128]) loc("k.py":1) {
@@ -27,15 +28,15 @@ buffers:
   t3: float32 TBuf<VECCALC> x1
   out0_5: float32 TQue<VECOUT, depth 1> x2
 copyin:
-  in_a_0 <- a float32 row [01]
-  in_b_1 <- b float32 full [11]
+  in_a_0 <- a#0 float32 row [01]
+  in_b_1 <- b#1 float32 full [11]
 hoisted:
   t2 = abs(in_a_0) : float32
 compute:
   t3 = add(t2, in_b_1) : float32
   out0_5 = relu(t3) : float32
 copyout:
-  y0 <- out0_5 float32
+  y0#0 <- out0_5 float32
 """
 
 T = get_target("ascend910b")
@@ -196,3 +197,94 @@ def test_dump_ir_of_a_kernel_with_a_300_character_name(tmp_path, monkeypatch):
     tiles = sorted(p.name for p in tmp_path.glob("tile-*.tile"))
     assert tiles and all(len(t) < 120 and t.startswith("tile-" + "k" * 64 + "-") for t in tiles)
     np.testing.assert_array_equal(c(np.ones(8, np.float32)), np.full(8, 3.0, np.float32))
+
+
+# ---- the parser: every kind's tile programs read back ------------------------------------------
+
+def _every_kind():
+    """One small program per kernel kind that holds tile programs (vector, view, row, column,
+    cube with an elementwise and with a row epilogue, conv), on 910B."""
+    x, w = np.ones((24, 40), np.float32), np.ones((40, 16), np.float32)
+
+    @fs.fused_kernel(target="ascend910b")
+    def f(x, w, b, idx, img, cw, z):
+        v = fs.where(x > 0.5, fs.exp(x), x.astype(fs.float16).astype(fs.float32))   # vector: cmp, cast
+        cat = fs.relu(fs.concatenate([x[:, :8], x[:, 8:16]], axis=1) + 1.0)        # view kernel
+        t = fs.take(w, idx) * 2.0                                                     # gather view
+        sm = fs.softmax(x * 0.5, axis=-1)                                             # row
+        col = fs.sum(fs.exp(z) * z, axis=0)                                           # column
+        mm = fs.gelu(x @ w + b)                                                       # cube + elementwise
+        lsm = fs.softmax(x @ w, axis=-1)                                              # cube + row epilogue
+        cv = fs.relu(fs.conv2d(img, cw, padding=1) * 0.5)                             # conv
+        return v, cat, t, sm, col, mm, lsm, cv
+
+    return f.compile(x, w, np.ones(16, np.float32), np.zeros(5, np.int32),
+                     np.ones((1, 3, 6, 6), np.float32), np.ones((4, 3, 3, 3), np.float32),
+                     np.ones((30, 20), np.float32))
+
+
+def test_every_kinds_tile_programs_round_trip_through_the_parser():
+    k = _every_kind()
+    kinds = {}
+    for plan in k.kernels:
+        for label, prog in tile_programs(plan.lowered):
+            text = print_tile(prog, locs=True)
+            back = parse_tile(text)
+            assert print_tile(back.sched, locs=True) == text, (plan.kernel_kind, label)
+            verify_tile(back.sched, T)          # a parsed program is a program the verifier takes
+            kinds.setdefault(plan.kernel_kind, []).append(label)
+        if plan.tile_ir is not None and plan.schedule is None:   # another kind: its programs in turn
+            assert [p.sched.kernel.name for p in parse_tiles(plan.tile_ir)] == [
+                prog.kernel.name for _, prog in tile_programs(plan.lowered)]
+    assert {"vector", "row", "column", "cube", "conv"} <= set(kinds), kinds
+    assert any(label.startswith("epilogue-") and label.endswith("-gelu") for label in kinds["cube"])
+    views = [p.schedule for p in k.kernels if p.schedule is not None and p.schedule.views is not None]
+    assert views and all("views: S [" in print_tile(s) for s in views)
+    # a view kernel's loads and boxes come back as they were
+    for s in views:
+        got = parse_tile(print_tile(s)).sched.views
+        assert got.S == s.views.S and got.boxes == s.views.boxes
+        assert [(ld.sources, ld.gather) for ld in got.loads] == [(ld.sources, ld.gather) for ld in s.views.loads]
+
+
+def test_dump_writes_every_kinds_tile_programs(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSEDSL_DUMP_IR", str(tmp_path))
+
+    @fs.fused_kernel(target="ascend910b")
+    def g(x, w):
+        return fs.softmax(x * 0.5, axis=-1), fs.relu(x @ w)
+
+    k = g.compile(np.ones((8, 32), np.float32), np.ones((32, 16), np.float32))
+    names = {p.kernel_kind: p.name for p in k.kernels}
+    row = sorted(f.name for f in tmp_path.glob(f"tile-{names['row']}-*.tile"))
+    assert row and all(n.endswith((".tile")) for n in row) and any("-mul.tile" in n for n in row)
+    cube = sorted(f.name for f in tmp_path.glob(f"tile-{names['cube']}-epilogue-*.tile"))
+    assert cube == [f"tile-{names['cube']}-epilogue-00-relu.tile"]
+    text = (tmp_path / cube[0]).read_text()
+    assert "test_tile_ir.py" in text and parse_tile(text).sched.kernel.name.endswith(".relu")
+
+
+def test_a_planted_bug_in_parsed_text_is_caught_by_the_verifier():
+    text = print_tile(_sched())
+    broken = text.replace("t3 = add(t2, in_b_1) : float32", "t3 = add(t9, in_b_1) : float32")
+    parsed = parse_tile(broken.replace("  t3: float32 TBuf<VECCALC> x1\n",
+                                       "  t3: float32 TBuf<VECCALC> x1\n  t9: float32 TBuf<VECCALC> x1\n"))
+    with pytest.raises(TileVerifyError, match="add reads t9 before it is written"):
+        verify_tile(parsed.sched, T)
+
+
+@pytest.mark.parametrize("text, line, what", [
+    ("tile k iter [4]\n", 1, "expected 'tile @<kernel>"),
+    (GOLDEN.replace("  t3 = add(t2, in_b_1) : float32", "  t3 = add(t2, in_b_1)"), 14, "is not a compute line"),
+    (GOLDEN.replace("in_b_1: float32 TQue", "in_b_1: float33 TQue"), 4, "unknown dtype 'float33'"),
+])
+def test_parse_errors_name_the_line(text, line, what):
+    with pytest.raises(TileParseError, match=f"tile text line {line}: .*{what}" if line > 1 else what):
+        parse_tile(text)
+
+
+def test_tiled_text_parses_with_its_tiling_line():
+    s = _sched()
+    parsed = parse_tile(print_tile(s, compute_tiling(s, {"M": 192}, T)))
+    assert parsed.tiling["R"] == 192 and parsed.tiling["C"] == 128
+    assert print_tile(parsed.sched) == GOLDEN

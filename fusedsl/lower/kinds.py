@@ -125,3 +125,36 @@ def lower_kernel(fn: Function, group: str, target: Target, options: LowerOptions
         return kind, None, exc
     owner = next(k for k in KINDS if type(sched) in k.schedules)
     return owner, sched, None
+
+
+def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
+    """The vector tile programs a kernel's schedule holds, labelled, in the order the kernel
+    runs them (FUSEDSL_DUMP_IR, `plan.tile_ir`): a vector or view kernel is one program; a row
+    kernel has one per elementwise op (lower/row_plan.op_schedule), a column kernel one per op
+    of its phases, a cube or conv kernel one per epilogue op (a row epilogue: its row kernel's),
+    a kernel of several matmuls its parts' in turn.  The transpose and attention kinds move data
+    and run their softmax with their own printers: they hold none (their schedule records say
+    what they do)."""
+    if lowered is None:
+        return []
+    if isinstance(lowered, VectorSchedule):
+        return [("", lowered)]
+    if isinstance(lowered, RowSchedule):
+        steps = sorted(lowered.steps.values(), key=lambda st: _position(lowered.fn, st.op))
+        return [(f"{i:02d}-{st.op.name}", st.sched) for i, st in enumerate(steps)]
+    if isinstance(lowered, ColumnSchedule):
+        steps = [st for ph in lowered.plan.phases for st in ph.col_ops + ph.elem_ops]
+        return [(f"{i:02d}-{st.op.name}", st.sched) for i, st in enumerate(steps)]
+    if isinstance(lowered, CubeGroupSchedule):
+        return [(f"part{j}-{label}", prog) for j, part in enumerate(lowered.parts)
+                for label, prog in tile_programs(part)]
+    if isinstance(lowered, CubeSchedule):   # conv's ConvSchedule too
+        if lowered.row_epilogue is not None:
+            return [(f"epilogue-{label}", prog) for label, prog in tile_programs(lowered.row_epilogue)]
+        ops = [op for op in lowered.epilogue if id(op) in (lowered.steps or {})]
+        return [(f"epilogue-{i:02d}-{op.name}", lowered.steps[id(op)][0]) for i, op in enumerate(ops)]
+    return []
+
+
+def _position(fn: Function, op) -> int:
+    return next(i for i, o in enumerate(fn.ops) if o is op)
