@@ -231,3 +231,26 @@ def test_sibling_merge_never_closes_a_cycle_through_a_merged_group():
     x = np.array(14, np.int32)
     got_c, got_a = f(x)
     assert got_c == np.float32(0.0) and np.isclose(got_a, np.float32(14 / 15))
+
+
+def test_every_canonicalisation_pass_can_be_disabled_by_name():
+    """disable_passes accepts every pass of the pipeline (fold-transpose and split-reductions
+    were refused as unknown): the names come from the passes themselves."""
+    from fusedsl.passes.fusion_model import PASS_NAMES
+    from fusedsl.passes.pipeline import canonicalize_passes
+    assert {p.name for p in canonicalize_passes()} <= set(PASS_NAMES)
+
+    @fs.fused_kernel
+    def f(x, w):
+        return fs.sum(fs.relu(x @ w.T), axis=(0, 2))
+
+    x, w = np.ones((2, 3, 4), np.float32), np.ones((5, 4), np.float32)
+    want = np.maximum(x @ w.T, 0).sum(axis=(0, 2))
+    ops = {}
+    for name in ("", "fold-transpose", "split-reductions"):
+        k = f.compile(x, w, disable_passes=[name] if name else [])
+        np.testing.assert_allclose(k(x, w), want, rtol=1e-6)
+        ops[name] = [p.ops for p in k.kernels]
+    assert ops[""] == [["matmul", "relu", "sum"], ["sum"]]                    # w.T folded, sum split in two
+    assert ops["fold-transpose"] == [["transpose"], ["matmul", "relu", "sum"], ["sum"]]
+    assert ops["split-reductions"] == [["matmul", "relu"], ["sum"]]           # one sum over axes (0, 2)

@@ -82,8 +82,11 @@ class FusionOptions:
         return self.fuse and "views" not in self.disabled
 
 
-PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "dce", "horizontal", "row-fusion", "views",
-              "fuse", "attention-fusion", "attention-rope", "attention-layout", "attention-heads")
+# every canonicalisation pass (passes/pipeline.py; tests/test_cost_fusion.py checks none is
+# missing) and the fusion switches of this module
+PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "fold-transpose", "attention-fusion",
+              "attention-rope", "attention-layout", "attention-heads", "split-reductions", "dce",
+              "horizontal", "row-fusion", "views", "fuse")
 
 
 def disabled_passes(options: dict) -> frozenset:
