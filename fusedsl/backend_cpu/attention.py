@@ -1,22 +1,28 @@
-"""CPU executor for the attention op: blocked online softmax (flash attention) on BLAS.
+"""CPU executor for the attention op: blocked online softmax (flash attention), JIT-compiled.
 
-One JIT-compiled function runs work items (batch, head, Q block) on the launcher's threads
-(both cores).  Per item, the KV axis is walked in blocks:
+One JIT function runs work items (batch, head, Q block of BQ queries) on the launcher's
+threads (both cores).  The scores are kept transposed, keys down and queries across: a
+<16 x float> vector holds one key's score for 16 queries, so every softmax statistic
+(running max, sum, rescale factor) is a vector over queries and the softmax needs no
+horizontal reduction.  Per item, Q^T (scaled) is copied once into scratch; then per KV
+block of BK keys and per chunk of QC = 32 queries:
 
-    S  = scale * Q_blk @ K_blk^T              sgemm into a [BQ x BK] scratch tile
-    S += mask / -inf where masked or causal   (vectorised, <16 x float>)
-    m' = max(m, rowmax(S));  P = exp(S - m'); l = l * exp(m - m') + rowsum(P)
-    O  = O * exp(m - m') + P @ V_blk          the rescale in the JIT code, the product sgemm
-    out = O / l                               once, after the last block (0 where l == 0)
+    S^T = K_blk Q^T              register tiles of MK keys x 32 queries, K broadcast from
+                                 its rows, Q^T loaded as vectors; + mask / -inf (causal)
+                                 in the tile's epilogue, the block's max kept in registers
+    m' = max(m, max S);  P = exp(S - m') in place;  l = l * exp(m - m') + sum P
+    O^T = O^T * exp(m - m') + V_blk^T P^T
+                                 register tiles of MV channels x 32 queries, V broadcast
+    out = O / l                  once per item, transposed back (0 where l == 0)
 
-so the S x S matrix never exists: a thread holds one [BQ x BK] tile of scores and its
-[BQ x Dv] accumulator.  Causal items stop at their diagonal (blocks beyond it are skipped,
-not masked).  Why BLAS and not a JIT micro-kernel: numpy's bundled OpenBLAS has packed
-AVX-512 sgemm kernels (backend_cpu/cube.py says the same); the JIT code does what BLAS
-cannot -- the masked row maximum, exp and the rescale -- on the tile while it is in L1/L2.
+so the S x S matrix never exists: a chunk's [BK x 32] score tile stays in L1, the K and
+V blocks in L2 while the item's chunks use them.  Causal chunks stop at their diagonal
+(blocks beyond it are skipped, not masked).  Why not BLAS (the first version called
+OpenBLAS's sgemm for both products): sgemm packs both operands on every call, which
+cost a fifth of the kernel at these sizes (the P tile changes every block, the Q block
+was packed again for every KV block); these register tiles read Q^T, K, P and V where
+they are (S=2048: about 110 GFLOP/s per core against sgemm's 88-96, one thread).
 
-The JIT code calls cblas_sgemm through a pointer handed in with the arguments (the
-address of numpy's OpenBLAS symbol), so one foreign call runs a whole range of items.
 float16/bfloat16 operands are widened to float32 before the launch and the result is
 rounded once to the result dtype, as the reference does; a boolean mask becomes an
 additive float32 mask (0 / -inf), read through its broadcast strides.
@@ -31,7 +37,6 @@ from ..ir.core import Function, Op
 from ..ir.ops import rope_reference
 from ..reference import _round
 from . import jit
-from .cube import sgemm_address, single_threaded_blas
 from .irgen import carried_loop
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
@@ -43,15 +48,16 @@ I1 = ir.IntType(1)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
-_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _FLOATS = {dt.float32, dt.float16, dt.bfloat16}
 
-# Block sizes: a [BQ x BK] float32 score tile (256 KB) and the K/V blocks stay in L2 while
-# the tile is rescaled and multiplied; BQ rows of Q are one sgemm's M, big enough for its
-# packed kernels.  Swept on the 2-core host (BQ 64..256 x BK 256..512) at S=512/2048,
-# D=64/128: 256 x 256 was best or within the noise of the best everywhere.
-BLOCK_Q = 256
-BLOCK_K = 256
+# Block sizes.  A work item is BLOCK_Q queries (its chunks share each K/V block while it is
+# in L2); a KV block is BLOCK_K keys: a chunk's score tile [BLOCK_K x 32] floats is 16 KB,
+# half of L1, and the K and V blocks (BLOCK_K x D floats each) stay in L2.  QC = 32 queries
+# (two vectors) per chunk; register tiles of MK keys / MV channels x 32 queries take 2 * MK
+# (2 * MV) of the 32 AVX-512 registers.  Swept on the 2-core host at S=2048, D=64/128.
+BLOCK_Q = 64
+BLOCK_K = 128
+QC = 2 * LANES
 ALIGN = 64
 
 
@@ -74,10 +80,8 @@ class _Shape:
         self.S, self.Dv = k[-2], v[-1]
         self.scale = float(op.attr("scale"))
         self.causal = bool(op.attr("causal"))
-        self.bq = min(BLOCK_Q, max(1, self.L))
-        self.bk = min(BLOCK_K, _round_up(max(1, self.S), LANES))
-        self.bkp = _round_up(self.bk, LANES)          # padded score-tile row
-        self.dvp = _round_up(max(1, self.Dv), LANES)   # padded accumulator row
+        self.bq = _round_up(min(BLOCK_Q, max(1, self.L)), QC)   # queries per item (chunks of QC)
+        self.bk = BLOCK_K
         self.q_blocks = -(-self.L // self.bq)
         self.items = self.batch * self.heads * self.q_blocks
         self.mask_strides = None   # (batch, head, row) element strides of the f32 mask, if any
@@ -96,15 +100,20 @@ class _Shape:
         return (self.batch, self.heads, self.kv_heads, self.L, self.E, self.S, self.Dv, self.scale,
                 self.causal, self.bq, self.bk, self.mask_strides, self.bshd)
 
+    # scratch of one thread, in floats: Q^T [E][bq], O^T [Dv][bq], the score tile [bk][QC], m, l [bq]
+    @property
+    def scratch_floats(self) -> int:
+        return (self.E + self.Dv + 2) * self.bq + self.bk * QC
+
     @property
     def scratch_bytes(self) -> int:
-        return (self.bq * self.bkp + self.bq * self.dvp + 2 * _round_up(self.bq, LANES)) * 4 + 4 * ALIGN
+        return self.scratch_floats * 4 + ALIGN
 
 
 class _Builder:
     """LLVM IR of `void attention(i64 item_begin, i64 item_end, ptr args, ptr scratch)`.
 
-    args: [q, k, v, out, mask (or 0), sgemm] as i64 addresses; every size is a constant.
+    args: [q, k, v, out, mask (or 0)] as i64 addresses; every size is a constant.
     """
 
     def __init__(self, sh: _Shape, features):
@@ -114,8 +123,11 @@ class _Builder:
         self.vf = ir.VectorType(F32, LANES)
         self.vi = ir.VectorType(I64, LANES)
         self.vb = ir.VectorType(I1, LANES)
-        self.gemm_t = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I64, I64, I64, F32, PTR, I64, PTR, I64,
-                                                      F32, PTR, I64])
+        # register tile heights: 2 * MK accumulators (+ 2 loaded, 2 running max) of 32 zmm registers;
+        # without AVX-512 a <16 x float> is two ymm registers of 16, so the tiles are halved
+        wide = "avx512f" in features
+        self.mk = 8 if wide else 3
+        self.mv = 8 if wide else 3
 
     # ---- helpers --------------------------------------------------------------------------------------
     @staticmethod
@@ -126,9 +138,9 @@ class _Builder:
     def cf(x):
         return ir.Constant(F32, float(x))
 
-    def loop(self, b, start, end, step, carried, body, tag):
-        """for (i = start; i < end; i += step) carried = body(i, carried); returns carried."""
-        return carried_loop(b, start, end, step, carried, body, tag)[1]
+    def loop(self, b, start, end, step, carried, body, tag, whole_steps=False):
+        """for (i = start; i < end; i += step) carried = body(i, carried); returns (i, carried)."""
+        return carried_loop(b, start, end, step, carried, body, tag, whole_steps)
 
     def intrinsic(self, name, ret, args):
         return self.k.intrinsic(name, ret, args)
@@ -139,21 +151,7 @@ class _Builder:
     def vstore(self, b, value, ptr):
         b.store(value, ptr, align=4)
 
-    def masked_load(self, b, ptr, mask):
-        fn = self.intrinsic("llvm.masked.load.v16f32.p0", self.vf, [PTR, I32, self.vb, self.vf])
-        return b.call(fn, [ptr, ir.Constant(I32, 4), mask, self.k.fc(0.0)])
-
-    def masked_store(self, b, value, ptr, mask):
-        fn = self.intrinsic("llvm.masked.store.v16f32.p0", ir.VoidType(), [self.vf, PTR, I32, self.vb])
-        b.call(fn, [value, ptr, ir.Constant(I32, 4), mask])
-
-    def lanes_below(self, b, start, limit):
-        """<16 x i1>: start + lane < limit."""
-        iota = ir.Constant(self.vi, [ir.Constant(I64, j) for j in range(LANES)])
-        idx = b.add(self.splat(b, start, I64), iota)
-        return b.icmp_signed("<", idx, self.splat(b, limit, I64)), idx
-
-    def splat(self, b, x, typ):
+    def splat(self, b, x, typ=F32):
         vt = ir.VectorType(typ, LANES)
         undef = ir.Constant(vt, ir.Undefined)
         one = b.insert_element(undef, x, ir.Constant(I32, 0))
@@ -162,29 +160,43 @@ class _Builder:
     def gep(self, b, base, index):
         return b.gep(base, [index], source_etype=F32)
 
-    def scalar_exp(self, b, x):
-        return b.extract_element(emit_exp(self.k, b, self.splat(b, x, F32)), ir.Constant(I32, 0))
+    def fma(self, b, x, y, z):
+        return self.k.fma(b, x, y, z)
+
+    def vmax(self, b, x, y):
+        return b.call(self.intrinsic("llvm.maxnum.v16f32", self.vf, [self.vf, self.vf]), [x, y])
+
+    def lanes(self, b, start):
+        """<16 x i64>: start + lane."""
+        iota = ir.Constant(self.vi, [ir.Constant(I64, j) for j in range(LANES)])
+        return b.add(self.splat(b, start, I64), iota)
+
+    def gather(self, b, ptrs, valid):
+        fn = self.intrinsic("llvm.masked.gather.v16f32.v16p0", self.vf,
+                            [ir.VectorType(PTR, LANES), I32, self.vb, self.vf])
+        return b.call(fn, [ptrs, ir.Constant(I32, 4), valid, self.k.fc(0.0)])
 
     # ---- the kernel -----------------------------------------------------------------------------------
     def build(self) -> str:
-        sh = self.sh
+        sh, C = self.sh, self.c64
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [I64, I64, PTR, PTR]), name="attention")
+        fn.attributes.add("nounwind")
         lo, hi, args, scratch = fn.args
         for a in (args, scratch):
             a.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
 
-        def arg(i, typ=PTR):
-            word = b.load(b.gep(args, [self.c64(i)], source_etype=I64), typ=I64)
-            return b.inttoptr(word, typ)
+        def arg(i):
+            word = b.load(b.gep(args, [C(i)], source_etype=I64), typ=I64)
+            return b.inttoptr(word, PTR)
 
         q, k, v, out, mask = (arg(i) for i in range(5))
-        gemm = arg(5, self.gemm_t.as_pointer())
-        tile = scratch
-        acc = self.gep(b, tile, self.c64(sh.bq * sh.bkp))
-        m_row = self.gep(b, acc, self.c64(sh.bq * sh.dvp))
-        l_row = self.gep(b, m_row, self.c64(_round_up(sh.bq, LANES)))
-        C = self.c64
+        qt = scratch                                     # [E][bq]: scale * Q^T of the item
+        ot = self.gep(b, qt, C(sh.E * sh.bq))            # [Dv][bq]: the accumulator O^T
+        tile = self.gep(b, ot, C(sh.Dv * sh.bq))         # [bk][QC]: scores, then P, of a chunk
+        m_row = self.gep(b, tile, C(sh.bk * QC))         # [bq] running max
+        l_row = self.gep(b, m_row, C(sh.bq))             # [bq] running sum
+        zero, ninf = self.k.fc(0.0), self.k.fc(float("-inf"))
 
         def item(it, _):
             per_batch = sh.heads * sh.q_blocks
@@ -197,123 +209,182 @@ class _Builder:
 
             def at(base, st, head, row):
                 return self.gep(b, base, b.add(b.add(b.mul(bi, C(st[0])), b.mul(head, C(st[1]))), b.mul(row, C(st[2]))))
-            q0 = at(q, sh.q_st, h, r0)
-            k0 = at(k, sh.k_st, hk, C(0))
-            v0 = at(v, sh.v_st, hk, C(0))
-            o0 = at(out, sh.o_st, h, r0)
+            ctx = dict(bi=bi, h=h, k0=at(k, sh.k_st, hk, C(0)), v0=at(v, sh.v_st, hk, C(0)), mask=mask)
+            self.pack_q(b, at(q, sh.q_st, h, r0), rows, qt)
 
-            def init(r, _):
-                b.store(self.cf(float("-inf")), self.gep(b, m_row, r))
-                b.store(self.cf(0.0), self.gep(b, l_row, r))
-                row = self.gep(b, acc, b.mul(r, C(sh.dvp)))
-                self.loop(b, C(0), C(sh.dvp), C(LANES), [],
-                          lambda c, _: (self.vstore(b, self.k.fc(0.0), self.gep(b, row, c)), [])[1], "zero")
+            def init(r, _):   # O^T, m, l of the item's bq queries (the padding lanes too)
+                self.vstore(b, ninf, self.gep(b, m_row, r))
+                self.vstore(b, zero, self.gep(b, l_row, r))
+                self.loop(b, C(0), C(sh.Dv), C(1), [],
+                          lambda c, _: (self.vstore(b, zero, self.gep(b, ot, b.add(b.mul(c, C(sh.bq)), r))), [])[1],
+                          "zero")
                 return []
-            self.loop(b, C(0), rows, C(1), [], init, "init")
+            self.loop(b, C(0), C(sh.bq), C(LANES), [], init, "init")
 
             kv_end = C(sh.S)
-            if sh.causal:   # top-left: query row i sees keys j <= i; later blocks are skipped
+            if sh.causal:   # top-left: query i sees keys j <= i; blocks past the last row's are skipped
                 last = b.add(r0, rows)
                 kv_end = b.select(b.icmp_signed("<", last, C(sh.S)), last, C(sh.S))
 
             def kv_block(kb, _):
-                cols = b.sub(kv_end, kb)
-                cols = b.select(b.icmp_signed("<", cols, C(sh.bk)), cols, C(sh.bk))
-                b.call(gemm, [ir.Constant(I32, _ROW_MAJOR), ir.Constant(I32, _NO_TRANS), ir.Constant(I32, _TRANS),
-                              rows, cols, C(sh.E), self.cf(sh.scale), q0, C(sh.q_st[2]),
-                              self.gep(b, k0, b.mul(kb, C(sh.k_st[2]))), C(sh.k_st[2]), self.cf(0.0), tile,
-                              C(sh.bkp)])
-                self.loop(b, C(0), rows, C(1), [], lambda r, _: self.softmax_row(b, r, r0, kb, cols, bi, h, tile,
-                                                                                acc, m_row, l_row, mask), "row")
-                b.call(gemm, [ir.Constant(I32, _ROW_MAJOR), ir.Constant(I32, _NO_TRANS), ir.Constant(I32, _NO_TRANS),
-                              rows, C(sh.Dv), cols, self.cf(1.0), tile, C(sh.bkp),
-                              self.gep(b, v0, b.mul(kb, C(sh.v_st[2]))), C(sh.v_st[2]), self.cf(1.0), acc,
-                              C(sh.dvp)])
+                def chunk(c0, _):
+                    qa = b.add(r0, c0)   # the chunk's first query
+                    end = kv_end
+                    if sh.causal:
+                        last = b.add(qa, C(QC))
+                        end = b.select(b.icmp_signed("<", last, kv_end), last, kv_end)
+                    cols = b.sub(end, kb)
+                    cols = b.select(b.icmp_signed("<", cols, C(sh.bk)), cols, C(sh.bk))
+                    with b.if_then(b.icmp_signed(">", cols, C(0))):
+                        self.chunk(b, ctx, kb, cols, c0, qa, qt, ot, tile, m_row, l_row)
+                    return []
+                self.loop(b, C(0), rows, C(QC), [], chunk, "chunk")
                 return []
             self.loop(b, C(0), kv_end, C(sh.bk), [], kv_block, "kv")
-
-            def finish(r, _):
-                total = b.load(self.gep(b, l_row, r), typ=F32)
-                inv = b.select(b.fcmp_ordered(">", total, self.cf(0.0)), b.fdiv(self.cf(1.0), total), self.cf(0.0))
-                vinv = self.splat(b, inv, F32)
-                src = self.gep(b, acc, b.mul(r, C(sh.dvp)))
-                dst = self.gep(b, o0, b.mul(r, C(sh.o_st[2])))
-
-                def chunk(c, _):
-                    valid, _idx = self.lanes_below(b, c, C(sh.Dv))
-                    x = b.fmul(self.vload(b, self.gep(b, src, c)), vinv)
-                    self.masked_store(b, x, self.gep(b, dst, c), valid)
-                    return []
-                self.loop(b, C(0), C(sh.Dv), C(LANES), [], chunk, "out")
-                return []
-            self.loop(b, C(0), rows, C(1), [], finish, "finish")
+            self.finish(b, at(out, sh.o_st, h, r0), rows, ot, l_row)
             return []
 
         self.loop(b, lo, hi, C(1), [], item, "item")
         b.ret_void()
         return str(self.module)
 
-    def softmax_row(self, b, r, r0, kb, cols, bi, h, tile, acc, m_row, l_row, mask):
-        """Row r of the score tile: mask, running max, exp in place, running sum, rescale O."""
+    def pack_q(self, b, q0, rows, qt):
+        """Q^T [E][bq] = scale * Q rows of the item (padding queries 0)."""
         sh, C = self.sh, self.c64
-        srow = self.gep(b, tile, b.mul(r, C(sh.bkp)))
-        qrow = b.add(r0, r)
-        mrow = None
+        scale = self.cf(sh.scale)
+
+        def row(r, _):
+            src = self.gep(b, q0, b.mul(r, C(sh.q_st[2])))
+            self.loop(b, C(0), C(sh.E), C(1), [], lambda d, _: (b.store(
+                b.fmul(b.load(self.gep(b, src, d), typ=F32), scale),
+                self.gep(b, qt, b.add(b.mul(d, C(sh.bq)), r))), [])[1], "qd")
+            return []
+        self.loop(b, C(0), rows, C(1), [], row, "qrow")
+
+        def pad(r, _):
+            self.loop(b, C(0), C(sh.E), C(1), [], lambda d, _: (b.store(
+                self.cf(0.0), self.gep(b, qt, b.add(b.mul(d, C(sh.bq)), r))), [])[1], "qpd")
+            return []
+        self.loop(b, rows, C(sh.bq), C(1), [], pad, "qpad")
+
+    def chunk(self, b, ctx, kb, cols, c0, qa, qt, ot, tile, m_row, l_row):
+        """One KV block for the QC queries from c0 of the item: scores, online softmax, P V."""
+        sh, C = self.sh, self.c64
+        ninf = self.k.fc(float("-inf"))
+        queries = [self.lanes(b, b.add(qa, C(LANES * t))) for t in range(2)]
+
+        # ---- S^T = K_blk Q^T, register tiles of mk keys (then single keys) x 32 queries
+        def scores(height):
+            def panel(j0, carried):
+                krows = [self.gep(b, ctx["k0"], b.mul(b.add(kb, b.add(j0, C(i))), C(sh.k_st[2])))
+                         for i in range(height)]
+
+                def step(d, acc):
+                    qv = [self.vload(b, self.gep(b, qt, b.add(b.mul(d, C(sh.bq)), b.add(c0, C(LANES * t)))))
+                          for t in range(2)]
+                    new = []
+                    for i in range(height):
+                        kv = self.splat(b, b.load(self.gep(b, krows[i], d), typ=F32))
+                        new += [self.fma(b, kv, qv[t], acc[2 * i + t]) for t in range(2)]
+                    return new
+                _, acc = self.loop(b, C(0), C(sh.E), C(1), [self.k.fc(0.0)] * (2 * height), step, "e")
+                vmax = list(carried)
+                for i in range(height):
+                    key = b.add(kb, b.add(j0, C(i)))
+                    for t in range(2):
+                        s = self.epilogue(b, ctx, acc[2 * i + t], key, queries[t])
+                        self.vstore(b, s, self.gep(b, tile, b.add(b.mul(b.add(j0, C(i)), C(QC)), C(LANES * t))))
+                        vmax[t] = self.vmax(b, vmax[t], s)
+                return vmax
+            return panel
+        j, vmax = self.loop(b, C(0), cols, C(self.mk), [ninf, ninf], scores(self.mk), "kp", whole_steps=True)
+        _, vmax = self.loop(b, j, cols, C(1), vmax, scores(1), "k1")
+
+        # ---- online softmax, a vector of 16 queries at a time
+        corr, m_use = [], []
+        for t in range(2):
+            mp = self.gep(b, m_row, b.add(c0, C(LANES * t)))
+            m_old = self.vload(b, mp)
+            m_new = self.vmax(b, m_old, vmax[t])
+            # a query with every key so far masked keeps m = -inf and exponentiates against 0
+            use = b.select(b.fcmp_ordered("==", m_new, ninf), self.k.fc(0.0), m_new)
+            self.vstore(b, m_new, mp)
+            corr.append(emit_exp(self.k, b, b.fsub(m_old, use)))
+            m_use.append(use)
+        masked = sh.causal or sh.mask_strides is not None
+
+        def expo(jj, sums):
+            new = []
+            for t in range(2):
+                ptr = self.gep(b, tile, b.add(b.mul(jj, C(QC)), C(LANES * t)))
+                s = self.vload(b, ptr)
+                p = emit_exp(self.k, b, b.fsub(s, m_use[t]))
+                if masked:   # exp(-inf) is 0 exactly, whatever the polynomial's clamp gives
+                    p = b.select(b.fcmp_ordered("==", s, ninf), self.k.fc(0.0), p)
+                self.vstore(b, p, ptr)
+                new.append(b.fadd(sums[t], p))
+            return new
+        _, sums = self.loop(b, C(0), cols, C(1), [self.k.fc(0.0)] * 2, expo, "exp")
+        for t in range(2):
+            lp = self.gep(b, l_row, b.add(c0, C(LANES * t)))
+            self.vstore(b, self.fma(b, self.vload(b, lp), corr[t], sums[t]), lp)
+
+        # ---- O^T = O^T * corr + V_blk^T P^T, register tiles of mv channels (then single ones) x 32 queries
+        def pv(height):
+            def panel(c, _):
+                optr = [[self.gep(b, ot, b.add(b.mul(b.add(c, C(i)), C(sh.bq)), b.add(c0, C(LANES * t))))
+                         for t in range(2)] for i in range(height)]
+                init = [b.fmul(self.vload(b, optr[i][t]), corr[t]) for i in range(height) for t in range(2)]
+                vbase = self.gep(b, ctx["v0"], b.add(b.mul(kb, C(sh.v_st[2])), c))
+
+                def step(jj, acc):
+                    pv_ = [self.vload(b, self.gep(b, tile, b.add(b.mul(jj, C(QC)), C(LANES * t)))) for t in range(2)]
+                    vrow = self.gep(b, vbase, b.mul(jj, C(sh.v_st[2])))
+                    new = []
+                    for i in range(height):
+                        vv = self.splat(b, b.load(self.gep(b, vrow, C(i)), typ=F32))
+                        new += [self.fma(b, vv, pv_[t], acc[2 * i + t]) for t in range(2)]
+                    return new
+                _, acc = self.loop(b, C(0), cols, C(1), init, step, "j")
+                for i in range(height):
+                    for t in range(2):
+                        self.vstore(b, acc[2 * i + t], optr[i][t])
+                return []
+            return panel
+        c, _ = self.loop(b, C(0), C(sh.Dv), C(self.mv), [], pv(self.mv), "vp", whole_steps=True)
+        self.loop(b, c, C(sh.Dv), C(1), [], pv(1), "v1")
+
+    def epilogue(self, b, ctx, s, key, queries):
+        """A key's scores for 16 queries: + the mask, -inf past the causal diagonal."""
+        sh, C = self.sh, self.c64
         if sh.mask_strides is not None:
             sb, shd, sr = sh.mask_strides
-            off = b.add(b.add(b.mul(bi, C(sb)), b.mul(h, C(shd))), b.add(b.mul(qrow, C(sr)), kb))
-            mrow = self.gep(b, mask, off)
-        ninf = self.k.fc(float("-inf"))
-        maxnum = self.intrinsic("llvm.maxnum.v16f32", self.vf, [self.vf, self.vf])
+            base = self.gep(b, ctx["mask"], b.add(b.add(b.mul(ctx["bi"], C(sb)), b.mul(ctx["h"], C(shd))), key))
+            if sr == 0:   # the same mask row for every query (key padding)
+                add = self.splat(b, b.load(base, typ=F32))
+            else:         # padding queries (past L) read nothing
+                valid = b.icmp_signed("<", queries, self.splat(b, C(sh.L), I64))
+                offs = b.mul(queries, self.splat(b, C(4 * sr), I64))
+                ptrs = b.inttoptr(b.add(self.splat(b, b.ptrtoint(base, I64), I64), offs), ir.VectorType(PTR, LANES))
+                add = self.gather(b, ptrs, valid)
+            s = b.fadd(s, add)
+        if sh.causal:
+            s = b.select(b.icmp_signed("<=", self.splat(b, key, I64), queries), s, self.k.fc(float("-inf")))
+        return s
 
-        def pass1(c, carried):
-            (vmax,) = carried
-            valid, idx = self.lanes_below(b, c, cols)
-            if sh.causal:
-                key = b.add(idx, self.splat(b, kb, I64))
-                valid = b.and_(valid, b.icmp_signed("<=", key, self.splat(b, qrow, I64)))
-            s = self.vload(b, self.gep(b, srow, c))
-            if mrow is not None:
-                inb, _ = self.lanes_below(b, c, cols)
-                s = b.fadd(s, self.masked_load(b, self.gep(b, mrow, c), inb))
-            s = b.select(valid, s, ninf)
-            if mrow is not None or sh.causal:   # pass 2 reads the masked scores back
-                self.vstore(b, s, self.gep(b, srow, c))
-            return [b.call(maxnum, [vmax, s])]
-        (vmax,) = self.loop(b, C(0), cols, C(LANES), [ninf], pass1, "max")
-        reduce_max = self.intrinsic("llvm.vector.reduce.fmax.v16f32", F32, [self.vf])
-        top = b.call(reduce_max, [vmax])
-        m_old = b.load(self.gep(b, m_row, r), typ=F32)
-        m_new = b.select(b.fcmp_ordered(">", top, m_old), top, m_old)
-        m_use = b.select(b.fcmp_ordered("==", m_new, self.cf(float("-inf"))), self.cf(0.0), m_new)
-        vm = self.splat(b, m_use, F32)
+    def finish(self, b, o0, rows, ot, l_row):
+        """out rows = O^T columns / l (0 where l == 0: every key masked)."""
+        sh, C = self.sh, self.c64
 
-        def pass2(c, carried):
-            (vsum,) = carried
-            ptr = self.gep(b, srow, c)
-            p = emit_exp(self.k, b, b.fsub(self.vload(b, ptr), vm))
-            valid, _ = self.lanes_below(b, c, cols)   # lanes past the block's last key count 0
-            p = b.select(valid, p, self.k.fc(0.0))
-            self.vstore(b, p, ptr)
-            return [b.fadd(vsum, p)]
-        (vsum,) = self.loop(b, C(0), cols, C(LANES), [self.k.fc(0.0)], pass2, "exp")
-        reduce_add = self.intrinsic("llvm.vector.reduce.fadd.v16f32", F32, [F32, self.vf])
-        rowsum = b.call(reduce_add, [self.cf(0.0), vsum])
-        corr = self.scalar_exp(b, b.fsub(m_old, m_use))
-        l_ptr = self.gep(b, l_row, r)
-        b.store(b.fadd(b.fmul(b.load(l_ptr, typ=F32), corr), rowsum), l_ptr)
-        b.store(m_new, self.gep(b, m_row, r))
-        vcorr = self.splat(b, corr, F32)
-        orow = self.gep(b, acc, b.mul(r, C(sh.dvp)))
-
-        def rescale(c, _):
-            ptr = self.gep(b, orow, c)
-            self.vstore(b, b.fmul(self.vload(b, ptr), vcorr), ptr)
+        def row(r, _):
+            total = b.load(self.gep(b, l_row, r), typ=F32)
+            inv = b.select(b.fcmp_ordered(">", total, self.cf(0.0)), b.fdiv(self.cf(1.0), total), self.cf(0.0))
+            dst = self.gep(b, o0, b.mul(r, C(sh.o_st[2])))
+            self.loop(b, C(0), C(sh.Dv), C(1), [], lambda c, _: (b.store(
+                b.fmul(b.load(self.gep(b, ot, b.add(b.mul(c, C(sh.bq)), r)), typ=F32), inv),
+                self.gep(b, dst, c)), [])[1], "oc")
             return []
-        # the running max rarely moves after the first blocks: then O keeps its scale (corr == 1)
-        with b.if_then(b.fcmp_unordered("!=", corr, self.cf(1.0))):
-            self.loop(b, C(0), C(sh.dvp), C(LANES), [], rescale, "rescale")
-        return []
+        self.loop(b, C(0), rows, C(1), [], row, "finish")
 
 
 class AttentionCpuKernel:
@@ -328,7 +399,7 @@ class AttentionCpuKernel:
     @classmethod
     def build(cls, fn: Function) -> "AttentionCpuKernel | None":
         ops = [op for op in fn.ops if op.name != "constant"]
-        if len(ops) != 1 or ops[0].name != "attention" or sgemm_address() is None:
+        if len(ops) != 1 or ops[0].name != "attention":
             return None
         params = [id(p.value) for p in fn.params]
         if tuple(fn.results) != tuple(ops[0].results) or ops[0].results[0].dtype not in _FLOATS:
@@ -376,13 +447,12 @@ class AttentionCpuKernel:
             self._compiled[key] = entry
         cfunc, _, bufs = entry
         args = np.array([q.ctypes.data, k.ctypes.data, v.ctypes.data, out.ctypes.data,
-                         0 if mask is None else mask.ctypes.data, sgemm_address()], np.int64)
+                         0 if mask is None else mask.ctypes.data], np.int64)
         scratch = [_round_up(buf.ctypes.data, ALIGN) for buf in bufs]
-        with single_threaded_blas():   # the blocks already run on every core
-            if len(scratch) == 1:
-                cfunc(0, sh.items, args.ctypes.data, scratch[0])
-            else:
-                run_blocks(cfunc, sh.items, args.ctypes.data, scratch)
+        if len(scratch) == 1:
+            cfunc(0, sh.items, args.ctypes.data, scratch[0])
+        else:
+            run_blocks(cfunc, sh.items, args.ctypes.data, scratch)
 
 
 def _rotated(x: np.ndarray, cos, sin, layout: str) -> np.ndarray:
@@ -413,4 +483,3 @@ def run(fn: Function, inputs, targets=None) -> tuple[np.ndarray, ...] | None:
     """The kernel's results, or None when it is not a lone attention op (reference path)."""
     kernel = AttentionCpuKernel.build(fn)
     return None if kernel is None else kernel.run(inputs, targets)
-
