@@ -14,8 +14,9 @@ kernel of the unfused chain prints and simulate can measure it):
   modelled NPU time of the attention kernel vs the chain (cost model, not a measurement).
 
 Attention kernel vs the flash model per chip (float16, one head, 910B and 310P): the measured
-bytes, their ratio to the model, and the excess split into P through the GM workspace and Q
-re-read per KV block.
+bytes, their ratio to the model, and the excess split into P through the GM workspace, Q
+re-read per KV block, and K and V read for more Q blocks than the model's (310P at D = 128 takes
+BQ 112 so that the Q block fits UB).
 
 CPU time (B=1, H=8, float32, medians of --repeat interleaved runs, both cores): fusedsl's
 attention kernel (kernel(*arrays): the blocked online softmax on BLAS, backend_cpu/attention.py)
@@ -68,7 +69,11 @@ def chip_rows():
                 model = cost.attention_gm_model(c.kernels[0].function.ops[0], c.target)
                 p_bytes = 0 if sched.p_in_ub else 2 * s * s * 2
                 q_bytes = 0 if (sched.q_l1_bytes or sched.q_ub_bytes) else (-(-s // sched.bk) - 1) * s * d * 2
-                rows.append((target, s, d, sched.bq, sched.bk, model, c.report().gm_bytes_measured, p_bytes, q_bytes))
+                # K and V read for more Q blocks than the model's (310P: a smaller BQ that holds Q in UB)
+                model_bq, _ = cost.attention_blocks(c.target, s, s, d, d, 2)
+                kv_bytes = (-(-s // sched.bq) - -(-s // model_bq)) * 2 * s * d * 2
+                rows.append((target, s, d, sched.bq, sched.bk, model, c.report().gm_bytes_measured, p_bytes, q_bytes,
+                             kv_bytes))
     return rows
 
 
@@ -200,11 +205,11 @@ def main(argv=None):
     if not args.no_simulate:
         print("\nAttention kernel vs the flash model, float16, one head (bytes measured by simulate)\n")
         print("| target | S | D | BQ x BK | flash model | attention, measured | measured / model | "
-              "P through GM | Q re-reads | measured - model - P - Q |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        for target, s, d, bq, bk, model, got, p_bytes, q_bytes in chip_rows():
+              "P through GM | Q re-reads | K, V for extra Q blocks | rest |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for target, s, d, bq, bk, model, got, p_bytes, q_bytes, kv_bytes in chip_rows():
             print(f"| {target} | {s} | {d} | {bq} x {bk} | {model} | {got} | {got / model:.3f} | {p_bytes} | "
-                  f"{q_bytes} | {got - model - p_bytes - q_bytes} |")
+                  f"{q_bytes} | {kv_bytes} | {got - model - p_bytes - q_bytes - kv_bytes} |")
 
     print("\nTransformer blocks, ascend910b, float32, x [2, 8, 64], 4 heads\n")
     print("| block | kernels | printed | kernels (ops) | simulate vs torch, max abs | NPU model us |")

@@ -20,7 +20,8 @@ KV axis in blocks of BK keys:
 
 Block sizes: BK <= 128 keys, BQ query rows as large as UB (S, P, O, P V tiles, row statistics),
 L0C (S block and P V block, float32) and L1 allow (cost.attention_blocks' rule, counted here
-exactly for the buffers the printer allocates).  Static shapes only.  A mask is read one row of
+exactly for the buffers the printer allocates); on 310P a smaller BQ when that lets the Q block
+sit in UB too and reads fewer GM bytes (_q_block_310p).  Static shapes only.  A mask is read one row of
 the S block at a time through its broadcast strides (a mask broadcasting over the keys does not
 print); a bool mask becomes 0 / -3e38 on the vector unit (a block row whose maximum is below
 -1e38 counts as fully masked, so a fully masked row still gives 0, as torch does).
@@ -226,6 +227,9 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
         rope_head, rope_row = E, _rope_row(cos, tuple(qs[:-2]), L, S, E, op)
     budget = int(target.ub_bytes * ub_fraction)
     bq, bk = attention_blocks(target, L, S, E, Dv, item, ub_fraction, mask_item, rope_head)
+    q_rows_e = cos is not None or strides(h_q, L, E, op.operands[0])[2] == E   # Q rows can sit E apart in UB
+    if not target.separated and E * item % 32 == 0 and q_rows_e:
+        bq = _q_block_310p(bq, bk, L, S, E, Dv, item, budget, target, mask_item, rope_head)
     ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item, mask_item, rope_head))
     if ub > budget:
         raise ScheduleError(f"FS110: attention with head size {Dv} needs {ub} B of UB for 16 x 16 blocks, "
@@ -253,8 +257,7 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     # at these block sizes (the blocks are not shrunk for it: K and V reads would grow more) and
     # its rows can sit E apart, 32-byte aligned, as qk's org Ka
     q_ub = bq * E * item
-    if (not target.separated and E * item % 32 == 0 and ub + q_ub <= budget
-            and (cos is not None or strides(h_q, L, E, op.operands[0])[2] == E)):
+    if not target.separated and E * item % 32 == 0 and ub + q_ub <= budget and q_rows_e:
         sched.q_ub_bytes = q_ub
         sched.ub_bytes = ub + q_ub
         sched.plan_note = sched.plan_note.replace("the Q block read from GM by every Q K^T",
@@ -275,6 +278,32 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
                             "reads them with one org Ka)", loc=op.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     return sched
+
+
+def _q_block_310p(bq: int, bk: int, L: int, S: int, E: int, Dv: int, item: int, budget: int, target,
+                  mask_item: int, rope_head: int) -> int:
+    """310P's BQ: attention_blocks' BQ (the largest the S, P, O tiles leave UB room for), or a smaller
+    multiple of 16 that leaves room for the Q block in UB too, whichever reads fewer GM bytes per head:
+    with Q in GM every KV block after the first reads the whole Q again ((S / BK - 1) x L x E), with
+    a smaller BQ K and V are read once per Q block more often (L / BQ x S x (E + Dv)).  E.g. D = 128,
+    float16, L = S = 1024: BQ 128 leaves 31424 B of UB, the Q block needs 32768; BQ 112 holds it and
+    reads 5.5 MB against 6.25 MB."""
+    def fits_q(b):
+        ub = sum(n for _, _, n in attention_ub_buffers(target, b, bk, Dv, item, mask_item, rope_head))
+        return ub + b * E * item <= budget
+
+    def gm(b, q_in_ub):
+        kv_reads = -(-L // b) * S * (E + Dv)
+        return kv_reads + (0 if q_in_ub else (-(-S // bk) - 1) * L * E)
+    if fits_q(bq):
+        return bq
+    best, best_bytes = bq, gm(bq, False)
+    for b in range(bq - 16, 0, -16):
+        if fits_q(b):
+            if gm(b, True) < best_bytes:
+                best = b
+            break
+    return best
 
 
 def _l1_plan(target: Target, bq: int, bk: int, E: int, Dv: int, dtype: dt.DType, q_row: int, rope: bool):
