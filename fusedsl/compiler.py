@@ -167,6 +167,7 @@ class CompiledKernel:
         self._single_row = _UNSET   # the same for a lone row kernel
         self._views = _UNSET        # main is reshapes of its parameters only: (param, shape) per result
         self._program = _UNSET      # main as bound native calls (backend_cpu/program.py), static sizes
+        self._zeros = None          # structural-zero masks of main's values (backend_cpu/zeros.py)
         self._outputs = OutputPool()   # recycled result buffers for calls without out=
         self._source: str | None = None
         self._library = None
@@ -534,9 +535,31 @@ class CompiledKernel:
             if getattr(other, "is_reshape", False):
                 return "view", False   # a transpose moving size-1 axes only: a reshape view
             if isinstance(other, cube.CubeKernel):
-                return (lambda ins, outs: other.bind(ins, outs, self.target) or bind_other(ins, outs)), False
+                zeros = None
+                if other.cube.name == "conv2d":   # imported conv variants: skip their zeros
+                    masks = self._structural_zeros()
+                    zeros = [masks.get(id(v)) for v in op.operands]
+                return (lambda ins, outs: other.bind(ins, outs, self.target, zeros) or bind_other(ins, outs)), False
             return other.bind, False
         return bind_other, False
+
+    def _structural_zeros(self):
+        """backend_cpu.zeros.structural_zeros of this module, computed once."""
+        if self._zeros is None:
+            from .backend_cpu.zeros import structural_zeros
+            self._zeros = structural_zeros(self.module)
+        return self._zeros
+
+    def _callee_zeros(self, plan):
+        """The structural-zero masks of a conv kernel's operands when main calls it once with
+        static sizes (the walk of main passes no op), else None."""
+        if self._last_sizes or not any(op.name == "conv2d" for op in plan.function.ops):
+            return None
+        calls = [op for op in self.module.main.ops if op.name == "call" and op.attr("callee") == plan.name]
+        if len(calls) != 1:
+            return None
+        masks = self._structural_zeros()
+        return [masks.get(id(v)) for v in calls[0].operands]
 
     def _single_call_plan(self):
         """(CpuKernel, input order, result meta, tiling) when main is one call of a compiled
@@ -696,7 +719,7 @@ class CompiledKernel:
                 return tuple(outs)
         if kernel is None:
             from .backend_cpu import cube, transpose
-            done = cube.run(plan.function, inputs, targets)   # matmul/conv2d (+ epilogue) on BLAS
+            done = cube.run(plan.function, inputs, targets, self._callee_zeros(plan))   # matmul/conv2d on BLAS
             if done is None:   # a lone transpose / permute: cache-blocked tiles
                 done = transpose.run(plan.function, inputs, targets)
             if done is None and self._attention_kernel(plan) is not None:   # flash attention on BLAS

@@ -43,7 +43,7 @@ from ..ir.ops import CONSTANT, CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
 from ..lower.vector import compute_tiling, schedule_vector_kernel
 from ..lower.cube_group import cube_parts
-from . import CpuKernel, casts, jit
+from . import CpuKernel, casts, conv_sparse, jit
 from .launch import KERNEL_PROTO, host_threads, pool
 from .llvm_row import RowCpuKernel
 from .stmts import LoweringError
@@ -360,7 +360,7 @@ class CubeKernel:
 
     # -- running ---------------------------------------------------------------------------
 
-    def bind(self, inputs, outputs, target=None):
+    def bind(self, inputs, outputs, target=None, zeros=None):
         """A callable running the kernel on exactly these arrays (a program's bound step: the
         arrays stay the same, their contents change), or None when this executor cannot run
         it (the caller then runs the reference).
@@ -371,8 +371,10 @@ class CubeKernel:
         epilogue as ONE native vector kernel compiled for `target` like any vector kernel
         (the same statements and rounding; transcendentals are the LLVM backend's, within
         the per-dtype tolerances of numpy's; each numpy epilogue op cost ~1.5 us on small
-        blocks).  Otherwise `run` (a small float32 matmul with a numpy epilogue directly)."""
-        native = self._bind_native(inputs, outputs, target) if target is not None else None
+        blocks).  Otherwise `run` (a small float32 matmul with a numpy epilogue directly).
+        `zeros`: per input, its structural-zero mask (backend_cpu/zeros.py) or None; a conv2d
+        skips the products they make zero (conv_sparse.py)."""
+        native = self._bind_native(inputs, outputs, target, zeros) if target is not None else None
         if native is not None:
             return native
         if not self.floats:
@@ -429,7 +431,7 @@ class CubeKernel:
         self._epilogue_kernels[target] = (kernel, tiling, list(reads.values()), inside)
         return self._epilogue_kernels[target]
 
-    def _bind_native(self, inputs, outputs, target):
+    def _bind_native(self, inputs, outputs, target, zeros=None):
         """The product into a kept float32 buffer, then the native epilogue kernel (a lone
         float32 product straight into the output); None when the epilogue is not one or an
         argument is not a C-contiguous array of its parameter's dtype."""
@@ -464,7 +466,11 @@ class CubeKernel:
             return None
         product = outputs[0] if plain else np.empty(y.shape, np.float32)
         a, w = (env[id(v)] for v in self.cube.operands)
-        fill = self._product_fill(a, w, product)
+        masks = None
+        if zeros is not None:
+            index = {id(p.value): i for i, p in enumerate(self.fn.params)}
+            masks = [zeros[index[id(v)]] if id(v) in index else None for v in self.cube.operands]
+        fill = self._product_fill(a, w, product, masks)
         ins = [product] + [env[id(v)] for v in reads]
         if plain:
             epilogue = _nothing
@@ -491,10 +497,15 @@ class CubeKernel:
             epilogue()
         return call
 
-    def _product_fill(self, a, w, product):
-        """A callable writing the float32 product of these operand arrays into `product`."""
+    def _product_fill(self, a, w, product, masks=None):
+        """A callable writing the float32 product of these operand arrays into `product`;
+        `masks`: the operands' structural zeros (or None)."""
         cube, y = self.cube, self.cube.result
         if cube.name == "conv2d":
+            if masks is not None and any(m is not None for m in masks):
+                sparse = self._sparse_conv_fill(a, w, product, masks)
+                if sparse is not None:
+                    return sparse
             native = self._conv_fill(a, w, product)
             if native is not None:
                 return native
@@ -522,6 +533,51 @@ class CubeKernel:
                     gemms.operands = (a, w, product)   # the viewed arrays live as long as the call
                     return gemms
         return lambda: np.matmul(a, w, out=product)
+
+    def _sparse_plan(self, x, w, masks):
+        """The conv2d's zero structure (conv_sparse.SparseConv) when skipping its zeros saves
+        enough, else None; kept per kernel function (its masks are static)."""
+        key = tuple(None if m is None else (m.shape, m.tobytes()) for m in masks)
+        cached = getattr(self, "_sparse", None)
+        if cached is None or cached[0] != key:
+            plan = conv_sparse.SparseConv(x.shape, w.shape, self.cube.result.shape, self.cube.attr("stride"),
+                                          self.cube.attr("padding"), *masks)
+            self._sparse = cached = (key, plan if plan.worth else None)
+        return cached[1]
+
+    def _sparse_conv_fill(self, x, w, product, masks):
+        """The conv2d without its structurally zero products (conv_sparse.py), or None when
+        they are too few to matter.  A call whose compact input or weight is not finite runs
+        the dense conv instead (built then, once)."""
+        plan = self._sparse_plan(x, w, masks)
+        if plan is None:
+            return None
+        bound = plan.bind(x, w, product, gemm_list)
+        if bound is None:
+            return None
+        steps = bound.steps
+        dense = []
+
+        def dense_fill():
+            if not dense:
+                native = self._conv_fill(x, w, product)
+                if native is None:
+                    def native():
+                        for sl, block in self._conv_blocks(x, w):
+                            product[sl] = block
+                dense.append(native)
+            dense[0]()
+
+        def fill():
+            if plan.empty:
+                product.fill(0.0)
+            elif bound.gather():
+                for step in steps:
+                    step()
+            else:
+                dense_fill()
+        fill.bound = bound   # its buffers (and the views the native calls read) live as long as the call
+        return fill
 
     def _conv_fill(self, x, w, product):
         """The float32 conv2d of these arrays into `product` [N, K, Ho, Wo] with every image
@@ -634,7 +690,7 @@ class CubeKernel:
                     epilogue(ext, rows, product, scratch, outs)
         return call
 
-    def run(self, inputs, targets=None) -> tuple[np.ndarray, ...]:
+    def run(self, inputs, targets=None, zeros=None) -> tuple[np.ndarray, ...]:
         env = {id(p.value): np.asarray(a, dtype=p.value.dtype.np) for p, a in zip(self.fn.params, inputs)}
         for op in self.prologue:
             env[id(op.result)] = _run_op(op, [env[id(v)] for v in op.operands])
@@ -646,7 +702,20 @@ class CubeKernel:
         for v, t in zip(self.fn.results, targets or [None] * len(self.fn.results)):
             outs.append(t if t is not None else np.empty(v.shape, v.dtype.np))
         x, w = (env[id(v)] for v in self.cube.operands)
-        blocks = self._conv_blocks(x, w) if self.cube.name == "conv2d" else self._matmul_blocks(x, w)
+        blocks = None
+        if self.cube.name == "conv2d" and zeros is not None and any(m is not None for m in zeros):
+            index = {id(p.value): i for i, p in enumerate(self.fn.params)}
+            masks = [zeros[index[id(v)]] if id(v) in index else None for v in self.cube.operands]
+            # the product buffer is kept (a fresh one costs its page faults on every call)
+            product = getattr(self, "_run_product", None)
+            if product is None:
+                product = self._run_product = np.empty(y.shape, np.float32)
+            fill = self._sparse_conv_fill(x, w, product, masks) if all(a.flags.c_contiguous for a in (x, w)) else None
+            if fill is not None:   # the whole product, then the epilogue on it as one block
+                fill()
+                blocks = [(slice(None), product)]
+        if blocks is None:
+            blocks = self._conv_blocks(x, w) if self.cube.name == "conv2d" else self._matmul_blocks(x, w)
         scratch: dict[int, np.ndarray] = {}
         for sl, block in blocks:
             _round_to(block, y.dtype)
@@ -848,19 +917,26 @@ def _guarded(kernel, inputs, outputs):
     return call
 
 
-def run(fn: Function, inputs, targets=None) -> tuple[np.ndarray, ...] | None:
-    """Run a cube kernel function blockwise, or None when this executor does not handle it."""
+def run(fn: Function, inputs, targets=None, zeros=None) -> tuple[np.ndarray, ...] | None:
+    """Run a cube kernel function blockwise, or None when this executor does not handle it.
+    `zeros`: per input, its structural-zero mask or None (CubeKernel.bind)."""
     kernel = kernel_for(fn)
     if kernel is None or not kernel.floats:
         return None
+    if zeros is not None and isinstance(kernel, CubeKernel):
+        def go():
+            return kernel.run(inputs, targets, zeros)
+    else:
+        def go():
+            return kernel.run(inputs, targets)
     if _BLAS_LOCAL_THREADS is None:
-        return kernel.run(inputs, targets)
+        return go()
     # Every sgemm of this thread on this thread: OpenBLAS's own threads are worse than
     # useless here.  Measured with torch imported (every fs.from_torch user): a 256^3 sgemm
     # took 32 ms on OpenBLAS's two threads and 0.36 ms on one; a 32x32x2312 conv tap 32 ms
     # against 61 us.  Products big enough to share run as blocks on the pool (_matmul_2d).
     prev = _BLAS_LOCAL_THREADS(1)
     try:
-        return kernel.run(inputs, targets)
+        return go()
     finally:
         _BLAS_LOCAL_THREADS(prev)

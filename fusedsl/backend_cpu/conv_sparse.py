@@ -1,0 +1,252 @@
+"""conv2d over operands with structural zeros: only the products that can be nonzero.
+
+An imported dilated, grouped or transposed convolution is a plain conv2d whose weight or
+input is mostly structural zeros (backend_cpu/zeros.py says which).  From the masks:
+
+  * taps: kernel positions (r, s) whose weight is zero for every (k, c) are skipped (dilation);
+  * groups: a weight that is block-diagonal over (K, C) in G equal blocks is G products of
+    K/G x C/G (groups; G = C is a depthwise convolution);
+  * a lattice: the input rows that can be nonzero lie on a + q*i (a transposed convolution's
+    zero-inserted input: q = its stride), likewise the columns; padding rows are outside it.
+
+Output row oh reads padded row oh*sh + r; on the lattice only when oh*sh + r = a (mod q).
+Rows oh with the same oh*sh mod q form a class (every L = q / gcd(sh, q)-th row) whose taps are
+the same and whose compact input rows advance by sh / gcd(sh, q): each class of (row, column)
+is one ordinary strided convolution of the compact input (the lattice rows and columns only)
+with its own taps, computed as gathered windows and one product per group, its result written
+to the class's strided positions of the output.
+
+Skipping a product is exact only when the skipped factor's partner is finite (0 * inf is NaN
+in the dense sum).  A plan therefore checks, per call, that the compact input and the weight
+are finite (their sums: an inf or NaN makes the sum so) and otherwise runs the dense conv.
+Sums run in a different order than the dense per-tap products (float rounding differs; the
+result is the same real number).
+
+The plan only lays out buffers and views; `cube` runs the copies and the products (one native
+call of every sgemm, cube.gemm_list).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .gather import copy_list
+
+WORTH = 0.5     # a plan is used when it does at most this fraction of the dense multiply-adds
+
+
+def _lattice(nonzero: np.ndarray) -> tuple[int, int, int] | None:
+    """(first, step, count) of the rows that can be nonzero, or None when none can."""
+    idx = np.flatnonzero(nonzero)
+    if idx.size == 0:
+        return None
+    first = int(idx[0])
+    step = int(np.gcd.reduce(np.diff(idx))) if idx.size > 1 else 1
+    return first, step, (int(idx[-1]) - first) // step + 1
+
+
+def _groups(kc: np.ndarray) -> int:
+    """The most equal diagonal blocks the [K, C] nonzero pattern of the weight fits."""
+    k, c = kc.shape
+    for g in range(math.gcd(k, c), 1, -1):
+        if k % g or c % g:
+            continue
+        kg, cg = k // g, c // g
+        blocks = kc.reshape(g, kg, g, cg).any(axis=(1, 3))
+        if not (blocks & ~np.eye(g, dtype=bool)).any():
+            return g
+    return 1
+
+
+def _classes(out: int, stride: int, first: int, step: int, taps: int):
+    """Per class of output rows: (first output row, count, output step, [(tap, first compact
+    row, compact step)]) for the taps that meet the lattice."""
+    g = math.gcd(stride, step)
+    period, advance = step // g, stride // g
+    result = []
+    for o0 in range(min(period, out)):
+        count = -(-(out - o0) // period)
+        hits = [(r, (o0 * stride + r - first) // step, advance)
+                for r in range(taps) if (o0 * stride + r - first) % step == 0]
+        result.append((o0, count, period, hits))
+    return result
+
+
+class SparseConv:
+    """The zero structure of one conv2d (from the masks and static shapes): which images can
+    be nonzero, and which classes of output positions read which taps of the compact input
+    (module docstring)."""
+
+    def __init__(self, x_shape, w_shape, out_shape, stride, padding, mx, mw):
+        n, c, h, wd = x_shape
+        k, _, r, s = w_shape
+        _, _, ho, wo = out_shape
+        (sh, sw), (ph, pw) = stride, padding
+        self.x_shape, self.w_shape, self.out_shape, self.padding = tuple(x_shape), tuple(w_shape), tuple(out_shape), (ph, pw)
+        rows = np.zeros(h + 2 * ph, bool)
+        cols = np.zeros(wd + 2 * pw, bool)
+        if mx is None:
+            rows[ph:ph + h] = True
+            cols[pw:pw + wd] = True
+            self.images = list(range(n))
+        else:
+            rows[ph:ph + h] = mx.any(axis=(0, 1, 3))
+            cols[pw:pw + wd] = mx.any(axis=(0, 1, 2))
+            self.images = [int(i) for i in np.flatnonzero(mx.any(axis=(1, 2, 3)))]   # the others are all zero
+        lat_h, lat_w = _lattice(rows), _lattice(cols)
+        wmask = np.ones(w_shape, bool) if mw is None else mw
+        taps = wmask.any(axis=(0, 1))
+        self.groups = g = _groups(wmask.any(axis=(2, 3)))
+        self.dense_macs = n * k * c * r * s * ho * wo
+        self.empty = lat_h is None or lat_w is None or not taps.any() or not self.images
+        self.classes = []
+        self.macs = 0
+        if self.empty:   # the input or the weight is all zeros: so is the product
+            return
+        (ah, qh, nh), (aw, qw, nw) = self.lattice = lat_h, lat_w
+        lo_h = hi_h = lo_w = hi_w = 0
+        for oh0, ch, lh, hits_h in _classes(ho, sh, ah, qh, r):
+            for ow0, cw, lw, hits_w in _classes(wo, sw, aw, qw, s):
+                hits = [(rr, ih, dh, ss, iw, dw) for rr, ih, dh in hits_h for ss, iw, dw in hits_w if taps[rr, ss]]
+                if hits:
+                    self.classes.append((oh0, ch, lh, ow0, cw, lw, hits))
+                self.macs += len(hits) * (c // g) * k * len(self.images) * ch * cw
+                for _, ih, dh, _, iw, dw in hits:
+                    lo_h, hi_h = max(lo_h, -ih), max(hi_h, ih + dh * (ch - 1) - (nh - 1))
+                    lo_w, hi_w = max(lo_w, -iw), max(hi_w, iw + dw * (cw - 1) - (nw - 1))
+        self.margins = lo_h, hi_h, lo_w, hi_w
+        # every output position of a computed image is some class's (with a tap)
+        self.covered = len(self.classes) == min(ho, _period(sh, qh)) * min(wo, _period(sw, qw))
+        self._buffers = None
+
+    @property
+    def worth(self) -> bool:
+        return self.empty or (self.macs <= WORTH * self.dense_macs and bool(self.classes))
+
+    def buffers(self, gemm_list):
+        """The internal buffers and native calls, made once per plan and reused by every call
+        (fresh buffers of this size cost more in page faults than the copies into them):
+        (compact input, per class its weight buffer, images per chunk, per chunk of images
+        (windows copy, products, the class products [K, images, rows, cols])), or None when
+        `gemm_list` (cube.gemm_list) cannot run the products."""
+        if self._buffers is None:
+            n_img = len(self.images)
+            _, c, _, _ = self.x_shape
+            k, _, _, s = self.w_shape
+            g = self.groups
+            kg, cg = k // g, c // g
+            (_, _, nh), (_, _, nw) = self.lattice
+            lo_h, hi_h, lo_w, hi_w = self.margins
+            compact = np.zeros((c, n_img, lo_h + nh + hi_h, lo_w + nw + hi_w), np.float32)
+            per_image = sum(4 * (c * len(hits) + k) * ch * cw for _, ch, _, _, cw, _, hits in self.classes)
+            chunk = max(1, min(n_img, CHUNK_BYTES // max(per_image, 1)))
+            weights, classes = [], []
+            for _, ch, _, _, cw, _, hits in self.classes:
+                t = len(hits)
+                wbuf = np.empty((g, kg, cg, t), np.float32)
+                weights.append((wbuf, np.array([h[0] * s + h[3] for h in hits], np.intp)))
+                classes.append((wbuf, np.empty((c, t, chunk, ch, cw), np.float32),
+                                np.empty((k, chunk * ch * cw), np.float32)))
+            chunks = []
+            for j0 in range(0, n_img, chunk):
+                nb = min(chunk, n_img - j0)
+                windows, products, grids = [], [], []
+                for (wbuf, cols, acc), (oh0, ch, lh, ow0, cw, lw, hits) in zip(classes, self.classes):
+                    t = len(hits)
+                    m = nb * ch * cw
+                    cols_nb = cols[:, :, :nb]
+                    for j, (_, ih, dh, _, iw, dw) in enumerate(hits):
+                        ih, iw = ih + lo_h, iw + lo_w
+                        windows.append((cols_nb[:, j], compact[:, j0:j0 + nb, ih:ih + dh * (ch - 1) + 1:dh,
+                                                               iw:iw + dw * (cw - 1) + 1:dw]))
+                    flat = cols_nb.reshape(g, cg * t, m)
+                    products += [(wbuf[i].reshape(kg, cg * t), flat[i], acc[i * kg:(i + 1) * kg, :m], 0.0)
+                                 for i in range(g)]
+                    grids.append(acc[:, :m].reshape(k, nb, ch, cw))
+                gemms = gemm_list(products)
+                if gemms is None:
+                    return None
+                chunks.append((j0, nb, copy_list(windows), gemms, grids, windows, products))
+            self._buffers = (compact, weights, chunks, classes)
+        return self._buffers
+
+    def bind(self, x, w, product, gemm_list) -> "BoundSparseConv | None":
+        """The conv of these arrays (into `product`), or None (see `buffers`)."""
+        if not self.empty and self.buffers(gemm_list) is None:
+            return None
+        return BoundSparseConv(self, x, w, product)
+
+
+CHUNK_BYTES = 4 << 20   # gathered windows + products of one chunk of images: stays in L2/L3
+
+
+def _period(stride: int, step: int) -> int:
+    return step // math.gcd(stride, step)
+
+
+class BoundSparseConv:
+    """One conv2d over these arrays: `gather()` copies the compact input and the weights (False
+    when either is not finite: the caller then runs the dense conv, a skipped 0 * inf would
+    have been NaN), then `steps` are the native calls: per chunk of images the windows, the
+    products and the classes' results into the output."""
+
+    def __init__(self, plan: SparseConv, x, w, product):
+        self.plan, self.x, self.w, self.product = plan, x, w, product
+        self.steps = []
+        if plan.empty:
+            return
+        n, c, _, _ = plan.x_shape
+        k, _, r, s = plan.w_shape
+        _, _, ho, wo = plan.out_shape
+        ph, pw = plan.padding
+        (ah, qh, nh), (aw, qw, nw) = plan.lattice
+        lo_h, _, lo_w, _ = plan.margins
+        g = plan.groups
+        kg, cg = k // g, c // g
+        compact, self.weights, chunks, _ = plan.buffers(None)
+        self.compact = compact
+        inner = compact[:, :, lo_h:lo_h + nh, lo_w:lo_w + nw]
+        source = x[:, :, ah - ph:ah - ph + qh * (nh - 1) + 1:qh, aw - pw:aw - pw + qw * (nw - 1) + 1:qw]
+        images = plan.images
+        self._pairs = [(inner[:, j], source[i]) for j, i in enumerate(images)]
+        self._compact = copy_list(self._pairs) if x.dtype == np.float32 else None
+        # the weight's diagonal blocks [G, K/G, C/G, R*S], gathered per call
+        self.w6 = w.reshape(g, kg, g, cg, r, s)
+        self.diag = np.arange(g)
+        keep = []
+        for j0, nb, windows, gemms, grids, _, _ in chunks:
+            results = []
+            for grid, (oh0, ch, lh, ow0, cw, lw, _) in zip(grids, plan.classes):
+                for j in range(nb):   # image by image: the output's images need not be evenly spaced
+                    target = product[images[j0 + j], :, oh0:oh0 + lh * (ch - 1) + 1:lh, ow0:ow0 + lw * (cw - 1) + 1:lw]
+                    results.append((target, grid[:, j]))
+            keep.append(results)
+            self.steps += [windows, gemms, copy_list(results)]
+        self._keep = keep   # the views the copy lists read, alive with them
+        # what no class writes: the images that are all zero, or everything when some output
+        # positions read no tap
+        skipped = sorted(set(range(n)) - set(images))
+        self._zero = [] if plan.covered else [product]
+        if not self._zero and skipped:
+            self._zero = [product[i] for i in skipped]
+
+    def gather(self) -> bool:
+        """Copy the compact input and the weights; False when either is not finite."""
+        if self._compact is not None:
+            self._compact()
+        else:   # 16-bit input: numpy converts
+            for dst, src in self._pairs:
+                np.copyto(dst, src)
+        if not (math.isfinite(float(self.compact.sum())) and math.isfinite(float(np.sum(self.w, dtype=np.float32)))):
+            return False
+        diag = self.w6[self.diag, :, self.diag]          # [G, K/G, C/G, R, S]
+        diag = diag.reshape(diag.shape[:3] + (-1,))
+        for wbuf, taps_at in self.weights:
+            if diag.dtype == np.float32:
+                np.take(diag, taps_at, axis=3, out=wbuf)
+            else:
+                np.copyto(wbuf, np.take(diag, taps_at, axis=3))
+        for z in self._zero:
+            z.fill(0.0)
+        return True

@@ -1,0 +1,169 @@
+"""Imported convolution variants skip their structural zeros on the CPU (backend_cpu/zeros.py,
+conv_sparse.py, gather.py): dilated, grouped / depthwise and transposed convolutions, composed
+by the importer as a plain conv2d over zero-inserted or block-diagonal operands, agree with
+torch.nn.functional and the numpy reference, through a bound program and through main's walk
+(out=), with inf / NaN inputs (the dense conv then runs: 0 * inf is NaN there), for float32 and
+float16; the sparse plan is asserted to be the path taken."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, strategies as st
+
+import fusedsl as fs
+from fusedsl.backend_cpu import cube
+from fusedsl.backend_cpu.gather import copy_list
+from fusedsl.backend_cpu.zeros import structural_zeros
+
+from conftest import fuzz_settings
+
+torch = pytest.importorskip("torch")
+from fusedsl.importers.torch_window import convolution  # noqa: E402  (imports torch's rules)
+
+
+def _kernel(stride, padding, dilation, transposed, output_padding, groups):
+    def conv(x, w):
+        return convolution(x, w, None, stride, padding, dilation, transposed, output_padding, groups)
+    return fs.fused_kernel(conv)
+
+
+def _torch(x, w, stride, padding, dilation, transposed, output_padding, groups):
+    tx, tw = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(w.astype(np.float32))
+    if transposed:
+        y = torch.nn.functional.conv_transpose2d(tx, tw, None, stride, padding, output_padding, groups, dilation)
+    else:
+        y = torch.nn.functional.conv2d(tx, tw, None, stride, padding, dilation, groups)
+    return y.numpy()
+
+
+def _sparse_plans(compiled):
+    """The conv kernels' sparse plans (None where the dense conv runs)."""
+    plans = []
+    for p in compiled.kernels:
+        if any(op.name == "conv2d" for op in p.function.ops):
+            kernel = cube.kernel_for(p.function)
+            plans.append(getattr(kernel, "_sparse", (None, None))[1])
+    return plans
+
+
+def _case(n, c, k, h, w_, kh, kw, stride, padding, dilation, transposed, output_padding, groups, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w_)).astype(dtype)
+    wshape = (c, k // groups, kh, kw) if transposed else (k, c // groups, kh, kw)
+    w = rng.standard_normal(wshape).astype(dtype)
+    kern = _kernel(stride, padding, dilation, transposed, output_padding, groups)
+    return x, w, kern
+
+
+def _check(x, w, kern, cfg, dtype):
+    want = _torch(x, w, *cfg)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=2e-2, atol=2e-2)
+    got = kern(x, w)
+    assert got.shape == want.shape and got.dtype == dtype
+    np.testing.assert_allclose(got.astype(np.float32), want, **tol)
+    out = np.empty_like(got)                     # main's walk: cube.run with the masks
+    kern(x, w, out=out)
+    np.testing.assert_allclose(out.astype(np.float32), want, **tol)
+    return kern.compile(x, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_the_imported_variants_take_the_sparse_conv_and_agree_with_torch(dtype):
+    # (n, c, k, h, w, kh, kw), (stride, padding, dilation, transposed, output_padding, groups)
+    cases = [((2, 4, 6, 9, 8, 3, 3), ((1, 1), (2, 1), (2, 3), False, (0, 0), 1)),   # dilated
+             ((1, 6, 6, 7, 9, 3, 2), ((2, 1), (1, 0), (1, 1), False, (0, 0), 6)),   # depthwise, strided
+             ((2, 4, 6, 5, 6, 3, 3), ((1, 1), (0, 1), (1, 1), False, (0, 0), 2)),   # grouped
+             ((2, 4, 3, 5, 4, 3, 2), ((2, 3), (1, 0), (1, 1), True, (1, 2), 1)),    # transposed, strided
+             ((1, 4, 4, 4, 5, 3, 3), ((3, 2), (1, 2), (2, 1), True, (0, 1), 2))]    # all of them
+    for shape, cfg in cases:
+        x, w, kern = _case(*shape, *cfg, dtype)
+        compiled = _check(x, w, kern, cfg, dtype)
+        plans = _sparse_plans(compiled)
+        assert plans and all(p is not None and p.macs < p.dense_macs for p in plans), (shape, cfg)
+
+
+def test_non_finite_inputs_run_the_dense_conv_like_the_reference():
+    cfg = ((1, 1), (1, 1), (2, 2), False, (0, 0), 2)   # dilated and grouped: zeros meet the inf
+    x, w, kern = _case(1, 4, 4, 7, 7, 3, 3, *cfg, np.float32)
+    x[0, 1, 3, 3] = np.inf
+    x[0, 2, 0, 5] = np.nan
+    got = kern(x, w)
+    fs.config.executor = "reference"
+    try:
+        want = kern(x, w)
+    finally:
+        fs.config.executor = "llvm"
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got).sum() > np.isnan(_torch(x, w, *cfg)).sum()   # the dense sum's 0 * inf
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+    x[0, 1, 3, 3] = x[0, 2, 0, 5] = 0.5             # finite again: the sparse plan, the same call
+    np.testing.assert_allclose(kern(x, w), _torch(x, w, *cfg), rtol=1e-4, atol=1e-4)
+
+
+@fuzz_settings(scale=0.014)
+@given(n=st.integers(1, 2), cg=st.integers(1, 3), kg=st.integers(1, 3), groups=st.integers(1, 3),
+       h=st.integers(1, 8), w_=st.integers(1, 8), kh=st.integers(1, 3), kw=st.integers(1, 3),
+       stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       padding=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+       dilation=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       transposed=st.booleans(), opad=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+       seed=st.integers(0, 2 ** 16))
+def test_drawn_convolution_variants_agree_with_torch(n, cg, kg, groups, h, w_, kh, kw, stride, padding,
+                                                     dilation, transposed, opad, seed):
+    c, k = cg * groups, kg * groups
+    if transposed:
+        assume(all(o < max(s, d) for o, s, d in zip(opad, stride, dilation)))
+        # a padding above dilation * (kernel - 1) crops the zero-inserted input; where that
+        # leaves an empty intermediate the scheduler fails (IndexError in lower/kinds.py), a
+        # separate bug: not drawn here
+        assume(all(d * (q - 1) >= p for d, q, p in zip(dilation, (kh, kw), padding)))
+        size = [(i - 1) * s - 2 * p + d * (q - 1) + o + 1
+                for i, s, p, d, q, o in zip((h, w_), stride, padding, dilation, (kh, kw), opad)]
+    else:
+        opad = (0, 0)
+        size = [(i + 2 * p - d * (q - 1) - 1) // s + 1
+                for i, s, p, d, q in zip((h, w_), stride, padding, dilation, (kh, kw))]
+    assume(min(size) >= 1)
+    cfg = (stride, padding, dilation, transposed, opad, groups)
+    x, w, kern = _case(n, c, k, h, w_, kh, kw, *cfg, np.float32, seed)
+    _check(x, w, kern, cfg, np.float32)
+
+
+@fuzz_settings(scale=0.04)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=4), data=st.data())
+def test_copy_list_matches_numpy_copyto(shape, data):
+    rng = np.random.default_rng(0)
+    pairs, wants = [], []
+    for _ in range(data.draw(st.integers(1, 3))):
+        steps = [data.draw(st.integers(1, 3)) for _ in shape]
+        flips = [data.draw(st.booleans()) for _ in shape]
+        base = rng.standard_normal([s * t for s, t in zip(shape, steps)]).astype(np.float32)
+        src = base[tuple(slice(None, None, -t if f else t) for t, f in zip(steps, flips))][tuple(slice(0, s) for s in shape)]
+        big = np.zeros([s + 2 for s in shape], np.int32).view(np.float32)
+        dst = big[tuple(slice(1, s + 1) for s in shape)]
+        pairs.append((dst, src))
+        wants.append((big, src.copy(), tuple(slice(1, s + 1) for s in shape)))
+    copy_list(pairs)()
+    for (big, want, inner), (dst, _) in zip(wants, pairs):
+        np.testing.assert_array_equal(dst, want)
+        outside = big.copy()
+        outside[inner] = 0
+        assert not outside.any()   # nothing written outside the destination view
+
+
+def test_structural_zero_masks_follow_data_movement_only():
+    def f(x, w):
+        z = fs.concatenate([x, fs.zeros_like(x)], axis=1)      # a zero half
+        y = fs.concatenate([x * 0.0, x], axis=1)                # x * 0 is not structural (inf * 0)
+        return fs.transpose(z, (1, 0)) + 1.0, y, w
+    x = np.ones((3, 2), np.float32)
+    compiled = fs.fused_kernel(f).compile(x, x)
+    masks = structural_zeros(compiled.module)
+    main = compiled.module.main
+    found = [m for v, m in ((v, masks.get(id(v))) for op in main.ops for v in op.results) if m is not None]
+    halves = [m for m in found if m.shape in ((3, 4), (4, 3))]
+    assert halves and all(m.sum() == 6 for m in halves)     # z: x's half may be nonzero
+    assert all(m.shape == (3, 2) and not m.any() for m in found if m.shape == (3, 2))   # zeros_like
+    assert all(id(v) not in masks for v in main.results)   # z + 1, y (x * 0.0 is not a zero), w
+    assert all(id(p.value) not in masks for p in main.params)
