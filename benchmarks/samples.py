@@ -18,6 +18,15 @@ A sample passes when every step exits 0 and no step prints a failure ("test fail
 "fail"); its first error is the first compiler error, the first [ERROR] line of a run or the
 last line a failing step printed.  Samples built for dav-3510 (Ascend 950) are counted apart:
 fusedsl has no target for them and they must stop with one TargetError naming the chip.
+
+`--classic` measures CANN's classic kernel-launch samples instead (Ascend/samples,
+operator/ascendc/**: each folder with a run.sh, a main.cpp and cmake/cpu_lib.cmake), given
+by CANN_SAMPLES_DIR: each runs as its README says, `bash run.sh -r cpu -v <SOC>` (--soc,
+default Ascend910B1), with the same one environment variable; it passes when run.sh exits 0,
+its verify script printed "test pass" (or, for samples without a verify step, nothing failed)
+and no line reports a failure.
+
+    CANN_SAMPLES_DIR=/tmp/samples python benchmarks/samples.py --classic [--soc Ascend310P3]
 """
 from __future__ import annotations
 
@@ -178,6 +187,67 @@ def run_sample(devkit: str, rel: str, timeout: float, scenario: str | None = Non
     return result
 
 
+CLASSIC_SUITE = os.path.join("operator", "ascendc")
+
+
+def find_classic(root: str) -> list[str]:
+    """Kernel-launch samples: folders with run.sh, main.cpp and cmake/cpu_lib.cmake (CPU mode)."""
+    base = os.path.join(root, CLASSIC_SUITE)
+    found = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames.sort()
+        if {"run.sh", "main.cpp"} <= set(filenames) and os.path.exists(os.path.join(dirpath, "cmake", "cpu_lib.cmake")):
+            found.append(os.path.relpath(dirpath, base))
+    return found
+
+
+def run_classic(root: str, rel: str, timeout: float, soc: str) -> dict:
+    src = os.path.join(root, CLASSIC_SUITE, rel)
+    result = {"sample": rel, "arch": soc, "scenario": None, "status": "pass", "error": "", "seconds": 0.0}
+    t0 = time.time()
+    env = dict(os.environ)
+    env["CMAKE_PREFIX_PATH"] = include_dir()
+    env["FUSEDSL_PYTHON"] = sys.executable
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    for name in ("ASCEND_HOME_PATH", "ASCEND_INSTALL_PATH"):
+        env.pop(name, None)
+    with tempfile.TemporaryDirectory(prefix="fusedsl-classic-") as tmp:
+        work = os.path.join(tmp, os.path.basename(rel))
+        shutil.copytree(src, work, symlinks=True)
+        try:
+            proc = subprocess.run(["bash", "run.sh", "-r", "cpu", "-v", soc], cwd=work, env=env, capture_output=True,
+                                  text=True, errors="replace", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            result.update(status="timeout", error=f"no result after {timeout:.0f} s")
+        else:
+            out = proc.stdout + proc.stderr
+            verified = "test pass" in out.lower() or not re.search(r"verify|compare", open(os.path.join(work, "run.sh")).read())
+            if proc.returncode != 0 or _FAIL.search(out) or not verified:
+                built = os.path.isdir(os.path.join(work, "out")) or "Built target" in out
+                result.update(status="run_fail" if built else "build_fail", error=_first_error(out))
+    result["seconds"] = round(time.time() - t0, 1)
+    return result
+
+
+def main_classic(args) -> int:
+    root = os.environ.get("CANN_SAMPLES_DIR")
+    if not root or not os.path.isdir(os.path.join(root, CLASSIC_SUITE)):
+        print("set CANN_SAMPLES_DIR to a checkout of Ascend/samples (with operator/ascendc)", file=sys.stderr)
+        return 2
+    samples = [s for s in find_classic(root) if args.k in s]
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for r in pool.map(lambda s: run_classic(root, s, args.timeout, args.soc), samples):
+            results.append(r)
+            print(f"{r['status']:12} {r['sample']}  {r['error'][:200]}", flush=True)
+    print(f"\nclassic kernel-launch samples ({args.soc}): {sum(r['status'] == 'pass' for r in results)} of "
+          f"{len(results)} pass")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-k", default="", help="only samples whose path contains this")
@@ -185,7 +255,12 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per step")
     ap.add_argument("--all-scenarios", action="store_true", help="run every SCENARIO_NUM the README lists")
     ap.add_argument("--json", help="write the per-sample results here")
+    ap.add_argument("--classic", action="store_true",
+                    help="CANN's classic kernel-launch samples under $CANN_SAMPLES_DIR/operator/ascendc")
+    ap.add_argument("--soc", default="Ascend910B1", help="SOC_VERSION for --classic (run.sh -v)")
     args = ap.parse_args(argv)
+    if args.classic:
+        return main_classic(args)
     devkit = os.environ.get("ASC_DEVKIT_DIR")
     if not devkit or not os.path.isdir(os.path.join(devkit, SUITE)):
         print("set ASC_DEVKIT_DIR to a checkout of mirror-cann/asc-devkit (with examples/01_simd_cpp_api)",

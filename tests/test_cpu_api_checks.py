@@ -93,9 +93,14 @@ def test_enque_twice(lib):
     fails(lib, "enque_twice", "EnQue: the tensor at UB offset 0 is already in TQue<VECIN>")
 
 
-def test_leaks_at_kernel_end(lib):
-    fails(lib, "leak", "leak — at the end of the kernel 1 tensor(s) allocated but never freed")
-    fails(lib, "leak_enqueued", "leak — at the end of the kernel 1 tensor(s) enqueued but never dequeued")
+def test_leaks_at_kernel_end_are_reported_once_per_launch(lib, capfd):
+    # a warning, not an error: CANN's CPU debug mode does not check it (its layernorm sample ends holding one)
+    for entry, what in (("leak", "1 tensor(s) allocated but never freed"),
+                        ("leak_enqueued", "1 tensor(s) enqueued but never dequeued")):
+        run(lib, entry)
+        err = capfd.readouterr().err
+        assert err.count("[WARNING]") == 1 and f"leak — at the end of the kernel {what}" in err, err
+        assert "the TQue FreeTensor page: AllocTensor and FreeTensor are used in pairs" in err
 
 
 def test_dtype_not_supported_on_target(lib):
@@ -123,9 +128,15 @@ def test_gm_out_of_bounds_names_the_buffer(lib):
           "GM buffer 'x' (4096 bytes)")
 
 
-def test_gm_access_past_set_global_buffer_length(lib):
-    fails(lib, "gm_past_length", "DataCopy(GM->UB): accesses 1024 bytes from a GlobalTensor whose "
-          "SetGlobalBuffer length leaves only 128 elements")
+def test_gm_access_past_set_global_buffer_length_is_allowed_inside_the_buffer(lib, capfd):
+    # CANN's CPU debug mode checks only the alignment of a DataCopy's GM side, and its samples read
+    # past a GlobalTensor's length on purpose (ReduceMinKernelInvocation): one warning, no error;
+    # leaving the GM buffer itself still fails (test_gm_out_of_bounds_names_the_buffer).
+    run(lib, "gm_past_length")
+    err = capfd.readouterr().err
+    assert err.count("[WARNING] fusedsl CPU (ascend910b, block 0): DataCopy(GM->UB) accesses 1024 bytes from a "
+                     "GlobalTensor whose SetGlobalBuffer length is 128 elements (512 bytes); allowed, it stays "
+                     "inside GM buffer 'x'") == 1, err
 
 
 def test_two_cores_writing_the_same_bytes(lib):

@@ -214,10 +214,28 @@ def _fails(lib, entry, small, match, *, target="ascend910b", tiling=None, worksp
         _launch(lib, entry, block_dim, a, b, bias, c, t if tiling is None else tiling, target, workspace)
 
 
-def test_regist_matmul_obj_after_init_buffer_is_rejected_on_910b(lib, small):
-    _fails(lib, "regist_after_init_buffer", small,
-           r"REGIST_MATMUL_OBJ: called after TPipe::InitBuffer \(1 buffer\(s\) already planned\); on ascend910b "
-           r"the Matmul object must be registered before any InitBuffer")
+def test_regist_matmul_obj_after_init_buffer_warns_on_910b(lib, small, capfd):
+    # the REGIST_MATMUL_OBJ page's order rule; CANN's CPU debug mode accepts it and CANN's MatmulLeakyRelu
+    # kernel-launch samples break it, so it is a warning (once per launch), not an error
+    a, b, bias, t = small
+    _launch(lib, "regist_after_init_buffer", 2, a, b, bias, np.zeros((64, 64), np.float32), t, "ascend910b")
+    err = capfd.readouterr().err
+    assert err.count("REGIST_MATMUL_OBJ: called after TPipe::InitBuffer (1 buffer(s) already planned); the "
+                     "REGIST_MATMUL_OBJ page asks for it before any InitBuffer") == 1, err
+
+
+def test_asynchronous_iterate_fetches_each_tile_in_turn(lib, small):
+    # one Iterate<false>() then one GetTensorC<false> per 32 x 32 tile of the 64 x 64 block, M first
+    a, b, bias, t = small
+    c = np.zeros((64, 64), np.float32)
+    _launch(lib, "async_tiles", 1, a, b, bias, c, t, "ascend910b")
+    want = a.astype(np.float32) @ b.astype(np.float32) + bias
+    tiles = c.reshape(4, 32, 32)
+    for i in range(4):
+        m0, n0 = 32 * (i % 2), 32 * (i // 2)
+        np.testing.assert_allclose(tiles[i], want[m0:m0 + 32, n0:n0 + 32], rtol=1e-5, atol=1e-5)
+    _fails(lib, "async_overfetch", small, r"Matmul::GetTensorC\(LocalTensor\)<false>: every tile of the asynchronous "
+                                          r"Iterate was already fetched \(4\)")
 
 
 def test_get_tensor_c_destination_too_small(lib, small):

@@ -98,6 +98,35 @@ BROKEN(not_registered) {
     k.SetOperands();
 }
 
+// The asynchronous form (the Iterate and GetTensorC pages): one Iterate<false>() for the whole
+// single-core block, then `fetches` GetTensorC<false> calls, each copying the next baseM x baseN
+// tile (in the iterate order) to c[i * baseM * baseN ...].  A GM workspace is set first, as the
+// asynchronous GetTensorC needs.
+__aicore__ inline void AsyncTiles(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws, GM_ADDR t, int fetches) {
+    Broken k(a, b, bias, c, t);
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);
+    const uint32_t tile = k.tiling.baseM * k.tiling.baseN;
+    AscendC::TQue<AscendC::QuePosition::VECOUT, 1> q;
+    k.pipe.InitBuffer(q, 1, tile * sizeof(float));
+    AscendC::GlobalTensor<float> scratch;
+    scratch.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws), 4 * tile);
+    k.mm.SetWorkspace(scratch);
+    k.SetOperands();
+    k.mm.template Iterate<false>();
+    for (int i = 0; i < fetches; ++i) {
+        auto ub = q.AllocTensor<float>();
+        k.mm.template GetTensorC<false>(ub, false, true);
+        q.EnQue(ub);
+        ub = q.DeQue<float>();
+        AscendC::DataCopy(k.c[i * tile], ub, tile);
+        q.FreeTensor(ub);
+    }
+    k.mm.End();
+}
+
+BROKEN(async_tiles) { AsyncTiles(a, b, bias, c, ws, t, 4); }
+BROKEN(async_overfetch) { AsyncTiles(a, b, bias, c, ws, t, 5); }
+
 // C = A x B^T + bias straight to GM with IterateAll (B stored N x K, the linear layer's
 // x @ w.T), one core's block per vector core; cores past usedCoreNum return.
 extern "C" __global__ __aicore__ void matmul_trans_b_iterate_all(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c,
@@ -269,6 +298,8 @@ BROKEN_ENTRY(block_info, MIX_MODE)
 BROKEN_ENTRY(matmul_trans_b_iterate_all, MIX_MODE)
 BROKEN_ENTRY(matmul_nz_tile, MIX_MODE)
 BROKEN_ENTRY(regist_after_init_buffer, MIX_MODE)
+BROKEN_ENTRY(async_tiles, MIX_MODE)
+BROKEN_ENTRY(async_overfetch, MIX_MODE)
 BROKEN_ENTRY(tensor_c_too_small, MIX_MODE)
 BROKEN_ENTRY(tensor_c_misaligned, MIX_MODE)
 BROKEN_ENTRY(missing_end, MIX_MODE)

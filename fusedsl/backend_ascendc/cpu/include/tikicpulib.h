@@ -14,13 +14,31 @@
 
 namespace fusedsl_cpu {
 
+inline void* AllocGm(size_t bytes, const char* kind);
+
+// ICPU_RUN_KF: every block of the launch in turn.  Like CANN's (asc-tools cpudebug kern_fwk.h,
+// RunKernelFunctionOnCpu: a GmAlloc'd RESERVED_WORKSPACE becomes g_sysWorkspaceReserved), a launch
+// whose host named no workspace gets a zeroed system workspace of GetLibApiWorkSpaceSize() bytes
+// for the time of the launch, so GetSysWorkSpacePtr() works without SetSysWorkspace.
 template <typename F, typename... Args>
 inline void RunKernelOrExit(F kernel, uint64_t blockDim, Args... args) {
-    if (Launch(kernel, blockDim, args...) == 0 || RT().library_mode) {
+    Runtime& rt = RT();
+    void* reserved = nullptr;
+    if (rt.launch_workspace == nullptr && !rt.library_mode) {
+        reserved = AllocGm(LibApiWorkspaceBytes(), "system workspace");
+        rt.launch_workspace = static_cast<uint8_t*>(reserved);
+    }
+    int status = Launch(kernel, blockDim, args...);
+    if (reserved != nullptr) {
+        rt.launch_workspace = nullptr;
+        UnregisterGm(reserved);
+        std::free(reserved);
+    }
+    if (status == 0 || rt.library_mode) {
         return;
     }
     std::fflush(stdout);
-    std::fprintf(stderr, "[ERROR] %s\n", RT().last_error.c_str());
+    std::fprintf(stderr, "[ERROR] %s\n", rt.last_error.c_str());
     std::exit(1);
 }
 

@@ -60,14 +60,7 @@ list(APPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}/asc_modules")
 include_directories(SYSTEM "${FUSEDSL_ASC_INCLUDE_DIR}")
 
 # CANN's host libraries are headers here: the names samples link become empty targets.
-foreach(_lib IN ITEMS tiling_api register platform graph_base graph unified_dlog ascendcl acl_rt
-                      acl_op_executor acl_mdl acl_rtc nnopbase runtime ascendalog msprofiler gert
-                      ge_runner rt2_registry c_sec exe_graph opapi cust_opapi)
-    if(NOT TARGET ${_lib})
-        add_library(${_lib} INTERFACE IMPORTED GLOBAL)
-        set_target_properties(${_lib} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${FUSEDSL_ASC_INCLUDE_DIR}")
-    endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/fusedsl-host-libs.cmake")
 set(ASC_FOUND TRUE)
 
 # CANN's helper: compile definitions for a target's ASC sources, written -DNAME=VALUE.

@@ -507,6 +507,19 @@ public:
             Fail("%s: a null list address", api);
         }
         fs_words = static_cast<const uint8_t*>(data);
+        // The ICPU_RUN_KF page asks for GmAlloc memory in every pointer argument, but CANN's
+        // CPU debug mode forks its blocks from the host program, so a list descriptor built in
+        // host memory (CANN's AddN kernel-launch sample passes a struct on main's stack) reads
+        // fine there.  Accepted the same way, read-only, with one warning; the tensors the list
+        // points to are still checked as GM.
+        fs_host = !RT().gm.empty() && FindGm(fs_words) == nullptr;
+        if (fs_host && !RT().warned_host_list) {
+            RT().warned_host_list = true;
+            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s: the list at %p is not in GmAlloc "
+                         "memory (the ICPU_RUN_KF page: pointer arguments must be GmAlloc'd); read as host memory, "
+                         "as CANN's CPU debug mode does (reported once per launch)\n", Target().name,
+                         static_cast<long long>(RT().block_idx), api, data);
+        }
         uint64_t ptr_off = Word(api, 0);
         if (ptr_off % 8 != 0 || ptr_off < 16) {
             Fail("%s: word 0 (the pointer array's byte offset) is %llu; it must be a multiple of 8 past the "
@@ -560,7 +573,9 @@ public:
 private:
     uint64_t Word(const char* api, uint64_t i) {
         const uint8_t* p = fs_words + i * 8;
-        fusedsl_cpu::CheckGmRange(api, p, 8);
+        if (!fs_host) {
+            fusedsl_cpu::CheckGmRange(api, p, 8);
+        }
         fusedsl_cpu::St().scalar_gm_accesses += 1;
         uint64_t v;
         std::memcpy(&v, p, 8);
@@ -576,6 +591,7 @@ private:
     }
 
     const uint8_t* fs_words = nullptr;
+    bool fs_host = false;   // the list lies in host memory, not a registered GM buffer (Init)
     uint64_t fs_ptr_word = 0;
     std::vector<uint64_t> fs_desc;
 };

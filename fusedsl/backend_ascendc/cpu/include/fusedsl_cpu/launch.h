@@ -310,6 +310,10 @@ template <typename F, typename... Args>
 inline int Launch(F kernel, uint64_t blockDim, Args... args) {
     Runtime& rt = RT();
     rt.last_error.clear();
+    rt.warned_past_length = false;
+    rt.warned_host_list = false;
+    rt.warned_regist_order = false;
+    rt.warned_leak = false;
     ResetStats();
     ResetGmOwners();
     rt.block_idx = 0;

@@ -78,10 +78,6 @@ inline CubeBlockState& CubeState() {
     return c.cube;
 }
 
-inline uint32_t LibApiWorkspaceBytes() {
-    return Target().arch == 2201 ? 16u * 1024 * 1024 : 2u * 1024 * 1024;
-}
-
 constexpr int kMaxMatmulObjects = 4;   // ASCENDC.md §3.1, REGIST_MATMUL_OBJ
 
 constexpr bool IsUbTensorPosition(TPosition p) {
@@ -129,11 +125,16 @@ public:
             Fail("%s: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY) declares a vector-only kernel, which has no "
                  "cube core; use KERNEL_TYPE_MIX_AIC_1_2", api);
         }
-        if (t.separated && pipe != nullptr && pipe->fs_buffers > 0) {
-            Fail("%s: called after TPipe::InitBuffer (%d buffer(s) already planned); on %s the Matmul object must "
-                 "be registered before any InitBuffer (the REGIST_MATMUL_OBJ page: in separated mode it must be "
-                 "called before InitBuffer) — move %s above the InitBuffer calls", api, pipe->fs_buffers,
-                 t.name, api);
+        // The REGIST_MATMUL_OBJ page: "in separated mode it must be called before InitBuffer".  CANN's
+        // CPU debug mode does not check it and CANN's own MatmulLeakyRelu kernel-launch samples (sync and
+        // async) register after their InitBuffer calls, so fusedsl warns (once per launch) and goes on;
+        // the CPU model's result does not depend on the order.
+        if (t.separated && pipe != nullptr && pipe->fs_buffers > 0 && !rt.warned_regist_order) {
+            rt.warned_regist_order = true;
+            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s: called after TPipe::InitBuffer (%d "
+                         "buffer(s) already planned); the REGIST_MATMUL_OBJ page asks for it before any InitBuffer "
+                         "in separated mode — move %s above the InitBuffer calls (reported once per "
+                         "launch)\n", t.name, static_cast<long long>(rt.block_idx), api, pipe->fs_buffers, api);
         }
         CubeBlockState& cs = CubeState();
         const bool counted = fs_registered && fs_generation == CurCore().generation;
@@ -268,6 +269,7 @@ public:
     void ResetIteration() {
         fs_started = false;
         fs_pending = false;
+        fs_async = false;
         fs_count = 0;
         fs_tile_index = -1;
     }
@@ -309,6 +311,7 @@ public:
     bool fs_bias_on = false;
     bool fs_started = false;
     bool fs_pending = false;
+    bool fs_async = false;   // an Iterate<false>() started the single-core block's tiles (GetTensorC<false>)
     int64_t fs_count = 0;
     int64_t fs_tile_index = -1;
     int64_t fs_m0 = 0, fs_n0 = 0, fs_tm = 0, fs_tn = 0;
@@ -580,14 +583,36 @@ public:
         }
         ComputeTile();
         fs_pending = true;
+        fs_async = !sync;
         fs_count += 1;
         return true;
+    }
+
+    // The Iterate and GetTensorC pages' asynchronous form: one Iterate<false>() starts the whole
+    // single-core block, then each GetTensorC<false> fetches the next baseM x baseN tile in the
+    // iterate order ("mm.template Iterate<false>(); for (i < singleM/baseM*singleN/baseN)
+    // mm.template GetTensorC<false>(ub)").  The tiles are computed when fetched, in that order.
+    void AdvanceAsync(const char* api, bool sync) {
+        if (sync || fs_pending || !fs_async) {
+            return;
+        }
+        const int64_t fetched = fs_count;
+        if (!NextTile()) {
+            fusedsl_cpu::Fail("%s<false>: every tile of the asynchronous Iterate was already fetched (%lld); call "
+                              "GetTensorC<false> once per baseM x baseN tile of the single-core block", api,
+                              static_cast<long long>(fetched));
+        }
+        ComputeTile();
+        fs_pending = true;
+        fs_async = true;
+        fs_count += 1;
     }
 
     template <bool sync = true>
     void GetTensorC(const LocalTensor<DstT>& c, uint8_t enAtomic = 0, bool enSequentialWrite = false) {
         using namespace fusedsl_cpu;
         const char* api = "Matmul::GetTensorC(LocalTensor)";
+        AdvanceAsync(api, sync);
         RequirePending(api, sync);
         if (!kCInUb) {
             Fail("%s: C_TYPE is in %s; a UB destination needs MatmulType<TPosition::VECIN, ...> for C", api,
@@ -614,6 +639,7 @@ public:
     template <bool sync = true>
     void GetTensorC(const GlobalTensor<DstT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false) {
         const char* api = "Matmul::GetTensorC(GlobalTensor)";
+        AdvanceAsync(api, sync);
         RequirePending(api, sync);
         if (enAtomic > 3) {
             fusedsl_cpu::Fail("%s: enAtomic = %u; 0 none, 1 add, 2 max, 3 min", api, enAtomic);

@@ -184,11 +184,18 @@ enum SlotByte : uint8_t { kSlotPlain = 0, kSlotLive, kSlotIdle, kSlotQueued };
 constexpr uint8_t kNoPipe = 0xFF;
 constexpr uint32_t kGmLine = 64;
 
+#ifndef FUSEDSL_CPU_DEFAULT_KERNEL_MODE
+#define FUSEDSL_CPU_DEFAULT_KERNEL_MODE AIV_MODE
+#endif
+
 struct Runtime {
     int target = -1;                // index into kTargets; -1 until first use
     int compiled_arch = 0;          // __NPU_ARCH__ of a translation unit, if any
     bool library_mode = false;
-    KernelMode kernel_mode = KernelMode::AIV_MODE;
+    // The mode a launch runs in until the host calls SetKernelMode: AIV_MODE for fusedsl's own
+    // builds; CANN's tikicpulib starts in MIX_MODE (asc-tools cpudebug stub_base.cpp, g_kernelMode),
+    // which its package stand-in selects (cmake/tikicpulib-config.cmake).
+    KernelMode kernel_mode = KernelMode::FUSEDSL_CPU_DEFAULT_KERNEL_MODE;
     int kernel_type = -1;
     uint64_t tiling_key = 0;
     Stats stats;
@@ -205,6 +212,10 @@ struct Runtime {
     // registered): GetSysWorkSpacePtr() returns it without the kernel calling SetSysWorkspace,
     // as CANN's kernel-launch and op builds arrange.
     uint8_t* launch_workspace = nullptr;
+    bool warned_past_length = false;   // an access past a SetGlobalBuffer length was reported (tensor.h)
+    bool warned_host_list = false;     // a ListTensorDesc in host memory was reported (kernel_utils.h)
+    bool warned_regist_order = false;  // REGIST_MATMUL_OBJ after InitBuffer was reported (matmul.h)
+    bool warned_leak = false;          // a queue buffer held at the kernel's end was reported (tensor.h)
     uint64_t next_generation = 0;   // every block of every launch gets its own core generation
     // Blocks that wait for each other (SyncAll, IBWait, a GM flag polled with GetValue) run as
     // fibers of one thread: `yield_block` (launch.h) parks the running block and resumes the next.
@@ -281,6 +292,12 @@ inline const TargetInfo& Target() {
         rt.target = t >= 0 ? t : FindTarget("ascend910b");
     }
     return kTargets[rt.target];
+}
+
+// The system workspace the high-level APIs need (GetLibApiWorkSpaceSize; the Matmul API's KFC
+// messages on separated chips): 16 MB on Ascend910B, 2 MB elsewhere.
+inline uint32_t LibApiWorkspaceBytes() {
+    return Target().arch == 2201 ? 16u * 1024 * 1024 : 2u * 1024 * 1024;
 }
 
 inline const char* FindApiTypes(const char* api) {
@@ -414,8 +431,9 @@ struct OnPipe {
 // projects: asc-devkit docs 同步控制/核内同步/关键特性说明, "开启cce-auto-sync编译选项自动同步")
 // inserts the flags between PIPE_S (LocalTensor/GlobalTensor GetValue, SetValue, operator())
 // and PIPE_V, PIPE_MTE2, PIPE_MTE3 of a vector core, both ways.  fusedsl's ASC driver defines
-// FUSEDSL_CCE_AUTO_SYNC=1 for those builds unless --cce-auto-sync=off is given; fusedsl's own
-// printed kernels and tikicpulib builds keep every flag explicit (0).
+// FUSEDSL_CCE_AUTO_SYNC=1 for those builds unless --cce-auto-sync=off is given, and so does the
+// tikicpulib package CANN's kernel-launch samples find (cmake/tikicpulib-config.cmake); fusedsl's
+// own printed kernels and projects keep every flag explicit (0).
 #ifndef FUSEDSL_CCE_AUTO_SYNC
 #define FUSEDSL_CCE_AUTO_SYNC 0
 #endif

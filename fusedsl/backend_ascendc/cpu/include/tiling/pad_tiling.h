@@ -12,31 +12,9 @@
 #include <cstring>
 #include <vector>
 
+#include "fusedsl_cpu/ge_shape.h"
 #include "fusedsl_cpu/pad_tiling_fields.h"
 #include "tiling/platform/platform_ascendc.h"
-
-namespace ge {
-
-class Shape {
-public:
-    Shape() = default;
-    explicit Shape(const std::vector<int64_t>& dims) : fs_dims(dims) {}
-    size_t GetDimNum() const { return fs_dims.size(); }
-    int64_t GetDim(size_t i) const { return i < fs_dims.size() ? fs_dims[i] : 0; }
-    int64_t GetShapeSize() const {
-        int64_t n = 1;
-        for (int64_t d : fs_dims) {
-            n *= d;
-        }
-        return fs_dims.empty() ? 0 : n;
-    }
-    std::vector<int64_t> GetDims() const { return fs_dims; }
-
-private:
-    std::vector<int64_t> fs_dims;
-};
-
-}  // namespace ge
 
 namespace optiling {
 
