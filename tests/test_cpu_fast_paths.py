@@ -161,3 +161,56 @@ def test_lone_reduction_rebinds_for_new_arrays():
     np.testing.assert_array_equal(k(x2), np.full(16, 6, np.float32))  # a new array
     kept = [k(x) for _ in range(6)]                                    # results held: never shared
     assert all(not np.shares_memory(a, b) for i, a in enumerate(kept) for b in kept[i + 1:])
+
+
+@fuzz_settings(0.06)
+@given(st.lists(st.integers(1, 70), min_size=2, max_size=3), st.randoms(use_true_random=False),
+       st.sampled_from(["float32", "float16", "int8"]), st.integers(0, 63))
+def test_streamed_transpose_matches_numpy_at_every_output_alignment(shape, rnd, dtype, shift):
+    """Large transposes stream their full tiles with aligned non-temporal stores, the tiles along
+    p shifted so that their lines are whole (transpose.STREAM_MIN_BYTES set to 0 here to reach
+    the path on small odd shapes); outputs that start anywhere in a cache line, every width."""
+    from fusedsl.backend_cpu import transpose
+    perm = list(range(len(shape)))
+    rnd.shuffle(perm)
+    x = _array(np.random.default_rng(rnd.randint(0, 1 << 30)), tuple(shape), dtype)
+    saved = transpose.STREAM_MIN_BYTES
+    transpose.STREAM_MIN_BYTES = 0
+    try:
+        plan = transpose.TransposePlan(x.shape, tuple(perm), x.itemsize)
+    finally:
+        transpose.STREAM_MIN_BYTES = saved
+    want = np.transpose(x, perm)
+    base = np.zeros(want.nbytes + 128, np.uint8)
+    start = (-base.ctypes.data) % 64 + shift - shift % x.itemsize
+    out = base[start:start + want.nbytes].view(x.dtype).reshape(want.shape)
+    plan.run(x, out)
+    assert np.array_equal(out, want)
+    assert not base[:start].any() and not base[start + want.nbytes:].any()   # nothing outside
+    if not plan.copy_only and (plan.oq * x.itemsize) % 64 == 0 and not ((plan.out_off * x.itemsize) % 64).any():
+        assert plan.nt and plan._launch(x, out, np.zeros(13, np.int64))[0] is plan.fn_nt
+    out[...] = 0
+    plan.bind(x, out)()
+    assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("shape,perm,dtype", [((48, 37), (1, 0), "float32"), ((3, 64, 45), (0, 2, 1), "float16"),
+                                              ((128, 7), (1, 0), "int8")])
+def test_streamed_transpose_fixed_cases(shape, perm, dtype):
+    from fusedsl.backend_cpu import transpose
+    x = _array(np.random.default_rng(1), shape, dtype)
+    saved = transpose.STREAM_MIN_BYTES
+    transpose.STREAM_MIN_BYTES = 0
+    try:
+        plan = transpose.TransposePlan(x.shape, perm, x.itemsize)
+    finally:
+        transpose.STREAM_MIN_BYTES = saved
+    assert plan.nt
+    want = np.transpose(x, perm)
+    for shift in range(0, 64, x.itemsize):
+        base = np.zeros(want.nbytes + 128, np.uint8)
+        start = (-base.ctypes.data) % 64 + shift
+        out = base[start:start + want.nbytes].view(x.dtype).reshape(want.shape)
+        plan.run(x, out)
+        assert np.array_equal(out, want), shift
+        assert not base[:start].any() and not base[start + want.nbytes:].any()

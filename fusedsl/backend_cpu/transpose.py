@@ -15,10 +15,13 @@ adjacent and in order in the output are merged), then:
     stored as T whole output lines, so every line is read once and written whole (edge tiles
     go element by element).  A block is BAND tiles along c (the rows' next lines, which the
     prefetchers follow) of one row of tiles; blocks run on the pool's threads for large
-    arrays.  Measured (shared 2-vCPU host, interleaved runs, best / median of 15): [1024, 4096]
-    float32 2.8 / 3.3-5.6 ms on one thread against 57 ms before (numpy's strided copy) and a
-    1.6-1.9 ms memory copy (~0.6x of its bandwidth); prefetching and non-temporal stores
-    changed nothing beyond the machine's noise.
+    arrays.  Outputs of STREAM_MIN_BYTES and more are written with streaming (non-temporal)
+    stores: an ordinary store first reads the line it writes, a third of the traffic.  Such
+    stores must write whole aligned lines, and numpy's large buffers start 16 or 32 bytes into
+    a line, so the tiles along p then start `off` elements early: the first tile of each row
+    of tiles is partial (element by element) and every full tile's lines are aligned.
+    Measured (CPU time, shared 2-vCPU host): [1024, 4096] float32 2.5-2.8 ms with ordinary
+    stores (0.5-0.6x a memory copy's speed), 1.6-1.8 ms streamed (0.95-1.2x).
 
 The kernel moves bits (an integer type of the element's width), so every dtype is exact.
 """
@@ -35,17 +38,22 @@ from .launch import KERNEL_PROTO, host_threads, run_blocks
 
 SYMBOL = "fusedsl_transpose"
 LINE = 64                      # bytes per tile row: one cache line
-# Measured options, off: non-temporal stores of the output lines and a software prefetch this many
-# tiles ahead along the band changed nothing beyond this host's noise (module docstring).
-NT = False
+# Measured option, off: a software prefetch this many tiles ahead along the band changed
+# nothing beyond this host's noise.
+# Outputs from this size on are written with streaming stores (full tiles; measured on this
+# host, CPU time, [1024, 4096] float32: 0.5-0.6x of a memory copy's speed with ordinary
+# stores, 0.95-1.2x streamed: an ordinary store of a line first reads it).  Smaller outputs
+# stay in the cache for the kernel that reads them next.
+STREAM_MIN_BYTES = 8 << 20
 PREFETCH = 0
 BAND = 32                      # tiles along c walked before the next row of tiles (measured best of 2..256)
+BAND_P = 1                     # rows of tiles per block (2-D blocks of 4x4 .. 2x16 tiles measured slower)
 # Bytes moved (read + written) from which the pool's threads share the tiles.  Interleaved
 # measurements on this shared 2-vCPU host ([1024, 4096] f32, 32 MB moved): one thread 2.8-3.3 ms,
 # two threads 7-12 ms (the other vCPU is busy, and a transpose is bound by memory latency
 # per line, which a second busy thread does not add); the vector kernels' pool threshold is 16 MB.
 PARALLEL_MIN_BYTES = 64 << 20
-_ARGS = 11
+_ARGS = 13
 
 
 def tile_side(itemsize: int) -> int:
@@ -53,14 +61,14 @@ def tile_side(itemsize: int) -> int:
     return LINE // itemsize
 
 
-def _ir(itemsize: int) -> str:
+def _ir(itemsize: int, nt: bool = False) -> str:
     """The kernel: void(i64 block_begin, i64 block_end, ptr args, ptr scratch); args (i64):
     src, dst, in_off*, out_off*, P, C, in stride of p, out stride of c, tiles along p, along c."""
     t = f"i{8 * itemsize}"
     T = tile_side(itemsize)
     L = [f"define void @{SYMBOL}(i64 %b0, i64 %b1, ptr noalias %args, ptr %scratch) nounwind {{",
          "entry:"]
-    names = ["src", "dst", "inoff", "outoff", "P", "C", "sp", "oq", "tpn", "tcn", "bw"]
+    names = ["src", "dst", "inoff", "outoff", "P", "C", "sp", "oq", "tpn", "tcn", "bw", "bp", "off"]
     for i, n in enumerate(names):
         L.append(f"  %{n}.p = getelementptr i64, ptr %args, i64 {i}")
         if n in ("src", "dst", "inoff", "outoff"):
@@ -70,33 +78,51 @@ def _ir(itemsize: int) -> str:
     L += ["  %nband.a = add i64 %tcn, %bw",
           "  %nband.b = sub i64 %nband.a, 1",
           "  %nband = udiv i64 %nband.b, %bw",
-          "  %per = mul i64 %nband, %tpn",
+          "  %npb.a = add i64 %tpn, %bp",
+          "  %npb.b = sub i64 %npb.a, 1",
+          "  %npb = udiv i64 %npb.b, %bp",
+          "  %per = mul i64 %nband, %npb",
           "  br label %blk.head",
           "blk.head:",
           "  %blk = phi i64 [ %b0, %entry ], [ %blk.next, %blk.latch ]",
           "  %blk.done = icmp uge i64 %blk, %b1",
           "  br i1 %blk.done, label %exit, label %blk.body",
-          "blk.body:",   # a block: `bw` tiles along c of one row of tiles (tp) of one 2-D slice
+          "blk.body:",   # a block: `bp` rows of tiles (along p) by `bw` tiles along c of one 2-D slice
           "  %outer = udiv i64 %blk, %per",
           "  %r = urem i64 %blk, %per",
-          "  %band = udiv i64 %r, %tpn",
-          "  %tp = urem i64 %r, %tpn",
+          "  %band = udiv i64 %r, %npb",
+          "  %pb = urem i64 %r, %npb",
           "  %tcbase = mul i64 %band, %bw",
+          "  %tpbase = mul i64 %pb, %bp",
           "  %ibp = getelementptr i64, ptr %inoff, i64 %outer",
           "  %ib = load i64, ptr %ibp, align 8",
           "  %obp = getelementptr i64, ptr %outoff, i64 %outer",
           "  %ob = load i64, ptr %obp, align 8",
+          "  br label %tp.head",
+          "tp.head:",
+          "  %tpi = phi i64 [ 0, %blk.body ], [ %tpi.next, %tp.latch ]",
+          "  %tp = add i64 %tpbase, %tpi",
+          "  %tpi.end = icmp uge i64 %tpi, %bp",
+          "  %tp.end = icmp uge i64 %tp, %tpn",
+          "  %tp.done = or i1 %tpi.end, %tp.end",
+          "  br i1 %tp.done, label %blk.latch, label %tc.pre",
+          "tc.pre:",
           "  br label %tc.head",
           "tc.head:",
-          "  %tcb = phi i64 [ 0, %blk.body ], [ %tcb.next, %tc.latch ]",
+          "  %tcb = phi i64 [ 0, %tc.pre ], [ %tcb.next, %tc.latch ]",
           "  %tc = add i64 %tcbase, %tcb",
           "  %tcb.end = icmp uge i64 %tcb, %bw",
           "  %tc.end = icmp uge i64 %tc, %tcn",
           "  %tc.done = or i1 %tcb.end, %tc.end",
-          "  br i1 %tc.done, label %blk.latch, label %blk.tile",
+          "  br i1 %tc.done, label %tp.latch, label %blk.tile",
           "blk.tile:",
-          f"  %a0 = mul i64 %tp, {T}",
-          f"  %a1x = add i64 %a0, {T}",
+          # tiles along p start `off` elements early, so that full tiles' output lines are
+          # whole cache lines (the first tile is then partial)
+          f"  %a0m = mul i64 %tp, {T}",
+          "  %a0r = sub i64 %a0m, %off",
+          "  %a0neg = icmp slt i64 %a0r, 0",
+          "  %a0 = select i1 %a0neg, i64 0, i64 %a0r",
+          f"  %a1x = add i64 %a0r, {T}",
           "  %a1lt = icmp ult i64 %a1x, %P",
           "  %a1 = select i1 %a1lt, i64 %a1x, i64 %P",
           f"  %c0 = mul i64 %tc, {T}",
@@ -141,7 +167,7 @@ def _ir(itemsize: int) -> str:
               f"  %f.or{j} = mul i64 %f.cc{j}, %oq",
               f"  %f.oi{j} = add i64 %f.ob0, %f.or{j}",
               f"  %f.op{j} = getelementptr {t}, ptr %dst, i64 %f.oi{j}",
-              f"  store {vt} %r{stage}.{j}, ptr %f.op{j}, align {itemsize}" + (", !nontemporal !0" if NT else "")]
+              f"  store {vt} %r{stage}.{j}, ptr %f.op{j}, align {64 if nt else itemsize}" + (", !nontemporal !0" if nt else "")]
     L.append("  br label %tc.latch")
     # edge tiles: element by element within the tile's own bounds
     for v, na, nc in (("g", "%fa", "%fc"),):
@@ -177,28 +203,32 @@ def _ir(itemsize: int) -> str:
     L += ["tc.latch:",
           "  %tcb.next = add i64 %tcb, 1",
           "  br label %tc.head",
+          "tp.latch:",
+          "  %tpi.next = add i64 %tpi, 1",
+          "  br label %tp.head",
           "blk.latch:",
           "  %blk.next = add i64 %blk, 1",
           "  br label %blk.head",
-          "exit:",
+          "exit:"] + (["  fence seq_cst"] if nt else []) + [
           "  ret void",
           "}"]
     if PREFETCH:
         L.append("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
-    if NT:
+    if nt:   # (the fence at exit orders the streamed lines before the call returns)
         L.append("!0 = !{i32 1}")
     return "\n".join(L) + "\n"
 
 
-_FUNCS: dict[int, object] = {}
+_FUNCS: dict[tuple, object] = {}
 
 
-def _kernel(itemsize: int):
-    """The compiled kernel for one element width (compiled once per process, cached on disk)."""
-    fn = _FUNCS.get(itemsize)
+def _kernel(itemsize: int, nt: bool = False):
+    """The compiled kernel for one element width, with streaming (non-temporal, 64-byte
+    aligned) stores of full tiles or not (compiled once per process, cached on disk)."""
+    fn = _FUNCS.get((itemsize, nt))
     if fn is None:
-        compiled = jit.compile_ir(_ir(itemsize), SYMBOL)
-        fn = _FUNCS[itemsize] = (compiled, KERNEL_PROTO(compiled.address))
+        compiled = jit.compile_ir(_ir(itemsize, nt), SYMBOL)
+        fn = _FUNCS[itemsize, nt] = (compiled, KERNEL_PROTO(compiled.address))
     return fn[1]
 
 
@@ -231,23 +261,40 @@ class TransposePlan:
         self.out_off = np.ascontiguousarray(sum((grids[i] * out_stride_of[a] for i, a in enumerate(others)),
                                                 np.zeros(grids.shape[1], np.int64)), np.int64)
         side = tile_side(itemsize)
-        self.tiles_p, self.tiles_c = -(-self.P // side), -(-self.C // side)
-        self.band = BAND
-        self.blocks = len(self.in_off) * self.tiles_p * -(-self.tiles_c // self.band)
+        self.side = side
+        self.tiles_c = -(-self.C // side)
+        self.band, self.band_p = BAND, BAND_P
         self.fn = _kernel(itemsize)
+        out_bytes = int(np.prod(shape)) * itemsize
+        # streaming stores need every full tile's output lines to be whole cache lines: the
+        # output's rows along c a whole number of lines apart, every 2-D slice starting on the
+        # same phase of a line (the tiles then start `off` elements early, module docstring)
+        self.nt = (out_bytes >= STREAM_MIN_BYTES and (self.oq * itemsize) % LINE == 0
+                   and not ((self.out_off * itemsize) % LINE).any())
+        self.fn_nt = _kernel(itemsize, True) if self.nt else None
         self.args = np.zeros(_ARGS, np.int64)
         nbytes = 2 * int(np.prod(shape)) * itemsize
         self.threads = host_threads() if nbytes >= PARALLEL_MIN_BYTES else 1
         self._scratch = [0] * self.threads
+
+    def _launch(self, x: np.ndarray, out: np.ndarray, args: np.ndarray):
+        """Fill the argument block for these arrays; (kernel, blocks)."""
+        fn, off = self.fn, 0
+        if self.nt and out.ctypes.data % self.itemsize == 0:
+            fn, off = self.fn_nt, (out.ctypes.data % LINE) // self.itemsize
+        tiles_p = -(-(self.P + off) // self.side)
+        args[:] = (x.ctypes.data, out.ctypes.data, self.in_off.ctypes.data, self.out_off.ctypes.data, self.P, self.C,
+                   self.sp, self.oq, tiles_p, self.tiles_c, self.band, self.band_p, off)
+        return fn, len(self.in_off) * -(-tiles_p // self.band_p) * -(-self.tiles_c // self.band)
 
     def bind(self, x: np.ndarray, out: np.ndarray):
         """A callable doing `run(x, out)` on exactly these arrays (C-contiguous), its argument
         block filled once."""
         if self.copy_only or x.size == 0:
             return lambda: self.run(x, out)
-        a = np.array([x.ctypes.data, out.ctypes.data, self.in_off.ctypes.data, self.out_off.ctypes.data, self.P,
-                      self.C, self.sp, self.oq, self.tiles_p, self.tiles_c, self.band], np.int64)
-        fn, blocks, address, scratch = self.fn, self.blocks, a.ctypes.data, self._scratch
+        a = np.zeros(_ARGS, np.int64)
+        fn, blocks = self._launch(x, out, a)
+        address, scratch = a.ctypes.data, self._scratch
         if self.threads == 1:
             def call():
                 fn(0, blocks, address, 0)
@@ -263,12 +310,11 @@ class TransposePlan:
             np.copyto(out, x.transpose(self.perm))
             return
         a = self.args
-        a[:] = (x.ctypes.data, out.ctypes.data, self.in_off.ctypes.data, self.out_off.ctypes.data, self.P, self.C,
-                self.sp, self.oq, self.tiles_p, self.tiles_c, self.band)
+        fn, blocks = self._launch(x, out, a)
         if self.threads == 1:
-            self.fn(0, self.blocks, a.ctypes.data, 0)
+            fn(0, blocks, a.ctypes.data, 0)
         else:
-            run_blocks(self.fn, self.blocks, a.ctypes.data, self._scratch)
+            run_blocks(fn, blocks, a.ctypes.data, self._scratch)
 
 
 # Per kernel function (weak: a compiled kernel's functions live as long as it does).
