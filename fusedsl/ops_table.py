@@ -27,7 +27,8 @@ FAMILY_TITLES = {
     "rounding": "Rounding", "exp_log": "Exponentials and logarithms", "trig": "Trigonometric and hyperbolic",
     "special": "Special functions", "activation": "Activations", "arith": "Arithmetic",
     "classify": "Float classification", "logic": "Logic", "reduction": "Reductions and norms",
-    "shape": "Shape and creation",
+    "shape": "Shape and creation", "window": "Pooling, convolution variants and per-group norms",
+    "index": "Index, scatter and sort",
 }
 
 
@@ -50,9 +51,14 @@ def _prints(probe, dtype: str, target: str) -> bool:
     body = {1: lambda x: eval(call, {**names, "x": x}),
             2: lambda x, y: eval(call, {**names, "x": x, "y": y}),
             3: lambda x, y, z: eval(call, {**names, "x": x, "y": y, "z": z})}[arity]
+    specs = [fs.spec((3, 40), dtype)] * arity
+    if "idx" in text:   # index ops: an int32 index of 3 elements is one more kernel input
+        body = {1: lambda x, idx: eval(call, {**names, "x": x, "idx": idx}),
+                2: lambda x, y, idx: eval(call, {**names, "x": x, "y": y, "idx": idx})}[arity]
+        specs = specs + [fs.spec((3,), "int32")]
     try:
         k = fs.fused_kernel(body, target=target)
-        c = k.compile(*[fs.spec((3, 40), dtype)] * arity)
+        c = k.compile(*specs)
         return bool(c.source)
     except FusedslError:
         return False

@@ -159,7 +159,7 @@ class ViewCpuKernel:
     def bind(self, inputs, outputs):
         """A callable running the kernel on exactly these arrays (a program's bound step: the
         arrays stay the same, their contents change).  Scalars are read now.  A gather's
-        row offsets are looked up (and checked) now and again whenever its index array's
+        row offsets are looked up (and checked) at the first call and again whenever its index array's
         bytes differ from the last lookup's (a constant index, a flip, is looked up once);
         index arrays over GATHER_KEEP_BYTES go through `run` on every call."""
         entries = len(self._table)
@@ -177,8 +177,9 @@ class ViewCpuKernel:
                 idx = inputs[load.gather[0]]
                 if not (type(idx) is np.ndarray and idx.flags.c_contiguous and idx.nbytes <= GATHER_KEEP_BYTES):
                     return lambda: self.run(inputs, outputs)
-                table[:, col] = gather_indices(load, idx)[ioff] * load.gather[2] + coff
-                lookups.append([idx, idx.tobytes(), col, load, ioff, coff])
+                # looked up at the first call, not now: computed indices (an earlier kernel's
+                # output buffer) hold their values only once the program has run that kernel
+                lookups.append([idx, None, col, load, ioff, coff])
         address, table_address = header.ctypes.data, table.ctypes.data
         if lookups:
             def look_up():

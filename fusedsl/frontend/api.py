@@ -22,6 +22,7 @@ from ..ir.core import Module, TensorType
 from ..ir.ops import FLOAT_ONLY, get_opdef
 from ..ops.composite import COMPOSITES
 from .. import ops as _ops  # noqa: F401  (registers the op definitions)
+from ..ops import window as _window
 from ..ir.shapes import fmt_shape, normalize_axes
 from . import tracing as _tracing
 from .tracing import Tensor, Trace, find_trace, is_python_scalar, python_scalar
@@ -478,10 +479,18 @@ def _pair(v, what):
 
 
 @_op
-def conv2d(x, w, bias=None, stride=1, padding=0):
-    """NCHW convolution with KCRS weights; bias of shape (K,) is added per channel."""
+def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """NCHW convolution with KCRS weights; bias of shape (K,) is added per channel.
+
+    dilation, groups (depthwise: groups = C) and padding 'same' / 'valid' follow
+    torch.nn.functional.conv2d; they are the window composites' (ops/window.py: a dilated,
+    block-diagonal weight for the one conv2d graph op)."""
     if not isinstance(x, Tensor) or not isinstance(w, Tensor):
         raise ArgumentError("conv2d needs tensors x and w", loc=user_frame())
+    if dilation not in (1, (1, 1), [1, 1]) or groups != 1 or isinstance(padding, str):
+        if x.ndim != 4:
+            raise ShapeError(f"conv2d needs an NCHW input, got shape {fmt_shape(x.shape)}", loc=user_frame())
+        return _window.convolution(_F, x, w, bias, stride, padding, dilation, False, 0, groups, "conv2d")
     common = dt.promote(x.dtype, w.dtype)
     y = x.trace.emit("conv2d", [cast(x, common), cast(w, common)],
                      {"stride": _pair(stride, "stride"), "padding": _pair(padding, "padding")})
@@ -756,6 +765,7 @@ def _composite_doc(c, public: str) -> str:
         "    >>> x = np.linspace(-0.9, 0.9, 12, dtype=np.float32).reshape(3, 4)",
         "    >>> y = np.linspace(0.5, 2.0, 12, dtype=np.float32).reshape(3, 4)",
         "    >>> z = np.full((3, 4), 0.25, dtype=np.float32)",
+        "    >>> idx = np.array([2, 0, 2], dtype=np.int32)",
         f"    >>> r = {c.call_text().replace('fs.' + c.public[0], 'fs.' + public, 1)}", ""])
 
 

@@ -213,7 +213,7 @@ def _average_pool(xs, at, st):
 
 def _instance_norm(xs, at, st):
     x, scale, bias = xs
-    return torch_ops.group_norm(x, x.shape[1], scale, bias, at.get("epsilon", 1e-5))
+    return fs.instance_norm(x, None, None, scale, bias, eps=at.get("epsilon", 1e-5))
 
 
 def _reduce_composite(fn):

@@ -203,28 +203,17 @@ def _rms_norm(x, shape, weight=None, eps=None):
 
 
 def _group_norm(x, groups, weight=None, bias=None, eps=1e-5, *rest):
-    """(N, C, ...) normalised over each group of C // groups channels and the spatial axes."""
-    n, c = x.shape[0], x.shape[1]
-    y = fs.layer_norm(fs.reshape(x, (n, groups, -1)), None, None, eps)
-    y = fs.reshape(y, x.shape)
-    per_channel = (c,) + (1,) * (x.ndim - 2)
-    if weight is not None:
-        y = y * fs.reshape(weight, per_channel)
-    if bias is not None:
-        y = y + fs.reshape(bias, per_channel)
-    return y
+    return fs.group_norm(x, groups, weight, bias, eps)
 
 
 def _native_group_norm(x, weight, bias, n, c, hw, groups, eps):
-    return (_group_norm(x, groups, weight, bias, eps), Missing("native_group_norm's mean output"),
+    return (fs.group_norm(x, groups, weight, bias, eps), Missing("native_group_norm's mean output"),
             Missing("native_group_norm's rstd output"))
 
 
 def _instance_norm(x, weight=None, bias=None, mean=None, var=None, use_input_stats=True, momentum=0.1,
                    eps=1e-5, *rest):
-    if not use_input_stats:
-        return fs.batch_norm(x, mean, var, weight, bias, eps)
-    return _group_norm(x, x.shape[1], weight, bias, eps)
+    return fs.instance_norm(x, mean, var, weight, bias, use_input_stats, momentum, eps)
 
 
 def _linear(x, w, b=None):
@@ -387,7 +376,7 @@ def _embedding(weight, indices, padding_idx=-1, *rest):
 
 
 def _index_select(x, dim, index):
-    return fs.take(x, fs.cast(index, "int32") if index.dtype.name != "int32" else index, axis=dim % x.ndim)
+    return fs.index_select(x, dim, index)
 
 
 def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
@@ -728,5 +717,5 @@ def aten_table(torch) -> dict:
 # the composites the ONNX importer shares (same semantics, one definition)
 hardswish = _COMPOSITES["hardswish.default"]
 elu, softplus, erf, sign, gelu = _elu, _softplus, _erf, _sign, _gelu
-log_softmax, logsumexp, group_norm = _log_softmax, _logsumexp, _group_norm
+log_softmax, logsumexp = _log_softmax, _logsumexp
 split_with_sizes, repeat = _split_with_sizes, _repeat

@@ -10,6 +10,8 @@ import inspect
 from . import elementwise  # noqa: F401  (registers the elementwise ops)
 from . import creation  # noqa: F401  (arange / linspace: host ops the composites build on)
 from . import composite  # noqa: F401  (the composites' definitions)
+from . import index  # noqa: F401  (index_select, gather, scatter, isin, sort: composites)
+from . import window  # noqa: F401  (pooling, convolution variants, group / instance norm: composites)
 from ..ir.ops import ELEMENTWISE, REGISTRY
 from .composite import COMPOSITES
 
