@@ -182,19 +182,44 @@ def test_saved_project_runs_with_run_sh(tmp_path):
 @fuzz_settings(0.004)   # each example builds its kernel with g++ (~10 s)
 @given(st.sampled_from([("ascend910b", np.float16), ("ascend910b", np.float32), ("ascend310p", np.float16)]),
        st.integers(1, 2), st.integers(1, 2), st.sampled_from([1, 2]), st.sampled_from([1, 17, 130]),
-       st.sampled_from([1, 33, 140]), st.sampled_from([8, 40, 64]), st.booleans())
-def test_simulate_fuzz(target_dtype, batch, kv_heads, group, lq, lk, d, causal):
-    """simulate, kernel(*arrays) and torch agree over drawn sizes: sizes 1, tails of both blocks,
-    GQA, head sizes whose rows are not 32-byte multiples, causal."""
+       st.sampled_from([1, 33, 140]), st.sampled_from([8, 40, 64, 80]), st.booleans(),
+       st.sampled_from(["none", "none", "bool", "keys", "additive"]))
+def test_simulate_fuzz(target_dtype, batch, kv_heads, group, lq, lk, d, causal, mask_kind):
+    """simulate, kernel(*arrays), the reference and torch agree over drawn sizes: sizes 1, tails of
+    both blocks, GQA, head sizes whose rows are not 32-byte multiples, causal (S_q != S_kv), bool
+    masks with a fully masked row, key padding, additive masks with -inf."""
     target, dtype = target_dtype
     rng = np.random.default_rng(lq * 7 + lk + d)
-    q = rng.standard_normal((batch, kv_heads * group, lq, d)).astype(dtype)
+    h = kv_heads * group
+    q = rng.standard_normal((batch, h, lq, d)).astype(dtype)
     k, v = (rng.standard_normal((batch, kv_heads, lk, d)).astype(dtype) for _ in range(2))
-    compiled = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=causal), target=target).compile(q, k, v)
+    if mask_kind == "none":
+        m, want = None, sdpa(q, k, v, causal)
+    else:
+        if mask_kind == "bool":
+            m = rng.random((lq, lk)) > 0.3
+            m[lq // 2] = False   # nothing to attend to: 0, like torch
+        elif mask_kind == "keys":   # key padding, broadcast over heads and queries
+            m = rng.random((batch, 1, 1, lk)) > 0.2
+        else:
+            m = (rng.standard_normal((1, h, lq, lk)) * 2).astype(dtype)
+            m[..., 0] = -np.inf
+        both = m if not causal else (m & np.tri(lq, lk, dtype=bool) if m.dtype == np.bool_ else
+                                     np.where(np.tri(lq, lk, dtype=bool), m, -np.inf).astype(dtype))
+        want = _mask_sdpa(q, k, v, both)
+    args = (q, k, v) if m is None else (q, k, v, m)
+    fn = (lambda q, k, v: fs.attention(q, k, v, causal=causal)) if m is None else \
+        (lambda q, k, v, m: fs.attention(q, k, v, mask=m, causal=causal))
+    compiled = fs.fused_kernel(fn, target=target).compile(*args)
     tol = 2e-6 if dtype == np.float32 else 3e-3
-    want = sdpa(q, k, v, causal)
-    np.testing.assert_allclose(compiled.simulate(q, k, v).astype(np.float32), want, rtol=tol, atol=tol)
-    np.testing.assert_allclose(compiled(q, k, v).astype(np.float32), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(compiled.simulate(*args).astype(np.float32), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(compiled(*args).astype(np.float32), want, rtol=tol, atol=tol)
+    old = fs.config.executor
+    fs.config.executor = "reference"
+    try:
+        np.testing.assert_allclose(compiled(*args).astype(np.float32), want, rtol=tol, atol=tol)
+    finally:
+        fs.config.executor = old
 
 
 @pytest.mark.parametrize("target, dtype", [("ascend910b", np.float16), ("ascend310p", np.float16)])

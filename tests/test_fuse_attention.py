@@ -184,6 +184,15 @@ def test_fuse_cli_writes_the_attention_kernel_as_standard_onnx(tmp_path):
     report = fuse_onnx(str(path), str(tmp_path / "out"))
     assert any(k["ops"] == ["attention"] for k in report["kernels"]), report["kernels"]
     assert report["fused_vs_original_max_abs_diff"] < 1e-5
+    # the acceptance for the pre-norm block: <= 6 kernels, a printed project per kernel, and
+    # every boundary its reason (the next kernel's matmul or attention reads the result from GM)
+    kernels = report["kernels"]
+    assert len(kernels) <= 6 and report["kernels_fused"] == len(kernels), [k["ops"] for k in kernels]
+    for k in kernels:
+        project = tmp_path / "out" / k["project"]
+        assert (project / f"{k['name']}_kernel.cpp").is_file() and (project / "run.sh").is_file(), k["name"]
+    for k in kernels[:-1]:
+        assert k["reason_code"] and "after it, which the Matmul API reads from GM" in k["reason"], k
 
 
 @pytest.mark.parametrize("causal, mask", [(True, None), (False, "bool"), (False, "float")])
