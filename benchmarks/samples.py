@@ -77,7 +77,7 @@ def readme_commands(path: str) -> list[str]:
     if i < 0:
         i = 0
     cmds = []
-    for block in re.findall(r"```[a-z]*\n(.*?)```", text[i:], re.S):
+    for block in re.findall(r"```[a-z]*[ \t]*\n(.*?)```", text[i:], re.S):
         for line in block.splitlines():
             line = re.sub(r"\s#.*$", "", line).strip()
             if line and not line.startswith("#"):
@@ -97,8 +97,8 @@ def plan(path: str) -> dict:
     cmds = readme_commands(path)
     variables: dict[str, str] = {}
     cmake = None
-    steps: list[str] = []
-    builds = 0   # cmake lines seen: run steps are those after the first build, before the next
+    groups: list[list[str]] = []   # the run steps after each cmake line, up to the next one
+    builds = 0   # cmake lines seen
     for line in cmds:
         for part in [p.strip() for p in re.split(r";|&&", line) if p.strip()]:
             # `NAME=value`, `export NAME=value`, or several assignments on one line (`A=1 B=2`)
@@ -111,12 +111,16 @@ def plan(path: str) -> dict:
                 if cmake is None or ("CMAKE_ASC_RUN_MODE=cpu" in part and "CMAKE_ASC_RUN_MODE=cpu" not in cmake):
                     cmake = part
                 builds += 1
+                groups.append([])
                 continue
-            if builds != 1 or part.startswith(("make", "mkdir", "cd ", "source", "pip", "gdb", "rm ")):
+            if builds == 0 or part.startswith(("make", "mkdir", "cd ", "source", "pip", "gdb", "rm ")):
                 continue
             part = _TOOL_PREFIX.sub("", part)
             if _STEP.match(part):
-                steps.append(part)
+                groups[-1].append(part)
+    # the steps after the first build; when a README shows a lone cmake line first (how to pick
+    # a case) and the full sequence later, the first build followed by run steps
+    steps = next((g for g in groups if g), [])
     options = []
     if cmake:
         options = [o for o in cmake.split()[1:] if o not in ("..", ".") and not o.startswith("-DCMAKE_ASC_RUN_MODE")]

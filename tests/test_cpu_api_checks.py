@@ -121,6 +121,8 @@ def test_cast_round_mode_per_target(lib):
 
 def test_uninitialised_read(lib):
     fails(lib, "uninit_read", "Exp: reads 64 bytes of UB at offset 512 that were never written")
+    # a UB->UB DataCopy carries the marks along (no error for the move itself, as memory checkers treat copies)
+    fails(lib, "moved_uninit_read", "Exp: reads 64 bytes of UB at offset 1536 that were never written")
 
 
 def test_gm_out_of_bounds_names_the_buffer(lib):

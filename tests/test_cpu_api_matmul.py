@@ -224,6 +224,45 @@ def test_regist_matmul_obj_after_init_buffer_warns_on_910b(lib, small, capfd):
                      "REGIST_MATMUL_OBJ page asks for it before any InitBuffer") == 1, err
 
 
+def test_a_tied_core_split_divides_n_as_canns_tiling_does(lib):
+    # asc-devkit's matmul_leakyrelu_advanced_api: 512 x 128 x 128, SetDim(2), base 128 x 64 -> N split in two
+    t = _tiling(lib, "Ascend910B2", 512, 128, 128, 2, 128, 64)
+    assert [_field(t, f) for f in ("usedCoreNum", "singleCoreM", "singleCoreN")] == [2, 512, 64]
+
+
+def test_iterate_all_to_gm_with_c_declared_in_ub_and_asynchronous(lib, small):
+    # the IterateAll page puts no condition on C_TYPE's position for a GM destination, and its
+    # asynchronous form needs no SetWorkspace (CANN's matmul_fused_manual / matmul_async_iterate_all); both
+    # vector cores of the one block write the same C, the same bytes with the same values (matmul_ibshareAB)
+    a, b, bias, t = small
+    c = np.zeros((64, 64), np.float32)
+    _launch(lib, "iterate_all_async_c_in_ub", 1, a, b, bias, c, t, "ascend910b")
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_set_tensor_b_transposed_without_istrans(lib, small, capfd):
+    # the SetTensorB page: for half inputs a precision warning on the device (CANN's matmul_high_performance
+    # does it), for others ISTRANS must match the flag
+    a, b, bias, t = small
+    c = np.zeros((64, 64), np.float32)
+    _launch(lib, "trans_b_without_istrans", 1, a, np.ascontiguousarray(b.T), bias, c, t, "ascend910b")
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + bias, rtol=1e-5, atol=1e-5)
+    err = capfd.readouterr().err
+    assert err.count("Matmul::SetTensorB(gm, true) with the MatmulType's ISTRANS false") == 1, err
+    _fails(lib, "trans_b_float_without_istrans", small, r"Matmul::SetTensorB\(gm, true\): B is transposed, so its "
+           r"MatmulType needs ISTRANS = true \(the SetTensorB page: with ISTRANS false, isTransposeB may only be false\)")
+
+
+def test_nd_align_c_pads_each_row_to_32_bytes(lib):
+    # 矩阵乘输出的N方向对齐: N = 20 floats per row of C, written with a row stride of 24
+    a, b, bias = _operands(32, 20, 32, np.float16, seed=4)
+    t = _tiling(lib, "Ascend910B2", 32, 20, 32, 1, 32, 32)
+    c = np.full((32, 24), -7.0, np.float32)
+    _launch(lib, "nd_align_c", 1, a, b, bias, c, t, "ascend910b")
+    np.testing.assert_allclose(c[:, :20], a.astype(np.float32) @ b.astype(np.float32) + bias, rtol=1e-5, atol=1e-5)
+    assert np.all(c[:, 20:] == -7.0)   # the padding holds "invalid data" on the device; fusedsl leaves it as it was
+
+
 def test_asynchronous_iterate_fetches_each_tile_in_turn(lib, small):
     # one Iterate<false>() then one GetTensorC<false> per 32 x 32 tile of the 64 x 64 block, M first
     a, b, bias, t = small

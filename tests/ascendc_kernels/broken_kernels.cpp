@@ -216,6 +216,22 @@ extern "C" __global__ __aicore__ void uninit_read(GM_ADDR, GM_ADDR, GM_ADDR) {
 }
 ENTRY(uninit_read)
 
+// A UB->UB move of a half-filled buffer is fine; the moved unfilled half is still unfilled.
+extern "C" __global__ __aicore__ void moved_uninit_read(GM_ADDR, GM_ADDR, GM_ADDR) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> src, dst, out;
+    pipe.InitBuffer(src, 1024);
+    pipe.InitBuffer(dst, 1024);
+    pipe.InitBuffer(out, 1024);
+    Duplicate(src.Get<float>(), 1.0f, 128);  // only the first 512 bytes
+    PipeBarrier<PIPE_ALL>();
+    DataCopy(dst.Get<float>(), src.Get<float>(), 256);
+    PipeBarrier<PIPE_ALL>();
+    Exp(out.Get<float>(), dst.Get<float>(), 128);     // the filled half: fine
+    Exp(out.Get<float>(), dst.Get<float>(), 144);     // 16 floats of the moved unfilled half
+}
+ENTRY(moved_uninit_read)
+
 // Reads one tile past the end of x.
 extern "C" __global__ __aicore__ void gm_out_of_bounds(GM_ADDR x, GM_ADDR, GM_ADDR) {
     TPipe pipe;

@@ -125,6 +125,67 @@ __aicore__ inline void AsyncTiles(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c,
 }
 
 BROKEN(async_tiles) { AsyncTiles(a, b, bias, c, ws, t, 4); }
+
+// SetTensorB(b, true) while B's MatmulType keeps ISTRANS false: b holds B^T (N x K); half inputs
+// run (with the SetTensorB page's precision warning), C straight to GM by IterateAll.
+BROKEN(trans_b_without_istrans) {
+    Broken k(a, b, bias, c, t);
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);
+    k.mm.SetTensorA(k.a);
+    k.mm.SetTensorB(k.b, true);
+    k.mm.SetBias(k.bias);
+    k.mm.IterateAll(k.c);
+    k.mm.End();
+}
+
+// C in CubeFormat::ND_ALIGN: rows of N floats padded to a multiple of 8 (32 bytes) in GM.
+BROKEN(nd_align_c) {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND_ALIGN, float>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a));
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b));
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias));
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c));
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    mm.IterateAll(cg);
+    mm.End();
+}
+
+// The same with float inputs, where the page requires ISTRANS to match.
+BROKEN(trans_b_float_without_istrans) {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>,
+           MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    AscendC::GlobalTensor<float> bg;
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(b));
+    mm.SetTensorB(bg, true);
+}
+
+// C declared in VECIN, the whole block written to GM by an asynchronous IterateAll (no SetWorkspace);
+// launched with blockDim 1 in MIX_MODE, both vector cores write the same C (as two AIVs sharing A
+// and B through IBShare do): the same values in the same bytes, a benign race.
+BROKEN(iterate_all_async_c_in_ub) {
+    Broken k(a, b, bias, c, t);
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);
+    k.SetOperands();
+    k.mm.template IterateAll<false>(k.c);
+    k.mm.WaitIterateAll();
+    k.mm.End();
+}
 BROKEN(async_overfetch) { AsyncTiles(a, b, bias, c, ws, t, 5); }
 
 // C = A x B^T + bias straight to GM with IterateAll (B stored N x K, the linear layer's
@@ -299,6 +360,10 @@ BROKEN_ENTRY(matmul_trans_b_iterate_all, MIX_MODE)
 BROKEN_ENTRY(matmul_nz_tile, MIX_MODE)
 BROKEN_ENTRY(regist_after_init_buffer, MIX_MODE)
 BROKEN_ENTRY(async_tiles, MIX_MODE)
+BROKEN_ENTRY(iterate_all_async_c_in_ub, MIX_MODE)
+BROKEN_ENTRY(trans_b_without_istrans, MIX_MODE)
+BROKEN_ENTRY(nd_align_c, AIC_MODE)
+BROKEN_ENTRY(trans_b_float_without_istrans, MIX_MODE)
 BROKEN_ENTRY(async_overfetch, MIX_MODE)
 BROKEN_ENTRY(tensor_c_too_small, MIX_MODE)
 BROKEN_ENTRY(tensor_c_misaligned, MIX_MODE)

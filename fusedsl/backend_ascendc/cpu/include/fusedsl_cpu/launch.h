@@ -314,6 +314,7 @@ inline int Launch(F kernel, uint64_t blockDim, Args... args) {
     rt.warned_host_list = false;
     rt.warned_regist_order = false;
     rt.warned_leak = false;
+    rt.warned_istrans = false;
     ResetStats();
     ResetGmOwners();
     rt.block_idx = 0;

@@ -443,6 +443,28 @@ public:
         fs_Register(tpipe, static_cast<uint8_t*>(nullptr), tiling, "Matmul::Init", false);
     }
 
+    // SetTensorA/SetTensorB(gm, true) with the MatmulType's ISTRANS false.  Their pages: for inputs other
+    // than half and bfloat16_t the flag, ISTRANS and the tiling's isTrans must agree (an error here); for
+    // half and bfloat16_t "若强行设置为true，精度会有异常" — a precision risk on the device, which CANN's CPU
+    // debug mode runs (CANN's matmul_high_performance does it): a warning, once per launch, and the
+    // transposed operand is read as such.
+    template <typename T>
+    void TransposeWithoutIsTrans(const char* api, char which) const {
+        using namespace fusedsl_cpu;
+        constexpr bool b16 = std::is_same<T, half>::value || std::is_same<T, bfloat16_t>::value;
+        if (!b16) {
+            Fail("Matmul::%s(gm, true): %c is transposed, so its MatmulType needs ISTRANS = true (the %s page: with "
+                 "ISTRANS false, isTranspose%c may only be false)", api, which, api, which);
+        }
+        if (!RT().warned_istrans) {
+            RT().warned_istrans = true;
+            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): Matmul::%s(gm, true) with the MatmulType's "
+                         "ISTRANS false: the %s page warns that the device's precision may be abnormal (\"精度会有异常\"); "
+                         "set ISTRANS = true (reported once per launch)\n", Target().name,
+                         static_cast<long long>(RT().block_idx), api, api);
+        }
+    }
+
     void SetTensorA(const GlobalTensor<SrcAT>& gm, bool isTransposeA = false) {
         RequireRegistered("SetTensorA");
         if (kAInL1 || kAInUb) {
@@ -450,8 +472,7 @@ public:
                               fusedsl_cpu::PositionName(A_TYPE::pos));
         }
         if (isTransposeA && !A_TYPE::isTrans) {
-            fusedsl_cpu::Fail("Matmul::SetTensorA(gm, true): A is transposed, so its MatmulType needs ISTRANS = true "
-                              "(the SetTensorA page: with ISTRANS false, isTransposeA may only be false)");
+            TransposeWithoutIsTrans<SrcAT>("SetTensorA", 'A');
         }
         fs_a = gm;
         fs_trans_a = isTransposeA;
@@ -489,8 +510,7 @@ public:
     void SetTensorB(const GlobalTensor<SrcBT>& gm, bool isTransposeB = false) {
         RequireRegistered("SetTensorB");
         if (isTransposeB && !B_TYPE::isTrans) {
-            fusedsl_cpu::Fail("Matmul::SetTensorB(gm, true): B is transposed, so its MatmulType needs ISTRANS = true "
-                              "(the SetTensorB page: with ISTRANS false, isTransposeB may only be false)");
+            TransposeWithoutIsTrans<SrcBT>("SetTensorB", 'B');
         }
         fs_b = gm;
         fs_trans_b = isTransposeB;
@@ -653,11 +673,16 @@ public:
                     bool waitIterateAll = false, bool fakeMsg = false) {
         (void)waitIterateAll;
         (void)fakeMsg;
-        if (kCInUb) {
-            fusedsl_cpu::Fail("Matmul::IterateAll(GlobalTensor): C_TYPE is in UB; declare C with TPosition::GM");
+        // The IterateAll page sets no condition on C_TYPE's position for a GM destination (CANN's
+        // matmul_fused_manual and matmul_ibshareAB declare C in VECIN and call IterateAll(gm)), and
+        // the asynchronous form writes straight to gm: no SetWorkspace (matmul_async_iterate_all).
+        const char* api = "Matmul::IterateAll(GlobalTensor)";
+        if (enAtomic > 3) {
+            fusedsl_cpu::Fail("%s: enAtomic = %u; 0 none, 1 add, 2 max, 3 min", api, enAtomic);
         }
-        while (Iterate<sync>()) {
-            GetTensorC<sync>(gm, enAtomic, enSequentialWrite);
+        while (Iterate<true>()) {
+            WriteTileToGm(api, gm, enAtomic, enSequentialWrite);
+            fs_pending = false;
         }
     }
 
@@ -848,15 +873,16 @@ private:
     void WriteTileToGm(const char* api, const GlobalTensor<DstT>& gm, uint8_t atomic, bool sequential) {
         using namespace fusedsl_cpu;
         // Sequential: tiles one after another, each tm x tn; otherwise at the tile's place in
-        // C with row stride N.
-        const int64_t ld = sequential ? fs_tn : fs_org_n;
-        const int64_t start = sequential ? (fs_count - 1) * fs_tiling.baseM * fs_tiling.baseN : fs_m0 * fs_org_n + fs_n0;
+        // C with row stride N — for CubeFormat::ND_ALIGN, N rounded up to 32 bytes (矩阵乘输出的N方向
+        // 对齐: "按照N方向32字节对齐的补齐规则输出C矩阵"; the padding columns are not written here).
+        const int64_t row_n = C_TYPE::format == CubeFormat::ND_ALIGN
+                                  ? static_cast<int64_t>(RoundUp(fs_org_n, 32 / sizeof(DstT))) : fs_org_n;
+        const int64_t ld = sequential ? fs_tn : row_n;
+        const int64_t start = sequential ? (fs_count - 1) * fs_tiling.baseM * fs_tiling.baseN : fs_m0 * row_n + fs_n0;
         GmBuffer* buf = CheckGm(api, gm, static_cast<uint64_t>(start + (fs_tm - 1) * ld + fs_tn) * sizeof(DstT), true);
+        std::vector<DstT> out(static_cast<size_t>(fs_tn));
         for (int64_t i = 0; i < fs_tm; ++i) {
             DstT* row = gm.fs_addr + start + i * ld;
-            if (atomic == 0) {
-                NoteGmWrite(api, buf, reinterpret_cast<uint8_t*>(row), fs_tn * sizeof(DstT));
-            }
             for (int64_t j = 0; j < fs_tn; ++j) {
                 auto v = static_cast<Compute<DstT>>(fs_acc[i * fs_tn + j]);
                 if (atomic != 0) {
@@ -864,8 +890,15 @@ private:
                     v = atomic == 1 ? static_cast<Compute<DstT>>(old + v) : atomic == 2 ? std::max(old, v)
                                                                                        : std::min(old, v);
                 }
-                row[j] = FromCompute<DstT>(v);
+                out[j] = FromCompute<DstT>(v);
             }
+            if (atomic == 0) {
+                // the row's new bytes: a core writing what another already wrote there is a benign race
+                // (two AIVs sharing A and B through IBShare get the same tile: CANN's matmul_ibshareAB)
+                NoteGmWrite(api, buf, reinterpret_cast<uint8_t*>(row), fs_tn * sizeof(DstT), false,
+                            reinterpret_cast<const uint8_t*>(out.data()));
+            }
+            std::memcpy(row, out.data(), static_cast<size_t>(fs_tn) * sizeof(DstT));
         }
         St().gm_bytes_written += static_cast<uint64_t>(fs_tm * fs_tn) * sizeof(DstT);
     }

@@ -229,7 +229,9 @@ protected:
         const int64_t l0a = tgt.l0a_bytes, l0b = tgt.l0b_bytes;
 
         // Core split: the (mDim, nDim) with the smallest per-core block, then the most cores
-        // used, then the larger mDim.
+        // used, then the smaller mDim: on a tie CANN's tiling splits N (asc-devkit's
+        // matmul_leakyrelu_advanced_api documents its result: M = 512, N = 128, SetDim(2) and
+        // SetFixSplit(128, 64, 128) give singleCoreN = 64, "按N轴分核切分2份").
         const int32_t dim = Dim();
         if (dim < 1 || dim > static_cast<int32_t>(platform_.GetCoreNum())) {
             return ::fusedsl_cpu::Format("SetDim(%d): %s has %u cores for this kernel (GetCoreNum)", dim, tgt.name,
@@ -247,7 +249,7 @@ protected:
                 continue;
             }
             int64_t cost = sm * sn;
-            if (bestCost < 0 || cost < bestCost || (cost == bestCost && used >= bestUsed)) {
+            if (bestCost < 0 || cost < bestCost || (cost == bestCost && used > bestUsed)) {
                 bestCost = cost;
                 bestUsed = used;
                 singleM = sm;
