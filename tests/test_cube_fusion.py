@@ -62,3 +62,30 @@ def test_single_kernel_matmul_epilogue():
     got = mm_single(x, w, b)
     assert [p.kind for p in mm_single.compile(x, w, b).kernels] == ["cube"]
     np.testing.assert_allclose(mm_single.compile(x, w, b).simulate(x, w, b), got, rtol=1e-4, atol=1e-4)
+
+
+def test_a_row_reduction_of_the_matmul_result_is_its_epilogue():
+    """`sum(x @ w, -1) * 1.5` was three kernels (the matmul, the sum, the scale): a last-axis
+    reduction of the result itself joins the cube kernel as a row epilogue, with the per-row
+    ops after it; logsumexp(x @ w) went from 3 kernels to 2."""
+    @fs.fused_kernel(target="ascend910b")
+    def f(x, w, b):
+        return fs.sum(x @ w, axis=-1) * 1.5, fs.relu(x @ w + b)
+
+    @fs.fused_kernel(target="ascend910b")
+    def lse(x, w):
+        return fs.logsumexp(x @ w, axis=-1)
+
+    rng = np.random.default_rng(5)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((40, 24), (24, 36), (36,)))
+    k = f.compile(x, w, b)
+    assert [p.ops for p in k.kernels] == [["matmul", "sum", "mul", "add", "relu"]] and k.kernels[0].printable
+    want = ((x @ w).sum(-1) * 1.5, np.maximum(x @ w + b, 0))
+    for run in (k, k.simulate):
+        for got, ref in zip(run(x, w, b), want):
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    k2 = lse.compile(x, w)
+    assert len(k2.kernels) == 2 and k2.kernels[0].ops[:2] == ["matmul", "max"] and "log" in k2.kernels[0].ops
+    z = x @ w
+    np.testing.assert_allclose(k2(x, w), np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1)) + z.max(-1),
+                               rtol=1e-5, atol=1e-5)

@@ -196,3 +196,33 @@ def test_a_recomputed_reader_of_a_row_reduction_keeps_its_input(shape):
         np.testing.assert_allclose(got[1].astype(np.float32), t.astype(np.float32), rtol=2e-3)
         np.testing.assert_allclose(got[0].astype(np.float32), (x + t).astype(np.float32), rtol=2e-3, atol=2e-3)
     assert "row" in [k.kind for k in g.compile(x).kernels]
+
+
+@fs.fused_kernel(target="ascend910b")
+def per_row_after(x, s):
+    m = fs.mean(x * 2.0, axis=-1, keepdims=True)
+    return fs.sqrt(m * m + 1e-5) * s, m - 1.0
+
+
+@fs.fused_kernel(target="ascend910b")
+def per_row_reads_a_row_vector(x, v):
+    return fs.sum(x, axis=-1) * v          # v: [R], one value per row from GM
+
+
+def test_ops_on_one_value_per_row_join_the_row_kernel():
+    """`sum(x, -1) * 1.5` was two kernels (FS101 "borders sum"): the per-row ops after a
+    reduction now run in the row kernel, once per row, on every executor and printed."""
+    rng = np.random.default_rng(3)
+    x, s = rng.standard_normal((37, 45)).astype(np.float32), np.float32(3.0)
+    k = per_row_after.compile(x, s)
+    assert [p.ops for p in k.kernels] == [["mul", "mean", "mul", "add", "sqrt", "mul", "sub"]]
+    m = (x * 2.0).mean(-1, keepdims=True)
+    want = (np.sqrt(m * m + 1e-5) * s, m - 1.0)
+    for run in (k, k.simulate):
+        for got, ref in zip(run(x, s), want):
+            np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5)
+    # a per-row tensor from GM would read like a last-axis vector in the row kernel: it stays out
+    v = rng.standard_normal(37).astype(np.float32)
+    k2 = per_row_reads_a_row_vector.compile(x, v)
+    assert [p.ops for p in k2.kernels] == [["sum"], ["mul"]] and all(p.printable for p in k2.kernels)
+    np.testing.assert_allclose(k2(x, v), x.sum(-1) * v, rtol=2e-5, atol=2e-5)

@@ -966,6 +966,26 @@ def _row_values_only(fn: Function, ops_idx, row_shape) -> bool:
     return all(has_trait(fn.ops[i], CONSTANT) or tuple(fn.ops[i].result.shape) in shapes for i in ops_idx)
 
 
+def _per_row_consumer(fn: Function, ops_idx, group_ops: set[int], producer: dict) -> bool:
+    """A vector kernel of one value per row (`sum(x, -1) * 1.5`, `sqrt(mean + eps)`) that reads
+    only the row group's values, constants and one-element tensors: the row kernel computes it
+    once per row and writes it beside its other per-row outputs.  A per-row tensor parameter
+    ([R] beside [R, C]) would not be told apart from a last-axis vector, so it keeps the kernel
+    out."""
+    inside = set(ops_idx) | group_ops
+    for i in ops_idx:
+        for v in fn.ops[i].operands:
+            p = producer.get(id(v))
+            if p in inside or (p is not None and has_trait(fn.ops[p], CONSTANT)):
+                continue
+            n = 1
+            for d in v.shape:
+                n = n * d if isinstance(d, int) else 2
+            if n != 1:
+                return False
+    return True
+
+
 def _operand_boundary(fn: Function, ops_idx, outputs) -> str:
     """Why the kernel's results leave it when a cube or attention op reads them as an operand (the
     Matmul API takes its operands from GM, so that boundary stays): '' otherwise. Reshapes between
@@ -1138,6 +1158,9 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             member_sets[ra] = group
             del member_sets[rb]
 
+    def ops_of(root: int) -> set[int]:
+        return {i for g in members(root) for i in kernels[g][0]}
+
     for k, (ops_idx, kind, _, _) in enumerate(kernels):
         if not rows or kind != "single" or len(ops_idx) != 1 or not _is_row_reduction(fn.ops[ops_idx[0]]):
             continue
@@ -1152,7 +1175,9 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         for c in succ[k]:
             kind_c = kernels[c][1]
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
-            if kind_c == "vector" and shapes == {row_shape} and _row_values_only(fn, kernels[c][0], row_shape):
+            if kind_c != "vector" or not _row_values_only(fn, kernels[c][0], row_shape):
+                continue
+            if shapes == {row_shape} or _per_row_consumer(fn, kernels[c][0], ops_of(find(k)), producer):
                 try_merge(k, c, queues=True)
     # Column fusion (FS116): a reduction over axes before the last joins its elementwise
     # producer and the vector kernels reading its result, as a row reduction does; the group
@@ -1181,9 +1206,6 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         column_roots.add(k)
     # batch statistics: column groups over one domain and range of axes that read a common
     # input (mean(x, 0) and var(x, 0)) become one kernel, so x is read by one walk
-    def ops_of(root: int) -> set[int]:
-        return {i for g in members(root) for i in kernels[g][0]}
-
     by_domain: dict[tuple, list[int]] = {}
     for k in sorted(column_roots):
         red = fn.ops[kernels[k][0][0]]
@@ -1201,10 +1223,15 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     for k, (ops_idx, kind, _, _) in enumerate(kernels):
         if not cube or kind != "single" or len(ops_idx) != 1 or fn.ops[ops_idx[0]].name not in ("matmul", "conv2d"):
             continue
-        mm_shape = fn.ops[ops_idx[0]].result.shape
+        mm = fn.ops[ops_idx[0]]
+        mm_shape = mm.result.shape
         for c in sorted(succ[k]):
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
-            if kernels[c][1] != "vector" or shapes != {mm_shape}:
+            # a last-axis reduction of the result itself (sum(x @ w, -1)) is a row epilogue too
+            lone_row = (kernels[c][1] == "single" and len(kernels[c][0]) == 1
+                        and _is_row_reduction(fn.ops[kernels[c][0][0]])
+                        and fn.ops[kernels[c][0][0]].operands[0] is mm.result)
+            if not lone_row and (kernels[c][1] != "vector" or shapes != {mm_shape}):
                 continue
             # a row reduction in c's group needs whole rows of the result per tile: only if they fit
             group = members(find(c))
