@@ -31,7 +31,7 @@ from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, lower_kernel, tile_programs
 from .lower.column_plan import is_column_kernel, lone_row_reduction
 from .lower.row_plan import has_row_reduction
-from .lower.vector import Tiling, VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
+from .lower.vector import VectorSchedule, compute_tiling, schedule_vector_kernel
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
 from .tile.text import print_tile
 
@@ -90,8 +90,9 @@ class KernelPlan:
         self.lowered = lowered       # that kind's schedule, which the printers read; None when refused
         self.error = error
         self.size_error: FusedslError | None = None   # `error` when it came from the current sizes
-        self.tiling: Tiling | None = None      # a vector kernel's tiling once sizes are known
-        self.row_tiling = None                 # another kind's tiling once sizes are known
+        # the launch's tiling once sizes are known, from the kind (lower/kinds.py Kind.tiling): a
+        # vector kernel's Tiling or another kind's record (RowTiling, ColumnTiling, CubeLaunch...)
+        self.tiling = None
 
     @property
     def printable(self) -> bool:
@@ -120,11 +121,9 @@ class KernelPlan:
 
     @property
     def ub_plan(self) -> list[tuple[str, str, int, int]]:
-        if self.row is not None and self.row_tiling is not None:
-            return self.row.ub_plan(self.row_tiling)
-        if self.schedule is None or self.tiling is None:
+        if self.lowered is None or self.tiling is None:
             return []
-        return ub_plan(self.schedule, self.tiling)
+        return self.lowering.ub_plan(self.lowered, self.tiling)
 
     @property
     def tile_ir(self) -> str | None:
@@ -296,17 +295,11 @@ class CompiledKernel:
         self._last_sizes = dict(sizes)
         self._cpu_tiling.clear()
         for plan in self.kernels:
-            if plan.schedule is not None and (plan.error is None or plan.error is plan.size_error):
+            if plan.lowered is not None and (plan.error is None or plan.error is plan.size_error):
                 try:
-                    plan.tiling = compute_tiling(plan.schedule, sizes, self.target)
+                    plan.tiling = plan.lowering.tiling(plan.lowered, sizes, self.target)
                     plan.error = plan.size_error = None
-                except ScheduleError as exc:   # e.g. one tile does not fit UB, 2**32 elements
-                    plan.error = plan.size_error = exc
-            elif plan.row is not None and (plan.error is None or plan.error is plan.size_error):
-                try:
-                    plan.row_tiling = plan.row.tiling(sizes, self.target)
-                    plan.error = plan.size_error = None
-                except ScheduleError as exc:   # a row bigger than UB, 2**32 elements
+                except ScheduleError as exc:   # e.g. one tile or row does not fit UB, 2**32 elements
                     plan.error = plan.size_error = exc
 
     # ---- execution --------------------------------------------------------------------------

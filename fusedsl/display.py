@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from html import escape
 
+from .cost import launch_of
+
 # One scoped stylesheet: class names start with "fsd-" so they cannot clash with the page.
 _STYLE = """<style>
 .fsd { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; font-size: 13px; }
@@ -98,7 +100,7 @@ def ub_plan_svg(ub_plan: list[dict], budget: int | None) -> str:
     rows = [(f"{r['buffer']} {r['position']} x{r['num']}", r["bytes"] * r["num"],
              _BAR_COLORS.get(r["position"], "#888")) for r in ub_plan]
     if not rows:
-        return '<p class="fsd-note">no UB plan (sizes unknown until the first call, or not a vector kernel)</p>'
+        return '<p class="fsd-note">no UB plan (sizes unknown until the first call, or the kernel does not print)</p>'
     rows.append(("total", sum(v for _, v, _ in rows), "#666"))
     return bars_svg(rows, budget, "UB budget")
 
@@ -108,7 +110,7 @@ def _plan_rows(plan) -> list[dict]:
 
 
 def plan_html(plan) -> str:
-    t = plan.tiling
+    t = launch_of(plan.tiling)   # every kind's launch, as the report's table reads it
     code = getattr(plan, "reason_code", None)
     cells = [_td(plan.kind), _td(", ".join(plan.ops)), _td(code or ""), _td(plan.reason),
              _num(t.block_dim if t else None),

@@ -68,9 +68,9 @@ def _single_op_cost(fn, compiled, sizes):
 
 def launch_tiling(plan):
     """The kernel's own tiling, the one source of its blockDim, tile and loops in the table, the
-    plan line and the model: the vector Tiling, else the row/column/cube launch (None until
-    sizes are known, or when the kernel is not printable)."""
-    return plan.tiling if plan.tiling is not None else plan.row_tiling
+    plan line and the model: `plan.tiling` for every kind (None until sizes are known, or when
+    the kernel is not printable)."""
+    return plan.tiling
 
 
 def _chosen(model, tiling, target):

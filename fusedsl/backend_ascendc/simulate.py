@@ -60,7 +60,7 @@ def _launch(lib, compiled, plan, inputs, sizes):
     """One launch of a kernel of any kind: the tiling struct its printer packs (checked against
     the printed host tiling), GM buffers for the tensors and results, the workspace."""
     printer = printer_for_plan(plan, compiled.target)
-    tiling = plan.tiling if plan.tiling is not None else plan.row_tiling
+    tiling = plan.tiling
     params = printer.launch_params()
     views = getattr(plan.lowered, "views", None)
     if views is not None:   # take: indices are checked before launching (the device guard would

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..errors import FusedslError, ScheduleError, TargetError
 from ..ir.core import Function
 from ..ir.ops import ATTENTION, CUBE, REDUCTION, has_trait
-from .vector import VectorSchedule, schedule_vector_kernel
+from .vector import VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
 from .attention import AttentionSchedule, schedule_attention_kernel
 from .conv import ConvSchedule, schedule_conv_kernel
 from .cube import CubeSchedule, schedule_cube_kernel
@@ -49,6 +49,12 @@ class Kind:
     # the kernel then belongs to that kind
     schedules: tuple[type, ...]
     errors: tuple[type[FusedslError], ...] = (ScheduleError,)
+    # (schedule, sizes, target) -> the launch's tiling once sizes are known (KernelPlan.tiling:
+    # the one source of blockDim, tiles and loops for the report, the display and simulate);
+    # raises ScheduleError when these sizes do not fit
+    tiling: Callable[[Any, dict, Target], Any] = lambda sched, sizes, target: sched.tiling(sizes, target)
+    # (schedule, tiling) -> the UB plan: (buffer, position, bytes, count) per buffer
+    ub_plan: Callable[[Any, Any], list] = lambda sched, tiling: sched.ub_plan(tiling)
 
 
 def _has_cube(fn: Function) -> bool:
@@ -70,7 +76,7 @@ def _cube_group(fn: Function, group: str) -> bool:
 KINDS: list[Kind] = [
     Kind("vector", lambda fn, group: group == "vector" or _lone_view(fn, group),
          lambda fn, t, o, snaps: schedule_vector_kernel(fn, t, o.ub_headroom, snapshots=snaps),
-         (VectorSchedule,)),
+         (VectorSchedule,), tiling=compute_tiling, ub_plan=ub_plan),
     # im2col inside the kernel, then the Matmul API (printer_conv)
     Kind("conv", lambda fn, group: _cube_group(fn, group) and any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_conv_kernel(fn, t, o.ub_headroom, o.l1_headroom),
