@@ -591,12 +591,13 @@ def _dims(value, sizes) -> list[int]:
 
 
 def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int,
-                         mask_item: int = 0, rope_head: int = 0) -> list[tuple[str, str, int]]:
+                         mask_item: int = 0, rope_head: int = 0, c_cols: int = 0) -> list[tuple[str, str, int]]:
     """(name, position, bytes) of the UB buffers of the printed attention kernel
     (backend_ascendc/printer_attention.py): the S-then-P-V tile from GetTensorC (float32 rows
     padded to 32 bytes; S is consumed before P V arrives), the P-then-output tile in the input
     dtype, the float32 accumulator O, the running max and sum, reduction scratch; on 310P the
-    Matmul API's UB workspace for C."""
+    Matmul API's UB workspace for C, one base block (`c_cols` columns when the products' base
+    blocks are narrower than their blocks, else the whole S or P V block)."""
     def up(a, b):
         return -(-a // b) * b
     ld_s, ld_o = up(bk, 8), up(head_v, 8)
@@ -614,7 +615,7 @@ def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int,
         row = up(rope_head * item, 32)
         bufs += [("b_rx", "VECCALC", row), ("b_rt", "VECCALC", 2 * row), ("b_rf", "VECCALC", 4 * up(rope_head, 8) * 4)]
     if not target.separated:   # a whole base block of C: baseM x baseN (N rounded up to 16)
-        bufs.append(("b_mmws", "VECCALC", bq * max(up(bk, 16), up(head_v, 16)) * 4))
+        bufs.append(("b_mmws", "VECCALC", bq * (c_cols or max(up(bk, 16), up(head_v, 16))) * 4))
     return bufs
 
 

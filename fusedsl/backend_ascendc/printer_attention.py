@@ -109,6 +109,11 @@ inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores,
         p_a = f"b_p.Get<{ty}>()" if s.p_in_ub else "gm_p"
         p_pos = "VECOUT" if s.p_in_ub else "VECCALC"
         ctype = "AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>"
+        # one base block covers a product (written as it is), or (310P, c_cols) each base block is
+        # written at its place in the tile, rows (cols + 7) / 8 * 8 apart either way
+        seq = "false" if s.c_cols else "true"
+        seq_note = (f"base blocks of {s.c_cols} columns, each at its place in the S block" if s.c_cols
+                    else "one base block: the whole S block")
         return f"""#include "lib/matmul_intf.h"
 class {self.cls} {{
 public:
@@ -248,7 +253,7 @@ private:
         qk.SetTail(rows, cols, E);
         AscendC::LocalTensor<float> sc = q_c.AllocTensor<float>();
         while (qk.template Iterate<true>()) {{
-            qk.template GetTensorC<true>(sc, false, true);   // one base block: the whole S block
+            qk.template GetTensorC<true>(sc, false, {seq});   // {seq_note}
         }}
         q_c.EnQue(sc);
     }}
@@ -297,7 +302,7 @@ private:
         pv.SetTail(rows, Dv, cols);
         AscendC::LocalTensor<float> acc = q_c.AllocTensor<float>();   // the S block's buffer, free again
         while (pv.template Iterate<true>()) {{
-            pv.template GetTensorC<true>(acc, false, true);
+            pv.template GetTensorC<true>(acc, false, {seq});
         }}
         q_c.EnQue(acc);
         acc = q_c.DeQue<float>();

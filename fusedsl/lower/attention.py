@@ -20,8 +20,9 @@ KV axis in blocks of BK keys:
 
 Block sizes: BK <= 128 keys, BQ query rows as large as UB (S, P, O, P V tiles, row statistics),
 L0C (S block and P V block, float32) and L1 allow (cost.attention_blocks' rule, counted here
-exactly for the buffers the printer allocates); on 310P a smaller BQ when that lets the Q block
-sit in UB too and reads fewer GM bytes (_q_block_310p).  Static shapes only.  A mask is read one row of
+exactly for the buffers the printer allocates); on 310P, to make room for the Q block in UB, base
+blocks half as wide as the products (a smaller C workspace, _c_cols_310p) or else a smaller BQ when
+that reads fewer GM bytes (_q_block_310p).  Static shapes only.  A mask is read one row of
 the S block at a time through its broadcast strides (a mask broadcasting over the keys does not
 print); a bool mask becomes 0 / -3e38 on the vector unit (a block row whose maximum is below
 -1e38 counts as fully masked, so a fully masked row still gives 0, as torch does).
@@ -86,6 +87,7 @@ class AttentionSchedule:
     rope_row = 0          # the cos / sin tables' stride between positions (0: one row for all)
     q_l1_bytes = 0        # > 0: the Q block is held in L1 (a TSCM buffer of this size, NZ) per item
     q_ub_bytes = 0        # > 0 (310P): the Q block is held in UB, qk's A a VECOUT tensor, rows E apart
+    c_cols = 0            # > 0 (310P): the products' base blocks are this many columns wide, several per block
 
     @property
     def inputs(self):
@@ -178,7 +180,8 @@ class AttentionSchedule:
         """(name, position, bytes) of every UB buffer the printer allocates."""
         mask = attention_operands(self.op)[3]
         bufs = attention_ub_buffers(self.target, self.bq, self.bk, self.Dv, self.dtype.itemsize,
-                                    mask.dtype.itemsize if mask is not None else 0, self.E if self.rope else 0)
+                                    mask.dtype.itemsize if mask is not None else 0, self.E if self.rope else 0,
+                                    self.c_cols)
         return bufs + ([("b_q", "VECOUT", self.q_ub_bytes)] if self.q_ub_bytes else [])
 
 
@@ -228,18 +231,28 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
     budget = int(target.ub_bytes * ub_fraction)
     bq, bk = attention_blocks(target, L, S, E, Dv, item, ub_fraction, mask_item, rope_head)
     q_rows_e = cos is not None or strides(h_q, L, E, op.operands[0])[2] == E   # Q rows can sit E apart in UB
+    c_cols = 0   # > 0 (310P): C's UB workspace holds base blocks of this many columns, not the whole block
     if not target.separated and E * item % 32 == 0 and q_rows_e:
-        bq = _q_block_310p(bq, bk, L, S, E, Dv, item, budget, target, mask_item, rope_head)
-    ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item, mask_item, rope_head))
+        c_cols = _c_cols_310p(bq, bk, E, Dv, item, budget, target, mask_item, rope_head)
+        if c_cols:   # only if both products really split into base blocks of bq rows, c_cols columns at most
+            try:
+                tilings = _l1_plan(target, bq, bk, E, Dv, q.dtype, E, cos is not None, c_cols)[:2]
+            except ScheduleError:
+                tilings = ()
+            if not tilings or any(t.base_m < bq or t.base_n > c_cols or t.base_n % 16 for t in tilings):
+                c_cols = 0
+        if not c_cols:
+            bq = _q_block_310p(bq, bk, L, S, E, Dv, item, budget, target, mask_item, rope_head)
+    ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item, mask_item, rope_head, c_cols))
     if ub > budget:
         raise ScheduleError(f"FS110: attention with head size {Dv} needs {ub} B of UB for 16 x 16 blocks, "
                             f"{target.name} allows {budget} B", loc=op.loc)
     # one base block covers each product: the S block (BQ x BK) and the P V block (BQ x Dv); on
     # 910B the Q block is held in L1 (TSCM) when it and both objects' buffers fit (_l1_plan)
     qk, pv, q_l1 = _l1_plan(target, bq, bk, E, Dv, q.dtype, strides(h_q, L, E, op.operands[0])[2],
-                            cos is not None)
+                            cos is not None, c_cols)
     for t, what in ((qk, "Q K^T"), (pv, "P V")):
-        if t.base_m < bq or t.base_n < t.N:
+        if t.base_m < bq or (t.base_n < t.N and not c_cols) or t.base_n > (c_cols or t.base_n):
             raise ScheduleError(f"FS110: the {what} block {bq} x {t.N} does not fit one base block on "
                                 f"{target.name}", loc=op.loc)
     params = [RowParam(i, p.value.name or f"x{i}", p.value.dtype, "full") for i, p in enumerate(fn.params)]
@@ -253,6 +266,9 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
                               bool(op.attr("causal")), qk, pv, budget, ub, note)
     sched.mask_lead, sched.mask_row = mask_lead, mask_row
     sched.q_l1_bytes = q_l1
+    sched.c_cols = c_cols
+    if c_cols:
+        sched.plan_note += f"; C in base blocks of {bq} x {c_cols} (each written to its place in the UB tile)"
     # 310P: the Q block in UB (a VECOUT A, copied UB -> L1 by the core) when UB has room left over
     # at these block sizes (the blocks are not shrunk for it: K and V reads would grow more) and
     # its rows can sit E apart, 32-byte aligned, as qk's org Ka
@@ -278,6 +294,26 @@ def schedule_attention_kernel(fn, target: Target, ub_fraction: float = 1.0) -> A
                             "reads them with one org Ka)", loc=op.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     return sched
+
+
+def _c_cols_310p(bq: int, bk: int, E: int, Dv: int, item: int, budget: int, target, mask_item: int,
+                 rope_head: int) -> int:
+    """310P: 0 when the Q block fits UB beside the tiles at these block sizes (or nothing is gained),
+    else the base block width (half the widest product) whose smaller C workspace makes room for it.  The Matmul API
+    moves C from L0C into UB through a workspace of one base block; with base blocks half as wide
+    as the S and P V blocks (two Iterates per product, each GetTensorC writing its block at its
+    place in the tile, enSequentialWrite false) that workspace halves and the Q block fits: D = 128,
+    float16, BQ = BK = 128: 32768 B freed, Q needs 32768 B, 31424 B were left."""
+    def room(c_cols):
+        ub = sum(n for _, _, n in attention_ub_buffers(target, bq, bk, Dv, item, mask_item, rope_head, c_cols))
+        return ub + bq * E * item <= budget
+    widest = max(_up(bk, 16), _up(Dv, 16))
+    half = widest // 2
+    # each product's block is either one base block or exactly two (cube_tiling halves its width once)
+    if room(0) or half % 16 or half < 16 or not room(half) or \
+            any(half < _up(n, 16) < widest for n in (bk, Dv)):
+        return 0
+    return half
 
 
 def _q_block_310p(bq: int, bk: int, L: int, S: int, E: int, Dv: int, item: int, budget: int, target,
@@ -306,7 +342,8 @@ def _q_block_310p(bq: int, bk: int, L: int, S: int, E: int, Dv: int, item: int, 
     return best
 
 
-def _l1_plan(target: Target, bq: int, bk: int, E: int, Dv: int, dtype: dt.DType, q_row: int, rope: bool):
+def _l1_plan(target: Target, bq: int, bk: int, E: int, Dv: int, dtype: dt.DType, q_row: int, rope: bool,
+             c_cols: int = 0):
     """(qk tiling, pv tiling, TSCM bytes of the Q block or 0).  On 910B one AI core's L1 holds,
     for each of its two vector instances, its own copy of both Matmul objects' A1/B1 buffers (the
     API's server keeps one object per sub-block) and its TSCM slice, so each instance gets half of
@@ -319,6 +356,9 @@ def _l1_plan(target: Target, bq: int, bk: int, E: int, Dv: int, dtype: dt.DType,
         kw = dict(a_dtype=name, b_dtype=name, cores=1, whole_rows=True, l1_budget=budget)
         return cube_tiling(target, bq, bk, E, **kw), cube_tiling(target, bq, Dv, bk, **kw)
     if not target.separated:
+        if c_cols:   # base blocks of at most bq x c_cols (cube_tiling halves the longer side to fit)
+            kw = dict(a_dtype=name, b_dtype=name, cores=1, ub_bytes=bq * c_cols * 4, ub_bytes_per_c_elem=4)
+            return cube_tiling(target, bq, bk, E, **kw), cube_tiling(target, bq, Dv, bk, **kw), 0
         return (*tilings(None), 0)
     per_instance = target.l1_bytes // 2
     c0 = 32 // item
