@@ -175,3 +175,45 @@ def test_a_small_bound_matmul_keeps_its_result_buffer_alive():
         np.testing.assert_allclose(y, (x * (i + 1)) @ np.maximum((x * (i + 1)) @ w[0], 0), rtol=1e-5)
         np.testing.assert_allclose(p.sum(axis=-1), np.ones(16), rtol=1e-5)
         _ = [np.ones(257, np.float32) * j for j in range(8)]   # reuse the freed memory
+
+
+def test_small_parameters_passed_as_new_arrays_are_staged_and_stay_correct():
+    """A small parameter that arrives as a new array on every call is copied into a kept buffer
+    (program.STAGE_BYTES) instead of rebinding the steps that read it; results stay numpy's
+    whatever the caller does next (new arrays, the staged array's last object changed in place,
+    a large parameter that is never staged)."""
+    from fusedsl.backend_cpu import program
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 10)).astype(np.float32)
+    w = rng.standard_normal((10, 12)).astype(np.float32)
+
+    def prog(a, b):
+        y = fs.relu(a @ b)
+        return fs.concatenate([y, fs.reshape(a, (5, 12))], axis=0), fs.sum(a * 2.0, axis=1)
+
+    def want(a, b):
+        return np.concatenate([np.maximum(a @ b, 0), a.reshape(5, 12)], axis=0), (a * 2).sum(axis=1)
+
+    k = fs.fused_kernel(prog)
+    compiled = k.compile(x, w)
+    for step in range(4):
+        x_new = (x + step).copy()                    # a new array every call
+        _check(k(x_new, w), want(x_new, w))
+    assert 0 in compiled._program._staged and 1 not in compiled._program._staged   # w is the same object
+    rebinds = []
+    original = compiled._program._rebind
+    compiled._program._rebind = lambda: (rebinds.append(1), original())[1]
+    x_new = x * 3
+    _check(k(x_new, w), want(x_new, w))
+    assert not rebinds                                # a staged parameter's new array: a copy only
+    x_new[1, :] = -4.0                                # the same object, new values
+    _check(k(x_new, w), want(x_new, w))
+    w2 = w[:, ::-1].copy()                            # the unstaged parameter: rebound
+    _check(k(x_new, w2), want(x_new, w2))
+    assert rebinds
+    big = rng.standard_normal((program.STAGE_BYTES // 4 + 1,)).astype(np.float32)
+    kb = fs.fused_kernel(lambda a: fs.relu(a) * 2.0 + fs.sum(a))
+    for step in range(4):
+        arr = big - step
+        np.testing.assert_allclose(kb(arr), np.maximum(arr, 0) * 2 + arr.sum(dtype=np.float32), rtol=1e-5, atol=1e-2)
+    assert not kb.compile(big)._program._staged

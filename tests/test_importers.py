@@ -239,3 +239,24 @@ def test_from_onnx_more_ops():
     got = fs.from_onnx(model)(x)
     np.testing.assert_allclose(got[0].astype(np.float32), want[0].astype(np.float32), rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+
+
+def test_int64_index_inputs_take_the_call_fast_path_and_out_of_range_raises():
+    """An imported model's int64 index input (the framework's index type) is narrowed to int32
+    on the call fast path when every value fits (same result as torch, for new index arrays on
+    every call); a value outside int32 still raises the checked call's ArgumentError."""
+    class Pick(nn.Module):
+        def forward(self, x, idx):
+            return torch.relu(x[idx]) * 2.0
+
+    x = torch.randn(7, 5)
+    idx = torch.tensor([3, 0, 6, 3], dtype=torch.int64)
+    k = fs.from_torch(Pick(), x, idx)
+    xn = x.numpy()
+    for shift in range(4):   # a new int64 array per call
+        i64 = (idx.numpy() + shift) % 7
+        np.testing.assert_allclose(k(xn, i64), (torch.relu(x[torch.from_numpy(i64)]) * 2.0).numpy(), rtol=1e-6)
+    bad = np.array([0, 1, 2, 1 << 40], np.int64)
+    with pytest.raises(fs.ArgumentError, match="outside the int32 range") as info:
+        k(xn, bad)
+    assert info.value.loc is not None and info.value.loc.file.endswith("test_importers.py")

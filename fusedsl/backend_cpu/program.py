@@ -32,6 +32,13 @@ from operator import is_
 import numpy as np
 
 MAX_BYTES = 64 << 20   # intermediate buffers a Program keeps between calls (per compiled kernel)
+# A small parameter the caller passes as a new array on every call (an int64 index converted
+# to int32 per call, a tensor rebuilt per step) is copied into a kept buffer instead: rebinding
+# the steps that read it cost ~25 us per call (cross entropy's targets), a copy ~1 us.  A
+# parameter is staged once its array changed STAGE_AFTER times (an array the caller keeps is
+# read in place, with no copy).
+STAGE_BYTES = 1 << 14
+STAGE_AFTER = 2
 
 
 class Unsupported(Exception):
@@ -157,6 +164,12 @@ class Program:
             else:
                 constant_steps.append(step)
         self._kinds, self._values, self._shapes = kinds, values, shapes
+        # parameters that may be staged (module docstring of STAGE_BYTES): tensors of a few KB
+        self._stageable = {i: (tuple(p.value.shape), p.value.dtype.np) for i, p in enumerate(main.params)
+                           if p.kind == "tensor" and int(np.prod(p.value.shape)) * p.value.dtype.itemsize <= STAGE_BYTES}
+        self._new_arrays = [0] * len(main.params)
+        self._staged: dict[int, np.ndarray] = {}
+        self._watched = list(range(len(main.params)))   # parameters compared by identity
         self._steps = steps
         self._params = None                   # the last call's argument arrays
         self._dirty = True                    # some step is not bound to the current arrays
@@ -182,11 +195,18 @@ class Program:
         values = self._values
         changed = False
         params = self._params
-        if params is None or len(arrays) != self._n_params or not all(map(is_, arrays, params)):
+        staged = self._staged
+        if params is None or len(arrays) != self._n_params or not (
+                all(map(is_, arrays, params)) if not staged else all(arrays[i] is params[i] for i in self._watched)):
+            if params is not None and len(arrays) == self._n_params:
+                self._count_new(arrays, params)
             self._params = list(arrays)   # compared by identity next time
             for i, a in enumerate(arrays):
-                values[i] = a if type(a) is np.ndarray and a.flags.c_contiguous else np.asarray(a, order="C")
+                if i not in staged:
+                    values[i] = a if type(a) is np.ndarray and a.flags.c_contiguous else np.asarray(a, order="C")
             changed = True
+        for i, buf in staged.items():   # copied on every call: the caller may change its values
+            np.copyto(buf, arrays[i])
         buffers = self._buffers
         getrefcount = sys.getrefcount
         for j in range(len(buffers)):
@@ -220,6 +240,16 @@ class Program:
             b = buffers[j]
             out.append(b if b.shape == shape else b.reshape(shape))
         return tuple(out)
+
+    def _count_new(self, arrays, params) -> None:
+        """Count the small parameters that came as new arrays; stage those that did so often."""
+        for i in self._stageable:
+            if i not in self._staged and arrays[i] is not params[i]:
+                self._new_arrays[i] += 1
+                if self._new_arrays[i] >= STAGE_AFTER:
+                    shape, dtype = self._stageable[i]
+                    self._staged[i] = self._values[i] = np.empty(shape, dtype)
+                    self._watched = [j for j in range(self._n_params) if j not in self._staged]
 
     def _rebind(self) -> None:
         values = self._values

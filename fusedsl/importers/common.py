@@ -105,11 +105,17 @@ class ImportedKernel(FusedKernel):
         # `_with_weights` and the user_facing frame cost ~1.2 us of a ~4 us small call.
         # FusedKernel.__call__ cuts fusedsl's frames from its errors itself.
         if not self.constant_args and len(args) == len(self.input_names):
-            for a in args:
-                if type(a) is not np.ndarray or a.dtype == np.int64:
+            arrays = list(args)
+            for i, a in enumerate(args):
+                if type(a) is not np.ndarray:
                     break
+                if a.dtype == np.int64:   # an index tensor: int32 when every value fits (as_array)
+                    narrow = a.astype(np.int32)
+                    if not (narrow == a).all():
+                        break             # the checked call raises, naming the input
+                    arrays[i] = narrow
             else:
-                return FusedKernel.__call__(self, *args, *self.weights, out=out)
+                return FusedKernel.__call__(self, *arrays, *self.weights, out=out)
         return self._checked_call(args, out)
 
     @user_facing
