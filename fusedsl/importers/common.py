@@ -68,6 +68,21 @@ def _torch_int16(x):
     return getattr(sys.modules[type(x).__module__.split(".")[0]], "int16")
 
 
+def _narrowed(arrays):
+    """The numpy arrays with every int64 one as int32, or None when a value does not fit."""
+    out = []
+    for a in arrays:
+        if type(a) is not np.ndarray:
+            return None
+        if a.dtype == np.int64:
+            narrow = a.astype(np.int32)
+            if not (narrow == a).all():
+                return None
+            a = narrow
+        out.append(a)
+    return out
+
+
 class ImportedKernel(FusedKernel):
     """A FusedKernel for an imported model: the weights are bound after the user's inputs."""
 
@@ -105,17 +120,16 @@ class ImportedKernel(FusedKernel):
         # `_with_weights` and the user_facing frame cost ~1.2 us of a ~4 us small call.
         # FusedKernel.__call__ cuts fusedsl's frames from its errors itself.
         if not self.constant_args and len(args) == len(self.input_names):
-            arrays = list(args)
-            for i, a in enumerate(args):
+            for a in args:
                 if type(a) is not np.ndarray:
                     break
                 if a.dtype == np.int64:   # an index tensor: int32 when every value fits (as_array)
-                    narrow = a.astype(np.int32)
-                    if not (narrow == a).all():
+                    narrowed = _narrowed(args)
+                    if narrowed is None:
                         break             # the checked call raises, naming the input
-                    arrays[i] = narrow
+                    return FusedKernel.__call__(self, *narrowed, *self.weights, out=out)
             else:
-                return FusedKernel.__call__(self, *arrays, *self.weights, out=out)
+                return FusedKernel.__call__(self, *args, *self.weights, out=out)
         return self._checked_call(args, out)
 
     @user_facing
