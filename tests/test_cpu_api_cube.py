@@ -86,6 +86,119 @@ def test_fill_l1_and_data_copy_between_gm_and_l1(lib):
     np.testing.assert_array_equal(c[:k], np.full(k, 3, np.float16))
     np.testing.assert_array_equal(c[k:], a)
     dims[3] = 1
-    with pytest.raises(AscendCCheckError, match=r"Mmad: isBias, kDirectionAlign, fmOffset, enSsparse and the Winograd "
+    with pytest.raises(AscendCCheckError, match=r"Mmad: isBias, fmOffset, enSsparse and the Winograd "
                                                 r"switches are not modelled"):
         lib.launch("cube_l1_roundtrip", 1, [("a", a), ("b", a), ("c", c), ("dims", dims)])
+
+
+# ---- LoadData (卷积数据搬运) v2 --------------------------------------------------------------
+
+def _unfold(fm, kh, kw, sh, sw, dh, dw, pads):
+    """The page's image-to-column matrix of an NC1HWC0 map fm [C1, H, W, C0]: row = output pixel,
+    column = (c1, kh, kw, c0); pixels outside the map (the padding) are 0."""
+    c1n, h, w, c0 = fm.shape
+    left, right, top, bottom = pads
+    hout = (h + top + bottom - ((kh - 1) * dh + 1)) // sh + 1
+    wout = (w + left + right - ((kw - 1) * dw + 1)) // sw + 1
+    rows = []
+    for oh in range(hout):
+        for ow in range(wout):
+            row = []
+            for c1 in range(c1n):
+                for fh in range(kh):
+                    for fw in range(kw):
+                        ih, iw = oh * sh + fh * dh - top, ow * sw + fw * dw - left
+                        inside = 0 <= ih < h and 0 <= iw < w
+                        row.append(fm[c1, ih, iw] if inside else np.zeros(c0, fm.dtype))
+            rows.append(np.concatenate(row))
+    return np.array(rows)
+
+
+def _as_map(x, c0):
+    """A K x N matrix as the [1 x K x N] NC1HWC0 map the 1 x 1 unfolding turns back into it."""
+    k, n = x.shape
+    return np.ascontiguousarray(x.reshape(k, n // c0, c0).transpose(1, 0, 2)).reshape(n // c0, 1, k, c0)
+
+
+def _load3d(lib, dtype, mode, fm, conv, block, b, m, k, k_align=False):
+    """conv = (kh, kw, sh, sw, dh, dw, pads), block = (mStart, kStart, mExt, kExt) of the A load."""
+    c0 = 32 // np.dtype(dtype).itemsize
+    kh, kw, sh, sw, dh, dw, pads = conv
+    n = b.shape[1]
+    dims = np.array([mode, fm.shape[0], fm.shape[1], fm.shape[2], kh, kw, sh, sw, dh, dw, *pads, *block, n, m, k,
+                     int(k_align)], np.uint32)
+    c = np.zeros((2 * m if mode == 4 else m, n), np.float32)
+    entry = "cube_load3d_half" if dtype == np.float16 else "cube_load3d_float"
+    lib.launch(entry, 1, [("a", fm), ("b", _as_map(b, c0)), ("c", c), ("dims", dims)], target="ascend910b")
+    return c
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_load3d_v2_unfolds_a_padded_strided_dilated_map_into_l0a(lib, dtype):
+    rng = np.random.default_rng(5)
+    c0 = 32 // np.dtype(dtype).itemsize
+    if dtype == np.float16:   # 2 x 3 filter, strides (1, 2), padding; rows 0..14 (the last), columns 32..127
+        fm = rng.standard_normal((2, 5, 6, c0)).astype(dtype)
+        conv, block = (2, 3, 1, 2, 1, 1, (1, 1, 1, 0)), (0, 32, 15, 96)
+    else:                     # 3 x 3 filter dilated by 2, padding 2 all round; rows 0..15, columns 8..71
+        fm = rng.standard_normal((3, 4, 4, c0)).astype(dtype)
+        conv, block = (3, 3, 1, 1, 2, 2, (2, 2, 2, 2)), (0, 8, 16, 64)
+    m0, k0, m, k = block
+    a = _unfold(fm, *conv)[m0:m0 + m, k0:k0 + k]
+    b = rng.standard_normal((k, 32)).astype(dtype)
+    c = _load3d(lib, dtype, 0, fm, conv, block, b, m, k)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype,m,k,n", [(np.float16, 32, 48, 16), (np.float32, 16, 40, 40)])
+def test_load3d_v2_transposes_into_l0a(lib, capfd, dtype, m, k, n):
+    # A^T (K x M) stored as a [1 x K x M] map; enTranspose puts A (M x K) into L0A.  float: K = 40 is held
+    # aligned to 48 there, so the Mmad takes kDirectionAlign; B's L0B tensor (N = 40, a multiple of 8) is
+    # shorter than the 16-row fractals of the float layout fill: one warning
+    rng = np.random.default_rng(6)
+    c0 = 32 // np.dtype(dtype).itemsize
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    fm = _as_map(np.ascontiguousarray(a.T), c0)
+    c = _load3d(lib, dtype, 1, fm, (1, 1, 1, 1, 1, 1, (0, 0, 0, 0)), (0, 0, k, m), b, m, k, k_align=True)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-4, atol=1e-3)
+    err = capfd.readouterr().err
+    assert err.count("[WARNING]") == (dtype == np.float32) and ("but dst's LocalTensor has" in err) == (dtype == np.float32)
+
+
+def test_fixpipe_l0c_to_l1_writes_nz_half(lib):
+    # Fixpipe(L0C->L1) with F322F16: NZ groups of 16 columns, m rows each (then DataCopy L1->GM)
+    rng = np.random.default_rng(8)
+    m, k, n = 16, 32, 32
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = _load3d(lib, np.float16, 3, _as_map(a, 16), (1, 1, 1, 1, 1, 1, (0, 0, 0, 0)), (0, 0, m, k), b, m, k)
+    nz = c.reshape(-1).view(np.float16)[:m * n].reshape(n // 16, m, 16).transpose(1, 0, 2).reshape(m, n)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(nz.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
+
+
+def test_fixpipe_nd_num_writes_several_matrices(lib):
+    # ndNum = 2: the second NZ matrix srcNdStride fractals on in L0C, dstNdStride elements on in GM
+    rng = np.random.default_rng(9)
+    m, k, n = 20, 32, 48
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = _load3d(lib, np.float16, 4, _as_map(a, 16), (1, 1, 1, 1, 1, 1, (0, 0, 0, 0)), (0, 0, m, k), b, m, k)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c, np.concatenate([want, want]), rtol=1e-4, atol=1e-3)
+
+
+def test_load3d_v2_refusals(lib):
+    rng = np.random.default_rng(7)
+    fm = rng.standard_normal((2, 5, 6, 16)).astype(np.float16)
+    b = np.zeros((96, 32), np.float16)
+    with pytest.raises(AscendCCheckError, match=r"LoadData\(L1->L0, LoadData3DParamsV2\): rows \[16, 32\) of the "
+                                                r"unfolded matrix, which has 15 \(5 x 3 output positions\)"):
+        _load3d(lib, np.float16, 0, fm, (2, 3, 1, 2, 1, 1, (1, 1, 1, 0)), (16, 32, 16, 96), b, 16, 96)
+    with pytest.raises(AscendCCheckError, match=r"int8_t into L0B is not supported \(the page: L1 Buffer->L0B Buffer "
+                                                r"does not take b4/b8 data\)"):
+        _run(lib, "cube_load3d_int8_l0b", 16, 16, 16, 1, np.float32)
+    # unfolded L1 bytes nothing wrote stay unwritten in L0A: the Mmad reading them fails
+    with pytest.raises(AscendCCheckError, match=r"Mmad: a reads L0A offset \d+, which was never written"):
+        _load3d(lib, np.float16, 2, fm, (2, 3, 1, 2, 1, 1, (1, 1, 1, 0)), (0, 32, 15, 96), b, 15, 96)

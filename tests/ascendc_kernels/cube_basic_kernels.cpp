@@ -167,6 +167,122 @@ extern "C" __global__ __aicore__ void cube_unloaded_b(GM_ADDR a, GM_ADDR, GM_ADD
     Mmad(co1, a2, b2, MmadParams{16, 16, 16, 0, false, true});
 }
 
+// LoadData (卷积数据搬运) v2 into both L0 buffers, checked through Mmad: a is an NC1HWC0 feature map
+// unfolded into A (L0A), or with mode 1 A^T stored as a [1 x K x M] map and loaded with enTranspose;
+// b is B stored as a [1 x K x N] map (L0B, the load transposes); c = A x B, M x N float.
+// mode 2: as 0 but only the first half of the map is copied into L1 (the Mmad then reads unfolded
+// bytes nothing wrote); mode 3: as 0 but C goes through L1 (Fixpipe L0C->L1, NZ, as half) and
+// DataCopy L1->GM, so c holds the NZ half matrix; mode 4: as 0 but the Mmad runs twice into two L0C
+// matrices and one Fixpipe with ndNum = 2 writes both, c = [C; C] (2M x N).
+// dims = {mode, C1, H, W, Kh, Kw, strideH, strideW, dilationH, dilationW, padL, padR, padT, padB,
+//         mStartPt, kStartPt, mExtension, kExtension (of the A load), N, M, K (of the Mmad),
+//         kDirectionAlign (of the Mmad)}.
+template <typename T>
+void Load3dMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
+{
+    auto d = reinterpret_cast<__gm__ uint32_t*>(dims);
+    constexpr uint32_t c0 = 32 / sizeof(T);
+    const uint32_t n = d[18], m = d[19], k = d[20];
+    const uint32_t mapElems = d[1] * d[2] * d[3] * c0;
+    const uint32_t round16 = 16 * ((d[16] + 15) / 16) * 16 * ((d[17] + 15) / 16);
+    GlobalTensor<T> ag, bg;
+    GlobalTensor<float> cg;
+    ag.SetGlobalBuffer((__gm__ T*)a, mapElems);
+    bg.SetGlobalBuffer((__gm__ T*)b, k * n);
+    const uint32_t copies = d[0] == 4 ? 2 : 1;
+    cg.SetGlobalBuffer((__gm__ float*)c, copies * m * n);
+    LocalMemAllocator<Hardware::L1> l1;
+    LocalMemAllocator<Hardware::L0A> l0a;
+    LocalMemAllocator<Hardware::L0B> l0b;
+    LocalMemAllocator<Hardware::L0C> l0c;
+    auto a1 = l1.Alloc<TPosition::A1, T>(mapElems);
+    auto b1 = l1.Alloc<TPosition::B1, T>(k * n);
+    auto a2 = l0a.Alloc<TPosition::A2, T>(round16);
+    // B's L0B tensor: K x N rounded to 16 x C0 only, as CANN's mmad_load3dv2 sizes it (the float layout
+    // rounds N to 16: the load then warns that it writes past the tensor)
+    auto b2 = l0b.Alloc<TPosition::B2, T>(16 * ((k + 15) / 16) * c0 * ((n + c0 - 1) / c0));
+    const uint32_t cElems = 16 * ((m + 15) / 16) * 16 * ((n + 15) / 16);
+    auto co1 = l0c.Alloc<TPosition::CO1, float>(copies * cElems);
+    DataCopy(a1, ag, d[0] == 2 ? mapElems / 2 : mapElems);
+    DataCopy(b1, bg, k * n);
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    LoadData3DParamsV2<T> pa;
+    pa.l1H = d[2];
+    pa.l1W = d[3];
+    pa.channelSize = d[1] * c0;
+    pa.filterH = d[4];
+    pa.filterW = d[5];
+    pa.strideH = d[6];
+    pa.strideW = d[7];
+    pa.dilationFilterH = d[8];
+    pa.dilationFilterW = d[9];
+    for (int i = 0; i < 4; ++i) {
+        pa.padList[i] = d[10 + i];
+    }
+    pa.mStartPt = d[14];
+    pa.kStartPt = d[15];
+    pa.mExtension = d[16];
+    pa.kExtension = d[17];
+    pa.enTranspose = d[0] == 1;
+    LoadData(a2, a1, pa);
+    const uint8_t noPad[4] = {0, 0, 0, 0};   // B: 1 x K pixels of N channels, a 1 x 1 filter
+    LoadData(b2, b1, LoadData3DParamsV2<T>(noPad, 1, k, n, n, k, 0, 0, 1, 1, 1, 1, 1, 1, false, false, T{}));
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    MmadParams mp{static_cast<uint16_t>(m), static_cast<uint16_t>(n), static_cast<uint16_t>(k), 0, false, true};
+    mp.kDirectionAlign = d[21] != 0;
+    Mmad(co1, a2, b2, mp);
+    if (copies == 2) {
+        Mmad(co1[cElems], a2, b2, mp);
+    }
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+    if (d[0] == 3) {
+        auto c1 = l1.Alloc<TPosition::C1, half>(m * n);
+        Fixpipe<half, float, CFG_NZ>(c1, co1, FixpipeParamsV220{static_cast<uint16_t>(n), static_cast<uint16_t>(m),
+                                                               static_cast<uint16_t>(16 * ((m + 15) / 16)),
+                                                               static_cast<uint32_t>(m * 16 * sizeof(half) / 32),
+                                                               false, QuantMode_t::F322F16, 0, 1, 0, 0, 0});
+        SetFlag<HardEvent::FIX_MTE3>(EVENT_ID0);
+        WaitFlag<HardEvent::FIX_MTE3>(EVENT_ID0);
+        GlobalTensor<half> ch;
+        ch.SetGlobalBuffer((__gm__ half*)c, m * n);
+        DataCopy(ch, c1, m * n);
+        return;
+    }
+    Fixpipe(cg, co1, FixpipeParamsV220{static_cast<uint16_t>(n), static_cast<uint16_t>(m),
+                                       static_cast<uint16_t>(16 * ((m + 15) / 16)), n, false,
+                                       QuantMode_t::NoQuant, 0, static_cast<uint16_t>(copies),
+                                       static_cast<uint16_t>(copies == 2 ? cElems / 256 : 0),
+                                       static_cast<uint16_t>(copies == 2 ? m * n : 0), 0});
+}
+
+extern "C" __global__ __aicore__ void cube_load3d_half(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR d)
+{
+    Load3dMatmul<half>(a, b, c, d);
+}
+extern "C" __global__ __aicore__ void cube_load3d_float(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR d)
+{
+    Load3dMatmul<float>(a, b, c, d);
+}
+
+// Broken on purpose: an int8_t map unfolded into L0B, which the LoadData page excludes.
+extern "C" __global__ __aicore__ void cube_load3d_int8_l0b(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR)
+{
+    LocalMemAllocator<Hardware::L1> l1;
+    LocalMemAllocator<Hardware::L0B> l0b;
+    auto b1 = l1.Alloc<TPosition::B1, int8_t>(1024);
+    auto b2 = l0b.Alloc<TPosition::B2, int8_t>(1024);
+    LoadData3DParamsV2<int8_t> p;
+    p.l1H = 1;
+    p.l1W = 32;
+    p.channelSize = 32;
+    p.mExtension = 32;
+    p.kExtension = 32;
+    LoadData(b2, b1, p);
+}
+
 // Broken on purpose: a static tensor at an address that is not 32-byte aligned.
 extern "C" __global__ __aicore__ void cube_misaligned(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR)
 {
@@ -186,6 +302,9 @@ CUBE_ENTRY(cube_misaligned, AIC_MODE)
 CUBE_ENTRY(cube_gemv, AIC_MODE)
 CUBE_ENTRY(cube_nz_out, AIC_MODE)
 CUBE_ENTRY(cube_l1_roundtrip, AIC_MODE)
+CUBE_ENTRY(cube_load3d_half, AIC_MODE)
+CUBE_ENTRY(cube_load3d_float, AIC_MODE)
+CUBE_ENTRY(cube_load3d_int8_l0b, AIC_MODE)
 extern "C" int fusedsl_launch_cube_half_in_aiv(uint32_t blockDim, uint8_t** args) {
     AscendC::SetKernelMode(KernelMode::AIV_MODE);
     return fusedsl_cpu::Launch(cube_half, blockDim, args[0], args[1], args[2], args[3]);

@@ -15,6 +15,7 @@
 #include "fusedsl_cpu/tensor.h"
 #include "fusedsl_cpu/data_copy.h"
 #include "fusedsl_cpu/cube.h"
+#include "fusedsl_cpu/load3d.h"
 #include "fusedsl_cpu/tscm.h"
 #include "fusedsl_cpu/vector.h"
 #include "fusedsl_cpu/reduce.h"

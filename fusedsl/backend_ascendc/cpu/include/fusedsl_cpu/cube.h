@@ -320,23 +320,26 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     uint64_t dst_need = (static_cast<uint64_t>(p.repeatTimes - 1) * (1 + p.dstGap) + 1) * F;
     uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(), src_need, kMemL1);
     uint64_t d = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), dst_need, mem, 512);
+    // The written marks move with the data (a fractal holding ND2NZ padding nothing wrote stays unwritten
+    // in L0 for Mmad to check, as CANN's batch_matmul loads such fractals and multiplies only the valid part).
     Core& c = CurCore();
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         uint64_t sf = s + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * F;
         uint64_t df = d + static_cast<uint64_t>(i) * (1 + p.dstGap) * F;
-        CheckLocalWritten(api, "src", sf, F);
-        if (!p.ifTranspose) {
-            std::memcpy(c.local.data() + df, c.local.data() + sf, F);
-        } else {
+        for (std::vector<uint8_t>* plane : {&c.local, &c.local_written}) {
+            uint8_t* base = plane->data();
+            if (!p.ifTranspose) {
+                std::memmove(base + df, base + sf, F);
+                continue;
+            }
             uint8_t tmp[F];
             for (int r = 0; r < 16; ++r) {
                 for (int q = 0; q < 16; ++q) {
-                    std::memcpy(tmp + (q * 16 + r) * 2, c.local.data() + sf + (r * 16 + q) * 2, 2);
+                    std::memcpy(tmp + (q * 16 + r) * 2, base + sf + (r * 16 + q) * 2, 2);
                 }
             }
-            std::memcpy(c.local.data() + df, tmp, F);
+            std::memcpy(base + df, tmp, F);
         }
-        MarkLocalWritten(df, F);
     }
 }
 
@@ -352,22 +355,44 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
     if (p.cmatrixSource) {
         Fail("%s: cmatrixSource = true (C initialised from the bias table) is not modelled", api);
     }
-    if (p.isBias || p.kDirectionAlign || p.fmOffset != 0 || p.enSsparse || p.enWinogradA || p.enWinogradB) {
-        Fail("%s: isBias, kDirectionAlign, fmOffset, enSsparse and the Winograd switches are not modelled by "
-             "fusedsl's CPU implementation (leave them at their defaults)", api);
+    if (p.isBias || p.fmOffset != 0 || p.enSsparse || p.enWinogradA || p.enWinogradB) {
+        Fail("%s: isBias, fmOffset, enSsparse and the Winograd switches are not modelled by fusedsl's CPU "
+             "implementation (leave them at their defaults)", api);
+    }
+    if (p.kDirectionAlign && Target().arch != 2201) {
+        Fail("%s: kDirectionAlign = true is supported on Atlas A2/A3 only, not on %s (the Mmad page)", api,
+             Target().name);
     }
     constexpr uint32_t KA = C0Of<A>();
-    uint64_t M1 = (p.m + 15) / 16, N1 = (p.n + 15) / 16, K1 = (p.k + KA - 1) / KA;
+    // kDirectionAlign (Mmad计算关键特性说明/K方向对齐约束): float matrices in L0A/L0B have K aligned to
+    // ceil(K / 16) * 16 instead of ceil(K / 8) * 8; other types are not affected.
+    const uint64_t k_align = p.kDirectionAlign && std::is_same_v<A, float> ? 16 : KA;
+    uint64_t M1 = (p.m + 15) / 16, N1 = (p.n + 15) / 16, K1 = (p.k + k_align - 1) / k_align * k_align / KA;
     uint64_t fa = 16 * KA;   // elements per fractal of A / B
     // GEMV (Mmad计算关键特性说明/GEMV): m = 1 turns it on by itself; A is then the 1 x K row, its K
     // values contiguous in L0A (512-byte aligned), and C the first row of the 16-row L0C blocks.
     const bool gemv = p.m == 1;
-    uint64_t a_bytes = gemv ? p.k * sizeof(A) : M1 * K1 * fa * sizeof(A);
+    // The operands must hold the elements the product reads: up to the last used k of the last row of A
+    // and of the last column of B (a tensor sized to the valid part of its last fractals is enough).
+    const uint64_t kb_last = (p.k - 1) / KA, k_last = (p.k - 1) % KA + 1;
+    uint64_t a_bytes = gemv ? p.k * sizeof(A)
+                            : ((((p.m - 1) / 16) * K1 + kb_last) * fa + ((p.m - 1) % 16) * KA + k_last) * sizeof(A);
+    const uint64_t b_bytes = (((kb_last * N1 + (p.n - 1) / 16) * fa) + ((p.n - 1) % 16) * KA + k_last) * sizeof(B);
     uint64_t sa = CheckLocal(api, "a", a.fs_addr, a.GetLength(), a_bytes, kMemL0A, 512);
-    uint64_t sb = CheckLocal(api, "b", b.fs_addr, b.GetLength(), K1 * N1 * fa * sizeof(B), kMemL0B, 512);
+    uint64_t sb = CheckLocal(api, "b", b.fs_addr, b.GetLength(), b_bytes, kMemL0B, 512);
     uint64_t sc = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), M1 * N1 * 256 * sizeof(C), kMemL0C, 512);
-    CheckLocalWritten(api, "a", sa, a_bytes);
-    CheckLocalWritten(api, "b", sb, K1 * N1 * fa * sizeof(B));
+    // Only the elements the product uses must have been written (rows < m, columns < n, k < K); the padding
+    // of partly filled fractals is never read into C.
+    for (uint64_t kb = 0; kb < (p.k + KA - 1) / KA; ++kb) {
+        const uint64_t used = std::min<uint64_t>(KA, p.k - kb * KA) * sizeof(A);
+        for (uint64_t r = 0; r < p.m; ++r) {
+            CheckLocalWritten(api, "a", sa + (gemv ? kb * KA : ((r / 16) * K1 + kb) * fa + (r % 16) * KA) * sizeof(A),
+                              used);
+        }
+        for (uint64_t col = 0; col < p.n; ++col) {
+            CheckLocalWritten(api, "b", sb + ((kb * N1 + col / 16) * fa + (col % 16) * KA) * sizeof(B), used);
+        }
+    }
     if (!p.cmatrixInitVal) {
         CheckLocalWritten(api, "dst (accumulated onto)", sc, M1 * N1 * 256 * sizeof(C));
     }
@@ -505,6 +530,78 @@ constexpr FixpipeConfig CFG_NZ = {CO2Layout::NZ, false};
 constexpr FixpipeConfig CFG_ROW_MAJOR = {CO2Layout::ROW_MAJOR, false};
 constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR, false};
 
+// Fixpipe L0C -> L1 (Fixpipe（L0C到L1数据搬运）): the NZ matrix into an L1 (C1/A1/B1) tensor, converted by
+// quantPre like the GM form.  On Ascend910B the output is NZ whatever the config ("CFG_ROW_MAJOR ... 在L0C
+// Buffer -> L1 Buffer通路下不生效"): groups of C0 columns (16, or 32 for 1-byte types), each mSize rows of
+// them, dstStride 32-byte blocks apart.  The destination must be 32-byte aligned.
+template <typename D, typename S, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const LocalTensor<D>& dst, const LocalTensor<S>& src, const FixpipeParamsV220& p) {
+    using namespace fusedsl_cpu;
+    const char* api = "Fixpipe(L0C->L1)";
+    CheckHasCube(api);
+    if (Target().arch != 2201) {
+        Fail("%s: the L0C -> L1 path with FixpipeParamsV220 is an Atlas A2/A3 one, not available on %s", api,
+             Target().name);
+    }
+    if (config.format == CO2Layout::COLUMN_MAJOR) {
+        Fail("%s: CFG_COLUMN_MAJOR (DN output) is available on Ascend 950 only (the Fixpipe page)", api);
+    }
+    // ndNum counts the matrices of an NZ2ND move (the Fixpipe page: "NZ2ND多个NZ非连续矩阵的个数"); this
+    // NZ2NZ path moves one matrix whatever it says (CANN's batch_matmul reuses its NZ2ND parameters here).
+    if (p.isChannelSplit) {
+        Fail("%s: isChannelSplit is not modelled by fusedsl's CPU implementation", api);
+    }
+    if (p.mSize == 0 || p.nSize == 0) {
+        return;
+    }
+    bool ok = (p.quantPre == QuantMode_t::NoQuant && std::is_same_v<D, S>) ||
+              (p.quantPre == QuantMode_t::F322F16 && std::is_same_v<S, float> && std::is_same_v<D, half>) ||
+              (p.quantPre == QuantMode_t::F322BF16 && std::is_same_v<S, float> && std::is_same_v<D, bfloat16_t>);
+    if (!ok) {
+        Fail("%s: quantPre %d from %s to %s; modelled: NoQuant (same type), F322F16 (float -> half), F322BF16 "
+             "(float -> bfloat16_t)", api, static_cast<int>(p.quantPre), TypeName<S>(), TypeName<D>());
+    }
+    if (p.srcStride < p.mSize || p.srcStride % 16 != 0) {
+        Fail("%s: srcStride = %u; it is the L0C matrix's row count per 16-column block, a multiple of 16 and at "
+             "least mSize = %u", api, p.srcStride, p.mSize);
+    }
+    constexpr uint64_t c0 = sizeof(D) == 1 ? 32 : 16;
+    constexpr uint64_t row_bytes = c0 * sizeof(D);
+    if (p.nSize % c0 != 0) {
+        Fail("%s: nSize = %u must be a multiple of %llu (the NZ column group of %s)", api, p.nSize,
+             static_cast<unsigned long long>(c0), TypeName<D>());
+    }
+    if (static_cast<uint64_t>(p.dstStride) * 32 < static_cast<uint64_t>(p.mSize) * row_bytes) {
+        Fail("%s: dstStride = %u blocks (32 bytes) is less than the %u rows of one C0 group; groups would overlap",
+             api, p.dstStride, p.mSize);
+    }
+    const uint64_t blocks = (p.nSize + 15) / 16;
+    const uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(),
+                                  ((blocks - 1) * p.srcStride + p.mSize) * 16 * sizeof(S), kMemL0C);
+    const uint64_t groups = p.nSize / c0;
+    const uint64_t span = (groups - 1) * p.dstStride * 32 + static_cast<uint64_t>(p.mSize) * row_bytes;
+    const uint64_t d = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), span, kMemL1);
+    Core& core = CurCore();
+    for (uint64_t g = 0; g < groups; ++g) {
+        for (uint64_t r = 0; r < p.mSize; ++r) {
+            D row[c0];
+            for (uint64_t e = 0; e < c0; ++e) {
+                uint64_t c = g * c0 + e;
+                uint64_t idx = ((c / 16) * p.srcStride + r) * 16 + c % 16;
+                CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
+                auto v = static_cast<Compute<S>>(src.fs_addr[idx]);
+                if (p.reluEn && v < 0) {
+                    v = 0;
+                }
+                row[e] = FromCompute<D>(v);
+            }
+            const uint64_t at = d + g * p.dstStride * 32 + r * row_bytes;
+            std::memcpy(core.local.data() + at, row, row_bytes);
+            MarkLocalWritten(at, row_bytes);
+        }
+    }
+}
+
 template <typename D, typename S, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const FixpipeParamsV220& p) {
     using namespace fusedsl_cpu;
@@ -519,10 +616,7 @@ inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const
         Fail("%s: isChannelSplit = true (float C written as channels) is not modelled by fusedsl's CPU implementation",
              api);
     }
-    if (p.ndNum > 1) {
-        Fail("%s: ndNum = %u; several ND outputs per call are not modelled (use 1)", api, p.ndNum);
-    }
-    if (p.mSize == 0 || p.nSize == 0) {
+    if (p.mSize == 0 || p.nSize == 0 || p.ndNum == 0) {
         return;
     }
     bool ok = (p.quantPre == QuantMode_t::NoQuant && std::is_same_v<D, S>) ||
@@ -551,12 +645,20 @@ inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const
         Fail("%s: dstStride = %u elements is less than nSize = %u; output rows would overlap", api, p.dstStride,
              p.nSize);
     }
+    // ndNum matrices (NZ2ND): matrix i starts i * srcNdStride 16 x 16 fractals into L0C (the unit: 16 *
+    // C0_Size) and i * dstNdStride elements into dst.
+    // (NZ output moves one matrix: ndNum belongs to NZ2ND, see the L1 form above.)
+    const uint64_t nd = nz ? 1 : p.ndNum, src_nd = static_cast<uint64_t>(p.srcNdStride) * 256, dst_nd = p.dstNdStride;
+    if (nd > 1 && (src_nd == 0 || dst_nd == 0)) {
+        Fail("%s: ndNum = %llu needs srcNdStride and dstNdStride of at least 1 (the Fixpipe page)", api,
+             static_cast<unsigned long long>(nd));
+    }
     uint64_t blocks = (p.nSize + 15) / 16;
-    uint64_t need = ((blocks - 1) * p.srcStride + p.mSize) * 16 * sizeof(S);
+    uint64_t need = ((nd - 1) * src_nd + (blocks - 1) * p.srcStride * 16 + p.mSize * 16) * sizeof(S);
     uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(), need, kMemL0C);
     uint64_t groups = (p.nSize + c0 - 1) / c0;
     uint64_t span = nz ? ((groups - 1) * p.dstStride * 32 + static_cast<uint64_t>(p.mSize) * row_bytes)
-                       : (static_cast<uint64_t>(p.mSize - 1) * p.dstStride + p.nSize) * sizeof(D);
+                       : ((nd - 1) * dst_nd + static_cast<uint64_t>(p.mSize - 1) * p.dstStride + p.nSize) * sizeof(D);
     GmBuffer* buf = CheckGm(api, dst, span, true);
     if (nz) {
         for (uint64_t g = 0; g < groups; ++g) {
@@ -580,22 +682,24 @@ inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const
         St().gm_bytes_written += static_cast<uint64_t>(p.mSize) * p.nSize * sizeof(D);
         return;
     }
-    for (uint64_t r = 0; r < p.mSize; ++r) {
-        std::vector<D> row(p.nSize);
-        for (uint64_t c = 0; c < p.nSize; ++c) {
-            uint64_t idx = ((c / 16) * p.srcStride + r) * 16 + c % 16;
-            CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
-            auto v = static_cast<Compute<S>>(src.fs_addr[idx]);
-            if (p.reluEn && v < 0) {
-                v = 0;
+    for (uint64_t i = 0; i < nd; ++i) {
+        for (uint64_t r = 0; r < p.mSize; ++r) {
+            std::vector<D> row(p.nSize);
+            for (uint64_t c = 0; c < p.nSize; ++c) {
+                uint64_t idx = i * src_nd + ((c / 16) * p.srcStride + r) * 16 + c % 16;
+                CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
+                auto v = static_cast<Compute<S>>(src.fs_addr[idx]);
+                if (p.reluEn && v < 0) {
+                    v = 0;
+                }
+                row[c] = FromCompute<D>(v);
             }
-            row[c] = FromCompute<D>(v);
+            auto g = reinterpret_cast<uint8_t*>(dst.fs_addr + i * dst_nd + r * p.dstStride);
+            NoteGmWrite(api, buf, g, p.nSize * sizeof(D), false, reinterpret_cast<const uint8_t*>(row.data()));
+            std::memcpy(g, row.data(), p.nSize * sizeof(D));
         }
-        auto g = reinterpret_cast<uint8_t*>(dst.fs_addr + r * p.dstStride);
-        NoteGmWrite(api, buf, g, p.nSize * sizeof(D), false, reinterpret_cast<const uint8_t*>(row.data()));
-        std::memcpy(g, row.data(), p.nSize * sizeof(D));
     }
-    St().gm_bytes_written += static_cast<uint64_t>(p.mSize) * p.nSize * sizeof(D);
+    St().gm_bytes_written += nd * p.mSize * p.nSize * sizeof(D);
 }
 
 }  // namespace AscendC

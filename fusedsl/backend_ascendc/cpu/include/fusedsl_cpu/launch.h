@@ -315,6 +315,7 @@ inline int Launch(F kernel, uint64_t blockDim, Args... args) {
     rt.warned_regist_order = false;
     rt.warned_leak = false;
     rt.warned_istrans = false;
+    rt.warned_short_l0 = false;
     ResetStats();
     ResetGmOwners();
     rt.block_idx = 0;

@@ -217,6 +217,7 @@ struct Runtime {
     bool warned_regist_order = false;  // REGIST_MATMUL_OBJ after InitBuffer was reported (matmul.h)
     bool warned_leak = false;          // a queue buffer held at the kernel's end was reported (tensor.h)
     bool warned_istrans = false;       // SetTensorA/B(gm, true) without ISTRANS was reported (matmul.h)
+    bool warned_short_l0 = false;      // a load past its L0 LocalTensor's length was reported (load3d.h)
     uint64_t next_generation = 0;   // every block of every launch gets its own core generation
     // Blocks that wait for each other (SyncAll, IBWait, a GM flag polled with GetValue) run as
     // fibers of one thread: `yield_block` (launch.h) parks the running block and resumes the next.
