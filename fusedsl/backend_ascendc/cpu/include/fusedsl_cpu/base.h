@@ -34,6 +34,15 @@
 #endif
 #ifndef GM_ADDR
 #define GM_ADDR __gm__ uint8_t*
+
+// The cube model's multiply-accumulate loops are compiled with optimisation even in the -O0 builds
+// CANN's sample CMakeLists give (no CMAKE_BUILD_TYPE): a 768 x 2048 x 6144 Matmul sample otherwise
+// takes minutes.  Only the arithmetic kernels carry it; the checks stay as built.
+#if defined(__GNUC__) && !defined(__clang__)
+#define FUSEDSL_CPU_HOT __attribute__((optimize("O2")))
+#else
+#define FUSEDSL_CPU_HOT
+#endif
 #endif
 
 // Built-in pipe ids; unscoped and global because kernels write PipeBarrier<PIPE_V>().

@@ -78,6 +78,21 @@ inline CubeBlockState& CubeState() {
     return c.cube;
 }
 
+// acc[tm x tn] += a[tm x k] x b[k x tn], K in order for each element (row-major operands).
+template <typename Acc>
+FUSEDSL_CPU_HOT inline void AccumulateRows(Acc* acc, const Acc* a, const Acc* b, int64_t tm, int64_t k, int64_t tn) {
+    for (int64_t i = 0; i < tm; ++i) {
+        Acc* row = acc + i * tn;
+        for (int64_t kk = 0; kk < k; ++kk) {
+            const Acc av = a[i * k + kk];
+            const Acc* brow = b + kk * tn;
+            for (int64_t j = 0; j < tn; ++j) {
+                row[j] += av * brow[j];
+            }
+        }
+    }
+}
+
 constexpr int kMaxMatmulObjects = 4;   // ASCENDC.md §3.1, REGIST_MATMUL_OBJ
 
 constexpr bool IsUbTensorPosition(TPosition p) {
@@ -784,22 +799,21 @@ private:
             }
             St().gm_bytes_read += tn * sizeof(BiasT);
         }
-        std::vector<Acc> brow(tn);
+        // A and B converted once to the accumulator type, then acc[i, :] += A[i, kk] * B[kk, :] in an
+        // optimised loop (fusedsl_cpu::AccumulateRows), K summed in order as before.
+        std::vector<Acc> at(static_cast<size_t>(tm * k)), bt(static_cast<size_t>(k * tn));
         for (int64_t kk = 0; kk < k; ++kk) {
             for (int64_t j = 0; j < tn; ++j) {
                 SrcBT v = fs_trans_b ? b[(n0 + j) * fs_org_kb + kk] : b[kk * fs_org_n + n0 + j];
-                brow[j] = static_cast<Acc>(ToCompute(v));
+                bt[kk * tn + j] = static_cast<Acc>(ToCompute(v));
             }
             for (int64_t i = 0; i < tm; ++i) {
                 SrcAT v = kAInL1 ? a[((kk / c0) * h + m0 + i) * c0 + kk % c0]
                           : fs_trans_a ? a[kk * fs_org_m + m0 + i] : a[(m0 + i) * fs_org_ka + kk];
-                const Acc av = static_cast<Acc>(ToCompute(v));
-                Acc* row = fs_acc.data() + i * tn;
-                for (int64_t j = 0; j < tn; ++j) {
-                    row[j] += av * brow[j];
-                }
+                at[i * k + kk] = static_cast<Acc>(ToCompute(v));
             }
         }
+        fusedsl_cpu::AccumulateRows(fs_acc.data(), at.data(), bt.data(), tm, k, tn);
         St().gm_bytes_read += (kAInL1 || kAInUb ? 0 : static_cast<uint64_t>(tm * k) * sizeof(SrcAT)) +
                               static_cast<uint64_t>(k * tn) * sizeof(SrcBT);
         if constexpr (kCfgIsConfig) {
