@@ -140,6 +140,12 @@ CASES = {
     "Tile": case("Tile", [("a", f32(2, 3))], consts=[("r", i64(2, 3))]),
     "Sum_variadic": case("Sum", [("a", f32(2, 3)), ("b", f32(3)), ("c", f32(2, 1))]),
     "Mean_variadic": case("Mean", [("a", f32(2, 3)), ("b", f32(2, 3))]),
+    "GatherElements": case("GatherElements", [("a", f32(3, 5)), ("i", i64(4, 0, -1, 2, 2, 1).reshape(3, 2))],
+                           {"axis": 1}),
+    "ScatterElements_add": case("ScatterElements", [("a", f32(3, 5)), ("i", i64(1, 1, 0, 2, 2, 2).reshape(2, 3)),
+                                                    ("u", f32(2, 3))], {"axis": 0, "reduction": "add"}),
+    "ScatterElements_max": case("ScatterElements", [("a", f32(3, 5)), ("i", i64(4, 4, 0, 4, 1, 1).reshape(3, 2)),
+                                                    ("u", f32(3, 2))], {"axis": 1, "reduction": "max"}),
 }
 
 

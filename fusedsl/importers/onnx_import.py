@@ -34,7 +34,7 @@ _STATIC_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsque
                   "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "Clip": {1, 2},
                   "Pow": {1}, "ReduceLogSumExp": {1}, "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1},
                   "Split": {1}, "Tile": {1}, "ConstantOfShape": {0}, "ReduceProd": {1}, "CumSum": {1},
-                  "Trilu": {1}, "OneHot": {1, 2}}
+                  "Trilu": {1}, "OneHot": {1, 2}, "TopK": {1}}
 
 
 def _onnx():
@@ -410,6 +410,29 @@ def _gather(xs, at, st):
     return fs.take(table, idx, axis=at.get("axis", 0))
 
 
+def _gather_elements(xs, at, st):
+    return fs.gather(xs[0], at.get("axis", 0), xs[1])
+
+
+def _scatter_elements(xs, at, st):
+    reduce = {"none": None, "add": "sum", "mul": "prod", "max": "amax", "min": "amin"}.get(
+        _text(at.get("reduction", "none")), "?")
+    if reduce == "?":
+        raise Unsupported(f"ScatterElements reduction {_text(at.get('reduction'))!r} is not supported")
+    x, index, updates = xs
+    axis = at.get("axis", 0)
+    if reduce is None:
+        return fs.scatter(x, axis, index, updates)
+    return fs.scatter_reduce(x, axis, index, updates, reduce, True)
+
+
+def _topk(xs, at, st):
+    if st.get(1) is None:
+        raise Unsupported("TopK needs a constant K (the result's shape)")
+    k = int(np.asarray(st[1]).reshape(-1)[0])
+    return fs.topk(xs[0], k, at.get("axis", -1), bool(at.get("largest", 1)), True)
+
+
 def _nll_loss(xs, at, st):
     """NegativeLogLikelihoodLoss(input [N, C, d...], target, weight?): fs.nll_loss."""
     return fs.nll_loss(xs[0], xs[1], xs[2] if len(xs) > 2 else None, _text(at.get("reduction", "mean")),
@@ -446,7 +469,8 @@ RULES = {
     "Reshape": _reshape, "Flatten": _flatten, "Transpose": lambda xs, at, st: fs.transpose(xs[0], at.get("perm")),
     "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Expand": _expand,
     "Concat": lambda xs, at, st: fs.concatenate(list(xs), axis=at["axis"]),
-    "Slice": _slice, "Gather": _gather,
+    "Slice": _slice, "Gather": _gather, "GatherElements": _gather_elements, "ScatterElements": _scatter_elements,
+    "TopK": _topk,
     "NegativeLogLikelihoodLoss": _nll_loss, "SoftmaxCrossEntropyLoss": _softmax_cross_entropy,
     **_COMPOSITE_RULES,
     "Conv": _conv_any,

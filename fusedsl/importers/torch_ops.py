@@ -673,6 +673,22 @@ def aten_table(torch) -> dict:
         aten.tril.default: lambda x, diagonal=0: fs.tril(x, diagonal),
         aten.triu.default: lambda x, diagonal=0: fs.triu(x, diagonal),
         aten.one_hot.default: lambda x, num_classes=-1: fs.one_hot(x, num_classes),
+        # gathers, scatters, sorts (fusedsl/ops/index.py)
+        aten.gather.default: lambda x, dim, index, sparse_grad=False: fs.gather(x, dim, index),
+        aten.scatter.src: lambda x, dim, index, src: fs.scatter(x, dim, index, src),
+        aten.scatter.value: lambda x, dim, index, value: fs.scatter(x, dim, index, value),
+        aten.scatter_add.default: fs.scatter_add,
+        aten.scatter_reduce.two: lambda x, dim, index, src, reduce, include_self=True:
+            fs.scatter_reduce(x, dim, index, src, reduce, include_self),
+        aten.index_put.default: lambda x, indices, values, accumulate=False:
+            fs.index_put(x, tuple(indices), values, accumulate),
+        aten.isin.Tensor_Tensor: lambda e, t, assume_unique=False, invert=False: fs.isin(e, t, invert=invert),
+        aten.isin.Tensor_Scalar: lambda e, t, assume_unique=False, invert=False: fs.isin(e, t, invert=invert),
+        aten.sort.default: lambda x, dim=-1, descending=False: fs.sort_with_indices(x, dim, descending),
+        aten.sort.stable: lambda x, stable=None, dim=-1, descending=False: fs.sort_with_indices(x, dim, descending),
+        aten.argsort.default: lambda x, dim=-1, descending=False: fs.argsort(x, dim, descending),
+        aten.argsort.stable: lambda x, stable=None, dim=-1, descending=False: fs.argsort(x, dim, descending),
+        aten.topk.default: lambda x, k, dim=-1, largest=True, sorted=True: fs.topk(x, k, dim, largest, sorted),
         aten.nll_loss_forward.default: _nll_loss, aten.nll_loss2d_forward.default: _nll_loss,
         aten.nll_loss.default: _nll_loss_out, aten.nll_loss_nd.default: _nll_loss_out,
         aten.nll_loss2d.default: _nll_loss_out,
