@@ -226,3 +226,15 @@ def test_ops_on_one_value_per_row_join_the_row_kernel():
     k2 = per_row_reads_a_row_vector.compile(x, v)
     assert [p.ops for p in k2.kernels] == [["sum"], ["mul"]] and all(p.printable for p in k2.kernels)
     np.testing.assert_allclose(k2(x, v), x.sum(-1) * v, rtol=2e-5, atol=2e-5)
+
+
+def test_a_one_row_per_row_consumer_of_one_element_tensors_runs():
+    """With one row, a one-element tensor is a per-row tensor: the consumer keeps its own kernel
+    (joined, the LLVM row kernel did not load it: KeyError in llvm_row)."""
+    x = np.array([[2.0]], np.float32)
+    y = np.array([[-3.0]], np.float32)
+    got = fs.fused_kernel(lambda a, b: fs.where(fs.sum(b, axis=1) > 0.0, a[:, 0], b[:, 0]))(x, y)
+    np.testing.assert_array_equal(got, np.array([-3.0], np.float32))
+    got = fs.fused_kernel(lambda a, b: fs.max(fs.where(fs.reshape(a, (1, 1, 1)) > 0, fs.reshape(b, (1, 1, 1)), -1.0),
+                                              axis=2) + a)(x, y)
+    np.testing.assert_array_equal(got, np.array([[-1.0]], np.float32))

@@ -966,13 +966,16 @@ def _row_values_only(fn: Function, ops_idx, row_shape) -> bool:
     return all(has_trait(fn.ops[i], CONSTANT) or tuple(fn.ops[i].result.shape) in shapes for i in ops_idx)
 
 
-def _per_row_consumer(fn: Function, ops_idx, group_ops: set[int], producer: dict) -> bool:
+def _per_row_consumer(fn: Function, ops_idx, group_ops: set[int], producer: dict, row_shape=None) -> bool:
     """A vector kernel of one value per row (`sum(x, -1) * 1.5`, `sqrt(mean + eps)`) that reads
     only the row group's values, constants and one-element tensors: the row kernel computes it
     once per row and writes it beside its other per-row outputs.  A per-row tensor parameter
     ([R] beside [R, C]) would not be told apart from a last-axis vector, so it keeps the kernel
-    out."""
+    out.  With one row (row_shape of one element) a one-element tensor IS a per-row tensor, and
+    the row kernel does not load it (KeyError in llvm_row: where(sum(b, 1) > 0, a[:, 0], b[:, 0])
+    on [1, 1]), so then only the group's values and constants qualify."""
     inside = set(ops_idx) | group_ops
+    one_row = row_shape is not None and all(isinstance(d, int) and d == 1 for d in row_shape)
     for i in ops_idx:
         for v in fn.ops[i].operands:
             p = producer.get(id(v))
@@ -981,7 +984,7 @@ def _per_row_consumer(fn: Function, ops_idx, group_ops: set[int], producer: dict
             n = 1
             for d in v.shape:
                 n = n * d if isinstance(d, int) else 2
-            if n != 1:
+            if n != 1 or one_row:
                 return False
     return True
 
@@ -1177,7 +1180,7 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             shapes = {fn.ops[i].result.shape for i in kernels[c][3]}
             if kind_c != "vector" or not _row_values_only(fn, kernels[c][0], row_shape):
                 continue
-            if shapes == {row_shape} or _per_row_consumer(fn, kernels[c][0], ops_of(find(k)), producer):
+            if shapes == {row_shape} or _per_row_consumer(fn, kernels[c][0], ops_of(find(k)), producer, row_shape):
                 try_merge(k, c, queues=True)
     # Column fusion (FS116): a reduction over axes before the last joins its elementwise
     # producer and the vector kernels reading its result, as a row reduction does; the group
