@@ -100,14 +100,13 @@ class _Shape:
         return (self.batch, self.heads, self.kv_heads, self.L, self.E, self.S, self.Dv, self.scale,
                 self.causal, self.bq, self.bk, self.mask_strides, self.bshd)
 
-    # scratch of one thread, in floats: Q^T [E][bq], O^T [Dv][bq], the score tile [bk][QC], m, l [bq]
-    @property
-    def scratch_floats(self) -> int:
-        return (self.E + self.Dv + 2) * self.bq + self.bk * QC
+    # scratch of one thread, in floats: Q^T [E][bq], O^T [dvp][bq], the score tile [bkp][QC], m, l [bq]
+    # (dvp, bkp: Dv and bk rounded up to the register tiles' heights, whose last panels run past them)
+    def scratch_floats(self, mk: int, mv: int) -> int:
+        return (self.E + _round_up(self.Dv, mv) + 2) * self.bq + _round_up(self.bk, mk) * QC
 
-    @property
-    def scratch_bytes(self) -> int:
-        return self.scratch_floats * 4 + ALIGN
+    def scratch_bytes(self, mk: int, mv: int) -> int:
+        return self.scratch_floats(mk, mv) * 4 + ALIGN
 
 
 class _Builder:
@@ -192,9 +191,10 @@ class _Builder:
 
         q, k, v, out, mask = (arg(i) for i in range(5))
         qt = scratch                                     # [E][bq]: scale * Q^T of the item
-        ot = self.gep(b, qt, C(sh.E * sh.bq))            # [Dv][bq]: the accumulator O^T
-        tile = self.gep(b, ot, C(sh.Dv * sh.bq))         # [bk][QC]: scores, then P, of a chunk
-        m_row = self.gep(b, tile, C(sh.bk * QC))         # [bq] running max
+        dvp, bkp = _round_up(sh.Dv, self.mv), _round_up(sh.bk, self.mk)
+        ot = self.gep(b, qt, C(sh.E * sh.bq))            # [dvp][bq]: the accumulator O^T
+        tile = self.gep(b, ot, C(dvp * sh.bq))           # [bkp][QC]: scores, then P, of a chunk
+        m_row = self.gep(b, tile, C(bkp * QC))           # [bq] running max
         l_row = self.gep(b, m_row, C(sh.bq))             # [bq] running sum
         zero, ninf = self.k.fc(0.0), self.k.fc(float("-inf"))
 
@@ -215,7 +215,7 @@ class _Builder:
             def init(r, _):   # O^T, m, l of the item's bq queries (the padding lanes too)
                 self.vstore(b, ninf, self.gep(b, m_row, r))
                 self.vstore(b, zero, self.gep(b, l_row, r))
-                self.loop(b, C(0), C(sh.Dv), C(1), [],
+                self.loop(b, C(0), C(dvp), C(1), [],
                           lambda c, _: (self.vstore(b, zero, self.gep(b, ot, b.add(b.mul(c, C(sh.bq)), r))), [])[1],
                           "zero")
                 return []
@@ -248,24 +248,29 @@ class _Builder:
         b.ret_void()
         return str(self.module)
 
+    def strided(self, b, base, r, stride):
+        """<16 x ptr>: base + (r + lane) * stride floats, the rows r.. of a column."""
+        offs = b.mul(self.lanes(b, r), self.splat(b, self.c64(4 * stride), I64))
+        return b.inttoptr(b.add(self.splat(b, b.ptrtoint(base, I64), I64), offs), ir.VectorType(PTR, LANES))
+
     def pack_q(self, b, q0, rows, qt):
-        """Q^T [E][bq] = scale * Q rows of the item (padding queries 0)."""
+        """Q^T [E][bq] = scale * Q rows of the item (padding queries 0): 16 rows of a column per
+        gather, so the loops hold vector code only (scalar transposes here cost more compile time,
+        in the optimiser's vectoriser, than the rest of the kernel)."""
         sh, C = self.sh, self.c64
-        scale = self.cf(sh.scale)
+        scale = self.k.fc(sh.scale)
 
-        def row(r, _):
-            src = self.gep(b, q0, b.mul(r, C(sh.q_st[2])))
-            self.loop(b, C(0), C(sh.E), C(1), [], lambda d, _: (b.store(
-                b.fmul(b.load(self.gep(b, src, d), typ=F32), scale),
-                self.gep(b, qt, b.add(b.mul(d, C(sh.bq)), r))), [])[1], "qd")
-            return []
-        self.loop(b, C(0), rows, C(1), [], row, "qrow")
+        def column(d, _):
+            src = self.gep(b, q0, d)
 
-        def pad(r, _):
-            self.loop(b, C(0), C(sh.E), C(1), [], lambda d, _: (b.store(
-                self.cf(0.0), self.gep(b, qt, b.add(b.mul(d, C(sh.bq)), r))), [])[1], "qpd")
+            def rows16(r, _):
+                valid = b.icmp_signed("<", self.lanes(b, r), self.splat(b, rows, I64))
+                x = self.gather(b, self.strided(b, src, r, sh.q_st[2]), valid)
+                self.vstore(b, b.fmul(x, scale), self.gep(b, qt, b.add(b.mul(d, C(sh.bq)), r)))
+                return []
+            self.loop(b, C(0), C(sh.bq), C(LANES), [], rows16, "qr")
             return []
-        self.loop(b, rows, C(sh.bq), C(1), [], pad, "qpad")
+        self.loop(b, C(0), C(sh.E), C(1), [], column, "qd")
 
     def chunk(self, b, ctx, kb, cols, c0, qa, qt, ot, tile, m_row, l_row):
         """One KV block for the QC queries from c0 of the item: scores, online softmax, P V."""
@@ -274,10 +279,16 @@ class _Builder:
         queries = [self.lanes(b, b.add(qa, C(LANES * t))) for t in range(2)]
 
         # ---- S^T = K_blk Q^T, register tiles of mk keys (then single keys) x 32 queries
+        # the last panel of a block may run past its keys: those rows read the block's last key
+        # (in bounds), score -inf (out of the max) and land in tile rows that nothing reads
+        last_key = b.sub(cols, C(1))
+
         def scores(height):
             def panel(j0, carried):
-                krows = [self.gep(b, ctx["k0"], b.mul(b.add(kb, b.add(j0, C(i))), C(sh.k_st[2])))
-                         for i in range(height)]
+                keys = [b.add(j0, C(i)) for i in range(height)]
+                valid = [b.icmp_signed("<", j, cols) for j in keys]
+                keys = [b.select(ok, j, last_key) for ok, j in zip(valid, keys)]
+                krows = [self.gep(b, ctx["k0"], b.mul(b.add(kb, j), C(sh.k_st[2]))) for j in keys]
 
                 def step(d, acc):
                     qv = [self.vload(b, self.gep(b, qt, b.add(b.mul(d, C(sh.bq)), b.add(c0, C(LANES * t)))))
@@ -290,15 +301,15 @@ class _Builder:
                 _, acc = self.loop(b, C(0), C(sh.E), C(1), [self.k.fc(0.0)] * (2 * height), step, "e")
                 vmax = list(carried)
                 for i in range(height):
-                    key = b.add(kb, b.add(j0, C(i)))
+                    key = b.add(kb, keys[i])
                     for t in range(2):
                         s = self.epilogue(b, ctx, acc[2 * i + t], key, queries[t])
+                        s = b.select(valid[i], s, ninf)
                         self.vstore(b, s, self.gep(b, tile, b.add(b.mul(b.add(j0, C(i)), C(QC)), C(LANES * t))))
                         vmax[t] = self.vmax(b, vmax[t], s)
                 return vmax
             return panel
-        j, vmax = self.loop(b, C(0), cols, C(self.mk), [ninf, ninf], scores(self.mk), "kp", whole_steps=True)
-        _, vmax = self.loop(b, j, cols, C(1), vmax, scores(1), "k1")
+        _, vmax = self.loop(b, C(0), cols, C(self.mk), [ninf, ninf], scores(self.mk), "kp")
 
         # ---- online softmax, a vector of 16 queries at a time
         corr, m_use = [], []
@@ -330,19 +341,23 @@ class _Builder:
             self.vstore(b, self.fma(b, self.vload(b, lp), corr[t], sums[t]), lp)
 
         # ---- O^T = O^T * corr + V_blk^T P^T, register tiles of mv channels (then single ones) x 32 queries
+        # the last panel may run past Dv: those channels read V's last one and go to O^T rows past
+        # Dv (scratch has them) that the output never reads
         def pv(height):
             def panel(c, _):
                 optr = [[self.gep(b, ot, b.add(b.mul(b.add(c, C(i)), C(sh.bq)), b.add(c0, C(LANES * t))))
                          for t in range(2)] for i in range(height)]
                 init = [b.fmul(self.vload(b, optr[i][t]), corr[t]) for i in range(height) for t in range(2)]
-                vbase = self.gep(b, ctx["v0"], b.add(b.mul(kb, C(sh.v_st[2])), c))
+                vbase = self.gep(b, ctx["v0"], b.mul(kb, C(sh.v_st[2])))
+                chans = [b.add(c, C(i)) for i in range(height)]
+                chans = [b.select(b.icmp_signed("<", ch, C(sh.Dv)), ch, C(sh.Dv - 1)) for ch in chans]
 
                 def step(jj, acc):
                     pv_ = [self.vload(b, self.gep(b, tile, b.add(b.mul(jj, C(QC)), C(LANES * t)))) for t in range(2)]
                     vrow = self.gep(b, vbase, b.mul(jj, C(sh.v_st[2])))
                     new = []
                     for i in range(height):
-                        vv = self.splat(b, b.load(self.gep(b, vrow, C(i)), typ=F32))
+                        vv = self.splat(b, b.load(self.gep(b, vrow, chans[i]), typ=F32))
                         new += [self.fma(b, vv, pv_[t], acc[2 * i + t]) for t in range(2)]
                     return new
                 _, acc = self.loop(b, C(0), cols, C(1), init, step, "j")
@@ -351,8 +366,7 @@ class _Builder:
                         self.vstore(b, acc[2 * i + t], optr[i][t])
                 return []
             return panel
-        c, _ = self.loop(b, C(0), C(sh.Dv), C(self.mv), [], pv(self.mv), "vp", whole_steps=True)
-        self.loop(b, c, C(sh.Dv), C(1), [], pv(1), "v1")
+        self.loop(b, C(0), C(sh.Dv), C(self.mv), [], pv(self.mv), "vp")
 
     def epilogue(self, b, ctx, s, key, queries):
         """A key's scores for 16 queries: + the mask, -inf past the causal diagonal."""
@@ -373,18 +387,23 @@ class _Builder:
         return s
 
     def finish(self, b, o0, rows, ot, l_row):
-        """out rows = O^T columns / l (0 where l == 0: every key masked)."""
+        """out rows = O^T columns / l (0 where l == 0: every key masked), 16 rows of a column per scatter."""
         sh, C = self.sh, self.c64
+        fn = self.intrinsic("llvm.masked.scatter.v16f32.v16p0", ir.VoidType(),
+                            [self.vf, ir.VectorType(PTR, LANES), I32, self.vb])
 
-        def row(r, _):
-            total = b.load(self.gep(b, l_row, r), typ=F32)
-            inv = b.select(b.fcmp_ordered(">", total, self.cf(0.0)), b.fdiv(self.cf(1.0), total), self.cf(0.0))
-            dst = self.gep(b, o0, b.mul(r, C(sh.o_st[2])))
-            self.loop(b, C(0), C(sh.Dv), C(1), [], lambda c, _: (b.store(
-                b.fmul(b.load(self.gep(b, ot, b.add(b.mul(c, C(sh.bq)), r)), typ=F32), inv),
-                self.gep(b, dst, c)), [])[1], "oc")
+        def rows16(r, _):
+            valid = b.icmp_signed("<", self.lanes(b, r), self.splat(b, rows, I64))
+            total = self.vload(b, self.gep(b, l_row, r))
+            inv = b.select(b.fcmp_ordered(">", total, self.k.fc(0.0)), b.fdiv(self.k.fc(1.0), total), self.k.fc(0.0))
+
+            def column(c, _):
+                x = b.fmul(self.vload(b, self.gep(b, ot, b.add(b.mul(c, C(sh.bq)), r))), inv)
+                b.call(fn, [x, self.strided(b, self.gep(b, o0, c), r, sh.o_st[2]), ir.Constant(I32, 4), valid])
+                return []
+            self.loop(b, C(0), C(sh.Dv), C(1), [], column, "oc")
             return []
-        self.loop(b, C(0), rows, C(1), [], row, "finish")
+        self.loop(b, C(0), rows, C(LANES), [], rows16, "finish")
 
 
 class AttentionCpuKernel:
@@ -439,10 +458,10 @@ class AttentionCpuKernel:
         key = sh.key()
         entry = self._compiled.get(key)
         if entry is None:
-            code = _Builder(sh, host_features()).build()
-            compiled = jit.compile_ir(code, "attention")
+            builder = _Builder(sh, host_features())
+            compiled = jit.compile_ir(builder.build(), "attention")
             threads = min(host_threads(), pool().workers + 1, sh.items)
-            bufs = [np.empty(sh.scratch_bytes, np.uint8) for _ in range(threads)]
+            bufs = [np.empty(sh.scratch_bytes(builder.mk, builder.mv), np.uint8) for _ in range(threads)]
             entry = (KERNEL_PROTO(compiled.address), compiled, bufs)
             self._compiled[key] = entry
         cfunc, _, bufs = entry
