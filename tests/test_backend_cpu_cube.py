@@ -117,3 +117,28 @@ def test_row_epilogues_run_on_blas_blocks_of_whole_rows(dtype, shape):
     got = cube.run(fn, [x, w, b])
     for g, want in zip(got, run_function(None, fn, [x, w, b])):
         np.testing.assert_array_equal(g, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_stride1_conv_per_tap_in_column_blocks(dtype):
+    """A stride-1 conv with C >= K runs per tap in blocks of columns (cube._TAP_BLOCK_BYTES):
+    here [C + K] = 160 rows give blocks of 384 columns over 2 x 27 x 29 padded positions (4
+    blocks, the last partial), bound (the program) and walked (out=), against float64."""
+    from fusedsl.backend_cpu import cube
+
+    @fs.fused_kernel
+    def f(x, w):
+        return fs.relu(fs.conv2d(x, w, None, stride=1, padding=1))
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 96, 25, 27)).astype(dtype)
+    w = (rng.standard_normal((64, 96, 3, 3)) * 0.05).astype(dtype)
+    block = max(256, cube._TAP_BLOCK_BYTES // (4 * (96 + 64)) // 64 * 64)
+    assert 2 * 27 * 29 > 3 * block and (2 * 27 * 29) % block
+    y = conv2d_reference(x.astype(np.float64), w.astype(np.float64), (1, 1), (1, 1))
+    want = np.maximum(y, 0)
+    tol = 1e-4 if dtype == np.float32 else 2e-2
+    np.testing.assert_allclose(f(x, w).astype(np.float64), want, rtol=tol, atol=tol * np.abs(y).max())
+    out = np.empty(want.shape, dtype)
+    f(x, w, out=out)
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=tol, atol=tol * np.abs(y).max())
