@@ -238,3 +238,46 @@ def test_a_one_row_per_row_consumer_of_one_element_tensors_runs():
     got = fs.fused_kernel(lambda a, b: fs.max(fs.where(fs.reshape(a, (1, 1, 1)) > 0, fs.reshape(b, (1, 1, 1)), -1.0),
                                               axis=2) + a)(x, y)
     np.testing.assert_array_equal(got, np.array([[-1.0]], np.float32))
+
+def test_logsumexp_is_one_kernel_with_one_output():
+    """logsumexp's safe max (where(|m| == inf, 0, m), shape [R, 1]) was split off by shape and
+    kept as a kernel of its own for the final add; once row fusion took the add in, that kernel
+    computed a value nobody read and the row kernel wrote 3 GM outputs only it read. Dead
+    kernels and unread outputs are dropped: one kernel, one output, inf rows like numpy."""
+    @fs.fused_kernel(target="ascend910b")
+    def lse(x):
+        return fs.logsumexp(x, axis=-1)
+
+    x = np.random.default_rng(2).standard_normal((21, 50)).astype(np.float32)
+    x[3, 5], x[7] = np.inf, -np.inf
+    k = lse.compile(x)
+    assert len(k.kernels) == 1 and len(k.kernels[0].function.results) == 1
+    assert k.kernels[0].ops == ["max", "abs", "eq", "where", "sub", "exp", "sum", "log", "add"]
+    m = x.max(-1, keepdims=True)
+    safe = np.where(np.isinf(m), 0, m)
+    with np.errstate(all="ignore"):
+        want = np.log(np.exp(x - safe).sum(-1)) + safe[:, 0]
+    for run in (k, k.simulate):
+        np.testing.assert_allclose(run(x), want, rtol=1e-5)
+
+
+
+def test_sibling_row_reductions_of_one_input_are_one_kernel():
+    """max(x, -1) and mean(x, -1) were two row kernels, each reading x; rows of one shape that
+    read a common input are one row kernel now (x read once per row), also after a matmul."""
+    @fs.fused_kernel(target="ascend910b")
+    def stats(x, g, b):
+        return fs.max(x, axis=-1), fs.mean(x, axis=-1), fs.softmax(x, axis=-1), fs.layer_norm(x, g, b)
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((19, 33)).astype(np.float32)
+    g, b = rng.standard_normal(33).astype(np.float32), rng.standard_normal(33).astype(np.float32)
+    k = stats.compile(x, g, b)
+    assert len(k.kernels) == 1 and k.kernels[0].printable
+    rep = k.report()
+    assert rep.gm_bytes_fused == x.nbytes + g.nbytes + b.nbytes + 2 * 19 * 4 + 2 * x.nbytes   # x read once
+    mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    want = (x.max(-1), x.mean(-1), e / e.sum(-1, keepdims=True), (x - mu) / np.sqrt(var + 1e-5) * g + b)
+    for got, ref in zip(k(x, g, b), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)

@@ -90,6 +90,7 @@ class Fuse(Pass):
                                 ub_share=self.fusion.ub_headroom)
         if self.fusion.views or self.single_kernel:
             kernels = self._absorb_views(fn, kernels)
+        kernels = _drop_dead(fn, kernels)
         if self.single_kernel and len(kernels) > 1:
             self._refuse(fn, kernels)
         return self._build(module, fn, kernels)
@@ -989,6 +990,40 @@ def _per_row_consumer(fn: Function, ops_idx, group_ops: set[int], producer: dict
     return True
 
 
+def _drop_dead(fn: Function, kernels: list[tuple]) -> list[tuple]:
+    """Kernels none of whose outputs is read any more, and outputs nobody reads.  A small shared
+    producer split off by shape is recomputed by its readers and kept as a kernel of its own for a
+    reader outside them (_split_by_shape); when row or cube fusion later takes that reader in,
+    the kernel of its own computed a value nobody read and its producer wrote GM outputs only it
+    read (logsumexp(x): [max, ..., log, add] plus a dead [abs, eq, where] and 3 extra outputs).
+    Views and constants in main pass values on; a kernel is live when a result, a live kernel or
+    a needed view reads one of its outputs, to a fixpoint."""
+    producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
+    main_ops = [op for op in fn.ops if is_view_op(op) or has_trait(op, CONSTANT)]
+
+    def reads(ops_idx) -> set[int]:
+        member = set(ops_idx)
+        return {id(v) for i in ops_idx for v in fn.ops[i].operands if producer.get(id(v)) not in member}
+
+    live = list(range(len(kernels)))
+    inputs = [reads(k[0]) for k in kernels]
+    while True:
+        needed = {id(v) for v in fn.results}
+        for k in live:
+            needed |= inputs[k]
+        for op in reversed(main_ops):   # a needed view needs what it reads
+            if any(id(r) in needed for r in op.results):
+                needed |= {id(v) for v in op.operands}
+        keep = [k for k in live if any(id(fn.ops[i].result) in needed for i in kernels[k][3])]
+        if keep == live:
+            break
+        live = keep
+    if len(live) == len(kernels) and all(id(fn.ops[i].result) in needed for k in kernels for i in k[3]):
+        return kernels
+    return [(ops_idx, kind, reason, [i for i in roots if id(fn.ops[i].result) in needed])
+            for ops_idx, kind, reason, roots in (kernels[k] for k in live)]
+
+
 def _operand_boundary(fn: Function, ops_idx, outputs) -> str:
     """Why the kernel's results leave it when a cube or attention op reads them as an operand (the
     Matmul API takes its operands from GM, so that boundary stays): '' otherwise. Reshapes between
@@ -1164,11 +1199,13 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     def ops_of(root: int) -> set[int]:
         return {i for g in members(root) for i in kernels[g][0]}
 
+    row_roots: dict[tuple, list[int]] = {}   # row shape -> its row reduction kernels
     for k, (ops_idx, kind, _, _) in enumerate(kernels):
         if not rows or kind != "single" or len(ops_idx) != 1 or not _is_row_reduction(fn.ops[ops_idx[0]]):
             continue
         red = fn.ops[ops_idx[0]]
         row_shape = red.operands[0].type.shape
+        row_roots.setdefault(tuple(row_shape), []).append(k)
         p = producer.get(id(red.operands[0]))
         # only an elementwise producer joins: a reduction's result is one value per row, and
         # reducing it again (sum(sum(x, keepdims=True))) walks other rows than the kernel's
@@ -1219,6 +1256,15 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
                 if find(a) != find(b) and _group_inputs(fn, ops_of(find(a)), producer) & \
                         _group_inputs(fn, ops_of(find(b)), producer):
                     try_merge(a, b)
+    # sibling row kernels: row groups over rows of one shape that read a common input
+    # (max(x, -1) and mean(x, -1)) become one row kernel, so x is read once per row, not once per
+    # reduction (the row kernel computes each reduction in its phase)
+    for ks in row_roots.values():
+        for i, a in enumerate(ks):
+            for b in ks[i + 1:]:
+                if find(a) != find(b) and _group_inputs(fn, ops_of(find(a)), producer) & \
+                        _group_inputs(fn, ops_of(find(b)), producer):
+                    try_merge(a, b, queues=True)
     refused: dict[int, str] = {}   # kernel of a row group -> why the group did not join the matmul before it
     # Cube epilogue (issue 8): a matmul or conv2d kernel merges with the vector kernels that read its
     # result and iterate over its shape (bias add, activation, residual add, cast), so C is
