@@ -238,6 +238,14 @@ def test_a_one_row_per_row_consumer_of_one_element_tensors_runs():
     got = fs.fused_kernel(lambda a, b: fs.max(fs.where(fs.reshape(a, (1, 1, 1)) > 0, fs.reshape(b, (1, 1, 1)), -1.0),
                                               axis=2) + a)(x, y)
     np.testing.assert_array_equal(got, np.array([[-1.0]], np.float32))
+    # rows of one element but several rows: the same ambiguity (KeyError before), any row count
+    for shape in [(4, 1), (3, 1, 1), (1, 5)]:
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        t = np.array([2.0], np.float32)
+        k = fs.fused_kernel(lambda a, b: fs.sum(a, axis=-1) * 1.5 + b[0]).compile(x, t)
+        np.testing.assert_allclose(k(x, t), x.sum(-1) * 1.5 + 2.0, rtol=1e-6)
+        assert len(k.kernels) == (1 if shape[-1] > 1 else 2)
+
 
 def test_logsumexp_is_one_kernel_with_one_output():
     """logsumexp's safe max (where(|m| == inf, 0, m), shape [R, 1]) was split off by shape and

@@ -972,11 +972,13 @@ def _per_row_consumer(fn: Function, ops_idx, group_ops: set[int], producer: dict
     only the row group's values, constants and one-element tensors: the row kernel computes it
     once per row and writes it beside its other per-row outputs.  A per-row tensor parameter
     ([R] beside [R, C]) would not be told apart from a last-axis vector, so it keeps the kernel
-    out.  With one row (row_shape of one element) a one-element tensor IS a per-row tensor, and
-    the row kernel does not load it (KeyError in llvm_row: where(sum(b, 1) > 0, a[:, 0], b[:, 0])
-    on [1, 1]), so then only the group's values and constants qualify."""
+    out.  When rows have one element (C == 1, or C symbolic) a one-element tensor reads like a
+    row of the row kernel, which does not load it for a per-row op (KeyError in llvm_row:
+    where(sum(b, 1) > 0, a[:, 0], b[:, 0]) on [1, 1]; sum(x, -1) * 1.5 + t[0] on [4, 1]), so
+    then only the group's values and constants qualify."""
     inside = set(ops_idx) | group_ops
-    one_row = row_shape is not None and all(isinstance(d, int) and d == 1 for d in row_shape)
+    last = row_shape[-1] if row_shape else None
+    one_row = row_shape is not None and not (isinstance(last, int) and last > 1)
     for i in ops_idx:
         for v in fn.ops[i].operands:
             p = producer.get(id(v))
@@ -985,7 +987,7 @@ def _per_row_consumer(fn: Function, ops_idx, group_ops: set[int], producer: dict
             n = 1
             for d in v.shape:
                 n = n * d if isinstance(d, int) else 2
-            if n != 1 or one_row:
+            if n != 1 or one_row:   # one_row: rows of one element (docstring)
                 return False
     return True
 
