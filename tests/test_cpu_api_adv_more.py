@@ -190,3 +190,61 @@ def test_topk_k_range(lib):
         _topk(lib, x, np.zeros((1, 32), np.int32), np.zeros(1, bool), 4, 5, 1)
     msg = str(info.value)
     assert re.search(rf"adv_more_kernels\.cpp:{_line('topk_call')}: TopK: k = 5; it must be in \[1, n = 4\]", msg), msg
+
+
+def _flashv3_reference(x, alpha, inmean=None, insum=None, inmax=None, loop=1):
+    """The SoftmaxFlashV3 page's formula per row: partial means of the columns its block sums gather, the
+    row mean, contiguous k / 8 column groups shifted, then the running mean / max / sum."""
+    m, k = x.shape
+    scalar = alpha / (1 - alpha)
+    cols = np.arange(k)
+    group = np.where(cols < 512, cols // 64, (cols - 512) % 64 // 8)
+    part = np.stack([x[:, group == g].sum(axis=1) for g in range(8)], axis=1) / (k // 8)
+    mean = part.mean(axis=1)
+    xs = x - (mean[:, None] - part[:, cols // (k // 8)]) * scalar
+    row_max = xs.max(axis=1)
+    if inmean is None:
+        x_mean, x_max, shift_prev = mean, row_max, None
+    else:
+        x_mean = (mean + inmean * (loop - 1)) / loop
+        shift_prev = (inmean - x_mean) * scalar
+        x_max = np.maximum((mean - x_mean) * scalar + row_max, shift_prev + inmax)
+    dst = np.exp(xs - (x_max - (mean - x_mean) * scalar)[:, None])
+    total = dst.sum(axis=1)
+    exp_max = None
+    if inmean is not None:
+        exp_max = np.exp(inmax - x_max + shift_prev)
+        total = total + exp_max * insum
+    return dst, x_mean, total, x_max, exp_max
+
+
+@pytest.mark.parametrize("k,update", [(512, False), (1024, True)])
+def test_softmax_flash_v3_against_the_page_formula(lib, k, update):
+    rng = np.random.default_rng(11)
+    m, alpha, loop = 8, 0.9375, 3
+    x = rng.uniform(0, 1, (m, k)).astype(np.float16)
+    # earlier blocks' mean, sum and max near this block's, so expMax stays inside half's range
+    stats = np.stack([rng.uniform(0.45, 0.55, m), rng.uniform(0.5, 2.0, m), rng.uniform(0.8, 1.2, m)]).astype(np.float32)
+    y = np.repeat(stats, 8, axis=1).reshape(-1)          # inMean, inSum, inMax: one 8-float block per row
+    out = np.zeros(m * k // 2 + 3 * m * 8 + m * 8, np.float32)
+    lib.launch("flashv3_f16", 1, [("x", x), ("y", y), ("p", np.array([m, k, int(update) | loop << 8,
+                                                                           _bits(alpha)], np.int32)), ("out", out)])
+    ref = _flashv3_reference(x.astype(np.float64), alpha, *(stats.astype(np.float64) if update else ()),
+                             **({"loop": loop} if update else {}))
+    dst = out[:m * k // 2].view(np.float16).reshape(m, k)
+    np.testing.assert_allclose(dst.astype(np.float64), ref[0], rtol=2e-3, atol=1e-4)
+    blocks = out[m * k // 2:m * k // 2 + 3 * m * 8].reshape(3, m, 8)
+    for got, want in zip(blocks, ref[1:4]):
+        np.testing.assert_allclose(got, np.repeat(want[:, None], 8, axis=1), rtol=1e-5, atol=1e-5)
+    if update:
+        exp_max = out[m * k // 2 + 3 * m * 8:].view(np.float16).reshape(m, 16)
+        np.testing.assert_allclose(exp_max.astype(np.float64), np.repeat(ref[4][:, None], 16, axis=1), rtol=2e-3)
+
+
+def test_softmax_flash_v3_shape_rule(lib):
+    # the page: srcK >= 512 and a multiple of 64
+    x = np.zeros((8, 448), np.float16)
+    _fails(lib, "flashv3_f16", [("x", x), ("y", np.zeros(3 * 64, np.float32)),
+                                ("p", np.array([8, 448, 1 | 2 << 8, _bits(0.9375)], np.int32)),
+                                ("out", np.zeros(8 * 448, np.float32))],
+           "flashv3_call", r"SoftmaxFlashV3: srcM x srcK = 8 x 448; the page needs srcK >= 512")

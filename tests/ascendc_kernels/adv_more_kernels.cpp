@@ -14,6 +14,9 @@
 // topk_f32(x, y, p, out): p = {outter, n, k, largest | small << 1 | initIndex << 2}; x = float [outter, 32];
 //   y = [int32 indices (outter x 32) | bool finish (32 bytes)]; out = [values (outter x 8) | int32 indices
 //   (outter x 8)], inner = 32, finish flags used.
+// flashv3_f16(x, y, p, out): p = {m, k, update | loopCnt << 8, alphaBits}; x = half src [m, k]; y = float
+//   [inMean | inSum | inMax] (m x 8 each); out = [half dst (m x k) | float mean, sum, max (m x 8 each) |
+//   half expMax (m x 16)].  SoftmaxFlashV3 (激活函数/SoftmaxFlashV3), splitMeanCnt 8, framework scratch.
 #include <cstring>
 
 #include "tikicpulib.h"
@@ -252,6 +255,52 @@ extern "C" __global__ __aicore__ void topk_f32(GM_ADDR x, GM_ADDR y, GM_ADDR p, 
     DataCopy(og, ov, outter * 16);
 }
 
+extern "C" __global__ __aicore__ void flashv3_f16(GM_ADDR x, GM_ADDR y, GM_ADDR p, GM_ADDR out)
+{
+    int32_t prm[4];
+    Params(p, prm);
+    uint32_t m = prm[0], k = prm[1], loop = static_cast<uint32_t>(prm[2]) >> 8;
+    bool update = (prm[2] & 1) != 0;
+    float alpha;
+    std::memcpy(&alpha, &prm[3], sizeof(float));
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> sb, db, ib, ob, eb;
+    pipe.InitBuffer(sb, m * k * sizeof(half));
+    pipe.InitBuffer(db, m * k * sizeof(half));
+    pipe.InitBuffer(ib, 3 * m * 8 * sizeof(float));
+    pipe.InitBuffer(ob, 3 * m * 8 * sizeof(float));
+    pipe.InitBuffer(eb, m * 16 * sizeof(half));
+    LocalTensor<half> src = sb.Get<half>(), dst = db.Get<half>(), expMax = eb.Get<half>();
+    LocalTensor<float> in = ib.Get<float>(), o = ob.Get<float>();
+    GlobalTensor<half> xg, og;
+    GlobalTensor<float> yg, sg;
+    xg.SetGlobalBuffer((__gm__ half*)x, m * k);
+    yg.SetGlobalBuffer((__gm__ float*)y, 3 * m * 8);
+    og.SetGlobalBuffer((__gm__ half*)out, m * k);
+    sg.SetGlobalBuffer((__gm__ float*)out + m * k / 2, 3 * m * 8);
+    DataCopy(src, xg, m * k);
+    DataCopy(in, yg, 3 * m * 8);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    SoftMaxTiling tiling{};
+    SoftMaxParams params = {m, k, m, k, loop, 8, alpha};
+    if (update) {
+        SoftmaxFlashV3<half, float, true>(dst, o, o[m * 8], o[2 * m * 8], src, expMax, in,   // LINE:flashv3_call
+                                          in[m * 8], in[2 * m * 8], tiling, params);
+    } else {
+        SoftmaxFlashV3<half, float, false>(dst, o, o[m * 8], o[2 * m * 8], src, expMax, in, in[m * 8], in[2 * m * 8],
+                                           tiling, params);
+        Duplicate(expMax, static_cast<half>(0), m * 16);
+    }
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, dst, m * k);
+    DataCopy(sg, o, 3 * m * 8);
+    GlobalTensor<half> eg;
+    eg.SetGlobalBuffer((__gm__ half*)out + m * k + 6 * m * 8, m * 16);
+    DataCopy(eg, expMax, m * 16);
+}
+
 #define FQ_ENTRY(name)                                                                   \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {            \
         AscendC::SetKernelMode(KernelMode::AIV_MODE);                                    \
@@ -263,6 +312,7 @@ FQ_ENTRY(select_f32)
 FQ_ENTRY(reduce_f32)
 FQ_ENTRY(sort_f32)
 FQ_ENTRY(topk_f32)
+FQ_ENTRY(flashv3_f16)
 
 // Host helpers: out = {max, min} of GetAscendAntiQuantMaxMinTmpSize (half, then bfloat16 output for
 // src [k, n] and scale [groups, n]), GetDropOutMaxMinTmpSize and GetSelectMaxMinTmpSize ([rows, w],

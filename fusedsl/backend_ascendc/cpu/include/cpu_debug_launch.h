@@ -121,6 +121,17 @@ inline AscLauncher<F> AscLaunch(KernelMode, int, F, A, B, C, D) {
 
 }  // namespace fusedsl_cpu
 
+// The device compiler's scalar min/max builtins, which .asc kernels call unqualified (CANN's
+// softmaxflashv3 sample: min(baseM, rowNum)); both operands of one arithmetic type.
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+inline T min(T a, T b) {
+    return b < a ? b : a;
+}
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+inline T max(T a, T b) {
+    return a < b ? b : a;
+}
+
 // Global like the device's; a kernel's own variable of the same name shadows them.
 [[maybe_unused]] inline const ::fusedsl_cpu::BlockIdxBuiltin block_idx{};
 [[maybe_unused]] inline const ::fusedsl_cpu::BlockNumBuiltin block_num{};

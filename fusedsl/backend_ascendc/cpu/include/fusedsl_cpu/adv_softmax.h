@@ -1,5 +1,5 @@
 // fusedsl CPU implementation of the Ascend C API: the SoftMax family of high-level APIs
-// (asc-devkit docs 激活函数/SoftMax接口, LogSoftMax接口): SoftMax, SimpleSoftMax, SoftmaxFlashV2,
+// (asc-devkit docs 激活函数/SoftMax接口, LogSoftMax接口): SoftMax, SimpleSoftMax, SoftmaxFlashV2, SoftmaxFlashV3,
 // LogSoftMax, SoftmaxGrad, SoftmaxGradFront and AdjustSoftMaxRes, ND format.
 //
 // The input is [m, k] (k 32-byte aligned; oriSrcK <= k valid columns take part in the row
@@ -33,6 +33,17 @@ struct SoftmaxConfig {
     SoftmaxMode mode = SoftmaxMode::SOFTMAX_NORMAL;
 };
 constexpr SoftmaxConfig SOFTMAX_DEFAULT_CFG = {true, 0, 0, SoftmaxMode::SOFTMAX_NORMAL};
+
+// SoftmaxFlashV3's shape and formula parameters (its page).
+struct SoftMaxParams {
+    uint32_t srcM;
+    uint32_t srcK;
+    uint32_t oriSrcM;
+    uint32_t oriSrcK;
+    uint32_t loopCnt;
+    uint32_t splitMeanCnt;
+    float alpha;
+};
 
 struct SoftMaxShapeInfo {
     uint32_t srcM{0};
@@ -275,6 +286,112 @@ inline void FlashV2Run(Site site, bool update, const LocalTensor<T>& dst, const 
     }
 }
 
+// SoftmaxFlashV3 (the PASA form of SoftmaxFlash), as its page's pseudo-code computes it per row of k
+// (k >= 512, a multiple of 64; m a multiple of 8; splitMeanCnt = 8): eight partial means over the
+// columns the block sums gather (64-column group c % 512 / 64 of the first 512, then 8-column group
+// (c - 512) % 64 / 8 of each further 64), the row mean, each baseK = k / 8 contiguous columns shifted
+// by (mean - partial mean) * alpha / (1 - alpha), then the running max / sum / mean with update
+// (loopCnt the block count so far) and dst = exp(x - max); expMax = exp(inMax - max + shiftPrev).
+template <typename T, typename U>
+inline void FlashV3Run(Site site, bool update, const LocalTensor<T>& dst, const LocalTensor<U>& mean_out,
+                       const LocalTensor<U>& sum_out, const LocalTensor<U>& max_out, const LocalTensor<T>& src,
+                       const LocalTensor<T>& exp_max, const LocalTensor<U>& in_mean, const LocalTensor<U>& in_sum,
+                       const LocalTensor<U>& in_max, const LocalTensor<uint8_t>* tmp,
+                       const AscendC::SoftMaxParams& p) {
+    const char* api = "SoftmaxFlashV3";
+    AtSite at(site);
+    CheckAdvApi(api, kChipA2A3, TypeName<T>(), " half ");
+    if (!std::is_same_v<U, float>) {
+        Fail("%s: U = %s; the page supports float for the mean/sum/max tensors", api, TypeName<U>());
+    }
+    const uint32_t m = p.srcM, k = p.srcK;
+    if (p.oriSrcM != m || p.oriSrcK != k) {
+        Fail("%s: oriSrcM x oriSrcK = %u x %u differs from srcM x srcK = %u x %u; the page supports aligned shapes "
+             "only", api, p.oriSrcM, p.oriSrcK, m, k);
+    }
+    if (k < 512 || k % 64 != 0 || m % 8 != 0 || m == 0) {
+        Fail("%s: srcM x srcK = %u x %u; the page needs srcK >= 512 and a multiple of 64, srcM a multiple of 8", api,
+             m, k);
+    }
+    if (p.splitMeanCnt != 8) {
+        Fail("%s: splitMeanCnt = %u; the page supports only 8", api, p.splitMeanCnt);
+    }
+    if (update && p.loopCnt < 1) {
+        Fail("%s: loopCnt = %u; with isUpdate it is the number of blocks so far, at least 1", api, p.loopCnt);
+    }
+    if (!(p.alpha > 0.0f && p.alpha < 1.0f)) {
+        Fail("%s: alpha = %g; the formula divides by 1 - alpha (recommended 0.9375, 0.96889, 0.984497)", api,
+             static_cast<double>(p.alpha));
+    }
+    const uint64_t n = static_cast<uint64_t>(m) * k;
+    uint32_t so = AdvIn(api, "srcTensor", src, n);
+    uint32_t d = AdvOut(api, "dstTensor", dst, n);
+    AdvSpan ss{"srcTensor", so, n * sizeof(T)};
+    AdvSpan sd{"dstTensor", d, n * sizeof(T)};
+    SameOrApart(api, sd, ss);
+    std::vector<double> x = LoadRows(src, n);
+    std::vector<double> old_mean, old_sum, old_max;
+    if (update) {   // read first: the outputs may be the same tensors (the page allows it)
+        old_mean = LoadRowBlocks(api, "inMeanTensor", in_mean, m);
+        old_sum = LoadRowBlocks(api, "inExpSumTensor", in_sum, m);
+        old_max = LoadRowBlocks(api, "inMaxTensor", in_max, m);
+    }
+    const uint64_t need = adv::SoftMaxFlashV3Min(k);
+    AdvScratch(api, tmp, need, need * m, {sd, ss}, "GetSoftMaxFlashV3MaxMinTmpSize");
+    const double scalar = static_cast<double>(p.alpha) / (1.0 - static_cast<double>(p.alpha));
+    const uint32_t base_k = k / 8;
+    std::vector<double> out(n), new_mean(m), new_sum(m), new_max(m), rescale(m);
+    for (uint32_t r = 0; r < m; ++r) {
+        double* xr = x.data() + static_cast<uint64_t>(r) * k;
+        double part[8] = {};
+        for (uint32_t c = 0; c < k; ++c) {
+            part[c < 512 ? c / 64 : (c - 512) % 64 / 8] += xr[c];
+        }
+        double mean = 0.0;
+        for (double& v : part) {
+            v /= base_k;
+            mean += v;
+        }
+        mean /= 8;
+        for (uint32_t c = 0; c < k; ++c) {
+            xr[c] -= (mean - part[c / base_k]) * scalar;
+        }
+        double row_max = -INFINITY;
+        for (uint32_t c = 0; c < k; ++c) {
+            row_max = std::max(row_max, xr[c]);
+        }
+        const double x_mean = update ? (mean + old_mean[r] * (p.loopCnt - 1)) / p.loopCnt : mean;
+        const double shift_curr = (mean - x_mean) * scalar;
+        double x_max = shift_curr + row_max;
+        double shift_prev = 0.0;
+        if (update) {
+            shift_prev = (old_mean[r] - x_mean) * scalar;
+            x_max = std::max(x_max, shift_prev + old_max[r]);
+        }
+        const double sub = x_max - shift_curr;
+        double sum = 0.0;
+        for (uint32_t c = 0; c < k; ++c) {
+            const double e = std::exp(xr[c] - sub);
+            out[static_cast<uint64_t>(r) * k + c] = e;
+            sum += e;
+        }
+        if (update) {
+            rescale[r] = std::exp(old_max[r] - x_max + shift_prev);
+            sum += rescale[r] * old_sum[r];
+        }
+        new_mean[r] = x_mean;
+        new_sum[r] = sum;
+        new_max[r] = x_max;
+    }
+    StoreRows(api, dst, out);
+    StoreRowBlocks(api, "meanTensor", mean_out, new_mean);
+    StoreRowBlocks(api, "expSumTensor", sum_out, new_sum);
+    StoreRowBlocks(api, "maxTensor", max_out, new_max);
+    if (update) {
+        StoreRowBlocks(api, "expMaxTensor", exp_max, rescale);
+    }
+}
+
 // SoftmaxGrad / SoftmaxGradFront: d = rowsum(grad * src); dst = (grad - d) * src, or d per row.
 template <typename T>
 inline void GradRun(const char* api, Site site, bool front, const LocalTensor<T>& dst, const LocalTensor<T>& grad,
@@ -404,6 +521,36 @@ inline void LogSoftMax(const LocalTensor<T>& dst, const LocalTensor<T>& sum, con
                        FUSEDSL_CPU_SITE) {
     fusedsl_cpu::SoftmaxRun<T, T>("LogSoftMax", fs_site, fusedsl_cpu::SmKind::kLog, dst, &sum, &max, src,
                                   &sharedTmpBuffer, tiling.srcM, tiling.srcK, softmaxShapeInfo, false, isDataFormatNZ);
+}
+
+// ---- SoftmaxFlashV3 ----
+template <typename T, typename U, bool isUpdate = false, bool isReuseSource = false, bool isBasicBlock = false,
+          bool isDataFormatNZ = false, const SoftmaxConfig& config = SOFTMAX_DEFAULT_CFG>
+inline void SoftmaxFlashV3(const LocalTensor<T>& dstTensor, const LocalTensor<U>& meanTensor,
+                           const LocalTensor<U>& expSumTensor, const LocalTensor<U>& maxTensor,
+                           const LocalTensor<T>& srcTensor, const LocalTensor<T>& expMaxTensor,
+                           const LocalTensor<U>& inMeanTensor, const LocalTensor<U>& inExpSumTensor,
+                           const LocalTensor<U>& inMaxTensor, const LocalTensor<uint8_t>& sharedTmpBuffer,
+                           const SoftMaxTiling& tiling, const SoftMaxParams& params, FUSEDSL_CPU_SITE) {
+    (void)tiling;
+    static_assert(!isReuseSource && !isBasicBlock && !isDataFormatNZ, "SoftmaxFlashV3: isReuseSource, isBasicBlock "
+                  "and isDataFormatNZ are reserved (the page: keep the defaults)");
+    fusedsl_cpu::FlashV3Run<T, U>(fs_site, isUpdate, dstTensor, meanTensor, expSumTensor, maxTensor, srcTensor,
+                                  expMaxTensor, inMeanTensor, inExpSumTensor, inMaxTensor, &sharedTmpBuffer, params);
+}
+template <typename T, typename U, bool isUpdate = false, bool isReuseSource = false, bool isBasicBlock = false,
+          bool isDataFormatNZ = false, const SoftmaxConfig& config = SOFTMAX_DEFAULT_CFG>
+inline void SoftmaxFlashV3(const LocalTensor<T>& dstTensor, const LocalTensor<U>& meanTensor,
+                           const LocalTensor<U>& expSumTensor, const LocalTensor<U>& maxTensor,
+                           const LocalTensor<T>& srcTensor, const LocalTensor<T>& expMaxTensor,
+                           const LocalTensor<U>& inMeanTensor, const LocalTensor<U>& inExpSumTensor,
+                           const LocalTensor<U>& inMaxTensor, const SoftMaxTiling& tiling,
+                           const SoftMaxParams& params, FUSEDSL_CPU_SITE) {
+    (void)tiling;
+    static_assert(!isReuseSource && !isBasicBlock && !isDataFormatNZ, "SoftmaxFlashV3: isReuseSource, isBasicBlock "
+                  "and isDataFormatNZ are reserved (the page: keep the defaults)");
+    fusedsl_cpu::FlashV3Run<T, U>(fs_site, isUpdate, dstTensor, meanTensor, expSumTensor, maxTensor, srcTensor,
+                                  expMaxTensor, inMeanTensor, inExpSumTensor, inMaxTensor, nullptr, params);
 }
 
 // ---- SoftmaxFlashV2 ----

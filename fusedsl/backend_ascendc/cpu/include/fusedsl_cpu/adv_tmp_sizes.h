@@ -138,6 +138,12 @@ inline uint64_t SoftMaxFlashV2Min(uint64_t k, uint32_t ts1, uint32_t ts2, bool b
     return n * 4;
 }
 
+// SoftmaxFlashV3 (fusedsl's own model: CANN documents no formula): the page's pseudo-code keeps a
+// 64-float partial-sum row and the row in float, plus one 32-byte block per statistic, per row.
+inline uint64_t SoftMaxFlashV3Min(uint64_t k) {
+    return (64 + k + 4 * 8) * 4;
+}
+
 // ---- Broadcast [m, 1] -> [m, k] (910B/310P): one block per element (Brcb), a block-aligned copy
 // of a row when k is not block aligned; int8 works in half (casts of source and result). ----
 inline TmpRange BroadcastRows(uint64_t m, uint64_t k, uint32_t ts) {

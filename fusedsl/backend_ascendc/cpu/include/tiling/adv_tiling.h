@@ -584,6 +584,32 @@ inline void SoftMaxFlashV2TilingFunc(const TensorShape& srcShape, const uint32_t
         srcShape, dataTypeSize2, ::fusedsl_cpu::adv::SoftMaxFlashV2Min(k, dataTypeSize1, dataTypeSize2, isBasicBlock),
         localWorkSpaceSize, softmaxFlashTiling);
 }
+// SoftmaxFlashV3 (its Tiling page): T half (2), U float (4); the minimum is one row's scratch of
+// fusedsl's model (adv::SoftMaxFlashV3Min), the maximum every row's.
+inline void GetSoftMaxFlashV3MaxMinTmpSize(const TensorShape& srcShape, const uint32_t dataTypeSize1,
+                                           const uint32_t dataTypeSize2, uint32_t& maxValue, uint32_t& minValue,
+                                           const bool isUpdate, const bool isBasicBlock = false) {
+    (void)isUpdate;
+    (void)isBasicBlock;
+    (void)dataTypeSize1;
+    (void)dataTypeSize2;
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    minValue = static_cast<uint32_t>(::fusedsl_cpu::adv::SoftMaxFlashV3Min(k));
+    maxValue = minValue * m;
+}
+inline void SoftMaxFlashV3TilingFunc(const TensorShape& srcShape, const uint32_t dataTypeSize1,
+                                     const uint32_t dataTypeSize2, const uint32_t localWorkSpaceSize,
+                                     SoftMaxTiling& softmaxFlashV3Tiling, const bool isUpdate,
+                                     const bool isBasicBlock = false) {
+    (void)isUpdate;
+    (void)isBasicBlock;
+    (void)dataTypeSize1;
+    uint32_t m = 0, k = 0;
+    fusedsl_host::RowsCols(srcShape, m, k);
+    fusedsl_host::FillSoftmaxTiling(srcShape, dataTypeSize2, ::fusedsl_cpu::adv::SoftMaxFlashV3Min(k),
+                                    localWorkSpaceSize, softmaxFlashV3Tiling);
+}
 // The API page's basic-block rule on the tiling's shape.
 inline bool IsBasicBlockInSoftMax(SoftMaxTiling& tiling, const uint32_t dataTypeSize = 2) {
     uint32_t k = tiling.srcK, m = tiling.srcM;
