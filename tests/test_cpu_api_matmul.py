@@ -224,10 +224,13 @@ def test_regist_matmul_obj_after_init_buffer_warns_on_910b(lib, small, capfd):
                      "REGIST_MATMUL_OBJ page asks for it before any InitBuffer") == 1, err
 
 
-def test_a_tied_core_split_divides_n_as_canns_tiling_does(lib):
-    # asc-devkit's matmul_leakyrelu_advanced_api: 512 x 128 x 128, SetDim(2), base 128 x 64 -> N split in two
+def test_tied_core_splits_follow_the_splits_canns_samples_document(lib):
+    # matmul_leakyrelu_advanced_api: 512 x 128 x 128, SetDim(2), base 128 x 64 -> N split in two;
+    # matmul_advanced_api: 512 x 512 x 128, SetDim(2) -> M split in two
     t = _tiling(lib, "Ascend910B2", 512, 128, 128, 2, 128, 64)
     assert [_field(t, f) for f in ("usedCoreNum", "singleCoreM", "singleCoreN")] == [2, 512, 64]
+    t = _tiling(lib, "Ascend910B2", 512, 512, 128, 2, 128, 128)
+    assert [_field(t, f) for f in ("usedCoreNum", "singleCoreM", "singleCoreN")] == [2, 256, 512]
 
 
 def test_iterate_all_to_gm_with_c_declared_in_ub_and_asynchronous(lib, small):
