@@ -1131,30 +1131,32 @@ def prod(F, x, axis=None, keepdims=False):
 
 
 def _scan(F, parts, axis):
-    """Inclusive prefix sums of float32 tensors along `axis`, all in ONE batched matmul by the
-    [n, n] upper-triangular ones matrix (x @ T: column j sums x[..., :j+1]); a mask of 0s and 1s,
-    so every product is exact and each sum is float32 of the same terms numpy adds."""
+    """Inclusive prefix sums of float32 tensors along `axis`, all parts at once, in log2(n) steps
+    (Hillis-Steele): y += y shifted by s along the axis (-0.0 in front) for s = 1, 2, 4, ...
+    Each step is one vector kernel whose shifted operand is a slice + concatenation of the
+    previous step's output (view addressing, nothing copied): n log2(n) adds per row instead of
+    the n**2 multiply-adds of a matmul by a triangular matrix, no [n, n] matrix at all, and each
+    sum a balanced tree of the terms (float32 rounding ~log2(n) ulp, not numpy's sequential n)."""
     x = parts[0]
     rank = x.ndim
     axis %= max(rank, 1)
     n = x.shape[axis]
     perm = [d for d in range(rank) if d != axis] + [axis]
     moved = [F.transpose(p, perm) if axis != rank - 1 else p for p in parts]
-    rows = F.reshape(_arange(F, x, 0, n), (n, 1))
-    cols = F.reshape(_arange(F, x, 0, n), (1, n))
-    tri = F.cast(rows <= cols, dt.float32)
-    stacked = F.concatenate([F.reshape(p, (1, -1, n)) for p in moved], axis=0)   # [k, rest, n]
-    out = F.matmul(stacked, tri)
+    y = F.concatenate([F.reshape(p, (1, -1, n)) for p in moved], axis=0)   # [k, rest, n]
+    step = 1
+    while step < n:
+        # -0.0, the additive identity of every float (0.0 + -0.0 would turn numpy's -0.0 sums into 0.0)
+        zeros = F.broadcast_to(x.trace.constant(-0.0, dt.float32), (y.shape[0], y.shape[1], step))
+        y = y + F.concatenate([zeros, y[:, :, :n - step]], axis=2)
+        step *= 2
     inv = [perm.index(d) for d in range(rank)]
     shape = tuple(x.shape[d] for d in perm)
     res = []
     for i in range(len(parts)):
-        y = F.reshape(out[i], shape)
-        res.append(F.transpose(y, inv) if axis != rank - 1 else y)
+        r = F.reshape(y[i], shape)
+        res.append(F.transpose(r, inv) if axis != rank - 1 else r)
     return res
-
-
-SCAN_MAX = 32768   # the scan's [n, n] float32 triangular matrix: 4 GB at this length
 
 
 def _scan_input(F, x, axis, name):
@@ -1164,27 +1166,22 @@ def _scan_input(F, x, axis, name):
         x = F.reshape(x, (1,))
     axis %= x.ndim
     n = x.shape[axis]
-    if not isinstance(n, int) or n > SCAN_MAX:
-        # a clear error instead of a matrix that does not fit memory (n = 1e5: 40 GB)
-        raise F.ShapeError(f"{name} along an axis of {n} elements: fusedsl scans by one matmul with an [n, n] "
-                           f"triangular matrix, for at most {SCAN_MAX} fixed elements", loc=F.user_frame(),
-                           hint=f"split the axis into chunks of at most {SCAN_MAX} and add each chunk's last "
-                                "sum to the next, or compute it outside the kernel")
+    if not isinstance(n, int):
+        # the scan's step count is log2(n): a symbolic length has none
+        raise F.ShapeError(f"{name} along an axis of {n} elements: fusedsl scans a fixed number of elements "
+                           "(log2(n) steps)", loc=F.user_frame(),
+                           hint="give that axis a fixed size (the kernel is traced per shape)")
     return x, axis
 
 
 @composite("cumsum", "reduction", dtypes="numeric", aten=_aten("cumsum.default"), onnx=("CumSum",),
-           doc="inclusive prefix sums along `axis` (one matmul by a triangular 0/1 matrix: the cube "
-               "scans; inf / NaN like numpy); ints exact while the sums stay below 2**24",
+           doc="inclusive prefix sums along `axis` in log2(n) shifted-add steps (a balanced tree per prefix: "
+               "float32 rounding ~log2(n) ulp; inf / NaN like numpy); ints exact while the sums stay below 2**24",
            example="fs.cumsum(x, axis=1)")
 def cumsum(F, x, axis=-1):
     x, axis = _scan_input(F, x, axis, "cumsum")
     x32, back = _f32(F, x)
-    fin = F.isfinite(x32)
-    s, pinf, ninf, nan = _scan(F, [F.where(fin, x32, 0.0), F.cast(x32 == math.inf, dt.float32),
-                                   F.cast(x32 == -math.inf, dt.float32), F.cast(x32 != x32, dt.float32)], axis)
-    r = F.where(pinf > 0.0, math.inf, F.where(ninf > 0.0, -math.inf, s))
-    r = F.where(F.logical_or(nan > 0.0, F.logical_and(pinf > 0.0, ninf > 0.0)), math.nan, r)
+    r = _scan(F, [x32], axis)[0]   # additions carry inf and NaN as numpy's do (inf + -inf = NaN)
     return back(r) if x.dtype.is_float else F.cast(r, x.dtype)
 
 
