@@ -76,7 +76,7 @@ def attention_case(draw):
     group = draw(st.sampled_from([1, 1, 2, 3]))
     lq = draw(st.sampled_from([1, 2, 5, 17, 33, 70]))
     lk = draw(st.sampled_from([1, 3, 16, 33, 65, 130]))
-    d = draw(st.sampled_from([1, 8, 40, 64, 80]))
+    d = draw(st.sampled_from([1, 8, 40, 64, 80, 128]))
     dv = draw(st.sampled_from([d, d, 24]))
     mask_kind = draw(st.sampled_from(["none", "none", "bool", "bool_lk", "bool_keys", "additive", "causal"]))
     scale = draw(st.sampled_from([None, None, 0.3]))
