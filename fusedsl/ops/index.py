@@ -145,8 +145,7 @@ def gather(F, input, dim, index, sparse_grad=False):
     return take_along_axis(F, input[cut], index, dim)
 
 
-@composite("isin", "index", dtypes="any", aten=("aten.isin.Tensor_Tensor", "aten.isin.Tensor_Scalar",
-                                                 "aten.isin.Scalar_Tensor"),
+@composite("isin", "index", dtypes="any", aten=("aten.isin.Tensor_Tensor", "aten.isin.Tensor_Scalar"),
            doc="numpy.isin / torch.isin: whether each element equals one of test_elements (NaN never does); "
                "a compare against all T test elements and an any (O(N T))",
            example="fs.isin(x, y[0, :5])")
