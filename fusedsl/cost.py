@@ -448,7 +448,7 @@ def cube_schedule_reads(schedule) -> tuple[int, int, int, int]:
         return a, read, g.images * (rows + eps), g.images * written
     a_item, b_item = (v.dtype.itemsize for v in schedule.mm.operands)
     eps = [(p.kind, p.dtype.itemsize) for p in schedule.params]
-    a, b, other = matmul_reads(t, a_item, b_item, max(1, schedule.batch), eps)
+    a, b, other = matmul_reads(t, a_item, b_item, max(1, schedule.batch), eps, cube_instances(schedule.target, t))
     return a, b, other, 0
 
 
@@ -460,23 +460,30 @@ def _tile_counts(t) -> tuple[int, int]:
     return tm, tn
 
 
-def matmul_reads(t, a_item: int, b_item: int, batch: int = 1, epilogue=()) -> tuple[int, int, int]:
+def matmul_reads(t, a_item: int, b_item: int, batch: int = 1, epilogue=(), instances: int = 0) -> tuple[int, int, int]:
     """(A, B, epilogue inputs) GM bytes a matmul tiling `t` (lower.cube.CubeTiling's M, N, K,
     single_core_*, base_*) reads: every baseM x baseN tile of C reads its rows of A and its
     columns of B over K (the Matmul API's iteration; the CPU implementation counts the same),
-    so A is read once per tile column of the whole grid and B once per tile row.  `epilogue`
-    is (kind, itemsize) per epilogue input: a [N] vector ("colvec") is read per tile (its curN
-    columns), an [M, 1] one ("rowvec") per tile (its curM rows), an [M, N] one once."""
+    so A is read once per tile column of the whole grid and B once per tile row -- unless the
+    tiling holds each core's A panel in L1 (`t.a_l1_bytes`, a TSCM buffer the kernel fills once
+    per batch matrix: A is then read once per column of core blocks).  `epilogue` is (kind,
+    itemsize) per epilogue input: a [N] vector ("colvec") is read per tile (its curN columns),
+    an [M, 1] one ("rowvec") per tile (its curM rows), an [M, N] one once, a one-element
+    "scalar" once by each of the `instances` vector instances the launch starts (Init reads it,
+    idle ones too)."""
     tm, tn = _tile_counts(t)
     other = 0
     for kind, item in epilogue:
-        if kind == "colvec":
+        if kind == "scalar":
+            other += instances * item
+        elif kind == "colvec":
             other += batch * tm * t.N * item
         elif kind == "rowvec":
             other += batch * tn * t.M * item
         elif kind in ("full", "fullshared"):
             other += batch * t.M * t.N * item
-    return batch * t.M * t.K * a_item * tn, batch * t.K * t.N * b_item * tm, other
+    a_reads = -(-t.N // t.single_core_n) if getattr(t, "a_l1_bytes", 0) else tn
+    return batch * t.M * t.K * a_item * a_reads, batch * t.K * t.N * b_item * tm, other
 
 
 def hbm_cycles(target, unique: int, reads: int) -> float:
@@ -491,27 +498,46 @@ def hbm_cycles(target, unique: int, reads: int) -> float:
     return (unique if l2 and unique <= l2 else reads) / (gbps * 1e3 / target.clock_mhz)
 
 
+def cube_instances(target, t) -> int:
+    """Vector instances a matmul kernel on tiling `t` launches: blockDim AI cores with two each
+    on 910B (KERNEL_TYPE_MIX_AIC_1_2), blockDim cores elsewhere."""
+    per = objects_per_core(target, t)
+    return -(-max(1, t.used_core_num) // per) * (2 if target.separated else 1)
+
+
+def objects_per_core(target, t) -> int:
+    """Matmul objects sharing one AI core in tiling `t`: two on 910B unless the tiling says one
+    (lower.cube: KERNEL_TYPE_MIX_AIC_1_2 runs two vector instances per AI core, each may drive
+    an object), one on chips whose AI core is one core."""
+    return getattr(t, "objects_per_core", 0) or (2 if target.separated else 1)
+
+
 def matmul_split_cycles(target, t, a_item: int, b_item: int, batch: int, epilogue, c_bytes: int,
                         block_dim: int) -> tuple[float, float, float, float, float, int]:
     """(MTE2, cube, MTE3, pipelined, head cycles, GM bytes) of a matmul kernel on tiling `t`:
-    the slowest core (the first: its blocks are whole) computes its singleCoreM x singleCoreN x
-    K block for every batch matrix (on 910B two Matmul objects share one AI core's cube) and
-    loads its tiles' A rows and B columns at the per-core DMA rate; the chip's HBM bounds the
-    loads too (hbm_cycles). One formula for the report and for lower/cube.py's choice of split
-    and base block."""
+    the slowest AI core (the first: its blocks are whole) computes the singleCoreM x
+    singleCoreN x K block of each Matmul object it serves, for every batch matrix, and loads
+    their tiles' A rows and B columns (the A panel once when it is held in L1) at the per-core
+    DMA rate. On 910B the two Matmul objects of an AI core share its cube AND its MTE2: the
+    Matmul API's GM -> L1 copies are the AI core's (the vector instances only send it requests,
+    ASCENDC.md 3.1), so an AI core serving two objects loads both blocks' operands. The chip's
+    HBM bounds the loads too (hbm_cycles). One formula for the report and for lower/cube.py's
+    choice of split, base block and layout."""
     item = max(a_item, b_item)
     cores = max(1, t.used_core_num)
-    per_aic = min(2, cores) if target.separated else 1
+    per_aic = min(objects_per_core(target, t), cores)
+    aics = -(-cores // per_aic)
     rate = target.cube_macs_per_cycle * (FLOAT32_CUBE_RATE if item == 4 else 1.0)
     sm, sn = min(t.single_core_m, t.M), min(t.single_core_n, t.N)
     cube = batch * per_aic * (-(-sm // 16) * 16) * (-(-sn // 16) * 16) * t.K / rate
-    a, b, other = matmul_reads(t, a_item, b_item, batch, epilogue)
-    core = batch * t.K * (sm * a_item * -(-sn // t.base_n) + sn * b_item * -(-sm // t.base_m)) + other / cores
+    a, b, other = matmul_reads(t, a_item, b_item, batch, epilogue, cube_instances(target, t))
+    a_times = 1 if getattr(t, "a_l1_bytes", 0) else -(-sn // t.base_n)
+    core = batch * t.K * (sm * a_item * a_times + sn * b_item * -(-sm // t.base_m)) + other / cores
     reads = a + b + other
     unique = batch * t.K * (t.M * a_item + t.N * b_item) + sum(
-        batch * (t.N if k == "colvec" else t.M if k == "rowvec" else t.M * t.N) * i for k, i in epilogue
-        if k in ("colvec", "rowvec", "full", "fullshared"))
-    mte2 = max(load_cycles(core, cores), hbm_cycles(target, unique, reads))
+        (batch * (t.N if k == "colvec" else t.M if k == "rowvec" else t.M * t.N) if k != "scalar" else 1) * i
+        for k, i in epilogue if k in ("colvec", "rowvec", "full", "fullshared", "scalar"))
+    mte2 = max(load_cycles(per_aic * core, aics), hbm_cycles(target, unique, reads))
     mte3 = store_cycles(c_bytes / cores, cores)
     cycles = max(cube, mte2, mte3) + min(cube, mte2) * 0.1   # pipes overlap; a little fill
     return mte2, cube, mte3, cycles, heads(block_dim, max(a, b)), reads + c_bytes
@@ -539,7 +565,9 @@ def _scheduled_cube_cost(op: Op, target, sizes, name, launch: Launch, schedule) 
     a, b, other, panel_out = cube_schedule_reads(schedule)
     c_bytes = sum(_nelem(v, sizes) * v.dtype.itemsize for v in schedule.fn.results)
     reads = a + (b * conv.images if conv is not None else b) + other
-    mte2 = load_cycles(reads / cores, cores)
+    # on 910B an AI core's MTE2 serves both its Matmul objects (matmul_split_cycles says why)
+    per_aic = min(objects_per_core(target, t), cores)
+    mte2 = load_cycles(per_aic * reads / cores, -(-cores // per_aic))
     mte3 = store_cycles((c_bytes + panel_out) / cores, cores)
     cycles = max(cube, mte2, mte3) + min(cube, mte2) * 0.1   # pipes overlap; a little fill
     gm = reads + c_bytes + panel_out
@@ -742,7 +770,9 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
     if has_trait(anchor, CUBE):
         base = cube_kernel_cost(anchor, target, sizes, name or fn.name, launch, schedule)
         if launch is not None and schedule is not None and getattr(schedule, "tiling_fields", None) is not None:
-            return _with_epilogue(base, fn, anchor, target, sizes, ops, base.gm_bytes, launch)
+            # a matmul's epilogue runs row by row on each C tile (a conv's is modelled whole, lower/conv.py)
+            per_row = anchor.name == "matmul" and getattr(schedule, "conv", None) is None
+            return _with_epilogue(base, fn, anchor, target, sizes, ops, base.gm_bytes, launch, per_row)
     elif has_trait(anchor, REDUCTION):
         base = reduce_kernel_cost(anchor, target, sizes, name or fn.name, launch)
         if launch is not None and schedule is not None and hasattr(schedule, "params"):
@@ -752,9 +782,12 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
     return _with_epilogue(base, fn, anchor, target, sizes, ops, None, launch)
 
 
-def epilogue_cycles(fn, anchor, target, sizes, ops, block_dim: int, launch=None) -> float:
+def epilogue_cycles(fn, anchor, target, sizes, ops, block_dim: int, launch=None, per_row: bool = False) -> float:
     """Vector cycles of a kernel's ops besides its anchor on `block_dim` cores (`launch`: the
-    kernel's tiles, for reductions); lower/cube.py weighs its candidate splits with this too."""
+    kernel's tiles, for reductions); lower/cube.py weighs its candidate splits with this too.
+    `per_row`: the ops run row by row on each of a core's `launch` tiles (a matmul's epilogue,
+    printer_cube.Compute: one API call per op, row and tile), so each call's fixed cost counts
+    per row -- what makes thin C tiles costly."""
     producers = {id(r): op for op in fn.ops for r in op.results}
     extra = 0.0
     for op in ops:
@@ -762,16 +795,19 @@ def epilogue_cycles(fn, anchor, target, sizes, ops, block_dim: int, launch=None)
             continue
         if has_trait(op, REDUCTION):
             extra += reduce_kernel_cost(op, target, sizes, launch=launch).vec_cycles
+        elif (has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST)) and per_row and launch is not None:
+            extra += launch.tiles_per_core * launch.tile_rows * op_vector_cycles(op, launch.tile_cols, producers)
         elif has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST):
             extra += op_vector_cycles(op, _nelem(op.result, sizes), producers) / max(1, block_dim)
     return extra
 
 
-def _with_epilogue(base: KernelCost, fn, anchor, target, sizes, ops, gm_bytes, launch=None) -> KernelCost:
+def _with_epilogue(base: KernelCost, fn, anchor, target, sizes, ops, gm_bytes, launch=None,
+                   per_row: bool = False) -> KernelCost:
     """`base` (the anchor op's kernel) plus the other ops of the kernel: their vector time on
     the anchor's output on the kernel's cores, added to the compute pipe; `gm_bytes` the
     kernel's GM traffic when its schedule says (else estimated from its parameters)."""
-    extra = epilogue_cycles(fn, anchor, target, sizes, ops, base.block_dim, launch)
+    extra = epilogue_cycles(fn, anchor, target, sizes, ops, base.block_dim, launch, per_row)
     if gm_bytes is not None:
         gm = gm_bytes
     elif not extra:
@@ -883,6 +919,6 @@ def unfused_cost(fn: Function, target, sizes=None, kernel_cost=None) -> list[Ker
 
 __all__ = ["KernelCost", "VECTOR_API", "LAUNCH_US", "api_cycles", "load_cycles", "store_cycles",
            "vector_kernel_cost", "reduce_kernel_cost", "cube_kernel_cost", "move_kernel_cost",
-           "matmul_reads", "matmul_split_cycles", "hbm_cycles", "epilogue_cycles",
+           "matmul_reads", "matmul_split_cycles", "objects_per_core", "hbm_cycles", "epilogue_cycles",
            "function_cost", "unfused_cost", "attention_blocks", "attention_ub_buffers", "attention_gm_model",
            "attention_kernel_cost", "attention_chain"]

@@ -10,6 +10,12 @@ VECIN queue, rows padded to 32 bytes; residual tiles and the bias columns by DMA
 kernels) and CopyOut (one strided DMA of the tile's valid rows and columns); `End` at the end.
 The kernel is mixed (AIC + AIV) on 910B; 310P moves C through a UB workspace
 (`SetLocalWorkspace`). Tiles are taken M-first (iterateOrder 0).
+
+Layouts on 910B (lower.cube.cube_tiling chooses them by modelled time): with one Matmul object
+per AI core only each core's first vector instance works (object GetBlockIdx() / GetTaskRatio());
+with A's panel in L1 the core copies its singleCoreM x K rows of A once into a TSCM buffer (NZ,
+DataCopy with Nd2NzParams; the AI core carries the copy out) and the Matmul reads A there for
+every tile (`MatmulType<TPosition::TSCM, CubeFormat::NZ>`, SetTensorA of the L1 tensor).
 """
 from __future__ import annotations
 
@@ -165,6 +171,16 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         init_bufs += self._extra_init()
         init_bufs += [f"        pipe->InitBuffer(b_{nm}, ({bn} + {self.slack}) "
                       f"* sizeof({d.ascendc}));" for d, nm in rows]
+        t = s.tiling_fields
+        a_l1 = bool(t.a_l1_bytes)
+        aty = a.dtype.ascendc
+        if a_l1:   # the core's A panel in L1: a TSCM buffer of singleCoreM (rounded to 16) x Ka (to 32 B)
+            c0 = 32 // a.dtype.itemsize
+            members.append("    AscendC::TSCM<AscendC::TPosition::GM, 1> a_l1;   // user-managed L1: this core's A panel, NZ")
+            members.append(f"    AscendC::LocalTensor<{aty}> aL1;")
+            init_bufs.insert(0, f"        pipe->InitBuffer(a_l1, 1, (tiling.singleCoreM + 15) / 16 * 16 * "
+                                f"((tiling.Ka + {c0 - 1}) / {c0} * {c0}) * sizeof({aty}));   // {t.a_l1_bytes} B")
+        one_per_core = self.t.separated and t.objects_per_core == 1
         ws = []
         if not self.t.separated:
             ws = ["        pipe->InitBuffer(b_mmws, tiling.baseM * tiling.baseN * sizeof(float));",
@@ -179,7 +195,10 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         L = ['#include "lib/matmul_intf.h"',
              *self.class_open([f"GM_ADDR {x}" for x in self._gm_args() + ["workspace"]], "TCubeTiling"),
              *gm_set, *scal_set,
-             "        active = CalcOffset(AscendC::GetBlockIdx());",
+             *(["        // one Matmul object per AI core: its first vector instance drives it, the other idles",
+                "        active = AscendC::GetSubBlockIdx() == 0 && "
+                "CalcOffset(AscendC::GetBlockIdx() / AscendC::GetTaskRatio());"] if one_per_core else
+               ["        active = CalcOffset(AscendC::GetBlockIdx());"]),
              "        AscendC::SetSysWorkspace(workspace);",
              *self._init_lines(),
              "    }",
@@ -203,10 +222,13 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
              "            }",
              "        }",
              "        mm.End();",
+             *(["        a_l1.FreeTensor(aL1);"] if a_l1 else []),
              "    }",
              "",
-             f"    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {a.dtype.ascendc}"
-             f"{', true' if ta else ''}>,",
+             (f"    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::TSCM, CubeFormat::NZ, {aty}>,"
+              if a_l1 else
+              f"    AscendC::Matmul<AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {a.dtype.ascendc}"
+              f"{', true' if ta else ''}>,"),
              f"                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {b.dtype.ascendc}"
              f"{', true' if tb else ''}>,",
              "                    AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>,",
@@ -229,6 +251,8 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
              "    }",
              ""]
         L += self._extra_methods()
+        if a_l1:
+            L += self._load_a_lines(aty)
         L += self._copy_in(full, colvec + rowvec) + self._compute(full, outs, cast_mm) + self._copy_out(outs)
         L += members + ["    uint32_t m0 = 0, n0 = 0, offA = 0, offB = 0, tailM = 0, tailN = 0, batch = 0;",
                         "    uint32_t curM = 0, curN = 0, row0 = 0, col0 = 0;",
@@ -245,6 +269,11 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
     def _operand_lines(self, aname: str, bname: str, ta: bool, tb: bool) -> list[str]:
         """Inside the batch loop: give the cube this core's A and B."""
         s = self.s
+        if s.tiling_fields.a_l1_bytes:   # one batch matrix (lower.cube): A's panel once into L1
+            return [f"            LoadA(gm_{aname}[offA], tailM);   // once: every tile of this core reads A in L1",
+                    "            mm.SetTensorA(aL1);",
+                    f"            mm.SetTensorB(gm_{bname}[{'batch * tiling.Kb * tiling.N + ' if s.batch_b else ''}offB]"
+                    f"{', true' if tb else ''});"]
         return [f"            mm.SetTensorA(gm_{aname}[{'batch * tiling.M * tiling.Ka + ' if s.batch_a else ''}offA]"
                 f"{', true' if ta else ''});",
                 f"            mm.SetTensorB(gm_{bname}[{'batch * tiling.Kb * tiling.N + ' if s.batch_b else ''}offB]"
@@ -267,6 +296,29 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
             "        tailM = MinU32(tiling.singleCoreM, tiling.M - m0);",
             "        tailN = MinU32(tiling.singleCoreN, tiling.N - n0);",
             "        return true;",
+            "    }",
+            ""]
+
+    def _load_a_lines(self, ty: str) -> list[str]:
+        return [
+            "    // `rows` rows of A (Ka elements each, Ka apart) into the TSCM buffer in NZ: column blocks of",
+            "    // 32 bytes, each (rows rounded up to 16) rows high, as the Matmul reads a TSCM A of",
+            "    // singleCoreM = rows. On 910B the AI core carries the copy out (one GM read of the panel).",
+            f"    __aicore__ inline void LoadA(const AscendC::GlobalTensor<{ty}>& src, uint32_t rows)",
+            "    {",
+            f"        aL1 = a_l1.AllocTensor<{ty}>();",
+            "        AscendC::Nd2NzParams nd;",
+            "        nd.ndNum = 1;",
+            "        nd.nValue = rows;",
+            "        nd.dValue = tiling.Ka;",
+            "        nd.srcNdMatrixStride = 0;",
+            "        nd.srcDValue = tiling.Ka;",
+            "        nd.dstNzC0Stride = (rows + 15) / 16 * 16;",
+            "        nd.dstNzNStride = 1;",
+            "        nd.dstNzMatrixStride = 0;",
+            "        AscendC::DataCopy(aL1, src, nd);",
+            "        a_l1.EnQue(aL1);",
+            f"        aL1 = a_l1.DeQue<{ty}>();",
             "    }",
             ""]
 

@@ -272,6 +272,11 @@ def _op_host_cube(p, plan, target) -> str:
     attrs = "\n".join(f"    tiling.set_{inp.var}({_get_attr(_dtype_of(inp), k)});  // attr "
                       f"{cnames.comment(inp.name)}" for k, inp in enumerate(_scalar_inputs(plan)))
     user_ws = _user_workspace(sched)
+    # one Matmul object per AI core (lower.cube layouts): each object has two vector slices, one idles
+    one = target.separated and getattr(getattr(sched, "tiling_fields", None), "objects_per_core", 2) == 1
+    slices = " * 2" if one else ""
+    per_core_note = ("\n    // (one Matmul object per AI core: its second vector core idles, so 2 slices per object)"
+                     if one else "")
     ws_note = (f"the im2col panels: {sched.used_cores} cores x {sched.conv.panel_bytes} B"
                if hasattr(sched, "conv") else "the kernel uses none of its own")
     return f"""// Host side of the {op} op (fusedsl {VERSION}, {target.name}): tiling, shape inference, op definition.
@@ -318,9 +323,9 @@ static ge::graphStatus TilingFunc(gert::TilingContext* context)
     const ::TCubeTiling& cube = plain{'.cube' if rt else ''};
     {cls} tiling;
 {copies}
-{attrs}{chr(10) if attrs else ''}    // A mixed kernel's blockDim counts (1 AIC + AIV) groups: usedCoreNum vector slices over them
+{attrs}{chr(10) if attrs else ''}    // A mixed kernel's blockDim counts (1 AIC + AIV) groups: usedCoreNum vector slices over them{per_core_note}
     auto* platform = platform_ascendc::PlatformAscendCManager::GetInstance();
-    const uint32_t blockDim = platform->CalcTschBlockDim(static_cast<uint32_t>(cube.usedCoreNum),
+    const uint32_t blockDim = platform->CalcTschBlockDim(static_cast<uint32_t>(cube.usedCoreNum){slices},
                                                          platform->GetCoreNumAic(), platform->GetCoreNumAiv());
     if (blockDim == 0) {{
         return ge::GRAPH_FAILED;

@@ -60,6 +60,8 @@ class CubeTiling:
     l0b_bytes: int
     l0c_bytes: int
     ub_tile_bytes: int
+    objects_per_core: int = 1   # Matmul objects per AI core: 2 (both vector instances of a 910B core) or 1
+    a_l1_bytes: int = 0         # > 0: each core's A panel (singleCoreM x K, NZ) is held in L1 (TSCM)
 
 
 def _size(dtype: str) -> int:
@@ -71,7 +73,8 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
                 bias_dtype: str | None = None, cores: int | None = None,
                 ub_bytes_per_c_elem: int | None = None, l1_budget: int | None = None,
                 ub_bytes: int | None = None, whole_rows: bool = False, row_bytes: int = 0,
-                row_slack: int = 0, traffic: "Traffic | None" = None) -> CubeTiling:
+                row_slack: int = 0, traffic: "Traffic | None" = None, a_l1: bool = False,
+                layouts=None) -> CubeTiling:
     """Tiling of an M x N x K matmul for `target`.
 
     `ub_bytes_per_c_elem` is the UB the epilogue needs per element of a C tile (C itself plus
@@ -88,7 +91,13 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     and writes besides A and B) the split and base block are the ones with the least modelled
     time (cost.matmul_split_cycles: A/B re-reads per tile counted, the chip's L2 and HBM
     modelled), among those within TRAFFIC_SLACK of it the one moving the fewest GM bytes, and
-    never slower in the model than CANN's rule.
+    never slower in the model than CANN's rule.  On 910B the search also covers the layout
+    (`layouts`, default LAYOUTS): one or two Matmul objects per AI core (the core's vector
+    instances; one object per core gets the core's whole MTE2 and L1), and, when `a_l1` (the
+    kernel may hold A in L1: 910B, A not transposed, one batch matrix), each core's A panel
+    (singleCoreM x K, NZ) in a TSCM buffer read from GM once, so A is not re-read per tile
+    column. The L1 of an AI core holds every object's own buffers and TSCM slices: each object
+    gets `l1_budget` / 2 on 910B (fusedsl's CPU API checks the same at simulate).
     """
     t = get_target(target)
     if not t.matmul_dtypes:
@@ -134,47 +143,81 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
 
     l1 = t.l1_bytes if l1_budget is None else min(t.l1_bytes, l1_budget)
 
-    def base_k_of(bm, bn):
+    def base_k_of(bm, bn, lim=None, tscm=0):
+        """The largest K fractal multiple that double-buffers in L0A/L0B and, with `lim`, leaves
+        one K step of the object's own A1 (none when A is in TSCM) and B1 in L1 beside `tscm`."""
         kmax = min(t.l0a_bytes // (2 * bm * sa), t.l0b_bytes // (2 * bn * sb))
+        if lim is not None:
+            kmax = min(kmax, max(0, lim - tscm - bn * sbias) // ((0 if tscm else bm * sa) + bn * sb))
         return min(kmax // c0k * c0k, _up(k, c0k))
 
-    def fits_l1(bm, bn):   # L0C, UB, and one K step of A and B in L1
-        bk = base_k_of(bm, bn)
-        return fits(bm, bn) and bk >= c0k and (bm * sa + bn * sb) * bk + bn * sbias <= l1
+    def panel_of(sm):   # A's NZ panel in L1: singleCoreM rows padded to 16 per 32-byte column block
+        return _up(sm, 16) * _up(k, c0k) * sa
+
+    def fitter(lim, tscm):
+        """fits(bm, bn): L0C, UB, and one K step of the object's own A1 (none when A is in TSCM)
+        and B1 buffers within `lim` bytes of L1 beside its `tscm` bytes."""
+        def fits_l1(bm, bn):
+            return fits(bm, bn) and base_k_of(bm, bn, lim, tscm) >= c0k
+        return fits_l1
 
     legacy = _balanced_split(m, n, dim, whole_rows)
     base_m, base_n = shrunk(legacy[0], legacy[1])
     single_m, single_n, used = legacy
-    if traffic is not None:   # every Matmul object the chip has, unless `cores` says otherwise
-        single_m, single_n, used, base_m, base_n = _cheapest_split(
-            t, m, n, k, cores if cores is not None else matmul_objects(t), whole_rows,
-            (single_m, single_n, used, base_m, base_n), fits_l1, traffic)
+    per_core, tscm = (2 if t.separated else 1), 0
+    lim = l1
+    if traffic is not None:
+        cands = []
+        seen = set()
+        for opa, in_l1 in (layouts if layouts is not None else LAYOUTS):
+            if not t.separated:   # one object per AI core; A in TSCM is 910B's (ASCENDC.md 3.1)
+                opa, in_l1 = 1, False
+            if in_l1 and (not a_l1 or whole_rows or k > 65535):   # Nd2NzParams: 16-bit row lengths
+                continue
+            if (opa, in_l1) in seen:
+                continue
+            seen.add((opa, in_l1))
+            lay_lim = l1 // 2 if t.separated else l1
+            cap = cores if cores is not None else t.aic_cores * (opa if t.separated else 1)
+            cands.append((opa, in_l1, lay_lim, cap))
+        if cands:
+            single_m, single_n, used, base_m, base_n, per_core, tscm, lim = _cheapest_split(
+                t, m, n, k, whole_rows, (single_m, single_n, used, base_m, base_n), cands, panel_of, fitter,
+                traffic)
     db_l0c = 2 if 2 * base_m * base_n * _ACC <= t.l0c_bytes else 1
-    base_k = base_k_of(base_m, base_n)
+    base_k = base_k_of(base_m, base_n, lim if traffic is not None else None, tscm)
+    if base_k < c0k <= base_k_of(base_m, base_n):   # L0 has room for a K fractal, L1 does not
+        need = ((0 if tscm else base_m * sa) + base_n * sb) * c0k + base_n * sbias + tscm
+        raise ScheduleError(f"FS110: one K step of A and B ({need} bytes) does not fit the {lim} bytes of L1 "
+                            f"allowed on {t.name} (L1 {t.l1_bytes} B; the l1_headroom option sets the share)")
     if base_k < c0k:
         raise ScheduleError(f"FS110: base block {base_m} x {base_n} leaves no K fractal in "
                             f"L0A/L0B ({t.l0a_bytes}/{t.l0b_bytes} bytes)")
     ksteps = _ceil(k, base_k)
     bias_bytes = base_n * sbias
-    panel = base_m * base_k * sa + base_n * base_k * sb
+    panel = (0 if tscm else base_m * base_k * sa) + base_n * base_k * sb
     for s in range(ksteps, 0, -1):
-        found = next((d for d in (2, 1) if d * s * panel + bias_bytes <= l1), 0)
+        found = next((d for d in (2, 1) if d * s * panel + bias_bytes + tscm <= lim), 0)
         if found:
             step_k, db = s, found
             break
     else:
         raise ScheduleError(f"FS110: one K step of A and B ({panel + bias_bytes} bytes) does not "
-                            f"fit the {l1} bytes of L1 allowed on {t.name} (L1 {t.l1_bytes} B; the "
+                            f"fit the {lim} bytes of L1 allowed on {t.name} (L1 {t.l1_bytes} B; the "
                             "l1_headroom option sets the share)")
     return CubeTiling(M=m, N=n, K=k, used_core_num=used, single_core_m=single_m,
                       single_core_n=single_n, base_m=base_m, base_n=base_n, base_k=base_k,
                       step_k=step_k, depth_a1=db * step_k, depth_b1=db * step_k,
                       is_bias=bool(bias_dtype), db_l0c=db_l0c,
-                      l1_bytes=db * step_k * panel + bias_bytes,
+                      l1_bytes=db * step_k * panel + bias_bytes + tscm,
                       l0a_bytes=2 * base_m * base_k * sa, l0b_bytes=2 * base_n * base_k * sb,
                       l0c_bytes=db_l0c * base_m * base_n * _ACC,
-                      ub_tile_bytes=ub_need(base_m, base_n))
+                      ub_tile_bytes=ub_need(base_m, base_n), objects_per_core=per_core, a_l1_bytes=tscm)
 
+
+# The layouts cube_tiling weighs on 910B: (Matmul objects per AI core, A's panel held in L1).
+# Non-TSCM first: of equal candidates the simpler kernel wins.
+LAYOUTS = ((2, False), (1, False), (2, True), (1, True))
 
 TRAFFIC_SLACK = 0.02   # a split up to 2 % slower in the model may win by moving fewer GM bytes:
                        # the model's resolution, and HBM bandwidth the chip's other work gets back
@@ -251,12 +294,14 @@ def _bases(sm: int, sn: int, whole_rows: bool, fits):
             return
 
 
-def modelled_split(t: Target, m, n, k, sm, sn, used, bm, bn, traffic: Traffic) -> tuple[float, int]:
-    """(modelled us, GM bytes) of a matmul kernel on one split and base block: the report's
-    figures for it (cost.matmul_split_cycles plus the epilogue's vector cycles)."""
+def modelled_split(t: Target, m, n, k, sm, sn, used, bm, bn, traffic: Traffic, per_core: int | None = None,
+                   a_l1_bytes: int = 0) -> tuple[float, int]:
+    """(modelled us, GM bytes) of a matmul kernel on one split, base block and layout: the
+    report's figures for it (cost.matmul_split_cycles plus the epilogue's vector cycles)."""
+    per = per_core or (2 if t.separated else 1)
     f = SimpleNamespace(M=m, N=n, K=k, single_core_m=sm, single_core_n=sn, used_core_num=used,
-                        base_m=bm, base_n=bn)
-    block_dim = cube_block_dim(used, t)
+                        base_m=bm, base_n=bn, objects_per_core=per, a_l1_bytes=a_l1_bytes)
+    block_dim = cube_block_dim(used, t, per)
     _, _, _, cycles, head, gm = cost.matmul_split_cycles(
         t, f, traffic.a_item, traffic.b_item, traffic.batch, traffic.epilogue, traffic.c_bytes, block_dim)
     if traffic.vector is not None:
@@ -264,21 +309,32 @@ def modelled_split(t: Target, m, n, k, sm, sn, used, bm, bn, traffic: Traffic) -
     return (cycles + head) / t.clock_mhz + cost.LAUNCH_US, gm
 
 
-def _cheapest_split(t: Target, m, n, k, dim, whole_rows, legacy, fits, traffic: Traffic):
-    """The (singleCoreM, singleCoreN, cores, baseM, baseN) of least modelled time (module doc)."""
-    def model(sm, sn, used, bm, bn):
-        return modelled_split(t, m, n, k, sm, sn, used, bm, bn, traffic)
-
-    cands = [(model(sm, sn, used, bm, bn), (sm, sn, used, bm, bn))
-             for sm, sn, used in _splits(m, n, dim, whole_rows) for bm, bn in _bases(sm, sn, whole_rows, fits)]
-    if fits(*legacy[3:]):
-        cands.append((model(*legacy), legacy))
+def _cheapest_split(t: Target, m, n, k, whole_rows, legacy, layouts, panel_of, fitter, traffic: Traffic):
+    """(singleCoreM, singleCoreN, cores, baseM, baseN, objects per core, TSCM bytes, L1 per
+    object) of least modelled time over every layout (module doc)."""
+    cands = []
+    for opa, in_l1, lim, cap in layouts:
+        for sm, sn, used in _splits(m, n, cap, whole_rows):
+            tscm = panel_of(sm) if in_l1 else 0
+            if tscm and tscm >= lim:
+                continue
+            for bm, bn in _bases(sm, sn, whole_rows, fitter(lim, tscm)):
+                # (one tile column reads A once either way: the A-from-GM layout, weighed first, wins the tie)
+                key = modelled_split(t, m, n, k, sm, sn, used, bm, bn, traffic, opa, tscm)
+                cands.append((key, (sm, sn, used, bm, bn, opa, tscm, lim)))
+    # CANN's rule (two objects per AI core on 910B, A from GM), where it fits and its layout is weighed
+    per = 2 if t.separated else 1
+    lim0 = next((lim for opa, in_l1, lim, _ in layouts if not in_l1), layouts[0][2])
+    rule = None
+    if any(opa == per and not in_l1 for opa, in_l1, _, _ in layouts) and fitter(lim0, 0)(*legacy[3:]):
+        rule = (modelled_split(t, m, n, k, *legacy, traffic, per), (*legacy, per, 0, lim0))
+        cands.append(rule)
     if not cands:
-        return legacy   # nothing fits: the caller's checks say which buffer (FS110)
+        return (*legacy, per, 0, lim0)   # nothing fits: the caller's checks say which buffer (FS110)
     best = min(c[0][0] for c in cands)
     limit = best * (1 + TRAFFIC_SLACK)
-    if fits(*legacy[3:]):   # never slower in the model than CANN's rule
-        limit = min(limit, cands[-1][0][0])
+    if rule is not None:   # never slower in the model than CANN's rule
+        limit = min(limit, rule[0][0])
     # the least traffic within the slack; then the faster; then fewer cores
     return min((c for c in cands if c[0][0] <= limit), key=lambda c: (c[0][1], c[0][0], c[1][2]))[1]
 
@@ -349,7 +405,8 @@ class CubeSchedule:
     def tiling(self, sizes, target) -> "CubeLaunch":
         t = self.tiling_fields
         tiles = _ceil(t.single_core_m, t.base_m) * _ceil(t.single_core_n, t.base_n)
-        return CubeLaunch(self.words, cube_block_dim(t.used_core_num, target), 1, t.base_m, t.base_n, tiles)
+        return CubeLaunch(self.words, cube_block_dim(t.used_core_num, target, t.objects_per_core), 1, t.base_m,
+                          t.base_n, tiles)
 
     def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
         t = self.tiling_fields
@@ -366,17 +423,20 @@ class CubeSchedule:
         return plan
 
 
-def cube_block_dim(used_core_num: int, target: Target) -> int:
+def cube_block_dim(used_core_num: int, target: Target, per_core: int | None = None) -> int:
     """The blockDim a cube kernel launches with: 910B's AI cores each drive two vector cores
-    (two Matmul objects), the other chips one."""
-    return -(-used_core_num // (2 if target.separated else 1))
+    (two Matmul objects, or one when `per_core` is 1: the second vector core idles), the other
+    chips one."""
+    per = (per_core or 2) if target.separated else 1
+    return -(-used_core_num // per)
 
 
-def cores_phrase(used_core_num: int, target: Target) -> str:
+def cores_phrase(used_core_num: int, target: Target, per_core: int | None = None) -> str:
     """The plan line's words for the launch (the report's blockDim column says the same)."""
-    bd = cube_block_dim(used_core_num, target)
+    bd = cube_block_dim(used_core_num, target, per_core)
     if target.separated:
-        return f"blockDim {bd} ({used_core_num} Matmul object{'s' if used_core_num != 1 else ''}, two per AI core)"
+        per = "one per AI core" if per_core == 1 else "two per AI core"
+        return f"blockDim {bd} ({used_core_num} Matmul object{'s' if used_core_num != 1 else ''}, {per})"
     return f"blockDim {bd}"
 
 
@@ -394,8 +454,10 @@ class CubeLaunch:
         return self.words_
 
 
-def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headroom: float = 0.8) -> CubeSchedule:
-    """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not."""
+def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headroom: float = 0.8,
+                         layouts=None) -> CubeSchedule:
+    """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not.
+    `layouts` restricts the layouts cube_tiling weighs (default LAYOUTS)."""
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     mms = [op for op in ops if op.name == "matmul"]
     first = mms[0] if mms else ops[0]
@@ -503,19 +565,29 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
 
     # what the kernel moves besides A and B, for the traffic-aware split (cube_tiling)
     c_bytes = batch * M * sum(v.dtype.itemsize * (1 if i in per_row else N) for i, v in enumerate(fn.results))
+    seen_vec = {}   # the candidates share few (blockDim, tile) pairs: model each once
+
+    def vector(block_dim, launch):
+        if (block_dim, launch) not in seen_vec:
+            seen_vec[block_dim, launch] = cost.epilogue_cycles(fn, mm, t, {}, ops, block_dim, launch, per_row=True)
+        return seen_vec[block_dim, launch]
     traffic = Traffic(a.dtype.itemsize, b.dtype.itemsize, batch,
                       tuple((p.kind, p.dtype.itemsize) for p in params if p.kind != "runtime_scalar"), c_bytes,
-                      lambda block_dim, launch: cost.epilogue_cycles(fn, mm, t, {}, ops, block_dim, launch))
+                      vector)
+
+    # A's panel may be held in L1 (TSCM, printer_cube.LoadA) on 910B for one batch matrix of a
+    # non-transposed A (Nd2NzParams copies rows as they lie; the CPU API reads a TSCM A untransposed)
+    a_l1 = t.separated and not ta and batch == 1
 
     def tile(cores=None, traffic=traffic):
         if row is not None:
             return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
                                ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
-                               ub_bytes=ub_left, whole_rows=True, traffic=traffic)
+                               ub_bytes=ub_left, whole_rows=True, traffic=traffic, layouts=layouts)
         return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
                            ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
                            ub_bytes=int(t.ub_bytes * ub_fraction) - 1024 - scratch, row_bytes=row_bytes,
-                           row_slack=row_slack, traffic=traffic)
+                           row_slack=row_slack, traffic=traffic, a_l1=a_l1, layouts=layouts)
     try:
         tiling = tile()
     except ScheduleError as exc:
@@ -538,8 +610,12 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         return tiling
     tiling = placed(tiling, traffic)
     trans = "".join(f", {x} read transposed (isTrans)" for x, on in (("A", ta), ("B", tb)) if on)
-    note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {cores_phrase(tiling.used_core_num, t)}, base {tiling.base_m}x{tiling.base_n}"
-            f"x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue runs on it there, one GM write")
+    note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {cores_phrase(tiling.used_core_num, t, tiling.objects_per_core)}, "
+            f"base {tiling.base_m}x{tiling.base_n}x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue "
+            "runs on it there, one GM write")
+    if tiling.a_l1_bytes:
+        note += (f"; each core's {tiling.single_core_m}x{K} block of A is read once into L1 (TSCM, "
+                 f"{tiling.a_l1_bytes} B) for all its tile columns")
     if flat_m:
         note += f"; A's {' x '.join(str(d) for d in batch_dims)} batch matrices are consecutive rows of one {M}-row A"
     if batch > 1:

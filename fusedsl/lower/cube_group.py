@@ -107,7 +107,8 @@ def schedule_cube_group(fn: Function, target: Target, ub_fraction: float = 1.0,
         raise ScheduleError(f"the Ascend C backend prints a kernel of several matmuls only when every op and result "
                             f"belongs to one of them ({fn.name})", loc=first.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
-    scheds = [schedule_cube_kernel(p, target, ub_fraction, l1_headroom) for p in parts]
+    # the parts run in turn with their Matmul objects registered together: two per AI core, A from GM
+    scheds = [schedule_cube_kernel(p, target, ub_fraction, l1_headroom, layouts=((2, False),)) for p in parts]
     for s in scheds:
         if any(p.kind == "runtime_scalar" for p in s.params):
             raise ScheduleError(f"a runtime scalar in a kernel of several matmuls is not printed yet ({fn.name})",
