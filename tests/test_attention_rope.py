@@ -99,6 +99,9 @@ def test_the_torch_rotate_half_block_imports_with_rope_inside_attention():
     assert 'rope = true' in c.ir and 'layout = "bshd"' in c.ir and "q_heads = [0, 4]" in c.ir
     assert "v_heads = [8, 12]" in c.ir
     assert all(p.printable for p in c.kernels), [str(p.error) for p in c.kernels]
+    # every boundary has its reason: the next kernel's matmul or attention reads the result from GM
+    reasons = [(k.reason_code, k.reason) for k in c.report().kernels]
+    assert all(code and "after it, which the Matmul API reads from GM" in text for code, text in reasons[:-1]), reasons
     np.testing.assert_allclose(m(x.numpy()), block(x).detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
