@@ -289,3 +289,22 @@ def test_sibling_row_reductions_of_one_input_are_one_kernel():
     want = (x.max(-1), x.mean(-1), e / e.sum(-1, keepdims=True), (x - mu) / np.sqrt(var + 1e-5) * g + b)
     for got, ref in zip(k(x, g, b), want):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_a_reduction_of_per_row_values_keeps_its_own_row_kernel():
+    """TripletMarginLoss (KernelBench level 1, 99): the per-row distances' consumers joined the
+    row kernel, and then the mean over those per-row values joined as well: one kernel with
+    reductions over rows of two shapes, which no printer takes. A group keeps one row shape."""
+    @fs.fused_kernel(target="ascend910b")
+    def triplet(a, p, n):
+        dp = fs.sqrt(fs.sum((a - p + 1e-6) ** 2, axis=-1))
+        dn = fs.sqrt(fs.sum((a - n + 1e-6) ** 2, axis=-1))
+        return fs.mean(fs.maximum(dp - dn + 1.0, 0.0))
+
+    rng = np.random.default_rng(6)
+    a, p, n = (rng.random((12, 40)).astype(np.float32) for _ in range(3))
+    k = triplet.compile(a, p, n)
+    assert [q.ops[-1] for q in k.kernels] == ["maximum", "mean"] and all(q.printable for q in k.kernels)
+    dp = np.sqrt(((a - p + 1e-6) ** 2).sum(-1))
+    dn = np.sqrt(((a - n + 1e-6) ** 2).sum(-1))
+    np.testing.assert_allclose(k(a, p, n), np.maximum(dp - dn + 1.0, 0).mean(), rtol=1e-5)

@@ -1186,6 +1186,10 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
                    or any(j not in ops_in for j in readers.get(i, ())))
         return len(_group_inputs(fn, ops_in, producer)) <= limit and outs <= limit
 
+    def row_shapes(group: set[int]) -> set[tuple]:
+        return {tuple(fn.ops[i].operands[0].shape) for k in group for i in kernels[k][0]
+                if _is_row_reduction(fn.ops[i])}
+
     def try_merge(a: int, b: int, queues: bool = False) -> None:
         ra, rb = find(a), find(b)
         if ra == rb:
@@ -1193,6 +1197,8 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         group = members(ra) | members(rb)
         if queues and not fits_queues(group):
             return
+        if len(row_shapes(group)) > 1:   # one row kernel walks rows of one shape (lower/row_plan):
+            return                       # mean(sqrt(sum(d * d, -1))) keeps the mean's kernel
         if acyclic(group):
             parent[rb] = ra
             member_sets[ra] = group
