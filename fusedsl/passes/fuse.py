@@ -1186,9 +1186,9 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
                    or any(j not in ops_in for j in readers.get(i, ())))
         return len(_group_inputs(fn, ops_in, producer)) <= limit and outs <= limit
 
-    def row_shapes(group: set[int]) -> set[tuple]:
-        return {tuple(fn.ops[i].operands[0].shape) for k in group for i in kernels[k][0]
-                if _is_row_reduction(fn.ops[i])}
+    # root -> the operand shapes of its last-axis reductions (kept per root: no scan per merge)
+    row_shapes = {k: {tuple(fn.ops[i].operands[0].shape) for i in kern[0] if _is_row_reduction(fn.ops[i])}
+                  for k, kern in enumerate(kernels)}
 
     def try_merge(a: int, b: int, queues: bool = False) -> None:
         ra, rb = find(a), find(b)
@@ -1197,11 +1197,13 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         group = members(ra) | members(rb)
         if queues and not fits_queues(group):
             return
-        if len(row_shapes(group)) > 1:   # one row kernel walks rows of one shape (lower/row_plan):
-            return                       # mean(sqrt(sum(d * d, -1))) keeps the mean's kernel
+        shapes = row_shapes[ra] | row_shapes[rb]
+        if len(shapes) > 1:   # one row kernel walks rows of one shape (lower/row_plan):
+            return            # mean(sqrt(sum(d * d, -1))) keeps the mean's kernel
         if acyclic(group):
             parent[rb] = ra
             member_sets[ra] = group
+            row_shapes[ra] = shapes
             del member_sets[rb]
 
     def ops_of(root: int) -> set[int]:
