@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, strategies as st
 
 import fusedsl as fs
-from fusedsl.backend_cpu import cube
+from fusedsl.backend_cpu import conv_sparse, cube
 from fusedsl.backend_cpu.gather import copy_list
 from fusedsl.backend_cpu.zeros import structural_zeros
 
@@ -19,6 +19,13 @@ from conftest import fuzz_settings
 
 torch = pytest.importorskip("torch")
 from fusedsl.importers.torch_window import convolution  # noqa: E402  (imports torch's rules)
+
+
+@pytest.fixture(autouse=True)
+def _small_convs_take_the_plan(monkeypatch):
+    """The shapes here are small: let every plan that skips work run (conv_sparse.MIN_SAVED_MACS
+    keeps small convs dense outside the tests, where the plan's fixed cost would dominate)."""
+    monkeypatch.setattr(conv_sparse, "MIN_SAVED_MACS", 0)
 
 
 def _kernel(stride, padding, dilation, transposed, output_padding, groups):
