@@ -229,17 +229,18 @@ protected:
         const int64_t l0a = tgt.l0a_bytes, l0b = tgt.l0b_bytes;
 
         // Core split: the (mDim, nDim) with the smallest per-core block, then the most cores
-        // used, then the more elongated block, then the larger mDim.  The last two reproduce the
-        // splits asc-devkit's samples document for CANN's tiling (not its algorithm, which fusedsl
-        // does not have): 512 x 128 x 128 with SetDim(2) and SetFixSplit(128, 64, 128) splits N
-        // (matmul_leakyrelu_advanced_api, "按N轴分核切分2份": 512 x 64 over 256 x 128), 512 x 512 x
-        // 128 with SetDim(2) splits M (matmul_advanced_api, "按M轴分2个核": 256 x 512 = 512 x 256).
+        // used, then the smaller mDim (N split), except between mirror-image blocks (m x n against
+        // n x m), where the larger mDim wins.  This reproduces the splits asc-devkit's samples
+        // document or rely on for CANN's tiling (not its algorithm, which fusedsl does not have):
+        // 512 x 128 x 128, SetDim(2), SetFixSplit(128, 64) splits N (matmul_leakyrelu_advanced_api,
+        // "按N轴分核切分2份"); 512 x 512 x 128, SetDim(2) splits M (matmul_advanced_api, "按M轴分2个核");
+        // matmul_format_nd_align (128 x 7679) offsets C rows by the unaligned N, so it needs N split.
         const int32_t dim = Dim();
         if (dim < 1 || dim > static_cast<int32_t>(platform_.GetCoreNum())) {
             return ::fusedsl_cpu::Format("SetDim(%d): %s has %u cores for this kernel (GetCoreNum)", dim, tgt.name,
                                          platform_.GetCoreNum());
         }
-        int64_t bestCost = -1, bestUsed = 0, singleM = -1, singleN = -1, bestLong = 0, bestShort = 1;
+        int64_t bestCost = -1, bestUsed = 0, singleM = -1, singleN = -1;
         for (int64_t md = 1; md <= dim; ++md) {
             int64_t nd = dim / md;
             int64_t sm = std::min<int64_t>(m_, RoundUpTo(CeilDiv(m_, md), fixM_ > 0 ? fixM_ : 16));
@@ -251,18 +252,14 @@ protected:
                 continue;
             }
             int64_t cost = sm * sn;
-            const int64_t lng = std::max(sm, sn), sht = std::min(sm, sn);
-            // aspect lng / sht against the best's, cross-multiplied; md grows, so ">=" keeps the larger mDim
-            const bool longer = lng * bestShort > bestLong * sht;
-            const bool as_long = lng * bestShort == bestLong * sht;
+            // md grows: on a full tie the earlier (smaller mDim) stays unless this block mirrors it
+            const bool mirror = sm == singleN && sn == singleM && sm != sn;
             if (bestCost < 0 || cost < bestCost ||
-                (cost == bestCost && (used > bestUsed || (used == bestUsed && (longer || as_long))))) {
+                (cost == bestCost && (used > bestUsed || (used == bestUsed && mirror)))) {
                 bestCost = cost;
                 bestUsed = used;
                 singleM = sm;
                 singleN = sn;
-                bestLong = lng;
-                bestShort = sht;
             }
         }
 
