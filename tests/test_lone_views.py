@@ -167,3 +167,19 @@ def test_stepped_slice_tiling_covers_every_element(shape, data):
     assert plan.kernel_kind == "transpose" and plan.lowered.mode == "gather" and plan.printable
     sched = plan.lowered
     np.testing.assert_array_equal(_emulate(sched, sched.tiling({}, k.target), x), x[idx].reshape(-1))
+
+
+def test_an_empty_slice_kernel_is_a_located_refusal_not_a_crash():
+    """A lone slice that reads nothing (found through a transposed conv whose padding crops its
+    whole input) raised IndexError while compiling; it is a located 'does not print' now, and
+    the CPU executors give numpy's empty result."""
+    @fs.fused_kernel(target="ascend910b")
+    def empty(x):
+        return x[:, :, :, 1:1]
+
+    x = np.ones((1, 1, 1, 1), np.float32)
+    k = empty.compile(x)
+    assert k(x).shape == (1, 1, 1, 0)
+    (plan,) = k.kernels
+    assert not plan.printable and "a view reads no element of any input" in str(plan.error)
+    assert f"{__file__}:" in str(plan.error)

@@ -165,6 +165,10 @@ def _schedule_views(fn: Function, target: Target, ub_fraction: float,
     except ViewError as exc:
         raise ScheduleError(f"kernel {fn.name}: {exc}", loc=fn.loc) from None
     for j, ld in enumerate(plan.loads):
+        if not ld.sources:   # every piece is empty: e.g. a transposed conv's padding crops all of its input
+            raise ScheduleError(f"kernel {fn.name}: a view reads no element of any input (an empty slice); "
+                                "the view kernels' box tables address input elements", loc=ld.loc or fn.loc,
+                                hint="its result is empty: it needs no kernel (it still runs on the CPU executors)")
         slot = b.new_slot(ld.value.dtype, "in", base=f"in_v{j}_")
         kind = "gather" if ld.gather else "view"
         inputs.append(TileInput(ld.sources[0], f"v{j}", ld.value.dtype, kind, (True,) * rank, slot, None))
