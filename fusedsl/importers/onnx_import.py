@@ -148,19 +148,6 @@ def _gemm(xs, at, st):
     return y
 
 
-def _conv(xs, at, st):
-    x, w = xs[0], xs[1]
-    b = xs[2] if len(xs) > 2 else None
-    if at.get("group", 1) != 1 or any(d != 1 for d in at.get("dilations", [1, 1])):
-        raise Unsupported("Conv with groups or dilations is not supported")
-    if _text(at.get("auto_pad", "NOTSET")) not in ("NOTSET", "VALID"):
-        raise Unsupported("Conv auto_pad SAME_* is not supported; give explicit pads")
-    pads = list(at.get("pads", [0, 0, 0, 0]))
-    if pads[:2] != pads[2:]:
-        raise Unsupported(f"Conv with asymmetric pads {pads} is not supported")
-    return fs.conv2d(x, w, b, stride=list(at.get("strides", [1, 1])), padding=pads[:2])
-
-
 def _pads(at, nd, what):
     """ONNX pads [b1.., e1..] as one symmetric amount per axis (fusedsl's windows pad alike)."""
     if _text(at.get("auto_pad", "NOTSET")) not in ("NOTSET", "VALID"):
@@ -462,7 +449,7 @@ RULES = {
     "Equal": _binary(fs.equal), "Less": _binary(fs.less), "Greater": _binary(fs.greater),
     "LessOrEqual": _binary(fs.less_equal), "GreaterOrEqual": _binary(fs.greater_equal),
     "Cast": _cast, "Identity": _unary(lambda x: x), "Dropout": lambda xs, at, st: xs[0],
-    "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "BatchNormalization": _batch_norm,
+    "MatMul": _matmul, "Gemm": _gemm, "BatchNormalization": _batch_norm,
     "Softmax": _softmax, "LayerNormalization": _layer_norm,
     "ReduceSum": _reduce(fs.sum), "ReduceMean": _reduce(fs.mean), "ReduceMax": _reduce(fs.max),
     "ReduceMin": _reduce(fs.min), "GlobalAveragePool": _global_avg_pool,
@@ -473,7 +460,7 @@ RULES = {
     "TopK": _topk,
     "NegativeLogLikelihoodLoss": _nll_loss, "SoftmaxCrossEntropyLoss": _softmax_cross_entropy,
     **_COMPOSITE_RULES,
-    "Conv": _conv_any,
+    "Conv": _conv_any,   # conv1d/2d with groups, dilation, auto_pad (ops/window.py)
 }
 # ONNX ops with an fs op of the same meaning in the vocabulary (where it has them)
 for _op_type, _name, _arity in [("Sin", "sin", 1), ("Cos", "cos", 1), ("Tan", "tan", 1), ("Asin", "asin", 1),
