@@ -90,7 +90,7 @@ def test_compare_with_a_residual_and_a_mask_input(target):
     _check(c, (x, w, r, keep), want, 4e-3)
 
 
-@fuzz_settings(0.01)
+@fuzz_settings(0.006)
 @given(m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(1, 40), target_dtype=st.sampled_from(TARGET_DTYPES),
        cmp=st.sampled_from(["lt", "le", "gt", "ge", "eq", "ne"]), seed=st.integers(0, 2**16))
 def test_compares_in_the_epilogue_fuzz(m, n, k, target_dtype, cmp, seed):
@@ -192,7 +192,7 @@ def test_batch_axes_flatten_into_one(target, dtype, a_shape, b_shape, r_shape):
     _check(c, (x, w, r), run_module(c.graph, [x, w, r]), _tol(dtype))
 
 
-@fuzz_settings(0.01)
+@fuzz_settings(0.006)
 @given(batch=st.lists(st.integers(1, 3), min_size=2, max_size=3), m=st.integers(1, 40), n=st.integers(1, 40),
        k=st.integers(1, 24), shared=st.sampled_from(["none", "a", "b"]), target_dtype=st.sampled_from(TARGET_DTYPES),
        seed=st.integers(0, 2**16))

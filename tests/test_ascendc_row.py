@@ -15,7 +15,7 @@ from fusedsl.reference import run_module
 
 TARGETS = ["ascend910b", "ascend910b4", "ascend310p", "ascend910"]
 TOL = {"float32": 2e-5, "float16": 2e-2, "bfloat16": 5e-2}
-EXAMPLES = max(3, int(os.environ.get("FUSEDSL_FUZZ_EXAMPLES", "500")) // 100)
+EXAMPLES = max(3, int(os.environ.get("FUSEDSL_FUZZ_EXAMPLES", "500")) // 160)
 
 
 def _np(dtype):

@@ -216,7 +216,7 @@ def _specs_and_args(g: Graph, rng):
     return specs, args, sizes
 
 
-@fuzz_settings(1.5)
+@fuzz_settings(0.6)
 @given(graphs(), st.integers(0, 2**32 - 1), st.sampled_from(range(len(CONFIGS))),
        st.sampled_from([None, "parallel", "stream"]))
 def test_generated_graphs(g, seed, config, launch):

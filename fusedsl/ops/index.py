@@ -130,7 +130,7 @@ def take_along_axis(F, arr, indices, axis=-1):
 
 
 @composite("gather", "index", dtypes="any", aten=("aten.gather.default",), onnx=("GatherElements",),
-           doc="torch.gather: out[i][j] = input[i][index[i][j]] along `dim` (index no larger than input on "
+           doc="torch.gather: `out[i][j] = input[i][index[i][j]]` along `dim` (index no larger than input on "
                "the other axes), as take_along_axis of the input cut to the index's extent",
            example="fs.gather(x, 1, fs.broadcast_to(fs.reshape(idx, (1, 3)), (3, 3)))")
 def gather(F, input, dim, index, sparse_grad=False):
@@ -275,7 +275,7 @@ def _scatter(F, name, input, dim, index, src, reduce=None, include_self=True):
 
 @composite("scatter", "index", dtypes="any", aten=("aten.scatter.src", "aten.scatter.value"),
            onnx=("ScatterElements",),
-           doc="torch.scatter: input with out[i][index[i][j]] = src[i][j] along `dim` (src a tensor or a "
+           doc="torch.scatter: input with `out[i][index[i][j]] = src[i][j]` along `dim` (src a tensor or a "
                "number); duplicate indices: the last one wins (torch leaves it unspecified); reduce "
                "'sum' / 'prod' / 'amax' / 'amin' / 'mean' as scatter_reduce; O(n m) compares per row",
            example="fs.scatter(x, 1, fs.broadcast_to(fs.reshape(idx, (1, 3)), (3, 3)), y)")
@@ -284,7 +284,7 @@ def scatter(F, input, dim, index, src, reduce=None):
 
 
 @composite("scatter_add", "index", dtypes="numeric", aten=("aten.scatter_add.default",),
-           doc="torch.scatter_add: input with src[i][j] added at out[i][index[i][j]] along `dim`, every "
+           doc="torch.scatter_add: input with `src[i][j]` added at `out[i][index[i][j]]` along `dim`, every "
                "duplicate counted",
            example="fs.scatter_add(x, 1, fs.broadcast_to(fs.reshape(idx, (1, 3)), (3, 3)), y)")
 def scatter_add(F, input, dim, index, src):
