@@ -534,6 +534,23 @@ constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR, false};
 // quantPre like the GM form.  On Ascend910B the output is NZ whatever the config ("CFG_ROW_MAJOR ... 在L0C
 // Buffer -> L1 Buffer通路下不生效"): groups of C0 columns (16, or 32 for 1-byte types), each mSize rows of
 // them, dstStride 32-byte blocks apart.  The destination must be 32-byte aligned.
+// The conversion and L0C stride both Fixpipe forms (L0C -> L1 and L0C -> GM) check the same way.
+template <typename D, typename S>
+inline void CheckFixpipeConversion(const FixpipeParamsV220& p, const char* api) {
+    using namespace fusedsl_cpu;
+    bool ok = (p.quantPre == QuantMode_t::NoQuant && std::is_same_v<D, S>) ||
+              (p.quantPre == QuantMode_t::F322F16 && std::is_same_v<S, float> && std::is_same_v<D, half>) ||
+              (p.quantPre == QuantMode_t::F322BF16 && std::is_same_v<S, float> && std::is_same_v<D, bfloat16_t>);
+    if (!ok) {
+        Fail("%s: quantPre %d from %s to %s; modelled: NoQuant (same type), F322F16 (float -> half), F322BF16 "
+             "(float -> bfloat16_t)", api, static_cast<int>(p.quantPre), TypeName<S>(), TypeName<D>());
+    }
+    if (p.srcStride < p.mSize || p.srcStride % 16 != 0) {
+        Fail("%s: srcStride = %u; it is the L0C matrix's row count per 16-column block, a multiple of 16 and at "
+             "least mSize = %u", api, p.srcStride, p.mSize);
+    }
+}
+
 template <typename D, typename S, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const LocalTensor<D>& dst, const LocalTensor<S>& src, const FixpipeParamsV220& p) {
     using namespace fusedsl_cpu;
@@ -554,17 +571,7 @@ inline void Fixpipe(const LocalTensor<D>& dst, const LocalTensor<S>& src, const 
     if (p.mSize == 0 || p.nSize == 0) {
         return;
     }
-    bool ok = (p.quantPre == QuantMode_t::NoQuant && std::is_same_v<D, S>) ||
-              (p.quantPre == QuantMode_t::F322F16 && std::is_same_v<S, float> && std::is_same_v<D, half>) ||
-              (p.quantPre == QuantMode_t::F322BF16 && std::is_same_v<S, float> && std::is_same_v<D, bfloat16_t>);
-    if (!ok) {
-        Fail("%s: quantPre %d from %s to %s; modelled: NoQuant (same type), F322F16 (float -> half), F322BF16 "
-             "(float -> bfloat16_t)", api, static_cast<int>(p.quantPre), TypeName<S>(), TypeName<D>());
-    }
-    if (p.srcStride < p.mSize || p.srcStride % 16 != 0) {
-        Fail("%s: srcStride = %u; it is the L0C matrix's row count per 16-column block, a multiple of 16 and at "
-             "least mSize = %u", api, p.srcStride, p.mSize);
-    }
+    CheckFixpipeConversion<D, S>(p, api);
     constexpr uint64_t c0 = sizeof(D) == 1 ? 32 : 16;
     constexpr uint64_t row_bytes = c0 * sizeof(D);
     if (p.nSize % c0 != 0) {
@@ -619,17 +626,7 @@ inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const
     if (p.mSize == 0 || p.nSize == 0 || p.ndNum == 0) {
         return;
     }
-    bool ok = (p.quantPre == QuantMode_t::NoQuant && std::is_same_v<D, S>) ||
-              (p.quantPre == QuantMode_t::F322F16 && std::is_same_v<S, float> && std::is_same_v<D, half>) ||
-              (p.quantPre == QuantMode_t::F322BF16 && std::is_same_v<S, float> && std::is_same_v<D, bfloat16_t>);
-    if (!ok) {
-        Fail("%s: quantPre %d from %s to %s; modelled: NoQuant (same type), F322F16 (float -> half), F322BF16 "
-             "(float -> bfloat16_t)", api, static_cast<int>(p.quantPre), TypeName<S>(), TypeName<D>());
-    }
-    if (p.srcStride < p.mSize || p.srcStride % 16 != 0) {
-        Fail("%s: srcStride = %u; it is the L0C matrix's row count per 16-column block, a multiple of 16 and at "
-             "least mSize = %u", api, p.srcStride, p.mSize);
-    }
+    CheckFixpipeConversion<D, S>(p, api);
     constexpr uint64_t c0 = sizeof(D) == 1 ? 32 : 16;
     constexpr uint64_t row_bytes = c0 * sizeof(D);
     if (nz) {
