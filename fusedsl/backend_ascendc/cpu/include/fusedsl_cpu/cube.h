@@ -534,6 +534,24 @@ constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR, false};
 // quantPre like the GM form.  On Ascend910B the output is NZ whatever the config ("CFG_ROW_MAJOR ... 在L0C
 // Buffer -> L1 Buffer通路下不生效"): groups of C0 columns (16, or 32 for 1-byte types), each mSize rows of
 // them, dstStride 32-byte blocks apart.  The destination must be 32-byte aligned.
+// Row r of column group g of an NZ result: c0 elements read from L0C (each checked written), ReLU
+// when asked, converted to D; both Fixpipe forms write these rows (to L1, or to GM in NZ).
+template <typename D, typename S, uint64_t c0>
+inline void FixpipeNzRow(const char* api, const LocalTensor<S>& src, uint64_t s, const FixpipeParamsV220& p,
+                         uint64_t g, uint64_t r, D* row) {
+    using namespace fusedsl_cpu;
+    for (uint64_t e = 0; e < c0; ++e) {
+        uint64_t c = g * c0 + e;
+        uint64_t idx = ((c / 16) * p.srcStride + r) * 16 + c % 16;
+        CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
+        auto v = static_cast<Compute<S>>(src.fs_addr[idx]);
+        if (p.reluEn && v < 0) {
+            v = 0;
+        }
+        row[e] = FromCompute<D>(v);
+    }
+}
+
 // The conversion and L0C stride both Fixpipe forms (L0C -> L1 and L0C -> GM) check the same way.
 template <typename D, typename S>
 inline void CheckFixpipeConversion(const FixpipeParamsV220& p, const char* api) {
@@ -592,16 +610,7 @@ inline void Fixpipe(const LocalTensor<D>& dst, const LocalTensor<S>& src, const 
     for (uint64_t g = 0; g < groups; ++g) {
         for (uint64_t r = 0; r < p.mSize; ++r) {
             D row[c0];
-            for (uint64_t e = 0; e < c0; ++e) {
-                uint64_t c = g * c0 + e;
-                uint64_t idx = ((c / 16) * p.srcStride + r) * 16 + c % 16;
-                CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
-                auto v = static_cast<Compute<S>>(src.fs_addr[idx]);
-                if (p.reluEn && v < 0) {
-                    v = 0;
-                }
-                row[e] = FromCompute<D>(v);
-            }
+            FixpipeNzRow<D, S, c0>(api, src, s, p, g, r, row);
             const uint64_t at = d + g * p.dstStride * 32 + r * row_bytes;
             std::memcpy(core.local.data() + at, row, row_bytes);
             MarkLocalWritten(at, row_bytes);
@@ -661,16 +670,7 @@ inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const
         for (uint64_t g = 0; g < groups; ++g) {
             for (uint64_t r = 0; r < p.mSize; ++r) {
                 D row[c0];
-                for (uint64_t e = 0; e < c0; ++e) {
-                    uint64_t c = g * c0 + e;
-                    uint64_t idx = ((c / 16) * p.srcStride + r) * 16 + c % 16;
-                    CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
-                    auto v = static_cast<Compute<S>>(src.fs_addr[idx]);
-                    if (p.reluEn && v < 0) {
-                        v = 0;
-                    }
-                    row[e] = FromCompute<D>(v);
-                }
+                FixpipeNzRow<D, S, c0>(api, src, s, p, g, r, row);
                 auto gp = reinterpret_cast<uint8_t*>(dst.fs_addr) + g * p.dstStride * 32 + r * row_bytes;
                 NoteGmWrite(api, buf, gp, row_bytes, false, reinterpret_cast<const uint8_t*>(row));
                 std::memcpy(gp, row, row_bytes);
