@@ -17,6 +17,9 @@ script fetches nothing: KERNELBENCH_DIR names a checkout (the directory that hol
   time       median of kernel(*inputs) / median of eager model(*inputs), same run (wall time, or
              with --clock cpu the process's CPU time per call)
 
+The summary prints the geomean of time / eager over every CPU-correct program and over the
+issue's scope (no 3-D convolution, plain or transposed), and per family (`family()`).
+
 Scaling rule (the suite's sizes are for a GPU: up to GBs of inputs).  Before executing a
 program, every module-level assignment of an integer literal (or an arithmetic expression of
 integer literals, e.g. `1024 * 2`) whose name contains "batch" becomes min(value, 2), and
@@ -288,6 +291,37 @@ def is_conv3d(name: str) -> bool:
     return "conv" in name.lower() and "3d" in name.lower()
 
 
+def family(name: str) -> str:
+    """The program's family by its file name (the RESULTS.md tables group by it)."""
+    n = name.lower()
+    if is_conv3d(name):
+        return "3-D conv (plain / transposed)"
+    if "depthwise" in n:
+        return "depthwise conv"
+    if "conv_transposed" in n or "convtranspose2d" in n:
+        return "transposed conv (1-D / 2-D)"
+    if "conv" in n:
+        return "conv (1-D / 2-D)"
+    if "cumsum" in n or "cumprod" in n:
+        return "scan"
+    if any(k in n for k in ("matmul", "matrix_multiplication", "matrix_vector", "gemm", "bmm")) \
+            and "scalar" not in n:
+        return "matmul / gemm"
+    if any(k in n for k in ("norm", "pool", "reduction", "loss", "softmax", "argm", "attention")):
+        return "norm / pool / reduction / loss / softmax / attention"
+    return "elementwise / other"
+
+
+def geomean(xs) -> float:
+    xs = list(xs)
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def timed(rows: list[dict]) -> list[float]:
+    """The time ratios of the programs whose CPU call is correct (the geomean's set)."""
+    return [r["ratio"] for r in rows if r["ratio"] and r["cpu"]]
+
+
 def summarize(level: str, rows: list[dict]) -> list[str]:
     n = len(rows)
     in_scope = [r for r in rows if not is_conv3d(r["name"])]
@@ -296,17 +330,28 @@ def summarize(level: str, rows: list[dict]) -> list[str]:
     printed = sum(bool(r["printed"]) for r in rows)
     sim_run = [r for r in rows if r["simulate"] is not None]
     cpu_ok = sum(bool(r["cpu"]) for r in rows)
-    ratios = [r["ratio"] for r in rows if r["ratio"] and r["cpu"]]
-    geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else float("nan")
+    ratios, ratios_scope = timed(rows), timed(in_scope)
+    geo, geo_scope = geomean(ratios), geomean(ratios_scope)
     missing = collections.Counter(r["blocker"] for r in rows if not r["imported"] and r["blocker"])
     lines = [f"**{level}**: {n} programs; imported {imp}/{n} ({100 * imp / max(n, 1):.0f} %), "
              f"{imp_scope}/{len(in_scope)} ({100 * imp_scope / max(len(in_scope), 1):.0f} %) without 3-D convolutions; "
              f"all kernels printed {printed}; simulate correct {sum(bool(r['simulate']) for r in sim_run)}/"
              f"{len(sim_run)} run; CPU call correct {cpu_ok}; geomean time vs eager torch {geo:.3g}x "
-             f"(over {len(ratios)} correct programs; < 1 is faster)", "",
+             f"(over {len(ratios)} correct programs; < 1 is faster), {geo_scope:.3g}x in scope "
+             f"(over {len(ratios_scope)} without 3-D convolutions)", "",
+             "Geomean time vs eager per family: " + ", ".join(
+                 f"{fam} {geomean(timed(fam_rows)):.3g}x ({len(timed(fam_rows))})"
+                 for fam, fam_rows in sorted(_by_family(rows).items())), "",
              "Top reasons a program does not import: " +
              ", ".join(f"`{k}` {v}" for k, v in missing.most_common(15)), ""]
     return lines
+
+
+def _by_family(rows: list[dict]) -> dict[str, list[dict]]:
+    out = collections.defaultdict(list)
+    for r in rows:
+        out[family(r["name"])].append(r)
+    return out
 
 
 def table(rows: list[dict]) -> list[str]:
