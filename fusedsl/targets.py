@@ -27,7 +27,7 @@ class Target:
     chip: str
     arch: int              # __NPU_ARCH__
     soc_version: str       # CMake SOC_VERSION
-    ub_bytes: int          # usable Unified Buffer bytes
+    ub_bytes: int          # usable Unified Buffer bytes (fusedsl's own UB plans, the platform API's figure)
     aic_cores: int
     aiv_cores: int
     separated: bool        # AIC and AIV are different cores (arch 2201)
@@ -59,6 +59,10 @@ class Target:
     # §3.1: the Matmul high-level API's (A, B, Bias, C) element-type combinations; empty
     # where the chip has no Matmul API (910A).
     matmul_dtypes: tuple[tuple[str, str, str, str], ...] = ()
+    # The whole UB a kernel's TPipe may plan (the CPU API's UB), when it differs from ub_bytes:
+    # on 910B the platform API keeps 256 B back for the Matmul API's cube/vector messages, but
+    # TPipe::InitBuffer/InitBufPool may plan all 192 KB (ASCENDC.md §4.1).  0: ub_bytes.
+    ub_physical_bytes: int = 0
 
     def __hash__(self) -> int:
         # The tables are read-only mappings, which do not hash; the name is unique.
@@ -283,6 +287,10 @@ _ASCEND910B = Target(
     cast_modes=_frozen_map(_CAST_2201),
     select_scratch_bytes=8192,       # §2.5: TMP_UB_OFFSET = 184 KB, the top 8 KB of the 192 KB UB
     matmul_dtypes=_MATMUL_2201,
+    # §4.1: DK TOTAL_UB_SIZE = 192 KB; CANN's CPU debug mode lets a TPipe plan all of it
+    # (asc-devkit impl/basic_api/utils/kernel_utils_mode_cpu.h, ConstDefiner::bufferInitLen
+    # UB = 192 KB for __NPU_ARCH__ 2201), and asc-devkit's tbufpool_management plans 192 KB.
+    ub_physical_bytes=196608,
 )
 
 TARGETS: dict[str, Target] = {

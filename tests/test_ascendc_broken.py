@@ -47,7 +47,7 @@ def test_ub_overflow():
     a, b = arrays()
     msg = check("InitBuffer", "ascend910b", a, b, "pipe.InitBuffer(q_in_b_1, 2, t.tileElems * sizeof(float));",
                 "pipe.InitBuffer(q_in_b_1, 2, 100000);")
-    assert "196352" in msg
+    assert "ascend910b has 196608" in msg   # the whole 192 KB a TPipe may plan
 
 
 def test_leaked_tensor_is_reported():

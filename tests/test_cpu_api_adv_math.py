@@ -423,4 +423,4 @@ def test_framework_scratch_needs_free_ub(lib):
     msg = str(info.value)
     assert re.search(rf"adv_math_kernels\.cpp:{_line('full_ub_call')}: Erf: without sharedTmpBuffer the API takes "
                      r"its scratch \(at least 768 bytes, the minValue of GetErfMaxMinTmpSize\) from the UB that "
-                     r"TPipe::InitBuffer left free, but only 256 of 196352 bytes are free", msg), msg
+                     r"TPipe::InitBuffer left free, but only 256 of 196608 bytes are free", msg), msg

@@ -458,13 +458,13 @@ extern "C" __global__ __aicore__ void deepnorm_f32(GM_ADDR x, GM_ADDR, GM_ADDR p
     DataCopy(og[n + 8], var, 8);
 }
 
-// The UB planned to within 256 bytes of 910B's 196352: the framework-allocated Erf has no room.
+// The UB planned to within 256 bytes of the 196608 bytes of 910B's UB: the framework-allocated Erf has no room.
 extern "C" __global__ __aicore__ void adv_full_ub(GM_ADDR x, GM_ADDR, GM_ADDR, GM_ADDR out)
 {
     TPipe pipe;
     TBuf<TPosition::VECCALC> xb, rest;
     pipe.InitBuffer(xb, 256);
-    pipe.InitBuffer(rest, 196352 - 512);
+    pipe.InitBuffer(rest, 196608 - 512);
     LocalTensor<float> a = xb.Get<float>();
     GlobalTensor<float> xg;
     xg.SetGlobalBuffer((__gm__ float*)x, 64);

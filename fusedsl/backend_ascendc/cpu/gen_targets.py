@@ -50,7 +50,7 @@ def _target_record(t: Target) -> list[str]:
     pad = "true" if t.has_datacopypad else "false"
     return [
         "    {",
-        f'        "{t.name}", "{t.chip}", {t.arch}, {t.ub_bytes}u,',
+        f'        "{t.name}", "{t.chip}", {t.arch}, {t.ub_bytes}u, {t.ub_physical_bytes or t.ub_bytes}u,',
         f"        {t.aic_cores}, {t.aiv_cores}, {b}, {t.vector_cores},",
         f"        {t.max_queue_buffers_per_position}, {t.max_buffers}, {pad},",
         f"        {t.select_scratch_bytes}u, {t.max_event_ids},",

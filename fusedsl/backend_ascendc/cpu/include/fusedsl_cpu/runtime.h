@@ -35,7 +35,8 @@ struct TargetInfo {
     const char* name;
     const char* chip;
     int arch;
-    uint32_t ub_bytes;
+    uint32_t ub_bytes;            // the platform API's UB (GetCoreMemSize): 256 B short of the whole on 910B
+    uint32_t ub_physical_bytes;   // the UB a kernel's TPipe may plan (fusedsl/targets.py ub_physical_bytes)
     int aic_cores;
     int aiv_cores;
     bool separated;

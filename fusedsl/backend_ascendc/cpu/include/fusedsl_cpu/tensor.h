@@ -2,6 +2,7 @@
 // block indices and other kernel-side utilities.
 #pragma once
 
+#include <array>
 #include <deque>
 
 #include "runtime.h"
@@ -285,6 +286,10 @@ inline GmBuffer* CheckGm(const char* api, const GlobalTensor<T>& g, uint64_t end
 
 enum SlotState : uint8_t { kFree, kAllocated, kEnqueued, kDequeued };
 
+// A TBufPool's share of UB (bufpool.h).
+struct PoolCore;
+using PoolHandle = std::pair<PoolCore*, uint32_t>;   // a pool and one of its buffer ids (TBufHandle)
+
 class TPipeState {
 public:
     uint32_t fs_cursor = 0;      // next free UB byte
@@ -292,6 +297,7 @@ public:
     uint64_t fs_generation = 0;
     uint8_t fs_event_ids[kNumEvents] = {};
     uint64_t fs_tscm_bytes = 0;  // L1 taken by TSCM queues (tscm.h), all sub-blocks of the core
+    std::vector<PoolCore*> fs_pools;   // the TBufPools carved from this plan, outermost first
 };
 
 // State shared by every TQue instantiation, so TPipe can initialise any of them.
@@ -378,6 +384,68 @@ public:
     std::vector<uint8_t> fs_state;
     std::deque<int> fs_fifo;
     size_t fs_next = 0;
+    PoolCore* fs_pool = nullptr;   // the TBufPool that planned this queue, if one did
+
+    // Plans the queue's buffers at these UB offsets (TPipe::InitBuffer, TBufPool::InitBuffer).
+    void fs_Plan(std::vector<uint32_t> offsets, uint32_t each, PoolCore* pool) {
+        fs_len = each;
+        fs_generation = CurCore().generation;
+        fs_offsets = std::move(offsets);
+        fs_state.assign(fs_offsets.size(), kFree);
+        for (uint32_t off : fs_offsets) {
+            if (off != UINT32_MAX) {   // UINT32_MAX: placed later by InitBufHandle (bufpool.h)
+                SetSlotState(off, each, kSlotIdle);
+            }
+        }
+        fs_fifo.clear();
+        fs_next = 0;
+        fs_pool = pool;
+        fs_vc.assign(fs_offsets.size(), {});
+    }
+
+    // The flag an EnQue sets and its DeQue waits for: MTE2 -> V on VECIN, V -> MTE3 on VECOUT
+    // (CANN's TQue EnQue/DeQue are SetFlag/WaitFlag of that event).  Like a flag it orders every
+    // earlier access of the setting pipe, not only this buffer's: data a DataCopy put in a TBuf
+    // before a VECIN EnQue is ready after the DeQue.
+    bool fs_QueueEvent(uint8_t* from, uint8_t* to) const {
+        if (fs_pos == TPosition::VECIN) {
+            *from = PIPE_MTE2;
+            *to = PIPE_V;
+            return true;
+        }
+        if (fs_pos == TPosition::VECOUT) {
+            *from = PIPE_V;
+            *to = PIPE_MTE3;
+            return true;
+        }
+        return false;
+    }
+    void fs_SetQueueFlag(int slot) {
+        uint8_t from = 0;
+        uint8_t to = 0;
+        if (fs_QueueEvent(&from, &to)) {
+            Core& c = CurCore();
+            for (int q = 0; q < 8; ++q) {
+                fs_vc[slot][q] = q == from ? c.clock : c.synced[q][from];
+            }
+        }
+    }
+    void fs_WaitQueueFlag(int slot) {
+        uint8_t from = 0;
+        uint8_t to = 0;
+        if (fs_QueueEvent(&from, &to)) {
+            Core& c = CurCore();
+            for (int q = 0; q < 8; ++q) {
+                c.synced[q][to] = std::max(c.synced[q][to], fs_vc[slot][q]);
+            }
+        }
+    }
+    std::vector<std::array<uint32_t, 8>> fs_vc;   // per buffer: the flag its EnQue set
+
+    // The internal calls a user-defined pool (EXTERN_IMPL_BUFPOOL) plans a queue with (bufpool.h).
+    void InitStartBufHandle(PoolHandle* first, uint8_t num, uint32_t len, FUSEDSL_CPU_SITE);
+    template <class P>
+    void InitBufHandle(P* bufPool, uint32_t index, PoolHandle* handle, uint32_t addr, uint32_t len, FUSEDSL_CPU_SITE);
 };
 
 class BufBase {
@@ -391,7 +459,29 @@ public:
     uint32_t fs_len = 0;
     uint64_t fs_generation = 0;
     bool fs_init = false;
+    PoolCore* fs_pool = nullptr;   // the TBufPool that planned this buffer, if one did
+
+    void InitStartBufHandle(PoolHandle* first, uint8_t num, uint32_t len, FUSEDSL_CPU_SITE);
+    template <class P>
+    void InitBufHandle(P* bufPool, uint32_t index, PoolHandle* handle, uint32_t addr, uint32_t len, FUSEDSL_CPU_SITE);
 };
+
+// A pool's buffer is used (AllocTensor, TBuf::Get): the pool becomes the one in use over its
+// bytes (bufpool.h).
+inline void PoolTouch(const char* api, PoolCore* pool);
+// TPipe::InitBufPool (bufpool.h); `shared` is the pool whose bytes the new one lays over.
+inline bool PipeInitBufPool(TPipeState& pipe, PoolCore& pool, uint32_t len, PoolCore* shared);
+// TPipe::Reset: the pools of the plan are gone with it.
+inline void ForgetPools(TPipeState& pipe);
+
+// New UB for a plan: NaN bytes, unwritten, no pipe accesses remembered.
+inline void FreshUb(uint32_t off, uint64_t bytes) {
+    Core& c = CurCore();
+    std::memset(c.ub.data() + off, 0xFF, bytes);
+    std::memset(c.written.data() + off, 0, bytes);
+    ForgetAccesses(off, bytes);
+    c.ub_high_water = std::max<uint64_t>(c.ub_high_water, off + bytes);
+}
 
 inline bool IsUbPosition(TPosition pos) {
     switch (pos) {
@@ -435,6 +525,9 @@ public:
     LocalTensor<T> AllocTensor() {
         using namespace fusedsl_cpu;
         RequireInit("AllocTensor");
+        if (fs_pool != nullptr) {
+            PoolTouch("AllocTensor", fs_pool);
+        }
         size_t n = fs_state.size();
         size_t slot = n;
         for (size_t k = 0; k < n; ++k) {
@@ -447,6 +540,10 @@ public:
         if (slot == n) {
             Fail("AllocTensor: all %zu buffers of TQue<%s> %s are in use; FreeTensor one first (InitBuffer "
                  "gave this queue %zu buffers)", n, PositionName(pos), Where().c_str(), n);
+        }
+        if (fs_offsets[slot] == UINT32_MAX) {
+            Fail("AllocTensor: buffer %zu of TQue<%s> has no UB yet; a user-defined pool places each buffer with "
+                 "InitBufHandle", slot, PositionName(pos));
         }
         Core& c = CurCore();
         int& outstanding = c.outstanding[static_cast<int>(pos)];
@@ -482,6 +579,7 @@ public:
                  fs_offsets[slot], PositionName(pos));
         }
         fs_state[slot] = kEnqueued;
+        fs_SetQueueFlag(slot);
         fs_fifo.push_back(slot);
         SetSlotState(fs_offsets[slot], fs_len, kSlotQueued);
         return true;
@@ -498,6 +596,7 @@ public:
         int slot = fs_fifo.front();
         fs_fifo.pop_front();
         fs_state[slot] = kDequeued;
+        fs_WaitQueueFlag(slot);
         SetSlotState(fs_offsets[slot], fs_len, kSlotLive);
         ForgetAccesses(fs_offsets[slot], fs_len);
         Core& c = CurCore();
@@ -580,6 +679,9 @@ public:
             Fail("TBuf::Get: TBuf<%s> was not initialised; call TPipe::InitBuffer(buf, len) first",
                  PositionName(pos));
         }
+        if (fs_pool != nullptr) {
+            PoolTouch("TBuf::Get", fs_pool);
+        }
         if (bufOffset + static_cast<uint64_t>(size) * sizeof(T) > fs_len) {
             Fail("TBuf::Get: %u elements of %s at byte offset %u do not fit the %u-byte TBuf<%s>", size,
                  TypeName<T>(), bufOffset, fs_len, PositionName(pos));
@@ -640,16 +742,11 @@ public:
         }
         uint32_t each = static_cast<uint32_t>(RoundUp(len, 32));
         uint32_t off = Reserve(PositionName(que.fs_pos), "TQue", que.fs_pos, num, each);
-        que.fs_len = each;
-        que.fs_generation = CurCore().generation;
-        que.fs_offsets.clear();
+        std::vector<uint32_t> offsets;
         for (uint32_t i = 0; i < num; ++i) {
-            que.fs_offsets.push_back(off + i * each);
+            offsets.push_back(off + i * each);
         }
-        que.fs_state.assign(num, kFree);
-        SetSlotState(off, static_cast<uint64_t>(num) * each, kSlotIdle);
-        que.fs_fifo.clear();
-        que.fs_next = 0;
+        que.fs_Plan(std::move(offsets), each, nullptr);
         return true;
     }
 
@@ -673,8 +770,25 @@ public:
         buf.fs_len = each;
         buf.fs_generation = CurCore().generation;
         buf.fs_init = true;
+        buf.fs_pool = nullptr;
         SetSlotState(buf.fs_offset, each, kSlotPlain);
         return true;
+    }
+
+    // TBufPool (bufpool.h): a pool carved from the plan, or one laid over another pool's bytes.
+    template <class P>
+    bool InitBufPool(P& bufPool, uint32_t len, FUSEDSL_CPU_SITE) {
+        fusedsl_cpu::AtSite at(fs_site);
+        return fusedsl_cpu::PipeInitBufPool(*this, bufPool.fs_pool, len, nullptr);
+    }
+    template <class P, class S>
+    bool InitBufPool(P& bufPool, uint32_t len, S& shareBuf, FUSEDSL_CPU_SITE) {
+        fusedsl_cpu::AtSite at(fs_site);
+        return fusedsl_cpu::PipeInitBufPool(*this, bufPool.fs_pool, len, &shareBuf.fs_pool);
+    }
+    // The UB of a pool carved from the plan: `ids` buffer ids and `bytes` bytes.
+    uint32_t fs_ReservePool(TPosition pos, uint32_t ids, uint32_t bytes) {
+        return Reserve(fusedsl_cpu::PositionName(pos), "TBufPool", pos, ids, bytes, 1);
     }
 
     // Frees the whole UB plan so InitBuffer can be called again.
@@ -682,6 +796,7 @@ public:
         fs_cursor = 0;
         fs_buffers = 0;
         fs_tscm_bytes = 0;
+        fusedsl_cpu::ForgetPools(*this);
     }
     void Destroy() { Reset(); }
 
@@ -723,7 +838,12 @@ public:
     }
 
 private:
-    uint32_t Reserve(const char* pos_name, const char* kind, TPosition pos, uint32_t num, uint32_t each) {
+    // `num` buffer ids of `each` bytes (a pool: `num` ids, one block of `each` bytes).
+    uint32_t Reserve(const char* pos_name, const char* kind, TPosition pos, uint32_t num, uint32_t each,
+                     uint32_t blocks = 0) {
+        if (blocks == 0) {
+            blocks = num;
+        }
         using namespace fusedsl_cpu;
         Core& c = CurCore();
         const TargetInfo& t = Target();
@@ -736,19 +856,16 @@ private:
             Fail("InitBuffer: this TPipe would hold %d buffers; at most %d are allowed per kernel",
                  fs_buffers + static_cast<int>(num), t.max_buffers);
         }
-        uint64_t need = static_cast<uint64_t>(fs_cursor) + static_cast<uint64_t>(num) * each;
+        uint64_t need = static_cast<uint64_t>(fs_cursor) + static_cast<uint64_t>(blocks) * each;
         if (need > c.ub_bytes) {
             Fail("InitBuffer: UB plan needs %llu bytes, %s has %u (this call adds %u x %u bytes for %s<%s> on "
-                 "top of %u already planned)", static_cast<unsigned long long>(need), t.name, c.ub_bytes, num,
+                 "top of %u already planned)", static_cast<unsigned long long>(need), t.name, c.ub_bytes, blocks,
                  each, kind, pos_name, fs_cursor);
         }
         uint32_t off = fs_cursor;
         fs_cursor = static_cast<uint32_t>(need);
         fs_buffers += static_cast<int>(num);
-        c.ub_high_water = std::max<uint64_t>(c.ub_high_water, need);
-        std::memset(c.ub.data() + off, 0xFF, need - off);
-        std::memset(c.written.data() + off, 0, need - off);
-        ForgetAccesses(off, need - off);
+        FreshUb(off, need - off);
         return off;
     }
 };
@@ -1070,3 +1187,5 @@ inline void PRINTF(const char* fmt, Args... args) {
 // at REGIST_MATMUL_OBJ, as CANN's does once its KFC server ends); other launches run vector instances.
 #define ASCEND_IS_AIV (::fusedsl_cpu::RT().kernel_mode != KernelMode::AIC_MODE && !::fusedsl_cpu::RT().on_aic)
 #define ASCEND_IS_AIC (::fusedsl_cpu::RT().kernel_mode == KernelMode::AIC_MODE || ::fusedsl_cpu::RT().on_aic)
+
+#include "bufpool.h"   // TBufPool: its UB comes from TPipe, its buffers are TQue/TBuf

@@ -870,7 +870,8 @@ inline void SelectCount(const LocalTensor<T>& dst, const LocalTensor<U>& mask, c
     }
     const TargetInfo& t = Target();
     TPipeState* pipe = CurCore().pipe;
-    uint32_t limit = t.ub_bytes - t.select_scratch_bytes;
+    // The scratch starts at TMP_UB_OFFSET = 184 KB on 2201: the top 8 KB of the whole UB (ASCENDC.md §2.5).
+    uint32_t limit = CurCore().ub_bytes - t.select_scratch_bytes;
     if (!mode0 && t.select_scratch_bytes != 0 && pipe != nullptr && pipe->fs_cursor > limit) {
         Fail("Select: this mode uses the top %u bytes of UB as scratch on %s, but the UB plan already uses %u bytes "
              "(keep it at most %u)", t.select_scratch_bytes, t.name, pipe->fs_cursor, limit);
