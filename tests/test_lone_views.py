@@ -3,7 +3,8 @@
 Fusion leaves a view or a transpose a kernel of its own when no vector kernel reads it (the
 composed conv_transpose / grouped conv / pooling graphs make many).  A lone view is a view
 kernel whose only compute is the copy into the output (lower/kinds.py `_lone_view`); a lone
-transpose is the transpose kind (lower/transpose.py, printer_transpose.py).  One traced
+transpose is the transpose kind (lower/transpose.py: a loop-level tile kernel, tile/kernel.py,
+printed by printer_kernel.py and run by backend_cpu/kernel_interp.py).  One traced
 function holds every case, so each target costs one g++ build of the printed source.
 """
 from __future__ import annotations
@@ -16,7 +17,9 @@ from hypothesis import strategies as st
 from conftest import fuzz_settings
 
 import fusedsl as fs
+from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.transpose import schedule_transpose_kernel
+from fusedsl.tile.kernel import parse_kernel, print_kernel
 
 rng = np.random.default_rng(20)
 A = rng.standard_normal((300, 257)).astype(np.float32)
@@ -95,37 +98,23 @@ def test_transpose_of_too_many_separate_axes_is_located():
     np.testing.assert_array_equal(k(x), x.transpose(tuple(range(9))[::-1]))   # still runs on the CPU
 
 
-def _emulate(sched, tiling, x: np.ndarray) -> np.ndarray:
-    """The printed kernel's tile loop over GM as flat arrays (printer_transpose.kernel)."""
-    w = tiling.words
-    A, C, sA, oA, oC, ta, tc, tiles_a, tiles_c, total, _, _, n_outer, in0, cC = w[:15]
-    size, ins, outs = w[15:21], w[21:27], w[27:33]
-    src = x.reshape(-1)
-    dst = np.zeros(int(np.prod(sched.op.result.shape)), x.dtype)
-    for tile in range(total):
-        ic, rest = tile % tiles_c, tile // tiles_c
-        ia, rest = rest % tiles_a, rest // tiles_a
-        in_off = out_off = 0
-        for k in range(n_outer - 1, -1, -1):
-            i, rest = rest % size[k], rest // size[k]
-            in_off, out_off = in_off + i * ins[k], out_off + i * outs[k]
-        a0, c0 = ia * ta, ic * tc
-        for r in range(min(ta, A - a0)):
-            for c in range(min(tc, C - c0)):
-                v = src[in0 + in_off + (a0 + r) * sA + (c0 + c) * cC]
-                if sched.mode == "transpose":
-                    dst[out_off + (c0 + c) * oC + a0 + r] = v
-                else:
-                    dst[out_off + (a0 + r) * oA + c0 + c] = v
-    return dst
+def _interpret(sched, x: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """The kernel's tile IR, through its text, run by the kernel interpreter."""
+    text = print_kernel(sched.kernel_ir)
+    assert print_kernel(parse_kernel(text)) == text
+    out = np.full(like.shape, 99, like.dtype)
+    run_kernel(parse_kernel(text), [x], [out])
+    return out
 
 
 @fuzz_settings(scale=0.06)
 @given(shape=st.lists(st.integers(1, 7), min_size=1, max_size=5), data=st.data(),
        dtype=st.sampled_from([np.float32, np.float16, np.int8]))
 def test_transpose_tiling_covers_every_element(shape, data, dtype):
-    """Any permutation, odd sizes, size 1: the tiles the printed kernel walks write each output
-    element once, from the right input element (the kernel itself runs under simulate above)."""
+    """Any permutation, odd sizes, size 1: the kernel's loop-level tile IR, run by the kernel
+    interpreter (which checks every DMA's GM and UB bounds and the queue protocol), writes each
+    output element from the right input element, and its text round-trips (the printed kernel
+    runs under simulate above)."""
     perm = tuple(data.draw(st.permutations(range(len(shape)))))
     x = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
 
@@ -140,8 +129,7 @@ def test_transpose_tiling_covers_every_element(shape, data, dtype):
     (plan,) = k.kernels
     assert plan.kernel_kind == "transpose" and plan.printable
     sched = schedule_transpose_kernel(plan.function, k.target)
-    got = _emulate(sched, sched.tiling({}, k.target), x)
-    np.testing.assert_array_equal(got, x.transpose(perm).reshape(-1))
+    np.testing.assert_array_equal(_interpret(sched, x, x.transpose(perm)), x.transpose(perm))
 
 
 @fuzz_settings(scale=0.06)
@@ -165,8 +153,7 @@ def test_stepped_slice_tiling_covers_every_element(shape, data):
     if plan.kernel_kind == "vector":   # one output column: a view kernel takes it (no step matters)
         return
     assert plan.kernel_kind == "transpose" and plan.lowered.mode == "gather" and plan.printable
-    sched = plan.lowered
-    np.testing.assert_array_equal(_emulate(sched, sched.tiling({}, k.target), x), x[idx].reshape(-1))
+    np.testing.assert_array_equal(_interpret(plan.lowered, x, x[idx]), x[idx])
 
 
 def test_an_empty_slice_kernel_is_a_located_refusal_not_a_crash():

@@ -125,8 +125,25 @@ def _conv_configs():
         yield (f"conv/{name}", f, [(sx, dtype), (sw, dtype), ((sw[0],), dtype)], target)
 
 
+def _transposed(perm):
+    return lambda x: fs.transpose(x, perm)
+
+
+def _transpose_configs():
+    perms = [((30, 17), (1, 0)), ((4, 6, 5), (0, 2, 1)), ((4, 6, 5), (2, 0, 1)), ((3, 1, 7, 2), (3, 2, 1, 0)),
+             ((64, 33), (1, 0)), ((9, 33, 4), (1, 0, 2))]
+    for ((shape, perm), dtype, target) in product(perms, ["float32", "float16", "int8"], TARGETS):
+        yield (f"transpose/{'x'.join(map(str, shape))}-{''.join(map(str, perm))}",
+               _transposed(perm), [(shape, dtype)], target)
+    slices = {"5x40[:,1::3]": ((5, 40), lambda x: x[:, 1::3]), "7x9[::2,::2]": ((7, 9), lambda x: x[::2, ::2]),
+              "3x4x17[1:,:,::4]": ((3, 4, 17), lambda x: x[1:, :, ::4])}
+    for (name, (shape, f)), dtype, target in product(slices.items(), ["float32", "float16"], TARGETS):
+        yield (f"transpose/slice-{name}", f, [(shape, dtype)], target)
+
+
 KINDS = {"vector": _vector_configs, "view": _view_configs, "row": _row_configs,
-         "column": _column_configs, "cube": _cube_configs, "conv": _conv_configs}
+         "column": _column_configs, "cube": _cube_configs, "conv": _conv_configs,
+         "transpose": _transpose_configs}
 
 
 def configs(only=None):

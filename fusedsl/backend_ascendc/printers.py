@@ -10,9 +10,9 @@ from .printer_conv import ConvPrinter
 from .printer_cube import CubePrinter
 from .printer_cube_group import CubeGroupPrinter
 from .printer_cube_row import CubeRowPrinter
+from .printer_kernel import KernelPrinter
 from .printer_reduce import ColumnPrinter
 from .printer_row import RowPrinter
-from .printer_transpose import TransposePrinter
 from .printer_view import ViewPrinter
 
 
@@ -34,7 +34,7 @@ PRINTERS = {
     "row": RowPrinter,        # tiles of whole rows, or passes over chunks of a long row
     "column": ColumnPrinter,  # reductions over other axes, cores never split the reduced axis
     "attention": AttentionPrinter,   # flash attention: Q K^T, online softmax, P V per Q block
-    "transpose": TransposePrinter,   # a lone transpose / permute: tiles transposed in UB
+    "transpose": KernelPrinter,   # a lone transpose / permute: its loop-level tile IR (tile/kernel.py)
 }
 
 

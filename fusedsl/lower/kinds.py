@@ -103,7 +103,7 @@ KINDS: list[Kind] = [
                                                           any(has_trait(op, REDUCTION) for op in fn.ops)),
          lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,)),
     # a lone transpose / permute: strided tiles in, transposed in UB, strided out; a lone slice with
-    # a step on the last axis (no view kernel takes it): spans in, picked in UB (printer_transpose)
+    # a step on the last axis (no view kernel takes it): spans in, picked in UB (tile/kernel.py via transpose_tile_kernel)
     Kind("transpose", lambda fn, group: group == "single" and (lone_transpose(fn) is not None
                                                                 or lone_strided_slice(fn) is not None),
          lambda fn, t, o, snaps: schedule_transpose_kernel(fn, t, o.ub_headroom), (TransposeSchedule,)),
@@ -138,9 +138,9 @@ def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
     runs them (FUSEDSL_DUMP_IR, `plan.tile_ir`): a vector or view kernel is one program; a row
     kernel has one per elementwise op (lower/row_plan.op_schedule), a column kernel one per op
     of its phases, a cube or conv kernel one per epilogue op (a row epilogue: its row kernel's),
-    a kernel of several matmuls its parts' in turn.  The transpose and attention kinds move data
-    and run their softmax with their own printers: they hold none (their schedule records say
-    what they do)."""
+    a kernel of several matmuls its parts' in turn.  The transpose kind is a whole loop-level
+    tile kernel instead (`kernel_ir`); the attention kind runs its softmax with its own printer
+    and holds none (its schedule record says what it does)."""
     if lowered is None:
         return []
     if isinstance(lowered, VectorSchedule):
@@ -160,6 +160,12 @@ def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
         ops = [op for op in lowered.epilogue if id(op) in (lowered.steps or {})]
         return [(f"epilogue-{i:02d}-{op.name}", lowered.steps[id(op)][0]) for i, op in enumerate(ops)]
     return []
+
+
+def kernel_ir(lowered):
+    """The whole kernel in the loop-level tile IR (tile/kernel.py `TileKernel`) for a kind that
+    lowers to it (the transpose kind), else None."""
+    return getattr(lowered, "kernel_ir", None)
 
 
 def _position(fn: Function, op) -> int:

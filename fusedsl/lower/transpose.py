@@ -37,6 +37,8 @@ from ..ir.ops import CONSTANT, has_trait
 from .vector import MIN_CORE_BYTES
 from .row import MAX_ELEMS, RowParam
 from ..targets import Target
+from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, DeQue, EnQue, Field, For, Free, Gm, If, Let, Member,
+                           Move, Queue, Set, Stage, TileKernel, UbCopy, Var, add, mul, pad)
 
 MAX_OUTER = 6
 MAX_ROWS = 4095          # DataCopy(Pad) blockCount
@@ -145,6 +147,12 @@ class TransposeSchedule:
     def tiling(self, sizes, target) -> "TransposeTiling":
         return compute_transpose_tiling(self, target)
 
+    @property
+    def kernel_ir(self) -> TileKernel:
+        """The kernel in the loop-level tile IR (tile/kernel.py): what the printer and the
+        kernel interpreter read."""
+        return transpose_tile_kernel(self)
+
 
 @dataclass(frozen=True)
 class TransposeTiling:
@@ -155,7 +163,7 @@ class TransposeTiling:
     total_tiles: int
     tiles_per_core: int
     block_dim: int
-    words: tuple[int, ...]    # the tiling struct, word by word (printer_transpose)
+    words: tuple[int, ...]    # the tiling struct, word by word (transpose_tile_kernel)
 
 
 def schedule_transpose_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) -> TransposeSchedule:
@@ -308,3 +316,78 @@ def compute_transpose_tiling(sched: TransposeSchedule, target: Target) -> Transp
     for k in range(3):
         words += [o[k] for o in outer]
     return TransposeTiling(sched.ta, sched.tc, tiles_a, tiles_c, total, per_core, block_dim, tuple(words))
+
+
+FIELDS = ("A", "C", "sA", "oA", "oC", "ta", "tc", "tilesA", "tilesC", "totalTiles", "tilesPerCore",
+          "blockDim", "nOuter", "in0", "cC")
+
+
+def transpose_tile_kernel(sched: TransposeSchedule) -> TileKernel:
+    """The transpose kind as a TileKernel (module doc): Geometry decodes the tile's outer block,
+    rows a0.. and columns c0..; CopyIn reads the tile with one strided DMA; Compute moves it
+    into the output tile (a UB copy, a transpose or a pick of every cC-th element); CopyOut
+    writes it with one strided DMA."""
+    d = sched.op.result.dtype
+    block = max(1, 32 // d.itemsize)
+    mode = sched.mode
+    x = sched.params[0].name
+    fields = [Field(f) for f in FIELDS] + [Field(f, MAX_OUTER) for f in ("outerSize", "outerIn", "outerOut")]
+    span = add(mul(("-", "nc", 1), "t.cC"), 1)
+    members = [Member("tcPad", pad("t.tc", block)), Member("taPad", pad("t.ta", block))]
+    if mode == "gather":
+        members.append(Member("spanPad", pad(add(mul(("-", "t.tc", 1), "t.cC"), 1), block)))
+    members += [Member(m) for m in ("inOff", "outOff", "a0", "c0", "na", "nc")]
+    in_row = "spanPad" if mode == "gather" else "tcPad"
+    queues = [Queue("q_x", "VECIN", 2, d, mul("t.ta", in_row)),
+              Queue("q_y", "VECOUT", 2, d, mul("t.tc", "taPad") if mode == "transpose" else mul("t.ta", "tcPad"))]
+    geometry = (
+        Let("ic", ("%", "tile", "t.tilesC")),
+        Var("rest", ("/", "tile", "t.tilesC")),
+        Let("ia", ("%", "rest", "t.tilesA")),
+        Set("rest", "t.tilesA", "/="),
+        Set("inOff", 0), Set("outOff", 0),
+        For("k", 0, "t.nOuter", (
+            Let("i", ("%", "rest", ("[]", "t.outerSize", "k"))),
+            Set("rest", ("[]", "t.outerSize", "k"), "/="),
+            Set("inOff", mul("i", ("[]", "t.outerIn", "k")), "+="),
+            Set("outOff", mul("i", ("[]", "t.outerOut", "k")), "+="),
+        ), down=True),
+        Set("a0", mul("ia", "t.ta")), Set("c0", mul("ic", "t.tc")),
+        Set("na", ("min", "t.ta", ("-", "t.A", "a0"))), Set("nc", ("min", "t.tc", ("-", "t.C", "c0"))),
+    )
+    src = add("t.in0", "inOff", mul("a0", "t.sA"), mul("c0", "t.cC") if mode == "gather" else "c0")
+    copy_in = (Alloc("xt", "q_x"),
+               CopyIn("xt", x, src, "na", span if mode == "gather" else "nc", "t.sA", in_row),
+               EnQue("q_x", "xt"))
+    if mode == "transpose":
+        work = (Barrier("the DMA's tile is read by scalar loads"),
+                For("r", 0, "na", (For("c", 0, "nc", (
+                    Move("yt", add(mul("c", "taPad"), "r"), "xt", add(mul("r", "tcPad"), "c")),)),)),
+                Barrier("scalar stores land before the DMA out"))
+    elif mode == "gather":
+        work = (Barrier("the DMA's tile is read by scalar loads"),
+                For("r", 0, "na", (For("c", 0, "nc", (
+                    Move("yt", add(mul("r", "tcPad"), "c"), "xt", add(mul("r", "spanPad"), mul("c", "t.cC"))),)),)),
+                Barrier("scalar stores land before the DMA out"))
+    else:
+        # only the rows' elements were written (DataCopyPad pads nothing it is not asked to):
+        # whole 32-byte blocks by DMA, each row's tail element by element
+        work = (Let("body", mul(("/", "nc", block), block)),
+                If(("==", "body", "tcPad"), (UbCopy("yt", 0, "xt", 0, mul("na", "tcPad")),), (
+                    If((">", "body", 0), (For("r", 0, "na", (
+                        UbCopy("yt", mul("r", "tcPad"), "xt", mul("r", "tcPad"), "body"),)),)),
+                    Barrier("the DMA's rows land before the scalar tails"),
+                    For("r", 0, "na", (For("c", "body", "nc", (
+                        Move("yt", add(mul("r", "tcPad"), "c"), "xt", add(mul("r", "tcPad"), "c")),)),)),
+                    Barrier("scalar stores land before the DMA out"))))
+    compute = (DeQue("xt", "q_x"), Alloc("yt", "q_y"), *work, EnQue("q_y", "yt"), Free("q_x", "xt"))
+    if mode == "transpose":
+        store = CopyOut("y0", add("outOff", mul("c0", "t.oC"), "a0"), "yt", "nc", "na", "t.oC", "taPad")
+    else:
+        store = CopyOut("y0", add("outOff", mul("a0", "t.oA"), "c0"), "yt", "na", "nc", "t.oA", "tcPad")
+    copy_out = (DeQue("yt", "q_y"), store, Free("q_y", "yt"))
+    stages = [Stage("Geometry", "tile", geometry), Stage("CopyIn", None, copy_in),
+              Stage("Compute", None, compute), Stage("CopyOut", None, copy_out)]
+    gms = [Gm(x, sched.params[0].dtype, "in", 0), Gm("y0", d, "out", 0)]
+    words = compute_transpose_tiling(sched, sched.target).words
+    return TileKernel(sched.fn.name, "transpose", sched.plan_note, fields, gms, queues, members, stages, words)

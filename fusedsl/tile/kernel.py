@@ -1,0 +1,530 @@
+"""The loop-level tile IR: a whole kernel as data (GM walks, queues, loops, DMA, scalar work).
+
+`tile/ir.py`'s `VectorSchedule` holds the compute of one tile; a `TileKernel` holds a whole
+kernel the way the Ascend C canonical form runs it, so one printer
+(`backend_ascendc/printer_kernel.py`) and one interpreter (`backend_cpu/kernel_interp.py`)
+read every kind that lowers to it:
+
+    fields     the tiling struct, word by word (a word, or an array of words)
+    gms        the GM tensors (parameter or output, index, dtype)
+    queues     the UB objects (TQue on VECIN / VECOUT, TBuf on VECCALC), depth, dtype and
+               elements per buffer (an expression of the members)
+    members    per-core values computed once in Init from the tiling (row pads, ...), and
+               per-tile state the stages share (set in a stage, read in the next)
+    stages     the per-tile methods, in the order Process calls them for each of the core's
+               contiguous range of tiles (tiling fields `totalTiles`, `tilesPerCore`); the
+               first may take the tile index
+
+A stage body is a list of nodes: `Let` (a constant local), `Var` / `Set` (a mutable local or a
+member), `For` (up or down), `If`, the queue protocol (`Alloc`, `EnQue`, `DeQue`, `Free`),
+DMA (`CopyIn` / `CopyOut`: `rows` rows of `cols` elements, GM rows `gm_stride` apart, UB rows
+`ub_stride` apart), `UbCopy` (a UB->UB DataCopy), `Move` (one element, GetValue/SetValue),
+`Barrier` and `Compute` (vector tile stmts of tile/ir.py).
+
+Expressions are ints, names (`tile`, a local or member, `t.X` a tiling field) or tuples:
+(op, a, b) for + - * / % == != < <= > >=, ("min", a, b), ("pad", e, n) (e rounded up to a
+multiple of n), ("[]", "t.X", e) (a word of a tiling array).  All arithmetic is on uint32.
+
+The text form (`print_kernel` / `parse_kernel`) is deterministic and round-trips:
+`print_kernel(parse_kernel(t)) == t`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Union
+
+from .. import dtypes as dt
+from ..errors import IRParseError
+
+Expr = Union[int, str, tuple]
+
+BINARY = {"*": 3, "/": 3, "%": 3, "+": 2, "-": 2, "==": 1, "!=": 1, "<": 1, "<=": 1, ">": 1, ">=": 1}
+
+
+# ---- records ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Field:
+    name: str
+    length: int = 0          # 0: one word; n: an array of n words
+
+
+@dataclass(frozen=True)
+class Gm:
+    name: str
+    dtype: dt.DType
+    role: str                # "in" (a kernel parameter) | "out" (a result)
+    index: int               # parameter / result index
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    position: str            # VECIN | VECOUT | VECCALC
+    depth: int               # InitBuffer buffer count
+    dtype: dt.DType
+    elems: Expr              # elements per buffer
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    init: Expr | None = None   # computed in Init from the tiling; None: per-tile state (0 at start)
+
+
+@dataclass(frozen=True)
+class Let:
+    var: str
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Var:
+    var: str
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Set:
+    var: str
+    expr: Expr
+    op: str = "="            # "=" | "+=" | "/="
+
+
+@dataclass(frozen=True)
+class For:
+    var: str
+    start: Expr
+    end: Expr
+    body: tuple
+    down: bool = False       # end-1 down to start
+
+
+@dataclass(frozen=True)
+class If:
+    cond: Expr
+    then: tuple
+    orelse: tuple = ()
+
+
+@dataclass(frozen=True)
+class Alloc:
+    tensor: str
+    queue: str
+
+
+@dataclass(frozen=True)
+class EnQue:
+    queue: str
+    tensor: str
+
+
+@dataclass(frozen=True)
+class DeQue:
+    tensor: str
+    queue: str
+
+
+@dataclass(frozen=True)
+class Free:
+    queue: str
+    tensor: str
+
+
+@dataclass(frozen=True)
+class CopyIn:
+    tensor: str
+    gm: str
+    offset: Expr
+    rows: Expr
+    cols: Expr
+    gm_stride: Expr
+    ub_stride: Expr
+
+
+@dataclass(frozen=True)
+class CopyOut:
+    gm: str
+    offset: Expr
+    tensor: str
+    rows: Expr
+    cols: Expr
+    gm_stride: Expr
+    ub_stride: Expr
+
+
+@dataclass(frozen=True)
+class UbCopy:
+    dst: str
+    dst_off: Expr
+    src: str
+    src_off: Expr
+    count: Expr
+
+
+@dataclass(frozen=True)
+class Move:
+    dst: str
+    dst_index: Expr
+    src: str
+    src_index: Expr
+
+
+@dataclass(frozen=True)
+class Barrier:
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    param: str | None
+    body: tuple
+
+
+@dataclass
+class TileKernel:
+    name: str
+    kind: str
+    note: str
+    fields: list[Field]
+    gms: list[Gm]
+    queues: list[Queue]
+    members: list[Member]
+    stages: list[Stage]
+    words: tuple = field(default=(), compare=False)   # the tiling's words when sizes are static
+
+    def field_offsets(self) -> dict[str, tuple[int, int]]:
+        """field name -> (first word, length): the struct's layout."""
+        out, w = {}, 0
+        for f in self.fields:
+            out[f.name] = (w, f.length)
+            w += max(1, f.length)
+        return out
+
+    @property
+    def word_count(self) -> int:
+        return sum(max(1, f.length) for f in self.fields)
+
+
+def pad(e: Expr, n: int) -> Expr:
+    return ("pad", e, n)
+
+
+def add(*xs: Expr) -> Expr:
+    xs = [x for x in xs if x != 0]
+    if not xs:
+        return 0
+    out = xs[0]
+    for x in xs[1:]:
+        out = ("+", out, x)
+    return out
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    return ("*", a, b)
+
+
+# ---- expressions: text and evaluation ---------------------------------------------------------
+def _prec(e: Expr) -> int:
+    return BINARY[e[0]] if isinstance(e, tuple) and e[0] in BINARY else 9
+
+
+def format_expr(e: Expr, field_prefix: str = "t.") -> str:
+    """Infix text of an expression; tiling fields get `field_prefix` (`tiling.` in C++)."""
+    if isinstance(e, bool):
+        raise TypeError("bool is not an expression")
+    if isinstance(e, int):
+        return str(e)
+    if isinstance(e, str):
+        return field_prefix + e[2:] if e.startswith("t.") else e
+    op = e[0]
+    if op in BINARY:
+        a, b = e[1], e[2]
+        left = format_expr(a, field_prefix)
+        right = format_expr(b, field_prefix)
+        if _prec(a) < BINARY[op]:
+            left = f"({left})"
+        if _prec(b) <= BINARY[op]:
+            right = f"({right})"
+        return f"{left} {op} {right}"
+    if op == "[]":
+        return f"{format_expr(e[1], field_prefix)}[{format_expr(e[2], field_prefix)}]"
+    if op in ("min", "pad"):
+        return f"{op}({format_expr(e[1], field_prefix)}, {format_expr(e[2], field_prefix)})"
+    raise ValueError(f"not an expression: {e!r}")
+
+
+def evaluate(e: Expr, env: dict) -> int:
+    """The value of an expression; `env` maps names (and `t.X` fields) to ints or word lists."""
+    if isinstance(e, int):
+        return e
+    if isinstance(e, str):
+        return env[e]
+    op = e[0]
+    if op == "[]":
+        return env[e[1]][evaluate(e[2], env)]
+    a, b = evaluate(e[1], env), evaluate(e[2], env)
+    if op == "+":
+        return (a + b) & 0xFFFFFFFF
+    if op == "-":
+        return (a - b) & 0xFFFFFFFF
+    if op == "*":
+        return (a * b) & 0xFFFFFFFF
+    if op == "/":
+        return a // b
+    if op == "%":
+        return a % b
+    if op == "min":
+        return min(a, b)
+    if op == "pad":
+        return -(-a // b) * b
+    return int({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])
+
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)|(==|!=|<=|>=|[-+*/%<>()\[\],]))")
+
+
+def parse_expr(text: str) -> Expr:
+    toks = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"bad expression {text!r} at {text[pos:]!r}")
+        toks.append(int(m.group(1)) if m.group(1) else (m.group(2) or m.group(3)))
+        pos = m.end()
+    i = 0
+
+    def peek():
+        return toks[i] if i < len(toks) else None
+
+    def take(want=None):
+        nonlocal i
+        tok = peek()
+        if want is not None and tok != want:
+            raise ValueError(f"expected {want!r} in {text!r}")
+        i += 1
+        return tok
+
+    def primary():
+        tok = take()
+        if tok == "(":
+            e = binary(0)
+            take(")")
+            return e
+        if isinstance(tok, int):
+            return tok
+        if tok in ("min", "pad") and peek() == "(":
+            take("(")
+            a = binary(0)
+            take(",")
+            b = binary(0)
+            take(")")
+            return (tok, a, b)
+        if isinstance(tok, str) and re.match(r"[A-Za-z_]", tok):
+            if peek() == "[":
+                take("[")
+                idx = binary(0)
+                take("]")
+                return ("[]", tok, idx)
+            return tok
+        raise ValueError(f"unexpected {tok!r} in {text!r}")
+
+    def binary(min_prec):
+        left = primary()
+        while isinstance(peek(), str) and peek() in BINARY and BINARY[peek()] >= min_prec:
+            op = take()
+            right = binary(BINARY[op] + 1)
+            left = (op, left, right)
+        return left
+
+    e = binary(0)
+    if i != len(toks):
+        raise ValueError(f"trailing text in {text!r}")
+    return e
+
+
+# ---- text form -------------------------------------------------------------------------------
+class TileKernelParseError(IRParseError):
+    """The kernel text does not follow print_kernel's form (the message names the line)."""
+
+
+def _esc(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _unesc(s: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), s)
+
+
+def _node_lines(node, depth: int) -> list[str]:
+    ind = "  " * depth
+    f = format_expr
+    if isinstance(node, Let):
+        return [f"{ind}let {node.var} = {f(node.expr)}"]
+    if isinstance(node, Var):
+        return [f"{ind}var {node.var} = {f(node.expr)}"]
+    if isinstance(node, Set):
+        return [f"{ind}set {node.var} {node.op} {f(node.expr)}"]
+    if isinstance(node, For):
+        head = f"{ind}for {node.var} in {f(node.start)} .. {f(node.end)}{' down' if node.down else ''}:"
+        return [head] + [x for n in node.body for x in _node_lines(n, depth + 1)]
+    if isinstance(node, If):
+        L = [f"{ind}if {f(node.cond)}:"] + [x for n in node.then for x in _node_lines(n, depth + 1)]
+        if node.orelse:
+            L += [f"{ind}else:"] + [x for n in node.orelse for x in _node_lines(n, depth + 1)]
+        return L
+    if isinstance(node, Alloc):
+        return [f"{ind}alloc {node.tensor} = {node.queue}"]
+    if isinstance(node, EnQue):
+        return [f"{ind}enque {node.queue} {node.tensor}"]
+    if isinstance(node, DeQue):
+        return [f"{ind}deque {node.tensor} = {node.queue}"]
+    if isinstance(node, Free):
+        return [f"{ind}free {node.queue} {node.tensor}"]
+    if isinstance(node, CopyIn):
+        return [f"{ind}copyin {node.tensor} <- {node.gm}[{f(node.offset)}] rows {f(node.rows)} ; cols {f(node.cols)}"
+                f" ; gm {f(node.gm_stride)} ; ub {f(node.ub_stride)}"]
+    if isinstance(node, CopyOut):
+        return [f"{ind}copyout {node.gm}[{f(node.offset)}] <- {node.tensor} rows {f(node.rows)} ; cols {f(node.cols)}"
+                f" ; gm {f(node.gm_stride)} ; ub {f(node.ub_stride)}"]
+    if isinstance(node, UbCopy):
+        return [f"{ind}ubcopy {node.dst}[{f(node.dst_off)}] <- {node.src}[{f(node.src_off)}] count {f(node.count)}"]
+    if isinstance(node, Move):
+        return [f"{ind}move {node.dst}[{f(node.dst_index)}] <- {node.src}[{f(node.src_index)}]"]
+    if isinstance(node, Barrier):
+        return [f"{ind}barrier" + (f" \"{_esc(node.why)}\"" if node.why else "")]
+    raise TypeError(f"not a tile kernel node: {node!r}")
+
+
+def print_kernel(k: TileKernel) -> str:
+    L = [f"kernel @{k.name} kind {k.kind}", f"note \"{_esc(k.note)}\""]
+    L += [f"field {fl.name}" + (f"[{fl.length}]" if fl.length else "") for fl in k.fields]
+    L += [f"gm {g.name} {g.dtype.name} {g.role} {g.index}" for g in k.gms]
+    L += [f"queue {q.name} {q.position} depth {q.depth} {q.dtype.name} elems {format_expr(q.elems)}" for q in k.queues]
+    L += [f"member {m.name}" + ("" if m.init is None else f" = {format_expr(m.init)}") for m in k.members]
+    for st in k.stages:
+        L.append(f"stage {st.name}" + (f"({st.param})" if st.param else "") + ":")
+        L += [x for n in st.body for x in _node_lines(n, 1)]
+    if k.words:
+        L.append("words " + " ".join(str(w) for w in k.words))
+    return "\n".join(L) + "\n"
+
+
+_RE = {
+    "kernel": re.compile(r"kernel @(\S+) kind (\S+)$"),
+    "note": re.compile(r'note "(.*)"$'),
+    "field": re.compile(r"field (\w+)(?:\[(\d+)\])?$"),
+    "gm": re.compile(r"gm (\w+) (\w+) (in|out) (\d+)$"),
+    "queue": re.compile(r"queue (\w+) (VECIN|VECOUT|VECCALC) depth (\d+) (\w+) elems (.+)$"),
+    "member": re.compile(r"member (\w+)(?: = (.+))?$"),
+    "stage": re.compile(r"stage (\w+)(?:\((\w+)\))?:$"),
+    "let": re.compile(r"(let|var) (\w+) = (.+)$"),
+    "set": re.compile(r"set (\w+) (=|\+=|/=) (.+)$"),
+    "for": re.compile(r"for (\w+) in (.+) \.\. (.+?)( down)?:$"),
+    "if": re.compile(r"if (.+):$"),
+    "alloc": re.compile(r"(alloc|deque) (\w+) = (\w+)$"),
+    "enque": re.compile(r"(enque|free) (\w+) (\w+)$"),
+    "copyin": re.compile(r"copyin (\w+) <- (\w+)\[(.+)\] rows (.+) ; cols (.+) ; gm (.+) ; ub (.+)$"),
+    "copyout": re.compile(r"copyout (\w+)\[(.+)\] <- (\w+) rows (.+) ; cols (.+) ; gm (.+) ; ub (.+)$"),
+    "ubcopy": re.compile(r"ubcopy (\w+)\[(.+)\] <- (\w+)\[(.+)\] count (.+)$"),
+    "move": re.compile(r"move (\w+)\[(.+)\] <- (\w+)\[(.+)\]$"),
+    "barrier": re.compile(r'barrier(?: "(.*)")?$'),
+}
+
+
+def parse_kernel(text: str) -> TileKernel:
+    """A TileKernel from print_kernel's text; TileKernelParseError names the line it cannot read."""
+    lines = text.rstrip("\n").split("\n")
+    pos = 0
+    cur = 0     # the line being read (pos may have moved past it into a nested block)
+
+    def fail(msg):
+        raise TileKernelParseError(f"tile kernel text line {cur + 1}: {msg}: {lines[min(cur, len(lines) - 1)]!r}")
+
+    def expr(s):
+        try:
+            return parse_expr(s)
+        except ValueError as exc:
+            fail(str(exc))
+
+    def block(depth: int) -> tuple:
+        nonlocal pos, cur
+        out = []
+        ind = "  " * depth
+        while pos < len(lines) and lines[pos].startswith(ind) and not lines[pos].startswith(ind + " "):
+            line = lines[pos][len(ind):]
+            cur = pos
+            pos += 1
+            if m := _RE["let"].match(line):
+                out.append((Let if m.group(1) == "let" else Var)(m.group(2), expr(m.group(3))))
+            elif m := _RE["set"].match(line):
+                out.append(Set(m.group(1), expr(m.group(3)), m.group(2)))
+            elif m := _RE["for"].match(line):
+                start, end = expr(m.group(2)), expr(m.group(3))
+                out.append(For(m.group(1), start, end, block(depth + 1), bool(m.group(4))))
+            elif m := _RE["if"].match(line):
+                cond = expr(m.group(1))
+                then = block(depth + 1)
+                orelse = ()
+                if pos < len(lines) and lines[pos] == ind + "else:":
+                    pos += 1
+                    orelse = block(depth + 1)
+                out.append(If(cond, then, orelse))
+            elif m := _RE["alloc"].match(line):
+                out.append((Alloc if m.group(1) == "alloc" else DeQue)(m.group(2), m.group(3)))
+            elif m := _RE["enque"].match(line):
+                out.append((EnQue if m.group(1) == "enque" else Free)(m.group(2), m.group(3)))
+            elif m := _RE["copyin"].match(line):
+                g = m.groups()
+                out.append(CopyIn(g[0], g[1], *(expr(x) for x in g[2:])))
+            elif m := _RE["copyout"].match(line):
+                g = m.groups()
+                out.append(CopyOut(g[0], expr(g[1]), g[2], *(expr(x) for x in g[3:])))
+            elif m := _RE["ubcopy"].match(line):
+                g = m.groups()
+                out.append(UbCopy(g[0], expr(g[1]), g[2], expr(g[3]), expr(g[4])))
+            elif m := _RE["move"].match(line):
+                g = m.groups()
+                out.append(Move(g[0], expr(g[1]), g[2], expr(g[3])))
+            elif m := _RE["barrier"].match(line):
+                out.append(Barrier(_unesc(m.group(1) or "")))
+            else:
+                fail("not a statement")
+        return tuple(out)
+
+    m = _RE["kernel"].match(lines[0]) if lines else None
+    if m is None:
+        fail("expected 'kernel @<name> kind <kind>'")
+    name, kind = m.groups()
+    pos = 1
+    note = ""
+    fields, gms, queues, members, stages, words = [], [], [], [], [], ()
+    while pos < len(lines):
+        line = lines[pos]
+        cur = pos
+        if (m := _RE["note"].match(line)) and pos == 1:
+            note = _unesc(m.group(1))
+        elif m := _RE["field"].match(line):
+            fields.append(Field(m.group(1), int(m.group(2) or 0)))
+        elif m := _RE["gm"].match(line):
+            gms.append(Gm(m.group(1), dt.to_dtype(m.group(2)), m.group(3), int(m.group(4))))
+        elif m := _RE["queue"].match(line):
+            queues.append(Queue(m.group(1), m.group(2), int(m.group(3)), dt.to_dtype(m.group(4)), expr(m.group(5))))
+        elif m := _RE["member"].match(line):
+            members.append(Member(m.group(1), None if m.group(2) is None else expr(m.group(2))))
+        elif m := _RE["stage"].match(line):
+            pos += 1
+            stages.append(Stage(m.group(1), m.group(2), block(1)))
+            continue
+        elif line.startswith("words "):
+            try:
+                words = tuple(int(w) for w in line.split()[1:])
+            except ValueError:
+                fail("bad tiling words")
+        else:
+            fail("not a kernel line")
+        pos += 1
+    return TileKernel(name, kind, note, fields, gms, queues, members, stages, words)

@@ -1,0 +1,109 @@
+"""The loop-level tile IR (tile/kernel.py): text round trip, parse errors, the kernel
+interpreter's checks, and the transpose kind lowered to it (printed by printer_kernel.py).
+
+The transpose / stepped-slice kernels themselves are checked against numpy by the interpreter
+(tests/test_lone_views.py, hypothesis over shapes) and under simulate (the printed source)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import fusedsl as fs
+from fusedsl.backend_cpu.kernel_interp import run_kernel
+from fusedsl.tile.kernel import (Alloc, CopyIn, EnQue, Free, TileKernelParseError, evaluate, format_expr,
+                                 parse_expr, parse_kernel, print_kernel)
+from fusedsl.tile.verify import TileVerifyError
+
+
+def _transpose(shape=(30, 17), perm=(1, 0), dtype=fs.float32, target="ascend910b"):
+    @fs.fused_kernel
+    def tr(v):
+        return fs.transpose(v, perm)
+
+    k = tr.compile(fs.spec(shape, dtype), target=target)
+    (plan,) = k.kernels
+    return k, plan
+
+
+@pytest.mark.parametrize("text, value", [
+    ("a + b * 3", 7), ("(a + b) * 3", 9), ("a - (b - c)", 2), ("min(t.A - a, t.ta)", 4),
+    ("pad(t.tc, 8) * t.ta", 32), ("t.outerSize[b - 1]", 8), ("a * 6 % 4 == 2", 1), ("0 - 1", 2**32 - 1)])
+def test_expressions_parse_print_and_evaluate(text, value):
+    env = {"a": 1, "b": 2, "c": 3, "t.A": 5, "t.ta": 4, "t.tc": 5, "t.outerSize": [7, 8]}
+    e = parse_expr(text)
+    assert format_expr(e) == text and evaluate(e, env) == value
+
+
+def test_transpose_kernel_text_round_trips_and_dumps(tmp_path, monkeypatch):
+    for mode_shape, perm in (((30, 17), (1, 0)), ((4, 6, 5), (1, 0, 2))):
+        k, plan = _transpose(mode_shape, perm)
+        text = plan.tile_ir
+        assert text.startswith(f"kernel @{plan.name} kind transpose")
+        assert print_kernel(parse_kernel(text)) == text
+        assert "stage Geometry(tile):" in text and "copyin xt <- v[" in text
+    monkeypatch.setenv("FUSEDSL_DUMP_IR", str(tmp_path))
+    k, plan = _transpose((9, 5), (1, 0))
+    dumped = (tmp_path / f"tile-{plan.name}-kernel.tile").read_text()
+    assert dumped == plan.tile_ir
+
+
+@pytest.mark.parametrize("old, new, what", [
+    ("kernel @", "kernal @", "expected 'kernel @<name> kind <kind>'"),
+    ("  let ic = tile % t.tilesC", "  let ic = tile %% t.tilesC", "unexpected '%'"),
+    ("  enque q_x xt", "  enqueue q_x xt", "not a statement"),
+    ("field A", "fiel A", "not a kernel line"),
+    ("  for k in 0 .. t.nOuter down:", "  for k in 0 .. t.nOuter) down:", "trailing text"),
+])
+def test_malformed_kernel_text_names_the_line(old, new, what):
+    _, plan = _transpose()
+    lines = plan.tile_ir.split("\n")
+    line = lines.index(old) + 1 if old in lines else 1
+    with pytest.raises(TileKernelParseError, match=f"tile kernel text line {line}: .*{what}"):
+        parse_kernel(plan.tile_ir.replace(old, new, 1))
+
+
+def _with_stage(kernel, name, body):
+    stages = [dataclasses.replace(st, body=body) if st.name == name else st for st in kernel.stages]
+    return dataclasses.replace(kernel, stages=stages)
+
+
+def test_the_interpreter_checks_bounds_and_the_queue_protocol():
+    """Each break of what the IR promises is a TileVerifyError naming the kernel and stage."""
+    _, plan = _transpose()
+    good = plan.lowered.kernel_ir
+    x = np.arange(30 * 17, dtype=np.float32).reshape(30, 17)
+    out = np.zeros((17, 30), np.float32)
+    run_kernel(good, [x], [out])
+    np.testing.assert_array_equal(out, x.T)
+    copy_in = next(st for st in good.stages if st.name == "CopyIn")
+    cases = {
+        "leave its 510": (Alloc("xt", "q_x"), CopyIn("xt", "v", 500, 1, 20, 0, 8), EnQue("q_x", "xt")),
+        "has no free buffer": (Alloc("xt", "q_x"), Alloc("xu", "q_x"), Alloc("xw", "q_x"), EnQue("q_x", "xt")),
+        "was not allocated from q_y": (Alloc("xt", "q_x"), EnQue("q_y", "xt")),
+        "tensor xt is not held": (CopyIn("xt", "v", 0, 1, 8, 0, 8),),
+        "ends holding": copy_in.body + (Alloc("extra", "q_x"),),
+    }
+    for message, body in cases.items():
+        bad = _with_stage(good, "CopyIn", body)   # "ends holding": one tile, `extra` never freed
+        with pytest.raises(TileVerifyError, match=f"kernel {plan.name}.*{message}"):
+            run_kernel(bad, [x], [np.zeros((17, 30), np.float32)])
+    short = dataclasses.replace(good, words=good.words[:-1])
+    with pytest.raises(TileVerifyError, match="tiling words for a struct of"):
+        run_kernel(short, [x], [out])
+
+
+def test_printed_transpose_walks_the_tile_kernel():
+    """The printer prints the IR's nodes: the stages as methods, Process calling them per tile,
+    the queue protocol and the DMA helpers; the same source on both chips' paths."""
+    for target in ("ascend910b", "ascend310p"):
+        k, plan = _transpose((4, 6, 5), (2, 0, 1), fs.float16, target)
+        src = k.source
+        for line in ("Geometry(tile);", "CopyIn();", "Compute();", "CopyOut();",
+                     "__aicore__ inline void Geometry(uint32_t tile)",
+                     "AscendC::LocalTensor<half> xt = q_x.AllocTensor<half>();",
+                     "yt.SetValue(c * taPad + r, xt.GetValue(r * tcPad + c));",
+                     "for (uint32_t k = tiling.nOuter; k-- > 0u;) {", "q_y.FreeTensor(yt);"):
+            assert line in src, line
+        assert Free("q_y", "yt") in next(st for st in plan.lowered.kernel_ir.stages if st.name == "CopyOut").body
