@@ -1,12 +1,19 @@
 """CPU fast paths (issue 21 item 7): transposes, views, 16-bit matmuls and tiny calls vs torch.
 
     python benchmarks/cpu_fast_paths.py [--repeat N] [--no-compile] [--only transpose,views,matmul,tiny]
+    python benchmarks/cpu_fast_paths.py --interleaved [--rounds N] [--only transpose,matmul]
 
 Everything in one run on this machine, each figure the median of `repeat` repeats (each repeat
 times a loop of calls long enough for the timer), with the spread (min..max of the repeats).
 Columns: fusedsl's public call `kernel(*arrays)`, torch eager, torch.compile (inductor, where
 it applies) and, for the transpose, a plain memory copy of the same bytes (np.copyto), the
 bandwidth reference the goal is stated in.  Ratios are speeds: > 1 means fusedsl is faster.
+
+--interleaved: on a shared host the table's columns are timed minutes apart; this mode
+alternates the compared calls round by round in one process and reports medians of the
+rounds: for the transposes fusedsl and the memory copy, by CPU time (this process's, every
+thread's: what the call costs, whatever else holds the cores) and wall time; for the 16-bit
+matmuls fusedsl and torch eager, by wall time (both may use every core).
 
 Goals (issue 21 item 7):
   - transpose / permute: >= 0.8x a memory copy's bandwidth at [1024, 4096] f32;
@@ -130,8 +137,13 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     ap.add_argument("--only", default="transpose,views,matmul,tiny", help="sections, comma-separated")
+    ap.add_argument("--interleaved", action="store_true", help="alternate fusedsl and the reference per round")
+    ap.add_argument("--rounds", type=int, default=9, help="rounds of --interleaved")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
+    if args.interleaved:
+        interleaved(only, args.rounds)
+        return
     rng = np.random.default_rng(0)
     tab = Table(args.repeat, not args.no_compile and torch is not None)
     print(f"torch {torch.__version__ if torch else '-'}, {torch.get_num_threads() if torch else '-'} threads; "
@@ -139,8 +151,7 @@ def main(argv=None):
     print(Table.HEADER)
 
     # ---- transposes / permutes ----------------------------------------------------------
-    for shape, perm in (((1024, 4096), (1, 0)), ((64, 256, 256), (0, 2, 1)), ((32, 64, 512), (2, 0, 1))) \
-            if "transpose" in only else ():
+    for shape, perm in TRANSPOSES if "transpose" in only else ():
         x = rng.standard_normal(shape).astype(np.float32)
         k = fs.fused_kernel(bind(lambda a, perm: fs.transpose(a, perm), perm))
         ok = np.array_equal(k(x), np.transpose(x, perm))
@@ -158,6 +169,63 @@ def main(argv=None):
         matmuls(tab, rng)
     if "tiny" in only:
         tiny(tab, rng)
+
+
+TRANSPOSES = (((1024, 4096), (1, 0)), ((64, 256, 256), (0, 2, 1)), ((32, 64, 512), (2, 0, 1)))
+
+
+def loop_time(fn, number: int, clock) -> float:
+    t = clock()
+    for _ in range(number):
+        fn()
+    return (clock() - t) / number
+
+
+def interleaved(only, rounds: int):
+    """Round by round: fusedsl, then the reference (module docstring); medians of the rounds."""
+    rng = np.random.default_rng(0)
+    print(f"interleaved, medians of {rounds} rounds; load average {os.getloadavg()[0]:.1f}")
+    if "transpose" in only:
+        print("| case | fusedsl (CPU) | copy (CPU) | vs copy (CPU) | fusedsl (wall) | copy (wall) | vs copy (wall) |\n"
+              "|---|---|---|---|---|---|---|")
+        for shape, perm in TRANSPOSES:
+            x = rng.standard_normal(shape).astype(np.float32)
+            k = fs.fused_kernel(bind(lambda a, perm: fs.transpose(a, perm), perm))
+            assert np.array_equal(k(x), np.transpose(x, perm))
+            dst = np.empty_like(x)
+            pair = (lambda: k(x), lambda: np.copyto(dst, x))
+            number = max(3, int(0.03 / max(loop_time(pair[1], 3, time.perf_counter), 1e-7)))
+            cells = []
+            for clock in (time.process_time, time.perf_counter):
+                got = [[], []]
+                for _ in range(rounds):
+                    for i, fn in enumerate(pair):
+                        got[i].append(loop_time(fn, number, clock))
+                f, c = statistics.median(got[0]), statistics.median(got[1])
+                cells += [fmt(got[0]), fmt(got[1]), f"{c / f:.2f}x"]
+            print(f"| transpose {list(shape)} perm {list(perm)} f32 | " + " | ".join(cells) + " |", flush=True)
+    if "matmul" in only and torch is not None:
+        print("| case | fusedsl (wall) | torch eager (wall) | vs eager |\n|---|---|---|---|")
+        for dtype in ("bfloat16", "float16"):
+            for m_, k_, n_ in ((512, 512, 512), (1024, 1024, 1024), (256, 4096, 256)):
+                if dtype == "float16" and m_ * n_ * k_ > 1 << 28:
+                    continue   # torch eager's float16 GEMM takes seconds here
+                npdt = to_dtype(dtype).np
+                a = rng.standard_normal((m_, k_)).astype(np.float32).astype(npdt)
+                b = rng.standard_normal((k_, n_)).astype(np.float32).astype(npdt)
+                kern = fs.fused_kernel(lambda p, q: p @ q)
+                ta = torch.from_numpy(a.view(np.int16)).view(getattr(torch, dtype))
+                tb = torch.from_numpy(b.view(np.int16)).view(getattr(torch, dtype))
+                pair = (lambda: kern(a, b), lambda: ta @ tb)
+                for fn in pair:
+                    fn()
+                number = max(1, int(0.05 / max(loop_time(pair[1], 1, time.perf_counter), 1e-7)))
+                got = [[], []]
+                for _ in range(rounds):
+                    for i, fn in enumerate(pair):
+                        got[i].append(loop_time(fn, number, time.perf_counter))
+                print(f"| matmul {m_}x{k_} @ {k_}x{n_} {dtype} | {fmt(got[0])} | {fmt(got[1])} | "
+                      f"{statistics.median(got[1]) / statistics.median(got[0]):.2f}x |", flush=True)
 
 
 def views(tab, rng):

@@ -18,6 +18,7 @@ from itertools import repeat
 
 import numpy as np
 
+from . import buffers
 from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleError, user_facing,
                      user_frame)
 from .ir.core import Function, Module
@@ -712,7 +713,7 @@ class CompiledKernel:
         if kernel is None and plan.schedule is None:
             row = self._row_kernel(plan)
             if row is not None:   # a row kernel (or a lone last-axis reduction), natively
-                outs = [target if target is not None else np.empty(t.shape, t.dtype.np)
+                outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
                         for t, target in zip(_concrete(plan.function.results, sizes), targets)]
                 row.run(inputs, outs)
                 return tuple(outs)
@@ -724,7 +725,7 @@ class CompiledKernel:
             if done is None and self._attention_kernel(plan) is not None:   # flash attention on BLAS
                 done = self._attention_kernel(plan).run(inputs, targets)
             return done if done is not None else run_function(self.module, plan.function, inputs)  # numpy
-        outs = [target if target is not None else np.empty(t.shape, t.dtype.np)
+        outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
                 for t, target in zip(_concrete(plan.function.results, sizes), targets)]
         if plan.tiling.total_tiles == 0:   # empty tensors: nothing to compute
             return tuple(outs)
@@ -851,7 +852,7 @@ class OutputPool:
                         outs.append(pool[i])
                         break
                 else:
-                    outs.append(np.empty(shape, dtype))
+                    outs.append(buffers.empty(shape, dtype))   # line-aligned (buffers.py)
                     if len(pool) < OutputPool.SIZE:
                         pool.append(outs[-1])
             return outs

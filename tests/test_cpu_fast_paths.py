@@ -214,3 +214,75 @@ def test_streamed_transpose_fixed_cases(shape, perm, dtype):
         plan.run(x, out)
         assert np.array_equal(out, want), shift
         assert not base[:start].any() and not base[start + want.nbytes:].any()
+
+
+@fuzz_settings(0.1)
+@given(st.lists(st.integers(1, 45), min_size=2, max_size=3), st.randoms(use_true_random=False),
+       st.sampled_from([1, 2, 4, 8]), st.integers(0, 63), st.booleans())
+def test_transpose_edge_tiles_every_width(shape, rnd, itemsize, shift, streamed):
+    """Edge tiles (odd tails, size-1 axes, the shifted first tile of a streamed output) run as
+    masked vector tiles: exact for every element width (8 bytes too), outputs starting anywhere
+    in a line, nothing written outside the output."""
+    from fusedsl.backend_cpu import transpose
+    perm = list(range(len(shape)))
+    rnd.shuffle(perm)
+    dtype = np.dtype(f"u{itemsize}")
+    x = np.random.default_rng(rnd.randint(0, 1 << 30)).integers(1, 250, shape).astype(dtype)
+    saved = transpose.STREAM_MIN_BYTES
+    transpose.STREAM_MIN_BYTES = 0 if streamed else saved
+    try:
+        plan = transpose.TransposePlan(x.shape, tuple(perm), itemsize)
+    finally:
+        transpose.STREAM_MIN_BYTES = saved
+    want = np.transpose(x, perm)
+    base = np.zeros(want.nbytes + 192, np.uint8)
+    start = (-base.ctypes.data) % 64 + 64 + shift - shift % itemsize
+    out = base[start:start + want.nbytes].view(dtype).reshape(want.shape)
+    plan.run(x, out)
+    assert np.array_equal(out, want)
+    assert not base[:start].any() and not base[start + want.nbytes:].any()
+
+
+def test_transpose_network_is_a_transpose():
+    """The in-register network leaves every register one column of the tile, rows in order."""
+    from fusedsl.backend_cpu import transpose
+    for itemsize in (1, 2, 4, 8):
+        cols = transpose.network_columns(itemsize)
+        assert sorted(cols) == list(range(64 // itemsize))
+
+
+def test_large_streamed_transpose_into_unaligned_out():
+    """A transpose above STREAM_MIN_BYTES with odd tails, through the public call: a result
+    fusedsl allocates starts on a cache line; a caller's out= 20 bytes into a line gets the
+    same values (the masked first tile of every row of tiles)."""
+    from fusedsl.backend_cpu import transpose
+    x = np.random.default_rng(5).standard_normal((1031, 2053)).astype(np.float32)
+    assert x.nbytes >= transpose.STREAM_MIN_BYTES
+    k = fs.fused_kernel(lambda a: fs.transpose(a, (1, 0)))
+    y = k(x)
+    assert y.ctypes.data % 64 == 0 and np.array_equal(y, x.T)
+    base = np.zeros(x.nbytes + 128, np.uint8)
+    start = (-base.ctypes.data) % 64 + 20
+    out = base[start:start + x.nbytes].view(np.float32).reshape(2053, 1031)
+    assert k(x, out=out) is out and np.array_equal(out, x.T)
+    assert not base[:start].any() and not base[start + x.nbytes:].any()
+
+
+def test_results_are_line_aligned_and_views_keep_them():
+    """Results of 64 KB and more start on a cache line (fusedsl/buffers.py); a view of a result
+    keeps the result itself alive, so the output pool never hands out a buffer a view still
+    reads (numpy would collapse the view onto the hidden larger buffer otherwise)."""
+    from fusedsl import buffers
+    a = buffers.empty((300, 70), np.float32)
+    assert a.ctypes.data % 64 == 0 and a.shape == (300, 70) and a.flags.c_contiguous and a.flags.writeable
+    assert a[1:].base is a and a.T.base is a and a.reshape(-1).base is a
+    assert buffers.empty((3, 5), np.float16).shape == (3, 5)   # small: plain np.empty
+    x = np.random.default_rng(6).standard_normal((256, 128)).astype(np.float32)
+    k = fs.fused_kernel(lambda p: fs.relu(p) * 2.0)
+    y = k(x)
+    assert y.ctypes.data % 64 == 0 and np.array_equal(y, np.maximum(x, 0) * 2)
+    view = y[3:]
+    del y
+    results = [k(x + i) for i in range(6)]
+    assert not any(np.shares_memory(view, r) for r in results)
+    assert np.array_equal(view, (np.maximum(x, 0) * 2)[3:])

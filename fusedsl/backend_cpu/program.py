@@ -31,6 +31,8 @@ from operator import is_
 
 import numpy as np
 
+from ..buffers import empty as aligned_empty
+
 MAX_BYTES = 64 << 20   # intermediate buffers a Program keeps between calls (per compiled kernel)
 # A small parameter the caller passes as a new array on every call (an int64 index converted
 # to int32 per call, a tensor rebuilt per step) is copied into a kept buffer instead: rebinding
@@ -151,7 +153,7 @@ class Program:
                     outs.append(new_slot(v, ("result", root_index[id(v)])))
                     dynamic = True   # its buffer may change between calls
                 else:
-                    arr = np.empty(v.shape, v.dtype.np)
+                    arr = aligned_empty(v.shape, v.dtype.np)
                     persistent += arr.nbytes
                     outs.append(new_slot(v, ("buffer",), arr))
             if persistent > MAX_BYTES:
@@ -214,7 +216,7 @@ class Program:
             # bound, through the same expression); else the caller still holds it
             if buffers[j] is None or getrefcount(buffers[j]) > self._free_refs[j]:
                 shape, dtype = self._result_meta[j]
-                buffers[j] = np.empty(shape, dtype)
+                buffers[j] = aligned_empty(shape, dtype)   # line-aligned (fusedsl/buffers.py)
                 values[self._result_slots[j]] = buffers[j]
                 changed = True
         if changed or self._dirty:

@@ -11,17 +11,24 @@ adjacent and in order in the output are merged), then:
   - otherwise the work is a batch of 2-D transposes: the input's last (contiguous) axis c and
     the input axis p that becomes the output's last axis.  A tile is T x T elements, T = one
     64-byte cache line of them (16 float32): its T input lines are loaded as vectors,
-    transposed in registers (log2 T stages of two-source shuffles: vpermt2d on AVX-512) and
-    stored as T whole output lines, so every line is read once and written whole (edge tiles
-    go element by element).  A block is BAND tiles along c (the rows' next lines, which the
-    prefetchers follow) of one row of tiles; blocks run on the pool's threads for large
-    arrays.  Outputs of STREAM_MIN_BYTES and more are written with streaming (non-temporal)
-    stores: an ordinary store first reads the line it writes, a third of the traffic.  Such
-    stores must write whole aligned lines, and numpy's large buffers start 16 or 32 bytes into
-    a line, so the tiles along p then start `off` elements early: the first tile of each row
-    of tiles is partial (element by element) and every full tile's lines are aligned.
-    Measured (CPU time, shared 2-vCPU host): [1024, 4096] float32 2.5-2.8 ms with ordinary
-    stores (0.5-0.6x a memory copy's speed), 1.6-1.8 ms streamed (0.95-1.2x).
+    transposed in registers (`network`: in-lane unpacks, then 16-byte block shuffles) and
+    stored as T whole output lines, so every line is read once and written whole.  Edge tiles
+    (the last along p or c, and the first along p when the tiles start early, below) run the
+    same registers through masked loads and stores.  A block is BAND tiles along c (the rows'
+    next lines) of one row of tiles; blocks run on the pool's threads for large arrays.  Every
+    full tile prefetches (into L2) its lines of the row of tiles PF_ROWS rows ahead: the
+    hardware prefetchers see T interleaved short runs, too short to follow when the rows are
+    short ([64, 256, 256] perm (0, 2, 1): 2.4 -> 1.5 ms, CPU time).  Outputs of
+    STREAM_MIN_BYTES and more are written with streaming (non-temporal) stores: an ordinary
+    store first reads the line it writes, a third of the traffic.  Such stores must write
+    whole aligned lines: fusedsl's own outputs start on a line (fusedsl/buffers.py); for a
+    caller's out= array starting elsewhere the tiles along p start `off` elements early, so
+    that every full tile's lines are aligned and the first tile of each row of tiles is a
+    masked one.
+    Left as is: an output whose rows are a multiple of 4 KB apart writes every line of a row
+    of tiles into one L1 set ([2048, 512] -> [512, 2048] f32 runs at 79 ns per 16x16 tile,
+    [2032, 512] at 54 ns); walking tiles along p instead, to spread the lines, measured slower
+    (the reads then scatter).
 
 The kernel moves bits (an integer type of the element's width), so every dtype is exact.
 """
@@ -31,6 +38,7 @@ import weakref
 
 import numpy as np
 
+from .. import buffers
 from ..ir.core import Function
 from ..lower.transpose import simplify   # the same simplification the printed kernel uses
 from . import jit
@@ -38,14 +46,17 @@ from .launch import KERNEL_PROTO, host_threads, run_blocks
 
 SYMBOL = "fusedsl_transpose"
 LINE = 64                      # bytes per tile row: one cache line
-# Measured option, off: a software prefetch this many tiles ahead along the band changed
-# nothing beyond this host's noise.
 # Outputs from this size on are written with streaming stores (full tiles; measured on this
 # host, CPU time, [1024, 4096] float32: 0.5-0.6x of a memory copy's speed with ordinary
 # stores, 0.95-1.2x streamed: an ordinary store of a line first reads it).  Smaller outputs
 # stay in the cache for the kernel that reads them next.
 STREAM_MIN_BYTES = 8 << 20
-PREFETCH = 0
+# Software prefetch: rows of tiles ahead, and the locality hint (2: into L2; into L1 the T
+# lines of a tile, a multiple of 4 KB apart in long rows, evict each other).  Measured, CPU
+# time, PF_ROWS 0 / 1 / 2: [64, 256, 256] perm (0, 2, 1) 2.07 / 1.61 / 1.47 ms (copy 1.59),
+# [1024, 4096] 2.18 / 2.20 / 2.11 ms (copy 1.64), [32, 64, 512] perm (2, 0, 1) unchanged.
+PF_ROWS = 2
+PF_LOC = 2
 BAND = 32                      # tiles along c walked before the next row of tiles (measured best of 2..256)
 BAND_P = 1                     # rows of tiles per block (2-D blocks of 4x4 .. 2x16 tiles measured slower)
 # Bytes moved (read + written) from which the pool's threads share the tiles.  Interleaved
@@ -59,6 +70,64 @@ _ARGS = 13
 def tile_side(itemsize: int) -> int:
     """Elements per tile side: one 64-byte cache line of elements (16 float32, 32 float16)."""
     return LINE // itemsize
+
+
+def network(itemsize: int) -> list[tuple[int, list[int], list[int]]]:
+    """The in-register transpose of T rows of one 64-byte line: stages (step, lo, hi) where rows
+    i and i + step (i & step == 0) become shuffle(i, i+step, lo) and shuffle(i, i+step, hi).
+    First in-lane unpacks (interleaving elements, then pairs, ... within each 16-byte lane: the
+    one-cycle vpunpck* forms), then two stages of 16-byte block shuffles (vshufi32x4).  A
+    two-source permute per stage instead (the first version) ran ~1.5x slower per tile."""
+    T, E = LINE // itemsize, 16 // itemsize
+    stages, g, step = [], 1, 1
+    while g < E:
+        lo, hi = [], []
+        for lane in range(4):
+            nb = E // g
+            for half, mask in ((0, lo), (1, hi)):
+                for b in range(nb // 2):
+                    first = lane * E + (half * nb // 2 + b) * g
+                    mask += [first + e for e in range(g)] + [T + first + e for e in range(g)]
+        stages.append((step, lo, hi))
+        g, step = 2 * g, 2 * step
+    for _ in range(2):
+        def blocks(src, lanes):
+            return [src + lane * E + e for lane in lanes for e in range(E)]
+        stages.append((step, blocks(0, (0, 2)) + blocks(T, (0, 2)), blocks(0, (1, 3)) + blocks(T, (1, 3))))
+        step *= 2
+    return stages
+
+
+def network_columns(itemsize: int) -> list[int]:
+    """Which column of the tile each register holds after `network` (rows come out in order)."""
+    T = LINE // itemsize
+    rows = [[(r, c) for c in range(T)] for r in range(T)]
+    for step, lo, hi in network(itemsize):
+        nxt = list(rows)
+        for i in range(T):
+            if not i & step:
+                both = rows[i] + rows[i + step]
+                nxt[i], nxt[i + step] = [both[k] for k in lo], [both[k] for k in hi]
+        rows = nxt
+    assert all(row == [(r, row[0][1]) for r in range(T)] for row in rows)
+    return [row[0][1] for row in rows]
+
+
+def _network_ir(itemsize: int, p: str) -> tuple[list[str], list[int]]:
+    """IR of `network` from registers %{p}.r0.{i}; (lines, column of register %{p}.r{j})."""
+    T, t = LINE // itemsize, f"i{8 * itemsize}"
+    vt = f"<{T} x {t}>"
+    L, stage = [], 0
+    for step, lo, hi in network(itemsize):
+        for i in range(T):
+            if i & step:
+                continue
+            for dst, mask in ((i, lo), (i + step, hi)):
+                m = ", ".join(f"i32 {k}" for k in mask)
+                L.append(f"  %{p}.r{stage + 1}.{dst} = shufflevector {vt} %{p}.r{stage}.{i}, {vt} %{p}.r{stage}.{i + step}, <{T} x i32> <{m}>")
+        stage += 1
+    L += [f"  %{p}.r{j} = bitcast {vt} %{p}.r{stage}.{j} to {vt}" for j in range(T)]
+    return L, network_columns(itemsize)
 
 
 def _ir(itemsize: int, nt: bool = False) -> str:
@@ -136,70 +205,75 @@ def _ir(itemsize: int, nt: bool = False) -> str:
           f"  %fa.t = icmp eq i64 %fa, {T}",
           f"  %fc.t = icmp eq i64 %fc, {T}",
           "  %isfull = and i1 %fa.t, %fc.t",
-          "  br i1 %isfull, label %f.tile, label %g.c.head"]
-    # full tiles: V rows of V elements (one cache line each) loaded as vectors, transposed in
-    # registers (log2 V butterfly stages of two-source shuffles), stored as V whole lines
+          "  br i1 %isfull, label %f.tile, label %e.tile"]
+    # full tiles: T rows of T elements (one cache line each) loaded as vectors, transposed in
+    # registers (`network`) and stored as T whole lines
     vt = f"<{T} x {t}>"
     L += ["f.tile:",
-          "  %f.ib0 = add i64 %ib, %c0"]
+          "  %f.ib0 = add i64 %ib, %c0",
+          f"  %pfd = mul i64 %sp, {PF_ROWS * T}"]
     for i in range(T):
         L += [f"  %f.ar{i} = add i64 %a0, {i}",
               f"  %f.ir{i} = mul i64 %f.ar{i}, %sp",
               f"  %f.ii{i} = add i64 %f.ib0, %f.ir{i}",
               f"  %f.ip{i} = getelementptr {t}, ptr %src, i64 %f.ii{i}",
-              f"  %r0.{i} = load {vt}, ptr %f.ip{i}, align {itemsize}"]
-        if PREFETCH:   # the same row a few tiles ahead (the band walks along the rows)
-            L += [f"  %f.pf{i} = getelementptr {t}, ptr %f.ip{i}, i64 {PREFETCH * T}",
-                  f"  call void @llvm.prefetch.p0(ptr %f.pf{i}, i32 0, i32 3, i32 1)"]
-    stage, b = 0, T // 2
-    while b >= 1:
-        for i in range(T):
-            if i & b:
-                continue
-            lo = ", ".join(f"i32 {j if not j & b else T + j - b}" for j in range(T))
-            hi = ", ".join(f"i32 {j + b if not j & b else T + j}" for j in range(T))
-            L += [f"  %r{stage + 1}.{i} = shufflevector {vt} %r{stage}.{i}, {vt} %r{stage}.{i + b}, <{T} x i32> <{lo}>",
-                  f"  %r{stage + 1}.{i + b} = shufflevector {vt} %r{stage}.{i}, {vt} %r{stage}.{i + b}, <{T} x i32> <{hi}>"]
-        stage, b = stage + 1, b // 2
+              f"  %f.r0.{i} = load {vt}, ptr %f.ip{i}, align {itemsize}"]
+        if PF_ROWS:
+            L += [f"  %f.pfi{i} = add i64 %f.ii{i}, %pfd",
+                  f"  %f.pfp{i} = getelementptr {t}, ptr %src, i64 %f.pfi{i}",
+                  f"  call void @llvm.prefetch.p0(ptr %f.pfp{i}, i32 0, i32 {PF_LOC}, i32 1)"]
+    body, regs = _network_ir(itemsize, "f")
+    L += body
     L.append("  %f.ob0 = add i64 %ob, %a0")
-    for j in range(T):
-        L += [f"  %f.cc{j} = add i64 %c0, {j}",
+    for j, col in enumerate(regs):
+        L += [f"  %f.cc{j} = add i64 %c0, {col}",
               f"  %f.or{j} = mul i64 %f.cc{j}, %oq",
               f"  %f.oi{j} = add i64 %f.ob0, %f.or{j}",
               f"  %f.op{j} = getelementptr {t}, ptr %dst, i64 %f.oi{j}",
-              f"  store {vt} %r{stage}.{j}, ptr %f.op{j}, align {64 if nt else itemsize}" + (", !nontemporal !0" if nt else "")]
+              f"  store {vt} %f.r{j}, ptr %f.op{j}, align {64 if nt else itemsize}" + (", !nontemporal !0" if nt else "")]
     L.append("  br label %tc.latch")
-    # edge tiles: element by element within the tile's own bounds
-    for v, na, nc in (("g", "%fa", "%fc"),):
-    # one loop nest per variant: f (constant trip counts T x T) and g (the tile's own bounds)
-        L += [f"{v}.c.head:",
-              f"  %{v}.c = phi i64 [ 0, %blk.tile ], [ %{v}.c.next, %{v}.a.exit ]",
-              f"  %{v}.c.done = icmp uge i64 %{v}.c, {nc}",
-              f"  br i1 %{v}.c.done, label %tc.latch, label %{v}.c.body",
-              f"{v}.c.body:",
-              f"  %{v}.cc = add i64 %c0, %{v}.c",
-              f"  %{v}.orow = mul i64 %{v}.cc, %oq",
-              f"  %{v}.obase = add i64 %ob, %{v}.orow",
-              f"  %{v}.ibase = add i64 %ib, %{v}.cc",
-              f"  br label %{v}.a.head",
-              f"{v}.a.head:",
-              f"  %{v}.a = phi i64 [ 0, %{v}.c.body ], [ %{v}.a.next, %{v}.a.body ]",
-              f"  %{v}.a.done = icmp uge i64 %{v}.a, {na}",
-              f"  br i1 %{v}.a.done, label %{v}.a.exit, label %{v}.a.body",
-              f"{v}.a.body:",
-              f"  %{v}.aa = add i64 %a0, %{v}.a",
-              f"  %{v}.irow = mul i64 %{v}.aa, %sp",
-              f"  %{v}.ii = add i64 %{v}.ibase, %{v}.irow",
-              f"  %{v}.ip = getelementptr {t}, ptr %src, i64 %{v}.ii",
-              f"  %{v}.x = load {t}, ptr %{v}.ip, align {itemsize}",
-              f"  %{v}.oi = add i64 %{v}.obase, %{v}.aa",
-              f"  %{v}.op = getelementptr {t}, ptr %dst, i64 %{v}.oi",
-              f"  store {t} %{v}.x, ptr %{v}.op, align {itemsize}",
-              f"  %{v}.a.next = add i64 %{v}.a, 1",
-              f"  br label %{v}.a.head",
-              f"{v}.a.exit:",
-              f"  %{v}.c.next = add i64 %{v}.c, 1",
-              f"  br label %{v}.c.head"]
+    # edge tiles (the last along p or c, the first along p when the tiles start `off` early):
+    # the same registers through masked loads and stores.  Row lanes outside [a0, a1) load a
+    # valid row again (never stored), column lanes at or past c1 load nothing (masked).
+    vi1 = f"<{T} x i1>"
+    iota = "<" + ", ".join(f"i64 {i}" for i in range(T)) + ">"
+    L += ["e.tile:",
+          "  %e.ib0 = add i64 %ib, %c0",
+          "  %e.alast = sub i64 %a1, 1",
+          f"  %e.fc.v0 = insertelement <{T} x i64> poison, i64 %fc, i64 0",
+          f"  %e.fc.v = shufflevector <{T} x i64> %e.fc.v0, <{T} x i64> poison, <{T} x i32> zeroinitializer",
+          f"  %e.cmask = icmp ult <{T} x i64> {iota}, %e.fc.v",
+          "  %e.lo = sub i64 %a0, %a0r",       # lanes [lo, hi) of a stored line are rows a0 .. a1
+          "  %e.hi = sub i64 %a1, %a0r",
+          f"  %e.lo.v0 = insertelement <{T} x i64> poison, i64 %e.lo, i64 0",
+          f"  %e.lo.v = shufflevector <{T} x i64> %e.lo.v0, <{T} x i64> poison, <{T} x i32> zeroinitializer",
+          f"  %e.hi.v0 = insertelement <{T} x i64> poison, i64 %e.hi, i64 0",
+          f"  %e.hi.v = shufflevector <{T} x i64> %e.hi.v0, <{T} x i64> poison, <{T} x i32> zeroinitializer",
+          f"  %e.ge = icmp uge <{T} x i64> {iota}, %e.lo.v",
+          f"  %e.lt = icmp ult <{T} x i64> {iota}, %e.hi.v",
+          f"  %e.amask = and {vi1} %e.ge, %e.lt"]
+    for i in range(T):
+        L += [f"  %e.ar{i}.x = add i64 %a0r, {i}",
+              f"  %e.ar{i}.lo = icmp slt i64 %e.ar{i}.x, %a0",
+              f"  %e.ar{i}.y = select i1 %e.ar{i}.lo, i64 %a0, i64 %e.ar{i}.x",
+              f"  %e.ar{i}.hi = icmp sgt i64 %e.ar{i}.y, %e.alast",
+              f"  %e.ar{i} = select i1 %e.ar{i}.hi, i64 %e.alast, i64 %e.ar{i}.y",
+              f"  %e.ir{i} = mul i64 %e.ar{i}, %sp",
+              f"  %e.ii{i} = add i64 %e.ib0, %e.ir{i}",
+              f"  %e.ip{i} = getelementptr {t}, ptr %src, i64 %e.ii{i}",
+              f"  %e.r0.{i} = call {vt} @llvm.masked.load.v{T}{t}.p0(ptr %e.ip{i}, i32 {itemsize}, {vi1} %e.cmask, {vt} zeroinitializer)"]
+    body, regs = _network_ir(itemsize, "e")
+    L += body
+    L.append("  %e.ob0 = add i64 %ob, %a0r")
+    for j, col in enumerate(regs):
+        L += [f"  %e.in{j} = icmp ult i64 {col}, %fc",
+              f"  %e.m{j} = select i1 %e.in{j}, {vi1} %e.amask, {vi1} zeroinitializer",
+              f"  %e.cc{j} = add i64 %c0, {col}",
+              f"  %e.or{j} = mul i64 %e.cc{j}, %oq",
+              f"  %e.oi{j} = add i64 %e.ob0, %e.or{j}",
+              f"  %e.op{j} = getelementptr {t}, ptr %dst, i64 %e.oi{j}",
+              f"  call void @llvm.masked.store.v{T}{t}.p0({vt} %e.r{j}, ptr %e.op{j}, i32 {itemsize}, {vi1} %e.m{j})"]
+    L.append("  br label %tc.latch")
     L += ["tc.latch:",
           "  %tcb.next = add i64 %tcb, 1",
           "  br label %tc.head",
@@ -212,8 +286,9 @@ def _ir(itemsize: int, nt: bool = False) -> str:
           "exit:"] + (["  fence seq_cst"] if nt else []) + [
           "  ret void",
           "}"]
-    if PREFETCH:
-        L.append("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+    L.append("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+    L += [f"declare <{T} x {t}> @llvm.masked.load.v{T}{t}.p0(ptr, i32, <{T} x i1>, <{T} x {t}>)",
+          f"declare void @llvm.masked.store.v{T}{t}.p0(<{T} x {t}>, ptr, i32, <{T} x i1>)"]
     if nt:   # (the fence at exit orders the streamed lines before the call returns)
         L.append("!0 = !{i32 1}")
     return "\n".join(L) + "\n"
@@ -375,6 +450,6 @@ def run(fn: Function, inputs, targets=None) -> tuple[np.ndarray, ...] | None:
     if plan is None:
         return None
     x = np.ascontiguousarray(inputs[0])
-    out = targets[0] if targets and targets[0] is not None else np.empty(plan.out_shape, x.dtype)
+    out = targets[0] if targets and targets[0] is not None else buffers.empty(plan.out_shape, x.dtype)
     plan.run(x, out)
     return (out,)

@@ -1,0 +1,40 @@
+"""Result and intermediate arrays fusedsl allocates itself, starting on a cache line.
+
+numpy's large buffers come from malloc's mmap'd chunks and start 16 bytes past a page (a
+quarter of a 64-byte line in).  A kernel writing whole 64-byte vectors then writes every
+line in two halves, and the transpose's streaming stores (backend_cpu/transpose.py), which
+must write whole aligned lines, had to run the first tile of every row of tiles element by
+element.  `empty` returns arrays whose data start on a line.
+
+The array is a view of a slightly larger numpy buffer through a ctypes array, not through
+another ndarray: numpy collapses a view of a view onto the first array that owns its data,
+so with an ndarray in between, `result[1:]` would name the hidden buffer as its base and
+not `result`, and the output pool (compiler.OutputPool), which hands a buffer out again
+only when nothing but the pool refers to it, would miss that view.  With the ctypes array
+as the base, views of the result keep the result itself alive, as for any np.empty array.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+
+ALIGN = 64                 # bytes: one cache line, one AVX-512 vector
+# Below this size np.empty is used as is: the wrapper costs ~2.5 us per array, and small
+# arrays are not written with streaming stores (their kernels' time is the call).
+MIN_BYTES = 64 << 10
+
+
+def empty(shape, dtype) -> np.ndarray:
+    """np.empty(shape, dtype), C-contiguous, its data 64-byte aligned when it has at least
+    MIN_BYTES (smaller ones as numpy places them)."""
+    dtype = np.dtype(dtype)
+    shape = tuple(shape)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < MIN_BYTES:
+        return np.empty(shape, dtype)
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return np.ndarray(shape, dtype, buffer=(ctypes.c_char * nbytes).from_buffer(raw, start))
+
