@@ -226,6 +226,56 @@ def interleaved(only, rounds: int):
                         got[i].append(loop_time(fn, number, time.perf_counter))
                 print(f"| matmul {m_}x{k_} @ {k_}x{n_} {dtype} | {fmt(got[0])} | {fmt(got[1])} | "
                       f"{statistics.median(got[1]) / statistics.median(got[0]):.2f}x |", flush=True)
+        blas_threads(rounds)
+
+
+def blas_threads(rounds: int, size: int = 1024):
+    """The float32 product under a 16-bit matmul, size^3, by every way of running it here:
+    one sgemm on one thread, OpenBLAS's own threads, fusedsl's pool row blocks, beside torch's
+    bfloat16 and float32 products; wall and CPU time per call, interleaved rounds."""
+    from fusedsl.backend_cpu import cube
+    from fusedsl.backend_cpu.launch import host_threads
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((size, size)).astype(np.float32).astype(to_dtype("bfloat16").np)
+    b = rng.standard_normal((size, size)).astype(np.float32).astype(to_dtype("bfloat16").np)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    out = np.empty((size, size), np.float32)
+    get, set_ = cube._BLAS_THREADS
+
+    def one_thread():
+        with cube.one_blas_thread():
+            np.matmul(a32, b32, out=out)
+
+    def openblas_threads():
+        prev = get()
+        set_(host_threads())
+        try:
+            np.matmul(a32, b32, out=out)
+        finally:
+            set_(prev)
+    ta = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    tb = torch.from_numpy(b.view(np.int16)).view(torch.bfloat16)
+    ta32, tb32 = torch.from_numpy(a32), torch.from_numpy(b32)
+    kern = fs.fused_kernel(lambda p, q: p @ q)
+    ways = {"sgemm, 1 thread": one_thread, f"sgemm, OpenBLAS's {host_threads()} threads": openblas_threads,
+            "sgemm, fusedsl pool row blocks (cube._matmul_2d)": lambda: cube._matmul_2d(a32, b32, out),
+            "fusedsl bfloat16 kernel(a, b)": lambda: kern(a, b),
+            "torch bfloat16 a @ b": lambda: ta @ tb, "torch float32 a @ b": lambda: ta32 @ tb32}
+    for fn in ways.values():
+        fn()
+    got = {k: ([], []) for k in ways}
+    for _ in range(rounds):
+        for k, fn in ways.items():
+            w, c = time.perf_counter(), time.process_time()
+            fn()
+            got[k][0].append(time.perf_counter() - w)
+            got[k][1].append(time.process_time() - c)
+    flops = 2.0 * size ** 3
+    print(f"\n{size}^3 product, {torch.get_num_threads()} torch threads, medians of {rounds} interleaved rounds\n"
+          "| way | wall | CPU time | GFLOP/s (wall) | GFLOP per CPU-second |\n|---|---|---|---|---|")
+    for k, (wall, cpu) in got.items():
+        print(f"| {k} | {fmt(wall)} | {fmt(cpu)} | {flops / statistics.median(wall) / 1e9:.0f} | "
+              f"{flops / statistics.median(cpu) / 1e9:.0f} |", flush=True)
 
 
 def views(tab, rng):

@@ -286,3 +286,31 @@ def test_results_are_line_aligned_and_views_keep_them():
     results = [k(x + i) for i in range(6)]
     assert not any(np.shares_memory(view, r) for r in results)
     assert np.array_equal(view, (np.maximum(x, 0) * 2)[3:])
+
+
+@fuzz_settings(0.15)
+@given(st.integers(1, 90), st.integers(1, 40), st.integers(1, 90), st.sampled_from(["float16", "bfloat16"]),
+       st.integers(0, 1 << 30))
+def test_16bit_product_row_blocks_match_the_reference(m, k, n, dtype, seed):
+    """A lone 16-bit matmul's bound call (B widened once, row blocks widening their rows of A
+    and rounding their rows of the product on the pool's threads; PARALLEL_MACS forced to 1 so
+    that small odd shapes split too, m or n of 1 included) gives the reference's bits, call
+    after call on the same arrays with new values."""
+    from fusedsl.backend_cpu import cube
+    rng = np.random.default_rng(seed)
+    a, b = _array(rng, (m, k), dtype), _array(rng, (k, n), dtype)
+    a.flat[0] = np.nan if m * k > 1 else a.flat[0]
+    ref = fs.fused_kernel(lambda p, q: p @ q)
+    old_executor, old_macs = fs.config.executor, cube.PARALLEL_MACS
+    cube.PARALLEL_MACS = 1
+    try:
+        got = fs.fused_kernel(lambda p, q: p @ q)
+        first = got(a, b).copy()
+        a[...] = _array(rng, (m, k), dtype)   # same arrays, new values: widened again
+        second = got(a, b)
+        fs.config.executor = "reference"
+        want = ref(a, b)
+    finally:
+        fs.config.executor, cube.PARALLEL_MACS = old_executor, old_macs
+    assert first.dtype == want.dtype and second.dtype == want.dtype
+    assert np.array_equal(second.view(np.uint16), want.view(np.uint16))

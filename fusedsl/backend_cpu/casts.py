@@ -100,6 +100,15 @@ def _fn(kind: str, d: str):
     return hit[1]
 
 
+def native(kind: str, dtype):
+    """The native loop fn(src_address, dst_address, n) of `kind` ("widen": 16-bit -> float32,
+    "narrow": float32 -> 16-bit, rounding; "round": float32 in place) for float16 / bfloat16,
+    for callers that convert parts of arrays they keep (cube's row blocks)."""
+    if dtype not in (dt.float16, dt.bfloat16):
+        raise ValueError(f"no native {kind} for {dtype}")
+    return _fn(kind, dtype.name)
+
+
 def _native(a: np.ndarray) -> bool:
     return a.flags.c_contiguous and a.size > 0
 

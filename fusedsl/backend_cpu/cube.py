@@ -92,19 +92,25 @@ _SGEMM, _BLAS_LOCAL_THREADS = _load_sgemm()
 PARALLEL_MACS = 1 << 24
 
 
-def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """out = a @ b for C-contiguous float32 matrices: single-threaded sgemm calls on row blocks."""
+def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, before=None, after=None) -> None:
+    """out = a @ b for C-contiguous float32 matrices: single-threaded sgemm calls on row blocks.
+    before(lo, hi) / after(lo, hi), when given, run on the block's thread just before / after
+    the product of rows [lo, hi) (a 16-bit product widens its rows of `a` and rounds its rows
+    of the result there: in parallel, and while the rows are in that core's cache)."""
     m, k = a.shape
     n = b.shape[1]
-    if _SGEMM is None or _BLAS_LOCAL_THREADS is None or 0 in (m, n, k):
-        np.matmul(a, b, out=out)
-        return
-    if m == 1 or n == 1:   # numpy runs these as gemv / dot (other sums than sgemm's): the same call
-        prev = _BLAS_LOCAL_THREADS(1)
+    if _SGEMM is None or _BLAS_LOCAL_THREADS is None or 0 in (m, n, k) or m == 1 or n == 1:
+        # numpy runs m or n of 1 as gemv / dot (other sums than sgemm's): the same call here
+        prev = _BLAS_LOCAL_THREADS(1) if _BLAS_LOCAL_THREADS is not None else None
         try:
+            if before is not None:
+                before(0, m)
             np.matmul(a, b, out=out)
+            if after is not None:
+                after(0, m)
         finally:
-            _BLAS_LOCAL_THREADS(prev)
+            if prev is not None:
+                _BLAS_LOCAL_THREADS(prev)
         return
     threads = host_threads() if m * n * k >= PARALLEL_MACS and m >= 32 else 1
     # two blocks per thread, handed out in turn (each block repacks B: few blocks when K is long)
@@ -117,7 +123,12 @@ def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
             for lo in counter:   # next() is atomic under the GIL
                 if lo >= m:
                     return
-                _gemm_acc(a[lo:lo + rows], b, out[lo:lo + rows], False)
+                hi = min(lo + rows, m)
+                if before is not None:
+                    before(lo, hi)
+                _gemm_acc(a[lo:hi], b, out[lo:hi], False)
+                if after is not None:
+                    after(lo, hi)
         finally:
             _BLAS_LOCAL_THREADS(prev)
     if threads == 1:
@@ -383,6 +394,9 @@ class CubeKernel:
             return native
         if not self.floats:
             return None
+        product16 = self._bind_16bit_product(inputs, outputs)
+        if product16 is not None:
+            return product16
         lean = self._bind_small_matmul(inputs, outputs)
         if lean is not None:
             return lean
@@ -643,6 +657,46 @@ class CubeKernel:
             copyto(product, grid)
         fill.buffers = (padded, taps, acc, windows)
         return fill
+
+    def _bind_16bit_product(self, inputs, outputs):
+        """A lone 2-D float16 / bfloat16 matmul (no epilogue) as a bound call, or None.
+
+        Per call: B widened once into a kept float32 buffer, then row blocks (`_matmul_2d`,
+        on the pool's threads for large products), each widening its rows of A, running its
+        sgemm and rounding its rows of the product straight into the 16-bit output (`casts`:
+        round to nearest even, NaN quieted, the reference's bits).  `run` instead widened
+        into new arrays (page faults on every call), made a new product buffer, and rounded
+        and narrowed it block by block on the calling thread after the whole product."""
+        cube, y = self.cube, self.cube.result
+        if (cube.name != "matmul" or self.prologue or self.epilogue or len(outputs) != 1 or len(y.shape) != 2
+                or self.fn.results[0] is not y or y.dtype not in (dt.float16, dt.bfloat16)
+                or cube.attr("transpose_a", False) or cube.attr("transpose_b", False)):
+            return None
+        env = {id(p.value): x for p, x in zip(self.fn.params, inputs)}
+        if any(id(v) not in env for v in cube.operands):
+            return None
+        a, w = (env[id(v)] for v in cube.operands)
+        out = outputs[0]
+        if not all(type(x) is np.ndarray and x.dtype == y.dtype.np and x.flags.c_contiguous and x.size
+                   for x in (a, w, out)):
+            return None
+        (m, k), n = a.shape, w.shape[1]
+        a32, w32, product = np.empty((m, k), np.float32), np.empty((k, n), np.float32), np.empty((m, n), np.float32)
+        widen, narrow = casts.native("widen", y.dtype), casts.native("narrow", y.dtype)
+        pa, pa32, pw, pw32 = a.ctypes.data, a32.ctypes.data, w.ctypes.data, w32.ctypes.data
+        pp, po = product.ctypes.data, out.ctypes.data
+
+        def before(lo, hi):
+            widen(pa + 2 * k * lo, pa32 + 4 * k * lo, k * (hi - lo))
+
+        def after(lo, hi):
+            narrow(pp + 4 * n * lo, po + 2 * n * lo, n * (hi - lo))
+
+        def call():
+            widen(pw, pw32, k * n)   # every block reads all of B
+            _matmul_2d(a32, w32, product, before, after)
+        call.arrays = (a, w, out, a32, w32, product)   # alive as long as the call
+        return call
 
     def _bind_small_matmul(self, inputs, outputs):
         """A small float32 matmul (one epilogue block) with a float32 numpy epilogue: one
