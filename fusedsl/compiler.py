@@ -499,7 +499,9 @@ class CompiledKernel:
         """(bind, volatile) for one call of main: bind(inputs, outputs) -> a callable running
         the kernel on those arrays, by the executor `_run_llvm_kernel` would pick; volatile
         when the bound call holds values read from its inputs (rebound before every call);
-        bind is "view" for a kernel whose result is its input's bytes reshaped."""
+        bind is "view" for a kernel whose result is its input's bytes reshaped.  A third item,
+        {operand position: main value}, names operands the bound call reads from another value
+        (a conv2d reading the parameter its operand copies: zeros.copy_sources)."""
         plan = self._plans_by_name[op.attr("callee")]
         kernel = None
         if plan.schedule is not None and plan.error is None:
@@ -520,7 +522,7 @@ class CompiledKernel:
             row = self._row_kernel(plan)
             if row is not None:
                 return row.bind, any(p.kind in ("scalar", "runtime_scalar") for p in getattr(row.plan, "params", ()))
-        from .backend_cpu import cube, transpose
+        from .backend_cpu import conv_sparse, cube, transpose
 
         def bind_other(ins, outs):   # attention kernels, or the numpy reference
             def call():
@@ -539,6 +541,32 @@ class CompiledKernel:
                 if other.cube.name == "conv2d":   # imported conv variants: skip their zeros
                     masks = self._structural_zeros()
                     zeros = [masks.get(id(v)) for v in op.operands]
+                    # operands that copy a parameter (a dilated / grouped / flipped weight, a
+                    # zero-inserted input): read there; the kernels building them may then go
+                    copies = self._copy_sources()
+                    found = [copies.get(id(v)) for v in op.operands]
+                    used = other.sourced_operands(zeros, [None if f is None else f[1] for f in found])
+                    if used:
+                        params = self.module.main.params
+                        reads = {i: params[found[i][0]].value for i in used}
+                        shapes = [tuple(v.shape) for v in op.operands]
+
+                        def bind_sourced(ins, outs):
+                            call = other.bind(ins, outs, self.target, zeros, used)
+                            if call is not None:
+                                return call
+                            # not bound natively after all: the operands made from their
+                            # sources on every call, then the kernel as any other
+                            made = {i: np.empty(shapes[i], np.float32) for i in used}
+                            dense = [made.get(i, a) for i, a in enumerate(ins)]
+                            inner = other.bind(dense, outs, self.target, zeros) or bind_other(dense, outs)
+
+                            def run():
+                                for i, buf in made.items():
+                                    conv_sparse.take_zeros(ins[i].reshape(-1), used[i], buf)
+                                inner()
+                            return run
+                        return bind_sourced, False, reads
                 return (lambda ins, outs: other.bind(ins, outs, self.target, zeros) or bind_other(ins, outs)), False
             return other.bind, False
         return bind_other, False
@@ -549,6 +577,13 @@ class CompiledKernel:
             from .backend_cpu.zeros import structural_zeros
             self._zeros = structural_zeros(self.module)
         return self._zeros
+
+    def _copy_sources(self):
+        """backend_cpu.zeros.copy_sources of this module, computed once."""
+        if getattr(self, "_copies", None) is None:
+            from .backend_cpu.zeros import copy_sources
+            self._copies = copy_sources(self.module)
+        return self._copies
 
     def _callee_zeros(self, plan):
         """The structural-zero masks of a conv kernel's operands when main calls it once with

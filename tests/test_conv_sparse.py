@@ -13,7 +13,7 @@ from hypothesis import assume, given, strategies as st
 import fusedsl as fs
 from fusedsl.backend_cpu import conv_sparse, cube
 from fusedsl.backend_cpu.gather import copy_list
-from fusedsl.backend_cpu.zeros import structural_zeros
+from fusedsl.backend_cpu.zeros import copy_sources, structural_zeros
 
 from conftest import fuzz_settings
 
@@ -174,3 +174,82 @@ def test_structural_zero_masks_follow_data_movement_only():
     assert all(m.shape == (3, 2) and not m.any() for m in found if m.shape == (3, 2))   # zeros_like
     assert all(id(v) not in masks for v in main.results)   # z + 1, y (x * 0.0 is not a zero), w
     assert all(id(p.value) not in masks for p in main.params)
+
+
+def test_copy_sources_index_the_parameter_through_data_movement():
+    """zeros.copy_sources: a value built by slices, concatenations (with zeros), transposes,
+    reshapes and broadcasts of one parameter is that parameter's elements at its indices (-1:
+    zero); a value mixing two parameters or computing anything has no entry."""
+    def f(x, y):
+        flipped = fs.concatenate([x[:, 2:3], x[:, 1:2], x[:, 0:1]], axis=1)
+        padded = fs.concatenate([fs.zeros_like(x[:1]), flipped, fs.zeros_like(x[:2])], axis=0)
+        moved = fs.reshape(fs.transpose(padded, (1, 0)), (-1,))
+        mixed = fs.concatenate([x, y], axis=0)
+        return moved * 1.0, padded + 0.0, mixed, x * 2.0
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) + 1
+    y = -x
+    compiled = fs.fused_kernel(f, opt_level=0).compile(x, y)
+    sources = copy_sources(compiled.module)
+    main = compiled.module.main
+    values = {id(v): v for op in main.ops for v in op.results}
+    found = [(values[i], got) for i, got in sources.items() if i in values]
+    assert len(found) >= 3
+    for v, (param, at) in found:
+        assert param == 0 and at.shape == tuple(v.shape) and (at >= -1).all()
+    padded = np.concatenate([np.zeros((1, 3)), x[:, ::-1], np.zeros((2, 3))], axis=0)
+    cands = [got for got in sources.values() if got[1].shape == (7, 3)]
+    assert any(np.array_equal(np.where(at >= 0, x.reshape(-1)[np.maximum(at, 0)], 0.0), padded) for _, at in cands)
+    mixed_ids = {id(v) for op in main.ops for v in op.results if tuple(v.shape) == (8, 3)}
+    assert not mixed_ids & set(sources)
+
+
+@fuzz_settings(scale=0.04)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=4), data=st.data())
+def test_affine_view_reads_the_indexed_elements(shape, data):
+    steps = [data.draw(st.integers(1, 3)) * (-1 if data.draw(st.booleans()) else 1) for _ in shape]
+    base = np.arange(int(np.prod([s * abs(t) + 1 for s, t in zip(shape, steps)])), dtype=np.float32)
+    base = base.reshape([s * abs(t) + 1 for s, t in zip(shape, steps)])
+    at = np.arange(base.size).reshape(base.shape)
+    pick = tuple(slice(None, None, t) for t in steps)
+    at = at[pick][tuple(slice(0, s) for s in shape)]
+    if data.draw(st.booleans()) and at.ndim > 1:
+        at = at.transpose(list(range(at.ndim))[::-1])
+    view = conv_sparse.affine_view(base, np.ascontiguousarray(at))
+    assert view is not None and np.shares_memory(view, base)
+    np.testing.assert_array_equal(view, base.reshape(-1)[at])
+    if at.shape[-1] >= 3:   # two neighbours swapped: not affine; a zero (-1): not a view
+        swapped = at.copy()
+        swapped[..., [0, 1]] = swapped[..., [1, 0]]
+        assert conv_sparse.affine_view(base, swapped) is None
+        zero = at.copy()
+        zero.reshape(-1)[0] = -1
+        assert conv_sparse.affine_view(base, zero) is None
+
+
+@pytest.mark.parametrize("returns_weight", [False, True])
+def test_operands_read_from_their_sources_drop_the_kernels_building_them(returns_weight):
+    """A depthwise conv's block-diagonal weight and a transposed conv's zero-inserted input are
+    read from the parameters they copy: the program runs the conv kernel alone, unless the built
+    operand is also a result (then its kernels stay), and agrees with torch either way."""
+    cases = [((2, 6, 6, 7, 9, 3, 2), ((1, 1), (1, 0), (1, 1), False, (0, 0), 6)),   # depthwise
+             ((2, 4, 3, 5, 4, 3, 2), ((2, 3), (1, 0), (2, 1), True, (1, 2), 1))]    # transposed
+    for shape, cfg in cases:
+        x, w, kern = _case(*shape, *cfg, np.float32)
+        if returns_weight:
+            inner = kern
+
+            def both(a, b):
+                return inner.fn(a, b), fs.concatenate([b, b], axis=0)
+            kern = fs.fused_kernel(both)
+        for _ in range(2):
+            got = kern(x, w)
+            y = got[0] if returns_weight else got
+            np.testing.assert_allclose(y, _torch(x, w, *cfg), rtol=1e-4, atol=1e-4)
+            if returns_weight:
+                np.testing.assert_array_equal(got[1], np.concatenate([w, w], axis=0))
+            x *= -1.5                                   # the same arrays, new values
+            w += 0.25
+        program = list(kern._cache.values())[-1]._program
+        assert program is not None
+        if not returns_weight:
+            assert len(program._steps) == 1, shape      # the conv kernel alone

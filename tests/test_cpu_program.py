@@ -4,9 +4,12 @@ the same results as the numpy reference on every call, whatever the caller does 
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, strategies as st
 
 import fusedsl as fs
 from fusedsl.backend_cpu.program import Program
+
+from conftest import fuzz_settings
 
 
 def _prog(x, w, c):
@@ -217,3 +220,46 @@ def test_small_parameters_passed_as_new_arrays_are_staged_and_stay_correct():
         arr = big - step
         np.testing.assert_allclose(kb(arr), np.maximum(arr, 0) * 2 + arr.sum(dtype=np.float32), rtol=1e-5, atol=1e-2)
     assert not kb.compile(big)._program._staged
+
+
+@given(st.lists(st.sampled_from(["relu", "sum_rows", "transpose", "concat", "mul"]), min_size=2, max_size=7),
+       st.integers(1, 5), st.integers(1, 9))
+@fuzz_settings(0.2)
+def test_consecutive_native_kernels_run_as_one_foreign_call(chain, rows, cols):
+    """Unfused (opt_level=0) chains of vector, row, view and transpose kernels: runs of serial
+    kernel calls become one native call list (calls.py), and every call agrees with numpy,
+    also after the arguments' values change in place."""
+    def build(lib, x, y):
+        for name in chain:
+            if name == "relu":
+                x = lib.maximum(x, 0.0) if lib is np else fs.relu(x)
+            elif name == "sum_rows":
+                x = x + (x.sum(axis=1, keepdims=True) if lib is np else fs.sum(x, axis=1, keepdims=True))
+            elif name == "transpose":
+                x = (x.T if lib is np else fs.transpose(x, (1, 0))) * 1.0
+                x = x.T if lib is np else fs.transpose(x, (1, 0))
+            elif name == "concat":
+                x = lib.concatenate([x[:, 1:], x[:, :1]], axis=1)
+            else:
+                x = x * y
+        return x
+
+    rng = np.random.default_rng(rows * 10 + cols)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    y = rng.standard_normal((rows, cols)).astype(np.float32)
+    k = fs.fused_kernel(lambda a, b: build(fs, a, b), opt_level=0)
+    for _ in range(2):
+        got, want = k(x, y), build(np, x, y)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5 * (1 + np.abs(want).max()))
+        x += 1.0                                   # the same arrays, new values
+    compiled = list(k._cache.values())[-1]
+    program = compiled._program
+    if rows == 1 or cols == 1:   # size-1 transposes are views: main may be no program at all
+        return
+    assert isinstance(program, Program)
+    lists = [c for c in program._calls if hasattr(c, "calls")]
+    native = [s for s in program._steps if getattr(s.call, "native", None) is not None]
+    grouped = sum(len(c.calls) for c in lists)
+    assert grouped <= len(native) and len(program._calls) == len(program._steps) - grouped + len(lists)
+    if len(native) == len(program._steps) >= 2:    # all serial kernels: one foreign call in all
+        assert len(program._calls) == 1 and lists

@@ -237,3 +237,34 @@ def test_item_and_boolean_masks_are_refused():
         fs.from_torch(lambda v: v * v.max().item(), torch.randn(4))
     with pytest.raises(fs.UnsupportedOpError, match="size depends on the data"):
         fs.from_torch(lambda v: v[v > 0], torch.randn(4))
+
+
+def test_repeated_calls_take_the_runner_and_follow_the_weights():
+    """ImportedKernel's runner per argument shapes (importers/common.py): the second call with
+    numpy arrays goes straight to the compiled runner; new weight arrays, new shapes and
+    errors still go through the checked paths."""
+    lin = nn.Linear(5, 3)
+    x = torch.randn(4, 5)
+    k = fs.from_torch(lin, x)
+
+    def want(a):
+        with torch.no_grad():
+            return lin(torch.from_numpy(a)).numpy()
+    xn = x.numpy().copy()
+    for _ in range(2):
+        np.testing.assert_allclose(k(xn), want(xn), rtol=1e-5, atol=1e-5)
+    assert len(k._runners) == 1
+    xn[0] += 1.0                                     # the same array, new values
+    np.testing.assert_allclose(k(xn), want(xn), rtol=1e-5, atol=1e-5)
+    xn2 = np.ascontiguousarray(xn[:2] * 3)           # new shape: compiled again, remembered too
+    for _ in range(2):
+        np.testing.assert_allclose(k(xn2), want(xn2), rtol=1e-5, atol=1e-5)
+    assert len(k._runners) == 2
+    # new weight arrays (not the ones the runner was found with): followed
+    k.weights = [(w * -2.0 if w.ndim == 2 else w + 1.0).astype(np.float32) for w in k.weights]
+    w2 = next(w for w in k.weights if w.ndim == 2)
+    b1 = next(w for w in k.weights if w.ndim == 1)
+    ref = xn @ (w2.T if w2.shape == (3, 5) else w2) + b1
+    np.testing.assert_allclose(k(xn), ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(fs.FusedslError, match="takes 1 input"):
+        k(xn, xn)

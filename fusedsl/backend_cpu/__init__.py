@@ -188,6 +188,11 @@ class BoundCall:
         self._scalars = scalars    # parameter positions holding runtime scalars (compared by value)
         self._serial = (0, block_dim, args_ptr, scratch[0]) if len(scratch) == 1 else None
 
+    @property
+    def native(self):
+        """(cfunc, *arguments) when a call is that one serial kernel call (calls.py)."""
+        return None if self._serial is None else (self._fn, *self._serial)
+
     def __call__(self) -> None:
         serial = self._serial
         if serial is not None:

@@ -177,11 +177,13 @@ class SparseConv:
             self._buffers = (compact, weights, chunks, classes)
         return self._buffers
 
-    def bind(self, x, w, product, gemm_list) -> "BoundSparseConv | None":
-        """The conv of these arrays (into `product`), or None (see `buffers`)."""
+    def bind(self, x, w, product, gemm_list, sources=(None, None)) -> "BoundSparseConv | None":
+        """The conv of these arrays (into `product`), or None (see `buffers`).  `sources`: per
+        operand None, or an index array of the operand's shape: the operand is then not `x` (or
+        `w`) itself but copies element `index` of that array's flat elements (-1: a zero)."""
         if not self.empty and self.buffers(gemm_list) is None:
             return None
-        return BoundSparseConv(self, x, w, product)
+        return BoundSparseConv(self, x, w, product, sources)
 
 
 CHUNK_BYTES = 4 << 20   # gathered windows + products of one chunk of images: stays in L2/L3
@@ -197,8 +199,10 @@ class BoundSparseConv:
     have been NaN), then `steps` are the native calls: per chunk of images the windows, the
     products and the classes' results into the output."""
 
-    def __init__(self, plan: SparseConv, x, w, product):
+    def __init__(self, plan: SparseConv, x, w, product, sources=(None, None)):
         self.plan, self.x, self.w, self.product = plan, x, w, product
+        self.sources = tuple(sources)
+        self._dense = None
         self.steps = []
         if plan.empty:
             return
@@ -213,13 +217,33 @@ class BoundSparseConv:
         compact, self.weights, chunks, _ = plan.buffers(None)
         self.compact = compact
         inner = compact[:, :, lo_h:lo_h + nh, lo_w:lo_w + nw]
-        source = x[:, :, ah - ph:ah - ph + qh * (nh - 1) + 1:qh, aw - pw:aw - pw + qw * (nw - 1) + 1:qw]
+        lattice = (slice(None), slice(None), slice(ah - ph, ah - ph + qh * (nh - 1) + 1, qh),
+                   slice(aw - pw, aw - pw + qw * (nw - 1) + 1, qw))
         images = plan.images
-        self._pairs = [(inner[:, j], source[i]) for j, i in enumerate(images)]
+        self._takes = []   # (source's flat elements, destination, index array): numpy per call
+        if self.sources[0] is None:
+            source = x[lattice]
+            self._pairs = [(inner[:, j], source[i]) for j, i in enumerate(images)]
+        else:   # the lattice read from the array the operand copies: strided views where they are
+            where = self.sources[0][lattice]
+            self._pairs = []
+            for j, i in enumerate(images):
+                view = affine_view(x, where[i])
+                if view is not None:
+                    self._pairs.append((inner[:, j], view))
+                else:
+                    self._takes.append((x.reshape(-1), inner[:, j], where[i]))
         self._compact = copy_list(self._pairs) if x.dtype == np.float32 else None
         # the weight's diagonal blocks [G, K/G, C/G, R*S], gathered per call
-        self.w6 = w.reshape(g, kg, g, cg, r, s)
         self.diag = np.arange(g)
+        if self.sources[1] is None:
+            self.w6 = w.reshape(g, kg, g, cg, r, s)
+        else:   # their elements' positions in the array the weight copies, per class
+            at = self.sources[1].reshape(g, kg, g, cg, r, s)[self.diag, :, self.diag]
+            at = at.reshape(at.shape[:3] + (-1,))
+            for wbuf, taps_at in self.weights:
+                self._takes.append((w.reshape(-1), wbuf, np.take(at, taps_at, axis=3)))
+            self.w6 = None
         keep = []
         for j0, nb, windows, gemms, grids, _, _ in chunks:
             results = []
@@ -244,15 +268,64 @@ class BoundSparseConv:
         else:   # 16-bit input: numpy converts
             for dst, src in self._pairs:
                 np.copyto(dst, src)
+        for flat, dst, at in self._takes:
+            take_zeros(flat, at, dst)
         if not (math.isfinite(float(self.compact.sum())) and math.isfinite(float(np.sum(self.w, dtype=np.float32)))):
             return False
-        diag = self.w6[self.diag, :, self.diag]          # [G, K/G, C/G, R, S]
-        diag = diag.reshape(diag.shape[:3] + (-1,))
-        for wbuf, taps_at in self.weights:
-            if diag.dtype == np.float32:
-                np.take(diag, taps_at, axis=3, out=wbuf)
-            else:
-                np.copyto(wbuf, np.take(diag, taps_at, axis=3))
+        if self.w6 is not None:
+            diag = self.w6[self.diag, :, self.diag]          # [G, K/G, C/G, R, S]
+            diag = diag.reshape(diag.shape[:3] + (-1,))
+            for wbuf, taps_at in self.weights:
+                if diag.dtype == np.float32:
+                    np.take(diag, taps_at, axis=3, out=wbuf)
+                else:
+                    np.copyto(wbuf, np.take(diag, taps_at, axis=3))
         for z in self._zero:
             z.fill(0.0)
         return True
+
+    def dense_operands(self):
+        """(x, w) as dense arrays of the conv's operand shapes: the arrays passed, or the
+        operands made from the arrays they copy (`sources`), into buffers kept for the next
+        time (the dense conv binds them)."""
+        if self._dense is None:
+            self._dense = tuple(np.zeros(shape, np.float32) if at is not None else None
+                                for shape, at in zip((self.plan.x_shape, self.plan.w_shape), self.sources))
+        out = []
+        for arr, at, buf in zip((self.x, self.w), self.sources, self._dense):
+            if at is None:
+                out.append(arr)
+            else:
+                take_zeros(arr.reshape(-1), at, buf)
+                out.append(buf)
+        return tuple(out)
+
+
+def take_zeros(flat, at, out) -> None:
+    """out[...] = flat[at] with 0 where at is -1 (a structural zero)."""
+    np.copyto(out, np.where(at >= 0, flat[np.maximum(at, 0)], np.float32(0.0)))
+
+
+def affine_view(arr, at):
+    """A strided view of C-contiguous `arr` whose elements are arr.flat[at] (`at` an index
+    array), or None when `at` is not affine in its coordinates (or reads a zero, -1)."""
+    if at.size == 0 or (at < 0).any():
+        return None
+    base = int(at.flat[0])
+    strides = []
+    expect = np.full(at.shape, base, np.int64)
+    for axis, n in enumerate(at.shape):
+        step = 0
+        if n > 1:
+            one = [0] * at.ndim
+            one[axis] = 1
+            step = int(at[tuple(one)]) - base
+        strides.append(step)
+        shape = [1] * at.ndim
+        shape[axis] = n
+        expect = expect + step * np.arange(n, dtype=np.int64).reshape(shape)
+    if not np.array_equal(expect, at):
+        return None
+    item = arr.itemsize
+    return np.ndarray(at.shape, arr.dtype, buffer=arr.reshape(-1), offset=base * item,
+                      strides=tuple(s * item for s in strides))

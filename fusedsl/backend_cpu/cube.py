@@ -375,7 +375,30 @@ class CubeKernel:
 
     # -- running ---------------------------------------------------------------------------
 
-    def bind(self, inputs, outputs, target=None, zeros=None):
+    def sourced_operands(self, zeros, sources) -> dict[int, np.ndarray]:
+        """{kernel parameter position: index array} of the conv2d operands `bind` can read
+        from the parameter they copy (zeros.copy_sources: `sources[i]`, per kernel parameter,
+        None or an index array into that parameter's array) instead of from the operand: the
+        product skips their zeros (conv_sparse) and reads nothing else of them, and nothing
+        else in the kernel reads them.  Empty when the product would run dense."""
+        cube = self.cube
+        if cube.name != "conv2d" or zeros is None or sources is None:
+            return {}
+        index = {id(p.value): i for i, p in enumerate(self.fn.params)}
+        positions = [index.get(id(v)) for v in cube.operands]
+        if None in positions or any(v.dtype != dt.float32 for v in cube.operands):
+            return {}
+        others = [v for op in self.fn.ops if op is not cube for v in op.operands]
+        masks = [zeros[i] for i in positions]
+        if not any(m is not None for m in masks):
+            return {}
+        shapes = [tuple(v.shape) for v in cube.operands]
+        if self._sparse_plan(shapes[0], shapes[1], masks) is None:
+            return {}
+        return {i: sources[i] for i, v in zip(positions, cube.operands)
+                if sources[i] is not None and not any(o is v for o in others)}
+
+    def bind(self, inputs, outputs, target=None, zeros=None, sources=None):
         """A callable running the kernel on exactly these arrays (a program's bound step: the
         arrays stay the same, their contents change), or None when this executor cannot run
         it (the caller then runs the reference).
@@ -388,9 +411,10 @@ class CubeKernel:
         the per-dtype tolerances of numpy's; each numpy epilogue op cost ~1.5 us on small
         blocks).  Otherwise `run` (a small float32 matmul with a numpy epilogue directly).
         `zeros`: per input, its structural-zero mask (backend_cpu/zeros.py) or None; a conv2d
-        skips the products they make zero (conv_sparse.py)."""
-        native = self._bind_native(inputs, outputs, target, zeros) if target is not None else None
-        if native is not None:
+        skips the products they make zero (conv_sparse.py).  `sources`: `sourced_operands`'s
+        answer; those inputs are then the parameters the operands copy, not the operands."""
+        native = self._bind_native(inputs, outputs, target, zeros, sources) if target is not None else None
+        if native is not None or sources:
             return native
         if not self.floats:
             return None
@@ -449,7 +473,7 @@ class CubeKernel:
         self._epilogue_kernels[target] = (kernel, tiling, list(reads.values()), inside)
         return self._epilogue_kernels[target]
 
-    def _bind_native(self, inputs, outputs, target, zeros=None):
+    def _bind_native(self, inputs, outputs, target, zeros=None, sources=None):
         """The product into a kept float32 buffer, then the native epilogue kernel (a lone
         float32 product straight into the output); None when the epilogue is not one or an
         argument is not a C-contiguous array of its parameter's dtype."""
@@ -467,6 +491,9 @@ class CubeKernel:
         if not all(type(a) is np.ndarray and a.dtype == p.value.dtype.np and a.flags.c_contiguous
                    for p, a in zip(self.fn.params, inputs)):
             return None
+        sources = sources or {}
+        by_value = {id(self.fn.params[i].value): idx for i, idx in sources.items()}
+        operand_sources = [by_value.get(id(v)) for v in self.cube.operands]
         # the prologue's values on the host per call (the reference's op, like `run`), each
         # into a buffer kept with the call; constants once
         host = []
@@ -488,7 +515,9 @@ class CubeKernel:
         if zeros is not None:
             index = {id(p.value): i for i, p in enumerate(self.fn.params)}
             masks = [zeros[index[id(v)]] if id(v) in index else None for v in self.cube.operands]
-        fill = self._product_fill(a, w, product, masks)
+        fill = self._product_fill(a, w, product, masks, operand_sources)
+        if fill is None:
+            return None
         ins = [product] + [env[id(v)] for v in reads]
         if plain:
             epilogue = _nothing
@@ -515,15 +544,19 @@ class CubeKernel:
             epilogue()
         return call
 
-    def _product_fill(self, a, w, product, masks=None):
+    def _product_fill(self, a, w, product, masks=None, sources=(None, None)):
         """A callable writing the float32 product of these operand arrays into `product`;
-        `masks`: the operands' structural zeros (or None)."""
+        `masks`: the operands' structural zeros (or None); `sources`: per operand None or the
+        index array saying which elements of the array passed for it the operand copies (then
+        the sparse conv reads it there; None when it cannot)."""
         cube, y = self.cube, self.cube.result
         if cube.name == "conv2d":
             if masks is not None and any(m is not None for m in masks):
-                sparse = self._sparse_conv_fill(a, w, product, masks)
+                sparse = self._sparse_conv_fill(a, w, product, masks, sources)
                 if sparse is not None:
                     return sparse
+            if any(s is not None for s in sources):
+                return None
             native = self._conv_fill(a, w, product)
             if native is not None:
                 return native
@@ -552,36 +585,38 @@ class CubeKernel:
                     return gemms
         return lambda: np.matmul(a, w, out=product)
 
-    def _sparse_plan(self, x, w, masks):
+    def _sparse_plan(self, x_shape, w_shape, masks):
         """The conv2d's zero structure (conv_sparse.SparseConv) when skipping its zeros saves
         enough, else None; kept per kernel function (its masks are static)."""
         key = tuple(None if m is None else (m.shape, m.tobytes()) for m in masks)
         cached = getattr(self, "_sparse", None)
         if cached is None or cached[0] != key:
-            plan = conv_sparse.SparseConv(x.shape, w.shape, self.cube.result.shape, self.cube.attr("stride"),
+            plan = conv_sparse.SparseConv(x_shape, w_shape, self.cube.result.shape, self.cube.attr("stride"),
                                           self.cube.attr("padding"), *masks)
             self._sparse = cached = (key, plan if plan.worth else None)
         return cached[1]
 
-    def _sparse_conv_fill(self, x, w, product, masks):
+    def _sparse_conv_fill(self, x, w, product, masks, sources=(None, None)):
         """The conv2d without its structurally zero products (conv_sparse.py), or None when
         they are too few to matter.  A call whose compact input or weight is not finite runs
-        the dense conv instead (built then, once)."""
-        plan = self._sparse_plan(x, w, masks)
+        the dense conv instead (built then, once; operands read from their sources are
+        materialised for it)."""
+        plan = self._sparse_plan(tuple(self.cube.operands[0].shape), tuple(self.cube.operands[1].shape), masks)
         if plan is None:
             return None
-        bound = plan.bind(x, w, product, gemm_list)
+        bound = plan.bind(x, w, product, gemm_list, sources)
         if bound is None:
             return None
         steps = bound.steps
         dense = []
 
         def dense_fill():
+            x_d, w_d = bound.dense_operands()
             if not dense:
-                native = self._conv_fill(x, w, product)
+                native = self._conv_fill(x_d, w_d, product)
                 if native is None:
                     def native():
-                        for sl, block in self._conv_blocks(x, w):
+                        for sl, block in self._conv_blocks(x_d, w_d):
                             product[sl] = block
                 dense.append(native)
             dense[0]()

@@ -95,4 +95,5 @@ def copy_list(pairs):
     def call():
         fn(0, count, address, 0)
     call.table = table
+    call.native = (fn, 0, count, address, 0)
     return call

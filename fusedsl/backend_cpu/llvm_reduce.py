@@ -301,6 +301,7 @@ class ColumnCpuKernel:
         if threads == 1:
             def call():
                 cfunc(0, blocks, address, 0)
+            call.native = (cfunc, 0, blocks, address, 0)
         else:
             scratch = [0] * threads
 

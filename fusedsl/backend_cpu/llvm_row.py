@@ -534,6 +534,7 @@ class RowCpuKernel:
         if len(scratch) == 1:
             def call():
                 cfunc(0, blocks, address, scratch[0])
+            call.native = (cfunc, 0, blocks, address, scratch[0])
         else:
             def call():
                 run_blocks(cfunc, blocks, address, scratch)

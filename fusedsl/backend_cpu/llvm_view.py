@@ -200,6 +200,8 @@ class ViewCpuKernel:
                 run_blocks(cfunc, entries, table_address, [address] * threads)
         if look_up is None:
             call = launch
+            if self._moved < PARALLEL_MIN_BYTES:
+                call.native = (cfunc, 0, entries, table_address, address)
         else:
             def call():
                 look_up()
