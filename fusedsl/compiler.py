@@ -503,16 +503,14 @@ class CompiledKernel:
         {operand position: main value}, names operands the bound call reads from another value
         (a conv2d reading the parameter its operand copies: zeros.copy_sources)."""
         plan = self._plans_by_name[op.attr("callee")]
-        kernel = None
-        if plan.schedule is not None and plan.error is None:
-            kernel = self._cpu_kernel(plan)
+        kernel = self._cpu_kernel(plan)
         if kernel is not None:
             tiling = self._cpu_tiling.get(plan.name, plan.tiling)
             if tiling.total_tiles == 0:
                 return (lambda ins, outs: _nothing), False
             if hasattr(kernel, "vars"):   # a view kernel (slice / concatenate / take)
                 return kernel.bind, bool(kernel.vars)
-            scalars = {k for k, inp in enumerate(plan.schedule.inputs) if inp.kind == "runtime_scalar"}
+            scalars = {k for k, inp in enumerate(self._cpu_inputs(plan)) if inp.kind == "runtime_scalar"}
 
             def bind_vector(ins, outs):
                 args = [x.item() if k in scalars else x for k, x in enumerate(ins)]
@@ -685,19 +683,35 @@ class CompiledKernel:
                 np.copyto(o, r)
         return tuple(outs)
 
+    def _cpu_schedule(self, plan: KernelPlan) -> VectorSchedule | None:
+        """The vector tile program the LLVM backend runs for a plan, or None (not a vector
+        kernel, or one whose tiling fails at the current sizes).  8-bit integers: the chip's
+        casts detour through float16; the host casts directly, so these kernels wrap exactly like
+        numpy.  A vector kernel the chip's schedule refused (a Cast pair or mode the target
+        lacks, e.g. int32 -> int8 on ascend910b) is scheduled with the host's casts too: the
+        chip not printing it is no reason to run it on numpy (tiling stays the chip's)."""
+        if plan.schedule is not None and plan.error is not None:
+            return None   # a size error (UB, 2**32 elements): the CPU tiling would fail the same way
+        if plan.schedule is not None and not _has_narrow_ints(plan.function):
+            return plan.schedule
+        if plan.schedule is None and plan.kernel_kind != "vector":
+            return None
+        try:
+            return schedule_vector_kernel(plan.function, host_casts(self.target),
+                                          float(self.options.get("ub_headroom", 1.0)))
+        except FusedslError:   # refused for a reason other than casts: the reference runs it
+            return None
+
     def _cpu_kernel(self, plan: KernelPlan):
-        """The compiled CpuKernel of a plan, or None when the LLVM backend cannot lower it
-        (that kernel then runs on the numpy reference)."""
+        """The compiled CpuKernel (or ViewCpuKernel) of a vector plan, or None when the LLVM
+        backend cannot lower it (that kernel then runs on another executor: `executor`)."""
         if plan.name not in self._cpu:
             from .backend_cpu import CpuKernel
-            sched = plan.schedule
-            if _has_narrow_ints(plan.function):
-                # 8-bit integers: the chip's casts detour through float16; the host casts
-                # directly, so these kernels wrap exactly like numpy (tiling stays the chip's)
-                sched = schedule_vector_kernel(plan.function, host_casts(self.target),
-                                               float(self.options.get("ub_headroom", 1.0)))
+            sched = self._cpu_schedule(plan)
             try:
-                if sched.views is not None:   # slice / concatenate / take as addressing
+                if sched is None:
+                    self._cpu[plan.name] = None
+                elif sched.views is not None:   # slice / concatenate / take as addressing
                     from .backend_cpu.llvm_view import ViewCpuKernel
                     self._cpu[plan.name] = (ViewCpuKernel(sched), sched)
                 else:
@@ -708,9 +722,13 @@ class CompiledKernel:
         if entry is None:
             return None
         kernel, sched = entry
-        if sched is not plan.schedule and plan.name not in self._cpu_tiling and plan.tiling is not None:
-            self._cpu_tiling[plan.name] = compute_tiling(sched, self._last_sizes or {}, self.target)
+        if sched is not plan.schedule and plan.name not in self._cpu_tiling and self._last_sizes is not None:
+            self._cpu_tiling[plan.name] = compute_tiling(sched, self._last_sizes, self.target)
         return kernel
+
+    def _cpu_inputs(self, plan: KernelPlan):
+        """The tile program inputs of the vector kernel `_cpu_kernel` compiled for a plan."""
+        return self._cpu[plan.name][1].inputs
 
     def _row_kernel(self, plan: KernelPlan):
         """The compiled RowCpuKernel of a kernel with last-axis reductions, or ColumnCpuKernel of
@@ -741,10 +759,34 @@ class CompiledKernel:
             self._cpu[key] = AttentionCpuKernel.build(plan.function)
         return self._cpu[key]
 
+    def executor(self, plan: KernelPlan | str) -> str:
+        """Which CPU executor `kernel(*arrays)` runs a kernel on (config.executor "llvm"):
+        "vector" (its tile program in LLVM), "view" (a gather / slice / concatenate as
+        addressing), "row" / "column" (LLVM row or column kernel), "cube" (matmul / conv blocks on
+        BLAS), "transpose" (cache-blocked tiles), "attention" (flash attention on BLAS), or
+        "reference": no native executor takes it and it runs on the numpy interpreter (what
+        tests/test_ops_native.py rules out for the op vocabulary).  `_run_llvm_kernel` and the
+        bound program dispatch by the same tests in the same order."""
+        plan = self._plans_by_name[plan] if isinstance(plan, str) else plan
+        kernel = self._cpu_kernel(plan)
+        if kernel is not None:
+            return "view" if hasattr(kernel, "vars") else "vector"
+        if plan.schedule is None:
+            row = self._row_kernel(plan)
+            if row is not None:
+                return "row" if type(row).__name__ == "RowCpuKernel" else "column"
+        from .backend_cpu import cube, transpose
+        other = cube.kernel_for(plan.function)
+        if other is not None and other.floats:
+            return "cube"
+        if transpose.transpose_kernel(plan.function) is not None:
+            return "transpose"
+        if self._attention_kernel(plan) is not None:
+            return "attention"
+        return "reference"
+
     def _run_llvm_kernel(self, plan: KernelPlan, inputs, targets, sizes):
-        kernel = None
-        if plan.schedule is not None and plan.error is None:
-            kernel = self._cpu_kernel(plan)
+        kernel = self._cpu_kernel(plan)
         if kernel is None and plan.schedule is None:
             row = self._row_kernel(plan)
             if row is not None:   # a row kernel (or a lone last-axis reduction), natively
@@ -762,10 +804,11 @@ class CompiledKernel:
             return done if done is not None else run_function(self.module, plan.function, inputs)  # numpy
         outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
                 for t, target in zip(_concrete(plan.function.results, sizes), targets)]
-        if plan.tiling.total_tiles == 0:   # empty tensors: nothing to compute
+        tiling = self._cpu_tiling.get(plan.name, plan.tiling)
+        if tiling.total_tiles == 0:   # empty tensors: nothing to compute
             return tuple(outs)
-        args = [x.item() if inp.kind == "runtime_scalar" else x for x, inp in zip(inputs, plan.schedule.inputs)]
-        kernel.run(args, outs, self._cpu_tiling.get(plan.name, plan.tiling))
+        args = [x.item() if inp.kind == "runtime_scalar" else x for x, inp in zip(inputs, self._cpu_inputs(plan))]
+        kernel.run(args, outs, tiling)
         return tuple(outs)
 
     @user_facing

@@ -240,6 +240,23 @@ class AscendCCheckError(FusedslError):
     """
 
 
+class IndexRangeError(ArgumentError):
+    """An index outside its axis when a kernel runs: take, index_select, gather, take_along_axis,
+    scatter and the other index ops check their indices before reading anything.
+
+    What to do: the message names your op and its line (gather, scatter, ...) and the axis's
+    size; keep the indices in [-size, size).
+
+    Example:
+        >>> import numpy as np, fusedsl as fs
+        >>> try:
+        ...     fs.index_select(np.ones((2, 3), np.float32), 1, np.array([5], np.int32))
+        ... except fs.IndexRangeError as exc:
+        ...     print(exc.message)
+        index_select: an index along dim 1 (size 3) is out of range
+    """
+
+
 class UnsupportedOpError(TraceError):
     """A model graph (torch.export, ONNX) uses an op or an attribute variant fusedsl cannot import.
 

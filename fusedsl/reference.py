@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as dt
+from .errors import FusedslError
 from .ir.core import Function, Module
 from .ir.ops import CALL, REGISTRY, has_trait
 
@@ -39,7 +40,12 @@ def run_function(module: Module, fn: Function, args) -> tuple[np.ndarray, ...]:
             outs = run_function(module, module.function(op.attr("callee")), inputs)
         else:
             attrs = {k: _bind_symbols(v, symbols) for k, v in op.attrs}
-            raw = REGISTRY[op.name].ref([_widen(x) for x in inputs], attrs)
+            try:
+                raw = REGISTRY[op.name].ref([_widen(x) for x in inputs], attrs)
+            except FusedslError as exc:   # a check on the values (take's range): at the op's line
+                if exc.loc is None:
+                    raise type(exc)(exc.message, loc=op.loc, hint=exc.hint) from None
+                raise
             outs = raw if isinstance(raw, tuple) else (raw,)
         for v, out in zip(op.results, outs):
             env[id(v)] = _round(np.asarray(out), v.dtype)

@@ -35,8 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import IndexRangeError
 from .ir.core import Function, Op, TensorType, Value, freeze_attrs
-from .ir.ops import BROADCAST, CONSTANT, ELEMENTWISE, SHAPE, has_trait
+from .ir.ops import BROADCAST, CONSTANT, ELEMENTWISE, SHAPE, has_trait, take_range_message
 
 VIEW_OPS = ("slice", "concatenate", "take")
 MAX_BOXES = 256
@@ -248,6 +249,7 @@ class ViewLoad:
     sources: tuple[int, ...]    # kernel parameter indices it reads (a table for a gather)
     gather: tuple | None        # (indices param index, table rows V, row length D) for a take
     loc: object = None          # the take's source line (out-of-range index errors name it)
+    attrs: tuple = ()           # the take's attributes (its optional `origin`: the user's op)
 
 
 @dataclass(frozen=True)
@@ -362,15 +364,16 @@ def plan_views(fn: Function, loads: list[Value]) -> ViewPlan:
             raise ViewError(f"the views need more than {MAX_BOXES} pieces")
     view_loads = []
     for j, v in enumerate(loads):
-        gather, loc = None, None
+        gather, loc, attrs = None, None, ()
         g = [m.gather for _, _, m in per_load[j] if m.gather]
         if g and (len(g) != len(per_load[j]) or len({(m.src, m.gather[0]) for _, _, m in per_load[j]}) > 1):
             raise ViewError("a take joined with other tensors (concatenate the results instead)")
         if g:
             table = fn.params[per_load[j][0][2].src].value
             gather = (g[0][0], table.shape[0], table.shape[1])
-            loc = _find_take(v, producer).loc
-        view_loads.append(ViewLoad(v, tuple(sources[j]), gather, loc))
+            take = _find_take(v, producer)
+            loc, attrs = take.loc, take.attrs
+        view_loads.append(ViewLoad(v, tuple(sources[j]), gather, loc, attrs))
     return ViewPlan(S, tuple(view_loads), tuple(boxes))
 
 
@@ -423,14 +426,13 @@ def view_roots(fn: Function) -> list[Value]:
 
 def gather_indices(load: ViewLoad, idx: np.ndarray) -> np.ndarray:
     """The load's indices as int64 row numbers in [0, V) (negatives count from the end, like
-    numpy); an index outside [-V, V) is an ArgumentError naming the take's line."""
-    from .errors import ArgumentError
+    numpy); an index outside [-V, V) is an IndexRangeError naming the take's line (and the
+    user's op when a composite named it: the take's `origin`)."""
     _, V, _ = load.gather
     k = np.asarray(idx).reshape(-1).astype(np.int64)
     bad = (k < -V) | (k >= V)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise ArgumentError(f"take: index {int(k[first])} is out of range for axis 0 of size {V} "
-                            f"(position {first} of the indices)", loc=load.loc,
-                            hint=f"indices must lie in [-{V}, {V}); fusedsl never reads outside the table")
+        raise IndexRangeError(take_range_message(load.attrs, int(k[first]), V, first), loc=load.loc,
+                              hint=f"indices must lie in [-{V}, {V}); fusedsl never reads outside the table")
     return np.where(k < 0, k + V, k)

@@ -2,6 +2,8 @@
 interpreter (eager fs.<op>), the LLVM backend, and located errors for bad arguments."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -225,7 +227,58 @@ def test_bad_index_arguments_name_the_users_line():
         fs.take_along_axis(x, i.astype(np.float32), 1)  # LINE-MARK tal-dtype
     check_user_error(info, file=__file__, line=marked_line(__file__, "tal-dtype"),
                      message="take_along_axis indices must be integers")
-    k = fs.fused_kernel(lambda a, b: fs.take_along_axis(a, b, 1))
-    with pytest.raises(fs.ArgumentError) as info:
-        k(x, i + 4)  # LINE-MARK tal-range
-    assert "out of range" in str(info.value)
+    k = fs.fused_kernel(lambda a, b: fs.take_along_axis(a, b, 1))  # LINE-MARK tal-op
+    with pytest.raises(fs.IndexRangeError) as info:
+        k(x, i + 4)
+    assert "take_along_axis: an index along axis 1 (size 4) is out of range" in str(info.value)
+    assert (info.value.loc.file, info.value.loc.line) == (__file__, marked_line(__file__, "tal-op"))
+
+
+def _gather_1(a, b):
+    return fs.gather(a, 1, b)  # LINE-MARK range-gather
+
+
+def _scatter_1(a, b):
+    return fs.scatter(a, 1, b, a[:, :2])  # LINE-MARK range-scatter
+
+
+def _scatter_add_0(a, b):
+    return fs.scatter_add(a, 0, b, a[:3, :2])  # LINE-MARK range-scatter-add
+
+
+def _index_select_1(a, b):
+    return fs.index_select(a, 1, b[0])  # LINE-MARK range-index-select
+
+
+@pytest.mark.parametrize("executor", ["llvm", "reference"])
+def test_out_of_range_indices_name_the_users_op_and_line(executor):
+    """An index outside its axis raises IndexRangeError when the kernel runs (LLVM backend and
+    reference alike; eagerly too), naming the user's op (not the take it is built of, nor the
+    flattened table's size), the dim and its size, at the line of the op -- before any result."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    cases = [(_gather_1, np.array([[0, 1]] * 4, np.int32), 6, "gather: an index along dim 1 \\(size 6\\)", "range-gather"),
+             (_scatter_1, np.array([[0, 1]] * 4, np.int32), -7, "scatter: an index along dim 1 \\(size 6\\)",
+              "range-scatter"),
+             (_scatter_add_0, np.array([[0, 1]] * 3, np.int32), 4,
+              "scatter_add: an index along dim 0 \\(size 4\\)", "range-scatter-add"),
+             (_index_select_1, np.array([[0, 1]], np.int32), 6,
+              "index_select: an index along dim 1 \\(size 6\\)", "range-index-select")]
+    previous = fs.config.executor
+    fs.config.executor = executor
+    try:
+        for fn, idx, bad, message, mark in cases:
+            k = fs.fused_kernel(fn)
+            k(x, idx)   # in range: runs
+            idx = idx.copy()
+            idx.reshape(-1)[1] = bad
+            with pytest.raises(fs.IndexRangeError) as info:
+                k(x, idx)
+            text = str(info.value)
+            assert re.search(message + " is out of range", text), text
+            assert f"{__file__}:{marked_line(__file__, mark)}" in text, text
+            assert "take" not in text and "site-packages" not in text and "/fusedsl/" not in text, text
+            with pytest.raises(fs.IndexRangeError) as info:
+                fn(x, idx)   # eagerly: the same error at the same line
+            assert re.search(message, str(info.value)) and info.value.loc.line == marked_line(__file__, mark)
+    finally:
+        fs.config.executor = previous

@@ -181,3 +181,23 @@ def test_bad_window_arguments_name_the_users_line():
         fs.index_select(x, 1, np.zeros(2, np.float32))  # LINE-MARK index-dtype
     check_user_error(info, file=__file__, line=marked_line(__file__, "index-dtype"),
                      message="index_select indices must be integers")
+
+
+def test_padded_strided_pooling_is_few_native_kernels():
+    """avg_pool2d with padding and stride: the H taps fuse with the padding into one kernel, the
+    W axis is split by the stride and transposed once so its taps fuse too, and the divisor map
+    (count_include_pad=False) is arithmetic on arange that fuses with the last pass: 7 kernels
+    (three of them the constant padding pieces; 15-18 with a strided slice per tap), none on
+    the numpy reference."""
+    x = np.random.default_rng(3).standard_normal((2, 3, 9, 11)).astype(np.float32)
+    x[0, 0, 0, 0] = np.inf   # a window with inf is inf; the others stay finite (no 0 * inf)
+    x[1, 2, 4, 5] = np.nan
+    for args, most in (((3, 2, 1, False, False), 7), ((3, 2, 1), 7), ((2, 3, 1, True), 7)):
+        c = fs.fused_kernel(lambda a: fs.avg_pool2d(a, *args)).compile(x)
+        assert len(c.kernels) <= most, (args, [p.ops for p in c.kernels])
+        assert "reference" not in [c.executor(p) for p in c.kernels]
+        want = tF.avg_pool2d(torch.from_numpy(x), *args).numpy()
+        np.testing.assert_allclose(c(x), want, rtol=1e-6, atol=1e-6)
+    c = fs.fused_kernel(lambda a: fs.max_pool2d(a, 3, 2, 1, 2, True)).compile(x)
+    assert len(c.kernels) <= 7 and "reference" not in [c.executor(p) for p in c.kernels]
+    np.testing.assert_array_equal(c(x), tF.max_pool2d(torch.from_numpy(x), 3, 2, 1, 2, True).numpy())

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import IndexRangeError
 from .core import Op, TensorType, Value
 from .shapes import (TypeRuleError, broadcast_shapes, fmt_shape, normalize_axes,
                      symbolic_factor)
@@ -338,14 +339,24 @@ def _take_ref(args, attrs):
     idx = np.asarray(indices).astype(np.int64)
     bad = (idx < -size) | (idx >= size)
     if bad.any():
-        from ..errors import ArgumentError, user_frame
-        raise ArgumentError(f"take: index {int(idx[bad].flat[0])} is out of range for axis {axis} of size {size}",
-                            loc=user_frame(), hint="indices must lie in [-size, size)")
+        raise IndexRangeError(take_range_message(attrs, int(idx[bad].flat[0]), size, int(np.flatnonzero(bad)[0]), axis),
+                              hint=f"indices must lie in [-{size}, {size}); fusedsl never reads outside the table")
     return np.take(table, idx, axis=axis)
 
 
+def take_range_message(attrs, index: int, size: int, position: int, axis: int = 0) -> str:
+    """What an out-of-range take index says: the user's op when a composite named it (the
+    optional `origin` attribute, e.g. "gather: an index along dim 1 (size 6)"), else the take."""
+    origin = dict(attrs).get("origin")
+    if origin:
+        return f"{origin} is out of range"
+    return f"take: index {index} is out of range for axis {axis} of size {size} (position {position} of the indices)"
+
+
 # take(table, indices) {axis}: rows of `table` picked by integer `indices` (an embedding
-# lookup); negative indices count from the end, like numpy.
+# lookup); negative indices count from the end, like numpy.  An optional `origin` string names
+# the user's op a composite built the take for (gather, scatter...), for the range error; the
+# reference raises without a location and the interpreter adds the take's (reference.py).
 register("take", arity=2, traits=[GATHER], attrs=("axis",), infer=_take_infer, ref=_take_ref)
 
 

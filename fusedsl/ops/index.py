@@ -46,7 +46,30 @@ def index_select(F, x, dim, index):
               hint="use fs.take for an index of any shape")
     if not isinstance(dim, int) or not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
         _fail(F, f"index_select dim {dim!r} is out of range for a tensor of rank {x.ndim}")
-    return F.take(x, index, axis=dim % max(x.ndim, 1))
+    if x.ndim == 0:
+        return F.take(x, index, axis=0)
+    return take_axis(F, x, index, dim % x.ndim, f"index_select: an index along dim {dim % x.ndim}")
+
+
+def take_axis(F, x, index, axis, origin):
+    """numpy.take(x, index, axis) for a 1-D index, as one take along axis 0 (the kind of gather
+    the view kernels read natively and print): along axis 0 directly, along another axis of x
+    seen as [lead * n, rest] at row offsets lead_row * n + index.  An index outside [-n, n) is
+    sent past the end of the table so the take raises, naming `origin` and the size n."""
+    n, m = x.shape[axis], index.shape[0]
+    named = f"{origin} (size {n})"
+    if axis == 0:
+        return x.trace.emit("take", [x, index], {"axis": 0, "origin": named})
+    lead = math.prod(x.shape[:axis])
+    rest = math.prod(x.shape[axis + 1:])
+    inside = F.logical_and(index >= -n, index < n)
+    i = F.reshape(F.where(index < 0, index + n, index), (1, m))
+    rows = F.reshape(x.trace.emit("arange", [], {"start": 0, "stop": lead * n, "step": max(n, 1), "dtype": "int32"}),
+                     (lead, 1))
+    flat = F.where(F.reshape(inside, (1, m)), i + rows, lead * n)
+    got = x.trace.emit("take", [F.reshape(x, (lead * n, rest)), F.reshape(flat, (-1,))],
+                       {"axis": 0, "origin": named})
+    return F.reshape(got, tuple(x.shape[:axis]) + (m,) + tuple(x.shape[axis + 1:]))
 
 
 # ---- gathers along an axis -------------------------------------------------------------------------
@@ -79,11 +102,12 @@ def _rows(F, x, n):
     return F.reshape(off, tuple(lead) + (1,))
 
 
-def gather_last(F, x, idx, name):
+def gather_last(F, x, idx, origin):
     """out[..., j] = x[..., idx[..., j]] for x [..., n] and idx [..., m] of the same leading
-    shape: one fs.take of the flattened x at row offset + index (a gather view; every dtype
+    shape: one take of the flattened x at row offset + index (a gather view; every dtype
     exact).  Indices in [-n, n) (negatives count from the end); any other is sent past the end
-    of the flattened table, so the take's range check raises at the user's line."""
+    of the flattened table, so the take's range check raises at the user's line, naming
+    `origin` (the user's op and dim, e.g. "gather: an index along dim 1") and n."""
     n = x.shape[-1]
     total = 1
     for d in x.shape:
@@ -91,7 +115,8 @@ def gather_last(F, x, idx, name):
     inside = F.logical_and(idx >= -n, idx < n)
     flat = F.where(idx < 0, idx + n, idx) + _rows(F, idx, n)
     flat = F.where(inside, flat, total)
-    got = F.take(F.reshape(x, (total, 1)), F.reshape(flat, (-1,)), axis=0)
+    got = x.trace.emit("take", [F.reshape(x, (total, 1)), F.reshape(flat, (-1,))],
+                       {"axis": 0, "origin": f"{origin} (size {n})"})
     return F.reshape(got, idx.shape)
 
 
@@ -101,9 +126,13 @@ def gather_last(F, x, idx, name):
                "exact; an index outside [-n, n) raises when the kernel runs",
            example="fs.take_along_axis(x, fs.broadcast_to(fs.reshape(idx, (1, 3)), (3, 3)), 1)")
 def take_along_axis(F, arr, indices, axis=-1):
+    return _take_along(F, arr, indices, axis, "take_along_axis")
+
+
+def _take_along(F, arr, indices, axis, name):
     if not isinstance(arr, F.Tensor):
-        _fail(F, f"take_along_axis needs a tensor, got {type(arr).__name__}")
-    indices = _int_index(F, indices, "take_along_axis")
+        _fail(F, f"{name} needs a tensor, got {type(arr).__name__}")
+    indices = _int_index(F, indices, name)
     if axis is None:
         arr, axis = F.reshape(arr, (-1,)), 0
         if indices.ndim != 1:
@@ -126,7 +155,8 @@ def take_along_axis(F, arr, indices, axis=-1):
     i, _ = _to_last(F, indices, axis)
     x = F.broadcast_to(x, tuple(lead) + (x.shape[-1],))
     i = F.broadcast_to(i, tuple(lead) + (i.shape[-1],))
-    return _back(F, gather_last(F, x, i, "take_along_axis"), inv)
+    return _back(F, gather_last(F, x, i, f"{name}: an index along {'dim' if name == 'gather' else 'axis'} {axis}"),
+                 inv)
 
 
 @composite("gather", "index", dtypes="any", aten=("aten.gather.default",), onnx=("GatherElements",),
@@ -142,7 +172,7 @@ def gather(F, input, dim, index, sparse_grad=False):
         _fail(F, f"gather: index of shape {tuple(index.shape)} must have the input's rank and be no larger than "
               f"the input {tuple(input.shape)} on every axis but {dim}", kind="ShapeError")
     cut = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(input.ndim))
-    return take_along_axis(F, input[cut], index, dim)
+    return _take_along(F, input[cut], index, dim, "gather")
 
 
 @composite("isin", "index", dtypes="any", aten=("aten.isin.Tensor_Tensor", "aten.isin.Tensor_Scalar"),
@@ -192,7 +222,7 @@ def _identity(F, x, reduce):
     return _const(F, x, int(info.min if reduce == "amax" else info.max))
 
 
-def scatter_last(F, x, idx, src, reduce, include_self, name):
+def scatter_last(F, x, idx, src, reduce, include_self, origin):
     """x [..., n] with the values src [..., m] (or a number) combined in at positions idx [..., m]
     along the last axis (idx, src and x of one leading shape).  Each output position k compares
     against all m indices (hits [..., n, m]: a row kernel, O(n m) per row):
@@ -211,7 +241,7 @@ def scatter_last(F, x, idx, src, reduce, include_self, name):
         j = _float_iota(F, x, m, (1,) * (x.ndim - 1) + (1, m))
         last = F.cast(F.max(F.where(hit, j, -1.0), axis=-1), dt.int32)    # [..., n]: -1 where none
         if isinstance(src, F.Tensor):
-            value = F.cast(gather_last(F, F.cast(src, x.dtype), F.maximum(last, 0), name), x.dtype)
+            value = F.cast(gather_last(F, F.cast(src, x.dtype), F.maximum(last, 0), origin), x.dtype)
         else:
             value = _const(F, x, src)
         r = F.where(named, value, x)
@@ -233,7 +263,7 @@ def scatter_last(F, x, idx, src, reduce, include_self, name):
         r = F.where(named, F.cast(r, x.dtype), x)
     # the range check: a take of `count` (>= 0) at 0, or past its end for an index outside
     # [-n, n); the take raises at the user's line when the kernel runs, before any result is seen
-    probe = gather_last(F, count, F.where(bad, n, 0), name)
+    probe = gather_last(F, count, F.where(bad, n, 0), origin)
     return F.where(F.min(probe, axis=-1, keepdims=True) >= 0.0, r, x)
 
 
@@ -264,7 +294,7 @@ def _scatter(F, name, input, dim, index, src, reduce=None, include_self=True):
     x, inv = _to_last(F, core, dim)
     i, _ = _to_last(F, index, dim)
     s = _to_last(F, src, dim)[0] if isinstance(src, F.Tensor) else src
-    out = _back(F, scatter_last(F, x, i, s, reduce, include_self, name), inv)
+    out = _back(F, scatter_last(F, x, i, s, reduce, include_self, f"{name}: an index along dim {dim}"), inv)
     for d in range(input.ndim):   # the input beyond the index's extent, unchanged
         if extent[d] < input.shape[d]:
             rest = tuple(slice(None) if e < d else slice(extent[d], None) if e == d else slice(0, extent[e])

@@ -73,7 +73,9 @@ def _pad(F, x, axis, before, after, value):
 
 
 def _zero_insert(F, x, axis, s):
-    """s - 1 zeros between neighbours along `axis`: (n - 1) * s + 1 elements."""
+    """s - 1 zeros between neighbours along `axis`: (n - 1) * s + 1 elements.  A concatenation
+    with a constant zeros piece (not a select): backend_cpu/zeros.py finds such copies of constant
+    zeros and the CPU conv skips them."""
     if s == 1:
         return x
     n = x.shape[axis]
@@ -130,35 +132,58 @@ def _pool_args(F, name, x, nd, kernel, stride, padding, dilation=1):
     return kernel, stride, padding, dilation
 
 
-def _windows(F, x, nd, kernel, stride, padding, dilation, ceil_mode, pad_value, extra_value=None):
-    """The strided slices of x (padded on its last nd axes), one per kernel tap, each of the
-    output's shape."""
-    outs, sizes = [], x.shape[x.ndim - nd:]
-    for i in range(nd):
-        axis = x.ndim - nd + i
-        n = x.shape[axis]
-        out = out_size(n, kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
-        need = (out - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1
-        extra = max(0, need - (n + 2 * padding[i]))
-        x = _pad(F, x, axis, padding[i], padding[i], pad_value)
-        if extra:
-            x = _pad(F, x, axis, 0, extra, pad_value if extra_value is None else extra_value)
-        outs.append(out)
-    def padding_only(i, j):   # every position tap j reads along axis i is padding
-        return all(not padding[i] <= o * stride[i] + j * dilation[i] < padding[i] + sizes[i] for o in range(outs[i]))
+def _pool_axis(F, x, axis, k, s, p, d, ceil_mode, pad_value, combine):
+    """x pooled along one axis: `combine` (maximum / add) of the k taps of every window
+    (stride s, padding p with pad_value, dilation d), as PyTorch lays the windows out.
 
-    taps = [()]
+    Each tap is a slice of the padded x.  Along an axis other than the last (or with stride 1)
+    the slices are strided views that fuse with the padding's concatenation and the combine:
+    one kernel.  Along the last axis a strided slice is a gather of every s-th element, a kernel
+    of its own per tap (and one no native CPU executor runs), so there the padded axis is split
+    into (M, s) and transposed to (s, M) once: tap t reads row (t d) mod s from column (t d) // s
+    on, a unit-step slice, and the taps fuse into one kernel again.  That result keeps the row
+    axis (size 1) before the pooled one -- a reshape between the slices and the combine would
+    end the kernel -- and the caller drops it at the very end.  A tap that reads only padding
+    for every window adds the identity and is left out.  Returns (y, whether y has that
+    extra axis)."""
+    n = x.shape[axis]
+    out = out_size(n, k, s, p, d, ceil_mode)
+    taps = [t for t in range(k) if any(p <= o * s + t * d < p + n for o in range(out))] or [0]
+    last = axis == x.ndim - 1 and s > 1 and out > 1
+    blocks = out + (taps[-1] * d) // s if last else 0
+    length = blocks * s if last else (out - 1) * s + taps[-1] * d + 1   # the padded extent read
+    x = _pad(F, x, axis, p, length - n - p, pad_value)   # a negative amount crops what no tap reads
+    if last:
+        x = F.transpose(F.reshape(x, x.shape[:axis] + (blocks, s)), tuple(range(axis)) + (axis + 1, axis))
+    y = None
+    for t in taps:
+        index = [slice(None)] * x.ndim
+        if last:
+            r, q = (t * d) % s, (t * d) // s
+            index[axis], index[axis + 1] = slice(r, r + 1), slice(q, q + out)
+        else:
+            index[axis] = slice(t * d, t * d + (out - 1) * s + 1, s)
+        w = x[tuple(index)]
+        y = w if y is None else combine(y, w)
+    return y, last
+
+
+def _pooled(F, x, nd, kernel, stride, padding, dilation, ceil_mode, pad_value, combine):
+    """x pooled over its last nd axes one axis at a time (max and sum are separable), the
+    first axis first: it shrinks the data before the last axis's transpose.  Returns (y, the
+    pooled shape, the position of each pooled axis in y): y may hold a size-1 axis before the
+    last one (`_pool_axis`); the caller scales y in that layout and reshapes it to the pooled
+    shape at the end, so the scaling fuses with the last pass."""
+    lead = x.ndim - nd
+    extra = False
     for i in range(nd):
-        taps = [t + (j,) for t in taps for j in range(kernel[i])]
-    # a tap that reads only padding adds the reduction's identity: left out (it would also be a
-    # computation of constants alone, which no kernel should be)
-    taps = [t for t in taps if not any(padding_only(i, j) for i, j in enumerate(t))] or taps[:1]
-    for tap in taps:
-        index = [slice(None)] * (x.ndim - nd)
-        for i, j in enumerate(tap):
-            start = j * dilation[i]
-            index.append(slice(start, start + (outs[i] - 1) * stride[i] + 1, stride[i]))
-        yield x[tuple(index)]
+        x, extra = _pool_axis(F, x, lead + i, kernel[i], stride[i], padding[i], dilation[i], ceil_mode,
+                              pad_value, combine)
+    positions = [lead + i for i in range(nd)]
+    if extra:
+        positions[-1] += 1
+    shape = tuple(e for a, e in enumerate(x.shape) if not (extra and a == positions[-1] - 1))
+    return x, shape, positions
 
 
 def _tiled(F, x, nd, kernel, stride, padding, dilation, ceil_mode):
@@ -192,10 +217,8 @@ def max_pool(F, nd, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mod
     if tiled is not None:
         return _reduce_each(F.max, *tiled)
     low = -math.inf if x.dtype.is_float else {"int32": -(2 ** 31), "int8": -128}.get(x.dtype.name, 0)
-    y = None
-    for w in _windows(F, x, nd, kernel, stride, padding, dilation, ceil_mode, low):
-        y = w if y is None else F.maximum(y, w)
-    return y
+    y, shape, _ = _pooled(F, x, nd, kernel, stride, padding, dilation, ceil_mode, low, F.maximum)
+    return F.reshape(y, shape)
 
 
 def avg_pool(F, nd, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -209,35 +232,33 @@ def avg_pool(F, nd, x, kernel_size, stride=None, padding=0, ceil_mode=False, cou
     tiled = _tiled(F, x, nd, kernel, stride, padding, ones, ceil_mode)
     if tiled is not None:
         return _reduce_each(F.sum, *tiled) * (1.0 / (divisor_override or math.prod(kernel)))
-    total = None
-    for w in _windows(F, x, nd, kernel, stride, padding, ones, ceil_mode, 0.0):
-        total = w if total is None else total + w
-    if divisor_override:
-        return total * (1.0 / divisor_override)
+    total, shape, positions = _pooled(F, x, nd, kernel, stride, padding, ones, ceil_mode, 0.0, lambda a, b: a + b)
     spatial = x.shape[x.ndim - nd:]
     full = all(out_size(spatial[i], kernel[i], stride[i], padding[i], 1, ceil_mode)
                == out_size(spatial[i], kernel[i], stride[i], padding[i], 1, False)
                and (count_include_pad or padding[i] == 0) for i in range(nd))
-    if full:   # every window counts kernel-many elements
-        return total * (1.0 / math.prod(kernel))
+    if divisor_override or full:   # one divisor for every window
+        return F.reshape(total * (1.0 / (divisor_override or math.prod(kernel))), shape)
     # the divisor per window, separable over the axes: along axis i, window o covers
     # [o * s - p, o * s - p + k) clipped to the padded input [-p, n + p) (the ceil_mode overhang
     # never counts) and, without count_include_pad, to the input [0, n); an elementwise function
-    # of arange (a host input), so no per-window constant array is stored
+    # of arange (a host input) that fuses with the last pass, so no per-window constant array
+    # is stored
     count = None
     for i in range(nd):
         n, k, s, p = spatial[i], kernel[i], stride[i], padding[i]
-        o = F.cast(x.trace.emit("arange", [], {"start": 0, "stop": total.shape[x.ndim - nd + i], "step": 1,
-                                               "dtype": "int32"}), dt.float32)
-        start = o * float(s) - float(p)
+        out = total.shape[positions[i]]
+        layout = [1] * total.ndim
+        layout[positions[i]] = out
+        # shaped before any arithmetic: a reshape of a computed value would end the kernel
+        o = F.reshape(x.trace.emit("arange", [], {"start": 0, "stop": out, "step": 1, "dtype": "int32"}),
+                      tuple(layout))
+        start = F.cast(o, dt.float32) * float(s) - float(p)
         end = F.minimum(start + float(k), float(n + p))
         if not count_include_pad:
             start, end = F.maximum(start, 0.0), F.minimum(end, float(n))
-        shape = [1] * x.ndim
-        shape[x.ndim - nd + i] = total.shape[x.ndim - nd + i]
-        ci = F.reshape(end - start, tuple(shape))
-        count = ci if count is None else count * ci
-    return total / count
+        count = end - start if count is None else count * (end - start)
+    return F.reshape(total / count, shape)
 
 
 def adaptive_avg_pool(F, nd, x, output_size, name="adaptive_avg_pool"):
@@ -364,6 +385,10 @@ def convolution(F, x, w, b=None, stride=1, padding=0, dilation=1, transposed=Fal
     padding (ints, 'valid', 'same'), dilation, output_padding and groups."""
     x = _tensor(F, x, name, "its input", 3)
     w = _tensor(F, w, name, "its weight", 3)
+    for t, what in ((x, "input"), (w, "weight")):
+        if not t.dtype.is_float:
+            _fail(F, f"{name} convolves floating-point tensors, got a {t.dtype} {what}", kind="DTypeError",
+                  hint="cast the input and the weight to float32 (or float16) first")
     nd = x.ndim - 2
     if nd not in (1, 2, 3) or w.ndim != x.ndim:
         _fail(F, f"{name}: input of shape {tuple(x.shape)} and weight of shape {tuple(w.shape)} are not an "
