@@ -142,3 +142,24 @@ def test_stride1_conv_per_tap_in_column_blocks(dtype):
     out = np.empty(want.shape, dtype)
     f(x, w, out=out)
     np.testing.assert_allclose(out.astype(np.float64), want, rtol=tol, atol=tol * np.abs(y).max())
+
+
+@pytest.mark.parametrize("n,c,k,h,w_,epilogue", [(2, 5, 3, 7, 9, True), (1, 1, 4, 1, 1, False), (3, 8, 8, 4, 5, False)])
+def test_pointwise_conv_is_one_product_per_image(n, c, k, h, w_, epilogue):
+    """A 1x1 stride-1 conv without padding: [K, C] @ [C, H*W] per image straight into the
+    output (cube._conv_fill), with and without an epilogue, odd and unit sizes."""
+    @fs.fused_kernel
+    def f(x, w, b):
+        y = fs.conv2d(x, w, None, stride=1, padding=0)
+        return fs.relu(y + fs.reshape(b, (k, 1, 1))) if epilogue else y
+
+    rng = np.random.default_rng(n * 100 + c)
+    x = rng.standard_normal((n, c, h, w_)).astype(np.float32)
+    w = rng.standard_normal((k, c, 1, 1)).astype(np.float32)
+    b = rng.standard_normal(k).astype(np.float32)
+    y = np.einsum("kc,nchw->nkhw", w[:, :, 0, 0].astype(np.float64), x.astype(np.float64))
+    want = np.maximum(y + b[None, :, None, None], 0) if epilogue else y
+    for _ in range(2):   # the bound program, twice (kept buffers)
+        np.testing.assert_allclose(f(x, w, b), want, rtol=1e-5, atol=1e-5)
+        x *= -1.0
+        y, want = -y, (np.maximum(-y + b[None, :, None, None], 0) if epilogue else -y)

@@ -12,6 +12,7 @@ from hypothesis import assume, given, strategies as st
 
 import fusedsl as fs
 from fusedsl.backend_cpu import conv_sparse, cube
+from fusedsl.backend_cpu.conv_direct import direct_list
 from fusedsl.backend_cpu.gather import copy_list
 from fusedsl.backend_cpu.zeros import copy_sources, structural_zeros
 
@@ -115,9 +116,9 @@ def test_non_finite_inputs_run_the_dense_conv_like_the_reference():
        padding=st.tuples(st.integers(0, 2), st.integers(0, 2)),
        dilation=st.tuples(st.integers(1, 3), st.integers(1, 3)),
        transposed=st.booleans(), opad=st.tuples(st.integers(0, 2), st.integers(0, 2)),
-       seed=st.integers(0, 2 ** 16))
+       seed=st.integers(0, 2 ** 16), direct=st.booleans())
 def test_drawn_convolution_variants_agree_with_torch(n, cg, kg, groups, h, w_, kh, kw, stride, padding,
-                                                     dilation, transposed, opad, seed):
+                                                     dilation, transposed, opad, seed, direct):
     c, k = cg * groups, kg * groups
     if transposed:
         assume(all(o < max(s, d) for o, s, d in zip(opad, stride, dilation)))
@@ -134,7 +135,38 @@ def test_drawn_convolution_variants_agree_with_torch(n, cg, kg, groups, h, w_, k
     assume(min(size) >= 1)
     cfg = (stride, padding, dilation, transposed, opad, groups)
     x, w, kern = _case(n, c, k, h, w_, kh, kw, *cfg, np.float32, seed)
-    _check(x, w, kern, cfg, np.float32)
+    with pytest.MonkeyPatch.context() as mp:   # the direct kernel (conv_direct.py), or windows and products
+        mp.setattr(conv_sparse, "DIRECT_MAX_KG", 2 if direct else 0)
+        mp.setattr(conv_sparse, "DIRECT_MAX_KC", 16 if direct else 0)
+        compiled = _check(x, w, kern, cfg, np.float32)
+        assert all(p is None or p.empty or p.direct == direct for p in _sparse_plans(compiled))
+
+
+@fuzz_settings(scale=0.04)
+@given(rows=st.integers(1, 6), cols=st.integers(1, 40), terms=st.integers(1, 7), ics=st.integers(1, 3),
+       ocs=st.integers(1, 3), jobs=st.integers(1, 3), seed=st.integers(0, 2 ** 16))
+def test_direct_conv_jobs_match_numpy(rows, cols, terms, ics, ocs, jobs, seed):
+    """conv_direct.direct_list: out[r, c] = sum_t w[t] * base[first + off[t] + r * irs + c * ics]
+    for strided inputs and outputs, column tails of every length, nothing written outside."""
+    rng = np.random.default_rng(seed)
+    irs = cols * ics + 5
+    base = rng.standard_normal(rows * irs + 64).astype(np.float32)
+    cases, wants = [], []
+    for _ in range(jobs):
+        w = rng.standard_normal(terms).astype(np.float32)
+        off = rng.integers(0, 50, terms).astype(np.int64)
+        first = int(rng.integers(0, 10))
+        big = np.zeros((rows, cols * ocs + 2), np.float32)
+        out = big[:, :cols * ocs:ocs]
+        idx = first + off[:, None, None] + irs * np.arange(rows)[:, None] + ics * np.arange(cols)
+        cases.append((out, (base, first, irs, ics), w, off))
+        wants.append((big, out, (w[:, None, None].astype(np.float64) * base[idx]).sum(axis=0)))
+    direct_list(cases)()
+    for big, out, want in wants:
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+        rest = big.copy()
+        rest[:, :cols * ocs:ocs] = 0
+        assert not rest.any()
 
 
 @fuzz_settings(scale=0.04)

@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from .conv_direct import direct_list
 from .gather import copy_list
 
 WORTH = 0.5     # a plan is used when it does at most this fraction of the dense multiply-adds
@@ -121,6 +122,10 @@ class SparseConv:
                     lo_h, hi_h = max(lo_h, -ih), max(hi_h, ih + dh * (ch - 1) - (nh - 1))
                     lo_w, hi_w = max(lo_w, -iw), max(hi_w, iw + dw * (cw - 1) - (nw - 1))
         self.margins = lo_h, hi_h, lo_w, hi_w
+        # few channels per output (depthwise: one): each output row straight from its input rows
+        # (conv_direct.py) instead of gathered windows and a 1 x taps product per group
+        kg, cg = k // g, c // g
+        self.direct = kg <= DIRECT_MAX_KG or kg * cg <= DIRECT_MAX_KC
         # every output position of a computed image is some class's (with a tap)
         self.covered = len(self.classes) == min(ho, _period(sh, qh)) * min(wo, _period(sw, qw))
         self._buffers = None
@@ -145,6 +150,18 @@ class SparseConv:
             (_, _, nh), (_, _, nw) = self.lattice
             lo_h, hi_h, lo_w, hi_w = self.margins
             compact = np.zeros((c, n_img, lo_h + nh + hi_h, lo_w + nw + hi_w), np.float32)
+            if self.direct:   # per class its weights and its terms' offsets in the compact input
+                hc, wc = compact.shape[2:]
+                plane = n_img * hc * wc
+                weights = []
+                offsets = []
+                for _, ch, _, _, cw, _, hits in self.classes:
+                    weights.append((np.empty((g, kg, cg, len(hits)), np.float32),
+                                    np.array([h[0] * s + h[3] for h in hits], np.intp)))
+                    offsets.append(np.array([cl * plane + (ih + lo_h) * wc + iw + lo_w
+                                             for cl in range(cg) for _, ih, _, _, iw, _ in hits], np.int64))
+                self._buffers = (compact, weights, None, offsets)
+                return self._buffers
             per_image = sum(4 * (c * len(hits) + k) * ch * cw for _, ch, _, _, cw, _, hits in self.classes)
             chunk = max(1, min(n_img, CHUNK_BYTES // max(per_image, 1)))
             weights, classes = [], []
@@ -187,6 +204,10 @@ class SparseConv:
 
 
 CHUNK_BYTES = 4 << 20   # gathered windows + products of one chunk of images: stays in L2/L3
+# the direct kernel (conv_direct.py) reads each input term once per output channel, the windows
+# once in all: it is used for up to this many outputs per group (or terms per group * outputs)
+DIRECT_MAX_KG = 2
+DIRECT_MAX_KC = 16
 
 
 def _period(stride: int, step: int) -> int:
@@ -214,7 +235,7 @@ class BoundSparseConv:
         lo_h, _, lo_w, _ = plan.margins
         g = plan.groups
         kg, cg = k // g, c // g
-        compact, self.weights, chunks, _ = plan.buffers(None)
+        compact, self.weights, chunks, offsets = plan.buffers(None)
         self.compact = compact
         inner = compact[:, :, lo_h:lo_h + nh, lo_w:lo_w + nw]
         lattice = (slice(None), slice(None), slice(ah - ph, ah - ph + qh * (nh - 1) + 1, qh),
@@ -245,7 +266,22 @@ class BoundSparseConv:
                 self._takes.append((w.reshape(-1), wbuf, np.take(at, taps_at, axis=3)))
             self.w6 = None
         keep = []
-        for j0, nb, windows, gemms, grids, _, _ in chunks:
+        if chunks is None:   # direct: one job per class, image and output channel
+            _, _, hc, wc = compact.shape
+            flat = compact.reshape(-1)
+            plane = compact.shape[1] * hc * wc
+            jobs = []
+            for (wbuf, _), terms, (oh0, ch, lh, ow0, cw, lw, hits) in zip(self.weights, offsets, plan.classes):
+                _, _, dh, _, _, dw = hits[0]   # one input step per class (_classes)
+                for j, i in enumerate(images):
+                    for kk in range(k):
+                        grp = kk // kg
+                        out = product[i, kk, oh0:oh0 + lh * (ch - 1) + 1:lh, ow0:ow0 + lw * (cw - 1) + 1:lw]
+                        first = grp * cg * plane + j * hc * wc
+                        jobs.append((out, (flat, first, dh * wc, dw), wbuf[grp, kk % kg].reshape(-1), terms))
+            self.steps.append(direct_list(jobs))
+            keep.append((jobs, offsets))
+        for j0, nb, windows, gemms, grids, _, _ in chunks or ():
             results = []
             for grid, (oh0, ch, lh, ow0, cw, lw, _) in zip(grids, plan.classes):
                 for j in range(nb):   # image by image: the output's images need not be evenly spaced

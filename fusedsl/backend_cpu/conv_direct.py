@@ -1,0 +1,187 @@
+"""Direct convolution of few channels per output: `direct_list`.
+
+A depthwise (or narrowly grouped) convolution as gathered windows and one product per group is
+a 1 x taps by taps x pixels sgemm per channel: BLAS's packing costs more than the few
+multiply-adds, and the windows are R*S copies of the input (KernelBench 82_conv_depthwise:
+~200 us where torch takes ~150).  Here every output row is computed in place from the input
+rows it reads: per job (an output plane of one channel and image) and per output row, vectors
+of 16 output columns accumulate w[t] * input[offset[t] + column * step] over the job's terms t
+(its input channels times taps), four (row, column-block) pairs at a time so that four
+independent fused multiply-adds are in flight.  Input and output columns may be strided (the
+classes of a transposed convolution's lattice, conv_sparse.py): gathers and scatters then, unit
+strides load and store.
+
+A job is 11 int64 words: output address, output row stride, rows, output column stride,
+columns, input address, input row stride, input column stride (all in elements), the address
+of its term weights (float32), of its term offsets (int64, elements from the input address),
+and the term count.  One foreign call runs a list of jobs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit
+from .launch import KERNEL_PROTO
+
+SYMBOL = "fusedsl_direct_conv"
+WORDS = 11
+_U = 4          # (row, column-block) pairs in flight
+_L = 16         # lanes
+
+
+def _vec(t: str) -> str:
+    return f"<{_L} x {t}>"
+
+
+def _variant(name: str, contig_in: bool, contig_out: bool) -> list[str]:
+    """The body of one job for a pair of stride kinds, as a function
+    void name(ptr out, i64 ors, i64 rows, i64 ocs, i64 cols, ptr in, i64 irs, i64 ics, ptr w, ptr offs, i64 nt)."""
+    vf, vi, vb, vp = _vec("float"), _vec("i64"), _vec("i1"), _vec("ptr")
+    iota = "<" + ", ".join(f"i64 {i}" for i in range(_L)) + ">"
+    L = [f"define internal void @{name}(ptr %out, i64 %ors, i64 %rows, i64 %ocs, i64 %cols, ptr %in, i64 %irs, "
+         f"i64 %ics, ptr %w, ptr %offs, i64 %nt) alwaysinline nounwind {{",
+         "entry:",
+         f"  %nch0 = add i64 %cols, {_L - 1}",
+         f"  %nch = udiv i64 %nch0, {_L}",
+         "  %total = mul i64 %nch, %rows",
+         f"  %ics.v0 = insertelement {vi} undef, i64 %ics, i64 0",
+         f"  %ics.v = shufflevector {vi} %ics.v0, {vi} undef, <{_L} x i32> zeroinitializer",
+         f"  %ocs.v0 = insertelement {vi} undef, i64 %ocs, i64 0",
+         f"  %ocs.v = shufflevector {vi} %ocs.v0, {vi} undef, <{_L} x i32> zeroinitializer",
+         f"  %in.step = mul {vi} {iota}, %ics.v",
+         f"  %out.step = mul {vi} {iota}, %ocs.v",
+         "  br label %pair.head",
+         "pair.head:",
+         "  %q = phi i64 [ 0, %entry ], [ %q.next, %pair.done ]",
+         "  %more = icmp ult i64 %q, %total",
+         "  br i1 %more, label %pair.body, label %exit",
+         "pair.body:"]
+    for u in range(_U):
+        L += [f"  %p{u} = add i64 %q, {u}",
+              f"  %ok{u} = icmp ult i64 %p{u}, %total",
+              f"  %row{u} = udiv i64 %p{u}, %nch",
+              f"  %blk{u} = urem i64 %p{u}, %nch",
+              f"  %j{u} = mul i64 %blk{u}, {_L}",
+              f"  %left{u} = sub i64 %cols, %j{u}",
+              f"  %left{u}.v0 = insertelement {vi} undef, i64 %left{u}, i64 0",
+              f"  %left{u}.v = shufflevector {vi} %left{u}.v0, {vi} undef, <{_L} x i32> zeroinitializer",
+              f"  %lanes{u} = icmp ult {vi} {iota}, %left{u}.v",
+              f"  %ok{u}.v0 = insertelement {vb} undef, i1 %ok{u}, i64 0",
+              f"  %ok{u}.v = shufflevector {vb} %ok{u}.v0, {vb} undef, <{_L} x i32> zeroinitializer",
+              f"  %m{u} = and {vb} %lanes{u}, %ok{u}.v",
+              f"  %ir{u} = mul i64 %row{u}, %irs",
+              f"  %ic{u} = mul i64 %j{u}, %ics",
+              f"  %io{u} = add i64 %ir{u}, %ic{u}",
+              f"  %ib{u} = getelementptr float, ptr %in, i64 %io{u}",
+              f"  %or{u} = mul i64 %row{u}, %ors",
+              f"  %oc{u} = mul i64 %j{u}, %ocs",
+              f"  %oo{u} = add i64 %or{u}, %oc{u}",
+              f"  %ob{u} = getelementptr float, ptr %out, i64 %oo{u}"]
+    L += ["  br label %term.head", "term.head:",
+          "  %t = phi i64 [ 0, %pair.body ], [ %t.next, %term.body ]"]
+    for u in range(_U):
+        L.append(f"  %acc{u} = phi {vf} [ zeroinitializer, %pair.body ], [ %acc{u}.next, %term.body ]")
+    L += ["  %tmore = icmp ult i64 %t, %nt",
+          "  br i1 %tmore, label %term.body, label %pair.store",
+          "term.body:",
+          "  %offp = getelementptr i64, ptr %offs, i64 %t",
+          "  %off = load i64, ptr %offp, align 8",
+          "  %wp = getelementptr float, ptr %w, i64 %t",
+          "  %ws = load float, ptr %wp, align 4",
+          f"  %wv0 = insertelement {vf} undef, float %ws, i64 0",
+          f"  %wv = shufflevector {vf} %wv0, {vf} undef, <{_L} x i32> zeroinitializer"]
+    for u in range(_U):
+        L.append(f"  %xp{u} = getelementptr float, ptr %ib{u}, i64 %off")
+        if contig_in:
+            L.append(f"  %x{u} = call {vf} @llvm.masked.load.v16f32.p0(ptr %xp{u}, i32 4, {vb} %m{u}, {vf} zeroinitializer)")
+        else:
+            L += [f"  %xps{u} = getelementptr float, ptr %xp{u}, {vi} %in.step",
+                  f"  %x{u} = call {vf} @llvm.masked.gather.v16f32.v16p0({vp} %xps{u}, i32 4, {vb} %m{u}, {vf} zeroinitializer)"]
+        L.append(f"  %acc{u}.next = call {vf} @llvm.fma.v16f32({vf} %wv, {vf} %x{u}, {vf} %acc{u})")
+    L += ["  %t.next = add i64 %t, 1", "  br label %term.head", "pair.store:"]
+    for u in range(_U):
+        if contig_out:
+            L.append(f"  call void @llvm.masked.store.v16f32.p0({vf} %acc{u}, ptr %ob{u}, i32 4, {vb} %m{u})")
+        else:
+            L += [f"  %ops{u} = getelementptr float, ptr %ob{u}, {vi} %out.step",
+                  f"  call void @llvm.masked.scatter.v16f32.v16p0({vf} %acc{u}, {vp} %ops{u}, i32 4, {vb} %m{u})"]
+    L += ["  br label %pair.done", "pair.done:", f"  %q.next = add i64 %q, {_U}", "  br label %pair.head",
+          "exit:", "  ret void", "}"]
+    return L
+
+
+def _ir() -> str:
+    vf, vb, vp = _vec("float"), _vec("i1"), _vec("ptr")
+    L = [f"declare {vf} @llvm.masked.load.v16f32.p0(ptr, i32, {vb}, {vf})",
+         f"declare {vf} @llvm.masked.gather.v16f32.v16p0({vp}, i32, {vb}, {vf})",
+         f"declare void @llvm.masked.store.v16f32.p0({vf}, ptr, i32, {vb})",
+         f"declare void @llvm.masked.scatter.v16f32.v16p0({vf}, {vp}, i32, {vb})",
+         f"declare {vf} @llvm.fma.v16f32({vf}, {vf}, {vf})", ""]
+    names = {}
+    for contig_in in (True, False):
+        for contig_out in (True, False):
+            name = f"job_{int(contig_in)}{int(contig_out)}"
+            names[(contig_in, contig_out)] = name
+            L += _variant(name, contig_in, contig_out) + [""]
+    L += [f"define void @{SYMBOL}(i64 %b0, i64 %b1, ptr noalias %t, ptr %unused) nounwind {{",
+          "entry:", "  br label %head", "head:",
+          "  %i = phi i64 [ %b0, %entry ], [ %next, %latch ]",
+          "  %done = icmp uge i64 %i, %b1",
+          "  br i1 %done, label %exit, label %body",
+          "body:", f"  %base = mul i64 %i, {WORDS}"]
+    for j in range(WORDS):
+        L += [f"  %o{j} = add i64 %base, {j}",
+              f"  %p{j} = getelementptr i64, ptr %t, i64 %o{j}",
+              f"  %w{j} = load i64, ptr %p{j}, align 8"]
+    L += ["  %out = inttoptr i64 %w0 to ptr", "  %in = inttoptr i64 %w5 to ptr",
+          "  %wt = inttoptr i64 %w8 to ptr", "  %offs = inttoptr i64 %w9 to ptr",
+          "  %ci = icmp eq i64 %w7, 1", "  %co = icmp eq i64 %w3, 1",
+          "  br i1 %ci, label %in1, label %in0"]
+    args = "ptr %out, i64 %w1, i64 %w2, i64 %w3, i64 %w4, ptr %in, i64 %w6, i64 %w7, ptr %wt, ptr %offs, i64 %w10"
+    for ci in (1, 0):
+        L += [f"in{ci}:", f"  br i1 %co, label %run{ci}1, label %run{ci}0"]
+        for co in (1, 0):
+            L += [f"run{ci}{co}:", f"  call void @{names[(bool(ci), bool(co))]}({args})", "  br label %latch"]
+    L += ["latch:", "  %next = add i64 %i, 1", "  br label %head", "exit:", "  ret void", "}"]
+    return "\n".join(L) + "\n"
+
+
+_FN = []
+
+
+def _function():
+    if not _FN:
+        compiled = jit.compile_ir(_ir(), SYMBOL)
+        _FN.append((compiled, KERNEL_PROTO(compiled.address)))
+    return _FN[0][1]
+
+
+def direct_list(jobs):
+    """A callable running these jobs in one native call: each (out, in_, weights, offsets),
+    `out` a float32 2-D view [rows, cols] (any element strides), `in_` a float32 array whose
+    first element is where the offsets count from, with (row stride, column stride) in
+    elements given as in_[1], in_[2]... -- precisely: (out, (base array, base element, row
+    stride, column stride), weights, offsets).  out[r, c] = sum_t weights[t] *
+    base.flat[base element + offsets[t] + r * row stride + c * column stride].  Weights
+    (float32) and offsets (int64) are contiguous 1-D arrays of one length; addresses are read
+    now (the arrays must stay alive and in place)."""
+    rows = []
+    for out, (base, first, irs, ics), weights, offsets in jobs:
+        if out.dtype != np.float32 or base.dtype != np.float32 or weights.dtype != np.float32 \
+                or offsets.dtype != np.int64 or weights.shape != offsets.shape or out.ndim != 2 \
+                or not (weights.flags.c_contiguous and offsets.flags.c_contiguous and base.flags.c_contiguous) \
+                or any(s % 4 for s in out.strides):
+            raise ValueError("direct_list takes float32 views, float32 weights and int64 offsets")
+        if out.size == 0:
+            continue
+        rows.append([out.ctypes.data, out.strides[0] // 4, out.shape[0], out.strides[1] // 4, out.shape[1],
+                     base.ctypes.data + 4 * first, irs, ics, weights.ctypes.data, offsets.ctypes.data, weights.size])
+    fn = _function()
+    table = np.array(rows, np.int64).reshape(-1)
+    count, address = len(rows), table.ctypes.data
+
+    def call():
+        fn(0, count, address, 0)
+    call.table = table
+    call.native = (fn, 0, count, address, 0)
+    return call
