@@ -2,6 +2,7 @@
 asc-devkit docs): Nd2Nz DataCopy into L1, LoadData2D into L0A/L0B, Mmad into L0C, Fixpipe to GM,
 static LocalTensor(TPosition, addr, len) and LocalMemAllocator<L1/L0*>, checked against numpy."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -202,3 +203,75 @@ def test_load3d_v2_refusals(lib):
     # unfolded L1 bytes nothing wrote stay unwritten in L0A: the Mmad reading them fails
     with pytest.raises(AscendCCheckError, match=r"Mmad: a reads L0A offset \d+, which was never written"):
         _load3d(lib, np.float16, 2, fm, (2, 3, 1, 2, 1, 1, (1, 1, 1, 0)), (0, 32, 15, 96), b, 15, 96)
+
+
+def _transpose_line(marker):
+    with open(os.path.join(ASCENDC_KERNELS, "cube_basic_kernels.cpp"), encoding="utf-8") as f:
+        return next(i for i, text in enumerate(f, 1) if f"LINE:{marker}" in text)
+
+
+@pytest.mark.parametrize("dtype,acc,bias_dtype", [(np.int8, np.int32, np.int32), (np.float16, np.float32, np.float16),
+                                                  (np.float32, np.float32, np.float32)])
+def test_load_data_with_transpose_and_the_bias_table(lib, capfd, dtype, acc, bias_dtype):
+    # c = a_t^T b + bias: both operands reach L0 through LoadDataWithTranspose, the bias through
+    # DataCopy L1 -> C2 (half widened to float), C initialised from the table (cmatrixSource, or the bias form)
+    rng = np.random.default_rng(11)
+    m, k, n = 32, 64, 32
+    if dtype == np.int8:
+        a_t, b = (rng.integers(-128, 128, (k, m)).astype(dtype), rng.integers(-128, 128, (k, n)).astype(dtype))
+        bias = rng.integers(-1000, 1000, n).astype(bias_dtype)
+    else:
+        a_t, b = rng.standard_normal((k, m)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+        bias = rng.standard_normal(n).astype(bias_dtype)
+    c = np.zeros((m, n), acc)
+    entry = {np.int8: "cube_transpose_int8", np.float16: "cube_transpose_half", np.float32: "cube_transpose_float"}
+    lib.launch(entry[dtype], 1, [("a", a_t), ("b", b), ("bias", bias), ("c", c)])
+    want = a_t.T.astype(np.float64) @ b.astype(np.float64) + bias.astype(np.float64)
+    if dtype == np.int8:
+        np.testing.assert_array_equal(c, want.astype(np.int64))
+    else:
+        np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+    assert "[WARNING]" not in capfd.readouterr().err
+
+
+def test_data_copy_l0c_to_gm_with_scalar_quant(lib):
+    # DataCopy(L0C -> GM): DEQF16 x 0.5 after ReLU into ND half (NZ2ND), and REQ8 x 1/64 into NZ int8_t
+    rng = np.random.default_rng(12)
+    m, k, n = 32, 64, 32
+    a_t, b = rng.integers(-12, 12, (k, m)).astype(np.int8), rng.integers(-12, 12, (k, n)).astype(np.int8)
+    bias = rng.integers(-300, 300, n).astype(np.int32)
+    acc = (a_t.T.astype(np.int64) @ b.astype(np.int64) + bias).astype(np.float32)
+    h = np.zeros((m, n), np.float16)
+    lib.launch("cube_l0c2gm_deq", 1, [("a", a_t), ("b", b), ("bias", bias), ("c", h)])
+    np.testing.assert_array_equal(h, (np.maximum(acc, 0) * np.float32(0.5)).astype(np.float16))
+    q = np.zeros((n // 32, m, 32), np.int8)
+    lib.launch("cube_l0c2gm_req", 1, [("a", a_t), ("b", b), ("bias", bias), ("c", q)])
+    want = np.clip(np.rint(acc * np.float32(1 / 64)), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(q.transpose(1, 0, 2).reshape(m, n), want)
+
+
+def test_load_data_with_transpose_rules(lib):
+    z = np.zeros(16, np.int32)
+    with pytest.raises(AscendCCheckError) as info:
+        lib.launch("cube_transpose_misuse", 1, [("a", z), ("b", z), ("bias", z), ("mode", np.array([0], np.int32))])
+    assert re.search(rf"cube_basic_kernels\.cpp:{_transpose_line('overlap')}: LoadDataWithTranspose: dstGap = 0 and "
+                     r"dstFracGap = 0 put fractal 0 of repeat 1 on a fractal an earlier one wrote", str(info.value))
+    with pytest.raises(AscendCCheckError, match=r"DataCopy\(L1->BiasTable\): half -> int32_t; the bias table takes "
+                                                r"half -> float, float -> float and int32_t -> int32_t"):
+        lib.launch("cube_transpose_misuse", 1, [("a", z), ("b", z), ("bias", z), ("mode", np.array([1], np.int32))])
+    with pytest.raises(AscendCCheckError, match=r"LoadDataWithTranspose is not available on ascend310p"):
+        lib.launch("cube_transpose_misuse", 1, [("a", z), ("b", z), ("bias", z), ("mode", np.array([0], np.int32))],
+                   target="ascend310p")
+
+
+def test_broadcast_vec_to_mm_and_l0c_to_ub_on_310p(lib):
+    x = np.random.default_rng(13).standard_normal(32).astype(np.float32)
+    z = np.zeros(512, np.float16)
+    args = [("x", x), ("y", x), ("c", x), ("z", z)]
+    lib.launch("cube_broadcast_vec", 1, args, target="ascend310p")
+    relu = np.maximum(x, 0).astype(np.float16)
+    np.testing.assert_array_equal(z.reshape(2, 16, 16), np.broadcast_to(relu.reshape(2, 1, 16), (2, 16, 16)))
+    with pytest.raises(AscendCCheckError) as info:
+        lib.launch("cube_broadcast_vec", 1, args, target="ascend910b")
+    assert re.search(rf"cube_basic_kernels\.cpp:{_transpose_line('broadcast')}: BroadCastVecToMM is not available on "
+                     r"ascend910b \(the BroadCastVecToMM page: Atlas 推理系列 AI Core only\)", str(info.value)), info.value

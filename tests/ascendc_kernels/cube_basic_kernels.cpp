@@ -283,6 +283,169 @@ extern "C" __global__ __aicore__ void cube_load3d_int8_l0b(GM_ADDR, GM_ADDR, GM_
     LoadData(b2, b1, p);
 }
 
+// LoadDataWithTranspose (both operands), the bias table and C initialised from it:
+// c = a_t^T x b + bias with a_t [TK, TM] and b [TK, TN] ND in GM (T = int8_t, half, float; bias and c
+// in the accumulator type, the half case's bias half).  Each type puts its squares in L1 so the page's
+// square (two 16 x 32 int8 fractals one above the other, one 16 x 16 half fractal, two 16 x 8 float
+// fractals side by side) holds a block of the matrix: int8/half by one ND2NZ, float by one ND2NZ
+// matrix per 16 rows so that column blocks j and j + 1 of a row group are adjacent.
+constexpr uint32_t TM = 32, TK = 64, TN = 32;
+
+template <typename T>
+void TransposeToL1(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t rows, uint32_t cols)
+{
+    if constexpr (sizeof(T) == 4) {
+        DataCopy(dst, src, Nd2NzParams{static_cast<uint16_t>(rows / 16), 16, static_cast<uint16_t>(cols),
+                                       static_cast<uint16_t>(16 * cols), static_cast<uint16_t>(cols), 16, 1,
+                                       static_cast<uint16_t>(cols / 8 * 128)});
+    } else {
+        DataCopy(dst, src, Nd2NzParams{1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0,
+                                       static_cast<uint16_t>(cols), static_cast<uint16_t>(rows), 1, 0});
+    }
+}
+
+// Out: 0 Fixpipe (Acc, ND); 1 DataCopy L0C -> GM, DEQF16 x 0.5 with ReLU, NZ2ND (half); 2 DataCopy L0C -> GM,
+// REQ8 x 1/64, NZ (int8_t: groups of 32 columns, TM rows of 32 bytes each).
+template <typename T, typename Acc, typename BiasT, int Out = 0>
+void CubeTranspose(GM_ADDR at, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
+{
+    GlobalTensor<T> ag, bg;
+    GlobalTensor<BiasT> biasg;
+    GlobalTensor<Acc> cg;
+    ag.SetGlobalBuffer((__gm__ T*)at, TK * TM);
+    bg.SetGlobalBuffer((__gm__ T*)b, TK * TN);
+    biasg.SetGlobalBuffer((__gm__ BiasT*)bias, TN);
+    cg.SetGlobalBuffer((__gm__ Acc*)c, TM * TN);
+    LocalTensor<T> a1(TPosition::A1, 0, TK * TM), b1(TPosition::B1, TK * TM * sizeof(T), TK * TN);
+    LocalTensor<BiasT> bias1(TPosition::C1, 2 * TK * TM * sizeof(T), TN);
+    LocalTensor<T> a2(TPosition::A2, 0, TM * TK), b2(TPosition::B2, 0, TK * TN);
+    LocalTensor<Acc> co1(TPosition::CO1, 0, TM * TN);
+    // the float case keeps its bias 128 bytes into the table (the bias form reads it where it is)
+    LocalTensor<Acc> bt(TPosition::C2, sizeof(T) == 4 ? 128 : 0, TN);
+    TransposeToL1(a1, ag, TK, TM);
+    TransposeToL1(b1, bg, TK, TN);
+    DataCopy(bias1, biasg, TN);
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    DataCopy(bt, bias1, DataCopyParams{1, static_cast<uint16_t>(TN * sizeof(BiasT) / 64), 0, 0});
+    constexpr uint32_t F = 512 / sizeof(T);   // elements per fractal
+    if constexpr (sizeof(T) == 1) {
+        // A: square (j, q) = a_t rows 32q.., columns 32j.. -> L0A fractals (2j, q), (2j + 1, q): TK / 32 apart
+        for (uint32_t j = 0; j < TM / 32; ++j) {
+            LoadDataWithTranspose(a2[j * 2 * (TK / 32) * F], a1[j * (TK / 32) * 2 * F],
+                                  LoadData2dTransposeParams{0, TK / 32, 1, 0, TK / 32 - 1, 0});
+        }
+        // B: square (j, q) -> L0B fractals (q, 2j), (q, 2j + 1); repeats TN / 16 fractals apart
+        for (uint32_t j = 0; j < TN / 32; ++j) {
+            LoadDataWithTranspose(b2[2 * j * F], b1[j * (TK / 32) * 2 * F],
+                                  LoadData2dTransposeParams{0, TK / 32, 1, TN / 16 - 1, 0, 0});
+        }
+    } else if constexpr (sizeof(T) == 2) {
+        // A: fractal (j, kb) of L1 is fractal (j, kb) of L0A once transposed
+        LoadDataWithTranspose(a2, a1, LoadData2dTransposeParams{0, (TM / 16) * (TK / 16), 1, 0, 0, 0});
+        for (uint32_t j = 0; j < TN / 16; ++j) {   // B: (j, kb) -> (kb, j)
+            LoadDataWithTranspose(b2[j * F], b1[j * (TK / 16) * F],
+                                  LoadData2dTransposeParams{0, TK / 16, 1, TN / 16 - 1, 0, 0});
+        }
+    } else {
+        // A: square (kb, s) -> L0A fractals (s, 2kb), (s, 2kb + 1); B: -> L0B fractals (2kb, s), (2kb + 1, s)
+        for (uint32_t s = 0; s < TM / 16; ++s) {
+            LoadDataWithTranspose(a2[s * (TK / 8) * F], a1[s * 2 * F],
+                                  LoadData2dTransposeParams{0, TK / 16, TM / 16, 1, 0, 0});
+        }
+        for (uint32_t s = 0; s < TN / 16; ++s) {
+            LoadDataWithTranspose(b2[s * F], b1[s * 2 * F],
+                                  LoadData2dTransposeParams{0, TK / 16, TN / 16, 2 * (TN / 16) - 1, TN / 16 - 1, 0});
+        }
+    }
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    MmadParams mp{TM, TN, TK, 0, false, false};
+    if constexpr (sizeof(T) == 1) {
+        mp.cmatrixSource = true;   // C starts from the bias at the start of the table
+        Mmad(co1, a2, b2, mp);
+    } else {
+        Mmad(co1, a2, b2, bt, mp);
+    }
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+    if constexpr (Out == 0) {
+        Fixpipe(cg, co1, FixpipeParamsV220{TN, TM, TM, TN, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0});
+    } else if constexpr (Out == 1) {
+        GlobalTensor<half> hg;
+        hg.SetGlobalBuffer((__gm__ half*)c, TM * TN);
+        SetFixpipePreQuantFlag(0x3F000000ull);   // 0.5
+        SetFixpipeNz2ndFlag(1, 0, 0);
+        DataCopy(hg, co1, DataCopyCO12DstParams{TN, TM, TN, TM, QuantMode_t::DEQF16, 1, false, true});
+    } else {
+        GlobalTensor<int8_t> qg;
+        qg.SetGlobalBuffer((__gm__ int8_t*)c, TM * TN);
+        SetFixpipePreQuantFlag(0x3C800000ull | (1ull << 46));   // 1/64, signed output
+        DataCopy(qg, co1, DataCopyCO12DstParams{TN, TM, TM * 32 / 32, TM, QuantMode_t::REQ8, 0, false, false});
+    }
+}
+
+extern "C" __global__ __aicore__ void cube_transpose_int8(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
+{
+    CubeTranspose<int8_t, int32_t, int32_t>(a, b, bias, c);
+}
+extern "C" __global__ __aicore__ void cube_l0c2gm_deq(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
+{
+    CubeTranspose<int8_t, int32_t, int32_t, 1>(a, b, bias, c);
+}
+extern "C" __global__ __aicore__ void cube_l0c2gm_req(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
+{
+    CubeTranspose<int8_t, int32_t, int32_t, 2>(a, b, bias, c);
+}
+extern "C" __global__ __aicore__ void cube_transpose_half(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
+{
+    CubeTranspose<half, float, half>(a, b, bias, c);
+}
+extern "C" __global__ __aicore__ void cube_transpose_float(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
+{
+    CubeTranspose<float, float, float>(a, b, bias, c);
+}
+
+// Broken on purpose: mode 0 puts the second fractal of repeat 0 where repeat 1 starts; mode 1 moves a
+// half bias into an int32_t table.
+extern "C" __global__ __aicore__ void cube_transpose_misuse(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR mode)
+{
+    LocalTensor<int8_t> a1(TPosition::A1, 0, 4096), a2(TPosition::A2, 0, 4096);
+    if (*reinterpret_cast<__gm__ int32_t*>(mode) == 0) {
+        LoadDataWithTranspose(a2, a1, LoadData2dTransposeParams{0, 2, 1, 0, 0, 0});   // LINE:overlap
+    } else {
+        LocalTensor<half> h1(TPosition::C1, 0, 64);
+        LocalTensor<int32_t> bt(TPosition::C2, 0, 64);
+        DataCopy(bt, h1, DataCopyParams{1, 1, 0, 0});
+    }
+}
+
+// 310P's vector-side moves into and out of L0C: x (32 floats) -> UB; BroadCastVecToMM makes L0C fractal 0
+// of 16 rows x[0:16] and fractal 2 of 16 rows x[16:32] (dstGap 1 leaves fractal 1 out); DataCopy L0C -> UB
+// (BLOCK_MODE_MATRIX, ReLU, float -> half) takes fractals 0 and 2 (srcGap 1) into 512 contiguous halves.
+extern "C" __global__ __aicore__ void cube_broadcast_vec(GM_ADDR x, GM_ADDR, GM_ADDR, GM_ADDR z)
+{
+    GlobalTensor<float> xg;
+    GlobalTensor<half> zg;
+    xg.SetGlobalBuffer((__gm__ float*)x, 32);
+    zg.SetGlobalBuffer((__gm__ half*)z, 512);
+    LocalTensor<float> src(TPosition::VECIN, 0, 32);
+    LocalTensor<float> brc(TPosition::CO1, 0, 3 * 256);
+    DataCopy(src, xg, 32);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    BroadCastVecToMM(brc, src, 2, 1, 0, 1);   // LINE:broadcast
+    PipeBarrier<PIPE_V>();
+    LocalTensor<half> out(TPosition::CO2, 1024, 512);   // UB on 310P
+    DataCopyEnhancedParams e;
+    e.blockMode = BlockMode::BLOCK_MODE_MATRIX;
+    e.isRelu = true;
+    DataCopy(out, brc, DataCopyParams{2, 1, 1, 0}, e);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(zg, out, 512);
+}
+
 // Broken on purpose: a static tensor at an address that is not 32-byte aligned.
 extern "C" __global__ __aicore__ void cube_misaligned(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR)
 {
@@ -305,6 +468,13 @@ CUBE_ENTRY(cube_l1_roundtrip, AIC_MODE)
 CUBE_ENTRY(cube_load3d_half, AIC_MODE)
 CUBE_ENTRY(cube_load3d_float, AIC_MODE)
 CUBE_ENTRY(cube_load3d_int8_l0b, AIC_MODE)
+CUBE_ENTRY(cube_transpose_int8, AIC_MODE)
+CUBE_ENTRY(cube_transpose_half, AIC_MODE)
+CUBE_ENTRY(cube_transpose_float, AIC_MODE)
+CUBE_ENTRY(cube_transpose_misuse, AIC_MODE)
+CUBE_ENTRY(cube_l0c2gm_deq, AIC_MODE)
+CUBE_ENTRY(cube_l0c2gm_req, AIC_MODE)
+CUBE_ENTRY(cube_broadcast_vec, AIV_MODE)
 extern "C" int fusedsl_launch_cube_half_in_aiv(uint32_t blockDim, uint8_t** args) {
     AscendC::SetKernelMode(KernelMode::AIV_MODE);
     return fusedsl_cpu::Launch(cube_half, blockDim, args[0], args[1], args[2], args[3]);

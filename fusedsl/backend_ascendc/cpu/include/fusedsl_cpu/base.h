@@ -331,6 +331,7 @@ FUSEDSL_CPU_TYPE(uint32_t, "uint32_t");
 FUSEDSL_CPU_TYPE(int64_t, "int64_t");
 FUSEDSL_CPU_TYPE(uint64_t, "uint64_t");
 FUSEDSL_CPU_TYPE(bool, "bool");
+FUSEDSL_CPU_TYPE(AscendC::int4b_t, "int4b_t");   // named in the messages of the APIs that refuse it
 #undef FUSEDSL_CPU_TYPE
 
 template <typename T>

@@ -140,6 +140,28 @@ inline void CheckLocalWritten(const char* api, const char* role, uint64_t at, ui
     }
 }
 
+// The length a cube instruction may write through a local tensor declared shorter than what it writes:
+// the hardware writes the whole layout and neither the API pages nor CANN's CPU debug mode bound it by the
+// LocalTensor's length (its Mmad check is position and alignment only, asc-devkit kernel_operator_mm_check.h),
+// so while the writes stay inside the physical buffer they are accepted, with a warning once per launch
+// (CANN's mmad_load3dv2 sizes its float L0B tensor with N rounded to 8, the 16 x 8 fractals round it to 16;
+// its mmad sample sizes C for n = 40 and multiplies n = 64).
+inline uint64_t WritableLength(const char* api, const void* addr, uint64_t have, uint64_t need, int mem) {
+    uint32_t off = 0;
+    if (need > have && WhichMem(addr, &off) == mem && off + need <= LocalMemBytes(mem)) {
+        if (!RT().warned_short_l0) {
+            RT().warned_short_l0 = true;
+            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s writes %llu bytes from %s offset %u but "
+                         "dst's LocalTensor has %llu; the bytes past it are overwritten (reported once per launch)\n",
+                         Target().name, static_cast<long long>(RT().block_idx), api,
+                         static_cast<unsigned long long>(need), LocalMemName(mem), off,
+                         static_cast<unsigned long long>(have));
+        }
+        return need;
+    }
+    return have;
+}
+
 inline void MarkLocalWritten(uint64_t at, uint64_t bytes) {
     std::memset(CurCore().local_written.data() + at, 1, bytes);
 }
@@ -343,17 +365,261 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     }
 }
 
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+// DataCopy L1 -> BiasTable (DataCopy（L1ToBiasTable Buffer数据搬运）, Atlas A2/A3): `count` blocks of
+// `block_bytes` source bytes (blockLen in 64 B), `src_gap` bytes apart after each block in L1 and
+// `dst_gap` in the bias table; half becomes float on the way, int32_t and float move as they are.
+// dst 64-byte aligned in the 1 KB table, src 32-byte aligned in L1.
+template <typename D, typename S>
+inline void CopyL1ToBias(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTensor<S>& src, uint64_t count,
+                         uint64_t block_bytes, uint64_t src_gap, uint64_t dst_gap) {
+    const char* api = "DataCopy(L1->BiasTable)";
+    CheckHasCube(api);
+    constexpr bool ok = (std::is_same_v<S, half> && std::is_same_v<D, float>) ||
+                        (std::is_same_v<S, float> && std::is_same_v<D, float>) ||
+                        (std::is_same_v<S, int32_t> && std::is_same_v<D, int32_t>);
+    if (!ok) {
+        Fail("%s: %s -> %s; the bias table takes half -> float, float -> float and int32_t -> int32_t (the page's "
+             "type list for Atlas A2/A3)", api, TypeName<S>(), TypeName<D>());
+    }
+    if (count == 0 || block_bytes == 0) {
+        return;   // a NOP, per the page
+    }
+    if (count > 4095) {
+        Fail("%s: blockCount = %llu; at most 4095", api, static_cast<unsigned long long>(count));
+    }
+    const uint64_t out_block = block_bytes / sizeof(S) * sizeof(D);
+    const uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(),
+                                  (count - 1) * (block_bytes + src_gap) + block_bytes, kMemL1, 32);
+    const uint64_t d = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(),
+                                  (count - 1) * (out_block + dst_gap) + out_block, kMemBT, 64);
+    // The "never written" marks move with the values instead of failing here, as for the other local moves:
+    // CANN's mmad sample copies a 64-byte-rounded bias of which ND2NZ filled 160 bytes; Mmad passes the marks
+    // on to the C columns that take them, and Fixpipe fails only if it stores one.
+    Core& c = CurCore();
+    for (uint64_t b = 0; b < count; ++b) {
+        const uint64_t from = s + b * (block_bytes + src_gap);
+        const uint64_t to = d + b * (out_block + dst_gap);
+        for (uint64_t e = 0; e < block_bytes / sizeof(S); ++e) {
+            S v;
+            std::memcpy(&v, c.local.data() + from + e * sizeof(S), sizeof(S));
+            const D out = static_cast<D>(static_cast<Compute<S>>(v));
+            std::memcpy(c.local.data() + to + e * sizeof(D), &out, sizeof(D));
+            const bool written = std::memchr(c.local_written.data() + from + e * sizeof(S), 0, sizeof(S)) == nullptr;
+            std::memset(c.local_written.data() + to + e * sizeof(D), written ? 1 : 0, sizeof(D));
+        }
+    }
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+// The bias table's converting form (half in L1 -> float bias).
+template <typename D, typename S>
+inline void DataCopy(const LocalTensor<D>& dst, const LocalTensor<S>& src, const DataCopyParams& params) {
+    if (!fusedsl_cpu::IsBiasTable(dst.GetPosition())) {
+        fusedsl_cpu::Fail("DataCopy(%s -> %s) between local tensors of different types moves L1 to the bias table (C2) "
+                          "only", fusedsl_cpu::TypeName<S>(), fusedsl_cpu::TypeName<D>());
+    }
+    fusedsl_cpu::CopyL1ToBias(dst, src, params.blockCount, params.blockLen * 64ull, params.srcGap * 32ull,
+                              params.dstGap * 64ull);
+}
+
+// LoadData2dTransposeParams{startIndex, repeatTimes, srcStride, dstGap, dstFracGap, addrMode}
+// (LoadDataWithTranspose page): repeat i transposes square startIndex +- i * srcStride of src (a square
+// is 512 B x the fractals it spans) into dst, its first fractal (1 + dstGap) x i fractals from dst's
+// start and its fractals (1 + dstFracGap) fractals apart.
+struct LoadData2dTransposeParams {
+    uint16_t startIndex = 0;
+    uint8_t repeatTimes = 0;
+    uint16_t srcStride = 0;
+    uint16_t dstGap = 0;
+    uint16_t dstFracGap = 0;
+    uint8_t addrMode = 0;
+};
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+// Byte offset of element (r, c) of a LoadDataWithTranspose square of `elem`-byte values, and its
+// fractal: 1-byte types stack two 16 x 32 fractals into a 32 x 32 square (rows 16 apart), 2-byte
+// types are one 16 x 16 fractal, 4-byte types put two 16 x 8 fractals side by side into 16 x 16
+// (the page's 分形转置; the transposed square is split into fractals the same way).
+inline uint32_t SquareOffset(size_t elem, uint32_t r, uint32_t c, uint32_t* frac) {
+    if (elem == 1) {
+        *frac = r / 16;
+        return (r % 16) * 32 + c;
+    }
+    if (elem == 2) {
+        *frac = 0;
+        return (r * 16 + c) * 2;
+    }
+    *frac = c / 8;
+    return (r * 8 + c % 8) * 4;
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+// LoadDataWithTranspose (L1 -> L0A/L0B, Atlas A2/A3): per repeat one square of src, transposed.  Types:
+// int8_t/uint8_t, half/bfloat16_t, int32_t/uint32_t/float (int4b_t, L0B only, is not modelled).
+template <typename T>
+inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                                  const LoadData2dTransposeParams& p, FUSEDSL_CPU_SITE) {
+    using namespace fusedsl_cpu;
+    AtSite at_site(fs_site);
+    const char* api = "LoadDataWithTranspose";
+    CheckHasCube(api);
+    if (Target().arch != 2201) {
+        Fail("%s is not available on %s (the LoadDataWithTranspose page: Atlas A2/A3, not Atlas 训练/推理系列)", api,
+             Target().name);
+    }
+    if constexpr (std::is_same_v<T, int4b_t>) {
+        Fail("%s: int4b_t is not modelled by fusedsl's CPU implementation", api);
+    } else {
+        static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadDataWithTranspose: 1-, 2- or 4-byte types");
+        const int mem = MemOfPosition(dst.GetPosition());
+        if (mem != kMemL0A && mem != kMemL0B) {
+            Fail("%s: dst is a %s tensor; it loads into A2 (L0A) or B2 (L0B)", api, PositionName(dst.GetPosition()));
+        }
+        if (p.repeatTimes == 0) {
+            return;   // a NOP, per the page
+        }
+        constexpr uint64_t F = 512;
+        constexpr uint32_t fracs = sizeof(T) == 2 ? 1 : 2;
+        constexpr uint32_t side = sizeof(T) == 1 ? 32 : 16;
+        const uint64_t last = static_cast<uint64_t>(p.repeatTimes - 1) * p.srcStride;
+        if (p.addrMode != 0 && last > p.startIndex) {
+            Fail("%s: addrMode counts down %u repeats of srcStride %u from square %u, below square 0", api,
+                 p.repeatTimes, p.srcStride, p.startIndex);
+        }
+        const uint64_t top = p.addrMode != 0 ? p.startIndex : p.startIndex + last;
+        const uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(), (top + 1) * fracs * F, kMemL1);
+        const uint64_t frac_pitch = 1 + static_cast<uint64_t>(p.dstFracGap);
+        const uint64_t rep_pitch = 1 + static_cast<uint64_t>(p.dstGap);
+        const uint64_t dst_last = (p.repeatTimes - 1) * rep_pitch + (fracs - 1) * frac_pitch;
+        const uint64_t d = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), (dst_last + 1) * F, mem, 512);
+        // The page: "开发者需要保证目的操作数转置后的分形没有重叠".
+        std::vector<uint8_t> taken(dst_last + 1, 0);
+        for (uint64_t i = 0; i < p.repeatTimes; ++i) {
+            for (uint64_t j = 0; j < fracs; ++j) {
+                uint8_t& t = taken[i * rep_pitch + j * frac_pitch];
+                if (t) {
+                    Fail("%s: dstGap = %u and dstFracGap = %u put fractal %llu of repeat %llu on a fractal an earlier "
+                         "one wrote; the transposed fractals may not overlap (the page)", api, p.dstGap, p.dstFracGap,
+                         static_cast<unsigned long long>(j), static_cast<unsigned long long>(i));
+                }
+                t = 1;
+            }
+        }
+        // The data and its written marks move together (a padding fractal nothing wrote stays unwritten for
+        // Mmad to check).
+        Core& c = CurCore();
+        for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+            const uint64_t sq = p.addrMode != 0 ? p.startIndex - static_cast<uint64_t>(i) * p.srcStride
+                                                : p.startIndex + static_cast<uint64_t>(i) * p.srcStride;
+            const uint64_t from = s + sq * fracs * F;
+            const uint64_t to = d + i * rep_pitch * F;
+            for (std::vector<uint8_t>* plane : {&c.local, &c.local_written}) {
+                uint8_t square[fracs * F];
+                std::memcpy(square, plane->data() + from, fracs * F);
+                for (uint32_t r = 0; r < side; ++r) {
+                    for (uint32_t col = 0; col < side; ++col) {
+                        uint32_t fs = 0;
+                        uint32_t fd = 0;
+                        const uint32_t so = SquareOffset(sizeof(T), col, r, &fs);   // source (col, r) ...
+                        const uint32_t dof = SquareOffset(sizeof(T), r, col, &fd);  // ... to (r, col)
+                        std::memcpy(plane->data() + to + fd * frac_pitch * F + dof, square + fs * F + so, sizeof(T));
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+// Mmad's C initialised from the bias table (cmatrixSource, or the bias-tensor form with a C2 bias):
+// BT offset `bt` holds n values of C's type (the Mmad page: "使用BT Buffer(TPosition:C2)的数据对L0C Buffer
+// 进行初始化", bias 1 x N), added to every row.  Atlas A2/A3 only (the cmatrixSource row of MmadParams).
+inline uint64_t CheckBiasSource(const char* api, uint64_t bt, uint64_t n, size_t elem) {
+    if (!Target().separated) {
+        Fail("%s: C initialised from the bias table (cmatrixSource = true, or a C2 bias) is not available on %s "
+             "(the Mmad page: Atlas A2/A3 only)", api, Target().name);
+    }
+    if (bt % 64 != 0) {
+        Fail("%s: the bias starts at BT offset %llu, which is not 64-byte aligned (the Mmad page)", api,
+             static_cast<unsigned long long>(bt));
+    }
+    if (bt + n * elem > LocalMemBytes(kMemBT)) {
+        Fail("%s: %llu bias values at BT offset %llu run past the %u-byte bias table", api,
+             static_cast<unsigned long long>(n), static_cast<unsigned long long>(bt), LocalMemBytes(kMemBT));
+    }
+    return CurCore().local_at[kMemBT] + bt;
+}
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+template <typename C, typename A, typename B>
+inline void MmadWithBiasAt(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b,
+                           const MmadParams& p, const char* api, bool from_bt, uint64_t bt);
+
 template <typename C, typename A, typename B>
 inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b, const MmadParams& p) {
+    // Without a bias tensor, cmatrixSource reads the bias from the start of the bias table (where the
+    // bias-less instruction takes it; CANN's mmad sample keeps its bias at C2 address 0).
+    MmadWithBiasAt(dst, a, b, p, "Mmad", p.cmatrixSource && !p.cmatrixInitVal, 0);
+}
+
+// The bias form (Mmad, "传入bias"): a C2 bias (the bias table) initialises C, whatever cmatrixSource
+// says; a CO1 bias is C itself (C accumulates unless cmatrixInitVal).
+template <typename C, typename A, typename B>
+inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b,
+                 const LocalTensor<C>& bias, const MmadParams& p) {
     using namespace fusedsl_cpu;
-    const char* api = "Mmad";
+    const char* api = "Mmad(bias)";
+    uint32_t off = 0;
+    const int m = WhichMem(bias.fs_addr, &off);
+    if (m == kMemBT) {
+        MmadWithBiasAt(dst, a, b, p, api, !p.cmatrixInitVal, off);
+        return;
+    }
+    if (m == kMemL0C && bias.fs_addr == dst.fs_addr) {
+        MmadParams q = p;
+        q.cmatrixSource = false;
+        MmadWithBiasAt(dst, a, b, q, api, false, 0);
+        return;
+    }
+    Fail("%s: the bias is in %s; it must be a C2 (bias table) tensor, or the CO1 tensor C itself", api,
+         m == -2 ? "no on-chip memory of this core" : LocalMemName(m));
+}
+
+template <typename C, typename A, typename B>
+inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b,
+                    const MmadParams& p, const char* api, bool from_bt, uint64_t bt) {
+    using namespace fusedsl_cpu;
     CheckHasCube(api);
     CheckMmadTypes<A, B, C>(api);
     if (p.m == 0 || p.n == 0 || p.k == 0) {
         return;
     }
-    if (p.cmatrixSource) {
-        Fail("%s: cmatrixSource = true (C initialised from the bias table) is not modelled", api);
+    const C* bias = nullptr;
+    uint64_t bias_at = 0;
+    if (from_bt) {
+        bias_at = CheckBiasSource(api, bt, p.n, sizeof(C));
+        bias = reinterpret_cast<const C*>(CurCore().local.data() + bias_at);
+    } else if (p.cmatrixSource && !Target().separated) {
+        Fail("%s: cmatrixSource = true is not available on %s (the Mmad page: Atlas A2/A3 only)", api, Target().name);
     }
     if (p.isBias || p.fmOffset != 0 || p.enSsparse || p.enWinogradA || p.enWinogradB) {
         Fail("%s: isBias, fmOffset, enSsparse and the Winograd switches are not modelled by fusedsl's CPU "
@@ -380,7 +646,9 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
     const uint64_t b_bytes = (((kb_last * N1 + (p.n - 1) / 16) * fa) + ((p.n - 1) % 16) * KA + k_last) * sizeof(B);
     uint64_t sa = CheckLocal(api, "a", a.fs_addr, a.GetLength(), a_bytes, kMemL0A, 512);
     uint64_t sb = CheckLocal(api, "b", b.fs_addr, b.GetLength(), b_bytes, kMemL0B, 512);
-    uint64_t sc = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), M1 * N1 * 256 * sizeof(C), kMemL0C, 512);
+    const uint64_t c_bytes = M1 * N1 * 256 * sizeof(C);
+    uint64_t sc = CheckLocal(api, "dst", dst.fs_addr, WritableLength(api, dst.fs_addr, dst.GetLength(), c_bytes, kMemL0C),
+                             c_bytes, kMemL0C, 512);
     // Only the elements the product uses must have been written (rows < m, columns < n, k < K); the padding
     // of partly filled fractals is never read into C.
     for (uint64_t kb = 0; kb < (p.k + KA - 1) / KA; ++kb) {
@@ -393,7 +661,7 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
             CheckLocalWritten(api, "b", sb + ((kb * N1 + col / 16) * fa + (col % 16) * KA) * sizeof(B), used);
         }
     }
-    if (!p.cmatrixInitVal) {
+    if (!p.cmatrixInitVal && bias == nullptr) {
         CheckLocalWritten(api, "dst (accumulated onto)", sc, M1 * N1 * 256 * sizeof(C));
     }
     using Acc = std::conditional_t<std::is_same_v<C, int32_t>, int64_t, float>;
@@ -408,11 +676,43 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
                 }
             }
             C& out = dst.fs_addr[((col / 16) * M1 + r / 16) * 256 + (r % 16) * 16 + col % 16];
-            out = p.cmatrixInitVal ? static_cast<C>(acc) : static_cast<C>(out + static_cast<C>(acc));
+            if (bias != nullptr) {
+                out = static_cast<C>((col < p.n ? bias[col] : C(0)) + static_cast<C>(acc));
+            } else {
+                out = p.cmatrixInitVal ? static_cast<C>(acc) : static_cast<C>(out + static_cast<C>(acc));
+            }
         }
     }
     MarkLocalWritten(sc, M1 * N1 * 256 * sizeof(C));
+    if (bias != nullptr) {
+        // A bias value nothing wrote leaves its C column unwritten (see CopyL1ToBias).
+        Core& core = CurCore();
+        for (uint64_t col = 0; col < p.n; ++col) {
+            if (std::memchr(core.local_written.data() + bias_at + col * sizeof(C), 0, sizeof(C)) == nullptr) {
+                continue;
+            }
+            for (uint64_t r = 0; r < M1 * 16; ++r) {
+                std::memset(core.local_written.data() + sc + (((col / 16) * M1 + r / 16) * 256 + (r % 16) * 16 +
+                                                              col % 16) * sizeof(C), 0, sizeof(C));
+            }
+        }
+    }
     St().vector_instructions += 1;
+}
+
+template <typename C, typename A, typename B>
+inline void MmadWithBiasAt(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b,
+                           const MmadParams& p, const char* api, bool from_bt, uint64_t bt) {
+    if constexpr (std::is_same_v<A, int4b_t> || std::is_same_v<B, int4b_t>) {
+        // Mmad's table 7 has int4b_t x int4b_t -> int32_t on A2/A3, but fusedsl's LocalTensor<int4b_t> counts
+        // bytes where CANN's counts 4-bit elements (offsets and sizes would differ), so it is refused.
+        (void)from_bt;
+        (void)bt;
+        fusedsl_cpu::CheckHasCube(api);
+        fusedsl_cpu::Fail("%s: int4b_t matrices are not modelled by fusedsl's CPU implementation", api);
+    } else {
+        MmadRun(dst, a, b, p, api, from_bt, bt);
+    }
 }
 
 // LoadData2DParamsV2 and its LoadData are Ascend 950's (its L1 -> L0 load with m/k positions and
@@ -536,6 +836,38 @@ constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR, false};
 // them, dstStride 32-byte blocks apart.  The destination must be 32-byte aligned.
 // Row r of column group g of an NZ result: c0 elements read from L0C (each checked written), ReLU
 // when asked, converted to D; both Fixpipe forms write these rows (to L1, or to GM in NZ).
+// One L0C value on its way out: ReLU, then the conversion quantPre names.  The scalar quant modes
+// (随路量化, table 1 for arch 2201) multiply by M1, QUANT_PRE bits [31:0] read as a float whose
+// mantissa the hardware keeps to 10 bits (bits [12:0] dropped), or by M2 = 0 for a negative value
+// under ReLU; DEQF16 then rounds to half, REQ8 / QF322B8_PRE round to an integer, saturate to
+// [-256, 255] and then to int8_t (sign bit 46 set) or uint8_t.
+template <typename D, typename S>
+inline D FixpipeValue(S raw, const FixpipeParamsV220& p) {
+    using namespace fusedsl_cpu;
+    auto v = static_cast<Compute<S>>(raw);
+    const bool scalar_quant = p.quantPre == QuantMode_t::DEQF16 || p.quantPre == QuantMode_t::REQ8 ||
+                              p.quantPre == QuantMode_t::QF322B8_PRE;
+    if (!scalar_quant) {
+        if (p.reluEn && v < 0) {
+            v = 0;
+        }
+        return FromCompute<D>(v);
+    }
+    const uint32_t bits = static_cast<uint32_t>(static_cast<uint64_t>(p.deqScalar)) & ~0x1FFFu;
+    float m1 = 0;
+    std::memcpy(&m1, &bits, sizeof m1);
+    const float x = static_cast<float>(v) * ((p.reluEn && v < 0) ? 0.0f : m1);
+    if constexpr (std::is_same_v<D, half>) {
+        return static_cast<half>(std::min(65504.0f, std::max(-65504.0f, x)));
+    } else if constexpr (std::is_same_v<D, int8_t> || std::is_same_v<D, uint8_t>) {
+        const float q = std::min(255.0f, std::max(-256.0f, std::nearbyint(x)));
+        return static_cast<D>(std::is_same_v<D, int8_t> ? std::min(127.0f, std::max(-128.0f, q))
+                                                        : std::min(255.0f, std::max(0.0f, q)));
+    } else {
+        return static_cast<D>(x);   // not reached: CheckFixpipeConversion allows half and 8-bit outputs only
+    }
+}
+
 template <typename D, typename S, uint64_t c0>
 inline void FixpipeNzRow(const char* api, const LocalTensor<S>& src, uint64_t s, const FixpipeParamsV220& p,
                          uint64_t g, uint64_t r, D* row) {
@@ -544,11 +876,7 @@ inline void FixpipeNzRow(const char* api, const LocalTensor<S>& src, uint64_t s,
         uint64_t c = g * c0 + e;
         uint64_t idx = ((c / 16) * p.srcStride + r) * 16 + c % 16;
         CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
-        auto v = static_cast<Compute<S>>(src.fs_addr[idx]);
-        if (p.reluEn && v < 0) {
-            v = 0;
-        }
-        row[e] = FromCompute<D>(v);
+        row[e] = FixpipeValue<D, S>(src.fs_addr[idx], p);
     }
 }
 
@@ -556,12 +884,36 @@ inline void FixpipeNzRow(const char* api, const LocalTensor<S>& src, uint64_t s,
 template <typename D, typename S>
 inline void CheckFixpipeConversion(const FixpipeParamsV220& p, const char* api) {
     using namespace fusedsl_cpu;
+    constexpr bool b8 = std::is_same_v<D, int8_t> || std::is_same_v<D, uint8_t>;
     bool ok = (p.quantPre == QuantMode_t::NoQuant && std::is_same_v<D, S>) ||
               (p.quantPre == QuantMode_t::F322F16 && std::is_same_v<S, float> && std::is_same_v<D, half>) ||
-              (p.quantPre == QuantMode_t::F322BF16 && std::is_same_v<S, float> && std::is_same_v<D, bfloat16_t>);
+              (p.quantPre == QuantMode_t::F322BF16 && std::is_same_v<S, float> && std::is_same_v<D, bfloat16_t>) ||
+              (p.quantPre == QuantMode_t::DEQF16 && std::is_same_v<S, int32_t> && std::is_same_v<D, half>) ||
+              (p.quantPre == QuantMode_t::REQ8 && std::is_same_v<S, int32_t> && b8) ||
+              (p.quantPre == QuantMode_t::QF322B8_PRE && std::is_same_v<S, float> && b8);
     if (!ok) {
         Fail("%s: quantPre %d from %s to %s; modelled: NoQuant (same type), F322F16 (float -> half), F322BF16 "
-             "(float -> bfloat16_t)", api, static_cast<int>(p.quantPre), TypeName<S>(), TypeName<D>());
+             "(float -> bfloat16_t) and the scalar modes DEQF16 (int32_t -> half), REQ8 (int32_t -> int8_t/uint8_t), "
+             "QF322B8_PRE (float -> int8_t/uint8_t); the vector (tensor) modes are not", api,
+             static_cast<int>(p.quantPre), TypeName<S>(), TypeName<D>());
+    }
+    if (p.quantPre == QuantMode_t::DEQF16 || p.quantPre == QuantMode_t::REQ8 || p.quantPre == QuantMode_t::QF322B8_PRE) {
+        const uint64_t q = static_cast<uint64_t>(p.deqScalar);
+        // MCB (bit 36) shifts by N, which the quant page counts from 1 ("b'0000对应表示1") while asc-devkit's
+        // reference scripts shift by N itself; the offset (bits 37-45) is a 9-bit integer of unstated sign.
+        if ((q >> 36) & 1) {
+            Fail("%s: the quant parameter sets MCB (bit 36, shift before quantising), which fusedsl's CPU "
+                 "implementation does not model", api);
+        }
+        if (p.quantPre != QuantMode_t::DEQF16 && ((q >> 37) & 0x1FF) != 0) {
+            Fail("%s: the quant parameter has an offset (bits 37-45), which fusedsl's CPU implementation does not "
+                 "model", api);
+        }
+        const bool sign = (q >> 46) & 1;
+        if (p.quantPre != QuantMode_t::DEQF16 && sign != std::is_same_v<D, int8_t>) {
+            Fail("%s: the quant parameter's sign bit (46) is %d but the output is %s (the quant page: 1 for int8_t, 0 "
+                 "for uint8_t)", api, static_cast<int>(sign), TypeName<D>());
+        }
     }
     if (p.srcStride < p.mSize || p.srcStride % 16 != 0) {
         Fail("%s: srcStride = %u; it is the L0C matrix's row count per 16-column block, a multiple of 16 and at "
@@ -685,11 +1037,7 @@ inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const
             for (uint64_t c = 0; c < p.nSize; ++c) {
                 uint64_t idx = i * src_nd + ((c / 16) * p.srcStride + r) * 16 + c % 16;
                 CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
-                auto v = static_cast<Compute<S>>(src.fs_addr[idx]);
-                if (p.reluEn && v < 0) {
-                    v = 0;
-                }
-                row[c] = FromCompute<D>(v);
+                row[c] = FixpipeValue<D, S>(src.fs_addr[idx], p);
             }
             auto g = reinterpret_cast<uint8_t*>(dst.fs_addr + i * dst_nd + r * p.dstStride);
             NoteGmWrite(api, buf, g, p.nSize * sizeof(D), false, reinterpret_cast<const uint8_t*>(row.data()));
@@ -697,6 +1045,231 @@ inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const
         }
     }
     St().gm_bytes_written += nd * p.mSize * p.nSize * sizeof(D);
+}
+
+// ---- DataCopy L0C -> GM (DataCopy（L0C到GM数据搬运）, Atlas A2/A3): the Fixpipe move configured by
+// registers — the scalar quant parameter (SetFixpipePreQuantFlag) and NZ2ND's matrix count and strides
+// (SetFixpipeNz2ndFlag) — and DataCopyCO12DstParams.
+
+struct DataCopyCO12DstParams {
+    DataCopyCO12DstParams() {}
+    DataCopyCO12DstParams(const uint16_t nSizeIn, const uint16_t mSizeIn, const uint32_t dstStrideIn,
+                          const uint16_t srcStrideIn, const QuantMode_t quantPreIn, const uint8_t reluPreIn,
+                          const bool channelSplitIn, const bool nz2ndEnIn)
+        : nSize(nSizeIn), mSize(mSizeIn), dstStride(dstStrideIn), srcStride(srcStrideIn), quantPre(quantPreIn),
+          reluPre(reluPreIn), channelSplit(channelSplitIn), nz2ndEn(nz2ndEnIn) {}
+    uint8_t sid = 0;
+    uint16_t nSize = 0;
+    uint16_t mSize = 0;
+    uint32_t dstStride = 0;
+    uint16_t srcStride = 0;
+    uint8_t unitFlag = 0;
+    uint8_t clipReluPre = 0;   // Atlas 200I/500 A2 only
+    uint8_t eltWiseOp = 0;     // Atlas 200I/500 A2 only
+    QuantMode_t quantPre = QuantMode_t::NoQuant;
+    uint8_t reluPre = 0;
+    bool channelSplit = false;
+    bool nz2ndEn = false;
+};
+
+inline void SetFixpipePreQuantFlag(uint64_t config) {
+    fusedsl_cpu::CheckHasCube("SetFixpipePreQuantFlag");
+    if (fusedsl_cpu::Target().arch != 2201) {
+        fusedsl_cpu::Fail("SetFixpipePreQuantFlag is not modelled on %s (fusedsl models the L0C moves of Atlas A2/A3)",
+                          fusedsl_cpu::Target().name);
+    }
+    fusedsl_cpu::CurCore().fixpipe_quant_pre = config;
+}
+
+inline void SetFixpipeNz2ndFlag(uint16_t ndNum, uint16_t srcNdStride, uint16_t dstNdStride) {
+    using namespace fusedsl_cpu;
+    const char* api = "SetFixpipeNz2ndFlag";
+    CheckHasCube(api);
+    if (Target().arch != 2201) {
+        Fail("%s is not modelled on %s (fusedsl models the L0C moves of Atlas A2/A3)", api, Target().name);
+    }
+    if (ndNum == 0) {
+        Fail("%s: ndNum = 0; it counts the ND matrices, from 1 (the SetFixpipeNz2ndFlag page)", api);
+    }
+    if (ndNum > 1 && (srcNdStride == 0 || srcNdStride > 512 || dstNdStride == 0)) {
+        Fail("%s: with ndNum = %u, srcNdStride (%u) is 1..512 (1024-byte units) and dstNdStride (%u) at least 1 "
+             "(the SetFixpipeNz2ndFlag page)", api, ndNum, srcNdStride, dstNdStride);
+    }
+    Core& c = CurCore();
+    c.nz2nd_num = ndNum;
+    c.nz2nd_src_stride = srcNdStride;
+    c.nz2nd_dst_stride = dstNdStride;
+}
+
+template <typename T, typename U>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const DataCopyCO12DstParams& p) {
+    using namespace fusedsl_cpu;
+    const char* api = "DataCopy(L0C->GM)";
+    CheckHasCube(api);
+    if (Target().arch != 2201) {
+        Fail("%s is not available on %s (the DataCopy L0C -> GM page: not on Atlas 训练/推理系列)", api, Target().name);
+    }
+    if (p.channelSplit || p.clipReluPre != 0 || p.eltWiseOp != 0) {
+        Fail("%s: channelSplit, clipReluPre and eltWiseOp are not modelled by fusedsl's CPU implementation (the last "
+             "two are Atlas 200I/500 A2's)", api);
+    }
+    if (p.reluPre > 1) {
+        Fail("%s: reluPre = %u; 0 (none) and 1 (normal ReLU) are the modes (the page)", api, p.reluPre);
+    }
+    if (p.nSize % 16 != 0) {
+        Fail("%s: nSize = %u must be a multiple of 16 (the page)", api, p.nSize);
+    }
+    const Core& c = CurCore();
+    FixpipeParamsV220 f;
+    f.nSize = p.nSize;
+    f.mSize = p.mSize;
+    f.srcStride = p.srcStride;
+    f.dstStride = p.dstStride;
+    f.reluEn = p.reluPre == 1;
+    f.quantPre = p.quantPre;
+    f.deqScalar = static_cast<int64_t>(c.fixpipe_quant_pre);
+    f.ndNum = c.nz2nd_num;
+    f.srcNdStride = c.nz2nd_src_stride;
+    f.dstNdStride = c.nz2nd_dst_stride;
+    f.unitFlag = p.unitFlag;
+    if (p.nz2ndEn) {
+        Fixpipe<T, U, CFG_ROW_MAJOR>(dst, src, f);
+    } else {
+        Fixpipe<T, U, CFG_NZ>(dst, src, f);
+    }
+}
+
+// ---- Atlas 推理系列 (310P) AI Core: the vector unit's moves between UB and L0C ------------------------
+
+// BroadCastVecToMM(dst, src, blockCount, blockLen, srcGap, dstGap) (BroadCastVecToMM(ISASI), 310P AI Core
+// only): per block, blockLen groups of 16 UB elements each become a 16 x 16 L0C fractal of 16 equal rows;
+// blocks are srcGap 32-byte blocks apart in UB after each block and dstGap fractals apart in L0C.  A
+// vector-pipe instruction; half, int32_t, float; dst 256-element aligned.
+template <typename T, typename U>
+inline void BroadCastVecToMM(const LocalTensor<T>& dst, const LocalTensor<U>& src, const int32_t blockCount,
+                             const uint8_t blockLen, const uint8_t srcGap, const uint8_t dstGap, FUSEDSL_CPU_SITE) {
+    using namespace fusedsl_cpu;
+    AtSite at_site(fs_site);
+    const char* api = "BroadCastVecToMM";
+    if (Target().arch != 2002) {
+        Fail("%s is not available on %s (the BroadCastVecToMM page: Atlas 推理系列 AI Core only)", api, Target().name);
+    }
+    static_assert(std::is_same_v<T, U>, "BroadCastVecToMM: src and dst have the same type");
+    constexpr bool ok = std::is_same_v<T, half> || std::is_same_v<T, int32_t> || std::is_same_v<T, float>;
+    if (!ok) {
+        Fail("%s: %s; the types are half, int32_t and float", api, TypeName<T>());
+    }
+    if (blockCount < 1 || blockCount > 255 || blockLen < 1) {
+        Fail("%s: blockCount = %d and blockLen = %u; blockCount is 1..255 and blockLen 1..255 (the page)", api,
+             blockCount, blockLen);
+    }
+    OnPipe v(PIPE_V);
+    const uint64_t src_block = blockLen * 16ull * sizeof(T);
+    const uint64_t src_pitch = src_block + srcGap * 32ull;
+    const uint64_t dst_pitch = (blockLen + static_cast<uint64_t>(dstGap)) * 256 * sizeof(T);
+    const uint64_t src_need = (blockCount - 1) * src_pitch + src_block;
+    const uint64_t dst_need = (blockCount - 1) * dst_pitch + blockLen * 256ull * sizeof(T);
+    const uint32_t s = CheckUb(api, "src", src.fs_addr, src.GetLength(), src_need, sizeof(T));
+    const uint64_t d = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), dst_need, kMemL0C, 256 * sizeof(T));
+    Core& c = CurCore();
+    for (int32_t b = 0; b < blockCount; ++b) {
+        CheckWritten(api, "src", static_cast<uint32_t>(s + b * src_pitch), src_block);
+        for (uint32_t g = 0; g < blockLen; ++g) {
+            const uint8_t* row = c.ub.data() + s + b * src_pitch + g * 16 * sizeof(T);
+            const uint64_t frac = d + b * dst_pitch + g * 256ull * sizeof(T);
+            for (uint32_t r = 0; r < 16; ++r) {
+                std::memcpy(c.local.data() + frac + r * 16 * sizeof(T), row, 16 * sizeof(T));
+            }
+            MarkLocalWritten(frac, 256 * sizeof(T));
+        }
+    }
+}
+
+}  // namespace AscendC
+
+// CANN's padding-mode type of DataCopyEnhancedParams (only PAD_NONE: padMode is reserved, per the page).
+enum class pad_t : uint8_t { PAD_NONE = 0 };
+
+namespace AscendC {
+
+using ::pad_t;
+
+enum class BlockMode : uint8_t {
+    BLOCK_MODE_NORMAL = 0,
+    BLOCK_MODE_MATRIX,
+    BLOCK_MODE_VECTOR,
+    BLOCK_MODE_SMALL_CHANNEL,
+    BLOCK_MODE_DEPTHWISE,
+};
+enum class DeqScale : uint8_t { DEQ_NONE = 0, DEQ, VDEQ, DEQ8, VDEQ8, DEQ16, VDEQ16 };
+
+struct DataCopyEnhancedParams {
+    DataCopyEnhancedParams() {}
+    DataCopyEnhancedParams(const BlockMode blockModeIn, const DeqScale deqScaleIn, const uint64_t deqValueIn,
+                           const uint8_t sidStoreModeIn, const bool isReluIn, const pad_t padModeIn,
+                           const uint64_t padValueIn)
+        : blockMode(blockModeIn), deqScale(deqScaleIn), deqValue(deqValueIn), sidStoreMode(sidStoreModeIn),
+          isRelu(isReluIn), padMode(padModeIn), padValue(padValueIn) {}
+    BlockMode blockMode = BlockMode::BLOCK_MODE_NORMAL;
+    DeqScale deqScale = DeqScale::DEQ_NONE;
+    uint64_t deqValue = 0;
+    uint8_t sidStoreMode = 0;
+    bool isRelu = false;
+    pad_t padMode = pad_t::PAD_NONE;
+    uint64_t padValue = 0;
+    uint64_t deqTensorAddr = 0;
+};
+
+// DataCopy(L0C -> UB, DataCopyEnhancedParams) (DataCopy（L0C Buffer到UB数据搬运）, 310P AI Core: CO1 -> CO2):
+// in BLOCK_MODE_MATRIX, blockCount blocks of blockLen 16 x 16 fractals (the unit: one fractal of the L0C
+// type, srcGap the same unit after each block), each to UB dstGap 32-byte blocks after the previous one,
+// with ReLU when isRelu and float -> half on the way.  A vector-pipe move.  The quant modes (deqScale) and
+// the other block modes are not modelled.
+template <typename T, typename U>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const DataCopyParams& p,
+                     const DataCopyEnhancedParams& e) {
+    using namespace fusedsl_cpu;
+    const char* api = "DataCopy(L0C->UB, DataCopyEnhancedParams)";
+    if (Target().arch != 2002) {
+        Fail("%s: the L0C -> UB move is Atlas 推理系列 AI Core's (the page); not available on %s", api, Target().name);
+    }
+    if (e.blockMode != BlockMode::BLOCK_MODE_MATRIX || e.deqScale != DeqScale::DEQ_NONE) {
+        Fail("%s: blockMode %d with deqScale %d; fusedsl models BLOCK_MODE_MATRIX without quantisation (DEQ_NONE)",
+             api, static_cast<int>(e.blockMode), static_cast<int>(e.deqScale));
+    }
+    constexpr bool ok = (std::is_same_v<T, U> && (std::is_same_v<T, half> || std::is_same_v<T, float> ||
+                                                  std::is_same_v<T, int32_t>)) ||
+                        (std::is_same_v<U, float> && std::is_same_v<T, half>);
+    if (!ok) {
+        Fail("%s: %s -> %s; without quantisation the types are half, float, int32_t (same type) and float -> half",
+             api, TypeName<U>(), TypeName<T>());
+    }
+    if (p.blockCount == 0 || p.blockLen == 0) {
+        return;
+    }
+    OnPipe v(PIPE_V);
+    const uint64_t src_frac = 256 * sizeof(U), dst_frac = 256 * sizeof(T);
+    const uint64_t src_pitch = (static_cast<uint64_t>(p.blockLen) + p.srcGap) * src_frac;
+    const uint64_t dst_pitch = p.blockLen * dst_frac + p.dstGap * 32ull;
+    const uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(),
+                                  (p.blockCount - 1) * src_pitch + p.blockLen * src_frac, kMemL0C);
+    const uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(),
+                               (p.blockCount - 1) * dst_pitch + p.blockLen * dst_frac, sizeof(T));
+    Core& c = CurCore();
+    for (uint32_t b = 0; b < p.blockCount; ++b) {
+        CheckLocalWritten(api, "src", s + b * src_pitch, p.blockLen * src_frac);
+        for (uint64_t i = 0; i < p.blockLen * 256ull; ++i) {
+            U raw;
+            std::memcpy(&raw, c.local.data() + s + b * src_pitch + i * sizeof(U), sizeof(U));
+            auto x = static_cast<Compute<U>>(raw);
+            if (e.isRelu && x < 0) {
+                x = 0;
+            }
+            const T out = FromCompute<T>(x);
+            std::memcpy(c.ub.data() + d + b * dst_pitch + i * sizeof(T), &out, sizeof(T));
+        }
+        MarkWritten(static_cast<uint32_t>(d + b * dst_pitch), p.blockLen * dst_frac);
+    }
 }
 
 }  // namespace AscendC

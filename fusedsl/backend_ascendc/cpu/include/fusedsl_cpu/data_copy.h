@@ -302,6 +302,14 @@ inline void CheckPadParams(const char* api, const DataCopyExtParams& p, size_t e
     }
 }
 
+// DataCopy L1 -> bias table (cube.h): a C2 destination on a chip with a bias table.
+template <typename D, typename S>
+inline void CopyL1ToBias(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTensor<S>& src, uint64_t count,
+                         uint64_t block_bytes, uint64_t src_gap, uint64_t dst_gap);
+inline bool IsBiasTable(TPosition pos) {
+    return pos == TPosition::C2 && Target().separated;
+}
+
 }  // namespace fusedsl_cpu
 
 namespace AscendC {
@@ -325,8 +333,13 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
     const char* api = "DataCopy(UB->UB)";
-    fusedsl_cpu::Check32<T>(api, count);
     uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    if (fusedsl_cpu::IsBiasTable(dst.GetPosition())) {
+        // The L1 -> BiasTable page: a count not a multiple of 32 bytes is rounded down to one.
+        fusedsl_cpu::CopyL1ToBias(dst, src, 1, bytes / 32 * 32, 0, 0);
+        return;
+    }
+    fusedsl_cpu::Check32<T>(api, count);
     fusedsl_cpu::CopyUbToUb(api, dst, src, fusedsl_cpu::Rows{1, bytes, bytes, bytes});
 }
 
@@ -342,6 +355,12 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
 
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params) {
+    if (fusedsl_cpu::IsBiasTable(dst.GetPosition())) {
+        // The L1 -> BiasTable page (A2/A3): blockLen and dstGap count 64 bytes, srcGap 32.
+        fusedsl_cpu::CopyL1ToBias(dst, src, params.blockCount, params.blockLen * 64ull, params.srcGap * 32ull,
+                                  params.dstGap * 64ull);
+        return;
+    }
     fusedsl_cpu::CopyUbToUb("DataCopy(UB->UB)", dst, src, fusedsl_cpu::BlockRows(params));
 }
 

@@ -37,6 +37,10 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     c.gm_reads_idle = 0;
     c.gm_seen_progress = 0;
     c.pipe = nullptr;
+    c.fixpipe_quant_pre = 0;
+    c.nz2nd_num = 1;
+    c.nz2nd_src_stride = 0;
+    c.nz2nd_dst_stride = 0;
     std::memset(c.outstanding, 0, sizeof c.outstanding);
     std::memset(c.flags, 0, sizeof c.flags);
     c.atomic_add = false;

@@ -200,23 +200,9 @@ inline void LoadData3dV2(const LocalTensor<T>& dst, const LocalTensor<T>& src, c
     const uint64_t dst_elems = m1 * 16 * kp;
     const uint64_t src_bytes = c1n * p.l1H * p.l1W * c0 * sizeof(T);
     const uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(), src_bytes, kMemL1);
-    // The layout's full extent is written; a LocalTensor declared shorter (CANN's mmad_load3dv2 sizes its
-    // float L0B tensor with N rounded to 8, the 16 x 8 fractals round it to 16) is accepted while the
-    // writes stay inside the physical buffer, with a warning once per launch.
+    // The layout's full extent is written, also past a LocalTensor declared shorter (WritableLength).
     const uint64_t need = dst_elems * sizeof(T);
-    uint64_t have = dst.GetLength();
-    uint32_t dst_off = 0;
-    if (need > have && WhichMem(dst.fs_addr, &dst_off) == mem && dst_off + need <= LocalMemBytes(mem)) {
-        if (!RT().warned_short_l0) {
-            RT().warned_short_l0 = true;
-            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s: the load writes %llu bytes from %s "
-                         "offset %u but dst's LocalTensor has %llu; the bytes past it are overwritten (reported once "
-                         "per launch)\n", t.name, static_cast<long long>(RT().block_idx), api,
-                         static_cast<unsigned long long>(need), LocalMemName(mem), dst_off,
-                         static_cast<unsigned long long>(have));
-        }
-        have = need;
-    }
+    const uint64_t have = WritableLength(api, dst.fs_addr, dst.GetLength(), need, mem);
     const uint64_t d = CheckLocal(api, "dst", dst.fs_addr, have, need, mem, 512);
     Core& c = CurCore();
     const bool transpose = l0b || p.enTranspose;

@@ -167,6 +167,12 @@ struct Core {
     double spr_value = 0;
     uint32_t spr_index = 0;
     uint8_t cmp_mask[16] = {};      // the CMPMASK register (Compare into it, GetCmpMask/SetCmpMask)
+    // The fixpipe registers DataCopy(L0C -> GM) reads: the scalar quant parameter
+    // (SetFixpipePreQuantFlag) and the NZ2ND matrix count and strides (SetFixpipeNz2ndFlag).
+    uint64_t fixpipe_quant_pre = 0;
+    uint16_t nz2nd_num = 1;
+    uint16_t nz2nd_src_stride = 0;
+    uint16_t nz2nd_dst_stride = 0;
     // The cube unit's buffers, one allocation: L1 | L0A | L0B | L0C | BT (bias table) |
     // FB (fixpipe buffer); local_at[m] is where memory m starts, local_written shadows it.
     std::vector<uint8_t> local;
