@@ -18,6 +18,7 @@ from conftest import fuzz_settings
 
 import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
+from fusedsl.lower.kinds import kernel_ir
 from fusedsl.lower.transpose import schedule_transpose_kernel
 from fusedsl.tile.kernel import parse_kernel, print_kernel
 
@@ -100,7 +101,7 @@ def test_transpose_of_too_many_separate_axes_is_located():
 
 def _interpret(sched, x: np.ndarray, like: np.ndarray) -> np.ndarray:
     """The kernel's tile IR, through its text, run by the kernel interpreter."""
-    text = print_kernel(sched.kernel_ir)
+    text = print_kernel(kernel_ir(sched))
     assert print_kernel(parse_kernel(text)) == text
     out = np.full(like.shape, 99, like.dtype)
     run_kernel(parse_kernel(text), [x], [out])

@@ -8,7 +8,8 @@ import fusedsl as fs
 from fusedsl import dtypes as dt
 from fusedsl.lower.vector import Slot, Stmt, compute_tiling, schedule_vector_kernel
 from fusedsl.targets import get_target
-from fusedsl.lower.kinds import tile_programs
+from fusedsl.lower.kinds import kernel_ir, tile_programs
+from fusedsl.tile.kernel import parse_kernel, print_kernel
 from fusedsl.tile.text import TileParseError, parse_tile, parse_tiles, print_tile
 from fusedsl.tile.verify import TileVerifyError, verify_tile
 
@@ -233,7 +234,10 @@ def test_every_kinds_tile_programs_round_trip_through_the_parser():
             assert print_tile(back.sched, locs=True) == text, (plan.kernel_kind, label)
             verify_tile(back.sched, T)          # a parsed program is a program the verifier takes
             kinds.setdefault(plan.kernel_kind, []).append(label)
-        if plan.tile_ir is not None and plan.schedule is None:   # another kind: its programs in turn
+        if kernel_ir(plan.lowered) is not None:   # a whole loop-level tile kernel (tile/kernel.py)
+            assert print_kernel(parse_kernel(plan.tile_ir)) == plan.tile_ir
+            kinds.setdefault(plan.kernel_kind, []).append("kernel")
+        elif plan.tile_ir is not None and plan.schedule is None:   # another kind: its programs in turn
             assert [p.sched.kernel.name for p in parse_tiles(plan.tile_ir)] == [
                 prog.kernel.name for _, prog in tile_programs(plan.lowered)]
     assert {"vector", "row", "column", "cube", "conv"} <= set(kinds), kinds

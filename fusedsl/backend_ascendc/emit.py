@@ -14,6 +14,7 @@ import struct
 
 from .. import dtypes as dt
 from ..lower.vector import Stmt
+from ..tile.kernel import name_temporaries  # noqa: F401  (the printers place a step's temporaries with it)
 from ..tile.prims import PRIMS
 
 def camel(name: str) -> str:
@@ -165,24 +166,6 @@ def emit_select_mode0(s: Stmt) -> str:
             f"AscendC::Select({view(f'{s.dst}[o + sel_c]')}, {mask}, {view(f'{a}[o + sel_c]')}, "
             f"{view(f'{b}[o + sel_c]')}, AscendC::SELMODE::VSEL_CMPMASK_SPR, n - sel_c < {k} ? n - sel_c : {k}); "
             "AscendC::PipeBarrier<PIPE_V>(); }")
-
-
-def name_temporaries(sched, names: dict, tmp_name) -> list[tuple[str, object, object]]:
-    """Name each slot of a one-op tile program that `names` does not map yet (its temporaries
-    and constant tensors) `tmp_name(dtype, i)`, the i-th of that dtype, and return the ones
-    the op's stmts expect pre-filled: (name, value, dtype). How the row, column and cube
-    printers place a step's temporaries in their shared per-dtype buffers."""
-    used: dict = {}
-    prefill = []
-    for name, slot in sched.slots.items():
-        if name in names:
-            continue
-        i = used.get(slot.dtype, 0)
-        used[slot.dtype] = i + 1
-        names[name] = tmp_name(slot.dtype, i)
-        if name in sched.prefill:
-            prefill.append((names[name], sched.prefill[name], slot.dtype))
-    return prefill
 
 
 def rename_stmt(st: Stmt, names: dict, scalars: dict) -> Stmt:

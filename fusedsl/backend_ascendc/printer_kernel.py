@@ -18,10 +18,12 @@ TQue protocol.  Expressions are uint32 arithmetic; `min` is MinU32.
 """
 from __future__ import annotations
 
-from ..tile.kernel import (BINARY, Alloc, Barrier, CopyIn, CopyOut, DeQue, EnQue, For, Free, If, Let, Move, Set,
-                           TileKernel, UbCopy, Var)
+from .. import dtypes as dt
+from ..lower.kinds import kernel_ir
+from ..tile.kernel import (BINARY, Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, If, Let,
+                           Move, Ref, Set, Step, TileKernel, UbCopy, Var, Vec)
 from . import cnames
-from .emit import camel
+from .emit import camel, gm_scalar_load, literal, rename_stmt
 from .frame import KernelFrame
 
 
@@ -56,13 +58,21 @@ def _c(e) -> tuple[str, int]:
     raise ValueError(f"not an expression: {e!r}")
 
 
+def _bytes(q) -> str:
+    """A queue buffer's bytes: its elements times the element size."""
+    text, prec = _c(q.elems)
+    return f"{text if prec >= 3 else f'({text})'} * sizeof({q.dtype.ascendc})"
+
+
 class KernelPrinter(KernelFrame):
     def __init__(self, sched, target, name: str, debug: bool | None = None):
         super().__init__(sched, target, name, debug)
         self.symbols = []
-        self.k: TileKernel = sched.kernel_ir
+        self.k: TileKernel = kernel_ir(sched)
         self.queue = {q.name: q for q in self.k.queues}
         self.gm_name = {g.name: (cnames.param(g.name) if g.role == "in" else f"y{g.index}") for g in self.k.gms}
+        self.gm = {g.name: g for g in self.k.gms}
+        self.scopes: list[dict] = []     # tensor -> its queue, per open block (the walk's scopes)
 
     def _gm_args(self) -> list[str]:
         return [self.gm_name[g.name] for g in self.k.gms if g.role == "in"] + \
@@ -70,7 +80,8 @@ class KernelPrinter(KernelFrame):
 
     def tiling_header(self) -> str:
         lines = [f"// Tiling data of {self.name} (a {self.k.kind} kernel).", f"struct {self.tiling} {{"]
-        lines += [f"    uint32_t {f.name}{f'[{f.length}]' if f.length else ''};" for f in self.k.fields]
+        lines += [f"    {f.ctype} {f.name}{f'[{f.length}]' if f.length else ''};" + (
+            "   // runtime scalar" if f.ctype != "uint32_t" else "") for f in self.k.fields]
         return "\n".join(lines + ["};"]) + "\n"
 
     def host_tiling(self) -> str:
@@ -101,17 +112,18 @@ class KernelPrinter(KernelFrame):
         ins = [g for g in k.gms if g.role == "in"] + [g for g in k.gms if g.role == "out"]
         L = [f"// {self.name}: {cnames.comment(k.note)}",
              *self.class_open([f"GM_ADDR {self.gm_name[g.name]}" for g in ins])]
-        L += [f"        {m.name} = {(c_expr(m.init))};" for m in k.members if m.init is not None]
         L += [f"        gm_{self.gm_name[g.name]}.SetGlobalBuffer((__gm__ {g.dtype.ascendc}*){self.gm_name[g.name]});"
               for g in ins]
-        L += [f"        pipe.InitBuffer({q.name}, {q.depth}, {(c_expr(q.elems))} * sizeof({q.dtype.ascendc}));"
-              for q in k.queues]
+        L += [f"        {m.name} = {self._member_init(m)};" for m in k.members if m.init is not None]
+        L += [f"        pipe.InitBuffer({q.name}, {_bytes(q)});" if q.position == "VECCALC" else
+              f"        pipe.InitBuffer({q.name}, {q.depth}, {_bytes(q)});" for q in k.queues]
         L += ["    }", "", "    __aicore__ inline void Process()", "    {", *self.core_tiles(),
               "        for (uint32_t tile = first; tile < last; ++tile) {"]
         L += [f"            {st.name}({'tile' if st.param else ''});" for st in k.stages]
         L += ["        }", "    }", "", "private:"]
         for st in k.stages:
             L += [f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})", "    {"]
+            self.scopes = [{}]
             for node in st.body:
                 L += self._node(node, 8)
             L.append("    }")
@@ -123,61 +135,123 @@ class KernelPrinter(KernelFrame):
                 L.append(f"    AscendC::TQue<AscendC::QuePosition::{q.position}, 1> {q.name};")
         L += [f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{self.gm_name[g.name]};" for g in ins]
         L.append(f"    {self.tiling} tiling;")
-        if k.members:
-            L.append("    uint32_t " + ", ".join(f"{m.name} = 0" for m in k.members) + ";")
+        L += [f"    {m.dtype.ascendc} {m.name};" for m in k.members if m.dtype is not None]
+        words = [m for m in k.members if m.dtype is None]
+        if words:
+            L.append("    uint32_t " + ", ".join(f"{m.name} = 0" for m in words) + ";")
         return "\n".join(L + ["};", ""])
+
+    def _member_init(self, m) -> str:
+        if m.dtype is None:
+            return c_expr(m.init)
+        if isinstance(m.init, tuple) and m.init[0] == "load":   # a one-element GM tensor's value
+            g = self.gm[m.init[1]]
+            return gm_scalar_load(f"gm_{self.gm_name[g.name]}", g.dtype, m.dtype)
+        return f"static_cast<{m.dtype.ascendc}>({c_expr(m.init)})"
 
     def _ty(self, queue: str) -> str:
         return self.queue[queue].dtype.ascendc
+
+    def _bind(self, tensor: str, queue: str) -> bool:
+        """Record `tensor` as a variable of `queue`'s type; True when an enclosing block declared it."""
+        known = any(tensor in sc for sc in self.scopes)
+        if not known:
+            self.scopes[-1][tensor] = queue
+        return known
+
+    def _dtype(self, tensor: str) -> dt.DType:
+        q = next(sc[tensor] for sc in reversed(self.scopes) if tensor in sc)
+        return self.queue[q].dtype
+
+    def _ref(self, r: Ref) -> str:
+        return r.tensor if r.offset == 0 else f"{r.tensor}[{c_expr(r.offset)}]"
+
+    def _block(self, nodes, indent: int) -> list[str]:
+        self.scopes.append({})
+        out = [x for n in nodes for x in self._node(n, indent)]
+        self.scopes.pop()
+        return out
 
     def _node(self, node, indent: int) -> list[str]:
         pad = " " * indent
         e = c_expr
         if isinstance(node, Let):
-            return [f"{pad}const uint32_t {node.var} = {(e(node.expr))};"]
+            return [f"{pad}const uint32_t {node.var} = {e(node.expr)};"]
         if isinstance(node, Var):
-            return [f"{pad}uint32_t {node.var} = {(e(node.expr))};"]
+            return [f"{pad}uint32_t {node.var} = {e(node.expr)};"]
         if isinstance(node, Set):
-            return [f"{pad}{node.var} {node.op} {(e(node.expr))};"]
+            return [f"{pad}{node.var} {node.op} {e(node.expr)};"]
         if isinstance(node, For):
-            head = (f"{pad}for (uint32_t {node.var} = {(e(node.end))}; {node.var}-- > {(e(node.start))};) {{"
+            step = f"++{node.var}" if node.step == 1 else f"{node.var} += {e(node.step)}"
+            head = (f"{pad}for (uint32_t {node.var} = {e(node.end)}; {node.var}-- > {e(node.start)};) {{"
                     if node.down else
-                    f"{pad}for (uint32_t {node.var} = {(e(node.start))}; {node.var} < {(e(node.end))}; "
-                    f"++{node.var}) {{")
-            return [head, *(x for n in node.body for x in self._node(n, indent + 4)), pad + "}"]
+                    f"{pad}for (uint32_t {node.var} = {e(node.start)}; {node.var} < {e(node.end)}; {step}) {{")
+            return [head, *self._block(node.body, indent + 4), pad + "}"]
         if isinstance(node, If):
-            L = [f"{pad}if ({e(node.cond)}) {{",
-                 *(x for n in node.then for x in self._node(n, indent + 4))]
+            L = [f"{pad}if ({e(node.cond)}) {{", *self._block(node.then, indent + 4)]
             if node.orelse:
-                L += [pad + "} else {", *(x for n in node.orelse for x in self._node(n, indent + 4))]
+                L += [pad + "} else {", *self._block(node.orelse, indent + 4)]
             return L + [pad + "}"]
         if isinstance(node, Alloc):
             q = self.queue[node.queue]
             ty = q.dtype.ascendc
             get = f"Get<{ty}>()" if q.position == "VECCALC" else f"AllocTensor<{ty}>()"
-            return [f"{pad}AscendC::LocalTensor<{ty}> {node.tensor} = {node.queue}.{get};"]
+            decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
+            return [f"{pad}{decl}{node.tensor} = {node.queue}.{get};"]
         if isinstance(node, DeQue):
             ty = self._ty(node.queue)
-            return [f"{pad}AscendC::LocalTensor<{ty}> {node.tensor} = {node.queue}.DeQue<{ty}>();"]
+            decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
+            return [f"{pad}{decl}{node.tensor} = {node.queue}.DeQue<{ty}>();"]
+        if isinstance(node, Decl):
+            self._bind(node.tensor, node.queue)
+            return [f"{pad}AscendC::LocalTensor<{self._ty(node.queue)}> {node.tensor};"]
+        if isinstance(node, Dup):
+            d = self._dtype(node.dst.tensor)
+            value = (literal(node.value, d) if isinstance(node.value, (float, bool))
+                     else f"static_cast<{d.ascendc}>({c_expr(node.value)})")
+            return [f"{pad}AscendC::Duplicate({self._ref(node.dst)}, {value}, {c_expr(node.count)});",
+                    f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
+        if isinstance(node, Vec):
+            dst, srcs, n = self._ref(node.dst), [self._ref(r) for r in node.srcs], c_expr(node.count)
+            if node.api == "Cast":
+                call = f"AscendC::Cast({dst}, {srcs[0]}, AscendC::RoundMode::{node.mode}, {n});"
+            elif node.scalar is not None:
+                d = self._dtype(node.dst.tensor)
+                value = (literal(node.scalar, d) if isinstance(node.scalar, (float, bool))
+                         else f"static_cast<{d.ascendc}>({c_expr(node.scalar)})")
+                call = f"AscendC::{node.api}({dst}, {srcs[0]}, {value}, {n});"
+            else:
+                call = f"AscendC::{node.api}({dst}, {', '.join(srcs)}, {n});"
+            return [pad + call, f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
+        if isinstance(node, Step):
+            names = {slot: self._ref(r) for slot, r in node.names}
+            scalars = dict(node.scalars)
+            L = [f"{pad}{{  // {cnames.comment(node.label)}", f"{pad}    const uint32_t o = 0;"]
+            for r, value, count in node.prefill:   # lanes Compare may read past the count
+                L += [f"{pad}    AscendC::Duplicate({self._ref(r)}, {literal(value, self._dtype(r.tensor))}, "
+                      f"{c_expr(count)});", f"{pad}    AscendC::PipeBarrier<PIPE_V>();"]
+            for st in node.stmts:
+                L += self._stmt(rename_stmt(st, names, scalars), indent + 4)
+            return L + [pad + "}"]
         if isinstance(node, EnQue):
             return [f"{pad}{node.queue}.EnQue({node.tensor});"]
         if isinstance(node, Free):
             return [f"{pad}{node.queue}.FreeTensor({node.tensor});"]
         if isinstance(node, CopyIn):
-            return [f"{pad}CopyRowsIn({node.tensor}, gm_{self.gm_name[node.gm]}[{(e(node.offset))}], "
-                    f"{(e(node.rows))}, {(e(node.cols))}, {(e(node.gm_stride))}, "
-                    f"{(e(node.ub_stride))});"]
+            return [f"{pad}CopyRowsIn({node.tensor}, gm_{self.gm_name[node.gm]}[{e(node.offset)}], "
+                    f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
+                    f"{e(node.ub_stride)});"]
         if isinstance(node, CopyOut):
-            return [f"{pad}CopyRowsOut(gm_{self.gm_name[node.gm]}[{(e(node.offset))}], {node.tensor}, "
-                    f"{(e(node.rows))}, {(e(node.cols))}, {(e(node.gm_stride))}, "
-                    f"{(e(node.ub_stride))});"]
+            return [f"{pad}CopyRowsOut(gm_{self.gm_name[node.gm]}[{e(node.offset)}], {node.tensor}, "
+                    f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
+                    f"{e(node.ub_stride)});"]
         if isinstance(node, UbCopy):
-            dst = node.dst if node.dst_off == 0 else f"{node.dst}[{(e(node.dst_off))}]"
-            src = node.src if node.src_off == 0 else f"{node.src}[{(e(node.src_off))}]"
-            return [f"{pad}AscendC::DataCopy({dst}, {src}, {(e(node.count))});"]
+            dst = node.dst if node.dst_off == 0 else f"{node.dst}[{e(node.dst_off)}]"
+            src = node.src if node.src_off == 0 else f"{node.src}[{e(node.src_off)}]"
+            return [f"{pad}AscendC::DataCopy({dst}, {src}, {e(node.count)});"]
         if isinstance(node, Move):
-            return [f"{pad}{node.dst}.SetValue({(e(node.dst_index))}, "
-                    f"{node.src}.GetValue({(e(node.src_index))}));"]
+            return [f"{pad}{node.dst}.SetValue({e(node.dst_index)}, "
+                    f"{node.src}.GetValue({e(node.src_index)}));"]
         if isinstance(node, Barrier):
             why = f"   // {cnames.comment(node.why)}" if node.why else ""
             return [f"{pad}AscendC::PipeBarrier<PIPE_ALL>();{why}"]

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, DeQue, EnQue, For, Free, If, Let, Move, Set,
-                           TileKernel, UbCopy, Var, evaluate, print_kernel)
+from .. import dtypes as dt
+from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, If, Let, Move, Ref,
+                           Set, Step, TileKernel, UbCopy, Var, Vec, evaluate, print_kernel)
 from ..tile.verify import TileVerifyError
+from .tile_interp import _convert, apply_stmt
 
 
 class _Block:
@@ -50,6 +52,14 @@ class _Block:
             self.fail(node, f"tensor {name} is used while in queue {q}")
         return self.bufs[q][i]
 
+    def span(self, node, r: Ref, n: int) -> np.ndarray:
+        """n elements of a UB tensor from its Ref's offset (bounds-checked)."""
+        buf = self.tensor(node, r.tensor)
+        off = self.ev(r.offset)
+        if off + n > buf.size:
+            self.fail(node, f"UB {r.tensor} elements [{off}, {off + n}) leave its {buf.size}")
+        return buf[off:off + n]
+
     def run(self, body) -> None:
         for node in body:
             self.node(node)
@@ -69,8 +79,8 @@ class _Block:
             else:
                 env[node.var] //= v
         elif isinstance(node, For):
-            start, end = self.ev(node.start), self.ev(node.end)
-            for i in (range(end - 1, start - 1, -1) if node.down else range(start, end)):
+            start, end, step = self.ev(node.start), self.ev(node.end), self.ev(node.step)
+            for i in (range(end - 1, start - 1, -1) if node.down else range(start, end, step)):
                 env[node.var] = i
                 self.run(node.body)
         elif isinstance(node, If):
@@ -137,23 +147,64 @@ class _Block:
             dst[d] = src[s]
         elif isinstance(node, Barrier):
             pass
+        elif isinstance(node, Decl):
+            self.tensors.pop(node.tensor, None)
+        elif isinstance(node, Dup):
+            dst = self.span(node, node.dst, self.ev(node.count))
+            value = node.value if isinstance(node.value, (float, bool)) else self.ev(node.value)
+            dst[...] = np.asarray(value).astype(dst.dtype)
+        elif isinstance(node, Vec):
+            n = self.ev(node.count)
+            dst = self.span(node, node.dst, n)
+            srcs = [self.span(node, r, n) for r in node.srcs]
+            with np.errstate(all="ignore"):
+                if node.api == "Cast":
+                    dst[...] = _convert(srcs[0], _dtype(srcs[0]), _dtype(dst), node.mode)
+                elif node.api in ("Muls", "Adds"):
+                    s = np.asarray(node.scalar if isinstance(node.scalar, (float, bool)) else self.ev(node.scalar))
+                    dst[...] = (srcs[0] * s.astype(dst.dtype) if node.api == "Muls"
+                                else srcs[0] + s.astype(dst.dtype)).astype(dst.dtype)
+                else:
+                    fn = {"Add": np.add, "Max": np.maximum, "Min": np.minimum, "Div": np.divide,
+                          "Sub": np.subtract, "Mul": np.multiply}[node.api]
+                    dst[...] = fn(srcs[0], srcs[1]).astype(dst.dtype)
+        elif isinstance(node, Step):
+            n = env["n"]
+            slots = {slot: r for slot, r in node.names}
+            scalars = dict(node.scalars)
+            for st in node.stmts:
+                srcs = [self.span(node, slots[x], n) for x in st.srcs]
+                scalar = None
+                if st.scalar is not None and st.op != "cast":
+                    kind, value = st.scalar
+                    scalar = np.asarray(env[scalars[value]] if kind == "var" else value).astype(st.dtype.np)
+                self.span(node, slots[st.dst], n)[...] = apply_stmt(st, srcs, scalar, (n,))
         else:
             self.fail(node, "unknown node")
 
 
-def run_kernel(k: TileKernel, inputs: list[np.ndarray], outputs: list[np.ndarray], words=None) -> None:
-    """Run every block of `k` on flat copies of the GM arrays; the outputs are written in place."""
+def _dtype(a: np.ndarray) -> dt.DType:
+    return dt.to_dtype(a.dtype)
+
+
+def run_kernel(k: TileKernel, inputs: list, outputs: list[np.ndarray], words=None) -> None:
+    """Run every block of `k` on flat copies of the GM arrays; the outputs are written in place.
+    `inputs` are in kernel-parameter order; a runtime scalar is a number (its typed field)."""
     words = list(k.words if words is None else words)
     if len(words) != k.word_count:
         raise TileVerifyError(f"kernel {k.name}: {len(words)} tiling words for a struct of {k.word_count}")
     env0 = {}
     for name, (w, n) in k.field_offsets().items():
         env0["t." + name] = words[w] if n == 0 else words[w:w + n]
+    typed = [f for f in k.fields if f.ctype != "uint32_t"]   # runtime scalars: s<index>
+    for f in typed:
+        env0["t." + f.name] = inputs[int(f.name[1:])]
     gm = {}
     ins = [g for g in k.gms if g.role == "in"]
     outs = [g for g in k.gms if g.role == "out"]
     for g in ins:
         gm[g.name] = np.ascontiguousarray(inputs[g.index]).reshape(-1)
+        env0["gm:" + g.name] = gm[g.name]
     flat_out = {}
     for g in outs:
         flat_out[g.name] = np.zeros(outputs[g.index].size, outputs[g.index].dtype)
@@ -163,7 +214,8 @@ def run_kernel(k: TileKernel, inputs: list[np.ndarray], outputs: list[np.ndarray
     for b in range(blocks):
         env = dict(env0)
         for m in k.members:
-            env[m.name] = 0 if m.init is None else evaluate(m.init, env)
+            value = 0 if m.init is None else evaluate(m.init, env)
+            env[m.name] = value if m.dtype is None else np.asarray(value).astype(m.dtype.np)
         blk = _Block(k, env, gm)
         for tile in range(b * per_core, min(total, (b + 1) * per_core)):
             for st in k.stages:

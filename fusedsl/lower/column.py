@@ -7,7 +7,7 @@ its reductions (lower/column_plan.ColumnPlan).  A lone reduction whose range end
 axis (B == 1: `max(x)`, `sum(x, (1, 2))` of [A, H, W]) is the row kernel of the one-op
 function [A, K] -> [A] (lower/row, printer_row), both plans included.
 
-A column kernel's tile is `bn` consecutive outputs out[a, b0 : b0+bn] (printer_reduce):
+A column kernel's tile is `bn` consecutive outputs out[a, b0 : b0+bn] (lower/column_tile.py):
 
     per phase   its col ops on [bn] rows, then a walk over k = 0..K-1 reading `kt` rows of
                 every elem input per DMA (rows B apart in GM, bn apart in UB); per row the

@@ -24,7 +24,9 @@ from .cube_group import CubeGroupSchedule, schedule_cube_group
 from .column import ColumnSchedule, schedule_reduce_kernel
 from .row import RowSchedule, is_row_kernel, schedule_row_kernel
 from .transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
-                                  schedule_transpose_kernel)
+                                  schedule_transpose_kernel, transpose_tile_kernel)
+from .column_tile import column_tile_kernel
+from ..tile.kernel import TileKernel
 from ..targets import Target
 from ..views import VIEW_OPS, check_fusible
 
@@ -98,7 +100,7 @@ KINDS: list[Kind] = [
          lambda fn, t, o, snaps: schedule_attention_kernel(fn, t, o.ub_headroom), (AttentionSchedule,),
          (ScheduleError, TargetError)),
     # reductions over axes before the last with their producers and consumers (FS116), or a
-    # lone reduction over other axes: columns or rows of an [A, K, B] view (printer_reduce)
+    # lone reduction over other axes: columns or rows of an [A, K, B] view (lower/column_tile.py)
     Kind("column", lambda fn, group: group == "column" or (group == "single" and
                                                           any(has_trait(op, REDUCTION) for op in fn.ops)),
          lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,)),
@@ -162,10 +164,16 @@ def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
     return []
 
 
-def kernel_ir(lowered):
-    """The whole kernel in the loop-level tile IR (tile/kernel.py `TileKernel`) for a kind that
-    lowers to it (the transpose kind), else None."""
-    return getattr(lowered, "kernel_ir", None)
+# the kinds lowered to the loop-level tile IR: schedule type -> its TileKernel
+KERNEL_IR = {TransposeSchedule: transpose_tile_kernel, ColumnSchedule: column_tile_kernel}
+
+
+def kernel_ir(lowered) -> TileKernel | None:
+    """The whole kernel in the loop-level tile IR (tile/kernel.py `TileKernel`: what
+    printer_kernel.py prints and kernel_interp.py runs) for a kind lowered to it (transpose,
+    column), else None."""
+    lower = KERNEL_IR.get(type(lowered))
+    return None if lower is None else lower(lowered)
 
 
 def _position(fn: Function, op) -> int:

@@ -38,7 +38,7 @@ from .vector import MIN_CORE_BYTES
 from .row import MAX_ELEMS, RowParam
 from ..targets import Target
 from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, DeQue, EnQue, Field, For, Free, Gm, If, Let, Member,
-                           Move, Queue, Set, Stage, TileKernel, UbCopy, Var, add, mul, pad)
+                           Move, Queue, Set, Stage, TileKernel, UbCopy, Var, add, mul, output_names, pad)
 
 MAX_OUTER = 6
 MAX_ROWS = 4095          # DataCopy(Pad) blockCount
@@ -146,12 +146,6 @@ class TransposeSchedule:
 
     def tiling(self, sizes, target) -> "TransposeTiling":
         return compute_transpose_tiling(self, target)
-
-    @property
-    def kernel_ir(self) -> TileKernel:
-        """The kernel in the loop-level tile IR (tile/kernel.py): what the printer and the
-        kernel interpreter read."""
-        return transpose_tile_kernel(self)
 
 
 @dataclass(frozen=True)
@@ -381,13 +375,14 @@ def transpose_tile_kernel(sched: TransposeSchedule) -> TileKernel:
                         Move("yt", add(mul("r", "tcPad"), "c"), "xt", add(mul("r", "tcPad"), "c")),)),)),
                     Barrier("scalar stores land before the DMA out"))))
     compute = (DeQue("xt", "q_x"), Alloc("yt", "q_y"), *work, EnQue("q_y", "yt"), Free("q_x", "xt"))
+    y = output_names(sched.params, 1)[0]
     if mode == "transpose":
-        store = CopyOut("y0", add("outOff", mul("c0", "t.oC"), "a0"), "yt", "nc", "na", "t.oC", "taPad")
+        store = CopyOut(y, add("outOff", mul("c0", "t.oC"), "a0"), "yt", "nc", "na", "t.oC", "taPad")
     else:
-        store = CopyOut("y0", add("outOff", mul("a0", "t.oA"), "c0"), "yt", "na", "nc", "t.oA", "tcPad")
+        store = CopyOut(y, add("outOff", mul("a0", "t.oA"), "c0"), "yt", "na", "nc", "t.oA", "tcPad")
     copy_out = (DeQue("yt", "q_y"), store, Free("q_y", "yt"))
     stages = [Stage("Geometry", "tile", geometry), Stage("CopyIn", None, copy_in),
               Stage("Compute", None, compute), Stage("CopyOut", None, copy_out)]
-    gms = [Gm(x, sched.params[0].dtype, "in", 0), Gm("y0", d, "out", 0)]
+    gms = [Gm(x, sched.params[0].dtype, "in", 0), Gm(y, d, "out", 0)]
     words = compute_transpose_tiling(sched, sched.target).words
     return TileKernel(sched.fn.name, "transpose", sched.plan_note, fields, gms, queues, members, stages, words)

@@ -36,6 +36,7 @@ from typing import Union
 
 from .. import dtypes as dt
 from ..errors import IRParseError
+from .text import _literal, format_stmt, parse_stmt
 
 Expr = Union[int, str, tuple]
 
@@ -47,6 +48,7 @@ BINARY = {"*": 3, "/": 3, "%": 3, "+": 2, "-": 2, "==": 1, "!=": 1, "<": 1, "<="
 class Field:
     name: str
     length: int = 0          # 0: one word; n: an array of n words
+    ctype: str = "uint32_t"  # "float" / "int32_t": a runtime scalar, after the words (packed per call)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,54 @@ class Queue:
 class Member:
     name: str
     init: Expr | None = None   # computed in Init from the tiling; None: per-tile state (0 at start)
+    dtype: dt.DType | None = None   # None: uint32; else a scalar of this (compute) dtype, e.g. the
+                                    # value of a one-element GM tensor (`load(x)`) or a runtime scalar
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A UB tensor at an element offset (`tensor[offset]` in Ascend C)."""
+    tensor: str
+    offset: Expr = 0
+
+
+@dataclass(frozen=True)
+class Decl:
+    """A tensor variable of `queue`'s type, assigned later (held across loops)."""
+    tensor: str
+    queue: str
+
+
+@dataclass(frozen=True)
+class Dup:
+    """Duplicate: `count` elements of dst set to `value` (a number, or an expression converted)."""
+    dst: Ref
+    value: object
+    count: Expr
+
+
+@dataclass(frozen=True)
+class Vec:
+    """One vector API call on UB tensors: Add / Max / Min / Div (dst, a, b), Muls / Adds (dst, a,
+    scalar), Cast (dst, a, round mode)."""
+    api: str
+    dst: Ref
+    srcs: tuple
+    count: Expr
+    scalar: object = None
+    mode: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One graph op's tile stmts (tile/ir.py, as the vector scheduler gives a one-op kernel) run
+    on this kernel's tensors: `names` maps each slot to a Ref, `scalars` each scalar variable to a
+    member; `prefill` sets lanes Compare reads past the count; the stmts' count is `n`."""
+    label: str
+    stmts: tuple
+    names: tuple          # ((slot, Ref), ...)
+    scalars: tuple = ()   # ((var, member), ...)
+    prefill: tuple = ()   # ((Ref, value, count), ...)
 
 
 @dataclass(frozen=True)
@@ -98,6 +148,7 @@ class For:
     end: Expr
     body: tuple
     down: bool = False       # end-1 down to start
+    step: Expr = 1
 
 
 @dataclass(frozen=True)
@@ -198,13 +249,16 @@ class TileKernel:
         """field name -> (first word, length): the struct's layout."""
         out, w = {}, 0
         for f in self.fields:
+            if f.ctype != "uint32_t":
+                continue
             out[f.name] = (w, f.length)
             w += max(1, f.length)
         return out
 
     @property
     def word_count(self) -> int:
-        return sum(max(1, f.length) for f in self.fields)
+        """uint32 words of the struct (the typed runtime scalars follow them)."""
+        return sum(max(1, f.length) for f in self.fields if f.ctype == "uint32_t")
 
 
 def pad(e: Expr, n: int) -> Expr:
@@ -223,6 +277,36 @@ def add(*xs: Expr) -> Expr:
 
 def mul(a: Expr, b: Expr) -> Expr:
     return ("*", a, b)
+
+
+def output_names(params, n_out: int) -> list[str]:
+    """GM names of the results: y0, y1, ... unless a parameter has that name."""
+    taken = {p.name for p in params}
+    out = []
+    for i in range(n_out):
+        name = f"y{i}"
+        while name in taken:
+            name += "_out"
+        out.append(name)
+    return out
+
+
+def name_temporaries(sched, names: dict, tmp_name) -> list[tuple[str, object, object]]:
+    """Name each slot of a one-op tile program that `names` does not map yet (its temporaries
+    and constant tensors) `tmp_name(dtype, i)`, the i-th of that dtype, and return the ones
+    the op's stmts expect pre-filled: (name, value, dtype). How the row, column and cube
+    printers place a step's temporaries in their shared per-dtype buffers."""
+    used: dict = {}
+    prefill = []
+    for name, slot in sched.slots.items():
+        if name in names:
+            continue
+        i = used.get(slot.dtype, 0)
+        used[slot.dtype] = i + 1
+        names[name] = tmp_name(slot.dtype, i)
+        if name in sched.prefill:
+            prefill.append((names[name], sched.prefill[name], slot.dtype))
+    return prefill
 
 
 # ---- expressions: text and evaluation ---------------------------------------------------------
@@ -252,6 +336,8 @@ def format_expr(e: Expr, field_prefix: str = "t.") -> str:
         return f"{format_expr(e[1], field_prefix)}[{format_expr(e[2], field_prefix)}]"
     if op in ("min", "pad"):
         return f"{op}({format_expr(e[1], field_prefix)}, {format_expr(e[2], field_prefix)})"
+    if op == "load":
+        return f"load({e[1]})"
     raise ValueError(f"not an expression: {e!r}")
 
 
@@ -264,6 +350,8 @@ def evaluate(e: Expr, env: dict) -> int:
     op = e[0]
     if op == "[]":
         return env[e[1]][evaluate(e[2], env)]
+    if op == "load":
+        return env["gm:" + e[1]][0]
     a, b = evaluate(e[1], env), evaluate(e[2], env)
     if op == "+":
         return (a + b) & 0xFFFFFFFF
@@ -316,6 +404,11 @@ def parse_expr(text: str) -> Expr:
             return e
         if isinstance(tok, int):
             return tok
+        if tok == "load" and peek() == "(":
+            take("(")
+            name = take()
+            take(")")
+            return ("load", name)
         if tok in ("min", "pad") and peek() == "(":
             take("(")
             a = binary(0)
@@ -359,6 +452,15 @@ def _unesc(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), s)
 
 
+def format_ref(r: Ref) -> str:
+    return r.tensor if r.offset == 0 else f"{r.tensor}[{format_expr(r.offset)}]"
+
+
+def _value(v) -> str:
+    """A Dup value or Vec scalar: a float as `#<repr>`, anything else as an expression."""
+    return "#" + repr(v) if isinstance(v, (float, bool)) else format_expr(v)
+
+
 def _node_lines(node, depth: int) -> list[str]:
     ind = "  " * depth
     f = format_expr
@@ -369,7 +471,8 @@ def _node_lines(node, depth: int) -> list[str]:
     if isinstance(node, Set):
         return [f"{ind}set {node.var} {node.op} {f(node.expr)}"]
     if isinstance(node, For):
-        head = f"{ind}for {node.var} in {f(node.start)} .. {f(node.end)}{' down' if node.down else ''}:"
+        step = "" if node.step == 1 else f" step {f(node.step)}"
+        head = f"{ind}for {node.var} in {f(node.start)} .. {f(node.end)}{step}{' down' if node.down else ''}:"
         return [head] + [x for n in node.body for x in _node_lines(n, depth + 1)]
     if isinstance(node, If):
         L = [f"{ind}if {f(node.cond)}:"] + [x for n in node.then for x in _node_lines(n, depth + 1)]
@@ -396,15 +499,33 @@ def _node_lines(node, depth: int) -> list[str]:
         return [f"{ind}move {node.dst}[{f(node.dst_index)}] <- {node.src}[{f(node.src_index)}]"]
     if isinstance(node, Barrier):
         return [f"{ind}barrier" + (f" \"{_esc(node.why)}\"" if node.why else "")]
+    if isinstance(node, Decl):
+        return [f"{ind}decl {node.tensor} = {node.queue}"]
+    if isinstance(node, Dup):
+        return [f"{ind}dup {format_ref(node.dst)} <- {_value(node.value)} count {f(node.count)}"]
+    if isinstance(node, Vec):
+        extra = (f" scalar {_value(node.scalar)}" if node.scalar is not None else "") + (
+            f" mode {node.mode}" if node.mode else "")
+        return [f"{ind}vec {node.api} {format_ref(node.dst)} <- {', '.join(format_ref(r) for r in node.srcs)}{extra} "
+                f"count {f(node.count)}"]
+    if isinstance(node, Step):
+        L = [f"{ind}step \"{_esc(node.label)}\":"]
+        L += [f"{ind}  map {slot} -> {format_ref(r)}" for slot, r in node.names]
+        L += [f"{ind}  scalar {var} -> {member}" for var, member in node.scalars]
+        L += [f"{ind}  prefill {format_ref(r)} <- {_value(v)} count {f(n)}" for r, v, n in node.prefill]
+        L += [f"{ind}  do {format_stmt(st, locs=True)}" for st in node.stmts]
+        return L
     raise TypeError(f"not a tile kernel node: {node!r}")
 
 
 def print_kernel(k: TileKernel) -> str:
     L = [f"kernel @{k.name} kind {k.kind}", f"note \"{_esc(k.note)}\""]
-    L += [f"field {fl.name}" + (f"[{fl.length}]" if fl.length else "") for fl in k.fields]
+    L += [f"field {fl.name}" + (f"[{fl.length}]" if fl.length else "") + (
+        "" if fl.ctype == "uint32_t" else f" {fl.ctype}") for fl in k.fields]
     L += [f"gm {g.name} {g.dtype.name} {g.role} {g.index}" for g in k.gms]
     L += [f"queue {q.name} {q.position} depth {q.depth} {q.dtype.name} elems {format_expr(q.elems)}" for q in k.queues]
-    L += [f"member {m.name}" + ("" if m.init is None else f" = {format_expr(m.init)}") for m in k.members]
+    L += [f"member {m.name}" + ("" if m.dtype is None else f" {m.dtype.name}") +
+          ("" if m.init is None else f" = {format_expr(m.init)}") for m in k.members]
     for st in k.stages:
         L.append(f"stage {st.name}" + (f"({st.param})" if st.param else "") + ":")
         L += [x for n in st.body for x in _node_lines(n, 1)]
@@ -416,14 +537,14 @@ def print_kernel(k: TileKernel) -> str:
 _RE = {
     "kernel": re.compile(r"kernel @(\S+) kind (\S+)$"),
     "note": re.compile(r'note "(.*)"$'),
-    "field": re.compile(r"field (\w+)(?:\[(\d+)\])?$"),
+    "field": re.compile(r"field (\w+)(?:\[(\d+)\])?(?: (float|int32_t))?$"),
     "gm": re.compile(r"gm (\w+) (\w+) (in|out) (\d+)$"),
     "queue": re.compile(r"queue (\w+) (VECIN|VECOUT|VECCALC) depth (\d+) (\w+) elems (.+)$"),
-    "member": re.compile(r"member (\w+)(?: = (.+))?$"),
+    "member": re.compile(r"member (\w+)(?: ([a-z]\w*))?(?: = (.+))?$"),
     "stage": re.compile(r"stage (\w+)(?:\((\w+)\))?:$"),
     "let": re.compile(r"(let|var) (\w+) = (.+)$"),
     "set": re.compile(r"set (\w+) (=|\+=|/=) (.+)$"),
-    "for": re.compile(r"for (\w+) in (.+) \.\. (.+?)( down)?:$"),
+    "for": re.compile(r"for (\w+) in (.+) \.\. (.+?)(?: step (.+?))?( down)?:$"),
     "if": re.compile(r"if (.+):$"),
     "alloc": re.compile(r"(alloc|deque) (\w+) = (\w+)$"),
     "enque": re.compile(r"(enque|free) (\w+) (\w+)$"),
@@ -432,7 +553,28 @@ _RE = {
     "ubcopy": re.compile(r"ubcopy (\w+)\[(.+)\] <- (\w+)\[(.+)\] count (.+)$"),
     "move": re.compile(r"move (\w+)\[(.+)\] <- (\w+)\[(.+)\]$"),
     "barrier": re.compile(r'barrier(?: "(.*)")?$'),
+    "decl": re.compile(r"decl (\w+) = (\w+)$"),
+    "dup": re.compile(r"dup (.+?) <- (.+) count (.+)$"),
+    "vec": re.compile(r"vec (\w+) (.+?) <- (.+?)(?: scalar (\S+))?(?: mode (\w+))? count (.+)$"),
+    "step": re.compile(r'step "(.*)":$'),
+    "map": re.compile(r"map (\w+) -> (.+)$"),
+    "scalar": re.compile(r"scalar (\w+) -> (\w+)$"),
+    "prefill": re.compile(r"prefill (.+?) <- (\S+) count (.+)$"),
 }
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at the commas outside brackets and parentheses."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "[("
+        depth -= ch in "])"
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur.strip()] if cur.strip() else out
 
 
 def parse_kernel(text: str) -> TileKernel:
@@ -450,6 +592,39 @@ def parse_kernel(text: str) -> TileKernel:
         except ValueError as exc:
             fail(str(exc))
 
+    def ref(text_: str) -> Ref:
+        m_ = re.fullmatch(r"(\w+)(?:\[(.+)\])?", text_.strip())
+        if m_ is None:
+            fail(f"not a tensor reference: {text_!r}")
+        return Ref(m_.group(1), expr(m_.group(2)) if m_.group(2) else 0)
+
+    def value(text_: str):
+        if text_.startswith("#"):
+            v = _literal(text_[1:])
+            if v is None:
+                fail(f"not a number: {text_!r}")
+            return v
+        return expr(text_)
+
+    def step_body(label: str, ind: str) -> Step:
+        nonlocal pos, cur
+        names, scalars, prefill, stmts = [], [], [], []
+        while pos < len(lines) and lines[pos].startswith(ind) and not lines[pos].startswith(ind + " "):
+            line = lines[pos][len(ind):]
+            cur = pos
+            pos += 1
+            if m_ := _RE["map"].match(line):
+                names.append((m_.group(1), ref(m_.group(2))))
+            elif m_ := _RE["scalar"].match(line):
+                scalars.append((m_.group(1), m_.group(2)))
+            elif m_ := _RE["prefill"].match(line):
+                prefill.append((ref(m_.group(1)), value(m_.group(2)), expr(m_.group(3))))
+            elif line.startswith("do ") and (st := parse_stmt(line[3:], cur + 1)) is not None:
+                stmts.append(st)
+            else:
+                fail("not a step line")
+        return Step(label, tuple(stmts), tuple(names), tuple(scalars), tuple(prefill))
+
     def block(depth: int) -> tuple:
         nonlocal pos, cur
         out = []
@@ -464,7 +639,8 @@ def parse_kernel(text: str) -> TileKernel:
                 out.append(Set(m.group(1), expr(m.group(3)), m.group(2)))
             elif m := _RE["for"].match(line):
                 start, end = expr(m.group(2)), expr(m.group(3))
-                out.append(For(m.group(1), start, end, block(depth + 1), bool(m.group(4))))
+                step = expr(m.group(4)) if m.group(4) else 1
+                out.append(For(m.group(1), start, end, block(depth + 1), bool(m.group(5)), step))
             elif m := _RE["if"].match(line):
                 cond = expr(m.group(1))
                 then = block(depth + 1)
@@ -491,6 +667,16 @@ def parse_kernel(text: str) -> TileKernel:
                 out.append(Move(g[0], expr(g[1]), g[2], expr(g[3])))
             elif m := _RE["barrier"].match(line):
                 out.append(Barrier(_unesc(m.group(1) or "")))
+            elif m := _RE["decl"].match(line):
+                out.append(Decl(m.group(1), m.group(2)))
+            elif m := _RE["dup"].match(line):
+                out.append(Dup(ref(m.group(1)), value(m.group(2)), expr(m.group(3))))
+            elif m := _RE["vec"].match(line):
+                api, dst, srcs, scal, mode, count = m.groups()
+                out.append(Vec(api, ref(dst), tuple(ref(x) for x in _split_top(srcs)), expr(count),
+                               None if scal is None else value(scal), mode))
+            elif m := _RE["step"].match(line):
+                out.append(step_body(_unesc(m.group(1)), ind + "  "))
             else:
                 fail("not a statement")
         return tuple(out)
@@ -508,13 +694,14 @@ def parse_kernel(text: str) -> TileKernel:
         if (m := _RE["note"].match(line)) and pos == 1:
             note = _unesc(m.group(1))
         elif m := _RE["field"].match(line):
-            fields.append(Field(m.group(1), int(m.group(2) or 0)))
+            fields.append(Field(m.group(1), int(m.group(2) or 0), m.group(3) or "uint32_t"))
         elif m := _RE["gm"].match(line):
             gms.append(Gm(m.group(1), dt.to_dtype(m.group(2)), m.group(3), int(m.group(4))))
         elif m := _RE["queue"].match(line):
             queues.append(Queue(m.group(1), m.group(2), int(m.group(3)), dt.to_dtype(m.group(4)), expr(m.group(5))))
         elif m := _RE["member"].match(line):
-            members.append(Member(m.group(1), None if m.group(2) is None else expr(m.group(2))))
+            members.append(Member(m.group(1), None if m.group(3) is None else expr(m.group(3)),
+                                  None if m.group(2) is None else dt.to_dtype(m.group(2))))
         elif m := _RE["stage"].match(line):
             pos += 1
             stages.append(Stage(m.group(1), m.group(2), block(1)))

@@ -153,6 +153,26 @@ def _tuple_ints(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split(",") if x)
 
 
+def parse_stmt(text: str, lineno: int, hoisted: bool = False) -> Stmt | None:
+    """One stmt in format_stmt's form (with its `  # file:line`), or None when `text` is not one."""
+    s = _STMT.match("  " + text)
+    if s is None:
+        return None
+    dst, op, cmp_mode, args, dtype, src_dtype, round_mode, aux, lfile, lline = s.groups()
+    srcs, scalar = [], None
+    for tok in (a.strip() for a in args.split(",") if a.strip()):
+        if tok.startswith("$"):
+            scalar = ("var", tok[1:])
+        elif (value := _literal(tok)) is not None:
+            scalar = ("imm", value)
+        else:
+            srcs.append(tok)
+    return Stmt(op, dst, tuple(srcs), _dtype(dtype, lineno), scalar,
+                _dtype(src_dtype, lineno) if src_dtype else None, round_mode,
+                hoisted, Loc(lfile, int(lline)) if lfile else None,
+                cmp_mode, tuple(a.strip() for a in aux.split(",")) if aux else ())
+
+
 def parse_tile(text: str) -> ParsedTile:
     """Read print_tile's text back into a tile program (module doc)."""
     lines = text.rstrip("\n").split("\n")
@@ -210,22 +230,10 @@ def parse_tile(text: str) -> ParsedTile:
             else:
                 raise bad
         elif section in ("hoisted", "compute"):
-            s = _STMT.match(line)
-            if s is None:
+            st = parse_stmt(line[2:], lineno, hoisted=section == "hoisted")
+            if st is None:
                 raise bad
-            dst, op, cmp_mode, args, dtype, src_dtype, round_mode, aux, lfile, lline = s.groups()
-            srcs, scalar = [], None
-            for tok in (a.strip() for a in args.split(",") if a.strip()):
-                if tok.startswith("$"):
-                    scalar = ("var", tok[1:])
-                elif (value := _literal(tok)) is not None:
-                    scalar = ("imm", value)
-                else:
-                    srcs.append(tok)
-            sched.stmts.append(Stmt(op, dst, tuple(srcs), _dtype(dtype, lineno), scalar,
-                                    _dtype(src_dtype, lineno) if src_dtype else None, round_mode,
-                                    section == "hoisted", Loc(lfile, int(lline)) if lfile else None,
-                                    cmp_mode, tuple(a.strip() for a in aux.split(",")) if aux else ()))
+            sched.stmts.append(st)
         elif section == "copyout":
             o = _COPYOUT.match(line)
             if o is None:
@@ -250,4 +258,4 @@ def parse_tiles(text: str) -> list[ParsedTile]:
     return [parse_tile("\n".join(lines[a:b]).rstrip("\n") + "\n") for a, b in zip(bounds, bounds[1:])]
 
 
-__all__ = ["format_stmt", "print_tile", "parse_tile", "parse_tiles", "ParsedTile", "TileParseError"]
+__all__ = ["format_stmt", "parse_stmt", "print_tile", "parse_tile", "parse_tiles", "ParsedTile", "TileParseError"]
