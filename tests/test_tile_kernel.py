@@ -13,8 +13,9 @@ import pytest
 import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir
-from fusedsl.tile.kernel import (Alloc, CopyIn, EnQue, Free, TileKernelParseError, evaluate, format_expr,
-                                 parse_expr, parse_kernel, print_kernel)
+from fusedsl.targets import get_target
+from fusedsl.tile.kernel import (Alloc, CopyIn, EnQue, Free, Let, Queue, TileKernelParseError, evaluate, format_expr,
+                                 parse_expr, parse_kernel, print_kernel, verify_kernel)
 from fusedsl.tile.verify import TileVerifyError
 
 
@@ -144,3 +145,39 @@ def test_column_kernels_run_from_their_text(name):
     run_kernel(parse_kernel(text), args, [out])
     np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64), rtol=2e-3 if name == "mean_f16"
                                else 2e-5, atol=1e-5)
+
+
+def test_the_static_verifier_names_each_broken_rule():
+    """verify_kernel runs on every kernel lowered to the loop-level IR (lower/kinds.lower_kernel):
+    each rule it keeps, broken in a copy of a real transpose kernel, is a TileVerifyError that
+    names the kernel and what is wrong."""
+    t = get_target("ascend910b")
+    _, plan = _transpose()
+    good = kernel_ir(plan.lowered)
+    verify_kernel(good, t)
+    copy_in = next(st for st in good.stages if st.name == "CopyIn").body
+    broken = {
+        "names queue q_z, which is not allocated": _with_stage(good, "CopyIn", (Alloc("xt", "q_z"),) + copy_in[1:]),
+        "reads zz, which is not set before": _with_stage(good, "CopyIn", (Let("w", ("+", "zz", 1)),) + copy_in),
+        "tensor xt is used before it is taken from a queue": _with_stage(good, "CopyIn", copy_in[1:]),
+        "names GM tensor nope": _with_stage(good, "CopyIn", (copy_in[0], dataclasses.replace(copy_in[1], gm="nope"),
+                                                              copy_in[2])),
+        "10 queue buffers on VECIN; ascend910b allows 8": dataclasses.replace(
+            good, queues=good.queues + [Queue(f"q_more{i}", "VECIN", 2, fs.float32, 8) for i in range(4)]),
+        "the UB plan takes": dataclasses.replace(
+            good, queues=good.queues + [Queue("q_big", "VECCALC", 1, fs.float32, 60000)]),
+    }
+    for message, kernel in broken.items():
+        with pytest.raises(TileVerifyError, match=f"tile kernel {plan.name}: .*{message}"):
+            verify_kernel(kernel, t)
+
+
+def test_the_ub_plan_is_read_from_the_kernel():
+    """The report's UB plan of a transpose and of a column kernel is the IR's queues at the tiling
+    (what the printer's InitBuffer calls allocate)."""
+    _, plan = _transpose((64, 33), (1, 0), fs.float16)
+    assert plan.ub_plan == [("q_x", "VECIN", 64 * 48 * 2, 2), ("q_y", "VECOUT", 33 * 64 * 2, 2)]
+    k = fs.fused_kernel(lambda x: fs.sum(x * x, 0), target="ascend910b").compile(np.ones((37, 45), np.float32))
+    col = k.kernels[0]
+    assert [(n, p) for n, p, _, _ in col.ub_plan][:3] == [("q_e0", "VECIN"), ("q_y0", "VECOUT"), ("b_acc0", "VECCALC")]
+    assert "pipe.InitBuffer(q_e0, 2, tiling.kt * tiling.bn * sizeof(float));" in k.source

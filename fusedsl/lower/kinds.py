@@ -26,7 +26,8 @@ from .row import RowSchedule, is_row_kernel, schedule_row_kernel
 from .transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
                                   schedule_transpose_kernel, transpose_tile_kernel)
 from .column_tile import column_tile_kernel
-from ..tile.kernel import TileKernel
+from ..tile.kernel import TileKernel, verify_kernel
+from ..tile.kernel import ub_plan as kernel_ub_plan
 from ..targets import Target
 from ..views import VIEW_OPS, check_fusible
 
@@ -103,12 +104,14 @@ KINDS: list[Kind] = [
     # lone reduction over other axes: columns or rows of an [A, K, B] view (lower/column_tile.py)
     Kind("column", lambda fn, group: group == "column" or (group == "single" and
                                                           any(has_trait(op, REDUCTION) for op in fn.ops)),
-         lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,)),
+         lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,),
+         ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
     # a lone transpose / permute: strided tiles in, transposed in UB, strided out; a lone slice with
     # a step on the last axis (no view kernel takes it): spans in, picked in UB (tile/kernel.py via transpose_tile_kernel)
     Kind("transpose", lambda fn, group: group == "single" and (lone_transpose(fn) is not None
                                                                 or lone_strided_slice(fn) is not None),
-         lambda fn, t, o, snaps: schedule_transpose_kernel(fn, t, o.ub_headroom), (TransposeSchedule,)),
+         lambda fn, t, o, snaps: schedule_transpose_kernel(fn, t, o.ub_headroom), (TransposeSchedule,),
+         ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
 ]
 
 KINDS_BY_NAME = {k.name: k for k in KINDS}
@@ -129,6 +132,9 @@ def lower_kernel(fn: Function, group: str, target: Target, options: LowerOptions
         return None, None, None
     try:
         sched = kind.lower(fn, target, options, snapshots)
+        whole = kernel_ir(sched)
+        if whole is not None:   # a loop-level tile kernel keeps the chip's rules (tile/kernel.verify_kernel)
+            verify_kernel(whole, target, getattr(sched, "ub_budget", None))
     except kind.errors as exc:
         return kind, None, exc
     owner = next(k for k in KINDS if type(sched) in k.schedules)

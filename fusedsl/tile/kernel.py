@@ -37,6 +37,7 @@ from typing import Union
 from .. import dtypes as dt
 from ..errors import IRParseError
 from .text import _literal, format_stmt, parse_stmt
+from .verify import TileVerifyError
 
 Expr = Union[int, str, tuple]
 
@@ -715,3 +716,118 @@ def parse_kernel(text: str) -> TileKernel:
             fail("not a kernel line")
         pos += 1
     return TileKernel(name, kind, note, fields, gms, queues, members, stages, words)
+
+
+# ---- figures and rules read from the kernel ---------------------------------------------------
+def member_values(k: TileKernel, words=None) -> dict:
+    """The tiling fields and the uint32 members Init computes (what queue sizes may use)."""
+    words = list(k.words if words is None else words)
+    env = {}
+    for name, (w, n) in k.field_offsets().items():
+        env["t." + name] = words[w] if n == 0 else words[w:w + n]
+    for m in k.members:
+        if m.dtype is None:
+            env[m.name] = 0 if m.init is None else evaluate(m.init, env)
+    return env
+
+
+def ub_plan(k: TileKernel, words=None) -> list[tuple[str, str, int, int]]:
+    """(queue, position, bytes per buffer, buffers) of every UB object: the report's UB plan,
+    read from the kernel the printer prints."""
+    env = member_values(k, words)
+    return [(q.name, q.position, evaluate(q.elems, env) * q.dtype.itemsize, q.depth) for q in k.queues]
+
+
+def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
+    """The Ascend C rules a TileKernel keeps, checked statically (the interpreter checks the
+    bounds and the queue protocol as it runs): every name a node uses is declared (queues,
+    GM tensors, tensors taken from a queue before use, members and locals before they are read),
+    queue buffers per position and buffers per kernel within the chip's limits (ASCENDC.md 1.3),
+    and the UB plan within `budget` (default: the target's UB).  A break raises TileVerifyError."""
+    def fail(msg):
+        raise TileVerifyError(f"tile kernel {k.name}: {msg}")
+
+    queues = {q.name: q for q in k.queues}
+    gms = {g.name for g in k.gms}
+    fields = {"t." + f.name for f in k.fields}
+    known = fields | {m.name for m in k.members}
+
+    def names(e):
+        if isinstance(e, str):
+            yield e
+        elif isinstance(e, tuple):
+            if e[0] == "load":
+                if e[1] not in gms:
+                    fail(f"load({e[1]}) names no GM tensor")
+                return
+            for x in e[1:]:
+                yield from names(x)
+
+    def use(e, scope):
+        for x in names(e):
+            if x not in scope:
+                fail(f"{format_expr(e)} reads {x}, which is not set before")
+
+    def ref(r, tensors):
+        if r.tensor not in tensors:
+            fail(f"tensor {r.tensor} is used before it is taken from a queue")
+
+    def walk(body, scope: set, tensors: set):
+        for node in body:
+            if isinstance(node, (Let, Var)):
+                use(node.expr, scope)
+                scope.add(node.var)
+            elif isinstance(node, Set):
+                use(node.expr, scope)
+                if node.var not in scope:
+                    fail(f"set {node.var} before it is declared")
+            elif isinstance(node, For):
+                use(node.start, scope), use(node.end, scope), use(node.step, scope)
+                walk(node.body, scope | {node.var}, set(tensors))
+            elif isinstance(node, If):
+                use(node.cond, scope)
+                walk(node.then, set(scope), set(tensors))
+                walk(node.orelse, set(scope), set(tensors))
+            elif isinstance(node, (Alloc, DeQue, Decl)):
+                if node.queue not in queues:
+                    fail(f"{type(node).__name__.lower()} names queue {node.queue}, which is not allocated")
+                tensors.add(node.tensor)
+            elif isinstance(node, (EnQue, Free)):
+                if node.queue not in queues:
+                    fail(f"{type(node).__name__.lower()} names queue {node.queue}, which is not allocated")
+                ref(Ref(node.tensor), tensors)
+            elif isinstance(node, (CopyIn, CopyOut)):
+                if node.gm not in gms:
+                    fail(f"a copy names GM tensor {node.gm}, which the kernel does not take")
+                ref(Ref(node.tensor), tensors)
+                for e in (node.offset, node.rows, node.cols, node.gm_stride, node.ub_stride):
+                    use(e, scope)
+            elif isinstance(node, (UbCopy, Move)):
+                ref(Ref(node.dst), tensors), ref(Ref(node.src), tensors)
+            elif isinstance(node, (Dup, Vec)):
+                for r in (node.dst, *getattr(node, "srcs", ())):
+                    ref(r, tensors)
+                    use(r.offset, scope)
+                use(node.count, scope)
+            elif isinstance(node, Step):
+                for _, r in node.names:
+                    ref(r, tensors)
+                    use(r.offset, scope)
+                for _, member in node.scalars:
+                    if member not in scope:
+                        fail(f"step {node.label!r} reads scalar {member}, which is not a member")
+
+    for st in k.stages:
+        walk(st.body, set(known) | ({st.param} if st.param else set()), set())
+    limit = target.max_queue_buffers_per_position
+    for pos in ("VECIN", "VECOUT"):
+        n = sum(q.depth for q in k.queues if q.position == pos)
+        if n > limit:
+            fail(f"{n} queue buffers on {pos}; {target.name} allows {limit} per position")
+    if len(k.queues) > target.max_buffers:
+        fail(f"{len(k.queues)} UB buffers; {target.name} allows {target.max_buffers}")
+    if k.words:
+        used = sum(b * n for _, _, b, n in ub_plan(k))
+        cap = target.ub_bytes if budget is None else budget
+        if used > cap:
+            fail(f"the UB plan takes {used} bytes; the budget is {cap}")
