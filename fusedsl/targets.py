@@ -260,6 +260,7 @@ _MATMUL_2201 = (
     ("float", "float", "float", "bfloat16_t"),
     ("float", "float", "half", "float"), ("float", "float", "half", "half"), ("float", "float", "half", "bfloat16_t"),
     ("int8_t", "int8_t", "int32_t", "int32_t"),
+    ("int8_t", "int8_t", "int32_t", "half"),   # Matmul使用说明 表2: dequantised (SetQuantScalar/SetQuantVector)
 )
 # §3.1: only the first combination is stated for Atlas 推理系列 (310P) AI Core.
 _MATMUL_2002 = (("half", "half", "float", "float"),)

@@ -343,3 +343,25 @@ def test_host_tiling_rejects_a_base_block_larger_than_l0c_on_910b_but_not_on_310
     assert lib._lib.GenerateTiling(b"Ascend310P3", *args) == buf.nbytes
     # 310P's L0C is 256 KB: one 256 x 256 float tile fits, without double buffering.
     assert _field(buf, "baseM") == 256 and _field(buf, "baseN") == 256 and buf[32] == 1   # dbL0C
+
+
+def test_int8_matmul_dequantised_into_half_by_a_scalar_or_per_column(lib):
+    # SetQuantScalar / SetQuantVector: C = half((A B + bias) * scale), the scale cut to its top 19 bits
+    rng = np.random.default_rng(21)
+    a = rng.integers(-10, 10, (32, 64)).astype(np.int8)
+    b = rng.integers(-10, 10, (64, 64)).astype(np.int8)
+    bias = rng.integers(-50, 50, 64).astype(np.int32)
+    acc = (a.astype(np.int64) @ b.astype(np.int64) + bias).astype(np.float32)
+    cut = lambda s: (np.asarray(s, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)  # noqa: E731
+    buf = np.zeros(16 + 2 * 64, np.int32)   # word 0: the mode; byte 64 on: the per-column scales
+    scales = rng.uniform(0.1, 2.0, 64).astype(np.float32)
+    buf[16:].view(np.uint64)[:] = scales.view(np.uint32).astype(np.uint64)
+    for mode, scale in ((0, cut(0.1)), (1, cut(scales))):
+        buf[0] = mode
+        c = np.full((32, 64), np.nan, np.float16)
+        _launch(lib, "matmul_dequant", 1, a, b, bias, c, buf, "ascend910b")
+        np.testing.assert_array_equal(c, (acc * scale).astype(np.float16))
+    buf[0] = 2
+    with pytest.raises(AscendCCheckError, match=r"Matmul::Iterate: an int8_t x int8_t product into half C is "
+                                                r"dequantised on its way out; call SetQuantScalar or SetQuantVector"):
+        _launch(lib, "matmul_dequant", 1, a, b, bias, np.zeros((32, 64), np.float16), buf, "ascend910b")

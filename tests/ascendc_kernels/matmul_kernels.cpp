@@ -349,6 +349,50 @@ extern "C" __global__ __aicore__ void matmul_static_tiling(GM_ADDR a, GM_ADDR b,
     mm.End();
 }
 
+// Dequantisation (SetQuantScalar / SetQuantVector): int8_t x int8_t + int32_t bias into half C, 32 x 64 x 64
+// with a constant tiling.  The tiling buffer's word 0 picks the mode: 0 the scalar 0.1, 1 the per-column
+// scales (uint64_t) from byte 64 of the buffer on, 2 neither (refused at Iterate).
+using QuantAB = MatmulType<AscendC::TPosition::GM, CubeFormat::ND, int8_t>;
+using QuantC = MatmulType<AscendC::TPosition::GM, CubeFormat::ND, half>;
+using QuantBias = MatmulType<AscendC::TPosition::GM, CubeFormat::ND, int32_t>;
+constexpr MatmulConfig kQuantCfg = GetMMConfig<MatmulConfigMode::CONFIG_MDL>(MatmulShapeParams{32, 64, 64, 32, 64, 64});
+constexpr MatmulApiStaticTiling kQuantTiling = GetMatmulApiTiling<QuantAB, QuantAB, QuantC, QuantBias>(kQuantCfg);
+
+extern "C" __global__ __aicore__ void matmul_dequant(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                     GM_ADDR t) {
+    if ASCEND_IS_AIV {
+        return;
+    }
+    int32_t mode = 0;
+    std::memcpy(&mode, t, sizeof mode);
+    AscendC::TPipe pipe;
+    Matmul<QuantAB, QuantAB, QuantC, QuantBias, kQuantTiling> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, (TCubeTiling*)nullptr);
+    mm.SetOrgShape(32, 64, 64);
+    AscendC::GlobalTensor<int8_t> ag, bg;
+    AscendC::GlobalTensor<int32_t> biasg;
+    AscendC::GlobalTensor<half> cg;
+    AscendC::GlobalTensor<uint64_t> quant;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(a), 32 * 64);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(b), 64 * 64);
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(bias), 64);
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(c), 32 * 64);
+    quant.SetGlobalBuffer(reinterpret_cast<__gm__ uint64_t*>(t + 64), 64);
+    if (mode == 0) {
+        float scale = 0.1f;
+        uint32_t bits = 0;
+        std::memcpy(&bits, &scale, sizeof bits);
+        mm.SetQuantScalar(static_cast<uint64_t>(bits) | (1ull << 46));
+    } else if (mode == 1) {
+        mm.SetQuantVector(quant);
+    }
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    mm.IterateAll(cg);
+    mm.End();
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -373,6 +417,7 @@ BROKEN_ENTRY(not_registered, MIX_MODE)
 BROKEN_ENTRY(matmul_cfg_relu, AIC_MODE)
 BROKEN_ENTRY(matmul_cfg_partial, AIC_MODE)
 BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)
+BROKEN_ENTRY(matmul_dequant, AIC_MODE)
 
 // The sample kernel launched as a vector-only kernel.
 extern "C" int fusedsl_launch_matmul_in_aiv_mode(uint32_t blockDim, uint8_t** args) {

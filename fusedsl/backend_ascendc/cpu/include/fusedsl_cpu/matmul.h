@@ -572,6 +572,23 @@ public:
         fs_shape_setter = "SetOrgShape";   // checked when the shapes are used (Iterate)
     }
 
+    // Dequantisation of an int8_t x int8_t product into half C (SetQuantScalar / SetQuantVector pages,
+    // Matmul使用说明 table 2): on the way out of L0C each int32_t value is multiplied by the scale in bits
+    // [31:0] of the parameter, of which the hardware keeps the top 19 bits ("scale & 0xFFFFE000"), and
+    // rounded to half — one scale for all of C, or one per column (a uint64_t vector in GM).
+    void SetQuantScalar(const uint64_t quantScalar) {
+        RequireRegistered("SetQuantScalar");
+        RequireDequant("SetQuantScalar");
+        fs_quant_scalar = quantScalar;
+        fs_quant_mode = 1;
+    }
+    void SetQuantVector(const GlobalTensor<uint64_t>& quantTensor) {
+        RequireRegistered("SetQuantVector");
+        RequireDequant("SetQuantVector");
+        fs_quant_vector = quantTensor;
+        fs_quant_mode = 2;
+    }
+
     // UB scratch the 310P cube needs to move C into UB (ASCENDC.md §3.1).
     void SetLocalWorkspace(const LocalTensor<uint8_t>& tmp) {
         RequireRegistered("SetLocalWorkspace");
@@ -611,6 +628,11 @@ public:
         if (fs_shape_setter != nullptr) {   // SetOrgShape may come before the SetTail that fits it
             CheckShape(fs_shape_setter);
             fs_shape_setter = nullptr;
+        }
+        if (kDequant && fs_quant_mode == 0) {
+            Fail("Matmul::Iterate: an int8_t x int8_t product into %s C is dequantised on its way out; call "
+                 "SetQuantScalar or SetQuantVector before Iterate/IterateAll (the SetQuantScalar page)",
+                 TypeName<DstT>());
         }
         fs_started = true;
         if (!NextTile()) {
@@ -833,7 +855,7 @@ private:
         for (int64_t i = 0; i < fs_tm; ++i) {
             auto* row = reinterpret_cast<DstT*>(base) + (row0 + i) * ld + col0;
             for (int64_t j = 0; j < tn_pad; ++j) {
-                DstT v = j < fs_tn ? FromCompute<DstT>(fs_acc[i * fs_tn + j]) : FromCompute<DstT>(0.0f);
+                DstT v = j < fs_tn ? FromCompute<DstT>(fs_Out(fs_acc[i * fs_tn + j], j)) : FromCompute<DstT>(0.0f);
                 std::memcpy(row + j, &v, sizeof(DstT));
             }
             MarkWritten(off + static_cast<uint32_t>(((row0 + i) * ld + col0) * sizeof(DstT)),
@@ -855,7 +877,7 @@ private:
                     for (int64_t j = 0; j < 16; ++j) {
                         int64_t col = cb * 16 + j;
                         bool in = i < fs_tm && col < fs_tn;
-                        DstT v = FromCompute<DstT>(in ? fs_acc[i * fs_tn + col] : Acc(0));
+                        DstT v = FromCompute<DstT>(in ? fs_Out(fs_acc[i * fs_tn + col], col) : fusedsl_cpu::Compute<DstT>(0));
                         std::memcpy(out + (cb * rows + i) * 16 + j, &v, sizeof(DstT));
                     }
                 }
@@ -898,7 +920,7 @@ private:
         for (int64_t i = 0; i < fs_tm; ++i) {
             DstT* row = gm.fs_addr + start + i * ld;
             for (int64_t j = 0; j < fs_tn; ++j) {
-                auto v = static_cast<Compute<DstT>>(fs_acc[i * fs_tn + j]);
+                auto v = fs_Out(fs_acc[i * fs_tn + j], j);
                 if (atomic != 0) {
                     auto old = ToCompute(row[j]);
                     v = atomic == 1 ? static_cast<Compute<DstT>>(old + v) : atomic == 2 ? std::max(old, v)
@@ -924,6 +946,40 @@ private:
     bool fs_has_a = false, fs_has_b = false;
     bool fs_trans_a = false, fs_trans_b = false;
     std::vector<Acc> fs_acc;
+    // Dequantisation (SetQuantScalar / SetQuantVector): 0 none set, 1 scalar, 2 vector.
+    static constexpr bool kDequant = std::is_same_v<SrcAT, int8_t> && std::is_same_v<DstT, half>;
+    int fs_quant_mode = 0;
+    uint64_t fs_quant_scalar = 0;
+    GlobalTensor<uint64_t> fs_quant_vector;
+
+    void RequireDequant(const char* api) const {
+        if (!kDequant) {
+            fusedsl_cpu::Fail("Matmul::%s: this Matmul (A %s, C %s) does not dequantise; fusedsl models the int8_t x "
+                              "int8_t -> half dequantisation", api, fusedsl_cpu::TypeName<SrcAT>(),
+                              fusedsl_cpu::TypeName<DstT>());
+        }
+    }
+
+    // One accumulator value of the pending tile (column j of it) in C's compute type.
+    fusedsl_cpu::Compute<DstT> fs_Out(Acc a, int64_t j) {
+        using namespace fusedsl_cpu;
+        if constexpr (kDequant) {
+            uint64_t q = fs_quant_scalar;
+            if (fs_quant_mode == 2) {
+                const int64_t col = fs_n0 + j;
+                CheckGm("Matmul (SetQuantVector)", fs_quant_vector, static_cast<uint64_t>(col + 1) * sizeof(uint64_t),
+                        true);
+                q = fs_quant_vector.fs_addr[col];
+            }
+            const uint32_t bits = static_cast<uint32_t>(q) & 0xFFFFE000u;
+            float scale = 0;
+            std::memcpy(&scale, &bits, sizeof scale);
+            return std::min(65504.0f, std::max(-65504.0f, static_cast<float>(a) * scale));
+        } else {
+            (void)j;
+            return static_cast<fusedsl_cpu::Compute<DstT>>(a);
+        }
+    }
 };
 
 }  // namespace AscendC

@@ -53,6 +53,7 @@ enum class DataType { DT_FLOAT = 0, DT_FLOAT16 = 1, DT_INT8 = 2, DT_INT32 = 3, D
                       DT_UINT16 = 7, DT_UINT32 = 8, DT_INT64 = 9, DT_UINT64 = 10, DT_DOUBLE = 11, DT_BOOL = 12,
                       DT_BF16 = 27, DT_UNDEFINED = 28 };
 enum class MatrixTraverse { NOSET = 0, FIRSTM = 1, FIRSTN = 2 };
+enum class DequantType { SCALAR = 0, TENSOR = 1 };
 enum class ScheduleType { INNER_PRODUCT = 0, OUTER_PRODUCT };
 
 // Hints for the host tiling (the Matmul template the kernel uses, L1 caching, the schedule and
@@ -144,6 +145,13 @@ public:
         return 0;
     }
     int32_t EnableBias(bool isBias = false) { return SetBias(isBias); }
+    // The quant/dequant mode the kernel's SetQuantScalar (SCALAR) or SetQuantVector (TENSOR) uses
+    // (the SetDequantType page); the tiling itself does not change with it here.
+    int32_t SetDequantType(DequantType dequantType) {
+        dequantType_ = dequantType;
+        return 0;
+    }
+    DequantType GetDequantType() const { return dequantType_; }
     // Bytes of L1, L0C and UB the tiling may use; -1 = the whole buffer.
     int32_t SetBufferSpace(int32_t l1Size = -1, int32_t l0CSize = -1, int32_t ubSize = -1, int32_t btSize = -1) {
         l1Space_ = l1Size;
@@ -183,6 +191,8 @@ public:
     }
 
 protected:
+    DequantType dequantType_ = DequantType::SCALAR;
+
     // Cores the M x N output is split over; 1 for the single-core API.
     virtual int32_t Dim() const { return 1; }
     // A per-core block fixed by SetSingleShape (multi-core API), or -1.
