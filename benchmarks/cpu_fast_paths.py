@@ -246,13 +246,14 @@ def blas_threads(rounds: int, size: int = 1024):
         with cube.one_blas_thread():
             np.matmul(a32, b32, out=out)
 
-    def openblas_threads():
-        prev = get()
+    def openblas_threads():   # the process-wide count and this thread's own setting
+        prev, prev_local = get(), cube._BLAS_LOCAL_THREADS(host_threads())
         set_(host_threads())
         try:
             np.matmul(a32, b32, out=out)
         finally:
             set_(prev)
+            cube._BLAS_LOCAL_THREADS(prev_local)
     ta = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
     tb = torch.from_numpy(b.view(np.int16)).view(torch.bfloat16)
     ta32, tb32 = torch.from_numpy(a32), torch.from_numpy(b32)
@@ -266,6 +267,9 @@ def blas_threads(rounds: int, size: int = 1024):
     got = {k: ([], []) for k in ways}
     for _ in range(rounds):
         for k, fn in ways.items():
+            # OpenBLAS's and torch's worker threads spin for a while after a call: a pause, so
+            # that the next way's CPU time does not count their spinning
+            time.sleep(0.2)
             w, c = time.perf_counter(), time.process_time()
             fn()
             got[k][0].append(time.perf_counter() - w)
