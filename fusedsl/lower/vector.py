@@ -606,9 +606,15 @@ def _bind_outputs(fn: Function, b: _Builder) -> list[TileOutput]:
     for i, v in enumerate(fn.results):
         out_slot = b.new_slot(v.dtype, "out", base=f"out{i}_")
         if id(v) in b.value_scalar:
-            b.emit("dup", out_slot, [], compute_dtype(v.dtype), fn.loc, scalar=b.value_scalar[id(v)])
-            if compute_dtype(v.dtype) != v.dtype:
-                raise ScheduleError("a constant narrow output is not supported", loc=fn.loc)
+            wide_dtype = compute_dtype(v.dtype)
+            if wide_dtype == v.dtype:
+                b.emit("dup", out_slot, [], v.dtype, fn.loc, scalar=b.value_scalar[id(v)])
+            else:
+                # narrow dtypes (bfloat16, int8, bool) have no Duplicate of their own: fill the
+                # compute dtype (the constant is already a value of v's dtype) and cast it once
+                wide = b.new_slot(wide_dtype, "tmp")
+                b.emit("dup", wide, [], wide_dtype, fn.loc, scalar=b.value_scalar[id(v)])
+                _emit_cast(b, out_slot, wide, wide_dtype, v.dtype, fn.loc, False)
         else:
             src = b.value_slot[id(v)]
             src_dtype = b.slots[src].dtype
