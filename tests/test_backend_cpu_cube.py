@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_close
+from conftest import assert_close, fuzz_settings
+from hypothesis import assume, given, strategies as st
 
 import fusedsl as fs
 from fusedsl.backend_cpu import cube
@@ -163,3 +164,28 @@ def test_pointwise_conv_is_one_product_per_image(n, c, k, h, w_, epilogue):
         np.testing.assert_allclose(f(x, w, b), want, rtol=1e-5, atol=1e-5)
         x *= -1.0
         y, want = -y, (np.maximum(-y + b[None, :, None, None], 0) if epilogue else -y)
+
+
+@fuzz_settings(scale=0.02)
+@given(n=st.integers(1, 2), c=st.integers(1, 5), k=st.integers(1, 10), h=st.integers(1, 12), w_=st.integers(1, 12),
+       r=st.integers(1, 4), s=st.integers(1, 4), stride=st.integers(1, 2), padding=st.integers(0, 2),
+       seed=st.integers(0, 2 ** 16))
+def test_dense_convs_on_the_direct_kernel_match_float64(n, c, k, h, w_, r, s, stride, padding, seed):
+    """A plain conv2d with up to conv_sparse.DIRECT_MAX_KG outputs runs on the direct kernel
+    (4 output channels per job and single ones for the rest, rows merged into one when the
+    columns are few), bound in a program, against float64."""
+    assume(h + 2 * padding >= r and w_ + 2 * padding >= s)
+
+    def f(x, w):
+        return fs.conv2d(x, w, None, stride=stride, padding=padding) * 2.0
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w_)).astype(np.float32)
+    w = rng.standard_normal((k, c, r, s)).astype(np.float32)
+    kern = fs.fused_kernel(f)
+    want = 2 * conv2d_reference(x.astype(np.float64), w.astype(np.float64), (stride,) * 2, (padding,) * 2)
+    np.testing.assert_allclose(kern(x, w), want, rtol=1e-5, atol=1e-5 * (1 + np.abs(want).max()))
+    plans = [getattr(cube.kernel_for(p.function), "_sparse", (None, None))[1]
+             for p in kern.compile(x, w).kernels if any(op.name == "conv2d" for op in p.function.ops)]
+    pointwise = r == s == stride == 1 and padding == 0   # one sgemm per image instead
+    assert plans and all((p is None) if pointwise else (p is not None and p.direct) for p in plans)

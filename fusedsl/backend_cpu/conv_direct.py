@@ -24,7 +24,8 @@ from . import jit
 from .launch import KERNEL_PROTO
 
 SYMBOL = "fusedsl_direct_conv"
-WORDS = 11
+WORDS = 14
+KB = (4, 1)     # output channels per job: 4 sharing every input load, or 1
 _U = 4          # (row, column-block) pairs in flight
 _L = 16         # lanes
 
@@ -33,13 +34,15 @@ def _vec(t: str) -> str:
     return f"<{_L} x {t}>"
 
 
-def _variant(name: str, contig_in: bool, contig_out: bool) -> list[str]:
-    """The body of one job for a pair of stride kinds, as a function
-    void name(ptr out, i64 ors, i64 rows, i64 ocs, i64 cols, ptr in, i64 irs, i64 ics, ptr w, ptr offs, i64 nt)."""
+def _variant(name: str, contig_in: bool, contig_out: bool, kb: int) -> list[str]:
+    """The body of one job for a pair of stride kinds and `kb` output channels (sharing the
+    input terms: their outputs `oks` elements apart, their weights `wks`), as a function
+    void name(ptr out, i64 ors, i64 rows, i64 ocs, i64 cols, ptr in, i64 irs, i64 ics, ptr w,
+    ptr offs, i64 nt, i64 oks, i64 wks)."""
     vf, vi, vb, vp = _vec("float"), _vec("i64"), _vec("i1"), _vec("ptr")
     iota = "<" + ", ".join(f"i64 {i}" for i in range(_L)) + ">"
     L = [f"define internal void @{name}(ptr %out, i64 %ors, i64 %rows, i64 %ocs, i64 %cols, ptr %in, i64 %irs, "
-         f"i64 %ics, ptr %w, ptr %offs, i64 %nt) alwaysinline nounwind {{",
+         f"i64 %ics, ptr %w, ptr %offs, i64 %nt, i64 %oks, i64 %wks) alwaysinline nounwind {{",
          "entry:",
          f"  %nch0 = add i64 %cols, {_L - 1}",
          f"  %nch = udiv i64 %nch0, {_L}",
@@ -80,16 +83,20 @@ def _variant(name: str, contig_in: bool, contig_out: bool) -> list[str]:
     L += ["  br label %term.head", "term.head:",
           "  %t = phi i64 [ 0, %pair.body ], [ %t.next, %term.body ]"]
     for u in range(_U):
-        L.append(f"  %acc{u} = phi {vf} [ zeroinitializer, %pair.body ], [ %acc{u}.next, %term.body ]")
+        for c in range(kb):
+            L.append(f"  %acc{u}_{c} = phi {vf} [ zeroinitializer, %pair.body ], [ %acc{u}_{c}.next, %term.body ]")
     L += ["  %tmore = icmp ult i64 %t, %nt",
           "  br i1 %tmore, label %term.body, label %pair.store",
           "term.body:",
           "  %offp = getelementptr i64, ptr %offs, i64 %t",
           "  %off = load i64, ptr %offp, align 8",
-          "  %wp = getelementptr float, ptr %w, i64 %t",
-          "  %ws = load float, ptr %wp, align 4",
-          f"  %wv0 = insertelement {vf} undef, float %ws, i64 0",
-          f"  %wv = shufflevector {vf} %wv0, {vf} undef, <{_L} x i32> zeroinitializer"]
+          "  %wp = getelementptr float, ptr %w, i64 %t"]
+    for c in range(kb):
+        L += [f"  %wo{c} = mul i64 %wks, {c}",
+              f"  %wp{c} = getelementptr float, ptr %wp, i64 %wo{c}",
+              f"  %ws{c} = load float, ptr %wp{c}, align 4",
+              f"  %wv{c}.0 = insertelement {vf} undef, float %ws{c}, i64 0",
+              f"  %wv{c} = shufflevector {vf} %wv{c}.0, {vf} undef, <{_L} x i32> zeroinitializer"]
     for u in range(_U):
         L.append(f"  %xp{u} = getelementptr float, ptr %ib{u}, i64 %off")
         if contig_in:
@@ -97,14 +104,18 @@ def _variant(name: str, contig_in: bool, contig_out: bool) -> list[str]:
         else:
             L += [f"  %xps{u} = getelementptr float, ptr %xp{u}, {vi} %in.step",
                   f"  %x{u} = call {vf} @llvm.masked.gather.v16f32.v16p0({vp} %xps{u}, i32 4, {vb} %m{u}, {vf} zeroinitializer)"]
-        L.append(f"  %acc{u}.next = call {vf} @llvm.fma.v16f32({vf} %wv, {vf} %x{u}, {vf} %acc{u})")
+        for c in range(kb):
+            L.append(f"  %acc{u}_{c}.next = call {vf} @llvm.fma.v16f32({vf} %wv{c}, {vf} %x{u}, {vf} %acc{u}_{c})")
     L += ["  %t.next = add i64 %t, 1", "  br label %term.head", "pair.store:"]
     for u in range(_U):
-        if contig_out:
-            L.append(f"  call void @llvm.masked.store.v16f32.p0({vf} %acc{u}, ptr %ob{u}, i32 4, {vb} %m{u})")
-        else:
-            L += [f"  %ops{u} = getelementptr float, ptr %ob{u}, {vi} %out.step",
-                  f"  call void @llvm.masked.scatter.v16f32.v16p0({vf} %acc{u}, {vp} %ops{u}, i32 4, {vb} %m{u})"]
+        for c in range(kb):
+            L += [f"  %oko{u}_{c} = mul i64 %oks, {c}",
+                  f"  %obk{u}_{c} = getelementptr float, ptr %ob{u}, i64 %oko{u}_{c}"]
+            if contig_out:
+                L.append(f"  call void @llvm.masked.store.v16f32.p0({vf} %acc{u}_{c}, ptr %obk{u}_{c}, i32 4, {vb} %m{u})")
+            else:
+                L += [f"  %ops{u}_{c} = getelementptr float, ptr %obk{u}_{c}, {vi} %out.step",
+                      f"  call void @llvm.masked.scatter.v16f32.v16p0({vf} %acc{u}_{c}, {vp} %ops{u}_{c}, i32 4, {vb} %m{u})"]
     L += ["  br label %pair.done", "pair.done:", f"  %q.next = add i64 %q, {_U}", "  br label %pair.head",
           "exit:", "  ret void", "}"]
     return L
@@ -118,11 +129,12 @@ def _ir() -> str:
          f"declare void @llvm.masked.scatter.v16f32.v16p0({vf}, {vp}, i32, {vb})",
          f"declare {vf} @llvm.fma.v16f32({vf}, {vf}, {vf})", ""]
     names = {}
-    for contig_in in (True, False):
-        for contig_out in (True, False):
-            name = f"job_{int(contig_in)}{int(contig_out)}"
-            names[(contig_in, contig_out)] = name
-            L += _variant(name, contig_in, contig_out) + [""]
+    for kb in KB:
+        for contig_in in (True, False):
+            for contig_out in (True, False):
+                name = f"job_{kb}_{int(contig_in)}{int(contig_out)}"
+                names[(kb, contig_in, contig_out)] = name
+                L += _variant(name, contig_in, contig_out, kb) + [""]
     L += [f"define void @{SYMBOL}(i64 %b0, i64 %b1, ptr noalias %t, ptr %unused) nounwind {{",
           "entry:", "  br label %head", "head:",
           "  %i = phi i64 [ %b0, %entry ], [ %next, %latch ]",
@@ -136,12 +148,17 @@ def _ir() -> str:
     L += ["  %out = inttoptr i64 %w0 to ptr", "  %in = inttoptr i64 %w5 to ptr",
           "  %wt = inttoptr i64 %w8 to ptr", "  %offs = inttoptr i64 %w9 to ptr",
           "  %ci = icmp eq i64 %w7, 1", "  %co = icmp eq i64 %w3, 1",
-          "  br i1 %ci, label %in1, label %in0"]
-    args = "ptr %out, i64 %w1, i64 %w2, i64 %w3, i64 %w4, ptr %in, i64 %w6, i64 %w7, ptr %wt, ptr %offs, i64 %w10"
-    for ci in (1, 0):
-        L += [f"in{ci}:", f"  br i1 %co, label %run{ci}1, label %run{ci}0"]
-        for co in (1, 0):
-            L += [f"run{ci}{co}:", f"  call void @{names[(bool(ci), bool(co))]}({args})", "  br label %latch"]
+          f"  %many = icmp eq i64 %w11, {KB[0]}",
+          f"  br i1 %many, label %kb{KB[0]}, label %kb{KB[1]}"]
+    args = ("ptr %out, i64 %w1, i64 %w2, i64 %w3, i64 %w4, ptr %in, i64 %w6, i64 %w7, ptr %wt, ptr %offs, i64 %w10, "
+            "i64 %w12, i64 %w13")
+    for kb in KB:
+        L += [f"kb{kb}:", f"  br i1 %ci, label %in{kb}_1, label %in{kb}_0"]
+        for ci in (1, 0):
+            L += [f"in{kb}_{ci}:", f"  br i1 %co, label %run{kb}_{ci}1, label %run{kb}_{ci}0"]
+            for co in (1, 0):
+                L += [f"run{kb}_{ci}{co}:", f"  call void @{names[(kb, bool(ci), bool(co))]}({args})",
+                      "  br label %latch"]
     L += ["latch:", "  %next = add i64 %i, 1", "  br label %head", "exit:", "  ret void", "}"]
     return "\n".join(L) + "\n"
 
@@ -157,25 +174,26 @@ def _function():
 
 
 def direct_list(jobs):
-    """A callable running these jobs in one native call: each (out, in_, weights, offsets),
-    `out` a float32 2-D view [rows, cols] (any element strides), `in_` a float32 array whose
-    first element is where the offsets count from, with (row stride, column stride) in
-    elements given as in_[1], in_[2]... -- precisely: (out, (base array, base element, row
-    stride, column stride), weights, offsets).  out[r, c] = sum_t weights[t] *
-    base.flat[base element + offsets[t] + r * row stride + c * column stride].  Weights
-    (float32) and offsets (int64) are contiguous 1-D arrays of one length; addresses are read
-    now (the arrays must stay alive and in place)."""
+    """A callable running these jobs in one native call: each (out, (base, first, row
+    stride, column stride), weights, offsets) with `out` a float32 view [channels, rows, cols]
+    (any element strides; 1 or 4 channels), `weights` float32 [channels, terms] (rows
+    contiguous), `offsets` int64 [terms]:
+    out[k, r, c] = sum_t weights[k, t] * base.flat[first + offsets[t] + r * row stride + c * column stride].
+    Addresses are read now (the arrays must stay alive and in place)."""
     rows = []
     for out, (base, first, irs, ics), weights, offsets in jobs:
+        if out.ndim == 2:
+            out, weights = out[None], weights.reshape(1, -1)
         if out.dtype != np.float32 or base.dtype != np.float32 or weights.dtype != np.float32 \
-                or offsets.dtype != np.int64 or weights.shape != offsets.shape or out.ndim != 2 \
-                or not (weights.flags.c_contiguous and offsets.flags.c_contiguous and base.flags.c_contiguous) \
-                or any(s % 4 for s in out.strides):
-            raise ValueError("direct_list takes float32 views, float32 weights and int64 offsets")
+                or offsets.dtype != np.int64 or weights.shape != (out.shape[0], offsets.size) or out.ndim != 3 \
+                or out.shape[0] not in KB or weights.strides[1] != 4 \
+                or not (offsets.flags.c_contiguous and base.flags.c_contiguous) or any(s % 4 for s in out.strides):
+            raise ValueError("direct_list takes float32 views of 1 or 4 channels, float32 weights and int64 offsets")
         if out.size == 0:
             continue
-        rows.append([out.ctypes.data, out.strides[0] // 4, out.shape[0], out.strides[1] // 4, out.shape[1],
-                     base.ctypes.data + 4 * first, irs, ics, weights.ctypes.data, offsets.ctypes.data, weights.size])
+        rows.append([out.ctypes.data, out.strides[1] // 4, out.shape[1], out.strides[2] // 4, out.shape[2],
+                     base.ctypes.data + 4 * first, irs, ics, weights.ctypes.data, offsets.ctypes.data, offsets.size,
+                     out.shape[0], out.strides[0] // 4, weights.strides[0] // 4])
     fn = _function()
     table = np.array(rows, np.int64).reshape(-1)
     count, address = len(rows), table.ctypes.data

@@ -551,7 +551,12 @@ class CubeKernel:
         the sparse conv reads it there; None when it cannot)."""
         cube, y = self.cube, self.cube.result
         if cube.name == "conv2d":
-            if masks is not None and any(m is not None for m in masks):
+            # with zeros to skip, or with few output channels for the direct kernel (a dense
+            # pointwise conv is one sgemm per image: _conv_fill)
+            masks = masks or [None, None]
+            pointwise = tuple(w.shape[2:]) == (1, 1) and tuple(cube.attr("stride")) == (1, 1) \
+                and tuple(cube.attr("padding")) == (0, 0)
+            if not (pointwise and all(m is None for m in masks)):
                 sparse = self._sparse_conv_fill(a, w, product, masks, sources)
                 if sparse is not None:
                     return sparse
