@@ -118,6 +118,22 @@ class KernelFrame:
                 "    {",
                 "        tiling = t;"]
 
+    def static_host_tiling(self, words, about: list[str]) -> str:
+        """The host tiling function of a kernel with static shapes: the words fusedsl computed,
+        copied into the struct (`about`: the comment lines that say why they are constants)."""
+        body = ", ".join(f"{w}u" for w in words)
+        return "\n".join([
+            *about,
+            f"inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,",
+            f"                          {self.tiling}* t)",
+            "{",
+            "    (void)sizes; (void)vectorCores; (void)ubBudget;",
+            f"    static const uint32_t kWords[{len(words)}] = {{{body}}};",
+            "    uint32_t* dst = reinterpret_cast<uint32_t*>(t);",
+            f"    for (uint32_t i = 0; i < {len(words)}; ++i) dst[i] = kWords[i];",
+            "    return true;",
+            "}"]) + "\n"
+
     @staticmethod
     def core_tiles() -> list[str]:
         """Process's first lines: this core's tiles [first, last) of the tiling's totalTiles."""

@@ -23,7 +23,7 @@ from ..lower.kinds import kernel_ir
 from ..tile.kernel import (BINARY, Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, If, Let,
                            Move, Ref, Set, Step, TileKernel, UbCopy, Var, Vec)
 from . import cnames
-from .emit import camel, gm_scalar_load, literal, rename_stmt
+from .emit import gm_scalar_load, literal, rename_stmt
 from .frame import KernelFrame
 
 
@@ -85,20 +85,9 @@ class KernelPrinter(KernelFrame):
         return "\n".join(lines + ["};"]) + "\n"
 
     def host_tiling(self) -> str:
-        words = self.k.words
-        body = ", ".join(f"{w}u" for w in words)
-        return "\n".join([
+        return self.static_host_tiling(self.k.words, [
             f"// Host tiling for {self.name} on {self.t.name}: static shapes, so the tiling is constants",
-            f"// computed by fusedsl for {self.t.vector_cores} vector cores and a UB budget of {self.s.ub_budget} bytes.",
-            f"inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,",
-            f"                          {self.tiling}* t)",
-            "{",
-            "    (void)sizes; (void)vectorCores; (void)ubBudget;",
-            f"    static const uint32_t kWords[{len(words)}] = {{{body}}};",
-            "    uint32_t* dst = reinterpret_cast<uint32_t*>(t);",
-            f"    for (uint32_t i = 0; i < {len(words)}; ++i) dst[i] = kWords[i];",
-            "    return true;",
-            "}"]) + "\n"
+            f"// computed by fusedsl for {self.t.vector_cores} vector cores and a UB budget of {self.s.ub_budget} bytes."])
 
     def heading(self) -> list[str]:
         return [f"// ---- {self.name}: a {self.k.kind} kernel from {cnames.comment(self.s.fn.loc)} ----"]

@@ -71,21 +71,10 @@ class ViewPrinter(AscendCPrinter):
                  t.block_dim, t.tile_elems, int(t.rows_mode)] + list(t.dims) + [len(t.boxes)]
         for row in t.boxes:
             words += list(row)
-        body = ", ".join(f"{w}u" for w in words)
-        return "\n".join([
+        return self.static_host_tiling(words, [
             f"// Host tiling for {self.name} on {self.t.name}: static shapes (slice / concatenate / take",
-            f"// views), so the tiling and its box table are constants computed by fusedsl for",
-            f"// {self.t.vector_cores} vector cores and a UB budget of {self.s.ub_budget} bytes.",
-            f"inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,",
-            f"                          {self.tiling}* t)",
-            "{",
-            "    (void)sizes; (void)vectorCores; (void)ubBudget;",
-            f"    static const uint32_t kWords[{len(words)}] = {{{body}}};",
-            "    uint32_t* dst = reinterpret_cast<uint32_t*>(t);",
-            f"    for (uint32_t i = 0; i < {len(words)}; ++i) dst[i] = kWords[i];",
-            "    return true;",
-            "}",
-        ]) + "\n"
+            "// views), so the tiling and its box table are constants computed by fusedsl for",
+            f"// {self.t.vector_cores} vector cores and a UB budget of {self.s.ub_budget} bytes."])
 
     # ---- kernel -------------------------------------------------------------------------
     def _geometry(self) -> list[str]:
