@@ -7,7 +7,9 @@ definition each, which `fs.*` and the importers call).
   isin           a compare against every test element, then any (O(N T))
   scatter family a [..., n, m] hit mask per row (O(n m)), its values reduced; the last duplicate
                  wins for plain scatter
-  sort family    ranks by counting (O(n^2) per row), stable, NaN last (first when descending)
+  sort family    a bitonic network on (value, index) pairs (O(n log^2 n) per row, one kernel per
+                 stage; see "sorting along the last axis"), stable, NaN last (first when
+                 descending)
 Everything is compares, selects, sums and takes: LLVM kernels, printed wherever those print.
 """
 from __future__ import annotations
@@ -371,37 +373,128 @@ def index_put(F, input, indices, values, accumulate=False):
 
 
 # ---- sorting along the last axis ----------------------------------------------------------------------
-def _order(F, x, descending):
-    """(before, tie) of every pair of x's last axis, [..., n(k), n(j)]: whether x[k] sorts before x[j]
-    and whether they tie, NaN sorting last ascending and first descending (numpy / torch)."""
-    a = F.reshape(x, tuple(x.shape) + (1,))          # x[k] on axis -2
-    b = F.reshape(x, tuple(x.shape[:-1]) + (1, x.shape[-1]))   # x[j] on axis -1
+# The recipe (docs: ops/index.py module doc).  Every element becomes a pair (key, tag):
+#   key  the value as float32 (16-bit floats exactly; int32 / int8 / bool as int32), negated for
+#        a descending sort (~x = -x - 1 for integers: no overflow), NaN replaced by the key that sorts
+#        last (+inf; ascending) or first (-inf; descending)
+#   tag  its index j, plus N for a NaN (ascending) / a non-NaN (descending) and 2 N for the
+#        padding to N = 2**m elements (key +inf, or the int32 maximum), as float32 (exact
+#        below 2**24)
+# Pairs compare lexicographically, so every pair is distinct and the order is total: NaN after
+# +inf (ties on the key broken by the tag), the padding after everything, equal keys (-0.0 ==
+# 0.0 too) by index -- numpy's stable order, torch's stable descending order.  A bitonic network
+# sorts the pairs: m (m + 1) / 2 compare-exchange stages, each a select of every element and
+# its partner (its index with bit b flipped) by the pair order and the direction of its block
+# (bit d of the index): vector ops on the whole array, one kernel per stage.  The partner is a
+# slice of the array seen with bit b as an axis of 2 (the two slices swapped); a low bit would
+# make those slices runs of a few elements (a gather per element), so the stages of the low
+# T = m // 2 bits run on the array transposed to [2**T, 2**(m - T)] -- its low bits outermost
+# -- and the array moves between the two layouts twice per merge of more than 2**T elements.
+# The result's indices are the tags mod N; the values a take of x at them (exact, every dtype).
+# O(n log^2 n) per row instead of the n**2 of counting ranks.
+
+
+def _iota(F, x, n, dtype=dt.int32):
+    return x.trace.emit("arange", [], {"start": 0, "stop": n, "step": 1, "dtype": dtype.name})
+
+
+def _sort_keys(F, x, descending):
+    """(key, tag) of x [..., n] (see above): float32 keys for floats, int32 for integers."""
+    n = x.shape[-1]
+    N = 1 << max(0, (n - 1).bit_length())
+    j = F.cast(_iota(F, x, n), dt.float32)
     if x.dtype.is_float:
-        na, nb = a != a, b != b
-        lt = F.logical_or(a < b, F.logical_and(F.logical_not(na), nb))   # NaN is the greatest
-        gt = F.logical_or(a > b, F.logical_and(na, F.logical_not(nb)))
-        tie = F.logical_or(a == b, F.logical_and(na, nb))
+        v = F.cast(x, dt.float32)
+        nan = v != v
+        key = F.where(nan, -math.inf if descending else math.inf, -v if descending else v)
+        tag = j + F.where(F.logical_not(nan) if descending else nan, float(N), 0.0)
+        top = x.trace.constant(math.inf, dt.float32)
     else:
-        lt, gt, tie = a < b, a > b, a == b
-    return (gt if descending else lt), tie
+        v = F.cast(x, dt.int32)
+        key = -v - 1 if descending else v   # ~v with wrap-around: order-reversing, no overflow
+        tag = F.broadcast_to(j + (float(N) if descending else 0.0), tuple(x.shape))
+        top = x.trace.constant(int(np.iinfo(np.int32).max), dt.int32)
+    if N > n:
+        lead = tuple(x.shape[:-1])
+        pad_key = F.broadcast_to(top, lead + (N - n,))
+        pad_tag = F.broadcast_to(F.cast(_iota(F, x, N - n), dt.float32) + float(2 * N + n), lead + (N - n,))
+        key = F.concatenate([key, pad_key], axis=-1)
+        tag = F.concatenate([tag, pad_tag], axis=-1)
+    return key, tag, N
+
+
+def _exchange(F, key, tag, lead, m, pair, direction, x):
+    """One compare-exchange stage on key / tag stored as [..., 2**m]: storage bit `pair` flips to
+    the partner, storage bit `direction` set marks a descending block (None: all ascending).
+    The arrays are seen as [..., 2**(m - pair - 1), 2, 2**pair] (a reshape, free) and the
+    partner is the two halves along the axis of 2 swapped: one kernel."""
+    full = tuple(lead) + (1 << (m - pair - 1), 2, 1 << pair)
+    k, t = F.reshape(key, full), F.reshape(tag, full)
+    pos = len(lead) + 1
+
+    def other(v):
+        lo = [slice(None)] * len(full)
+        hi = list(lo)
+        lo[pos], hi[pos] = slice(0, 1), slice(1, 2)
+        return F.concatenate([v[tuple(hi)], v[tuple(lo)]], axis=pos)
+
+    pk, pt = other(k), other(t)
+    partner_first = F.logical_or(pk < k, F.logical_and(pk == k, pt < t))
+    # the storage position q of every element (a host arange seen in the stage's shape) gives
+    # both masks; each (pair, direction) occurs in one stage only, so they fuse into its kernel
+    q = F.reshape(_iota(F, x, 1 << m, dt.float32), full[len(lead):])
+
+    def clear(bit):                                # bit `bit` of q is 0 (float32, exact)
+        h = F.floor(q * (0.5 ** bit))
+        return h == F.floor(h * 0.5) * 2.0
+
+    low = clear(pair)                              # the pair's lower position
+    if direction is not None:                      # a descending block: the lower takes the larger
+        low = low == clear(direction)
+    take = low == partner_first
+    flat = tuple(lead) + (1 << m,)
+    return F.reshape(F.where(take, pk, k), flat), F.reshape(F.where(take, pt, t), flat)
+
+
+def _relayout(F, v, lead, m, T, to_low):
+    """[..., 2**m] in the normal layout <-> its low T bits outermost ([2**T, 2**(m - T)])."""
+    r = len(lead)
+    shape = (1 << (m - T), 1 << T) if to_low else (1 << T, 1 << (m - T))
+    moved = F.transpose(F.reshape(v, tuple(lead) + shape), tuple(range(r)) + (r + 1, r))
+    return F.reshape(moved, tuple(lead) + (1 << m,))
 
 
 def sort_last(F, x, descending, k=None):
-    """(values, indices) of the first k (default all) of x sorted along its last axis, stably (ties
-    keep their order).  Ranks by counting: rank[j] = #{k: x[k] sorts before x[j]} + #{k < j: tie};
-    the ranks are a permutation, so position r's index is the one j with rank[j] == r (found by a
-    compare against all n ranks), and the values are a take of x at those indices: O(n^2) compares
-    per row (a row kernel), exact for every dtype, -0.0 and NaN included."""
+    """(values, int32 indices) of the first k (default all) of x sorted along its last axis,
+    stably, NaN last (first when descending): the bitonic recipe above."""
     n = x.shape[-1]
     k = n if k is None else k
-    before, tie = _order(F, x, descending)
-    kk = _float_iota(F, x, n, (1,) * (x.ndim - 1) + (n, 1))
-    jj = _float_iota(F, x, n, (1,) * (x.ndim - 1) + (1, n))
-    earlier = F.logical_and(tie, kk < jj)
-    rank = F.sum(F.cast(F.logical_or(before, earlier), dt.float32), axis=-2)    # [..., n]: rank of x[j]
-    r = _float_iota(F, x, k, (1,) * (x.ndim - 1) + (k, 1))
-    hit = F.reshape(rank, tuple(rank.shape[:-1]) + (1, n)) == r                  # [..., k, n]
-    index = F.cast(F.sum(F.where(hit, jj, 0.0), axis=-1), dt.int32)             # [..., k]
+    if n == 0:
+        return x, F.cast(x, dt.int32)
+    lead = tuple(x.shape[:-1])
+    key, tag, N = _sort_keys(F, x, descending)
+    m = N.bit_length() - 1
+    T = m // 2
+    # storage position of each index bit: normal (b) or low bits outermost
+    where_bit = {False: lambda b: b, True: lambda b: b + (m - T) if b < T else b - T}
+    low_layout = T > 0
+    if low_layout:
+        key, tag = (_relayout(F, v, lead, m, T, True) for v in (key, tag))
+    size = 2
+    while size <= N:
+        d = size.bit_length() - 1                  # the direction bit of this merge
+        for b in range(d - 1, -1, -1):             # pair bits high to low
+            want_low = T > 0 and b < T
+            if want_low != low_layout:
+                key, tag = (_relayout(F, v, lead, m, T, want_low) for v in (key, tag))
+                low_layout = want_low
+            place = where_bit[low_layout]
+            key, tag = _exchange(F, key, tag, lead, m, place(b), place(d) if d < m else None, x)
+        size *= 2
+    if low_layout:
+        tag = _relayout(F, tag, lead, m, T, False)
+    first = tag[tuple([slice(None)] * len(lead)) + (slice(0, k),)]
+    index = F.cast(first - F.floor(first / float(N)) * float(N), dt.int32)
     return gather_last(F, x, index, "sort"), index
 
 
@@ -412,13 +505,13 @@ def _sort_input(F, x, axis, name):
         _fail(F, f"{name} needs a tensor of rank >= 1, got a 0-d tensor", kind="ShapeError")
     axis = _axis(F, x, axis, name)
     if not isinstance(x.shape[axis], int) or x.shape[axis] > SORT_MAX:
-        _fail(F, f"{name} along an axis of {x.shape[axis]} elements: fusedsl sorts by counting ranks (n**2 "
-              f"compares per row), for at most {SORT_MAX} fixed elements", kind="ShapeError",
-              hint="sort shorter rows, or use fs.topk for the few largest")
+        _fail(F, f"{name} along an axis of {x.shape[axis]} elements: fusedsl sorts rows of at most {SORT_MAX} "
+              "fixed elements (a bitonic network: its indices are exact in float32 below 2**24)",
+              kind="ShapeError", hint="sort shorter rows")
     return axis
 
 
-SORT_MAX = 8192   # n**2 compares per row: 67M per row at this length
+SORT_MAX = 1 << 20   # tags up to 3 N stay exact in float32
 
 
 def _sorted(F, x, axis, descending, k, name):
@@ -430,8 +523,8 @@ def _sorted(F, x, axis, descending, k, name):
 
 @composite("sort", "index", dtypes="any",
            doc="numpy.sort: the values along `axis` in ascending order (descending=True: torch's descending), "
-               "stable, NaN last (first when descending); by counting ranks, O(n^2) compares per row, "
-               "n <= 8192",
+               "stable, NaN last (first when descending); a bitonic network of (value, index) pairs, "
+               "log2(n) (log2(n) + 1) / 2 compare-exchange kernels",
            example="fs.sort(x)")
 def sort(F, a, axis=-1, descending=False, stable=True):
     return _sorted(F, a, axis, descending, None, "sort")[0]
