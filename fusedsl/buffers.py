@@ -34,7 +34,12 @@ def empty(shape, dtype) -> np.ndarray:
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
-    raw = np.empty(nbytes + ALIGN, np.uint8)
+    # ctypes keeps every array type it makes (c_char * n) for the life of the process: lengths
+    # are rounded up to one of 16 steps per power of two, so that a process allocating many
+    # sizes makes a few hundred types at most (the tail is never written: no resident pages)
+    step = 1 << max(0, nbytes.bit_length() - 5)
+    length = -(-nbytes // step) * step
+    raw = np.empty(length + ALIGN, np.uint8)
     start = -raw.ctypes.data % ALIGN
-    return np.ndarray(shape, dtype, buffer=(ctypes.c_char * nbytes).from_buffer(raw, start))
+    return np.ndarray(shape, dtype, buffer=(ctypes.c_char * length).from_buffer(raw, start))
 

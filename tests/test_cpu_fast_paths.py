@@ -277,6 +277,9 @@ def test_results_are_line_aligned_and_views_keep_them():
     assert a.ctypes.data % 64 == 0 and a.shape == (300, 70) and a.flags.c_contiguous and a.flags.writeable
     assert a[1:].base is a and a.T.base is a and a.reshape(-1).base is a
     assert buffers.empty((3, 5), np.float16).shape == (3, 5)   # small: plain np.empty
+    # the ctypes array types behind them (kept by ctypes forever) come in few lengths
+    lengths = {len(buffers.empty((n,), np.uint8).base) for n in range(1 << 16, 1 << 17, 97)}
+    assert len(lengths) <= 17   # 16 steps in [64 KB, 128 KB), and 128 KB itself
     x = np.random.default_rng(6).standard_normal((256, 128)).astype(np.float32)
     k = fs.fused_kernel(lambda p: fs.relu(p) * 2.0)
     y = k(x)
