@@ -275,3 +275,43 @@ def test_broadcast_vec_to_mm_and_l0c_to_ub_on_310p(lib):
         lib.launch("cube_broadcast_vec", 1, args, target="ascend910b")
     assert re.search(rf"cube_basic_kernels\.cpp:{_transpose_line('broadcast')}: BroadCastVecToMM is not available on "
                      r"ascend910b \(the BroadCastVecToMM page: Atlas 推理系列 AI Core only\)", str(info.value)), info.value
+
+
+# The 4:2 patterns of the sparse-index page: nonzero positions -> (index0, index1); an absent second
+# value is stored as 0 in the dense B.
+_SPARSE = {(2, 3): (2, 2), (1, 3): (1, 2), (0, 3): (0, 2), (1, 2): (1, 1), (0, 2): (0, 1), (0, 1): (0, 0),
+           (3,): (0, 2), (2,): (2, 0), (1,): (1, 0), (0,): (0, 0), (): (0, 0)}
+
+
+def _zn(x):
+    # (K', N) -> fractals (K'/32, N/16), each 16 n-rows of 32 k values
+    kd, n = x.shape
+    return x.reshape(kd // 32, 32, n // 16, 16).transpose(0, 2, 3, 1).reshape(-1)
+
+
+def test_mmad_with_sparse_selects_a_by_the_4_2_index(lib):
+    rng = np.random.default_rng(14)
+    m, k, n = 16, 64, 16
+    a = rng.integers(-100, 100, (m, k)).astype(np.int8)
+    b = np.zeros((k, n), np.int8)
+    dense, index = np.zeros((k // 2, n), np.int8), np.zeros((k // 2, n), np.uint8)
+    patterns = list(_SPARSE)
+    for g in range(k // 4):
+        for col in range(n):
+            nz = patterns[(g * n + col) % len(patterns)]
+            vals = rng.integers(1, 100, len(nz)) * rng.choice([-1, 1], len(nz))
+            for pos, v in zip(nz, vals):
+                b[4 * g + pos, col] = v
+            dense[2 * g:2 * g + len(vals), col] = vals if nz != (3,) else [0]
+            if nz == (3,):
+                dense[2 * g + 1, col] = vals[0]
+            index[2 * g:2 * g + 2, col] = _SPARSE[nz]
+    e = _zn(index).astype(np.uint8).reshape(-1, 4)
+    packed = (e[:, 0] | e[:, 1] << 2 | e[:, 2] << 4 | e[:, 3] << 6).astype(np.uint8)
+    c = np.zeros((m, n), np.int32)
+    lib.launch("cube_sparse", 1, [("a", a), ("b", _zn(dense)), ("idx", packed), ("c", c)])
+    np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
+    with pytest.raises(AscendCCheckError) as info:
+        lib.launch("cube_sparse", 1, [("a", a), ("b", _zn(dense)), ("idx", packed), ("c", c)], target="ascend310p")
+    assert re.search(rf"cube_basic_kernels\.cpp:{_transpose_line('sparse_load')}: LoadDataWithSparse is not "
+                     r"available on ascend310p", str(info.value)), info.value

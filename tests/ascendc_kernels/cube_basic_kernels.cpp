@@ -446,6 +446,38 @@ extern "C" __global__ __aicore__ void cube_broadcast_vec(GM_ADDR x, GM_ADDR, GM_
     DataCopy(zg, out, 512);
 }
 
+// 4:2 sparse B: c (16 x 16 int32) = a (16 x 64 int8, ND) x B, where B comes as its dense half (32 x 16)
+// and the 2-bit index, both already in Zn fractals in GM (the host lays them out), loaded with
+// LoadDataWithSparse; MmadWithSparse picks A's K values by the index.
+extern "C" __global__ __aicore__ void cube_sparse(GM_ADDR a, GM_ADDR b, GM_ADDR idx, GM_ADDR c)
+{
+    constexpr uint32_t SM = 16, SK = 64, SN = 16;
+    GlobalTensor<int8_t> ag, bg;
+    GlobalTensor<uint8_t> ig;
+    GlobalTensor<int32_t> cg;
+    ag.SetGlobalBuffer((__gm__ int8_t*)a, SM * SK);
+    bg.SetGlobalBuffer((__gm__ int8_t*)b, SK / 2 * SN);
+    ig.SetGlobalBuffer((__gm__ uint8_t*)idx, SK / 2 * SN / 4);
+    cg.SetGlobalBuffer((__gm__ int32_t*)c, SM * SN);
+    LocalTensor<int8_t> a1(TPosition::A1, 0, SM * SK), b1(TPosition::B1, 4096, SK / 2 * SN);
+    LocalTensor<uint8_t> i1(TPosition::B1, 8192, SK / 2 * SN / 4);
+    LocalTensor<int8_t> a2(TPosition::A2, 0, SM * SK), b2(TPosition::B2, 0, SK / 2 * SN);
+    LocalTensor<int32_t> co1(TPosition::CO1, 0, SM * SN);
+    DataCopy(a1, ag, Nd2NzParams{1, SM, SK, 0, SK, SM, 1, 0});
+    DataCopy(b1, bg, SK / 2 * SN);
+    DataCopy(i1, ig, SK / 2 * SN / 4);
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    LoadData(a2, a1, LoadData2DParams{0, SK / 32, SM / 16, 0, 0, false, 0});
+    LoadDataWithSparse(b2, b1, i1, LoadData2DParams{0, SK / 2 * SN / 512, 0, 0, 0, false, 0});   // LINE:sparse_load
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    MmadWithSparse(co1, a2, b2, MmadParams{SM, SN, SK, false, 0, false, false, false});
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+    Fixpipe(cg, co1, FixpipeParamsV220{SN, SM, SM, SN, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0});
+}
+
 // Broken on purpose: a static tensor at an address that is not 32-byte aligned.
 extern "C" __global__ __aicore__ void cube_misaligned(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR)
 {
@@ -475,6 +507,7 @@ CUBE_ENTRY(cube_transpose_misuse, AIC_MODE)
 CUBE_ENTRY(cube_l0c2gm_deq, AIC_MODE)
 CUBE_ENTRY(cube_l0c2gm_req, AIC_MODE)
 CUBE_ENTRY(cube_broadcast_vec, AIV_MODE)
+CUBE_ENTRY(cube_sparse, AIC_MODE)
 extern "C" int fusedsl_launch_cube_half_in_aiv(uint32_t blockDim, uint8_t** args) {
     AscendC::SetKernelMode(KernelMode::AIV_MODE);
     return fusedsl_cpu::Launch(cube_half, blockDim, args[0], args[1], args[2], args[3]);

@@ -207,6 +207,14 @@ namespace AscendC {
 // apart, matrices srcNdMatrixStride elements apart) into NZ: column block j of row r at
 // (j * dstNzC0Stride + r * dstNzNStride) C0-element blocks, matrices dstNzMatrixStride elements apart.
 struct Nd2NzParams {
+    // CANN's constructors (a braced list of 4 values is then a DataCopyParams, not an Nd2NzParams).
+    Nd2NzParams() {}
+    Nd2NzParams(const uint16_t ndNumIn, const uint16_t nValueIn, const uint16_t dValueIn,
+                const uint16_t srcNdMatrixStrideIn, const uint16_t srcDValueIn, const uint16_t dstNzC0StrideIn,
+                const uint16_t dstNzNStrideIn, const uint16_t dstNzMatrixStrideIn)
+        : ndNum(ndNumIn), nValue(nValueIn), dValue(dValueIn), srcNdMatrixStride(srcNdMatrixStrideIn),
+          srcDValue(srcDValueIn), dstNzC0Stride(dstNzC0StrideIn), dstNzNStride(dstNzNStrideIn),
+          dstNzMatrixStride(dstNzMatrixStrideIn) {}
     uint16_t ndNum = 0;
     uint16_t nValue = 0;
     uint16_t dValue = 0;
@@ -230,11 +238,21 @@ struct LoadData2DParams {
     uint8_t addrMode = 0;
 };
 
-// MmadParams{m, n, k, unitFlag, cmatrixSource, cmatrixInitVal}: C (m x n, L0C) = A (m x k, L0A) x
-// B (k x n, L0B), accumulated onto C unless cmatrixInitVal.  CANN's other fields follow (isBias,
-// kDirectionAlign, the feature-map offset, sparsity and Winograd switches): only their defaults are
-// modelled, Mmad refuses the rest.
+// MmadParams: C (m x n, L0C) = A (m x k, L0A) x B (k x n, L0B), accumulated onto C unless
+// cmatrixInitVal.  The two constructors are CANN's: (m, n, k, unitFlag, cmatrixSource, cmatrixInitVal)
+// and (m, n, k, isBias, fmOffset, enSsparse, enWinogradA, enWinogradB), so a braced list of 6 or 8
+// values means what it means there.  Of the feature-map offset, sparsity and Winograd switches only
+// the defaults are modelled (Mmad refuses the rest).
 struct MmadParams {
+    MmadParams() {}
+    MmadParams(const uint16_t mIn, const uint16_t nIn, const uint16_t kIn, const uint8_t unitFlagIn,
+               const bool cmatrixSourceIn, const bool cmatrixInitValIn)
+        : m(mIn), n(nIn), k(kIn), unitFlag(unitFlagIn), cmatrixSource(cmatrixSourceIn),
+          cmatrixInitVal(cmatrixInitValIn) {}
+    MmadParams(const uint16_t mIn, const uint16_t nIn, const uint16_t kIn, const bool isBiasIn,
+               const int32_t fmOffsetIn, const bool enSsparseIn, const bool enWinogradAIn, const bool enWinogradBIn)
+        : m(mIn), n(nIn), k(kIn), isBias(isBiasIn), fmOffset(fmOffsetIn), enSsparse(enSsparseIn),
+          enWinogradA(enWinogradAIn), enWinogradB(enWinogradBIn) {}
     uint16_t m = 0;
     uint16_t n = 0;
     uint16_t k = 0;
@@ -1137,6 +1155,119 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<U>& src, cons
     } else {
         Fixpipe<T, U, CFG_NZ>(dst, src, f);
     }
+}
+
+// ---- 4:2 structured sparsity (LoadDataWithSparse, MmadWithSparse; Atlas A2/A3, int8_t) ------------
+// B is given dense: of every 4 K values of a column at most 2 are nonzero, and the dense B (K/2 x N, Zn
+// fractals of 16 n x 32 k) keeps those 2 while an index matrix of 2-bit values (same Zn layout, 4 to a
+// byte from the low bits up: 128-byte fractals) says where they were.  Index pair (i0, i1) of dense rows
+// 2g, 2g + 1 selects A's K values 4g + i0 and 4g + max(i0, 1 + i1) (the MmadWithSparse page's selection
+// table; "X/X" rows pick one value twice).
+
+using LoadData2dParams = LoadData2DParams;
+
+template <typename T, typename U>
+inline void LoadDataWithSparse(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<U>& idx,
+                               const LoadData2DParams& p, FUSEDSL_CPU_SITE) {
+    using namespace fusedsl_cpu;
+    AtSite at_site(fs_site);
+    const char* api = "LoadDataWithSparse";
+    static_assert(std::is_same_v<T, int8_t> && std::is_same_v<U, uint8_t>,
+                  "LoadDataWithSparse: dst/src int8_t, idx uint8_t (the page)");
+    CheckHasCube(api);
+    if (Target().arch != 2201) {
+        Fail("%s is not available on %s (the LoadDataWithSparse page: Atlas A2/A3)", api, Target().name);
+    }
+    if (MemOfPosition(dst.GetPosition()) != kMemL0B) {
+        Fail("%s: dst is a %s tensor; the load goes L1 -> L0B (B2) only", api, PositionName(dst.GetPosition()));
+    }
+    if (p.repeatTimes == 0) {
+        return;   // a NOP, per the page
+    }
+    // Only startIndex and repeatTimes count: the fractals move contiguously (the page).
+    const uint64_t first = p.startIndex, count = p.repeatTimes;
+    const uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(), (first + count) * 512, kMemL1);
+    const uint64_t i = CheckLocal(api, "idx", idx.fs_addr, idx.GetLength(), (first + count) * 128, kMemL1);
+    const uint64_t d = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), count * 512, kMemL0B, 512);
+    Core& c = CurCore();
+    const uint64_t d_off = d - c.local_at[kMemL0B];
+    for (std::vector<uint8_t>* plane : {&c.local, &c.local_written}) {
+        std::memmove(plane->data() + d, plane->data() + s + first * 512, count * 512);
+    }
+    std::memcpy(c.sparse_index.data() + d_off / 4, c.local.data() + i + first * 128, count * 128);
+    std::memcpy(c.sparse_index_written.data() + d_off / 4, c.local_written.data() + i + first * 128, count * 128);
+}
+
+template <typename C, typename A, typename B>
+inline void MmadWithSparse(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b,
+                           const MmadParams& p, FUSEDSL_CPU_SITE) {
+    using namespace fusedsl_cpu;
+    AtSite at_site(fs_site);
+    const char* api = "MmadWithSparse";
+    static_assert(std::is_same_v<C, int32_t> && std::is_same_v<A, int8_t> && std::is_same_v<B, int8_t>,
+                  "MmadWithSparse: int8_t A and B into int32_t C (the page)");
+    CheckHasCube(api);
+    if (Target().arch != 2201) {
+        Fail("%s is not available on %s (the MmadWithSparse page: Atlas A2/A3)", api, Target().name);
+    }
+    if (p.m == 0 || p.n == 0 || p.k == 0) {
+        return;
+    }
+    if (p.k % 4 != 0) {
+        Fail("%s: k = %u is not a multiple of 4; 4:2 sparsity keeps 2 of every 4 K values", api, p.k);
+    }
+    const uint64_t M1 = (p.m + 15) / 16, N1 = (p.n + 15) / 16, K1 = (p.k + 31) / 32, KD1 = (p.k / 2 + 31) / 32;
+    const uint64_t kd = p.k / 2;
+    auto a_at = [&](uint64_t r, uint64_t kk) { return ((r / 16) * K1 + kk / 32) * 512 + (r % 16) * 32 + kk % 32; };
+    auto b_at = [&](uint64_t row, uint64_t col) { return ((row / 32) * N1 + col / 16) * 512 + (col % 16) * 32 + row % 32; };
+    const uint64_t sa = CheckLocal(api, "a", a.fs_addr, a.GetLength(), a_at(p.m - 1, p.k - 1) + 1, kMemL0A, 512);
+    const uint64_t sb = CheckLocal(api, "b", b.fs_addr, b.GetLength(), b_at(kd - 1, p.n - 1) + 1, kMemL0B, 512);
+    const uint64_t c_bytes = M1 * N1 * 256 * sizeof(C);
+    const uint64_t sc = CheckLocal(api, "dst", dst.fs_addr, WritableLength(api, dst.fs_addr, dst.GetLength(), c_bytes,
+                                   kMemL0C), c_bytes, kMemL0C, 512);
+    (void)KD1;
+    Core& core = CurCore();
+    const uint64_t b_off = sb - core.local_at[kMemL0B];
+    auto index = [&](uint64_t row, uint64_t col) {
+        const uint64_t e = b_at(row, col);   // the index element sits where its B value does, a quarter the size
+        const uint64_t byte = (b_off + e) / 4;
+        if (!core.sparse_index_written[byte]) {
+            Fail("%s: the index of dense B row %llu, column %llu was never loaded; LoadDataWithSparse B with its "
+                 "index first", api, static_cast<unsigned long long>(row), static_cast<unsigned long long>(col));
+        }
+        return (core.sparse_index[byte] >> (2 * ((b_off + e) % 4))) & 3;
+    };
+    for (uint64_t r = 0; r < p.m; ++r) {
+        CheckLocalWritten(api, "a", sa + a_at(r, 0), 1);
+    }
+    if (!p.cmatrixInitVal) {
+        CheckLocalWritten(api, "dst (accumulated onto)", sc, c_bytes);
+    }
+    for (uint64_t r = 0; r < M1 * 16; ++r) {
+        for (uint64_t col = 0; col < N1 * 16; ++col) {
+            int64_t acc = 0;
+            if (r < p.m && col < p.n) {
+                for (uint64_t g = 0; g < kd / 2; ++g) {
+                    const uint32_t i0 = index(2 * g, col), i1 = index(2 * g + 1, col);
+                    if (i0 > 2 || i1 > 2) {
+                        Fail("%s: index values are 0..2; column %llu has %u, %u at dense rows %llu, %llu", api,
+                             static_cast<unsigned long long>(col), i0, i1, static_cast<unsigned long long>(2 * g),
+                             static_cast<unsigned long long>(2 * g + 1));
+                    }
+                    const uint64_t k0 = 4 * g + i0, k1 = 4 * g + std::max<uint32_t>(i0, 1 + i1);
+                    for (auto [kk, row] : {std::pair<uint64_t, uint64_t>{k0, 2 * g}, {k1, 2 * g + 1}}) {
+                        CheckLocalWritten(api, "a", sa + a_at(r, kk), 1);
+                        CheckLocalWritten(api, "b", sb + b_at(row, col), 1);
+                        acc += static_cast<int64_t>(a.fs_addr[a_at(r, kk)]) * b.fs_addr[b_at(row, col)];
+                    }
+                }
+            }
+            C& out = dst.fs_addr[((col / 16) * M1 + r / 16) * 256 + (r % 16) * 16 + col % 16];
+            out = p.cmatrixInitVal ? static_cast<C>(acc) : static_cast<C>(out + static_cast<C>(acc));
+        }
+    }
+    MarkLocalWritten(sc, c_bytes);
+    St().vector_instructions += 1;
 }
 
 // ---- Atlas 推理系列 (310P) AI Core: the vector unit's moves between UB and L0C ------------------------

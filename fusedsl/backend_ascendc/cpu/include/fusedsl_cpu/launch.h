@@ -76,6 +76,8 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     c.local_at[kNumLocalMems] = at;
     c.local.assign(at, 0xFF);
     c.local_written.assign(at, 0);
+    c.sparse_index.assign(t.l0b_bytes / 4, 0xFF);
+    c.sparse_index_written.assign(t.l0b_bytes / 4, 0);
     rt.block_idx = idx;
     rt.block_num = num;
     rt.sub_block_idx = sub;

@@ -177,6 +177,10 @@ struct Core {
     // FB (fixpipe buffer); local_at[m] is where memory m starts, local_written shadows it.
     std::vector<uint8_t> local;
     std::vector<uint8_t> local_written;
+    // The cube's index buffer for 4:2 sparse B (LoadDataWithSparse fills it, MmadWithSparse reads it):
+    // a quarter of L0B, byte x of L0B's index at byte x / 4.
+    std::vector<uint8_t> sparse_index;
+    std::vector<uint8_t> sparse_index_written;
     uint32_t local_at[7] = {};
     CubeBlockState cube;
     // Polling detection (GlobalTensor::GetValue): scalar GM reads since GM last changed.
