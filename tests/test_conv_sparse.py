@@ -136,8 +136,10 @@ def test_drawn_convolution_variants_agree_with_torch(n, cg, kg, groups, h, w_, k
     cfg = (stride, padding, dilation, transposed, opad, groups)
     x, w, kern = _case(n, c, k, h, w_, kh, kw, *cfg, np.float32, seed)
     with pytest.MonkeyPatch.context() as mp:   # the direct kernel (conv_direct.py), or windows and products
-        mp.setattr(conv_sparse, "DIRECT_MAX_KG", 2 if direct else 0)
+        mp.setattr(conv_sparse, "DIRECT_MAX_KG", 32 if direct else 0)
+        mp.setattr(conv_sparse, "DIRECT_NARROW_KG", 2 if direct else 0)
         mp.setattr(conv_sparse, "DIRECT_MAX_KC", 16 if direct else 0)
+        mp.setattr(conv_sparse, "DIRECT_MIN_EFFICIENCY", 0.0)
         compiled = _check(x, w, kern, cfg, np.float32)
         assert all(p is None or p.empty or p.direct == direct for p in _sparse_plans(compiled))
 
@@ -285,3 +287,18 @@ def test_operands_read_from_their_sources_drop_the_kernels_building_them(returns
         assert program is not None
         if not returns_weight:
             assert len(program._steps) == 1, shape      # the conv kernel alone
+
+
+def test_dense_convs_choose_direct_by_its_efficiency():
+    """conv_sparse.direct_efficiency: many terms over full rows run direct (KernelBench 56:
+    32 channels x 35 taps, 28 x 26 outputs), few terms (59: 3 x 3) or a few output columns in
+    one row (76, a 1-D conv of 8 outputs) take the windows and sgemms; depthwise is direct."""
+    def plan(x, w, out, stride=(1, 1), padding=(0, 0)):
+        return conv_sparse.SparseConv(x, w, out, stride, padding, None, None)
+    assert plan((2, 32, 32, 32), (32, 32, 5, 7), (2, 32, 28, 26)).direct
+    assert not plan((64, 3, 32, 10), (32, 3, 3, 1), (64, 32, 30, 10)).direct
+    assert not plan((2, 32, 1, 32), (32, 32, 1, 3), (2, 32, 1, 8), stride=(1, 3)).direct
+    dw = np.zeros((32, 32, 3, 3), bool)
+    dw[np.arange(32), np.arange(32)] = True                 # block-diagonal: depthwise
+    assert conv_sparse.SparseConv((2, 32, 32, 32), (32, 32, 3, 3), (2, 32, 30, 30), (1, 1), (0, 0),
+                                  None, dw).direct

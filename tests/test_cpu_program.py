@@ -224,7 +224,7 @@ def test_small_parameters_passed_as_new_arrays_are_staged_and_stay_correct():
 
 @given(st.lists(st.sampled_from(["relu", "sum_rows", "transpose", "concat", "mul"]), min_size=2, max_size=7),
        st.integers(1, 5), st.integers(1, 9))
-@fuzz_settings(0.2)
+@fuzz_settings(0.04)
 def test_consecutive_native_kernels_run_as_one_foreign_call(chain, rows, cols):
     """Unfused (opt_level=0) chains of vector, row, view and transpose kernels: runs of serial
     kernel calls become one native call list (calls.py), and every call agrees with numpy,

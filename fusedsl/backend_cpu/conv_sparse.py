@@ -125,7 +125,9 @@ class SparseConv:
         # few channels per output (depthwise: one): each output row straight from its input rows
         # (conv_direct.py) instead of gathered windows and a 1 x taps product per group
         kg, cg = k // g, c // g
-        self.direct = kg <= DIRECT_MAX_KG or kg * cg <= DIRECT_MAX_KC
+        narrow = kg <= DIRECT_NARROW_KG or kg * cg <= DIRECT_MAX_KC   # else 1 x taps sgemms
+        self.direct = narrow or (kg <= DIRECT_MAX_KG and
+                                 direct_efficiency(self.classes, cg, kg, lo_w + nw + hi_w) >= DIRECT_MIN_EFFICIENCY)
         # every output position of a computed image is some class's (with a tap)
         self.covered = len(self.classes) == min(ho, _period(sh, qh)) * min(wo, _period(sw, qw))
         self._buffers = None
@@ -206,13 +208,42 @@ class SparseConv:
 
 
 CHUNK_BYTES = 4 << 20   # gathered windows + products of one chunk of images: stays in L2/L3
+
+
+def whole_rows(ch: int, cw: int, wc: int, dh: int, dw: int) -> bool:
+    """Does a class of ch x cw outputs (unit steps) run its rows as one row of the compact
+    width wc: when that fills clearly fewer 16-column vectors than row by row."""
+    span = (ch - 1) * wc + cw
+    return dh == dw == 1 and -(-span // 16) < 0.9 * ch * -(-cw // 16)
+
+
+def direct_efficiency(classes, cg: int, kg: int, wc: int) -> float:
+    """The direct kernel's share of useful work, weighted by the classes' multiply-adds:
+    useful lanes of the (row, block) pairs it computes 4 at a time, times terms / (terms + 16)
+    (each group of pairs also pays addresses, masks and stores, about 16 terms' worth), halved
+    for single-channel jobs (4 accumulators do not fill the FMA pipes).  KernelBench 59 (3
+    channels x 3 taps = 9 terms) and 76 (a 1-D conv of 8 output columns: 1 valid pair of 4,
+    half a vector) ran 1.6-1.8x slower direct than as windows and sgemms."""
+    useful = done = 0.0
+    channels = (kg // 4) * 4 * 1.0 + (kg % 4) * 0.5
+    for _, ch, _, _, cw, _, hits in classes:
+        _, _, dh, _, _, dw = hits[0]
+        blocks = -(-((ch - 1) * wc + cw) // 16) if whole_rows(ch, cw, wc, dh, dw) else ch * -(-cw // 16)
+        lanes = -(-blocks // 4) * 4 * 16
+        terms = cg * len(hits)
+        macs = ch * cw * terms * kg
+        useful += macs
+        done += macs / (ch * cw / lanes * terms / (terms + 16) * channels / kg)
+    return useful / done if done else 0.0
 # the direct kernel (conv_direct.py) multiplies from registers, 4 output channels per input load;
 # the windows and sgemms copy every window once but reach BLAS's speed on many channels.  Direct is
 # used up to this many outputs per group (or terms per group * outputs).  Measured, CPU time, the
 # whole conv: 80_conv_standard_2D dilated (32 -> 32, 45 taps) 1444 -> 878 us, 81_conv_transposed
 # 1011 -> 902 us, 75 (grouped) 433 -> 323 us, 82 depthwise 200 -> 61 us
 DIRECT_MAX_KG = 32
+DIRECT_NARROW_KG = 2           # this few outputs per group (or outputs * inputs <= DIRECT_MAX_KC): always direct
 DIRECT_MAX_KC = 16
+DIRECT_MIN_EFFICIENCY = 0.5    # direct_efficiency below this: windows and sgemms
 
 
 def _period(stride: int, step: int) -> int:
@@ -282,7 +313,7 @@ class BoundSparseConv:
                 # columns past cw are junk, copied out after), so that 16-column vectors are
                 # full: 34-column rows fill 34 of 48 lanes, one 1190-column row 1190 of 1200
                 span = (ch - 1) * wc + cw
-                whole = dh == dw == 1 and -(-span // 16) < 0.9 * ch * -(-cw // 16)
+                whole = whole_rows(ch, cw, wc, dh, dw)
                 acc = np.empty((k, len(images), ch * wc), np.float32) if whole else None
                 for j, i in enumerate(images):
                     for grp in range(g):
