@@ -53,22 +53,26 @@ def index_select(F, x, dim, index):
     return take_axis(F, x, index, dim % x.ndim, f"index_select: an index along dim {dim % x.ndim}")
 
 
-def take_axis(F, x, index, axis, origin):
+def take_axis(F, x, index, axis, origin, checked=True):
     """numpy.take(x, index, axis) for a 1-D index, as one take along axis 0 (the kind of gather
     the view kernels read natively and print): along axis 0 directly, along another axis of x
     seen as [lead * n, rest] at row offsets lead_row * n + index.  An index outside [-n, n) is
-    sent past the end of the table so the take raises, naming `origin` and the size n."""
+    sent past the end of the table so the take raises, naming `origin` and the size n
+    (checked=False: indices the caller built in [0, n), used as they are)."""
     n, m = x.shape[axis], index.shape[0]
     named = f"{origin} (size {n})"
     if axis == 0:
         return x.trace.emit("take", [x, index], {"axis": 0, "origin": named})
     lead = math.prod(x.shape[:axis])
     rest = math.prod(x.shape[axis + 1:])
-    inside = F.logical_and(index >= -n, index < n)
-    i = F.reshape(F.where(index < 0, index + n, index), (1, m))
     rows = F.reshape(x.trace.emit("arange", [], {"start": 0, "stop": lead * n, "step": max(n, 1), "dtype": "int32"}),
                      (lead, 1))
-    flat = F.where(F.reshape(inside, (1, m)), i + rows, lead * n)
+    if checked:
+        inside = F.logical_and(index >= -n, index < n)
+        i = F.reshape(F.where(index < 0, index + n, index), (1, m))
+        flat = F.where(F.reshape(inside, (1, m)), i + rows, lead * n)
+    else:
+        flat = F.reshape(index, (1, m)) + rows
     got = x.trace.emit("take", [F.reshape(x, (lead * n, rest)), F.reshape(flat, (-1,))],
                        {"axis": 0, "origin": named})
     return F.reshape(got, tuple(x.shape[:axis]) + (m,) + tuple(x.shape[axis + 1:]))

@@ -8,7 +8,8 @@ others are exact compositions of it and of slices, reshapes and concatenations:
     count_include_pad, divisor_override) is the maximum / sum of the strided slices of the padded
     input, one per kernel tap; windows that tile the input (stride == kernel, no padding or
     dilation) are one reshape and a reduction per kernel axis instead;
-  * adaptive average pooling is a mean when the output size divides the input size (equal windows);
+  * adaptive average pooling is a mean when the output size divides the input size (equal windows),
+    else, per axis, one gather of the widest window's taps of every window, masked and summed;
   * conv1d is conv2d on a height-1 image; dilation zero-inserts the weight (a weight-sized op);
     groups make the weight block-diagonal (zeros outside each group's channels: one conv2d);
   * transposed convolution zero-inserts the input by the stride, pads it by
@@ -24,6 +25,7 @@ import math
 
 from .. import dtypes as dt
 from .composite import composite
+from .index import take_axis
 
 
 def _fail(F, message, hint=None, kind="ArgumentError"):
@@ -272,11 +274,42 @@ def adaptive_avg_pool(F, nd, x, output_size, name="adaptive_avg_pool"):
                    axis=tuple(range(x.ndim - nd, x.ndim)), keepdims=True)
         return y
     if any(n % o for n, o in zip(spatial, output_size)):
-        _fail(F, f"{name} of {tuple(spatial)} to {output_size} has windows of unequal sizes; fusedsl pools "
-              "adaptively when the output size divides the input size", kind="ShapeError",
-              hint="pick an output size that divides the input, or pad / crop the input first")
+        x = x if x.dtype.is_float else F.cast(x, dt.float32)
+        for i, o in enumerate(output_size):
+            x = _adaptive_axis(F, x, x.ndim - nd + i, o, name)
+        return x
     kernel = tuple(n // o for n, o in zip(spatial, output_size))
     return avg_pool(F, nd, x, kernel, kernel, name=name)
+
+
+def _adaptive_axis(F, x, axis, out, name):
+    """x averaged along `axis` over PyTorch's adaptive windows [floor(o n / out),
+    ceil((o + 1) n / out)) -- of unequal sizes when out does not divide n.  One gather of the K
+    (the widest window) taps of every window, [..., out * K, ...] (indices from arange: a small
+    kernel; a take along axis 0 of the flattened array), each tap times 1 / its window's size,
+    the taps past a window's end masked to 0, a sum over K.  An axis that out divides is a
+    reshape and a mean."""
+    n = x.shape[axis]
+    if n % out == 0:
+        x = F.reshape(x, tuple(x.shape[:axis]) + (out, n // out) + tuple(x.shape[axis + 1:]))
+        return F.mean(x, axis=axis + 1)
+    widest = max(-(-((o + 1) * n) // out) - (o * n) // out for o in range(out))
+
+    def iota(count, shape):
+        return F.reshape(x.trace.emit("arange", [], {"start": 0, "stop": count, "step": 1, "dtype": "float32"}), shape)
+    o, t = iota(out, (out, 1)), iota(widest, (1, widest))
+    # floor(o n / out) and ceil((o + 1) n / out) in float32: exact while o n < 2**24 (a
+    # quotient that is not an integer is at least 1 / out away from one)
+    start = F.floor(o * float(n) / float(out))
+    end = F.ceil((o + 1.0) * float(n) / float(out))
+    at = start + t
+    index = F.cast(F.reshape(F.minimum(at, float(n - 1)), (out * widest,)), dt.int32)
+    taps = take_axis(F, x, index, axis, f"{name}: a window along axis {axis}", checked=False)
+    rest = (1,) * (x.ndim - axis - 1)
+    taps = F.reshape(taps, tuple(x.shape[:axis]) + (out, widest) + tuple(x.shape[axis + 1:]))
+    inside = F.reshape(at < end, (out, widest) + rest)
+    share = F.reshape(F.cast(1.0 / (end - start), x.dtype), (out, 1) + rest)   # 1 / the window's size
+    return F.sum(F.where(inside, taps * share, _filled(F, x, (), 0.0)), axis=axis + 1)
 
 
 _POOL_EXAMPLE = "fs.{}(fs.reshape(x, (1, 1, 3, -1)), 2)"
@@ -306,13 +339,14 @@ composite("avg_pool2d", "window", dtypes="numeric", aten=("aten.avg_pool2d.defau
     avg_pool(F, 2, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool2d"))
 composite("adaptive_avg_pool1d", "window", dtypes="numeric",
           aten=("aten.adaptive_avg_pool1d.default",),
-          doc="mean pooling to `output_size` along the last axis (the size must divide the input's)",
+          doc="mean pooling to `output_size` along the last axis (PyTorch's adaptive windows, of unequal "
+              "sizes when the output size does not divide the input's)",
           example="fs.adaptive_avg_pool1d(fs.reshape(x, (1, 3, -1)), 2)")(
     lambda F, x, output_size: adaptive_avg_pool(F, 1, x, output_size, "adaptive_avg_pool1d"))
 composite("adaptive_avg_pool2d", "window", dtypes="numeric",
           aten=("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default"),
-          doc="mean pooling to `output_size` over the last two axes (each size must divide the input's; "
-              "1 is global average pooling)",
+          doc="mean pooling to `output_size` over the last two axes (PyTorch's adaptive windows; 1 is "
+              "global average pooling)",
           example="fs.adaptive_avg_pool2d(fs.reshape(x, (1, 1, 3, -1)), (1, 2))")(
     lambda F, x, output_size: adaptive_avg_pool(F, 2, x, output_size, "adaptive_avg_pool2d"))
 
