@@ -365,3 +365,33 @@ def test_int8_matmul_dequantised_into_half_by_a_scalar_or_per_column(lib):
     with pytest.raises(AscendCCheckError, match=r"Matmul::Iterate: an int8_t x int8_t product into half C is "
                                                 r"dequantised on its way out; call SetQuantScalar or SetQuantVector"):
         _launch(lib, "matmul_dequant", 1, a, b, bias, np.zeros((32, 64), np.float16), buf, "ascend910b")
+
+
+def test_sparse_b_matmul_puts_the_dense_values_back_by_the_index(lib):
+    # SparseMatmulType: B (64 x 32, 2 nonzeros in every 4 K values of a column) given as its dense half,
+    # transposed (N x K/2), with the 2-bit index in fractals of 16 N x 8 bytes (4 values a byte, low bits first)
+    rng = np.random.default_rng(22)
+    m, n, k = 32, 32, 64
+    a = rng.integers(-20, 20, (m, k)).astype(np.int8)
+    b = np.zeros((k, n), np.int8)
+    dense, index = np.zeros((n, k // 2), np.int8), np.zeros((n, k // 2), np.uint8)
+    pairs = {(0, 1): (0, 0), (0, 2): (0, 1), (0, 3): (0, 2), (1, 2): (1, 1), (1, 3): (1, 2), (2, 3): (2, 2)}
+    for col in range(n):
+        for g in range(k // 4):
+            pos = sorted(rng.choice(4, 2, replace=False).tolist())
+            vals = rng.integers(1, 20, 2) * rng.choice([-1, 1], 2)
+            b[4 * g + pos[0], col], b[4 * g + pos[1], col] = vals
+            dense[col, 2 * g:2 * g + 2] = vals
+            index[col, 2 * g:2 * g + 2] = pairs[tuple(pos)]
+    e = index.reshape(n, k // 8, 4)
+    packed = (e[..., 0] | e[..., 1] << 2 | e[..., 2] << 4 | e[..., 3] << 6).astype(np.uint8)   # n x k/8 bytes
+    nz = packed.reshape(n // 16, 16, k // 64, 8).transpose(2, 0, 1, 3).reshape(-1)
+    buf = np.zeros(16 + nz.size // 4, np.int32)
+    buf[16:].view(np.uint8)[:] = nz
+    c = np.zeros((m, n), np.int32)
+    _launch(lib, "matmul_sparse_b", 1, a, dense, np.zeros(n, np.int32), c, buf, "ascend910b")
+    np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
+    buf[0] = 1
+    with pytest.raises(AscendCCheckError, match=r"Matmul::Iterate \(sparse B\): call SetSparseIndex before "
+                                                r"Iterate/IterateAll"):
+        _launch(lib, "matmul_sparse_b", 1, a, dense, np.zeros(n, np.int32), c, buf, "ascend910b")

@@ -393,6 +393,43 @@ extern "C" __global__ __aicore__ void matmul_dequant(GM_ADDR a, GM_ADDR b, GM_AD
     mm.End();
 }
 
+// 4:2 sparse B (SparseMatmulType + SetSparseIndex): int8_t 32 x 64 A times B given as its dense half
+// (32 x 32, transposed: N rows of K/2) and the 2-bit index (fractals of 16 N x 8 bytes), into int32_t C,
+// with a constant tiling; the tiling buffer carries the index from byte 64 on (word 0 nonzero: SetSparseIndex
+// is left out).
+using SparseB = SparseMatmulType<AscendC::TPosition::GM, AscendC::TPosition::GM, CubeFormat::ND, int8_t, true>;
+using SparseC = MatmulType<AscendC::TPosition::GM, CubeFormat::ND, int32_t>;
+constexpr MatmulConfig kSparseCfg = GetMMConfig<MatmulConfigMode::CONFIG_MDL>(MatmulShapeParams{32, 32, 64, 32, 32, 64});
+constexpr MatmulApiStaticTiling kSparseTiling = GetMatmulApiTiling<QuantAB, SparseB, SparseC, QuantBias>(kSparseCfg);
+
+extern "C" __global__ __aicore__ void matmul_sparse_b(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                      GM_ADDR t) {
+    if ASCEND_IS_AIV {
+        return;
+    }
+    int32_t skip_index = 0;
+    std::memcpy(&skip_index, t, sizeof skip_index);
+    AscendC::TPipe pipe;
+    Matmul<QuantAB, SparseB, SparseC, QuantBias, kSparseTiling> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, (TCubeTiling*)nullptr);
+    mm.SetOrgShape(32, 32, 64);
+    AscendC::GlobalTensor<int8_t> ag, bg;
+    AscendC::GlobalTensor<int32_t> cg;
+    AscendC::GlobalTensor<uint8_t> index;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(a), 32 * 64);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(b), 32 * 32);
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(c), 32 * 32);
+    index.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(t + 64), 32 * 64 / 8);
+    (void)bias;
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg, true);
+    if (skip_index == 0) {
+        mm.SetSparseIndex(index);
+    }
+    mm.IterateAll(cg);
+    mm.End();
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -418,6 +455,7 @@ BROKEN_ENTRY(matmul_cfg_relu, AIC_MODE)
 BROKEN_ENTRY(matmul_cfg_partial, AIC_MODE)
 BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)
 BROKEN_ENTRY(matmul_dequant, AIC_MODE)
+BROKEN_ENTRY(matmul_sparse_b, AIC_MODE)
 
 // The sample kernel launched as a vector-only kernel.
 extern "C" int fusedsl_launch_matmul_in_aiv_mode(uint32_t blockDim, uint8_t** args) {

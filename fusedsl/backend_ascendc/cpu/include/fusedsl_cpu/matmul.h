@@ -61,6 +61,15 @@ struct MatmulType {
     constexpr static TPosition srcPos = SRCPOS;
 };
 
+// B of a 4:2 sparse Matmul (SparseMatmulType page): B given dense (2 of every 4 K values) with a 2-bit
+// index matrix set by Matmul::SetSparseIndex; INDEX_POSITION is where that index lives.
+template <TPosition POSITION, TPosition INDEX_POSITION, CubeFormat FORMAT, typename TYPE, bool ISTRANS = false,
+          LayoutMode LAYOUT = LayoutMode::NONE, bool IBSHARE = false>
+struct SparseMatmulType : public MatmulType<POSITION, FORMAT, TYPE, ISTRANS, LAYOUT, IBSHARE> {
+    constexpr static TPosition indexPosition = INDEX_POSITION;
+    constexpr static bool fs_sparse = true;
+};
+
 }  // namespace AscendC
 
 namespace fusedsl_cpu {
@@ -534,6 +543,18 @@ public:
         ResetIteration();
     }
 
+    // The index of a sparse B (SetSparseIndex page): per dense B value a 2-bit position among the 4
+    // original K values, 4 to a byte (from the low bits up), bytes in fractals of 16 N x 8 bytes
+    // (32 dense K), the fractals K-block by K-block, each row of N blocks as long as the original N.
+    void SetSparseIndex(const GlobalTensor<uint8_t>& indexGlobal) {
+        RequireRegistered("SetSparseIndex");
+        if constexpr (!kSparseB) {
+            fusedsl_cpu::Fail("Matmul::SetSparseIndex: B is not a SparseMatmulType");
+        }
+        fs_sparse_index = indexGlobal;
+        fs_has_sparse_index = true;
+    }
+
     void SetBias(const GlobalTensor<BiasT>& gm) {
         RequireRegistered("SetBias");
         if (fs_tiling.isBias == 0) {
@@ -783,7 +804,8 @@ private:
         const int64_t m0 = fs_m0, n0 = fs_n0;
         // Extent of each operand touched, from its GlobalTensor's start.
         const int64_t a_end = fs_trans_a ? (k - 1) * fs_org_m + m0 + tm : (m0 + tm - 1) * fs_org_ka + k;
-        const int64_t b_end = fs_trans_b ? (n0 + tn - 1) * fs_org_kb + k : (k - 1) * fs_org_n + n0 + tn;
+        const int64_t b_end = kSparseB ? (n0 + tn - 1) * (fs_org_kb / 2) + k / 2
+                              : fs_trans_b ? (n0 + tn - 1) * fs_org_kb + k : (k - 1) * fs_org_n + n0 + tn;
         // A in L1 (NZ): (r, c) at ((c / C0) * H + r) * C0 + c % C0, H = singleCoreM rounded up to 16
         constexpr int64_t c0 = 32 / sizeof(SrcAT);
         const int64_t h = RoundUp(fs_single_m, 16);
@@ -824,8 +846,11 @@ private:
         // A and B converted once to the accumulator type, then acc[i, :] += A[i, kk] * B[kk, :] in an
         // optimised loop (fusedsl_cpu::AccumulateRows), K summed in order as before.
         std::vector<Acc> at(static_cast<size_t>(tm * k)), bt(static_cast<size_t>(k * tn));
+        if constexpr (kSparseB) {
+            SparseBTile(b, bt, k, n0, tn);
+        }
         for (int64_t kk = 0; kk < k; ++kk) {
-            for (int64_t j = 0; j < tn; ++j) {
+            for (int64_t j = 0; j < tn && !kSparseB; ++j) {
                 SrcBT v = fs_trans_b ? b[(n0 + j) * fs_org_kb + kk] : b[kk * fs_org_n + n0 + j];
                 bt[kk * tn + j] = static_cast<Acc>(ToCompute(v));
             }
@@ -842,6 +867,50 @@ private:
             if (fs_cfg().enableRelu) {   // the fixpipe's ReLU on the way out of L0C
                 for (Acc& v : fs_acc) {
                     v = v < Acc(0) ? Acc(0) : v;
+                }
+            }
+        }
+    }
+
+    // The K x tn B tile of a sparse B: the dense values put back at the K positions their index gives
+    // (index pair (i0, i1) of dense values 2g, 2g + 1: K values 4g + i0 and 4g + max(i0, 1 + i1), the
+    // MmadWithSparse page's selection table), zeros elsewhere.  B is transposed (N x K/2 dense, ND).
+    void SparseBTile(const SrcBT* b, std::vector<Acc>& bt, int64_t k, int64_t n0, int64_t tn) {
+        using namespace fusedsl_cpu;
+        const char* api = "Matmul::Iterate (sparse B)";
+        if (!fs_trans_b) {
+            Fail("%s: only a transposed sparse B (N x K/2, SetTensorB(gm, true)) is modelled", api);
+        }
+        if (!fs_has_sparse_index) {
+            Fail("%s: call SetSparseIndex before Iterate/IterateAll (the SetSparseIndex page)", api);
+        }
+        if (k % 4 != 0) {
+            Fail("%s: K = %lld is not a multiple of 4; 4:2 sparsity keeps 2 of every 4 K values", api,
+                 static_cast<long long>(k));
+        }
+        const int64_t n_blocks = (fs_org_n + 15) / 16;
+        auto byte_at = [&](int64_t col, int64_t kd) {
+            const int64_t kb = kd / 4;
+            return (kb / 8) * n_blocks * 128 + (col / 16) * 128 + (col % 16) * 8 + kb % 8;
+        };
+        CheckGm(api, fs_sparse_index, static_cast<uint64_t>(byte_at(n0 + tn - 1, k / 2 - 1) + 1), true);
+        const int64_t kd_row = fs_org_kb / 2;
+        for (int64_t j = 0; j < tn; ++j) {
+            const int64_t col = n0 + j;
+            for (int64_t g = 0; g < k / 4; ++g) {
+                uint32_t i[2];
+                for (int e = 0; e < 2; ++e) {
+                    const int64_t kd = 2 * g + e;
+                    i[e] = (fs_sparse_index.fs_addr[byte_at(col, kd)] >> (2 * (kd % 4))) & 3u;
+                }
+                if (i[0] > 2 || i[1] > 2) {
+                    Fail("%s: index values are 0..2; column %lld has %u, %u at dense K %lld, %lld", api,
+                         static_cast<long long>(col), i[0], i[1], static_cast<long long>(2 * g),
+                         static_cast<long long>(2 * g + 1));
+                }
+                const int64_t pos[2] = {4 * g + i[0], 4 * g + std::max<int64_t>(i[0], 1 + i[1])};
+                for (int e = 0; e < 2; ++e) {
+                    bt[pos[e] * tn + j] += static_cast<Acc>(ToCompute(b[col * kd_row + 2 * g + e]));
                 }
             }
         }
@@ -946,6 +1015,15 @@ private:
     bool fs_has_a = false, fs_has_b = false;
     bool fs_trans_a = false, fs_trans_b = false;
     std::vector<Acc> fs_acc;
+    // A 4:2 sparse B (SparseMatmulType) and its index (SetSparseIndex).
+    template <class T, class = void>
+    struct IsSparse : std::false_type {};
+    template <class T>
+    struct IsSparse<T, std::void_t<decltype(T::fs_sparse)>> : std::true_type {};
+    static constexpr bool kSparseB = IsSparse<B_TYPE>::value;
+    GlobalTensor<uint8_t> fs_sparse_index;
+    bool fs_has_sparse_index = false;
+
     // Dequantisation (SetQuantScalar / SetQuantVector): 0 none set, 1 scalar, 2 vector.
     static constexpr bool kDequant = std::is_same_v<SrcAT, int8_t> && std::is_same_v<DstT, half>;
     int fs_quant_mode = 0;

@@ -152,6 +152,11 @@ public:
         return 0;
     }
     DequantType GetDequantType() const { return dequantType_; }
+    // A 4:2 sparse B (SparseMatmulType): the shapes stay those of the original B here.
+    int32_t SetSparse(bool isSparseIn = false) {
+        isSparse_ = isSparseIn;
+        return 0;
+    }
     // Bytes of L1, L0C and UB the tiling may use; -1 = the whole buffer.
     int32_t SetBufferSpace(int32_t l1Size = -1, int32_t l0CSize = -1, int32_t ubSize = -1, int32_t btSize = -1) {
         l1Space_ = l1Size;
@@ -192,6 +197,7 @@ public:
 
 protected:
     DequantType dequantType_ = DequantType::SCALAR;
+    bool isSparse_ = false;
 
     // Cores the M x N output is split over; 1 for the single-core API.
     virtual int32_t Dim() const { return 1; }
