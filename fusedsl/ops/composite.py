@@ -1145,10 +1145,13 @@ def _scan(F, parts, axis):
     moved = [F.transpose(p, perm) if axis != rank - 1 else p for p in parts]
     y = F.concatenate([F.reshape(p, (1, -1, n)) for p in moved], axis=0)   # [k, rest, n]
     step = 1
+    position = x.trace.emit("arange", [], {"start": 0, "stop": n, "step": 1, "dtype": "int32"})
     while step < n:
-        # -0.0, the additive identity of every float (0.0 + -0.0 would turn numpy's -0.0 sums into 0.0)
-        zeros = F.broadcast_to(x.trace.constant(-0.0, dt.float32), (y.shape[0], y.shape[1], step))
-        y = y + F.concatenate([zeros, y[:, :, :n - step]], axis=2)
+        # y shifted by `step`: its first `step` places are any of y's values, masked to -0.0 (the
+        # additive identity of every float: 0.0 + -0.0 would turn numpy's -0.0 sums into 0.0);
+        # slices of y only, so the step is ONE kernel (a zeros piece would be one more each step)
+        shifted = F.concatenate([y[:, :, :step], y[:, :, :n - step]], axis=2)
+        y = y + F.where(position >= step, shifted, -0.0)
         step *= 2
     inv = [perm.index(d) for d in range(rank)]
     shape = tuple(x.shape[d] for d in perm)
