@@ -287,7 +287,7 @@ def test_out_of_range_indices_name_the_users_op_and_line(executor):
         fs.config.executor = previous
 
 
-@given(n=st.integers(0, 40), lead=st.sampled_from([(1,), (3,), (2, 3)]),
+@given(n=st.integers(0, 20), lead=st.sampled_from([(1,), (3,), (2, 3)]),
        dtype=st.sampled_from(["float32", "float16", "bfloat16", "int32", "int8", "bool"]),
        descending=st.booleans(), seed=st.integers(0, 999))
 @fuzz_settings(0.008)

@@ -529,7 +529,7 @@ def _sorted(F, x, axis, descending, k, name):
            doc="numpy.sort: the values along `axis` in ascending order (descending=True: torch's descending), "
                "stable, NaN last (first when descending); a bitonic network of (value, index) pairs, "
                "log2(n) (log2(n) + 1) / 2 compare-exchange kernels",
-           example="fs.sort(x)")
+           example="fs.sort(x[:, :7])")
 def sort(F, a, axis=-1, descending=False, stable=True):
     return _sorted(F, a, axis, descending, None, "sort")[0]
 
@@ -537,7 +537,7 @@ def sort(F, a, axis=-1, descending=False, stable=True):
 @composite("argsort", "index", dtypes="any", aten=("aten.argsort.default", "aten.argsort.stable"),
            doc="numpy.argsort(kind='stable'): the int32 indices that sort `axis` (descending=True as torch); "
                "ties keep their order, NaN last",
-           example="fs.argsort(x)")
+           example="fs.argsort(x[:, :7])")
 def argsort(F, a, axis=-1, descending=False, stable=True):
     return _sorted(F, a, axis, descending, None, "argsort")[1]
 
@@ -545,7 +545,7 @@ def argsort(F, a, axis=-1, descending=False, stable=True):
 @composite("sort_with_indices", "index", dtypes="any", public=("sort_with_indices",),
            aten=("aten.sort.default", "aten.sort.stable"),
            doc="torch.sort: (values, int32 indices) along `dim`, stable, NaN last (first when descending)",
-           example="fs.sort_with_indices(x)[0]")
+           example="fs.sort_with_indices(x[:, :7])[0]")
 def sort_with_indices(F, input, dim=-1, descending=False, stable=True):
     return _sorted(F, input, dim, descending, None, "sort")
 
@@ -553,7 +553,7 @@ def sort_with_indices(F, input, dim=-1, descending=False, stable=True):
 @composite("topk", "index", dtypes="any", aten=("aten.topk.default",), onnx=("TopK",),
            doc="torch.topk: (values, int32 indices) of the k largest (largest=False: smallest) along `dim`, "
                "in sorted order, ties by lower index first, NaN as the largest",
-           example="fs.topk(x, 2)[0]")
+           example="fs.topk(x[:, :7], 2)[0]")
 def topk(F, input, k, dim=-1, largest=True, sorted=True):
     axis = _sort_input(F, input, dim, "topk")
     n = input.shape[axis]
