@@ -16,6 +16,9 @@ script fetches nothing: KERNELBENCH_DIR names a checkout (the directory that hol
   cpu        kernel(*inputs) (the LLVM executors) agrees with eager torch
   time       median of kernel(*inputs) / median of eager model(*inputs), same run (wall time, or
              with --clock cpu the process's CPU time per call)
+  compile    median of kernel(*inputs) / median of torch.compile(model)(*inputs) (inductor on the
+             CPU, compiled by a first call that is not timed; on every N-th program with
+             --vs-compile N, all or none: inductor's compile costs seconds to a minute per program)
 
 The summary prints the geomean of time / eager over every CPU-correct program and over the
 issue's scope (no 3-D convolution, plain or transposed), and per family (`family()`).
@@ -228,10 +231,12 @@ def blocker(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first[:70]}"
 
 
-def run_case(path: str, simulate, timeout: float) -> dict:
-    """One program's row; `simulate()` is asked once the program printed (sampling)."""
+def run_case(path: str, simulate, timeout: float, vs_compile=lambda: False) -> dict:
+    """One program's row; `simulate()` is asked once the program printed, `vs_compile()` once
+    it was timed against eager torch (sampling)."""
     row = {"name": os.path.splitext(os.path.basename(path))[0], "imported": False, "printed": None,
-           "kernels": None, "simulate": None, "cpu": None, "ratio": None, "blocker": "", "scaled": ""}
+           "kernels": None, "simulate": None, "cpu": None, "ratio": None, "ratio_compile": None,
+           "blocker": "", "scaled": ""}
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(int(timeout))
     stage = "load"
@@ -267,6 +272,14 @@ def run_case(path: str, simulate, timeout: float) -> dict:
             t_eager = median_time(lambda: model(*inputs))
         t_fs = median_time(lambda: kernel(*np_inputs))
         row["ratio"] = t_fs / t_eager if t_eager > 0 else None
+        if row["cpu"] and vs_compile():
+            stage = "torch.compile"   # after every other verdict: inductor may run out of time
+            torch._dynamo.reset()     # no program's guards or cache limits carry over
+            fast = torch.compile(model)
+            with torch.no_grad():
+                fast(*inputs)         # the compile, not timed
+                t_compile = median_time(lambda: fast(*inputs))
+            row["ratio_compile"] = t_fs / t_compile if t_compile > 0 else None
     except Timeout:
         row["blocker"] = row["blocker"] or f"timeout in {stage} ({timeout:.0f} s)"
     except Exception as exc:   # noqa: BLE001 (a benchmark reports every failure and goes on)
@@ -317,9 +330,9 @@ def geomean(xs) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def timed(rows: list[dict]) -> list[float]:
+def timed(rows: list[dict], key: str = "ratio") -> list[float]:
     """The time ratios of the programs whose CPU call is correct (the geomean's set)."""
-    return [r["ratio"] for r in rows if r["ratio"] and r["cpu"]]
+    return [r[key] for r in rows if r.get(key) and r["cpu"]]
 
 
 def summarize(level: str, rows: list[dict]) -> list[str]:
@@ -338,7 +351,11 @@ def summarize(level: str, rows: list[dict]) -> list[str]:
              f"all kernels printed {printed}; simulate correct {sum(bool(r['simulate']) for r in sim_run)}/"
              f"{len(sim_run)} run; CPU call correct {cpu_ok}; geomean time vs eager torch {geo:.3g}x "
              f"(over {len(ratios)} correct programs; < 1 is faster), {geo_scope:.3g}x in scope "
-             f"(over {len(ratios_scope)} without 3-D convolutions)", "",
+             f"(over {len(ratios_scope)} without 3-D convolutions)" + (
+                 f"; geomean time vs torch.compile {geomean(timed(rows, 'ratio_compile')):.3g}x over the "
+                 f"{len(timed(rows, 'ratio_compile'))} programs timed against it, "
+                 f"{geomean(timed(in_scope, 'ratio_compile')):.3g}x in scope" if timed(rows, "ratio_compile") else ""),
+             "",
              "Geomean time vs eager per family: " + ", ".join(
                  f"{fam} {geomean(timed(fam_rows)):.3g}x ({len(timed(fam_rows))})"
                  for fam, fam_rows in sorted(_by_family(rows).items())), "",
@@ -355,14 +372,16 @@ def _by_family(rows: list[dict]) -> dict[str, list[dict]]:
 
 
 def table(rows: list[dict]) -> list[str]:
-    out = ["| program | imported | kernels printed | simulate | CPU correct | time / eager | stops at / note |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| program | imported | kernels printed | simulate | CPU correct | time / eager | time / torch.compile "
+           "| stops at / note |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3g}"
+        vs_compile = "-" if r.get("ratio_compile") is None else f"{r['ratio_compile']:.3g}"
         printed = "-" if r["printed"] is None else (("all " if r["printed"] else "not all ") + (r["kernels"] or ""))
         note = r["blocker"].replace("|", "/")
         out.append(f"| {r['name']} | {_mark(r['imported'])} | {printed} | {_mark(r['simulate'])} | "
-                   f"{_mark(r['cpu'])} | {ratio} | {note} |")
+                   f"{_mark(r['cpu'])} | {ratio} | {vs_compile} | {note} |")
     return out
 
 
@@ -391,6 +410,8 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true", help="rewrite the KernelBench section of RESULTS.md")
     ap.add_argument("--before", default=None, help="a line of earlier figures to keep in the section")
     ap.add_argument("--json", default=None, help="also write the rows (per level) to this JSON file")
+    ap.add_argument("--vs-compile", default="none",
+                    help="all, none, or N: time every N-th CPU-correct program against torch.compile too")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="time per call: wall (one call per sample) or the process's CPU time (median_cpu_time)")
     args = ap.parse_args(argv)
@@ -403,9 +424,11 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)   # with 2 threads on this loaded 2-core host a 32x32 matmul took 69 ms (OpenMP spinning)
     every = {"all": 1, "none": 0}.get(args.simulate)
     every = int(args.simulate) if every is None else every
+    every_compile = {"all": 1, "none": 0}.get(args.vs_compile)
+    every_compile = int(args.vs_compile) if every_compile is None else every_compile
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [f"Command: `KERNELBENCH_DIR=<checkout> python benchmarks/kernelbench.py --write --simulate "
-             f"{args.simulate} --clock {args.clock}` (run {started}; KernelBench levels {args.levels}; shapes scaled as the "
+             f"{args.simulate} --vs-compile {args.vs_compile} --clock {args.clock}` (run {started}; KernelBench levels {args.levels}; shapes scaled as the "
              "script's docstring says; target ascend910b for printing and simulate; times are medians of 5 "
              "calls on a shared 2-core machine; eager torch with torch.set_num_threads(1): with 2 threads its OpenMP barriers made a 32x32 matmul take 69 ms on this loaded host).", ""]
     if args.before:
@@ -417,17 +440,24 @@ def main(argv=None) -> int:
                        key=lambda f: int(f.split("_")[0]) if f.split("_")[0].isdigit() else 0)
         if args.only:
             files = [f for f in files if args.only in f]
-        rows, printed_seen = [], [0]
+        rows, printed_seen, timed_seen = [], [0], [0]
 
         def sample():
             printed_seen[0] += 1   # the 1st, (N+1)-th, ... printed program is simulated
             return bool(every) and (printed_seen[0] - 1) % every == 0
 
+        def sample_compile():
+            timed_seen[0] += 1     # the 1st, (N+1)-th, ... timed program is timed against torch.compile
+            return bool(every_compile) and (timed_seen[0] - 1) % every_compile == 0
+
         for f in files:
             t0 = time.perf_counter()
-            row = run_case(os.path.join(folder, f), simulate=sample, timeout=args.timeout)
+            row = run_case(os.path.join(folder, f), simulate=sample, timeout=args.timeout,
+                           vs_compile=sample_compile)
             rows.append(row)
             ratio = "" if row["ratio"] is None else f"{row['ratio']:.3g}x"
+            if row["ratio_compile"] is not None:
+                ratio += f" ({row['ratio_compile']:.3g}x vs torch.compile)"
             print(f"level{level} {row['name']:<60} imported={_mark(row['imported'])} printed={_mark(row['printed'])} "
                   f"sim={_mark(row['simulate'])} cpu={_mark(row['cpu'])} {ratio} "
                   f"{row['blocker']} ({time.perf_counter() - t0:.1f} s)", flush=True)
