@@ -169,11 +169,11 @@ def test_pointwise_conv_is_one_product_per_image(n, c, k, h, w_, epilogue):
 @fuzz_settings(scale=0.02)
 @given(n=st.integers(1, 2), c=st.integers(1, 5), k=st.integers(1, 10), h=st.integers(1, 12), w_=st.integers(1, 12),
        r=st.integers(1, 4), s=st.integers(1, 4), stride=st.integers(1, 2), padding=st.integers(0, 2),
-       seed=st.integers(0, 2 ** 16))
-def test_dense_convs_on_the_direct_kernel_match_float64(n, c, k, h, w_, r, s, stride, padding, seed):
+       seed=st.integers(0, 2 ** 16), band=st.sampled_from([1, 200, 1 << 18]))
+def test_dense_convs_on_the_direct_kernel_match_float64(n, c, k, h, w_, r, s, stride, padding, seed, band):
     """A plain conv2d with up to conv_sparse.DIRECT_MAX_KG outputs runs on the direct kernel
     (4 output channels per job and single ones for the rest, rows merged into one when the
-    columns are few), bound in a program, against float64."""
+    columns are few, bands of output rows), bound in a program, against float64."""
     assume(h + 2 * padding >= r and w_ + 2 * padding >= s)
 
     def f(x, w):
@@ -186,6 +186,7 @@ def test_dense_convs_on_the_direct_kernel_match_float64(n, c, k, h, w_, r, s, st
     want = 2 * conv2d_reference(x.astype(np.float64), w.astype(np.float64), (stride,) * 2, (padding,) * 2)
     with pytest.MonkeyPatch.context() as mp:   # small shapes fill few lanes: direct all the same
         mp.setattr(conv_sparse, "DIRECT_MIN_EFFICIENCY", 0.0)
+        mp.setattr(conv_sparse, "BAND_BYTES", band)   # bands of 1 row, a few rows, the whole image
         np.testing.assert_allclose(kern(x, w), want, rtol=1e-5, atol=1e-5 * (1 + np.abs(want).max()))
         plans = [getattr(cube.kernel_for(p.function), "_sparse", (None, None))[1]
                  for p in kern.compile(x, w).kernels if any(op.name == "conv2d" for op in p.function.ops)]

@@ -140,6 +140,7 @@ def test_drawn_convolution_variants_agree_with_torch(n, cg, kg, groups, h, w_, k
         mp.setattr(conv_sparse, "DIRECT_NARROW_KG", 2 if direct else 0)
         mp.setattr(conv_sparse, "DIRECT_MAX_KC", 16 if direct else 0)
         mp.setattr(conv_sparse, "DIRECT_MIN_EFFICIENCY", 0.0)
+        mp.setattr(conv_sparse, "BAND_BYTES", 1 + seed % 300)   # bands of one or a few output rows
         compiled = _check(x, w, kern, cfg, np.float32)
         assert all(p is None or p.empty or p.direct == direct for p in _sparse_plans(compiled))
 
