@@ -171,3 +171,18 @@ def test_an_empty_slice_kernel_is_a_located_refusal_not_a_crash():
     (plan,) = k.kernels
     assert not plan.printable and "a view reads no element of any input" in str(plan.error)
     assert f"{__file__}:" in str(plan.error)
+
+
+def _sliced(idx):
+    return lambda v: v[idx]
+
+
+def test_a_lone_stepped_slice_runs_natively():
+    """A lone slice with a step on the last axis (the transpose kind's gather mode on the chip)
+    runs on the host's strided copy, never on the numpy reference, including from a bound call."""
+    x = np.arange(5 * 40, dtype=np.float32).reshape(5, 40)
+    for idx in ((slice(None), slice(1, None, 3)), (slice(None, None, 2), slice(3, 39, 5))):
+        k = fs.fused_kernel(_sliced(idx), target="ascend910b").compile(x)
+        assert [k.executor(p) for p in k.kernels] == ["transpose"]
+        for _ in range(2):   # the second call runs the bound program
+            np.testing.assert_array_equal(k(x), x[idx])

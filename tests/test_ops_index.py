@@ -314,3 +314,21 @@ def test_the_bitonic_sort_matches_numpy_and_torch_across_powers_of_two(n, lead, 
     if k:
         tk = fs.fused_kernel(lambda a: fs.topk(a, k, largest=descending)[1])(x)
         np.testing.assert_array_equal(tk, ti.numpy()[..., :k])
+
+
+def test_take_along_any_axis_with_any_index_shape_runs_natively_and_prints():
+    """fs.take(table, idx, axis) for every axis and a 1-/2-D index is one gather along axis 0 of
+    the table seen as rows (a view kernel), never the numpy reference; like np.take, and an
+    index out of range names the take and the axis size."""
+    x3 = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    cases = [(x3, 1, np.array([3, 0, -1, 2], np.int32)), (x3, 0, np.array([[1, 0], [3, 2]], np.int32)),
+             (x3, 2, np.array([[5, 0], [1, -2]], np.int32)), (np.arange(7, dtype=np.float32), 0,
+                                                              np.array([6, 0, -7], np.int32))]
+    for x, axis, idx in cases:
+        k = fs.fused_kernel(lambda a, i: fs.take(a, i, axis=axis), target="ascend910b").compile(x, idx)
+        assert "reference" not in [k.executor(p) for p in k.kernels] and all(p.printable for p in k.kernels)
+        np.testing.assert_array_equal(k(x, idx), np.take(x, idx, axis=axis))
+    bad = np.array([0, 7], np.int32)
+    k = fs.fused_kernel(lambda a, i: fs.take(a, i, axis=1)).compile(x3, bad)
+    with pytest.raises(fs.IndexRangeError, match=r"take along axis 1 \(size 5\)"):
+        k(x3, bad)

@@ -396,9 +396,28 @@ class TransposePlan:
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _plan(fn: Function) -> TransposePlan | None:
+class SlicePlan:
+    """A lone slice that no view kernel takes (a step on the last axis: the transpose kind's
+    gather mode on the chip): numpy's strided copy of the selected elements, a C loop over the
+    output, into the output buffer."""
+
+    is_reshape = False
+
+    def __init__(self, shape: tuple, starts, stops, steps):
+        self.out_shape = tuple(max(0, -(-(hi - lo) // st)) for lo, hi, st in zip(starts, stops, steps))
+        self.index = tuple(slice(lo, hi, st) for lo, hi, st in zip(starts, stops, steps))
+
+    def run(self, x: np.ndarray, out: np.ndarray) -> None:
+        np.copyto(out, x[self.index])
+
+    def bind(self, x: np.ndarray, out: np.ndarray):
+        src = x[self.index]   # a view: the call copies its elements
+        return lambda: np.copyto(out, src)
+
+
+def _plan(fn: Function) -> TransposePlan | SlicePlan | None:
     ops = [op for op in fn.ops if op.name != "constant"]
-    if len(ops) != 1 or ops[0].name != "transpose" or len(fn.params) != 1 or len(fn.results) != 1:
+    if len(ops) != 1 or ops[0].name not in ("transpose", "slice") or len(fn.params) != 1 or len(fn.results) != 1:
         return None
     op = ops[0]
     x = op.operands[0]
@@ -406,6 +425,8 @@ def _plan(fn: Function) -> TransposePlan | None:
         return None
     if not all(isinstance(d, int) for d in x.shape):
         return None
+    if op.name == "slice":
+        return SlicePlan(tuple(x.shape), op.attr("starts"), op.attr("stops"), op.attr("steps"))
     return TransposePlan(tuple(x.shape), tuple(op.attr("perm")), x.dtype.itemsize)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import math
 import operator
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..ir.core import Module, TensorType
 from ..ir.ops import FLOAT_ONLY, get_opdef
 from ..ops.composite import COMPOSITES
 from .. import ops as _ops  # noqa: F401  (registers the op definitions)
+from ..ops import index as _index
 from ..ops import window as _window
 from ..ir.shapes import fmt_shape, normalize_axes
 from . import tracing as _tracing
@@ -400,7 +402,16 @@ def take(table, indices, axis=0):
     if not indices.dtype.is_int:
         raise DTypeError(f"take indices must be integers, got {indices.dtype}", loc=user_frame(),
                          hint="cast them with .astype(fs.int32)")
-    return table.trace.emit("take", [table, indices], {"axis": axis % table.ndim})
+    axis %= table.ndim
+    static = builtins.all(isinstance(d, int) for d in tuple(table.shape) + tuple(indices.shape))
+    if static and (axis != 0 or table.ndim != 2):   # [n, rest] tables along axis 0 gather directly
+        # one take along axis 0 of the table seen as [lead * n, rest] with a 1-D index (the gather
+        # the view kernels read natively and print), then numpy's result shape
+        rows = table if table.ndim == 2 and axis == 0 else reshape(
+            table, tuple(table.shape[:axis + 1]) + (math.prod(table.shape[axis + 1:]),))
+        flat = _index.take_axis(_F, rows, reshape(indices, (-1,)), axis, f"take along axis {axis}")
+        return reshape(flat, tuple(table.shape[:axis]) + tuple(indices.shape) + tuple(table.shape[axis + 1:]))
+    return table.trace.emit("take", [table, indices], {"axis": axis})
 
 
 def getitem(x: Tensor, index) -> Tensor:
