@@ -65,6 +65,15 @@ def assert_close(got, want, context: str = "", scale: float = 0.0) -> None:
 FUZZ_EXAMPLES = int(os.environ.get("FUSEDSL_FUZZ_EXAMPLES", "500"))
 
 
+def covering(a: list, b: list) -> list[tuple]:
+    """Pairs of a and b in which every element of each list appears at least once (cyclic:
+    max(len(a), len(b)) pairs), for parametrized tests whose every case is a g++ build: the full
+    product costs seconds per pair, and the property tests of the same kernels draw the rest."""
+    n = max(len(a), len(b))
+    flat = lambda x: x if isinstance(x, tuple) else (x,)   # noqa: E731
+    return [flat(a[i % len(a)]) + flat(b[i % len(b)]) for i in range(n)]
+
+
 def fuzz_settings(scale: float = 1.0):
     """@settings for a property test: FUZZ_EXAMPLES * scale examples, no deadline."""
     return settings(max_examples=max(1, int(FUZZ_EXAMPLES * scale)), deadline=None,

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fusedsl as fs
-from conftest import PACKAGE_DIR, fuzz_settings
+from conftest import PACKAGE_DIR, covering, fuzz_settings
 
 
 def numpy_conv(x, w, stride, pad):
@@ -48,9 +48,9 @@ def _conv_bias_leaky(target, stride, pad):
     return conv_bias_leaky
 
 
-@pytest.mark.parametrize("target,dtype", [("ascend910b", "float16"), ("ascend310p", "float16"),
-                                          ("ascend910b", "float32"), ("ascend910b", "bfloat16")])
-@pytest.mark.parametrize("stride,pad", [(1, 1), (2, 0), (2, 1), (1, 0)])
+@pytest.mark.parametrize("target,dtype,stride,pad", covering(
+    [("ascend910b", "float16"), ("ascend310p", "float16"), ("ascend910b", "float32"), ("ascend910b", "bfloat16")],
+    [(1, 1), (2, 0), (2, 1), (1, 0)]) + [("ascend310p", "float16", 1, 0), ("ascend910b", "float16", 2, 1)])
 def test_conv_bias_leaky_relu_is_one_printed_kernel(target, dtype, stride, pad):
     f = _conv_bias_leaky(target, stride, pad)
     rng = np.random.default_rng(stride * 10 + pad)

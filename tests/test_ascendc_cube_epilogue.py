@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import fusedsl as fs
 from fusedsl.reference import run_module
 
-from conftest import fuzz_settings, marked_line
+from conftest import covering, fuzz_settings, marked_line
 
 HERE = os.path.basename(__file__)
 TARGETS = ["ascend910b", "ascend310p"]
@@ -59,8 +59,8 @@ def _exact(seed, dtype, *shapes):
 
 # ---- compares and where ------------------------------------------------------------------
 
-@pytest.mark.parametrize("target,dtype", TARGET_DTYPES)
-@pytest.mark.parametrize("m,n,k", [(33, 40, 19), (1, 1, 1), (17, 1, 5), (130, 70, 45)])
+@pytest.mark.parametrize("target,dtype,m,n,k", covering(TARGET_DTYPES, [(33, 40, 19), (1, 1, 1), (17, 1, 5),
+                                                                          (130, 70, 45)]))
 def test_where_leaky_and_a_bool_mask(target, dtype, m, n, k):
     @fs.fused_kernel(target=target)
     def f(x, w, b):
@@ -109,8 +109,7 @@ def test_compares_in_the_epilogue_fuzz(m, n, k, target_dtype, cmp, seed):
 
 # ---- runtime scalars ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("target,dtype", TARGET_DTYPES)
-@pytest.mark.parametrize("m,n,k", [(33, 40, 19), (1, 17, 3), (70, 1, 16)])
+@pytest.mark.parametrize("target,dtype,m,n,k", covering(TARGET_DTYPES, [(33, 40, 19), (1, 17, 3), (70, 1, 16)]))
 def test_leaky_relu_with_a_runtime_alpha(target, dtype, m, n, k):
     """leaky_relu(x @ w + b, alpha): alpha travels in the tiling data after the TCubeTiling words."""
     @fs.fused_kernel(target=target)
@@ -172,13 +171,12 @@ def test_a_runtime_scalar_cube_project_runs_with_run_sh(tmp_path):
 
 # ---- several batch axes ------------------------------------------------------------------
 
-@pytest.mark.parametrize("target,dtype", TARGET_DTYPES)
-@pytest.mark.parametrize("a_shape,b_shape,r_shape", [
+@pytest.mark.parametrize("target,dtype,a_shape,b_shape,r_shape", covering(TARGET_DTYPES, [
     ((2, 3, 33, 19), (2, 3, 19, 40), (2, 3, 33, 40)),    # both batched, a residual per matrix
     ((2, 3, 33, 19), (19, 40), (33, 40)),                # B shared, one residual for every matrix
     ((17, 5), (2, 1, 3, 5, 24), (2, 1, 3, 17, 24)),      # A shared, three axes (one of size 1)
     ((1, 1, 9, 7), (2, 2, 7, 1), (2, 2, 9, 1)),          # size-1 batch axes broadcast, N = 1
-])
+]))
 def test_batch_axes_flatten_into_one(target, dtype, a_shape, b_shape, r_shape):
     @fs.fused_kernel(target=target)
     def f(x, w, r):

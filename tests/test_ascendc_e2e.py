@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import fusedsl as fs
 from fusedsl.reference import run_module
 
-from conftest import PACKAGE_FILES
+from conftest import PACKAGE_FILES, covering
 
 TARGETS = ["ascend910b", "ascend910b4", "ascend310p", "ascend910"]
 TOL = {"float32": (2e-5, 2e-5), "float16": (2e-2, 2e-2), "bfloat16": (3e-2, 3e-2),
@@ -229,8 +229,8 @@ def masks(x, y, c):
     return fs.where(x > y, x * 2, y - 1), x < 0.5, fs.where(c, x, 0.0), (x != y).astype(fs.float32) + c
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int8"])
+@pytest.mark.parametrize("target,dtype", covering(TARGETS, ["float32", "float16", "int32", "int8"])
+                         + covering(TARGETS, ["float16", "int8", "float32", "int32"]))
 def test_comparisons_where_and_bool_io(target, dtype):
     rng = np.random.default_rng(7)
     npdt = getattr(fs, dtype).np
