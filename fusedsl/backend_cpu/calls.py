@@ -14,8 +14,7 @@ import ctypes
 
 import numpy as np
 
-from . import jit
-from .launch import KERNEL_PROTO
+from .launch import compiled_once
 
 SYMBOL = "fusedsl_native_list"
 _WORDS = 5     # per call: the kernel's address, then its four arguments
@@ -41,14 +40,7 @@ def _ir() -> str:
     return "\n".join(L) + "\n"
 
 
-_FN = []
-
-
-def _function():
-    if not _FN:
-        compiled = jit.compile_ir(_ir(), SYMBOL)
-        _FN.append((compiled, KERNEL_PROTO(compiled.address)))
-    return _FN[0][1]
+_function = compiled_once(lambda: _ir(), SYMBOL)
 
 
 def address(cfunc) -> int:

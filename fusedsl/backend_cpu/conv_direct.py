@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import jit
-from .launch import KERNEL_PROTO
+from .launch import compiled_once
 
 SYMBOL = "fusedsl_direct_conv"
 WORDS = 14
@@ -163,14 +162,7 @@ def _ir() -> str:
     return "\n".join(L) + "\n"
 
 
-_FN = []
-
-
-def _function():
-    if not _FN:
-        compiled = jit.compile_ir(_ir(), SYMBOL)
-        _FN.append((compiled, KERNEL_PROTO(compiled.address)))
-    return _FN[0][1]
+_function = compiled_once(lambda: _ir(), SYMBOL)
 
 
 def direct_list(jobs):

@@ -11,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from . import jit
 from .irgen import I64, PTR, carried_loop, kernel_function
-from .launch import KERNEL_PROTO
+from .launch import compiled_once
 
 SYMBOL = "fusedsl_copy_list"
 _WORDS = 14    # per copy: src, dst, A, B, C, D, then the element strides sa..sd of src, da..dd of dst
@@ -62,14 +61,7 @@ def _ir() -> str:
     return str(module)
 
 
-_FN = []
-
-
-def _function():
-    if not _FN:
-        compiled = jit.compile_ir(_ir(), SYMBOL)
-        _FN.append((compiled, KERNEL_PROTO(compiled.address)))
-    return _FN[0][1]
+_function = compiled_once(lambda: _ir(), SYMBOL)
 
 
 def copy_list(pairs):

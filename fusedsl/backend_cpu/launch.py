@@ -19,6 +19,8 @@ import os
 import queue
 import threading
 
+from . import jit
+
 GRABS_PER_THREAD = 8
 
 # void kernel(i64 block_begin, i64 block_end, i64 *args, void *scratch)
@@ -104,3 +106,21 @@ def pool() -> BlockPool:
         if _pool is None:
             _pool = BlockPool(host_threads() - 1)
         return _pool
+
+
+def compiled_once(make_ir, symbol: str):
+    """A getter of the process-wide native function `symbol`, compiled from make_ir() on first use
+    (a helper kernel every call shares: the call lists, the direct conv, the window copies); the
+    compiled module is kept beside the ctypes function so its code stays mapped."""
+    kept: list = []
+    lock = threading.Lock()
+
+    def get():
+        if not kept:
+            with lock:
+                if not kept:
+                    compiled = jit.compile_ir(make_ir(), symbol)
+                    kept.append((compiled, KERNEL_PROTO(compiled.address)))
+        return kept[0][1]
+    return get
+
