@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .launch import compiled_once
+from .launch import compiled_once, table_call
 
 SYMBOL = "fusedsl_direct_conv"
 WORDS = 14
@@ -186,12 +186,4 @@ def direct_list(jobs):
         rows.append([out.ctypes.data, out.strides[1] // 4, out.shape[1], out.strides[2] // 4, out.shape[2],
                      base.ctypes.data + 4 * first, irs, ics, weights.ctypes.data, offsets.ctypes.data, offsets.size,
                      out.shape[0], out.strides[0] // 4, weights.strides[0] // 4])
-    fn = _function()
-    table = np.array(rows, np.int64).reshape(-1)
-    count, address = len(rows), table.ctypes.data
-
-    def call():
-        fn(0, count, address, 0)
-    call.table = table
-    call.native = (fn, 0, count, address, 0)
-    return call
+    return table_call(_function(), rows)

@@ -8,11 +8,10 @@ is an llvm.memcpy, other runs an element loop.
 """
 from __future__ import annotations
 
-import numpy as np
 from llvmlite import ir
 
 from .irgen import I64, PTR, carried_loop, kernel_function
-from .launch import compiled_once
+from .launch import compiled_once, table_call
 
 SYMBOL = "fusedsl_copy_list"
 _WORDS = 14    # per copy: src, dst, A, B, C, D, then the element strides sa..sd of src, da..dd of dst
@@ -80,12 +79,4 @@ def copy_list(pairs):
         if 0 in shape:
             continue
         rows.append([src.ctypes.data, dst.ctypes.data, *shape, *ss, *ds])
-    fn = _function()
-    table = np.array(rows, np.int64).reshape(-1)
-    count, address = len(rows), table.ctypes.data
-
-    def call():
-        fn(0, count, address, 0)
-    call.table = table
-    call.native = (fn, 0, count, address, 0)
-    return call
+    return table_call(_function(), rows)

@@ -19,6 +19,8 @@ import os
 import queue
 import threading
 
+import numpy as np
+
 from . import jit
 
 GRABS_PER_THREAD = 8
@@ -123,4 +125,17 @@ def compiled_once(make_ir, symbol: str):
                     kept.append((compiled, KERNEL_PROTO(compiled.address)))
         return kept[0][1]
     return get
+
+
+def table_call(fn, rows: list[list[int]]):
+    """A bound call of a helper kernel over a table of int64 rows (one job each, all in one
+    foreign call); `call.table` keeps the table alive, `call.native` is the raw call for a call list."""
+    table = np.array(rows, np.int64).reshape(-1)
+    count, address = len(rows), table.ctypes.data
+
+    def call():
+        fn(0, count, address, 0)
+    call.table = table
+    call.native = (fn, 0, count, address, 0)
+    return call
 
