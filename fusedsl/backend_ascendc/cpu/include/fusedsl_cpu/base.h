@@ -126,10 +126,15 @@ struct bfloat16_t {
 namespace AscendC {
 
 // A 4-bit signed integer, two to a byte (element 2i in the low nibble, 2i + 1 in the high one).
-// Tensors of it come from ReinterpretCast of int8_t/uint8_t tensors; a LocalTensor<int4b_t>'s
-// size counts bytes here (two elements each).
+// Like CANN's, a LocalTensor<int4b_t> / GlobalTensor<int4b_t> counts 4-bit elements: GetSize,
+// operator[], GetValue/SetValue and the element counts of the APIs are in elements, GetLength in
+// bytes (asc-devkit impl/basic_api/kernel_tensor_impl.h: GetSize = dataLen * INT4_TWO, operator[]
+// moves offset / INT4_TWO bytes).  sizeof(int4b_t) is 1, so the tensors' pointers stay byte pointers.
 struct int4b_t {
-    uint8_t bits;
+    uint8_t storage = 0;   // the value in the low 4 bits (CANN's integer_sub_type keeps `storage`)
+    int4b_t() = default;
+    int4b_t(int v) : storage(static_cast<uint8_t>(v) & 0xF) {}
+    operator int() const { return (storage & 0x8) ? static_cast<int>(storage & 0xF) - 16 : (storage & 0xF); }
 };
 
 using ::half;
@@ -342,13 +347,41 @@ constexpr const char* TypeName() {
 // The element type a data movement is checked as: DataCopy moves bytes, so a bool tensor (the
 // TopK finish flags of CANN's samples) moves as uint8_t — CANN's CPU debug DataCopy check looks at
 // the element size only.
+// int4b_t moves as bytes too: asc-devkit kernel_operator_data_copy_check.h (IsBasicDataCopySupportedType)
+// lists int4b_t for DataCopy on every chip.
 template <typename T>
 constexpr const char* MoveTypeName() {
-    return std::is_same_v<T, bool> ? "uint8_t" : TypeInfo<T>::name;
+    return std::is_same_v<T, bool> || std::is_same_v<T, AscendC::int4b_t> ? "uint8_t" : TypeInfo<T>::name;
 }
 
 template <typename T>
 constexpr bool kIsLowFloat = std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+
+// 4-bit elements (int4b_t): two to a byte.  Element counts become bytes through these two, as in
+// CANN (asc-devkit impl/basic_api/kernel_tensor_impl.h and kernel_check.h GetLoadDataLocalLen:
+// tensorSize / INT4_TWO for int4b_t, tensorSize * sizeof(T) otherwise).
+template <typename T>
+constexpr bool kIsB4 = std::is_same_v<std::remove_cv_t<T>, AscendC::int4b_t>;
+
+// Bytes that `elems` elements of T occupy (a trailing half byte counts as a byte).
+template <typename T>
+constexpr uint64_t BytesOf(uint64_t elems) {
+    if constexpr (kIsB4<T>) {
+        return (elems + 1) / 2;
+    } else {
+        return elems * sizeof(T);
+    }
+}
+
+// Elements of T in `bytes` bytes.
+template <typename T>
+constexpr uint64_t ElemsIn(uint64_t bytes) {
+    if constexpr (kIsB4<T>) {
+        return bytes * 2;
+    } else {
+        return bytes / sizeof(T);
+    }
+}
 
 template <typename T>
 constexpr bool kIsFloat = kIsLowFloat<T> || std::is_floating_point_v<T>;
@@ -356,7 +389,7 @@ constexpr bool kIsFloat = kIsLowFloat<T> || std::is_floating_point_v<T>;
 // The type arithmetic is done in: 16-bit floats compute in float and round once per op,
 // the rule fusedsl's other executors follow (dtypes.py).
 template <typename T>
-using Compute = std::conditional_t<kIsLowFloat<T>, float, T>;
+using Compute = std::conditional_t<kIsLowFloat<T>, float, std::conditional_t<kIsB4<T>, int32_t, T>>;
 
 template <typename T>
 inline Compute<T> ToCompute(T v) {

@@ -166,9 +166,22 @@ inline void MarkLocalWritten(uint64_t at, uint64_t bytes) {
     std::memset(CurCore().local_written.data() + at, 1, bytes);
 }
 
+// Elements of a 32-byte fractal row: 64 for int4b_t (the LoadData / Mmad pages' 16 x 64 int4b_t fractal).
 template <typename T>
 constexpr uint32_t C0Of() {
-    return 32 / sizeof(T);
+    return kIsB4<T> ? 64 : 32 / sizeof(T);
+}
+
+// Element i (counted from `base`) of a cube operand, in the type the product is computed in; int4b_t
+// elements are signed nibbles, element 2j in the low half of byte j.
+template <typename T>
+inline Compute<T> CubeElem(const T* base, uint64_t i) {
+    if constexpr (kIsB4<T>) {
+        const int v = (reinterpret_cast<const uint8_t*>(base)[i / 2] >> (4 * (i % 2))) & 0xF;
+        return v >= 8 ? v - 16 : v;
+    } else {
+        return static_cast<Compute<T>>(base[i]);
+    }
 }
 
 // ASCENDC.md §3 / Mmad's type table: (A, B) -> L0C accumulator.
@@ -177,10 +190,16 @@ inline void CheckMmadTypes(const char* api) {
     constexpr bool ok = (std::is_same_v<A, half> && std::is_same_v<B, half> && std::is_same_v<C, float>) ||
                         (std::is_same_v<A, bfloat16_t> && std::is_same_v<B, bfloat16_t> && std::is_same_v<C, float>) ||
                         (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<C, float>) ||
-                        (std::is_same_v<A, int8_t> && std::is_same_v<B, int8_t> && std::is_same_v<C, int32_t>);
+                        (std::is_same_v<A, int8_t> && std::is_same_v<B, int8_t> && std::is_same_v<C, int32_t>) ||
+                        (kIsB4<A> && kIsB4<B> && std::is_same_v<C, int32_t>);
     if (!ok) {
         Fail("%s: A %s x B %s -> C %s is not a cube type combination (half/bfloat16_t/float -> float, int8_t -> "
-             "int32_t)", api, TypeName<A>(), TypeName<B>(), TypeName<C>());
+             "int32_t, int4b_t -> int32_t)", api, TypeName<A>(), TypeName<B>(), TypeName<C>());
+    }
+    // Mmad's type table: int4b_t x int4b_t -> int32_t on Atlas A2/A3 only (asc-devkit dav_c220
+    // kernel_operator_mm_impl.h MmadCal; the dav_m200 one has no int4b_t row).
+    if (kIsB4<A> && Target().arch != 2201) {
+        Fail("%s: int4b_t matrices are not supported on %s (the Mmad page: Atlas A2/A3)", api, Target().name);
     }
     if ((std::is_same_v<A, float> || std::is_same_v<A, bfloat16_t>) && !Target().separated) {
         Fail("%s: %s inputs to the cube are not supported on %s (half and int8_t are)", api, TypeName<A>(),
@@ -300,6 +319,17 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     using namespace fusedsl_cpu;
     const char* api = "DataCopy(GM->L1, Nd2NzParams)";
     CheckHasCube(api);
+    if constexpr (kIsB4<T>) {
+        // int4b_t moves as int8_t with the same parameters, so the column counts (dValue, srcDValue, the
+        // matrix strides) are in bytes: asc-devkit dav_c220 kernel_operator_data_copy_impl.h
+        // DataCopyGM2L1ND2NZImpl casts both pointers to int8_t (its load_data_l12l0 sample halves them).
+        GlobalTensor<int8_t> bytes;
+        bytes.fs_addr = reinterpret_cast<int8_t*>(src.fs_addr);
+        bytes.fs_size = BytesOf<T>(src.fs_size);
+        bytes.fs_has_size = src.fs_has_size;
+        DataCopy(dst.template ReinterpretCast<int8_t>(), bytes, p);
+        return;
+    }
     constexpr uint32_t C0 = C0Of<T>();
     if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) {
         return;
@@ -486,7 +516,8 @@ inline uint32_t SquareOffset(size_t elem, uint32_t r, uint32_t c, uint32_t* frac
 namespace AscendC {
 
 // LoadDataWithTranspose (L1 -> L0A/L0B, Atlas A2/A3): per repeat one square of src, transposed.  Types:
-// int8_t/uint8_t, half/bfloat16_t, int32_t/uint32_t/float (int4b_t, L0B only, is not modelled).
+// int8_t/uint8_t, half/bfloat16_t, int32_t/uint32_t/float, and int4b_t into L0B only (the page: "b4数据类型
+// 仅在目的操作数为L0B Buffer的时候支持"; four 16 x 64 fractals make its 64 x 64 square).
 template <typename T>
 inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                                   const LoadData2dTransposeParams& p, FUSEDSL_CPU_SITE) {
@@ -498,20 +529,23 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
         Fail("%s is not available on %s (the LoadDataWithTranspose page: Atlas A2/A3, not Atlas 训练/推理系列)", api,
              Target().name);
     }
-    if constexpr (std::is_same_v<T, int4b_t>) {
-        Fail("%s: int4b_t is not modelled by fusedsl's CPU implementation", api);
-    } else {
+    {
         static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadDataWithTranspose: 1-, 2- or 4-byte types");
         const int mem = MemOfPosition(dst.GetPosition());
         if (mem != kMemL0A && mem != kMemL0B) {
             Fail("%s: dst is a %s tensor; it loads into A2 (L0A) or B2 (L0B)", api, PositionName(dst.GetPosition()));
         }
+        if (kIsB4<T> && mem != kMemL0B) {
+            Fail("%s: int4b_t loads into B2 (L0B) only (the LoadDataWithTranspose page: \"b4数据类型仅在目的操作数为"
+                 "L0B Buffer的时候支持\"); dst is a %s tensor", api, PositionName(dst.GetPosition()));
+        }
         if (p.repeatTimes == 0) {
             return;   // a NOP, per the page
         }
         constexpr uint64_t F = 512;
-        constexpr uint32_t fracs = sizeof(T) == 2 ? 1 : 2;
-        constexpr uint32_t side = sizeof(T) == 1 ? 32 : 16;
+        constexpr bool b4 = kIsB4<T>;
+        constexpr uint32_t fracs = b4 ? 4 : sizeof(T) == 2 ? 1 : 2;
+        constexpr uint32_t side = b4 ? 64 : sizeof(T) == 1 ? 32 : 16;
         const uint64_t last = static_cast<uint64_t>(p.repeatTimes - 1) * p.srcStride;
         if (p.addrMode != 0 && last > p.startIndex) {
             Fail("%s: addrMode counts down %u repeats of srcStride %u from square %u, below square 0", api,
@@ -544,6 +578,31 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
                                                 : p.startIndex + static_cast<uint64_t>(i) * p.srcStride;
             const uint64_t from = s + sq * fracs * F;
             const uint64_t to = d + i * rep_pitch * F;
+            if constexpr (b4) {
+                // Nibble (r, col) of the 64 x 64 square is element (r % 16) * 64 + col of fractal r / 16; a
+                // destination byte counts as written when both nibbles that land in it were.
+                uint8_t square[fracs * F];
+                uint8_t marks[fracs * F];
+                std::memcpy(square, c.local.data() + from, fracs * F);
+                std::memcpy(marks, c.local_written.data() + from, fracs * F);
+                uint8_t out[fracs * F] = {};
+                uint8_t out_marks[fracs * F];
+                std::memset(out_marks, 1, sizeof out_marks);
+                for (uint32_t r = 0; r < side; ++r) {
+                    for (uint32_t col = 0; col < side; ++col) {
+                        const uint32_t se = (col / 16) * 1024 + (col % 16) * 64 + r;   // source (col, r) ...
+                        const uint32_t de = (r / 16) * 1024 + (r % 16) * 64 + col;     // ... to (r, col)
+                        const uint8_t nib = (square[se / 2] >> (4 * (se % 2))) & 0xF;
+                        out[de / 2] = static_cast<uint8_t>(out[de / 2] | (nib << (4 * (de % 2))));
+                        out_marks[de / 2] &= marks[se / 2];
+                    }
+                }
+                for (uint32_t f = 0; f < fracs; ++f) {
+                    std::memcpy(c.local.data() + to + f * frac_pitch * F, out + f * F, F);
+                    std::memcpy(c.local_written.data() + to + f * frac_pitch * F, out_marks + f * F, F);
+                }
+                continue;
+            }
             for (std::vector<uint8_t>* plane : {&c.local, &c.local_written}) {
                 uint8_t square[fracs * F];
                 std::memcpy(square, plane->data() + from, fracs * F);
@@ -593,7 +652,9 @@ inline void MmadWithBiasAt(const LocalTensor<C>& dst, const LocalTensor<A>& a, c
                            const MmadParams& p, const char* api, bool from_bt, uint64_t bt);
 
 template <typename C, typename A, typename B>
-inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b, const MmadParams& p) {
+inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b, const MmadParams& p,
+                 FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AtSite at_site(fs_site);
     // Without a bias tensor, cmatrixSource reads the bias from the start of the bias table (where the
     // bias-less instruction takes it; CANN's mmad sample keeps its bias at C2 address 0).
     MmadWithBiasAt(dst, a, b, p, "Mmad", p.cmatrixSource && !p.cmatrixInitVal, 0);
@@ -603,9 +664,15 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
 // says; a CO1 bias is C itself (C accumulates unless cmatrixInitVal).
 template <typename C, typename A, typename B>
 inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b,
-                 const LocalTensor<C>& bias, const MmadParams& p) {
+                 const LocalTensor<C>& bias, const MmadParams& p, FUSEDSL_CPU_SITE) {
     using namespace fusedsl_cpu;
+    AtSite at_site(fs_site);
     const char* api = "Mmad(bias)";
+    if constexpr (kIsB4<A>) {
+        // asc-devkit dav_c220 kernel_operator_mm_impl.h: the bias form's MmadCal type list has no int4b_t row.
+        Fail("%s: the bias-tensor form of Mmad does not take int4b_t matrices (CANN's type list for it: int8_t, "
+             "half, float, bfloat16_t); use MmadParams.cmatrixSource with the bias in the bias table", api);
+    }
     uint32_t off = 0;
     const int m = WhichMem(bias.fs_addr, &off);
     if (m == kMemBT) {
@@ -647,6 +714,14 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
         Fail("%s: kDirectionAlign = true is supported on Atlas A2/A3 only, not on %s (the Mmad page)", api,
              Target().name);
     }
+    if constexpr (kIsB4<A>) {
+        // asc-devkit dav_c220 kernel_operator_mm_impl.h MmadCal: "MmadParams.k must be an even number when U
+        // and S are int4b_t" (two 4-bit values per byte).
+        if (p.k % 2 != 0) {
+            Fail("%s: MmadParams.k = %u with int4b_t matrices; k must be even (two 4-bit elements per byte, "
+                 "CANN's Mmad check) — pad K to an even length", api, p.k);
+        }
+    }
     constexpr uint32_t KA = C0Of<A>();
     // kDirectionAlign (Mmad计算关键特性说明/K方向对齐约束): float matrices in L0A/L0B have K aligned to
     // ceil(K / 16) * 16 instead of ceil(K / 8) * 8; other types are not affected.
@@ -659,9 +734,8 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
     // The operands must hold the elements the product reads: up to the last used k of the last row of A
     // and of the last column of B (a tensor sized to the valid part of its last fractals is enough).
     const uint64_t kb_last = (p.k - 1) / KA, k_last = (p.k - 1) % KA + 1;
-    uint64_t a_bytes = gemv ? p.k * sizeof(A)
-                            : ((((p.m - 1) / 16) * K1 + kb_last) * fa + ((p.m - 1) % 16) * KA + k_last) * sizeof(A);
-    const uint64_t b_bytes = (((kb_last * N1 + (p.n - 1) / 16) * fa) + ((p.n - 1) % 16) * KA + k_last) * sizeof(B);
+    uint64_t a_bytes = BytesOf<A>(gemv ? p.k : (((p.m - 1) / 16) * K1 + kb_last) * fa + ((p.m - 1) % 16) * KA + k_last);
+    const uint64_t b_bytes = BytesOf<B>(((kb_last * N1 + (p.n - 1) / 16) * fa) + ((p.n - 1) % 16) * KA + k_last);
     uint64_t sa = CheckLocal(api, "a", a.fs_addr, a.GetLength(), a_bytes, kMemL0A, 512);
     uint64_t sb = CheckLocal(api, "b", b.fs_addr, b.GetLength(), b_bytes, kMemL0B, 512);
     const uint64_t c_bytes = M1 * N1 * 256 * sizeof(C);
@@ -670,13 +744,13 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
     // Only the elements the product uses must have been written (rows < m, columns < n, k < K); the padding
     // of partly filled fractals is never read into C.
     for (uint64_t kb = 0; kb < (p.k + KA - 1) / KA; ++kb) {
-        const uint64_t used = std::min<uint64_t>(KA, p.k - kb * KA) * sizeof(A);
+        const uint64_t used = BytesOf<A>(std::min<uint64_t>(KA, p.k - kb * KA));
         for (uint64_t r = 0; r < p.m; ++r) {
-            CheckLocalWritten(api, "a", sa + (gemv ? kb * KA : ((r / 16) * K1 + kb) * fa + (r % 16) * KA) * sizeof(A),
+            CheckLocalWritten(api, "a", sa + BytesOf<A>(gemv ? kb * KA : ((r / 16) * K1 + kb) * fa + (r % 16) * KA),
                               used);
         }
         for (uint64_t col = 0; col < p.n; ++col) {
-            CheckLocalWritten(api, "b", sb + ((kb * N1 + col / 16) * fa + (col % 16) * KA) * sizeof(B), used);
+            CheckLocalWritten(api, "b", sb + BytesOf<B>((kb * N1 + col / 16) * fa + (col % 16) * KA), used);
         }
     }
     if (!p.cmatrixInitVal && bias == nullptr) {
@@ -688,9 +762,9 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
             Acc acc = 0;
             if (r < p.m && col < p.n) {
                 for (uint64_t kk = 0; kk < p.k; ++kk) {
-                    A av = gemv ? a.fs_addr[kk] : a.fs_addr[((r / 16) * K1 + kk / KA) * fa + (r % 16) * KA + kk % KA];
-                    B bv = b.fs_addr[((kk / KA) * N1 + col / 16) * fa + (col % 16) * KA + kk % KA];
-                    acc += static_cast<Acc>(static_cast<Compute<A>>(av)) * static_cast<Acc>(static_cast<Compute<B>>(bv));
+                    const auto av = CubeElem(a.fs_addr, gemv ? kk : ((r / 16) * K1 + kk / KA) * fa + (r % 16) * KA + kk % KA);
+                    const auto bv = CubeElem(b.fs_addr, ((kk / KA) * N1 + col / 16) * fa + (col % 16) * KA + kk % KA);
+                    acc += static_cast<Acc>(av) * static_cast<Acc>(bv);
                 }
             }
             C& out = dst.fs_addr[((col / 16) * M1 + r / 16) * 256 + (r % 16) * 16 + col % 16];
@@ -721,16 +795,7 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
 template <typename C, typename A, typename B>
 inline void MmadWithBiasAt(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b,
                            const MmadParams& p, const char* api, bool from_bt, uint64_t bt) {
-    if constexpr (std::is_same_v<A, int4b_t> || std::is_same_v<B, int4b_t>) {
-        // Mmad's table 7 has int4b_t x int4b_t -> int32_t on A2/A3, but fusedsl's LocalTensor<int4b_t> counts
-        // bytes where CANN's counts 4-bit elements (offsets and sizes would differ), so it is refused.
-        (void)from_bt;
-        (void)bt;
-        fusedsl_cpu::CheckHasCube(api);
-        fusedsl_cpu::Fail("%s: int4b_t matrices are not modelled by fusedsl's CPU implementation", api);
-    } else {
-        MmadRun(dst, a, b, p, api, from_bt, bt);
-    }
+    MmadRun(dst, a, b, p, api, from_bt, bt);
 }
 
 // LoadData2DParamsV2 and its LoadData are Ascend 950's (its L1 -> L0 load with m/k positions and

@@ -86,9 +86,19 @@ inline void CheckWrittenBlocks(const char* api, const char* role, uint32_t off, 
 }
 
 // Rule 3: the plain DataCopy moves whole 32-byte blocks only.
+// int4b_t counts 4-bit elements: 64 to a block (asc-devkit kernel_operator_data_copy_intf_impl.h: "DataCopy
+// count ... should be 32B align", count % ONE_BLK_FP4_NUM for int4b_t).
 template <typename T>
 inline void Check32(const char* api, uint64_t count) {
-    uint64_t bytes = count * sizeof(T);
+    uint64_t bytes = BytesOf<T>(count);
+    if constexpr (kIsB4<T>) {
+        if (count % 64 != 0) {
+            Fail("%s: count = %llu int4b_t elements is not a multiple of 64 (one 32-byte block holds 64 4-bit "
+                 "elements); the NPU would silently copy only %llu elements — pad the length", api,
+                 static_cast<unsigned long long>(count), static_cast<unsigned long long>(count / 64 * 64));
+        }
+        return;
+    }
     if (bytes % 32 == 0) {
         return;
     }
@@ -318,7 +328,7 @@ template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count) {
     const char* api = "DataCopy(GM->UB)";
     fusedsl_cpu::Check32<T>(api, count);
-    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    uint64_t bytes = fusedsl_cpu::BytesOf<T>(count);
     fusedsl_cpu::CopyGmToUb(api, dst, src, fusedsl_cpu::Rows{1, bytes, bytes, bytes});
 }
 
@@ -326,14 +336,14 @@ template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
     const char* api = "DataCopy(UB->GM)";
     fusedsl_cpu::Check32<T>(api, count);
-    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    uint64_t bytes = fusedsl_cpu::BytesOf<T>(count);
     fusedsl_cpu::CopyUbToGm(api, dst, src, fusedsl_cpu::Rows{1, bytes, bytes, bytes});
 }
 
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
     const char* api = "DataCopy(UB->UB)";
-    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    uint64_t bytes = fusedsl_cpu::BytesOf<T>(count);
     if (fusedsl_cpu::IsBiasTable(dst.GetPosition())) {
         // The L1 -> BiasTable page: a count not a multiple of 32 bytes is rounded down to one.
         fusedsl_cpu::CopyL1ToBias(dst, src, 1, bytes / 32 * 32, 0, 0);

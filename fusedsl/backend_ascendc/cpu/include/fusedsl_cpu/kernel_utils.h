@@ -653,7 +653,7 @@ private:
         if (MemOfPosition(pos) != want) {
             Fail("%s: position %s is not in %s", api, PositionName(pos), LocalMemName(want));
         }
-        uint64_t bytes = RoundUp(static_cast<uint64_t>(n) * sizeof(DataType), 32);
+        uint64_t bytes = RoundUp(BytesOf<DataType>(n), 32);
         LocalTensor<DataType> t(reinterpret_cast<DataType*>(LocalAddress(api, pos, head_, bytes)), n, pos);
         head_ += static_cast<uint32_t>(bytes);
         return t;

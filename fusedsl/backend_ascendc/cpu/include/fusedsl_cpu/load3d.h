@@ -244,9 +244,56 @@ inline void LoadData3dV2(const LocalTensor<T>& dst, const LocalTensor<T>& src, c
 
 namespace AscendC {
 
+// int4b_t: whole 64-element (32-byte) channel blocks unfold exactly as int8_t's 32-element ones, so the
+// load runs as int8_t with the element counts along K halved (channelSize, kExtension, kStartPt; asc-devkit
+// kernel_operator_mm_check.h counts an int4b_t block as 64 elements, ChannelSizeRemainder) and the pad
+// value repeated in both nibbles.  Into L0A only, untransposed (the page: L1->L0B and the transposed L0A
+// path take no b4/b8 data).
 template <typename T, const IsResetLoad3dConfig& defaultConfig = IS_RESER_LOAD3D_DEFAULT_CONFIG>
 inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData3DParamsV2<T>& p) {
-    fusedsl_cpu::LoadData3dV2(dst, src, p, defaultConfig);
+    if constexpr (fusedsl_cpu::kIsB4<T>) {
+        using namespace fusedsl_cpu;
+        const char* api = "LoadData(L1->L0, LoadData3DParamsV2)";
+        CheckHasCube(api);
+        if (Target().arch != 2201) {
+            Fail("%s: int4b_t feature maps are not supported on %s (Atlas A2/A3 only)", api, Target().name);
+        }
+        if (MemOfPosition(dst.GetPosition()) != kMemL0A || p.enTranspose) {
+            Fail("%s: int4b_t loads into A2 (L0A) without enTranspose only (the page: L1->L0B and the transposed "
+                 "L1->L0A path do not take b4 data)", api);
+        }
+        if (p.channelSize % 64 != 0 || p.kExtension % 2 != 0 || p.kStartPt % 2 != 0) {
+            Fail("%s: int4b_t with channelSize = %u, kExtension = %u, kStartPt = %u: fusedsl models channelSize as a "
+                 "multiple of 64 (whole 32-byte channel blocks) and even kExtension / kStartPt (the small-channel "
+                 "layouts are not modelled)", api, p.channelSize, p.kExtension, p.kStartPt);
+        }
+        LoadData3DParamsV2<int8_t> q;
+        for (int i = 0; i < PAD_SIZE; ++i) {
+            q.padList[i] = p.padList[i];
+        }
+        q.l1H = p.l1H;
+        q.l1W = p.l1W;
+        q.channelSize = p.channelSize / 2;
+        q.kExtension = p.kExtension / 2;
+        q.mExtension = p.mExtension;
+        q.kStartPt = p.kStartPt / 2;
+        q.mStartPt = p.mStartPt;
+        q.strideW = p.strideW;
+        q.strideH = p.strideH;
+        q.filterW = p.filterW;
+        q.filterH = p.filterH;
+        q.dilationFilterW = p.dilationFilterW;
+        q.dilationFilterH = p.dilationFilterH;
+        q.enTranspose = p.enTranspose;
+        q.enSmallK = p.enSmallK;
+        q.padValue = static_cast<int8_t>((p.padValue.storage & 0xF) * 0x11);
+        q.filterSizeW = p.filterSizeW;
+        q.filterSizeH = p.filterSizeH;
+        q.fMatrixCtrl = p.fMatrixCtrl;
+        LoadData3dV2(dst.template ReinterpretCast<int8_t>(), src.template ReinterpretCast<int8_t>(), q, defaultConfig);
+    } else {
+        fusedsl_cpu::LoadData3dV2(dst, src, p, defaultConfig);
+    }
 }
 
 }  // namespace AscendC

@@ -566,6 +566,10 @@ inline void CheckWritten(const char* api, const char* role, uint32_t off, uint64
          off, static_cast<unsigned long long>(off + bytes));
 }
 
+inline bool IsWrittenByte(uint32_t off) {
+    return CurCore().written[off] != 0;
+}
+
 inline void MarkWritten(uint32_t off, uint64_t bytes) {
     std::memset(CurCore().written.data() + off, 1, bytes);
     PipeWrite(off, bytes);

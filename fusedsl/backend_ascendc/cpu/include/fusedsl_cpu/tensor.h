@@ -84,7 +84,7 @@ public:
     // L1, L0A, L0B, L0C, BT or FB); addr must be 32-byte aligned and the tensor inside the memory.
     LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize)
         : fs_addr(reinterpret_cast<T*>(fusedsl_cpu::LocalAddress("LocalTensor(TPosition, addr, tileSize)", pos, addr,
-                                                                  static_cast<uint64_t>(tileSize) * sizeof(T)))),
+                                                                  fusedsl_cpu::BytesOf<T>(tileSize)))),
           fs_size(tileSize), fs_pos(pos) {}
     LocalTensor(const LocalTensor&) = default;
     LocalTensor& operator=(const LocalTensor&) = default;
@@ -96,29 +96,52 @@ public:
         return *this;
     }
 
-    // A view starting `offset` elements in; vector APIs require its start to be 32-B aligned.
+    // A view starting `offset` elements in; vector APIs require its start to be 32-B aligned.  An int4b_t
+    // view moves offset / 2 bytes, so it must start on a byte: an odd offset would drop the half byte
+    // (CANN's operator[] computes offset / INT4_TWO, asc-devkit kernel_tensor_impl.h) and is refused.
     LocalTensor operator[](uint32_t offset) const {
         if (offset > fs_size) {
             fusedsl_cpu::Fail("LocalTensor[%u]: offset is past the end of the tensor (%u elements)", offset,
                               fs_size);
         }
-        return LocalTensor(fs_addr + offset, fs_size - offset, fs_pos);
+        if constexpr (fusedsl_cpu::kIsB4<T>) {
+            CheckEvenB4("LocalTensor<int4b_t>[]", offset);
+            return LocalTensor(fs_addr + offset / 2, fs_size - offset, fs_pos);
+        } else {
+            return LocalTensor(fs_addr + offset, fs_size - offset, fs_pos);
+        }
     }
 
+    // int4b_t elements are nibbles of a byte (element 2i low, 2i + 1 high), as CANN's GetValue/SetValue
+    // read and write them (asc-devkit kernel_tensor_impl.h).
     T GetValue(uint32_t index) const {
         uint32_t off = ScalarOffset("LocalTensor::GetValue", index);
         fusedsl_cpu::OnPipe scalar(PIPE_S);
         fusedsl_cpu::CheckWritten("LocalTensor::GetValue", "the element", off, sizeof(T));
-        T v;
-        std::memcpy(&v, fs_addr + index, sizeof(T));
-        return v;
+        if constexpr (fusedsl_cpu::kIsB4<T>) {
+            uint8_t byte = *reinterpret_cast<const uint8_t*>(fs_addr + index / 2);
+            return T(static_cast<int>((byte >> (4 * (index % 2))) & 0xF));
+        } else {
+            T v;
+            std::memcpy(&v, fs_addr + index, sizeof(T));
+            return v;
+        }
     }
 
     void SetValue(uint32_t index, T value) const {
         uint32_t off = ScalarOffset("LocalTensor::SetValue", index);
         fusedsl_cpu::OnPipe scalar(PIPE_S);
         fusedsl_cpu::CurCore().cur_api = "LocalTensor::SetValue";
-        std::memcpy(fs_addr + index, &value, sizeof(T));
+        if constexpr (fusedsl_cpu::kIsB4<T>) {
+            uint8_t* byte = reinterpret_cast<uint8_t*>(fs_addr + index / 2);
+            if (!fusedsl_cpu::IsWrittenByte(off)) {
+                *byte = 0;   // the other nibble of a never-written byte reads as 0, not as the 0xFF fill
+            }
+            const int shift = 4 * (index % 2);
+            *byte = static_cast<uint8_t>((*byte & ~(0xF << shift)) | ((value.storage & 0xF) << shift));
+        } else {
+            std::memcpy(fs_addr + index, &value, sizeof(T));
+        }
         fusedsl_cpu::MarkWritten(off, sizeof(T));
     }
 
@@ -126,18 +149,25 @@ public:
     void SetSize(uint32_t size) { fs_size = size; }
     void SetShapeInfo(const ShapeInfo& shapeInfo) { fs_shape = shapeInfo; }
     ShapeInfo GetShapeInfo() const { return fs_shape; }
-    uint32_t GetLength() const { return fs_size * sizeof(T); }
+    uint32_t GetLength() const { return static_cast<uint32_t>(fusedsl_cpu::BytesOf<T>(fs_size)); }
     TPosition GetPosition() const { return fs_pos; }
 
     template <typename U>
     LocalTensor<U> ReinterpretCast() const {
-        return LocalTensor<U>(reinterpret_cast<U*>(fs_addr), static_cast<uint32_t>(fs_size * sizeof(T) / sizeof(U)),
-                              fs_pos);
+        return LocalTensor<U>(reinterpret_cast<U*>(fs_addr),
+                              static_cast<uint32_t>(fusedsl_cpu::ElemsIn<U>(fusedsl_cpu::BytesOf<T>(fs_size))), fs_pos);
     }
 
     // Byte offset in its memory (UB, L1, L0...), the value the device returns as the physical address.
+    // For int4b_t the offset must be even: asc-devkit kernel_tensor_impl.h GetPhyAddr asserts "The offset
+    // for int4b_t GetPhyAddr should be an even num."
     uint64_t GetPhyAddr() const { return fusedsl_cpu::LocalOffset(fs_addr); }
-    uint64_t GetPhyAddr(uint32_t offset) const { return GetPhyAddr() + offset * sizeof(T); }
+    uint64_t GetPhyAddr(uint32_t offset) const {
+        if constexpr (fusedsl_cpu::kIsB4<T>) {
+            CheckEvenB4("LocalTensor<int4b_t>::GetPhyAddr", offset);
+        }
+        return GetPhyAddr() + fusedsl_cpu::BytesOf<T>(offset);
+    }
 
     // Implementation state; kernels use the methods above.
     T* fs_addr = nullptr;
@@ -153,9 +183,17 @@ private:
         if (index >= fs_size) {
             fusedsl_cpu::Fail("%s(%u): index is past the end of the tensor (%u elements)", api, index, fs_size);
         }
-        uint32_t off = fusedsl_cpu::UbOffset(fs_addr + index);
+        uint32_t off = fusedsl_cpu::UbOffset(fs_addr + (fusedsl_cpu::kIsB4<T> ? index / 2 : index));
         fusedsl_cpu::CheckSlot(api, "the tensor", off, sizeof(T));
         return off;
+    }
+
+    static void CheckEvenB4(const char* api, uint32_t offset) {
+        if (offset % 2 != 0) {
+            fusedsl_cpu::Fail("%s(%u): an odd int4b_t offset starts in the middle of a byte (two 4-bit elements "
+                              "per byte); CANN requires an even offset (asc-devkit kernel_tensor_impl.h) — round "
+                              "it to an even element", api, offset);
+        }
     }
 };
 
@@ -175,9 +213,20 @@ public:
         fs_has_size = false;
     }
 
+    // int4b_t: offset / 2 bytes (asc-devkit kernel_tensor_impl.h GlobalTensor::operator[]); an odd offset
+    // would start mid-byte and is refused.
     GlobalTensor operator[](uint64_t offset) const {
         GlobalTensor g;
-        g.fs_addr = fs_addr + offset;
+        if constexpr (fusedsl_cpu::kIsB4<T>) {
+            if (offset % 2 != 0) {
+                fusedsl_cpu::Fail("GlobalTensor<int4b_t>[%llu]: an odd int4b_t offset starts in the middle of a byte "
+                                  "(two 4-bit elements per byte); use an even offset",
+                                  static_cast<unsigned long long>(offset));
+            }
+            g.fs_addr = fs_addr + offset / 2;
+        } else {
+            g.fs_addr = fs_addr + offset;
+        }
         g.fs_has_size = fs_has_size;
         g.fs_size = fs_has_size && offset <= fs_size ? fs_size - offset : 0;
         return g;
@@ -197,22 +246,34 @@ public:
             core.gm_reads_idle = 0;
             rt.yield_block(3);
         }
-        T v;
-        std::memcpy(&v, p, sizeof(T));
-        return v;
+        if constexpr (fusedsl_cpu::kIsB4<T>) {
+            return T(static_cast<int>((*p >> (4 * (offset % 2))) & 0xF));
+        } else {
+            T v;
+            std::memcpy(&v, p, sizeof(T));
+            return v;
+        }
     }
 
     void SetValue(uint64_t offset, T value) const {
         const char* api = "GlobalTensor::SetValue";
         uint8_t* p = Access(api, offset);
-        fusedsl_cpu::NoteGmWrite(api, fusedsl_cpu::FindGm(p), p, sizeof(T), true);
-        fusedsl_cpu::St().gm_bytes_written += sizeof(T);
-        std::memcpy(p, &value, sizeof(T));
+        if constexpr (fusedsl_cpu::kIsB4<T>) {
+            const int shift = 4 * (offset % 2);
+            uint8_t byte = static_cast<uint8_t>((*p & ~(0xF << shift)) | ((value.storage & 0xF) << shift));
+            fusedsl_cpu::NoteGmWrite(api, fusedsl_cpu::FindGm(p), p, 1, true);
+            fusedsl_cpu::St().gm_bytes_written += 1;
+            *p = byte;
+        } else {
+            fusedsl_cpu::NoteGmWrite(api, fusedsl_cpu::FindGm(p), p, sizeof(T), true);
+            fusedsl_cpu::St().gm_bytes_written += sizeof(T);
+            std::memcpy(p, &value, sizeof(T));
+        }
     }
 
     uint64_t GetSize() const { return fs_size; }
     __gm__ T* GetPhyAddr() const { return fs_addr; }
-    __gm__ T* GetPhyAddr(uint64_t offset) const { return fs_addr + offset; }
+    __gm__ T* GetPhyAddr(uint64_t offset) const { return fs_addr + (fusedsl_cpu::kIsB4<T> ? offset / 2 : offset); }
 
     // address_ is the public spelling CANN's samples use; both names are the same pointer.
     union {
@@ -235,7 +296,7 @@ private:
             fusedsl_cpu::Fail("%s(%llu): index is past the SetGlobalBuffer length (%llu elements)", api,
                               static_cast<unsigned long long>(offset), static_cast<unsigned long long>(fs_size));
         }
-        auto p = reinterpret_cast<uint8_t*>(fs_addr + offset);
+        auto p = reinterpret_cast<uint8_t*>(fs_addr + (fusedsl_cpu::kIsB4<T> ? offset / 2 : offset));
         if (reinterpret_cast<uintptr_t>(p) % sizeof(T) != 0) {
             fusedsl_cpu::Fail("%s: GM address %p is not aligned to sizeof(%s) = %zu", api, static_cast<void*>(p),
                               fusedsl_cpu::TypeName<T>(), sizeof(T));
@@ -273,13 +334,13 @@ inline GmBuffer* CheckGm(const char* api, const GlobalTensor<T>& g, uint64_t end
              TypeName<T>(), sizeof(T));
     }
     GmBuffer* buf = CheckGmRange(api, p, end_bytes);
-    if (g.fs_has_size && end_bytes > g.fs_size * sizeof(T) && !RT().warned_past_length) {
+    if (g.fs_has_size && end_bytes > BytesOf<T>(g.fs_size) && !RT().warned_past_length) {
         RT().warned_past_length = true;
         std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s accesses %llu bytes from a GlobalTensor "
                      "whose SetGlobalBuffer length is %llu elements (%llu bytes); allowed, it stays inside GM "
                      "buffer '%s' (reported once per launch)\n", Target().name, static_cast<long long>(RT().block_idx),
                      api, static_cast<unsigned long long>(end_bytes), static_cast<unsigned long long>(g.fs_size),
-                     static_cast<unsigned long long>(g.fs_size * sizeof(T)), buf != nullptr ? buf->name.c_str() : "?");
+                     static_cast<unsigned long long>(BytesOf<T>(g.fs_size)), buf != nullptr ? buf->name.c_str() : "?");
     }
     return buf;
 }
@@ -562,7 +623,7 @@ public:
         std::memset(c.written.data() + off, 0, fs_len);
         SetSlotState(off, fs_len, kSlotLive);
         ForgetAccesses(off, fs_len);
-        return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + off), fs_len / sizeof(T), pos);
+        return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + off), ElemsIn<T>(fs_len), pos);
     }
 
     template <typename T>
@@ -600,7 +661,7 @@ public:
         SetSlotState(fs_offsets[slot], fs_len, kSlotLive);
         ForgetAccesses(fs_offsets[slot], fs_len);
         Core& c = CurCore();
-        return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + fs_offsets[slot]), fs_len / sizeof(T), pos);
+        return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + fs_offsets[slot]), ElemsIn<T>(fs_len), pos);
     }
 
     template <typename T>
@@ -663,7 +724,7 @@ public:
 
     template <typename T>
     LocalTensor<T> Get() const {
-        return Get<T>(fs_len / sizeof(T));
+        return Get<T>(static_cast<uint32_t>(fusedsl_cpu::ElemsIn<T>(fs_len)));
     }
 
     template <typename T>
@@ -682,7 +743,7 @@ public:
         if (fs_pool != nullptr) {
             PoolTouch("TBuf::Get", fs_pool);
         }
-        if (bufOffset + static_cast<uint64_t>(size) * sizeof(T) > fs_len) {
+        if (bufOffset + BytesOf<T>(size) > fs_len) {
             Fail("TBuf::Get: %u elements of %s at byte offset %u do not fit the %u-byte TBuf<%s>", size,
                  TypeName<T>(), bufOffset, fs_len, PositionName(pos));
         }

@@ -134,7 +134,7 @@ private:
     template <typename T>
     LocalTensor<T> Tensor(size_t i) const {
         return LocalTensor<T>(reinterpret_cast<T*>(fusedsl_cpu::LocalMemBase(fusedsl_cpu::kMemL1) + Offset(i)),
-                              fs_len / sizeof(T), TPosition::TSCM);
+                              fusedsl_cpu::ElemsIn<T>(fs_len), TPosition::TSCM);
     }
     size_t Slot(const char* api, const void* addr, uint8_t want, uint8_t also = 0xFF) const {
         Require(api);
