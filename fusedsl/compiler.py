@@ -777,7 +777,7 @@ class CompiledKernel:
                 return "row" if type(row).__name__ == "RowCpuKernel" else "column"
         from .backend_cpu import cube, transpose
         other = cube.kernel_for(plan.function)
-        if other is not None and other.floats:
+        if other is not None and other.native:
             return "cube"
         if transpose.transpose_kernel(plan.function) is not None:
             return "transpose"

@@ -386,7 +386,9 @@ _DOCS = {
     "matmul": """Matrix product `a @ b` (numpy's matmul: batch axes broadcast).
 
     {eager} A matmul and its elementwise epilogue (bias, activation, residual, cast) fuse into
-    one cube kernel (reason FS113); integer operands accumulate in int32.
+    one cube kernel (reason FS113).  Integer operands give numpy's (and torch's) dtype: int8 @
+    int8 is int8, wrapping like numpy; the CPU computes the exact sum and wraps it once.  For a
+    wider result, cast the operands first (`a.astype(np.int32) @ b.astype(np.int32)`).
 
     Args:
         a: a tensor [..., M, K].
@@ -406,7 +408,7 @@ _DOCS = {
     "conv2d": """2-D convolution, NCHW input and KCRS weights; `bias` of shape (K,) is added per channel.
 
     {eager} conv2d with its epilogue (bias, activation) prints as one cube kernel with im2col
-    inside it.
+    inside it.  Integer operands keep their dtype and wrap, like torch's integer conv2d.
 
     Args:
         x: the input [N, C, H, W].

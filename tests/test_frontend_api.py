@@ -296,12 +296,13 @@ def test_conv2d_matches_numpy(stride, padding):
     np.testing.assert_allclose(k(x, w, b), want, rtol=1e-4, atol=1e-4)
 
 
-def test_conv2d_integer_inputs_accumulate_in_int32():
-    x = np.random.default_rng(0).integers(-5, 5, (1, 2, 5, 5)).astype(np.int8)
-    w = np.random.default_rng(1).integers(-5, 5, (3, 2, 3, 3)).astype(np.int8)
+def test_conv2d_integer_inputs_keep_their_dtype_and_wrap_like_torch():
+    x = np.random.default_rng(0).integers(-128, 128, (1, 2, 5, 5)).astype(np.int8)
+    w = np.random.default_rng(1).integers(-128, 128, (3, 2, 3, 3)).astype(np.int8)
     got = fs.fused_kernel(lambda x, w: fs.conv2d(x, w, padding=(1, 1)))(x, w)
-    assert got.dtype == np.int32
-    np.testing.assert_array_equal(got, conv2d_numpy(x, w, 1, 1).astype(np.int32))
+    assert got.dtype == np.int8   # torch.nn.functional.conv2d of int8 tensors is int8 too
+    want = conv2d_numpy(x, w, 1, 1).astype(np.int64).astype(np.int8)   # exact in float64, then wrapped
+    np.testing.assert_array_equal(got, want)
 
 
 def test_batch_norm_matches_numpy():

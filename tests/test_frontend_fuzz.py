@@ -174,7 +174,8 @@ def np_matmul(a, b):
     common = promote(a.dtype, b.dtype)
     if common in FLOATS:
         return compute(np.matmul, common, a.astype(common), b.astype(common))
-    return rounded(np.matmul(a.astype(np.int64), b.astype(np.int64)), I32)
+    # numpy's rule: the common dtype, wrapping (int8 @ int8 is int8)
+    return rounded(np.matmul(a.astype(np.int64), b.astype(np.int64)), common)
 
 
 def as_float(x):

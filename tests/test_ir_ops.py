@@ -92,7 +92,7 @@ def test_has_trait_on_ops():
     ("slice", [T((10, 4))], {"starts": (1, 0), "stops": (8, 4), "steps": (3, 1)}, T((3, 4))),
     ("concatenate", [T((2, 3)), T((5, 3))], {"axis": 0}, T((7, 3))),
     ("matmul", [T((5, 2, 3)), T((3, 4))], {}, T((5, 2, 4))),
-    ("matmul", [T((2, 3), "int8"), T((3, 4), "int8")], {}, T((2, 4), "int32")),
+    ("matmul", [T((2, 3), "int8"), T((3, 4), "int8")], {}, T((2, 4), "int8")),   # numpy's rule: wraps
     ("conv2d", [T((1, 3, 8, 8)), T((4, 3, 3, 3))], {"stride": (2, 2), "padding": (1, 1)}, T((1, 4, 4, 4))),
     ("constant", [], {"value": 1.5, "dtype": "float16"}, T((), "float16")),
 ])

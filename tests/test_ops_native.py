@@ -22,6 +22,7 @@ import fusedsl as fs
 from conftest import FUZZ_EXAMPLES
 from fusedsl.errors import FusedslError
 from fusedsl.ops_table import entries
+from fusedsl.reference import run_module
 
 PROBE_FILE = "<ops probe>"
 # float32, and the narrow dtypes where the fallbacks were (more with FUSEDSL_FUZZ_EXAMPLES > 500)
@@ -173,3 +174,21 @@ def test_narrow_constant_outputs_run_natively_and_print():
     for got, sim, want in zip(k(*xs), k.simulate(*xs), wants):
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(sim, want)
+
+
+# the cube ops of integer operands (int_product.py's exact products; they were on the reference)
+INT_CUBE = ["x @ fs.transpose(y)", "fs.reshape(x, (3, 4, 10)) @ fs.reshape(y, (3, 10, 4))",
+            "fs.relu(x[:, :8] @ fs.reshape(y, (8, 15)) + y[0, :15])",
+            "fs.conv2d(fs.reshape(x, (1, 3, 5, 8)), fs.reshape(y[:, :12], (3, 3, 2, 2)), stride=(1, 2), padding=1)"]
+
+
+@pytest.mark.parametrize("text", INT_CUBE)
+def test_integer_cube_ops_run_natively_and_agree_with_numpy(text):
+    body, _ = _probe(text, 2)
+    rng = np.random.default_rng(2)
+    for dtype in ("int8", "uint8", "int32"):
+        xs = [rng.integers(-128, 128, (3, 40)).astype(dtype) for _ in range(2)]
+        found = _executors_of(body, [fs.spec((3, 40), dtype)] * 2, xs)
+        assert found is not None and "reference" not in found, (dtype, found)
+        ck = fs.fused_kernel(body).compile(*xs)
+        np.testing.assert_array_equal(ck(*xs), run_module(ck.graph, xs)[0], err_msg=dtype)   # the oracle

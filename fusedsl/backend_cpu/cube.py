@@ -22,8 +22,10 @@ accumulated with beta = 1, computing Wp - Wo junk columns per row that the epilo
 
 float16/bfloat16 inputs compute in float32; every op's result is rounded to its dtype
 (the reference interpreter's rule, so all executors agree).  Kernels this module does not
-handle (integer products, epilogues that are neither elementwise nor reductions over the rows
-of a 2-D product) return None and run on the numpy reference.  Row reductions after a 2-D
+handle (epilogues that are neither elementwise nor reductions over the rows of a 2-D product)
+return None and run on the numpy reference.  Integer products (int8, uint8, int32) are exact:
+int_product.py sums them on BLAS in chunks every float holds exactly, mod 2**32, and the
+kernel rounds once to the op's dtype (numpy's wraparound) before the epilogue.  Row reductions after a 2-D
 matmul (softmax, layer_norm of x @ w + b) run block by block too: a block is whole rows.
 """
 from __future__ import annotations
@@ -43,7 +45,7 @@ from ..ir.ops import CONSTANT, CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
 from ..lower.vector import compute_tiling, schedule_vector_kernel
 from ..lower.cube_group import cube_parts
-from . import CpuKernel, casts, conv_sparse, jit
+from . import CpuKernel, casts, conv_sparse, int_product, jit
 from .gather import copy_list
 from .launch import KERNEL_PROTO, host_threads, pool
 from .llvm_row import RowCpuKernel
@@ -57,6 +59,7 @@ _CONV_BUFFER_BYTES = 64 << 20  # a bound conv keeps its padded images and accumu
 # 90 at 128 KB; torch eager 34 ms)
 _TAP_BLOCK_BYTES = 256 << 10
 _FLOATS = {dt.float32, dt.float16, dt.bfloat16}
+_INTS = {dt.int8, dt.uint8, dt.int32}   # integer products: exact, wrapping to the op's dtype
 
 
 # ---- BLAS --------------------------------------------------------------------------------
@@ -326,6 +329,14 @@ def _row_op(op: Op, y) -> bool:
 class CubeKernel:
     """A kernel function of one cube op and its elementwise epilogue, run blockwise."""
 
+    integer = False   # integer operands: int_product's exact product, `_run_integer`
+
+    @property
+    def native(self) -> bool:
+        """Whether `run` takes this kernel (else the caller runs the numpy reference): a float
+        product whose epilogue runs in float32 blocks, or an integer product."""
+        return self.floats or self.integer
+
     def __init__(self, fn: Function, cube: Op, prologue: list[Op], epilogue: list[Op]):
         self.fn = fn
         self.cube = cube
@@ -345,7 +356,8 @@ class CubeKernel:
             return None
         cube = cubes[0]
         y = cube.result
-        if y.dtype not in _FLOATS or any(v.dtype not in _FLOATS for v in cube.operands):
+        integer = y.dtype in _INTS and all(v.dtype in _INTS for v in cube.operands)
+        if not integer and (y.dtype not in _FLOATS or any(v.dtype not in _FLOATS for v in cube.operands)):
             return None
         if not all(isinstance(d, int) for d in y.shape) or 0 in y.shape:
             return None
@@ -368,6 +380,10 @@ class CubeKernel:
         if any(has_trait(op, CUBE) for op in prologue):
             return None
         kernel = cls(fn, cube, prologue, epilogue)
+        kernel.integer = integer
+        if integer:   # an exact integer product (int_product.py), then the epilogue op by op
+            kernel.floats = False
+            return kernel
         # the numpy epilogue computes in float32 blocks: other dtypes (a compare and a select
         # in an exact gelu) run only as the native epilogue kernel (`bind`)
         kernel.floats = all(op.result.dtype in _FLOATS and all(v.dtype in _FLOATS for v in op.operands)
@@ -414,6 +430,8 @@ class CubeKernel:
         `zeros`: per input, its structural-zero mask (backend_cpu/zeros.py) or None; a conv2d
         skips the products they make zero (conv_sparse.py).  `sources`: `sourced_operands`'s
         answer; those inputs are then the parameters the operands copy, not the operands."""
+        if self.integer:
+            return _guarded(self, inputs, outputs)
         native = self._bind_native(inputs, outputs, target, zeros, sources) if target is not None else None
         if native is not None or sources:
             return native
@@ -810,6 +828,8 @@ class CubeKernel:
         return call
 
     def run(self, inputs, targets=None, zeros=None) -> tuple[np.ndarray, ...]:
+        if self.integer:
+            return self._run_integer(inputs, targets)
         env = {id(p.value): np.asarray(a, dtype=p.value.dtype.np) for p, a in zip(self.fn.params, inputs)}
         for op in self.prologue:
             env[id(op.result)] = _run_op(op, [env[id(v)] for v in op.operands])
@@ -839,6 +859,31 @@ class CubeKernel:
         for sl, block in blocks:
             _round_to(block, y.dtype)
             self._epilogue(ext, sl, block, scratch, outs)
+        return tuple(outs)
+
+    def _run_integer(self, inputs, targets=None) -> tuple[np.ndarray, ...]:
+        """An integer product exactly (the sum mod 2**32, int_product.py), rounded once to the
+        op's dtype (numpy's wraparound), then the prologue and epilogue ops with the reference's
+        rule (each op's numpy reference, rounded once to its dtype): bit for bit numpy's."""
+        env = {id(p.value): np.asarray(a, dtype=p.value.dtype.np) for p, a in zip(self.fn.params, inputs)}
+        for op in self.prologue:
+            env[id(op.result)] = _run_op(op, [env[id(v)] for v in op.operands])
+        cube = self.cube
+        x, w = (env[id(v)] for v in cube.operands)
+        if cube.name == "conv2d":
+            exact = int_product.conv2d(x, w, cube.attr("stride"), cube.attr("padding"))
+        else:
+            exact = int_product.matmul(x, w, cube.attr("transpose_a", False), cube.attr("transpose_b", False))
+        env[id(cube.result)] = _round(exact, cube.result.dtype)
+        for op in self.epilogue:
+            env[id(op.result)] = _run_op(op, [env[id(v)] for v in op.operands])
+        outs = []
+        for v, t in zip(self.fn.results, targets or [None] * len(self.fn.results)):
+            if t is None:
+                outs.append(np.array(env[id(v)], dtype=v.dtype.np, order="C"))
+            else:
+                np.copyto(t, env[id(v)], casting="unsafe")
+                outs.append(t)
         return tuple(outs)
 
     def _epilogue(self, ext, sl, block, scratch, outs) -> None:
@@ -984,9 +1029,10 @@ class _Parts:
         if parts is None:
             return None
         kernels = [CubeKernel.build(p) for p in parts]
-        return None if any(k is None or not k.floats for k in kernels) else cls(fn, parts, kernels)
+        return None if any(k is None or not k.native for k in kernels) else cls(fn, parts, kernels)
 
-    floats = True   # every part's epilogue runs in float32 blocks (`_Parts.build`)
+    floats = True   # every part runs natively (`_Parts.build`): float32 blocks or an integer product
+    native = True
 
     def bind(self, inputs, outputs, target=None):
         return _guarded(self, inputs, outputs)
@@ -1048,7 +1094,7 @@ def run(fn: Function, inputs, targets=None, zeros=None) -> tuple[np.ndarray, ...
     """Run a cube kernel function blockwise, or None when this executor does not handle it.
     `zeros`: per input, its structural-zero mask or None (CubeKernel.bind)."""
     kernel = kernel_for(fn)
-    if kernel is None or not kernel.floats:
+    if kernel is None or not kernel.native:
         return None
     if zeros is not None and isinstance(kernel, CubeKernel):
         def go():

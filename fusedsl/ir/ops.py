@@ -367,7 +367,9 @@ def _matmul_dtype(a, b):
                             "the tracer promotes operands; insert a cast", kind="dtype")
     if a.dtype == dt.bool_:
         raise TypeRuleError("matmul is not defined on bool tensors", kind="dtype")
-    return dt.int32 if a.dtype.is_int else a.dtype
+    # numpy's and torch's rule: the operands' dtype, integers wrapping (int8 @ int8 is int8);
+    # the executors accumulate exactly (mod 2**32) and round once to it
+    return a.dtype
 
 
 def _swap_last(shape):
@@ -398,7 +400,7 @@ def _matmul_ref(args, attrs):
         a = np.swapaxes(a, -1, -2)
     if attrs.get("transpose_b", False):
         b = np.swapaxes(b, -1, -2)
-    if a.dtype.kind in "iub":
+    if a.dtype.kind in "iub":   # exact in int64 (wrapping mod 2**64 only past it); _round wraps
         return np.matmul(a.astype(np.int64), b.astype(np.int64))
     return np.matmul(a, b)
 

@@ -1,0 +1,176 @@
+"""Integer matmul / batched matmul / conv2d: numpy's semantics (the operands' dtype, wrapping),
+run natively by the cube executor (backend_cpu/int_product.py: exact BLAS products mod 2**32),
+bit for bit numpy's, never on the reference; what does not print says so at the user's line."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fusedsl as fs
+from conftest import check_user_error, fuzz_settings, marked_line
+from fusedsl.backend_cpu import int_product
+
+INTS = (np.int8, np.uint8, np.int32)
+
+
+def _full_range(rng, shape, dtype, small=False):
+    info = np.iinfo(dtype)
+    lo, hi = (max(info.min, -3), min(info.max, 3)) if small else (info.min, info.max)
+    return rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+
+
+def _conv_numpy(x, w, stride, padding):
+    """An exact conv2d in int64 with explicit loops over the taps (independent of im2col),
+    wrapped to the operands' dtype as torch's integer conv2d is."""
+    (sh, sw), (ph, pw) = stride, padding
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    k, _, r, s = w.shape
+    ho, wo = (xp.shape[2] - r) // sh + 1, (xp.shape[3] - s) // sw + 1
+    out = np.zeros((x.shape[0], k, ho, wo), np.int64)
+    for i in range(r):
+        for j in range(s):
+            win = xp[:, :, i:i + sh * ho:sh, j:j + sw * wo:sw]
+            out += np.einsum("nchw,kc->nkhw", win, w[:, :, i, j].astype(np.int64))
+    return out.astype(x.dtype)
+
+
+def _on_cube(kernel, *arrays):
+    ck = kernel.compile(*arrays)
+    assert [ck.executor(p) for p in ck.kernels] == ["cube"], [ck.executor(p) for p in ck.kernels]
+    return ck
+
+
+# ---- the dtype rule ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_matmul_keeps_numpy_dtype_and_wraps(dtype):
+    a = np.arange(12).astype(dtype).reshape(3, 4) * dtype(50)
+    b = np.full((4, 5), 7, dtype)
+    k = fs.fused_kernel(lambda a, b: fs.matmul(a, b))
+    got = k(a, b)
+    want = np.matmul(a, b)
+    assert got.dtype == want.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(fs.matmul(a, b), want)   # eager: the reference, same rule
+    _on_cube(k, a, b)
+
+
+# ---- differential: matmul and batched matmul ----------------------------------------------
+
+@st.composite
+def _matmul_case(draw):
+    dtype = draw(st.sampled_from(INTS))
+    m, k, n = (draw(st.sampled_from([1, 2, 3, 5, 7, 17, 33])) for _ in range(3))
+    batch_a = draw(st.sampled_from([(), (1,), (2,), (3, 1), (1, 2)]))
+    batch_b = draw(st.sampled_from([(), (1,), (2,), (1, 2)]))
+    try:
+        np.broadcast_shapes(batch_a, batch_b)
+    except ValueError:
+        batch_b = ()
+    small = draw(st.booleans())
+    return dtype, batch_a + (m, k), batch_b + (k, n), small, draw(st.integers(0, 2 ** 31))
+
+
+@given(_matmul_case())
+@fuzz_settings(0.06)
+def test_integer_matmul_is_numpys_bit_for_bit(case):
+    dtype, sa, sb, small, seed = case
+    rng = np.random.default_rng(seed)
+    a, b = _full_range(rng, sa, dtype, small), _full_range(rng, sb, dtype, small)
+    k = fs.fused_kernel(lambda a, b: a @ b)
+    _on_cube(k, a, b)
+    got = k(a, b)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, np.matmul(a, b))
+
+
+@given(st.sampled_from(INTS), st.sampled_from([1, 3, 8]), st.sampled_from([1, 2, 5]), st.integers(0, 2 ** 31))
+@fuzz_settings(0.03)
+def test_integer_matmul_epilogue_and_transposed_operand(dtype, m, n, seed):
+    """relu(x @ w.T + bias) - r: the transposed operand (fold-transpose), a bias row, a residual,
+    each op wrapping in the dtype as numpy's does."""
+    rng = np.random.default_rng(seed)
+    x, w = _full_range(rng, (m, 9), dtype), _full_range(rng, (n, 9), dtype)
+    bias, r = _full_range(rng, (n,), dtype), _full_range(rng, (m, n), dtype)
+    k = fs.fused_kernel(lambda x, w, bias, r: fs.relu(x @ w.T + bias) - r)
+    _on_cube(k, x, w, bias, r)
+    with np.errstate(over="ignore"):
+        want = np.maximum(np.matmul(x, w.T) + bias, 0).astype(dtype) - r
+    np.testing.assert_array_equal(k(x, w, bias, r), want)
+
+
+def test_integer_matmul_is_exact_where_float32_is_not():
+    """Sums past 2**24 (float32's last exact integer) and past 2**31 (int32's wraparound), long K
+    (several exact float chunks), int32 values too large for float64 (the 16-bit halves)."""
+    rng = np.random.default_rng(7)
+    k = fs.fused_kernel(lambda a, b: a @ b)
+    cases = [(np.int8, (4, 3001), (3001, 6)), (np.uint8, (5, 700), (700, 3)), (np.int32, (3, 40), (40, 4)),
+             (np.int32, (2, 1), (1, 2))]
+    for dtype, sa, sb in cases:
+        a, b = _full_range(rng, sa, dtype), _full_range(rng, sb, dtype)
+        np.testing.assert_array_equal(k(a, b), np.matmul(a, b), err_msg=str((dtype, sa)))
+    # int32 whose sum passes 2**31: wraps as numpy's
+    a = np.full((2, 400), 2 ** 21, np.int32)
+    b = np.full((400, 2), 3, np.int32)
+    np.testing.assert_array_equal(k(a, b), np.matmul(a, b))
+    assert int(k(a, b)[0, 0]) == 400 * 3 * 2 ** 21 - 2 ** 32
+
+
+def test_integer_product_module_matches_numpy_on_views():
+    """int_product.matmul_2d on strided views and into a strided output."""
+    rng = np.random.default_rng(3)
+    a = _full_range(rng, (6, 10), np.int32)[:, ::2]
+    b = _full_range(rng, (10, 8), np.int32)[::2, 1::2]
+    out = np.zeros((6, 8), np.int32)[:, ::2]
+    int_product.matmul_2d(a, b, out)
+    np.testing.assert_array_equal(out, np.matmul(a, b))
+
+
+def test_integer_matmul_in_a_program_and_with_out():
+    """Called twice with the same arrays (the bound program) and with out=: same results."""
+    rng = np.random.default_rng(5)
+    a, b = _full_range(rng, (4, 6), np.int8), _full_range(rng, (6, 3), np.int8)
+    k = fs.fused_kernel(lambda a, b: (a @ b) * a[:, :3])
+    want = np.matmul(a, b) * a[:, :3]
+    np.testing.assert_array_equal(k(a, b), want)
+    a[0, 0] += 1
+    want = np.matmul(a, b) * a[:, :3]
+    np.testing.assert_array_equal(k(a, b), want)
+    out = np.empty((4, 3), np.int8)
+    k(a, b, out=out)
+    np.testing.assert_array_equal(out, want)
+
+
+# ---- differential: conv2d ------------------------------------------------------------
+
+@given(st.sampled_from(INTS), st.sampled_from([1, 2]), st.sampled_from([1, 3]), st.sampled_from([1, 2, 5]),
+       st.sampled_from([(1, 1), (3, 3), (2, 3)]), st.sampled_from([(1, 1), (2, 1)]), st.sampled_from([(0, 0), (1, 2)]),
+       st.integers(0, 2 ** 31))
+@fuzz_settings(0.04)
+def test_integer_conv2d_with_bias_is_exact(dtype, n, c, kout, rs, stride, padding, seed):
+    rng = np.random.default_rng(seed)
+    x = _full_range(rng, (n, c, 6, 7), dtype)
+    w = _full_range(rng, (kout, c) + rs, dtype)
+    bias = _full_range(rng, (kout, 1, 1), dtype)
+    k = fs.fused_kernel(lambda x, w, bias: fs.conv2d(x, w, stride=stride, padding=padding) + bias)
+    _on_cube(k, x, w, bias)
+    with np.errstate(over="ignore"):
+        want = _conv_numpy(x, w, stride, padding) + bias
+    np.testing.assert_array_equal(k(x, w, bias), want)
+
+
+# ---- dtypes fusedsl does not have -------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int64])
+def test_int16_and_int64_operands_are_refused_at_the_call(dtype):
+    a = np.ones((2, 3), dtype)
+    k = fs.fused_kernel(lambda a, b: a @ b)
+    with pytest.raises(fs.FusedslError) as info:
+        k(a, a.T.copy())   # LINE-MARK call
+    check_user_error(info, file=__file__, line=_line("call"), message=f"dtype {np.dtype(dtype).name} is not supported")
+
+
+def _line(mark):
+    return marked_line(__file__, mark)
