@@ -262,8 +262,9 @@ _MATMUL_2201 = (
     ("int8_t", "int8_t", "int32_t", "int32_t"),
     ("int8_t", "int8_t", "int32_t", "half"),   # Matmul使用说明 表2: dequantised (SetQuantScalar/SetQuantVector)
 )
-# §3.1: only the first combination is stated for Atlas 推理系列 (310P) AI Core.
-_MATMUL_2002 = (("half", "half", "float", "float"),)
+# §3.1: the first combination is the one stated for Atlas 推理系列 (310P) AI Core; asc-devkit
+# Matmul使用说明 表2 also lists int8_t x int8_t with an int32_t bias into int32_t C for it.
+_MATMUL_2002 = (("half", "half", "float", "float"), ("int8_t", "int8_t", "int32_t", "int32_t"))
 
 
 def _freeze_apis(d: dict[str, frozenset[str]]) -> Mapping[str, frozenset[str]]:

@@ -3,6 +3,8 @@ run natively by the cube executor (backend_cpu/int_product.py: exact BLAS produc
 bit for bit numpy's, never on the reference; what does not print says so at the user's line."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -174,3 +176,49 @@ def test_int16_and_int64_operands_are_refused_at_the_call(dtype):
 
 def _line(mark):
     return marked_line(__file__, mark)
+
+
+# ---- Ascend C: what the cube cannot print says so at the user's line -------------------------
+
+def _int8_matmul(a, b):
+    return fs.matmul(a, b)   # LINE-MARK int8-matmul
+
+
+def _int_conv(x, w):
+    return fs.conv2d(x, w, padding=1)   # LINE-MARK int-conv
+
+
+def _located(info, mark, message):
+    """A compile-time refusal (require_ascendc): the message, at the op's line in this file, and
+    no fusedsl file named (the traceback is the compile call's, checked elsewhere)."""
+    text = str(info.value)
+    assert re.search(message, text), text
+    assert f"{__file__}:{marked_line(__file__, mark)}" in text, text
+    assert "fusedsl/" not in text.replace(__file__, ""), text
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_int8_cube_kernels_are_refused_at_the_op_with_what_to_do(target):
+    a = np.ones((3, 4), np.int8)
+    with pytest.raises(fs.ScheduleError) as info:
+        fs.fused_kernel(_int8_matmul, target=target, require_ascendc=True).compile(a, a.T.copy())
+    _located(info, "int8-matmul",
+                     message=rf"the int8 matmul is not printed as Ascend C yet: {target}'s cube sums int8 x int8 "
+                             r"products in int32 exactly(.|\n)*hint: to print it, use float16 / float32 operands")
+    k = fs.fused_kernel(_int_conv, target=target)
+    ck = k.compile(np.ones((1, 2, 5, 5), np.int8), np.ones((3, 2, 3, 3), np.int8))
+    plan, = ck.kernels
+    assert not plan.printable and ck.executor(plan) == "cube"
+    assert "the int8 conv2d is not printed as Ascend C yet" in str(plan.error)
+    assert plan.error.loc.line == marked_line(__file__, "int-conv")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8])
+def test_integer_products_without_a_cube_form_are_refused_with_what_to_do(dtype):
+    a = np.ones((3, 4), dtype)
+    with pytest.raises(fs.ScheduleError) as info:
+        fs.fused_kernel(_int8_matmul, target="ascend310p", require_ascendc=True).compile(a, a.T.copy())
+    name = np.dtype(dtype).name
+    _located(info, "int8-matmul",
+                     message=rf"ascend310p's cube has no {name} x {name} form for this matmul \(its integer product "
+                             r"is int8 x int8 into int32\)(.|\n)*use int8 operands when the values fit in \[-128, 127\]")

@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 from .. import cost
 from ..errors import ScheduleError, TargetError
 from ..ir.ops import CONSTANT, has_trait
-from .cube import (TRAFFIC_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_elementwise_epilogue,
-                           cores_phrase, cube_tiling, epilogue_rows, matmul_objects)
+from .cube import (TRAFFIC_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_cube_operands,
+                   check_elementwise_epilogue, cores_phrase, cube_tiling, epilogue_rows, matmul_objects)
 from .row import RowParam
 from ..targets import Target, get_target
 
@@ -158,9 +158,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     if not t.matmul_dtypes:
         raise TargetError(f"{t.name} has no Matmul high-level API (ASCENDC.md 3.1): the conv2d at this line cannot "
                           "be printed for it", loc=cv.loc, hint="compile for ascend910b or ascend310p")
-    if not any(c[:2] == (x.dtype.ascendc, w.dtype.ascendc) and c[3] == "float" for c in t.matmul_dtypes):
-        raise ScheduleError(f"{t.name}'s Matmul API has no {x.dtype.name} x {w.dtype.name} -> float32 form",
-                            loc=cv.loc, hint="cast the operands to float16")
+    check_cube_operands(t, x.dtype, w.dtype, cv)
     if not t.supports("Gather", x.dtype.ascendc):
         raise ScheduleError(f"{t.name} has no Gather for {x.dtype.name}: the conv's im2col cannot be printed",
                             loc=cv.loc, hint="cast the operands to float16")

@@ -508,10 +508,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     if not t.matmul_dtypes:
         raise TargetError(f"{t.name} has no Matmul high-level API (ASCENDC.md 3.1): the matmul at this line cannot "
                           "be printed for it", loc=mm.loc, hint="compile for ascend910b or ascend310p")
-    combo = (a.dtype.ascendc, b.dtype.ascendc, "float", "float")
-    if not any(c[:2] == combo[:2] and c[3] == "float" for c in t.matmul_dtypes):
-        raise ScheduleError(f"{t.name}'s Matmul API has no {a.dtype.name} x {b.dtype.name} -> float32 form",
-                            loc=mm.loc, hint="cast the operands to float16")
+    check_cube_operands(t, a.dtype, b.dtype, mm)
     epilogue = [op for op in ops if op is not mm]
     row = _row_epilogue(fn, mm, epilogue, t, ub_fraction, flat_m) if any(has_trait(op, REDUCTION) for op in epilogue) else None
     if row is None:
@@ -634,6 +631,31 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     sched.batch = batch
     sched.batch_a, sched.batch_b = batch_a, batch_b
     return sched
+
+
+def check_cube_operands(t: Target, a: dt.DType, b: dt.DType, op: Op) -> None:
+    """A located ScheduleError unless the chip's Matmul API multiplies these operand dtypes into
+    the float32 C the cube printers take.  Integer operands say what the cube can do with them
+    and what the user can change: their result (numpy's rule: the operands' dtype, wrapping)
+    is computed exactly by kernel(*arrays) on the CPU either way."""
+    if any(c[:2] == (a.ascendc, b.ascendc) and c[3] == "float" for c in t.matmul_dtypes):
+        return
+    if not a.is_int:
+        raise ScheduleError(f"{t.name}'s Matmul API has no {a.name} x {b.name} -> float32 form",
+                            loc=op.loc, hint="cast the operands to float16")
+    exact = ("float16 / float32 operands when every sum stays below 2**11 / 2**24 (exact there); "
+             "kernel(*arrays) runs it exactly on the CPU as it is")
+    if any(c[:2] == ("int8_t", "int8_t") and c[3] == "int32_t" for c in t.matmul_dtypes) and a == dt.int8:
+        raise ScheduleError(f"the int8 {op.name} is not printed as Ascend C yet: {t.name}'s cube sums int8 x int8 "
+                            f"products in int32 exactly, but the wrap of those sums to the int8 result ({op.name} "
+                            "of int8 is int8, numpy's rule) is not printed", loc=op.loc,
+                            hint=f"to print it, use {exact}")
+    cube_ints = sorted({c[0].removesuffix("_t") for c in t.matmul_dtypes if c[0].startswith(("int", "uint"))})
+    have = (f"its integer product is {' and '.join(f'{c} x {c}' for c in cube_ints)} into int32" if cube_ints
+            else "it has no integer product")
+    raise ScheduleError(f"{t.name}'s cube has no {a.name} x {b.name} form for this {op.name} ({have}); a "
+                        "multiply-accumulate over K on the vector unit is not printed", loc=op.loc,
+                        hint=f"to print it, use int8 operands when the values fit in [-128, 127] (x.astype(np.int8)), or {exact}")
 
 
 def epilogue_rows(fn, cube_op, epilogue, target: Target, varies) -> tuple[dict, int, int]:
