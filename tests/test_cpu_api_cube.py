@@ -87,7 +87,7 @@ def test_fill_l1_and_data_copy_between_gm_and_l1(lib):
     np.testing.assert_array_equal(c[:k], np.full(k, 3, np.float16))
     np.testing.assert_array_equal(c[k:], a)
     dims[3] = 1
-    with pytest.raises(AscendCCheckError, match=r"Mmad: isBias, fmOffset, enSsparse and the Winograd "
+    with pytest.raises(AscendCCheckError, match=r"Mmad: fmOffset, enSsparse and the Winograd "
                                                 r"switches are not modelled"):
         lib.launch("cube_l1_roundtrip", 1, [("a", a), ("b", a), ("c", c), ("dims", dims)])
 
@@ -232,6 +232,24 @@ def test_load_data_with_transpose_and_the_bias_table(lib, capfd, dtype, acc, bia
     else:
         np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
     assert "[WARNING]" not in capfd.readouterr().err
+
+
+def test_bias_less_mmad_initialises_c_from_bias_table_address_0(lib):
+    # CANN's bias-less Mmad hands cmatrixSource to the instruction with no bias-table address (its conv3d keeps
+    # its one C2 buffer at BT 0), and isBias clears cmatrixInitVal (asc-devkit dav_c220 kernel_operator_mm_impl.h)
+    bias = np.arange(16, dtype=np.float32) - 4
+    want = np.broadcast_to(bias + 16, (16, 16))
+    for mode in (0, 2):
+        c = np.zeros((16, 16), np.float32)
+        lib.launch("cube_bias_table_mode", 1, [("bias", bias), ("b", bias), ("c", c),
+                                               ("dims", np.array([0, 0, 0, mode], np.uint32))])
+        np.testing.assert_array_equal(c, want)
+    with pytest.raises(AscendCCheckError) as info:
+        lib.launch("cube_bias_table_mode", 1, [("bias", bias), ("b", bias), ("c", np.zeros((16, 16), np.float32)),
+                                               ("dims", np.array([0, 0, 0, 1], np.uint32))])
+    assert re.search(rf"cube_basic_kernels\.cpp:{_transpose_line('bias_source')}: Mmad: cmatrixSource = true without "
+                     r"a bias tensor initialises C from bias-table \(C2\) address 0, where nothing was written "
+                     r"\(BT bytes \[0, 64\) for n = 16\)", str(info.value)), str(info.value)
 
 
 def test_data_copy_l0c_to_gm_with_scalar_quant(lib):

@@ -2,6 +2,7 @@
 written from the asc-devkit docs): LocalTensor<int4b_t> counts 4-bit elements as CANN's does, so
 GetSize, operator[], ReinterpretCast, GetValue/SetValue, DataCopy counts and Mmad's m/n/k are in
 elements and the int4 cube path (Nd2Nz, LoadData 2D / 3D v2, LoadDataWithTranspose, Mmad) matches numpy."""
+import ctypes
 import os
 import re
 
@@ -82,3 +83,40 @@ def test_int4_data_copy_and_nibble_get_set_value_on_ub(lib):
     want[4] = ((int(x[1]) + int(x[2]) + 8) % 16) - 8   # the 4-bit store wraps
     np.testing.assert_array_equal(unpack(out), want)
     assert probe[:5].tolist() == [x[0], x[1], x[7], 256, x[5]]
+
+
+MM_SOURCE = os.path.join(ASCENDC_KERNELS, "matmul_int4_kernels.cpp")
+
+
+@pytest.fixture(scope="module")
+def mm_lib():
+    with open(MM_SOURCE, encoding="utf-8") as f:
+        return cpu_runner.build(f.read(), name="matmul_int4_kernels")
+
+
+def _mm_int4(mm_lib, m, n, k, seed=6):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-8, 8, (m, k)).astype(np.int8)
+    b = rng.integers(-8, 8, (k, n)).astype(np.int8)
+    bias = rng.integers(-100, 100, n).astype(np.int32)
+    tiling = np.zeros(64, np.int32)
+    assert mm_lib._lib.Int4Tiling(m, n, k, tiling.ctypes.data_as(ctypes.c_void_p), tiling.nbytes) > 0
+    c = np.zeros((m, n), np.int32)
+    # pack() pairs values along the last axis; an odd K is packed with a zero nibble on each row's end
+    pa = pack(np.pad(a, ((0, 0), (0, k % 2))))
+    mm_lib.launch("matmul_int4", 1, [("a", pa), ("b", pack(b)), ("bias", bias), ("c", c), ("tiling", tiling)])
+    return c, a.astype(np.int64) @ b.astype(np.int64) + bias
+
+
+def test_int4_matmul_api_with_dt_int4_tiling_matches_numpy(mm_lib):
+    c, want = _mm_int4(mm_lib, 48, 64, 192)
+    np.testing.assert_array_equal(c, want)
+
+
+def test_int4_matmul_api_needs_an_even_inner_axis(mm_lib):
+    with open(MM_SOURCE, encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "LINE:iterate_all" in text)
+    with pytest.raises(AscendCCheckError) as info:
+        _mm_int4(mm_lib, 32, 64, 63)
+    assert re.search(rf"matmul_int4_kernels\.cpp:{line}: Matmul::Iterate: int4b_t A and B need an even count along "
+                     r"their inner \(contiguous\) axes and an even singleCoreK", str(info.value)), str(info.value)

@@ -4,6 +4,7 @@ built with plain g++ as a CPU-mode program and through the runner against numpy,
 mixed-launch block indices, and one failure test per Matmul rule."""
 import ctypes
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -222,6 +223,24 @@ def test_regist_matmul_obj_after_init_buffer_warns_on_910b(lib, small, capfd):
     err = capfd.readouterr().err
     assert err.count("REGIST_MATMUL_OBJ: called after TPipe::InitBuffer (1 buffer(s) already planned); the "
                      "REGIST_MATMUL_OBJ page asks for it before any InitBuffer") == 1, err
+
+
+def test_a_tpipe_plan_over_the_matmul_message_area_is_refused_at_the_call(lib, small):
+    # On 910B the vector core's Matmul client writes each message to the cube core into the last 128 bytes of
+    # UB (asc-devkit dav_c220/kfc/kfc_comm_client.h): a plan of the whole 192 KB would be overwritten by the
+    # Iterate; 192 KB - 128 leaves room and the tile comes out right.
+    a, b, bias, t = small
+    with pytest.raises(AscendCCheckError) as info:
+        _launch(lib, "ub_into_message_area", 1, a, b, bias, np.zeros((64, 64), np.float32), t, "ascend910b")
+    with open(os.path.join(KERNELS, "matmul_kernels.cpp"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "LINE:msg_area" in text)
+    assert re.search(rf"matmul_kernels\.cpp:{line}: Matmul::Iterate: the TPipe plans UB up to byte 196608, into the "
+                     r"last 128 bytes of UB \[196480, 196608\) where the Matmul API writes each message to the cube "
+                     r"core .* plan at most 196480 bytes", str(info.value)), str(info.value)
+    c = np.zeros((64, 64), np.float32)
+    _launch(lib, "ub_leaves_message_area", 1, a, b, bias, c, t, "ascend910b")
+    want = a.astype(np.float32) @ b.astype(np.float32) + bias
+    np.testing.assert_allclose(c[:32, :32], want[:32, :32], rtol=1e-5, atol=1e-5)
 
 
 def test_tied_core_splits_follow_the_splits_canns_samples_document(lib):

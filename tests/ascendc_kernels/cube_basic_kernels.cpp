@@ -130,7 +130,7 @@ extern "C" __global__ __aicore__ void cube_gemv(GM_ADDR a, GM_ADDR b, GM_ADDR c,
 }
 
 // L1 round trip (dims: M = 1, K, N unused): c[0:K] = 3 (Fill on L1, 32-byte blocks), c[K:2K] = a
-// (GM -> L1 -> GM); dims[3] = 1 asks Mmad for isBias (not modelled: refused).
+// (GM -> L1 -> GM); dims[3] = 1 asks Mmad for a feature-map offset (not modelled: refused).
 extern "C" __global__ __aicore__ void cube_l1_roundtrip(GM_ADDR a, GM_ADDR, GM_ADDR c, GM_ADDR dims)
 {
     auto d = reinterpret_cast<__gm__ uint32_t*>(dims);
@@ -150,9 +150,44 @@ extern "C" __global__ __aicore__ void cube_l1_roundtrip(GM_ADDR a, GM_ADDR, GM_A
         Fill(a2, InitConstValueParams<half>(1, 1, 0, static_cast<half>(1)));
         Fill(b2, InitConstValueParams<half>(1, 1, 0, static_cast<half>(1)));
         MmadParams mp{16, 16, 16, 0, false, true};
-        mp.isBias = true;
+        mp.fmOffset = 1;
         Mmad(co1, a2, b2, mp);
     }
+}
+
+// C (16 x 16 float) = ones(16 x 16) x ones(16 x 16) + bias (16 floats in GM), C initialised from the bias
+// table by the bias-less Mmad (dims[3] = mode):
+//   0: bias at BT 0, isBias with cmatrixInitVal left true (CANN clears cmatrixInitVal for isBias);
+//   1: bias at BT 128, cmatrixSource without a bias tensor: the instruction reads BT 0, never written (refused);
+//   2: bias at BT 128 passed as the bias tensor (C = bias + 16).
+extern "C" __global__ __aicore__ void cube_bias_table_mode(GM_ADDR bias, GM_ADDR, GM_ADDR c, GM_ADDR dims)
+{
+    const uint32_t mode = reinterpret_cast<__gm__ uint32_t*>(dims)[3];
+    GlobalTensor<float> biasg, cg;
+    biasg.SetGlobalBuffer((__gm__ float*)bias, 16);
+    cg.SetGlobalBuffer((__gm__ float*)c, 256);
+    LocalTensor<float> bias1(TPosition::C1, 0, 16);
+    LocalTensor<float> bt(TPosition::C2, mode == 0 ? 0 : 128, 16);
+    LocalTensor<half> a2(TPosition::A2, 0, 256), b2(TPosition::B2, 0, 256);
+    LocalTensor<float> co1(TPosition::CO1, 0, 256);
+    DataCopy(bias1, biasg, 16);
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    DataCopy(bt, bias1, DataCopyParams{1, 1, 0, 0});
+    Fill(a2, InitConstValueParams<half>(1, 1, 0, static_cast<half>(1)));
+    Fill(b2, InitConstValueParams<half>(1, 1, 0, static_cast<half>(1)));
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    MmadParams mp{16, 16, 16, 0, true, mode == 0};
+    mp.isBias = mode == 0;
+    if (mode == 2) {
+        Mmad(co1, a2, b2, bt, mp);
+    } else {
+        Mmad(co1, a2, b2, mp);   // LINE:bias_source
+    }
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+    Fixpipe(cg, co1, FixpipeParamsV220{16, 16, 16, 16, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0});
 }
 
 // Broken on purpose: Mmad reads an L0B tensor nothing was loaded into.
@@ -508,6 +543,7 @@ CUBE_ENTRY(cube_l0c2gm_deq, AIC_MODE)
 CUBE_ENTRY(cube_l0c2gm_req, AIC_MODE)
 CUBE_ENTRY(cube_broadcast_vec, AIV_MODE)
 CUBE_ENTRY(cube_sparse, AIC_MODE)
+CUBE_ENTRY(cube_bias_table_mode, AIC_MODE)
 extern "C" int fusedsl_launch_cube_half_in_aiv(uint32_t blockDim, uint8_t** args) {
     AscendC::SetKernelMode(KernelMode::AIV_MODE);
     return fusedsl_cpu::Launch(cube_half, blockDim, args[0], args[1], args[2], args[3]);

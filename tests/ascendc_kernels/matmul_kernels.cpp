@@ -93,6 +93,28 @@ BROKEN(iterate_twice) {
     k.mm.Iterate();
 }
 
+// The TPipe plans `ub` bytes of UB (TBuf), then one tile is computed and fetched to GM: with the whole
+// 192 KB the Matmul call's message to the cube core (the last 128 bytes of UB) would land in the TBuf.
+__aicore__ inline void PlanUbThenIterate(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws, GM_ADDR t,
+                                         uint32_t ub) {
+    Broken k(a, b, bias, c, t);
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);
+    AscendC::TBuf<AscendC::TPosition::VECCALC> all;
+    k.pipe.InitBuffer(all, ub);
+    k.SetOperands();
+    k.mm.Iterate();   // LINE:msg_area
+    k.mm.GetTensorC(k.c);
+    k.mm.End();
+}
+
+BROKEN(ub_into_message_area) {
+    PlanUbThenIterate(a, b, bias, c, ws, t, 192 * 1024);
+}
+
+BROKEN(ub_leaves_message_area) {
+    PlanUbThenIterate(a, b, bias, c, ws, t, 192 * 1024 - 128);
+}
+
 BROKEN(not_registered) {
     Broken k(a, b, bias, c, t);
     k.SetOperands();
@@ -451,6 +473,8 @@ BROKEN_ENTRY(tensor_c_misaligned, MIX_MODE)
 BROKEN_ENTRY(missing_end, MIX_MODE)
 BROKEN_ENTRY(iterate_twice, MIX_MODE)
 BROKEN_ENTRY(not_registered, MIX_MODE)
+BROKEN_ENTRY(ub_into_message_area, MIX_MODE)
+BROKEN_ENTRY(ub_leaves_message_area, MIX_MODE)
 BROKEN_ENTRY(matmul_cfg_relu, AIC_MODE)
 BROKEN_ENTRY(matmul_cfg_partial, AIC_MODE)
 BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)

@@ -162,6 +162,28 @@ inline uint64_t WritableLength(const char* api, const void* addr, uint64_t have,
     return have;
 }
 
+// The same for Mmad's operands: the cube reads the whole fractal layout m x k / k x n implies, and CANN's Mmad
+// check is position and alignment only (asc-devkit kernel_operator_mm_check.h, CheckMmadAlign), so A or B
+// declared shorter than that layout is read on inside the physical L0A/L0B, with a warning once per launch;
+// every byte read must still have been written (CANN's load_data_l12l0 sizes its float L0B for N rounded to 8
+// while the 16 x 8 fractals of the transposed Load3D v2 load reach N rounded to 16).
+inline uint64_t ReadableLength(const char* api, const char* role, const void* addr, uint64_t have, uint64_t need,
+                               int mem) {
+    uint32_t off = 0;
+    if (need > have && WhichMem(addr, &off) == mem && off + need <= LocalMemBytes(mem)) {
+        if (!RT().warned_short_l0) {
+            RT().warned_short_l0 = true;
+            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s reads %llu bytes of %s from %s offset %u "
+                         "but its LocalTensor has %llu; the bytes past it are read (reported once per launch)\n",
+                         Target().name, static_cast<long long>(RT().block_idx), api,
+                         static_cast<unsigned long long>(need), role, LocalMemName(mem), off,
+                         static_cast<unsigned long long>(have));
+        }
+        return need;
+    }
+    return have;
+}
+
 inline void MarkLocalWritten(uint64_t at, uint64_t bytes) {
     std::memset(CurCore().local_written.data() + at, 1, bytes);
 }
@@ -654,10 +676,30 @@ inline void MmadWithBiasAt(const LocalTensor<C>& dst, const LocalTensor<A>& a, c
 template <typename C, typename A, typename B>
 inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const LocalTensor<B>& b, const MmadParams& p,
                  FUSEDSL_CPU_SITE) {
-    fusedsl_cpu::AtSite at_site(fs_site);
-    // Without a bias tensor, cmatrixSource reads the bias from the start of the bias table (where the
-    // bias-less instruction takes it; CANN's mmad sample keeps its bias at C2 address 0).
-    MmadWithBiasAt(dst, a, b, p, "Mmad", p.cmatrixSource && !p.cmatrixInitVal, 0);
+    using namespace fusedsl_cpu;
+    AtSite at_site(fs_site);
+    // CANN's bias-less MmadCal (asc-devkit impl/basic_api/dav_c220/kernel_operator_mm_impl.h) clears
+    // cmatrixInitVal when isBias is set and hands cmatrixSource to the mad instruction with no bias-table
+    // address, so the C initialisation comes from the start of the bias table: CANN's own conv3d
+    // (impl/adv_api/detail/conv/conv3d/dav_m220/conv3d_sub_api.h) relies on it with its only C2 buffer at
+    // BT 0, as does its mmad sample.  fusedsl does the same; a table with nothing written where the bias
+    // would be means the bias is elsewhere (or was never copied), which the device would read as garbage:
+    // refused at this call.
+    MmadParams q = p;
+    q.cmatrixInitVal = p.cmatrixInitVal && !p.isBias;
+    q.isBias = false;
+    const bool from_bt = q.cmatrixSource && !q.cmatrixInitVal;
+    if (from_bt && Target().separated && q.n != 0) {
+        const uint64_t bytes = std::min<uint64_t>(static_cast<uint64_t>(q.n) * sizeof(C), LocalMemBytes(kMemBT));
+        const uint8_t* w = CurCore().local_written.data() + CurCore().local_at[kMemBT];
+        if (std::memchr(w, 1, bytes) == nullptr) {
+            Fail("Mmad: cmatrixSource = true without a bias tensor initialises C from bias-table (C2) address 0, "
+                 "where nothing was written (BT bytes [0, %llu) for n = %u); CANN's bias-less Mmad carries no "
+                 "bias-table address — copy the bias to a C2 tensor at address 0 (DataCopy L1 -> C2), or pass the "
+                 "C2 tensor as Mmad's bias argument", static_cast<unsigned long long>(bytes), q.n);
+        }
+    }
+    MmadWithBiasAt(dst, a, b, q, "Mmad", from_bt, 0);
 }
 
 // The bias form (Mmad, "传入bias"): a C2 bias (the bias table) initialises C, whatever cmatrixSource
@@ -675,12 +717,13 @@ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Local
     }
     uint32_t off = 0;
     const int m = WhichMem(bias.fs_addr, &off);
+    MmadParams q = p;
+    q.isBias = false;   // CANN's bias-form MmadCal reads cmatrixInitVal as it is (dav_c220 kernel_operator_mm_impl.h)
     if (m == kMemBT) {
-        MmadWithBiasAt(dst, a, b, p, api, !p.cmatrixInitVal, off);
+        MmadWithBiasAt(dst, a, b, q, api, !p.cmatrixInitVal, off);
         return;
     }
     if (m == kMemL0C && bias.fs_addr == dst.fs_addr) {
-        MmadParams q = p;
         q.cmatrixSource = false;
         MmadWithBiasAt(dst, a, b, q, api, false, 0);
         return;
@@ -706,8 +749,8 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
     } else if (p.cmatrixSource && !Target().separated) {
         Fail("%s: cmatrixSource = true is not available on %s (the Mmad page: Atlas A2/A3 only)", api, Target().name);
     }
-    if (p.isBias || p.fmOffset != 0 || p.enSsparse || p.enWinogradA || p.enWinogradB) {
-        Fail("%s: isBias, fmOffset, enSsparse and the Winograd switches are not modelled by fusedsl's CPU "
+    if (p.fmOffset != 0 || p.enSsparse || p.enWinogradA || p.enWinogradB) {
+        Fail("%s: fmOffset, enSsparse and the Winograd switches are not modelled by fusedsl's CPU "
              "implementation (leave them at their defaults)", api);
     }
     if (p.kDirectionAlign && Target().arch != 2201) {
@@ -736,8 +779,10 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
     const uint64_t kb_last = (p.k - 1) / KA, k_last = (p.k - 1) % KA + 1;
     uint64_t a_bytes = BytesOf<A>(gemv ? p.k : (((p.m - 1) / 16) * K1 + kb_last) * fa + ((p.m - 1) % 16) * KA + k_last);
     const uint64_t b_bytes = BytesOf<B>(((kb_last * N1 + (p.n - 1) / 16) * fa) + ((p.n - 1) % 16) * KA + k_last);
-    uint64_t sa = CheckLocal(api, "a", a.fs_addr, a.GetLength(), a_bytes, kMemL0A, 512);
-    uint64_t sb = CheckLocal(api, "b", b.fs_addr, b.GetLength(), b_bytes, kMemL0B, 512);
+    uint64_t sa = CheckLocal(api, "a", a.fs_addr, ReadableLength(api, "a", a.fs_addr, a.GetLength(), a_bytes, kMemL0A),
+                             a_bytes, kMemL0A, 512);
+    uint64_t sb = CheckLocal(api, "b", b.fs_addr, ReadableLength(api, "b", b.fs_addr, b.GetLength(), b_bytes, kMemL0B),
+                             b_bytes, kMemL0B, 512);
     const uint64_t c_bytes = M1 * N1 * 256 * sizeof(C);
     uint64_t sc = CheckLocal(api, "dst", dst.fs_addr, WritableLength(api, dst.fs_addr, dst.GetLength(), c_bytes, kMemL0C),
                              c_bytes, kMemL0C, 512);

@@ -116,10 +116,12 @@ public:
     MatmulBase& operator=(const MatmulBase&) = delete;
 
     ~MatmulBase() {
-        // A separated chip's AIC serves the object until End(); without it the kernel hangs.
+        // A separated chip's AIC serves the object until End(); without it the kernel hangs.  An object that
+        // runs on the cube core itself (ASCENDC_CUBE_ONLY, Init on the AIC: CANN's matmul_s4) has no server
+        // waiting for it.
         Runtime& rt = RT();
         if (!fs_registered || !fs_used || fs_ended || !rt.in_block || rt.core.generation != fs_generation ||
-            std::uncaught_exceptions() > 0 || !rt.core.pending_error.empty() || !Target().separated) {
+            std::uncaught_exceptions() > 0 || !rt.core.pending_error.empty() || !Target().separated || rt.on_aic) {
             return;
         }
         rt.core.pending_error = Format("Matmul: End() was not called after the last Iterate/IterateAll; on %s the "
@@ -130,7 +132,8 @@ public:
     // REGIST_MATMUL_OBJ / Init: every check that needs only the tiling and the types.
     void fs_Register(const char* api, const TPipeState* pipe, uint8_t* workspace, const TCubeTiling* tiling,
                      bool need_workspace, const char* ta, const char* tb, const char* tbias, const char* tc,
-                     uint32_t sa, uint32_t sb, uint32_t sbias, uint32_t sc, bool c_in_ub, bool a_in_l1 = false) {
+                     uint32_t sa, uint32_t sb, uint32_t sbias, uint32_t sc, bool c_in_ub, bool a_in_l1 = false,
+                     uint32_t c0k_a = 0) {
         const TargetInfo& t = Target();
         Runtime& rt = RT();
         if (t.num_matmul == 0) {
@@ -186,7 +189,7 @@ public:
             Fail("%s: the TCubeTiling pointer is null", api);
         }
         CheckCombination(api, ta, tb, tbias, tc);
-        const uint64_t l1_need = CheckTiling(api, *tiling, sa, sb, sbias, sc, c_in_ub, a_in_l1);
+        const uint64_t l1_need = CheckTiling(api, *tiling, sa, sb, sbias, sc, c_in_ub, a_in_l1, c0k_a);
         cs.l1_matmul_bytes += l1_need - (counted ? fs_l1_need : 0);   // what tscm.h's L1 check adds
         fs_l1_need = l1_need;
         fs_tiling = *tiling;
@@ -209,6 +212,17 @@ public:
 
     static void CheckCombination(const char* api, const char* ta, const char* tb, const char* tbias, const char* tc) {
         const TargetInfo& t = Target();
+        // int4b_t x int4b_t with an int32_t bias into int32_t or half C, Atlas A2/A3 only (asc-devkit docs,
+        // Matmul-Kernel侧接口/Matmul使用说明.md, table 2).
+        if (!std::strcmp(ta, "int4b_t") || !std::strcmp(tb, "int4b_t")) {
+            if (t.arch == 2201 && !std::strcmp(ta, "int4b_t") && !std::strcmp(tb, "int4b_t") &&
+                !std::strcmp(tbias, "int32_t") && (!std::strcmp(tc, "int32_t") || !std::strcmp(tc, "half"))) {
+                return;
+            }
+            Fail("%s: Matmul with A %s, B %s, Bias %s -> C %s is not supported on %s (int4b_t: A and B int4b_t, "
+                 "Bias int32_t, C int32_t or half, on Atlas A2/A3 only — the Matmul使用说明 page, table 2)", api, ta,
+                 tb, tbias, tc, t.name);
+        }
         std::string known;
         for (size_t i = 0; i < t.num_matmul; ++i) {
             const MatmulTypes& m = t.matmul[i];
@@ -225,9 +239,10 @@ public:
     // The capacities a TCubeTiling implies (ASCENDC.md §3.2 L1 formula, §4.1 sizes).
     // Returns the L1 bytes of the object's own A1/B1/bias buffers (no A1 when A is in TSCM).
     static uint64_t CheckTiling(const char* api, const TCubeTiling& tl, uint32_t sa, uint32_t sb, uint32_t sbias,
-                                uint32_t sc, bool c_in_ub, bool a_in_l1 = false) {
+                                uint32_t sc, bool c_in_ub, bool a_in_l1 = false, uint32_t c0k_a = 0) {
         const TargetInfo& t = Target();
-        const int64_t c0k = 32 / sa;
+        // int4b_t A (sa counted as a whole byte, which over-counts its L0/L1 room) has 64 K values per 32 bytes
+        const int64_t c0k = c0k_a != 0 ? c0k_a : 32 / sa;
         const int64_t bm = tl.baseM, bn = tl.baseN, bk = tl.baseK;
         if (bm <= 0 || bn <= 0 || bk <= 0 || bm % 16 != 0 || bn % 16 != 0 || bk % c0k != 0) {
             Fail("%s: tiling baseM/baseN/baseK = %lld/%lld/%lld; baseM and baseN must be positive multiples of 16 "
@@ -281,6 +296,37 @@ public:
             Fail("%s: tiling iterateOrder = %d; 0 (M first) and 1 (N first) are defined", api, tl.iterateOrder);
         }
         return static_cast<uint64_t>(need);
+    }
+
+    // The message area at the end of UB.  On Atlas A2/A3 the vector core's side of a mixed kernel's Matmul
+    // (CANN's KfcCommClient) passes every call to the cube core (Init, SetOrgShape, Iterate, IterateAll, End)
+    // as a 128-byte KfcMsg that it first writes into the last sizeof(KfcMsg) bytes of UB and then copies to
+    // GM: asc-devkit impl/basic_api/dav_c220/kfc/kfc_comm_client.h (ubMsg = TOTAL_UB_SIZE - sizeof(KfcMsg),
+    // in CPU debug mode that offset from the TPipe's UB base; PostMessage copies it out) and kfc_comm.h
+    // (KfcMsg: head, ubAddr and 120 bytes).  kernel_pop_stack_buffer.h ends the UB a kernel may take there
+    // on arch 2201 ("the last ... reserved for ub kfc msg send").  CANN's CPU mode has no assert for it: the
+    // message silently overwrites whatever TPipe buffer covers those bytes.  fusedsl refuses a call that would
+    // send a message while the TPipe plan reaches into the area.  Cube-only Matmul (ASCENDC_CUBE_ONLY, or a
+    // cube kernel) sends no message.
+    static constexpr uint32_t kKfcMsgBytes = 128;
+    void PostMessage(const char* api) const {
+#ifndef ASCENDC_CUBE_ONLY
+        Runtime& rt = RT();
+        if (!Target().separated || rt.on_aic || rt.kernel_mode != KernelMode::MIX_MODE) {
+            return;
+        }
+        const Core& c = CurCore();
+        const uint32_t area = c.ub_bytes - kKfcMsgBytes;
+        if (c.pipe != nullptr && c.pipe->fs_cursor > area) {
+            Fail("%s: the TPipe plans UB up to byte %u, into the last %u bytes of UB [%u, %u) where the Matmul API "
+                 "writes each message to the cube core (CANN's KfcCommClient, asc-devkit dav_c220/kfc/"
+                 "kfc_comm_client.h) — this call would overwrite the buffer planned there; plan at most %u bytes "
+                 "of UB (GetCoreMemSize(UB) leaves room for it)", api, c.pipe->fs_cursor, kKfcMsgBytes, area,
+                 c.ub_bytes, area);
+        }
+#else
+        (void)api;
+#endif
     }
 
     void RequireRegistered(const char* api) const {
@@ -374,11 +420,13 @@ public:
     using DstT = typename C_TYPE::T;
     using BiasT = typename BIAS_TYPE::T;
     // The cube accumulates int8 products in int32 and every float type in float.
-    using Acc = std::conditional_t<std::is_same_v<SrcAT, int8_t>, int32_t, float>;
+    using Acc = std::conditional_t<std::is_same_v<SrcAT, int8_t> || fusedsl_cpu::kIsB4<SrcAT>, int32_t, float>;
 
     static constexpr bool kCInUb = fusedsl_cpu::IsUbTensorPosition(C_TYPE::pos);
     static constexpr bool kAInL1 = A_TYPE::pos == TPosition::TSCM;   // user-managed L1 (tscm.h)
     static constexpr bool kAInUb = A_TYPE::pos == TPosition::VECOUT;  // 310P: UB -> L1 on the coupled core
+    static_assert(!fusedsl_cpu::kIsB4<SrcAT> || (!kAInL1 && !kAInUb),
+                  "the fusedsl CPU Matmul models int4b_t A in GM (not TSCM or VECOUT)");
     // MM_CFG is a MatmulConfig (CFG_NORM, GetMDLConfig(...), a kernel's own) or a constant
     // tiling (MatmulApiStaticTiling from GetMatmulApiTiling, its config in .cfg).
     static constexpr bool kCfgIsStatic = std::is_same_v<std::decay_t<decltype(MM_CFG)>, MatmulApiStaticTiling>;
@@ -460,11 +508,29 @@ public:
         MatmulBase::fs_Register(api, pipe, reinterpret_cast<uint8_t*>(workspace), tiling, need_workspace,
                                 fusedsl_cpu::TypeName<SrcAT>(), fusedsl_cpu::TypeName<SrcBT>(),
                                 fusedsl_cpu::TypeName<BiasT>(), fusedsl_cpu::TypeName<DstT>(), sizeof(SrcAT),
-                                sizeof(SrcBT), sizeof(BiasT), sizeof(DstT), kCInUb, kAInL1);
+                                sizeof(SrcBT), sizeof(BiasT), sizeof(DstT), kCInUb, kAInL1,
+                                fusedsl_cpu::C0Of<SrcAT>());
     }
 
-    void Init(const TCubeTiling* tiling, TPipe* tpipe = nullptr) {
+    // SetSubBlockIdx page: the vector core's ID within its AI Core, for Matmul objects not set up by
+    // REGIST_MATMUL_OBJ (separated chips only; it must be below the chip's vector cores per cube core).  The
+    // CPU Matmul computes where it is called, so the ID selects nothing.
+    void SetSubBlockIdx(uint8_t subBlockIdx) {
+        const fusedsl_cpu::TargetInfo& t = fusedsl_cpu::Target();
+        if (!t.separated) {
+            fusedsl_cpu::Fail("Matmul::SetSubBlockIdx is available on separated chips (Atlas A2/A3) only, not on %s "
+                              "(the SetSubBlockIdx page)", t.name);
+        }
+        if (subBlockIdx >= 2) {
+            fusedsl_cpu::Fail("Matmul::SetSubBlockIdx(%u): an AI Core of %s has 2 vector cores (IDs 0 and 1)",
+                              subBlockIdx, t.name);
+        }
+    }
+
+    void Init(const TCubeTiling* tiling, TPipe* tpipe = nullptr, FUSEDSL_CPU_SITE) {
+        fusedsl_cpu::AtSite at_site(fs_site);
         fs_Register(tpipe, static_cast<uint8_t*>(nullptr), tiling, "Matmul::Init", false);
+        PostMessage("Matmul::Init");
     }
 
     // SetTensorA/SetTensorB(gm, true) with the MatmulType's ISTRANS false.  Their pages: for inputs other
@@ -582,9 +648,14 @@ public:
         fs_single_k = singleK;
         fs_shape_setter = "SetSingleShape";   // checked when the shapes are used (Iterate)
     }
-    void SetOrgShape(int orgM, int orgN, int orgK) { SetOrgShape(orgM, orgN, orgK, orgK); }
-    void SetOrgShape(int orgM, int orgN, int orgKa, int orgKb, int orgKc = 0) {
+    void SetOrgShape(int orgM, int orgN, int orgK, FUSEDSL_CPU_SITE) {
+        fusedsl_cpu::AtSite at_site(fs_site);
+        SetOrgShape(orgM, orgN, orgK, orgK);
+    }
+    void SetOrgShape(int orgM, int orgN, int orgKa, int orgKb, int orgKc = 0, FUSEDSL_CPU_SITE) {
+        fusedsl_cpu::AtSite at_site(fs_site);
         RequireRegistered("SetOrgShape");
+        PostMessage("Matmul::SetOrgShape");
         (void)orgKc;
         fs_org_m = orgM;
         fs_org_n = orgN;
@@ -631,9 +702,11 @@ public:
     }
 
     template <bool sync = true>
-    bool Iterate(bool enPartialSum = false) {
+    bool Iterate(bool enPartialSum = false, FUSEDSL_CPU_SITE) {
         using namespace fusedsl_cpu;
+        AtSite at_site(fs_site);
         RequireRegistered("Iterate");
+        PostMessage("Matmul::Iterate");
         if (enPartialSum) {
             Fail("Matmul::Iterate(true): partial-sum accumulation into L0C is not modelled by the fusedsl CPU API");
         }
@@ -728,7 +801,9 @@ public:
 
     template <bool sync = true>
     void IterateAll(const GlobalTensor<DstT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
-                    bool waitIterateAll = false, bool fakeMsg = false) {
+                    bool waitIterateAll = false, bool fakeMsg = false, FUSEDSL_CPU_SITE) {
+        fusedsl_cpu::AtSite at_site(fs_site);
+        PostMessage("Matmul::IterateAll");
         (void)waitIterateAll;
         (void)fakeMsg;
         // The IterateAll page sets no condition on C_TYPE's position for a GM destination (CANN's
@@ -746,9 +821,11 @@ public:
 
     // The whole single-core block into UB, ND rows padded to 32 bytes.
     template <bool sync = true>
-    void IterateAll(const LocalTensor<DstT>& ub, uint8_t enAtomic = 0) {
+    void IterateAll(const LocalTensor<DstT>& ub, uint8_t enAtomic = 0, FUSEDSL_CPU_SITE) {
         using namespace fusedsl_cpu;
+        AtSite at_site(fs_site);
         const char* api = "Matmul::IterateAll(LocalTensor)";
+        PostMessage(api);
         if (enAtomic != 0) {
             Fail("%s: enAtomic applies to GM destinations only", api);
         }
@@ -766,8 +843,10 @@ public:
 
     void WaitIterateAll() {}
 
-    void End() {
+    void End(FUSEDSL_CPU_SITE) {
+        fusedsl_cpu::AtSite at_site(fs_site);
         RequireRegistered("End");
+        PostMessage("Matmul::End");
         if (fs_pending) {
             fusedsl_cpu::Fail("Matmul::End: the last tile was computed by Iterate but never fetched with GetTensorC");
         }
@@ -828,9 +907,18 @@ private:
                              k * sizeof(SrcAT));
             }
         } else {
-            CheckGm("Matmul::Iterate (A)", fs_a, a_end * sizeof(SrcAT), true);
+            CheckGm("Matmul::Iterate (A)", fs_a, BytesOf<SrcAT>(a_end), true);
         }
-        CheckGm("Matmul::Iterate (B)", fs_b, b_end * sizeof(SrcBT), true);
+        CheckGm("Matmul::Iterate (B)", fs_b, BytesOf<SrcBT>(b_end), true);
+        if constexpr (kIsB4<SrcAT>) {
+            // The Matmul使用说明 page: with int4b_t A and B "矩阵内轴的数据个数必须为偶数" (two values per byte).
+            const int64_t inner_a = fs_trans_a ? fs_org_m : fs_org_ka, inner_b = fs_trans_b ? fs_org_kb : fs_org_n;
+            if (inner_a % 2 != 0 || inner_b % 2 != 0 || k % 2 != 0) {
+                Fail("Matmul::Iterate: int4b_t A and B need an even count along their inner (contiguous) axes and "
+                     "an even singleCoreK (the Matmul使用说明 page); A's is %lld, B's %lld, K %lld",
+                     static_cast<long long>(inner_a), static_cast<long long>(inner_b), static_cast<long long>(k));
+            }
+        }
         const SrcAT* a = kAInL1 || kAInUb ? fs_a_l1.fs_addr : fs_a.fs_addr;
         const SrcBT* b = fs_b.fs_addr;
         fs_acc.assign(tm * tn, Acc(0));
@@ -851,18 +939,18 @@ private:
         }
         for (int64_t kk = 0; kk < k; ++kk) {
             for (int64_t j = 0; j < tn && !kSparseB; ++j) {
-                SrcBT v = fs_trans_b ? b[(n0 + j) * fs_org_kb + kk] : b[kk * fs_org_n + n0 + j];
-                bt[kk * tn + j] = static_cast<Acc>(ToCompute(v));
+                const int64_t bi = fs_trans_b ? (n0 + j) * fs_org_kb + kk : kk * fs_org_n + n0 + j;
+                bt[kk * tn + j] = static_cast<Acc>(CubeElem(b, static_cast<uint64_t>(bi)));
             }
             for (int64_t i = 0; i < tm; ++i) {
-                SrcAT v = kAInL1 ? a[((kk / c0) * h + m0 + i) * c0 + kk % c0]
-                          : fs_trans_a ? a[kk * fs_org_m + m0 + i] : a[(m0 + i) * fs_org_ka + kk];
-                at[i * k + kk] = static_cast<Acc>(ToCompute(v));
+                const int64_t ai = kAInL1 ? ((kk / c0) * h + m0 + i) * c0 + kk % c0
+                                   : fs_trans_a ? kk * fs_org_m + m0 + i : (m0 + i) * fs_org_ka + kk;
+                at[i * k + kk] = static_cast<Acc>(CubeElem(a, static_cast<uint64_t>(ai)));
             }
         }
         fusedsl_cpu::AccumulateRows(fs_acc.data(), at.data(), bt.data(), tm, k, tn);
-        St().gm_bytes_read += (kAInL1 || kAInUb ? 0 : static_cast<uint64_t>(tm * k) * sizeof(SrcAT)) +
-                              static_cast<uint64_t>(k * tn) * sizeof(SrcBT);
+        St().gm_bytes_read += (kAInL1 || kAInUb ? 0 : BytesOf<SrcAT>(static_cast<uint64_t>(tm * k))) +
+                              BytesOf<SrcBT>(static_cast<uint64_t>(k * tn));
         if constexpr (kCfgIsConfig) {
             if (fs_cfg().enableRelu) {   // the fixpipe's ReLU on the way out of L0C
                 for (Acc& v : fs_acc) {
@@ -1025,7 +1113,8 @@ private:
     bool fs_has_sparse_index = false;
 
     // Dequantisation (SetQuantScalar / SetQuantVector): 0 none set, 1 scalar, 2 vector.
-    static constexpr bool kDequant = std::is_same_v<SrcAT, int8_t> && std::is_same_v<DstT, half>;
+    static constexpr bool kDequant = (std::is_same_v<SrcAT, int8_t> || fusedsl_cpu::kIsB4<SrcAT>) &&
+                                     std::is_same_v<DstT, half>;
     int fs_quant_mode = 0;
     uint64_t fs_quant_scalar = 0;
     GlobalTensor<uint64_t> fs_quant_vector;

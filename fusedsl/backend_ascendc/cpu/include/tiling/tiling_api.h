@@ -51,7 +51,7 @@ enum class CubeFormat { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
 // ge::DataType numbering.
 enum class DataType { DT_FLOAT = 0, DT_FLOAT16 = 1, DT_INT8 = 2, DT_INT32 = 3, DT_UINT8 = 4, DT_INT16 = 6,
                       DT_UINT16 = 7, DT_UINT32 = 8, DT_INT64 = 9, DT_UINT64 = 10, DT_DOUBLE = 11, DT_BOOL = 12,
-                      DT_BF16 = 27, DT_UNDEFINED = 28 };
+                      DT_BF16 = 27, DT_UNDEFINED = 28, DT_INT4 = 29 };
 enum class MatrixTraverse { NOSET = 0, FIRSTM = 1, FIRSTN = 2 };
 enum class DequantType { SCALAR = 0, TENSOR = 1 };
 enum class ScheduleType { INNER_PRODUCT = 0, OUTER_PRODUCT };
@@ -79,7 +79,9 @@ inline int32_t DataTypeSize(DataType t) {
         case DataType::DT_FLOAT: case DataType::DT_INT32: case DataType::DT_UINT32: return 4;
         case DataType::DT_FLOAT16: case DataType::DT_BF16: case DataType::DT_INT16: case DataType::DT_UINT16:
             return 2;
-        case DataType::DT_INT8: case DataType::DT_UINT8: case DataType::DT_BOOL: return 1;
+        // int4 counts a whole byte here, as CANN's own byte table does (asc-devkit
+        // include/adv_api/matmul/matmul_tiling_base.h: DT_INT4 -> 1): room is over-counted, never short
+        case DataType::DT_INT8: case DataType::DT_UINT8: case DataType::DT_BOOL: case DataType::DT_INT4: return 1;
         case DataType::DT_INT64: case DataType::DT_UINT64: case DataType::DT_DOUBLE: return 8;
         default: return 0;
     }
@@ -233,7 +235,8 @@ protected:
             return "unsupported data type";
         }
         const int64_t acc = 4;                       // L0C accumulates in float / int32
-        const int64_t c0k = 32 / sa;                 // K fractal: 32 bytes of A
+        // K fractal: 32 bytes of A (64 int4 values)
+        const int64_t c0k = a_.dtype == DataType::DT_INT4 ? 64 : 32 / sa;
         const ::fusedsl_cpu::TargetInfo& tgt = platform_.fs_target();
         uint64_t l1 = 0, l0c = 0, ub = 0;
         platform_.GetCoreMemSize(platform_ascendc::CoreMemType::L1, l1);
