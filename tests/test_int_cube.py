@@ -198,18 +198,14 @@ def _located(info, mark, message):
 
 
 @pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
-def test_int8_cube_kernels_are_refused_at_the_op_with_what_to_do(target):
-    a = np.ones((3, 4), np.int8)
-    with pytest.raises(fs.ScheduleError) as info:
-        fs.fused_kernel(_int8_matmul, target=target, require_ascendc=True).compile(a, a.T.copy())
-    _located(info, "int8-matmul",
-                     message=rf"the int8 matmul is not printed as Ascend C yet: {target}'s cube sums int8 x int8 "
-                             r"products in int32 exactly(.|\n)*hint: to print it, use float16 / float32 operands")
+def test_int8_conv2d_is_refused_at_the_op_with_what_to_do(target):
     k = fs.fused_kernel(_int_conv, target=target)
     ck = k.compile(np.ones((1, 2, 5, 5), np.int8), np.ones((3, 2, 3, 3), np.int8))
     plan, = ck.kernels
     assert not plan.printable and ck.executor(plan) == "cube"
-    assert "the int8 conv2d is not printed as Ascend C yet" in str(plan.error)
+    assert re.search(rf"the int8 conv2d is not printed as Ascend C yet: {target}'s cube sums int8 x int8 products "
+                     r"in int32 exactly, and fusedsl prints that \(with the wrap to numpy's int8 result\) for matmul, "
+                     r"not for conv2d(.|\n)*hint: to print it, use float16 / float32 operands", str(plan.error))
     assert plan.error.loc.line == marked_line(__file__, "int-conv")
 
 
@@ -222,3 +218,38 @@ def test_integer_products_without_a_cube_form_are_refused_with_what_to_do(dtype)
     _located(info, "int8-matmul",
                      message=rf"ascend310p's cube has no {name} x {name} form for this matmul \(its integer product "
                              r"is int8 x int8 into int32\)(.|\n)*use int8 operands when the values fit in \[-128, 127\]")
+
+
+# ---- Ascend C: int8 x int8 on the cube, int32 C wrapped to int8 (a simulate build each) ------
+
+def test_int8_matmul_prints_on_910b_and_the_simulated_kernel_is_numpys():
+    """Batched A over a shared B; the matmul's value, relu of it, a dequantising float32 scale and an
+    int32 epilogue: the cube sums in int32, the printer wraps C to int8 (And / Adds / casts), and
+    every result equals numpy's bit for bit (the epilogue stays in range, so no 8-bit op saturates)."""
+    rng = np.random.default_rng(11)
+    a, b = _full_range(rng, (2, 37, 70), np.int8), _full_range(rng, (70, 45), np.int8)
+    bias = _full_range(rng, (45,), np.int32, small=True)
+
+    @fs.fused_kernel(target="ascend910b", require_ascendc=True)
+    def k(a, b, bias, s):
+        y = a @ b
+        return y, fs.relu(y), y.astype(np.float32) * s, y.astype(np.int32) * 3 + bias
+
+    ck = k.compile(a, b, bias, np.float32(0.5))
+    plan, = ck.kernels
+    assert plan.printable and ck.executor(plan) == "cube"
+    src = ck.source
+    assert "MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, int32_t>" in src and "ReinterpretCast<int16_t>" in src
+    y = np.matmul(a, b)
+    want = (y, np.maximum(y, 0), y.astype(np.float32) * np.float32(0.5), y.astype(np.int32) * 3 + bias)
+    for got, sim, w in zip(k(a, b, bias, np.float32(0.5)), ck.simulate(a, b, bias, np.float32(0.5)), want):
+        np.testing.assert_array_equal(got, w)
+        np.testing.assert_array_equal(sim, w)
+
+
+def test_int8_matmul_with_a_transposed_operand_prints_on_310p():
+    rng = np.random.default_rng(12)
+    x, w = _full_range(rng, (20, 33), np.int8), _full_range(rng, (17, 33), np.int8)
+    k = fs.fused_kernel(lambda x, w: x @ w.T, target="ascend310p", require_ascendc=True)
+    ck = k.compile(x, w)
+    np.testing.assert_array_equal(ck.simulate(x, w), np.matmul(x, w.T))

@@ -81,7 +81,8 @@ class CubePrinter(KernelFrame):
         words = dict(zip(TCUBE_FIELDS, s.words))
         sets = "\n".join(f"    t->{f} = {words[f]};" for f in TCUBE_FIELDS if words[f])
         a, b = s.mm.operands
-        dt_name = {"float16": "DT_FLOAT16", "float32": "DT_FLOAT", "bfloat16": "DT_BF16"}
+        dt_name = {"float16": "DT_FLOAT16", "float32": "DT_FLOAT", "bfloat16": "DT_BF16", "int8": "DT_INT8",
+                   "int32": "DT_INT32"}
         return f"""#include "tiling/tiling_api.h"
 // Host tiling for {self.name} on {self.t.name}: the TCubeTiling fusedsl computed (lower/cube.py):
 // base block {t.base_m} x {t.base_n} x {t.base_k} within L0C {t.l0c_bytes} B, L0A {t.l0a_bytes} B,
@@ -106,7 +107,7 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
     api.SetDim({t.used_core_num});
     api.SetAType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[a.dtype.name]}, {str(ta).lower()});
     api.SetBType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[b.dtype.name]}, {str(tb).lower()});
-    api.SetCType(mt::TPosition::VECIN, mt::CubeFormat::ND, mt::DataType::DT_FLOAT);
+    api.SetCType(mt::TPosition::VECIN, mt::CubeFormat::ND, mt::DataType::{dt_name[s.c_dtype.name]});
     api.SetOrgShape({t.M}, {t.N}, {t.K});
     api.SetShape({t.M}, {t.N}, {t.K});
     api.SetBias(false);
@@ -153,11 +154,13 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         rows = self._row_buffers()
         if cast_mm:
             rows.append((mmv.dtype, "mmv"))
+        if self.c_ty == "int32_t":   # the int8 wrap's rows (_wrap_int8; lower.cube.WRAP_ROW_BYTES)
+            rows += [(dt.int32, "wrapm"), (dt.float32, "wrapf"), (dt.float16, "wraph")]
         members += [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{nm};" for _, nm in rows]
         if not self.t.separated:
             members.append("    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB")
         bn = "tiling.baseN"
-        init_bufs = ["        pipe->InitBuffer(q_c, 1, tiling.baseM * tiling.baseN * sizeof(float));"]
+        init_bufs = [f"        pipe->InitBuffer(q_c, 1, tiling.baseM * tiling.baseN * sizeof({self.c_ty}));"]
         # tile rows are padded to 32 bytes: a 1-byte row of baseN (a multiple of 16) may need more
         init_bufs += [f"        pipe->InitBuffer(q_{self.cn[p.index]}, 1, tiling.baseM * {_ld('tiling.baseN', p.dtype)} * "
                       f"sizeof({p.dtype.ascendc}));" for p in full]
@@ -231,8 +234,8 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
               f"{', true' if ta else ''}>,"),
              f"                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {b.dtype.ascendc}"
              f"{', true' if tb else ''}>,",
-             "                    AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, float>,",
-             "                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, float>> mm;",
+             f"                    AscendC::MatmulType<AscendC::TPosition::VECIN, CubeFormat::ND, {self.c_ty}>,",
+             f"                    AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {self.c_ty}>> mm;",
              "    TCubeTiling tiling;",
              *[f"    {scalar_ctype(p.dtype)} {p.var};   // runtime scalar {p.name} (from the tiling data)"
                for p in self.rt],
@@ -356,7 +359,7 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
 
     def _copy_in(self, full, colvec) -> list[str]:
         L = ["    __aicore__ inline void CopyIn()", "    {",
-             "        AscendC::LocalTensor<float> c = q_c.AllocTensor<float>();",
+             f"        AscendC::LocalTensor<{self.c_ty}> c = q_c.AllocTensor<{self.c_ty}>();",
              "        mm.template GetTensorC<true>(c, false, true);   // this tile alone, rows padded to 32 B",
              "        q_c.EnQue(c);"]
         for p in full:
@@ -383,7 +386,7 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
     def _compute(self, full, outs, cast_mm) -> list[str]:
         s = self.s
         L = ["    __aicore__ inline void Compute()", "    {",
-             "        AscendC::LocalTensor<float> c = q_c.DeQue<float>();"]
+             f"        AscendC::LocalTensor<{self.c_ty}> c = q_c.DeQue<{self.c_ty}>();"]
         for p in full:
             nm, ty = self.cn[p.index], p.dtype.ascendc
             L.append(f"        AscendC::LocalTensor<{ty}> in_{nm} = q_{nm}.DeQue<{ty}>();")
@@ -460,7 +463,45 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
             body += self._step(op, slot, scal)
         return body
 
+    @property
+    def c_ty(self) -> str:
+        """The C tile's element type: float, or int32_t for int8 operands (lower.cube.check_cube_operands)."""
+        return getattr(self.s, "c_dtype", dt.float32).ascendc
+
+    def _wrap_int8(self, dst: str, src: str) -> list[str]:
+        """An int32 row of C wrapped to int8 as numpy wraps (the low byte, signed):
+        ((c mod 256) + 128) mod 256 - 128, with mod 256 an And with 255 on 16-bit lanes (the
+        chip's bitwise APIs take int16) -- no step can overflow -- then int32 -> float -> half ->
+        int8, exact for values in [-128, 127].  The chip's own casts saturate instead."""
+        ld = _ld("curN", dt.int32)
+        return ["{  // the int32 sums wrapped to int8 like numpy: ((c & 255) + 128) & 255 - 128",
+                "    AscendC::LocalTensor<int32_t> wm = b_wrapm.Get<int32_t>();",
+                "    AscendC::LocalTensor<float> wf = b_wrapf.Get<float>();",
+                "    AscendC::LocalTensor<half> wh = b_wraph.Get<half>();",
+                f"    AscendC::LocalTensor<int32_t> cr = {src.split('[')[0]}[r * {ld}];",
+                "    AscendC::Duplicate(wm, static_cast<int32_t>(255), curN);",
+                "    AscendC::PipeBarrier<PIPE_V>();",
+                "    AscendC::And(cr.ReinterpretCast<int16_t>(), cr.ReinterpretCast<int16_t>(), "
+                "wm.ReinterpretCast<int16_t>(), curN * 2);",
+                "    AscendC::PipeBarrier<PIPE_V>();",
+                "    AscendC::Adds(cr, cr, static_cast<int32_t>(128), curN);",
+                "    AscendC::PipeBarrier<PIPE_V>();",
+                "    AscendC::And(cr.ReinterpretCast<int16_t>(), cr.ReinterpretCast<int16_t>(), "
+                "wm.ReinterpretCast<int16_t>(), curN * 2);",
+                "    AscendC::PipeBarrier<PIPE_V>();",
+                "    AscendC::Adds(cr, cr, static_cast<int32_t>(-128), curN);",
+                "    AscendC::PipeBarrier<PIPE_V>();",
+                "    AscendC::Cast(wf, cr, AscendC::RoundMode::CAST_NONE, curN);",
+                "    AscendC::PipeBarrier<PIPE_V>();",
+                "    AscendC::Cast(wh, wf, AscendC::RoundMode::CAST_NONE, curN);",
+                "    AscendC::PipeBarrier<PIPE_V>();",
+                f"    AscendC::Cast({dst}, wh, AscendC::RoundMode::CAST_NONE, curN);",
+                "    AscendC::PipeBarrier<PIPE_V>();",
+                "}"]
+
     def _cast_or_copy(self, dst: str, src: str, d: dt.DType) -> list[str]:
+        if self.c_ty == "int32_t":   # int8 operands: the result is int8 (numpy's rule)
+            return self._wrap_int8(dst, src)
         if d == dt.float32:
             return [f"AscendC::Muls({dst}, {src}, 1.0f, curN);", "AscendC::PipeBarrier<PIPE_V>();"]
         modes = self.t.cast_modes.get(("float", d.ascendc), frozenset())

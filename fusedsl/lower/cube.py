@@ -381,6 +381,7 @@ class CubeSchedule:
     traffic = None             # what it moves besides A and B (Traffic), for the split's model
     cann_tiling = None         # the CubeTiling of CANN's rule on the same buffers
     steps = None               # id(op) -> (vector tile program, sources) per elementwise epilogue op
+    c_dtype = dt.float32       # the C tile's dtype: float32, or int32 for int8 operands (then wrapped to int8)
 
     @property
     def inputs(self):
@@ -508,9 +509,13 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     if not t.matmul_dtypes:
         raise TargetError(f"{t.name} has no Matmul high-level API (ASCENDC.md 3.1): the matmul at this line cannot "
                           "be printed for it", loc=mm.loc, hint="compile for ascend910b or ascend310p")
-    check_cube_operands(t, a.dtype, b.dtype, mm)
+    c_dtype = check_cube_operands(t, a.dtype, b.dtype, mm, int8=True)
     epilogue = [op for op in ops if op is not mm]
     row = _row_epilogue(fn, mm, epilogue, t, ub_fraction, flat_m) if any(has_trait(op, REDUCTION) for op in epilogue) else None
+    if row is not None and c_dtype != dt.float32:
+        raise ScheduleError(f"a row reduction after the int8 matmul in {fn.name} is not printed yet (its int32 C "
+                            "is wrapped to int8 by the elementwise epilogue only)", loc=mm.loc,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     if row is None:
         check_elementwise_epilogue(fn, mm, epilogue)
     params = []
@@ -552,6 +557,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                   and (N > 1 or tuple(v.shape) in (out_shape, (M, N))))
         steps, row_bytes, row_slack = epilogue_rows(fn, mm, epilogue, t, varies)
         row_bytes += sum(p.dtype.itemsize for p in params if p.kind == "colvec")
+        row_bytes += WRAP_ROW_BYTES if c_dtype == dt.int32 else 0
     # Select's library scratch at the top of UB when the epilogue compares or selects
     scratch = select_scratch(t, [x for s in row.steps.values() for x in s.sched.stmts] if row is not None
                              else [x for st in steps.values() for x in st[0].stmts])
@@ -574,14 +580,14 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
 
     # A's panel may be held in L1 (TSCM, printer_cube.LoadA) on 910B for one batch matrix of a
     # non-transposed A (Nd2NzParams copies rows as they lie; the CPU API reads a TSCM A untransposed)
-    a_l1 = t.separated and not ta and batch == 1
+    a_l1 = t.separated and not ta and batch == 1 and c_dtype == dt.float32
 
     def tile(cores=None, traffic=traffic):
         if row is not None:
             return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
                                ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
                                ub_bytes=ub_left, whole_rows=True, traffic=traffic, layouts=layouts)
-        return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
+        return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype=c_dtype.np.name,
                            ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
                            ub_bytes=int(t.ub_bytes * ub_fraction) - 1024 - scratch, row_bytes=row_bytes,
                            row_slack=row_slack, traffic=traffic, a_l1=a_l1, layouts=layouts)
@@ -628,27 +634,48 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     # CANN's rule on the same buffers (no traffic): what the split is compared with (benchmarks/cube.py)
     sched.cann_tiling = placed(tile(traffic=None), None)
     sched.steps = steps
+    sched.c_dtype = c_dtype
     sched.batch = batch
     sched.batch_a, sched.batch_b = batch_a, batch_b
     return sched
 
 
-def check_cube_operands(t: Target, a: dt.DType, b: dt.DType, op: Op) -> None:
-    """A located ScheduleError unless the chip's Matmul API multiplies these operand dtypes into
-    the float32 C the cube printers take.  Integer operands say what the cube can do with them
+# The int8 wrap of an int32 C row (printer_cube `_wrap_int8`): an int32 mask row, a float and a
+# half row, each baseN (+ compare slack) elements
+WRAP_ROW_BYTES = 4 + 4 + 2
+# what the wrap runs on the vector unit: And on 16-bit lanes, int32 Adds and Duplicate, and the
+# casts int32 -> float -> half -> int8 (exact for values in [-128, 127])
+_WRAP_APIS = (("And", "int16_t"), ("Adds", "int32_t"), ("Duplicate", "int32_t"))
+_WRAP_CASTS = (("int32_t", "float"), ("float", "half"), ("half", "int8_t"))
+
+
+def check_cube_operands(t: Target, a: dt.DType, b: dt.DType, op: Op, int8: bool = False) -> dt.DType:
+    """The C tile's dtype for these operands: float32 where the chip's Matmul API multiplies them
+    into float, int32 for int8 operands when `int8` (the matmul printer wraps the int32 sums to
+    numpy's int8 result) and the chip has the int8 x int8 -> int32 form and the wrap's vector
+    APIs; else a located ScheduleError.  Integer operands say what the cube can do with them
     and what the user can change: their result (numpy's rule: the operands' dtype, wrapping)
     is computed exactly by kernel(*arrays) on the CPU either way."""
     if any(c[:2] == (a.ascendc, b.ascendc) and c[3] == "float" for c in t.matmul_dtypes):
-        return
+        return dt.float32
+    int8_cube = any(c[:2] == ("int8_t", "int8_t") and c[3] == "int32_t" for c in t.matmul_dtypes)
+    if int8 and int8_cube and a == dt.int8:
+        missing = [f"{api} for {ty}" for api, ty in _WRAP_APIS if not t.supports(api, ty)]
+        missing += [f"Cast {x} -> {y}" for x, y in _WRAP_CASTS if "CAST_NONE" not in t.cast_modes.get((x, y), ())]
+        if not missing:
+            return dt.int32
+        raise ScheduleError(f"the int8 {op.name} cannot be printed for {t.name}: wrapping its int32 sums to int8 "
+                            f"needs {', '.join(missing)}", loc=op.loc,
+                            hint="kernel(*arrays) runs it exactly on the CPU")
     if not a.is_int:
         raise ScheduleError(f"{t.name}'s Matmul API has no {a.name} x {b.name} -> float32 form",
                             loc=op.loc, hint="cast the operands to float16")
     exact = ("float16 / float32 operands when every sum stays below 2**11 / 2**24 (exact there); "
              "kernel(*arrays) runs it exactly on the CPU as it is")
-    if any(c[:2] == ("int8_t", "int8_t") and c[3] == "int32_t" for c in t.matmul_dtypes) and a == dt.int8:
+    if int8_cube and a == dt.int8:
         raise ScheduleError(f"the int8 {op.name} is not printed as Ascend C yet: {t.name}'s cube sums int8 x int8 "
-                            f"products in int32 exactly, but the wrap of those sums to the int8 result ({op.name} "
-                            "of int8 is int8, numpy's rule) is not printed", loc=op.loc,
+                            "products in int32 exactly, and fusedsl prints that (with the wrap to numpy's int8 "
+                            f"result) for matmul, not for {op.name}", loc=op.loc,
                             hint=f"to print it, use {exact}")
     cube_ints = sorted({c[0].removesuffix("_t") for c in t.matmul_dtypes if c[0].startswith(("int", "uint"))})
     have = (f"its integer product is {' and '.join(f'{c} x {c}' for c in cube_ints)} into int32" if cube_ints
