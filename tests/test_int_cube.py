@@ -253,3 +253,39 @@ def test_int8_matmul_with_a_transposed_operand_prints_on_310p():
     k = fs.fused_kernel(lambda x, w: x @ w.T, target="ascend310p", require_ascendc=True)
     ck = k.compile(x, w)
     np.testing.assert_array_equal(ck.simulate(x, w), np.matmul(x, w.T))
+
+
+def test_imported_torch_integer_matmul_and_conv_wrap_like_torch():
+    """torch's integer matmul and conv2d keep the operands' dtype and wrap, as fs.matmul / fs.conv2d
+    now do: an imported model gives torch's values and dtypes, on the cube executor."""
+    torch = pytest.importorskip("torch")
+
+    class M(torch.nn.Module):
+        def forward(self, a, b, x, w):
+            return torch.relu(a @ b + 3), torch.nn.functional.conv2d(x, w, padding=1) * 2
+
+    rng = np.random.default_rng(9)
+    for dtype in (np.int8, np.uint8, np.int32):
+        args = [_full_range(rng, s, dtype) for s in ((3, 70), (70, 5), (2, 3, 5, 6), (4, 3, 3, 3))]
+        tensors = [torch.from_numpy(x) for x in args]
+        m = fs.from_torch(M(), *tensors)
+        for got, want in zip(m(*args), M()(*tensors)):
+            assert got.dtype == want.numpy().dtype
+            np.testing.assert_array_equal(got, want.numpy(), err_msg=np.dtype(dtype).name)
+        ck = m.compile(*args)
+        assert {ck.executor(p) for p in ck.kernels} == {"cube"}, [ck.executor(p) for p in ck.kernels]
+
+
+def _grouped(x, w):
+    return fs.conv2d(x, w, groups=2)   # LINE-MARK grouped
+
+
+def test_grouped_integer_conv_is_refused_at_the_users_line():
+    x, w = np.ones((1, 4, 5, 5), np.int8), np.ones((4, 2, 3, 3), np.int8)
+    with pytest.raises(fs.DTypeError) as info:
+        fs.fused_kernel(_grouped)(x, w)
+    text = str(info.value)
+    assert f"{__file__}:{marked_line(__file__, 'grouped')}" in text, text
+    assert "conv2d of integer tensors is supported as a plain convolution (no groups, dilation or transposition), " \
+           "got a int8 input" in text, text
+    assert "cast the input and the weight to float32" in text

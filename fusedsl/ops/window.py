@@ -391,10 +391,6 @@ def convolution(F, x, w, b=None, stride=1, padding=0, dilation=1, transposed=Fal
     padding (ints, 'valid', 'same'), dilation, output_padding and groups."""
     x = _tensor(F, x, name, "its input", 3)
     w = _tensor(F, w, name, "its weight", 3)
-    for t, what in ((x, "input"), (w, "weight")):
-        if not t.dtype.is_float:
-            _fail(F, f"{name} convolves floating-point tensors, got a {t.dtype} {what}", kind="DTypeError",
-                  hint="cast the input and the weight to float32 (or float16) first")
     nd = x.ndim - 2
     if nd not in (1, 2, 3) or w.ndim != x.ndim:
         _fail(F, f"{name}: input of shape {tuple(x.shape)} and weight of shape {tuple(w.shape)} are not an "
@@ -417,6 +413,14 @@ def convolution(F, x, w, b=None, stride=1, padding=0, dilation=1, transposed=Fal
     stride = _tuple(F, stride, nd, name, "stride", 1)
     padding = _tuple(F, padding, nd, name, "padding")
     output_padding = _tuple(F, output_padding, nd, name, "output_padding")
+    # integers (torch's integer conv2d keeps the dtype and wraps, as fs.conv2d does) only as one
+    # plain conv2d: the compositions below build their zero-inserted operands for floats
+    plain = not transposed and nd in (1, 2) and groups == 1 and all(d == 1 for d in dilation)
+    for t, what in ((x, "input"), (w, "weight")):
+        if not t.dtype.is_float and not plain:
+            _fail(F, f"{name} of integer tensors is supported as a plain convolution (no groups, dilation or "
+                  f"transposition), got a {t.dtype} {what}", kind="DTypeError",
+                  hint="cast the input and the weight to float32 (or float16) first")
     cin = x.shape[1]
     if transposed:
         ok = w.shape[0] == cin and cin % groups == 0
