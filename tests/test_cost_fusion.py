@@ -164,22 +164,27 @@ def _stack(nblocks):
 
 
 def _compile_work(nblocks):
-    """(fusion's candidate merges considered, ops of the traced program): the compile's work,
-    counted rather than timed (a timed assertion failed on the shared CI machine; the compile
-    time itself is measured in benchmarks/, RESULTS.md "Model scale")."""
+    """(fusion's work, ops of the traced program): the compile's work counted rather than timed (a
+    timed assertion failed on the shared CI machine; the time is measured in benchmarks/,
+    RESULTS.md "Fusion pass scaling").  The work is every merge fusion tried (vector grouping,
+    sibling, row, column and cube merges) plus every node its cycle checks walked."""
     kernel, args = _stack(nblocks)
     compiled = kernel.compile(*args)
-    return compiled.fuse_stats["candidates"], len(compiled.canonical.main.ops)
+    stats = compiled.fuse_stats
+    return stats["candidates"] + stats["visits"], len(compiled.canonical.main.ops)
 
 
-def test_compile_work_grows_less_than_quadratically():
-    """4x the blocks (1000+ ops): fusion considers fewer than 16x the candidate merges (quadratic).
-    Measured 808 -> 11014 (13.6x): candidate pairs grow faster than the ops (the compile time grew
-    4-9x in the timed version of this test); a regression bound, deterministic."""
+def test_compile_work_grows_linearly():
+    """4x the blocks (1000+ ops): fusion's work grows less than 5x.  It grew 13.6x (808 -> 11014
+    candidate merges) when every pair of blocks was a sibling candidate (each block's layer norm
+    reads the same weights) and was tried, and tried again after every merge; such pairs are kept
+    apart for good by the matmuls between them (fusion_reach.through_masks) and are no longer
+    enumerated.  Measured 267 -> 1077 (4.03x; 18 -> 72 blocks, 254 -> 1010 ops)."""
     small, small_ops = _compile_work(18)
     big, big_ops = _compile_work(72)
     assert big_ops >= 1000 and big_ops >= 3.9 * small_ops
-    assert small > 0 and big / small < 16, (small, big)
+    assert small > 0 and big / small < 5, (small, big)
+    assert big / big_ops < 1.25 * small / small_ops, (small, small_ops, big, big_ops)   # work per op: flat
 
 
 def test_recompute_or_store_follows_the_model():

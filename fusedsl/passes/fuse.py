@@ -42,6 +42,7 @@ from ..ir.core import Function, Module, Op, Param, TensorType, Value
 from ..ir.ops import BROADCAST, CALL, CONSTANT, CUBE, ELEMENTWISE, HOST, SHAPE, has_trait
 from .base import Pass
 from .fusion_model import FusionOptions, GroupStats, merge_verdict, split_reason
+from .fusion_reach import GroupGraph, bits, closure_masks, through_masks, topological_positions
 
 
 def is_vector_op(op: Op) -> bool:
@@ -76,18 +77,18 @@ class Fuse(Pass):
         self.fusion = fusion or FusionOptions()
         self.infos: dict[str, KernelInfo] = {}
         self._refusals: dict[int, tuple[str, str]] = {}   # op index -> (code, figures) of a refused merge
-        self.stats = {"candidates": 0, "merges": 0}         # merges considered / kept (fusion reports)
+        self.stats = {"candidates": 0, "merges": 0, "visits": 0}   # merges considered / kept, cycle-check work
 
     def run(self, module: Module) -> Module:
         fn = module.main
         self._refusals = {}
-        self.stats = {"candidates": 0, "merges": 0}
+        self.stats = {"candidates": 0, "merges": 0, "visits": 0}
         groups = self._group(fn)
         kernels = self._split_by_shape(fn, groups)
         cube = self.fusion.fuse or self.single_kernel
         if self.fusion.rows or cube:
             kernels = _row_fuse(fn, kernels, rows=self.fusion.rows, cube=cube, target=self.fusion.target,
-                                ub_share=self.fusion.ub_headroom)
+                                ub_share=self.fusion.ub_headroom, work=self.stats)
         if self.fusion.views or self.single_kernel:
             kernels = self._absorb_views(fn, kernels)
         kernels = _drop_dead(fn, kernels)
@@ -236,12 +237,13 @@ class Fuse(Pass):
     # ---- grouping -------------------------------------------------------------------
     # Compile cost must grow linearly with the graph (a 1000-op model compiles in well under
     # a second): groups are union-find sets, legality is two bitset ANDs over precomputed
-    # ancestor/descendant masks, and sibling candidates come from an input -> groups index
-    # instead of all pairs.
+    # ancestor/descendant masks (fusion_reach), and sibling candidates come from an input ->
+    # groups index instead of all pairs (_merge_siblings says why that is not enough alone).
     def _group(self, fn: Function) -> list[list[int]]:
         producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
-        ancestors = _ancestor_masks(fn, producer)
-        descendants = _descendant_masks(fn, producer)
+        preds, succs = _op_edges(fn, producer)
+        ancestors = closure_masks(range(len(fn.ops)), preds.__getitem__)
+        descendants = closure_masks(range(len(fn.ops) - 1, -1, -1), succs.__getitem__)
         parent: dict[int, int] = {}   # union-find over vector ops; the root names the group
         members: dict[int, int] = {}  # root -> bitmask of member ops
         reach: dict[int, int] = {}    # root -> descendants of the group's members
@@ -305,8 +307,13 @@ class Fuse(Pass):
             above[i] = cur_above
             stats[i] = cur_stats
         if not (self.fusion.horizontal or self.single_kernel):
-            return [list(_bits(members[r])) for r in sorted(members)]
-        return self._merge_siblings(fn, members, reach, above, producer, stats)
+            return [list(bits(members[r])) for r in sorted(members)]
+        # an op outside every group (a matmul, a reduction, a view) never joins one: a path
+        # through it keeps two groups apart for good
+        fixed = {i for i in range(len(fn.ops)) if i not in parent}
+        masks = (through_masks(range(len(fn.ops)), preds.__getitem__, fixed, ancestors),
+                 through_masks(range(len(fn.ops) - 1, -1, -1), succs.__getitem__, fixed, descendants))
+        return self._merge_siblings(fn, members, reach, above, producer, stats, masks)
 
     def _refuse_merge(self, i: int, other: int, code: str, text: str) -> None:
         self._refusals.setdefault(i, (code, text))
@@ -339,29 +346,35 @@ class Fuse(Pass):
             saved += n * v.dtype.itemsize * (2 if inside else 1)
         return saved
 
-    def _merge_siblings(self, fn, members, reach, above, producer, stats) -> list[list[int]]:
+    def _merge_siblings(self, fn, members, reach, above, producer, stats, masks) -> list[list[int]]:
         """Horizontal fusion: independent groups with one iteration shape that read a common
         input share its loads (or, with single_kernel, are asked to be one kernel).
-        Candidates are found through an index (shape, input) -> groups, so the cost grows with
-        the number of shared reads, not with the square of the number of groups."""
+
+        Groups are taken in order; each tries its partners (live groups of its shape reading one
+        of its inputs) until a round merges nothing, since a merge can make an earlier-rejected
+        partner legal.  Why this costs about the graph's size: partners come from an index
+        (shape, input) -> groups; a partner joined to the group by a path through an op outside
+        every group (the matmuls between two transformer blocks that read the same layer-norm
+        weights) can never merge with it, and is left out of the index's answer by one bitset
+        operation (fusion_reach.through_masks) instead of being tried, and tried again after
+        every merge; and the cycle check walks only the groups ordered between the two."""
         roots = sorted(members)
         shape: dict[int, tuple] = {}
         inputs: dict[int, set[int]] = {}
         for r in roots:
             m = members[r]
-            shape[r] = max((fn.ops[i].result.shape for i in _bits(m)), key=len)
+            shape[r] = max((fn.ops[i].result.shape for i in bits(m)), key=len)
             ids = set()
-            for i in _bits(m):
+            for i in bits(m):
                 for v in fn.ops[i].operands:
                     p = producer.get(id(v))
                     if p is None or not (m >> p) & 1:
                         ids.add(id(v))
             inputs[r] = ids
-        readers: dict[tuple, list[int]] = {}   # (shape, input id or None) -> group roots
+        index = _PartnerIndex(members, masks)
         for r in roots:
-            keys = [None] if self.single_kernel else inputs[r]
-            for key in keys:
-                readers.setdefault((shape[r], key), []).append(r)
+            for key in ([None] if self.single_kernel else inputs[r]):
+                index.add((shape[r], key), r)
         sizes = {}   # value id -> bytes, for the GM inputs groups may share
         for st in stats.values():
             for vid in st.inputs:
@@ -372,19 +385,18 @@ class Fuse(Pass):
                 for d in v.shape:
                     n *= 1024 if isinstance(d, str) else d
                 sizes[id(v)] = n * v.dtype.itemsize
-        alive = set(roots)
-        graph = _GroupGraph(fn, members, producer)
+        graph = _group_graph(fn, members, producer)
         order = []
         for a in roots:
-            if a not in alive:
+            if a not in index.alive:
                 continue
-            pending = self._partners(a, shape, inputs, readers, alive)
+            pending = self._partners(a, shape, inputs, index)
             progress = True
             while pending and progress:   # a merge can make an earlier-rejected partner legal
                 progress, failed = False, []
                 for b in pending:
-                    if b not in alive:
-                        continue
+                    if b not in index.alive or index.blocked(a, b):
+                        continue   # merged away, or joined to a through an op outside every group
                     ga, gb = members[a], members[b]
                     self.stats["candidates"] += 1
                     if not (_legal(ga, reach[a], gb, above[b]) and _legal(gb, reach[b], ga, above[a])
@@ -406,28 +418,29 @@ class Fuse(Pass):
                     graph.merge(a, b)
                     reach[a] |= reach[b]
                     above[a] |= above[b]
-                    alive.discard(b)
+                    index.merge(a, b)
                     new_inputs = inputs[b] - inputs[a]
                     inputs[a] |= new_inputs
                     for k in new_inputs:
-                        readers.setdefault((shape[a], k), []).append(a)
-                    failed.extend(self._partners(a, shape, inputs, readers, alive, keys=new_inputs))
+                        index.add((shape[a], k), a)
+                    failed.extend(self._partners(a, shape, inputs, index, keys=new_inputs))
                     progress = True
                 pending = list(dict.fromkeys(failed))
             order.append(a)
-        return [list(_bits(members[r])) for r in order]
+        self.stats["visits"] += graph.visits
+        return [list(bits(members[r])) for r in order]
 
-    def _partners(self, a, shape, inputs, readers, alive, keys=None) -> list[int]:
-        """Live groups of a's shape that read one of `keys` (default: all of a's inputs)."""
+    def _partners(self, a, shape, inputs, index, keys=None) -> list[int]:
+        """Live groups of a's shape that read one of `keys` (default: all of a's inputs), in the
+        order the index lists them, leaving out those that can never merge with a."""
         if self.single_kernel:
             keys = [None]
         elif keys is None:
             keys = inputs[a]
         found: dict[int, None] = {}
         for key in keys:
-            for b in readers.get((shape[a], key), ()):
-                if b != a and b in alive:
-                    found[b] = None
+            for b in index.readers((shape[a], key), a):
+                found[b] = None
         return list(found)
 
     def _split_by_shape(self, fn: Function, groups) -> list[tuple]:
@@ -611,6 +624,10 @@ class Fuse(Pass):
         order = self._call_order(fn, parts)
         multi = len(parts) > 1
         built = []
+        readers: dict[int, list[tuple[int, Op]]] = {}   # value id -> (index, op) of the ops reading it
+        for i, op in enumerate(fn.ops):
+            for v in op.operands:
+                readers.setdefault(id(v), []).append((i, op))
         for n, k in enumerate(order):
             ops_idx, kind, reason, inputs, outputs = parts[k]
             name = f"{fn.name}_k{n}" if multi else f"{fn.name}_kernel"
@@ -618,7 +635,7 @@ class Fuse(Pass):
             note = next((self.notes[id(fn.ops[i].result)] for i in ops_idx if id(fn.ops[i].result) in self.notes),
                         None)
             code, text = split_reason(note or reason)
-            self.infos[name] = KernelInfo(name, kind, text + _operand_boundary(fn, ops_idx, outputs), code)
+            self.infos[name] = KernelInfo(name, kind, text + _operand_boundary(ops_idx, outputs, readers), code)
         main = self._main(fn, built)
         others = tuple(f for f in module.functions if f is not fn)
         return Module(others + tuple(b[0] for b in built) + (main,))
@@ -758,54 +775,84 @@ class Fuse(Pass):
         ops = [op for op in ops if has_trait(op, CALL) or any(id(r) in used for r in op.results)]
         return Function(fn.name, fn.params, tuple(ops), tuple(get(v) for v in fn.results), fn.loc)
 
-class _GroupGraph:
-    """The data-flow graph between groups (and the ops outside every group), kept current
-    as siblings merge.  The op-level masks of `_legal` miss a cycle that runs through a
-    group merged earlier: a -> d1 and d2 -> b with d1, d2 in one group D makes a|b -> D -> a|b
-    although no op path leads from a to b."""
+class _PartnerIndex:
+    """(shape, input) -> the groups reading it, in the order they were listed, for sibling fusion.
 
-    def __init__(self, fn: Function, members: dict[int, int], producer: dict[int, int]):
-        node = {i: r for r, m in members.items() for i in _bits(m)}
-        self.succ: dict[int, set[int]] = {}
-        self.pred: dict[int, set[int]] = {}
-        for j, op in enumerate(fn.ops):
-            nj = node.get(j, -1 - j)          # an op outside every group is a node of its own
-            for v in op.operands:
-                p = producer.get(id(v))
-                if p is None:
-                    continue
-                np_ = node.get(p, -1 - p)
-                if np_ != nj:
-                    self.succ.setdefault(np_, set()).add(nj)
-                    self.pred.setdefault(nj, set()).add(np_)
+    Each entry also keeps the bitmask of its groups' ops, so the groups a given group could still
+    merge with are found by masking out the ops it can never merge with (`blocked`: ops joined
+    to it by a path through an op outside every group, fusion_reach.through_masks) and mapping
+    the ops left to their groups: the cost follows the answer, not the length of the list (a
+    weight every block reads lists every block)."""
 
-    def acyclic_union(self, a: int, b: int) -> bool:
-        """Merging a and b closes no cycle: neither is reachable from the other's successors
-        outside the pair."""
-        pair = {a, b}
-        stack = [s for n in pair for s in self.succ.get(n, ()) if s not in pair]
-        seen: set[int] = set()
-        while stack:
-            n = stack.pop()
-            if n in pair:
-                return False
-            if n not in seen:
-                seen.add(n)
-                stack.extend(self.succ.get(n, ()))
-        return True
+    def __init__(self, members: dict[int, int], masks):
+        above, below = masks      # per op: ops reaching it / reached from it through an outside op
+        self.members = members
+        self.alive = set(members)
+        self.lists: dict[tuple, dict[int, int]] = {}   # key -> {group root: place in the list}
+        self.ops: dict[tuple, int] = {}                # key -> ops of the groups listed
+        self.owner = {i: r for r, m in members.items() for i in bits(m)}
+        self.into: dict[int, int] = {}                 # merged group root -> the root it joined
+        self.far: dict[int, int] = {}                  # root -> ops it can never merge with
+        for r, m in members.items():
+            f = 0
+            for i in bits(m):
+                f |= above[i] | below[i]
+            self.far[r] = f
+
+    def add(self, key, root: int) -> None:
+        places = self.lists.setdefault(key, {})
+        if root not in places:
+            places[root] = len(places)
+        self.ops[key] = self.ops.get(key, 0) | self.members[root]
 
     def merge(self, a: int, b: int) -> None:
-        """b's edges become a's."""
-        for n in self.succ.pop(b, set()):
-            self.pred[n].discard(b)
-            if n != a:
-                self.pred[n].add(a)
-                self.succ.setdefault(a, set()).add(n)
-        for n in self.pred.pop(b, set()):
-            self.succ[n].discard(b)
-            if n != a:
-                self.succ[n].add(a)
-                self.pred.setdefault(a, set()).add(n)
+        self.alive.discard(b)
+        self.into[b] = a
+        self.far[a] |= self.far[b]
+
+    def blocked(self, a: int, b: int) -> bool:
+        """a and b are joined by a path through an op outside every group: never mergeable."""
+        return bool(self.members[b] & self.far[a])
+
+    def readers(self, key, a: int) -> list[int]:
+        """Live groups listed under `key`, other than a and those blocked from a, in list order."""
+        places = self.lists.get(key)
+        if not places:
+            return []
+        found = set()
+        for i in bits(self.ops[key] & ~self.far[a] & ~self.members[a]):
+            r = self._root(self.owner[i])
+            if r != a and not self.blocked(a, r):
+                found.add(r)
+        # a live group whose ops are listed here reads the key (a group that took in a reader
+        # took its inputs and was listed under them): its place is in `places`
+        return sorted(found, key=places.__getitem__)
+
+    def _root(self, r: int) -> int:
+        while r in self.into:
+            r = self.into[r]
+        return r
+
+
+def _group_graph(fn: Function, members: dict[int, int], producer: dict[int, int]) -> GroupGraph:
+    """The data-flow graph between the groups and the ops outside every group (node -1 - op)."""
+    node = {i: r for r, m in members.items() for i in bits(m)}
+    succ: dict[int, set[int]] = {}
+    pred: dict[int, set[int]] = {}
+    nodes = set(members)
+    for j, op in enumerate(fn.ops):
+        nj = node.get(j, -1 - j)
+        nodes.add(nj)
+        for v in op.operands:
+            p = producer.get(id(v))
+            if p is None:
+                continue
+            np_ = node.get(p, -1 - p)
+            if np_ != nj:
+                succ.setdefault(np_, set()).add(nj)
+                pred.setdefault(nj, set()).add(np_)
+    pos = topological_positions(nodes, succ, key=lambda n: n if n >= 0 else -1 - n)
+    return GroupGraph(succ, pred, pos)
 
 
 def _legal(g: int, g_reach: int, cur: int, cur_above: int) -> bool:
@@ -815,34 +862,14 @@ def _legal(g: int, g_reach: int, cur: int, cur_above: int) -> bool:
     return not (cur_above & g_reach & ~(g | cur))
 
 
-def _ancestor_masks(fn: Function, producer) -> list[int]:
-    masks: list[int] = []
-    for op in fn.ops:
-        mask = 0
-        for v in op.operands:
-            p = producer.get(id(v))
-            if p is not None:
-                mask |= masks[p] | (1 << p)
-        masks.append(mask)
-    return masks
-
-
-def _descendant_masks(fn: Function, producer) -> list[int]:
-    masks = [0] * len(fn.ops)
-    for i in range(len(fn.ops) - 1, -1, -1):
-        for v in fn.ops[i].operands:
-            p = producer.get(id(v))
-            if p is not None:
-                masks[p] |= masks[i] | (1 << i)
-    return masks
-
-
-def _bits(mask: int):
-    """Indices of the set bits, lowest first (cost per set bit, not per bit position)."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
+def _op_edges(fn: Function, producer) -> tuple[list[list[int]], list[list[int]]]:
+    """Per op: the ops producing its operands, and the ops reading its results."""
+    preds = [sorted({producer[id(v)] for v in op.operands if id(v) in producer}) for op in fn.ops]
+    succs: list[list[int]] = [[] for _ in fn.ops]
+    for i, ps in enumerate(preds):
+        for p in ps:
+            succs[p].append(i)
+    return preds, succs
 
 
 __all__ = ["Fuse", "KernelInfo", "is_vector_op", "is_view_op", "TensorType"]
@@ -1026,23 +1053,21 @@ def _drop_dead(fn: Function, kernels: list[tuple]) -> list[tuple]:
             for ops_idx, kind, reason, roots in (kernels[k] for k in live)]
 
 
-def _operand_boundary(fn: Function, ops_idx, outputs) -> str:
+def _operand_boundary(ops_idx, outputs, readers: dict) -> str:
     """Why the kernel's results leave it when a cube or attention op reads them as an operand (the
     Matmul API takes its operands from GM, so that boundary stays): '' otherwise. Reshapes between
-    kernels are views, followed."""
+    kernels are views, followed. `readers` (value id -> (index, op) of its readers) is built once
+    for all kernels: building it per kernel made this kernels x ops."""
     member = set(ops_idx)
-    readers: dict[int, list[Op]] = {}
-    for i, op in enumerate(fn.ops):
-        if i not in member:
-            for v in op.operands:
-                readers.setdefault(id(v), []).append(op)
     names, stack, seen = set(), [v for v in outputs], set()
     while stack:
         v = stack.pop()
         if id(v) in seen:
             continue
         seen.add(id(v))
-        for op in readers.get(id(v), ()):
+        for i, op in readers.get(id(v), ()):
+            if i in member:
+                continue
             if is_view_op(op):
                 stack.append(op.result)
             elif has_trait(op, CUBE) or op.name == "attention":
@@ -1097,11 +1122,13 @@ def _merge_same_a(fn: Function, kernels, producer, find, members, try_merge) -> 
 
 
 def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool = True, target=None,
-              ub_share: float = 1.0) -> list[tuple]:
+              ub_share: float = 1.0, work: dict | None = None) -> list[tuple]:
     """Merge each last-axis reduction kernel with its row-shaped vector producer and consumers.
 
     Kernels are merged as whole units (union-find over kernel indices); a merge is kept only
-    when no path leaves the merged set and comes back into it (that would be a cycle)."""
+    when no path leaves the merged set and comes back into it (that would be a cycle).  `work`
+    counts the merges tried ("candidates") and the kernels cycle checks walked ("visits")."""
+    work = work if work is not None else {"candidates": 0, "visits": 0}
     producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
     owner = {i: k for k, kern in enumerate(kernels) for i in kern[0]}
     succ: dict[int, set[int]] = {k: set() for k in range(len(kernels))}
@@ -1164,6 +1191,7 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
             if k in seen or topo.get(k, -1) > hi:
                 continue
             seen.add(k)
+            work["visits"] += 1
             stack.extend(succ[k])
         return True
 
@@ -1194,6 +1222,7 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         ra, rb = find(a), find(b)
         if ra == rb:
             return
+        work["candidates"] += 1
         group = members(ra) | members(rb)
         if queues and not fits_queues(group):
             return
@@ -1208,6 +1237,65 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
 
     def ops_of(root: int) -> set[int]:
         return {i for g in members(root) for i in kernels[g][0]}
+
+    # Sibling merges (kernels of one row shape, or one column domain, that read a common input)
+    # try each pair in order.  A weight every block reads (the layer norm's gamma) makes every
+    # pair of blocks share an input, but a path through a kernel that joins neither side (the
+    # matmuls between the blocks) keeps them apart whatever merges: such pairs are left out by
+    # bitset masks over the kernel graph (fusion_reach.through_masks) instead of being tried.
+    by_topo = sorted(range(len(kernels)), key=lambda k: topo.get(k, len(topo)))
+    pred: dict[int, set[int]] = {k: set() for k in range(len(kernels))}
+    for k, ts in succ.items():
+        for t in ts:
+            pred[t].add(k)
+    kernel_above = closure_masks(by_topo, pred.__getitem__)
+    kernel_below = closure_masks(by_topo[::-1], succ.__getitem__)
+    reads: dict[int, int] = {}   # value id -> bitmask of the kernels reading it
+    for k, kern in enumerate(kernels):
+        for i in kern[0]:
+            for v in fn.ops[i].operands:
+                reads[id(v)] = reads.get(id(v), 0) | (1 << k)
+
+    def merge_sharing(ks: list[int], queues: bool) -> None:
+        """try_merge(a, b) for each a before b in ks whose groups read a common input, in that
+        order (what a loop over all pairs does), trying only pairs that can still merge."""
+        if len(ks) < 2:
+            return
+        sides = {find(k) for k in ks}   # only groups holding a kernel of ks merge below
+        fixed = {k for k in range(len(kernels)) if find(k) not in sides}
+        into = through_masks(by_topo, pred.__getitem__, fixed, kernel_above)
+        out = through_masks(by_topo[::-1], succ.__getitem__, fixed, kernel_below)
+        place = {k: n for n, k in enumerate(ks)}
+
+        def partners(a: int, start: int) -> list[int]:
+            """Places (>= start) in ks of the kernels whose group shares an input with a's and is
+            not kept from it by a path through a fixed kernel."""
+            ra = find(a)
+            mine, far = 0, 0
+            for g in members(ra):
+                mine |= 1 << g
+                far |= into[g] | out[g]
+            ins = _group_inputs(fn, ops_of(ra), producer)
+            found = {find(k) for v in ins for k in bits(reads.get(v, 0) & ~far & ~mine)}
+            places = []
+            for r in found:
+                if any((far >> g) & 1 for g in members(r)) or not ins & _group_inputs(fn, ops_of(r), producer):
+                    continue
+                places += [place[k] for k in members(r) if place.get(k, -1) >= start]
+            return sorted(places)
+
+        for n, a in enumerate(ks):
+            todo, at, failed = partners(a, n + 1), 0, set()
+            while at < len(todo):
+                b = ks[todo[at]]
+                at += 1
+                if find(b) in failed:
+                    continue   # the same two groups failed just now: nothing changed since
+                try_merge(a, b, queues=queues)
+                if find(a) == find(b):   # a's group grew: which later kernels share an input changes
+                    todo, at, failed = partners(a, todo[at - 1] + 1), 0, set()
+                else:
+                    failed.add(find(b))
 
     row_roots: dict[tuple, list[int]] = {}   # row shape -> its row reduction kernels
     for k, (ops_idx, kind, _, _) in enumerate(kernels):
@@ -1261,20 +1349,12 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
         red = fn.ops[kernels[k][0][0]]
         by_domain.setdefault((tuple(red.operands[0].shape), tuple(dict(red.attrs)["axes"])), []).append(k)
     for ks in by_domain.values():
-        for i, a in enumerate(ks):
-            for b in ks[i + 1:]:
-                if find(a) != find(b) and _group_inputs(fn, ops_of(find(a)), producer) & \
-                        _group_inputs(fn, ops_of(find(b)), producer):
-                    try_merge(a, b)
+        merge_sharing(ks, queues=False)
     # sibling row kernels: row groups over rows of one shape that read a common input
     # (max(x, -1) and mean(x, -1)) become one row kernel, so x is read once per row, not once per
     # reduction (the row kernel computes each reduction in its phase)
     for ks in row_roots.values():
-        for i, a in enumerate(ks):
-            for b in ks[i + 1:]:
-                if find(a) != find(b) and _group_inputs(fn, ops_of(find(a)), producer) & \
-                        _group_inputs(fn, ops_of(find(b)), producer):
-                    try_merge(a, b, queues=True)
+        merge_sharing(ks, queues=True)
     refused: dict[int, str] = {}   # kernel of a row group -> why the group did not join the matmul before it
     # Cube epilogue (issue 8): a matmul or conv2d kernel merges with the vector kernels that read its
     # result and iterate over its shape (bias add, activation, residual add, cast), so C is
