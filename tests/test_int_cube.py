@@ -289,3 +289,10 @@ def test_grouped_integer_conv_is_refused_at_the_users_line():
     assert "conv2d of integer tensors is supported as a plain convolution (no groups, dilation or transposition), " \
            "got a int8 input" in text, text
     assert "cast the input and the weight to float32" in text
+
+
+def test_a_product_big_enough_for_the_pool_is_exact():
+    """2**24 multiply-adds and more: row blocks on the pool's threads (cube._row_blocks)."""
+    rng = np.random.default_rng(4)
+    a, b = _full_range(rng, (300, 256), np.int8), _full_range(rng, (256, 256), np.int8)
+    np.testing.assert_array_equal(fs.fused_kernel(lambda a, b: a @ b)(a, b), np.matmul(a, b))

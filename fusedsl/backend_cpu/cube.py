@@ -141,6 +141,29 @@ def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, before=None, after
         pool().run(job, [()] * threads)
 
 
+def _row_blocks(m: int, macs: int, fn) -> None:
+    """fn(lo, hi) over blocks of rows [0, m): for a product of at least PARALLEL_MACS multiply-adds
+    two blocks per pool thread, handed out in turn, each thread's BLAS on that thread (as
+    `_matmul_2d`); else fn(0, m) here."""
+    threads = host_threads() if macs >= PARALLEL_MACS and m >= 32 and _BLAS_LOCAL_THREADS is not None else 1
+    if threads == 1:
+        fn(0, m)
+        return
+    rows = -(-m // (threads * 2))
+    counter = itertools.count(0, rows)
+
+    def job():
+        prev = _BLAS_LOCAL_THREADS(1)
+        try:
+            for lo in counter:   # next() is atomic under the GIL
+                if lo >= m:
+                    return
+                fn(lo, min(lo + rows, m))
+        finally:
+            _BLAS_LOCAL_THREADS(prev)
+    pool().run(job, [()] * threads)
+
+
 _GEMM_LIST = "fusedsl_gemm_list"
 _GEMM_WORDS = 14   # per product: sgemm, transa, transb, m, n, k, alpha bits, a, lda, b, ldb, beta bits, c, ldc
 
@@ -873,7 +896,8 @@ class CubeKernel:
         if cube.name == "conv2d":
             exact = int_product.conv2d(x, w, cube.attr("stride"), cube.attr("padding"))
         else:
-            exact = int_product.matmul(x, w, cube.attr("transpose_a", False), cube.attr("transpose_b", False))
+            exact = int_product.matmul(x, w, cube.attr("transpose_a", False), cube.attr("transpose_b", False),
+                                       rows=_row_blocks)
         env[id(cube.result)] = _round(exact, cube.result.dtype)
         for op in self.epilogue:
             env[id(op.result)] = _run_op(op, [env[id(v)] for v in op.operands])

@@ -22,7 +22,8 @@ addition is exact, and the float result converts to the integer exactly.  So:
 
 The result is the exact sum mod 2**32 as int32; the caller narrows it to the op's dtype
 (reference._round: numpy's astype, wrapping).  Products run with numpy's matmul (OpenBLAS) on
-the calling thread's BLAS settings (backend_cpu/cube.py holds them at one thread).
+the calling thread's BLAS settings (backend_cpu/cube.py holds them at one thread and hands a
+`rows` runner that spreads a big product's row blocks over the pool's threads).
 """
 from __future__ import annotations
 
@@ -78,8 +79,14 @@ def _halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x >> 16, x & 0xFFFF
 
 
-def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """out (int32 [M, N], any strides) = a @ b mod 2**32, exactly, for integer a [M, K], b [K, N]."""
+def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, rows=None) -> None:
+    """out (int32 [M, N], any strides) = a @ b mod 2**32, exactly, for integer a [M, K], b [K, N].
+    `rows(m, macs, fn)`, when given, runs fn(lo, hi) over blocks of the rows (cube.py: on the pool's
+    threads for a big product); each block is a product of its own."""
+    if rows is not None:
+        rows(a.shape[0], a.shape[0] * a.shape[1] * b.shape[1],
+             lambda lo, hi: matmul_2d(a[lo:hi], b, out[lo:hi]))
+        return
     m, k = a.shape
     if 0 in (m, k, b.shape[1]):
         out[...] = 0
@@ -111,8 +118,10 @@ def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     np.add(low, cross, out=out)
 
 
-def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool = False, transpose_b: bool = False) -> np.ndarray:
-    """numpy's matmul of integer arrays (batch axes broadcast), the exact sum mod 2**32 as int32."""
+def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool = False, transpose_b: bool = False,
+           rows=None) -> np.ndarray:
+    """numpy's matmul of integer arrays (batch axes broadcast), the exact sum mod 2**32 as int32
+    (`rows`: matmul_2d's)."""
     if transpose_a:
         a = np.swapaxes(a, -1, -2)
     if transpose_b:
@@ -123,11 +132,10 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool = False, transpose_b:
     b_b = np.broadcast_to(b, batch + b.shape[-2:])
     if all(d == 1 for d in b.shape[:-2]):
         # one shared B: the batch matrices of A are consecutive rows of one product
-        rows = a_b.reshape(-1, a.shape[-1])
-        matmul_2d(rows, b.reshape(b.shape[-2:]), out.reshape(-1, b.shape[-1]))
+        matmul_2d(a_b.reshape(-1, a.shape[-1]), b.reshape(b.shape[-2:]), out.reshape(-1, b.shape[-1]), rows)
         return out
     for idx in np.ndindex(*batch):
-        matmul_2d(a_b[idx], b_b[idx], out[idx])
+        matmul_2d(a_b[idx], b_b[idx], out[idx], rows)
     return out
 
 
