@@ -699,6 +699,8 @@ public:
             fusedsl_cpu::Fail("Matmul::SetWorkspace: a null or empty workspace");
         }
         fs_has_workspace = true;
+        fs_workspace = ws;
+        fs_workspace_bytes = static_cast<uint64_t>(size);
     }
 
     template <bool sync = true>
@@ -843,6 +845,141 @@ public:
 
     void WaitIterateAll() {}
 
+    // IterateBatch (the IterateBatch page, mix mode, C to GM): max(batchA, batchB) matrix products, the smaller
+    // batch broadcast (batch i takes A i / (batchC / batchA) and B i / (batchC / batchB)); each product is the
+    // singleCoreM x singleCoreN x singleCoreK block of the tiling, C tile by tile as IterateAll writes it.
+    //   NORMAL: matrices one after another (A every M x Ka elements, or matrixStrideA; B every Kb x N, or
+    //           matrixStrideB; C every M x N), rows as SetOrgShape says;
+    //   BSNGD:  A [B, S, N, G, D], B likewise, C [B, S1, N, G, S2]: matrix i starts i x D (C: i x S2) elements
+    //           in and its rows are N x G x D (C: N x G x S2) apart (tiling ALayoutInfo* / BLayoutInfo* /
+    //           CLayoutInfo*, set by the host's SetALayout / SetBLayout / SetCLayout).
+    // The bias (SetBias) is one N-vector per product unless MatmulConfig.isBiasBatch is false (one for all).
+    // Modelled: the synchronous form into GM, NORMAL and BSNGD; the rest is refused by name.
+    template <bool sync = true, bool waitIterateBatch = false>
+    void IterateBatch(const GlobalTensor<DstT>& gm, uint32_t batchA, uint32_t batchB, bool enSequentialWrite,
+                      const uint32_t matrixStrideA = 0, const uint32_t matrixStrideB = 0,
+                      const uint32_t matrixStrideC = 0, const bool enPartialSum = false, const uint8_t enAtomic = 0,
+                      FUSEDSL_CPU_SITE) {
+        using namespace fusedsl_cpu;
+        AtSite at_site(fs_site);
+        const char* api = "Matmul::IterateBatch";
+        RequireRegistered("IterateBatch");
+        PostMessage(api);
+        if (!sync || enPartialSum || matrixStrideC != 0) {
+            Fail("%s: the asynchronous form, enPartialSum and matrixStrideC are not modelled by fusedsl's CPU Matmul",
+                 api);
+        }
+        RunBatches(api, gm, batchA, batchB, enSequentialWrite, matrixStrideA, matrixStrideB, enAtomic, 1);
+    }
+
+    // IterateNBatch (the IterateNBatch page): batchLoop IterateBatch calls one after another, loop j taking the
+    // next batchA / batchB / max(batchA, batchB) matrices of A / B / C, C into the SetWorkspace GM (laid out as
+    // the C layout says); MatmulConfig.isNBatch must be on.  The synchronous form is modelled.
+    template <bool sync = true, bool waitIterateBatch = false>
+    void IterateNBatch(const uint32_t batchLoop, uint32_t batchA, uint32_t batchB, bool enSequentialWrite,
+                       const uint32_t matrixStrideA = 0, const uint32_t matrixStrideB = 0,
+                       const uint32_t matrixStrideC = 0, FUSEDSL_CPU_SITE) {
+        using namespace fusedsl_cpu;
+        AtSite at_site(fs_site);
+        const char* api = "Matmul::IterateNBatch";
+        RequireRegistered("IterateNBatch");
+        PostMessage(api);
+        if (!kCfgIsConfig || !fs_cfg().isNBatch) {
+            Fail("%s: MatmulConfig.isNBatch is off; set it (GetMMConfig with MatmulBatchParams{true, ...}) to compute "
+                 "several batches per call (the IterateNBatch page)", api);
+        }
+        if (!sync || matrixStrideC != 0) {
+            Fail("%s: the asynchronous form and matrixStrideC are not modelled by fusedsl's CPU Matmul", api);
+        }
+        if (fs_workspace == nullptr) {
+            Fail("%s: call SetWorkspace first; IterateNBatch writes C into that GM (the IterateNBatch page)", api);
+        }
+        GlobalTensor<DstT> ws;
+        ws.SetGlobalBuffer(reinterpret_cast<__gm__ DstT*>(fs_workspace), fs_workspace_bytes / sizeof(DstT));
+        RunBatches(api, ws, batchA, batchB, enSequentialWrite, matrixStrideA, matrixStrideB, 0, batchLoop);
+    }
+
+private:
+    template <typename G>
+    void RunBatches(const char* api, const G& gm, uint32_t batchA, uint32_t batchB, bool enSequentialWrite,
+                    uint32_t matrixStrideA, uint32_t matrixStrideB, uint8_t enAtomic, uint32_t loops) {
+        using namespace fusedsl_cpu;
+        constexpr LayoutMode lay = A_TYPE::layout;
+        if constexpr (lay != B_TYPE::layout) {
+            Fail("%s: A and B have different layouts; the IterateBatch page requires the same Layout for both", api);
+        }
+        if constexpr (lay != LayoutMode::NORMAL && lay != LayoutMode::BSNGD) {
+            Fail("%s: only the NORMAL and BSNGD layouts are modelled by fusedsl's CPU Matmul (SBNGD and BNGS1S2 are "
+                 "not)", api);
+        }
+        if constexpr (kIsB4<SrcAT>) {
+            Fail("%s: BatchMatmul does not take int4b_t matrices (the IterateBatch page)", api);
+        }
+        if (lay == LayoutMode::BSNGD && enSequentialWrite) {
+            Fail("%s: BSNGD does not support the sequential write mode (the IterateBatch page)", api);
+        }
+        if (batchA == 0 || batchB == 0 || std::max(batchA, batchB) % std::min(batchA, batchB) != 0) {
+            Fail("%s: batchA = %u and batchB = %u; both positive, one a multiple of the other (broadcast)", api,
+                 batchA, batchB);
+        }
+        if (!fs_has_a || !fs_has_b) {
+            Fail("%s: call SetTensorA and SetTensorB first", api);
+        }
+        const TCubeTiling& tl = fs_tiling;
+        if (lay == LayoutMode::BSNGD && (tl.ALayoutInfoD <= 0 || tl.BLayoutInfoD <= 0 || tl.CLayoutInfoS2 <= 0)) {
+            Fail("%s: the tiling has no BSNGD layout (ALayoutInfoD = %d, BLayoutInfoD = %d, CLayoutInfoS2 = %d); set "
+                 "it on the host with SetALayout / SetBLayout / SetCLayout", api, tl.ALayoutInfoD, tl.BLayoutInfoD,
+                 tl.CLayoutInfoS2);
+        }
+        const uint32_t batchC = std::max(batchA, batchB);
+        const GlobalTensor<SrcAT> a0 = fs_a;
+        const GlobalTensor<SrcBT> b0 = fs_b;
+        const GlobalTensor<BiasT> bias0 = fs_bias;
+        const int64_t org[4] = {fs_org_m, fs_org_n, fs_org_ka, fs_org_kb};
+        uint64_t step_a, step_b, step_c;
+        if constexpr (lay == LayoutMode::BSNGD) {
+            const int64_t lda = static_cast<int64_t>(tl.ALayoutInfoN) * tl.ALayoutInfoG * tl.ALayoutInfoD;
+            const int64_t ldb = static_cast<int64_t>(tl.BLayoutInfoN) * tl.BLayoutInfoG * tl.BLayoutInfoD;
+            fs_lda = lda;
+            fs_ldb = ldb;
+            fs_c_ld = static_cast<int64_t>(tl.CLayoutInfoN) * tl.CLayoutInfoG * tl.CLayoutInfoS2;
+            step_a = matrixStrideA != 0 ? matrixStrideA : tl.ALayoutInfoD;
+            step_b = matrixStrideB != 0 ? matrixStrideB : tl.BLayoutInfoD;
+            step_c = tl.CLayoutInfoS2;
+        } else {
+            step_a = matrixStrideA != 0 ? matrixStrideA : static_cast<uint64_t>(org[0] * org[2]);
+            step_b = matrixStrideB != 0 ? matrixStrideB : static_cast<uint64_t>(org[3] * org[1]);
+            step_c = static_cast<uint64_t>(org[0] * org[1]);
+        }
+        const bool bias_batch = !kCfgIsConfig || fs_cfg().isBiasBatch;
+        // One IterateBatch is one complete request to the cube core (CANN's client posts a single
+        // MMFUN_ITERATE_BATCH_ALL and waits for it; its batch samples call no End() after it), so it leaves
+        // no iteration open for End() to close.
+        for (uint32_t j = 0; j < loops; ++j) {
+            for (uint32_t i = 0; i < batchC; ++i) {
+                const uint64_t ia = static_cast<uint64_t>(j) * batchA + i / (batchC / batchA);
+                const uint64_t ib = static_cast<uint64_t>(j) * batchB + i / (batchC / batchB);
+                const uint64_t ic = static_cast<uint64_t>(j) * batchC + i;
+                fs_a = a0[ia * step_a];
+                fs_b = b0[ib * step_b];
+                if (fs_bias_on && bias_batch) {
+                    fs_bias = bias0[ic * fs_single_n];
+                }
+                const GlobalTensor<DstT> c = gm[ic * step_c];
+                while (Iterate<true>()) {
+                    WriteTileToGm(api, c, enAtomic, enSequentialWrite);
+                    fs_pending = false;
+                }
+            }
+        }
+        fs_a = a0;
+        fs_b = b0;
+        fs_bias = bias0;
+        fs_lda = fs_ldb = fs_c_ld = 0;
+        fs_ended = true;
+    }
+
+public:
     void End(FUSEDSL_CPU_SITE) {
         fusedsl_cpu::AtSite at_site(fs_site);
         RequireRegistered("End");
@@ -882,9 +1019,12 @@ private:
         const int64_t tm = fs_tm, tn = fs_tn, k = fs_single_k;
         const int64_t m0 = fs_m0, n0 = fs_n0;
         // Extent of each operand touched, from its GlobalTensor's start.
-        const int64_t a_end = fs_trans_a ? (k - 1) * fs_org_m + m0 + tm : (m0 + tm - 1) * fs_org_ka + k;
+        // Row strides of A and B: the original shape's, or a batch matmul's BSNGD ones (IterateBatch).
+        const int64_t a_ld = fs_lda != 0 ? fs_lda : fs_trans_a ? fs_org_m : fs_org_ka;
+        const int64_t b_ld = fs_ldb != 0 ? fs_ldb : fs_trans_b ? fs_org_kb : fs_org_n;
+        const int64_t a_end = fs_trans_a ? (k - 1) * a_ld + m0 + tm : (m0 + tm - 1) * a_ld + k;
         const int64_t b_end = kSparseB ? (n0 + tn - 1) * (fs_org_kb / 2) + k / 2
-                              : fs_trans_b ? (n0 + tn - 1) * fs_org_kb + k : (k - 1) * fs_org_n + n0 + tn;
+                              : fs_trans_b ? (n0 + tn - 1) * b_ld + k : (k - 1) * b_ld + n0 + tn;
         // A in L1 (NZ): (r, c) at ((c / C0) * H + r) * C0 + c % C0, H = singleCoreM rounded up to 16
         constexpr int64_t c0 = 32 / sizeof(SrcAT);
         const int64_t h = RoundUp(fs_single_m, 16);
@@ -912,7 +1052,7 @@ private:
         CheckGm("Matmul::Iterate (B)", fs_b, BytesOf<SrcBT>(b_end), true);
         if constexpr (kIsB4<SrcAT>) {
             // The Matmul使用说明 page: with int4b_t A and B "矩阵内轴的数据个数必须为偶数" (two values per byte).
-            const int64_t inner_a = fs_trans_a ? fs_org_m : fs_org_ka, inner_b = fs_trans_b ? fs_org_kb : fs_org_n;
+            const int64_t inner_a = a_ld, inner_b = b_ld;
             if (inner_a % 2 != 0 || inner_b % 2 != 0 || k % 2 != 0) {
                 Fail("Matmul::Iterate: int4b_t A and B need an even count along their inner (contiguous) axes and "
                      "an even singleCoreK (the Matmul使用说明 page); A's is %lld, B's %lld, K %lld",
@@ -939,12 +1079,12 @@ private:
         }
         for (int64_t kk = 0; kk < k; ++kk) {
             for (int64_t j = 0; j < tn && !kSparseB; ++j) {
-                const int64_t bi = fs_trans_b ? (n0 + j) * fs_org_kb + kk : kk * fs_org_n + n0 + j;
+                const int64_t bi = fs_trans_b ? (n0 + j) * b_ld + kk : kk * b_ld + n0 + j;
                 bt[kk * tn + j] = static_cast<Acc>(CubeElem(b, static_cast<uint64_t>(bi)));
             }
             for (int64_t i = 0; i < tm; ++i) {
                 const int64_t ai = kAInL1 ? ((kk / c0) * h + m0 + i) * c0 + kk % c0
-                                   : fs_trans_a ? kk * fs_org_m + m0 + i : (m0 + i) * fs_org_ka + kk;
+                                   : fs_trans_a ? kk * a_ld + m0 + i : (m0 + i) * a_ld + kk;
                 at[i * k + kk] = static_cast<Acc>(CubeElem(a, static_cast<uint64_t>(ai)));
             }
         }
@@ -1068,7 +1208,8 @@ private:
         // Sequential: tiles one after another, each tm x tn; otherwise at the tile's place in
         // C with row stride N — for CubeFormat::ND_ALIGN, N rounded up to 32 bytes (矩阵乘输出的N方向
         // 对齐: "按照N方向32字节对齐的补齐规则输出C矩阵"; the padding columns are not written here).
-        const int64_t row_n = C_TYPE::format == CubeFormat::ND_ALIGN
+        const int64_t row_n = fs_c_ld != 0 ? fs_c_ld
+                              : C_TYPE::format == CubeFormat::ND_ALIGN
                                   ? static_cast<int64_t>(RoundUp(fs_org_n, 32 / sizeof(DstT))) : fs_org_n;
         const int64_t ld = sequential ? fs_tn : row_n;
         const int64_t start = sequential ? (fs_count - 1) * fs_tiling.baseM * fs_tiling.baseN : fs_m0 * row_n + fs_n0;
@@ -1096,6 +1237,9 @@ private:
         St().gm_bytes_written += static_cast<uint64_t>(fs_tm * fs_tn) * sizeof(DstT);
     }
 
+    GM_ADDR fs_workspace = nullptr;   // SetWorkspace's GM: where IterateNBatch puts C
+    uint64_t fs_workspace_bytes = 0;
+    int64_t fs_lda = 0, fs_ldb = 0, fs_c_ld = 0;   // a batch matmul's BSNGD row strides (0: the org shape's)
     GlobalTensor<SrcAT> fs_a;
     LocalTensor<SrcAT> fs_a_l1;   // A in TSCM, or in UB (VECOUT, 310P)
     GlobalTensor<SrcBT> fs_b;

@@ -9,6 +9,8 @@
 // returns 0, or -1 after printing why to stderr.
 #pragma once
 
+#include <array>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -182,6 +184,32 @@ public:
     int32_t SetTraverse(MatrixTraverse traverse) {
         traverse_ = traverse;
         return 0;
+    }
+    // Batch matmul (IterateBatch): the BSNGD axes of A and B (b, s, n, g, d), of C (b, s1, n, g, s2), the
+    // most matrices one IterateBatch computes, and for the NORMAL layout the batch counts and M/N/K of each
+    // matrix (the SetALayout / SetBLayout / SetCLayout / SetBatchNum / SetBatchInfoForNormal pages).  They are
+    // copied into the tiling's ALayoutInfo* / BLayoutInfo* / CLayoutInfo* / BatchNum fields.
+    int32_t SetALayout(int32_t b, int32_t s, int32_t n, int32_t g, int32_t d) {
+        aLayout_ = {b, s, n, g, d};
+        return 0;
+    }
+    int32_t SetBLayout(int32_t b, int32_t s, int32_t n, int32_t g, int32_t d) {
+        bLayout_ = {b, s, n, g, d};
+        return 0;
+    }
+    int32_t SetCLayout(int32_t b, int32_t s1, int32_t n, int32_t g, int32_t s2) {
+        cLayout_ = {b, s1, n, g, s2};
+        return 0;
+    }
+    int32_t SetBatchNum(int32_t batchNum) {
+        batchNum_ = batchNum;
+        return batchNum > 0 ? 0 : -1;
+    }
+    int32_t SetBatchInfoForNormal(int32_t batchA, int32_t batchB, int32_t m, int32_t n, int32_t k) {
+        aLayout_ = {batchA, m, 1, 1, k};
+        bLayout_ = {batchB, k, 1, 1, n};
+        cLayout_ = {std::max(batchA, batchB), m, 1, 1, n};
+        return batchA > 0 && batchB > 0 ? 0 : -1;
     }
 
     int64_t GetTiling(optiling::TCubeTiling& tiling) { return GetTiling(tiling.fs_data); }
@@ -383,6 +411,16 @@ protected:
         t.dbL0B = 2;
         t.dbL0C = static_cast<int32_t>(dbL0C);
         t.batchM = t.batchN = t.singleBatchM = t.singleBatchN = 1;
+        if (aLayout_[0] == 0 && bLayout_[0] == 0 && cLayout_[0] == 0 && batchNum_ == 0) {
+            return "";   // not a batch matmul: the batch fields keep their defaults
+        }
+        t.ALayoutInfoB = aLayout_[0], t.ALayoutInfoS = aLayout_[1], t.ALayoutInfoN = aLayout_[2];
+        t.ALayoutInfoG = aLayout_[3], t.ALayoutInfoD = aLayout_[4];
+        t.BLayoutInfoB = bLayout_[0], t.BLayoutInfoS = bLayout_[1], t.BLayoutInfoN = bLayout_[2];
+        t.BLayoutInfoG = bLayout_[3], t.BLayoutInfoD = bLayout_[4];
+        t.CLayoutInfoB = cLayout_[0], t.CLayoutInfoS1 = cLayout_[1], t.CLayoutInfoN = cLayout_[2];
+        t.CLayoutInfoG = cLayout_[3], t.CLayoutInfoS2 = cLayout_[4];
+        t.BatchNum = batchNum_;
         return "";
     }
 
@@ -395,10 +433,19 @@ protected:
     bool isBias_ = false;
     MatrixTraverse traverse_ = MatrixTraverse::NOSET;
     MatmulConfigParams config_params_;
+    std::array<int32_t, 5> aLayout_{}, bLayout_{}, cLayout_{};
+    int32_t batchNum_ = 0;
 };
 
 // Tiling for one core computing the whole SetShape block.
 class MatmulApiTiling : public MatmulApiTilingBase {
+public:
+    using MatmulApiTilingBase::MatmulApiTilingBase;
+};
+
+// Tiling for a batch matmul (IterateBatch / IterateNBatch): one core's matrices, with the batch axes set by
+// SetALayout / SetBLayout / SetCLayout / SetBatchNum or SetBatchInfoForNormal.
+class BatchMatmulTiling : public MatmulApiTilingBase {
 public:
     using MatmulApiTilingBase::MatmulApiTilingBase;
 };
