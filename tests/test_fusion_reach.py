@@ -86,3 +86,35 @@ def test_merges_keep_a_topological_order_and_refuse_exactly_the_cycles(dag, trie
                 assert graph.pos[owner[i]] < graph.pos[owner[j]], "merged order is not topological"
                 assert owner[j] in graph.succ[owner[i]] and owner[i] in graph.pred[owner[j]]
         assert set(graph.pos) == set(group)
+
+
+def _sibling_chain(nblocks):
+    """Per block, exp(x * g) and tanh(x + g) read x and g: siblings that merge into one kernel of two
+    outputs; g is read by every block, but the matmuls after each block keep the blocks apart."""
+    import fusedsl as fs
+
+    def chain(x, g, w1, w2):
+        for _ in range(nblocks):
+            x = fs.exp(x * g) @ w1 + fs.tanh(x + g) @ w2
+        return x
+    return fs.fused_kernel(chain)
+
+
+def test_siblings_merge_within_a_block_and_work_stays_linear():
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x, g = rng.standard_normal((8, 16), np.float32) * 0.1, rng.standard_normal(16, np.float32) * 0.1
+    w1, w2 = rng.standard_normal((16, 16), np.float32) * 0.1, rng.standard_normal((16, 16), np.float32) * 0.1
+    kernel = _sibling_chain(3)
+    want = x.astype(np.float64)
+    for _ in range(3):
+        want = np.exp(want * g) @ w1 + np.tanh(want + g) @ w2
+    np.testing.assert_allclose(kernel(x, g, w1, w2), want, rtol=1e-4, atol=1e-5)
+    plans = kernel.compile(x, g, w1, w2).kernels
+    with_exp = [p.ops for p in plans if "exp" in p.ops]
+    assert len(with_exp) == 3 and all(ops.count("exp") == ops.count("tanh") == 1 for ops in with_exp), with_exp
+    work = []
+    for n in (6, 24):
+        compiled = _sibling_chain(n).compile(x, g, w1, w2)
+        work.append(compiled.fuse_stats["candidates"] + compiled.fuse_stats["visits"])
+    assert work[1] < 5 * work[0], work   # 4x the blocks; every pair of blocks shares g

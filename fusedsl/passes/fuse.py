@@ -77,7 +77,9 @@ class Fuse(Pass):
         self.fusion = fusion or FusionOptions()
         self.infos: dict[str, KernelInfo] = {}
         self._refusals: dict[int, tuple[str, str]] = {}   # op index -> (code, figures) of a refused merge
-        self.stats = {"candidates": 0, "merges": 0, "visits": 0}   # merges considered / kept, cycle-check work
+        # merges tried in every phase / kept, and nodes cycle checks walked: the pass's work, counted
+        # (k.fuse_stats, `fusedsl fuse`'s report; tests/test_cost_fusion.py bounds its growth)
+        self.stats = {"candidates": 0, "merges": 0, "visits": 0}
 
     def run(self, module: Module) -> Module:
         fn = module.main
@@ -122,6 +124,7 @@ class Fuse(Pass):
                 where.setdefault(i, set()).add(k)
 
         def fits(ops_idx, roots) -> str | None:
+            self.stats["candidates"] += 1   # a merge tried (what the pass's work grows with)
             inputs = self._inputs(fn, ops_idx, producer2)
             outputs = [fn.ops[i].result for i in sorted(roots)]
             cand = self._kernel_function(fn, "candidate", ops_idx, inputs, outputs, producer2)
