@@ -17,8 +17,8 @@ addition is exact, and the float result converts to the integer exactly.  So:
 - when float32 would need chunks of fewer than 64 columns, float64 (dgemm) with its 2**53;
 - int32 operands too large for that are split into 16-bit halves, a = ah * 2**16 + al with
   al in [0, 2**16): a @ b = al @ bl + 2**16 (ah @ bl + al @ bh) mod 2**32 (the ah @ bh term
-  is a multiple of 2**32), three float64 products whose terms are below 2**32, exact in
-  chunks of 2**20 columns.
+  is a multiple of 2**32), two float64 products (the cross terms as one over K twice as long)
+  whose terms are below 2**32, exact in chunks of 2**20 columns.
 
 The result is the exact sum mod 2**32 as int32; the caller narrows it to the op's dtype
 (reference._round: numpy's astype, wrapping).  Products run with numpy's matmul (OpenBLAS) on
@@ -103,19 +103,32 @@ def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, rows=None) -> None:
     if chunk64 >= 1:
         _chunked(a, b, out, np.float64, chunk64)
         return
-    # |a|, |b| up to 2**31: three products of 16-bit halves (module docstring)
+    _halves_product(a, b, out)
+
+
+_HALVES_CHUNK = 1 << 20   # K columns per float64 product of halves: 2 * K * 2**31 < 2**53
+
+
+def _halves_product(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """|a|, |b| up to 2**31: a @ b = al @ bl + 2**16 (ah @ bl + al @ bh) mod 2**32 (module
+    docstring), the cross terms as ONE float64 product over K twice as long ([ah, al] @ [bl; bh]),
+    each term below 2**31 in magnitude; the sums are combined in uint64, which wraps mod 2**64 and
+    so keeps them mod 2**32."""
     ah, al = _halves(a)
     bh, bl = _halves(b)
-    low = np.empty(out.shape, np.int32)
-    cross = np.empty(out.shape, np.int32)
-    tmp = np.empty(out.shape, np.int32)
-    matmul_2d(al, bl, low)
-    matmul_2d(ah, bl, cross)
-    matmul_2d(al, bh, tmp)
-    np.add(cross, tmp, out=cross)
-    shifted = cross.view(np.uint32)
-    np.left_shift(shifted, np.uint32(16), out=shifted)   # 2**16 * cross mod 2**32 (unsigned: no overflow)
-    np.add(low, cross, out=out)
+    k = a.shape[1]
+    low = np.zeros(out.shape, np.uint64)
+    cross = np.zeros(out.shape, np.uint64)
+    for k0 in range(0, k, _HALVES_CHUNK):
+        ks = slice(k0, k0 + _HALVES_CHUNK)
+        p0 = np.matmul(al[:, ks].astype(np.float64), bl[ks].astype(np.float64))
+        p1 = np.matmul(np.concatenate([ah[:, ks], al[:, ks]], axis=1).astype(np.float64),
+                       np.concatenate([bl[ks], bh[ks]]).astype(np.float64))
+        low += p0.astype(np.int64).view(np.uint64)
+        cross += p1.astype(np.int64).view(np.uint64)
+    np.left_shift(cross, np.uint64(16), out=cross)
+    low += cross
+    np.copyto(out, low.astype(np.uint32).view(np.int32))
 
 
 def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool = False, transpose_b: bool = False,
