@@ -41,24 +41,25 @@ def _magnitude(x: np.ndarray) -> int:
     return max(abs(int(x.max())), abs(int(x.min())))
 
 
-def _chunked(a: np.ndarray, b: np.ndarray, out: np.ndarray, ftype, chunk: int) -> None:
-    """out (int32 [M, N]) = a @ b mod 2**32 from float products of at most `chunk` columns of K
-    each, every one exact in `ftype` (the caller's bound)."""
-    m, k = a.shape
-    n = b.shape[1]
-    af = a.astype(ftype)
-    bf = b.astype(ftype)
-    if k <= chunk:
-        prod = np.matmul(af, bf)
-        _to_int32(prod, out)
-        return
-    part = np.empty((m, n), ftype)
-    tmp = np.empty((m, n), np.int32)
-    out[...] = 0
-    for k0 in range(0, k, chunk):
-        np.matmul(af[:, k0:k0 + chunk], bf[k0:k0 + chunk], out=part)
-        _to_int32(part, tmp)
-        np.add(out, tmp, out=out)   # int32 addition wraps: the sum mod 2**32
+def _chunked(ftype, chunk: int, bf: np.ndarray):
+    """The product of rows of `a` by B (already converted to `ftype`): out (int32) = a @ b mod 2**32
+    from float products of at most `chunk` columns of K each, every one exact in `ftype` (the
+    caller's bound)."""
+    k, n = bf.shape
+
+    def product(a: np.ndarray, out: np.ndarray) -> None:
+        af = a.astype(ftype)
+        if k <= chunk:
+            _to_int32(np.matmul(af, bf), out)
+            return
+        part = np.empty((a.shape[0], n), ftype)
+        tmp = np.empty((a.shape[0], n), np.int32)
+        out[...] = 0
+        for k0 in range(0, k, chunk):
+            np.matmul(af[:, k0:k0 + chunk], bf[k0:k0 + chunk], out=part)
+            _to_int32(part, tmp)
+            np.add(out, tmp, out=out)   # int32 addition wraps: the sum mod 2**32
+    return product
 
 
 def _to_int32(prod: np.ndarray, out: np.ndarray) -> None:
@@ -82,53 +83,55 @@ def _halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, rows=None) -> None:
     """out (int32 [M, N], any strides) = a @ b mod 2**32, exactly, for integer a [M, K], b [K, N].
     `rows(m, macs, fn)`, when given, runs fn(lo, hi) over blocks of the rows (cube.py: on the pool's
-    threads for a big product); each block is a product of its own."""
-    if rows is not None:
-        rows(a.shape[0], a.shape[0] * a.shape[1] * b.shape[1],
-             lambda lo, hi: matmul_2d(a[lo:hi], b, out[lo:hi]))
-        return
+    threads for a big product); B is converted once for all of them, and the float type and
+    chunks are chosen from the whole of A."""
     m, k = a.shape
-    if 0 in (m, k, b.shape[1]):
-        out[...] = 0
-        return
+    n = b.shape[1]
     bound = _magnitude(a) * _magnitude(b)
-    if bound == 0:
+    if 0 in (m, k, n) or bound == 0:
         out[...] = 0
         return
     chunk32 = _F32_EXACT // bound
-    if chunk32 >= min(k, _MIN_F32_CHUNK):
-        _chunked(a, b, out, np.float32, chunk32)
-        return
     chunk64 = _F64_EXACT // bound
-    if chunk64 >= 1:
-        _chunked(a, b, out, np.float64, chunk64)
-        return
-    _halves_product(a, b, out)
+    if chunk32 >= min(k, _MIN_F32_CHUNK):
+        product = _chunked(np.float32, chunk32, b.astype(np.float32))
+    elif chunk64 >= 1:
+        product = _chunked(np.float64, chunk64, b.astype(np.float64))
+    else:
+        product = _halves_product(b)
+    if rows is None:
+        product(a, out)
+    else:
+        rows(m, m * k * n, lambda lo, hi: product(a[lo:hi], out[lo:hi]))
 
 
 _HALVES_CHUNK = 1 << 20   # K columns per float64 product of halves: 2 * K * 2**31 < 2**53
 
 
-def _halves_product(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """|a|, |b| up to 2**31: a @ b = al @ bl + 2**16 (ah @ bl + al @ bh) mod 2**32 (module
-    docstring), the cross terms as ONE float64 product over K twice as long ([ah, al] @ [bl; bh]),
-    each term below 2**31 in magnitude; the sums are combined in uint64, which wraps mod 2**64 and
-    so keeps them mod 2**32."""
-    ah, al = _halves(a)
+def _halves_product(b: np.ndarray):
+    """The product of rows of `a` by B for |a|, |b| up to 2**31: a @ b = al @ bl + 2**16 (ah @ bl +
+    al @ bh) mod 2**32 (module docstring), the cross terms as ONE float64 product over K twice as
+    long ([ah, al] @ [bl; bh]), each term below 2**31 in magnitude; the sums are combined in uint64,
+    which wraps mod 2**64 and so keeps them mod 2**32."""
     bh, bl = _halves(b)
-    k = a.shape[1]
-    low = np.zeros(out.shape, np.uint64)
-    cross = np.zeros(out.shape, np.uint64)
-    for k0 in range(0, k, _HALVES_CHUNK):
-        ks = slice(k0, k0 + _HALVES_CHUNK)
-        p0 = np.matmul(al[:, ks].astype(np.float64), bl[ks].astype(np.float64))
-        p1 = np.matmul(np.concatenate([ah[:, ks], al[:, ks]], axis=1).astype(np.float64),
-                       np.concatenate([bl[ks], bh[ks]]).astype(np.float64))
-        low += p0.astype(np.int64).view(np.uint64)
-        cross += p1.astype(np.int64).view(np.uint64)
-    np.left_shift(cross, np.uint64(16), out=cross)
-    low += cross
-    np.copyto(out, low.astype(np.uint32).view(np.int32))
+    k = b.shape[0]
+    chunks = [(slice(k0, k0 + _HALVES_CHUNK), bl[k0:k0 + _HALVES_CHUNK].astype(np.float64),
+               np.concatenate([bl[k0:k0 + _HALVES_CHUNK], bh[k0:k0 + _HALVES_CHUNK]]).astype(np.float64))
+              for k0 in range(0, k, _HALVES_CHUNK)]
+
+    def product(a: np.ndarray, out: np.ndarray) -> None:
+        ah, al = _halves(a)
+        low = np.zeros(out.shape, np.uint64)
+        cross = np.zeros(out.shape, np.uint64)
+        for ks, bl_f, cross_f in chunks:
+            p0 = np.matmul(al[:, ks].astype(np.float64), bl_f)
+            p1 = np.matmul(np.concatenate([ah[:, ks], al[:, ks]], axis=1).astype(np.float64), cross_f)
+            low += p0.astype(np.int64).view(np.uint64)
+            cross += p1.astype(np.int64).view(np.uint64)
+        np.left_shift(cross, np.uint64(16), out=cross)
+        low += cross
+        np.copyto(out, low.astype(np.uint32).view(np.int32))
+    return product
 
 
 def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool = False, transpose_b: bool = False,
