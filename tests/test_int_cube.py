@@ -265,7 +265,7 @@ def test_imported_torch_integer_matmul_and_conv_wrap_like_torch():
             return torch.relu(a @ b + 3), torch.nn.functional.conv2d(x, w, padding=1) * 2
 
     rng = np.random.default_rng(9)
-    for dtype in (np.int8, np.uint8, np.int32):
+    for dtype in (np.int8, np.uint8):   # each a torch.export (~4 s); int32 wraps the same way
         args = [_full_range(rng, s, dtype) for s in ((3, 70), (70, 5), (2, 3, 5, 6), (4, 3, 3, 3))]
         tensors = [torch.from_numpy(x) for x in args]
         m = fs.from_torch(M(), *tensors)
