@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import fusedsl
+from fusedsl import cachedir
+from fusedsl.backend_ascendc import cpu_runner
 
 # ---- tolerances --------------------------------------------------------------------
 # (rtol, atol) per result dtype, checked as |got - want| <= atol + rtol * |want|.
@@ -127,9 +129,18 @@ ASCENDC_KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "asce
 
 @pytest.fixture(scope="module")
 def private_cache_dir(tmp_path_factory):
-    """A fresh FUSEDSL_CACHE_DIR for one test module (its builds must not be cache hits)."""
+    """A fresh FUSEDSL_CACHE_DIR for one test module (its builds must not be cache hits).
+
+    Only the precompiled CPU API header (ascendc/pch: not a build of the module's sources) is
+    the session cache's: building it costs more than one build saves, and most of these modules
+    build one kernel file."""
+    shared_pch = os.path.join(cpu_runner.cache_dir(), "pch")
+    cachedir.make_private(shared_pch)
     old = os.environ.get("FUSEDSL_CACHE_DIR")
-    os.environ["FUSEDSL_CACHE_DIR"] = str(tmp_path_factory.mktemp("fusedsl-cache"))
+    fresh = tmp_path_factory.mktemp("fusedsl-cache")
+    cachedir.make_private(str(fresh / "ascendc"))
+    os.symlink(shared_pch, fresh / "ascendc" / "pch")
+    os.environ["FUSEDSL_CACHE_DIR"] = str(fresh)
     yield
     if old is None:
         del os.environ["FUSEDSL_CACHE_DIR"]

@@ -16,7 +16,9 @@ import sys
 import numpy as np
 import pytest
 
+import fusedsl as fs
 from fusedsl import cachedir
+from fusedsl.backend_ascendc import cpu_runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = r'''
@@ -78,6 +80,31 @@ def test_cache_dirs_and_files_are_private_under_umask_000(built):
     assert set(dirs.values()) == {"0o700"}, dirs
 
 
+def test_the_printed_kernels_build_against_one_checked_precompiled_api_header(built, monkeypatch):
+    """The two builds made one kernel_operator.h.gch (private, with its checksum), and g++
+    reads it instead of parsing the API for a printed kernel (-H marks a used PCH with '!')."""
+    cache, _ = built
+    folders = os.listdir(os.path.join(cache, "ascendc", "pch"))
+    assert len(folders) == 1, folders
+    gch = os.path.join(cache, "ascendc", "pch", folders[0], "kernel_operator.h.gch")
+    assert os.path.getsize(gch) > 1 << 20 and stat.S_IMODE(os.stat(gch).st_mode) == 0o600
+    assert cpu_runner.verified(gch)
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", cache)
+    flags = cpu_runner.compile_flags("ascend910b")
+    assert cpu_runner._pch_dir(flags) == os.path.dirname(gch)      # found, not built again
+    src = os.path.join(str(built[0]), "probe.cpp")
+    source = fs.fused_kernel(lambda x: fs.relu(x)).compile(fs.spec((8, 64), "float32"), target="ascend910b").source
+    try:
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(source)
+        proc = subprocess.run(["g++", f"-I{os.path.dirname(gch)}", *flags, "-fsyntax-only", "-H", src],
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        os.unlink(src)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"! {gch}" in proc.stderr, proc.stderr[:2000]
+
+
 def test_planted_then_truncated_library_is_never_loaded(built):
     cache, first = built
     relu_so, abs_so = first["relu"]["path"], first["abs"]["path"]
@@ -101,7 +128,6 @@ def test_planted_then_truncated_library_is_never_loaded(built):
         b = f.read(1)
         f.seek(size // 2)
         f.write(bytes([b[0] ^ 0xFF]))
-    from fusedsl.backend_ascendc import cpu_runner
     assert not cpu_runner.verified(relu_so)
 
 

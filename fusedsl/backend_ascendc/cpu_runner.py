@@ -188,13 +188,14 @@ def _pch_dir(flags: list[str]) -> str | None:
     key = hashlib.sha256("\0".join([*flags, _headers_digest(), "pch"]).encode()).hexdigest()
     folder = os.path.join(cache_dir(), "pch", key[:40])
     gch = os.path.join(folder, "kernel_operator.h.gch")
-    if _pch_ok.get(gch) == _stat_key(gch):   # checked in this process already (60 MB to hash)
+    seen = _stat_key(gch)
+    if seen is not None and _pch_ok.get(gch) == seen:   # checked in this process already (60 MB to hash)
         return folder
     if verified(gch):
         _pch_ok[gch] = _stat_key(gch)
         return folder
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        cachedir.make_private(folder)   # pch/ and its folder 0700 whatever the umask
         fd, tmp = tempfile.mkstemp(prefix=".kernel_operator-", suffix=".gch", dir=folder)
         os.close(fd)
         with tempfile.TemporaryDirectory(prefix="fusedsl-pch-") as work:
