@@ -328,7 +328,17 @@ def caret_snippet(text: str, line: int, column: int) -> str:
 
 
 def is_internal_file(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+    internal = _internal_files.get(filename)
+    if internal is None:
+        internal = os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+        if os.path.isabs(filename):   # a relative name's answer changes with the working directory
+            _internal_files[filename] = internal
+    return internal
+
+
+# code object file name -> is_internal_file: user_frame walks the stack for every traced op
+# (abspath per frame was 7 % of compiling a small kernel)
+_internal_files: dict[str, bool] = {}
 
 
 # While an importer replays a model graph, the "user's line" is the model's source line

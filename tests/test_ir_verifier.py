@@ -15,6 +15,7 @@ from fusedsl import dtypes as dt
 from fusedsl.errors import Loc
 from fusedsl.ir import Builder, Function, Module, Op, Param, TensorType, Value, verify_module
 from fusedsl.ir import verifier
+from fusedsl.ir.ops import REGISTRY
 
 F32_3 = TensorType((3,), dt.float32)
 LOC = Loc("user.py", 7)
@@ -102,6 +103,18 @@ def test_type_mismatch_result_type():
     fixed_add = dataclasses.replace(fn.ops[1], operands=(wrong, fn.params[1].value))
     verify_fails(with_ops(fn, [bad, fixed_add]), "type-mismatch",
                  r"op #0 \(exp\): results are f16\[3\] but the type rule gives f32\[3\]")
+
+
+def test_type_mismatch_after_the_op_was_verified_under_an_older_type_rule(monkeypatch):
+    """An op checked once is not re-inferred on the next verify (every pass verifies), unless
+    its definition was replaced since: the new rule applies to the same op object."""
+    fn = valid_function()
+    verify_module(Module((fn,)))
+    verify_module(Module((fn,)))
+    old = REGISTRY["exp"]
+    monkeypatch.setitem(REGISTRY, "exp", dataclasses.replace(
+        old, infer=lambda types, attrs: (TensorType(types[0].shape, dt.float16),)))
+    verify_fails(fn, "type-mismatch", r"op #0 \(exp\): results are f32\[3\] but the type rule gives f16\[3\]")
 
 
 def test_type_mismatch_rule_refuses_operands():
