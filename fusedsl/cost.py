@@ -788,18 +788,33 @@ def epilogue_cycles(fn, anchor, target, sizes, ops, block_dim: int, launch=None,
     `per_row`: the ops run row by row on each of a core's `launch` tiles (a matmul's epilogue,
     printer_cube.Compute: one API call per op, row and tile), so each call's fixed cost counts
     per row -- what makes thin C tiles costly."""
+    return epilogue_model(fn, anchor, target, sizes, ops, per_row)(block_dim, launch)
+
+
+def epilogue_model(fn, anchor, target, sizes, ops, per_row: bool = False):
+    """epilogue_cycles of one kernel as a function of (block_dim, launch), the same values:
+    the producers are looked up once and each op's cycles per tile row length remembered (a
+    cube kernel's tiling search reads it at many launches that share few row lengths)."""
     producers = {id(r): op for op in fn.ops for r in op.results}
-    extra = 0.0
-    for op in ops:
-        if op is anchor:
-            continue
-        if has_trait(op, REDUCTION):
-            extra += reduce_kernel_cost(op, target, sizes, launch=launch).vec_cycles
-        elif (has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST)) and per_row and launch is not None:
-            extra += launch.tiles_per_core * launch.tile_rows * op_vector_cycles(op, launch.tile_cols, producers)
-        elif has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST):
-            extra += op_vector_cycles(op, _nelem(op.result, sizes), producers) / max(1, block_dim)
-    return extra
+    kinds = [(op, "reduce" if has_trait(op, REDUCTION) else
+              "vector" if has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST) else None)
+             for op in ops if op is not anchor]
+    row_cycles = {}   # (op index, tile_cols) -> op_vector_cycles on one row
+
+    def cycles(block_dim: int, launch=None) -> float:
+        extra = 0.0
+        for i, (op, kind) in enumerate(kinds):
+            if kind == "reduce":
+                extra += reduce_kernel_cost(op, target, sizes, launch=launch).vec_cycles
+            elif kind == "vector" and per_row and launch is not None:
+                row = row_cycles.get((i, launch.tile_cols))
+                if row is None:
+                    row = row_cycles[i, launch.tile_cols] = op_vector_cycles(op, launch.tile_cols, producers)
+                extra += launch.tiles_per_core * launch.tile_rows * row
+            elif kind == "vector":
+                extra += op_vector_cycles(op, _nelem(op.result, sizes), producers) / max(1, block_dim)
+        return extra
+    return cycles
 
 
 def _with_epilogue(base: KernelCost, fn, anchor, target, sizes, ops, gm_bytes, launch=None,
@@ -919,6 +934,6 @@ def unfused_cost(fn: Function, target, sizes=None, kernel_cost=None) -> list[Ker
 
 __all__ = ["KernelCost", "VECTOR_API", "LAUNCH_US", "api_cycles", "load_cycles", "store_cycles",
            "vector_kernel_cost", "reduce_kernel_cost", "cube_kernel_cost", "move_kernel_cost",
-           "matmul_reads", "matmul_split_cycles", "objects_per_core", "hbm_cycles", "epilogue_cycles",
+           "matmul_reads", "matmul_split_cycles", "objects_per_core", "hbm_cycles", "epilogue_cycles", "epilogue_model",
            "function_cost", "unfused_cost", "attention_blocks", "attention_ub_buffers", "attention_gm_model",
            "attention_kernel_cost", "attention_chain"]

@@ -3,10 +3,11 @@ from types import SimpleNamespace
 
 import pytest
 
+import fusedsl as fs
 from fusedsl import cost
 
 from fusedsl.errors import ScheduleError, TargetError
-from fusedsl.lower.cube import Traffic, cube_block_dim, cube_tiling, matmul_objects
+from fusedsl.lower.cube import Traffic, cube_block_dim, cube_tiling, matmul_objects, schedule_cube_kernel
 from fusedsl.targets import get_target
 
 
@@ -91,3 +92,54 @@ def test_l2_bounds_hbm_reads():
     assert cost.hbm_cycles(t, 10**6, 5 * 10**6) == pytest.approx(10**6 / (t.hbm_gbps * 1e3 / t.clock_mhz))
     big = t.l2_bytes + 1
     assert cost.hbm_cycles(t, big, 3 * big) == pytest.approx(3 * big / (t.hbm_gbps * 1e3 / t.clock_mhz))
+
+
+def _stack_traffic(weight):
+    """The traffic of a 64x256 @ 256x1024 matmul with a [N] bias; the epilogue costs `weight`
+    cycles per tile row (a heavy one makes thin tiles dear: another split wins)."""
+    return Traffic(4, 4, 1, (("colvec", 4),), 64 * 1024 * 4,
+                   lambda bd, launch: launch.tiles_per_core * launch.tile_rows * weight)
+
+
+def test_tiling_memo_reuses_a_search_only_when_every_input_matches():
+    """cube_tiling's per-compile memo: an identical search (another block's matmul, its own vector
+    model giving the same cycles) returns the remembered tiling; a different epilogue cost or
+    any other argument runs its own search, whose result is the memo-less one."""
+    t = get_target("ascend910b")
+    kw = dict(ub_bytes_per_c_elem=12, l1_budget=int(t.l1_bytes * 0.8), a_l1=True)
+    light = cube_tiling(t, 64, 1024, 256, traffic=_stack_traffic(0.0), **kw)
+    heavy = cube_tiling(t, 64, 1024, 256, traffic=_stack_traffic(2000.0), **kw)
+    assert (light.base_m, light.single_core_m) != (heavy.base_m, heavy.single_core_m)   # the test can tell them apart
+    memo = {}
+    first = cube_tiling(t, 64, 1024, 256, traffic=_stack_traffic(0.0), memo=memo, **kw)
+    again = cube_tiling(t, 64, 1024, 256, traffic=_stack_traffic(0.0), memo=memo, **kw)   # a new, equal model
+    assert first == light and again is first
+    assert cube_tiling(t, 64, 1024, 256, traffic=_stack_traffic(2000.0), memo=memo, **kw) == heavy
+    (entries,) = memo.values()   # one key, the two epilogue models' searches under it
+    assert len(entries) == 2 and all(read for _, _, read in entries)
+    fewer_cores = cube_tiling(t, 64, 1024, 256, traffic=_stack_traffic(0.0), memo=memo, cores=4, **kw)
+    assert fewer_cores == cube_tiling(t, 64, 1024, 256, traffic=_stack_traffic(0.0), cores=4, **kw)
+    assert fewer_cores.used_core_num <= 4 and len(memo) == 2
+    other = cube_tiling("ascend310p", 64, 1024, 256, traffic=_stack_traffic(0.0), memo=memo, **kw)
+    assert other == cube_tiling("ascend310p", 64, 1024, 256, traffic=_stack_traffic(0.0), **kw)
+    with pytest.raises(ScheduleError, match="FS110"):   # errors are raised every time, not remembered
+        cube_tiling(t, 64, 1024, 256, traffic=_stack_traffic(0.0), memo=memo, ub_bytes=64, **kw)
+    assert len(memo) == 3
+
+
+def test_compile_shares_tilings_between_identical_blocks():
+    """Through the public API (the compile's memo shared by the blocks): each block's matmuls of a
+    stack get the tilings a search of their own, without a memo, picks."""
+    def model(x, w1, w2, g, b):
+        for _ in range(3):
+            x = x + (fs.gelu(fs.layer_norm(x, g, b) @ w1) @ w2) * 0.5
+        return x
+    specs = (fs.spec((64, 96), "float32"), fs.spec((96, 160), "float32"), fs.spec((160, 96), "float32"),
+             fs.spec((96,), "float32"), fs.spec((96,), "float32"))
+    compiled = fs.fused_kernel(model, target="ascend910b").compile(*specs)
+    cubes = [p for p in compiled.kernels if p.kernel_kind == "cube"]
+    assert len(cubes) == 6 and all(p.printable for p in cubes)
+    for p in cubes:
+        own = schedule_cube_kernel(p.function, compiled.target, 1.0, 0.8)
+        assert p.lowered.tiling_fields == own.tiling_fields and p.lowered.cann_tiling == own.cann_tiling
+    assert len({p.lowered.tiling_fields for p in cubes}) >= 2

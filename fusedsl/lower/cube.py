@@ -11,7 +11,7 @@ Errors name the buffer and the bytes needed vs available (reason code FS110).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -74,7 +74,7 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
                 ub_bytes_per_c_elem: int | None = None, l1_budget: int | None = None,
                 ub_bytes: int | None = None, whole_rows: bool = False, row_bytes: int = 0,
                 row_slack: int = 0, traffic: "Traffic | None" = None, a_l1: bool = False,
-                layouts=None) -> CubeTiling:
+                layouts=None, memo: dict | None = None) -> CubeTiling:
     """Tiling of an M x N x K matmul for `target`.
 
     `ub_bytes_per_c_elem` is the UB the epilogue needs per element of a C tile (C itself plus
@@ -98,7 +98,45 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     (singleCoreM x K, NZ) in a TSCM buffer read from GM once, so A is not re-read per tile
     column. The L1 of an AI core holds every object's own buffers and TSCM slices: each object
     gets `l1_budget` / 2 on 910B (fusedsl's CPU API checks the same at simulate).
+
+    `memo` (a dict the caller owns, one per compile: lower/kinds.LowerOptions.tiling_memo)
+    remembers searches already run: a model repeats the same matmul with the same epilogue many times (each block of a
+    transformer stack), and the traffic-aware search is most of a model's compile time.
     """
+    args = (m, n, k, a_dtype, b_dtype, c_dtype, bias_dtype, cores, ub_bytes_per_c_elem, l1_budget, ub_bytes,
+            whole_rows, row_bytes, row_slack, a_l1, layouts)
+    if memo is None:
+        return _cube_tiling(target, *args, traffic)
+    t = get_target(target)
+    # The key is every input of the search but the epilogue's vector cycles: the target itself
+    # (by identity, its entries hold it so the id stays its own), every argument, and
+    # Traffic's fields. traffic.vector is a function of the kernel's epilogue ops, which has no
+    # cheap complete key; the search only ever reads it at (blockDim, Launch) points fixed by the
+    # rest of the key, so an entry keeps the values it read and is reused only when this
+    # kernel's vector model gives the same value at every one of those points -- then the
+    # search, deterministic in what it read, returns the same tiling.
+    tkey = None if traffic is None else (traffic.a_item, traffic.b_item, traffic.batch, traffic.epilogue,
+                                         traffic.c_bytes, traffic.vector is None)
+    key = (id(t), t.name, *args, tkey)
+    vector = None if traffic is None else traffic.vector
+    for _, tiling, read in memo.get(key, ()):
+        if all(vector(bd, launch) == v for (bd, launch), v in read.items()):
+            return tiling
+    read = {}
+    if vector is not None:
+        def recorded(bd, launch):
+            if (bd, launch) not in read:
+                read[bd, launch] = vector(bd, launch)
+            return read[bd, launch]
+        traffic = replace(traffic, vector=recorded)
+    tiling = _cube_tiling(t, *args, traffic)   # an error is not remembered: it is raised again next time
+    memo.setdefault(key, []).append((t, tiling, read))
+    return tiling
+
+
+def _cube_tiling(target, m, n, k, a_dtype, b_dtype, c_dtype, bias_dtype, cores, ub_bytes_per_c_elem, l1_budget,
+                 ub_bytes, whole_rows, row_bytes, row_slack, a_l1, layouts, traffic) -> CubeTiling:
+    """cube_tiling's search itself (its doc)."""
     t = get_target(target)
     if not t.matmul_dtypes:
         raise TargetError(f"{t.name} has no Matmul high-level API (ASCENDC.md §3.1): a cube "
@@ -456,9 +494,9 @@ class CubeLaunch:
 
 
 def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headroom: float = 0.8,
-                         layouts=None) -> CubeSchedule:
+                         layouts=None, memo: dict | None = None) -> CubeSchedule:
     """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not.
-    `layouts` restricts the layouts cube_tiling weighs (default LAYOUTS)."""
+    `layouts` restricts the layouts cube_tiling weighs (default LAYOUTS); `memo`: cube_tiling's."""
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     mms = [op for op in ops if op.name == "matmul"]
     first = mms[0] if mms else ops[0]
@@ -569,10 +607,11 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     # what the kernel moves besides A and B, for the traffic-aware split (cube_tiling)
     c_bytes = batch * M * sum(v.dtype.itemsize * (1 if i in per_row else N) for i, v in enumerate(fn.results))
     seen_vec = {}   # the candidates share few (blockDim, tile) pairs: model each once
+    epilogue_model = cost.epilogue_model(fn, mm, t, {}, ops, per_row=True)
 
     def vector(block_dim, launch):
         if (block_dim, launch) not in seen_vec:
-            seen_vec[block_dim, launch] = cost.epilogue_cycles(fn, mm, t, {}, ops, block_dim, launch, per_row=True)
+            seen_vec[block_dim, launch] = epilogue_model(block_dim, launch)
         return seen_vec[block_dim, launch]
     traffic = Traffic(a.dtype.itemsize, b.dtype.itemsize, batch,
                       tuple((p.kind, p.dtype.itemsize) for p in params if p.kind != "runtime_scalar"), c_bytes,
@@ -586,11 +625,11 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         if row is not None:
             return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
                                ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
-                               ub_bytes=ub_left, whole_rows=True, traffic=traffic, layouts=layouts)
+                               ub_bytes=ub_left, whole_rows=True, traffic=traffic, layouts=layouts, memo=memo)
         return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype=c_dtype.np.name,
                            ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
                            ub_bytes=int(t.ub_bytes * ub_fraction) - 1024 - scratch, row_bytes=row_bytes,
-                           row_slack=row_slack, traffic=traffic, a_l1=a_l1, layouts=layouts)
+                           row_slack=row_slack, traffic=traffic, a_l1=a_l1, layouts=layouts, memo=memo)
     try:
         tiling = tile()
     except ScheduleError as exc:

@@ -10,7 +10,7 @@ reductions (other axes than the last), and the vector kind every elementwise/vie
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import FusedslError, ScheduleError, TargetError
@@ -37,6 +37,10 @@ class LowerOptions:
     """What a lowering may read of the compile options."""
     ub_headroom: float = 1.0      # fraction of UB the kernel may plan with
     l1_headroom: float = 1.0      # fraction of L1 a cube kernel may plan with
+    # cube_tiling's memo (lower/cube.py): searches already run in this compile. One per
+    # LowerOptions, i.e. per compile (compiler.compile_module makes one), so it never outlives
+    # the target and options it was filled under
+    tiling_memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,7 @@ KINDS: list[Kind] = [
          (CubeGroupSchedule,), (ScheduleError, TargetError)),
     # a matmul with its elementwise or row epilogue (printer_cube, printer_cube_row)
     Kind("cube", _cube_group,
-         lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom),
+         lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom, memo=o.tiling_memo),
          (CubeSchedule,), (ScheduleError, TargetError)),
     # last-axis reductions and the ops around them (printer_row)
     Kind("row", lambda fn, group: group in ("row", "single") and is_row_kernel(fn),
