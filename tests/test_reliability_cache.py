@@ -82,7 +82,9 @@ def test_cache_dirs_and_files_are_private_under_umask_000(built):
 
 def test_the_printed_kernels_build_against_one_checked_precompiled_api_header(built, monkeypatch):
     """The two builds made one kernel_operator.h.gch (private, with its checksum), and g++
-    reads it instead of parsing the API for a printed kernel (-H marks a used PCH with '!')."""
+    reads it instead of parsing the API for a printed kernel (-H marks a used PCH with '!'),
+    also for a cube kernel, whose Matmul header includes kernel_operator.h again (the PCH
+    folder's forwarding header takes that include)."""
     cache, _ = built
     folders = os.listdir(os.path.join(cache, "ascendc", "pch"))
     assert len(folders) == 1, folders
@@ -93,16 +95,20 @@ def test_the_printed_kernels_build_against_one_checked_precompiled_api_header(bu
     flags = cpu_runner.compile_flags("ascend910b")
     assert cpu_runner._pch_dir(flags) == os.path.dirname(gch)      # found, not built again
     src = os.path.join(str(built[0]), "probe.cpp")
-    source = fs.fused_kernel(lambda x: fs.relu(x)).compile(fs.spec((8, 64), "float32"), target="ascend910b").source
-    try:
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(source)
-        proc = subprocess.run(["g++", f"-I{os.path.dirname(gch)}", *flags, "-fsyntax-only", "-H", src],
-                              capture_output=True, text=True, timeout=300)
-    finally:
-        os.unlink(src)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"! {gch}" in proc.stderr, proc.stderr[:2000]
+    vector = fs.fused_kernel(lambda x: fs.relu(x)).compile(fs.spec((8, 64), "float32"), target="ascend910b").source
+    cube = fs.fused_kernel(lambda a, w: fs.relu(a @ w)).compile(
+        fs.spec((16, 32), "float16"), fs.spec((32, 16), "float16"), target="ascend910b").source
+    assert '#include "lib/matmul_intf.h"' in cube
+    for source in (vector, cube):
+        try:
+            with open(src, "w", encoding="utf-8") as f:
+                f.write(source)
+            proc = subprocess.run(["g++", f"-I{os.path.dirname(gch)}", *flags, "-fsyntax-only", "-H", src],
+                                  capture_output=True, text=True, timeout=300)
+        finally:
+            os.unlink(src)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert f"! {gch}" in proc.stderr, proc.stderr[:2000]
 
 
 def test_planted_then_truncated_library_is_never_loaded(built):

@@ -192,6 +192,8 @@ def _pch_dir(flags: list[str]) -> str | None:
     if seen is not None and _pch_ok.get(gch) == seen:   # checked in this process already (60 MB to hash)
         return folder
     if verified(gch):
+        if not _pch_forward(folder):
+            return None
         _pch_ok[gch] = _stat_key(gch)
         return folder
     try:
@@ -217,10 +219,37 @@ def _pch_dir(flags: list[str]) -> str | None:
         os.replace(tmp_sum, gch + ".sum")
     except OSError:   # a read-only or full cache: build without it
         return None
-    if not verified(gch):
+    if not verified(gch) or not _pch_forward(folder):
         return None
     _pch_ok[gch] = _stat_key(gch)
     return folder
+
+
+# g++ takes a .gch only for a source's first include; a later #include "kernel_operator.h" (the
+# Matmul API's matmul_intf.h has one) searches the PCH folder first too, and there g++ wants a
+# header beside the .gch or stops ("No such file or directory"). This one hands the include on
+# to the API's own header, whose #pragma once makes it a no-op after the PCH.
+_PCH_FORWARD = '#include_next "kernel_operator.h"\n'
+
+
+def _pch_forward(folder: str) -> bool:
+    """Whether the PCH folder holds the forwarding kernel_operator.h (written when missing or
+    different); False when it cannot be written (then no PCH is used)."""
+    path = os.path.join(folder, "kernel_operator.h")
+    try:
+        with open(path, encoding="ascii") as f:
+            if f.read() == _PCH_FORWARD:
+                return True
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".kernel_operator-", suffix=".h", dir=folder)   # 0600
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(_PCH_FORWARD)
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    return True
 
 
 _pch_ok: dict[str, tuple] = {}   # verified .gch path -> its (inode, size, mtime) when checked
