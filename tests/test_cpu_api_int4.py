@@ -72,6 +72,14 @@ def test_int4_mmad_with_an_odd_k_is_refused_at_the_kernel_line(lib):
                      r"k must be even", str(info.value)), str(info.value)
 
 
+def test_an_odd_int4_view_is_refused(lib):
+    # operator[] takes no call-site argument (C++ allows it one parameter), so this message names no line
+    z = np.zeros(64, np.uint8)
+    with pytest.raises(AscendCCheckError, match=r"LocalTensor<int4b_t>\[\]\(3\): an odd int4b_t offset starts in "
+                                                r"the middle of a byte"):
+        lib.launch("int4_odd_view", 1, [("a", z), ("b", z), ("c", z), ("probe", z)])
+
+
 def test_int4_data_copy_and_nibble_get_set_value_on_ub(lib):
     rng = np.random.default_rng(5)
     x = rng.integers(-8, 8, 256).astype(np.int8)

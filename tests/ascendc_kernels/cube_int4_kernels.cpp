@@ -118,6 +118,13 @@ extern "C" __global__ __aicore__ void int4_ub_roundtrip(GM_ADDR x, GM_ADDR out, 
     q.FreeTensor(t);
 }
 
+// Broken on purpose: an int4b_t view at an odd element starts in the middle of a byte.
+extern "C" __global__ __aicore__ void int4_odd_view(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR)
+{
+    LocalTensor<int4b_t> a1(TPosition::A1, 0, 256);
+    (void)a1[3];
+}
+
 #define INT4_ENTRY(name, mode)                                                  \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
         AscendC::SetKernelMode(KernelMode::mode);                               \
@@ -127,3 +134,4 @@ INT4_ENTRY(int4_mmad_load2d, AIC_MODE)
 INT4_ENTRY(int4_mmad_load3d_transpose, AIC_MODE)
 INT4_ENTRY(int4_mmad_odd_k, AIC_MODE)
 INT4_ENTRY(int4_ub_roundtrip, AIV_MODE)
+INT4_ENTRY(int4_odd_view, AIC_MODE)
