@@ -61,7 +61,7 @@ def vector_graph(nchains, width=4096):
 def ascendc_text(compiled) -> int:
     """Print every kernel the Ascend C backend prints; returns how many."""
     from fusedsl.backend_ascendc.printer import print_source
-    from fusedsl.backend_ascendc.printer_view import printer_for_plan
+    from fusedsl.backend_ascendc.printers import printer_for_plan
     printable = [p for p in compiled.kernels if p.printable is not None and p.error is None]
     if printable:
         print_source([printer_for_plan(p, compiled.target) for p in printable], compiled.target)

@@ -45,7 +45,7 @@ def test_unedited_kernel_passes_every_check():
 
 def test_ub_overflow():
     a, b = arrays()
-    msg = check("InitBuffer", "ascend910b", a, b, "pipe.InitBuffer(q_in_b_1, 2, t.tileElems * sizeof(float));",
+    msg = check("InitBuffer", "ascend910b", a, b, "pipe.InitBuffer(q_in_b_1, 2, tiling.tileElems * sizeof(float));",
                 "pipe.InitBuffer(q_in_b_1, 2, 100000);")
     assert "ascend910b has 196608" in msg   # the whole 192 KB a TPipe may plan
 

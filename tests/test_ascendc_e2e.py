@@ -72,7 +72,9 @@ def test_six_op_chain_with_tail(target):
     got = k.simulate(x, 1.5, 0.25)
     want = chain6(x, 1.5, 0.25)
     close(got, want, "float32")
-    assert "s_s" in k.source   # runtime scalars travel in the tiling struct
+    # runtime scalars travel in the tiling struct (fields s<parameter index>), read once per core
+    assert "float s1;   // runtime scalar" in k.source and "float s2;   // runtime scalar" in k.source
+    assert "v1 = static_cast<float>(tiling.s1);" in k.source
 
 
 def test_save_writes_a_project(tmp_path):

@@ -62,7 +62,7 @@ def test_the_tiling_struct_declares_an_int_scalar_as_int32():
     k = fs.fused_kernel(lambda x, s, f: x * s + f).compile(fs.spec((8,), "int32"), fs.scalar("s", "int32"),
                                                          fs.scalar("f", "float32"))
     fields = [line.split("//")[0].split() for line in k.source.splitlines() if "// runtime scalar" in line]
-    assert fields == [["int32_t", "s_s;"], ["float", "s_f;"]]
+    assert fields == [["int32_t", "s1;"], ["float", "s2;"]]   # named by parameter index
 
 
 def _env():

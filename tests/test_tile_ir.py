@@ -182,8 +182,11 @@ def test_dump_ir_writes_the_tile_text_after_every_tile_pass(tmp_path, monkeypatc
     files = sorted(p.name for p in tmp_path.glob(f"tile-{name}-*.tile"))
     assert files == [f"tile-{name}-00-lowered.tile", f"tile-{name}-01-reuse.tile",
                      f"tile-{name}-02-compare-slack.tile", f"tile-{name}-03-granules.tile",
-                     f"tile-{name}-04-allocate.tile"]
-    assert (tmp_path / files[-1]).read_text() == (tmp_path / f"tile-{name}.tile").read_text()
+                     f"tile-{name}-04-allocate.tile", f"tile-{name}-kernel.tile"]
+    assert (tmp_path / files[-2]).read_text() == (tmp_path / f"tile-{name}.tile").read_text()
+    # the whole kernel the printer prints, in the loop-level tile IR, reads back as it was
+    whole = (tmp_path / files[-1]).read_text()
+    assert whole.startswith(f"kernel @{name} kind vector\n") and print_kernel(parse_kernel(whole)) == whole
 
 
 def test_dump_ir_of_a_kernel_with_a_300_character_name(tmp_path, monkeypatch):
@@ -234,9 +237,13 @@ def test_every_kinds_tile_programs_round_trip_through_the_parser():
             assert print_tile(back.sched, locs=True) == text, (plan.kernel_kind, label)
             verify_tile(back.sched, T)          # a parsed program is a program the verifier takes
             kinds.setdefault(plan.kernel_kind, []).append(label)
-        if kernel_ir(plan.lowered) is not None:   # a whole loop-level tile kernel (tile/kernel.py)
-            assert print_kernel(parse_kernel(plan.tile_ir)) == plan.tile_ir
+        whole = kernel_ir(plan.lowered)
+        if whole is not None:   # a whole loop-level tile kernel (tile/kernel.py)
+            text = print_kernel(whole)
+            assert print_kernel(parse_kernel(text)) == text, plan.kernel_kind
             kinds.setdefault(plan.kernel_kind, []).append("kernel")
+            if plan.schedule is None:   # (a vector kernel's tile_ir is its tile program, with the tiling)
+                assert plan.tile_ir == text
         elif plan.tile_ir is not None and plan.schedule is None:   # another kind: its programs in turn
             assert [p.sched.kernel.name for p in parse_tiles(plan.tile_ir)] == [
                 prog.kernel.name for _, prog in tile_programs(plan.lowered)]

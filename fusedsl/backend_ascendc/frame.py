@@ -68,6 +68,11 @@ class KernelFrame:
         message buffers; others need none, but the entry still takes one)."""
         return getattr(self.s, "workspace_bytes", 32)
 
+    def scalar_field(self, param) -> str:
+        """The tiling-struct field a runtime scalar parameter travels in (the saved projects'
+        host code sets it)."""
+        return param.var
+
     def runtime_scalars(self) -> list:
         """The runtime scalar parameters whose values follow the tiling words."""
         return [p for p in getattr(self.s, "params", ()) if p.kind == "runtime_scalar"]

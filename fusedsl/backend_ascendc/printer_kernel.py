@@ -1,7 +1,7 @@
 """Ascend C for a kernel in the loop-level tile IR (tile/kernel.py `TileKernel`).
 
-One printer for every kind that lowers to a TileKernel (today: the transpose kind).  It walks
-the records and prints the canonical form:
+One printer for every kind that lowers to a TileKernel (vector and view, transpose, column).  It
+walks the records and prints the canonical form:
 
     struct <Name>TilingData     the kernel's fields, word by word
     class Kernel<Name>          Init (the tiling, the members computed from it, the GM
@@ -9,7 +9,8 @@ the records and prints the canonical form:
                                 contiguous tiles [first, last), each through the stages in
                                 order), one private method per stage, the objects
     extern "C" <name>(...)      the usual entry (frame.KernelFrame)
-    <Name>Tiling(...)           static shapes: the words fusedsl computed
+    <Name>Tiling(...)           static shapes: the words fusedsl computed; an elementwise
+                                kernel (sizes may be symbolic): host_vector.py's search
 
 Each node prints as one Ascend C construct: CopyIn / CopyOut the strided row copies of the
 shared helpers (CopyRowsIn / CopyRowsOut: DataCopyPad where the chip has it), UbCopy a UB->UB
@@ -19,12 +20,19 @@ TQue protocol.  Expressions are uint32 arithmetic; `min` is MinU32.
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..lower.kinds import kernel_ir
-from ..tile.kernel import (BINARY, Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, If, Let,
-                           Move, Ref, Set, Step, TileKernel, UbCopy, Var, Vec)
+import struct
+
+from ..lower.kinds import kernel_ir, kernel_words
+from ..tile.kernel import (BINARY, Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow,
+                           If, Let, Move, Ref, Set, Step, TileKernel, UbCopy, Var, Vec)
 from . import cnames
 from .emit import gm_scalar_load, literal, rename_stmt
 from .frame import KernelFrame
+from .host_vector import vector_host_tiling
+
+# the host tiling of a kind whose sizes may be symbolic (its words are computed at launch);
+# every other kernel carries its words and the host tiling copies them
+HOST_TILING = {"vector": vector_host_tiling}
 
 
 def c_expr(e) -> str:
@@ -53,21 +61,21 @@ def _c(e) -> tuple[str, int]:
     if op == "pad":
         n = _c(e[2])[0]
         a, pa = _c(e[1])
-        a = f"({a})" if pa < 2 else a
-        return f"({a} + {n} - 1u) / {n} * {n}", 3
+        a = f"({a})" if pa < BINARY["+"] else a
+        return f"({a} + {n} - 1u) / {n} * {n}", BINARY["*"]
     raise ValueError(f"not an expression: {e!r}")
 
 
 def _bytes(q) -> str:
     """A queue buffer's bytes: its elements times the element size."""
     text, prec = _c(q.elems)
-    return f"{text if prec >= 3 else f'({text})'} * sizeof({q.dtype.ascendc})"
+    return f"{text if prec >= BINARY['*'] else f'({text})'} * sizeof({q.dtype.ascendc})"
 
 
 class KernelPrinter(KernelFrame):
     def __init__(self, sched, target, name: str, debug: bool | None = None):
         super().__init__(sched, target, name, debug)
-        self.symbols = []
+        self.symbols = list(getattr(sched, "symbols", []))   # host tiling's sizes[i], when symbolic
         self.k: TileKernel = kernel_ir(sched)
         self.queue = {q.name: q for q in self.k.queues}
         self.gm_name = {g.name: (cnames.param(g.name) if g.role == "in" else f"y{g.index}") for g in self.k.gms}
@@ -84,13 +92,30 @@ class KernelPrinter(KernelFrame):
             "   // runtime scalar" if f.ctype != "uint32_t" else "") for f in self.k.fields]
         return "\n".join(lines + ["};"]) + "\n"
 
+    def scalar_field(self, param) -> str:
+        return f"s{param.index}"   # the kernel's typed fields are named by parameter index
+
+    def pack(self, tiling, scalars) -> bytes:
+        """The tiling struct: the kernel's words for this launch, then its runtime scalars (the
+        typed fields `s<param index>`), as tiling_header lays it out."""
+        words = kernel_words(self.s, tiling)
+        data = struct.pack(f"<{len(words)}I", *words)
+        params = self.launch_params()
+        for f in self.k.fields:
+            if f.ctype != "uint32_t":
+                value = scalars[params[int(f.name[1:])].name]
+                data += struct.pack("<f", float(value)) if f.ctype == "float" else struct.pack("<i", int(value))
+        return data
+
     def host_tiling(self) -> str:
+        if not self.k.words and self.k.kind in HOST_TILING:
+            return HOST_TILING[self.k.kind](self.s, self.t, self.name, self.tiling)
         return self.static_host_tiling(self.k.words, [
             f"// Host tiling for {self.name} on {self.t.name}: static shapes, so the tiling is constants",
             f"// computed by fusedsl for {self.t.vector_cores} vector cores and a UB budget of {self.s.ub_budget} bytes."])
 
     def heading(self) -> list[str]:
-        return [f"// ---- {self.name}: a {self.k.kind} kernel from {cnames.comment(self.s.fn.loc)} ----"]
+        return [f"// ---- {self.name}: {cnames.comment(self.k.note)}, fused from {cnames.comment(self.s.fn.loc)} ----"]
 
     def kernel(self) -> str:
         return self._class() + "\n" + self.entry(self._gm_args() + ["t"])
@@ -106,9 +131,12 @@ class KernelPrinter(KernelFrame):
         L += [f"        {m.name} = {self._member_init(m)};" for m in k.members if m.init is not None]
         L += [f"        pipe.InitBuffer({q.name}, {_bytes(q)});" if q.position == "VECCALC" else
               f"        pipe.InitBuffer({q.name}, {q.depth}, {_bytes(q)});" for q in k.queues]
-        L += ["    }", "", "    __aicore__ inline void Process()", "    {", *self.core_tiles(),
-              "        for (uint32_t tile = first; tile < last; ++tile) {"]
-        L += [f"            {st.name}({'tile' if st.param else ''});" for st in k.stages]
+        L += ["    }", "", "    __aicore__ inline void Process()", "    {", *self.core_tiles()]
+        once = [st for st in k.stages if st.once]
+        if once:   # a prologue runs only on a core with tiles
+            L += ["        if (first >= last) return;"] + [f"        {st.name}();" for st in once]
+        L += ["        for (uint32_t tile = first; tile < last; ++tile) {"]
+        L += [f"            {st.name}({'tile' if st.param else ''});" for st in k.stages if not st.once]
         L += ["        }", "    }", "", "private:"]
         for st in k.stages:
             L += [f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})", "    {"]
@@ -196,7 +224,11 @@ class KernelPrinter(KernelFrame):
             return [f"{pad}AscendC::LocalTensor<{self._ty(node.queue)}> {node.tensor};"]
         if isinstance(node, Dup):
             d = self._dtype(node.dst.tensor)
-            value = (literal(node.value, d) if isinstance(node.value, (float, bool))
+            if isinstance(node.value, tuple) and node.value[0] == "load":   # one GM value (FillRow: any width)
+                _, gm, index = node.value
+                return [f"{pad}FillRow({self._ref(node.dst)}, static_cast<{d.ascendc}>(gm_{self.gm_name[gm]}"
+                        f".GetValue({c_expr(index)})), {c_expr(node.count)});"]
+            value = (literal(node.value, d) if isinstance(node.value, (float, bool, int))
                      else f"static_cast<{d.ascendc}>({c_expr(node.value)})")
             return [f"{pad}AscendC::Duplicate({self._ref(node.dst)}, {value}, {c_expr(node.count)});",
                     f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
@@ -206,7 +238,7 @@ class KernelPrinter(KernelFrame):
                 call = f"AscendC::Cast({dst}, {srcs[0]}, AscendC::RoundMode::{node.mode}, {n});"
             elif node.scalar is not None:
                 d = self._dtype(node.dst.tensor)
-                value = (literal(node.scalar, d) if isinstance(node.scalar, (float, bool))
+                value = (literal(node.scalar, d) if isinstance(node.scalar, (float, bool, int))
                          else f"static_cast<{d.ascendc}>({c_expr(node.scalar)})")
                 call = f"AscendC::{node.api}({dst}, {srcs[0]}, {value}, {n});"
             else:
@@ -215,7 +247,7 @@ class KernelPrinter(KernelFrame):
         if isinstance(node, Step):
             names = {slot: self._ref(r) for slot, r in node.names}
             scalars = dict(node.scalars)
-            L = [f"{pad}{{  // {cnames.comment(node.label)}", f"{pad}    const uint32_t o = 0;"]
+            L = [f"{pad}{{  // {cnames.comment(node.label)}", f"{pad}    const uint32_t o = {c_expr(node.offset)};"]
             for r, value, count in node.prefill:   # lanes Compare may read past the count
                 L += [f"{pad}    AscendC::Duplicate({self._ref(r)}, {literal(value, self._dtype(r.tensor))}, "
                       f"{c_expr(count)});", f"{pad}    AscendC::PipeBarrier<PIPE_V>();"]
@@ -227,11 +259,24 @@ class KernelPrinter(KernelFrame):
         if isinstance(node, Free):
             return [f"{pad}{node.queue}.FreeTensor({node.tensor});"]
         if isinstance(node, CopyIn):
-            return [f"{pad}CopyRowsIn({node.tensor}, gm_{self.gm_name[node.gm]}[{e(node.offset)}], "
+            return [f"{pad}CopyRowsIn({self._ref(Ref(node.tensor, node.ub_off))}, gm_{self.gm_name[node.gm]}[{e(node.offset)}], "
                     f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
                     f"{e(node.ub_stride)});"]
+        if isinstance(node, GatherRow):   # an index outside [-bound, bound) is not read: its row is 0
+            d = self._dtype(node.dst.tensor)
+            dst, n = self._ref(node.dst), e(node.cols)
+            return [f"{pad}{{",
+                    f"{pad}    int64_t k = static_cast<int64_t>(gm_{self.gm_name[node.index]}.GetValue({e(node.pos)}));",
+                    f"{pad}    if (k < 0) k += {node.bound};",
+                    f"{pad}    if (k < 0 || k >= {node.bound}) {{",
+                    f"{pad}        FillRow({dst}, static_cast<{d.ascendc}>(0), {n});",
+                    f"{pad}    }} else {{",
+                    f"{pad}        CopyRowsIn({dst}, gm_{self.gm_name[node.table]}[static_cast<uint32_t>(k) * "
+                    f"{node.row_len}u + {e(node.col)}], 1, {n}, {n}, {n});",
+                    f"{pad}    }}",
+                    f"{pad}}}"]
         if isinstance(node, CopyOut):
-            return [f"{pad}CopyRowsOut(gm_{self.gm_name[node.gm]}[{e(node.offset)}], {node.tensor}, "
+            return [f"{pad}CopyRowsOut(gm_{self.gm_name[node.gm]}[{e(node.offset)}], {self._ref(Ref(node.tensor, node.ub_off))}, "
                     f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
                     f"{e(node.ub_stride)});"]
         if isinstance(node, UbCopy):

@@ -4,7 +4,7 @@ A new kind adds its printer here; the compiler, `save` and `simulate` ask `print
 """
 from __future__ import annotations
 
-from .printer import AscendCPrinter
+from .frame import KernelFrame
 from .printer_attention import AttentionPrinter
 from .printer_conv import ConvPrinter
 from .printer_cube import CubePrinter
@@ -12,12 +12,6 @@ from .printer_cube_group import CubeGroupPrinter
 from .printer_cube_row import CubeRowPrinter
 from .printer_kernel import KernelPrinter
 from .printer_row import RowPrinter
-from .printer_view import ViewPrinter
-
-
-def _vector(sched, target, name):
-    # slices / concatenate / take as CopyIn-CopyOut addressing get the view printer
-    return (ViewPrinter if sched.views is not None else AscendCPrinter)(sched, target, name)
 
 
 def _cube(sched, target, name):
@@ -26,7 +20,7 @@ def _cube(sched, target, name):
 
 
 PRINTERS = {
-    "vector": _vector,
+    "vector": KernelPrinter,  # elementwise and view kernels: their loop-level tile IR (lower/vector_tile.py)
     "conv": ConvPrinter,      # im2col per core and image, then the Matmul API
     "cube": _cube,            # the Matmul API with the epilogue on each C tile in UB
     "cube_group": CubeGroupPrinter,   # several matmuls of the same A, in turn, in one launch
@@ -37,6 +31,6 @@ PRINTERS = {
 }
 
 
-def printer_for_plan(plan, target) -> AscendCPrinter:
+def printer_for_plan(plan, target) -> KernelFrame:
     """The printer of one printable kernel plan (KernelPlan.printable)."""
     return PRINTERS[plan.kernel_kind](plan.lowered, target, plan.name)

@@ -187,7 +187,7 @@ def _main_cpp(compiled, printers, prog: Program) -> str:
                  f"&{var})) {{",
                  "        return 1;   // 2**32 elements or more: the kernel's offsets are 32-bit",
                  "    }"]
-        body += [f"    {var}.{inp.var} = {src};" for inp, src in scalar_args]
+        body += [f"    {var}.{pr.scalar_field(inp)} = {src};" for inp, src in scalar_args]
         body += [f"    uint8_t* {var}_gm = DeviceAlloc(sizeof({var}));",
                  f"    rc |= CopyToDevice({var}_gm, &{var}, sizeof({var}));"]
         args = ', '.join(gm + ['workspace', var + '_gm'])

@@ -121,11 +121,11 @@ def _op_host(p, plan, target) -> str:
         sizes.append(f"context->GetInputShape({j})->GetStorageShape().GetDim({d})")
     copies = []
     for _, name, count in _fields(p):
-        if name in {inp.var for inp in _scalar_inputs(plan)}:
+        if name in {p.scalar_field(inp) for inp in _scalar_inputs(plan)}:
             continue
         copies.append(f"    tiling.set_{name}(plain.{name});")
     for k, inp in enumerate(_scalar_inputs(plan)):
-        copies.append(f"    tiling.set_{inp.var}({_get_attr(_dtype_of(inp), k)});  // attr {cnames.comment(inp.name)}")
+        copies.append(f"    tiling.set_{p.scalar_field(inp)}({_get_attr(_dtype_of(inp), k)});  // attr {cnames.comment(inp.name)}")
     head = f"""// Host side of the {op} op (fusedsl {VERSION}, {target.name}): tiling, shape inference, op definition.
 #include <algorithm>
 #include <cstdint>

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, If, Let, Move, Ref,
-                           Set, Step, TileKernel, UbCopy, Var, Vec, evaluate, print_kernel)
+from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow, If, Let,
+                           Move, Ref, Set, Step, TileKernel, UbCopy, Var, Vec, evaluate, print_kernel)
 from ..tile.verify import TileVerifyError
 from .tile_interp import _convert, apply_stmt
 
@@ -114,6 +114,7 @@ class _Block:
             del self.tensors[node.tensor]
         elif isinstance(node, (CopyIn, CopyOut)):
             ub = self.tensor(node, node.tensor)
+            ub = ub[self.ev(node.ub_off):]
             g = self.gm[node.gm]
             off, rows, cols = self.ev(node.offset), self.ev(node.rows), self.ev(node.cols)
             gs, us = self.ev(node.gm_stride), self.ev(node.ub_stride)
@@ -133,6 +134,21 @@ class _Block:
                     ub[r * us:r * us + cols] = g[gpos:gpos + cols]
                 else:
                     g[gpos:gpos + cols] = ub[r * us:r * us + cols]
+        elif isinstance(node, GatherRow):
+            idx, table = self.gm[node.index], self.gm[node.table]
+            pos, col, cols = self.ev(node.pos), self.ev(node.col), self.ev(node.cols)
+            if pos >= idx.size:
+                self.fail(node, f"index element {pos} leaves GM {node.index} of {idx.size}")
+            dst = self.span(node, node.dst, cols)
+            k = int(idx[pos])
+            k += node.bound if k < 0 else 0
+            if not 0 <= k < node.bound:
+                dst[...] = 0
+                return
+            start = k * node.row_len + col
+            if start + cols > table.size:
+                self.fail(node, f"GM {node.table} elements [{start}, {start + cols}) leave its {table.size}")
+            dst[...] = table[start:start + cols]
         elif isinstance(node, UbCopy):
             dst, src = self.tensor(node, node.dst), self.tensor(node, node.src)
             d, s, n = self.ev(node.dst_off), self.ev(node.src_off), self.ev(node.count)
@@ -152,7 +168,8 @@ class _Block:
         elif isinstance(node, Dup):
             dst = self.span(node, node.dst, self.ev(node.count))
             value = node.value if isinstance(node.value, (float, bool)) else self.ev(node.value)
-            dst[...] = np.asarray(value).astype(dst.dtype)
+            with np.errstate(all="ignore"):
+                dst[...] = np.asarray(value).astype(dst.dtype)
         elif isinstance(node, Vec):
             n = self.ev(node.count)
             dst = self.span(node, node.dst, n)
@@ -170,7 +187,8 @@ class _Block:
                     dst[...] = fn(srcs[0], srcs[1]).astype(dst.dtype)
         elif isinstance(node, Step):
             n = env["n"]
-            slots = {slot: r for slot, r in node.names}
+            o = self.ev(node.offset)
+            slots = {slot: Ref(r.tensor, ("+", r.offset, o)) for slot, r in node.names}
             scalars = dict(node.scalars)
             for st in node.stmts:
                 srcs = [self.span(node, slots[x], n) for x in st.srcs]
@@ -217,8 +235,14 @@ def run_kernel(k: TileKernel, inputs: list, outputs: list[np.ndarray], words=Non
             value = 0 if m.init is None else evaluate(m.init, env)
             env[m.name] = value if m.dtype is None else np.asarray(value).astype(m.dtype.np)
         blk = _Block(k, env, gm)
+        for st in k.stages:   # the prologue: once per core, before its first tile
+            if st.once:
+                blk.stage = st.name
+                blk.run(st.body)
         for tile in range(b * per_core, min(total, (b + 1) * per_core)):
             for st in k.stages:
+                if st.once:
+                    continue
                 blk.stage = st.name
                 if st.param:
                     env[st.param] = tile

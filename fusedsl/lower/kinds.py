@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..errors import FusedslError, ScheduleError, TargetError
 from ..ir.core import Function
 from ..ir.ops import ATTENTION, CUBE, REDUCTION, has_trait
-from .vector import VectorSchedule, compute_tiling, schedule_vector_kernel, ub_plan
+from .vector import VectorSchedule, compute_tiling, schedule_vector_kernel
 from .attention import AttentionSchedule, schedule_attention_kernel
 from .conv import ConvSchedule, schedule_conv_kernel
 from .cube import CubeSchedule, schedule_cube_kernel
@@ -26,6 +26,8 @@ from .row import RowSchedule, is_row_kernel, schedule_row_kernel
 from .transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
                                   schedule_transpose_kernel, transpose_tile_kernel)
 from .column_tile import column_tile_kernel
+from .vector_tile import tiling_words as vector_tiling_words
+from .vector_tile import vector_tile_kernel
 from ..tile.kernel import TileKernel, verify_kernel
 from ..tile.kernel import ub_plan as kernel_ub_plan
 from ..targets import Target
@@ -83,7 +85,8 @@ def _cube_group(fn: Function, group: str) -> bool:
 KINDS: list[Kind] = [
     Kind("vector", lambda fn, group: group == "vector" or _lone_view(fn, group),
          lambda fn, t, o, snaps: schedule_vector_kernel(fn, t, o.ub_headroom, snapshots=snaps),
-         (VectorSchedule,), tiling=compute_tiling, ub_plan=ub_plan),
+         (VectorSchedule,), tiling=compute_tiling,
+         ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched), kernel_words(sched, tiling))),
     # im2col inside the kernel, then the Matmul API (printer_conv)
     Kind("conv", lambda fn, group: _cube_group(fn, group) and any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_conv_kernel(fn, t, o.ub_headroom, o.l1_headroom),
@@ -175,15 +178,31 @@ def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
 
 
 # the kinds lowered to the loop-level tile IR: schedule type -> its TileKernel
-KERNEL_IR = {TransposeSchedule: transpose_tile_kernel, ColumnSchedule: column_tile_kernel}
+KERNEL_IR = {VectorSchedule: vector_tile_kernel, TransposeSchedule: transpose_tile_kernel,
+             ColumnSchedule: column_tile_kernel}
 
 
 def kernel_ir(lowered) -> TileKernel | None:
     """The whole kernel in the loop-level tile IR (tile/kernel.py `TileKernel`: what
-    printer_kernel.py prints and kernel_interp.py runs) for a kind lowered to it (transpose,
-    column), else None."""
+    printer_kernel.py prints and kernel_interp.py runs) for a kind lowered to it (vector and
+    view, transpose, column), else None.  Built once per schedule: the printer, the report
+    and the dumps read the same kernel."""
     lower = KERNEL_IR.get(type(lowered))
-    return None if lower is None else lower(lowered)
+    if lower is None:
+        return None
+    cached = getattr(lowered, "_tile_kernel", None)
+    if cached is None:
+        cached = lower(lowered)
+        object.__setattr__(lowered, "_tile_kernel", cached)
+    return cached
+
+
+def kernel_words(lowered, tiling) -> list[int]:
+    """The tiling struct's uint32 words of one launch of a TileKernel kind (its `tiling` from
+    Kind.tiling): an elementwise kernel's from its Tiling record, the others' record them."""
+    if isinstance(lowered, VectorSchedule):
+        return vector_tiling_words(lowered, tiling)
+    return list(tiling.words)
 
 
 def _position(fn: Function, op) -> int:

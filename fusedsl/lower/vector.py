@@ -185,6 +185,7 @@ def _finish(sched: VectorSchedule, b: _Builder, target: Target, ub_fraction: flo
             snapshots: list | None = None) -> VectorSchedule:
     """The lowered program through the tile passes (tile/pipeline.py), verified after each."""
     sched.prefill.update(b.prefill)   # constant tensors the lowering asked for
+    sched.target = target
     run_tile_passes(sched, target, ub_fraction, snapshots)
     return sched
 

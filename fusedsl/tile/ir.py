@@ -53,6 +53,10 @@ class TileInput:
     slot: str | None        # UB slot the data lands in (gm dtype); None for scalars
     var: str | None         # scalar variable name for scalar kinds
 
+    @property
+    def dtype(self) -> dt.DType:
+        return self.gm_dtype
+
 
 @dataclass(frozen=True)
 class TileOutput:
@@ -94,6 +98,22 @@ class VectorSchedule:
     gran_elems: int = 64                  # tile-size granularity (256 B of the narrowest dtype)
     ub_budget: int = 0
     views: object = None                  # views.ViewPlan: inputs read through slice/concatenate/take
+    target: object = None                 # the Target it was scheduled for
+
+    @property
+    def fn(self) -> Function:
+        return self.kernel
+
+    @property
+    def params(self) -> list[TileInput]:
+        """The kernel's parameters in launch order (a view kernel's loads follow them in
+        `inputs`): GM tensors, and runtime scalars that travel in the tiling struct."""
+        return [i for i in self.inputs if i.kind not in ("view", "gather")]
+
+    @property
+    def symbols(self) -> list[str]:
+        """The symbolic sizes, in the order the host tiling takes them (`sizes[i]`)."""
+        return sorted({d for d in self.iter_shape if isinstance(d, str)})
 
     @property
     def body(self) -> list[Stmt]:

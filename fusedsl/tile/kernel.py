@@ -22,8 +22,10 @@ DMA (`CopyIn` / `CopyOut`: `rows` rows of `cols` elements, GM rows `gm_stride` a
 `Barrier` and `Compute` (vector tile stmts of tile/ir.py).
 
 Expressions are ints, names (`tile`, a local or member, `t.X` a tiling field) or tuples:
-(op, a, b) for + - * / % == != < <= > >=, ("min", a, b), ("pad", e, n) (e rounded up to a
-multiple of n), ("[]", "t.X", e) (a word of a tiling array).  All arithmetic is on uint32.
+(op, a, b) for + - * / % == != < <= > >= && ||, ("min", a, b), ("pad", e, n) (e rounded up to
+a multiple of n), ("[]", "t.X", e) (a word of a tiling array), ("load", x) / ("load", x, e)
+(element 0 / e of GM tensor x, in its dtype: a scalar member's init, a Dup's value).  All
+other arithmetic is on uint32.
 
 The text form (`print_kernel` / `parse_kernel`) is deterministic and round-trips:
 `print_kernel(parse_kernel(t)) == t`.
@@ -41,7 +43,9 @@ from .verify import TileVerifyError
 
 Expr = Union[int, str, tuple]
 
-BINARY = {"*": 3, "/": 3, "%": 3, "+": 2, "-": 2, "==": 1, "!=": 1, "<": 1, "<=": 1, ">": 1, ">=": 1}
+# binary operators and their precedence, C's order (relational binds tighter than equality)
+BINARY = {"*": 6, "/": 6, "%": 6, "+": 5, "-": 5, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 3, "!=": 3,
+          "&&": 2, "||": 1}
 
 
 # ---- records ---------------------------------------------------------------------------------
@@ -121,6 +125,7 @@ class Step:
     names: tuple          # ((slot, Ref), ...)
     scalars: tuple = ()   # ((var, member), ...)
     prefill: tuple = ()   # ((Ref, value, count), ...)
+    offset: Expr = 0      # `o`: the element offset the stmts' operands start at (a segment of a tile)
 
 
 @dataclass(frozen=True)
@@ -192,6 +197,7 @@ class CopyIn:
     cols: Expr
     gm_stride: Expr
     ub_stride: Expr
+    ub_off: Expr = 0         # where in the UB tensor the first row lands
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,23 @@ class CopyOut:
     cols: Expr
     gm_stride: Expr
     ub_stride: Expr
+    ub_off: Expr = 0         # where in the UB tensor the first row starts
+
+
+@dataclass(frozen=True)
+class GatherRow:
+    """One gathered row: `cols` elements of table row idx[pos] (from column `col`; rows `row_len`
+    apart) into dst; a negative index counts from the end (`bound` rows); an index outside
+    [-bound, bound) is not read and its row is 0 (the host executors check the indices first
+    and raise, docs/FUSION.md)."""
+    dst: Ref
+    table: str
+    index: str
+    pos: Expr
+    bound: int
+    row_len: int
+    col: Expr
+    cols: Expr
 
 
 @dataclass(frozen=True)
@@ -232,6 +255,7 @@ class Stage:
     name: str
     param: str | None
     body: tuple
+    once: bool = False       # run once per core before its first tile (a prologue), not per tile
 
 
 @dataclass
@@ -338,7 +362,7 @@ def format_expr(e: Expr, field_prefix: str = "t.") -> str:
     if op in ("min", "pad"):
         return f"{op}({format_expr(e[1], field_prefix)}, {format_expr(e[2], field_prefix)})"
     if op == "load":
-        return f"load({e[1]})"
+        return f"load({e[1]})" if len(e) == 2 else f"load({e[1]}, {format_expr(e[2], field_prefix)})"
     raise ValueError(f"not an expression: {e!r}")
 
 
@@ -351,8 +375,8 @@ def evaluate(e: Expr, env: dict) -> int:
     op = e[0]
     if op == "[]":
         return env[e[1]][evaluate(e[2], env)]
-    if op == "load":
-        return env["gm:" + e[1]][0]
+    if op == "load":   # a GM element's value (typed: a Dup's value, a scalar member's init)
+        return env["gm:" + e[1]][0 if len(e) == 2 else evaluate(e[2], env)]
     a, b = evaluate(e[1], env), evaluate(e[2], env)
     if op == "+":
         return (a + b) & 0xFFFFFFFF
@@ -368,10 +392,11 @@ def evaluate(e: Expr, env: dict) -> int:
         return min(a, b)
     if op == "pad":
         return -(-a // b) * b
-    return int({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])
+    return int({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b,
+                "&&": bool(a) and bool(b), "||": bool(a) or bool(b)}[op])
 
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)|(==|!=|<=|>=|[-+*/%<>()\[\],]))")
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)|(==|!=|<=|>=|&&|\|\||[-+*/%<>()\[\],]))")
 
 
 def parse_expr(text: str) -> Expr:
@@ -408,6 +433,11 @@ def parse_expr(text: str) -> Expr:
         if tok == "load" and peek() == "(":
             take("(")
             name = take()
+            if peek() == ",":
+                take(",")
+                idx = binary(0)
+                take(")")
+                return ("load", name, idx)
             take(")")
             return ("load", name)
         if tok in ("min", "pad") and peek() == "(":
@@ -458,8 +488,8 @@ def format_ref(r: Ref) -> str:
 
 
 def _value(v) -> str:
-    """A Dup value or Vec scalar: a float as `#<repr>`, anything else as an expression."""
-    return "#" + repr(v) if isinstance(v, (float, bool)) else format_expr(v)
+    """A Dup value or Vec scalar: a number as `#<repr>`, anything else as an expression."""
+    return "#" + repr(v) if isinstance(v, (float, bool, int)) else format_expr(v)
 
 
 def _node_lines(node, depth: int) -> list[str]:
@@ -489,11 +519,14 @@ def _node_lines(node, depth: int) -> list[str]:
     if isinstance(node, Free):
         return [f"{ind}free {node.queue} {node.tensor}"]
     if isinstance(node, CopyIn):
-        return [f"{ind}copyin {node.tensor} <- {node.gm}[{f(node.offset)}] rows {f(node.rows)} ; cols {f(node.cols)}"
+        return [f"{ind}copyin {format_ref(Ref(node.tensor, node.ub_off))} <- {node.gm}[{f(node.offset)}] rows {f(node.rows)} ; cols {f(node.cols)}"
                 f" ; gm {f(node.gm_stride)} ; ub {f(node.ub_stride)}"]
     if isinstance(node, CopyOut):
-        return [f"{ind}copyout {node.gm}[{f(node.offset)}] <- {node.tensor} rows {f(node.rows)} ; cols {f(node.cols)}"
+        return [f"{ind}copyout {node.gm}[{f(node.offset)}] <- {format_ref(Ref(node.tensor, node.ub_off))} rows {f(node.rows)} ; cols {f(node.cols)}"
                 f" ; gm {f(node.gm_stride)} ; ub {f(node.ub_stride)}"]
+    if isinstance(node, GatherRow):
+        return [f"{ind}gatherrow {format_ref(node.dst)} <- {node.table}[{node.index}[{f(node.pos)}]] bound {node.bound}"
+                f" row {node.row_len} col {f(node.col)} count {f(node.cols)}"]
     if isinstance(node, UbCopy):
         return [f"{ind}ubcopy {node.dst}[{f(node.dst_off)}] <- {node.src}[{f(node.src_off)}] count {f(node.count)}"]
     if isinstance(node, Move):
@@ -510,7 +543,8 @@ def _node_lines(node, depth: int) -> list[str]:
         return [f"{ind}vec {node.api} {format_ref(node.dst)} <- {', '.join(format_ref(r) for r in node.srcs)}{extra} "
                 f"count {f(node.count)}"]
     if isinstance(node, Step):
-        L = [f"{ind}step \"{_esc(node.label)}\":"]
+        at = "" if node.offset == 0 else f" at {f(node.offset)}"
+        L = [f"{ind}step \"{_esc(node.label)}\"{at}:"]
         L += [f"{ind}  map {slot} -> {format_ref(r)}" for slot, r in node.names]
         L += [f"{ind}  scalar {var} -> {member}" for var, member in node.scalars]
         L += [f"{ind}  prefill {format_ref(r)} <- {_value(v)} count {f(n)}" for r, v, n in node.prefill]
@@ -528,7 +562,7 @@ def print_kernel(k: TileKernel) -> str:
     L += [f"member {m.name}" + ("" if m.dtype is None else f" {m.dtype.name}") +
           ("" if m.init is None else f" = {format_expr(m.init)}") for m in k.members]
     for st in k.stages:
-        L.append(f"stage {st.name}" + (f"({st.param})" if st.param else "") + ":")
+        L.append(f"stage {st.name}" + (f"({st.param})" if st.param else "") + (" once" if st.once else "") + ":")
         L += [x for n in st.body for x in _node_lines(n, 1)]
     if k.words:
         L.append("words " + " ".join(str(w) for w in k.words))
@@ -542,22 +576,23 @@ _RE = {
     "gm": re.compile(r"gm (\w+) (\w+) (in|out) (\d+)$"),
     "queue": re.compile(r"queue (\w+) (VECIN|VECOUT|VECCALC) depth (\d+) (\w+) elems (.+)$"),
     "member": re.compile(r"member (\w+)(?: ([a-z]\w*))?(?: = (.+))?$"),
-    "stage": re.compile(r"stage (\w+)(?:\((\w+)\))?:$"),
+    "stage": re.compile(r"stage (\w+)(?:\((\w+)\))?( once)?:$"),
     "let": re.compile(r"(let|var) (\w+) = (.+)$"),
     "set": re.compile(r"set (\w+) (=|\+=|/=) (.+)$"),
     "for": re.compile(r"for (\w+) in (.+) \.\. (.+?)(?: step (.+?))?( down)?:$"),
     "if": re.compile(r"if (.+):$"),
     "alloc": re.compile(r"(alloc|deque) (\w+) = (\w+)$"),
     "enque": re.compile(r"(enque|free) (\w+) (\w+)$"),
-    "copyin": re.compile(r"copyin (\w+) <- (\w+)\[(.+)\] rows (.+) ; cols (.+) ; gm (.+) ; ub (.+)$"),
-    "copyout": re.compile(r"copyout (\w+)\[(.+)\] <- (\w+) rows (.+) ; cols (.+) ; gm (.+) ; ub (.+)$"),
+    "copyin": re.compile(r"copyin (\w+(?:\[.+\])?) <- (\w+)\[(.+)\] rows (.+) ; cols (.+) ; gm (.+) ; ub (.+)$"),
+    "copyout": re.compile(r"copyout (\w+)\[(.+)\] <- (\w+(?:\[.+\])?) rows (.+) ; cols (.+) ; gm (.+) ; ub (.+)$"),
+    "gatherrow": re.compile(r"gatherrow (.+?) <- (\w+)\[(\w+)\[(.+)\]\] bound (\d+) row (\d+) col (.+) count (.+)$"),
     "ubcopy": re.compile(r"ubcopy (\w+)\[(.+)\] <- (\w+)\[(.+)\] count (.+)$"),
     "move": re.compile(r"move (\w+)\[(.+)\] <- (\w+)\[(.+)\]$"),
     "barrier": re.compile(r'barrier(?: "(.*)")?$'),
     "decl": re.compile(r"decl (\w+) = (\w+)$"),
     "dup": re.compile(r"dup (.+?) <- (.+) count (.+)$"),
     "vec": re.compile(r"vec (\w+) (.+?) <- (.+?)(?: scalar (\S+))?(?: mode (\w+))? count (.+)$"),
-    "step": re.compile(r'step "(.*)":$'),
+    "step": re.compile(r'step "(.*)"(?: at (.+))?:$'),
     "map": re.compile(r"map (\w+) -> (.+)$"),
     "scalar": re.compile(r"scalar (\w+) -> (\w+)$"),
     "prefill": re.compile(r"prefill (.+?) <- (\S+) count (.+)$"),
@@ -607,7 +642,7 @@ def parse_kernel(text: str) -> TileKernel:
             return v
         return expr(text_)
 
-    def step_body(label: str, ind: str) -> Step:
+    def step_body(label: str, ind: str, offset) -> Step:
         nonlocal pos, cur
         names, scalars, prefill, stmts = [], [], [], []
         while pos < len(lines) and lines[pos].startswith(ind) and not lines[pos].startswith(ind + " "):
@@ -624,7 +659,7 @@ def parse_kernel(text: str) -> TileKernel:
                 stmts.append(st)
             else:
                 fail("not a step line")
-        return Step(label, tuple(stmts), tuple(names), tuple(scalars), tuple(prefill))
+        return Step(label, tuple(stmts), tuple(names), tuple(scalars), tuple(prefill), offset)
 
     def block(depth: int) -> tuple:
         nonlocal pos, cur
@@ -656,10 +691,15 @@ def parse_kernel(text: str) -> TileKernel:
                 out.append((EnQue if m.group(1) == "enque" else Free)(m.group(2), m.group(3)))
             elif m := _RE["copyin"].match(line):
                 g = m.groups()
-                out.append(CopyIn(g[0], g[1], *(expr(x) for x in g[2:])))
+                r = ref(g[0])
+                out.append(CopyIn(r.tensor, g[1], *(expr(x) for x in g[2:]), ub_off=r.offset))
             elif m := _RE["copyout"].match(line):
                 g = m.groups()
-                out.append(CopyOut(g[0], expr(g[1]), g[2], *(expr(x) for x in g[3:])))
+                r = ref(g[2])
+                out.append(CopyOut(g[0], expr(g[1]), r.tensor, *(expr(x) for x in g[3:]), ub_off=r.offset))
+            elif m := _RE["gatherrow"].match(line):
+                g = m.groups()
+                out.append(GatherRow(ref(g[0]), g[1], g[2], expr(g[3]), int(g[4]), int(g[5]), expr(g[6]), expr(g[7])))
             elif m := _RE["ubcopy"].match(line):
                 g = m.groups()
                 out.append(UbCopy(g[0], expr(g[1]), g[2], expr(g[3]), expr(g[4])))
@@ -677,7 +717,7 @@ def parse_kernel(text: str) -> TileKernel:
                 out.append(Vec(api, ref(dst), tuple(ref(x) for x in _split_top(srcs)), expr(count),
                                None if scal is None else value(scal), mode))
             elif m := _RE["step"].match(line):
-                out.append(step_body(_unesc(m.group(1)), ind + "  "))
+                out.append(step_body(_unesc(m.group(1)), ind + "  ", expr(m.group(2)) if m.group(2) else 0))
             else:
                 fail("not a statement")
         return tuple(out)
@@ -705,7 +745,7 @@ def parse_kernel(text: str) -> TileKernel:
                                   None if m.group(2) is None else dt.to_dtype(m.group(2))))
         elif m := _RE["stage"].match(line):
             pos += 1
-            stages.append(Stage(m.group(1), m.group(2), block(1)))
+            stages.append(Stage(m.group(1), m.group(2), block(1), bool(m.group(3))))
             continue
         elif line.startswith("words "):
             try:
@@ -733,9 +773,10 @@ def member_values(k: TileKernel, words=None) -> dict:
 
 def ub_plan(k: TileKernel, words=None) -> list[tuple[str, str, int, int]]:
     """(queue, position, bytes per buffer, buffers) of every UB object: the report's UB plan,
-    read from the kernel the printer prints."""
+    read from the kernel the printer prints (InitBuffer allocates whole 32-byte blocks)."""
     env = member_values(k, words)
-    return [(q.name, q.position, evaluate(q.elems, env) * q.dtype.itemsize, q.depth) for q in k.queues]
+    return [(q.name, q.position, -(-evaluate(q.elems, env) * q.dtype.itemsize // 32) * 32, q.depth)
+            for q in k.queues]
 
 
 def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
@@ -759,6 +800,8 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
             if e[0] == "load":
                 if e[1] not in gms:
                     fail(f"load({e[1]}) names no GM tensor")
+                for x in e[2:]:
+                    yield from names(x)
                 return
             for x in e[1:]:
                 yield from names(x)
@@ -800,7 +843,14 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                 if node.gm not in gms:
                     fail(f"a copy names GM tensor {node.gm}, which the kernel does not take")
                 ref(Ref(node.tensor), tensors)
-                for e in (node.offset, node.rows, node.cols, node.gm_stride, node.ub_stride):
+                for e in (node.offset, node.rows, node.cols, node.gm_stride, node.ub_stride, node.ub_off):
+                    use(e, scope)
+            elif isinstance(node, GatherRow):
+                for g in (node.table, node.index):
+                    if g not in gms:
+                        fail(f"a gathered row names GM tensor {g}, which the kernel does not take")
+                ref(node.dst, tensors)
+                for e in (node.dst.offset, node.pos, node.col, node.cols):
                     use(e, scope)
             elif isinstance(node, (UbCopy, Move)):
                 ref(Ref(node.dst), tensors), ref(Ref(node.src), tensors)
@@ -809,7 +859,10 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                     ref(r, tensors)
                     use(r.offset, scope)
                 use(node.count, scope)
+                if isinstance(node, Dup) and not isinstance(node.value, (float, bool)):
+                    use(node.value, scope)
             elif isinstance(node, Step):
+                use(node.offset, scope)
                 for _, r in node.names:
                     ref(r, tensors)
                     use(r.offset, scope)
