@@ -27,24 +27,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import fusedsl as fs  # noqa: E402
 from fusedsl.passes.fuse import Fuse  # noqa: E402
 from fusedsl.passes.fusion_model import fusion_options  # noqa: E402
 from fusedsl.passes.pipeline import canonicalize  # noqa: E402
 from fusedsl.targets import get_target  # noqa: E402
+from model_scale import stack  # noqa: E402  (the stack of tests/test_cost_fusion.py, at model_scale's default sizes)
 
 SECTION = "## Fusion pass scaling (transformer-block stack)"
 
 
-def stack(nblocks):
-    """The stack of tests/test_cost_fusion.py (benchmarks/model_scale.py's, at its default sizes)."""
-    def model(x, w1, w2, g, b):
-        for _ in range(nblocks):
-            x = x + (fs.gelu(fs.layer_norm(x, g, b) @ w1) @ w2) * 0.5
-        return x
-    args = (fs.spec((64, 256), "float32"), fs.spec((256, 1024), "float32"), fs.spec((1024, 256), "float32"),
-            fs.spec((256,), "float32"), fs.spec((256,), "float32"))
-    return fs.fused_kernel(model), args
 
 
 def measure(nblocks: int, repeats: int) -> dict:
