@@ -116,40 +116,25 @@ def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, before=None, after
             if prev is not None:
                 _BLAS_LOCAL_THREADS(prev)
         return
-    threads = host_threads() if m * n * k >= PARALLEL_MACS and m >= 32 else 1
-    # two blocks per thread, handed out in turn (each block repacks B: few blocks when K is long)
-    rows = -(-m // (threads * 2)) if threads > 1 else m
-    counter = itertools.count(0, rows)
-
-    def job():
-        prev = _BLAS_LOCAL_THREADS(1)
-        try:
-            for lo in counter:   # next() is atomic under the GIL
-                if lo >= m:
-                    return
-                hi = min(lo + rows, m)
-                if before is not None:
-                    before(lo, hi)
-                _gemm_acc(a[lo:hi], b, out[lo:hi], False)
-                if after is not None:
-                    after(lo, hi)
-        finally:
-            _BLAS_LOCAL_THREADS(prev)
-    if threads == 1:
-        job()
-    else:
-        pool().run(job, [()] * threads)
+    def block(lo, hi):
+        if before is not None:
+            before(lo, hi)
+        _gemm_acc(a[lo:hi], b, out[lo:hi], False)
+        if after is not None:
+            after(lo, hi)
+    _row_blocks(m, m * n * k, block, one_blas_thread=True)
 
 
-def _row_blocks(m: int, macs: int, fn) -> None:
+def _row_blocks(m: int, macs: int, fn, one_blas_thread: bool = False) -> None:
     """fn(lo, hi) over blocks of rows [0, m): for a product of at least PARALLEL_MACS multiply-adds
-    two blocks per pool thread, handed out in turn, each thread's BLAS on that thread (as
-    `_matmul_2d`); else fn(0, m) here."""
+    two blocks per pool thread, handed out in turn (each block repacks B: few blocks when K is
+    long), each thread's BLAS on that thread; else fn(0, m) here, with BLAS on one thread too when
+    `one_blas_thread` (`_matmul_2d`'s sgemm calls: one thread's sums, whatever the size)."""
     threads = host_threads() if macs >= PARALLEL_MACS and m >= 32 and _BLAS_LOCAL_THREADS is not None else 1
-    if threads == 1:
+    if threads == 1 and not one_blas_thread:
         fn(0, m)
         return
-    rows = -(-m // (threads * 2))
+    rows = -(-m // (threads * 2)) if threads > 1 else m
     counter = itertools.count(0, rows)
 
     def job():
@@ -161,7 +146,10 @@ def _row_blocks(m: int, macs: int, fn) -> None:
                 fn(lo, min(lo + rows, m))
         finally:
             _BLAS_LOCAL_THREADS(prev)
-    pool().run(job, [()] * threads)
+    if threads == 1:
+        job()
+    else:
+        pool().run(job, [()] * threads)
 
 
 _GEMM_LIST = "fusedsl_gemm_list"
