@@ -77,9 +77,14 @@ class KernelFrame:
         """The runtime scalar parameters whose values follow the tiling words."""
         return [p for p in getattr(self.s, "params", ()) if p.kind == "runtime_scalar"]
 
+    def tiling_words(self, tiling) -> list[int]:
+        """The tiling struct's words of one launch (before the runtime scalars)."""
+        return list(tiling.words)
+
     def pack(self, tiling, scalars) -> bytes:
         """The tiling struct as this printer lays it out (simulate checks it word for word)."""
-        data = struct.pack(f"<{len(tiling.words)}{self.WORD}", *tiling.words)
+        words = self.tiling_words(tiling)
+        data = struct.pack(f"<{len(words)}{self.WORD}", *words)
         return data + b"".join(pack_scalar(p.dtype, scalars[p.name]) for p in self.runtime_scalars())
 
     def entry(self, init_args: list[str], setup: tuple[str, ...] = (), matmuls: list[str] | None = None) -> str:

@@ -20,8 +20,6 @@ TQue protocol.  Expressions are uint32 arithmetic; `min` is MinU32.
 from __future__ import annotations
 
 from .. import dtypes as dt
-import struct
-
 from ..lower.kinds import kernel_ir, kernel_words
 from ..tile.kernel import (BINARY, Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow,
                            If, Let, Move, Ref, Set, Step, TileKernel, UbCopy, Var, Vec)
@@ -95,17 +93,8 @@ class KernelPrinter(KernelFrame):
     def scalar_field(self, param) -> str:
         return f"s{param.index}"   # the kernel's typed fields are named by parameter index
 
-    def pack(self, tiling, scalars) -> bytes:
-        """The tiling struct: the kernel's words for this launch, then its runtime scalars (the
-        typed fields `s<param index>`), as tiling_header lays it out."""
-        words = kernel_words(self.s, tiling)
-        data = struct.pack(f"<{len(words)}I", *words)
-        params = self.launch_params()
-        for f in self.k.fields:
-            if f.ctype != "uint32_t":
-                value = scalars[params[int(f.name[1:])].name]
-                data += struct.pack("<f", float(value)) if f.ctype == "float" else struct.pack("<i", int(value))
-        return data
+    def tiling_words(self, tiling) -> list[int]:
+        return kernel_words(self.s, tiling)   # (the typed fields s<i> follow, in parameter order)
 
     def host_tiling(self) -> str:
         if not self.k.words and self.k.kind in HOST_TILING:

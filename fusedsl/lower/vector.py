@@ -45,7 +45,7 @@ from ..views import VIEW_OPS
 # the tiling pass and its limits (tile/tiling.py), re-exported: backends import them from here
 from ..tile.tiling import (MAX_BLOCK_COUNT, MAX_ELEMS, MIN_CORE_BYTES, VIEW_BOX_HEAD, VIEW_LOAD_WORDS,  # noqa: F401
                           _max_tile_elems, _round_up,
-                          compute_tiling, resolve_dims, ub_plan)
+                          compute_tiling, resolve_dims)
 
 
 def compute_dtype(d: dt.DType) -> dt.DType:

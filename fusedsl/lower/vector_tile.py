@@ -55,6 +55,19 @@ def _slots(stmts) -> set[str]:
     return {x for st in stmts for x in (st.dst, *st.srcs, *st.aux)}
 
 
+def _replicated_row(x: str, gm: str, offset, rows, cols, itemsize: int, body: str) -> list:
+    """One row of `cols` elements read from GM once into row 0 of x, then copied in UB to rows
+    1 .. rows-1 (UB rows t.Cpad apart): its 32-byte blocks by DataCopy (local `body`: their
+    elements), the rest element by element."""
+    kb = 32 // itemsize
+    return [CopyIn(x, gm, offset, 1, cols, cols, "t.Cpad"), Barrier("one row read from GM"),
+            Let(body, mul(("/", cols, kb), kb)),
+            For("r", 1, rows, (
+                If((">", body, 0), (UbCopy(x, mul("r", "t.Cpad"), x, 0, body),)),
+                For("i", body, cols, (Move(x, add(mul("r", "t.Cpad"), "i"), x, "i"),)))),
+            Barrier("copied to every row of a tile")]
+
+
 def _box(i) -> tuple:
     """Word i of the tile's box row (local `bx` = box * width)."""
     return ("[]", "t.box", add("bx", i))
@@ -95,15 +108,7 @@ class _Lowering:
         for n, value in s.prefill.items():   # lanes Compare may read past a count
             L.append(Dup(Ref(self.t(n)), value, self.elems))
         for j, inp in enumerate(i for i in self.params if i.kind == "row"):
-            x = self.t(inp.slot)
-            body = f"body{j}"   # the 32-byte blocks of a row moved by DataCopy, the rest element-wise
-            kb = 32 // inp.gm_dtype.itemsize
-            L += [CopyIn(x, inp.name, 0, 1, "t.C", "t.C", "t.Cpad"), Barrier("one row read from GM"),
-                  Let(body, mul(("/", "t.C", kb), kb)),
-                  For("r", 1, "t.tileRows", (
-                      If((">", body, 0), (UbCopy(x, mul("r", "t.Cpad"), x, 0, body),)),
-                      For("i", body, "t.C", (Move(x, add(mul("r", "t.Cpad"), "i"), x, "i"),)))),
-                  Barrier("copied to every row of a tile")]
+            L += _replicated_row(self.t(inp.slot), inp.name, 0, "t.tileRows", "t.C", inp.gm_dtype.itemsize, f"body{j}")
         if s.hoisted:
             L += [Var("segs", "t.tileRows"), Var("hn", "t.C"),
                   If(("==", "t.Cpad", "t.C"), (Set("segs", 1), Set("hn", mul("t.tileRows", "t.C")))),
@@ -178,17 +183,11 @@ class _Lowering:
         return list(chain)
 
     def view_rows(self, j: int, x: str, src: str, v) -> list:
-        kb = 32 // self.s.slots[self.loads[j].slot].dtype.itemsize
-        body = f"body{j}"
         per_row = For("r", 0, "nrows", (
             CopyIn(x, src, add(v[1], mul(add("row0", "r"), v[2])), 1, "ncols", "ncols", "t.Cpad",
                    ub_off=mul("r", "t.Cpad")),))
-        replicate = [CopyIn(x, src, v[1], 1, "ncols", "ncols", "t.Cpad"), Barrier("one row for every row"),
-                     Let(body, mul(("/", "ncols", kb), kb)),
-                     For("r", 1, "nrows", (
-                         If((">", body, 0), (UbCopy(x, mul("r", "t.Cpad"), x, 0, body),)),
-                         For("i", body, "ncols", (Move(x, add(mul("r", "t.Cpad"), "i"), x, "i"),)))),
-                     Barrier()]
+        replicate = _replicated_row(x, src, v[1], "nrows", "ncols", self.s.slots[self.loads[j].slot].dtype.itemsize,
+                                    f"body{j}")
         strided = CopyIn(x, src, add(v[1], mul("row0", v[2])), "nrows", "ncols", v[2], "t.Cpad")
         column = For("r", 0, "nrows", (Dup(Ref(x, mul("r", "t.Cpad")), ("load", src, add(v[1], mul(add("row0", "r"), v[2]))),
                                            "ncols"),))

@@ -225,11 +225,3 @@ def _view_tiling(sched: VectorSchedule, target: Target) -> Tiling:
                   (R, C) if len(sched.dims) == 2 else (C,), tuple(() for _ in sched.inputs), tuple(words))
 
 
-def ub_plan(sched: VectorSchedule, tiling: Tiling) -> list[tuple[str, str, int, int]]:
-    """(slot, position, bytes per buffer, buffer count) rows of the UB plan."""
-    position = {"in": "VECIN", "out": "VECOUT", "tmp": "VECCALC", "inv": "VECCALC", "scratch": "VECCALC"}
-    rows = []
-    for s in sched.slots.values():
-        nbytes = _round_up((tiling.tile_elems + sched.slack_elems) * s.dtype.itemsize, 32)
-        rows.append((s.name, position[s.role], nbytes, s.num))
-    return rows
