@@ -102,7 +102,7 @@ def mm_lib():
         return cpu_runner.build(f.read(), name="matmul_int4_kernels")
 
 
-def _mm_int4(mm_lib, m, n, k, seed=6):
+def _mm_int4(mm_lib, m, n, k, seed=6, entry="matmul_int4"):
     rng = np.random.default_rng(seed)
     a = rng.integers(-8, 8, (m, k)).astype(np.int8)
     b = rng.integers(-8, 8, (k, n)).astype(np.int8)
@@ -112,12 +112,14 @@ def _mm_int4(mm_lib, m, n, k, seed=6):
     c = np.zeros((m, n), np.int32)
     # pack() pairs values along the last axis; an odd K is packed with a zero nibble on each row's end
     pa = pack(np.pad(a, ((0, 0), (0, k % 2))))
-    mm_lib.launch("matmul_int4", 1, [("a", pa), ("b", pack(b)), ("bias", bias), ("c", c), ("tiling", tiling)])
+    mm_lib.launch(entry, 1, [("a", pa), ("b", pack(b)), ("bias", bias), ("c", c), ("tiling", tiling)])
     return c, a.astype(np.int64) @ b.astype(np.int64) + bias
 
 
-def test_int4_matmul_api_with_dt_int4_tiling_matches_numpy(mm_lib):
-    c, want = _mm_int4(mm_lib, 48, 64, 192)
+@pytest.mark.parametrize("entry", ["matmul_int4", "matmul_int4_mix"])
+def test_int4_matmul_api_with_dt_int4_tiling_matches_numpy(mm_lib, entry):
+    # a cube-only Matmul (ASCENDC_CUBE_ONLY) computes on the cube core in a mixed launch too
+    c, want = _mm_int4(mm_lib, 48, 64, 192, entry=entry)
     np.testing.assert_array_equal(c, want)
 
 

@@ -57,7 +57,14 @@ extern "C" __global__ __aicore__ void matmul_int4(GM_ADDR a, GM_ADDR b, GM_ADDR 
     mm.End();
 }
 
+// The kernel as a cube-only (__cube__) launch and as a mixed one (tikicpulib's default mode), whose vector
+// cores return at once and whose cube cores compute.
 extern "C" int fusedsl_launch_matmul_int4(uint32_t blockDim, uint8_t** args) {
     AscendC::SetKernelMode(KernelMode::AIC_MODE);
+    return fusedsl_cpu::Launch(matmul_int4, blockDim, args[0], args[1], args[2], args[3], args[4]);
+}
+
+extern "C" int fusedsl_launch_matmul_int4_mix(uint32_t blockDim, uint8_t** args) {
+    AscendC::SetKernelMode(KernelMode::MIX_MODE);
     return fusedsl_cpu::Launch(matmul_int4, blockDim, args[0], args[1], args[2], args[3], args[4]);
 }

@@ -5,8 +5,8 @@
 // int32 accumulation, bias added, K summed in order) from A and B in GM, and GetTensorC
 // rounds it to C's type into UB or GM.  What the cube would reject is checked:
 //   - the chip has the API and the (A, B, Bias, C) type combination (targets.py);
-//   - on separated chips (910B) the kernel runs in MIX_MODE and REGIST_MATMUL_OBJ comes
-//     before any InitBuffer, and End() is called;
+//   - on separated chips (910B) the kernel runs in MIX_MODE (or AIC_MODE) and REGIST_MATMUL_OBJ
+//     comes before any InitBuffer (a warning: CANN's CPU debug mode accepts it);
 //   - the TCubeTiling fits L1, L0A, L0B and L0C and its base blocks are fractal-aligned;
 //   - A/B/bias reads stay inside their GM buffers; GetTensorC's UB destination is a UB
 //     tensor, 32-byte aligned and large enough; 310P has its SetLocalWorkspace.
@@ -115,19 +115,11 @@ public:
     MatmulBase(const MatmulBase&) = delete;
     MatmulBase& operator=(const MatmulBase&) = delete;
 
-    ~MatmulBase() {
-        // A separated chip's AIC serves the object until End(); without it the kernel hangs.  An object that
-        // runs on the cube core itself (ASCENDC_CUBE_ONLY, Init on the AIC: CANN's matmul_s4) has no server
-        // waiting for it.
-        Runtime& rt = RT();
-        if (!fs_registered || !fs_used || fs_ended || !rt.in_block || rt.core.generation != fs_generation ||
-            std::uncaught_exceptions() > 0 || !rt.core.pending_error.empty() || !Target().separated || rt.on_aic) {
-            return;
-        }
-        rt.core.pending_error = Format("Matmul: End() was not called after the last Iterate/IterateAll; on %s the "
-                                       "cube core (AIC) waits for it and the kernel never finishes",
-                                       Target().name);
-    }
+    // No End() is demanded: a separated chip's AIC leaves its KFC server loop on the SERVICE_QUIT message
+    // the vector core's client object sends from its destructor (asc-devkit dav_c220/kfc/kfc_comm_client.h,
+    // kernel_kfc.h), not on End(), whose MMFUN_END only resets the server's Matmul; the End page asks for it
+    // when one core switches between Matmul objects, and CANN checks nothing (its batch samples call none).
+    ~MatmulBase() = default;
 
     // REGIST_MATMUL_OBJ / Init: every check that needs only the tiling and the types.
     void fs_Register(const char* api, const TPipeState* pipe, uint8_t* workspace, const TCubeTiling* tiling,
@@ -194,8 +186,6 @@ public:
         fs_l1_need = l1_need;
         fs_tiling = *tiling;
         fs_registered = true;
-        fs_used = false;
-        fs_ended = false;
         fs_generation = CurCore().generation;
         fs_single_m = tiling->singleCoreM;
         fs_single_n = tiling->singleCoreN;
@@ -370,8 +360,6 @@ public:
 
     TCubeTiling fs_tiling{};
     bool fs_registered = false;
-    bool fs_used = false;
-    bool fs_ended = false;
     uint64_t fs_generation = 0;
     int64_t fs_single_m = 0, fs_single_n = 0, fs_single_k = 0;
     int64_t fs_org_m = 0, fs_org_n = 0, fs_org_ka = 0, fs_org_kb = 0;
@@ -567,7 +555,6 @@ public:
         fs_a = gm;
         fs_trans_a = isTransposeA;
         fs_has_a = true;
-        fs_used = true;
         ResetIteration();
     }
 
@@ -593,7 +580,6 @@ public:
         fs_a_l1 = l1;
         fs_trans_a = false;
         fs_has_a = true;
-        fs_used = true;
         ResetIteration();
     }
 
@@ -605,7 +591,6 @@ public:
         fs_b = gm;
         fs_trans_b = isTransposeB;
         fs_has_b = true;
-        fs_used = true;
         ResetIteration();
     }
 
@@ -953,8 +938,7 @@ private:
         }
         const bool bias_batch = !kCfgIsConfig || fs_cfg().isBiasBatch;
         // One IterateBatch is one complete request to the cube core (CANN's client posts a single
-        // MMFUN_ITERATE_BATCH_ALL and waits for it; its batch samples call no End() after it), so it leaves
-        // no iteration open for End() to close.
+        // MMFUN_ITERATE_BATCH_ALL and waits for it), so it leaves no iteration open.
         for (uint32_t j = 0; j < loops; ++j) {
             for (uint32_t i = 0; i < batchC; ++i) {
                 const uint64_t ia = static_cast<uint64_t>(j) * batchA + i / (batchC / batchA);
@@ -976,7 +960,6 @@ private:
         fs_b = b0;
         fs_bias = bias0;
         fs_lda = fs_ldb = fs_c_ld = 0;
-        fs_ended = true;
     }
 
 public:
@@ -988,7 +971,6 @@ public:
             fusedsl_cpu::Fail("Matmul::End: the last tile was computed by Iterate but never fetched with GetTensorC");
         }
         ResetIteration();
-        fs_ended = true;
     }
 
 private:
@@ -1314,6 +1296,11 @@ inline void RegistMatmulObjs(P* pipe, W workspace, MM& mm, const TCubeTiling* ti
 // ASCENDC_CUBE_ONLY before the headers: the Matmul object then runs on the cube core itself.
 #ifdef ASCENDC_CUBE_ONLY
 #define FUSEDSL_MM_AIC_SERVES false
+// Such a kernel computes on its cube core (`if ASCEND_IS_AIV { return; }`), so a mixed launch of it runs
+// each block's cube core as CANN's does — without it the launch would compute nothing.
+namespace fusedsl_cpu {
+[[maybe_unused]] inline const bool kCubeOnlyMatmulRunsCubeCores = EnableCubeCores();
+}  // namespace fusedsl_cpu
 #else
 #define FUSEDSL_MM_AIC_SERVES true
 #endif
