@@ -420,3 +420,21 @@ def test_sparse_b_matmul_puts_the_dense_values_back_by_the_index(lib):
     with pytest.raises(AscendCCheckError, match=r"Matmul::Iterate \(sparse B\): call SetSparseIndex before "
                                                 r"Iterate/IterateAll"):
         _launch(lib, "matmul_sparse_b", 1, a, dense, np.zeros(n, np.int32), c, buf, "ascend910b")
+
+
+def test_multi_core_split_k_adds_partial_products_atomically(lib):
+    # EnableMultiCoreSplitK: 16 x 32 x 512 on up to 8 cores; the tiling cuts K into equal chunks, each core
+    # adds its chunk's product into C (IterateAll with AtomicAdd); the kernel's Fill(C, 0) runs on the cube
+    # core, where CANN's does nothing, so C's initial 1.0 stays in the sum
+    m, n, k = 16, 32, 512
+    fn = lib._lib.SplitKTiling
+    fn.argtypes = [ctypes.c_int32] * 4 + [ctypes.c_void_p, ctypes.c_uint32]
+    fn.restype = ctypes.c_int64
+    t = np.zeros(TILING_WORDS, np.int32)
+    assert fn(m, n, k, 8, t.ctypes.data, t.nbytes) == t.nbytes
+    # 2 N blocks x 4 equal K chunks of 128
+    assert [_field(t, f) for f in ("singleCoreM", "singleCoreN", "singleCoreK", "usedCoreNum")] == [16, 16, 128, 8]
+    a, b, _ = _operands(m, n, k, np.float16, seed=9)
+    c = np.ones((m, n), np.float32)
+    _launch(lib, "matmul_split_k", 8, a, b, np.zeros(n, np.float32), c, t, "ascend910b")
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + 1, rtol=1e-4, atol=1e-4)

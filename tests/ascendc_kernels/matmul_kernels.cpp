@@ -457,6 +457,52 @@ extern "C" __global__ __aicore__ void matmul_sparse_b(GM_ADDR a, GM_ADDR b, GM_A
     mm.End();
 }
 
+// Multi-core split K (EnableMultiCoreSplitK): the tiling gives K / singleCoreK cores to each M x N block;
+// core i takes block i % (usedCoreNum / kBlocks) and K chunk i / (usedCoreNum / kBlocks), and adds its
+// partial product into C with AtomicAdd.  C is "cleared" with Fill first, which on a cube core does nothing
+// (CANN's Fill runs on the vector unit), so C keeps what the host put there.
+extern "C" int64_t SplitKTiling(int32_t M, int32_t N, int32_t K, int32_t dim, uint8_t* buf, uint32_t capacity) {
+    namespace mt = matmul_tiling;
+    auto platform = platform_ascendc::PlatformAscendCManager::GetInstance("Ascend910B1");
+    mt::MultiCoreMatmulTiling api(*platform);
+    api.SetDim(dim);
+    api.SetAType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::DT_FLOAT16, false);
+    api.SetBType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::DT_FLOAT16, false);
+    api.SetCType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::DT_FLOAT);
+    api.SetOrgShape(M, N, K);
+    api.SetShape(M, N, K);
+    api.SetBufferSpace(-1, -1, -1);
+    api.EnableMultiCoreSplitK(true);
+    optiling::TCubeTiling tiling;
+    if (api.GetTiling(tiling) == -1) {
+        return -1;
+    }
+    tiling.SaveToBuffer(buf, capacity);
+    return static_cast<int64_t>(tiling.GetDataSize());
+}
+
+extern "C" __global__ __aicore__ void matmul_split_k(GM_ADDR a, GM_ADDR b, GM_ADDR, GM_ADDR c, GM_ADDR ws,
+                                                     GM_ADDR t) {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<StaticA, StaticA, StaticC, StaticC> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a), tiling.M * tiling.Ka);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b), tiling.Kb * tiling.N);
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c), tiling.M * tiling.N);
+    AscendC::Fill(cg, static_cast<uint64_t>(tiling.M * tiling.N), 0.0f);
+    const int32_t mBlocks = (tiling.M + tiling.singleCoreM - 1) / tiling.singleCoreM;
+    const int32_t mnBlocks = tiling.usedCoreNum / (tiling.Ka / tiling.singleCoreK);
+    const int32_t idx = AscendC::GetBlockIdx();
+    const int32_t mi = idx % mnBlocks % mBlocks, ni = idx % mnBlocks / mBlocks, ki = idx / mnBlocks;
+    mm.SetTensorA(ag[mi * tiling.singleCoreM * tiling.Ka + ki * tiling.singleCoreK]);
+    mm.SetTensorB(bg[ki * tiling.singleCoreK * tiling.N + ni * tiling.singleCoreN]);
+    mm.IterateAll(cg[mi * tiling.singleCoreM * tiling.N + ni * tiling.singleCoreN], 1);
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -485,6 +531,7 @@ BROKEN_ENTRY(matmul_cfg_partial, AIC_MODE)
 BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)
 BROKEN_ENTRY(matmul_dequant, AIC_MODE)
 BROKEN_ENTRY(matmul_sparse_b, AIC_MODE)
+BROKEN_ENTRY(matmul_split_k, AIC_MODE)
 
 // The sample kernel launched as a vector-only kernel.
 extern "C" int fusedsl_launch_matmul_in_aiv_mode(uint32_t blockDim, uint8_t** args) {

@@ -146,6 +146,11 @@ inline void InitGlobalMemory(GlobalTensor<T>& gmWorkspaceAddr, const uint64_t si
     using namespace fusedsl_cpu;
     const char* api = "InitGlobalMemory";
     CurCore();
+    // a vector-unit API (Duplicate into UB, then DataCopyPad out): CANN's impl returns at once on a cube
+    // core, so a __cube__ kernel's Fill/InitGlobalMemory leaves GM as it was
+    if (ASCEND_IS_AIC) {
+        return;
+    }
     if (size == 0) {
         return;
     }

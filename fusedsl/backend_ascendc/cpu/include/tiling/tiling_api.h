@@ -234,6 +234,7 @@ protected:
     // A per-core block fixed by SetSingleShape (multi-core API), or -1.
     virtual int32_t FixedSingleM() const { return -1; }
     virtual int32_t FixedSingleN() const { return -1; }
+    virtual bool SplitK() const { return false; }
 
     std::string Compute(AscendC::tiling::TCubeTiling& t) const {
         using detail::CeilDiv;
@@ -287,26 +288,36 @@ protected:
             return ::fusedsl_cpu::Format("SetDim(%d): %s has %u cores for this kernel (GetCoreNum)", dim, tgt.name,
                                          platform_.GetCoreNum());
         }
-        int64_t bestCost = -1, bestUsed = 0, singleM = -1, singleN = -1;
-        for (int64_t md = 1; md <= dim; ++md) {
-            int64_t nd = dim / md;
-            int64_t sm = std::min<int64_t>(m_, RoundUpTo(CeilDiv(m_, md), fixM_ > 0 ? fixM_ : 16));
-            int64_t sn = std::min<int64_t>(n_, RoundUpTo(CeilDiv(n_, nd), fixN_ > 0 ? fixN_ : 16));
-            if (FixedSingleM() > 0) sm = std::min<int64_t>(m_, FixedSingleM());
-            if (FixedSingleN() > 0) sn = std::min<int64_t>(n_, FixedSingleN());
-            int64_t used = CeilDiv(m_, sm) * CeilDiv(n_, sn);
-            if (used > dim) {
+        // EnableMultiCoreSplitK adds a K split (kDim cores share each M x N block, their partial sums added
+        // into C with AtomicAdd by the kernel): only kDim that cut K into equal whole fractal columns, as the
+        // kernel computes singleCoreK of K on every core (no K tail is passed to it).
+        int64_t bestCost = -1, bestUsed = 0, singleM = -1, singleN = -1, singleK = k_;
+        for (int64_t kd = 1; kd <= (SplitK() ? dim : 1); ++kd) {
+            if (kd > 1 && k_ % (kd * c0k) != 0) {
                 continue;
             }
-            int64_t cost = sm * sn;
-            // md grows: on a full tie the earlier (smaller mDim) stays unless this block mirrors it
-            const bool mirror = sm == singleN && sn == singleM && sm != sn;
-            if (bestCost < 0 || cost < bestCost ||
-                (cost == bestCost && (used > bestUsed || (used == bestUsed && mirror)))) {
-                bestCost = cost;
-                bestUsed = used;
-                singleM = sm;
-                singleN = sn;
+            const int64_t sk = k_ / kd;
+            for (int64_t md = 1; md <= dim / kd; ++md) {
+                int64_t nd = dim / kd / md;
+                int64_t sm = std::min<int64_t>(m_, RoundUpTo(CeilDiv(m_, md), fixM_ > 0 ? fixM_ : 16));
+                int64_t sn = std::min<int64_t>(n_, RoundUpTo(CeilDiv(n_, nd), fixN_ > 0 ? fixN_ : 16));
+                if (FixedSingleM() > 0) sm = std::min<int64_t>(m_, FixedSingleM());
+                if (FixedSingleN() > 0) sn = std::min<int64_t>(n_, FixedSingleN());
+                int64_t used = CeilDiv(m_, sm) * CeilDiv(n_, sn) * kd;
+                if (used > dim) {
+                    continue;
+                }
+                int64_t cost = sm * sn * sk;
+                // md grows: on a full tie the earlier (smaller mDim) stays unless this block mirrors it
+                const bool mirror = sm == singleN && sn == singleM && sm != sn && sk == singleK;
+                if (bestCost < 0 || cost < bestCost ||
+                    (cost == bestCost && (used > bestUsed || (used == bestUsed && mirror)))) {
+                    bestCost = cost;
+                    bestUsed = used;
+                    singleM = sm;
+                    singleN = sn;
+                    singleK = sk;
+                }
             }
         }
 
@@ -345,7 +356,7 @@ protected:
         int64_t baseK = fixK_;
         if (baseK <= 0) {
             int64_t kmax = std::min(l0a / (2 * baseM * sa), l0b / (2 * baseN * sb));
-            baseK = std::min<int64_t>(kmax / c0k * c0k, RoundUpTo(k_, c0k));
+            baseK = std::min<int64_t>(kmax / c0k * c0k, RoundUpTo(singleK, c0k));
         }
         if (baseK < c0k || baseK % c0k != 0) {
             return ::fusedsl_cpu::Format("baseK = %lld: it must be a positive multiple of %lld (32 bytes of A); "
@@ -361,7 +372,7 @@ protected:
         }
 
         // L1: as many K steps of A and B panels as fit, double-buffered when possible.
-        const int64_t kSteps = CeilDiv(k_, baseK);
+        const int64_t kSteps = CeilDiv(singleK, baseK);
         const int64_t biasBytes = isBias_ ? baseN * sbias : 0;
         int64_t stepK = 0, db = 0;
         for (int64_t s = kSteps; s >= 1 && stepK == 0; --s) {
@@ -385,14 +396,14 @@ protected:
         }
 
         t = AscendC::tiling::TCubeTiling{};
-        t.usedCoreNum = static_cast<int32_t>(CeilDiv(m_, singleM) * CeilDiv(n_, singleN));
+        t.usedCoreNum = static_cast<int32_t>(CeilDiv(m_, singleM) * CeilDiv(n_, singleN) * (k_ / singleK));
         t.M = static_cast<int32_t>(orgM);
         t.N = static_cast<int32_t>(orgN);
         t.Ka = static_cast<int32_t>(orgKa);
         t.Kb = static_cast<int32_t>(orgKb);
         t.singleCoreM = static_cast<int32_t>(singleM);
         t.singleCoreN = static_cast<int32_t>(singleN);
-        t.singleCoreK = k_;
+        t.singleCoreK = static_cast<int32_t>(singleK);
         t.baseM = static_cast<int32_t>(baseM);
         t.baseN = static_cast<int32_t>(baseN);
         t.baseK = static_cast<int32_t>(baseK);
@@ -450,7 +461,8 @@ public:
     using MatmulApiTilingBase::MatmulApiTilingBase;
 };
 
-// Tiling for SetDim(n) cores splitting M and N; usedCoreNum may come out below n.  On a
+// Tiling for SetDim(n) cores splitting M and N (and K after EnableMultiCoreSplitK); usedCoreNum may
+// come out below n.  On a
 // separated chip the cores are the vector cores of a mixed kernel (two per launched block).
 class MultiCoreMatmulTiling : public MatmulApiTilingBase {
 public:
@@ -466,6 +478,8 @@ public:
         fixSingleN_ = singleN;
         return 0;
     }
+    // EnableMultiCoreSplitK page: cores may also split K (C then only in GM, summed with AtomicAdd).
+    void EnableMultiCoreSplitK(bool flag) { splitK_ = flag; }
     int32_t GetSingleShape(int32_t& shapeM, int32_t& shapeN, int32_t& shapeK) {
         AscendC::tiling::TCubeTiling t;
         if (!Compute(t).empty()) {
@@ -481,8 +495,10 @@ protected:
     int32_t Dim() const override { return dim_; }
     int32_t FixedSingleM() const override { return fixSingleM_; }
     int32_t FixedSingleN() const override { return fixSingleN_; }
+    bool SplitK() const override { return splitK_; }
 
 private:
+    bool splitK_ = false;
     int32_t dim_ = 1;
     int32_t fixSingleM_ = -1, fixSingleN_ = -1;
 };
