@@ -438,3 +438,32 @@ def test_multi_core_split_k_adds_partial_products_atomically(lib):
     c = np.ones((m, n), np.float32)
     _launch(lib, "matmul_split_k", 8, a, b, np.zeros(n, np.float32), c, t, "ascend910b")
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + 1, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_policies_triangular_and_nbuffer33(lib, small):
+    # TrianUpper/TrianLowerMatmulPolicy write only the 32 x 32 tiles on and above / below the diagonal of the
+    # single-core block (CANN's IsInTrianMatmul); the others keep C's old values.  NBuffer33MatmulPolicy is a
+    # schedule: C as without it, from IterateAll only.
+    a, b, bias, t = small
+    want = a.astype(np.float32) @ b.astype(np.float32) + bias
+    for entry, kept in (("matmul_trian_upper", (slice(32, 64), slice(0, 32))),
+                        ("matmul_trian_lower", (slice(0, 32), slice(32, 64)))):
+        c = np.full((64, 64), -7.0, np.float32)
+        _launch(lib, entry, 1, a, b, bias, c, t, "ascend910b")
+        expect = want.copy()
+        expect[kept] = -7.0
+        np.testing.assert_allclose(c, expect, rtol=1e-5, atol=1e-5, err_msg=entry)
+    c = np.zeros((64, 64), np.float32)
+    _launch(lib, "matmul_nbuffer33", 1, a, b, bias, c, t, "ascend910b")
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(AscendCCheckError) as info:
+        _launch(lib, "matmul_nbuffer33_iterate", 1, a, b, bias, c, t, "ascend910b")
+    with open(os.path.join(KERNELS, "matmul_kernels.cpp"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "LINE:nbuffer33_iterate" in text)
+    assert re.search(rf"matmul_kernels\.cpp:{line}: Matmul::Iterate: a Matmul with NBuffer33MatmulPolicy computes C "
+                     r"with IterateAll only", str(info.value)), str(info.value)
+    # 310P has no triangular Matmul
+    with pytest.raises(AscendCCheckError, match=r"REGIST_MATMUL_OBJ: the triangular Matmul policies .* are not "
+                                                r"supported on ascend310p"):
+        _launch(lib, "matmul_trian_upper", 1, a, b, bias, c, _tiling(lib, "Ascend310P3", 64, 64, 32, 1, 32, 32),
+                "ascend310p")

@@ -503,6 +503,54 @@ extern "C" __global__ __aicore__ void matmul_split_k(GM_ADDR a, GM_ADDR b, GM_AD
     mm.IterateAll(cg[mi * tiling.singleCoreM * tiling.N + ni * tiling.singleCoreN], 1);
 }
 
+// Matmul policies (the last template argument, CANN's MATMUL_POLICY): C = A x B + bias into GM with
+// IterateAll, or (iterate) Iterate + GetTensorC, which NBuffer33MatmulPolicy refuses.
+template <const auto& CFG, template <const auto&, typename...> class POLICY>
+__aicore__ inline void PolicyMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws, GM_ADDR t, bool iterate) {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<StaticA, StaticA, StaticC, StaticC, CFG, AscendC::MatmulCallBackFunc<nullptr, nullptr, nullptr>, POLICY> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a), tiling.M * tiling.Ka);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b), tiling.Kb * tiling.N);
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias), tiling.N);
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c), tiling.M * tiling.N);
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    if (iterate) {
+        while (mm.Iterate()) {   // LINE:nbuffer33_iterate
+            mm.GetTensorC(cg);
+        }
+    } else {
+        mm.IterateAll(cg);
+    }
+    mm.End();
+}
+
+extern "C" __global__ __aicore__ void matmul_trian_upper(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                         GM_ADDR t) {
+    PolicyMatmul<CFG_NORM, AscendC::Impl::Detail::TrianUpperMatmulPolicy>(a, b, bias, c, ws, t, false);
+}
+
+extern "C" __global__ __aicore__ void matmul_trian_lower(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                         GM_ADDR t) {
+    PolicyMatmul<CFG_NORM, AscendC::Impl::Detail::TrianLowerMatmulPolicy>(a, b, bias, c, ws, t, false);
+}
+
+extern "C" __global__ __aicore__ void matmul_nbuffer33(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                       GM_ADDR t) {
+    PolicyMatmul<CFG_MDL, AscendC::Impl::Detail::NBuffer33MatmulPolicy>(a, b, bias, c, ws, t, false);
+}
+
+extern "C" __global__ __aicore__ void matmul_nbuffer33_iterate(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c,
+                                                               GM_ADDR ws, GM_ADDR t) {
+    PolicyMatmul<CFG_MDL, AscendC::Impl::Detail::NBuffer33MatmulPolicy>(a, b, bias, c, ws, t, true);
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -532,6 +580,10 @@ BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)
 BROKEN_ENTRY(matmul_dequant, AIC_MODE)
 BROKEN_ENTRY(matmul_sparse_b, AIC_MODE)
 BROKEN_ENTRY(matmul_split_k, AIC_MODE)
+BROKEN_ENTRY(matmul_trian_upper, AIC_MODE)
+BROKEN_ENTRY(matmul_trian_lower, AIC_MODE)
+BROKEN_ENTRY(matmul_nbuffer33, AIC_MODE)
+BROKEN_ENTRY(matmul_nbuffer33_iterate, AIC_MODE)
 
 // The sample kernel launched as a vector-only kernel.
 extern "C" int fusedsl_launch_matmul_in_aiv_mode(uint32_t blockDim, uint8_t** args) {

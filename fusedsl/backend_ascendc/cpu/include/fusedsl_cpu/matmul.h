@@ -49,6 +49,34 @@ struct MatmulCallBackFunc {
     static constexpr bool fs_default = DataCopyOutFunc == nullptr && CopyA1Func == nullptr && CopyB1Func == nullptr;
 };
 
+// Matmul's last template argument (CANN: a template template parameter, MATMUL_POLICY): the default
+// policy, or one of the policies asc-devkit's samples pick (impl matmul_policy.h): NBuffer33 (A's 3 x 3
+// base blocks kept in L1: a schedule only, C unchanged; MDL config, IterateAll only) and the triangular
+// ones (only the base tiles on or above / below the diagonal of the single-core block are written out,
+// GetResultImpl's IsInTrianMatmul; Atlas A2/A3 only).  fs_kind tells them apart.
+namespace Impl {
+namespace Detail {
+enum class FsPolicyKind { DEFAULT, NBUFFER_33, UPPER_TRIANGULAR, LOWER_TRIANGULAR };
+
+template <const auto& MM_CFG = CFG_NORM, typename... Rest>
+struct MatmulPolicy {
+    static constexpr FsPolicyKind fs_kind = FsPolicyKind::DEFAULT;
+};
+template <const auto& MM_CFG = CFG_NORM, typename... Rest>
+struct NBuffer33MatmulPolicy {
+    static constexpr FsPolicyKind fs_kind = FsPolicyKind::NBUFFER_33;
+};
+template <const auto& MM_CFG = CFG_NORM, typename... Rest>
+struct TrianUpperMatmulPolicy {
+    static constexpr FsPolicyKind fs_kind = FsPolicyKind::UPPER_TRIANGULAR;
+};
+template <const auto& MM_CFG = CFG_NORM, typename... Rest>
+struct TrianLowerMatmulPolicy {
+    static constexpr FsPolicyKind fs_kind = FsPolicyKind::LOWER_TRIANGULAR;
+};
+}  // namespace Detail
+}  // namespace Impl
+
 template <TPosition POSITION, CubeFormat FORMAT, typename TYPE, bool ISTRANS = false,
           LayoutMode LAYOUT = LayoutMode::NONE, bool IBSHARE = false, TPosition SRCPOS = TPosition::GM>
 struct MatmulType {
@@ -397,10 +425,15 @@ inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) {
 }
 
 template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const auto& MM_CFG = CFG_NORM,
-          class MM_CB = MatmulCallBackFunc<>, class... Policy>
+          class MM_CB = MatmulCallBackFunc<>,
+          template <const auto&, typename...> class MATMUL_POLICY = Impl::Detail::MatmulPolicy>
 class Matmul : public fusedsl_cpu::MatmulBase {
     static_assert(MM_CB::fs_default, "Matmul with user callbacks (MatmulCallBackFunc with copy functions) is not "
                                      "modelled by fusedsl's CPU implementation of the Ascend C API");
+    static constexpr Impl::Detail::FsPolicyKind kPolicy = MATMUL_POLICY<MM_CFG>::fs_kind;
+    static constexpr bool kNBuffer33 = kPolicy == Impl::Detail::FsPolicyKind::NBUFFER_33;
+    static constexpr bool kTriangular = kPolicy == Impl::Detail::FsPolicyKind::UPPER_TRIANGULAR ||
+                                        kPolicy == Impl::Detail::FsPolicyKind::LOWER_TRIANGULAR;
 
 public:
     using SrcAT = typename A_TYPE::T;
@@ -424,6 +457,20 @@ public:
             return MM_CFG.cfg;
         } else {
             return MM_CFG;
+        }
+    }
+
+    static_assert(!kNBuffer33 || (kCfgIsConfig && fs_cfg().doMultiDataLoad),
+                  "NBuffer33MatmulPolicy needs an MDL config (CFG_MDL / GetMDLConfig), as CANN's IterateAll asserts");
+
+    // A triangular policy's tiles off its triangle (the tile's M index past its N index for the upper one,
+    // short of it for the lower) are computed but not written out.
+    bool fs_OffTriangle() const {
+        if constexpr (!kTriangular) {
+            return false;
+        } else {
+            const int64_t mi = fs_m0 / fs_tiling.baseM, ni = fs_n0 / fs_tiling.baseN;
+            return kPolicy == Impl::Detail::FsPolicyKind::UPPER_TRIANGULAR ? mi > ni : mi < ni;
         }
     }
 
@@ -466,6 +513,11 @@ public:
                                      : cfg.intraBlockPartSum ? "intraBlockPartSum (two AIV results summed in L0C)"
                                      : cfg.decompMode != DecompressionMode::DECOMP_NONE ? "decompMode (B decompressed)"
                                                                                          : nullptr;
+            if (kTriangular && !fusedsl_cpu::Target().separated) {
+                fusedsl_cpu::Fail("%s: the triangular Matmul policies (TrianUpperMatmulPolicy / TrianLowerMatmulPolicy) "
+                                  "are not supported on %s (CANN's MatmulChipCap: Atlas A2/A3 only)", api,
+                                  fusedsl_cpu::Target().name);
+            }
             if (unmodelled != nullptr) {
                 fusedsl_cpu::Fail("%s: MatmulConfig.%s is not modelled by fusedsl's CPU implementation of the Matmul "
                                   "API", api, unmodelled);
@@ -710,6 +762,10 @@ public:
             CheckShape(fs_shape_setter);
             fs_shape_setter = nullptr;
         }
+        if (kNBuffer33 && !fs_in_iterate_all) {
+            Fail("Matmul::Iterate: a Matmul with NBuffer33MatmulPolicy computes C with IterateAll only (CANN's "
+                 "Iterate does not support NBuffer33MatmulPolicy)");
+        }
         if (kDequant && fs_quant_mode == 0) {
             Fail("Matmul::Iterate: an int8_t x int8_t product into %s C is dequantised on its way out; call "
                  "SetQuantScalar or SetQuantVector before Iterate/IterateAll (the SetQuantScalar page)",
@@ -800,10 +856,12 @@ public:
         if (enAtomic > 3) {
             fusedsl_cpu::Fail("%s: enAtomic = %u; 0 none, 1 add, 2 max, 3 min", api, enAtomic);
         }
+        fs_in_iterate_all = true;
         while (Iterate<true>()) {
             WriteTileToGm(api, gm, enAtomic, enSequentialWrite);
             fs_pending = false;
         }
+        fs_in_iterate_all = false;
     }
 
     // The whole single-core block into UB, ND rows padded to 32 bytes.
@@ -822,10 +880,14 @@ public:
         const int64_t ld = RoundUp(fs_single_n, 32 / sizeof(DstT));
         const uint64_t need = static_cast<uint64_t>(fs_single_m) * ld * sizeof(DstT);
         uint32_t off = CheckUb(api, "the destination", ub.fs_addr, ub.GetSize() * sizeof(DstT), need, sizeof(DstT));
+        fs_in_iterate_all = true;
         while (Iterate<sync>()) {
-            StoreTile(reinterpret_cast<uint8_t*>(ub.fs_addr), off, ld, fs_m0, fs_n0);
+            if (!fs_OffTriangle()) {
+                StoreTile(reinterpret_cast<uint8_t*>(ub.fs_addr), off, ld, fs_m0, fs_n0);
+            }
             fs_pending = false;
         }
+        fs_in_iterate_all = false;
     }
 
     void WaitIterateAll() {}
@@ -1144,6 +1206,9 @@ private:
 
     void WriteTileToUb(const char* api, const LocalTensor<DstT>& c, bool sequential) {
         using namespace fusedsl_cpu;
+        if (fs_OffTriangle()) {
+            return;
+        }
         const uint64_t bytes_have = static_cast<uint64_t>(c.GetSize()) * sizeof(DstT);
         if (C_TYPE::format == CubeFormat::NZ) {
             // NZ: column blocks of 16, each RoundUp(tm, 16) rows of 16 elements.
@@ -1187,6 +1252,9 @@ private:
 
     void WriteTileToGm(const char* api, const GlobalTensor<DstT>& gm, uint8_t atomic, bool sequential) {
         using namespace fusedsl_cpu;
+        if (fs_OffTriangle()) {
+            return;
+        }
         // Sequential: tiles one after another, each tm x tn; otherwise at the tile's place in
         // C with row stride N — for CubeFormat::ND_ALIGN, N rounded up to 32 bytes (矩阵乘输出的N方向
         // 对齐: "按照N方向32字节对齐的补齐规则输出C矩阵"; the padding columns are not written here).
@@ -1219,6 +1287,7 @@ private:
         St().gm_bytes_written += static_cast<uint64_t>(fs_tm * fs_tn) * sizeof(DstT);
     }
 
+    bool fs_in_iterate_all = false;   // Iterate called by IterateAll (NBuffer33 allows no other)
     GM_ADDR fs_workspace = nullptr;   // SetWorkspace's GM: where IterateNBatch puts C
     uint64_t fs_workspace_bytes = 0;
     int64_t fs_lda = 0, fs_ldb = 0, fs_c_ld = 0;   // a batch matmul's BSNGD row strides (0: the org shape's)

@@ -56,10 +56,11 @@ enum class DataType { DT_FLOAT = 0, DT_FLOAT16 = 1, DT_INT8 = 2, DT_INT32 = 3, D
                       DT_BF16 = 27, DT_UNDEFINED = 28, DT_INT4 = 29 };
 enum class MatrixTraverse { NOSET = 0, FIRSTM = 1, FIRSTN = 2 };
 enum class DequantType { SCALAR = 0, TENSOR = 1 };
-enum class ScheduleType { INNER_PRODUCT = 0, OUTER_PRODUCT };
+enum class ScheduleType : int32_t { INNER_PRODUCT = 0, OUTER_PRODUCT = 1, N_BUFFER_33 = 2 };
 
 // Hints for the host tiling (the Matmul template the kernel uses, L1 caching, the schedule and
-// traversal order).  fusedsl's tiling honours the traversal order; the others pick device data
+// traversal order).  fusedsl's tiling honours the traversal order and N_BUFFER_33's limit of 3 on
+// stepM/stepKa/stepKb (the NBuffer33MatmulPolicy sample's constraint); the others pick device data
 // movement and change no result.
 struct MatmulConfigParams {
     int32_t mmConfigType;
@@ -409,6 +410,9 @@ protected:
         t.baseK = static_cast<int32_t>(baseK);
         t.stepM = 1;
         t.stepN = 1;
+        if (config_params_.scheduleType == ScheduleType::N_BUFFER_33 && stepK > 3) {
+            stepK = 3;
+        }
         t.stepKa = static_cast<int32_t>(stepK);
         t.stepKb = static_cast<int32_t>(stepK);
         t.depthA1 = static_cast<int32_t>(db * stepK);
