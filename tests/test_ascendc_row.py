@@ -274,3 +274,32 @@ def test_sum_over_axis_0_reads_x_once_on_several_cores_without_partials():
     assert rep.gm_bytes_measured == rep.gm_bytes_min
     assert rep.kernels[0].block_dim > 1
     assert "never K, so there are no partial results to combine" in str(rep)
+
+
+def test_half_norms_compute_their_statistics_in_float32():
+    """A float16 norm normalises in float32, as torch does: with the mean rounded to float16,
+    x = [2.336, 2.44] came out 2 % off, and a float16 sum of squares overflows above |x| = 256.
+    The reference interpreter, the LLVM call and the printed Ascend C under simulate all agree
+    with the float32 normalisation rounded once to float16 (weight and bias apply in float16)."""
+    @fs.fused_kernel
+    def norms(x, w, b):
+        return fs.layer_norm(x, w, b), fs.rms_norm(x, w), fs.group_norm(fs.reshape(x, (2, 2, 1)), 1)
+
+    x = np.array([[2.336, 2.44], [300.0, -410.0]], np.float16)
+    w = np.array([1.5, -0.5], np.float16)
+    b = np.array([0.25, 1.0], np.float16)
+    x32 = x.astype(np.float32)
+    half = lambda a: np.float16(a)
+    centered = x32 - x32.mean(-1, keepdims=True)
+    unit = half(centered / np.sqrt((centered ** 2).mean(-1, keepdims=True) + np.float32(1e-5)))
+    rms = half(x32 / np.sqrt((x32 ** 2).mean(-1, keepdims=True) + np.float32(1e-6)))
+    grouped = x32.reshape(2, 2, 1)
+    gc = grouped - grouped.mean((-1, -2), keepdims=True)
+    want = [half(unit * w + b), half(rms * w),
+            half(gc / np.sqrt((gc ** 2).mean((-1, -2), keepdims=True) + np.float32(1e-5)))]
+    assert abs(float(unit[0, 0]) + 1.0) < 2e-3     # the cancelling row: [-1, 1]
+    k = norms.compile(x, w, b)
+    for got in (run_module(k.graph, [x, w, b]), k(x, w, b), k.simulate(x, w, b)):
+        for g, e in zip(got, want):
+            assert g.dtype == np.float16 and np.isfinite(g).all()
+            np.testing.assert_allclose(np.float32(g), np.float32(e), rtol=2e-3, atol=2e-3)

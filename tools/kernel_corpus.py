@@ -91,6 +91,21 @@ def _row_configs():
               ((2, 70000), (1, 70000)), ((7, 3, 5), (7, 1, 5)), ((2, 3, 8), (3, 8))]
     for (name, f), (sx, sy), dtype, target in product(progs.items(), shapes, ["float32", "float16"], TARGETS):
         yield (f"row/{name}", f, [(sx, dtype), (sy, dtype)], target)
+    # the other parameter forms: one value per row ([*outer, 1]), one value for all ([1]), a row
+    # every row shares ([C]), a per-row output beside a row output, min, a reduction's consumer
+    # that is itself reduced
+    forms = {
+        "perrow": (lambda x, r: fs.exp(x - fs.max(x, axis=-1, keepdims=True)) * r, "perrow"),
+        "sum_and_softmax": (lambda x, y: (fs.sum(x, axis=-1), fs.softmax(x * y)), "same"),
+        "rms_scalar": (lambda x, s: fs.rms_norm(x) * s, "one"),
+        "min_back": (lambda x, y: fs.min(x + y, axis=-1, keepdims=True) - y, "same"),
+        "log_softmax": (lambda x, y: fs.log(fs.softmax(x)) + y, "same"),
+        "ln_gelu_rows": (lambda x, g: fs.gelu(fs.layer_norm(x, g, g)), "last"),
+    }
+    rows = [(5, 17), (3, 4, 64), (1, 1), (40, 300), (2, 70000), (7, 3, 5), (3, 50000)]
+    other = {"perrow": lambda s: s[:-1] + (1,), "same": lambda s: s, "one": lambda s: (1,), "last": lambda s: s[-1:]}
+    for (name, (f, form)), sx, dtype, target in product(forms.items(), rows, ["float32", "float16"], TARGETS):
+        yield (f"row/{name}", f, [(sx, dtype), (other[form](sx), dtype)], target)
 
 
 def _column_configs():

@@ -585,11 +585,12 @@ def softmax(x, axis=-1):
 @_op
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """Normalise over the last axis, then scale by weight and shift by bias (if given)."""
-    if not x.dtype.is_float:
-        x = cast(x, dt.float32)
+    x, out = _norm_input(x)
     centered = x - mean(x, axis=-1, keepdims=True)
     var = mean(square(centered), axis=-1, keepdims=True)
     y = centered * rsqrt(var + eps)
+    if out is not None:
+        y = cast(y, out)
     if weight is not None:
         y = y * weight
     if bias is not None:
@@ -597,11 +598,26 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     return y
 
 
+def _norm_input(x):
+    """A norm's statistics are computed in float32, as torch does for half inputs: a float16 mean
+    subtracted from values close to it loses most of their difference (x = [2.336, 2.44] came out
+    2 % off), and a float16 sum of squares overflows above |x| = 256. Integers normalise to
+    float32; a 16-bit float input gets its normalised value cast back to its own dtype before the
+    weight and bias, so those stay parameters a row kernel streams (a cast of them would be a
+    computed per-column value, which row kernels do not take)."""
+    if not x.dtype.is_float:
+        return cast(x, dt.float32), None
+    if x.dtype.itemsize < 4:
+        return cast(x, dt.float32), x.dtype
+    return x, None
+
+
 @_op
 def rms_norm(x, weight=None, eps=1e-6):
-    if not x.dtype.is_float:
-        x = cast(x, dt.float32)
+    x, out = _norm_input(x)
     y = x * rsqrt(mean(square(x), axis=-1, keepdims=True) + eps)
+    if out is not None:
+        y = cast(y, out)
     return y if weight is None else y * weight
 
 
