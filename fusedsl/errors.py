@@ -257,6 +257,22 @@ class IndexRangeError(ArgumentError):
     """
 
 
+class IntRangeError(ArgumentError):
+    """An imported model's int64 value (an input, or what an op computes) outside int32 when the
+    kernel is called: fusedsl has no int64 and runs the framework's int64 tensors in int32, which
+    would wrap where torch or onnxruntime compute in int64.  An int64 input past int32 is named at
+    your call; a computed value at the model line of its op (its bound from the inputs' ranges).
+
+    What to do: keep integer values small enough that every int64 value fits in int32, or
+    convert to float32 in the model before the arithmetic.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> issubclass(fs.IntRangeError, fs.ArgumentError)
+        True
+    """
+
+
 class UnsupportedOpError(TraceError):
     """A model graph (torch.export, ONNX) uses an op or an attribute variant fusedsl cannot import.
 

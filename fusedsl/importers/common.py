@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import ArgumentError, FusedslError, Loc, strip_internal_frames, user_frame, user_facing
 from ..frontend.kernel import FusedKernel, _fast_key
+from .int_range import I32, Span, input_error
 
 
 def sanitize(name: str) -> str:
@@ -44,10 +45,11 @@ def make_function(name: str, params: list[str], body):
     return fn
 
 
-def as_array(x, name: str):
-    """A model input as a numpy array fusedsl accepts: torch tensors become zero-copy views;
-    int64 (framework index type) becomes int32 after a range check; float64 stays an error
-    unless converted by the caller (silently halving precision would hide a mistake)."""
+def as_array(x, name: str, what: str = "input"):
+    """A model input (or weight: `what` names it) as a numpy array fusedsl accepts: torch tensors
+    become zero-copy views; int64 (framework index type) becomes int32 after a range check
+    (IntRangeError past it); float64 stays an error unless converted by the caller (silently
+    halving precision would hide a mistake)."""
     if hasattr(x, "detach") and hasattr(x, "numpy"):
         x = x.detach().cpu()
         if str(x.dtype) == "torch.bfloat16":   # numpy has no bfloat16: the same bits as ml_dtypes'
@@ -57,9 +59,10 @@ def as_array(x, name: str):
     if not isinstance(x, np.ndarray):
         return x
     if x.dtype == np.int64:
-        if x.size and (x.min() < np.iinfo(np.int32).min or x.max() > np.iinfo(np.int32).max):
-            raise ArgumentError(f"input {name!r} has int64 values outside the int32 range",
-                                loc=user_frame(), hint="fusedsl indexes with int32")
+        if x.size:
+            lo, hi = int(x.min()), int(x.max())
+            if lo < I32[0] or hi > I32[1]:
+                raise input_error(what, name, Span(lo, hi))
         return x.astype(np.int32)
     return x
 
@@ -100,6 +103,9 @@ class ImportedKernel(FusedKernel):
         # the compiled kernel's runner per (shape, dtype) of the model's own arguments, with the
         # weight arrays it was found for (`__call__`)
         self._runners: dict = {}
+        # the importer's int_range.RangeCheck: a call whose int64 values could leave int32 (where
+        # fusedsl computes them) raises instead of wrapping; None when no int64 value can
+        self.range_check = None
 
     def _with_weights(self, args):
         total = len(self.input_names) + len(self.constant_args)
@@ -126,6 +132,12 @@ class ImportedKernel(FusedKernel):
         # Seen before (the arguments' shapes and dtypes, the same weight arrays): straight to
         # the compiled kernel's runner, ~0.8 us less than through FusedKernel.__call__, which
         # keys every weight too.
+        check = self.range_check
+        if check is not None and check.active:
+            try:
+                check(args)
+            except FusedslError as exc:
+                raise exc.with_traceback(strip_internal_frames(exc.__traceback__)) from None
         hit = self._runners.get(_fast_key(args))
         if hit is not None:
             runner, weights = hit

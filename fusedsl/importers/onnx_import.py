@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ArgumentError, Loc, ShapeError, UnsupportedOpError, at_user_location, user_facing, user_frame
 from ..frontend import api as fs
-from . import torch_ops, torch_window
+from . import onnx_range, torch_ops, torch_window
 from .common import ImportedKernel, as_array, make_function, sanitize
 from .torch_ops import Missing, Unsupported   # one exception: the shared rules raise it too
 
@@ -27,7 +27,7 @@ SUPPORTED = ("Add Sub Mul Div Pow Relu LeakyRelu PRelu ThresholdedRelu Sigmoid T
              "Transpose Squeeze Unsqueeze Expand Tile Concat Split Slice Gather ConstantOfShape "
              "NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss")
 
-# ONNX TensorProto element types -> fusedsl dtypes (int64 indices run as int32)
+# ONNX TensorProto element types -> fusedsl dtypes (int64 runs as int32: onnx_range checks it fits)
 _ELEM = {1: "float32", 10: "float16", 16: "bfloat16", 6: "int32", 7: "int32", 3: "int8", 2: "uint8", 9: "bool"}
 # inputs read at import time (shapes, axes, bounds), per op type
 _STATIC_INPUTS = {"Reshape": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1}, "Unsqueeze": {1}, "Expand": {1},
@@ -739,4 +739,5 @@ def from_onnx(path_or_model, target=None, **options) -> ImportedKernel:
         options["target"] = target
     kernel = ImportedKernel(fn, options, inputs, arrays, Loc(label, 0))
     kernel.input_types = {i.name: i.type for i in model.graph.input}
+    kernel.range_check = onnx_range.range_check(model, label, inputs, replay.consts, _attrs)
     return kernel

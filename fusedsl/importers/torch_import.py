@@ -30,8 +30,9 @@ import numpy as np
 
 from ..errors import ArgumentError, Loc, UnsupportedOpError, at_user_location, is_internal_file, user_facing, \
     user_frame
-from . import torch_ops, torch_window
+from . import torch_ops, torch_range, torch_window
 from .common import ImportedKernel, as_array, make_function, sanitize
+from .int_range import Span, array_span
 from .torch_ops import DATA_DEPENDENT, METADATA_ASSERTS, RANDOM, Missing, Unsupported, base_name
 
 SUPPORTED = ("elementwise ops, sum/mean/amax/amin/var/std, softmax/log_softmax, layer_norm, rms_norm, group_norm, "
@@ -204,12 +205,13 @@ def _uniform(value):
     return False, None
 
 
-def _torch_array(value, name):
-    """A folded tensor as a weight array in a dtype fusedsl has (float64 -> float32)."""
+def _torch_array(value, name, what):
+    """A folded tensor (or a weight: `what` says which) as an array in a dtype fusedsl has
+    (float64 -> float32)."""
     torch = _torch()
     if value.dtype == torch.float64:
         value = value.float()
-    return as_array(value, name)
+    return as_array(value, name, what)
 
 
 # ---- replay ----------------------------------------------------------------------------------
@@ -329,15 +331,22 @@ def _exported_kernel(ep, name: str, options: dict, source: Loc | None,
                                      hint="return the new value instead of updating the tensor in place")
     used = {n.name for n in graph.nodes if n.op == "placeholder" and n.users}
     user_names, weight_names, weights = [], [], []
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    range_inputs, position = [], 0   # (name, name, call position, dtype) per user input, for the range check
     for spec in ep.graph_signature.input_specs:
         if spec.kind == InputKind.USER_INPUT:
+            position += 1
             if type(spec.arg).__name__ == "ConstantArgument":   # None or a Python number: baked in
                 continue
             user_names.append(spec.arg.name)
+            val = placeholders[spec.arg.name].meta.get("val") if spec.arg.name in placeholders else None
+            range_inputs.append((spec.arg.name, spec.arg.name, position - 1,
+                                 torch_range.torch_dtype_name(getattr(val, "dtype", None))))
         elif spec.arg.name in used:
             value = ep.state_dict.get(spec.target) if spec.target in ep.state_dict else ep.constants[spec.target]
             weight_names.append(spec.arg.name)
-            weights.append(_torch_array(value.detach(), spec.target))
+            what = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"}.get(spec.kind, "constant")
+            weights.append(_torch_array(value.detach(), spec.target, what))
     values = _fold_constants(graph)
     folded = {}
     for node in graph.nodes:
@@ -355,7 +364,7 @@ def _exported_kernel(ep, name: str, options: dict, source: Loc | None,
         else:
             pname = f"const_{node.name}"
             weight_names.append(pname)
-            weights.append(_torch_array(value, node.name))
+            weights.append(_torch_array(value, node.name, "constant"))
             folded[node.name] = ("param", pname)
     # a non-tensor folded value (a tuple from split of a constant) is read through getitem only
     folded = {k: v for k, v in folded.items() if v[0] != "python"}
@@ -366,7 +375,17 @@ def _exported_kernel(ep, name: str, options: dict, source: Loc | None,
     replay = GraphReplay(graph, user_names + weight_names, table, folded, set(values), user_outs)
     replay.check()
     fn = make_function(name, [sanitize(n) for n in user_names + weight_names], replay)
-    return ImportedKernel(fn, options, user_names, weights, source, constant_args=constant_args)
+    kernel = ImportedKernel(fn, options, user_names, weights, source, constant_args=constant_args)
+    # the int64 values' bounds: the weights' and folded constants' ranges are known now
+    fixed = {n: array_span(w) for n, w in zip(weight_names, weights)}
+    for node_name, kind in folded.items():
+        if kind[0] == "const":
+            fixed[node_name] = Span(int(kind[1]), int(kind[1])) if isinstance(kind[1], (bool, int)) else None
+        else:
+            fixed[node_name] = fixed.get(kind[1])
+    kernel.range_check = torch_range.range_check(graph, range_inputs, fixed, set(values), base_name, node_loc,
+                                                 _op_name)
+    return kernel
 
 
 def _as_forward(fn):
@@ -412,6 +431,8 @@ def from_torch(module_or_fn, *example_inputs, target=None, **options) -> Importe
         options["target"] = target
     kernel = _exported_kernel(ep, name, options, _source_of(module_or_fn), constant_args)
     kernel.trace(*example)   # replays every op once: unsupported variants are reported now
+    if kernel.range_check.active:
+        kernel.range_check(example)   # an int64 value of the example past int32 is reported now
     return kernel
 def torch_backend(target=None, **options):
     """A `torch.compile` backend: each captured graph is exported, imported and run by the

@@ -1130,8 +1130,9 @@ def prod(F, x, axis=None, keepdims=False):
     return out if x.dtype.is_float else F.cast(F.where(F.abs(r) < 2.0 ** 31, r, 0.0), x.dtype)
 
 
-def _scan(F, parts, axis):
-    """Inclusive prefix sums of float32 tensors along `axis`, all parts at once, in log2(n) steps
+def _scan(F, parts, axis, identity=-0.0):
+    """Inclusive prefix sums of float32 (or, with identity 0, int32) tensors along `axis`, all
+    parts at once, in log2(n) steps
     (Hillis-Steele): y += y shifted by s along the axis (-0.0 in front) for s = 1, 2, 4, ...
     Each step is one vector kernel whose shifted operand is a slice + concatenation of the
     previous step's output (view addressing, nothing copied): n log2(n) adds per row instead of
@@ -1151,7 +1152,7 @@ def _scan(F, parts, axis):
         # additive identity of every float: 0.0 + -0.0 would turn numpy's -0.0 sums into 0.0);
         # slices of y only, so the step is ONE kernel (a zeros piece would be one more each step)
         shifted = F.concatenate([y[:, :, :step], y[:, :, :n - step]], axis=2)
-        y = y + F.where(position >= step, shifted, -0.0)
+        y = y + F.where(position >= step, shifted, identity)
         step *= 2
     inv = [perm.index(d) for d in range(rank)]
     shape = tuple(x.shape[d] for d in perm)
@@ -1179,10 +1180,14 @@ def _scan_input(F, x, axis, name):
 
 @composite("cumsum", "reduction", dtypes="numeric", aten=_aten("cumsum.default"), onnx=("CumSum",),
            doc="inclusive prefix sums along `axis` in log2(n) shifted-add steps (a balanced tree per prefix: "
-               "float32 rounding ~log2(n) ulp; inf / NaN like numpy); ints exact while the sums stay below 2**24",
+               "float32 rounding ~log2(n) ulp; inf / NaN like numpy); int32 exact in int32 additions (wrapping "
+               "like numpy's int32), int8 / bool exact while the sums stay below 2**24",
            example="fs.cumsum(x, axis=1)")
 def cumsum(F, x, axis=-1):
     x, axis = _scan_input(F, x, axis, "cumsum")
+    if x.dtype == dt.int32:   # int32 additions: exact (wrapping as numpy's int32), not float32's 2**24
+        return _scan(F, [x], axis, identity=0)[0]
+    # int8 / bool through float32 (the chips cast float32 -> int8, not int32 -> int8): exact below 2**24
     x32, back = _f32(F, x)
     r = _scan(F, [x32], axis)[0]   # additions carry inf and NaN as numpy's do (inf + -inf = NaN)
     return back(r) if x.dtype.is_float else F.cast(r, x.dtype)

@@ -1,0 +1,383 @@
+"""The ranges of an imported model's int64 values, so that none silently wraps in int32.
+
+fusedsl has no int64: the importers run a framework's int64 tensors (torch's and ONNX's
+index and integer type) in int32.  That is exact while every int64 value fits in int32;
+past it, int32 arithmetic wraps and the answer differs from the framework's with no
+message.  A `RangeCheck` bounds every int64 value of the graph by interval arithmetic
+from the ranges of the call's integer inputs (the weights' and constants' ranges are
+known at import) and raises IntRangeError at the model line of the first int64 value
+whose bound leaves int32, or at the call for an int64 input beyond int32.
+
+The bound is sound but can be loose: x + y is bounded by max(x) + max(y) even where the
+two maxima never meet, so a refused call might have fitted; an accepted one always does.
+Values of the framework's other integer dtypes are clipped to their dtype (the framework
+wraps there, as fusedsl does); an int16 value is checked against int16 the same way
+(fusedsl computes it in int32, the framework wraps at 16 bits).  An int64 made from
+floats (a float -> int64 cast) has no bound here and is not checked.
+
+The importers describe their graph as `Step`s (one per node: its op's interval rule over the
+node's arguments, the node's tensors replaced by `Ref`s); `torch_range.RULES` and
+`onnx_range.RULES` hold the rules per ATen op / ONNX op type, built from the span arithmetic here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..errors import IntRangeError, Loc, user_frame
+
+I32 = (-2 ** 31, 2 ** 31 - 1)
+# dtype name -> (lo, hi, checked): a checked dtype is computed by fusedsl in a wider type than
+# the framework's (int64 -> int32 narrower, int16 -> int32 wider); the rest wrap alike
+DTYPE_RANGES = {"int64": (*I32, True), "int16": (-2 ** 15, 2 ** 15 - 1, True), "int32": (*I32, False),
+                "int8": (-128, 127, False), "uint8": (0, 255, False), "bool": (0, 1, False)}
+_HUGE = 2 ** 80   # a bound past every dtype (keeps products of huge bounds small)
+
+
+@dataclass(frozen=True)
+class Span:
+    """The closed range [lo, hi] a tensor's values lie in (Python ints, no overflow)."""
+
+    lo: int
+    hi: int
+
+    def __str__(self) -> str:
+        return f"{self.lo}" if self.lo == self.hi else f"[{self.lo}, {self.hi}]"
+
+
+def span_of(x):
+    """A rule argument as a Span: a Span, a Python or numpy integer (or bool); else None
+    (a float, a float tensor, an unbounded value)."""
+    if isinstance(x, Span):
+        return x
+    if isinstance(x, (bool, int, np.integer, np.bool_)):
+        return Span(int(x), int(x))
+    return None
+
+
+def _cap(s: Span) -> Span:
+    return Span(max(s.lo, -_HUGE), min(s.hi, _HUGE))
+
+
+def add(a, b):
+    a, b = span_of(a), span_of(b)
+    return None if a is None or b is None else _cap(Span(a.lo + b.lo, a.hi + b.hi))
+
+
+def mul(a, b):
+    a, b = span_of(a), span_of(b)
+    if a is None or b is None:
+        return None
+    p = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
+    return _cap(Span(min(p), max(p)))
+
+
+def neg(a):
+    a = span_of(a)
+    return None if a is None else Span(-a.hi, -a.lo)
+
+
+def sub(a, b):
+    return add(a, neg(b))
+
+
+def magnitude(a) -> int | None:
+    a = span_of(a)
+    return None if a is None else max(abs(a.lo), abs(a.hi))
+
+
+def hull(*xs):
+    """The smallest range holding every argument's (None when one is unbounded)."""
+    spans = [span_of(x) for x in xs]
+    if not spans or any(s is None for s in spans):
+        return None
+    return Span(min(s.lo for s in spans), max(s.hi for s in spans))
+
+
+def times(n: int, a):
+    """The sum of n values of range a."""
+    a = span_of(a)
+    return None if a is None else _cap(Span(n * a.lo, n * a.hi)) if n > 0 else Span(0, 0)
+
+
+def prefix_sums(n: int, a):
+    """Every prefix sum of up to n values of range a (cumsum)."""
+    a = span_of(a)
+    if a is None or n <= 0:
+        return a
+    return _cap(Span(min(a.lo, n * a.lo), max(a.hi, n * a.hi)))
+
+
+def power(a, p: int):
+    """a ** p for an integer exponent p >= 0."""
+    m = magnitude(a)
+    if m is None or p < 0:
+        return None
+    if m > 1 and p * m.bit_length() > 100:
+        big = _HUGE
+    else:
+        big = m ** p
+    s = span_of(a)
+    if s.lo >= 0:
+        return _cap(Span(s.lo ** p if p * max(s.lo, 1).bit_length() <= 100 else _HUGE, big))
+    return _cap(Span(-big, big))
+
+
+def products(n: int, a):
+    """A product (or every prefix product) of up to n values of range a."""
+    m = magnitude(a)
+    if m is None:
+        return None
+    if m <= 1:
+        return Span(-1, 1) if span_of(a).lo < 0 else Span(0, 1) if span_of(a).lo == 0 else Span(1, 1)
+    return power(Span(-m, m), max(n, 1))
+
+
+def maximum(a, b):
+    a, b = span_of(a), span_of(b)
+    return None if a is None or b is None else Span(max(a.lo, b.lo), max(a.hi, b.hi))
+
+
+def minimum(a, b):
+    a, b = span_of(a), span_of(b)
+    return None if a is None or b is None else Span(min(a.lo, b.lo), min(a.hi, b.hi))
+
+
+def clamp(x, lo=None, hi=None):
+    if lo is not None:
+        x = maximum(x, lo)
+    if hi is not None:
+        x = minimum(x, hi)
+    return x
+
+
+def quotient(a, b):
+    """a // b (floor or truncated) for integers: |a // b| <= |a| when b != 0."""
+    m = magnitude(a)
+    return None if m is None else Span(-m, m)
+
+
+def remainder(a, b):
+    """a % b, fmod: |r| < |b| (and |r| <= |a| for fmod; the looser bound holds for both)."""
+    m = magnitude(b)
+    return None if m is None else Span(-max(m - 1, 0), max(m - 1, 0))
+
+
+def bitwise(op: str, a, b=None):
+    """and / or / xor / not of two's complement values."""
+    a = span_of(a)
+    if op == "not":
+        return None if a is None else Span(-a.hi - 1, -a.lo - 1)
+    b = span_of(b)
+    if a is None or b is None:
+        return None
+    if min(a.lo, b.lo) >= 0:
+        if op == "and":
+            return Span(0, min(a.hi, b.hi))
+        return Span(0, (1 << max(a.hi, b.hi).bit_length()) - 1)
+    bits = max(v.bit_length() for v in (a.lo, a.hi, b.lo, b.hi))
+    return Span(-(1 << bits), (1 << bits) - 1)
+
+
+def shift_right(a, k):
+    a = span_of(a)
+    return None if a is None or not isinstance(k, (int, np.integer)) else Span(a.lo >> int(k), a.hi >> int(k))
+
+
+def index_range(numel: int) -> Span:
+    """Positions into (or counts of) a tensor of numel elements."""
+    return Span(0, max(int(numel), 0))
+
+
+# ---- the check -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ref:
+    """A node's tensor inside a Step's arguments (replaced by its range when the step runs)."""
+
+    key: str
+
+
+@dataclass
+class Step:
+    """One graph node: `rule(*args, **kwargs)` over its arguments' ranges gives its output's
+    range (a tuple for several outputs); `dtypes` is the framework's dtype name of each output
+    (None for a float or non-tensor output), `label` names the op in messages."""
+
+    key: str
+    rule: Callable | None
+    args: tuple
+    kwargs: dict
+    dtypes: tuple
+    label: str
+    loc: Loc | None
+    outs: tuple = ()   # the names of the outputs when the graph names each (ONNX); else `key` holds them
+    exact: int | None = None   # fusedsl computes this op exactly only below this magnitude (prod: 2**24)
+    refs: frozenset = field(default_factory=frozenset)
+
+
+def _refs(value, out: set) -> None:
+    if isinstance(value, Ref):
+        out.add(value.key)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _refs(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _refs(v, out)
+
+
+def _resolve(value, env):
+    if isinstance(value, Ref):
+        return env.get(value.key)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_resolve(v, env) for v in value)
+    if isinstance(value, dict):
+        return {k: _resolve(v, env) for k, v in value.items()}
+    return value
+
+
+_NP_NAMES = {np.dtype(n): n for n in DTYPE_RANGES}
+
+
+def array_span(a) -> Span | None:
+    """The range of an integer (or bool) array or tensor argument; None for anything else."""
+    if type(a) is np.ndarray:   # the common case, kept cheap (str(dtype) alone costs ~2 us)
+        if a.dtype not in _NP_NAMES:
+            return None
+        return Span(int(a.min()), int(a.max())) if a.size else Span(0, 0)
+    if str(getattr(a, "dtype", "")).removeprefix("torch.") not in DTYPE_RANGES:
+        return None
+    if hasattr(a, "aminmax"):   # a torch tensor
+        if a.numel() == 0:
+            return Span(0, 0)
+        lo, hi = a.aminmax()
+        return Span(int(lo), int(hi))
+    a = np.asarray(a)
+    return Span(int(a.min()), int(a.max())) if a.size else Span(0, 0)
+
+
+def input_error(what: str, name: str, span: Span) -> IntRangeError:
+    value = span.hi if span.hi > I32[1] else span.lo
+    return IntRangeError(f"int64 {what} {name!r} holds {value}, outside the int32 range fusedsl computes int64 "
+                         f"values in ([{I32[0]}, {I32[1]}]; fusedsl has no int64)", loc=user_frame(),
+                         hint="keep integer values within int32, or pass the data as float32 "
+                              "(exact for integers up to 2**24)")
+
+
+class RangeCheck:
+    """The int64 bounds of one imported graph (see the module docstring).
+
+    inputs: (key, user-facing name, position among the call's arguments, dtype name) per
+    graph input; fixed: key -> Span of the weights and constants; steps: the nodes in
+    graph order."""
+
+    def __init__(self, framework: str, inputs: list, fixed: dict, steps: list[Step]):
+        self.framework = framework
+        self.inputs = inputs
+        self.fixed = fixed
+        for step in steps:
+            found: set = set()
+            _refs((step.args, step.kwargs), found)
+            step.refs = frozenset(found)
+        self.steps = steps
+        self._seen: dict = {}
+        # the inputs whose ranges can decide a verdict: those a checked value that could leave
+        # its range (with every input at its dtype's full range) depends on; none -> no check
+        full = {key: self._dtype_span(dtype) for key, _, _, dtype in inputs}
+        _, risky, sources = self._propagate(full, collect=True)
+        self.active = bool(risky)   # a weight- or constant-only value past int32 has no sources: always checked
+        self.measured = [i for i in inputs if i[0] in set().union(*(sources[s.key] for s in risky))] \
+            if risky else []
+
+    @staticmethod
+    def _dtype_span(dtype):
+        r = DTYPE_RANGES.get(dtype)
+        return None if r is None else Span(r[0], r[1])
+
+    def __call__(self, args) -> None:
+        """Raise IntRangeError when an int64 input, or the bound of an int64 value of the graph
+        for these arguments, leaves int32; else return None."""
+        if not self.active:
+            return
+        spans = []
+        for key, name, pos, dtype in self.measured:
+            s = array_span(args[pos]) if pos < len(args) else None
+            if dtype in ("int64", "int16") and s is not None and (s.lo < I32[0] or s.hi > I32[1]):
+                raise input_error("input", name, s)
+            spans.append(s)
+        key = tuple(spans)
+        if key in self._seen:
+            return
+        env = {k: self._dtype_span(dtype) for k, _, _, dtype in self.inputs}
+        env.update({m[0]: s for m, s in zip(self.measured, spans)})
+        bad, _, _ = self._propagate(env, collect=False)
+        if bad is not None:
+            self._raise(bad, spans)
+        if len(self._seen) > 1024:
+            self._seen.clear()
+        self._seen[key] = True
+
+    def _propagate(self, env: dict, collect: bool):
+        """(the first step whose checked output leaves its range and that output's Span, the
+        steps that may leave it, each key's input sources) for the given input ranges."""
+        env = {**self.fixed, **env}
+        risky, sources = [], {}
+        if collect:
+            sources = {key: {key} for key, _, _, _ in self.inputs}
+        first = None
+        for step in self.steps:
+            try:
+                got = step.rule(*_resolve(step.args, env), **_resolve(step.kwargs, env)) if step.rule else None
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError):
+                got = None   # an argument combination the rule does not bound: unbounded
+            outs = got if isinstance(got, tuple) else (got,) * len(step.dtypes)
+            kept = []
+            for s, dtype in zip(outs, step.dtypes):
+                s = span_of(s)
+                r = DTYPE_RANGES.get(dtype)
+                if r is None:
+                    kept.append(None)
+                    continue
+                lo, hi, checked = r
+                if checked and step.exact is not None:
+                    lo, hi = max(lo, -step.exact), min(hi, step.exact)
+                if s is not None and (s.lo < lo or s.hi > hi):
+                    if checked:
+                        if first is None:
+                            first = (step, s, dtype)
+                        if collect and step not in risky:
+                            risky.append(step)
+                        if not collect:
+                            return first, risky, sources
+                    s = Span(lo, hi) if not checked else s
+                if s is None and not checked:
+                    s = Span(lo, hi)   # the framework's dtype bounds it (a float -> int8 cast)
+                kept.append(s)
+            env[step.key] = tuple(kept) if len(step.dtypes) > 1 or isinstance(got, tuple) else kept[0]
+            env.update(zip(step.outs, kept))
+            if collect:
+                sources[step.key] = set().union(*(sources.get(r, set()) for r in step.refs))
+                sources.update((out, sources[step.key]) for out in step.outs)
+        return first, risky, sources
+
+    def _raise(self, bad, spans):
+        step, s, dtype = bad
+        value = s.hi if s.hi > min(DTYPE_RANGES[dtype][1], step.exact or s.hi) else s.lo
+        ranges = ", ".join(f"{name!r} {sp}" for (_, name, _, _), sp in zip(self.measured, spans) if sp is not None)
+        for_inputs = f" for inputs in these ranges ({ranges})" if ranges else ""
+        if step.exact is not None and abs(value) <= I32[1]:
+            what = (f"the {dtype} result of {step.label} can reach {value}{for_inputs}, beyond {step.exact}, up to "
+                    f"which fusedsl computes integer products exactly (through float32)")
+            hint = "keep the products below 2**24, or compute them in float32 in the model"
+        elif dtype == "int64":
+            what = (f"the int64 result of {step.label} can reach {value}{for_inputs}, beyond int32, in which fusedsl "
+                    f"computes int64 values (it would wrap there; {self.framework} computes it in int64)")
+            hint = ("keep the integer inputs small enough that every int64 value fits in int32, or convert "
+                    "to float32 in the model before this op (exact for integers up to 2**24)")
+        else:
+            what = (f"the {dtype} result of {step.label} can reach {value}{for_inputs}, beyond {dtype}: "
+                    f"{self.framework} wraps it there, fusedsl computes {dtype} in int32 and would not")
+            hint = "compute in int32 in the model (x.int())"
+        raise IntRangeError(what, loc=step.loc or user_frame(), hint=hint)

@@ -1,0 +1,177 @@
+"""Imported int64 values: fusedsl runs them in int32, so a call whose int64 values (inputs, or
+what the model computes from them) fit in int32 gives torch's / onnxruntime's answer and one
+that could pass int32 raises IntRangeError at the model line (torch) or the call (ONNX),
+never a wrapped answer.  One export per model (torch.export costs seconds)."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fusedsl as fs
+from conftest import fuzz_settings
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+I32 = 2 ** 31
+
+
+class IntMath(torch.nn.Module):
+    """int64 matmul, sum, cumsum and elementwise arithmetic; int32 input summed into int64."""
+
+    def forward(self, a, b, c):
+        y = a @ b                      # LINE: matmul
+        s = y.sum(dim=1)               # LINE: sum
+        z = (a * 3 - 7).cumsum(1)      # LINE: cumsum
+        w = c.sum() + s.max()          # LINE: int32 sum
+        return y, s, z, w
+
+
+def _line(cls, mark):
+    lines, first = inspect.getsourcelines(cls)
+    return first + next(i for i, text in enumerate(lines) if f"# LINE: {mark}" in text)
+
+
+@pytest.fixture(scope="module")
+def intmath():
+    rng = np.random.default_rng(0)
+    a = torch.from_numpy(rng.integers(-50, 50, (3, 5)))
+    b = torch.from_numpy(rng.integers(-50, 50, (5, 4)))
+    c = torch.from_numpy(rng.integers(-100, 100, (6,)).astype(np.int32))
+    return fs.from_torch(IntMath(), a, b, c)
+
+
+def _equal_to_torch(k, *args):
+    got = k(*args)
+    want = IntMath()(*(torch.from_numpy(a) for a in args))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).astype(np.int64), w.numpy())
+
+
+def test_int64_arithmetic_that_fits_in_int32_equals_torch(intmath):
+    rng = np.random.default_rng(1)
+    # near the edge: |y| up to 5 * 9000**2, its row sums 20 * 9000**2 = 1.6e9, plus c.sum() 6 * 2**26 < 2**31
+    a = rng.integers(-9000, 9000, (3, 5))
+    b = rng.integers(-9000, 9000, (5, 4))
+    c = rng.integers(-I32 // 32, I32 // 32, (6,)).astype(np.int32)
+    _equal_to_torch(intmath, a, b, c)
+    _equal_to_torch(intmath, torch.from_numpy(a).numpy(), b, np.zeros(6, np.int32))
+
+
+def test_an_int64_matmul_past_int32_raises_at_the_model_line(intmath):
+    a = np.full((3, 5), 100_000, np.int64)
+    b = np.full((5, 4), 100_000, np.int64)
+    want = IntMath()(torch.from_numpy(a), torch.from_numpy(b), torch.zeros(6, dtype=torch.int32))[0]
+    assert int(want.max()) == 50_000_000_000   # what torch gives; int32 would wrap it
+    with pytest.raises(fs.IntRangeError) as info:
+        intmath(a, b, np.zeros(6, np.int32))
+    err = info.value
+    assert "the int64 result of aten.matmul" in err.message and "can reach 50000000000" in err.message
+    assert "beyond int32" in err.message and "torch computes it in int64" in err.message
+    assert "convert to float32 in the model" in err.hint
+    assert err.loc.file == __file__ and err.loc.line == _line(IntMath, "matmul")
+    assert isinstance(err, fs.ArgumentError)
+
+
+def test_an_int32_sum_that_torch_widens_to_int64_is_checked(intmath):
+    """torch sums int32 into int64; fusedsl's int32 sum would wrap past 2**31."""
+    a, b = np.ones((3, 5), np.int64), np.ones((5, 4), np.int64)
+    c = np.full(6, I32 // 4, np.int32)   # 6 * 2**29 > 2**31
+    with pytest.raises(fs.IntRangeError, match=r"aten\.sum\.default can reach") as info:
+        intmath(a, b, c)
+    assert info.value.loc.line == _line(IntMath, "int32 sum")
+
+
+def test_an_int64_input_past_int32_is_named_at_the_call(intmath):
+    a = np.ones((3, 5), np.int64)
+    a[1, 2] = 5_000_000_000
+    with pytest.raises(fs.IntRangeError, match="int64 input 'a' holds 5000000000, outside the int32 range") as info:
+        intmath(a, np.ones((5, 4), np.int64), np.zeros(6, np.int32))   # the call's line
+    assert info.value.loc.file == __file__
+    assert info.value.loc.line == inspect.currentframe().f_lineno - 2
+
+
+@fuzz_settings(scale=0.2)
+@given(st.integers(0, 40), st.integers(0, 40), st.integers(0, 31), st.integers(0, 2 ** 32))
+def test_either_torch_s_answer_or_a_range_error(intmath, ea, eb, ec, seed):
+    """Soundness: whenever torch's int64 answer leaves int32 the call raises, and whenever it
+    returns, every result equals torch's (magnitudes from 1 to 2**40)."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-(2 ** ea), 2 ** ea + 1, (3, 5))
+    b = rng.integers(-(2 ** eb), 2 ** eb + 1, (5, 4))
+    c = rng.integers(-(2 ** ec), 2 ** ec, (6,)).astype(np.int32)
+    want = IntMath()(torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c))
+    fits = all(int(w.min()) >= -I32 and int(w.max()) < I32 for w in want) and max(abs(a).max(), abs(b).max()) < I32
+    ma, mb, mc = (int(abs(v.astype(np.int64)).max()) for v in (a, b, c))
+    bound = max(20 * ma * mb, 5 * (3 * ma + 7), 6 * mc + 20 * ma * mb)   # interval bounds from |values|
+    try:
+        got = intmath(a, b, c)
+    except fs.IntRangeError:
+        assert not fits or bound >= I32   # refused: past int32, or its sound bound is
+        return
+    assert fits
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).astype(np.int64), w.numpy())
+
+
+def test_index_inputs_need_no_range_check_and_int64_buffers_past_int32_are_named():
+    class Embed(torch.nn.Module):
+        def __init__(self, offset=2):
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 3)
+            self.register_buffer("offset", torch.tensor([0, 1, offset]))
+
+        def forward(self, i):
+            return self.emb(i) * 2.0 + self.offset[2]
+
+    i = torch.tensor([1, 4, 9])
+    m = Embed().eval()
+    k = fs.from_torch(m, i)
+    assert not k.range_check.active   # int64 indices only: as_array's int32 check is all
+    np.testing.assert_allclose(k(np.array([0, 9, 3])), m(torch.tensor([0, 9, 3])).detach().numpy(), rtol=1e-6)
+    with pytest.raises(fs.IntRangeError, match="int64 buffer 'offset' holds 5000000000") as info:
+        fs.from_torch(Embed(5_000_000_000).eval(), i)
+    assert info.value.loc.file == __file__ and info.value.loc.line == inspect.currentframe().f_lineno - 1
+
+
+# ---- ONNX ------------------------------------------------------------------------------------
+def _onnx_model():
+    t = lambda n, s: helper.make_tensor_value_info(n, TensorProto.INT64, s)  # noqa: E731
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["y"]),
+             helper.make_node("ReduceSum", ["y", "ax"], ["s"], keepdims=0),
+             helper.make_node("Mul", ["a", "three"], ["a3"]),
+             helper.make_node("CumSum", ["a3", "ax"], ["z"])]
+    inits = [numpy_helper.from_array(np.array([1], np.int64), "ax"),
+             numpy_helper.from_array(np.array(3, np.int64), "three")]
+    graph = helper.make_graph(nodes, "intmath", [t("a", [3, 5]), t("b", [5, 4])],
+                              [t("y", [3, 4]), t("s", [3]), t("z", [3, 5])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model)
+    return model
+
+
+def test_onnx_int64_against_onnxruntime_inside_and_outside_int32():
+    model = _onnx_model()
+    k = fs.from_onnx(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(2)
+    for bound in (3, 1000, 10000):   # row sums of y bounded by 20 * bound**2 < 2**31: onnxruntime's answer
+        a, b = rng.integers(-bound, bound, (3, 5)), rng.integers(-bound, bound, (5, 4))
+        for g, w in zip(k(a, b), sess.run(None, {"a": a, "b": b})):
+            np.testing.assert_array_equal(np.asarray(g).astype(np.int64), w)
+    a, b = np.full((3, 5), 100_000, np.int64), np.full((5, 4), 100_000, np.int64)
+    assert sess.run(None, {"a": a, "b": b})[0].max() == 50_000_000_000
+    with pytest.raises(fs.IntRangeError) as info:
+        k(a, b)
+    assert "the int64 result of ONNX node 1 (MatMul) of intmath.onnx can reach 50000000000" in info.value.message
+    assert "onnxruntime computes it in int64" in info.value.message
+    assert info.value.loc.file == __file__ and info.value.loc.line == inspect.currentframe().f_lineno - 3
+    a[0, 0] = -(2 ** 40)
+    with pytest.raises(fs.IntRangeError, match=r"int64 input 'a' holds -1099511627776"):
+        k(a, b)
