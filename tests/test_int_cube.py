@@ -198,15 +198,37 @@ def _located(info, mark, message):
 
 
 @pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
-def test_int8_conv2d_is_refused_at_the_op_with_what_to_do(target):
-    k = fs.fused_kernel(_int_conv, target=target)
-    ck = k.compile(np.ones((1, 2, 5, 5), np.int8), np.ones((3, 2, 3, 3), np.int8))
+def test_int8_conv2d_prints_and_the_simulated_kernel_is_numpys(target):
+    """The cube sums int8 x int8 in int32, the im2col gathers int8 through half (Gather has no int8
+    form) and C is wrapped to int8 as numpy wraps: bit for bit, with padding, a stride on 910B and
+    an int32 per-channel epilogue (a simulate build each)."""
+    rng = np.random.default_rng(21)
+    x, w = _full_range(rng, (2, 3, 7, 9), np.int8), _full_range(rng, (5, 3, 3, 3), np.int8)
+    bias = _full_range(rng, (1, 5, 1, 1), np.int32, small=True)
+    stride = 2 if target == "ascend910b" else 1
+
+    @fs.fused_kernel(target=target, require_ascendc=True)
+    def k(x, w, bias):
+        y = fs.conv2d(x, w, stride=stride, padding=1)
+        return y, fs.relu(y), y.astype(np.int32) * 3 + bias
+
+    ck = k.compile(x, w, bias)
     plan, = ck.kernels
-    assert not plan.printable and ck.executor(plan) == "cube"
-    assert re.search(rf"the int8 conv2d is not printed as Ascend C yet: {target}'s cube sums int8 x int8 products "
-                     r"in int32 exactly, and fusedsl prints that \(with the wrap to numpy's int8 result\) for matmul, "
-                     r"not for conv2d(.|\n)*hint: to print it, use float16 / float32 operands", str(plan.error))
-    assert plan.error.loc.line == marked_line(__file__, "int-conv")
+    assert plan.printable and ck.executor(plan) == "cube"
+    assert "AscendC::Gather(panh, xh, offs" in ck.source
+    y = _conv_numpy(x, w, (stride, stride), (1, 1))
+    want = (y, np.maximum(y, 0), y.astype(np.int32) * 3 + bias)
+    for got, sim, wv in zip(k(x, w, bias), ck.simulate(x, w, bias), want):
+        np.testing.assert_array_equal(got, wv)
+        np.testing.assert_array_equal(sim, wv)
+
+
+def test_a_uint8_conv2d_is_refused_at_the_op_with_what_to_do():
+    x, w = np.ones((1, 2, 5, 5), np.uint8), np.ones((3, 2, 3, 3), np.uint8)
+    with pytest.raises(fs.ScheduleError) as info:
+        fs.fused_kernel(_int_conv, target="ascend910b", require_ascendc=True).compile(x, w)
+    _located(info, "int-conv", message=r"ascend910b's cube has no uint8 x uint8 form for this conv2d \(its integer "
+                                       r"product is int8 x int8 into int32\)(.|\n)*use int8 operands when the values fit")
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8])

@@ -290,9 +290,9 @@ def troubleshooting_page() -> str:
               "| a symbolic size in a matmul or conv2d | compile with concrete sizes (arrays or `fs.spec((128, 64))`) |",
               "| ascend910 has no Matmul high-level API | target ascend910b or ascend310p for cube kernels |",
               "| ascend310p's Matmul API has no float32 form | use float16 operands on ascend310p |",
-              "| an integer matmul / conv2d (int8 not printed yet; int32 / uint8 have no cube form) | float16 / "
-              "float32 operands where the sums stay exact (below 2**11 / 2**24), or accept a CPU-only kernel "
-              "(exact there) |",
+              "| an int32 / uint8 matmul / conv2d (the cube has no form for them; int8 prints) | int8 operands "
+              "when the values fit in [-128, 127], float16 / float32 operands where the sums stay exact (below "
+              "2**11 / 2**24), or accept a CPU-only kernel (exact there) |",
               "| a reduction over non-contiguous axes or of integers | reduce over the last axis, or cast to float32 |",
               "| a row bigger than UB (`plan` says so) | nothing: the multi-pass plan handles it, or use a 16-bit dtype |",
               "| a transpose other than a matmul operand's last two axes | transpose on the host, or accept a CPU-only kernel |",

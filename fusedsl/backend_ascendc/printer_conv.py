@@ -7,7 +7,8 @@ The kernel is the cube kernel of printer_cube.py with three differences:
   input rows the chunk reads go to UB in one DMA (plus a 32-byte block of zeros, which every
   padding tap reads), one `Gather` with a per-chunk table of byte offsets picks every tap of
   every pixel (rows (c, r, s) in KCRS order, so the weights are A as they lie in GM), and one
-  strided DMA puts the R*S rows into the panel;
+  strided DMA puts the R*S rows into the panel; int8 x has no Gather: its rows are cast to half,
+  gathered in half and the panel rows cast back to int8 (exact both ways);
 - A is the weights at the core's first channel, B the panel (the core's own matmul problem:
   N = the panel's row length);
 - C tiles are rows of output channels over pixels, so GM addressing is NCHW: row stride P*Q,
@@ -75,16 +76,44 @@ class ConvPrinter(CubePrinter):
                       kChunk=g.chunk, kPanelN=g.panel_n, kPanelBytes=g.panel_bytes, kZero=g.x_elems - 32 // g.itemsize,
                       kBlock=32 // g.itemsize)
         L = [f"    static constexpr uint32_t {k} = {v};" for k, v in consts.items()]
-        return L + [f"    AscendC::GlobalTensor<{ty}> gm_panel;   // [C*R*S, kPanelN]: col(x) for this core's pixels",
-                    "    AscendC::TQue<AscendC::QuePosition::VECIN, 2> q_xrows;   // input rows of one channel",
-                    "    AscendC::TQue<AscendC::QuePosition::VECOUT, 2> q_panel;  // R*S panel rows of one chunk",
-                    "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_offs;      // Gather byte offsets of a chunk"]
+        L += [f"    AscendC::GlobalTensor<{ty}> gm_panel;   // [C*R*S, kPanelN]: col(x) for this core's pixels",
+              "    AscendC::TQue<AscendC::QuePosition::VECIN, 2> q_xrows;   // input rows of one channel",
+              "    AscendC::TQue<AscendC::QuePosition::VECOUT, 2> q_panel;  // R*S panel rows of one chunk",
+              "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_offs;      // Gather byte offsets of a chunk"]
+        if g.via_half:
+            L += ["    AscendC::TBuf<AscendC::TPosition::VECCALC> b_xh;     // the input rows as half (Gather has no int8)",
+                  "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_panh;   // the gathered panel rows as half"]
+        return L
 
     def _extra_init(self) -> list[str]:
         g, ty = self.g, self.ty
-        return [f"        pipe->InitBuffer(q_xrows, 2, {g.x_elems} * sizeof({ty}));",
-                f"        pipe->InitBuffer(q_panel, 2, kTaps * kChunk * sizeof({ty}));",
-                "        pipe->InitBuffer(b_offs, kTaps * kChunk * sizeof(uint32_t));"]
+        L = [f"        pipe->InitBuffer(q_xrows, 2, {g.x_elems} * sizeof({ty}));",
+             f"        pipe->InitBuffer(q_panel, 2, kTaps * kChunk * sizeof({ty}));",
+             "        pipe->InitBuffer(b_offs, kTaps * kChunk * sizeof(uint32_t));"]
+        if g.via_half:
+            L += [f"        pipe->InitBuffer(b_xh, {g.x_elems} * sizeof(half));",
+                  "        pipe->InitBuffer(b_panh, kTaps * kChunk * sizeof(half));"]
+        return L
+
+    def _gather_lines(self) -> list[str]:
+        """Compute of one chunk and channel: the Gather of every tap into `pan` from `xr`; int8
+        through half (Gather has no int8 form; int8 -> half -> int8 is exact), the half -> int8
+        cast in a mode the target has (every mode is exact on integers)."""
+        ty = self.ty
+        if not self.g.via_half:
+            return ["                AscendC::Gather(pan, xr, offs, 0, kTaps * kChunk);"]
+        modes = self.t.cast_modes.get(("half", ty), frozenset())
+        mode = "CAST_NONE" if "CAST_NONE" in modes else sorted(modes)[0]
+        return ["                AscendC::LocalTensor<half> xh = b_xh.Get<half>();",
+                "                AscendC::LocalTensor<half> panh = b_panh.Get<half>();",
+                "                if (rows > 0) {   // the rows copied in (the taps read no other x element)",
+                "                    AscendC::Cast(xh, xr, AscendC::RoundMode::CAST_NONE, rows * kInW);",
+                "                }",
+                "                AscendC::Duplicate(xh[kZero], half(0), kBlock);   // what the padding taps read",
+                "                AscendC::PipeBarrier<PIPE_V>();",
+                "                AscendC::Gather(panh, xh, offs, 0, kTaps * kChunk);",
+                "                AscendC::PipeBarrier<PIPE_V>();",
+                f"                AscendC::Cast(pan, panh, AscendC::RoundMode::{mode}, kTaps * kChunk);"]
 
     def _extra_methods(self) -> list[str]:
         ty = self.ty
@@ -110,7 +139,8 @@ class ConvPrinter(CubePrinter):
             "            AscendC::PipeBarrier<PIPE_ALL>();   // the table (scalar writes) reaches the vector unit",
             "            for (uint32_t ch = 0; ch < kInC; ++ch) {",
             f"                AscendC::LocalTensor<{ty}> xr = q_xrows.AllocTensor<{ty}>();",
-            f"                AscendC::Duplicate(xr[kZero], {ty}(0), kBlock);   // what the padding taps read",
+            *([] if self.g.via_half else
+              [f"                AscendC::Duplicate(xr[kZero], {ty}(0), kBlock);   // what the padding taps read"]),
             "                if (rows > 0) {",
             f"                    CopyRowsIn(xr, {x}[((batch * kInC + ch) * kInH + rowLo) * kInW], 1, rows * kInW, "
             "rows * kInW, rows * kInW);",
@@ -118,7 +148,7 @@ class ConvPrinter(CubePrinter):
             "                q_xrows.EnQue(xr);",
             f"                xr = q_xrows.DeQue<{ty}>();",
             f"                AscendC::LocalTensor<{ty}> pan = q_panel.AllocTensor<{ty}>();",
-            "                AscendC::Gather(pan, xr, offs, 0, kTaps * kChunk);",
+            *self._gather_lines(),
             "                q_panel.EnQue(pan);",
             "                q_xrows.FreeTensor(xr);",
             f"                pan = q_panel.DeQue<{ty}>();",
@@ -141,7 +171,7 @@ class ConvPrinter(CubePrinter):
             "                const int32_t iw = q * int32_t(kSW) + int32_t(t % kS) - int32_t(kPW);",
             "                const bool inside = jj < width && ih >= 0 && ih < int32_t(kInH) && iw >= 0 && iw < int32_t(kInW);",
             "                const uint32_t at = inside ? (uint32_t(ih) - rowLo) * kInW + uint32_t(iw) : kZero;",
-            f"                offs.SetValue(t * kChunk + jj, at * sizeof({ty}));",
+            f"                offs.SetValue(t * kChunk + jj, at * sizeof({'half' if self.g.via_half else ty}));",
             "            }",
             "        }",
             "    }",

@@ -30,10 +30,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import cost
+from .. import dtypes as dt
 from ..errors import ScheduleError, TargetError
 from ..ir.ops import CONSTANT, has_trait
 from .cube import (TRAFFIC_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_cube_operands,
-                   check_elementwise_epilogue, cores_phrase, cube_tiling, epilogue_rows, matmul_objects)
+                   WRAP_ROW_BYTES, check_elementwise_epilogue, cores_phrase, cube_tiling, epilogue_rows,
+                   matmul_objects)
 from .row import RowParam
 from ..targets import Target, get_target
 
@@ -58,6 +60,8 @@ class ConvGeometry:
     chunk: int        # pixels gathered by one Gather (a multiple of 32 bytes of the dtype)
     panel_n: int      # row length of the panel in the workspace (a multiple of chunk)
     rows_cap: int     # rows of x one chunk needs at most
+    via_half: bool = False   # int8 x: Gather has no int8 form, so the x rows are cast to half, gathered
+    #                          in half and the panel cast back (exact: every int8 is a half)
 
     @property
     def pix(self) -> int:
@@ -83,11 +87,13 @@ def _rows_cap(chunk: int, g_q: int, sh: int, r: int, h: int) -> int:
     return min(h, ((chunk - 1) // g_q + 1) * sh + r)
 
 
-def im2col_ub_bytes(chunk: int, rows_cap: int, w: int, rs: int, itemsize: int) -> int:
-    """UB of the im2col stage: the offsets table, the panel rows (2 buffers), the x tile (2)."""
+def im2col_ub_bytes(chunk: int, rows_cap: int, w: int, rs: int, itemsize: int, via_half: bool = False) -> int:
+    """UB of the im2col stage: the offsets table, the panel rows (2 buffers), the x tile (2), and
+    with `via_half` one half copy of each of the x tile and the panel rows."""
     blk = 32 // itemsize
-    x = (_up(rows_cap * w, blk) + blk) * itemsize
-    return rs * chunk * 4 + 2 * rs * chunk * itemsize + 2 * x
+    elems = _up(rows_cap * w, blk) + blk
+    half = (elems + rs * chunk) * 2 if via_half else 0
+    return rs * chunk * 4 + 2 * rs * chunk * itemsize + 2 * elems * itemsize + half
 
 
 @dataclass
@@ -113,6 +119,8 @@ class ConvSchedule(CubeSchedule):
         plan += [("b_offs", "VECCALC", rs * g.chunk * 4, 1),
                  ("q_panel", "VECOUT", rs * g.chunk * g.itemsize, 2),
                  ("q_xrows", "VECIN", g.x_elems * g.itemsize, 2)]
+        if g.via_half:
+            plan += [("b_xh", "VECCALC", g.x_elems * 2, 1), ("b_panh", "VECCALC", rs * g.chunk * 2, 1)]
         plan += [(f"b_{p.name}", "VECCALC", _up(self.tiling_fields.base_m * p.dtype.itemsize, 32), 1)
                  for p in self.params if p.kind == "rowvec"]
         return plan
@@ -158,10 +166,17 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     if not t.matmul_dtypes:
         raise TargetError(f"{t.name} has no Matmul high-level API (ASCENDC.md 3.1): the conv2d at this line cannot "
                           "be printed for it", loc=cv.loc, hint="compile for ascend910b or ascend310p")
-    check_cube_operands(t, x.dtype, w.dtype, cv)
+    c_dtype = check_cube_operands(t, x.dtype, w.dtype, cv, int8=True)
+    via_half = False
     if not t.supports("Gather", x.dtype.ascendc):
-        raise ScheduleError(f"{t.name} has no Gather for {x.dtype.name}: the conv's im2col cannot be printed",
-                            loc=cv.loc, hint="cast the operands to float16")
+        # int8: gather the rows cast to half (exact) and cast the panel back, where the chip can
+        via_half = (x.dtype == dt.int8 and t.supports("Gather", "half")
+                    and "CAST_NONE" in t.cast_modes.get(("int8_t", "half"), ())
+                    and bool(t.cast_modes.get(("half", "int8_t"))))
+        if not via_half:
+            raise ScheduleError(f"{t.name} has no Gather for {x.dtype.name} (nor for half with int8 <-> half casts): "
+                                "the conv's im2col cannot be printed", loc=cv.loc,
+                                hint="cast the operands to float16; kernel(*arrays) runs it on the CPU as it is")
     n_img, c, h, wd = x.shape
     k, _, r, s = w.shape
     (sh, sw), (ph, pw) = cv.attr("stride"), cv.attr("padding")
@@ -211,6 +226,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
               or param_kind.get(id(v)) in ("full", "fullshared", "colvec"))
     steps, row_bytes, row_slack = epilogue_rows(fn, cv, epilogue, t, varies)
     row_bytes += sum(prm.dtype.itemsize for prm in params if prm.kind == "colvec")
+    row_bytes += WRAP_ROW_BYTES if c_dtype == dt.int32 else 0   # the int32 C rows wrapped to int8
 
     def build(cores):
         """The schedule with the pixels split over `cores` Matmul objects."""
@@ -221,14 +237,15 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
 
         def split(ub_left=None):   # the base block of one core's problem: K x single_n x C*R*S
             return cube_tiling(t, k, single_n, crs, a_dtype=w.dtype.np.name, b_dtype=x.dtype.np.name,
-                               c_dtype="float32", ub_bytes_per_c_elem=per_c, cores=1, ub_bytes=ub_left - 1024,
+                               c_dtype=c_dtype.np.name, ub_bytes_per_c_elem=per_c, cores=1, ub_bytes=ub_left - 1024,
                                l1_budget=int(t.l1_bytes * l1_headroom), row_bytes=row_bytes, row_slack=row_slack)
 
         # the im2col stage takes at most a third of UB: the largest chunk of the core's pixels that fits
         chunk = _up(single_n, blk)
-        while chunk > blk and im2col_ub_bytes(chunk, _rows_cap(chunk, q, sh, r, h), wd, r * s, isz) > ub // 3:
+        while chunk > blk and im2col_ub_bytes(chunk, _rows_cap(chunk, q, sh, r, h), wd, r * s, isz,
+                                              via_half) > ub // 3:
             chunk = _up(chunk // 2, blk)
-        stage = im2col_ub_bytes(chunk, _rows_cap(chunk, q, sh, r, h), wd, r * s, isz)
+        stage = im2col_ub_bytes(chunk, _rows_cap(chunk, q, sh, r, h), wd, r * s, isz, via_half)
         if stage > ub // 3:
             raise ScheduleError(f"FS110: the im2col stage of the conv2d needs {stage} bytes of UB for one chunk of "
                                 f"{chunk} pixels ({r}x{s} taps, input rows of {wd}); {ub // 3} of {ub} are allowed",
@@ -240,7 +257,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         tiling = replace(tiling, used_core_num=used)
         panel_n = _up(tiling.single_core_n, chunk)
         geom = ConvGeometry(n_img, c, h, wd, k, r, s, sh, sw, ph, pw, p, q, isz, chunk, panel_n,
-                            _rows_cap(chunk, q, sh, r, h))
+                            _rows_cap(chunk, q, sh, r, h), via_half)
         # each core's Matmul object sees its own problem: M = K, N = its panel's row length, K = C*R*S
         core_tiling = replace(tiling, N=panel_n)
         panel_total = tiling.used_core_num * geom.panel_bytes
@@ -254,6 +271,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         sched.batch = n_img
         sched.conv = geom
         sched.steps = steps
+        sched.c_dtype = c_dtype
         return sched
 
     # The core count: CANN-like rule above (16 KiB of output per core) or any other up to every
