@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from ..lower.vector import compute_dtype
-from ..lower.cube import TCUBE_FIELDS, CubeSchedule
+from ..lower.cube import TCUBE_FIELDS, CubeSchedule, wraps_in_half
 from ..lower.row import allocate_row_values, temp_pool
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, name_temporaries, rename_stmt, scalar_ctype
@@ -156,6 +156,8 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
             rows.append((mmv.dtype, "mmv"))
         if self.c_ty == "int32_t":   # the int8 wrap's rows (_wrap_int8; lower.cube.WRAP_ROW_BYTES)
             rows += [(dt.int32, "wrapm"), (dt.float32, "wrapf"), (dt.float16, "wraph")]
+        if any(wraps_in_half(op, self.t) for op in self.s.epilogue):   # _wrap_half_int8's row
+            rows.append((dt.float16, "wrap8"))
         members += [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{nm};" for _, nm in rows]
         if not self.t.separated:
             members.append("    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB")
@@ -525,10 +527,35 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
         for buf, value, d in name_temporaries(sched, names, lambda d, i: f"tmp_{d.name}_{i}"):
             L += [f"    AscendC::Duplicate({buf}, {literal(value, d)}, tiling.baseN + {self.slack});",
                   "    AscendC::PipeBarrier<PIPE_V>();"]
-        for st in sched.stmts:
-            L += self._stmt(rename_stmt(st, names, scalars), 4)
+        stmts = [rename_stmt(st, names, scalars) for st in sched.stmts]
+        last = stmts[-1] if stmts else None
+        wrap = (wraps_in_half(op, self.t) and last.op == "cast" and last.src_dtype == dt.float16
+                and last.dtype == dt.int8 and last.srcs[0].startswith("tmp_"))
+        for st in stmts[:-1] if wrap else stmts:
+            L += self._stmt(st, 4)
+        if wrap:   # the exact half value wrapped to int8's range, then the (now exact) cast
+            L += ["    " + line for line in self._wrap_half_int8(last.srcs[0])]
+            L += self._stmt(last, 4)
         L.append("}")
         return L
+
+    @staticmethod
+    def _wrap_half_int8(v: str) -> list[str]:
+        """The integer V in the half row `v` (|V| <= 256: an int8 add / sub / neg / abs) wrapped
+        into [-128, 127] as numpy's int8 wraps: V - 256 [V >= 128] + 256 [V <= -129], the two
+        indicators from Adds / Maxs / Mins (every value an integer below 2**11: exact in half)."""
+        h = lambda x: literal(x, dt.float16)  # noqa: E731
+        ops = [f"AscendC::Adds(w8, {v}, {h(-127)}, n);", f"AscendC::Maxs(w8, w8, {h(0)}, n);",
+               f"AscendC::Mins(w8, w8, {h(1)}, n);", f"AscendC::Muls(w8, w8, {h(-256)}, n);",
+               f"AscendC::Add({v}, {v}, w8, n);",
+               f"AscendC::Adds(w8, {v}, {h(128)}, n);", f"AscendC::Mins(w8, w8, {h(0)}, n);",
+               f"AscendC::Maxs(w8, w8, {h(-1)}, n);", f"AscendC::Muls(w8, w8, {h(-256)}, n);",
+               f"AscendC::Add({v}, {v}, w8, n);"]
+        L = ["{  // wrapped to int8 like numpy (the chip's half -> int8 cast saturates)",
+             "    AscendC::LocalTensor<half> w8 = b_wrap8.Get<half>();"]
+        for line in ops:
+            L += ["    " + line, "    AscendC::PipeBarrier<PIPE_V>();"]
+        return L + ["}"]
 
     def _copy_out(self, outs) -> list[str]:
         L = ["    __aicore__ inline void CopyOut()", "    {"]

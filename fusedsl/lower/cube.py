@@ -596,6 +596,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         steps, row_bytes, row_slack = epilogue_rows(fn, mm, epilogue, t, varies)
         row_bytes += sum(p.dtype.itemsize for p in params if p.kind == "colvec")
         row_bytes += WRAP_ROW_BYTES if c_dtype == dt.int32 else 0
+        row_bytes += HALF_WRAP_ROW_BYTES if any(wraps_in_half(op, t) for op in epilogue) else 0
     # Select's library scratch at the top of UB when the epilogue compares or selects
     scratch = select_scratch(t, [x for s in row.steps.values() for x in s.sched.stmts] if row is not None
                              else [x for st in steps.values() for x in st[0].stmts])
@@ -686,6 +687,20 @@ WRAP_ROW_BYTES = 4 + 4 + 2
 # casts int32 -> float -> half -> int8 (exact for values in [-128, 127])
 _WRAP_APIS = (("And", "int16_t"), ("Adds", "int32_t"), ("Duplicate", "int32_t"))
 _WRAP_CASTS = (("int32_t", "float"), ("float", "half"), ("half", "int8_t"))
+
+
+# int8 epilogue ops whose value, computed in half by the vector schedule, is the exact integer
+# (|v| <= 256 for int8 operands): the printer wraps it to int8 as numpy does
+# (printer_cube._wrap_half_int8) instead of the saturating half -> int8 cast; one half row more
+HALF_WRAP_OPS = frozenset({"add", "sub", "neg", "abs"})
+HALF_WRAP_ROW_BYTES = 2
+_HALF_WRAP_APIS = (("Adds", "half"), ("Muls", "half"), ("Maxs", "half"), ("Mins", "half"), ("Add", "half"))
+
+
+def wraps_in_half(op: Op, t: Target) -> bool:
+    """Whether the printer wraps this int8 epilogue op's half value to int8 exactly (module note)."""
+    return (op.name in HALF_WRAP_OPS and op.result.dtype == dt.int8 and all(v.dtype == dt.int8 for v in op.operands)
+            and all(t.supports(api, ty) for api, ty in _HALF_WRAP_APIS))
 
 
 def check_cube_operands(t: Target, a: dt.DType, b: dt.DType, op: Op, int8: bool = False) -> dt.DType:
