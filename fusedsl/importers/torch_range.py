@@ -22,10 +22,12 @@ _SAME = ("view", "reshape", "_unsafe_view", "view_as", "reshape_as", "flatten", 
 
 
 class Meta:
-    """Shapes the rules need: of each positional argument's tensor and of the node's result."""
+    """Shapes the rules need: of each positional argument's tensor and of the node's result (read
+    from the export's metadata once: a fake tensor's .shape costs microseconds per read)."""
 
     def __init__(self, node):
-        self.node = node
+        self.shapes = [self._shape(a) for a in node.args]
+        self.out = self._shape(node)
 
     @staticmethod
     def _shape(value):
@@ -33,13 +35,13 @@ class Meta:
         return tuple(int(d) for d in val.shape) if hasattr(val, "shape") else None
 
     def shape(self, i: int):
-        return self._shape(self.node.args[i])
+        return self.shapes[i]
 
     def numel(self, i: int) -> int:
-        return math.prod(self.shape(i))
+        return math.prod(self.shapes[i])
 
     def out_numel(self) -> int:
-        return math.prod(self._shape(self.node))
+        return math.prod(self.out)
 
 
 def _first(m, x, *rest, **kw):
