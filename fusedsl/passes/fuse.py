@@ -41,7 +41,8 @@ from ..ir.shapes import column_param, fmt_shape
 from ..ir.core import Function, Module, Op, Param, TensorType, Value
 from ..ir.ops import BROADCAST, CALL, CONSTANT, CUBE, ELEMENTWISE, HOST, SHAPE, has_trait
 from .base import Pass
-from .fusion_model import FusionOptions, GroupStats, merge_verdict, split_reason
+from .fusion_model import (FusionOptions, GroupStats, input_limit, merge_verdict, sibling_surely_refused,
+                           split_reason)
 from .fusion_reach import GroupGraph, bits, closure_masks, through_masks, topological_positions
 
 
@@ -258,6 +259,7 @@ class Fuse(Pass):
                 consumers.setdefault(id(v), []).append(i)
         returned = {id(v) for v in fn.results}
         fusing = self.fusion.fuse or self.single_kernel
+        grouped = 0   # the vector ops taken so far (each is in a group)
 
         def find(i):
             while parent[i] != i:
@@ -265,10 +267,34 @@ class Fuse(Pass):
                 i = parent[i]
             return i
 
+        def group_cycle(other: int, union: int, cur_above: int, done: int) -> int | None:
+            """An op outside `union` on a path from group `other` into the current group when
+            groups count as one node, or None.  The op-level test (_legal) misses a path that
+            enters a group merged earlier at one op and leaves it at another (x -> y1 in G, y2 in
+            G -> z): the merged kernel would then need G's kernel before and after it, a cycle
+            between kernels (found by a fusion search: add(exp(r), x0 + x2) took exp(r) and
+            add(r', r') in one group with max_kernel_ops=3, mul(x0 + x2, r') joined x0 + x2, and
+            later passes failed with a KeyError).  Only ops before the current one (`done`) can
+            lie on such a path; the groups are followed with their members and descendants."""
+            walk = reach[other] & done & ~union
+            todo = walk & grouped
+            if not todo or not cur_above & grouped & ~union:
+                return None   # no group on a path from other, or none into the current group
+            seen = union
+            while todo:
+                g = find((todo & -todo).bit_length() - 1)
+                seen |= members[g]
+                walk |= members[g] | (reach[g] & done)
+                self.stats["visits"] += 1
+                todo = walk & grouped & ~seen
+            hit = walk & cur_above & ~union
+            return (hit & -hit).bit_length() - 1 if hit else None
+
         for i, op in enumerate(fn.ops):
             if not is_vector_op(op):
                 continue
             parent[i] = i
+            grouped |= 1 << i
             cur, cur_reach, cur_above = 1 << i, descendants[i], ancestors[i]
             cur_stats = GroupStats(op, self._external(fn, op, producer))
             for v in op.operands:
@@ -298,6 +324,13 @@ class Fuse(Pass):
                     if not ok:
                         self._refuse_merge(i, other, code, text)
                         continue
+                # last, for a merge that would be made (it walks groups; a refusal above keeps its reason)
+                via = group_cycle(other, union, cur_above, (1 << i) - 1)
+                if via is not None:
+                    self._refuse_merge(i, other, "FS106", f"merging {fn.ops[p].name} with {op.name} would "
+                                                          f"create a cycle through {fn.ops[via].name} (in another "
+                                                          f"kernel)")
+                    continue
                 self.stats["merges"] += 1
                 cur |= members.pop(other)
                 cur_reach |= reach.pop(other)
@@ -360,7 +393,14 @@ class Fuse(Pass):
         every group (the matmuls between two transformer blocks that read the same layer-norm
         weights) can never merge with it, and is left out of the index's answer by one bitset
         operation (fusion_reach.through_masks) instead of being tried, and tried again after
-        every merge; and the cycle check walks only the groups ordered between the two."""
+        every merge; and the cycle check walks only the groups ordered between the two.
+
+        One value read by many independent groups (a shared row or bias) lists every group as a
+        partner of every other, none blocked: once a group is full (the queue or input cap), every
+        further partner was tried for one more model refusal.  Such a pair is skipped when the
+        refusal is sure and would record nothing (_settled); a turn walks such a list a group at a
+        time, and takes what is left of it, once the group is full, from masks of the groups that
+        could still merge or still lack a recorded refusal (_PartnerIndex.still_open)."""
         roots = sorted(members)
         shape: dict[int, tuple] = {}
         inputs: dict[int, set[int]] = {}
@@ -378,6 +418,8 @@ class Fuse(Pass):
         for r in roots:
             for key in ([None] if self.single_kernel else inputs[r]):
                 index.add((shape[r], key), r)
+        if not self.single_kernel:
+            index.track_refusals(stats, self._refusals)
         sizes = {}   # value id -> bytes, for the GM inputs groups may share
         for st in stats.values():
             for vid in st.inputs:
@@ -389,17 +431,19 @@ class Fuse(Pass):
                     n *= 1024 if isinstance(d, str) else d
                 sizes[id(v)] = n * v.dtype.itemsize
         graph = _group_graph(fn, members, producer)
-        order = []
+        order: dict[int, None] = {}   # groups whose turn is over, in turn order
         for a in roots:
             if a not in index.alive:
                 continue
-            pending = self._partners(a, shape, inputs, index)
+            pending = self._partners_in_turn(a, shape, inputs, index, stats)
             progress = True
             while pending and progress:   # a merge can make an earlier-rejected partner legal
                 progress, failed = False, []
                 for b in pending:
                     if b not in index.alive or index.blocked(a, b):
                         continue   # merged away, or joined to a through an op outside every group
+                    if self._settled(a, b, stats):
+                        continue   # refused whatever a merges next, and both refusals are recorded
                     ga, gb = members[a], members[b]
                     self.stats["candidates"] += 1
                     if not (_legal(ga, reach[a], gb, above[b]) and _legal(gb, reach[b], ga, above[a])
@@ -414,9 +458,16 @@ class Fuse(Pass):
                                                        need_bytes=False)
                         if not ok:
                             self._refuse_merge(a, b, code, text)
+                            index.recorded(a)
+                            index.recorded(b)
                             continue
                     stats[a] = merged
                     self.stats["merges"] += 1
+                    # b may have had its turn already: the model's benefit is not monotone as groups
+                    # grow (tiling loss in whole tiles), so b may have refused a part of a that a, grown,
+                    # now takes (test_cost_fusion: p refused q, then t + q takes p).  b leaves the order
+                    # (it stayed there, its ops computed again by a second kernel)
+                    order.pop(b, None)
                     members[a] = ga | gb
                     graph.merge(a, b)
                     reach[a] |= reach[b]
@@ -426,25 +477,75 @@ class Fuse(Pass):
                     inputs[a] |= new_inputs
                     for k in new_inputs:
                         index.add((shape[a], k), a)
-                    failed.extend(self._partners(a, shape, inputs, index, keys=new_inputs))
+                    failed.extend(self._partners(a, shape, inputs, index, stats, keys=new_inputs))
                     progress = True
                 pending = list(dict.fromkeys(failed))
-            order.append(a)
+            order[a] = None
         self.stats["visits"] += graph.visits
         return [list(bits(members[r])) for r in order]
 
-    def _partners(self, a, shape, inputs, index, keys=None) -> list[int]:
+    def _partners(self, a, shape, inputs, index, stats, keys=None) -> list[int]:
         """Live groups of a's shape that read one of `keys` (default: all of a's inputs), in the
-        order the index lists them, leaving out those that can never merge with a."""
+        order the index lists them, leaving out those that can never merge with a, and, once a
+        is full (_settled), most of those it would only refuse again."""
+        only = None
         if self.single_kernel:
             keys = [None]
-        elif keys is None:
-            keys = inputs[a]
+        else:
+            if keys is None:
+                keys = inputs[a]
+            if a in self._refusals:
+                only = index.still_open(stats[a], self.fusion)
         found: dict[int, None] = {}
         for key in keys:
-            for b in index.readers((shape[a], key), a):
+            for b in index.readers((shape[a], key), a, only):
                 found[b] = None
         return list(found)
+
+    def _partners_in_turn(self, a, shape, inputs, index, stats):
+        """The partners `_partners(a)` lists, in its order, found while they are tried: a key whose
+        list holds many groups that may merge (one value read by every group) is walked a group
+        at a time until a is full, and the rest of it is then taken from the masks (`still_open`)
+        instead of listing every group for a turn that will only skip them.  What is left out
+        against _partners is only what the loop would skip when it comes to it (merged away,
+        blocked, settled), each for good: the groups tried, and their order, are the same."""
+        if self.single_kernel:
+            yield from self._partners(a, shape, inputs, index, stats)
+            return
+        seen: set[int] = set()
+        for key in list(inputs[a]):   # the keys as _partners takes them (merges add to the set)
+            k = (shape[a], key)
+            places = index.lists.get(k)
+            if not places:
+                continue
+            only = index.still_open(stats[a], self.fusion) if a in self._refusals else None
+            listed = list(places) if only is None and index.answer(k, a, None) > _WALK_FROM else ()
+            found = [] if listed else index.readers(k, a, only)
+            for n, b in enumerate(listed):
+                if b in seen or b == a or b not in index.alive or index.blocked(a, b):
+                    continue
+                if a in self._refusals and index.still_open(stats[a], self.fusion) is not None:
+                    # a is full now: the rest of this list from the masks, in its order
+                    after = places[b] - 1
+                    found = [r for r in index.readers(k, a, index.still_open(stats[a], self.fusion))
+                             if places[r] > after]
+                    break
+                seen.add(b)
+                yield b
+            for b in found:
+                if b not in seen:
+                    seen.add(b)
+                    yield b
+
+    def _settled(self, a: int, b: int, stats) -> bool:
+        """Trying a with b would change nothing: the model refuses it for a cap whatever a takes in
+        next (fusion_model.sibling_surely_refused, monotone as a grows), and the refusal would be
+        recorded for neither (a group's first refusal is its report's reason: both have one).
+        Why this matters: one value read by many independent groups of one shape (a shared row,
+        a bias) lists each group as a partner of every other; once a group is full, the others
+        would each be refused again, a model verdict per pair (quadratic in the groups)."""
+        return (not self.single_kernel and a in self._refusals and b in self._refusals
+                and sibling_surely_refused(stats[a], stats[b], self.fusion))
 
     def _split_by_shape(self, fn: Function, groups) -> list[tuple]:
         used_outside: dict[int, bool] = {}
@@ -778,6 +879,9 @@ class Fuse(Pass):
         ops = [op for op in ops if has_trait(op, CALL) or any(id(r) in used for r in op.results)]
         return Function(fn.name, fn.params, tuple(ops), tuple(get(v) for v in fn.results), fn.loc)
 
+_WALK_FROM = 64   # ops a key's partners may hold before they are walked rather than listed at once
+
+
 class _PartnerIndex:
     """(shape, input) -> the groups reading it, in the order they were listed, for sibling fusion.
 
@@ -796,6 +900,8 @@ class _PartnerIndex:
         self.owner = {i: r for r, m in members.items() for i in bits(m)}
         self.into: dict[int, int] = {}                 # merged group root -> the root it joined
         self.far: dict[int, int] = {}                  # root -> ops it can never merge with
+        self.listed: dict[tuple, int] = {}             # key -> places handed out (the next place)
+        self.keys_of: dict[int, list] = {}             # live root -> the keys it is listed under
         for r, m in members.items():
             f = 0
             for i in bits(m):
@@ -805,28 +911,83 @@ class _PartnerIndex:
     def add(self, key, root: int) -> None:
         places = self.lists.setdefault(key, {})
         if root not in places:
-            places[root] = len(places)
+            places[root] = self.listed.get(key, 0)
+            self.listed[key] = places[root] + 1
+            self.keys_of.setdefault(root, []).append(key)
         self.ops[key] = self.ops.get(key, 0) | self.members[root]
 
     def merge(self, a: int, b: int) -> None:
         self.alive.discard(b)
         self.into[b] = a
         self.far[a] |= self.far[b]
+        for key in self.keys_of.pop(b, ()):   # a took b's inputs and is listed under them
+            del self.lists[key][b]
 
     def blocked(self, a: int, b: int) -> bool:
         """a and b are joined by a path through an op outside every group: never mergeable."""
         return bool(self.members[b] & self.far[a])
 
-    def readers(self, key, a: int) -> list[int]:
-        """Live groups listed under `key`, other than a and those blocked from a, in list order."""
+    def track_refusals(self, stats: dict, refusals: dict) -> None:
+        """Keep the masks `still_open` answers from: the ops of groups with no refusal recorded
+        yet (`open`), of groups whose merge adds no input (`loose`), and per input the ops of the
+        groups `tag`ged with it (each group with one of its inputs, the one fewest groups read).
+        The masks may hold more ops than they name (a merged group keeps its parts' bits): they
+        only narrow the groups that _Fuse._settled then tests one by one."""
+        count: dict[int, int] = {}
+        for r in self.members:
+            for vid in stats[r].inputs:
+                count[vid] = count.get(vid, 0) + 1
+        self.open = 0
+        self.loose = 0
+        self.tagged: dict[int, int] = {}
+        for r, m in self.members.items():
+            if r not in refusals:
+                self.open |= m
+            ins = stats[r].inputs
+            if not ins:
+                self.loose |= m
+                continue
+            tag = min(ins, key=lambda vid: (count[vid], vid))
+            self.tagged[tag] = self.tagged.get(tag, 0) | m
+
+    def recorded(self, root: int) -> None:
+        """`root`'s group has its refusal recorded."""
+        self.open &= ~self.members[root]
+
+    def still_open(self, st: GroupStats, opts: FusionOptions) -> int | None:
+        """Ops of the groups a group with stats `st` (and a recorded refusal) may still have to try:
+        None (all) unless it is full.  Full of ops: any merge is refused, so only the groups
+        with no refusal recorded.  Full of inputs: a group adding an input is refused, so only
+        those and the groups whose inputs are all among st's (such a group's tag is one of them)."""
+        if st.ops >= opts.max_ops:
+            return self.open
+        if len(st.inputs) < input_limit(opts):
+            return None
+        only = self.open | self.loose
+        for vid in st.inputs:
+            only |= self.tagged.get(vid, 0)
+        return only
+
+    def answer(self, key, a: int, only: int | None) -> int:
+        """How many ops `readers(key, a, only)` would map to their groups (a bound on its work)."""
+        mask = self.ops.get(key, 0) & ~self.far[a] & ~self.members[a]
+        return (mask if only is None else mask & only).bit_count()
+
+    def readers(self, key, a: int, only: int | None = None) -> list[int]:
+        """Live groups listed under `key`, other than a and those blocked from a, in list order;
+        with `only`, just those with an op in that mask."""
         places = self.lists.get(key)
         if not places:
             return []
-        found = set()
-        for i in bits(self.ops[key] & ~self.far[a] & ~self.members[a]):
-            r = self._root(self.owner[i])
-            if r != a and not self.blocked(a, r):
-                found.add(r)
+        found = []
+        mask = self.ops[key] & ~self.far[a] & ~self.members[a]
+        if only is not None:
+            mask &= only
+        while mask:   # a group at a time: its other ops are taken off the mask with it
+            r = self._root(self.owner[(mask & -mask).bit_length() - 1])
+            mask &= ~self.members[r]
+            if not self.blocked(a, r):
+                found.append(r)
         # a live group whose ops are listed here reads the key (a group that took in a reader
         # took its inputs and was listed under them): its place is in `places`
         return sorted(found, key=places.__getitem__)

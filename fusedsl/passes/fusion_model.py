@@ -204,6 +204,27 @@ def merge_verdict(a: GroupStats, b: GroupStats, merged: GroupStats, saved_bytes:
     return True, "", ""
 
 
+def input_limit(opts: FusionOptions) -> float:
+    """The most GM inputs merge_verdict lets a merged group have (the input cap; on a target also
+    its queue buffers per position)."""
+    limit = opts.max_inputs
+    if opts.target is not None:
+        limit = min(limit, opts.target.max_queue_buffers_per_position)
+    return limit
+
+
+def sibling_surely_refused(a: GroupStats, b: GroupStats, opts: FusionOptions) -> bool:
+    """Whether merge_verdict refuses the sibling merge of a and b (merged = a.merged(b, set()):
+    the inputs are the union) for a cap: too many ops (FS107), inputs (FS107) or GM inputs for
+    the queues (FS105).  Answered from the counts alone, and monotone: it stays true while a
+    grows by further sibling merges (ops add up, inputs only join), which is what lets fusion
+    skip such a pair for the rest of a's turn (passes/fuse.py _merge_siblings)."""
+    if a.ops + b.ops > opts.max_ops:
+        return True
+    new = sum(1 for vid in b.inputs if vid not in a.inputs)
+    return len(a.inputs) + new > input_limit(opts)
+
+
 def _tiles(g: GroupStats, target, opts) -> int:
     per_core_bytes = g.elems * 4
     cores = max(1, min(target.vector_cores, math.ceil(per_core_bytes / cost.MIN_CORE_BYTES)))
