@@ -37,6 +37,20 @@ def test_nd2nz_loaddata_mmad_fixpipe_f16_matches_numpy(lib, m, k, n, blocks, tar
     np.testing.assert_allclose(c.astype(np.float32), want.astype(np.float16).astype(np.float32), rtol=1e-3, atol=1e-2)
 
 
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_tque_on_a1_b1_a2_b2_co1_plans_the_cube_memories(lib, target):
+    # TPipe::InitBuffer of TQue<A1/B1/A2/B2/CO1> (CANN's MmadInvocation) plans L1, L0A, L0B and L0C; the same
+    # product as the LocalMemAllocator kernel, with the queues' AllocTensor/EnQue/DeQue/FreeTensor between stages
+    want, c = _run(lib, "cube_half_queues", 64, 48, 32, 2, np.float16, target, seed=3)
+    np.testing.assert_allclose(c.astype(np.float32), want.astype(np.float16).astype(np.float32), rtol=1e-3, atol=1e-2)
+    with open(os.path.join(ASCENDC_KERNELS, "cube_basic_kernels.cpp"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "LINE:queue_overflow" in text)
+    with pytest.raises(AscendCCheckError) as info:
+        _run(lib, "cube_queue_overflow", 16, 16, 16, 1, np.float32, target)
+    assert re.search(rf"cube_basic_kernels\.cpp:{line}: InitBuffer: TQue<A2> plan of L0A needs 81920 bytes, "
+                     rf"{target} has 65536", str(info.value)), str(info.value)
+
+
 def test_static_tensors_accumulate_and_relu_in_float(lib):
     want, c = _run(lib, "cube_float_relu_static", 64, 32, 48, 2, np.float32, seed=1)
     np.testing.assert_allclose(c, np.maximum(2 * want, 0), rtol=1e-5, atol=1e-4)

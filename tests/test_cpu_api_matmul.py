@@ -467,3 +467,20 @@ def test_matmul_policies_triangular_and_nbuffer33(lib, small):
                                                 r"supported on ascend310p"):
         _launch(lib, "matmul_trian_upper", 1, a, b, bias, c, _tiling(lib, "Ascend310P3", 64, 64, 32, 1, 32, 32),
                 "ascend310p")
+
+
+def test_matmul_into_a_user_managed_co1(lib, small):
+    # C_TYPE in TPosition::CO1 (NZ, GetMmDstType<half>::Type = float): Iterate(enPartialSum, l0c) leaves each
+    # tile in the kernel's L0C queue, Fixpipe moves it; a second pass with enPartialSum adds onto the first
+    a, b, bias, t = small
+    flag = np.zeros(64, np.int32)   # the word after the tiling: 1 passes an L1 tensor to Iterate
+    c = np.zeros((64, 64), np.float32)
+    _launch(lib, "matmul_co1", 1, a, b, bias, c, np.concatenate([t, flag]), "ascend910b")
+    np.testing.assert_allclose(c, 2 * (a.astype(np.float32) @ b.astype(np.float32) + bias), rtol=1e-5, atol=1e-4)
+    flag[0] = 1
+    with pytest.raises(AscendCCheckError) as info:
+        _launch(lib, "matmul_co1", 1, a, b, bias, c, np.concatenate([t, flag]), "ascend910b")
+    with open(os.path.join(KERNELS, "matmul_kernels.cpp"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "LINE:co1_in_l1" in text)
+    assert re.search(rf"matmul_kernels\.cpp:{line}: Matmul::Iterate\(LocalTensor CO1\): localCmatrix must be a tensor "
+                     r"in L0C, but it is in L1", str(info.value)), str(info.value)

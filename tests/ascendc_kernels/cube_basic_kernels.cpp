@@ -11,7 +11,8 @@ using namespace AscendC;
 constexpr uint32_t CUBE = 16;
 static_assert(IsSameType<half, half>::value && !IsSameType<half, float>::value, "CANN's IsSameType");
 
-template <typename CT, QuantMode_t Q, bool Relu, bool StaticTensors, bool Twice = false, bool Nz = false>
+template <typename CT, QuantMode_t Q, bool Relu, bool StaticTensors, bool Twice = false, bool Nz = false,
+          bool Queues = false>
 void CubeMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
 {
     auto d = reinterpret_cast<__gm__ uint32_t*>(dims);
@@ -25,7 +26,25 @@ void CubeMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
     cg.SetGlobalBuffer((__gm__ CT*)c + m0 * N, rows * N);
     LocalTensor<half> a1, b1, a2, b2;
     LocalTensor<float> co1;
-    if constexpr (StaticTensors) {
+    // Queues: TPipe-planned TQue on A1/B1 (L1), A2 (L0A), B2 (L0B) and CO1 (L0C), as CANN's MmadInvocation
+    TPipe pipe;
+    TQue<TPosition::A1, 1> qa1;
+    TQue<TPosition::B1, 1> qb1;
+    TQue<TPosition::A2, 1> qa2;
+    TQue<TPosition::B2, 1> qb2;
+    TQue<TPosition::CO1, 1> qc1;
+    if constexpr (Queues) {
+        pipe.InitBuffer(qa1, 1, rows * K * sizeof(half));
+        pipe.InitBuffer(qb1, 1, K * N * sizeof(half));
+        pipe.InitBuffer(qa2, 1, rows * K * sizeof(half));
+        pipe.InitBuffer(qb2, 1, K * N * sizeof(half));
+        pipe.InitBuffer(qc1, 1, rows * N * sizeof(float));
+        a1 = qa1.template AllocTensor<half>();
+        b1 = qb1.template AllocTensor<half>();
+        a2 = qa2.template AllocTensor<half>();
+        b2 = qb2.template AllocTensor<half>();
+        co1 = qc1.template AllocTensor<float>();
+    } else if constexpr (StaticTensors) {
         a1 = LocalTensor<half>(TPosition::A1, 0, rows * K);
         b1 = LocalTensor<half>(TPosition::B1, rows * K * sizeof(half), K * N);
         a2 = LocalTensor<half>(TPosition::A2, 0, rows * K);
@@ -49,6 +68,12 @@ void CubeMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
                                  static_cast<uint16_t>(N), static_cast<uint16_t>(K), 1, 0});
     SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
     WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    if constexpr (Queues) {   // the queue protocol the sample follows between stages
+        qa1.EnQue(a1);
+        qb1.EnQue(b1);
+        a1 = qa1.template DeQue<half>();
+        b1 = qb1.template DeQue<half>();
+    }
     for (uint32_t i = 0; i < rows / CUBE; ++i) {   // A: one row block of fractals per load
         LoadData(a2[i * K * CUBE], a1[i * CUBE * CUBE],
                  LoadData2DParams{0, static_cast<uint8_t>(K / CUBE), static_cast<uint16_t>(rows / CUBE), 0, 0,
@@ -68,6 +93,14 @@ void CubeMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
     }
     SetFlag<HardEvent::M_FIX>(EVENT_ID0);
     WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+    if constexpr (Queues) {
+        qa1.FreeTensor(a1);
+        qb1.FreeTensor(b1);
+        qa2.FreeTensor(a2);
+        qb2.FreeTensor(b2);
+        qc1.EnQue(co1);
+        co1 = qc1.template DeQue<float>();
+    }
     if constexpr (Nz) {   // NZ output: 16-column groups of M rows, M * 16 elements apart (in 32-byte blocks)
         GlobalTensor<CT> cz;
         cz.SetGlobalBuffer((__gm__ CT*)c + m0 * 16, M * N - m0 * 16);
@@ -78,6 +111,9 @@ void CubeMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
     } else {
         Fixpipe(cg, co1, FixpipeParamsV220{static_cast<uint16_t>(N), static_cast<uint16_t>(rows),
                                            static_cast<uint16_t>(rows), N, Relu, Q, 0, 1, 0, 0, 0});
+    }
+    if constexpr (Queues) {
+        qc1.FreeTensor(co1);
     }
 }
 
@@ -513,6 +549,19 @@ extern "C" __global__ __aicore__ void cube_sparse(GM_ADDR a, GM_ADDR b, GM_ADDR 
     Fixpipe(cg, co1, FixpipeParamsV220{SN, SM, SM, SN, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0});
 }
 
+extern "C" __global__ __aicore__ void cube_half_queues(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR d)
+{
+    CubeMatmul<half, QuantMode_t::F322F16, false, false, false, false, true>(a, b, c, d);
+}
+
+// Broken on purpose: two 40 KB buffers of a TQue on A2 do not fit the 64 KB of L0A.
+extern "C" __global__ __aicore__ void cube_queue_overflow(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR)
+{
+    TPipe pipe;
+    TQue<TPosition::A2, 2> qa2;
+    pipe.InitBuffer(qa2, 2, 40 * 1024);   // LINE:queue_overflow
+}
+
 // Broken on purpose: a static tensor at an address that is not 32-byte aligned.
 extern "C" __global__ __aicore__ void cube_misaligned(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR)
 {
@@ -526,6 +575,8 @@ extern "C" __global__ __aicore__ void cube_misaligned(GM_ADDR, GM_ADDR, GM_ADDR,
         return fusedsl_cpu::Launch(name, blockDim, args[0], args[1], args[2], args[3]); \
     }
 CUBE_ENTRY(cube_half, AIC_MODE)
+CUBE_ENTRY(cube_half_queues, AIC_MODE)
+CUBE_ENTRY(cube_queue_overflow, AIC_MODE)
 CUBE_ENTRY(cube_float_relu_static, AIC_MODE)
 CUBE_ENTRY(cube_unloaded_b, AIC_MODE)
 CUBE_ENTRY(cube_misaligned, AIC_MODE)

@@ -551,6 +551,57 @@ extern "C" __global__ __aicore__ void matmul_nbuffer33_iterate(GM_ADDR a, GM_ADD
     PolicyMatmul<CFG_MDL, AscendC::Impl::Detail::NBuffer33MatmulPolicy>(a, b, bias, c, ws, t, true);
 }
 
+// A user-managed CO1 (the Iterate page's second form): C_TYPE MatmulType<CO1, NZ, GetMmDstType<half>::Type>;
+// each Iterate(enPartialSum, l0c[i * baseM * baseN]) leaves tile i in the kernel's own L0C queue buffer, NZ,
+// and Fixpipe moves each tile to its place in C.  The second pass adds every tile onto the first
+// (enPartialSum): C = 2 (A x B + bias).  in_l1 = 1 passes an L1 tensor instead, which is refused.
+extern "C" __global__ __aicore__ void matmul_co1(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws, GM_ADDR t) {
+    using L0cT = AscendC::GetMmDstType<half>::Type;
+    static_assert(std::is_same_v<L0cT, float>, "half accumulates in float");
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<StaticA, StaticA, MatmulType<AscendC::TPosition::CO1, CubeFormat::NZ, L0cT>, StaticC> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a), tiling.M * tiling.Ka);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b), tiling.Kb * tiling.N);
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias), tiling.N);
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c), tiling.M * tiling.N);
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    AscendC::TQue<AscendC::TPosition::CO1, AscendC::Impl::QUEUE_DEPTH> co1;
+    pipe.InitBuffer(co1, 1, tiling.singleCoreM * tiling.singleCoreN * sizeof(L0cT));
+    AscendC::LocalTensor<L0cT> l0c = co1.AllocTensor<L0cT>();
+    const int32_t tile = tiling.baseM * tiling.baseN;
+    if (t[sizeof(TCubeTiling)] != 0) {
+        AscendC::LocalTensor<L0cT> l1(AscendC::TPosition::A1, 0, tile);
+        mm.Iterate(false, l1);   // LINE:co1_in_l1
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+        int32_t i = 0;
+        while (mm.Iterate(pass == 1, l0c[i * tile])) {
+            ++i;
+        }
+    }
+    co1.EnQue(l0c);
+    l0c = co1.DeQue<L0cT>();
+    const int32_t mIter = tiling.singleCoreM / tiling.baseM;
+    for (int32_t i = 0; i < tiling.singleCoreM / tiling.baseM * (tiling.singleCoreN / tiling.baseN); ++i) {
+        const int32_t m0 = i % mIter * tiling.baseM, n0 = i / mIter * tiling.baseN;
+        AscendC::FixpipeParamsV220 p;
+        p.nSize = tiling.baseN;
+        p.mSize = tiling.baseM;
+        p.srcStride = tiling.baseM;
+        p.dstStride = tiling.N;
+        AscendC::Fixpipe<float, L0cT, AscendC::CFG_ROW_MAJOR>(cg[m0 * tiling.N + n0], l0c[i * tile], p);
+    }
+    co1.FreeTensor(l0c);
+    mm.End();
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -580,6 +631,7 @@ BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)
 BROKEN_ENTRY(matmul_dequant, AIC_MODE)
 BROKEN_ENTRY(matmul_sparse_b, AIC_MODE)
 BROKEN_ENTRY(matmul_split_k, AIC_MODE)
+BROKEN_ENTRY(matmul_co1, AIC_MODE)
 BROKEN_ENTRY(matmul_trian_upper, AIC_MODE)
 BROKEN_ENTRY(matmul_trian_lower, AIC_MODE)
 BROKEN_ENTRY(matmul_nbuffer33, AIC_MODE)

@@ -18,42 +18,6 @@
 
 namespace fusedsl_cpu {
 
-inline const char* LocalMemName(int m) {
-    static const char* const names[] = {"L1", "L0A", "L0B", "L0C", "BT", "FB"};
-    return m >= 0 && m < kNumLocalMems ? names[m] : "UB";
-}
-
-// The memory a logical position lives in: -1 for UB.
-inline int MemOfPosition(TPosition pos) {
-    if (IsUbPosition(pos)) {
-        return -1;
-    }
-    switch (pos) {
-        case TPosition::A1:
-        case TPosition::B1:
-        case TPosition::C1:
-        case TPosition::TSCM:
-            return kMemL1;
-        case TPosition::A2: return kMemL0A;
-        case TPosition::B2: return kMemL0B;
-        case TPosition::CO1: return kMemL0C;
-        case TPosition::C2: return kMemBT;
-        case TPosition::C2PIPE2GM: return kMemFB;
-        default:
-            Fail("LocalTensor: position %s is not an on-chip memory position", PositionName(pos));
-    }
-}
-
-inline uint32_t LocalMemBytes(int m) {
-    Core& c = CurCore();
-    return c.local_at[m + 1] - c.local_at[m];
-}
-
-inline uint8_t* LocalMemBase(int m) {
-    Core& c = CurCore();
-    return c.local.data() + c.local_at[m];
-}
-
 // Where a local address is: its memory (-1 UB, -2 nowhere) and byte offset in it.
 inline int WhichMem(const void* addr, uint32_t* off) {
     Core& c = CurCore();
@@ -226,16 +190,6 @@ inline void CheckMmadTypes(const char* api) {
     if ((std::is_same_v<A, float> || std::is_same_v<A, bfloat16_t>) && !Target().separated) {
         Fail("%s: %s inputs to the cube are not supported on %s (half and int8_t are)", api, TypeName<A>(),
              Target().name);
-    }
-}
-
-inline void CheckHasCube(const char* api) {
-    if (RT().kernel_mode == KernelMode::AIV_MODE && Target().separated) {
-        Fail("%s: a vector-only kernel (AIV_MODE, __vector__) runs on %s's vector cores, which have no cube unit; "
-             "launch it as a cube (__cube__) or mixed (__mix__) kernel", api, Target().name);
-    }
-    if (Target().num_matmul == 0) {
-        Fail("%s: the basic cube API is not modelled on %s", api, Target().name);
     }
 }
 

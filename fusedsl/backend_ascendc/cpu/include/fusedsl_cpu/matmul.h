@@ -49,12 +49,19 @@ struct MatmulCallBackFunc {
     static constexpr bool fs_default = DataCopyOutFunc == nullptr && CopyA1Func == nullptr && CopyB1Func == nullptr;
 };
 
+// GetMmDstType<A>::Type: the L0C (accumulator) type of a Matmul with A of type T, for a user-managed CO1.
+template <typename T>
+struct GetMmDstType {
+    using Type = std::conditional_t<std::is_same_v<T, int8_t> || fusedsl_cpu::kIsB4<T>, int32_t, float>;
+};
+
 // Matmul's last template argument (CANN: a template template parameter, MATMUL_POLICY): the default
 // policy, or one of the policies asc-devkit's samples pick (impl matmul_policy.h): NBuffer33 (A's 3 x 3
 // base blocks kept in L1: a schedule only, C unchanged; MDL config, IterateAll only) and the triangular
 // ones (only the base tiles on or above / below the diagonal of the single-core block are written out,
 // GetResultImpl's IsInTrianMatmul; Atlas A2/A3 only).  fs_kind tells them apart.
 namespace Impl {
+constexpr int32_t QUEUE_DEPTH = 1;   // the depth of a user-managed CO1 queue (CANN's matmul_co1_output)
 namespace Detail {
 enum class FsPolicyKind { DEFAULT, NBUFFER_33, UPPER_TRIANGULAR, LOWER_TRIANGULAR };
 
@@ -444,6 +451,7 @@ public:
     using Acc = std::conditional_t<std::is_same_v<SrcAT, int8_t> || fusedsl_cpu::kIsB4<SrcAT>, int32_t, float>;
 
     static constexpr bool kCInUb = fusedsl_cpu::IsUbTensorPosition(C_TYPE::pos);
+    static constexpr bool kCInL0C = C_TYPE::pos == TPosition::CO1;   // user-managed L0C (Iterate's second form)
     static constexpr bool kAInL1 = A_TYPE::pos == TPosition::TSCM;   // user-managed L1 (tscm.h)
     static constexpr bool kAInUb = A_TYPE::pos == TPosition::VECOUT;  // 310P: UB -> L1 on the coupled core
     static_assert(!fusedsl_cpu::kIsB4<SrcAT> || (!kAInL1 && !kAInUb),
@@ -540,7 +548,17 @@ public:
                                   "takes A from GM or VECOUT", api, fusedsl_cpu::Target().name);
             }
         }
-        static_assert(C_TYPE::pos == TPosition::GM || kCInUb, "C_TYPE position must be GM or VECIN/VECOUT/VECCALC");
+        static_assert(C_TYPE::pos == TPosition::GM || kCInUb || kCInL0C,
+                      "C_TYPE position must be GM, VECIN/VECOUT/VECCALC or CO1");
+        static_assert(!kCInL0C || (C_TYPE::format == CubeFormat::NZ && std::is_same_v<DstT, Acc>),
+                      "a C in TPosition::CO1 (user-managed L0C, the Iterate page) is CubeFormat::NZ of the "
+                      "accumulator type, GetMmDstType<A>::Type (float or int32_t)");
+        if constexpr (kCInL0C) {
+            if (!fusedsl_cpu::Target().separated) {
+                fusedsl_cpu::Fail("%s: a C in TPosition::CO1 (user-managed L0C) is not supported on %s (the Iterate "
+                                  "page: 暂不支持用户自主管理CO1)", api, fusedsl_cpu::Target().name);
+            }
+        }
         if (tiling == nullptr && kCfgIsStatic) {
             fs_static_tiling = StaticTCubeTiling(api);
             tiling = &fs_static_tiling;
@@ -779,6 +797,53 @@ public:
         fs_pending = true;
         fs_async = !sync;
         fs_count += 1;
+        return true;
+    }
+
+    // The Iterate page's user-managed CO1 form: the next baseM x baseN tile goes into the caller's L0C tensor,
+    // NZ (16-column blocks of the tile's rows rounded up to 16, as Mmad leaves it), added to what is there
+    // with enPartialSum; the caller moves it out itself (Fixpipe).  C_TYPE is TPosition::CO1.
+    template <bool sync = true, typename T>
+    bool Iterate(bool enPartialSum, const LocalTensor<T>& localCmatrix, FUSEDSL_CPU_SITE) {
+        using namespace fusedsl_cpu;
+        static_assert(kCInL0C && std::is_same_v<T, DstT>,
+                      "Iterate(enPartialSum, LocalTensor) needs C_TYPE MatmulType<TPosition::CO1, CubeFormat::NZ, "
+                      "GetMmDstType<A>::Type> and a LocalTensor of that type");
+        const char* api = "Matmul::Iterate(LocalTensor CO1)";
+        AtSite at_site(fs_site);
+        RequireRegistered("Iterate");
+        if (!fs_has_a || !fs_has_b) {
+            Fail("%s: call SetTensorA and SetTensorB first", api);
+        }
+        if (fs_shape_setter != nullptr) {
+            CheckShape(fs_shape_setter);
+            fs_shape_setter = nullptr;
+        }
+        fs_started = true;
+        if (!NextTile()) {
+            return false;
+        }
+        ComputeTile();
+        fs_count += 1;
+        const int64_t rows = RoundUp(fs_tm, 16), blocks = (fs_tn + 15) / 16;
+        const uint64_t need = static_cast<uint64_t>(rows * blocks * 16) * sizeof(T);
+        const uint64_t at = CheckLocal(api, "localCmatrix", localCmatrix.fs_addr,
+                                       static_cast<uint64_t>(localCmatrix.GetSize()) * sizeof(T), need, kMemL0C);
+        if (enPartialSum) {
+            CheckLocalWritten(api, "localCmatrix (accumulated onto)", at, need);
+        }
+        T* out = localCmatrix.fs_addr;
+        for (int64_t b = 0; b < blocks; ++b) {
+            for (int64_t i = 0; i < rows; ++i) {
+                for (int64_t j = 0; j < 16; ++j) {
+                    const int64_t col = b * 16 + j;
+                    const T v = i < fs_tm && col < fs_tn ? static_cast<T>(fs_acc[i * fs_tn + col]) : T(0);
+                    T& dst = out[(b * rows + i) * 16 + j];
+                    dst = enPartialSum ? static_cast<T>(dst + v) : v;
+                }
+            }
+        }
+        MarkLocalWritten(at, need);
         return true;
     }
 

@@ -345,6 +345,69 @@ inline GmBuffer* CheckGm(const char* api, const GlobalTensor<T>& g, uint64_t end
     return buf;
 }
 
+inline bool IsUbPosition(TPosition pos) {
+    switch (pos) {
+        case TPosition::VECIN:
+        case TPosition::VECOUT:
+        case TPosition::VECCALC:
+            return true;
+        case TPosition::CO2:
+        case TPosition::C1:
+        case TPosition::C2:
+            // ASCENDC.md §1.3: these live in UB only on the coupled chips (910A, 310P).
+            return !Target().separated;
+        default:
+            return false;
+    }
+}
+
+// The cube unit's memories by position (TQue on A1/B1/A2/B2/CO1 ..., LocalTensor addresses, cube.h).
+inline const char* LocalMemName(int m) {
+    static const char* const names[] = {"L1", "L0A", "L0B", "L0C", "BT", "FB"};
+    return m >= 0 && m < kNumLocalMems ? names[m] : "UB";
+}
+
+// The memory a logical position lives in: -1 for UB.
+inline int MemOfPosition(TPosition pos) {
+    if (IsUbPosition(pos)) {
+        return -1;
+    }
+    switch (pos) {
+        case TPosition::A1:
+        case TPosition::B1:
+        case TPosition::C1:
+        case TPosition::TSCM:
+            return kMemL1;
+        case TPosition::A2: return kMemL0A;
+        case TPosition::B2: return kMemL0B;
+        case TPosition::CO1: return kMemL0C;
+        case TPosition::C2: return kMemBT;
+        case TPosition::C2PIPE2GM: return kMemFB;
+        default:
+            Fail("LocalTensor: position %s is not an on-chip memory position", PositionName(pos));
+    }
+}
+
+inline uint32_t LocalMemBytes(int m) {
+    Core& c = CurCore();
+    return c.local_at[m + 1] - c.local_at[m];
+}
+
+inline uint8_t* LocalMemBase(int m) {
+    Core& c = CurCore();
+    return c.local.data() + c.local_at[m];
+}
+
+inline void CheckHasCube(const char* api) {
+    if (RT().kernel_mode == KernelMode::AIV_MODE && Target().separated) {
+        Fail("%s: a vector-only kernel (AIV_MODE, __vector__) runs on %s's vector cores, which have no cube unit; "
+             "launch it as a cube (__cube__) or mixed (__mix__) kernel", api, Target().name);
+    }
+    if (Target().num_matmul == 0) {
+        Fail("%s: the basic cube API is not modelled on %s", api, Target().name);
+    }
+}
+
 enum SlotState : uint8_t { kFree, kAllocated, kEnqueued, kDequeued };
 
 // A TBufPool's share of UB (bufpool.h).
@@ -358,6 +421,7 @@ public:
     uint64_t fs_generation = 0;
     uint8_t fs_event_ids[kNumEvents] = {};
     uint64_t fs_tscm_bytes = 0;  // L1 taken by TSCM queues (tscm.h), all sub-blocks of the core
+    uint32_t fs_local_cursor[kNumLocalMems] = {};   // next free byte of each cube memory (A1/B1/A2/... queues)
     std::vector<PoolCore*> fs_pools;   // the TBufPools carved from this plan, outermost first
 };
 
@@ -411,15 +475,30 @@ public:
         if (fs_state.empty()) {
             return "(not initialised)";
         }
-        return Format("(UB [%u, %u), %zu x %u bytes)", fs_offsets.front(),
-                      fs_offsets.back() + fs_len, fs_offsets.size(), fs_len);
+        return Format("(%s [%u, %u), %zu x %u bytes)", fs_mem < 0 ? "UB" : LocalMemName(fs_mem),
+                      fs_offsets.front(), fs_offsets.back() + fs_len, fs_offsets.size(), fs_len);
+    }
+
+    // The byte offset of addr in the queue's memory (UB, or a cube memory for A1/B1/A2/B2/CO1 ... queues),
+    // UINT32_MAX outside it.
+    uint32_t OffsetOrMax(const void* addr) const {
+        if (fs_mem < 0) {
+            return UbOffsetOrMax(addr);
+        }
+        auto p = static_cast<const uint8_t*>(addr);
+        const uint8_t* base = LocalMemBase(fs_mem);
+        return p < base || p >= base + LocalMemBytes(fs_mem) ? UINT32_MAX : static_cast<uint32_t>(p - base);
+    }
+
+    uint8_t* SlotAddress(int slot) const {
+        return fs_mem < 0 ? CurCore().ub.data() + fs_offsets[slot] : LocalMemBase(fs_mem) + fs_offsets[slot];
     }
 
     int FindSlot(const void* addr) const {
         if (addr == nullptr || fs_state.empty()) {
             return -1;
         }
-        uint32_t off = UbOffsetOrMax(addr);
+        uint32_t off = OffsetOrMax(addr);
         for (size_t i = 0; i < fs_offsets.size(); ++i) {
             if (fs_offsets[i] == off) {
                 return static_cast<int>(i);
@@ -446,15 +525,18 @@ public:
     std::deque<int> fs_fifo;
     size_t fs_next = 0;
     PoolCore* fs_pool = nullptr;   // the TBufPool that planned this queue, if one did
+    int fs_mem = -1;               // -1: UB; else the cube memory (LocalMem) of an A1/B1/A2/B2/CO1 ... queue
 
-    // Plans the queue's buffers at these UB offsets (TPipe::InitBuffer, TBufPool::InitBuffer).
-    void fs_Plan(std::vector<uint32_t> offsets, uint32_t each, PoolCore* pool) {
+    // Plans the queue's buffers at these offsets of UB, or of cube memory `mem` (TPipe::InitBuffer,
+    // TBufPool::InitBuffer).
+    void fs_Plan(std::vector<uint32_t> offsets, uint32_t each, PoolCore* pool, int mem = -1) {
         fs_len = each;
+        fs_mem = mem;
         fs_generation = CurCore().generation;
         fs_offsets = std::move(offsets);
         fs_state.assign(fs_offsets.size(), kFree);
         for (uint32_t off : fs_offsets) {
-            if (off != UINT32_MAX) {   // UINT32_MAX: placed later by InitBufHandle (bufpool.h)
+            if (off != UINT32_MAX && mem < 0) {   // UINT32_MAX: placed later by InitBufHandle (bufpool.h)
                 SetSlotState(off, each, kSlotIdle);
             }
         }
@@ -544,21 +626,7 @@ inline void FreshUb(uint32_t off, uint64_t bytes) {
     c.ub_high_water = std::max<uint64_t>(c.ub_high_water, off + bytes);
 }
 
-inline bool IsUbPosition(TPosition pos) {
-    switch (pos) {
-        case TPosition::VECIN:
-        case TPosition::VECOUT:
-        case TPosition::VECCALC:
-            return true;
-        case TPosition::CO2:
-        case TPosition::C1:
-        case TPosition::C2:
-            // ASCENDC.md §1.3: these live in UB only on the coupled chips (910A, 310P).
-            return !Target().separated;
-        default:
-            return false;
-    }
-}
+
 
 // ASCENDC.md §1.2: on separated chips (910B) the cube core (AIC) has no UB; a cube-only
 // kernel (AIC_MODE, __cube__) may not plan UB buffers.
@@ -619,11 +687,16 @@ public:
         fs_next = (slot + 1) % n;
         uint32_t off = fs_offsets[slot];
         // New buffers hold NaN bytes and count as unwritten (rule 6).
-        std::memset(c.ub.data() + off, 0xFF, fs_len);
-        std::memset(c.written.data() + off, 0, fs_len);
-        SetSlotState(off, fs_len, kSlotLive);
-        ForgetAccesses(off, fs_len);
-        return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + off), ElemsIn<T>(fs_len), pos);
+        uint8_t* at = SlotAddress(static_cast<int>(slot));
+        std::memset(at, 0xFF, fs_len);
+        if (fs_mem >= 0) {
+            std::memset(c.local_written.data() + (at - c.local.data()), 0, fs_len);
+        } else {
+            std::memset(c.written.data() + off, 0, fs_len);
+            SetSlotState(off, fs_len, kSlotLive);
+            ForgetAccesses(off, fs_len);
+        }
+        return LocalTensor<T>(reinterpret_cast<T*>(at), ElemsIn<T>(fs_len), pos);
     }
 
     template <typename T>
@@ -642,7 +715,9 @@ public:
         fs_state[slot] = kEnqueued;
         fs_SetQueueFlag(slot);
         fs_fifo.push_back(slot);
-        SetSlotState(fs_offsets[slot], fs_len, kSlotQueued);
+        if (fs_mem < 0) {
+            SetSlotState(fs_offsets[slot], fs_len, kSlotQueued);
+        }
         return true;
     }
 
@@ -658,10 +733,11 @@ public:
         fs_fifo.pop_front();
         fs_state[slot] = kDequeued;
         fs_WaitQueueFlag(slot);
-        SetSlotState(fs_offsets[slot], fs_len, kSlotLive);
-        ForgetAccesses(fs_offsets[slot], fs_len);
-        Core& c = CurCore();
-        return LocalTensor<T>(reinterpret_cast<T*>(c.ub.data() + fs_offsets[slot]), ElemsIn<T>(fs_len), pos);
+        if (fs_mem < 0) {
+            SetSlotState(fs_offsets[slot], fs_len, kSlotLive);
+            ForgetAccesses(fs_offsets[slot], fs_len);
+        }
+        return LocalTensor<T>(reinterpret_cast<T*>(SlotAddress(slot)), ElemsIn<T>(fs_len), pos);
     }
 
     template <typename T>
@@ -678,7 +754,9 @@ public:
                  fs_offsets[slot], PositionName(pos));
         }
         fs_state[slot] = kFree;
-        SetSlotState(fs_offsets[slot], fs_len, kSlotIdle);
+        if (fs_mem < 0) {
+            SetSlotState(fs_offsets[slot], fs_len, kSlotIdle);
+        }
         --CurCore().outstanding[static_cast<int>(pos)];
     }
 
@@ -709,8 +787,9 @@ private:
             if (addr == nullptr) {
                 fusedsl_cpu::Fail("%s: empty LocalTensor (it was never allocated)", api);
             }
-            fusedsl_cpu::Fail("%s: the tensor at UB offset %u was not allocated from this TQue<%s> %s (a "
-                              "sub-tensor, or a tensor from another queue or TBuf)", api, UbOffsetOrMax(addr),
+            fusedsl_cpu::Fail("%s: the tensor at %s offset %u was not allocated from this TQue<%s> %s (a "
+                              "sub-tensor, or a tensor from another queue or TBuf)", api,
+                              fs_mem < 0 ? "UB" : fusedsl_cpu::LocalMemName(fs_mem), OffsetOrMax(addr),
                               fusedsl_cpu::PositionName(pos), Where().c_str());
         }
         return slot;
@@ -790,9 +869,10 @@ public:
     void Init() {}
 
     template <class Q>
-    bool InitBuffer(Q& que, uint8_t num, uint32_t len) {
+    bool InitBuffer(Q& que, uint8_t num, uint32_t len, FUSEDSL_CPU_SITE) {
         static_assert(std::is_base_of_v<fusedsl_cpu::QueueBase, Q>, "InitBuffer(que, num, len) takes a TQue");
         using namespace fusedsl_cpu;
+        AtSite at(fs_site);
         if (!que.fs_state.empty() && que.fs_generation == CurCore().generation) {
             Fail("InitBuffer: this TQue<%s> is already initialised; call TPipe::Reset() before re-planning UB",
                  PositionName(que.fs_pos));
@@ -800,6 +880,9 @@ public:
         if (num == 0 || len == 0) {
             Fail("InitBuffer: TQue<%s> with num = %u and len = %u; both must be at least 1",
                  PositionName(que.fs_pos), num, len);
+        }
+        if (!IsUbPosition(que.fs_pos) && IsCubeQueuePosition(que.fs_pos)) {
+            return fs_InitCubeQueue(que, num, len);
         }
         uint32_t each = static_cast<uint32_t>(RoundUp(len, 32));
         uint32_t off = Reserve(PositionName(que.fs_pos), "TQue", que.fs_pos, num, each);
@@ -857,6 +940,7 @@ public:
         fs_cursor = 0;
         fs_buffers = 0;
         fs_tscm_bytes = 0;
+        std::fill(std::begin(fs_local_cursor), std::end(fs_local_cursor), 0u);
         fusedsl_cpu::ForgetPools(*this);
     }
     void Destroy() { Reset(); }
@@ -899,6 +983,39 @@ public:
     }
 
 private:
+    static bool IsCubeQueuePosition(TPosition p) {
+        return p == TPosition::A1 || p == TPosition::B1 || p == TPosition::C1 || p == TPosition::A2 ||
+               p == TPosition::B2 || p == TPosition::CO1 || p == TPosition::C2;
+    }
+
+    // A queue of the cube unit's memories (TQue<A1/B1/C1> in L1, A2 in L0A, B2 in L0B, CO1 in L0C, C2 in the
+    // bias table on separated chips), planned from the bottom of that memory like UB (L1 below the TSCM
+    // queues, which take it from the top).  L0 buffers keep the 512-byte alignment the cube's operands need.
+    template <class Q>
+    bool fs_InitCubeQueue(Q& que, uint8_t num, uint32_t len) {
+        using namespace fusedsl_cpu;
+        const char* api = "InitBuffer";
+        CheckHasCube(api);
+        const int m = MemOfPosition(que.fs_pos);
+        const uint32_t align = m == kMemL0A || m == kMemL0B || m == kMemL0C ? 512 : 32;
+        const uint32_t each = static_cast<uint32_t>(RoundUp(len, align));
+        const uint64_t cap = LocalMemBytes(m) - (m == kMemL1 ? fs_tscm_bytes : 0);
+        const uint64_t need = static_cast<uint64_t>(fs_local_cursor[m]) + static_cast<uint64_t>(num) * each;
+        if (need > cap) {
+            Fail("%s: TQue<%s> plan of %s needs %llu bytes, %s has %llu (this call adds %u x %u bytes on top of %u "
+                 "already planned%s)", api, PositionName(que.fs_pos), LocalMemName(m),
+                 static_cast<unsigned long long>(need), Target().name, static_cast<unsigned long long>(cap), num, each,
+                 fs_local_cursor[m], m == kMemL1 && fs_tscm_bytes != 0 ? ", TSCM queues holding the top of L1" : "");
+        }
+        std::vector<uint32_t> offsets;
+        for (uint32_t i = 0; i < num; ++i) {
+            offsets.push_back(fs_local_cursor[m] + i * each);
+        }
+        fs_local_cursor[m] = static_cast<uint32_t>(need);
+        que.fs_Plan(std::move(offsets), each, nullptr, m);
+        return true;
+    }
+
     // `num` buffer ids of `each` bytes (a pool: `num` ids, one block of `each` bytes).
     uint32_t Reserve(const char* pos_name, const char* kind, TPosition pos, uint32_t num, uint32_t each,
                      uint32_t blocks = 0) {

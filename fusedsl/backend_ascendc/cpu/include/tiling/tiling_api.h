@@ -284,43 +284,62 @@ protected:
         // 512 x 128 x 128, SetDim(2), SetFixSplit(128, 64) splits N (matmul_leakyrelu_advanced_api,
         // "按N轴分核切分2份"); 512 x 512 x 128, SetDim(2) splits M (matmul_advanced_api, "按M轴分2个核");
         // matmul_format_nd_align (128 x 7679) offsets C rows by the unaligned N, so it needs N split.
+        // An even split (every block whole but the one the unaligned M or N itself cuts short) is taken over
+        // a smaller uneven one unless that one has less than half its block or it would use half the cores or
+        // fewer: CANN's tiling takes core counts
+        // that are factors of M and N in 16-row units (asc-devkit matmul_tiling_algorithm.cpp GetDims), and
+        // samples that pass no SetTail (matmul_nbuffer33, matmul_async_iterate) read past A/B on a ragged block.
         const int32_t dim = Dim();
         if (dim < 1 || dim > static_cast<int32_t>(platform_.GetCoreNum())) {
             return ::fusedsl_cpu::Format("SetDim(%d): %s has %u cores for this kernel (GetCoreNum)", dim, tgt.name,
                                          platform_.GetCoreNum());
         }
+        const int64_t alignM = fixM_ > 0 ? fixM_ : 16, alignN = fixN_ > 0 ? fixN_ : 16;
+        struct Split {
+            int64_t cost = -1, used = 0, m = -1, n = -1, k = 0;
+            // md grows: on a full tie the earlier (smaller mDim) stays unless this block mirrors it
+            void Offer(int64_t cost_, int64_t used_, int64_t sm, int64_t sn, int64_t sk) {
+                const bool mirror = sm == n && sn == m && sm != sn && sk == k;
+                if (cost < 0 || cost_ < cost || (cost_ == cost && (used_ > used || (used_ == used && mirror)))) {
+                    cost = cost_, used = used_, m = sm, n = sn, k = sk;
+                }
+            }
+        };
+        Split any, even;
         // EnableMultiCoreSplitK adds a K split (kDim cores share each M x N block, their partial sums added
         // into C with AtomicAdd by the kernel): only kDim that cut K into equal whole fractal columns, as the
         // kernel computes singleCoreK of K on every core (no K tail is passed to it).
-        int64_t bestCost = -1, bestUsed = 0, singleM = -1, singleN = -1, singleK = k_;
         for (int64_t kd = 1; kd <= (SplitK() ? dim : 1); ++kd) {
             if (kd > 1 && k_ % (kd * c0k) != 0) {
                 continue;
             }
             const int64_t sk = k_ / kd;
+            const int64_t nUnits = CeilDiv(n_, alignN);
             for (int64_t md = 1; md <= dim / kd; ++md) {
-                int64_t nd = dim / kd / md;
-                int64_t sm = std::min<int64_t>(m_, RoundUpTo(CeilDiv(m_, md), fixM_ > 0 ? fixM_ : 16));
-                int64_t sn = std::min<int64_t>(n_, RoundUpTo(CeilDiv(n_, nd), fixN_ > 0 ? fixN_ : 16));
-                if (FixedSingleM() > 0) sm = std::min<int64_t>(m_, FixedSingleM());
-                if (FixedSingleN() > 0) sn = std::min<int64_t>(n_, FixedSingleN());
-                int64_t used = CeilDiv(m_, sm) * CeilDiv(n_, sn) * kd;
-                if (used > dim) {
-                    continue;
+                // nDim: as many as the cores allow, and the largest that divides N's units
+                int64_t ndFactor = std::min<int64_t>(dim / kd / md, nUnits);
+                while (nUnits % ndFactor != 0) {
+                    --ndFactor;
                 }
-                int64_t cost = sm * sn * sk;
-                // md grows: on a full tie the earlier (smaller mDim) stays unless this block mirrors it
-                const bool mirror = sm == singleN && sn == singleM && sm != sn && sk == singleK;
-                if (bestCost < 0 || cost < bestCost ||
-                    (cost == bestCost && (used > bestUsed || (used == bestUsed && mirror)))) {
-                    bestCost = cost;
-                    bestUsed = used;
-                    singleM = sm;
-                    singleN = sn;
-                    singleK = sk;
+                for (int64_t nd : {static_cast<int64_t>(dim / kd / md), ndFactor}) {
+                    int64_t sm = std::min<int64_t>(m_, RoundUpTo(CeilDiv(m_, md), alignM));
+                    int64_t sn = std::min<int64_t>(n_, RoundUpTo(CeilDiv(n_, nd), alignN));
+                    if (FixedSingleM() > 0) sm = std::min<int64_t>(m_, FixedSingleM());
+                    if (FixedSingleN() > 0) sn = std::min<int64_t>(n_, FixedSingleN());
+                    int64_t used = CeilDiv(m_, sm) * CeilDiv(n_, sn) * kd;
+                    if (used > dim) {
+                        continue;
+                    }
+                    const int64_t cost = sm * sn * sk;
+                    any.Offer(cost, used, sm, sn, sk);
+                    if (CeilDiv(m_, sm) * sm - m_ < alignM && CeilDiv(n_, sn) * sn - n_ < alignN) {
+                        even.Offer(cost, used, sm, sn, sk);
+                    }
                 }
             }
         }
+        const Split& best = even.cost >= 0 && even.cost <= 2 * any.cost && 2 * even.used > any.used ? even : any;
+        const int64_t singleM = best.m, singleN = best.n, singleK = best.k;
 
         if (singleM < 0) {
             return ::fusedsl_cpu::Format("SetSingleShape(%d, %d) splits M x N = %d x %d into more than SetDim(%d) "
