@@ -66,6 +66,24 @@ def test_scans_and_prod_match_numpy(shape, sp, data):
 
 
 @fuzz_settings(scale=0.04)
+@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), data=st.data(), bits=st.integers(1, 31))
+def test_int32_scans_and_products_are_exact_and_wrap_like_numpy(shape, data, bits):
+    """int32 cumsum / cumprod / prod multiply and add in int32: numpy's int32 results bit for bit,
+    wrapping included (they went through float32: 16777216 + 1 and 39 * 15 came out wrong)."""
+    x = rng.integers(-(2 ** bits), 2 ** bits, shape).astype(np.int32)
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    axes = data.draw(st.sampled_from([None, axis, tuple(range(len(shape)))]))
+    keep = data.draw(st.booleans())
+    got = fs.fused_kernel(lambda v: (fs.cumsum(v, axis=axis), fs.cumprod(v, axis=axis),
+                                     fs.prod(v, axis=axes, keepdims=keep)))(x)
+    want = (np.cumsum(x, axis).astype(np.int32), np.cumprod(x, axis).astype(np.int32),
+            np.prod(x, axis=axes, keepdims=keep).astype(np.int32))
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.int32 and np.shape(g) == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+@fuzz_settings(scale=0.04)
 @given(shape=st.lists(st.integers(1, 9), min_size=2, max_size=3), data=st.data(),
        dtype=st.sampled_from([np.float32, np.float16, np.int32, np.int8]))
 def test_flip_tril_triu_exact_for_every_dtype(shape, data, dtype):

@@ -140,6 +140,61 @@ def test_index_inputs_need_no_range_check_and_int64_buffers_past_int32_are_named
     assert info.value.loc.file == __file__ and info.value.loc.line == inspect.currentframe().f_lineno - 1
 
 
+class Mixed(torch.nn.Module):
+    """The other int64 rules: mul / sub / where / neg / abs / clamp / maximum / remainder / floor
+    division / cat and index / prod / bitwise ops, and torch's int64 prod / cumsum / cumprod of int8."""
+
+    def forward(self, a, b, idx, c):
+        p = a * b - a
+        q = torch.where(a > 0, p, -b).abs()
+        r = torch.clamp(q, max=1000) + torch.maximum(a, b)
+        s = torch.remainder(p, 7) + torch.div(p, 3, rounding_mode="floor")   # LINE: remainder
+        t = (torch.cat([a, b], 1)[:, idx] * 3).prod(1)
+        u = (a & 0xFF) | (b >> 2)
+        return p, q, r, s, t, u, c.prod(1), c.cumsum(1), c.cumprod(1)
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    rng = np.random.default_rng(3)
+    return fs.from_torch(Mixed(), torch.from_numpy(rng.integers(-9, 9, (4, 6))),
+                         torch.from_numpy(rng.integers(-9, 9, (4, 6))), torch.tensor([1, 8]),
+                         torch.from_numpy(rng.integers(-9, 9, (4, 5)).astype(np.int8)))
+
+
+@fuzz_settings(scale=0.2)
+@given(st.integers(0, 36), st.integers(0, 36), st.integers(0, 7), st.integers(0, 2 ** 32))
+def test_every_rule_gives_torch_s_answer_or_a_range_error(mixed, ea, eb, ec, seed):
+    """Soundness of the other rules: a call that returns equals torch's int64 results (the int8
+    reductions included, widened to int32 as torch widens them to int64); small inputs never
+    raise."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-(2 ** ea), 2 ** ea + 1, (4, 6))
+    b = rng.integers(-(2 ** eb), 2 ** eb + 1, (4, 6))
+    idx = rng.integers(0, 12, 2)
+    c = rng.integers(-(2 ** ec), 2 ** ec, (4, 5)).astype(np.int8)
+    want = Mixed()(*(torch.from_numpy(v) for v in (a, b, idx, c)))
+    try:
+        got = mixed(a, b, idx, c)
+    except fs.IntRangeError:
+        assert max(ea, eb) >= 7 or ec >= 5   # within these the bounds fit in int32
+        return
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).astype(np.int64), w.numpy())
+
+
+def test_integer_division_past_2_24_raises_at_the_model_line(mixed):
+    """fusedsl divides integers through float32 (exact below 2**24): a larger operand is refused,
+    even where every value fits in int32."""
+    a, b = np.full((4, 6), 2 ** 25), np.ones((4, 6), np.int64)
+    b[0, 0] = 0   # p = a * b - a reaches -2**25
+    with pytest.raises(fs.IntRangeError) as info:
+        mixed(a, b, np.array([0, 1]), np.zeros((4, 5), np.int8))
+    assert "an integer operand of aten.remainder.Scalar can reach 33554432" in info.value.message
+    assert "exactly only up to 16777216" in info.value.message and "below 2**24" in info.value.hint
+    assert info.value.loc.file == __file__ and info.value.loc.line == _line(Mixed, "remainder")
+
+
 # ---- ONNX ------------------------------------------------------------------------------------
 def _onnx_model():
     t = lambda n, s: helper.make_tensor_value_info(n, TensorProto.INT64, s)  # noqa: E731

@@ -404,6 +404,14 @@ def _to(x, *args, dtype=None, **kw):
     return fs.cast(x, _fs_dtype(dtype))
 
 
+def _widened(x, dtype=None):
+    """The input of torch's prod / cumsum / cumprod: an 8-bit integer or bool tensor is widened
+    as torch widens it (its result is int64: int32 here, which the range check watches)."""
+    if dtype is None and not x.dtype.is_float and x.dtype.name != "int32":
+        return fs.cast(x, "int32")
+    return _to(x, dtype=dtype)
+
+
 def _clamp(x, lo=None, hi=None):
     if lo is not None:
         x = fs.maximum(x, lo)
@@ -664,11 +672,11 @@ def aten_table(torch) -> dict:
         # index, scan and mask ops (fusedsl/ops/composite.py; int32 indices where torch gives int64)
         aten.argmax.default: lambda x, dim=None, keepdim=False: fs.argmax(x, axis=dim, keepdims=keepdim),
         aten.argmin.default: lambda x, dim=None, keepdim=False: fs.argmin(x, axis=dim, keepdims=keepdim),
-        aten.prod.dim_int: lambda x, dim, keepdim=False, dtype=None: fs.prod(_to(x, dtype=dtype), axis=dim,
+        aten.prod.dim_int: lambda x, dim, keepdim=False, dtype=None: fs.prod(_widened(x, dtype), axis=dim,
                                                                            keepdims=keepdim),
-        aten.prod.default: lambda x, dtype=None: fs.prod(_to(x, dtype=dtype)),
-        aten.cumsum.default: lambda x, dim, dtype=None: fs.cumsum(_to(x, dtype=dtype), axis=dim),
-        aten.cumprod.default: lambda x, dim, dtype=None: fs.cumprod(_to(x, dtype=dtype), axis=dim),
+        aten.prod.default: lambda x, dtype=None: fs.prod(_widened(x, dtype)),
+        aten.cumsum.default: lambda x, dim, dtype=None: fs.cumsum(_widened(x, dtype), axis=dim),
+        aten.cumprod.default: lambda x, dim, dtype=None: fs.cumprod(_widened(x, dtype), axis=dim),
         aten.flip.default: lambda x, dims: fs.flip(x, tuple(dims)),
         aten.tril.default: lambda x, diagonal=0: fs.tril(x, diagonal),
         aten.triu.default: lambda x, diagonal=0: fs.triu(x, diagonal),

@@ -1110,9 +1110,12 @@ def _odd(F, c):
            aten=_aten("prod.dim_int", "prod.default"), onnx=("ReduceProd",),
            doc="product over `axis`: sign from the count of negatives, magnitude exp(sum(log|x|)) "
                "(float32 rounding of log/exp: ~1e-6 relative per factor), 0 / inf / NaN like numpy; "
-               "ints exact while the product stays below 2**24")
+               "int32 exact in int32 multiplies (wrapping like numpy's int32); int8 / bool through float32, "
+               "rounded to the nearest integer (exact while the product stays below about 10**5)")
 def prod(F, x, axis=None, keepdims=False):
     axes = _axes(F, x, axis)
+    if isinstance(x, F.Tensor) and x.dtype == dt.int32:
+        return _int32_product(F, x, axes, keepdims)
     x32, back = _f32(F, x)
 
     def count(mask):
@@ -1127,10 +1130,41 @@ def prod(F, x, axis=None, keepdims=False):
     r = F.where(nz, F.where(neg, -0.0, 0.0), r)
     r = F.where(F.logical_or(nnan, F.logical_and(nz, ninf)), math.nan, r)
     out = back(r)
-    return out if x.dtype.is_float else F.cast(F.where(F.abs(r) < 2.0 ** 31, r, 0.0), x.dtype)
+    return out if x.dtype.is_float else F.cast(_nearest(F, F.where(F.abs(r) < 2.0 ** 31, r, 0.0)), x.dtype)
 
 
-def _scan(F, parts, axis, identity=-0.0):
+def _nearest(F, r):
+    """A float32 that approximates an integer, moved half a unit away from zero so that the
+    truncating cast to an integer dtype gives the nearest integer (exp(log 39 + log 15) is
+    584.99994: truncated, 584)."""
+    return F.where(r < 0.0, r - 0.5, r + 0.5)
+
+
+def _int32_product(F, x, axes, keepdims):
+    """The product over `axes` of an int32 tensor in int32 multiplies, exact and wrapping like
+    numpy's int32 product (the log / exp path rounds: 39 * 15 came out 584): the reduced axes
+    moved last and flattened, then halves multiplied pairwise, log2(n) elementwise steps."""
+    rank = x.ndim
+    keep = [d for d in range(rank) if d not in axes]
+    rest = tuple(x.shape[d] for d in keep)
+    n = _count(x, axes)
+    out_shape = tuple(1 if d in axes else x.shape[d] for d in range(rank)) if keepdims else rest
+    if n == 0:   # the empty product
+        one = x.trace.constant(1, dt.int32)
+        return F.broadcast_to(one, out_shape) if out_shape else one
+    perm = keep + list(axes)
+    y = F.transpose(x, perm) if perm != list(range(rank)) else x
+    rows = _count(x, keep)
+    y = F.reshape(y, (rows, n))
+    while n > 1:
+        half = n // 2
+        z = y[:, :half] * y[:, half:2 * half]
+        y = F.concatenate([z, y[:, 2 * half:]], axis=1) if n % 2 else z
+        n = half + n % 2
+    return F.reshape(y, out_shape)
+
+
+def _scan(F, parts, axis, identity=-0.0, combine=None):
     """Inclusive prefix sums of float32 (or, with identity 0, int32) tensors along `axis`, all
     parts at once, in log2(n) steps
     (Hillis-Steele): y += y shifted by s along the axis (-0.0 in front) for s = 1, 2, 4, ...
@@ -1152,7 +1186,8 @@ def _scan(F, parts, axis, identity=-0.0):
         # additive identity of every float: 0.0 + -0.0 would turn numpy's -0.0 sums into 0.0);
         # slices of y only, so the step is ONE kernel (a zeros piece would be one more each step)
         shifted = F.concatenate([y[:, :, :step], y[:, :, :n - step]], axis=2)
-        y = y + F.where(position >= step, shifted, identity)
+        masked = F.where(position >= step, shifted, identity)
+        y = y + masked if combine is None else combine(y, masked)
         step *= 2
     inv = [perm.index(d) for d in range(rank)]
     shape = tuple(x.shape[d] for d in perm)
@@ -1195,10 +1230,13 @@ def cumsum(F, x, axis=-1):
 
 @composite("cumprod", "reduction", dtypes="numeric", aten=_aten("cumprod.default"),
            doc="inclusive prefix products along `axis`: sign from the count of negatives so far, "
-               "magnitude exp(cumsum(log|x|)) (~1e-6 relative per factor), 0 / inf / NaN like numpy",
+               "magnitude exp(cumsum(log|x|)) (~1e-6 relative per factor), 0 / inf / NaN like numpy; int32 "
+               "exact in int32 multiplies (wrapping like numpy's int32); int8 / bool through float32, rounded",
            example="fs.cumprod(x, axis=1)")
 def cumprod(F, x, axis=-1):
     x, axis = _scan_input(F, x, axis, "cumprod")
+    if x.dtype == dt.int32:   # int32 multiplies: exact (wrapping as numpy's int32), not exp(sum(log))
+        return _scan(F, [x], axis, identity=1, combine=lambda a, b: a * b)[0]
     x32, back = _f32(F, x)
     a = F.abs(x32)
     zero, inf, nan = x32 == 0.0, a == math.inf, x32 != x32
@@ -1211,7 +1249,7 @@ def cumprod(F, x, axis=-1):
     r = F.where(ninf > 0.0, F.where(neg, -math.inf, math.inf), r)
     r = F.where(nz > 0.0, F.where(neg, -0.0, 0.0), r)
     r = F.where(F.logical_or(nnan > 0.0, F.logical_and(nz > 0.0, ninf > 0.0)), math.nan, r)
-    return back(r) if x.dtype.is_float else F.cast(r, x.dtype)
+    return back(r) if x.dtype.is_float else F.cast(_nearest(F, r), x.dtype)
 
 
 @composite("flip", "shape", dtypes="any", aten=_aten("flip.default"),
