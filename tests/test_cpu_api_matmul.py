@@ -148,14 +148,25 @@ def test_matmul_config_surface_relu_in_a_cube_only_kernel(lib):
     np.testing.assert_allclose(c.reshape(m, n), want, rtol=1e-5, atol=1e-5)
 
 
-def test_matmul_config_that_changes_c_and_is_not_modelled_is_refused(lib):
-    m, n, k = 64, 64, 32
-    a, b, bias = _operands(m, n, k, np.float16, seed=8)
-    c = np.zeros(m * n, np.float32)
+def test_partial_output_gives_each_k_step_and_refuses_iterate_all(lib):
+    # isPartialOutput: a 32 x 32 x 1024 block with baseK 512 comes out as two K steps, bias in the first;
+    # IterateAll with it is CANN's assert "IterateAll is not supported for PartialOutput"
+    m, n, k = 32, 32, 1024
+    a, b, bias = _operands(m, n, k, np.float16, seed=11)
     tiling = _tiling(lib, "Ascend910B2", m, n, k, 1, 32, 32)
-    with pytest.raises(AscendCCheckError, match=r"REGIST_MATMUL_OBJ: MatmulConfig.isPartialOutput \(C written per K "
-                                                r"step\) is not modelled"):
-        _launch(lib, "matmul_cfg_partial", 1, a, b, bias, c, tiling, "ascend910b")
+    base_k = _field(tiling, "baseK")
+    assert base_k == 512
+    c = np.zeros((2, m, n), np.float32)
+    _launch(lib, "matmul_partial", 1, a, b, bias, c, tiling, "ascend910b")
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    np.testing.assert_allclose(c[0], a32[:, :512] @ b32[:512] + bias, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(c[1], a32[:, 512:] @ b32[512:], rtol=1e-5, atol=1e-4)
+    with open(os.path.join(KERNELS, "matmul_kernels.cpp"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "LINE:relu_iterate_all" in text)
+    with pytest.raises(AscendCCheckError) as info:
+        _launch(lib, "matmul_cfg_partial", 1, a, b, bias, np.zeros(m * n, np.float32), tiling, "ascend910b")
+    assert re.search(rf"matmul_kernels\.cpp:{line}: Matmul::IterateAll\(GlobalTensor\): IterateAll is not supported "
+                     r"for PartialOutput", str(info.value)), str(info.value)
 
 
 def test_constant_tiling_with_a_null_tcubetiling_and_a_smaller_runtime_shape(lib):

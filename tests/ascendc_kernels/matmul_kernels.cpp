@@ -326,7 +326,7 @@ __aicore__ inline void ReluMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c,
     mm.SetTensorA(ag);
     mm.SetTensorB(bg);
     mm.SetBias(biasg);
-    mm.IterateAll(cg);
+    mm.IterateAll(cg);   // LINE:relu_iterate_all
     mm.End();
 }
 
@@ -602,6 +602,39 @@ extern "C" __global__ __aicore__ void matmul_co1(GM_ADDR a, GM_ADDR b, GM_ADDR b
     mm.End();
 }
 
+// MatmulConfig.isPartialOutput (MDL): every Iterate is one baseK step of a baseM x baseN tile, not summed over K;
+// GetTensorC(gm, 0, true) writes each step's tile alone at gm, the kernel puts them one after another (CANN's
+// matmul_partial_output).
+constexpr MatmulConfig kPartialMdlCfg = [] {
+    auto c = CFG_MDL;
+    c.isPartialOutput = true;
+    return c;
+}();
+
+extern "C" __global__ __aicore__ void matmul_partial(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                     GM_ADDR t) {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<StaticA, StaticA, StaticC, StaticC, kPartialMdlCfg> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a), tiling.M * tiling.Ka);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b), tiling.Kb * tiling.N);
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias), tiling.N);
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c));
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    int32_t offset = 0;
+    while (mm.Iterate()) {
+        mm.GetTensorC(cg[offset], 0, true);   // the tile alone at cg[offset]; the kernel places each
+        offset += tiling.baseM * tiling.baseN;
+    }
+    mm.End();
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -631,6 +664,7 @@ BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)
 BROKEN_ENTRY(matmul_dequant, AIC_MODE)
 BROKEN_ENTRY(matmul_sparse_b, AIC_MODE)
 BROKEN_ENTRY(matmul_split_k, AIC_MODE)
+BROKEN_ENTRY(matmul_partial, AIC_MODE)
 BROKEN_ENTRY(matmul_co1, AIC_MODE)
 BROKEN_ENTRY(matmul_trian_upper, AIC_MODE)
 BROKEN_ENTRY(matmul_trian_lower, AIC_MODE)

@@ -373,18 +373,24 @@ public:
     bool NextTile() {
         const int64_t mIter = (fs_single_m + fs_tiling.baseM - 1) / fs_tiling.baseM;
         const int64_t nIter = (fs_single_n + fs_tiling.baseN - 1) / fs_tiling.baseN;
+        // MatmulConfig.isPartialOutput: each Iterate is one baseK step of a tile, not accumulated over K;
+        // a tile's K steps come one after another
+        const int64_t kIter = fs_partial ? (fs_single_k + fs_tiling.baseK - 1) / fs_tiling.baseK : 1;
         fs_tile_index += 1;
-        if (fs_tile_index >= mIter * nIter) {
+        if (fs_tile_index >= mIter * nIter * kIter) {
             ResetIteration();
             return false;
         }
+        const int64_t tile = fs_tile_index / kIter;
+        fs_k0 = fs_partial ? fs_tile_index % kIter * fs_tiling.baseK : 0;
+        fs_tk = fs_partial ? std::min<int64_t>(fs_tiling.baseK, fs_single_k - fs_k0) : fs_single_k;
         int64_t mi, ni;
         if (fs_tiling.iterateOrder == 1) {   // N first
-            ni = fs_tile_index % nIter;
-            mi = fs_tile_index / nIter;
+            ni = tile % nIter;
+            mi = tile / nIter;
         } else {                             // M first: the samples' count % roundM
-            mi = fs_tile_index % mIter;
-            ni = fs_tile_index / mIter;
+            mi = tile % mIter;
+            ni = tile / mIter;
         }
         fs_m0 = mi * fs_tiling.baseM;
         fs_n0 = ni * fs_tiling.baseN;
@@ -408,6 +414,8 @@ public:
     int64_t fs_count = 0;
     int64_t fs_tile_index = -1;
     int64_t fs_m0 = 0, fs_n0 = 0, fs_tm = 0, fs_tn = 0;
+    bool fs_partial = false;             // MatmulConfig.isPartialOutput
+    int64_t fs_k0 = 0, fs_tk = 0;        // the K range the current Iterate sums (all of singleCoreK unless partial)
 };
 
 }  // namespace fusedsl_cpu
@@ -516,11 +524,14 @@ public:
         if constexpr (kCfgIsConfig) {
             // Config fields that change what C holds and that the CPU model does not implement.
             constexpr const MatmulConfig& cfg = fs_cfg();
-            const char* unmodelled = cfg.isPartialOutput ? "isPartialOutput (C written per K step)"
-                                     : cfg.isEnableChannelSplit ? "isEnableChannelSplit (C split into channels)"
+            const char* unmodelled = cfg.isEnableChannelSplit ? "isEnableChannelSplit (C split into channels)"
                                      : cfg.intraBlockPartSum ? "intraBlockPartSum (two AIV results summed in L0C)"
                                      : cfg.decompMode != DecompressionMode::DECOMP_NONE ? "decompMode (B decompressed)"
                                                                                          : nullptr;
+            if (cfg.isPartialOutput && !fusedsl_cpu::Target().separated) {
+                fusedsl_cpu::Fail("%s: MatmulConfig.isPartialOutput is not supported on %s (the MatmulConfig page: "
+                                  "Atlas A2/A3)", api, fusedsl_cpu::Target().name);
+            }
             if (kTriangular && !fusedsl_cpu::Target().separated) {
                 fusedsl_cpu::Fail("%s: the triangular Matmul policies (TrianUpperMatmulPolicy / TrianLowerMatmulPolicy) "
                                   "are not supported on %s (CANN's MatmulChipCap: Atlas A2/A3 only)", api,
@@ -568,6 +579,9 @@ public:
                                 fusedsl_cpu::TypeName<BiasT>(), fusedsl_cpu::TypeName<DstT>(), sizeof(SrcAT),
                                 sizeof(SrcBT), sizeof(BiasT), sizeof(DstT), kCInUb, kAInL1,
                                 fusedsl_cpu::C0Of<SrcAT>());
+        if constexpr (kCfgIsConfig) {
+            fs_partial = fs_cfg().isPartialOutput;
+        }
     }
 
     // SetSubBlockIdx page: the vector core's ID within its AI Core, for Matmul objects not set up by
@@ -918,12 +932,19 @@ public:
         // matmul_fused_manual and matmul_ibshareAB declare C in VECIN and call IterateAll(gm)), and
         // the asynchronous form writes straight to gm: no SetWorkspace (matmul_async_iterate_all).
         const char* api = "Matmul::IterateAll(GlobalTensor)";
+        if (fs_partial) {
+            fusedsl_cpu::Fail("%s: IterateAll is not supported for PartialOutput (MatmulConfig.isPartialOutput: "
+                              "fetch each K step with Iterate and GetTensorC)", api);
+        }
         if (enAtomic > 3) {
             fusedsl_cpu::Fail("%s: enAtomic = %u; 0 none, 1 add, 2 max, 3 min", api, enAtomic);
         }
+        // CANN's IterateAll (impl matmul_impl.h, v220) fetches every tile with GetTensorC(gm, enAtomic): each at
+        // its place in C whatever enSequentialWrite says
+        (void)enSequentialWrite;
         fs_in_iterate_all = true;
         while (Iterate<true>()) {
-            WriteTileToGm(api, gm, enAtomic, enSequentialWrite);
+            WriteTileToGm(api, gm, enAtomic, false);
             fs_pending = false;
         }
         fs_in_iterate_all = false;
@@ -936,6 +957,10 @@ public:
         AtSite at_site(fs_site);
         const char* api = "Matmul::IterateAll(LocalTensor)";
         PostMessage(api);
+        if (fs_partial) {
+            Fail("%s: IterateAll is not supported for PartialOutput (MatmulConfig.isPartialOutput: fetch each K step "
+                 "with Iterate and GetTensorC)", api);
+        }
         if (enAtomic != 0) {
             Fail("%s: enAtomic applies to GM destinations only", api);
         }
@@ -1171,7 +1196,7 @@ private:
         const SrcAT* a = kAInL1 || kAInUb ? fs_a_l1.fs_addr : fs_a.fs_addr;
         const SrcBT* b = fs_b.fs_addr;
         fs_acc.assign(tm * tn, Acc(0));
-        if (fs_bias_on) {
+        if (fs_bias_on && fs_k0 == 0) {   // the bias starts the K sum (a partial output's first K step)
             CheckGm("Matmul::Iterate (bias)", fs_bias, (n0 + tn) * sizeof(BiasT), true);
             for (int64_t i = 0; i < tm; ++i) {
                 for (int64_t j = 0; j < tn; ++j) {
@@ -1182,24 +1207,29 @@ private:
         }
         // A and B converted once to the accumulator type, then acc[i, :] += A[i, kk] * B[kk, :] in an
         // optimised loop (fusedsl_cpu::AccumulateRows), K summed in order as before.
-        std::vector<Acc> at(static_cast<size_t>(tm * k)), bt(static_cast<size_t>(k * tn));
+        // K values [k0, k0 + kn): all of singleCoreK, or one baseK step of a partial output
+        const int64_t k0 = fs_k0, kn = fs_tk;
+        if (kSparseB && fs_partial) {
+            Fail("Matmul::Iterate: MatmulConfig.isPartialOutput with a sparse B is not modelled by fusedsl's CPU API");
+        }
+        std::vector<Acc> at(static_cast<size_t>(tm * kn)), bt(static_cast<size_t>(kn * tn));
         if constexpr (kSparseB) {
             SparseBTile(b, bt, k, n0, tn);
         }
-        for (int64_t kk = 0; kk < k; ++kk) {
+        for (int64_t kk = k0; kk < k0 + kn; ++kk) {
             for (int64_t j = 0; j < tn && !kSparseB; ++j) {
                 const int64_t bi = fs_trans_b ? (n0 + j) * b_ld + kk : kk * b_ld + n0 + j;
-                bt[kk * tn + j] = static_cast<Acc>(CubeElem(b, static_cast<uint64_t>(bi)));
+                bt[(kk - k0) * tn + j] = static_cast<Acc>(CubeElem(b, static_cast<uint64_t>(bi)));
             }
             for (int64_t i = 0; i < tm; ++i) {
                 const int64_t ai = kAInL1 ? ((kk / c0) * h + m0 + i) * c0 + kk % c0
                                    : fs_trans_a ? kk * a_ld + m0 + i : (m0 + i) * a_ld + kk;
-                at[i * k + kk] = static_cast<Acc>(CubeElem(a, static_cast<uint64_t>(ai)));
+                at[i * kn + kk - k0] = static_cast<Acc>(CubeElem(a, static_cast<uint64_t>(ai)));
             }
         }
-        fusedsl_cpu::AccumulateRows(fs_acc.data(), at.data(), bt.data(), tm, k, tn);
-        St().gm_bytes_read += (kAInL1 || kAInUb ? 0 : BytesOf<SrcAT>(static_cast<uint64_t>(tm * k))) +
-                              BytesOf<SrcBT>(static_cast<uint64_t>(k * tn));
+        fusedsl_cpu::AccumulateRows(fs_acc.data(), at.data(), bt.data(), tm, kn, tn);
+        St().gm_bytes_read += (kAInL1 || kAInUb ? 0 : BytesOf<SrcAT>(static_cast<uint64_t>(tm * kn))) +
+                              BytesOf<SrcBT>(static_cast<uint64_t>(kn * tn));
         if constexpr (kCfgIsConfig) {
             if (fs_cfg().enableRelu) {   // the fixpipe's ReLU on the way out of L0C
                 for (Acc& v : fs_acc) {
@@ -1320,14 +1350,16 @@ private:
         if (fs_OffTriangle()) {
             return;
         }
-        // Sequential: tiles one after another, each tm x tn; otherwise at the tile's place in
-        // C with row stride N — for CubeFormat::ND_ALIGN, N rounded up to 32 bytes (矩阵乘输出的N方向
-        // 对齐: "按照N方向32字节对齐的补齐规则输出C矩阵"; the padding columns are not written here).
+        // Sequential: the tm x tn tile alone at gm's start (the GetTensorC page: "连续写，写入[baseM, baseN]",
+        // the caller places each tile; CANN's CopyOutNZ2ND takes dstOffset 0 and the tile width as stride);
+        // otherwise at the tile's place in C with row stride N — for CubeFormat::ND_ALIGN, N rounded up to
+        // 32 bytes (矩阵乘输出的N方向对齐: "按照N方向32字节对齐的补齐规则输出C矩阵"; the padding columns are not
+        // written here).
         const int64_t row_n = fs_c_ld != 0 ? fs_c_ld
                               : C_TYPE::format == CubeFormat::ND_ALIGN
                                   ? static_cast<int64_t>(RoundUp(fs_org_n, 32 / sizeof(DstT))) : fs_org_n;
         const int64_t ld = sequential ? fs_tn : row_n;
-        const int64_t start = sequential ? (fs_count - 1) * fs_tiling.baseM * fs_tiling.baseN : fs_m0 * row_n + fs_n0;
+        const int64_t start = sequential ? 0 : fs_m0 * row_n + fs_n0;
         GmBuffer* buf = CheckGm(api, gm, static_cast<uint64_t>(start + (fs_tm - 1) * ld + fs_tn) * sizeof(DstT), true);
         std::vector<DstT> out(static_cast<size_t>(fs_tn));
         for (int64_t i = 0; i < fs_tm; ++i) {
