@@ -230,3 +230,18 @@ def test_onnx_int64_against_onnxruntime_inside_and_outside_int32():
     a[0, 0] = -(2 ** 40)
     with pytest.raises(fs.IntRangeError, match=r"int64 input 'a' holds -1099511627776"):
         k(a, b)
+
+
+def test_an_int16_value_torch_would_wrap_is_refused_at_the_model_line():
+    """fusedsl computes torch's int16 in int32: where torch wraps at 16 bits the call raises."""
+    def model(x):
+        return (x.short() * 1000).float() + 0.5   # LINE: int16
+
+    k = fs.from_torch(model, torch.tensor([1, 2, 3], dtype=torch.int32))
+    small = np.array([1, -32, 7], np.int32)
+    np.testing.assert_array_equal(k(small), model(torch.from_numpy(small)).numpy())
+    with pytest.raises(fs.IntRangeError) as info:
+        k(np.array([100, 2, 3], np.int32))
+    assert "the int16 result of aten.mul.Tensor can reach 100000" in info.value.message
+    assert "torch wraps it there, fusedsl computes int16 in int32" in info.value.message
+    assert info.value.loc.file == __file__ and info.value.loc.line == _line(model, "int16")
