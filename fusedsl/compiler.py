@@ -24,7 +24,7 @@ from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleErr
 from .ir.core import Function, Module
 from .ir.ops import CALL, CONSTANT, has_trait
 from .ir.printer import print_module
-from .passes.base import PassManager, write_atomic
+from .passes.base import PassManager, gc_paused, write_atomic
 from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
@@ -966,6 +966,11 @@ def _concrete(values, sizes):
 
 
 def compile_module(graph: Module, infos, target=None, options=None) -> CompiledKernel:
+    with gc_paused():   # passes and lowering: collections walking the heap were a fifth of it (base.py)
+        return _compile_module(graph, infos, target, options)
+
+
+def _compile_module(graph: Module, infos, target=None, options=None) -> CompiledKernel:
     options = dict(options or {})
     tgt = get_target(target or DEFAULT_TARGET)
     if options.get("cann_version") is not None:   # the API spelling the printed code uses

@@ -346,6 +346,49 @@ def test_pass_manager_times_each_pass():
     assert all(seconds >= 0 for _, seconds in pm.timings)
 
 
+def test_passes_and_compiles_run_with_the_garbage_collector_paused():
+    """The cyclic collector is off while passes run (and for a whole compile) and back on after,
+    also when a pass fails; a caller that turned it off keeps it off."""
+    import gc
+
+    class Probe(Pass):
+        name = "probe"
+        seen: list = []
+
+        def run_on_function(self, fn, module):
+            Probe.seen.append(gc.isenabled())
+            return fn
+
+    assert gc.isenabled()
+    PassManager([Probe(), DCE()]).run(fs.parse_ir(ir(BROKEN_INPUT)))
+    with pytest.raises(fs.VerifyError):
+        PassManager([Probe(), Breaker()]).run(fs.parse_ir(ir(BROKEN_INPUT)))
+    assert Probe.seen == [False, False] and gc.isenabled()
+    x = np.arange(4, dtype=np.float32)
+    seen = []
+    original = canon_module.DCE.run_on_function
+
+    def dce(self, fn, module):
+        seen.append(gc.isenabled())
+        return original(self, fn, module)
+
+    canon_module.DCE.run_on_function = dce
+    try:
+        @fs.fused_kernel
+        def f(a):
+            return fs.exp(a) + 1.0
+        np.testing.assert_allclose(f(x), np.exp(x) + 1, rtol=1e-6)
+        gc.disable()
+        try:
+            f.compile(x, opt_level=1)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        canon_module.DCE.run_on_function = original
+    assert seen and not any(seen) and gc.isenabled()
+
+
 def test_dump_ir_writes_one_file_per_pass(tmp_path, monkeypatch):
     dump = tmp_path / "dump"
     monkeypatch.setenv("FUSEDSL_DUMP_IR", str(dump))
