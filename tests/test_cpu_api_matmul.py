@@ -495,3 +495,20 @@ def test_matmul_into_a_user_managed_co1(lib, small):
         line = next(i for i, text in enumerate(f, 1) if "LINE:co1_in_l1" in text)
     assert re.search(rf"matmul_kernels\.cpp:{line}: Matmul::Iterate\(LocalTensor CO1\): localCmatrix must be a tensor "
                      r"in L0C, but it is in L1", str(info.value)), str(info.value)
+
+
+def test_nz_c_in_gm_and_the_channel_split(lib, small):
+    # an NZ C in GM: column groups of c0 = 16 (8 with isEnableChannelSplit) of all 64 rows, one after another
+    a, b, bias, t = small
+    want = a.astype(np.float32) @ b.astype(np.float32) + bias
+    for entry, c0 in (("matmul_nz_gm", 16), ("matmul_nz_gm_split", 8)):
+        c = np.zeros(64 * 64, np.float32)
+        _launch(lib, entry, 1, a, b, bias, c, t, "ascend910b")
+        nz = want.reshape(64, 64 // c0, c0).transpose(1, 0, 2).reshape(-1)
+        np.testing.assert_allclose(c, nz, rtol=1e-5, atol=1e-5, err_msg=entry)
+    with open(os.path.join(KERNELS, "matmul_kernels.cpp"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "LINE:split_nd" in text)
+    with pytest.raises(AscendCCheckError) as info:
+        _launch(lib, "matmul_split_nd", 1, a, b, bias, np.zeros(64 * 64, np.float32), t, "ascend910b")
+    assert re.search(rf"matmul_kernels\.cpp:{line}: REGIST_MATMUL_OBJ: MatmulConfig.isEnableChannelSplit needs C in "
+                     r"GM, CubeFormat::NZ and float", str(info.value)), str(info.value)

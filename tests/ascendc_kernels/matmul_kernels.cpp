@@ -635,6 +635,46 @@ extern "C" __global__ __aicore__ void matmul_partial(GM_ADDR a, GM_ADDR b, GM_AD
     mm.End();
 }
 
+// C in GM as CubeFormat::NZ: column groups of 16 (8 with isEnableChannelSplit) of all M rows, orgM * c0 apart
+// (CANN's matmul_channelsplit_output); split_nd: the channel split with an ND C, which is refused.
+constexpr MatmulConfig kChannelSplitCfg = [] {
+    auto c = CFG_NORM;
+    c.isEnableChannelSplit = true;
+    return c;
+}();
+
+template <const auto& CFG, CubeFormat C_FORMAT>
+__aicore__ inline void NzMatmul(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws, GM_ADDR t) {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<StaticA, StaticA, MatmulType<AscendC::TPosition::GM, C_FORMAT, float>, StaticC, CFG> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);   // LINE:split_nd
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a), tiling.M * tiling.Ka);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b), tiling.Kb * tiling.N);
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias), tiling.N);
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c), tiling.M * tiling.N);
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    mm.IterateAll(cg);
+    mm.End();
+}
+
+extern "C" __global__ __aicore__ void matmul_nz_gm(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws, GM_ADDR t) {
+    NzMatmul<CFG_NORM, CubeFormat::NZ>(a, b, bias, c, ws, t);
+}
+extern "C" __global__ __aicore__ void matmul_nz_gm_split(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                         GM_ADDR t) {
+    NzMatmul<kChannelSplitCfg, CubeFormat::NZ>(a, b, bias, c, ws, t);
+}
+extern "C" __global__ __aicore__ void matmul_split_nd(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                      GM_ADDR t) {
+    NzMatmul<kChannelSplitCfg, CubeFormat::ND>(a, b, bias, c, ws, t);
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -664,6 +704,9 @@ BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)
 BROKEN_ENTRY(matmul_dequant, AIC_MODE)
 BROKEN_ENTRY(matmul_sparse_b, AIC_MODE)
 BROKEN_ENTRY(matmul_split_k, AIC_MODE)
+BROKEN_ENTRY(matmul_nz_gm, AIC_MODE)
+BROKEN_ENTRY(matmul_nz_gm_split, AIC_MODE)
+BROKEN_ENTRY(matmul_split_nd, AIC_MODE)
 BROKEN_ENTRY(matmul_partial, AIC_MODE)
 BROKEN_ENTRY(matmul_co1, AIC_MODE)
 BROKEN_ENTRY(matmul_trian_upper, AIC_MODE)

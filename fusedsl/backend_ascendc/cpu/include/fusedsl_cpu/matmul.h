@@ -524,8 +524,13 @@ public:
         if constexpr (kCfgIsConfig) {
             // Config fields that change what C holds and that the CPU model does not implement.
             constexpr const MatmulConfig& cfg = fs_cfg();
-            const char* unmodelled = cfg.isEnableChannelSplit ? "isEnableChannelSplit (C split into channels)"
-                                     : cfg.intraBlockPartSum ? "intraBlockPartSum (two AIV results summed in L0C)"
+            if (cfg.isEnableChannelSplit &&
+                (C_TYPE::format != CubeFormat::NZ || !std::is_same_v<DstT, float> || C_TYPE::pos != TPosition::GM ||
+                 !fusedsl_cpu::Target().separated)) {
+                fusedsl_cpu::Fail("%s: MatmulConfig.isEnableChannelSplit needs C in GM, CubeFormat::NZ and float (the "
+                                  "MatmulConfig page), on Atlas A2/A3", api);
+            }
+            const char* unmodelled = cfg.intraBlockPartSum ? "intraBlockPartSum (two AIV results summed in L0C)"
                                      : cfg.decompMode != DecompressionMode::DECOMP_NONE ? "decompMode (B decompressed)"
                                                                                          : nullptr;
             if (cfg.isPartialOutput && !fusedsl_cpu::Target().separated) {
@@ -581,6 +586,7 @@ public:
                                 fusedsl_cpu::C0Of<SrcAT>());
         if constexpr (kCfgIsConfig) {
             fs_partial = fs_cfg().isPartialOutput;
+            fs_channel_split = fs_cfg().isEnableChannelSplit;
         }
     }
 
@@ -1350,41 +1356,62 @@ private:
         if (fs_OffTriangle()) {
             return;
         }
-        // Sequential: the tm x tn tile alone at gm's start (the GetTensorC page: "连续写，写入[baseM, baseN]",
+        // ND: sequential, the tm x tn tile alone at gm's start (the GetTensorC page: "连续写，写入[baseM, baseN]",
         // the caller places each tile; CANN's CopyOutNZ2ND takes dstOffset 0 and the tile width as stride);
         // otherwise at the tile's place in C with row stride N — for CubeFormat::ND_ALIGN, N rounded up to
         // 32 bytes (矩阵乘输出的N方向对齐: "按照N方向32字节对齐的补齐规则输出C矩阵"; the padding columns are not
         // written here).
-        const int64_t row_n = fs_c_ld != 0 ? fs_c_ld
-                              : C_TYPE::format == CubeFormat::ND_ALIGN
-                                  ? static_cast<int64_t>(RoundUp(fs_org_n, 32 / sizeof(DstT))) : fs_org_n;
-        const int64_t ld = sequential ? fs_tn : row_n;
-        const int64_t start = sequential ? 0 : fs_m0 * row_n + fs_n0;
-        GmBuffer* buf = CheckGm(api, gm, static_cast<uint64_t>(start + (fs_tm - 1) * ld + fs_tn) * sizeof(DstT), true);
-        std::vector<DstT> out(static_cast<size_t>(fs_tn));
-        for (int64_t i = 0; i < fs_tm; ++i) {
-            DstT* row = gm.fs_addr + start + i * ld;
-            for (int64_t j = 0; j < fs_tn; ++j) {
-                auto v = fs_Out(fs_acc[i * fs_tn + j], j);
-                if (atomic != 0) {
-                    auto old = ToCompute(row[j]);
-                    v = atomic == 1 ? static_cast<Compute<DstT>>(old + v) : atomic == 2 ? std::max(old, v)
-                                                                                       : std::min(old, v);
+        // NZ (CANN's CopyOutNZ2NZ): column groups of c0 (16; 8 with isEnableChannelSplit; 32 for 8-bit C), each
+        // a column of rows c0 elements apart; the groups orgM * c0 apart (channel split: orgM rounded up to 16)
+        // and the tile at n0 * that + m0 * c0; sequential: the tile alone, groups RoundUp(tm, 16) * c0 apart.
+        int64_t c0 = fs_tn, group_stride = 0, row_stride = 0, start = 0;
+        if constexpr (C_TYPE::format == CubeFormat::NZ) {
+            c0 = fs_channel_split ? 8 : sizeof(DstT) == 1 ? 32 : 16;
+            row_stride = c0;
+            const int64_t height = fs_channel_split ? RoundUp(fs_org_m, 16) : fs_org_m;
+            group_stride = sequential ? RoundUp(fs_tm, 16) * c0 : height * c0;
+            start = sequential ? 0 : fs_n0 * height + fs_m0 * c0;
+        } else {
+            const int64_t row_n = fs_c_ld != 0 ? fs_c_ld
+                                  : C_TYPE::format == CubeFormat::ND_ALIGN
+                                      ? static_cast<int64_t>(RoundUp(fs_org_n, 32 / sizeof(DstT))) : fs_org_n;
+            row_stride = sequential ? fs_tn : row_n;
+            start = sequential ? 0 : fs_m0 * row_n + fs_n0;
+        }
+        const int64_t groups = (fs_tn + c0 - 1) / c0;
+        const int64_t last_w = fs_tn - (groups - 1) * c0;
+        GmBuffer* buf = CheckGm(api, gm, static_cast<uint64_t>(start + (groups - 1) * group_stride +
+                                                               (fs_tm - 1) * row_stride + (groups == 1 ? fs_tn : last_w)) *
+                                             sizeof(DstT), true);
+        std::vector<DstT> out(static_cast<size_t>(std::min(c0, fs_tn)));
+        for (int64_t g = 0; g < groups; ++g) {
+            const int64_t w = std::min(c0, fs_tn - g * c0);
+            for (int64_t i = 0; i < fs_tm; ++i) {
+                DstT* row = gm.fs_addr + start + g * group_stride + i * row_stride;
+                for (int64_t jj = 0; jj < w; ++jj) {
+                    const int64_t j = g * c0 + jj;
+                    auto v = fs_Out(fs_acc[i * fs_tn + j], j);
+                    if (atomic != 0) {
+                        auto old = ToCompute(row[jj]);
+                        v = atomic == 1 ? static_cast<Compute<DstT>>(old + v) : atomic == 2 ? std::max(old, v)
+                                                                                           : std::min(old, v);
+                    }
+                    out[jj] = FromCompute<DstT>(v);
                 }
-                out[j] = FromCompute<DstT>(v);
+                if (atomic == 0) {
+                    // the row's new bytes: a core writing what another already wrote there is a benign race
+                    // (two AIVs sharing A and B through IBShare get the same tile: CANN's matmul_ibshareAB)
+                    NoteGmWrite(api, buf, reinterpret_cast<uint8_t*>(row), w * sizeof(DstT), false,
+                                reinterpret_cast<const uint8_t*>(out.data()));
+                }
+                std::memcpy(row, out.data(), static_cast<size_t>(w) * sizeof(DstT));
             }
-            if (atomic == 0) {
-                // the row's new bytes: a core writing what another already wrote there is a benign race
-                // (two AIVs sharing A and B through IBShare get the same tile: CANN's matmul_ibshareAB)
-                NoteGmWrite(api, buf, reinterpret_cast<uint8_t*>(row), fs_tn * sizeof(DstT), false,
-                            reinterpret_cast<const uint8_t*>(out.data()));
-            }
-            std::memcpy(row, out.data(), static_cast<size_t>(fs_tn) * sizeof(DstT));
         }
         St().gm_bytes_written += static_cast<uint64_t>(fs_tm * fs_tn) * sizeof(DstT);
     }
 
     bool fs_in_iterate_all = false;   // Iterate called by IterateAll (NBuffer33 allows no other)
+    bool fs_channel_split = false;    // MatmulConfig.isEnableChannelSplit: NZ C in 16 x 8 fractals
     GM_ADDR fs_workspace = nullptr;   // SetWorkspace's GM: where IterateNBatch puts C
     uint64_t fs_workspace_bytes = 0;
     int64_t fs_lda = 0, fs_ldb = 0, fs_c_ld = 0;   // a batch matmul's BSNGD row strides (0: the org shape's)
@@ -1446,12 +1473,16 @@ private:
 namespace fusedsl_cpu {
 
 template <class P, class W>
-inline void RegistMatmulObjs(P*, W) {}
+inline void RegistMatmulObjs(Site, P*, W) {}
 
+// site: the kernel line of the REGIST_MATMUL_OBJ, where its checks report
 template <class P, class W, class MM, class... Rest>
-inline void RegistMatmulObjs(P* pipe, W workspace, MM& mm, const TCubeTiling* tiling, Rest&&... rest) {
-    mm.fs_Register(pipe, workspace, tiling, "REGIST_MATMUL_OBJ", true);
-    RegistMatmulObjs(pipe, workspace, rest...);
+inline void RegistMatmulObjs(Site site, P* pipe, W workspace, MM& mm, const TCubeTiling* tiling, Rest&&... rest) {
+    {
+        AtSite at(site);
+        mm.fs_Register(pipe, workspace, tiling, "REGIST_MATMUL_OBJ", true);
+    }
+    RegistMatmulObjs(site, pipe, workspace, rest...);
 }
 
 }  // namespace fusedsl_cpu
@@ -1472,4 +1503,4 @@ namespace fusedsl_cpu {
 #endif
 #define REGIST_MATMUL_OBJ(tpipe, workspace, ...)                                                       \
     ((FUSEDSL_MM_AIC_SERVES && ::fusedsl_cpu::RT().on_aic ? throw ::fusedsl_cpu::KernelReturn{} : (void)0), \
-     ::fusedsl_cpu::RegistMatmulObjs(tpipe, workspace, __VA_ARGS__))
+     ::fusedsl_cpu::RegistMatmulObjs(::fusedsl_cpu::Site(), tpipe, workspace, __VA_ARGS__))
