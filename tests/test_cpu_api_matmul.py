@@ -512,3 +512,15 @@ def test_nz_c_in_gm_and_the_channel_split(lib, small):
         _launch(lib, "matmul_split_nd", 1, a, b, bias, np.zeros(64 * 64, np.float32), t, "ascend910b")
     assert re.search(rf"matmul_kernels\.cpp:{line}: REGIST_MATMUL_OBJ: MatmulConfig.isEnableChannelSplit needs C in "
                      r"GM, CubeFormat::NZ and float", str(info.value)), str(info.value)
+
+
+def test_copy_callbacks_fill_the_l1_blocks(lib):
+    # MatmulCallBackFunc<nullptr, CopyA1, CopyB1>: the kernel's own functions bring each A and B base block into
+    # L1 (NZ); the product is the same as the Matmul's own copies.  K = 1024: two baseK = 512 blocks per tile
+    a, b, bias = _operands(64, 64, 1024, np.float16, seed=12)
+    t = _tiling(lib, "Ascend910B2", 64, 64, 1024, 1, 32, 32)
+    assert _field(t, "baseK") == 512
+    c = np.zeros((64, 64), np.float32)
+    stats = _launch(lib, "matmul_callbacks", 1, a, b, bias, c, t, "ascend910b")
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + bias, rtol=1e-5, atol=1e-5)
+    assert stats.gm_bytes_read > 0

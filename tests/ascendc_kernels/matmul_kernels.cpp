@@ -675,6 +675,55 @@ extern "C" __global__ __aicore__ void matmul_split_nd(GM_ADDR a, GM_ADDR b, GM_A
     NzMatmul<kChannelSplitCfg, CubeFormat::ND>(a, b, bias, c, ws, t);
 }
 
+// Copy callbacks (MatmulCallBackFunc<nullptr, CopyA1, CopyB1>): the Matmul asks the kernel for each base block of
+// A (row = M block, col = K block) and B (row = K block, col = N block) in L1, NZ; these fill them from GM with
+// Nd2Nz, A's rows orgKa (SetUserDefInfo) apart, B's from the GM address SetSelfDefineData gives.
+__aicore__ inline void CopyA1ByRows(const AscendC::LocalTensor<int8_t>& aMatrix, const __gm__ void* gm, int row, int col,
+                                    int useM, int useK, const uint64_t tilingPtr, const uint64_t dataPtr) {
+    (void)dataPtr;
+    const int ka = static_cast<int>(tilingPtr);
+    AscendC::GlobalTensor<half> src;
+    src.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(const_cast<__gm__ void*>(gm)));
+    const int baseM = 32, baseK = useK;   // the small tiling's baseM; col counts whole baseK blocks
+    AscendC::Nd2NzParams p{1, static_cast<uint16_t>(useM), static_cast<uint16_t>(useK), 0, static_cast<uint16_t>(ka),
+                           static_cast<uint16_t>((useM + 15) / 16 * 16), 1, 0};
+    AscendC::DataCopy(aMatrix.ReinterpretCast<half>(), src[row * baseM * ka + col * baseK], p);
+}
+__aicore__ inline void CopyB1FromData(const AscendC::LocalTensor<int8_t>& bMatrix, const __gm__ void* gm, int row,
+                                      int col, int useK, int useN, const uint64_t tilingPtr, const uint64_t dataPtr) {
+    (void)gm;
+    (void)tilingPtr;
+    AscendC::GlobalTensor<half> src;
+    src.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(dataPtr));
+    const int n = 64, baseN = 32;   // the small problem's N and baseN
+    AscendC::Nd2NzParams p{1, static_cast<uint16_t>(useK), static_cast<uint16_t>(useN), 0, static_cast<uint16_t>(n),
+                           static_cast<uint16_t>((useK + 15) / 16 * 16), 1, 0};
+    AscendC::DataCopy(bMatrix.ReinterpretCast<half>(), src[row * useK * n + col * baseN], p);
+}
+
+extern "C" __global__ __aicore__ void matmul_callbacks(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws,
+                                                       GM_ADDR t) {
+    AscendC::TPipe pipe;
+    TCubeTiling tiling;
+    CopyTiling(&tiling, t);
+    Matmul<StaticA, StaticA, StaticC, StaticC, CFG_NORM,
+           AscendC::MatmulCallBackFunc<nullptr, CopyA1ByRows, CopyB1FromData>> mm;
+    REGIST_MATMUL_OBJ(&pipe, ws, mm, &tiling);
+    AscendC::GlobalTensor<half> ag, bg;
+    AscendC::GlobalTensor<float> biasg, cg;
+    ag.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a), tiling.M * tiling.Ka);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(b), tiling.Kb * tiling.N);
+    biasg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(bias), tiling.N);
+    cg.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c), tiling.M * tiling.N);
+    mm.SetUserDefInfo(tiling.Ka);
+    mm.SetSelfDefineData(reinterpret_cast<uint64_t>(b));
+    mm.SetTensorA(ag);
+    mm.SetTensorB(bg);
+    mm.SetBias(biasg);
+    mm.IterateAll(cg);
+    mm.End();
+}
+
 #define BROKEN_ENTRY(name, mode)                                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {                           \
         AscendC::SetKernelMode(KernelMode::mode);                                                       \
@@ -704,6 +753,7 @@ BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)
 BROKEN_ENTRY(matmul_dequant, AIC_MODE)
 BROKEN_ENTRY(matmul_sparse_b, AIC_MODE)
 BROKEN_ENTRY(matmul_split_k, AIC_MODE)
+BROKEN_ENTRY(matmul_callbacks, AIC_MODE)
 BROKEN_ENTRY(matmul_nz_gm, AIC_MODE)
 BROKEN_ENTRY(matmul_nz_gm_split, AIC_MODE)
 BROKEN_ENTRY(matmul_split_nd, AIC_MODE)

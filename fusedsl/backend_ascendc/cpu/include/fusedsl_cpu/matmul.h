@@ -42,11 +42,19 @@ inline T CeilAlign(T num1, T num2) {
     return Ceil(num1, num2) * num2;
 }
 
-// User callbacks that replace the API's own GM->L1 copies and C write-back.  Only the default
-// (all null) is modelled: a kernel that passes one gets a located error at compile time.
+// User callbacks that replace the API's own GM->L1 copies and C write-back (the MatmulCallBackFunc page).
+// CopyA1 / CopyB1 are modelled: for each base block of A (row = its M block, col = its K block, useM x useK)
+// and of B (row = K block, col = N block, useK x useN) the Matmul calls the function with an L1 tensor to fill
+// with the block in NZ (c0-element column groups of the block's rows rounded up to 16) and reads the block
+// from there, with SetUserDefInfo's and SetSelfDefineData's values; DataCopyOut is not modelled (refused at
+// compile time).
+using MatmulCopyInFunc = void (*)(const LocalTensor<int8_t>&, const __gm__ void*, int, int, int, int, const uint64_t,
+                                  const uint64_t);
 template <auto DataCopyOutFunc = nullptr, auto CopyA1Func = nullptr, auto CopyB1Func = nullptr>
 struct MatmulCallBackFunc {
-    static constexpr bool fs_default = DataCopyOutFunc == nullptr && CopyA1Func == nullptr && CopyB1Func == nullptr;
+    static constexpr bool fs_copy_out = DataCopyOutFunc != nullptr;
+    static constexpr MatmulCopyInFunc fs_copy_a1 = CopyA1Func;
+    static constexpr MatmulCopyInFunc fs_copy_b1 = CopyB1Func;
 };
 
 // GetMmDstType<A>::Type: the L0C (accumulator) type of a Matmul with A of type T, for a user-managed CO1.
@@ -443,8 +451,10 @@ template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, co
           class MM_CB = MatmulCallBackFunc<>,
           template <const auto&, typename...> class MATMUL_POLICY = Impl::Detail::MatmulPolicy>
 class Matmul : public fusedsl_cpu::MatmulBase {
-    static_assert(MM_CB::fs_default, "Matmul with user callbacks (MatmulCallBackFunc with copy functions) is not "
-                                     "modelled by fusedsl's CPU implementation of the Ascend C API");
+    static_assert(!MM_CB::fs_copy_out, "a Matmul DataCopyOut callback (MatmulCallBackFunc's first function) is not "
+                                       "modelled by fusedsl's CPU implementation of the Ascend C API");
+    static constexpr bool kCopyA1 = MM_CB::fs_copy_a1 != nullptr;
+    static constexpr bool kCopyB1 = MM_CB::fs_copy_b1 != nullptr;
     static constexpr Impl::Detail::FsPolicyKind kPolicy = MATMUL_POLICY<MM_CFG>::fs_kind;
     static constexpr bool kNBuffer33 = kPolicy == Impl::Detail::FsPolicyKind::NBUFFER_33;
     static constexpr bool kTriangular = kPolicy == Impl::Detail::FsPolicyKind::UPPER_TRIANGULAR ||
@@ -521,6 +531,11 @@ public:
 
     template <class W>
     void fs_Register(TPipe* pipe, W workspace, const TCubeTiling* tiling, const char* api, bool need_workspace) {
+        fs_pipe = pipe;
+        if constexpr (kCopyA1 || kCopyB1) {
+            static_assert(!kCfgIsConfig || !fs_cfg().doMultiDataLoad,
+                          "Matmul copy callbacks are modelled for the NORM template (base blocks one at a time)");
+        }
         if constexpr (kCfgIsConfig) {
             // Config fields that change what C holds and that the CPU model does not implement.
             constexpr const MatmulConfig& cfg = fs_cfg();
@@ -768,6 +783,10 @@ public:
     void SetWorkspace(const GlobalTensor<T>& ws) {
         SetWorkspace(reinterpret_cast<GM_ADDR>(ws.fs_addr), static_cast<int>(ws.GetSize() * sizeof(T)));
     }
+    // SetUserDefInfo / SetSelfDefineData pages: values handed to the copy callbacks (tilingPtr, dataPtr).
+    void SetUserDefInfo(const uint64_t tilingPtr) { fs_user_def_info = tilingPtr; }
+    void SetSelfDefineData(const uint64_t dataPtr) { fs_self_define_data = dataPtr; }
+
     void SetWorkspace(GM_ADDR ws, int size) {
         RequireRegistered("SetWorkspace");
         if (ws == nullptr || size <= 0) {
@@ -1186,10 +1205,15 @@ private:
                 CheckWritten(api, "A", off + static_cast<uint32_t>((m0 + i) * fs_org_ka * sizeof(SrcAT)),
                              k * sizeof(SrcAT));
             }
-        } else {
+        } else if constexpr (!kCopyA1) {   // a CopyA1 callback reads A itself
             CheckGm("Matmul::Iterate (A)", fs_a, BytesOf<SrcAT>(a_end), true);
         }
-        CheckGm("Matmul::Iterate (B)", fs_b, BytesOf<SrcBT>(b_end), true);
+        if constexpr (!kCopyB1) {
+            CheckGm("Matmul::Iterate (B)", fs_b, BytesOf<SrcBT>(b_end), true);
+        }
+        if ((kCopyA1 && fs_trans_a) || (kCopyB1 && fs_trans_b)) {
+            Fail("Matmul::Iterate: a copy callback with a transposed A or B is not modelled by fusedsl's CPU API");
+        }
         if constexpr (kIsB4<SrcAT>) {
             // The Matmul使用说明 page: with int4b_t A and B "矩阵内轴的数据个数必须为偶数" (two values per byte).
             const int64_t inner_a = a_ld, inner_b = b_ld;
@@ -1223,23 +1247,87 @@ private:
             SparseBTile(b, bt, k, n0, tn);
         }
         for (int64_t kk = k0; kk < k0 + kn; ++kk) {
-            for (int64_t j = 0; j < tn && !kSparseB; ++j) {
+            for (int64_t j = 0; j < tn && !kSparseB && !kCopyB1; ++j) {
                 const int64_t bi = fs_trans_b ? (n0 + j) * b_ld + kk : kk * b_ld + n0 + j;
                 bt[(kk - k0) * tn + j] = static_cast<Acc>(CubeElem(b, static_cast<uint64_t>(bi)));
             }
-            for (int64_t i = 0; i < tm; ++i) {
+            for (int64_t i = 0; i < tm && !kCopyA1; ++i) {
                 const int64_t ai = kAInL1 ? ((kk / c0) * h + m0 + i) * c0 + kk % c0
                                    : fs_trans_a ? kk * a_ld + m0 + i : (m0 + i) * a_ld + kk;
                 at[i * kn + kk - k0] = static_cast<Acc>(CubeElem(a, static_cast<uint64_t>(ai)));
             }
         }
+        if constexpr (kCopyA1 || kCopyB1) {
+            CopyInByCallback(at, bt, k0, kn);
+        }
         fusedsl_cpu::AccumulateRows(fs_acc.data(), at.data(), bt.data(), tm, kn, tn);
-        St().gm_bytes_read += (kAInL1 || kAInUb ? 0 : BytesOf<SrcAT>(static_cast<uint64_t>(tm * kn))) +
-                              BytesOf<SrcBT>(static_cast<uint64_t>(kn * tn));
+        // (a callback's own DataCopy counts what it reads)
+        St().gm_bytes_read += (kAInL1 || kAInUb || kCopyA1 ? 0 : BytesOf<SrcAT>(static_cast<uint64_t>(tm * kn))) +
+                              (kCopyB1 ? 0 : BytesOf<SrcBT>(static_cast<uint64_t>(kn * tn)));
         if constexpr (kCfgIsConfig) {
             if (fs_cfg().enableRelu) {   // the fixpipe's ReLU on the way out of L0C
                 for (Acc& v : fs_acc) {
                     v = v < Acc(0) ? Acc(0) : v;
+                }
+            }
+        }
+    }
+
+    // The copy callbacks (MatmulCallBackFunc): per baseK block of the tile's K range, the user's function fills an
+    // L1 block (NZ: column groups of c0 elements, rows rounded up to 16) placed after the TPipe's L1 plan, and the
+    // tile's A rows / B columns are read from it (every element read must have been written).
+    void CopyInByCallback(std::vector<Acc>& at, std::vector<Acc>& bt, int64_t k0, int64_t kn) {
+        using namespace fusedsl_cpu;
+        const char* api = "Matmul::Iterate (copy callback)";
+        const int64_t tm = fs_tm, tn = fs_tn, base_k = fs_tiling.baseK;
+        const uint32_t at_l1 = fs_pipe != nullptr ? static_cast<uint32_t>(RoundUp(fs_pipe->fs_local_cursor[kMemL1], 32))
+                                                  : 0u;
+        auto block = [&](uint64_t bytes) {
+            const uint64_t cap = LocalMemBytes(kMemL1) - (fs_pipe != nullptr ? fs_pipe->fs_tscm_bytes : 0);
+            if (at_l1 + bytes > cap) {
+                Fail("%s: the %llu-byte L1 block for the callback does not fit after the TPipe's L1 plan (%u of %llu "
+                     "bytes)", api, static_cast<unsigned long long>(bytes), at_l1, static_cast<unsigned long long>(cap));
+            }
+            uint8_t* p = LocalMemBase(kMemL1) + at_l1;
+            std::memset(p, 0xFF, bytes);
+            std::memset(CurCore().local_written.data() + (p - CurCore().local.data()), 0, bytes);
+            return LocalTensor<int8_t>(TPosition::A1, at_l1, static_cast<uint32_t>(bytes));
+        };
+        auto read = [&](const LocalTensor<int8_t>& l1, auto tag, int64_t rows, int64_t r, int64_t col) {
+            using T = decltype(tag);
+            constexpr int64_t c = 32 / sizeof(T);
+            const uint64_t at_byte = static_cast<uint64_t>(((col / c) * RoundUp(rows, 16) + r) * c + col % c) *
+                                     sizeof(T);
+            CheckLocalWritten(api, "the L1 block", CurCore().local_at[kMemL1] + at_l1 + at_byte, sizeof(T));
+            T v;
+            std::memcpy(&v, reinterpret_cast<const uint8_t*>(l1.fs_addr) + at_byte, sizeof(T));
+            return static_cast<Acc>(ToCompute(v));
+        };
+        for (int64_t ks = k0; ks < k0 + kn; ks += base_k) {
+            const int64_t w = std::min(base_k, k0 + kn - ks);
+            const int kb = static_cast<int>(ks / base_k);
+            if constexpr (kCopyA1) {   // A block (mi, kb): useM x useK, rows tm
+                constexpr int64_t c = 32 / sizeof(SrcAT);
+                LocalTensor<int8_t> l1 = block(static_cast<uint64_t>(RoundUp(tm, 16) * RoundUp(w, c)) * sizeof(SrcAT));
+                MM_CB::fs_copy_a1(l1, reinterpret_cast<const __gm__ void*>(fs_a.fs_addr),
+                                  static_cast<int>(fs_m0 / fs_tiling.baseM), kb, static_cast<int>(tm),
+                                  static_cast<int>(w), fs_user_def_info, fs_self_define_data);
+                for (int64_t i = 0; i < tm; ++i) {
+                    for (int64_t kk = 0; kk < w; ++kk) {
+                        at[i * kn + ks - k0 + kk] = read(l1, SrcAT{}, tm, i, kk);
+                    }
+                }
+            }
+            if constexpr (kCopyB1) {   // B block (kb, ni): useK x useN, rows w
+                constexpr int64_t c = 32 / sizeof(SrcBT);
+                LocalTensor<int8_t> l1 = block(static_cast<uint64_t>(RoundUp(w, 16) * RoundUp(tn, c)) * sizeof(SrcBT));
+                MM_CB::fs_copy_b1(l1, reinterpret_cast<const __gm__ void*>(fs_b.fs_addr), kb,
+                                  static_cast<int>(fs_n0 / fs_tiling.baseN), static_cast<int>(w),
+                                  static_cast<int>(tn), fs_user_def_info, fs_self_define_data);
+                for (int64_t kk = 0; kk < w; ++kk) {
+                    for (int64_t j = 0; j < tn; ++j) {
+                        bt[(ks - k0 + kk) * tn + j] = read(l1, SrcBT{}, w, kk, j);
+                    }
                 }
             }
         }
@@ -1411,6 +1499,8 @@ private:
     }
 
     bool fs_in_iterate_all = false;   // Iterate called by IterateAll (NBuffer33 allows no other)
+    uint64_t fs_user_def_info = 0, fs_self_define_data = 0;   // for the copy callbacks
+    TPipe* fs_pipe = nullptr;         // the REGIST_MATMUL_OBJ / Init pipe: where a callback's L1 block goes
     bool fs_channel_split = false;    // MatmulConfig.isEnableChannelSplit: NZ C in 16 x 8 fractals
     GM_ADDR fs_workspace = nullptr;   // SetWorkspace's GM: where IterateNBatch puts C
     uint64_t fs_workspace_bytes = 0;
