@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from ..lower.vector import compute_dtype
-from ..lower.cube import TCUBE_FIELDS, CubeSchedule, wraps_in_half
+from ..lower.cube import TCUBE_FIELDS, CubeSchedule, wraps_in_float, wraps_in_half
 from ..lower.row import allocate_row_values, temp_pool
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, name_temporaries, rename_stmt, scalar_ctype
@@ -158,6 +158,8 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
             rows += [(dt.int32, "wrapm"), (dt.float32, "wrapf"), (dt.float16, "wraph")]
         if any(wraps_in_half(op, self.t) for op in self.s.epilogue):   # _wrap_half_int8's row
             rows.append((dt.float16, "wrap8"))
+        if any(wraps_in_float(op, self.t) for op in self.s.epilogue):   # _wrap_float_int8's row
+            rows.append((dt.float32, "wrap8f"))
         members += [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_{nm};" for _, nm in rows]
         if not self.t.separated:
             members.append("    AscendC::TBuf<AscendC::TPosition::VECCALC> b_mmws;   // 310P: C passes through UB")
@@ -528,16 +530,44 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
             L += [f"    AscendC::Duplicate({buf}, {literal(value, d)}, tiling.baseN + {self.slack});",
                   "    AscendC::PipeBarrier<PIPE_V>();"]
         stmts = [rename_stmt(st, names, scalars) for st in sched.stmts]
-        last = stmts[-1] if stmts else None
-        wrap = (wraps_in_half(op, self.t) and last.op == "cast" and last.src_dtype == dt.float16
-                and last.dtype == dt.int8 and last.srcs[0].startswith("tmp_"))
-        for st in stmts[:-1] if wrap else stmts:
+        # an int8 result narrowed by saturating casts from an exact value: wrapped first (numpy's int8)
+        at, wrap = len(stmts), None
+        if stmts and self._narrows(stmts[-1], dt.float16) and wraps_in_half(op, self.t):
+            at, wrap = len(stmts) - 1, self._wrap_half_int8(stmts[-1].srcs[0])
+        elif len(stmts) > 1 and self._narrows(stmts[-1], dt.float16) and wraps_in_float(op, self.t) \
+                and stmts[-2].op == "cast" and stmts[-2].src_dtype == dt.float32 \
+                and stmts[-2].dst == stmts[-1].srcs[0] and stmts[-2].srcs[0].startswith("tmp_"):
+            at, wrap = len(stmts) - 2, self._wrap_float_int8(stmts[-2].srcs[0])
+        for i, st in enumerate(stmts):
+            if i == at:   # the exact value wrapped to int8's range, then the (now exact) casts
+                L += ["    " + line for line in wrap]
             L += self._stmt(st, 4)
-        if wrap:   # the exact half value wrapped to int8's range, then the (now exact) cast
-            L += ["    " + line for line in self._wrap_half_int8(last.srcs[0])]
-            L += self._stmt(last, 4)
         L.append("}")
         return L
+
+    @staticmethod
+    def _narrows(st, src) -> bool:
+        """st is the cast of a step's temporary of dtype src to its int8 result."""
+        return st.op == "cast" and st.src_dtype == src and st.dtype == dt.int8 and st.srcs[0].startswith("tmp_")
+
+    @staticmethod
+    def _wrap_float_int8(v: str) -> list[str]:
+        """The integer product P in the float row `v` (|P| <= 16384: an int8 mul, exact in float32)
+        wrapped into [-128, 127] as numpy's int8 wraps: P - 256 round(P / 256) (the rounding by
+        adding and subtracting 1.5 * 2**23, exact below 2**22) lies in [-128, 128], then 128 ->
+        -128 as in _wrap_half_int8.  Every step is exact in float32."""
+        f = lambda x: literal(x, dt.float32)  # noqa: E731
+        ops = [f"AscendC::Muls(w8f, {v}, {f(1 / 256)}, n);", f"AscendC::Adds(w8f, w8f, {f(12582912.0)}, n);",
+               f"AscendC::Adds(w8f, w8f, {f(-12582912.0)}, n);", f"AscendC::Muls(w8f, w8f, {f(-256)}, n);",
+               f"AscendC::Add({v}, {v}, w8f, n);",
+               f"AscendC::Adds(w8f, {v}, {f(-127)}, n);", f"AscendC::Maxs(w8f, w8f, {f(0)}, n);",
+               f"AscendC::Mins(w8f, w8f, {f(1)}, n);", f"AscendC::Muls(w8f, w8f, {f(-256)}, n);",
+               f"AscendC::Add({v}, {v}, w8f, n);"]
+        L = ["{  // the exact product wrapped to int8 like numpy (the chip's narrowing casts round and saturate)",
+             "    AscendC::LocalTensor<float> w8f = b_wrap8f.Get<float>();"]
+        for line in ops:
+            L += ["    " + line, "    AscendC::PipeBarrier<PIPE_V>();"]
+        return L + ["}"]
 
     @staticmethod
     def _wrap_half_int8(v: str) -> list[str]:

@@ -34,8 +34,8 @@ from .. import dtypes as dt
 from ..errors import ScheduleError, TargetError
 from ..ir.ops import CONSTANT, has_trait
 from .cube import (TRAFFIC_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_cube_operands,
-                   HALF_WRAP_ROW_BYTES, WRAP_ROW_BYTES, check_elementwise_epilogue, cores_phrase, cube_tiling, epilogue_rows,
-                   matmul_objects, wraps_in_half)
+                   WRAP_ROW_BYTES, check_elementwise_epilogue, cores_phrase, cube_tiling, epilogue_rows,
+                   matmul_objects, wrap_row_bytes)
 from .row import RowParam
 from ..targets import Target, get_target
 
@@ -227,7 +227,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     steps, row_bytes, row_slack = epilogue_rows(fn, cv, epilogue, t, varies)
     row_bytes += sum(prm.dtype.itemsize for prm in params if prm.kind == "colvec")
     row_bytes += WRAP_ROW_BYTES if c_dtype == dt.int32 else 0   # the int32 C rows wrapped to int8
-    row_bytes += HALF_WRAP_ROW_BYTES if any(wraps_in_half(op, t) for op in epilogue) else 0
+    row_bytes += wrap_row_bytes(epilogue, t)   # the exact int8 wraps of epilogue ops
 
     def build(cores):
         """The schedule with the pixels split over `cores` Matmul objects."""

@@ -596,7 +596,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
         steps, row_bytes, row_slack = epilogue_rows(fn, mm, epilogue, t, varies)
         row_bytes += sum(p.dtype.itemsize for p in params if p.kind == "colvec")
         row_bytes += WRAP_ROW_BYTES if c_dtype == dt.int32 else 0
-        row_bytes += HALF_WRAP_ROW_BYTES if any(wraps_in_half(op, t) for op in epilogue) else 0
+        row_bytes += wrap_row_bytes(epilogue, t)
     # Select's library scratch at the top of UB when the epilogue compares or selects
     scratch = select_scratch(t, [x for s in row.steps.values() for x in s.sched.stmts] if row is not None
                              else [x for st in steps.values() for x in st[0].stmts])
@@ -701,6 +701,25 @@ def wraps_in_half(op: Op, t: Target) -> bool:
     """Whether the printer wraps this int8 epilogue op's half value to int8 exactly (module note)."""
     return (op.name in HALF_WRAP_OPS and op.result.dtype == dt.int8 and all(v.dtype == dt.int8 for v in op.operands)
             and all(t.supports(api, ty) for api, ty in _HALF_WRAP_APIS))
+
+
+# int8 mul: the vector schedule multiplies in float32 (exact: |v| <= 16384) and narrows to half,
+# which rounds past 2048; the printer wraps the float32 product to int8 first
+# (printer_cube._wrap_float_int8); one float row more
+FLOAT_WRAP_ROW_BYTES = 4
+_FLOAT_WRAP_APIS = (("Adds", "float"), ("Muls", "float"), ("Maxs", "float"), ("Mins", "float"), ("Add", "float"))
+
+
+def wraps_in_float(op: Op, t: Target) -> bool:
+    """Whether the printer wraps this int8 epilogue mul's float32 product to int8 exactly."""
+    return (op.name == "mul" and op.result.dtype == dt.int8 and all(v.dtype == dt.int8 for v in op.operands)
+            and all(t.supports(api, ty) for api, ty in _FLOAT_WRAP_APIS))
+
+
+def wrap_row_bytes(epilogue, t: Target) -> int:
+    """UB bytes per tile column of the rows the printer's exact int8 wraps of epilogue ops use."""
+    return (HALF_WRAP_ROW_BYTES if any(wraps_in_half(op, t) for op in epilogue) else 0) + \
+        (FLOAT_WRAP_ROW_BYTES if any(wraps_in_float(op, t) for op in epilogue) else 0)
 
 
 def check_cube_operands(t: Target, a: dt.DType, b: dt.DType, op: Op, int8: bool = False) -> dt.DType:
