@@ -71,3 +71,33 @@ def test_cast_half_to_int4_packs_two_per_byte(lib):
     np.testing.assert_array_equal(out.view(np.uint8), (q[0::2] | (q[1::2] << 4)).astype(np.uint8))
     with pytest.raises(AscendCCheckError, match=r"int4b_t is not supported on ascend310p"):
         lib.launch("cast_int4", 1, [("x", x), ("y", np.zeros(1, np.float16)), ("out", out)], target="ascend310p")
+
+
+@pytest.mark.parametrize("entry,dtype,target", [("proposals_half", np.float16, "ascend310p"),
+                                                ("proposals_float", np.float32, "ascend310p"),
+                                                ("proposals_half", np.float16, "ascend910")])
+def test_region_proposals_concat_sort_merge_extract(lib, entry, dtype, target):
+    # ProposalConcat -> RpSort16 -> MrgSort4 -> ProposalExtract: scores descending, ties in input order, each
+    # proposal's label travelling with its score
+    rng = np.random.default_rng(4)
+    scores = (rng.integers(-6, 6, 64) * 0.5).astype(dtype)   # few values: many ties
+    labels = np.arange(64).astype(dtype)
+    out = np.zeros(128, dtype)
+    lib.launch(entry, 1, [("x", scores), ("lab", labels), ("out", out)], target=target)
+    order = np.argsort(-scores.astype(np.float32), kind="stable")
+    np.testing.assert_array_equal(out[:64], scores[order])
+    np.testing.assert_array_equal(out[64:], labels[order])
+
+
+def test_region_proposal_checks(lib):
+    z = np.zeros(128, np.float16)
+    with open(os.path.join(ASCENDC_KERNELS, "sort_kernels.cpp"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "LINE:extract_overrun" in text)
+    with pytest.raises(AscendCCheckError, match=rf"sort_kernels\.cpp:{line}: ProposalExtract: srcLocal needs 8192 "
+                                                r"bytes but the LocalTensor has only 1024"):
+        lib.launch("proposals_overrun", 1, [("x", z), ("lab", z), ("out", z)], target="ascend310p")
+    with pytest.raises(AscendCCheckError, match=r"ProposalConcat is not available on ascend910b \(Atlas 训练系列 / "
+                                                r"推理系列 AI Core only"):
+        lib.launch("proposals_half", 1, [("x", z), ("lab", z), ("out", z)], target="ascend910b")
+    with pytest.raises(AscendCCheckError, match=r"ProposalConcat: float region proposals are not supported on ascend910"):
+        lib.launch("proposals_float", 1, [("x", z), ("lab", z), ("out", z.astype(np.float32))], target="ascend910")

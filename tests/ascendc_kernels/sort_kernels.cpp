@@ -111,6 +111,59 @@ extern "C" __global__ __aicore__ void cast_int4(GM_ADDR x, GM_ADDR, GM_ADDR out)
     DataCopy(og, dst, 128);
 }
 
+// Region proposals (310P, 910A): x = 64 scores and lab = 64 labels (T) -> out = the 64 scores in descending order,
+// then their labels: ProposalConcat (score field 4, label field 5) into 64 proposals, RpSort16 sorts each 16,
+// MrgSort4 merges the 4 runs, ProposalExtract takes the fields back out.  kOverrun: the extract repeats over
+// 512 proposals, past both tensors (CANN's region_proposal_sort sample does this), which is refused.
+template <typename T, bool kOverrun>
+__aicore__ inline void Proposals(GM_ADDR x, GM_ADDR lab, GM_ADDR out)
+{
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<T> score = ub.Alloc<T, 64>();
+    LocalTensor<T> label = ub.Alloc<T, 64>();
+    LocalTensor<T> work = ub.Alloc<T, 512>();
+    LocalTensor<T> merged = ub.Alloc<T, 512>();
+    LocalTensor<T> res = ub.Alloc<T, 128>();
+    GlobalTensor<T> xg, lg, og;
+    xg.SetGlobalBuffer((__gm__ T*)x, 64);
+    lg.SetGlobalBuffer((__gm__ T*)lab, 64);
+    og.SetGlobalBuffer((__gm__ T*)out, 128);
+    DataCopy(score, xg, 64);
+    DataCopy(label, lg, 64);
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    ProposalConcat(work, score, 4, 4);
+    ProposalConcat(work, label, 4, 5);
+    PipeBarrier<PIPE_V>();
+    RpSort16(work, work, 4);
+    PipeBarrier<PIPE_V>();
+    const uint16_t lengths[4] = {16, 16, 16, 16};
+    MrgSortSrcList<T> lists(work[0], work[128], work[256], work[384]);
+    MrgSort4(merged, lists, MrgSort4Info(lengths, false, 15, 1));
+    PipeBarrier<PIPE_V>();
+    if (kOverrun) {
+        ProposalExtract(res, merged, 512 / 16, 4);   // LINE:extract_overrun
+    }
+    ProposalExtract(res, merged, 4, 4);
+    ProposalExtract(res[64], merged, 4, 5);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(og, res, 128);
+}
+
+extern "C" __global__ __aicore__ void proposals_half(GM_ADDR x, GM_ADDR lab, GM_ADDR out)
+{
+    Proposals<half, false>(x, lab, out);
+}
+extern "C" __global__ __aicore__ void proposals_float(GM_ADDR x, GM_ADDR lab, GM_ADDR out)
+{
+    Proposals<float, false>(x, lab, out);
+}
+extern "C" __global__ __aicore__ void proposals_overrun(GM_ADDR x, GM_ADDR lab, GM_ADDR out)
+{
+    Proposals<half, true>(x, lab, out);
+}
+
 #define SORT_ENTRY(name)                                                        \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
         AscendC::SetKernelMode(KernelMode::AIV_MODE);                           \
@@ -121,3 +174,6 @@ SORT_ENTRY(transpose16)
 SORT_ENTRY(nchw2nhwc)
 SORT_ENTRY(mrgsort_bad_validbit)
 SORT_ENTRY(cast_int4)
+SORT_ENTRY(proposals_half)
+SORT_ENTRY(proposals_float)
+SORT_ENTRY(proposals_overrun)

@@ -1,6 +1,6 @@
 // fusedsl CPU implementation of the Ascend C sort and transpose instructions (asc-devkit docs,
-// 排序组合 / 数据排布转换): Sort32, MrgSort (four sorted lists), Transpose (16 x 16 and
-// NCHW -> NHWC), TransDataTo5HD.
+// 排序组合 / 数据排布转换): Sort32, MrgSort (four sorted lists), the region proposal family (ProposalConcat,
+// RpSort16, MrgSort4, ProposalExtract), Transpose (16 x 16 and NCHW -> NHWC), TransDataTo5HD.
 //
 // Sort32 and MrgSort work on 8-byte (score, index) records: the score in the low bytes (float: 4 B,
 // half: 2 B and 2 reserved bytes) and the uint32 index in the high 4 B.  Both sort by descending
@@ -98,6 +98,10 @@ inline void Sort32(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const 
 // MrgSort's sources: up to four sorted record lists.
 template <typename T>
 struct MrgSortSrcList {
+    MrgSortSrcList() = default;
+    MrgSortSrcList(const LocalTensor<T>& src1In, const LocalTensor<T>& src2In, const LocalTensor<T>& src3In,
+                   const LocalTensor<T>& src4In)
+        : src1(src1In), src2(src2In), src3(src3In), src4(src4In) {}
     LocalTensor<T> src1;
     LocalTensor<T> src2;
     LocalTensor<T> src3;
@@ -108,6 +112,14 @@ struct MrgSortSrcList {
 // ifExhaustedSuspension: stop as soon as one list runs out; repeatTimes: repeat r merges the
 // lists that follow the previous repeat's (all four lists consecutive and of equal length).
 struct MrgSort4Info {
+    MrgSort4Info() = default;
+    MrgSort4Info(const uint16_t elementLengthsIn[4], const bool ifExhaustedSuspensionIn, const uint16_t validBitIn,
+                 const uint16_t repeatTimesIn)
+        : ifExhaustedSuspension(ifExhaustedSuspensionIn), validBit(validBitIn), repeatTimes(repeatTimesIn) {
+        for (int i = 0; i < 4; ++i) {
+            elementLengths[i] = elementLengthsIn[i];
+        }
+    }
     uint16_t elementLengths[4] = {0, 0, 0, 0};
     bool ifExhaustedSuspension = false;
     uint16_t validBit = 0;
@@ -180,6 +192,220 @@ inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& src, con
             out.insert(out.end(), rec, rec + 8);
             pos[best] += 1;
         }
+    }
+    std::memcpy(ub + d, out.data(), out.size());
+    MarkWritten(d, out.size());
+    CountVector(out.size());
+}
+
+// ---- Region Proposals (排序组合: ProposalConcat, RpSort16, MrgSort4, ProposalExtract) -------------------
+// Atlas 训练系列 (910A: half) and 推理系列 AI Core (310P: half, float); A2/A3 sort (score, index) records with
+// Sort32/MrgSort instead.  A region proposal is 8 elements [x1, y1, x2, y2, score, label, reserved, reserved]
+// (16 bytes of half, 32 of float).  Each call checks what CANN's CPU debug mode checks (asc-tools
+// kernel_vec_proposal_check.cpp): UB operands, 32-byte alignment (MrgSort4 half: 16), repeatTime in [0, 255],
+// modeNumber in [0, 5], and that each tensor holds what the repeats read or write.
+
+}  // namespace AscendC
+
+namespace fusedsl_cpu {
+
+template <typename T>
+inline void CheckProposalChip(const char* api) {
+    static_assert(std::is_same_v<T, half> || std::is_same_v<T, float>, "region proposals are half or float");
+    if (Target().separated) {
+        Fail("%s is not available on %s (Atlas 训练系列 / 推理系列 AI Core only; A2/A3 sort with Sort32 and MrgSort)",
+             api, Target().name);
+    }
+    if (std::is_same_v<T, float> && Target().arch == 1001) {
+        Fail("%s: float region proposals are not supported on %s (half only)", api, Target().name);
+    }
+}
+
+inline void CheckProposalRange(const char* api, const char* what, int32_t v, int32_t hi) {
+    if (v < 0 || v > hi) {
+        Fail("%s: %s = %d; it must be in [0, %d]", api, what, v, hi);
+    }
+}
+
+constexpr uint32_t kProposalElems = 8;   // elements per region proposal
+constexpr uint32_t kProposalsPerRepeat = 16;
+
+}  // namespace fusedsl_cpu
+
+namespace AscendC {
+
+// ProposalConcat: per repeat, 16 consecutive src elements into field modeNumber of 16 consecutive proposals
+// (the other fields untouched).
+template <typename T>
+inline void ProposalConcat(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                           const int32_t modeNumber, FUSEDSL_CPU_SITE) {
+    using namespace fusedsl_cpu;
+    const char* api = "ProposalConcat";
+    AtSite at(fs_site);
+    CheckProposalChip<T>(api);
+    CheckProposalRange(api, "repeatTime", repeatTime, 255);
+    CheckProposalRange(api, "modeNumber", modeNumber, 5);
+    const uint64_t n = static_cast<uint64_t>(repeatTime) * kProposalsPerRepeat;
+    const uint32_t d = CheckUb(api, "dstLocal", dst.fs_addr, dst.GetLength(), n * kProposalElems * sizeof(T), sizeof(T));
+    const uint32_t s = CheckUb(api, "srcLocal", src.fs_addr, src.GetLength(), n * sizeof(T), sizeof(T));
+    CheckWritten(api, "srcLocal", s, n * sizeof(T));
+    uint8_t* ub = CurCore().ub.data();
+    for (uint64_t i = 0; i < n; ++i) {
+        const uint32_t at_byte = d + static_cast<uint32_t>((i * kProposalElems + modeNumber) * sizeof(T));
+        std::memmove(ub + at_byte, ub + s + i * sizeof(T), sizeof(T));
+        MarkWritten(at_byte, sizeof(T));
+    }
+    CountVector(n * sizeof(T));
+}
+
+// ProposalExtract: the reverse — field modeNumber of 16 proposals per repeat into 16 consecutive elements.
+template <typename T>
+inline void ProposalExtract(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                            const int32_t modeNumber, FUSEDSL_CPU_SITE) {
+    using namespace fusedsl_cpu;
+    const char* api = "ProposalExtract";
+    AtSite at(fs_site);
+    CheckProposalChip<T>(api);
+    CheckProposalRange(api, "repeatTime", repeatTime, 255);
+    CheckProposalRange(api, "modeNumber", modeNumber, 5);
+    const uint64_t n = static_cast<uint64_t>(repeatTime) * kProposalsPerRepeat;
+    const uint32_t s = CheckUb(api, "srcLocal", src.fs_addr, src.GetLength(), n * kProposalElems * sizeof(T), sizeof(T));
+    const uint32_t d = CheckUb(api, "dstLocal", dst.fs_addr, dst.GetLength(), n * sizeof(T), sizeof(T));
+    uint8_t* ub = CurCore().ub.data();
+    std::vector<uint8_t> out(n * sizeof(T));
+    for (uint64_t i = 0; i < n; ++i) {
+        const uint32_t from = s + static_cast<uint32_t>((i * kProposalElems + modeNumber) * sizeof(T));
+        CheckWritten(api, "srcLocal", from, sizeof(T));
+        std::memcpy(out.data() + i * sizeof(T), ub + from, sizeof(T));
+    }
+    std::memcpy(ub + d, out.data(), out.size());
+    MarkWritten(d, out.size());
+    CountVector(out.size());
+}
+
+// RpSort16: each repeat sorts 16 proposals by score, largest first; equal scores keep their order.
+template <typename T>
+inline void RpSort16(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                     FUSEDSL_CPU_SITE) {
+    using namespace fusedsl_cpu;
+    const char* api = "RpSort16";
+    AtSite at(fs_site);
+    CheckProposalChip<T>(api);
+    CheckProposalRange(api, "repeatTime", repeatTime, 255);
+    constexpr uint32_t kBytes = kProposalElems * sizeof(T);
+    const uint64_t n = static_cast<uint64_t>(repeatTime) * kProposalsPerRepeat;
+    const uint32_t d = CheckUb(api, "dstLocal", dst.fs_addr, dst.GetLength(), n * kBytes, sizeof(T));
+    const uint32_t s = CheckUb(api, "srcLocal", src.fs_addr, src.GetLength(), n * kBytes, sizeof(T));
+    uint8_t* ub = CurCore().ub.data();
+    std::vector<uint8_t> out(n * kBytes);
+    for (uint64_t r = 0; r < static_cast<uint64_t>(repeatTime); ++r) {
+        std::vector<std::pair<Compute<T>, uint32_t>> keys(kProposalsPerRepeat);
+        for (uint32_t i = 0; i < kProposalsPerRepeat; ++i) {
+            const uint32_t at_byte = s + static_cast<uint32_t>((r * kProposalsPerRepeat + i) * kBytes);
+            CheckWritten(api, "srcLocal (score)", at_byte + 4 * sizeof(T), sizeof(T));
+            T score;
+            std::memcpy(&score, ub + at_byte + 4 * sizeof(T), sizeof(T));
+            keys[i] = {static_cast<Compute<T>>(score), i};
+        }
+        std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (uint32_t i = 0; i < kProposalsPerRepeat; ++i) {
+            std::memcpy(out.data() + (r * kProposalsPerRepeat + i) * kBytes,
+                        ub + s + (r * kProposalsPerRepeat + keys[i].second) * kBytes, kBytes);
+        }
+    }
+    std::memcpy(ub + d, out.data(), out.size());   // dst may be src (in place)
+    MarkWritten(d, out.size());
+    CountVector(out.size());
+}
+
+// MrgSort4: merges up to 4 score-sorted proposal lists (validBit 3, 7, 15) into one, largest score first; on equal
+// scores the earlier list's proposal comes first.  ifExhaustedSuspension stops at the first exhausted list;
+// repeatTimes applies only with 4 equal, consecutive lists, no suspension and validBit 15 (else 1).
+template <typename T>
+inline void MrgSort4(const LocalTensor<T>& dst, const MrgSortSrcList<T>& src, const MrgSort4Info& p,
+                     FUSEDSL_CPU_SITE) {
+    using namespace fusedsl_cpu;
+    const char* api = "MrgSort4";
+    AtSite at(fs_site);
+    CheckProposalChip<T>(api);
+    const int lists = p.validBit == 3 ? 2 : p.validBit == 7 ? 3 : p.validBit == 15 ? 4 : 0;
+    if (lists == 0) {
+        Fail("%s: validBit = %u; its valid values are 3, 7 and 15 (2, 3 or 4 lists)", api, p.validBit);
+    }
+    for (int i = 0; i < 4; ++i) {
+        if (p.elementLengths[i] > 4095) {
+            Fail("%s: elementLengths[%d] = %u; it must be in [0, 4095]", api, i, p.elementLengths[i]);
+        }
+    }
+    constexpr uint32_t kBytes = kProposalElems * sizeof(T);
+    const LocalTensor<T>* srcs[4] = {&src.src1, &src.src2, &src.src3, &src.src4};
+    uint64_t total = 0;
+    for (int i = 0; i < lists; ++i) {
+        total += p.elementLengths[i];
+    }
+    bool continuous = lists == 4;
+    for (int i = 1; i < lists && continuous; ++i) {
+        continuous = reinterpret_cast<const uint8_t*>(srcs[i]->fs_addr) ==
+                     reinterpret_cast<const uint8_t*>(srcs[i - 1]->fs_addr) + p.elementLengths[i - 1] * kBytes;
+    }
+    const bool equal = p.elementLengths[0] == p.elementLengths[1] && p.elementLengths[1] == p.elementLengths[2] &&
+                       p.elementLengths[2] == p.elementLengths[3];
+    uint32_t repeats = 1;
+    if (continuous && equal && !p.ifExhaustedSuspension && p.validBit == 15) {
+        if (p.repeatTimes < 1 || p.repeatTimes > 255) {
+            Fail("%s: repeatTimes = %u; it must be in [1, 255]", api, p.repeatTimes);
+        }
+        repeats = p.repeatTimes;
+    }
+    const uint32_t align = sizeof(T) == 2 ? 16 : 32;   // the MrgSort4 page: 16-byte aligned for half
+    const uint32_t d = CheckUb(api, "dst", dst.fs_addr, dst.GetLength(),
+                               p.ifExhaustedSuspension ? 0 : total * kBytes * repeats, sizeof(T), false);
+    uint32_t s[4] = {};
+    for (int i = 0; i < lists; ++i) {
+        const char* role = i == 0 ? "src1" : i == 1 ? "src2" : i == 2 ? "src3" : "src4";
+        s[i] = CheckUb(api, role, srcs[i]->fs_addr, srcs[i]->GetLength(),
+                       ((repeats - 1) * total + p.elementLengths[i]) * kBytes, sizeof(T), false);
+        if (s[i] % align != 0) {
+            Fail("%s: %s starts at UB offset %u, which is not %u-byte aligned", api, role, s[i], align);
+        }
+    }
+    if (d % align != 0) {
+        Fail("%s: dst starts at UB offset %u, which is not %u-byte aligned", api, d, align);
+    }
+    uint8_t* ub = CurCore().ub.data();
+    std::vector<uint8_t> out;
+    for (uint32_t r = 0; r < repeats; ++r) {
+        const uint64_t base = static_cast<uint64_t>(r) * total * kBytes;
+        uint64_t pos[4] = {};
+        while (true) {
+            int best = -1;
+            Compute<T> best_score{};
+            bool exhausted = false;
+            for (int i = 0; i < lists; ++i) {
+                if (pos[i] >= p.elementLengths[i]) {
+                    exhausted = true;
+                    continue;
+                }
+                const uint32_t at_byte = static_cast<uint32_t>(s[i] + base + pos[i] * kBytes);
+                CheckWritten(api, "a source list", at_byte, kBytes);
+                T score;
+                std::memcpy(&score, ub + at_byte + 4 * sizeof(T), sizeof(T));
+                if (best < 0 || static_cast<Compute<T>>(score) > best_score) {
+                    best = i;
+                    best_score = static_cast<Compute<T>>(score);
+                }
+            }
+            if (best < 0 || (exhausted && p.ifExhaustedSuspension)) {
+                break;
+            }
+            const uint8_t* rec = ub + s[best] + base + pos[best] * kBytes;
+            out.insert(out.end(), rec, rec + kBytes);
+            pos[best] += 1;
+        }
+    }
+    if (out.size() > dst.GetLength()) {
+        Fail("%s: dst needs %zu bytes but the LocalTensor has only %u", api, out.size(),
+             static_cast<unsigned>(dst.GetLength()));
     }
     std::memcpy(ub + d, out.data(), out.size());
     MarkWritten(d, out.size());
