@@ -323,7 +323,7 @@ class RangeCheck:
         spans = []
         for key, name, pos, dtype in self.measured:
             s = array_span(args[pos]) if pos < len(args) else None
-            if dtype in ("int64", "int16") and s is not None and (s.lo < I32[0] or s.hi > I32[1]):
+            if dtype == "int64" and s is not None and (s.lo < I32[0] or s.hi > I32[1]):
                 raise input_error("input", name, s)
             spans.append(s)
         key = tuple(spans)
@@ -349,7 +349,7 @@ class RangeCheck:
         for step in self.steps:
             args = _resolve(step.args, env)
             if step.operand_limit is not None and any(d is not None for d in step.dtypes):
-                big = max((magnitude(a) or 0 for a in args if isinstance(a, Span)), default=0)
+                big = max((magnitude(a) or 0 for a in args), default=0)   # tensors' ranges and Python ints
                 if big > step.operand_limit:
                     if first is None:
                         first = (step, Span(-big, big), "operand")
