@@ -524,3 +524,17 @@ def test_copy_callbacks_fill_the_l1_blocks(lib):
     stats = _launch(lib, "matmul_callbacks", 1, a, b, bias, c, t, "ascend910b")
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + bias, rtol=1e-5, atol=1e-5)
     assert stats.gm_bytes_read > 0
+
+
+def test_core_split_takes_one_core_for_a_mini_shape_and_whole_blocks_otherwise(lib):
+    # CANN's PreProcessMiniShape: 64 x 64 x 64 on 20 cores (16 C blocks <= 20, all fits L0) is one core's work;
+    # on 8 cores it is split, into whole 32 x 32 blocks
+    t = _tiling(lib, "Ascend910B2", 64, 64, 64, 20, 32, 32)
+    assert [_field(t, f) for f in ("usedCoreNum", "singleCoreM", "singleCoreN")] == [1, 64, 64]
+    t = _tiling(lib, "Ascend910B2", 64, 64, 64, 8, 32, 32)
+    assert [_field(t, f) for f in ("usedCoreNum", "singleCoreM", "singleCoreN")] == [4, 32, 32]
+    # 256 x 512 on 24 cores: the even 8 x 2 split of 32 x 256 blocks, not a smaller ragged one (CANN's
+    # matmul_nbuffer33 offsets its blocks without SetTail)
+    t = _tiling(lib, "Ascend910B2", 256, 512, 192, 24, 32, 64)
+    m, n, used = (_field(t, f) for f in ("singleCoreM", "singleCoreN", "usedCoreNum"))
+    assert 256 % m == 0 and 512 % n == 0 and used == (256 // m) * (512 // n) <= 24

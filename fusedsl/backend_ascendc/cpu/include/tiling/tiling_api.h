@@ -339,7 +339,18 @@ protected:
             }
         }
         const Split& best = even.cost >= 0 && even.cost <= 2 * any.cost && 2 * even.used > any.used ? even : any;
-        const int64_t singleM = best.m, singleN = best.n, singleK = best.k;
+        int64_t singleM = best.m, singleN = best.n, singleK = best.k;
+        // A mini shape takes one core, as CANN's tiling does (matmul_tiling_algorithm.cpp PreProcessMiniShape):
+        // when the 16 x 16 blocks of C are no more than the cores, A's and B's blocks each fit L0A/L0B and C's
+        // L0C, and M and N are at most 32 blocks, mDim = nDim = 1 (CANN's matmul_tscm copies all of A per core).
+        {
+            const int64_t m16 = CeilDiv(m_, 16), n16 = CeilDiv(n_, 16), kc = CeilDiv(k_, c0k);
+            const int64_t ab_blocks = l0a / 512, c_blocks = static_cast<int64_t>(l0c) / 256 / 4;
+            if (FixedSingleM() <= 0 && FixedSingleN() <= 0 && !SplitK() && m16 * n16 <= dim && m16 * kc <= ab_blocks &&
+                n16 * kc <= ab_blocks && m16 * n16 <= c_blocks && m16 <= 32 && n16 <= 32) {
+                singleM = m_, singleN = n_, singleK = k_;
+            }
+        }
 
         if (singleM < 0) {
             return ::fusedsl_cpu::Format("SetSingleShape(%d, %d) splits M x N = %d x %d into more than SetDim(%d) "
