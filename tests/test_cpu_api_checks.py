@@ -176,7 +176,7 @@ def test_scalar_gm_access_is_counted(lib):
 
 def test_block_indices_and_kernel_printf(lib, capfd):
     stats, x, z = run(lib, "block_info")
-    np.testing.assert_array_equal(z[:64].reshape(4, 16)[:, :4], [[b, 4, 0, 1] for b in range(4)])
+    np.testing.assert_array_equal(z[:64].reshape(4, 16)[:, :4], [[b, 4, 0, 11] for b in range(4)])
     assert stats.scalar_gm_accesses == 16
     assert capfd.readouterr().out == "block 2 of 4: 1.500000\ndone\n"
 

@@ -353,8 +353,8 @@ extern "C" __global__ __aicore__ void block_info(GM_ADDR, GM_ADDR, GM_ADDR z) {
     zg.SetValue(0, static_cast<float>(GetBlockIdx()));
     zg.SetValue(1, static_cast<float>(GetBlockNum()));
     zg.SetValue(2, static_cast<float>(GetSubBlockIdx()));
-    zg.SetValue(3, static_cast<float>(GetTaskRatio()));
-    if (GetBlockIdx() == 2) {
+    zg.SetValue(3, static_cast<float>(GetTaskRatio() * 10 + GetTaskRation()));   // CANN's two spellings agree
+    if (unlikely(GetBlockIdx() == 2)) {
         AscendC::printf("block %ld of %ld: %f\n", static_cast<long>(GetBlockIdx()), static_cast<long>(GetBlockNum()),
                         static_cast<half>(1.5f));
         PRINTF("done\n");

@@ -34,6 +34,13 @@
 #endif
 #ifndef GM_ADDR
 #define GM_ADDR __gm__ uint8_t*
+// branch hints kernel code uses, as CANN's kernel_utils_macros.h defines them
+#ifndef likely
+#define likely(x) __builtin_expect(!!(x), 1)
+#endif
+#ifndef unlikely
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#endif
 
 // The cube model's multiply-accumulate loops are compiled with optimisation even in the -O0 builds
 // CANN's sample CMakeLists give (no CMAKE_BUILD_TYPE): a 768 x 2048 x 6144 Matmul sample otherwise

@@ -1070,6 +1070,10 @@ inline int64_t GetTaskRatio() {
     fusedsl_cpu::CurCore();
     return fusedsl_cpu::RT().task_ratio;
 }
+// CANN's older spelling, defined for every chip (asc-devkit kernel_operator_sys_var_intf_impl.h).
+inline int64_t GetTaskRation() {
+    return GetTaskRatio();
+}
 
 // ---- synchronisation ----------------------------------------------------------------------
 // The CPU runs each instruction to completion, so barriers and flags change no data; they are
