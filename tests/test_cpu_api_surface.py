@@ -248,3 +248,9 @@ def test_slice_data_copy(lib):
     with pytest.raises(AscendCCheckError, match=r"DataCopy\(GM->UB, SliceInfo\): srcSliceInfo\[0\] = \{16, 69, 7, 3, "
                                                 r"87\}: endIndex - startIndex \+ 1 must be \(N - 1\) \* stride"):
         lib.launch("slice_copy", 1, [("x", x), ("out", out), ("bad", np.ones(8, np.uint32))])
+
+
+def test_coord_and_layout_offsets(lib):
+    out = np.full(8, -1, np.int32)
+    lib.launch("layout_offsets", 1, [("out", out)])
+    assert list(out[:4]) == [1 * 5 + 2, 3 * 5, 1 + 2 * 4, 10 + 5 + 2]

@@ -414,3 +414,23 @@ extern "C" __global__ __aicore__ void slice_copy(GM_ADDR x, GM_ADDR out, GM_ADDR
 extern "C" int fusedsl_launch_slice_copy(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(slice_copy, blockDim, a[0], a[1], a[2]);
 }
+
+// Coordinates and layouts (kernel_operator_coord.h / kernel_operator_layout.h): out = the offsets of the
+// coordinates (1, 2), (3, 0) in a row-major 4 x 5 layout and (1, 2) in a column-major one, and of a nested
+// ((1, 1), 2) coordinate in a ((2, 2), 5) layout with strides ((10, 5), 1).
+extern "C" __global__ __aicore__ void layout_offsets(GM_ADDR out) {
+    AscendC::GlobalTensor<int32_t> og;
+    og.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(out), 8);
+    auto rows = AscendC::MakeLayout(AscendC::MakeShape(4, 5), AscendC::MakeStride(5, 1));
+    auto cols = AscendC::MakeLayout(AscendC::MakeShape(4, 5), AscendC::MakeStride(1, 4));
+    auto nested = AscendC::MakeLayout(AscendC::MakeShape(AscendC::MakeShape(2, 2), 5),
+                                      AscendC::MakeStride(AscendC::MakeStride(10, 5), 1));
+    AscendC::Coord<int64_t, int64_t> c = AscendC::MakeCoord(int64_t(1), int64_t(2));
+    og.SetValue(0, static_cast<int32_t>(rows(c)));
+    og.SetValue(1, static_cast<int32_t>(rows(AscendC::MakeCoord(3, 0))));
+    og.SetValue(2, static_cast<int32_t>(cols(c)));
+    og.SetValue(3, static_cast<int32_t>(nested(AscendC::MakeCoord(AscendC::MakeCoord(1, 1), 2))));
+}
+extern "C" int fusedsl_launch_layout_offsets(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(layout_offsets, blockDim, a[0]);
+}

@@ -93,6 +93,69 @@ template <typename T>
 using remove_cvref_t = typename remove_cvref<T>::type;
 }  // namespace Std
 
+// The basic API's coordinates and layouts (asc-devkit kernel_operator_coord.h / kernel_operator_layout.h): Coord,
+// Shape and Stride are tuples; Layout(shape, stride)(coord) is the element offset, the sum over the (possibly
+// nested) modes of coordinate x stride.
+template <typename... Coords>
+using Coord = Std::tuple<Coords...>;
+template <typename... Shapes>
+using Shape = Std::tuple<Shapes...>;
+template <typename... Strides>
+using Stride = Std::tuple<Strides...>;
+
+template <typename... Ts>
+constexpr Coord<Ts...> MakeCoord(const Ts&... t) {
+    return {t...};
+}
+template <typename... Ts>
+constexpr Shape<Ts...> MakeShape(const Ts&... t) {
+    return {t...};
+}
+template <typename... Ts>
+constexpr Stride<Ts...> MakeStride(const Ts&... t) {
+    return {t...};
+}
+
+template <typename T>
+struct FsIsTuple : std::false_type {};
+template <typename... Ts>
+struct FsIsTuple<Std::tuple<Ts...>> : std::true_type {};
+
+// coordinate -> offset, mode by mode
+template <typename C, typename D>
+constexpr auto Crd2Idx(const C& coord, const D& stride) {
+    if constexpr (FsIsTuple<C>::value) {
+        static_assert(FsIsTuple<D>::value && std::tuple_size_v<C> == std::tuple_size_v<D>,
+                      "Layout: the coordinate and the stride must have the same modes");
+        return std::apply([&](const auto&... c) {
+            return std::apply([&](const auto&... d) { return (static_cast<int64_t>(0) + ... + Crd2Idx(c, d)); },
+                              stride);
+        }, coord);
+    } else {
+        static_assert(!FsIsTuple<D>::value, "Layout: a single coordinate for a nested mode is not modelled");
+        return static_cast<int64_t>(coord) * static_cast<int64_t>(stride);
+    }
+}
+
+template <typename T, typename U>
+struct Layout {
+    static_assert(FsIsTuple<T>::value && FsIsTuple<U>::value, "Shape or Stride is not tuple!");
+    constexpr Layout(const T& shape = {}, const U& stride = {}) : fs_shape(shape), fs_stride(stride) {}
+    constexpr const T& GetShape() const { return fs_shape; }
+    constexpr const U& GetStride() const { return fs_stride; }
+    template <typename S>
+    constexpr auto operator()(const S& coord) const {
+        return Crd2Idx(coord, fs_stride);
+    }
+    T fs_shape;
+    U fs_stride;
+};
+
+template <typename T, typename U>
+constexpr auto MakeLayout(const T& shape, const U& stride) {
+    return Layout<T, U>(shape, stride);
+}
+
 // Fill: `size` elements of GM set to `value` (the API page: workspace or output zeroing); the
 // same DMA write as InitGlobalMemory, with its checks.
 template <typename T>
