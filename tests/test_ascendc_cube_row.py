@@ -52,7 +52,7 @@ def test_softmax_of_a_linear_layer_is_one_printed_kernel(target, dtype, m, k, n)
     c = attn_probs.compile(x, w, b)
     assert [p.kind for p in c.kernels] == ["cube"]
     src = c.source
-    assert "ReduceMaxRow" in src and "ReduceSumRow" in src and "GetTensorC<true>" in src
+    assert "WholeReduceMax" in src and "WholeReduceSum" in src and "GetTensorC<true>" in src
     assert "the row reductions run on whole rows of C" in c.kernels[0].row.plan_note
     y = (x.astype(np.float64) @ w.astype(np.float64)).astype(dtype).astype(np.float64) + b
     want = np_softmax(y.astype(dtype).astype(np.float64))
@@ -105,7 +105,7 @@ def test_layer_norm_of_a_linear_layer_on_3d_input_prints(target, dtype):
     assert [p.kind for p in c.kernels] == ["cube"]
     note = c.kernels[0].row.plan_note
     assert "A's 3 batch matrices are consecutive rows of one 21-row A" in note and "whole rows of C" in note
-    assert "ReduceSumRow" in c.source
+    assert "WholeReduceSum" in c.source
     y = a.astype(np.float64) @ w.astype(np.float64).T + b
     want = np_layer_norm((r + y.astype(dtype)).astype(dtype).astype(np.float64), g.astype(np.float64),
                          beta.astype(np.float64))

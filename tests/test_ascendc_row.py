@@ -241,7 +241,7 @@ def test_row_kernel_source_has_no_stl_and_saves_as_a_project(tmp_path):
     assert "WholeReduceSum" in dev and not re.search(r"std::|#include <algorithm>", dev)
     path = k.save(str(tmp_path / "proj"))
     kernel_cpp = open(os.path.join(path, "rms_kernel.cpp")).read()
-    assert "class KernelRmsKernel" in kernel_cpp and "ReduceSumRow" in kernel_cpp
+    assert "class KernelRmsKernel" in kernel_cpp and "WholeReduceSum" in kernel_cpp
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -303,3 +303,21 @@ def test_half_norms_compute_their_statistics_in_float32():
         for g, e in zip(got, want):
             assert g.dtype == np.float16 and np.isfinite(g).all()
             np.testing.assert_allclose(np.float32(g), np.float32(e), rtol=2e-3, atol=2e-3)
+
+
+def test_symbolic_rows_take_their_tiling_from_the_printed_host_code():
+    """A row kernel compiled for symbolic sizes carries no tiling words: the printed host tiling
+    (backend_ascendc/host_row.py) computes them at each launch, with the strides of a per-row
+    parameter, and simulate checks them word for word against lower/row.compute_row_tiling."""
+    @fs.fused_kernel
+    def f(x, r, g):
+        return fs.softmax(x * r) + g, fs.max(x, axis=-1)
+
+    k = f.compile(fs.spec(("B", "R", "C"), "float32"), fs.spec(("B", "R", 1), "float32"),
+                  fs.spec(("C",), "float32"))
+    assert [p.kind for p in k.kernels] == ["row"] and "inline bool FKernelTiling(const int64_t* sizes" in k.source
+    rng = np.random.default_rng(5)
+    for b, r, c in [(2, 3, 17), (1, 5, 300)]:
+        x, s, g = (rng.standard_normal(shape).astype(np.float32) for shape in ((b, r, c), (b, r, 1), (c,)))
+        for got, want in zip(k.simulate(x, s, g), k(x, s, g)):
+            _close(got, want, "float32")

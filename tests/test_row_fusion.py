@@ -158,7 +158,7 @@ def test_the_row_kernel_prints_as_one_ascendc_kernel():
     x = np.zeros((4, 8), np.float32)
     src = softmax.compile(x, target="ascend910b").source
     assert src.count('extern "C" __global__ __aicore__ void') == 1
-    assert "ReduceMaxRow" in src and "ReduceSumRow" in src
+    assert "WholeReduceMax" in src and "WholeReduceSum" in src
 
 
 def test_reduction_of_a_reduction_result_is_its_own_kernel():

@@ -7,7 +7,7 @@ hash of the LLVM call's results on deterministic inputs (bit-exact). `--simulate
 the printed Ascend C on the CPU API for every N-th configuration (a g++ build each) and keeps a
 hash of its results and the GM bytes it measured.
 
-    python tools/kernel_corpus.py record corpus.json [--simulate 40] [--only KIND]
+    python tools/kernel_corpus.py record corpus.json [--simulate 40] [--only KIND] [--match TEXT]
     python tools/kernel_corpus.py compare before.json after.json
 
 `compare` lists every configuration whose record differs, field by field, and exits 1 when any
@@ -161,11 +161,11 @@ KINDS = {"vector": _vector_configs, "view": _view_configs, "row": _row_configs,
          "transpose": _transpose_configs}
 
 
-def configs(only=None):
+def configs(only=None, match=None):
     for kind, gen in KINDS.items():
         if only and kind != only:
             continue
-        yield from gen()
+        yield from (c for c in gen() if match is None or match in c[0])
 
 
 # ---- recording ---------------------------------------------------------------------------
@@ -216,9 +216,9 @@ def record_one(key, fn, specs, target, simulate: bool) -> dict:
     return rec
 
 
-def record(path, every, only):
+def record(path, every, only, match=None):
     out, t0 = [], time.time()
-    for i, (kind, fn, specs, target) in enumerate(configs(only)):
+    for i, (kind, fn, specs, target) in enumerate(configs(only, match)):
         key = f"{kind}|{target}|" + ";".join(f"{s[0]}:{s[1]}" for s in specs)
         out.append(record_one(key, fn, specs, target, bool(every) and i % every == 0))
         if i % 100 == 0:
@@ -265,12 +265,13 @@ def main(argv=None):
     r.add_argument("path")
     r.add_argument("--simulate", type=int, default=0, metavar="N", help="simulate every N-th configuration")
     r.add_argument("--only", choices=sorted(KINDS))
+    r.add_argument("--match", metavar="TEXT", help="only the programs whose name holds TEXT (e.g. cube/mm_softmax)")
     c = sub.add_parser("compare")
     c.add_argument("before")
     c.add_argument("after")
     args = ap.parse_args(argv)
     if args.cmd == "record":
-        record(args.path, args.simulate, args.only)
+        record(args.path, args.simulate, args.only, args.match)
         return 0
     return compare(args.before, args.after)
 

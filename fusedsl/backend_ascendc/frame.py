@@ -2,7 +2,7 @@
 bytes, the extern "C" entry, the CPU run's hooks, the device helpers and the printing of one
 tile statement.
 
-A kind's printer (printer.py for elementwise kernels, printer_row.py, printer_cube.py, ...;
+A kind's printer (printer_kernel.py for the kinds in the loop-level tile IR, printer_cube.py, ...;
 printer_kernel.py for every kind lowered to the loop-level tile IR) subclasses `KernelFrame` and supplies what differs between kinds: its
 heading, tiling struct, host tiling and kernel class.  Every kernel is launched the same way
 (the tiling struct copied word by word from GM, one op object, Init, Process); a kernel that

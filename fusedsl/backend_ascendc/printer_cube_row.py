@@ -1,46 +1,41 @@
 """Ascend C for a matmul whose epilogue reduces over the rows of C (softmax, layer_norm, rms_norm
 of x @ w + b): the cube printer's kernel with whole rows of C per tile (lower/cube.py with
-`whole_rows`: baseN covers N, the cores split M only) and the row printer's per-row body.
+`whole_rows`: baseN covers N, the cores split M only) and a row kernel's per-row body.
 
-Each row of a C tile goes through the epilogue the way a row kernel's row does (printer_row.py):
-elementwise ops are their vector tile stmts, a reduction folds the row into 64 float32 lanes and
-finishes with WholeReduce/ReduceRepeat, and its result is a scalar of the ops after it. The
-epilogue is scheduled as a row kernel whose first parameter is the matmul's value
-(lower.cube._row_epilogue); here its parameters are bound to the cube kernel's UB rows: the
-C row (rounded to the matmul's dtype), residual tiles, [N] columns, [M, 1] values per row.
+Each row of a C tile goes through the epilogue the way a row kernel's row does: the body is the
+row kind's own lowering (lower/row_tile.row_epilogue_body: elementwise ops are their vector tile
+stmts, a reduction folds the row into 64 float32 lanes and finishes with WholeReduce /
+ReduceRepeat, its result is a typed scalar of the ops after it), printed node by node by the
+printer of the loop-level tile IR (printer_kernel.NodePrinting). The epilogue is scheduled as a
+row kernel whose first parameter is the matmul's value (lower.cube._row_epilogue); here its
+parameters are bound to the cube kernel's UB rows: the C row (rounded to the matmul's dtype),
+residual tiles, [N] columns, [M, 1] values per row.
 """
 from __future__ import annotations
 
+import re
+
 from .. import dtypes as dt
-from ..lower.row import FOLD_LANES, allocate_row_values, rs_slots, temp_pool
+from ..lower.row import FOLD_LANES, allocate_row_values, temp_pool
+from ..lower.row_tile import row_epilogue_body
+from ..tile.kernel import Queue, Ref
 from .printer_cube import CubePrinter, _ld
-from .printer_row import RowPrinter
+from .printer_kernel import NodePrinting
 
 
-class _EpilogueRows(RowPrinter):
-    """The row printer with its parameters bound to the cube kernel's buffers."""
-
-    def __init__(self, row, target, name, slots: dict, scalars: dict):
-        super().__init__(row, target, name)
-        self.bound_slots, self.bound_scalars = slots, scalars
-
-    def _param_setup(self, L: list[str]) -> None:
-        self._slot.update(self.bound_slots)
-        self._scal.update(self.bound_scalars)
-        # a row of one element: the cube kernel holds an [N] = [1] input as a scalar, the row ops
-        # read it from a UB slot
-        for p in self.s.params:
-            v = self.s.fn.params[p.index].value
-            if p.kind in ("full", "general", "lastonly") and id(v) not in self._slot and id(v) in self._scal:
-                L.append("VectorToScalar();   // the last row's ops have read the slot")
-                self._slot_of(v, L)
+def _as_ref(text: str) -> Ref:
+    """A UB row the cube printer names in C++ (`in_x[r * 72]`, `col_b`) as a tile-IR reference
+    (its offset kept as C++ text, printed as it is)."""
+    m = re.fullmatch(r"(\w+)(?:\[(.+)\])?", text)
+    return Ref(m.group(1), f"({m.group(2)})" if m.group(2) else 0)
 
 
-class CubeRowPrinter(CubePrinter):
+class CubeRowPrinter(NodePrinting, CubePrinter):
     def __init__(self, sched, target, name: str, debug: bool | None = None):
         self.row = sched.row_epilogue
         super().__init__(sched, target, name, debug)
         self.slack = self.row.slack
+        self.float_reduce = "float" in target.api_dtypes.get("WholeReduceSum", frozenset())
 
     # ---- hooks of the cube printer ---------------------------------------------------------
     def steps_list(self):
@@ -58,37 +53,62 @@ class CubeRowPrinter(CubePrinter):
         self._rows = list(rows)   # kernel() appends its own buffers to the list it gets
         return rows
 
+    def _rs_dtypes(self) -> dict:
+        """dtype -> 32-byte slots: at most one per value of that dtype the epilogue holds."""
+        fn = self.row.fn
+        count: dict = {}
+        for v in [p.value for p in fn.params] + [op.result for op in fn.ops]:
+            count[v.dtype] = count.get(v.dtype, 0) + 1
+        return dict(sorted(count.items(), key=lambda x: x[0].name))
+
     def _extra_members(self) -> list[str]:
-        return ["    AscendC::TBuf<AscendC::TPosition::VECCALC> b_lanes;  // the fold's 64 float32 lanes",
-                "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_red;    // a reduction's result",
-                "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_rs;     // per-row values, 32 B each"]
+        L = ["    AscendC::TBuf<AscendC::TPosition::VECCALC> b_lanes;  // the fold's 64 float32 lanes",
+             "    AscendC::TBuf<AscendC::TPosition::VECCALC> b_red;    // a reduction's result"]
+        return L + [f"    AscendC::TBuf<AscendC::TPosition::VECCALC> b_rs_{d.name};   // per-row values, 32 B each"
+                    for d in self._rs_dtypes()]
 
     def _extra_init(self) -> list[str]:
-        return [f"        pipe->InitBuffer(b_lanes, {FOLD_LANES * 4});",
-                "        pipe->InitBuffer(b_red, 32);",
-                f"        pipe->InitBuffer(b_rs, {32 * rs_slots(self.row.fn)});"]
-
-    def _extra_methods(self) -> list[str]:
-        rp = RowPrinter(self.row, self.t, self.name)
-        return rp._sync() + rp._reduce_fn()
+        L = [f"        pipe->InitBuffer(b_lanes, {FOLD_LANES * 4});",
+             "        pipe->InitBuffer(b_red, 32);"]
+        return L + [f"        pipe->InitBuffer(b_rs_{d.name}, {32 * n});" for d, n in self._rs_dtypes().items()]
 
     def _epilogue_body(self, slot: dict, scal: dict) -> list[str]:
         row, s = self.row, self.s
         sub_params = [p.value for p in row.fn.params]
         mm_param = sub_params[0]
-        bound_slots, bound_scalars = {id(mm_param): slot[id(s.mm.result)]}, {}
+        slots, scalars = {id(mm_param): _as_ref(slot[id(s.mm.result)])}, {}
         for v in sub_params[1:]:   # the kernel's own parameters, bound where the cube printer put them
             if id(v) in slot:
-                bound_slots[id(v)] = slot[id(v)]
+                slots[id(v)] = _as_ref(slot[id(v)])
             elif id(v) in scal:
-                bound_scalars[id(v)] = scal[id(v)]
-        rp = _EpilogueRows(row, self.t, self.name, bound_slots, bound_scalars)
-        rp._assign, rp._pool = self._assign, self._pool
+                scalars[id(v)] = scal[id(v)]
+        # an output row is padded to 32 bytes of its own dtype (as CopyOut moves it), a temporary
+        # holds baseN (>= N) elements
+        nodes, rs = row_epilogue_body(row, self._assign, slots, scalars, "curN", "t.baseN",
+                                      lambda i, d: Ref(f"out_y{i}", f"(r * {_ld('curN', d)})"))
+        tensors = {nm: d for d, nm in self._rows}
+        tensors.update({"lanes": dt.float32, "red": dt.float32})
+        tensors.update({f"out_y{i}": v.dtype for i, v in enumerate(s.fn.results)})
+        tensors.update({f"rs_{d.name}": d for d in rs})
+        for r in list(slots.values()):   # the cube kernel's rows: c, mmv, in_*, col_* (their dtypes)
+            tensors.setdefault(r.tensor, self._tensor_dtype(r.tensor))
+        self.queue = {nm: Queue(nm, "VECCALC", 1, d, 0) for nm, d in tensors.items()}
+        self.scopes = [{nm: nm for nm in tensors}]
         body = [f"AscendC::LocalTensor<{d.ascendc}> {nm} = b_{nm}.Get<{d.ascendc}>();" for d, nm in self._rows]
-        text = "\n".join(rp._row_body())
-        # the row printer addresses a tile with its tiling's Cpad: here an output row is padded to
-        # 32 bytes of its own dtype (as CopyOut moves it), a temporary holds baseN (>= N) elements
-        for i, v in enumerate(s.fn.results):
-            text = text.replace(f"out_y{i}[r * tiling.Cpad]", f"out_y{i}[r * {_ld('curN', v.dtype)}]")
-        text = text.replace("tiling.Cpad", "tiling.baseN").replace("tiling.C", "curN")
-        return body + text.splitlines()
+        body.append("AscendC::LocalTensor<float> lanes = b_lanes.Get<float>();")
+        if self.float_reduce:
+            body.append("AscendC::LocalTensor<float> red = b_red.Get<float>();")
+        body += [f"AscendC::LocalTensor<{d.ascendc}> rs_{d.name} = b_rs_{d.name}.Get<{d.ascendc}>();" for d in rs]
+        return body + [x for n in nodes for x in self._node(n, 0)]
+
+    def _tensor_dtype(self, name: str) -> dt.DType:
+        """The element type of one of the cube kernel's own UB rows."""
+        if name == "c":
+            return getattr(self.s, "c_dtype", dt.float32)
+        if name == "mmv":
+            return self.s.mm.result.dtype
+        nm = name.split("_", 1)[1] if name.startswith(("in_", "col_")) else None
+        p = next((p for p in self.s.params if self.cn[p.index] == nm), None)
+        if p is None:
+            raise KeyError(f"the epilogue reads {name}, which the cube printer does not hold")
+        return p.dtype

@@ -22,15 +22,16 @@ from __future__ import annotations
 from .. import dtypes as dt
 from ..lower.kinds import kernel_ir, kernel_words
 from ..tile.kernel import (BINARY, Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow,
-                           If, Let, Move, Ref, Set, Step, TileKernel, UbCopy, Var, Vec)
+                           If, Let, Move, Put, Ref, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec)
 from . import cnames
 from .emit import gm_scalar_load, literal, rename_stmt
 from .frame import KernelFrame
+from .host_row import row_host_tiling
 from .host_vector import vector_host_tiling
 
 # the host tiling of a kind whose sizes may be symbolic (its words are computed at launch);
 # every other kernel carries its words and the host tiling copies them
-HOST_TILING = {"vector": vector_host_tiling}
+HOST_TILING = {"vector": vector_host_tiling, "row": row_host_tiling}
 
 
 def c_expr(e) -> str:
@@ -41,8 +42,13 @@ def c_expr(e) -> str:
 
 def _c(e) -> tuple[str, int]:
     """(text, precedence): 9 for a primary, BINARY's for an operator."""
+    if isinstance(e, bool):
+        raise TypeError("bool is not an expression")
     if isinstance(e, int):
         return (f"{e}u" if e >= 0 else f"({e})"), 9
+    if isinstance(e, float):   # a float32 literal of a typed expression
+        text = literal(e, dt.float32)
+        return (f"({text})" if text.startswith("-") else text), 9
     if isinstance(e, str):
         return ("tiling." + e[2:] if e.startswith("t.") else e), 9
     op = e[0]
@@ -56,6 +62,18 @@ def _c(e) -> tuple[str, int]:
         return f"{_c(e[1])[0]}[{_c(e[2])[0]}]", 9
     if op == "min":
         return f"MinU32({_c(e[1])[0]}, {_c(e[2])[0]})", 9
+    if op == "get":
+        return f"{e[1]}.GetValue({_c(e[2])[0]})", 9
+    if op == "load":
+        return f"gm_{cnames.param(e[1])}.GetValue({_c(e[2])[0] if len(e) > 2 else '0'})", 9
+    if op == "cast":
+        return f"static_cast<{e[1].ascendc}>({_c(e[2])[0]})", 9
+    if op == "neg":
+        a, pa = _c(e[1])
+        return f"-{a if pa == 9 else f'({a})'}", 8
+    if op in ("fmax", "fmin"):   # v when it is above (below) r, else r: the scalar unit's compare
+        r, v = _c(e[1])[0], _c(e[2])[0]
+        return f"({v} {'>' if op == 'fmax' else '<'} {r} ? {v} : {r})", 9
     if op == "pad":
         n = _c(e[2])[0]
         a, pa = _c(e[1])
@@ -70,7 +88,154 @@ def _bytes(q) -> str:
     return f"{text if prec >= BINARY['*'] else f'({text})'} * sizeof({q.dtype.ascendc})"
 
 
-class KernelPrinter(KernelFrame):
+class NodePrinting:
+    """Prints tile-kernel nodes as Ascend C statements: KernelPrinter's stages, and a matmul's
+    row epilogue (printer_cube_row.py).  The host class (a KernelFrame) has `queue` (queue name
+    -> Queue), `gm_name` (GM tensor -> its C++ name), `scopes` (per open block: tensor -> its
+    queue) and `_stmt` (a vector tile stmt's lines)."""
+
+    def _ty(self, queue: str) -> str:
+        return self.queue[queue].dtype.ascendc
+
+    def _bind(self, tensor: str, queue: str) -> bool:
+        """Record `tensor` as a variable of `queue`'s type; True when an enclosing block declared it."""
+        known = any(tensor in sc for sc in self.scopes)
+        if not known:
+            self.scopes[-1][tensor] = queue
+        return known
+
+    def _dtype(self, tensor: str) -> dt.DType:
+        q = next(sc[tensor] for sc in reversed(self.scopes) if tensor in sc)
+        return self.queue[q].dtype
+
+    def _ref(self, r: Ref) -> str:
+        return r.tensor if r.offset == 0 else f"{r.tensor}[{c_expr(r.offset)}]"
+
+    def _block(self, nodes, indent: int) -> list[str]:
+        self.scopes.append({})
+        out = [x for n in nodes for x in self._node(n, indent)]
+        self.scopes.pop()
+        return out
+
+    def _node(self, node, indent: int) -> list[str]:
+        pad = " " * indent
+        e = c_expr
+        if isinstance(node, Let):
+            return [f"{pad}const uint32_t {node.var} = {e(node.expr)};"]
+        if isinstance(node, Var):
+            return [f"{pad}uint32_t {node.var} = {e(node.expr)};"]
+        if isinstance(node, Set):
+            return [f"{pad}{node.var} {node.op} {e(node.expr)};"]
+        if isinstance(node, For):
+            step = f"++{node.var}" if node.step == 1 else f"{node.var} += {e(node.step)}"
+            head = (f"{pad}for (uint32_t {node.var} = {e(node.end)}; {node.var}-- > {e(node.start)};) {{"
+                    if node.down else
+                    f"{pad}for (uint32_t {node.var} = {e(node.start)}; {node.var} < {e(node.end)}; {step}) {{")
+            return [head, *self._block(node.body, indent + 4), pad + "}"]
+        if isinstance(node, If):
+            L = [f"{pad}if ({e(node.cond)}) {{", *self._block(node.then, indent + 4)]
+            if node.orelse:
+                L += [pad + "} else {", *self._block(node.orelse, indent + 4)]
+            return L + [pad + "}"]
+        if isinstance(node, Alloc):
+            q = self.queue[node.queue]
+            ty = q.dtype.ascendc
+            get = f"Get<{ty}>()" if q.position == "VECCALC" else f"AllocTensor<{ty}>()"
+            decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
+            return [f"{pad}{decl}{node.tensor} = {node.queue}.{get};"]
+        if isinstance(node, DeQue):
+            ty = self._ty(node.queue)
+            decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
+            return [f"{pad}{decl}{node.tensor} = {node.queue}.DeQue<{ty}>();"]
+        if isinstance(node, Decl):
+            self._bind(node.tensor, node.queue)
+            return [f"{pad}AscendC::LocalTensor<{self._ty(node.queue)}> {node.tensor};"]
+        if isinstance(node, Dup):
+            d = self._dtype(node.dst.tensor)
+            if isinstance(node.value, tuple) and node.value[0] == "load":   # one GM value (FillRow: any width)
+                _, gm, index = node.value
+                return [f"{pad}FillRow({self._ref(node.dst)}, static_cast<{d.ascendc}>(gm_{self.gm_name[gm]}"
+                        f".GetValue({c_expr(index)})), {c_expr(node.count)});"]
+            value = (literal(node.value, d) if isinstance(node.value, (float, bool, int))
+                     else f"static_cast<{d.ascendc}>({c_expr(node.value)})")
+            return [f"{pad}AscendC::Duplicate({self._ref(node.dst)}, {value}, {c_expr(node.count)});",
+                    f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
+        if isinstance(node, Vec):
+            dst, srcs, n = self._ref(node.dst), [self._ref(r) for r in node.srcs], c_expr(node.count)
+            if node.api == "Cast":
+                call = f"AscendC::Cast({dst}, {srcs[0]}, AscendC::RoundMode::{node.mode}, {n});"
+            elif node.api.startswith("WholeReduce"):   # one repeat of `n` lanes to one value
+                return [f"{pad}AscendC::{node.api}<float>({dst}, {srcs[0]}, {n}, 1, 1, 1, 8);"]
+            elif node.api.startswith("ReduceRepeat"):   # the CANN >= 9.1 spelling (ASCENDC.md 2.6)
+                kind = node.api[len("ReduceRepeat"):].upper()
+                return [f"{pad}AscendC::ReduceRepeat<AscendC::ReduceType::{kind}, float, float>({dst}, {srcs[0]}, "
+                        f"{n}, 1, 1, 1, 8);"]
+            elif node.scalar is not None:
+                d = self._dtype(node.dst.tensor)
+                value = (literal(node.scalar, d) if isinstance(node.scalar, (float, bool, int))
+                         else f"static_cast<{d.ascendc}>({c_expr(node.scalar)})")
+                call = f"AscendC::{node.api}({dst}, {srcs[0]}, {value}, {n});"
+            else:
+                call = f"AscendC::{node.api}({dst}, {', '.join(srcs)}, {n});"
+            return [pad + call, f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
+        if isinstance(node, Step):
+            names = {slot: self._ref(r) for slot, r in node.names}
+            scalars = dict(node.scalars)
+            count = "" if node.count is None else f", n = {c_expr(node.count)}"
+            L = [f"{pad}{{  // {cnames.comment(node.label)}", f"{pad}    const uint32_t o = {c_expr(node.offset)}{count};"]
+            for r, value, count in node.prefill:   # lanes Compare may read past the count
+                L += [f"{pad}    AscendC::Duplicate({self._ref(r)}, {literal(value, self._dtype(r.tensor))}, "
+                      f"{c_expr(count)});", f"{pad}    AscendC::PipeBarrier<PIPE_V>();"]
+            for st in node.stmts:
+                L += self._stmt(rename_stmt(st, names, scalars), indent + 4)
+            return L + [pad + "}"]
+        if isinstance(node, EnQue):
+            return [f"{pad}{node.queue}.EnQue({node.tensor});"]
+        if isinstance(node, Free):
+            return [f"{pad}{node.queue}.FreeTensor({node.tensor});"]
+        if isinstance(node, CopyIn):
+            return [f"{pad}CopyRowsIn({self._ref(Ref(node.tensor, node.ub_off))}, gm_{self.gm_name[node.gm]}[{e(node.offset)}], "
+                    f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
+                    f"{e(node.ub_stride)});"]
+        if isinstance(node, GatherRow):   # an index outside [-bound, bound) is not read: its row is 0
+            d = self._dtype(node.dst.tensor)
+            dst, n = self._ref(node.dst), e(node.cols)
+            return [f"{pad}{{",
+                    f"{pad}    int64_t k = static_cast<int64_t>(gm_{self.gm_name[node.index]}.GetValue({e(node.pos)}));",
+                    f"{pad}    if (k < 0) k += {node.bound};",
+                    f"{pad}    if (k < 0 || k >= {node.bound}) {{",
+                    f"{pad}        FillRow({dst}, static_cast<{d.ascendc}>(0), {n});",
+                    f"{pad}    }} else {{",
+                    f"{pad}        CopyRowsIn({dst}, gm_{self.gm_name[node.table]}[static_cast<uint32_t>(k) * "
+                    f"{node.row_len}u + {e(node.col)}], 1, {n}, {n}, {n});",
+                    f"{pad}    }}",
+                    f"{pad}}}"]
+        if isinstance(node, CopyOut):
+            return [f"{pad}CopyRowsOut(gm_{self.gm_name[node.gm]}[{e(node.offset)}], {self._ref(Ref(node.tensor, node.ub_off))}, "
+                    f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
+                    f"{e(node.ub_stride)});"]
+        if isinstance(node, UbCopy):
+            dst = node.dst if node.dst_off == 0 else f"{node.dst}[{e(node.dst_off)}]"
+            src = node.src if node.src_off == 0 else f"{node.src}[{e(node.src_off)}]"
+            return [f"{pad}AscendC::DataCopy({dst}, {src}, {e(node.count)});"]
+        if isinstance(node, Move):
+            return [f"{pad}{node.dst}.SetValue({e(node.dst_index)}, "
+                    f"{node.src}.GetValue({e(node.src_index)}));"]
+        if isinstance(node, Barrier):
+            why = f"   // {cnames.comment(node.why)}" if node.why else ""
+            return [f"{pad}AscendC::PipeBarrier<PIPE_ALL>();{why}"]
+        if isinstance(node, Sync):
+            return [f"{pad}AscendC::SetFlag<AscendC::HardEvent::{node.event}>(EVENT_ID0);",
+                    f"{pad}AscendC::WaitFlag<AscendC::HardEvent::{node.event}>(EVENT_ID0);"]
+        if isinstance(node, Scalar):
+            return [f"{pad}const {node.dtype.ascendc} {node.var} = {e(node.expr)};"]
+        if isinstance(node, Put):
+            ty = self._dtype(node.tensor).ascendc
+            return [f"{pad}{node.tensor}.SetValue({e(node.index)}, static_cast<{ty}>({e(node.expr)}));"]
+        raise TypeError(f"not a tile kernel node: {node!r}")
+
+
+class KernelPrinter(NodePrinting, KernelFrame):
     def __init__(self, sched, target, name: str, debug: bool | None = None):
         super().__init__(sched, target, name, debug)
         self.symbols = list(getattr(sched, "symbols", []))   # host tiling's sizes[i], when symbolic
@@ -154,128 +319,3 @@ class KernelPrinter(KernelFrame):
             g = self.gm[m.init[1]]
             return gm_scalar_load(f"gm_{self.gm_name[g.name]}", g.dtype, m.dtype)
         return f"static_cast<{m.dtype.ascendc}>({c_expr(m.init)})"
-
-    def _ty(self, queue: str) -> str:
-        return self.queue[queue].dtype.ascendc
-
-    def _bind(self, tensor: str, queue: str) -> bool:
-        """Record `tensor` as a variable of `queue`'s type; True when an enclosing block declared it."""
-        known = any(tensor in sc for sc in self.scopes)
-        if not known:
-            self.scopes[-1][tensor] = queue
-        return known
-
-    def _dtype(self, tensor: str) -> dt.DType:
-        q = next(sc[tensor] for sc in reversed(self.scopes) if tensor in sc)
-        return self.queue[q].dtype
-
-    def _ref(self, r: Ref) -> str:
-        return r.tensor if r.offset == 0 else f"{r.tensor}[{c_expr(r.offset)}]"
-
-    def _block(self, nodes, indent: int) -> list[str]:
-        self.scopes.append({})
-        out = [x for n in nodes for x in self._node(n, indent)]
-        self.scopes.pop()
-        return out
-
-    def _node(self, node, indent: int) -> list[str]:
-        pad = " " * indent
-        e = c_expr
-        if isinstance(node, Let):
-            return [f"{pad}const uint32_t {node.var} = {e(node.expr)};"]
-        if isinstance(node, Var):
-            return [f"{pad}uint32_t {node.var} = {e(node.expr)};"]
-        if isinstance(node, Set):
-            return [f"{pad}{node.var} {node.op} {e(node.expr)};"]
-        if isinstance(node, For):
-            step = f"++{node.var}" if node.step == 1 else f"{node.var} += {e(node.step)}"
-            head = (f"{pad}for (uint32_t {node.var} = {e(node.end)}; {node.var}-- > {e(node.start)};) {{"
-                    if node.down else
-                    f"{pad}for (uint32_t {node.var} = {e(node.start)}; {node.var} < {e(node.end)}; {step}) {{")
-            return [head, *self._block(node.body, indent + 4), pad + "}"]
-        if isinstance(node, If):
-            L = [f"{pad}if ({e(node.cond)}) {{", *self._block(node.then, indent + 4)]
-            if node.orelse:
-                L += [pad + "} else {", *self._block(node.orelse, indent + 4)]
-            return L + [pad + "}"]
-        if isinstance(node, Alloc):
-            q = self.queue[node.queue]
-            ty = q.dtype.ascendc
-            get = f"Get<{ty}>()" if q.position == "VECCALC" else f"AllocTensor<{ty}>()"
-            decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
-            return [f"{pad}{decl}{node.tensor} = {node.queue}.{get};"]
-        if isinstance(node, DeQue):
-            ty = self._ty(node.queue)
-            decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
-            return [f"{pad}{decl}{node.tensor} = {node.queue}.DeQue<{ty}>();"]
-        if isinstance(node, Decl):
-            self._bind(node.tensor, node.queue)
-            return [f"{pad}AscendC::LocalTensor<{self._ty(node.queue)}> {node.tensor};"]
-        if isinstance(node, Dup):
-            d = self._dtype(node.dst.tensor)
-            if isinstance(node.value, tuple) and node.value[0] == "load":   # one GM value (FillRow: any width)
-                _, gm, index = node.value
-                return [f"{pad}FillRow({self._ref(node.dst)}, static_cast<{d.ascendc}>(gm_{self.gm_name[gm]}"
-                        f".GetValue({c_expr(index)})), {c_expr(node.count)});"]
-            value = (literal(node.value, d) if isinstance(node.value, (float, bool, int))
-                     else f"static_cast<{d.ascendc}>({c_expr(node.value)})")
-            return [f"{pad}AscendC::Duplicate({self._ref(node.dst)}, {value}, {c_expr(node.count)});",
-                    f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
-        if isinstance(node, Vec):
-            dst, srcs, n = self._ref(node.dst), [self._ref(r) for r in node.srcs], c_expr(node.count)
-            if node.api == "Cast":
-                call = f"AscendC::Cast({dst}, {srcs[0]}, AscendC::RoundMode::{node.mode}, {n});"
-            elif node.scalar is not None:
-                d = self._dtype(node.dst.tensor)
-                value = (literal(node.scalar, d) if isinstance(node.scalar, (float, bool, int))
-                         else f"static_cast<{d.ascendc}>({c_expr(node.scalar)})")
-                call = f"AscendC::{node.api}({dst}, {srcs[0]}, {value}, {n});"
-            else:
-                call = f"AscendC::{node.api}({dst}, {', '.join(srcs)}, {n});"
-            return [pad + call, f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
-        if isinstance(node, Step):
-            names = {slot: self._ref(r) for slot, r in node.names}
-            scalars = dict(node.scalars)
-            L = [f"{pad}{{  // {cnames.comment(node.label)}", f"{pad}    const uint32_t o = {c_expr(node.offset)};"]
-            for r, value, count in node.prefill:   # lanes Compare may read past the count
-                L += [f"{pad}    AscendC::Duplicate({self._ref(r)}, {literal(value, self._dtype(r.tensor))}, "
-                      f"{c_expr(count)});", f"{pad}    AscendC::PipeBarrier<PIPE_V>();"]
-            for st in node.stmts:
-                L += self._stmt(rename_stmt(st, names, scalars), indent + 4)
-            return L + [pad + "}"]
-        if isinstance(node, EnQue):
-            return [f"{pad}{node.queue}.EnQue({node.tensor});"]
-        if isinstance(node, Free):
-            return [f"{pad}{node.queue}.FreeTensor({node.tensor});"]
-        if isinstance(node, CopyIn):
-            return [f"{pad}CopyRowsIn({self._ref(Ref(node.tensor, node.ub_off))}, gm_{self.gm_name[node.gm]}[{e(node.offset)}], "
-                    f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
-                    f"{e(node.ub_stride)});"]
-        if isinstance(node, GatherRow):   # an index outside [-bound, bound) is not read: its row is 0
-            d = self._dtype(node.dst.tensor)
-            dst, n = self._ref(node.dst), e(node.cols)
-            return [f"{pad}{{",
-                    f"{pad}    int64_t k = static_cast<int64_t>(gm_{self.gm_name[node.index]}.GetValue({e(node.pos)}));",
-                    f"{pad}    if (k < 0) k += {node.bound};",
-                    f"{pad}    if (k < 0 || k >= {node.bound}) {{",
-                    f"{pad}        FillRow({dst}, static_cast<{d.ascendc}>(0), {n});",
-                    f"{pad}    }} else {{",
-                    f"{pad}        CopyRowsIn({dst}, gm_{self.gm_name[node.table]}[static_cast<uint32_t>(k) * "
-                    f"{node.row_len}u + {e(node.col)}], 1, {n}, {n}, {n});",
-                    f"{pad}    }}",
-                    f"{pad}}}"]
-        if isinstance(node, CopyOut):
-            return [f"{pad}CopyRowsOut(gm_{self.gm_name[node.gm]}[{e(node.offset)}], {self._ref(Ref(node.tensor, node.ub_off))}, "
-                    f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
-                    f"{e(node.ub_stride)});"]
-        if isinstance(node, UbCopy):
-            dst = node.dst if node.dst_off == 0 else f"{node.dst}[{e(node.dst_off)}]"
-            src = node.src if node.src_off == 0 else f"{node.src}[{e(node.src_off)}]"
-            return [f"{pad}AscendC::DataCopy({dst}, {src}, {e(node.count)});"]
-        if isinstance(node, Move):
-            return [f"{pad}{node.dst}.SetValue({e(node.dst_index)}, "
-                    f"{node.src}.GetValue({e(node.src_index)}));"]
-        if isinstance(node, Barrier):
-            why = f"   // {cnames.comment(node.why)}" if node.why else ""
-            return [f"{pad}AscendC::PipeBarrier<PIPE_ALL>();{why}"]
-        raise TypeError(f"not a tile kernel node: {node!r}")

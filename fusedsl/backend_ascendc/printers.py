@@ -11,7 +11,6 @@ from .printer_cube import CubePrinter
 from .printer_cube_group import CubeGroupPrinter
 from .printer_cube_row import CubeRowPrinter
 from .printer_kernel import KernelPrinter
-from .printer_row import RowPrinter
 
 
 def _cube(sched, target, name):
@@ -24,7 +23,7 @@ PRINTERS = {
     "conv": ConvPrinter,      # im2col per core and image, then the Matmul API
     "cube": _cube,            # the Matmul API with the epilogue on each C tile in UB
     "cube_group": CubeGroupPrinter,   # several matmuls of the same A, in turn, in one launch
-    "row": RowPrinter,        # tiles of whole rows, or passes over chunks of a long row
+    "row": KernelPrinter,     # tiles of whole rows, or passes over chunks of a long row (lower/row_tile.py)
     "column": KernelPrinter,  # reductions over other axes (its loop-level tile IR, lower/column_tile.py)
     "attention": AttentionPrinter,   # flash attention: Q K^T, online softmax, P V per Q block
     "transpose": KernelPrinter,   # a lone transpose / permute: its loop-level tile IR (tile/kernel.py)

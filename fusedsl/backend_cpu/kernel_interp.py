@@ -17,7 +17,8 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow, If, Let,
-                           Move, Ref, Set, Step, TileKernel, UbCopy, Var, Vec, evaluate, print_kernel)
+                           Move, Put, Ref, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, evaluate,
+                           print_kernel)
 from ..tile.verify import TileVerifyError
 from .tile_interp import _convert, apply_stmt
 
@@ -37,6 +38,14 @@ class _Block:
             for i in range(q.depth):
                 self.state[(q.name, i)] = "free"
         self.position = {q.name: q.position for q in k.queues}
+        env["ub"] = self.element   # ("get", t, e) in typed expressions
+
+    def element(self, name: str, index: int):
+        buf = self.tensor(name, name)
+        if index >= buf.size:
+            raise TileVerifyError(f"kernel {self.k.name}, stage {self.stage}: element {index} of UB {name} "
+                                  f"leaves its {buf.size}")
+        return buf[index]
 
     def fail(self, node, msg: str):
         raise TileVerifyError(f"kernel {self.k.name}, stage {self.stage}: {msg} ({type(node).__name__} {node})")
@@ -161,8 +170,18 @@ class _Block:
             if d >= dst.size or s >= src.size:
                 self.fail(node, f"element {d} / {s} is outside the UB buffer")
             dst[d] = src[s]
-        elif isinstance(node, Barrier):
+        elif isinstance(node, (Barrier, Sync)):
             pass
+        elif isinstance(node, Scalar):
+            with np.errstate(all="ignore"):
+                env[node.var] = np.asarray(self.ev(node.expr)).astype(node.dtype.np)[()]
+        elif isinstance(node, Put):
+            dst = self.tensor(node, node.tensor)
+            i = self.ev(node.index)
+            if i >= dst.size:
+                self.fail(node, f"element {i} is outside the UB buffer")
+            with np.errstate(all="ignore"):
+                dst[i] = np.asarray(self.ev(node.expr)).astype(dst.dtype)
         elif isinstance(node, Decl):
             self.tensors.pop(node.tensor, None)
         elif isinstance(node, Dup):
@@ -172,10 +191,16 @@ class _Block:
                 dst[...] = np.asarray(value).astype(dst.dtype)
         elif isinstance(node, Vec):
             n = self.ev(node.count)
-            dst = self.span(node, node.dst, n)
+            reduce = node.api.startswith(("WholeReduce", "ReduceRepeat"))
+            dst = self.span(node, node.dst, 1 if reduce else n)
             srcs = [self.span(node, r, n) for r in node.srcs]
             with np.errstate(all="ignore"):
-                if node.api == "Cast":
+                if reduce:   # one repeat of n lanes to element 0
+                    kind = node.api.removeprefix("WholeReduce").removeprefix("ReduceRepeat").lower()
+                    dst[0] = {"sum": np.sum, "max": np.max, "min": np.min}[kind](srcs[0])
+                elif node.api == "Exp":
+                    dst[...] = np.exp(srcs[0]).astype(dst.dtype)
+                elif node.api == "Cast":
                     dst[...] = _convert(srcs[0], _dtype(srcs[0]), _dtype(dst), node.mode)
                 elif node.api in ("Muls", "Adds"):
                     s = np.asarray(node.scalar if isinstance(node.scalar, (float, bool)) else self.ev(node.scalar))
@@ -186,7 +211,7 @@ class _Block:
                           "Sub": np.subtract, "Mul": np.multiply}[node.api]
                     dst[...] = fn(srcs[0], srcs[1]).astype(dst.dtype)
         elif isinstance(node, Step):
-            n = env["n"]
+            n = env["n"] if node.count is None else self.ev(node.count)
             o = self.ev(node.offset)
             slots = {slot: Ref(r.tensor, ("+", r.offset, o)) for slot, r in node.names}
             scalars = dict(node.scalars)

@@ -5,7 +5,7 @@ A column kernel (FS116: `sum(x * x, 0)`, batch statistics `mean`/`var` over axis
 range, K: the reduced axes, B: the axes after it) with the elementwise ops before and after
 its reductions (lower/column_plan.ColumnPlan).  A lone reduction whose range ends at the last
 axis (B == 1: `max(x)`, `sum(x, (1, 2))` of [A, H, W]) is the row kernel of the one-op
-function [A, K] -> [A] (lower/row, printer_row), both plans included.
+function [A, K] -> [A] (lower/row, lower/row_tile), both plans included.
 
 A column kernel's tile is `bn` consecutive outputs out[a, b0 : b0+bn] (lower/column_tile.py):
 

@@ -26,6 +26,7 @@ from .row import RowSchedule, is_row_kernel, schedule_row_kernel
 from .transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
                                   schedule_transpose_kernel, transpose_tile_kernel)
 from .column_tile import column_tile_kernel
+from .row_tile import row_tile_kernel
 from .vector_tile import tiling_words as vector_tiling_words
 from .vector_tile import vector_tile_kernel
 from ..tile.kernel import TileKernel, verify_kernel
@@ -100,9 +101,10 @@ KINDS: list[Kind] = [
     Kind("cube", _cube_group,
          lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom, memo=o.tiling_memo),
          (CubeSchedule,), (ScheduleError, TargetError)),
-    # last-axis reductions and the ops around them (printer_row)
+    # last-axis reductions and the ops around them (lower/row_tile.py)
     Kind("row", lambda fn, group: group in ("row", "single") and is_row_kernel(fn),
-         lambda fn, t, o, snaps: schedule_row_kernel(fn, t, o.ub_headroom), (RowSchedule,)),
+         lambda fn, t, o, snaps: schedule_row_kernel(fn, t, o.ub_headroom), (RowSchedule,),
+         ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched), list(tiling.words))),
     # flash attention: two Matmul objects and the online softmax between them (printer_attention)
     Kind("attention", lambda fn, group: group == "single" and any(has_trait(op, ATTENTION) for op in fn.ops),
          lambda fn, t, o, snaps: schedule_attention_kernel(fn, t, o.ub_headroom), (AttentionSchedule,),
@@ -179,7 +181,7 @@ def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
 
 # the kinds lowered to the loop-level tile IR: schedule type -> its TileKernel
 KERNEL_IR = {VectorSchedule: vector_tile_kernel, TransposeSchedule: transpose_tile_kernel,
-             ColumnSchedule: column_tile_kernel}
+             ColumnSchedule: column_tile_kernel, RowSchedule: row_tile_kernel}
 
 
 def kernel_ir(lowered) -> TileKernel | None:

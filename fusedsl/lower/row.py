@@ -1,4 +1,4 @@
-"""The schedule of a row kernel for the Ascend C backend (printed by backend_ascendc/printer_row.py).
+"""The schedule of a row kernel for the Ascend C backend (lowered to the loop-level tile IR by lower/row_tile.py).
 
 A row kernel (FS112: softmax, layer_norm(+gelu), rms_norm(+residual), or a lone last-axis
 sum/mean/max/min) computes, per row of its reductions' operand shape [*outer, C], elementwise
@@ -54,7 +54,7 @@ class RowParam:
     """A kernel parameter and how a row reads it."""
 
     index: int
-    name: str                        # the IR name (printer_row makes it a C++ name)
+    name: str                        # the IR name (the printer makes it a C++ name)
     dtype: dt.DType
     kind: str                        # "full" (tile of rows) | "lastonly" (one row per core) |
                                      # "general" (a row per row, outer dims partly broadcast) |

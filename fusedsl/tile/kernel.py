@@ -19,13 +19,19 @@ A stage body is a list of nodes: `Let` (a constant local), `Var` / `Set` (a muta
 member), `For` (up or down), `If`, the queue protocol (`Alloc`, `EnQue`, `DeQue`, `Free`),
 DMA (`CopyIn` / `CopyOut`: `rows` rows of `cols` elements, GM rows `gm_stride` apart, UB rows
 `ub_stride` apart), `UbCopy` (a UB->UB DataCopy), `Move` (one element, GetValue/SetValue),
-`Barrier` and `Compute` (vector tile stmts of tile/ir.py).
+`Barrier`, `Sync` (a SetFlag/WaitFlag pair between the vector and the scalar pipe), `Scalar`
+(a typed constant local), `Put` (SetValue of a typed value) and `Step` (vector tile stmts of
+tile/ir.py).
 
 Expressions are ints, names (`tile`, a local or member, `t.X` a tiling field) or tuples:
 (op, a, b) for + - * / % == != < <= > >= && ||, ("min", a, b), ("pad", e, n) (e rounded up to
 a multiple of n), ("[]", "t.X", e) (a word of a tiling array), ("load", x) / ("load", x, e)
 (element 0 / e of GM tensor x, in its dtype: a scalar member's init, a Dup's value).  All
-other arithmetic is on uint32.
+other arithmetic is on uint32, except on typed scalars: a `Scalar` local (`val`), a typed
+member, a float literal (`#1.5`, float32), ("get", t, e) (element e of UB tensor t, GetValue),
+("load", x, e), ("cast", dtype, e) (static_cast), ("neg", e) and ("fmax" / "fmin", r, v) (v when
+it is above / below r, else r: the scalar unit's compare-and-keep).  Arithmetic on a typed value
+is in its dtype (float32 op float32 is float32, as in C++); the lowerings cast explicitly.
 
 The text form (`print_kernel` / `parse_kernel`) is deterministic and round-trips:
 `print_kernel(parse_kernel(t)) == t`.
@@ -36,12 +42,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Union
 
+import numpy as np
+
 from .. import dtypes as dt
 from ..errors import IRParseError
 from .text import _literal, format_stmt, parse_stmt
 from .verify import TileVerifyError
 
 Expr = Union[int, str, tuple]
+_DTYPES = {d.name: d for d in dt.ALL}   # a cast's spelling: float32(e)
 
 # binary operators and their precedence, C's order (relational binds tighter than equality)
 BINARY = {"*": 6, "/": 6, "%": 6, "+": 5, "-": 5, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 3, "!=": 3,
@@ -126,6 +135,7 @@ class Step:
     scalars: tuple = ()   # ((var, member), ...)
     prefill: tuple = ()   # ((Ref, value, count), ...)
     offset: Expr = 0      # `o`: the element offset the stmts' operands start at (a segment of a tile)
+    count: Expr | None = None   # `n`, the elements the stmts run on (None: the enclosing `n`)
 
 
 @dataclass(frozen=True)
@@ -251,6 +261,29 @@ class Barrier:
 
 
 @dataclass(frozen=True)
+class Sync:
+    """The scalar pipe waits for the vector pipe (V_S: before GetValue of a vector result) or
+    the vector pipe for the scalar one (S_V: after SetValue, before a vector op reads it)."""
+    event: str               # "V_S" | "S_V"
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A constant local of `dtype` (a typed expression: a reduction's value, a GM element)."""
+    var: str
+    dtype: dt.DType
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Put:
+    """One element of a UB tensor set to a typed value (SetValue, converted to its dtype)."""
+    tensor: str
+    index: Expr
+    expr: Expr
+
+
+@dataclass(frozen=True)
 class Stage:
     name: str
     param: str | None
@@ -345,6 +378,8 @@ def format_expr(e: Expr, field_prefix: str = "t.") -> str:
         raise TypeError("bool is not an expression")
     if isinstance(e, int):
         return str(e)
+    if isinstance(e, float):
+        return "#" + repr(e)
     if isinstance(e, str):
         return field_prefix + e[2:] if e.startswith("t.") else e
     op = e[0]
@@ -359,17 +394,26 @@ def format_expr(e: Expr, field_prefix: str = "t.") -> str:
         return f"{left} {op} {right}"
     if op == "[]":
         return f"{format_expr(e[1], field_prefix)}[{format_expr(e[2], field_prefix)}]"
-    if op in ("min", "pad"):
+    if op in ("min", "pad", "fmax", "fmin"):
         return f"{op}({format_expr(e[1], field_prefix)}, {format_expr(e[2], field_prefix)})"
     if op == "load":
         return f"load({e[1]})" if len(e) == 2 else f"load({e[1]}, {format_expr(e[2], field_prefix)})"
+    if op == "get":
+        return f"get({e[1]}, {format_expr(e[2], field_prefix)})"
+    if op == "cast":
+        return f"{e[1].name}({format_expr(e[2], field_prefix)})"
+    if op == "neg":
+        return f"neg({format_expr(e[1], field_prefix)})"
     raise ValueError(f"not an expression: {e!r}")
 
 
 def evaluate(e: Expr, env: dict) -> int:
-    """The value of an expression; `env` maps names (and `t.X` fields) to ints or word lists."""
+    """The value of an expression; `env` maps names (and `t.X` fields) to ints or word lists,
+    typed scalars to numpy scalars, `ub` to a function (tensor, index) -> element."""
     if isinstance(e, int):
         return e
+    if isinstance(e, float):
+        return np.float32(e)
     if isinstance(e, str):
         return env[e]
     op = e[0]
@@ -377,7 +421,20 @@ def evaluate(e: Expr, env: dict) -> int:
         return env[e[1]][evaluate(e[2], env)]
     if op == "load":   # a GM element's value (typed: a Dup's value, a scalar member's init)
         return env["gm:" + e[1]][0 if len(e) == 2 else evaluate(e[2], env)]
+    if op == "get":
+        return env["ub"](e[1], evaluate(e[2], env))
+    if op == "cast":
+        return np.asarray(evaluate(e[2], env)).astype(e[1].np)[()]
+    if op == "neg":
+        return -evaluate(e[1], env)
     a, b = evaluate(e[1], env), evaluate(e[2], env)
+    if op == "fmax":
+        return b if b > a else a
+    if op == "fmin":
+        return b if b < a else a
+    if isinstance(a, np.generic) or isinstance(b, np.generic):   # typed: the dtype's arithmetic
+        with np.errstate(all="ignore"):
+            return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](a, b)
     if op == "+":
         return (a + b) & 0xFFFFFFFF
     if op == "-":
@@ -396,7 +453,8 @@ def evaluate(e: Expr, env: dict) -> int:
                 "&&": bool(a) and bool(b), "||": bool(a) or bool(b)}[op])
 
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)|(==|!=|<=|>=|&&|\|\||[-+*/%<>()\[\],]))")
+_TOKEN = re.compile(r"\s*(?:(\d+)|(#[^\s,()\[\]]+)|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)|"
+                    r"(==|!=|<=|>=|&&|\|\||[-+*/%<>()\[\],]))")
 
 
 def parse_expr(text: str) -> Expr:
@@ -407,7 +465,13 @@ def parse_expr(text: str) -> Expr:
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
             raise ValueError(f"bad expression {text!r} at {text[pos:]!r}")
-        toks.append(int(m.group(1)) if m.group(1) else (m.group(2) or m.group(3)))
+        if m.group(2):
+            v = _literal(m.group(2)[1:])
+            if not isinstance(v, float):
+                raise ValueError(f"bad number {m.group(2)!r} in {text!r}")
+            toks.append(("#", v))
+        else:
+            toks.append(int(m.group(1)) if m.group(1) else (m.group(3) or m.group(4)))
         pos = m.end()
     i = 0
 
@@ -430,6 +494,23 @@ def parse_expr(text: str) -> Expr:
             return e
         if isinstance(tok, int):
             return tok
+        if isinstance(tok, tuple):   # a float literal
+            return tok[1]
+        if tok in ("get", "neg") and peek() == "(":
+            take("(")
+            a = binary(0) if tok == "neg" else take()
+            if tok == "neg":
+                take(")")
+                return ("neg", a)
+            take(",")
+            idx = binary(0)
+            take(")")
+            return ("get", a, idx)
+        if isinstance(tok, str) and tok in _DTYPES and peek() == "(":
+            take("(")
+            a = binary(0)
+            take(")")
+            return ("cast", _DTYPES[tok], a)
         if tok == "load" and peek() == "(":
             take("(")
             name = take()
@@ -440,7 +521,7 @@ def parse_expr(text: str) -> Expr:
                 return ("load", name, idx)
             take(")")
             return ("load", name)
-        if tok in ("min", "pad") and peek() == "(":
+        if tok in ("min", "pad", "fmax", "fmin") and peek() == "(":
             take("(")
             a = binary(0)
             take(",")
@@ -533,6 +614,12 @@ def _node_lines(node, depth: int) -> list[str]:
         return [f"{ind}move {node.dst}[{f(node.dst_index)}] <- {node.src}[{f(node.src_index)}]"]
     if isinstance(node, Barrier):
         return [f"{ind}barrier" + (f" \"{_esc(node.why)}\"" if node.why else "")]
+    if isinstance(node, Sync):
+        return [f"{ind}sync {node.event}"]
+    if isinstance(node, Scalar):
+        return [f"{ind}val {node.var} {node.dtype.name} = {f(node.expr)}"]
+    if isinstance(node, Put):
+        return [f"{ind}put {node.tensor}[{f(node.index)}] <- {f(node.expr)}"]
     if isinstance(node, Decl):
         return [f"{ind}decl {node.tensor} = {node.queue}"]
     if isinstance(node, Dup):
@@ -543,7 +630,8 @@ def _node_lines(node, depth: int) -> list[str]:
         return [f"{ind}vec {node.api} {format_ref(node.dst)} <- {', '.join(format_ref(r) for r in node.srcs)}{extra} "
                 f"count {f(node.count)}"]
     if isinstance(node, Step):
-        at = "" if node.offset == 0 else f" at {f(node.offset)}"
+        at = ("" if node.offset == 0 else f" at {f(node.offset)}") + (
+            "" if node.count is None else f" count {f(node.count)}")
         L = [f"{ind}step \"{_esc(node.label)}\"{at}:"]
         L += [f"{ind}  map {slot} -> {format_ref(r)}" for slot, r in node.names]
         L += [f"{ind}  scalar {var} -> {member}" for var, member in node.scalars]
@@ -592,7 +680,10 @@ _RE = {
     "decl": re.compile(r"decl (\w+) = (\w+)$"),
     "dup": re.compile(r"dup (.+?) <- (.+) count (.+)$"),
     "vec": re.compile(r"vec (\w+) (.+?) <- (.+?)(?: scalar (\S+))?(?: mode (\w+))? count (.+)$"),
-    "step": re.compile(r'step "(.*)"(?: at (.+))?:$'),
+    "step": re.compile(r'step "(.*)"(?: at (.+?))?(?: count (.+?))?:$'),
+    "sync": re.compile(r"sync (V_S|S_V)$"),
+    "val": re.compile(r"val (\w+) (\w+) = (.+)$"),
+    "put": re.compile(r"put (\w+)\[(.+?)\] <- (.+)$"),
     "map": re.compile(r"map (\w+) -> (.+)$"),
     "scalar": re.compile(r"scalar (\w+) -> (\w+)$"),
     "prefill": re.compile(r"prefill (.+?) <- (\S+) count (.+)$"),
@@ -642,7 +733,7 @@ def parse_kernel(text: str) -> TileKernel:
             return v
         return expr(text_)
 
-    def step_body(label: str, ind: str, offset) -> Step:
+    def step_body(label: str, ind: str, offset, count) -> Step:
         nonlocal pos, cur
         names, scalars, prefill, stmts = [], [], [], []
         while pos < len(lines) and lines[pos].startswith(ind) and not lines[pos].startswith(ind + " "):
@@ -659,7 +750,7 @@ def parse_kernel(text: str) -> TileKernel:
                 stmts.append(st)
             else:
                 fail("not a step line")
-        return Step(label, tuple(stmts), tuple(names), tuple(scalars), tuple(prefill), offset)
+        return Step(label, tuple(stmts), tuple(names), tuple(scalars), tuple(prefill), offset, count)
 
     def block(depth: int) -> tuple:
         nonlocal pos, cur
@@ -717,7 +808,16 @@ def parse_kernel(text: str) -> TileKernel:
                 out.append(Vec(api, ref(dst), tuple(ref(x) for x in _split_top(srcs)), expr(count),
                                None if scal is None else value(scal), mode))
             elif m := _RE["step"].match(line):
-                out.append(step_body(_unesc(m.group(1)), ind + "  ", expr(m.group(2)) if m.group(2) else 0))
+                out.append(step_body(_unesc(m.group(1)), ind + "  ", expr(m.group(2)) if m.group(2) else 0,
+                                     expr(m.group(3)) if m.group(3) else None))
+            elif m := _RE["sync"].match(line):
+                out.append(Sync(m.group(1)))
+            elif m := _RE["val"].match(line):
+                if m.group(2) not in _DTYPES:
+                    fail(f"unknown dtype {m.group(2)!r}")
+                out.append(Scalar(m.group(1), _DTYPES[m.group(2)], expr(m.group(3))))
+            elif m := _RE["put"].match(line):
+                out.append(Put(m.group(1), expr(m.group(2)), expr(m.group(3))))
             else:
                 fail("not a statement")
         return tuple(out)
@@ -803,8 +903,18 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                 for x in e[2:]:
                     yield from names(x)
                 return
+            if e[0] in ("cast", "get"):   # a dtype / a UB tensor (checked where it is read), not a local
+                yield from names(e[2])
+                return
             for x in e[1:]:
                 yield from names(x)
+
+    def gets(e, tensors):
+        if isinstance(e, tuple):
+            if e[0] == "get" and e[1] not in tensors:
+                fail(f"{format_expr(e)} reads tensor {e[1]}, which is not taken from a queue before")
+            for x in e[1:]:
+                gets(x, tensors)
 
     def use(e, scope):
         for x in names(e):
@@ -861,8 +971,21 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                 use(node.count, scope)
                 if isinstance(node, Dup) and not isinstance(node.value, (float, bool)):
                     use(node.value, scope)
+                if isinstance(node, Vec) and node.scalar is not None and not isinstance(node.scalar, (float, bool)):
+                    use(node.scalar, scope)
+            elif isinstance(node, Scalar):
+                use(node.expr, scope)
+                gets(node.expr, tensors)
+                scope.add(node.var)
+            elif isinstance(node, Put):
+                ref(Ref(node.tensor), tensors)
+                for e in (node.index, node.expr):
+                    use(e, scope)
+                    gets(e, tensors)
             elif isinstance(node, Step):
                 use(node.offset, scope)
+                if node.count is not None:
+                    use(node.count, scope)
                 for _, r in node.names:
                     ref(r, tensors)
                     use(r.offset, scope)
