@@ -254,3 +254,14 @@ def test_coord_and_layout_offsets(lib):
     out = np.full(8, -1, np.int32)
     lib.launch("layout_offsets", 1, [("out", out)])
     assert list(out[:4]) == [1 * 5 + 2, 3 * 5, 1 + 2 * 4, 10 + 5 + 2]
+
+
+def test_trans_data_ncdhw_to_ndc1hwc0_and_back(lib):
+    x = np.arange(2 * 20 * 15).astype(np.float16).reshape(2, 20, 1, 3, 5)
+    y = np.full((2, 1, 2, 3, 5, 16), -1, np.float16)
+    back = np.zeros_like(x)
+    lib.launch("trans_data", 1, [("x", x), ("y", y), ("back", back)], target="ascend910b")
+    padded = np.pad(x, ((0, 0), (0, 12), (0, 0), (0, 0), (0, 0)))   # C to 2 x 16, zeros
+    want = padded.reshape(2, 2, 16, 1, 3, 5).transpose(0, 3, 1, 4, 5, 2)
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(back, x)

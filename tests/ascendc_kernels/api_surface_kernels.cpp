@@ -434,3 +434,38 @@ extern "C" __global__ __aicore__ void layout_offsets(GM_ADDR out) {
 extern "C" int fusedsl_launch_layout_offsets(uint32_t blockDim, uint8_t** a) {
     return fusedsl_cpu::Launch(layout_offsets, blockDim, a[0]);
 }
+
+// TransData NCDHW -> NDC1HWC0 and back (A2/A3, half): x [2, 20, 1, 3, 5] with each 15-element h x w plane padded
+// to 16 in UB -> y [2, 1, 2, 3, 5, 16] (C padded to 32 with zeros) -> back into UB, moved out plane by plane.
+constexpr AscendC::TransDataConfig kToNdc1hwc0 = {AscendC::DataFormat::NCDHW, AscendC::DataFormat::NDC1HWC0};
+constexpr AscendC::TransDataConfig kFromNdc1hwc0 = {AscendC::DataFormat::NDC1HWC0, AscendC::DataFormat::NCDHW};
+extern "C" __global__ __aicore__ void trans_data(GM_ADDR x, GM_ADDR y, GM_ADDR back) {
+    constexpr int n = 2, c = 20, d = 1, h = 3, w = 5, c1 = 2, planes = n * c * d;
+    AscendC::TPipe pipe;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> bx, by, bb;
+    pipe.InitBuffer(bx, planes * 16 * sizeof(half));
+    pipe.InitBuffer(by, n * d * c1 * h * w * 16 * sizeof(half));
+    pipe.InitBuffer(bb, planes * 16 * sizeof(half));
+    AscendC::LocalTensor<half> tx = bx.Get<half>(), ty = by.Get<half>(), tb = bb.Get<half>();
+    AscendC::GlobalTensor<half> xg, yg, bg;
+    xg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(x), planes * h * w);
+    yg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(y), n * d * c1 * h * w * 16);
+    bg.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(back), planes * h * w);
+    AscendC::DataCopyExtParams rows = {planes, h * w * sizeof(half), 0, 0, 0};
+    AscendC::DataCopyPad(tx, xg, rows, AscendC::DataCopyPadExtParams<half>{true, 0, 1, static_cast<half>(0)});
+    AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+    AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+    auto plain = AscendC::MakeLayout(AscendC::MakeShape(n, c, d, h, w), AscendC::MakeStride());
+    auto blocked = AscendC::MakeLayout(AscendC::MakeShape(n, d, c1, h, w, 16), AscendC::MakeStride());
+    AscendC::TransData<kToNdc1hwc0>(ty, tx, AscendC::TransDataParams<decltype(plain), decltype(blocked)>{plain, blocked});
+    AscendC::PipeBarrier<PIPE_V>();
+    AscendC::TransData<kFromNdc1hwc0>(tb, ty,
+                                      AscendC::TransDataParams<decltype(blocked), decltype(plain)>{blocked, plain});
+    AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+    AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+    AscendC::DataCopy(yg, ty, n * d * c1 * h * w * 16);
+    AscendC::DataCopyPad(bg, tb, rows);
+}
+extern "C" int fusedsl_launch_trans_data(uint32_t blockDim, uint8_t** a) {
+    return fusedsl_cpu::Launch(trans_data, blockDim, a[0], a[1], a[2]);
+}

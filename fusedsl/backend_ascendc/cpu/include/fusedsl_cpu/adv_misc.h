@@ -156,6 +156,125 @@ constexpr auto MakeLayout(const T& shape, const U& stride) {
     return Layout<T, U>(shape, stride);
 }
 
+// TransData (张量变换/TransData, Atlas A2/A3; int16_t, uint16_t, half, bfloat16_t): NCDHW <-> NDC1HWC0 and
+// NCDHW <-> FRACTAL_Z_3D with C0 = N0 = 16, C padded to C1 x 16 (and N to N1 x 16) with zeros; the shapes
+// come from the layouts' shapes (NCDHW (n, c, d, h, w), NDC1HWC0 (n, d, c1, h, w, c0), FRACTAL_Z_3D
+// (d, c1, h, w, n1, n0, c0)); the NCDHW side's h x w planes are 32-byte padded in UB.
+struct TransDataConfig {
+    DataFormat srcFormat;
+    DataFormat dstFormat;
+};
+
+template <typename T, typename U>
+struct TransDataParams {
+    T srcLayout;
+    U dstLayout;
+};
+
+// tmp: the kernel's sharedTmpBuffer, or null for the framework-allocated form (its size is not checked: the
+// GetTransDataMaxMinTmpSize values are not modelled)
+template <const TransDataConfig& config, typename T, typename U, typename S>
+inline void FsTransData(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+                        const LocalTensor<uint8_t>* tmp, const TransDataParams<U, S>& params) {
+    using namespace fusedsl_cpu;
+    const char* api = "TransData";
+    CheckAdvApi(api, kChipA2A3, TypeName<T>(), " int16_t uint16_t half bfloat16_t ");
+    constexpr DataFormat sf = config.srcFormat, df = config.dstFormat;
+    constexpr bool ok = (sf == DataFormat::NCDHW && (df == DataFormat::NDC1HWC0 || df == DataFormat::FRACTAL_Z_3D)) ||
+                        (df == DataFormat::NCDHW && (sf == DataFormat::NDC1HWC0 || sf == DataFormat::FRACTAL_Z_3D));
+    static_assert(ok, "TransData converts NCDHW <-> NDC1HWC0 and NCDHW <-> FRACTAL_Z_3D");
+    // the NCDHW side's shape gives n, c, d, h, w
+    constexpr bool to_blocked = sf == DataFormat::NCDHW;
+    const auto& nc = [&]() -> decltype(auto) {
+        if constexpr (to_blocked) {
+            return params.srcLayout.GetShape();
+        } else {
+            return params.dstLayout.GetShape();
+        }
+    }();
+    const auto& other = [&]() -> decltype(auto) {
+        if constexpr (to_blocked) {
+            return params.dstLayout.GetShape();
+        } else {
+            return params.srcLayout.GetShape();
+        }
+    }();
+    const int64_t n = std::get<0>(nc), c = std::get<1>(nc), d = std::get<2>(nc), h = std::get<3>(nc),
+                  w = std::get<4>(nc);
+    const int64_t c1 = (c + 15) / 16, n1 = (n + 15) / 16;
+    const bool fz = sf == DataFormat::FRACTAL_Z_3D || df == DataFormat::FRACTAL_Z_3D;
+    // the blocked side's shape must agree
+    bool agree;
+    if constexpr (sf == DataFormat::FRACTAL_Z_3D || df == DataFormat::FRACTAL_Z_3D) {
+        agree = std::tuple_size_v<std::decay_t<decltype(other)>> == 7 && std::get<0>(other) == d &&
+                std::get<1>(other) == c1 && std::get<2>(other) == h && std::get<3>(other) == w &&
+                std::get<4>(other) == n1 && std::get<5>(other) == 16 && std::get<6>(other) == 16;
+    } else {
+        agree = std::tuple_size_v<std::decay_t<decltype(other)>> == 6 && std::get<0>(other) == n &&
+                std::get<1>(other) == d && std::get<2>(other) == c1 && std::get<3>(other) == h &&
+                std::get<4>(other) == w && std::get<5>(other) == 16;
+    }
+    if (!agree) {
+        Fail("%s: the %s layout's shape does not match the NCDHW shape (%lld, %lld, %lld, %lld, %lld) with C0 = N0 "
+             "= 16", api, fz ? "FRACTAL_Z_3D" : "NDC1HWC0", static_cast<long long>(n), static_cast<long long>(c),
+             static_cast<long long>(d), static_cast<long long>(h), static_cast<long long>(w));
+    }
+    // the NCDHW operand in UB: each (n, c, d) plane of h x w elements padded to 32 bytes (CANN's transdata sample
+    // moves it with DataCopyPad, its UB size n * c * d * RoundUp(h * w, 16))
+    const int64_t hw_pad = (h * w + 32 / static_cast<int64_t>(sizeof(T)) - 1) / (32 / sizeof(T)) * (32 / sizeof(T));
+    const int64_t plain = n * c * d * hw_pad;
+    const int64_t blocked = fz ? d * c1 * h * w * n1 * 256 : n * d * c1 * h * w * 16;
+    const uint32_t so = AdvIn(api, "srcTensor", srcTensor, static_cast<uint64_t>(to_blocked ? plain : blocked));
+    const uint32_t dso = AdvOut(api, "dstTensor", dstTensor, static_cast<uint64_t>(to_blocked ? blocked : plain));
+    if (tmp != nullptr) {
+        CheckUb(api, "sharedTmpBuffer", tmp->fs_addr, tmp->GetLength(), 0, 1);
+    }
+    AdvNoOverlap(api, AdvSpan{"dstTensor", dso, static_cast<uint64_t>(to_blocked ? blocked : plain) * sizeof(T)},
+                 AdvSpan{"srcTensor", so, static_cast<uint64_t>(to_blocked ? plain : blocked) * sizeof(T)});
+    const T* src = srcTensor.fs_addr;
+    std::vector<T> out(static_cast<size_t>(to_blocked ? blocked : plain), T(0));
+    // the blocked index of (n, c, d, h, w)
+    auto at = [&](int64_t ni, int64_t ci, int64_t di, int64_t hi, int64_t wi) {
+        return fz ? ((((di * c1 + ci / 16) * h + hi) * w + wi) * n1 * 16 + ni) * 16 + ci % 16
+                  : ((((ni * d + di) * c1 + ci / 16) * h + hi) * w + wi) * 16 + ci % 16;
+    };
+    for (int64_t ni = 0; ni < n; ++ni) {
+        for (int64_t ci = 0; ci < c; ++ci) {
+            for (int64_t di = 0; di < d; ++di) {
+                for (int64_t hi = 0; hi < h; ++hi) {
+                    for (int64_t wi = 0; wi < w; ++wi) {
+                        const int64_t p = ((ni * c + ci) * d + di) * hw_pad + hi * w + wi;
+                        const int64_t b = at(ni, ci, di, hi, wi);
+                        if constexpr (to_blocked) {
+                            out[b] = src[p];
+                        } else {
+                            out[p] = src[b];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    std::memcpy(dstTensor.fs_addr, out.data(), out.size() * sizeof(T));
+    MarkWritten(dso, out.size() * sizeof(T));
+    CountVector(out.size() * sizeof(T));
+}
+
+template <const TransDataConfig& config, typename T, typename U, typename S>
+inline void TransData(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+                      const LocalTensor<uint8_t>& sharedTmpBuffer, const TransDataParams<U, S>& params,
+                      FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AtSite at(fs_site);
+    FsTransData<config>(dstTensor, srcTensor, &sharedTmpBuffer, params);
+}
+
+template <const TransDataConfig& config, typename T, typename U, typename S>
+inline void TransData(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+                      const TransDataParams<U, S>& params, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AtSite at(fs_site);
+    FsTransData<config>(dstTensor, srcTensor, static_cast<const LocalTensor<uint8_t>*>(nullptr), params);
+}
+
 // Fill: `size` elements of GM set to `value` (the API page: workspace or output zeroing); the
 // same DMA write as InitGlobalMemory, with its checks.
 template <typename T>
