@@ -116,3 +116,21 @@ def test_a_scalar_read_before_its_reduction_is_refused_by_the_verifier():
     unheld = text.replace("val sv0 float32 = get(red, 0)", "val sv0 float32 = get(nothing, 0)")
     with pytest.raises(TileVerifyError, match="reads tensor nothing, which is not taken from a queue before"):
         verify_kernel(parse_kernel(unheld), get_target("ascend910b"))
+
+
+def test_a_missing_sync_between_the_vector_and_the_scalar_pipe_is_refused():
+    """verify_kernel follows the V_S / S_V syncs: GetValue of a reduction's result needs the V_S
+    sync after WholeReduce wrote it, a vector op on a per-row slot needs the S_V sync after
+    SetValue wrote it (a loop's body is walked twice: its last pass reaches its first)."""
+    x = np.ones((2, 8), np.float32)
+    plan = fs.fused_kernel(lambda x: fs.layer_norm(x)).compile(x).kernels[0]
+    text = print_kernel(kernel_ir(plan.lowered))
+    target = get_target("ascend910b")
+    verify_kernel(parse_kernel(text), target)
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.strip() == "sync V_S")
+    with pytest.raises(TileVerifyError, match="GetValue of red after a vector op wrote it, with no V_S sync between"):
+        verify_kernel(parse_kernel("\n".join(lines[:first] + lines[first + 1:]) + "\n"), target)
+    put = next(i for i, line in enumerate(lines) if line.strip() == "sync S_V")
+    with pytest.raises(TileVerifyError, match="a vector op reads rs_float32 after SetValue wrote it, with no S_V sync"):
+        verify_kernel(parse_kernel("\n".join(lines[:put] + lines[put + 1:]) + "\n"), target)

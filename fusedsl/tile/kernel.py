@@ -879,12 +879,70 @@ def ub_plan(k: TileKernel, words=None) -> list[tuple[str, str, int, int]]:
             for q in k.queues]
 
 
+def _gets(e) -> set:
+    """The UB tensors a typed expression reads with GetValue."""
+    if not isinstance(e, tuple):
+        return set()
+    own = {e[1]} if e[0] == "get" else set()
+    return own.union(*(_gets(x) for x in e[1:]))
+
+
+def _check_syncs(body, fail) -> None:
+    """The vector and the scalar pipe run apart: a GetValue of a tensor a vector op wrote needs a
+    V_S sync after the write, and a vector op reading a tensor SetValue wrote needs an S_V sync
+    (ASCENDC.md: SetFlag / WaitFlag between pipes); a PIPE_ALL barrier covers both.  Checked on
+    the stage's nodes in order, a loop's body twice (what its last pass wrote reaches its first),
+    an If's branches each from the state before it, joined."""
+    def written(node) -> set:
+        if isinstance(node, (Vec, Dup)):
+            return {node.dst.tensor}
+        if isinstance(node, Step):
+            outs = {x for st in node.stmts for x in (st.dst,)}
+            return {r.tensor for slot, r in node.names if slot in outs} | {r.tensor for r, _, _ in node.prefill}
+        return set()
+
+    def read(node) -> set:
+        if isinstance(node, Vec):
+            return {r.tensor for r in node.srcs}
+        if isinstance(node, Step):
+            return {r.tensor for _, r in node.names}
+        return set()
+
+    def walk(nodes, vec: set, sca: set) -> tuple[set, set]:
+        for node in nodes:
+            if isinstance(node, Barrier):
+                vec, sca = set(), set()
+            elif isinstance(node, Sync):
+                vec, sca = (set(), sca) if node.event == "V_S" else (vec, set())
+            elif isinstance(node, (Scalar, Put)):
+                late = _gets(node.expr) | (_gets(node.index) if isinstance(node, Put) else set())
+                if late & vec:
+                    fail(f"GetValue of {sorted(late & vec)[0]} after a vector op wrote it, with no V_S sync between")
+                if isinstance(node, Put):
+                    sca = sca | {node.tensor}
+            elif isinstance(node, For):
+                for _ in range(2):
+                    vec, sca = walk(node.body, vec, sca)
+            elif isinstance(node, If):
+                a, b = walk(node.then, vec, sca), walk(node.orelse, vec, sca)
+                vec, sca = a[0] | b[0], a[1] | b[1]
+            else:
+                early = read(node) & sca
+                if early:
+                    fail(f"a vector op reads {sorted(early)[0]} after SetValue wrote it, with no S_V sync between")
+                vec = vec | written(node)
+        return vec, sca
+
+    walk(body, set(), set())
+
+
 def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
     """The Ascend C rules a TileKernel keeps, checked statically (the interpreter checks the
     bounds and the queue protocol as it runs): every name a node uses is declared (queues,
     GM tensors, tensors taken from a queue before use, members and locals before they are read),
     queue buffers per position and buffers per kernel within the chip's limits (ASCENDC.md 1.3),
-    and the UB plan within `budget` (default: the target's UB).  A break raises TileVerifyError."""
+    the UB plan within `budget` (default: the target's UB), and the syncs between the vector and
+    the scalar pipe (_check_syncs).  A break raises TileVerifyError."""
     def fail(msg):
         raise TileVerifyError(f"tile kernel {k.name}: {msg}")
 
@@ -995,6 +1053,7 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
 
     for st in k.stages:
         walk(st.body, set(known) | ({st.param} if st.param else set()), set())
+        _check_syncs(st.body, fail)
     limit = target.max_queue_buffers_per_position
     for pos in ("VECIN", "VECOUT"):
         n = sum(q.depth for q in k.queues if q.position == pos)
