@@ -414,6 +414,13 @@ class Fuse(Pass):
                     if p is None or not (m >> p) & 1:
                         ids.add(id(v))
             inputs[r] = ids
+        # a group's inputs are a set of value ids: its partners are listed input by input in the
+        # order of the values in the function, not in the set's order (which follows memory
+        # addresses and made the kernels differ from one process to the next)
+        self._rank = {id(p.value): n for n, p in enumerate(fn.params)}
+        for op in fn.ops:
+            for r in op.results:
+                self._rank[id(r)] = len(self._rank)
         index = _PartnerIndex(members, masks)
         for r in roots:
             for key in ([None] if self.single_kernel else inputs[r]):
@@ -492,8 +499,7 @@ class Fuse(Pass):
         if self.single_kernel:
             keys = [None]
         else:
-            if keys is None:
-                keys = inputs[a]
+            keys = sorted(inputs[a] if keys is None else keys, key=self._rank.__getitem__)
             if a in self._refusals:
                 only = index.still_open(stats[a], self.fusion)
         found: dict[int, None] = {}
@@ -513,7 +519,7 @@ class Fuse(Pass):
             yield from self._partners(a, shape, inputs, index, stats)
             return
         seen: set[int] = set()
-        for key in list(inputs[a]):   # the keys as _partners takes them (merges add to the set)
+        for key in sorted(inputs[a], key=self._rank.__getitem__):   # as _partners takes them
             k = (shape[a], key)
             places = index.lists.get(k)
             if not places:
