@@ -20,6 +20,8 @@ script drives the compile itself):
   corpus       every program of tools/kernel_corpus.py (by kind, each on its first target)
   models       the ONNX blocks of tests/onnx_models.py
   kernelbench  KernelBench levels 1 and 2 through fs.from_torch (KERNELBENCH_DIR or --kernelbench)
+  chains       graphs of 4-70 elementwise chains over a few shared inputs (--chains N, --seed S): many
+               sibling groups of one shape, where partner order and the caps decide the kernels
   fuzz         graphs drawn by the hypothesis strategies of tests/test_frontend_fuzz.py (up to 8,
                16 and 48 ops) and tests/test_backend_cpu_fuzz.py (derandomized, and string
                hashing fixed: the same graphs on every run)
@@ -205,6 +207,48 @@ def src_stacks(rec, args):
         canonical_and_fuse(kernel.trace(*specs))
 
 
+def src_chains(rec, args):
+    """Graphs of many elementwise chains over a few shared inputs (rows, columns, whole tensors), some
+    reading an earlier chain: many groups of one shape that are each other's sibling partners, where
+    the order partners are tried in and the caps decide the kernels. Drawn from a seeded generator."""
+    import random
+    rng = random.Random(args.seed)
+    unary = [fs.exp, fs.relu, fs.tanh, fs.abs, fs.sigmoid]
+    for n in range(args.chains):
+        rec.label = f"chains/{n}"
+        rows, cols = rng.choice([(8, 64), (64, 4096), (16, 1024), (256, 8192)])
+        shared = [rng.choice([(rows, cols), (cols,), (rows, 1)]) for _ in range(rng.randint(1, 6))]
+        plan = []
+        for _ in range(rng.randint(4, 70)):
+            reads = rng.sample(range(len(shared)), rng.randint(1, min(3, len(shared))))
+            steps = [(rng.random(), rng.randrange(len(unary)), rng.random()) for _ in range(rng.randint(1, 12))]
+            plan.append((reads, rng.random() < 0.7, steps, rng.random() < 0.15))
+        own = sum(1 for p in plan if p[1])
+
+        def body(*xs, plan=plan, nshared=len(shared)):
+            pool, owned, outs = xs[:nshared], list(xs[nshared:]), []
+            for reads, has_own, steps, link in plan:
+                v = owned.pop(0) if has_own else pool[reads[0]] * 1.0
+                for r in reads:
+                    v = v + pool[r]
+                if link and outs:
+                    v = v * outs[int(steps[0][2] * len(outs))]
+                for kind, u, c in steps:
+                    v = unary[u](v) if kind < 0.6 else v * pool[int(c * nshared)] if kind < 0.8 else v + (c + 0.25)
+                outs.append(v)
+            return tuple(outs)
+        names = ", ".join([f"s{i}" for i in range(len(shared))] + [f"x{i}" for i in range(own)])
+        ns = {"body": body}
+        exec(f"def chains({names}): return body({names})", ns)
+        specs = [fs.spec(shape, "float32") for shape in shared] + [fs.spec((rows, cols), "float32")] * own
+        try:
+            canonical_and_fuse(fs.fused_kernel(ns["chains"]).trace(*specs))
+        except FusedslError:
+            pass
+        except Exception as exc:   # noqa: BLE001 (the default compile crashed: recorded, the source goes on)
+            print(f"  chains/{n}: {type(exc).__name__}: {exc}")
+
+
 def src_corpus(rec, args):
     import kernel_corpus
     n = 0
@@ -299,7 +343,8 @@ def src_pytest(rec, args):
 
 
 SOURCES = {"examples": src_examples, "notebooks": src_notebooks, "stacks": src_stacks, "corpus": src_corpus,
-           "models": src_models, "kernelbench": src_kernelbench, "fuzz": src_fuzz, "pytest": src_pytest}
+           "models": src_models, "kernelbench": src_kernelbench, "fuzz": src_fuzz, "chains": src_chains,
+           "pytest": src_pytest}
 
 
 def record(args) -> int:
@@ -361,6 +406,8 @@ def main(argv=None) -> int:
     r.add_argument("--sources", default="all")
     r.add_argument("--fuzz", type=int, default=300, help="examples drawn per fuzz strategy")
     r.add_argument("--kernelbench", default=None)
+    r.add_argument("--chains", type=int, default=100, help="graphs the chains source draws")
+    r.add_argument("--seed", type=int, default=0, help="the chains source's seed")
     r.add_argument("--pytest", nargs="*", default=[])
     c = sub.add_parser("compare")
     c.add_argument("before")
