@@ -111,6 +111,7 @@ def test_activations_match_numpy(lib, dtype, framework):
         (23, {"scalar": 1.702}, x * _sigmoid(np.float64(np.array(1.702, dtype)) * x.astype(np.float64))),
         (24, {"y": y, "scalar": 0.5}, x * y * _sigmoid(0.5 * y.astype(np.float64))),
         (25, {"y": y}, x * _gelu(y.astype(np.float64))),
+        (28, {}, x / (1 + np.exp(-1.702 * x.astype(np.float64)))),   # FasterGelu
     ]
     for op, kw, want in cases:
         got = run(lib, op, x, tmp=tmp, entry=entry, **kw)

@@ -54,6 +54,7 @@ __aicore__ inline void RunOp(int32_t op, uint32_t n, uint32_t tmpBytes, float s,
         case 25: if (fw) GeGLU(dst, a, b, n); else GeGLU(dst, a, b, t, n); break;
         case 26: Gelu(dst, a, t, n); break;   // LINE:gelu_call
         case 27: Arange(dst, ts, static_cast<T>(0.5f), static_cast<int32_t>(n)); break;
+        case 28: if (fw) FasterGelu(dst, a, n); else FasterGelu(dst, a, t, n); break;
         default: break;
     }
 }
@@ -377,7 +378,7 @@ extern "C" __global__ __aicore__ void bcast_f32(GM_ADDR x, GM_ADDR, GM_ADDR p, G
     if (prm[2] == 1) {
         Broadcast<float, 2, 1>(o, a, dstShape, srcShape, t);   // LINE:bcast_call
     } else {
-        Broadcast<float, 2, 0>(o, a, dstShape, srcShape, t);
+        BroadCast<float, 2, 0>(o, a, dstShape, srcShape, t);   // CANN's other spelling
     }
     SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
     WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);

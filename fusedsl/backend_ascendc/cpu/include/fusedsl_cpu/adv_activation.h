@@ -1,5 +1,5 @@
 // fusedsl CPU implementation of the Ascend C API: the element-wise high-level activations
-// (asc-devkit docs/zh/api/SIMD-API/高阶API/激活函数): Gelu (tanh form), Sigmoid, Silu, Swish,
+// (asc-devkit docs/zh/api/SIMD-API/高阶API/激活函数): Gelu (tanh form), FasterGelu, Sigmoid, Silu, Swish,
 // SwiGLU and GeGLU.  Computed in double, rounded once to T; checks as adv_common.h.
 #pragma once
 
@@ -15,6 +15,12 @@ inline double GeluTanh(double x) {
 
 inline double SigmoidOf(double x) {
     return 1.0 / (1.0 + std::exp(-x));
+}
+
+// FasterGelu: the simplified fast GELU of asc-devkit's impl (gelu_impl.h FastGeluCalcSimplified),
+// x / (1 + e^(-1.702 x)).
+inline double FasterGeluOf(double x) {
+    return x / (1.0 + std::exp(-1.702 * x));
 }
 
 }  // namespace fusedsl_cpu
@@ -35,6 +41,22 @@ inline void Gelu(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal,
     fusedsl_cpu::AdvUnary("Gelu", fs_site, fusedsl_cpu::kChipsA2A3_310P, " half float ", dstLocal, srcLocal, nullptr,
                           dataSize, fusedsl_cpu::adv::Gelu(dataSize, sizeof(T)), "GetGeluMaxMinTmpSize",
                           fusedsl_cpu::GeluTanh);
+}
+
+// FasterGelu page: half/float on A2/A3 and 310P AI Core, its scratch sized by GetGeluMaxMinTmpSize.
+template <typename T, bool highPrecision = false, bool highPerformance = false>
+inline void FasterGelu(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal,
+                       const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t dataSize, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AdvUnary("FasterGelu", fs_site, fusedsl_cpu::kChipsA2A3_310P, " half float ", dstLocal, srcLocal,
+                          &sharedTmpBuffer, dataSize, fusedsl_cpu::adv::Gelu(dataSize, sizeof(T)),
+                          "GetGeluMaxMinTmpSize", fusedsl_cpu::FasterGeluOf);
+}
+template <typename T, bool highPrecision = false, bool highPerformance = false>
+inline void FasterGelu(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const uint32_t dataSize,
+                       FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AdvUnary("FasterGelu", fs_site, fusedsl_cpu::kChipsA2A3_310P, " half float ", dstLocal, srcLocal,
+                          nullptr, dataSize, fusedsl_cpu::adv::Gelu(dataSize, sizeof(T)), "GetGeluMaxMinTmpSize",
+                          fusedsl_cpu::FasterGeluOf);
 }
 
 template <typename T, bool isReuseSource = false>

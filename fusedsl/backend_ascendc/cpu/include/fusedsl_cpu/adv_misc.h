@@ -341,5 +341,16 @@ inline void Broadcast(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcL
                       const uint32_t srcShape[dim], FUSEDSL_CPU_SITE) {
     fusedsl_cpu::BroadcastRun<T, dim, axis>(fs_site, dstLocal, srcLocal, dstShape, srcShape, nullptr);
 }
+// BroadCast: the spelling Broadcast forwards to in CANN (impl broadcast_common_impl.h), which kernels call too
+template <typename T, int32_t dim, int32_t axis, bool isReuseSource = false>
+inline void BroadCast(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const uint32_t dstShape[dim],
+                      const uint32_t srcShape[dim], LocalTensor<uint8_t>& sharedTmpBuffer, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::BroadcastRun<T, dim, axis>(fs_site, dstLocal, srcLocal, dstShape, srcShape, &sharedTmpBuffer);
+}
+template <typename T, int32_t dim, int32_t axis, bool isReuseSource = false>
+inline void BroadCast(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const uint32_t dstShape[dim],
+                      const uint32_t srcShape[dim], FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::BroadcastRun<T, dim, axis>(fs_site, dstLocal, srcLocal, dstShape, srcShape, nullptr);
+}
 
 }  // namespace AscendC
