@@ -193,19 +193,29 @@ def np_rsqrt(x):
     return np_unary(lambda v: 1 / np.sqrt(v), x, True)
 
 
+def norm_input(x):
+    """A norm's statistics are float32 (as torch's): a 16-bit input is widened, and its
+    normalised value rounded back to its dtype before weight and bias (fs.layer_norm's rule)."""
+    if x.dtype in (F16, BF16):
+        return x.astype(F32), x.dtype
+    return as_float(x), None
+
+
 def np_layer_norm(x, w, b, eps):
-    x = as_float(x)
+    x, out = norm_input(x)
     centered = np_binary(np.subtract, x, np_reduce("mean", x, -1, True))
     var = np_reduce("mean", np_unary(np.square, centered), -1, True)
     y = np_binary(np.multiply, centered, np_rsqrt(np_binary(np.add, var, eps)))
+    y = y if out is None else y.astype(out)
     y = y if w is None else np_binary(np.multiply, y, w)
     return y if b is None else np_binary(np.add, y, b)
 
 
 def np_rms_norm(x, w, eps):
-    x = as_float(x)
+    x, out = norm_input(x)
     ms = np_reduce("mean", np_unary(np.square, x), -1, True)
     y = np_binary(np.multiply, x, np_rsqrt(np_binary(np.add, ms, eps)))
+    y = y if out is None else y.astype(out)
     return y if w is None else np_binary(np.multiply, y, w)
 
 
