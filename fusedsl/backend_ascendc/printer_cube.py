@@ -563,11 +563,9 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
                f"AscendC::Adds(w8f, {v}, {f(-127)}, n);", f"AscendC::Maxs(w8f, w8f, {f(0)}, n);",
                f"AscendC::Mins(w8f, w8f, {f(1)}, n);", f"AscendC::Muls(w8f, w8f, {f(-256)}, n);",
                f"AscendC::Add({v}, {v}, w8f, n);"]
-        L = ["{  // the exact product wrapped to int8 like numpy (the chip's narrowing casts round and saturate)",
-             "    AscendC::LocalTensor<float> w8f = b_wrap8f.Get<float>();"]
-        for line in ops:
-            L += ["    " + line, "    AscendC::PipeBarrier<PIPE_V>();"]
-        return L + ["}"]
+        return CubePrinter._vector_block(
+            "the exact product wrapped to int8 like numpy (the chip's narrowing casts round and saturate)",
+            "AscendC::LocalTensor<float> w8f = b_wrap8f.Get<float>();", ops)
 
     @staticmethod
     def _wrap_half_int8(v: str) -> list[str]:
@@ -581,9 +579,14 @@ inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optil
                f"AscendC::Adds(w8, {v}, {h(128)}, n);", f"AscendC::Mins(w8, w8, {h(0)}, n);",
                f"AscendC::Maxs(w8, w8, {h(-1)}, n);", f"AscendC::Muls(w8, w8, {h(-256)}, n);",
                f"AscendC::Add({v}, {v}, w8, n);"]
-        L = ["{  // wrapped to int8 like numpy (the chip's half -> int8 cast saturates)",
-             "    AscendC::LocalTensor<half> w8 = b_wrap8.Get<half>();"]
-        for line in ops:
+        return CubePrinter._vector_block("wrapped to int8 like numpy (the chip's half -> int8 cast saturates)",
+                                         "AscendC::LocalTensor<half> w8 = b_wrap8.Get<half>();", ops)
+
+    @staticmethod
+    def _vector_block(why: str, buffer: str, calls: list[str]) -> list[str]:
+        """A braced block: its scratch buffer, then each vector call followed by its PIPE_V barrier."""
+        L = ["{  // " + why, "    " + buffer]
+        for line in calls:
             L += ["    " + line, "    AscendC::PipeBarrier<PIPE_V>();"]
         return L + ["}"]
 

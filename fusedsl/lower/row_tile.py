@@ -43,21 +43,18 @@ C++ name.
 """
 from __future__ import annotations
 
-import re
-
 from .. import dtypes as dt
 from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, DeQue, Dup, EnQue, Field, For, Free, Gm, Let, Member,
                            Put, Queue, Ref, Scalar, Set, Stage, Step, Sync, TileKernel, Var, Vec, add, mul,
                            name_temporaries, output_names)
 from .row import FOLD_LANES, RowSchedule, allocate_row_values, compute_row_tiling, temp_pool
+from .column_tile import FOLD, IDENTITY
 from .vector import compute_dtype
+from .vector_tile import PLAIN_NAME
 
-IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
-FOLD = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min"}
 _SCALAR_FOLD = {"Add": "+", "Max": "fmax", "Min": "fmin"}
 FIELDS = ("R", "C", "Cpad", "tileRows", "totalTiles", "tilesPerCore", "blockDim")
 QUEUED = ("full", "general")          # row inputs that move through a VECIN queue per tile
-_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*_?")   # as vector_tile's slot names
 
 
 def cann_at_least(version: str, want: tuple[int, int]) -> bool:
@@ -85,7 +82,7 @@ class _Lowering:
         self.values = {id(p.value): i for i, p in enumerate(s.fn.params)}
         # a parameter's UB tensor and queue: in_x_0 / q_in_x_0 when its name is plain ASCII (the
         # report's UB plan reads them), else in_0; never other user text
-        self.tag = {p.index: (f"_{p.name}_{p.index}" if p.name and _PLAIN.fullmatch(p.name) else f"_{p.index}")
+        self.tag = {p.index: (f"_{p.name}_{p.index}" if p.name and PLAIN_NAME.fullmatch(p.name) else f"_{p.index}")
                     for p in s.params}
         self.n_sv = 0
         self.rs: dict = {}               # dtype -> 32-byte slots of rs_<dtype> handed out

@@ -47,7 +47,7 @@ FIELDS = ("R", "C", "Cpad", "tileRows", "tileCols", "colTiles", "totalTiles", "t
           "tileElems", "rowsMode")
 TILE_STATE = ("row0", "nrows", "col0", "ncols", "nSeg", "segLen", "segStride")
 QUEUED = ("full", "general", "view", "gather")   # inputs that move through a VECIN queue per tile
-_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*_?")
+PLAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*_?")   # a name printed as it is
 
 
 def _slots(stmts) -> set[str]:
@@ -81,7 +81,7 @@ class _Lowering:
         self.params = s.params
         self.loads = [i for i in s.inputs if i.kind in ("view", "gather")]
         self.width = VIEW_BOX_HEAD + VIEW_LOAD_WORDS * len(self.loads)
-        self.tensor = {name: (name if _PLAIN.fullmatch(name) else f"slot{j}") for j, name in enumerate(s.slots)}
+        self.tensor = {name: (name if PLAIN_NAME.fullmatch(name) else f"slot{j}") for j, name in enumerate(s.slots)}
         self.gm_of = {i.index: i.name for i in self.params}
         self.elems = add("t.tileElems", s.slack_elems)
 

@@ -897,7 +897,7 @@ def _check_syncs(body, fail) -> None:
         if isinstance(node, (Vec, Dup)):
             return {node.dst.tensor}
         if isinstance(node, Step):
-            outs = {x for st in node.stmts for x in (st.dst,)}
+            outs = {st.dst for st in node.stmts}
             return {r.tensor for slot, r in node.names if slot in outs} | {r.tensor for r, _, _ in node.prefill}
         return set()
 
@@ -968,11 +968,8 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                 yield from names(x)
 
     def gets(e, tensors):
-        if isinstance(e, tuple):
-            if e[0] == "get" and e[1] not in tensors:
-                fail(f"{format_expr(e)} reads tensor {e[1]}, which is not taken from a queue before")
-            for x in e[1:]:
-                gets(x, tensors)
+        for t in sorted(_gets(e) - tensors):
+            fail(f"{format_expr(e)} reads tensor {t}, which is not taken from a queue before")
 
     def use(e, scope):
         for x in names(e):
