@@ -280,7 +280,7 @@ def _simulate(kernel, specs, args) -> int:
         saturating |= w.dtype in (np.int8, np.uint8) and not same.all()
     print(f"max |simulated Ascend C - numpy reference| = {worst:g} over {len(got)} output(s)")
     if bad:
-        note = (" (int8/uint8 results saturate on the NPU's vector unit where numpy wraps: keep values "
+        note = (" (the NPU's casts to int8/uint8 saturate where numpy wraps: keep values "
                 "in range or compute in int32)") if saturating else ""
         print(f"{args.prog}: error: the simulated Ascend C disagrees with the numpy reference in {bad} of "
               f"{total} element(s){note}", file=sys.stderr)

@@ -835,8 +835,8 @@ class CompiledKernel:
             loc = user_frame()
             warnings.warn_explicit(
                 f"{self.name}: {differ} of {total} int8/uint8 result element(s) of the simulated Ascend C differ from "
-                "numpy's: the NPU computes 8-bit integers in float16/float32 and saturates where numpy and "
-                "kernel(*arrays) wrap around; keep the values in range or compute in int32",
+                "numpy's: the NPU's casts to 8-bit integers saturate where numpy and kernel(*arrays) wrap "
+                "around; keep the values in range or compute in int32",
                 SaturationWarning, loc.file, loc.line)
 
     def report(self):

@@ -311,9 +311,10 @@ class CacheError(FusedslError):
 
 
 class SaturationWarning(UserWarning):
-    """`simulate` of an int8/uint8 kernel gave results that differ from numpy's: the NPU's vector
-    unit computes 8-bit integers in float16/float32 and saturates where numpy (and kernel(*arrays))
-    wrap around.
+    """`simulate` of an int8/uint8 kernel gave results that differ from numpy's: the NPU's casts to
+    8-bit integers saturate where numpy (and kernel(*arrays)) wrap around.  8-bit add, sub, mul,
+    neg and abs wrap like numpy on the NPU too (lower/vector.py `_wrap8`); a cast of an
+    out-of-range float (or of a value a cube epilogue left out of range) saturates.
 
     What to do: keep the values in range, or compute in int32.
 

@@ -197,9 +197,9 @@ def test_launcher_prints_no_traceback_and_no_launcher_location(tmp_path):
 
 # ---- simulate's verdict -------------------------------------------------------------------------
 def test_simulate_exits_1_when_the_printed_kernel_disagrees(capsys, tmp_path):
-    # int8: the NPU's vector unit computes in float16 and saturates where numpy wraps
+    # a float -> int8 cast out of range: the NPU's Cast saturates where numpy wraps
     k = tmp_path / "int8_kernels.py"
-    k.write_text("import fusedsl as fs\n\ndef wraps(a, b):\n    return fs.relu(a * b * 4)\n")
+    k.write_text("import fusedsl as fs\n\ndef wraps(a, b):\n    return fs.relu((a.astype('float32') * b * 1000.0).astype('int8'))\n")
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")   # the verdict says it; no warning located in the launcher

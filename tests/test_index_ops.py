@@ -175,7 +175,7 @@ def test_torch_names_import():
 
 
 def test_onnx_names_import():
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper, numpy_helper
     x = rng.standard_normal((4, 6)).astype(np.float32)

@@ -403,14 +403,18 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
         raise ScheduleError(f"{op.name} is not supported in vector kernels yet", loc=loc)
     operands = [_operand(b, v, loc, hoisted) for v in op.operands]
     work = _working_dtype(b, op, opdef, cd, operands)
-    if res.dtype in (dt.int8, dt.uint8) and opdef.narrow_in_f32:
-        # an 8-bit product can reach 65025, beyond float16's exact integers: multiply in
-        # float32 and cast straight to the storage dtype (which wraps like numpy on the CPU)
+    wraps = res.dtype in (dt.int8, dt.uint8) and op.name in WRAP8_OPS
+    if wraps:
+        # an 8-bit add / sub / mul / neg / abs is computed exactly in float32 (a product can
+        # reach 65025, beyond float16's exact integers) and wrapped there (_wrap8): the chip's
+        # narrowing casts saturate where numpy wraps
         work = dt.float32
     if work != cd:
         operands = [_recast(b, o, cd, work, loc, hoisted) for o in operands]
     dst = b.new_slot(work, "inv" if hoisted else "tmp")
     opdef.recipe(_Recipe(b, op, work, loc, hoisted), dst, operands)
+    if wraps:
+        dst = _wrap8(b, dst, res.dtype, loc, hoisted)
     if work != cd and res.dtype in (dt.int8, dt.uint8):
         narrow = b.new_slot(res.dtype, "inv" if hoisted else "tmp")
         _emit_cast(b, narrow, dst, work, res.dtype, loc, hoisted)
@@ -421,6 +425,45 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
         _emit_cast(b, final, dst, work, cd, loc, hoisted)
         dst = final
     _store(b, res, dst, loc, hoisted)
+
+
+# 8-bit integer ops whose exact result can leave the dtype's range: numpy wraps it (mod 256)
+WRAP8_OPS = frozenset({"add", "sub", "mul", "square", "neg", "abs"})
+_TENSOR_FORM = {"adds": "add", "muls": "mul", "maxs": "max", "mins": "min"}
+_ROUND_F32 = 12582912.0   # 1.5 * 2**23: x + it - it rounds x to an integer (half to even), |x| < 2**22
+
+
+def _wrap8(b: _Builder, v: str, d: dt.DType, loc, hoisted) -> str:
+    """The exact integer V (|V| <= 65025) in the float32 slot v wrapped into int8's [-128, 127]
+    or uint8's [0, 255] as numpy wraps, so the narrowing cast that follows is exact on every
+    executor (the chip's casts saturate, the CPU's wrap).  W = V - 256 rint(V / 256) lies in
+    [-128, 128] (V / 256 is exact; rint by adding and subtracting 1.5 * 2**23); then int8 maps
+    128 to -128 (W - 256 [W >= 128]) and uint8 adds 256 to a negative W (W + 256 [W < 0]), each
+    indicator an Adds / Maxs / Mins clamp of the integer W to 0 or 1.  Every value is an
+    integer or a multiple of 1/256 below 2**17: exact in float32.  Plain vector APIs only, so
+    no target lacks it; the cube epilogue's wraps (printer_cube) follow the same arithmetic."""
+    f32 = dt.float32
+
+    def step(prim, srcs, scalar=None):
+        out = b.new_slot(f32, "inv" if hoisted else "tmp")
+        if scalar is not None and not _supports(b, prim, f32):   # no Maxs on ascend910: Max of a constant
+            b.emit(_TENSOR_FORM[prim], out, [*srcs, _scratch_const(b, f32, scalar)], f32, loc, hoisted=hoisted)
+        else:
+            b.emit(prim, out, srcs, f32, loc, scalar=None if scalar is None else ("imm", scalar), hoisted=hoisted)
+        return out
+
+    t = step("muls", [v], 1 / 256)
+    t = step("adds", [t], _ROUND_F32)
+    t = step("adds", [t], -_ROUND_F32)
+    w = step("add", [v, step("muls", [t], -256.0)])
+    if d == dt.int8:
+        t = step("adds", [w], -127.0)      # >= 1 only at W = 128
+        sign = -256.0
+    else:
+        t = step("muls", [w], -1.0)        # >= 1 where W < 0
+        sign = 256.0
+    t = step("mins", [step("maxs", [t], 0.0)], 1.0)
+    return step("add", [w, step("muls", [t], sign)])
 
 
 def _store(b: _Builder, res: Value, slot: str, loc, hoisted) -> None:
