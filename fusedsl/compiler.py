@@ -184,6 +184,10 @@ class CompiledKernel:
         # sizes, tilings and lazily built kernels are per-CompiledKernel state: calls that may
         # change them (symbolic sizes, simulate) run one at a time
         self._lock = threading.RLock()
+        # run first by every public call (`__call__`, `simulate`) on its runtime arguments, which
+        # it returns (converted) or refuses: an imported model's int64 range check
+        # (importers/common.ImportedKernel.compile); None for a kernel of fusedsl's own
+        self.prepare_args = None
         static = {d for i in self.runtime_infos if i.type for d in i.type.shape if isinstance(d, str)}
         if not static:
             self._set_sizes({})
@@ -313,6 +317,8 @@ class CompiledKernel:
     @user_facing
     def __call__(self, *args, out=None):
         """Run on the CPU executor (`fs.config.executor`) with these runtime arguments."""
+        if self.prepare_args is not None:
+            args = self.prepare_args(args)
         return self.run(args, out=out)
 
     def run(self, args, out=None):
@@ -815,6 +821,8 @@ class CompiledKernel:
     def simulate(self, *args):
         """Compile `source` with g++ against the CPU Ascend C API and run it; numpy outputs."""
         from .backend_ascendc import simulate as sim
+        if self.prepare_args is not None:
+            args = self.prepare_args(args)
         arrays, sizes = self.bind_args(args)
         with self._lock:
             self._set_sizes(sizes)

@@ -245,3 +245,59 @@ def test_an_int16_value_torch_would_wrap_is_refused_at_the_model_line():
     assert "the int16 result of aten.mul.Tensor can reach 100000" in info.value.message
     assert "torch wraps it there, fusedsl computes int16 in int32" in info.value.message
     assert info.value.loc.file == __file__ and info.value.loc.line == _line(model, "int16")
+
+
+# ---- the compiled kernel of an imported model checks as the model's call does ---------------------
+def test_a_compiled_imported_model_checks_every_call_and_simulate(intmath):
+    rng = np.random.default_rng(4)
+    a, b = rng.integers(-9000, 9000, (3, 5)), rng.integers(-9000, 9000, (5, 4))
+    c = rng.integers(-1000, 1000, (6,)).astype(np.int32)
+    k = intmath.compile(a, b, c)
+    want = IntMath()(*(torch.from_numpy(v) for v in (a, b, c)))
+    # int64 inputs narrowed as the model's call narrows them, torch tensors and int32 taken too
+    for args in ((a, b, c), (torch.from_numpy(a), b, torch.from_numpy(c)), (a.astype(np.int32), b.astype(np.int32), c)):
+        for g, w in zip(k(*args, *intmath.weights), want):
+            np.testing.assert_array_equal(np.asarray(g).astype(np.int64), w.numpy())
+    big = np.full((3, 5), 100_000, np.int32)   # int32 already: the compiled kernel would wrap a @ b
+    for run in (k, k.simulate):
+        with pytest.raises(fs.IntRangeError) as info:
+            run(big, big.T.copy()[:5, :4], c)
+        err = info.value
+        assert "the int64 result of aten.matmul" in err.message and "can reach 50000000000" in err.message
+        assert err.loc.file == __file__ and err.loc.line == _line(IntMath, "matmul")
+    a[0, 0] = 5_000_000_000
+    with pytest.raises(fs.IntRangeError, match="int64 input 'a' holds 5000000000") as info:
+        k(a, b, c)
+    assert info.value.loc.file == __file__ and info.value.loc.line == inspect.currentframe().f_lineno - 1
+
+
+def test_a_compiled_imported_model_refuses_other_integer_weights():
+    class Offset(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("off", torch.tensor([0, 7, -3]))
+
+        def forward(self, i):
+            return i * 1000 + self.off
+
+    i = torch.tensor([1, 2, 3])
+    m = fs.from_torch(Offset(), i)
+    k = m.compile(i)
+    np.testing.assert_array_equal(k(i, *m.weights), Offset()(i).numpy())
+    with pytest.raises(fs.ArgumentError, match="differs from the imported model's integer weight") as info:
+        k(i, np.array([0, 7, 2 ** 31 - 1], np.int32))
+    assert info.value.loc.file == __file__ and info.value.loc.line == inspect.currentframe().f_lineno - 1
+
+
+def test_a_compiled_onnx_model_checks_its_calls():
+    model = _onnx_model()
+    m = fs.from_onnx(model)
+    a, b = np.full((3, 5), 100_000, np.int64), np.full((5, 4), 100_000, np.int64)
+    small = (np.ones((3, 5), np.int64), np.ones((5, 4), np.int64))
+    k = m.compile(*small)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for g, w in zip(k(*small, *m.weights), sess.run(None, dict(zip("ab", small)))):
+        np.testing.assert_array_equal(np.asarray(g).astype(np.int64), w)
+    with pytest.raises(fs.IntRangeError, match="the int64 result of ONNX node 1 \\(MatMul\\)") as info:
+        k(a.astype(np.int32), b.astype(np.int32), *m.weights)
+    assert info.value.loc.file == __file__ and info.value.loc.line == inspect.currentframe().f_lineno - 1

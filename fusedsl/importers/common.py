@@ -178,7 +178,36 @@ class ImportedKernel(FusedKernel):
 
     @user_facing
     def compile(self, *args, target: str | None = None, **options):
-        return super().compile(*self._with_weights(args), target=target, **options)
+        """The CompiledKernel for these model inputs; it takes the model's inputs and then its
+        weights (`self.weights`), and its calls and `simulate` check the int64 ranges as a call
+        of the model does (`_compiled_args`)."""
+        compiled = super().compile(*self._with_weights(args), target=target, **options)
+        compiled.prepare_args = self._compiled_args
+        return compiled
+
+    def _compiled_args(self, args):
+        """A compiled kernel's runtime arguments (the model's tensor inputs, then the weights)
+        as a call of the model takes them: torch tensors as numpy, int64 inputs as int32 when
+        they fit (IntRangeError naming the input otherwise), then the range check over them.
+        The check bounds integer weights by the imported ones: others are refused."""
+        n = len(self.input_names)
+        if len(args) != n + len(self.weights):
+            return args   # bind_args says what the kernel takes
+        inputs = [as_array(a, name) for a, name in zip(args[:n], self.input_names)]
+        for i, (w, mine) in enumerate(zip(args[n:], self.weights)):
+            if w is not mine and mine.dtype.kind in "biu" and not (
+                    isinstance(w, np.ndarray) and w.shape == mine.shape and np.array_equal(w, mine)):
+                raise ArgumentError(f"weight {i + 1} of the compiled {self.name} differs from the imported model's "
+                                    "integer weight: fusedsl's int64 range check bounds the model's values by "
+                                    "the weights it imported", loc=user_frame(),
+                                    hint="pass the imported weights (model.weights), or import the model again "
+                                         "with the new ones")
+        check = self.range_check
+        if check is not None and check.active:
+            given = iter(inputs)   # the model's arguments: its baked constants in their positions
+            check([self.constant_args[i] if i in self.constant_args else next(given)
+                   for i in range(n + len(self.constant_args))])
+        return (*inputs, *args[n:])
 
     @user_facing
     def trace(self, *args):
