@@ -183,16 +183,62 @@ def test_every_rule_gives_torch_s_answer_or_a_range_error(mixed, ea, eb, ec, see
         np.testing.assert_array_equal(np.asarray(g).astype(np.int64), w.numpy())
 
 
-def test_integer_division_past_2_24_raises_at_the_model_line(mixed):
-    """fusedsl divides integers through float32 (exact below 2**24): a larger operand is refused,
-    even where every value fits in int32."""
-    a, b = np.full((4, 6), 2 ** 25), np.ones((4, 6), np.int64)
-    b[0, 0] = 0   # p = a * b - a reaches -2**25
+class Division(torch.nn.Module):
+    """Integer division and remainder of int64 values past 2**24 (fusedsl's are exact over int32)."""
+
+    def forward(self, a, b):
+        q = torch.div(a, b, rounding_mode="floor")   # LINE: floor
+        return q, torch.remainder(a, b), torch.fmod(a, b), torch.div(a, b, rounding_mode="trunc"), \
+            torch.remainder(a, -7)
+
+
+@pytest.fixture(scope="module")
+def division():
+    return fs.from_torch(Division(), torch.tensor([7, -7, 9]), torch.tensor([2, 3, -4]))
+
+
+_INT32 = st.one_of(st.integers(-I32, I32 - 1), st.sampled_from([-I32, -I32 + 1, -1, 1, 2 ** 24 + 1, I32 - 1]))
+
+
+@fuzz_settings(scale=0.3)
+@given(st.lists(_INT32, min_size=3, max_size=3), st.lists(_INT32.filter(lambda v: v != 0), min_size=3, max_size=3))
+def test_int64_division_past_2_24_equals_torch(division, a, b):
+    """Operands anywhere in int32 (torch raises on integer division by zero, so b != 0): torch's
+    answer, or IntRangeError exactly where torch's quotient leaves int32 (INT_MIN // -1)."""
+    a, b = np.array(a, np.int64), np.array(b, np.int64)
+    want = Division()(torch.from_numpy(a), torch.from_numpy(b))
+    try:
+        got = division(a, b)
+    except fs.IntRangeError:
+        assert (a == -I32).any()   # the quotient's bound |a| reaches 2**31
+        return
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g).astype(np.int64), w.numpy())
+
+
+def test_an_int64_quotient_past_int32_raises_at_the_model_line(division):
+    a, b = np.array([-I32, 5, 6]), np.array([-1, 2, 3])
+    assert int(Division()(torch.from_numpy(a), torch.from_numpy(b))[0][0]) == I32   # torch's int64; int32 wraps
     with pytest.raises(fs.IntRangeError) as info:
-        mixed(a, b, np.array([0, 1]), np.zeros((4, 5), np.int8))
-    assert "an integer operand of aten.remainder.Scalar can reach 33554432" in info.value.message
-    assert "exactly only up to 16777216" in info.value.message and "below 2**24" in info.value.hint
-    assert info.value.loc.file == __file__ and info.value.loc.line == _line(Mixed, "remainder")
+        division(a, b)
+    assert "the int64 result of aten.div.Tensor_mode can reach 2147483648" in info.value.message
+    assert info.value.loc.file == __file__ and info.value.loc.line == _line(Division, "floor")
+
+
+def test_onnx_int64_div_and_mod_past_2_24_equal_onnxruntime():
+    t = lambda n: helper.make_tensor_value_info(n, TensorProto.INT64, [64])  # noqa: E731
+    nodes = [helper.make_node("Div", ["a", "b"], ["q"]), helper.make_node("Mod", ["a", "b"], ["m"]),
+             helper.make_node("Mod", ["a", "b"], ["f"], fmod=1)]
+    graph = helper.make_graph(nodes, "division", [t("a"), t("b")], [t("q"), t("m"), t("f")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    rng = np.random.default_rng(5)
+    a = rng.integers(-I32 + 1, I32, 64)
+    b = np.concatenate([rng.integers(-I32 + 1, I32, 32), rng.integers(-300, 300, 32)])
+    b[b == 0] = 3
+    k = fs.from_onnx(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for g, w in zip(k(a, b), sess.run(None, {"a": a, "b": b})):
+        np.testing.assert_array_equal(np.asarray(g).astype(np.int64), w)
 
 
 # ---- ONNX ------------------------------------------------------------------------------------

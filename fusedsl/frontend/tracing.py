@@ -240,12 +240,14 @@ class Tensor:
 
     def __floordiv__(self, o):
         raise TraceError("floor division (//) is not supported", loc=user_frame(),
-                         hint="use true division (/) on float tensors")
+                         hint="call fs.floor_divide(a, b) (numpy's //, exact for integers), or use true "
+                              "division (/) on float tensors")
 
     __rfloordiv__ = __floordiv__
 
     def __mod__(self, o):
-        raise TraceError("the % operator is not supported", loc=user_frame())
+        raise TraceError("the % operator is not supported", loc=user_frame(),
+                         hint="call fs.remainder(a, b) (numpy's %, exact for integers) or fs.fmod(a, b)")
 
     __rmod__ = __mod__
 

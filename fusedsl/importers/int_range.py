@@ -12,9 +12,9 @@ The bound is sound but can be loose: x + y is bounded by max(x) + max(y) even wh
 two maxima never meet, so a refused call might have fitted; an accepted one always does.
 Values of the framework's other integer dtypes are clipped to their dtype (the framework
 wraps there, as fusedsl does); an int16 value is checked against int16 the same way
-(fusedsl computes it in int32, the framework wraps at 16 bits).  Integer division and
-remainder (any integer dtype) have their operands checked against 2**24, below which fusedsl's
-(through float32) are exact.  An int64 made from floats (a float -> int64 cast) has no bound
+(fusedsl computes it in int32, the framework wraps at 16 bits).  fusedsl's integer division
+and remainder are exact over all of int32 (ops/composite._int32_division), so they need no
+check beyond their results' bounds.  An int64 made from floats (a float -> int64 cast) has no bound
 here and is not checked.
 
 The importers describe their graph as `Step`s (one per node: its op's interval rule over the
@@ -36,9 +36,6 @@ I32 = (-2 ** 31, 2 ** 31 - 1)
 DTYPE_RANGES = {"int64": (*I32, True), "int16": (-2 ** 15, 2 ** 15 - 1, True), "int32": (*I32, False),
                 "int8": (-128, 127, False), "uint8": (0, 255, False), "bool": (0, 1, False)}
 _HUGE = 2 ** 80   # a bound past every dtype (keeps products of huge bounds small)
-# fusedsl's integer floor_divide / remainder / fmod / trunc division go through float32: exact
-# while both operands stay within 2**24 in magnitude (ops/composite._int_or_float)
-DIVISION_LIMIT = 2 ** 24
 
 
 class Span:
@@ -230,9 +227,6 @@ class Step:
     label: str
     loc: Loc | None
     outs: tuple = ()   # the names of the outputs when the graph names each (ONNX); else `key` holds them
-    # fusedsl computes this integer op exactly only for operands up to this magnitude (integer
-    # division and remainder go through float32: exact below 2**24), whatever the result's dtype
-    operand_limit: int | None = None
     refs: frozenset = field(default_factory=frozenset)
 
 
@@ -348,15 +342,6 @@ class RangeCheck:
         first = None
         for step in self.steps:
             args = _resolve(step.args, env)
-            if step.operand_limit is not None and any(d is not None for d in step.dtypes):
-                big = max((magnitude(a) or 0 for a in args), default=0)   # tensors' ranges and Python ints
-                if big > step.operand_limit:
-                    if first is None:
-                        first = (step, Span(-big, big), "operand")
-                    if collect and step not in risky:
-                        risky.append(step)
-                    if not collect:
-                        return first, risky, sources
             try:
                 got = step.rule(*args, **_resolve(step.kwargs, env)) if step.rule else None
             except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError):
@@ -393,11 +378,6 @@ class RangeCheck:
         step, s, dtype = bad
         ranges = ", ".join(f"{name!r} {sp}" for (_, name, _, _), sp in zip(self.measured, spans) if sp is not None)
         for_inputs = f" for inputs in these ranges ({ranges})" if ranges else ""
-        if dtype == "operand":
-            raise IntRangeError(f"an integer operand of {step.label} can reach {s.hi}{for_inputs}; fusedsl divides "
-                                f"integers through float32, exactly only up to {step.operand_limit} ({self.framework} "
-                                "divides them exactly)", loc=step.loc or user_frame(),
-                                hint="keep the operands of integer division / remainder below 2**24 in magnitude")
         value = s.hi if s.hi > DTYPE_RANGES[dtype][1] else s.lo
         if dtype == "int64":
             what = (f"the int64 result of {step.label} can reach {value}{for_inputs}, beyond int32, in which fusedsl "

@@ -174,6 +174,5 @@ def range_check(model, label: str, inputs: list[str], consts: dict, attrs_of) ->
         meta = Meta(node, attrs_of(node), consts, shapes)
         args = tuple(Ref(n) if n else None for n in node.input)
         steps.append(Step(node.output[0], functools.partial(rule, meta) if rule else None, args, {}, out_types,
-                          label_of, None, outs=tuple(node.output),
-                          operand_limit=ir.DIVISION_LIMIT if node.op_type in ("Div", "Mod") else None))
+                          label_of, None, outs=tuple(node.output)))
     return ir.RangeCheck("onnxruntime", [(n, n, i, dtypes.get(n)) for i, n in enumerate(inputs)], fixed, steps)

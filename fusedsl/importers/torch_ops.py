@@ -432,6 +432,8 @@ def _div(a, b, rounding_mode=None):
         return fs.floor_divide(a, b) if ints else fs.floor(fs.divide(a, b))
     if rounding_mode == "trunc" and hasattr(fs, "trunc") and not ints:
         return fs.trunc(fs.divide(a, b))
+    if rounding_mode == "trunc" and ints:   # C division, exact over int32 (composite._int32_division)
+        return fs.div(a, b, rounding_mode="trunc")
     raise Unsupported(f"div with rounding_mode={rounding_mode!r} is not supported for these dtypes")
 
 

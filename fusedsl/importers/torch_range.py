@@ -170,9 +170,6 @@ RULES = {
     "getitem": lambda m, xs, i: xs[i] if isinstance(xs, (tuple, list)) else xs,
 }
 RULES.update({name: _first for name in _SAME})
-# integer ops fusedsl computes through float32 (int_range.DIVISION_LIMIT); div without a rounding
-# mode has a float result and no step
-DIVISIONS = frozenset({"div", "floor_divide", "remainder", "fmod"})
 
 
 def _dtype_names(node, dtype_name) -> tuple | None:
@@ -215,6 +212,5 @@ def range_check(graph, inputs: list, fixed: dict, skip: set, base_name, node_loc
         rule = RULES.get(base)
         steps.append(Step(node.name, functools.partial(rule, Meta(node)) if rule else None,
                           ref(tuple(node.args)), {k: ref(v) for k, v in node.kwargs.items()}, dtypes,
-                          op_name(node.target), node_loc(node), operand_limit=ir.DIVISION_LIMIT
-                          if base in DIVISIONS else None))
+                          op_name(node.target), node_loc(node)))
     return ir.RangeCheck("torch", inputs, fixed, steps)

@@ -493,19 +493,67 @@ def _fmod(F, a, b):
     return F.where(F.abs(b) == math.inf, finite, F.where(F.abs(q) >= 4194304.0, a - q * b, r))
 
 
-def _int_or_float(F, a, b, float_fn, int_fn=None):
+def _int_or_float(F, a, b, float_fn, int_fn=None, kind=None):
     a, b = F.promote_pair_public(a, b)
     if a.dtype.is_float:
         return F.cast(float_fn(F, F.cast(a, dt.float32), F.cast(b, dt.float32)), a.dtype)
-    # integers: exact in float32 while |a|, |b| < 2**24
+    if a.dtype == dt.int32 and kind is not None:
+        return _int32_division(F, a, b, kind)
+    # 8-bit integers: exact in float32 (|a|, |b| < 2**24)
     r = (int_fn or float_fn)(F, F.cast(a, dt.float32), F.cast(b, dt.float32))
     return F.cast(F.where(F.cast(b, dt.float32) == 0.0, 0.0, r), a.dtype)
 
 
+# the float32 quotients of _int32_division are scaled by this before truncating, so that
+# |trunc(q)| never exceeds the exact |a / b|: fl(a) / fl(b) is within 3 ulp (2**-22) of it
+_SHORT = 1.0 - 2.0 ** -20
+
+
+def _int_flag(F, cond):
+    """A bool tensor as int32 0 / 1."""
+    return F.cast(F.where(cond, 1.0, 0.0), dt.int32)
+
+
+def _int32_division(F, a, b, kind):
+    """Integer division of int32 tensors, exact over all of int32, as numpy's int32 (which wraps
+    INT_MIN // -1 to INT_MIN, INT_MIN % -1 = 0) with x // 0 = x % 0 = 0 (numpy's values; fmod and
+    truncated division alike).  kind: "floor" (floor_divide), "remainder" (floor's remainder, the
+    sign of b), "trunc" (C division), "fmod" (its remainder, the sign of a).
+
+    Made of ops every executor has for int32 (add, sub, mul, casts) and float32 compares: no
+    int32 Div exists on the chip.  The truncated quotient T is built in two steps, each
+    q = trunc(fl(r) / fl(b) * _SHORT): the scaling keeps |q| <= |r / b| exactly, so r - q b
+    keeps r's sign and never overflows; the first step leaves |r / b| <= 2**31 * 2**-19 + 1, the
+    second |r / b| < 2, and one exact step (e = r -+ b, its sign) finishes |r| < |b|.  Products
+    that wrap (b * -1 at INT_MIN, T at INT_MIN / -1) wrap on every executor (numpy, LLVM, the
+    CPU Ascend C API's int64-then-wrap, the chip's int32 Mul), giving numpy's wrapped values."""
+    f32 = dt.float32
+    fa = F.cast(a, f32)
+    nz = _int_flag(F, F.cast(b, f32) != 0.0)     # x // 0 = x % 0 = 0: divide by 1, then times 0
+    b = b + (1 - nz)
+    fb = F.cast(b, f32)
+    q0 = F.cast(fa / fb * _SHORT, dt.int32)
+    r = a - q0 * b
+    q1 = F.cast(F.cast(r, f32) / fb * _SHORT, dt.int32)
+    r = r - q1 * b
+    sgn = _int_flag(F, (fa < 0.0) == (fb < 0.0)) * 2 - 1    # the sign of a / b (a = 0: r is 0)
+    sb = b * sgn                                              # |b| with a's sign
+    e = F.cast(r - sb, f32)
+    step = _int_flag(F, F.logical_or(F.logical_and(fa >= 0.0, e >= 0.0), F.logical_and(fa < 0.0, e <= 0.0)))
+    t = q0 + q1 + step * sgn
+    r = r - step * sb
+    if kind in ("floor", "remainder"):
+        fr = F.cast(r, f32)
+        down = _int_flag(F, F.logical_and(fr != 0.0, (fr < 0.0) != (fb < 0.0)))
+        t, r = t - down, r + down * b
+    return (t if kind in ("floor", "trunc") else r) * nz
+
+
 @composite("fmod", "arith", dtypes="numeric", aten=_aten("fmod.Tensor", "fmod.Scalar"), onnx=("Mod[fmod=1]",),
-           doc="C fmod: a - trunc(a / b) b, the sign of a (ints: exact below 2**24; x fmod 0 = 0 for ints)")
+           doc="C fmod: a - trunc(a / b) b, the sign of a (int32: exact where float32 -> int32 casts are, "
+               "i.e. not on 310P / 910's Ascend C; x fmod 0 = 0 for ints)")
 def fmod(F, a, b):
-    return _int_or_float(F, a, b, _fmod)
+    return _int_or_float(F, a, b, _fmod, kind="fmod")
 
 
 def _remainder(F, a, b):
@@ -518,7 +566,7 @@ def _remainder(F, a, b):
            aten=_aten("remainder.Tensor", "remainder.Scalar"), onnx=("Mod",),
            doc="numpy.remainder / torch.remainder: the sign of b")
 def remainder(F, a, b):
-    return _int_or_float(F, a, b, _remainder)
+    return _int_or_float(F, a, b, _remainder, kind="remainder")
 
 
 def _floor_div(F, a, b):
@@ -533,9 +581,10 @@ def _floor_div(F, a, b):
 
 
 @composite("floor_divide", "arith", dtypes="numeric", aten=_aten("floor_divide.default"),
-           doc="floor(a / b) (ints: exact below 2**24, x // 0 = 0)")
+           doc="floor(a / b) (int32: exact where float32 -> int32 casts are, i.e. not on 310P / 910's "
+               "Ascend C; numpy's INT_MIN // -1 = INT_MIN, x // 0 = 0)")
 def floor_divide(F, a, b):
-    return _int_or_float(F, a, b, _floor_div)
+    return _int_or_float(F, a, b, _floor_div, kind="floor")
 
 
 @composite("divide_rounded", "arith", dtypes="numeric", public=("div",),
@@ -547,7 +596,7 @@ def div(F, a, b, rounding_mode=None):
     if rounding_mode == "floor":
         return floor_divide(F, a, b)
     if rounding_mode == "trunc":
-        return _int_or_float(F, a, b, lambda F, x, y: _trunc(F, x / y))
+        return _int_or_float(F, a, b, lambda F, x, y: _trunc(F, x / y), kind="trunc")
     raise F.ArgumentError(f"div rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}",
                           loc=F.user_frame())
 

@@ -1,0 +1,87 @@
+"""fusedsl's integer division and remainder of int32 (fs.floor_divide, fs.remainder, fs.fmod,
+fs.div(rounding_mode="trunc")) are exact over all of int32 on every executor: numpy's int32
+answers, including INT_MIN // -1 = INT_MIN (numpy wraps it) and x // 0 = x % 0 = 0
+(ops/composite._int32_division)."""
+import inspect
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fusedsl as fs
+from conftest import fuzz_settings
+from fusedsl.reference import run_module
+
+I = np.iinfo(np.int32)
+EDGES = np.array([I.min, I.min + 1, -2 ** 24 - 1, -2 ** 24, -7, -1, 0, 1, 2, 7, 2 ** 24 + 1, 123456789,
+                  I.max - 1, I.max], np.int32)
+N = 48
+
+
+def divisions(a, b):
+    return (fs.floor_divide(a, b), fs.remainder(a, b), fs.fmod(a, b), fs.div(a, b, rounding_mode="trunc"),
+            fs.floor_divide(a, -7), fs.remainder(a, 2 ** 30 + 3))
+
+
+def numpy_divisions(a, b):
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    safe = np.where(b64 == 0, 1, b64)
+    trunc = np.where(b64 == 0, 0, np.sign(a64) * np.sign(safe) * (np.abs(a64) // np.abs(safe)))
+    with np.errstate(all="ignore"):
+        return (np.floor_divide(a, b), np.remainder(a, b), np.fmod(a, b), trunc.astype(np.int32),
+                np.floor_divide(a, np.int32(-7)), np.remainder(a, np.int32(2 ** 30 + 3)))
+
+
+def _equal(got, want):
+    for n, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == np.int32, n
+        bad = np.flatnonzero(g != w)
+        assert bad.size == 0, f"output {n}: {bad.size} wrong, first at {bad[0]}: got {g[bad[0]]}, numpy {w[bad[0]]}"
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    spec = fs.spec((N,), fs.int32)
+    return fs.fused_kernel(divisions).compile(spec, spec)
+
+
+_VALUE = st.one_of(st.integers(I.min, I.max), st.sampled_from(EDGES.tolist()), st.integers(-300, 300))
+
+
+@fuzz_settings(scale=0.5)
+@given(st.lists(_VALUE, min_size=N, max_size=N), st.lists(_VALUE, min_size=N, max_size=N))
+def test_int32_division_is_numpys_over_all_of_int32(kernel, a, b):
+    """The LLVM executor (kernel(*arrays)) and the numpy reference, negative divisors, 0 and the
+    INT_MIN / -1 pair included."""
+    a, b = np.array(a, np.int32), np.array(b, np.int32)
+    a[:2], b[:2] = (I.min, 5), (-1, 0)
+    want = numpy_divisions(a, b)
+    _equal(kernel(a, b), want)
+    _equal(run_module(kernel.graph, [a, b]), want)
+
+
+def test_the_printed_ascendc_divides_int32_exactly():
+    """Every pair of the edge values and random int32 pairs through the simulated Ascend C of
+    ascend910b (one build)."""
+    rng = np.random.default_rng(0)
+    a = np.concatenate([np.repeat(EDGES, EDGES.size), rng.integers(I.min, I.max, 1000, endpoint=True)]).astype(np.int32)
+    b = np.concatenate([np.tile(EDGES, EDGES.size), rng.integers(I.min, I.max, 500, endpoint=True),
+                        rng.integers(-300, 300, 500)]).astype(np.int32)
+    k = fs.fused_kernel(divisions).compile(a, b, target="ascend910b")
+    want = numpy_divisions(a, b)
+    _equal(k.simulate(a, b), want)
+    _equal(k(a, b), want)
+
+
+def test_the_floor_division_operator_names_fs_floor_divide():
+    x = np.arange(6, dtype=np.int32)
+    with pytest.raises(fs.TraceError) as info:
+        fs.fused_kernel(lambda a: a // 2)(x)
+    line = inspect.currentframe().f_lineno - 1
+    assert "floor division (//) is not supported" in info.value.message
+    assert "fs.floor_divide(a, b)" in info.value.hint and info.value.loc.file == __file__
+    assert info.value.loc.line == line
+    with pytest.raises(fs.TraceError) as info:
+        fs.fused_kernel(lambda a: a % 2)(x)
+    assert "fs.remainder(a, b)" in info.value.hint and info.value.loc.line == inspect.currentframe().f_lineno - 1
