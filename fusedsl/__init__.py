@@ -5,8 +5,8 @@
         return fs.relu(fs.abs(a) + b)
 """
 from .dtypes import bfloat16, bool_, float16, float32, int8, int32, uint8
-from .errors import (ArgumentError, AscendCCheckError, AscendCCompileError, ControlFlowError,
-                     DTypeError, FusedslError, IndexRangeError, IntRangeError, IRParseError, ProjectError, SaturationWarning, ScheduleError, ShapeError,
+from .errors import (ArgumentError, AscendCCheckError, AscendCCompileError, AscendCWarning, ControlFlowError,
+                     DTypeError, FusedslError, FusedslWarning, GmCacheLineWarning, IndexRangeError, IntRangeError, IRParseError, ProjectError, SaturationWarning, ScheduleError, ShapeError,
                      TargetError,
                      TraceError, UnsupportedOpError, VerifyError)
 from . import ops  # noqa: F401  (the op definitions register themselves first)

@@ -310,7 +310,52 @@ class CacheError(FusedslError):
     """
 
 
-class SaturationWarning(UserWarning):
+class FusedslWarning(UserWarning):
+    """Base of every warning fusedsl issues: something that runs, but that you should look at.
+
+    Example:
+        >>> import warnings, fusedsl as fs
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error", fs.FusedslWarning)   # every fusedsl warning an error here
+    """
+
+
+class AscendCWarning(FusedslWarning):
+    """The CPU implementation of the Ascend C API ran something CANN's CPU debug mode also accepts, but
+    which the device may not do as the CPU did.  The message starts with the kernel's file:line.
+
+    What to do: read the message; it names the rule and the fix.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> issubclass(fs.AscendCWarning, fs.FusedslWarning)
+        True
+    """
+
+
+class GmCacheLineWarning(AscendCWarning):
+    """Two cores wrote different bytes of one 64-byte GM line and at least one of them wrote through
+    its scalar data cache (GlobalTensor::SetValue).  The data cache writes whole lines back to GM
+    (the SetValue page: written out per 64-byte cache line; cores' addresses at least a cache line
+    apart, otherwise the cores' data randomly overwrite each other), so on the device the later
+    write-back may restore the other core's bytes to their old values.  The CPU keeps every byte, as
+    CANN's CPU debug mode does; two cores writing the same bytes stays an AscendCCheckError.
+
+    What to do: give each core its own 64-byte aligned GM range, or write with DataCopy
+    (DataCopyPad) or WriteGmByPassDCache, which do not go through the data cache.
+
+    Example:
+        >>> import fusedsl as fs
+        >>> issubclass(fs.GmCacheLineWarning, fs.AscendCWarning)
+        True
+    """
+
+
+# The warning classes a CPU Ascend C launch may name (fusedsl_cpu::Warn's kind).
+ASCENDC_WARNINGS = {"AscendCWarning": AscendCWarning, "GmCacheLineWarning": GmCacheLineWarning}
+
+
+class SaturationWarning(FusedslWarning):
     """`simulate` of an int8/uint8 kernel gave results that differ from numpy's: the NPU's casts to
     8-bit integers saturate where numpy (and kernel(*arrays)) wrap around.  8-bit add, sub, mul,
     neg and abs wrap like numpy on the NPU too (lower/vector.py `_wrap8`); a cast of an

@@ -101,6 +101,18 @@ def test_translate_reads_qualifiers_written_before_global():
     assert "::fusedsl_cpu::AscLaunch(::KernelMode::AIC_MODE, 1, pick, 1, nullptr, s)(a, w);" in asc.translate(src, "k.asc")
 
 
+def test_translate_reads_qualifiers_chosen_by_the_preprocessor():
+    # CANN's quant_group_matmul_high_performance picks __mix__(1, 1) or __mix__(1, 2) with #if between
+    # __global__ and the definition: still a mixed launch (it was run in AIV_MODE and hung at its
+    # CrossCoreWaitFlag, its cube cores never started), its workspace parameter still found
+    src = ("template <int N>\n#if SCENARIO == 0\n__global__ __mix__(1, 1)\n#else\n__global__ __mix__(1, 2)\n"
+           "#endif\n    void qgm(GM_ADDR x, __kfc_workspace__ GM_ADDR workspace)\n{\n}\n"
+           "qgm<\n    4><<<8, 0, s>>>(x, w);\n")   # template arguments over two lines, as the sample's
+    out = asc.translate(src, "k.asc")
+    assert "::fusedsl_cpu::AscLaunch(::KernelMode::MIX_MODE, 1, qgm<\n    4>, 8, 0, s)(x, w);" in out
+    assert out.count("\n") == src.count("\n") + 1   # the #line directive; no line moved
+
+
 def test_compile_errors_point_at_the_asc_line(tmp_path):
     bad = tmp_path / "bad.asc"
     bad.write_text('#include "kernel_operator.h"\n\n__global__ __vector__ void k(GM_ADDR x)\n{\n'

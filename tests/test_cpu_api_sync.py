@@ -2,6 +2,7 @@
 asc-devkit docs): SyncAll, IBSet/IBWait and a GM flag polled with GetValue make progress although
 blocks run one at a time; blocks that wait for each other forever are reported."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -46,10 +47,19 @@ def test_polling_a_gm_flag_makes_progress(lib):
     np.testing.assert_array_equal(out[1:], 2 * x[1:])
 
 
+def _line(marker):
+    with open(os.path.join(ASCENDC_KERNELS, "sync_kernels.cpp"), encoding="utf-8") as f:
+        return next(i for i, text in enumerate(f, 1) if f"LINE:{marker}" in text)
+
+
 def test_blocks_waiting_forever_are_reported(lib):
-    with pytest.raises(AscendCCheckError, match=r"the blocks wait for each other forever: block 1 \(SyncAll\), "
-                                                 r"block 2 \(SyncAll\); a SyncAll needs every block"):
+    # a hang is never what the user sees: the waiting line, the cores parked there and who finished
+    with pytest.raises(AscendCCheckError) as info:
         _run(lib, "sync_all_missing", 3)
+    msg = str(info.value)
+    assert re.search(rf"sync_kernels\.cpp:{_line('sync_all_missing')}: SyncAll\(\) never returns on block 1, block 2 "
+                     r"— the cores wait for each other forever \(1 of 3 cores finished", msg), msg
+    assert "a SyncAll every core" in msg and "would hang" in msg
 
 
 def test_atomic_max_keeps_the_largest_row_value(lib):
@@ -85,9 +95,23 @@ def test_cross_core_unordered_writes_and_a_missing_set_are_reported(lib):
     with pytest.raises(AscendCCheckError, match=r"block 0 and block 1 both write byte \d+ of GM buffer 'out'.*"
                                                 r"CrossCoreSetFlag/WaitFlag"):
         _xcore(lib, "cross_core_race", 1)
-    with pytest.raises(AscendCCheckError, match=r"wait for each other forever: block 0 \(CrossCoreWaitFlag\), "
-                                                r"block 1 \(CrossCoreWaitFlag\), cube core 0 \(CrossCoreWaitFlag\)"):
+    # the vector cores wait for flag 5, which nobody sets; the cube core for their flag 2 behind it: each
+    # waiting line named with its flag id and cores, and the flags set that nobody has waited for yet
+    with pytest.raises(AscendCCheckError) as info:
         _xcore(lib, "cross_core_hang", 1)
+    msg = str(info.value)
+    assert re.search(rf"sync_kernels\.cpp:{_line('xcore_hang')}: CrossCoreWaitFlag\(5\) \(flag id 5\) never returns "
+                     rf"on block 0, block 1; \S*sync_kernels\.cpp:{_line('xcore_aic_wait')}: CrossCoreWaitFlag\(2\) "
+                     r"\(flag id 2\) never returns on cube core 0 — the cores wait for each other forever \(0 of 3 ", msg), msg
+    assert "needs a CrossCoreSetFlag with the same flag id" in msg, msg
+    # every other core has finished: the cube core's wait for flag 6 can never return; the second mode-2
+    # set of its vector cores is still unclaimed
+    with pytest.raises(AscendCCheckError) as info:
+        _xcore(lib, "cross_core_orphan", 1)
+    msg = str(info.value)
+    assert re.search(rf"sync_kernels\.cpp:{_line('xcore_orphan')}: CrossCoreWaitFlag\(6\) \(flag id 6\) never returns "
+                     r"on cube core 0 — the cores wait for each other forever \(2 of 3 cores finished", msg), msg
+    assert "CrossCoreSetFlag'd and not yet waited: flag id 4 for cube core 0 (x1)" in msg, msg
 
 
 def test_group_barrier_orders_the_waiters_after_the_arrivers(lib):

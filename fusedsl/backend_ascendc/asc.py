@@ -38,6 +38,7 @@ _ERROR_LINES = 40
 # (the qualifiers may stand before __global__ too: `__cube__ __global__ __aicore__ void k(...)`)
 _KERNEL_DEF = re.compile(r"((?:__\w+__(?:\s*\([^)]*\))?\s+)*)__global__\s+((?:__\w+__(?:\s*\([^)]*\))?\s+)*)"
                          r"void\s+(\w+)\s*\(")
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b[^\n]*\n", re.M)
 _MODES = (("__mix__", "MIX_MODE"), ("__cube__", "AIC_MODE"), ("__vector__", "AIV_MODE"))
 _ICPU_RUN = re.compile(r"\bICPU_RUN_KF\s*\(\s*(?P<name>[A-Za-z_]\w*)\s*,")
 
@@ -86,11 +87,15 @@ def _has_kfc_workspace(source: str, open_paren: int) -> bool:
 def translate(source: str, filename: str) -> str:
     """The .asc text with every triple-chevron launch rewritten for g++ (line numbers kept)."""
     modes, workspaces = {}, {}
-    for m in _KERNEL_DEF.finditer(source):
-        default = "MIX_MODE" if _has_kfc_workspace(source, m.end() - 1) else "AIV_MODE"
+    # the qualifiers may be chosen by the preprocessor (`#if X __global__ __mix__(1, 1) #else __global__
+    # __mix__(1, 2) #endif void k(...)`, CANN's quant_group_matmul_high_performance): the definitions are
+    # read with the directive lines left out, so every alternative's qualifiers count
+    bare = _DIRECTIVE.sub("", source)
+    for m in _KERNEL_DEF.finditer(bare):
+        default = "MIX_MODE" if _has_kfc_workspace(bare, m.end() - 1) else "AIV_MODE"
         quals = m.group(1) + m.group(2)
         modes[m.group(3)] = next((mode for q, mode in _MODES if q in quals), default)
-        workspaces[m.group(3)] = _workspace_index(source, m.end() - 1)
+        workspaces[m.group(3)] = _workspace_index(bare, m.end() - 1)
 
     # a launch through a plain local name that is no kernel definition (`constexpr auto k = pick(k1, k2);
     # k<<<...>>>`, CANN's matmul_high_performance) stands for one of the file's kernels: it takes the mode
@@ -99,7 +104,7 @@ def translate(source: str, filename: str) -> str:
     only_ws = next(iter(set(workspaces.values()))) if len(set(workspaces.values())) == 1 else -1
 
     def launch(m) -> str:
-        base = re.sub(r"<.*", "", m["name"]).split("::")[-1].strip()
+        base = re.sub(r"<.*", "", m["name"], flags=re.S).split("::")[-1].strip()
         alias = base not in modes and m["name"].strip() == base
         mode = modes.get(base, only_mode if alias else "AIV_MODE")
         ws = workspaces.get(base, only_ws if alias else -1)

@@ -22,6 +22,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -29,7 +30,8 @@ import numpy as np
 
 from fusedsl import cachedir
 from fusedsl.backend_ascendc.cpu import include_dir
-from fusedsl.errors import ArgumentError, AscendCCheckError, AscendCCompileError, CacheError
+from fusedsl.errors import (ASCENDC_WARNINGS, ArgumentError, AscendCCheckError, AscendCCompileError, AscendCWarning,
+                            CacheError)
 from fusedsl.targets import DEFAULT_TARGET, get_target
 
 _ERROR_LINES = 40
@@ -109,6 +111,7 @@ class CpuLibrary:
         lib.fusedsl_cpu_stat.argtypes = [ctypes.c_char_p]
         lib.fusedsl_cpu_stat.restype = ctypes.c_uint64
         lib.fusedsl_cpu_last_error.restype = ctypes.c_char_p
+        lib.fusedsl_cpu_warnings.restype = ctypes.c_char_p
         lib.fusedsl_cpu_set_library_mode(1)
         self._register = lib.fusedsl_cpu_register_gm
         self._stat = lib.fusedsl_cpu_stat
@@ -165,7 +168,14 @@ class CpuLibrary:
         rc = fn(block_dim, ptrs)
         if rc != 0:
             raise AscendCCheckError(self.last_error())
+        self._issue_warnings()
         return LaunchStats(*(self._stat(k) for k in self._stat_keys))
+
+    def _issue_warnings(self) -> None:
+        """The launch's warnings (fusedsl_cpu::Warn), each as the errors.ASCENDC_WARNINGS class it names."""
+        for line in (self._lib.fusedsl_cpu_warnings() or b"").decode(errors="replace").splitlines():
+            kind, _, text = line.partition("\t")
+            warnings.warn(text, ASCENDC_WARNINGS.get(kind, AscendCWarning), stacklevel=4)
 
 
 def _compile(source: str, flags: list[str], out_path: str, name: str) -> None:

@@ -478,13 +478,25 @@ ENTRY(get_value_no_barrier)
 
 // ---- scalar GM writes through the data cache --------------------------------------------------
 
-// Block b writes z[b] with SetValue: every block's value sits in the same 64-byte line.
+// Block b writes z[b] with SetValue: every block's value sits in the same 64-byte line (different bytes).
 extern "C" __global__ __aicore__ void scalar_shared_line(GM_ADDR, GM_ADDR, GM_ADDR z) {
     GlobalTensor<float> zg;
     zg.SetGlobalBuffer((__gm__ float*)z);
-    zg.SetValue(GetBlockIdx(), 1.0f);
+    zg.SetValue(GetBlockIdx(), 1.0f);   // LINE:scalar_shared_line
 }
 ENTRY(scalar_shared_line)
+
+// Every block writes z[0] with SetValue: block b writes b + 1 (the same bytes, another value), or 1 (kSame).
+template <bool kSame>
+__aicore__ inline void ScalarSameBytes(GM_ADDR z) {
+    GlobalTensor<float> zg;
+    zg.SetGlobalBuffer((__gm__ float*)z);
+    zg.SetValue(0, kSame ? 1.0f : static_cast<float>(GetBlockIdx() + 1));   // LINE:scalar_same_bytes
+}
+extern "C" __global__ __aicore__ void scalar_same_bytes(GM_ADDR, GM_ADDR, GM_ADDR z) { ScalarSameBytes<false>(z); }
+extern "C" __global__ __aicore__ void scalar_same_value(GM_ADDR, GM_ADDR, GM_ADDR z) { ScalarSameBytes<true>(z); }
+ENTRY(scalar_same_bytes)
+ENTRY(scalar_same_value)
 
 // SetValue, then a DMA reads the same GM back: stale unless the line is cleaned first.
 template <bool kClean>

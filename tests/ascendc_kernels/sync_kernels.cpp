@@ -93,7 +93,7 @@ extern "C" __global__ __aicore__ void sync_all_missing(GM_ADDR, GM_ADDR, GM_ADDR
     if (GetBlockIdx() == 0) {
         return;
     }
-    SyncAll();
+    SyncAll();   // LINE:sync_all_missing
 }
 
 // atomic_max_rows: every block DataCopies its row of x onto row 0 of out with SetAtomicMax (int32).
@@ -145,7 +145,7 @@ __aicore__ inline void CrossCore(GM_ADDR out)
 {
     if ASCEND_IS_AIC {
         CrossCoreSetFlag<2, PIPE_FIX>(1);
-        CrossCoreWaitFlag(2);
+        CrossCoreWaitFlag(2);   // LINE:xcore_aic_wait
         return;
     }
     CrossCoreWaitFlag(1);
@@ -177,6 +177,17 @@ __aicore__ inline void CrossCore(GM_ADDR out)
 extern "C" __global__ __aicore__ void cross_core(GM_ADDR, GM_ADDR, GM_ADDR out) { CrossCore<0>(out); }
 extern "C" __global__ __aicore__ void cross_core_race(GM_ADDR, GM_ADDR, GM_ADDR out) { CrossCore<1>(out); }
 extern "C" __global__ __aicore__ void cross_core_hang(GM_ADDR, GM_ADDR, GM_ADDR out) { CrossCore<2>(out); }
+// The vector cores set flag 4 (mode 2) and end; the cube core waits for flag 6, which nobody will set.
+extern "C" __global__ __aicore__ void cross_core_orphan(GM_ADDR, GM_ADDR, GM_ADDR)
+{
+    if ASCEND_IS_AIC {
+        CrossCoreWaitFlag(4);
+        CrossCoreWaitFlag(6);   // LINE:xcore_orphan
+        return;
+    }
+    CrossCoreSetFlag<2, PIPE_MTE3>(4);
+    CrossCoreSetFlag<2, PIPE_MTE3>(4);
+}
 
 #define MIX_ENTRY(name)                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
@@ -187,6 +198,7 @@ extern "C" __global__ __aicore__ void cross_core_hang(GM_ADDR, GM_ADDR, GM_ADDR 
 MIX_ENTRY(cross_core)
 MIX_ENTRY(cross_core_race)
 MIX_ENTRY(cross_core_hang)
+MIX_ENTRY(cross_core_orphan)
 
 // GroupBarrier with 2 arrivers (blocks 3, 4: out row b = x row b) and 3 waiters (blocks 0-2: after
 // Wait, out row b = out row 3 + out row 4); ws holds the barrier's 128-byte counters.  kBadIndex

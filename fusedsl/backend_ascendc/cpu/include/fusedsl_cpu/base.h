@@ -311,6 +311,23 @@ inline void Fail(const char* fmt, ...) {
     throw CheckError{buf};
 }
 
+// A broken rule reported at a given kernel line (a call made earlier than the one running now, e.g. the
+// InitBuffer a later REGIST_MATMUL_OBJ collides with); the running call's line when `at` is unknown.
+[[noreturn]] inline void FailAt(const Site& at, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+inline void FailAt(const Site& at, const char* fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    const Site& where = at.file != nullptr ? at : CurrentSite();
+    if (where.file != nullptr) {
+        throw CheckError{std::string(where.file) + ":" + std::to_string(where.line) + ": " + buf};
+    }
+    throw CheckError{buf};
+}
+
 inline std::string Format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 inline std::string Format(const char* fmt, ...) {

@@ -21,6 +21,7 @@ inline void ResetGmOwners() {
             std::fill(v->begin(), v->end(), 0);
         }
         std::fill(kv.second.owner_epoch.begin(), kv.second.owner_epoch.end(), 0);
+        kv.second.line_site.clear();
     }
 }
 
@@ -63,6 +64,7 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     std::memset(c.synced, 0, sizeof c.synced);
     std::memset(c.flag_vc, 0, sizeof c.flag_vc);
     c.dirty_lines.clear();
+    c.wait_note.clear();
     c.spr_sum = c.spr_value = 0;
     c.spr_index = 0;
     std::memset(c.cmp_mask, 0, sizeof c.cmp_mask);
@@ -199,8 +201,64 @@ inline void YieldFiber(int why) {
     FiberSet& fs = *CurrentFibers();
     Fiber& f = fs.fibers[fs.current];
     f.waiting = why;
+    // the API call a block is parked in keeps its kernel line; the blocks that run meanwhile report their own
+    const Site parked_at = CurrentSite();
+    CurrentSite() = Site{nullptr, 0};
     SwitchContext(&f.ctx, &fs.main_ctx);
+    CurrentSite() = parked_at;
     f.waiting = 0;
+}
+
+// Why a launch whose unfinished cores all wait cannot go on: each waiting line (the kernel's file:line,
+// the call and its flag id) with the cores parked there, the cores that finished, and the
+// CrossCore flags that were set and are still unclaimed (a mismatched flag id or mode shows there).
+inline std::string DeadlockReport(const FiberSet& fs) {
+    Runtime& rt = RT();
+    std::vector<std::pair<std::string, std::string>> groups;   // wait note -> cores waiting there
+    int64_t finished = 0;
+    for (const Fiber& g : fs.fibers) {
+        if (g.done) {
+            finished += 1;
+            continue;
+        }
+        if (!g.started) {
+            continue;
+        }
+        std::string note = g.core.wait_note;
+        if (note.empty()) {
+            note = g.waiting == 1 ? "SyncAll" : g.waiting == 2 ? "IBWait" : g.waiting == 4 ? "CrossCoreWaitFlag"
+                                                                                          : "polling a GM value";
+        }
+        std::string who = Format("%s %lld", g.aic ? "cube core" : "block", static_cast<long long>(g.idx));
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == note; });
+        if (it == groups.end()) {
+            groups.emplace_back(note, who);
+        } else {
+            it->second += ", " + who;
+        }
+    }
+    std::string text;
+    for (const auto& [note, who] : groups) {
+        text += Format("%s%s never returns on %s", text.empty() ? "" : "; ", note.c_str(), who.c_str());
+    }
+    text += Format(" — the cores wait for each other forever (%lld of %zu cores finished, every other one waits)",
+                   static_cast<long long>(finished), fs.fibers.size());
+    std::string pending;
+    for (const auto& [key, arrivals] : rt.xcore_ready) {
+        if (arrivals.empty()) {
+            continue;
+        }
+        const bool aic = (key >> 56) == kXcAic;
+        pending += Format("%sflag id %u for %s %lld (x%zu)", pending.empty() ? "" : ", ",
+                          static_cast<unsigned>(key & 0xFF), aic ? "cube core" : "block",
+                          static_cast<long long>((key >> 8) & 0xFFFFFFFFFFFFull), arrivals.size());
+    }
+    if (!pending.empty()) {
+        text += "; CrossCoreSetFlag'd and not yet waited: " + pending;
+    }
+    text += "; a CrossCoreWaitFlag needs a CrossCoreSetFlag with the same flag id in a mode that reaches this "
+            "core, an IBWait its IBSet, a SyncAll every core — on the device this kernel would hang";
+    return text;
 }
 
 template <typename R>
@@ -230,18 +288,7 @@ inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix) {
             continue;
         }
         if (idle >= 2 * live) {
-            std::string who;
-            for (const Fiber& g : fs.fibers) {
-                if (!g.done) {
-                    who += Format("%s%s %lld (%s)", who.empty() ? "" : ", ", g.aic ? "cube core" : "block",
-                                  static_cast<long long>(g.idx),
-                                  g.waiting == 1 ? "SyncAll" : g.waiting == 2 ? "IBWait" :
-                                  g.waiting == 4 ? "CrossCoreWaitFlag" : "polling a GM value");
-                }
-            }
-            error = "the blocks wait for each other forever: " + who +
-                    "; a SyncAll needs every block to reach it, an IBWait its IBSet, a polled GM value a writer — "
-                    "the device would hang";
+            error = DeadlockReport(fs);
             failed_block = f.idx;
             break;
         }
@@ -322,6 +369,9 @@ inline int Launch(F kernel, uint64_t blockDim, Args... args) {
     rt.warned_leak = false;
     rt.warned_istrans = false;
     rt.warned_short_l0 = false;
+    rt.warned_bias_l1 = false;
+    rt.warned_once.clear();
+    rt.warnings.clear();
     ResetStats();
     ResetGmOwners();
     rt.block_idx = 0;
@@ -434,4 +484,14 @@ FUSEDSL_CPU_EXPORT uint64_t fusedsl_cpu_stat(const char* key) {
 
 FUSEDSL_CPU_EXPORT const char* fusedsl_cpu_last_error() {
     return fusedsl_cpu::RT().last_error.c_str();
+}
+
+// The last launch's warnings (library mode), one "kind\ttext" per line; empty when there were none.
+FUSEDSL_CPU_EXPORT const char* fusedsl_cpu_warnings() {
+    static std::string joined;
+    joined.clear();
+    for (const std::string& w : fusedsl_cpu::RT().warnings) {
+        joined += w + "\n";
+    }
+    return joined.c_str();
 }

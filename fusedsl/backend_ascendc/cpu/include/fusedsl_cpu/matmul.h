@@ -165,10 +165,10 @@ public:
     ~MatmulBase() = default;
 
     // REGIST_MATMUL_OBJ / Init: every check that needs only the tiling and the types.
-    void fs_Register(const char* api, const TPipeState* pipe, uint8_t* workspace, const TCubeTiling* tiling,
+    void fs_Register(const char* api, TPipeState* pipe, uint8_t* workspace, const TCubeTiling* tiling,
                      bool need_workspace, const char* ta, const char* tb, const char* tbias, const char* tc,
                      uint32_t sa, uint32_t sb, uint32_t sbias, uint32_t sc, bool c_in_ub, bool a_in_l1 = false,
-                     uint32_t c0k_a = 0) {
+                     uint32_t c0k_a = 0, bool c_in_l0c = false) {
         const TargetInfo& t = Target();
         Runtime& rt = RT();
         if (t.num_matmul == 0) {
@@ -224,9 +224,23 @@ public:
             Fail("%s: the TCubeTiling pointer is null", api);
         }
         CheckCombination(api, ta, tb, tbias, tc);
-        const uint64_t l1_need = CheckTiling(api, *tiling, sa, sb, sbias, sc, c_in_ub, a_in_l1, c0k_a);
+        // Served over KFC (a mixed kernel's vector side calls it, separated chips): the top of L1 holds the
+        // KFC messages.  A cube-only Matmul (ASCENDC_CUBE_ONLY on the cube core, AIC_MODE) has all of L1.
+        const bool kfc = t.separated && rt.kernel_mode == KernelMode::MIX_MODE && !rt.on_aic;
+        uint64_t bias_bytes = 0;
+        const uint64_t l1_need = CheckTiling(api, *tiling, sa, sb, sbias, sc, c_in_ub, a_in_l1, c0k_a, kfc,
+                                             &bias_bytes);
         cs.l1_matmul_bytes += l1_need - (counted ? fs_l1_need : 0);   // what tscm.h's L1 check adds
         fs_l1_need = l1_need;
+        if (pipe == nullptr) {
+            pipe = CurCore().pipe;   // Matmul::Init without a pipe plans in the kernel's TPipe (GetTPipePtr)
+        }
+        if (!counted && pipe != nullptr) {
+            PlanLocal(api, *pipe, *tiling, l1_need - bias_bytes, bias_bytes, c_in_l0c, kfc);
+        } else if (!counted) {   // no pipe to plan in: only the capacity
+            fs_bias_unplaced = l1_need > t.l1_bytes - (t.arch == 2201 && kfc ? 256u : 0u);
+            fs_l1_planned = false;
+        }
         fs_tiling = *tiling;
         fs_registered = true;
         fs_generation = CurCore().generation;
@@ -271,8 +285,10 @@ public:
 
     // The capacities a TCubeTiling implies (ASCENDC.md §3.2 L1 formula, §4.1 sizes).
     // Returns the L1 bytes of the object's own A1/B1/bias buffers (no A1 when A is in TSCM).
+    // *bias_l1 (when given) gets the bias's L1 buffer bytes, 0 when the tiling has no bias.
     static uint64_t CheckTiling(const char* api, const TCubeTiling& tl, uint32_t sa, uint32_t sb, uint32_t sbias,
-                                uint32_t sc, bool c_in_ub, bool a_in_l1 = false, uint32_t c0k_a = 0) {
+                                uint32_t sc, bool c_in_ub, bool a_in_l1 = false, uint32_t c0k_a = 0, bool kfc = true,
+                                uint64_t* bias_l1 = nullptr) {
         const TargetInfo& t = Target();
         // int4b_t A (sa counted as a whole byte, which over-counts its L0/L1 room) has 64 K values per 32 bytes
         const int64_t c0k = c0k_a != 0 ? c0k_a : 32 / sa;
@@ -312,10 +328,17 @@ public:
                  "blocks", api, tl.depthA1, tl.depthB1, static_cast<long long>(stepM * stepKa),
                  static_cast<long long>(stepN * stepKb));
         }
-        const int64_t l1 = t.l1_bytes - (t.arch == 2201 ? 256 : 0);
+        const int64_t l1 = t.l1_bytes - (t.arch == 2201 && kfc ? 256 : 0);
+        const int64_t bias = tl.isBias ? bn * sbias : 0;
         const int64_t need = (a_in_l1 ? 0 : static_cast<int64_t>(tl.depthA1) * bm * bk * sa) +
-                             static_cast<int64_t>(tl.depthB1) * bn * bk * sb + (tl.isBias ? bn * sbias : 0);
-        if (need > l1) {
+                             static_cast<int64_t>(tl.depthB1) * bn * bk * sb + bias;
+        if (bias_l1 != nullptr) {
+            *bias_l1 = static_cast<uint64_t>(bias);
+        }
+        // A1 and B1 must fit; the bias buffer, planned last, may lie past L1 as long as no bias is set
+        // (PlanLocal warns, SetBias refuses): CANN's quant_group_matmul_high_performance, which never sets
+        // one, fills L1 with A1 and B1 and keeps the default enableSetBias.
+        if (need - (bias_l1 != nullptr ? bias : 0) > l1) {
             Fail("%s: tiling needs %lld bytes of L1 (depthA1 %d x %lld x %lld x %u B + depthB1 %d x %lld x %lld x %u B "
                  "+ bias); %s has %lld", api, static_cast<long long>(need), tl.depthA1, static_cast<long long>(bm),
                  static_cast<long long>(bk), sa, tl.depthB1, static_cast<long long>(bn), static_cast<long long>(bk),
@@ -360,6 +383,92 @@ public:
 #else
         (void)api;
 #endif
+    }
+
+    // The object's own buffers in the cube memories of `pipe`, where CANN's Matmul plans them through the
+    // same TPipe (asc-devkit impl/adv_api/detail/matmul: scheduler_base.h Init, resource/): InitShareBufStart
+    // starts L1 and L0C at the pipe's plan (the first object's start, shared by every later object) and
+    // L0A, L0B and the bias table at byte 0; TBufPoolL0 takes all of L0A and L0B (L0AUF_SIZE / L0BUF_SIZE),
+    // CopyCubeInA/B the A1/B1 queues (depthA1 / depthB1 base blocks), CubeOutBuffer dbL0C x baseM x baseN
+    // accumulators in L0C (none for a C in CO1), the bias scheduler baseN bias values in L1 and the whole
+    // bias table.  InitShareBufEnd then leaves the L1 / L0C plan at the start plus the tiling's
+    // shareL1Size / shareL0CSize.  A user buffer already in those bytes is reported at its InitBuffer line;
+    // one planned later into the object's bytes at its own line (tensor.h, fs_InitCubeQueue).
+    void PlanLocal(const char* api, TPipeState& pipe, const TCubeTiling& tl, uint64_t l1_ab, uint64_t l1_bias,
+                   bool c_in_l0c, bool kfc) {
+        const TargetInfo& t = Target();
+        const Site site = CurrentSite();
+        const bool first = pipe.fs_share_start[kMemL1] < 0;
+        if (first) {
+            pipe.fs_share_start[kMemL1] = pipe.fs_local_cursor[kMemL1];
+            pipe.fs_share_start[kMemL0C] = pipe.fs_local_cursor[kMemL0C];
+        }
+        const uint64_t l1_start = static_cast<uint64_t>(pipe.fs_share_start[kMemL1]);
+        const uint64_t l1_cap = LocalMemBytes(kMemL1) - pipe.fs_tscm_bytes - (t.arch == 2201 && kfc ? 256 : 0);
+        fs_bias_unplaced = l1_bias != 0 && l1_start + l1_ab + l1_bias > l1_cap;
+        if (fs_bias_unplaced && l1_start + l1_ab <= l1_cap) {
+            Warn("AscendCWarning",
+                 Format("%s: the Matmul object's L1 buffers for A and B fill L1 up to byte %llu of %llu, so the "
+                        "%llu-byte bias buffer the tiling asks for (isBias = 1, CANN's default enableSetBias) lies "
+                        "past the end of L1; harmless while no bias is set — Matmul::SetBias will refuse (reported "
+                        "once)", api, static_cast<unsigned long long>(l1_start + l1_ab),
+                        static_cast<unsigned long long>(l1_cap), static_cast<unsigned long long>(l1_bias)),
+                 "bias-l1");
+        }
+        const uint64_t l0c = c_in_l0c ? 0 : static_cast<uint64_t>(tl.dbL0C == 2 ? 2 : 1) * tl.baseM * tl.baseN * 4;
+        struct Part {
+            int mem;
+            uint64_t start, bytes;
+            std::string what;
+        };
+        const Part parts[] = {
+            {kMemL1, l1_start, l1_ab + (fs_bias_unplaced ? 0 : l1_bias),
+             Format("A1/B1 queues%s", l1_bias != 0 && !fs_bias_unplaced ? " and the bias buffer" : "")},
+            {kMemL0A, 0, LocalMemBytes(kMemL0A), "all of L0A, CANN's TBuf<A2> of L0AUF_SIZE"},
+            {kMemL0B, 0, LocalMemBytes(kMemL0B), "all of L0B, CANN's TBuf<B2> of L0BUF_SIZE"},
+            {kMemL0C, static_cast<uint64_t>(pipe.fs_share_start[kMemL0C]), l0c,
+             Format("%d x baseM x baseN accumulators", tl.dbL0C == 2 ? 2 : 1)},
+            {kMemBT, 0, l1_bias != 0 && t.separated ? LocalMemBytes(kMemBT) : 0,
+             "the bias table, CANN's TBuf<C2> of BIAS_TABLE_SIZE"},
+        };
+        for (const Part& part : parts) {
+            if (part.bytes == 0) {
+                continue;
+            }
+            const uint64_t end = part.start + part.bytes;
+            const uint64_t cap = part.mem == kMemL1 ? l1_cap : LocalMemBytes(part.mem);
+            if (end > cap) {
+                Fail("%s: the Matmul object's own %s buffers (%s) need %s bytes [%llu, %llu) and %s has %llu%s", api,
+                     LocalMemName(part.mem), part.what.c_str(), LocalMemName(part.mem),
+                     static_cast<unsigned long long>(part.start), static_cast<unsigned long long>(end), t.name,
+                     static_cast<unsigned long long>(cap),
+                     part.start != 0 ? " (they start after the TPipe's plan of that memory: plan the Matmul before "
+                                       "the kernel's own buffers there, or shrink those)"
+                                     : "");
+            }
+            if (const TPipeState::LocalPlan* u = LocalOverlap(pipe, part.mem, part.start, end, true)) {
+                FailAt(u->site, "InitBuffer: %s [%u, %u) of %s overlaps the own buffers of the Matmul object "
+                       "registered later at %s, which takes %s [%llu, %llu) of it (%s) as CANN's Matmul does; on the "
+                       "device both would use these bytes — a kernel with a Matmul object leaves L0A, L0B and the "
+                       "bias table to it", u->what.c_str(), u->start, u->end, LocalMemName(part.mem),
+                       SiteText(site).c_str(), LocalMemName(part.mem), static_cast<unsigned long long>(part.start),
+                       static_cast<unsigned long long>(end), part.what.c_str());
+            }
+            pipe.fs_local_plans.push_back(TPipeState::LocalPlan{part.mem, static_cast<uint32_t>(part.start),
+                                                                static_cast<uint32_t>(end), site, part.what, true});
+            if (part.mem != kMemL1 && part.mem != kMemL0C) {
+                pipe.fs_local_cursor[part.mem] = std::max<uint32_t>(pipe.fs_local_cursor[part.mem],
+                                                                     static_cast<uint32_t>(end));
+            }
+        }
+        if (first) {   // InitShareBufEnd: the plan goes on at the share start plus the tiling's share sizes
+            pipe.fs_local_cursor[kMemL1] =
+                static_cast<uint32_t>(l1_start + static_cast<uint64_t>(std::max(tl.shareL1Size, 0)));
+            pipe.fs_local_cursor[kMemL0C] = static_cast<uint32_t>(
+                pipe.fs_share_start[kMemL0C] + (c_in_l0c ? 0 : static_cast<int64_t>(std::max(tl.shareL0CSize, 0))));
+        }
+        fs_l1_at = static_cast<uint32_t>(l1_start);
+        fs_l1_planned = true;
     }
 
     void RequireRegistered(const char* api) const {
@@ -414,6 +523,9 @@ public:
     int64_t fs_org_m = 0, fs_org_n = 0, fs_org_ka = 0, fs_org_kb = 0;
     uint64_t fs_local_ws_bytes = 0;
     uint64_t fs_l1_need = 0;
+    bool fs_bias_unplaced = false;   // the tiling's bias buffer lies past the end of L1 (PlanLocal)
+    bool fs_l1_planned = false;      // PlanLocal placed the object's A1/B1 at fs_l1_at in its pipe's L1
+    uint32_t fs_l1_at = 0;
     bool fs_has_workspace = false;
     bool fs_bias_on = false;
     bool fs_started = false;
@@ -598,7 +710,7 @@ public:
                                 fusedsl_cpu::TypeName<SrcAT>(), fusedsl_cpu::TypeName<SrcBT>(),
                                 fusedsl_cpu::TypeName<BiasT>(), fusedsl_cpu::TypeName<DstT>(), sizeof(SrcAT),
                                 sizeof(SrcBT), sizeof(BiasT), sizeof(DstT), kCInUb, kAInL1,
-                                fusedsl_cpu::C0Of<SrcAT>());
+                                fusedsl_cpu::C0Of<SrcAT>(), kCInL0C);
         if constexpr (kCfgIsConfig) {
             fs_partial = fs_cfg().isPartialOutput;
             fs_channel_split = fs_cfg().isEnableChannelSplit;
@@ -716,6 +828,11 @@ public:
         if (fs_tiling.isBias == 0) {
             fusedsl_cpu::Fail("Matmul::SetBias: the tiling has isBias = 0; enable the bias in the host tiling "
                               "(SetBias(true)) before setting one");
+        }
+        if (fs_bias_unplaced) {
+            fusedsl_cpu::Fail("Matmul::SetBias: the tiling's A1/B1 buffers fill L1, so the bias buffer (baseN = %d "
+                              "values) lies past its end; shrink depthA1/depthB1 (or baseK) to leave it room",
+                              fs_tiling.baseN);
         }
         fs_bias = gm;
         fs_bias_on = true;
@@ -1181,9 +1298,34 @@ private:
         // Row strides of A and B: the original shape's, or a batch matmul's BSNGD ones (IterateBatch).
         const int64_t a_ld = fs_lda != 0 ? fs_lda : fs_trans_a ? fs_org_m : fs_org_ka;
         const int64_t b_ld = fs_ldb != 0 ? fs_ldb : fs_trans_b ? fs_org_kb : fs_org_n;
-        const int64_t a_end = fs_trans_a ? (k - 1) * a_ld + m0 + tm : (m0 + tm - 1) * a_ld + k;
-        const int64_t b_end = kSparseB ? (n0 + tn - 1) * (fs_org_kb / 2) + k / 2
-                              : fs_trans_b ? (n0 + tn - 1) * b_ld + k : (k - 1) * b_ld + n0 + tn;
+        // Element (r, c) of A / B as stored in GM: ND rows `ld` apart, or NZ (CubeFormat::NZ: C0-column
+        // groups of the original rows rounded up to 16, CANN's ND2NZ layout — the NZ weight of
+        // quant_group_matmul_high_performance) from the GlobalTensor's start.
+        const int64_t org_k = fs_org_kb != 0 ? fs_org_kb : fs_org_ka;
+        auto a_at = [&](int64_t m, int64_t kk) -> int64_t {
+            if constexpr (kANz) {
+                constexpr int64_t c0a = C0Of<SrcAT>();
+                return fs_trans_a ? ((m / c0a) * RoundUp(fs_org_ka, 16) + kk) * c0a + m % c0a
+                                  : ((kk / c0a) * RoundUp(fs_org_m, 16) + m) * c0a + kk % c0a;
+            } else {
+                return fs_trans_a ? kk * a_ld + m : m * a_ld + kk;
+            }
+        };
+        auto b_at = [&](int64_t kk, int64_t n) -> int64_t {
+            if constexpr (kBNz) {
+                constexpr int64_t c0b = C0Of<SrcBT>();
+                return fs_trans_b ? ((kk / c0b) * RoundUp(fs_org_n, 16) + n) * c0b + kk % c0b
+                                  : ((n / c0b) * RoundUp(org_k, 16) + kk) * c0b + n % c0b;
+            } else {
+                return fs_trans_b ? n * b_ld + kk : kk * b_ld + n;
+            }
+        };
+        if ((kANz && fs_lda != 0) || (kBNz && fs_ldb != 0)) {
+            Fail("Matmul: an NZ A or B in a batch layout (BSNGD strides) is not modelled by fusedsl's CPU API");
+        }
+        // the last element read is the largest offset in both layouts (the last row and column of the tile)
+        const int64_t a_end = a_at(m0 + tm - 1, k - 1) + 1;
+        const int64_t b_end = kSparseB ? (n0 + tn - 1) * (fs_org_kb / 2) + k / 2 : b_at(k - 1, n0 + tn - 1) + 1;
         // A in L1 (NZ): (r, c) at ((c / C0) * H + r) * C0 + c % C0, H = singleCoreM rounded up to 16
         constexpr int64_t c0 = 32 / sizeof(SrcAT);
         const int64_t h = RoundUp(fs_single_m, 16);
@@ -1248,12 +1390,11 @@ private:
         }
         for (int64_t kk = k0; kk < k0 + kn; ++kk) {
             for (int64_t j = 0; j < tn && !kSparseB && !kCopyB1; ++j) {
-                const int64_t bi = fs_trans_b ? (n0 + j) * b_ld + kk : kk * b_ld + n0 + j;
+                const int64_t bi = b_at(kk, n0 + j);
                 bt[(kk - k0) * tn + j] = static_cast<Acc>(CubeElem(b, static_cast<uint64_t>(bi)));
             }
             for (int64_t i = 0; i < tm && !kCopyA1; ++i) {
-                const int64_t ai = kAInL1 ? ((kk / c0) * h + m0 + i) * c0 + kk % c0
-                                   : fs_trans_a ? kk * a_ld + m0 + i : (m0 + i) * a_ld + kk;
+                const int64_t ai = kAInL1 ? ((kk / c0) * h + m0 + i) * c0 + kk % c0 : a_at(m0 + i, kk);
                 at[i * kn + kk - k0] = static_cast<Acc>(CubeElem(a, static_cast<uint64_t>(ai)));
             }
         }
@@ -1274,14 +1415,16 @@ private:
     }
 
     // The copy callbacks (MatmulCallBackFunc): per baseK block of the tile's K range, the user's function fills an
-    // L1 block (NZ: column groups of c0 elements, rows rounded up to 16) placed after the TPipe's L1 plan, and the
+    // L1 block (NZ: column groups of c0 elements, rows rounded up to 16) in the object's A1 buffer, and the
     // tile's A rows / B columns are read from it (every element read must have been written).
     void CopyInByCallback(std::vector<Acc>& at, std::vector<Acc>& bt, int64_t k0, int64_t kn) {
         using namespace fusedsl_cpu;
         const char* api = "Matmul::Iterate (copy callback)";
         const int64_t tm = fs_tm, tn = fs_tn, base_k = fs_tiling.baseK;
-        const uint32_t at_l1 = fs_pipe != nullptr ? static_cast<uint32_t>(RoundUp(fs_pipe->fs_local_cursor[kMemL1], 32))
-                                                  : 0u;
+        // the object's own A1 buffer (PlanLocal), or after the TPipe's L1 plan when it has none
+        const uint32_t at_l1 = fs_l1_planned ? fs_l1_at
+                               : fs_pipe != nullptr ? static_cast<uint32_t>(RoundUp(fs_pipe->fs_local_cursor[kMemL1], 32))
+                                                    : 0u;
         auto block = [&](uint64_t bytes) {
             const uint64_t cap = LocalMemBytes(kMemL1) - (fs_pipe != nullptr ? fs_pipe->fs_tscm_bytes : 0);
             if (at_l1 + bytes > cap) {
@@ -1518,6 +1661,10 @@ private:
     template <class T>
     struct IsSparse<T, std::void_t<decltype(T::fs_sparse)>> : std::true_type {};
     static constexpr bool kSparseB = IsSparse<B_TYPE>::value;
+    // A / B in GM in CubeFormat::NZ (A in TSCM is NZ too, read through its own layout)
+    static constexpr bool kANz = A_TYPE::format == CubeFormat::NZ && A_TYPE::pos == TPosition::GM;
+    static constexpr bool kBNz = B_TYPE::format == CubeFormat::NZ && B_TYPE::pos == TPosition::GM;
+    static_assert(!(kBNz && kSparseB), "the fusedsl CPU Matmul models a sparse B in ND");
     GlobalTensor<uint8_t> fs_sparse_index;
     bool fs_has_sparse_index = false;
 

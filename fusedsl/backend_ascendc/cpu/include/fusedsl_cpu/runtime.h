@@ -6,6 +6,7 @@
 #include <exception>
 #include <iterator>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "base.h"
@@ -108,6 +109,7 @@ struct GmBuffer {
     // and the block that wrote it at all (kManyBlocks when several did).
     std::vector<uint16_t> line_scalar;
     std::vector<uint16_t> line_any;
+    std::map<uint64_t, Site> line_site;   // per line, the kernel line of its last SetValue (when known)
 };
 
 constexpr uint16_t kManyBlocks = 0xFFFF;
@@ -186,6 +188,9 @@ struct Core {
     // Polling detection (GlobalTensor::GetValue): scalar GM reads since GM last changed.
     uint32_t gm_reads_idle = 0;
     uint64_t gm_seen_progress = 0;
+    // What a parked core waits for, at the kernel's line ("k.cpp:12: CrossCoreWaitFlag(flag 3)"): the
+    // launch's deadlock report names it.
+    std::string wait_note;
 };
 
 // The cube unit's memories (ASCENDC.md §1.3), in the order of Core::local.
@@ -229,6 +234,10 @@ struct Runtime {
     bool warned_leak = false;          // a queue buffer held at the kernel's end was reported (tensor.h)
     bool warned_istrans = false;       // SetTensorA/B(gm, true) without ISTRANS was reported (matmul.h)
     bool warned_short_l0 = false;      // a load past its L0 LocalTensor's length was reported (load3d.h)
+    bool warned_bias_l1 = false;       // a Matmul's bias buffer planned past L1 was reported (matmul.h)
+    // Warnings of a library launch (Warn below), "kind\ttext" each, which Python takes after the launch.
+    std::vector<std::string> warnings;
+    std::set<std::string> warned_once;   // Warn's once-per-launch keys
     uint64_t next_generation = 0;   // every block of every launch gets its own core generation
     // Blocks that wait for each other (SyncAll, IBWait, a GM flag polled with GetValue) run as
     // fibers of one thread: `yield_block` (launch.h) parks the running block and resumes the next.
@@ -263,6 +272,12 @@ struct Runtime {
     std::map<const void*, int64_t> seq_turn;
     std::map<std::pair<const void*, int64_t>, int64_t> seq_rounds;
 };
+
+// CrossCore flags: a core is (side, index): vector cores by GetBlockIdx(), cube cores by block.
+enum : uint64_t { kXcAiv = 0, kXcAic = 1 };
+inline uint64_t XcKey(uint64_t side, int64_t idx, uint16_t flag) {
+    return (side << 56) | (static_cast<uint64_t>(idx) << 8) | flag;
+}
 
 inline Runtime& RT() {
     static Runtime rt;
@@ -305,6 +320,27 @@ inline const TargetInfo& Target() {
         rt.target = t >= 0 ? t : FindTarget("ascend910b");
     }
     return kTargets[rt.target];
+}
+
+// A warning: something CANN's CPU debug mode accepts and the device may not do as the CPU did.  A
+// program prints it on stderr; a library launch (fusedsl's Python runner, fusedsl_cpu_warnings)
+// hands it to Python, which issues it as the fusedsl.errors warning class `kind` names
+// (errors.ASCENDC_WARNINGS).  The text starts with the kernel's file:line when an API call is
+// running; `once` (non-empty) reports a key once per launch.
+inline void Warn(const char* kind, const std::string& text, const std::string& once = "") {
+    Runtime& rt = RT();
+    if (!once.empty() && !rt.warned_once.insert(once).second) {
+        return;
+    }
+    const Site& at = CurrentSite();
+    std::string located = at.file != nullptr ? Format("%s:%d: ", at.file, at.line) + text : text;
+    if (rt.library_mode) {
+        rt.warnings.push_back(std::string(kind) + "\t" + located);
+        return;
+    }
+    std::fflush(stdout);
+    std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s\n", Target().name,
+                 static_cast<long long>(rt.block_idx), located.c_str());
 }
 
 // The system workspace the high-level APIs need (GetLibApiWorkSpaceSize; the Matmul API's KFC
@@ -715,36 +751,82 @@ inline bool HbOrdered(uint16_t tag, uint32_t epoch) {
     return HbTracked(me) && HbTracked(w) && rt.hb_vc[me][w] >= epoch;
 }
 
-// Scalar GM writes go through the core's 64-byte data cache, which writes whole lines back:
-// no other block may write any byte of a line that one block wrote that way.
-inline void NoteGmLines(const char* api, GmBuffer* b, const uint8_t* p, uint64_t bytes, bool scalar) {
+// Scalar GM writes go through the core's 64-byte data cache, which writes whole lines back (the
+// GlobalTensor::SetValue page: written out per 64-byte cache line; cores' addresses must be a cache line
+// apart, "否则会出现多核数据随机覆盖" — otherwise the cores' data randomly overwrite each other).  When a
+// line one core wrote that way is written by another core (or a core writes through its cache into a
+// line another core wrote), on the device a write-back may undo the other core's bytes:
+//   - the same bytes with another value: whichever write-back comes last wins, whatever the cores'
+//     synchronisation — refused;
+//   - different bytes (or the value already there): CANN's CPU debug mode keeps them all, as the CPU does, and the device keeps them
+//     too unless a stale copy of the line is written back over them — a GmCacheLineWarning naming the
+//     lines, once per buffer and launch.
+inline void NoteGmLines(const char* api, GmBuffer* b, const uint8_t* p, uint64_t bytes, bool scalar,
+                        const uint8_t* incoming) {
     if (b->line_any.empty()) {
         size_t n = static_cast<size_t>((b->bytes + kGmLine - 1) / kGmLine);
         b->line_any.assign(n, 0);
         b->line_scalar.assign(n, 0);
     }
     uint16_t me = CoreTag();
-    uint64_t first = static_cast<uint64_t>(p - b->base) / kGmLine;
-    uint64_t last = static_cast<uint64_t>(p - b->base + bytes - 1) / kGmLine;
+    const uint64_t off = static_cast<uint64_t>(p - b->base);
+    uint64_t first = off / kGmLine;
+    uint64_t last = (off + bytes - 1) / kGmLine;
     for (uint64_t i = first; i <= last; ++i) {
         uint16_t other_scalar = b->line_scalar[i];
         uint16_t any = b->line_any[i];
-        auto at = static_cast<unsigned long long>(i * kGmLine);
-        if (other_scalar != 0 && other_scalar != me) {
-            Fail("%s: block %lld writes the 64-byte GM line at byte %llu of '%s' that block %d wrote with "
-                 "GlobalTensor::SetValue; scalar writes go through each core's data cache, whose write-back of "
-                 "the whole line loses the other core's bytes — give each core 64-byte aligned GM ranges",
-                 api, static_cast<long long>(RT().block_idx), at, b->name.c_str(), other_scalar - 1);
-        }
-        if (scalar && any != 0 && any != me) {
-            std::string who = any == kManyBlocks ? std::string("other blocks") : Format("block %d", any - 1);
-            Fail("%s: block %lld writes through its data cache into the 64-byte GM line at byte %llu of '%s', which "
-                 "%s also wrote; the cache writes the whole line back — give each core 64-byte aligned GM ranges",
-                 api, static_cast<long long>(RT().block_idx), at, b->name.c_str(), who.c_str());
+        const bool shared = (other_scalar != 0 && other_scalar != me) || (scalar && any != 0 && any != me);
+        if (shared) {
+            // this write's bytes inside line i, and whether another core wrote any of them already
+            const uint64_t lo = std::max(off, i * kGmLine), hi = std::min(off + bytes, (i + 1) * kGmLine);
+            uint16_t same = 0;
+            uint64_t same_at = 0;
+            for (uint64_t k = lo; k < hi && !b->owner.empty(); ++k) {
+                if (b->owner[k] != 0 && b->owner[k] != me && (incoming == nullptr || incoming[k - off] != b->base[k])) {
+                    same = b->owner[k];
+                    same_at = k;
+                    break;
+                }
+            }
+            const uint16_t other = other_scalar != 0 && other_scalar != me ? other_scalar : any;
+            std::string who = other == kManyBlocks ? std::string("other cores") : CoreName(other);
+            auto site = b->line_site.find(i);
+            std::string set_at = site != b->line_site.end()
+                                     ? Format(" at %s:%d", site->second.file, site->second.line)
+                                     : std::string();
+            // who went through a data cache: the other core (its SetValue), or this one
+            std::string cached = other_scalar != 0 && other_scalar != me
+                                     ? Format("%s wrote it through its data cache (GlobalTensor::SetValue%s)",
+                                              CoreName(other_scalar).c_str(), set_at.c_str())
+                                     : std::string("this core writes it through its data cache (GlobalTensor::SetValue)");
+            auto at = static_cast<unsigned long long>(i * kGmLine);
+            if (same != 0) {
+                Fail("%s: %s writes byte %llu of GM buffer '%s' with another value than %s wrote there, in the 64-byte "
+                     "line at byte %llu, and %s; each core's data cache writes whole lines back, so on the device the "
+                     "last write-back wins whatever the cores' synchronisation — give each core its own 64-byte "
+                     "aligned GM range, or write with DataCopyPad / WriteGmByPassDCache (no data cache)", api,
+                     CoreName(me).c_str(), static_cast<unsigned long long>(same_at), b->name.c_str(),
+                     CoreName(same).c_str(), at, cached.c_str());
+            }
+            const Site& here = CurrentSite();
+            const Site& loc = here.file != nullptr || site == b->line_site.end() ? here : site->second;
+            AtSite locate(loc);
+            Warn("GmCacheLineWarning",
+                 Format("%s: %s writes bytes [%llu, %llu) of GM buffer '%s' in the 64-byte line at byte %llu, of which "
+                        "%s wrote other bytes, and %s; on the device each core's data cache writes the whole line "
+                        "back, so a stale copy may undo the other core's bytes (the SetValue page: cores' addresses a "
+                        "cache line apart, or their data randomly overwrite each other) — give each core its own "
+                        "64-byte aligned GM range, or write with DataCopyPad / WriteGmByPassDCache (reported once per "
+                        "buffer)", api, CoreName(me).c_str(), static_cast<unsigned long long>(lo),
+                        static_cast<unsigned long long>(hi), b->name.c_str(), at, who.c_str(), cached.c_str()),
+                 "gm-line:" + b->name);
         }
         b->line_any[i] = any == 0 || any == me ? me : kManyBlocks;
         if (scalar) {
             b->line_scalar[i] = me;
+            if (CurrentSite().file != nullptr) {
+                b->line_site[i] = CurrentSite();
+            }
             uintptr_t line = reinterpret_cast<uintptr_t>(b->base) + i * kGmLine;
             std::vector<uintptr_t>& dirty = CurCore().dirty_lines;
             if (std::find(dirty.begin(), dirty.end(), line) == dirty.end()) {
@@ -789,7 +871,7 @@ inline void NoteGmWrite(const char* api, GmBuffer* b, const uint8_t* p, uint64_t
         return;
     }
     RT().progress += 1;
-    NoteGmLines(api, b, p, bytes, scalar);
+    NoteGmLines(api, b, p, bytes, scalar, incoming);
     if (CurCore().atomic_add) {
         return;
     }

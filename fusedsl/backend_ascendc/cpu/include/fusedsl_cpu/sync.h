@@ -23,11 +23,11 @@ inline int64_t LaunchInstances() {
     return RT().block_num * RT().task_ratio;
 }
 
-// CrossCore flags: a core is (side, index): vector cores by GetBlockIdx(), cube cores by block.
-enum : uint64_t { kXcAiv = 0, kXcAic = 1 };
-inline uint64_t XcKey(uint64_t side, int64_t idx, uint16_t flag) {
-    return (side << 56) | (static_cast<uint64_t>(idx) << 8) | flag;
+// What the running core is about to wait for, at the kernel's line: the deadlock report names it.
+inline void NoteWait(const Site& site, const std::string& what) {
+    CurCore().wait_note = site.file != nullptr ? Format("%s:%d: %s", site.file, site.line, what.c_str()) : what;
 }
+
 inline uint64_t XcPartialKey(uint64_t mode, uint64_t side, int64_t group, uint16_t flag) {
     return (mode << 60) | (side << 56) | (static_cast<uint64_t>(group) << 8) | flag;
 }
@@ -88,15 +88,18 @@ constexpr SyncAllConfig DEFAULT_SYNC_ALL_CONFIG = {PIPE_ALL, PIPE_ALL};
 
 // Hard SyncAll: every AIV of the launch (isAIVOnly) — or every core of a mixed kernel — meets here.
 template <bool isAIVOnly = true, const SyncAllConfig& config = DEFAULT_SYNC_ALL_CONFIG>
-inline void SyncAll() {
+inline void SyncAll(FUSEDSL_CPU_SITE) {
     using namespace fusedsl_cpu;
+    AtSite at(fs_site);
     CurCore();
     SyncAllPipes();
     if (RT().on_aic && isAIVOnly) {
         return;   // the vector cores' barrier: the cube core of a mixed block is not part of it
     }
     bool with_aic = !isAIVOnly && RT().kernel_mode == KernelMode::MIX_MODE && Target().separated;
+    NoteWait(fs_site, "SyncAll()");
     BarrierWait(LaunchInstances() + (with_aic ? RT().block_num : 0));
+    CurCore().wait_note.clear();
 }
 
 // Soft SyncAll: the first usedCores blocks (0: all) meet, each marking its state in gmWorkspace
@@ -143,13 +146,18 @@ inline void IBSet(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<in
 // set: the docs pair one IBSet with its IBWait and require the workspace zeroed before the launch).
 template <bool isAIVOnly = true>
 inline void IBWait(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<int32_t>& ubWorkspace, int32_t blockIdx,
-                   int32_t eventID) {
+                   int32_t eventID, FUSEDSL_CPU_SITE) {
     using namespace fusedsl_cpu;
+    AtSite at(fs_site);
     const char* api = "IBWait";
     CheckUbWorkspace(api, ubWorkspace.fs_addr, ubWorkspace.GetLength(), 32);
     int32_t* flag = IbFlag(api, gmWorkspace, blockIdx, eventID);
-    while (*flag == 0) {
-        RT().yield_block(2);
+    if (*flag == 0) {
+        NoteWait(fs_site, Format("IBWait(blockIdx %d, eventID %d)", blockIdx, eventID));
+        while (*flag == 0) {
+            RT().yield_block(2);
+        }
+        CurCore().wait_note.clear();
     }
     HbAcquire(RT().hb_ib[flag]);
     St().gm_bytes_read += 32;
@@ -237,8 +245,9 @@ inline void CrossCoreSetFlag(uint16_t flagId) {
 }
 
 template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
-inline void CrossCoreWaitFlag(uint16_t flagId) {
+inline void CrossCoreWaitFlag(uint16_t flagId, FUSEDSL_CPU_SITE) {
     using namespace fusedsl_cpu;
+    AtSite at(fs_site);
     CurCore();
     Runtime& rt = RT();
     if (!Target().separated) {
@@ -248,8 +257,12 @@ inline void CrossCoreWaitFlag(uint16_t flagId) {
         Fail("CrossCoreWaitFlag: flagId = %u; modes 0-2 have flags 0-15", flagId);
     }
     uint64_t key = XcKey(ASCEND_IS_AIC ? kXcAic : kXcAiv, rt.block_idx, flagId);
-    while (rt.xcore_ready[key].empty()) {
-        rt.yield_block(4);
+    if (rt.xcore_ready[key].empty()) {
+        NoteWait(fs_site, Format("CrossCoreWaitFlag(%u) (flag id %u)", flagId, flagId));
+        while (rt.xcore_ready[key].empty()) {
+            rt.yield_block(4);
+        }
+        CurCore().wait_note.clear();
     }
     HbAcquire(rt.xcore_ready[key].front());
     rt.xcore_ready[key].erase(rt.xcore_ready[key].begin());

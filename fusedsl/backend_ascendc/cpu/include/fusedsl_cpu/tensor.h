@@ -255,7 +255,8 @@ public:
         }
     }
 
-    void SetValue(uint64_t offset, T value) const {
+    void SetValue(uint64_t offset, T value, FUSEDSL_CPU_SITE) const {
+        fusedsl_cpu::AtSite at(fs_site);
         const char* api = "GlobalTensor::SetValue";
         uint8_t* p = Access(api, offset);
         if constexpr (fusedsl_cpu::kIsB4<T>) {
@@ -265,7 +266,8 @@ public:
             fusedsl_cpu::St().gm_bytes_written += 1;
             *p = byte;
         } else {
-            fusedsl_cpu::NoteGmWrite(api, fusedsl_cpu::FindGm(p), p, sizeof(T), true);
+            fusedsl_cpu::NoteGmWrite(api, fusedsl_cpu::FindGm(p), p, sizeof(T), true,
+                                     reinterpret_cast<const uint8_t*>(&value));
             fusedsl_cpu::St().gm_bytes_written += sizeof(T);
             std::memcpy(p, &value, sizeof(T));
         }
@@ -423,7 +425,37 @@ public:
     uint64_t fs_tscm_bytes = 0;  // L1 taken by TSCM queues (tscm.h), all sub-blocks of the core
     uint32_t fs_local_cursor[kNumLocalMems] = {};   // next free byte of each cube memory (A1/B1/A2/... queues)
     std::vector<PoolCore*> fs_pools;   // the TBufPools carved from this plan, outermost first
+    // What the cube memories hold: the TQue buffers planned by InitBuffer and the Matmul objects' own
+    // buffers (matmul.h), each with the kernel line that planned it, so that a user buffer over a Matmul's
+    // is reported (on the device both would silently use the same bytes).
+    struct LocalPlan {
+        int mem;
+        uint32_t start, end;
+        Site site;
+        std::string what;
+        bool matmul;
+    };
+    std::vector<LocalPlan> fs_local_plans;
+    // CANN's InitShareBufStart: the Matmul objects of a pipe share one L1 / L0C region, starting where the
+    // pipe's plan stood when the first one was initialised (-1: no Matmul yet).
+    int64_t fs_share_start[kNumLocalMems] = {-1, -1, -1, -1, -1, -1};
 };
+
+// The plan of `pipe` in memory `m` that overlaps [start, end) and was made by the other side (a Matmul
+// object's for a user buffer, a user buffer for a Matmul's), or nullptr.
+inline const TPipeState::LocalPlan* LocalOverlap(const TPipeState& pipe, int m, uint64_t start, uint64_t end,
+                                                 bool by_matmul) {
+    for (const TPipeState::LocalPlan& p : pipe.fs_local_plans) {
+        if (p.mem == m && p.matmul != by_matmul && p.start < end && start < p.end) {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
+inline std::string SiteText(const Site& s) {
+    return s.file != nullptr ? Format("%s:%d", s.file, s.line) : std::string("an unknown line");
+}
 
 // State shared by every TQue instantiation, so TPipe can initialise any of them.
 class QueueBase {
@@ -882,7 +914,7 @@ public:
                  PositionName(que.fs_pos), num, len);
         }
         if (!IsUbPosition(que.fs_pos) && IsCubeQueuePosition(que.fs_pos)) {
-            return fs_InitCubeQueue(que, num, len);
+            return fs_InitCubeQueue(que, num, len, fs_site);
         }
         uint32_t each = static_cast<uint32_t>(RoundUp(len, 32));
         uint32_t off = Reserve(PositionName(que.fs_pos), "TQue", que.fs_pos, num, each);
@@ -941,6 +973,8 @@ public:
         fs_buffers = 0;
         fs_tscm_bytes = 0;
         std::fill(std::begin(fs_local_cursor), std::end(fs_local_cursor), 0u);
+        fs_local_plans.clear();
+        std::fill(std::begin(fs_share_start), std::end(fs_share_start), -1);
         fusedsl_cpu::ForgetPools(*this);
     }
     void Destroy() { Reset(); }
@@ -992,7 +1026,7 @@ private:
     // bias table on separated chips), planned from the bottom of that memory like UB (L1 below the TSCM
     // queues, which take it from the top).  L0 buffers keep the 512-byte alignment the cube's operands need.
     template <class Q>
-    bool fs_InitCubeQueue(Q& que, uint8_t num, uint32_t len) {
+    bool fs_InitCubeQueue(Q& que, uint8_t num, uint32_t len, fusedsl_cpu::Site site) {
         using namespace fusedsl_cpu;
         const char* api = "InitBuffer";
         CheckHasCube(api);
@@ -1002,11 +1036,33 @@ private:
         const uint64_t cap = LocalMemBytes(m) - (m == kMemL1 ? fs_tscm_bytes : 0);
         const uint64_t need = static_cast<uint64_t>(fs_local_cursor[m]) + static_cast<uint64_t>(num) * each;
         if (need > cap) {
+            std::string held;
+            for (const LocalPlan& p : fs_local_plans) {
+                if (p.mem == m && p.matmul) {
+                    held = Format("; the Matmul object registered at %s holds %s [%u, %u) for its own buffers, as "
+                                  "CANN's Matmul plans them in the same TPipe", SiteText(p.site).c_str(),
+                                  LocalMemName(m), p.start, p.end);
+                    break;
+                }
+            }
             Fail("%s: TQue<%s> plan of %s needs %llu bytes, %s has %llu (this call adds %u x %u bytes on top of %u "
-                 "already planned%s)", api, PositionName(que.fs_pos), LocalMemName(m),
+                 "already planned%s%s)", api, PositionName(que.fs_pos), LocalMemName(m),
                  static_cast<unsigned long long>(need), Target().name, static_cast<unsigned long long>(cap), num, each,
-                 fs_local_cursor[m], m == kMemL1 && fs_tscm_bytes != 0 ? ", TSCM queues holding the top of L1" : "");
+                 fs_local_cursor[m], m == kMemL1 && fs_tscm_bytes != 0 ? ", TSCM queues holding the top of L1" : "",
+                 held.c_str());
         }
+        const uint64_t end = need;
+        if (const LocalPlan* mm = LocalOverlap(*this, m, fs_local_cursor[m], end, false)) {
+            Fail("%s: TQue<%s> [%u, %llu) of %s overlaps the own %s buffers [%u, %u) of the Matmul object registered "
+                 "at %s (%s); CANN places what is planned after a Matmul object at the object's start plus its tiling's "
+                 "%s, so on the device both would use these bytes — plan this queue before REGIST_MATMUL_OBJ, or set "
+                 "the tiling's %s to what the Matmul takes", api, PositionName(que.fs_pos),
+                 fs_local_cursor[m], static_cast<unsigned long long>(end), LocalMemName(m), LocalMemName(m), mm->start,
+                 mm->end, SiteText(mm->site).c_str(), mm->what.c_str(), m == kMemL1 ? "shareL1Size" : "shareL0CSize",
+                 m == kMemL1 ? "shareL1Size" : "shareL0CSize");
+        }
+        fs_local_plans.push_back(LocalPlan{m, fs_local_cursor[m], static_cast<uint32_t>(end), site,
+                                           Format("TQue<%s>", PositionName(que.fs_pos)), false});
         std::vector<uint32_t> offsets;
         for (uint32_t i = 0; i < num; ++i) {
             offsets.push_back(fs_local_cursor[m] + i * each);
