@@ -8,6 +8,7 @@ cache directory is refused with a warning in favour of a private temporary cache
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import stat
 import subprocess
@@ -165,3 +166,19 @@ def test_unusable_cache_dir_falls_back(tmp_path, monkeypatch):
     if os.stat("/").st_uid != os.geteuid():
         with pytest.warns(cachedir.CacheDirWarning, match="owned by another user"):
             cachedir.private_dir("llvm")
+
+
+def test_the_cache_key_names_the_api_headers_by_content_not_by_path(tmp_path, monkeypatch):
+    """A fresh clone or a second venv (the CPU API at another path) finds the builds of the same
+    source and headers; a header that differs is another key."""
+    source = "// any source\n"
+    here = cpu_runner.cache_path(source, target="ascend910b")
+    copy = tmp_path / "include"
+    shutil.copytree(cpu_runner.include_dir(), copy)
+    monkeypatch.setattr(cpu_runner, "include_dir", lambda: str(copy))
+    monkeypatch.setattr(cpu_runner, "_header_digest", None)
+    assert f"-I{copy}" in cpu_runner.compile_flags("ascend910b")   # g++ reads the copy
+    assert cpu_runner.cache_path(source, target="ascend910b") == here
+    (copy / "kernel_operator.h").write_text((copy / "kernel_operator.h").read_text() + "\n// edited\n")
+    monkeypatch.setattr(cpu_runner, "_header_digest", None)
+    assert cpu_runner.cache_path(source, target="ascend910b") != here

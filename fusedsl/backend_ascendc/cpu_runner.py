@@ -5,10 +5,11 @@ The source must define, for each kernel entry NAME it wants to launch,
 (the printer emits it under #ifdef ASCENDC_CPU_DEBUG).  Builds are cached by content:
     $FUSEDSL_CACHE_DIR (or ~/.cache/fusedsl) / ascendc / <sha256>.so
 where the hash covers the source, the compiler flags and every header of the CPU API, so
-editing the headers invalidates old builds.  The directory is private (fusedsl.cachedir: 0700,
-ours, else a private temp cache), and each library is verified before it is loaded: its
-sha256, recorded at build time in `<sha256>.so.sum`, must match, and it must be ours and not
-group/world-writable.  A library that fails (truncated, bit-flipped, planted) is never
+editing the headers invalidates old builds (the API's include folder counts by its contents, not
+its path: another checkout with the same headers reuses the builds).  The directory is private
+(fusedsl.cachedir: 0700, ours, else a private temp cache), and each library is verified before
+it is loaded: its sha256, recorded at build time in `<sha256>.so.sum`, must match, and it must
+be ours and not group/world-writable.  A library that fails (truncated, bit-flipped, planted) is never
 loaded — loading it could SIGBUS/SIGSEGV or run foreign code — but rebuilt.  A library
 verified and loaded once is kept for the process (ctypes/dlopen hand out one handle per
 path, so a path is never loaded twice with different contents).
@@ -195,7 +196,7 @@ def _pch_dir(flags: list[str]) -> str | None:
     each include folder before the header, so `-I<folder>` ahead of the CPU API's include
     folder makes every source whose first include is kernel_operator.h skip parsing the API
     (a third of a kernel's build); any other source, or a mismatch of flags, reads the header."""
-    key = hashlib.sha256("\0".join([*flags, _headers_digest(), "pch"]).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([*_key_flags(flags), _headers_digest(), "pch"]).encode()).hexdigest()
     folder = os.path.join(cache_dir(), "pch", key[:40])
     gch = os.path.join(folder, "kernel_operator.h.gch")
     seen = _stat_key(gch)
@@ -339,9 +340,19 @@ _loaded: dict[str, CpuLibrary] = {}
 _loaded_lock = threading.Lock()
 
 
+def _key_flags(flags: Sequence[str]) -> list[str]:
+    """The flags as a cache key sees them: the CPU API's include folder by name, not by path.
+
+    Its files are in the key already (_headers_digest), so two checkouts or virtual environments
+    with the same headers (a CI job on a fresh clone, a second venv) share their builds; the
+    path itself would only make every new location rebuild everything."""
+    here = f"-I{include_dir()}"
+    return ["-I<fusedsl include-dir>" if f == here else f for f in flags]
+
+
 def cache_path(source: str, *, target: str = DEFAULT_TARGET, extra_flags: Sequence[str] = ()) -> str:
     """Where `build` keeps the library for this source, target and flags."""
-    flags = compile_flags(target, extra_flags)
+    flags = _key_flags(compile_flags(target, extra_flags))
     key = hashlib.sha256("\0".join([source, *flags, _headers_digest()]).encode()).hexdigest()
     return os.path.join(cache_dir(), f"{key}.so")
 
