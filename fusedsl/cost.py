@@ -786,7 +786,7 @@ def epilogue_cycles(fn, anchor, target, sizes, ops, block_dim: int, launch=None,
     """Vector cycles of a kernel's ops besides its anchor on `block_dim` cores (`launch`: the
     kernel's tiles, for reductions); lower/cube.py weighs its candidate splits with this too.
     `per_row`: the ops run row by row on each of a core's `launch` tiles (a matmul's epilogue,
-    printer_cube.Compute: one API call per op, row and tile), so each call's fixed cost counts
+    cube_tile's Compute: one API call per op, row and tile), so each call's fixed cost counts
     per row -- what makes thin C tiles costly."""
     return epilogue_model(fn, anchor, target, sizes, ops, per_row)(block_dim, launch)
 

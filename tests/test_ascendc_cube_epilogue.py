@@ -118,7 +118,7 @@ def test_leaky_relu_with_a_runtime_alpha(target, dtype, m, n, k):
 
     name = np.dtype(dtype).name
     c = f.compile(fs.spec((m, k), name), fs.spec((k, n), name), fs.spec((n,), name), fs.scalar("alpha", "float32"))
-    assert "float scalar3;   // runtime scalar alpha" in c.source
+    assert "float s3;   // runtime scalar" in c.source
     x, w, b = _data(m + n * k, dtype, (m, k), (k, n), (n,))
     for alpha in (0.2, -1.5):
         y = (x.astype(np.float64) @ w.astype(np.float64)).astype(dtype).astype(np.float64) + b
@@ -153,7 +153,7 @@ def test_a_runtime_scalar_cube_project_runs_with_run_sh(tmp_path):
     path = c.save(str(tmp_path / "p"), scalars={"alpha": -0.75})
     main = open(os.path.join(path, "main.cpp"), encoding="utf-8").read()
     assert "LinAlphaKernelCubeTiling tiling_lin_alpha_kernel{};" in main
-    assert "tiling_lin_alpha_kernel.scalar3 = scalar_alpha;" in main
+    assert "tiling_lin_alpha_kernel.s3 = scalar_alpha;" in main
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {k: v for k, v in os.environ.items() if k not in ("ASCEND_HOME_PATH", "FUSEDSL_TARGET")}
     env.update(PYTHON=sys.executable, PYTHONPATH=root + os.pathsep + env.get("PYTHONPATH", ""))

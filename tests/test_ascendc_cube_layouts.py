@@ -41,7 +41,7 @@ def test_layouts_simulate_exactly_and_measure_the_modelled_gm(m, n, k, case, see
     t = c.kernels[0].row.tiling_fields
     if layouts is not None:   # the restricted layout was printed (or, where nothing fits it, CANN's rule)
         assert (t.objects_per_core, bool(t.a_l1_bytes)) == layouts[0]
-        assert "LoadA(" in c.source and "TPosition::TSCM" in c.source
+        assert "AscendC::Nd2NzParams nd;" in c.source and "TPosition::TSCM" in c.source
     want = run_module(c.graph, [x, w, b])[0]   # numpy, rounding where the graph's float16 values do
     got = c.simulate(x, w, b)
     assert got.shape == want.shape and got.dtype == want.dtype

@@ -1,6 +1,6 @@
 """A matmul whose epilogue reduces over the rows of its result (softmax, layer_norm, rms_norm of
 x @ w + b): ONE cube kernel with whole rows of C per tile when the rows fit, printed as Ascend C
-(printer_cube_row.py) and run on the CPU implementation of the API against numpy on 910B and
+(lower/cube_tile.py) and run on the CPU implementation of the API against numpy on 910B and
 310P; when they do not fit, two kernels and the boundary's reason with its figures."""
 import os
 
@@ -216,8 +216,8 @@ def test_per_row_results_of_a_matmul_are_written_by_the_cube_kernel(target, dtyp
     b = rng.standard_normal(n).astype(dtype)
     c = f.compile(x, w, b)
     assert [p.kind for p in c.kernels] == ["cube"]
-    assert "CopyRowsOut(gm_y0[row0], out_y0, 1, curM, curM, curM)" in c.source
-    assert "CopyRowsOut(gm_y1[row0], out_y1, 1, curM, curM, curM)" in c.source
+    assert "CopyRowsOut(gm_y0[row0], out_y0, 1u, curM, curM, curM);" in c.source
+    assert "CopyRowsOut(gm_y1[row0], out_y1, 1u, curM, curM, curM);" in c.source
     y = 1 / (1 + np.exp(-(x.astype(np.float64) @ w.astype(np.float64) + b)))
     want = (y.sum(1, keepdims=True), (y - y.mean(1, keepdims=True)).max(1))
     tol = 1e-2 if dtype == np.float16 else 2e-5

@@ -248,7 +248,7 @@ def test_a_runtime_alpha_travels_as_an_attr_into_the_tiling_data(projects):
     assert 'this->Attr("alpha").Float();' in _read(path, f"op_host/{name}.cpp")
     tiling_h = _read(path, f"op_host/{name}_tiling.h")
     assert tiling_h.index("TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData);") < \
-        tiling_h.index("TILING_DATA_FIELD_DEF(float, scalar3);")
+        tiling_h.index("TILING_DATA_FIELD_DEF(float, s3);")
     out_dtype = compiled["alpha_310p"].module.main.results[0].type.dtype.name   # the scalar's type promotes
     got = np.fromfile(os.path.join(path, "output", "output_0.bin"), out_dtype).reshape(40, 36)
     want = _linear_reference(path, alpha=0.3)

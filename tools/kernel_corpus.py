@@ -127,6 +127,27 @@ def _cube_configs():
     dims = [(40, 24, 72), (1, 5, 1), (33, 19, 30), (128, 64, 96), (64, 256, 48), (17, 130, 9)]
     for (name, f), (m, k, n), dtype, target in product(progs.items(), dims, ["float32", "float16"], TARGETS):
         yield (f"cube/{name}", f, [((m, k), dtype), ((k, n), dtype), ((n,), dtype)], target)
+    # the cube kernel's other forms: transposed operands, batches, a residual [M, N] input, a
+    # scalar, values per row of C, int8 operands, several matmuls of one A (the cube_group kind),
+    # and shapes big enough for several cores, tiles and A's panel in L1
+    more = {
+        "mm_ta_tb": (lambda x, w, r: fs.transpose(x) @ fs.transpose(w), lambda m, k, n: [(k, m), (n, k), (1,)]),
+        "bmm_relu": (lambda x, w, r: fs.relu(x @ w), lambda m, k, n: [(3, m, k), (k, n), (1,)]),
+        "bmm_both": (lambda x, w, r: x @ w * 0.5, lambda m, k, n: [(2, m, k), (2, k, n), (1,)]),
+        "mm_residual": (lambda x, w, r: fs.sigmoid(x @ w) * r, lambda m, k, n: [(m, k), (k, n), (m, n)]),
+        "mm_scalar": (lambda x, w, r: x @ w - r, lambda m, k, n: [(m, k), (k, n), (1,)]),
+        "mm_rowsum": (lambda x, w, r: (fs.exp(x @ w), fs.sum(x @ w, axis=-1)), lambda m, k, n: [(m, k), (k, n), (1,)]),
+        "mm_logsumexp": (lambda x, w, r: fs.logsumexp(x @ w, axis=-1), lambda m, k, n: [(m, k), (k, n), (1,)]),
+        "mm_layernorm": (lambda x, w, r: fs.layer_norm(x @ w, r), lambda m, k, n: [(m, k), (k, n), (n,)]),
+        "group2": (lambda x, w, r: (fs.relu(x @ w), x @ (w * 2.0) + r), lambda m, k, n: [(m, k), (k, n), (n,)]),
+    }
+    dims2 = [(40, 24, 72), (1, 5, 1), (33, 19, 30), (300, 200, 260)]
+    for (name, (f, shapes)), (m, k, n), dtype, target in product(more.items(), dims2, ["float32", "float16"],
+                                                                 TARGETS):
+        yield (f"cube/{name}", f, [(s, dtype) for s in shapes(m, k, n)], target)
+    ints = {"mm_int8": lambda x, w, r: x @ w, "mm_int8_add": lambda x, w, r: x @ w + r}
+    for (name, f), (m, k, n), target in product(ints.items(), dims2[:3], TARGETS):
+        yield (f"cube/{name}", f, [((m, k), "int8"), ((k, n), "int8"), ((m, n), "int8")], target)
 
 
 def _conv_configs():
@@ -176,6 +197,8 @@ def _inputs(specs, seed):
         shape, dtype = spec[0], spec[1]
         if dtype == "int32" and len(spec) == 3:   # indices into a table of spec[2] rows
             arrays.append(rng.integers(0, spec[2], shape).astype(np.int32))
+        elif dtype == "int8":
+            arrays.append(rng.integers(-100, 100, shape).astype(np.int8))
         elif dtype == "int32":
             arrays.append(rng.integers(-50, 50, shape).astype(np.int32))
         else:

@@ -2,8 +2,8 @@
 bytes, the extern "C" entry, the CPU run's hooks, the device helpers and the printing of one
 tile statement.
 
-A kind's printer (printer_kernel.py for the kinds in the loop-level tile IR, printer_cube.py, ...;
-printer_kernel.py for every kind lowered to the loop-level tile IR) subclasses `KernelFrame` and supplies what differs between kinds: its
+A kind's printer (printer_kernel.py for every kind lowered to the loop-level tile IR;
+printer_conv.py, printer_attention.py for the two kinds not lowered to it yet) subclasses `KernelFrame` and supplies what differs between kinds: its
 heading, tiling struct, host tiling and kernel class.  Every kernel is launched the same way
 (the tiling struct copied word by word from GM, one op object, Init, Process); a kernel that
 uses the cube (the Matmul API) passes its Matmul objects to `entry`, which makes it a MIX
@@ -71,6 +71,11 @@ class KernelFrame:
     def scalar_field(self, param) -> str:
         """The tiling-struct field a runtime scalar parameter travels in (the saved projects'
         host code sets it)."""
+        return param.var
+
+    def scalar_member(self, param) -> str:
+        """The kernel class's member holding a runtime scalar's value (an op project's entry
+        sets it from the tiling data)."""
         return param.var
 
     def runtime_scalars(self) -> list:

@@ -1,5 +1,7 @@
-"""Ascend C for a cube kernel: a 2-D matmul through the Matmul high-level API with its vector
-epilogue applied to each C tile in UB (lower.cube.CubeSchedule).
+"""Ascend C for a conv kernel's cube part, as text: printer_conv.py subclasses this printer (the
+conv kind is not lowered to the loop-level tile IR yet).  A matmul kernel (the cube kind, and
+the parts of a cube_group kernel) is lowered to the tile IR instead (lower/cube_tile.py) and
+printed by printer_kernel.py; this printer prints the same kernel shape as text.
 
 The shape is the one CANN's MatmulLeakyRelu kernel-launch sample teaches: the entry copies the
 TCubeTiling word by word, `Init` sets the GM tensors and the system workspace, then
@@ -26,6 +28,7 @@ from ..lower.row import allocate_row_values, temp_pool
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, name_temporaries, rename_stmt, scalar_ctype
 from .frame import KernelFrame
+from .host_cube import cube_host_tiling
 
 
 def _ld(expr: str, dtype: dt.DType) -> str:
@@ -76,47 +79,7 @@ class CubePrinter(KernelFrame):
                 f"struct {self.tiling} {{\n    TCubeTiling cube;\n{fields}}};\n")
 
     def host_tiling(self) -> str:
-        s, t = self.s, self.s.tiling_fields
-        ta, tb = bool(s.mm.attr("transpose_a", False)), bool(s.mm.attr("transpose_b", False))
-        words = dict(zip(TCUBE_FIELDS, s.words))
-        sets = "\n".join(f"    t->{f} = {words[f]};" for f in TCUBE_FIELDS if words[f])
-        a, b = s.mm.operands
-        dt_name = {"float16": "DT_FLOAT16", "float32": "DT_FLOAT", "bfloat16": "DT_BF16", "int8": "DT_INT8",
-                   "int32": "DT_INT32"}
-        return f"""#include "tiling/tiling_api.h"
-// Host tiling for {self.name} on {self.t.name}: the TCubeTiling fusedsl computed (lower/cube.py):
-// base block {t.base_m} x {t.base_n} x {t.base_k} within L0C {t.l0c_bytes} B, L0A {t.l0a_bytes} B,
-// L0B {t.l0b_bytes} B, L1 {t.l1_bytes} B, and the epilogue's C tile in UB.
-inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, {self.tiling}* out)
-{{
-    (void)sizes; (void)vectorCores; (void)ubBudget;
-    *out = {{}};{"   // the caller sets the runtime scalars" if self.rt else ""}
-    TCubeTiling* t = {"&out->cube" if self.rt else "out"};
-{sets}
-    return true;
-}}
-
-// How CANN's tiling API produces a tiling of this shape (the kernel-launch samples' GenerateTiling);
-// SetSingleShape gives fusedsl's core split (chosen by modelled time, lower.cube.cube_tiling)
-// and SetFixSplit({t.base_m}, {t.base_n}) the base block above.
-inline int64_t {camel(self.name)}TilingWithCannApi(const char* socVersion, optiling::TCubeTiling& tiling)
-{{
-    namespace mt = matmul_tiling;
-    auto platform = platform_ascendc::PlatformAscendCManager::GetInstance(socVersion);
-    mt::MultiCoreMatmulTiling api(*platform);
-    api.SetDim({t.used_core_num});
-    api.SetAType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[a.dtype.name]}, {str(ta).lower()});
-    api.SetBType(mt::TPosition::GM, mt::CubeFormat::ND, mt::DataType::{dt_name[b.dtype.name]}, {str(tb).lower()});
-    api.SetCType(mt::TPosition::VECIN, mt::CubeFormat::ND, mt::DataType::{dt_name[s.c_dtype.name]});
-    api.SetOrgShape({t.M}, {t.N}, {t.K});
-    api.SetShape({t.M}, {t.N}, {t.K});
-    api.SetBias(false);
-    api.SetSingleShape({t.single_core_m}, {t.single_core_n}, -1);
-    api.SetFixSplit({t.base_m}, {t.base_n}, -1);
-    api.SetBufferSpace(-1, -1, -1);
-    return api.GetTiling(tiling);
-}}
-"""
+        return cube_host_tiling(self.s, self.t, self.name, self.tiling, bool(self.rt))
 
     KIND_NOTE = "a cube kernel"
 

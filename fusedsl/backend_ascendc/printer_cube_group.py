@@ -1,7 +1,7 @@
 """Ascend C for a kernel of several matmuls that read the same A (lower/cube_group.py).
 
-Each part prints as the cube kernel it would be alone (printer_cube / printer_cube_row: its
-class with one Matmul object and its epilogue); this printer adds one entry that copies a
+Each part prints as the cube kernel it would be alone (its loop-level tile kernel,
+lower/cube_tile.py, printed by printer_kernel.py: its class with one Matmul object and its epilogue); this printer adds one entry that copies a
 tiling struct of one TCubeTiling per part, initialises every part, registers all their Matmul
 objects at once (REGIST_MATMUL_OBJ takes up to four, before any InitBuffer) and runs the parts
 in turn, resetting the TPipe's UB plan between them (TPipe::Reset) so each part has the whole
@@ -14,8 +14,7 @@ from ..lower.cube_group import CubeGroupSchedule
 from . import cnames
 from .emit import camel
 from .frame import KernelFrame
-from .printer_cube import CubePrinter
-from .printer_cube_row import CubeRowPrinter
+from .printer_kernel import KernelPrinter
 
 
 class CubeGroupPrinter(KernelFrame):
@@ -27,8 +26,7 @@ class CubeGroupPrinter(KernelFrame):
     def __init__(self, sched: CubeGroupSchedule, target, name: str, debug: bool | None = None):
         super().__init__(sched, target, name, debug)
         self.cn = {p.index: cnames.param(p.name) for p in sched.params}
-        self.parts = [(CubeRowPrinter if ps.row_epilogue is not None else CubePrinter)(ps, target, f"{name}_p{i}", debug)
-                      for i, ps in enumerate(sched.parts)]
+        self.parts = [KernelPrinter(ps, target, f"{name}_p{i}", debug) for i, ps in enumerate(sched.parts)]
 
     def _gm_args(self) -> list[str]:
         return [self.cn[p.index] for p in self.s.params] + [f"y{i}" for i in range(len(self.s.fn.results))]

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from ..lower.kinds import kernel_ir, kernel_words
-from ..tile.kernel import (BINARY, Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow,
-                           If, Let, Move, Put, Ref, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec)
+from ..tile.kernel import (BINARY, VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
+                           Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Return,
+                           Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec)
 from . import cnames
-from .emit import gm_scalar_load, literal, rename_stmt
+from .emit import camel, gm_scalar_load, literal, rename_stmt
 from .frame import KernelFrame
+from .host_cube import cube_host_tiling
 from .host_row import row_host_tiling
 from .host_vector import vector_host_tiling
 
@@ -34,13 +36,13 @@ from .host_vector import vector_host_tiling
 HOST_TILING = {"vector": vector_host_tiling, "row": row_host_tiling}
 
 
-def c_expr(e) -> str:
+def c_expr(e, signed_fields: bool = False) -> str:
     """An expression in C++ (tiling fields are members of `tiling`), parenthesised only where
     C's precedence needs it."""
-    return _c(e)[0]
+    return _c(e, signed_fields)[0]
 
 
-def _c(e) -> tuple[str, int]:
+def _c(e, u: bool = False) -> tuple[str, int]:
     """(text, precedence): 9 for a primary, BINARY's for an operator."""
     if isinstance(e, bool):
         raise TypeError("bool is not an expression")
@@ -50,49 +52,56 @@ def _c(e) -> tuple[str, int]:
         text = literal(e, dt.float32)
         return (f"({text})" if text.startswith("-") else text), 9
     if isinstance(e, str):
-        return ("tiling." + e[2:] if e.startswith("t.") else e), 9
+        if e.startswith("t."):   # TCubeTiling's fields are int32: the IR's arithmetic is uint32
+            return (f"uint32_t(tiling.{e[2:]})" if u else "tiling." + e[2:]), 9
+        return e, 9
     op = e[0]
     if op in BINARY:
-        (a, pa), (b, pb) = _c(e[1]), _c(e[2])
+        (a, pa), (b, pb) = _c(e[1], u), _c(e[2], u)
         prec = BINARY[op]
         a = f"({a})" if pa < prec else a
         b = f"({b})" if pb <= prec else b
         return f"{a} {op} {b}", prec
     if op == "[]":
-        return f"{_c(e[1])[0]}[{_c(e[2])[0]}]", 9
+        return f"{_c(e[1], u)[0]}[{_c(e[2], u)[0]}]", 9
     if op == "min":
-        return f"MinU32({_c(e[1])[0]}, {_c(e[2])[0]})", 9
+        return f"MinU32({_c(e[1], u)[0]}, {_c(e[2], u)[0]})", 9
     if op == "get":
-        return f"{e[1]}.GetValue({_c(e[2])[0]})", 9
+        return f"{e[1]}.GetValue({_c(e[2], u)[0]})", 9
     if op == "load":
-        return f"gm_{cnames.param(e[1])}.GetValue({_c(e[2])[0] if len(e) > 2 else '0'})", 9
+        return f"gm_{cnames.param(e[1])}.GetValue({_c(e[2], u)[0] if len(e) > 2 else '0'})", 9
     if op == "cast":
-        return f"static_cast<{e[1].ascendc}>({_c(e[2])[0]})", 9
+        return f"static_cast<{e[1].ascendc}>({_c(e[2], u)[0]})", 9
     if op == "neg":
-        a, pa = _c(e[1])
+        a, pa = _c(e[1], u)
         return f"-{a if pa == 9 else f'({a})'}", 8
     if op in ("fmax", "fmin"):   # v when it is above (below) r, else r: the scalar unit's compare
-        r, v = _c(e[1])[0], _c(e[2])[0]
+        r, v = _c(e[1], u)[0], _c(e[2], u)[0]
         return f"({v} {'>' if op == 'fmax' else '<'} {r} ? {v} : {r})", 9
     if op == "pad":
-        n = _c(e[2])[0]
-        a, pa = _c(e[1])
+        n = _c(e[2], u)[0]
+        a, pa = _c(e[1], u)
         a = f"({a})" if pa < BINARY["+"] else a
         return f"({a} + {n} - 1u) / {n} * {n}", BINARY["*"]
     raise ValueError(f"not an expression: {e!r}")
 
 
-def _bytes(q) -> str:
+def _bytes(q, u: bool = False) -> str:
     """A queue buffer's bytes: its elements times the element size."""
-    text, prec = _c(q.elems)
+    text, prec = _c(q.elems, u)
     return f"{text if prec >= BINARY['*'] else f'({text})'} * sizeof({q.dtype.ascendc})"
 
 
 class NodePrinting:
     """Prints tile-kernel nodes as Ascend C statements: KernelPrinter's stages, and a matmul's
-    row epilogue (printer_cube_row.py).  The host class (a KernelFrame) has `queue` (queue name
+    row epilogue (lower/cube_tile.py).  The host class (a KernelFrame) has `queue` (queue name
     -> Queue), `gm_name` (GM tensor -> its C++ name), `scopes` (per open block: tensor -> its
     queue) and `_stmt` (a vector tile stmt's lines)."""
+
+    signed_fields = False   # the tiling's fields are int32 (TCubeTiling): read them as uint32
+
+    def _x(self, e) -> str:
+        return c_expr(e, self.signed_fields)
 
     def _ty(self, queue: str) -> str:
         return self.queue[queue].dtype.ascendc
@@ -109,7 +118,8 @@ class NodePrinting:
         return self.queue[q].dtype
 
     def _ref(self, r: Ref) -> str:
-        return r.tensor if r.offset == 0 else f"{r.tensor}[{c_expr(r.offset)}]"
+        text = r.tensor if r.offset == 0 else f"{r.tensor}[{self._x(r.offset)}]"
+        return text if r.view is None else f"{text}.ReinterpretCast<{VIEWS[r.view][0]}>()"
 
     def _block(self, nodes, indent: int) -> list[str]:
         self.scopes.append({})
@@ -119,7 +129,7 @@ class NodePrinting:
 
     def _node(self, node, indent: int) -> list[str]:
         pad = " " * indent
-        e = c_expr
+        e = self._x
         if isinstance(node, Let):
             return [f"{pad}const uint32_t {node.var} = {e(node.expr)};"]
         if isinstance(node, Var):
@@ -155,13 +165,13 @@ class NodePrinting:
             if isinstance(node.value, tuple) and node.value[0] == "load":   # one GM value (FillRow: any width)
                 _, gm, index = node.value
                 return [f"{pad}FillRow({self._ref(node.dst)}, static_cast<{d.ascendc}>(gm_{self.gm_name[gm]}"
-                        f".GetValue({c_expr(index)})), {c_expr(node.count)});"]
+                        f".GetValue({self._x(index)})), {self._x(node.count)});"]
             value = (literal(node.value, d) if isinstance(node.value, (float, bool, int))
-                     else f"static_cast<{d.ascendc}>({c_expr(node.value)})")
-            return [f"{pad}AscendC::Duplicate({self._ref(node.dst)}, {value}, {c_expr(node.count)});",
+                     else f"static_cast<{d.ascendc}>({self._x(node.value)})")
+            return [f"{pad}AscendC::Duplicate({self._ref(node.dst)}, {value}, {self._x(node.count)});",
                     f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
         if isinstance(node, Vec):
-            dst, srcs, n = self._ref(node.dst), [self._ref(r) for r in node.srcs], c_expr(node.count)
+            dst, srcs, n = self._ref(node.dst), [self._ref(r) for r in node.srcs], self._x(node.count)
             if node.api == "Cast":
                 call = f"AscendC::Cast({dst}, {srcs[0]}, AscendC::RoundMode::{node.mode}, {n});"
             elif node.api.startswith("WholeReduce"):   # one repeat of `n` lanes to one value
@@ -173,7 +183,7 @@ class NodePrinting:
             elif node.scalar is not None:
                 d = self._dtype(node.dst.tensor)
                 value = (literal(node.scalar, d) if isinstance(node.scalar, (float, bool, int))
-                         else f"static_cast<{d.ascendc}>({c_expr(node.scalar)})")
+                         else f"static_cast<{d.ascendc}>({self._x(node.scalar)})")
                 call = f"AscendC::{node.api}({dst}, {srcs[0]}, {value}, {n});"
             else:
                 call = f"AscendC::{node.api}({dst}, {', '.join(srcs)}, {n});"
@@ -181,11 +191,11 @@ class NodePrinting:
         if isinstance(node, Step):
             names = {slot: self._ref(r) for slot, r in node.names}
             scalars = dict(node.scalars)
-            count = "" if node.count is None else f", n = {c_expr(node.count)}"
-            L = [f"{pad}{{  // {cnames.comment(node.label)}", f"{pad}    const uint32_t o = {c_expr(node.offset)}{count};"]
+            count = "" if node.count is None else f", n = {self._x(node.count)}"
+            L = [f"{pad}{{  // {cnames.comment(node.label)}", f"{pad}    const uint32_t o = {self._x(node.offset)}{count};"]
             for r, value, count in node.prefill:   # lanes Compare may read past the count
                 L += [f"{pad}    AscendC::Duplicate({self._ref(r)}, {literal(value, self._dtype(r.tensor))}, "
-                      f"{c_expr(count)});", f"{pad}    AscendC::PipeBarrier<PIPE_V>();"]
+                      f"{self._x(count)});", f"{pad}    AscendC::PipeBarrier<PIPE_V>();"]
             for st in node.stmts:
                 L += self._stmt(rename_stmt(st, names, scalars), indent + 4)
             return L + [pad + "}"]
@@ -232,6 +242,39 @@ class NodePrinting:
         if isinstance(node, Put):
             ty = self._dtype(node.tensor).ascendc
             return [f"{pad}{node.tensor}.SetValue({e(node.index)}, static_cast<{ty}>({e(node.expr)}));"]
+        if isinstance(node, Call):
+            return [f"{pad}{node.stage}({'' if node.arg is None else e(node.arg)});"]
+        if isinstance(node, Return):
+            return [f"{pad}return;"]
+        if isinstance(node, MmSet):
+            mm = self.matmul[node.mm]
+            op = mm.a if node.which == "A" else mm.b
+            if node.src in self.gm:
+                return [f"{pad}{node.mm}.SetTensor{node.which}(gm_{self.gm_name[node.src]}[{e(node.offset)}]"
+                        f"{', true' if op.transpose else ''});"]
+            return [f"{pad}{node.mm}.SetTensor{node.which}({node.src});"]
+        if isinstance(node, MmTail):
+            return [f"{pad}{node.mm}.SetTail({e(node.m)}, {e(node.n)});"]
+        if isinstance(node, MmIterate):
+            return [f"{pad}while ({node.mm}.template Iterate<true>()) {{", *self._block(node.body, indent + 4),
+                    pad + "}"]
+        if isinstance(node, MmGetC):   # this tile alone, rows padded to 32 bytes
+            return [f"{pad}{node.mm}.template GetTensorC<true>({node.tensor}, false, true);"]
+        if isinstance(node, MmEnd):
+            return [f"{pad}{node.mm}.End();"]
+        if isinstance(node, CopyNz):   # ND rows into NZ column blocks of 32 bytes, rows rounded to 16
+            return [f"{pad}{{",
+                    f"{pad}    AscendC::Nd2NzParams nd;",
+                    f"{pad}    nd.ndNum = 1;",
+                    f"{pad}    nd.nValue = {e(node.rows)};",
+                    f"{pad}    nd.dValue = {e(node.cols)};",
+                    f"{pad}    nd.srcNdMatrixStride = 0;",
+                    f"{pad}    nd.srcDValue = {e(node.gm_stride)};",
+                    f"{pad}    nd.dstNzC0Stride = ({e(node.rows)} + 15) / 16 * 16;",
+                    f"{pad}    nd.dstNzNStride = 1;",
+                    f"{pad}    nd.dstNzMatrixStride = 0;",
+                    f"{pad}    AscendC::DataCopy({node.tensor}, gm_{self.gm_name[node.gm]}[{e(node.offset)}], nd);",
+                    f"{pad}}}"]
         raise TypeError(f"not a tile kernel node: {node!r}")
 
 
@@ -244,12 +287,26 @@ class KernelPrinter(NodePrinting, KernelFrame):
         self.gm_name = {g.name: (cnames.param(g.name) if g.role == "in" else f"y{g.index}") for g in self.k.gms}
         self.gm = {g.name: g for g in self.k.gms}
         self.scopes: list[dict] = []     # tensor -> its queue, per open block (the walk's scopes)
+        self.matmul = {mm.name: mm for mm in self.k.matmuls}
+        if self.k.matmuls:   # a cube kernel: a MIX launch reading CANN's TCubeTiling (int32 fields)
+            self.WORD, self.MIX, self.signed_fields = "i", True, True
+            self.rt = self.runtime_scalars()   # (the op project reads them: project_op.py)
+            self.tiling = f"{camel(name)}CubeTiling" if self.rt else self.k.tiling_struct
 
     def _gm_args(self) -> list[str]:
         return [self.gm_name[g.name] for g in self.k.gms if g.role == "in"] + \
                [self.gm_name[g.name] for g in self.k.gms if g.role == "out"]
 
     def tiling_header(self) -> str:
+        if self.k.tiling_struct:
+            head = (f"// {self.name} reads a {self.k.tiling_struct} (CANN's kernel_tiling/kernel_tiling.h)\n"
+                    '#include "kernel_tiling/kernel_tiling.h"\n')
+            if not self.rt:
+                return head
+            fields = "".join(f"    {f.ctype} {f.name};   // runtime scalar\n" for f in self.k.fields
+                             if f.ctype != "uint32_t")
+            return (head + f"// ... and its runtime scalars after the {self.k.word_count} {self.k.tiling_struct} words\n"
+                    f"struct {self.tiling} {{\n    {self.k.tiling_struct} cube;\n{fields}}};\n")
         lines = [f"// Tiling data of {self.name} (a {self.k.kind} kernel).", f"struct {self.tiling} {{"]
         lines += [f"    {f.ctype} {f.name}{f'[{f.length}]' if f.length else ''};" + (
             "   // runtime scalar" if f.ctype != "uint32_t" else "") for f in self.k.fields]
@@ -258,10 +315,15 @@ class KernelPrinter(NodePrinting, KernelFrame):
     def scalar_field(self, param) -> str:
         return f"s{param.index}"   # the kernel's typed fields are named by parameter index
 
+    def scalar_member(self, param) -> str:
+        return f"v{param.index}"   # ... and the members holding their values
+
     def tiling_words(self, tiling) -> list[int]:
         return kernel_words(self.s, tiling)   # (the typed fields s<i> follow, in parameter order)
 
     def host_tiling(self) -> str:
+        if self.k.matmuls:
+            return cube_host_tiling(self.s, self.t, self.name, self.tiling, bool(self.rt))
         if not self.k.words and self.k.kind in HOST_TILING:
             return HOST_TILING[self.k.kind](self.s, self.t, self.name, self.tiling)
         return self.static_host_tiling(self.k.words, [
@@ -271,8 +333,77 @@ class KernelPrinter(NodePrinting, KernelFrame):
     def heading(self) -> list[str]:
         return [f"// ---- {self.name}: {cnames.comment(self.k.note)}, fused from {cnames.comment(self.s.fn.loc)} ----"]
 
-    def kernel(self) -> str:
-        return self._class() + "\n" + self.entry(self._gm_args() + ["t"])
+    def kernel(self, entry: bool = True) -> str:
+        """The kernel class and (with `entry`) its extern "C" entry; a kernel of several matmuls
+        (printer_cube_group) prints its parts' classes and one entry of its own."""
+        if not self.k.matmuls:
+            return self._class() + "\n" + self.entry(self._gm_args() + ["t"])
+        text = self._cube_class()
+        if not entry:
+            return text
+        setup = tuple(f"op.{m.name} = static_cast<{m.dtype.ascendc}>(t.{m.init[2:]});" for m in self._from_entry())
+        mms = [x for mm in self.k.matmuls for x in (f"op.{mm.name}", "&op.tiling")]
+        return text + "\n" + self.entry(self._gm_args() + ["workspace", "t.cube" if self.rt else "t"], setup, mms)
+
+    def _from_entry(self) -> list:
+        """The typed members a cube kernel's entry sets: its runtime scalars (Init takes the
+        TCubeTiling alone, which the Matmul objects read)."""
+        return [m for m in self.k.members if m.dtype is not None and isinstance(m.init, str) and m.init.startswith("t.")]
+
+    def _cube_class(self) -> str:
+        """A kernel with Matmul objects: Init takes the GM tensors, the workspace and the
+        TCubeTiling; Process (after REGIST_MATMUL_OBJ) plans UB and runs the process body."""
+        k = self.k
+        ins = [g for g in k.gms if g.role == "in"] + [g for g in k.gms if g.role == "out"]
+        late = self._from_entry()
+        L = ['#include "lib/matmul_intf.h"',
+             *self.class_open([f"GM_ADDR {self.gm_name[g.name]}" for g in ins] + ["GM_ADDR workspace"],
+                              k.tiling_struct)]
+        L += [f"        gm_{self.gm_name[g.name]}.SetGlobalBuffer((__gm__ {g.dtype.ascendc}*){self.gm_name[g.name]});"
+              for g in ins]
+        L += [f"        {m.name} = {self._member_init(m)};" for m in k.members if m.init is not None and m not in late]
+        L += ["        AscendC::SetSysWorkspace(workspace);", "    }", "",
+              "    // After REGIST_MATMUL_OBJ: the UB plan, then the core's block tile by tile.",
+              "    __aicore__ inline void Process(AscendC::TPipe* pipe)", "    {"]
+        L += [f"        pipe->InitBuffer({q.name}, {_bytes(q, True)});" if q.position == "VECCALC" else
+              f"        pipe->InitBuffer({q.name}, {q.depth}, {_bytes(q, True)});" for q in k.queues]
+        L += [f"        {mm.name}.SetLocalWorkspace({mm.workspace}.Get<uint8_t>());   // C passes through UB"
+              for mm in k.matmuls if mm.workspace]
+        used = _names(k.process)
+        core = {"block": "AscendC::GetBlockIdx()", "subblock": "AscendC::GetSubBlockIdx()",
+                "ratio": "AscendC::GetTaskRatio()"}
+        L += [f"        const uint32_t {n} = {c};" for n, c in core.items() if n in used]
+        self.scopes = [{}]
+        for node in k.process:
+            L += self._node(node, 8)
+        L += ["    }", ""]
+        for mm in k.matmuls:
+            types = [_matmul_type(o) for o in (mm.a, mm.b, mm.c)]
+            types.append(f"AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {mm.c.dtype.ascendc}>")
+            L.append(f"    AscendC::Matmul<{types[0]},")
+            L += [f"                    {x}," for x in types[1:-1]]
+            L.append(f"                    {types[-1]}> {mm.name};")
+        L.append(f"    {k.tiling_struct} tiling;")
+        L += [f"    {m.dtype.ascendc} {m.name};" for m in k.members if m.dtype is not None]
+        L += ["", "private:"]
+        for st in k.stages:
+            L += [f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})", "    {"]
+            self.scopes = [{}]
+            for node in st.body:
+                L += self._node(node, 8)
+            L += ["    }", ""]
+        for q in k.queues:
+            if q.position == "VECCALC":
+                L.append(f"    AscendC::TBuf<AscendC::TPosition::VECCALC> {q.name};")
+            elif q.position == "TSCM":   # user-managed L1, filled from GM
+                L.append(f"    AscendC::TSCM<AscendC::TPosition::GM, {q.depth}> {q.name};")
+            else:
+                L.append(f"    AscendC::TQue<AscendC::QuePosition::{q.position}, 1> {q.name};")
+        L += [f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{self.gm_name[g.name]};" for g in ins]
+        words = [m for m in k.members if m.dtype is None]
+        if words:
+            L.append("    uint32_t " + ", ".join(f"{m.name} = 0" for m in words) + ";")
+        return "\n".join(L + ["};", ""])
 
     # ---- the class ----------------------------------------------------------------------------
     def _class(self) -> str:
@@ -319,3 +450,29 @@ class KernelPrinter(NodePrinting, KernelFrame):
             g = self.gm[m.init[1]]
             return gm_scalar_load(f"gm_{self.gm_name[g.name]}", g.dtype, m.dtype)
         return f"static_cast<{m.dtype.ascendc}>({c_expr(m.init)})"
+
+
+def _matmul_type(o) -> str:
+    """A Matmul operand's MatmulType<position, format, type[, transposed]>."""
+    return (f"AscendC::MatmulType<AscendC::TPosition::{o.position}, CubeFormat::{o.format}, {o.dtype.ascendc}"
+            f"{', true' if o.transpose else ''}>")
+
+
+def _names(nodes) -> set:
+    """Every name the expressions of `nodes` read (nested bodies too)."""
+    out: set = set()
+
+    def expr(e):
+        if isinstance(e, str):
+            out.add(e)
+        elif isinstance(e, tuple):
+            for x in e[1:]:
+                expr(x)
+
+    for node in nodes:
+        for v in vars(node).values():
+            if isinstance(v, tuple) and v and all(hasattr(x, "__dataclass_fields__") for x in v):
+                out.update(_names(v))   # a body of nodes
+            else:
+                expr(v)
+    return out

@@ -7,21 +7,14 @@ from __future__ import annotations
 from .frame import KernelFrame
 from .printer_attention import AttentionPrinter
 from .printer_conv import ConvPrinter
-from .printer_cube import CubePrinter
 from .printer_cube_group import CubeGroupPrinter
-from .printer_cube_row import CubeRowPrinter
 from .printer_kernel import KernelPrinter
-
-
-def _cube(sched, target, name):
-    # softmax / layer_norm of the matmul's rows print each C tile row like a row kernel's row
-    return (CubeRowPrinter if sched.row_epilogue is not None else CubePrinter)(sched, target, name)
 
 
 PRINTERS = {
     "vector": KernelPrinter,  # elementwise and view kernels: their loop-level tile IR (lower/vector_tile.py)
     "conv": ConvPrinter,      # im2col per core and image, then the Matmul API
-    "cube": _cube,            # the Matmul API with the epilogue on each C tile in UB
+    "cube": KernelPrinter,    # the Matmul API with the epilogue on each C tile in UB (lower/cube_tile.py)
     "cube_group": CubeGroupPrinter,   # several matmuls of the same A, in turn, in one launch
     "row": KernelPrinter,     # tiles of whole rows, or passes over chunks of a long row (lower/row_tile.py)
     "column": KernelPrinter,  # reductions over other axes (its loop-level tile IR, lower/column_tile.py)

@@ -10,7 +10,7 @@
 The kernel class is the printer's, made generic over the tiling type so that op_kernel never
 names it (CANN hands the kernel its op's tiling type through GET_TILING_DATA).
 
-A cube kernel (Matmul API: printer_cube.py / printer_conv.py) follows CANN's MatmulLeakyRelu
+A cube kernel (Matmul API: lower/cube_tile.py / printer_conv.py) follows CANN's MatmulLeakyRelu
 op: its tiling data carries the TCubeTiling as a struct field
 (`TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData)`, then its runtime scalars), the
 TilingFunc fills it from the printed host tiling (the function `simulate` checks, so the op
@@ -246,8 +246,8 @@ def _tiling_h_cube(p) -> str:
     op, cls = camel(p.name), _cube_tiling_class(p)
     fields = [f"    TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, {_CUBE_FIELD});"]
     # the scalars follow the TCubeTiling words, as in the kernel-launch project's tiling struct
-    fields += [f"    TILING_DATA_FIELD_DEF({scalar_ctype(r.dtype)}, {r.var});   // runtime scalar {cnames.comment(r.name)}"
-               for r in p.rt]
+    fields += [f"    TILING_DATA_FIELD_DEF({scalar_ctype(r.dtype)}, {p.scalar_field(r)});   "
+               f"// runtime scalar {cnames.comment(r.name)}" for r in p.rt]
     return "\n".join([f"// Tiling data of the {op} op (fusedsl {VERSION}): the Matmul API's TCubeTiling, as in "
                       "CANN's MatmulLeakyRelu op.",
                       "#pragma once", '#include "register/tilingdata_base.h"', '#include "tiling/tiling_api.h"', "",
@@ -269,7 +269,7 @@ def _op_host_cube(p, plan, target) -> str:
         f"InputShapeIs(context, {j}, {{{', '.join(str(d) for d in param.value.type.shape)}}})"
         for j, (param, _) in enumerate(_tensor_params(plan)))
     copies = "\n".join(f"    tiling.{_CUBE_FIELD}.set_{f}(cube.{f});" for f in TCUBE_FIELDS)
-    attrs = "\n".join(f"    tiling.set_{inp.var}({_get_attr(_dtype_of(inp), k)});  // attr "
+    attrs = "\n".join(f"    tiling.set_{p.scalar_field(inp)}({_get_attr(_dtype_of(inp), k)});  // attr "
                       f"{cnames.comment(inp.name)}" for k, inp in enumerate(_scalar_inputs(plan)))
     user_ws = _user_workspace(sched)
     # one Matmul object per AI core (lower.cube layouts): each object has two vector slices, one idles
@@ -355,7 +355,7 @@ def _op_kernel_cube(p) -> str:
     gm = p._gm_args()
     args = ", ".join(f"GM_ADDR {a}" for a in gm + ["workspace", "tiling"])
     macro = "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n" if p.t.kernel_type_macro else ""
-    scalars = "".join(f"    op.{r.var} = tilingData.{r.var};\n" for r in p.rt)
+    scalars = "".join(f"    op.{p.scalar_member(r)} = tilingData.{p.scalar_field(r)};\n" for r in p.rt)
     return f"""// Kernel of the {camel(p.name)} op (fusedsl {VERSION}, {p.t.name}): op_kernel form, tiling via GET_TILING_DATA.
 // A cube kernel (the Matmul API, mixed AIC + AIV): its TCubeTiling is the tiling data's {_CUBE_FIELD}.
 #include "kernel_operator.h"

@@ -10,17 +10,26 @@ block).  A break raises `TileVerifyError` naming the kernel, the stage and the n
 
 Expressions are uint32 arithmetic (tile/kernel.evaluate).  A block runs the tiles
 [b * tilesPerCore, min(totalTiles, (b + 1) * tilesPerCore)) through the stages in order.
+
+A cube kernel (one with Matmul objects) runs its Process body once per core of the TCubeTiling's
+usedCoreNum (each core its own Matmul object: GetTaskRatio() 1): the Matmul multiplies the
+core's block of A and B (read from GM as SetTensorA / SetTensorB say, or from an L1 tensor in
+NZ) in float32 (int32 for int8) once, and hands out its base tiles M-first, one per Iterate.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow, If, Let,
-                           Move, Put, Ref, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, evaluate,
-                           print_kernel)
+from ..tile.kernel import (VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For, Free,
+                           GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Return, Scalar,
+                           Set, Step, Sync, TileKernel, UbCopy, Var, Vec, evaluate, print_kernel)
 from ..tile.verify import TileVerifyError
 from .tile_interp import _convert, apply_stmt
+
+
+class _Return(Exception):
+    """Process returned (a core with no block of C)."""
 
 
 class _Block:
@@ -39,6 +48,10 @@ class _Block:
                 self.state[(q.name, i)] = "free"
         self.position = {q.name: q.position for q in k.queues}
         env["ub"] = self.element   # ("get", t, e) in typed expressions
+        self.stages = {st.name: st for st in k.stages}
+        self.mms = {mm.name: mm for mm in k.matmuls}
+        self.mm_state: dict = {}   # Matmul object -> {"A": (src, offset), "B": ..., "tail": (m, n), "tile": array}
+        self.nz_rows: dict = {}    # L1 tensor -> the rows its NZ copy holds
 
     def element(self, name: str, index: int):
         buf = self.tensor(name, name)
@@ -65,6 +78,10 @@ class _Block:
         """n elements of a UB tensor from its Ref's offset (bounds-checked)."""
         buf = self.tensor(node, r.tensor)
         off = self.ev(r.offset)
+        if r.view is not None:   # the bytes from the offset (in the tensor's own elements) as another type
+            if off > buf.size:
+                self.fail(node, f"UB {r.tensor} offset {off} leaves its {buf.size}")
+            buf, off = buf[off:].view(VIEWS[r.view][1]), 0
         if off + n > buf.size:
             self.fail(node, f"UB {r.tensor} elements [{off}, {off + n}) leave its {buf.size}")
         return buf[off:off + n]
@@ -170,8 +187,50 @@ class _Block:
             if d >= dst.size or s >= src.size:
                 self.fail(node, f"element {d} / {s} is outside the UB buffer")
             dst[d] = src[s]
-        elif isinstance(node, (Barrier, Sync)):
+        elif isinstance(node, (Barrier, Sync, MmEnd)):
             pass
+        elif isinstance(node, Call):
+            st = self.stages[node.stage]
+            outer, self.stage = self.stage, st.name
+            if st.param:
+                env[st.param] = self.ev(node.arg)
+            self.run(st.body)
+            self.stage = outer
+        elif isinstance(node, Return):
+            raise _Return()
+        elif isinstance(node, MmSet):
+            self.mm_state.setdefault(node.mm, {})[node.which] = (node.src, self.ev(node.offset))
+        elif isinstance(node, MmTail):
+            self.mm_state.setdefault(node.mm, {})["tail"] = (self.ev(node.m), self.ev(node.n))
+        elif isinstance(node, MmIterate):
+            self.iterate(node)
+        elif isinstance(node, MmGetC):
+            tile = self.mm_state.get(node.mm, {}).get("tile")
+            if tile is None:
+                self.fail(node, "GetTensorC outside an Iterate loop")
+            dst = self.tensor(node, node.tensor)
+            rows, cols = tile.shape
+            ld = -(-cols * dst.itemsize // 32) * 32 // dst.itemsize
+            if (rows - 1) * ld + cols > dst.size:
+                self.fail(node, f"a {rows} x {cols} C tile (rows {ld} apart) leaves UB {node.tensor} of {dst.size}")
+            for i in range(rows):
+                dst[i * ld:i * ld + cols] = tile[i]
+        elif isinstance(node, CopyNz):
+            dst = self.tensor(node, node.tensor)
+            g = self.gm[node.gm]
+            off, rows, cols, gs = (self.ev(x) for x in (node.offset, node.rows, node.cols, node.gm_stride))
+            if rows and off + (rows - 1) * gs + cols > g.size:
+                self.fail(node, f"GM {node.gm} rows leave its {g.size} elements")
+            c0 = 32 // dst.itemsize
+            high = -(-rows // 16) * 16
+            if -(-cols // c0) * high * c0 > dst.size:
+                self.fail(node, f"{rows} x {cols} in NZ leaves L1 {node.tensor} of {dst.size}")
+            for i in range(rows):
+                for k0 in range(0, cols, c0):
+                    w = min(c0, cols - k0)
+                    at = (k0 // c0) * high * c0 + i * c0
+                    dst[at:at + w] = g[off + i * gs + k0:off + i * gs + k0 + w]
+            self.nz_rows[node.tensor] = rows
         elif isinstance(node, Scalar):
             with np.errstate(all="ignore"):
                 env[node.var] = np.asarray(self.ev(node.expr)).astype(node.dtype.np)[()]
@@ -206,9 +265,12 @@ class _Block:
                     s = np.asarray(node.scalar if isinstance(node.scalar, (float, bool)) else self.ev(node.scalar))
                     dst[...] = (srcs[0] * s.astype(dst.dtype) if node.api == "Muls"
                                 else srcs[0] + s.astype(dst.dtype)).astype(dst.dtype)
+                elif node.api in ("Maxs", "Mins"):
+                    s = np.asarray(node.scalar if isinstance(node.scalar, (float, bool)) else self.ev(node.scalar))
+                    dst[...] = (np.maximum if node.api == "Maxs" else np.minimum)(srcs[0], s.astype(dst.dtype))
                 else:
                     fn = {"Add": np.add, "Max": np.maximum, "Min": np.minimum, "Div": np.divide,
-                          "Sub": np.subtract, "Mul": np.multiply}[node.api]
+                          "Sub": np.subtract, "Mul": np.multiply, "And": np.bitwise_and}[node.api]
                     dst[...] = fn(srcs[0], srcs[1]).astype(dst.dtype)
         elif isinstance(node, Step):
             n = env["n"] if node.count is None else self.ev(node.count)
@@ -224,6 +286,45 @@ class _Block:
                 self.span(node, slots[st.dst], n)[...] = apply_stmt(st, srcs, scalar, (n,))
         else:
             self.fail(node, "unknown node")
+
+
+    def operand(self, node, mm, which: str, rows: int, cols: int) -> np.ndarray:
+        """The core's [rows, cols] block of A or B as SetTensorA / SetTensorB gave it."""
+        env, state = self.env, self.mm_state.get(mm.name, {})
+        if which not in state:
+            self.fail(node, f"Iterate before SetTensor{which}")
+        src, off = state[which]
+        op = mm.a if which == "A" else mm.b
+        if src in self.nz_rows:   # an L1 tensor in NZ (CopyNz)
+            buf, high = self.tensor(node, src), -(-self.nz_rows[src] // 16) * 16
+            c0 = 32 // buf.itemsize
+            i, k = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+            return buf[(k // c0) * high * c0 + i * c0 + k % c0]
+        g = self.gm[src]
+        i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+        if which == "A":   # [M, K] rows Ka apart, or [K, M] read transposed
+            at = off + (j * env["t.M"] + i if op.transpose else i * env["t.Ka"] + j)
+        else:              # [K, N] rows N apart, or [N, K] read transposed
+            at = off + (j * env["t.Kb"] + i if op.transpose else i * env["t.N"] + j)
+        if at.size and at.max() >= g.size:
+            self.fail(node, f"the core's {which} block reads element {at.max()} of GM {src} of {g.size}")
+        return g[at]
+
+    def iterate(self, node: MmIterate) -> None:
+        env, mm = self.env, self.mms[node.mm]
+        state = self.mm_state.setdefault(node.mm, {})
+        m, n = state.get("tail", (env["t.singleCoreM"], env["t.singleCoreN"]))
+        k = env["t.Ka"]
+        a, b = self.operand(node, mm, "A", m, k), self.operand(node, mm, "B", k, n)
+        acc = np.int32 if mm.c.dtype == dt.int32 else np.float32
+        c = np.matmul(a.astype(acc), b.astype(acc)).astype(mm.c.dtype.np)
+        bm, bn = env["t.baseM"], env["t.baseN"]
+        round_m, round_n = -(-m // bm), -(-n // bn)
+        for count in range(round_m * round_n):   # M-first (iterateOrder 0)
+            mi, ni = count % round_m, count // round_m
+            state["tile"] = c[mi * bm:(mi + 1) * bm, ni * bn:(ni + 1) * bn]
+            self.run(node.body)
+        state["tile"] = None
 
 
 def _dtype(a: np.ndarray) -> dt.DType:
@@ -252,13 +353,41 @@ def run_kernel(k: TileKernel, inputs: list, outputs: list[np.ndarray], words=Non
     for g in outs:
         flat_out[g.name] = np.zeros(outputs[g.index].size, outputs[g.index].dtype)
         gm[g.name] = flat_out[g.name]
+    if k.process is not None:
+        _run_cube(k, env0, gm)
+    else:
+        _run_tiles(k, env0, gm)
+    for g in outs:
+        outputs[g.index].reshape(-1)[:] = flat_out[g.name]
+
+
+def _members(k: TileKernel, env: dict) -> None:
+    for m in k.members:
+        value = 0 if m.init is None else evaluate(m.init, env)
+        env[m.name] = value if m.dtype is None else np.asarray(value).astype(m.dtype.np)
+
+
+def _run_cube(k: TileKernel, env0: dict, gm: dict) -> None:
+    for b in range(env0["t.usedCoreNum"]):
+        env = dict(env0, block=b, subblock=0, ratio=1)
+        _members(k, env)
+        blk = _Block(k, env, gm)
+        blk.stage = "Process"
+        try:
+            blk.run(k.process)
+        except _Return:
+            pass
+        held = [f"{q}[{i}]" for (q, i), s in blk.state.items() if s != "free"]
+        if held:
+            raise TileVerifyError(f"kernel {k.name}: core {b} ends holding {', '.join(held)}")
+
+
+def _run_tiles(k: TileKernel, env0: dict, gm: dict) -> None:
     total, per_core = env0["t.totalTiles"], env0["t.tilesPerCore"]
     blocks = -(-total // per_core) if per_core else 0
     for b in range(blocks):
         env = dict(env0)
-        for m in k.members:
-            value = 0 if m.init is None else evaluate(m.init, env)
-            env[m.name] = value if m.dtype is None else np.asarray(value).astype(m.dtype.np)
+        _members(k, env)
         blk = _Block(k, env, gm)
         for st in k.stages:   # the prologue: once per core, before its first tile
             if st.once:
@@ -275,8 +404,6 @@ def run_kernel(k: TileKernel, inputs: list, outputs: list[np.ndarray], words=Non
         held = [f"{q}[{i}]" for (q, i), s in blk.state.items() if s != "free"]
         if held:
             raise TileVerifyError(f"kernel {k.name}: block {b} ends holding {', '.join(held)}")
-    for g in outs:
-        outputs[g.index].reshape(-1)[:] = flat_out[g.name]
 
 
 __all__ = ["run_kernel", "print_kernel"]

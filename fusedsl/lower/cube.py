@@ -377,7 +377,7 @@ def _cheapest_split(t: Target, m, n, k, whole_rows, legacy, layouts, panel_of, f
     return min((c for c in cands if c[0][0] <= limit), key=lambda c: (c[0][1], c[0][0], c[1][2]))[1]
 
 
-# ---- a fused cube kernel as the Ascend C printer sees it (backend_ascendc/printer_cube.py) ----
+# ---- a fused cube kernel as the Ascend C printer sees it (lower/cube_tile.py) ----
 
 @dataclass(frozen=True)
 class CubeScalar(RowParam):
@@ -618,7 +618,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                       tuple((p.kind, p.dtype.itemsize) for p in params if p.kind != "runtime_scalar"), c_bytes,
                       vector)
 
-    # A's panel may be held in L1 (TSCM, printer_cube.LoadA) on 910B for one batch matrix of a
+    # A's panel may be held in L1 (TSCM, cube_tile: CopyNz) on 910B for one batch matrix of a
     # non-transposed A (Nd2NzParams copies rows as they lie; the CPU API reads a TSCM A untransposed)
     a_l1 = t.separated and not ta and batch == 1 and c_dtype == dt.float32
 
@@ -680,7 +680,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     return sched
 
 
-# The int8 wrap of an int32 C row (printer_cube `_wrap_int8`): an int32 mask row, a float and a
+# The int8 wrap of an int32 C row (cube_tile `_int8_wrap`): an int32 mask row, a float and a
 # half row, each baseN (+ compare slack) elements
 WRAP_ROW_BYTES = 4 + 4 + 2
 # what the wrap runs on the vector unit: And on 16-bit lanes, int32 Adds and Duplicate, and the
@@ -691,7 +691,7 @@ _WRAP_CASTS = (("int32_t", "float"), ("float", "half"), ("half", "int8_t"))
 
 # int8 epilogue ops whose value, computed in half by the vector schedule, is the exact integer
 # (|v| <= 256 for int8 operands): the printer wraps it to int8 as numpy does
-# (printer_cube._wrap_half_int8) instead of the saturating half -> int8 cast; one half row more
+# (cube_tile._half_wrap) instead of the saturating half -> int8 cast; one half row more
 HALF_WRAP_OPS = frozenset({"add", "sub", "neg", "abs"})
 HALF_WRAP_ROW_BYTES = 2
 _HALF_WRAP_APIS = (("Adds", "half"), ("Muls", "half"), ("Maxs", "half"), ("Mins", "half"), ("Add", "half"))
@@ -705,7 +705,7 @@ def wraps_in_half(op: Op, t: Target) -> bool:
 
 # int8 mul: the vector schedule multiplies in float32 (exact: |v| <= 16384) and narrows to half,
 # which rounds past 2048; the printer wraps the float32 product to int8 first
-# (printer_cube._wrap_float_int8); one float row more
+# (cube_tile._float_wrap); one float row more
 FLOAT_WRAP_ROW_BYTES = 4
 _FLOAT_WRAP_APIS = (("Adds", "float"), ("Muls", "float"), ("Maxs", "float"), ("Mins", "float"), ("Add", "float"))
 
@@ -808,7 +808,7 @@ def check_elementwise_epilogue(fn, cube_op, epilogue, per_channel: int = -1) -> 
 
 def _row_epilogue(fn, mm, epilogue, target: Target, ub_fraction: float, flat_m: bool = False):
     """The epilogue as a row kernel whose first parameter is the matmul's value: its steps,
-    per-row values and reductions are what printer_cube_row prints on each row of a C tile.
+    per-row values and reductions are what cube_tile prints on each row of a C tile.
     A ScheduleError (at the op) when a reduction is not over the last axis of C."""
     rank = len(mm.result.shape)
     for op in epilogue:

@@ -26,6 +26,7 @@ from .row import RowSchedule, is_row_kernel, schedule_row_kernel
 from .transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
                                   schedule_transpose_kernel, transpose_tile_kernel)
 from .column_tile import column_tile_kernel
+from .cube_tile import cube_tile_kernel
 from .row_tile import row_tile_kernel
 from .vector_tile import tiling_words as vector_tiling_words
 from .vector_tile import vector_tile_kernel
@@ -97,7 +98,7 @@ KINDS: list[Kind] = [
          and not any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_cube_group(fn, t, o.ub_headroom, o.l1_headroom),
          (CubeGroupSchedule,), (ScheduleError, TargetError)),
-    # a matmul with its elementwise or row epilogue (printer_cube, printer_cube_row)
+    # a matmul with its elementwise or row epilogue (lower/cube_tile.py)
     Kind("cube", _cube_group,
          lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom, memo=o.tiling_memo),
          (CubeSchedule,), (ScheduleError, TargetError)),
@@ -181,7 +182,7 @@ def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
 
 # the kinds lowered to the loop-level tile IR: schedule type -> its TileKernel
 KERNEL_IR = {VectorSchedule: vector_tile_kernel, TransposeSchedule: transpose_tile_kernel,
-             ColumnSchedule: column_tile_kernel, RowSchedule: row_tile_kernel}
+             ColumnSchedule: column_tile_kernel, RowSchedule: row_tile_kernel, CubeSchedule: cube_tile_kernel}
 
 
 def kernel_ir(lowered) -> TileKernel | None:

@@ -92,9 +92,20 @@ class Member:
 
 @dataclass(frozen=True)
 class Ref:
-    """A UB tensor at an element offset (`tensor[offset]` in Ascend C)."""
+    """A UB tensor at an element offset (`tensor[offset]` in Ascend C); `view` reads its bytes as
+    another element type (ReinterpretCast: "int16", the only type the chip's bitwise APIs take,
+    which fusedsl has no dtype of)."""
     tensor: str
     offset: Expr = 0
+    view: str | None = None
+
+
+# the names a cube kernel's Process body has for its core: GetBlockIdx(), GetSubBlockIdx(),
+# GetTaskRatio() (vector cores per AI core)
+CORE_NAMES = ("block", "subblock", "ratio")
+
+# the element types a Ref may view its tensor's bytes as: name -> (C++ type, numpy type)
+VIEWS = {"int16": ("int16_t", np.int16)}
 
 
 @dataclass(frozen=True)
@@ -284,6 +295,89 @@ class Put:
 
 
 @dataclass(frozen=True)
+class Call:
+    """Run a stage (a cube kernel's Process body calls its stages from the Iterate loop)."""
+    stage: str
+    arg: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Return:
+    """Leave Process (a core with no block of C)."""
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One of a Matmul object's types (MatmulType): where it lives, its format, element type
+    and whether it is read transposed."""
+    position: str            # GM | TSCM (user-managed L1) | VECIN (C into UB)
+    format: str              # ND | NZ
+    dtype: dt.DType
+    transpose: bool = False
+
+
+@dataclass(frozen=True)
+class Matmul:
+    """A Matmul high-level API object: C = A @ B of the core's block, tile by tile (Iterate),
+    with the TCubeTiling words of the kernel's fields; `workspace` names the VECCALC queue
+    that is its local workspace (310P: C passes through UB), or ""."""
+    name: str
+    a: Operand
+    b: Operand
+    c: Operand
+    workspace: str = ""
+
+
+@dataclass(frozen=True)
+class MmSet:
+    """SetTensorA / SetTensorB: operand `which` ("A" | "B") at element `offset` of GM tensor
+    `src`, or an L1 tensor taken from a TSCM queue (offset 0)."""
+    mm: str
+    which: str
+    src: str
+    offset: Expr = 0
+
+
+@dataclass(frozen=True)
+class MmTail:
+    """SetTail: the core's block of C is `m` x `n` (its last block in M or N)."""
+    mm: str
+    m: Expr
+    n: Expr
+
+
+@dataclass(frozen=True)
+class MmIterate:
+    """`while (mm.Iterate())`: the body once per base tile of the block, M-first."""
+    mm: str
+    body: tuple
+
+
+@dataclass(frozen=True)
+class MmGetC:
+    """GetTensorC of the current tile into a UB tensor: its rows padded to 32 bytes."""
+    mm: str
+    tensor: str
+
+
+@dataclass(frozen=True)
+class MmEnd:
+    mm: str
+
+
+@dataclass(frozen=True)
+class CopyNz:
+    """`rows` x `cols` elements of a GM matrix (rows `gm_stride` apart) into an L1 tensor in NZ
+    (Nd2NzParams): column blocks of 32 bytes, each `rows` rounded up to 16 high."""
+    tensor: str
+    gm: str
+    offset: Expr
+    rows: Expr
+    cols: Expr
+    gm_stride: Expr
+
+
+@dataclass(frozen=True)
 class Stage:
     name: str
     param: str | None
@@ -302,6 +396,12 @@ class TileKernel:
     members: list[Member]
     stages: list[Stage]
     words: tuple = field(default=(), compare=False)   # the tiling's words when sizes are static
+    # a cube kernel: its Matmul objects, the tiling struct it reads (CANN's TCubeTiling: the
+    # fields are its words), and the Process body (after InitBuffer) that drives them and calls
+    # the stages; None: Process runs the core's contiguous tiles through the stages
+    matmuls: tuple = ()
+    tiling_struct: str = ""
+    process: tuple | None = None
 
     def field_offsets(self) -> dict[str, tuple[int, int]]:
         """field name -> (first word, length): the struct's layout."""
@@ -565,7 +665,12 @@ def _unesc(s: str) -> str:
 
 
 def format_ref(r: Ref) -> str:
-    return r.tensor if r.offset == 0 else f"{r.tensor}[{format_expr(r.offset)}]"
+    text = r.tensor if r.offset == 0 else f"{r.tensor}[{format_expr(r.offset)}]"
+    return text if r.view is None else f"{text} as {r.view}"
+
+
+def _format_operand(o: Operand) -> str:
+    return f"{o.position} {o.format} {o.dtype.name}" + (" transposed" if o.transpose else "")
 
 
 def _value(v) -> str:
@@ -622,6 +727,23 @@ def _node_lines(node, depth: int) -> list[str]:
         return [f"{ind}put {node.tensor}[{f(node.index)}] <- {f(node.expr)}"]
     if isinstance(node, Decl):
         return [f"{ind}decl {node.tensor} = {node.queue}"]
+    if isinstance(node, Call):
+        return [f"{ind}call {node.stage}" + ("" if node.arg is None else f"({f(node.arg)})")]
+    if isinstance(node, Return):
+        return [f"{ind}return"]
+    if isinstance(node, MmSet):
+        return [f"{ind}mmset {node.mm} {node.which} <- {node.src}[{f(node.offset)}]"]
+    if isinstance(node, MmTail):
+        return [f"{ind}mmtail {node.mm} {f(node.m)} ; {f(node.n)}"]
+    if isinstance(node, MmIterate):
+        return [f"{ind}iterate {node.mm}:"] + [x for n in node.body for x in _node_lines(n, depth + 1)]
+    if isinstance(node, MmGetC):
+        return [f"{ind}getc {node.tensor} <- {node.mm}"]
+    if isinstance(node, MmEnd):
+        return [f"{ind}mmend {node.mm}"]
+    if isinstance(node, CopyNz):
+        return [f"{ind}copynz {node.tensor} <- {node.gm}[{f(node.offset)}] rows {f(node.rows)} ; cols {f(node.cols)}"
+                f" ; gm {f(node.gm_stride)}"]
     if isinstance(node, Dup):
         return [f"{ind}dup {format_ref(node.dst)} <- {_value(node.value)} count {f(node.count)}"]
     if isinstance(node, Vec):
@@ -649,6 +771,13 @@ def print_kernel(k: TileKernel) -> str:
     L += [f"queue {q.name} {q.position} depth {q.depth} {q.dtype.name} elems {format_expr(q.elems)}" for q in k.queues]
     L += [f"member {m.name}" + ("" if m.dtype is None else f" {m.dtype.name}") +
           ("" if m.init is None else f" = {format_expr(m.init)}") for m in k.members]
+    if k.tiling_struct:
+        L.append(f"tiling {k.tiling_struct}")
+    L += [f"matmul {mm.name} a {_format_operand(mm.a)} ; b {_format_operand(mm.b)} ; c {_format_operand(mm.c)}"
+          + (f" ; workspace {mm.workspace}" if mm.workspace else "") for mm in k.matmuls]
+    if k.process is not None:
+        L.append("process:")
+        L += [x for n in k.process for x in _node_lines(n, 1)]
     for st in k.stages:
         L.append(f"stage {st.name}" + (f"({st.param})" if st.param else "") + (" once" if st.once else "") + ":")
         L += [x for n in st.body for x in _node_lines(n, 1)]
@@ -662,7 +791,7 @@ _RE = {
     "note": re.compile(r'note "(.*)"$'),
     "field": re.compile(r"field (\w+)(?:\[(\d+)\])?(?: (float|int32_t))?$"),
     "gm": re.compile(r"gm (\w+) (\w+) (in|out) (\d+)$"),
-    "queue": re.compile(r"queue (\w+) (VECIN|VECOUT|VECCALC) depth (\d+) (\w+) elems (.+)$"),
+    "queue": re.compile(r"queue (\w+) (VECIN|VECOUT|VECCALC|TSCM) depth (\d+) (\w+) elems (.+)$"),
     "member": re.compile(r"member (\w+)(?: ([a-z]\w*))?(?: = (.+))?$"),
     "stage": re.compile(r"stage (\w+)(?:\((\w+)\))?( once)?:$"),
     "let": re.compile(r"(let|var) (\w+) = (.+)$"),
@@ -687,6 +816,15 @@ _RE = {
     "map": re.compile(r"map (\w+) -> (.+)$"),
     "scalar": re.compile(r"scalar (\w+) -> (\w+)$"),
     "prefill": re.compile(r"prefill (.+?) <- (\S+) count (.+)$"),
+    "call": re.compile(r"call (\w+)(?:\((.+)\))?$"),
+    "mmset": re.compile(r"mmset (\w+) (A|B) <- (\w+)\[(.+)\]$"),
+    "mmtail": re.compile(r"mmtail (\w+) (.+) ; (.+)$"),
+    "iterate": re.compile(r"iterate (\w+):$"),
+    "getc": re.compile(r"getc (\w+) <- (\w+)$"),
+    "mmend": re.compile(r"mmend (\w+)$"),
+    "copynz": re.compile(r"copynz (\w+) <- (\w+)\[(.+)\] rows (.+) ; cols (.+) ; gm (.+)$"),
+    "matmul": re.compile(r"matmul (\w+) a (.+) ; b (.+) ; c (.+?)(?: ; workspace (\w+))?$"),
+    "operand": re.compile(r"(GM|TSCM|VECIN) (ND|NZ) (\w+)( transposed)?$"),
 }
 
 
@@ -720,10 +858,18 @@ def parse_kernel(text: str) -> TileKernel:
             fail(str(exc))
 
     def ref(text_: str) -> Ref:
-        m_ = re.fullmatch(r"(\w+)(?:\[(.+)\])?", text_.strip())
+        m_ = re.fullmatch(r"(\w+)(?:\[(.+?)\])?(?: as (\w+))?", text_.strip())
         if m_ is None:
             fail(f"not a tensor reference: {text_!r}")
-        return Ref(m_.group(1), expr(m_.group(2)) if m_.group(2) else 0)
+        if m_.group(3) is not None and m_.group(3) not in VIEWS:
+            fail(f"unknown view {m_.group(3)!r}")
+        return Ref(m_.group(1), expr(m_.group(2)) if m_.group(2) else 0, m_.group(3))
+
+    def operand(text_: str) -> Operand:
+        m_ = _RE["operand"].match(text_.strip())
+        if m_ is None or m_.group(3) not in _DTYPES:
+            fail(f"not a Matmul operand: {text_!r}")
+        return Operand(m_.group(1), m_.group(2), _DTYPES[m_.group(3)], bool(m_.group(4)))
 
     def value(text_: str):
         if text_.startswith("#"):
@@ -818,6 +964,23 @@ def parse_kernel(text: str) -> TileKernel:
                 out.append(Scalar(m.group(1), _DTYPES[m.group(2)], expr(m.group(3))))
             elif m := _RE["put"].match(line):
                 out.append(Put(m.group(1), expr(m.group(2)), expr(m.group(3))))
+            elif m := _RE["call"].match(line):
+                out.append(Call(m.group(1), expr(m.group(2)) if m.group(2) else None))
+            elif line == "return":
+                out.append(Return())
+            elif m := _RE["mmset"].match(line):
+                out.append(MmSet(m.group(1), m.group(2), m.group(3), expr(m.group(4))))
+            elif m := _RE["mmtail"].match(line):
+                out.append(MmTail(m.group(1), expr(m.group(2)), expr(m.group(3))))
+            elif m := _RE["iterate"].match(line):
+                out.append(MmIterate(m.group(1), block(depth + 1)))
+            elif m := _RE["getc"].match(line):
+                out.append(MmGetC(m.group(2), m.group(1)))
+            elif m := _RE["mmend"].match(line):
+                out.append(MmEnd(m.group(1)))
+            elif m := _RE["copynz"].match(line):
+                g = m.groups()
+                out.append(CopyNz(g[0], g[1], *(expr(x) for x in g[2:])))
             else:
                 fail("not a statement")
         return tuple(out)
@@ -829,6 +992,7 @@ def parse_kernel(text: str) -> TileKernel:
     pos = 1
     note = ""
     fields, gms, queues, members, stages, words = [], [], [], [], [], ()
+    matmuls, tiling_struct, process = [], "", None
     while pos < len(lines):
         line = lines[pos]
         cur = pos
@@ -847,6 +1011,15 @@ def parse_kernel(text: str) -> TileKernel:
             pos += 1
             stages.append(Stage(m.group(1), m.group(2), block(1), bool(m.group(3))))
             continue
+        elif line.startswith("tiling "):
+            tiling_struct = line.split(" ", 1)[1]
+        elif m := _RE["matmul"].match(line):
+            matmuls.append(Matmul(m.group(1), operand(m.group(2)), operand(m.group(3)), operand(m.group(4)),
+                                  m.group(5) or ""))
+        elif line == "process:":
+            pos += 1
+            process = block(1)
+            continue
         elif line.startswith("words "):
             try:
                 words = tuple(int(w) for w in line.split()[1:])
@@ -855,7 +1028,8 @@ def parse_kernel(text: str) -> TileKernel:
         else:
             fail("not a kernel line")
         pos += 1
-    return TileKernel(name, kind, note, fields, gms, queues, members, stages, words)
+    return TileKernel(name, kind, note, fields, gms, queues, members, stages, words, tuple(matmuls), tiling_struct,
+                      process)
 
 
 # ---- figures and rules read from the kernel ---------------------------------------------------
@@ -876,7 +1050,7 @@ def ub_plan(k: TileKernel, words=None) -> list[tuple[str, str, int, int]]:
     read from the kernel the printer prints (InitBuffer allocates whole 32-byte blocks)."""
     env = member_values(k, words)
     return [(q.name, q.position, -(-evaluate(q.elems, env) * q.dtype.itemsize // 32) * 32, q.depth)
-            for q in k.queues]
+            for q in k.queues if q.position != "TSCM"]   # a TSCM buffer is in L1
 
 
 def _gets(e) -> set:
@@ -1047,10 +1221,48 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                 for _, member in node.scalars:
                     if member not in scope:
                         fail(f"step {node.label!r} reads scalar {member}, which is not a member")
+            elif isinstance(node, Call):
+                if node.stage not in stages:
+                    fail(f"call of stage {node.stage}, which the kernel does not have")
+                if (node.arg is None) != (stages[node.stage].param is None):
+                    fail(f"call of stage {node.stage} with {'no' if node.arg is None else 'an'} argument")
+                if node.arg is not None:
+                    use(node.arg, scope)
+            elif isinstance(node, (MmSet, MmTail, MmIterate, MmGetC, MmEnd)):
+                if node.mm not in mms:
+                    fail(f"{type(node).__name__} names Matmul object {node.mm}, which the kernel does not have")
+                if isinstance(node, MmSet):
+                    if node.src in gms:
+                        use(node.offset, scope)
+                    elif node.src not in tensors or queues[tensors_queue.get(node.src, "")].position != "TSCM":
+                        fail(f"SetTensor{node.which} of {node.src}: neither a GM tensor nor an L1 tensor taken "
+                             "from a TSCM queue")
+                elif isinstance(node, MmTail):
+                    use(node.m, scope), use(node.n, scope)
+                elif isinstance(node, MmIterate):
+                    walk(node.body, set(scope), set(tensors))
+                elif isinstance(node, MmGetC):
+                    ref(Ref(node.tensor), tensors)
+            elif isinstance(node, CopyNz):
+                if node.gm not in gms:
+                    fail(f"a copy names GM tensor {node.gm}, which the kernel does not take")
+                ref(Ref(node.tensor), tensors)
+                for e in (node.offset, node.rows, node.cols, node.gm_stride):
+                    use(e, scope)
+            if isinstance(node, (Alloc, DeQue, Decl)):
+                tensors_queue[node.tensor] = node.queue
 
+    stages = {st.name: st for st in k.stages}
+    mms = {mm.name: mm for mm in k.matmuls}
+    tensors_queue: dict = {}
+    for mm in k.matmuls:
+        if mm.workspace and (mm.workspace not in queues or queues[mm.workspace].position != "VECCALC"):
+            fail(f"Matmul {mm.name}'s local workspace {mm.workspace} is not a VECCALC buffer")
     for st in k.stages:
         walk(st.body, set(known) | ({st.param} if st.param else set()), set())
         _check_syncs(st.body, fail)
+    if k.process is not None:   # Process knows the core it runs on (printer_kernel declares the names)
+        walk(k.process, set(known) | set(CORE_NAMES), set())
     limit = target.max_queue_buffers_per_position
     for pos in ("VECIN", "VECOUT"):
         n = sum(q.depth for q in k.queues if q.position == pos)

@@ -1,0 +1,116 @@
+"""Cube kernels as loop-level tile kernels (lower/cube_tile.py): their text round-trips, and the
+kernel interpreter (backend_cpu/kernel_interp.py: the Matmul object's block product handed out
+tile by tile, with its bounds and queue checks) runs the parsed text like the LLVM call: plain,
+bias and residual epilogues, transposed operands, batches, scalars, per-row outputs, row
+epilogues (softmax, layer_norm), int8 operands wrapped like numpy, A's panel in L1 (NZ), on
+910B and 310P.  The printed Ascend C of the same kernels runs under simulate in
+test_ascendc_cube*.py and tools/kernel_corpus.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import fuzz_settings
+
+import fusedsl as fs
+import fusedsl.lower.cube as lower_cube
+from fusedsl.backend_cpu.kernel_interp import run_kernel
+from fusedsl.lower.kinds import kernel_ir, kernel_words
+from fusedsl.targets import get_target
+from fusedsl.tile.kernel import (MmSet, Stage, TileKernelParseError, parse_kernel, print_kernel,
+                                 verify_kernel)
+from fusedsl.tile.verify import TileVerifyError
+
+# name -> (function, shapes of (x, w, r) as functions of (m, k, n))
+PROGRAMS = {
+    "bias_leaky": (lambda x, w, r: fs.leaky_relu(x @ w + r, 0.1), lambda m, k, n: [(m, k), (k, n), (n,)]),
+    "residual": (lambda x, w, r: fs.sigmoid(x @ w) * r, lambda m, k, n: [(m, k), (k, n), (m, n)]),
+    "transposed": (lambda x, w, r: fs.transpose(x) @ fs.transpose(w) - r, lambda m, k, n: [(k, m), (n, k), (1,)]),
+    "batched": (lambda x, w, r: fs.relu(x @ w) + r, lambda m, k, n: [(2, m, k), (2, k, n), (n,)]),
+    "rowsum": (lambda x, w, r: (fs.exp(x @ w), fs.sum(x @ w, axis=-1)), lambda m, k, n: [(m, k), (k, n), (1,)]),
+    "softmax": (lambda x, w, r: fs.softmax(x @ w + r), lambda m, k, n: [(m, k), (k, n), (n,)]),
+    "layer_norm": (lambda x, w, r: fs.layer_norm(x @ w, r), lambda m, k, n: [(m, k), (k, n), (n,)]),
+}
+
+
+def _interpret(comp, args, names=("x", "w", "r")):
+    """Run the compiled program's cube kernel from its printed TileKernel text."""
+    (plan,) = [p for p in comp.kernels if p.kernel_kind == "cube"]
+    text = print_kernel(kernel_ir(plan.lowered))
+    kernel = parse_kernel(text)
+    assert print_kernel(kernel) == text
+    want = comp(*args)
+    wants = want if isinstance(want, tuple) else (want,)
+    outs = [np.zeros(np.shape(w), np.asarray(w).dtype) for w in wants]
+    by_name = dict(zip(names, args))
+    inputs = [by_name[p.value.name] for p in plan.function.params]
+    run_kernel(kernel, inputs, outs, kernel_words(plan.lowered, plan.tiling))
+    return outs, wants, text
+
+
+@fuzz_settings(scale=0.05)
+@given(name=st.sampled_from(sorted(PROGRAMS)), m=st.integers(1, 70), k=st.integers(1, 40), n=st.integers(1, 90),
+       dtype=st.sampled_from(["float32", "float16"]), target=st.sampled_from(["ascend910b", "ascend310p"]))
+def test_generated_cube_kernels_interpret_like_the_call(name, m, k, n, dtype, target):
+    if dtype == "float32" and target == "ascend310p":
+        dtype = "float16"   # 310P's Matmul has no float32 x float32 form
+    f, shapes = PROGRAMS[name]
+    g = np.random.default_rng(m * 10000 + k * 100 + n)
+    args = [(g.standard_normal(s) * 0.5).astype(dtype) for s in shapes(m, k, n)]
+    comp = fs.fused_kernel(f, target=target).compile(*args)
+    outs, wants, _ = _interpret(comp, args)
+    tol = 2e-3 if dtype == "float32" else 2e-2
+    for got, want in zip(outs, wants):
+        np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("layout", [(1, True), (2, True)])
+def test_a_panel_in_l1_and_several_cores(layout, monkeypatch):
+    """Each core's A panel in L1 (a TSCM queue, copied in NZ), one or two Matmul objects per AI
+    core (the layouts lower/cube.py may choose; restricted here so a small shape takes them)."""
+    monkeypatch.setattr(lower_cube, "LAYOUTS", (layout,))
+    g = np.random.default_rng(3)
+    x = (g.standard_normal((70, 40)) * 0.1).astype(np.float16)
+    w = (g.standard_normal((40, 300)) * 0.1).astype(np.float16)
+    comp = fs.fused_kernel(lambda x, w: fs.relu(x @ w), target="ascend910b").compile(x, w)
+    assert comp.kernels[0].lowered.tiling_fields.objects_per_core == layout[0]
+    outs, wants, text = _interpret(comp, [x, w], ("x", "w"))
+    assert "queue a_l1 TSCM" in text and "copynz aL1 <- x[offA]" in text and "mmset mm A <- aL1[0]" in text
+    np.testing.assert_allclose(outs[0].astype(np.float32), wants[0].astype(np.float32), rtol=2e-2, atol=2e-2)
+
+
+def test_int8_products_wrap_like_numpy():
+    """int32 C wrapped to int8 (And on 16-bit lanes), and an int8 add after it wrapped in half."""
+    g = np.random.default_rng(5)
+    x, w, r = (g.integers(-100, 100, s).astype(np.int8) for s in [(33, 19), (19, 30), (33, 30)])
+    for f in (lambda x, w, r: x @ w, lambda x, w, r: x @ w + r):
+        comp = fs.fused_kernel(f, target="ascend910b").compile(x, w, r)
+        outs, wants, text = _interpret(comp, [x, w, r])
+        assert " as int16" in text
+        np.testing.assert_array_equal(outs[0], wants[0])
+
+
+def _kernel(text_fn=None):
+    x = np.ones((20, 8), np.float32)
+    w = np.ones((8, 24), np.float32)
+    comp = fs.fused_kernel(lambda x, w: fs.relu(x @ w), target="ascend910b").compile(x, w)
+    (plan,) = comp.kernels
+    return kernel_ir(plan.lowered)
+
+
+def test_verifier_refuses_a_broken_cube_kernel():
+    k = _kernel()
+    t = get_target("ascend910b")
+    verify_kernel(k, t)
+    process = tuple(MmSet("mm", "A", "nowhere") if isinstance(n, MmSet) and n.which == "A" else n for n in k.process)
+    bad = type(k)(**{**vars(k), "process": process})
+    with pytest.raises(TileVerifyError, match="SetTensorA of nowhere: neither a GM tensor nor an L1 tensor"):
+        verify_kernel(bad, t)
+    stages = [st for st in k.stages if st.name != "CopyOut"] + [Stage("Other", None, ())]
+    with pytest.raises(TileVerifyError, match="call of stage CopyOut, which the kernel does not have"):
+        verify_kernel(type(k)(**{**vars(k), "stages": stages}), t)
+    text = print_kernel(k).replace("; c VECIN ND float32", "; c L0C ND float32")
+    with pytest.raises(TileKernelParseError, match="not a Matmul operand"):
+        parse_kernel(text)
