@@ -1,10 +1,13 @@
-"""Compile and print time of row kernels (the row kind's lowering to Ascend C): the row
-programs of tools/kernel_corpus.py (softmax, norms, lone reductions, per-row / one-value /
-shared-row parameters; 12 programs) at [40, 300] (single-read plan) and [2, 70000] (multi-pass)
-in float32 and float16 on ascend910b, compiled and printed in one process; CPU time, median of
-the last 4 of 5 rounds.  Run it at two commits and compare (the machine is shared: interleave).
+"""Compile and print time of one kernel kind's programs (its lowering to Ascend C), from
+tools/kernel_corpus.py on ascend910b, compiled and printed in one process; CPU time, median of the
+last 4 of 5 rounds.  Run it at two commits and compare (the machine is shared: interleave).
 
-    PYTHONPATH=$PWD python benchmarks/row_compile_time.py
+- row (default): softmax, norms, lone reductions, per-row / one-value / shared-row parameters
+  (12 programs) at [40, 300] (single-read plan) and [2, 70000] (multi-pass), float32 and float16;
+- cube / conv: every ascend910b configuration of the kind that compiles (one per program, shape
+  and dtype).
+
+    PYTHONPATH=$PWD python benchmarks/row_compile_time.py [row|cube|conv]
 """
 import os
 import statistics
@@ -18,18 +21,25 @@ import fusedsl as fs  # noqa: E402
 import kernel_corpus  # noqa: E402
 
 
-def cases():
+def cases(kind: str):
     seen = set()
-    for key, fn, specs, target in kernel_corpus.configs("row"):
+    for key, fn, specs, target in kernel_corpus.configs(kind):
         shape = specs[0][0]
-        if target != "ascend910b" or shape not in ((40, 300), (2, 70000)) or (key, shape, specs[0][1]) in seen:
+        if target != "ascend910b" or (kind == "row" and shape not in ((40, 300), (2, 70000))) or \
+                (key, shape, specs[0][1]) in seen:
             continue
         seen.add((key, shape, specs[0][1]))
-        yield fn, [np.ones(s[0], s[1]) for s in specs]
+        args = [np.ones(s[0], s[1]) for s in specs]
+        try:
+            fs.fused_kernel(fn, target="ascend910b").compile(*args).source
+        except fs.FusedslError:
+            continue   # a configuration the kind does not print (its error is the corpus's business)
+        yield fn, args
 
 
 def main():
-    work = list(cases())
+    kind = sys.argv[1] if len(sys.argv) > 1 else "row"
+    work = list(cases(kind))
     compile_t, print_t = [], []
     for _ in range(5):
         c = p = 0.0
@@ -42,7 +52,7 @@ def main():
             c, p = c + t1 - t0, p + t2 - t1
         compile_t.append(c)
         print_t.append(p)
-    print(f"{len(work)} row programs: compile {statistics.median(compile_t[1:]):.3f} s, "
+    print(f"{len(work)} {kind} programs: compile {statistics.median(compile_t[1:]):.3f} s, "
           f"Ascend C text {statistics.median(print_t[1:]) * 1e3:.1f} ms (CPU, median of the last 4 of 5)")
 
 

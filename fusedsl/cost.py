@@ -428,7 +428,7 @@ def cube_schedule_reads(schedule) -> tuple[int, int, int, int]:
             tail = min(t.single_core_n, g.pix - n0)
             a += g.images * w_bytes * -(-tail // t.base_n)
             read += g.crs * tail * it * tiles_m             # the cube reads the core's pixels
-            for pix0 in range(n0, n0 + tail, g.chunk):      # a Gather per chunk (printer_conv.BuildPanel)
+            for pix0 in range(n0, n0 + tail, g.chunk):      # a Gather per chunk (conv_tile: BuildPanel)
                 width = min(g.chunk, n0 + tail - pix0)
                 written += g.crs * g.chunk * it             # whole chunks of R*S panel rows
                 lo = (pix0 // g.Q) * g.sh - g.ph

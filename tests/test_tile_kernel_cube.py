@@ -16,6 +16,7 @@ from conftest import fuzz_settings
 
 import fusedsl as fs
 import fusedsl.lower.cube as lower_cube
+import fusedsl.reference as reference
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
@@ -92,6 +93,23 @@ def test_int8_products_wrap_like_numpy():
         np.testing.assert_array_equal(outs[0], wants[0])
 
 
+def _kernel_inputs(comp, plan, args, monkeypatch) -> list:
+    """The kernel's own arguments (the weights reshaped, ...): what the reference interpreter
+    passes to its function when it runs the program."""
+    seen = []
+    run = reference.run_function
+
+    def spy(module, fn, fn_args):
+        if fn.name == plan.function.name:
+            seen.append(list(fn_args))
+        return run(module, fn, fn_args)
+
+    monkeypatch.setattr(reference, "run_function", spy)
+    reference.run_module(comp.module, args)
+    (inputs,) = seen
+    return inputs
+
+
 def _kernel(text_fn=None):
     x = np.ones((20, 8), np.float32)
     w = np.ones((8, 24), np.float32)
@@ -114,3 +132,29 @@ def test_verifier_refuses_a_broken_cube_kernel():
     text = print_kernel(k).replace("; c VECIN ND float32", "; c L0C ND float32")
     with pytest.raises(TileKernelParseError, match="not a Matmul operand"):
         parse_kernel(text)
+
+
+@pytest.mark.parametrize("target,dtype", [("ascend910b", "float32"), ("ascend310p", "float16"), ("ascend910b", "int8")])
+def test_conv_kernels_interpret_like_the_call(target, dtype, monkeypatch):
+    """conv2d's tile kernel (lower/conv_tile.py): the im2col panel in the workspace (a "work" GM
+    tensor), the offset table from the scalar unit, the Gather (through half for int8), then the
+    Matmul and a per-channel bias; stride, padding taps and a tail chunk."""
+    g = np.random.default_rng(11)
+    if dtype == "int8":
+        x, w = g.integers(-50, 50, (2, 3, 11, 9)).astype(np.int8), g.integers(-4, 4, (5, 3, 3, 3)).astype(np.int8)
+        b = np.zeros(5, np.int8)
+        f = lambda x, w, b: fs.conv2d(x, w, padding=1)   # noqa: E731
+    else:
+        x, w = g.standard_normal((2, 3, 11, 9)).astype(dtype), g.standard_normal((5, 3, 3, 3)).astype(dtype)
+        b = g.standard_normal(5).astype(dtype)
+        f = lambda x, w, b: fs.relu(fs.conv2d(x, w, b, stride=2, padding=1))   # noqa: E731
+    comp = fs.fused_kernel(f, target=target).compile(x, w, b)
+    (plan,) = [p for p in comp.kernels if p.kernel_kind == "conv"]
+    text = print_kernel(kernel_ir(plan.lowered))
+    kernel = parse_kernel(text)
+    assert print_kernel(kernel) == text and "gm panel" in text and "vec Gather" in text
+    want = comp(x, w, b)
+    out = np.zeros(want.shape, want.dtype)
+    run_kernel(kernel, _kernel_inputs(comp, plan, [x, w, b], monkeypatch), [out], kernel_words(plan.lowered, plan.tiling))
+    tol = 1e-4 if dtype == "float32" else 2e-2
+    np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)

@@ -159,6 +159,15 @@ def _conv_configs():
     shapes = [((1, 3, 9, 9), (4, 3, 3, 3)), ((2, 8, 12, 10), (16, 8, 3, 3)), ((1, 16, 7, 7), (8, 16, 1, 1))]
     for (name, f), (sx, sw), dtype, target in product(progs.items(), shapes, ["float32", "float16"], TARGETS):
         yield (f"conv/{name}", f, [(sx, dtype), (sw, dtype), ((sw[0],), dtype)], target)
+    # bigger images and taps (several cores, chunks and padding taps), a residual-free chain, int8
+    more = {"conv5_s2_gelu": lambda x, w, b: fs.gelu(fs.conv2d(x, w, b, stride=2, padding=2)),
+            "conv_sub_scale": lambda x, w, b: (fs.conv2d(x, w, padding=1) - 0.5) * 2.0}
+    shapes2 = [((2, 4, 23, 19), (8, 4, 5, 5)), ((1, 32, 20, 20), (32, 32, 3, 3))]
+    for (name, f), (sx, sw), dtype, target in product(more.items(), shapes2, ["float32", "float16"], TARGETS):
+        yield (f"conv/{name}", f, [(sx, dtype), (sw, dtype), ((sw[0],), dtype)], target)
+    for (sx, sw), target in product(shapes[:2], TARGETS):
+        yield ("conv/conv_int8", lambda x, w, b: fs.conv2d(x, w, padding=1), [(sx, "int8"), (sw, "int8"), ((sw[0],), "int8")],
+               target)
 
 
 def _transposed(perm):

@@ -3,7 +3,7 @@ bytes, the extern "C" entry, the CPU run's hooks, the device helpers and the pri
 tile statement.
 
 A kind's printer (printer_kernel.py for every kind lowered to the loop-level tile IR;
-printer_conv.py, printer_attention.py for the two kinds not lowered to it yet) subclasses `KernelFrame` and supplies what differs between kinds: its
+printer_attention.py for the attention kind, not lowered to it yet) subclasses `KernelFrame` and supplies what differs between kinds: its
 heading, tiling struct, host tiling and kernel class.  Every kernel is launched the same way
 (the tiling struct copied word by word from GM, one op object, Init, Process); a kernel that
 uses the cube (the Matmul API) passes its Matmul objects to `entry`, which makes it a MIX

@@ -1,8 +1,7 @@
-"""The host tiling of a cube kernel (a Matmul object's TCubeTiling): the words fusedsl computed
+"""The host tiling of a cube or conv kernel (a Matmul object's TCubeTiling): the words fusedsl computed
 (lower/cube.py cube_tiling), and beside them how CANN's tiling API produces a tiling of the same
 shape (the kernel-launch samples' GenerateTiling), for an operator developer who moves the
-kernel into a CANN op project.  Printed by printer_kernel.py for the cube kind and by
-printer_conv.py."""
+kernel into a CANN op project.  Printed by printer_kernel.py for the cube and conv kinds."""
 from __future__ import annotations
 
 from ..lower.cube import TCUBE_FIELDS
@@ -20,7 +19,13 @@ def cube_host_tiling(s, target, name: str, tiling_type: str, runtime_scalars: bo
     sets = "\n".join(f"    t->{f} = {words[f]};" for f in TCUBE_FIELDS if words[f])
     a, b = s.mm.operands
     fn = camel(name)
-    return f"""#include "tiling/tiling_api.h"
+    head = ""
+    g = getattr(s, "conv", None)
+    if g is not None:   # a conv kernel: each core's Matmul multiplies the weights by its im2col panel
+        head = (f"// {name}: conv2d {g.images}x{g.C}x{g.H}x{g.W} * {g.K}x{g.C}x{g.R}x{g.S}, stride {g.sh}x{g.sw}, "
+                f"padding {g.ph}x{g.pw}: each core's Matmul multiplies W[{g.K}, {g.crs}] by its im2col panel "
+                f"[{g.crs}, {g.panel_n}]\n")
+    return head + f"""#include "tiling/tiling_api.h"
 // Host tiling for {name} on {target.name}: the TCubeTiling fusedsl computed (lower/cube.py):
 // base block {t.base_m} x {t.base_n} x {t.base_k} within L0C {t.l0c_bytes} B, L0A {t.l0a_bytes} B,
 // L0B {t.l0b_bytes} B, L1 {t.l1_bytes} B, and the epilogue's C tile in UB.

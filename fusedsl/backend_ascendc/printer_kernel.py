@@ -174,6 +174,8 @@ class NodePrinting:
             dst, srcs, n = self._ref(node.dst), [self._ref(r) for r in node.srcs], self._x(node.count)
             if node.api == "Cast":
                 call = f"AscendC::Cast({dst}, {srcs[0]}, AscendC::RoundMode::{node.mode}, {n});"
+            elif node.api == "Gather":   # dst[i] = the element at byte offset srcs[1][i] of srcs[0]
+                call = f"AscendC::Gather({dst}, {srcs[0]}, {srcs[1]}, 0u, {n});"
             elif node.api.startswith("WholeReduce"):   # one repeat of `n` lanes to one value
                 return [f"{pad}AscendC::{node.api}<float>({dst}, {srcs[0]}, {n}, 1, 1, 1, 8);"]
             elif node.api.startswith("ReduceRepeat"):   # the CANN >= 9.1 spelling (ASCENDC.md 2.6)
@@ -284,7 +286,8 @@ class KernelPrinter(NodePrinting, KernelFrame):
         self.symbols = list(getattr(sched, "symbols", []))   # host tiling's sizes[i], when symbolic
         self.k: TileKernel = kernel_ir(sched)
         self.queue = {q.name: q for q in self.k.queues}
-        self.gm_name = {g.name: (cnames.param(g.name) if g.role == "in" else f"y{g.index}") for g in self.k.gms}
+        self.gm_name = {g.name: {"in": cnames.param(g.name), "out": f"y{g.index}"}.get(g.role, g.name)
+                        for g in self.k.gms}
         self.gm = {g.name: g for g in self.k.gms}
         self.scopes: list[dict] = []     # tensor -> its queue, per open block (the walk's scopes)
         self.matmul = {mm.name: mm for mm in self.k.matmuls}
@@ -361,6 +364,11 @@ class KernelPrinter(NodePrinting, KernelFrame):
                               k.tiling_struct)]
         L += [f"        gm_{self.gm_name[g.name]}.SetGlobalBuffer((__gm__ {g.dtype.ascendc}*){self.gm_name[g.name]});"
               for g in ins]
+        work = [g for g in k.gms if g.role == "work"]
+        L += [f"        // this core's {g.name}: its slice of the user workspace (after the Matmul API's system part)\n"
+              f"        gm_{g.name}.SetGlobalBuffer(reinterpret_cast<__gm__ {g.dtype.ascendc}*>("
+              f"AscendC::GetUserWorkspace(workspace) + AscendC::GetBlockIdx() * {g.index}u), {g.index // g.dtype.itemsize}u);"
+              for g in work]
         L += [f"        {m.name} = {self._member_init(m)};" for m in k.members if m.init is not None and m not in late]
         L += ["        AscendC::SetSysWorkspace(workspace);", "    }", "",
               "    // After REGIST_MATMUL_OBJ: the UB plan, then the core's block tile by tile.",
@@ -399,7 +407,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
                 L.append(f"    AscendC::TSCM<AscendC::TPosition::GM, {q.depth}> {q.name};")
             else:
                 L.append(f"    AscendC::TQue<AscendC::QuePosition::{q.position}, 1> {q.name};")
-        L += [f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{self.gm_name[g.name]};" for g in ins]
+        L += [f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{self.gm_name[g.name]};" for g in ins + work]
         words = [m for m in k.members if m.dtype is None]
         if words:
             L.append("    uint32_t " + ", ".join(f"{m.name} = 0" for m in words) + ";")

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from .frame import KernelFrame
 from .printer_attention import AttentionPrinter
-from .printer_conv import ConvPrinter
 from .printer_cube_group import CubeGroupPrinter
 from .printer_kernel import KernelPrinter
 
 
 PRINTERS = {
     "vector": KernelPrinter,  # elementwise and view kernels: their loop-level tile IR (lower/vector_tile.py)
-    "conv": ConvPrinter,      # im2col per core and image, then the Matmul API
+    "conv": KernelPrinter,    # im2col per core and image, then the Matmul API (lower/conv_tile.py)
     "cube": KernelPrinter,    # the Matmul API with the epilogue on each C tile in UB (lower/cube_tile.py)
     "cube_group": CubeGroupPrinter,   # several matmuls of the same A, in turn, in one launch
     "row": KernelPrinter,     # tiles of whole rows, or passes over chunks of a long row (lower/row_tile.py)

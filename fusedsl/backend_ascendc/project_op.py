@@ -10,7 +10,7 @@
 The kernel class is the printer's, made generic over the tiling type so that op_kernel never
 names it (CANN hands the kernel its op's tiling type through GET_TILING_DATA).
 
-A cube kernel (Matmul API: lower/cube_tile.py / printer_conv.py) follows CANN's MatmulLeakyRelu
+A cube kernel (Matmul API: lower/cube_tile.py / conv_tile.py) follows CANN's MatmulLeakyRelu
 op: its tiling data carries the TCubeTiling as a struct field
 (`TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData)`, then its runtime scalars), the
 TilingFunc fills it from the printed host tiling (the function `simulate` checks, so the op

@@ -248,6 +248,16 @@ class _Block:
             value = node.value if isinstance(node.value, (float, bool)) else self.ev(node.value)
             with np.errstate(all="ignore"):
                 dst[...] = np.asarray(value).astype(dst.dtype)
+        elif isinstance(node, Vec) and node.api == "Gather":
+            n = self.ev(node.count)
+            dst, src = self.span(node, node.dst, n), self.tensor(node, node.srcs[0].tensor)
+            offs = self.span(node, node.srcs[1], n).astype(np.int64)
+            if n and (offs % src.itemsize).any():
+                self.fail(node, "a Gather offset is not a multiple of the element size")
+            idx = offs // src.itemsize + self.ev(node.srcs[0].offset)
+            if n and idx.max() >= src.size:
+                self.fail(node, f"a Gather offset reads element {idx.max()} of UB {node.srcs[0].tensor} of {src.size}")
+            dst[...] = src[idx]
         elif isinstance(node, Vec):
             n = self.ev(node.count)
             reduce = node.api.startswith(("WholeReduce", "ReduceRepeat"))
@@ -370,6 +380,9 @@ def _members(k: TileKernel, env: dict) -> None:
 def _run_cube(k: TileKernel, env0: dict, gm: dict) -> None:
     for b in range(env0["t.usedCoreNum"]):
         env = dict(env0, block=b, subblock=0, ratio=1)
+        for g in k.gms:   # this core's slice of the workspace
+            if g.role == "work":
+                gm[g.name] = np.zeros(g.index // g.dtype.itemsize, g.dtype.np)
         _members(k, env)
         blk = _Block(k, env, gm)
         blk.stage = "Process"

@@ -98,7 +98,7 @@ def im2col_ub_bytes(chunk: int, rows_cap: int, w: int, rs: int, itemsize: int, v
 
 @dataclass
 class ConvSchedule(CubeSchedule):
-    """A conv2d through the Matmul API, im2col per core and image (printer_conv.ConvPrinter)."""
+    """A conv2d through the Matmul API, im2col per core and image (lower/conv_tile.py)."""
 
     conv: ConvGeometry = None
     rule_figures = None   # (cores, modelled us, GM bytes) of the 16 KiB-per-core rule, for comparison
@@ -111,19 +111,6 @@ class ConvSchedule(CubeSchedule):
     def workspace_bytes(self) -> int:
         """The Matmul API's system workspace, then one im2col panel per core."""
         return super().workspace_bytes + self.used_cores * self.conv.panel_bytes
-
-    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
-        g = self.conv
-        rs = g.R * g.S
-        plan = super().ub_plan(tiling)
-        plan += [("b_offs", "VECCALC", rs * g.chunk * 4, 1),
-                 ("q_panel", "VECOUT", rs * g.chunk * g.itemsize, 2),
-                 ("q_xrows", "VECIN", g.x_elems * g.itemsize, 2)]
-        if g.via_half:
-            plan += [("b_xh", "VECCALC", g.x_elems * 2, 1), ("b_panh", "VECCALC", rs * g.chunk * 2, 1)]
-        plan += [(f"b_{p.name}", "VECCALC", _up(self.tiling_fields.base_m * p.dtype.itemsize, 32), 1)
-                 for p in self.params if p.kind == "rowvec"]
-        return plan
 
 
 def _param_kind(shape: tuple, out_shape: tuple) -> str | None:

@@ -447,20 +447,6 @@ class CubeSchedule:
         return CubeLaunch(self.words, cube_block_dim(t.used_core_num, target, t.objects_per_core), 1, t.base_m,
                           t.base_n, tiles)
 
-    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
-        t = self.tiling_fields
-        tile = t.base_m * t.base_n
-
-        def padded(d):   # a tile with rows padded to 32 bytes, as the printer allocates it
-            return t.base_m * _up(t.base_n, 32 // d.itemsize) * d.itemsize
-        plan = [("q_c", "VECIN", tile * 4, 1)]
-        plan += [(f"q_{p.name}", "VECIN", padded(p.dtype), 1) for p in self.params
-                 if p.kind in ("full", "fullshared")]
-        plan += [(f"q_y{i}", "VECOUT", padded(v.dtype), 1) for i, v in enumerate(self.fn.results)]
-        if not self.target.separated:
-            plan.append(("b_mmws", "VECCALC", tile * 4, 1))
-        return plan
-
 
 def cube_block_dim(used_core_num: int, target: Target, per_core: int | None = None) -> int:
     """The blockDim a cube kernel launches with: 910B's AI cores each drive two vector cores

@@ -89,11 +89,6 @@ class CubeGroupSchedule:
         return CubeLaunch(self.words, max(x.block_dim for x in launches), sum(x.total_tiles for x in launches),
                           first.tile_rows, first.C, sum(x.tiles_per_core for x in launches))
 
-    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
-        """The largest part's plan: the UB is reset between parts."""
-        plans = [p.ub_plan(p.tiling({}, self.target)) for p in self.parts]
-        return max(plans, key=lambda plan: sum(b * n for _, _, b, n in plan))
-
     def pack_words(self) -> bytes:
         return struct.pack(f"<{len(self.words)}i", *self.words)
 

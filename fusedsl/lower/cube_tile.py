@@ -106,38 +106,55 @@ class _CubeLowering:
         members += [Member(f"v{p.index}", f"t.s{p.index}", compute_dtype(p.dtype))
                     for p in s.params if p.kind == "runtime_scalar"]
         stages = [self.tile_shape(), self.copy_in(), compute, self.copy_out()]
-        k = TileKernel(s.fn.name, "cube", s.plan_note, fields, gms, queues, members, stages, tuple(s.words),
-                       (mm,), "TCubeTiling", self.process(a, b, ta, tb, a_l1))
-        return k
+        process = self.process(a, b, ta, tb, a_l1)
+        gms, queues, members, stages = self.extend(gms, queues, members, stages)
+        return TileKernel(s.fn.name, self.KIND, s.plan_note, fields, gms, queues, members, stages, tuple(s.words),
+                          (mm,), "TCubeTiling", process)
+
+    KIND = "cube"
+
+    def extend(self, gms, queues, members, stages):
+        """A kind built on this one adds its GM tensors, buffers, members and stages."""
+        return gms, queues, members, stages
+
+    # the result's rows and columns (the Matmul's M and N), its GM row stride and the elements of
+    # one batch matrix in a tensor of its shape (a conv kernel addresses NCHW images instead)
+    M, N, ld, batch_elems = "t.M", "t.N", "t.N", ("*", "t.M", "t.N")
+
+    def offsets(self, ta: bool, tb: bool) -> list:
+        """A's and B's offsets of the core's block (m0, n0 set)."""
+        # A is [M, K] (or [K, M] read transposed), B is [K, N] (or [N, K] read transposed)
+        return [Set("offA", "m0" if ta else ("*", "m0", "t.Ka")), Set("offB", ("*", "n0", "t.Kb") if tb else "n0")]
+
+    def operands(self, a, b, a_l1: bool) -> list:
+        """Inside the batch loop: give the Matmul this core's A and B."""
+        s = self.s
+        aname, bname = self.param_of(a).name, self.param_of(b).name
+        L: list = []
+        if a_l1:   # one batch matrix (lower.cube): the core's A panel once into L1, NZ
+            L += [Alloc("aL1", "a_l1"), CopyNz("aL1", aname, "offA", "tailM", "t.Ka", "t.Ka"),
+                  EnQue("a_l1", "aL1"), DeQue("aL1", "a_l1"), MmSet("mm", "A", "aL1")]
+        else:
+            L.append(MmSet("mm", "A", aname, add(("*", ("*", "batch", "t.M"), "t.Ka") if s.batch_a else 0, "offA")))
+        return L + [MmSet("mm", "B", bname, add(("*", ("*", "batch", "t.Kb"), "t.N") if s.batch_b else 0, "offB"))]
 
     def process(self, a, b, ta: bool, tb: bool, a_l1: bool) -> tuple:
         """The core's block, then per batch matrix its operands and the Iterate loop."""
         s, t = self.s, self.s.tiling_fields
         one_per_core = self.t.separated and t.objects_per_core == 1
-        aname, bname = self.param_of(a).name, self.param_of(b).name
         L: list = [Let("cube", ("/", "block", "ratio") if one_per_core else "block"),
-                   Let("mBlocks", ("/", ("+", "t.M", ("-", "t.singleCoreM", 1)), "t.singleCoreM")),
-                   Let("nBlocks", ("/", ("+", "t.N", ("-", "t.singleCoreN", 1)), "t.singleCoreN"))]
+                   Let("mBlocks", ("/", ("+", self.M, ("-", "t.singleCoreM", 1)), "t.singleCoreM")),
+                   Let("nBlocks", ("/", ("+", self.N, ("-", "t.singleCoreN", 1)), "t.singleCoreN"))]
         idle = (">=", "cube", ("*", "mBlocks", "nBlocks"))
         if one_per_core:   # one Matmul object per AI core: its first vector instance drives it
             idle = ("||", ("!=", "subblock", 0), idle)
         L += [If(idle, (Return(),)),
               Set("m0", ("*", ("%", "cube", "mBlocks"), "t.singleCoreM")),
               Set("n0", ("*", ("/", "cube", "mBlocks"), "t.singleCoreN")),
-              # A is [M, K] (or [K, M] read transposed), B is [K, N] (or [N, K] read transposed)
-              Set("offA", "m0" if ta else ("*", "m0", "t.Ka")),
-              Set("offB", ("*", "n0", "t.Kb") if tb else "n0"),
-              Set("tailM", ("min", "t.singleCoreM", ("-", "t.M", "m0"))),
-              Set("tailN", ("min", "t.singleCoreN", ("-", "t.N", "n0")))]
-        per_batch: list = []
-        b_off = add(("*", ("*", "batch", "t.Kb"), "t.N") if s.batch_b else 0, "offB")
-        if a_l1:   # one batch matrix (lower.cube): the core's A panel once into L1, NZ
-            per_batch += [Alloc("aL1", "a_l1"), CopyNz("aL1", aname, "offA", "tailM", "t.Ka", "t.Ka"),
-                          EnQue("a_l1", "aL1"), DeQue("aL1", "a_l1"), MmSet("mm", "A", "aL1")]
-        else:
-            per_batch.append(MmSet("mm", "A", aname, add(("*", ("*", "batch", "t.M"), "t.Ka") if s.batch_a else 0,
-                                                       "offA")))
-        per_batch.append(MmSet("mm", "B", bname, b_off))
+              *self.offsets(ta, tb),
+              Set("tailM", ("min", "t.singleCoreM", ("-", self.M, "m0"))),
+              Set("tailN", ("min", "t.singleCoreN", ("-", self.N, "n0")))]
+        per_batch = self.operands(a, b, a_l1)
         per_batch += [If(("||", ("!=", "tailM", "t.singleCoreM"), ("!=", "tailN", "t.singleCoreN")),
                          (MmTail("mm", "tailM", "tailN"),)),
                       Var("count", 0),
@@ -167,8 +184,7 @@ class _CubeLowering:
 
     def boff(self, kind: str):
         """GM offset of the current batch matrix in a tensor of the result's shape."""
-        s = self.s
-        return ("*", ("*", "batch", "t.M"), "t.N") if s.batch > 1 and kind == "full" else 0
+        return ("*", "batch", self.batch_elems) if self.s.batch > 1 and kind == "full" else 0
 
     def copy_in(self) -> Stage:
         s = self.s
@@ -176,8 +192,8 @@ class _CubeLowering:
         for p in self.full:
             tg = self.tag[p.index]
             L += [Alloc(f"in{tg}", f"q_in{tg}"),
-                  CopyIn(f"in{tg}", p.name, add(self.boff(p.kind), ("*", "row0", "t.N"), "col0"), "curM", "curN",
-                         "t.N", _ld("curN", p.dtype)),
+                  CopyIn(f"in{tg}", p.name, add(self.boff(p.kind), ("*", "row0", self.ld), "col0"), "curM", "curN",
+                         self.ld, _ld("curN", p.dtype)),
                   EnQue(f"q_in{tg}", f"in{tg}")]
         side = [p for p in s.params if p.kind in ("colvec", "rowvec")]
         if side:
@@ -200,8 +216,8 @@ class _CubeLowering:
             if i in s.per_row_outputs:   # the tile's curM values (whole rows of one matrix: col0 is 0)
                 L.append(CopyOut(self.outs[i], "row0", f"out_y{i}", 1, "curM", "curM", "curM"))
             else:
-                L.append(CopyOut(self.outs[i], add(self.boff("full"), ("*", "row0", "t.N"), "col0"), f"out_y{i}",
-                                 "curM", "curN", "t.N", _ld("curN", v.dtype)))
+                L.append(CopyOut(self.outs[i], add(self.boff("full"), ("*", "row0", self.ld), "col0"), f"out_y{i}",
+                                 "curM", "curN", self.ld, _ld("curN", v.dtype)))
             L.append(Free(f"q_y{i}", f"out_y{i}"))
         return Stage("CopyOut", None, tuple(L))
 

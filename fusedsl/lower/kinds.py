@@ -26,6 +26,7 @@ from .row import RowSchedule, is_row_kernel, schedule_row_kernel
 from .transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
                                   schedule_transpose_kernel, transpose_tile_kernel)
 from .column_tile import column_tile_kernel
+from .conv_tile import conv_tile_kernel
 from .cube_tile import cube_tile_kernel
 from .row_tile import row_tile_kernel
 from .vector_tile import tiling_words as vector_tiling_words
@@ -89,19 +90,22 @@ KINDS: list[Kind] = [
          lambda fn, t, o, snaps: schedule_vector_kernel(fn, t, o.ub_headroom, snapshots=snaps),
          (VectorSchedule,), tiling=compute_tiling,
          ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched), kernel_words(sched, tiling))),
-    # im2col inside the kernel, then the Matmul API (printer_conv)
+    # im2col inside the kernel, then the Matmul API (lower/conv_tile.py)
     Kind("conv", lambda fn, group: _cube_group(fn, group) and any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_conv_kernel(fn, t, o.ub_headroom, o.l1_headroom),
-         (ConvSchedule,), (ScheduleError, TargetError)),
+         (ConvSchedule,), (ScheduleError, TargetError), ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
     # several matmuls of the same A, each with its epilogue, run in turn (printer_cube_group)
     Kind("cube_group", lambda fn, group: _cube_group(fn, group) and sum(op.name == "matmul" for op in fn.ops) > 1
          and not any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_cube_group(fn, t, o.ub_headroom, o.l1_headroom),
-         (CubeGroupSchedule,), (ScheduleError, TargetError)),
+         (CubeGroupSchedule,), (ScheduleError, TargetError),
+         # the largest part's plan: the UB is reset between parts
+         ub_plan=lambda sched, tiling: max((kernel_ub_plan(kernel_ir(p)) for p in sched.parts),
+                                           key=lambda plan: sum(b * n for _, _, b, n in plan))),
     # a matmul with its elementwise or row epilogue (lower/cube_tile.py)
     Kind("cube", _cube_group,
          lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom, memo=o.tiling_memo),
-         (CubeSchedule,), (ScheduleError, TargetError)),
+         (CubeSchedule,), (ScheduleError, TargetError), ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
     # last-axis reductions and the ops around them (lower/row_tile.py)
     Kind("row", lambda fn, group: group in ("row", "single") and is_row_kernel(fn),
          lambda fn, t, o, snaps: schedule_row_kernel(fn, t, o.ub_headroom), (RowSchedule,),
@@ -182,7 +186,8 @@ def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
 
 # the kinds lowered to the loop-level tile IR: schedule type -> its TileKernel
 KERNEL_IR = {VectorSchedule: vector_tile_kernel, TransposeSchedule: transpose_tile_kernel,
-             ColumnSchedule: column_tile_kernel, RowSchedule: row_tile_kernel, CubeSchedule: cube_tile_kernel}
+             ColumnSchedule: column_tile_kernel, RowSchedule: row_tile_kernel, CubeSchedule: cube_tile_kernel,
+             ConvSchedule: conv_tile_kernel}
 
 
 def kernel_ir(lowered) -> TileKernel | None:

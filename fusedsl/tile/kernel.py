@@ -69,8 +69,9 @@ class Field:
 class Gm:
     name: str
     dtype: dt.DType
-    role: str                # "in" (a kernel parameter) | "out" (a result)
-    index: int               # parameter / result index
+    role: str                # "in" (a kernel parameter) | "out" (a result) | "work" (scratch in the
+                             # launch's workspace, one slice per core after the Matmul API's part)
+    index: int               # parameter / result index; a work tensor: the bytes of each core's slice
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class Ref:
 CORE_NAMES = ("block", "subblock", "ratio")
 
 # the element types a Ref may view its tensor's bytes as: name -> (C++ type, numpy type)
-VIEWS = {"int16": ("int16_t", np.int16)}
+VIEWS = {"int16": ("int16_t", np.int16), "uint32": ("uint32_t", np.uint32)}
 
 
 @dataclass(frozen=True)
@@ -790,7 +791,7 @@ _RE = {
     "kernel": re.compile(r"kernel @(\S+) kind (\S+)$"),
     "note": re.compile(r'note "(.*)"$'),
     "field": re.compile(r"field (\w+)(?:\[(\d+)\])?(?: (float|int32_t))?$"),
-    "gm": re.compile(r"gm (\w+) (\w+) (in|out) (\d+)$"),
+    "gm": re.compile(r"gm (\w+) (\w+) (in|out|work) (\d+)$"),
     "queue": re.compile(r"queue (\w+) (VECIN|VECOUT|VECCALC|TSCM) depth (\d+) (\w+) elems (.+)$"),
     "member": re.compile(r"member (\w+)(?: ([a-z]\w*))?(?: = (.+))?$"),
     "stage": re.compile(r"stage (\w+)(?:\((\w+)\))?( once)?:$"),
