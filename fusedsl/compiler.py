@@ -188,6 +188,9 @@ class CompiledKernel:
         # it returns (converted) or refuses: an imported model's int64 range check
         # (importers/common.ImportedKernel.compile); None for a kernel of fusedsl's own
         self.prepare_args = None
+        # run last by the same calls on (their runtime arguments, the results): an imported
+        # graph's guarded casts (int_range.RangeCheck.guard) checked and their extra results dropped
+        self.finish_results = None
         static = {d for i in self.runtime_infos if i.type for d in i.type.shape if isinstance(d, str)}
         if not static:
             self._set_sizes({})
@@ -319,6 +322,8 @@ class CompiledKernel:
         """Run on the CPU executor (`fs.config.executor`) with these runtime arguments."""
         if self.prepare_args is not None:
             args = self.prepare_args(args)
+        if self.finish_results is not None:
+            return deliver(self.finish_results(args, self.run(args)), out)
         return self.run(args, out=out)
 
     def run(self, args, out=None):
@@ -829,6 +834,8 @@ class CompiledKernel:
             results, measured = sim.simulate(self, arrays, sizes)
             self._last_measured = measured
         self._warn_if_saturated(arrays, results)
+        if self.finish_results is not None:
+            return self.finish_results(args, tuple(results))
         return results[0] if len(results) == 1 else tuple(results)
 
     def _warn_if_saturated(self, arrays, results) -> None:
@@ -878,6 +885,24 @@ def _runtime_scalar(arg, info):
                                 f"{info.type.dtype} [{lo}, {hi}]", loc=user_frame())
         value = int(value)
     return np.asarray(value, dtype=dtype)
+
+
+def deliver(results, out):
+    """Results computed without `out=` handed out in it (a guarded graph's own results: the
+    compiled graph has more outputs than the caller's `out` holds), or as they are."""
+    if out is None:
+        return results
+    got = results if isinstance(results, tuple) else (results,)
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != len(got):
+        raise ArgumentError(f"out= needs {len(got)} array(s), got {len(outs)}", loc=user_frame())
+    for o, r in zip(outs, got):
+        if not isinstance(o, np.ndarray) or o.shape != r.shape or o.dtype != r.dtype or not o.flags.writeable:
+            what = f"{o.shape} {o.dtype}" if isinstance(o, np.ndarray) else type(o).__name__
+            raise ArgumentError(f"out= array must be a writeable {r.shape} {r.dtype} array, got {what}",
+                                loc=user_frame())
+        np.copyto(o, r)
+    return out
 
 
 def _overlaps(outs, arrays) -> bool:

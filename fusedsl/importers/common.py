@@ -9,6 +9,7 @@ at the model's source line (torch) or node (ONNX), so the IR and every error poi
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import sys
 from operator import is_
@@ -16,7 +17,9 @@ from operator import is_
 import ml_dtypes
 import numpy as np
 
+from ..compiler import deliver
 from ..errors import ArgumentError, FusedslError, Loc, strip_internal_frames, user_frame, user_facing
+from ..frontend import api as fs
 from ..frontend.kernel import FusedKernel, _fast_key
 from .int_range import I32, Span, input_error
 
@@ -43,6 +46,12 @@ def make_function(name: str, params: list[str], body):
     fn.__signature__ = inspect.Signature(
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in unique])
     return fn
+
+
+def guard_magnitude(v):
+    """max |v| of a float tensor, NaN counted as inf: the extra result of a guarded cast's input
+    (int_range.RangeCheck.guard) that its check reads after the run."""
+    return fs.max(fs.where(v == v, fs.abs(v), math.inf))
 
 
 def as_array(x, name: str, what: str = "input"):
@@ -125,6 +134,29 @@ class ImportedKernel(FusedKernel):
         return [as_array(a, n) for a, n in zip(tensors, self.input_names)] + self.weights
 
     def __call__(self, *args, out=None):
+        check = self.range_check
+        if check is not None and check.guards:   # the graph also returns the guarded casts' magnitudes
+            try:
+                return self._guarded_call(args, out)
+            except FusedslError as exc:
+                raise exc.with_traceback(strip_internal_frames(exc.__traceback__)) from None
+        return self._call_model(args, out)
+
+    def _guarded_call(self, args, out):
+        """A call of a graph with guarded casts (int_range.RangeCheck.guard): run, then check the
+        casts' measured magnitudes, then hand out the model's own results (into `out`)."""
+        spans = self.range_check(args)
+        results = self._call_model(args, None, checked=True)
+        return deliver(self._finish(args, results, spans), out)
+
+    def _finish(self, model_args, results, spans=None):
+        """The model's own results of a guarded graph's results, after its guard check."""
+        n = len(self.range_check.guards)
+        self.range_check.check_guards(model_args, results[-n:], spans)
+        own = results[:-n]
+        return own[0] if len(own) == 1 else own
+
+    def _call_model(self, args, out, checked: bool = False):
         # The call fast path (as FusedKernel's): numpy arrays taken as they are (no tensor to
         # convert, no int64 to check, no baked argument) go straight on with the weights;
         # `_with_weights` and the user_facing frame cost ~1.2 us of a ~4 us small call.
@@ -133,7 +165,7 @@ class ImportedKernel(FusedKernel):
         # the compiled kernel's runner, ~0.8 us less than through FusedKernel.__call__, which
         # keys every weight too.
         check = self.range_check
-        if check is not None and check.active:
+        if check is not None and check.active and not checked:
             try:
                 check(args)
             except FusedslError as exc:
@@ -183,7 +215,19 @@ class ImportedKernel(FusedKernel):
         of the model does (`_compiled_args`)."""
         compiled = super().compile(*self._with_weights(args), target=target, **options)
         compiled.prepare_args = self._compiled_args
+        if self.range_check is not None and self.range_check.guards:
+            compiled.finish_results = self._compiled_results
         return compiled
+
+    def _model_args(self, inputs):
+        """The model's arguments of its tensor inputs: its baked constants in their positions."""
+        given = iter(inputs)
+        return [self.constant_args[i] if i in self.constant_args else next(given)
+                for i in range(len(inputs) + len(self.constant_args))]
+
+    def _compiled_results(self, args, results):
+        """A compiled guarded graph's results (CompiledKernel.finish_results): `_finish`."""
+        return self._finish(self._model_args(list(args[:len(self.input_names)])), results)
 
     def _compiled_args(self, args):
         """A compiled kernel's runtime arguments (the model's tensor inputs, then the weights)
@@ -204,9 +248,7 @@ class ImportedKernel(FusedKernel):
                                          "with the new ones")
         check = self.range_check
         if check is not None and check.active:
-            given = iter(inputs)   # the model's arguments: its baked constants in their positions
-            check([self.constant_args[i] if i in self.constant_args else next(given)
-                   for i in range(n + len(self.constant_args))])
+            check(self._model_args(inputs))
         return (*inputs, *args[n:])
 
     @user_facing

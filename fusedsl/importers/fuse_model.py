@@ -193,14 +193,14 @@ def fuse_onnx(model_path: str, out_dir: str, target: str = "ascend910b", opt_lev
     import onnx
     import onnxruntime as ort
     from .onnx_export import export_fused
-    from .onnx_import import from_onnx
+    from .onnx_import import import_onnx
     start = time.perf_counter()
     out_dir = os.path.abspath(out_dir)
     previous = _check_output_dir(out_dir)
     # protobuf's own error for a malformed file reaches the CLI, which reports it as a usage
     # error of the MODEL argument (fs.from_onnx turns it into an ArgumentError instead)
     model, label = onnx.load(model_path), os.path.basename(model_path)
-    kernel = from_onnx(model, target=target, opt_level=opt_level)
+    kernel = import_onnx(model, target, {"opt_level": opt_level}, guards=False)
     inputs = _example_inputs(model)
     compiled = kernel.compile(*inputs)
     rep = compiled.report()

@@ -14,8 +14,20 @@ Values of the framework's other integer dtypes are clipped to their dtype (the f
 wraps there, as fusedsl does); an int16 value is checked against int16 the same way
 (fusedsl computes it in int32, the framework wraps at 16 bits).  fusedsl's integer division
 and remainder are exact over all of int32 (ops/composite._int32_division), so they need no
-check beyond their results' bounds.  An int64 made from floats (a float -> int64 cast) has no bound
-here and is not checked.
+check beyond their results' bounds.
+
+An int64 made from floats (a float -> int64 cast: `x.long()`, ONNX Cast) is bounded by its float
+input's range.  Float values are tracked through the ops whose rule holds over real intervals
+(`Step.floats`: add, mul, clamp, views, casts, ...; Python float operands as [floor, ceil]), from
+int values, float weights and constants, and float inputs measured at the call (their [min, max]
+rounded out to powers of two, so that calls with similar data share a verdict); each float step
+widens its range by its dtype's rounding (`FLOATS`) and one past the dtype's largest finite value
+is unbounded (it may be inf).  A cast whose float input no rule bounds even with every float
+input bounded (exp, a float matmul, ...) is guarded (`guard`, `Step.guarded`): the importer makes
+the graph also return max |input| of the cast (NaN as inf) and, after the run, `check_guards`
+bounds the cast's result by it (IntRangeError at the cast's line past int32) and checks every
+int64 value computed from it with that bound.  Any other cast from floats that stays unbounded
+(NaN or infinity in an input) is refused before the run (`Step.casts`).
 
 The importers describe their graph as `Step`s (one per node: its op's interval rule over the
 node's arguments, the node's tensors replaced by `Ref`s); `torch_range.RULES` and
@@ -26,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+import math
+
 import numpy as np
 
 from ..errors import IntRangeError, Loc, user_frame
@@ -35,6 +49,11 @@ I32 = (-2 ** 31, 2 ** 31 - 1)
 # the framework's (int64 -> int32 narrower, int16 -> int32 wider); the rest wrap alike
 DTYPE_RANGES = {"int64": (*I32, True), "int16": (-2 ** 15, 2 ** 15 - 1, True), "int32": (*I32, False),
                 "int8": (-128, 127, False), "uint8": (0, 255, False), "bool": (0, 1, False)}
+# float dtype name -> (bits of relative widening per step, largest finite value): 2**-22 covers the
+# float32 rounding of both frameworks (one each); a 16-bit float op rounds once to its dtype in
+# both (fusedsl computes it in float32), so 2**-9 / 2**-6 cover float16 / bfloat16
+FLOATS = {"float32": (22, 3.4028234663852886e38), "float16": (9, 65504.0),
+          "bfloat16": (6, 3.3895313892515355e38), "float64": (50, 1.7976931348623157e308)}
 _HUGE = 2 ** 80   # a bound past every dtype (keeps products of huge bounds small)
 
 
@@ -59,6 +78,34 @@ class Span:
 
     def __str__(self) -> str:
         return f"{self.lo}" if self.lo == self.hi else f"[{self.lo}, {self.hi}]"
+
+
+def float_span(x):
+    """A Python float as the integers around it (None for NaN / inf); other values as span_of."""
+    if isinstance(x, float):
+        return Span(math.floor(x), math.ceil(x)) if math.isfinite(x) else None
+    return span_of(x)
+
+
+def _floats(value):
+    """Rule arguments with their Python floats as spans (for the rules that hold over reals)."""
+    if isinstance(value, float):
+        return float_span(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_floats(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _floats(v) for k, v in value.items()}
+    return value
+
+
+def rounded(s, dtype: str):
+    """A float step's range widened by its dtype's rounding; None past the dtype's finite values."""
+    s = span_of(s)
+    if s is None:
+        return None
+    bits, top = FLOATS[dtype]
+    lo, hi = s.lo - (abs(s.lo) >> bits) - 1, s.hi + (abs(s.hi) >> bits) + 1
+    return Span(lo, hi) if max(-lo, hi) <= top else None
 
 
 def span_of(x):
@@ -160,6 +207,8 @@ def minimum(a, b):
 
 
 def clamp(x, lo=None, hi=None):
+    if span_of(x) is None and span_of(lo) is not None and span_of(hi) is not None:
+        return hull(lo, hi)   # whatever x is (torch.clamp(x, lo, hi) with lo > hi is hi)
     if lo is not None:
         x = maximum(x, lo)
     if hi is not None:
@@ -227,6 +276,9 @@ class Step:
     label: str
     loc: Loc | None
     outs: tuple = ()   # the names of the outputs when the graph names each (ONNX); else `key` holds them
+    floats: bool = False   # the rule holds over real intervals: float results and Python floats are tracked
+    casts: bool = False    # a float -> integer cast: an unbounded checked result is refused
+    guarded: bool = False  # a cast bounded after the run by its input's measured magnitude (`check_guards`)
     refs: frozenset = field(default_factory=frozenset)
 
 
@@ -252,22 +304,44 @@ def _resolve(value, env):
 
 
 _NP_NAMES = {np.dtype(n): n for n in DTYPE_RANGES}
+_NP_FLOATS = {np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)}
+_FLOAT_NAMES = {*FLOATS, "float"}
 
 
-def array_span(a) -> Span | None:
-    """The range of an integer (or bool) array or tensor argument; None for anything else."""
+def _outward(lo: float, hi: float, coarse: bool) -> Span | None:
+    """Float bounds as the integers around them (None for NaN / inf); `coarse` rounds them out to
+    0 or a signed power of two, so that similar data gives the same span (a cached verdict)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    lo, hi = math.floor(lo), math.ceil(hi)
+    if coarse:
+        lo = 0 if lo >= 0 else -(1 << (-lo - 1).bit_length())
+        hi = 0 if hi <= 0 else 1 << (hi - 1).bit_length()
+    return Span(lo, hi)
+
+
+def array_span(a, coarse: bool = False) -> Span | None:
+    """The range of an integer (or bool) array or tensor argument; of a float one the integers
+    around it (None when it holds NaN or inf; `coarse`: see _outward); None for anything else."""
     if type(a) is np.ndarray:   # the common case, kept cheap (str(dtype) alone costs ~2 us)
         if a.dtype not in _NP_NAMES:
+            if a.dtype in _NP_FLOATS or a.dtype.name == "bfloat16":
+                return _outward(float(a.min()), float(a.max()), coarse) if a.size else Span(0, 0)
             return None
         return Span(int(a.min()), int(a.max())) if a.size else Span(0, 0)
-    if str(getattr(a, "dtype", "")).removeprefix("torch.") not in DTYPE_RANGES:
+    name = str(getattr(a, "dtype", "")).removeprefix("torch.")
+    if name not in DTYPE_RANGES and name not in _FLOAT_NAMES:
         return None
     if hasattr(a, "aminmax"):   # a torch tensor
         if a.numel() == 0:
             return Span(0, 0)
         lo, hi = a.aminmax()
+        if name in FLOATS:
+            return _outward(float(lo), float(hi), coarse)
         return Span(int(lo), int(hi))
     a = np.asarray(a)
+    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        return _outward(float(a.min()), float(a.max()), coarse) if a.size else Span(0, 0)
     return Span(int(a.min()), int(a.max())) if a.size else Span(0, 0)
 
 
@@ -295,34 +369,101 @@ class RangeCheck:
             _refs((step.args, step.kwargs), found)
             step.refs = frozenset(found)
         self.steps = steps
+        self.guards: list[Step] = []
+        self._classify()
+
+    def _classify(self) -> None:
+        """The inputs whose ranges can decide a verdict: those a checked value that could leave
+        its range (with every input at its dtype's full range) depends on; none -> no check."""
         self._seen: dict = {}
-        # the inputs whose ranges can decide a verdict: those a checked value that could leave
-        # its range (with every input at its dtype's full range) depends on; none -> no check
-        full = {key: self._dtype_span(dtype) for key, _, _, dtype in inputs}
+        full = {key: self._dtype_span(dtype) for key, _, _, dtype in self.inputs}
         _, risky, sources = self._propagate(full, collect=True)
-        self.active = bool(risky)   # a weight- or constant-only value past int32 has no sources: always checked
-        self.measured = [i for i in inputs if i[0] in set().union(*(sources[s.key] for s in risky))] \
+        self.active = bool(risky) or bool(self.guards)   # a weight- or constant-only value past int32 has no
+        # sources: always checked
+        self.measured = [i for i in self.inputs if i[0] in set().union(*(sources[s.key] for s in risky))] \
             if risky else []
+        if self.guards or any(s.casts for s in risky):
+            # the values computed from a cast of floats are unbounded here, so which of them may
+            # leave int32 is known only at the call: every integer input is measured too
+            self.measured = [i for i in self.inputs if i in self.measured or i[3] in DTYPE_RANGES]
+
+    def opaque_casts(self) -> list[Step]:
+        """The casts from floats no rule bounds even with every float input bounded: the ones the
+        importer guards (module docstring)."""
+        env = {key: self._dtype_span(dtype) if dtype not in FLOATS else Span(-1, 1)
+               for key, _, _, dtype in self.inputs}
+        env = {**self.fixed, **env}
+        found = []
+        for step in self.steps:
+            if step.casts:
+                args = _resolve(step.args, env)
+                if span_of(args[0] if args else None) is None:
+                    found.append(step)
+                    step.guarded = True   # unbounded here: the rest of the graph sees it so
+            self._step(step, env)
+        for step in found:
+            step.guarded = False
+        return found
+
+    def guard(self, steps: list[Step]) -> None:
+        """Check these casts after the run by their inputs' measured magnitudes (`check_guards`)."""
+        for step in steps:
+            step.guarded = True
+        self.guards = list(steps)
+        self._classify()
+
+    def check_guards(self, args, magnitudes, inputs: tuple | None = None) -> None:
+        """After a run: `magnitudes` holds max |float input| (NaN as inf) of each guarded cast, in
+        `guards` order.  IntRangeError at a cast whose values leave int32, or at the first int64
+        value the casts' bounds let leave it (with the call's input ranges: `inputs`, the spans
+        the check before the run returned, else measured again); else None."""
+        spans = {}
+        for step, g in zip(self.guards, magnitudes):
+            g = float(np.asarray(g, np.float64))
+            if not g < 2.0 ** 31:   # NaN and inf too
+                what = "NaN or infinity" if not math.isfinite(g) else f"a value of magnitude {g:.10g}"
+                raise IntRangeError(f"the float input of {step.label} holds {what}: its cast to int64 leaves int32, "
+                                    f"in which fusedsl computes int64 values ({self.framework} casts to int64)",
+                                    loc=step.loc or user_frame(),
+                                    hint="clamp the float values in the model before the cast (e.g. "
+                                         "x.clamp(-2**31, 2**31 - 1).long())")
+            m = math.ceil(g)
+            spans[step.key] = Span(-m, m) if m == 0 else Span(-(1 << (m - 1).bit_length()), 1 << (m - 1).bit_length())
+        if inputs is None:
+            inputs = tuple(array_span(args[pos], coarse=True) if pos < len(args) else None
+                           for _, _, pos, _ in self.measured)
+        key = (inputs, tuple(spans.values()))
+        if key in self._seen:
+            return
+        env = {k: self._dtype_span(dtype) for k, _, _, dtype in self.inputs}
+        env.update({m[0]: s for m, s in zip(self.measured, inputs)})
+        bad, _, _ = self._propagate(env, collect=False, guarded=spans)
+        if bad is not None:
+            self._raise(bad, list(inputs))
+        if len(self._seen) > 1024:
+            self._seen.clear()
+        self._seen[key] = True
 
     @staticmethod
     def _dtype_span(dtype):
         r = DTYPE_RANGES.get(dtype)
         return None if r is None else Span(r[0], r[1])
 
-    def __call__(self, args) -> None:
+    def __call__(self, args):
         """Raise IntRangeError when an int64 input, or the bound of an int64 value of the graph
-        for these arguments, leaves int32; else return None."""
+        for these arguments, leaves int32; else return the measured inputs' spans (for
+        `check_guards`; None when nothing is checked)."""
         if not self.active:
-            return
+            return None
         spans = []
         for key, name, pos, dtype in self.measured:
-            s = array_span(args[pos]) if pos < len(args) else None
+            s = array_span(args[pos], coarse=True) if pos < len(args) else None
             if dtype == "int64" and s is not None and (s.lo < I32[0] or s.hi > I32[1]):
                 raise input_error("input", name, s)
             spans.append(s)
         key = tuple(spans)
         if key in self._seen:
-            return
+            return key
         env = {k: self._dtype_span(dtype) for k, _, _, dtype in self.inputs}
         env.update({m[0]: s for m, s in zip(self.measured, spans)})
         bad, _, _ = self._propagate(env, collect=False)
@@ -331,30 +472,65 @@ class RangeCheck:
         if len(self._seen) > 1024:
             self._seen.clear()
         self._seen[key] = True
+        return key
 
-    def _propagate(self, env: dict, collect: bool):
+    def _step(self, step: Step, env: dict) -> None:
+        """env[step's outputs] := their ranges (opaque_casts' walk: no checks)."""
+        if step.guarded:
+            got = None
+        else:
+            args, kwargs = _resolve(step.args, env), _resolve(step.kwargs, env)
+            if step.floats:
+                args, kwargs = _floats(args), _floats(kwargs)
+            try:
+                got = step.rule(*args, **kwargs) if step.rule else None
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError, OverflowError):
+                got = None
+        outs = got if isinstance(got, tuple) else (got,) * len(step.dtypes)
+        kept = [rounded(s, d) if d in FLOATS and step.floats else None if d in FLOATS else span_of(s)
+                for s, d in zip(outs, step.dtypes)]
+        env[step.key] = tuple(kept) if len(step.dtypes) > 1 or isinstance(got, tuple) else kept[0]
+        env.update(zip(step.outs, kept))
+
+    def _propagate(self, env: dict, collect: bool, guarded: dict | None = None):
         """(the first step whose checked output leaves its range and that output's Span, the
-        steps that may leave it, each key's input sources) for the given input ranges."""
+        steps that may leave it, each key's input sources) for the given input ranges; a guarded
+        cast's result is `guarded[key]` when given, else unbounded (checked after the run)."""
         env = {**self.fixed, **env}
         risky, sources = [], {}
         if collect:
             sources = {key: {key} for key, _, _, _ in self.inputs}
         first = None
         for step in self.steps:
-            args = _resolve(step.args, env)
-            try:
-                got = step.rule(*args, **_resolve(step.kwargs, env)) if step.rule else None
-            except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError):
-                got = None   # an argument combination the rule does not bound: unbounded
+            if step.guarded:
+                got = (guarded or {}).get(step.key)
+            else:
+                args, kwargs = _resolve(step.args, env), _resolve(step.kwargs, env)
+                if step.floats:
+                    args, kwargs = _floats(args), _floats(kwargs)
+                try:
+                    got = step.rule(*args, **kwargs) if step.rule else None
+                except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError, OverflowError):
+                    got = None   # an argument combination the rule does not bound: unbounded
             outs = got if isinstance(got, tuple) else (got,) * len(step.dtypes)
             kept = []
             for s, dtype in zip(outs, step.dtypes):
+                if dtype in FLOATS:
+                    kept.append(rounded(s, dtype) if step.floats else None)
+                    continue
                 s = span_of(s)
                 r = DTYPE_RANGES.get(dtype)
                 if r is None:
                     kept.append(None)
                     continue
                 lo, hi, checked = r
+                if s is None and checked and step.casts and not step.guarded:   # unbounded floats: refused
+                    if first is None:
+                        first = (step, None, dtype)
+                    if collect and step not in risky:
+                        risky.append(step)
+                    if not collect:
+                        return first, risky, sources
                 if s is not None and (s.lo < lo or s.hi > hi):
                     if checked:
                         if first is None:
@@ -378,12 +554,22 @@ class RangeCheck:
         step, s, dtype = bad
         ranges = ", ".join(f"{name!r} {sp}" for (_, name, _, _), sp in zip(self.measured, spans) if sp is not None)
         for_inputs = f" for inputs in these ranges ({ranges})" if ranges else ""
+        if s is None:
+            raise IntRangeError(f"the {dtype} result of {step.label} is cast from float values fusedsl cannot bound"
+                                f"{for_inputs} (made by an op without a float range rule, or NaN / infinity in "
+                                f"an input): it could leave int32, in which fusedsl computes {dtype} values "
+                                f"({self.framework} casts to {dtype})", loc=step.loc or user_frame(),
+                                hint="clamp the float values in the model before the cast (e.g. "
+                                     "x.clamp(-2**31, 2**31 - 1).long()), or compute the integers from integer inputs")
         value = s.hi if s.hi > DTYPE_RANGES[dtype][1] else s.lo
         if dtype == "int64":
             what = (f"the int64 result of {step.label} can reach {value}{for_inputs}, beyond int32, in which fusedsl "
                     f"computes int64 values (it would wrap there; {self.framework} computes it in int64)")
             hint = ("keep the integer inputs small enough that every int64 value fits in int32, or convert "
                     "to float32 in the model before this op (exact for integers up to 2**24)")
+            if step.casts:
+                hint = ("keep the float values within int32 before the cast, e.g. clamp them in the model "
+                        "(x.clamp(-2**31, 2**31 - 1).long())")
         else:
             what = (f"the {dtype} result of {step.label} can reach {value}{for_inputs}, beyond {dtype}: "
                     f"{self.framework} wraps it there, fusedsl computes {dtype} in int32 and would not")

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ArgumentError, Loc, ShapeError, UnsupportedOpError, at_user_location, user_facing, user_frame
 from ..frontend import api as fs
 from . import onnx_range, torch_ops, torch_window
-from .common import ImportedKernel, as_array, make_function, sanitize
+from .common import ImportedKernel, as_array, guard_magnitude, make_function, sanitize
 from .torch_ops import Missing, Unsupported   # one exception: the shared rules raise it too
 
 MIN_OPSET = 13
@@ -562,6 +562,7 @@ class OnnxReplay:
         self.consts = consts      # name -> numpy value (initializers and Constant outputs)
         self.scalars = scalars    # name -> Python number (size-1 data constants)
         self.label = label
+        self.guards: set = set()  # Casts (by output) whose input's max |value| is an extra output (int_range guard)
 
     def loc(self, index, node) -> Loc:
         return Loc(f"{self.label}[{node.name or node.op_type}]", index + 1)
@@ -598,6 +599,7 @@ class OnnxReplay:
     def __call__(self, args):
         env = dict(zip(self.inputs, args))
         env.update(self.scalars)
+        guarded = []
         for index, node in enumerate(self.graph.node):
             if node.op_type == "Constant":
                 continue
@@ -619,6 +621,8 @@ class OnnxReplay:
                         out = _constant_of_shape(xs, _attrs(node), st, self._trace(args))
                     else:
                         out = self.rules[node.op_type](xs, _attrs(node), st)
+                    if node.output and node.output[0] in self.guards:
+                        guarded.append(guard_magnitude(xs[0]))
                 except Unsupported as exc:
                     self._fail(index, node, f"ONNX op {node.op_type}: {exc}")
             outs = out if isinstance(out, tuple) else (out,)
@@ -628,6 +632,7 @@ class OnnxReplay:
         for r in results:
             if isinstance(r, Missing):
                 raise UnsupportedOpError(f"a graph output is {r.why}", loc=Loc(self.label, 0))
+        results += tuple(guarded)
         return results[0] if len(results) == 1 else results
 
 
@@ -731,6 +736,13 @@ def replay_for(model, label: str):
 @user_facing
 def from_onnx(path_or_model, target=None, **options) -> ImportedKernel:
     """Import an ONNX model (opset 13+) as a fused kernel over its graph inputs."""
+    return import_onnx(path_or_model, target, options, guards=True)
+
+
+def import_onnx(path_or_model, target, options: dict, guards: bool) -> ImportedKernel:
+    """from_onnx; `guards`: casts from floats no rule bounds are checked after each run by their
+    input's magnitude, an extra result of the graph (int_range.RangeCheck.guard); `fusedsl fuse`
+    imports without them (its fused model runs in onnxruntime, in int64)."""
     model, label = load_model(path_or_model)
     replay, inputs, weights, arrays = replay_for(model, label)
     replay.check()
@@ -740,4 +752,8 @@ def from_onnx(path_or_model, target=None, **options) -> ImportedKernel:
     kernel = ImportedKernel(fn, options, inputs, arrays, Loc(label, 0))
     kernel.input_types = {i.name: i.type for i in model.graph.input}
     kernel.range_check = onnx_range.range_check(model, label, inputs, replay.consts, _attrs)
+    opaque = kernel.range_check.opaque_casts() if guards else []
+    if opaque:
+        kernel.range_check.guard(opaque)
+        replay.guards = {step.key for step in opaque}
     return kernel

@@ -16,8 +16,9 @@ import numpy as np
 from . import int_range as ir
 from .int_range import Ref, Span, Step
 
-# TensorProto element type -> the dtype names int_range knows (floats are not tracked)
-_ELEM = {7: "int64", 6: "int32", 5: "int16", 3: "int8", 2: "uint8", 9: "bool"}
+# TensorProto element type -> the dtype names int_range knows
+_ELEM = {7: "int64", 6: "int32", 5: "int16", 3: "int8", 2: "uint8", 9: "bool",
+         1: "float32", 10: "float16", 16: "bfloat16", 11: "float64"}
 
 
 class Meta:
@@ -127,6 +128,11 @@ RULES.update({op: _first for op in ("Identity", "Dropout", "Reshape", "Flatten",
                                     "Unsqueeze", "Expand", "Tile", "Split", "Slice", "Gather", "GatherElements",
                                     "Cast", "Floor", "Ceil", "Round")})
 RULES["Concat"] = lambda m, *xs: ir.hull(*xs)
+# the rules that hold over real intervals (int_range.Step.floats): float results are tracked through them
+FLOAT_RULES = frozenset({"Add", "Sub", "Mul", "Neg", "Abs", "Relu", "Max", "Min", "Clip", "Where", "Concat",
+                         "Identity", "Dropout", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze",
+                         "Expand", "Tile", "Split", "Slice", "Gather", "GatherElements", "Cast", "Floor", "Ceil",
+                         "Round", "ReduceMax", "ReduceMin"})
 
 
 def _types(model) -> tuple[dict, dict]:
@@ -153,26 +159,28 @@ def range_check(model, label: str, inputs: list[str], consts: dict, attrs_of) ->
     dtypes, shapes = _types(model)
     for name, value in consts.items():
         dtypes.setdefault(name, _ELEM.get({np.dtype(np.int64): 7, np.dtype(np.int32): 6, np.dtype(np.int16): 5,
-                                           np.dtype(np.int8): 3, np.dtype(np.uint8): 2,
-                                           np.dtype(bool): 9}.get(np.asarray(value).dtype)))
+                                           np.dtype(np.int8): 3, np.dtype(np.uint8): 2, np.dtype(bool): 9,
+                                           np.dtype(np.float32): 1, np.dtype(np.float16): 10,
+                                           np.dtype(np.float64): 11}.get(np.asarray(value).dtype)))
         shapes.setdefault(name, tuple(np.shape(value)))
     fixed = {}
     for name, value in consts.items():
-        value = np.asarray(value)
         if dtypes.get(name) is not None:
-            fixed[name] = ir.Span(int(value.min()), int(value.max())) if value.size else Span(0, 0)
+            fixed[name] = ir.array_span(np.asarray(value))
     steps = []
     for index, node in enumerate(model.graph.node):
         if node.op_type == "Constant" or node.domain not in ("", "ai.onnx"):
             continue
         out_types = tuple(dtypes.get(o) for o in node.output)
-        if all(t is None for t in out_types):
-            continue
+        floats = node.op_type in FLOAT_RULES
+        if all(t is None or (t in ir.FLOATS and not floats) for t in out_types):
+            continue   # no result, or a float one no rule bounds: unbounded, as an absent step is
+        casts = node.op_type == "Cast" and bool(node.input) and dtypes.get(node.input[0]) in ir.FLOATS
         rule = RULES.get(node.op_type)
         named = f" {node.name!r}" if node.name else ""
         label_of = f"ONNX node {index + 1} ({node.op_type}{named}) of {label}"
         meta = Meta(node, attrs_of(node), consts, shapes)
         args = tuple(Ref(n) if n else None for n in node.input)
         steps.append(Step(node.output[0], functools.partial(rule, meta) if rule else None, args, {}, out_types,
-                          label_of, None, outs=tuple(node.output)))
+                          label_of, None, outs=tuple(node.output), floats=floats, casts=casts))
     return ir.RangeCheck("onnxruntime", [(n, n, i, dtypes.get(n)) for i, n in enumerate(inputs)], fixed, steps)

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ArgumentError, Loc, UnsupportedOpError, at_user_location, is_internal_file, user_facing, \
     user_frame
 from . import torch_ops, torch_range, torch_window
-from .common import ImportedKernel, as_array, make_function, sanitize
+from .common import ImportedKernel, as_array, guard_magnitude, make_function, sanitize
 from .int_range import Span, array_span
 from .torch_ops import DATA_DEPENDENT, METADATA_ASSERTS, RANDOM, Missing, Unsupported, base_name
 
@@ -225,6 +225,7 @@ class GraphReplay:
         self.computed = computed       # nodes computed at import (not replayed)
         self.folded = folded           # those read by the replay -> ("const", value, dtype, shape) or ("param", name)
         self.outputs = outputs         # the output node's user outputs (FX nodes or constants)
+        self.guards: set = set()       # casts whose input's max |value| is an extra output (int_range guard)
 
     def check(self) -> None:
         """Every call is mapped, or UnsupportedOpError at the first one that is not."""
@@ -274,6 +275,7 @@ class GraphReplay:
                 return type(a)(load(x, node) for x in a)
             return a
 
+        guarded = []
         for node in self.graph.nodes:
             if node.op != "call_function" or node.name in self.computed:
                 continue
@@ -288,9 +290,11 @@ class GraphReplay:
                     env[node.name] = rule(*load(node.args, node), **kwargs)
                 except Unsupported as exc:
                     self._unsupported(node, f"{_op_name(node.target)}: {exc}")
+                if node.name in self.guards:
+                    guarded.append(guard_magnitude(load(node.args[0], node)))
         output = next(n for n in self.graph.nodes if n.op == "output")
         with at_user_location(None):
-            outs = tuple(load(o, output) for o in self.outputs)
+            outs = tuple(load(o, output) for o in self.outputs) + tuple(guarded)
         return outs[0] if len(outs) == 1 else outs
 
     def _materialize(self, node, env, trace):
@@ -385,6 +389,10 @@ def _exported_kernel(ep, name: str, options: dict, source: Loc | None,
             fixed[node_name] = fixed.get(kind[1])
     kernel.range_check = torch_range.range_check(graph, range_inputs, fixed, set(values), base_name, node_loc,
                                                  _op_name)
+    opaque = kernel.range_check.opaque_casts()
+    if opaque:   # casts from floats no rule bounds: checked after each run by their input's magnitude
+        kernel.range_check.guard(opaque)
+        replay.guards = {step.key for step in opaque}
     return kernel
 
 

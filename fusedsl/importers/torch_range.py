@@ -4,7 +4,8 @@ Each call node whose result is an integer tensor becomes a Step with the interva
 its ATen op (`RULES`, by packet name: `add` for add.Tensor and add.Scalar alike), its
 arguments with the graph's tensors as Refs, the dtypes of its results from the export's
 metadata and the model line of the node.  An integer op without a rule has an unbounded
-result (an int64 one is then not checked); a float result is not tracked.
+result (an int64 one is then not checked, unless it is cast from floats: `CASTS`); a float
+result is tracked through the ops whose rule holds over real intervals (`FLOAT_RULES`).
 """
 from __future__ import annotations
 
@@ -170,6 +171,12 @@ RULES = {
     "getitem": lambda m, xs, i: xs[i] if isinstance(xs, (tuple, list)) else xs,
 }
 RULES.update({name: _first for name in _SAME})
+# the rules that hold over real intervals (int_range.Step.floats): float results are tracked through them
+FLOAT_RULES = frozenset({*_SAME, "add", "sub", "rsub", "mul", "neg", "abs", "square", "maximum", "minimum", "clamp",
+                         "clamp_min", "clamp_max", "relu", "where", "masked_fill", "cat", "stack", "index", "gather",
+                         "embedding", "max", "min", "sort", "topk", "tril", "triu"})
+# a float -> integer cast among them (int_range.Step.casts)
+CASTS = frozenset({"_to_copy", "to", "type_as"})
 
 
 def _dtype_names(node, dtype_name) -> tuple | None:
@@ -182,9 +189,10 @@ def _dtype_names(node, dtype_name) -> tuple | None:
 
 
 def torch_dtype_name(dtype) -> str | None:
-    """'int64' for torch.int64 and so on; None for float dtypes and non-tensors."""
+    """'int64' for torch.int64, 'float32' for torch.float32 and so on; None for other dtypes and
+    non-tensors."""
     name = str(dtype).removeprefix("torch.") if dtype is not None else None
-    return name if name in ir.DTYPE_RANGES else None
+    return name if name in ir.DTYPE_RANGES or name in ir.FLOATS else None
 
 
 def range_check(graph, inputs: list, fixed: dict, skip: set, base_name, node_loc, op_name) -> ir.RangeCheck:
@@ -210,7 +218,12 @@ def range_check(graph, inputs: list, fixed: dict, skip: set, base_name, node_loc
             dtypes = dtypes[:1]
         base = base_name(node.target)
         rule = RULES.get(base)
+        floats = base in FLOAT_RULES
+        if not floats and all(d is None or d in ir.FLOATS for d in dtypes):
+            continue   # a float result no rule bounds: unbounded, as an absent step is
+        src = node.args[0].meta.get("val") if node.args and hasattr(node.args[0], "meta") else None
+        casts = base in CASTS and torch_dtype_name(getattr(src, "dtype", None)) in ir.FLOATS
         steps.append(Step(node.name, functools.partial(rule, Meta(node)) if rule else None,
                           ref(tuple(node.args)), {k: ref(v) for k, v in node.kwargs.items()}, dtypes,
-                          op_name(node.target), node_loc(node)))
+                          op_name(node.target), node_loc(node), floats=floats, casts=casts))
     return ir.RangeCheck("torch", inputs, fixed, steps)
