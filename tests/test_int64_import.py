@@ -450,3 +450,18 @@ def test_onnx_casts_from_floats_against_onnxruntime():
     assert info.value.loc.file == __file__ and info.value.loc.line == inspect.currentframe().f_lineno - 2
     with pytest.raises(fs.IntRangeError, match=r"the float input of ONNX node 2 \(Cast\) of casts.onnx holds NaN"):
         k(np.array([0, 1, 2, 3, 4, -1], np.float32))   # sqrt(-1): NaN
+
+
+def test_a_clamped_nan_input_is_refused_before_its_cast():
+    """clamp keeps NaN, whose cast torch and fusedsl answer differently: an unbounded (NaN / inf)
+    input stays unbounded through clamp, and its cast is refused at the model line."""
+    def model(x):
+        return x.clamp(-10.0, 10.0).long()   # LINE: clamp
+
+    m = fs.from_torch(model, torch.zeros(3))
+    x = np.array([-50.0, 2.5, 7.9], np.float32)
+    np.testing.assert_array_equal(m(x), model(torch.from_numpy(x)).numpy())
+    with pytest.raises(fs.IntRangeError, match="is cast from float values fusedsl cannot bound") as info:
+        m(np.array([1.0, np.nan, 2.0], np.float32))
+    assert "pass finite float values" in info.value.hint
+    assert info.value.loc.file == __file__ and info.value.loc.line == _line(model, "clamp")

@@ -25,9 +25,9 @@ widens its range by its dtype's rounding (`FLOATS`) and one past the dtype's lar
 is unbounded (it may be inf).  A cast whose float input no rule bounds even with every float
 input bounded (exp, a float matmul, ...) is guarded (`guard`, `Step.guarded`): the importer makes
 the graph also return max |input| of the cast (NaN as inf) and, after the run, `check_guards`
-bounds the cast's result by it (IntRangeError at the cast's line past int32) and checks every
-int64 value computed from it with that bound.  Any other cast from floats that stays unbounded
-(NaN or infinity in an input) is refused before the run (`Step.casts`).
+bounds the cast's result by it (IntRangeError at the cast's line past int32, NaN and inf
+included) and checks every int64 value computed from it with that bound.  Any other cast from
+floats that stays unbounded (NaN or infinity in an input) is refused before the run (`Step.casts`).
 
 The importers describe their graph as `Step`s (one per node: its op's interval rule over the
 node's arguments, the node's tensors replaced by `Ref`s); `torch_range.RULES` and
@@ -207,8 +207,8 @@ def minimum(a, b):
 
 
 def clamp(x, lo=None, hi=None):
-    if span_of(x) is None and span_of(lo) is not None and span_of(hi) is not None:
-        return hull(lo, hi)   # whatever x is (torch.clamp(x, lo, hi) with lo > hi is hi)
+    # an unbounded x stays unbounded even between two bounds: a float x may be NaN, which clamp
+    # keeps (and whose cast to an integer differs between the frameworks and fusedsl)
     if lo is not None:
         x = maximum(x, lo)
     if hi is not None:
@@ -559,7 +559,7 @@ class RangeCheck:
                                 f"{for_inputs} (made by an op without a float range rule, or NaN / infinity in "
                                 f"an input): it could leave int32, in which fusedsl computes {dtype} values "
                                 f"({self.framework} casts to {dtype})", loc=step.loc or user_frame(),
-                                hint="clamp the float values in the model before the cast (e.g. "
+                                hint="pass finite float values, or clamp them in the model before the cast (e.g. "
                                      "x.clamp(-2**31, 2**31 - 1).long()), or compute the integers from integer inputs")
         value = s.hi if s.hi > DTYPE_RANGES[dtype][1] else s.lo
         if dtype == "int64":
