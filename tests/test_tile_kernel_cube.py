@@ -158,3 +158,42 @@ def test_conv_kernels_interpret_like_the_call(target, dtype, monkeypatch):
     run_kernel(kernel, _kernel_inputs(comp, plan, [x, w, b], monkeypatch), [out], kernel_words(plan.lowered, plan.tiling))
     tol = 1e-4 if dtype == "float32" else 2e-2
     np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+
+
+def test_dma_and_compute_without_a_barrier_or_queue_between_are_refused():
+    """verify_kernel orders DMA with compute: the bias columns a CopyIn put in a TBuf are read by
+    the epilogue only after the barrier that follows the copy; a tile leaves by DMA only after its
+    queue's EnQue / DeQue (or a barrier) has ordered the vector ops that wrote it; a per-row value
+    read by GetValue after its DMA needs the barrier too."""
+    x, w, b = np.ones((20, 8), np.float32), np.ones((8, 24), np.float32), np.ones(24, np.float32)
+    comp = fs.fused_kernel(lambda x, w, b: fs.relu(x @ w + b), target="ascend910b").compile(x, w, b)
+    text = print_kernel(kernel_ir(comp.kernels[0].lowered))
+    target = get_target("ascend910b")
+    verify_kernel(parse_kernel(text), target)
+    lines = text.splitlines()
+    last = max(i for i, line in enumerate(lines) if line.strip().startswith("barrier"))
+    stage_end = next(i for i, line in enumerate(lines) if i > last and line.startswith("stage "))
+    # the columns' copy moved into Compute, after the row loop's Alloc: read with no barrier between
+    copy = next(i for i, line in enumerate(lines) if line.strip().startswith("copyin col_b_2"))
+    moved = lines[:copy] + lines[copy + 1:]
+    at = next(i for i, line in enumerate(moved) if line.strip() == "alloc col_b_2 = b_col_b_2" and i > stage_end - 1)
+    moved.insert(at + 1, lines[copy])
+    with pytest.raises(TileVerifyError, match="a vector op reads col_b_2 after a DMA wrote it, with no barrier or queue"):
+        verify_kernel(parse_kernel("\n".join(moved) + "\n"), target)
+    # CopyOut of the output tile straight after Compute's vector ops, without its queue
+    compute = lines.index("stage Compute:")
+    enque = next(i for i, line in enumerate(lines) if i > compute and line.strip() == "enque q_y0 out_y0")
+    copyout = next(line for line in lines if line.strip().startswith("copyout y0"))
+    early = lines[:enque] + ["  " + copyout.strip()] + lines[enque:]
+    with pytest.raises(TileVerifyError, match="a DMA copies out_y0 out after a vector op or SetValue wrote it"):
+        verify_kernel(parse_kernel("\n".join(early) + "\n"), target)
+    # a conv's per-channel bias copied into its TBuf in Compute, read by GetValue with no barrier
+    xc, wc, bc = np.ones((1, 3, 9, 9), np.float32), np.ones((4, 3, 3, 3), np.float32), np.ones(4, np.float32)
+    conv = fs.fused_kernel(lambda x, w, b: fs.relu(fs.conv2d(x, w, b, padding=1)), target="ascend910b")
+    lines = print_kernel(kernel_ir(conv.compile(xc, wc, bc).kernels[0].lowered)).splitlines()
+    copy = next(i for i, line in enumerate(lines) if line.strip().startswith("copyin rowv_"))
+    allocs = [i for i, line in enumerate(lines) if line.strip().startswith("alloc rowv_")]
+    moved = lines[:allocs[1] + 1] + [lines[copy]] + lines[allocs[1] + 1:]
+    del moved[copy]
+    with pytest.raises(TileVerifyError, match=r"GetValue of rowv_t2_2 after a DMA wrote it, with no barrier or queue"):
+        verify_kernel(parse_kernel("\n".join(moved) + "\n"), target)

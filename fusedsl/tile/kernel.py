@@ -1063,11 +1063,20 @@ def _gets(e) -> set:
 
 
 def _check_syncs(body, fail) -> None:
-    """The vector and the scalar pipe run apart: a GetValue of a tensor a vector op wrote needs a
-    V_S sync after the write, and a vector op reading a tensor SetValue wrote needs an S_V sync
-    (ASCENDC.md: SetFlag / WaitFlag between pipes); a PIPE_ALL barrier covers both.  Checked on
-    the stage's nodes in order, a loop's body twice (what its last pass wrote reaches its first),
-    an If's branches each from the state before it, joined."""
+    """The pipes run apart (ASCENDC.md: SetFlag / WaitFlag between pipes; a PIPE_ALL barrier
+    covers every pair, and the queue protocol, EnQue / DeQue, orders a tensor's DMA with its
+    compute):
+
+    - a GetValue (a typed expression's `get`, a Move's source) of a tensor a vector op wrote needs
+      a V_S sync after the write; a vector op reading a tensor SetValue wrote (Put, a Move's
+      destination) an S_V sync;
+    - a tensor a DMA wrote (CopyIn, a gathered row) is read by a vector op or GetValue only after
+      a barrier or its queue's EnQue / DeQue; a DMA copies out (CopyOut) a tensor a vector op or
+      SetValue wrote only after a barrier or its queue's EnQue / DeQue.
+
+    Checked on the stage's nodes in order (a stage starts with nothing pending: the kernel's
+    stages hand tensors over through queues), a loop's body twice (what its last pass wrote
+    reaches its first), an If's branches each from the state before it, joined."""
     def written(node) -> set:
         if isinstance(node, (Vec, Dup)):
             return {node.dst.tensor}
@@ -1083,32 +1092,53 @@ def _check_syncs(body, fail) -> None:
             return {r.tensor for _, r in node.names}
         return set()
 
-    def walk(nodes, vec: set, sca: set) -> tuple[set, set]:
+    def scalar_reads(node, vec: set, dma: set) -> None:
+        late = (_gets(node.expr) | (_gets(node.index) if isinstance(node, Put) else set())
+                if isinstance(node, (Scalar, Put)) else {node.src})
+        if late & vec:
+            fail(f"GetValue of {sorted(late & vec)[0]} after a vector op wrote it, with no V_S sync between")
+        if late & dma:
+            fail(f"GetValue of {sorted(late & dma)[0]} after a DMA wrote it, with no barrier or queue between")
+
+    def walk(nodes, state: tuple) -> tuple:
+        vec, sca, dma, out = state   # pending: vector writes, SetValue writes, DMA-in writes, to copy out
         for node in nodes:
             if isinstance(node, Barrier):
-                vec, sca = set(), set()
+                vec, sca, dma, out = set(), set(), set(), set()
             elif isinstance(node, Sync):
                 vec, sca = (set(), sca) if node.event == "V_S" else (vec, set())
-            elif isinstance(node, (Scalar, Put)):
-                late = _gets(node.expr) | (_gets(node.index) if isinstance(node, Put) else set())
-                if late & vec:
-                    fail(f"GetValue of {sorted(late & vec)[0]} after a vector op wrote it, with no V_S sync between")
-                if isinstance(node, Put):
-                    sca = sca | {node.tensor}
-            elif isinstance(node, For):
-                for _ in range(2):
-                    vec, sca = walk(node.body, vec, sca)
+            elif isinstance(node, (EnQue, DeQue)):   # the queue orders the tensor's DMA and compute
+                dma, out = dma - {node.tensor}, out - {node.tensor}
+            elif isinstance(node, (Scalar, Put, Move)):
+                scalar_reads(node, vec, dma)
+                if isinstance(node, (Put, Move)):
+                    dst = node.tensor if isinstance(node, Put) else node.dst
+                    sca, out = sca | {dst}, out | {dst}
+            elif isinstance(node, (CopyIn, GatherRow)):
+                dma = dma | {node.tensor if isinstance(node, CopyIn) else node.dst.tensor}
+            elif isinstance(node, CopyOut):
+                if node.tensor in out:
+                    fail(f"a DMA copies {node.tensor} out after a vector op or SetValue wrote it, with no barrier or "
+                         "queue between")
+            elif isinstance(node, (For, MmIterate)):
+                before = (vec, sca, dma, out)
+                vec, sca, dma, out = walk(node.body, before)
+                if (vec, sca, dma, out) != before:   # what the last pass left pending meets the first
+                    vec, sca, dma, out = walk(node.body, (vec, sca, dma, out))
             elif isinstance(node, If):
-                a, b = walk(node.then, vec, sca), walk(node.orelse, vec, sca)
-                vec, sca = a[0] | b[0], a[1] | b[1]
+                a, b = walk(node.then, (vec, sca, dma, out)), walk(node.orelse, (vec, sca, dma, out))
+                vec, sca, dma, out = (x | y for x, y in zip(a, b))
             else:
                 early = read(node) & sca
                 if early:
                     fail(f"a vector op reads {sorted(early)[0]} after SetValue wrote it, with no S_V sync between")
-                vec = vec | written(node)
-        return vec, sca
+                early = read(node) & dma
+                if early:
+                    fail(f"a vector op reads {sorted(early)[0]} after a DMA wrote it, with no barrier or queue between")
+                vec, out = vec | written(node), out | written(node)
+        return vec, sca, dma, out
 
-    walk(body, set(), set())
+    walk(body, (set(), set(), set(), set()))
 
 
 def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
