@@ -1,7 +1,7 @@
 """fusedsl's integer division and remainder of int32 (fs.floor_divide, fs.remainder, fs.fmod,
 fs.div(rounding_mode="trunc")) are exact over all of int32 on every executor: numpy's int32
 answers, including INT_MIN // -1 = INT_MIN (numpy wraps it) and x // 0 = x % 0 = 0
-(ops/composite._int32_division)."""
+(ops/composite._int32_division); int8 / uint8 likewise (through float32, int8's -128 // -1 wrapped)."""
 import inspect
 
 import numpy as np
@@ -35,7 +35,7 @@ def numpy_divisions(a, b):
 
 def _equal(got, want):
     for n, (g, w) in enumerate(zip(got, want)):
-        assert g.dtype == np.int32, n
+        assert g.dtype == w.dtype, n
         bad = np.flatnonzero(g != w)
         assert bad.size == 0, f"output {n}: {bad.size} wrong, first at {bad[0]}: got {g[bad[0]]}, numpy {w[bad[0]]}"
 
@@ -61,17 +61,36 @@ def test_int32_division_is_numpys_over_all_of_int32(kernel, a, b):
     _equal(run_module(kernel.graph, [a, b]), want)
 
 
-def test_the_printed_ascendc_divides_int32_exactly():
-    """Every pair of the edge values and random int32 pairs through the simulated Ascend C of
-    ascend910b (one build)."""
+def eight_bit(c, d, u, v):
+    return fs.floor_divide(c, d), fs.remainder(c, d), fs.fmod(c, d), fs.div(c, d, rounding_mode="trunc"), \
+        fs.floor_divide(u, v), fs.remainder(u, v)
+
+
+def numpy_eight_bit(c, d, u, v):
+    c64, d64 = c.astype(np.int64), d.astype(np.int64)
+    safe = np.where(d64 == 0, 1, d64)
+    trunc = np.where(d64 == 0, 0, np.sign(c64) * np.sign(safe) * (np.abs(c64) // np.abs(safe)))
+    with np.errstate(all="ignore"):
+        return (np.floor_divide(c, d), np.remainder(c, d), np.fmod(c, d), trunc.astype(np.int8),
+                np.floor_divide(u, v), np.remainder(u, v))
+
+
+def test_the_printed_ascendc_divides_int32_and_8bit_exactly():
+    """Every pair of the int32 edge values and random int32 pairs, and every int8 / uint8 pair
+    (-128 // -1 wraps to -128 as numpy's int8: the chip's narrowing cast would saturate), through
+    the simulated Ascend C of ascend910b (one build), the LLVM executor and the reference."""
     rng = np.random.default_rng(0)
     a = np.concatenate([np.repeat(EDGES, EDGES.size), rng.integers(I.min, I.max, 1000, endpoint=True)]).astype(np.int32)
     b = np.concatenate([np.tile(EDGES, EDGES.size), rng.integers(I.min, I.max, 500, endpoint=True),
                         rng.integers(-300, 300, 500)]).astype(np.int32)
-    k = fs.fused_kernel(divisions).compile(a, b, target="ascend910b")
-    want = numpy_divisions(a, b)
-    _equal(k.simulate(a, b), want)
-    _equal(k(a, b), want)
+    i = np.arange(256)
+    c, d = np.repeat(i - 128, 256).astype(np.int8), np.tile(i - 128, 256).astype(np.int8)
+    u, v = np.repeat(i, 256).astype(np.uint8), np.tile(i, 256).astype(np.uint8)
+    k = fs.fused_kernel(lambda a, b, c, d, u, v: (*divisions(a, b), *eight_bit(c, d, u, v))).compile(
+        a, b, c, d, u, v, target="ascend910b")
+    want = (*numpy_divisions(a, b), *numpy_eight_bit(c, d, u, v))
+    for got in (k.simulate(a, b, c, d, u, v), k(a, b, c, d, u, v), run_module(k.graph, [a, b, c, d, u, v])):
+        _equal(got, want)
 
 
 def test_the_floor_division_operator_names_fs_floor_divide():

@@ -501,6 +501,8 @@ def _int_or_float(F, a, b, float_fn, int_fn=None, kind=None):
         return _int32_division(F, a, b, kind)
     # 8-bit integers: exact in float32 (|a|, |b| < 2**24)
     r = (int_fn or float_fn)(F, F.cast(a, dt.float32), F.cast(b, dt.float32))
+    if a.dtype == dt.int8:   # -128 // -1 = 128 wraps to -128 as numpy's int8 (the chip's cast would saturate)
+        r = F.where(r == 128.0, -128.0, r)
     return F.cast(F.where(F.cast(b, dt.float32) == 0.0, 0.0, r), a.dtype)
 
 
