@@ -197,3 +197,17 @@ def test_dma_and_compute_without_a_barrier_or_queue_between_are_refused():
     del moved[copy]
     with pytest.raises(TileVerifyError, match=r"GetValue of rowv_t2_2 after a DMA wrote it, with no barrier or queue"):
         verify_kernel(parse_kernel("\n".join(moved) + "\n"), target)
+
+
+def test_cube_group_parts_dump_and_show_their_kernels(tmp_path, monkeypatch):
+    """A kernel of two matmuls of one A (the cube_group kind): FUSEDSL_DUMP_IR writes each part's
+    tile kernel, `plan.tile_ir` shows both, and each text parses back."""
+    monkeypatch.setenv("FUSEDSL_DUMP_IR", str(tmp_path))
+    x, w, b = np.ones((40, 24), np.float16), np.ones((24, 72), np.float16), np.ones(72, np.float16)
+    comp = fs.fused_kernel(lambda x, w, b: (fs.relu(x @ w), x @ (w * 2.0) + b), target="ascend910b").compile(x, w, b)
+    (plan,) = [p for p in comp.kernels if p.kernel_kind == "cube_group"]
+    texts = [(tmp_path / f"tile-{plan.name}-part{i}-kernel.tile").read_text() for i in range(2)]
+    for text in texts:
+        assert text.startswith("kernel @") and "matmul mm a GM ND float16" in text
+        assert print_kernel(parse_kernel(text)) == text
+    assert plan.tile_ir == "".join(texts)

@@ -205,6 +205,18 @@ def kernel_ir(lowered) -> TileKernel | None:
     return cached
 
 
+def kernel_irs(lowered) -> list[tuple[str, TileKernel]]:
+    """(label, TileKernel) of every whole kernel a schedule prints: its own, or (a kernel of
+    several matmuls of one A, the cube_group kind) each part's, labelled `part<i>`: what
+    FUSEDSL_DUMP_IR writes and `plan.tile_ir` shows."""
+    whole = kernel_ir(lowered)
+    if whole is not None:
+        return [("", whole)]
+    if isinstance(lowered, CubeGroupSchedule):
+        return [(f"part{i}", kernel_ir(part)) for i, part in enumerate(lowered.parts)]
+    return []
+
+
 def kernel_words(lowered, tiling) -> list[int]:
     """The tiling struct's uint32 words of one launch of a TileKernel kind (its `tiling` from
     Kind.tiling): an elementwise kernel's from its Tiling record, the others' record them."""
