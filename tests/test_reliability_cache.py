@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import os
+import runpy
 import stat
 import subprocess
 import sys
@@ -182,3 +183,31 @@ def test_the_cache_key_names_the_api_headers_by_content_not_by_path(tmp_path, mo
     (copy / "kernel_operator.h").write_text((copy / "kernel_operator.h").read_text() + "\n// edited\n")
     monkeypatch.setattr(cpu_runner, "_header_digest", None)
     assert cpu_runner.cache_path(source, target="ascend910b") != here
+
+
+def test_sources_that_differ_only_in_comments_share_a_build(tmp_path):
+    """The printed kernels name the user's file (an absolute path) in comments: the same kernel
+    traced from another folder is the same library. Code, string literals and line numbers
+    (__LINE__) still make another key, and a source the key's scan does not follow (a raw string)
+    is keyed as written."""
+    kernels = {}
+    for folder in ("one", "two"):
+        path = tmp_path / folder / "model.py"
+        path.parent.mkdir()
+        path.write_text("import fusedsl as fs\n\n@fs.fused_kernel\ndef f(a, b):\n    return fs.relu(fs.abs(a) + b)\n")
+        f = runpy.run_path(str(path))["f"]
+        kernels[folder] = f.compile(fs.spec((4, 64), "float16"), fs.spec((4, 64), "float16"), target="ascend910b")
+    one, two = kernels["one"].source, kernels["two"].source
+    assert one != two and str(tmp_path / "one" / "model.py") in one
+    assert cpu_runner.cache_path(one) == cpu_runner.cache_path(two)
+    x = np.linspace(-2, 2, 256, dtype=np.float16).reshape(4, 64)
+    np.testing.assert_array_equal(kernels["two"].simulate(x, x), np.maximum(np.abs(x) + x, 0))
+
+    code = 'int f() { return 1; }  // one\n/* a\n   block */ const char* s = "a // b /* c */";\n'
+    key = cpu_runner.cache_path
+    assert key(code) == key(code.replace("// one", "// two").replace("a\n   block", "b\n   other"))
+    assert key(code) != key(code.replace("return 1", "return 2"))
+    assert key(code) != key(code.replace('"a // b', '"a // x'))               # in a string: not a comment
+    assert key(code) != key(code.replace("/* a\n   block */", "/* a block */"))   # __LINE__ moves
+    raw = code + 'const char* r = R"(x)";\n'
+    assert key(raw) != key(raw.replace("// one", "// two"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import stat
 import subprocess
 import tempfile
@@ -350,10 +351,39 @@ def _key_flags(flags: Sequence[str]) -> list[str]:
     return ["-I<fusedsl include-dir>" if f == here else f for f in flags]
 
 
+# A string or character literal, a // comment or a /* */ comment: what the key's scan of a source
+# tells apart (a // inside a string is no comment).
+_LEXEME = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+# What the scan does not follow: raw strings, digit separators (1'000), a backslash-newline
+# splice on a line with a quote or a comment, an #include <...> naming // or /*.  A source with
+# any of them is keyed as written.
+_UNSCANNED = re.compile(r'(?<![A-Za-z0-9_])(?:u8|[uUL])?R"|[0-9A-Fa-f]\'[0-9A-Fa-f]'
+                        r'|^[^\n]*(?:["\']|/[/*])[^\n]*\\\n|^\s*#\s*include\s*<[^>\n]*/[/*]', re.M)
+
+
+def _key_source(source: str) -> str:
+    """The source as its cache key sees it: comments dropped, line breaks kept (so __LINE__ and
+    every token stay the same), or the source itself when it uses what the scan does not follow.
+
+    The printed kernels name the user's file by its absolute path in comments ("fused from
+    /home/.../model.py:12"); the same kernel from another checkout or folder (a CI job on a fresh
+    clone) is the same library and finds it in the cache."""
+    if _UNSCANNED.search(source):
+        return source
+    def blank(m: re.Match) -> str:
+        text = m.group(0)
+        if text.startswith("//"):
+            return ""
+        if text.startswith("/*"):
+            return " " + "\n" * text.count("\n")
+        return text
+    return "code only\0" + _LEXEME.sub(blank, source)
+
+
 def cache_path(source: str, *, target: str = DEFAULT_TARGET, extra_flags: Sequence[str] = ()) -> str:
     """Where `build` keeps the library for this source, target and flags."""
     flags = _key_flags(compile_flags(target, extra_flags))
-    key = hashlib.sha256("\0".join([source, *flags, _headers_digest()]).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([_key_source(source), *flags, _headers_digest()]).encode()).hexdigest()
     return os.path.join(cache_dir(), f"{key}.so")
 
 
