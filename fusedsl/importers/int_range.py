@@ -20,7 +20,7 @@ An int64 made from floats (a float -> int64 cast: `x.long()`, ONNX Cast) is boun
 input's range.  Float values are tracked through the ops whose rule holds over real intervals
 (`Step.floats`: add, mul, clamp, views, casts, ...; Python float operands as [floor, ceil]), from
 int values, float weights and constants, and float inputs measured at the call (their [min, max]
-rounded out to powers of two, so that calls with similar data share a verdict); each float step
+rounded out to three significant bits, `coarse_up`, so that calls with similar data share a verdict); each float step
 widens its range by its dtype's rounding (`FLOATS`) and one past the dtype's largest finite value
 is unbounded (it may be inf).  A cast whose float input no rule bounds even with every float
 input bounded (exp, a float matmul, ...) is guarded (`guard`, `Step.guarded`): the importer makes
@@ -308,15 +308,22 @@ _NP_FLOATS = {np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)}
 _FLOAT_NAMES = {*FLOATS, "float"}
 
 
+def coarse_up(v: int) -> int:
+    """v >= 0 rounded up to three significant bits (at most 1/8 more): similar data gives the same
+    bound, so a call reuses a cached verdict, and the bound stays within 12.5 % of the data."""
+    shift = max(v.bit_length() - 3, 0)
+    return -((-v) >> shift) << shift
+
+
 def _outward(lo: float, hi: float, coarse: bool) -> Span | None:
-    """Float bounds as the integers around them (None for NaN / inf); `coarse` rounds them out to
-    0 or a signed power of two, so that similar data gives the same span (a cached verdict)."""
+    """Float bounds as the integers around them (None for NaN / inf); `coarse` rounds them out
+    further, to 0 and coarse_up of their magnitudes."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return None
     lo, hi = math.floor(lo), math.ceil(hi)
     if coarse:
-        lo = 0 if lo >= 0 else -(1 << (-lo - 1).bit_length())
-        hi = 0 if hi <= 0 else 1 << (hi - 1).bit_length()
+        lo = 0 if lo >= 0 else -coarse_up(-lo)
+        hi = 0 if hi <= 0 else coarse_up(hi)
     return Span(lo, hi)
 
 
@@ -428,7 +435,7 @@ class RangeCheck:
                                     hint="clamp the float values in the model before the cast (e.g. "
                                          "x.clamp(-2**31, 2**31 - 1).long())")
             m = math.ceil(g)
-            spans[step.key] = Span(-m, m) if m == 0 else Span(-(1 << (m - 1).bit_length()), 1 << (m - 1).bit_length())
+            spans[step.key] = Span(-coarse_up(m), coarse_up(m))
         if inputs is None:
             inputs = tuple(array_span(args[pos], coarse=True) if pos < len(args) else None
                            for _, _, pos, _ in self.measured)
