@@ -171,7 +171,7 @@ def test_int8_simulate_warns_when_it_saturates_where_numpy_wraps():
 
 
 def test_unsupported_onnx_op_is_located_at_the_users_call(tmp_path):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper
     # an op fusedsl does not have (Sin imports now): Det
     node = helper.make_node("Det", ["x"], ["y"])
