@@ -113,6 +113,18 @@ def test_translate_reads_qualifiers_chosen_by_the_preprocessor():
     assert out.count("\n") == src.count("\n") + 1   # the #line directive; no line moved
 
 
+def test_the_cc_driver_optimises_unless_told_otherwise(tmp_path, monkeypatch):
+    # CANN's sample CMakeLists set no build type: -O1 as `fusedsl cpu-run` builds; an explicit level is kept
+    src = tmp_path / "k.asc"
+    src.write_text("__global__ __vector__ void k(GM_ADDR x) {}\n")
+    seen = []
+    monkeypatch.setattr(asc.subprocess, "run", lambda cmd, **kw: seen.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    for flags in ([], ["-O0", "-g"]):
+        assert asc.compile_object([*flags, "--npu-arch=dav-2201", "-o", str(tmp_path / "k.o"), "-c", str(src)]) == 0
+    assert [a for a in seen[0] if a.startswith("-O")] == ["-O1"]
+    assert [a for a in seen[1] if a.startswith("-O")] == ["-O0"]
+
+
 def test_compile_errors_point_at_the_asc_line(tmp_path):
     bad = tmp_path / "bad.asc"
     bad.write_text('#include "kernel_operator.h"\n\n__global__ __vector__ void k(GM_ADDR x)\n{\n'

@@ -227,6 +227,11 @@ def compile_object(argv: list[str]) -> int:
     with open(src, encoding="utf-8", errors="surrogateescape") as f:
         source = f.read()
     target = target_for_arch(arch, src, source)
+    if not any(a.startswith("-O") for a in rest):
+        # no optimisation level asked for (a CMake build without CMAKE_BUILD_TYPE): -O1 as `fusedsl cpu-run`
+        # builds — g++'s default -O0 runs the CPU model's per-element checks several times slower; an
+        # explicit level (the Debug configuration's -O0 -g) is kept
+        rest.insert(0, "-O1")
     translated = out + ".fusedsl.cpp"
     with open(translated, "w", encoding="utf-8", errors="surrogateescape") as f:
         f.write(translate(source, os.path.abspath(src)))
