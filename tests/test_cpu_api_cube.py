@@ -347,3 +347,32 @@ def test_mmad_with_sparse_selects_a_by_the_4_2_index(lib):
         lib.launch("cube_sparse", 1, [("a", a), ("b", _zn(dense)), ("idx", packed), ("c", c)], target="ascend310p")
     assert re.search(rf"cube_basic_kernels\.cpp:{_transpose_line('sparse_load')}: LoadDataWithSparse is not "
                      r"available on ascend310p", str(info.value)), info.value
+
+
+def _cube_line(marker):
+    with open(os.path.join(ASCENDC_KERNELS, "cube_basic_kernels.cpp"), encoding="utf-8") as f:
+        return next(i for i, text in enumerate(f, 1) if f"LINE:{marker}" in text)
+
+
+def test_load3d_registers_fmatrix_padding_and_the_l1_boundary(lib):
+    # LoadData3DParamsV2Pro and a v2 load with IsResetLoad3dConfig{false, false} read SetFmatrix's feature map
+    # and SetLoadDataPaddingValue's pad; SetLoadDataBoundary(1024) makes A's second 16 channels (L1 bytes
+    # 1024-2047) come from L1 bytes 0-1023 again, as CANN's set_loaddata_boundary sample relies on
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((32, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 32)).astype(np.float16)
+    wrapped = a.copy()
+    wrapped[:, 16:] = a[:, :16]
+    for mode, a_read in ((0, wrapped), (1, a)):
+        c = np.zeros((32, 32), np.float32)
+        lib.launch("cube_load3d_registers", 1, [("a", a), ("b", b), ("c", c),
+                                                 ("dims", np.array([mode, 0, 0, 0], np.uint32))])
+        np.testing.assert_allclose(c, a_read.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-4)
+    for mode, marker, pattern in (
+            (2, "load3d_boundary", "SetLoadDataBoundary(512): a boundary is at least 1024 bytes"),
+            (3, "load3d_no_fmatrix", "LoadData(L1->L0, LoadData3DParamsV2): IsResetLoad3dConfig::isSetFMatrix is "
+                                     "false, so the feature map comes from SetFmatrix, which this core never called")):
+        with pytest.raises(AscendCCheckError) as info:
+            lib.launch("cube_load3d_registers", 1, [("a", a), ("b", b), ("c", np.zeros((32, 32), np.float32)),
+                                                     ("dims", np.array([mode, 0, 0, 0], np.uint32))])
+        assert f"cube_basic_kernels.cpp:{_cube_line(marker)}: {pattern}" in str(info.value), str(info.value)

@@ -569,6 +569,56 @@ extern "C" __global__ __aicore__ void cube_misaligned(GM_ADDR, GM_ADDR, GM_ADDR,
     (void)a1;
 }
 
+// The convolution load's registers (dims[0] = mode): A (32 x 32 half) unfolded into L0A by a
+// LoadData3DParamsV2Pro load (the feature map from SetFmatrix: 32 x 1 pixels of 32 channels), B (32 x 32) into
+// L0B by a v2 load that takes its feature map and pad value from the registers (its own l1H / l1W left 0), then
+// C = A' x B in GM, A' being A as the load read it.  Mode 0 sets SetLoadDataBoundary(1024) for A's load: A's
+// channels 16-31 (L1 bytes 1024-2047) are read from L1 bytes 0-1023 again, i.e. channels 0-15; mode 1 sets no
+// boundary.  Mode 2 asks for a 512-byte boundary (refused), mode 3 loads B from the registers before any
+// SetFmatrix (refused).
+extern "C" __global__ __aicore__ void cube_load3d_registers(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR dims)
+{
+    constexpr uint16_t S = 32;
+    const uint32_t mode = reinterpret_cast<__gm__ uint32_t*>(dims)[0];
+    GlobalTensor<half> ag, bg;
+    GlobalTensor<float> cg;
+    ag.SetGlobalBuffer((__gm__ half*)a, S * S);
+    bg.SetGlobalBuffer((__gm__ half*)b, S * S);
+    cg.SetGlobalBuffer((__gm__ float*)c, S * S);
+    LocalTensor<half> a1(TPosition::A1, 0, S * S), b1(TPosition::B1, S * S * sizeof(half), S * S);
+    LocalTensor<half> a2(TPosition::A2, 0, S * S), b2(TPosition::B2, 0, S * S);
+    LocalTensor<float> co1(TPosition::CO1, 0, S * S);
+    DataCopy(a1, ag, Nd2NzParams{1, S, S, 0, S, S, 1, 0});
+    DataCopy(b1, bg, Nd2NzParams{1, S, S, 0, S, S, 1, 0});
+    SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    static constexpr IsResetLoad3dConfig kFromRegisters = {false, false};
+    LoadData3DParamsV2<half> pb;   // l1H, l1W and the padding: the registers'
+    pb.channelSize = S;
+    pb.kExtension = S;
+    pb.mExtension = S;
+    if (mode == 3) {
+        LoadData<half, kFromRegisters>(b2, b1, pb);   // LINE:load3d_no_fmatrix
+    }
+    const uint8_t noPad[4] = {0, 0, 0, 0};
+    SetFmatrix(S, 1, noPad, FmatrixMode::FMATRIX_LEFT);
+    SetLoadDataRepeat({0, 1, 0});
+    SetLoadDataBoundary(mode == 0 ? 1024 : mode == 2 ? 512 : 0);   // LINE:load3d_boundary
+    LoadData3DParamsV2Pro pa;
+    pa.channelSize = S;
+    pa.extConfig = (static_cast<uint64_t>(S) << 16) | S;
+    LoadData(a2, a1, pa);
+    SetLoadDataBoundary(0);
+    SetLoadDataPaddingValue<half>(0);
+    LoadData<half, kFromRegisters>(b2, b1, pb);
+    SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+    Mmad(co1, a2, b2, MmadParams{S, S, S, 0, false, true});
+    SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+    WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+    Fixpipe(cg, co1, FixpipeParamsV220(S, S, S, S, false));
+}
+
 #define CUBE_ENTRY(name, mode)                                                  \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
         AscendC::SetKernelMode(KernelMode::mode);                               \
@@ -583,6 +633,7 @@ CUBE_ENTRY(cube_misaligned, AIC_MODE)
 CUBE_ENTRY(cube_gemv, AIC_MODE)
 CUBE_ENTRY(cube_nz_out, AIC_MODE)
 CUBE_ENTRY(cube_l1_roundtrip, AIC_MODE)
+CUBE_ENTRY(cube_load3d_registers, AIC_MODE)
 CUBE_ENTRY(cube_load3d_half, AIC_MODE)
 CUBE_ENTRY(cube_load3d_float, AIC_MODE)
 CUBE_ENTRY(cube_load3d_int8_l0b, AIC_MODE)

@@ -238,6 +238,10 @@ constexpr uint32_t ONE_BLK_SIZE = 32;
 constexpr uint32_t ONE_REPEAT_BYTE_SIZE = 256;
 constexpr uint32_t DEFAULT_BLK_NUM = 8;
 constexpr uint32_t DEFAULT_BLK_STRIDE = 1;
+// The cube's fractal: 16 rows (BLOCK_CUBE), 256 elements of a 2-byte type (CUBE_MAX_SIZE); CANN's
+// kernel_utils_constants.h has them as int32_t in kernel code.
+constexpr int32_t BLOCK_CUBE = 16;
+constexpr int32_t CUBE_MAX_SIZE = 256;
 constexpr uint32_t DEFAULT_REPEAT_STRIDE = 8;
 constexpr uint32_t MAX_REPEAT_TIMES = 255;
 constexpr uint64_t MASK_PLACEHOLDER = 0;

@@ -276,6 +276,16 @@ using ::QuantMode_t;
 // (srcStride rows per 16-column block) to ND rows dstStride elements apart, converted by quantPre
 // (NoQuant float, F322F16, F322BF16), with ReLU first when reluEn.
 struct FixpipeParamsV220 {
+    // CANN's constructors (kernel_struct_fixpipe.h): the first five fields, the first eleven, all twelve
+    FixpipeParamsV220() = default;
+    FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn, bool reluEnIn)
+        : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), reluEn(reluEnIn) {}
+    FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn, bool reluEnIn,
+                      QuantMode_t quantPreIn, int64_t deqScalarIn, uint16_t ndNumIn, uint16_t srcNdStrideIn,
+                      uint16_t dstNdStrideIn, uint8_t unitFlagIn, bool isChannelSplitIn = false)
+        : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), reluEn(reluEnIn),
+          quantPre(quantPreIn), deqScalar(deqScalarIn), ndNum(ndNumIn), srcNdStride(srcNdStrideIn),
+          dstNdStride(dstNdStrideIn), unitFlag(unitFlagIn), isChannelSplit(isChannelSplitIn) {}
     uint16_t nSize = 0;
     uint16_t mSize = 0;
     uint16_t srcStride = 0;

@@ -65,6 +65,10 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     std::memset(c.flag_vc, 0, sizeof c.flag_vc);
     c.dirty_lines.clear();
     c.wait_note.clear();
+    c.fmatrix[0] = c.fmatrix[1] = Core::Fmatrix{};
+    c.load3d_pad_set = false;
+    c.l1_boundary = 0;
+    c.load3d_repeat = 1;
     c.spr_sum = c.spr_value = 0;
     c.spr_index = 0;
     std::memset(c.cmp_mask, 0, sizeof c.cmp_mask);

@@ -21,6 +21,13 @@
 // (channelSize not a multiple of C0), int4b_t, fMatrixCtrl and enSmallK are not modelled and are
 // refused by name; so are the forms the page excludes on Ascend910B (b8 into L0B, b8 transposed
 // into L0A).  The load runs in program order like the rest of the cube API.
+//
+// The load's registers (矩阵搬入辅助配置接口): SetFmatrix sets the feature map (l1H, l1W, padList) a load
+// with IsResetLoad3dConfig::isSetFMatrix false, and every LoadData3DParamsV2Pro load, reads (a load with
+// isSetFMatrix true sets it from its parameters); SetLoadDataPaddingValue the pad value likewise
+// (isSetPadding); SetLoadDataBoundary an L1 boundary past which source reads wrap to L1's start (its page:
+// the source must start inside it, at least 1024 bytes, 0 = none); SetLoadDataRepeat's repeat count, of
+// which 1 is modelled.
 #pragma once
 
 #include <cstdint>
@@ -79,9 +86,52 @@ struct LoadData3DParamsV2 {
     bool fMatrixCtrl = false;
 };
 
+// The v2 load with its block and filter packed (the LoadData page, table 5): the feature map's size and
+// padding come from SetFmatrix, the pad value from SetLoadDataPaddingValue.
+struct LoadData3DParamsV2Pro {
+    LoadData3DParamsV2Pro() = default;
+    LoadData3DParamsV2Pro(uint16_t channelSizeIn, bool enTransposeIn, bool enSmallKIn, bool filterSizeWIn,
+                          bool filterSizeHIn, bool fMatrixCtrlIn, uint64_t extConfigIn, uint64_t filterConfigIn)
+        : channelSize(channelSizeIn), enTranspose(enTransposeIn), enSmallK(enSmallKIn), filterSizeW(filterSizeWIn),
+          filterSizeH(filterSizeHIn), fMatrixCtrl(fMatrixCtrlIn), extConfig(extConfigIn),
+          filterConfig(filterConfigIn) {}
+    uint16_t channelSize = 0;
+    bool enTranspose = false;
+    bool enSmallK = false;
+    bool filterSizeW = false;
+    bool filterSizeH = false;
+    bool fMatrixCtrl = false;
+    uint64_t extConfig = 0;   // mStartPt << 48 | kStartPt << 32 | mExtension << 16 | kExtension
+    uint64_t filterConfig = 0X10101010101;   // dilationH << 40 | dilationW << 32 | filterH << 24 | filterW << 16 |
+                                             // strideH << 8 | strideW
+};
+
+enum class FmatrixMode : uint8_t {
+    FMATRIX_LEFT = 0,
+    FMATRIX_RIGHT = 1,
+};
+
+struct LoadDataRepeatParam {
+    LoadDataRepeatParam() = default;
+    LoadDataRepeatParam(uint16_t repeatStrideIn, uint8_t repeatTimeIn, uint8_t repeatModeIn)
+        : repeatStride(repeatStrideIn), repeatTime(repeatTimeIn), repeatMode(repeatModeIn) {}
+    uint16_t repeatStride = 0;
+    uint8_t repeatTime = 1;
+    uint8_t repeatMode = 0;
+    uint8_t reserved = 0;
+};
+
 }  // namespace AscendC
 
 namespace fusedsl_cpu {
+
+// The convolution load's registers are the A2/A3 and 310P AI Core's (their pages: not on 910A).
+inline void CheckLoad3dRegisters(const char* api) {
+    CheckHasCube(api);
+    if (Target().arch != 2201 && Target().arch != 2002) {
+        Fail("%s is not available on %s (its page: Atlas A2/A3 and the Atlas 推理系列 AI Core)", api, Target().name);
+    }
+}
 
 // The element offset in dst of unfolded element (mi, ki) of the block (both from its corner);
 // kp is kExtension rounded up to 16, m1 the number of 16-row groups.
@@ -105,6 +155,10 @@ inline uint64_t Load3dDstIndex(bool l0b, bool transpose, uint64_t mi, uint64_t k
         return (((ki / 16) * m1 * 2 + half) * 16 + ki % 16) * 8 + mi % 8;
     }
 }
+
+template <typename T>
+inline void LoadData3dV2Unfold(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                               const AscendC::LoadData3DParamsV2<T>& p, int mem, bool pad_known);
 
 template <typename T>
 inline void LoadData3dV2(const LocalTensor<T>& dst, const LocalTensor<T>& src, const AscendC::LoadData3DParamsV2<T>& p,
@@ -137,10 +191,52 @@ inline void LoadData3dV2(const LocalTensor<T>& dst, const LocalTensor<T>& src, c
         Fail("%s: enTranspose with %s into L0A is not supported (the page: the transposed L1->L0A path does not take "
              "b8 data)", api, TypeName<T>());
     }
-    if (!cfg.isSetFMatrix || !cfg.isSetPadding) {
-        Fail("%s: an IsResetLoad3dConfig that takes the feature map or pad value from SetFmatrix / "
-             "SetLoadDataPaddingValue is not modelled; keep IS_RESER_LOAD3D_DEFAULT_CONFIG", api);
+    Core& core = CurCore();
+    if (core.load3d_repeat != 1) {
+        Fail("%s: SetLoadDataRepeat set repeatTime = %u; repeated convolution loads are not modelled by fusedsl's "
+             "CPU implementation (set it back to 1)", api, core.load3d_repeat);
     }
+    // The feature map and pad value: this load's own (which it also leaves in the registers), or the registers'
+    // (IsResetLoad3dConfig false: what SetFmatrix / SetLoadDataPaddingValue set).
+    AscendC::LoadData3DParamsV2<T> q_reg;
+    const AscendC::LoadData3DParamsV2<T>* pp = &p;
+    if (!cfg.isSetFMatrix || !cfg.isSetPadding) {
+        q_reg = p;
+        pp = &q_reg;
+    }
+    Core::Fmatrix& fm = core.fmatrix[p.fMatrixCtrl ? 1 : 0];
+    if (cfg.isSetFMatrix) {
+        fm.set = true;
+        fm.h = p.l1H;
+        fm.w = p.l1W;
+        std::memcpy(fm.pad, p.padList, sizeof fm.pad);
+    } else {
+        if (!fm.set) {
+            Fail("%s: IsResetLoad3dConfig::isSetFMatrix is false, so the feature map comes from SetFmatrix, which "
+                 "this core never called", api);
+        }
+        q_reg.l1H = fm.h;
+        q_reg.l1W = fm.w;
+        std::memcpy(q_reg.padList, fm.pad, sizeof fm.pad);
+    }
+    bool pad_known = true;
+    if (cfg.isSetPadding) {
+        core.load3d_pad_set = true;
+        std::memcpy(core.load3d_pad, &p.padValue, sizeof(T));
+    } else if (core.load3d_pad_set) {
+        std::memcpy(&q_reg.padValue, core.load3d_pad, sizeof(T));
+    } else {
+        pad_known = false;   // an error only if a padded position is read
+    }
+    const AscendC::LoadData3DParamsV2<T>& pr = *pp;
+    LoadData3dV2Unfold(api, dst, src, pr, mem, pad_known);
+}
+
+template <typename T>
+inline void LoadData3dV2Unfold(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                               const AscendC::LoadData3DParamsV2<T>& p, int mem, bool pad_known) {
+    const bool l0b = mem == kMemL0B;
+    constexpr bool b32 = sizeof(T) == 4;
     if (p.fMatrixCtrl) {
         Fail("%s: fMatrixCtrl = true (the right matrix's feature map); the page allows only false", api);
     }
@@ -200,6 +296,14 @@ inline void LoadData3dV2(const LocalTensor<T>& dst, const LocalTensor<T>& src, c
     const uint64_t dst_elems = m1 * 16 * kp;
     const uint64_t src_bytes = c1n * p.l1H * p.l1W * c0 * sizeof(T);
     const uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(), src_bytes, kMemL1);
+    // SetLoadDataBoundary: L1 bytes past the boundary are read from L1's start again
+    const uint64_t boundary = CurCore().l1_boundary;
+    const uint64_t src_l1 = s - CurCore().local_at[kMemL1];
+    if (boundary != 0 && src_l1 >= boundary) {
+        Fail("%s: src starts at L1 byte %llu, past the boundary SetLoadDataBoundary(%llu) set; the source must start "
+             "inside it (its page)", api, static_cast<unsigned long long>(src_l1),
+             static_cast<unsigned long long>(boundary));
+    }
     // The layout's full extent is written, also past a LocalTensor declared shorter (WritableLength).
     const uint64_t need = dst_elems * sizeof(T);
     const uint64_t have = WritableLength(api, dst.fs_addr, dst.GetLength(), need, mem);
@@ -211,8 +315,8 @@ inline void LoadData3dV2(const LocalTensor<T>& dst, const LocalTensor<T>& src, c
     // wrote (the padding rows an ND2NZ copy leaves, which CANN's mmad_load3dv2 reads along) gives L0
     // bytes a later Mmad may not read.
     std::vector<uint8_t> defined(dst_elems, 1);
-    const T* in = reinterpret_cast<const T*>(c.local.data() + s);
-    const uint8_t* src_written = c.local_written.data() + s;
+    const uint8_t* l1 = c.local.data() + c.local_at[kMemL1];
+    const uint8_t* l1_written = c.local_written.data() + c.local_at[kMemL1];
     for (uint64_t mi = 0; mi < p.mExtension; ++mi) {
         const uint64_t m = p.mStartPt + mi;
         const int64_t oh = static_cast<int64_t>(m / wout), ow = static_cast<int64_t>(m % wout);
@@ -226,8 +330,15 @@ inline void LoadData3dV2(const LocalTensor<T>& dst, const LocalTensor<T>& src, c
             uint8_t def = 1;
             if (ih >= 0 && iw >= 0 && ih < p.l1H && iw < p.l1W) {
                 const uint64_t at = ((c1 * p.l1H + static_cast<uint64_t>(ih)) * p.l1W + static_cast<uint64_t>(iw)) * c0 + cc;
-                v = in[at];
-                def = std::memchr(src_written + at * sizeof(T), 0, sizeof(T)) == nullptr;
+                uint64_t byte = src_l1 + at * sizeof(T);
+                if (boundary != 0) {
+                    byte %= boundary;
+                }
+                std::memcpy(&v, l1 + byte, sizeof(T));
+                def = std::memchr(l1_written + byte, 0, sizeof(T)) == nullptr;
+            } else if (!pad_known) {
+                Fail("%s: the unfolded block reads the padding, and with IsResetLoad3dConfig::isSetPadding false its "
+                     "value comes from SetLoadDataPaddingValue, which this core never called", api);
             }
             const uint64_t o = Load3dDstIndex<sizeof(T)>(l0b, transpose, mi, ki, k1, m1, kp);
             out[o] = v;
@@ -250,7 +361,9 @@ namespace AscendC {
 // value repeated in both nibbles.  Into L0A only, untransposed (the page: L1->L0B and the transposed L0A
 // path take no b4/b8 data).
 template <typename T, const IsResetLoad3dConfig& defaultConfig = IS_RESER_LOAD3D_DEFAULT_CONFIG>
-inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData3DParamsV2<T>& p) {
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData3DParamsV2<T>& p,
+                     FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AtSite at(fs_site);
     if constexpr (fusedsl_cpu::kIsB4<T>) {
         using namespace fusedsl_cpu;
         const char* api = "LoadData(L1->L0, LoadData3DParamsV2)";
@@ -294,6 +407,84 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     } else {
         fusedsl_cpu::LoadData3dV2(dst, src, p, defaultConfig);
     }
+}
+
+// The v2 load with packed parameters: the feature map from SetFmatrix (the left one: fMatrixCtrl must be
+// false), the pad value from SetLoadDataPaddingValue.
+template <typename T>
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData3DParamsV2Pro& p,
+                     FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AtSite at(fs_site);
+    static_assert(!fusedsl_cpu::kIsB4<T>, "LoadData3DParamsV2Pro with int4b_t is not modelled by fusedsl's CPU API");
+    LoadData3DParamsV2<T> q;
+    q.channelSize = p.channelSize;
+    q.kExtension = static_cast<uint16_t>(p.extConfig & 0xFFFF);
+    q.mExtension = static_cast<uint16_t>((p.extConfig >> 16) & 0xFFFF);
+    q.kStartPt = static_cast<uint16_t>((p.extConfig >> 32) & 0xFFFF);
+    q.mStartPt = static_cast<uint16_t>((p.extConfig >> 48) & 0xFFFF);
+    q.strideW = static_cast<uint8_t>(p.filterConfig & 0xFF);
+    q.strideH = static_cast<uint8_t>((p.filterConfig >> 8) & 0xFF);
+    q.filterW = static_cast<uint8_t>((p.filterConfig >> 16) & 0xFF);
+    q.filterH = static_cast<uint8_t>((p.filterConfig >> 24) & 0xFF);
+    q.dilationFilterW = static_cast<uint8_t>((p.filterConfig >> 32) & 0xFF);
+    q.dilationFilterH = static_cast<uint8_t>((p.filterConfig >> 40) & 0xFF);
+    q.enTranspose = p.enTranspose;
+    q.enSmallK = p.enSmallK;
+    q.filterSizeW = p.filterSizeW;
+    q.filterSizeH = p.filterSizeH;
+    q.fMatrixCtrl = p.fMatrixCtrl;
+    static constexpr IsResetLoad3dConfig kFromRegisters = {false, false};
+    fusedsl_cpu::LoadData3dV2(dst, src, q, kFromRegisters);
+}
+
+// SetFmatrix: the feature map (height, width, padding left/right/top/bottom) of the left or right matrix.
+inline void SetFmatrix(uint16_t l1H, uint16_t l1W, const uint8_t padList[4], const FmatrixMode& fmatrixMode,
+                       FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AtSite at(fs_site);
+    fusedsl_cpu::CheckLoad3dRegisters("SetFmatrix");
+    fusedsl_cpu::Core::Fmatrix& fm = fusedsl_cpu::CurCore().fmatrix[fmatrixMode == FmatrixMode::FMATRIX_RIGHT ? 1 : 0];
+    fm.set = true;
+    fm.h = l1H;
+    fm.w = l1W;
+    std::memcpy(fm.pad, padList, sizeof fm.pad);
+}
+
+template <typename T>
+inline void SetLoadDataPaddingValue(const T padValue, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AtSite at(fs_site);
+    static_assert(sizeof(T) <= 4, "SetLoadDataPaddingValue takes a value of at most 4 bytes");
+    fusedsl_cpu::CheckLoad3dRegisters("SetLoadDataPaddingValue");
+    fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    c.load3d_pad_set = true;
+    std::memset(c.load3d_pad, 0, sizeof c.load3d_pad);
+    std::memcpy(c.load3d_pad, &padValue, sizeof(T));
+}
+
+// The L1 boundary in bytes (the v2 load's unit; 0 = none): source bytes past it are read from L1's start.
+inline void SetLoadDataBoundary(uint32_t boundaryValue, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AtSite at(fs_site);
+    const char* api = "SetLoadDataBoundary";
+    fusedsl_cpu::CheckLoad3dRegisters(api);
+    if (boundaryValue != 0 && boundaryValue < 1024) {
+        fusedsl_cpu::Fail("%s(%u): a boundary is at least 1024 bytes (its page: 1-1023 is undefined behaviour; 0 "
+                          "means none)", api, boundaryValue);
+    }
+    if (boundaryValue > fusedsl_cpu::LocalMemBytes(fusedsl_cpu::kMemL1)) {
+        fusedsl_cpu::Fail("%s(%u): past the end of %s's %u-byte L1", api, boundaryValue, fusedsl_cpu::Target().name,
+                          fusedsl_cpu::LocalMemBytes(fusedsl_cpu::kMemL1));
+    }
+    fusedsl_cpu::CurCore().l1_boundary = boundaryValue;
+}
+
+inline void SetLoadDataRepeat(const LoadDataRepeatParam& repeatParams, FUSEDSL_CPU_SITE) {
+    fusedsl_cpu::AtSite at(fs_site);
+    const char* api = "SetLoadDataRepeat";
+    fusedsl_cpu::CheckLoad3dRegisters(api);
+    if (repeatParams.repeatTime == 0 || repeatParams.repeatMode > 1) {
+        fusedsl_cpu::Fail("%s: repeatTime = %u, repeatMode = %u; repeatTime is 1-255 and repeatMode 0 or 1 (the "
+                          "LoadData page)", api, repeatParams.repeatTime, repeatParams.repeatMode);
+    }
+    fusedsl_cpu::CurCore().load3d_repeat = repeatParams.repeatTime;
 }
 
 }  // namespace AscendC

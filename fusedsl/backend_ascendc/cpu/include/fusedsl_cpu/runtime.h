@@ -188,6 +188,18 @@ struct Core {
     // Polling detection (GlobalTensor::GetValue): scalar GM reads since GM last changed.
     uint32_t gm_reads_idle = 0;
     uint64_t gm_seen_progress = 0;
+    // The convolution load's registers (load3d.h): the feature maps SetFmatrix set (left, right: l1H, l1W,
+    // padList), the pad value SetLoadDataPaddingValue set (its bytes), the L1 boundary of
+    // SetLoadDataBoundary (bytes, 0 = none) and SetLoadDataRepeat's repeat count.
+    struct Fmatrix {
+        bool set = false;
+        uint16_t h = 0, w = 0;
+        uint8_t pad[4] = {0, 0, 0, 0};
+    } fmatrix[2];
+    bool load3d_pad_set = false;
+    uint8_t load3d_pad[4] = {0, 0, 0, 0};
+    uint32_t l1_boundary = 0;
+    uint8_t load3d_repeat = 1;
     // What a parked core waits for, at the kernel's line ("k.cpp:12: CrossCoreWaitFlag(flag 3)"): the
     // launch's deadlock report names it.
     std::string wait_note;
