@@ -243,6 +243,8 @@ REASON_ADVICE = {
 ERROR_ADVICE = {
     "FusedslError": "Catch it to handle any fusedsl mistake; its subclasses below say what to change, "
                     "and every message has a hint.",
+    "FusedslWarning": "Filter on it to treat every fusedsl warning alike (`warnings.simplefilter(\"error\", "
+                      "fs.FusedslWarning)` makes each one an error); its subclasses below say what to change.",
     "CacheDirWarning": "Point FUSEDSL_CACHE_DIR at a directory you own that others cannot write "
                        "(fusedsl creates it 0700), or leave it unset (~/.cache/fusedsl).",
 }
