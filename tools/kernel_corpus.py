@@ -170,6 +170,22 @@ def _conv_configs():
                target)
 
 
+def _attention_configs():
+    # q [B, H, L, E], k / v [B, Hkv, S, E]: sizes 1, tails of both blocks, GQA, head sizes whose rows
+    # are not 32-byte multiples, causal (L != S), bool / key-padding / additive masks, rope
+    shapes = [((1, 2, 17, 40), (1, 2, 33, 40)), ((2, 4, 130, 64), (2, 2, 140, 64)), ((1, 1, 1, 8), (1, 1, 1, 8))]
+    progs = {"plain": lambda q, k, v, m: fs.attention(q, k, v),
+             "causal": lambda q, k, v, m: fs.attention(q, k, v, causal=True),
+             "bool_mask": lambda q, k, v, m: fs.attention(q, k, v, mask=m > 0.5),
+             "additive_mask": lambda q, k, v, m: fs.attention(q, k, v, mask=m)}
+    for (name, f), (sq, skv), dtype, target in product(progs.items(), shapes, ["float32", "float16"], TARGETS):
+        yield (f"attention/{name}", f, [(sq, dtype), (skv, dtype), (skv, dtype), ((sq[2], skv[2]), dtype)], target)
+    rope = lambda q, k, v, c, s: fs.attention(fs.rope(q, c, s), fs.rope(k, c, s), v)   # noqa: E731
+    for dtype, target in product(["float32", "float16"], TARGETS):
+        yield ("attention/rope", rope, [((1, 2, 24, 32), dtype), ((1, 2, 24, 32), dtype), ((1, 2, 24, 32), dtype),
+                                        ((24, 32), dtype), ((24, 32), dtype)], target)
+
+
 def _transposed(perm):
     return lambda x: fs.transpose(x, perm)
 
@@ -188,7 +204,7 @@ def _transpose_configs():
 
 KINDS = {"vector": _vector_configs, "view": _view_configs, "row": _row_configs,
          "column": _column_configs, "cube": _cube_configs, "conv": _conv_configs,
-         "transpose": _transpose_configs}
+         "transpose": _transpose_configs, "attention": _attention_configs}
 
 
 def configs(only=None, match=None):
