@@ -621,7 +621,7 @@ def _dims(value, sizes) -> list[int]:
 def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int,
                          mask_item: int = 0, rope_head: int = 0, c_cols: int = 0) -> list[tuple[str, str, int]]:
     """(name, position, bytes) of the UB buffers of the printed attention kernel
-    (backend_ascendc/printer_attention.py): the S-then-P-V tile from GetTensorC (float32 rows
+    (lower/attention_tile.py): the S-then-P-V tile from GetTensorC (float32 rows
     padded to 32 bytes; S is consumed before P V arrives), the P-then-output tile in the input
     dtype, the float32 accumulator O, the running max and sum, reduction scratch; on 310P the
     Matmul API's UB workspace for C, one base block (`c_cols` columns when the products' base

@@ -1,4 +1,4 @@
-"""The attention op as one printed MIX kernel (lower/attention.py, printer_attention.py):
+"""The attention op as one printed MIX kernel (lower/attention.py, lower/attention_tile.py):
 simulate on the CPU Ascend C API agrees with torch's scaled_dot_product_attention and with the
 LLVM executor, on 910B (float16, float32) and 310P (float16); several Q and KV blocks with tails,
 GQA, causal, odd head sizes; ascend910 and masks refuse with located errors; the saved
@@ -17,7 +17,7 @@ from hypothesis import given, strategies as st
 import fusedsl as fs
 from fusedsl import cost
 from conftest import fuzz_settings
-from fusedsl.backend_ascendc.printer_attention import AttentionPrinter
+from fusedsl.backend_ascendc.printer_kernel import KernelPrinter
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -62,7 +62,7 @@ def test_simulate_agrees_with_torch_and_llvm(target, dtype, qs, ks, causal):
     # room and its rows are 32-byte multiples) to the cube from UB: the model's bytes exactly
     in_l1 = "AscendC::TSCM<AscendC::TPosition::GM, 1> q_l1" in compiled.source
     assert in_l1 == (target == "ascend910b")
-    assert ("pv.SetTensorA(b_p.Get<half>())" in compiled.source) == (target == "ascend310p")
+    assert ("pv.SetTensorA(p);" in compiled.source) == (target == "ascend310p")
     q_in_ub = compiled.kernels[0].row.q_ub_bytes > 0
     assert q_in_ub == (target == "ascend310p" and qs[-1] * q.itemsize % 32 == 0)
     model = cost.attention_gm_model(compiled.kernels[0].function.ops[0], compiled.target)
@@ -90,7 +90,7 @@ def test_plan_fits_the_chip_budgets():
         else:   # 310P: P and the Q block from UB
             assert sched.p_in_ub and sched.q_l1_bytes == 0 and sched.q_ub_bytes == sched.bq * e * 2
             assert sched.ub_bytes == sum(n for _, _, n in sched.buffers()) <= compiled.target.ub_bytes
-        assert isinstance(AttentionPrinter(sched, compiled.target, "k").body(), str)
+        assert isinstance(KernelPrinter(sched, compiled.target, "k").body(), str)
     # 310P shapes where C's workspace is not the way to make room for the Q block: D = 144 (its P V
     # block does not halve into 16-column multiples) takes BQ 112 instead; D = 256 splits P V only
     for e, bq, c_cols in ((144, 112, 0), (256, 64, 128)):
@@ -264,7 +264,7 @@ def test_310p_head_128_splits_c_so_that_the_q_block_fits_ub():
     got = compiled.simulate(q, k, v)
     np.testing.assert_allclose(got.astype(np.float32), sdpa(q, k, v, False), rtol=3e-3, atol=3e-3)
     np.testing.assert_allclose(got.astype(np.float32), compiled(q, k, v).astype(np.float32), rtol=3e-3, atol=3e-3)
-    assert "pv.SetTensorA(b_p.Get<half>())" in compiled.source and "qk.SetTensorA(b_q.Get<half>());" in compiled.source
+    assert "pv.SetTensorA(p);" in compiled.source and "qk.SetTensorA(qU);" in compiled.source
     q_blocks = 2   # 144 rows in blocks of 128
     assert compiled.report().gm_bytes_measured == (2 * q.size + q_blocks * (k.size + v.size)) * 2
     assert compiled.report().gm_bytes_measured == cost.attention_gm_model(compiled.kernels[0].function.ops[0],

@@ -48,7 +48,7 @@ def test_rope_of_q_and_k_is_part_of_the_printed_attention_kernel(target, heads):
     cos, sin = tables(rng, 40, 32, np.float16)
     c = fs.fused_kernel(roped, target=target).compile(q, k, v, cos, sin)
     assert [p.ops for p in c.kernels] == [["attention"]] and "rope = true" in c.ir
-    assert "q and k rotated (rope)" in c.kernels[0].row.plan_note and "Rotate(gm_kr" in c.source
+    assert "q and k rotated (rope)" in c.kernels[0].row.plan_note and "RotateK();" in c.source and "CopyRowsOut(gm_kr[" in c.source
     want = torch_rope_sdpa(q, k, v, cos, sin, True)
     results = {"simulate": c.simulate(q, k, v, cos, sin)}
     for executor in ("reference", "llvm"):

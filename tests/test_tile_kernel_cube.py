@@ -211,3 +211,34 @@ def test_cube_group_parts_dump_and_show_their_kernels(tmp_path, monkeypatch):
         assert text.startswith("kernel @") and "matmul mm a GM ND float16" in text
         assert print_kernel(parse_kernel(text)) == text
     assert plan.tile_ir == "".join(texts)
+
+
+@pytest.mark.parametrize("target,dtype,case", [
+    ("ascend910b", "float16", "causal"), ("ascend910b", "float32", "additive"), ("ascend310p", "float16", "bool"),
+    ("ascend910b", "float16", "rope"), ("ascend310p", "float16", "plain")])
+def test_attention_kernels_interpret_like_the_call(target, dtype, case, monkeypatch):
+    """attention's tile kernel (lower/attention_tile.py): two Matmul objects with their own
+    TCubeTilings, the Q block in L1 (910B) or UB (310P), P through the workspace (910B) or a VECOUT
+    A in UB (310P), the online softmax with masks, the causal diagonal and rope, per work item."""
+    g = np.random.default_rng(7)
+    q = g.standard_normal((1, 2, 17, 40)).astype(dtype)
+    k, v = (g.standard_normal((1, 2, 33, 40)).astype(dtype) for _ in range(2))
+    m = g.standard_normal((17, 33)).astype(dtype)
+    fn, args = {"causal": (lambda q, k, v: fs.attention(q, k, v, causal=True), (q, k, v)),
+                "additive": (lambda q, k, v, m: fs.attention(q, k, v, mask=m), (q, k, v, m)),
+                "bool": (lambda q, k, v, m: fs.attention(q, k, v, mask=m > 0.5), (q, k, v, m)),
+                "plain": (lambda q, k, v: fs.attention(q, k, v), (q, k, v))}.get(case, (None, None))
+    if case == "rope":
+        q = g.standard_normal((1, 2, 24, 32)).astype(dtype)
+        cos, sin = (g.standard_normal((24, 32)).astype(dtype) for _ in range(2))
+        fn, args = (lambda q, k, v, c, s: fs.attention(fs.rope(q, c, s), fs.rope(k, c, s), v)), (q, q, q, cos, sin)
+    comp = fs.fused_kernel(fn, target=target).compile(*args)
+    (plan,) = [p for p in comp.kernels if p.kernel_kind == "attention"]
+    text = print_kernel(kernel_ir(plan.lowered))
+    kernel = parse_kernel(text)
+    assert print_kernel(kernel) == text and "matmul qk" in text and "matmul pv" in text
+    want = comp(*args)
+    out = np.zeros(want.shape, want.dtype)
+    run_kernel(kernel, _kernel_inputs(comp, plan, list(args), monkeypatch), [out], kernel_words(plan.lowered, plan.tiling))
+    tol = 1e-5 if dtype == "float32" else 4e-3
+    np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)

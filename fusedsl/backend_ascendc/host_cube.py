@@ -59,3 +59,23 @@ inline int64_t {fn}TilingWithCannApi(const char* socVersion, optiling::TCubeTili
     return api.GetTiling(tiling);
 }}
 """
+
+
+def matmuls_host_tiling(s, target, name: str, tiling_type: str, k) -> str:
+    """The host tiling of a kernel with one TCubeTiling per Matmul object (attention's qk and
+    pv): the words fusedsl computed, member by member of `tiling_type`."""
+    words = list(k.words)
+    sets = []
+    for mm in k.matmuls:
+        part, words = words[:len(TCUBE_FIELDS)], words[len(TCUBE_FIELDS):]
+        sets += [f"    out->{mm.tiling}.{f} = {w};" for f, w in zip(TCUBE_FIELDS, part) if w]
+    body = "\n".join(sets)
+    return f"""// Host tiling for {name} on {target.name}: the TCubeTiling of each Matmul object fusedsl computed.
+inline bool {camel(name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, {tiling_type}* out)
+{{
+    (void)sizes; (void)vectorCores; (void)ubBudget;
+    *out = {{}};
+{body}
+    return true;
+}}
+"""

@@ -27,7 +27,7 @@ from ..tile.kernel import (BINARY, VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, 
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, rename_stmt
 from .frame import KernelFrame
-from .host_cube import cube_host_tiling
+from .host_cube import cube_host_tiling, matmuls_host_tiling
 from .host_row import row_host_tiling
 from .host_vector import vector_host_tiling
 
@@ -75,6 +75,8 @@ def _c(e, u: bool = False) -> tuple[str, int]:
     if op == "neg":
         a, pa = _c(e[1], u)
         return f"-{a if pa == 9 else f'({a})'}", 8
+    if op == "sel":
+        return f"({_c(e[1], u)[0]} ? {_c(e[2], u)[0]} : {_c(e[3], u)[0]})", 9
     if op in ("fmax", "fmin"):   # v when it is above (below) r, else r: the scalar unit's compare
         r, v = _c(e[1], u)[0], _c(e[2], u)[0]
         return f"({v} {'>' if op == 'fmax' else '<'} {r} ? {v} : {r})", 9
@@ -150,7 +152,7 @@ class NodePrinting:
         if isinstance(node, Alloc):
             q = self.queue[node.queue]
             ty = q.dtype.ascendc
-            get = f"Get<{ty}>()" if q.position == "VECCALC" else f"AllocTensor<{ty}>()"
+            get = f"Get<{ty}>()" if q.position in ("VECCALC", "TBUF_VECOUT") else f"AllocTensor<{ty}>()"
             decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
             return [f"{pad}{decl}{node.tensor} = {node.queue}.{get};"]
         if isinstance(node, DeQue):
@@ -254,14 +256,15 @@ class NodePrinting:
             if node.src in self.gm:
                 return [f"{pad}{node.mm}.SetTensor{node.which}(gm_{self.gm_name[node.src]}[{e(node.offset)}]"
                         f"{', true' if op.transpose else ''});"]
-            return [f"{pad}{node.mm}.SetTensor{node.which}({node.src});"]
+            return [f"{pad}{node.mm}.SetTensor{node.which}({node.src}{', true' if op.transpose else ''});"]
         if isinstance(node, MmTail):
-            return [f"{pad}{node.mm}.SetTail({e(node.m)}, {e(node.n)});"]
+            k = "" if node.k is None else f", {e(node.k)}"
+            return [f"{pad}{node.mm}.SetTail({e(node.m)}, {e(node.n)}{k});"]
         if isinstance(node, MmIterate):
             return [f"{pad}while ({node.mm}.template Iterate<true>()) {{", *self._block(node.body, indent + 4),
                     pad + "}"]
-        if isinstance(node, MmGetC):   # this tile alone, rows padded to 32 bytes
-            return [f"{pad}{node.mm}.template GetTensorC<true>({node.tensor}, false, true);"]
+        if isinstance(node, MmGetC):   # this tile alone, or (placed) each base block at its place
+            return [f"{pad}{node.mm}.template GetTensorC<true>({node.tensor}, false, {'false' if node.placed else 'true'});"]
         if isinstance(node, MmEnd):
             return [f"{pad}{node.mm}.End();"]
         if isinstance(node, CopyNz):   # ND rows into NZ column blocks of 32 bytes, rows rounded to 16
@@ -291,16 +294,25 @@ class KernelPrinter(NodePrinting, KernelFrame):
         self.gm = {g.name: g for g in self.k.gms}
         self.scopes: list[dict] = []     # tensor -> its queue, per open block (the walk's scopes)
         self.matmul = {mm.name: mm for mm in self.k.matmuls}
+        self.parts: list[str] = []
         if self.k.matmuls:   # a cube kernel: a MIX launch reading CANN's TCubeTiling (int32 fields)
             self.WORD, self.MIX, self.signed_fields = "i", True, True
             self.rt = self.runtime_scalars()   # (the op project reads them: project_op.py)
-            self.tiling = f"{camel(name)}CubeTiling" if self.rt else self.k.tiling_struct
+            # one TCubeTiling (with the runtime scalars after it: a struct holding it as `cube`), or a
+            # struct of one TCubeTiling per Matmul object (Matmul.tiling names its member)
+            self.parts = [mm.tiling for mm in self.k.matmuls if mm.tiling]
+            self.tiling = (f"{camel(name)}CubeTiling" if self.rt else
+                           f"{camel(name)}MatmulTilings" if self.parts else self.k.tiling_struct)
 
     def _gm_args(self) -> list[str]:
         return [self.gm_name[g.name] for g in self.k.gms if g.role == "in"] + \
                [self.gm_name[g.name] for g in self.k.gms if g.role == "out"]
 
     def tiling_header(self) -> str:
+        if self.k.tiling_struct and self.parts:
+            members = "".join(f"    {self.k.tiling_struct} {p};\n" for p in self.parts)
+            return (f"// {self.name} reads a {self.k.tiling_struct} per Matmul object (CANN's kernel_tiling/kernel_tiling.h)\n"
+                    f'#include "kernel_tiling/kernel_tiling.h"\nstruct {self.tiling} {{\n{members}}};\n')
         if self.k.tiling_struct:
             head = (f"// {self.name} reads a {self.k.tiling_struct} (CANN's kernel_tiling/kernel_tiling.h)\n"
                     '#include "kernel_tiling/kernel_tiling.h"\n')
@@ -325,6 +337,8 @@ class KernelPrinter(NodePrinting, KernelFrame):
         return kernel_words(self.s, tiling)   # (the typed fields s<i> follow, in parameter order)
 
     def host_tiling(self) -> str:
+        if self.parts:
+            return matmuls_host_tiling(self.s, self.t, self.name, self.tiling, self.k)
         if self.k.matmuls:
             return cube_host_tiling(self.s, self.t, self.name, self.tiling, bool(self.rt))
         if not self.k.words and self.k.kind in HOST_TILING:
@@ -345,7 +359,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
         if not entry:
             return text
         setup = tuple(f"op.{m.name} = static_cast<{m.dtype.ascendc}>(t.{m.init[2:]});" for m in self._from_entry())
-        mms = [x for mm in self.k.matmuls for x in (f"op.{mm.name}", "&op.tiling")]
+        mms = [x for mm in self.k.matmuls for x in (f"op.{mm.name}", f"&op.tiling.{mm.tiling}" if mm.tiling else "&op.tiling")]
         return text + "\n" + self.entry(self._gm_args() + ["workspace", "t.cube" if self.rt else "t"], setup, mms)
 
     def _from_entry(self) -> list:
@@ -361,19 +375,19 @@ class KernelPrinter(NodePrinting, KernelFrame):
         late = self._from_entry()
         L = ['#include "lib/matmul_intf.h"',
              *self.class_open([f"GM_ADDR {self.gm_name[g.name]}" for g in ins] + ["GM_ADDR workspace"],
-                              k.tiling_struct)]
+                              self.tiling if self.parts else k.tiling_struct)]
         L += [f"        gm_{self.gm_name[g.name]}.SetGlobalBuffer((__gm__ {g.dtype.ascendc}*){self.gm_name[g.name]});"
               for g in ins]
         work = [g for g in k.gms if g.role == "work"]
         L += [f"        // this core's {g.name}: its slice of the user workspace (after the Matmul API's system part)\n"
               f"        gm_{g.name}.SetGlobalBuffer(reinterpret_cast<__gm__ {g.dtype.ascendc}*>("
-              f"AscendC::GetUserWorkspace(workspace) + AscendC::GetBlockIdx() * {g.index}u), {g.index // g.dtype.itemsize}u);"
-              for g in work]
+              f"AscendC::GetUserWorkspace(workspace) + AscendC::GetBlockIdx() * {g.index}u{f' + {g.offset}u' if g.offset else ''}), "
+              f"{(g.elems or g.index // g.dtype.itemsize)}u);" for g in work]
         L += [f"        {m.name} = {self._member_init(m)};" for m in k.members if m.init is not None and m not in late]
         L += ["        AscendC::SetSysWorkspace(workspace);", "    }", "",
               "    // After REGIST_MATMUL_OBJ: the UB plan, then the core's block tile by tile.",
               "    __aicore__ inline void Process(AscendC::TPipe* pipe)", "    {"]
-        L += [f"        pipe->InitBuffer({q.name}, {_bytes(q, True)});" if q.position == "VECCALC" else
+        L += [f"        pipe->InitBuffer({q.name}, {_bytes(q, True)});" if q.position in ("VECCALC", "TBUF_VECOUT") else
               f"        pipe->InitBuffer({q.name}, {q.depth}, {_bytes(q, True)});" for q in k.queues]
         L += [f"        {mm.name}.SetLocalWorkspace({mm.workspace}.Get<uint8_t>());   // C passes through UB"
               for mm in k.matmuls if mm.workspace]
@@ -391,7 +405,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
             L.append(f"    AscendC::Matmul<{types[0]},")
             L += [f"                    {x}," for x in types[1:-1]]
             L.append(f"                    {types[-1]}> {mm.name};")
-        L.append(f"    {k.tiling_struct} tiling;")
+        L.append(f"    {self.tiling if self.parts else k.tiling_struct} tiling;")
         L += [f"    {m.dtype.ascendc} {m.name};" for m in k.members if m.dtype is not None]
         L += ["", "private:"]
         for st in k.stages:
@@ -401,8 +415,8 @@ class KernelPrinter(NodePrinting, KernelFrame):
                 L += self._node(node, 8)
             L += ["    }", ""]
         for q in k.queues:
-            if q.position == "VECCALC":
-                L.append(f"    AscendC::TBuf<AscendC::TPosition::VECCALC> {q.name};")
+            if q.position in ("VECCALC", "TBUF_VECOUT"):   # a TBuf (on VECOUT: a Matmul's A in UB)
+                L.append(f"    AscendC::TBuf<AscendC::TPosition::{q.position.removeprefix('TBUF_')}> {q.name};")
             elif q.position == "TSCM":   # user-managed L1, filled from GM
                 L.append(f"    AscendC::TSCM<AscendC::TPosition::GM, {q.depth}> {q.name};")
             else:

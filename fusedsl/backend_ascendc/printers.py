@@ -5,7 +5,6 @@ A new kind adds its printer here; the compiler, `save` and `simulate` ask `print
 from __future__ import annotations
 
 from .frame import KernelFrame
-from .printer_attention import AttentionPrinter
 from .printer_cube_group import CubeGroupPrinter
 from .printer_kernel import KernelPrinter
 
@@ -17,7 +16,7 @@ PRINTERS = {
     "cube_group": CubeGroupPrinter,   # several matmuls of the same A, in turn, in one launch
     "row": KernelPrinter,     # tiles of whole rows, or passes over chunks of a long row (lower/row_tile.py)
     "column": KernelPrinter,  # reductions over other axes (its loop-level tile IR, lower/column_tile.py)
-    "attention": AttentionPrinter,   # flash attention: Q K^T, online softmax, P V per Q block
+    "attention": KernelPrinter,   # flash attention: Q K^T, online softmax, P V per Q block (lower/attention_tile.py)
     "transpose": KernelPrinter,   # a lone transpose / permute: its loop-level tile IR (tile/kernel.py)
 }
 

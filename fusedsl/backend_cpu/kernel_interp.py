@@ -112,7 +112,7 @@ class _Block:
         elif isinstance(node, If):
             self.run(node.then if self.ev(node.cond) else node.orelse)
         elif isinstance(node, Alloc):
-            if self.position[node.queue] == "VECCALC":
+            if self.position[node.queue] in ("VECCALC", "TBUF_VECOUT"):
                 self.tensors[node.tensor] = (node.queue, 0)
                 return
             free = [i for i in range(len(self.bufs[node.queue])) if self.state[(node.queue, i)] == "free"]
@@ -201,20 +201,23 @@ class _Block:
         elif isinstance(node, MmSet):
             self.mm_state.setdefault(node.mm, {})[node.which] = (node.src, self.ev(node.offset))
         elif isinstance(node, MmTail):
-            self.mm_state.setdefault(node.mm, {})["tail"] = (self.ev(node.m), self.ev(node.n))
+            self.mm_state.setdefault(node.mm, {})["tail"] = (self.ev(node.m), self.ev(node.n),
+                                                             None if node.k is None else self.ev(node.k))
         elif isinstance(node, MmIterate):
             self.iterate(node)
         elif isinstance(node, MmGetC):
-            tile = self.mm_state.get(node.mm, {}).get("tile")
+            state = self.mm_state.get(node.mm, {})
+            tile = state.get("tile")
             if tile is None:
                 self.fail(node, "GetTensorC outside an Iterate loop")
             dst = self.tensor(node, node.tensor)
             rows, cols = tile.shape
-            ld = -(-cols * dst.itemsize // 32) * 32 // dst.itemsize
-            if (rows - 1) * ld + cols > dst.size:
+            r0, c0, width = (*state["at"], state["width"]) if node.placed else (0, 0, cols)
+            ld = -(-width * dst.itemsize // 32) * 32 // dst.itemsize
+            if (r0 + rows - 1) * ld + c0 + cols > dst.size:
                 self.fail(node, f"a {rows} x {cols} C tile (rows {ld} apart) leaves UB {node.tensor} of {dst.size}")
             for i in range(rows):
-                dst[i * ld:i * ld + cols] = tile[i]
+                dst[(r0 + i) * ld + c0:(r0 + i) * ld + c0 + cols] = tile[i]
         elif isinstance(node, CopyNz):
             dst = self.tensor(node, node.tensor)
             g = self.gm[node.gm]
@@ -297,42 +300,49 @@ class _Block:
         else:
             self.fail(node, "unknown node")
 
-
     def operand(self, node, mm, which: str, rows: int, cols: int) -> np.ndarray:
         """The core's [rows, cols] block of A or B as SetTensorA / SetTensorB gave it."""
-        env, state = self.env, self.mm_state.get(mm.name, {})
+        state = self.mm_state.get(mm.name, {})
         if which not in state:
             self.fail(node, f"Iterate before SetTensor{which}")
         src, off = state[which]
         op = mm.a if which == "A" else mm.b
+        f = self.field(mm)
         if src in self.nz_rows:   # an L1 tensor in NZ (CopyNz)
             buf, high = self.tensor(node, src), -(-self.nz_rows[src] // 16) * 16
             c0 = 32 // buf.itemsize
             i, k = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
             return buf[(k // c0) * high * c0 + i * c0 + k % c0]
-        g = self.gm[src]
+        g = self.gm[src] if src in self.gm else self.tensor(node, src)   # GM, or a UB tensor (ND, rows Ka apart)
         i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
         if which == "A":   # [M, K] rows Ka apart, or [K, M] read transposed
-            at = off + (j * env["t.M"] + i if op.transpose else i * env["t.Ka"] + j)
+            at = off + (j * f("M") + i if op.transpose else i * f("Ka") + j)
         else:              # [K, N] rows N apart, or [N, K] read transposed
-            at = off + (j * env["t.Kb"] + i if op.transpose else i * env["t.N"] + j)
+            at = off + (j * f("Kb") + i if op.transpose else i * f("N") + j)
         if at.size and at.max() >= g.size:
             self.fail(node, f"the core's {which} block reads element {at.max()} of GM {src} of {g.size}")
         return g[at]
 
+    def field(self, mm):
+        """A TCubeTiling field of Matmul `mm` (its own struct member's, `<tiling>_<field>`)."""
+        return lambda name: self.env[f"t.{mm.tiling}_{name}" if mm.tiling else f"t.{name}"]
+
     def iterate(self, node: MmIterate) -> None:
-        env, mm = self.env, self.mms[node.mm]
+        mm = self.mms[node.mm]
+        f = self.field(mm)
         state = self.mm_state.setdefault(node.mm, {})
-        m, n = state.get("tail", (env["t.singleCoreM"], env["t.singleCoreN"]))
-        k = env["t.Ka"]
+        m, n, k = state.get("tail", (f("singleCoreM"), f("singleCoreN"), None))
+        k = f("Ka") if k is None else k
         a, b = self.operand(node, mm, "A", m, k), self.operand(node, mm, "B", k, n)
         acc = np.int32 if mm.c.dtype == dt.int32 else np.float32
         c = np.matmul(a.astype(acc), b.astype(acc)).astype(mm.c.dtype.np)
-        bm, bn = env["t.baseM"], env["t.baseN"]
+        bm, bn = f("baseM"), f("baseN")
         round_m, round_n = -(-m // bm), -(-n // bn)
+        state["width"] = n
         for count in range(round_m * round_n):   # M-first (iterateOrder 0)
             mi, ni = count % round_m, count // round_m
             state["tile"] = c[mi * bm:(mi + 1) * bm, ni * bn:(ni + 1) * bn]
+            state["at"] = (mi * bm, ni * bn)
             self.run(node.body)
         state["tile"] = None
 
@@ -378,11 +388,11 @@ def _members(k: TileKernel, env: dict) -> None:
 
 
 def _run_cube(k: TileKernel, env0: dict, gm: dict) -> None:
-    for b in range(env0["t.usedCoreNum"]):
+    for b in range(evaluate(k.cores, env0)):
         env = dict(env0, block=b, subblock=0, ratio=1)
         for g in k.gms:   # this core's slice of the workspace
             if g.role == "work":
-                gm[g.name] = np.zeros(g.index // g.dtype.itemsize, g.dtype.np)
+                gm[g.name] = np.zeros(g.elems or g.index // g.dtype.itemsize, g.dtype.np)
         _members(k, env)
         blk = _Block(k, env, gm)
         blk.stage = "Process"

@@ -1,4 +1,4 @@
-"""Schedule of an attention kernel for the Ascend C printer (backend_ascendc/printer_attention.py).
+"""Schedule of an attention kernel (lowered to the tile IR by lower/attention_tile.py).
 
 The flash-attention shape, one MIX kernel: every vector instance (two per AI core on 910B, one
 on 310P) takes work items (batch x head, Q block of BQ rows) in turn; per item it walks the

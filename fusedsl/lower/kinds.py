@@ -26,6 +26,7 @@ from .row import RowSchedule, is_row_kernel, schedule_row_kernel
 from .transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
                                   schedule_transpose_kernel, transpose_tile_kernel)
 from .column_tile import column_tile_kernel
+from .attention_tile import attention_tile_kernel
 from .conv_tile import conv_tile_kernel
 from .cube_tile import cube_tile_kernel
 from .row_tile import row_tile_kernel
@@ -110,10 +111,10 @@ KINDS: list[Kind] = [
     Kind("row", lambda fn, group: group in ("row", "single") and is_row_kernel(fn),
          lambda fn, t, o, snaps: schedule_row_kernel(fn, t, o.ub_headroom), (RowSchedule,),
          ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched), list(tiling.words))),
-    # flash attention: two Matmul objects and the online softmax between them (printer_attention)
+    # flash attention: two Matmul objects and the online softmax between them (lower/attention_tile.py)
     Kind("attention", lambda fn, group: group == "single" and any(has_trait(op, ATTENTION) for op in fn.ops),
          lambda fn, t, o, snaps: schedule_attention_kernel(fn, t, o.ub_headroom), (AttentionSchedule,),
-         (ScheduleError, TargetError)),
+         (ScheduleError, TargetError), ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
     # reductions over axes before the last with their producers and consumers (FS116), or a
     # lone reduction over other axes: columns or rows of an [A, K, B] view (lower/column_tile.py)
     Kind("column", lambda fn, group: group == "column" or (group == "single" and
@@ -187,7 +188,7 @@ def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
 # the kinds lowered to the loop-level tile IR: schedule type -> its TileKernel
 KERNEL_IR = {VectorSchedule: vector_tile_kernel, TransposeSchedule: transpose_tile_kernel,
              ColumnSchedule: column_tile_kernel, RowSchedule: row_tile_kernel, CubeSchedule: cube_tile_kernel,
-             ConvSchedule: conv_tile_kernel}
+             ConvSchedule: conv_tile_kernel, AttentionSchedule: attention_tile_kernel}
 
 
 def kernel_ir(lowered) -> TileKernel | None:

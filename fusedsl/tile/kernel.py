@@ -72,6 +72,8 @@ class Gm:
     role: str                # "in" (a kernel parameter) | "out" (a result) | "work" (scratch in the
                              # launch's workspace, one slice per core after the Matmul API's part)
     index: int               # parameter / result index; a work tensor: the bytes of each core's slice
+    offset: int = 0          # a work tensor: where in the core's slice it starts (bytes) ...
+    elems: int = 0           # ... and its elements (0: the whole slice)
 
 
 @dataclass(frozen=True)
@@ -327,6 +329,8 @@ class Matmul:
     b: Operand
     c: Operand
     workspace: str = ""
+    tiling: str = ""         # its TCubeTiling: the kernel's tiling struct (""), or that struct's member
+                             # of this name (the fields `<tiling>_<field>`; attention's qk and pv)
 
 
 @dataclass(frozen=True)
@@ -341,10 +345,11 @@ class MmSet:
 
 @dataclass(frozen=True)
 class MmTail:
-    """SetTail: the core's block of C is `m` x `n` (its last block in M or N)."""
+    """SetTail: the core's block of C is `m` x `n` (its last block in M or N), over `k` (None: Ka)."""
     mm: str
     m: Expr
     n: Expr
+    k: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -356,9 +361,11 @@ class MmIterate:
 
 @dataclass(frozen=True)
 class MmGetC:
-    """GetTensorC of the current tile into a UB tensor: its rows padded to 32 bytes."""
+    """GetTensorC of the current tile into a UB tensor: its rows padded to 32 bytes; `placed`: each
+    base block at its place in the block of C (rows padded to 32 bytes of the block's width)."""
     mm: str
     tensor: str
+    placed: bool = False
 
 
 @dataclass(frozen=True)
@@ -403,6 +410,7 @@ class TileKernel:
     matmuls: tuple = ()
     tiling_struct: str = ""
     process: tuple | None = None
+    cores: Expr = "t.usedCoreNum"   # the vector instances that run Process (the interpreter runs them)
 
     def field_offsets(self) -> dict[str, tuple[int, int]]:
         """field name -> (first word, length): the struct's layout."""
@@ -497,6 +505,8 @@ def format_expr(e: Expr, field_prefix: str = "t.") -> str:
         return f"{format_expr(e[1], field_prefix)}[{format_expr(e[2], field_prefix)}]"
     if op in ("min", "pad", "fmax", "fmin"):
         return f"{op}({format_expr(e[1], field_prefix)}, {format_expr(e[2], field_prefix)})"
+    if op == "sel":
+        return f"sel({', '.join(format_expr(x, field_prefix) for x in e[1:])})"
     if op == "load":
         return f"load({e[1]})" if len(e) == 2 else f"load({e[1]}, {format_expr(e[2], field_prefix)})"
     if op == "get":
@@ -528,12 +538,14 @@ def evaluate(e: Expr, env: dict) -> int:
         return np.asarray(evaluate(e[2], env)).astype(e[1].np)[()]
     if op == "neg":
         return -evaluate(e[1], env)
+    if op == "sel":   # c ? a : b
+        return evaluate(e[2], env) if evaluate(e[1], env) else evaluate(e[3], env)
     a, b = evaluate(e[1], env), evaluate(e[2], env)
     if op == "fmax":
         return b if b > a else a
     if op == "fmin":
         return b if b < a else a
-    if isinstance(a, np.generic) or isinstance(b, np.generic):   # typed: the dtype's arithmetic
+    if (isinstance(a, np.generic) or isinstance(b, np.generic)) and op in "+-*/":   # typed: the dtype's arithmetic
         with np.errstate(all="ignore"):
             return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](a, b)
     if op == "+":
@@ -622,6 +634,15 @@ def parse_expr(text: str) -> Expr:
                 return ("load", name, idx)
             take(")")
             return ("load", name)
+        if tok == "sel" and peek() == "(":
+            take("(")
+            c = binary(0)
+            take(",")
+            a = binary(0)
+            take(",")
+            b = binary(0)
+            take(")")
+            return ("sel", c, a, b)
         if tok in ("min", "pad", "fmax", "fmin") and peek() == "(":
             take("(")
             a = binary(0)
@@ -735,11 +756,11 @@ def _node_lines(node, depth: int) -> list[str]:
     if isinstance(node, MmSet):
         return [f"{ind}mmset {node.mm} {node.which} <- {node.src}[{f(node.offset)}]"]
     if isinstance(node, MmTail):
-        return [f"{ind}mmtail {node.mm} {f(node.m)} ; {f(node.n)}"]
+        return [f"{ind}mmtail {node.mm} {f(node.m)} ; {f(node.n)}" + ("" if node.k is None else f" ; {f(node.k)}")]
     if isinstance(node, MmIterate):
         return [f"{ind}iterate {node.mm}:"] + [x for n in node.body for x in _node_lines(n, depth + 1)]
     if isinstance(node, MmGetC):
-        return [f"{ind}getc {node.tensor} <- {node.mm}"]
+        return [f"{ind}getc {node.tensor} <- {node.mm}" + (" placed" if node.placed else "")]
     if isinstance(node, MmEnd):
         return [f"{ind}mmend {node.mm}"]
     if isinstance(node, CopyNz):
@@ -768,14 +789,18 @@ def print_kernel(k: TileKernel) -> str:
     L = [f"kernel @{k.name} kind {k.kind}", f"note \"{_esc(k.note)}\""]
     L += [f"field {fl.name}" + (f"[{fl.length}]" if fl.length else "") + (
         "" if fl.ctype == "uint32_t" else f" {fl.ctype}") for fl in k.fields]
-    L += [f"gm {g.name} {g.dtype.name} {g.role} {g.index}" for g in k.gms]
+    L += [f"gm {g.name} {g.dtype.name} {g.role} {g.index}" + (f" at {g.offset} elems {g.elems}" if g.elems else "")
+          for g in k.gms]
     L += [f"queue {q.name} {q.position} depth {q.depth} {q.dtype.name} elems {format_expr(q.elems)}" for q in k.queues]
     L += [f"member {m.name}" + ("" if m.dtype is None else f" {m.dtype.name}") +
           ("" if m.init is None else f" = {format_expr(m.init)}") for m in k.members]
     if k.tiling_struct:
         L.append(f"tiling {k.tiling_struct}")
     L += [f"matmul {mm.name} a {_format_operand(mm.a)} ; b {_format_operand(mm.b)} ; c {_format_operand(mm.c)}"
-          + (f" ; workspace {mm.workspace}" if mm.workspace else "") for mm in k.matmuls]
+          + (f" ; workspace {mm.workspace}" if mm.workspace else "") + (f" ; tiling {mm.tiling}" if mm.tiling else "")
+          for mm in k.matmuls]
+    if k.cores != "t.usedCoreNum":
+        L.append(f"cores {format_expr(k.cores)}")
     if k.process is not None:
         L.append("process:")
         L += [x for n in k.process for x in _node_lines(n, 1)]
@@ -791,8 +816,8 @@ _RE = {
     "kernel": re.compile(r"kernel @(\S+) kind (\S+)$"),
     "note": re.compile(r'note "(.*)"$'),
     "field": re.compile(r"field (\w+)(?:\[(\d+)\])?(?: (float|int32_t))?$"),
-    "gm": re.compile(r"gm (\w+) (\w+) (in|out|work) (\d+)$"),
-    "queue": re.compile(r"queue (\w+) (VECIN|VECOUT|VECCALC|TSCM) depth (\d+) (\w+) elems (.+)$"),
+    "gm": re.compile(r"gm (\w+) (\w+) (in|out|work) (\d+)(?: at (\d+) elems (\d+))?$"),
+    "queue": re.compile(r"queue (\w+) (VECIN|VECOUT|VECCALC|TSCM|TBUF_VECOUT) depth (\d+) (\w+) elems (.+)$"),
     "member": re.compile(r"member (\w+)(?: ([a-z]\w*))?(?: = (.+))?$"),
     "stage": re.compile(r"stage (\w+)(?:\((\w+)\))?( once)?:$"),
     "let": re.compile(r"(let|var) (\w+) = (.+)$"),
@@ -819,13 +844,13 @@ _RE = {
     "prefill": re.compile(r"prefill (.+?) <- (\S+) count (.+)$"),
     "call": re.compile(r"call (\w+)(?:\((.+)\))?$"),
     "mmset": re.compile(r"mmset (\w+) (A|B) <- (\w+)\[(.+)\]$"),
-    "mmtail": re.compile(r"mmtail (\w+) (.+) ; (.+)$"),
+    "mmtail": re.compile(r"mmtail (\w+) (.+?) ; (.+?)(?: ; (.+))?$"),
     "iterate": re.compile(r"iterate (\w+):$"),
-    "getc": re.compile(r"getc (\w+) <- (\w+)$"),
+    "getc": re.compile(r"getc (\w+) <- (\w+)( placed)?$"),
     "mmend": re.compile(r"mmend (\w+)$"),
     "copynz": re.compile(r"copynz (\w+) <- (\w+)\[(.+)\] rows (.+) ; cols (.+) ; gm (.+)$"),
-    "matmul": re.compile(r"matmul (\w+) a (.+) ; b (.+) ; c (.+?)(?: ; workspace (\w+))?$"),
-    "operand": re.compile(r"(GM|TSCM|VECIN) (ND|NZ) (\w+)( transposed)?$"),
+    "matmul": re.compile(r"matmul (\w+) a (.+) ; b (.+) ; c (.+?)(?: ; workspace (\w+))?(?: ; tiling (\w+))?$"),
+    "operand": re.compile(r"(GM|TSCM|VECIN|VECOUT) (ND|NZ) (\w+)( transposed)?$"),
 }
 
 
@@ -972,11 +997,11 @@ def parse_kernel(text: str) -> TileKernel:
             elif m := _RE["mmset"].match(line):
                 out.append(MmSet(m.group(1), m.group(2), m.group(3), expr(m.group(4))))
             elif m := _RE["mmtail"].match(line):
-                out.append(MmTail(m.group(1), expr(m.group(2)), expr(m.group(3))))
+                out.append(MmTail(m.group(1), expr(m.group(2)), expr(m.group(3)), expr(m.group(4)) if m.group(4) else None))
             elif m := _RE["iterate"].match(line):
                 out.append(MmIterate(m.group(1), block(depth + 1)))
             elif m := _RE["getc"].match(line):
-                out.append(MmGetC(m.group(2), m.group(1)))
+                out.append(MmGetC(m.group(2), m.group(1), bool(m.group(3))))
             elif m := _RE["mmend"].match(line):
                 out.append(MmEnd(m.group(1)))
             elif m := _RE["copynz"].match(line):
@@ -993,7 +1018,7 @@ def parse_kernel(text: str) -> TileKernel:
     pos = 1
     note = ""
     fields, gms, queues, members, stages, words = [], [], [], [], [], ()
-    matmuls, tiling_struct, process = [], "", None
+    matmuls, tiling_struct, process, cores = [], "", None, "t.usedCoreNum"
     while pos < len(lines):
         line = lines[pos]
         cur = pos
@@ -1002,7 +1027,8 @@ def parse_kernel(text: str) -> TileKernel:
         elif m := _RE["field"].match(line):
             fields.append(Field(m.group(1), int(m.group(2) or 0), m.group(3) or "uint32_t"))
         elif m := _RE["gm"].match(line):
-            gms.append(Gm(m.group(1), dt.to_dtype(m.group(2)), m.group(3), int(m.group(4))))
+            gms.append(Gm(m.group(1), dt.to_dtype(m.group(2)), m.group(3), int(m.group(4)), int(m.group(5) or 0),
+                          int(m.group(6) or 0)))
         elif m := _RE["queue"].match(line):
             queues.append(Queue(m.group(1), m.group(2), int(m.group(3)), dt.to_dtype(m.group(4)), expr(m.group(5))))
         elif m := _RE["member"].match(line):
@@ -1016,7 +1042,9 @@ def parse_kernel(text: str) -> TileKernel:
             tiling_struct = line.split(" ", 1)[1]
         elif m := _RE["matmul"].match(line):
             matmuls.append(Matmul(m.group(1), operand(m.group(2)), operand(m.group(3)), operand(m.group(4)),
-                                  m.group(5) or ""))
+                                  m.group(5) or "", m.group(6) or ""))
+        elif line.startswith("cores "):
+            cores = expr(line[6:])
         elif line == "process:":
             pos += 1
             process = block(1)
@@ -1030,7 +1058,7 @@ def parse_kernel(text: str) -> TileKernel:
             fail("not a kernel line")
         pos += 1
     return TileKernel(name, kind, note, fields, gms, queues, members, stages, words, tuple(matmuls), tiling_struct,
-                      process)
+                      process, cores)
 
 
 # ---- figures and rules read from the kernel ---------------------------------------------------
@@ -1265,9 +1293,10 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                 if isinstance(node, MmSet):
                     if node.src in gms:
                         use(node.offset, scope)
-                    elif node.src not in tensors or queues[tensors_queue.get(node.src, "")].position != "TSCM":
+                    elif node.src not in tensors or queues[tensors_queue.get(node.src, "")].position not in (
+                            "TSCM", "TBUF_VECOUT"):
                         fail(f"SetTensor{node.which} of {node.src}: neither a GM tensor nor an L1 tensor taken "
-                             "from a TSCM queue")
+                             "from a TSCM queue (or a UB tensor of a VECOUT TBuf)")
                 elif isinstance(node, MmTail):
                     use(node.m, scope), use(node.n, scope)
                 elif isinstance(node, MmIterate):
