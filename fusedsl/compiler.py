@@ -29,7 +29,7 @@ from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .lower.errors import LoweringError
-from .lower.kinds import Kind, LowerOptions, kernel_irs, lower_kernel, tile_programs
+from .lower.kinds import Kind, LowerOptions, kernel_ir, lower_kernel, tile_programs
 from .lower.column_plan import is_column_kernel, lone_row_reduction
 from .lower.row_plan import has_row_reduction
 from .lower.vector import VectorSchedule, compute_tiling, schedule_vector_kernel
@@ -132,14 +132,14 @@ class KernelPlan:
         """The allocated tile programs as text (tile/text.py; `tile.text.parse_tiles` reads it back): a
         vector kernel's one program, with the tiling once sizes are known; another kind's
         per-op programs in the order it runs them (lower/kinds.tile_programs); a kind lowered to
-        the loop-level tile IR (transpose, column, row, cube, conv) its whole kernel, a kernel of
-        several matmuls each part's (tile/kernel.py `print_kernel`, `parse_kernel` reads it
-        back); None when the kernel has none (not printable, or an attention kernel)."""
+        the loop-level tile IR (every other kind) its whole kernel, a kernel of several matmuls
+        with its parts (tile/kernel.py `print_kernel`, `parse_kernel` reads it back); None when
+        the kernel has none (not printable)."""
         if self.schedule is not None:
             return print_tile(self.schedule, self.tiling)
-        wholes = kernel_irs(self.lowered)
-        if wholes:   # a kind lowered to the loop-level tile IR (tile/kernel.py): the kernel, or each part
-            return "".join(print_kernel(whole) for _, whole in wholes)
+        whole = kernel_ir(self.lowered)
+        if whole is not None:   # a kind lowered to the loop-level tile IR (tile/kernel.py): the kernel (with its parts)
+            return print_kernel(whole)
         programs = tile_programs(self.lowered)
         return "".join(print_tile(prog) for _, prog in programs) if programs else None
 
@@ -1029,9 +1029,9 @@ def _compile_module(graph: Module, infos, target=None, options=None) -> Compiled
             for label, prog in tile_programs(lowered):   # a vector kernel's one program; each op's of other kinds
                 name = f"tile-{stem}-{label}.tile" if label else f"tile-{stem}.tile"
                 write_atomic(os.path.join(manager.dump_dir, name), print_tile(prog, locs=True))
-            for label, whole in kernel_irs(lowered):   # the whole kernel (or each part) in the loop-level tile IR
-                write_atomic(os.path.join(manager.dump_dir, f"tile-{stem}-{label + '-' if label else ''}kernel.tile"),
-                             print_kernel(whole))
+            whole = kernel_ir(lowered)
+            if whole is not None:   # the whole kernel (a kernel of several matmuls: with its parts) in the loop-level tile IR
+                write_atomic(os.path.join(manager.dump_dir, f"tile-{stem}-kernel.tile"), print_kernel(whole))
             for i, (step, text) in enumerate(snapshots or []):
                 write_atomic(os.path.join(manager.dump_dir, f"tile-{stem}-{i:02d}-{step}.tile"), text)
         plans.append(KernelPlan(fn, info.kind, info.reason, kind, lowered, error))

@@ -1,5 +1,5 @@
 """Matmuls that read the same A (the q, k and v projections of one normalised x) are ONE cube
-kernel: the parts run in turn in one launch (lower/cube_group.py, printer_cube_group.py),
+kernel: the parts run in turn in one launch (lower/cube_group.py, a TileKernel of parts printed by printer_kernel.py),
 each printed as the cube kernel it would be alone; simulate, kernel(*arrays) and numpy agree."""
 import numpy as np
 import pytest

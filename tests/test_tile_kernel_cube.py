@@ -199,18 +199,47 @@ def test_dma_and_compute_without_a_barrier_or_queue_between_are_refused():
         verify_kernel(parse_kernel("\n".join(moved) + "\n"), target)
 
 
-def test_cube_group_parts_dump_and_show_their_kernels(tmp_path, monkeypatch):
-    """A kernel of two matmuls of one A (the cube_group kind): FUSEDSL_DUMP_IR writes each part's
-    tile kernel, `plan.tile_ir` shows both, and each text parses back."""
+def test_cube_group_is_one_kernel_of_parts(tmp_path, monkeypatch):
+    """A kernel of two matmuls of one A (the cube_group kind) is one TileKernel holding its parts'
+    kernels: FUSEDSL_DUMP_IR writes it, `plan.tile_ir` shows it, its text parses back, and the
+    interpreter runs the parsed parts in turn like the LLVM call."""
     monkeypatch.setenv("FUSEDSL_DUMP_IR", str(tmp_path))
-    x, w, b = np.ones((40, 24), np.float16), np.ones((24, 72), np.float16), np.ones(72, np.float16)
+    g = np.random.default_rng(3)
+    x, w, v, b = (g.standard_normal(s).astype(np.float16) for s in ((40, 24), (24, 72), (24, 72), (72,)))
+    comp = fs.fused_kernel(lambda x, w, v, b: (fs.relu(x @ w), x @ v + b), target="ascend910b").compile(x, w, v, b)
+    (plan,) = comp.kernels
+    assert plan.kernel_kind == "cube_group" and [p.value.name for p in plan.function.params] == ["x", "w", "v", "b"]
+    text = (tmp_path / f"tile-{plan.name}-kernel.tile").read_text()
+    assert text.startswith(f"kernel @{plan.name} kind cube_group") and text.count("  matmul mm a GM ND float16") == 2
+    assert "  run part 0 (" in text and "  reset\n  run part 1 (" in text
+    kernel = parse_kernel(text)
+    assert print_kernel(kernel) == text and plan.tile_ir == text and len(kernel.parts) == 2
+    verify_kernel(kernel, get_target("ascend910b"))
+    want = comp(x, w, v, b)
+    outs = [np.zeros(np.shape(r), np.asarray(r).dtype) for r in want]
+    run_kernel(kernel, [x, w, v, b], outs)
+    for got, ref in zip(outs, want):
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_cube_group_verifier_rules():
+    """A kernel of parts: a run must name a part it has, hand over as many GM tensors as the part
+    takes, of the right role, and two runs need a TPipe reset between them."""
+    x, w, b = np.ones((40, 24), np.float32), np.ones((24, 72), np.float32), np.ones(72, np.float32)
     comp = fs.fused_kernel(lambda x, w, b: (fs.relu(x @ w), x @ (w * 2.0) + b), target="ascend910b").compile(x, w, b)
     (plan,) = [p for p in comp.kernels if p.kernel_kind == "cube_group"]
-    texts = [(tmp_path / f"tile-{plan.name}-part{i}-kernel.tile").read_text() for i in range(2)]
-    for text in texts:
-        assert text.startswith("kernel @") and "matmul mm a GM ND float16" in text
-        assert print_kernel(parse_kernel(text)) == text
-    assert plan.tile_ir == "".join(texts)
+    text = plan.tile_ir
+    tgt = get_target("ascend910b")
+    run1 = next(line for line in text.splitlines() if line.startswith("  run part 1 ("))
+    cases = [(text.replace("  reset\n", "", 1), r"part 1 runs after part 0 with no TPipe reset between"),
+             (text.replace(run1, "  run part 2 (x)"), r"run part 2: the kernel has 2 part\(s\)"),
+             (text.replace(run1, run1.replace(", y1)", ")")), r"run part 1 hands over 3 GM tensor\(s\); the part takes 4"),
+             (text.replace(run1, run1.replace(", y1)", ", w)")), r"run part 1 hands w to its out tensor")]
+    for bad, msg in cases:
+        with pytest.raises(TileVerifyError, match=msg):
+            verify_kernel(parse_kernel(bad), tgt)
+    with pytest.raises(TileKernelParseError, match=r"part 1 \(from line \d+\): tile kernel text line 2: not a kernel line"):
+        parse_kernel(text.replace("  note ", "  nonsense ", 2).replace("  nonsense ", "  note ", 1))
 
 
 @pytest.mark.parametrize("target,dtype,case", [

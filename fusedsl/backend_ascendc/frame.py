@@ -2,8 +2,8 @@
 bytes, the extern "C" entry, the CPU run's hooks, the device helpers and the printing of one
 tile statement.
 
-A kind's printer (printer_kernel.py, for every kind: each is lowered to the loop-level tile IR;
-printer_cube_group.py adds the entry of a kernel of several matmuls) subclasses `KernelFrame` and supplies what differs between kinds: its
+The printer (printer_kernel.py, for every kind: each is lowered to the loop-level tile IR, a kernel of
+several matmuls with its parts) subclasses `KernelFrame` and supplies what differs between kinds: its
 heading, tiling struct, host tiling and kernel class.  Every kernel is launched the same way
 (the tiling struct copied word by word from GM, one op object, Init, Process); a kernel that
 uses the cube (the Matmul API) passes its Matmul objects to `entry`, which makes it a MIX

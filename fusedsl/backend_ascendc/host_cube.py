@@ -1,7 +1,8 @@
 """The host tiling of a cube or conv kernel (a Matmul object's TCubeTiling): the words fusedsl computed
 (lower/cube.py cube_tiling), and beside them how CANN's tiling API produces a tiling of the same
 shape (the kernel-launch samples' GenerateTiling), for an operator developer who moves the
-kernel into a CANN op project.  Printed by printer_kernel.py for the cube and conv kinds."""
+kernel into a CANN op project.  Printed by printer_kernel.py for the cube, conv, attention and
+cube_group kinds."""
 from __future__ import annotations
 
 from ..lower.cube import TCUBE_FIELDS
@@ -71,6 +72,25 @@ def matmuls_host_tiling(s, target, name: str, tiling_type: str, k) -> str:
         sets += [f"    out->{mm.tiling}.{f} = {w};" for f, w in zip(TCUBE_FIELDS, part) if w]
     body = "\n".join(sets)
     return f"""// Host tiling for {name} on {target.name}: the TCubeTiling of each Matmul object fusedsl computed.
+inline bool {camel(name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, {tiling_type}* out)
+{{
+    (void)sizes; (void)vectorCores; (void)ubBudget;
+    *out = {{}};
+{body}
+    return true;
+}}
+"""
+
+
+def group_host_tiling(target, name: str, tiling_type: str, k) -> str:
+    """The host tiling of a kernel of parts (several matmuls of one A): each part's TCubeTiling
+    as fusedsl computed it for the part alone (lower/cube.py), member p<i> of `tiling_type`."""
+    sets = []
+    for i, part in enumerate(k.parts):
+        sets += [f"    out->p{i}.{f} = {w};" for f, w in zip(TCUBE_FIELDS, part.words) if w]
+    body = "\n".join(sets)
+    return f"""// Host tiling for {name} on {target.name}: the TCubeTiling of each matmul fusedsl computed
+// (lower/cube.py), as each would have alone.
 inline bool {camel(name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget, {tiling_type}* out)
 {{
     (void)sizes; (void)vectorCores; (void)ubBudget;

@@ -1,7 +1,7 @@
 """Ascend C for a kernel in the loop-level tile IR (tile/kernel.py `TileKernel`).
 
-One printer for every kind that lowers to a TileKernel (vector and view, transpose, column).  It
-walks the records and prints the canonical form:
+One printer for every kind (each lowers to a TileKernel).  It walks the records and prints the
+canonical form:
 
     struct <Name>TilingData     the kernel's fields, word by word
     class Kernel<Name>          Init (the tiling, the members computed from it, the GM
@@ -16,18 +16,25 @@ Each node prints as one Ascend C construct: CopyIn / CopyOut the strided row cop
 shared helpers (CopyRowsIn / CopyRowsOut: DataCopyPad where the chip has it), UbCopy a UB->UB
 DataCopy, Move a GetValue/SetValue pair, Barrier PipeBarrier<PIPE_ALL>, the queue nodes the
 TQue protocol.  Expressions are uint32 arithmetic; `min` is MinU32.
+
+A kernel with Matmul objects (cube, conv, attention) is a MIX launch: its class's Process runs
+the `process` body after REGIST_MATMUL_OBJ.  A kernel of parts (several matmuls of the same A)
+prints each part's class as it would be alone and one entry that copies a struct of one
+TCubeTiling per part, initialises every part, registers all their Matmul objects at once
+(REGIST_MATMUL_OBJ takes up to four, before any InitBuffer) and runs the parts in turn, the
+TPipe reset between them (Reset) so each has the whole UB as it would alone.
 """
 from __future__ import annotations
 
 from .. import dtypes as dt
 from ..lower.kinds import kernel_ir, kernel_words
 from ..tile.kernel import (BINARY, VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
-                           Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Return,
-                           Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec)
+                           Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Reset,
+                           Return, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec)
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, rename_stmt
 from .frame import KernelFrame
-from .host_cube import cube_host_tiling, matmuls_host_tiling
+from .host_cube import cube_host_tiling, group_host_tiling, matmuls_host_tiling
 from .host_row import row_host_tiling
 from .host_vector import vector_host_tiling
 
@@ -295,6 +302,11 @@ class KernelPrinter(NodePrinting, KernelFrame):
         self.scopes: list[dict] = []     # tensor -> its queue, per open block (the walk's scopes)
         self.matmul = {mm.name: mm for mm in self.k.matmuls}
         self.parts: list[str] = []
+        self.group: list[KernelPrinter] = []
+        if self.k.parts:   # several matmuls of one A: each part's class as alone, one MIX entry
+            self.WORD, self.MIX = "i", True
+            self.tiling = f"{camel(name)}CubeGroupTiling"
+            self.group = [KernelPrinter(ps, target, f"{name}_p{i}", debug) for i, ps in enumerate(sched.parts)]
         if self.k.matmuls:   # a cube kernel: a MIX launch reading CANN's TCubeTiling (int32 fields)
             self.WORD, self.MIX, self.signed_fields = "i", True, True
             self.rt = self.runtime_scalars()   # (the op project reads them: project_op.py)
@@ -309,6 +321,10 @@ class KernelPrinter(NodePrinting, KernelFrame):
                [self.gm_name[g.name] for g in self.k.gms if g.role == "out"]
 
     def tiling_header(self) -> str:
+        if self.group:
+            fields = "".join(f"    {self.k.tiling_struct} p{i};\n" for i in range(len(self.group)))
+            return (f"// {self.name} reads one {self.k.tiling_struct} per matmul (CANN's kernel_tiling/kernel_tiling.h)\n"
+                    f'#include "kernel_tiling/kernel_tiling.h"\nstruct {self.tiling} {{\n{fields}}};\n')
         if self.k.tiling_struct and self.parts:
             members = "".join(f"    {self.k.tiling_struct} {p};\n" for p in self.parts)
             return (f"// {self.name} reads a {self.k.tiling_struct} per Matmul object (CANN's kernel_tiling/kernel_tiling.h)\n"
@@ -337,6 +353,8 @@ class KernelPrinter(NodePrinting, KernelFrame):
         return kernel_words(self.s, tiling)   # (the typed fields s<i> follow, in parameter order)
 
     def host_tiling(self) -> str:
+        if self.group:
+            return group_host_tiling(self.t, self.name, self.tiling, self.k)
         if self.parts:
             return matmuls_host_tiling(self.s, self.t, self.name, self.tiling, self.k)
         if self.k.matmuls:
@@ -348,11 +366,16 @@ class KernelPrinter(NodePrinting, KernelFrame):
             f"// computed by fusedsl for {self.t.vector_cores} vector cores and a UB budget of {self.s.ub_budget} bytes."])
 
     def heading(self) -> list[str]:
+        if self.group:
+            return [f"// ---- {self.name}: {len(self.group)} matmuls of the same A from {cnames.comment(self.s.fn.loc)} ----",
+                    f"// {cnames.comment(self.k.note)}"]
         return [f"// ---- {self.name}: {cnames.comment(self.k.note)}, fused from {cnames.comment(self.s.fn.loc)} ----"]
 
     def kernel(self, entry: bool = True) -> str:
-        """The kernel class and (with `entry`) its extern "C" entry; a kernel of several matmuls
-        (printer_cube_group) prints its parts' classes and one entry of its own."""
+        """The kernel class and (with `entry`) its extern "C" entry; a kernel of parts prints its
+        parts' classes (each without an entry) and one entry of its own."""
+        if self.group:
+            return "\n".join([p.kernel(entry=False) for p in self.group] + [self._group_entry()])
         if not self.k.matmuls:
             return self._class() + "\n" + self.entry(self._gm_args() + ["t"])
         text = self._cube_class()
@@ -361,6 +384,22 @@ class KernelPrinter(NodePrinting, KernelFrame):
         setup = tuple(f"op.{m.name} = static_cast<{m.dtype.ascendc}>(t.{m.init[2:]});" for m in self._from_entry())
         mms = [x for mm in self.k.matmuls for x in (f"op.{mm.name}", f"&op.tiling.{mm.tiling}" if mm.tiling else "&op.tiling")]
         return text + "\n" + self.entry(self._gm_args() + ["workspace", "t.cube" if self.rt else "t"], setup, mms)
+
+    def _group_entry(self) -> str:
+        """Init every part (its GM tensors as RunPart hands them over, the workspace and its
+        TCubeTiling), register all their Matmul objects, then run the process body: each part's
+        Process in turn, a TPipe reset between them."""
+        inits, objs, runs = [], [], []
+        for node in self.k.process:
+            if isinstance(node, Reset):
+                runs.append("    pipe.Reset();   // the next part plans the whole UB again")
+                continue
+            i, part = node.part, self.group[node.part]
+            args = [self.gm_name[g] for g in node.gms] + ["workspace", f"t.p{i}"]
+            inits += [f"    {part.cls} op{i};", f"    op{i}.Init({', '.join(args)});"]
+            objs += [x for mm in part.k.matmuls for x in (f"op{i}.{mm.name}", f"&op{i}.tiling")]
+            runs.append(f"    op{i}.Process(&pipe);")
+        return "\n".join(self.entry_open(True) + inits + [self.register_matmuls(objs)] + runs + ["}", ""])
 
     def _from_entry(self) -> list:
         """The typed members a cube kernel's entry sets: its runtime scalars (Init takes the

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..tile.kernel import (VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For, Free,
-                           GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Return, Scalar,
+                           GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Reset, Return, RunPart, Scalar,
                            Set, Step, Sync, TileKernel, UbCopy, Var, Vec, evaluate, print_kernel)
 from ..tile.verify import TileVerifyError
 from .tile_interp import _convert, apply_stmt
@@ -353,7 +353,11 @@ def _dtype(a: np.ndarray) -> dt.DType:
 
 def run_kernel(k: TileKernel, inputs: list, outputs: list[np.ndarray], words=None) -> None:
     """Run every block of `k` on flat copies of the GM arrays; the outputs are written in place.
-    `inputs` are in kernel-parameter order; a runtime scalar is a number (its typed field)."""
+    `inputs` are in kernel-parameter order; a runtime scalar is a number (its typed field).  A
+    kernel of parts runs each part (with its own words) on the GM tensors RunPart hands over."""
+    if k.parts:
+        _run_parts(k, inputs, outputs)
+        return
     words = list(k.words if words is None else words)
     if len(words) != k.word_count:
         raise TileVerifyError(f"kernel {k.name}: {len(words)} tiling words for a struct of {k.word_count}")
@@ -379,6 +383,22 @@ def run_kernel(k: TileKernel, inputs: list, outputs: list[np.ndarray], words=Non
         _run_tiles(k, env0, gm)
     for g in outs:
         outputs[g.index].reshape(-1)[:] = flat_out[g.name]
+
+
+def _run_parts(k: TileKernel, inputs: list, outputs: list) -> None:
+    mine = {g.name: g for g in k.gms}
+    for node in k.process:
+        if isinstance(node, Reset):
+            continue
+        if not isinstance(node, RunPart):
+            raise TileVerifyError(f"kernel {k.name}: a kernel of parts runs only RunPart and Reset, not {node!r}")
+        part = k.parts[node.part]
+        own = [g for g in part.gms if g.role == "in"] + [g for g in part.gms if g.role == "out"]
+        ins, outs = {}, {}
+        for name, g in zip(node.gms, own):
+            (ins if g.role == "in" else outs)[g.index] = (inputs if g.role == "in" else outputs)[mine[name].index]
+        run_kernel(part, [ins.get(i) for i in range(max(ins, default=-1) + 1)],
+                   [outs.get(i) for i in range(max(outs, default=-1) + 1)])
 
 
 def _members(k: TileKernel, env: dict) -> None:

@@ -1,8 +1,8 @@
 """A cube kernel of several matmuls that read the same A (the q, k and v projections of one
 normalised x), as one launch: fusion (`passes/fuse._merge_same_a`) merged them, each part is
 the cube kernel it would have been alone (`lower.cube.schedule_cube_kernel` on the part's
-own function), and `backend_ascendc/printer_cube_group.py` prints the parts' classes and one
-entry that runs them in turn (one Matmul object each, registered together; the UB plan is
+own function), `lower/cube_tile.cube_group_tile_kernel` makes one TileKernel holding the parts'
+kernels, and printer_kernel.py prints the parts' classes and one entry that runs them in turn (one Matmul object each, registered together; the UB plan is
 reset between parts). What it saves is launches: every part reads A, as separate kernels do.
 The CPU executor runs the parts in turn too (`backend_cpu/cube.py`).
 """

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from ..tile.kernel import (Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, DeQue, Dup, EnQue, Field, For, Free, Gm, If,
-                           Let, Matmul, Member, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Operand, Queue, Ref, Return,
-                           Scalar, Set, Stage, Step, TileKernel, Var, Vec, add, mul, name_temporaries, output_names,
-                           pad)
+                           Let, Matmul, Member, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Operand, Queue, Ref, Reset,
+                           Return, RunPart, Scalar, Set, Stage, Step, TileKernel, Var, Vec, add, mul, name_temporaries,
+                           output_names, pad)
 from .cube import TCUBE_FIELDS, CubeSchedule, wraps_in_float, wraps_in_half
+from .cube_group import CubeGroupSchedule
 from .row import FOLD_LANES, allocate_row_values, temp_pool
 from .row_tile import row_epilogue_body
 from .vector import compute_dtype
@@ -435,3 +436,35 @@ def _float_wrap(v: Ref) -> list:
 
 def cube_tile_kernel(sched: CubeSchedule) -> TileKernel:
     return _CubeLowering(sched).kernel()
+
+
+def cube_group_tile_kernel(sched: CubeGroupSchedule) -> TileKernel:
+    """A kernel of several matmuls of the same A: each part is the cube kernel it would be
+    alone (cube_tile_kernel of its schedule); Process runs them in turn, a TPipe reset between
+    two, handing each the group's GM tensors its Init takes (its inputs by name, its results by
+    where they are among the group's).  The tiling struct is one TCubeTiling per part."""
+    fn = sched.fn
+    outs = output_names(sched.params, len(fn.results))
+    result_index: dict = {}
+    for i, v in enumerate(fn.results):
+        result_index.setdefault(id(v), i)
+    gms = [Gm(p.name, p.dtype, "in", p.index) for p in sched.params]
+    gms += [Gm(outs[i], v.dtype, "out", i) for i, v in enumerate(fn.results)]
+    parts, process = [], []
+    for i, (ps, part_fn) in enumerate(zip(sched.parts, sched.part_fns)):
+        part = kernel_of(ps)
+        mine = [g.name for g in part.gms if g.role == "in"]   # a part's inputs keep the group's names
+        mine += [outs[result_index[id(part_fn.results[g.index])]] for g in part.gms if g.role == "out"]
+        process += ([Reset()] if i else []) + [RunPart(i, tuple(mine))]
+        parts.append(part)
+    return TileKernel(fn.name, "cube_group", sched.plan_note, [], gms, [], [], [], (), (), "TCubeTiling",
+                      tuple(process), parts=tuple(parts))   # (the words are the parts')
+
+
+def kernel_of(sched: CubeSchedule) -> TileKernel:
+    """A part's kernel, built once per schedule (kinds.kernel_ir caches the same way)."""
+    cached = getattr(sched, "_tile_kernel", None)
+    if cached is None:
+        cached = cube_tile_kernel(sched)
+        object.__setattr__(sched, "_tile_kernel", cached)
+    return cached

@@ -28,7 +28,7 @@ from .transpose import (TransposeSchedule, lone_strided_slice, lone_transpose,
 from .column_tile import column_tile_kernel
 from .attention_tile import attention_tile_kernel
 from .conv_tile import conv_tile_kernel
-from .cube_tile import cube_tile_kernel
+from .cube_tile import cube_group_tile_kernel, cube_tile_kernel
 from .row_tile import row_tile_kernel
 from .vector_tile import tiling_words as vector_tiling_words
 from .vector_tile import vector_tile_kernel
@@ -95,14 +95,12 @@ KINDS: list[Kind] = [
     Kind("conv", lambda fn, group: _cube_group(fn, group) and any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_conv_kernel(fn, t, o.ub_headroom, o.l1_headroom),
          (ConvSchedule,), (ScheduleError, TargetError), ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
-    # several matmuls of the same A, each with its epilogue, run in turn (printer_cube_group)
+    # several matmuls of the same A, each with its epilogue, run in turn (lower/cube_tile.py: a kernel of parts)
     Kind("cube_group", lambda fn, group: _cube_group(fn, group) and sum(op.name == "matmul" for op in fn.ops) > 1
          and not any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_cube_group(fn, t, o.ub_headroom, o.l1_headroom),
          (CubeGroupSchedule,), (ScheduleError, TargetError),
-         # the largest part's plan: the UB is reset between parts
-         ub_plan=lambda sched, tiling: max((kernel_ub_plan(kernel_ir(p)) for p in sched.parts),
-                                           key=lambda plan: sum(b * n for _, _, b, n in plan))),
+         ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),   # the largest part's
     # a matmul with its elementwise or row epilogue (lower/cube_tile.py)
     Kind("cube", _cube_group,
          lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom, memo=o.tiling_memo),
@@ -188,7 +186,8 @@ def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
 # the kinds lowered to the loop-level tile IR: schedule type -> its TileKernel
 KERNEL_IR = {VectorSchedule: vector_tile_kernel, TransposeSchedule: transpose_tile_kernel,
              ColumnSchedule: column_tile_kernel, RowSchedule: row_tile_kernel, CubeSchedule: cube_tile_kernel,
-             ConvSchedule: conv_tile_kernel, AttentionSchedule: attention_tile_kernel}
+             ConvSchedule: conv_tile_kernel, AttentionSchedule: attention_tile_kernel,
+             CubeGroupSchedule: cube_group_tile_kernel}
 
 
 def kernel_ir(lowered) -> TileKernel | None:
@@ -204,18 +203,6 @@ def kernel_ir(lowered) -> TileKernel | None:
         cached = lower(lowered)
         object.__setattr__(lowered, "_tile_kernel", cached)
     return cached
-
-
-def kernel_irs(lowered) -> list[tuple[str, TileKernel]]:
-    """(label, TileKernel) of every whole kernel a schedule prints: its own, or (a kernel of
-    several matmuls of one A, the cube_group kind) each part's, labelled `part<i>`: what
-    FUSEDSL_DUMP_IR writes and `plan.tile_ir` shows."""
-    whole = kernel_ir(lowered)
-    if whole is not None:
-        return [("", whole)]
-    if isinstance(lowered, CubeGroupSchedule):
-        return [(f"part{i}", kernel_ir(part)) for i, part in enumerate(lowered.parts)]
-    return []
 
 
 def kernel_words(lowered, tiling) -> list[int]:

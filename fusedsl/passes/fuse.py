@@ -1254,7 +1254,7 @@ MAX_MATMULS = 4   # Matmul objects one kernel may register (REGIST_MATMUL_OBJ, A
 
 def _merge_same_a(fn: Function, kernels, producer, find, members, try_merge) -> None:
     """Cube kernels whose matmuls read the same A (the q, k and v projections of one normalised
-    x) merge into one launch: the products run in turn in one kernel (printer_cube_group), so
+    x) merge into one launch: the products run in turn in one kernel (a kernel of parts), so
     the launches, not the bytes, are saved. Only independent kernels merge (no part reads
     another's values; try_merge keeps the kernel graph acyclic), at most MAX_MATMULS, each an
     elementwise epilogue (a row epilogue keeps its kernel: whole rows of C per tile)."""

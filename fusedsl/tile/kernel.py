@@ -386,6 +386,19 @@ class CopyNz:
 
 
 @dataclass(frozen=True)
+class RunPart:
+    """A kernel of parts (kind cube_group): run part `part` (a TileKernel of `parts`) with the
+    group's GM tensors `gms`, in the order of the part's own (its inputs, then its outputs)."""
+    part: int
+    gms: tuple
+
+
+@dataclass(frozen=True)
+class Reset:
+    """TPipe::Reset between two parts: the next part plans the whole UB again."""
+
+
+@dataclass(frozen=True)
 class Stage:
     name: str
     param: str | None
@@ -411,6 +424,9 @@ class TileKernel:
     tiling_struct: str = ""
     process: tuple | None = None
     cores: Expr = "t.usedCoreNum"   # the vector instances that run Process (the interpreter runs them)
+    # a kernel of several matmuls of the same A (kind cube_group): the cube kernels its Process
+    # runs in turn (RunPart, Reset between them); its tiling struct holds one TCubeTiling per part
+    parts: tuple = ()
 
     def field_offsets(self) -> dict[str, tuple[int, int]]:
         """field name -> (first word, length): the struct's layout."""
@@ -753,6 +769,10 @@ def _node_lines(node, depth: int) -> list[str]:
         return [f"{ind}call {node.stage}" + ("" if node.arg is None else f"({f(node.arg)})")]
     if isinstance(node, Return):
         return [f"{ind}return"]
+    if isinstance(node, RunPart):
+        return [f"{ind}run part {node.part} ({', '.join(node.gms)})"]
+    if isinstance(node, Reset):
+        return [f"{ind}reset"]
     if isinstance(node, MmSet):
         return [f"{ind}mmset {node.mm} {node.which} <- {node.src}[{f(node.offset)}]"]
     if isinstance(node, MmTail):
@@ -807,6 +827,9 @@ def print_kernel(k: TileKernel) -> str:
     for st in k.stages:
         L.append(f"stage {st.name}" + (f"({st.param})" if st.param else "") + (" once" if st.once else "") + ":")
         L += [x for n in st.body for x in _node_lines(n, 1)]
+    for i, part in enumerate(k.parts):   # each part's whole text, indented
+        L.append(f"part {i}:")
+        L += ["  " + line for line in print_kernel(part).rstrip("\n").split("\n")]
     if k.words:
         L.append("words " + " ".join(str(w) for w in k.words))
     return "\n".join(L) + "\n"
@@ -843,6 +866,8 @@ _RE = {
     "scalar": re.compile(r"scalar (\w+) -> (\w+)$"),
     "prefill": re.compile(r"prefill (.+?) <- (\S+) count (.+)$"),
     "call": re.compile(r"call (\w+)(?:\((.+)\))?$"),
+    "run": re.compile(r"run part (\d+) \((.*)\)$"),
+    "part": re.compile(r"part (\d+):$"),
     "mmset": re.compile(r"mmset (\w+) (A|B) <- (\w+)\[(.+)\]$"),
     "mmtail": re.compile(r"mmtail (\w+) (.+?) ; (.+?)(?: ; (.+))?$"),
     "iterate": re.compile(r"iterate (\w+):$"),
@@ -994,6 +1019,10 @@ def parse_kernel(text: str) -> TileKernel:
                 out.append(Call(m.group(1), expr(m.group(2)) if m.group(2) else None))
             elif line == "return":
                 out.append(Return())
+            elif m := _RE["run"].match(line):
+                out.append(RunPart(int(m.group(1)), tuple(x.strip() for x in m.group(2).split(",") if x.strip())))
+            elif line == "reset":
+                out.append(Reset())
             elif m := _RE["mmset"].match(line):
                 out.append(MmSet(m.group(1), m.group(2), m.group(3), expr(m.group(4))))
             elif m := _RE["mmtail"].match(line):
@@ -1018,7 +1047,7 @@ def parse_kernel(text: str) -> TileKernel:
     pos = 1
     note = ""
     fields, gms, queues, members, stages, words = [], [], [], [], [], ()
-    matmuls, tiling_struct, process, cores = [], "", None, "t.usedCoreNum"
+    matmuls, tiling_struct, process, cores, parts = [], "", None, "t.usedCoreNum", []
     while pos < len(lines):
         line = lines[pos]
         cur = pos
@@ -1049,6 +1078,18 @@ def parse_kernel(text: str) -> TileKernel:
             pos += 1
             process = block(1)
             continue
+        elif m := _RE["part"].match(line):
+            if int(m.group(1)) != len(parts):
+                fail(f"part {len(parts)} expected")
+            first = pos + 1
+            pos = first
+            while pos < len(lines) and lines[pos].startswith("  "):
+                pos += 1
+            try:
+                parts.append(parse_kernel("\n".join(x[2:] for x in lines[first:pos]) + "\n"))
+            except TileKernelParseError as exc:   # its line numbers are the part's: say which part
+                raise TileKernelParseError(f"part {len(parts)} (from line {first + 1}): {exc}") from None
+            continue
         elif line.startswith("words "):
             try:
                 words = tuple(int(w) for w in line.split()[1:])
@@ -1058,7 +1099,7 @@ def parse_kernel(text: str) -> TileKernel:
             fail("not a kernel line")
         pos += 1
     return TileKernel(name, kind, note, fields, gms, queues, members, stages, words, tuple(matmuls), tiling_struct,
-                      process, cores)
+                      process, cores, tuple(parts))
 
 
 # ---- figures and rules read from the kernel ---------------------------------------------------
@@ -1077,6 +1118,8 @@ def member_values(k: TileKernel, words=None) -> dict:
 def ub_plan(k: TileKernel, words=None) -> list[tuple[str, str, int, int]]:
     """(queue, position, bytes per buffer, buffers) of every UB object: the report's UB plan,
     read from the kernel the printer prints (InitBuffer allocates whole 32-byte blocks)."""
+    if k.parts:   # the parts run in turn with the UB plan reset between them: the largest part's
+        return max((ub_plan(p) for p in k.parts), key=lambda plan: sum(b * n for _, _, b, n in plan))
     env = member_values(k, words)
     return [(q.name, q.position, -(-evaluate(q.elems, env) * q.dtype.itemsize // 32) * 32, q.depth)
             for q in k.queues if q.position != "TSCM"]   # a TSCM buffer is in L1
@@ -1303,6 +1346,18 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                     walk(node.body, set(scope), set(tensors))
                 elif isinstance(node, MmGetC):
                     ref(Ref(node.tensor), tensors)
+            elif isinstance(node, RunPart):
+                if not 0 <= node.part < len(k.parts):
+                    fail(f"run part {node.part}: the kernel has {len(k.parts)} part(s)")
+                part = k.parts[node.part]
+                own = [g for g in part.gms if g.role == "in"] + [g for g in part.gms if g.role == "out"]
+                if len(own) != len(node.gms):
+                    fail(f"run part {node.part} hands over {len(node.gms)} GM tensor(s); the part takes {len(own)}")
+                for mine, theirs in zip(node.gms, own):
+                    g = gm_by_name.get(mine)
+                    if g is None or g.role != theirs.role or g.dtype != theirs.dtype:
+                        fail(f"run part {node.part} hands {mine} to its {theirs.role} tensor {theirs.name} "
+                             f"({theirs.dtype.name}); the kernel has no such {theirs.role} GM tensor")
             elif isinstance(node, CopyNz):
                 if node.gm not in gms:
                     fail(f"a copy names GM tensor {node.gm}, which the kernel does not take")
@@ -1313,6 +1368,7 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                 tensors_queue[node.tensor] = node.queue
 
     stages = {st.name: st for st in k.stages}
+    gm_by_name = {g.name: g for g in k.gms}
     mms = {mm.name: mm for mm in k.matmuls}
     tensors_queue: dict = {}
     for mm in k.matmuls:
@@ -1323,6 +1379,13 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
         _check_syncs(st.body, fail)
     if k.process is not None:   # Process knows the core it runs on (printer_kernel declares the names)
         walk(k.process, set(known) | set(CORE_NAMES), set())
+    if k.parts:   # a kernel of parts: each keeps the rules alone; the UB is reset between two runs
+        runs = [n for n in k.process or () if isinstance(n, (RunPart, Reset))]
+        for a, b in zip(runs, runs[1:]):
+            if isinstance(a, RunPart) and isinstance(b, RunPart):
+                fail(f"part {b.part} runs after part {a.part} with no TPipe reset between (their UB plans overlap)")
+        for part in k.parts:
+            verify_kernel(part, target, budget)
     limit = target.max_queue_buffers_per_position
     for pos in ("VECIN", "VECOUT"):
         n = sum(q.depth for q in k.queues if q.position == pos)
