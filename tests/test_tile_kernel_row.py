@@ -134,3 +134,29 @@ def test_a_missing_sync_between_the_vector_and_the_scalar_pipe_is_refused():
     put = next(i for i, line in enumerate(lines) if line.strip() == "sync S_V")
     with pytest.raises(TileVerifyError, match="a vector op reads rs_float32 after SetValue wrote it, with no S_V sync"):
         verify_kernel(parse_kernel("\n".join(lines[:put] + lines[put + 1:]) + "\n"), target)
+
+
+def test_sync_check_of_deeply_nested_loops_walks_each_state_once():
+    """Each level's body is its inner loop (whose first node, a barrier, clears what is pending)
+    then a vector write of its own tensor, so every level ends in a new state and the inner loop
+    changes it again: walking a changed loop twice was 2**depth walks.  Walks are memoised per
+    (body, state), so the check stays fast -- and still finds a missing V_S sync at the bottom."""
+    depth = 22
+
+    def kernel(read: bool) -> str:
+        lines = ["kernel @deep kind vector", 'note ""', "field tilesPerCore", "field totalTiles"]
+        lines += [f"queue b{d} VECCALC depth 1 float32 elems 8" for d in range(depth)]
+        lines += ["stage Compute(tile):"] + [f"  alloc a{d} = b{d}" for d in range(depth)]
+        for d in range(depth):
+            lines.append("  " * (d + 1) + f"for i{d} in 0 .. 2:")
+        ind = "  " * (depth + 1)
+        lines += [f"{ind}barrier"] + ([f"{ind}vec Adds a0 <- a0 scalar #1.0 count 8", f"{ind}val s float32 = get(a0, 0)"]
+                                      if read else [])
+        for d in reversed(range(depth)):   # after each level's inner loop: its own vector write
+            lines.append("  " * (d + 1) + f"  vec Adds a{d} <- a{d} scalar #1.0 count 8")
+        return "\n".join(lines) + "\n"
+
+    target = get_target("ascend910b")
+    verify_kernel(parse_kernel(kernel(False)), target)
+    with pytest.raises(TileVerifyError, match="GetValue of a0 after a vector op wrote it, with no V_S sync between"):
+        verify_kernel(parse_kernel(kernel(True)), target)

@@ -1147,7 +1147,9 @@ def _check_syncs(body, fail) -> None:
 
     Checked on the stage's nodes in order (a stage starts with nothing pending: the kernel's
     stages hand tensors over through queues), a loop's body twice (what its last pass wrote
-    reaches its first), an If's branches each from the state before it, joined."""
+    reaches its first), an If's branches each from the state before it, joined.  A body walked
+    again from a state it was walked from before gives the same answer, so walks are memoised:
+    nested loops cost a walk per distinct state, not 2**depth."""
     def written(node) -> set:
         if isinstance(node, (Vec, Dup)):
             return {node.dst.tensor}
@@ -1171,7 +1173,15 @@ def _check_syncs(body, fail) -> None:
         if late & dma:
             fail(f"GetValue of {sorted(late & dma)[0]} after a DMA wrote it, with no barrier or queue between")
 
+    memo: dict = {}
+
     def walk(nodes, state: tuple) -> tuple:
+        key = (id(nodes), *(frozenset(x) for x in state))
+        if key not in memo:
+            memo[key] = walk_once(nodes, state)
+        return memo[key]
+
+    def walk_once(nodes, state: tuple) -> tuple:
         vec, sca, dma, out = state   # pending: vector writes, SetValue writes, DMA-in writes, to copy out
         for node in nodes:
             if isinstance(node, Barrier):
