@@ -37,6 +37,7 @@ from .ir.ops import (BINARY, BROADCAST, COMPARISON, CONSTANT, CUBE, ELEMENTWISE,
 from .ops.recipe import prims_of
 from .tile.prims import PRIMS
 from .ir.shapes import num_elements
+from .views import ViewError, has_views, normalize, plan_views, view_roots
 
 # ---- published coefficients (AutoFuse ATT perf table v1, Atlas A2) --------------------------
 # Vector APIs: cycles = k * n + b for one call on n elements.  {api: {dtype: (k, b)}}
@@ -296,7 +297,6 @@ def vector_kernel_cost(fn: Function, target, sizes=None, tiling=None, name: str 
 def _view_loads(fn: Function):
     """(elements read, itemsize) per GM read of a kernel with views (fusedsl/views.py), or None
     when it has none or they cannot be planned (then its parameters count whole)."""
-    from .views import ViewError, has_views, normalize, plan_views, view_roots
     if not has_views(fn):
         return None
     try:

@@ -5,6 +5,7 @@ import dataclasses
 
 from . import cost
 from .cost import launch_of
+from .display import report_html, report_markdown
 from .errors import FusedslError
 from .ir.ops import CUBE, ELEMENTWISE, has_trait
 from .ir.shapes import num_elements
@@ -214,9 +215,7 @@ class Report:
 
     # Jupyter displays (fusedsl.display): kernels table, UB bars against the budget, GM bars
     def _repr_html_(self) -> str:
-        from .display import report_html
         return report_html(self)
 
     def _repr_markdown_(self) -> str:
-        from .display import report_markdown
         return report_markdown(self)

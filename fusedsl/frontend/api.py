@@ -26,6 +26,7 @@ from .. import ops as _ops  # noqa: F401  (registers the op definitions)
 from ..ops import index as _index
 from ..ops import window as _window
 from ..ir.shapes import fmt_shape, normalize_axes
+from ..reference import run_module
 from . import tracing as _tracing
 from .tracing import Tensor, Trace, find_trace, is_python_scalar, python_scalar
 
@@ -46,7 +47,6 @@ def _op(fn):
 
 
 def _eager(fn, args, kwargs):
-    from ..reference import run_module
     builder = Builder(fn.__name__, user_frame())
     trace = Trace(builder)
     inputs = []

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from ..dtypes import DType
-from ..errors import UNKNOWN_LOC, Loc
+from ..errors import UNKNOWN_LOC, Loc, VerifyError
 
 Dim = Union[int, str]  # a static size or a symbolic dimension name such as "M"
 
@@ -92,7 +92,6 @@ class Module:
     def main(self) -> Function:
         """The entry function: the last one (kernels it calls are printed first)."""
         if not self.functions:
-            from ..errors import VerifyError
             raise VerifyError("the module has no function (was the IR text empty?)")
         return self.functions[-1]
 

@@ -18,6 +18,8 @@ from .alloc import allocate_ub
 from .ir import VectorSchedule
 from .reuse import reuse_buffers
 from .slack import add_compare_slack, set_granules
+from .text import print_tile
+from .verify import verify_tile
 
 TILE_PASSES = [
     ("reuse", lambda sched, target, fraction: reuse_buffers(sched)),
@@ -28,8 +30,6 @@ TILE_PASSES = [
 
 
 def run_tile_passes(sched: VectorSchedule, target, ub_fraction: float, snapshots: list | None = None) -> None:
-    from .text import print_tile
-    from .verify import verify_tile
     if snapshots is not None:
         snapshots.append(("lowered", print_tile(sched, locs=True)))
     for name, run in TILE_PASSES:
