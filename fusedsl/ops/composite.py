@@ -506,9 +506,14 @@ def _int_or_float(F, a, b, float_fn, int_fn=None, kind=None):
     return F.cast(F.where(F.cast(b, dt.float32) == 0.0, 0.0, r), a.dtype)
 
 
-# the float32 quotients of _int32_division are scaled by this before truncating, so that
-# |trunc(q)| never exceeds the exact |a / b|: fl(a) / fl(b) is within 3 ulp (2**-22) of it
-_SHORT = 1.0 - 2.0 ** -20
+# _int32_division's quotient digits: step k takes D = d * 2**s off r, s in _SHIFTS, with
+# d = rint(fl(r) * fl(1 / fl(b)) * 2**-s) an integer of at most 2048 in magnitude (rint by adding
+# and subtracting _ROUND).  Every executor casts such a float32 to int32 exactly -- 310P / 910A
+# have no float32 -> int32 Cast and go through half, whose integers are exact to 2048 -- and
+# r / b - D shrinks to |r / b| < 2**19 + 2**9, then 2**8 + 1, then 0.5 + 2**-14 (the float32
+# quotient is within 4 ulp, 2**-22, of r / b)
+_SHIFTS = (20, 9, 0)
+_ROUND = 12582912.0     # 1.5 * 2**23: (x + it) - it rounds x to an integer, |x| <= 2**22
 
 
 def _int_flag(F, cond):
@@ -522,38 +527,44 @@ def _int32_division(F, a, b, kind):
     truncated division alike).  kind: "floor" (floor_divide), "remainder" (floor's remainder, the
     sign of b), "trunc" (C division), "fmod" (its remainder, the sign of a).
 
-    Made of ops every executor has for int32 (add, sub, mul, casts) and float32 compares: no
-    int32 Div exists on the chip.  The truncated quotient T is built in two steps, each
-    q = trunc(fl(r) / fl(b) * _SHORT): the scaling keeps |q| <= |r / b| exactly, so r - q b
-    keeps r's sign and never overflows; the first step leaves |r / b| <= 2**31 * 2**-19 + 1, the
-    second |r / b| < 2, and one exact step (e = r -+ b, its sign) finishes |r| < |b|.  Products
-    that wrap (b * -1 at INT_MIN, T at INT_MIN / -1) wrap on every executor (numpy, LLVM, the
-    CPU Ascend C API's int64-then-wrap, the chip's int32 Mul), giving numpy's wrapped values."""
+    Made of ops every executor and every target has for int32 (add, sub, mul, and casts of
+    integers up to 2048 from float32) and float32 arithmetic and compares: the chip has no int32
+    Div, and 310P / 910A no float32 -> int32 Cast (theirs goes through half, exact for integers
+    to 2048 only).  The quotient is built in three digits (_SHIFTS): each D = d * 2**s is taken
+    off r = a - T b in int32, leaving |r| <= (0.5 + 2**-14) |b| of either sign; one step on the
+    sign of r b (floor: b's sign) or r a (trunc: a's sign) then moves r into [0, |b|) with the
+    sign wanted.  The true r and T always fit int32 (but T = 2**31 at INT_MIN / -1); their
+    partial products may wrap, and int32 add / sub / mul wrap alike on every executor (numpy,
+    LLVM, the CPU Ascend C API's int64-then-wrap, the chip's int32 Mul), so the sums are exact
+    modulo 2**32 and the results are numpy's, wrapped INT_MIN // -1 included."""
     f32 = dt.float32
     fa = F.cast(a, f32)
     nz = _int_flag(F, F.cast(b, f32) != 0.0)     # x // 0 = x % 0 = 0: divide by 1, then times 0
     b = b + (1 - nz)
     fb = F.cast(b, f32)
-    q0 = F.cast(fa / fb * _SHORT, dt.int32)
-    r = a - q0 * b
-    q1 = F.cast(F.cast(r, f32) / fb * _SHORT, dt.int32)
-    r = r - q1 * b
-    sgn = _int_flag(F, (fa < 0.0) == (fb < 0.0)) * 2 - 1    # the sign of a / b (a = 0: r is 0)
-    sb = b * sgn                                              # |b| with a's sign
-    e = F.cast(r - sb, f32)
-    step = _int_flag(F, F.logical_or(F.logical_and(fa >= 0.0, e >= 0.0), F.logical_and(fa < 0.0, e <= 0.0)))
-    t = q0 + q1 + step * sgn
-    r = r - step * sb
+    inv = 1.0 / fb
+    r, t = a, None
+    for s in _SHIFTS:
+        fr = fa if t is None else F.cast(r, f32)
+        p = fr * inv * 2.0 ** -s if s else fr * inv
+        d = F.cast((p + _ROUND) - _ROUND, dt.int32)
+        q = d * (1 << s) if s else d
+        r = r - q * b
+        t = q if t is None else t + q
+    fr = F.cast(r, f32)
     if kind in ("floor", "remainder"):
-        fr = F.cast(r, f32)
-        down = _int_flag(F, F.logical_and(fr != 0.0, (fr < 0.0) != (fb < 0.0)))
-        t, r = t - down, r + down * b
+        wrong = _int_flag(F, fr * fb < 0.0)       # r not 0 and of the other sign than b
+        t, r = t - wrong, r + wrong * b
+    else:
+        wrong = _int_flag(F, fr * fa < 0.0)       # r not 0 and of the other sign than a
+        sgn = 1 - _int_flag(F, fa * fb < 0.0) * 2    # the sign of a / b where r needs moving
+        t, r = t - wrong * sgn, r + wrong * sgn * b
     return (t if kind in ("floor", "trunc") else r) * nz
 
 
 @composite("fmod", "arith", dtypes="numeric", aten=_aten("fmod.Tensor", "fmod.Scalar"), onnx=("Mod[fmod=1]",),
-           doc="C fmod: a - trunc(a / b) b, the sign of a (int32: exact where float32 -> int32 casts are, "
-               "i.e. not on 310P / 910's Ascend C; x fmod 0 = 0 for ints)")
+           doc="C fmod: a - trunc(a / b) b, the sign of a (int32: exact over all of int32 on every executor "
+               "and target; x fmod 0 = 0 for ints)")
 def fmod(F, a, b):
     return _int_or_float(F, a, b, _fmod, kind="fmod")
 
@@ -583,8 +594,8 @@ def _floor_div(F, a, b):
 
 
 @composite("floor_divide", "arith", dtypes="numeric", aten=_aten("floor_divide.default"),
-           doc="floor(a / b) (int32: exact where float32 -> int32 casts are, i.e. not on 310P / 910's "
-               "Ascend C; numpy's INT_MIN // -1 = INT_MIN, x // 0 = 0)")
+           doc="floor(a / b) (int32: exact over all of int32 on every executor and target; numpy's "
+               "INT_MIN // -1 = INT_MIN, x // 0 = 0)")
 def floor_divide(F, a, b):
     return _int_or_float(F, a, b, _floor_div, kind="floor")
 
