@@ -1172,12 +1172,18 @@ def _odd(F, c):
            aten=_aten("prod.dim_int", "prod.default"), onnx=("ReduceProd",),
            doc="product over `axis`: sign from the count of negatives, magnitude exp(sum(log|x|)) "
                "(float32 rounding of log/exp: ~1e-6 relative per factor), 0 / inf / NaN like numpy; "
-               "int32 exact in int32 multiplies (wrapping like numpy's int32); int8 / bool through float32, "
-               "rounded to the nearest integer (exact while the product stays below about 10**5)")
+               "int32 exact in int32 multiplies (wrapping like numpy's int32); int8 / uint8 exact and wrapping "
+               "like numpy's (pairwise float32 products wrapped at every step); bool through float32")
 def prod(F, x, axis=None, keepdims=False):
     axes = _axes(F, x, axis)
     if isinstance(x, F.Tensor) and x.dtype == dt.int32:
         return _int32_product(F, x, axes, keepdims)
+    if isinstance(x, F.Tensor) and x.dtype in (dt.int8, dt.uint8):
+        # float32 products of wrapped 8-bit values (|v| <= 65025, exact) wrapped again, pairwise:
+        # numpy's wrapped int8 / uint8 product (exp(sum(log)) rounds, the chip's cast saturates)
+        x32 = F.cast(x, dt.float32)
+        wrapped = _int32_product(F, x32, axes, keepdims, mul=lambda a, b: _wrap8(F, a * b, x.dtype))
+        return F.cast(wrapped, x.dtype)
     x32, back = _f32(F, x)
 
     def count(mask):
@@ -1202,17 +1208,18 @@ def _nearest(F, r):
     return F.where(r < 0.0, r - 0.5, r + 0.5)
 
 
-def _int32_product(F, x, axes, keepdims):
+def _int32_product(F, x, axes, keepdims, mul=None):
     """The product over `axes` of an int32 tensor in int32 multiplies, exact and wrapping like
     numpy's int32 product (the log / exp path rounds: 39 * 15 came out 584): the reduced axes
-    moved last and flattened, then halves multiplied pairwise, log2(n) elementwise steps."""
+    moved last and flattened, then halves multiplied pairwise, log2(n) elementwise steps.
+    `mul` replaces the multiply (8-bit products: wrapped float32 multiplies, _wrap8)."""
     rank = x.ndim
     keep = [d for d in range(rank) if d not in axes]
     rest = tuple(x.shape[d] for d in keep)
     n = _count(x, axes)
     out_shape = tuple(1 if d in axes else x.shape[d] for d in range(rank)) if keepdims else rest
     if n == 0:   # the empty product
-        one = x.trace.constant(1, dt.int32)
+        one = x.trace.constant(1, x.dtype if mul is not None else dt.int32)
         return F.broadcast_to(one, out_shape) if out_shape else one
     perm = keep + list(axes)
     y = F.transpose(x, perm) if perm != list(range(rank)) else x
@@ -1220,7 +1227,8 @@ def _int32_product(F, x, axes, keepdims):
     y = F.reshape(y, (rows, n))
     while n > 1:
         half = n // 2
-        z = y[:, :half] * y[:, half:2 * half]
+        a, b = y[:, :half], y[:, half:2 * half]
+        z = a * b if mul is None else mul(a, b)
         y = F.concatenate([z, y[:, 2 * half:]], axis=1) if n % 2 else z
         n = half + n % 2
     return F.reshape(y, out_shape)
@@ -1228,8 +1236,8 @@ def _int32_product(F, x, axes, keepdims):
 
 def _scan(F, parts, axis, identity=-0.0, combine=None):
     """Inclusive prefix sums of float32 (or, with identity 0, int32) tensors along `axis`, all
-    parts at once, in log2(n) steps
-    (Hillis-Steele): y += y shifted by s along the axis (-0.0 in front) for s = 1, 2, 4, ...
+    parts at once, in log2(n) steps -- or prefix `combine`s (products, wrapped 8-bit sums) with
+    its identity (Hillis-Steele): y += y shifted by s along the axis (-0.0 in front) for s = 1, 2, 4, ...
     Each step is one vector kernel whose shifted operand is a slice + concatenation of the
     previous step's output (view addressing, nothing copied): n log2(n) adds per row instead of
     the n**2 multiply-adds of a matmul by a triangular matrix, no [n, n] matrix at all, and each
@@ -1275,16 +1283,41 @@ def _scan_input(F, x, axis, name):
     return x, axis
 
 
+def _wrap8(F, v, dtype):
+    """The exact float32 integer v (|v| <= 65025) wrapped into int8's [-128, 127] or uint8's
+    [0, 255] as numpy's 8-bit arithmetic wraps: w = v - 256 rint(v / 256) in [-128, 128] (v / 256
+    exact, rint by adding and subtracting 1.5 * 2**23), then 128 -> -128 (int8) or w + 256 below 0
+    (uint8).  Every value is exact in float32, and the cast to the 8-bit dtype that follows is of
+    a value in range: exact on every executor (the chip's narrowing casts saturate)."""
+    t = (v * (1.0 / 256.0) + _ROUND) - _ROUND
+    w = v - t * 256.0
+    if dtype == dt.int8:
+        return F.where(w >= 128.0, w - 256.0, w)
+    return F.where(w < 0.0, w + 256.0, w)
+
+
+def _scan8(F, x, axis, identity, op):
+    """An 8-bit scan in float32 with every step's values wrapped (mod 256 commutes with + and *),
+    so each step's sums (|v| <= 256) and products (|v| <= 65025) are exact integers: numpy's
+    wrapped int8 / uint8 cumsum and cumprod for any length, on every executor."""
+    r = _scan(F, [F.cast(x, dt.float32)], axis, identity=identity,
+              combine=lambda a, b: _wrap8(F, op(a, b), x.dtype))[0]
+    return F.cast(r, x.dtype)
+
+
 @composite("cumsum", "reduction", dtypes="numeric", aten=_aten("cumsum.default"), onnx=("CumSum",),
            doc="inclusive prefix sums along `axis` in log2(n) shifted-add steps (a balanced tree per prefix: "
                "float32 rounding ~log2(n) ulp; inf / NaN like numpy); int32 exact in int32 additions (wrapping "
-               "like numpy's int32), int8 / bool exact while the sums stay below 2**24",
+               "like numpy's int32), int8 / uint8 exact and wrapping like numpy's (wrapped at every step), bool "
+               "exact while the sums stay below 2**24",
            example="fs.cumsum(x, axis=1)")
 def cumsum(F, x, axis=-1):
     x, axis = _scan_input(F, x, axis, "cumsum")
     if x.dtype == dt.int32:   # int32 additions: exact (wrapping as numpy's int32), not float32's 2**24
         return _scan(F, [x], axis, identity=0)[0]
-    # int8 / bool through float32 (the chips cast float32 -> int8, not int32 -> int8): exact below 2**24
+    if x.dtype in (dt.int8, dt.uint8):
+        return _scan8(F, x, axis, 0.0, lambda a, b: a + b)
+    # bool through float32 (the chips cast float32 -> int8, not int32 -> int8): exact below 2**24
     x32, back = _f32(F, x)
     r = _scan(F, [x32], axis)[0]   # additions carry inf and NaN as numpy's do (inf + -inf = NaN)
     return back(r) if x.dtype.is_float else F.cast(r, x.dtype)
@@ -1293,12 +1326,15 @@ def cumsum(F, x, axis=-1):
 @composite("cumprod", "reduction", dtypes="numeric", aten=_aten("cumprod.default"),
            doc="inclusive prefix products along `axis`: sign from the count of negatives so far, "
                "magnitude exp(cumsum(log|x|)) (~1e-6 relative per factor), 0 / inf / NaN like numpy; int32 "
-               "exact in int32 multiplies (wrapping like numpy's int32); int8 / bool through float32, rounded",
+               "exact in int32 multiplies (wrapping like numpy's int32); int8 / uint8 exact and wrapping like "
+               "numpy's (float32 products wrapped at every step); bool through float32",
            example="fs.cumprod(x, axis=1)")
 def cumprod(F, x, axis=-1):
     x, axis = _scan_input(F, x, axis, "cumprod")
     if x.dtype == dt.int32:   # int32 multiplies: exact (wrapping as numpy's int32), not exp(sum(log))
         return _scan(F, [x], axis, identity=1, combine=lambda a, b: a * b)[0]
+    if x.dtype in (dt.int8, dt.uint8):
+        return _scan8(F, x, axis, 1.0, lambda a, b: a * b)
     x32, back = _f32(F, x)
     a = F.abs(x32)
     zero, inf, nan = x32 == 0.0, a == math.inf, x32 != x32
