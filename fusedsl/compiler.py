@@ -191,13 +191,17 @@ class CompiledKernel:
         # run last by the same calls on (their runtime arguments, the results): an imported
         # graph's guarded casts (int_range.RangeCheck.guard) checked and their extra results dropped
         self.finish_results = None
+        # comment lines saying which of main's results are not the kernel's own and why (an
+        # imported graph's guarded casts: importers/common.ImportedKernel.compile); `ir` and
+        # `source` print them first, so the extra results are explained where they are seen
+        self.result_notes: tuple[str, ...] = ()
         static = {d for i in self.runtime_infos if i.type for d in i.type.shape if isinstance(d, str)}
         if not static:
             self._set_sizes({})
 
     @property
     def ir(self) -> str:
-        return print_module(self.module)
+        return _comments(self.result_notes) + print_module(self.module)
 
     @property
     def name(self) -> str:
@@ -236,7 +240,7 @@ class CompiledKernel:
             self.check_ascendc()
             printers = [printer_for_plan(p, self.target) for p in self.kernels]
             self._source = print_source(printers, self.target)
-        return self._source
+        return _comments(self.result_notes) + self._source
 
     @user_facing
     def save(self, path: str, *, layout: str = "kernel", overwrite: bool = False,
@@ -857,6 +861,11 @@ class CompiledKernel:
     def report(self):
         from .report import Report
         return Report(self)
+
+
+def _comments(lines) -> str:
+    """Lines as `//` comments, which the text IR and C++ both skip."""
+    return "".join(f"// {line}\n" for line in lines)
 
 
 def _nothing() -> None:

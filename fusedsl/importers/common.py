@@ -21,6 +21,7 @@ from ..compiler import deliver
 from ..errors import ArgumentError, FusedslError, Loc, strip_internal_frames, user_frame, user_facing
 from ..frontend import api as fs
 from ..frontend.kernel import FusedKernel, _fast_key
+from ..ir.ops import CALL, has_trait
 from .int_range import I32, Span, input_error
 
 
@@ -217,7 +218,31 @@ class ImportedKernel(FusedKernel):
         compiled.prepare_args = self._compiled_args
         if self.range_check is not None and self.range_check.guards:
             compiled.finish_results = self._compiled_results
+            compiled.result_notes = self._guard_notes(compiled)
         return compiled
+
+    def _guard_notes(self, compiled) -> tuple[str, ...]:
+        """What k.ir and k.source say first about a guarded graph's extra results: the graph
+        (so the printed kernels) returns, after the model's results, max |x| of each guarded
+        cast's float input, which calls and simulate check and then drop -- the computation is
+        real and stays visible, each extra result named with the cast it guards."""
+        main = compiled.module.main
+        guards = self.range_check.guards
+        own = len(main.results) - len(guards)
+        made = {id(v): (op, i) for op in main.ops for i, v in enumerate(op.results)}
+        lines = [f"@{main.name} returns {own} model result(s), then {len(guards)} range guard(s): "
+                 "max |x| (NaN as inf) of the float input x of an int64 cast fusedsl computes in int32.",
+                 "Calls and simulate check each guard after the run (IntRangeError at the cast's line when "
+                 "it reaches 2**31) and return the model's results only; a saved project returns the "
+                 "guards and does not check them."]
+        for k, step in enumerate(guards):
+            value = main.results[own + k]
+            op, index = made.get(id(value), (None, 0))
+            where = (f", output y{index} of kernel {op.attr('callee')}"
+                     if op is not None and has_trait(op, CALL) else "")
+            at = f" ({step.loc})" if step.loc is not None else ""
+            lines.append(f"result {own + k} of @{main.name}{where}: the guard of {step.label}{at}")
+        return tuple(lines)
 
     def _model_args(self, inputs):
         """The model's arguments of its tensor inputs: its baked constants in their positions."""
