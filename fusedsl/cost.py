@@ -584,7 +584,6 @@ def row_schedule_gm(schedule, launch: Launch, sizes=None) -> int:
         fn = schedule.fn           # (once when resident), col inputs once per tile, outputs once
         gm = 0
         for p in schedule.params:
-            v = fn.params[p.index].value
             if p.kind == "elem":
                 gm += schedule.elem_reads(p) * schedule.A * schedule.K * schedule.B * p.dtype.itemsize
             elif p.kind == "col":
