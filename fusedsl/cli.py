@@ -1,13 +1,15 @@
-"""Command line: `fusedsl compile|explain|simulate|fuse|include-dir|cpu-run` (also `python -m fusedsl`).
+"""Command line: `fusedsl compile|explain|simulate|fuse|include-dir|cpu-run|cache` (also `python -m fusedsl`).
 
     fusedsl compile kernels.py::abs_add_relu --arg a=128xfloat32 --arg b=Mx128xfloat32 \\
         --target ascend910b -o out/abs_add_relu
     fusedsl simulate kernels.py::abs_add_relu --arg a=128xfloat32 --arg b=Mx128xfloat32 --size M=192
     fusedsl cpu-run add.asc -- ARGS...      (CANN 9 single-source program on the CPU API)
+    fusedsl cache info                      (where the compile caches are, their size and limit)
 
 Exit status: 0 success; 1 the kernel or program failed (an error in the user's code, a simulated
 kernel that disagrees with the reference, a failed CPU check); 2 a usage mistake (a missing file,
-a bad --arg/--size/--target, an output that cannot be written).  `cpu-run` exits with the
+a bad --arg/--size/--target, an output that cannot be written, a FUSEDSL_CACHE_MAX_BYTES that is not a
+size).  `cpu-run` exits with the
 program's status, 128+N when a signal N killed it (a crash) and 124 after --timeout.  A usage
 mistake prints one line naming the argument and what to do, never a traceback.
 """
@@ -23,9 +25,10 @@ import subprocess
 import sys
 import warnings
 
+from . import cachedir, cachesize
 from . import dtypes as dt
 from .backend_ascendc.project_writer import MANIFEST   # a saved project's manifest: --overwrite may replace it
-from .errors import FusedslError, ProjectError, SaturationWarning, TargetError
+from .errors import CacheLimitError, FusedslError, ProjectError, SaturationWarning, TargetError
 from .frontend.kernel import FusedKernel, ScalarSpec, TensorSpec, fused_kernel, scalar, spec
 from .targets import TARGETS
 from .version import __version__
@@ -363,6 +366,76 @@ def _fuse(args) -> int:
     return 0
 
 
+# ---- cache -----------------------------------------------------------------------------------------
+_KIND_TEXT = {"llvm": "LLVM object code (CPU executor)", "ascendc": "g++-built Ascend C CPU libraries",
+              "pch": "precompiled CPU API headers", "temp": "unfinished writes"}
+
+
+def _cache(args) -> int:
+    root = cachedir.root()
+    where = "FUSEDSL_CACHE_DIR" if os.environ.get("FUSEDSL_CACHE_DIR") else "default; FUSEDSL_CACHE_DIR moves it"
+    if not os.path.lexists(root):
+        print(f"cache folder: {root} ({where}) does not exist yet: nothing is cached")
+        return 0
+    problem = cachedir.problem(root)
+    if problem:
+        if args.action != "info":
+            raise UsageError("ACTION", f"the cache folder {root} {problem}; fusedsl does not use it and removes "
+                                       "nothing in it (chmod 700 it, or set FUSEDSL_CACHE_DIR to a folder of yours)")
+        print(f"cache folder: {root} ({where}) {problem}: fusedsl does not use it (each process caches in a "
+              "private temporary folder instead)")
+        return 0
+    if args.action == "clear":
+        done = cachesize.clear(root)
+        print(f"removed {_count(done.removed)} ({cachesize.human(done.freed)}) from {root}{_by_kind(done.removed)}")
+        _print_left(done.remaining)
+        return 0
+    limit = cachesize.max_bytes()
+    limit_text = "no limit" if limit == 0 else cachesize.human(limit)
+    if args.action == "prune":
+        if limit == 0:
+            print(f"no limit (FUSEDSL_CACHE_MAX_BYTES=0): nothing pruned in {root}")
+            return 0
+        done = cachesize.prune(root, limit)
+        left = done.remaining
+        print(f"limit {limit_text}: removed {_count(done.removed)} ({cachesize.human(done.freed)}) least recently "
+              f"used{_by_kind(done.removed)}; left: {_count(left.entries)} ({cachesize.human(left.nbytes)}) in {root}")
+        _print_left(left)
+        return 0
+    found = cachesize.scan(root)
+    source = ("from FUSEDSL_CACHE_MAX_BYTES" if os.environ.get("FUSEDSL_CACHE_MAX_BYTES", "").strip()
+              else "default; FUSEDSL_CACHE_MAX_BYTES sets it")
+    print(f"cache folder: {root} ({where})")
+    print(f"limit: {limit_text} ({source}, 0 for no limit)")
+    for kind, text in _KIND_TEXT.items():
+        mine = [e for e in found.entries if e.kind == kind]
+        print(f"  {kind:<8} {text:<34} {_count(mine):>13} {cachesize.human(sum(e.nbytes for e in mine)):>11}")
+    share = f" ({100 * found.nbytes / limit:.0f}% of the limit)" if limit else ""
+    print(f"  {'total':<43} {_count(found.entries):>13} {cachesize.human(found.nbytes):>11}{share}")
+    print(f"not written by fusedsl (left alone): {len(found.others)}")
+    return 0
+
+
+def _count(entries) -> str:
+    return f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+
+
+def _by_kind(entries) -> str:
+    kinds = {}
+    for e in entries:
+        kinds[e.kind] = kinds.get(e.kind, 0) + 1
+    return "" if not kinds else " (" + ", ".join(f"{k} {n}" for k, n in kinds.items()) + ")"
+
+
+def _print_left(found) -> None:
+    temps = [e for e in found.entries if e.kind == "temp"]
+    if temps:
+        print(f"left alone: {len(temps)} unfinished write(s) younger than an hour (a build may be running)")
+    if found.others:
+        shown = ", ".join(found.others[:5]) + (f", ... ({len(found.others) - 5} more)" if len(found.others) > 5 else "")
+        print(f"left alone, not written by fusedsl: {shown}")
+
+
 # ---- the parser ---------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of `fusedsl` (docs/cli.md is generated from it)."""
@@ -422,6 +495,14 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--target", default="ascend910b", choices=targets, help="the chip (default: %(default)s)")
     fz.add_argument("--opt-level", type=int, choices=range(4), default=2, help="0..3 (default: %(default)s)")
     fz.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is no terminal")
+    text = "inspect, clear or prune the on-disk compile caches (LLVM object code, g++-built libraries)"
+    ca = sub.add_parser("cache", help=text, description=text + ". They live in FUSEDSL_CACHE_DIR (default "
+                        "~/.cache/fusedsl) and are kept under FUSEDSL_CACHE_MAX_BYTES (default 2GiB, 0 = no "
+                        "limit) by evicting the least recently used entries. Only files fusedsl wrote are ever "
+                        "removed; symlinks are not followed.")
+    ca.add_argument("action", choices=("info", "clear", "prune"), metavar="ACTION",
+                    help="info: the folder, entries and bytes per cache, the limit; clear: remove every entry; "
+                         "prune: if over the limit, remove the least recently used entries down to 90%% of it")
     return parser
 
 
@@ -457,6 +538,8 @@ def main(argv=None) -> int:
             return _cpu_run(args)
         if args.command == "fuse":
             return _fuse(args)
+        if args.command == "cache":
+            return _cache(args)
         kernel = _load(args.function)
         specs = _bind_args(kernel, args.arg, args.function)
         if args.command == "simulate":
@@ -470,7 +553,7 @@ def main(argv=None) -> int:
     except _UserCodeError as exc:
         print(f"{args.prog}: error: {exc}", file=sys.stderr)
         return 1
-    except (TargetError, ProjectError) as exc:
+    except (TargetError, ProjectError, CacheLimitError) as exc:
         print(f"{args.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except FusedslError as exc:

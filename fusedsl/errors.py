@@ -310,6 +310,20 @@ class CacheError(FusedslError):
     """
 
 
+class CacheLimitError(FusedslError):
+    """FUSEDSL_CACHE_MAX_BYTES, the on-disk caches' size limit, is not a size.
+
+    What to do: set it to a number of bytes with an optional unit (`2GiB`, `500M`, `1073741824`;
+    K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000), to 0 for no limit, or
+    unset it for the default 2 GiB.
+
+    Example:
+        >>> from fusedsl.errors import CacheLimitError, FusedslError
+        >>> issubclass(CacheLimitError, FusedslError)
+        True
+    """
+
+
 class FusedslWarning(UserWarning):
     """Base of every warning fusedsl issues: something that runs, but that you should look at.
 

@@ -268,12 +268,37 @@ def test_fuse_usage_mistakes(capsys, files, tmp_path):
                 says="invalid choice")
 
 
+def test_cache_usage_mistakes(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir(mode=0o700)
+    usage_error(capsys, "cache", names="ACTION", says="the following arguments are required")
+    usage_error(capsys, "cache", "purge", names="argument ACTION", says="invalid choice: 'purge'")
+    monkeypatch.setenv("FUSEDSL_CACHE_MAX_BYTES", "2 gigs")
+    for action in ("info", "prune"):
+        line = usage_error(capsys, "cache", action, names="FUSEDSL_CACHE_MAX_BYTES='2 gigs'", says="is not a size")
+        assert line.endswith("(e.g. 2GiB, 500M, 1073741824), to 0 for no limit, or unset it for the default 2GiB")
+    assert cli(capsys, "cache", "clear")[0] == 0          # clearing needs no limit
+    monkeypatch.delenv("FUSEDSL_CACHE_MAX_BYTES")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(shared))
+    for action in ("clear", "prune"):
+        line = usage_error(capsys, "cache", action, names="argument ACTION", says=f"the cache folder {shared} is "
+                           "writable by group or others (mode 777); fusedsl does not use it and removes nothing in it")
+        assert line.endswith("(chmod 700 it, or set FUSEDSL_CACHE_DIR to a folder of yours)")
+    code, out, err = cli(capsys, "cache", "info")
+    assert code == 0 and err == "" and out == (f"cache folder: {shared} (FUSEDSL_CACHE_DIR) is writable by group or "
+                                               "others (mode 777): fusedsl does not use it (each process caches in a "
+                                               "private temporary folder instead)\n")
+
+
 def test_every_subcommand_is_covered_here():
     # a new subcommand needs its failure paths in this file
     import argparse
     from fusedsl.cli import build_parser
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(sub.choices) == {"compile", "explain", "simulate", "include-dir", "cpu-run", "fuse"}
+    assert set(sub.choices) == {"compile", "explain", "simulate", "include-dir", "cpu-run", "fuse", "cache"}
     text = textwrap.dedent(open(__file__, encoding="utf-8").read())
     for name in sub.choices:
         assert f'"{name}"' in text, name

@@ -37,7 +37,7 @@ def test_troubleshooting_lists_every_error_class_and_reason_code_with_what_to_ch
 
 def test_cli_page_is_generated_from_argparse():
     text = pages.cli_page()
-    for cmd in ("compile", "explain", "simulate", "include-dir", "cpu-run", "fuse"):
+    for cmd in ("compile", "explain", "simulate", "include-dir", "cpu-run", "fuse", "cache"):
         assert f"## fusedsl {cmd}\n" in text
     assert "FILE.py::FUNCTION" in text and "--timeout SECONDS" in text and "**Exit status:**" in text
 

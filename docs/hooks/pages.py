@@ -258,8 +258,9 @@ def _error_classes():
             out.append((name, obj))
     from fusedsl.cachedir import CacheDirWarning
     out.append(("CacheDirWarning", CacheDirWarning))
-    from fusedsl.errors import CacheError
+    from fusedsl.errors import CacheError, CacheLimitError
     out.append(("CacheError", CacheError))
+    out.append(("CacheLimitError", CacheLimitError))
     return sorted({n: c for n, c in out}.items())
 
 
@@ -298,6 +299,25 @@ def troubleshooting_page() -> str:
               "| a reduction over non-contiguous axes or of integers | reduce over the last axis, or cast to float32 |",
               "| a row bigger than UB (`plan` says so) | nothing: the multi-pass plan handles it, or use a 16-bit dtype |",
               "| a transpose other than a matmul operand's last two axes | transpose on the host, or accept a CPU-only kernel |",
+              "", "## The compile caches", "",
+              "LLVM object code and the g++-built libraries of `simulate` are cached in `FUSEDSL_CACHE_DIR` "
+              "(default `~/.cache/fusedsl`), kept under `FUSEDSL_CACHE_MAX_BYTES` (default 2GiB) by evicting "
+              "the least recently used entries; `fusedsl cache info` shows where, how much and the limit.", "",
+              "| symptom | what to do |", "|---|---|",
+              "| the cache takes too much disk | lower `FUSEDSL_CACHE_MAX_BYTES` (e.g. `500M`; the next compile "
+              "prunes, or run `fusedsl cache prune`), or `fusedsl cache clear` |",
+              "| kernels compile again in every new process, or `simulate` runs g++ each time | the limit is "
+              "smaller than what you use: `fusedsl cache info` shows the total; raise `FUSEDSL_CACHE_MAX_BYTES` "
+              "(each target's precompiled API header is about 80 MB, a library about 1 MB, an LLVM object a "
+              "few KB) |",
+              "| `fusedsl cache clear` left files | they were not written by fusedsl (it lists them) or are a "
+              "build younger than an hour in progress: remove them yourself if you know them |",
+              "| `CacheLimitError` | `FUSEDSL_CACHE_MAX_BYTES` is not a size: `2GiB`, `500M`, `1073741824`, or 0 "
+              "for no limit |",
+              "| `CacheError` (no space left) | free space or move the cache (`FUSEDSL_CACHE_DIR`); a smaller "
+              "`FUSEDSL_CACHE_MAX_BYTES` keeps it from filling the disk again |",
+              "| `CacheDirWarning` | the folder is shared or not yours: fusedsl uses a private temporary cache "
+              "for the process (and `fusedsl cache` touches nothing there) |",
               "", "The CLI's exit statuses and messages are on the [command line page](cli.md).", ""]
     return "\n".join(lines)
 

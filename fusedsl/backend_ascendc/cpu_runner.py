@@ -12,7 +12,10 @@ it is loaded: its sha256, recorded at build time in `<sha256>.so.sum`, must matc
 be ours and not group/world-writable.  A library that fails (truncated, bit-flipped, planted) is never
 loaded — loading it could SIGBUS/SIGSEGV or run foreign code — but rebuilt.  A library
 verified and loaded once is kept for the process (ctypes/dlopen hand out one handle per
-path, so a path is never loaded twice with different contents).
+path, so a path is never loaded twice with different contents).  A use marks the library used and a
+build is counted against the caches' size limit (fusedsl.cachesize evicts the least recently used
+entries past FUSEDSL_CACHE_MAX_BYTES); a library evicted by another process between this one's
+check and its load is built again.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fusedsl import cachedir
+from fusedsl import cachedir, cachesize
 from fusedsl.backend_ascendc.cpu import include_dir
 from fusedsl.errors import (ASCENDC_WARNINGS, ArgumentError, AscendCCheckError, AscendCCompileError, AscendCWarning,
                             CacheError)
@@ -206,6 +209,7 @@ def _pch_dir(flags: list[str]) -> str | None:
     if verified(gch):
         if not _pch_forward(folder):
             return None
+        cachesize.touch(gch)   # the atime: _stat_key (and other processes' checks) keep the mtime
         _pch_ok[gch] = _stat_key(gch)
         return folder
     try:
@@ -231,6 +235,7 @@ def _pch_dir(flags: list[str]) -> str | None:
         os.replace(tmp_sum, gch + ".sum")
     except OSError:   # a read-only or full cache: build without it
         return None
+    cachesize.wrote(cache_dir(), gch, _size(gch) + _size(gch + ".sum"))
     if not verified(gch) or not _pch_forward(folder):
         return None
     _pch_ok[gch] = _stat_key(gch)
@@ -305,6 +310,14 @@ def _compile_into(source: str, flags: list[str], out_path: str, out_dir: str, na
             f.write(digest + "\n")
         os.replace(tmp_so, out_path)
         os.replace(tmp_sum, out_path + ".sum")
+    cachesize.wrote(out_dir, out_path, _size(out_path) + _size(out_path + ".sum"))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _unlink_quietly(path: str) -> None:
@@ -396,16 +409,25 @@ def build(source: str, *, target: str = DEFAULT_TARGET, name: str = "kernel",
         lib = _loaded.get(path)
         if lib is not None:
             return lib
-        if not verified(path):
-            # missing, truncated, bit-flipped or planted: build it again (os.replace swaps the
-            # file, never writing into one a process may have mapped)
-            _compile(source, flags, path, name)
+        # twice: another process may evict (or `fusedsl cache clear` remove) the library between
+        # this one's check and its load; the second round builds it again
+        for last in (False, True):
+            cachesize.touch(path)   # used now: a pruner that scanned before this skips it
             if not verified(path):
-                raise AscendCCompileError(f"the library just built at {path} does not match its checksum "
-                                          "(is another process writing the cache?)")
-        try:
-            lib = CpuLibrary(path, ctypes.CDLL(path), target)
-        except (OSError, AttributeError) as exc:
-            raise AscendCCompileError(f"cannot load the library built for {name}: {exc}") from None
+                # missing, truncated, bit-flipped or planted: build it again (os.replace swaps the
+                # file, never writing into one a process may have mapped)
+                _compile(source, flags, path, name)
+                if not verified(path):
+                    if not last:
+                        continue
+                    raise AscendCCompileError(f"the library just built at {path} does not match its checksum "
+                                              "(is another process writing the cache?)")
+            try:
+                lib = CpuLibrary(path, ctypes.CDLL(path), target)
+                break
+            except (OSError, AttributeError) as exc:
+                if not last and not os.path.exists(path):
+                    continue
+                raise AscendCCompileError(f"cannot load the library built for {name}: {exc}") from None
         _loaded[path] = lib
         return lib

@@ -9,7 +9,9 @@ the key hashes the IR text, the fusedsl version, the backend's ABI version, the 
 version and the host CPU name and features.  A file is `MAGIC + sha256(payload) +
 payload`, written to a temporary name and renamed into place (atomic on POSIX), so a
 reader never sees half a file; a file whose checksum does not match is deleted and the
-code is rebuilt.  Any OS error on the cache is ignored: the cache only saves time.
+code is rebuilt.  Any OS error on the cache is ignored: the cache only saves time.  A hit marks
+the file used and a write is counted against the caches' size limit (fusedsl.cachesize: least
+recently used entries are evicted past FUSEDSL_CACHE_MAX_BYTES).
 """
 from __future__ import annotations
 
@@ -22,10 +24,11 @@ from dataclasses import dataclass
 import llvmlite
 import llvmlite.binding as llvm
 
+from .. import cachesize
 from ..version import __version__
 
 ABI_VERSION = "1"     # bump when the args layout or the calling convention changes
-MAGIC = b"FSDLLVM1"
+MAGIC = cachesize.LLVM_MAGIC   # cachesize recognises the files it may evict by it
 _DIGEST = 32
 
 
@@ -137,24 +140,27 @@ def read_cached(key: str) -> bytes | None:
         except OSError:
             pass
         return None
+    cachesize.touch(path)
     return payload
 
 
 def write_cached(key: str, payload: bytes) -> None:
     path = _path(key)
+    blob = MAGIC + hashlib.sha256(payload).digest() + payload
     try:
         from .. import cachedir
         cachedir.make_private(os.path.dirname(path))
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".o")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+                f.write(blob)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
             raise
     except OSError:
-        pass
+        return
+    cachesize.wrote(os.path.dirname(os.path.dirname(path)), path, len(blob))
 
 
 # ---- loading ------------------------------------------------------------------------------------------
