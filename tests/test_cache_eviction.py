@@ -352,8 +352,10 @@ def test_a_library_evicted_between_the_check_and_the_load_is_built_again(private
     assert checks == [path] and cpu_runner.verified(path)
 
 
-def test_a_run_after_its_entries_were_cleared_builds_them_again(private_cache_dir):
+def test_a_run_after_its_entries_were_cleared_builds_them_again(private_cache_dir, tmp_path_factory):
     cache = os.environ["FUSEDSL_CACHE_DIR"]
+    # `fusedsl cache clear` below must only ever see the module's private cache, never the user's
+    assert os.path.commonpath([cache, str(tmp_path_factory.getbasetemp())]) == str(tmp_path_factory.getbasetemp())
     script = r'''
 import json, sys
 import numpy as np

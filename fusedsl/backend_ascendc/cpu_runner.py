@@ -204,7 +204,7 @@ def _pch_dir(flags: list[str]) -> str | None:
     folder = os.path.join(cache_dir(), "pch", key[:40])
     gch = os.path.join(folder, "kernel_operator.h.gch")
     seen = _stat_key(gch)
-    if seen is not None and _pch_ok.get(gch) == seen:   # checked in this process already (60 MB to hash)
+    if seen is not None and _pch_ok.get(gch) == seen:   # checked in this process already (78 MB to hash)
         return folder
     if verified(gch):
         if not _pch_forward(folder):
