@@ -1,0 +1,106 @@
+"""Running a TileKernel on the host: llvm_kernel.py's function, JIT-compiled, launched per block.
+
+    cpu = TileKernelCpu(kernel)                  # lower -> verify -> O3 -> JIT (cached like every kernel)
+    cpu.run(inputs, outputs, words)              # kernel_interp.run_kernel's signature
+
+`run` lays out the argument block (the tiling words, the typed fields, a pointer per GM tensor,
+the queues' places in the arena) and one UB arena per thread, then runs the blocks (cores) on
+the launcher's threads above a work threshold and serially below it (launch.py: blocks write
+disjoint outputs).  Unlike the interpreter it writes the outputs in place: a kernel writes every
+element of its outputs, so none are zeroed first.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..tile.kernel import TileKernel
+from ..tile.verify import TileVerifyError
+from . import jit
+from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
+from .llvm import host_features
+from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, lower_kernel, typed_fields
+
+__all__ = ["TileKernelCpu"]
+
+# Below this many GM bytes a launch runs on the caller's thread (backend_cpu.PARALLEL_MIN_WORK's figure).
+PARALLEL_MIN_BYTES = 16 << 20
+
+
+class TileKernelCpu:
+    """One TileKernel compiled for this host."""
+
+    def __init__(self, k: TileKernel, *, use_disk_cache: bool = True):
+        self.k = k
+        t0 = time.perf_counter()
+        self.ir = lower_kernel(k, host_features())
+        self._compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=use_disk_cache)   # keeps the code alive
+        self.compile_seconds = time.perf_counter() - t0
+        self._cfunc = KERNEL_PROTO(self._compiled.address)
+        self._offsets = k.field_offsets()
+        self._typed = typed_fields(k)
+        # a runtime scalar's field is converted to the dtype of the member it initialises (numpy's
+        # astype of the Python number, as the interpreter does), so the kernel only widens it
+        self._typed_dtype = {}
+        for f in self._typed:
+            users = {m.dtype for m in k.members if m.init == "t." + f.name and m.dtype is not None}
+            self._typed_dtype[f.name] = users.pop() if len(users) == 1 else None
+
+    def _word(self, words, name: str) -> int:
+        return words[self._offsets[name][0]]
+
+    def run(self, inputs, outputs: list[np.ndarray], words=None) -> None:
+        """Run every block; `inputs` in kernel-parameter order (a runtime scalar a number), the
+        outputs written in place (copied back when one is not a C-contiguous array of its dtype)."""
+        k = self.k
+        words = list(k.words if words is None else words)
+        if len(words) != k.word_count:
+            raise TileVerifyError(f"kernel {k.name}: {len(words)} tiling words for a struct of {k.word_count}")
+        layout, arena_bytes = arena_layout(k, words)
+        args = np.zeros(k.word_count + len(self._typed) + len(k.gms) + 2 * len(k.queues), np.int64)
+        args[:k.word_count] = words
+        at = k.word_count
+        for f in self._typed:
+            value = inputs[int(f.name[1:])]
+            d = self._typed_dtype[f.name]
+            with np.errstate(all="ignore"):
+                if f.ctype == "float":
+                    x = np.asarray(value).astype(d.np) if d is not None else np.asarray(value)
+                    args[at:at + 1].view(np.float64)[0] = float(x)
+                else:
+                    args[at] = int(np.asarray(value).astype(np.int64))
+            at += 1
+        keep, back, moved = [], [], 0
+        for g in k.gms:
+            if g.role == "in":
+                arr = np.ascontiguousarray(inputs[g.index]).reshape(-1)
+                if arr.dtype != g.dtype.np:
+                    arr = arr.astype(g.dtype.np)
+            else:
+                out = outputs[g.index]
+                if isinstance(out, np.ndarray) and out.dtype == g.dtype.np and out.flags.c_contiguous \
+                        and out.flags.writeable:
+                    arr = out.reshape(-1)
+                else:
+                    arr = np.zeros(np.size(out), g.dtype.np)
+                    back.append((out, arr))
+            keep.append(arr)
+            moved += arr.nbytes
+            args[at] = arr.ctypes.data
+            at += 1
+        for q in k.queues:
+            args[at], args[at + 1] = layout[q.name]
+            at += 2
+        total, per_core = self._word(words, "totalTiles"), self._word(words, "tilesPerCore")
+        blocks = -(-total // per_core) if per_core else 0
+        if blocks:
+            threads = 1 if blocks == 1 or moved < PARALLEL_MIN_BYTES else min(host_threads(), pool().workers + 1, blocks)
+            arenas = [np.empty(arena_bytes + ARENA_ALIGN, np.uint8) for _ in range(threads)]
+            addrs = [-(-a.ctypes.data // ARENA_ALIGN) * ARENA_ALIGN for a in arenas]
+            if threads == 1:
+                self._cfunc(0, blocks, args.ctypes.data, addrs[0])
+            else:
+                run_blocks(self._cfunc, blocks, args.ctypes.data, addrs)
+        for out, arr in back:
+            out.reshape(-1)[:] = arr
