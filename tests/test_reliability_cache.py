@@ -211,3 +211,46 @@ def test_sources_that_differ_only_in_comments_share_a_build(tmp_path):
     assert key(code) != key(code.replace("/* a\n   block */", "/* a block */"))   # __LINE__ moves
     raw = code + 'const char* r = R"(x)";\n'
     assert key(raw) != key(raw.replace("// one", "// two"))
+
+
+RACE = r'''
+import sys, time
+import fusedsl as fs
+from fusedsl.backend_ascendc import cpu_runner
+# g++ does not build byte-equal libraries every time (random seeds of generated names): a tag only
+# this process compiles in, which the cache key does not see, makes each build differ for sure
+keyed = cpu_runner._key_flags
+cpu_runner._key_flags = lambda flags: [f for f in keyed(flags) if not f.startswith("-DRACE_TAG")]
+source = fs.fused_kernel(lambda x: fs.relu(x)).compile(fs.spec((8, 64), "float32"), target="ascend910b").source
+source += 'extern "C" { __attribute__((used)) const char* race_tag = RACE_TAG; }\n'
+# a slow file system: the moment between a library's rename and its checksum's grows to a second
+import os
+rename = os.replace
+def slow_replace(src, dst):
+    rename(src, dst)
+    if dst.endswith(".so"):
+        time.sleep(1.0)
+os.replace = slow_replace
+start = float(sys.argv[2])
+while time.time() < start:   # every process starts its build at the same moment
+    time.sleep(0.001)
+cpu_runner.build(source, target="ascend910b", name="race", extra_flags=[f'-DRACE_TAG="{sys.argv[1]}"'])
+'''
+
+
+def test_processes_building_one_library_at_once_all_load_it(tmp_path):
+    """Two g++ builds of one source are not always byte-equal (random seeds of generated names):
+    processes building the same library at once (xdist workers, two checkouts sharing the cache)
+    replaced the .so and its .sum in turn, and one checked the other's .so against its own .sum
+    ("does not match its checksum").  Builds of one library are serialised by a lock file, and a
+    process that waited loads the library the first one built."""
+    import time
+    env = {**os.environ, "FUSEDSL_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": ROOT}
+    start = str(time.time() + 5.0)
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, f"process {i}", start], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
+    results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+    for out, err, rc in results:
+        assert rc == 0, err[-2000:]
+    libs = [p for p in (tmp_path / "cache" / "ascendc").glob("*.so")]
+    assert len(libs) == 1 and cpu_runner.verified(str(libs[0]))

@@ -19,6 +19,7 @@ check and its load is built again.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -30,6 +31,11 @@ import threading
 import warnings
 from dataclasses import dataclass
 from typing import Sequence
+
+try:
+    import fcntl
+except ImportError:   # not on Windows: builds of one library are not serialised there
+    fcntl = None
 
 import numpy as np
 
@@ -320,6 +326,25 @@ def _size(path: str) -> int:
         return 0
 
 
+@contextlib.contextmanager
+def _build_lock(path: str):
+    """An exclusive lock across processes for building the library at `path` (flock; where there
+    is none, no lock).  The locks are 64 files in `<cache>/locks/` picked by the library's key, so
+    they stay few whatever the cache holds (two libraries sharing a lock only build in turn)."""
+    if fcntl is None:
+        yield
+        return
+    folder = os.path.join(os.path.dirname(path), "locks")
+    cachedir.make_private(folder)
+    stripe = int(hashlib.sha256(os.path.basename(path).encode()).hexdigest()[:8], 16) % 64
+    fd = os.open(os.path.join(folder, f"build-{stripe:02d}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # releases the lock
+
+
 def _unlink_quietly(path: str) -> None:
     try:
         os.unlink(path)
@@ -415,13 +440,18 @@ def build(source: str, *, target: str = DEFAULT_TARGET, name: str = "kernel",
             cachesize.touch(path)   # used now: a pruner that scanned before this skips it
             if not verified(path):
                 # missing, truncated, bit-flipped or planted: build it again (os.replace swaps the
-                # file, never writing into one a process may have mapped)
-                _compile(source, flags, path, name)
-                if not verified(path):
-                    if not last:
-                        continue
-                    raise AscendCCompileError(f"the library just built at {path} does not match its checksum "
-                                              "(is another process writing the cache?)")
+                # file, never writing into one a process may have mapped).  One process at a time
+                # per library: two that build the same key (two checkouts, xdist workers) replace
+                # the .so and its .sum in turn, and one would check the other's .so against its own
+                # .sum (g++'s builds of one source are not always byte-equal)
+                with _build_lock(path):
+                    if not verified(path):   # (built by another process while this one waited)
+                        _compile(source, flags, path, name)
+                        if not verified(path):
+                            if not last:
+                                continue
+                            raise AscendCCompileError(f"the library just built at {path} does not match its "
+                                                      "checksum (is another process writing the cache?)")
             try:
                 lib = CpuLibrary(path, ctypes.CDLL(path), target)
                 break
