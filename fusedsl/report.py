@@ -14,6 +14,8 @@ from .lower.conv import schedule_conv_kernel
 from .lower.cube import schedule_cube_kernel
 from .lower.row import REDUCTIONS
 from .lower.vector import compute_tiling, schedule_vector_kernel
+from .lower.kinds import kernel_ir, kernel_words
+from .tile.kernel_traffic import kernel_gm_bytes
 from .tile.tiling_cost import FIX
 
 
@@ -30,8 +32,8 @@ def _model(compiled, sizes):
     symbolic = {d for p in main.params for d in p.value.shape if isinstance(d, str)}
     if symbolic - set(sizes):
         return None, None
-    fused = [_chosen(cost.function_cost(p.function, compiled.target, sizes, launch_tiling(p), p.name, p.row),
-                     p.tiling, compiled.target) for p in compiled.kernels]
+    fused = [_walked(_chosen(cost.function_cost(p.function, compiled.target, sizes, launch_tiling(p), p.name, p.row),
+                             p.tiling, compiled.target), p.lowered, p.tiling) for p in compiled.kernels]
     memo = {}   # a block repeated 80 times has 14 distinct ops: schedule each once
 
     def single(fn):
@@ -57,11 +59,12 @@ def _single_op_cost(fn, compiled, sizes):
             return cost.function_cost(fn, target, sizes, sched.tiling(sizes, target), op.name, sched)
         if op.name in REDUCTIONS:
             sched = schedule_reduce_kernel(fn, target)
-            return cost.function_cost(fn, target, sizes, sched.tiling(sizes, target), op.name, sched)
+            tiling = sched.tiling(sizes, target)
+            return _walked(cost.function_cost(fn, target, sizes, tiling, op.name, sched), sched, tiling)
         if has_trait(op, ELEMENTWISE):
             sched = schedule_vector_kernel(fn, target)
             tiling = compute_tiling(sched, sizes, target)
-            return _chosen(cost.function_cost(fn, target, sizes, tiling, op.name), tiling, target)
+            return _walked(_chosen(cost.function_cost(fn, target, sizes, tiling, op.name), tiling, target), sched, tiling)
     except FusedslError:   # not schedulable as its own kernel (e.g. a shape the printers do not take)
         return None
     return None
@@ -72,6 +75,18 @@ def launch_tiling(plan):
     plan line and the model: `plan.tiling` for every kind (None until sizes are known, or when
     the kernel is not printable)."""
     return plan.tiling
+
+
+def _walked(model, lowered, tiling):
+    """The model with the GM bytes the kernel's tile IR moves (tile/kernel_traffic.py: a broadcast
+    input read again per tile or row, a long row once per pass, a scalar once per core), where
+    the kernel has one without Matmul objects; simulate measures the same figure.  The modelled
+    time keeps the graph model's bytes."""
+    if model is None or lowered is None or tiling is None:
+        return model
+    whole = kernel_ir(lowered)
+    moved = None if whole is None else kernel_gm_bytes(whole, kernel_words(lowered, tiling))
+    return model if moved is None else dataclasses.replace(model, gm_bytes=moved)
 
 
 def _chosen(model, tiling, target):

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from conftest import fuzz_settings
 
 import fusedsl as fs
-from fusedsl.backend_cpu import kernel_cpu
 from fusedsl.backend_cpu.kernel_cpu import TileKernelCpu
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.backend_cpu.llvm_kernel import LoweringError, lower_kernel
@@ -306,16 +305,3 @@ def test_what_is_not_lowered_is_a_lowering_error():
     k = parse_kernel(TWO_HELD)
     with pytest.raises(TileVerifyError, match="2 tiling words for a struct of 3"):
         TileKernelCpu(k).run([np.zeros(6 * 37, np.float32)], [np.zeros(3 * 37, np.float32)], [37, 3])
-
-
-@pytest.mark.parametrize("name", ["row", "where"])
-def test_streaming_copy_out_matches_the_interpreter(name, monkeypatch):
-    """Large outputs are written with non-temporal line stores after a head up to the line (the
-    threshold lowered here so that a small kernel streams); odd sizes leave a head and a tail."""
-    monkeypatch.setattr(kernel_cpu, "STREAM_MIN_BYTES", 0)
-    f, shapes, ref = VECTOR[name]
-    g = np.random.default_rng(5)
-    args = [(g.standard_normal(s) * 4).astype(np.float32) for s in shapes(37, 1001, 1)]
-    comp = fs.fused_kernel(f).compile(*args)
-    (got,) = _run_both(comp, dict(zip(["a", "x"], args)))
-    np.testing.assert_allclose(got, ref(*args), rtol=1e-6, atol=1e-6)

@@ -182,8 +182,10 @@ def test_dump_ir_writes_the_tile_text_after_every_tile_pass(tmp_path, monkeypatc
     files = sorted(p.name for p in tmp_path.glob(f"tile-{name}-*.tile"))
     assert files == [f"tile-{name}-00-lowered.tile", f"tile-{name}-01-reuse.tile",
                      f"tile-{name}-02-compare-slack.tile", f"tile-{name}-03-granules.tile",
-                     f"tile-{name}-04-allocate.tile", f"tile-{name}-kernel.tile"]
-    assert (tmp_path / files[-2]).read_text() == (tmp_path / f"tile-{name}.tile").read_text()
+                     f"tile-{name}-04-allocate.tile", f"tile-{name}-05-kernel-lowered.tile", f"tile-{name}-kernel.tile"]
+    assert (tmp_path / files[-3]).read_text() == (tmp_path / f"tile-{name}.tile").read_text()
+    # the kernel passes changed nothing here (symbolic-free but already double-buffered by allocate)
+    assert (tmp_path / files[-2]).read_text() == (tmp_path / files[-1]).read_text()
     # the whole kernel the printer prints, in the loop-level tile IR, reads back as it was
     whole = (tmp_path / files[-1]).read_text()
     assert whole.startswith(f"kernel @{name} kind vector\n") and print_kernel(parse_kernel(whole)) == whole

@@ -291,10 +291,11 @@ class NodePrinting:
 
 
 class KernelPrinter(NodePrinting, KernelFrame):
-    def __init__(self, sched, target, name: str, debug: bool | None = None):
+    def __init__(self, sched, target, name: str, debug: bool | None = None, kernel: TileKernel | None = None):
+        """`kernel`: the TileKernel to print (a part of a kernel of parts), else the schedule's."""
         super().__init__(sched, target, name, debug)
         self.symbols = list(getattr(sched, "symbols", []))   # host tiling's sizes[i], when symbolic
-        self.k: TileKernel = kernel_ir(sched)
+        self.k: TileKernel = kernel_ir(sched) if kernel is None else kernel
         self.queue = {q.name: q for q in self.k.queues}
         self.gm_name = {g.name: {"in": cnames.param(g.name), "out": f"y{g.index}"}.get(g.role, g.name)
                         for g in self.k.gms}
@@ -306,7 +307,8 @@ class KernelPrinter(NodePrinting, KernelFrame):
         if self.k.parts:   # several matmuls of one A: each part's class as alone, one MIX entry
             self.WORD, self.MIX = "i", True
             self.tiling = f"{camel(name)}CubeGroupTiling"
-            self.group = [KernelPrinter(ps, target, f"{name}_p{i}", debug) for i, ps in enumerate(sched.parts)]
+            self.group = [KernelPrinter(ps, target, f"{name}_p{i}", debug, part)
+                          for i, (ps, part) in enumerate(zip(sched.parts, self.k.parts))]
         if self.k.matmuls:   # a cube kernel: a MIX launch reading CANN's TCubeTiling (int32 fields)
             self.WORD, self.MIX, self.signed_fields = "i", True, True
             self.rt = self.runtime_scalars()   # (the op project reads them: project_op.py)

@@ -18,8 +18,7 @@ min(totalTiles, (b + 1) * tilesPerCore)) through the other stages.  `args` is an
 
     the tiling words | the typed fields (runtime scalars: float as a double, ints as int64) |
     a pointer per GM tensor (kernel order) | per queue its byte offset in the arena and the
-    bytes of one buffer | stream (1: the outputs are large, CopyOut writes whole lines with
-    non-temporal stores)
+    bytes of one buffer
 
 `arena` is the thread's UB: every queue's `depth` buffers at fixed offsets (64-byte aligned).
 
@@ -33,10 +32,7 @@ What each node becomes:
   keeps them (AllocTensor takes the first free buffer, DeQue the first queued one), so two
   tensors of one queue held at once are two buffers; VECCALC tensors are buffer 0;
 - DMA (CopyIn / CopyOut rows, GatherRow, UbCopy): memcpy / memmove per row (one call when the
-  rows are contiguous on both sides; CopyOut of a streaming launch: non-temporal line stores);
-  a VECIN queue that only CopyIn writes is *aliased*: a contiguous copy into it is skipped and
-  its buffer points at the GM rows (what a staging copy would hold), else at its arena buffer;
-  Move / Put / Dup / get are element loads and stores;
+  rows are contiguous on both sides); Move / Put / Dup / get are element loads and stores;
 - Vec: a 16-lane loop with a masked tail, with numpy's semantics (maximum / minimum pick the
   second operand on a tie, NaN propagates); WholeReduce / ReduceRepeat fold one repeat in
   numpy's pairwise order (8 accumulators, the same split as np.sum);
@@ -157,38 +153,6 @@ class _Lowering:
                 if self.tensor_queue.setdefault(n.tensor, n.queue) != n.queue:
                     raise LoweringError(f"kernel {k.name}: tensor {n.tensor} is taken from two queues")
         self.types = self._infer_types(nodes)
-        self.aliased = self._aliasable(nodes)
-
-    def _aliasable(self, nodes) -> set[str]:
-        """Queues whose buffers nothing but a whole-tensor CopyIn writes: a contiguous copy into
-        one is skipped and the buffer is the GM rows themselves (a read-only staging copy of GM
-        holds what GM holds)."""
-        written: dict[str, list] = {}
-
-        def wrote(tensor, node):
-            q = self.tensor_queue.get(tensor)
-            if q is not None:
-                written.setdefault(q, []).append(node)
-        for n in nodes:
-            if isinstance(n, CopyIn):
-                wrote(n.tensor, n)
-            elif isinstance(n, (GatherRow, Dup, Vec)):
-                wrote(n.dst.tensor, n)
-            elif isinstance(n, (UbCopy, Move)):
-                wrote(n.dst, n)
-            elif isinstance(n, Put):
-                wrote(n.tensor, n)
-            elif isinstance(n, Step):
-                outs = {st.dst for st in n.stmts}
-                for slot, r in n.names:
-                    if slot in outs:
-                        wrote(r.tensor, n)
-                for r, _, _ in n.prefill:
-                    wrote(r.tensor, n)
-        return {q for q, ws in written.items()
-                if self.queues[q].position == "VECIN" and all(
-                    isinstance(w, CopyIn) and w.ub_off == 0 and self.gms[w.gm].dtype == self.queues[q].dtype
-                    for w in ws)}
 
     # -- typing ------------------------------------------------------------------------------------
     def _infer_types(self, nodes) -> dict:
@@ -275,21 +239,15 @@ class _Lowering:
             self.q_off[q.name] = self._arg(b, at)
             self.q_size[q.name] = self._arg(b, at + 1)
             at += 2
-        self.stream = b.icmp_unsigned("!=", self._arg(b, at), ir.Constant(I64, 0))
-        self.nt_md = self.module.add_metadata([ir.Constant(I32, 1)])
         self.slots = {}
         for name, kind in self.types.items():
             self.slots[name] = b.alloca(_reg(kind), name=f"v.{name}")
         self.q_state = {q.name: [b.alloca(I8, name=f"q.{q.name}.{i}") for i in range(q.depth)]
                         for q in k.queues if q.depth > 1 and q.position not in ("VECCALC", "TBUF_VECOUT")}
         self.t_index = {t: b.alloca(I32, name=f"t.{t}") for t, q in self.tensor_queue.items() if q in self.q_state}
-        # an aliased queue's buffers are pointers: the arena's buffer, or the GM rows a CopyIn left there
-        self.buf_ptr = {q: [b.alloca(PTR, name=f"p.{q}.{i}") for i in range(self.queues[q].depth)]
-                        for q in sorted(self.aliased)}
         body = fn.append_basic_block("body")
         self.b = ir.IRBuilder(body)
         self._blocks(b0, b1)
-        self.b.fence("seq_cst")   # the streaming stores reach memory before the caller reads it
         self.b.ret_void()
         self.ab.branch(body)
         return self.module
@@ -309,9 +267,6 @@ class _Lowering:
                     self.b.store(v, self.slots[m.name])
                 else:
                     self.assign(m.name, self.ev(m.init))
-            for q, slots in self.buf_ptr.items():
-                for i, slot in enumerate(slots):
-                    self.b.store(self.arena_buffer(q, ir.Constant(I64, i)), slot)
             for states in self.q_state.values():   # every buffer free (0) at the block's start
                 for slot in states:
                     self.b.store(ir.Constant(I8, 0), slot)
@@ -525,26 +480,10 @@ class _Lowering:
         q = self.tensor_queue.get(name)
         if q is None:
             raise LoweringError(f"kernel {self.k.name}: tensor {name} is never taken from a queue")
-        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
-        if q in self.buf_ptr:
-            slots = self.buf_ptr[q]
-            ptr = b.load(slots[0], typ=PTR)
-            for i in range(1, len(slots)):
-                ptr = b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), b.load(slots[i], typ=PTR), ptr)
-            return ptr
-        return self.arena_buffer(q, b.zext(idx, I64))
-
-    def arena_buffer(self, q: str, idx):
-        b = self.b
-        return b.gep(self.arena, [b.add(self.q_off[q], b.mul(idx, self.q_size[q]))], source_etype=I8)
-
-    def set_buffer(self, name: str, ptr) -> None:
-        """The buffer tensor `name` holds is now at `ptr` (an aliased queue's)."""
-        b = self.b
-        slots = self.buf_ptr[self.tensor_queue[name]]
-        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
-        for i, slot in enumerate(slots):
-            b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), ptr, b.load(slot, typ=PTR)), slot)
+        off = self.q_off[q]
+        if name in self.t_index:
+            off = b.add(off, b.mul(b.zext(b.load(self.t_index[name]), I64), self.q_size[q]))
+        return b.gep(self.arena, [off], source_etype=I8)
 
     def element_ptr(self, name: str, index, d: dt.DType):
         return self.b.gep(self.tensor_base(name), [index], source_etype=mem_type(d))
@@ -705,59 +644,24 @@ class _Lowering:
         rows, cols = self.ev_i64(node.rows), self.ev_i64(node.cols)
         gs, us = self.ev_i64(node.gm_stride), self.ev_i64(node.ub_stride)
         gm0 = b.gep(self.gm_ptr[node.gm], [self.ev_i64(node.offset)], source_etype=mem_type(d))
+        ub0 = self.ref_ptr(Ref(node.tensor, node.ub_off))[0]
         inward = isinstance(node, CopyIn)
         one = ir.Constant(I64, 1)
         whole = b.or_(b.icmp_unsigned("==", rows, one),
                       b.and_(b.icmp_unsigned("==", gs, cols), b.icmp_unsigned("==", us, cols)))
         empty = b.or_(b.icmp_unsigned("==", rows, ir.Constant(I64, 0)), b.icmp_unsigned("==", cols, ir.Constant(I64, 0)))
-        if inward and self.tensor_queue[node.tensor] in self.aliased:
-            # contiguous rows: the tensor is the GM rows themselves; otherwise its arena buffer
-            q = self.tensor_queue[node.tensor]
-            idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
-            arena = self.arena_buffer(q, b.zext(idx, I64))
-            self.set_buffer(node.tensor, b.select(whole, gm0, arena))
-            empty = b.or_(empty, whole)            # aliased: nothing to copy
-            whole = ir.Constant(I1, 0)             # else the rows one by one
-        ub0 = self.ref_ptr(Ref(node.tensor, node.ub_off))[0]
-        put = self.memcpy if inward else self.copy_out
         with b.if_then(b.not_(empty)):
             with b.if_else(whole) as (then, other):
                 with then:
                     n = b.mul(b.mul(rows, cols), size)
-                    put(ub0 if inward else gm0, gm0 if inward else ub0, n)
+                    self.memcpy(ub0 if inward else gm0, gm0 if inward else ub0, n)
                 with other:
                     def row(r, _):
                         gp = b.gep(gm0, [b.mul(r, gs)], source_etype=mem_type(d))
                         up = b.gep(ub0, [b.mul(r, us)], source_etype=mem_type(d))
-                        put(up if inward else gp, gp if inward else up, b.mul(cols, size))
+                        self.memcpy(up if inward else gp, gp if inward else up, b.mul(cols, size))
                         return []
                     carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "rows")
-
-    def copy_out(self, dst, src, nbytes) -> None:
-        """UB -> GM: a memcpy, or when the launch streams (large outputs) whole 64-byte lines with
-        non-temporal stores: the output is not read back from cache, and no line is read first."""
-        b = self.b
-        big = b.and_(self.stream, b.icmp_unsigned(">=", nbytes, ir.Constant(I64, 256)))
-        with b.if_else(big) as (then, other):
-            with then:
-                addr = b.ptrtoint(dst, I64)
-                head = b.and_(b.sub(ir.Constant(I64, 0), addr), ir.Constant(I64, 63))
-                self.memcpy(dst, src, head)
-                lines = b.lshr(b.sub(nbytes, head), ir.Constant(I64, 6))
-                vt = vec(I8, 64)
-
-                def line(i, _):
-                    at = b.add(head, b.shl(i, ir.Constant(I64, 6)))
-                    v = b.load(b.gep(src, [at], source_etype=I8), typ=vt, align=1)
-                    st = b.store(v, b.gep(dst, [at], source_etype=I8), align=64)
-                    st.set_metadata("nontemporal", self.nt_md)
-                    return []
-                carried_loop(b, ir.Constant(I64, 0), lines, 1, [], line, "nt")
-                done = b.add(head, b.shl(lines, ir.Constant(I64, 6)))
-                self.memcpy(b.gep(dst, [done], source_etype=I8), b.gep(src, [done], source_etype=I8),
-                            b.sub(nbytes, done))
-            with other:
-                self.memcpy(dst, src, nbytes)
 
     def gather_row(self, node: GatherRow) -> None:
         b = self.b

@@ -452,19 +452,10 @@ def cube_group_tile_kernel(sched: CubeGroupSchedule) -> TileKernel:
     gms += [Gm(outs[i], v.dtype, "out", i) for i, v in enumerate(fn.results)]
     parts, process = [], []
     for i, (ps, part_fn) in enumerate(zip(sched.parts, sched.part_fns)):
-        part = kernel_of(ps)
+        part = cube_tile_kernel(ps)
         mine = [g.name for g in part.gms if g.role == "in"]   # a part's inputs keep the group's names
         mine += [outs[result_index[id(part_fn.results[g.index])]] for g in part.gms if g.role == "out"]
         process += ([Reset()] if i else []) + [RunPart(i, tuple(mine))]
         parts.append(part)
     return TileKernel(fn.name, "cube_group", sched.plan_note, [], gms, [], [], [], (), (), "TCubeTiling",
                       tuple(process), parts=tuple(parts))   # (the words are the parts')
-
-
-def kernel_of(sched: CubeSchedule) -> TileKernel:
-    """A part's kernel, built once per schedule (kinds.kernel_ir caches the same way)."""
-    cached = getattr(sched, "_tile_kernel", None)
-    if cached is None:
-        cached = cube_tile_kernel(sched)
-        object.__setattr__(sched, "_tile_kernel", cached)
-    return cached

@@ -32,7 +32,8 @@ from .cube_tile import cube_group_tile_kernel, cube_tile_kernel
 from .row_tile import row_tile_kernel
 from .vector_tile import tiling_words as vector_tiling_words
 from .vector_tile import vector_tile_kernel
-from ..tile.kernel import TileKernel, verify_kernel
+from ..tile.kernel import TileKernel
+from ..tile.kernel_passes import run_kernel_passes
 from ..tile.kernel import ub_plan as kernel_ub_plan
 from ..targets import Target
 from ..views import VIEW_OPS, check_fusible
@@ -145,9 +146,7 @@ def lower_kernel(fn: Function, group: str, target: Target, options: LowerOptions
         return None, None, None
     try:
         sched = kind.lower(fn, target, options, snapshots)
-        whole = kernel_ir(sched)
-        if whole is not None:   # a loop-level tile kernel keeps the chip's rules (tile/kernel.verify_kernel)
-            verify_kernel(whole, target, getattr(sched, "ub_budget", None))
+        kernel_ir(sched, snapshots)   # the whole kernel after the kernel passes (which verify it)
     except kind.errors as exc:
         return kind, None, exc
     owner = next(k for k in KINDS if type(sched) in k.schedules)
@@ -190,18 +189,19 @@ KERNEL_IR = {VectorSchedule: vector_tile_kernel, TransposeSchedule: transpose_ti
              CubeGroupSchedule: cube_group_tile_kernel}
 
 
-def kernel_ir(lowered) -> TileKernel | None:
+def kernel_ir(lowered, snapshots: list | None = None) -> TileKernel | None:
     """The whole kernel in the loop-level tile IR (tile/kernel.py `TileKernel`: what
-    printer_kernel.py prints and kernel_interp.py runs) for a kind lowered to it (vector and
-    view, transpose, column), else None.  Built once per schedule: the printer, the report
-    and the dumps read the same kernel."""
+    printer_kernel.py prints and kernel_interp.py runs) after the kernel passes
+    (tile/kernel_passes.py: double buffering, verification), for every kind's schedule.  Built
+    once per schedule (`snapshots` collects the text after each pass, the first time): the
+    printer, the report and the dumps read the same kernel."""
     lower = KERNEL_IR.get(type(lowered))
     if lower is None:
         return None
-    cached = getattr(lowered, "_tile_kernel", None)
+    cached = getattr(lowered, "_passed_kernel", None)
     if cached is None:
-        cached = lower(lowered)
-        object.__setattr__(lowered, "_tile_kernel", cached)
+        cached = run_kernel_passes(lower(lowered), lowered.target, getattr(lowered, "ub_budget", None), snapshots)
+        object.__setattr__(lowered, "_passed_kernel", cached)
     return cached
 
 
