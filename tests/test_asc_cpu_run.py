@@ -109,8 +109,31 @@ def test_translate_reads_qualifiers_chosen_by_the_preprocessor():
            "#endif\n    void qgm(GM_ADDR x, __kfc_workspace__ GM_ADDR workspace)\n{\n}\n"
            "qgm<\n    4><<<8, 0, s>>>(x, w);\n")   # template arguments over two lines, as the sample's
     out = asc.translate(src, "k.asc")
-    assert "::fusedsl_cpu::AscLaunch(::KernelMode::MIX_MODE, 1, qgm<\n    4>, 8, 0, s)(x, w);" in out
-    assert out.count("\n") == src.count("\n") + 1   # the #line directive; no line moved
+    # the mode is what the build's -D options select: a function with the same conditionals, declared
+    # ahead of the #line directive and defined after the last line
+    assert "::fusedsl_cpu::AscLaunch(fusedsl_cpu_mode_qgm(), 1, qgm<\n    4>, 8, 0, s)(x, w);" in out
+    ahead, rest = out.split('#line 1 "k.asc"\n')
+    assert ahead == "enum class KernelMode;\n::KernelMode fusedsl_cpu_mode_qgm();\n"
+    body, resolver = rest.split("\n::KernelMode fusedsl_cpu_mode_qgm() {\n")
+    assert body.count("\n") == src.count("\n")   # no line moved
+    assert resolver.startswith("#if SCENARIO == 0\nreturn ::KernelMode::MIX_AIC_1_1;\n#else\n"
+                               "return ::KernelMode::MIX_MODE;\n#endif\n")
+    # an #endif closing an earlier block right before __global__ chooses nothing
+    src = "#ifdef X\nint a;\n#endif\n__global__ __mix__(1, 1) void k(GM_ADDR x)\n{\n}\nk<<<2, 0, s>>>(x);\n"
+    assert "AscLaunch(::KernelMode::MIX_AIC_1_1, -1, k, 2, 0, s)(x);" in asc.translate(src, "k.asc")
+
+
+@pytest.mark.parametrize("ratio", [1, 2])
+def test_a_mix_kernel_runs_its_ratio_of_vector_cores(tmp_path, ratio):
+    # __mix__(1, 1): one vector core per block (GetBlockIdx in [0, 3), GetTaskRatio / GetSubBlockNum 1);
+    # __mix__(1, 2): two (GetBlockIdx in [0, 6)); GetBlockNum is the launch's 3 either way (asc-devkit
+    # GetBlockIdx.md / GetBlockNum.md / GetTaskRatio.md; cpudebug's g_taskRation)
+    exe = asc.build(os.path.join(HERE, "asc", "mix_ratio.asc"), str(tmp_path),
+                    defines=("RATIO_1_1",) if ratio == 1 else ())
+    r = subprocess.run([exe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    seen = sorted(line for line in r.stdout.splitlines() if line.startswith("core "))
+    assert seen == sorted(f"core {v} of 3 sub {v % ratio} of {ratio} ratio {ratio}" for v in range(3 * ratio))
 
 
 def test_the_cc_driver_optimises_unless_told_otherwise(tmp_path, monkeypatch):

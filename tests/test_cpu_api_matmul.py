@@ -13,7 +13,7 @@ from conftest import ASCENDC_KERNELS
 
 from fusedsl.backend_ascendc import cpu_runner
 from fusedsl.backend_ascendc.cpu import include_dir
-from fusedsl.errors import AscendCCheckError
+from fusedsl.errors import AscendCCheckError, AscendCWarning
 
 KERNELS = ASCENDC_KERNELS
 TILING_WORDS = 50
@@ -205,8 +205,9 @@ def test_mixed_launch_runs_two_vector_cores_per_block_on_910b_and_one_core_per_b
     out[:] = -1
     _launch(lib, "block_info", 3, nothing, nothing, nothing, out, tiling, "ascend310p")
     assert out.reshape(6, 16)[:3, :3].tolist() == [[i, 3, 0] for i in range(3)] and np.all(out[48:] == -1)
-    with pytest.raises(AscendCCheckError, match=r"blockDim = 25 in MIX_MODE; a mixed kernel's blockDim counts cube "
-                                                r"cores \(1 AIC \+ 2 AIV each\) and ascend910b has 24"):
+    with pytest.raises(AscendCCheckError, match=r"blockDim = 25 in a mixed launch \(__mix__\(1, 2\)\); a mixed "
+                                                r"kernel's blockDim counts cube cores \(1 AIC \+ 2 AIV each\) and "
+                                                r"ascend910b has 24"):
         _launch(lib, "block_info", 25, nothing, nothing, nothing, np.zeros(16 * 50, np.float32), tiling, "ascend910b")
 
 
@@ -226,14 +227,15 @@ def _fails(lib, entry, small, match, *, target="ascend910b", tiling=None, worksp
         _launch(lib, entry, block_dim, a, b, bias, c, t if tiling is None else tiling, target, workspace)
 
 
-def test_regist_matmul_obj_after_init_buffer_warns_on_910b(lib, small, capfd):
+def test_regist_matmul_obj_after_init_buffer_warns_on_910b(lib, small):
     # the REGIST_MATMUL_OBJ page's order rule; CANN's CPU debug mode accepts it and CANN's MatmulLeakyRelu
-    # kernel-launch samples break it, so it is a warning (once per launch), not an error
+    # kernel-launch samples break it, so it is a warning (once per launch, an AscendCWarning), not an error
     a, b, bias, t = small
-    _launch(lib, "regist_after_init_buffer", 2, a, b, bias, np.zeros((64, 64), np.float32), t, "ascend910b")
-    err = capfd.readouterr().err
-    assert err.count("REGIST_MATMUL_OBJ: called after TPipe::InitBuffer (1 buffer(s) already planned); the "
-                     "REGIST_MATMUL_OBJ page asks for it before any InitBuffer") == 1, err
+    with pytest.warns(AscendCWarning) as record:
+        _launch(lib, "regist_after_init_buffer", 2, a, b, bias, np.zeros((64, 64), np.float32), t, "ascend910b")
+    texts = [str(w.message) for w in record if issubclass(w.category, AscendCWarning)]
+    assert len(texts) == 1 and ("REGIST_MATMUL_OBJ: called after TPipe::InitBuffer (1 buffer(s) already planned); "
+                                "the REGIST_MATMUL_OBJ page asks for it before any InitBuffer") in texts[0], texts
 
 
 def test_a_tpipe_plan_over_the_matmul_message_area_is_refused_at_the_call(lib, small):
@@ -252,6 +254,24 @@ def test_a_tpipe_plan_over_the_matmul_message_area_is_refused_at_the_call(lib, s
     _launch(lib, "ub_leaves_message_area", 1, a, b, bias, c, t, "ascend910b")
     want = a.astype(np.float32) @ b.astype(np.float32) + bias
     np.testing.assert_allclose(c[:32, :32], want[:32, :32], rtol=1e-5, atol=1e-5)
+
+
+def test_the_matmul_l1_buffers_may_reach_the_kfc_message_area_of_l1_but_not_enter_it(lib, small):
+    # On 910B a mixed kernel's cube core keeps the top 128 bytes of L1 for the Matmul messages (asc-devkit
+    # kernel_utils_constants.h: TOTAL_L1_SIZE = 512 KB - KFC_L1_RESERVER_SIZE = 128): the object's own L1
+    # buffers may end at byte 524160 (the tile comes out right), not 32 bytes past it
+    a, b, bias, t = small
+    c = np.zeros((64, 64), np.float32)
+    _launch(lib, "l1_to_the_top", 1, a, b, bias, c, t, "ascend910b")
+    want = a.astype(np.float32) @ b.astype(np.float32) + bias
+    np.testing.assert_allclose(c[:32, :32], want[:32, :32], rtol=1e-5, atol=1e-5)
+    with pytest.raises(AscendCCheckError) as info:
+        _launch(lib, "l1_past_the_top", 1, a, b, bias, np.zeros((64, 64), np.float32), t, "ascend910b")
+    with open(os.path.join(KERNELS, "matmul_kernels.cpp"), encoding="utf-8") as f:
+        line = next(i for i, text in enumerate(f, 1) if "LINE:l1_top" in text)
+    assert re.search(rf"matmul_kernels\.cpp:{line}: REGIST_MATMUL_OBJ: the Matmul object's own L1 buffers \(A1/B1 "
+                     r"queues\) need L1 bytes \[\d+, 524192\) and ascend910b has 524160 \(they start after the "
+                     r"TPipe's plan", str(info.value)), str(info.value)
 
 
 def test_tied_core_splits_follow_the_splits_canns_samples_document(lib):
@@ -273,15 +293,16 @@ def test_iterate_all_to_gm_with_c_declared_in_ub_and_asynchronous(lib, small):
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + bias, rtol=1e-5, atol=1e-5)
 
 
-def test_set_tensor_b_transposed_without_istrans(lib, small, capfd):
+def test_set_tensor_b_transposed_without_istrans(lib, small):
     # the SetTensorB page: for half inputs a precision warning on the device (CANN's matmul_high_performance
     # does it), for others ISTRANS must match the flag
     a, b, bias, t = small
     c = np.zeros((64, 64), np.float32)
-    _launch(lib, "trans_b_without_istrans", 1, a, np.ascontiguousarray(b.T), bias, c, t, "ascend910b")
+    with pytest.warns(AscendCWarning) as record:
+        _launch(lib, "trans_b_without_istrans", 1, a, np.ascontiguousarray(b.T), bias, c, t, "ascend910b")
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32) + bias, rtol=1e-5, atol=1e-5)
-    err = capfd.readouterr().err
-    assert err.count("Matmul::SetTensorB(gm, true) with the MatmulType's ISTRANS false") == 1, err
+    texts = [str(w.message) for w in record if issubclass(w.category, AscendCWarning)]
+    assert sum("Matmul::SetTensorB(gm, true) with the MatmulType's ISTRANS false" in t for t in texts) == 1, texts
     _fails(lib, "trans_b_float_without_istrans", small, r"Matmul::SetTensorB\(gm, true\): B is transposed, so its "
            r"MatmulType needs ISTRANS = true \(the SetTensorB page: with ISTRANS false, isTransposeB may only be false\)")
 

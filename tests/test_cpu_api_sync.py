@@ -62,6 +62,31 @@ def test_blocks_waiting_forever_are_reported(lib):
     assert "a SyncAll every core" in msg and "would hang" in msg
 
 
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_polling_a_flag_nobody_sets_is_reported_at_the_polling_line(lib, blocks):
+    # one block: nobody else can write GM, so re-reading the flag with nothing else happening is a hang;
+    # several: the others finish and the poller is the last core waiting
+    with pytest.raises(AscendCCheckError) as info:
+        _run(lib, "poll_unset", blocks)
+    msg = str(info.value)
+    line = _line("poll_unset")
+    if blocks == 1:
+        assert re.search(rf"sync_kernels\.cpp:{line}: GlobalTensor::GetValue re-read the same GM bytes \d+ times with "
+                         r"no GM write and no vector instruction between: the launch has only 1 block", msg), msg
+    else:
+        assert re.search(rf"sync_kernels\.cpp:{line}: GlobalTensor::GetValue \(polling a GM value\) never returns on "
+                         r"block 0 — the cores wait for each other forever \(2 of 3 cores finished", msg), msg
+    assert "would hang" in msg
+    assert "fusedsl_cpu" not in msg and "launch.h" not in msg and "tensor.h" not in msg
+
+
+def test_rereading_a_gm_value_between_vector_work_is_not_a_poll(lib):
+    x = np.full(W, 3, np.int32)
+    out = np.zeros(W, np.int32)
+    lib.launch("param_reread", 1, [("x", x), ("ws", np.zeros(8, np.int32)), ("out", out)])
+    assert out[0] == 3 * (1 << 22)
+
+
 def test_atomic_max_keeps_the_largest_row_value(lib):
     rng = np.random.default_rng(2)
     x = rng.integers(-1000, 1000, (5, W)).astype(np.int32)
@@ -112,6 +137,22 @@ def test_cross_core_unordered_writes_and_a_missing_set_are_reported(lib):
     assert re.search(rf"sync_kernels\.cpp:{_line('xcore_orphan')}: CrossCoreWaitFlag\(6\) \(flag id 6\) never returns "
                      r"on cube core 0 — the cores wait for each other forever \(2 of 3 cores finished", msg), msg
     assert "CrossCoreSetFlag'd and not yet waited: flag id 4 for cube core 0 (x1)" in msg, msg
+
+
+@pytest.mark.parametrize("ratio", [2, 1])
+def test_mixed_launch_runs_ratio_vector_cores_per_block(lib, ratio):
+    # __mix__(1, 2) (KernelMode::MIX_MODE) runs 2 vector cores per block, __mix__(1, 1) (MIX_AIC_1_1) one:
+    # GetBlockIdx over [0, ratio * n) on them, GetTaskRatio / GetSubBlockNum = ratio there and 1 on the cube
+    # core (asc-devkit GetTaskRatio.md, GetSubBlockNum(ISASI).md; cpudebug's g_taskRation); the cube core's
+    # mode-2 wait returns once all of its block's vector cores have set
+    n = 3
+    out = np.full((3 * n, 16), -1, np.int32)
+    nothing = np.zeros(8, np.int32)
+    lib.launch("mix_ids" if ratio == 2 else "mix_ids_1_1", n, [("x", nothing), ("ws", nothing), ("out", out)])
+    vec = [[v, n, v % ratio, ratio, ratio, 0] for v in range(ratio * n)]
+    np.testing.assert_array_equal(out[:ratio * n, :6], vec)
+    np.testing.assert_array_equal(out[ratio * n:2 * n, :6], -1)   # no third vector core in 1:1
+    np.testing.assert_array_equal(out[2 * n:, :6], [[b, n, 0, 1, 1, 1] for b in range(n)])
 
 
 def test_group_barrier_orders_the_waiters_after_the_arrivers(lib):

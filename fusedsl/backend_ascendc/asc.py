@@ -39,7 +39,15 @@ _ERROR_LINES = 40
 _KERNEL_DEF = re.compile(r"((?:__\w+__(?:\s*\([^)]*\))?\s+)*)__global__\s+((?:__\w+__(?:\s*\([^)]*\))?\s+)*)"
                          r"void\s+(\w+)\s*\(")
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b[^\n]*\n", re.M)
-_MODES = (("__mix__", "MIX_MODE"), ("__cube__", "AIC_MODE"), ("__vector__", "AIV_MODE"))
+# the same with the preprocessor's conditionals among the qualifiers kept (which alternative holds is
+# the compiler's to decide: -D options of the build)
+_QUAL_OR_DIRECTIVE = r"(?:__\w+__(?:\s*\([^)]*\))?\s+|^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b[^\n]*\n)"
+_KERNEL_DEF_IF = re.compile(rf"({_QUAL_OR_DIRECTIVE}*)__global__\s+({_QUAL_OR_DIRECTIVE}*)\s*void\s+(\w+)\s*\(", re.M)
+_MODES = (("__cube__", "AIC_MODE"), ("__vector__", "AIV_MODE"))
+# __mix__(cube, vector): the ratio picks CANN's CPU-debug mode as cpudebug's kernel_elf_parser.h does —
+# (1, 2) MIX_MODE (two vector cores per block), (1, 1) MIX_AIC_1_1 (one), (1, 0) AIC_MODE, (0, 1) AIV_MODE
+_MIX = re.compile(r"__mix__\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+_MIX_MODES = {("1", "2"): "MIX_MODE", ("1", "1"): "MIX_AIC_1_1", ("1", "0"): "AIC_MODE", ("0", "1"): "AIV_MODE"}
 _ICPU_RUN = re.compile(r"\bICPU_RUN_KF\s*\(\s*(?P<name>[A-Za-z_]\w*)\s*,")
 
 
@@ -84,18 +92,76 @@ def _has_kfc_workspace(source: str, open_paren: int) -> bool:
     return "__kfc_workspace__" in source[open_paren:close if close > 0 else len(source)]
 
 
+def _qualifier_mode(quals: str, default: str) -> str | None:
+    """The kernel mode the qualifiers `quals` give (`default` when they name none)."""
+    mix = _MIX.search(quals)
+    if mix:
+        return _MIX_MODES.get(mix.groups(), "MIX_MODE")
+    if "__mix__" in quals:
+        return "MIX_MODE"
+    return next((mode for q, mode in _MODES if q in quals), default)
+
+
+def _conditional_qualifiers(quals: str) -> list[str]:
+    """The lines of `quals` from the first one where the conditionals balance to the end ([] when no
+    conditional chooses between qualifiers of different modes): a directive closing an earlier block
+    (`#endif` before `__global__`) is not part of the choice."""
+    lines = quals.splitlines()
+
+    def depth_ok(ls):
+        depth = 0
+        for line in ls:
+            word = re.match(r"\s*#\s*(\w+)", line)
+            if word and word[1] in ("if", "ifdef", "ifndef"):
+                depth += 1
+            elif word and word[1] == "endif":
+                depth -= 1
+            elif word and word[1] in ("else", "elif") and depth == 0:
+                return False
+            if depth < 0:
+                return False
+        return depth == 0
+
+    while lines and not depth_ok(lines):
+        lines.pop(0)
+    text = [line for line in lines if not _DIRECTIVE.match(line + "\n")]
+    if len(text) == len(lines) or len({_qualifier_mode(t, "") for t in text if "__" in t}) < 2:
+        return []
+    return lines
+
+
+def _mode_resolver(name: str, lines: list[str], default: str) -> str:
+    """A C++ function returning the kernel mode the preprocessor's conditionals among the qualifier
+    `lines` pick: each directive line kept, each alternative's qualifier line a `return`."""
+    body = []
+    for line in lines:
+        if _DIRECTIVE.match(line + "\n"):
+            body.append(line.strip())
+        elif "__" in line:
+            body.append(f"return ::KernelMode::{_qualifier_mode(line, default)};")
+    body.append(f"return ::KernelMode::{default};")
+    return f"\n::KernelMode fusedsl_cpu_mode_{name}() {{\n" + "\n".join(body) + "\n}\n"
+
+
 def translate(source: str, filename: str) -> str:
     """The .asc text with every triple-chevron launch rewritten for g++ (line numbers kept)."""
     modes, workspaces = {}, {}
-    # the qualifiers may be chosen by the preprocessor (`#if X __global__ __mix__(1, 1) #else __global__
-    # __mix__(1, 2) #endif void k(...)`, CANN's quant_group_matmul_high_performance): the definitions are
-    # read with the directive lines left out, so every alternative's qualifiers count
+    # the definitions are read with the directive lines left out (for the parameters)
     bare = _DIRECTIVE.sub("", source)
     for m in _KERNEL_DEF.finditer(bare):
         default = "MIX_MODE" if _has_kfc_workspace(bare, m.end() - 1) else "AIV_MODE"
-        quals = m.group(1) + m.group(2)
-        modes[m.group(3)] = next((mode for q, mode in _MODES if q in quals), default)
+        modes[m.group(3)] = _qualifier_mode(m.group(1) + m.group(2), default)
         workspaces[m.group(3)] = _workspace_index(bare, m.end() - 1)
+    # the qualifiers may be chosen by the preprocessor (`#if X __global__ __mix__(1, 1) #else __global__
+    # __mix__(1, 2) #endif void k(...)`, CANN's quant_group_matmul_high_performance): then the mode is a
+    # function with the same conditionals, appended after the last line, which g++ resolves with the
+    # build's own -D options
+    resolvers = {}
+    for m in _KERNEL_DEF_IF.finditer(source):
+        lines, name = _conditional_qualifiers(m.group(1) + m.group(2)), m.group(3)
+        if lines and name in modes:
+            resolvers[name] = _mode_resolver(name, lines, modes[name])
+            modes[name] = f"fusedsl_cpu_mode_{name}()"
 
     # a launch through a plain local name that is no kernel definition (`constexpr auto k = pick(k1, k2);
     # k<<<...>>>`, CANN's matmul_high_performance) stands for one of the file's kernels: it takes the mode
@@ -106,9 +172,9 @@ def translate(source: str, filename: str) -> str:
     def launch(m) -> str:
         base = re.sub(r"<.*", "", m["name"], flags=re.S).split("::")[-1].strip()
         alias = base not in modes and m["name"].strip() == base
-        mode = modes.get(base, only_mode if alias else "AIV_MODE")
+        mode = _mode_expr(modes.get(base, only_mode if alias else "AIV_MODE"))
         ws = workspaces.get(base, only_ws if alias else -1)
-        return f"::fusedsl_cpu::AscLaunch(::KernelMode::{mode}, {ws}, {m['name']}, {m['cfg'].strip()})"
+        return f"::fusedsl_cpu::AscLaunch({mode}, {ws}, {m['name']}, {m['cfg'].strip()})"
 
     body = _LAUNCH.sub(launch, source)
     # ICPU_RUN_KF (the tikicpulib form, which the samples' ASCENDC_CPU_DEBUG branches use) runs in the
@@ -118,16 +184,25 @@ def translate(source: str, filename: str) -> str:
     if "SetKernelMode" not in source:
         def icpu(m) -> str:
             mode = modes.get(m["name"])
-            if mode not in ("MIX_MODE", "AIC_MODE"):
+            if mode in (None, "AIV_MODE"):
                 return m[0]
-            return f"ICPU_RUN_KF((::AscendC::SetKernelMode(::KernelMode::{mode}), {m['name']}),"
+            return f"ICPU_RUN_KF((::AscendC::SetKernelMode({_mode_expr(mode)}), {m['name']}),"
         body = _ICPU_RUN.sub(icpu, body)
     if re.search(r"\bCrossCore(Set|Wait)Flag\b", source):
         # the program synchronises with its mixed kernels' cube cores: run them (appended after the last
         # line, so no line number moves)
         body += ("\nnamespace { [[maybe_unused]] const bool fusedsl_cpu_cube_cores = "
                  "::fusedsl_cpu::EnableCubeCores(); }\n")
+    if resolvers:
+        # declared ahead of the user's first line (KernelMode is an int-based scoped enum, as base.h defines it)
+        ahead = "enum class KernelMode;\n" + "".join(f"::KernelMode fusedsl_cpu_mode_{n}();\n" for n in resolvers)
+        return f"{ahead}#line 1 {c_string(filename)}\n{body}" + "".join(resolvers.values())
     return f"#line 1 {c_string(filename)}\n{body}"
+
+
+def _mode_expr(mode: str) -> str:
+    """A kernel mode as C++: an enumerator name, or the call of a preprocessor-resolved function."""
+    return mode if mode.endswith(")") else f"::KernelMode::{mode}"
 
 
 def build(path: str, out_dir: str, *, target: str = "ascend910b", include_dirs=(), defines=(),

@@ -120,6 +120,27 @@ BROKEN(ub_leaves_message_area) {
     PlanUbThenIterate(a, b, bias, c, ws, t, 192 * 1024 - 128);
 }
 
+// An A1 queue planned before the Matmul object, so that the object's own L1 buffers (A1/B1 and the bias
+// buffer, planned after it) end exactly at 512 KB - 128 — the top of L1 below the KFC message area on 910B
+// (asc-devkit kernel_utils_constants.h, TOTAL_L1_SIZE) — or (kOver) with A1/B1 32 bytes past it.
+template <bool kOver>
+__aicore__ inline void L1PlanToTheTop(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c, GM_ADDR ws, GM_ADDR t) {
+    Broken k(a, b, bias, c, t);
+    const TCubeTiling& tl = k.tiling;
+    const uint32_t ab = tl.depthA1 * tl.baseM * tl.baseK * sizeof(half) + tl.depthB1 * tl.baseN * tl.baseK * sizeof(half);
+    const uint32_t biasBytes = tl.isBias ? tl.baseN * sizeof(float) : 0;
+    AscendC::TQue<AscendC::QuePosition::A1, 1> q;
+    k.pipe.InitBuffer(q, 1, 512 * 1024 - 128 - ab - (kOver ? 0 : biasBytes) + (kOver ? 32 : 0));
+    REGIST_MATMUL_OBJ(&k.pipe, ws, k.mm, &k.tiling);   // LINE:l1_top
+    k.SetOperands();
+    k.mm.Iterate();
+    k.mm.GetTensorC(k.c);
+    k.mm.End();
+}
+
+BROKEN(l1_to_the_top) { L1PlanToTheTop<false>(a, b, bias, c, ws, t); }
+BROKEN(l1_past_the_top) { L1PlanToTheTop<true>(a, b, bias, c, ws, t); }
+
 BROKEN(not_registered) {
     Broken k(a, b, bias, c, t);
     k.SetOperands();
@@ -747,6 +768,8 @@ BROKEN_ENTRY(iterate_twice, MIX_MODE)
 BROKEN_ENTRY(not_registered, MIX_MODE)
 BROKEN_ENTRY(ub_into_message_area, MIX_MODE)
 BROKEN_ENTRY(ub_leaves_message_area, MIX_MODE)
+BROKEN_ENTRY(l1_to_the_top, MIX_MODE)
+BROKEN_ENTRY(l1_past_the_top, MIX_MODE)
 BROKEN_ENTRY(matmul_cfg_relu, AIC_MODE)
 BROKEN_ENTRY(matmul_cfg_partial, AIC_MODE)
 BROKEN_ENTRY(matmul_static_tiling, AIC_MODE)

@@ -96,6 +96,37 @@ extern "C" __global__ __aicore__ void sync_all_missing(GM_ADDR, GM_ADDR, GM_ADDR
     SyncAll();   // LINE:sync_all_missing
 }
 
+// poll_unset: block 0 spins on a flag in ws that no block ever sets; the others end at once.
+extern "C" __global__ __aicore__ void poll_unset(GM_ADDR, GM_ADDR ws, GM_ADDR)
+{
+    GlobalTensor<int32_t> flags;
+    flags.SetGlobalBuffer((__gm__ int32_t*)ws, 32);
+    if (GetBlockIdx() != 0) {
+        return;
+    }
+    while (flags.GetValue(16) == 0) {   // LINE:poll_unset
+    }
+}
+
+// param_reread: one block re-reads a GM word 4M times, with a vector instruction every 64K reads (a
+// loop doing work between reads is not a poll), then writes the sum of what it read to out[0].
+extern "C" __global__ __aicore__ void param_reread(GM_ADDR x, GM_ADDR, GM_ADDR out)
+{
+    GlobalTensor<int32_t> xg, og;
+    xg.SetGlobalBuffer((__gm__ int32_t*)x, W);
+    og.SetGlobalBuffer((__gm__ int32_t*)out, W);
+    LocalMemAllocator<Hardware::UB> ub;
+    LocalTensor<int32_t> row = ub.Alloc<int32_t, W>();
+    int64_t total = 0;
+    for (int32_t i = 0; i < (1 << 22); ++i) {
+        total += xg.GetValue(0);
+        if (i % (1 << 16) == 0) {
+            Duplicate(row, i, W);
+        }
+    }
+    og.SetValue(0, static_cast<int32_t>(total & 0x7FFFFFFF));
+}
+
 // atomic_max_rows: every block DataCopies its row of x onto row 0 of out with SetAtomicMax (int32).
 extern "C" __global__ __aicore__ void atomic_max_rows(GM_ADDR x, GM_ADDR, GM_ADDR out)
 {
@@ -189,6 +220,34 @@ extern "C" __global__ __aicore__ void cross_core_orphan(GM_ADDR, GM_ADDR, GM_ADD
     CrossCoreSetFlag<2, PIPE_MTE3>(4);
 }
 
+// mix_ids: every core of a mixed launch (cube cores running) writes what it sees — GetBlockIdx,
+// GetBlockNum, GetSubBlockIdx, GetSubBlockNum, GetTaskRatio, whether it is the cube core — into its own
+// 64-byte row of out: vector core v at row v, cube core b at row (vector cores) + b.  The cube core
+// releases its vector cores (mode 2) and waits for all of them (mode 2) before writing.
+extern "C" __global__ __aicore__ void mix_ids(GM_ADDR, GM_ADDR, GM_ADDR out)
+{
+    GlobalTensor<int32_t> og;
+    og.SetGlobalBuffer((__gm__ int32_t*)out);
+    int64_t row = GetBlockIdx();
+    if ASCEND_IS_AIC {
+        CrossCoreSetFlag<2, PIPE_FIX>(1);
+        CrossCoreWaitFlag(2);
+        row += GetBlockNum() * 2;   // after the vector rows of a 1:2 launch (the test sizes out for it)
+    } else {
+        CrossCoreWaitFlag(1);
+    }
+    const int32_t seen[6] = {static_cast<int32_t>(GetBlockIdx()), static_cast<int32_t>(GetBlockNum()),
+                             static_cast<int32_t>(GetSubBlockIdx()), static_cast<int32_t>(GetSubBlockNum()),
+                             static_cast<int32_t>(GetTaskRatio()), ASCEND_IS_AIC ? 1 : 0};
+    for (int32_t j = 0; j < 6; ++j) {
+        og.SetValue(row * 16 + j, seen[j]);
+    }
+    DataCacheCleanAndInvalid<int32_t, CacheLine::SINGLE_CACHE_LINE, DcciDst::CACHELINE_OUT>(og[row * 16]);
+    if ASCEND_IS_AIV {
+        CrossCoreSetFlag<2, PIPE_MTE3>(2);
+    }
+}
+
 #define MIX_ENTRY(name)                                                         \
     extern "C" int fusedsl_launch_##name(uint32_t blockDim, uint8_t** args) {   \
         AscendC::SetKernelMode(KernelMode::MIX_MODE);                           \
@@ -199,6 +258,13 @@ MIX_ENTRY(cross_core)
 MIX_ENTRY(cross_core_race)
 MIX_ENTRY(cross_core_hang)
 MIX_ENTRY(cross_core_orphan)
+MIX_ENTRY(mix_ids)
+// the same kernel as __mix__(1, 1): one vector core per block
+extern "C" int fusedsl_launch_mix_ids_1_1(uint32_t blockDim, uint8_t** args) {
+    AscendC::SetKernelMode(KernelMode::MIX_AIC_1_1);
+    fusedsl_cpu::EnableCubeCores();
+    return fusedsl_cpu::Launch(mix_ids, blockDim, args[0], args[1], args[2]);
+}
 
 // GroupBarrier with 2 arrivers (blocks 3, 4: out row b = x row b) and 3 waiters (blocks 0-2: after
 // Wait, out row b = out row 3 + out row 4); ws holds the barrier's 128-byte counters.  kBadIndex
@@ -277,6 +343,8 @@ SYNC_ENTRY(sync_all_sum)
 SYNC_ENTRY(ib_chain)
 SYNC_ENTRY(poll_flag)
 SYNC_ENTRY(sync_all_missing)
+SYNC_ENTRY(poll_unset)
+SYNC_ENTRY(param_reread)
 SYNC_ENTRY(atomic_max_rows)
 SYNC_ENTRY(bypass_poll)
 SYNC_ENTRY(group_barrier)

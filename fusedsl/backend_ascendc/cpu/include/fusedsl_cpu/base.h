@@ -82,7 +82,10 @@ enum event_t : int32_t {
 };
 
 // CPU-debug kernel modes (tikicpulib); global, as the CANN samples write KernelMode::AIV_MODE.
-enum class KernelMode { MIX_MODE = 0, AIC_MODE, AIV_MODE };
+// MIX_MODE is a mixed kernel with 1 cube core : 2 vector cores per block (__mix__(1, 2)), MIX_AIC_1_1
+// one with 1 : 1 (__mix__(1, 1)); the names and order are cpudebug's (asc-tools cpudebug/include/stub_def.h,
+// whose ELF reader maps the kernel's (aic, aiv) ratio (1, 1) to MIX_AIC_1_1 and (1, 2) to MIX_MODE).
+enum class KernelMode { MIX_MODE = 0, AIC_MODE, AIV_MODE, MIX_AIC_1_1 };
 
 // Kernel types accepted by KERNEL_TASK_TYPE_DEFAULT (ASCENDC.md §1.1).
 enum fusedsl_kernel_type {

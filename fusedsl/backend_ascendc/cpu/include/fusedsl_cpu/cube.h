@@ -113,14 +113,11 @@ inline void CheckLocalWritten(const char* api, const char* role, uint64_t at, ui
 inline uint64_t WritableLength(const char* api, const void* addr, uint64_t have, uint64_t need, int mem) {
     uint32_t off = 0;
     if (need > have && WhichMem(addr, &off) == mem && off + need <= LocalMemBytes(mem)) {
-        if (!RT().warned_short_l0) {
-            RT().warned_short_l0 = true;
-            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s writes %llu bytes from %s offset %u but "
-                         "dst's LocalTensor has %llu; the bytes past it are overwritten (reported once per launch)\n",
-                         Target().name, static_cast<long long>(RT().block_idx), api,
-                         static_cast<unsigned long long>(need), LocalMemName(mem), off,
-                         static_cast<unsigned long long>(have));
-        }
+        Warn("AscendCWarning",
+             Format("%s writes %llu bytes from %s offset %u but dst's LocalTensor has %llu; the bytes past it are "
+                    "overwritten (reported once per launch)", api, static_cast<unsigned long long>(need),
+                    LocalMemName(mem), off, static_cast<unsigned long long>(have)),
+             "short-l0");
         return need;
     }
     return have;
@@ -135,14 +132,11 @@ inline uint64_t ReadableLength(const char* api, const char* role, const void* ad
                                int mem) {
     uint32_t off = 0;
     if (need > have && WhichMem(addr, &off) == mem && off + need <= LocalMemBytes(mem)) {
-        if (!RT().warned_short_l0) {
-            RT().warned_short_l0 = true;
-            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s reads %llu bytes of %s from %s offset %u "
-                         "but its LocalTensor has %llu; the bytes past it are read (reported once per launch)\n",
-                         Target().name, static_cast<long long>(RT().block_idx), api,
-                         static_cast<unsigned long long>(need), role, LocalMemName(mem), off,
-                         static_cast<unsigned long long>(have));
-        }
+        Warn("AscendCWarning",
+             Format("%s reads %llu bytes of %s from %s offset %u but its LocalTensor has %llu; the bytes past it are "
+                    "read (reported once per launch)", api, static_cast<unsigned long long>(need), role,
+                    LocalMemName(mem), off, static_cast<unsigned long long>(have)),
+             "short-l0");
         return need;
     }
     return have;

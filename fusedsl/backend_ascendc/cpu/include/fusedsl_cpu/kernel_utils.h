@@ -518,12 +518,12 @@ public:
         // fine there.  Accepted the same way, read-only, with one warning; the tensors the list
         // points to are still checked as GM.
         fs_host = !RT().gm.empty() && FindGm(fs_words) == nullptr;
-        if (fs_host && !RT().warned_host_list) {
-            RT().warned_host_list = true;
-            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s: the list at %p is not in GmAlloc "
-                         "memory (the ICPU_RUN_KF page: pointer arguments must be GmAlloc'd); read as host memory, "
-                         "as CANN's CPU debug mode does (reported once per launch)\n", Target().name,
-                         static_cast<long long>(RT().block_idx), api, data);
+        if (fs_host) {
+            Warn("AscendCWarning",
+                 Format("%s: the list at %p is not in GmAlloc memory (the ICPU_RUN_KF page: pointer arguments must be "
+                        "GmAlloc'd); read as host memory, as CANN's CPU debug mode does (reported once per launch)",
+                        api, data),
+                 "host-list");
         }
         uint64_t ptr_off = Word(api, 0);
         if (ptr_off % 8 != 0 || ptr_off < 16) {

@@ -65,6 +65,9 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     std::memset(c.flag_vc, 0, sizeof c.flag_vc);
     c.dirty_lines.clear();
     c.wait_note.clear();
+    std::fill(std::begin(c.poll_ring), std::end(c.poll_ring), nullptr);
+    c.poll_repeats = 0;
+    c.poll_site = Site{nullptr, 0};
     c.fmatrix[0] = c.fmatrix[1] = Core::Fmatrix{};
     c.load3d_pad_set = false;
     c.l1_boundary = 0;
@@ -87,7 +90,7 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     rt.block_idx = idx;
     rt.block_num = num;
     rt.sub_block_idx = sub;
-    rt.task_ratio = ratio;
+    rt.mix_ratio = ratio;
     rt.in_block = true;
 }
 
@@ -133,10 +136,31 @@ inline std::string RunBlockBody(R& run) {
     }
 }
 
+// How many re-reads of the same few GM addresses, with no GM write and no vector instruction between,
+// make a lone block's loop a spin on a value nothing can change.  A loop that re-reads a GM parameter
+// does other work (a vector instruction, a GM write) long before this; a poll never does.
+constexpr uint64_t kLonePollLimit = 1u << 20;
+
+// The kernel line a polling core reads GM at, with the API's name ("k.cpp:9: GlobalTensor::GetValue").
+inline std::string PollNote(const Core& c) {
+    if (c.poll_site.file == nullptr) {
+        return Format("%s (polling a GM value)", c.poll_api);
+    }
+    return Format("%s:%d: %s (polling a GM value)", c.poll_site.file, c.poll_site.line, c.poll_api);
+}
+
 // A launch of one block has nobody to wait for.
 inline void YieldSingle(int why) {
     if (why == 3) {
-        return;   // polling GM alone: the value cannot change, but a loop may still end by itself
+        // polling GM alone: the value cannot change, but a loop may still end by itself
+        const Core& c = CurCore();
+        if (c.poll_repeats < kLonePollLimit) {
+            return;
+        }
+        FailAt(c.poll_site, "%s re-read the same GM bytes %llu times with no GM write and no vector instruction "
+               "between: the launch has only 1 block and no other core writes GM, so the value it waits for never "
+               "changes — on the device this kernel would hang (set the flag before polling it, or launch the "
+               "blocks that write it)", c.poll_api, static_cast<unsigned long long>(c.poll_repeats));
     }
     Fail("%s waits for another block, but the launch has only 1; the device would hang",
          why == 1 ? "SyncAll" : why == 4 ? "CrossCoreWaitFlag" : "IBWait");
@@ -168,6 +192,7 @@ struct FiberSet {
     std::function<void()> body;
     int64_t block_num = 1;
     bool mix = false;
+    int64_t ratio = 1;   // vector cores per block (2, or 1 in MIX_AIC_1_1; 1 when not mixed)
 };
 
 inline FiberSet*& CurrentFibers() {
@@ -178,7 +203,7 @@ inline FiberSet*& CurrentFibers() {
 inline void FiberMain() {
     FiberSet& fs = *CurrentFibers();
     Fiber& f = fs.fibers[fs.current];
-    BeginBlock(f.idx, fs.block_num, fs.mix && !f.aic ? f.idx % 2 : 0, fs.mix ? 2 : 1);
+    BeginBlock(f.idx, fs.block_num, fs.mix && !f.aic ? f.idx % fs.ratio : 0, fs.ratio);
     RT().on_aic = f.aic;
     f.error = RunBlockBody(fs.body);
     f.done = true;
@@ -231,7 +256,7 @@ inline std::string DeadlockReport(const FiberSet& fs) {
         std::string note = g.core.wait_note;
         if (note.empty()) {
             note = g.waiting == 1 ? "SyncAll" : g.waiting == 2 ? "IBWait" : g.waiting == 4 ? "CrossCoreWaitFlag"
-                                                                                          : "polling a GM value";
+                                                                                          : PollNote(g.core);
         }
         std::string who = Format("%s %lld", g.aic ? "cube core" : "block", static_cast<long long>(g.idx));
         auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == note; });
@@ -266,12 +291,13 @@ inline std::string DeadlockReport(const FiberSet& fs) {
 }
 
 template <typename R>
-inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix) {
+inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix, int64_t ratio) {
     Runtime& rt = RT();
     FiberSet fs;
     fs.body = run;
     fs.block_num = block_num;
     fs.mix = mix;
+    fs.ratio = ratio;
     fs.fibers.resize(instances);
     FiberSet* saved = CurrentFibers();
     CurrentFibers() = &fs;
@@ -298,9 +324,9 @@ inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix) {
         }
         if (!f.started) {
             f.started = true;
-            // a mixed launch's fibers: 2 * block_num vector instances, then block_num cube cores
-            f.aic = mix && static_cast<int64_t>(i) >= 2 * block_num;
-            f.idx = f.aic ? static_cast<int64_t>(i) - 2 * block_num : static_cast<int64_t>(i);
+            // a mixed launch's fibers: ratio * block_num vector instances, then block_num cube cores
+            f.aic = mix && static_cast<int64_t>(i) >= ratio * block_num;
+            f.idx = f.aic ? static_cast<int64_t>(i) - ratio * block_num : static_cast<int64_t>(i);
             f.stack = mmap(nullptr, kFiberStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                            -1, 0);
             if (f.stack == MAP_FAILED) {
@@ -316,8 +342,8 @@ inline int RunFibers(R& run, uint64_t instances, int64_t block_num, bool mix) {
         std::swap(rt.core, f.core);
         rt.block_idx = f.idx;
         rt.block_num = block_num;
-        rt.sub_block_idx = mix && !f.aic ? f.idx % 2 : 0;
-        rt.task_ratio = mix ? 2 : 1;
+        rt.sub_block_idx = mix && !f.aic ? f.idx % ratio : 0;
+        rt.mix_ratio = ratio;
         rt.on_aic = f.aic;
         rt.in_block = true;
         uint64_t before = rt.progress;
@@ -367,13 +393,6 @@ template <typename F, typename... Args>
 inline int Launch(F kernel, uint64_t blockDim, Args... args) {
     Runtime& rt = RT();
     rt.last_error.clear();
-    rt.warned_past_length = false;
-    rt.warned_host_list = false;
-    rt.warned_regist_order = false;
-    rt.warned_leak = false;
-    rt.warned_istrans = false;
-    rt.warned_short_l0 = false;
-    rt.warned_bias_l1 = false;
     rt.warned_once.clear();
     rt.warnings.clear();
     ResetStats();
@@ -389,17 +408,20 @@ inline int Launch(F kernel, uint64_t blockDim, Args... args) {
     // AIC_MODE (a __cube__ kernel): blockDim cube cores, each GetBlockIdx() in [0, blockDim); on
     // separated chips they have no UB, which TPipe::InitBuffer and the UB allocators check.
     const TargetInfo& t = Target();
-    // ASCENDC.md §1.2: a mixed kernel on a separated chip runs 2 AIVs per block; GetBlockNum()
-    // stays numBlocks while GetBlockIdx() covers [0, 2*numBlocks).
-    bool mix = rt.kernel_mode == KernelMode::MIX_MODE && t.separated;
-    // A mixed block is one physical (1 AIC + 2 AIV) group; there are aic_cores of them.
+    // ASCENDC.md §1.2: a mixed kernel on a separated chip runs 2 AIVs per block (__mix__(1, 2)) or 1
+    // (__mix__(1, 1), MIX_AIC_1_1); GetBlockNum() stays numBlocks while GetBlockIdx() covers
+    // [0, ratio * numBlocks).
+    const bool mix = IsMixMode(rt.kernel_mode) && t.separated;
+    const int64_t ratio = mix ? MixVectorCores(rt.kernel_mode) : 1;
+    // A mixed block is one physical (1 AIC + 2 AIV) group, of which 1:1 uses one AIV; there are aic_cores.
     if (mix && blockDim > static_cast<uint64_t>(t.aic_cores)) {
-        return RecordFailure(Format("blockDim = %llu in MIX_MODE; a mixed kernel's blockDim counts cube cores "
-                                    "(1 AIC + 2 AIV each) and %s has %d", static_cast<unsigned long long>(blockDim),
-                                    t.name, t.aic_cores));
+        return RecordFailure(Format("blockDim = %llu in a mixed launch (__mix__(1, %lld)); a mixed kernel's blockDim "
+                                    "counts cube cores (1 AIC + %lld AIV each) and %s has %d",
+                                    static_cast<unsigned long long>(blockDim), static_cast<long long>(ratio),
+                                    static_cast<long long>(ratio), t.name, t.aic_cores));
     }
-    // a mixed block is its 2 vector instances and (when the program runs them) its cube core
-    uint64_t instances = mix ? (rt.mix_cube_cores ? 3 : 2) * blockDim : blockDim;
+    // a mixed block is its vector instances and (when the program runs them) its cube core
+    uint64_t instances = mix ? static_cast<uint64_t>(ratio + (rt.mix_cube_cores ? 1 : 0)) * blockDim : blockDim;
     rt.xcore_ready.clear();
     rt.xcore_partial.clear();
     rt.xcore_partial_vc.clear();
@@ -408,7 +430,7 @@ inline int Launch(F kernel, uint64_t blockDim, Args... args) {
     HbInit(instances);
     auto run = [&]() { kernel(args...); };
     if (instances > 1) {
-        return RunFibers(run, instances, static_cast<int64_t>(blockDim), mix);
+        return RunFibers(run, instances, static_cast<int64_t>(blockDim), mix, ratio);
     }
     BeginBlock(0, static_cast<int64_t>(blockDim), 0, 1);
     rt.yield_block = &YieldSingle;

@@ -198,7 +198,7 @@ public:
         }
         if (t.separated && rt.kernel_mode == KernelMode::AIV_MODE) {
             Fail("%s: on %s a Matmul kernel runs on the cube core; launch it as a mixed kernel "
-                 "(KernelMode::MIX_MODE, __mix__) or a cube-only one (KernelMode::AIC_MODE, __cube__) — the "
+                 "(KernelMode::MIX_MODE / MIX_AIC_1_1, __mix__) or a cube-only one (KernelMode::AIC_MODE, __cube__) — the "
                  "current mode, AIV_MODE, has no cube core", api, t.name);
         }
         if (t.separated && rt.kernel_mode == KernelMode::AIC_MODE && c_in_ub) {
@@ -213,12 +213,12 @@ public:
         // CPU debug mode does not check it and CANN's own MatmulLeakyRelu kernel-launch samples (sync and
         // async) register after their InitBuffer calls, so fusedsl warns (once per launch) and goes on;
         // the CPU model's result does not depend on the order.
-        if (t.separated && pipe != nullptr && pipe->fs_buffers > 0 && !rt.warned_regist_order) {
-            rt.warned_regist_order = true;
-            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s: called after TPipe::InitBuffer (%d "
-                         "buffer(s) already planned); the REGIST_MATMUL_OBJ page asks for it before any InitBuffer "
-                         "in separated mode — move %s above the InitBuffer calls (reported once per "
-                         "launch)\n", t.name, static_cast<long long>(rt.block_idx), api, pipe->fs_buffers, api);
+        if (t.separated && pipe != nullptr && pipe->fs_buffers > 0) {
+            Warn("AscendCWarning",
+                 Format("%s: called after TPipe::InitBuffer (%d buffer(s) already planned); the REGIST_MATMUL_OBJ "
+                        "page asks for it before any InitBuffer in separated mode — move %s above the InitBuffer "
+                        "calls (reported once per launch)", api, pipe->fs_buffers, api),
+                 "regist-order");
         }
         CubeBlockState& cs = CubeState();
         const bool counted = fs_registered && fs_generation == CurCore().generation;
@@ -248,7 +248,7 @@ public:
         CheckCombination(api, ta, tb, tbias, tc);
         // Served over KFC (a mixed kernel's vector side calls it, separated chips): the top of L1 holds the
         // KFC messages.  A cube-only Matmul (ASCENDC_CUBE_ONLY on the cube core, AIC_MODE) has all of L1.
-        const bool kfc = t.separated && rt.kernel_mode == KernelMode::MIX_MODE && !rt.on_aic;
+        const bool kfc = t.separated && IsMixMode(rt.kernel_mode) && !rt.on_aic;
         uint64_t bias_bytes = 0;
         const uint64_t l1_need = CheckTiling(api, *tiling, sa, sb, sbias, sc, c_in_ub, a_in_l1, c0k_a, kfc,
                                              &bias_bytes);
@@ -260,7 +260,7 @@ public:
         if (!counted && pipe != nullptr) {
             PlanLocal(api, *pipe, *tiling, l1_need - bias_bytes, bias_bytes, c_in_l0c, kfc);
         } else if (!counted) {   // no pipe to plan in: only the capacity
-            fs_bias_unplaced = l1_need > t.l1_bytes - (t.arch == 2201 && kfc ? 256u : 0u);
+            fs_bias_unplaced = l1_need > t.l1_bytes - KfcL1Reserve(kfc);
             fs_l1_planned = false;
         }
         fs_tiling = *tiling;
@@ -350,7 +350,7 @@ public:
                  "blocks", api, tl.depthA1, tl.depthB1, static_cast<long long>(stepM * stepKa),
                  static_cast<long long>(stepN * stepKb));
         }
-        const int64_t l1 = t.l1_bytes - (t.arch == 2201 && kfc ? 256 : 0);
+        const int64_t l1 = t.l1_bytes - KfcL1Reserve(kfc);
         const int64_t bias = tl.isBias ? bn * sbias : 0;
         const int64_t need = (a_in_l1 ? 0 : static_cast<int64_t>(tl.depthA1) * bm * bk * sa) +
                              static_cast<int64_t>(tl.depthB1) * bn * bk * sb + bias;
@@ -390,7 +390,7 @@ public:
     void PostMessage(const char* api) const {
 #ifndef ASCENDC_CUBE_ONLY
         Runtime& rt = RT();
-        if (!Target().separated || rt.on_aic || rt.kernel_mode != KernelMode::MIX_MODE) {
+        if (!Target().separated || rt.on_aic || !IsMixMode(rt.kernel_mode)) {
             return;
         }
         const Core& c = CurCore();
@@ -426,7 +426,7 @@ public:
             pipe.fs_share_start[kMemL0C] = pipe.fs_local_cursor[kMemL0C];
         }
         const uint64_t l1_start = static_cast<uint64_t>(pipe.fs_share_start[kMemL1]);
-        const uint64_t l1_cap = LocalMemBytes(kMemL1) - pipe.fs_tscm_bytes - (t.arch == 2201 && kfc ? 256 : 0);
+        const uint64_t l1_cap = LocalMemBytes(kMemL1) - pipe.fs_tscm_bytes - KfcL1Reserve(kfc);
         fs_bias_unplaced = l1_bias != 0 && l1_start + l1_ab + l1_bias > l1_cap;
         if (fs_bias_unplaced && l1_start + l1_ab <= l1_cap) {
             Warn("AscendCWarning",
@@ -773,13 +773,10 @@ public:
             Fail("Matmul::%s(gm, true): %c is transposed, so its MatmulType needs ISTRANS = true (the %s page: with "
                  "ISTRANS false, isTranspose%c may only be false)", api, which, api, which);
         }
-        if (!RT().warned_istrans) {
-            RT().warned_istrans = true;
-            std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): Matmul::%s(gm, true) with the MatmulType's "
-                         "ISTRANS false: the %s page warns that the device's precision may be abnormal (\"精度会有异常\"); "
-                         "set ISTRANS = true (reported once per launch)\n", Target().name,
-                         static_cast<long long>(RT().block_idx), api, api);
-        }
+        Warn("AscendCWarning",
+             Format("Matmul::%s(gm, true) with the MatmulType's ISTRANS false: the %s page warns that the device's "
+                    "precision may be abnormal (\"精度会有异常\"); set ISTRANS = true (reported once per launch)", api, api),
+             "istrans");
     }
 
     void SetTensorA(const GlobalTensor<SrcAT>& gm, bool isTransposeA = false) {

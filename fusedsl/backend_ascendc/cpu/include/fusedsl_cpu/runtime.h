@@ -185,9 +185,17 @@ struct Core {
     std::vector<uint8_t> sparse_index_written;
     uint32_t local_at[7] = {};
     CubeBlockState cube;
-    // Polling detection (GlobalTensor::GetValue): scalar GM reads since GM last changed.
+    // Polling detection (GlobalTensor::GetValue, ReadGmByPassDCache): scalar GM reads since GM last
+    // changed; the last few addresses read, how many reads in a row re-read one of them with no GM write
+    // and no vector instruction between (a loop spinning on a value), and the kernel line of the last read.
     uint32_t gm_reads_idle = 0;
     uint64_t gm_seen_progress = 0;
+    const void* poll_ring[4] = {nullptr, nullptr, nullptr, nullptr};
+    uint32_t poll_ring_next = 0;
+    uint64_t poll_repeats = 0;
+    uint64_t poll_vector_seen = 0;
+    Site poll_site{nullptr, 0};
+    const char* poll_api = "";
     // The convolution load's registers (load3d.h): the feature maps SetFmatrix set (left, right: l1H, l1W,
     // padList), the pad value SetLoadDataPaddingValue set (its bytes), the L1 boundary of
     // SetLoadDataBoundary (bytes, 0 = none) and SetLoadDataRepeat's repeat count.
@@ -235,18 +243,13 @@ struct Runtime {
     int64_t block_idx = 0;
     int64_t block_num = 1;
     int64_t sub_block_idx = 0;
-    int64_t task_ratio = 1;
+    // Vector cores per block: 2 in a mixed launch on a separated chip (1 in MIX_AIC_1_1), else 1
+    // (cpudebug's g_taskRation: GetTaskRatio and GetSubBlockNum on a vector core).
+    int64_t mix_ratio = 1;
     // The launch's workspace argument (a kernel parameter named `workspace`, or what the host
     // registered): GetSysWorkSpacePtr() returns it without the kernel calling SetSysWorkspace,
     // as CANN's kernel-launch and op builds arrange.
     uint8_t* launch_workspace = nullptr;
-    bool warned_past_length = false;   // an access past a SetGlobalBuffer length was reported (tensor.h)
-    bool warned_host_list = false;     // a ListTensorDesc in host memory was reported (kernel_utils.h)
-    bool warned_regist_order = false;  // REGIST_MATMUL_OBJ after InitBuffer was reported (matmul.h)
-    bool warned_leak = false;          // a queue buffer held at the kernel's end was reported (tensor.h)
-    bool warned_istrans = false;       // SetTensorA/B(gm, true) without ISTRANS was reported (matmul.h)
-    bool warned_short_l0 = false;      // a load past its L0 LocalTensor's length was reported (load3d.h)
-    bool warned_bias_l1 = false;       // a Matmul's bias buffer planned past L1 was reported (matmul.h)
     // Warnings of a library launch (Warn below), "kind\ttext" each, which Python takes after the launch.
     std::vector<std::string> warnings;
     std::set<std::string> warned_once;   // Warn's once-per-launch keys
@@ -388,6 +391,16 @@ inline void CheckApi(const char* api, const char* type) {
     }
 }
 
+// A mixed kernel runs a cube core with its vector cores; __mix__(1, 1) gives each block one vector core
+// instead of two (GetBlockIdx.md / GetBlockNum.md / GetTaskRatio.md of asc-devkit, cpudebug's SetKernelMode).
+inline bool IsMixMode(KernelMode m) {
+    return m == KernelMode::MIX_MODE || m == KernelMode::MIX_AIC_1_1;
+}
+
+inline int64_t MixVectorCores(KernelMode m) {
+    return m == KernelMode::MIX_AIC_1_1 ? 1 : 2;
+}
+
 inline Core& CurCore() {
     Runtime& rt = RT();
     if (!rt.in_block) {
@@ -426,6 +439,40 @@ inline void CountVector(uint64_t bytes) {
     Stats& s = St();
     s.vector_instructions += 1;
     s.vector_repeats += (bytes + 255) / 256;
+}
+
+// A scalar GM read (GlobalTensor::GetValue, ReadGmByPassDCache) may be a poll of a flag another core
+// sets.  Many reads while no GM byte changes let the other blocks run (a legal interleaving of the
+// device's parallel cores; launch.h's yield_block), with the read's kernel line kept for the deadlock
+// report.  Re-reads of the last few addresses with no GM write and no vector instruction between are
+// counted: a launch of one block (launch.h's YieldSingle) has nobody to change the value, and a loop
+// that keeps re-reading it spins forever on the device.
+inline void NoteGmPoll(const char* api, const void* addr, const Site& site) {
+    Core& core = CurCore();
+    Runtime& rt = RT();
+    if (core.gm_seen_progress != rt.progress) {
+        core.gm_seen_progress = rt.progress;
+        core.gm_reads_idle = 0;
+        core.poll_repeats = 0;
+        return;
+    }
+    const void** ring_end = core.poll_ring + 4;
+    if (core.poll_vector_seen != St().vector_instructions) {
+        core.poll_vector_seen = St().vector_instructions;
+        core.poll_repeats = 0;
+    } else if (std::find(core.poll_ring, ring_end, addr) != ring_end) {
+        core.poll_repeats += 1;
+    } else {
+        core.poll_ring[core.poll_ring_next] = addr;
+        core.poll_ring_next = (core.poll_ring_next + 1) % 4;
+        core.poll_repeats = 0;
+    }
+    if (++core.gm_reads_idle >= 16 && rt.yield_block != nullptr) {
+        core.gm_reads_idle = 0;
+        core.poll_site = site;
+        core.poll_api = api;
+        rt.yield_block(3);
+    }
 }
 
 // ---- UB operands -------------------------------------------------------------------------
@@ -697,14 +744,14 @@ inline uintptr_t LineOf(const GmBuffer* b, const uint8_t* p) {
 // The core running now, 1-based: vector instances by GetBlockIdx(), then a mixed launch's cube cores.
 inline uint16_t CoreTag() {
     Runtime& rt = RT();
-    return static_cast<uint16_t>((rt.on_aic ? 2 * rt.block_num + rt.block_idx : rt.block_idx) + 1);
+    return static_cast<uint16_t>((rt.on_aic ? rt.mix_ratio * rt.block_num + rt.block_idx : rt.block_idx) + 1);
 }
 
 inline std::string CoreName(uint16_t tag) {
     Runtime& rt = RT();
     int64_t i = static_cast<int64_t>(tag) - 1;
-    if (rt.kernel_mode == KernelMode::MIX_MODE && Target().separated && i >= 2 * rt.block_num) {
-        return Format("cube core %lld", static_cast<long long>(i - 2 * rt.block_num));
+    if (IsMixMode(rt.kernel_mode) && Target().separated && i >= rt.mix_ratio * rt.block_num) {
+        return Format("cube core %lld", static_cast<long long>(i - rt.mix_ratio * rt.block_num));
     }
     return Format("block %lld", static_cast<long long>(i));
 }

@@ -20,7 +20,7 @@ namespace fusedsl_cpu {
 
 // The AIV instances of the launch (2 per block in a mixed launch on separated chips).
 inline int64_t LaunchInstances() {
-    return RT().block_num * RT().task_ratio;
+    return RT().block_num * RT().mix_ratio;
 }
 
 // What the running core is about to wait for, at the kernel's line: the deadlock report names it.
@@ -96,7 +96,7 @@ inline void SyncAll(FUSEDSL_CPU_SITE) {
     if (RT().on_aic && isAIVOnly) {
         return;   // the vector cores' barrier: the cube core of a mixed block is not part of it
     }
-    bool with_aic = !isAIVOnly && RT().kernel_mode == KernelMode::MIX_MODE && Target().separated;
+    bool with_aic = !isAIVOnly && IsMixMode(RT().kernel_mode) && Target().separated;
     NoteWait(fs_site, "SyncAll()");
     BarrierWait(LaunchInstances() + (with_aic ? RT().block_num : 0));
     CurCore().wait_note.clear();
@@ -199,15 +199,16 @@ inline void CrossCoreSetFlag(uint16_t flagId) {
         Fail("%s: flagId = %u; modes 0-2 have flags 0-15", api, flagId);
     }
     bool aic = ASCEND_IS_AIC;
-    bool mix = rt.kernel_mode == KernelMode::MIX_MODE;
+    bool mix = IsMixMode(rt.kernel_mode);
     if (modeId != 0 && !mix) {
-        Fail("%s<%u>: modes 1 and 2 synchronise the cores of one AI Core group and need a mixed kernel (__mix__(1, 2)) "
-             "(the API page's kernel type table)", api, modeId);
+        Fail("%s<%u>: modes 1 and 2 synchronise the cores of one AI Core group and need a mixed kernel (__mix__(1, 1) "
+             "or __mix__(1, 2)) (the API page's kernel type table)", api, modeId);
     }
     if (modeId == 1 && aic) {
-        Fail("%s<1>: mode 1 synchronises the two vector cores of a group; a cube core cannot take part", api);
+        Fail("%s<1>: mode 1 synchronises the vector cores of a group; a cube core cannot take part", api);
     }
     int64_t idx = rt.block_idx;
+    const int64_t ratio = rt.mix_ratio;   // the vector cores of a group: 2, or 1 in __mix__(1, 1)
     std::vector<uint32_t> snap = HbRelease();
     // a group's set completes when its last member sets: the flag carries what all of them knew
     auto complete = [&](uint64_t pkey, int64_t members) -> bool {
@@ -231,15 +232,17 @@ inline void CrossCoreSetFlag(uint16_t flagId) {
             }
         }
     } else if (modeId == 1) {
-        if (complete(XcPartialKey(1, kXcAiv, idx / 2, flagId), 2)) {
-            arrive(kXcAiv, idx / 2 * 2);
-            arrive(kXcAiv, idx / 2 * 2 + 1);
+        if (complete(XcPartialKey(1, kXcAiv, idx / ratio, flagId), ratio)) {
+            for (int64_t k = 0; k < ratio; ++k) {
+                arrive(kXcAiv, idx / ratio * ratio + k);
+            }
         }
     } else if (aic) {
-        arrive(kXcAiv, 2 * idx);
-        arrive(kXcAiv, 2 * idx + 1);
-    } else if (complete(XcPartialKey(2, kXcAiv, idx / 2, flagId), 2)) {
-        arrive(kXcAic, idx / 2);
+        for (int64_t k = 0; k < ratio; ++k) {
+            arrive(kXcAiv, ratio * idx + k);
+        }
+    } else if (complete(XcPartialKey(2, kXcAiv, idx / ratio, flagId), ratio)) {
+        arrive(kXcAic, idx / ratio);
     }
     rt.progress += 1;
 }

@@ -232,20 +232,10 @@ public:
         return g;
     }
 
-    T GetValue(uint64_t offset) const {
+    T GetValue(uint64_t offset, FUSEDSL_CPU_SITE) const {
         const uint8_t* p = Access("GlobalTensor::GetValue", offset);
         fusedsl_cpu::St().gm_bytes_read += sizeof(T);
-        // Many scalar GM reads while no GM byte changes look like polling a flag another block
-        // sets: let the other blocks run (a legal interleaving; only launches of several blocks).
-        fusedsl_cpu::Core& core = fusedsl_cpu::CurCore();
-        fusedsl_cpu::Runtime& rt = fusedsl_cpu::RT();
-        if (core.gm_seen_progress != rt.progress) {
-            core.gm_seen_progress = rt.progress;
-            core.gm_reads_idle = 0;
-        } else if (++core.gm_reads_idle >= 16 && rt.yield_block != nullptr) {
-            core.gm_reads_idle = 0;
-            rt.yield_block(3);
-        }
+        fusedsl_cpu::NoteGmPoll("GlobalTensor::GetValue", p, fs_site);
         if constexpr (fusedsl_cpu::kIsB4<T>) {
             return T(static_cast<int>((*p >> (4 * (offset % 2))) & 0xF));
         } else {
@@ -336,13 +326,13 @@ inline GmBuffer* CheckGm(const char* api, const GlobalTensor<T>& g, uint64_t end
              TypeName<T>(), sizeof(T));
     }
     GmBuffer* buf = CheckGmRange(api, p, end_bytes);
-    if (g.fs_has_size && end_bytes > BytesOf<T>(g.fs_size) && !RT().warned_past_length) {
-        RT().warned_past_length = true;
-        std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s accesses %llu bytes from a GlobalTensor "
-                     "whose SetGlobalBuffer length is %llu elements (%llu bytes); allowed, it stays inside GM "
-                     "buffer '%s' (reported once per launch)\n", Target().name, static_cast<long long>(RT().block_idx),
-                     api, static_cast<unsigned long long>(end_bytes), static_cast<unsigned long long>(g.fs_size),
-                     static_cast<unsigned long long>(BytesOf<T>(g.fs_size)), buf != nullptr ? buf->name.c_str() : "?");
+    if (g.fs_has_size && end_bytes > BytesOf<T>(g.fs_size)) {
+        Warn("AscendCWarning",
+             Format("%s accesses %llu bytes from a GlobalTensor whose SetGlobalBuffer length is %llu elements (%llu "
+                    "bytes); allowed, it stays inside GM buffer '%s' (reported once per launch)", api,
+                    static_cast<unsigned long long>(end_bytes), static_cast<unsigned long long>(g.fs_size),
+                    static_cast<unsigned long long>(BytesOf<T>(g.fs_size)), buf != nullptr ? buf->name.c_str() : "?"),
+             "past-length");
     }
     return buf;
 }
@@ -393,6 +383,18 @@ inline int MemOfPosition(TPosition pos) {
 inline uint32_t LocalMemBytes(int m) {
     Core& c = CurCore();
     return c.local_at[m + 1] - c.local_at[m];
+}
+
+// The top of L1 a mixed kernel's cube core keeps for the Matmul messages (KFC) on Atlas A2/A3: asc-devkit
+// impl/basic_api/utils/kernel_utils_constants.h sets TOTAL_L1_SIZE = 512 KB - KFC_L1_RESERVER_SIZE (128)
+// for __NPU_ARCH__ 2201, kfc_comm_server.h writes the message's L1 address at byte TOTAL_L1_SIZE, and the
+// TPipe's TSCM buffers start below it (kernel_tpipe_impl.h: tscmBufferPtr_ = TOTAL_L1_SIZE).  (The host
+// platform API's GetCoreMemSize(L1) takes off 256 B, LOCAL_RESERV_SIZE: a host figure, not this one.)
+constexpr uint32_t kKfcL1ReserveBytes = 128;
+
+// L1 bytes below the KFC message area when the Matmul is served over KFC (`kfc`) on arch 2201.
+inline uint32_t KfcL1Reserve(bool kfc) {
+    return Target().arch == 2201 && kfc ? kKfcL1ReserveBytes : 0;
 }
 
 inline uint8_t* LocalMemBase(int m) {
@@ -492,15 +494,12 @@ public:
         // but a buffer still held when the kernel ends harms nothing on the device, CANN's CPU debug mode
         // does not check it, and CANN's layernorm sample ends with one.  A leak that matters (a queue out
         // of buffers) is AllocTensor's error.
-        if (rt.warned_leak) {
-            return;
-        }
-        rt.warned_leak = true;
-        std::fprintf(stderr,
-            "[WARNING] fusedsl CPU (%s, block %lld): TQue<%s> %s: leak — at the end of the kernel %s; every "
-            "AllocTensor needs EnQue, DeQue and FreeTensor (the TQue FreeTensor page: AllocTensor and FreeTensor "
-            "are used in pairs; the TPipe-TQue automatic synchronisation relies on it) (reported once per launch)\n",
-            Target().name, static_cast<long long>(rt.block_idx), PositionName(fs_pos), Where().c_str(), what.c_str());
+        Warn("AscendCWarning",
+             Format("TQue<%s> %s: leak — at the end of the kernel %s; every AllocTensor needs EnQue, DeQue and "
+                    "FreeTensor (the TQue FreeTensor page: AllocTensor and FreeTensor are used in pairs; the "
+                    "TPipe-TQue automatic synchronisation relies on it) (reported once per launch)",
+                    PositionName(fs_pos), Where().c_str(), what.c_str()),
+             "leak");
     }
 
     std::string Where() const {
@@ -1122,9 +1121,15 @@ inline int64_t GetSubBlockIdx() {
     fusedsl_cpu::CurCore();
     return fusedsl_cpu::RT().sub_block_idx;
 }
+// On a vector core: its block's vector cores (2 in __mix__(1, 2), 1 in __mix__(1, 1) and vector-only
+// kernels); on a cube core 1 (asc-devkit GetTaskRatio.md, GetSubBlockNum(ISASI).md tables).
 inline int64_t GetTaskRatio() {
     fusedsl_cpu::CurCore();
-    return fusedsl_cpu::RT().task_ratio;
+    return fusedsl_cpu::RT().on_aic || fusedsl_cpu::RT().kernel_mode == KernelMode::AIC_MODE
+               ? 1 : fusedsl_cpu::RT().mix_ratio;
+}
+inline int64_t GetSubBlockNum() {
+    return GetTaskRatio();
 }
 // CANN's older spelling, defined for every chip (asc-devkit kernel_operator_sys_var_intf_impl.h).
 inline int64_t GetTaskRation() {
@@ -1293,7 +1298,7 @@ inline void DataSyncBarrier() {
 // Scalar GM access that bypasses the data cache (A2/A3): the value is in GM at once, so no
 // DataCacheCleanAndInvalid is needed and other blocks see it.
 template <typename T>
-inline T ReadGmByPassDCache(__gm__ T* addr) {
+inline T ReadGmByPassDCache(__gm__ T* addr, FUSEDSL_CPU_SITE) {
     using namespace fusedsl_cpu;
     const char* api = "ReadGmByPassDCache";
     if (Target().arch != 2201) {
@@ -1302,14 +1307,7 @@ inline T ReadGmByPassDCache(__gm__ T* addr) {
     CheckGmRange(api, reinterpret_cast<const uint8_t*>(addr), sizeof(T));
     St().gm_bytes_read += sizeof(T);
     St().scalar_gm_accesses += 1;
-    Core& core = CurCore();
-    if (core.gm_seen_progress != RT().progress) {   // polling, as GlobalTensor::GetValue
-        core.gm_seen_progress = RT().progress;
-        core.gm_reads_idle = 0;
-    } else if (++core.gm_reads_idle >= 16 && RT().yield_block != nullptr) {
-        core.gm_reads_idle = 0;
-        RT().yield_block(3);
-    }
+    NoteGmPoll(api, addr, fs_site);
     T v;
     std::memcpy(&v, addr, sizeof(T));
     return v;

@@ -61,9 +61,10 @@ public:
             Fail("%s: num = %u and len = %u; both must be at least 1", api, num, len);
         }
         const uint64_t each = RoundUp(len, 32);
-        const uint64_t ratio = static_cast<uint64_t>(std::max<int64_t>(RT().task_ratio, 1));
+        const uint64_t ratio = static_cast<uint64_t>(std::max<int64_t>(RT().mix_ratio, 1));
         const uint64_t sub = static_cast<uint64_t>(RT().sub_block_idx);
-        const uint64_t l1 = LocalMemBytes(kMemL1);
+        // a mixed kernel's TSCM starts below the KFC message area at the top of L1 (tensor.h KfcL1Reserve)
+        const uint64_t l1 = LocalMemBytes(kMemL1) - KfcL1Reserve(IsMixMode(RT().kernel_mode));
         const uint64_t used = pipe.fs_tscm_bytes + ratio * num * each;
         const uint64_t matmul = CurCore().cube.l1_matmul_bytes;
         if (used + ratio * matmul > l1) {
