@@ -1,12 +1,13 @@
 """The one LLVM lowering of the loop-level tile IR (backend_cpu/llvm_kernel.py, run by
 backend_cpu/kernel_cpu.py) against its executable spec, kernel_interp.run_kernel, and numpy.
 
-Every non-cube kind (vector, view, transpose and its gather mode, column, row with the
-multi-pass plan of rows bigger than UB) is built through fs.fused_kernel, drawn by hypothesis
-(odd sizes, tails, size 1, broadcasts, float32 / float16 / int32 where the kind takes them,
-three chips' tilings), lowered to its TileKernel and run by both executors: the results are
-bit-identical, except kernels with exp / ln (mathlib's polynomials against numpy's), which agree
-within a few float32 ulps; both agree with numpy within the tolerances the kinds' own tests use."""
+Every kind (vector, view, transpose and its gather mode, column, row with the multi-pass plan of
+rows bigger than UB, cube with elementwise and row epilogues, conv, attention) is built through
+fs.fused_kernel, mostly drawn by hypothesis (odd sizes, tails, size 1, broadcasts, float32 /
+float16 / int32 / int8 where the kind takes them, the chips' tilings), lowered to its TileKernel and
+run by both executors: the results are bit-identical, except kernels with exp / ln (mathlib's
+polynomials against numpy's) and products numpy's matmul runs as gemv / dot, which agree within a
+few ulps; both agree with numpy within the tolerances the kinds' own tests use."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from conftest import fuzz_settings
 
 import fusedsl as fs
+from fusedsl.backend_cpu import kernel_cpu
 from fusedsl.backend_cpu.kernel_cpu import TileKernelCpu
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.backend_cpu.llvm_kernel import LoweringError, lower_kernel
@@ -43,6 +45,12 @@ def _transcendental(k) -> bool:
     return False
 
 
+def _approximate(k) -> bool:
+    """exp / ln (numpy's there, mathlib's polynomial here), or a product: numpy's matmul takes its
+    gemv / dot path for a block of one row or column, where the lowering always calls sgemm."""
+    return bool(k.matmuls) or _transcendental(k)
+
+
 def _run_both(comp, args: dict):
     """The program's one kernel, from its TileKernel text, by the interpreter and by LLVM; both
     executors' outputs, after asserting they are bit-identical (or, when the kernel computes exp /
@@ -58,7 +66,7 @@ def _run_both(comp, args: dict):
     run_kernel(kernel, inputs, spec, words)
     TileKernelCpu(kernel).run(inputs, got, words)
     for a, b in zip(spec, got):
-        if _transcendental(kernel):
+        if _approximate(kernel):
             eps = float(np.finfo(a.dtype).eps)
             scale = float(np.nanmax(np.abs(a.astype(np.float64)), initial=1.0))
             np.testing.assert_allclose(b.astype(np.float64), a.astype(np.float64), rtol=4 * eps, atol=4 * eps * scale)
@@ -296,12 +304,85 @@ def test_a_queue_holding_two_tensors_uses_two_buffers():
 
 
 def test_what_is_not_lowered_is_a_lowering_error():
-    """Cube kernels (Matmul objects) are not lowered yet, and a launch with the wrong tiling words
-    is refused like the interpreter refuses it."""
-    a, b = np.ones((16, 32), np.float32), np.ones((32, 16), np.float32)
-    comp = fs.fused_kernel(lambda a, b: fs.relu(a @ b)).compile(a, b)
-    with pytest.raises(LoweringError, match="cube kernels .*not lowered to LLVM yet"):
+    """Integer Matmul objects are not lowered yet, and a launch with the wrong tiling words is
+    refused like the interpreter refuses it."""
+    a, b = np.ones((16, 32), np.int8), np.ones((32, 16), np.int8)
+    comp = fs.fused_kernel(lambda a, b: a @ b).compile(a, b)
+    with pytest.raises(LoweringError, match="integer Matmul objects are not lowered to LLVM yet"):
         lower_kernel(kernel_ir(comp.kernels[0].lowered))
     k = parse_kernel(TWO_HELD)
     with pytest.raises(TileVerifyError, match="2 tiling words for a struct of 3"):
         TileKernelCpu(k).run([np.zeros(6 * 37, np.float32)], [np.zeros(3 * 37, np.float32)], [37, 3])
+
+
+@pytest.mark.parametrize("name", ["row", "where"])
+def test_streaming_copy_out_matches_the_interpreter(name, monkeypatch):
+    """Large outputs are written with non-temporal line stores after a head up to the line (the
+    threshold lowered here so that a small kernel streams); odd sizes leave a head and a tail."""
+    monkeypatch.setattr(kernel_cpu, "STREAM_MIN_BYTES", 0)
+    f, shapes, ref = VECTOR[name]
+    g = np.random.default_rng(5)
+    args = [(g.standard_normal(s) * 4).astype(np.float32) for s in shapes(37, 1001, 1)]
+    comp = fs.fused_kernel(f).compile(*args)
+    (got,) = _run_both(comp, dict(zip(["a", "x"], args)))
+    np.testing.assert_allclose(got, ref(*args), rtol=1e-6, atol=1e-6)
+
+
+# ---- cube, conv and attention kernels (Matmul objects on cblas_sgemm) ------------------------------
+CUBE = {   # name -> (function of a, b, numpy)
+    "plain": (lambda a, b: a @ b, lambda a, b: a @ b),
+    "relu_scale": (lambda a, b: fs.relu(a @ b) * 2.0, lambda a, b: np.maximum(a @ b, 0) * 2),
+    "b_transposed": (lambda a, b: a @ fs.transpose(b, (1, 0)) + 1.0, lambda a, b: a @ b.T + 1),
+    "softmax": (lambda a, b: fs.softmax(a @ b), lambda a, b: np.exp(a @ b - (a @ b).max(-1, keepdims=True))
+                / np.exp(a @ b - (a @ b).max(-1, keepdims=True)).sum(-1, keepdims=True)),
+}
+
+
+@fuzz_settings(scale=0.04)
+@given(name=st.sampled_from(sorted(CUBE)), m=st.integers(1, 90), k=st.integers(1, 80), n=st.integers(1, 90),
+       batch=st.sampled_from([0, 3]), dtype=st.sampled_from([np.float32, np.float16]),
+       target=st.sampled_from(["ascend910b", "ascend310p"]))
+def test_cube_kernels_match_the_interpreter(name, m, k, n, batch, dtype, target):
+    """Matmul objects: the core's block gathered as float32 and multiplied by cblas_sgemm, handed out
+    base tile by base tile (GetTensorC, M-first), the elementwise or row epilogue on each tile;
+    batches, a transposed B, tails of one row or column, 16-bit operands."""
+    f, ref = CUBE[name]
+    g = np.random.default_rng(m * 10000 + k * 100 + n)
+    lead = (batch,) if batch and name in ("plain", "relu_scale") else ()
+    a = g.standard_normal(lead + (m, k)).astype(dtype)
+    b = g.standard_normal((n, k) if name == "b_transposed" else lead + (k, n)).astype(dtype)
+    comp = fs.fused_kernel(f, target=target).compile(a, b)
+    if len(comp.kernels) != 1 or comp.kernels[0].kernel_kind != "cube" or kernel_ir(comp.kernels[0].lowered) is None:
+        return   # e.g. a product the chip's Matmul API does not take (no TileKernel)
+    (got,) = _run_both(comp, {"a": a, "b": b})
+    want = ref(a.astype(np.float32), b.astype(np.float32))
+    _close(got, want, dtype, 1e-4, 2e-2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape, stride, padding", [((1, 3, 8, 8), 1, 0), ((2, 5, 9, 7), 2, 1)])
+def test_conv_kernels_match_the_interpreter(shape, stride, padding, dtype):
+    """conv2d: the im2col panel gathered into the core's workspace slice (Gather, zeroed per core),
+    then the Matmul object over it."""
+    g = np.random.default_rng(1)
+    x = g.standard_normal(shape).astype(dtype)
+    w = g.standard_normal((4, shape[1], 3, 3)).astype(dtype)
+    comp = fs.fused_kernel(lambda x, w: fs.relu(fs.conv2d(x, w, stride=stride, padding=padding))).compile(x, w)
+    (plan,) = comp.kernels
+    assert plan.kernel_kind == "conv"
+    (got,) = _run_both(comp, {"x": x, "w": w})
+    _close(got, comp(x, w), dtype, 1e-5, 4e-3)
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_kernels_match_the_interpreter(target, causal):
+    """Flash attention's two Matmul objects: Q in L1 as NZ (CopyNz, 910B) or in UB (310P), P through
+    the core's workspace slice, the online softmax between them."""
+    g = np.random.default_rng(2)
+    q, k, v = (g.standard_normal((1, 2, 80, 32)).astype(np.float16) for _ in range(3))
+    comp = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=causal), target=target).compile(q, k, v)
+    (plan,) = comp.kernels
+    assert plan.kernel_kind == "attention"
+    (got,) = _run_both(comp, {"q": q, "k": k, "v": v})
+    _close(got, comp(q, k, v), np.float16, 1e-5, 4e-3)

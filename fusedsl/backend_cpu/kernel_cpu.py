@@ -15,9 +15,11 @@ import time
 
 import numpy as np
 
-from ..tile.kernel import TileKernel
+from ..errors import FusedslError
+from ..tile.kernel import TileKernel, evaluate, member_values
 from ..tile.verify import TileVerifyError
 from . import jit
+from .cube import sgemm_address, single_threaded_blas
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
 from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, lower_kernel, typed_fields
@@ -26,6 +28,10 @@ __all__ = ["TileKernelCpu"]
 
 # Below this many GM bytes a launch runs on the caller's thread (backend_cpu.PARALLEL_MIN_WORK's figure).
 PARALLEL_MIN_BYTES = 16 << 20
+# A cube kernel's cores (each one sgemm) go to the host threads from this many GM bytes.
+CUBE_PARALLEL_MIN_BYTES = 256 << 10
+# Outputs of this many bytes and more are written with non-temporal stores (backend_cpu.STREAM_MIN_BYTES).
+STREAM_MIN_BYTES = 32 << 20
 
 
 class TileKernelCpu:
@@ -53,12 +59,18 @@ class TileKernelCpu:
     def run(self, inputs, outputs: list[np.ndarray], words=None) -> None:
         """Run every block; `inputs` in kernel-parameter order (a runtime scalar a number), the
         outputs written in place (copied back when one is not a C-contiguous array of its dtype)."""
+        self.bind(inputs, outputs, words)()
+
+    def bind(self, inputs, outputs: list[np.ndarray], words=None):
+        """Everything `run` prepares (argument block, arenas, threads), once: the result is a
+        call that runs the kernel on these arrays (it keeps them alive)."""
         k = self.k
         words = list(k.words if words is None else words)
         if len(words) != k.word_count:
             raise TileVerifyError(f"kernel {k.name}: {len(words)} tiling words for a struct of {k.word_count}")
         layout, arena_bytes = arena_layout(k, words)
-        args = np.zeros(k.word_count + len(self._typed) + len(k.gms) + 2 * len(k.queues), np.int64)
+        args = np.zeros(k.word_count + len(self._typed) + len(k.gms) + 2 * len(k.queues) + 1
+                        + (1 + 3 * len(k.matmuls) if k.matmuls else 0), np.int64)
         args[:k.word_count] = words
         at = k.word_count
         for f in self._typed:
@@ -71,8 +83,12 @@ class TileKernelCpu:
                 else:
                     args[at] = int(np.asarray(value).astype(np.int64))
             at += 1
-        keep, back, moved = [], [], 0
+        keep, back, moved, written = [], [], 0, 0
         for g in k.gms:
+            if g.role == "work":   # the core's slice of the workspace, in its arena
+                args[at] = layout[f"work.{g.name}"][0]
+                at += 1
+                continue
             if g.role == "in":
                 arr = np.ascontiguousarray(inputs[g.index]).reshape(-1)
                 if arr.dtype != g.dtype.np:
@@ -85,6 +101,7 @@ class TileKernelCpu:
                 else:
                     arr = np.zeros(np.size(out), g.dtype.np)
                     back.append((out, arr))
+                written += arr.nbytes
             keep.append(arr)
             moved += arr.nbytes
             args[at] = arr.ctypes.data
@@ -92,15 +109,43 @@ class TileKernelCpu:
         for q in k.queues:
             args[at], args[at + 1] = layout[q.name]
             at += 2
-        total, per_core = self._word(words, "totalTiles"), self._word(words, "tilesPerCore")
-        blocks = -(-total // per_core) if per_core else 0
-        if blocks:
-            threads = 1 if blocks == 1 or moved < PARALLEL_MIN_BYTES else min(host_threads(), pool().workers + 1, blocks)
-            arenas = [np.empty(arena_bytes + ARENA_ALIGN, np.uint8) for _ in range(threads)]
-            addrs = [-(-a.ctypes.data // ARENA_ALIGN) * ARENA_ALIGN for a in arenas]
-            if threads == 1:
-                self._cfunc(0, blocks, args.ctypes.data, addrs[0])
+        args[at] = int(written >= STREAM_MIN_BYTES)
+        at += 1
+        if k.matmuls:
+            address = sgemm_address()
+            if address is None:
+                raise FusedslError(f"kernel {k.name}: numpy's OpenBLAS has no 64-bit cblas_sgemm for the Matmul objects")
+            args[at] = address
+            at += 1
+            for mm in k.matmuls:
+                for part in "ABC":
+                    args[at] = layout[f"{mm.name}.{part}"][0]
+                    at += 1
+        if k.process is not None:   # a cube kernel: Process once per core, cores on the host threads
+            blocks = evaluate(k.cores, member_values(k, words))
+            threads = 1 if blocks <= 1 or moved < CUBE_PARALLEL_MIN_BYTES else min(host_threads(), pool().workers + 1,
+                                                                                   blocks)
+        else:
+            total, per_core = self._word(words, "totalTiles"), self._word(words, "tilesPerCore")
+            blocks = -(-total // per_core) if per_core else 0
+            threads = 1 if blocks <= 1 or moved < PARALLEL_MIN_BYTES else min(host_threads(), pool().workers + 1, blocks)
+        arenas = [np.empty(arena_bytes + ARENA_ALIGN, np.uint8) for _ in range(threads)]
+        addrs = [-(-a.ctypes.data // ARENA_ALIGN) * ARENA_ALIGN for a in arenas]
+        fn, address = self._cfunc, args.ctypes.data
+
+        def launch() -> None:
+            if blocks and threads == 1:
+                fn(0, blocks, address, addrs[0])
+            elif blocks:
+                run_blocks(fn, blocks, address, addrs)
+
+        def call() -> None:
+            if k.matmuls:   # each core's sgemm on its own thread: OpenBLAS's threads on top spin
+                with single_threaded_blas():
+                    launch()
             else:
-                run_blocks(self._cfunc, blocks, args.ctypes.data, addrs)
-        for out, arr in back:
-            out.reshape(-1)[:] = arr
+                launch()
+            for out, arr in back:
+                out.reshape(-1)[:] = arr
+        call.keep = (args, arenas, keep)
+        return call

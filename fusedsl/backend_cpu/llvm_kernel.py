@@ -17,10 +17,13 @@ members (Init), the `once` stages (a prologue), then the tiles [b * tilesPerCore
 min(totalTiles, (b + 1) * tilesPerCore)) through the other stages.  `args` is an int64 block:
 
     the tiling words | the typed fields (runtime scalars: float as a double, ints as int64) |
-    a pointer per GM tensor (kernel order) | per queue its byte offset in the arena and the
-    bytes of one buffer
+    a pointer per GM tensor (kernel order; a work tensor: its offset in the arena) | per queue its byte offset in the arena and the
+    bytes of one buffer | stream (1: the outputs are large, CopyOut writes whole lines with
+    non-temporal stores) | a cube kernel's cblas_sgemm address, then per Matmul object the arena
+    offsets of its A, B and C blocks
 
-`arena` is the thread's UB: every queue's `depth` buffers at fixed offsets (64-byte aligned).
+`arena` is the thread's UB: every queue's `depth` buffers at fixed offsets (64-byte aligned), then
+the work GM slices and the Matmul objects' blocks (`arena_layout`).
 
 What each node becomes:
 - scalar work (Let / Var / Set, members, stage parameters, loop variables): an alloca per name
@@ -32,7 +35,10 @@ What each node becomes:
   keeps them (AllocTensor takes the first free buffer, DeQue the first queued one), so two
   tensors of one queue held at once are two buffers; VECCALC tensors are buffer 0;
 - DMA (CopyIn / CopyOut rows, GatherRow, UbCopy): memcpy / memmove per row (one call when the
-  rows are contiguous on both sides); Move / Put / Dup / get are element loads and stores;
+  rows are contiguous on both sides; CopyOut of a streaming launch: non-temporal line stores);
+  a VECIN queue that only CopyIn writes is *aliased*: a contiguous copy into it is skipped and
+  its buffer points at the GM rows (what a staging copy would hold), else at its arena buffer;
+  Move / Put / Dup / get are element loads and stores;
 - Vec: a 16-lane loop with a masked tail, with numpy's semantics (maximum / minimum pick the
   second operand on a tie, NaN propagates); WholeReduce / ReduceRepeat fold one repeat in
   numpy's pairwise order (8 accumulators, the same split as np.sum);
@@ -40,7 +46,14 @@ What each node becomes:
   into one 16-lane loop when every UB tensor the step writes is addressed at one offset in it
   (lanes then never meet: the values stay in registers from stmt to stmt, written back once),
   otherwise one loop per stmt.
-Cube nodes (Matmul objects, CopyNz) are not lowered yet: a LoweringError says so.
+- a cube kernel (conv and attention too) runs its Process body once per core (Call inlines a
+  stage, Return leaves the core); a Matmul object's Iterate gathers the core's m x k block of A
+  and k x n block of B as float32 (from GM or a UB tensor through SetTensorA / SetTensorB's
+  addressing, or from an L1 tensor in NZ that CopyNz filled), multiplies them with one
+  cblas_sgemm (numpy's OpenBLAS, whose address arrives in `args`) and runs the body per base
+  tile, M-first; GetTensorC copies the tile (rounded to C's dtype) into UB.  Work GM tensors are
+  the core's slice in the arena, zeroed per core.  Integer Matmul objects (int8 x int8 -> int32)
+  are a LoweringError.
 """
 from __future__ import annotations
 
@@ -48,9 +61,9 @@ import numpy as np
 from llvmlite import ir
 
 from .. import dtypes as dt
-from ..tile.kernel import (VIEWS, Alloc, Barrier, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow, If,
-                           Let, Move, Put, Ref, Scalar, Set, Stage, Step, Sync, TileKernel, UbCopy, Var, Vec,
-                           evaluate, member_values)
+from ..tile.kernel import (CORE_NAMES, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
+                           Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Return,
+                           Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, evaluate, member_values)
 from .irgen import I1, I64, PTR, VOID, carried_loop, kernel_function, vname
 from .mathlib import VectorConsts
 from .stmts import F16, F32, I8, I16, I32, LANES, LoweringError, StmtEmitter, mem_type, reg_type, vec
@@ -101,15 +114,39 @@ def _promote(a, b):
     return np.result_type(a, b)
 
 
+def _line(nbytes: int) -> int:
+    return -(-max(1, nbytes) // ARENA_ALIGN) * ARENA_ALIGN
+
+
+def mm_field(mm, name: str) -> str:
+    """The tiling field of a Matmul object's TCubeTiling member (its own struct's, `<tiling>_<f>`)."""
+    return f"t.{mm.tiling}_{name}" if mm.tiling else f"t.{name}"
+
+
+def work_elems(g) -> int:
+    """A work GM tensor's elements (its own, or the whole slice: `index` bytes)."""
+    return g.elems or g.index // g.dtype.itemsize
+
+
 def arena_layout(k: TileKernel, words) -> tuple[dict[str, tuple[int, int]], int]:
-    """queue -> (byte offset, bytes per buffer) in a block's arena, and the arena's bytes: every
-    queue's `depth` buffers of its elements at the tiling, each on a 64-byte line."""
+    """name -> (byte offset, bytes per buffer) in a block's arena, and the arena's bytes: every
+    queue's `depth` buffers of its elements at the tiling, then per Matmul object its core's
+    block of A, of B (float32, gathered) and of C (float32), each on a 64-byte line."""
     env = member_values(k, words)
     out, at = {}, 0
     for q in k.queues:
-        size = -(-max(1, evaluate(q.elems, env)) * q.dtype.itemsize // ARENA_ALIGN) * ARENA_ALIGN
+        size = _line(evaluate(q.elems, env) * q.dtype.itemsize)
         out[q.name] = (at, size)
         at += size * q.depth
+    for g in k.gms:   # a core's slice of the launch's workspace: zeros at the core's start
+        if g.role == "work":
+            out[f"work.{g.name}"] = (at, _line(work_elems(g) * g.dtype.itemsize))
+            at += _line(work_elems(g) * g.dtype.itemsize)
+    for mm in k.matmuls:
+        m, n, ka = (env[mm_field(mm, f)] for f in ("singleCoreM", "singleCoreN", "Ka"))
+        for part, elems in (("A", m * ka), ("B", ka * n), ("C", m * n)):
+            out[f"{mm.name}.{part}"] = (at, _line(elems * 4))
+            at += _line(elems * 4)
     return out, at
 
 
@@ -119,8 +156,6 @@ def typed_fields(k: TileKernel) -> list:
 
 def lower_kernel(k: TileKernel, features=frozenset()) -> str:
     """The LLVM IR text of kernel `k` (module doc)."""
-    if k.matmuls or k.process is not None:
-        raise LoweringError(f"kernel {k.name}: cube kernels (Matmul objects) are not lowered to LLVM yet")
     return str(_Lowering(k, frozenset(features)).build())
 
 
@@ -128,7 +163,7 @@ def lower_kernel(k: TileKernel, features=frozenset()) -> str:
 def _walk(body):
     for node in body:
         yield node
-        if isinstance(node, For):
+        if isinstance(node, (For, MmIterate)):
             yield from _walk(node.body)
         elif isinstance(node, If):
             yield from _walk(node.then)
@@ -142,17 +177,53 @@ class _Lowering:
         self.kc = VectorConsts(self.module, LANES, scalef="avx512f" in features)
         self.queues = {q.name: q for q in k.queues}
         self.gms = {g.name: g for g in k.gms}
-        if any(g.role == "work" for g in k.gms):
-            raise LoweringError(f"kernel {k.name}: GM workspace tensors are not lowered to LLVM yet")
         self.offsets = k.field_offsets()
         self.typed = {f.name: f for f in typed_fields(k)}
         self.tensor_queue: dict[str, str] = {}
-        nodes = [n for st in k.stages for n in _walk(st.body)]
+        self.mms = {mm.name: mm for mm in k.matmuls}
+        self.stage_of = {st.name: st for st in k.stages}
+        nodes = [n for st in k.stages for n in _walk(st.body)] + list(_walk(k.process or ()))
+        self.nz = sorted({n.tensor for n in nodes if isinstance(n, CopyNz)})   # L1 tensors in NZ
+        for mm in k.matmuls:
+            if mm.c.dtype == dt.int32 or mm.a.dtype.kind == "int":
+                raise LoweringError(f"kernel {k.name}: integer Matmul objects are not lowered to LLVM yet")
         for n in nodes:
             if isinstance(n, (Alloc, DeQue, Decl)):
                 if self.tensor_queue.setdefault(n.tensor, n.queue) != n.queue:
                     raise LoweringError(f"kernel {k.name}: tensor {n.tensor} is taken from two queues")
         self.types = self._infer_types(nodes)
+        self.aliased = self._aliasable(nodes)
+
+    def _aliasable(self, nodes) -> set[str]:
+        """Queues whose buffers nothing but a whole-tensor CopyIn writes: a contiguous copy into
+        one is skipped and the buffer is the GM rows themselves (a read-only staging copy of GM
+        holds what GM holds)."""
+        written: dict[str, list] = {}
+
+        def wrote(tensor, node):
+            q = self.tensor_queue.get(tensor)
+            if q is not None:
+                written.setdefault(q, []).append(node)
+        for n in nodes:
+            if isinstance(n, CopyIn):
+                wrote(n.tensor, n)
+            elif isinstance(n, (GatherRow, Dup, Vec)):
+                wrote(n.dst.tensor, n)
+            elif isinstance(n, (UbCopy, Move)):
+                wrote(n.dst, n)
+            elif isinstance(n, Put):
+                wrote(n.tensor, n)
+            elif isinstance(n, Step):
+                outs = {st.dst for st in n.stmts}
+                for slot, r in n.names:
+                    if slot in outs:
+                        wrote(r.tensor, n)
+                for r, _, _ in n.prefill:
+                    wrote(r.tensor, n)
+        return {q for q, ws in written.items()
+                if self.queues[q].position == "VECIN" and all(
+                    isinstance(w, CopyIn) and w.ub_off == 0 and self.gms[w.gm].dtype == self.queues[q].dtype
+                    for w in ws)}
 
     # -- typing ------------------------------------------------------------------------------------
     def _infer_types(self, nodes) -> dict:
@@ -162,6 +233,8 @@ class _Lowering:
         for st in self.k.stages:
             if st.param:
                 types[st.param] = None
+        if self.k.process is not None:
+            types.update({name: None for name in CORE_NAMES})
         for _ in range(3):   # a name read before the node that sets it (loops, later stages)
             for n in nodes:
                 if isinstance(n, (Let, Var)):
@@ -231,23 +304,44 @@ class _Lowering:
             self.typed_vals[f.name] = b.bitcast(raw, F64) if f.ctype == "float" else b.trunc(raw, I32)
         at = nw + len(self.typed)
         self.gm_ptr = {}
-        for g in k.gms:
-            self.gm_ptr[g.name] = b.inttoptr(self._arg(b, at), PTR)
+        for g in k.gms:   # a work tensor's word is its offset in the arena
+            word = self._arg(b, at)
+            self.gm_ptr[g.name] = (b.gep(arena, [word], source_etype=I8) if g.role == "work"
+                                   else b.inttoptr(word, PTR))
             at += 1
         self.q_off, self.q_size = {}, {}
         for q in k.queues:
             self.q_off[q.name] = self._arg(b, at)
             self.q_size[q.name] = self._arg(b, at + 1)
             at += 2
+        self.stream = b.icmp_unsigned("!=", self._arg(b, at), ir.Constant(I64, 0))
+        at += 1
+        if k.matmuls:
+            sgemm_t = ir.FunctionType(VOID, [I32, I32, I32, I64, I64, I64, F32, PTR, I64, PTR, I64, F32, PTR, I64])
+            self.sgemm = b.inttoptr(self._arg(b, at), sgemm_t.as_pointer())
+            at += 1
+            self.mm_scratch = {}
+            for mm in k.matmuls:
+                self.mm_scratch[mm.name] = [self._arg(b, at + j) for j in range(3)]
+                at += 3
+        self.nt_md = self.module.add_metadata([ir.Constant(I32, 1)])
         self.slots = {}
         for name, kind in self.types.items():
             self.slots[name] = b.alloca(_reg(kind), name=f"v.{name}")
         self.q_state = {q.name: [b.alloca(I8, name=f"q.{q.name}.{i}") for i in range(q.depth)]
                         for q in k.queues if q.depth > 1 and q.position not in ("VECCALC", "TBUF_VECOUT")}
         self.t_index = {t: b.alloca(I32, name=f"t.{t}") for t, q in self.tensor_queue.items() if q in self.q_state}
+        # an aliased queue's buffers are pointers: the arena's buffer, or the GM rows a CopyIn left there
+        self.buf_ptr = {q: [b.alloca(PTR, name=f"p.{q}.{i}") for i in range(self.queues[q].depth)]
+                        for q in sorted(self.aliased)}
+        # per Matmul object: its operands' addresses, the block's m, n, k, the tile being handed out
+        self.mm_vars = {mm.name: {v: b.alloca(PTR if v in ("A", "B") else I32, name=f"mm.{mm.name}.{v}")
+                                  for v in ("A", "B", "Anz", "Bnz", "m", "n", "k", "mi", "ni")} for mm in k.matmuls}
+        self.nz_rows = {t: b.alloca(I32, name=f"nz.{t}") for t in self.nz}   # the rows its last CopyNz held
         body = fn.append_basic_block("body")
         self.b = ir.IRBuilder(body)
         self._blocks(b0, b1)
+        self.b.fence("seq_cst")   # the streaming stores reach memory before the caller reads it
         self.b.ret_void()
         self.ab.branch(body)
         return self.module
@@ -255,21 +349,56 @@ class _Lowering:
     def _arg(self, b, i: int):
         return b.load(b.gep(self.args, [ir.Constant(I64, i)], source_etype=I64), typ=I64, align=8)
 
+    def _core_start(self) -> None:
+        """Per block (core): the members (Init), every queue buffer free, aliased buffers home, the
+        workspace slices zeroed."""
+        k = self.k
+        for g in k.gms:
+            if g.role == "work":
+                f = self.kc.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+                self.b.call(f, [self.gm_ptr[g.name], ir.Constant(I8, 0),
+                                ir.Constant(I64, work_elems(g) * g.dtype.itemsize), ir.Constant(I1, 0)])
+        for m in k.members:
+            if m.init is None:
+                v = ir.Constant(_reg(self.types[m.name]), 0 if m.dtype is None or not m.dtype.is_float else 0.0)
+                self.b.store(v, self.slots[m.name])
+            else:
+                self.assign(m.name, self.ev(m.init))
+        for q, slots in self.buf_ptr.items():
+            for i, slot in enumerate(slots):
+                self.b.store(self.arena_buffer(q, ir.Constant(I64, i)), slot)
+        for states in self.q_state.values():   # every buffer free (0) at the block's start
+            for slot in states:
+                self.b.store(ir.Constant(I8, 0), slot)
+        for slot in self.nz_rows.values():
+            self.b.store(ir.Constant(I32, 0), slot)
+        for mm in k.matmuls:
+            v = self.mm_vars[mm.name]
+            for name in ("Anz", "Bnz"):
+                self.b.store(ir.Constant(I32, 0), v[name])
+            for name, field in (("m", "singleCoreM"), ("n", "singleCoreN"), ("k", "Ka")):
+                self.b.store(self.ev(mm_field(mm, field))[0], v[name])
+
     def _blocks(self, b0, b1):
         k, b = self.k, self.b
+        if k.process is not None:   # a cube kernel: Process once per core, Return leaves it
+            def core(blk, _):
+                self.b.store(self.b.trunc(blk, I32), self.slots["block"])
+                self.b.store(ir.Constant(I32, 0), self.slots["subblock"])
+                self.b.store(ir.Constant(I32, 1), self.slots["ratio"])
+                self._core_start()
+                self.core_end = self.fn.append_basic_block("core.end")
+                self.body(k.process)
+                self.b.branch(self.core_end)
+                self.b.position_at_end(self.core_end)
+                return []
+            carried_loop(b, b0, b1, 1, [], core, "core")
+            return
         total = b.zext(self.words["totalTiles"], I64)
         per_core = b.zext(self.words["tilesPerCore"], I64)
 
         def block(blk, _):
-            for m in k.members:
-                if m.init is None:
-                    v = ir.Constant(_reg(self.types[m.name]), 0 if m.dtype is None or not m.dtype.is_float else 0.0)
-                    self.b.store(v, self.slots[m.name])
-                else:
-                    self.assign(m.name, self.ev(m.init))
-            for states in self.q_state.values():   # every buffer free (0) at the block's start
-                for slot in states:
-                    self.b.store(ir.Constant(I8, 0), slot)
+            self._core_start()
             for st in k.stages:
                 if st.once:
                     self.body(st.body)
@@ -480,10 +609,26 @@ class _Lowering:
         q = self.tensor_queue.get(name)
         if q is None:
             raise LoweringError(f"kernel {self.k.name}: tensor {name} is never taken from a queue")
-        off = self.q_off[q]
-        if name in self.t_index:
-            off = b.add(off, b.mul(b.zext(b.load(self.t_index[name]), I64), self.q_size[q]))
-        return b.gep(self.arena, [off], source_etype=I8)
+        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
+        if q in self.buf_ptr:
+            slots = self.buf_ptr[q]
+            ptr = b.load(slots[0], typ=PTR)
+            for i in range(1, len(slots)):
+                ptr = b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), b.load(slots[i], typ=PTR), ptr)
+            return ptr
+        return self.arena_buffer(q, b.zext(idx, I64))
+
+    def arena_buffer(self, q: str, idx):
+        b = self.b
+        return b.gep(self.arena, [b.add(self.q_off[q], b.mul(idx, self.q_size[q]))], source_etype=I8)
+
+    def set_buffer(self, name: str, ptr) -> None:
+        """The buffer tensor `name` holds is now at `ptr` (an aliased queue's)."""
+        b = self.b
+        slots = self.buf_ptr[self.tensor_queue[name]]
+        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
+        for i, slot in enumerate(slots):
+            b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), ptr, b.load(slot, typ=PTR)), slot)
 
     def element_ptr(self, name: str, index, d: dt.DType):
         return self.b.gep(self.tensor_base(name), [index], source_etype=mem_type(d))
@@ -571,6 +716,41 @@ class _Lowering:
             self.vec_op(node)
         elif isinstance(node, Step):
             self.step(node)
+        elif isinstance(node, Call):
+            st = self.stage_of[node.stage]
+            if st.param:
+                self.assign(st.param, self.ev(node.arg))
+            self.body(st.body)
+        elif isinstance(node, Return):
+            b.branch(self.core_end)
+            b.position_at_end(self.fn.append_basic_block("after.return"))   # unreachable
+        elif isinstance(node, MmSet):
+            v = self.mm_vars[node.mm]
+            if node.src in self.gms:
+                g = self.gms[node.src]
+                p = b.gep(self.gm_ptr[node.src], [self.ev_i64(node.offset)], source_etype=mem_type(g.dtype))
+                nz = ir.Constant(I32, 0)
+            elif node.src in self.nz_rows:   # an L1 tensor in NZ (its number + 1): Iterate reads its rows
+                p = self.tensor_base(node.src)
+                nz = ir.Constant(I32, self.nz.index(node.src) + 1)
+            else:                            # a UB tensor, rows as in GM
+                p = self.ref_ptr(Ref(node.src, node.offset))[0]
+                nz = ir.Constant(I32, 0)
+            b.store(p, v[node.which])
+            b.store(nz, v[node.which + "nz"])
+        elif isinstance(node, CopyNz):
+            self.copy_nz(node)
+        elif isinstance(node, MmTail):
+            v, mm = self.mm_vars[node.mm], self.mms[node.mm]
+            b.store(self.ev_u32(node.m), v["m"])
+            b.store(self.ev_u32(node.n), v["n"])
+            b.store(self.ev_u32(mm_field(mm, "Ka") if node.k is None else node.k), v["k"])
+        elif isinstance(node, MmIterate):
+            self.mm_iterate(node)
+        elif isinstance(node, MmGetC):
+            self.mm_get_c(node)
+        elif isinstance(node, MmEnd):
+            pass
         else:
             raise LoweringError(f"kernel {self.k.name}: {type(node).__name__} nodes are not lowered to LLVM yet")
 
@@ -644,24 +824,59 @@ class _Lowering:
         rows, cols = self.ev_i64(node.rows), self.ev_i64(node.cols)
         gs, us = self.ev_i64(node.gm_stride), self.ev_i64(node.ub_stride)
         gm0 = b.gep(self.gm_ptr[node.gm], [self.ev_i64(node.offset)], source_etype=mem_type(d))
-        ub0 = self.ref_ptr(Ref(node.tensor, node.ub_off))[0]
         inward = isinstance(node, CopyIn)
         one = ir.Constant(I64, 1)
         whole = b.or_(b.icmp_unsigned("==", rows, one),
                       b.and_(b.icmp_unsigned("==", gs, cols), b.icmp_unsigned("==", us, cols)))
         empty = b.or_(b.icmp_unsigned("==", rows, ir.Constant(I64, 0)), b.icmp_unsigned("==", cols, ir.Constant(I64, 0)))
+        if inward and self.tensor_queue[node.tensor] in self.aliased:
+            # contiguous rows: the tensor is the GM rows themselves; otherwise its arena buffer
+            q = self.tensor_queue[node.tensor]
+            idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
+            arena = self.arena_buffer(q, b.zext(idx, I64))
+            self.set_buffer(node.tensor, b.select(whole, gm0, arena))
+            empty = b.or_(empty, whole)            # aliased: nothing to copy
+            whole = ir.Constant(I1, 0)             # else the rows one by one
+        ub0 = self.ref_ptr(Ref(node.tensor, node.ub_off))[0]
+        put = self.memcpy if inward else self.copy_out
         with b.if_then(b.not_(empty)):
             with b.if_else(whole) as (then, other):
                 with then:
                     n = b.mul(b.mul(rows, cols), size)
-                    self.memcpy(ub0 if inward else gm0, gm0 if inward else ub0, n)
+                    put(ub0 if inward else gm0, gm0 if inward else ub0, n)
                 with other:
                     def row(r, _):
                         gp = b.gep(gm0, [b.mul(r, gs)], source_etype=mem_type(d))
                         up = b.gep(ub0, [b.mul(r, us)], source_etype=mem_type(d))
-                        self.memcpy(up if inward else gp, gp if inward else up, b.mul(cols, size))
+                        put(up if inward else gp, gp if inward else up, b.mul(cols, size))
                         return []
                     carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "rows")
+
+    def copy_out(self, dst, src, nbytes) -> None:
+        """UB -> GM: a memcpy, or when the launch streams (large outputs) whole 64-byte lines with
+        non-temporal stores: the output is not read back from cache, and no line is read first."""
+        b = self.b
+        big = b.and_(self.stream, b.icmp_unsigned(">=", nbytes, ir.Constant(I64, 256)))
+        with b.if_else(big) as (then, other):
+            with then:
+                addr = b.ptrtoint(dst, I64)
+                head = b.and_(b.sub(ir.Constant(I64, 0), addr), ir.Constant(I64, 63))
+                self.memcpy(dst, src, head)
+                lines = b.lshr(b.sub(nbytes, head), ir.Constant(I64, 6))
+                vt = vec(I8, 64)
+
+                def line(i, _):
+                    at = b.add(head, b.shl(i, ir.Constant(I64, 6)))
+                    v = b.load(b.gep(src, [at], source_etype=I8), typ=vt, align=1)
+                    st = b.store(v, b.gep(dst, [at], source_etype=I8), align=64)
+                    st.set_metadata("nontemporal", self.nt_md)
+                    return []
+                carried_loop(b, ir.Constant(I64, 0), lines, 1, [], line, "nt")
+                done = b.add(head, b.shl(lines, ir.Constant(I64, 6)))
+                self.memcpy(b.gep(dst, [done], source_etype=I8), b.gep(src, [done], source_etype=I8),
+                            b.sub(nbytes, done))
+            with other:
+                self.memcpy(dst, src, nbytes)
 
     def gather_row(self, node: GatherRow) -> None:
         b = self.b
@@ -936,6 +1151,152 @@ class _Lowering:
             b.store(v, b.gep(dst[0], [i], source_etype=ptr_t), align=size)
             return []
         carried_loop(b, ir.Constant(I64, 0), self.ev_i64(node.count), 1, [], one, "gather")
+
+    # -- Matmul objects: the core's block on sgemm, handed out tile by tile ---------------------------------
+    def mm_iterate(self, node: MmIterate) -> None:
+        """The interpreter's Iterate: the core's m x k block of A and k x n of B gathered as float32
+        (as SetTensorA / SetTensorB address them), C = A @ B by cblas_sgemm once, then the body once
+        per base tile, M-first."""
+        b = self.b
+        mm, v = self.mms[node.mm], self.mm_vars[node.mm]
+        m, n, kk = (b.zext(b.load(v[x], typ=I32), I64) for x in ("m", "n", "k"))
+        a_buf, b_buf, c_buf = (b.gep(self.arena, [off], source_etype=I8) for off in self.mm_scratch[mm.name])
+        f = {x: b.zext(self.ev_u32(mm_field(mm, x)), I64) for x in ("M", "Ka", "Kb", "N", "baseM", "baseN")}
+        one = ir.Constant(I64, 1)
+        # A [m, k]: element (i, j) at i * Ka + j, or (read transposed) j * M + i; B [k, n]: i * N + j or j * Kb + i
+        self._operand(v, "A", mm.a, a_buf, m, kk, (f["M"], one) if mm.a.transpose else (one, f["Ka"]))
+        self._operand(v, "B", mm.b, b_buf, kk, n, (f["Kb"], one) if mm.b.transpose else (one, f["N"]))
+        with b.if_then(b.and_(b.icmp_unsigned(">", m, ir.Constant(I64, 0)), b.icmp_unsigned(">", n, ir.Constant(I64, 0)))):
+            self._sgemm(m, n, kk, a_buf, b_buf, c_buf)
+        round_m = b.udiv(b.add(m, b.sub(f["baseM"], ir.Constant(I64, 1))), f["baseM"])
+        round_n = b.udiv(b.add(n, b.sub(f["baseN"], ir.Constant(I64, 1))), f["baseN"])
+
+        def tile(count, _):
+            b.store(b.trunc(b.urem(count, round_m), I32), v["mi"])
+            b.store(b.trunc(b.udiv(count, round_m), I32), v["ni"])
+            self.body(node.body)
+            return []
+        carried_loop(b, ir.Constant(I64, 0), b.mul(round_m, round_n), 1, [], tile, "iterate")
+
+    def _operand(self, v, which: str, op, dst, rows, cols, strides) -> None:
+        """The block of A or B as float32 rows: from GM / UB through its strides, or from an L1
+        tensor in NZ (element (i, k) at (k / c0) * high * c0 + i * c0 + k % c0, high = its rows
+        rounded up to 16, c0 = 32 bytes of elements)."""
+        b = self.b
+        src = b.load(v[which], typ=PTR)
+        which_nz = b.load(v[which + "nz"], typ=I32)
+        nz = ir.Constant(I64, 0)   # the rows of the NZ tensor's last CopyNz (at Iterate, as the interpreter)
+        for j, t in enumerate(self.nz):
+            rows_t = b.zext(b.load(self.nz_rows[t], typ=I32), I64)
+            nz = b.select(b.icmp_unsigned("==", which_nz, ir.Constant(I32, j + 1)), rows_t, nz)
+        zero = ir.Constant(I64, 0)
+        with b.if_else(b.icmp_unsigned("==", which_nz, ir.Constant(I32, 0))) as (plain, blocked):
+            with plain:
+                self._gather(src, op, dst, rows, cols, strides)
+            with blocked:
+                c0 = ir.Constant(I64, 32 // op.dtype.itemsize)
+                high = b.mul(b.udiv(b.add(nz, ir.Constant(I64, 15)), ir.Constant(I64, 16)), ir.Constant(I64, 16))
+                d = op.dtype
+
+                def row(i, _):
+                    def col(j, _):
+                        at = b.add(b.add(b.mul(b.mul(b.udiv(j, c0), high), c0), b.mul(i, c0)), b.urem(j, c0))
+                        x = self.load_scalar(b.gep(src, [at], source_etype=mem_type(d)), d)
+                        b.store(self.convert(x, d.np, np.dtype(np.float32)),
+                                b.gep(dst, [b.add(b.mul(i, cols), j)], source_etype=F32), align=4)
+                        return []
+                    carried_loop(b, zero, cols, 1, [], col, "nzcol")
+                    return []
+                carried_loop(b, zero, rows, 1, [], row, "nzrow")
+
+    def copy_nz(self, node: CopyNz) -> None:
+        """rows x cols of a GM matrix into an L1 tensor in NZ: 32-byte column blocks, each `rows`
+        rounded up to 16 high (what is not copied keeps its bytes, as in the interpreter)."""
+        b = self.b
+        g = self.gms[node.gm]
+        d = self.tensor_dtype(node.tensor)
+        if d != g.dtype:
+            raise LoweringError(f"kernel {self.k.name}: CopyNz from GM {g.dtype} into {d}")
+        rows, cols, gs = self.ev_i64(node.rows), self.ev_i64(node.cols), self.ev_i64(node.gm_stride)
+        src0 = b.gep(self.gm_ptr[node.gm], [self.ev_i64(node.offset)], source_etype=mem_type(d))
+        dst0 = self.tensor_base(node.tensor)
+        c0 = ir.Constant(I64, 32 // d.itemsize)
+        high = b.mul(b.udiv(b.add(rows, ir.Constant(I64, 15)), ir.Constant(I64, 16)), ir.Constant(I64, 16))
+        blocks = b.udiv(b.add(cols, b.sub(c0, ir.Constant(I64, 1))), c0)
+        size = ir.Constant(I64, d.itemsize)
+
+        def row(i, _):
+            def block(kb, _):
+                k0 = b.mul(kb, c0)
+                w = b.sub(cols, k0)
+                w = b.select(b.icmp_unsigned("<", c0, w), c0, w)
+                at = b.add(b.mul(b.mul(kb, high), c0), b.mul(i, c0))
+                self.memcpy(b.gep(dst0, [at], source_etype=mem_type(d)),
+                            b.gep(src0, [b.add(b.mul(i, gs), k0)], source_etype=mem_type(d)), b.mul(w, size))
+                return []
+            carried_loop(b, ir.Constant(I64, 0), blocks, 1, [], block, "nzblk")
+            return []
+        carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "nzrows")
+        b.store(b.trunc(rows, I32), self.nz_rows[node.tensor])
+
+    def _sgemm(self, m, n, kk, a, bb, c) -> None:
+        """cblas_sgemm(RowMajor, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, c, n) (64-bit ints)."""
+        b = self.b
+        one = ir.Constant(I64, 1)
+        lda = b.select(b.icmp_unsigned(">", kk, one), kk, one)
+        ldb = b.select(b.icmp_unsigned(">", n, one), n, one)
+        b.call(self.sgemm, [ir.Constant(I32, 101), ir.Constant(I32, 111), ir.Constant(I32, 111), m, n, kk,
+                            ir.Constant(F32, 1.0), a, lda, bb, ldb, ir.Constant(F32, 0.0), c, ldb])
+
+    def _gather(self, src, op, dst, rows, cols, strides) -> None:
+        """dst[i * cols + j] = src[i * strides[1] + j * strides[0]] as float32 (a 16-bit operand widened)."""
+        b = self.b
+        d = op.dtype
+        si, sj = strides[1], strides[0]
+
+        def row(i, _):
+            def col(j, _):
+                x = self.load_scalar(b.gep(src, [b.add(b.mul(i, si), b.mul(j, sj))], source_etype=mem_type(d)), d)
+                b.store(self.convert(x, d.np, np.dtype(np.float32)),
+                        b.gep(dst, [b.add(b.mul(i, cols), j)], source_etype=F32), align=4)
+                return []
+            carried_loop(b, ir.Constant(I64, 0), cols, 1, [], col, "gcol")
+            return []
+        carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "grow")
+
+    def mm_get_c(self, node: MmGetC) -> None:
+        """GetTensorC: the current tile of C (rounded to C's dtype) into a UB tensor, its rows 32 bytes
+        apart; `placed`: at the tile's place in the block, rows padded to the block's width."""
+        b = self.b
+        mm, v = self.mms[node.mm], self.mm_vars[node.mm]
+        m, n = (b.zext(b.load(v[x], typ=I32), I64) for x in ("m", "n"))
+        mi, ni = (b.zext(b.load(v[x], typ=I32), I64) for x in ("mi", "ni"))
+        bm, bn = (b.zext(self.ev_u32(mm_field(mm, x)), I64) for x in ("baseM", "baseN"))
+        r0, c0 = b.mul(mi, bm), b.mul(ni, bn)
+        rows = b.sub(m, r0)
+        rows = b.select(b.icmp_unsigned("<", bm, rows), bm, rows)
+        cols = b.sub(n, c0)
+        cols = b.select(b.icmp_unsigned("<", bn, cols), bn, cols)
+        d = self.tensor_dtype(node.tensor)
+        per = ir.Constant(I64, 32 // d.itemsize)
+        width = n if node.placed else cols
+        ld = b.mul(b.udiv(b.add(width, b.sub(per, ir.Constant(I64, 1))), per), per)
+        at_r, at_c = (r0, c0) if node.placed else (ir.Constant(I64, 0), ir.Constant(I64, 0))
+        c_buf = b.gep(self.arena, [self.mm_scratch[mm.name][2]], source_etype=I8)
+        base = self.tensor_base(node.tensor)
+
+        def row(i, _):
+            def col(j, _):
+                x = b.load(b.gep(c_buf, [b.add(b.mul(b.add(r0, i), n), b.add(c0, j))], source_etype=F32), typ=F32,
+                           align=4)
+                x = self.convert(x, np.dtype(np.float32), mm.c.dtype.np)
+                x = self.convert(x, mm.c.dtype.np, d.np)
+                at = b.add(b.mul(b.add(at_r, i), ld), b.add(at_c, j))
+                self.store_scalar(x, b.gep(base, [at], source_etype=mem_type(d)), d)
+                return []
+            carried_loop(b, ir.Constant(I64, 0), cols, 1, [], col, "ccol")
+            return []
+        carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "crow")
 
     # -- Step: one graph op's tile stmts -------------------------------------------------------------------
     def step(self, node: Step) -> None:
