@@ -516,6 +516,27 @@ _SHIFTS = (20, 9, 0)
 _ROUND = 12582912.0     # 1.5 * 2**23: (x + it) - it rounds x to an integer, |x| <= 2**22
 
 
+def exact_int32(F, v, bound=2 ** 31):
+    """v, a float32 tensor of integers with |v| <= bound <= 2**31, as int32, exact on every
+    executor and target (2**31 wraps to INT_MIN like numpy's int32 arithmetic).  310P / 910A cast
+    float32 -> int32 through half, exact for integers to 2048 only (argmax past index 1024 came
+    out wrong there), so v is cut into pieces of at most 1024 in magnitude, each cast alone and
+    joined in int32: v = h 2**21 + m 2**10 + l with h = rint(v / 2**21), m = rint(rest / 2**10)
+    (rint by adding and subtracting _ROUND; every step exact), |l| <= 512.  One cast for
+    bound <= 1024, 7 graph ops to 2**20, 17 beyond: give the tightest bound known."""
+    i32 = dt.int32
+    if bound <= 1024:
+        return F.cast(v, i32)
+    if bound <= 2 ** 20:
+        m = (v * 2.0 ** -10 + _ROUND) - _ROUND
+        return F.cast(m, i32) * 1024 + F.cast(v - m * 1024.0, i32)
+    h = (v * 2.0 ** -21 + _ROUND) - _ROUND
+    rest = v - h * 2.0 ** 21
+    m = (rest * 2.0 ** -10 + _ROUND) - _ROUND
+    low = rest - m * 1024.0
+    return F.cast(h, i32) * (1 << 21) + F.cast(m, i32) * 1024 + F.cast(low, i32)
+
+
 def _int_flag(F, cond):
     """A bool tensor as int32 0 / 1."""
     return F.cast(F.where(cond, 1.0, 0.0), dt.int32)
@@ -1107,9 +1128,10 @@ def right_shift(F, a, k):
     hi = F.cast(F.bitwise_and(a32, -65536), dt.float32)
     if k <= 16:
         lo = F.cast(F.bitwise_and(a32, 65535), dt.float32)
-        r = F.cast(hi * float(2.0 ** -k), dt.int32) + F.cast(_floor(F, lo * float(2.0 ** -k)), dt.int32)
+        r = exact_int32(F, hi * float(2.0 ** -k), 2 ** (31 - k)) + \
+            exact_int32(F, _floor(F, lo * float(2.0 ** -k)), 2 ** (16 - k))
     else:
-        r = F.cast(_floor(F, hi * float(2.0 ** -k)), dt.int32)
+        r = exact_int32(F, _floor(F, hi * float(2.0 ** -k)), 2 ** (31 - k))
     return F.cast(r, a.dtype)
 
 
@@ -1145,7 +1167,7 @@ def _arg(F, x, axis, keepdims, pick, name):
         hit = F.where(anynan, isnan, hit)
     # the first hit: the smallest index among the hits (indices exact in float32 below 2**24)
     cand = F.where(hit, _iota(F, x, axis, dt.float32), float(n))
-    r = F.cast(F.min(cand, axis=axis, keepdims=True), dt.int32)   # never a 0-d cast: a kernel of one element
+    r = exact_int32(F, F.min(cand, axis=axis, keepdims=True), n)   # never a 0-d cast: a kernel of one element
     return r if keepdims else F.reshape(r, tuple(d for i, d in enumerate(x.shape) if i != axis))
 
 

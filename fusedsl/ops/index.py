@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
-from .composite import composite
+from .composite import composite, exact_int32
 
 
 def _fail(F, message, hint=None, kind="ArgumentError"):
@@ -245,7 +245,7 @@ def scatter_last(F, x, idx, src, reduce, include_self, origin):
     named = count > 0.0
     if reduce is None:
         j = _float_iota(F, x, m, (1,) * (x.ndim - 1) + (1, m))
-        last = F.cast(F.max(F.where(hit, j, -1.0), axis=-1), dt.int32)    # [..., n]: -1 where none
+        last = exact_int32(F, F.max(F.where(hit, j, -1.0), axis=-1), m)    # [..., n]: -1 where none
         if isinstance(src, F.Tensor):
             value = F.cast(gather_last(F, F.cast(src, x.dtype), F.maximum(last, 0), origin), x.dtype)
         else:
@@ -498,7 +498,7 @@ def sort_last(F, x, descending, k=None):
     if low_layout:
         tag = _relayout(F, tag, lead, m, T, False)
     first = tag[tuple([slice(None)] * len(lead)) + (slice(0, k),)]
-    index = F.cast(first - F.floor(first / float(N)) * float(N), dt.int32)
+    index = exact_int32(F, first - F.floor(first / float(N)) * float(N), N)
     return gather_last(F, x, index, "sort"), index
 
 

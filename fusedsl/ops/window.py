@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as dt
-from .composite import composite
+from .composite import composite, exact_int32
 from .index import take_axis
 
 
@@ -275,7 +275,7 @@ def _adaptive_axis(F, x, axis, out, name):
     start = F.floor(o * float(n) / float(out))
     end = F.ceil((o + 1.0) * float(n) / float(out))
     at = start + t
-    index = F.cast(F.reshape(F.minimum(at, float(n - 1)), (out * widest,)), dt.int32)
+    index = exact_int32(F, F.reshape(F.minimum(at, float(n - 1)), (out * widest,)), n)
     taps = take_axis(F, x, index, axis, f"{name}: a window along axis {axis}", checked=False)
     rest = (1,) * (x.ndim - axis - 1)
     taps = F.reshape(taps, tuple(x.shape[:axis]) + (out, widest) + tuple(x.shape[axis + 1:]))
