@@ -45,7 +45,8 @@ What each node becomes:
 - Step: the tile stmts through `stmts.StmtEmitter` (the primitives' own LLVM lowering), fused
   into one 16-lane loop when every UB tensor the step writes is addressed at one offset in it
   (lanes then never meet: the values stay in registers from stmt to stmt, written back once),
-  otherwise one loop per stmt.
+  otherwise one loop per stmt; a VECCALC temporary no other node reads, written before the step
+  reads it, stays in registers (its stores are dropped).
 - a cube kernel (conv and attention too) runs its Process body once per core (Call inlines a
   stage, Return leaves the core); a Matmul object's Iterate gathers the core's m x k block of A
   and k x n block of B as float32 (from GM or a UB tensor through SetTensorA / SetTensorB's
@@ -193,6 +194,45 @@ class _Lowering:
                     raise LoweringError(f"kernel {k.name}: tensor {n.tensor} is taken from two queues")
         self.types = self._infer_types(nodes)
         self.aliased = self._aliasable(nodes)
+        self.readers = self._readers(nodes)
+
+    def _readers(self, nodes) -> dict[str, set[int]]:
+        """queue -> the nodes (ids) that may read one of its tensors: a Step's temporary whose
+        queue no other node reads, written before it is read in the step, is never stored."""
+        out: dict[str, set[int]] = {}
+
+        def read(tensor, node):
+            q = self.tensor_queue.get(tensor)
+            if q is not None:
+                out.setdefault(q, set()).add(id(node))
+
+        def gets(e, node):
+            if isinstance(e, tuple):
+                if e and e[0] == "get":
+                    read(e[1], node)
+                for x in e:
+                    gets(x, node)
+        for n in nodes:
+            if isinstance(n, Vec):
+                for r in n.srcs:
+                    read(r.tensor, n)
+            elif isinstance(n, Step):
+                for _, r in n.names:
+                    read(r.tensor, n)
+            elif isinstance(n, CopyOut):
+                read(n.tensor, n)
+            elif isinstance(n, (UbCopy, Move)):
+                read(n.src, n)
+            elif isinstance(n, MmSet):
+                read(n.src, n)
+            for value in vars(n).values():
+                gets(value, n)
+        return out
+
+    def _dead_after(self, node: Step, r: Ref) -> bool:
+        """Whether nothing but this step reads r's buffer (a VECCALC temporary)."""
+        q = self.tensor_queue[r.tensor]
+        return self.queues[q].position == "VECCALC" and self.readers.get(q, set()) <= {id(node)}
 
     def _aliasable(self, nodes) -> set[str]:
         """Queues whose buffers nothing but a whole-tensor CopyIn writes: a contiguous copy into
@@ -1325,13 +1365,14 @@ class _Lowering:
         def run(stmts, off, mask):
             em = StmtEmitter(self.kc, b, var_types)
             var_values = {v: em.splat_value(x) for v, x in var_regs.items()}
-            values, dirty = {}, []
+            values, dirty, loaded = {}, [], set()
             for st in stmts:
                 srcs = []
                 want = self._operand_dtypes(st)
                 for s, w in zip(st.srcs, want):
                     if key[s] not in values:
                         values[key[s]] = self.load_ref(at[s], off, mask)
+                        loaded.add(key[s])
                     v, d = values[key[s]]
                     srcs.append(self.vconvert(v, d, w))
                 scalar = em.scalar_operand(st, var_values) if st.scalar is not None and st.op != "cast" else None
@@ -1342,6 +1383,8 @@ class _Lowering:
                 if st.dst not in dirty:
                     dirty.append(st.dst)
             for s in dirty:
+                if fused and key[s] not in loaded and self._dead_after(node, refs[s]):
+                    continue   # a temporary of this step only: it lives in registers
                 self.store_ref(at[s], values[key[s]][0], off, mask)
 
         if fused:
