@@ -3,6 +3,7 @@ asc-devkit docs): Nd2Nz DataCopy into L1, LoadData2D into L0A/L0B, Mmad into L0C
 static LocalTensor(TPosition, addr, len) and LocalMemAllocator<L1/L0*>, checked against numpy."""
 import os
 import re
+import subprocess
 import warnings
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from conftest import ASCENDC_KERNELS
 
 from fusedsl.backend_ascendc import cpu_runner
+from fusedsl.backend_ascendc.cpu import include_dir as cpu_include_dir
 from fusedsl.errors import AscendCCheckError, AscendCWarning
 
 pytestmark = pytest.mark.usefixtures("private_cache_dir")
@@ -86,6 +88,76 @@ def test_fixpipe_cfg_nz_writes_16_column_groups(lib):
     want, c = _run(lib, "cube_nz_out", m, k, n, 2, np.float32, seed=5)
     nz = want.reshape(m, n // 16, 16).transpose(1, 0, 2).reshape(m, n)   # group g: rows of 16, M rows
     np.testing.assert_allclose(c, nz, rtol=1e-5, atol=1e-4)
+
+
+def _in_order_product(a, b):
+    """a @ b with each element's K products summed in order in float32, as the cube model sums them
+    (a half x half product is exact in float32)."""
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for kk in range(a.shape[1]):
+        acc = acc + a32[:, kk:kk + 1] * b32[kk:kk + 1, :]
+    return acc
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 256, 96), (96, 80, 80)])
+def test_mmad_sums_each_element_in_k_order_bit_for_bit(lib, m, k, n):
+    # the blocked multiply-accumulate (cube_mac.h: 8 x 32 blocks with AVX-512, 4 x 16 with AVX2, tails by the
+    # plain loop) gives the in-order float sums exactly; n = 80 leaves a column tail (the program below has row tails)
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    lib.launch("cube_nz_out", 2, [("a", a), ("b", b), ("c", c), ("dims", np.array([m, k, n, 0, 0, 0, 0, 0], np.uint32))])
+    want = _in_order_product(a, b)
+    np.testing.assert_array_equal(c, want.reshape(m, n // 16, 16).transpose(1, 0, 2).reshape(m, n))
+
+
+MAC_PROGRAM = r"""
+#include "fusedsl_cpu/cube_mac.h"
+#include <cstdio>
+#include <vector>
+int main() {
+    // shapes with and without row / column tails; a checksum of every accumulator's bits
+    const long shapes[][3] = {{64, 256, 96}, {21, 37, 53}, {128, 130, 64}, {3, 5, 7}, {8, 1, 32}};
+    unsigned long long h = 1469598103934665603ull;
+    unsigned state = 12345;
+    for (const auto& s : shapes) {
+        const long m = s[0], k = s[1], n = s[2];
+        std::vector<float> a(m * k), b(k * n), c(m * n);
+        for (auto* v : {&a, &b, &c}) {
+            for (float& x : *v) {
+                state = state * 1103515245u + 12345u;
+                x = static_cast<float>(static_cast<int>(state >> 8) % 2001 - 1000) / 997.0f;
+            }
+        }
+        fusedsl_cpu::AccumulateRows(c.data(), a.data(), b.data(), m, k, n);
+        for (float x : c) {
+            unsigned bits;
+            std::memcpy(&bits, &x, 4);
+            h = (h ^ bits) * 1099511628211ull;
+        }
+    }
+    std::printf("%d %016llx\n", fusedsl_cpu::MacLevel(), h);
+}
+"""
+
+
+def test_multiply_accumulate_is_the_same_at_every_vector_width(tmp_path):
+    # the AVX-512, AVX2 and portable loops of cube_mac.h give the same bits (no fused multiply-add, K in order)
+    src = tmp_path / "mac.cpp"
+    src.write_text(MAC_PROGRAM)
+    exe = tmp_path / "mac"
+    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{cpu_include_dir()}", str(src), "-o", str(exe)], check=True,
+                   capture_output=True)
+    runs = {}
+    for force in ("plain", "avx2", ""):
+        env = dict(os.environ, FUSEDSL_CPU_MAC=force)
+        level, digest = subprocess.run([str(exe)], env=env, capture_output=True, text=True,
+                                       check=True).stdout.split()
+        runs[force] = (int(level), digest)
+    assert runs["plain"][0] == 0
+    assert len({d for _, d in runs.values()}) == 1, runs
 
 
 def test_set_fix_pipe_config_is_a2_a3_only(lib):

@@ -14,6 +14,7 @@
 // the CPU, so flags between MTE2/MTE1/M/FIX change no data.
 #pragma once
 
+#include "cube_mac.h"
 #include "data_copy.h"
 
 namespace fusedsl_cpu {
@@ -759,17 +760,27 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
     if (!p.cmatrixInitVal && bias == nullptr) {
         CheckLocalWritten(api, "dst (accumulated onto)", sc, M1 * N1 * 256 * sizeof(C));
     }
+    // A (m x k) and B (k x n) unpacked from their fractals into the accumulator type, then each element's
+    // K products summed in order from 0 (cube_mac.h), as the cube sums them
     using Acc = std::conditional_t<std::is_same_v<C, int32_t>, int64_t, float>;
+    std::vector<Acc> am(p.m * static_cast<uint64_t>(p.k)), bm(static_cast<uint64_t>(p.k) * p.n);
+    std::vector<Acc> sums(p.m * static_cast<uint64_t>(p.n), Acc(0));
+    for (uint64_t r = 0; r < p.m; ++r) {
+        for (uint64_t kk = 0; kk < p.k; ++kk) {
+            am[r * p.k + kk] = static_cast<Acc>(
+                CubeElem(a.fs_addr, gemv ? kk : ((r / 16) * K1 + kk / KA) * fa + (r % 16) * KA + kk % KA));
+        }
+    }
+    for (uint64_t kk = 0; kk < p.k; ++kk) {
+        for (uint64_t col = 0; col < p.n; ++col) {
+            bm[kk * p.n + col] =
+                static_cast<Acc>(CubeElem(b.fs_addr, ((kk / KA) * N1 + col / 16) * fa + (col % 16) * KA + kk % KA));
+        }
+    }
+    AccumulateRows(sums.data(), am.data(), bm.data(), p.m, p.k, p.n);
     for (uint64_t r = 0; r < M1 * 16; ++r) {
         for (uint64_t col = 0; col < N1 * 16; ++col) {
-            Acc acc = 0;
-            if (r < p.m && col < p.n) {
-                for (uint64_t kk = 0; kk < p.k; ++kk) {
-                    const auto av = CubeElem(a.fs_addr, gemv ? kk : ((r / 16) * K1 + kk / KA) * fa + (r % 16) * KA + kk % KA);
-                    const auto bv = CubeElem(b.fs_addr, ((kk / KA) * N1 + col / 16) * fa + (col % 16) * KA + kk % KA);
-                    acc += static_cast<Acc>(av) * static_cast<Acc>(bv);
-                }
-            }
+            const Acc acc = r < p.m && col < p.n ? sums[r * p.n + col] : Acc(0);
             C& out = dst.fs_addr[((col / 16) * M1 + r / 16) * 256 + (r % 16) * 16 + col % 16];
             if (bias != nullptr) {
                 out = static_cast<C>((col < p.n ? bias[col] : C(0)) + static_cast<C>(acc));

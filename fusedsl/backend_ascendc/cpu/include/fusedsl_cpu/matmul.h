@@ -130,43 +130,6 @@ inline CubeBlockState& CubeState() {
     return c.cube;
 }
 
-// acc[tm x tn] += a[tm x k] x b[k x tn], K in order for each element (row-major operands).  Four rows at a
-// time, so each row of b is loaded once for four accumulator rows (the loop is memory-bound otherwise);
-// every element still sums its K products in order.
-template <typename Acc>
-FUSEDSL_CPU_HOT inline void AccumulateRows(Acc* __restrict acc, const Acc* __restrict a, const Acc* __restrict b,
-                                           int64_t tm, int64_t k, int64_t tn) {
-    int64_t i0 = 0;
-    for (; i0 + 4 <= tm; i0 += 4) {
-        Acc* __restrict r0 = acc + i0 * tn;
-        Acc* __restrict r1 = r0 + tn;
-        Acc* __restrict r2 = r1 + tn;
-        Acc* __restrict r3 = r2 + tn;
-        const Acc* a0 = a + i0 * k;
-        for (int64_t kk = 0; kk < k; ++kk) {
-            const Acc v0 = a0[kk], v1 = a0[k + kk], v2 = a0[2 * k + kk], v3 = a0[3 * k + kk];
-            const Acc* __restrict brow = b + kk * tn;
-            for (int64_t j = 0; j < tn; ++j) {
-                const Acc bj = brow[j];
-                r0[j] += v0 * bj;
-                r1[j] += v1 * bj;
-                r2[j] += v2 * bj;
-                r3[j] += v3 * bj;
-            }
-        }
-    }
-    for (int64_t i = i0; i < tm; ++i) {
-        Acc* row = acc + i * tn;
-        for (int64_t kk = 0; kk < k; ++kk) {
-            const Acc av = a[i * k + kk];
-            const Acc* brow = b + kk * tn;
-            for (int64_t j = 0; j < tn; ++j) {
-                row[j] += av * brow[j];
-            }
-        }
-    }
-}
-
 constexpr int kMaxMatmulObjects = 4;   // ASCENDC.md §3.1, REGIST_MATMUL_OBJ
 
 constexpr bool IsUbTensorPosition(TPosition p) {
