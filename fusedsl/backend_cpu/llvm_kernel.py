@@ -52,9 +52,9 @@ What each node becomes:
   and k x n block of B as float32 (from GM or a UB tensor through SetTensorA / SetTensorB's
   addressing, or from an L1 tensor in NZ that CopyNz filled), multiplies them with one
   cblas_sgemm (numpy's OpenBLAS, whose address arrives in `args`) and runs the body per base
-  tile, M-first; GetTensorC copies the tile (rounded to C's dtype) into UB.  Work GM tensors are
-  the core's slice in the arena, zeroed per core.  Integer Matmul objects (int8 x int8 -> int32)
-  are a LoweringError.
+  tile, M-first; GetTensorC copies the tile (rounded to C's dtype) into UB; int8 operands into an
+  int32 C multiply in int32 (a plain loop: numpy's int32 matmul wraps the same).  Work GM tensors
+  are the core's slice in the arena, zeroed per core.
 """
 from __future__ import annotations
 
@@ -186,8 +186,8 @@ class _Lowering:
         nodes = [n for st in k.stages for n in _walk(st.body)] + list(_walk(k.process or ()))
         self.nz = sorted({n.tensor for n in nodes if isinstance(n, CopyNz)})   # L1 tensors in NZ
         for mm in k.matmuls:
-            if mm.c.dtype == dt.int32 or mm.a.dtype.kind == "int":
-                raise LoweringError(f"kernel {k.name}: integer Matmul objects are not lowered to LLVM yet")
+            if mm.a.dtype.kind == "int" and mm.c.dtype != dt.int32:
+                raise LoweringError(f"kernel {k.name}: a Matmul object of {mm.a.dtype} into {mm.c.dtype}")
         for n in nodes:
             if isinstance(n, (Alloc, DeQue, Decl)):
                 if self.tensor_queue.setdefault(n.tensor, n.queue) != n.queue:
@@ -1193,6 +1193,11 @@ class _Lowering:
         carried_loop(b, ir.Constant(I64, 0), self.ev_i64(node.count), 1, [], one, "gather")
 
     # -- Matmul objects: the core's block on sgemm, handed out tile by tile ---------------------------------
+    @staticmethod
+    def _acc(mm) -> dt.DType:
+        """The interpreter's product dtype: int32 for an int32 C (int8 operands), else float32."""
+        return dt.int32 if mm.c.dtype == dt.int32 else dt.float32
+
     def mm_iterate(self, node: MmIterate) -> None:
         """The interpreter's Iterate: the core's m x k block of A and k x n of B gathered as float32
         (as SetTensorA / SetTensorB address them), C = A @ B by cblas_sgemm once, then the body once
@@ -1204,10 +1209,15 @@ class _Lowering:
         f = {x: b.zext(self.ev_u32(mm_field(mm, x)), I64) for x in ("M", "Ka", "Kb", "N", "baseM", "baseN")}
         one = ir.Constant(I64, 1)
         # A [m, k]: element (i, j) at i * Ka + j, or (read transposed) j * M + i; B [k, n]: i * N + j or j * Kb + i
-        self._operand(v, "A", mm.a, a_buf, m, kk, (f["M"], one) if mm.a.transpose else (one, f["Ka"]))
-        self._operand(v, "B", mm.b, b_buf, kk, n, (f["Kb"], one) if mm.b.transpose else (one, f["N"]))
-        with b.if_then(b.and_(b.icmp_unsigned(">", m, ir.Constant(I64, 0)), b.icmp_unsigned(">", n, ir.Constant(I64, 0)))):
-            self._sgemm(m, n, kk, a_buf, b_buf, c_buf)
+        acc = self._acc(mm)
+        self._operand(v, "A", mm.a, a_buf, m, kk, (f["M"], one) if mm.a.transpose else (one, f["Ka"]), acc)
+        self._operand(v, "B", mm.b, b_buf, kk, n, (f["Kb"], one) if mm.b.transpose else (one, f["N"]), acc)
+        if acc == dt.int32:   # numpy's int32 matmul: exact products, the sums wrap
+            self._int_product(m, n, kk, a_buf, b_buf, c_buf)
+        else:
+            with b.if_then(b.and_(b.icmp_unsigned(">", m, ir.Constant(I64, 0)),
+                                  b.icmp_unsigned(">", n, ir.Constant(I64, 0)))):
+                self._sgemm(m, n, kk, a_buf, b_buf, c_buf)
         round_m = b.udiv(b.add(m, b.sub(f["baseM"], ir.Constant(I64, 1))), f["baseM"])
         round_n = b.udiv(b.add(n, b.sub(f["baseN"], ir.Constant(I64, 1))), f["baseN"])
 
@@ -1218,7 +1228,25 @@ class _Lowering:
             return []
         carried_loop(b, ir.Constant(I64, 0), b.mul(round_m, round_n), 1, [], tile, "iterate")
 
-    def _operand(self, v, which: str, op, dst, rows, cols, strides) -> None:
+    def _int_product(self, m, n, kk, a, bb, c) -> None:
+        """c[i, j] = sum over p of a[i, p] * b[p, j] in int32 (wrapping), rows of k and n."""
+        b = self.b
+        zero = ir.Constant(I64, 0)
+
+        def row(i, _):
+            def col(j, _):
+                def term(p, s):
+                    x = b.load(b.gep(a, [b.add(b.mul(i, kk), p)], source_etype=I32), typ=I32, align=4)
+                    y = b.load(b.gep(bb, [b.add(b.mul(p, n), j)], source_etype=I32), typ=I32, align=4)
+                    return [b.add(s[0], b.mul(x, y))]
+                _, (total,) = carried_loop(b, zero, kk, 1, [ir.Constant(I32, 0)], term, "dot")
+                b.store(total, b.gep(c, [b.add(b.mul(i, n), j)], source_etype=I32), align=4)
+                return []
+            carried_loop(b, zero, n, 1, [], col, "icol")
+            return []
+        carried_loop(b, zero, m, 1, [], row, "irow")
+
+    def _operand(self, v, which: str, op, dst, rows, cols, strides, acc) -> None:
         """The block of A or B as float32 rows: from GM / UB through its strides, or from an L1
         tensor in NZ (element (i, k) at (k / c0) * high * c0 + i * c0 + k % c0, high = its rows
         rounded up to 16, c0 = 32 bytes of elements)."""
@@ -1232,7 +1260,7 @@ class _Lowering:
         zero = ir.Constant(I64, 0)
         with b.if_else(b.icmp_unsigned("==", which_nz, ir.Constant(I32, 0))) as (plain, blocked):
             with plain:
-                self._gather(src, op, dst, rows, cols, strides)
+                self._gather(src, op, dst, rows, cols, strides, acc)
             with blocked:
                 c0 = ir.Constant(I64, 32 // op.dtype.itemsize)
                 high = b.mul(b.udiv(b.add(nz, ir.Constant(I64, 15)), ir.Constant(I64, 16)), ir.Constant(I64, 16))
@@ -1242,8 +1270,8 @@ class _Lowering:
                     def col(j, _):
                         at = b.add(b.add(b.mul(b.mul(b.udiv(j, c0), high), c0), b.mul(i, c0)), b.urem(j, c0))
                         x = self.load_scalar(b.gep(src, [at], source_etype=mem_type(d)), d)
-                        b.store(self.convert(x, d.np, np.dtype(np.float32)),
-                                b.gep(dst, [b.add(b.mul(i, cols), j)], source_etype=F32), align=4)
+                        b.store(self.convert(x, d.np, acc.np),
+                                b.gep(dst, [b.add(b.mul(i, cols), j)], source_etype=reg_type(acc)), align=4)
                         return []
                     carried_loop(b, zero, cols, 1, [], col, "nzcol")
                     return []
@@ -1288,8 +1316,9 @@ class _Lowering:
         b.call(self.sgemm, [ir.Constant(I32, 101), ir.Constant(I32, 111), ir.Constant(I32, 111), m, n, kk,
                             ir.Constant(F32, 1.0), a, lda, bb, ldb, ir.Constant(F32, 0.0), c, ldb])
 
-    def _gather(self, src, op, dst, rows, cols, strides) -> None:
-        """dst[i * cols + j] = src[i * strides[1] + j * strides[0]] as float32 (a 16-bit operand widened)."""
+    def _gather(self, src, op, dst, rows, cols, strides, acc) -> None:
+        """dst[i * cols + j] = src[i * strides[1] + j * strides[0]] in the product's dtype (float32:
+        a 16-bit operand widened; int32: an int8 one)."""
         b = self.b
         d = op.dtype
         si, sj = strides[1], strides[0]
@@ -1297,8 +1326,8 @@ class _Lowering:
         def row(i, _):
             def col(j, _):
                 x = self.load_scalar(b.gep(src, [b.add(b.mul(i, si), b.mul(j, sj))], source_etype=mem_type(d)), d)
-                b.store(self.convert(x, d.np, np.dtype(np.float32)),
-                        b.gep(dst, [b.add(b.mul(i, cols), j)], source_etype=F32), align=4)
+                b.store(self.convert(x, d.np, acc.np),
+                        b.gep(dst, [b.add(b.mul(i, cols), j)], source_etype=reg_type(acc)), align=4)
                 return []
             carried_loop(b, ir.Constant(I64, 0), cols, 1, [], col, "gcol")
             return []
@@ -1327,9 +1356,10 @@ class _Lowering:
 
         def row(i, _):
             def col(j, _):
-                x = b.load(b.gep(c_buf, [b.add(b.mul(b.add(r0, i), n), b.add(c0, j))], source_etype=F32), typ=F32,
-                           align=4)
-                x = self.convert(x, np.dtype(np.float32), mm.c.dtype.np)
+                acc = self._acc(mm)
+                x = b.load(b.gep(c_buf, [b.add(b.mul(b.add(r0, i), n), b.add(c0, j))], source_etype=reg_type(acc)),
+                           typ=reg_type(acc), align=4)
+                x = self.convert(x, acc.np, mm.c.dtype.np)
                 x = self.convert(x, mm.c.dtype.np, d.np)
                 at = b.add(b.mul(b.add(at_r, i), ld), b.add(at_c, j))
                 self.store_scalar(x, b.gep(base, [at], source_etype=mem_type(d)), d)
