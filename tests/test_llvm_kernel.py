@@ -403,3 +403,46 @@ def test_attention_kernels_match_the_interpreter(target, causal):
     assert plan.kernel_kind == "attention"
     (got,) = _run_both(comp, {"q": q, "k": k, "v": v})
     _close(got, comp(q, k, v), np.float16, 1e-5, 4e-3)
+
+
+SIGNED_ZEROS = """kernel @ties kind vector
+note "Max / Min / Maxs of -0.0 against 0.0: numpy's loops pick by dtype"
+field n
+field totalTiles
+field tilesPerCore
+gm x DT in 0
+gm y DT in 1
+gm z DT out 0
+queue q_x VECIN depth 1 DT elems t.n
+queue q_y VECIN depth 1 DT elems t.n
+queue q_z VECOUT depth 1 DT elems 3 * t.n
+stage Tile(tile):
+  alloc a = q_x
+  alloc b = q_y
+  alloc c = q_z
+  copyin a <- x[0] rows 1 ; cols t.n ; gm t.n ; ub t.n
+  copyin b <- y[0] rows 1 ; cols t.n ; gm t.n ; ub t.n
+  barrier
+  vec Max c <- a, b count t.n
+  vec Min c[t.n] <- a, b count t.n
+  vec Maxs c[2 * t.n] <- a scalar #0.0 count t.n
+  barrier
+  copyout z[0] <- c rows 1 ; cols 3 * t.n ; gm 3 * t.n ; ub 3 * t.n
+  free q_x a
+  free q_y b
+  free q_z c
+words 37 1 1"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_vec_max_and_min_break_ties_as_numpy_does(dtype):
+    """-0.0 against 0.0 and NaN: the interpreter's np.maximum / np.minimum, bit for bit (numpy's
+    float32 loop returns the second operand on a tie, its float16 loop the first)."""
+    k = parse_kernel(SIGNED_ZEROS.replace("DT", dtype))
+    x = np.array([-0.0, 0.0, np.nan, 1.0, -0.0] * 8, dtype)[:37]
+    y = np.array([0.0, -0.0, 1.0, np.nan, -0.0] * 8, dtype)[:37]
+    spec, got = np.zeros(111, dtype), np.zeros(111, dtype)
+    run_kernel(k, [x, y], [spec])
+    TileKernelCpu(k).run([x, y], [got])
+    assert spec.tobytes() == got.tobytes()
+    np.testing.assert_array_equal(np.signbit(spec[:37]), np.signbit(np.maximum(x, y)))

@@ -39,8 +39,8 @@ What each node becomes:
   a VECIN queue that only CopyIn writes is *aliased*: a contiguous copy into it is skipped and
   its buffer points at the GM rows (what a staging copy would hold), else at its arena buffer;
   Move / Put / Dup / get are element loads and stores;
-- Vec: a 16-lane loop with a masked tail, with numpy's semantics (maximum / minimum pick the
-  second operand on a tie, NaN propagates); WholeReduce / ReduceRepeat fold one repeat in
+- Vec: a 16-lane loop with a masked tail, with numpy's semantics (NaN propagates; maximum /
+  minimum of -0.0 and 0.0 give the second operand for float32 arrays, the first for float16); WholeReduce / ReduceRepeat fold one repeat in
   numpy's pairwise order (8 accumulators, the same split as np.sum);
 - Step: the tile stmts through `stmts.StmtEmitter` (the primitives' own LLVM lowering), fused
   into one 16-lane loop when every UB tensor the step writes is addressed at one offset in it
@@ -1008,11 +1008,14 @@ class _Lowering:
         self.vloop(self.ev_i64(node.count), lambda off, mask: self.store_ref(at, value, off, mask))
 
     # -- Vec: one vector API call -------------------------------------------------------------------------
-    def np_max(self, x, y, kind: str):
-        """numpy's maximum / minimum: x when x > y (x < y) or x is NaN, else y (y on a tie)."""
+    def np_max(self, x, y, kind: str, d: dt.DType):
+        """numpy's maximum / minimum of arrays of dtype d: x when x > y (x < y) or x is NaN, else y;
+        on a tie (-0.0 against 0.0) float32's loop gives y, float16's x (numpy 2's own loops)."""
         b = self.b
         if x.type.element in (F32,):
-            keep = b.or_(b.fcmp_ordered(">" if kind == "max" else "<", x, y), b.fcmp_unordered("uno", x, x))
+            op = ">" if kind == "max" else "<"
+            op += "=" if d == dt.float16 else ""
+            keep = b.or_(b.fcmp_ordered(op, x, y), b.fcmp_unordered("uno", x, x))
         else:
             keep = b.icmp_signed(">" if kind == "max" else "<", x, y)
         return b.select(keep, x, y)
@@ -1052,7 +1055,7 @@ class _Lowering:
                 rd = dd if xd is None else dt.to_dtype(np.result_type(xd.np, dd.np))
                 x, s = self.vconvert(x, xd, rd), self.vconvert(s, dd, rd)
                 if api in ("Maxs", "Mins"):
-                    r = self.np_max(x, s, api[:3].lower())
+                    r = self.np_max(x, s, api[:3].lower(), rd)
                 else:
                     r = self.arith("*" if api == "Muls" else "+", x, s, rd)
             elif api == "Exp":
@@ -1067,7 +1070,7 @@ class _Lowering:
                     rd = xd if yd is None or xd is None else dt.to_dtype(np.result_type(xd.np, yd.np))
                     x, y = self.vconvert(x, xd, rd), self.vconvert(y, yd, rd)
                     if api in ("Max", "Min"):
-                        r = self.np_max(x, y, api.lower())
+                        r = self.np_max(x, y, api.lower(), rd)
                     else:
                         op = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}.get(api)
                         if op is None:
