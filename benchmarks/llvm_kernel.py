@@ -12,10 +12,15 @@ first size's module, so only the first size's compile is cold).  The two calls a
 interleaved, `--repeat` times each.  Both check their result against numpy once.
 
     python benchmarks/llvm_kernel.py [--repeat 7] [--sizes 64K,1M,16M,64M] [--cases view,column,...]
+    python benchmarks/llvm_kernel.py --without-copyout --cases elementwise
+
+`--without-copyout` also times llvm_kernel's kernel with its CopyOut DMAs removed (the outputs are
+then not written: a bound on what computing the last stmt straight into GM could save).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -28,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fusedsl as fs  # noqa: E402
 from fusedsl.backend_cpu.kernel_cpu import TileKernelCpu  # noqa: E402
 from fusedsl.lower.kinds import kernel_ir, kernel_words  # noqa: E402
+from fusedsl.tile.kernel import CopyOut  # noqa: E402
 
 SIZES = {"64K": 64 << 10, "1M": 1 << 20, "16M": 16 << 20, "64M": 64 << 20}
 
@@ -76,7 +82,13 @@ def _medians(fns, repeat: int) -> list[float]:
     return [sorted(ts)[len(ts) // 2] for ts in times]
 
 
-def measure(name: str, nbytes: int, repeat: int) -> dict:
+def _without_copyout(k):
+    """The kernel with its top-level CopyOut nodes removed (its outputs are not written)."""
+    stages = [dataclasses.replace(st, body=tuple(n for n in st.body if not isinstance(n, CopyOut))) for st in k.stages]
+    return dataclasses.replace(k, stages=stages)
+
+
+def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) -> dict:
     kind, f, make, ref = CASES[name]
     g = np.random.default_rng(0)
     args = make(nbytes, g)
@@ -98,9 +110,13 @@ def measure(name: str, nbytes: int, repeat: int) -> dict:
     cpu.run(inputs, [out], words)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     # bound once, as today's program binds its kernels on its first call
-    today, new = _medians([lambda: comp(*args), cpu.bind(inputs, [out], words)], repeat)
+    calls = [lambda: comp(*args), cpu.bind(inputs, [out], words)]
+    if without_copyout:
+        calls.append(TileKernelCpu(_without_copyout(k)).bind(inputs, [np.empty_like(out)], words))
+    today, new, *bound = _medians(calls, repeat)
     return {"case": name, "kind": kind, "executor": comp.executor(plan), "bytes": nbytes, "today": today,
-            "new": new, "today_compile": max(0.0, first_s - today), "new_compile": cpu.compile_seconds}
+            "new": new, "today_compile": max(0.0, first_s - today), "new_compile": cpu.compile_seconds,
+            "without_copyout": bound[0] if bound else None}
 
 
 def main(argv=None) -> None:
@@ -108,6 +124,7 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--sizes", default=",".join(SIZES))
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--without-copyout", action="store_true")
     a = ap.parse_args(argv)
     print(f"threads: {os.environ.get('FUSEDSL_NUM_THREADS', len(os.sched_getaffinity(0)))}, repeat {a.repeat}, "
           f"cache {os.environ['FUSEDSL_CACHE_DIR']}")
@@ -116,9 +133,10 @@ def main(argv=None) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for name in a.cases.split(","):
         for size in a.sizes.split(","):
-            r = measure(name, SIZES[size], a.repeat)
+            r = measure(name, SIZES[size], a.repeat, a.without_copyout)
+            extra = "" if r["without_copyout"] is None else f" without CopyOut {r['without_copyout'] * 1e3:.3f} ms |"
             print(f"| {name} | {r['kind']} ({r['executor']}) | {size}B | {r['today'] * 1e3:.3f} | {r['new'] * 1e3:.3f} | "
-                  f"{r['new'] / r['today']:.2f} | {r['today_compile'] * 1e3:.0f} | {r['new_compile'] * 1e3:.0f} |",
+                  f"{r['new'] / r['today']:.2f} | {r['today_compile'] * 1e3:.0f} | {r['new_compile'] * 1e3:.0f} |{extra}",
                   flush=True)
 
 
