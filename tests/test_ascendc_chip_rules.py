@@ -1,6 +1,7 @@
 """Printed kernels on 310P/910A keep the chip rules the CPU implementation checks (issue 10
 item 6): Select mode 0 only on 910A, no 64-byte GM line shared by two cores when tails are
-written with SetValue, and float32 -> int32 through half truncating exactly for |x| < 1024."""
+written with SetValue, and float32 -> int32 through half truncating exactly for |x| < 1024 (and
+beyond, in pieces: tests/test_exact_cast.py)."""
 import numpy as np
 
 import fusedsl as fs

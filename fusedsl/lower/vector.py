@@ -74,6 +74,7 @@ class _Builder:
         self.counter = 0
         self.allow_hoist = True
         self.prefill: dict[str, object] = {}
+        self.producer = {id(r): op for op in fn.ops for r in op.results}   # _int_bound reads it
 
     def new_slot(self, dtype: dt.DType, role: str, base: str = "t") -> str:
         name = f"{base}{self.counter}"
@@ -307,7 +308,9 @@ def _cast_path(target: Target, src: dt.DType, dst: dt.DType):
     return None
 
 
-def _emit_cast(b: _Builder, dst: str, src: str, src_dtype, dst_dtype, loc, hoisted):
+def _emit_cast(b: _Builder, dst: str, src: str, src_dtype, dst_dtype, loc, hoisted, bound=None):
+    """Cast slot src to dst (numpy's semantics: trunc to ints, RNE to floats).  `bound`: max |v|
+    when the value is known to be an integer (`_int_bound`), else None."""
     path = _cast_path(b.target, src_dtype, dst_dtype)
     if path is None and dt.bfloat16 in (src_dtype, dst_dtype):
         raise ScheduleError(f"bfloat16 is not supported on {b.target.name}", loc=loc,
@@ -315,11 +318,112 @@ def _emit_cast(b: _Builder, dst: str, src: str, src_dtype, dst_dtype, loc, hoist
     if path is None:
         raise ScheduleError(f"{b.target.name} has no Cast from {src_dtype} to {dst_dtype}", loc=loc,
                             hint="cast through float32 in the kernel, or choose another target")
+    if _through_half(path, src_dtype, dst_dtype) and (bound is None or bound > _HALF_EXACT):
+        _exact_int32_cast(b, dst, src, path, loc, hoisted)
+        return
+    _emit_path(b, dst, src, path, loc, hoisted)
+
+
+def _emit_path(b: _Builder, dst: str, src: str, path, loc, hoisted) -> None:
     cur = src
     for n, (a, c, m) in enumerate(path):
         out = dst if n == len(path) - 1 else b.new_slot(c, "inv" if hoisted else "tmp")
         b.emit("cast", out, [cur], c, loc, hoisted=hoisted, src_dtype=a, round_mode=m)
         cur = out
+
+
+# ---- float32 -> int32 where the chip has no such Cast (310P, 910A) ---------------------------
+# Their Cast goes float32 -> half -> int32: exact for integers up to 2048 (_HALF_EXACT) and, the
+# half step rounding to odd, for any value below 1024 in magnitude (round-to-odd never lands on an
+# integer when inexact, and half's spacing there is <= 0.5); beyond, half rounds and saturates
+# (5000.7 -> 5004, 1e6 -> 65504).  _exact_int32_cast casts only such values.
+_HALF_EXACT = 2048
+_TOP = 2.0 ** 31            # float32 values at or past it (and +-inf) give INT_MIN, as numpy on x86
+
+
+def _through_half(path, src_dtype, dst_dtype) -> bool:
+    """Whether a float32 -> int32 Cast path detours through half (exact to 2048 only)."""
+    return (src_dtype == dt.float32 and dst_dtype == dt.int32 and len(path) == 2
+            and path[0][1] == dt.float16)
+
+
+def _int_bound(b: _Builder, v: Value, depth: int = 0):
+    """max |v| when every element of v is an integer, known from the ops that made it inside this
+    kernel (constants, casts of bool / int8 / uint8, where, add / sub / mul / neg / abs and
+    broadcasts of such values), else None.  A float32 -> int32 cast of a value bounded by 2048
+    (the 0 / 1 flags composites build with where; a composite's own bound travels on the cast,
+    ops/composite.small_int32) keeps the two-Cast path through half."""
+    if id(v) in b.value_scalar and b.value_scalar[id(v)][0] == "imm":
+        x = b.value_scalar[id(v)][1]
+        return abs(x) if isinstance(x, (bool, int)) or float(x).is_integer() else None
+    op = b.producer.get(id(v))
+    if op is None or depth > 32:
+        return None   # a kernel input or a deep chain: unknown
+    if op.name == "cast":
+        small = {dt.bool_: 1, dt.int8: 128, dt.uint8: 255}.get(op.operands[0].dtype)
+        if small is not None or not op.operands[0].dtype.is_float:
+            return small
+        return _int_bound(b, op.operands[0], depth + 1)   # a float widening keeps the value
+    if op.name in ("where", "add", "sub", "mul", "neg", "abs", "broadcast_to", "reshape"):
+        args = op.operands[1:] if op.name == "where" else op.operands
+        bounds = [_int_bound(b, a, depth + 1) for a in args]
+        if any(x is None for x in bounds):
+            return None
+        if op.name in ("add", "sub"):
+            return bounds[0] + bounds[1]
+        return bounds[0] * bounds[1] if op.name == "mul" else max(bounds)
+    return None
+
+
+def _exact_int32_cast(b: _Builder, dst: str, src: str, path, loc, hoisted) -> None:
+    """numpy's float32 -> int32 (trunc toward zero) from casts of values below 1024 only.
+
+    x is clamped to [-2**31, 2**31] (NaN stays NaN), s = clamp(x, -512, 512) and x - s (exact:
+    same sign, not larger) is split by rint (adding and subtracting 1.5 * 2**23) into
+    h 2**21 + m 2**10 + l with |h|, |m| <= 1024 and |l| <= 512, every step exact in float32.
+    r = l + s lies in [s - 512, s + 512]: 0 <= r <= 1024 when x >= 512, -1024 <= r <= 0 when
+    x <= -512, and r = x in between, so r has x's sign and trunc(x) = h 2**21 + m 2**10 + trunc(r).
+    h and m are integers up to 1024 and r is below 1024 in magnitude (or exactly +-1024): each
+    Cast through half is exact; the pieces are joined in wrapping int32 arithmetic.  2**31 (x at
+    or past it, +inf) wraps to INT_MIN as numpy's x86 answer does; -2**31 (and below, -inf) is
+    INT_MIN.  NaN: the chip's Cast gives 0 (each piece 0), the x86 cast INT_MIN (the pieces sum to
+    it) -- each executor's own answer for NaN.  26 vector instructions (910A: 32, with the
+    Duplicates of its missing scalar forms) instead of 2."""
+    if path[0][2] not in ("CAST_TRUNC", "CAST_ODD"):
+        raise ScheduleError(f"{b.target.name}: float32 -> half rounds with {path[0][2]}, which can carry a "
+                            "fraction to the next integer", loc=loc, hint="cast through another dtype")
+    f32, i32 = dt.float32, dt.int32
+    role = "inv" if hoisted else "tmp"
+
+    def step(prim, srcs, scalar=None, d=f32):
+        out = b.new_slot(d, role)
+        if scalar is not None and not _supports(b, prim, d):   # 910A: no Maxs / Mins, no int32 Muls
+            b.emit(_TENSOR_FORM[prim], out, [*srcs, _dup(b, ("imm", scalar), d, loc, hoisted)], d, loc,
+                   hoisted=hoisted)
+        else:
+            b.emit(prim, out, srcs, d, loc, scalar=None if scalar is None else ("imm", scalar), hoisted=hoisted)
+        return out
+
+    def clamp(x, top):
+        return step("mins", [step("maxs", [x], -top)], top)
+
+    def rint(x, scale):   # rint(x * scale), exact for |x * scale| <= 2**22
+        return step("adds", [step("adds", [step("muls", [x], scale)], _ROUND_F32)], -_ROUND_F32)
+
+    def cast(x):
+        out = b.new_slot(i32, role)
+        _emit_path(b, out, x, path, loc, hoisted)
+        return out
+
+    x = clamp(src, _TOP)
+    s = clamp(x, 512.0)
+    xs = step("sub", [x, s])
+    h = rint(xs, 2.0 ** -21)
+    rest = step("add", [xs, step("muls", [h], -2.0 ** 21)])
+    m = rint(rest, 2.0 ** -10)
+    r = step("add", [step("add", [rest, step("muls", [m], -1024.0)]), s])
+    joined = step("add", [step("muls", [cast(h)], 1 << 21, i32), step("muls", [cast(m)], 1024, i32)], d=i32)
+    b.emit("add", dst, [joined, cast(r)], i32, loc, hoisted=hoisted)
 
 
 def _lower_ops(fn: Function, b: _Builder, inputs) -> None:
@@ -393,7 +497,9 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
             b.value_slot[id(res)] = src_slot
             return
         dst = b.new_slot(cd, "inv" if hoisted else "tmp")
-        _emit_cast(b, dst, src_slot, src_cd, cd, loc, hoisted)
+        bound = op.attr("bound")   # ops/composite.small_int32: the composite's own bound
+        _emit_cast(b, dst, src_slot, src_cd, cd, loc, hoisted,
+                   bound=bound if bound is not None else _int_bound(b, src))
         b.value_slot[id(res)] = dst
         return
     if cd.is_float is False and op.name in ("div",):

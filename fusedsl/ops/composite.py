@@ -524,17 +524,26 @@ def exact_int32(F, v, bound=2 ** 31):
     joined in int32: v = h 2**21 + m 2**10 + l with h = rint(v / 2**21), m = rint(rest / 2**10)
     (rint by adding and subtracting _ROUND; every step exact), |l| <= 512.  One cast for
     bound <= 1024, 7 graph ops to 2**20, 17 beyond: give the tightest bound known."""
-    i32 = dt.int32
     if bound <= 1024:
-        return F.cast(v, i32)
+        return small_int32(F, v, bound)
     if bound <= 2 ** 20:
         m = (v * 2.0 ** -10 + _ROUND) - _ROUND
-        return F.cast(m, i32) * 1024 + F.cast(v - m * 1024.0, i32)
+        return small_int32(F, m, 1024) * 1024 + small_int32(F, v - m * 1024.0, 512)
     h = (v * 2.0 ** -21 + _ROUND) - _ROUND
     rest = v - h * 2.0 ** 21
     m = (rest * 2.0 ** -10 + _ROUND) - _ROUND
     low = rest - m * 1024.0
-    return F.cast(h, i32) * (1 << 21) + F.cast(m, i32) * 1024 + F.cast(low, i32)
+    return small_int32(F, h, 1024) * (1 << 21) + small_int32(F, m, 1024) * 1024 + small_int32(F, low, 512)
+
+
+def small_int32(F, v, bound):
+    """F.cast(v, int32) of a float32 tensor of integers with |v| <= bound <= 2048, the bound
+    carried by the cast op (attribute `bound`, which only the vector lowering reads): on 310P /
+    910A an unbounded float32 -> int32 cast is 26 vector instructions (lower/vector.
+    _exact_int32_cast), one of integers up to 2048 the two Casts through half (exact there)."""
+    if not 0 <= bound <= 2048:
+        raise ValueError(f"small_int32 takes bounds up to 2048, got {bound}")
+    return v.trace.emit("cast", [v], {"dtype": dt.int32.name, "bound": int(bound)})
 
 
 def _int_flag(F, cond):
@@ -568,7 +577,7 @@ def _int32_division(F, a, b, kind):
     for s in _SHIFTS:
         fr = fa if t is None else F.cast(r, f32)
         p = fr * inv * 2.0 ** -s if s else fr * inv
-        d = F.cast((p + _ROUND) - _ROUND, dt.int32)
+        d = small_int32(F, (p + _ROUND) - _ROUND, 2048)
         q = d * (1 << s) if s else d
         r = r - q * b
         t = q if t is None else t + q
