@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..tile.kernel import (VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For, Free,
                            GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Reset, Return, RunPart, Scalar,
-                           Set, Step, Sync, TileKernel, UbCopy, Var, Vec, evaluate, print_kernel)
+                           Set, Step, Sync, TileKernel, UbCopy, Var, Vec, assign, evaluate, print_kernel)
 from ..tile.verify import TileVerifyError
 from .tile_interp import _convert, apply_stmt
 
@@ -95,15 +95,10 @@ class _Block:
         if isinstance(node, (Let, Var)):
             env[node.var] = self.ev(node.expr)
         elif isinstance(node, Set):
-            v = self.ev(node.expr)
-            if node.op == "=":
-                env[node.var] = v
-            elif node.op == "+=":
-                env[node.var] = (env[node.var] + v) & 0xFFFFFFFF
-            elif v == 0:
+            try:
+                assign(env, node, self.ev(node.expr))
+            except ZeroDivisionError:
                 self.fail(node, "division by zero")
-            else:
-                env[node.var] //= v
         elif isinstance(node, For):
             start, end, step = self.ev(node.start), self.ev(node.end), self.ev(node.step)
             for i in (range(end - 1, start - 1, -1) if node.down else range(start, end, step)):

@@ -534,6 +534,17 @@ def format_expr(e: Expr, field_prefix: str = "t.") -> str:
     raise ValueError(f"not an expression: {e!r}")
 
 
+def assign(env: dict, node: Set, v) -> None:
+    """A Set's effect on `env`, in uint32: `=`, `+=` wrapping, `/=` unsigned (ZeroDivisionError
+    for 0): what the interpreter runs and the GM walk (tile/kernel_traffic.py) follows."""
+    if node.op == "=":
+        env[node.var] = v
+    elif node.op == "+=":
+        env[node.var] = (env[node.var] + v) & 0xFFFFFFFF
+    else:
+        env[node.var] //= v
+
+
 def evaluate(e: Expr, env: dict) -> int:
     """The value of an expression; `env` maps names (and `t.X` fields) to ints or word lists,
     typed scalars to numpy scalars, `ub` to a function (tensor, index) -> element."""

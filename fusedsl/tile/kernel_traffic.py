@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernel import (Call, CopyIn, CopyOut, Dup, For, GatherRow, If, Let, Put, Return, Scalar, Set, TileKernel,
-                     Var, evaluate)
+                     Var, assign, evaluate)
 
 
 class _Counter:
@@ -113,12 +113,8 @@ class _Walk:
             env[node.var] = self.ev(node.expr)
         elif isinstance(node, Set):
             v = self.ev(node.expr)
-            if node.op == "=":
-                env[node.var] = v
-            elif node.op == "+=":
-                env[node.var] = (env[node.var] + v) & 0xFFFFFFFF
-            elif v:
-                env[node.var] //= v
+            if v or node.op != "/=":   # (the interpreter refuses a division by zero; nothing to count)
+                assign(env, node, v)
         elif isinstance(node, For):
             start, end, step = self.ev(node.start), self.ev(node.end), self.ev(node.step)
             passes = range(start, end, step) if not node.down else range(end - 1, start - 1, -1)
