@@ -123,6 +123,14 @@ def test_translate_reads_qualifiers_chosen_by_the_preprocessor():
     assert "AscLaunch(::KernelMode::MIX_AIC_1_1, -1, k, 2, 0, s)(x);" in asc.translate(src, "k.asc")
 
 
+@pytest.mark.parametrize("qualifier,mode", [("__mix__(1, 2)", "MIX_MODE"), ("__mix__(1,1)", "MIX_AIC_1_1"),
+                                            ("__mix__(1, 0)", "AIC_MODE"), ("__mix__(0, 1)", "AIV_MODE")])
+def test_translate_maps_each_mix_ratio_to_cpudebugs_mode(qualifier, mode):
+    # cpudebug's kernel_elf_parser.h: (aic, aiv) ratio (1, 2) MIX_MODE, (1, 1) MIX_AIC_1_1, (1, 0) AIC_MODE, (0, 1) AIV
+    src = f"__global__ {qualifier} void k(GM_ADDR x)\n{{\n}}\nk<<<2, 0, s>>>(x);\n"
+    assert f"AscLaunch(::KernelMode::{mode}, -1, k, 2, 0, s)(x);" in asc.translate(src, "k.asc")
+
+
 @pytest.mark.parametrize("ratio", [1, 2])
 def test_a_mix_kernel_runs_its_ratio_of_vector_cores(tmp_path, ratio):
     # __mix__(1, 1): one vector core per block (GetBlockIdx in [0, 3), GetTaskRatio / GetSubBlockNum 1);
