@@ -158,7 +158,7 @@ constexpr uint32_t C0Of() {
 // half -> float by a table of all 65536 values, filled by the cast itself (the same bits): g++ converts
 // _Float16 through a libgcc call without F16C (-march is not given), 5 ns an element against 0.7, and the
 // cube model unpacks every operand of every tile (an 8192^3 Matmul: 2e11 elements).
-inline float HalfToFloat(half v) {
+inline const float* HalfToFloatTable() {
     static const std::vector<float> table = [] {
         std::vector<float> t(65536);
         for (uint32_t b = 0; b < 65536; ++b) {
@@ -169,9 +169,53 @@ inline float HalfToFloat(half v) {
         }
         return t;
     }();
+    return table.data();
+}
+
+inline float HalfToFloat(half v) {
     uint16_t bits;
     std::memcpy(&bits, &v, sizeof bits);
-    return table[bits];
+    return HalfToFloatTable()[bits];
+}
+
+// `run` consecutive cube operand elements from src into dst (every `stride`-th element), in the type the
+// product is computed in: the table for half (`table`), a cast for the other non-4-bit types.
+template <typename Acc, typename T>
+FUSEDSL_CPU_HOT inline void UnpackRun(Acc* dst, uint64_t stride, const T* src, uint64_t run, const float* table) {
+    for (uint64_t e = 0; e < run; ++e) {
+        if constexpr (std::is_same_v<T, half>) {
+            uint16_t bits;
+            std::memcpy(&bits, src + e, sizeof bits);
+            dst[e * stride] = static_cast<Acc>(table[bits]);
+        } else {
+            dst[e * stride] = static_cast<Acc>(static_cast<Compute<T>>(src[e]));
+        }
+    }
+}
+
+// The NZ accumulators (16 x 16 fractals, that of row block rb and column block cb at (cb * M1 + rb) * 256)
+// from the row-major m x n sums: out = bias + sum, sum (init) or out + sum, rounded to C; zero past m x n.
+template <typename C, typename Acc>
+FUSEDSL_CPU_HOT inline void WriteNzAccumulators(C* dst, const Acc* sums, const C* bias, bool init, uint64_t m,
+                                                uint64_t n, uint64_t M1, uint64_t N1) {
+    for (uint64_t cb = 0; cb < N1; ++cb) {
+        for (uint64_t rb = 0; rb < M1; ++rb) {
+            C* frac = dst + (cb * M1 + rb) * 256;
+            for (uint64_t rr = 0; rr < 16; ++rr) {
+                const uint64_t r = rb * 16 + rr;
+                for (uint64_t cc = 0; cc < 16; ++cc) {
+                    const uint64_t col = cb * 16 + cc;
+                    const Acc acc = r < m && col < n ? sums[r * n + col] : Acc(0);
+                    C& out = frac[rr * 16 + cc];
+                    if (bias != nullptr) {
+                        out = static_cast<C>((col < n ? bias[col] : C(0)) + static_cast<C>(acc));
+                    } else {
+                        out = init ? static_cast<C>(acc) : static_cast<C>(out + static_cast<C>(acc));
+                    }
+                }
+            }
+        }
+    }
 }
 
 template <typename T>
@@ -768,13 +812,28 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
                              c_bytes, kMemL0C, 512);
     // Only the elements the product uses must have been written (rows < m, columns < n, k < K); the padding
     // of partly filled fractals is never read into C.
+    // (A fractal's rows, B fractal's columns, lie KA elements apart: a whole K block of consecutive rows or
+    // columns is one contiguous range, checked at once; the first unwritten byte is the same either way.)
     for (uint64_t kb = 0; kb < (p.k + KA - 1) / KA; ++kb) {
-        const uint64_t used = BytesOf<A>(std::min<uint64_t>(KA, p.k - kb * KA));
+        const uint64_t k_used = std::min<uint64_t>(KA, p.k - kb * KA);
+        const uint64_t used = BytesOf<A>(k_used);
         for (uint64_t r = 0; r < p.m; ++r) {
+            if (!gemv && k_used == KA && r % 16 == 0) {   // rows r .. r + 15 of this fractal (those below m)
+                const uint64_t rows = std::min<uint64_t>(16, p.m - r);
+                CheckLocalWritten(api, "a", sa + BytesOf<A>(((r / 16) * K1 + kb) * fa), BytesOf<A>(rows * KA));
+                r += rows - 1;
+                continue;
+            }
             CheckLocalWritten(api, "a", sa + BytesOf<A>(gemv ? kb * KA : ((r / 16) * K1 + kb) * fa + (r % 16) * KA),
                               used);
         }
         for (uint64_t col = 0; col < p.n; ++col) {
+            if (k_used == KA && col % 16 == 0) {
+                const uint64_t cols = std::min<uint64_t>(16, p.n - col);
+                CheckLocalWritten(api, "b", sb + BytesOf<B>((kb * N1 + col / 16) * fa), BytesOf<B>(cols * KA));
+                col += cols - 1;
+                continue;
+            }
             CheckLocalWritten(api, "b", sb + BytesOf<B>((kb * N1 + col / 16) * fa + (col % 16) * KA), used);
         }
     }
@@ -786,30 +845,36 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
     using Acc = std::conditional_t<std::is_same_v<C, int32_t>, int64_t, float>;
     std::vector<Acc> am(p.m * static_cast<uint64_t>(p.k)), bm(static_cast<uint64_t>(p.k) * p.n);
     std::vector<Acc> sums(p.m * static_cast<uint64_t>(p.n), Acc(0));
+    // (each row of A and column of B holds KA consecutive K values per fractal: unpacked a run at a time)
+    const float* table = std::is_same_v<A, half> || std::is_same_v<B, half> ? HalfToFloatTable() : nullptr;
     for (uint64_t r = 0; r < p.m; ++r) {
-        for (uint64_t kk = 0; kk < p.k; ++kk) {
-            am[r * p.k + kk] = static_cast<Acc>(
-                CubeElem(a.fs_addr, gemv ? kk : ((r / 16) * K1 + kk / KA) * fa + (r % 16) * KA + kk % KA));
-        }
-    }
-    for (uint64_t kk = 0; kk < p.k; ++kk) {
-        for (uint64_t col = 0; col < p.n; ++col) {
-            bm[kk * p.n + col] =
-                static_cast<Acc>(CubeElem(b.fs_addr, ((kk / KA) * N1 + col / 16) * fa + (col % 16) * KA + kk % KA));
-        }
-    }
-    AccumulateRows(sums.data(), am.data(), bm.data(), p.m, p.k, p.n);
-    for (uint64_t r = 0; r < M1 * 16; ++r) {
-        for (uint64_t col = 0; col < N1 * 16; ++col) {
-            const Acc acc = r < p.m && col < p.n ? sums[r * p.n + col] : Acc(0);
-            C& out = dst.fs_addr[((col / 16) * M1 + r / 16) * 256 + (r % 16) * 16 + col % 16];
-            if (bias != nullptr) {
-                out = static_cast<C>((col < p.n ? bias[col] : C(0)) + static_cast<C>(acc));
+        for (uint64_t kb = 0; kb * KA < p.k; ++kb) {
+            const uint64_t at = gemv ? kb * KA : ((r / 16) * K1 + kb) * fa + (r % 16) * KA;
+            const uint64_t run = std::min<uint64_t>(KA, p.k - kb * KA);
+            if constexpr (kIsB4<A>) {
+                for (uint64_t e = 0; e < run; ++e) {
+                    am[r * p.k + kb * KA + e] = static_cast<Acc>(CubeElem(a.fs_addr, at + e));
+                }
             } else {
-                out = p.cmatrixInitVal ? static_cast<C>(acc) : static_cast<C>(out + static_cast<C>(acc));
+                UnpackRun(am.data() + r * p.k + kb * KA, 1, a.fs_addr + at, run, table);
             }
         }
     }
+    for (uint64_t col = 0; col < p.n; ++col) {
+        for (uint64_t kb = 0; kb * KA < p.k; ++kb) {
+            const uint64_t at = (kb * N1 + col / 16) * fa + (col % 16) * KA;
+            const uint64_t run = std::min<uint64_t>(KA, p.k - kb * KA);
+            if constexpr (kIsB4<B>) {
+                for (uint64_t e = 0; e < run; ++e) {
+                    bm[(kb * KA + e) * p.n + col] = static_cast<Acc>(CubeElem(b.fs_addr, at + e));
+                }
+            } else {
+                UnpackRun(bm.data() + kb * KA * p.n + col, p.n, b.fs_addr + at, run, table);
+            }
+        }
+    }
+    AccumulateRows(sums.data(), am.data(), bm.data(), p.m, p.k, p.n);
+    WriteNzAccumulators(dst.fs_addr, sums.data(), bias, p.cmatrixInitVal, p.m, p.n, M1, N1);
     MarkLocalWritten(sc, M1 * N1 * 256 * sizeof(C));
     if (bias != nullptr) {
         // A bias value nothing wrote leaves its C column unwritten (see CopyL1ToBias).

@@ -233,7 +233,7 @@ inline void LoadData3dV2(const LocalTensor<T>& dst, const LocalTensor<T>& src, c
 }
 
 template <typename T>
-inline void LoadData3dV2Unfold(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src,
+FUSEDSL_CPU_HOT inline void LoadData3dV2Unfold(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src,
                                const AscendC::LoadData3DParamsV2<T>& p, int mem, bool pad_known) {
     const bool l0b = mem == kMemL0B;
     constexpr bool b32 = sizeof(T) == 4;
@@ -335,7 +335,9 @@ inline void LoadData3dV2Unfold(const char* api, const LocalTensor<T>& dst, const
                     byte %= boundary;
                 }
                 std::memcpy(&v, l1 + byte, sizeof(T));
-                def = std::memchr(l1_written + byte, 0, sizeof(T)) == nullptr;
+                for (size_t q = 0; q < sizeof(T); ++q) {   // (not memchr: a call per element)
+                    def &= l1_written[byte + q] != 0 ? 1 : 0;
+                }
             } else if (!pad_known) {
                 Fail("%s: the unfolded block reads the padding, and with IsResetLoad3dConfig::isSetPadding false its "
                      "value comes from SetLoadDataPaddingValue, which this core never called", api);
@@ -346,8 +348,9 @@ inline void LoadData3dV2Unfold(const char* api, const LocalTensor<T>& dst, const
         }
     }
     std::memcpy(c.local.data() + d, out.data(), dst_elems * sizeof(T));
-    for (uint64_t i = 0; i < dst_elems; ++i) {
-        std::memset(c.local_written.data() + d + i * sizeof(T), defined[i], sizeof(T));
+    uint8_t* written = c.local_written.data() + d;
+    for (uint64_t i = 0; i < dst_elems * sizeof(T); ++i) {
+        written[i] = defined[i / sizeof(T)];
     }
 }
 
