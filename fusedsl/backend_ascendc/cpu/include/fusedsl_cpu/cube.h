@@ -843,8 +843,11 @@ inline void MmadRun(const LocalTensor<C>& dst, const LocalTensor<A>& a, const Lo
     // A (m x k) and B (k x n) unpacked from their fractals into the accumulator type, then each element's
     // K products summed in order from 0 (cube_mac.h), as the cube sums them
     using Acc = std::conditional_t<std::is_same_v<C, int32_t>, int64_t, float>;
-    std::vector<Acc> am(p.m * static_cast<uint64_t>(p.k)), bm(static_cast<uint64_t>(p.k) * p.n);
-    std::vector<Acc> sums(p.m * static_cast<uint64_t>(p.n), Acc(0));
+    // kept per thread: at 128 KB a fresh vector is an mmap and page faults on every call
+    static thread_local std::vector<Acc> am, bm, sums;
+    am.resize(p.m * static_cast<uint64_t>(p.k));
+    bm.resize(static_cast<uint64_t>(p.k) * p.n);
+    sums.assign(p.m * static_cast<uint64_t>(p.n), Acc(0));
     // (each row of A and column of B holds KA consecutive K values per fractal: unpacked a run at a time)
     const float* table = std::is_same_v<A, half> || std::is_same_v<B, half> ? HalfToFloatTable() : nullptr;
     for (uint64_t r = 0; r < p.m; ++r) {

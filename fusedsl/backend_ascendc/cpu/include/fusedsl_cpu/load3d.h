@@ -320,12 +320,31 @@ FUSEDSL_CPU_HOT inline void LoadData3dV2Unfold(const char* api, const LocalTenso
     for (uint64_t mi = 0; mi < p.mExtension; ++mi) {
         const uint64_t m = p.mStartPt + mi;
         const int64_t oh = static_cast<int64_t>(m / wout), ow = static_cast<int64_t>(m % wout);
+        // kStartPt and kExtension are whole C0 blocks (checked above): one channel block's position per c0 columns
         for (uint64_t ki = 0; ki < p.kExtension; ++ki) {
             const uint64_t k = p.kStartPt + ki;
             const uint64_t kc = k / c0, cc = k % c0;
             const uint64_t c1 = kc / (kh * kw), fh = (kc % (kh * kw)) / kw, fw = kc % kw;
             const int64_t ih = oh * p.strideH + static_cast<int64_t>(fh) * p.dilationFilterH - top;
             const int64_t iw = ow * p.strideW + static_cast<int64_t>(fw) * p.dilationFilterW - left;
+            const bool inside = ih >= 0 && iw >= 0 && ih < p.l1H && iw < p.l1W;
+            if (inside && cc == 0 && boundary == 0) {   // the whole block: c0 consecutive elements of one L1 row
+                const uint64_t at = ((c1 * p.l1H + static_cast<uint64_t>(ih)) * p.l1W + static_cast<uint64_t>(iw)) * c0;
+                const uint64_t byte = src_l1 + at * sizeof(T);
+                for (uint64_t e = 0; e < c0; ++e) {
+                    T v;
+                    std::memcpy(&v, l1 + byte + e * sizeof(T), sizeof(T));
+                    uint8_t def = 1;
+                    for (size_t q = 0; q < sizeof(T); ++q) {
+                        def &= l1_written[byte + e * sizeof(T) + q] != 0 ? 1 : 0;
+                    }
+                    const uint64_t o = Load3dDstIndex<sizeof(T)>(l0b, transpose, mi, ki + e, k1, m1, kp);
+                    out[o] = v;
+                    defined[o] = def;
+                }
+                ki += c0 - 1;
+                continue;
+            }
             T v = p.padValue;
             uint8_t def = 1;
             if (ih >= 0 && iw >= 0 && ih < p.l1H && iw < p.l1W) {
