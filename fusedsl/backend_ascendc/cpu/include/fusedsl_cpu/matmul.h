@@ -1366,11 +1366,41 @@ private:
         if (kSparseB && fs_partial) {
             Fail("Matmul::Iterate: MatmulConfig.isPartialOutput with a sparse B is not modelled by fusedsl's CPU API");
         }
-        std::vector<Acc> at(static_cast<size_t>(tm * kn)), bt(static_cast<size_t>(kn * tn));
+        // (kept in the object: a fresh vector of megabytes is an mmap and page faults on every tile)
+        std::vector<Acc>& at = fs_at;
+        std::vector<Acc>& bt = fs_bt;
+        at.resize(static_cast<size_t>(tm * kn));
+        bt.resize(static_cast<size_t>(kn * tn));
         if constexpr (kSparseB) {
             SparseBTile(b, bt, k, n0, tn);
         }
-        for (int64_t kk = k0; kk < k0 + kn; ++kk) {
+        // ND A and B in GM (no NZ, L1/UB A, sparse B, callbacks or 4-bit values): unpacked by contiguous runs
+        constexpr bool kPlainRuns = !kANz && !kBNz && !kAInL1 && !kAInUb && !kSparseB && !kCopyA1 && !kCopyB1 &&
+                                    !kIsB4<SrcAT> && !kIsB4<SrcBT>;
+        if constexpr (kPlainRuns) {
+            const float* table = HalfToFloatTable();
+            if (fs_trans_b) {   // B^T rows: K runs
+                for (int64_t j = 0; j < tn; ++j) {
+                    UnpackRun(bt.data() + j, static_cast<uint64_t>(tn), b + b_at(k0, n0 + j), static_cast<uint64_t>(kn),
+                              table);
+                }
+            } else {
+                for (int64_t kk = k0; kk < k0 + kn; ++kk) {
+                    UnpackRun(bt.data() + (kk - k0) * tn, 1, b + b_at(kk, n0), static_cast<uint64_t>(tn), table);
+                }
+            }
+            if (fs_trans_a) {   // A^T rows: M runs
+                for (int64_t kk = k0; kk < k0 + kn; ++kk) {
+                    UnpackRun(at.data() + (kk - k0), static_cast<uint64_t>(kn), a + a_at(m0, kk),
+                              static_cast<uint64_t>(tm), table);
+                }
+            } else {
+                for (int64_t i = 0; i < tm; ++i) {
+                    UnpackRun(at.data() + i * kn, 1, a + a_at(m0 + i, k0), static_cast<uint64_t>(kn), table);
+                }
+            }
+        }
+        for (int64_t kk = k0; kk < k0 + kn && !kPlainRuns; ++kk) {
             for (int64_t j = 0; j < tn && !kSparseB && !kCopyB1; ++j) {
                 const int64_t bi = b_at(kk, n0 + j);
                 bt[(kk - k0) * tn + j] = static_cast<Acc>(CubeElem(b, static_cast<uint64_t>(bi)));
@@ -1637,6 +1667,7 @@ private:
     bool fs_has_a = false, fs_has_b = false;
     bool fs_trans_a = false, fs_trans_b = false;
     std::vector<Acc> fs_acc;
+    std::vector<Acc> fs_at, fs_bt;   // the tile's A and B unpacked (ComputeTile)
     // A 4:2 sparse B (SparseMatmulType) and its index (SetSparseIndex).
     template <class T, class = void>
     struct IsSparse : std::false_type {};
