@@ -1369,14 +1369,20 @@ private:
         // (kept in the object: a fresh vector of megabytes is an mmap and page faults on every tile)
         std::vector<Acc>& at = fs_at;
         std::vector<Acc>& bt = fs_bt;
-        at.resize(static_cast<size_t>(tm * kn));
-        bt.resize(static_cast<size_t>(kn * tn));
+        // ND A and B in GM (no NZ, L1/UB A, sparse B, callbacks or 4-bit values): unpacked by contiguous runs,
+        // which write every element; the other forms start from zeros (a sparse B's tile writes its nonzeros)
+        constexpr bool kPlainRuns = !kANz && !kBNz && !kAInL1 && !kAInUb && !kSparseB && !kCopyA1 && !kCopyB1 &&
+                                    !kIsB4<SrcAT> && !kIsB4<SrcBT>;
+        if constexpr (kPlainRuns) {
+            at.resize(static_cast<size_t>(tm * kn));
+            bt.resize(static_cast<size_t>(kn * tn));
+        } else {
+            at.assign(static_cast<size_t>(tm * kn), Acc(0));
+            bt.assign(static_cast<size_t>(kn * tn), Acc(0));
+        }
         if constexpr (kSparseB) {
             SparseBTile(b, bt, k, n0, tn);
         }
-        // ND A and B in GM (no NZ, L1/UB A, sparse B, callbacks or 4-bit values): unpacked by contiguous runs
-        constexpr bool kPlainRuns = !kANz && !kBNz && !kAInL1 && !kAInUb && !kSparseB && !kCopyA1 && !kCopyB1 &&
-                                    !kIsB4<SrcAT> && !kIsB4<SrcBT>;
         if constexpr (kPlainRuns) {
             const float* table = HalfToFloatTable();
             if (fs_trans_b) {   // B^T rows: K runs
