@@ -1107,20 +1107,26 @@ class _Lowering:
             r = self.round_scalar(r, sd)
         self.store_scalar(self.convert(r, sd.np, dd.np), dst[0], dd)
 
+    def _elements_fn(self, name: str, d: dt.DType):
+        """A new internal `float name(ptr p, i64 n)` over n elements of dtype d, with self.b at its
+        entry (the caller restores it): (fn, builder, p, n, elem(i) -> element i as float32)."""
+        fn = ir.Function(self.module, ir.FunctionType(F32, [PTR, I64]), name)
+        fn.linkage = "internal"
+        b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        p, n = fn.args
+
+        def elem(i):
+            return self.load_scalar(b.gep(p, [i], source_etype=mem_type(d)), d)
+        return fn, b, p, n, elem
+
     def _reduce_fn(self, kind: str, d: dt.DType) -> ir.Function:
         """float f(ptr p, i64 n): numpy's reduction of n elements of dtype d, in float32."""
         name = f"reduce.{kind}.{d.name}"
         existing = self.module.globals.get(name)
         if existing is not None:
             return existing
-        fn = ir.Function(self.module, ir.FunctionType(F32, [PTR, I64]), name)
-        fn.linkage = "internal"
         saved = self.b
-        b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
-        p, n = fn.args
-
-        def elem(i):
-            return self.load_scalar(b.gep(p, [i], source_etype=mem_type(d)), d)
+        fn, b, p, n, elem = self._elements_fn(name, d)
         zero64, one64 = ir.Constant(I64, 0), ir.Constant(I64, 1)
         if kind != "sum":
             def fold(i, acc):
@@ -1142,14 +1148,8 @@ class _Lowering:
         existing = self.module.globals.get(name)
         if existing is not None:
             return existing
-        fn = ir.Function(self.module, ir.FunctionType(F32, [PTR, I64]), name)
-        fn.linkage = "internal"
         saved = self.b
-        b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
-        p, n = fn.args
-
-        def elem(i):
-            return self.load_scalar(b.gep(p, [i], source_etype=mem_type(d)), d)
+        fn, b, p, n, elem = self._elements_fn(name, d)
         c = lambda v: ir.Constant(I64, v)   # noqa: E731
         small = fn.append_basic_block("small")
         not_small = fn.append_basic_block("not_small")
