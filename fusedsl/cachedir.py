@@ -16,6 +16,8 @@ import tempfile
 import threading
 import warnings
 
+from . import cachesize
+
 
 class CacheDirWarning(UserWarning):
     """The configured cache directory is unsafe or unusable; a private temp cache is used."""
@@ -65,7 +67,11 @@ def make_private(path: str) -> None:
 
 def private_dir(kind: str) -> str:
     """`<root>/<kind>` ready for cached code, or `<private temp dir>/<kind>` (with a warning
-    naming the problem) when the configured one is unsafe or unusable."""
+    naming the problem) when the configured one is unsafe or unusable.  A FUSEDSL_CACHE_MAX_BYTES
+    that is not a size raises CacheLimitError here, at the first cache use and at the user's line,
+    before any compile (the write that enforces the limit comes after a build; a warm cache writes
+    nothing at all)."""
+    cachesize.max_bytes()
     base = root()
     path = os.path.join(base, kind)
     reason = None

@@ -91,19 +91,25 @@ class Scan:
 
 
 # ---- the limit ---------------------------------------------------------------------------------
+ACCEPTED_SIZES = ("a number of bytes (a decimal point allowed), optionally followed by K, M, G, T or KiB, MiB, "
+                  "GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), case ignored: e.g. 2GiB, 500M, "
+                  "1.5G, 1073741824")
+
+
 def parse_size(text: str) -> int:
     """Bytes from '2147483648', '2GiB', '2G' (binary), '2GB' (decimal), '500M', '0' (no limit)."""
     m = _SIZE.fullmatch(text)
     unit = m.group(2).lower() if m else None
     if m is None or unit not in _UNITS:
         raise CacheLimitError(f"FUSEDSL_CACHE_MAX_BYTES={text!r} is not a size", loc=user_frame(),
-                              hint="set it to a number of bytes with an optional unit (e.g. 2GiB, 500M, "
-                                   "1073741824), to 0 for no limit, or unset it for the default 2GiB")
+                              hint=f"set it to {ACCEPTED_SIZES}; to 0 for no limit; or unset it for the "
+                                   "default 2GiB")
     return math.ceil(float(m.group(1)) * _UNITS[unit])   # 0.5 is a byte, not "no limit"
 
 
 def max_bytes() -> int:
-    """The limit in bytes (0: no limit), from FUSEDSL_CACHE_MAX_BYTES or the default."""
+    """The limit in bytes (0: no limit), from FUSEDSL_CACHE_MAX_BYTES or the default (checked at
+    every cache use by cachedir.private_dir)."""
     text = os.environ.get("FUSEDSL_CACHE_MAX_BYTES", "")
     return DEFAULT_MAX_BYTES if not text.strip() else parse_size(text)
 

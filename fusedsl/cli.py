@@ -374,6 +374,8 @@ _KIND_TEXT = {"llvm": "LLVM object code (CPU executor)", "ascendc": "g++-built A
 def _cache(args) -> int:
     root = cachedir.root()
     where = "FUSEDSL_CACHE_DIR" if os.environ.get("FUSEDSL_CACHE_DIR") else "default; FUSEDSL_CACHE_DIR moves it"
+    # a limit that is not a size is said before anything else, as a compile says it at its first cache use
+    limit = cachesize.max_bytes() if args.action != "clear" else 0
     if not os.path.lexists(root):
         print(f"cache folder: {root} ({where}) does not exist yet: nothing is cached")
         return 0
@@ -390,7 +392,6 @@ def _cache(args) -> int:
         print(f"removed {_count(done.removed)} ({cachesize.human(done.freed)}) from {root}{_by_kind(done.removed)}")
         _print_left(done.remaining)
         return 0
-    limit = cachesize.max_bytes()
     limit_text = "no limit" if limit == 0 else cachesize.human(limit)
     if args.action == "prune":
         if limit == 0:

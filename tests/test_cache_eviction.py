@@ -105,8 +105,44 @@ def test_a_limit_that_is_not_a_size_names_the_variable_the_line_and_the_fix(text
     line = next(i for i, t in enumerate(open(__file__, encoding="utf-8"), 1) if "# LINE-MARK limit" in t)
     assert type(info.value).__name__ == "CacheLimitError"
     assert msg.startswith(f"{__file__}:{line}: FUSEDSL_CACHE_MAX_BYTES={text!r} is not a size"), msg
-    assert "e.g. 2GiB, 500M, 1073741824), to 0 for no limit, or unset it for the default 2GiB" in msg
+    assert HINT in msg
     assert "cachesize.py" not in msg and "jit.py" not in msg
+
+
+HINT = ("set it to a number of bytes (a decimal point allowed), optionally followed by K, M, G, T or KiB, MiB, GiB, "
+        "TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), case ignored: e.g. 2GiB, 500M, 1.5G, 1073741824; "
+        "to 0 for no limit; or unset it for the default 2GiB")
+
+
+def _limit_error(info, marker: str, text: str) -> None:
+    msg = str(info.value)
+    line = next(i for i, t in enumerate(open(__file__, encoding="utf-8"), 1) if f"# LINE-MARK {marker}" in t)
+    assert type(info.value).__name__ == "CacheLimitError"
+    assert msg.startswith(f"{__file__}:{line}: FUSEDSL_CACHE_MAX_BYTES={text!r} is not a size"), msg
+    assert HINT in msg
+
+
+def test_a_bad_limit_stops_a_kernel_whose_code_is_cached_already(cache, monkeypatch):
+    """A warm cache writes nothing, so a limit checked only when a write enforces it was never
+    reported; it is checked at the first cache use now."""
+    x = np.ones(16, np.float32)
+    kernel = lambda x: x * 5.5 - 2   # noqa: E731
+    np.testing.assert_array_equal(fs.fused_kernel(kernel)(x), x * 5.5 - 2)   # fills the cache
+    jit._memory.clear()   # a new process: the code comes from the disk cache
+    monkeypatch.setenv("FUSEDSL_CACHE_MAX_BYTES", "2 gigs")
+    with pytest.raises(fs.FusedslError) as info:
+        fs.fused_kernel(kernel)(x)   # LINE-MARK warm
+    _limit_error(info, "warm", "2 gigs")
+
+
+def test_a_bad_limit_stops_a_cpu_build_before_g_plus_plus_runs(cache, monkeypatch):
+    runs = []
+    monkeypatch.setattr(cpu_runner.subprocess, "run", lambda *a, **k: runs.append(a))
+    monkeypatch.setenv("FUSEDSL_CACHE_MAX_BYTES", "-1")
+    with pytest.raises(fs.FusedslError) as info:
+        cpu_runner.build('#include "kernel_operator.h"\n', name="never_built")   # LINE-MARK build
+    _limit_error(info, "build", "-1")
+    assert runs == [] and not os.path.exists(os.path.join(cache, "ascendc"))
 
 
 # ---- eviction ---------------------------------------------------------------------------------------
@@ -384,6 +420,12 @@ print(json.dumps({"ok": ok, "library_was_cached": before,
 def test_cache_info_clear_and_prune_say_what_they_see_and_do(cache, capsys, monkeypatch):
     assert main(["cache", "info"]) == 0
     assert capsys.readouterr().out == f"cache folder: {cache} (FUSEDSL_CACHE_DIR) does not exist yet: nothing is cached\n"
+    monkeypatch.setenv("FUSEDSL_CACHE_MAX_BYTES", "abc")   # said even before there is a cache
+    for action in ("info", "prune"):
+        assert main(["cache", action]) == 2
+        err = capsys.readouterr().err
+        assert err == f"fusedsl cache: error: FUSEDSL_CACHE_MAX_BYTES='abc' is not a size; {HINT}\n", err
+    monkeypatch.setenv("FUSEDSL_CACHE_MAX_BYTES", "0")
     objs = [llvm_entry(i, 2000) for i in range(3)]
     lib = library_entry(cache, 0, 5000)
     for age, p in zip((40, 30, 20, 10), [*objs, lib]):

@@ -276,7 +276,7 @@ def test_cache_usage_mistakes(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FUSEDSL_CACHE_MAX_BYTES", "2 gigs")
     for action in ("info", "prune"):
         line = usage_error(capsys, "cache", action, names="FUSEDSL_CACHE_MAX_BYTES='2 gigs'", says="is not a size")
-        assert line.endswith("(e.g. 2GiB, 500M, 1073741824), to 0 for no limit, or unset it for the default 2GiB")
+        assert line.endswith("e.g. 2GiB, 500M, 1.5G, 1073741824; to 0 for no limit; or unset it for the default 2GiB")
     assert cli(capsys, "cache", "clear")[0] == 0          # clearing needs no limit
     monkeypatch.delenv("FUSEDSL_CACHE_MAX_BYTES")
     shared = tmp_path / "shared"

@@ -304,6 +304,10 @@ def troubleshooting_page() -> str:
               "(default `~/.cache/fusedsl`), kept under `FUSEDSL_CACHE_MAX_BYTES` (default 2GiB) by evicting "
               "the least recently used entries; `fusedsl cache info` shows where, how much and the limit.", "",
               "| symptom | what to do |", "|---|---|",
+              "| `CacheLimitError: FUSEDSL_CACHE_MAX_BYTES=... is not a size` at your kernel's first call (or "
+              "from `fusedsl cache info`) | set a number of bytes with an optional unit (`2GiB`, `500M`, `1.5G`, "
+              "`2GB` = 2*10**9), `0` for no limit, or unset it; it is checked at every cache use, before the "
+              "compile |",
               "| the cache takes too much disk | lower `FUSEDSL_CACHE_MAX_BYTES` (e.g. `500M`; the next compile "
               "prunes, or run `fusedsl cache prune`), or `fusedsl cache clear` |",
               "| kernels compile again in every new process, or `simulate` runs g++ each time | the limit is "
