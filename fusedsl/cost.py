@@ -70,6 +70,10 @@ VECTOR_API: dict[str, dict[str, tuple[float, float]]] = {
     "WholeReduceMax": {"float16": (0.0547, 21.0027), "float32": (0.1094, 20.0051)},
     "WholeReduceMin": {"float16": (0.0547, 21.0056), "float32": (0.1094, 20.0068)},
 }
+# APIs the table lacks, costed as one it has (fusedsl's assumption): a bitwise And on 16-bit lanes
+# like Add; CANN 9.1's ReduceRepeat* are the WholeReduce* calls under a new name
+API_LIKE = {"And": "Add", "Or": "Add", "ReduceRepeatSum": "WholeReduceSum", "ReduceRepeatMax": "WholeReduceMax",
+            "ReduceRepeatMin": "WholeReduceMin"}
 # Cast: per (source, destination); same-width casts to and from float in the table.
 CAST_API: dict[tuple[str, str], tuple[float, float]] = {
     ("float16", "float32"): (0.0147, 20.1204),
@@ -96,6 +100,10 @@ OP_HEAD = 300.0
 # 3 small kernels 15.56 us, 1 fused 6.04 us) as the fixed cost no instruction accounts for.
 LAUNCH_US = 3.0
 MIN_CORE_BYTES = 16384          # cores of a kernel with no tiling yet: the 16 KiB-per-core rule (tile/tiling.py's baseline)
+# A scalar access of UB (GetValue / SetValue, what a transpose tile kernel moves elements with): the
+# scalar unit waits for the pipe that wrote the element and issues one load or store; no published
+# figure, so a round number of cycles per access, on the vector pipe's account (tile/kernel_cost.py)
+SCALAR_ACCESS_CYCLES = 4.0
 UB_SHARE = 0.5                  # tiles of an unscheduled kernel use half of UB (double buffering)
 FLOAT32_CUBE_RATE = 0.25        # float32 matmul runs at a quarter of the 16-bit cube rate
 CUBE_BASE_M, CUBE_BASE_N = 128, 256   # output block one AI core computes at a time
@@ -135,6 +143,18 @@ def api_cycles(api: str, dtype, n: int) -> float:
     table = VECTOR_API[api]
     k, b = table.get(_dkey(dtype)) or table.get("float32") or next(iter(table.values()))
     return k * n + b
+
+
+def vector_call_cycles(api: str, dtype, n: int, src_dtype=None) -> float:
+    """One vector API call of the tile IR (tile/kernel.py `Vec` / `Dup` / `UbCopy`) on n elements of
+    dtype; a Cast from src_dtype.  An API neither in the table nor in API_LIKE is a KeyError: a
+    new API gets its cost here, not a silent guess."""
+    if api == "Cast":
+        if src_dtype == dtype:
+            return 0.0
+        k, b = CAST_API.get((src_dtype.name, dtype.name), DEFAULT_CAST)
+        return k * n + b
+    return api_cycles(API_LIKE.get(api, api), dtype, n)
 
 
 def load_cycles(nbytes: float, block_dim: int) -> float:

@@ -7,15 +7,10 @@ from . import cost
 from .cost import launch_of
 from .display import report_html, report_markdown
 from .errors import FusedslError
-from .ir.ops import CUBE, ELEMENTWISE, has_trait
+from .ir.ops import BROADCAST, ELEMENTWISE, has_trait
 from .ir.shapes import num_elements
-from .lower.column import schedule_reduce_kernel
-from .lower.conv import schedule_conv_kernel
-from .lower.cube import schedule_cube_kernel
-from .lower.row import REDUCTIONS
-from .lower.vector import compute_tiling, schedule_vector_kernel
-from .lower.kinds import kernel_ir, kernel_words
-from .tile.kernel_traffic import kernel_gm_bytes
+from .lower.kinds import LowerOptions, kernel_ir, kernel_words, lower_kernel
+from .tile.kernel_cost import kernel_work
 from .tile.tiling_cost import FIX
 
 
@@ -47,27 +42,24 @@ def _model(compiled, sizes):
 
 def _single_op_cost(fn, compiled, sizes):
     """The modelled cost of a one-op kernel on the schedule and launch the compiler would give
-    it (opt_level=0 makes exactly these kernels): a vector kernel's chosen tiling, a lone
-    reduction's row/column launch, a matmul/conv's core blocks; None when it would not be
-    scheduled (the graph model's figures then)."""
+    it (opt_level=0 makes exactly these kernels: the kind registry lowers it), with the figures
+    of its tile IR where it has one (`_walked`), so the unfused baseline and the fused kernels
+    are priced alike; the graph model's figures when no kind schedules it."""
     target = compiled.target
     op = next(o for o in fn.ops if o.name != "constant")
-    try:
-        if has_trait(op, CUBE):
-            schedule = schedule_conv_kernel if op.name == "conv2d" else schedule_cube_kernel
-            sched = schedule(fn, target)
-            return cost.function_cost(fn, target, sizes, sched.tiling(sizes, target), op.name, sched)
-        if op.name in REDUCTIONS:
-            sched = schedule_reduce_kernel(fn, target)
-            tiling = sched.tiling(sizes, target)
-            return _walked(cost.function_cost(fn, target, sizes, tiling, op.name, sched), sched, tiling)
-        if has_trait(op, ELEMENTWISE):
-            sched = schedule_vector_kernel(fn, target)
-            tiling = compute_tiling(sched, sizes, target)
-            return _walked(_chosen(cost.function_cost(fn, target, sizes, tiling, op.name), tiling, target), sched, tiling)
-    except FusedslError:   # not schedulable as its own kernel (e.g. a shape the printers do not take)
+    group = "vector" if has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST) else "single"
+    kind, sched, error = lower_kernel(fn, group, target, LowerOptions())
+    if sched is None:   # not schedulable as its own kernel (e.g. a shape the printers do not take)
         return None
-    return None
+    try:
+        tiling = kind.tiling(sched, sizes, target)
+    except FusedslError:
+        return None
+    if kind.name == "vector":
+        model = _chosen(cost.function_cost(fn, target, sizes, tiling, op.name), tiling, target)
+    else:
+        model = cost.function_cost(fn, target, sizes, tiling, op.name, sched)
+    return _walked(model, sched, tiling)
 
 
 def launch_tiling(plan):
@@ -78,15 +70,21 @@ def launch_tiling(plan):
 
 
 def _walked(model, lowered, tiling):
-    """The model with the GM bytes the kernel's tile IR moves (tile/kernel_traffic.py: a broadcast
-    input read again per tile or row, a long row once per pass, a scalar once per core), where
-    the kernel has one without Matmul objects; simulate measures the same figure.  The modelled
-    time keeps the graph model's bytes."""
+    """The model with the figures the kernel's tile IR gives (tile/kernel_cost.py), where the kernel
+    has one without Matmul objects: the GM bytes it moves (a broadcast input read again per tile
+    or row, a long row once per pass, a scalar once per core; simulate measures the same figure),
+    its cores, and each pipe's cycles priced per vector call and copy of the printed program, so
+    the time is that of the program the report describes.  Kernels with Matmul objects keep the
+    graph model's figures."""
     if model is None or lowered is None or tiling is None:
         return model
     whole = kernel_ir(lowered)
-    moved = None if whole is None else kernel_gm_bytes(whole, kernel_words(lowered, tiling))
-    return model if moved is None else dataclasses.replace(model, gm_bytes=moved)
+    work = None if whole is None else kernel_work(whole, kernel_words(lowered, tiling))
+    if work is None or not work.block_dim:
+        return model if work is None else dataclasses.replace(model, gm_bytes=work.gm_bytes)
+    return dataclasses.replace(model, gm_bytes=work.gm_bytes, block_dim=work.block_dim, mte2_cycles=work.mte2,
+                               vec_cycles=work.vec, mte3_cycles=work.mte3, head_cycles=work.head,
+                               time_us=work.time_us(lowered.target))
 
 
 def _chosen(model, tiling, target):

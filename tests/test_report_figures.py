@@ -2,7 +2,7 @@
 time in the text table, the plan line, the model line, the HTML display and the report's data
 (fusion_report.json) come from the kernel's own tiling, and the modelled GM bytes equal what
 simulate measures on the printed Ascend C, for every kernel kind (read from the kernel's tile IR
-where it has no Matmul object, tile/kernel_traffic.py)."""
+where it has no Matmul object, tile/kernel_cost.py)."""
 import re
 
 import numpy as np
@@ -43,7 +43,7 @@ CASES = {
     "conv": (lambda x, w, b: fs.relu(fs.conv2d(x, w, padding=1) + b.reshape(1, -1, 1, 1)),
              (f32(2, 16, 17, 19), f32(32, 16, 3, 3), f32(32))),
     # what the graph-level model counted once and the kernels read more often: the figures are
-    # the tile IR's (tile/kernel_traffic.py) -- a broadcast input read per row of the tile, a
+    # the tile IR's (tile/kernel_cost.py) -- a broadcast input read per row of the tile, a
     # row longer than UB read once per pass, a one-element input read by every core
     "vector-midbcast": (lambda a, b: a + b, (f32(4, 1, 40), f32(4, 5, 40))),
     "row-long": (lambda x, m: fs.softmax(x + m), (f32(2, 70000), f32(1, 70000))),

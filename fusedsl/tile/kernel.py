@@ -536,7 +536,7 @@ def format_expr(e: Expr, field_prefix: str = "t.") -> str:
 
 def assign(env: dict, node: Set, v) -> None:
     """A Set's effect on `env`, in uint32: `=`, `+=` wrapping, `/=` unsigned (ZeroDivisionError
-    for 0): what the interpreter runs and the GM walk (tile/kernel_traffic.py) follows."""
+    for 0): what the interpreter runs and the GM walk (tile/kernel_cost.py) follows."""
     if node.op == "=":
         env[node.var] = v
     elif node.op == "+=":

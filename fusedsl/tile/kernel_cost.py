@@ -1,0 +1,327 @@
+"""What a whole kernel costs, read from its tile IR (tile/kernel.py): the GM bytes it moves and the
+modelled cycles of its pipes, the report's figures for every kind without Matmul objects, so the
+report, the model and simulate's measured count read one source.
+
+Why not the graph-level model (cost.py): it counts each kernel input and output once and prices
+the graph's ops, but the kernel the printer prints may do more -- a broadcast input is read again
+for every tile or row that needs it, a row longer than UB is read once per pass, a scalar
+parameter once per core, a transpose moves its tile element by element through the scalar unit.
+Those depend on the tiling and the lowering, which only the tile IR knows.
+
+The walk runs the kernel's control flow the way `backend_cpu/kernel_interp.py` runs it (every
+core of the launch, its tiles, loops and branches) with no data, and tallies per node:
+  GM bytes  a DMA (CopyIn / CopyOut) rows x cols elements, a gathered row its index element and
+            its row, a GM element read by an expression (`load`: a scalar member's init in each
+            core's Init, a Dup's value) its element;
+  MTE2      each CopyIn, gathered row and GM element read by an expression: cost.load_cycles of
+            its bytes on the launch's cores;
+  MTE3      each CopyOut: cost.store_cycles;
+  vector    each vector API call (Vec, Dup, UbCopy, a Step's statements): cost.py's k*n + b of
+            that API and dtype; each scalar access of UB (GetValue / SetValue: Move, Put, a
+            typed expression's `get`) cost.SCALAR_ACCESS_CYCLES, on the vector pipe's account
+            because the scalar unit issues the vector instructions and waits for them.
+The values GM or UB elements would have are taken as 0: no lowering lets them steer the control
+flow or a copy's size (a gathered row's index only picks the row; an index outside the table would
+have been refused before the launch).  A loop whose body does the same work every pass (the sizes
+do not depend on the loop's variable or anything the body sets) is walked once and multiplied,
+so a kernel of many rows costs a walk of its tiles, not of its rows.
+
+Time: each core runs its prologue (the once stages) then its tiles, double-buffered: a tile costs
+its slowest pipe, plus one tile of the other pipes to fill and drain (cost.py's assumption for
+every kernel); the launch takes its busiest core, plus the pipe heads (cost.heads, by the
+largest input the launch reads) and the launch overhead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import cost
+from .. import dtypes as dt
+from .kernel import (Alloc, Call, CopyIn, CopyOut, Decl, DeQue, Dup, For, GatherRow, If, Let, Move, Put, Return,
+                     Scalar, Set, Step, TileKernel, UbCopy, Var, Vec, assign, evaluate)
+from .tiling_cost import FIX, stmt_coeffs
+
+GM, MTE2, VEC, MTE3 = range(4)   # the tallies: GM bytes, then each pipe's cycles
+
+# a Ref viewing its bytes as another type (tile/kernel.VIEWS) costs in the column of that width
+_VIEW_COLUMN = {"int16": dt.float16, "uint32": dt.float32}
+
+
+class _Counter:
+    """A GM tensor read by expressions: every element read counts its bytes, and a load of them on
+    MTE2 (as the vector kind's tiling formula prices a scalar input); its value is 0."""
+
+    def __init__(self, itemsize: int, tally: list, block_dim: int):
+        self.itemsize = itemsize
+        self.tally = tally
+        self.load = cost.load_cycles(itemsize, block_dim)
+
+    def __getitem__(self, index):
+        self.tally[GM] += self.itemsize
+        self.tally[MTE2] += self.load
+        return 0
+
+
+class _Return(Exception):
+    pass
+
+
+def _names(e, out: set) -> set:
+    if isinstance(e, str):
+        out.add(e)
+    elif isinstance(e, tuple):
+        for x in e[1:]:
+            _names(x, out)
+    return out
+
+
+def _shape_names(body, local: set | None = None) -> tuple[set, bool]:
+    """(the names a body's control flow, copy sizes and vector call counts read, whether it sets a
+    variable that lives on after a pass -- one the body did not declare -- or calls a stage): a
+    local the body defines (let, var, val) reads what its expression reads."""
+    names: set = set()
+    effects = False
+    defined: dict = {}
+    local = set() if local is None else local
+    for node in body:
+        if isinstance(node, (CopyIn, CopyOut)):
+            _names(node.rows, names), _names(node.cols, names)
+        elif isinstance(node, GatherRow):
+            _names(node.cols, names)
+        elif isinstance(node, (Vec, Dup, UbCopy)):
+            _names(node.count, names)
+        elif isinstance(node, Step):
+            _names("n" if node.count is None else node.count, names)
+        elif isinstance(node, For):
+            for e in (node.start, node.end, node.step):
+                _names(e, names)
+            inner, fx = _shape_names(node.body, local | {node.var})
+            names |= inner - {node.var}
+            effects |= fx
+        elif isinstance(node, If):
+            _names(node.cond, names)
+            for b in (node.then, node.orelse):
+                inner, fx = _shape_names(b, local)
+                names |= inner
+                effects |= fx
+        elif isinstance(node, (Let, Var, Scalar)):
+            defined.setdefault(node.var, set()).update(_names(node.expr, set()))
+            local.add(node.var)
+        elif isinstance(node, Set):
+            if node.var not in local:
+                effects = True
+            defined.setdefault(node.var, set()).update(_names(node.expr, set()))
+        elif isinstance(node, (Call, Return)):
+            effects = True
+    for _ in range(len(defined)):   # a local the sizes read reads what it was defined from
+        grown = names.union(*(defined[v] for v in names if v in defined))
+        if grown == names:
+            break
+        names = grown
+    return names, effects
+
+
+class _Walk:
+    def __init__(self, k: TileKernel, env: dict, tally: list, block_dim: int):
+        self.k = k
+        self.env = env
+        self.tally = tally
+        self.block_dim = block_dim
+        self.stages = {st.name: st for st in k.stages}
+        self.gm_dtype = {g.name: g.dtype for g in k.gms}
+        self.queue_dtype = {q.name: q.dtype for q in k.queues}
+        self.dtype: dict = {}     # UB tensor -> its queue's element type (as the walk meets Alloc / DeQue / Decl)
+        self.read: dict = {}      # GM input -> bytes the launch copies in (the MTE2 head is picked by the largest)
+        self.uniform: dict = {}   # id(For) -> whether its passes do the same work
+
+    def ev(self, e):
+        return evaluate(e, self.env)
+
+    def run(self, body) -> None:
+        for node in body:
+            self.node(node)
+
+    def ub_get(self, tensor, index):
+        """A typed expression's `get` of a UB element (GetValue): a scalar access, value 0."""
+        self.tally[VEC] += cost.SCALAR_ACCESS_CYCLES
+        return np.float32(0)
+
+    def ref_dtype(self, r):
+        return _VIEW_COLUMN[r.view] if r.view is not None else self.dtype[r.tensor]
+
+    def node(self, node) -> None:
+        env, tally = self.env, self.tally
+        if isinstance(node, (Let, Var)):
+            env[node.var] = self.ev(node.expr)
+        elif isinstance(node, Set):
+            v = self.ev(node.expr)
+            if v or node.op != "/=":   # (the interpreter refuses a division by zero; nothing to count)
+                assign(env, node, v)
+        elif isinstance(node, For):
+            start, end, step = self.ev(node.start), self.ev(node.end), self.ev(node.step)
+            passes = range(start, end, step) if not node.down else range(end - 1, start - 1, -1)
+            if not passes:
+                return
+            if self._uniform(node):   # every pass does what the first does
+                env[node.var] = passes[0]
+                before = list(tally)
+                self.run(node.body)
+                for i, b in enumerate(before):
+                    tally[i] += (tally[i] - b) * (len(passes) - 1)
+                return
+            for i in passes:
+                env[node.var] = i
+                self.run(node.body)
+        elif isinstance(node, If):
+            self.run(node.then if self.ev(node.cond) else node.orelse)
+        elif isinstance(node, (Alloc, DeQue, Decl)):
+            self.dtype[node.tensor] = self.queue_dtype[node.queue]
+        elif isinstance(node, (CopyIn, CopyOut)):
+            rows, cols = self.ev(node.rows), self.ev(node.cols)
+            self.ev(node.offset)   # (a GM element read for an address counts too)
+            nbytes = rows * cols * self.gm_dtype[node.gm].itemsize
+            tally[GM] += nbytes
+            if isinstance(node, CopyIn):
+                tally[MTE2] += cost.load_cycles(nbytes, self.block_dim)
+                self.read[node.gm] = self.read.get(node.gm, 0) + nbytes
+            else:
+                tally[MTE3] += cost.store_cycles(nbytes, self.block_dim)
+        elif isinstance(node, GatherRow):
+            self.ev(node.pos)
+            row = self.ev(node.cols) * self.gm_dtype[node.table].itemsize
+            tally[GM] += self.gm_dtype[node.index].itemsize + row
+            tally[VEC] += cost.SCALAR_ACCESS_CYCLES   # the index, read by the scalar unit
+            tally[MTE2] += cost.load_cycles(row, self.block_dim)
+            self.read[node.table] = self.read.get(node.table, 0) + row
+        elif isinstance(node, Call):
+            st = self.stages[node.stage]
+            if st.param:
+                env[st.param] = self.ev(node.arg)
+            self.run(st.body)
+        elif isinstance(node, Return):
+            raise _Return()
+        elif isinstance(node, (Scalar, Put)):
+            with np.errstate(all="ignore"):
+                try:
+                    value = self.ev(node.expr)
+                    if isinstance(node, Put):
+                        self.ev(node.index)
+                except (ZeroDivisionError, ValueError, OverflowError):
+                    value = 0
+            if isinstance(node, Scalar):
+                env[node.var] = value
+            else:
+                tally[VEC] += cost.SCALAR_ACCESS_CYCLES   # SetValue
+        elif isinstance(node, Move):
+            tally[VEC] += 2 * cost.SCALAR_ACCESS_CYCLES   # GetValue, SetValue
+        elif isinstance(node, Dup):
+            if not isinstance(node.value, (float, bool)):
+                self.ev(node.value)
+            tally[VEC] += cost.vector_call_cycles("Duplicate", self.ref_dtype(node.dst), self.ev(node.count))
+        elif isinstance(node, UbCopy):
+            tally[VEC] += cost.vector_call_cycles("Copy", self.dtype[node.dst], self.ev(node.count))
+        elif isinstance(node, Vec):
+            src = self.ref_dtype(node.srcs[0]) if node.srcs and node.api == "Cast" else None
+            tally[VEC] += cost.vector_call_cycles(node.api, self.ref_dtype(node.dst), self.ev(node.count), src)
+        elif isinstance(node, Step):
+            n = env["n"] if node.count is None else self.ev(node.count)
+            self.ev(node.offset)
+            for st in node.stmts:
+                k, b = stmt_coeffs(st)
+                tally[VEC] += (k * n + b) / FIX
+
+    def _uniform(self, node: For) -> bool:
+        known = self.uniform.get(id(node))
+        if known is None:
+            names, effects = _shape_names(node.body)
+            known = self.uniform[id(node)] = not effects and node.var not in names
+        return known
+
+
+@dataclass(frozen=True)
+class KernelWork:
+    """One launch's modelled work, walked from its tile IR (cycles are modelled, not measured)."""
+    gm_bytes: int          # every core's GM reads and writes
+    block_dim: int
+    mte2: float            # the busiest core's cycles per pipe
+    vec: float
+    mte3: float
+    head: float            # the pipe heads (cost.heads)
+    cycles: float          # the busiest core: its prologue, its tiles double-buffered, plus the heads
+
+    def time_us(self, target) -> float:
+        return self.cycles / target.clock_mhz + cost.LAUNCH_US
+
+
+def kernel_work(k: TileKernel, words=None) -> KernelWork | None:
+    """The work of one launch of `k` with these tiling words (None: its own), or None for a kernel
+    with Matmul objects (the Matmul API's own traffic and cube work are not in the IR), of parts,
+    or a synthetic one with unnamed tensors (the report's one-op baselines)."""
+    if k.matmuls or k.parts or k.process is not None:
+        return None
+    if any(g.name is None for g in k.gms):
+        return None
+    words = list(k.words if words is None else words)
+    if len(words) != k.word_count:
+        return None
+    memo = k.__dict__.setdefault("_work", {})   # a report asked again (a notebook display)
+    if tuple(words) not in memo:
+        memo[tuple(words)] = _walk_kernel(k, words)
+    return memo[tuple(words)]
+
+
+def kernel_gm_bytes(k: TileKernel, words=None) -> int | None:
+    """Bytes the kernel reads from and writes to GM in one launch (see kernel_work)."""
+    work = kernel_work(k, words)
+    return None if work is None else work.gm_bytes
+
+
+def _walk_kernel(k: TileKernel, words: list) -> KernelWork:
+    env0 = {}
+    for name, (w, n) in k.field_offsets().items():
+        env0["t." + name] = words[w] if n == 0 else words[w:w + n]
+    for f in k.fields:
+        if f.ctype != "uint32_t":
+            env0["t." + f.name] = 0   # a runtime scalar: its value steers nothing counted
+    tally = [0, 0.0, 0.0, 0.0]
+    tiles, per_core = env0.get("t.totalTiles", 0), env0.get("t.tilesPerCore", 0)
+    blocks = -(-tiles // per_core) if per_core else 0
+    for g in k.gms:
+        env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, max(1, blocks))
+    walk = _Walk(k, env0, tally, max(1, blocks))
+    busiest = (0.0, 0.0, 0.0, 0.0)   # (cycles, mte2, vec, mte3) of the slowest core
+    for b in range(blocks):
+        env = dict(env0)
+        env["ub"] = walk.ub_get
+        start = list(tally)
+        for m in k.members:   # Init: a scalar member's GM element is read once per core
+            env[m.name] = 0 if m.init is None else evaluate(m.init, env)
+        walk.env = env
+        core = 0.0
+        first = None
+        try:
+            for st in k.stages:
+                if st.once:
+                    walk.run(st.body)
+            core += sum(tally[p] - start[p] for p in (MTE2, VEC, MTE3))   # the prologue, in turn
+            for tile in range(b * per_core, min(tiles, (b + 1) * per_core)):
+                before = list(tally)
+                for st in k.stages:
+                    if st.once:
+                        continue
+                    if st.param:
+                        env[st.param] = tile
+                    walk.run(st.body)
+                pipes = [tally[p] - before[p] for p in (MTE2, VEC, MTE3)]
+                core += max(pipes)
+                if first is None:   # the pipes' fill and drain: one tile of the other pipes
+                    first = sum(pipes) - max(pipes)
+                    core += first
+        except _Return:
+            pass
+        if core > busiest[0]:
+            busiest = (core, tally[MTE2] - start[MTE2], tally[VEC] - start[VEC], tally[MTE3] - start[MTE3])
+    head = cost.heads(max(1, blocks), max(walk.read.values(), default=0)) if blocks else 0.0
+    return KernelWork(int(tally[GM]), blocks, busiest[1], busiest[2], busiest[3], head, busiest[0] + head)

@@ -1,0 +1,141 @@
+"""The report's figures from the tile IR (tile/kernel_cost.py, issue 19 item 5): the modelled time,
+cores and pipes of every kernel without Matmul objects are priced on the printed program's own
+copies and vector calls, and the walk agrees with the vector kind's tiling formula
+(tile/tiling_cost.py, which the printed host code evaluates too) wherever both apply."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fusedsl as fs
+from fusedsl import cost
+from fusedsl.lower.kinds import kernel_ir, kernel_words
+from fusedsl.tile.kernel import parse_kernel, print_kernel
+from fusedsl.tile.kernel_cost import kernel_work
+
+from conftest import fuzz_settings
+
+TARGETS = ["ascend910b", "ascend310p", "ascend910"]
+
+
+def _work(k, plan):
+    return kernel_work(kernel_ir(plan.lowered), kernel_words(plan.lowered, plan.tiling))
+
+
+UNARY = {"relu": fs.relu, "exp": fs.exp, "sigmoid": fs.sigmoid, "abs": fs.abs, "sqrt": fs.sqrt}
+
+
+@fuzz_settings(0.05)   # 25 examples at the default scale: each compiles a kernel
+@given(op=st.sampled_from(sorted(UNARY)), rows=st.integers(1, 700), cols=st.integers(1, 300),
+       bcast=st.booleans(), dtype=st.sampled_from(["float32", "float16"]), target=st.sampled_from(TARGETS))
+def test_vector_walk_equals_the_tiling_formula(op, rows, cols, bcast, dtype, target):
+    """Two implementations of one model: the tiling choice's cycles (integers, what the host code
+    evaluates per candidate) and the walk of the printed program (every copy and call).  The
+    formula prices every tile as a full one and a broadcast row's copy to the tile's other rows as
+    one Copy; the walk prices a tail tile (or a tile larger than the data) at its real size and
+    the row's unaligned tail as the element moves the kernel makes.  So they are equal when the
+    tiles divide the data and rows are whole 32-byte blocks, and within 10 % otherwise (a tile
+    of 40 unaligned broadcast rows of 7: the walk 2.0 % above, its 273 element moves)."""
+    a = np.ones((cols,) if bcast else (rows, cols), dtype)
+    b = np.ones((rows, cols), dtype)
+    k = fs.fused_kernel(lambda x, y: UNARY[op](x) * 2.0 + y).compile(a, b, target=target)
+    (plan,) = k.kernels
+    choice = plan.tiling.choice
+    work = _work(k, plan)
+    assert work.block_dim == plan.tiling.block_dim
+    t = plan.tiling
+    whole_tiles = t.R % t.tile_rows == 0 and t.C % t.tile_cols == 0 if t.rows_mode else t.C % t.tile_cols == 0
+    aligned = cols * np.dtype(dtype).itemsize % 32 == 0
+    rel = 1e-4 if whole_tiles and aligned else 0.1
+    assert work.time_us(k.target) == pytest.approx(choice.cycles.time_us(k.target), rel=rel)
+    assert k.report().kernels[0].model_time_us == pytest.approx(work.time_us(k.target), rel=1e-12)
+
+
+KINDS = {   # kind -> (program, arguments)
+    "row": (lambda x, y: fs.softmax(x + y), (np.ones((40, 300), np.float32), np.ones((1, 300), np.float32))),
+    "row-long": (lambda x, m: fs.softmax(x + m), (np.ones((2, 70000), np.float32), np.ones((1, 70000), np.float32))),
+    "column": (lambda x: fs.sum(x, axis=0), (np.ones((512, 96), np.float16),)),
+    "transpose": (lambda x: fs.transpose(x), (np.ones((300, 200), np.float32),)),
+    "view": (lambda a, b: fs.relu(fs.concatenate([a, b], 1))[:, 8:40],
+             (np.ones((256, 24), np.float32), np.ones((256, 40), np.float32))),
+    "take": (lambda t, i, b: fs.relu(fs.take(t, i) + b),
+             (np.ones((50, 32), np.float32), np.arange(7, dtype=np.int32), np.ones(32, np.float32))),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(KINDS))
+def test_report_reads_the_walk_for_every_kind(case, target):
+    """The table's blockDim, the model line and the data all come from the walk: they cannot
+    disagree, and the GM bytes are what simulate measures (test_report_figures)."""
+    fn, args = KINDS[case]
+    k = fs.fused_kernel(fn).compile(*args, target=target)
+    rep = k.report()
+    for plan, row in zip(k.kernels, rep.kernels):
+        work = _work(k, plan)
+        assert work is not None and work.block_dim > 0
+        assert row.model.block_dim == work.block_dim == row.block_dim
+        assert row.model_time_us == work.time_us(k.target)
+        assert (row.model.mte2_cycles, row.model.vec_cycles, row.model.mte3_cycles) == (work.mte2, work.vec, work.mte3)
+        assert row.gm_bytes == work.gm_bytes
+    assert rep.model_time_us_fused == pytest.approx(sum(r.model_time_us for r in rep.kernels))
+
+
+def test_lone_kernel_is_its_own_unfused_baseline():
+    """A program of one op: fused and unfused are the same kernel, priced by the same walk
+    (before, the baseline of a lone transpose took the graph model: 6.36 us against 24.68)."""
+    for fn, args in (KINDS["transpose"], KINDS["column"], KINDS["row"]):
+        rep = fs.fused_kernel(fn).compile(*args, target="ascend910b").report()
+        if len(rep.kernels) == 1 and len(rep.kernels[0].ops) == 1:
+            assert rep.model_time_us_unfused == pytest.approx(rep.model_time_us_fused)
+
+
+def test_transpose_prices_its_scalar_moves():
+    """A transpose tile moves element by element through the scalar unit (GetValue / SetValue):
+    the walk charges two scalar accesses per element on the busiest core, which the graph
+    model's one Copy per tile did not see."""
+    k = fs.fused_kernel(lambda x: fs.transpose(x)).compile(np.ones((300, 200), np.float32), target="ascend910b")
+    (plan,) = k.kernels
+    work = _work(k, plan)
+    tiles_per_core = plan.tiling.words[list(kernel_ir(plan.lowered).field_offsets()).index("tilesPerCore")]
+    assert tiles_per_core == 1 and work.vec == 64 * 64 * 2 * cost.SCALAR_ACCESS_CYCLES
+
+
+def test_hand_priced_kernel():
+    """x * 2.0 over 3,500 float32 on one core in tiles of 1,000 (words chosen here, the kernel's
+    text parsed back): tiles of 1000, 1000, 1000 and 500 elements, each a load, one Muls and a
+    store priced by cost.py's published coefficients; double-buffered: each tile's slowest pipe
+    plus the first tile's others; heads by the 14,000-byte input."""
+    k = fs.fused_kernel(lambda x: x * 2.0).compile(np.ones(3500, np.float32), target="ascend910b")
+    whole = parse_kernel(print_kernel(kernel_ir(k.kernels[0].lowered)))
+    fields = dict(R=1, C=3500, Cpad=3500, tileRows=1, tileCols=1000, colTiles=4, totalTiles=4, tilesPerCore=4,
+                  blockDim=1, tileElems=1000, rowsMode=0, dims=3500, st0=1)
+    words = [fields[f.name] for f in whole.fields]
+    work = kernel_work(whole, words)
+    tiles = [(cost.load_cycles(n * 4, 1), cost.api_cycles("Muls", fs.float32, n), cost.store_cycles(n * 4, 1))
+             for n in (1000, 1000, 1000, 500)]
+    core = sum(max(t) for t in tiles) + sum(tiles[0]) - max(tiles[0])
+    head = cost.heads(1, 14000)
+    assert (work.block_dim, work.gm_bytes) == (1, 28000)
+    assert work.mte2 == pytest.approx(sum(t[0] for t in tiles))
+    assert work.vec == pytest.approx(sum(t[1] for t in tiles))
+    assert work.mte3 == pytest.approx(sum(t[2] for t in tiles))
+    assert work.head == pytest.approx(head)
+    assert work.cycles == pytest.approx(core + head)
+    assert work.time_us(k.target) == pytest.approx((core + head) / k.target.clock_mhz + cost.LAUNCH_US)
+
+
+def test_unknown_api_has_no_silent_cost():
+    with pytest.raises(KeyError):
+        cost.vector_call_cycles("Frobnicate", fs.float32, 128)
+    assert cost.vector_call_cycles("Cast", fs.float32, 128, fs.float32) == 0.0
+    assert cost.vector_call_cycles("And", fs.float16, 128) == cost.api_cycles("Add", fs.float16, 128)
+
+
+def test_matmul_kernels_keep_the_graph_model():
+    """The Matmul API's traffic and cube work are not in the IR: no walk figure, the graph's."""
+    x, w = np.ones((128, 64), np.float32), np.ones((64, 96), np.float32)
+    k = fs.fused_kernel(lambda a, b: fs.relu(a @ b)).compile(x, w, target="ascend910b")
+    (plan,) = k.kernels
+    assert _work(k, plan) is None
+    assert k.report().kernels[0].model_time_us > 0
