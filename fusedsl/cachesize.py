@@ -13,7 +13,9 @@ Entries (everything else under the cache folder is left alone, symlinks are neve
                                            may be a build in progress)
 
 Recency is the newest of a file's atime and mtime; a cache hit sets the atime (`touch`), not the
-mtime, because cpu_runner keys its check of the precompiled header on the mtime.
+mtime, because cpu_runner keys its check of the precompiled header on the mtime.  Code a process
+loaded once and keeps using (a notebook calling a kernel for hours) is marked again by its uses,
+at most once a minute per file (`mark_used`), or pruning would take it for unused.
 
 Cheap enforcement: every write adds its size to a shared estimate (`<root>/usage`, updated under
 an flock: a few syscalls); only when the estimate passes the limit, or is a day old, does the
@@ -129,6 +131,22 @@ def touch(path: str) -> None:
         os.utime(path, ns=(time.time_ns(), st.st_mtime_ns))
     except OSError:
         pass
+
+
+USE_MARK_S = 60          # a file in use is marked used again at most this often per process
+_marked: dict[str, float] = {}   # path -> time.monotonic() of this process's last mark
+
+
+def mark_used(path: str) -> None:
+    """`touch` at most once per USE_MARK_S per file and process: cheap enough for every call of a
+    kernel whose code a long-running process (a notebook) loaded from the cache once, so that
+    pruning sees it as recently used (a clock read and a dict lookup; the touch is two syscalls)."""
+    now = time.monotonic()
+    last = _marked.get(path)
+    if last is not None and now - last < USE_MARK_S:
+        return
+    _marked[path] = now
+    touch(path)
 
 
 def wrote(kind_dir: str, path: str, nbytes: int) -> None:

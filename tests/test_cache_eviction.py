@@ -388,6 +388,35 @@ def test_a_library_evicted_between_the_check_and_the_load_is_built_again(private
     assert checks == [path] and cpu_runner.verified(path)
 
 
+def test_a_library_a_process_keeps_using_is_marked_used_and_outlives_older_entries(private_cache_dir, monkeypatch):
+    """A notebook loads a library once and launches it on every call: those launches mark it used
+    (at most once a minute), or an LRU prune takes it for the oldest entry."""
+    cache = os.environ["FUSEDSL_CACHE_DIR"]
+    k = fs.fused_kernel(lambda x: fs.abs(x) * 1.25 + 3).compile(fs.spec((8, 64), "float32"), target="ascend910b")
+    x = np.linspace(-2, 2, 512, dtype=np.float32).reshape(8, 64)
+    want = np.abs(x) * np.float32(1.25) + 3
+    np.testing.assert_array_equal(k.simulate(x), want)   # built and loaded: later calls reuse the handle
+    path = cpu_runner.cache_path(k.source, target="ascend910b")
+    other = library_entry(cache, "older")
+    used(path, 7200)                       # the disk last saw the library two hours ago
+    used(other, 3600)                      # and another library one hour ago
+    np.testing.assert_array_equal(k.simulate(x), want)
+    assert time.time_ns() - _last_use(path) > 7000 * 10 ** 9   # marked less than a minute ago: not again
+    monkeypatch.setattr(cachesize, "_marked", {})              # a minute later
+    np.testing.assert_array_equal(k.simulate(x), want)
+    assert time.time_ns() - _last_use(path) < 60 * 10 ** 9
+    sizes = entry_sizes(cache)
+    total = cachesize.scan(cache).nbytes
+    done = cachesize.prune(cache, total - 1, target=total - sizes[other])
+    assert [primary(e) for e in done.removed] == [other]
+    assert cpu_runner.verified(path)
+
+
+def _last_use(path: str) -> int:
+    st = os.stat(path)
+    return max(st.st_atime_ns, st.st_mtime_ns)
+
+
 def test_a_run_after_its_entries_were_cleared_builds_them_again(private_cache_dir, tmp_path_factory):
     cache = os.environ["FUSEDSL_CACHE_DIR"]
     # `fusedsl cache clear` below must only ever see the module's private cache, never the user's

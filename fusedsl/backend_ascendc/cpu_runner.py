@@ -12,7 +12,8 @@ it is loaded: its sha256, recorded at build time in `<sha256>.so.sum`, must matc
 be ours and not group/world-writable.  A library that fails (truncated, bit-flipped, planted) is never
 loaded — loading it could SIGBUS/SIGSEGV or run foreign code — but rebuilt.  A library
 verified and loaded once is kept for the process (ctypes/dlopen hand out one handle per
-path, so a path is never loaded twice with different contents).  A use marks the library used and a
+path, so a path is never loaded twice with different contents).  A use (a build hit, and every launch
+of a loaded library, at most once a minute) marks the library used and a
 build is counted against the caches' size limit (fusedsl.cachesize evicts the least recently used
 entries past FUSEDSL_CACHE_MAX_BYTES); a library evicted by another process between this one's
 check and its load is built again.
@@ -162,6 +163,7 @@ class CpuLibrary:
         out-of-bounds and cross-core overlap errors name them.  Outputs are written in place.
         """
         fn = self._entry(entry)
+        cachesize.mark_used(self.path)   # in use: a prune (of any process) keeps it
         with self._lock:
             return self._launch_locked(fn, block_dim, buffers, target or self.target)
 
@@ -211,6 +213,7 @@ def _pch_dir(flags: list[str]) -> str | None:
     gch = os.path.join(folder, "kernel_operator.h.gch")
     seen = _stat_key(gch)
     if seen is not None and _pch_ok.get(gch) == seen:   # checked in this process already (78 MB to hash)
+        cachesize.mark_used(gch)
         return folder
     if verified(gch):
         if not _pch_forward(folder):
@@ -433,6 +436,7 @@ def build(source: str, *, target: str = DEFAULT_TARGET, name: str = "kernel",
     with _loaded_lock:
         lib = _loaded.get(path)
         if lib is not None:
+            cachesize.mark_used(path)
             return lib
         # twice: another process may evict (or `fusedsl cache clear` remove) the library between
         # this one's check and its load; the second round builds it again
