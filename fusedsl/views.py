@@ -391,14 +391,38 @@ def _find_take(v: Value, producer) -> Op:
 
 def check_fusible(fn: Function) -> str | None:
     """None when the views of kernel `fn` become addressing, else the reason (FS114 text)."""
+    return fusible_loads(fn)[0]
+
+
+def fusible_loads(fn: Function) -> tuple[str | None, int]:
+    """(None, n) when the views of kernel `fn` become addressing, n being the loads that take a
+    VECIN queue each in the printed kernel (`queued_loads`); else (the reason (FS114 text), 0).
+    Fusion compares n with the chip's queue limit: one input read through four slices is four
+    queues, not one."""
     try:
         norm = normalize(fn)
-        plan_views(norm, view_roots(norm))
+        roots = view_roots(norm)
+        plan_views(norm, roots)
     except ViewError as exc:
-        return str(exc)
+        return str(exc), 0
     except Exception as exc:   # a plan this module does not handle: keep the view a kernel
-        return f"the views could not be planned ({type(exc).__name__}: {exc})"
-    return None
+        return f"the views could not be planned ({type(exc).__name__}: {exc})", 0
+    return None, len(queued_loads(norm, roots))
+
+
+def queued_loads(fn: Function, roots: list[Value] | None = None) -> list[Value]:
+    """The view roots of normalized kernel `fn` that are loaded per tile through a VECIN queue:
+    all but the one-element parameters, which the kernel reads once as a scalar
+    (lower/vector.py's view lowering takes its loads from here)."""
+    roots = view_roots(fn) if roots is None else roots
+    scalars = set()
+    for p in fn.params:
+        n = 1
+        for d in p.value.shape:
+            n *= d
+        if p.kind == "tensor" and n == 1:
+            scalars.add(id(p.value))
+    return [v for v in roots if id(v) not in scalars]
 
 
 def view_roots(fn: Function) -> list[Value]:

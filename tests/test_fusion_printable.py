@@ -73,3 +73,28 @@ def test_require_ascendc_raises_at_compile_time_at_the_users_line():
     # without it, compile succeeds and the kernel still runs on the CPU
     k = fs.fused_kernel(transposed).compile(x)
     np.testing.assert_array_equal(k(x), x.transpose(perm) * 2)
+
+
+def _two_products(x, y):
+    return fs.prod(x, axis=-1), fs.prod(y, axis=-1)
+
+
+@pytest.mark.parametrize("target", sorted(QUEUES))
+def test_view_loads_count_against_the_queue_limit(target):
+    """Two int8 products over rows: each pairwise level reads the previous level's result
+    through two slices, and folding one level's kernel into the next moves the slices onto
+    its input (four loads of one tensor).  Fusion counts the merged kernel's view loads, one
+    VECIN queue each, so on ascend910 (4 queues) the levels stay apart (FS105) instead of
+    one kernel of 8 loads the printer refuses; every kernel prints and simulates like numpy."""
+    rng = np.random.default_rng(3)
+    x, y = (rng.integers(-128, 128, (8, 64)).astype(np.int8) for _ in range(2))
+    k = fs.fused_kernel(_two_products).compile(x, y, target=target)
+    assert all(p.printable for p in k.kernels), [p.reason for p in k.kernels]
+    k.check_ascendc()
+    for got, want in zip(k.simulate(x, y), (np.prod(x, -1, dtype=np.int8), np.prod(y, -1, dtype=np.int8))):
+        np.testing.assert_array_equal(got, want)
+    reasons = [p.reason for p in k.kernels if p.reason_code == "FS105"]
+    if QUEUES[target] == 4:
+        assert reasons and all("view loads, one VECIN queue each; ascend910 allows 4" in r for r in reasons), reasons
+    else:
+        assert not reasons, reasons

@@ -39,7 +39,7 @@ from ..tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, 
 from ..tile.pipeline import run_tile_passes
 from ..tile.prims import available as prim_available
 from ..views import has_views
-from ..views import ViewError, normalize, plan_views, view_roots
+from ..views import ViewError, normalize, plan_views, queued_loads, view_roots
 from ..views import VIEW_OPS
 
 # the tiling pass and its limits (tile/tiling.py), re-exported: backends import them from here
@@ -160,7 +160,7 @@ def _schedule_views(fn: Function, target: Target, ub_fraction: float,
             b.value_scalar[id(v)] = ("var", var)
         else:
             inputs.append(TileInput(i, v.name, v.dtype, "gm", (), None, None))
-    loads = [v for v in roots if id(v) not in b.value_scalar]
+    loads = queued_loads(norm, roots)   # the one-element parameters above are scalars, the rest queues
     try:
         plan = plan_views(norm, loads)
     except ViewError as exc:

@@ -106,8 +106,10 @@ class Fuse(Pass):
         kernel's result read by nobody else joins that kernel (output side: the scheduler
         moves it onto the inputs).  Merging saves the view's write and read back (2x its
         bytes) and a launch, and costs nothing: kept whenever `views.check_fusible` accepts
-        the merged kernel; otherwise the view keeps its kernel with reason FS114."""
-        from ..views import VIEW_OPS, check_fusible
+        the merged kernel (FS114 otherwise) and the merged kernel's view loads, one VECIN queue
+        each, stay within the chip's queue limit (FS105 otherwise: x read through four slices
+        is four loads); a refused view keeps its kernel with that reason."""
+        from ..views import VIEW_OPS, fusible_loads
         if not any(fn.ops[k[0][0]].name in VIEW_OPS for k in kernels if k[1] == "single"):
             return kernels
         producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
@@ -124,12 +126,20 @@ class Fuse(Pass):
             for i in ops_idx:
                 where.setdefault(i, set()).add(k)
 
-        def fits(ops_idx, roots) -> str | None:
+        def fits(ops_idx, roots) -> tuple[str, str] | None:
+            """None when the merged kernel prints, else (code, why)."""
             self.stats["candidates"] += 1   # a merge tried (what the pass's work grows with)
             inputs = self._inputs(fn, ops_idx, producer2)
             outputs = [fn.ops[i].result for i in sorted(roots)]
             cand = self._kernel_function(fn, "candidate", ops_idx, inputs, outputs, producer2)
-            return check_fusible(cand)
+            why, loads = fusible_loads(cand)
+            if why:
+                return "FS114", why
+            if self.max_queues is not None and loads > self.max_queues:
+                chip = self.fusion.target.name if self.fusion.target is not None else "the chip"
+                return "FS105", (f"queue limit: the merged kernel would read {loads} view loads, one VECIN queue "
+                                 f"each; {chip} allows {self.max_queues}")
+            return None
 
         single_of = {k_[0][0]: n for n, k_ in enumerate(kernels) if k_[1] == "single" and len(k_[0]) == 1}
         for o, (ops_idx, kind, _, roots) in enumerate(kernels):
@@ -185,7 +195,8 @@ class Fuse(Pass):
                                 if not why:
                                     new_ops[o] = (sorted(set(kernels[o][0]) | {i}), roots2)
                 if why:
-                    kernels[k][2] = f"FS114 {op.name} stays a kernel: {why}"
+                    code, text = why
+                    kernels[k][2] = f"{code} {op.name} stays a kernel: {text}"
                     continue
                 if not new_ops:
                     continue
@@ -219,7 +230,10 @@ class Fuse(Pass):
                         member = set(ops1) | set(ops2)
                         if not all(u in member for r in roots1 for u in consumers.get(id(fn.ops[r].result), [])):
                             continue
-                        if fits(sorted(member), roots2):
+                        why = fits(sorted(member), roots2)
+                        if why:
+                            if why[0] == "FS105":   # the producer stays a kernel for the queues' sake
+                                kernels[k1][2] = f"FS105 {why[1]}"
                             continue
                         kernels[k2][0] = sorted(member)
                         alive[k1] = False

@@ -28,7 +28,7 @@ REASONS = {
     "FS103": "outputs of a different iteration shape",
     "FS104": ("UB capacity: the merged kernel's minimal tile does not fit the budget (also: whole rows of a "
               "matmul result for the row reductions after it)"),
-    "FS105": "queue limit: more GM inputs/outputs than queue buffers on one position",
+    "FS105": "queue limit: more GM inputs/outputs (view loads) than queue buffers on one position",
     "FS106": "merging would create a cycle through an op outside the kernel",
     "FS107": "cap reached: ops or inputs per kernel",
     "FS108": "modelled benefit not positive (tiling loss >= bytes and launch saved)",
