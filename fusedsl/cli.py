@@ -25,7 +25,7 @@ import subprocess
 import sys
 import warnings
 
-from . import cachedir, cachesize
+from . import cachedir, cachesize, scratch
 from . import dtypes as dt
 from .backend_ascendc.project_writer import MANIFEST   # a saved project's manifest: --overwrite may replace it
 from .errors import CacheLimitError, FusedslError, ProjectError, SaturationWarning, TargetError
@@ -376,6 +376,8 @@ def _cache(args) -> int:
     where = "FUSEDSL_CACHE_DIR" if os.environ.get("FUSEDSL_CACHE_DIR") else "default; FUSEDSL_CACHE_DIR moves it"
     # a limit that is not a size is said before anything else, as a compile says it at its first cache use
     limit = cachesize.max_bytes() if args.action != "clear" else 0
+    if args.action != "info":
+        _sweep_scratch()
     if not os.path.lexists(root):
         print(f"cache folder: {root} ({where}) does not exist yet: nothing is cached")
         return 0
@@ -415,6 +417,14 @@ def _cache(args) -> int:
     print(f"  {'total':<43} {_count(found.entries):>13} {cachesize.human(found.nbytes):>11}{share}")
     print(f"not written by fusedsl (left alone): {len(found.others)}")
     return 0
+
+
+def _sweep_scratch() -> None:
+    """Remove the scratch folders killed builds left in the temp folder (scratch.py says which)."""
+    gone = scratch.sweep()
+    if gone:
+        where = os.path.dirname(gone[0])
+        print(f"removed {len(gone)} scratch folder{'s' if len(gone) != 1 else ''} of killed builds from {where}")
 
 
 def _count(entries) -> str:

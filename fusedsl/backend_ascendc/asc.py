@@ -24,8 +24,8 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
+from .. import scratch
 from ..errors import ArgumentError, AscendCCompileError, FusedslError, Loc, TargetError
 from ..targets import get_target
 from .cpu import include_dir
@@ -239,7 +239,7 @@ def run(path: str, args=(), *, target: str = "ascend910b", include_dirs=(), defi
     """Build and run the program; its exit status is 1 when a CPU check failed.
 
     `timeout` (seconds) stops a program that runs longer (subprocess.TimeoutExpired)."""
-    with tempfile.TemporaryDirectory(prefix="fusedsl-asc-") as tmp:
+    with scratch.folder("asc") as tmp:   # removed by a later sweep if this process is killed
         exe = build(path, tmp, target=target, include_dirs=include_dirs, defines=defines)
         env = dict(os.environ)
         env.pop("FUSEDSL_TARGET", None)   # the build's __NPU_ARCH__ decides the chip

@@ -40,7 +40,7 @@ except ImportError:   # not on Windows: builds of one library are not serialised
 
 import numpy as np
 
-from fusedsl import cachedir, cachesize
+from fusedsl import cachedir, cachesize, scratch
 from fusedsl.backend_ascendc.cpu import include_dir
 from fusedsl.errors import (ASCENDC_WARNINGS, ArgumentError, AscendCCheckError, AscendCCompileError, AscendCWarning,
                             CacheError)
@@ -225,7 +225,7 @@ def _pch_dir(flags: list[str]) -> str | None:
         cachedir.make_private(folder)   # pch/ and its folder 0700 whatever the umask
         fd, tmp = tempfile.mkstemp(prefix=".kernel_operator-", suffix=".gch", dir=folder)
         os.close(fd)
-        with tempfile.TemporaryDirectory(prefix="fusedsl-pch-") as work:
+        with scratch.folder("pch") as work:
             # compiled from a header that includes the API's (a header compiled as the main
             # file warns about its own #pragma once)
             wrapper = os.path.join(work, "api.h")
@@ -294,21 +294,24 @@ def _compile_into(source: str, flags: list[str], out_path: str, out_dir: str, na
         pch = _pch_dir(flags)
         if pch is not None:
             flags = [f"-I{pch}", *flags]
-    with tempfile.TemporaryDirectory(prefix="fusedsl-build-") as tmp:
-        src_path = os.path.join(tmp, f"{name}.cpp")
-        with open(src_path, "w", encoding="utf-8") as f:
+    # a scratch folder that a later build removes if this process is killed during g++; the source
+    # is compiled by its bare name from there, so messages (g++'s and the CPU checks' file:line)
+    # name `<name>.cpp`, not a temporary path that is gone after the build
+    with scratch.folder("build") as tmp:
+        src_name = f"{name}.cpp" if not name.startswith("-") else f"_{name}.cpp"   # never a g++ option
+        with open(os.path.join(tmp, src_name), "w", encoding="utf-8") as f:
             f.write(source)
         fd, tmp_so = tempfile.mkstemp(prefix=f".{name}-", suffix=".so", dir=out_dir)
         os.close(fd)
         try:
-            proc = subprocess.run(["g++", *flags, "-o", tmp_so, src_path], capture_output=True,
-                                  text=True, errors="replace")
+            proc = subprocess.run(["g++", *flags, "-o", tmp_so, src_name], capture_output=True,
+                                  text=True, errors="replace", cwd=tmp)
         except FileNotFoundError:
             _unlink_quietly(tmp_so)
             raise AscendCCompileError("g++ was not found; the Ascend C CPU mode needs g++ (C++17)") from None
         if proc.returncode != 0:
             _unlink_quietly(tmp_so)   # the linker may have removed it already
-            lines = (proc.stderr + proc.stdout).replace(tmp + os.sep, "").splitlines()
+            lines = (proc.stderr + proc.stdout).splitlines()
             shown = "\n".join(lines[:_ERROR_LINES])
             more = f"\n... ({len(lines) - _ERROR_LINES} more lines)" if len(lines) > _ERROR_LINES else ""
             raise AscendCCompileError(f"g++ failed to compile {name}.cpp:\n{shown}{more}")
