@@ -21,7 +21,7 @@ import fusedsl as fs
 from fusedsl.backend_cpu import kernel_cpu
 from fusedsl.backend_cpu.kernel_cpu import TileKernelCpu
 from fusedsl.backend_cpu.kernel_interp import run_kernel
-from fusedsl.backend_cpu.llvm_kernel import LoweringError, lower_kernel
+from fusedsl.backend_cpu.llvm_kernel import LoweringError, _Lowering, lower_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.tile.kernel import Step, Vec, parse_kernel, print_kernel
 from fusedsl.tile.verify import TileVerifyError
@@ -446,3 +446,48 @@ def test_vec_max_and_min_break_ties_as_numpy_does(dtype):
     TileKernelCpu(k).run([x, y], [got])
     assert spec.tobytes() == got.tobytes()
     np.testing.assert_array_equal(np.signbit(spec[:37]), np.signbit(np.maximum(x, y)))
+
+
+SPILL = """kernel @spill kind vector
+note "an output tensor computed in GM, written past the rows its CopyOut copies"
+field n
+field totalTiles
+field tilesPerCore
+gm x float32 in 0
+gm z float32 out 0
+queue q_x VECIN depth 2 float32 elems t.n
+queue q_z VECOUT depth 2 float32 elems 2 * t.n
+stage Tile(tile):
+  let at = (t.totalTiles - 1 - tile) * t.n
+  alloc a = q_x
+  copyin a <- x[at] rows 1 ; cols t.n ; gm t.n ; ub t.n
+  enque q_x a
+  deque a = q_x
+  alloc c = q_z
+  dup c <- #5.0 count 2 * t.n
+  vec Adds c <- a scalar #1.0 count t.n
+  enque q_z c
+  free q_x a
+  deque c = q_z
+  copyout z[at] <- c rows 1 ; cols t.n ; gm t.n ; ub t.n
+  free q_z c
+words 37 3 3"""
+
+
+def test_outputs_computed_in_gm_stay_within_their_rows():
+    """A VECOUT tensor whose CopyOut is contiguous is computed in the GM rows themselves (the copy
+    skipped); a write past those rows (here a Duplicate of twice the rows, into the region of the
+    tile before it, which the tiles write last to first) first moves the tensor to its UB buffer, so
+    no other tile's output is touched."""
+    k = parse_kernel(SPILL)
+    assert "q_z" in _Lowering(k, frozenset()).out_aliased
+    x = np.random.default_rng(0).standard_normal(3 * 37).astype(np.float32)
+    spec, got = np.zeros(3 * 37, np.float32), np.full(3 * 37, 7, np.float32)
+    run_kernel(k, [x], [spec])
+    TileKernelCpu(k).run([x], [got])
+    np.testing.assert_array_equal(spec, x + 1)
+    assert spec.tobytes() == got.tobytes()
+    plain = parse_kernel(SPILL.replace("dup c <- #5.0 count 2 * t.n", "dup c <- #5.0 count t.n"))
+    got[:] = 7
+    TileKernelCpu(plain).run([x], [got])
+    assert spec.tobytes() == got.tobytes()

@@ -38,6 +38,9 @@ What each node becomes:
   rows are contiguous on both sides; CopyOut of a streaming launch: non-temporal line stores);
   a VECIN queue that only CopyIn writes is *aliased*: a contiguous copy into it is skipped and
   its buffer points at the GM rows (what a staging copy would hold), else at its arena buffer;
+  a VECOUT queue copied out by one CopyOut whose addressing is known at AllocTensor is *computed
+  in place*: when that CopyOut is contiguous the buffer is the GM rows and the copy is skipped (a
+  write past the rows first moves what was computed to the arena buffer);
   Move / Put / Dup / get are element loads and stores;
 - Vec: a 16-lane loop with a masked tail, with numpy's semantics (NaN propagates; maximum /
   minimum of -0.0 and 0.0 give the second operand for float32 arrays, the first for float16); WholeReduce / ReduceRepeat fold one repeat in
@@ -171,6 +174,36 @@ def _walk(body):
             yield from _walk(node.orelse)
 
 
+def _expr_names(e) -> set:
+    """The scalar names an expression reads (None stands for a UB / GM element it reads)."""
+    if isinstance(e, str):
+        return set() if e.startswith("t.") else {e}
+    if not isinstance(e, tuple) or not e:
+        return set()
+    if e[0] in ("get", "load", "[]"):
+        return {None} if e[0] != "[]" else _expr_names(e[2])
+    out = set()
+    for x in e[1:]:
+        out |= _expr_names(x)
+    return out
+
+
+def _expr_gets(e, tensors) -> bool:
+    """Whether an expression (or a tuple of them) reads an element of one of these tensors."""
+    if isinstance(e, tuple):
+        if len(e) > 1 and e[0] == "get" and e[1] in tensors:
+            return True
+        return any(_expr_gets(x, tensors) for x in e)
+    return False
+
+
+def _assigns(n) -> set:
+    """The scalar names a node sets (a loop its variable)."""
+    if isinstance(n, (Let, Var, Set, Scalar, For)):
+        return {n.var}
+    return set()
+
+
 class _Lowering:
     def __init__(self, k: TileKernel, features: frozenset):
         self.k = k
@@ -194,6 +227,7 @@ class _Lowering:
                     raise LoweringError(f"kernel {k.name}: tensor {n.tensor} is taken from two queues")
         self.types = self._infer_types(nodes)
         self.aliased = self._aliasable(nodes)
+        self.out_aliased = self._out_aliasable(nodes)
         self.readers = self._readers(nodes)
 
     def _readers(self, nodes) -> dict[str, set[int]]:
@@ -264,6 +298,79 @@ class _Lowering:
                 if self.queues[q].position == "VECIN" and all(
                     isinstance(w, CopyIn) and w.ub_off == 0 and self.gms[w.gm].dtype == self.queues[q].dtype
                     for w in ws)}
+
+    def _out_aliasable(self, nodes) -> dict[str, CopyOut]:
+        """VECOUT queues computed straight into GM: queue -> its CopyOut.  One tensor, allocated
+        at one place of the tile loop and copied out by one CopyOut whose addressing reads nothing
+        set between the two (so it is known at AllocTensor); written only by Step / Vec / Dup
+        (whose writes are checked against the GM rows' end at run time, `guard_out`) and read by
+        nothing but the vector work and that CopyOut.  When the CopyOut is contiguous the buffer
+        is the GM rows themselves and the CopyOut is skipped."""
+        k = self.k
+        if k.process is not None:
+            return {}
+        flat, parent = [], {}   # the tile stages' nodes in program order; each node's body (id)
+
+        def walk(body, owner):
+            for n in body:
+                flat.append(n)
+                parent[id(n)] = owner
+                if isinstance(n, For):
+                    walk(n.body, id(n.body))
+                elif isinstance(n, If):
+                    walk(n.then, id(n.then))
+                    walk(n.orelse, id(n.orelse))
+        for st in k.stages:
+            if not st.once:
+                walk(st.body, "tile")   # the stages' top levels run one after the other per tile
+        once = [n for st in k.stages if st.once for n in _walk(st.body)]
+        out = {}
+        for q in k.queues:
+            if q.position != "VECOUT":
+                continue
+            tensors = {t for t, tq in self.tensor_queue.items() if tq == q.name}
+            allocs = [i for i, n in enumerate(flat) if isinstance(n, Alloc) and n.queue == q.name]
+            copies = [i for i, n in enumerate(flat) if isinstance(n, CopyOut) and n.tensor in tensors]
+            if len(tensors) != 1 or len(allocs) != 1 or len(copies) != 1 or allocs[0] > copies[0]:
+                continue
+            a, c = allocs[0], copies[0]
+            co = flat[c]
+            if parent[id(flat[a])] != parent[id(co)] or co.ub_off != 0 or self.gms[co.gm].dtype != q.dtype:
+                continue
+            if any(self._touches(n, tensors) for n in once) or not self._out_users_ok(flat, tensors, co):
+                continue
+            names = set()
+            for e in (co.offset, co.rows, co.cols, co.gm_stride, co.ub_stride):
+                names |= _expr_names(e)
+            if None in names or any(_assigns(n) & names for n in flat[a:c]):
+                continue
+            out[q.name] = co
+        return out
+
+    @staticmethod
+    def _touches(n, tensors) -> bool:
+        refs = [getattr(n, f, None) for f in ("tensor", "src", "dst")]
+        refs = [r.tensor if isinstance(r, Ref) else r for r in refs]
+        if isinstance(n, Vec):
+            refs += [r.tensor for r in n.srcs]
+        elif isinstance(n, Step):
+            refs += [r.tensor for _, r in n.names]
+        return any(r in tensors for r in refs if isinstance(r, str))
+
+    def _out_users_ok(self, flat, tensors, co) -> bool:
+        """Only Step (without prefill) / Vec / Dup write the tensor, the queue protocol and `co`
+        name it otherwise, and no expression reads an element of it."""
+        for n in flat:
+            if any(_expr_gets(v, tensors) for v in vars(n).values()):
+                return False
+            if n is co or isinstance(n, (Alloc, EnQue, DeQue, Free)) or not self._touches(n, tensors):
+                continue
+            if isinstance(n, Step) and not any(r.tensor in tensors for r, _, _ in n.prefill):
+                continue
+            if isinstance(n, Dup) or (isinstance(n, Vec) and n.api != "Gather"):
+                continue
+            return False
+        return True
 
     # -- typing ------------------------------------------------------------------------------------
     def _infer_types(self, nodes) -> dict:
@@ -373,7 +480,11 @@ class _Lowering:
         self.t_index = {t: b.alloca(I32, name=f"t.{t}") for t, q in self.tensor_queue.items() if q in self.q_state}
         # an aliased queue's buffers are pointers: the arena's buffer, or the GM rows a CopyIn left there
         self.buf_ptr = {q: [b.alloca(PTR, name=f"p.{q}.{i}") for i in range(self.queues[q].depth)]
-                        for q in sorted(self.aliased)}
+                        for q in sorted(self.aliased | set(self.out_aliased))}
+        # an out-aliased queue's buffers: the address past the GM rows a buffer stands for (writes
+        # beyond it move the buffer home first, `guard_out`); all ones for an arena buffer
+        self.out_end = {q: [b.alloca(I64, name=f"e.{q}.{i}") for i in range(self.queues[q].depth)]
+                        for q in sorted(self.out_aliased)}
         # per Matmul object: its operands' addresses, the block's m, n, k, the tile being handed out
         self.mm_vars = {mm.name: {v: b.alloca(PTR if v in ("A", "B") else I32, name=f"mm.{mm.name}.{v}")
                                   for v in ("A", "B", "Anz", "Bnz", "m", "n", "k", "mi", "ni")} for mm in k.matmuls}
@@ -407,6 +518,9 @@ class _Lowering:
         for q, slots in self.buf_ptr.items():
             for i, slot in enumerate(slots):
                 self.b.store(self.arena_buffer(q, ir.Constant(I64, i)), slot)
+        for slots in self.out_end.values():
+            for slot in slots:
+                self.b.store(ir.Constant(I64, -1), slot)
         for states in self.q_state.values():   # every buffer free (0) at the block's start
             for slot in states:
                 self.b.store(ir.Constant(I8, 0), slot)
@@ -819,6 +933,11 @@ class _Lowering:
         carried_loop(b, start, end, step, [], up, "for")
 
     def queue_op(self, node) -> None:
+        self._queue_state(node)
+        if isinstance(node, Alloc) and node.queue in self.out_aliased:
+            self.alloc_out(node)
+
+    def _queue_state(self, node) -> None:
         b = self.b
         q = node.queue
         if q not in self.q_state:   # one buffer (a TBuf, or a queue of depth 1): nothing to track
@@ -878,6 +997,8 @@ class _Lowering:
             empty = b.or_(empty, whole)            # aliased: nothing to copy
             whole = ir.Constant(I1, 0)             # else the rows one by one
         ub0 = self.ref_ptr(Ref(node.tensor, node.ub_off))[0]
+        if not inward and self.tensor_queue[node.tensor] in self.out_aliased:   # computed in place
+            empty = b.or_(empty, b.icmp_unsigned("==", b.ptrtoint(ub0, I64), b.ptrtoint(gm0, I64)))
         put = self.memcpy if inward else self.copy_out
         with b.if_then(b.not_(empty)):
             with b.if_else(whole) as (then, other):
@@ -891,6 +1012,59 @@ class _Lowering:
                         put(up if inward else gp, gp if inward else up, b.mul(cols, size))
                         return []
                     carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "rows")
+
+    def _copy_extent(self, co: CopyOut):
+        """(GM address of the CopyOut's first element, whether its rows are one contiguous run,
+        its bytes)."""
+        b = self.b
+        d = self.gms[co.gm].dtype
+        rows, cols = self.ev_i64(co.rows), self.ev_i64(co.cols)
+        gs, us = self.ev_i64(co.gm_stride), self.ev_i64(co.ub_stride)
+        gm0 = b.gep(self.gm_ptr[co.gm], [self.ev_i64(co.offset)], source_etype=mem_type(d))
+        whole = b.or_(b.icmp_unsigned("==", rows, ir.Constant(I64, 1)),
+                      b.and_(b.icmp_unsigned("==", gs, cols), b.icmp_unsigned("==", us, cols)))
+        return gm0, whole, b.mul(b.mul(rows, cols), ir.Constant(I64, d.itemsize))
+
+    def alloc_out(self, node: Alloc) -> None:
+        """AllocTensor of an out-aliased queue: when its CopyOut will be one contiguous run, the
+        buffer is those GM rows (computed in place), else its arena buffer."""
+        b = self.b
+        q = node.queue
+        gm0, whole, nbytes = self._copy_extent(self.out_aliased[q])
+        idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
+        arena = self.arena_buffer(q, b.zext(idx, I64))
+        whole = b.and_(whole, b.icmp_unsigned(">", nbytes, ir.Constant(I64, 0)))
+        self.set_buffer(node.tensor, b.select(whole, gm0, arena))
+        end = b.select(whole, b.add(b.ptrtoint(gm0, I64), nbytes), ir.Constant(I64, -1))
+        self._set_out_end(node.tensor, end)
+
+    def _set_out_end(self, name: str, end) -> None:
+        b = self.b
+        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
+        for i, slot in enumerate(self.out_end[self.tensor_queue[name]]):
+            b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), end, b.load(slot, typ=I64)), slot)
+
+    def guard_out(self, r: Ref, count, extra=None) -> None:
+        """Before count elements are written at r: when r's tensor stands for GM rows and the
+        write would pass their end, the rows computed so far move to the arena buffer, which the
+        tensor holds from then on (its CopyOut then copies as usual)."""
+        q = self.tensor_queue.get(r.tensor)
+        if q not in self.out_aliased:
+            return
+        b = self.b
+        ptr, _, size, _ = self.ref_ptr(r, extra)
+        end_at = b.add(b.ptrtoint(ptr, I64), b.mul(count, ir.Constant(I64, size)))
+        idx = b.load(self.t_index[r.tensor]) if r.tensor in self.t_index else ir.Constant(I32, 0)
+        slots = self.out_end[q]
+        end = b.load(slots[0], typ=I64)
+        for i in range(1, len(slots)):
+            end = b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), b.load(slots[i], typ=I64), end)
+        with b.if_then(b.icmp_unsigned(">", end_at, end)):
+            base = self.tensor_base(r.tensor)
+            arena = self.arena_buffer(q, b.zext(idx, I64))
+            self.memcpy(arena, base, b.sub(end, b.ptrtoint(base, I64)))
+            self.set_buffer(r.tensor, arena)
+            self._set_out_end(r.tensor, ir.Constant(I64, -1))
 
     def copy_out(self, dst, src, nbytes) -> None:
         """UB -> GM: a memcpy, or when the launch streams (large outputs) whole 64-byte lines with
@@ -993,6 +1167,7 @@ class _Lowering:
         return self._splat_em().convert(v, src, dst, mode)
 
     def dup(self, node: Dup) -> None:
+        self.guard_out(node.dst, self.ev_i64(node.count))
         at = self.ref_ptr(node.dst)
         d = at[3]
         if d is None:
@@ -1041,6 +1216,7 @@ class _Lowering:
             self.gather(node)
             return
         n = self.ev_i64(node.count)
+        self.guard_out(node.dst, n)
         dst = self.ref_ptr(node.dst)
         srcs = [self.ref_ptr(r) for r in node.srcs]
         dd = dst[3]
@@ -1094,6 +1270,7 @@ class _Lowering:
         with 8 accumulators over blocks of at most 128; max / min: a left fold)."""
         b = self.b
         kind = node.api.removeprefix("WholeReduce").removeprefix("ReduceRepeat").lower()
+        self.guard_out(node.dst, ir.Constant(I64, 1))
         src = self.ref_ptr(node.srcs[0])
         dst = self.ref_ptr(node.dst)
         sd, dd = src[3], dst[3]
@@ -1377,6 +1554,8 @@ class _Lowering:
         n = self.ev_i64(node.count if node.count is not None else "n")
         o = self.ev_i64(node.offset)
         refs = dict(node.names)
+        for slot in dict.fromkeys(st.dst for st in node.stmts):
+            self.guard_out(refs[slot], n, o)
         at = {}
         for slot, r in refs.items():
             at[slot] = self.ref_ptr(r, o)
