@@ -238,3 +238,37 @@ def test_random_concat_slice_chains_match_numpy(g):
 def test_op_project_of_a_view_kernel_says_to_use_the_kernel_layout(k910, tmp_path):
     with pytest.raises(fs.FusedslError, match=r"slice/concatenate/take views.*\n(.*\n)*.*layout='kernel'"):
         k910.save(str(tmp_path / "op"), layout="op")
+
+
+def _depthwise_taps(x, w):
+    """A hand-written depthwise 3x3 convolution: zero padding by concatenation, nine shifted
+    slices times their per-channel weights."""
+    zr = fs.zeros_like(x[:, :, :1, :])
+    xp = fs.concatenate([zr, x, zr], axis=2)
+    zc = fs.zeros_like(xp[:, :, :, :1])
+    xp = fs.concatenate([zc, xp, zc], axis=3)
+    h, wd = x.shape[2], x.shape[3]
+    y = None
+    for i in range(3):
+        for j in range(3):
+            t = xp[:, :, i:i + h, j:j + wd] * w[:, :, i:i + 1, j:j + 1]
+            y = t if y is None else y + t
+    return y
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend910"])
+def test_view_copied_into_several_kernels_keeps_its_inputs(target):
+    """The padded input's concatenation is copied into each of the kernels the queue limit
+    splits the taps into; the zeros it reads stayed a kernel of their own, but joined one of
+    those kernels ("a vector kernel read only through the views of another"), leaving the
+    others to read a value no kernel wrote: the compile failed with use-before-def in main."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 16, 21, 19)).astype(np.float32)
+    w = rng.standard_normal((1, 16, 3, 3)).astype(np.float32)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(xp[:, :, i:i + 21, j:j + 19] * w[:, :, i:i + 1, j:j + 1] for i in range(3) for j in range(3))
+    k = fs.fused_kernel(_depthwise_taps).compile(x, w, target=target)
+    assert len(k.kernels) > 1   # the case: the taps do not fit one kernel's queues
+    np.testing.assert_allclose(k(x, w), want, rtol=1e-5, atol=1e-5)
+    if target == "ascend910b":
+        np.testing.assert_allclose(k.simulate(x, w), want, rtol=1e-5, atol=1e-5)

@@ -228,7 +228,12 @@ class Fuse(Pass):
                         if kind1 != "vector" or any(id(fn.ops[r].result) in returned for r in roots1):
                             continue
                         member = set(ops1) | set(ops2)
-                        if not all(u in member for r in roots1 for u in consumers.get(id(fn.ops[r].result), [])):
+                        readers = [u for r in roots1 for u in consumers.get(id(fn.ops[r].result), [])]
+                        if not all(u in member for u in readers):
+                            continue
+                        # a view the input side copied into several kernels reads k1's results in
+                        # each of them: k1 joining one would leave the others without their input
+                        if any(alive[o] and o not in (k1, k2) for u in readers for o in where.get(u, ())):
                             continue
                         why = fits(sorted(member), roots2)
                         if why:
