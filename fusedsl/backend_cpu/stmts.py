@@ -179,14 +179,14 @@ class StmtEmitter:
         return (b.icmp_unsigned if _unsigned(d) else b.icmp_signed)(op, x, y)
 
     def fmax(self, x, y):
-        # numpy: (x >= y or isnan(x)) ? x : y
+        # numpy's float32 maximum: (x > y or isnan(x)) ? x : y -- a tie (-0.0, +0.0) gives y
         b = self.b
-        take_x = b.or_(b.fcmp_ordered(">=", x, y), b.fcmp_unordered("uno", x, x))
+        take_x = b.or_(b.fcmp_ordered(">", x, y), b.fcmp_unordered("uno", x, x))
         return b.select(take_x, x, y)
 
     def fmin(self, x, y):
         b = self.b
-        take_x = b.or_(b.fcmp_ordered("<=", x, y), b.fcmp_unordered("uno", x, x))
+        take_x = b.or_(b.fcmp_ordered("<", x, y), b.fcmp_unordered("uno", x, x))
         return b.select(take_x, x, y)
 
     def exp(self, x):

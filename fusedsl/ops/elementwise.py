@@ -99,8 +99,8 @@ def _neg(c, dst, x):
 def _relu(c, dst, x):
     if c.supports("relu"):
         c("relu", dst, [x])
-    else:
-        c("max", dst, [x, c.dup(c.imm(0))])
+    else:   # max(0, x): the tie -0.0 / +0.0 gives the second operand, so -0.0 stays (torch.relu)
+        c("max", dst, [c.dup(c.imm(0)), x])
 
 
 @unary
@@ -167,7 +167,11 @@ def binary_recipe(tensor_prim, scalar_prim=None):
             c(tensor_prim, dst, [a, bb])
             return
         tensor, scalar, scalar_first = (a, bb, False) if ka == "slot" else (bb, a, True)
-        if scalar_prim is not None and c.supports(scalar_prim):
+        # Maxs(x, s) answers a tie (-0.0 vs +0.0) with s, maximum(s, x) with x (the second
+        # operand, numpy's float32 rule): with the scalar first, only a nonzero constant can
+        # never tie on a zero and may use the scalar form
+        tie = tensor_prim in ("max", "min") and scalar_first and not (scalar[0] == "imm" and scalar[1] != 0)
+        if scalar_prim is not None and c.supports(scalar_prim) and not tie:
             c(scalar_prim, dst, [tensor], scalar)
             return
         if tensor_prim == "sub" and scalar[0] == "imm" and not scalar_first and c.supports("adds"):

@@ -71,7 +71,8 @@ def _recip(x):
 
 
 def _relu(x):
-    return np.maximum(x, np.zeros((), x.dtype))
+    # torch.relu: -0.0 stays -0.0 (np.maximum(-0.0, 0.0) is +0.0: the tie gives the second operand)
+    return np.where(x < 0, np.zeros((), x.dtype), x)
 
 
 # ---- LLVM helpers: `em` is backend_cpu.stmts.StmtEmitter ----------------------------------
@@ -93,7 +94,7 @@ prim("mul", "Mul", "binary", lambda x, s: x[0] * x[1],
 prim("div", "Div", "binary", lambda x, s: x[0] / x[1], lambda em, x, s: em.b.fdiv(x[0], x[1]))
 prim("max", "Max", "binary", lambda x, s: np.maximum(x[0], x[1]),
      lambda em, x, s: em.fmax(x[0], x[1]), lambda em, x, s: _int_max(em, x[0], x[1]), exact=True,
-     doc="numpy's maximum: NaN propagates")
+     doc="numpy's float32 maximum: NaN propagates, a tie (-0.0 and +0.0) gives the second operand")
 prim("min", "Min", "binary", lambda x, s: np.minimum(x[0], x[1]),
      lambda em, x, s: em.fmin(x[0], x[1]), lambda em, x, s: _int_min(em, x[0], x[1]), exact=True)
 
@@ -125,7 +126,7 @@ prim("rsqrt", "Rsqrt", "unary", lambda x, s: _recip(np.sqrt(x[0])),
 prim("reciprocal", "Reciprocal", "unary", lambda x, s: _recip(x[0]),
      lambda em, x, s: em.b.fdiv(em.k.fc(1.0), x[0]))
 prim("relu", "Relu", "unary", lambda x, s: _relu(x[0]),
-     # numpy maximum(x, 0): NaN stays NaN, -0.0 stays -0.0
+     # torch.relu: NaN stays NaN, -0.0 stays -0.0
      lambda em, x, s: em.b.select(em.b.fcmp_ordered("<", x[0], em.k.fc(0.0)), em.k.fc(0.0), x[0]),
      lambda em, x, s: em.b.select(em.b.icmp_signed("<", x[0], em.splat(0, x[0].type.element)),
                                   em.splat(0, x[0].type.element), x[0]), exact=True)
