@@ -3,7 +3,10 @@
 `cachedir.py` decides where the caches live; this module knows what an entry of each looks like
 and keeps their total under FUSEDSL_CACHE_MAX_BYTES (default 2 GiB; 0 = no limit).
 
-Entries (everything else under the cache folder is left alone, symlinks are never followed):
+Entries (everything else under the cache folder is left alone; a symlink to a file is never followed,
+a symlink to a folder in the place of a cache folder -- llvm, llvm/<2 hex>, ascendc, ascendc/pch,
+pch/<40 hex> -- is followed when the folder is ours and not writable by others, as the writers
+write through it: what they put there counts against the limit and is pruned, wherever it lies):
   llvm/<2 hex>/<64 hex>.o                  LLVM object code starting with LLVM_MAGIC (backend_cpu/jit.py)
   ascendc/<64 hex>.so + .so.sum            a g++-built library and its recorded sha256 (cpu_runner.py);
                                            a .so.sum left without its library is an entry too
@@ -222,21 +225,61 @@ def _fresh_usage(root: str) -> int | None:
 
 # ---- what is ours ------------------------------------------------------------------------------
 def scan(root: str) -> Scan:
-    """Every entry of the caches under `root` and every other name there (never following a symlink)."""
+    """Every entry of the caches under `root` and every other name there (symlinks to folders
+    followed where the writers follow them, see _cache_folder; symlinks to files never)."""
     out = Scan(root)
+    seen = _Seen(root)
     for name in _listdir(root):
         path = os.path.join(root, name)
-        if name in KINDS and _is_dir(path):
-            (_scan_llvm if name == "llvm" else _scan_ascendc)(path, out)
+        if name in KINDS and _cache_folder(path, seen):
+            (_scan_llvm if name == "llvm" else _scan_ascendc)(path, out, seen)
         elif not (name == USAGE and _is_file(path)):
             out.others.append(path)
     return out
 
 
-def _scan_llvm(folder: str, out: Scan) -> None:
+class _Seen:
+    """The folders a scan has entered, by device and inode: a folder reached twice (two links to
+    it, or a link back up the tree) is counted once and entered once."""
+
+    def __init__(self, root: str):
+        self.ids: set = set()
+        try:
+            st = os.stat(root)
+            self.ids.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+
+    def first(self, st: os.stat_result) -> bool:
+        key = (st.st_dev, st.st_ino)
+        if key in self.ids:
+            return False
+        self.ids.add(key)
+        return True
+
+
+def _cache_folder(path: str, seen: _Seen) -> bool:
+    """Whether `path` is a folder to scan as part of the cache: a real folder, or a symlink to a
+    folder that passes the test the writers' folders pass (cachedir.problem: ours, not writable by
+    group or others), reached for the first time.  The writers (jit.write_cached, cpu_runner) write
+    through such links, so what they put there counts against the limit and is pruned with the rest;
+    a link the writers would refuse, a link to a file, or a second way to one folder is left alone."""
+    try:
+        lst = os.lstat(path)
+        st = os.stat(path) if stat.S_ISLNK(lst.st_mode) else lst
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    if stat.S_ISLNK(lst.st_mode) and (st.st_mode & 0o022 or (hasattr(os, "geteuid") and st.st_uid != os.geteuid())):
+        return False
+    return seen.first(st)
+
+
+def _scan_llvm(folder: str, out: Scan, seen: _Seen) -> None:
     for sub in _listdir(folder):
         subdir = os.path.join(folder, sub)
-        if not (re.fullmatch(r"[0-9a-f]{2}", sub) and _is_dir(subdir)):
+        if not (re.fullmatch(r"[0-9a-f]{2}", sub) and _cache_folder(subdir, seen)):
             out.others.append(subdir)
             continue
         for name in _listdir(subdir):
@@ -251,12 +294,12 @@ def _scan_llvm(folder: str, out: Scan) -> None:
                 out.others.append(path)
 
 
-def _scan_ascendc(folder: str, out: Scan) -> None:
+def _scan_ascendc(folder: str, out: Scan, seen: _Seen) -> None:
     names = set(_listdir(folder))
     for name in sorted(names):
         path = os.path.join(folder, name)
-        if name == "pch" and _is_dir(path):
-            _scan_pch(path, out)
+        if name == "pch" and _cache_folder(path, seen):
+            _scan_pch(path, out, seen)
             continue
         st = _lstat_file(path)
         sum_st = _lstat_file(path + ".sum") if st is not None and _SO_NAME.fullmatch(name) else None
@@ -276,10 +319,10 @@ def _scan_ascendc(folder: str, out: Scan) -> None:
             out.others.append(path)
 
 
-def _scan_pch(folder: str, out: Scan) -> None:
+def _scan_pch(folder: str, out: Scan, seen: _Seen) -> None:
     for sub in _listdir(folder):
         subdir = os.path.join(folder, sub)
-        if not (_PCH_DIR.fullmatch(sub) and _is_dir(subdir)):
+        if not (_PCH_DIR.fullmatch(sub) and _cache_folder(subdir, seen)):
             out.others.append(subdir)
             continue
         files, nbytes, stamp, foreign = [], 0, 0, False
@@ -305,13 +348,6 @@ def _listdir(path: str) -> list[str]:
         return sorted(os.listdir(path))
     except OSError:
         return []
-
-
-def _is_dir(path: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _is_file(path: str) -> bool:

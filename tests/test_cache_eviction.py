@@ -263,7 +263,23 @@ def test_clear_and_prune_remove_only_what_fusedsl_wrote(cache):
     assert not any(os.path.exists(p) for p in mine)
 
 
-def test_symlinks_in_the_cache_are_not_followed(cache, tmp_path):
+def test_a_cache_folder_moved_behind_a_symlink_stays_under_the_limit(cache, tmp_path, monkeypatch):
+    """The writers write through a symlinked cache folder (here llvm/ moved to another disk), so
+    the prune follows it: before, those objects were invisible to the scan and grew without bound."""
+    moved = str(tmp_path / "other-disk" / "llvm")
+    cachedir.make_private(moved)
+    cachedir.make_private(cache)
+    os.symlink(moved, os.path.join(cache, "llvm"))
+    monkeypatch.setenv("FUSEDSL_CACHE_MAX_BYTES", "20000")
+    for i in range(60):                        # 60 objects of 1,040 bytes: three times the limit
+        llvm_entry(i)
+    on_disk = [os.path.join(d, f) for d, _, files in os.walk(moved) for f in files]
+    assert 10 <= len(on_disk) <= 20, len(on_disk)
+    assert sum(map(os.path.getsize, on_disk)) <= 20000 + 1040
+    assert cachesize.scan(cache).nbytes == sum(map(os.path.getsize, on_disk))
+
+
+def test_symlinks_to_folders_are_followed_where_writers_go_and_to_files_never(cache, tmp_path):
     outside = tmp_path / "outside"
     elsewhere = str(outside / "cache")     # valid entries of another cache folder
     os.makedirs(elsewhere)
@@ -273,24 +289,35 @@ def test_symlinks_in_the_cache_are_not_followed(cache, tmp_path):
         f.write(jit.MAGIC + bytes(100))
     lib = library_entry(elsewhere, 7)
     gch = pch_entry(elsewhere, 7)
+    shared = str(outside / "shared")      # a folder others may write: the writers refuse it, so does the scan
+    os.makedirs(os.path.join(shared, "cd"))
+    shared_obj = os.path.join(shared, "cd", "cd" + "1" * 62 + ".o")
+    with open(shared_obj, "wb") as f:
+        f.write(jit.MAGIC + bytes(100))
+    os.chmod(os.path.join(shared, "cd"), 0o777)
     llvm_entry(0)
     mine = library_entry(cache, 0)
-    links = {os.path.join(cache, "llvm", "ab"): os.path.dirname(obj),          # a folder of objects
-             os.path.join(cache, "ascendc", "pch"): os.path.dirname(os.path.dirname(gch)),
-             os.path.join(cache, "ascendc", os.path.basename(lib)): lib,       # a library and its sum
-             os.path.join(cache, "ascendc", os.path.basename(lib) + ".sum"): lib + ".sum"}
-    for link, target in links.items():
+    followed = {os.path.join(cache, "llvm", "ab"): os.path.dirname(obj),          # a folder of objects
+                os.path.join(cache, "ascendc", "pch"): os.path.dirname(os.path.dirname(gch))}
+    left = {os.path.join(cache, "ascendc", os.path.basename(lib)): lib,          # a library and its sum
+            os.path.join(cache, "ascendc", os.path.basename(lib) + ".sum"): lib + ".sum",
+            os.path.join(cache, "llvm", "cd"): os.path.join(shared, "cd"),       # writable by others
+            os.path.join(cache, "llvm", "ef"): os.path.join(cache, "llvm")}      # a way back up: entered once
+    for link, target in {**followed, **left}.items():
         os.symlink(target, link)
     found = cachesize.scan(cache)
-    assert sorted(links) == sorted(p for p in found.others if os.path.islink(p))
+    assert sorted(left) == sorted(p for p in found.others if os.path.islink(p))
+    assert sorted(primary(e) for e in found.entries) == sorted(
+        [jit._path(_key(0)), mine, os.path.join(cache, "llvm", "ab", os.path.basename(obj)),
+         os.path.join(cache, "ascendc", "pch", os.path.basename(os.path.dirname(gch)), "kernel_operator.h.gch")])
     for path in (obj, lib, gch):
         used(path, 7200)
-    cachesize.prune(cache, 1, target=0)
-    done = cachesize.clear(cache)
-    assert not os.path.exists(mine)
-    assert all(os.path.exists(p) for p in (obj, lib, lib + ".sum", gch, gch + ".sum"))
-    assert all(os.path.islink(link) for link in links)
-    assert done.remaining.entries == []
+    done = cachesize.prune(cache, 1, target=0)
+    assert {e.kind for e in done.removed} == {"llvm", "ascendc", "pch"}
+    assert not os.path.exists(obj) and not os.path.exists(gch) and not os.path.exists(mine)
+    assert all(os.path.exists(p) for p in (lib, lib + ".sum", shared_obj))   # behind links to files / an unsafe folder
+    assert all(os.path.islink(link) for link in {**followed, **left})
+    assert cachesize.clear(cache).remaining.entries == []
 
 
 # ---- several processes ----------------------------------------------------------------------------
@@ -339,10 +366,19 @@ def test_two_processes_filling_a_small_cache_neither_crash_nor_corrupt_it(cache)
 
 
 LIBRARY_WRITER = r'''
-import json, sys
+import json, os, sys
 import numpy as np
 import fusedsl as fs
+from fusedsl.backend_ascendc import cpu_runner
 base = float(sys.argv[1])
+def session_pch(flags, own=cpu_runner._pch_dir):   # the header from the test session's cache, not this one
+    mine = os.environ["FUSEDSL_CACHE_DIR"]
+    os.environ["FUSEDSL_CACHE_DIR"] = os.environ["SESSION_CACHE"]
+    try:
+        return own(flags)
+    finally:
+        os.environ["FUSEDSL_CACHE_DIR"] = mine
+cpu_runner._pch_dir = session_pch
 x = np.linspace(-2, 2, 512, dtype=np.float32).reshape(8, 64)
 bad = []
 for rnd in range(2):
@@ -359,9 +395,19 @@ def test_two_processes_building_libraries_into_a_cache_of_two_neither_crash_nor_
     """Each library is about 1 MB: under a 2 MB limit every build evicts one, often the other
     process's, sometimes between its check and its load."""
     cache = os.environ["FUSEDSL_CACHE_DIR"]
-    results = run_writers(cache, {"FUSEDSL_CACHE_MAX_BYTES": "2M"}, LIBRARY_WRITER, (2.0, 3.0))   # two kernels in common
+    # the module cache's ascendc/pch is a link to the session's precompiled header (conftest), which
+    # the prune follows: an 80 MB entry that a 2 MB limit would evict at every build.  The writers use
+    # it from the session's cache instead, so this cache holds libraries only.
+    pch_link = os.path.join(cache, "ascendc", "pch")
+    session = os.path.dirname(os.path.dirname(os.readlink(pch_link)))
+    os.unlink(pch_link)
+    try:
+        results = run_writers(cache, {"FUSEDSL_CACHE_MAX_BYTES": "2M", "SESSION_CACHE": session},
+                              LIBRARY_WRITER, (2.0, 3.0))   # two kernels in common
+        found = cachesize.scan(cache)
+    finally:
+        os.symlink(os.path.join(session, "ascendc", "pch"), pch_link)
     assert results == [{"bad": []}, {"bad": []}]
-    found = cachesize.scan(cache)
     libraries = [e for e in found.entries if e.kind == "ascendc"]
     assert 1 <= len(libraries) <= 3 and found.nbytes <= (2 << 20) + max(e.nbytes for e in libraries)
     assert all(cpu_runner.verified(e.files[0]) for e in libraries)
@@ -440,8 +486,13 @@ print(json.dumps({"ok": ok, "library_was_cached": before,
     assert first == {"ok": True, "library_was_cached": False, "llvm_from_disk": [False]}
     assert run_writers(cache, {}, script, [0])[0] == {"ok": True, "library_was_cached": True,
                                                        "llvm_from_disk": [True]}
+    # the clear follows ascendc/pch, the session's shared header (conftest): keep that one out of it
+    pch_link = os.path.join(cache, "ascendc", "pch")
+    shared_pch = os.readlink(pch_link)
+    os.unlink(pch_link)
     assert main(["cache", "clear"]) == 0
     assert cachesize.scan(cache).entries == []
+    os.symlink(shared_pch, pch_link)
     assert run_writers(cache, {}, script, [0])[0] == first
 
 

@@ -302,7 +302,10 @@ def troubleshooting_page() -> str:
               "", "## The compile caches", "",
               "LLVM object code and the g++-built libraries of `simulate` are cached in `FUSEDSL_CACHE_DIR` "
               "(default `~/.cache/fusedsl`), kept under `FUSEDSL_CACHE_MAX_BYTES` (default 2GiB) by evicting "
-              "the least recently used entries; `fusedsl cache info` shows where, how much and the limit.", "",
+              "the least recently used entries; `fusedsl cache info` shows where, how much and the limit. A "
+              "cache sub-folder you replace by a symlink to a folder of yours elsewhere (`llvm/` on another "
+              "disk) is part of the cache: counted, pruned and cleared there; symlinks to files, and to "
+              "folders others may write, are left alone.", "",
               "| symptom | what to do |", "|---|---|",
               "| `CacheLimitError: FUSEDSL_CACHE_MAX_BYTES=... is not a size` at your kernel's first call (or "
               "from `fusedsl cache info`) | set a number of bytes with an optional unit (`2GiB`, `500M`, `1.5G`, "
