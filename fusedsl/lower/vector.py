@@ -315,6 +315,9 @@ def _emit_cast(b: _Builder, dst: str, src: str, src_dtype, dst_dtype, loc, hoist
     if path is None and dt.bfloat16 in (src_dtype, dst_dtype):
         raise ScheduleError(f"bfloat16 is not supported on {b.target.name}", loc=loc,
                             hint="use float16 or float32, or target ascend910b")
+    if path is None and src_dtype == dt.int32 and dst_dtype in (dt.int8, dt.uint8):
+        _wrapping_8bit_cast(b, dst, src, dst_dtype, loc, hoisted, bound)
+        return
     if path is None:
         raise ScheduleError(f"{b.target.name} has no Cast from {src_dtype} to {dst_dtype}", loc=loc,
                             hint="cast through float32 in the kernel, or choose another target")
@@ -330,6 +333,37 @@ def _emit_path(b: _Builder, dst: str, src: str, path, loc, hoisted) -> None:
         out = dst if n == len(path) - 1 else b.new_slot(c, "inv" if hoisted else "tmp")
         b.emit("cast", out, [cur], c, loc, hoisted=hoisted, src_dtype=a, round_mode=m)
         cur = out
+
+
+# ---- int32 -> int8 / uint8: no chip has the Cast (ASCENDC.md 2.4) -------------------------------
+_F32_EXACT = 2 ** 24        # int32 values below it in magnitude are exact in float32
+
+
+def _wrapping_8bit_cast(b: _Builder, dst: str, src: str, d: dt.DType, loc, hoisted, bound) -> None:
+    """numpy's int32 -> int8 / uint8 cast, which wraps mod 256 (the 8-bit results of sign,
+    bitwise ops and shifts come back from int32 this way).  v below 2**24 in magnitude is exact
+    in float32: cast it, wrap it into the 8-bit range there (_wrap8) and narrow through half
+    (exact for |w| <= 256): 1 + 10 + 2 instructions (3 for an int8 already in range).  A v of unknown size (`bound`: max |v| from
+    _int_bound) is first cut to its low 16 bits, v & 0xFFFF (the same value mod 256), by And on
+    int16 lanes (+ the Duplicate of the mask): ascend910b and ascend310p have it, ascend910 does
+    not and refuses such a cast."""
+    i32, f32 = dt.int32, dt.float32
+    role = "inv" if hoisted else "tmp"
+    if bound is None or bound >= _F32_EXACT:
+        if not _supports(b, "and", i32):
+            raise ScheduleError(
+                f"{b.target.name} has no Cast from int32 to {d} and no bitwise And to wrap an int32 of any size "
+                f"into {d}'s range (numpy wraps mod 256)", loc=loc,
+                hint=f"keep the int32 values below 2**24 in a way fusedsl can see (casts of 8-bit inputs, "
+                     f"constants, +, -, *, where), or wrap them yourself in float32 (x - 256 * floor(x / 256)), "
+                     f"or target ascend910b / ascend310p")
+        low = b.new_slot(i32, role)
+        b.emit("and", low, [src, _dup(b, ("imm", 0xFFFF), i32, loc, hoisted)], i32, loc, hoisted=hoisted)
+        src = low
+    f = b.new_slot(f32, role)
+    _emit_path(b, f, src, _cast_path(b.target, i32, f32), loc, hoisted)
+    in_range = d == dt.int8 and bound is not None and bound <= 127   # sign's -1 / 0 / 1: nothing to wrap
+    _emit_path(b, dst, f if in_range else _wrap8(b, f, d, loc, hoisted), _cast_path(b.target, f32, d), loc, hoisted)
 
 
 # ---- float32 -> int32 where the chip has no such Cast (310P, 910A) ---------------------------
@@ -372,6 +406,10 @@ def _int_bound(b: _Builder, v: Value, depth: int = 0):
         if op.name in ("add", "sub"):
             return bounds[0] + bounds[1]
         return bounds[0] * bounds[1] if op.name == "mul" else max(bounds)
+    if op.name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        # |v| <= B fits k + 1 bits signed (k = B.bit_length()); so does a bitwise op of such values
+        bounds = [_int_bound(b, a, depth + 1) for a in op.operands]
+        return None if any(x is None for x in bounds) else 1 << max(bounds).bit_length()
     return None
 
 
@@ -490,7 +528,7 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
         src_cd = b.slots[src_slot].dtype
         if res.dtype != cd:   # bf16/int8/uint8 results: one cast into their storage dtype
             narrow = b.new_slot(res.dtype, "inv" if hoisted else "tmp")
-            _emit_cast(b, narrow, src_slot, src_cd, res.dtype, loc, hoisted)
+            _emit_cast(b, narrow, src_slot, src_cd, res.dtype, loc, hoisted, bound=_int_bound(b, src))
             b.value_slot[id(res)] = narrow
             return
         if src_cd == cd:
@@ -706,7 +744,10 @@ def _working_dtype(b: _Builder, op, opdef, cd: dt.DType, operands) -> dt.DType:
         return cd
     if available(dt.float32):
         return dt.float32
-    raise ScheduleError(f"{op.name} on {cd} is not available on {b.target.name}", loc=op.loc)
+    raise ScheduleError(f"{op.name} on {cd} is not available on {b.target.name}", loc=op.loc,
+                        hint="the chip has no vector instruction for it in this dtype (docs/OPS.md lists what prints "
+                             "where); the kernel still runs on the CPU executors (kernel(*arrays)), or choose "
+                             "another target")
 
 
 def _recast(b, operand, cd, work, loc, hoisted):
