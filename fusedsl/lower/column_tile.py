@@ -24,10 +24,10 @@ from .. import dtypes as dt
 from ..tile.kernel import (Alloc, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, Field, For, Free, Gm, Let, Member,
                            Queue, Ref, Stage, Step, TileKernel, Vec, add, mul, name_temporaries, output_names)
 from .column import ColumnSchedule, column_values, compute_column_tiling
+from .row import FOLD
 from .vector import compute_dtype
 
 IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
-FOLD = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min"}
 FIELDS = ("A", "K", "B", "bn", "kt", "colTiles", "totalTiles", "tilesPerCore", "blockDim")
 
 

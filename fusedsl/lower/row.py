@@ -28,8 +28,10 @@ choice needs the row length at compile time (a symbolic one gets the single-read
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+from .. import cost
 from .. import dtypes as dt
 from ..errors import ScheduleError
 from ..ir.core import Function, Value
@@ -42,6 +44,8 @@ from ..targets import Target
 
 REDUCTIONS = ("sum", "mean", "max", "min")
 FOLD_LANES = 64                      # float32 lanes of one 256-byte repeat: the fold's width
+FOLD_MAX_LANES = 1024                # a static single-read row's widest fold (4 KB of UB)
+FOLD = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min"}   # the vector op each reduction folds with
 MAX_ELEMS = 2 ** 32
 
 
@@ -116,6 +120,7 @@ class RowSchedule:
     passes: list | None = None       # the multi-pass plan (None: single-read)
     chunk: int = 0                   # multi-pass: elements per chunk
     single_need: int = 0             # multi-pass: UB bytes the single-read plan would need
+    fold_lanes: int = FOLD_LANES     # single-read, static row: float32 lanes a reduction folds the row into
 
     @property
     def symbols(self) -> list[str]:
@@ -224,7 +229,36 @@ def schedule_row_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) 
         return _multi_pass(sched, plan, where, ops)
     sched.plan_note = ("single-read: a tile of whole rows in UB, every reduction and the ops after it on the "
                        "row while it is there (x read once, y written once)")
+    if isinstance(row_shape[-1], int):
+        width = fold_width(row_shape[-1], [op for op in ops if op.name in REDUCTIONS])
+        grown = dataclasses.replace(sched, fold_lanes=width, fixed_bytes=sched.fixed_bytes + (width - FOLD_LANES) * 4)
+        if row_need(grown, row_shape[-1], 1) <= grown.ub_budget:
+            return grown
     return sched
+
+
+def fold_width(C: int, reductions) -> int:
+    """The float32 lanes a row of C elements is folded into before the lanes are halved to 64 and
+    reduced (lower/row_tile.py).  Each vector call costs a fixed ~20 cycles besides its elements
+    (cost.py's k*n + b), so 64 lanes make a row of 4096 sixty-four calls per reduction; wider
+    lanes take ceil(C / L) calls plus log2(L / 64) halvings.  The width with the least modelled
+    cycles over the kernel's reductions, at most FOLD_MAX_LANES (their UB is fixed bytes)."""
+    best, best_cost = FOLD_LANES, None
+    width = FOLD_LANES
+    while width <= min(FOLD_MAX_LANES, _round_up(C, FOLD_LANES)):
+        total = 0.0
+        for op in reductions:
+            api = FOLD[op.name]
+            total += cost.api_cycles("Duplicate", dt.float32, width)
+            total += sum(cost.api_cycles(api, dt.float32, min(width, C - k)) for k in range(0, C, width))
+            h = width // 2
+            while h >= FOLD_LANES:
+                total += cost.api_cycles(api, dt.float32, h)
+                h //= 2
+        if best_cost is None or total < best_cost:
+            best, best_cost = width, total
+        width *= 2
+    return best
 
 
 def _multi_pass(sched: RowSchedule, plan, where, ops) -> RowSchedule:
@@ -539,6 +573,6 @@ def row_ub_plan(sched: RowSchedule, tiling: RowTiling) -> list[tuple[str, str, i
         plan += [(f"b_tmp_{d.name}_{i}", "VECCALC", row * item(d), 1) for i in range(n)]
     if sched.needs_wide:
         plan.append(("b_wide", "VECCALC", row * 4, 1))
-    plan += [("b_lanes", "VECCALC", FOLD_LANES * 4, 1), ("b_red", "VECCALC", 32, 1),
+    plan += [("b_lanes", "VECCALC", sched.fold_lanes * 4, 1), ("b_red", "VECCALC", 32, 1),
              ("b_rs", "VECCALC", 32 * rs_slots(sched.fn), 1)]
     return plan

@@ -27,11 +27,14 @@ How a row's ops run:
 
 * an elementwise op is a `Step`: the tile stmts the vector scheduler gave it (row_plan.OpStep),
   its slots mapped to the row's buffers (a per-row op's to 32-byte slots, count 1);
-* a reduction casts a 16-bit row to float32 (`wide`), folds it into 64 float32 lanes with
-  Add / Max / Min in chunks of 64 whose last count stops at the row's end (the pad is never
-  read; the lanes start at the identity) and reduces the lanes with one WholeReduce (CANN >=
-  9.1: ReduceRepeat); on 910A (no float reductions) the lanes are halved with binary ops to 8
-  and finished on the scalar unit; mean divides by C there, a 16-bit result is rounded once;
+* a reduction casts a 16-bit row to float32 (`wide`), folds it into L float32 lanes with
+  Add / Max / Min in chunks of L whose last count stops at the row's end (the pad is never
+  read; the lanes start at the identity), halves the lanes to 64, and reduces them with one
+  WholeReduce (CANN >= 9.1: ReduceRepeat); on 910A (no float reductions) the lanes are halved
+  with binary ops to 8 and finished on the scalar unit; mean divides by C there, a 16-bit result
+  is rounded once.  L is 64 (one 256-byte repeat) unless a static single-read row kernel's
+  schedule chose wider lanes (lower/row.fold_width: the width with the fewest modelled cycles,
+  up to 1024; a call's fixed cost made a 4096-element row 64 calls per reduction);
 * a per-row value reaches later ops as a typed scalar (`Scalar`; GetValue after a V_S sync)
   or, for ops on per-row values, as one element of a 32-byte slot of `rs_<dtype>` (`Put`, then
   an S_V sync).
@@ -47,8 +50,8 @@ from .. import dtypes as dt
 from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, DeQue, Dup, EnQue, Field, For, Free, Gm, Let, Member,
                            Put, Queue, Ref, Scalar, Set, Stage, Step, Sync, TileKernel, Var, Vec, add, mul,
                            name_temporaries, output_names)
-from .row import FOLD_LANES, RowSchedule, allocate_row_values, compute_row_tiling, temp_pool
-from .column_tile import FOLD, IDENTITY
+from .row import FOLD, FOLD_LANES, RowSchedule, allocate_row_values, compute_row_tiling, temp_pool
+from .column_tile import IDENTITY
 from .vector import compute_dtype
 from .vector_tile import PLAIN_NAME
 
@@ -77,6 +80,9 @@ class _Lowering:
         t = s.target
         self.k = max(1, s.outer_rank)
         self.multi = s.passes is not None
+        # the lanes a reduction folds a row into: the schedule's width for a static single-read
+        # row kernel (lower/row.fold_width), 64 for a matmul's row epilogue and the multi-pass plan
+        self.width = s.fold_lanes if not self.multi and bound is None else FOLD_LANES
         self.new_api = cann_at_least(t.cann_version, (9, 1))
         self.float_reduce = "float" in t.api_dtypes.get("WholeReduceSum", frozenset())
         self.values = {id(p.value): i for i, p in enumerate(s.fn.params)}
@@ -172,10 +178,16 @@ class _Lowering:
                 self.scal[id(v)] = var
 
     # ---- reductions ----------------------------------------------------------------------------
-    def fold(self, kind: str, lanes: Ref, src: Ref, n) -> list:
-        """Fold n float32 elements of src into the 64 lanes (the last chunk stops at n)."""
-        return [For("k", 0, n, (Vec(FOLD[kind], lanes, (lanes, _at(src, "k")), ("min", FOLD_LANES, ("-", n, "k"))),),
-                    step=FOLD_LANES)]
+    def fold(self, kind: str, lanes: Ref, src: Ref, n, width: int = FOLD_LANES) -> list:
+        """Fold n float32 elements of src into `width` lanes (the last chunk stops at n), then
+        halve the lanes to 64."""
+        L = [For("k", 0, n, (Vec(FOLD[kind], lanes, (lanes, _at(src, "k")), ("min", width, ("-", n, "k"))),),
+                 step=width)]
+        h = width // 2
+        while h >= FOLD_LANES:
+            L.append(Vec(FOLD[kind], lanes, (lanes, _at(lanes, h)), h))
+            h //= 2
+        return L
 
     def finish(self, kind: str, lanes: Ref, L: list) -> str:
         """The lanes reduced to one float32 scalar (returned: its local's name)."""
@@ -219,7 +231,7 @@ class _Lowering:
         if x.dtype != dt.float32:   # 16-bit rows accumulate in float32
             L.append(Vec("Cast", Ref("wide"), (src,), self.C, mode="CAST_NONE"))
             src = Ref("wide")
-        L += [Dup(Ref("lanes"), IDENTITY[op.name], FOLD_LANES)] + self.fold(op.name, Ref("lanes"), src, self.C)
+        L += [Dup(Ref("lanes"), IDENTITY[op.name], self.width)] + self.fold(op.name, Ref("lanes"), src, self.C, self.width)
         self.result(op, self.finish(op.name, Ref("lanes"), L), L)
         return L
 
@@ -483,7 +495,7 @@ class _Lowering:
         tbufs += [(self.tmp(d, i), d) for d, n in sorted(pool.items(), key=lambda x: x[0].name) for i in range(n)]
         tbufs += [("wide", dt.float32)] if s.needs_wide else []
         queues += [Queue(f"b_{name}", "VECCALC", 1, d, row) for name, d in tbufs]
-        queues += [Queue("b_lanes", "VECCALC", 1, dt.float32, FOLD_LANES * lanes),
+        queues += [Queue("b_lanes", "VECCALC", 1, dt.float32, max(self.width, FOLD_LANES * lanes)),
                    Queue("b_red", "VECCALC", 1, dt.float32, 8)]
         queues += [Queue(f"b_rs_{d.name}", "VECCALC", 1, d, n * (32 // max(1, d.itemsize)))
                    for d, n in sorted(self.rs.items(), key=lambda x: x[0].name)]
