@@ -4,8 +4,8 @@ ascend310p and ascend910 too.  Those chips have no float32 -> int32 Cast; the tw
 half were exact only below 1024 (5000.7 -> 5004, -70000.3 -> -65504, 1e6 -> 65504, no warning);
 the vector lowering now casts three pieces of at most 1024 each (lower/vector._exact_int32_cast).
 Under simulate and on the LLVM executor (which runs the chip's tile program), in vector, row and
-cube-epilogue kernels.  Past int32 and +-inf they give INT_MIN like the reference; NaN gives each
-executor's own NaN cast (INT_MIN on the CPU, 0 on the NPU)."""
+cube-epilogue kernels.  Past int32, +-inf and NaN they give INT_MIN like the reference (NaN gave
+0 under simulate and INT_MIN on the LLVM call before a Compare + Select took it out first)."""
 import numpy as np
 import pytest
 import torch
@@ -73,16 +73,41 @@ def test_numpy_truncation_over_int32(chip_cast, values):
 
 @pytest.mark.parametrize("target", CHIPS)
 def test_out_of_range_and_nan(target):
-    """Past int32 and +-inf: INT_MIN on every executor (the reference's, numpy's answer on x86);
-    NaN: INT_MIN on the CPU executors, 0 under simulate (the NPU's Cast of NaN, as on 910B)."""
+    """Past int32, +-inf and NaN: INT_MIN on every executor (the reference's, numpy's answer on
+    x86).  NaN was 0 under simulate (each piece's Cast of NaN on the chip), INT_MIN elsewhere."""
     x = np.array([TOP, -TOP * 2, 3e9, -3e9, 1e30, np.inf, -np.inf, np.nan, 7.5, -7.5], np.float32)
     k = fs.fused_kernel(_cast).compile(x, target=target)
     imin = -2 ** 31
     want = np.array([imin] * 8 + [7, -7], np.int32)
     np.testing.assert_array_equal(run_module(k.graph, [x])[0], want)
     np.testing.assert_array_equal(k(x), want)
-    want[7] = 0
     np.testing.assert_array_equal(k.simulate(x), want)
+
+
+@pytest.mark.parametrize("target", CHIPS)
+def test_nan_is_int_min_in_row_and_cube_epilogue_kernels_and_broadcast_rows(target):
+    """NaN in a row kernel's cast, in the cast of a broadcast row (such casts are not hoisted:
+    the Compare's scratch is per tile) and, on 310P, in a cube epilogue: numpy's INT_MIN under
+    simulate and on the LLVM call."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((6, 64)) * 1e5).astype(np.float32)
+    x[::2, ::5] = np.nan
+    row = rng.uniform(-1e6, 1e6, (1, 64)).astype(np.float32)
+    row[0, ::3] = np.nan
+    ints = rng.integers(-9, 9, (32, 64)).astype(np.int32)
+    progs = [(lambda x: (x - fs.max(x, axis=-1, keepdims=True)).astype("int32"), (x,)),
+             (lambda r, i: r.astype("int32") + i, (row, ints))]
+    if target == "ascend310p":
+        a = rng.uniform(-30, 30, (16, 32)).astype(np.float16)
+        a[0, 0], a[3, :] = np.nan, np.inf
+        b = rng.uniform(-30, 30, (32, 16)).astype(np.float16)
+        progs.append((lambda a, b: (a @ b).astype(fs.float32).astype("int32"), (a, b)))
+    for fn, args in progs:
+        k = fs.fused_kernel(fn).compile(*args, target=target)
+        want = run_module(k.graph, list(args))[0]
+        assert (want == -2 ** 31).any()
+        for got in (k.simulate(*args), k(*args)):
+            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("target", CHIPS)

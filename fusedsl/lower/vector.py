@@ -413,6 +413,35 @@ def _int_bound(b: _Builder, v: Value, depth: int = 0):
     return None
 
 
+def _casts_float_to_int32(b: _Builder, op) -> bool:
+    """A cast of a float to int32 on a chip whose float32 -> int32 Cast goes through half: it may
+    print _exact_int32_cast, whose NaN Select runs per tile."""
+    if op.name != "cast" or op.result.dtype != dt.int32 or not op.operands[0].dtype.is_float:
+        return False
+    path = _cast_path(b.target, dt.float32, dt.int32)
+    return path is not None and _through_half(path, dt.float32, dt.int32)
+
+
+def _nan_to_int_min(b: _Builder, src: str, loc, hoisted) -> str:
+    """src with NaN replaced by -2**31 (x == x ? x : -2**31; one Compare + Select), so that
+    _exact_int32_cast gives numpy's INT32_MIN for NaN on every executor: the pieces of a NaN
+    would each be cast on their own, to 0 by the chip's Cast and to INT32_MIN by the x86 one."""
+    if hoisted:
+        # Compare / Select run per tile (their scratch and the lanes read past the count): a
+        # cast of a float is never hoisted (_lower_ops); a hoisted one is of an int32 op computed
+        # in float32 from int32 operands, which holds no NaN
+        return src
+    f16, f32 = dt.float16, dt.float32
+    x = _readable_tmp(b, src, f32, loc)
+    mask = _mask_slot(b)
+    flag = b.new_slot(f16, "tmp")
+    b.emit("cmp", flag, [x, x], f32, loc, cmp_mode="EQ", aux=(mask, _scratch_const(b, f16, 1.0)))
+    zeros = None if b.target.supports("Compares", "half") else _scratch_const(b, f16, 0.0)
+    out = b.new_slot(f32, "tmp")
+    b.emit("select", out, [flag, x, _scratch_const(b, f32, -_TOP)], f32, loc, aux=(mask,) + ((zeros,) if zeros else ()))
+    return out
+
+
 def _exact_int32_cast(b: _Builder, dst: str, src: str, path, loc, hoisted) -> None:
     """numpy's float32 -> int32 (trunc toward zero) from casts of values below 1024 only.
 
@@ -424,9 +453,10 @@ def _exact_int32_cast(b: _Builder, dst: str, src: str, path, loc, hoisted) -> No
     h and m are integers up to 1024 and r is below 1024 in magnitude (or exactly +-1024): each
     Cast through half is exact; the pieces are joined in wrapping int32 arithmetic.  2**31 (x at
     or past it, +inf) wraps to INT_MIN as numpy's x86 answer does; -2**31 (and below, -inf) is
-    INT_MIN.  NaN: the chip's Cast gives 0 (each piece 0), the x86 cast INT_MIN (the pieces sum to
-    it) -- each executor's own answer for NaN.  26 vector instructions (910A: 32, with the
-    Duplicates of its missing scalar forms) instead of 2."""
+    INT_MIN.  NaN is selected to -2**31 after the clamp (_nan_to_int_min), so it is INT_MIN on
+    every executor too (its pieces would be cast on their own: to 0 by the chip's Cast, to
+    INT_MIN by the x86 one).  30 vector instructions (910A: 36, with the Duplicates of its missing
+    scalar forms) instead of 2, and the Compare's slack on every buffer."""
     if path[0][2] not in ("CAST_TRUNC", "CAST_ODD"):
         raise ScheduleError(f"{b.target.name}: float32 -> half rounds with {path[0][2]}, which can carry a "
                             "fraction to the next integer", loc=loc, hint="cast through another dtype")
@@ -453,7 +483,7 @@ def _exact_int32_cast(b: _Builder, dst: str, src: str, path, loc, hoisted) -> No
         _emit_path(b, out, x, path, loc, hoisted)
         return out
 
-    x = clamp(src, _TOP)
+    x = _nan_to_int_min(b, clamp(src, _TOP), loc, hoisted)
     s = clamp(x, 512.0)
     xs = step("sub", [x, s])
     h = rint(xs, 2.0 ** -21)
@@ -474,8 +504,8 @@ def _lower_ops(fn: Function, b: _Builder, inputs) -> None:
             continue
         hoisted = _is_hoisted(b, op.operands) and bool(op.operands) and any(
             id(v) not in b.value_scalar for v in op.operands)  # pure-scalar ops are folded earlier
-        if _is_mask_op(op):
-            hoisted = False   # compare/select keep their scratch per tile
+        if _is_mask_op(op) or _casts_float_to_int32(b, op):
+            hoisted = False   # compare/select keep their scratch per tile (a float -> int32 cast may select)
         if hoisted:
             b.hoistable.add(id(op.result))
         _lower_one(b, op, hoisted)
