@@ -70,3 +70,18 @@ def test_long_rows_model_faster_than_64_lanes():
 def test_symbolic_rows_keep_64_lanes():
     k = fs.fused_kernel(lambda x: fs.softmax(x)).compile(fs.spec(("R", "C")), target="ascend910b")
     assert k.kernels[0].lowered.fold_lanes == FOLD_LANES
+
+
+@pytest.mark.parametrize("target,prog,dtype", [("ascend910b", "softmax", "float32"), ("ascend910", "mean_back", "float32"),
+                                               ("ascend310p", "min_back", "float16")])
+def test_rows_longer_than_ub_fold_their_chunks_wide(target, prog, dtype):
+    """The multi-pass plan (a row bigger than UB, walked in chunks): each chunk folds into the
+    wide lanes too (online softmax's running maxima and sums per lane), halved at the finish."""
+    fn, ref = PROGRAMS[prog]
+    x = np.random.default_rng(7).uniform(-3, 3, (2, 70001)).astype(dtype)
+    k = fs.fused_kernel(fn).compile(x, target=target)
+    (plan,) = k.kernels
+    assert plan.lowered.passes is not None and plan.lowered.fold_lanes > FOLD_LANES
+    want = ref(x.astype(np.float64))
+    tol = 1e-5 if dtype == "float32" else 2e-3
+    np.testing.assert_allclose(k.simulate(x).astype(np.float64), want, rtol=tol, atol=tol * 4)

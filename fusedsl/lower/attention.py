@@ -173,9 +173,6 @@ class AttentionSchedule:
         per = -(-self.items // self.workers)
         return AttentionLaunch(self.words, self.block_dim, self.items, self.bq, self.bk, per)
 
-    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
-        return [(name, pos, nbytes, 1) for name, pos, nbytes in self.buffers()]
-
     def buffers(self) -> list[tuple[str, str, int]]:
         """(name, position, bytes) of every UB buffer the printer allocates."""
         mask = attention_operands(self.op)[3]

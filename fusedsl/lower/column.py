@@ -94,9 +94,6 @@ class ColumnSchedule:
     def tiling(self, sizes, target) -> "ColumnTiling":
         return compute_column_tiling(self, target)
 
-    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
-        return column_buffers(self)
-
 
 @dataclass(frozen=True)
 class ColumnTiling:

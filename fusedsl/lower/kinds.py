@@ -67,8 +67,10 @@ class Kind:
     # the one source of blockDim, tiles and loops for the report, the display and simulate);
     # raises ScheduleError when these sizes do not fit
     tiling: Callable[[Any, dict, Target], Any] = lambda sched, sizes, target: sched.tiling(sizes, target)
-    # (schedule, tiling) -> the UB plan: (buffer, position, bytes, count) per buffer
-    ub_plan: Callable[[Any, Any], list] = lambda sched, tiling: sched.ub_plan(tiling)
+    # (schedule, tiling) -> the UB plan: (buffer, position, bytes, count) per buffer, read from
+    # the kernel's tile IR (its InitBuffer calls) with the kernel's own words; a kind whose words
+    # depend on the launch's sizes reads them from the tiling
+    ub_plan: Callable[[Any, Any], list] = lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))
 
 
 def _has_cube(fn: Function) -> bool:
@@ -95,17 +97,16 @@ KINDS: list[Kind] = [
     # im2col inside the kernel, then the Matmul API (lower/conv_tile.py)
     Kind("conv", lambda fn, group: _cube_group(fn, group) and any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_conv_kernel(fn, t, o.ub_headroom, o.l1_headroom),
-         (ConvSchedule,), (ScheduleError, TargetError), ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
+         (ConvSchedule,), (ScheduleError, TargetError)),
     # several matmuls of the same A, each with its epilogue, run in turn (lower/cube_tile.py: a kernel of parts)
     Kind("cube_group", lambda fn, group: _cube_group(fn, group) and sum(op.name == "matmul" for op in fn.ops) > 1
          and not any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_cube_group(fn, t, o.ub_headroom, o.l1_headroom),
-         (CubeGroupSchedule,), (ScheduleError, TargetError),
-         ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),   # the largest part's
+         (CubeGroupSchedule,), (ScheduleError, TargetError)),   # the UB plan: the largest part's
     # a matmul with its elementwise or row epilogue (lower/cube_tile.py)
     Kind("cube", _cube_group,
          lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom, memo=o.tiling_memo),
-         (CubeSchedule,), (ScheduleError, TargetError), ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
+         (CubeSchedule,), (ScheduleError, TargetError)),
     # last-axis reductions and the ops around them (lower/row_tile.py)
     Kind("row", lambda fn, group: group in ("row", "single") and is_row_kernel(fn),
          lambda fn, t, o, snaps: schedule_row_kernel(fn, t, o.ub_headroom), (RowSchedule,),
@@ -113,19 +114,17 @@ KINDS: list[Kind] = [
     # flash attention: two Matmul objects and the online softmax between them (lower/attention_tile.py)
     Kind("attention", lambda fn, group: group == "single" and any(has_trait(op, ATTENTION) for op in fn.ops),
          lambda fn, t, o, snaps: schedule_attention_kernel(fn, t, o.ub_headroom), (AttentionSchedule,),
-         (ScheduleError, TargetError), ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
+         (ScheduleError, TargetError)),
     # reductions over axes before the last with their producers and consumers (FS116), or a
     # lone reduction over other axes: columns or rows of an [A, K, B] view (lower/column_tile.py)
     Kind("column", lambda fn, group: group == "column" or (group == "single" and
                                                           any(has_trait(op, REDUCTION) for op in fn.ops)),
-         lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,),
-         ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
+         lambda fn, t, o, snaps: schedule_reduce_kernel(fn, t, o.ub_headroom), (ColumnSchedule,)),
     # a lone transpose / permute: strided tiles in, transposed in UB, strided out; a lone slice with
     # a step on the last axis (no view kernel takes it): spans in, picked in UB (tile/kernel.py via transpose_tile_kernel)
     Kind("transpose", lambda fn, group: group == "single" and (lone_transpose(fn) is not None
                                                                 or lone_strided_slice(fn) is not None),
-         lambda fn, t, o, snaps: schedule_transpose_kernel(fn, t, o.ub_headroom), (TransposeSchedule,),
-         ub_plan=lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))),
+         lambda fn, t, o, snaps: schedule_transpose_kernel(fn, t, o.ub_headroom), (TransposeSchedule,)),
 ]
 
 KINDS_BY_NAME = {k.name: k for k in KINDS}

@@ -137,9 +137,6 @@ class RowSchedule:
     def tiling(self, sizes, target) -> "RowTiling":
         return compute_row_tiling(self, sizes, target)
 
-    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
-        return row_ub_plan(self, tiling)
-
 
 @dataclass(frozen=True)
 class RowTiling:
@@ -310,6 +307,12 @@ def _multi_pass(sched: RowSchedule, plan, where, ops) -> RowSchedule:
                             f"{FOLD_LANES} elements needs more than the {sched.ub_budget} bytes of UB of "
                             f"{target.name} ({per_elem} B per element, {fixed} B fixed)", loc=where,
                             hint="split the kernel (fewer ops per kernel); it still runs on the CPU executors")
+    # wider lanes for the chunks' folds (fold_width), when the chunk that leaves still holds them
+    width = fold_width(min(chunk, C), [red for ps in passes for red in ps.reductions])
+    wide_fixed = fixed + (width - FOLD_LANES) * 4 * max(1, lanes)
+    wide_chunk = ((sched.ub_budget - wide_fixed) // max(1, per_elem) - sched.slack) // FOLD_LANES * FOLD_LANES
+    if width > FOLD_LANES and wide_chunk >= width:
+        fixed, chunk, sched.fold_lanes = wide_fixed, wide_chunk, width
     sched.passes, sched.chunk, sched.in_num = passes, min(chunk, _round_up(C, FOLD_LANES)), in_num
     sched.tile_row_bytes, sched.row_bytes, sched.fixed_bytes, sched.tile_scalar_bytes = per_elem, 0, fixed, 0
     reads = sum(1 for ps in passes if any(sched.params[i].kind in ("full", "general") for i in ps.params))
@@ -550,29 +553,3 @@ def _line_aligned(sched: RowSchedule, tiles_per_core: int, total_tiles: int, til
 
 def rowscalar_dtype(v: Value) -> dt.DType:
     return compute_dtype(v.dtype)
-
-
-def row_ub_plan(sched: RowSchedule, tiling: RowTiling) -> list[tuple[str, str, int, int]]:
-    """(buffer, position, bytes, count) of every InitBuffer the printed row kernel makes."""
-    item = (lambda d: 1 if d == dt.bool_ else d.itemsize)
-    tile = tiling.tile_rows * tiling.Cpad + sched.slack
-    row = tiling.Cpad + sched.slack
-    plan = []
-    for p in sched.params:
-        if p.kind in ("full", "general"):
-            plan.append((f"q_{p.name}", "VECIN", tile * item(p.dtype), sched.in_num))
-        elif p.kind == "lastonly":
-            plan.append((f"b_{p.name}", "VECCALC", row * item(p.dtype), 1))
-    for o in sched.outputs:
-        nbytes = tile * item(o.dtype) if o.kind == "row" else _round_up(tiling.tile_rows * item(o.dtype), 32)
-        plan.append((f"q_y{o.index}", "VECOUT", nbytes, sched.out_num))
-    _, counts = allocate_row_values(sched.fn, sched.kinds)
-    for d, n in sorted(counts.items(), key=lambda x: x[0].name):
-        plan += [(f"b_rv_{d.name}_{i}", "VECCALC", row * item(d), 1) for i in range(n)]
-    for d, n in sorted(temp_pool(sched.steps.values()).items(), key=lambda x: x[0].name):
-        plan += [(f"b_tmp_{d.name}_{i}", "VECCALC", row * item(d), 1) for i in range(n)]
-    if sched.needs_wide:
-        plan.append(("b_wide", "VECCALC", row * 4, 1))
-    plan += [("b_lanes", "VECCALC", sched.fold_lanes * 4, 1), ("b_red", "VECCALC", 32, 1),
-             ("b_rs", "VECCALC", 32 * rs_slots(sched.fn), 1)]
-    return plan

@@ -32,8 +32,8 @@ How a row's ops run:
   read; the lanes start at the identity), halves the lanes to 64, and reduces them with one
   WholeReduce (CANN >= 9.1: ReduceRepeat); on 910A (no float reductions) the lanes are halved
   with binary ops to 8 and finished on the scalar unit; mean divides by C there, a 16-bit result
-  is rounded once.  L is 64 (one 256-byte repeat) unless a static single-read row kernel's
-  schedule chose wider lanes (lower/row.fold_width: the width with the fewest modelled cycles,
+  is rounded once.  L is 64 (one 256-byte repeat) unless a static row kernel's schedule (its
+  single-read rows, or the multi-pass plan's chunks) chose wider lanes (lower/row.fold_width: the width with the fewest modelled cycles,
   up to 1024; a call's fixed cost made a 4096-element row 64 calls per reduction);
 * a per-row value reaches later ops as a typed scalar (`Scalar`; GetValue after a V_S sync)
   or, for ops on per-row values, as one element of a 32-byte slot of `rs_<dtype>` (`Put`, then
@@ -80,9 +80,9 @@ class _Lowering:
         t = s.target
         self.k = max(1, s.outer_rank)
         self.multi = s.passes is not None
-        # the lanes a reduction folds a row into: the schedule's width for a static single-read
-        # row kernel (lower/row.fold_width), 64 for a matmul's row epilogue and the multi-pass plan
-        self.width = s.fold_lanes if not self.multi and bound is None else FOLD_LANES
+        # the lanes a reduction folds a row (a multi-pass chunk) into: the schedule's width for a
+        # static row kernel (lower/row.fold_width), 64 for a matmul's row epilogue
+        self.width = s.fold_lanes if bound is None else FOLD_LANES
         self.new_api = cann_at_least(t.cann_version, (9, 1))
         self.float_reduce = "float" in t.api_dtypes.get("WholeReduceSum", frozenset())
         self.values = {id(p.value): i for i, p in enumerate(s.fn.params)}
@@ -178,19 +178,18 @@ class _Lowering:
                 self.scal[id(v)] = var
 
     # ---- reductions ----------------------------------------------------------------------------
-    def fold(self, kind: str, lanes: Ref, src: Ref, n, width: int = FOLD_LANES) -> list:
-        """Fold n float32 elements of src into `width` lanes (the last chunk stops at n), then
-        halve the lanes to 64."""
-        L = [For("k", 0, n, (Vec(FOLD[kind], lanes, (lanes, _at(src, "k")), ("min", width, ("-", n, "k"))),),
-                 step=width)]
-        h = width // 2
+    def fold(self, kind: str, lanes: Ref, src: Ref, n) -> list:
+        """Fold n float32 elements of src into the lanes (the last chunk stops at n)."""
+        w = self.width
+        return [For("k", 0, n, (Vec(FOLD[kind], lanes, (lanes, _at(src, "k")), ("min", w, ("-", n, "k"))),), step=w)]
+
+    def finish(self, kind: str, lanes: Ref, L: list) -> str:
+        """The lanes reduced to one float32 scalar (returned: its local's name): halved to 64,
+        then one WholeReduce (910A: halved to 8 and finished on the scalar unit)."""
+        h = self.width // 2
         while h >= FOLD_LANES:
             L.append(Vec(FOLD[kind], lanes, (lanes, _at(lanes, h)), h))
             h //= 2
-        return L
-
-    def finish(self, kind: str, lanes: Ref, L: list) -> str:
-        """The lanes reduced to one float32 scalar (returned: its local's name)."""
         var = self.new_scalar()
         if self.float_reduce:
             api = ("ReduceRepeat" if self.new_api else "WholeReduce") + {"mean": "Sum"}.get(kind, kind.capitalize())
@@ -231,7 +230,7 @@ class _Lowering:
         if x.dtype != dt.float32:   # 16-bit rows accumulate in float32
             L.append(Vec("Cast", Ref("wide"), (src,), self.C, mode="CAST_NONE"))
             src = Ref("wide")
-        L += [Dup(Ref("lanes"), IDENTITY[op.name], self.width)] + self.fold(op.name, Ref("lanes"), src, self.C, self.width)
+        L += [Dup(Ref("lanes"), IDENTITY[op.name], self.width)] + self.fold(op.name, Ref("lanes"), src, self.C)
         self.result(op, self.finish(op.name, Ref("lanes"), L), L)
         return L
 
@@ -362,7 +361,7 @@ class _Lowering:
                 for inp in step.sched.inputs:
                     if inp.var:
                         self.scalar_of(step.sources[inp.index], L)
-            lanes = [Ref("lanes", FOLD_LANES * j) for j in range(4)]
+            lanes = [Ref("lanes", self.width * j) for j in range(4)]
             shift = None
             if ps.moments:   # the shift K: the row's first element
                 x = ps.moments[0].operands[0]
@@ -370,7 +369,7 @@ class _Lowering:
                 gm = s.params[self.values[id(x)]].name
                 L.append(Scalar(shift, dt.float32, ("cast", dt.float32, ("load", gm, mul("row0", "t.C")))))
             for j, red in enumerate(ps.reductions):
-                L.append(Dup(lanes[j], IDENTITY[red.name], FOLD_LANES))
+                L.append(Dup(lanes[j], IDENTITY[red.name], self.width))
             body: list = [Let("cn", ("min", "t.Cpad", ("-", "t.C", "c0")))]
             for i in ps.params:
                 p = s.params[i]
@@ -428,7 +427,7 @@ class _Lowering:
         """Online softmax, one chunk: M (lanes 0) running maxima, S (1) running sums of
         exp(a - M), per lane; S is rescaled by exp(M_old - M_new) before the chunk is added."""
         M, S, cm, tmp = lanes
-        n = FOLD_LANES
+        n = self.width
         return [Dup(cm, float("-inf"), n), *self.fold("max", cm, src, "cn"),
                 Vec("Max", cm, (cm, M), n),                       # the new maxima
                 Vec("Sub", tmp, (M, cm), n), Vec("Exp", tmp, (tmp,), n),
@@ -441,7 +440,7 @@ class _Lowering:
     def online_finish(self, lanes, online) -> list:
         red_max, red_sum = online[0], online[1]
         M, S, cm, tmp = lanes
-        n = FOLD_LANES
+        n = self.width
         L = [Vec("Muls", cm, (M,), n, scalar=1.0)]   # (the finish may overwrite its lanes)
         vm = self.finish("max", cm, L)
         L += [Dup(tmp, vm, n), Vec("Sub", tmp, (M, tmp), n), Vec("Exp", tmp, (tmp,), n),
@@ -453,7 +452,7 @@ class _Lowering:
     def moments_chunk(self, lanes, src: Ref, shift: str) -> list:
         """layer_norm's moments, one chunk: lanes 0 += d, lanes 1 += d*d, d = x - K."""
         S1, S2, tmp = lanes[:3]
-        n = FOLD_LANES
+        n = self.width
         return [For("k", 0, "cn", (Let("m", ("min", n, ("-", "cn", "k"))),
                                    Vec("Adds", tmp, (_at(src, "k"),), "m", scalar=("neg", shift)),
                                    Vec("Add", S1, (S1, tmp), "m"), Vec("Mul", tmp, (tmp, tmp), "m"),
@@ -495,7 +494,7 @@ class _Lowering:
         tbufs += [(self.tmp(d, i), d) for d, n in sorted(pool.items(), key=lambda x: x[0].name) for i in range(n)]
         tbufs += [("wide", dt.float32)] if s.needs_wide else []
         queues += [Queue(f"b_{name}", "VECCALC", 1, d, row) for name, d in tbufs]
-        queues += [Queue("b_lanes", "VECCALC", 1, dt.float32, max(self.width, FOLD_LANES * lanes)),
+        queues += [Queue("b_lanes", "VECCALC", 1, dt.float32, self.width * max(1, lanes)),
                    Queue("b_red", "VECCALC", 1, dt.float32, 8)]
         queues += [Queue(f"b_rs_{d.name}", "VECCALC", 1, d, n * (32 // max(1, d.itemsize)))
                    for d, n in sorted(self.rs.items(), key=lambda x: x[0].name)]

@@ -137,13 +137,6 @@ class TransposeSchedule:
         """The UB row length of a gather tile's input: the span of its tc columns, padded."""
         return _round_up((self.tc - 1) * self.cC + 1, max(1, 32 // self.item))
 
-    def ub_plan(self, tiling) -> list[tuple[str, str, int, int]]:
-        tc_pad, ta_pad = self.pads()
-        out = self.tc * ta_pad if self.mode == "transpose" else self.ta * tc_pad
-        inp = self.ta * (self.span_pad() if self.mode == "gather" else tc_pad)
-        return [(f"q_{self.params[0].name}", "VECIN", inp * self.item, 2),
-                ("q_y0", "VECOUT", out * self.item, 2)]
-
     def tiling(self, sizes, target) -> "TransposeTiling":
         return compute_transpose_tiling(self, target)
 
