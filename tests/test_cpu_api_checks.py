@@ -39,8 +39,20 @@ def fails(lib, entry, pattern, target="ascend910b", block=0):
     msg = str(exc.value)
     prefix = f"fusedsl CPU check ({target}, block {block}): "
     assert msg.startswith(prefix), msg
+    at_the_call(msg[len(prefix):])
     assert pattern in msg, f"{pattern!r} not in {msg!r}"
     return msg
+
+
+def at_the_call(text):
+    """Every check names the kernel line of the call it is about: the message starts with
+    broken_kernels.cpp:N: and the API it names (`Add:`, `DataCopy(GM->UB):`, `LocalTensor::GetValue:`,
+    `SetFlag<...>`), and line N of the kernel calls that API."""
+    m = re.match(r"broken_kernels\.cpp:(\d+): (?:\w+::)?(\w+)", text)
+    assert m, f"no kernel file:line at the start of {text!r}"
+    with open(os.path.join(KERNELS, "broken_kernels.cpp"), encoding="utf-8") as f:
+        line = f.read().splitlines()[int(m.group(1)) - 1]
+    assert m.group(2) in line, f"line {m.group(1)} ({line.strip()!r}) does not call {m.group(2)}: {text!r}"
 
 
 def test_good_kernel_passes_everywhere(lib):
@@ -303,7 +315,7 @@ def test_scalar_gm_writes_and_the_data_cache(lib):
     texts = [str(w.message) for w in record if issubclass(w.category, GmCacheLineWarning)]
     assert len(texts) == 1, texts   # once per buffer
     line = _kernel_line("scalar_shared_line")
-    assert re.match(rf"\S*broken_kernels\.cpp:{line}: GlobalTensor::SetValue: block 1 writes bytes \[4, 8\) of GM buffer "
+    assert re.match(rf"broken_kernels\.cpp:{line}: GlobalTensor::SetValue: block 1 writes bytes \[4, 8\) of GM buffer "
                     rf"'z' in the 64-byte line at byte 0, of which block 0 wrote other bytes, and block 0 wrote it "
                     rf"through its data cache \(GlobalTensor::SetValue at \S*broken_kernels\.cpp:{line}\)", texts[0]), texts
     assert issubclass(GmCacheLineWarning, FusedslWarning)

@@ -55,12 +55,20 @@ def test_cpu_mode_program_runs(programs, name):
     assert f"[SUCCESS] {name} matches" in proc.stdout
 
 
+def _line_of(kernel: str, text: str) -> int:
+    """The line of tests/ascendc_kernels/<kernel> holding `text` (the call a check names)."""
+    with open(os.path.join(ASCENDC_KERNELS, kernel), encoding="utf-8") as f:
+        return next(i for i, line in enumerate(f, 1) if text in line)
+
+
 def test_cpu_mode_program_reports_a_broken_rule_and_exits_1(programs):
     # The LeakyRelu kernel moves its tail with DataCopyPad, which 310P does not have.
     proc = _run(programs["leaky_relu_custom"], FUSEDSL_TARGET="ascend310p")
     assert proc.returncode == 1
-    assert "[ERROR] fusedsl CPU check (ascend310p, block 0): DataCopyPad is not available on ascend310p" \
-        in proc.stderr
+    line = _line_of("leaky_relu_custom.cpp", "AscendC::DataCopyPad(xLocal")
+    path = os.path.join(ASCENDC_KERNELS, "leaky_relu_custom.cpp")
+    assert f"[ERROR] fusedsl CPU check (ascend310p, block 0): {path}:{line}: DataCopyPad is not available on " \
+        "ascend310p" in proc.stderr, proc.stderr
 
 
 def test_cpu_mode_program_on_910a_rejects_leaky_relu(programs):
@@ -105,7 +113,8 @@ def test_add_custom_with_too_few_blocks_leaves_output_untouched_and_too_many_rea
     assert np.all(z == 2)
     # Buffers half the size the tiling assumes: the second half of the blocks read past 'x'.
     small = np.ones(n // 2, np.float16)
-    with pytest.raises(AscendCCheckError, match=r"block 4\): DataCopy\(GM->UB\): .*'x'"):
+    line = _line_of("add_custom.cpp", "AscendC::DataCopy(xLocal, xGm[progress * tileLength]")
+    with pytest.raises(AscendCCheckError, match=rf"block 4\): add_custom\.cpp:{line}: DataCopy\(GM->UB\): .*'x'"):
         add_lib.launch("add_custom", 8, [("x", small), ("y", small.copy()), ("z", small.copy())])
 
 
@@ -129,8 +138,9 @@ def test_leaky_relu_through_runner_with_tails(leaky_lib):
 def test_leaky_relu_on_310p_fails_in_library_mode_without_exiting(leaky_lib):
     x = np.ones(8 * 1001, np.float32)
     tiling = np.array([8 * 1001, 256, 0], np.uint32)
-    with pytest.raises(AscendCCheckError, match=r"^fusedsl CPU check \(ascend310p, block 0\): "
-                                                r"DataCopyPad is not available on ascend310p"):
+    line = _line_of("leaky_relu_custom.cpp", "AscendC::DataCopyPad(xLocal")
+    with pytest.raises(AscendCCheckError, match=rf"^fusedsl CPU check \(ascend310p, block 0\): leaky_relu_custom\.cpp:"
+                                                rf"{line}: DataCopyPad is not available on ascend310p"):
         leaky_lib.launch("leaky_relu_custom", 8, [("x", x), ("y", x.copy()), ("tiling", tiling)],
                          target="ascend310p")
     # The library is still usable afterwards, on the default target.

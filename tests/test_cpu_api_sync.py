@@ -139,6 +139,16 @@ def test_cross_core_unordered_writes_and_a_missing_set_are_reported(lib):
     assert "CrossCoreSetFlag'd and not yet waited: flag id 4 for cube core 0 (x1)" in msg, msg
 
 
+@pytest.mark.parametrize("entry, marker, says", [
+    ("cross_core_bad_pipe", "xcore_bad_pipe", "CrossCoreSetFlag: the pipe may not be PIPE_S or PIPE_ALL in modes 0-2"),
+    ("cross_core_bad_flag", "xcore_bad_flag", "CrossCoreSetFlag: flagId = 16; modes 0-2 have flags 0-15")])
+def test_cross_core_set_flag_rules_name_the_kernel_line(lib, entry, marker, says):
+    with pytest.raises(AscendCCheckError) as info:
+        _xcore(lib, entry, 1)
+    msg = str(info.value)
+    assert msg.startswith(f"fusedsl CPU check (ascend910b, block 0): sync_kernels.cpp:{_line(marker)}: {says}"), msg
+
+
 @pytest.mark.parametrize("ratio", [2, 1])
 def test_mixed_launch_runs_ratio_vector_cores_per_block(lib, ratio):
     # __mix__(1, 2) (KernelMode::MIX_MODE) runs 2 vector cores per block, __mix__(1, 1) (MIX_AIC_1_1) one:

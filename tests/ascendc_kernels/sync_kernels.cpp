@@ -220,6 +220,21 @@ extern "C" __global__ __aicore__ void cross_core_orphan(GM_ADDR, GM_ADDR, GM_ADD
     CrossCoreSetFlag<2, PIPE_MTE3>(4);
 }
 
+// CrossCoreSetFlag's own rules broken on the vector cores of a mixed launch (the message names the line):
+// PIPE_S is not a pipe modes 0-2 take, and the flag ids of modes 0-2 stop at 15.
+extern "C" __global__ __aicore__ void cross_core_bad_pipe(GM_ADDR, GM_ADDR, GM_ADDR)
+{
+    if ASCEND_IS_AIV {
+        CrossCoreSetFlag<2, PIPE_S>(1);   // LINE:xcore_bad_pipe
+    }
+}
+extern "C" __global__ __aicore__ void cross_core_bad_flag(GM_ADDR, GM_ADDR, GM_ADDR)
+{
+    if ASCEND_IS_AIV {
+        CrossCoreSetFlag<1, PIPE_MTE3>(16);   // LINE:xcore_bad_flag
+    }
+}
+
 // mix_ids: every core of a mixed launch (cube cores running) writes what it sees — GetBlockIdx,
 // GetBlockNum, GetSubBlockIdx, GetSubBlockNum, GetTaskRatio, whether it is the cube core — into its own
 // 64-byte row of out: vector core v at row v, cube core b at row (vector cores) + b.  The cube core
@@ -258,6 +273,8 @@ MIX_ENTRY(cross_core)
 MIX_ENTRY(cross_core_race)
 MIX_ENTRY(cross_core_hang)
 MIX_ENTRY(cross_core_orphan)
+MIX_ENTRY(cross_core_bad_pipe)
+MIX_ENTRY(cross_core_bad_flag)
 MIX_ENTRY(mix_ids)
 // the same kernel as __mix__(1, 1): one vector core per block
 extern "C" int fusedsl_launch_mix_ids_1_1(uint32_t blockDim, uint8_t** args) {

@@ -278,7 +278,8 @@ inline void TransData(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src
 // Fill: `size` elements of GM set to `value` (the API page: workspace or output zeroing); the
 // same DMA write as InitGlobalMemory, with its checks.
 template <typename T>
-inline void Fill(GlobalTensor<T>& gmWorkspaceAddr, const uint64_t size, const T value) {
+inline void Fill(GlobalTensor<T>& gmWorkspaceAddr, const uint64_t size, const T value, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     InitGlobalMemory(gmWorkspaceAddr, size, value);
 }
 

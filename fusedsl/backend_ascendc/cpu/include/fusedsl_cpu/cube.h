@@ -361,7 +361,8 @@ struct FixpipeParamsV220 {
 };
 
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p) {
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "DataCopy(GM->L1, Nd2NzParams)";
     CheckHasCube(api);
@@ -416,7 +417,9 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 }
 
 template <typename T>
-inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p) {
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p,
+                     FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "LoadData(L1->L0, LoadData2DParams)";
     CheckHasCube(api);
@@ -514,7 +517,9 @@ namespace AscendC {
 
 // The bias table's converting form (half in L1 -> float bias).
 template <typename D, typename S>
-inline void DataCopy(const LocalTensor<D>& dst, const LocalTensor<S>& src, const DataCopyParams& params) {
+inline void DataCopy(const LocalTensor<D>& dst, const LocalTensor<S>& src, const DataCopyParams& params,
+                     FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     if (!fusedsl_cpu::IsBiasTable(dst.GetPosition())) {
         fusedsl_cpu::Fail("DataCopy(%s -> %s) between local tensors of different types moves L1 to the bias table (C2) "
                           "only", fusedsl_cpu::TypeName<S>(), fusedsl_cpu::TypeName<D>());
@@ -922,7 +927,9 @@ struct LoadData2DParamsV2 {
 };
 
 template <typename T>
-inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParamsV2& p) {
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParamsV2& p,
+                     FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     (void)dst;
     (void)src;
     (void)p;
@@ -947,7 +954,8 @@ struct InitConstValueParams {
 };
 
 template <typename T, typename U = T>
-inline void Fill(const LocalTensor<T>& dst, const InitConstValueParams<U>& p) {
+inline void Fill(const LocalTensor<T>& dst, const InitConstValueParams<U>& p, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     static_assert(std::is_same_v<T, U>, "Fill: the InitConstValueParams type must be the tensor's (the API page)");
     const char* api = "Fill(InitConstValueParams)";
@@ -989,7 +997,9 @@ inline void Fill(const LocalTensor<T>& dst, const InitConstValueParams<U>& p) {
 // Mmad and Fixpipe in program order (the unit flags order nothing more), so beyond the chip check
 // there is nothing to record.
 template <typename T>
-inline void SetFixPipeConfig(const LocalTensor<T>& reluPre, const LocalTensor<T>& quantPre, bool isUnitFlag = false) {
+inline void SetFixPipeConfig(const LocalTensor<T>& reluPre, const LocalTensor<T>& quantPre, bool isUnitFlag = false,
+                             FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     CheckHasCube("SetFixPipeConfig");
     if (!Target().separated) {
@@ -1000,7 +1010,8 @@ inline void SetFixPipeConfig(const LocalTensor<T>& reluPre, const LocalTensor<T>
     (void)isUnitFlag;
 }
 template <typename T, bool setRelu = false>
-inline void SetFixPipeConfig(const LocalTensor<T>& preData, bool isUnitFlag = false) {
+inline void SetFixPipeConfig(const LocalTensor<T>& preData, bool isUnitFlag = false, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     SetFixPipeConfig(preData, preData, isUnitFlag);
 }
 
@@ -1108,7 +1119,9 @@ inline void CheckFixpipeConversion(const FixpipeParamsV220& p, const char* api) 
 }
 
 template <typename D, typename S, const FixpipeConfig& config = CFG_ROW_MAJOR>
-inline void Fixpipe(const LocalTensor<D>& dst, const LocalTensor<S>& src, const FixpipeParamsV220& p) {
+inline void Fixpipe(const LocalTensor<D>& dst, const LocalTensor<S>& src, const FixpipeParamsV220& p,
+                    FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Fixpipe(L0C->L1)";
     CheckHasCube(api);
@@ -1157,7 +1170,9 @@ inline void Fixpipe(const LocalTensor<D>& dst, const LocalTensor<S>& src, const 
 }
 
 template <typename D, typename S, const FixpipeConfig& config = CFG_ROW_MAJOR>
-inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const FixpipeParamsV220& p) {
+inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const FixpipeParamsV220& p,
+                    FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = config.format == CO2Layout::NZ ? "Fixpipe(L0C->GM, CFG_NZ)" : "Fixpipe(L0C->GM)";
     CheckHasCube(api);
@@ -1258,7 +1273,8 @@ struct DataCopyCO12DstParams {
     bool nz2ndEn = false;
 };
 
-inline void SetFixpipePreQuantFlag(uint64_t config) {
+inline void SetFixpipePreQuantFlag(uint64_t config, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CheckHasCube("SetFixpipePreQuantFlag");
     if (fusedsl_cpu::Target().arch != 2201) {
         fusedsl_cpu::Fail("SetFixpipePreQuantFlag is not modelled on %s (fusedsl models the L0C moves of Atlas A2/A3)",
@@ -1267,7 +1283,8 @@ inline void SetFixpipePreQuantFlag(uint64_t config) {
     fusedsl_cpu::CurCore().fixpipe_quant_pre = config;
 }
 
-inline void SetFixpipeNz2ndFlag(uint16_t ndNum, uint16_t srcNdStride, uint16_t dstNdStride) {
+inline void SetFixpipeNz2ndFlag(uint16_t ndNum, uint16_t srcNdStride, uint16_t dstNdStride, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "SetFixpipeNz2ndFlag";
     CheckHasCube(api);
@@ -1288,7 +1305,9 @@ inline void SetFixpipeNz2ndFlag(uint16_t ndNum, uint16_t srcNdStride, uint16_t d
 }
 
 template <typename T, typename U>
-inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const DataCopyCO12DstParams& p) {
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const DataCopyCO12DstParams& p,
+                     FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "DataCopy(L0C->GM)";
     CheckHasCube(api);
@@ -1526,7 +1545,8 @@ struct DataCopyEnhancedParams {
 // the other block modes are not modelled.
 template <typename T, typename U>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const DataCopyParams& p,
-                     const DataCopyEnhancedParams& e) {
+                     const DataCopyEnhancedParams& e, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "DataCopy(L0C->UB, DataCopyEnhancedParams)";
     if (Target().arch != 2002) {

@@ -325,7 +325,8 @@ inline bool IsBiasTable(TPosition pos) {
 namespace AscendC {
 
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count) {
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     const char* api = "DataCopy(GM->UB)";
     fusedsl_cpu::Check32<T>(api, count);
     uint64_t bytes = fusedsl_cpu::BytesOf<T>(count);
@@ -333,7 +334,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 }
 
 template <typename T>
-inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     const char* api = "DataCopy(UB->GM)";
     fusedsl_cpu::Check32<T>(api, count);
     uint64_t bytes = fusedsl_cpu::BytesOf<T>(count);
@@ -341,7 +343,8 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
 }
 
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     const char* api = "DataCopy(UB->UB)";
     uint64_t bytes = fusedsl_cpu::BytesOf<T>(count);
     if (fusedsl_cpu::IsBiasTable(dst.GetPosition())) {
@@ -354,17 +357,23 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 }
 
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& params) {
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& params,
+                     FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CopyGmToUb("DataCopy(GM->UB)", dst, src, fusedsl_cpu::BlockRows(params));
 }
 
 template <typename T>
-inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params) {
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params,
+                     FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CopyUbToGm("DataCopy(UB->GM)", dst, src, fusedsl_cpu::BlockRows(params));
 }
 
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params) {
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params,
+                     FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     if (fusedsl_cpu::IsBiasTable(dst.GetPosition())) {
         // The L1 -> BiasTable page (A2/A3): blockLen and dstGap count 64 bytes, srcGap 32.
         fusedsl_cpu::CopyL1ToBias(dst, src, params.blockCount, params.blockLen * 64ull, params.srcGap * 32ull,
@@ -461,7 +470,8 @@ namespace AscendC {
 
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const SliceInfo dstSliceInfo[],
-                     const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1) {
+                     const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     const char* api = "DataCopy(GM->UB, SliceInfo)";
     uint64_t drun = 0, srun = 0;
     auto ds = fusedsl_cpu::SliceRuns<T>(api, "dst", dstSliceInfo, dimValue, &drun);
@@ -476,7 +486,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const SliceInfo dstSliceInfo[],
-                     const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1) {
+                     const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     const char* api = "DataCopy(UB->GM, SliceInfo)";
     uint64_t drun = 0, srun = 0;
     auto ds = fusedsl_cpu::SliceRuns<T>(api, "dst", dstSliceInfo, dimValue, &drun);
@@ -495,7 +506,8 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
 // SetPadValue value, else undefined (0xFF bytes here).
 template <typename T>
 inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& params,
-                        const DataCopyPadExtParams<T>& padParams) {
+                        const DataCopyPadExtParams<T>& padParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "DataCopyPad(GM->UB)";
     CheckApi("DataCopyPad", MoveTypeName<T>());
@@ -549,7 +561,9 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
 
 // UB -> GM: each block is read from a 32-byte aligned UB row and written to GM exactly.
 template <typename T>
-inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& params) {
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& params,
+                        FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "DataCopyPad(UB->GM)";
     CheckApi("DataCopyPad", MoveTypeName<T>());
@@ -581,7 +595,8 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
 // Legacy overloads (DataCopyParams with blockLen in bytes, DataCopyPadParams).
 template <typename T>
 inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& params,
-                        const DataCopyPadParams& padParams) {
+                        const DataCopyPadParams& padParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     T value;
     std::memset(&value, 0, sizeof(T));
     std::memcpy(&value, &padParams.paddingValue, sizeof(T) < 8 ? sizeof(T) : 8);
@@ -590,7 +605,9 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
 }
 
 template <typename T>
-inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params) {
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& params,
+                        FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     DataCopyPad(dst, src, DataCopyExtParams(params.blockCount, params.blockLen, params.srcStride, params.dstStride, 0));
 }
 

@@ -41,7 +41,8 @@ inline void CleanCache(const char* api, const uint8_t* p, bool entire) {
 namespace AscendC {
 
 template <typename T, CacheLine entireType, DcciDst dcciDst>
-inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
+inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     const char* api = "DataCacheCleanAndInvalid";
     if (fusedsl_cpu::Target().arch == 2002) {
         fusedsl_cpu::Fail("%s<T, CacheLine, DcciDst>: %s supports only the form without DcciDst "
@@ -56,14 +57,16 @@ inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
 }
 
 template <typename T, CacheLine entireType>
-inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst) {
+inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CleanCache("DataCacheCleanAndInvalid", reinterpret_cast<const uint8_t*>(dst.fs_addr),
                             entireType == CacheLine::ENTIRE_DATA_CACHE);
 }
 
 // The UB form keeps the scalar cache coherent with UB; the CPU has no such cache.
 template <typename T, CacheLine entireType, DcciDst dcciDst>
-inline void DataCacheCleanAndInvalid(const LocalTensor<T>& dst) {
+inline void DataCacheCleanAndInvalid(const LocalTensor<T>& dst, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CheckUb("DataCacheCleanAndInvalid", "dst", dst.fs_addr, dst.GetLength(), 0, sizeof(T), false);
     if (fusedsl_cpu::Target().arch != 2201) {
         fusedsl_cpu::Fail("DataCacheCleanAndInvalid(LocalTensor) is not available on %s", fusedsl_cpu::Target().name);
@@ -142,7 +145,8 @@ namespace AscendC {
 // ---- InitGlobalMemory: fill `size` GM elements with a value (a DMA write) ---------------------
 
 template <typename T>
-inline void InitGlobalMemory(GlobalTensor<T>& gmWorkspaceAddr, const uint64_t size, const T value) {
+inline void InitGlobalMemory(GlobalTensor<T>& gmWorkspaceAddr, const uint64_t size, const T value, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "InitGlobalMemory";
     CurCore();
@@ -180,7 +184,8 @@ struct CopyRepeatParams {
 };
 
 template <typename T, bool isSetMask = true>
-inline void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
+inline void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::UnaryCount("Copy", dst, src, count, [](auto v) { return v; });
 }
 
@@ -198,13 +203,15 @@ inline void CopyRepeatForm(const LocalTensor<T>& dst, const LocalTensor<T>& src,
 
 template <typename T, bool isSetMask = true>
 inline void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask, const uint8_t repeatTime,
-                 const CopyRepeatParams& repeatParams) {
+                 const CopyRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     CopyRepeatForm<T, isSetMask>(dst, src, mask, repeatTime, repeatParams);
 }
 
 template <typename T, bool isSetMask = true>
 inline void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[], const uint8_t repeatTime,
-                 const CopyRepeatParams& repeatParams) {
+                 const CopyRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     CopyRepeatForm<T, isSetMask>(dst, src, mask, repeatTime, repeatParams);
 }
 
@@ -441,14 +448,16 @@ namespace AscendC {
 template <typename T, typename U, GatherMaskMode mode = defaultGatherMaskMode>
 inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<U>& src1Pattern,
                        const bool reduceMode, const uint32_t mask, const GatherMaskParams& gatherMaskParams,
-                       uint64_t& rsvdCnt) {
+                       uint64_t& rsvdCnt, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     rsvdCnt = fusedsl_cpu::GatherMaskImpl(dst, src0, &src1Pattern, 0, reduceMode, mask, gatherMaskParams);
 }
 
 template <typename T, GatherMaskMode mode = defaultGatherMaskMode>
 inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const uint8_t src1Pattern,
                        const bool reduceMode, const uint32_t mask, const GatherMaskParams& gatherMaskParams,
-                       uint64_t& rsvdCnt) {
+                       uint64_t& rsvdCnt, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     rsvdCnt = fusedsl_cpu::GatherMaskImpl<T, uint8_t>(dst, src0, nullptr, src1Pattern, reduceMode, mask,
                                                       gatherMaskParams);
 }
@@ -770,19 +779,24 @@ namespace AscendC {
 #define FUSEDSL_CPU_RELU_OP(NAME, OP)                                                                          \
     template <typename T>                                                                                      \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,        \
-                     const int32_t& count) {                                                                   \
+                     const int32_t& count, FUSEDSL_CPU_SITE) {                                                 \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                  \
         fusedsl_cpu::BinaryCount(#NAME, dst, src0, src1, count, fusedsl_cpu::OP());                            \
     }                                                                                                          \
     template <typename T, bool isSetMask = true>                                                               \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,        \
-                     uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {       \
+                     uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams,         \
+                     FUSEDSL_CPU_SITE) {                                                                      \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         fusedsl_cpu::BinaryRepeat(#NAME, dst, src0, src1,                                                      \
                                   fusedsl_cpu::PickMask<isSetMask>(#NAME, mask, fusedsl_cpu::LanesOf<T>()),    \
                                   repeatTime, repeatParams, fusedsl_cpu::OP());                                \
     }                                                                                                          \
     template <typename T, bool isSetMask = true>                                                               \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,        \
-                     uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {     \
+                     uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams& repeatParams,       \
+                     FUSEDSL_CPU_SITE) {                                                                      \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         fusedsl_cpu::BinaryRepeat(#NAME, dst, src0, src1,                                                      \
                                   fusedsl_cpu::PickMask<isSetMask>(#NAME, static_cast<const uint64_t*>(mask),  \
                                                                    fusedsl_cpu::LanesOf<T>()),                 \
@@ -795,19 +809,23 @@ FUSEDSL_CPU_RELU_OP(SubRelu, OpSubRelu)
 #define FUSEDSL_CPU_SHIFT(NAME, LEFT)                                                                          \
     template <typename T, bool isSetMask = true>                                                               \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,               \
-                     const int32_t& count) {                                                                   \
+                     const int32_t& count, FUSEDSL_CPU_SITE) {                                                 \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                  \
         fusedsl_cpu::ShiftCount(#NAME, dst, src, fusedsl_cpu::ShiftOp<T>{scalarValue, LEFT, false}, count);    \
     }                                                                                                          \
     template <typename T, bool isSetMask = true>                                                               \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, uint64_t mask, \
-                     const uint8_t repeatTime, const UnaryRepeatParams& repeatParams, bool roundEn = false) {  \
+                     const uint8_t repeatTime, const UnaryRepeatParams& repeatParams, bool roundEn = false,    \
+                     FUSEDSL_CPU_SITE) {                                                                       \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                  \
         fusedsl_cpu::ShiftRepeat(#NAME, dst, src, fusedsl_cpu::ShiftOp<T>{scalarValue, LEFT, roundEn}, mask,   \
                                  repeatTime, repeatParams);                                                    \
     }                                                                                                          \
     template <typename T, bool isSetMask = true>                                                               \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,               \
                      uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams& repeatParams,         \
-                     bool roundEn = false) {                                                                   \
+                     bool roundEn = false, FUSEDSL_CPU_SITE) {                                                 \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                  \
         fusedsl_cpu::ShiftRepeat(#NAME, dst, src, fusedsl_cpu::ShiftOp<T>{scalarValue, LEFT, roundEn},         \
                                  static_cast<const uint64_t*>(mask), repeatTime, repeatParams);                \
     }
@@ -817,7 +835,8 @@ FUSEDSL_CPU_SHIFT(ShiftRight, false)
 
 // dst[i] = firstValue + i.
 template <typename T>
-inline void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count) {
+inline void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "CreateVecIndex";
     CheckApi(api, TypeName<T>());
@@ -888,19 +907,22 @@ inline void CompareToRegister(const LocalTensor<T>& src0, const LocalTensor<T>& 
 
 template <typename T, bool isSetMask = true>
 inline void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask,
-                    const BinaryRepeatParams& repeatParams) {
+                    const BinaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     CompareToRegister<T, isSetMask>(src0, src1, cmpMode, mask, repeatParams);
 }
 
 template <typename T, bool isSetMask = true>
 inline void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask[],
-                    const BinaryRepeatParams& repeatParams) {
+                    const BinaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     CompareToRegister<T, isSetMask>(src0, src1, cmpMode, mask, repeatParams);
 }
 
 // The register's 128 bits (16 bytes) into / from UB.
 template <typename T>
-inline void GetCmpMask(const LocalTensor<T>& dst) {
+inline void GetCmpMask(const LocalTensor<T>& dst, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     uint32_t d = CheckUb("GetCmpMask", "dst", dst.fs_addr, dst.GetLength(), 16, sizeof(T));
     std::memcpy(CurCore().ub.data() + d, CmpRegister().data(), 16);
@@ -908,7 +930,8 @@ inline void GetCmpMask(const LocalTensor<T>& dst) {
 }
 
 template <typename T>
-inline void SetCmpMask(const LocalTensor<T>& src) {
+inline void SetCmpMask(const LocalTensor<T>& src, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     uint32_t s = CheckUb("SetCmpMask", "src", src.fs_addr, src.GetLength(), 16, sizeof(T));
     CheckWritten("SetCmpMask", "src", s, 16);
@@ -919,7 +942,8 @@ inline void SetCmpMask(const LocalTensor<T>& src) {
 // Compare into the register) and the lanes from the vector mask (SetVectorMask).
 template <typename T, SELMODE selMode>
 inline void Select(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
-                   uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+                   uint8_t repeatTime, const BinaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     static_assert(selMode == SELMODE::VSEL_CMPMASK_SPR, "Select without selMask reads CMPMASK: mode 0 only");
     using namespace fusedsl_cpu;
     const char* api = "Select";
@@ -973,7 +997,9 @@ inline T AxpyValue(T d, U s, U a) {
 namespace AscendC {
 
 template <typename T, typename U>
-inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalarValue, const int32_t& count) {
+inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalarValue, const int32_t& count,
+                 FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     CheckAxpyTypes<T, U>();
     const char* api = "Axpy";
@@ -1011,13 +1037,15 @@ inline void AxpyRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, con
 
 template <typename T, typename U, bool isSetMask = true>
 inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalarValue, uint64_t mask,
-                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     AxpyRepeat<T, U, isSetMask>(dst, src, scalarValue, mask, repeatTime, repeatParams);
 }
 
 template <typename T, typename U, bool isSetMask = true>
 inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalarValue, uint64_t mask[],
-                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     AxpyRepeat<T, U, isSetMask>(dst, src, scalarValue, static_cast<const uint64_t*>(mask), repeatTime, repeatParams);
 }
 
@@ -1029,7 +1057,8 @@ namespace AscendC {
 
 template <typename T>
 inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
-                   const uint32_t srcBaseAddr, const uint32_t count) {
+                   const uint32_t srcBaseAddr, const uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Gather";
     CheckApi(api, TypeName<T>());
@@ -1087,7 +1116,8 @@ struct GatherRepeatParams {
 
 template <typename T>
 inline void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& offset,
-                    const uint8_t repeatTime, const GatherRepeatParams& repeatParams) {
+                    const uint8_t repeatTime, const GatherRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Gatherb";
     CheckApi(api, TypeName<T>());

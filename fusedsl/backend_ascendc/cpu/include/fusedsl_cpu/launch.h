@@ -104,8 +104,10 @@ inline std::string EndOfBlockError() {
     for (int e = 0; e < kNumEvents; ++e) {
         for (int id = 0; id < kMaxEventIds; ++id) {
             if (c.flags[e][id]) {
-                return Format("SetFlag<HardEvent::%s>(%d) was never waited (WaitFlag) before the kernel ended",
-                              EventName(static_cast<HardEvent>(e)), id);
+                const char* file = c.flag_file[e][id];
+                std::string where = file != nullptr ? Format("%s:%d: ", file, c.flag_line[e][id]) : "";
+                return where + Format("SetFlag<HardEvent::%s>(%d) was never waited (WaitFlag) before the kernel "
+                                      "ended", EventName(static_cast<HardEvent>(e)), id);
             }
         }
     }

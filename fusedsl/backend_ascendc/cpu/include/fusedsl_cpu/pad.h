@@ -144,25 +144,29 @@ namespace AscendC {
 
 template <typename T>
 inline void Pad(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, PadParams& padParams,
-                const LocalTensor<uint8_t>& sharedTmpBuffer, PadTiling& tiling) {
+                const LocalTensor<uint8_t>& sharedTmpBuffer, PadTiling& tiling, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::PadImpl(dstTensor, srcTensor, padParams, &sharedTmpBuffer, tiling);
 }
 
 template <typename T>
 inline void Pad(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, PadParams& padParams,
-                PadTiling& tiling) {
+                PadTiling& tiling, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::PadImpl<T>(dstTensor, srcTensor, padParams, nullptr, tiling);
 }
 
 template <typename T>
 inline void UnPad(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, UnPadParams& unPadParams,
-                  LocalTensor<uint8_t>& sharedTmpBuffer, UnPadTiling& tiling) {
+                  LocalTensor<uint8_t>& sharedTmpBuffer, UnPadTiling& tiling, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::UnPadImpl(dstTensor, srcTensor, unPadParams, &sharedTmpBuffer, tiling);
 }
 
 template <typename T>
 inline void UnPad(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, UnPadParams& unPadParams,
-                  UnPadTiling& tiling) {
+                  UnPadTiling& tiling, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::UnPadImpl<T>(dstTensor, srcTensor, unPadParams, nullptr, tiling);
 }
 

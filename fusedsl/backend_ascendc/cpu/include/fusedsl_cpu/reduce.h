@@ -522,7 +522,8 @@ namespace AscendC {
 
 template <typename T, bool isSetMask = true>
 inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
-                      const int32_t count) {
+                      const int32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::WholeReduce(fusedsl_cpu::ReduceKind::kSum, dst, src, sharedTmpBuffer, true, count,
                              fusedsl_cpu::Mask{{~0ull, ~0ull}}, 0, 8, false);
 }
@@ -530,13 +531,17 @@ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
 #define FUSEDSL_CPU_REDUCE_L0(NAME, KIND, IDX_PARAM, IDX)                                                      \
     template <typename T>                                                                                      \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer, \
-                     const int32_t mask, const int32_t repeatTime, const int32_t srcRepStride IDX_PARAM) {     \
+                     const int32_t mask, const int32_t repeatTime, const int32_t srcRepStride IDX_PARAM,       \
+                     FUSEDSL_CPU_SITE) {                                                                       \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                  \
         fusedsl_cpu::WholeReduce(KIND, dst, src, sharedTmpBuffer, false, 0,                                    \
                                  fusedsl_cpu::ReduceMask<T>(#NAME, mask), repeatTime, srcRepStride, IDX);      \
     }                                                                                                          \
     template <typename T>                                                                                      \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer, \
-                     const uint64_t mask[], const int32_t repeatTime, const int32_t srcRepStride IDX_PARAM) {  \
+                     const uint64_t mask[], const int32_t repeatTime, const int32_t srcRepStride IDX_PARAM,    \
+                     FUSEDSL_CPU_SITE) {                                                                       \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                  \
         fusedsl_cpu::WholeReduce(KIND, dst, src, sharedTmpBuffer, false, 0,                                    \
                                  fusedsl_cpu::ReduceMaskOf<T, true>(#NAME, mask), repeatTime, srcRepStride, IDX); \
     }
@@ -550,14 +555,16 @@ FUSEDSL_CPU_REDUCE_L0(ReduceMin, fusedsl_cpu::ReduceKind::kMin, FUSEDSL_CPU_CALI
 
 template <typename T, bool isSetMask = true>
 inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
-                      const int32_t count, bool calIndex = false) {
+                      const int32_t count, bool calIndex = false, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::WholeReduce(fusedsl_cpu::ReduceKind::kMax, dst, src, sharedTmpBuffer, true, count,
                              fusedsl_cpu::Mask{{~0ull, ~0ull}}, 0, 8, calIndex);
 }
 
 template <typename T, bool isSetMask = true>
 inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
-                      const int32_t count, bool calIndex = false) {
+                      const int32_t count, bool calIndex = false, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::WholeReduce(fusedsl_cpu::ReduceKind::kMin, dst, src, sharedTmpBuffer, true, count,
                              fusedsl_cpu::Mask{{~0ull, ~0ull}}, 0, 8, calIndex);
 }
@@ -568,14 +575,16 @@ inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,                \
                      const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,       \
-                     const int32_t srcRepStride ORDER_PARAM) {                                                \
+                     const int32_t srcRepStride ORDER_PARAM, FUSEDSL_CPU_SITE) {                              \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         fusedsl_cpu::RepeatReduce(#NAME, #NAME, KIND, dst, src, fusedsl_cpu::ReduceMaskOf<T, isSetMask>(#NAME, mask), \
                                   repeatTime, dstRepStride, srcBlkStride, srcRepStride, ORDER);               \
     }                                                                                                         \
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],             \
                      const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,       \
-                     const int32_t srcRepStride ORDER_PARAM) {                                                \
+                     const int32_t srcRepStride ORDER_PARAM, FUSEDSL_CPU_SITE) {                              \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         fusedsl_cpu::RepeatReduce(#NAME, #NAME, KIND, dst, src, fusedsl_cpu::ReduceMaskOf<T, isSetMask>(#NAME, mask), \
                                   repeatTime, dstRepStride, srcBlkStride, srcRepStride, ORDER);               \
     }
@@ -590,7 +599,9 @@ FUSEDSL_CPU_WHOLE_REDUCE(WholeReduceMin, fusedsl_cpu::ReduceKind::kMin, FUSEDSL_
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 inline void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, const int32_t mask,
                          const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
-                         const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX) {
+                         const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,
+                         FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     static_assert(std::is_same_v<T, U>, "ReduceRepeat: dst and src must have the same element type on A2/A3/310P/910");
     fusedsl_cpu::RepeatReduce("ReduceRepeat", "ReduceRepeat", fusedsl_cpu::KindOf(reduceType), dst, src,
                               fusedsl_cpu::ReduceMaskOf<T, isSetMask>("ReduceRepeat", mask), repeatTime,
@@ -600,7 +611,9 @@ inline void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, c
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 inline void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, const uint64_t mask[],
                          const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
-                         const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX) {
+                         const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,
+                         FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     static_assert(std::is_same_v<T, U>, "ReduceRepeat: dst and src must have the same element type on A2/A3/310P/910");
     fusedsl_cpu::RepeatReduce("ReduceRepeat", "ReduceRepeat", fusedsl_cpu::KindOf(reduceType), dst, src,
                               fusedsl_cpu::ReduceMaskOf<T, isSetMask>("ReduceRepeat", mask), repeatTime,
@@ -613,14 +626,16 @@ inline void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, c
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,          \
                      const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,              \
-                     const int32_t srcRepStride) {                                                            \
+                     const int32_t srcRepStride, FUSEDSL_CPU_SITE) {                                          \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         fusedsl_cpu::BlockReduce(#NAME, #NAME, KIND, dst, src, fusedsl_cpu::ReduceMaskOf<T, isSetMask>(#NAME, mask), \
                                  repeatTime, dstRepStride, srcBlkStride, srcRepStride);                       \
     }                                                                                                         \
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,          \
                      const uint64_t mask[], const int32_t dstRepStride, const int32_t srcBlkStride,           \
-                     const int32_t srcRepStride) {                                                            \
+                     const int32_t srcRepStride, FUSEDSL_CPU_SITE) {                                          \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         fusedsl_cpu::BlockReduce(#NAME, #NAME, KIND, dst, src, fusedsl_cpu::ReduceMaskOf<T, isSetMask>(#NAME, mask), \
                                  repeatTime, dstRepStride, srcBlkStride, srcRepStride);                       \
     }
@@ -633,7 +648,8 @@ FUSEDSL_CPU_BLOCK_REDUCE(BlockReduceMin, fusedsl_cpu::ReduceKind::kMin)
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 inline void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTensor<U>& src, const int32_t mask,
                             const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
-                            const int32_t srcRepStride) {
+                            const int32_t srcRepStride, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     static_assert(std::is_same_v<T, U>, "ReduceDataBlock: dst and src must have the same element type");
     fusedsl_cpu::BlockReduce("ReduceDataBlock", "ReduceDataBlock", fusedsl_cpu::KindOf(reduceType), dst, src,
                              fusedsl_cpu::ReduceMaskOf<T, isSetMask>("ReduceDataBlock", mask), repeatTime,
@@ -643,7 +659,8 @@ inline void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTensor<U>& src
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 inline void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTensor<U>& src, const uint64_t mask[],
                             const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
-                            const int32_t srcRepStride) {
+                            const int32_t srcRepStride, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     static_assert(std::is_same_v<T, U>, "ReduceDataBlock: dst and src must have the same element type");
     fusedsl_cpu::BlockReduce("ReduceDataBlock", "ReduceDataBlock", fusedsl_cpu::KindOf(reduceType), dst, src,
                              fusedsl_cpu::ReduceMaskOf<T, isSetMask>("ReduceDataBlock", mask), repeatTime,
@@ -655,7 +672,8 @@ inline void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTensor<U>& src
 // Each repeat takes 8 consecutive source elements and fills one 32-byte block of dst with each.
 template <typename T>
 inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint8_t repeatTime,
-                 const BrcbRepeatParams& repeatParams) {
+                 const BrcbRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Brcb";
     CheckApi(api, TypeName<T>());
@@ -751,7 +769,8 @@ constexpr std::common_type_t<T, U> DivCeil(T a, U b) {
 template <typename T, bool isSetMask = true>
 inline void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
                           const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,
-                          const int32_t srcRepStride) {
+                          const int32_t srcRepStride, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::PairReduce("PairReduceSum", dst, src, fusedsl_cpu::ReduceMaskOf<T, isSetMask>("PairReduceSum", mask),
                             repeatTime, dstRepStride, srcBlkStride, srcRepStride);
 }
@@ -759,7 +778,8 @@ inline void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, 
 template <typename T, bool isSetMask = true>
 inline void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
                           const uint64_t mask[], const int32_t dstRepStride, const int32_t srcBlkStride,
-                          const int32_t srcRepStride) {
+                          const int32_t srcRepStride, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::PairReduce("PairReduceSum", dst, src, fusedsl_cpu::ReduceMaskOf<T, isSetMask>("PairReduceSum", mask),
                             repeatTime, dstRepStride, srcBlkStride, srcRepStride);
 }
@@ -792,14 +812,16 @@ inline void ReducePairElem(const LocalTensor<T>& dst, const LocalTensor<U>& src,
 
 // The last whole-tensor ReduceSum's result.
 template <typename T>
-inline T GetReduceRepeatSumSpr() {
+inline T GetReduceRepeatSumSpr(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     return fusedsl_cpu::FromCompute<T>(fusedsl_cpu::CurCore().spr_sum);
 }
 
 // The last ReduceRepeat MAX/MIN winner over all repeats (value, index within its repeat), or
 // the last ReduceMax/ReduceMin value.  The (value, index) form is 2201's, the value form 2002's.
 template <typename T>
-inline void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex) {
+inline void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     if (fusedsl_cpu::Target().arch != 2201) {
         fusedsl_cpu::Fail("GetReduceRepeatMaxMinSpr(value, index) is not available on %s", fusedsl_cpu::Target().name);
     }
@@ -808,7 +830,8 @@ inline void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex) {
 }
 
 template <typename T>
-inline void GetReduceRepeatMaxMinSpr(T& maxMinValue) {
+inline void GetReduceRepeatMaxMinSpr(T& maxMinValue, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     if (fusedsl_cpu::Target().arch != 2002) {
         fusedsl_cpu::Fail("GetReduceRepeatMaxMinSpr(value) is not available on %s", fusedsl_cpu::Target().name);
     }

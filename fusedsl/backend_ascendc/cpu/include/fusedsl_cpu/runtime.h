@@ -137,6 +137,8 @@ struct Core {
     TPipeState* pipe = nullptr;     // the most recently constructed TPipe
     int outstanding[kNumPositions] = {};
     uint8_t flags[kNumEvents][kMaxEventIds] = {};
+    const char* flag_file[kNumEvents][kMaxEventIds] = {};   // the kernel line of each pending SetFlag
+    int flag_line[kNumEvents][kMaxEventIds] = {};
     bool atomic_add = false;         // an atomic GM write mode is on (add, or atomic_op's max/min)
     const char* atomic_type = "";
     uint8_t atomic_op = 0;           // 0 add, 1 max, 2 min

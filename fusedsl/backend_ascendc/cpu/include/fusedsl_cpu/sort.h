@@ -51,7 +51,8 @@ namespace AscendC {
 
 template <typename T>
 inline void Sort32(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<uint32_t>& src1,
-                   const int32_t repeatTime) {
+                   const int32_t repeatTime, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Sort32";
     CheckSortChip(api);
@@ -127,7 +128,8 @@ struct MrgSort4Info {
 };
 
 template <typename T>
-inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& src, const MrgSort4Info& p) {
+inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& src, const MrgSort4Info& p, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "MrgSort";
     CheckSortChip(api);
@@ -414,7 +416,8 @@ inline void MrgSort4(const LocalTensor<T>& dst, const MrgSortSrcList<T>& src, co
 
 // Transpose(dst, src): one 16 x 16 matrix of a 2-byte type.
 template <typename T>
-inline void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src) {
+inline void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Transpose";
     static_assert(sizeof(T) == 2, "Transpose(dst, src) transposes a 16 x 16 matrix of uint16_t/int16_t/half");
@@ -462,7 +465,8 @@ struct TransposeParamsExt {
 // scratch buffer; other transposeTypes are not modelled.
 template <typename T>
 inline void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint8_t>& sharedTmpBuffer,
-                      const TransposeParamsExt& p) {
+                      const TransposeParamsExt& p, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Transpose(TransposeParamsExt)";
     bool to_nhwc = p.transposeType == TransposeType::TRANSPOSE_NCHW2NHWC;
@@ -507,7 +511,9 @@ struct TransDataTo5HDParams {
 // reads 16 blocks of 16 elements (block i at srcList[i] + r * srcRepStride blocks) and writes
 // element j of block i to element i of dst block j: a 16 x 16 transpose.
 template <typename T>
-inline void TransDataTo5HD(const uint64_t dstList[16], const uint64_t srcList[16], const TransDataTo5HDParams& p) {
+inline void TransDataTo5HD(const uint64_t dstList[16], const uint64_t srcList[16], const TransDataTo5HDParams& p,
+                           FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "TransDataTo5HD";
     static_assert(sizeof(T) == 2, "fusedsl models TransDataTo5HD for 2-byte types");

@@ -106,7 +106,8 @@ inline void SyncAll(FUSEDSL_CPU_SITE) {
 // (int32, 32 bytes per core) through its 32-byte ubWorkspace.
 template <bool isAIVOnly = true>
 inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<int32_t>& ubWorkspace,
-                    const int32_t usedCores = 0) {
+                    const int32_t usedCores = 0, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "SyncAll(gmWorkspace, ubWorkspace)";
     int64_t cores = LaunchInstances();
@@ -131,7 +132,8 @@ inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<
 
 template <bool isAIVOnly = true>
 inline void IBSet(const GlobalTensor<int32_t>& gmWorkspace, const LocalTensor<int32_t>& ubWorkspace, int32_t blockIdx,
-                  int32_t eventID) {
+                  int32_t eventID, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "IBSet";
     CheckUbWorkspace(api, ubWorkspace.fs_addr, ubWorkspace.GetLength(), 32);
@@ -181,7 +183,8 @@ inline void SetNextTaskStart() {
 }
 
 template <uint8_t modeId, pipe_t pipe>
-inline void CrossCoreSetFlag(uint16_t flagId) {
+inline void CrossCoreSetFlag(uint16_t flagId, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "CrossCoreSetFlag";
     CurCore();
@@ -344,7 +347,8 @@ private:
 
 // InitOutput (deprecated in CANN for InitGlobalMemory/Fill): fill `size` elements of GM with value.
 template <typename T>
-inline void InitOutput(GlobalTensor<T> gmWorkspaceAddr, uint32_t size, T value = 0) {
+inline void InitOutput(GlobalTensor<T> gmWorkspaceAddr, uint32_t size, T value = 0, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     InitGlobalMemory(gmWorkspaceAddr, size, value);
 }
 
@@ -361,13 +365,16 @@ inline void FsSeqWorkspace(const char* api, const GlobalTensor<int32_t>& gm, con
     CheckUbWorkspace(api, ub.fs_addr, ub.GetLength(), n * 32 + 32);
 }
 
-inline void InitDetermineComputeWorkspace(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t>& ubWorkspace) {
+inline void InitDetermineComputeWorkspace(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t>& ubWorkspace,
+                                          FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     FsSeqWorkspace("InitDetermineComputeWorkspace", gmWorkspace, ubWorkspace);
     fusedsl_cpu::SyncAllPipes();
     fusedsl_cpu::RT().seq_turn.emplace(gmWorkspace.fs_addr, 0);
 }
 
-inline void WaitPreBlock(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t>& ubWorkspace) {
+inline void WaitPreBlock(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t>& ubWorkspace, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "WaitPreBlock";
     FsSeqWorkspace(api, gmWorkspace, ubWorkspace);
@@ -391,7 +398,8 @@ inline void WaitPreBlock(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t
     SyncAllPipes();
 }
 
-inline void NotifyNextBlock(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t>& ubWorkspace) {
+inline void NotifyNextBlock(GlobalTensor<int32_t>& gmWorkspace, LocalTensor<int32_t>& ubWorkspace, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "NotifyNextBlock";
     FsSeqWorkspace(api, gmWorkspace, ubWorkspace);

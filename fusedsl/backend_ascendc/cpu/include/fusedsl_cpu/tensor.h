@@ -114,7 +114,8 @@ public:
 
     // int4b_t elements are nibbles of a byte (element 2i low, 2i + 1 high), as CANN's GetValue/SetValue
     // read and write them (asc-devkit kernel_tensor_impl.h).
-    T GetValue(uint32_t index) const {
+    T GetValue(uint32_t index, FUSEDSL_CPU_SITE) const {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         uint32_t off = ScalarOffset("LocalTensor::GetValue", index);
         fusedsl_cpu::OnPipe scalar(PIPE_S);
         fusedsl_cpu::CheckWritten("LocalTensor::GetValue", "the element", off, sizeof(T));
@@ -128,7 +129,8 @@ public:
         }
     }
 
-    void SetValue(uint32_t index, T value) const {
+    void SetValue(uint32_t index, T value, FUSEDSL_CPU_SITE) const {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         uint32_t off = ScalarOffset("LocalTensor::SetValue", index);
         fusedsl_cpu::OnPipe scalar(PIPE_S);
         fusedsl_cpu::CurCore().cur_api = "LocalTensor::SetValue";
@@ -202,12 +204,14 @@ class GlobalTensor {
 public:
     using PrimType = T;
 
-    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) {
+    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         fs_addr = buffer;
         fs_size = bufferSize;
         fs_has_size = true;
     }
-    void SetGlobalBuffer(__gm__ T* buffer) {
+    void SetGlobalBuffer(__gm__ T* buffer, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         fs_addr = buffer;
         fs_size = 0;
         fs_has_size = false;
@@ -682,7 +686,8 @@ public:
     TQue() : QueueBase(pos, depth) {}
 
     template <typename T>
-    LocalTensor<T> AllocTensor() {
+    LocalTensor<T> AllocTensor(FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         RequireInit("AllocTensor");
         if (fs_pool != nullptr) {
@@ -731,7 +736,8 @@ public:
     }
 
     template <typename T>
-    bool EnQue(const LocalTensor<T>& tensor) {
+    bool EnQue(const LocalTensor<T>& tensor, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         RequireInit("EnQue");
         int slot = SlotOf("EnQue", tensor.fs_addr);
@@ -753,7 +759,8 @@ public:
     }
 
     template <typename T>
-    LocalTensor<T> DeQue() {
+    LocalTensor<T> DeQue(FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         RequireInit("DeQue");
         if (fs_fifo.empty()) {
@@ -772,7 +779,8 @@ public:
     }
 
     template <typename T>
-    void FreeTensor(LocalTensor<T>& tensor) {
+    void FreeTensor(LocalTensor<T>& tensor, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         RequireInit("FreeTensor");
         int slot = SlotOf("FreeTensor", tensor.fs_addr);
@@ -833,17 +841,20 @@ public:
     TBuf() : BufBase(pos) {}
 
     template <typename T>
-    LocalTensor<T> Get() const {
+    LocalTensor<T> Get(FUSEDSL_CPU_SITE) const {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         return Get<T>(static_cast<uint32_t>(fusedsl_cpu::ElemsIn<T>(fs_len)));
     }
 
     template <typename T>
-    LocalTensor<T> Get(uint32_t len) const {
+    LocalTensor<T> Get(uint32_t len, FUSEDSL_CPU_SITE) const {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         return GetWithOffset<T>(len, 0);
     }
 
     template <typename T>
-    LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) const {
+    LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset, FUSEDSL_CPU_SITE) const {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         Core& c = CurCore();
         if (!fs_init || fs_generation != c.generation) {
@@ -864,17 +875,23 @@ public:
     // AllocTensor/DeQue are Get and EnQue/FreeTensor do nothing (kernel_tbuf_impl's behaviour).
     // No queue means no ordering either: pipes still need SetFlag/WaitFlag around TBuf memory.
     template <typename T>
-    LocalTensor<T> AllocTensor() const {
+    LocalTensor<T> AllocTensor(FUSEDSL_CPU_SITE) const {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         return Get<T>();
     }
     template <typename T>
-    LocalTensor<T> DeQue() const {
+    LocalTensor<T> DeQue(FUSEDSL_CPU_SITE) const {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         return Get<T>();
     }
     template <typename T>
-    void EnQue(const LocalTensor<T>&) const {}
+    void EnQue(const LocalTensor<T>&, FUSEDSL_CPU_SITE) const {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
+    }
     template <typename T>
-    void FreeTensor(LocalTensor<T>&) const {}
+    void FreeTensor(LocalTensor<T>&, FUSEDSL_CPU_SITE) const {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
+    }
 };
 
 // TSCM queues (user-managed L1): tscm.h.
@@ -926,12 +943,14 @@ public:
     }
 
     template <TPosition src, int32_t depth, auto mask>
-    bool InitBuffer(TQueBind<src, TPosition::TSCM, depth, mask>& que, uint8_t num, uint32_t len) {
+    bool InitBuffer(TQueBind<src, TPosition::TSCM, depth, mask>& que, uint8_t num, uint32_t len, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         return que.fs_Init(*this, num, len);
     }
 
     template <TPosition pos>
-    bool InitBuffer(TBuf<pos>& buf, uint32_t len) {
+    bool InitBuffer(TBuf<pos>& buf, uint32_t len, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         if (buf.fs_init && buf.fs_generation == CurCore().generation) {
             Fail("InitBuffer: this TBuf<%s> is already initialised; call TPipe::Reset() before re-planning UB",
@@ -967,7 +986,8 @@ public:
     }
 
     // Frees the whole UB plan so InitBuffer can be called again.
-    void Reset() {
+    void Reset(FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         fs_cursor = 0;
         fs_buffers = 0;
         fs_tscm_bytes = 0;
@@ -1141,7 +1161,8 @@ inline int64_t GetTaskRation() {
 // checked for the pairing rules the hardware needs (ASCENDC.md §6.7).
 
 template <pipe_t pipe>
-inline void PipeBarrier() {
+inline void PipeBarrier(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CurCore();
     if (pipe == PIPE_S) {
         fusedsl_cpu::Fail("PipeBarrier<PIPE_S>: not supported by the hardware; scalar code is already in order");
@@ -1205,7 +1226,8 @@ inline void CheckEvent(const char* api, HardEvent evt, int32_t id) {
 namespace AscendC {
 
 template <HardEvent evt>
-inline void SetFlag(int32_t eventID) {
+inline void SetFlag(int32_t eventID, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     CheckEvent("SetFlag", evt, eventID);
     uint8_t& f = CurCore().flags[static_cast<int>(evt)][eventID];
@@ -1213,6 +1235,8 @@ inline void SetFlag(int32_t eventID) {
         Fail("SetFlag<HardEvent::%s>(%d): set twice without a WaitFlag in between", EventName(evt), eventID);
     }
     f = 1;
+    CurCore().flag_file[static_cast<int>(evt)][eventID] = CurrentSite().file;   // "never waited" names it
+    CurCore().flag_line[static_cast<int>(evt)][eventID] = CurrentSite().line;
     uint8_t from = PIPE_S;
     uint8_t to = PIPE_S;
     EventPipes(evt, &from, &to);
@@ -1224,7 +1248,8 @@ inline void SetFlag(int32_t eventID) {
 }
 
 template <HardEvent evt>
-inline void WaitFlag(int32_t eventID) {
+inline void WaitFlag(int32_t eventID, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     CheckEvent("WaitFlag", evt, eventID);
     uint8_t& f = CurCore().flags[static_cast<int>(evt)][eventID];
@@ -1246,7 +1271,8 @@ inline void WaitFlag(int32_t eventID) {
 // ---- atomic GM writes, padding and mask registers -----------------------------------------
 
 template <typename T>
-inline void SetAtomicAdd() {
+inline void SetAtomicAdd(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
     c.atomic_add = true;
     c.atomic_type = fusedsl_cpu::TypeName<T>();
@@ -1278,12 +1304,14 @@ namespace AscendC {
 
 // GM writes of DataCopy(UB->GM) keep the larger (smaller) of the old and the new value.
 template <typename T>
-inline void SetAtomicMax() {
+inline void SetAtomicMax(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::SetAtomicMaxMin<T>("SetAtomicMax", 1);
 }
 
 template <typename T>
-inline void SetAtomicMin() {
+inline void SetAtomicMin(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::SetAtomicMaxMin<T>("SetAtomicMin", 2);
 }
 
@@ -1291,7 +1319,8 @@ enum class MemDsbT : uint8_t { ALL = 0, DDR, UB, SEQ };
 
 // The CPU finishes every GM and UB access before the next instruction: nothing to wait for.
 template <MemDsbT arg0 = MemDsbT::ALL>
-inline void DataSyncBarrier() {
+inline void DataSyncBarrier(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CurCore();
 }
 
@@ -1314,7 +1343,8 @@ inline T ReadGmByPassDCache(__gm__ T* addr, FUSEDSL_CPU_SITE) {
 }
 
 template <typename T>
-inline void WriteGmByPassDCache(__gm__ T* addr, T value) {
+inline void WriteGmByPassDCache(__gm__ T* addr, T value, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "WriteGmByPassDCache";
     if (Target().arch != 2201) {
@@ -1329,19 +1359,22 @@ inline void WriteGmByPassDCache(__gm__ T* addr, T value) {
     std::memcpy(addr, &value, sizeof(T));
 }
 
-inline void SetAtomicNone() {
+inline void SetAtomicNone(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
     c.atomic_add = false;
     c.atomic_type = "";
 }
 
 // CANN 9.x name of SetAtomicNone (ASCENDC.md §2.6).
-inline void DisableDmaAtomic() {
+inline void DisableDmaAtomic(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     SetAtomicNone();
 }
 
 template <typename T>
-inline void SetPadValue(T value) {
+inline void SetPadValue(T value, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
     c.pad_value = 0;
     std::memcpy(&c.pad_value, &value, sizeof(T));
@@ -1353,7 +1386,8 @@ inline void SetPadValue(T value) {
 // instruction processes that many elements in as many repeats as they need (its repeatTime
 // argument is ignored), the last repeat partly.
 template <typename T, MaskMode mode = MaskMode::NORMAL>
-inline void SetVectorMask(uint64_t maskHigh, uint64_t maskLow) {
+inline void SetVectorMask(uint64_t maskHigh, uint64_t maskLow, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
     if (mode == MaskMode::COUNTER) {
         c.counter_mode = true;
@@ -1363,7 +1397,8 @@ inline void SetVectorMask(uint64_t maskHigh, uint64_t maskLow) {
 }
 
 template <typename T, MaskMode mode = MaskMode::NORMAL>
-inline void SetVectorMask(int32_t len) {
+inline void SetVectorMask(int32_t len, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
     if (mode == MaskMode::COUNTER || c.counter_mode) {
         c.counter_mode = true;
@@ -1375,17 +1410,20 @@ inline void SetVectorMask(int32_t len) {
     c.vector_mask[1] = len >= 128 ? ~0ull : len > 64 ? (1ull << (len - 64)) - 1 : 0;
 }
 
-inline void ResetMask() {
+inline void ResetMask(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
     c.vector_mask[0] = ~0ull;
     c.vector_mask[1] = ~0ull;
 }
 
-inline void SetMaskNorm() {
+inline void SetMaskNorm(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CurCore().counter_mode = false;
 }
 
-inline void SetMaskCount() {
+inline void SetMaskCount(FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CurCore().counter_mode = true;
 }
 

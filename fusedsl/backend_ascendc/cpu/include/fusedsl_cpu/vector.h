@@ -496,18 +496,23 @@ namespace AscendC {
 #define FUSEDSL_CPU_BINARY(NAME, OP)                                                                          \
     template <typename T>                                                                                     \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,       \
-                     const int32_t& count) {                                                                  \
+                     const int32_t& count, FUSEDSL_CPU_SITE) {                                                \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         fusedsl_cpu::BinaryCount(#NAME, dst, src0, src1, count, fusedsl_cpu::OP());                           \
     }                                                                                                         \
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,       \
-                     uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {      \
+                     uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams,        \
+                     FUSEDSL_CPU_SITE) {                                                                     \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                \
         auto m = fusedsl_cpu::PickMask<isSetMask>(#NAME, mask, fusedsl_cpu::LanesOf<T>());                    \
         fusedsl_cpu::BinaryRepeat(#NAME, dst, src0, src1, m, repeatTime, repeatParams, fusedsl_cpu::OP());    \
     }                                                                                                         \
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,       \
-                     const uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams& repeatParams) { \
+                     const uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams& repeatParams,   \
+                     FUSEDSL_CPU_SITE) {                                                                        \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                   \
         auto m = fusedsl_cpu::PickMask<isSetMask>(#NAME, mask, fusedsl_cpu::LanesOf<T>());                    \
         fusedsl_cpu::BinaryRepeat(#NAME, dst, src0, src1, m, repeatTime, repeatParams, fusedsl_cpu::OP());    \
     }
@@ -524,18 +529,22 @@ FUSEDSL_CPU_BINARY(Or, OpOr)
 
 #define FUSEDSL_CPU_UNARY(NAME, OP)                                                                           \
     template <typename T>                                                                                     \
-    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {            \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count,              \
+                     FUSEDSL_CPU_SITE) {                                                                      \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         fusedsl_cpu::UnaryCount(#NAME, dst, src, count, fusedsl_cpu::OP());                                   \
     }                                                                                                         \
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask,                     \
-                     const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {                       \
+                     const uint8_t repeatTime, const UnaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {     \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         auto m = fusedsl_cpu::PickMask<isSetMask>(#NAME, mask, fusedsl_cpu::LanesOf<T>());                    \
         fusedsl_cpu::UnaryRepeat(#NAME, dst, src, m, repeatTime, repeatParams, fusedsl_cpu::OP());            \
     }                                                                                                         \
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],             \
-                     const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {                       \
+                     const uint8_t repeatTime, const UnaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {     \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         auto m = fusedsl_cpu::PickMask<isSetMask>(#NAME, mask, fusedsl_cpu::LanesOf<T>());                    \
         fusedsl_cpu::UnaryRepeat(#NAME, dst, src, m, repeatTime, repeatParams, fusedsl_cpu::OP());            \
     }
@@ -554,19 +563,24 @@ FUSEDSL_CPU_UNARY(Not, OpNot)
 #define FUSEDSL_CPU_SCALAR(NAME, FN)                                                                          \
     template <typename T>                                                                                     \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,              \
-                     const int32_t& count) {                                                                  \
+                     const int32_t& count, FUSEDSL_CPU_SITE) {                                                \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         fusedsl_cpu::UnaryCount(#NAME, dst, src, count, FN{fusedsl_cpu::ToWide(scalarValue)});                \
     }                                                                                                         \
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,              \
-                     uint64_t mask, const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {        \
+                     uint64_t mask, const uint8_t repeatTime, const UnaryRepeatParams& repeatParams,          \
+                     FUSEDSL_CPU_SITE) {                                                                      \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                 \
         auto m = fusedsl_cpu::PickMask<isSetMask>(#NAME, mask, fusedsl_cpu::LanesOf<T>());                    \
         fusedsl_cpu::UnaryRepeat(#NAME, dst, src, m, repeatTime, repeatParams,                                \
                                  FN{fusedsl_cpu::ToWide(scalarValue)});                                       \
     }                                                                                                         \
     template <typename T, bool isSetMask = true>                                                              \
     inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,              \
-                     const uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) { \
+                     const uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams& repeatParams,   \
+                     FUSEDSL_CPU_SITE) {                                                                       \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                  \
         auto m = fusedsl_cpu::PickMask<isSetMask>(#NAME, mask, fusedsl_cpu::LanesOf<T>());                    \
         fusedsl_cpu::UnaryRepeat(#NAME, dst, src, m, repeatTime, repeatParams,                                \
                                  FN{fusedsl_cpu::ToWide(scalarValue)});                                       \
@@ -582,7 +596,8 @@ FUSEDSL_CPU_SCALAR(LeakyRelu, fusedsl_cpu::OpLeakyRelu<fusedsl_cpu::Wide<T>>)
 // ---- Duplicate ----------------------------------------------------------------------------
 
 template <typename T>
-inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count) {
+inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Duplicate";
     CheckApi(api, TypeName<T>());
@@ -599,7 +614,8 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int
 
 template <typename T, bool isSetMask = true>
 inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, uint64_t mask, const uint8_t repeatTime,
-                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride) {
+                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     CheckApi("Duplicate", TypeName<T>());
     const RepOperand ops[1] = {Operand("Duplicate", "dst", dst, dstBlockStride, dstRepeatStride, false)};
@@ -609,7 +625,8 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, uint64_t 
 
 template <typename T, bool isSetMask = true>
 inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const uint64_t mask[], const uint8_t repeatTime,
-                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride) {
+                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     CheckApi("Duplicate", TypeName<T>());
     const RepOperand ops[1] = {Operand("Duplicate", "dst", dst, dstBlockStride, dstRepeatStride, false)};
@@ -620,7 +637,9 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const uin
 // ---- Cast ---------------------------------------------------------------------------------
 
 template <typename T, typename U>
-inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint32_t count) {
+inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint32_t count,
+                 FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Cast";
     CheckCast<T, U>(roundMode);
@@ -714,7 +733,8 @@ namespace AscendC {
 // Mixed widths: lanes and strides follow the wider type (ASCENDC.md §2.4).
 template <typename T, typename U, bool isSetMask = true, typename M>
 inline void CastRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, RoundMode roundMode, M mask,
-                       uint8_t repeatTime, const UnaryRepeatParams& p) {
+                       uint8_t repeatTime, const UnaryRepeatParams& p, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     const char* api = "Cast";
     if constexpr (std::is_same_v<T, int4b_t>) {
@@ -735,13 +755,16 @@ inline void CastRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, Rou
 
 template <typename T, typename U, bool isSetMask = true>
 inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint64_t mask,
-                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     CastRepeat<T, U, isSetMask>(dst, src, roundMode, mask, repeatTime, repeatParams);
 }
 
 template <typename T, typename U, bool isSetMask = true>
 inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode,
-                 const uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams& repeatParams) {
+                 const uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams& repeatParams,
+                 FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     CastRepeat<T, U, isSetMask>(dst, src, roundMode, mask, repeatTime, repeatParams);
 }
 
@@ -912,13 +935,15 @@ namespace AscendC {
 
 template <typename T, typename U>
 inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
-                    uint32_t count) {
+                    uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CompareCount("Compare", dst, src0, &src1, T(0), cmpMode, count);
 }
 
 template <typename T, typename U>
 inline void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const T src1Scalar, CMPMODE cmpMode,
-                     uint32_t count) {
+                     uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::CompareCount<T, U>("Compares", dst, src0, nullptr, src1Scalar, cmpMode, count);
 }
 
@@ -927,14 +952,17 @@ inline void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, cons
 // so every lane is compared.  dstRepStride counts one repeat's bits (256/sizeof(T)/8 bytes).
 template <typename T, typename U, bool isSetMask = true>
 inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
-                    const uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+                    const uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     (void)mask;
     fusedsl_cpu::CompareRepeat(dst, src0, src1, cmpMode, repeatTime, repeatParams);
 }
 
 template <typename T, typename U, bool isSetMask = true>
 inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
-                    const uint64_t mask[], uint8_t repeatTime, const BinaryRepeatParams& repeatParams) {
+                    const uint64_t mask[], uint8_t repeatTime, const BinaryRepeatParams& repeatParams,
+                    FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     (void)mask;
     fusedsl_cpu::CompareRepeat(dst, src0, src1, cmpMode, repeatTime, repeatParams);
 }
@@ -942,13 +970,15 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const
 // Bit i of selMask = 1 picks src0[i], else src1[i] (or the scalar).
 template <typename T, typename U>
 inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
-                   const LocalTensor<T>& src1, SELMODE selMode, uint32_t count) {
+                   const LocalTensor<T>& src1, SELMODE selMode, uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::SelectCount(dst, selMask, src0, &src1, T(0), selMode, count);
 }
 
 template <typename T, typename U>
 inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0, T src1,
-                   SELMODE selMode, uint32_t count) {
+                   SELMODE selMode, uint32_t count, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::SelectCount<T, U>(dst, selMask, src0, nullptr, src1, selMode, count);
 }
 
@@ -1017,7 +1047,8 @@ namespace AscendC {
     template <typename T, typename U, bool isSetMask = true>                                                       \
     inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,      \
                        SRC1_T src1, SELMODE selMode, MASK_T mask, uint8_t repeatTime,                             \
-                       const BinaryRepeatParams& repeatParams) {                                                  \
+                       const BinaryRepeatParams& repeatParams, FUSEDSL_CPU_SITE) {                                \
+        ::fusedsl_cpu::AtSite fs_at(fs_site);                                                                     \
         fusedsl_cpu::SelectRepeat<T, U>(dst, selMask, src0, SRC1_PTR, SCALAR, selMode,                            \
                                         fusedsl_cpu::PickMask<isSetMask>("Select", mask, fusedsl_cpu::LanesOf<T>()), \
                                         repeatTime, repeatParams);                                                \
