@@ -200,6 +200,17 @@ def test_scalar_gm_access_is_counted(lib):
     assert stats.gm_bytes_read == 16 and stats.gm_bytes_written == 16
 
 
+@pytest.mark.parametrize("target, block", [("ascend910b", "[Block_1][AIV_0]"), ("ascend310p", "[Core_1]")])
+def test_kernel_log_prints_on_stdout_as_cpudebug_does(lib, capfd, target, block):
+    run(lib, "kernel_log", target)
+    out, err = capfd.readouterr()
+    line = _kernel_line("kernel_log")
+    pid = os.getpid()   # every block runs in this process (cpudebug: each core's child)
+    assert out == (f"[WARN]{block}[broken_kernels.cpp:{line}][kernel_log][{pid}] tile 3 of 4\n"
+                   f"[DEBUG]{block}[broken_kernels.cpp:{line + 1}][kernel_log][{pid}] no arguments\n"), out
+    assert err == ""
+
+
 def test_block_indices_and_kernel_printf(lib, capfd):
     stats, x, z = run(lib, "block_info")
     np.testing.assert_array_equal(z[:64].reshape(4, 16)[:, :4], [[b, 4, 0, 11] for b in range(4)])

@@ -71,6 +71,17 @@ def test_cpu_mode_program_reports_a_broken_rule_and_exits_1(programs):
         "ascend310p" in proc.stderr, proc.stderr
 
 
+def test_an_unknown_fusedsl_target_is_a_warning_like_the_others(programs):
+    # a program built without __NPU_ARCH__ reads FUSEDSL_TARGET; an unknown name falls back to ascend910b
+    # with one warning in the format of every other warning of a program (Warn: stderr, once)
+    proc = _run(programs["add_custom"], FUSEDSL_TARGET="ascend999")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "FUSEDSL_TARGET" in line]
+    assert warnings == ["[WARNING] fusedsl CPU (ascend910b, block 0): FUSEDSL_TARGET=ascend999 is not a known "
+                        "target (ascend910b, ascend910b4, ascend310p, ascend910); using ascend910b"], proc.stderr
+    assert "[SUCCESS] add_custom matches" in proc.stdout
+
+
 def test_cpu_mode_program_on_910a_rejects_leaky_relu(programs):
     proc = _run(programs["leaky_relu_custom"], FUSEDSL_TARGET="ascend910")
     assert proc.returncode == 1

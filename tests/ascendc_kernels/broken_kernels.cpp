@@ -560,3 +560,14 @@ extern "C" __global__ __aicore__ void transitive_flags(GM_ADDR x, GM_ADDR, GM_AD
     DataCopy(zg, t, N);                   // the second half was last written by MTE2
 }
 ENTRY(transitive_flags)
+
+// Not broken: KERNEL_LOG prints as CANN's CPU debug mode does (asc-tools cpudebug utils/kernel_log.h): on
+// stdout, every level, each line led by the level, the block (with the core type and sub-block on a
+// separated chip), the call's file:line and function, and the process id.
+extern "C" __global__ __aicore__ void kernel_log(GM_ADDR, GM_ADDR, GM_ADDR) {
+    if (GetBlockIdx() == 1) {
+        KERNEL_LOG(KERNEL_WARN, "tile %d of %d", 3, 4);   // LINE:kernel_log
+        KERNEL_LOG(KERNEL_DEBUG, "no arguments");
+    }
+}
+ENTRY(kernel_log)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <unistd.h>
 
 #include "cube.h"
 #include "reduce.h"
@@ -109,6 +110,27 @@ inline void KernelAssertMsg(bool ok, const char* expr, const char* file, int lin
     Fail("ascendc_assert(%s) failed at %s:%d%s%s", expr, file, line, text.empty() ? "" : ": ", text.c_str());
 }
 
+// KERNEL_LOG's line head as CANN's CPU debug mode prints it (asc-tools cpudebug utils/kernel_log.h): on
+// stdout like printf, every level (DEBUG included), the level, the block — on a separated chip the raw
+// block index (a group's two vector cores share it) with the core type and sub-block, as "Core_<n>"
+// elsewhere — the file:line and function of the call, and the process id (cpudebug's per-core child;
+// here the one process running every block).
+inline void KernelLogHead(int level, const char* file, int line, const char* function) {
+    static const char* const kLevels[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+    const char* name = level >= 0 && level <= 3 ? kLevels[level] : "INFO";
+    const Runtime& rt = RT();
+    unsigned pid = static_cast<unsigned>(getpid());
+    if (!Target().separated) {
+        std::printf("[%s][Core_%lld][%s:%d][%s][%u] ", name, static_cast<long long>(rt.block_idx), file, line,
+                    function, pid);
+        return;
+    }
+    bool aic = rt.kernel_mode == AscendC::KernelMode::AIC_MODE || rt.on_aic;
+    long long block = aic ? rt.block_idx : rt.block_idx / (rt.mix_ratio > 0 ? rt.mix_ratio : 1);
+    std::printf("[%s][Block_%lld][%s_%lld][%s:%d][%s][%u] ", name, block, aic ? "AIC" : "AIV",
+                static_cast<long long>(aic ? 0 : rt.sub_block_idx), file, line, function, pid);
+}
+
 }  // namespace fusedsl_cpu
 
 // A failed kernel ASSERT / ascendc_assert stops the block with the expression and its place,
@@ -123,12 +145,16 @@ inline void KernelAssertMsg(bool ok, const char* expr, const char* file, int lin
 
 // CANN's internal-style logging and assertion, which samples use too:
 // ASCENDC_ASSERT(cond, { KERNEL_LOG(KERNEL_ERROR, "fmt", args...); }) runs the block, then stops
-// the block like a failed ASSERT.
+// the block like a failed ASSERT.  KERNEL_LOG prints as cpudebug's does (KernelLogHead), flushed like
+// AscendC::printf so that it interleaves with the host's output.
 enum FusedslKernelLogLevel { KERNEL_DEBUG = 0, KERNEL_INFO, KERNEL_WARN, KERNEL_ERROR };
 #ifndef KERNEL_LOG
-#define KERNEL_LOG(level, fmt, ...)                                                                         \
-    std::fprintf(stderr, "[%s] " fmt "\n",                                                                  \
-                 (level) == KERNEL_ERROR ? "ERROR" : (level) == KERNEL_WARN ? "WARNING" : "INFO", ##__VA_ARGS__)
+#define KERNEL_LOG(level, fmt, ...)                                                  \
+    do {                                                                             \
+        ::fusedsl_cpu::KernelLogHead((level), __FILE__, __LINE__, __FUNCTION__);     \
+        std::printf(fmt "\n", ##__VA_ARGS__);                                        \
+        std::fflush(stdout);                                                         \
+    } while (0)
 #endif
 #ifndef ASCENDC_ASSERT
 #define ASCENDC_ASSERT(cond, behavior)                                                             \

@@ -320,6 +320,9 @@ inline int ArchTarget(int arch) {
     }
 }
 
+inline void Warn(const char* kind, const std::string& text, const std::string& once = "");
+inline void WarnTargetChoice(const char* env);
+
 // Target choice: fusedsl_cpu_set_target() > __NPU_ARCH__ of the build > $FUSEDSL_TARGET >
 // ascend910b.  Resolved once, at first use.
 inline const TargetInfo& Target() {
@@ -327,14 +330,15 @@ inline const TargetInfo& Target() {
     if (rt.target < 0) {
         int t = ArchTarget(rt.compiled_arch);
         const char* env = std::getenv("FUSEDSL_TARGET");
+        bool unknown = false;
         if (t < 0 && env != nullptr && *env != '\0') {
             t = FindTarget(env);
-            if (t < 0) {
-                std::fprintf(stderr, "[WARNING] fusedsl CPU: FUSEDSL_TARGET=%s is not a known target (%s); "
-                             "using ascend910b\n", env, KnownTargets().c_str());
-            }
+            unknown = t < 0;
         }
         rt.target = t >= 0 ? t : FindTarget("ascend910b");
+        if (unknown) {   // a warning like the others (Warn, below: it names the target, so after the choice)
+            WarnTargetChoice(env);
+        }
     }
     return kTargets[rt.target];
 }
@@ -344,7 +348,7 @@ inline const TargetInfo& Target() {
 // hands it to Python, which issues it as the fusedsl.errors warning class `kind` names
 // (errors.ASCENDC_WARNINGS).  The text starts with the kernel's file:line when an API call is
 // running; `once` (non-empty) reports a key once per launch.
-inline void Warn(const char* kind, const std::string& text, const std::string& once = "") {
+inline void Warn(const char* kind, const std::string& text, const std::string& once) {
     Runtime& rt = RT();
     if (!once.empty() && !rt.warned_once.insert(once).second) {
         return;
@@ -358,6 +362,13 @@ inline void Warn(const char* kind, const std::string& text, const std::string& o
     std::fflush(stdout);
     std::fprintf(stderr, "[WARNING] fusedsl CPU (%s, block %lld): %s\n", Target().name,
                  static_cast<long long>(rt.block_idx), located.c_str());
+}
+
+// An unknown FUSEDSL_TARGET (read only by a program built without __NPU_ARCH__): a warning like the
+// others, once per process.
+inline void WarnTargetChoice(const char* env) {
+    Warn("AscendCWarning", Format("FUSEDSL_TARGET=%s is not a known target (%s); using ascend910b", env,
+                                  KnownTargets().c_str()), "FUSEDSL_TARGET");
 }
 
 // The system workspace the high-level APIs need (GetLibApiWorkSpaceSize; the Matmul API's KFC
