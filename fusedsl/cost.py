@@ -29,13 +29,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .dtypes import bool_, float32
+from .dtypes import bfloat16, bool_, float16, float32, int32
 from .ir.core import Function, Op, Param, TensorType, Value
 from .ir.ops import attention_operands, attention_views
 from .ir.ops import (BINARY, BROADCAST, COMPARISON, CONSTANT, CUBE, ELEMENTWISE, HOST, REDUCTION, REGISTRY, SHAPE,
                      has_trait)
 from .ops.recipe import prims_of
+from .tile.int32_cast import HALF_EXACT, TENSOR_FORM, exact_int32_chain
 from .tile.prims import PRIMS
+from .tile.prims import available as prim_available
 from .ir.shapes import num_elements
 from .views import ViewError, has_views, normalize, plan_views, view_roots
 
@@ -193,14 +195,54 @@ def _is_scalar_operand(v, producers) -> bool:
     return v.shape == () or (p is not None and has_trait(p, CONSTANT) and num_elements(v.shape) == 1)
 
 
-def op_vector_cycles(op: Op, n: int, producers) -> float:
-    """Vector-pipe cycles of one elementwise graph op on n elements."""
+class _ChainCost:
+    """tile/int32_cast.exact_int32_chain priced per vector call on n elements for `target`: the
+    instructions the lowering prints for it (a scalar form the chip lacks is a Duplicate and the
+    tensor form, as lower/vector.py's emitter picks it)."""
+
+    def __init__(self, target, n: int):
+        self.target, self.n, self.cycles = target, n, 0.0
+
+    def step(self, prim, srcs, scalar=None, dtype=float32):
+        if scalar is not None and not prim_available(self.target, prim, dtype.ascendc):
+            self.cycles += api_cycles("Duplicate", dtype, self.n)
+            prim = TENSOR_FORM[prim]
+        self.cycles += sum(vector_call_cycles(api, dtype, self.n) for api in PRIMS[prim].costs)
+
+    def nan_to_int_min(self, x):
+        for prim in ("cmp", "select"):
+            self.step(prim, [x])
+
+    def cast(self, x):
+        self.cycles += vector_call_cycles("Cast", float16, self.n, float32)
+        self.cycles += vector_call_cycles("Cast", int32, self.n, float16)
+
+    def finish(self, prim, srcs, dtype):
+        self.step(prim, srcs, None, dtype)
+
+
+def _cast_cycles(op: Op, n: int, target) -> float:
+    """A cast's vector cycles: one Cast, or on a chip whose float32 -> int32 Cast goes through half
+    (ascend310p, ascend910) the exact chain the lowering prints for a float -> int32 (30 calls; a
+    composite's cast of integers it bounds by 2048, attribute `bound`, keeps the two Casts)."""
+    src, dst = op.operands[0].dtype, op.result.dtype
+    if src == dst:
+        return 0.0
+    through_half = (target is not None and src in (float32, bfloat16) and dst == int32
+                    and not target.cast_supported("float", "int32_t"))
+    if through_half and (op.attr("bound") is None or op.attr("bound") > HALF_EXACT):
+        chain = _ChainCost(target, n)
+        exact_int32_chain(chain, None)
+        return chain.cycles
+    k, b = CAST_API.get((src.name, dst.name), DEFAULT_CAST)
+    return k * n + b
+
+
+def op_vector_cycles(op: Op, n: int, producers, target=None) -> float:
+    """Vector-pipe cycles of one elementwise graph op on n elements (`target`: for the casts
+    whose printed form depends on the chip; None prices them as one Cast)."""
     if op.name == "cast":
-        src, dst = op.operands[0].dtype.name, op.result.dtype.name
-        if src == dst:
-            return 0.0
-        k, b = CAST_API.get((src, dst), DEFAULT_CAST)
-        return k * n + b
+        return _cast_cycles(op, n, target)
     dtype = op.result.dtype if op.name != "where" else op.operands[1].dtype
     opdef = REGISTRY.get(op.name)
     if opdef is not None and has_trait(op, COMPARISON):
@@ -286,7 +328,7 @@ def vector_kernel_cost(fn: Function, target, sizes=None, tiling=None, name: str 
             per_tile_load += load_cycles(tile * item * n_in / max(1, n_out), block_dim)
             gm += n_in * item
         per_tile_store = sum(store_cycles(tile * v.dtype.itemsize, block_dim) for v in fn.results)
-        per_tile_vec = sum(op_vector_cycles(op, tile, producers) for op in fn.ops
+        per_tile_vec = sum(op_vector_cycles(op, tile, producers, target) for op in fn.ops
                            if has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST))
         cycles = _pipelined(tiles, per_tile_load, per_tile_vec, per_tile_store)
         return _finish(name or fn.name, "vector", block_dim, tiles * per_tile_load, tiles * per_tile_vec,
@@ -306,7 +348,7 @@ def vector_kernel_cost(fn: Function, target, sizes=None, tiling=None, name: str 
         else:
             per_tile_load += load_cycles(tile * item * n_in / max(1, n_out), block_dim)
     per_tile_store = sum(store_cycles(tile * v.dtype.itemsize, block_dim) for v in fn.results)
-    per_tile_vec = sum(op_vector_cycles(op, tile, producers) for op in fn.ops
+    per_tile_vec = sum(op_vector_cycles(op, tile, producers, target) for op in fn.ops
                        if has_trait(op, ELEMENTWISE) or has_trait(op, BROADCAST))
     cycles = _pipelined(tiles, per_tile_load, per_tile_vec, per_tile_store) + once_load
     head = heads(block_dim, largest)
@@ -828,10 +870,10 @@ def epilogue_model(fn, anchor, target, sizes, ops, per_row: bool = False):
             elif kind == "vector" and per_row and launch is not None:
                 row = row_cycles.get((i, launch.tile_cols))
                 if row is None:
-                    row = row_cycles[i, launch.tile_cols] = op_vector_cycles(op, launch.tile_cols, producers)
+                    row = row_cycles[i, launch.tile_cols] = op_vector_cycles(op, launch.tile_cols, producers, target)
                 extra += launch.tiles_per_core * launch.tile_rows * row
             elif kind == "vector":
-                extra += op_vector_cycles(op, _nelem(op.result, sizes), producers) / max(1, block_dim)
+                extra += op_vector_cycles(op, _nelem(op.result, sizes), producers, target) / max(1, block_dim)
         return extra
     return cycles
 

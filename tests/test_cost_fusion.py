@@ -10,6 +10,7 @@ import pytest
 import fusedsl as fs
 from fusedsl import cost
 from fusedsl.passes.fusion_model import REASONS
+from fusedsl.tile.tiling_cost import FIX, stmt_coeffs
 
 A = np.zeros(128, np.float32)
 B = np.zeros((192, 128), np.float32)
@@ -387,3 +388,19 @@ def test_shared_input_siblings_work_grows_linearly():
     for reasons, kernels in ((small_reasons, 6), (big_reasons, 23)):
         assert len(reasons) == kernels
         assert all(r.startswith("FS105 queue limit: 9 GM inputs > 8 queue buffers on VECIN") for r in reasons), reasons
+
+
+@pytest.mark.parametrize("target,calls", [("ascend310p", 30), ("ascend910", 36), ("ascend910b", 1)])
+def test_a_float_to_int32_cast_is_priced_as_printed(target, calls):
+    """A float32 -> int32 cast on a chip whose Cast goes through half prints the exact chain of
+    tile/int32_cast.py (30 vector calls on 310P, 36 on 910A with its Duplicates); the fusion cost
+    model priced it as one Cast.  It now runs the same chain: its cycles equal the printed
+    statements' (priced by the tiling cost model), on 910B one Cast as printed."""
+    k = fs.fused_kernel(lambda x: x.astype("int32")).compile(fs.spec((64, 1024), fs.float32), target=target)
+    (plan,) = k.kernels
+    stmts = plan.lowered.stmts
+    assert sum(2 if st.op in ("cmp", "select") else 1 for st in stmts) == calls
+    n = 4096
+    printed = sum(stmt_coeffs(st)[0] * n + stmt_coeffs(st)[1] for st in stmts) / FIX
+    cast = next(op for op in plan.function.ops if op.name == "cast")
+    assert cost.op_vector_cycles(cast, n, {}, k.target) == pytest.approx(printed, rel=1e-4)

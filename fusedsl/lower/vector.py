@@ -37,6 +37,9 @@ from ..targets import Target
 from ..tile.ir import (CMP_SLACK, TILE_APIS, Slot, Stmt, TileInput, TileOutput, Tiling,  # noqa: F401
                       VectorSchedule)
 from ..tile.pipeline import run_tile_passes
+from ..tile.int32_cast import HALF_EXACT as _HALF_EXACT, ROUND_F32 as _ROUND_F32, TOP as _TOP
+from ..tile.int32_cast import TENSOR_FORM as _TENSOR_FORM
+from ..tile.int32_cast import exact_int32_chain
 from ..tile.prims import available as prim_available
 from ..views import has_views
 from ..views import ViewError, normalize, plan_views, queued_loads, view_roots
@@ -371,8 +374,6 @@ def _wrapping_8bit_cast(b: _Builder, dst: str, src: str, d: dt.DType, loc, hoist
 # half step rounding to odd, for any value below 1024 in magnitude (round-to-odd never lands on an
 # integer when inexact, and half's spacing there is <= 0.5); beyond, half rounds and saturates
 # (5000.7 -> 5004, 1e6 -> 65504).  _exact_int32_cast casts only such values.
-_HALF_EXACT = 2048
-_TOP = 2.0 ** 31            # float32 values at or past it (and +-inf) give INT_MIN, as numpy on x86
 
 
 def _through_half(path, src_dtype, dst_dtype) -> bool:
@@ -443,55 +444,43 @@ def _nan_to_int_min(b: _Builder, src: str, loc, hoisted) -> str:
 
 
 def _exact_int32_cast(b: _Builder, dst: str, src: str, path, loc, hoisted) -> None:
-    """numpy's float32 -> int32 (trunc toward zero) from casts of values below 1024 only.
-
-    x is clamped to [-2**31, 2**31] (NaN stays NaN), s = clamp(x, -512, 512) and x - s (exact:
-    same sign, not larger) is split by rint (adding and subtracting 1.5 * 2**23) into
-    h 2**21 + m 2**10 + l with |h|, |m| <= 1024 and |l| <= 512, every step exact in float32.
-    r = l + s lies in [s - 512, s + 512]: 0 <= r <= 1024 when x >= 512, -1024 <= r <= 0 when
-    x <= -512, and r = x in between, so r has x's sign and trunc(x) = h 2**21 + m 2**10 + trunc(r).
-    h and m are integers up to 1024 and r is below 1024 in magnitude (or exactly +-1024): each
-    Cast through half is exact; the pieces are joined in wrapping int32 arithmetic.  2**31 (x at
-    or past it, +inf) wraps to INT_MIN as numpy's x86 answer does; -2**31 (and below, -inf) is
-    INT_MIN.  NaN is selected to -2**31 after the clamp (_nan_to_int_min), so it is INT_MIN on
-    every executor too (its pieces would be cast on their own: to 0 by the chip's Cast, to
-    INT_MIN by the x86 one).  30 vector instructions (910A: 36, with the Duplicates of its missing
-    scalar forms) instead of 2, and the Compare's slack on every buffer."""
+    """numpy's float32 -> int32 (trunc toward zero) from casts of values below 1024 only: the chain
+    of tile/int32_cast.py (why it is exact there), emitted as slots and stmts; the fusion cost
+    model prices the same chain.  30 vector instructions (910A: 36) instead of 2, and the
+    Compare's slack on every buffer."""
     if path[0][2] not in ("CAST_TRUNC", "CAST_ODD"):
         raise ScheduleError(f"{b.target.name}: float32 -> half rounds with {path[0][2]}, which can carry a "
                             "fraction to the next integer", loc=loc, hint="cast through another dtype")
-    f32, i32 = dt.float32, dt.int32
-    role = "inv" if hoisted else "tmp"
+    exact_int32_chain(_ChainEmitter(b, dst, path, loc, hoisted), src)
 
-    def step(prim, srcs, scalar=None, d=f32):
-        out = b.new_slot(d, role)
-        if scalar is not None and not _supports(b, prim, d):   # 910A: no Maxs / Mins, no int32 Muls
-            b.emit(_TENSOR_FORM[prim], out, [*srcs, _dup(b, ("imm", scalar), d, loc, hoisted)], d, loc,
+
+class _ChainEmitter:
+    """tile/int32_cast.exact_int32_chain's instructions as slots and stmts of builder b."""
+
+    def __init__(self, b: _Builder, dst: str, path, loc, hoisted):
+        self.b, self.dst, self.path, self.loc, self.hoisted = b, dst, path, loc, hoisted
+        self.role = "inv" if hoisted else "tmp"
+
+    def step(self, prim, srcs, scalar=None, dtype=dt.float32):
+        b, loc, hoisted = self.b, self.loc, self.hoisted
+        out = b.new_slot(dtype, self.role)
+        if scalar is not None and not _supports(b, prim, dtype):   # 910A: no Maxs / Mins, no int32 Muls
+            b.emit(_TENSOR_FORM[prim], out, [*srcs, _dup(b, ("imm", scalar), dtype, loc, hoisted)], dtype, loc,
                    hoisted=hoisted)
         else:
-            b.emit(prim, out, srcs, d, loc, scalar=None if scalar is None else ("imm", scalar), hoisted=hoisted)
+            b.emit(prim, out, srcs, dtype, loc, scalar=None if scalar is None else ("imm", scalar), hoisted=hoisted)
         return out
 
-    def clamp(x, top):
-        return step("mins", [step("maxs", [x], -top)], top)
+    def nan_to_int_min(self, x):
+        return _nan_to_int_min(self.b, x, self.loc, self.hoisted)
 
-    def rint(x, scale):   # rint(x * scale), exact for |x * scale| <= 2**22
-        return step("adds", [step("adds", [step("muls", [x], scale)], _ROUND_F32)], -_ROUND_F32)
-
-    def cast(x):
-        out = b.new_slot(i32, role)
-        _emit_path(b, out, x, path, loc, hoisted)
+    def cast(self, x):
+        out = self.b.new_slot(dt.int32, self.role)
+        _emit_path(self.b, out, x, self.path, self.loc, self.hoisted)
         return out
 
-    x = _nan_to_int_min(b, clamp(src, _TOP), loc, hoisted)
-    s = clamp(x, 512.0)
-    xs = step("sub", [x, s])
-    h = rint(xs, 2.0 ** -21)
-    rest = step("add", [xs, step("muls", [h], -2.0 ** 21)])
-    m = rint(rest, 2.0 ** -10)
-    r = step("add", [step("add", [rest, step("muls", [m], -1024.0)]), s])
-    joined = step("add", [step("muls", [cast(h)], 1 << 21, i32), step("muls", [cast(m)], 1024, i32)], d=i32)
-    b.emit("add", dst, [joined, cast(r)], i32, loc, hoisted=hoisted)
+    def finish(self, prim, srcs, dtype):
+        self.b.emit(prim, self.dst, srcs, dtype, self.loc, hoisted=self.hoisted)
 
 
 def _lower_ops(fn: Function, b: _Builder, inputs) -> None:
@@ -603,8 +592,6 @@ def _lower_one(b: _Builder, op, hoisted) -> None:
 
 # 8-bit integer ops whose exact result can leave the dtype's range: numpy wraps it (mod 256)
 WRAP8_OPS = frozenset({"add", "sub", "mul", "square", "neg", "abs"})
-_TENSOR_FORM = {"adds": "add", "muls": "mul", "maxs": "max", "mins": "min"}
-_ROUND_F32 = 12582912.0   # 1.5 * 2**23: x + it - it rounds x to an integer (half to even), |x| < 2**22
 
 
 def _wrap8(b: _Builder, v: str, d: dt.DType, loc, hoisted) -> str:

@@ -648,11 +648,13 @@ class Fuse(Pass):
         recompute = 0.0
         for closure, _, chunk in parts:
             n_iter = elems(fn.ops[chunk[0]].result)
-            recompute += sum(cost.op_vector_cycles(fn.ops[i], n_iter, ops_by_res) for i in dup & closure)
+            recompute += sum(cost.op_vector_cycles(fn.ops[i], n_iter, ops_by_res, self.fusion.target)
+                             for i in dup & closure)
         frontier = sorted(i for i in dup if used_outside.get(i) or id(fn.ops[i].result) in returned
                           or any(c not in dup and any(c in cl for cl, _, _ in parts)
                                  for c in consumers.get(id(fn.ops[i].result), ())))
-        store = sum(cost.op_vector_cycles(fn.ops[i], elems(fn.ops[i].result), ops_by_res) for i in dup)
+        store = sum(cost.op_vector_cycles(fn.ops[i], elems(fn.ops[i].result), ops_by_res, self.fusion.target)
+                    for i in dup)
         for i in frontier:
             nbytes = elems(fn.ops[i].result) * fn.ops[i].result.dtype.itemsize
             readers = sum(1 for cl, _, _ in parts if any(c in cl and c not in dup
