@@ -9,7 +9,10 @@ same arrays (bound once, outputs preallocated), their ratio, and the LLVM compil
 cache folder: the first call minus a steady call for today's executor, the constructor for
 llvm_kernel; where a kernel's IR holds no sizes -- vector, view, row -- the larger sizes reuse the
 first size's module, so only the first size's compile is cold).  The two calls are timed
-interleaved, `--repeat` times each.  Both check their result against numpy once.
+interleaved, `--repeat` times each.  Both check their result against numpy once.  For a kind
+`k(*arrays)` already runs on llvm_kernel (vector) the per-kind executor it replaced (llvm.py's
+CpuKernel) is bound on the same arrays and timed in the same rounds; "ratio" is llvm_kernel over the
+per-kind executor.
 
     python benchmarks/llvm_kernel.py [--repeat 7] [--sizes 64K,1M,16M,64M] [--cases view,column,...]
     python benchmarks/llvm_kernel.py --without-copyout --cases elementwise
@@ -31,8 +34,11 @@ import numpy as np
 os.environ.setdefault("FUSEDSL_CACHE_DIR", tempfile.mkdtemp(prefix="fusedsl-bench-"))   # cold compiles
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fusedsl as fs  # noqa: E402
-from fusedsl.backend_cpu.kernel_cpu import TileKernelCpu  # noqa: E402
-from fusedsl.lower.kinds import kernel_ir, kernel_words  # noqa: E402
+from fusedsl.backend_cpu import CpuKernel  # noqa: E402
+from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu  # noqa: E402
+from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
+from fusedsl.backend_cpu.cpu_tiling import cpu_words, vector_tiling  # noqa: E402
+from fusedsl.lower.kinds import kernel_ir  # noqa: E402
 from fusedsl.tile.kernel import CopyOut  # noqa: E402
 
 SIZES = {"64K": 64 << 10, "1M": 1 << 20, "16M": 16 << 20, "64M": 64 << 20}
@@ -102,7 +108,9 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     first_s = time.perf_counter() - t0
     np.testing.assert_allclose(first, want, rtol=1e-4, atol=1e-4)
 
-    words = kernel_words(plan.lowered, plan.tiling)
+    # the CPU's tiling words (backend_cpu/cpu_tiling.py; the shapes here are static)
+    tiling = vector_tiling(plan.lowered, {}, comp.target) if kind == "vector" else plan.tiling
+    words = cpu_words(plan.lowered, tiling)
     cpu = TileKernelCpu(k)
     names = f.__code__.co_varnames[:f.__code__.co_argcount]
     inputs = [dict(zip(names, args))[p.value.name] for p in plan.function.params]
@@ -111,12 +119,39 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     # bound once, as today's program binds its kernels on its first call
     calls = [lambda: comp(*args), cpu.bind(inputs, [out], words)]
+    before = _previous_executor(comp, plan, inputs, want)
+    if before is not None:
+        calls.append(before)
     if without_copyout:
         calls.append(TileKernelCpu(_without_copyout(k)).bind(inputs, [np.empty_like(out)], words))
-    today, new, *bound = _medians(calls, repeat)
+    today, new, *rest = _medians(calls, repeat)
+    previous = rest.pop(0) if before is not None else today
     return {"case": name, "kind": kind, "executor": comp.executor(plan), "bytes": nbytes, "today": today,
-            "new": new, "today_compile": max(0.0, first_s - today), "new_compile": cpu.compile_seconds,
-            "without_copyout": bound[0] if bound else None}
+            "new": new, "previous": previous, "today_compile": max(0.0, first_s - today),
+            "new_compile": cpu.compile_seconds, "without_copyout": rest[0] if rest else None}
+
+
+def _previous_executor(comp, plan, inputs, want):
+    """For a kind `k(*arrays)` now runs on llvm_kernel, the per-kind executor it ran before, bound on
+    the same arrays (vector: llvm.py's CpuKernel on the chip's tiling; column: llvm_reduce.py's
+    ColumnCpuKernel); else None."""
+    vector = comp._cpu.get(plan.name)
+    if vector is not None and isinstance(vector[0], ScheduleCpu):
+        old = CpuKernel(plan.lowered, comp.target)
+        bind = lambda ins, outs: old.bind(ins, outs, plan.tiling)   # noqa: E731
+    elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):
+        bind = ColumnCpuKernel(plan.function, comp.target).bind
+    else:
+        return None
+    out = np.empty(want.shape, want.dtype)
+    call = bind(inputs, [out])
+    call()
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+    def run():   # keeps `out` alive: llvm_reduce's bound call only holds its address
+        call()
+    run.out = out
+    return run
 
 
 def main(argv=None) -> None:
@@ -128,16 +163,16 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     print(f"threads: {os.environ.get('FUSEDSL_NUM_THREADS', len(os.sched_getaffinity(0)))}, repeat {a.repeat}, "
           f"cache {os.environ['FUSEDSL_CACHE_DIR']}")
-    print(f"| kernel | kind (today's executor) | input | today ms | llvm_kernel ms | ratio | "
-          f"compile today ms | compile llvm_kernel ms |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"| kernel | kind (today's executor) | input | k(*arrays) ms | per-kind executor ms | llvm_kernel ms | "
+          f"ratio | compile today ms | compile llvm_kernel ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in a.cases.split(","):
         for size in a.sizes.split(","):
             r = measure(name, SIZES[size], a.repeat, a.without_copyout)
             extra = "" if r["without_copyout"] is None else f" without CopyOut {r['without_copyout'] * 1e3:.3f} ms |"
-            print(f"| {name} | {r['kind']} ({r['executor']}) | {size}B | {r['today'] * 1e3:.3f} | {r['new'] * 1e3:.3f} | "
-                  f"{r['new'] / r['today']:.2f} | {r['today_compile'] * 1e3:.0f} | {r['new_compile'] * 1e3:.0f} |{extra}",
-                  flush=True)
+            print(f"| {name} | {r['kind']} ({r['executor']}) | {size}B | {r['today'] * 1e3:.3f} | "
+                  f"{r['previous'] * 1e3:.3f} | {r['new'] * 1e3:.3f} | {r['new'] / r['previous']:.2f} | "
+                  f"{r['today_compile'] * 1e3:.0f} | {r['new_compile'] * 1e3:.0f} |{extra}", flush=True)
 
 
 if __name__ == "__main__":

@@ -718,10 +718,12 @@ class CompiledKernel:
             return None
 
     def _cpu_kernel(self, plan: KernelPlan):
-        """The compiled CpuKernel (or ViewCpuKernel) of a vector plan, or None when the LLVM
-        backend cannot lower it (that kernel then runs on another executor: `executor`)."""
+        """The compiled executor of a vector plan (ScheduleCpu, or CpuKernel / ViewCpuKernel), or
+        None when the LLVM backend cannot lower it (that kernel then runs on another executor:
+        `executor`).  Its tiling for the current sizes is `_cpu_tiling`'s when there is one."""
+        from .backend_cpu.cpu_tiling import vector_tiling
+        from .backend_cpu.kernel_cpu import ScheduleCpu
         if plan.name not in self._cpu:
-            from .backend_cpu import CpuKernel
             sched = self._cpu_schedule(plan)
             try:
                 if sched is None:
@@ -730,16 +732,30 @@ class CompiledKernel:
                     from .backend_cpu.llvm_view import ViewCpuKernel
                     self._cpu[plan.name] = (ViewCpuKernel(sched), sched)
                 else:
-                    self._cpu[plan.name] = (CpuKernel(sched, self.target), sched)
+                    self._cpu[plan.name] = (self._vector_kernel(sched), sched)
             except LoweringError:
                 self._cpu[plan.name] = None
         entry = self._cpu[plan.name]
         if entry is None:
             return None
         kernel, sched = entry
-        if sched is not plan.schedule and plan.name not in self._cpu_tiling and self._last_sizes is not None:
-            self._cpu_tiling[plan.name] = compute_tiling(sched, self._last_sizes, self.target)
+        if plan.name not in self._cpu_tiling and self._last_sizes is not None:
+            if isinstance(kernel, ScheduleCpu):   # llvm_kernel's: the CPU's tiles (cpu_tiling.py)
+                self._cpu_tiling[plan.name] = vector_tiling(sched, self._last_sizes, self.target)
+            elif sched is not plan.schedule:
+                self._cpu_tiling[plan.name] = compute_tiling(sched, self._last_sizes, self.target)
         return kernel
+
+    def _vector_kernel(self, sched: VectorSchedule):
+        """An elementwise kernel's CPU executor: its TileKernel through the one LLVM lowering of
+        the tile IR (backend_cpu/kernel_cpu.ScheduleCpu), or the vector lowering (llvm.py's
+        CpuKernel, which cube epilogues run) when llvm_kernel does not lower it."""
+        from .backend_cpu import CpuKernel
+        from .backend_cpu.kernel_cpu import ScheduleCpu
+        try:
+            return ScheduleCpu(sched)
+        except FusedslError:   # not lowered by llvm_kernel (or its kernel passes refuse it)
+            return CpuKernel(sched, self.target)
 
     def _cpu_inputs(self, plan: KernelPlan):
         """The tile program inputs of the vector kernel `_cpu_kernel` compiled for a plan."""
@@ -760,11 +776,26 @@ class CompiledKernel:
                     from .backend_cpu.llvm_row import RowCpuKernel
                     self._cpu[key] = RowCpuKernel(fn, target)
                 elif plan.kind in ("single", "column") and (is_column_kernel(fn) or lone_row_reduction(fn)):
-                    from .backend_cpu.llvm_reduce import ColumnCpuKernel   # other axes, or several
-                    self._cpu[key] = ColumnCpuKernel(fn, target)
+                    self._cpu[key] = self._column_kernel(plan, target)
             except LoweringError:
                 pass
         return self._cpu[key]
+
+    def _column_kernel(self, plan: KernelPlan, target):
+        """A column kernel's CPU executor: the column kind's TileKernel through the one LLVM
+        lowering (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's tiling words) when the kind
+        lowered it (static sizes, float reductions); else llvm_reduce.py's kernel (symbolic sizes,
+        integer sums, a lone reduction over trailing axes, what the chip's schedule refuses)."""
+        from .backend_cpu.kernel_cpu import ScheduleCpu
+        from .lower.column import ColumnSchedule
+        if isinstance(plan.lowered, ColumnSchedule) and plan.error is None and plan.tiling is not None \
+                and plan.tiling.total_tiles > 0:   # no rows of K: the kind's kernel writes nothing
+            try:
+                return ScheduleCpu(plan.lowered, plan.tiling)
+            except FusedslError:
+                pass
+        from .backend_cpu.llvm_reduce import ColumnCpuKernel   # other axes, or several
+        return ColumnCpuKernel(plan.function, target)
 
     def _attention_kernel(self, plan: KernelPlan):
         """The CPU flash-attention kernel of a lone attention op (compiled per shape), or None."""

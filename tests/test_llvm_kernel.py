@@ -22,7 +22,9 @@ from fusedsl.backend_cpu import kernel_cpu
 from fusedsl.backend_cpu.kernel_cpu import TileKernelCpu
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.backend_cpu.llvm_kernel import LoweringError, _Lowering, lower_kernel
+from fusedsl.backend_cpu.cpu_tiling import cpu_words, vector_tiling
 from fusedsl.lower.kinds import kernel_ir, kernel_words
+from fusedsl.lower.vector import VectorSchedule
 from fusedsl.tile.kernel import Step, Vec, parse_kernel, print_kernel
 from fusedsl.tile.verify import TileVerifyError
 
@@ -51,27 +53,37 @@ def _approximate(k) -> bool:
     return bool(k.matmuls) or _transcendental(k)
 
 
+def _cpu_words(comp, plan) -> list[int]:
+    """The words `k(*arrays)` runs the kernel with on the CPU (backend_cpu/cpu_tiling.py)."""
+    if isinstance(plan.lowered, VectorSchedule) and plan.lowered.views is None:
+        return kernel_words(plan.lowered, vector_tiling(plan.lowered, {}, comp.target))
+    return cpu_words(plan.lowered, plan.tiling)
+
+
 def _run_both(comp, args: dict):
-    """The program's one kernel, from its TileKernel text, by the interpreter and by LLVM; both
-    executors' outputs, after asserting they are bit-identical (or, when the kernel computes exp /
-    ln, within a few ulps of the largest output: an ulp of exp survives a later cancellation)."""
+    """The program's one kernel, from its TileKernel text, by the interpreter and by LLVM, with the
+    chip's tiling words and with the CPU's; both executors' outputs, after asserting they are
+    bit-identical (or, when the kernel computes exp / ln, within a few ulps of the largest output: an
+    ulp of exp survives a later cancellation)."""
     (plan,) = comp.kernels
     text = print_kernel(kernel_ir(plan.lowered))
     kernel = parse_kernel(text)
-    words = kernel_words(plan.lowered, plan.tiling)
     inputs = [args[p.value.name] for p in plan.function.params]
     shapes = [(tuple(int(d) for d in r.type.shape), r.type.dtype.np) for r in plan.function.results]
-    spec = [np.zeros(s, d) for s, d in shapes]
-    got = [np.full(s, 7, d) for s, d in shapes]   # not zeroed: the kernel writes every element
-    run_kernel(kernel, inputs, spec, words)
-    TileKernelCpu(kernel).run(inputs, got, words)
-    for a, b in zip(spec, got):
-        if _approximate(kernel) and a.dtype.kind == "f":   # integer products are exact
-            eps = float(np.finfo(a.dtype).eps)
-            scale = float(np.nanmax(np.abs(a.astype(np.float64)), initial=1.0))
-            np.testing.assert_allclose(b.astype(np.float64), a.astype(np.float64), rtol=4 * eps, atol=4 * eps * scale)
-        else:
-            assert a.tobytes() == b.tobytes(), f"not bit-identical to run_kernel:\n{text}"
+    chip = kernel_words(plan.lowered, plan.tiling)
+    for words in [chip] + ([] if _cpu_words(comp, plan) == chip else [_cpu_words(comp, plan)]):
+        spec = [np.zeros(s, d) for s, d in shapes]
+        got = [np.full(s, 7, d) for s, d in shapes]   # not zeroed: the kernel writes every element
+        run_kernel(kernel, inputs, spec, words)
+        TileKernelCpu(kernel).run(inputs, got, words)
+        for a, b in zip(spec, got):
+            if _approximate(kernel) and a.dtype.kind == "f":   # integer products are exact
+                eps = float(np.finfo(a.dtype).eps)
+                scale = float(np.nanmax(np.abs(a.astype(np.float64)), initial=1.0))
+                np.testing.assert_allclose(b.astype(np.float64), a.astype(np.float64), rtol=4 * eps,
+                                           atol=4 * eps * scale)
+            else:
+                assert a.tobytes() == b.tobytes(), f"not bit-identical to run_kernel (words {words}):\n{text}"
     return got
 
 
@@ -211,6 +223,22 @@ def test_column_kernels_match_the_interpreter_bit_for_bit(name, a, k, b, dtype, 
     _close(got, want, dtype, 2e-5, 2e-3)
 
 
+def test_column_kernels_on_the_cpu_words_walk_k_in_chunks():
+    """The CPU's column tiling (one tile of every column, K in chunks of ~256 KB: 5 here) against
+    the interpreter on the same words, a sum and a var (two walks: resident when K fits one DMA)."""
+    x = np.random.default_rng(3).standard_normal((1, 1500, 200)).astype(np.float32)
+    for f, ref in ((lambda x: fs.sum(x * x, 1) + 1.0, lambda x: (x * x).sum(1) + 1),
+                   (lambda x: fs.var(x, 1), lambda x: x.var(1))):
+        comp = fs.fused_kernel(f).compile(x)
+        (plan,) = comp.kernels
+        assert plan.kernel_kind == "column"
+        words = _cpu_words(comp, plan)
+        assert words[3] == 200 and (words[4] == 1500 or 1500 // words[4] >= 4)   # bn = B; kt
+        (got,) = _run_both(comp, {"x": x})
+        _close(got, ref(x), np.float32, 2e-5)
+        np.testing.assert_allclose(comp(x), ref(x), rtol=2e-5, atol=2e-5)
+
+
 # ---- row kernels ------------------------------------------------------------------------------------
 ROW = {   # name -> (function, shapes of its arguments as functions of (r, c))
     "softmax": (lambda x, y: fs.softmax(x + y), lambda r, c: [(r, c), (1, c)]),
@@ -316,16 +344,19 @@ def test_what_is_not_lowered_is_a_lowering_error():
 
 
 @pytest.mark.parametrize("name", ["row", "where"])
-def test_streaming_copy_out_matches_the_interpreter(name, monkeypatch):
-    """Large outputs are written with non-temporal line stores after a head up to the line (the
-    threshold lowered here so that a small kernel streams); odd sizes leave a head and a tail."""
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_streaming_copy_out_matches_the_interpreter(name, dtype, monkeypatch):
+    """Large outputs are written with non-temporal stores from their first 64-byte line on (the
+    threshold lowered here so that a small kernel streams): computed straight into GM, the step's
+    vectors after a peel up to the line; copied out, whole lines after a head.  Odd sizes leave a
+    head and a tail."""
     monkeypatch.setattr(kernel_cpu, "STREAM_MIN_BYTES", 0)
     f, shapes, ref = VECTOR[name]
     g = np.random.default_rng(5)
-    args = [(g.standard_normal(s) * 4).astype(np.float32) for s in shapes(37, 1001, 1)]
+    args = [(g.standard_normal(s) * 4).astype(dtype) for s in shapes(37, 1001, 1)]
     comp = fs.fused_kernel(f).compile(*args)
     (got,) = _run_both(comp, dict(zip(["a", "x"], args)))
-    np.testing.assert_allclose(got, ref(*args), rtol=1e-6, atol=1e-6)
+    _close(got, ref(*args), dtype, 1e-6, 2e-3)
 
 
 # ---- cube, conv and attention kernels (Matmul objects on cblas_sgemm) ------------------------------

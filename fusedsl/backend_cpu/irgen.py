@@ -35,6 +35,25 @@ def kernel_function(module: ir.Module, name: str) -> tuple[ir.Function, ir.IRBui
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
+def branch_values(b: ir.IRBuilder, cond, then, otherwise) -> list:
+    """`cond ? then() : otherwise()` for lists of values (one per position, of the same types): each
+    function emits its branch; the results are joined by phis at the merge."""
+    with b.if_else(cond) as (yes, no):
+        with yes:
+            a = then()
+            a_at = b.block
+        with no:
+            c = otherwise()
+            c_at = b.block
+    out = []
+    for x, y in zip(a, c):
+        phi = b.phi(x.type)
+        phi.add_incoming(x, a_at)
+        phi.add_incoming(y, c_at)
+        out.append(phi)
+    return out
+
+
 def counted_loop(b: ir.IRBuilder, fn, start, end, body, tag: str) -> None:
     """Emit `for (i = start; i < end; ++i) body(i)` (i64 induction) at b's position (in fn)."""
     assert b.function is fn

@@ -16,15 +16,17 @@ import time
 import numpy as np
 
 from ..errors import FusedslError
+from ..lower.kinds import kernel_ir
 from ..tile.kernel import TileKernel, evaluate, member_values
 from ..tile.verify import TileVerifyError
 from . import jit
+from .cpu_tiling import cpu_words
 from .cube import sgemm_address, single_threaded_blas
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
 from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, lower_kernel, typed_fields
 
-__all__ = ["TileKernelCpu"]
+__all__ = ["TileKernelCpu", "ScheduleCpu"]
 
 # Below this many GM bytes a launch runs on the caller's thread (backend_cpu.PARALLEL_MIN_WORK's figure).
 PARALLEL_MIN_BYTES = 16 << 20
@@ -97,11 +99,16 @@ class TileKernelCpu:
                 out = outputs[g.index]
                 if isinstance(out, np.ndarray) and out.dtype == g.dtype.np and out.flags.c_contiguous \
                         and out.flags.writeable:
-                    arr = out.reshape(-1)
+                    arr = out   # kept once, in call.outputs (the output pool counts that reference)
                 else:
                     arr = np.zeros(np.size(out), g.dtype.np)
                     back.append((out, arr))
+                    keep.append(arr)
                 written += arr.nbytes
+                moved += arr.nbytes
+                args[at] = arr.ctypes.data
+                at += 1
+                continue
             keep.append(arr)
             moved += arr.nbytes
             args[at] = arr.ctypes.data
@@ -148,4 +155,63 @@ class TileKernelCpu:
             for out, arr in back:
                 out.reshape(-1)[:] = arr
         call.keep = (args, arenas, keep)
+        call.outputs = tuple(outputs)
+        if blocks and threads == 1 and not back and not k.matmuls:   # calls.py may batch it
+            call.native = (fn, 0, blocks, address, addrs[0])
         return call
+
+
+class ScheduleCpu:
+    """A kind's schedule run from its TileKernel (`kinds.kernel_ir`) on the CPU's words
+    (cpu_tiling.py), with the interface the compiler's call paths use (CpuKernel's, RowCpuKernel's):
+    `run(inputs, outputs[, tiling])` repeats the last bound call when the arrays (and runtime
+    scalars, by value) are the same, `bind` gives a bound call, `bound_outputs` the outputs that
+    call keeps alive (referenced once: the output pool discounts them).  `tiling` is the launch's
+    tiling record of the kind (a symbolic vector kernel's changes with the sizes; a static kind's
+    is given once); its words are computed once per record."""
+
+    def __init__(self, sched, tiling=None, *, use_disk_cache: bool = True):
+        self.sched = sched
+        self.tiling = tiling
+        self.plan = getattr(sched, "plan", None)   # a column kernel's ColumnPlan (its params' kinds)
+        self.kernel = TileKernelCpu(kernel_ir(sched), use_disk_cache=use_disk_cache)
+        self._scalars = frozenset(i.index for i in sched.inputs if i.kind == "runtime_scalar")
+        self._words: dict = {}
+        self._last = None   # (tiling, inputs, call)
+
+    @property
+    def from_disk_cache(self) -> bool:
+        return self.kernel._compiled.from_disk
+
+    def words(self, tiling) -> list[int]:
+        w = self._words.get(id(tiling))
+        if w is None or w[0] is not tiling:
+            if len(self._words) >= 64:   # many symbolic sizes: forget the old ones
+                self._words.clear()
+            w = self._words[id(tiling)] = (tiling, cpu_words(self.sched, tiling))
+        return w[1]
+
+    def bind(self, inputs, outputs, tiling=None):
+        return self.kernel.bind(inputs, outputs, self.words(self.tiling if tiling is None else tiling))
+
+    def run(self, inputs, outputs, tiling=None) -> None:
+        tiling = self.tiling if tiling is None else tiling
+        last = self._last
+        if last is None or not self._matches(last, inputs, outputs, tiling):
+            self._last = None   # its outputs are no longer held while binding
+            last = self._last = (tiling, tuple(inputs), self.bind(inputs, outputs, tiling))
+        last[2]()
+
+    def _matches(self, last, inputs, outputs, tiling) -> bool:
+        t, ins, call = last
+        outs = call.outputs
+        if t is not tiling or len(inputs) != len(ins) or len(outputs) != len(outs):
+            return False
+        if not all(a is b for a, b in zip(outputs, outs)):
+            return False
+        return all(a is b or (i in self._scalars and type(a) is type(b) and a == b)
+                   for i, (a, b) in enumerate(zip(inputs, ins)))
+
+    def bound_outputs(self) -> tuple:
+        """The outputs the remembered call keeps alive, each referenced once (OutputPool.take)."""
+        return () if self._last is None else self._last[2].outputs

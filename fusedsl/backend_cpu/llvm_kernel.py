@@ -68,7 +68,7 @@ from .. import dtypes as dt
 from ..tile.kernel import (CORE_NAMES, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
                            Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Return,
                            Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, evaluate, member_values)
-from .irgen import I1, I64, PTR, VOID, carried_loop, kernel_function, vname
+from .irgen import I1, I64, PTR, VOID, branch_values, carried_loop, kernel_function, vname
 from .mathlib import VectorConsts
 from .stmts import F16, F32, I8, I16, I32, LANES, LoweringError, StmtEmitter, mem_type, reg_type, vec
 
@@ -197,6 +197,12 @@ def _expr_gets(e, tensors) -> bool:
     return False
 
 
+def _same_elements(a: Step, b: Step) -> bool:
+    """Whether two Steps run over the same elements (count and offset) and neither pre-fills lanes."""
+    return (repr(a.count) == repr(b.count) and repr(a.offset) == repr(b.offset)
+            and not a.prefill and not b.prefill)
+
+
 def _assigns(n) -> set:
     """The scalar names a node sets (a loop its variable)."""
     if isinstance(n, (Let, Var, Set, Scalar, For)):
@@ -263,10 +269,10 @@ class _Lowering:
                 gets(value, n)
         return out
 
-    def _dead_after(self, node: Step, r: Ref) -> bool:
-        """Whether nothing but this step reads r's buffer (a VECCALC temporary)."""
+    def _dead_after(self, ids: set, r: Ref) -> bool:
+        """Whether nothing but these steps (ids) reads r's buffer (a VECCALC temporary)."""
         q = self.tensor_queue[r.tensor]
-        return self.queues[q].position == "VECCALC" and self.readers.get(q, set()) <= {id(node)}
+        return self.queues[q].position == "VECCALC" and self.readers.get(q, set()) <= ids
 
     def _aliasable(self, nodes) -> set[str]:
         """Queues whose buffers nothing but a whole-tensor CopyIn writes: a contiguous copy into
@@ -807,8 +813,18 @@ class _Lowering:
 
     # -- statements -------------------------------------------------------------------------------------
     def body(self, nodes) -> None:
-        for node in nodes:
-            self.node(node)
+        nodes = list(nodes)
+        i = 0
+        while i < len(nodes):
+            if not isinstance(nodes[i], Step):
+                self.node(nodes[i])
+                i += 1
+                continue
+            j = i + 1   # the Steps that follow over the same elements run as one group
+            while j < len(nodes) and isinstance(nodes[j], Step) and _same_elements(nodes[i], nodes[j]):
+                j += 1
+            self.steps(nodes[i:j])
+            i = j
 
     def node(self, node) -> None:
         b = self.b
@@ -869,7 +885,7 @@ class _Lowering:
         elif isinstance(node, Vec):
             self.vec_op(node)
         elif isinstance(node, Step):
-            self.step(node)
+            self.steps([node])
         elif isinstance(node, Call):
             st = self.stage_of[node.stage]
             if st.param:
@@ -908,8 +924,91 @@ class _Lowering:
         else:
             raise LoweringError(f"kernel {self.k.name}: {type(node).__name__} nodes are not lowered to LLVM yet")
 
+    # -- folds: a loop of one Vec accumulating into a UB tensor, the accumulator in registers --------------
+    FOLD_STRIP = 4 * LANES   # elements of the accumulator carried in registers at once
+
+    def _fold(self, node: For):
+        """The Vec of a fold loop -- `for v: vec Add|Max|Min acc <- acc, src[f(v)] count c` on float32
+        with acc's place and the bound of c independent of v (c itself loop-invariant, or min(W, ...)
+        with W a number), src in another queue than acc, acc not standing for GM rows -- or None."""
+        if node.down or len(node.body) != 1 or not isinstance(node.body[0], Vec):
+            return None
+        v = node.body[0]
+        if v.api not in ("Add", "Max", "Min") or len(v.srcs) != 2 or v.srcs[0] != v.dst or v.dst.view or v.srcs[1].view:
+            return None
+        acc_q, src_q = self.tensor_queue.get(v.dst.tensor), self.tensor_queue.get(v.srcs[1].tensor)
+        if acc_q is None or src_q is None or acc_q == src_q or acc_q in self.out_aliased or acc_q in self.aliased:
+            return None
+        if self.tensor_dtype(v.dst.tensor) != dt.float32 or self.tensor_dtype(v.srcs[1].tensor) != dt.float32:
+            return None
+        if node.var in _expr_names(v.dst.offset) or None in _expr_names(v.dst.offset) | _expr_names(v.count):
+            return None
+        if node.var in _expr_names(v.count):
+            c = v.count
+            if not (isinstance(c, tuple) and c[0] == "min" and isinstance(c[1], int)
+                    and node.var not in _expr_names(c[1])):
+                return None
+        return v
+
+    def fold(self, node: For, v: Vec) -> None:
+        """The fold loop with the accumulator in registers, strip by strip of FOLD_STRIP elements: a
+        strip's vectors loaded once, each pass of the loop applies the Vec's operation to the lanes
+        below its count (the same operation on each lane in the same order: the same bits), stored
+        once after the loop (lanes no pass reached are stored as they were loaded)."""
+        b = self.b
+        bound = self.ev_i64(v.count[1] if node.var in _expr_names(v.count) else v.count)
+        # never past the accumulator's buffer (a count bound larger than the tensor)
+        q = self.tensor_queue[v.dst.tensor]
+        room = b.sub(b.udiv(self.q_size[q], ir.Constant(I64, 4)), self.ev_i64(v.dst.offset))
+        bound = b.select(b.icmp_unsigned("<", room, bound), room, bound)
+        start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
+        step = ir.Constant(I64, node.step) if isinstance(node.step, int) else b.zext(self.ev_u32(node.step), I64)
+        acc = self.ref_ptr(v.dst)[0]
+        em = self._splat_em()
+        iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
+        parts = self.FOLD_STRIP // LANES
+        kind = v.api.lower()
+
+        def below(n, off):   # lanes off + i < n (n - off may be negative)
+            return b.icmp_signed("<", iota, em.splat_value(b.sub(n, off)))
+
+        def strip(s0, _):
+            offs = [b.add(s0, ir.Constant(I64, LANES * j)) for j in range(parts)]
+            masks = [below(bound, off) for off in offs]
+            init = [self.vload(acc, F32, 4, off, m) for off, m in zip(offs, masks)]
+
+            def apply(acc, x):
+                return b.fadd(acc, x) if kind == "add" else self.np_max(acc, x, kind, dt.float32)
+
+            def pass_(i, regs):
+                b.store(b.trunc(i, I32), self.slots[node.var])
+                n = self.ev_i64(v.count)
+                src = self.ref_ptr(v.srcs[1])[0]
+                full = b.icmp_signed("<=", b.add(s0, ir.Constant(I64, self.FOLD_STRIP)), n)
+
+                def whole():   # every lane of the strip: plain loads
+                    return [apply(r, self.vload(src, F32, 4, off, None)) for r, off in zip(regs, offs)]
+
+                def part():    # the lanes below the count
+                    out = []
+                    for r, off in zip(regs, offs):
+                        m = below(n, off)
+                        out.append(b.select(m, apply(r, self.vload(src, F32, 4, off, m)), r))
+                    return out
+                return branch_values(b, full, whole, part)
+            _, regs = carried_loop(b, start, end, step, init, pass_, "fold")
+            for off, m, r in zip(offs, masks, regs):
+                self.vstore(r, acc, F32, 4, off, m)
+            return []
+        with b.if_then(b.icmp_unsigned("<", start, end)):
+            carried_loop(b, ir.Constant(I64, 0), bound, self.FOLD_STRIP, [], strip, "strip")
+
     def for_(self, node: For) -> None:
         b = self.b
+        folded = self._fold(node)
+        if folded is not None:
+            self.fold(node, folded)
+            return
         start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
         if node.down:   # end-1 down to start
             one = ir.Constant(I64, 1)
@@ -1116,12 +1215,13 @@ class _Lowering:
                 b.call(f, [dst, ir.Constant(I8, 0), nbytes, ir.Constant(I1, 0)])
 
     # -- vector loops ---------------------------------------------------------------------------------------
-    def vloop(self, n, emit) -> None:
-        """emit(offset, mask) over n elements (i64): whole vectors of LANES, then one masked tail."""
+    def vloop(self, n, emit, start=None) -> None:
+        """emit(offset, mask) over elements [start, n) (i64; start 0 by default): whole vectors of
+        LANES, then one masked tail."""
         b = self.b
         lanes = ir.Constant(I64, LANES)
-        end, _ = carried_loop(b, ir.Constant(I64, 0), n, lanes, [], lambda i, c: emit(i, None) or [], "vec",
-                              whole_steps=True)
+        start = ir.Constant(I64, 0) if start is None else start
+        end, _ = carried_loop(b, start, n, lanes, [], lambda i, c: emit(i, None) or [], "vec", whole_steps=True)
         with b.if_then(b.icmp_signed("<", end, n)):
             iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
             em = self._splat_em()
@@ -1155,10 +1255,14 @@ class _Lowering:
             return v, None
         return self._splat_em().to_reg(v, d), d
 
-    def store_ref(self, at, value, offset, mask) -> None:
+    def store_ref(self, at, value, offset, mask, nontemporal=False) -> None:
         ptr, t, size, d = at
         if d is not None:
             value = self._splat_em().to_mem(value, d)
+        if nontemporal and mask is None:   # a whole vector at a 64-byte line (steps: the peel)
+            st = self.b.store(value, self.b.gep(ptr, [offset], source_etype=t), align=LANES * size)
+            st.set_metadata("nontemporal", self.nt_md)
+            return
         self.vstore(value, ptr, t, size, offset, mask)
 
     def vconvert(self, v, src, dst, mode=None):
@@ -1549,61 +1653,106 @@ class _Lowering:
         carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "crow")
 
     # -- Step: one graph op's tile stmts -------------------------------------------------------------------
-    def step(self, node: Step) -> None:
+    def steps(self, group: list) -> None:
+        """Consecutive Steps over the same elements (one count, one offset), in one 16-lane loop when
+        every UB buffer they write is addressed at one place in all of them (lanes never meet): a
+        value one step writes and the next reads stays in registers, and a VECCALC temporary no node
+        outside the group reads, written before it is read, is never stored.  Otherwise each step
+        alone, and one loop per stmt when a step writes a buffer at two places."""
         b = self.b
-        n = self.ev_i64(node.count if node.count is not None else "n")
-        o = self.ev_i64(node.offset)
-        refs = dict(node.names)
-        for slot in dict.fromkeys(st.dst for st in node.stmts):
-            self.guard_out(refs[slot], n, o)
-        at = {}
-        for slot, r in refs.items():
-            at[slot] = self.ref_ptr(r, o)
-        # a slot's buffer: its queue's (a tracked queue's buffer is the tensor's); two slots at the
-        # same place of one buffer are one value (in-place reuse)
-        buffer = {slot: (self.tensor_queue[r.tensor], r.tensor if r.tensor in self.t_index else "")
-                  for slot, r in refs.items()}
-        key = {slot: buffer[slot] + (repr(r.offset), r.view) for slot, r in refs.items()}
-        # fused only when every buffer the step writes is addressed at one place: lanes never meet
-        places: dict = {}
-        for slot in refs:
-            places.setdefault(buffer[slot], set()).add(key[slot])
-        fused = all(len(places[buffer[st.dst]]) == 1 for st in node.stmts)
-        var_types = {var: _kind_dtype(self.types[member]) for var, member in node.scalars}
-        if any(v is None for v in var_types.values()):
-            raise LoweringError(f"kernel {self.k.name}: a step scalar is not a typed scalar")
-        var_regs = {var: self.read(member)[0] for var, member in node.scalars}
+        first = group[0]
+        n = self.ev_i64(first.count if first.count is not None else "n")
+        o = self.ev_i64(first.offset)
+        for node in group:
+            refs = dict(node.names)
+            for slot in dict.fromkeys(st.dst for st in node.stmts):
+                self.guard_out(refs[slot], n, o)
+        parts, places, written = [], {}, set()
+        for node in group:
+            refs = dict(node.names)
+            at = {slot: self.ref_ptr(r, o) for slot, r in refs.items()}
+            # a slot's buffer: its queue's (a tracked queue's buffer is the tensor's); two slots at
+            # the same place of one buffer are one value (in-place reuse)
+            buffer = {slot: (self.tensor_queue[r.tensor], r.tensor if r.tensor in self.t_index else "")
+                      for slot, r in refs.items()}
+            key = {slot: buffer[slot] + (repr(r.offset), r.view) for slot, r in refs.items()}
+            for slot in refs:
+                places.setdefault(buffer[slot], set()).add(key[slot])
+            written |= {buffer[st.dst] for st in node.stmts}
+            var_types = {var: _kind_dtype(self.types[member]) for var, member in node.scalars}
+            if any(v is None for v in var_types.values()):
+                raise LoweringError(f"kernel {self.k.name}: a step scalar is not a typed scalar")
+            var_regs = {var: self.read(member)[0] for var, member in node.scalars}
+            parts.append((node, refs, at, key, var_types, var_regs))
+        fused = all(len(places[w]) == 1 for w in written)
+        if not fused and len(group) > 1:
+            for node in group:
+                self.steps([node])
+            return
+        ids = {id(node) for node in group}
 
-        def run(stmts, off, mask):
-            em = StmtEmitter(self.kc, b, var_types)
-            var_values = {v: em.splat_value(x) for v, x in var_regs.items()}
-            values, dirty, loaded = {}, [], set()
-            for st in stmts:
-                srcs = []
-                want = self._operand_dtypes(st)
-                for s, w in zip(st.srcs, want):
-                    if key[s] not in values:
-                        values[key[s]] = self.load_ref(at[s], off, mask)
-                        loaded.add(key[s])
-                    v, d = values[key[s]]
-                    srcs.append(self.vconvert(v, d, w))
-                scalar = em.scalar_operand(st, var_values) if st.scalar is not None and st.op != "cast" else None
-                r = em.stmt(st, srcs, scalar)
-                rd = dt.float16 if st.op == "cmp" else st.dtype
-                md = at[st.dst][3]
-                values[key[st.dst]] = (self.vconvert(r, rd, md), md)
-                if st.dst not in dirty:
-                    dirty.append(st.dst)
-            for s in dirty:
-                if fused and key[s] not in loaded and self._dead_after(node, refs[s]):
-                    continue   # a temporary of this step only: it lives in registers
-                self.store_ref(at[s], values[key[s]][0], off, mask)
+        def run(todo, off, mask, nt=None):
+            values, dirty, loaded = {}, {}, set()
+            for node, refs, at, key, var_types, var_regs, stmts in todo:
+                em = StmtEmitter(self.kc, b, var_types)
+                var_values = {v: em.splat_value(x) for v, x in var_regs.items()}
+                for st in stmts:
+                    srcs = []
+                    want = self._operand_dtypes(st)
+                    for src, w in zip(st.srcs, want):
+                        if key[src] not in values:
+                            values[key[src]] = self.load_ref(at[src], off, mask)
+                            loaded.add(key[src])
+                        v, d = values[key[src]]
+                        srcs.append(self.vconvert(v, d, w))
+                    scalar = em.scalar_operand(st, var_values) if st.scalar is not None and st.op != "cast" else None
+                    r = em.stmt(st, srcs, scalar)
+                    rd = dt.float16 if st.op == "cmp" else st.dtype
+                    md = at[st.dst][3]
+                    values[key[st.dst]] = (self.vconvert(r, rd, md), md)
+                    dirty.setdefault(key[st.dst], (at[st.dst], refs[st.dst]))
+            for place, (where, ref) in dirty.items():
+                if fused and place not in loaded and self._dead_after(ids, ref):
+                    continue   # a temporary of these steps only: it lives in registers
+                self.store_ref(where, values[place][0], off, mask, nontemporal=place == nt)
 
         if fused:
-            self.vloop(n, lambda off, mask: run(node.stmts, off, mask))
+            todo = [part + (part[0].stmts,) for part in parts]
+            outs = {key[st.dst]: (at[st.dst], refs[st.dst]) for node, refs, at, key, _, _ in parts
+                    for st in node.stmts if self.tensor_queue[refs[st.dst].tensor] in self.out_aliased}
+            if len(outs) == 1 and next(iter(outs.values()))[0][3] is not None:
+                self._streamed_loop(n, next(iter(outs.items())), lambda off, mask, nt: run(todo, off, mask, nt))
+            else:
+                self.vloop(n, lambda off, mask: run(todo, off, mask))
         else:
-            for st in node.stmts:
-                self.vloop(n, lambda off, mask, st=st: run((st,), off, mask))
+            for st in first.stmts:
+                self.vloop(n, lambda off, mask, st=st: run([parts[0] + ((st,),)], off, mask))
+
+    def _streamed_loop(self, n, out, emit) -> None:
+        """The steps' loop when they store one output computed in GM (`out`: its place, (address,
+        Ref)): in a streaming launch the vectors from the first 64-byte line of it on are stored
+        with non-temporal stores (the lines are not read first, as llvm.py's vector kernels do),
+        the elements before that line and the tail as usual; otherwise the plain loop."""
+        b = self.b
+        place, (at, ref) = out
+        q = self.tensor_queue[ref.tensor]
+        idx = b.load(self.t_index[ref.tensor]) if ref.tensor in self.t_index else ir.Constant(I32, 0)
+        slots = self.out_end[q]
+        end = b.load(slots[0], typ=I64)
+        for i in range(1, len(slots)):
+            end = b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), b.load(slots[i], typ=I64), end)
+        in_gm = b.icmp_unsigned("!=", end, ir.Constant(I64, -1))
+        size = at[2]
+        addr = b.ptrtoint(at[0], I64)
+        aligned = b.icmp_unsigned("==", b.urem(addr, ir.Constant(I64, size)), ir.Constant(I64, 0))
+        with b.if_else(b.and_(b.and_(self.stream, in_gm), aligned)) as (then, other):
+            with then:
+                peel = b.udiv(b.and_(b.sub(ir.Constant(I64, 0), addr), ir.Constant(I64, 63)), ir.Constant(I64, size))
+                peel = b.select(b.icmp_unsigned("<", peel, n), peel, n)
+                self.vloop(peel, lambda off, mask: emit(off, mask, None))
+                self.vloop(n, lambda off, mask: emit(off, mask, place), start=peel)
+            with other:
+                self.vloop(n, lambda off, mask: emit(off, mask, None))
 
     @staticmethod
     def _operand_dtypes(st) -> list:

@@ -36,7 +36,7 @@ from .. import dtypes as dt
 from ..lower.vector import compute_dtype
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
-from .irgen import carried_loop, counted_loop, kernel_function, masked_load, masked_store
+from .irgen import branch_values, carried_loop, counted_loop, kernel_function, masked_load, masked_store
 from .llvm import constant_slots, host_features
 from .mathlib import VectorConsts
 from ..lower.row_plan import RowPlan, plan_row_kernel, scratch_itemsize
@@ -298,19 +298,8 @@ class _RowBuilder:
         reds = phase.reductions
         if phase.row_outputs:
             # large outputs: a masked head up to the output's line, then streaming stores
-            with b.if_else(self.stream) as (then, otherwise):
-                with then:
-                    streamed = self._walk(phase, vector, True, env)
-                    then_block = b.block
-                with otherwise:
-                    plain = self._walk(phase, vector, False, env)
-                    plain_block = b.block
-            totals = []
-            for x, y in zip(streamed, plain):
-                phi = b.phi(x.type)
-                phi.add_incoming(x, then_block)
-                phi.add_incoming(y, plain_block)
-                totals.append(phi)
+            totals = branch_values(b, self.stream, lambda: self._walk(phase, vector, True, env),
+                                   lambda: self._walk(phase, vector, False, env))
         else:
             totals = self._walk(phase, vector, False, env)
         for op, total in zip(reds, totals):
