@@ -11,7 +11,9 @@ element of its outputs, so none are zeroed first.
 """
 from __future__ import annotations
 
+import functools
 import time
+from operator import is_
 
 import numpy as np
 
@@ -154,10 +156,13 @@ class TileKernelCpu:
                 launch()
             for out, arr in back:
                 out.reshape(-1)[:] = arr
+        if blocks and threads == 1 and not back and not k.matmuls:
+            # one serial native call: made directly (a small kernel's call is mostly Python), and
+            # calls.py may batch it with its neighbours
+            call = functools.partial(fn, 0, blocks, address, addrs[0])
+            call.native = (fn, 0, blocks, address, addrs[0])
         call.keep = (args, arenas, keep)
         call.outputs = tuple(outputs)
-        if blocks and threads == 1 and not back and not k.matmuls:   # calls.py may batch it
-            call.native = (fn, 0, blocks, address, addrs[0])
         return call
 
 
@@ -205,12 +210,13 @@ class ScheduleCpu:
     def _matches(self, last, inputs, outputs, tiling) -> bool:
         t, ins, call = last
         outs = call.outputs
-        if t is not tiling or len(inputs) != len(ins) or len(outputs) != len(outs):
+        if t is not tiling or len(inputs) != len(ins) or len(outputs) != len(outs) \
+                or not all(map(is_, outputs, outs)):
             return False
-        if not all(a is b for a, b in zip(outputs, outs)):
-            return False
-        return all(a is b or (i in self._scalars and type(a) is type(b) and a == b)
-                   for i, (a, b) in enumerate(zip(inputs, ins)))
+        if all(map(is_, inputs, ins)):
+            return True
+        return bool(self._scalars) and all(a is b or (i in self._scalars and type(a) is type(b) and a == b)
+                                           for i, (a, b) in enumerate(zip(inputs, ins)))
 
     def bound_outputs(self) -> tuple:
         """The outputs the remembered call keeps alive, each referenced once (OutputPool.take)."""
