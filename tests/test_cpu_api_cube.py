@@ -60,8 +60,10 @@ def test_static_tensors_accumulate_and_relu_in_float(lib):
 
 
 def _fails(lib, entry, match):
-    with pytest.raises(AscendCCheckError, match=match):
+    with pytest.raises(AscendCCheckError, match=match) as info:
         _run(lib, entry, 16, 16, 16, 1, np.float32)
+    # located at the kernel's call (a static LocalTensor's constructor included)
+    assert re.match(r"fusedsl CPU check \([^)]*\): cube_basic_kernels\.cpp:\d+: ", str(info.value)), str(info.value)
 
 
 def test_mmad_reading_an_unloaded_l0b_is_refused(lib):

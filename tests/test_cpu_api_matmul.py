@@ -223,8 +223,11 @@ def small(lib):
 def _fails(lib, entry, small, match, *, target="ascend910b", tiling=None, workspace=None, block_dim=1):
     a, b, bias, t = small
     c = np.zeros((64, 64), np.float32)
-    with pytest.raises(AscendCCheckError, match=match):
+    with pytest.raises(AscendCCheckError, match=match) as info:
         _launch(lib, entry, block_dim, a, b, bias, c, t if tiling is None else tiling, target, workspace)
+    # located at the kernel's call (the Matmul object's Set*/GetTensorC included), or about the launch
+    assert re.match(r"fusedsl CPU check \([^)]*\): (\S+\.cpp:\d+: |blockDim)", str(info.value)), \
+        str(info.value)
 
 
 def test_regist_matmul_obj_after_init_buffer_warns_on_910b(lib, small):

@@ -516,7 +516,10 @@ public:
         }
         return fs_shape[offset];
     }
-    __gm__ T* GetDataPtr() { return fs_ptr; }
+    __gm__ T* GetDataPtr(FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
+        return fs_ptr;
+    }
     GlobalTensor<T> GetDataObj() {
         uint64_t n = 1;
         for (uint32_t i = 0; i < fs_dim; ++i) {
@@ -536,11 +539,13 @@ public:
 class ListTensorDesc {
 public:
     ListTensorDesc() = default;
-    ListTensorDesc(__gm__ void* data, uint32_t length = 0xffffffff, uint32_t shapeSize = 0xffffffff) {
-        Init(data, length, shapeSize);
+    ListTensorDesc(__gm__ void* data, uint32_t length = 0xffffffff, uint32_t shapeSize = 0xffffffff,
+                   FUSEDSL_CPU_SITE) {
+        Init(data, length, shapeSize, fs_site);
     }
 
-    void Init(__gm__ void* data, uint32_t length = 0xffffffff, uint32_t shapeSize = 0xffffffff) {
+    void Init(__gm__ void* data, uint32_t length = 0xffffffff, uint32_t shapeSize = 0xffffffff, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         const char* api = "ListTensorDesc::Init";
         if (data == nullptr) {
@@ -589,13 +594,15 @@ public:
     uint32_t GetSize() { return static_cast<uint32_t>(fs_desc.size()); }
 
     template <class T>
-    __gm__ T* GetDataPtr(uint32_t index) {
+    __gm__ T* GetDataPtr(uint32_t index, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         Check("ListTensorDesc::GetDataPtr", index);
         return reinterpret_cast<T*>(Word("ListTensorDesc::GetDataPtr", fs_ptr_word + index));
     }
 
     template <class T>
-    void GetDesc(TensorDesc<T>& desc, uint32_t index) {
+    void GetDesc(TensorDesc<T>& desc, uint32_t index, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         const char* api = "ListTensorDesc::GetDesc";
         Check(api, index);
         if (desc.fs_shape == nullptr) {

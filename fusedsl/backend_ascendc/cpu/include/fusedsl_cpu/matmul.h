@@ -742,7 +742,8 @@ public:
              "istrans");
     }
 
-    void SetTensorA(const GlobalTensor<SrcAT>& gm, bool isTransposeA = false) {
+    void SetTensorA(const GlobalTensor<SrcAT>& gm, bool isTransposeA = false, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetTensorA");
         if (kAInL1 || kAInUb) {
             fusedsl_cpu::Fail("Matmul::SetTensorA(GlobalTensor): A_TYPE is TPosition::%s; pass a LocalTensor",
@@ -759,7 +760,8 @@ public:
 
     // A already in L1 (A_TYPE TPosition::TSCM, NZ): the whole single-core A, singleCoreM rows
     // padded to 16 per C0 column block; Iterate reads it from L1 and no GM.
-    void SetTensorA(const LocalTensor<SrcAT>& l1, bool isTransposeA = false) {
+    void SetTensorA(const LocalTensor<SrcAT>& l1, bool isTransposeA = false, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         const char* api = "Matmul::SetTensorA(LocalTensor)";
         RequireRegistered("SetTensorA");
@@ -782,7 +784,8 @@ public:
         ResetIteration();
     }
 
-    void SetTensorB(const GlobalTensor<SrcBT>& gm, bool isTransposeB = false) {
+    void SetTensorB(const GlobalTensor<SrcBT>& gm, bool isTransposeB = false, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetTensorB");
         if (isTransposeB && !B_TYPE::isTrans) {
             TransposeWithoutIsTrans<SrcBT>("SetTensorB", 'B');
@@ -796,7 +799,8 @@ public:
     // The index of a sparse B (SetSparseIndex page): per dense B value a 2-bit position among the 4
     // original K values, 4 to a byte (from the low bits up), bytes in fractals of 16 N x 8 bytes
     // (32 dense K), the fractals K-block by K-block, each row of N blocks as long as the original N.
-    void SetSparseIndex(const GlobalTensor<uint8_t>& indexGlobal) {
+    void SetSparseIndex(const GlobalTensor<uint8_t>& indexGlobal, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetSparseIndex");
         if constexpr (!kSparseB) {
             fusedsl_cpu::Fail("Matmul::SetSparseIndex: B is not a SparseMatmulType");
@@ -805,7 +809,8 @@ public:
         fs_has_sparse_index = true;
     }
 
-    void SetBias(const GlobalTensor<BiasT>& gm) {
+    void SetBias(const GlobalTensor<BiasT>& gm, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetBias");
         if (fs_tiling.isBias == 0) {
             fusedsl_cpu::Fail("Matmul::SetBias: the tiling has isBias = 0; enable the bias in the host tiling "
@@ -823,14 +828,16 @@ public:
     void ClearBias() { fs_bias_on = false; }
 
     // The last core's smaller block (-1 keeps a size).
-    void SetTail(int tailM = -1, int tailN = -1, int tailK = -1) {
+    void SetTail(int tailM = -1, int tailN = -1, int tailK = -1, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetTail");
         if (tailM > 0) fs_single_m = tailM;
         if (tailN > 0) fs_single_n = tailN;
         if (tailK > 0) fs_single_k = tailK;
         fs_shape_setter = "SetTail";   // checked when the shapes are used (Iterate)
     }
-    void SetSingleShape(int singleM, int singleN, int singleK) {
+    void SetSingleShape(int singleM, int singleN, int singleK, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetSingleShape");
         fs_single_m = singleM;
         fs_single_n = singleN;
@@ -857,13 +864,15 @@ public:
     // Matmul使用说明 table 2): on the way out of L0C each int32_t value is multiplied by the scale in bits
     // [31:0] of the parameter, of which the hardware keeps the top 19 bits ("scale & 0xFFFFE000"), and
     // rounded to half — one scale for all of C, or one per column (a uint64_t vector in GM).
-    void SetQuantScalar(const uint64_t quantScalar) {
+    void SetQuantScalar(const uint64_t quantScalar, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetQuantScalar");
         RequireDequant("SetQuantScalar");
         fs_quant_scalar = quantScalar;
         fs_quant_mode = 1;
     }
-    void SetQuantVector(const GlobalTensor<uint64_t>& quantTensor) {
+    void SetQuantVector(const GlobalTensor<uint64_t>& quantTensor, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetQuantVector");
         RequireDequant("SetQuantVector");
         fs_quant_vector = quantTensor;
@@ -871,7 +880,8 @@ public:
     }
 
     // UB scratch the 310P cube needs to move C into UB (ASCENDC.md §3.1).
-    void SetLocalWorkspace(const LocalTensor<uint8_t>& tmp) {
+    void SetLocalWorkspace(const LocalTensor<uint8_t>& tmp, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetLocalWorkspace");
         fusedsl_cpu::CheckUb("Matmul::SetLocalWorkspace", "the workspace", tmp.fs_addr, tmp.GetSize(), 0, 1);
         fs_local_ws_bytes = tmp.GetSize();
@@ -879,14 +889,16 @@ public:
 
     // GM scratch for the asynchronous (sync = false) Iterate/GetTensorC.
     template <class T>
-    void SetWorkspace(const GlobalTensor<T>& ws) {
+    void SetWorkspace(const GlobalTensor<T>& ws, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         SetWorkspace(reinterpret_cast<GM_ADDR>(ws.fs_addr), static_cast<int>(ws.GetSize() * sizeof(T)));
     }
     // SetUserDefInfo / SetSelfDefineData pages: values handed to the copy callbacks (tilingPtr, dataPtr).
     void SetUserDefInfo(const uint64_t tilingPtr) { fs_user_def_info = tilingPtr; }
     void SetSelfDefineData(const uint64_t dataPtr) { fs_self_define_data = dataPtr; }
 
-    void SetWorkspace(GM_ADDR ws, int size) {
+    void SetWorkspace(GM_ADDR ws, int size, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         RequireRegistered("SetWorkspace");
         if (ws == nullptr || size <= 0) {
             fusedsl_cpu::Fail("Matmul::SetWorkspace: a null or empty workspace");
@@ -1006,7 +1018,9 @@ public:
     }
 
     template <bool sync = true>
-    void GetTensorC(const LocalTensor<DstT>& c, uint8_t enAtomic = 0, bool enSequentialWrite = false) {
+    void GetTensorC(const LocalTensor<DstT>& c, uint8_t enAtomic = 0, bool enSequentialWrite = false,
+                    FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         const char* api = "Matmul::GetTensorC(LocalTensor)";
         AdvanceAsync(api, sync);
@@ -1034,7 +1048,9 @@ public:
     }
 
     template <bool sync = true>
-    void GetTensorC(const GlobalTensor<DstT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false) {
+    void GetTensorC(const GlobalTensor<DstT>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
+                    FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         const char* api = "Matmul::GetTensorC(GlobalTensor)";
         AdvanceAsync(api, sync);
         RequirePending(api, sync);

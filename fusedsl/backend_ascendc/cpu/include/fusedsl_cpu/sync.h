@@ -285,8 +285,9 @@ enum class PipeMode : uint8_t { SCALAR_MODE = 0, MTE3_MODE = 1, MAX };
 template <PipeMode pipeMode>
 class GroupBarrier {
 public:
-    GroupBarrier(GM_ADDR groupWorkspace, uint32_t arriveSizeIn, uint32_t waitSizeIn)
+    GroupBarrier(GM_ADDR groupWorkspace, uint32_t arriveSizeIn, uint32_t waitSizeIn, FUSEDSL_CPU_SITE)
         : ws_(reinterpret_cast<uint8_t*>(groupWorkspace)), arrive_size_(arriveSizeIn), wait_size_(waitSizeIn) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         CurCore();
         if (!Target().separated || Target().arch != 2201) {
@@ -301,7 +302,8 @@ public:
             Fail("GroupBarrier: the workspace must be %u bytes of a GM buffer of this launch", 128u);
         }
     }
-    void Arrive(uint32_t arriveIndex) {
+    void Arrive(uint32_t arriveIndex, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         if (arriveIndex >= arrive_size_) {
             Fail("GroupBarrier::Arrive(%u): the index must be below arriveSize = %u", arriveIndex, arrive_size_);
@@ -313,7 +315,8 @@ public:
         HbJoin(RT().hb_ib[ws_], HbRelease());
         RT().progress += 1;
     }
-    void Wait(uint32_t waitIndex) {
+    void Wait(uint32_t waitIndex, FUSEDSL_CPU_SITE) {
+        ::fusedsl_cpu::AtSite fs_at(fs_site);
         using namespace fusedsl_cpu;
         if (waitIndex >= wait_size_) {
             Fail("GroupBarrier::Wait(%u): the index must be below waitSize = %u", waitIndex, wait_size_);

@@ -15,6 +15,13 @@ inline void CheckEvent(const char* api, HardEvent evt, int32_t id);
 inline uint8_t* LocalAddress(const char* api, TPosition pos, uint64_t addr, uint64_t bytes);
 inline uint64_t LocalOffset(const void* p);
 
+// LocalAddress checked at the caller's line: a constructor's checks run in its initialiser list,
+// before a guard in its body could name the site.
+inline uint8_t* LocalAddressAt(const Site& site, const char* api, TPosition pos, uint64_t addr, uint64_t bytes) {
+    AtSite at(site);
+    return LocalAddress(api, pos, addr, bytes);
+}
+
 // PipeBarrier<PIPE_ALL>: every pipe waits for everything issued so far.
 inline void SyncAllPipes() {
     Core& c = CurCore();
@@ -82,9 +89,9 @@ public:
     LocalTensor(T* addr, uint32_t size, TPosition pos) : fs_addr(addr), fs_size(size), fs_pos(pos) {}
     // Static tensor programming: tileSize elements at byte `addr` of the position's memory (UB,
     // L1, L0A, L0B, L0C, BT or FB); addr must be 32-byte aligned and the tensor inside the memory.
-    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize)
-        : fs_addr(reinterpret_cast<T*>(fusedsl_cpu::LocalAddress("LocalTensor(TPosition, addr, tileSize)", pos, addr,
-                                                                  fusedsl_cpu::BytesOf<T>(tileSize)))),
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize, FUSEDSL_CPU_SITE)
+        : fs_addr(reinterpret_cast<T*>(fusedsl_cpu::LocalAddressAt(fs_site, "LocalTensor(TPosition, addr, tileSize)",
+                                                                    pos, addr, fusedsl_cpu::BytesOf<T>(tileSize)))),
           fs_size(tileSize), fs_pos(pos) {}
     LocalTensor(const LocalTensor&) = default;
     LocalTensor& operator=(const LocalTensor&) = default;

@@ -28,7 +28,8 @@ inline void AscDumpLocal(const char* api, const char* where, int mem, const void
 }  // namespace fusedsl_cpu
 
 template <typename T>
-inline void asc_dump_gm(__gm__ T* addr, uint32_t desc, uint32_t dumpSize) {
+inline void asc_dump_gm(__gm__ T* addr, uint32_t desc, uint32_t dumpSize, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
     CurCore();
     auto p = reinterpret_cast<const uint8_t*>(addr);
@@ -44,12 +45,14 @@ inline void asc_dump_gm(__gm__ T* addr, uint32_t desc, uint32_t dumpSize) {
 }
 
 template <typename T>
-inline void asc_dump_ubuf(__ubuf__ T* addr, uint32_t desc, uint32_t dumpSize) {
+inline void asc_dump_ubuf(__ubuf__ T* addr, uint32_t desc, uint32_t dumpSize, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::AscDumpLocal<T>("asc_dump_ubuf", "UB", -1, addr, desc, dumpSize);
 }
 
 template <typename T>
-inline void asc_dump_l1buf(__cbuf__ T* addr, uint32_t desc, uint32_t dumpSize) {
+inline void asc_dump_l1buf(__cbuf__ T* addr, uint32_t desc, uint32_t dumpSize, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     if (!fusedsl_cpu::Target().separated) {
         fusedsl_cpu::Fail("asc_dump_l1buf is an Atlas A2/A3 interface, not available on %s", fusedsl_cpu::Target().name);
     }
@@ -57,6 +60,7 @@ inline void asc_dump_l1buf(__cbuf__ T* addr, uint32_t desc, uint32_t dumpSize) {
 }
 
 template <typename T>
-inline void asc_dump_cbuf(__cc__ T* addr, uint32_t desc, uint32_t dumpSize) {
+inline void asc_dump_cbuf(__cc__ T* addr, uint32_t desc, uint32_t dumpSize, FUSEDSL_CPU_SITE) {
+    ::fusedsl_cpu::AtSite fs_at(fs_site);
     fusedsl_cpu::AscDumpLocal<T>("asc_dump_cbuf", "L0C", fusedsl_cpu::kMemL0C, addr, desc, dumpSize);
 }
