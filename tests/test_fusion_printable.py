@@ -98,3 +98,33 @@ def test_view_loads_count_against_the_queue_limit(target):
         assert reasons and all("view loads, one VECIN queue each; ascend910 allows 4" in r for r in reasons), reasons
     else:
         assert not reasons, reasons
+
+
+@fuzz_settings(scale=0.02)
+@given(n=st.integers(1, 7), depth=st.integers(1, 3), target=st.sampled_from(sorted(QUEUES)))
+def test_generated_slice_trees_print_on_every_target(n, depth, target):
+    """n slices of a computed value, summed, `depth` times over: every level reads the one
+    before through n views, and folding levels together multiplies the loads.  Every kernel
+    fusion builds prints and simulates like numpy (before view loads counted against the queue
+    limit: n=3, depth=3 on ascend310p built a kernel the printer refused)."""
+    width = 8 * n ** depth
+    x = np.random.default_rng(n).uniform(-1, 1, (4, width)).astype(np.float32)
+
+    def level(v, w):
+        parts = [v[:, i * w:(i + 1) * w] for i in range(n)]
+        out = parts[0]
+        for p in parts[1:]:
+            out = out + p
+        return out * 0.5
+
+    def tree(v, lib):
+        w = width
+        for _ in range(depth):
+            w //= n
+            v = level(v * 1.5, w)
+        return lib.maximum(v, 0.0) if lib is np else fs.relu(v)
+
+    k = fs.fused_kernel(lambda x: tree(x, fs)).compile(x, target=target)
+    assert all(p.printable for p in k.kernels), [p.reason for p in k.kernels]
+    k.check_ascendc()
+    np.testing.assert_allclose(k.simulate(x), tree(x, np), rtol=1e-5, atol=1e-5)

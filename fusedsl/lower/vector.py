@@ -346,10 +346,10 @@ def _wrapping_8bit_cast(b: _Builder, dst: str, src: str, d: dt.DType, loc, hoist
     """numpy's int32 -> int8 / uint8 cast, which wraps mod 256 (the 8-bit results of sign,
     bitwise ops and shifts come back from int32 this way).  v below 2**24 in magnitude is exact
     in float32: cast it, wrap it into the 8-bit range there (_wrap8) and narrow through half
-    (exact for |w| <= 256): 1 + 10 + 2 instructions (3 for an int8 already in range).  A v of unknown size (`bound`: max |v| from
-    _int_bound) is first cut to its low 16 bits, v & 0xFFFF (the same value mod 256), by And on
-    int16 lanes (+ the Duplicate of the mask): ascend910b and ascend310p have it, ascend910 does
-    not and refuses such a cast."""
+    (exact for |w| <= 256): 1 + 10 + 2 instructions (3 for an int8 already in range).  A v of
+    unknown size (`bound`: max |v| from _int_bound) is first cut to its low 16 bits, v & 0xFFFF
+    (the same value mod 256), by And on int16 lanes (+ the Duplicate of the mask): ascend910b and
+    ascend310p have it, ascend910 does not and refuses such a cast."""
     i32, f32 = dt.int32, dt.float32
     role = "inv" if hoisted else "tmp"
     if bound is None or bound >= _F32_EXACT:
