@@ -96,7 +96,7 @@ def test_gm_out_of_bounds():
 def test_api_dtype_not_supported_on_target():
     a, b = arrays()
     # ascend910 has Relu on half only: the printer uses Max there; a hand edit to Relu<float> is caught
-    msg = check("Relu", "ascend910", a, b, "AscendC::Max(out0_6[o], t3[o], t5[o], n);", "AscendC::Relu(out0_6[o], t3[o], n);")
+    msg = check("Relu", "ascend910", a, b, "AscendC::Max(out0_6[o], t5[o], t3[o], n);", "AscendC::Relu(out0_6[o], t3[o], n);")
     assert "ascend910" in msg
 
 
