@@ -101,6 +101,9 @@ OP_HEAD = 300.0
 # Host dispatch + device start per kernel launch.  Chosen (with the published seed figures:
 # 3 small kernels 15.56 us, 1 fused 6.04 us) as the fixed cost no instruction accounts for.
 LAUNCH_US = 3.0
+# The narrowest DMA row a column kernel tiles with (lower/column.py): a row under 256 bytes wastes
+# most of a burst, so tiles stay at least this wide (passes/split_reductions.SplitColumns plans by it)
+DMA_MIN_ROW_BYTES = 256
 MIN_CORE_BYTES = 16384          # cores of a kernel with no tiling yet: the 16 KiB-per-core rule (tile/tiling.py's baseline)
 # A scalar access of UB (GetValue / SetValue, what a transpose tile kernel moves elements with): the
 # scalar unit waits for the pipe that wrote the element and issues one load or store; no published
@@ -145,6 +148,17 @@ def api_cycles(api: str, dtype, n: int) -> float:
     table = VECTOR_API[api]
     k, b = table.get(_dkey(dtype)) or table.get("float32") or next(iter(table.values()))
     return k * n + b
+
+
+def column_tile_width(A: int, B: int, min_item: int, cores: int) -> int:
+    """Outputs per tile of a column kernel ([A, K, B] -> [A, B], lower/column.py) before UB has
+    its say: enough tiles for every core when the outputs allow it, at most 1024 outputs and at
+    least DMA_MIN_ROW_BYTES of the narrowest dtype (passes/split_reductions plans by it too)."""
+    least = max(32, DMA_MIN_ROW_BYTES // min_item)
+    bn = min(-(-B // 32) * 32, 1024)
+    while bn > least and A * -(-B // bn) < cores:
+        bn = max(least, -(-(bn // 2) // 32) * 32)
+    return bn
 
 
 def vector_call_cycles(api: str, dtype, n: int, src_dtype=None) -> float:

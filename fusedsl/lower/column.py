@@ -32,6 +32,7 @@ from .. import dtypes as dt
 from ..errors import ScheduleError
 from ..ir.core import Function, Op, Value
 from ..ir.ops import CONSTANT, has_trait
+from .. import cost
 from .vector import MIN_CORE_BYTES
 from .column_plan import ColumnPlan, lone_row_reduction, plan_column_kernel, rows_function
 from .errors import LoweringError
@@ -152,10 +153,7 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
                    [v.dtype.itemsize for v in fn.results])
     # column chunk: enough tiles for every core when the outputs allow it, at most 1024
     # outputs (a DMA row under 256 bytes wastes most of its bandwidth: no smaller chunks)
-    least = max(32, 256 // min_item)
-    bn = min(_round_up(B, 32), 1024)
-    while bn > least and A * -(-B // bn) < target.vector_cores:
-        bn = max(least, _round_up(bn // 2, 32))
+    bn = cost.column_tile_width(A, B, min_item, target.vector_cores)
     item_row = sum(p.dtype.itemsize for p in params if p.kind == "elem")
 
     def rows_that_fit(cols: int, depth: int) -> int:

@@ -85,7 +85,7 @@ class FusionOptions:
 # every canonicalisation pass (passes/pipeline.py; tests/test_cost_fusion.py checks none is
 # missing) and the fusion switches of this module
 PASS_NAMES = ("fold-batch-norm", "constant-fold", "algebra", "cse", "fold-transpose", "attention-fusion",
-              "attention-rope", "attention-layout", "attention-heads", "split-reductions", "dce",
+              "attention-rope", "attention-layout", "attention-heads", "split-reductions", "dce", "split-columns",
               "horizontal", "row-fusion", "views", "fuse")
 
 

@@ -7,7 +7,7 @@ from .fold_batch_norm import FoldBatchNorm
 from .fold_transpose import FoldTranspose
 from .fuse_attention import FoldAttentionHeads, FoldAttentionLayout, FoldAttentionRope, FuseAttention
 from .fuse import Fuse
-from .split_reductions import SplitReductions
+from .split_reductions import SplitColumns, SplitReductions
 from .fusion_model import FusionOptions
 
 
@@ -40,6 +40,8 @@ def compile_passes(single_kernel: bool, max_queues: int | None, fusion: FusionOp
     passes = [p for p in canonicalize_passes() if p.name not in fusion.disabled
               and (p.name not in ("attention-fusion", "attention-rope", "attention-layout", "attention-heads") or fusion.fuse or single_kernel)]
     notes = next((p.misses for p in passes if isinstance(p, FuseAttention)), {})
-    return passes + [
+    columns = [] if "split-columns" in fusion.disabled else [
+        SplitColumns(fusion.target)]   # the chip's cores: a column reduction on too few tiles in two stages
+    return passes + columns + [
         Fuse(single_kernel, max_queues, fusion, notes),  # after canonicalisation: it partitions the simplified graph
     ]

@@ -12,6 +12,10 @@ Before: any valid IR. After: every sum / mean / max / min reduces one contiguous
 """
 from __future__ import annotations
 
+import math
+
+from .. import cost
+from .. import dtypes as dt
 from ..ir.core import Function, Module, Op, Value, freeze_attrs
 from ..ir.ops import REGISTRY
 from .base import Pass, Rewriter
@@ -54,3 +58,81 @@ class SplitReductions(Pass):
                 v = step.result
             rw.replace(op.result, v)
         return rw.function(fn)
+
+
+class SplitColumns(Pass):
+    """A reduction over a range of axes before the last (a column kernel: [A, K, B] -> [A, B]) on
+    too few tiles for the chip's cores becomes two: [A, S, K/S, B] reduced over K/S, then over S.
+
+    Why: the column kernel splits A and B over the cores, never K (lower/column.py: no partial
+    results to combine), and its tiles are at least DMA_MIN_ROW_BYTES wide, so a [4096, 1024]
+    float32 sum over axis 0 ran on 16 of 910B's 48 vector cores, each reading 1 MB (modelled
+    114 us; tile/kernel_cost.py).  Split in S parts the first reduction has S times the tiles;
+    the second reads S x A x B partials.  S is the divisor of K that leaves the busiest core the
+    fewest rows over both stages, taken when that halves them at least (the second launch and
+    the partials are not free) and the tensor is big enough to need the cores
+    (cost.MIN_CORE_BYTES each).  A 16-bit sum or mean reduces in float32 across both stages (one
+    rounding, as the one-stage kernel accumulates in float32); max and min are exact in any order;
+    float32 sums add in another order (a reassociation's rounding)."""
+    name = "split-columns"
+
+    def __init__(self, target=None):
+        self.target = target
+
+    def run_on_function(self, fn: Function, module: Module) -> Function:
+        if self.target is None:
+            return fn
+        rw = Rewriter()
+        for op in fn.ops:
+            split = self._parts(op)
+            if split is None:
+                rw.emit(op)
+                continue
+            A, S, K, B = split
+            x = rw.get(op.operands[0])
+            wide = op.name in ("sum", "mean") and x.dtype.itemsize < 4
+            v = _op(rw, "reshape", x, op.loc, shape=[A, S, K // S, B])
+            if wide:
+                v = _op(rw, "cast", v, op.loc, dtype=dt.float32.name)
+            v = _op(rw, op.name, v, op.loc, axes=[2], keepdims=False)
+            v = _op(rw, op.name, v, op.loc, axes=[1], keepdims=False)
+            if wide:
+                v = _op(rw, "cast", v, op.loc, dtype=op.result.dtype.name)
+            v = _op(rw, "reshape", v, op.loc, shape=list(op.result.shape))
+            rw.replace(op.result, v)
+        return rw.function(fn)
+
+    def _parts(self, op: Op):
+        """(A, S, K, B) when `op` is a column reduction worth splitting in S, else None."""
+        if op.name not in SPLIT:
+            return None
+        x = op.operands[0]
+        shape = x.shape
+        axes = sorted(op.attr("axes") or ())
+        if (not axes or not x.dtype.is_float or any(not isinstance(d, int) for d in shape)
+                or axes[-1] >= len(shape) - 1 or axes != list(range(axes[0], axes[-1] + 1))):
+            return None
+        A, K, B = (math.prod(shape[:axes[0]]), math.prod(shape[axes[0]:axes[-1] + 1]),
+                   math.prod(shape[axes[-1] + 1:]))
+        cores = self.target.vector_cores
+        if A * K * B * x.dtype.itemsize < 2 * cores * cost.MIN_CORE_BYTES:
+            return None
+        item = x.dtype.itemsize
+
+        def per_core(a, k):   # elements the busiest core reduces in a column kernel [a, k, B] -> [a, B]
+            bn = cost.column_tile_width(a, B, item, cores)
+            return -(-(a * -(-B // bn)) // cores) * k * bn
+
+        def rows(s):   # both stages
+            return per_core(A * s, K // s) + (per_core(A, s) if s > 1 else 0)
+        best = min((s for s in range(2, min(K // 8, 4096) + 1) if K % s == 0), key=rows, default=None)
+        if best is None or 2 * rows(best) > rows(1):
+            return None
+        return A, best, K, B
+
+
+def _op(rw: Rewriter, name: str, v: Value, loc, **attrs) -> Value:
+    (t,) = REGISTRY[name].infer((v.type,), attrs)
+    op = Op(name, (v,), (Value(t),), freeze_attrs(attrs), loc)
+    rw.ops.append(op)
+    return op.result
