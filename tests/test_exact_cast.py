@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 import fusedsl as fs
 from conftest import fuzz_settings
+from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.frontend.api import _F
+from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.ops.composite import exact_int32
 from fusedsl.reference import run_module
 
@@ -82,6 +84,11 @@ def test_out_of_range_and_nan(target):
     np.testing.assert_array_equal(run_module(k.graph, [x])[0], want)
     np.testing.assert_array_equal(k(x), want)
     np.testing.assert_array_equal(k.simulate(x), want)
+    (plan,) = k.kernels   # the tile interpreter, which runs the compare-select of the NaN too
+    assert any(st.op == "select" and st.cmp_mode == "EQ" for st in plan.lowered.stmts)
+    out = np.zeros_like(want)
+    run_kernel(kernel_ir(plan.lowered), [x], [out], kernel_words(plan.lowered, plan.tiling))
+    np.testing.assert_array_equal(out, want)
 
 
 @pytest.mark.parametrize("target", CHIPS)

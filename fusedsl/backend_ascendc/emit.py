@@ -114,6 +114,13 @@ def _emit_cmp(s: Stmt) -> str:
 
 
 def _emit_select(s: Stmt) -> str:
+    if s.cmp_mode is not None:   # (a OP b) ? x : y: the Compare's mask feeds the Select
+        a, b, x, y = s.srcs
+        views = [f"{v}[o]" for v in (s.dst, x, y)]
+        return (f"AscendC::Compare({s.aux[0]}, {a}[o], {b}[o], AscendC::CMPMODE::{s.cmp_mode}, "
+                f"{_repeat_count(s.dtype)}); AscendC::PipeBarrier<PIPE_V>(); "
+                f"AscendC::Select({views[0]}, {s.aux[0]}, {views[1]}, {views[2]}, "
+                "AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, n);")
     cond, a, b = s.srcs
     mask = s.aux[0]
     if len(s.aux) > 1:
@@ -150,9 +157,17 @@ def emit_cmp_mode0(s: Stmt) -> str:
 
 
 def emit_select_mode0(s: Stmt) -> str:
+    k = 256 // s.dtype.itemsize
+    if s.cmp_mode is not None:   # (a OP b) ? x : y, float values: one Compare and one Select per repeat
+        a, b, x, y = s.srcs
+        return (f"for (uint32_t sel_c = 0; sel_c < n; sel_c += {k}) {{ "
+                f"AscendC::Compare({s.aux[0]}, {a}[o + sel_c], {b}[o + sel_c], AscendC::CMPMODE::{s.cmp_mode}, "
+                f"{k}, 1, AscendC::BinaryRepeatParams{{}}); AscendC::PipeBarrier<PIPE_V>(); "
+                f"AscendC::Select({s.dst}[o + sel_c], {s.aux[0]}, {x}[o + sel_c], {y}[o + sel_c], "
+                f"AscendC::SELMODE::VSEL_CMPMASK_SPR, n - sel_c < {k} ? n - sel_c : {k}); "
+                "AscendC::PipeBarrier<PIPE_V>(); }")
     cond, a, b = s.srcs
     mask, zeros = s.aux
-    k = 256 // s.dtype.itemsize
     view = (lambda x: x) if s.dtype.is_float else (lambda x: f"{x}.ReinterpretCast<float>()")
     if s.dtype.itemsize == 2:     # half values: compare the half condition repeat by repeat
         pre, test_src, other = "", f"{cond}[o + sel_c]", f"{zeros}[o + sel_c]"

@@ -1758,6 +1758,6 @@ class _Lowering:
     def _operand_dtypes(st) -> list:
         if st.op == "cast":
             return [st.src_dtype]
-        if st.op == "select":
+        if st.op == "select" and st.cmp_mode is None:
             return [dt.float16, st.dtype, st.dtype]
         return [st.dtype] * len(st.srcs)

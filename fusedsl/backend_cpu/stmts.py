@@ -158,6 +158,8 @@ class StmtEmitter:
             other = srcs[1] if len(srcs) > 1 else scalar
             true = self._compare(st.cmp_mode, srcs[0], other, st.dtype)
             return self.b.select(true, self.k.fc(1.0), self.k.fc(0.0))
+        if st.op == "select" and st.cmp_mode is not None:   # srcs: a, b compared, then the two values
+            return self.b.select(self._compare(st.cmp_mode, srcs[0], srcs[1], st.dtype), srcs[2], srcs[3])
         if st.op == "select":   # srcs: the half 0/1 condition, then the two values
             cond = self.b.fcmp_unordered("!=", srcs[0], self.k.fc(0.0))
             return self.b.select(cond, srcs[1], srcs[2])

@@ -230,6 +230,9 @@ def apply_stmt(stmt: Stmt, srcs, scalar, shape) -> np.ndarray:
         other = srcs[1] if len(srcs) > 1 else scalar
         with np.errstate(all="ignore"):
             return _COMPARE[stmt.cmp_mode](srcs[0], other).astype(np.float16)
+    if stmt.op == "select" and stmt.cmp_mode is not None:   # srcs: a, b compared, then the two values
+        with np.errstate(all="ignore"):
+            return np.where(_COMPARE[stmt.cmp_mode](srcs[0], srcs[1]), srcs[2], srcs[3])
     if stmt.op == "select":   # srcs: the half 0/1 condition, then the two values
         return np.where(srcs[0] != 0, srcs[1], srcs[2])
     xs = [_wide(s) for s in srcs]

@@ -432,21 +432,17 @@ def _nan_to_int_min(b: _Builder, src: str, loc, hoisted) -> str:
         # cast of a float is never hoisted (_lower_ops); a hoisted one is of an int32 op computed
         # in float32 from int32 operands, which holds no NaN
         return src
-    f16, f32 = dt.float16, dt.float32
+    f32 = dt.float32
     x = _readable_tmp(b, src, f32, loc)
-    mask = _mask_slot(b)
-    flag = b.new_slot(f16, "tmp")
-    b.emit("cmp", flag, [x, x], f32, loc, cmp_mode="EQ", aux=(mask, _scratch_const(b, f16, 1.0)))
-    zeros = None if b.target.supports("Compares", "half") else _scratch_const(b, f16, 0.0)
     out = b.new_slot(f32, "tmp")
-    b.emit("select", out, [flag, x, _scratch_const(b, f32, -_TOP)], f32, loc, aux=(mask,) + ((zeros,) if zeros else ()))
+    b.emit("select", out, [x, x, x, _scratch_const(b, f32, -_TOP)], f32, loc, cmp_mode="EQ", aux=(_mask_slot(b),))
     return out
 
 
 def _exact_int32_cast(b: _Builder, dst: str, src: str, path, loc, hoisted) -> None:
     """numpy's float32 -> int32 (trunc toward zero) from casts of values below 1024 only: the chain
     of tile/int32_cast.py (why it is exact there), emitted as slots and stmts; the fusion cost
-    model prices the same chain.  30 vector instructions (910A: 36) instead of 2, and the
+    model prices the same chain.  28 vector instructions (910A: 34) instead of 2, and the
     Compare's slack on every buffer."""
     if path[0][2] not in ("CAST_TRUNC", "CAST_ODD"):
         raise ScheduleError(f"{b.target.name}: float32 -> half rounds with {path[0][2]}, which can carry a "

@@ -13,7 +13,7 @@ h and m are integers up to 1024 and r is below 1024 in magnitude (or exactly +-1
 through half is exact; the pieces are joined in wrapping int32 arithmetic.  2**31 (x at or past
 it, +inf) wraps to INT_MIN as numpy's x86 answer does; -2**31 (and below, -inf) is INT_MIN; NaN
 is INT_MIN by the select (its pieces, cast on their own, would be 0 on the chip and INT_MIN on
-x86).  30 vector instructions (910A: 36, with the Duplicates of its missing scalar forms).
+x86).  28 vector instructions (910A: 34, with the Duplicates of its missing scalar forms).
 """
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ class Stmt:
     round_mode: str | None = None       # cast only
     hoisted: bool = False
     loc: Loc | None = None
-    cmp_mode: str | None = None         # cmp only: LT LE GT GE EQ NE (dst = a OP b ? 1 : 0)
+    cmp_mode: str | None = None         # cmp: LT LE GT GE EQ NE (dst = a OP b ? 1 : 0); select: (a OP b) ? x : y
     aux: tuple[str, ...] = ()           # printer scratch slots (bit masks, constant tensors)
 
 

@@ -139,7 +139,8 @@ prim("cast", "Cast", "cast", doc="convert with a round mode (Stmt.round_mode)")
 prim("cmp", "Compare", "cmp", cost_apis=("Compare", "Select"),
      doc="dst = (a OP b) ? 1 : 0 as half; b may be the scalar (Compares)")
 prim("select", "Select", "select", cost_apis=("Compare", "Select"),
-     doc="dst = cond != 0 ? a : b, cond a half 0/1")
+     doc="dst = cond != 0 ? a : b, cond a half 0/1; with Stmt.cmp_mode set, srcs (a, b, x, y) and "
+         "dst = (a OP b) ? x : y, the Compare's mask used by the Select directly")
 
 # bitwise: And / Or / Not exist for 16-bit lanes; a 32-bit tensor is the same bits as twice as
 # many int16 lanes, so the printer reinterprets it (count * 2) -- exact for any bit pattern

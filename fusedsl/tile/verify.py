@@ -27,7 +27,7 @@ def _views(st: Stmt):
         return st.dtype, [st.src_dtype] * len(st.srcs)
     if st.op == "cmp":
         return dt.float16, [st.dtype] * len(st.srcs)
-    if st.op == "select":
+    if st.op == "select" and st.cmp_mode is None:
         return st.dtype, [dt.float16] + [st.dtype] * (len(st.srcs) - 1)
     return st.dtype, [st.dtype] * len(st.srcs)
 
