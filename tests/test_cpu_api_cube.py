@@ -360,6 +360,43 @@ def test_data_copy_l0c_to_gm_with_scalar_quant(lib):
     np.testing.assert_array_equal(q.transpose(1, 0, 2).reshape(m, n), want)
 
 
+def test_data_copy_l0c_to_gm_with_a_scale_per_column(lib):
+    # the vector quant modes (the Fixpipe / DataCopy L0C -> GM pages' VDEQF16, VREQ8): what DEQF16 and REQ8 do,
+    # with output column j's uint64_t parameter, the j-th of the Fixpipe Buffer table SetFixPipeConfig names
+    # (filled from L1 by DataCopy(L1 -> Fixpipe Buffer)); scales of 10 mantissa bits, which the fixpipe keeps
+    rng = np.random.default_rng(14)
+    m, k, n = 32, 64, 32
+    a_t, b = rng.integers(-12, 12, (k, m)).astype(np.int8), rng.integers(-12, 12, (k, n)).astype(np.int8)
+    bias = rng.integers(-300, 300, n).astype(np.int32)
+    acc = (a_t.T.astype(np.int64) @ b.astype(np.int64) + bias).astype(np.float32)
+
+    def params(scales, signed):
+        bits = scales.astype(np.float32).view(np.uint32).astype(np.uint64)
+        return np.concatenate([bias.view(np.uint8), (bits | np.uint64(int(signed) << 46)).view(np.uint8)])
+
+    scales = (np.arange(1, n + 1) / 16).astype(np.float32)
+    h = np.zeros((m, n), np.float16)
+    lib.launch("cube_l0c2gm_vdeq", 1, [("a", a_t), ("b", b), ("bias", params(scales, False)), ("c", h)])
+    np.testing.assert_array_equal(h, (acc * scales).astype(np.float16))
+    scales = (np.arange(n)[::-1] % 7 + 1) / np.float32(64)
+    q = np.zeros((n // 32, m, 32), np.int8)
+    lib.launch("cube_l0c2gm_vreq", 1, [("a", a_t), ("b", b), ("bias", params(scales, True)), ("c", q)])
+    want = np.clip(np.rint(np.maximum(acc, 0) * scales.astype(np.float32)), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(q.transpose(1, 0, 2).reshape(m, n), want)
+
+
+def test_vector_quant_needs_its_fixpipe_buffer_table(lib):
+    # VDEQF16 with the table in the Fixpipe Buffer but never named by SetFixPipeConfig: refused at the DataCopy
+    # line instead of reading whatever the Fixpipe Buffer holds
+    z = np.zeros(96, np.int32)   # 32 biases, then 32 uint64_t parameters
+    with pytest.raises(AscendCCheckError) as info:
+        lib.launch("cube_l0c2gm_vdeq_unset", 1, [("a", np.zeros((64, 32), np.int8)), ("b", np.zeros((64, 32), np.int8)),
+                                                 ("bias", z), ("c", np.zeros((32, 32), np.float16))])
+    assert re.search(rf"cube_basic_kernels\.cpp:{_transpose_line('vquant')}: \S+: quantPre 4 is a vector quant mode, "
+                     r"but no SetFixPipeConfig named the Fixpipe Buffer table of per-channel parameters",
+                     str(info.value)), str(info.value)
+
+
 def test_load_data_with_transpose_rules(lib):
     z = np.zeros(16, np.int32)
     with pytest.raises(AscendCCheckError) as info:

@@ -376,7 +376,10 @@ void TransposeToL1(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32
 }
 
 // Out: 0 Fixpipe (Acc, ND); 1 DataCopy L0C -> GM, DEQF16 x 0.5 with ReLU, NZ2ND (half); 2 DataCopy L0C -> GM,
-// REQ8 x 1/64, NZ (int8_t: groups of 32 columns, TM rows of 32 bytes each).
+// REQ8 x 1/64, NZ (int8_t: groups of 32 columns, TM rows of 32 bytes each); 3 and 4 as 1 and 2 with a
+// scale per column (VDEQF16 without ReLU, VREQ8 with it): TN uint64_t parameters after the TN biases in the
+// bias buffer, moved GM -> L1 -> Fixpipe Buffer (the L1ToFixpipe-Buffer page: blockLen in 128 bytes) and named
+// by SetFixPipeConfig.
 template <typename T, typename Acc, typename BiasT, int Out = 0>
 void CubeTranspose(GM_ADDR at, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
 {
@@ -448,11 +451,33 @@ void CubeTranspose(GM_ADDR at, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
         SetFixpipePreQuantFlag(0x3F000000ull);   // 0.5
         SetFixpipeNz2ndFlag(1, 0, 0);
         DataCopy(hg, co1, DataCopyCO12DstParams{TN, TM, TN, TM, QuantMode_t::DEQF16, 1, false, true});
-    } else {
+    } else if constexpr (Out == 2) {
         GlobalTensor<int8_t> qg;
         qg.SetGlobalBuffer((__gm__ int8_t*)c, TM * TN);
         SetFixpipePreQuantFlag(0x3C800000ull | (1ull << 46));   // 1/64, signed output
         DataCopy(qg, co1, DataCopyCO12DstParams{TN, TM, TM * 32 / 32, TM, QuantMode_t::REQ8, 0, false, false});
+    } else {
+        GlobalTensor<uint64_t> scaleg;
+        scaleg.SetGlobalBuffer((__gm__ uint64_t*)(bias + TN * sizeof(BiasT)), TN);
+        LocalTensor<uint64_t> scale1(TPosition::C1, 3 * TK * TM * sizeof(T), TN);
+        LocalTensor<uint64_t> fb(TPosition::C2PIPE2GM, 0, TN);
+        DataCopy(scale1, scaleg, TN);
+        SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID1);
+        WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID1);
+        DataCopy(fb, scale1, DataCopyParams{1, static_cast<uint16_t>(TN * sizeof(uint64_t) / 128), 0, 0});
+        if constexpr (Out != 5) {   // 5: the table is never named
+            SetFixPipeConfig(fb);
+        }
+        if constexpr (Out == 3 || Out == 5) {
+            GlobalTensor<half> hg;
+            hg.SetGlobalBuffer((__gm__ half*)c, TM * TN);
+            SetFixpipeNz2ndFlag(1, 0, 0);
+            DataCopy(hg, co1, DataCopyCO12DstParams{TN, TM, TN, TM, QuantMode_t::VDEQF16, 0, false, true});  // LINE:vquant
+        } else {
+            GlobalTensor<int8_t> qg;
+            qg.SetGlobalBuffer((__gm__ int8_t*)c, TM * TN);
+            DataCopy(qg, co1, DataCopyCO12DstParams{TN, TM, TM * 32 / 32, TM, QuantMode_t::VREQ8, 1, false, false});
+        }
     }
 }
 
@@ -467,6 +492,18 @@ extern "C" __global__ __aicore__ void cube_l0c2gm_deq(GM_ADDR a, GM_ADDR b, GM_A
 extern "C" __global__ __aicore__ void cube_l0c2gm_req(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
 {
     CubeTranspose<int8_t, int32_t, int32_t, 2>(a, b, bias, c);
+}
+extern "C" __global__ __aicore__ void cube_l0c2gm_vdeq(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
+{
+    CubeTranspose<int8_t, int32_t, int32_t, 3>(a, b, bias, c);
+}
+extern "C" __global__ __aicore__ void cube_l0c2gm_vreq(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
+{
+    CubeTranspose<int8_t, int32_t, int32_t, 4>(a, b, bias, c);
+}
+extern "C" __global__ __aicore__ void cube_l0c2gm_vdeq_unset(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
+{
+    CubeTranspose<int8_t, int32_t, int32_t, 5>(a, b, bias, c);
 }
 extern "C" __global__ __aicore__ void cube_transpose_half(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR c)
 {
@@ -643,6 +680,9 @@ CUBE_ENTRY(cube_transpose_float, AIC_MODE)
 CUBE_ENTRY(cube_transpose_misuse, AIC_MODE)
 CUBE_ENTRY(cube_l0c2gm_deq, AIC_MODE)
 CUBE_ENTRY(cube_l0c2gm_req, AIC_MODE)
+CUBE_ENTRY(cube_l0c2gm_vdeq, AIC_MODE)
+CUBE_ENTRY(cube_l0c2gm_vreq, AIC_MODE)
+CUBE_ENTRY(cube_l0c2gm_vdeq_unset, AIC_MODE)
 CUBE_ENTRY(cube_broadcast_vec, AIV_MODE)
 CUBE_ENTRY(cube_sparse, AIC_MODE)
 CUBE_ENTRY(cube_bias_table_mode, AIC_MODE)

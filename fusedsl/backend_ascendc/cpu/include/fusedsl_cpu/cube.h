@@ -511,6 +511,38 @@ inline void CopyL1ToBias(const AscendC::LocalTensor<D>& dst, const AscendC::Loca
     }
 }
 
+// The DataCopy（L1ToFixpipe-Buffer数据搬运） page (A2/A3): uint64_t quantisation parameters from L1 (32-byte
+// aligned) to the Fixpipe Buffer (128-byte aligned), `count` blocks of `block_bytes`, the block heads
+// `src_pitch` / `dst_pitch` bytes apart (a pitch of 0 reads, or overwrites, the first block again).
+template <typename T>
+inline void CopyL1ToFixpipeBuffer(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                                  uint64_t count, uint64_t block_bytes, uint64_t src_pitch, uint64_t dst_pitch) {
+    const char* api = "DataCopy(L1->FixpipeBuffer)";
+    CheckHasCube(api);
+    if (!Target().separated) {
+        Fail("%s is not available on %s (Atlas A2/A3 only, per its page)", api, Target().name);
+    }
+    if (!std::is_same_v<T, uint64_t>) {
+        Fail("%s: %s; the page's type is uint64_t (the quantisation parameters)", api, TypeName<T>());
+    }
+    if (count == 0 || block_bytes == 0) {
+        return;   // a NOP, per the page
+    }
+    if (count > 4095) {
+        Fail("%s: blockCount = %llu; at most 4095", api, static_cast<unsigned long long>(count));
+    }
+    const uint64_t s = CheckLocal(api, "src", src.fs_addr, src.GetLength(), (count - 1) * src_pitch + block_bytes,
+                                  kMemL1, 32);
+    const uint64_t d = CheckLocal(api, "dst", dst.fs_addr, dst.GetLength(), (count - 1) * dst_pitch + block_bytes,
+                                  kMemFB, 128);
+    Core& c = CurCore();
+    for (uint64_t b = 0; b < count; ++b) {
+        std::memmove(c.local.data() + d + b * dst_pitch, c.local.data() + s + b * src_pitch, block_bytes);
+        std::memmove(c.local_written.data() + d + b * dst_pitch, c.local_written.data() + s + b * src_pitch,
+                     block_bytes);
+    }
+}
+
 }  // namespace fusedsl_cpu
 
 namespace AscendC {
@@ -991,27 +1023,36 @@ inline void Fill(const LocalTensor<T>& dst, const InitConstValueParams<U>& p, FU
     }
 }
 
-// SetFixPipeConfig (矩阵搬出辅助配置接口): loads the per-channel ReLU / quantisation parameters that a
-// later Fixpipe or DataCopy(L0C->GM) with a vector quant mode (VDEQF16, VQF322B8_PRE ...) applies, and
-// with isUnitFlag clears the L0C unit flags.  fusedsl's Fixpipe refuses the vector quant modes and runs
-// Mmad and Fixpipe in program order (the unit flags order nothing more), so beyond the chip check
-// there is nothing to record.
+// SetFixPipeConfig (矩阵搬出辅助配置接口): points the Fixpipe at the per-channel quantisation parameters
+// in the Fixpipe Buffer that a later Fixpipe or DataCopy(L0C->GM) with a vector quant mode (VDEQF16,
+// VQF322B8_PRE, VREQ8) applies, one uint64_t per output column, and with isUnitFlag clears the L0C unit
+// flags (Mmad and Fixpipe run in program order here: the flags order nothing more).  The per-channel
+// ReLU table (reluPre, setRelu) is not modelled: FixpipeParamsV220's reluEn is the plain ReLU.
 template <typename T>
 inline void SetFixPipeConfig(const LocalTensor<T>& reluPre, const LocalTensor<T>& quantPre, bool isUnitFlag = false,
                              FUSEDSL_CPU_SITE) {
     ::fusedsl_cpu::AtSite fs_at(fs_site);
     using namespace fusedsl_cpu;
-    CheckHasCube("SetFixPipeConfig");
+    const char* api = "SetFixPipeConfig";
+    CheckHasCube(api);
     if (!Target().separated) {
         Fail("SetFixPipeConfig is not available on %s (Atlas A2/A3 only, per its API page)", Target().name);
     }
     (void)reluPre;
-    (void)quantPre;
     (void)isUnitFlag;
+    uint32_t off = 0;
+    if (quantPre.fs_addr != nullptr && WhichMem(quantPre.fs_addr, &off) == kMemFB) {   // a table to read
+        CurCore().fixpipe_quant_table = static_cast<int64_t>(CheckLocal(api, "quantPre", quantPre.fs_addr,
+                                                                        quantPre.GetLength(), 0, kMemFB, 128));
+    }
 }
 template <typename T, bool setRelu = false>
 inline void SetFixPipeConfig(const LocalTensor<T>& preData, bool isUnitFlag = false, FUSEDSL_CPU_SITE) {
     ::fusedsl_cpu::AtSite fs_at(fs_site);
+    if constexpr (setRelu) {
+        fusedsl_cpu::Fail("SetFixPipeConfig<T, true>: a per-channel ReLU table is not modelled by fusedsl's CPU "
+                          "implementation (reluEn / reluPre = 1 is the plain ReLU)");
+    }
     SetFixPipeConfig(preData, preData, isUnitFlag);
 }
 
@@ -1038,19 +1079,38 @@ constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR, false};
 // mantissa the hardware keeps to 10 bits (bits [12:0] dropped), or by M2 = 0 for a negative value
 // under ReLU; DEQF16 then rounds to half, REQ8 / QF322B8_PRE round to an integer, saturate to
 // [-256, 255] and then to int8_t (sign bit 46 set) or uint8_t.
+inline bool IsVectorQuant(QuantMode_t q) {
+    return q == QuantMode_t::VDEQF16 || q == QuantMode_t::VREQ8 || q == QuantMode_t::VQF322B8_PRE;
+}
+
+inline bool IsQuant(QuantMode_t q) {
+    return q == QuantMode_t::DEQF16 || q == QuantMode_t::REQ8 || q == QuantMode_t::QF322B8_PRE || IsVectorQuant(q);
+}
+
+// The vector quant modes (VDEQF16, VREQ8, VQF322B8_PRE) do what their scalar modes do with column n's
+// parameter: the n-th uint64_t of the table SetFixPipeConfig named (the sample's reference computes
+// quant_tensor[j] for output column j).
+inline uint64_t FixpipeQuantParam(const FixpipeParamsV220& p, uint64_t column) {
+    if (!IsVectorQuant(p.quantPre)) {
+        return static_cast<uint64_t>(p.deqScalar);
+    }
+    uint64_t q;
+    const fusedsl_cpu::Core& c = fusedsl_cpu::CurCore();
+    std::memcpy(&q, c.local.data() + c.fixpipe_quant_table + column * 8, sizeof q);
+    return q;
+}
+
 template <typename D, typename S>
-inline D FixpipeValue(S raw, const FixpipeParamsV220& p) {
+inline D FixpipeValue(S raw, const FixpipeParamsV220& p, uint64_t quant) {
     using namespace fusedsl_cpu;
     auto v = static_cast<Compute<S>>(raw);
-    const bool scalar_quant = p.quantPre == QuantMode_t::DEQF16 || p.quantPre == QuantMode_t::REQ8 ||
-                              p.quantPre == QuantMode_t::QF322B8_PRE;
-    if (!scalar_quant) {
+    if (!IsQuant(p.quantPre)) {
         if (p.reluEn && v < 0) {
             v = 0;
         }
         return FromCompute<D>(v);
     }
-    const uint32_t bits = static_cast<uint32_t>(static_cast<uint64_t>(p.deqScalar)) & ~0x1FFFu;
+    const uint32_t bits = static_cast<uint32_t>(quant) & ~0x1FFFu;
     float m1 = 0;
     std::memcpy(&m1, &bits, sizeof m1);
     const float x = static_cast<float>(v) * ((p.reluEn && v < 0) ? 0.0f : m1);
@@ -1073,7 +1133,7 @@ inline void FixpipeNzRow(const char* api, const LocalTensor<S>& src, uint64_t s,
         uint64_t c = g * c0 + e;
         uint64_t idx = ((c / 16) * p.srcStride + r) * 16 + c % 16;
         CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
-        row[e] = FixpipeValue<D, S>(src.fs_addr[idx], p);
+        row[e] = FixpipeValue<D, S>(src.fs_addr[idx], p, FixpipeQuantParam(p, c));
     }
 }
 
@@ -1082,32 +1142,52 @@ template <typename D, typename S>
 inline void CheckFixpipeConversion(const FixpipeParamsV220& p, const char* api) {
     using namespace fusedsl_cpu;
     constexpr bool b8 = std::is_same_v<D, int8_t> || std::is_same_v<D, uint8_t>;
-    bool ok = (p.quantPre == QuantMode_t::NoQuant && std::is_same_v<D, S>) ||
-              (p.quantPre == QuantMode_t::F322F16 && std::is_same_v<S, float> && std::is_same_v<D, half>) ||
-              (p.quantPre == QuantMode_t::F322BF16 && std::is_same_v<S, float> && std::is_same_v<D, bfloat16_t>) ||
-              (p.quantPre == QuantMode_t::DEQF16 && std::is_same_v<S, int32_t> && std::is_same_v<D, half>) ||
-              (p.quantPre == QuantMode_t::REQ8 && std::is_same_v<S, int32_t> && b8) ||
-              (p.quantPre == QuantMode_t::QF322B8_PRE && std::is_same_v<S, float> && b8);
+    const QuantMode_t m = p.quantPre;
+    bool ok = (m == QuantMode_t::NoQuant && std::is_same_v<D, S>) ||
+              (m == QuantMode_t::F322F16 && std::is_same_v<S, float> && std::is_same_v<D, half>) ||
+              (m == QuantMode_t::F322BF16 && std::is_same_v<S, float> && std::is_same_v<D, bfloat16_t>) ||
+              ((m == QuantMode_t::DEQF16 || m == QuantMode_t::VDEQF16) && std::is_same_v<S, int32_t> &&
+               std::is_same_v<D, half>) ||
+              ((m == QuantMode_t::REQ8 || m == QuantMode_t::VREQ8) && std::is_same_v<S, int32_t> && b8) ||
+              ((m == QuantMode_t::QF322B8_PRE || m == QuantMode_t::VQF322B8_PRE) && std::is_same_v<S, float> && b8);
     if (!ok) {
         Fail("%s: quantPre %d from %s to %s; modelled: NoQuant (same type), F322F16 (float -> half), F322BF16 "
-             "(float -> bfloat16_t) and the scalar modes DEQF16 (int32_t -> half), REQ8 (int32_t -> int8_t/uint8_t), "
-             "QF322B8_PRE (float -> int8_t/uint8_t); the vector (tensor) modes are not", api,
-             static_cast<int>(p.quantPre), TypeName<S>(), TypeName<D>());
+             "(float -> bfloat16_t) and the scalar / vector modes (V)DEQF16 (int32_t -> half), (V)REQ8 (int32_t -> "
+             "int8_t/uint8_t), (V)QF322B8_PRE (float -> int8_t/uint8_t)", api,
+             static_cast<int>(m), TypeName<S>(), TypeName<D>());
     }
-    if (p.quantPre == QuantMode_t::DEQF16 || p.quantPre == QuantMode_t::REQ8 || p.quantPre == QuantMode_t::QF322B8_PRE) {
-        const uint64_t q = static_cast<uint64_t>(p.deqScalar);
+    uint64_t columns = IsQuant(m) ? 1 : 0;   // the parameters to check: the scalar one, or one per column
+    if (IsVectorQuant(m)) {
+        const Core& core = CurCore();
+        if (core.fixpipe_quant_table < 0) {
+            Fail("%s: quantPre %d is a vector quant mode, but no SetFixPipeConfig named the Fixpipe Buffer table of "
+                 "per-channel parameters", api, static_cast<int>(m));
+        }
+        columns = p.nSize;
+        const uint64_t end = static_cast<uint64_t>(core.fixpipe_quant_table) + columns * 8;
+        if (end > core.local_at[kMemFB] + LocalMemBytes(kMemFB)) {
+            Fail("%s: the %u output columns need %llu bytes of parameters from Fixpipe Buffer offset %llu, past its "
+                 "%llu bytes", api, p.nSize, static_cast<unsigned long long>(columns * 8),
+                 static_cast<unsigned long long>(core.fixpipe_quant_table - core.local_at[kMemFB]),
+                 static_cast<unsigned long long>(LocalMemBytes(kMemFB)));
+        }
+        CheckLocalWritten(api, "the quant table", static_cast<uint64_t>(core.fixpipe_quant_table), columns * 8);
+    }
+    for (uint64_t column = 0; column < columns; ++column) {
+        const uint64_t q = FixpipeQuantParam(p, column);
         // MCB (bit 36) shifts by N, which the quant page counts from 1 ("b'0000对应表示1") while asc-devkit's
         // reference scripts shift by N itself; the offset (bits 37-45) is a 9-bit integer of unstated sign.
         if ((q >> 36) & 1) {
             Fail("%s: the quant parameter sets MCB (bit 36, shift before quantising), which fusedsl's CPU "
                  "implementation does not model", api);
         }
-        if (p.quantPre != QuantMode_t::DEQF16 && ((q >> 37) & 0x1FF) != 0) {
+        const bool deq = m == QuantMode_t::DEQF16 || m == QuantMode_t::VDEQF16;
+        if (!deq && ((q >> 37) & 0x1FF) != 0) {
             Fail("%s: the quant parameter has an offset (bits 37-45), which fusedsl's CPU implementation does not "
                  "model", api);
         }
         const bool sign = (q >> 46) & 1;
-        if (p.quantPre != QuantMode_t::DEQF16 && sign != std::is_same_v<D, int8_t>) {
+        if (!deq && sign != std::is_same_v<D, int8_t>) {
             Fail("%s: the quant parameter's sign bit (46) is %d but the output is %s (the quant page: 1 for int8_t, 0 "
                  "for uint8_t)", api, static_cast<int>(sign), TypeName<D>());
         }
@@ -1238,7 +1318,7 @@ inline void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const
             for (uint64_t c = 0; c < p.nSize; ++c) {
                 uint64_t idx = i * src_nd + ((c / 16) * p.srcStride + r) * 16 + c % 16;
                 CheckLocalWritten(api, "src", s + idx * sizeof(S), sizeof(S));
-                row[c] = FixpipeValue<D, S>(src.fs_addr[idx], p);
+                row[c] = FixpipeValue<D, S>(src.fs_addr[idx], p, FixpipeQuantParam(p, c));
             }
             auto g = reinterpret_cast<uint8_t*>(dst.fs_addr + i * dst_nd + r * p.dstStride);
             NoteGmWrite(api, buf, g, p.nSize * sizeof(D), false, reinterpret_cast<const uint8_t*>(row.data()));

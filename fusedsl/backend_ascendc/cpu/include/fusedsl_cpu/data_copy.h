@@ -319,6 +319,10 @@ inline void CopyL1ToBias(const AscendC::LocalTensor<D>& dst, const AscendC::Loca
 inline bool IsBiasTable(TPosition pos) {
     return pos == TPosition::C2 && Target().separated;
 }
+// DataCopy L1 -> Fixpipe Buffer (cube.h): a C2PIPE2GM destination (per-channel quantisation parameters).
+template <typename T>
+inline void CopyL1ToFixpipeBuffer(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                                  uint64_t count, uint64_t block_bytes, uint64_t src_pitch, uint64_t dst_pitch);
 
 }  // namespace fusedsl_cpu
 
@@ -352,6 +356,10 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
         fusedsl_cpu::CopyL1ToBias(dst, src, 1, bytes / 32 * 32, 0, 0);
         return;
     }
+    if (dst.GetPosition() == TPosition::C2PIPE2GM) {   // the L1 -> Fixpipe Buffer page: rounded down likewise
+        fusedsl_cpu::CopyL1ToFixpipeBuffer(dst, src, 1, bytes / 32 * 32, 0, 0);
+        return;
+    }
     fusedsl_cpu::Check32<T>(api, count);
     fusedsl_cpu::CopyUbToUb(api, dst, src, fusedsl_cpu::Rows{1, bytes, bytes, bytes});
 }
@@ -378,6 +386,13 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
         // The L1 -> BiasTable page (A2/A3): blockLen and dstGap count 64 bytes, srcGap 32.
         fusedsl_cpu::CopyL1ToBias(dst, src, params.blockCount, params.blockLen * 64ull, params.srcGap * 32ull,
                                   params.dstGap * 64ull);
+        return;
+    }
+    if (dst.GetPosition() == TPosition::C2PIPE2GM) {
+        // The L1 -> Fixpipe Buffer page (A2/A3): blockLen counts 128 bytes; srcGap (32-byte blocks) and dstGap
+        // (128-byte blocks) run from one block's head to the next one's.
+        fusedsl_cpu::CopyL1ToFixpipeBuffer(dst, src, params.blockCount, params.blockLen * 128ull,
+                                           params.srcGap * 32ull, params.dstGap * 128ull);
         return;
     }
     fusedsl_cpu::CopyUbToUb("DataCopy(UB->UB)", dst, src, fusedsl_cpu::BlockRows(params));

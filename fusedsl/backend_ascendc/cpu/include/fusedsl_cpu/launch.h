@@ -39,6 +39,7 @@ inline void BeginBlock(int64_t idx, int64_t num, int64_t sub, int64_t ratio) {
     c.gm_seen_progress = 0;
     c.pipe = nullptr;
     c.fixpipe_quant_pre = 0;
+    c.fixpipe_quant_table = -1;
     c.nz2nd_num = 1;
     c.nz2nd_src_stride = 0;
     c.nz2nd_dst_stride = 0;

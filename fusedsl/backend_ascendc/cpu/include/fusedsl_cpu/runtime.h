@@ -174,6 +174,7 @@ struct Core {
     // The fixpipe registers DataCopy(L0C -> GM) reads: the scalar quant parameter
     // (SetFixpipePreQuantFlag) and the NZ2ND matrix count and strides (SetFixpipeNz2ndFlag).
     uint64_t fixpipe_quant_pre = 0;
+    int64_t fixpipe_quant_table = -1;   // SetFixPipeConfig's quantPre: a local-memory offset in the Fixpipe Buffer
     uint16_t nz2nd_num = 1;
     uint16_t nz2nd_src_stride = 0;
     uint16_t nz2nd_dst_stride = 0;
