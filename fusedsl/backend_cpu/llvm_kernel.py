@@ -75,6 +75,7 @@ from .stmts import F16, F32, I8, I16, I32, LANES, LoweringError, StmtEmitter, me
 F64 = ir.DoubleType()
 SYMBOL = "fusedsl_tile_kernel"
 ARENA_ALIGN = 64
+STREAM_RUN_BYTES = 64 << 10   # a step's run in GM this long streams even when it starts inside a line
 
 __all__ = ["lower_kernel", "arena_layout", "LoweringError", "SYMBOL", "ARENA_ALIGN"]
 
@@ -1382,11 +1383,48 @@ class _Lowering:
             raise LoweringError(f"kernel {self.k.name}: {node.api} of {sd}")
         n = self.ev_i64(node.count)
         fn = self._reduce_fn(kind, sd)
-        r = b.call(fn, [src[0], n])
+        r = self._reduce_vector(kind, src[0], node.count, fn) if sd == dt.float32 else None
+        if r is None:
+            r = b.call(fn, [src[0], n])
         # np.sum of a float16 array accumulates in float32 and rounds the result once
         if sd != dt.float32:
             r = self.round_scalar(r, sd)
         self.store_scalar(self.convert(r, sd.np, dd.np), dst[0], dd)
+
+    def _reduce_vector(self, kind: str, p, count, fn):
+        """The same reduction of a constant count of float32 elements in vector registers, or None
+        (another count).  sum (8 <= n <= 128, n % 8 == 0): numpy's eight accumulators are the lanes of
+        an <8 x float>, added chunk after chunk in the same order, then the same tree.  max / min (n %
+        16 == 0): the left fold's value is the extreme value whenever it is not 0 and no element is
+        NaN (all such elements have its bits); otherwise (a NaN, or which zero) the fold itself runs."""
+        b = self.b
+        if not isinstance(count, int) or isinstance(count, bool):
+            return None
+        if kind == "sum" and 8 <= count <= 128 and count % 8 == 0:
+            v8 = vec(F32, 8)
+            r = b.load(p, typ=v8, align=4)
+            for c in range(1, count // 8):
+                r = b.fadd(r, b.load(b.gep(p, [ir.Constant(I64, 8 * c)], source_etype=F32), typ=v8, align=4))
+            x = [b.extract_element(r, ir.Constant(I32, j)) for j in range(8)]
+            res = b.fadd(b.fadd(b.fadd(x[0], x[1]), b.fadd(x[2], x[3])), b.fadd(b.fadd(x[4], x[5]), b.fadd(x[6], x[7])))
+            return b.fadd(ir.Constant(F32, 0.0), res)
+        if kind not in ("max", "min") or count < LANES or count % LANES:
+            return None
+        op = ">" if kind == "max" else "<"
+        vt = vec(F32, LANES)
+        vs = [b.load(b.gep(p, [ir.Constant(I64, LANES * i)], source_etype=F32), typ=vt, align=4)
+              for i in range(count // LANES)]
+        nan = b.fcmp_unordered("uno", vs[0], vs[0])
+        m = vs[0]
+        for v in vs[1:]:
+            nan = b.or_(nan, b.fcmp_unordered("uno", v, v))
+            m = b.select(b.fcmp_ordered(op, v, m), v, m)
+        lanes = [b.extract_element(m, ir.Constant(I32, j)) for j in range(LANES)]
+        while len(lanes) > 1:
+            lanes = [b.select(b.fcmp_ordered(op, y, x), y, x) for x, y in zip(lanes[::2], lanes[1::2])]
+        any_nan = b.icmp_unsigned("!=", b.bitcast(nan, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), 0))
+        exact = b.and_(b.not_(any_nan), b.fcmp_ordered("one", lanes[0], ir.Constant(F32, 0.0)))
+        return branch_values(b, exact, lambda: [lanes[0]], lambda: [b.call(fn, [p, ir.Constant(I64, count)])])[0]
 
     def _elements_fn(self, name: str, d: dt.DType):
         """A new internal `float name(ptr p, i64 n)` over n elements of dtype d, with self.b at its
@@ -1745,9 +1783,15 @@ class _Lowering:
         size = at[2]
         addr = b.ptrtoint(at[0], I64)
         aligned = b.icmp_unsigned("==", b.urem(addr, ir.Constant(I64, size)), ir.Constant(I64, 0))
-        with b.if_else(b.and_(b.and_(self.stream, in_gm), aligned)) as (then, other):
+        head = b.and_(b.sub(ir.Constant(I64, 0), addr), ir.Constant(I64, 63))
+        # a short run (a row) that starts or ends inside a line would mix streaming and plain
+        # stores on its first and last lines, each time: only whole lines, or long runs
+        whole = b.icmp_unsigned("==", b.or_(head, b.and_(b.mul(n, ir.Constant(I64, size)), ir.Constant(I64, 63))),
+                                ir.Constant(I64, 0))
+        long = b.icmp_unsigned(">=", b.mul(n, ir.Constant(I64, size)), ir.Constant(I64, STREAM_RUN_BYTES))
+        with b.if_else(b.and_(b.and_(b.and_(self.stream, in_gm), aligned), b.or_(whole, long))) as (then, other):
             with then:
-                peel = b.udiv(b.and_(b.sub(ir.Constant(I64, 0), addr), ir.Constant(I64, 63)), ir.Constant(I64, size))
+                peel = b.udiv(head, ir.Constant(I64, size))
                 peel = b.select(b.icmp_unsigned("<", peel, n), peel, n)
                 self.vloop(peel, lambda off, mask: emit(off, mask, None))
                 self.vloop(n, lambda off, mask: emit(off, mask, place), start=peel)
