@@ -17,6 +17,9 @@ per-kind executor.
     python benchmarks/llvm_kernel.py [--repeat 7] [--sizes 64K,1M,16M,64M] [--cases view,column,...]
     python benchmarks/llvm_kernel.py --without-copyout --cases elementwise
 
+The column case is compiled with `disable_passes=["split-columns"]` (from 1040218 a column sum on
+too few column tiles for the chip's cores is two kernels; this compares one kernel's executors).
+
 `--without-copyout` also times llvm_kernel's kernel with its CopyOut DMAs removed (the outputs are
 then not written: a bound on what computing the last stmt straight into GM could save).
 """
@@ -99,7 +102,8 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     kind, f, make, ref = CASES[name]
     g = np.random.default_rng(0)
     args = make(nbytes, g)
-    comp = fs.fused_kernel(f).compile(*args)
+    # one kernel per case: the split-columns pass would make a large column sum two kernels
+    comp = fs.fused_kernel(f, disable_passes=["split-columns"]).compile(*args)
     (plan,) = comp.kernels
     k = kernel_ir(plan.lowered)
     assert k.kind == kind, (name, k.kind)
