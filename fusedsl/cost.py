@@ -748,24 +748,37 @@ def _bhsd(op: Op, dims):
 
 
 def attention_gm_model(op: Op, target, sizes=None) -> int:
-    """GM bytes of the flash-attention traffic model: Q, the mask and O once, K and V once per
-    Q block (of attention_blocks' BQ rows)."""
+    """GM bytes of the flash-attention traffic model: Q and O once, K and V once per Q block (of
+    attention_blocks' BQ rows) up to the block's last key (causal: its diagonal), the mask's and
+    the rope tables' rows per item (the rotated rows through the workspace), and
+    on chips whose cube and vector cores are separate (910B) each P block through the workspace
+    (written by the vector unit, read by the cube).  The report reads the kernel's own figure from
+    its tile IR (tile/kernel_cost.kernel_gm_bytes); this one prices the kernel before it exists."""
     sizes = sizes or {}
     q, k, v = attention_views(op)
     qd, kd, vd = (_bhsd(op, _dims(x, sizes)) for x in (q, k, v))
     item = q.dtype.itemsize
-    bq, _ = attention_blocks(target, qd[-2], kd[-2], qd[-1], vd[-1], item)
-    q_blocks = math.ceil(qd[-2] / bq)
+    L, S = qd[-2], kd[-2]
+    bq, _ = attention_blocks(target, L, S, qd[-1], vd[-1], item)
     n_heads = num_elements(tuple(qd[:-2]))
+    keys, scores = 0, 0   # per head: K / V rows read over the Q blocks, P elements
+    for r0 in range(0, L, bq):
+        rows = min(bq, L - r0)
+        end = min(S, r0 + rows) if op.attr("causal") else S
+        keys += end
+        scores += rows * end
     _, _, _, m, cos, sin = attention_operands(op)
-    mask = _nelem(m, sizes) * m.dtype.itemsize if m is not None else 0
-    if cos is not None:   # rotary tables, read once
-        mask += (_nelem(cos, sizes) + _nelem(sin, sizes)) * item
-    return (_nelem(q, sizes) * item + _nelem(op.result, sizes) * item + mask
-            + n_heads * q_blocks * (kd[-2] * kd[-1] + vd[-2] * vd[-1]) * item)
+    # the mask's rows of each item's scores (a [L, S] mask broadcast over heads is read per head)
+    extra = n_heads * scores * m.dtype.itemsize if m is not None else 0
+    if cos is not None:   # rope: each Q block and K block rotated into the workspace as it is read
+        rows = n_heads * (L + keys)
+        extra += rows * _dims(cos, sizes)[-1] * 2 * item + 2 * rows * qd[-1] * item
+    p_trip = 2 * n_heads * scores * item if target.separated else 0
+    return (_nelem(q, sizes) * item + _nelem(op.result, sizes) * item + extra + p_trip
+            + n_heads * keys * (kd[-1] + vd[-1]) * item)
 
 
-def attention_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -> KernelCost:
+def attention_kernel_cost(op: Op, target, sizes=None, name: str | None = None, launch: Launch | None = None) -> KernelCost:
     """The attention op in the flash-attention shape on the AI cores (a model): per (batch, head,
     Q block) Q K^T and P V on the cube, the online softmax on the vector unit (per score: a
     subtract, an exp, a max and a sum pass, the cast of P; per block row: the rescale of O),
@@ -777,7 +790,8 @@ def attention_kernel_cost(op: Op, target, sizes=None, name: str | None = None) -
     bq, bk = attention_blocks(target, qd[-2], kd[-2], qd[-1], vd[-1], item)
     n_heads = num_elements(tuple(qd[:-2]))
     items = n_heads * math.ceil(qd[-2] / bq)
-    block_dim = max(1, min(target.aic_cores, items))
+    # the kernel's own launch (lower/attention.py: its AI cores for its vector workers) when known
+    block_dim = launch.block_dim if launch is not None and launch.block_dim else max(1, min(target.aic_cores, items))
     frac = 0.5 if op.attr("causal") else 1.0
     scores = n_heads * qd[-2] * kd[-2] * frac
     rate = target.cube_macs_per_cycle * (FLOAT32_CUBE_RATE if item == 4 else 1.0)
@@ -840,7 +854,7 @@ def function_cost(fn: Function, target, sizes=None, tiling=None, name: str | Non
         launch = None   # an empty launch (no elements): the graph model's figures
     anchor = main[0]
     if anchor.name == "attention":
-        return attention_kernel_cost(anchor, target, sizes, name or fn.name)
+        return attention_kernel_cost(anchor, target, sizes, name or fn.name, launch)
     if has_trait(anchor, CUBE):
         base = cube_kernel_cost(anchor, target, sizes, name or fn.name, launch, schedule)
         if launch is not None and schedule is not None and getattr(schedule, "tiling_fields", None) is not None:

@@ -10,7 +10,7 @@ from .errors import FusedslError
 from .ir.ops import BROADCAST, ELEMENTWISE, has_trait
 from .ir.shapes import num_elements
 from .lower.kinds import LowerOptions, kernel_ir, kernel_words, lower_kernel
-from .tile.kernel_cost import kernel_work
+from .tile.kernel_cost import kernel_gm_bytes, kernel_work
 from .tile.tiling_cost import FIX
 
 
@@ -79,12 +79,27 @@ def _walked(model, lowered, tiling):
     if model is None or lowered is None or tiling is None:
         return model
     whole = kernel_ir(lowered)
-    work = None if whole is None else kernel_work(whole, kernel_words(lowered, tiling))
-    if work is None or not work.block_dim:
-        return model if work is None else dataclasses.replace(model, gm_bytes=work.gm_bytes)
+    words = None if whole is None else kernel_words(lowered, tiling)
+    work = None if whole is None else kernel_work(whole, words)
+    if work is None:   # Matmul objects: the GM bytes from the IR, the time from the cube model
+        instances = _instances(lowered)
+        moved = None if whole is None else kernel_gm_bytes(whole, words, instances)
+        return model if moved is None else dataclasses.replace(model, gm_bytes=moved)
+    if not work.block_dim:
+        return dataclasses.replace(model, gm_bytes=work.gm_bytes)
     return dataclasses.replace(model, gm_bytes=work.gm_bytes, block_dim=work.block_dim, mte2_cycles=work.mte2,
                                vec_cycles=work.vec, mte3_cycles=work.mte3, head_cycles=work.head,
                                time_us=work.time_us(lowered.target))
+
+
+def _instances(lowered):
+    """The vector instances a matmul / conv launch starts (cost.cube_instances: idle ones read
+    their scalar members too), per part for a kernel of several matmuls; None otherwise."""
+    parts = getattr(lowered, "parts", None)
+    if parts:
+        return [_instances(p) for p in parts]
+    fields = getattr(lowered, "tiling_fields", None)
+    return None if fields is None else cost.cube_instances(lowered.target, fields)
 
 
 def _chosen(model, tiling, target):

@@ -256,12 +256,16 @@ def test_llvm_runs_the_flash_kernel_over_several_blocks():
 
 def test_report_compares_the_attention_kernel_with_its_unfused_chain():
     """Unfused, attention is q @ k^T, the scale, softmax's five ops and P @ v as kernels of their own:
-    S and P cross GM; the fused kernel's model is the flash-attention traffic (Q, O once, K, V once
-    per Q block)."""
+    S and the softmax's intermediates cross GM; the fused kernel's figure is what its tile IR moves
+    (Q, O once, K, V once per Q block, and on 910B each P block through the instance's workspace:
+    written by the vector unit, read by the cube -- 71.3 MB here, of which P is 33.6 MB)."""
     q = fs.spec((1, 8, 1024, 128), "float16")
     rep = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v)).compile(q, q, q).report()
     assert rep.model_kernels_unfused == 8
-    assert rep.gm_bytes_unfused > 4 * rep.gm_bytes_fused
+    p_round_trip = 2 * 8 * 1024 * 1024 * 2
+    qkvo = 4 * 8 * 1024 * 128 * 2
+    assert p_round_trip + qkvo < rep.gm_bytes_fused < p_round_trip + qkvo + 8 * 8 * 1024 * 128 * 2 * 2
+    assert rep.gm_bytes_unfused > 3.5 * rep.gm_bytes_fused
     assert rep.model_time_us_unfused > 2 * rep.model_time_us_fused
     causal = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=True)).compile(q, q, q).report()
     assert causal.model_kernels_unfused == 9 and causal.model_time_us_fused < rep.model_time_us_fused

@@ -39,8 +39,9 @@ import numpy as np
 
 from .. import cost
 from .. import dtypes as dt
-from .kernel import (Alloc, Call, CopyIn, CopyOut, Decl, DeQue, Dup, For, GatherRow, If, Let, Move, Put, Return,
-                     Scalar, Set, Step, TileKernel, UbCopy, Var, Vec, assign, evaluate)
+from .kernel import (Alloc, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, For, GatherRow, If, Let, MmIterate,
+                     MmSet, MmTail, Move, Put, Reset, Return, RunPart, Scalar, Set, Step, TileKernel, UbCopy, Var, Vec,
+                     assign, evaluate)
 from .tiling_cost import FIX, stmt_coeffs
 
 GM, MTE2, VEC, MTE3 = range(4)   # the tallies: GM bytes, then each pipe's cycles
@@ -135,6 +136,8 @@ class _Walk:
         self.dtype: dict = {}     # UB tensor -> its queue's element type (as the walk meets Alloc / DeQue / Decl)
         self.read: dict = {}      # GM input -> bytes the launch copies in (the MTE2 head is picked by the largest)
         self.uniform: dict = {}   # id(For) -> whether its passes do the same work
+        self.mms = {mm.name: mm for mm in k.matmuls}
+        self.mm_state: dict = {}  # Matmul object -> {"A": GM source or None, "B": ..., "tail": (m, n, k)}
 
     def ev(self, e):
         return evaluate(e, self.env)
@@ -225,12 +228,42 @@ class _Walk:
         elif isinstance(node, Vec):
             src = self.ref_dtype(node.srcs[0]) if node.srcs and node.api == "Cast" else None
             tally[VEC] += cost.vector_call_cycles(node.api, self.ref_dtype(node.dst), self.ev(node.count), src)
+        elif isinstance(node, MmSet):
+            self.ev(node.offset)
+            # a GM source is read by the Matmul API tile by tile; an L1 (CopyNz'd) or UB one is not
+            self.mm_state.setdefault(node.mm, {})[node.which] = node.src if node.src in self.gm_dtype else None
+        elif isinstance(node, MmTail):
+            self.mm_state.setdefault(node.mm, {})["tail"] = (self.ev(node.m), self.ev(node.n),
+                                                             None if node.k is None else self.ev(node.k))
+        elif isinstance(node, MmIterate):
+            self.iterate(node)
+        elif isinstance(node, CopyNz):
+            self.ev(node.offset)
+            tally[GM] += self.ev(node.rows) * self.ev(node.cols) * self.gm_dtype[node.gm].itemsize
         elif isinstance(node, Step):
             n = env["n"] if node.count is None else self.ev(node.count)
             self.ev(node.offset)
             for st in node.stmts:
                 k, b = stmt_coeffs(st)
                 tally[VEC] += (k * n + b) / FIX
+
+    def iterate(self, node: MmIterate) -> None:
+        """`while (mm.Iterate())`: every baseM x baseN tile of the core's block of C reads its rows
+        of A and its columns of B over K from GM (the Matmul API's iteration; the CPU Ascend C
+        implementation counts the same), then the body runs once per tile, M-first."""
+        mm = self.mms[node.mm]
+        f = (lambda name: self.env[f"t.{mm.tiling}_{name}" if mm.tiling else f"t.{name}"])
+        state = self.mm_state.setdefault(node.mm, {})
+        m, n, kk = state.get("tail", (f("singleCoreM"), f("singleCoreN"), None))
+        kk = f("Ka") if kk is None else kk
+        bm, bn = f("baseM"), f("baseN")
+        round_m, round_n = -(-m // bm), -(-n // bn)
+        if state.get("A"):
+            self.tally[GM] += round_n * m * kk * mm.a.dtype.itemsize
+        if state.get("B"):
+            self.tally[GM] += round_m * kk * n * mm.b.dtype.itemsize
+        for _ in range(round_m * round_n):
+            self.run(node.body)
 
     def _uniform(self, node: For) -> bool:
         known = self.uniform.get(id(node))
@@ -272,19 +305,75 @@ def kernel_work(k: TileKernel, words=None) -> KernelWork | None:
     return memo[tuple(words)]
 
 
-def kernel_gm_bytes(k: TileKernel, words=None) -> int | None:
-    """Bytes the kernel reads from and writes to GM in one launch (see kernel_work)."""
-    work = kernel_work(k, words)
-    return None if work is None else work.gm_bytes
+def kernel_gm_bytes(k: TileKernel, words=None, instances=None) -> int | None:
+    """Bytes the kernel reads from and writes to GM in one launch: kernel_work's, and for a kernel
+    with Matmul objects (cube, conv, attention; its parts for a kernel of several matmuls) the walk
+    of its Process body on every core, the Matmul API's reads of A and B counted per base tile of
+    C, the workspace's round trips as the copies the IR makes.  None for a synthetic kernel."""
+    if k.parts:
+        total = 0
+        for node in k.process:
+            if isinstance(node, RunPart):
+                part = kernel_gm_bytes(k.parts[node.part], None, None if instances is None else instances[node.part])
+                if part is None:
+                    return None
+                total += part
+            elif not isinstance(node, Reset):
+                return None
+        return total
+    if k.process is None:
+        work = kernel_work(k, words)
+        return None if work is None else work.gm_bytes
+    if any(g.name is None for g in k.gms):
+        return None
+    words = list(k.words if words is None else words)
+    if len(words) != k.word_count:
+        return None
+    memo = k.__dict__.setdefault("_gm_bytes", {})
+    if (tuple(words), instances) not in memo:
+        memo[(tuple(words), instances)] = _walk_process(k, words, instances)
+    return memo[(tuple(words), instances)]
 
 
-def _walk_kernel(k: TileKernel, words: list) -> KernelWork:
+def _fields(k: TileKernel, words: list) -> dict:
     env0 = {}
     for name, (w, n) in k.field_offsets().items():
         env0["t." + name] = words[w] if n == 0 else words[w:w + n]
     for f in k.fields:
         if f.ctype != "uint32_t":
             env0["t." + f.name] = 0   # a runtime scalar: its value steers nothing counted
+    return env0
+
+
+def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> int:
+    """GM bytes of a kernel whose Process body drives Matmul objects, over its vector instances
+    (the interpreter's: each `block`, subblock 0, ratio 1), plus the Init of idle instances."""
+    env0 = _fields(k, words)
+    tally = [0, 0.0, 0.0, 0.0]
+    cores = evaluate(k.cores, env0)
+    for g in k.gms:
+        env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, max(1, cores))
+    walk = _Walk(k, env0, tally, max(1, cores))
+    for b in range(cores):
+        env = dict(env0, block=b, subblock=0, ratio=1)
+        env["ub"] = walk.ub_get
+        for m in k.members:
+            env[m.name] = 0 if m.init is None else evaluate(m.init, env)
+        walk.env = env
+        walk.mm_state = {}
+        try:
+            walk.run(k.process)
+        except _Return:
+            pass
+    for b in range(cores, instances or 0):   # launched, idle: Init reads the scalar members
+        env = dict(env0, block=b, subblock=0, ratio=1)
+        for m in k.members:
+            env[m.name] = 0 if m.init is None else evaluate(m.init, env)
+    return int(tally[GM])
+
+
+def _walk_kernel(k: TileKernel, words: list) -> KernelWork:
+    env0 = _fields(k, words)
     tally = [0, 0.0, 0.0, 0.0]
     tiles, per_core = env0.get("t.totalTiles", 0), env0.get("t.tilesPerCore", 0)
     blocks = -(-tiles // per_core) if per_core else 0
