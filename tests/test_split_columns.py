@@ -1,5 +1,5 @@
-"""Column reductions on too few tiles for the chip's cores run in two stages
-(passes/split_reductions.SplitColumns): [A, K, B] -> [A, S, K/S, B] reduced over K/S, then over S.
+"""Column reductions on too few tiles for the chip's cores run in two stages with
+`split_columns=True` (passes/split_reductions.SplitColumns): [A, K, B] -> [A, S, K/S, B] reduced over K/S, then over S.
 The printed Ascend C and the CPU call agree with numpy; the split is taken only where it pays."""
 import numpy as np
 import pytest
@@ -17,8 +17,8 @@ def _kernels(k):
 def test_long_column_sum_splits_and_agrees(target, shape):
     """910B: 8 tiles of 64 outputs for 48 cores; 310P: 2 for 8."""
     x = rng.uniform(-1, 1, shape).astype(np.float32)
-    k = fs.fused_kernel(lambda x: fs.sum(x, axis=0)).compile(x, target=target)
-    one = fs.fused_kernel(lambda x: fs.sum(x, axis=0)).compile(x, target=target, disable_passes=["split-columns"])
+    k = fs.fused_kernel(lambda x: fs.sum(x, axis=0)).compile(x, target=target, split_columns=True)
+    one = fs.fused_kernel(lambda x: fs.sum(x, axis=0)).compile(x, target=target)
     assert len(k.kernels) == 2 and len(one.kernels) == 1
     assert k.kernels[0].tiling.block_dim > one.kernels[0].tiling.block_dim
     assert k.report().model_time_us_fused < 0.6 * one.report().model_time_us_fused
@@ -30,7 +30,7 @@ def test_long_column_sum_splits_and_agrees(target, shape):
 def test_half_mean_accumulates_in_float32_across_stages():
     """The partials of a float16 mean are float32 (one rounding at the end, as one kernel does)."""
     x = rng.uniform(0, 1, (4096, 256)).astype(np.float16)
-    k = fs.fused_kernel(lambda x: fs.mean(x, axis=0)).compile(x, target="ascend910b")
+    k = fs.fused_kernel(lambda x: fs.mean(x, axis=0)).compile(x, target="ascend910b", split_columns=True)
     assert len(k.kernels) == 2 and "cast" in k.kernels[0].ops
     got = k.simulate(x)
     assert got.dtype == np.float16
@@ -40,7 +40,7 @@ def test_half_mean_accumulates_in_float32_across_stages():
 
 def test_max_over_a_middle_axis_is_exact():
     x = rng.standard_normal((8, 2048, 64)).astype(np.float32)
-    k = fs.fused_kernel(lambda x: fs.max(x, axis=1)).compile(x, target="ascend910b")
+    k = fs.fused_kernel(lambda x: fs.max(x, axis=1)).compile(x, target="ascend910b", split_columns=True)
     assert len(k.kernels) == 2
     np.testing.assert_array_equal(k.simulate(x), x.max(1))
     np.testing.assert_array_equal(k(x), x.max(1))
@@ -52,10 +52,25 @@ def test_max_over_a_middle_axis_is_exact():
                                          ((512, 2048), 0)])     # already enough tiles for the cores
 def test_no_split_where_it_does_not_pay(shape, axis):
     x = np.ones(shape, np.float32)
-    k = fs.fused_kernel(lambda x: fs.sum(x, axis=axis)).compile(x, target="ascend910b")
+    k = fs.fused_kernel(lambda x: fs.sum(x, axis=axis)).compile(x, target="ascend910b", split_columns=True)
     assert len(k.kernels) == 1
 
 
 def test_symbolic_sizes_are_not_split():
-    k = fs.fused_kernel(lambda x: fs.sum(x, axis=0)).compile(fs.spec(("K", 1024)), target="ascend910b")
+    k = fs.fused_kernel(lambda x: fs.sum(x, axis=0)).compile(fs.spec(("K", 1024)), target="ascend910b", split_columns=True)
     assert len(k.kernels) == 1
+
+
+def test_off_by_default_and_no_reshape_between_a_reduction_and_its_consumer():
+    """Off by default (the CPU executors are slower on the split form). With it on, a reduction of
+    an elementwise product stays whole (its producer fuses into it), and the split leaves no
+    reshape between a reduction and the consumer fusion joins to it: (sum(x*x, 1) * 0.5, max(x,
+    1)) failed to compile with use-before-def when it did."""
+    x = rng.uniform(-1, 1, (4096, 1024)).astype(np.float32)
+    assert len(fs.fused_kernel(lambda x: fs.sum(x, axis=0)).compile(x, target="ascend910b").kernels) == 1
+    y = rng.uniform(-1, 1, (4, 1500, 200)).astype(np.float32)
+    f = lambda x: (fs.sum(x * x, 1) * 0.5, fs.max(x, 1))   # noqa: E731
+    k = fs.fused_kernel(f).compile(y, target="ascend910b", split_columns=True)
+    got = k(y)
+    np.testing.assert_allclose(got[0], (y.astype(np.float64) ** 2).sum(1) * 0.5, rtol=1e-5)
+    np.testing.assert_array_equal(got[1], y.max(1))

@@ -161,7 +161,8 @@ def describe_arg(name: str, arg) -> ArgInfo:
 # Every option @fs.fused_kernel(...) and .compile(...) accept (the compiler and the fusion model
 # read them); anything else is a typo that would otherwise be ignored silently.
 COMPILE_OPTIONS = ("target", "single_kernel", "opt_level", "disable_passes", "ub_headroom", "fuse_ub_headroom",
-                   "l1_headroom", "max_kernel_ops", "max_kernel_inputs", "cann_version", "require_ascendc")
+                   "l1_headroom", "max_kernel_ops", "max_kernel_inputs", "cann_version", "require_ascendc",
+                   "split_columns")
 
 
 def check_options(options: dict) -> None:

@@ -61,6 +61,7 @@ class FusionOptions:
     max_inputs: int = DEFAULT_MAX_INPUTS
     disabled: frozenset = frozenset()  # pass names (and "horizontal" for sibling merging)
     target: object = None
+    split_columns: bool = False        # opt in to the split-columns pass (passes/split_reductions.py says why)
 
     @property
     def fuse(self) -> bool:
@@ -126,6 +127,7 @@ def fusion_options(options: dict, target) -> FusionOptions:
         max_inputs=int(options.get("max_kernel_inputs", DEFAULT_MAX_INPUTS)),
         disabled=disabled_passes(options),
         target=target,
+        split_columns=bool(options.get("split_columns", False)),
     )
 
 

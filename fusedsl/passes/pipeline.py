@@ -40,8 +40,8 @@ def compile_passes(single_kernel: bool, max_queues: int | None, fusion: FusionOp
     passes = [p for p in canonicalize_passes() if p.name not in fusion.disabled
               and (p.name not in ("attention-fusion", "attention-rope", "attention-layout", "attention-heads") or fusion.fuse or single_kernel)]
     notes = next((p.misses for p in passes if isinstance(p, FuseAttention)), {})
-    columns = [] if "split-columns" in fusion.disabled else [
-        SplitColumns(fusion.target)]   # the chip's cores: a column reduction on too few tiles in two stages
+    # the chip's cores: a column reduction on too few tiles in two stages (opt-in: split_columns=True)
+    columns = [SplitColumns(fusion.target)] if fusion.split_columns and "split-columns" not in fusion.disabled else []
     return passes + columns + [
         Fuse(single_kernel, max_queues, fusion, notes),  # after canonicalisation: it partitions the simplified graph
     ]

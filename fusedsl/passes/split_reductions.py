@@ -17,10 +17,11 @@ import math
 from .. import cost
 from .. import dtypes as dt
 from ..ir.core import Function, Module, Op, Value, freeze_attrs
-from ..ir.ops import REGISTRY
+from ..ir.ops import ELEMENTWISE, REGISTRY, has_trait
 from .base import Pass, Rewriter
 
 SPLIT = ("sum", "mean", "max", "min")
+MIN_STAGE_ROWS = 8   # split-columns: rows of K each first-stage column reduces, at least
 
 
 def runs(axes) -> list[list[int]]:
@@ -61,8 +62,9 @@ class SplitReductions(Pass):
 
 
 class SplitColumns(Pass):
-    """A reduction over a range of axes before the last (a column kernel: [A, K, B] -> [A, B]) on
-    too few tiles for the chip's cores becomes two: [A, S, K/S, B] reduced over K/S, then over S.
+    """A reduction over one axis before the last (a column kernel: [A, K, B] -> [A, B]) on too few
+    tiles for the chip's cores becomes two: K split in place into (S, K/S), reduced over K/S,
+    then over S.
 
     Why: the column kernel splits A and B over the cores, never K (lower/column.py: no partial
     results to combine), and its tiles are at least DMA_MIN_ROW_BYTES wide, so a [4096, 1024]
@@ -70,10 +72,16 @@ class SplitColumns(Pass):
     114 us; tile/kernel_cost.py).  Split in S parts the first reduction has S times the tiles;
     the second reads S x A x B partials.  S is the divisor of K that leaves the busiest core the
     fewest rows over both stages, taken when that halves them at least (the second launch and
-    the partials are not free) and the tensor is big enough to need the cores
+    the partials are not free), the tensor is big enough to need the cores and the reduced value
+    is not an elementwise op's result (that fuses into the reduction's kernel: a reshape between
+    them would make the product cross GM)
     (cost.MIN_CORE_BYTES each).  A 16-bit sum or mean reduces in float32 across both stages (one
     rounding, as the one-stage kernel accumulates in float32); max and min are exact in any order;
-    float32 sums add in another order (a reassociation's rounding)."""
+    float32 sums add in another order (a reassociation's rounding).
+
+    Opt-in (`split_columns=True`): the CPU executors run the first stage's [A > 1, K/S, B] column
+    sums several times slower than one [K, B] sum (a [4096, 1024] float32 sum: 0.97 -> 3.96 ms
+    on the LLVM call, 2026-11-27), so the default would trade CPU time for modelled NPU time."""
     name = "split-columns"
 
     def __init__(self, target=None):
@@ -83,34 +91,41 @@ class SplitColumns(Pass):
         if self.target is None:
             return fn
         rw = Rewriter()
+        producer = {id(r): o for o in fn.ops for r in o.results}
         for op in fn.ops:
-            split = self._parts(op)
+            # a reduction of an elementwise op's result fuses with it (FS116); the reshape would
+            # stand between them, and the product would cross GM: left whole
+            made = producer.get(id(op.operands[0])) if op.operands else None
+            split = None if made is not None and has_trait(made, ELEMENTWISE) else self._parts(op)
             if split is None:
                 rw.emit(op)
                 continue
-            A, S, K, B = split
+            axis, S, K = split
             x = rw.get(op.operands[0])
             wide = op.name in ("sum", "mean") and x.dtype.itemsize < 4
-            v = _op(rw, "reshape", x, op.loc, shape=[A, S, K // S, B])
+            # the axis split in place, so the second stage's result has the op's own shape (a
+            # reshape after it would sit between the reduction and consumers fusion joins to it)
+            shape = list(x.shape[:axis]) + [S, K // S] + list(x.shape[axis + 1:])
+            v = _op(rw, "reshape", x, op.loc, shape=shape)
             if wide:
                 v = _op(rw, "cast", v, op.loc, dtype=dt.float32.name)
-            v = _op(rw, op.name, v, op.loc, axes=[2], keepdims=False)
-            v = _op(rw, op.name, v, op.loc, axes=[1], keepdims=False)
+            v = _op(rw, op.name, v, op.loc, axes=[axis + 1], keepdims=False)
+            v = _op(rw, op.name, v, op.loc, axes=[axis], keepdims=bool(op.attr("keepdims")))
             if wide:
                 v = _op(rw, "cast", v, op.loc, dtype=op.result.dtype.name)
-            v = _op(rw, "reshape", v, op.loc, shape=list(op.result.shape))
             rw.replace(op.result, v)
         return rw.function(fn)
 
     def _parts(self, op: Op):
-        """(A, S, K, B) when `op` is a column reduction worth splitting in S, else None."""
+        """(axis, S, K) when `op` is a column reduction over one axis worth splitting in S, else
+        None (a run of several axes: split-reductions left it one op; not split)."""
         if op.name not in SPLIT:
             return None
         x = op.operands[0]
         shape = x.shape
         axes = sorted(op.attr("axes") or ())
-        if (not axes or not x.dtype.is_float or any(not isinstance(d, int) for d in shape)
-                or axes[-1] >= len(shape) - 1 or axes != list(range(axes[0], axes[-1] + 1))):
+        if (len(axes) != 1 or not x.dtype.is_float or any(not isinstance(d, int) for d in shape)
+                or axes[-1] >= len(shape) - 1):
             return None
         A, K, B = (math.prod(shape[:axes[0]]), math.prod(shape[axes[0]:axes[-1] + 1]),
                    math.prod(shape[axes[-1] + 1:]))
@@ -125,10 +140,10 @@ class SplitColumns(Pass):
 
         def rows(s):   # both stages
             return per_core(A * s, K // s) + (per_core(A, s) if s > 1 else 0)
-        best = min((s for s in range(2, min(K // 8, 4096) + 1) if K % s == 0), key=rows, default=None)
+        best = min((s for s in range(2, min(K // MIN_STAGE_ROWS, 4096) + 1) if K % s == 0), key=rows, default=None)
         if best is None or 2 * rows(best) > rows(1):
             return None
-        return A, best, K, B
+        return axes[0], best, K
 
 
 def _op(rw: Rewriter, name: str, v: Value, loc, **attrs) -> Value:
