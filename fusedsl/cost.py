@@ -155,7 +155,7 @@ def column_tile_width(A: int, B: int, min_item: int, cores: int) -> int:
     its say: enough tiles for every core when the outputs allow it, at most 1024 outputs and at
     least DMA_MIN_ROW_BYTES of the narrowest dtype (passes/split_reductions plans by it too)."""
     least = max(32, DMA_MIN_ROW_BYTES // min_item)
-    bn = min(-(-B // 32) * 32, 1024)
+    bn = min(max(32, -(-B // 32) * 32), 1024)   # (an empty B: one 32-wide tile that no core takes)
     while bn > least and A * -(-B // bn) < cores:
         bn = max(least, -(-(bn // 2) // 32) * 32)
     return bn

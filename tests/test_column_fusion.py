@@ -249,3 +249,13 @@ def test_inputs_beyond_the_queue_limit_are_single_buffered():
     assert kern.kernels[0].lowered.depth == 1
     want, _ = _numpy(x, c, s, a, b, "scaled", "max", "affine", axes)
     np.testing.assert_array_equal(kern.simulate(x, c, s), want)
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 0), 0), ((2, 3, 0), 1)])
+def test_column_sum_over_an_empty_last_axis(shape, axis):
+    """B = 0: the column kernel's tile width was 0 and compute_column_tiling divided by it
+    (ZeroDivisionError at compile time); now an empty launch, the empty result numpy gives."""
+    x = np.ones(shape, np.float32)
+    k = fs.fused_kernel(lambda x: fs.sum(x, axis=axis)).compile(x, target="ascend910b")
+    assert k(x).shape == x.sum(axis).shape
+    assert k.simulate(x).shape == x.sum(axis).shape
