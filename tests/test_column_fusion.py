@@ -259,3 +259,30 @@ def test_column_sum_over_an_empty_last_axis(shape, axis):
     k = fs.fused_kernel(lambda x: fs.sum(x, axis=axis)).compile(x, target="ascend910b")
     assert k(x).shape == x.sum(axis).shape
     assert k.simulate(x).shape == x.sum(axis).shape
+
+
+def test_column_sum_over_zero_rows_is_refused_at_the_users_line():
+    """K = 0: the printed kernel had no row to reduce and wrote nothing (simulate's zero-filled
+    output looked right; a chip's GM would keep what it held, and a mean's NaN was 0). The CPU
+    call answers; the Ascend C is refused, naming the op's line."""
+    x = np.ones((4, 0, 3), np.float32)
+    k = fs.fused_kernel(lambda x: fs.sum(x, axis=1)).compile(x, target="ascend910b")
+    np.testing.assert_array_equal(k(x), np.zeros((4, 3), np.float32))
+    with pytest.raises(fs.FusedslError) as err:
+        k.source
+    assert "empty axis" in str(err.value) and "test_column_fusion.py" in str(err.value)
+
+
+def test_row_reduction_over_an_empty_last_axis_is_refused():
+    """The row kernel of sum(x, -1) + 1 over [4, 0] wrote nothing: simulate answered 0 where the
+    result is 1 (and 0 for a mean, which is NaN). Refused, at the line; x - sum(x) over [3, 0]
+    (an empty output, nothing to write) still prints."""
+    x = np.ones((4, 0), np.float32)
+    k = fs.fused_kernel(lambda x: fs.sum(x, axis=-1) + 1.0).compile(x, target="ascend910b")
+    np.testing.assert_array_equal(k(x), np.ones(4, np.float32))
+    with pytest.raises(fs.FusedslError) as err:
+        k.simulate(x)
+    assert "rows of 0 elements" in str(err.value) and "test_column_fusion.py" in str(err.value)
+    e = np.ones((3, 0), np.float32)
+    s = fs.fused_kernel(lambda x: x - fs.sum(x, axis=-1, keepdims=True)).compile(e, target="ascend910b")
+    assert s.simulate(e).shape == (3, 0)

@@ -131,6 +131,12 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
         raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} of a tensor with symbolic sizes "
                             f"{list(plan.domain)} is not printed as Ascend C yet", loc=op.loc,
                             hint="give the tensor fixed sizes, or run on the CPU executors")
+    if plan.K == 0 and plan.A * plan.B:
+        # the kernel would write nothing (no row to accumulate): GM keeps whatever it held
+        raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} of an empty axis (length 0) is not printed "
+                            "as Ascend C: the kernel has no row to reduce and would leave its output unwritten",
+                            loc=op.loc, hint="its value is the identity (sum 0, mean NaN): compute it on the host, "
+                            "or run on the CPU executors (kernel(*arrays))")
     for r in reds:
         if not r.operands[0].dtype.is_float:
             raise ScheduleError(f"{r.name} over {r.operands[0].dtype.name} is not printed as Ascend C yet (the "

@@ -502,6 +502,13 @@ def compute_row_tiling(sched: RowSchedule, sizes: dict[str, int], target: Target
         raise ScheduleError(f"row kernel {sched.fn.name}: {R} rows of {C} elements need 64-bit offsets; the "
                             "printed kernels use 32-bit element offsets", loc=sched.fn.loc,
                             hint="split the tensor into parts below 2**32 elements")
+    if C == 0 and R and any(o.kind == "rowscalar" for o in sched.outputs):
+        # no element to reduce: the kernel would leave every row's result unwritten (outputs of
+        # C elements per row are empty: nothing to write)
+        raise ScheduleError(f"row kernel {sched.fn.name}: rows of 0 elements are not printed as Ascend C (a reduction "
+                            "over an empty axis: the kernel would leave its outputs unwritten)", loc=sched.fn.loc,
+                            hint="its value is the identity (sum 0, mean NaN): compute it on the host, or run on "
+                            "the CPU executors (kernel(*arrays))")
     if R == 0 or C == 0:
         return RowTiling(R, C, Cpad, 1, 0, 0, 0, dims, tuple(strides))
     if sched.passes is not None:   # multi-pass: one row per tile, walked in chunks of Cpad
