@@ -86,10 +86,17 @@ def readme_commands(path: str) -> list[str]:
 
 
 def scenario_values(path: str) -> list[str]:
-    """SCENARIO_NUM values listed in the README's option table (`0`（默认）、`1` ...)."""
+    """SCENARIO_NUM values listed in the README's option table (`0`（默认）、`1` ..., or a range: `1`~`8`,
+    `0`-`8`, 1-14)."""
     text = open(os.path.join(path, "README.md"), encoding="utf-8").read()
     m = re.search(r"\|\s*`SCENARIO_NUM`\s*\|([^|\n]*)\|", text)
-    return re.findall(r"`(\w+)`", m.group(1)) if m else []
+    if m is None:
+        return []
+    cell = m.group(1)
+    r = re.search(r"`?(\d+)`?\s*[~-]\s*`?(\d+)`?", cell)
+    if r is not None and int(r.group(1)) < int(r.group(2)):
+        return [str(v) for v in range(int(r.group(1)), int(r.group(2)) + 1)]
+    return re.findall(r"`(\w+)`", cell)
 
 
 def plan(path: str) -> dict:
