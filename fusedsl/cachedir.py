@@ -5,12 +5,14 @@ LLVM object code), so a directory another local user can write is a way to make 
 code.  Every cache directory fusedsl creates is mode 0700 whatever the umask; an existing one
 that is a symlink to someone else's directory, owned by another user, or writable by group
 or others is refused with a warning, and this process uses a private temporary cache
-instead (so is a directory that cannot be created at all).  Each cached file is still
+instead (so is a directory that cannot be created at all), removed when the process exits.  Each cached file is still
 checksummed by the cache that wrote it: this module only decides where the files live.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import stat
 import tempfile
 import threading
@@ -90,11 +92,21 @@ def private_dir(kind: str) -> str:
     return _use_fallback(kind, *reason)
 
 
+def _remove_at_exit(path: str, owner: int) -> None:
+    """Remove this process's fallback cache, but not from a forked child that exits normally (the
+    parent still uses the folder)."""
+    if os.getpid() == owner:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _use_fallback(kind: str, bad: str, reason: str) -> str:
     global _fallback
     with _lock:
         if _fallback is None or problem(_fallback):
             _fallback = tempfile.mkdtemp(prefix="fusedsl-cache-")   # 0700, ours
+            # only this process uses it (the next one makes its own): gone at exit, with any precompiled
+            # header (80 MB) built there, instead of a folder per process left in the temp folder
+            atexit.register(_remove_at_exit, _fallback, os.getpid())
         if (bad, reason) not in _warned:
             _warned.add((bad, reason))
             unsafe = "owned by" in reason or "writable" in reason

@@ -143,16 +143,36 @@ def test_world_writable_cache_dir_is_refused(tmp_path):
     bad = tmp_path / "shared"
     bad.mkdir()
     os.chmod(bad, 0o777)
-    env = {**os.environ, "FUSEDSL_CACHE_DIR": str(bad), "PYTHONPATH": ROOT}
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "FUSEDSL_CACHE_DIR": str(bad), "PYTHONPATH": ROOT, "TMPDIR": str(tmp)}
     code = ("import os, warnings; os.umask(0); import numpy as np, fusedsl as fs\n"
+            "from fusedsl import cachedir\n"
             "warnings.simplefilter('always')\n"
             "x = np.linspace(-1, 1, 64, dtype=np.float32)\n"
-            "assert np.array_equal(fs.fused_kernel(lambda x: x * 3 + 1)(x), x * 3 + 1)\n")
+            "assert np.array_equal(fs.fused_kernel(lambda x: x * 3 + 1)(x), x * 3 + 1)\n"
+            "assert os.listdir(os.path.join(cachedir._fallback, 'llvm'))   # the code was cached there\n"
+            "print(cachedir._fallback)\n")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "CacheDirWarning" in proc.stderr and "is writable by group or others (mode 777)" in proc.stderr
     assert "uses the private cache" in proc.stderr
     assert os.listdir(bad) == []          # nothing written (or read) there
+    fallback = proc.stdout.split()[-1]
+    assert fallback.startswith(str(tmp)) and not os.path.exists(fallback)   # removed at exit
+    assert os.listdir(tmp) == []
+    # a forked child that exits normally leaves its parent's fallback cache alone
+    code = ("import os, sys, warnings; warnings.simplefilter('ignore')\n"
+            "from fusedsl import cachedir\n"
+            "path = cachedir.private_dir('llvm')\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    sys.exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "assert os.path.isdir(path), 'the child removed it'\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert os.listdir(tmp) == []
 
 
 def test_unusable_cache_dir_falls_back(tmp_path, monkeypatch):
