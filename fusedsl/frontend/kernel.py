@@ -366,7 +366,8 @@ def fused_kernel(fn=None, **options):
             `ub_headroom` (fraction of UB the tiles may use, default 0.8 for fusion decisions);
             `fuse_ub_headroom` (the same, for fusion decisions only); `l1_headroom` (cube kernels);
             `max_kernel_ops`, `max_kernel_inputs` (caps per kernel); `cann_version` ("9.1" prints
-            CANN 9.1's API spelling).
+            CANN 9.1's API spelling); `split_columns` (True: a reduction over an axis before the
+            last on too few tiles for the chip's cores in two kernels, docs/FUSION.md).
 
     Returns:
         A `FusedKernel` (or, with options only, a decorator making one).
