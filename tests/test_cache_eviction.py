@@ -458,6 +458,19 @@ def test_a_library_a_process_keeps_using_is_marked_used_and_outlives_older_entri
     assert cpu_runner.verified(path)
 
 
+def test_llvm_code_a_process_keeps_compiling_from_memory_is_marked_used(cache, monkeypatch):
+    """jit.compile_ir answered from memory (a notebook re-binding a kernel it compiled before)
+    marks the object file used (at most once a minute), so an LRU prune does not take it for old."""
+    ir = ('define i32 @fusedsl_mark_used_probe(i32 %x) {\n  %y = add i32 %x, 7\n  ret i32 %y\n}\n')
+    first = jit.compile_ir(ir, "fusedsl_mark_used_probe")
+    path = jit._path(first.key)
+    assert os.path.exists(path)
+    os.utime(path, ns=(time.time_ns() - 7200 * 10 ** 9,) * 2)   # last used two hours ago
+    monkeypatch.setattr(cachesize, "_marked", {})
+    assert jit.compile_ir(ir, "fusedsl_mark_used_probe") is first   # from memory
+    assert time.time_ns() - _last_use(path) < 60 * 10 ** 9
+
+
 def _last_use(path: str) -> int:
     st = os.stat(path)
     return max(st.st_atime_ns, st.st_mtime_ns)

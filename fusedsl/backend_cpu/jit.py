@@ -185,6 +185,8 @@ def compile_ir(ir_text: str, symbol: str, use_disk: bool = True) -> Compiled:
     with _memory_lock:
         hit = _memory.get(key)
         if hit is not None:
+            if use_disk:   # in use: pruning evicts the least recently used first
+                cachesize.mark_used(_path(key))
             return hit
         obj = read_cached(key) if use_disk else None
         from_disk = obj is not None
