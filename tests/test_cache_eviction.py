@@ -452,6 +452,9 @@ def test_a_library_a_process_keeps_using_is_marked_used_and_outlives_older_entri
     np.testing.assert_array_equal(k.simulate(x), want)
     assert time.time_ns() - _last_use(path) < 60 * 10 ** 9
     sizes = entry_sizes(cache)
+    for entry in sizes:   # the rest (the precompiled header, shared between runs: its last use can
+        if entry not in (path, other):   # be hours old on a reused machine) used just now
+            used(entry, 0)
     total = cachesize.scan(cache).nbytes
     done = cachesize.prune(cache, total - 1, target=total - sizes[other])
     assert [primary(e) for e in done.removed] == [other]

@@ -89,3 +89,18 @@ def test_a_row_reduction_of_the_matmul_result_is_its_epilogue():
     z = x @ w
     np.testing.assert_allclose(k2(x, w), np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1)) + z.max(-1),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_an_epilogue_reading_the_matmuls_own_operand_runs_on_the_cpu():
+    """b / (s @ b) and (a @ b) * b: the epilogue reads B, a Matmul API input that has no UB slot;
+    lowering it raised KeyError inside cube_tile (found by test_frontend_fuzz). Now the kernel is
+    refused for Ascend C with a located reason, and the CPU call agrees with numpy."""
+    a = np.random.default_rng(3).random((4, 4)).astype(np.float16)
+    b = np.random.default_rng(4).random((4, 4)).astype(np.float16)
+    for target in ("ascend910b", "ascend310p"):
+        k = fs.fused_kernel(lambda a, b: (a @ b) * b).compile(a, b, target=target)
+        (plan,) = [p for p in k.kernels if "matmul" in p.ops]
+        assert not plan.printable and "reads the matmul's own operand b" in str(plan.error)
+        assert "test_cube_fusion.py" in str(plan.error)
+        want = (a.astype(np.float32) @ b.astype(np.float32)) * b.astype(np.float32)
+        np.testing.assert_allclose(k(a, b).astype(np.float32), want, rtol=5e-3, atol=5e-3)

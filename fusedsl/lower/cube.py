@@ -535,6 +535,12 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
                           "be printed for it", loc=mm.loc, hint="compile for ascend910b or ascend310p")
     c_dtype = check_cube_operands(t, a.dtype, b.dtype, mm, int8=True)
     epilogue = [op for op in ops if op is not mm]
+    for op in epilogue:   # an operand of the matmul is a Matmul API input, not an epilogue buffer
+        if any(v is a or v is b for v in op.operands):
+            raise ScheduleError(f"the {op.name} after the matmul in {fn.name} reads the matmul's own operand "
+                                f"{(a if any(v is a for v in op.operands) else b).name}: an epilogue reading A or B "
+                                "is not printed yet", loc=op.loc,
+                                hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     row = _row_epilogue(fn, mm, epilogue, t, ub_fraction, flat_m) if any(has_trait(op, REDUCTION) for op in epilogue) else None
     if row is not None and c_dtype != dt.float32:
         raise ScheduleError(f"a row reduction after the int8 matmul in {fn.name} is not printed yet (its int32 C "
