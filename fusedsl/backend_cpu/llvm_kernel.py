@@ -1438,14 +1438,23 @@ class _Lowering:
             return self.load_scalar(b.gep(p, [i], source_etype=mem_type(d)), d)
         return fn, b, p, n, elem
 
-    def _reduce_fn(self, kind: str, d: dt.DType) -> ir.Function:
-        """float f(ptr p, i64 n): numpy's reduction of n elements of dtype d, in float32."""
-        name = f"reduce.{kind}.{d.name}"
+    def _cached_elements_fn(self, name: str, d: dt.DType, body) -> ir.Function:
+        """The module's function `name` (float f(ptr p, i64 n)), emitted once by body(fn, b, p, n,
+        elem); the caller's builder is kept."""
         existing = self.module.globals.get(name)
         if existing is not None:
             return existing
         saved = self.b
         fn, b, p, n, elem = self._elements_fn(name, d)
+        body(fn, b, p, n, elem)
+        self.b = saved
+        return fn
+
+    def _reduce_fn(self, kind: str, d: dt.DType) -> ir.Function:
+        """float f(ptr p, i64 n): numpy's reduction of n elements of dtype d, in float32."""
+        return self._cached_elements_fn(f"reduce.{kind}.{d.name}", d, lambda *args: self._reduce_body(kind, d, *args))
+
+    def _reduce_body(self, kind: str, d: dt.DType, fn, b, p, n, elem) -> None:
         zero64, one64 = ir.Constant(I64, 0), ir.Constant(I64, 1)
         if kind != "sum":
             def fold(i, acc):
@@ -1458,17 +1467,12 @@ class _Lowering:
             b.ret(acc)
         else:
             b.ret(b.fadd(ir.Constant(F32, 0.0), b.call(self._pairwise_fn(d), [p, n])))
-        self.b = saved
-        return fn
 
     def _pairwise_fn(self, d: dt.DType) -> ir.Function:
         """numpy's pairwise_sum: n < 8 a plain sum, n <= 128 eight accumulators, else halves."""
-        name = f"pairwise.{d.name}"
-        existing = self.module.globals.get(name)
-        if existing is not None:
-            return existing
-        saved = self.b
-        fn, b, p, n, elem = self._elements_fn(name, d)
+        return self._cached_elements_fn(f"pairwise.{d.name}", d, lambda *args: self._pairwise_body(d, *args))
+
+    def _pairwise_body(self, d: dt.DType, fn, b, p, n, elem) -> None:
         c = lambda v: ir.Constant(I64, v)   # noqa: E731
         small = fn.append_basic_block("small")
         not_small = fn.append_basic_block("not_small")
@@ -1497,8 +1501,6 @@ class _Lowering:
         lo = b.call(fn, [p, n2])
         hi = b.call(fn, [b.gep(p, [n2], source_etype=mem_type(d)), b.sub(n, n2)])
         b.ret(b.fadd(lo, hi))
-        self.b = saved
-        return fn
 
     def gather(self, node: Vec) -> None:
         """dst[i] = src[offset[i] / element bytes] (byte offsets into the source tensor)."""

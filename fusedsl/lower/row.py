@@ -301,7 +301,9 @@ def _multi_pass(sched: RowSchedule, plan, where, ops) -> RowSchedule:
     lanes = max((ps.lanes for ps in passes), default=0)
     fixed = FOLD_LANES * 4 * max(1, lanes) + 32 + 32 * rs_slots(fn)
     fixed += sched.out_num * 32 * sum(1 for o in sched.outputs if o.kind == "rowscalar")
-    chunk = ((sched.ub_budget - fixed) // max(1, per_elem) - sched.slack) // FOLD_LANES * FOLD_LANES
+    def chunk_for(fixed_bytes: int) -> int:   # elements per chunk, a multiple of 64, what UB leaves
+        return ((sched.ub_budget - fixed_bytes) // max(1, per_elem) - sched.slack) // FOLD_LANES * FOLD_LANES
+    chunk = chunk_for(fixed)
     if chunk < FOLD_LANES:
         raise ScheduleError(f"row kernel {fn.name} ({', '.join(op.name for op in ops)}): even a chunk of "
                             f"{FOLD_LANES} elements needs more than the {sched.ub_budget} bytes of UB of "
@@ -310,7 +312,7 @@ def _multi_pass(sched: RowSchedule, plan, where, ops) -> RowSchedule:
     # wider lanes for the chunks' folds (fold_width), when the chunk that leaves still holds them
     width = fold_width(min(chunk, C), [red for ps in passes for red in ps.reductions])
     wide_fixed = fixed + (width - FOLD_LANES) * 4 * max(1, lanes)
-    wide_chunk = ((sched.ub_budget - wide_fixed) // max(1, per_elem) - sched.slack) // FOLD_LANES * FOLD_LANES
+    wide_chunk = chunk_for(wide_fixed)
     if width > FOLD_LANES and wide_chunk >= width:
         fixed, chunk, sched.fold_lanes = wide_fixed, wide_chunk, width
     sched.passes, sched.chunk, sched.in_num = passes, min(chunk, _round_up(C, FOLD_LANES)), in_num
