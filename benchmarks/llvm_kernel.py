@@ -3,16 +3,17 @@ executors, kernel by kernel (issue 19).
 
 For each representative kernel of a kind -- a concatenation (view), a column sum (column),
 softmax (row), an elementwise chain (vector), a 2-D transpose (transpose), matmul + relu
-(cube, [R, 1024] @ [1024, 256]) -- at inputs of 64 KB to 64 MB: the median time of `k(*arrays)` (what runs today: llvm.py / llvm_view.py /
+(cube, [R, 1024] @ [1024, 256]; batched, [8, R/8, 1024] @ [8, 1024, 64]; float16) -- at inputs of
+64 KB to 64 MB: the median time of `k(*arrays)` (what runs today: llvm.py / llvm_view.py /
 llvm_reduce.py / llvm_row.py / transpose.py / cube.py) and of `TileKernelCpu(kernel_ir).run(...)` on the
 same arrays (bound once, outputs preallocated), their ratio, and the LLVM compile time of each (a fresh
 cache folder: the first call minus a steady call for today's executor, the constructor for
 llvm_kernel; where a kernel's IR holds no sizes -- vector, view, row -- the larger sizes reuse the
 first size's module, so only the first size's compile is cold).  The two calls are timed
 interleaved, `--repeat` times each.  Both check their result against numpy once.  For a kind
-`k(*arrays)` already runs on llvm_kernel (vector) the per-kind executor it replaced (llvm.py's
-CpuKernel) is bound on the same arrays and timed in the same rounds; "ratio" is llvm_kernel over the
-per-kind executor.
+`k(*arrays)` already runs on llvm_kernel (vector, column, matmul) the per-kind executor it replaced
+(llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel, cube.py's CubeKernel) is bound on the same
+arrays and timed in the same rounds; "ratio" is llvm_kernel over the per-kind executor.
 
     python benchmarks/llvm_kernel.py [--repeat 7] [--sizes 64K,1M,16M,64M] [--cases view,column,...]
     python benchmarks/llvm_kernel.py --without-copyout --cases elementwise
@@ -38,7 +39,7 @@ os.environ.setdefault("FUSEDSL_CACHE_DIR", tempfile.mkdtemp(prefix="fusedsl-benc
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fusedsl as fs  # noqa: E402
 from fusedsl import buffers  # noqa: E402
-from fusedsl.backend_cpu import CpuKernel  # noqa: E402
+from fusedsl.backend_cpu import CpuKernel, cube  # noqa: E402
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu  # noqa: E402
 from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.cpu_tiling import cpu_words, vector_tiling  # noqa: E402
@@ -54,6 +55,12 @@ def _rows(nbytes: int, cols: int = 1024) -> int:
 
 def _side(nbytes: int) -> int:
     return int(round((nbytes / 4) ** 0.5))
+
+
+def _attention(q, k, v):
+    s = q @ np.swapaxes(k, -1, -2) / np.float32(np.sqrt(q.shape[-1]))
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
 
 
 CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
@@ -76,6 +83,20 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
     "matmul": ("cube", lambda a, b: fs.relu(a @ b),
                lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32),
                              g.standard_normal((1024, 256), np.float32)], lambda a, b: np.maximum(a @ b, 0)),
+    # 8 batch matrices of A and of B: [8, R/8, 1024] @ [8, 1024, 64]
+    "bmm": ("cube", lambda a, b: fs.relu(a @ b),
+            lambda n, g: [g.standard_normal((8, max(1, _rows(n) // 8), 1024), np.float32),
+                          g.standard_normal((8, 1024, 64), np.float32)], lambda a, b: np.maximum(a @ b, 0)),
+    # float16 operands and result: [R, 1024] @ [1024, 256] (R from 2-byte elements)
+    "matmul_f16": ("cube", lambda a, b: fs.relu(a @ b),
+                   lambda n, g: [g.standard_normal((_rows(2 * n), 1024)).astype(np.float16),
+                                 g.standard_normal((1024, 256)).astype(np.float16)],
+                   lambda a, b: np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0).astype(np.float16)),
+    # the lone attention op: q, k, v [1, 8, S, 64] float32, S from the three inputs' bytes (S^2 work:
+    # 16 MB is S = 2730, seconds per call for llvm_kernel)
+    "attention": ("attention", lambda q, k, v: fs.attention(q, k, v),
+                  lambda n, g: [g.standard_normal((1, 8, max(1, n // (3 * 8 * 64 * 4)), 64), np.float32)
+                                for _ in range(3)], _attention),
 }
 
 
@@ -111,7 +132,7 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     t0 = time.perf_counter()
     first = comp(*args)
     first_s = time.perf_counter() - t0
-    np.testing.assert_allclose(first, want, rtol=1e-4, atol=1e-4)
+    _check(first, want)
 
     # the CPU's tiling words (backend_cpu/cpu_tiling.py; the shapes here are static)
     tiling = vector_tiling(plan.lowered, {}, comp.target) if kind == "vector" else plan.tiling
@@ -119,9 +140,9 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     cpu = TileKernelCpu(k)
     names = f.__code__.co_varnames[:f.__code__.co_argcount]
     inputs = [dict(zip(names, args))[p.value.name] for p in plan.function.params]
-    out = buffers.empty(want.shape, np.float32)   # as k(*arrays) allocates results: on a cache line
+    out = buffers.empty(want.shape, want.dtype)   # as k(*arrays) allocates results: on a cache line
     cpu.run(inputs, [out], words)
-    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    _check(out, want)
     # bound once, as today's program binds its kernels on its first call
     calls = [lambda: comp(*args), cpu.bind(inputs, [out], words)]
     before = _previous_executor(comp, plan, inputs, want)
@@ -136,22 +157,29 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
             "new_compile": cpu.compile_seconds, "without_copyout": rest[0] if rest else None}
 
 
+def _check(got, want):
+    tol = 2e-2 if want.dtype == np.float16 else 1e-4
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol, atol=tol)
+
+
 def _previous_executor(comp, plan, inputs, want):
     """For a kind `k(*arrays)` now runs on llvm_kernel, the per-kind executor it ran before, bound on
     the same arrays (vector: llvm.py's CpuKernel on the chip's tiling; column: llvm_reduce.py's
-    ColumnCpuKernel); else None."""
+    ColumnCpuKernel; a matmul: cube.py's CubeKernel, bound as the program bound it); else None."""
     vector = comp._cpu.get(plan.name)
     if vector is not None and isinstance(vector[0], ScheduleCpu):
         old = CpuKernel(plan.lowered, comp.target)
         bind = lambda ins, outs: old.bind(ins, outs, plan.tiling)   # noqa: E731
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):
         bind = ColumnCpuKernel(plan.function, comp.target).bind
+    elif isinstance(comp._cpu.get(("matmul", plan.name)), ScheduleCpu):
+        bind = lambda ins, outs: cube.kernel_for(plan.function).bind(ins, outs, comp.target)   # noqa: E731
     else:
         return None
     out = buffers.empty(want.shape, want.dtype)
     call = bind(inputs, [out])
     call()
-    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    _check(out, want)
 
     def run():   # keeps `out` alive: llvm_reduce's bound call only holds its address
         call()

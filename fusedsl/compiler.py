@@ -19,6 +19,7 @@ from itertools import repeat
 import numpy as np
 
 from . import buffers
+from . import dtypes as dt
 from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleError, user_facing,
                      user_frame)
 from .ir.core import Function, Module
@@ -31,6 +32,7 @@ from .reference import run_function, run_module
 from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, kernel_ir, lower_kernel, tile_programs
 from .lower.column_plan import is_column_kernel, lone_row_reduction
+from .lower.cube import CubeSchedule
 from .lower.row_plan import has_row_reduction
 from .lower.vector import VectorSchedule, compute_tiling, schedule_vector_kernel
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
@@ -535,11 +537,15 @@ class CompiledKernel:
             row = self._row_kernel(plan)
             if row is not None:
                 return row.bind, any(p.kind in ("scalar", "runtime_scalar") for p in getattr(row.plan, "params", ()))
+        matmul = self._matmul_kernel(plan)
+        if matmul is not None:
+            return matmul.bind, any(i.kind == "runtime_scalar" for i in plan.lowered.inputs)
         from .backend_cpu import conv_sparse, cube, transpose
+        from .backend_cpu.blas import one_blas_thread
 
         def bind_other(ins, outs):   # attention kernels, or the numpy reference
             def call():
-                with cube.one_blas_thread():   # a product in the reference: see cube.run
+                with one_blas_thread():   # a product in the reference: see cube.run
                     results = self._run_llvm_kernel(plan, ins, outs, {})
                 for o, r in zip(outs, results):
                     if o is not r:
@@ -797,6 +803,33 @@ class CompiledKernel:
         from .backend_cpu.llvm_reduce import ColumnCpuKernel   # other axes, or several
         return ColumnCpuKernel(plan.function, target)
 
+    def _matmul_kernel(self, plan: KernelPlan):
+        """A matmul kernel's CPU executor (the cube kind: one matmul, batched or not, of float
+        operands with an elementwise epilogue): its TileKernel through the one LLVM lowering
+        (backend_cpu/kernel_cpu.ScheduleCpu on the CPU's words, cpu_tiling.cube_words: one sgemm
+        per block of rows, A and B read in place); None for every other kernel.  backend_cpu/cube.py
+        still runs: int8 products (llvm_kernel multiplies int32 in a scalar loop), row epilogues
+        (softmax / layer_norm / row sums of the product: the row kind's folds are not numpy's sums
+        bit for bit yet, llvm_row's are), products of one row or one column (numpy's matmul runs
+        them as gemv / dot, whose sums differ from sgemm's in the last bit) and what the kind
+        refused for the target."""
+        key = ("matmul", plan.name)
+        if key not in self._cpu:
+            from .backend_cpu.kernel_cpu import ScheduleCpu
+            sched = plan.lowered
+            if (type(sched) is not CubeSchedule or plan.error is not None or sched.c_dtype != dt.float32
+                    or sched.row_epilogue is not None or 1 in tuple(sched.mm.result.shape)[-2:]):
+                self._cpu[key] = None
+            elif plan.tiling is None:   # no sizes yet (`executor` before a call): asked again later
+                return None
+            else:
+                self._cpu[key] = None
+                try:
+                    self._cpu[key] = ScheduleCpu(sched, plan.tiling)
+                except FusedslError:   # not lowered by llvm_kernel: cube.py runs it
+                    pass
+        return self._cpu[key]
+
     def _attention_kernel(self, plan: KernelPlan):
         """The CPU flash-attention kernel of a lone attention op (compiled per shape), or None."""
         key = ("attention", plan.name)
@@ -821,6 +854,8 @@ class CompiledKernel:
             row = self._row_kernel(plan)
             if row is not None:
                 return "row" if type(row).__name__ == "RowCpuKernel" else "column"
+        if self._matmul_kernel(plan) is not None:
+            return "cube"
         from .backend_cpu import cube, transpose
         other = cube.kernel_for(plan.function)
         if other is not None and other.native:
@@ -840,9 +875,14 @@ class CompiledKernel:
                         for t, target in zip(_concrete(plan.function.results, sizes), targets)]
                 row.run(inputs, outs)
                 return tuple(outs)
+        if kernel is None and self._matmul_kernel(plan) is not None:   # llvm_kernel's Matmul object on sgemm
+            outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
+                    for t, target in zip(_concrete(plan.function.results, sizes), targets)]
+            self._matmul_kernel(plan).run(inputs, outs)
+            return tuple(outs)
         if kernel is None:
             from .backend_cpu import cube, transpose
-            done = cube.run(plan.function, inputs, targets, self._callee_zeros(plan))   # matmul/conv2d on BLAS
+            done = cube.run(plan.function, inputs, targets, self._callee_zeros(plan))   # conv2d (+ matmuls) on BLAS
             if done is None:   # a lone transpose / permute: cache-blocked tiles
                 done = transpose.run(plan.function, inputs, targets)
             if done is None and self._attention_kernel(plan) is not None:   # flash attention on BLAS

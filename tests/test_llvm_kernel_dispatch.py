@@ -107,3 +107,130 @@ def test_what_the_column_kind_does_not_lower_stays_on_llvm_reduce(case):
     assert type(_executor_object(comp)).__name__ == "ColumnCpuKernel"
     want = x.sum(0) if case == "int32" else x.sum(0) + 1
     np.testing.assert_array_equal(comp(x), want)
+
+
+# ---- matmul kernels (the cube kind): llvm_kernel's Matmul object on sgemm ----------------------------
+def _matmul_executor(comp):
+    (plan,) = comp.kernels
+    return comp._matmul_kernel(plan)
+
+
+def _cube_py(comp, args):
+    """What backend_cpu/cube.py (the executor these kernels ran on before) gives for them, bound
+    as the program bound it."""
+    from fusedsl.backend_cpu import cube
+    (plan,) = comp.kernels
+    outs = [np.empty(tuple(v.shape), v.dtype.np) for v in plan.function.results]
+    cube.kernel_for(plan.function).bind(list(args), outs, comp.target)()
+    return outs
+
+
+MATMULS = {   # name -> (function, operand shapes of (m, k, n))
+    "relu_scale": (lambda a, b, c: fs.relu(a @ b) * 2.0, lambda m, k, n: [(m, k), (k, n), (1,)]),
+    "bias_gelu": (lambda a, b, c: fs.gelu(a @ b + c), lambda m, k, n: [(m, k), (k, n), (n,)]),
+    "residual": (lambda a, b, c: fs.sigmoid(a @ b) * c, lambda m, k, n: [(m, k), (k, n), (m, n)]),
+    "a_transposed": (lambda a, b, c: fs.transpose(a) @ b - 1.0, lambda m, k, n: [(k, m), (k, n), (1,)]),
+    "b_transposed": (lambda a, b, c: a @ fs.transpose(b) + c, lambda m, k, n: [(m, k), (n, k), (n,)]),
+    "batched_a": (lambda a, b, c: fs.relu(a @ b), lambda m, k, n: [(3, m, k), (k, n), (1,)]),
+    "batched_both": (lambda a, b, c: a @ b * 0.5, lambda m, k, n: [(2, m, k), (2, k, n), (1,)]),
+}
+
+
+@fuzz_settings(scale=0.1)
+@given(name=st.sampled_from(sorted(MATMULS)), m=st.integers(2, 140), k=st.integers(1, 90), n=st.integers(2, 140),
+       dtype=st.sampled_from(["float32", "float16"]))
+def test_matmul_kernels_run_on_llvm_kernel_bit_for_bit_as_before(name, m, k, n, dtype):
+    """A matmul with an elementwise epilogue runs its TileKernel (one sgemm per block of rows, A and B
+    read where they lie, the epilogue on C's rows in place): bit for bit what cube.py gave (the same
+    sgemm calls, the same epilogue statements; a 16-bit transcendental within an ulp), and numpy's
+    result within float tolerance."""
+    f, shapes = MATMULS[name]
+    g = np.random.default_rng(m * 10000 + k * 100 + n)
+    args = [g.standard_normal(s).astype(dtype) for s in shapes(m, k, n)]
+    kern = fs.fused_kernel(f)
+    got = kern(*args)
+    comp = kern.compile(*args)
+    assert isinstance(_matmul_executor(comp), ScheduleCpu) and comp.executor(comp.kernels[0]) == "cube"
+    (before,) = _cube_py(comp, args)
+    if dtype == "float16" and name in ("bias_gelu", "residual"):
+        # cube.py ran a 16-bit epilogue op by op on numpy's gelu / sigmoid; llvm_kernel's are the LLVM
+        # backend's (as every vector kernel's): an ulp of float16 apart at most
+        np.testing.assert_allclose(got.astype(np.float32), before.astype(np.float32), rtol=2 ** -10, atol=2 ** -24)
+    else:
+        assert got.tobytes() == before.tobytes()
+    fs.config.executor = "reference"
+    try:
+        want = kern(*args)
+    finally:
+        fs.config.executor = "llvm"
+    tol = 2e-2 if dtype == "float16" else 1e-4
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol, atol=tol * max(1, k) ** 0.5)
+
+
+def test_a_large_matmul_runs_as_blocks_of_rows_on_the_threads():
+    """2**24 multiply-adds and more (C larger than one epilogue tile): the CPU's words split M only,
+    in blocks of a multiple of 64 rows, two per thread; every row's sums are still those of one sgemm
+    call over all rows (cube.py's blocks), in place into out= and into a recycled result."""
+    from fusedsl.backend_cpu.cpu_tiling import cube_words
+    from fusedsl.lower.cube import TCUBE_FIELDS
+    g = np.random.default_rng(5)
+    a = g.standard_normal((1000, 300)).astype(np.float32)
+    b = g.standard_normal((300, 300)).astype(np.float32)
+    kern = fs.fused_kernel(lambda a, b: fs.leaky_relu(a @ b, 0.1))
+    comp = kern.compile(a, b)
+    (plan,) = comp.kernels
+    w = dict(zip(TCUBE_FIELDS, cube_words(list(plan.tiling.words), 1000)))
+    assert w["singleCoreN"] == 300 and w["baseN"] == 304 and w["singleCoreM"] % 64 == 0
+    assert w["usedCoreNum"] == -(-1000 // w["singleCoreM"]) >= 2
+    got = kern(a, b)
+    (before,) = _cube_py(comp, [a, b])
+    assert got.tobytes() == before.tobytes()
+    out = np.full((1000, 300), np.nan, np.float32)
+    assert kern(a, b, out=out) is out
+    assert out.tobytes() == before.tobytes()
+    y = a @ b
+    np.testing.assert_allclose(got, np.where(y >= 0, y, 0.1 * y), rtol=1e-4, atol=1e-3)
+
+
+def test_runtime_scalars_and_a_product_in_a_program():
+    """A runtime scalar of the epilogue, and a matmul kernel between two other kernels of a program
+    (the bound program's step)."""
+    g = np.random.default_rng(6)
+    a = g.standard_normal((70, 40)).astype(np.float32)
+    b = g.standard_normal((40, 50)).astype(np.float32)
+    kern = fs.fused_kernel(lambda a, b, s: (a @ b) * s)
+    for s in (0.5, -3.0):
+        np.testing.assert_allclose(kern(a, b, s), (a @ b) * np.float32(s), rtol=1e-5, atol=1e-5)
+    assert isinstance(_matmul_executor(kern.compile(a, b, 0.5)), ScheduleCpu)
+    chain = fs.fused_kernel(lambda a, b: fs.sum(fs.relu(fs.exp(a) @ b) * 2.0, axis=0))
+    np.testing.assert_allclose(chain(a, b), (np.maximum(np.exp(a) @ b, 0) * 2).sum(0), rtol=1e-4)
+
+
+@pytest.mark.parametrize("case", ["int8", "softmax", "one row", "one column"])
+def test_what_stays_on_cube_py(case):
+    """int8 products, row epilogues and products of one row or column run on cube.py (module doc of
+    compiler._matmul_kernel): its results, numpy's within float tolerance (int8 bit for bit)."""
+    g = np.random.default_rng(7)
+    if case == "int8":
+        args = [g.integers(-128, 128, s).astype(np.int8) for s in ((30, 20), (20, 10))]
+        f = lambda a, b: a @ b   # noqa: E731
+    elif case == "softmax":
+        args = [g.standard_normal(s).astype(np.float32) for s in ((30, 20), (20, 10))]
+        f = lambda a, b: fs.softmax(a @ b)   # noqa: E731
+    else:
+        shapes = ((1, 20), (20, 10)) if case == "one row" else ((30, 20), (20, 1))
+        args = [g.standard_normal(s).astype(np.float32) for s in shapes]
+        f = lambda a, b: fs.relu(a @ b)   # noqa: E731
+    kern = fs.fused_kernel(f)
+    got = kern(*args)
+    comp = kern.compile(*args)
+    assert _matmul_executor(comp) is None and comp.executor(comp.kernels[0]) == "cube"
+    assert got.tobytes() == _cube_py(comp, args)[0].tobytes()
+    fs.config.executor = "reference"
+    try:
+        want = kern(*args)
+    finally:
+        fs.config.executor = "llvm"
+    if case == "int8":
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-5, atol=1e-5)

@@ -15,6 +15,19 @@ whose copies are contiguous:
   VECTOR_BLOCKS cores (blocks: enough for the launcher's threads to share the work): a 1 MB
   elementwise chain runs 256 tiles of 1024 elements instead of 410 of 640 (fewer blocks than the
   chip's 48 cores, enough for two threads to balance on a shared host);
+- matmul kernels (the cube kind): cores split M only, each block whole rows of C over all of N
+  (singleCoreN = N), so each block is ONE sgemm with A and B read where they lie in GM (a
+  float32 operand: llvm_kernel.py passes its rows and leading dimension to sgemm); a product of
+  PARALLEL_MACS multiply-adds or more whose C is larger than one epilogue tile is two blocks per
+  launcher thread, each a multiple of 64 rows (BLAS runs rows in tiles of its kernel's height
+  from each call's first row: blocks on that grid keep every row's sums those of one call over
+  all rows), a smaller one is one block on the caller's thread (cube.py's rule: a 256 x 1024 @
+  1024 x 256 product took 1.33 ms on one thread, 1.45-2.4 ms as four blocks on two threads when
+  the host's other vCPU was busy).
+  The epilogue's tiles are whole rows of the block (baseN = N rounded up to 16, as the chip's:
+  when N is a multiple of 8 each tile is contiguous in the block of C, so GetTensorC hands the
+  block's rows over without a copy, and one contiguous run of the output, computed in place) of
+  about EPILOGUE_BYTES (read back from L2 right after);
 - every other kind: the chip's words.
 """
 from __future__ import annotations
@@ -22,10 +35,12 @@ from __future__ import annotations
 import dataclasses
 
 from ..lower.column import ColumnSchedule, ColumnTiling
+from ..lower.cube import TCUBE_FIELDS, CubeSchedule
 from ..lower.kinds import kernel_words
 from ..lower.vector import compute_tiling
+from .launch import host_threads
 
-__all__ = ["cpu_words", "vector_tiling"]
+__all__ = ["cpu_words", "vector_tiling", "cube_words"]
 
 VECTOR_UB = 1 << 20
 VECTOR_BLOCKS = 32
@@ -34,12 +49,41 @@ CHUNK_BYTES = 256 << 10
 ROW_BYTES = 1 << 20
 MAX_ROWS = 4095   # the words stay ones the chip's DMA could take (DataCopyPad's blockCount)
 
+PARALLEL_MACS = 1 << 24       # a product this large runs as blocks on the launcher's threads
+EPILOGUE_BYTES = 256 << 10    # one epilogue tile of C: stays in L2 across the whole chain
+BLAS_ROWS = 64                # blocks of rows start on this grid (module doc)
+
 
 def cpu_words(lowered, tiling) -> list[int]:
     """The tiling words the CPU runs a kernel with (the chip's `tiling` for these sizes given)."""
     if isinstance(lowered, ColumnSchedule):
         return column_tiling(lowered, tiling).words
+    if type(lowered) is CubeSchedule:   # a matmul (conv's schedule reads its words otherwise)
+        return cube_words(kernel_words(lowered, tiling), int(lowered.mm.result.shape[-2]))
     return kernel_words(lowered, tiling)
+
+
+def cube_words(words: list[int], matrix_rows: int | None = None) -> list[int]:
+    """A matmul kernel's TCubeTiling words for the CPU (module doc), from the chip's.  `matrix_rows`:
+    the rows of one batch matrix of C; fewer than M when the kind made A's batch matrices one
+    matrix of consecutive rows (a shared B): then every block lies in one batch matrix (a block
+    over two would be one sgemm where numpy and cube.py make one per matrix, other sums)."""
+    w = dict(zip(TCUBE_FIELDS, words))
+    m, n, k = w["M"], w["N"], w["Ka"]
+    if m == 0 or n == 0:
+        return list(words)
+    threads = host_threads()
+    one = m if matrix_rows is None else min(m, matrix_rows)
+    rows = one
+    if threads > 1 and one * n * k >= PARALLEL_MACS and one >= 32 and 4 * one * n > EPILOGUE_BYTES:
+        per = -(-one // (2 * threads))
+        rows = min(one, -(-per // BLAS_ROWS) * BLAS_ROWS)
+        if one < m and one % rows:   # blocks of whole matrices' parts: a multiple of 64 dividing them
+            rows = next((r for r in range(rows, one, BLAS_ROWS) if one % r == 0), one)
+    base_n = -(-n // 16) * 16   # as the chip's: GetTensorC pads each row of a tile to 32 bytes
+    w.update(usedCoreNum=-(-m // rows), singleCoreM=rows, singleCoreN=n, baseN=base_n,
+             baseM=max(1, min(rows, EPILOGUE_BYTES // (4 * base_n))))
+    return [w[f] for f in TCUBE_FIELDS]
 
 
 def column_tiling(sched: ColumnSchedule, t: ColumnTiling) -> ColumnTiling:

@@ -30,10 +30,7 @@ matmul (softmax, layer_norm of x @ w + b) run block by block too: a block is who
 """
 from __future__ import annotations
 
-import ctypes
-import glob
 import itertools
-import os
 import weakref
 
 import numpy as np
@@ -45,9 +42,10 @@ from ..ir.ops import CONSTANT, CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
 from ..lower.vector import compute_tiling, schedule_vector_kernel
 from ..lower.cube_group import cube_parts
-from . import CpuKernel, casts, conv_sparse, int_product, jit
+from . import CpuKernel, casts, conv_sparse, int_product
+from .blas import BLAS_LOCAL_THREADS, SGEMM, gemm_acc, gemm_list, one_blas_thread, sgemm_address
 from .gather import copy_list
-from .launch import KERNEL_PROTO, host_threads, pool
+from .launch import host_threads, pool
 from .llvm_row import RowCpuKernel
 from .stmts import LoweringError
 
@@ -62,32 +60,8 @@ _FLOATS = {dt.float32, dt.float16, dt.bfloat16}
 _INTS = {dt.int8, dt.uint8, dt.int32}   # integer products: exact, wrapping to the op's dtype
 
 
-# ---- BLAS --------------------------------------------------------------------------------
+# ---- products on BLAS (backend_cpu/blas.py) -------------------------------------------------
 
-def _load_sgemm():
-    """cblas_sgemm from numpy's bundled OpenBLAS (64-bit integers) and its per-thread
-    thread-count setter (openblas_set_num_threads_local), each None when missing."""
-    root = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(root, "libscipy_openblas*.so*"))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name, int_t in (("scipy_cblas_sgemm64_", ctypes.c_int64), ("scipy_cblas_sgemm", ctypes.c_int32)):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn.restype = None
-                fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_t, int_t, int_t, ctypes.c_float,
-                               ctypes.c_void_p, int_t, ctypes.c_void_p, int_t, ctypes.c_float, ctypes.c_void_p,
-                               int_t]
-                local = getattr(lib, "openblas_set_num_threads_local", None)
-                if local is not None:
-                    local.restype, local.argtypes = ctypes.c_int, [ctypes.c_int]
-                return fn, local
-    return None, None
-
-
-_SGEMM, _BLAS_LOCAL_THREADS = _load_sgemm()
 # Products of at least this many multiply-adds run as row blocks on fusedsl's pool threads,
 # each block one single-threaded sgemm.  OpenBLAS's own threads wait for each other at every
 # step: when the other vCPU of this shared host is busy, a 128^3 product took 44 ms on two
@@ -103,9 +77,9 @@ def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, before=None, after
     of the result there: in parallel, and while the rows are in that core's cache)."""
     m, k = a.shape
     n = b.shape[1]
-    if _SGEMM is None or _BLAS_LOCAL_THREADS is None or 0 in (m, n, k) or m == 1 or n == 1:
+    if SGEMM is None or BLAS_LOCAL_THREADS is None or 0 in (m, n, k) or m == 1 or n == 1:
         # numpy runs m or n of 1 as gemv / dot (other sums than sgemm's): the same call here
-        prev = _BLAS_LOCAL_THREADS(1) if _BLAS_LOCAL_THREADS is not None else None
+        prev = BLAS_LOCAL_THREADS(1) if BLAS_LOCAL_THREADS is not None else None
         try:
             if before is not None:
                 before(0, m)
@@ -114,12 +88,12 @@ def _matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, before=None, after
                 after(0, m)
         finally:
             if prev is not None:
-                _BLAS_LOCAL_THREADS(prev)
+                BLAS_LOCAL_THREADS(prev)
         return
     def block(lo, hi):
         if before is not None:
             before(lo, hi)
-        _gemm_acc(a[lo:hi], b, out[lo:hi], False)
+        gemm_acc(a[lo:hi], b, out[lo:hi], False)
         if after is not None:
             after(lo, hi)
     _row_blocks(m, m * n * k, block, one_blas_thread=True)
@@ -130,7 +104,7 @@ def _row_blocks(m: int, macs: int, fn, one_blas_thread: bool = False) -> None:
     two blocks per pool thread, handed out in turn (each block repacks B: few blocks when K is
     long), each thread's BLAS on that thread; else fn(0, m) here, with BLAS on one thread too when
     `one_blas_thread` (`_matmul_2d`'s sgemm calls: one thread's sums, whatever the size)."""
-    threads = host_threads() if macs >= PARALLEL_MACS and m >= 32 and _BLAS_LOCAL_THREADS is not None else 1
+    threads = host_threads() if macs >= PARALLEL_MACS and m >= 32 and BLAS_LOCAL_THREADS is not None else 1
     if threads == 1 and not one_blas_thread:
         fn(0, m)
         return
@@ -143,155 +117,24 @@ def _row_blocks(m: int, macs: int, fn, one_blas_thread: bool = False) -> None:
     counter = itertools.count(0, rows)
 
     def job():
-        prev = _BLAS_LOCAL_THREADS(1)
+        prev = BLAS_LOCAL_THREADS(1)
         try:
             for lo in counter:   # next() is atomic under the GIL
                 if lo >= m:
                     return
                 fn(lo, min(lo + rows, m))
         finally:
-            _BLAS_LOCAL_THREADS(prev)
+            BLAS_LOCAL_THREADS(prev)
     if threads == 1:
         job()
     else:
         pool().run(job, [()] * threads)
 
 
-_GEMM_LIST = "fusedsl_gemm_list"
-_GEMM_WORDS = 14   # per product: sgemm, transa, transb, m, n, k, alpha bits, a, lda, b, ldb, beta bits, c, ldc
 
 
-def _gemm_list_ir() -> str:
-    """void(i64 first, i64 end, ptr table, ptr): products [first, end) of the table, each one
-    cblas_sgemm (row major) through the address in its first word; alpha and beta are the
-    bits of a float32 in the low half of their words."""
-    names = ["fn", "ta", "tb", "m", "n", "k", "alpha", "a", "lda", "b", "ldb", "beta", "c", "ldc"]
-    L = [f"define void @{_GEMM_LIST}(i64 %b0, i64 %b1, ptr noalias %t, ptr %unused) nounwind {{",
-         "entry:", "  br label %head", "head:",
-         "  %i = phi i64 [ %b0, %entry ], [ %next, %body ]",
-         "  %done = icmp uge i64 %i, %b1",
-         "  br i1 %done, label %exit, label %body",
-         "body:", f"  %base = mul i64 %i, {_GEMM_WORDS}"]
-    for j, name in enumerate(names):
-        L += [f"  %{name}.o = add i64 %base, {j}",
-              f"  %{name}.p = getelementptr i64, ptr %t, i64 %{name}.o",
-              f"  %{name}.w = load i64, ptr %{name}.p, align 8"]
-    for name in ("fn", "a", "b", "c"):
-        L.append(f"  %{name} = inttoptr i64 %{name}.w to ptr")
-    for name in ("ta", "tb"):
-        L.append(f"  %{name} = trunc i64 %{name}.w to i32")
-    for name in ("alpha", "beta"):
-        L += [f"  %{name}.i = trunc i64 %{name}.w to i32", f"  %{name} = bitcast i32 %{name}.i to float"]
-    L += ["  call void %fn(i32 101, i32 %ta, i32 %tb, i64 %m.w, i64 %n.w, i64 %k.w, float %alpha, ptr %a, "
-          "i64 %lda.w, ptr %b, i64 %ldb.w, float %beta, ptr %c, i64 %ldc.w)",
-          "  %next = add i64 %i, 1", "  br label %head", "exit:", "  ret void", "}"]
-    return "\n".join(L) + "\n"
 
 
-_GEMM_LIST_FN = []
-
-
-def gemm_list(products) -> "callable | None":
-    """A callable running these products in one native call: each (a, b, c, beta) of float32
-    2-D views with unit inner strides, c = a @ b + beta * c; the views' addresses are read
-    now (the arrays must stay alive and in place).  None without a 64-bit cblas_sgemm."""
-    address = sgemm_address()
-    if address is None:
-        return None
-    if not _GEMM_LIST_FN:
-        compiled = jit.compile_ir(_gemm_list_ir(), _GEMM_LIST)
-        _GEMM_LIST_FN.append((compiled, KERNEL_PROTO(compiled.address)))
-    fn = _GEMM_LIST_FN[0][1]
-    one = int(np.array(1.0, np.float32).view(np.uint32))
-    rows = []
-    for a, b, c, beta in products:
-        m, k = a.shape
-        n = b.shape[1]
-        if not (c.strides[1] == 4 and c.shape == (m, n) and b.shape[0] == k):
-            raise ValueError("gemm_list takes float32 2-D views, c with a unit inner stride")
-        operands = []
-        for x in (a, b):   # row major as it is, or the transpose of a row-major matrix
-            if x.strides[1] == 4 and x.strides[0] >= 4 * x.shape[1]:
-                operands += [_NO_TRANS, x.strides[0] // 4]
-            elif x.strides[0] == 4 and x.strides[1] >= 4 * x.shape[0]:
-                operands += [_TRANS, x.strides[1] // 4]
-            else:
-                return None
-        rows.append([address, operands[0], operands[2], m, n, k, one, a.ctypes.data, operands[1],
-                     b.ctypes.data, operands[3], int(np.array(beta, np.float32).view(np.uint32)),
-                     c.ctypes.data, c.strides[0] // 4])
-    table = np.array(rows, np.int64).reshape(-1)
-    count, address_t = len(rows), table.ctypes.data
-
-    def call():
-        fn(0, count, address_t, 0)
-    call.table = table   # alive as long as the call
-    return call
-
-
-def sgemm_address() -> int | None:
-    """The address of cblas_sgemm (64-bit integer arguments), for JIT code that calls it."""
-    if _SGEMM is None or _SGEMM.__name__ != "scipy_cblas_sgemm64_":
-        return None
-    return ctypes.cast(_SGEMM, ctypes.c_void_p).value
-
-
-class single_threaded_blas:
-    """`with single_threaded_blas():` OpenBLAS runs each call on the calling thread.
-
-    For callers that already run blocks on both cores (the attention kernel): OpenBLAS's
-    own threads on top of ours spin against each other on small products (measured: 8.7 s
-    instead of 0.37 s for attention at S=2048).  The setting is process-wide, so it is
-    restored on exit."""
-
-    def __enter__(self):
-        self.previous = None
-        if _BLAS_THREADS is not None:
-            get, set_ = _BLAS_THREADS
-            self.previous = get()
-            if self.previous != 1:
-                set_(1)
-        return self
-
-    def __exit__(self, *exc):
-        if self.previous not in (None, 1):
-            _BLAS_THREADS[1](self.previous)
-        return False
-
-
-def _load_thread_control():
-    """(get, set) of OpenBLAS's thread count in the library that has _SGEMM, or None."""
-    root = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(root, "libscipy_openblas*.so*"))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        get = getattr(lib, "scipy_openblas_get_num_threads64_", None)
-        set_ = getattr(lib, "scipy_openblas_set_num_threads64_", None)
-        if get is not None and set_ is not None:
-            get.restype, get.argtypes = ctypes.c_int, []
-            set_.restype, set_.argtypes = None, [ctypes.c_int]
-            return get, set_
-    return None
-
-
-_BLAS_THREADS = _load_thread_control()
-_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
-
-
-def _gemm_acc(a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool) -> None:
-    """c = a @ b (+ c when accumulating); float32 2-D views with unit inner stride."""
-    if _SGEMM is None:
-        if accumulate:
-            c += a @ b
-        else:
-            np.matmul(a, b, out=c)
-        return
-    m, k = a.shape
-    n = b.shape[1]
-    _SGEMM(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, a.strides[0] // 4, b.ctypes.data,
-           b.strides[0] // 4, 1.0 if accumulate else 0.0, c.ctypes.data, c.strides[0] // 4)
 
 
 def _f32(x: np.ndarray) -> np.ndarray:
@@ -824,7 +667,7 @@ class CubeKernel:
         epilogue = self._epilogue
         # OpenBLAS runs products up to 64^3 multiply-adds on the calling thread by itself;
         # above, the thread-local setting (two foreign calls, ~0.9 us) keeps it there (`run`)
-        if a.shape[-1] * w.shape[-1] * int(np.prod(y.shape[:-1])) <= 1 << 18 or _BLAS_LOCAL_THREADS is None:
+        if a.shape[-1] * w.shape[-1] * int(np.prod(y.shape[:-1])) <= 1 << 18 or BLAS_LOCAL_THREADS is None:
             guard = None
         else:
             guard = one_blas_thread()
@@ -1001,7 +844,7 @@ class CubeKernel:
                 gemms()
             else:
                 for a_, b_, c_, beta in products:
-                    _gemm_acc(a_, b_, c_, accumulate=beta != 0.0)
+                    gemm_acc(a_, b_, c_, accumulate=beta != 0.0)
             grid = acc[:, :cols].reshape(k, g, hp, wp)
             for j in range(g):
                 yield slice(i0 + j, i0 + j + 1), grid[:, j, :ho, :wo][None]
@@ -1020,7 +863,7 @@ class CubeKernel:
             for rr in range(r):
                 for ss in range(s):
                     gathered[...] = padded[:, rr:rr + sh * ho:sh, ss:ss + sw * wo:sw]
-                    _gemm_acc(taps[rr, ss], gathered.reshape(c, ho * wo), acc, accumulate=rr > 0 or ss > 0)
+                    gemm_acc(taps[rr, ss], gathered.reshape(c, ho * wo), acc, accumulate=rr > 0 or ss > 0)
             yield slice(i, i + 1), acc.reshape(k, ho, wo)[None]
 
 
@@ -1077,20 +920,6 @@ def kernel_for(fn: Function) -> "CubeKernel | _Parts | None":
     return _CACHE[fn]
 
 
-class one_blas_thread:
-    """`with one_blas_thread():` this thread's OpenBLAS calls run on this thread only (a
-    thread-local setting, restored on exit; see `run` for why)."""
-
-    __slots__ = ("previous",)
-
-    def __enter__(self):
-        self.previous = _BLAS_LOCAL_THREADS(1) if _BLAS_LOCAL_THREADS is not None else None
-        return self
-
-    def __exit__(self, *exc):
-        if self.previous is not None:
-            _BLAS_LOCAL_THREADS(self.previous)
-        return False
 
 
 def _nothing() -> None:
@@ -1119,14 +948,14 @@ def run(fn: Function, inputs, targets=None, zeros=None) -> tuple[np.ndarray, ...
     else:
         def go():
             return kernel.run(inputs, targets)
-    if _BLAS_LOCAL_THREADS is None:
+    if BLAS_LOCAL_THREADS is None:
         return go()
     # Every sgemm of this thread on this thread: OpenBLAS's own threads are worse than
     # useless here.  Measured with torch imported (every fs.from_torch user): a 256^3 sgemm
     # took 32 ms on OpenBLAS's two threads and 0.36 ms on one; a 32x32x2312 conv tap 32 ms
     # against 61 us.  Products big enough to share run as blocks on the pool (_matmul_2d).
-    prev = _BLAS_LOCAL_THREADS(1)
+    prev = BLAS_LOCAL_THREADS(1)
     try:
         return go()
     finally:
-        _BLAS_LOCAL_THREADS(prev)
+        BLAS_LOCAL_THREADS(prev)

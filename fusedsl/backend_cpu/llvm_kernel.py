@@ -51,13 +51,15 @@ What each node becomes:
   otherwise one loop per stmt; a VECCALC temporary no other node reads, written before the step
   reads it, stays in registers (its stores are dropped).
 - a cube kernel (conv and attention too) runs its Process body once per core (Call inlines a
-  stage, Return leaves the core); a Matmul object's Iterate gathers the core's m x k block of A
-  and k x n block of B as float32 (from GM or a UB tensor through SetTensorA / SetTensorB's
-  addressing, or from an L1 tensor in NZ that CopyNz filled), multiplies them with one
-  cblas_sgemm (numpy's OpenBLAS, whose address arrives in `args`) and runs the body per base
-  tile, M-first; GetTensorC copies the tile (rounded to C's dtype) into UB; int8 operands into an
-  int32 C multiply in int32 (a plain loop: numpy's int32 matmul wraps the same).  Work GM tensors
-  are the core's slice in the arena, zeroed per core.
+  stage, Return leaves the core); a Matmul object's Iterate multiplies the core's m x k block of A
+  and k x n block of B with one cblas_sgemm (numpy's OpenBLAS, whose address arrives in `args`) --
+  a float32 operand in GM or a UB tensor read where SetTensorA / SetTensorB put it (its rows, or
+  read transposed its columns, and their leading dimension), a 16-bit one or an L1 tensor in NZ
+  that CopyNz filled gathered as float32 first -- and runs the body per base tile, M-first;
+  GetTensorC copies the tile (rounded to C's dtype) into UB, or, for a VECIN queue nothing else
+  writes and a float32 C, points the buffer at the tile in the block of C when its rows are whole
+  32-byte rows of the block; int8 operands into an int32 C multiply in int32 (a plain loop: numpy's
+  int32 matmul wraps the same).  Work GM tensors are the core's slice in the arena, zeroed per core.
 """
 from __future__ import annotations
 
@@ -233,7 +235,9 @@ class _Lowering:
                 if self.tensor_queue.setdefault(n.tensor, n.queue) != n.queue:
                     raise LoweringError(f"kernel {k.name}: tensor {n.tensor} is taken from two queues")
         self.types = self._infer_types(nodes)
-        self.aliased = self._aliasable(nodes)
+        writers = self._writers(nodes)
+        self.aliased = self._aliasable(writers)
+        self.c_aliased = self._c_aliasable(writers)
         self.out_aliased = self._out_aliasable(nodes)
         self.readers = self._readers(nodes)
 
@@ -275,10 +279,8 @@ class _Lowering:
         q = self.tensor_queue[r.tensor]
         return self.queues[q].position == "VECCALC" and self.readers.get(q, set()) <= ids
 
-    def _aliasable(self, nodes) -> set[str]:
-        """Queues whose buffers nothing but a whole-tensor CopyIn writes: a contiguous copy into
-        one is skipped and the buffer is the GM rows themselves (a read-only staging copy of GM
-        holds what GM holds)."""
+    def _writers(self, nodes) -> dict[str, list]:
+        """queue -> the nodes that write one of its tensors."""
         written: dict[str, list] = {}
 
         def wrote(tensor, node):
@@ -286,7 +288,7 @@ class _Lowering:
             if q is not None:
                 written.setdefault(q, []).append(node)
         for n in nodes:
-            if isinstance(n, CopyIn):
+            if isinstance(n, (CopyIn, MmGetC)):
                 wrote(n.tensor, n)
             elif isinstance(n, (GatherRow, Dup, Vec)):
                 wrote(n.dst.tensor, n)
@@ -301,10 +303,25 @@ class _Lowering:
                         wrote(r.tensor, n)
                 for r, _, _ in n.prefill:
                     wrote(r.tensor, n)
-        return {q for q, ws in written.items()
+        return written
+
+    def _aliasable(self, writers) -> set[str]:
+        """Queues whose buffers nothing but a whole-tensor CopyIn writes: a contiguous copy into
+        one is skipped and the buffer is the GM rows themselves (a read-only staging copy of GM
+        holds what GM holds)."""
+        return {q for q, ws in writers.items()
                 if self.queues[q].position == "VECIN" and all(
                     isinstance(w, CopyIn) and w.ub_off == 0 and self.gms[w.gm].dtype == self.queues[q].dtype
                     for w in ws)}
+
+    def _c_aliasable(self, writers) -> set[str]:
+        """Queues whose buffers nothing but GetTensorC (not placed) of a float32 C writes: when the
+        tile is contiguous in the core's block of C (whole rows of it, 32-byte rows) the buffer is
+        that part of the block, not a copy of it (`mm_get_c`)."""
+        return {q for q, ws in writers.items()
+                if self.queues[q].dtype == dt.float32 and all(
+                    isinstance(w, MmGetC) and not w.placed and self.mms[w.mm].c.dtype == dt.float32
+                    and self._acc(self.mms[w.mm]) == dt.float32 for w in ws)}
 
     def _out_aliasable(self, nodes) -> dict[str, CopyOut]:
         """VECOUT queues computed straight into GM: queue -> its CopyOut.  One tensor, allocated
@@ -314,21 +331,28 @@ class _Lowering:
         nothing but the vector work and that CopyOut.  When the CopyOut is contiguous the buffer
         is the GM rows themselves and the CopyOut is skipped."""
         k = self.k
-        if k.process is not None:
-            return {}
         flat, parent = [], {}   # the tile stages' nodes in program order; each node's body (id)
 
         def walk(body, owner):
             for n in body:
+                if isinstance(n, Call):   # a stage called from Process: its nodes where it is called
+                    st = self.stage_of[n.stage]
+                    if st.param:
+                        flat.append(Set(st.param, n.arg))
+                        parent[id(flat[-1])] = owner
+                    walk(st.body, owner)
+                    continue
                 flat.append(n)
                 parent[id(n)] = owner
-                if isinstance(n, For):
+                if isinstance(n, (For, MmIterate)):
                     walk(n.body, id(n.body))
                 elif isinstance(n, If):
                     walk(n.then, id(n.then))
                     walk(n.orelse, id(n.orelse))
+        if k.process is not None:   # a cube kernel: Process calls the stages
+            walk(k.process, "process")
         for st in k.stages:
-            if not st.once:
+            if not st.once and k.process is None:
                 walk(st.body, "tile")   # the stages' top levels run one after the other per tile
         once = [n for st in k.stages if st.once for n in _walk(st.body)]
         out = {}
@@ -487,7 +511,7 @@ class _Lowering:
         self.t_index = {t: b.alloca(I32, name=f"t.{t}") for t, q in self.tensor_queue.items() if q in self.q_state}
         # an aliased queue's buffers are pointers: the arena's buffer, or the GM rows a CopyIn left there
         self.buf_ptr = {q: [b.alloca(PTR, name=f"p.{q}.{i}") for i in range(self.queues[q].depth)]
-                        for q in sorted(self.aliased | set(self.out_aliased))}
+                        for q in sorted(self.aliased | self.c_aliased | set(self.out_aliased))}
         # an out-aliased queue's buffers: the address past the GM rows a buffer stands for (writes
         # beyond it move the buffer home first, `guard_out`); all ones for an arena buffer
         self.out_end = {q: [b.alloca(I64, name=f"e.{q}.{i}") for i in range(self.queues[q].depth)]
@@ -1534,14 +1558,18 @@ class _Lowering:
         one = ir.Constant(I64, 1)
         # A [m, k]: element (i, j) at i * Ka + j, or (read transposed) j * M + i; B [k, n]: i * N + j or j * Kb + i
         acc = self._acc(mm)
-        self._operand(v, "A", mm.a, a_buf, m, kk, (f["M"], one) if mm.a.transpose else (one, f["Ka"]), acc)
-        self._operand(v, "B", mm.b, b_buf, kk, n, (f["Kb"], one) if mm.b.transpose else (one, f["N"]), acc)
+        a_strides = (f["M"], one) if mm.a.transpose else (one, f["Ka"])
+        b_strides = (f["Kb"], one) if mm.b.transpose else (one, f["N"])
         if acc == dt.int32:   # numpy's int32 matmul: exact products, the sums wrap
+            self._operand(v, "A", mm.a, a_buf, m, kk, a_strides, acc)
+            self._operand(v, "B", mm.b, b_buf, kk, n, b_strides, acc)
             self._int_product(m, n, kk, a_buf, b_buf, c_buf)
         else:
+            a_arg = self._sgemm_operand(v, "A", mm.a, a_buf, m, kk, a_strides)
+            b_arg = self._sgemm_operand(v, "B", mm.b, b_buf, kk, n, b_strides)
             with b.if_then(b.and_(b.icmp_unsigned(">", m, ir.Constant(I64, 0)),
                                   b.icmp_unsigned(">", n, ir.Constant(I64, 0)))):
-                self._sgemm(m, n, kk, a_buf, b_buf, c_buf)
+                self._sgemm(m, n, kk, a_arg, b_arg, c_buf)
         round_m = b.udiv(b.add(m, b.sub(f["baseM"], ir.Constant(I64, 1))), f["baseM"])
         round_n = b.udiv(b.add(n, b.sub(f["baseN"], ir.Constant(I64, 1))), f["baseN"])
 
@@ -1631,14 +1659,35 @@ class _Lowering:
         carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "nzrows")
         b.store(b.trunc(rows, I32), self.nz_rows[node.tensor])
 
+    def _sgemm_operand(self, v, which: str, op, scratch, rows, cols, strides):
+        """(address, leading dimension, CBLAS transpose flag) of the block of A or B for sgemm: a float32
+        operand in GM or UB is read where it lies (its rows, or read transposed its columns, have unit
+        stride: `strides` is (column stride, row stride) with one of them 1); a 16-bit one, or one in an
+        L1 tensor in NZ, is gathered as float32 rows into `scratch` first (`_operand`)."""
+        b = self.b
+        no_trans, trans = ir.Constant(I32, 111), ir.Constant(I32, 112)
+        if op.dtype != dt.float32:
+            self._operand(v, which, op, scratch, rows, cols, strides, dt.float32)
+            return scratch, cols, no_trans
+        plain = b.icmp_unsigned("==", b.load(v[which + "nz"], typ=I32), ir.Constant(I32, 0))
+        with b.if_then(b.not_(plain)):
+            self._operand(v, which, op, scratch, rows, cols, strides, dt.float32)
+        # read transposed: the block's columns are the rows of the matrix in memory
+        ld = strides[0] if op.transpose else strides[1]
+        src = b.select(plain, b.load(v[which], typ=PTR), scratch)
+        return src, b.select(plain, ld, cols), trans if op.transpose else no_trans
+
     def _sgemm(self, m, n, kk, a, bb, c) -> None:
-        """cblas_sgemm(RowMajor, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, c, n) (64-bit ints)."""
+        """cblas_sgemm(RowMajor, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, n) (64-bit ints): `a` and `bb`
+        are `_sgemm_operand`'s (address, leading dimension, transpose flag)."""
         b = self.b
         one = ir.Constant(I64, 1)
-        lda = b.select(b.icmp_unsigned(">", kk, one), kk, one)
-        ldb = b.select(b.icmp_unsigned(">", n, one), n, one)
-        b.call(self.sgemm, [ir.Constant(I32, 101), ir.Constant(I32, 111), ir.Constant(I32, 111), m, n, kk,
-                            ir.Constant(F32, 1.0), a, lda, bb, ldb, ir.Constant(F32, 0.0), c, ldb])
+        (pa, lda, ta), (pb, ldb, tb) = a, bb
+        lda = b.select(b.icmp_unsigned(">", lda, one), lda, one)
+        ldb = b.select(b.icmp_unsigned(">", ldb, one), ldb, one)
+        ldc = b.select(b.icmp_unsigned(">", n, one), n, one)
+        b.call(self.sgemm, [ir.Constant(I32, 101), ta, tb, m, n, kk,
+                            ir.Constant(F32, 1.0), pa, lda, pb, ldb, ir.Constant(F32, 0.0), c, ldc])
 
     def _gather(self, src, op, dst, rows, cols, strides, acc) -> None:
         """dst[i * cols + j] = src[i * strides[1] + j * strides[0]] in the product's dtype (float32:
@@ -1676,6 +1725,17 @@ class _Lowering:
         ld = b.mul(b.udiv(b.add(width, b.sub(per, ir.Constant(I64, 1))), per), per)
         at_r, at_c = (r0, c0) if node.placed else (ir.Constant(I64, 0), ir.Constant(I64, 0))
         c_buf = b.gep(self.arena, [self.mm_scratch[mm.name][2]], source_etype=I8)
+        copy = ir.Constant(I1, 1)
+        if self.tensor_queue[node.tensor] in self.c_aliased:
+            # the tile's rows lie in the block of C as GetTensorC would lay them out in UB (whole
+            # rows of the block, 32-byte rows; or one row): the buffer is that part of the block
+            contiguous = b.or_(b.icmp_unsigned("==", rows, ir.Constant(I64, 1)),
+                               b.and_(b.icmp_unsigned("==", cols, n), b.icmp_unsigned("==", ld, n)))
+            q = self.tensor_queue[node.tensor]
+            idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
+            tile = b.gep(c_buf, [b.mul(b.add(b.mul(r0, n), c0), ir.Constant(I64, 4))], source_etype=I8)
+            self.set_buffer(node.tensor, b.select(contiguous, tile, self.arena_buffer(q, b.zext(idx, I64))))
+            copy = b.not_(contiguous)
         base = self.tensor_base(node.tensor)
 
         def row(i, _):
@@ -1690,7 +1750,8 @@ class _Lowering:
                 return []
             carried_loop(b, ir.Constant(I64, 0), cols, 1, [], col, "ccol")
             return []
-        carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "crow")
+        with b.if_then(copy):
+            carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "crow")
 
     # -- Step: one graph op's tile stmts -------------------------------------------------------------------
     def steps(self, group: list) -> None:

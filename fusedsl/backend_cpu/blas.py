@@ -1,0 +1,202 @@
+"""numpy's bundled OpenBLAS for JIT code and the CPU executors: cblas_sgemm's address, one product
+list in one native call, and where OpenBLAS runs its threads.
+
+Why our own threads and not OpenBLAS's: the launcher (launch.py) already runs a kernel's blocks
+on both cores, each block one sgemm; OpenBLAS's own threads on top wait for each other at every
+step and spin against ours (on this shared host a 128^3 product took 44 ms on two OpenBLAS
+threads and 0.17 ms on one).  So every caller that runs products on the launcher's threads runs
+them with one OpenBLAS thread per calling thread: `one_blas_thread` (a thread-local setting,
+openblas_set_num_threads_local) where the library has it, else `single_threaded_blas` (the
+process-wide count, restored on exit).
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import numpy as np
+
+from . import jit
+from .launch import KERNEL_PROTO
+
+__all__ = ["SGEMM", "BLAS_LOCAL_THREADS", "gemm_acc", "gemm_list", "one_blas_thread", "sgemm_address",
+           "single_threaded_blas"]
+
+
+def _load_sgemm():
+    """cblas_sgemm from numpy's bundled OpenBLAS (64-bit integers) and its per-thread
+    thread-count setter (openblas_set_num_threads_local), each None when missing."""
+    root = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(root, "libscipy_openblas*.so*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name, int_t in (("scipy_cblas_sgemm64_", ctypes.c_int64), ("scipy_cblas_sgemm", ctypes.c_int32)):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = None
+                fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_t, int_t, int_t, ctypes.c_float,
+                               ctypes.c_void_p, int_t, ctypes.c_void_p, int_t, ctypes.c_float, ctypes.c_void_p,
+                               int_t]
+                local = getattr(lib, "openblas_set_num_threads_local", None)
+                if local is not None:
+                    local.restype, local.argtypes = ctypes.c_int, [ctypes.c_int]
+                return fn, local
+    return None, None
+
+
+SGEMM, BLAS_LOCAL_THREADS = _load_sgemm()
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112   # CBLAS's enums
+
+_GEMM_LIST = "fusedsl_gemm_list"
+_GEMM_WORDS = 14   # per product: sgemm, transa, transb, m, n, k, alpha bits, a, lda, b, ldb, beta bits, c, ldc
+
+
+def _gemm_list_ir() -> str:
+    """void(i64 first, i64 end, ptr table, ptr): products [first, end) of the table, each one
+    cblas_sgemm (row major) through the address in its first word; alpha and beta are the
+    bits of a float32 in the low half of their words."""
+    names = ["fn", "ta", "tb", "m", "n", "k", "alpha", "a", "lda", "b", "ldb", "beta", "c", "ldc"]
+    L = [f"define void @{_GEMM_LIST}(i64 %b0, i64 %b1, ptr noalias %t, ptr %unused) nounwind {{",
+         "entry:", "  br label %head", "head:",
+         "  %i = phi i64 [ %b0, %entry ], [ %next, %body ]",
+         "  %done = icmp uge i64 %i, %b1",
+         "  br i1 %done, label %exit, label %body",
+         "body:", f"  %base = mul i64 %i, {_GEMM_WORDS}"]
+    for j, name in enumerate(names):
+        L += [f"  %{name}.o = add i64 %base, {j}",
+              f"  %{name}.p = getelementptr i64, ptr %t, i64 %{name}.o",
+              f"  %{name}.w = load i64, ptr %{name}.p, align 8"]
+    for name in ("fn", "a", "b", "c"):
+        L.append(f"  %{name} = inttoptr i64 %{name}.w to ptr")
+    for name in ("ta", "tb"):
+        L.append(f"  %{name} = trunc i64 %{name}.w to i32")
+    for name in ("alpha", "beta"):
+        L += [f"  %{name}.i = trunc i64 %{name}.w to i32", f"  %{name} = bitcast i32 %{name}.i to float"]
+    L += ["  call void %fn(i32 101, i32 %ta, i32 %tb, i64 %m.w, i64 %n.w, i64 %k.w, float %alpha, ptr %a, "
+          "i64 %lda.w, ptr %b, i64 %ldb.w, float %beta, ptr %c, i64 %ldc.w)",
+          "  %next = add i64 %i, 1", "  br label %head", "exit:", "  ret void", "}"]
+    return "\n".join(L) + "\n"
+
+
+_GEMM_LIST_FN = []
+
+
+def gemm_list(products) -> "callable | None":
+    """A callable running these products in one native call: each (a, b, c, beta) of float32
+    2-D views with unit inner strides, c = a @ b + beta * c; the views' addresses are read
+    now (the arrays must stay alive and in place).  None without a 64-bit cblas_sgemm."""
+    address = sgemm_address()
+    if address is None:
+        return None
+    if not _GEMM_LIST_FN:
+        compiled = jit.compile_ir(_gemm_list_ir(), _GEMM_LIST)
+        _GEMM_LIST_FN.append((compiled, KERNEL_PROTO(compiled.address)))
+    fn = _GEMM_LIST_FN[0][1]
+    one = int(np.array(1.0, np.float32).view(np.uint32))
+    rows = []
+    for a, b, c, beta in products:
+        m, k = a.shape
+        n = b.shape[1]
+        if not (c.strides[1] == 4 and c.shape == (m, n) and b.shape[0] == k):
+            raise ValueError("gemm_list takes float32 2-D views, c with a unit inner stride")
+        operands = []
+        for x in (a, b):   # row major as it is, or the transpose of a row-major matrix
+            if x.strides[1] == 4 and x.strides[0] >= 4 * x.shape[1]:
+                operands += [_NO_TRANS, x.strides[0] // 4]
+            elif x.strides[0] == 4 and x.strides[1] >= 4 * x.shape[0]:
+                operands += [_TRANS, x.strides[1] // 4]
+            else:
+                return None
+        rows.append([address, operands[0], operands[2], m, n, k, one, a.ctypes.data, operands[1],
+                     b.ctypes.data, operands[3], int(np.array(beta, np.float32).view(np.uint32)),
+                     c.ctypes.data, c.strides[0] // 4])
+    table = np.array(rows, np.int64).reshape(-1)
+    count, address_t = len(rows), table.ctypes.data
+
+    def call():
+        fn(0, count, address_t, 0)
+    call.table = table   # alive as long as the call
+    return call
+
+
+def sgemm_address() -> int | None:
+    """The address of cblas_sgemm (64-bit integer arguments), for JIT code that calls it."""
+    if SGEMM is None or SGEMM.__name__ != "scipy_cblas_sgemm64_":
+        return None
+    return ctypes.cast(SGEMM, ctypes.c_void_p).value
+
+
+class single_threaded_blas:
+    """`with single_threaded_blas():` OpenBLAS runs each call on the calling thread.
+
+    For callers that already run blocks on both cores (the attention kernel): OpenBLAS's
+    own threads on top of ours spin against each other on small products (measured: 8.7 s
+    instead of 0.37 s for attention at S=2048).  The setting is process-wide, so it is
+    restored on exit."""
+
+    def __enter__(self):
+        self.previous = None
+        if _THREAD_COUNT is not None:
+            get, set_ = _THREAD_COUNT
+            self.previous = get()
+            if self.previous != 1:
+                set_(1)
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous not in (None, 1):
+            _THREAD_COUNT[1](self.previous)
+        return False
+
+
+def _load_thread_control():
+    """(get, set) of OpenBLAS's thread count in the library that has SGEMM, or None."""
+    root = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(root, "libscipy_openblas*.so*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        get = getattr(lib, "scipy_openblas_get_num_threads64_", None)
+        set_ = getattr(lib, "scipy_openblas_set_num_threads64_", None)
+        if get is not None and set_ is not None:
+            get.restype, get.argtypes = ctypes.c_int, []
+            set_.restype, set_.argtypes = None, [ctypes.c_int]
+            return get, set_
+    return None
+
+
+_THREAD_COUNT = _load_thread_control()
+
+
+def gemm_acc(a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool) -> None:
+    """c = a @ b (+ c when accumulating); float32 2-D views with unit inner stride."""
+    if SGEMM is None:
+        if accumulate:
+            c += a @ b
+        else:
+            np.matmul(a, b, out=c)
+        return
+    m, k = a.shape
+    n = b.shape[1]
+    SGEMM(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, a.strides[0] // 4, b.ctypes.data,
+          b.strides[0] // 4, 1.0 if accumulate else 0.0, c.ctypes.data, c.strides[0] // 4)
+
+
+class one_blas_thread:
+    """`with one_blas_thread():` this thread's OpenBLAS calls run on this thread only (a
+    thread-local setting, restored on exit; module doc)."""
+
+    __slots__ = ("previous",)
+
+    def __enter__(self):
+        self.previous = BLAS_LOCAL_THREADS(1) if BLAS_LOCAL_THREADS is not None else None
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            BLAS_LOCAL_THREADS(self.previous)
+        return False
