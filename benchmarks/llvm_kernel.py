@@ -46,7 +46,7 @@ from fusedsl.backend_cpu.cpu_tiling import cpu_words, vector_tiling  # noqa: E40
 from fusedsl.lower.kinds import kernel_ir  # noqa: E402
 from fusedsl.tile.kernel import CopyOut  # noqa: E402
 
-SIZES = {"64K": 64 << 10, "1M": 1 << 20, "16M": 16 << 20, "64M": 64 << 20}
+SIZES = {"64K": 64 << 10, "1M": 1 << 20, "4M": 4 << 20, "16M": 16 << 20, "64M": 64 << 20}
 
 
 def _rows(nbytes: int, cols: int = 1024) -> int:
@@ -92,6 +92,11 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
                    lambda n, g: [g.standard_normal((_rows(2 * n), 1024)).astype(np.float16),
                                  g.standard_normal((1024, 256)).astype(np.float16)],
                    lambda a, b: np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0).astype(np.float16)),
+    # int8 operands and result (numpy wraps): [R, 1024] @ [1024, 256] (R from 1-byte elements)
+    "matmul_int8": ("cube", lambda a, b: a @ b,
+                    lambda n, g: [g.integers(-128, 128, (_rows(4 * n), 1024)).astype(np.int8),
+                                  g.integers(-128, 128, (1024, 256)).astype(np.int8)],
+                    lambda a, b: (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int8)),
     # the lone attention op: q, k, v [1, 8, S, 64] float32, S from the three inputs' bytes (S^2 work:
     # 16 MB is S = 2730, seconds per call for llvm_kernel)
     "attention": ("attention", lambda q, k, v: fs.attention(q, k, v),
@@ -158,6 +163,9 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
 
 
 def _check(got, want):
+    if want.dtype.kind in "iu":
+        np.testing.assert_array_equal(got, want)
+        return
     tol = 2e-2 if want.dtype == np.float16 else 1e-4
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol, atol=tol)
 

@@ -804,11 +804,11 @@ class CompiledKernel:
         return ColumnCpuKernel(plan.function, target)
 
     def _matmul_kernel(self, plan: KernelPlan):
-        """A matmul kernel's CPU executor (the cube kind: one matmul, batched or not, of float
-        operands with an elementwise epilogue): its TileKernel through the one LLVM lowering
+        """A matmul kernel's CPU executor (the cube kind: one matmul, batched or not, of float or
+        int8 operands with an elementwise epilogue): its TileKernel through the one LLVM lowering
         (backend_cpu/kernel_cpu.ScheduleCpu on the CPU's words, cpu_tiling.cube_words: one sgemm
-        per block of rows, A and B read in place); None for every other kernel.  backend_cpu/cube.py
-        still runs: int8 products (llvm_kernel multiplies int32 in a scalar loop), row epilogues
+        per block of rows, A and B read in place; int8 in exact float32 chunks of K); None for every
+        other kernel.  backend_cpu/cube.py still runs: row epilogues
         (softmax / layer_norm / row sums of the product: the row kind's folds are not numpy's sums
         bit for bit yet, llvm_row's are), products of one row or one column (numpy's matmul runs
         them as gemv / dot, whose sums differ from sgemm's in the last bit) and what the kind
@@ -817,7 +817,7 @@ class CompiledKernel:
         if key not in self._cpu:
             from .backend_cpu.kernel_cpu import ScheduleCpu
             sched = plan.lowered
-            if (type(sched) is not CubeSchedule or plan.error is not None or sched.c_dtype != dt.float32
+            if (type(sched) is not CubeSchedule or plan.error is not None or sched.c_dtype not in (dt.float32, dt.int32)
                     or sched.row_epilogue is not None or 1 in tuple(sched.mm.result.shape)[-2:]):
                 self._cpu[key] = None
             elif plan.tiling is None:   # no sizes yet (`executor` before a call): asked again later

@@ -408,6 +408,21 @@ def test_int8_cube_kernels_match_the_interpreter_bit_for_bit(m, k, n, target):
     np.testing.assert_array_equal(got, (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int8))
 
 
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_int8_products_beyond_one_exact_chunk_are_exact(target):
+    """K = 2500 of int8 extremes: sums up to 2500 * 2**14, past float32's exact integers, so the
+    product runs as chunks of 1024 columns (each sgemm's sums exact) added in int32."""
+    g = np.random.default_rng(11)
+    a = np.where(g.random((20, 2500)) < 0.5, -128, 127).astype(np.int8)
+    b = np.where(g.random((2500, 30)) < 0.5, -128, 127).astype(np.int8)
+    r = g.integers(-128, 128, (20, 30)).astype(np.int8)
+    comp = fs.fused_kernel(lambda a, b, r: a @ b + r, target=target).compile(a, b, r)
+    assert kernel_ir(comp.kernels[0].lowered).matmuls[0].c.dtype == fs.int32
+    (got,) = _run_both(comp, {"a": a, "b": b, "r": r})
+    want = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int8) + r
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("shape, stride, padding", [((1, 3, 8, 8), 1, 0), ((2, 5, 9, 7), 2, 1)])
 def test_conv_kernels_match_the_interpreter(shape, stride, padding, dtype):

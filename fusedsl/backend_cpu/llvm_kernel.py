@@ -151,10 +151,21 @@ def arena_layout(k: TileKernel, words) -> tuple[dict[str, tuple[int, int]], int]
             at += _line(work_elems(g) * g.dtype.itemsize)
     for mm in k.matmuls:
         m, n, ka = (env[mm_field(mm, f)] for f in ("singleCoreM", "singleCoreN", "Ka"))
-        for part, elems in (("A", m * ka), ("B", ka * n), ("C", m * n)):
+        # an int32 C of 8-bit operands: a float32 chunk product follows it (`_int8_product`)
+        c_elems = m * n * (2 if _exact_chunk(mm) else 1)
+        for part, elems in (("A", m * ka), ("B", ka * n), ("C", c_elems)):
             out[f"{mm.name}.{part}"] = (at, _line(elems * 4))
             at += _line(elems * 4)
     return out, at
+
+
+def _exact_chunk(mm) -> int:
+    """For an int32 C of 8-bit operands, the columns of K whose float32 sums are exact (every partial
+    sum an integer below 2**24: K * max|a| * max|b| <= 2**24); else 0."""
+    if mm.c.dtype != dt.int32 or {mm.a.dtype, mm.b.dtype} - {dt.int8, dt.uint8}:
+        return 0
+    bound = (255 if mm.a.dtype == dt.uint8 else 128) * (255 if mm.b.dtype == dt.uint8 else 128)
+    return (1 << 24) // bound
 
 
 def typed_fields(k: TileKernel) -> list:
@@ -1560,7 +1571,11 @@ class _Lowering:
         acc = self._acc(mm)
         a_strides = (f["M"], one) if mm.a.transpose else (one, f["Ka"])
         b_strides = (f["Kb"], one) if mm.b.transpose else (one, f["N"])
-        if acc == dt.int32:   # numpy's int32 matmul: exact products, the sums wrap
+        if acc == dt.int32 and _exact_chunk(mm):   # 8-bit operands: exact float32 chunks on sgemm
+            self._operand(v, "A", mm.a, a_buf, m, kk, a_strides, dt.float32)
+            self._operand(v, "B", mm.b, b_buf, kk, n, b_strides, dt.float32)
+            self._int8_product(m, n, kk, a_buf, b_buf, c_buf, _exact_chunk(mm))
+        elif acc == dt.int32:   # numpy's int32 matmul: exact products, the sums wrap
             self._operand(v, "A", mm.a, a_buf, m, kk, a_strides, acc)
             self._operand(v, "B", mm.b, b_buf, kk, n, b_strides, acc)
             self._int_product(m, n, kk, a_buf, b_buf, c_buf)
@@ -1579,6 +1594,41 @@ class _Lowering:
             self.body(node.body)
             return []
         carried_loop(b, ir.Constant(I64, 0), b.mul(round_m, round_n), 1, [], tile, "iterate")
+
+    def _int8_product(self, m, n, kk, a, bb, c, chunk: int) -> None:
+        """c = a @ b in int32 for 8-bit integer operands gathered as float32 rows (a [m, k], b [k, n]):
+        K in chunks of `chunk` columns, each one sgemm into the float32 block after c (every partial
+        sum an exact integer below 2**24), converted and added to c in int32 (numpy's int32 sums wrap
+        the same; cube.py's int_product.py sums the same way)."""
+        b = self.b
+        zero = ir.Constant(I64, 0)
+        mn = b.mul(m, n)
+        self.memset(c, b.mul(mn, ir.Constant(I64, 4)))
+        t = b.gep(c, [b.mul(mn, ir.Constant(I64, 4))], source_etype=I8)
+        step = ir.Constant(I64, chunk)
+        no_trans = ir.Constant(I32, 111)
+        nonempty = b.and_(b.icmp_unsigned(">", m, zero), b.icmp_unsigned(">", n, zero))
+
+        def part(c0, _):
+            w = b.sub(kk, c0)
+            w = b.select(b.icmp_unsigned("<", step, w), step, w)
+            pa = b.gep(a, [c0], source_etype=F32)
+            pb = b.gep(bb, [b.mul(c0, n)], source_etype=F32)
+            self._sgemm(m, n, w, (pa, kk, no_trans), (pb, n, no_trans), t)
+
+            def add(i, _):
+                x = b.fptosi(b.load(b.gep(t, [i], source_etype=F32), typ=F32, align=4), I32)
+                p = b.gep(c, [i], source_etype=I32)
+                b.store(b.add(b.load(p, typ=I32, align=4), x), p, align=4)
+                return []
+            carried_loop(b, zero, mn, 1, [], add, "iadd")
+            return []
+        with b.if_then(nonempty):
+            carried_loop(b, zero, kk, chunk, [], part, "ichunk")
+
+    def memset(self, ptr, nbytes) -> None:
+        f = self.kc.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+        self.b.call(f, [ptr, ir.Constant(I8, 0), nbytes, ir.Constant(I1, 0)])
 
     def _int_product(self, m, n, kk, a, bb, c) -> None:
         """c[i, j] = sum over p of a[i, p] * b[p, j] in int32 (wrapping), rows of k and n."""
