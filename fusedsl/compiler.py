@@ -20,7 +20,7 @@ import numpy as np
 
 from . import buffers
 from . import dtypes as dt
-from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleError, user_facing,
+from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleError, TargetError, user_facing,
                      user_frame)
 from .ir.core import Function, Module
 from .ir.ops import CALL, CONSTANT, has_trait
@@ -32,7 +32,7 @@ from .reference import run_function, run_module
 from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, kernel_ir, lower_kernel, tile_programs
 from .lower.column_plan import is_column_kernel, lone_row_reduction
-from .lower.cube import CubeSchedule
+from .lower.cube import CubeSchedule, schedule_cube_kernel
 from .lower.row_plan import has_row_reduction
 from .lower.vector import VectorSchedule, compute_tiling, schedule_vector_kernel
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
@@ -44,6 +44,9 @@ _UNSET = object()
 
 
 EXECUTORS = ("llvm", "reference")
+# the chip whose cube schedule the CPU runs a matmul kernel from when the target has no Matmul API
+# for it (compiler._matmul_schedule): the CPU's tiling words replace its words anyway
+MATMUL_CPU_TARGET = "ascend910b"
 
 
 class Config:
@@ -539,7 +542,7 @@ class CompiledKernel:
                 return row.bind, any(p.kind in ("scalar", "runtime_scalar") for p in getattr(row.plan, "params", ()))
         matmul = self._matmul_kernel(plan)
         if matmul is not None:
-            return matmul.bind, any(i.kind == "runtime_scalar" for i in plan.lowered.inputs)
+            return matmul.bind, any(i.kind == "runtime_scalar" for i in matmul.sched.inputs)
         from .backend_cpu import conv_sparse, cube, transpose
         from .backend_cpu.blas import one_blas_thread
 
@@ -812,23 +815,41 @@ class CompiledKernel:
         (softmax / layer_norm / row sums of the product: the row kind's folds are not numpy's sums
         bit for bit yet, llvm_row's are), products of one row or one column (numpy's matmul runs
         them as gemv / dot, whose sums differ from sgemm's in the last bit) and what the kind
-        refused for the target."""
+        refuses on every chip (`_matmul_schedule`)."""
         key = ("matmul", plan.name)
         if key not in self._cpu:
             from .backend_cpu.kernel_cpu import ScheduleCpu
-            sched = plan.lowered
-            if (type(sched) is not CubeSchedule or plan.error is not None or sched.c_dtype not in (dt.float32, dt.int32)
-                    or sched.row_epilogue is not None or 1 in tuple(sched.mm.result.shape)[-2:]):
-                self._cpu[key] = None
-            elif plan.tiling is None:   # no sizes yet (`executor` before a call): asked again later
+            if plan.lowered is not None and plan.tiling is None:   # no sizes yet (`executor` before a call)
                 return None
-            else:
-                self._cpu[key] = None
-                try:
-                    self._cpu[key] = ScheduleCpu(sched, plan.tiling)
-                except FusedslError:   # not lowered by llvm_kernel: cube.py runs it
-                    pass
+            self._cpu[key] = None
+            sched, tiling = self._matmul_schedule(plan)
+            if (sched is None or sched.c_dtype not in (dt.float32, dt.int32) or sched.row_epilogue is not None
+                    or 1 in tuple(sched.mm.result.shape)[-2:]):
+                return None
+            try:
+                self._cpu[key] = ScheduleCpu(sched, tiling)
+            except FusedslError:   # not lowered by llvm_kernel: cube.py runs it
+                pass
         return self._cpu[key]
+
+    def _matmul_schedule(self, plan: KernelPlan):
+        """(CubeSchedule, its launch) of a matmul kernel for the CPU: the plan's, or -- when the
+        target refused the kernel for want of a Matmul API or of its operands' form (ascend910;
+        float32 on ascend310p) -- the kind's schedule for MATMUL_CPU_TARGET: the chip not printing
+        it is no reason to run it elsewhere on the CPU (its words are the CPU's anyway); (None,
+        None) otherwise."""
+        if plan.lowered is not None:
+            ok = type(plan.lowered) is CubeSchedule and plan.error is None
+            return (plan.lowered, plan.tiling) if ok else (None, None)
+        if plan.lowering is None or plan.lowering.name != "cube" or not isinstance(plan.error, (TargetError,
+                                                                                                ScheduleError)):
+            return None, None
+        t = get_target(MATMUL_CPU_TARGET)
+        try:
+            sched = schedule_cube_kernel(plan.function, t)
+            return (sched, sched.tiling({}, t)) if type(sched) is CubeSchedule else (None, None)
+        except FusedslError:   # refused for another reason (an epilogue reading A, symbolic sizes)
+            return None, None
 
     def _attention_kernel(self, plan: KernelPlan):
         """The CPU flash-attention kernel of a lone attention op (compiled per shape), or None."""

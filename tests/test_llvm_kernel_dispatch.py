@@ -246,3 +246,21 @@ def test_what_stays_on_cube_py(case):
     finally:
         fs.config.executor = "llvm"
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("target, dtype", [("ascend910", "float16"), ("ascend310p", "float32")])
+def test_matmuls_the_target_cannot_print_run_on_llvm_kernel(target, dtype):
+    """ascend910 has no Matmul API and 310P no float32 form: the kernel does not print, and on the
+    CPU it runs from the kind's schedule for MATMUL_CPU_TARGET (on the CPU's words either way), bit
+    for bit what cube.py gave."""
+    g = np.random.default_rng(9)
+    args = [g.standard_normal(s).astype(dtype) for s in ((50, 30), (30, 70), (70,))]
+    kern = fs.fused_kernel(lambda a, b, c: fs.relu(a @ b + c), target=target)
+    got = kern(*args)
+    comp = kern.compile(*args)
+    (plan,) = comp.kernels
+    assert plan.lowered is None and plan.error is not None   # not printed for this target
+    assert isinstance(_matmul_executor(comp), ScheduleCpu)
+    assert got.tobytes() == _cube_py(comp, args)[0].tobytes()
+    want = np.maximum(args[0].astype(np.float32) @ args[1].astype(np.float32) + args[2], 0)
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
