@@ -2,7 +2,7 @@
 executors, kernel by kernel (issue 19).
 
 For each representative kernel of a kind -- a concatenation (view), a column sum (column),
-softmax (row), an elementwise chain (vector), a 2-D transpose (transpose), matmul + relu
+softmax and layer_norm (row), an elementwise chain (vector), a 2-D transpose (transpose), matmul + relu
 (cube, [R, 1024] @ [1024, 256]; batched, [8, R/8, 1024] @ [8, 1024, 64]; float16) -- at inputs of
 64 KB to 64 MB: the median time of `k(*arrays)` (what runs today: llvm.py / llvm_view.py /
 llvm_reduce.py / llvm_row.py / transpose.py / cube.py) and of `TileKernelCpu(kernel_ir).run(...)` on the
@@ -11,9 +11,11 @@ cache folder: the first call minus a steady call for today's executor, the const
 llvm_kernel; where a kernel's IR holds no sizes -- vector, view, row -- the larger sizes reuse the
 first size's module, so only the first size's compile is cold).  The two calls are timed
 interleaved, `--repeat` times each.  Both check their result against numpy once.  For a kind
-`k(*arrays)` already runs on llvm_kernel (vector, column, matmul) the per-kind executor it replaced
-(llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel, cube.py's CubeKernel) is bound on the same
-arrays and timed in the same rounds; "ratio" is llvm_kernel over the per-kind executor.
+`k(*arrays)` already runs on llvm_kernel (vector, column, matmul, row) the per-kind executor it
+replaced (llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel, cube.py's CubeKernel, llvm_row.py's
+RowCpuKernel) is bound on the same arrays and timed in the same rounds; "ratio" is llvm_kernel over
+the per-kind executor.  A row kernel's llvm_kernel is the one `k(*arrays)` runs: the row kind's
+kernel scheduled for the CPU (backend_cpu/cpu_tiling.row_schedule) on that schedule's words.
 
     python benchmarks/llvm_kernel.py [--repeat 7] [--sizes 64K,1M,16M,64M] [--cases view,column,...]
     python benchmarks/llvm_kernel.py --without-copyout --cases elementwise
@@ -42,8 +44,10 @@ from fusedsl import buffers  # noqa: E402
 from fusedsl.backend_cpu import CpuKernel, cube  # noqa: E402
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu  # noqa: E402
 from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
+from fusedsl.backend_cpu.llvm_row import RowCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.cpu_tiling import cpu_words, vector_tiling  # noqa: E402
 from fusedsl.lower.kinds import kernel_ir  # noqa: E402
+from fusedsl.lower.row import RowSchedule  # noqa: E402
 from fusedsl.tile.kernel import CopyOut  # noqa: E402
 
 SIZES = {"64K": 64 << 10, "1M": 1 << 20, "4M": 4 << 20, "16M": 16 << 20, "64M": 64 << 20}
@@ -74,6 +78,9 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
                 lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)],
                 lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1,
                                                                                                         keepdims=True)),
+    "layer_norm": ("row", lambda x: fs.layer_norm(x),
+                   lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)],
+                   lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)),
     "elementwise": ("vector", lambda x, y: fs.relu(x * y + 1.0) * 2.0 - y,
                     lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32),
                                   g.standard_normal((_rows(n), 1024), np.float32)],
@@ -139,10 +146,16 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     first_s = time.perf_counter() - t0
     _check(first, want)
 
-    # the CPU's tiling words (backend_cpu/cpu_tiling.py; the shapes here are static)
-    tiling = vector_tiling(plan.lowered, {}, comp.target) if kind == "vector" else plan.tiling
-    words = cpu_words(plan.lowered, tiling)
-    cpu = TileKernelCpu(k)
+    # the CPU's tiling words (backend_cpu/cpu_tiling.py; the shapes here are static); a row kernel
+    # runs the row kind's kernel scheduled for the CPU (cpu_tiling.row_schedule), the one k(*arrays) runs
+    row = comp._cpu.get(("row", plan.name))
+    if isinstance(row, ScheduleCpu) and isinstance(row.sched, RowSchedule):
+        cpu, words = row.kernel, row.words(row.tiling)
+        k = cpu.k
+    else:
+        tiling = vector_tiling(plan.lowered, {}, comp.target) if kind == "vector" else plan.tiling
+        words = cpu_words(plan.lowered, tiling)
+        cpu = TileKernelCpu(k)
     names = f.__code__.co_varnames[:f.__code__.co_argcount]
     inputs = [dict(zip(names, args))[p.value.name] for p in plan.function.params]
     out = buffers.empty(want.shape, want.dtype)   # as k(*arrays) allocates results: on a cache line
@@ -172,16 +185,22 @@ def _check(got, want):
 
 def _previous_executor(comp, plan, inputs, want):
     """For a kind `k(*arrays)` now runs on llvm_kernel, the per-kind executor it ran before, bound on
-    the same arrays (vector: llvm.py's CpuKernel on the chip's tiling; column: llvm_reduce.py's
-    ColumnCpuKernel; a matmul: cube.py's CubeKernel, bound as the program bound it); else None."""
+    the same arrays (vector: llvm.py's CpuKernel on the chip's tiling; row: llvm_row.py's
+    RowCpuKernel; column: llvm_reduce.py's ColumnCpuKernel; a matmul: cube.py's CubeKernel, bound as
+    the program bound it); else None."""
     vector = comp._cpu.get(plan.name)
     if vector is not None and isinstance(vector[0], ScheduleCpu):
         old = CpuKernel(plan.lowered, comp.target)
         bind = lambda ins, outs: old.bind(ins, outs, plan.tiling)   # noqa: E731
+    elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu) and isinstance(plan.lowered, RowSchedule):
+        old = RowCpuKernel(plan.function, comp.target)
+        bind = old.bind
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):
-        bind = ColumnCpuKernel(plan.function, comp.target).bind
+        old = ColumnCpuKernel(plan.function, comp.target)
+        bind = old.bind
     elif isinstance(comp._cpu.get(("matmul", plan.name)), ScheduleCpu):
-        bind = lambda ins, outs: cube.kernel_for(plan.function).bind(ins, outs, comp.target)   # noqa: E731
+        old = cube.kernel_for(plan.function)
+        bind = lambda ins, outs: old.bind(ins, outs, comp.target)   # noqa: E731
     else:
         return None
     out = buffers.empty(want.shape, want.dtype)
@@ -189,9 +208,11 @@ def _previous_executor(comp, plan, inputs, want):
     call()
     _check(out, want)
 
-    def run():   # keeps `out` alive: llvm_reduce's bound call only holds its address
+    def run():
         call()
-    run.out = out
+    # the bound calls of llvm_reduce and llvm_row hold addresses only: keep `out` and the kernel
+    # (llvm_row's scratch rows) alive
+    run.keep = (out, old)
     return run
 
 

@@ -33,6 +33,7 @@ from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, kernel_ir, lower_kernel, tile_programs
 from .lower.column_plan import is_column_kernel, lone_row_reduction
 from .lower.cube import CubeSchedule, schedule_cube_kernel
+from .lower.row import RowSchedule
 from .lower.row_plan import has_row_reduction
 from .lower.vector import VectorSchedule, compute_tiling, schedule_vector_kernel
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
@@ -382,6 +383,9 @@ class CompiledKernel:
         def slow(args, out):
             return self.run_trusted([args[i] for i in positions], out)
         row = self._single_row_plan() if config.executor == "llvm" else None
+        from .backend_cpu.kernel_cpu import ScheduleCpu
+        if row is not None and len(row[2]) == 1 and isinstance(row[0], ScheduleCpu) and not row[0]._scalars:
+            return self._schedule_runner(row, positions, slow)   # a row or column kind's kernel on llvm_kernel
         if config.executor == "llvm" and (row is None or getattr(row[0], "layout", None) is None
                                           or row[0].layout.scalars):
             program = self._program_runner(positions, slow)
@@ -422,6 +426,39 @@ class CompiledKernel:
                         getrefcount(last[1][0]) <= free:
                     last[2]()
                     return last[1][0]
+            return slow(args, out)
+        return run
+
+    def _schedule_runner(self, row, positions, slow):
+        """fast_runner's path for a lone row or column kernel run by a ScheduleCpu (one result, no
+        runtime scalar): its remembered call (`_last` = (tiling, inputs, call), the outputs in
+        call.outputs) repeated when the arguments are the same arrays and the caller dropped the
+        last result, as for the per-kind kernels."""
+        kernel, order, _ = row
+        take = [positions[i] for i in order]
+        first = take[0]
+        lock, pool, getrefcount, is_ = self._lock, self._outputs, sys.getrefcount, operator.is_
+        free = _POOLED_ONLY + 1   # the pool's list and the remembered call's outputs tuple
+
+        if len(take) == 1:
+            def same_inputs(args, ins):
+                return args[first] is ins[0]
+        else:
+            def same_inputs(args, ins):
+                return all(map(is_, [args[i] for i in take], ins))
+
+        def run(args, out):
+            last = kernel._last
+            if out is not None or last is None or config._executor != "llvm" or not same_inputs(args, last[1]):
+                return slow(args, out)
+            call = last[2]
+            outs = call.outputs   # (no local names the result: it would count as a reference)
+            with lock, pool.lock:   # the test and the hand-out in one step, as in OutputPool.take
+                mine = pool.buffers[0] if pool.buffers else ()
+                if kernel._last is last and any(map(is_, mine, repeat(outs[0], len(mine)))) and \
+                        getrefcount(outs[0]) <= free:
+                    call()
+                    return outs[0]
             return slow(args, out)
         return run
 
@@ -538,6 +575,8 @@ class CompiledKernel:
             return bind_vector, bool(scalars)
         if plan.schedule is None:
             row = self._row_kernel(plan)
+            if isinstance(getattr(row, "sched", None), RowSchedule):   # static sizes: its tiling is kept
+                return row.bind, bool(row._scalars)
             if row is not None:
                 return row.bind, any(p.kind in ("scalar", "runtime_scalar") for p in getattr(row.plan, "params", ()))
         matmul = self._matmul_kernel(plan)
@@ -782,13 +821,49 @@ class CompiledKernel:
             target = host_casts(self.target) if _has_narrow_ints(fn) else self.target
             try:
                 if plan.kind in ("row", "single") and has_row_reduction(fn):
-                    from .backend_cpu.llvm_row import RowCpuKernel
-                    self._cpu[key] = RowCpuKernel(fn, target)
+                    self._cpu[key] = self._row_cpu_kernel(plan, target)
                 elif plan.kind in ("single", "column") and (is_column_kernel(fn) or lone_row_reduction(fn)):
                     self._cpu[key] = self._column_kernel(plan, target)
             except LoweringError:
                 pass
         return self._cpu[key]
+
+    def _row_cpu_kernel(self, plan: KernelPlan, target):
+        """A row kernel's CPU executor: the row kind's TileKernel, scheduled for the CPU
+        (backend_cpu/cpu_tiling.row_schedule: a larger UB, 64-lane folds), through the one LLVM
+        lowering (backend_cpu/kernel_cpu.ScheduleCpu; its tiling per launch: `_row_tiling`); else
+        llvm_row.py's RowCpuKernel: what the row kind refuses (reductions over integer rows, more
+        inputs than a queue position takes), static sizes it cannot tile (rows of 0 elements
+        reduced, 2**32 elements), and float sums over rows longer than cpu_tiling.ROW_SUM_MAX or
+        of a symbolic length (the CPU's folds would lose accuracy: `long_row_sums`)."""
+        from .backend_cpu.cpu_tiling import long_row_sums, row_schedule, row_tiling
+        from .backend_cpu.kernel_cpu import ScheduleCpu
+        try:
+            if long_row_sums(plan.function):
+                raise ScheduleError("float sums over long (or symbolic) rows: llvm_row's compensated chunks")
+            sched = row_schedule(plan.function, target)
+            static = None if sched.symbols else row_tiling(sched, {}, target)
+            return ScheduleCpu(sched, static)
+        except FusedslError:
+            from .backend_cpu.llvm_row import RowCpuKernel
+            return RowCpuKernel(plan.function, target)
+
+    def _row_tiling(self, plan: KernelPlan, row, sizes):
+        """The tiling of a row ScheduleCpu (`_row_cpu_kernel`) for these sizes, None for another
+        executor; a ScheduleError when the row kind cannot tile them (a symbolic row too long
+        for one read, rows of 0 elements reduced, 2**32 elements: the call then runs on numpy)."""
+        if not isinstance(getattr(row, "sched", None), RowSchedule):
+            return None
+        if row.tiling is not None:
+            return row.tiling
+        key = ("row", plan.name)
+        if key not in self._cpu_tiling:
+            from .backend_cpu.cpu_tiling import row_tiling
+            try:
+                self._cpu_tiling[key] = row_tiling(row.sched, sizes, row.sched.target)
+            except ScheduleError as exc:
+                self._cpu_tiling[key] = exc
+        return self._cpu_tiling[key]
 
     def _column_kernel(self, plan: KernelPlan, target):
         """A column kernel's CPU executor: the column kind's TileKernel through the one LLVM
@@ -874,7 +949,8 @@ class CompiledKernel:
         if plan.schedule is None:
             row = self._row_kernel(plan)
             if row is not None:
-                return "row" if type(row).__name__ == "RowCpuKernel" else "column"
+                return "row" if isinstance(getattr(row, "sched", None), RowSchedule) or \
+                    type(row).__name__ == "RowCpuKernel" else "column"
         if self._matmul_kernel(plan) is not None:
             return "cube"
         from .backend_cpu import cube, transpose
@@ -891,10 +967,16 @@ class CompiledKernel:
         kernel = self._cpu_kernel(plan)
         if kernel is None and plan.schedule is None:
             row = self._row_kernel(plan)
+            tiling = self._row_tiling(plan, row, sizes) if row is not None else None
+            if isinstance(tiling, ScheduleError):   # sizes the row kind cannot tile: numpy
+                return run_function(self.module, plan.function, inputs)
             if row is not None:   # a row kernel (or a lone last-axis reduction), natively
                 outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
                         for t, target in zip(_concrete(plan.function.results, sizes), targets)]
-                row.run(inputs, outs)
+                if tiling is not None:
+                    row.run(inputs, outs, tiling)
+                else:
+                    row.run(inputs, outs)
                 return tuple(outs)
         if kernel is None and self._matmul_kernel(plan) is not None:   # llvm_kernel's Matmul object on sgemm
             outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)

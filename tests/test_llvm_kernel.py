@@ -22,7 +22,7 @@ from fusedsl.backend_cpu import kernel_cpu, llvm_kernel
 from fusedsl.backend_cpu.kernel_cpu import TileKernelCpu
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.backend_cpu.llvm_kernel import LoweringError, _Lowering, lower_kernel
-from fusedsl.backend_cpu.cpu_tiling import cpu_words, vector_tiling
+from fusedsl.backend_cpu.cpu_tiling import cpu_words, row_schedule, row_tiling, vector_tiling
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.lower.vector import VectorSchedule
 from fusedsl.tile.kernel import Step, Vec, parse_kernel, print_kernel
@@ -291,6 +291,72 @@ def test_rows_bigger_than_ub_match_the_interpreter(name):
     got, want = _row_run(comp, args)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=3e-5, atol=3e-6)
+
+
+@fuzz_settings(scale=0.05)
+@given(name=st.sampled_from(sorted(ROW)), r=st.integers(1, 6), c=st.integers(1, 300),
+       dtype=st.sampled_from(["float32", "float16"]), target=st.sampled_from(TARGETS))
+def test_row_kernels_on_the_cpu_schedule_match_the_interpreter(name, r, c, dtype, target):
+    """What `k(*arrays)` runs for a row kernel: the row kind's kernel scheduled for the CPU
+    (cpu_tiling.row_schedule: 64-lane folds, 1 MB of UB) on its words; a fold right after the steps
+    that compute its operand runs in their loop (llvm_kernel._fold_loop) with the interpreter's bits."""
+    f, shapes = ROW[name]
+    g = np.random.default_rng(r * 1000 + c)
+    args = [(g.standard_normal(s) * 2 + 0.5).astype(dtype) for s in shapes(r, c)]
+    comp = fs.fused_kernel(f, target=target).compile(*args)
+    (plan,) = comp.kernels
+    sched = row_schedule(plan.function, comp.target)
+    kernel = parse_kernel(print_kernel(kernel_ir(sched)))
+    words = row_tiling(sched, {}, comp.target).words
+    by_name = dict(zip(["x", "y"], args))
+    inputs = [by_name[p.value.name] for p in plan.function.params]
+    shapes_out = [(tuple(int(d) for d in v.type.shape), v.type.dtype.np) for v in plan.function.results]
+    spec = [np.zeros(sh, d) for sh, d in shapes_out]
+    got = [np.full(sh, 7, d) for sh, d in shapes_out]
+    run_kernel(kernel, inputs, spec, words)
+    TileKernelCpu(kernel).run(inputs, got, words)
+    for a, b in zip(spec, got):
+        if _transcendental(kernel):
+            eps = float(np.finfo(a.dtype).eps)
+            scale = float(np.nanmax(np.abs(a.astype(np.float64)), initial=1.0))
+            np.testing.assert_allclose(b.astype(np.float64), a.astype(np.float64), rtol=4 * eps, atol=4 * eps * scale)
+        else:
+            assert a.tobytes() == b.tobytes()
+    want = comp(*args)
+    for a, b in zip(got, want if isinstance(want, tuple) else (want,)):
+        _close(a, b, dtype)
+
+
+@pytest.mark.parametrize("name, fused", [("softmax", 2), ("layer_norm", 1), ("sum_and_max", 1), ("min_scalar", 1),
+                                         ("mean_general", 0)])
+def test_a_fold_after_its_steps_runs_in_their_loop(name, fused, monkeypatch):
+    """A fold of a value the steps right before it compute (softmax's max of x + y and sum of exp,
+    layer_norm's sum of squares, sums and minima of x * y) runs in their loop, its operand, read by
+    the fold only, never stored; bit for bit the separate fold's result (each of the W lanes folds
+    its elements in the same order).  A fold of an input (the mean of x) runs on its own."""
+    f, shapes = ROW[name]
+    g = np.random.default_rng(5)
+    args = [(g.standard_normal(s) * 2 + 0.5).astype(np.float32) for s in shapes(5, 1000)]
+    comp = fs.fused_kernel(f).compile(*args)
+    (plan,) = comp.kernels
+    sched = row_schedule(plan.function, comp.target)
+    kernel = kernel_ir(sched)
+    words = row_tiling(sched, {}, comp.target).words
+    calls = []
+    real = _Lowering._fold_loop
+    monkeypatch.setattr(_Lowering, "_fold_loop", lambda self, *a: (calls.append(1), real(self, *a))[1])
+    by_name = dict(zip(["x", "y"], args))
+    inputs = [by_name[p.value.name] for p in plan.function.params]
+    shapes_out = [(tuple(int(d) for d in v.type.shape), v.type.dtype.np) for v in plan.function.results]
+    fused_out = [np.full(sh, 7, d) for sh, d in shapes_out]
+    TileKernelCpu(kernel, use_disk_cache=False).run(inputs, fused_out, words)
+    assert len(calls) == fused
+    monkeypatch.setattr(_Lowering, "MAX_STEP_FOLD", 0)   # every fold on its own
+    alone = [np.full(sh, 7, d) for sh, d in shapes_out]
+    TileKernelCpu(kernel, use_disk_cache=False).run(inputs, alone, words)
+    assert len(calls) == fused
+    for a, b in zip(fused_out, alone):
+        assert a.tobytes() == b.tobytes()
 
 
 # ---- the runner's contract ----------------------------------------------------------------------------

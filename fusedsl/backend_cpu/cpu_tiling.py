@@ -28,19 +28,35 @@ whose copies are contiguous:
   when N is a multiple of 8 each tile is contiguous in the block of C, so GetTensorC hands the
   block's rows over without a copy, and one contiguous run of the output, computed in place) of
   about EPILOGUE_BYTES (read back from L2 right after);
+- row kernels (softmax, the norms, last-axis reductions): the row kind's schedule lowered for a
+  UB of ROW_UB bytes (`row_schedule`: rows of up to tens of thousands of elements take the
+  single-read plan, where the chip's 192 KB makes a long row several passes over x in GM) with
+  folds of `row_fold_lanes` lanes: 64 for rows of up to 2048 elements -- the CPU keeps the 64
+  lanes in four vector registers and walks the row once, where the chip's wider folds
+  (fold_width: fewer vector calls per row on the chip) made the CPU store and reload 512 lanes
+  per row and halve them (1 MB softmax 0.153 -> 0.139 ms, 64 MB 1.80x -> 1.05x llvm_row's time)
+  -- and wider for longer rows, so no lane adds more than ROW_LANE_ADDS elements in sequence (a
+  sum's error grows with that count: numpy's pairwise sum adds 16 per accumulator).  Float sums
+  over rows longer than ROW_SUM_MAX (or of a symbolic length) would add more per lane: they stay
+  on llvm_row.py, which adds chunks of 1024 and compensates their total (`long_row_sums`).  The
+  words are that schedule's tiling (`row_tiling`);
 - every other kind: the chip's words.
 """
 from __future__ import annotations
 
 import dataclasses
+from types import MappingProxyType
 
 from ..lower.column import ColumnSchedule, ColumnTiling
 from ..lower.cube import TCUBE_FIELDS, CubeSchedule
 from ..lower.kinds import kernel_words
+from ..lower.row import (FOLD_LANES, FOLD_MAX_LANES, RowSchedule, RowTiling, compute_row_tiling,
+                         schedule_row_kernel)
 from ..lower.vector import compute_tiling
+from ..targets import Target, get_target, host_casts
 from .launch import host_threads
 
-__all__ = ["cpu_words", "vector_tiling", "cube_words"]
+__all__ = ["cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "vector_tiling"]
 
 VECTOR_UB = 1 << 20
 VECTOR_BLOCKS = 32
@@ -52,6 +68,10 @@ MAX_ROWS = 4095   # the words stay ones the chip's DMA could take (DataCopyPad's
 PARALLEL_MACS = 1 << 24       # a product this large runs as blocks on the launcher's threads
 EPILOGUE_BYTES = 256 << 10    # one epilogue tile of C: stays in L2 across the whole chain
 BLAS_ROWS = 64                # blocks of rows start on this grid (module doc)
+
+ROW_UB = 1 << 20   # a row kernel's UB on the CPU: a core's L2
+ROW_LANE_ADDS = 32   # elements a fold's lane adds in sequence at most (a float sum's accuracy)
+ROW_SUM_MAX = FOLD_MAX_LANES * ROW_LANE_ADDS   # the longest row a float sum folds on the CPU
 
 
 def cpu_words(lowered, tiling) -> list[int]:
@@ -99,3 +119,49 @@ def vector_tiling(sched, sizes: dict, target):
     """The Tiling a vector kernel runs with on the CPU (module doc): its words are the kernel's."""
     cpu = dataclasses.replace(target, vector_cores=min(target.vector_cores, VECTOR_BLOCKS))
     return compute_tiling(dataclasses.replace(sched, ub_budget=max(sched.ub_budget, VECTOR_UB)), sizes, cpu)
+
+
+def row_target(target: Target) -> Target:
+    """The target a row kernel is scheduled and tiled for on the CPU: the chip's with ROW_UB of UB,
+    the host's casts (targets.host_casts: direct conversions, numpy's NaN and overflow results
+    instead of the chip's detours) and every vector API 910B has for a dtype (910A's detours --
+    lanes finished on the scalar unit with fmax / fmin, which drop a NaN that numpy's max
+    propagates; compares through float16 and a duplicated scalar -- are the chip's, not the host's)."""
+    cpu = host_casts(target)
+    apis = dict(cpu.api_dtypes)
+    for api, dtypes in get_target("ascend910b").api_dtypes.items():
+        apis[api] = frozenset(apis.get(api, frozenset())) | dtypes
+    return dataclasses.replace(cpu, ub_bytes=max(target.ub_bytes, ROW_UB), api_dtypes=MappingProxyType(apis))
+
+
+def row_schedule(fn, target: Target) -> RowSchedule:
+    """The row kind's schedule of `fn` as the CPU runs it (module doc); the row kind's located
+    ScheduleError when it refuses the kernel (integer reductions, too many inputs for a queue
+    position, ...).  `target` is the chip's (with the host's casts for 8-bit integers)."""
+    sched = schedule_row_kernel(fn, row_target(target))
+    return dataclasses.replace(sched, fold_lanes=row_fold_lanes(sched.row_shape[-1]))
+
+
+def row_fold_lanes(C) -> int:
+    """The lanes a row of C elements is folded into on the CPU (module doc): 64, doubled while a
+    lane would add more than ROW_LANE_ADDS elements, at most FOLD_MAX_LANES; 64 for a symbolic C."""
+    lanes = FOLD_LANES
+    while isinstance(C, int) and lanes < FOLD_MAX_LANES and -(-C // lanes) > ROW_LANE_ADDS:
+        lanes *= 2
+    return lanes
+
+
+def long_row_sums(fn) -> bool:
+    """Whether a row kernel sums (or averages) float rows longer than ROW_SUM_MAX elements, or of
+    a symbolic length: the CPU's folds would add more than ROW_LANE_ADDS elements per lane."""
+    for op in fn.ops:
+        if op.name in ("sum", "mean") and op.operands[0].dtype.is_float:
+            C = op.operands[0].shape[-1] if op.operands[0].shape else 1
+            if not isinstance(C, int) or C > ROW_SUM_MAX:
+                return True
+    return False
+
+
+def row_tiling(sched: RowSchedule, sizes: dict, target: Target) -> RowTiling:
+    """The tiling a `row_schedule` kernel runs with for these sizes (its words are the kernel's)."""
+    return compute_row_tiling(sched, sizes, row_target(target))

@@ -69,7 +69,7 @@ from llvmlite import ir
 from .. import dtypes as dt
 from ..tile.kernel import (CORE_NAMES, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
                            Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Return,
-                           Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, evaluate, member_values)
+                           Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, add, evaluate, member_values)
 from .irgen import I1, I64, PTR, VOID, branch_values, carried_loop, kernel_function, vname
 from .mathlib import VectorConsts
 from .stmts import F16, F32, I8, I16, I32, LANES, LoweringError, StmtEmitter, mem_type, reg_type, vec
@@ -859,8 +859,9 @@ class _Lowering:
             j = i + 1   # the Steps that follow over the same elements run as one group
             while j < len(nodes) and isinstance(nodes[j], Step) and _same_elements(nodes[i], nodes[j]):
                 j += 1
-            self.steps(nodes[i:j])
-            i = j
+            fold = self._step_fold(nodes[i:j], nodes[j:j + 2])
+            self.steps(nodes[i:j], fold)
+            i = j + (2 if fold is not None else 0)
 
     def node(self, node) -> None:
         b = self.b
@@ -1011,7 +1012,11 @@ class _Lowering:
         def strip(s0, _):
             offs = [b.add(s0, ir.Constant(I64, LANES * j)) for j in range(parts)]
             masks = [below(bound, off) for off in offs]
-            init = [self.vload(acc, F32, 4, off, m) for off, m in zip(offs, masks)]
+            # a whole strip is loaded and stored with plain vector moves: the Dup's stores before
+            # it and the reduction's loads after it are then forwarded (a masked store is not)
+            whole_strip = b.icmp_signed("<=", b.add(s0, ir.Constant(I64, self.FOLD_STRIP)), bound)
+            init = branch_values(b, whole_strip, lambda: [self.vload(acc, F32, 4, off, None) for off in offs],
+                                 lambda: [self.vload(acc, F32, 4, off, m) for off, m in zip(offs, masks)])
 
             def apply(acc, x):
                 return b.fadd(acc, x) if kind == "add" else self.np_max(acc, x, kind, dt.float32)
@@ -1033,8 +1038,13 @@ class _Lowering:
                     return out
                 return branch_values(b, full, whole, part)
             _, regs = carried_loop(b, start, end, step, init, pass_, "fold")
-            for off, m, r in zip(offs, masks, regs):
-                self.vstore(r, acc, F32, 4, off, m)
+            with b.if_else(whole_strip) as (then, other):
+                with then:
+                    for off, r in zip(offs, regs):
+                        self.vstore(r, acc, F32, 4, off, None)
+                with other:
+                    for off, m, r in zip(offs, masks, regs):
+                        self.vstore(r, acc, F32, 4, off, m)
             return []
         with b.if_then(b.icmp_unsigned("<", start, end)):
             carried_loop(b, ir.Constant(I64, 0), bound, self.FOLD_STRIP, [], strip, "strip")
@@ -1436,10 +1446,22 @@ class _Lowering:
         if not isinstance(count, int) or isinstance(count, bool):
             return None
         if kind == "sum" and 8 <= count <= 128 and count % 8 == 0:
+            # whole 16-lane vectors loaded (as a fold stored them: a narrower load of a wider store
+            # is not forwarded from the store buffer), halved into the <8 x float> chunks
             v8 = vec(F32, 8)
-            r = b.load(p, typ=v8, align=4)
-            for c in range(1, count // 8):
-                r = b.fadd(r, b.load(b.gep(p, [ir.Constant(I64, 8 * c)], source_etype=F32), typ=v8, align=4))
+            chunks = []
+            for c in range(0, count // 8, 2):
+                at = b.gep(p, [ir.Constant(I64, 8 * c)], source_etype=F32)
+                if c + 1 == count // 8:
+                    chunks.append(b.load(at, typ=v8, align=4))
+                    break
+                v16 = b.load(at, typ=vec(F32, LANES), align=4)
+                for h in range(2):
+                    chunks.append(b.shuffle_vector(v16, v16, ir.Constant(vec(I32, 8), [ir.Constant(I32, 8 * h + j)
+                                                                                      for j in range(8)])))
+            r = chunks[0]
+            for chunk in chunks[1:]:
+                r = b.fadd(r, chunk)
             x = [b.extract_element(r, ir.Constant(I32, j)) for j in range(8)]
             res = b.fadd(b.fadd(b.fadd(x[0], x[1]), b.fadd(x[2], x[3])), b.fadd(b.fadd(x[4], x[5]), b.fadd(x[6], x[7])))
             return b.fadd(ir.Constant(F32, 0.0), res)
@@ -1804,7 +1826,85 @@ class _Lowering:
             carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "crow")
 
     # -- Step: one graph op's tile stmts -------------------------------------------------------------------
-    def steps(self, group: list) -> None:
+    def _step_fold(self, group: list, after: list):
+        """A fold that can run in the loop of the Steps before it, or None: `dup acc <- v count W`
+        and `for k in 0 .. n step W: vec Add|Max|Min acc <- acc, T[base + k] count min(W, n - k)` right
+        after Steps over elements [0, n) that write T at `base` (the row kind's reductions of a value
+        it has just computed: softmax's sum of exp, layer_norm's sum of squares).  Returns (the Dup,
+        the For, its Vec, the slot of T in the steps); W is at most MAX_STEP_FOLD lanes, kept in
+        registers."""
+        if len(after) != 2 or not isinstance(after[0], Dup) or not isinstance(after[1], For):
+            return None
+        dup, loop = after
+        v = self._fold(loop)
+        first = group[0]
+        w = dup.count
+        if v is None or not isinstance(w, int) or isinstance(w, bool) or w % LANES or not 0 < w <= self.MAX_STEP_FOLD:
+            return None
+        if not isinstance(dup.value, float) or dup.dst != v.dst or dup.dst.offset != 0 or first.offset != 0:
+            return None
+        if loop.start != 0 or loop.step != w or repr(loop.end) != repr(first.count):
+            return None
+        if repr(v.count) != repr(("min", w, ("-", loop.end, loop.var))):
+            return None
+        src = v.srcs[1]
+        for node in group:
+            if any(self.tensor_queue[r.tensor] in self.out_aliased for _, r in node.names):
+                return None   # an output computed in GM: its own (streaming) loop
+        last = {}   # the slot each Step writes T at last
+        for node in group:
+            refs = dict(node.names)
+            for st in node.stmts:
+                r = refs[st.dst]
+                if r.tensor == src.tensor:
+                    last = {"slot": st.dst, "ref": r, "node": node}
+        if not last or last["ref"].view is not None or repr(add(last["ref"].offset, loop.var)) != repr(src.offset):
+            return None
+        return dup, loop, v, last["node"], last["slot"]
+
+    MAX_STEP_FOLD = 8 * LANES   # a step-fused fold's lanes (its accumulators are vector registers)
+
+    def _fold_loop(self, n, run, fold) -> None:
+        """The steps' loop over [0, n) with the fold after them (`_step_fold`) in it: W lanes of
+        accumulators in W / LANES vector registers, the steps' vectors i .. i + W per pass (lane l of
+        accumulator j takes element i + j * LANES + l: every lane folds the same elements in the same
+        order as the fold loop: the same bits); a masked tail pass; the lanes stored once."""
+        b = self.b
+        dup, loop, v, node, slot = fold
+        w = dup.count
+        parts = w // LANES
+        at = self.ref_ptr(dup.dst)
+        self.guard_out(dup.dst, ir.Constant(I64, w))
+        em = self._splat_em()
+        with np.errstate(all="ignore"):
+            init = em.splat(float(np.float32(dup.value)), F32)
+        kind = v.api.lower()
+        iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
+
+        def apply(acc, x):
+            return b.fadd(acc, x) if kind == "add" else self.np_max(acc, x, kind, dt.float32)
+
+        def whole(i, regs):
+            out = []
+            for j, acc in enumerate(regs):
+                values = run(b.add(i, ir.Constant(I64, LANES * j)), None)
+                out.append(apply(acc, values[(id(node), slot)]))
+            return out
+        end, regs = carried_loop(b, ir.Constant(I64, 0), n, w, [init] * parts, whole, "sfold", whole_steps=True)
+
+        def tail():
+            out = []
+            for j, acc in enumerate(regs):
+                off = b.add(end, ir.Constant(I64, LANES * j))
+                mask = b.icmp_signed("<", iota, em.splat_value(b.sub(n, off)))
+                values = run(off, mask)
+                out.append(b.select(mask, apply(acc, values[(id(node), slot)]), acc))
+            return out
+        regs = branch_values(b, b.icmp_signed("<", end, n), tail, lambda: list(regs))
+        for j, acc in enumerate(regs):
+            self.store_ref(at, acc, ir.Constant(I64, LANES * j), None)
+
+    def steps(self, group: list, fold=None) -> None:
         """Consecutive Steps over the same elements (one count, one offset), in one 16-lane loop when
         every UB buffer they write is addressed at one place in all of them (lanes never meet): a
         value one step writes and the next reads stays in registers, and a VECCALC temporary no node
@@ -1841,9 +1941,14 @@ class _Lowering:
                 self.steps([node])
             return
         ids = {id(node) for node in group}
+        if fold is not None and not fused:
+            fold = None   # (a step writing a buffer at two places: the fold runs on its own after them)
+        if fold is not None:   # the fold's source is read by its Vec only: a temporary of the loop
+            ids |= {id(fold[0]), id(fold[1]), id(fold[2])}
 
         def run(todo, off, mask, nt=None):
-            values, dirty, loaded = {}, {}, set()
+            """The steps on the vector at `off`; {(id(step), slot): its value} of every slot written."""
+            values, dirty, loaded, slots = {}, {}, set(), {}
             for node, refs, at, key, var_types, var_regs, stmts in todo:
                 em = StmtEmitter(self.kc, b, var_types)
                 var_values = {v: em.splat_value(x) for v, x in var_regs.items()}
@@ -1861,17 +1966,21 @@ class _Lowering:
                     rd = dt.float16 if st.op == "cmp" else st.dtype
                     md = at[st.dst][3]
                     values[key[st.dst]] = (self.vconvert(r, rd, md), md)
+                    slots[(id(node), st.dst)] = values[key[st.dst]][0]
                     dirty.setdefault(key[st.dst], (at[st.dst], refs[st.dst]))
             for place, (where, ref) in dirty.items():
                 if fused and place not in loaded and self._dead_after(ids, ref):
                     continue   # a temporary of these steps only: it lives in registers
                 self.store_ref(where, values[place][0], off, mask, nontemporal=place == nt)
+            return slots
 
         if fused:
             todo = [part + (part[0].stmts,) for part in parts]
             outs = {key[st.dst]: (at[st.dst], refs[st.dst]) for node, refs, at, key, _, _ in parts
                     for st in node.stmts if self.tensor_queue[refs[st.dst].tensor] in self.out_aliased}
-            if len(outs) == 1 and next(iter(outs.values()))[0][3] is not None:
+            if fold is not None:
+                self._fold_loop(n, lambda off, mask: run(todo, off, mask), fold)
+            elif len(outs) == 1 and next(iter(outs.values()))[0][3] is not None:
                 self._streamed_loop(n, next(iter(outs.items())), lambda off, mask, nt: run(todo, off, mask, nt))
             else:
                 self.vloop(n, lambda off, mask: run(todo, off, mask))

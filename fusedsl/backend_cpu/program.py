@@ -280,8 +280,11 @@ class Program:
             arrays = [values[s] for s in step.ins] + [values[s] for s in step.outs]
             if step.key is None or not all(map(is_, arrays, step.key)):
                 _bind(step, values)
-        # consecutive serial kernel calls: one foreign call (calls.py)
-        self._calls = calls.group([step.call for step in self._steps])
+        # consecutive serial kernel calls: one foreign call (calls.py); a volatile program binds
+        # its volatile steps again on every call and runs the steps' own calls, so it keeps no
+        # grouped calls (they would hold the replaced calls, and a bound call that keeps its
+        # output arrays would then count against the result buffers' free test)
+        self._calls = calls.group([step.call for step in self._steps]) if not self._volatile else []
 
 
 def _live(steps: list[_Step], kinds, alias) -> list[_Step]:
