@@ -379,7 +379,8 @@ class CompiledKernel:
         like, where the Python around the native call is most of its cost) it repeats the
         kernel's last bound call when the arguments are the same arrays and the caller dropped
         the last result (the output pool's refcount rule): one identity test and the native
-        call; everything else goes through run_trusted."""
+        call (`_schedule_runner` for a kernel on llvm_kernel); a program of bound calls runs
+        through `_program_runner`; everything else goes through run_trusted."""
         def slow(args, out):
             return self.run_trusted([args[i] for i in positions], out)
         row = self._single_row_plan() if config.executor == "llvm" else None
@@ -517,8 +518,9 @@ class CompiledKernel:
         return self._views
 
     def _single_row_plan(self):
-        """(RowCpuKernel, input order, result meta) when main is one call of a natively run
-        row kernel on its parameters returning exactly its results, with static shapes."""
+        """(kernel, input order, result meta) when main is one call of a natively run row kernel
+        (the row kind's ScheduleCpu or llvm_row's RowCpuKernel), column kernel or lone transpose on
+        its parameters returning exactly its results, with static shapes."""
         if self._single_row is not _UNSET:
             return self._single_row
         self._single_row = None

@@ -237,6 +237,29 @@ def test_row_kernel_runs_multithreaded(native_only, monkeypatch):
     assert calls and calls[0] > 1
 
 
+def test_symbolic_rows_are_tiled_per_call(native_only):
+    """A symbolic number of rows: the row kind's kernel on llvm_kernel, tiled for each call's sizes
+    (compiler._row_tiling); a symbolic row length: max / min on llvm_kernel, float sums on llvm_row
+    (cpu_tiling.long_row_sums: a fold's lanes would add an unbounded number of elements)."""
+    from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
+    from fusedsl.backend_cpu.llvm_row import RowCpuKernel
+    k = softmax.compile(fs.spec(("M", 64), "float32"))
+    assert isinstance(k._row_kernel(k.kernels[0]), ScheduleCpu)
+    for rows in (3, 700, 1):
+        x = np.random.default_rng(rows).standard_normal((rows, 64)).astype(np.float32)
+        close(k(x), np_softmax(*f64(x)), np.float32)
+    peak = fs.fused_kernel(lambda a: a - fs.max(a, axis=-1, keepdims=True))
+    k = peak.compile(fs.spec((4, "C"), "float32"))
+    assert isinstance(k._row_kernel(k.kernels[0]), ScheduleCpu)
+    for cols in (5, 3000):
+        x = np.random.default_rng(cols).standard_normal((4, cols)).astype(np.float32)
+        np.testing.assert_array_equal(k(x), x - x.max(-1, keepdims=True))
+    k = softmax.compile(fs.spec((4, "C"), "float32"))
+    assert isinstance(k._row_kernel(k.kernels[0]), RowCpuKernel)
+    x = np.random.default_rng(4).standard_normal((4, 100)).astype(np.float32)
+    close(k(x), np_softmax(*f64(x)), np.float32)
+
+
 def test_exp_weighs_a_launch_onto_the_threads(native_only, monkeypatch):
     """An exp costs about 16 bytes of traffic per element (kernel_cpu.TRANSCENDENTAL_WEIGHT, as the
     per-kind executors weighed it): a 4 MB softmax (8 MB moved, 24 MB of work) runs on two threads,
