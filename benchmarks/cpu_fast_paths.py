@@ -233,27 +233,27 @@ def blas_threads(rounds: int, size: int = 1024):
     """The float32 product under a 16-bit matmul, size^3, by every way of running it here:
     one sgemm on one thread, OpenBLAS's own threads, fusedsl's pool row blocks, beside torch's
     bfloat16 and float32 products; wall and CPU time per call, interleaved rounds."""
-    from fusedsl.backend_cpu import cube
+    from fusedsl.backend_cpu import blas, cube
     from fusedsl.backend_cpu.launch import host_threads
     rng = np.random.default_rng(1)
     a = rng.standard_normal((size, size)).astype(np.float32).astype(to_dtype("bfloat16").np)
     b = rng.standard_normal((size, size)).astype(np.float32).astype(to_dtype("bfloat16").np)
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
     out = np.empty((size, size), np.float32)
-    get, set_ = cube._BLAS_THREADS
+    get, set_ = blas.THREAD_COUNT
 
     def one_thread():
-        with cube.one_blas_thread():
+        with blas.one_blas_thread():
             np.matmul(a32, b32, out=out)
 
     def openblas_threads():   # the process-wide count and this thread's own setting
-        prev, prev_local = get(), cube._BLAS_LOCAL_THREADS(host_threads())
+        prev, prev_local = get(), blas.BLAS_LOCAL_THREADS(host_threads())
         set_(host_threads())
         try:
             np.matmul(a32, b32, out=out)
         finally:
             set_(prev)
-            cube._BLAS_LOCAL_THREADS(prev_local)
+            blas.BLAS_LOCAL_THREADS(prev_local)
     ta = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
     tb = torch.from_numpy(b.view(np.int16)).view(torch.bfloat16)
     ta32, tb32 = torch.from_numpy(a32), torch.from_numpy(b32)

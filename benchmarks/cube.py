@@ -4,7 +4,8 @@ Three rows per case, medians of repeats measured in one run:
   numpy            the product (BLAS matmul; conv as im2col + matmul), then the epilogue as
                    separate numpy ops (add, where) over the whole result;
   fusedsl kernel   the public path kernel(*arrays, out=): the fused cube kernel (one matmul or
-                   conv2d and its epilogue) on backend_cpu.cube;
+                   conv2d and its epilogue): a matmul's TileKernel on llvm_kernel (one sgemm per
+                   block of rows, kernel_cpu.ScheduleCpu), a conv2d on backend_cpu.cube;
   fused executor   fusedsl.backend_cpu.cube on one cube + epilogue kernel function (the
                    epilogue applied block by block while the block is in cache), called
                    directly on the traced graph (no compile cache, no call overhead).

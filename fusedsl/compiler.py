@@ -913,15 +913,21 @@ class CompiledKernel:
         """(CubeSchedule, its launch) of a matmul kernel for the CPU: the plan's, or -- when the
         target refused the kernel for want of a Matmul API or of its operands' form (ascend910;
         float32 on ascend310p) -- the kind's schedule for MATMUL_CPU_TARGET: the chip not printing
-        it is no reason to run it elsewhere on the CPU (its words are the CPU's anyway); (None,
-        None) otherwise."""
-        if plan.lowered is not None:
-            ok = type(plan.lowered) is CubeSchedule and plan.error is None
-            return (plan.lowered, plan.tiling) if ok else (None, None)
-        if plan.lowering is None or plan.lowering.name != "cube" or not isinstance(plan.error, (TargetError,
-                                                                                                ScheduleError)):
+        it is no reason to run it elsewhere on the CPU (its words are the CPU's anyway); either
+        with the host's casts when the chip would emulate one of the kernel's casts; (None, None)
+        otherwise."""
+        if plan.lowered is not None and (type(plan.lowered) is not CubeSchedule or plan.error is not None):
             return None, None
-        t = get_target(MATMUL_CPU_TARGET)
+        emulated = _emulated_casts(plan.function, self.target)
+        if plan.lowered is not None and not emulated:
+            return plan.lowered, plan.tiling
+        if plan.lowered is None and (plan.lowering is None or plan.lowering.name != "cube"
+                                     or not isinstance(plan.error, (TargetError, ScheduleError))):
+            return None, None
+        # a cast the chip emulates (float -> int32 without CAST_TRUNC on 310P: float steps whose NaN
+        # handling is the chip's, not numpy's) is direct on the host, as in vector kernels (`_cpu_schedule`)
+        t = self.target if plan.lowered is not None else get_target(MATMUL_CPU_TARGET)
+        t = host_casts(t) if emulated else t
         try:
             sched = schedule_cube_kernel(plan.function, t)
             return (sched, sched.tiling({}, t)) if type(sched) is CubeSchedule else (None, None)
@@ -1167,6 +1173,21 @@ def _dump_stem(name: str) -> str:
     if len(name) <= 80:
         return name
     return f"{name[:64]}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+def _emulated_casts(fn: Function, target) -> bool:
+    """Whether a cast of `fn` has no direct form on `target` (a float to an integer: no CAST_TRUNC),
+    so the chip's schedule emulates it with other steps."""
+    for op in fn.ops:
+        if op.name != "cast":
+            continue
+        src, dst = op.operands[0].dtype, op.result.dtype
+        if src == dst or dst.ascendc == "bool" or src.ascendc == "bool":
+            continue
+        mode = "CAST_TRUNC" if src.is_float and not dst.is_float else None
+        if not target.cast_supported(src.ascendc, dst.ascendc, mode):
+            return True
+    return False
 
 
 def _has_narrow_ints(fn: Function) -> bool:

@@ -264,3 +264,23 @@ def test_matmuls_the_target_cannot_print_run_on_llvm_kernel(target, dtype):
     assert got.tobytes() == _cube_py(comp, args)[0].tobytes()
     want = np.maximum(args[0].astype(np.float32) @ args[1].astype(np.float32) + args[2], 0)
     np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
+
+
+def test_a_cast_the_chip_emulates_is_direct_on_the_cpu():
+    """310P has no float -> int32 CAST_TRUNC: its cube epilogue emulates the cast with float steps
+    whose NaN / inf handling is the chip's; the CPU runs the kernel from the kind's schedule with the
+    host's casts (compiler._emulated_casts): numpy's INT_MIN for NaN and inf, as before (cube.py
+    declined the integer epilogue; the numpy reference ran the kernel)."""
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-30, 30, (16, 32)).astype(np.float16)
+    a[0, 0], a[3, :] = np.nan, np.inf
+    b = rng.uniform(-30, 30, (32, 16)).astype(np.float16)
+    kern = fs.fused_kernel(lambda a, b: (a @ b).astype(fs.float32).astype("int32"), target="ascend310p")
+    got = kern(a, b)
+    comp = kern.compile(a, b)
+    assert isinstance(_matmul_executor(comp), ScheduleCpu)
+    assert _matmul_executor(comp).sched is not comp.kernels[0].lowered   # rescheduled with the host's casts
+    with np.errstate(invalid="ignore"):
+        want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16).astype(np.float32).astype(np.int32)
+    assert (want == -2 ** 31).any()
+    np.testing.assert_array_equal(got, want)

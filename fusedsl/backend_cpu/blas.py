@@ -20,8 +20,8 @@ import numpy as np
 from . import jit
 from .launch import KERNEL_PROTO
 
-__all__ = ["SGEMM", "BLAS_LOCAL_THREADS", "gemm_acc", "gemm_list", "one_blas_thread", "sgemm_address",
-           "single_threaded_blas"]
+__all__ = ["SGEMM", "BLAS_LOCAL_THREADS", "THREAD_COUNT", "gemm_acc", "gemm_list", "one_blas_thread",
+           "sgemm_address", "single_threaded_blas"]
 
 
 def _load_sgemm():
@@ -139,8 +139,8 @@ class single_threaded_blas:
 
     def __enter__(self):
         self.previous = None
-        if _THREAD_COUNT is not None:
-            get, set_ = _THREAD_COUNT
+        if THREAD_COUNT is not None:
+            get, set_ = THREAD_COUNT
             self.previous = get()
             if self.previous != 1:
                 set_(1)
@@ -148,7 +148,7 @@ class single_threaded_blas:
 
     def __exit__(self, *exc):
         if self.previous not in (None, 1):
-            _THREAD_COUNT[1](self.previous)
+            THREAD_COUNT[1](self.previous)
         return False
 
 
@@ -169,7 +169,7 @@ def _load_thread_control():
     return None
 
 
-_THREAD_COUNT = _load_thread_control()
+THREAD_COUNT = _load_thread_control()   # (get, set) of the process-wide count, or None
 
 
 def gemm_acc(a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool) -> None:

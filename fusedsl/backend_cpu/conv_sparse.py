@@ -23,7 +23,7 @@ Sums run in a different order than the dense per-tap products (float rounding di
 result is the same real number).
 
 The plan only lays out buffers and views; `cube` runs the copies and the products (one native
-call of every sgemm, cube.gemm_list).
+call of every sgemm, blas.gemm_list).
 """
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ class SparseConv:
         (fresh buffers of this size cost more in page faults than the copies into them):
         (compact input, per class its weight buffer, images per chunk, per chunk of images
         (windows copy, products, the class products [K, images, rows, cols])), or None when
-        `gemm_list` (cube.gemm_list) cannot run the products."""
+        `gemm_list` (blas.gemm_list) cannot run the products."""
         if self._buffers is None:
             n_img = len(self.images)
             _, c, _, _ = self.x_shape
