@@ -707,7 +707,8 @@ def attention_ub_buffers(target, bq: int, bk: int, head_v: int, item: int,
             ("b_p", "VECCALC", bq * max(bk, up(head_v, 32 // item)) * item),
             ("b_o", "VECCALC", bq * ld_o * 4),
             ("b_stat", "VECCALC", 2 * up(bq, 8) * 4),
-            ("b_lanes", "VECCALC", 64 * 4), ("b_red", "VECCALC", 32), ("b_one", "VECCALC", 32)]
+            ("b_lanes", "VECCALC", 64 * 4), ("b_red", "VECCALC", 32),
+            ("b_one", "VECCALC", up(bq, 8) * 4)]   # each row's m_old - m_new, then exp of it
     if mask_item:   # one mask row as stored (bool: uint8, widened through half), and as float32
         bufs.append(("b_m", "VECCALC", up(bk * mask_item, 32)))
         if mask_item == 1:

@@ -10,7 +10,7 @@ from .errors import FusedslError
 from .ir.ops import BROADCAST, ELEMENTWISE, has_trait
 from .ir.shapes import num_elements
 from .lower.kinds import LowerOptions, kernel_ir, kernel_words, lower_kernel
-from .tile.kernel_cost import kernel_gm_bytes, kernel_work
+from .tile.kernel_cost import kernel_gm_bytes, kernel_work, process_work
 from .tile.tiling_cost import FIX
 
 
@@ -70,25 +70,32 @@ def launch_tiling(plan):
 
 
 def _walked(model, lowered, tiling):
-    """The model with the figures the kernel's tile IR gives (tile/kernel_cost.py), where the kernel
-    has one without Matmul objects: the GM bytes it moves (a broadcast input read again per tile
-    or row, a long row once per pass, a scalar once per core; simulate measures the same figure),
-    its cores, and each pipe's cycles priced per vector call and copy of the printed program, so
-    the time is that of the program the report describes.  Kernels with Matmul objects keep the
-    graph model's figures."""
+    """The model with the figures the kernel's tile IR gives (tile/kernel_cost.py): the GM bytes it
+    moves (a broadcast input read again per tile or row, a long row once per pass, a scalar once
+    per core, a matmul's operands once per base tile; simulate measures the same figure), its
+    cores, and each pipe's cycles priced per vector call, copy and cube tile of the printed
+    program, so the time is that of the program the report describes.  A kernel with Matmul
+    objects reports its cube's cycles and its vector work together as the compute pipe."""
     if model is None or lowered is None or tiling is None:
         return model
     whole = kernel_ir(lowered)
-    words = None if whole is None else kernel_words(lowered, tiling)
-    work = None if whole is None else kernel_work(whole, words)
-    if work is None:   # Matmul objects: the GM bytes from the IR, the time from the cube model
+    if whole is None:
+        return model
+    words = kernel_words(lowered, tiling)
+    work = kernel_work(whole, words)
+    if work is None and (whole.process is not None or whole.parts):   # Matmul objects
         instances = _instances(lowered)
-        moved = None if whole is None else kernel_gm_bytes(whole, words, instances)
-        return model if moved is None else dataclasses.replace(model, gm_bytes=moved)
+        work = process_work(whole, lowered.target, tiling.block_dim, words)
+        moved = kernel_gm_bytes(whole, words, instances)
+        if work is None or moved is None:
+            return model if moved is None else dataclasses.replace(model, gm_bytes=moved)
+        work = dataclasses.replace(work, gm_bytes=moved)   # idle instances' Init reads too
+    if work is None:
+        return model
     if not work.block_dim:
         return dataclasses.replace(model, gm_bytes=work.gm_bytes)
     return dataclasses.replace(model, gm_bytes=work.gm_bytes, block_dim=work.block_dim, mte2_cycles=work.mte2,
-                               vec_cycles=work.vec, mte3_cycles=work.mte3, head_cycles=work.head,
+                               vec_cycles=work.vec + work.cube, mte3_cycles=work.mte3, head_cycles=work.head,
                                time_us=work.time_us(lowered.target))
 
 

@@ -1,11 +1,12 @@
 """The report's modelled time per kernel, before and after it was read from the tile IR: for every
 configuration of tools/kernel_corpus.py, each kernel's graph-model figure (cost.function_cost, a
 vector kernel's figure of its tiling choice) against the figure of its tile IR
-(tile/kernel_cost.kernel_work: the printed program's copies and vector calls), by kernel kind.
+(tile/kernel_cost.kernel_work: the printed program's copies and vector calls; process_work for a
+kernel with Matmul objects: its Iterates' base tiles on the cube too), by kernel kind.
 
     python tools/report_model_sweep.py [--only KIND] [--match TEXT]
 
-Prints one row per kind: kernels compared, kernels with no tile-IR figure (Matmul objects),
+Prints one row per kind: kernels compared, kernels with no tile-IR figure,
 kernels whose figures are equal (within 1e-9 relative), and the walked / graph ratio's minimum,
 median and maximum, and the configurations with the largest ratios.
 """
@@ -22,7 +23,7 @@ import fusedsl as fs  # noqa: E402
 from fusedsl import cost  # noqa: E402
 from fusedsl.lower.kinds import kernel_ir, kernel_words  # noqa: E402
 from fusedsl.report import _chosen  # noqa: E402
-from fusedsl.tile.kernel_cost import kernel_work  # noqa: E402
+from fusedsl.tile.kernel_cost import kernel_work, process_work  # noqa: E402
 
 from kernel_corpus import _inputs, configs  # noqa: E402
 
@@ -41,7 +42,10 @@ def sweep(only=None, match=None):
             graph = _chosen(cost.function_cost(p.function, k.target, {}, p.tiling, p.name, p.row),
                             p.tiling, k.target)
             whole = kernel_ir(p.lowered)
-            work = None if whole is None else kernel_work(whole, kernel_words(p.lowered, p.tiling))
+            words = None if whole is None else kernel_words(p.lowered, p.tiling)
+            work = None if whole is None else kernel_work(whole, words)
+            if work is None and whole is not None and (whole.process is not None or whole.parts):
+                work = process_work(whole, k.target, p.tiling.block_dim, words)
             r = rows.setdefault(p.kernel_kind, {"n": 0, "none": 0, "equal": 0, "ratios": []})
             r["n"] += 1
             if work is None or not work.block_dim:

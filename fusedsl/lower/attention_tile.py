@@ -82,9 +82,19 @@ class _AttentionLowering:
         if self.cos is not None:
             stages += [self.rotate("RotateQ", "qr", self.q), self.rotate("RotateK", "kr", self.k)]
         workers = s.workers
+        if s.causal:
+            # a causal item's work grows with its Q block (it stops at the diagonal) and items are
+            # numbered head by head, so `it = block + i * workers` can hand one instance the last
+            # Q block of two heads: odd rounds run the other way (serpentine), pairing long with short
+            rounds = -(-s.items // workers)
+            it = ("sel", ("==", ("%", "round", 2), 0), ("+", ("*", "round", workers), "block"),
+                  ("-", ("*", ("+", "round", 1), workers), ("+", "block", 1)))
+            take = (Let("it", it), If(("<", "it", s.items), (Call("Item", "it"),)))
+            loop = For("round", 0, rounds, take)
+        else:
+            loop = For("it", "block", s.items, (Call("Item", "it"),), step=workers)
         process = (If((">=", "block", workers), (Return(),)),   # instances past the items' workers idle
-                   For("it", "block", s.items, (Call("Item", "it"),), step=workers),
-                   MmEnd("qk"), MmEnd("pv"))
+                   loop, MmEnd("qk"), MmEnd("pv"))
         words = tuple(s.cube_words(s.qk)) + tuple(s.cube_words(s.pv))
         return TileKernel(s.fn.name, "attention", s.plan_note, fields, gms, queues, members, stages, words, mms,
                           "TCubeTiling", process, workers)
@@ -167,55 +177,87 @@ class _AttentionLowering:
                     Alloc("sc", "q_c"), MmIterate("qk", (MmGetC("qk", "sc", placed),)), EnQue("q_c", "sc")]
 
     def softmax(self) -> list:
-        """The online softmax of the S block: P (into the workspace on 910B), O rescaled."""
+        """The online softmax of the S block: P (into the workspace on 910B), O rescaled.  What
+        needs one value per row (the max, the sum, the rescale factor: the vector unit has no
+        per-row broadcast here) runs row by row; what does not -- the scale, Exp, P's cast when
+        its rows are S's rows -- runs once over the block, and exp(m_old - m_new) of every row in
+        one call: per-row calls cost their fixed overhead per row (tile/kernel_cost.py)."""
         s, ty = self.s, self.ty
         srow = lambda off=0: Ref("sc", add(("*", "r", "ld"), off))   # noqa: E731
-        row: list = [Vec("Muls", srow(), (srow(),), "cols", scalar=float(s.scale))]
-        row += self.mask_lines(srow())
+        block = ("*", "rows", "ld")
+        first: list = self.mask_lines(srow())
         if s.causal:   # keys past the row's own position (top-left alignment) are -inf
             pos = ("+", ("+", "r0", "r"), 1)
-            row.append(If((">", ("+", "kb", "cols"), pos), (
+            # (the scalar unit up to the first 32-byte boundary, one Duplicate from there: a vector
+            # call's address must be 32-byte aligned, and S's rows are)
+            first.append(If((">", ("+", "kb", "cols"), pos), (
                 Barrier(), Let("first", ("-", pos, ("min", "kb", pos))),
-                For("j", "first", "cols", (Put("sc", ("+", ("*", "r", "ld"), "j"), -_INF),)), Sync("S_V"))))
+                Let("aligned", ("min", "cols", ("pad", "first", 8))),
+                For("j", "first", "aligned", (Put("sc", ("+", ("*", "r", "ld"), "j"), -_INF),)), Sync("S_V"),
+                If((">", "cols", "aligned"),
+                   (Dup(Ref("sc", ("+", ("*", "r", "ld"), "aligned")), -_INF, ("-", "cols", "aligned")),)))))
         m_old, top, m_new, m_use = "mOld", "top", "mNew", "mUse"
-        row.append(Scalar(m_old, dt.float32, ("get", "stat", "r")))
-        row += self.fold("Max", srow(), top)
+        first.append(Scalar(m_old, dt.float32, ("get", "stat", "r")))
+        first += self.fold("Max", srow(), top)
         if self.mask is not None and self.mask.dtype == dt.bool_:
             # a block row with every key masked (all near -3e38) counts as -inf: nothing to attend to
             raw, top = top, "topOrInf"
-            row.append(Scalar(top, dt.float32, ("sel", ("<", raw, -1.0e38), -_INF, raw)))
+            first.append(Scalar(top, dt.float32, ("sel", ("<", raw, -1.0e38), -_INF, raw)))
+        first += [Scalar(m_new, dt.float32, ("fmax", m_old, top)),
+                  # a row with nothing to attend to yet keeps m at -inf and subtracts 0
+                  Scalar(m_use, dt.float32, ("sel", ("==", m_new, -_INF), 0.0, m_new)),
+                  Vec("Adds", srow(), (srow(),), "cols", scalar=("neg", m_use)),
+                  Put("stat", "r", m_new), Put("one", "r", ("-", m_old, m_use))]
         total, corr = "total", "corr"
-        row += [Scalar(m_new, dt.float32, ("fmax", m_old, top)),
-                # a row with nothing to attend to yet keeps m at -inf and subtracts 0
-                Scalar(m_use, dt.float32, ("sel", ("==", m_new, -_INF), 0.0, m_new)),
-                Vec("Adds", srow(), (srow(),), "cols", scalar=("neg", m_use)),
-                Vec("Exp", srow(), (srow(),), "cols")]
-        row += self.fold("Sum", srow(), total)
-        row += [Dup(Ref("one"), ("-", m_old, m_use), 8), Vec("Exp", Ref("one"), (Ref("one"),), 8), Sync("V_S"),
-                Scalar(corr, dt.float32, ("get", "one", 0)), Barrier(),
-                Put("stat", "r", m_new),
-                Put("stat", ("+", self.ldq, "r"), ("+", ("*", ("get", "stat", ("+", self.ldq, "r")), corr), total)),
-                Sync("S_V"),
-                Vec("Muls", Ref("o", ("*", "r", _up(s.Dv, 8))), (Ref("o", ("*", "r", _up(s.Dv, 8))),), s.Dv,
-                    scalar=corr)]
+        second = self.fold("Sum", srow(), total)
+        second += [Scalar(corr, dt.float32, ("get", "one", "r")),
+                   Put("stat", ("+", self.ldq, "r"), ("+", ("*", ("get", "stat", ("+", self.ldq, "r")), corr), total)),
+                   Sync("S_V"),
+                   Vec("Muls", Ref("o", ("*", "r", _up(s.Dv, 8))), (Ref("o", ("*", "r", _up(s.Dv, 8))),), s.Dv,
+                       scalar=corr)]
         prow = Ref("p", ("*", "r", s.bk))
-        row.append(Vec("Muls", prow, (srow(),), "cols", scalar=1.0) if ty == dt.float32 else
-                   Vec("Cast", prow, (srow(),), "cols", mode=self.mode()))
-        L: list = [DeQue("sc", "q_c"), Alloc("p", "b_p"), Alloc("one", "b_one"),
-                   Let("ld", ("pad", "cols", 8)),   # GetTensorC's rows: 32 bytes
-                   *self.mask_alloc(), For("r", 0, "rows", tuple(row)), Free("q_c", "sc"), Barrier()]
-        if not s.p_in_ub:   # the cube reads P from GM
-            L += [CopyOut("p", 0, "p", "rows", "cols", s.bk, s.bk), Barrier()]
-        return L
+        cast_row = (Vec("Muls", prow, (srow(),), "cols", scalar=1.0) if ty == dt.float32 else
+                    Vec("Cast", prow, (srow(),), "cols", mode=self.mode()))
+        cast_block = (Vec("Muls", Ref("p", "i"), (Ref("sc", "i"),), ("min", _CHUNK, ("-", block, "i")), scalar=1.0)
+                      if ty == dt.float32 else
+                      Vec("Cast", Ref("p", "i"), (Ref("sc", "i"),), ("min", _CHUNK, ("-", block, "i")), mode=self.mode()))
+        return [DeQue("sc", "q_c"), Alloc("p", "b_p"), Alloc("one", "b_one"),
+                Let("ld", ("pad", "cols", 8)),   # GetTensorC's rows: 32 bytes
+                *self.mask_alloc(),
+                self.chunks(block, lambda n: Vec("Muls", Ref("sc", "i"), (Ref("sc", "i"),), n, scalar=float(s.scale))),
+                For("r", 0, "rows", tuple(first)), Sync("S_V"),   # m_old - m_new reach the vector unit
+                self.chunks(block, lambda n: Vec("Exp", Ref("sc", "i"), (Ref("sc", "i"),), n)),
+                Vec("Exp", Ref("one"), (Ref("one"),), "rows"), Sync("V_S"),
+                For("r", 0, "rows", tuple(second)),
+                # P's rows are S's when S's rows are bk wide: one cast of the block
+                If(("==", "ld", s.bk), (For("i", 0, block, (cast_block,), step=_CHUNK),),
+                   (For("r", 0, "rows", (cast_row,)),)),
+                Free("q_c", "sc"), Barrier(),
+                *([] if s.p_in_ub else   # the cube reads P from GM
+                  [CopyOut("p", 0, "p", "rows", "cols", s.bk, s.bk), Barrier()])]
+
+    @staticmethod
+    def chunks(n, call) -> For:
+        """`call(count)` over the first `n` elements of a block in calls of at most _CHUNK (a
+        vector call covers at most 255 repeats)."""
+        return For("i", 0, n, (call(("min", _CHUNK, ("-", n, "i"))),), step=_CHUNK)
 
     def fold(self, kind: str, src: Ref, result: str) -> list:
-        """max / sum over `cols` float32 elements of src: fold into 64 lanes, then one WholeReduce."""
+        """max / sum over `cols` float32 elements of src: fold into 64 lanes, then one WholeReduce.
+        From 128 columns the first two strips fold into the lanes in one call (no fill of the
+        lanes first: the same values, max(-inf, x) = x and 0 + x = x for the sums of Exp's
+        results, which are never -0)."""
+        api = "Max" if kind == "Max" else "Add"
         k = ("+", src.offset, "k")
+        strip = ("min", 64, ("-", "cols", "k"))
+        filled = [Dup(Ref("lanes"), -_INF if kind == "Max" else 0.0, 64),
+                  For("k", 0, "cols", (Vec(api, Ref("lanes"), (Ref("lanes"), Ref(src.tensor, k)), strip),),
+                      step=64)]
+        paired = [Vec(api, Ref("lanes"), (Ref(src.tensor, src.offset), Ref(src.tensor, ("+", src.offset, 64))), 64),
+                  For("k", 128, "cols", (Vec(api, Ref("lanes"), (Ref("lanes"), Ref(src.tensor, k)), strip),),
+                      step=64)]
         return [Alloc("lanes", "b_lanes"), Alloc("red", "b_red"),
-                Dup(Ref("lanes"), -_INF if kind == "Max" else 0.0, 64),
-                For("k", 0, "cols", (Vec("Max" if kind == "Max" else "Add", Ref("lanes"),
-                                         (Ref("lanes"), Ref(src.tensor, k)), ("min", 64, ("-", "cols", "k"))),),
-                    step=64),
+                If((">=", "cols", 128), tuple(paired), tuple(filled)),
                 Vec(f"WholeReduce{kind}", Ref("red"), (Ref("lanes"),), 64), Sync("V_S"),
                 Scalar(result, dt.float32, ("get", "red", 0)), Barrier()]
 

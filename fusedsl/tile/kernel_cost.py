@@ -44,7 +44,8 @@ from .kernel import (Alloc, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, For
                      assign, evaluate)
 from .tiling_cost import FIX, stmt_coeffs
 
-GM, MTE2, VEC, MTE3 = range(4)   # the tallies: GM bytes, then each pipe's cycles
+GM, MTE2, VEC, MTE3, CUBE, MMLOAD = range(6)   # the tallies: GM bytes, each pipe's cycles, the cube's
+# cycles and the bytes the Matmul API loads into L1 (a kernel with Matmul objects: process_work)
 
 # a Ref viewing its bytes as another type (tile/kernel.VIEWS) costs in the column of that width
 _VIEW_COLUMN = {"int16": dt.float16, "uint32": dt.float32}
@@ -125,8 +126,10 @@ def _shape_names(body, local: set | None = None) -> tuple[set, bool]:
 
 
 class _Walk:
-    def __init__(self, k: TileKernel, env: dict, tally: list, block_dim: int):
+    def __init__(self, k: TileKernel, env: dict, tally: list, block_dim: int, target=None):
         self.k = k
+        self.target = target
+        self.unique: dict = {}    # distinct blocks read (the Matmul operands' blocks, copies): the HBM's share
         self.env = env
         self.tally = tally
         self.block_dim = block_dim
@@ -183,12 +186,13 @@ class _Walk:
             self.dtype[node.tensor] = self.queue_dtype[node.queue]
         elif isinstance(node, (CopyIn, CopyOut)):
             rows, cols = self.ev(node.rows), self.ev(node.cols)
-            self.ev(node.offset)   # (a GM element read for an address counts too)
+            offset = self.ev(node.offset)   # (a GM element read for an address counts too)
             nbytes = rows * cols * self.gm_dtype[node.gm].itemsize
             tally[GM] += nbytes
             if isinstance(node, CopyIn):
                 tally[MTE2] += cost.load_cycles(nbytes, self.block_dim)
                 self.read[node.gm] = self.read.get(node.gm, 0) + nbytes
+                self.unique[("copy", node.gm, offset, rows, cols)] = nbytes
             else:
                 tally[MTE3] += cost.store_cycles(nbytes, self.block_dim)
         elif isinstance(node, GatherRow):
@@ -229,17 +233,23 @@ class _Walk:
             src = self.ref_dtype(node.srcs[0]) if node.srcs and node.api == "Cast" else None
             tally[VEC] += cost.vector_call_cycles(node.api, self.ref_dtype(node.dst), self.ev(node.count), src)
         elif isinstance(node, MmSet):
-            self.ev(node.offset)
+            offset = self.ev(node.offset)
             # a GM source is read by the Matmul API tile by tile; an L1 (CopyNz'd) or UB one is not
-            self.mm_state.setdefault(node.mm, {})[node.which] = node.src if node.src in self.gm_dtype else None
+            state = self.mm_state.setdefault(node.mm, {})
+            state[node.which] = node.src if node.src in self.gm_dtype else None
+            state[node.which + "@"] = offset
         elif isinstance(node, MmTail):
             self.mm_state.setdefault(node.mm, {})["tail"] = (self.ev(node.m), self.ev(node.n),
                                                              None if node.k is None else self.ev(node.k))
         elif isinstance(node, MmIterate):
             self.iterate(node)
-        elif isinstance(node, CopyNz):
-            self.ev(node.offset)
-            tally[GM] += self.ev(node.rows) * self.ev(node.cols) * self.gm_dtype[node.gm].itemsize
+        elif isinstance(node, CopyNz):   # into L1: the AI core's MTE2, as the Matmul API's loads
+            offset = self.ev(node.offset)
+            nbytes = self.ev(node.rows) * self.ev(node.cols) * self.gm_dtype[node.gm].itemsize
+            tally[GM] += nbytes
+            tally[MMLOAD] += nbytes
+            self.read[node.gm] = self.read.get(node.gm, 0) + nbytes
+            self.unique[("nz", node.gm, offset)] = nbytes
         elif isinstance(node, Step):
             n = env["n"] if node.count is None else self.ev(node.count)
             self.ev(node.offset)
@@ -258,12 +268,25 @@ class _Walk:
         kk = f("Ka") if kk is None else kk
         bm, bn = f("baseM"), f("baseN")
         round_m, round_n = -(-m // bm), -(-n // bn)
-        if state.get("A"):
-            self.tally[GM] += round_n * m * kk * mm.a.dtype.itemsize
-        if state.get("B"):
-            self.tally[GM] += round_m * kk * n * mm.b.dtype.itemsize
+        for which, item, nbytes, block in (("A", mm.a.dtype.itemsize, round_n * m * kk, m * kk),
+                                           ("B", mm.b.dtype.itemsize, round_m * kk * n, kk * n)):
+            if state.get(which):
+                self.tally[GM] += nbytes * item
+                self.tally[MMLOAD] += nbytes * item
+                self.read[state[which]] = self.read.get(state[which], 0) + nbytes * item
+                key = (which, state[which], state.get(which + "@"))
+                self.unique[key] = max(self.unique.get(key, 0), block * item)
+        # the cube computes each base tile in 16 x 16 fractals: a tail tile's rows and columns round up
+        frac_m = sum(-(-min(bm, m - i * bm) // 16) * 16 for i in range(round_m))
+        frac_n = sum(-(-min(bn, n - j * bn) // 16) * 16 for j in range(round_n))
+        self.tally[CUBE] += frac_m * frac_n * kk / self.cube_rate(mm)
         for _ in range(round_m * round_n):
             self.run(node.body)
+
+    def cube_rate(self, mm) -> float:
+        """MACs per cycle of the AI core's cube for this Matmul's operands (cost.py's rates)."""
+        rate = self.target.cube_macs_per_cycle if self.target is not None else 4096
+        return rate * (cost.FLOAT32_CUBE_RATE if max(mm.a.dtype.itemsize, mm.b.dtype.itemsize) == 4 else 1.0)
 
     def _uniform(self, node: For) -> bool:
         known = self.uniform.get(id(node))
@@ -283,6 +306,7 @@ class KernelWork:
     mte3: float
     head: float            # the pipe heads (cost.heads)
     cycles: float          # the busiest core: its prologue, its tiles double-buffered, plus the heads
+    cube: float = 0.0      # a kernel with Matmul objects: the busiest AI core's cube cycles
 
     def time_us(self, target) -> float:
         return self.cycles / target.clock_mhz + cost.LAUNCH_US
@@ -335,6 +359,86 @@ def kernel_gm_bytes(k: TileKernel, words=None, instances=None) -> int | None:
     return memo[(tuple(words), instances)]
 
 
+def process_work(k: TileKernel, target, block_dim: int, words=None) -> KernelWork | None:
+    """The work of one launch of a kernel whose Process body drives Matmul objects (cube, conv,
+    attention; a kernel of parts runs its parts one after another), on `block_dim` AI cores, walked
+    as the chip runs it: each AI core starts GetTaskRatio() vector instances (two on a chip whose
+    AI core is a cube core and two vector cores, KERNEL_TYPE_MIX_AIC_1_2; one elsewhere), instance
+    b is GetBlockIdx() b, subblock b % ratio of AI core b // ratio.
+
+    Per AI core: the cube's cycles (each base tile of every Iterate in 16 x 16 fractals over K, at
+    cost.py's rate for its operands), its MTE2 (the Matmul API's loads of A and B per base tile, and
+    CopyNz into L1, for every object the core serves: its vector instances only send it requests,
+    ASCENDC.md 3.1) and, per vector instance, the copies and vector calls the walk tallies for every
+    kernel.  A core costs max(cube, MTE2, MTE3) + a tenth of min(cube, MTE2) (the Matmul API's
+    own double buffering overlaps its loads with the cube; cost.matmul_split_cycles' assumption)
+    plus its vector work: Iterate is synchronous, so the epilogue of a C tile and the cube's next
+    tile do not overlap.  The chip's HBM bounds the loads (cost.hbm_cycles: the distinct blocks
+    read against every read).  None for a synthetic kernel or words of another struct."""
+    if k.parts:
+        works = []
+        for node in k.process:
+            if isinstance(node, RunPart):
+                part = process_work(k.parts[node.part], target, block_dim)
+                if part is None:
+                    return None
+                works.append(part)
+            elif not isinstance(node, Reset):
+                return None
+        total = [sum(getattr(w, f) for w in works) for f in ("mte2", "vec", "mte3", "cube", "cycles")]
+        head = max((w.head for w in works), default=0.0)
+        return KernelWork(sum(w.gm_bytes for w in works), block_dim, total[0], total[1], total[2], head,
+                          total[4] - sum(w.head for w in works) + head, total[3])
+    if k.process is None or any(g.name is None for g in k.gms):
+        return None
+    words = list(k.words if words is None else words)
+    if len(words) != k.word_count:
+        return None
+    memo = k.__dict__.setdefault("_process_work", {})
+    key = (tuple(words), target.name, block_dim)
+    if key not in memo:
+        memo[key] = _walk_process_time(k, words, target, max(1, block_dim))
+    return memo[key]
+
+
+def _walk_process_time(k: TileKernel, words: list, target, block_dim: int) -> KernelWork:
+    env0 = _fields(k, words)
+    tally = [0, 0.0, 0.0, 0.0, 0.0, 0]
+    ratio = 2 if target.separated else 1
+    for g in k.gms:
+        env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, block_dim)
+    walk = _Walk(k, env0, tally, block_dim, target)
+    cores: dict = {}   # AI core -> [MTE2 bytes it loads for its objects, cube, max over its instances of (MTE2, VEC, MTE3)]
+    for b in range(block_dim * ratio):
+        env = dict(env0, block=b, subblock=b % ratio, ratio=ratio)
+        env["ub"] = walk.ub_get
+        start = list(tally)
+        for m in k.members:
+            env[m.name] = 0 if m.init is None else evaluate(m.init, env)
+        walk.env = env
+        walk.mm_state = {}
+        try:
+            walk.run(k.process)
+        except _Return:
+            pass
+        core = cores.setdefault(b // ratio, [0, 0.0, 0.0, 0.0, 0.0])
+        core[0] += tally[MMLOAD] - start[MMLOAD]
+        core[1] += tally[CUBE] - start[CUBE]
+        for i, p in enumerate((MTE2, VEC, MTE3)):
+            core[2 + i] = max(core[2 + i], tally[p] - start[p])
+    reads = sum(walk.read.values())
+    hbm = cost.hbm_cycles(target, sum(walk.unique.values()), reads)
+    busiest = (0.0, 0.0, 0.0, 0.0, 0.0)   # (cycles, mte2, vec, mte3, cube)
+    for load, cube, mte2, vec, mte3 in cores.values():
+        mte2 = max(cost.load_cycles(load, block_dim) + mte2, hbm)
+        cycles = max(cube, mte2, mte3) + 0.1 * min(cube, mte2) + vec
+        if cycles > busiest[0]:
+            busiest = (cycles, mte2, vec, mte3, cube)
+    head = cost.heads(block_dim, max(walk.read.values(), default=0))
+    return KernelWork(int(tally[GM]), block_dim, busiest[1], busiest[2], busiest[3], head, busiest[0] + head,
+                      busiest[4])
+
+
 def _fields(k: TileKernel, words: list) -> dict:
     env0 = {}
     for name, (w, n) in k.field_offsets().items():
@@ -349,7 +453,7 @@ def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> i
     """GM bytes of a kernel whose Process body drives Matmul objects, over its vector instances
     (the interpreter's: each `block`, subblock 0, ratio 1), plus the Init of idle instances."""
     env0 = _fields(k, words)
-    tally = [0, 0.0, 0.0, 0.0]
+    tally = [0, 0.0, 0.0, 0.0, 0.0, 0]
     cores = evaluate(k.cores, env0)
     for g in k.gms:
         env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, max(1, cores))
@@ -374,7 +478,7 @@ def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> i
 
 def _walk_kernel(k: TileKernel, words: list) -> KernelWork:
     env0 = _fields(k, words)
-    tally = [0, 0.0, 0.0, 0.0]
+    tally = [0, 0.0, 0.0, 0.0, 0.0, 0]
     tiles, per_core = env0.get("t.totalTiles", 0), env0.get("t.tilesPerCore", 0)
     blocks = -(-tiles // per_core) if per_core else 0
     for g in k.gms:
