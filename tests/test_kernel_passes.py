@@ -1,6 +1,7 @@
-"""The passes every kind's whole kernel runs (tile/kernel_passes.py): double buffering of the
-per-tile queues within the UB budget and the chip's queue limits, then verification; the dumps
-after each; and that a double-buffered kernel computes what it did (interpreter and simulate)."""
+"""The passes every kind's whole kernel runs (tile/kernel_passes.py): the choice among a static
+kind's candidate tilings by the walked cost model, double buffering of the per-tile queues within
+the UB budget and the chip's queue limits, then verification; the dumps after each; and that a
+re-tiled or double-buffered kernel computes what it did (interpreter and simulate)."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +14,9 @@ from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
 from fusedsl.tile.kernel import parse_kernel, print_kernel, ub_plan
-from fusedsl.tile.kernel_passes import double_buffer, run_kernel_passes
+from fusedsl.lower.row import compute_row_tiling
+from fusedsl.tile.kernel_cost import kernel_work
+from fusedsl.tile.kernel_passes import choose_tiling, double_buffer, run_kernel_passes
 from fusedsl.tile.verify import TileVerifyError
 
 T = get_target("ascend910b")
@@ -125,3 +128,67 @@ def test_cube_kernels_print_and_simulate_double_buffered(tmp_path, monkeypatch):
     want = comp(x, w, b)
     np.testing.assert_array_equal(outs[0], want)
     np.testing.assert_allclose(comp.simulate(x, w, b), want, rtol=1e-5, atol=1e-5)
+
+
+def test_tiling_pass_keeps_the_cheapest_candidate_that_fits():
+    """Words given as candidates: one whose UB plan exceeds the budget is never taken; of the
+    others the walk's cheapest; the lowering's own on a tie; the result carries no candidates."""
+    k = parse_kernel(KERNEL)   # 4 tiles of 1024, two per core
+    one_core = (4, 4, 1024)
+    too_big = (1, 1, 4096)      # one tile of 4096: 4 x the UB of the others
+    cand = dataclasses.replace(k, candidates=(one_core, too_big))
+    text = print_kernel(cand)
+    assert "candidate 4 4 1024\ncandidate 1 1 4096\n" in text and print_kernel(parse_kernel(text)) == text
+    budget = 4 * 4 * 1024 * 2
+    out = choose_tiling(cand, T, budget)
+    assert out.candidates == () and out.words in ((4, 2, 1024), one_core)
+    times = {w: kernel_work(k, w).time_us(T) for w in ((4, 2, 1024), one_core)}
+    assert out.words == min(times, key=lambda w: (times[w], w != (4, 2, 1024)))
+    assert choose_tiling(dataclasses.replace(k, candidates=(too_big,)), T, budget).words == k.words
+    # with room for it, the one tile of 4096 is a candidate like the others: the walk decides
+    roomy = {w: kernel_work(k, w).time_us(T) for w in ((4, 2, 1024), one_core, too_big)}
+    assert choose_tiling(cand, T, 10 * 4 * 4096).words == min(roomy, key=lambda w: (roomy[w], w != (4, 2, 1024)))
+    assert len(set(roomy.values())) == 3   # (distinct figures: the choice is not a tie-break)
+
+
+def test_row_kernel_takes_the_walked_tiling(tmp_path, monkeypatch):
+    """softmax over [1000, 48] float32 on 910B: the row kind's heuristic (16 KB per core) gives 12
+    cores of one 84-row tile; its per-row vector calls make it compute-bound, and the walk picks
+    tiles of 11 rows on 46 cores, two per core (19.07 -> 8.79 us modelled).  The table, the
+    printed words and simulate use the chosen tiling; GM bytes are unchanged; the dumps show the
+    candidates before the pass and the chosen words after."""
+    monkeypatch.setenv("FUSEDSL_DUMP_IR", str(tmp_path))
+    x = np.random.default_rng(3).standard_normal((1000, 48)).astype(np.float32)
+    comp = fs.fused_kernel(lambda x: fs.softmax(x), target="ascend910b").compile(x)
+    (plan,) = comp.kernels
+    heuristic = compute_row_tiling(plan.lowered, {}, comp.target)
+    assert (heuristic.block_dim, heuristic.tile_rows) == (12, 84)
+    k = kernel_ir(plan.lowered)
+    assert tuple(k.words) == tuple(plan.tiling.words) != tuple(heuristic.words)
+    chosen, before = kernel_work(k, plan.tiling.words), kernel_work(k, heuristic.words)
+    assert chosen.time_us(comp.target) < 0.6 * before.time_us(comp.target)
+    assert chosen.gm_bytes == before.gm_bytes
+    rep = comp.report()
+    assert rep.kernels[0].block_dim == plan.tiling.block_dim > 12
+    assert rep.model_time_us_fused == pytest.approx(chosen.time_us(comp.target))
+    lowered = (tmp_path / f"tile-{plan.name}-00-kernel-lowered.tile").read_text()
+    tiled = (tmp_path / f"tile-{plan.name}-01-kernel-tiling.tile").read_text()
+    assert "\ncandidate " in lowered and "\ncandidate " not in tiled
+    assert "words " + " ".join(map(str, plan.tiling.words)) in tiled
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(comp.simulate(x), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_row_tiling_never_adds_gm_traffic():
+    """layer_norm's gamma and beta are read once per core: a candidate on more cores reads them
+    more often, and the pass does not trade those bytes for time (the chip's HBM is shared)."""
+    rng = np.random.default_rng(4)
+    for rows, cols in ((512, 768), (19, 33), (3000, 40)):
+        x, g, b = (rng.standard_normal(s).astype(np.float32) for s in ((rows, cols), (cols,), (cols,)))
+        comp = fs.fused_kernel(lambda x, g, b: fs.layer_norm(x, g, b), target="ascend910b").compile(x, g, b)
+        (plan,) = comp.kernels
+        k = kernel_ir(plan.lowered)
+        heuristic = compute_row_tiling(plan.lowered, {}, comp.target)
+        chosen, before = kernel_work(k, plan.tiling.words), kernel_work(k, heuristic.words)
+        assert chosen.gm_bytes <= before.gm_bytes
+        assert chosen.time_us(comp.target) <= before.time_us(comp.target)

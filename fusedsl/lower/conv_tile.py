@@ -64,7 +64,8 @@ class _ConvLowering(_CubeLowering):
     def build_panel(self) -> Stage:
         """im2col: pixels [n0, n0 + tailN) of image `batch` as the columns of rows (c, r, s) of the
         panel, kChunk pixels at a time (CopyIn the rows they read, Compute one Gather, CopyOut R*S
-        panel rows)."""
+        panel rows).  The offset table is kTaps x kChunk SetValues of the scalar unit: when the
+        core's pixels are one chunk it is built once, for image 0."""
         g, x = self.g, self.x_name
         # the rows of x the chunk's taps read: [pLo * kSH - kPH, pHi * kSH - kPH + kR) within [0, kInH)
         lo = ("*", "pLo", "kSH")
@@ -77,7 +78,9 @@ class _ConvLowering(_CubeLowering):
             Let("rowHi", ("min", "kInH", ("-", hi, ("min", "kPH", hi)))),
             Let("rows", ("-", "rowHi", ("min", "rowLo", "rowHi"))),
             Barrier("the last chunk's Gathers have read the table"),
-            self.offsets_table(),
+            # a core whose pixels are one chunk gathers every image through the same table (its
+            # offsets are within an image's rows): built for the first image only, the TBuf keeps it
+            If(("||", ("==", "batch", 0), (">", "chunks", 1)), (self.offsets_table(),)),
             Barrier("the table (scalar writes) reaches the vector unit")]
         per_channel = [Alloc("xr", "q_xrows")]
         if not g.via_half:
@@ -93,7 +96,8 @@ class _ConvLowering(_CubeLowering):
                     "kPanelN", "kChunk"),
             Free("q_panel", "pan")]
         body = [Alloc("offs", "b_offs"),
-                For("j", 0, ("/", ("+", "tailN", ("-", "kChunk", 1)), "kChunk"),
+                Let("chunks", ("/", ("+", "tailN", ("-", "kChunk", 1)), "kChunk")),
+                For("j", 0, "chunks",
                     (*chunk_head, For("ch", 0, "kInC", tuple(per_channel)))),
                 Barrier("the panel is in GM before the cube reads it")]
         return Stage("BuildPanel", None, tuple(body))

@@ -201,6 +201,9 @@ def kernel_ir(lowered, snapshots: list | None = None) -> TileKernel | None:
     if cached is None:
         cached = run_kernel_passes(lower(lowered), lowered.target, getattr(lowered, "ub_budget", None), snapshots)
         object.__setattr__(lowered, "_passed_kernel", cached)
+        adopt = getattr(lowered, "adopt_words", None)
+        if adopt is not None:   # the pass `tiling` chose among the lowering's candidates
+            adopt(cached.words)
     return cached
 
 

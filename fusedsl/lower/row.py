@@ -135,7 +135,17 @@ class RowSchedule:
         return len(self.row_shape) - 1
 
     def tiling(self, sizes, target) -> "RowTiling":
+        chosen = getattr(self, "_chosen", None)
+        if chosen is not None and not self.symbols and target.name == self.target.name:
+            return chosen
         return compute_row_tiling(self, sizes, target)
+
+    def adopt_words(self, words) -> None:
+        """The kernel pass `tiling` kept these words (one of `row_tiling_candidates`): the launch's
+        tiling from now on (the report, simulate and the project read it)."""
+        if self.symbols:
+            return
+        self._chosen = next(t for t in row_tiling_candidates(self, self.target) if tuple(t.words) == tuple(words))
 
 
 @dataclass(frozen=True)
@@ -480,7 +490,20 @@ def resolve(sched: RowSchedule, sizes: dict[str, int]) -> tuple[int, ...]:
 
 
 def compute_row_tiling(sched: RowSchedule, sizes: dict[str, int], target: Target) -> RowTiling:
-    """Tiles of whole rows, contiguous tile ranges per core (mirrored by the printed host code)."""
+    """Tiles of whole rows, contiguous tile ranges per core (mirrored by the printed host code):
+    the cores by the 16 KB-per-core rule, the tiles as large as UB holds."""
+    return _row_tilings(sched, sizes, target, candidates=False)[0]
+
+
+def row_tiling_candidates(sched: RowSchedule, target: Target) -> list[RowTiling]:
+    """compute_row_tiling's tiling of a static row kernel first, then the others the kernel pass
+    `tiling` walks (tile/kernel_passes.py): each power-of-two share of the vector cores (and all
+    of them), with a core's rows in one tile, in two or in four (double buffering overlaps a
+    tile's copies with the previous tile's vector work only from two tiles per core)."""
+    return _row_tilings(sched, {}, target, candidates=True)
+
+
+def _row_tilings(sched: RowSchedule, sizes: dict[str, int], target: Target, candidates: bool) -> list[RowTiling]:
     shape = resolve(sched, sizes)
     C = shape[-1]
     dims = tuple(shape[:-1]) or (1,)
@@ -512,14 +535,27 @@ def compute_row_tiling(sched: RowSchedule, sizes: dict[str, int], target: Target
                             hint="its value is the identity (sum 0, mean NaN): compute it on the host, or run on "
                             "the CPU executors (kernel(*arrays))")
     if R == 0 or C == 0:
-        return RowTiling(R, C, Cpad, 1, 0, 0, 0, dims, tuple(strides))
-    if sched.passes is not None:   # multi-pass: one row per tile, walked in chunks of Cpad
-        moved = R * C * max(sched.out_row_bytes, sched.in_row_bytes, 1)
-        want = max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), R))
-        tiles_per_core = -(-R // want)
+        return [RowTiling(R, C, Cpad, 1, 0, 0, 0, dims, tuple(strides))]
+    moved = R * C * max(sched.out_row_bytes, sched.in_row_bytes, 1)
+    wants = [max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), R))]
+    if candidates:
+        n = target.vector_cores
+        while n >= 1:
+            wants.append(min(n, R))
+            n //= 2
+    out: list[RowTiling] = []
+
+    def add(tile_rows: int, total_tiles: int, tiles_per_core: int, cpad: int) -> None:
         if not target.has_datacopypad:
-            tiles_per_core = _line_aligned(sched, tiles_per_core, R, 1, C)
-        return RowTiling(R, C, sched.chunk, 1, R, tiles_per_core, -(-R // tiles_per_core), dims, tuple(strides))
+            tiles_per_core = _line_aligned(sched, tiles_per_core, total_tiles, tile_rows, C)
+        t = RowTiling(R, C, cpad, tile_rows, total_tiles, tiles_per_core, -(-total_tiles // tiles_per_core), dims,
+                      tuple(strides))
+        if t not in out:
+            out.append(t)
+    if sched.passes is not None:   # multi-pass: one row per tile, walked in chunks of Cpad
+        for want in wants:
+            add(1, R, -(-R // want), sched.chunk)
+        return out
     cpad = Cpad + sched.slack
     left = sched.ub_budget - sched.row_bytes * cpad - sched.fixed_bytes
     fit = max(0, left) // (sched.tile_row_bytes * cpad + sched.tile_scalar_bytes)
@@ -529,18 +565,15 @@ def compute_row_tiling(sched: RowSchedule, sizes: dict[str, int], target: Target
             f"single-read plan, but {target.name} has {sched.ub_budget}; the multi-pass plan for rows bigger than "
             "UB is chosen at compile time, which needs the row length then", loc=sched.fn.loc,
             hint="give the last dimension a fixed size (not a symbolic one) for rows this long")
-    moved = R * C * max(sched.out_row_bytes, sched.in_row_bytes, 1)
-    want = max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), R))
     if sched.shared_row_bytes:   # every core reads the shared rows (gamma, beta) once: keep that <= 2 %
-        want = max(1, min(want, R * (sched.in_row_bytes + sched.out_row_bytes) // (50 * sched.shared_row_bytes)))
-    rows_per_core = -(-R // want)
-    tile_rows = max(1, min(fit, rows_per_core, MAX_BLOCK_COUNT))
-    total_tiles = -(-R // tile_rows)
-    tiles_per_core = -(-total_tiles // want)
-    if not target.has_datacopypad:
-        tiles_per_core = _line_aligned(sched, tiles_per_core, total_tiles, tile_rows, C)
-    block_dim = -(-total_tiles // tiles_per_core)
-    return RowTiling(R, C, Cpad, tile_rows, total_tiles, tiles_per_core, block_dim, dims, tuple(strides))
+        wants[0] = max(1, min(wants[0], R * (sched.in_row_bytes + sched.out_row_bytes) // (50 * sched.shared_row_bytes)))
+    for i, want in enumerate(wants):
+        rows_per_core = -(-R // want)
+        for split in ((1,) if i == 0 else (1, 2, 4)):
+            tile_rows = max(1, min(fit, -(-rows_per_core // split), MAX_BLOCK_COUNT))
+            total_tiles = -(-R // tile_rows)
+            add(tile_rows, total_tiles, -(-total_tiles // want), Cpad)
+    return out
 
 
 def _line_aligned(sched: RowSchedule, tiles_per_core: int, total_tiles: int, tile_rows: int, C: int) -> int:

@@ -50,7 +50,7 @@ from .. import dtypes as dt
 from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, DeQue, Dup, EnQue, Field, For, Free, Gm, Let, Member,
                            Put, Queue, Ref, Scalar, Set, Stage, Step, Sync, TileKernel, Var, Vec, add, mul,
                            name_temporaries, output_names)
-from .row import FOLD, FOLD_LANES, RowSchedule, allocate_row_values, compute_row_tiling, temp_pool
+from .row import FOLD, FOLD_LANES, RowSchedule, allocate_row_values, row_tiling_candidates, temp_pool
 from .column_tile import IDENTITY
 from .vector import compute_dtype
 from .vector_tile import PLAIN_NAME
@@ -501,8 +501,12 @@ class _Lowering:
         members = [Member("row0"), Member("nrows")]
         members += [Member(f"v{p.index}", ("load", p.name), compute_dtype(p.dtype))
                     for p in s.params if p.kind == "scalar"]
-        words = () if s.symbols else tuple(compute_row_tiling(s, {}, s.target).words)
-        return TileKernel(s.fn.name, "row", s.plan_note, fields, gms, queues, members, stages, words)
+        words, others = (), ()
+        if not s.symbols:   # the heuristic's words; the kernel pass `tiling` may take another
+            first, *rest = row_tiling_candidates(s, s.target)
+            words, others = tuple(first.words), tuple(tuple(t.words) for t in rest)
+        return TileKernel(s.fn.name, "row", s.plan_note, fields, gms, queues, members, stages, words,
+                          candidates=others)
 
 
 def row_tile_kernel(sched: RowSchedule) -> TileKernel:

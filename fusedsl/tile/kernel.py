@@ -14,6 +14,8 @@ read every kind that lowers to it:
     stages     the per-tile methods, in the order Process calls them for each of the core's
                contiguous range of tiles (tiling fields `totalTiles`, `tilesPerCore`); the
                first may take the tile index
+    words      the tiling struct's words when the sizes are static, and `candidates`: other
+               words the lowering offers for the same sizes (the kernel pass `tiling` keeps one)
 
 A stage body is a list of nodes: `Let` (a constant local), `Var` / `Set` (a mutable local or a
 member), `For` (up or down), `If`, the queue protocol (`Alloc`, `EnQue`, `DeQue`, `Free`),
@@ -427,6 +429,9 @@ class TileKernel:
     # a kernel of several matmuls of the same A (kind cube_group): the cube kernels its Process
     # runs in turn (RunPart, Reset between them); its tiling struct holds one TCubeTiling per part
     parts: tuple = ()
+    # other tilings a static kind's lowering offers for the same sizes (each a tuple of words, as
+    # `words`): the kernel pass `tiling` (tile/kernel_passes.py) walks each and keeps the cheapest
+    candidates: tuple = field(default=(), compare=False)
 
     def field_offsets(self) -> dict[str, tuple[int, int]]:
         """field name -> (first word, length): the struct's layout."""
@@ -843,6 +848,8 @@ def print_kernel(k: TileKernel) -> str:
         L += ["  " + line for line in print_kernel(part).rstrip("\n").split("\n")]
     if k.words:
         L.append("words " + " ".join(str(w) for w in k.words))
+    for c in k.candidates:
+        L.append("candidate " + " ".join(str(w) for w in c))
     return "\n".join(L) + "\n"
 
 
@@ -1057,7 +1064,7 @@ def parse_kernel(text: str) -> TileKernel:
     name, kind = m.groups()
     pos = 1
     note = ""
-    fields, gms, queues, members, stages, words = [], [], [], [], [], ()
+    fields, gms, queues, members, stages, words, candidates = [], [], [], [], [], (), []
     matmuls, tiling_struct, process, cores, parts = [], "", None, "t.usedCoreNum", []
     while pos < len(lines):
         line = lines[pos]
@@ -1106,11 +1113,16 @@ def parse_kernel(text: str) -> TileKernel:
                 words = tuple(int(w) for w in line.split()[1:])
             except ValueError:
                 fail("bad tiling words")
+        elif line.startswith("candidate "):
+            try:
+                candidates.append(tuple(int(w) for w in line.split()[1:]))
+            except ValueError:
+                fail("bad candidate tiling words")
         else:
             fail("not a kernel line")
         pos += 1
     return TileKernel(name, kind, note, fields, gms, queues, members, stages, words, tuple(matmuls), tiling_struct,
-                      process, cores, tuple(parts))
+                      process, cores, tuple(parts), tuple(candidates))
 
 
 # ---- figures and rules read from the kernel ---------------------------------------------------

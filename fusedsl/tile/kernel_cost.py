@@ -70,6 +70,10 @@ class _Return(Exception):
     pass
 
 
+def _hashable(v):
+    return tuple(v) if isinstance(v, (list, np.ndarray)) else v
+
+
 def _names(e, out: set) -> set:
     if isinstance(e, str):
         out.add(e)
@@ -130,6 +134,11 @@ class _Walk:
         self.k = k
         self.target = target
         self.unique: dict = {}    # distinct blocks read (the Matmul operands' blocks, copies): the HBM's share
+        # per-tile stage -> the names its work depends on (None: walk it each time), and id(For) ->
+        # whether its passes do the same work: facts of the kernel's text, kept for every walk of it
+        shapes = k.__dict__.setdefault("_shape_facts", ({}, {}))
+        self.stage_sig, self.uniform = shapes
+        self.stage_memo: dict = {}  # (stage, those names' values) -> (tally delta, GM reads delta)
         self.env = env
         self.tally = tally
         self.block_dim = block_dim
@@ -138,12 +147,36 @@ class _Walk:
         self.queue_dtype = {q.name: q.dtype for q in k.queues}
         self.dtype: dict = {}     # UB tensor -> its queue's element type (as the walk meets Alloc / DeQue / Decl)
         self.read: dict = {}      # GM input -> bytes the launch copies in (the MTE2 head is picked by the largest)
-        self.uniform: dict = {}   # id(For) -> whether its passes do the same work
         self.mms = {mm.name: mm for mm in k.matmuls}
         self.mm_state: dict = {}  # Matmul object -> {"A": GM source or None, "B": ..., "tail": (m, n, k)}
 
     def ev(self, e):
         return evaluate(e, self.env)
+
+    def stage(self, st) -> None:
+        """A per-tile stage: walked, or -- a stage that sets nothing living past it and calls
+        nothing -- its tallies taken from an earlier tile whose copy sizes, counts and control flow
+        read the same values (most tiles of a kernel are alike: the tiling pass walks many)."""
+        sig = self.stage_sig.get(st.name, False)
+        if sig is False:
+            names, effects = _shape_names(st.body)
+            sig = self.stage_sig[st.name] = None if effects else tuple(sorted(names))
+        if sig is None:
+            self.run(st.body)
+            return
+        key = (st.name, *(_hashable(self.env.get(n)) for n in sig))
+        hit = self.stage_memo.get(key)
+        if hit is None:
+            before, read = list(self.tally), dict(self.read)
+            self.run(st.body)
+            self.stage_memo[key] = ([a - b for a, b in zip(self.tally, before)],
+                                    {g: n - read.get(g, 0) for g, n in self.read.items() if n != read.get(g, 0)})
+            return
+        delta, reads = hit
+        for i, d in enumerate(delta):
+            self.tally[i] += d
+        for g, n in reads.items():
+            self.read[g] = self.read.get(g, 0) + n
 
     def run(self, body) -> None:
         for node in body:
@@ -506,7 +539,7 @@ def _walk_kernel(k: TileKernel, words: list) -> KernelWork:
                         continue
                     if st.param:
                         env[st.param] = tile
-                    walk.run(st.body)
+                    walk.stage(st)
                 pipes = [tally[p] - before[p] for p in (MTE2, VEC, MTE3)]
                 core += max(pipes)
                 if first is None:   # the pipes' fill and drain: one tile of the other pipes

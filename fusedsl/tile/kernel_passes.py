@@ -2,6 +2,15 @@
 in order, with why each sits where it does (`lower/kinds.kernel_ir` runs them once per
 schedule; FUSEDSL_DUMP_IR writes the kernel's text before and after each):
 
+    tiling         a static kind's lowering may offer other tilings for the same sizes
+                   (`TileKernel.candidates`: its words, e.g. the row kind's tiles of fewer rows
+                   over more cores); each whose UB plan fits the budget is walked
+                   (tile/kernel_cost.kernel_work: the printed program's copies and vector calls,
+                   the report's model) and the cheapest kept -- the lowering's own words on a
+                   tie; none that moves more GM bytes than those.  First: the later passes and the report see the chosen words.  The
+                   row kind's heuristic spreads a kernel's bytes at 16 KB per core, which suits
+                   a DMA-bound kernel; a row kernel's per-row vector calls make it compute-bound,
+                   and the walk prices that.
     double-buffer  a per-tile queue (TQue on VECIN / VECOUT) of one buffer makes the next tile's
                    AllocTensor wait for this tile's FreeTensor: the DMA of tile i + 1 waits for
                    the vector work of tile i (and GetTensorC for the epilogue of the C tile
@@ -26,6 +35,7 @@ import dataclasses
 
 from .kernel import (Alloc, DeQue, For, If, MmIterate, TileKernel, print_kernel, ub_plan,
                      verify_kernel)
+from .kernel_cost import kernel_work
 
 _PER_TILE = ("VECIN", "VECOUT")
 
@@ -64,12 +74,37 @@ def double_buffer(k: TileKernel, target, budget: int) -> TileKernel:
     return k if queues == list(k.queues) else dataclasses.replace(k, queues=queues)
 
 
+# the tiling pass takes no candidate that moves more GM bytes than the lowering's own words (rows
+# every core reads -- gamma, beta -- are read once per core: more cores, more bytes; the row kind
+# keeps that re-read within 2 % of the kernel's traffic): HBM is shared with the other kernels,
+# which the walk of one kernel does not see
+
+
+def choose_tiling(k: TileKernel, target, budget: int) -> TileKernel:
+    if not k.candidates:
+        return k
+    own = kernel_work(k, k.words)
+    if own is None:
+        return dataclasses.replace(k, candidates=())
+    best, best_time = tuple(k.words), None
+    for words in (tuple(k.words), *k.candidates):
+        if sum(b * n for _, _, b, n in ub_plan(k, words)) > budget:
+            continue
+        work = kernel_work(k, words)
+        if work is None or not work.block_dim or work.gm_bytes > own.gm_bytes:
+            continue
+        t = work.time_us(target)
+        if best_time is None or t < best_time:
+            best, best_time = words, t
+    return dataclasses.replace(k, words=best, candidates=())
+
+
 def _verify(k: TileKernel, target, budget: int) -> TileKernel:
     verify_kernel(k, target, budget)
     return k
 
 
-KERNEL_PASSES = [("double-buffer", double_buffer), ("verify", _verify)]
+KERNEL_PASSES = [("tiling", choose_tiling), ("double-buffer", double_buffer), ("verify", _verify)]
 
 
 def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
