@@ -139,7 +139,7 @@ def row_schedule(fn, target: Target) -> RowSchedule:
     ScheduleError when it refuses the kernel (integer reductions, too many inputs for a queue
     position, ...).  `target` is the chip's (with the host's casts for 8-bit integers)."""
     sched = schedule_row_kernel(fn, row_target(target))
-    return dataclasses.replace(sched, fold_lanes=row_fold_lanes(sched.row_shape[-1]))
+    return dataclasses.replace(sched, fold_lanes=row_fold_lanes(sched.row_shape[-1]), offer_tilings=False)
 
 
 def row_fold_lanes(C) -> int:

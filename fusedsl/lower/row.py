@@ -121,6 +121,9 @@ class RowSchedule:
     chunk: int = 0                   # multi-pass: elements per chunk
     single_need: int = 0             # multi-pass: UB bytes the single-read plan would need
     fold_lanes: int = FOLD_LANES     # single-read, static row: float32 lanes a reduction folds the row into
+    # other tilings for the kernel pass `tiling` to walk (a static row): the chip's kernels; a
+    # schedule the CPU runs on its own words (backend_cpu/cpu_tiling.row_schedule) offers none
+    offer_tilings: bool = True
 
     @property
     def symbols(self) -> list[str]:
@@ -499,8 +502,15 @@ def row_tiling_candidates(sched: RowSchedule, target: Target) -> list[RowTiling]
     """compute_row_tiling's tiling of a static row kernel first, then the others the kernel pass
     `tiling` walks (tile/kernel_passes.py): each power-of-two share of the vector cores (and all
     of them), with a core's rows in one tile, in two or in four (double buffering overlaps a
-    tile's copies with the previous tile's vector work only from two tiles per core)."""
-    return _row_tilings(sched, {}, target, candidates=True)
+    tile's copies with the previous tile's vector work only from two tiles per core).  None
+    besides the first when it already runs every vector core at two tiles or more each (the
+    candidates would only take cores away; walking them would cost a large kernel's compile
+    ~0.2 s) or when the schedule offers none (`offer_tilings`)."""
+    tilings = _row_tilings(sched, {}, target, candidates=sched.offer_tilings)
+    first = tilings[0]
+    if first.block_dim >= target.vector_cores and first.tiles_per_core >= 2:
+        return tilings[:1]
+    return tilings
 
 
 def _row_tilings(sched: RowSchedule, sizes: dict[str, int], target: Target, candidates: bool) -> list[RowTiling]:
