@@ -19,7 +19,7 @@ whose copies are contiguous:
   (singleCoreN = N), so each block is ONE sgemm with A and B read where they lie in GM (a
   float32 operand: llvm_kernel.py passes its rows and leading dimension to sgemm); a product of
   PARALLEL_MACS multiply-adds or more whose C is larger than one epilogue tile is two blocks per
-  launcher thread, each a multiple of 64 rows (BLAS runs rows in tiles of its kernel's height
+  launcher thread (one when B is 16-bit: each block widens all of it), each a multiple of 64 rows (BLAS runs rows in tiles of its kernel's height
   from each call's first row: blocks on that grid keep every row's sums those of one call over
   all rows), a smaller one is one block on the caller's thread (cube.py's rule: a 256 x 1024 @
   1024 x 256 product took 1.33 ms on one thread, 1.45-2.4 ms as four blocks on two threads when
@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 from types import MappingProxyType
 
+from .. import dtypes as dt
 from ..lower.column import ColumnSchedule, ColumnTiling
 from ..lower.cube import TCUBE_FIELDS, CubeSchedule
 from ..lower.kinds import kernel_words
@@ -79,15 +80,20 @@ def cpu_words(lowered, tiling) -> list[int]:
     if isinstance(lowered, ColumnSchedule):
         return column_tiling(lowered, tiling).words
     if type(lowered) is CubeSchedule:   # a matmul (conv's schedule reads its words otherwise)
-        return cube_words(kernel_words(lowered, tiling), int(lowered.mm.result.shape[-2]))
+        widened = lowered.mm.operands[1].dtype != dt.float32   # each block widens all of B first
+        return cube_words(kernel_words(lowered, tiling), int(lowered.mm.result.shape[-2]), 1 if widened else 2)
     return kernel_words(lowered, tiling)
 
 
-def cube_words(words: list[int], matrix_rows: int | None = None) -> list[int]:
+def cube_words(words: list[int], matrix_rows: int | None = None, per_thread: int = 2) -> list[int]:
     """A matmul kernel's TCubeTiling words for the CPU (module doc), from the chip's.  `matrix_rows`:
     the rows of one batch matrix of C; fewer than M when the kind made A's batch matrices one
     matrix of consecutive rows (a shared B): then every block lies in one batch matrix (a block
-    over two would be one sgemm where numpy and cube.py make one per matrix, other sums)."""
+    over two would be one sgemm where numpy and cube.py make one per matrix, other sums).
+    `per_thread`: blocks per launcher thread of a large product; one when every block widens all of
+    a 16-bit B (each thread widens it once, while the other does: a lone 1024^3 float16 / bfloat16
+    matmul, llvm_kernel / cube.py -- which widens B once -- 1.01-1.18 with two blocks per thread,
+    0.93-1.02 with one; 512^3 0.96-1.00 -> 0.88-0.93; interleaved, 15 repeats, load 4.7)."""
     w = dict(zip(TCUBE_FIELDS, words))
     m, n, k = w["M"], w["N"], w["Ka"]
     if m == 0 or n == 0:
@@ -96,7 +102,7 @@ def cube_words(words: list[int], matrix_rows: int | None = None) -> list[int]:
     one = m if matrix_rows is None else min(m, matrix_rows)
     rows = one
     if threads > 1 and one * n * k >= PARALLEL_MACS and one >= 32 and 4 * one * n > EPILOGUE_BYTES:
-        per = -(-one // (2 * threads))
+        per = -(-one // (per_thread * threads))
         rows = min(one, -(-per // BLAS_ROWS) * BLAS_ROWS)
         if one < m and one % rows:   # blocks of whole matrices' parts: a multiple of 64 dividing them
             rows = next((r for r in range(rows, one, BLAS_ROWS) if one % r == 0), one)
