@@ -443,17 +443,8 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int) -> Ke
     walk = _Walk(k, env0, tally, block_dim, target)
     cores: dict = {}   # AI core -> [MTE2 bytes it loads for its objects, cube, max over its instances of (MTE2, VEC, MTE3)]
     for b in range(block_dim * ratio):
-        env = dict(env0, block=b, subblock=b % ratio, ratio=ratio)
-        env["ub"] = walk.ub_get
         start = list(tally)
-        for m in k.members:
-            env[m.name] = 0 if m.init is None else evaluate(m.init, env)
-        walk.env = env
-        walk.mm_state = {}
-        try:
-            walk.run(k.process)
-        except _Return:
-            pass
+        _run_instance(walk, k, env0, b, b % ratio, ratio)
         core = cores.setdefault(b // ratio, [0, 0.0, 0.0, 0.0, 0.0])
         core[0] += tally[MMLOAD] - start[MMLOAD]
         core[1] += tally[CUBE] - start[CUBE]
@@ -482,6 +473,20 @@ def _fields(k: TileKernel, words: list) -> dict:
     return env0
 
 
+def _run_instance(walk: _Walk, k: TileKernel, env0: dict, block: int, subblock: int, ratio: int) -> None:
+    """One vector instance of a Process kernel: Init (its scalar members) and Process, walked."""
+    env = dict(env0, block=block, subblock=subblock, ratio=ratio)
+    env["ub"] = walk.ub_get
+    for m in k.members:
+        env[m.name] = 0 if m.init is None else evaluate(m.init, env)
+    walk.env = env
+    walk.mm_state = {}
+    try:
+        walk.run(k.process)
+    except _Return:
+        pass
+
+
 def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> int:
     """GM bytes of a kernel whose Process body drives Matmul objects, over its vector instances
     (the interpreter's: each `block`, subblock 0, ratio 1), plus the Init of idle instances."""
@@ -492,16 +497,7 @@ def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> i
         env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, max(1, cores))
     walk = _Walk(k, env0, tally, max(1, cores))
     for b in range(cores):
-        env = dict(env0, block=b, subblock=0, ratio=1)
-        env["ub"] = walk.ub_get
-        for m in k.members:
-            env[m.name] = 0 if m.init is None else evaluate(m.init, env)
-        walk.env = env
-        walk.mm_state = {}
-        try:
-            walk.run(k.process)
-        except _Return:
-            pass
+        _run_instance(walk, k, env0, b, 0, 1)
     for b in range(cores, instances or 0):   # launched, idle: Init reads the scalar members
         env = dict(env0, block=b, subblock=0, ratio=1)
         for m in k.members:
