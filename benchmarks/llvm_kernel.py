@@ -1,11 +1,12 @@
 """The one LLVM lowering of the tile IR (backend_cpu/llvm_kernel.py) against today's per-kind CPU
 executors, kernel by kernel (issue 19).
 
-For each representative kernel of a kind -- a concatenation (view), a column sum (column),
-softmax and layer_norm (row), an elementwise chain (vector), a 2-D transpose (transpose), matmul + relu
-(cube, [R, 1024] @ [1024, 256]; batched, [8, R/8, 1024] @ [8, 1024, 64]; float16) -- at inputs of
-64 KB to 64 MB: the median time of `k(*arrays)` (what runs today: llvm.py / llvm_view.py /
-llvm_reduce.py / llvm_row.py / transpose.py / cube.py) and of `TileKernelCpu(kernel_ir).run(...)` on the
+For each representative kernel of a kind -- a concatenation and a slice (view), a column sum
+(column), softmax and layer_norm (row), an elementwise chain (vector), a 2-D transpose and a 3-D
+permute [16, n, n] perm (0, 2, 1) (transpose), matmul + relu (cube, [R, 1024] @ [1024, 256];
+batched, [8, R/8, 1024] @ [8, 1024, 64]; float16) -- at inputs of 64 KB to 64 MB: the median time of
+`k(*arrays)` (what runs today: llvm_kernel for the vector, view, column, row, transpose and matmul
+kinds, llvm_row.py / cube.py for what those refuse) and of `TileKernelCpu(kernel_ir).run(...)` on the
 same arrays (bound once, outputs preallocated), their ratio, and the LLVM compile time of each (a fresh
 cache folder: the first call minus a steady call for today's executor, the constructor for
 llvm_kernel; where a kernel's IR holds no sizes -- vector, view, row -- the larger sizes reuse the
@@ -14,8 +15,10 @@ interleaved, `--repeat` times each.  Both check their result against numpy once.
 `k(*arrays)` already runs on llvm_kernel (vector, column, matmul, row) the per-kind executor it
 replaced (llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel, cube.py's CubeKernel, llvm_row.py's
 RowCpuKernel) is bound on the same arrays and timed in the same rounds; "ratio" is llvm_kernel over
-the per-kind executor.  A row kernel's llvm_kernel is the one `k(*arrays)` runs: the row kind's
-kernel scheduled for the CPU (backend_cpu/cpu_tiling.row_schedule) on that schedule's words.
+the per-kind executor (the view and transpose kinds' executors, llvm_view.py and transpose.py, are
+gone: RESULTS.md "Round 3, views and transposes" has their last comparison).  A row kernel's
+llvm_kernel is the one `k(*arrays)` runs: the row kind's kernel scheduled for the CPU
+(backend_cpu/cpu_tiling.row_schedule) on that schedule's words.
 
     python benchmarks/llvm_kernel.py [--repeat 7] [--sizes 64K,1M,16M,64M] [--cases view,column,...]
     python benchmarks/llvm_kernel.py --without-copyout --cases elementwise
@@ -42,7 +45,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fusedsl as fs  # noqa: E402
 from fusedsl import buffers  # noqa: E402
 from fusedsl.backend_cpu import CpuKernel, cube  # noqa: E402
-from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu  # noqa: E402
+from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, ViewScheduleCpu  # noqa: E402
 from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.llvm_row import RowCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.cpu_tiling import cpu_words, vector_tiling  # noqa: E402
@@ -85,8 +88,13 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
                     lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32),
                                   g.standard_normal((_rows(n), 1024), np.float32)],
                     lambda x, y: np.maximum(x * y + 1, 0) * 2 - y),
+    "slice": ("view", lambda x: x[1:, 3:1003],
+              lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)], lambda x: x[1:, 3:1003]),
     "transpose": ("transpose", lambda x: fs.transpose(x, (1, 0)),
                   lambda n, g: [g.standard_normal((_side(n), _side(n)), np.float32)], lambda x: x.T),
+    "permute": ("transpose", lambda x: fs.transpose(x, (0, 2, 1)),
+                lambda n, g: [g.standard_normal((16, _side(n // 16), _side(n // 16)), np.float32)],
+                lambda x: x.transpose(0, 2, 1)),
     "matmul": ("cube", lambda a, b: fs.relu(a @ b),
                lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32),
                              g.standard_normal((1024, 256), np.float32)], lambda a, b: np.maximum(a @ b, 0)),
@@ -153,7 +161,7 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
         cpu, words = row.kernel, row.words(row.tiling)
         k = cpu.k
     else:
-        tiling = vector_tiling(plan.lowered, {}, comp.target) if kind == "vector" else plan.tiling
+        tiling = vector_tiling(plan.lowered, {}, comp.target) if kind in ("vector", "view") else plan.tiling
         words = cpu_words(plan.lowered, tiling)
         cpu = TileKernelCpu(k)
     names = f.__code__.co_varnames[:f.__code__.co_argcount]
@@ -189,6 +197,8 @@ def _previous_executor(comp, plan, inputs, want):
     RowCpuKernel; column: llvm_reduce.py's ColumnCpuKernel; a matmul: cube.py's CubeKernel, bound as
     the program bound it); else None."""
     vector = comp._cpu.get(plan.name)
+    if vector is not None and isinstance(vector[0], ViewScheduleCpu):
+        return None   # llvm_view.py is gone (Round 3 in RESULTS.md has the last comparison)
     if vector is not None and isinstance(vector[0], ScheduleCpu):
         old = CpuKernel(plan.lowered, comp.target)
         bind = lambda ins, outs: old.bind(ins, outs, plan.tiling)   # noqa: E731
@@ -201,7 +211,7 @@ def _previous_executor(comp, plan, inputs, want):
     elif isinstance(comp._cpu.get(("matmul", plan.name)), ScheduleCpu):
         old = cube.kernel_for(plan.function)
         bind = lambda ins, outs: old.bind(ins, outs, comp.target)   # noqa: E731
-    else:
+    else:   # the view and transpose kinds' per-kind executors are gone (RESULTS.md Round 3)
         return None
     out = buffers.empty(want.shape, want.dtype)
     call = bind(inputs, [out])

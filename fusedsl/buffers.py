@@ -2,9 +2,9 @@
 
 numpy's large buffers come from malloc's mmap'd chunks and start 16 bytes past a page (a
 quarter of a 64-byte line in).  A kernel writing whole 64-byte vectors then writes every
-line in two halves, and the transpose's streaming stores (backend_cpu/transpose.py), which
-must write whole aligned lines, had to run the first tile of every row of tiles element by
-element.  `empty` returns arrays whose data start on a line.
+line in two halves, and a transpose's streaming stores (backend_cpu/llvm_kernel.py's blocked
+transposes), which must write whole aligned lines, fall back to ordinary stores for the register
+tiles whose output rows start inside a line.  `empty` returns arrays whose data start on a line.
 
 The array is a view of a slightly larger numpy buffer through a ctypes array, not through
 another ndarray: numpy collapses a view of a view onto the first array that owns its data,

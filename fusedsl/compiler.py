@@ -35,6 +35,7 @@ from .lower.column_plan import is_column_kernel, lone_row_reduction
 from .lower.cube import CubeSchedule, schedule_cube_kernel
 from .lower.row import RowSchedule
 from .lower.row_plan import has_row_reduction
+from .lower.transpose import TransposeSchedule, lone_transpose, simplify
 from .lower.vector import VectorSchedule, compute_tiling, schedule_vector_kernel
 from .targets import DEFAULT_TARGET, get_target, host_casts, with_cann_version
 from .tile.kernel import print_kernel
@@ -431,7 +432,7 @@ class CompiledKernel:
         return run
 
     def _schedule_runner(self, row, positions, slow):
-        """fast_runner's path for a lone row or column kernel run by a ScheduleCpu (one result, no
+        """fast_runner's path for a lone row, column or transpose kernel run by a ScheduleCpu (one result, no
         runtime scalar): its remembered call (`_last` = (tiling, inputs, call), the outputs in
         call.outputs) repeated when the arguments are the same arrays and the caller dropped the
         last result, as for the per-kind kernels."""
@@ -532,8 +533,7 @@ class CompiledKernel:
             return None
         kernel = self._row_kernel(plan)
         if kernel is None:   # a lone transpose runs the same way (recycled outputs, no main walk)
-            from .backend_cpu.transpose import transpose_kernel
-            kernel = transpose_kernel(plan.function)
+            kernel = self._transpose_kernel(plan)
         if kernel is None:
             return None
         self._single_row = (kernel, [params.index(v) for v in call.operands], self._result_meta({}))
@@ -567,8 +567,6 @@ class CompiledKernel:
             tiling = self._cpu_tiling.get(plan.name, plan.tiling)
             if tiling.total_tiles == 0:
                 return (lambda ins, outs: _nothing), False
-            if hasattr(kernel, "vars"):   # a view kernel (slice / concatenate / take)
-                return kernel.bind, bool(kernel.vars)
             scalars = {k for k, inp in enumerate(self._cpu_inputs(plan)) if inp.kind == "runtime_scalar"}
 
             def bind_vector(ins, outs):
@@ -584,7 +582,7 @@ class CompiledKernel:
         matmul = self._matmul_kernel(plan)
         if matmul is not None:
             return matmul.bind, any(i.kind == "runtime_scalar" for i in matmul.sched.inputs)
-        from .backend_cpu import conv_sparse, cube, transpose
+        from .backend_cpu import conv_sparse, cube
         from .backend_cpu.blas import one_blas_thread
 
         def bind_other(ins, outs):   # attention kernels, or the numpy reference
@@ -595,10 +593,10 @@ class CompiledKernel:
                     if o is not r:
                         np.copyto(o, r)
             return call
-        other = cube.kernel_for(plan.function) or transpose.transpose_kernel(plan.function)
-        if other is not None:   # matmul/conv2d (+ epilogue) on BLAS, a lone transpose
-            if getattr(other, "is_reshape", False):
-                return "view", False   # a transpose moving size-1 axes only: a reshape view
+        if _moves_size_one_axes(plan.function):
+            return "view", False   # a transpose moving size-1 axes only: a reshape view
+        other = cube.kernel_for(plan.function) or self._transpose_kernel(plan)
+        if other is not None:   # matmul/conv2d (+ epilogue) on BLAS, a lone transpose / stepped slice
             if isinstance(other, cube.CubeKernel):
                 zeros = None
                 if other.cube.name == "conv2d":   # imported conv variants: skip their zeros
@@ -631,7 +629,7 @@ class CompiledKernel:
                             return run
                         return bind_sourced, False, reads
                 return (lambda ins, outs: other.bind(ins, outs, self.target, zeros) or bind_other(ins, outs)), False
-            return other.bind, False
+            return (lambda ins, outs: other.bind(ins, outs)), False
         return bind_other, False
 
     def _structural_zeros(self):
@@ -768,7 +766,7 @@ class CompiledKernel:
             return None
 
     def _cpu_kernel(self, plan: KernelPlan):
-        """The compiled executor of a vector plan (ScheduleCpu, or CpuKernel / ViewCpuKernel), or
+        """The compiled executor of a vector plan (ScheduleCpu / ViewScheduleCpu, or CpuKernel), or
         None when the LLVM backend cannot lower it (that kernel then runs on another executor:
         `executor`).  Its tiling for the current sizes is `_cpu_tiling`'s when there is one."""
         from .backend_cpu.cpu_tiling import vector_tiling
@@ -779,8 +777,7 @@ class CompiledKernel:
                 if sched is None:
                     self._cpu[plan.name] = None
                 elif sched.views is not None:   # slice / concatenate / take as addressing
-                    from .backend_cpu.llvm_view import ViewCpuKernel
-                    self._cpu[plan.name] = (ViewCpuKernel(sched), sched)
+                    self._cpu[plan.name] = (self._view_kernel(sched), sched)
                 else:
                     self._cpu[plan.name] = (self._vector_kernel(sched), sched)
             except LoweringError:
@@ -806,6 +803,16 @@ class CompiledKernel:
             return ScheduleCpu(sched)
         except FusedslError:   # not lowered by llvm_kernel (or its kernel passes refuse it)
             return CpuKernel(sched, self.target)
+
+    def _view_kernel(self, sched: VectorSchedule):
+        """A view kernel's CPU executor: its TileKernel through the one LLVM lowering of the tile IR
+        (backend_cpu/kernel_cpu.ViewScheduleCpu, on the CPU's tiling words: cpu_tiling.view_tiling),
+        a take's indices checked before each call."""
+        from .backend_cpu.kernel_cpu import ViewScheduleCpu
+        try:
+            return ViewScheduleCpu(sched)
+        except FusedslError as exc:   # not lowered by llvm_kernel: the kernel runs elsewhere
+            raise LoweringError(str(exc)) from exc
 
     def _cpu_inputs(self, plan: KernelPlan):
         """The tile program inputs of the vector kernel `_cpu_kernel` compiled for a plan."""
@@ -934,6 +941,22 @@ class CompiledKernel:
         except FusedslError:   # refused for another reason (an epilogue reading A, symbolic sizes)
             return None, None
 
+    def _transpose_kernel(self, plan: KernelPlan):
+        """A lone transpose / permute or stepped slice (the transpose kind)'s CPU executor: its
+        TileKernel through the one LLVM lowering (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's
+        tiling words: cpu_tiling.transpose_tiling), or None (another kind, or the kind refused it:
+        the numpy reference runs it)."""
+        key = ("transpose", plan.name)
+        if key not in self._cpu:
+            self._cpu[key] = None
+            if isinstance(plan.lowered, TransposeSchedule) and plan.error is None and plan.tiling is not None:
+                from .backend_cpu.kernel_cpu import ScheduleCpu
+                try:
+                    self._cpu[key] = ScheduleCpu(plan.lowered, plan.tiling)
+                except (FusedslError, LoweringError):
+                    pass
+        return self._cpu[key]
+
     def _attention_kernel(self, plan: KernelPlan):
         """The CPU flash-attention kernel of a lone attention op (compiled per shape), or None."""
         key = ("attention", plan.name)
@@ -946,14 +969,15 @@ class CompiledKernel:
         """Which CPU executor `kernel(*arrays)` runs a kernel on (config.executor "llvm"):
         "vector" (its tile program in LLVM), "view" (a gather / slice / concatenate as
         addressing), "row" / "column" (LLVM row or column kernel), "cube" (matmul / conv blocks on
-        BLAS), "transpose" (cache-blocked tiles), "attention" (flash attention on BLAS), or
+        BLAS), "transpose" (the transpose kind's TileKernel: blocked register transposes), "attention"
+        (flash attention on BLAS), or
         "reference": no native executor takes it and it runs on the numpy interpreter (what
         tests/test_ops_native.py rules out for the op vocabulary).  `_run_llvm_kernel` and the
         bound program dispatch by the same tests in the same order."""
         plan = self._plans_by_name[plan] if isinstance(plan, str) else plan
         kernel = self._cpu_kernel(plan)
         if kernel is not None:
-            return "view" if hasattr(kernel, "vars") else "vector"
+            return "view" if self._cpu[plan.name][1].views is not None else "vector"
         if plan.schedule is None:
             row = self._row_kernel(plan)
             if row is not None:
@@ -961,11 +985,11 @@ class CompiledKernel:
                     type(row).__name__ == "RowCpuKernel" else "column"
         if self._matmul_kernel(plan) is not None:
             return "cube"
-        from .backend_cpu import cube, transpose
+        from .backend_cpu import cube
         other = cube.kernel_for(plan.function)
         if other is not None and other.native:
             return "cube"
-        if transpose.transpose_kernel(plan.function) is not None:
+        if self._transpose_kernel(plan) is not None:
             return "transpose"
         if self._attention_kernel(plan) is not None:
             return "attention"
@@ -992,10 +1016,13 @@ class CompiledKernel:
             self._matmul_kernel(plan).run(inputs, outs)
             return tuple(outs)
         if kernel is None:
-            from .backend_cpu import cube, transpose
+            from .backend_cpu import cube
             done = cube.run(plan.function, inputs, targets, self._callee_zeros(plan))   # conv2d (+ matmuls) on BLAS
-            if done is None:   # a lone transpose / permute: cache-blocked tiles
-                done = transpose.run(plan.function, inputs, targets)
+            if done is None and self._transpose_kernel(plan) is not None:   # a lone transpose / stepped slice
+                outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
+                        for t, target in zip(_concrete(plan.function.results, sizes), targets)]
+                self._transpose_kernel(plan).run(inputs, outs)
+                done = tuple(outs)
             if done is None and self._attention_kernel(plan) is not None:   # flash attention on BLAS
                 done = self._attention_kernel(plan).run(inputs, targets)
             return done if done is not None else run_function(self.module, plan.function, inputs)  # numpy
@@ -1043,6 +1070,16 @@ class CompiledKernel:
     def report(self):
         from .report import Report
         return Report(self)
+
+
+def _moves_size_one_axes(fn: Function) -> bool:
+    """Whether fn is a lone transpose that moves size-1 axes only: its result is its input's
+    bytes in the same order (a program reads it as a reshape view instead of running a kernel)."""
+    op = lone_transpose(fn)
+    if op is None or not all(isinstance(d, int) for d in op.operands[0].shape):
+        return False
+    _, perm = simplify(tuple(op.operands[0].shape), tuple(op.attr("perm")))
+    return perm == tuple(range(len(perm)))
 
 
 def _comments(lines) -> str:

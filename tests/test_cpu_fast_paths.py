@@ -1,5 +1,8 @@
-"""CPU fast paths (issue 21 item 7): pure reshapes return numpy views, transposes run on a native
-cache-blocked kernel, 16-bit matmuls on float32 BLAS; all against numpy."""
+"""CPU fast paths (issue 21 item 7): pure reshapes return numpy views, transposes run natively (the
+transpose kind's TileKernel on llvm_kernel: blocked register transposes, GM to GM), 16-bit matmuls on
+float32 BLAS; all against numpy."""
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -79,13 +82,12 @@ def test_transpose_matches_numpy(shape, rnd, dtype):
 @pytest.mark.parametrize("shape,perm", [((1024, 4096), (1, 0)), ((3, 70, 130), (2, 0, 1)), ((2, 5, 33, 17), (0, 3, 2, 1)),
                                         ((64, 1, 48), (2, 1, 0)), ((8, 16, 32), (0, 2, 1))])
 def test_transpose_runs_natively(shape, perm):
-    """A lone transpose runs on backend_cpu.transpose (not the numpy reference), results in
-    recycled or out= arrays alike."""
-    from fusedsl.backend_cpu import transpose
+    """A lone transpose runs natively (the transpose kind's kernel on llvm_kernel, not the numpy
+    reference), results in recycled or out= arrays alike."""
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
     k = fs.fused_kernel(lambda a: fs.transpose(a, perm))
     c = k.compile(x)
-    assert transpose.transpose_kernel(c.kernels[0].function) is not None
+    assert c.executor(c.kernels[0]) == "transpose"
     np.testing.assert_array_equal(k(x), np.transpose(x, perm))
     out = np.empty(np.transpose(x, perm).shape, np.float32)
     assert k(x, out=out) is out
@@ -163,101 +165,99 @@ def test_lone_reduction_rebinds_for_new_arrays():
     assert all(not np.shares_memory(a, b) for i, a in enumerate(kept) for b in kept[i + 1:])
 
 
+@contextlib.contextmanager
+def _streaming(on: bool = True):
+    """Non-temporal stores from the first byte of output (kernel_cpu.TRANSPOSE_STREAM_MIN_BYTES 0)
+    while the kernel is bound and run: the path on small odd shapes."""
+    from fusedsl.backend_cpu import kernel_cpu
+    saved = kernel_cpu.TRANSPOSE_STREAM_MIN_BYTES
+    kernel_cpu.TRANSPOSE_STREAM_MIN_BYTES = 0 if on else saved
+    try:
+        yield
+    finally:
+        kernel_cpu.TRANSPOSE_STREAM_MIN_BYTES = saved
+
+
+def _transpose_kernel(x, perm):
+    """The lone transpose's CPU executor (kernel_cpu.ScheduleCpu on cpu_tiling's words), or None when
+    the permutation moves size-1 axes only (no kernel: a reshape, checked through the public call)."""
+    from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
+    k = fs.fused_kernel(lambda a: fs.transpose(a, perm))
+    comp = k.compile(x)
+    if not comp.kernels:
+        assert np.array_equal(k(x), np.transpose(x, perm))
+        return None
+    (plan,) = comp.kernels
+    return ScheduleCpu(plan.lowered, plan.tiling, use_disk_cache=False)
+
+
+def _run_at(kernel, x, want, shift):
+    """Run into an output starting `shift` bytes into a cache line (zeros around it); the bytes
+    before and after the output must stay zero."""
+    base = np.zeros(want.nbytes + 192, np.uint8)
+    if kernel is None:
+        return
+    start = (-base.ctypes.data) % 64 + 64 + shift - shift % x.itemsize
+    out = base[start:start + want.nbytes].view(x.dtype).reshape(want.shape)
+    kernel.run([x], [out])
+    assert np.array_equal(out, want), shift
+    assert not base[:start].any() and not base[start + want.nbytes:].any()   # nothing outside
+
+
 @fuzz_settings(0.06)
 @given(st.lists(st.integers(1, 70), min_size=2, max_size=3), st.randoms(use_true_random=False),
        st.sampled_from(["float32", "float16", "int8"]), st.integers(0, 63))
 def test_streamed_transpose_matches_numpy_at_every_output_alignment(shape, rnd, dtype, shift):
-    """Large transposes stream their full tiles with aligned non-temporal stores, the tiles along
-    p shifted so that their lines are whole (transpose.STREAM_MIN_BYTES set to 0 here to reach
-    the path on small odd shapes); outputs that start anywhere in a cache line, every width."""
-    from fusedsl.backend_cpu import transpose
+    """Large transposes store a register tile whose output rows are whole aligned 64-byte lines with
+    non-temporal stores (kernel_cpu.TRANSPOSE_STREAM_MIN_BYTES set to 0 here to reach the path on
+    small odd shapes), the other tiles with ordinary stores; outputs that start anywhere in a cache
+    line, every width."""
     perm = list(range(len(shape)))
     rnd.shuffle(perm)
     x = _array(np.random.default_rng(rnd.randint(0, 1 << 30)), tuple(shape), dtype)
-    saved = transpose.STREAM_MIN_BYTES
-    transpose.STREAM_MIN_BYTES = 0
-    try:
-        plan = transpose.TransposePlan(x.shape, tuple(perm), x.itemsize)
-    finally:
-        transpose.STREAM_MIN_BYTES = saved
-    want = np.transpose(x, perm)
-    base = np.zeros(want.nbytes + 128, np.uint8)
-    start = (-base.ctypes.data) % 64 + shift - shift % x.itemsize
-    out = base[start:start + want.nbytes].view(x.dtype).reshape(want.shape)
-    plan.run(x, out)
-    assert np.array_equal(out, want)
-    assert not base[:start].any() and not base[start + want.nbytes:].any()   # nothing outside
-    if not plan.copy_only and (plan.oq * x.itemsize) % 64 == 0 and not ((plan.out_off * x.itemsize) % 64).any():
-        assert plan.nt and plan._launch(x, out, np.zeros(13, np.int64))[0] is plan.fn_nt
-    out[...] = 0
-    plan.bind(x, out)()
-    assert np.array_equal(out, want)
+    with _streaming():
+        _run_at(_transpose_kernel(x, tuple(perm)), x, np.transpose(x, perm), shift)
 
 
 @pytest.mark.parametrize("shape,perm,dtype", [((48, 37), (1, 0), "float32"), ((3, 64, 45), (0, 2, 1), "float16"),
-                                              ((128, 7), (1, 0), "int8")])
+                                              ((128, 7), (1, 0), "int8"), ((64, 64), (1, 0), "float32")])
 def test_streamed_transpose_fixed_cases(shape, perm, dtype):
-    from fusedsl.backend_cpu import transpose
     x = _array(np.random.default_rng(1), shape, dtype)
-    saved = transpose.STREAM_MIN_BYTES
-    transpose.STREAM_MIN_BYTES = 0
-    try:
-        plan = transpose.TransposePlan(x.shape, perm, x.itemsize)
-    finally:
-        transpose.STREAM_MIN_BYTES = saved
-    assert plan.nt
-    want = np.transpose(x, perm)
-    for shift in range(0, 64, x.itemsize):
-        base = np.zeros(want.nbytes + 128, np.uint8)
-        start = (-base.ctypes.data) % 64 + shift
-        out = base[start:start + want.nbytes].view(x.dtype).reshape(want.shape)
-        plan.run(x, out)
-        assert np.array_equal(out, want), shift
-        assert not base[:start].any() and not base[start + want.nbytes:].any()
+    with _streaming():
+        kernel = _transpose_kernel(x, perm)
+        for shift in range(0, 64, x.itemsize):
+            _run_at(kernel, x, np.transpose(x, perm), shift)
 
 
 @fuzz_settings(0.1)
 @given(st.lists(st.integers(1, 45), min_size=2, max_size=3), st.randoms(use_true_random=False),
-       st.sampled_from([1, 2, 4, 8]), st.integers(0, 63), st.booleans())
-def test_transpose_edge_tiles_every_width(shape, rnd, itemsize, shift, streamed):
-    """Edge tiles (odd tails, size-1 axes, the shifted first tile of a streamed output) run as
-    masked vector tiles: exact for every element width (8 bytes too), outputs starting anywhere
-    in a line, nothing written outside the output."""
-    from fusedsl.backend_cpu import transpose
+       st.sampled_from(["uint8", "float16", "int32"]), st.integers(0, 63), st.booleans())
+def test_transpose_edge_tiles_every_width(shape, rnd, dtype, shift, streamed):
+    """Edge tiles (odd tails, size-1 axes) move element by element beside the register tiles:
+    exact for every element width the kernels have (the bits move as integers), outputs starting
+    anywhere in a line, nothing written outside the output."""
     perm = list(range(len(shape)))
     rnd.shuffle(perm)
-    dtype = np.dtype(f"u{itemsize}")
     x = np.random.default_rng(rnd.randint(0, 1 << 30)).integers(1, 250, shape).astype(dtype)
-    saved = transpose.STREAM_MIN_BYTES
-    transpose.STREAM_MIN_BYTES = 0 if streamed else saved
-    try:
-        plan = transpose.TransposePlan(x.shape, tuple(perm), itemsize)
-    finally:
-        transpose.STREAM_MIN_BYTES = saved
-    want = np.transpose(x, perm)
-    base = np.zeros(want.nbytes + 192, np.uint8)
-    start = (-base.ctypes.data) % 64 + 64 + shift - shift % itemsize
-    out = base[start:start + want.nbytes].view(dtype).reshape(want.shape)
-    plan.run(x, out)
-    assert np.array_equal(out, want)
-    assert not base[:start].any() and not base[start + want.nbytes:].any()
+    with _streaming(streamed):
+        _run_at(_transpose_kernel(x, tuple(perm)), x, np.transpose(x, perm), shift)
 
 
 def test_transpose_network_is_a_transpose():
     """The in-register network leaves every register one column of the tile, rows in order."""
-    from fusedsl.backend_cpu import transpose
+    from fusedsl.backend_cpu import register_transpose
     for itemsize in (1, 2, 4, 8):
-        cols = transpose.network_columns(itemsize)
+        cols = register_transpose.network_columns(itemsize)
         assert sorted(cols) == list(range(64 // itemsize))
 
 
 def test_large_streamed_transpose_into_unaligned_out():
     """A transpose above STREAM_MIN_BYTES with odd tails, through the public call: a result
     fusedsl allocates starts on a cache line; a caller's out= 20 bytes into a line gets the
-    same values (the masked first tile of every row of tiles)."""
-    from fusedsl.backend_cpu import transpose
+    same values (its register tiles' output rows then start inside a line: ordinary stores)."""
+    from fusedsl.backend_cpu import kernel_cpu
     x = np.random.default_rng(5).standard_normal((1031, 2053)).astype(np.float32)
-    assert x.nbytes >= transpose.STREAM_MIN_BYTES
+    assert x.nbytes >= kernel_cpu.TRANSPOSE_STREAM_MIN_BYTES
     k = fs.fused_kernel(lambda a: fs.transpose(a, (1, 0)))
     y = k(x)
     assert y.ctypes.data % 64 == 0 and np.array_equal(y, x.T)

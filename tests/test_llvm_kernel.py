@@ -55,7 +55,7 @@ def _approximate(k) -> bool:
 
 def _cpu_words(comp, plan) -> list[int]:
     """The words `k(*arrays)` runs the kernel with on the CPU (backend_cpu/cpu_tiling.py)."""
-    if isinstance(plan.lowered, VectorSchedule) and plan.lowered.views is None:
+    if isinstance(plan.lowered, VectorSchedule):   # a view kernel's: cpu_tiling.view_tiling
         return kernel_words(plan.lowered, vector_tiling(plan.lowered, {}, comp.target))
     return cpu_words(plan.lowered, plan.tiling)
 
@@ -169,6 +169,36 @@ def test_view_kernels_match_the_interpreter_bit_for_bit(r, c, cut, kind, dtype):
     _close(got, want, dtype, 1e-6, 2e-3)
 
 
+WIDE_VIEWS = {   # name -> (function, argument shapes): rows wide enough for one-row tiles on the CPU's words
+    "concat": (lambda x, y: fs.concatenate([x, y], axis=1), [(9, 400), (9, 70)]),
+    "broadcast_row": (lambda x: fs.broadcast_to(x[2:3, 5:305], (6, 300)), [(8, 400)]),
+    "overlapping_rows": (lambda x: x[:, 10:390] + x[:, :380], [(8, 400)]),
+    "whole_rows": (lambda x: x[2:7] * 3, [(8, 400)]),
+    "take": (lambda x, i: fs.take(x, i, axis=0) - 1, [(8, 400), None]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WIDE_VIEWS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_view_kernels_on_the_cpu_words_read_and_write_rows_in_place(name, dtype):
+    """The CPU's view tiling (cpu_tiling.view_tiling: one row per tile, so every copy is one run)
+    and the chip's (tiles of several rows: a broadcast row read once and copied in UB, rows that
+    overlap copied one by one) give the interpreter's bits: the sources' rows read in place (a
+    guarded VECIN buffer moves home before a UB copy writes it), the output rows computed in GM."""
+    f, shapes = WIDE_VIEWS[name]
+    g = np.random.default_rng(len(name))
+    args = [np.array([3, -1, 0, 7, 3], np.int32) if s is None else (g.standard_normal(s) * 4).astype(dtype)
+            for s in shapes]
+    comp = fs.fused_kernel(f).compile(*args)
+    (plan,) = comp.kernels
+    assert comp.executor(plan) in ("view", "vector")
+    cpu = _cpu_words(comp, plan)
+    if plan.lowered.views is not None and name != "whole_rows":
+        assert cpu != kernel_words(plan.lowered, plan.tiling)   # one row per tile
+    (got,) = _run_both(comp, dict(zip(f.__code__.co_varnames, args)))
+    np.testing.assert_array_equal(comp(*args), got)
+
+
 # ---- transposes and stepped slices ------------------------------------------------------------------
 @fuzz_settings(scale=0.05)
 @given(shape=st.lists(st.integers(1, 40), min_size=2, max_size=4), data=st.data(),
@@ -194,6 +224,27 @@ def test_stepped_slices_match_the_interpreter_bit_for_bit(shape, data):
         return
     (got,) = _run_both(comp, {"v": x})
     np.testing.assert_array_equal(got, x[tuple(idx)])
+
+
+@pytest.mark.parametrize("case", ["pick2", "pick2_tail", "pick3", "rows_copied", "rows_copied_odd"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_transpose_kind_copies_and_picks_match_the_interpreter(case, dtype):
+    """The transpose kind's other loops on llvm_kernel, GM to GM: every second element picked with
+    vectors (rows long enough for whole vectors and a tail), another step element by element, and
+    a permute that keeps the last axis (UB copies in chunks within UB rows, row tails moved)."""
+    x = (np.arange(5 * 7 * 70) % 251 - 125).reshape(5, 7, 70).astype(dtype)
+    f = {"pick2": lambda v: v[:, 1:, ::2], "pick2_tail": lambda v: v[1:, :, 3::2], "pick3": lambda v: v[:, :, 1::3],
+         "rows_copied": lambda v: fs.transpose(v, (1, 0, 2)),
+         "rows_copied_odd": lambda v: fs.transpose(v[:, :, 3:68], (1, 0, 2))}[case]
+    want = {"pick2": x[:, 1:, ::2], "pick2_tail": x[1:, :, 3::2], "pick3": x[:, :, 1::3],
+            "rows_copied": np.transpose(x, (1, 0, 2)), "rows_copied_odd": np.transpose(x[:, :, 3:68], (1, 0, 2))}[case]
+    comp = fs.fused_kernel(f).compile(x)
+    plan = comp.kernels[-1]
+    assert plan.kernel_kind == "transpose" and comp.executor(plan) == "transpose"
+    if len(comp.kernels) == 1:
+        (got,) = _run_both(comp, {"v": x})
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(comp(x), want)
 
 
 # ---- column kernels ---------------------------------------------------------------------------------

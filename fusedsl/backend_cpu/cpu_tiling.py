@@ -40,6 +40,15 @@ whose copies are contiguous:
   over rows longer than ROW_SUM_MAX (or of a symbolic length) would add more per lane: they stay
   on llvm_row.py, which adds chunks of 1024 and compensates their total (`long_row_sums`).  The
   words are that schedule's tiling (`row_tiling`);
+- view kernels (slice / concatenate / take): the chip's boxes in tiles of up to VIEW_TILE_ELEMS
+  elements of whole rows (`view_tiling`); llvm_kernel reads the sources' rows in place and
+  computes into the output rows, strided or not, one Step per row.  Boxes whose rows take a DMA
+  each (a broadcast row copied in UB, overlapping rows, gathered rows) one row per tile when
+  their rows have VIEW_ROW_BYTES or more (a one-row copy is read in place);
+- transposes (the transpose kind's transpose mode): tiles of TRANSPOSE_BAND register tiles (T x T,
+  T a 64-byte line of elements) along the input's rows, T rows high, or as many rows of T as
+  make that many elements when the rows are shorter; llvm_kernel moves them from GM to GM, T input
+  lines in, T output lines out per register tile (`transpose_tiling`);
 - every other kind: the chip's words.
 """
 from __future__ import annotations
@@ -53,11 +62,15 @@ from ..lower.cube import TCUBE_FIELDS, CubeSchedule
 from ..lower.kinds import kernel_words
 from ..lower.row import (FOLD_LANES, FOLD_MAX_LANES, RowSchedule, RowTiling, compute_row_tiling,
                          schedule_row_kernel)
+from ..lower.transpose import TransposeSchedule, TransposeTiling
 from ..lower.vector import compute_tiling
 from ..targets import Target, get_target, host_casts
+from ..tile.tiling import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
 from .launch import host_threads
+from .register_transpose import tile_side
 
-__all__ = ["cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "vector_tiling"]
+__all__ = ["cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
+           "view_tiling"]
 
 VECTOR_UB = 1 << 20
 VECTOR_BLOCKS = 32
@@ -69,6 +82,9 @@ MAX_ROWS = 4095   # the words stay ones the chip's DMA could take (DataCopyPad's
 PARALLEL_MACS = 1 << 24       # a product this large runs as blocks on the launcher's threads
 EPILOGUE_BYTES = 256 << 10    # one epilogue tile of C: stays in L2 across the whole chain
 BLAS_ROWS = 64                # blocks of rows start on this grid (module doc)
+TRANSPOSE_BAND = 32           # register tiles per transpose tile along the input's rows
+VIEW_TILE_ELEMS = 16 << 10   # elements per tile of a view box of contiguous rows (or of narrow rows)
+VIEW_ROW_BYTES = 256         # a strided box's rows from this many bytes on: one row per tile
 
 ROW_UB = 1 << 20   # a row kernel's UB on the CPU: a core's L2
 ROW_LANE_ADDS = 32   # elements a fold's lane adds in sequence at most (a float sum's accuracy)
@@ -82,6 +98,8 @@ def cpu_words(lowered, tiling) -> list[int]:
     if type(lowered) is CubeSchedule:   # a matmul (conv's schedule reads its words otherwise)
         widened = lowered.mm.operands[1].dtype != dt.float32   # each block widens all of B first
         return cube_words(kernel_words(lowered, tiling), int(lowered.mm.result.shape[-2]), 1 if widened else 2)
+    if isinstance(lowered, TransposeSchedule):
+        return list(transpose_tiling(lowered, tiling).words)
     return kernel_words(lowered, tiling)
 
 
@@ -123,6 +141,8 @@ def column_tiling(sched: ColumnSchedule, t: ColumnTiling) -> ColumnTiling:
 
 def vector_tiling(sched, sizes: dict, target):
     """The Tiling a vector kernel runs with on the CPU (module doc): its words are the kernel's."""
+    if sched.views is not None:
+        return view_tiling(sched, compute_tiling(sched, sizes, target))
     cpu = dataclasses.replace(target, vector_cores=min(target.vector_cores, VECTOR_BLOCKS))
     return compute_tiling(dataclasses.replace(sched, ub_budget=max(sched.ub_budget, VECTOR_UB)), sizes, cpu)
 
@@ -171,3 +191,52 @@ def long_row_sums(fn) -> bool:
 def row_tiling(sched: RowSchedule, sizes: dict, target: Target) -> RowTiling:
     """The tiling a `row_schedule` kernel runs with for these sizes (its words are the kernel's)."""
     return compute_row_tiling(sched, sizes, row_target(target))
+def view_tiling(sched, chip):
+    """A view kernel's CPU Tiling from the chip's (module doc): the same boxes (the kernel's box
+    table has the chip's size; a box wider than the chip's tile stays cut into the chip's column
+    chunks), other rows per tile, VECTOR_BLOCKS blocks."""
+    if chip.total_tiles == 0 or not chip.boxes:
+        return chip
+    loads = [inp for inp in sched.inputs if inp.kind in ("view", "gather")]
+    item = max([inp.gm_dtype.itemsize for inp in loads] + [o.gm_dtype.itemsize for o in sched.outputs])
+    widest = max(box[2] for box in chip.boxes)
+    shapes = []
+    for box in chip.boxes:
+        rows, cols = box[1], box[2]
+        words = [box[VIEW_BOX_HEAD + j * VIEW_LOAD_WORDS:VIEW_BOX_HEAD + (j + 1) * VIEW_LOAD_WORDS]
+                 for j in range(len(loads))]
+        # a row read once and copied in UB, rows that overlap, gathered rows: a DMA per row
+        per_row = any(inp.kind == "gather" or (w[3] != 0 and w[2] < cols) for inp, w in zip(loads, words))
+        plain = not per_row and box[5] == cols and all(w[3] == 0 or w[2] == cols for w in words)
+        wide = cols * item >= VIEW_ROW_BYTES
+        tr = 1 if per_row and wide else max(1, min(rows, MAX_ROWS, VIEW_TILE_ELEMS // max(cols, 1)))
+        shapes.append((tr, plain))
+    # UB rows one longer than the widest box's when some box of several rows per tile is strided
+    # in GM: its rows are then one run each, a Step per row (never one run over rows of the UB
+    # tile that are not contiguous in GM)
+    cpad = widest + (16 if any(tr > 1 and not plain for tr, plain in shapes) else 0)
+    words, first = [], 0
+    for box, (tr, _) in zip(chip.boxes, shapes):
+        words.append((first,) + tuple(box[1:3]) + (tr,) + tuple(box[4:]))
+        first += -(-box[1] // tr)
+    tile_rows = max(tr for tr, _ in shapes)
+    per_core = -(-first // VECTOR_BLOCKS)
+    return dataclasses.replace(chip, Cpad=cpad, tile_rows=tile_rows, tile_cols=cpad, total_tiles=first,
+                               tiles_per_core=per_core, block_dim=-(-first // per_core),
+                               tile_elems=tile_rows * cpad, boxes=tuple(words), choice=None)
+
+
+def transpose_tiling(sched: TransposeSchedule, t: TransposeTiling) -> TransposeTiling:
+    """A transpose's CPU tiling (module doc): the chip's words with other tile sides, tile counts
+    and VECTOR_BLOCKS blocks.  The copy and gather modes keep the chip's."""
+    if sched.mode != "transpose" or t.total_tiles == 0:
+        return t
+    side = tile_side(sched.item)
+    tc = min(sched.C, TRANSPOSE_BAND * side)
+    ta = min(sched.A, MAX_ROWS, max(side, (TRANSPOSE_BAND * side * side // max(tc, 1)) // side * side))
+    tiles_a, tiles_c = -(-sched.A // ta), -(-sched.C // tc)
+    total = t.total_tiles // (t.tiles_a * t.tiles_c) * tiles_a * tiles_c
+    per_core = -(-total // VECTOR_BLOCKS)
+    words = list(t.words)
+    words[5:12] = [ta, tc, tiles_a, tiles_c, total, per_core, -(-total // per_core)]
+    return TransposeTiling(ta, tc, tiles_a, tiles_c, total, per_core, -(-total // per_core), tuple(words))

@@ -21,6 +21,7 @@ from ..errors import FusedslError
 from ..lower.kinds import kernel_ir
 from ..tile.kernel import Step, TileKernel, evaluate, member_values
 from ..tile.verify import TileVerifyError
+from ..views import gather_indices
 from . import jit
 from .cpu_tiling import cpu_words
 from .blas import BLAS_LOCAL_THREADS, one_blas_thread, sgemm_address, single_threaded_blas
@@ -28,7 +29,7 @@ from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
 from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, lower_kernel, typed_fields
 
-__all__ = ["TileKernelCpu", "ScheduleCpu"]
+__all__ = ["TileKernelCpu", "ScheduleCpu", "ViewScheduleCpu"]
 
 # Below this many GM bytes a launch runs on the caller's thread (backend_cpu.PARALLEL_MIN_WORK's figure).
 PARALLEL_MIN_BYTES = 16 << 20
@@ -39,6 +40,15 @@ STREAM_MIN_BYTES = 32 << 20
 # An exp / ln costs about this many bytes of traffic per element (backend_cpu._TRANSCENDENTAL_WEIGHT,
 # llvm_row's): a 4 MB softmax is 24 MB of work, on two threads (0.31 ms against 0.64 on one).
 TRANSCENDENTAL_WEIGHT = 16
+# A transpose's own thresholds (measured for transpose.py's tiles, the same register tiles): its
+# stores scatter over many lines, so streaming pays from 8 MB of output; and it is bound by the
+# memory latency per line, which a second thread of this shared host does not add below 64 MB moved.
+TRANSPOSE_STREAM_MIN_BYTES = 8 << 20
+TRANSPOSE_PARALLEL_MIN_BYTES = 64 << 20
+# The transpose kind's row copies and picks (a permute that keeps the last axis, a stepped slice)
+# stay on the caller's thread: the numpy copies they replace were single-threaded, and two threads
+# measured 1.2-1.56x slower at 64 MB on this shared host ([256, 1024, 64] perm (1, 0, 2))
+SERIAL_MODES = ("copy", "gather")
 
 
 class TileKernelCpu:
@@ -49,6 +59,7 @@ class TileKernelCpu:
         t0 = time.perf_counter()
         self.ir = lower_kernel(k, host_features())
         self._compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=use_disk_cache)   # keeps the code alive
+        self.serial = False   # every launch on the caller's thread (ScheduleCpu: SERIAL_MODES)
         self.compile_seconds = time.perf_counter() - t0
         self._cfunc = KERNEL_PROTO(self._compiled.address)
         self._offsets = k.field_offsets()
@@ -123,7 +134,8 @@ class TileKernelCpu:
         for q in k.queues:
             args[at], args[at + 1] = layout[q.name]
             at += 2
-        args[at] = int(written >= STREAM_MIN_BYTES)
+        transpose = k.kind == "transpose"
+        args[at] = int(written >= (TRANSPOSE_STREAM_MIN_BYTES if transpose else STREAM_MIN_BYTES))
         at += 1
         if k.matmuls:
             address = sgemm_address()
@@ -143,7 +155,10 @@ class TileKernelCpu:
             total, per_core = self._word(words, "totalTiles"), self._word(words, "tilesPerCore")
             blocks = -(-total // per_core) if per_core else 0
             work = moved + TRANSCENDENTAL_WEIGHT * self._transcendental * out_elems
-            threads = 1 if blocks <= 1 or work < PARALLEL_MIN_BYTES else min(host_threads(), pool().workers + 1, blocks)
+            least = TRANSPOSE_PARALLEL_MIN_BYTES if transpose else PARALLEL_MIN_BYTES
+            if self.serial:
+                least = 1 << 62
+            threads = 1 if blocks <= 1 or work < least else min(host_threads(), pool().workers + 1, blocks)
         arenas = [np.empty(arena_bytes + ARENA_ALIGN, np.uint8) for _ in range(threads)]
         addrs = [-(-a.ctypes.data // ARENA_ALIGN) * ARENA_ALIGN for a in arenas]
         fn, address = self._cfunc, args.ctypes.data
@@ -210,6 +225,7 @@ class ScheduleCpu:
         self.tiling = tiling
         self.plan = getattr(sched, "plan", None)   # a column kernel's ColumnPlan (its params' kinds)
         self.kernel = TileKernelCpu(kernel_ir(sched), use_disk_cache=use_disk_cache)
+        self.kernel.serial = getattr(sched, "mode", None) in SERIAL_MODES and self.kernel.k.kind == "transpose"
         self._scalars = frozenset(i.index for i in sched.inputs if i.kind == "runtime_scalar")
         self._words: dict = {}
         self._last = None   # (tiling, inputs, call)
@@ -251,3 +267,33 @@ class ScheduleCpu:
     def bound_outputs(self) -> tuple:
         """The outputs the remembered call keeps alive, each referenced once (OutputPool.take)."""
         return () if self._last is None else self._last[2].outputs
+
+
+class ViewScheduleCpu(ScheduleCpu):
+    """A view kernel (slice / concatenate / take as addressing) run from its TileKernel: a take's
+    indices are checked before anything is read, on every call (they may be an earlier kernel's
+    output): an index outside [-V, V) is views.gather_indices' IndexRangeError at the take's line
+    (the kernel's GatherRow would read zeros)."""
+
+    def __init__(self, sched, tiling=None, *, use_disk_cache: bool = True):
+        super().__init__(sched, tiling, use_disk_cache=use_disk_cache)
+        self._gathers = [load for load in sched.views.loads if load.gather is not None]
+
+    def check(self, inputs) -> None:
+        for load in self._gathers:
+            idx = np.asarray(inputs[load.gather[0]])
+            bound = load.gather[1]
+            if idx.size and (idx.min() < -bound or idx.max() >= bound):
+                gather_indices(load, idx)   # raises, naming the first index out of range
+
+    def bind(self, inputs, outputs, tiling=None):
+        call = super().bind(inputs, outputs, tiling)
+        if not self._gathers:
+            return call
+        check = self.check
+
+        def checked() -> None:
+            check(inputs)
+            call()
+        checked.keep, checked.outputs = call, call.outputs
+        return checked

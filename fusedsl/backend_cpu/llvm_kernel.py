@@ -1,7 +1,7 @@
 """One LLVM lowering for every kernel kind: a TileKernel (tile/kernel.py) walked node by node.
 
-The per-kind CPU lowerings (llvm.py, llvm_view.py, llvm_row.py, llvm_reduce.py, transpose.py)
-each re-derive a kernel from its schedule; this module reads the loop-level tile IR that every
+The per-kind CPU lowerings (llvm.py, llvm_row.py, llvm_reduce.py; llvm_view.py and transpose.py
+until the view and transpose kinds moved here) each re-derive a kernel from its schedule; this module reads the loop-level tile IR that every
 kind already lowers to (`lower.kinds.kernel_ir`) and the Ascend C printer prints, so the CPU runs
 what the chip runs: the same stages, tiles, DMA copies and vector calls.  Its executable spec is
 `kernel_interp.run_kernel`; results are bit-identical to it wherever both use IEEE arithmetic
@@ -36,12 +36,28 @@ What each node becomes:
   tensors of one queue held at once are two buffers; VECCALC tensors are buffer 0;
 - DMA (CopyIn / CopyOut rows, GatherRow, UbCopy): memcpy / memmove per row (one call when the
   rows are contiguous on both sides; CopyOut of a streaming launch: non-temporal line stores);
-  a VECIN queue that only CopyIn writes is *aliased*: a contiguous copy into it is skipped and
-  its buffer points at the GM rows (what a staging copy would hold), else at its arena buffer;
-  a VECOUT queue copied out by one CopyOut whose addressing is known at AllocTensor is *computed
-  in place*: when that CopyOut is contiguous the buffer is the GM rows and the copy is skipped (a
-  write past the rows first moves what was computed to the arena buffer);
-  Move / Put / Dup / get are element loads and stores;
+  a VECIN queue that CopyIn at the buffer's start writes is *aliased*: a contiguous copy into it
+  is skipped and its buffer points at the GM rows (what a staging copy would hold), else at its
+  arena buffer.  When other per-tile writers also write it (a view kernel's other branches: a
+  Dup, a broadcast row copied in UB, rows copied one by one, a gather) it is *guarded*: its
+  buffer goes home at AllocTensor, an aliasing copy re-points it only while nothing was written
+  since, and any other write first copies the GM rows it stands for home (`in_guard`), so GM is
+  never written.  A VECOUT queue copied out by one CopyOut whose addressing is known at
+  AllocTensor is *computed in place*: when that CopyOut is contiguous the buffer is the GM rows
+  and the copy is skipped (a write past the rows first moves what was computed to the arena
+  buffer).  Where only Steps, the blocked transposes / picks below and UB copies to another queue
+  read an aliased VECIN queue (or write a computed-in-place VECOUT one), its buffer may also stand
+  for *strided* GM rows (`_strided`: a UB row stride, a GM row stride, rows, columns per buffer):
+  a Step's run that lies within one row is addressed there (a segment loop `for seg: step at
+  seg * stride` is checked once before the loop, `_rows_fit`; else each run, `strided_offset`),
+  one that does not first moves the rows home (`strided_home`); so a view kernel's slices and
+  concatenations and an elementwise kernel's padded UB rows move GM to GM, one pass;
+  Move / Put / Dup / get are element loads and stores, but for the transpose kind's loops:
+  `for r: for c: move y[c * P + r] <- x[r * Q + c]` is a blocked transpose (`transpose`: T x T
+  register tiles, T one 64-byte line of elements, register_transpose.network; non-temporal
+  stores of whole aligned lines in a streaming launch; each input line prefetched two bands
+  ahead) and `for r: for c in S .. C: move y[r * P + c] <- x[r * Q + c * K]` row copies or picks
+  (`pick`), both between strided GM rows when the queues stand for them;
 - Vec: a 16-lane loop with a masked tail, with numpy's semantics (NaN propagates; maximum /
   minimum of -0.0 and 0.0 give the second operand for float32 arrays, the first for float16); WholeReduce / ReduceRepeat fold one repeat in
   numpy's pairwise order (8 accumulators, the same split as np.sum);
@@ -72,12 +88,17 @@ from ..tile.kernel import (CORE_NAMES, Alloc, Barrier, Call, CopyIn, CopyNz, Cop
                            Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, add, evaluate, member_values)
 from .irgen import I1, I64, PTR, VOID, branch_values, carried_loop, kernel_function, vname
 from .mathlib import VectorConsts
+from .register_transpose import LINE, network, network_columns
 from .stmts import F16, F32, I8, I16, I32, LANES, LoweringError, StmtEmitter, mem_type, reg_type, vec
 
 F64 = ir.DoubleType()
 SYMBOL = "fusedsl_tile_kernel"
 ARENA_ALIGN = 64
 STREAM_RUN_BYTES = 64 << 10   # a step's run in GM this long streams even when it starts inside a line
+# A blocked transpose prefetches each input line this many bands (T rows) ahead (measured for the
+# same register tiles in the per-kind transpose: [64, 256, 256] perm (0, 2, 1) 2.07 / 1.61 / 1.47 ms
+# with 0 / 1 / 2 bands, [1024, 4096] unchanged)
+PREFETCH_TILES = 2
 
 __all__ = ["lower_kernel", "arena_layout", "LoweringError", "SYMBOL", "ARENA_ALIGN"]
 
@@ -224,6 +245,77 @@ def _assigns(n) -> set:
     return set()
 
 
+def _row_major(e, i: str, j: str):
+    """S when expression e is i * S + j (in either order of the sum and the product) with S free of
+    i and j, else None."""
+    if not (isinstance(e, tuple) and len(e) == 3 and e[0] == "+"):
+        return None
+    for prod, rest in ((e[1], e[2]), (e[2], e[1])):
+        if rest != j or not (isinstance(prod, tuple) and len(prod) == 3 and prod[0] == "*"):
+            continue
+        for x, stride in ((prod[1], prod[2]), (prod[2], prod[1])):
+            if x == i and not ({i, j, None} & _expr_names(stride)):
+                return stride
+    return None
+
+
+def _transpose_loop(node):
+    """(R, C, dst, P, src, Q) when node is `for r in 0 .. R: for c in 0 .. C: move dst[c * P + r] <-
+    src[r * Q + c]` (R, C, P, Q free of r and c; the transpose kind's tile in UB), else None."""
+    if not isinstance(node, For) or node.down or node.start != 0 or node.step != 1 or len(node.body) != 1:
+        return None
+    inner = node.body[0]
+    if not isinstance(inner, For) or inner.down or inner.start != 0 or inner.step != 1 or len(inner.body) != 1:
+        return None
+    mv = inner.body[0]
+    r, c = node.var, inner.var
+    if not isinstance(mv, Move) or r == c or mv.dst == mv.src or {r, c, None} & _expr_names(inner.end):
+        return None
+    p, q = _row_major(mv.dst_index, c, r), _row_major(mv.src_index, r, c)
+    if p is None or q is None:
+        return None
+    return node.end, inner.end, mv.dst, p, mv.src, q
+
+
+def _picked(e, r: str, c: str):
+    """(Q, K) when expression e is r * Q + c * K (or r * Q + c: K = 1) with Q and K free of r and c."""
+    if not (isinstance(e, tuple) and len(e) == 3 and e[0] == "+"):
+        return None
+    for prod, rest in ((e[1], e[2]), (e[2], e[1])):
+        if not (isinstance(prod, tuple) and len(prod) == 3 and prod[0] == "*"):
+            continue
+        for x, q in ((prod[1], prod[2]), (prod[2], prod[1])):
+            if x != r or {r, c, None} & _expr_names(q):
+                continue
+            if rest == c:
+                return q, 1
+            if isinstance(rest, tuple) and len(rest) == 3 and rest[0] == "*":
+                for y, k in ((rest[1], rest[2]), (rest[2], rest[1])):
+                    if y == c and not ({r, c, None} & _expr_names(k)):
+                        return q, k
+    return None
+
+
+def _pick_loop(node):
+    """(R, S, C, dst, P, src, Q, K) when node is `for r in 0 .. R: for c in S .. C: move dst[r * P + c]
+    <- src[r * Q + c * K]` (the transpose kind's copy-mode tails and gather mode: rows copied, or
+    every K-th element picked), else None."""
+    if not isinstance(node, For) or node.down or node.start != 0 or node.step != 1 or len(node.body) != 1:
+        return None
+    inner = node.body[0]
+    if not isinstance(inner, For) or inner.down or inner.step != 1 or len(inner.body) != 1:
+        return None
+    mv = inner.body[0]
+    r, c = node.var, inner.var
+    if not isinstance(mv, Move) or r == c or mv.dst == mv.src or {r, c, None} & (
+            _expr_names(inner.end) | _expr_names(inner.start)):
+        return None
+    dst, src = _picked(mv.dst_index, r, c), _picked(mv.src_index, r, c)
+    if dst is None or src is None or dst[1] != 1:
+        return None
+    return node.end, inner.start, inner.end, mv.dst, dst[0], mv.src, src[0], src[1]
+
+
 class _Lowering:
     def __init__(self, k: TileKernel, features: frozenset):
         self.k = k
@@ -247,10 +339,29 @@ class _Lowering:
                     raise LoweringError(f"kernel {k.name}: tensor {n.tensor} is taken from two queues")
         self.types = self._infer_types(nodes)
         writers = self._writers(nodes)
-        self.aliased = self._aliasable(writers)
         self.c_aliased = self._c_aliasable(writers)
+        # the transpose loops run as blocked register transposes (`transpose`): For id -> pattern,
+        # and the ids of their Moves (which may read / write buffers standing for strided GM rows)
+        self.transposes = {}
+        for n in nodes:
+            t = _transpose_loop(n)
+            if t is not None and self.tensor_dtype(t[2]) == self.tensor_dtype(t[4]) \
+                    and self.tensor_queue[t[2]] != self.tensor_queue[t[4]]:
+                self.transposes[id(n)] = t
+        self.picks = {}
+        for n in nodes:
+            t = _pick_loop(n)
+            if t is not None and id(n) not in self.transposes and self.tensor_dtype(t[3]) == self.tensor_dtype(t[5]) \
+                    and self.tensor_queue[t[3]] != self.tensor_queue[t[5]]:
+                self.picks[id(n)] = t
+        self.transpose_moves = {id(n.body[0].body[0]) for n in nodes if id(n) in self.transposes or id(n) in self.picks}
+        # UB copies between two queues: chunked row by row when a side stands for strided GM rows
+        self.transpose_moves |= {id(n) for n in nodes if isinstance(n, UbCopy)
+                                 and self.tensor_queue.get(n.dst) != self.tensor_queue.get(n.src)}
+        self.aliased, self.in_guarded = self._in_aliasing(writers)
         self.out_aliased = self._out_aliasable(nodes)
         self.readers = self._readers(nodes)
+        self.strided = self._strided(nodes)
 
     def _readers(self, nodes) -> dict[str, set[int]]:
         """queue -> the nodes (ids) that may read one of its tensors: a Step's temporary whose
@@ -317,13 +428,68 @@ class _Lowering:
         return written
 
     def _aliasable(self, writers) -> set[str]:
-        """Queues whose buffers nothing but a whole-tensor CopyIn writes: a contiguous copy into
-        one is skipped and the buffer is the GM rows themselves (a read-only staging copy of GM
-        holds what GM holds)."""
-        return {q for q, ws in writers.items()
-                if self.queues[q].position == "VECIN" and all(
-                    isinstance(w, CopyIn) and w.ub_off == 0 and self.gms[w.gm].dtype == self.queues[q].dtype
-                    for w in ws)}
+        """VECIN queues read in place: a contiguous CopyIn at the buffer's start (an *aliasing*
+        copy) is skipped and the buffer is the GM rows themselves (a read-only staging copy of GM
+        holds what GM holds).  Queues nothing else writes need nothing more; see `_in_aliasing`
+        for the others."""
+        return self._in_aliasing(writers)[0]
+
+    def _in_aliasing(self, written) -> tuple[set[str], set[str]]:
+        """(aliased VECIN queues, the ones among them also written by other per-tile writers:
+        CopyIn at another place, GatherRow, Dup, UbCopy, Move, Put -- a view kernel's other
+        branches, a broadcast row copied to every row of a tile).  For those a buffer's state
+        (`in_len`) says whether it stands for GM rows; AllocTensor points it home, and a write
+        while it stands for GM rows first copies them home (`in_guard`), so GM is never
+        written."""
+        once = {id(n) for st in self.k.stages if st.once for n in _walk(st.body)}
+        aliased, guarded = set(), set()
+        for q, ws in written.items():
+            if self.queues[q].position != "VECIN":
+                continue
+            plain = [w for w in ws if self._aliasing_copy(w, q)]
+            others = [w for w in ws if not self._aliasing_copy(w, q)]
+            if not plain:
+                continue
+            if not others:
+                aliased.add(q)
+            elif self.k.process is None and all(
+                    isinstance(w, (CopyIn, GatherRow, Dup, UbCopy, Move, Put)) and id(w) not in once for w in others):
+                aliased.add(q)
+                guarded.add(q)
+        return aliased, guarded
+
+    def _strided(self, nodes) -> set[str]:
+        """Aliased queues whose buffers may stand for *strided* GM rows (module doc): every access
+        other than the aliasing DMA and the queue protocol is a Step (an in queue: its readers; an
+        out queue: its writers), whose runs `steps` checks lie within one row and addresses row by
+        row (`strided_offset`).  A view kernel's loads and output, an elementwise kernel's
+        inputs and outputs whose UB rows are padded."""
+        steps = {id(n) for n in nodes if isinstance(n, Step)}
+        viewed = {self.tensor_queue.get(r.tensor) for n in nodes if isinstance(n, Step)
+                  for _, r in n.names if r.view is not None}   # offsets in another element size
+        out = set()
+        for q in self.aliased:
+            # a guarded queue's UB copies within itself (a broadcast row copied to every row) move
+            # its rows home before they read (`in_guard`)
+            home = {id(n) for n in nodes if isinstance(n, (UbCopy, Move)) and q in self.in_guarded
+                    and self.tensor_queue.get(n.dst) == q}
+            if self.readers.get(q, set()) <= steps | home | self.transpose_moves and not any(
+                    isinstance(n, Step) and any(self.tensor_queue.get(r.tensor) == q for r, _, _ in n.prefill)
+                    for n in nodes):
+                out.add(q)
+        for q, co in self.out_aliased.items():
+            tensors = {t for t, tq in self.tensor_queue.items() if tq == q}
+            if all(n is co or isinstance(n, (Alloc, EnQue, DeQue, Free, Step)) or id(n) in self.transpose_moves
+                   or not self._touches(n, tensors) for n in nodes):
+                out.add(q)
+        return out - viewed
+
+    def _aliasing_copy(self, w, q: str) -> bool:
+        """A CopyIn at the buffer's start (or, in a guarded queue, a GatherRow at offset 0) of the
+        queue's dtype: what may leave the buffer standing for GM rows."""
+        if isinstance(w, CopyIn):
+            return w.ub_off == 0 and self.gms[w.gm].dtype == self.queues[q].dtype
+        return False
 
     def _c_aliasable(self, writers) -> set[str]:
         """Queues whose buffers nothing but GetTensorC (not placed) of a float32 C writes: when the
@@ -384,10 +550,33 @@ class _Lowering:
             names = set()
             for e in (co.offset, co.rows, co.cols, co.gm_stride, co.ub_stride):
                 names |= _expr_names(e)
-            if None in names or any(_assigns(n) & names for n in flat[a:c]):
+            if None in names or any(_assigns(n) & names for n in flat[a:c] if not self._restates(n, flat[a:c])):
                 continue
             out[q.name] = co
         return out
+
+    def _restates(self, n, span) -> bool:
+        """Whether node n (in `span`) leaves its name's value as it was: a Let of a name every
+        assignment in the kernel gives the same expression (a view kernel's `bx = box * W`, in
+        each stage), whose names nothing else in `span` assigns."""
+        if not isinstance(n, Let):
+            return False
+        lets = self._let_exprs().get(n.var)
+        if lets is None:
+            return False
+        names = _expr_names(n.expr)
+        return None not in names and not any(_assigns(m) & names for m in span if m is not n)
+
+    def _let_exprs(self) -> dict:
+        """name -> repr of its expression, for names only ever assigned by Lets of one expression."""
+        if getattr(self, "_lets", None) is None:
+            seen: dict = {}
+            nodes = [m for st in self.k.stages for m in _walk(st.body)]
+            for m in nodes:
+                for var in _assigns(m):
+                    seen.setdefault(var, set()).add(repr(m.expr) if isinstance(m, Let) else None)
+            self._lets = {var: next(iter(r)) for var, r in seen.items() if len(r) == 1 and None not in r}
+        return self._lets
 
     @staticmethod
     def _touches(n, tensors) -> bool:
@@ -409,7 +598,7 @@ class _Lowering:
                 continue
             if isinstance(n, Step) and not any(r.tensor in tensors for r, _, _ in n.prefill):
                 continue
-            if isinstance(n, Dup) or (isinstance(n, Vec) and n.api != "Gather"):
+            if isinstance(n, Dup) or (isinstance(n, Vec) and n.api != "Gather") or id(n) in self.transpose_moves:
                 continue
             return False
         return True
@@ -523,6 +712,14 @@ class _Lowering:
         # an aliased queue's buffers are pointers: the arena's buffer, or the GM rows a CopyIn left there
         self.buf_ptr = {q: [b.alloca(PTR, name=f"p.{q}.{i}") for i in range(self.queues[q].depth)]
                         for q in sorted(self.aliased | self.c_aliased | set(self.out_aliased))}
+        # a guarded aliased queue's buffers (`_in_aliasing`): the bytes of GM rows a buffer stands
+        # for; 0: its arena buffer, nothing written since AllocTensor; -1: its arena buffer, written
+        self.in_len = {q: [b.alloca(I64, name=f"l.{q}.{i}") for i in range(self.queues[q].depth)]
+                       for q in sorted(self.in_guarded)}
+        # a strided queue's buffers (`_strided`): UB row stride, GM row stride, rows, columns of the
+        # strided GM rows a buffer stands for; a UB stride of 0: its arena buffer or contiguous GM rows
+        self.geom = {q: [[b.alloca(I64, name=f"g.{q}.{i}.{f}") for f in "ugrc"] for i in range(self.queues[q].depth)]
+                     for q in sorted(self.strided)}
         # an out-aliased queue's buffers: the address past the GM rows a buffer stands for (writes
         # beyond it move the buffer home first, `guard_out`); all ones for an arena buffer
         self.out_end = {q: [b.alloca(I64, name=f"e.{q}.{i}") for i in range(self.queues[q].depth)]
@@ -563,6 +760,12 @@ class _Lowering:
         for slots in self.out_end.values():
             for slot in slots:
                 self.b.store(ir.Constant(I64, -1), slot)
+        for slots in self.in_len.values():
+            for slot in slots:
+                self.b.store(ir.Constant(I64, 0), slot)
+        for bufs in self.geom.values():
+            for slots in bufs:
+                self.b.store(ir.Constant(I64, 0), slots[0])
         for states in self.q_state.values():   # every buffer free (0) at the block's start
             for slot in states:
                 self.b.store(ir.Constant(I8, 0), slot)
@@ -829,13 +1032,16 @@ class _Lowering:
     def element_ptr(self, name: str, index, d: dt.DType):
         return self.b.gep(self.tensor_base(name), [index], source_etype=mem_type(d))
 
-    def ref_ptr(self, r: Ref, extra=None):
-        """(address of a Ref's first element, its element type, its element bytes, its dtype or None)."""
+    def ref_ptr(self, r: Ref, extra=None, off=None):
+        """(address of a Ref's first element, its element type, its element bytes, its dtype or None);
+        `off`: the element offset in the buffer, when the caller computed it (`strided_offset`)."""
         b = self.b
         d = self.tensor_dtype(r.tensor)
-        off = self.ev_i64(r.offset)
-        if extra is not None:
-            off = b.zext(b.trunc(b.add(off, extra), I32), I64)   # uint32 like the interpreter's offset
+        if off is None:
+            off = self.ev_i64(r.offset)
+            if extra is not None:
+                off = b.zext(b.trunc(b.add(off, extra), I32), I64)   # uint32 like the interpreter's offset
+            off = self._remap(r.tensor, off)
         base = b.gep(self.tensor_base(r.tensor), [b.mul(off, ir.Constant(I64, d.itemsize))], source_etype=I8)
         if r.view is not None:
             t, size = _VIEW_TYPES[r.view]
@@ -897,13 +1103,13 @@ class _Lowering:
         elif isinstance(node, GatherRow):
             self.gather_row(node)
         elif isinstance(node, UbCopy):
+            self.in_guard(node.dst)
             dd, sd = self.tensor_dtype(node.dst), self.tensor_dtype(node.src)
             if dd != sd:
                 raise LoweringError(f"kernel {self.k.name}: a UB copy from {sd} to {dd}")
-            dst = self.ref_ptr(Ref(node.dst, node.dst_off))[0]
-            src = self.ref_ptr(Ref(node.src, node.src_off))[0]
-            self.memcpy(dst, src, b.mul(self.ev_i64(node.count), ir.Constant(I64, dd.itemsize)), move=True)
+            self.ub_copy(node)
         elif isinstance(node, Move):
+            self.in_guard(node.dst)
             dd, sd = self.tensor_dtype(node.dst), self.tensor_dtype(node.src)
             v = self.load_scalar(self.element_ptr(node.src, self.ev_i64(node.src_index), sd), sd)
             v = self.convert(v, sd.np, dd.np)
@@ -914,6 +1120,7 @@ class _Lowering:
             v, kind = self.ev(node.expr)
             b.store(self.convert(v, kind, node.dtype.np), self.slots[node.var])
         elif isinstance(node, Put):
+            self.in_guard(node.tensor)
             d = self.tensor_dtype(node.tensor)
             v, kind = self.ev(node.expr)
             self.store_scalar(self.convert(v, kind, d.np), self.element_ptr(node.tensor, self.ev_i64(node.index), d), d)
@@ -1051,6 +1258,12 @@ class _Lowering:
 
     def for_(self, node: For) -> None:
         b = self.b
+        if id(node) in self.transposes:
+            self.transpose(*self.transposes[id(node)])
+            return
+        if id(node) in self.picks:
+            self.pick(*self.picks[id(node)])
+            return
         folded = self._fold(node)
         if folded is not None:
             self.fold(node, folded)
@@ -1075,12 +1288,409 @@ class _Lowering:
             b.store(b.trunc(i, I32), self.slots[node.var])
             self.body(node.body)
             return []
-        carried_loop(b, start, end, step, [], up, "for")
+        rows = self._segment_rows(node)
+        if rows is None:
+            carried_loop(b, start, end, step, [], up, "for")
+            return
+        # a segment loop over strided GM rows: checked once, then row `seg` of every strided ref is
+        # `seg` (`steps` addresses it without a check); the checked loop when a row does not fit
+        with b.if_else(self._rows_fit(rows, start, end)) as (fast, slow):
+            with fast:
+                self._fast_seg = node.var
+                carried_loop(b, start, end, step, [], up, "seg")
+                self._fast_seg = None
+            with slow:
+                carried_loop(b, start, end, step, [], up, "for")
+
+    _fast_seg = None
+
+    def _segment_rows(self, node: For):
+        """For a segment loop -- `for seg in S .. E: [let n = X;] step at seg * Y` (unit step), its
+        steps' refs at 0 of strided queues, X and Y free of what the loop sets -- (refs, X, Y); else
+        None."""
+        body = list(node.body)
+        if node.down or node.step != 1 or not body or not isinstance(body[-1], Step) or len(body) > 2:
+            return None
+        st = body[-1]
+        count = st.count if st.count is not None else "n"
+        if len(body) == 2:
+            if not (isinstance(body[0], Let) and body[0].var == count):
+                return None
+            count = body[0].expr
+        off = st.offset
+        if not (isinstance(off, tuple) and len(off) == 3 and off[0] == "*" and off[1] == node.var):
+            return None
+        stride = off[2]
+        if st.prefill or {node.var, None} & (_expr_names(stride) | _expr_names(count)):
+            return None
+        refs = [r for _, r in st.names if self.tensor_queue.get(r.tensor) in self.strided]
+        if not refs or any(r.offset != 0 for r in refs):
+            return None
+        return refs, count, stride
+
+    def _rows_fit(self, rows, start, end):
+        """Whether every pass of a segment loop (`_segment_rows`) lies within one row of each ref's
+        strided GM rows (or the ref's buffer does not stand for strided rows)."""
+        b = self.b
+        refs, count, stride = rows
+        n, y = self.ev_i64(count), self.ev_i64(stride)
+        ok = ir.Constant(I1, 1)
+        zero = ir.Constant(I64, 0)
+        for r in dict.fromkeys(refs):
+            us, _, g_rows, g_cols = self._geom(r.tensor)
+            fits = b.and_(b.icmp_unsigned("==", us, y),
+                          b.and_(b.icmp_unsigned("<=", end, g_rows), b.icmp_unsigned("<=", n, g_cols)))
+            ok = b.and_(ok, b.or_(b.icmp_unsigned("==", us, zero), fits))
+        return b.and_(ok, b.icmp_unsigned("<=", start, end))
+
+    # -- blocked transposes: the transpose kind's element moves --------------------------------------------
+    def _transpose_side(self, name: str, stride_expr, rows, cols):
+        """(address, row stride in elements) of tensor `name` as the transpose reads or writes it:
+        rows x cols elements at UB row stride `stride_expr`.  When it stands for strided GM rows
+        that hold them (the same UB row stride, enough rows and columns), the GM rows and their
+        stride; otherwise (moved home first when strided) the buffer and the UB stride."""
+        b = self.b
+        stride = self.ev_i64(stride_expr)
+        if self.tensor_queue.get(name) not in self.strided:
+            return self.tensor_base(name), stride
+        us, gs, g_rows, g_cols = self._geom(name)
+        fits = b.and_(b.icmp_unsigned("==", us, stride),
+                      b.and_(b.icmp_unsigned("<=", rows, g_rows), b.icmp_unsigned("<=", cols, g_cols)))
+        with b.if_then(b.and_(b.icmp_unsigned("!=", us, ir.Constant(I64, 0)), b.not_(fits))):
+            self.strided_home(name)
+        us, gs, _, _ = self._geom(name)
+        return self.tensor_base(name), b.select(b.icmp_unsigned("!=", us, ir.Constant(I64, 0)), gs, stride)
+
+    def transpose(self, R, C, dst: str, P, src: str, Q) -> None:
+        """dst[c * P + r] = src[r * Q + c] for r < R, c < C, the bits moved as integers: tiles of
+        T x T (T = one 64-byte line of elements) loaded as T vectors, transposed in registers
+        (register_transpose.network) and stored as T vectors; the edge tiles element by element.
+        In a streaming launch a tile whose output lines are whole aligned 64-byte lines is stored
+        with non-temporal stores.  Either side may be strided GM rows (`_transpose_side`): the
+        kind's tile then moves from GM to GM."""
+        b = self.b
+        d = self.tensor_dtype(src)
+        size = d.itemsize
+        T = LINE // size
+        it = ir.IntType(8 * size)
+        vt = vec(it, T)
+        rows, cols = self.ev_i64(R), self.ev_i64(C)
+        s_ptr, s_st = self._transpose_side(src, Q, rows, cols)
+        d_ptr, d_st = self._transpose_side(dst, P, cols, rows)
+        stages, order = network(size), network_columns(size)
+        t64 = ir.Constant(I64, T)
+        full_r = b.mul(b.udiv(rows, t64), t64)
+        full_c = b.mul(b.udiv(cols, t64), t64)
+        # non-temporal stores: the launch streams and every output row of a tile starts a line
+        lines = b.and_(self.stream, b.icmp_unsigned("==", b.urem(b.mul(d_st, ir.Constant(I64, size)),
+                                                                  ir.Constant(I64, LINE)), ir.Constant(I64, 0)))
+
+        def element(r, c):
+            v = b.load(b.gep(s_ptr, [b.add(b.mul(r, s_st), c)], source_etype=it), typ=it, align=size)
+            b.store(v, b.gep(d_ptr, [b.add(b.mul(c, d_st), r)], source_etype=it), align=size)
+
+        prefetch = self.kc.intrinsic("llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
+        ahead = b.mul(s_st, ir.Constant(I64, PREFETCH_TILES * T))
+
+        def tile(r0, c0, nt):
+            regs = []
+            for i in range(T):
+                at = b.add(b.mul(b.add(r0, ir.Constant(I64, i)), s_st), c0)
+                regs.append(b.load(b.gep(s_ptr, [at], source_etype=it), typ=vt, align=size))
+                # the same lines PREFETCH_TILES bands below, into L2: T short runs at a time are too
+                # few for the hardware prefetchers when the rows are short (a prefetch never faults)
+                b.call(prefetch, [b.gep(s_ptr, [b.add(at, ahead)], source_etype=it), ir.Constant(I32, 0),
+                                  ir.Constant(I32, 2), ir.Constant(I32, 1)])
+            for step, lo, hi in stages:
+                nxt = list(regs)
+                for i in range(T):
+                    if i & step:
+                        continue
+                    nxt[i] = b.shuffle_vector(regs[i], regs[i + step], ir.Constant(vec(I32, T), lo))
+                    nxt[i + step] = b.shuffle_vector(regs[i], regs[i + step], ir.Constant(vec(I32, T), hi))
+                regs = nxt
+            for j, col in enumerate(order):
+                p = b.gep(d_ptr, [b.add(b.mul(b.add(c0, ir.Constant(I64, col)), d_st), r0)], source_etype=it)
+                st = b.store(regs[j], p, align=LINE if nt else size)
+                if nt:
+                    st.set_metadata("nontemporal", self.nt_md)
+
+        def band(r0, _):
+            first = b.gep(d_ptr, [r0], source_etype=it)
+            nt = b.and_(lines, b.icmp_unsigned("==", b.and_(b.ptrtoint(first, I64), ir.Constant(I64, LINE - 1)),
+                                               ir.Constant(I64, 0)))
+
+            def full(c0, _):
+                with b.if_else(nt) as (yes, no):
+                    with yes:
+                        tile(r0, c0, True)
+                    with no:
+                        tile(r0, c0, False)
+                return []
+            carried_loop(b, ir.Constant(I64, 0), full_c, T, [], full, "tc")
+
+            def edge_rows(r, _):   # the columns past the last whole tile
+                carried_loop(b, full_c, cols, 1, [], lambda c, _: element(r, c) or [], "tce")
+                return []
+            carried_loop(b, r0, b.add(r0, t64), 1, [], edge_rows, "tre")
+            return []
+        carried_loop(b, ir.Constant(I64, 0), full_r, T, [], band, "tr")
+
+        def last_rows(r, _):   # the rows past the last whole band
+            carried_loop(b, ir.Constant(I64, 0), cols, 1, [], lambda c, _: element(r, c) or [], "tle")
+            return []
+        carried_loop(b, full_r, rows, 1, [], last_rows, "trl")
+
+    def pick(self, R, S, C, dst: str, P, src: str, Q, K) -> None:
+        """dst[r * P + c] = src[r * Q + c * K] for r < R, S <= c < C, the bits moved as integers;
+        either side may be strided GM rows (`_transpose_side`): row copies or picks from GM to GM."""
+        b = self.b
+        d = self.tensor_dtype(src)
+        it = ir.IntType(8 * d.itemsize)
+        rows, start, end = self.ev_i64(R), self.ev_i64(S), self.ev_i64(C)
+        k = self.ev_i64(K)
+        span = b.select(b.icmp_unsigned(">", end, ir.Constant(I64, 0)),
+                        b.add(b.mul(b.sub(end, ir.Constant(I64, 1)), k), ir.Constant(I64, 1)), ir.Constant(I64, 0))
+        s_ptr, s_st = self._transpose_side(src, Q, rows, span)
+        d_ptr, d_st = self._transpose_side(dst, P, rows, end)
+
+        def row(r, _):
+            s_row = b.gep(s_ptr, [b.mul(r, s_st)], source_etype=it)
+            d_row = b.gep(d_ptr, [b.mul(r, d_st)], source_etype=it)
+
+            def element(c, _):
+                v = b.load(b.gep(s_row, [b.mul(c, k)], source_etype=it), typ=it, align=d.itemsize)
+                b.store(v, b.gep(d_row, [c], source_etype=it), align=d.itemsize)
+                return []
+            def every_second():   # step 2 (pooling taps): 2 vectors in, their even lanes out
+                vt = vec(it, LANES)
+                evens = ir.Constant(vec(I32, LANES), [ir.Constant(I32, 2 * i) for i in range(LANES)])
+
+                def whole(c, _):
+                    src = b.gep(s_row, [b.mul(c, ir.Constant(I64, 2))], source_etype=it)
+                    lo = b.load(src, typ=vt, align=d.itemsize)
+                    hi = b.load(b.gep(src, [ir.Constant(I64, LANES)], source_etype=it), typ=vt, align=d.itemsize)
+                    b.store(b.shuffle_vector(lo, hi, evens), b.gep(d_row, [c], source_etype=it), align=d.itemsize)
+                    return []
+                # whole vectors while their last load stays inside the row's span (2 * (end - 1) + 1)
+                last = b.sub(end, ir.Constant(I64, 1))
+                done, _ = carried_loop(b, start, b.select(b.icmp_unsigned(">", end, start), last, start), LANES, [],
+                                       whole, "pick2", whole_steps=True)
+                carried_loop(b, done, end, 1, [], element, "pick2t")
+            with b.if_else(b.icmp_unsigned("==", k, ir.Constant(I64, 1))) as (run, stride):
+                with run:
+                    with b.if_then(b.icmp_unsigned("<", start, end)):
+                        n = b.mul(b.sub(end, start), ir.Constant(I64, d.itemsize))
+                        self.memcpy(b.gep(d_row, [start], source_etype=it), b.gep(s_row, [start], source_etype=it), n,
+                                    move=True)
+                with stride:
+                    with b.if_else(b.icmp_unsigned("==", k, ir.Constant(I64, 2))) as (two, other):
+                        with two:
+                            every_second()
+                        with other:
+                            carried_loop(b, start, end, 1, [], element, "pick")
+            return []
+        carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "picks")
+
+    def ub_copy(self, node: UbCopy) -> None:
+        """`count` elements from src[src_off] to dst[dst_off] (a memmove in UB).  When a side stands
+        for strided GM rows, in chunks that stay within one UB row of each strided side, each
+        chunk's elements inside the GM rows' columns moved (the UB row padding of a strided side
+        has no GM behind it: what a chunk would read or write there is left as it is)."""
+        b = self.b
+        d = self.tensor_dtype(node.dst)
+        size = ir.Constant(I64, d.itemsize)
+        count = self.ev_i64(node.count)
+        so, do = self.ev_i64(node.src_off), self.ev_i64(node.dst_off)
+        sides = [name for name in (node.src, node.dst) if self.tensor_queue.get(name) in self.strided]
+        if not sides:
+            self.memcpy(self.ref_ptr(Ref(node.dst, node.dst_off))[0], self.ref_ptr(Ref(node.src, node.src_off))[0],
+                        b.mul(count, size), move=True)
+            return
+        geoms = {name: self._geom(name) for name in sides}
+        big = ir.Constant(I64, 1 << 62)
+        zero, one = ir.Constant(I64, 0), ir.Constant(I64, 1)
+        s_base, d_base = self.tensor_base(node.src), self.tensor_base(node.dst)
+        # per strided side (row, col) of the chunk's first element, divided once, then carried
+        names = [(side, name, start) for side, name, start in (("src", node.src, so), ("dst", node.dst, do))
+                 if name in geoms]
+        init = []
+        for _, name, start in names:
+            us = geoms[name][0]
+            safe = b.trunc(b.select(b.icmp_unsigned("!=", us, zero), us, one), I32)
+            off = b.trunc(start, I32)
+            init += [b.zext(b.udiv(off, safe), I64), b.zext(b.urem(off, safe), I64)]
+        fn = b.function
+        head, body, done = (fn.append_basic_block(f"ubc.{t}") for t in ("head", "body", "done"))
+        pre = b.block
+        b.branch(head)
+        b.position_at_end(head)
+        left, at = b.phi(I64), b.phi(I64)
+        left.add_incoming(count, pre)
+        at.add_incoming(zero, pre)
+        rc = []
+        for v in init:
+            phi = b.phi(I64)
+            phi.add_incoming(v, pre)
+            rc.append(phi)
+        b.cbranch(b.icmp_unsigned(">", left, zero), body, done)
+        b.position_at_end(body)
+
+        def least(*xs):
+            out = xs[0]
+            for x in xs[1:]:
+                out = b.select(b.icmp_unsigned("<", x, out), x, out)
+            return out
+        place = {}
+        for j, (side, name, start) in enumerate(names):
+            us, gs, rows, cols = geoms[name]
+            row, col = rc[2 * j], rc[2 * j + 1]
+            strided = b.icmp_unsigned("!=", us, zero)
+            backed = b.select(b.and_(b.icmp_unsigned("<", row, rows), b.icmp_unsigned("<", col, cols)),
+                              b.sub(cols, col), zero)
+            place[side] = (b.select(strided, b.add(b.mul(row, gs), col), b.add(start, at)),
+                           b.select(strided, b.sub(us, col), big), b.select(strided, backed, big))
+        sp, s_room, s_backed = place.get("src", (b.add(so, at), big, big))
+        dp, d_room, d_backed = place.get("dst", (b.add(do, at), big, big))
+        chunk = least(left, s_room, d_room)
+        n = least(chunk, s_backed, d_backed)
+        with b.if_then(b.icmp_unsigned(">", n, zero)):
+            self.memcpy(b.gep(d_base, [b.mul(dp, size)], source_etype=I8), b.gep(s_base, [b.mul(sp, size)], source_etype=I8),
+                        b.mul(n, size), move=True)
+        latch = b.block
+        left.add_incoming(b.sub(left, chunk), latch)
+        at.add_incoming(b.add(at, chunk), latch)
+        for j, (_, name, _) in enumerate(names):   # the next chunk: the rest of this UB row, or the next row
+            us = geoms[name][0]
+            col = b.add(rc[2 * j + 1], chunk)
+            wrap = b.and_(b.icmp_unsigned("!=", us, zero), b.icmp_unsigned(">=", col, us))
+            rc[2 * j].add_incoming(b.select(wrap, b.add(rc[2 * j], one), rc[2 * j]), latch)
+            rc[2 * j + 1].add_incoming(b.select(wrap, zero, col), latch)
+        b.branch(head)
+        b.position_at_end(done)
 
     def queue_op(self, node) -> None:
         self._queue_state(node)
         if isinstance(node, Alloc) and node.queue in self.out_aliased:
             self.alloc_out(node)
+        if isinstance(node, Alloc) and node.queue in self.in_guarded:   # home, nothing written yet
+            idx = self.b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
+            self.set_buffer(node.tensor, self.arena_buffer(node.queue, self.b.zext(idx, I64)))
+            self._set_in_len(node.tensor, ir.Constant(I64, 0))
+
+    # -- guarded in-aliasing (`_in_aliasing`) ---------------------------------------------------------
+    def _buffer_slot_value(self, name: str, slots, t):
+        b = self.b
+        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
+        v = b.load(slots[0], typ=t)
+        for i in range(1, len(slots)):
+            v = b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), b.load(slots[i], typ=t), v)
+        return v
+
+    def _in_len(self, name: str):
+        return self._buffer_slot_value(name, self.in_len[self.tensor_queue[name]], I64)
+
+    def _set_in_len(self, name: str, value) -> None:
+        b = self.b
+        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
+        for i, slot in enumerate(self.in_len[self.tensor_queue[name]]):
+            b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), value, b.load(slot, typ=I64)), slot)
+
+    def in_guard(self, name: str) -> None:
+        """Before a write into tensor `name` of a guarded aliased queue: when its buffer stands for
+        GM rows, those rows are copied into its arena buffer, which it holds from then on; the
+        buffer is marked written (an aliasing copy no longer re-points it)."""
+        q = self.tensor_queue.get(name)
+        if q not in self.in_guarded:
+            return
+        b = self.b
+        self.strided_home(name)
+        n = self._in_len(name)
+        with b.if_then(b.icmp_signed(">", n, ir.Constant(I64, 0))):
+            idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
+            arena = self.arena_buffer(q, b.zext(idx, I64))
+            self.memcpy(arena, self.tensor_base(name), n)
+            self.set_buffer(name, arena)
+        self._set_in_len(name, ir.Constant(I64, -1))
+
+    # -- strided aliasing (`_strided`) -------------------------------------------------------------------
+    def _geom(self, name: str):
+        """(UB row stride, GM row stride, rows, cols) of the GM rows tensor `name`'s buffer stands
+        for (a UB stride of 0: not strided GM rows)."""
+        bufs = self.geom[self.tensor_queue[name]]
+        return [self._buffer_slot_value(name, [buf[f] for buf in bufs], I64) for f in range(4)]
+
+    def _set_geom(self, name: str, values) -> None:
+        b = self.b
+        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
+        for i, buf in enumerate(self.geom[self.tensor_queue[name]]):
+            hit = b.icmp_unsigned("==", idx, ir.Constant(I32, i))
+            for slot, v in zip(buf, values):
+                b.store(b.select(hit, v, b.load(slot, typ=I64)), slot)
+
+    def strided_home(self, name: str) -> None:
+        """When tensor `name` stands for strided GM rows, they are copied (row by row) into its
+        arena buffer at its UB row stride, which it holds from then on: an in tensor's staging copy
+        made after all; an out tensor's rows computed so far, its CopyOut then copying as usual."""
+        q = self.tensor_queue.get(name)
+        if q not in self.strided:
+            return
+        b = self.b
+        us, gs, rows, cols = self._geom(name)
+        with b.if_then(b.icmp_unsigned("!=", us, ir.Constant(I64, 0))):
+            d = self.tensor_dtype(name)
+            size = ir.Constant(I64, d.itemsize)
+            idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
+            arena = self.arena_buffer(q, b.zext(idx, I64))
+            base = self.tensor_base(name)
+
+            def row(r, _):
+                self.memcpy(b.gep(arena, [b.mul(b.mul(r, us), size)], source_etype=I8),
+                            b.gep(base, [b.mul(b.mul(r, gs), size)], source_etype=I8), b.mul(cols, size))
+                return []
+            carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "home")
+            self.set_buffer(name, arena)
+            self._set_geom(name, [ir.Constant(I64, 0)] * 4)
+            if q in self.in_len:
+                self._set_in_len(name, ir.Constant(I64, -1))
+
+    def strided_offset(self, r: Ref, count, extra, hint=None):
+        """Before a Step's run of `count` elements at r (+ extra): when r's tensor stands for
+        strided GM rows and the run does not lie within one of their rows, they move home first
+        (`strided_home`).  Returns the run's element offset in the buffer (row by row in the GM
+        rows).  `hint` (value, stride) says extra = value * stride (a segment loop's offset): when
+        the stride is the buffer's UB row stride and r is at 0, the row is `value` (no division)."""
+        b = self.b
+        us, gs, rows, cols = self._geom(r.tensor)
+        strided = b.icmp_unsigned("!=", us, ir.Constant(I64, 0))
+        off = b.zext(b.trunc(b.add(self.ev_i64(r.offset), extra), I32), I64)
+
+        def divide():
+            safe = b.trunc(b.select(strided, us, ir.Constant(I64, 1)), I32)
+            o32 = b.trunc(off, I32)
+            return [b.zext(b.udiv(o32, safe), I64), b.zext(b.urem(o32, safe), I64)]
+        if hint is not None and r.offset == 0:
+            row, col = branch_values(b, b.icmp_unsigned("==", hint[1], us),
+                                     lambda: [hint[0], ir.Constant(I64, 0)], divide)
+        else:
+            row, col = divide()
+        inside = b.and_(b.icmp_unsigned("<", row, rows), b.icmp_unsigned("<=", b.add(col, count), cols))
+        with b.if_then(b.and_(strided, b.not_(inside))):
+            self.strided_home(r.tensor)
+        still = b.icmp_unsigned("!=", self._geom(r.tensor)[0], ir.Constant(I64, 0))
+        return b.select(still, b.add(b.mul(row, gs), col), off)
+
+    def _remap(self, name: str, off):
+        """UB element offset -> the element offset in the buffer (row by row when it stands for
+        strided GM rows; outside Steps only the queue's own DMA addresses it, at 0)."""
+        if self.tensor_queue.get(name) not in self.strided:
+            return off
+        b = self.b
+        us, gs, _, _ = self._geom(name)
+        strided = b.icmp_unsigned("!=", us, ir.Constant(I64, 0))
+        safe = b.select(strided, us, ir.Constant(I64, 1))
+        moved = b.add(b.mul(b.udiv(off, safe), gs), b.urem(off, safe))
+        return b.select(strided, moved, off)
 
     def _queue_state(self, node) -> None:
         b = self.b
@@ -1133,13 +1743,32 @@ class _Lowering:
         whole = b.or_(b.icmp_unsigned("==", rows, one),
                       b.and_(b.icmp_unsigned("==", gs, cols), b.icmp_unsigned("==", us, cols)))
         empty = b.or_(b.icmp_unsigned("==", rows, ir.Constant(I64, 0)), b.icmp_unsigned("==", cols, ir.Constant(I64, 0)))
-        if inward and self.tensor_queue[node.tensor] in self.aliased:
+        q = self.tensor_queue[node.tensor]
+        if inward and q in self.in_guarded and not self._aliasing_copy(node, q):
+            self.in_guard(node.tensor)
+        elif inward and q in self.aliased:
             # contiguous rows: the tensor is the GM rows themselves; otherwise its arena buffer
-            q = self.tensor_queue[node.tensor]
+            # (a guarded queue's buffer only while nothing was written into it since AllocTensor)
             idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
             arena = self.arena_buffer(q, b.zext(idx, I64))
-            self.set_buffer(node.tensor, b.select(whole, gm0, arena))
-            empty = b.or_(empty, whole)            # aliased: nothing to copy
+            # a strided queue's buffer stands for strided rows too (its Steps read them row by row)
+            strided = q in self.strided
+            alias = ir.Constant(I1, 1) if strided else whole
+            if q in self.in_guarded:
+                state = self._in_len(node.tensor)
+                alias = b.and_(alias, b.icmp_unsigned("==", state, ir.Constant(I64, 0)))
+                with b.if_then(b.not_(alias)):
+                    self.in_guard(node.tensor)
+                n = b.select(whole, b.mul(b.mul(rows, cols), size), ir.Constant(I64, 1))
+                self._set_in_len(node.tensor, b.select(alias, n, ir.Constant(I64, -1)))
+                self.set_buffer(node.tensor, b.select(alias, gm0, self.tensor_base(node.tensor)))
+            else:
+                self.set_buffer(node.tensor, b.select(alias, gm0, arena))
+            if strided:
+                zero = ir.Constant(I64, 0)
+                by_rows = b.and_(alias, b.not_(whole))
+                self._set_geom(node.tensor, [b.select(by_rows, v, zero) for v in (us, gs, rows, cols)])
+            empty = b.or_(empty, alias)            # aliased: nothing to copy
             whole = ir.Constant(I1, 0)             # else the rows one by one
         ub0 = self.ref_ptr(Ref(node.tensor, node.ub_off))[0]
         if not inward and self.tensor_queue[node.tensor] in self.out_aliased:   # computed in place
@@ -1179,7 +1808,16 @@ class _Lowering:
         idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
         arena = self.arena_buffer(q, b.zext(idx, I64))
         whole = b.and_(whole, b.icmp_unsigned(">", nbytes, ir.Constant(I64, 0)))
-        self.set_buffer(node.tensor, b.select(whole, gm0, arena))
+        if q in self.strided:   # strided rows too: its Steps write them row by row (`strided_offset`)
+            co = self.out_aliased[q]
+            us, gs = self.ev_i64(co.ub_stride), self.ev_i64(co.gm_stride)
+            rows, cols = self.ev_i64(co.rows), self.ev_i64(co.cols)
+            by_rows = b.and_(b.not_(whole), b.icmp_unsigned(">", nbytes, ir.Constant(I64, 0)))
+            zero = ir.Constant(I64, 0)
+            self._set_geom(node.tensor, [b.select(by_rows, v, zero) for v in (us, gs, rows, cols)])
+            self.set_buffer(node.tensor, b.select(b.or_(whole, by_rows), gm0, arena))
+        else:
+            self.set_buffer(node.tensor, b.select(whole, gm0, arena))
         end = b.select(whole, b.add(b.ptrtoint(gm0, I64), nbytes), ir.Constant(I64, -1))
         self._set_out_end(node.tensor, end)
 
@@ -1189,7 +1827,7 @@ class _Lowering:
         for i, slot in enumerate(self.out_end[self.tensor_queue[name]]):
             b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), end, b.load(slot, typ=I64)), slot)
 
-    def guard_out(self, r: Ref, count, extra=None) -> None:
+    def guard_out(self, r: Ref, count, extra=None, off=None) -> None:
         """Before count elements are written at r: when r's tensor stands for GM rows and the
         write would pass their end, the rows computed so far move to the arena buffer, which the
         tensor holds from then on (its CopyOut then copies as usual)."""
@@ -1197,7 +1835,7 @@ class _Lowering:
         if q not in self.out_aliased:
             return
         b = self.b
-        ptr, _, size, _ = self.ref_ptr(r, extra)
+        ptr, _, size, _ = self.ref_ptr(r, extra, off)
         end_at = b.add(b.ptrtoint(ptr, I64), b.mul(count, ir.Constant(I64, size)))
         idx = b.load(self.t_index[r.tensor]) if r.tensor in self.t_index else ir.Constant(I32, 0)
         slots = self.out_end[q]
@@ -1243,6 +1881,7 @@ class _Lowering:
         d = self.tensor_dtype(node.dst.tensor)
         if d != table.dtype:
             raise LoweringError(f"kernel {self.k.name}: a gathered {table.dtype} row into UB {d}")
+        self.in_guard(node.dst.tensor)
         pos = self.ev_i64(node.pos)
         iv = b.load(b.gep(self.gm_ptr[node.index], [pos], source_etype=mem_type(idx_gm.dtype)),
                     typ=mem_type(idx_gm.dtype), align=idx_gm.dtype.itemsize)
@@ -1317,6 +1956,7 @@ class _Lowering:
         return self._splat_em().convert(v, src, dst, mode)
 
     def dup(self, node: Dup) -> None:
+        self.in_guard(node.dst.tensor)
         self.guard_out(node.dst, self.ev_i64(node.count))
         at = self.ref_ptr(node.dst)
         d = at[3]
@@ -1914,14 +2554,30 @@ class _Lowering:
         first = group[0]
         n = self.ev_i64(first.count if first.count is not None else "n")
         o = self.ev_i64(first.offset)
+        # refs of tensors that may stand for strided GM rows: their runs' offsets, checked first
+        hint = None
+        off_expr = first.offset
+        if isinstance(off_expr, tuple) and off_expr[0] == "*" and len(off_expr) == 3:
+            hint = (self.ev_i64(off_expr[1]), self.ev_i64(off_expr[2]))
+        strided = {}
+        fast = self._fast_seg is not None and hint is not None and off_expr[1] == self._fast_seg
+        for node in group:
+            for _, r in node.names:
+                if r in strided or self.tensor_queue.get(r.tensor) not in self.strided:
+                    continue
+                if fast and r.offset == 0:   # checked before the loop (`_rows_fit`): row = seg
+                    us, gs, _, _ = self._geom(r.tensor)
+                    strided[r] = b.select(b.icmp_unsigned("!=", us, ir.Constant(I64, 0)), b.mul(hint[0], gs), o)
+                else:
+                    strided[r] = self.strided_offset(r, n, o, hint)
         for node in group:
             refs = dict(node.names)
             for slot in dict.fromkeys(st.dst for st in node.stmts):
-                self.guard_out(refs[slot], n, o)
+                self.guard_out(refs[slot], n, o, strided.get(refs[slot]))
         parts, places, written = [], {}, set()
         for node in group:
             refs = dict(node.names)
-            at = {slot: self.ref_ptr(r, o) for slot, r in refs.items()}
+            at = {slot: self.ref_ptr(r, o, strided.get(r)) for slot, r in refs.items()}
             # a slot's buffer: its queue's (a tracked queue's buffer is the tensor's); two slots at
             # the same place of one buffer are one value (in-place reuse)
             buffer = {slot: (self.tensor_queue[r.tensor], r.tensor if r.tensor in self.t_index else "")
