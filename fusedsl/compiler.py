@@ -33,6 +33,7 @@ from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, kernel_ir, lower_kernel, tile_programs
 from .lower.column_plan import is_column_kernel, lone_row_reduction
 from .lower.cube import CubeSchedule, schedule_cube_kernel
+from .lower.cube_group import CubeGroupSchedule, schedule_cube_group
 from .lower.row import RowSchedule
 from .lower.row_plan import has_row_reduction
 from .lower.transpose import TransposeSchedule, lone_transpose, simplify
@@ -894,50 +895,59 @@ class CompiledKernel:
         """A matmul kernel's CPU executor (the cube kind: one matmul, batched or not, of float or
         int8 operands with an elementwise epilogue): its TileKernel through the one LLVM lowering
         (backend_cpu/kernel_cpu.ScheduleCpu on the CPU's words, cpu_tiling.cube_words: one sgemm
-        per block of rows, A and B read in place; int8 in exact float32 chunks of K); None for every
-        other kernel.  backend_cpu/cube.py still runs: row epilogues
+        per block of rows, A and B read in place; int8 in exact float32 chunks of K); a cube_group
+        kernel's parts each so, in turn (kernel_cpu.PartsCpu); None for every other kernel.  backend_cpu/cube.py still runs: row epilogues
         (softmax / layer_norm / row sums of the product: the row kind's folds are not numpy's sums
         bit for bit yet, llvm_row's are), products of one row or one column (numpy's matmul runs
         them as gemv / dot, whose sums differ from sgemm's in the last bit) and what the kind
         refuses on every chip (`_matmul_schedule`)."""
         key = ("matmul", plan.name)
         if key not in self._cpu:
-            from .backend_cpu.kernel_cpu import ScheduleCpu
+            from .backend_cpu.kernel_cpu import PartsCpu, ScheduleCpu
             if plan.lowered is not None and plan.tiling is None:   # no sizes yet (`executor` before a call)
                 return None
             self._cpu[key] = None
             sched, tiling = self._matmul_schedule(plan)
-            if (sched is None or sched.c_dtype not in (dt.float32, dt.int32) or sched.row_epilogue is not None
-                    or 1 in tuple(sched.mm.result.shape)[-2:]):
+            if sched is None:
                 return None
+            group = isinstance(sched, CubeGroupSchedule)   # several matmuls of one A: each part in turn
+            parts = sched.parts if group else [sched]
+            if any(s.c_dtype not in (dt.float32, dt.int32) or s.row_epilogue is not None
+                   or 1 in tuple(s.mm.result.shape)[-2:] for s in parts):
+                return None
+            if group and len({id(v) for v in sched.fn.results}) != len(sched.fn.results):
+                return None   # a value returned twice: the parts write each once
             try:
-                self._cpu[key] = ScheduleCpu(sched, tiling)
+                cpus = [ScheduleCpu(s, tiling if not group else s.tiling({}, s.target)) for s in parts]
+                self._cpu[key] = PartsCpu(sched, cpus) if group else cpus[0]
             except FusedslError:   # not lowered by llvm_kernel: cube.py runs it
                 pass
         return self._cpu[key]
 
     def _matmul_schedule(self, plan: KernelPlan):
-        """(CubeSchedule, its launch) of a matmul kernel for the CPU: the plan's, or -- when the
+        """(CubeSchedule or CubeGroupSchedule, its launch) of a matmul kernel for the CPU: the plan's, or -- when the
         target refused the kernel for want of a Matmul API or of its operands' form (ascend910;
         float32 on ascend310p) -- the kind's schedule for MATMUL_CPU_TARGET: the chip not printing
         it is no reason to run it elsewhere on the CPU (its words are the CPU's anyway); either
         with the host's casts when the chip would emulate one of the kernel's casts; (None, None)
         otherwise."""
-        if plan.lowered is not None and (type(plan.lowered) is not CubeSchedule or plan.error is not None):
+        kinds = {CubeSchedule: schedule_cube_kernel, CubeGroupSchedule: schedule_cube_group}
+        if plan.lowered is not None and (type(plan.lowered) not in kinds or plan.error is not None):
             return None, None
         emulated = _emulated_casts(plan.function, self.target)
         if plan.lowered is not None and not emulated:
             return plan.lowered, plan.tiling
-        if plan.lowered is None and (plan.lowering is None or plan.lowering.name != "cube"
+        if plan.lowered is None and (plan.lowering is None or plan.lowering.name not in ("cube", "cube_group")
                                      or not isinstance(plan.error, (TargetError, ScheduleError))):
             return None, None
         # a cast the chip emulates (float -> int32 without CAST_TRUNC on 310P: float steps whose NaN
         # handling is the chip's, not numpy's) is direct on the host, as in vector kernels (`_cpu_schedule`)
         t = self.target if plan.lowered is not None else get_target(MATMUL_CPU_TARGET)
         t = host_casts(t) if emulated else t
+        schedule = schedule_cube_group if plan.lowering.name == "cube_group" else schedule_cube_kernel
         try:
-            sched = schedule_cube_kernel(plan.function, t)
-            return (sched, sched.tiling({}, t)) if type(sched) is CubeSchedule else (None, None)
+            sched = schedule(plan.function, t)
+            return (sched, sched.tiling({}, t)) if type(sched) in kinds else (None, None)
         except FusedslError:   # refused for another reason (an epilogue reading A, symbolic sizes)
             return None, None
 

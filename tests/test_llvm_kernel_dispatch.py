@@ -289,3 +289,27 @@ def test_a_cast_the_chip_emulates_is_direct_on_the_cpu():
         want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16).astype(np.float32).astype(np.int32)
     assert (want == -2 ** 31).any()
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_several_matmuls_of_one_a_run_their_parts_on_llvm_kernel(dtype):
+    """q / k / v style projections of one x (the cube_group kind): each part's cube schedule on its
+    own ScheduleCpu, in turn, on the group's arrays (kernel_cpu.PartsCpu); relu / add parts bit for
+    bit cube.py's (which ran the parts one by one), a gelu part within an ulp of it (cube.py ran
+    the epilogue on numpy's gelu, llvm_kernel on the LLVM backend's, as every vector kernel)."""
+    from fusedsl.backend_cpu.kernel_cpu import PartsCpu
+    g = np.random.default_rng(10)
+    x, wq, wk, wv = (g.standard_normal(s).astype(dtype) for s in ((300, 64), (64, 48), (64, 48), (64, 48)))
+    bias = g.standard_normal(48).astype(dtype)
+    kern = fs.fused_kernel(lambda x, wq, wk, wv, b: (fs.relu(x @ wq), x @ wk * 0.5, fs.gelu(x @ wv + b)))
+    got = kern(x, wq, wk, wv, bias)
+    comp = kern.compile(x, wq, wk, wv, bias)
+    assert [p.kernel_kind for p in comp.kernels] == ["cube_group"]
+    assert isinstance(_matmul_executor(comp), PartsCpu) and comp.executor(comp.kernels[0]) == "cube"
+    before = _cube_py(comp, [x, wq, wk, wv, bias])
+    assert got[0].tobytes() == before[0].tobytes() and got[1].tobytes() == before[1].tobytes()
+    np.testing.assert_allclose(got[2].astype(np.float32), before[2].astype(np.float32), rtol=2 ** -10, atol=1e-6)
+    f32 = [v.astype(np.float32) for v in (x, wq, wk, wv, bias)]
+    tol = 2e-2 if dtype == "float16" else 1e-4
+    np.testing.assert_allclose(got[0].astype(np.float32), np.maximum(f32[0] @ f32[1], 0), rtol=tol, atol=tol * 8)
+    np.testing.assert_allclose(got[1].astype(np.float32), f32[0] @ f32[2] * 0.5, rtol=tol, atol=tol * 8)

@@ -29,7 +29,7 @@ from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
 from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, lower_kernel, typed_fields
 
-__all__ = ["TileKernelCpu", "ScheduleCpu", "ViewScheduleCpu"]
+__all__ = ["TileKernelCpu", "ScheduleCpu", "ViewScheduleCpu", "PartsCpu"]
 
 # Below this many GM bytes a launch runs on the caller's thread (backend_cpu.PARALLEL_MIN_WORK's figure).
 PARALLEL_MIN_BYTES = 16 << 20
@@ -297,3 +297,31 @@ class ViewScheduleCpu(ScheduleCpu):
             call()
         checked.keep, checked.outputs = call, call.outputs
         return checked
+
+
+class PartsCpu:
+    """A kernel of several matmuls of one A (the cube_group kind: lower/cube_group.py), each part's
+    cube schedule on its own ScheduleCpu, run in turn as the printed kernel runs them, on the
+    group's arrays: `run` / `bind` take the group's inputs and outputs (`sched` is the group's)."""
+
+    def __init__(self, group, parts: list):
+        self.sched = group
+        fn = group.fn
+        index = {id(p.value): i for i, p in enumerate(fn.params)}
+        slot = {id(v): i for i, v in enumerate(fn.results)}
+        self.parts = [(cpu, [index[id(p.value)] for p in pf.params], [slot[id(v)] for v in pf.results])
+                      for cpu, pf in zip(parts, group.part_fns)]
+
+    def bind(self, inputs, outputs, tiling=None):
+        calls = [cpu.bind([inputs[i] for i in ins], [outputs[j] for j in outs]) for cpu, ins, outs in self.parts]
+
+        def call() -> None:
+            for c in calls:
+                c()
+        call.keep = calls
+        call.outputs = tuple(outputs)
+        return call
+
+    def run(self, inputs, outputs, tiling=None) -> None:
+        for cpu, ins, outs in self.parts:
+            cpu.run([inputs[i] for i in ins], [outputs[j] for j in outs])
