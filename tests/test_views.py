@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from conftest import fuzz_settings
 
 import fusedsl as fs
-from fusedsl.backend_cpu.tile_interp import run_schedule
+from fusedsl.backend_cpu.kernel_interp import run_kernel
+from fusedsl.lower.kinds import kernel_ir, kernel_words
 
 rng = np.random.default_rng(7)
 A = rng.standard_normal((5, 24)).astype(np.float32)
@@ -104,7 +105,7 @@ def test_llvm_and_tile_interpreter_agree_with_numpy(k910):
         wants = [results[id(v)] for v in call.results]
         outs = [np.zeros(w.shape, w.dtype) for w in wants]
         ins = [ARGS[NAMES.index(q.value.name)] for q in p.function.params]
-        run_schedule(p.schedule, ins, outs, p.tiling)
+        run_kernel(kernel_ir(p.schedule), ins, outs, kernel_words(p.schedule, p.tiling))
         for out, want in zip(outs, wants):
             np.testing.assert_allclose(out, want, rtol=1e-3 if want.dtype == np.float16 else 1e-6)
 
@@ -164,7 +165,7 @@ def test_wide_rows_are_cut_into_aligned_column_chunks():
     want = np.concatenate([a, b], 1)[:, 3:] * np.float32(2)
     np.testing.assert_array_equal(f(a, b), want)
     out = np.zeros_like(want)
-    run_schedule(p.schedule, [a, b], [out], p.tiling)
+    run_kernel(kernel_ir(p.schedule), [a, b], [out], kernel_words(p.schedule, p.tiling))
     np.testing.assert_array_equal(out, want)
 
 
@@ -231,7 +232,7 @@ def test_random_concat_slice_chains_match_numpy(g):
     p = k.kernels[-1]
     if p.schedule is not None and p.schedule.views is not None and len(k.kernels) == 1:
         out = np.zeros(want.shape, want.dtype)
-        run_schedule(p.schedule, xs, [out], p.tiling)
+        run_kernel(kernel_ir(p.schedule), xs, [out], kernel_words(p.schedule, p.tiling))
         np.testing.assert_array_equal(out, want)
 
 

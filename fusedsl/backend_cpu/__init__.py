@@ -10,7 +10,7 @@ array objects, scalars and tiling, so a loop calling `run` pays for argument
 preparation once; with new arrays it rebinds from a per-tiling template (checks and
 one pointer read per array).  A BoundCall owns its argument block, so bindings can be
 called from several threads at once; `run` itself keeps one binding per kernel.
-`tile_interp.run_schedule` is the executable spec the compiled code is tested against.
+The TileKernel interpreter (kernel_interp.py) is the executable spec the compiled code is tested against.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from ..lower.vector import Tiling, VectorSchedule, compute_dtype
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import SCRATCH_ALIGN, ArgLayout, lower, scratch_slots, split_stmts
-from .tile_interp import rows_mode, run_schedule
+from ..tile.tiling import rows_mode
 
-__all__ = ["CpuKernel", "BoundCall", "run_schedule", "lower"]
+__all__ = ["CpuKernel", "BoundCall", "lower"]
 
 SYMBOL = "fusedsl_kernel"
 # Below this much work (bytes moved, transcendental ops weighted up) a launch runs on

@@ -25,7 +25,7 @@ from ..tile.kernel import (VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut,
                            GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Reset, Return, RunPart, Scalar,
                            Set, Step, Sync, TileKernel, UbCopy, Var, Vec, assign, evaluate, print_kernel)
 from ..tile.verify import TileVerifyError
-from .tile_interp import _convert, apply_stmt
+from .stmt_eval import apply_stmt, convert
 
 
 class _Return(Exception):
@@ -268,7 +268,7 @@ class _Block:
                 elif node.api == "Exp":
                     dst[...] = np.exp(srcs[0]).astype(dst.dtype)
                 elif node.api == "Cast":
-                    dst[...] = _convert(srcs[0], _dtype(srcs[0]), _dtype(dst), node.mode)
+                    dst[...] = convert(srcs[0], _dtype(srcs[0]), _dtype(dst), node.mode)
                 elif node.api in ("Muls", "Adds"):
                     s = np.asarray(node.scalar if isinstance(node.scalar, (float, bool)) else self.ev(node.scalar))
                     dst[...] = (srcs[0] * s.astype(dst.dtype) if node.api == "Muls"
@@ -370,7 +370,8 @@ def run_kernel(k: TileKernel, inputs: list, outputs: list[np.ndarray], words=Non
         env0["gm:" + g.name] = gm[g.name]
     flat_out = {}
     for g in outs:
-        flat_out[g.name] = np.zeros(outputs[g.index].size, outputs[g.index].dtype)
+        # what the output held (GM keeps it where the kernel writes nothing: a test pre-fills NaN)
+        flat_out[g.name] = np.array(outputs[g.index], dtype=outputs[g.index].dtype).reshape(-1)
         gm[g.name] = flat_out[g.name]
     if k.process is not None:
         _run_cube(k, env0, gm)

@@ -27,7 +27,7 @@ When the caller asks for streaming (large outputs) and the outputs can be aligne
 a masked step peels to the output's vector alignment and the main loop uses
 non-temporal stores.
 
-Numerics (the same as tile_interp and the reference): float16 and bfloat16 values
+Numerics (the same as stmt_eval.py, which the TileKernel interpreter runs, and the reference): float16 and bfloat16 values
 live in float registers and are rounded once per stmt (skipped for stmts that cannot
 change an exact half: max/min/abs/relu/copy/negation); exp and ln are the inline
 polynomials of `mathlib`; max/min propagate NaN like numpy; float -> int casts convert

@@ -86,6 +86,15 @@ def core_candidates(rule: int, cores: int, per_core_reads: bool) -> list[int]:
     return out
 
 
+def rows_mode(sched: VectorSchedule, tiling: Tiling) -> bool:
+    """Whether a tile is whole rows (True) or a chunk of one row (False)."""
+    decided = getattr(tiling, "rows_mode", None)   # compute_tiling records its choice
+    if decided is not None:
+        return bool(decided)
+    has_inv = any(s.role == "inv" for s in sched.slots.values())
+    return tiling.tile_cols == tiling.C and tiling.col_tiles == 1 and (tiling.R > 1 or has_inv)
+
+
 def compute_tiling(sched: VectorSchedule, sizes: dict[str, int], target: Target) -> Tiling:
     """The runtime tiling (mirrored line by line by the printed C++ host function): the
     candidate (cores x tile) the cost model (tile/tiling_cost.py) finds cheapest."""
