@@ -940,8 +940,9 @@ class CompiledKernel:
         if plan.lowered is None and (plan.lowering is None or plan.lowering.name not in ("cube", "cube_group")
                                      or not isinstance(plan.error, (TargetError, ScheduleError))):
             return None, None
-        # a cast the chip emulates (float -> int32 without CAST_TRUNC on 310P: float steps whose NaN
-        # handling is the chip's, not numpy's) is direct on the host, as in vector kernels (`_cpu_schedule`)
+        # a cast the chip emulates (float -> int32 without CAST_TRUNC on 310P: 28 vector steps) is one
+        # direct Cast on the host, as in vector kernels (`_cpu_schedule`); the chip's chain gives the
+        # same INT_MIN for NaN / inf on llvm_kernel too since its Steps run their prefills
         t = self.target if plan.lowered is not None else get_target(MATMUL_CPU_TARGET)
         t = host_casts(t) if emulated else t
         schedule = schedule_cube_group if plan.lowering.name == "cube_group" else schedule_cube_kernel

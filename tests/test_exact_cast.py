@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 
 import fusedsl as fs
 from conftest import fuzz_settings
+from fusedsl.backend_cpu.kernel_cpu import TileKernelCpu
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.frontend.api import _F
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.ops.composite import exact_int32
 from fusedsl.reference import run_module
+from fusedsl.tile.kernel import Step
 
 CHIPS = ("ascend310p", "ascend910")   # the targets whose float32 -> int32 Cast goes through half
 TOP = 2.0 ** 31
@@ -187,3 +189,68 @@ def test_small_integer_casts_keep_two_casts():
     # three pieces are two Casts each, not 26 instructions each
     pieces = fs.fused_kernel(lambda v: exact_int32(_F, v)).compile(spec, target="ascend310p")
     assert pieces.source.count("AscendC::Cast(") == 6
+
+
+def _nan_inf_programs(target):
+    """(fn, args) of every kind whose chip kernel runs the chain: a vector cast, a row kernel's,
+    a broadcast row's, a column reduction's and (310P: 910A prints no Matmul) a cube epilogue's,
+    with NaN, +-inf and values past int32."""
+    rng = np.random.default_rng(11)
+    edges = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 1e30, -TOP, 7.5, -7.5, 5000.7], np.float32)
+    x = np.resize(edges, 40 * 64).reshape(40, 64)
+    wide = (rng.standard_normal((6, 64)) * 1e5).astype(np.float32)
+    wide[::2, ::5] = np.nan
+    wide[1, ::7] = np.inf
+    row = np.resize(edges, 64).reshape(1, 64)
+    ints = rng.integers(-9, 9, (32, 64)).astype(np.int32)
+    progs = [(lambda x: (x * 1.0).astype("int32"), (np.resize(edges, 4 * 8),)),
+             (lambda x: (x - fs.max(x, axis=-1, keepdims=True)).astype("int32"), (wide,)),
+             (lambda r, i: r.astype("int32") + i, (row, ints)),
+             (lambda x: (fs.sum(x, axis=0) * 1e3).astype("int32"), (x,))]
+    if target == "ascend310p":
+        a = rng.uniform(-30, 30, (16, 32)).astype(np.float16)
+        a[0, 0], a[3, :], a[5, :] = np.nan, np.inf, -np.inf
+        b = rng.uniform(-30, 30, (32, 16)).astype(np.float16)
+        progs.append((lambda a, b: (a @ b).astype(fs.float32).astype("int32"), (a, b)))
+    return progs
+
+
+@pytest.mark.parametrize("target", CHIPS)
+def test_the_chips_kernel_gives_int_min_on_the_tile_executors(target):
+    """The chain of the chip's own TileKernel (not the host-cast schedule k(*arrays) runs) on the
+    tile IR's two CPU executors -- the interpreter (the spec) and llvm_kernel (TileKernelCpu), on the
+    chip's tiling words -- gives numpy's INT_MIN for NaN, +-inf and values past int32, as simulate
+    does.  A Step's `prefill` (the Duplicate the printer puts before its stmts: here the -2**31
+    tensor the NaN Select picks) was run by neither executor: in row, column and cube epilogue
+    kernels (vector kernels Duplicate theirs in the prologue) NaN gave 0 on the interpreter and
+    whatever the buffer held on llvm_kernel."""
+    kinds = set()
+    for fn, args in _nan_inf_programs(target):
+        k = fs.fused_kernel(fn).compile(*args, target=target)
+        want = run_module(k.graph, list(args))[0]
+        assert (want == -2 ** 31).any()
+        np.testing.assert_array_equal(k.simulate(*args), want)
+        (plan,) = k.kernels
+        kinds.add(plan.kernel_kind)
+        kernel = kernel_ir(plan.lowered)
+        assert any(st.op == "select" and st.cmp_mode == "EQ" for n in _steps(kernel) for st in n.stmts)
+        inputs = list(args)
+        words = kernel_words(plan.lowered, plan.tiling)
+        spec = np.full(want.shape, 7, np.int32)   # not zeroed: the kernel writes every element
+        run_kernel(kernel, inputs, [spec], words)
+        np.testing.assert_array_equal(spec, want)
+        got = np.full(want.shape, 7, np.int32)
+        TileKernelCpu(kernel, use_disk_cache=False).run(inputs, [got], words)
+        np.testing.assert_array_equal(got, want)
+    assert kinds == {"vector", "row", "column"} | ({"cube"} if target == "ascend310p" else set())
+
+
+def _steps(kernel):
+    """Every Step of a TileKernel (stages and Process, inside loops and branches)."""
+    todo = [n for st in kernel.stages for n in st.body] + list(kernel.process or ())
+    while todo:
+        n = todo.pop()
+        if isinstance(n, Step):
+            yield n
+        for field in ("body", "then", "orelse"):
+            todo += list(getattr(n, field, ()) or ())

@@ -281,6 +281,8 @@ class _Block:
                           "Sub": np.subtract, "Mul": np.multiply, "And": np.bitwise_and}[node.api]
                     dst[...] = fn(srcs[0], srcs[1]).astype(dst.dtype)
         elif isinstance(node, Step):
+            for r, value, count in node.prefill:   # the printed Duplicates (lanes Compare reads past n,
+                self.node(Dup(r, value, count))    # constant tensors such as the NaN Select's -2**31)
             n = env["n"] if node.count is None else self.ev(node.count)
             o = self.ev(node.offset)
             slots = {slot: Ref(r.tensor, ("+", r.offset, o)) for slot, r in node.names}

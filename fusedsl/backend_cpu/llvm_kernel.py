@@ -1066,6 +1066,7 @@ class _Lowering:
             while j < len(nodes) and isinstance(nodes[j], Step) and _same_elements(nodes[i], nodes[j]):
                 j += 1
             fold = self._step_fold(nodes[i:j], nodes[j:j + 2])
+            self.prefill(nodes[i])   # a Step with prefills is alone in its group (_same_elements)
             self.steps(nodes[i:j], fold)
             i = j + (2 if fold is not None else 0)
 
@@ -1129,6 +1130,7 @@ class _Lowering:
         elif isinstance(node, Vec):
             self.vec_op(node)
         elif isinstance(node, Step):
+            self.prefill(node)
             self.steps([node])
         elif isinstance(node, Call):
             st = self.stage_of[node.stage]
@@ -2543,6 +2545,14 @@ class _Lowering:
         regs = branch_values(b, b.icmp_signed("<", end, n), tail, lambda: list(regs))
         for j, acc in enumerate(regs):
             self.store_ref(at, acc, ir.Constant(I64, LANES * j), None)
+
+    def prefill(self, step: Step) -> None:
+        """The Duplicates the printer puts before a Step's stmts (printer_kernel: the lanes Compare
+        reads past the count, and constant tensors such as the -2**31 the NaN Select of the
+        float32 -> int32 chain picks): without them a cube / row / column epilogue's Select read
+        whatever the buffer held."""
+        for r, value, count in step.prefill:
+            self.dup(Dup(r, value, count))
 
     def steps(self, group: list, fold=None) -> None:
         """Consecutive Steps over the same elements (one count, one offset), in one 16-lane loop when

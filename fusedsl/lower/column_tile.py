@@ -171,9 +171,14 @@ class _Lowering:
                 body += self.walk(ph, held, ph is walks[-1])
         for i, v in enumerate(s.fn.results):
             y, q = f"y{i}", f"q_y{i}"
-            copy = (Vec("Muls", Ref(y), (self.col(v),), "n", scalar=1.0) if v.dtype.is_float
-                    else Vec("Adds", Ref(y), (self.col(v),), "n", scalar=0))   # an exact copy into the queue
-            body += [Alloc(y, q), copy, EnQue(q, y), DeQue(y, q),
+            # an exact copy into the queue; 910A has no int32 Adds: y = 0, then y = col + y
+            if v.dtype.is_float:
+                copy = [Vec("Muls", Ref(y), (self.col(v),), "n", scalar=1.0)]
+            elif s.target.supports("Adds", v.dtype.ascendc) or not s.target.supports("Add", v.dtype.ascendc):
+                copy = [Vec("Adds", Ref(y), (self.col(v),), "n", scalar=0)]
+            else:
+                copy = [Dup(Ref(y), 0, "n"), Vec("Add", Ref(y), (self.col(v), Ref(y)), "n")]
+            body += [Alloc(y, q), *copy, EnQue(q, y), DeQue(y, q),
                      CopyOut(outs[i], add(mul("a", "t.B"), "b0"), y, 1, "n", "n", "n"), Free(q, y)]
         body += [Free(f"q_c{p.index}", f"c{p.index}") for p in self.cols]
         words = compute_column_tiling(s, s.target).words
