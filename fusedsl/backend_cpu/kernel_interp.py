@@ -25,6 +25,7 @@ from ..tile.kernel import (VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut,
                            GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Reset, Return, RunPart, Scalar,
                            Set, Step, Sync, TileKernel, UbCopy, Var, Vec, assign, evaluate, print_kernel)
 from ..tile.verify import TileVerifyError
+from .blas import gemm_acc
 from .stmt_eval import apply_stmt, convert
 
 
@@ -331,8 +332,13 @@ class _Block:
         m, n, k = state.get("tail", (f("singleCoreM"), f("singleCoreN"), None))
         k = f("Ka") if k is None else k
         a, b = self.operand(node, mm, "A", m, k), self.operand(node, mm, "B", k, n)
-        acc = np.int32 if mm.c.dtype == dt.int32 else np.float32
-        c = np.matmul(a.astype(acc), b.astype(acc)).astype(mm.c.dtype.np)
+        if mm.c.dtype == dt.int32:
+            c = np.matmul(a.astype(np.int32), b.astype(np.int32))
+        else:   # cblas_sgemm, as llvm_kernel calls it: numpy's matmul takes gemv / dot for one row or
+            #     column, whose sums run in another order (exp of an epilogue amplifies that)
+            c = np.empty((a.shape[0], b.shape[1]), np.float32)
+            gemm_acc(np.ascontiguousarray(a, np.float32), np.ascontiguousarray(b, np.float32), c, False)
+            c = c.astype(mm.c.dtype.np)
         bm, bn = f("baseM"), f("baseN")
         round_m, round_n = -(-m // bm), -(-n // bn)
         state["width"] = n
