@@ -24,15 +24,20 @@ __all__ = ["SGEMM", "BLAS_LOCAL_THREADS", "THREAD_COUNT", "gemm_acc", "gemm_list
            "sgemm_address", "single_threaded_blas"]
 
 
-def _load_sgemm():
-    """cblas_sgemm from numpy's bundled OpenBLAS (64-bit integers) and its per-thread
-    thread-count setter (openblas_set_num_threads_local), each None when missing."""
+def _openblas_libs():
+    """numpy's bundled OpenBLAS libraries, loaded (those that load)."""
     root = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
     for path in sorted(glob.glob(os.path.join(root, "libscipy_openblas*.so*"))):
         try:
-            lib = ctypes.CDLL(path)
+            yield ctypes.CDLL(path)
         except OSError:
             continue
+
+
+def _load_sgemm():
+    """cblas_sgemm from numpy's bundled OpenBLAS (64-bit integers) and its per-thread
+    thread-count setter (openblas_set_num_threads_local), each None when missing."""
+    for lib in _openblas_libs():
         for name, int_t in (("scipy_cblas_sgemm64_", ctypes.c_int64), ("scipy_cblas_sgemm", ctypes.c_int32)):
             fn = getattr(lib, name, None)
             if fn is not None:
@@ -154,12 +159,7 @@ class single_threaded_blas:
 
 def _load_thread_control():
     """(get, set) of OpenBLAS's thread count in the library that has SGEMM, or None."""
-    root = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(root, "libscipy_openblas*.so*"))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
+    for lib in _openblas_libs():
         get = getattr(lib, "scipy_openblas_get_num_threads64_", None)
         set_ = getattr(lib, "scipy_openblas_set_num_threads64_", None)
         if get is not None and set_ is not None:
