@@ -224,14 +224,20 @@ def test_large_column_reductions(native_only):
     close(fs.fused_kernel(lambda a: fs.mean(a, axis=0))(x), np.float64(x).mean(0), np.float32)
 
 
-def test_row_kernel_runs_multithreaded(native_only, monkeypatch):
-    """Large kernels split their rows into blocks over the host threads (the row kind's kernel
-    on llvm_kernel: kernel_cpu launches its blocks)."""
+def _record_launches(monkeypatch) -> list:
+    """The block counts of kernel_cpu's threaded launches (two host threads assumed), as they happen."""
     import fusedsl.backend_cpu.kernel_cpu as kernel_cpu
     calls = []
     real = kernel_cpu.run_blocks
     monkeypatch.setattr(kernel_cpu, "run_blocks", lambda *a: (calls.append(a[1]), real(*a))[1])
     monkeypatch.setattr(kernel_cpu, "host_threads", lambda: 2)
+    return calls
+
+
+def test_row_kernel_runs_multithreaded(native_only, monkeypatch):
+    """Large kernels split their rows into blocks over the host threads (the row kind's kernel
+    on llvm_kernel: kernel_cpu launches its blocks)."""
+    calls = _record_launches(monkeypatch)
     x = np.random.default_rng(9).standard_normal((4096, 1024)).astype(np.float32)
     close(softmax(x), np_softmax(*f64(x)), np.float32)
     assert calls and calls[0] > 1
@@ -264,11 +270,7 @@ def test_exp_weighs_a_launch_onto_the_threads(native_only, monkeypatch):
     """An exp costs about 16 bytes of traffic per element (kernel_cpu.TRANSCENDENTAL_WEIGHT, as the
     per-kind executors weighed it): a 4 MB softmax (8 MB moved, 24 MB of work) runs on two threads,
     a 4 MB layer_norm (8 MB, no exp) on the caller's."""
-    import fusedsl.backend_cpu.kernel_cpu as kernel_cpu
-    calls = []
-    real = kernel_cpu.run_blocks
-    monkeypatch.setattr(kernel_cpu, "run_blocks", lambda *a: (calls.append(a[1]), real(*a))[1])
-    monkeypatch.setattr(kernel_cpu, "host_threads", lambda: 2)
+    calls = _record_launches(monkeypatch)
     x = np.random.default_rng(10).standard_normal((1024, 1024)).astype(np.float32)
     close(softmax(x), np_softmax(*f64(x)), np.float32)
     assert calls and calls[0] > 1

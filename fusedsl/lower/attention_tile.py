@@ -182,7 +182,7 @@ class _AttentionLowering:
         per-row broadcast here) runs row by row; what does not -- the scale, Exp, P's cast when
         its rows are S's rows -- runs once over the block, and exp(m_old - m_new) of every row in
         one call: per-row calls cost their fixed overhead per row (tile/kernel_cost.py)."""
-        s, ty = self.s, self.ty
+        s = self.s
         srow = lambda off=0: Ref("sc", add(("*", "r", "ld"), off))   # noqa: E731
         block = ("*", "rows", "ld")
         first: list = self.mask_lines(srow())
@@ -215,12 +215,7 @@ class _AttentionLowering:
                    Sync("S_V"),
                    Vec("Muls", Ref("o", ("*", "r", _up(s.Dv, 8))), (Ref("o", ("*", "r", _up(s.Dv, 8))),), s.Dv,
                        scalar=corr)]
-        prow = Ref("p", ("*", "r", s.bk))
-        cast_row = (Vec("Muls", prow, (srow(),), "cols", scalar=1.0) if ty == dt.float32 else
-                    Vec("Cast", prow, (srow(),), "cols", mode=self.mode()))
-        cast_block = (Vec("Muls", Ref("p", "i"), (Ref("sc", "i"),), ("min", _CHUNK, ("-", block, "i")), scalar=1.0)
-                      if ty == dt.float32 else
-                      Vec("Cast", Ref("p", "i"), (Ref("sc", "i"),), ("min", _CHUNK, ("-", block, "i")), mode=self.mode()))
+        cast_row = self.to_input_dtype(Ref("p", ("*", "r", s.bk)), srow(), "cols")
         return [DeQue("sc", "q_c"), Alloc("p", "b_p"), Alloc("one", "b_one"),
                 Let("ld", ("pad", "cols", 8)),   # GetTensorC's rows: 32 bytes
                 *self.mask_alloc(),
@@ -230,11 +225,17 @@ class _AttentionLowering:
                 Vec("Exp", Ref("one"), (Ref("one"),), "rows"), Sync("V_S"),
                 For("r", 0, "rows", tuple(second)),
                 # P's rows are S's when S's rows are bk wide: one cast of the block
-                If(("==", "ld", s.bk), (For("i", 0, block, (cast_block,), step=_CHUNK),),
+                If(("==", "ld", s.bk), (self.chunks(block, lambda n: self.to_input_dtype(Ref("p", "i"), Ref("sc", "i"), n)),),
                    (For("r", 0, "rows", (cast_row,)),)),
                 Free("q_c", "sc"), Barrier(),
                 *([] if s.p_in_ub else   # the cube reads P from GM
                   [CopyOut("p", 0, "p", "rows", "cols", s.bk, s.bk), Barrier()])]
+
+    def to_input_dtype(self, dst: Ref, src: Ref, n) -> Vec:
+        """float32 `src` into `dst` in the input dtype: a copy (Muls by 1) for float32, else a Cast."""
+        if self.ty == dt.float32:
+            return Vec("Muls", dst, (src,), n, scalar=1.0)
+        return Vec("Cast", dst, (src,), n, mode=self.mode())
 
     @staticmethod
     def chunks(n, call) -> For:
@@ -319,8 +320,7 @@ class _AttentionLowering:
                Scalar(inv, dt.float32, ("sel", (">", total, 0.0), ("/", 1.0, total), 0.0)),
                Sync("S_V"),
                Vec("Muls", orow, (orow,), s.Dv, scalar=inv),
-               Vec("Muls", out, (orow,), s.Dv, scalar=1.0) if ty == dt.float32 else
-               Vec("Cast", out, (orow,), s.Dv, mode=self.mode())]
+               self.to_input_dtype(out, orow, s.Dv)]
         return [Alloc("out", "b_p"),   # P is not needed any more
                 Barrier(), For("r", 0, "rows", tuple(row)),
                 Barrier("the vector unit's writes reach the copy"),
@@ -339,8 +339,7 @@ class _AttentionLowering:
         def to_f(d, x):
             return (Vec("Muls", d, (x,), e, scalar=1.0) if ty == dt.float32 else
                     Vec("Cast", d, (x,), e, mode="CAST_NONE"))
-        back = (Vec("Muls", Ref("xr"), (f(3 * e),), e, scalar=1.0) if ty == dt.float32 else
-                Vec("Cast", Ref("xr"), (f(3 * e),), e, mode=self.mode()))
+        back = self.to_input_dtype(Ref("xr"), f(3 * e), e)
         pos = ("*", ("+", "rpos", "r"), s.rope_row)
         row = (Barrier(),
                CopyIn("xr", src, ("+", "rsrc", ("*", "r", "rld")), 1, e, e, ei),
