@@ -1,7 +1,14 @@
 """Running a TileKernel on the host: llvm_kernel.py's function, JIT-compiled, launched per block.
 
-    cpu = TileKernelCpu(kernel)                  # lower -> verify -> O3 -> JIT (cached like every kernel)
-    cpu.run(inputs, outputs, words)              # kernel_interp.run_kernel's signature
+    cpu = TileKernelCpu(kernel)                  # lower to LLVM IR
+    cpu.run(inputs, outputs, words)              # kernel_interp.run_kernel's signature; JIT on first use
+
+The LLVM IR is compiled at the first launch, by the size of that launch: one that moves at most
+QUICK_MAX_BYTES of GM data runs code of jit's quick pipeline, a larger one O3 code (compiled once,
+then used for every launch).  A large kernel's O3 compile takes seconds, which a small launch never
+earns back; a program of many small kernels (a bitonic sort: 90 kernels of up to 500 KB of IR)
+compiled 3-4x faster.  Lowering the same TileKernel again in one process (its text: every kernel
+the printer or the interpreter would see) reuses the IR (`_lowered`).
 
 `run` lays out the argument block (the tiling words, the typed fields, a pointer per GM tensor,
 the queues' places in the arena) and one UB arena per thread, then runs the blocks (cores) on
@@ -18,8 +25,8 @@ from operator import is_
 import numpy as np
 
 from ..errors import FusedslError
-from ..lower.kinds import kernel_ir
-from ..tile.kernel import Step, TileKernel, evaluate, member_values
+from ..lower.kinds import host_kernel_ir
+from ..tile.kernel import Step, TileKernel, evaluate, member_values, print_kernel
 from ..tile.verify import TileVerifyError
 from ..views import gather_indices
 from . import jit
@@ -49,6 +56,24 @@ TRANSPOSE_PARALLEL_MIN_BYTES = 64 << 20
 # stay on the caller's thread: the numpy copies they replace were single-threaded, and two threads
 # measured 1.2-1.56x slower at 64 MB on this shared host ([256, 1024, 64] perm (1, 0, 2))
 SERIAL_MODES = ("copy", "gather")
+# A launch that moves at most this many GM bytes runs the quick pipeline's code (module docstring):
+# the O3 code of the elementwise / row / view kernels measured 0.9-1.6x faster per call, i.e. at
+# most ~0.5 ms on 1 MB, against 0.3-10 s more compile time.
+QUICK_MAX_BYTES = 1 << 20
+# TileKernel text -> its LLVM IR, for the kernels lowered again in one process (a program compiled
+# for a second function that shares kernels with the first: topk after sort)
+_lowered: dict[str, str] = {}
+_LOWERED_MAX = 512
+
+
+def _lower(k: TileKernel) -> str:
+    text = print_kernel(k)
+    ir_text = _lowered.get(text)
+    if ir_text is None:
+        if len(_lowered) >= _LOWERED_MAX:
+            _lowered.clear()
+        ir_text = _lowered[text] = lower_kernel(k, host_features())
+    return ir_text
 
 
 class TileKernelCpu:
@@ -57,11 +82,12 @@ class TileKernelCpu:
     def __init__(self, k: TileKernel, *, use_disk_cache: bool = True):
         self.k = k
         t0 = time.perf_counter()
-        self.ir = lower_kernel(k, host_features())
-        self._compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=use_disk_cache)   # keeps the code alive
+        self.ir = _lower(k)
+        self._use_disk = use_disk_cache
+        self._code: dict[bool, tuple] = {}   # quick? -> (jit.Compiled: keeps the code alive, function)
+        self._compiled = None   # the last code compiled (its `from_disk`)
         self.serial = False   # every launch on the caller's thread (ScheduleCpu: SERIAL_MODES)
-        self.compile_seconds = time.perf_counter() - t0
-        self._cfunc = KERNEL_PROTO(self._compiled.address)
+        self.compile_seconds = time.perf_counter() - t0   # lowering, plus each JIT compile
         self._offsets = k.field_offsets()
         self._typed = typed_fields(k)
         self._transcendental = transcendental_stmts(k)
@@ -71,6 +97,19 @@ class TileKernelCpu:
         for f in self._typed:
             users = {m.dtype for m in k.members if m.init == "t." + f.name and m.dtype is not None}
             self._typed_dtype[f.name] = users.pop() if len(users) == 1 else None
+
+    def function(self, moved: int):
+        """The native function for a launch moving `moved` GM bytes (compiled on first need: quick
+        code for a small launch unless the O3 code exists, which serves every launch)."""
+        quick = moved <= QUICK_MAX_BYTES and False not in self._code
+        code = self._code.get(quick)
+        if code is None:
+            t0 = time.perf_counter()
+            compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=self._use_disk, quick=quick)
+            code = self._code[quick] = (compiled, KERNEL_PROTO(compiled.address))
+            self._compiled = compiled
+            self.compile_seconds += time.perf_counter() - t0
+        return code[1]
 
     def _word(self, words, name: str) -> int:
         return words[self._offsets[name][0]]
@@ -161,7 +200,7 @@ class TileKernelCpu:
             threads = 1 if blocks <= 1 or work < least else min(host_threads(), pool().workers + 1, blocks)
         arenas = [np.empty(arena_bytes + ARENA_ALIGN, np.uint8) for _ in range(threads)]
         addrs = [-(-a.ctypes.data // ARENA_ALIGN) * ARENA_ALIGN for a in arenas]
-        fn, address = self._cfunc, args.ctypes.data
+        fn, address = self.function(moved), args.ctypes.data
 
         def launch() -> None:
             if blocks and threads == 1:
@@ -224,7 +263,7 @@ class ScheduleCpu:
         self.sched = sched
         self.tiling = tiling
         self.plan = getattr(sched, "plan", None)   # a column kernel's ColumnPlan (its params' kinds)
-        self.kernel = TileKernelCpu(kernel_ir(sched), use_disk_cache=use_disk_cache)
+        self.kernel = TileKernelCpu(host_kernel_ir(sched), use_disk_cache=use_disk_cache)
         self.kernel.serial = getattr(sched, "mode", None) in SERIAL_MODES and self.kernel.k.kind == "transpose"
         self._scalars = frozenset(i.index for i in sched.inputs if i.kind == "runtime_scalar")
         self._words: dict = {}
@@ -232,7 +271,8 @@ class ScheduleCpu:
 
     @property
     def from_disk_cache(self) -> bool:
-        return self.kernel._compiled.from_disk
+        compiled = self.kernel._compiled
+        return compiled is not None and compiled.from_disk
 
     def words(self, tiling) -> list[int]:
         w = self._words.get(id(tiling))

@@ -1023,11 +1023,19 @@ class _Lowering:
 
     def set_buffer(self, name: str, ptr) -> None:
         """The buffer tensor `name` holds is now at `ptr` (an aliased queue's)."""
+        self._store_slot(name, self.buf_ptr[self.tensor_queue[name]], ptr, PTR)
+
+    def _store_slot(self, name: str, slots, value, t) -> None:
+        """Store `value` into the slot of the buffer tensor `name` holds now (one slot per buffer of
+        its queue: the buffer index picks; a one-buffer queue's slot is stored directly, which keeps
+        a large kernel's IR -- and its compile time -- down)."""
         b = self.b
-        slots = self.buf_ptr[self.tensor_queue[name]]
+        if len(slots) == 1:
+            b.store(value, slots[0])
+            return
         idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
         for i, slot in enumerate(slots):
-            b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), ptr, b.load(slot, typ=PTR)), slot)
+            b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), value, b.load(slot, typ=t)), slot)
 
     def element_ptr(self, name: str, index, d: dt.DType):
         return self.b.gep(self.tensor_base(name), [index], source_etype=mem_type(d))
@@ -1047,6 +1055,27 @@ class _Lowering:
             t, size = _VIEW_TYPES[r.view]
             return base, t, size, None
         return base, mem_type(d), d.itemsize, d
+
+    def copy_rows(self, dst, src, dst_stride, src_stride, rows, row_bytes) -> None:
+        """`rows` rows of `row_bytes` bytes, memcpy per row, row strides in bytes: a call of the
+        module's one row-copy function (emitted once: a view kernel copies rows at dozens of
+        places, and each inlined loop made its IR -- and its compile -- larger)."""
+        fn = self.module.globals.get("copy.rows")
+        if fn is None:
+            saved = self.b
+            fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I64, I64, I64, I64]), "copy.rows")
+            fn.linkage = "internal"
+            fn.attributes.add("noinline")
+            b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+            d_, s_, ds, ss, n, nb = fn.args
+
+            def row(r, _):
+                self.memcpy(b.gep(d_, [b.mul(r, ds)], source_etype=I8), b.gep(s_, [b.mul(r, ss)], source_etype=I8), nb)
+                return []
+            carried_loop(b, ir.Constant(I64, 0), n, 1, [], row, "rows")
+            b.ret_void()
+            self.b = saved
+        self.b.call(fn, [dst, src, dst_stride, src_stride, rows, row_bytes])
 
     def memcpy(self, dst, src, nbytes, move=False) -> None:
         name = "llvm.memmove.p0.p0.i64" if move else "llvm.memcpy.p0.p0.i64"
@@ -1593,10 +1622,7 @@ class _Lowering:
         return self._buffer_slot_value(name, self.in_len[self.tensor_queue[name]], I64)
 
     def _set_in_len(self, name: str, value) -> None:
-        b = self.b
-        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
-        for i, slot in enumerate(self.in_len[self.tensor_queue[name]]):
-            b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), value, b.load(slot, typ=I64)), slot)
+        self._store_slot(name, self.in_len[self.tensor_queue[name]], value, I64)
 
     def in_guard(self, name: str) -> None:
         """Before a write into tensor `name` of a guarded aliased queue: when its buffer stands for
@@ -1623,12 +1649,9 @@ class _Lowering:
         return [self._buffer_slot_value(name, [buf[f] for buf in bufs], I64) for f in range(4)]
 
     def _set_geom(self, name: str, values) -> None:
-        b = self.b
-        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
-        for i, buf in enumerate(self.geom[self.tensor_queue[name]]):
-            hit = b.icmp_unsigned("==", idx, ir.Constant(I32, i))
-            for slot, v in zip(buf, values):
-                b.store(b.select(hit, v, b.load(slot, typ=I64)), slot)
+        bufs = self.geom[self.tensor_queue[name]]
+        for f, v in enumerate(values):
+            self._store_slot(name, [buf[f] for buf in bufs], v, I64)
 
     def strided_home(self, name: str) -> None:
         """When tensor `name` stands for strided GM rows, they are copied (row by row) into its
@@ -1645,12 +1668,7 @@ class _Lowering:
             idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
             arena = self.arena_buffer(q, b.zext(idx, I64))
             base = self.tensor_base(name)
-
-            def row(r, _):
-                self.memcpy(b.gep(arena, [b.mul(b.mul(r, us), size)], source_etype=I8),
-                            b.gep(base, [b.mul(b.mul(r, gs), size)], source_etype=I8), b.mul(cols, size))
-                return []
-            carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "home")
+            self.copy_rows(arena, base, b.mul(us, size), b.mul(gs, size), rows, b.mul(cols, size))
             self.set_buffer(name, arena)
             self._set_geom(name, [ir.Constant(I64, 0)] * 4)
             if q in self.in_len:
@@ -1782,12 +1800,15 @@ class _Lowering:
                     n = b.mul(b.mul(rows, cols), size)
                     put(ub0 if inward else gm0, gm0 if inward else ub0, n)
                 with other:
-                    def row(r, _):
-                        gp = b.gep(gm0, [b.mul(r, gs)], source_etype=mem_type(d))
-                        up = b.gep(ub0, [b.mul(r, us)], source_etype=mem_type(d))
-                        put(up if inward else gp, gp if inward else up, b.mul(cols, size))
-                        return []
-                    carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "rows")
+                    if inward:
+                        self.copy_rows(ub0, gm0, b.mul(us, size), b.mul(gs, size), rows, b.mul(cols, size))
+                    else:
+                        def row(r, _):
+                            gp = b.gep(gm0, [b.mul(r, gs)], source_etype=mem_type(d))
+                            up = b.gep(ub0, [b.mul(r, us)], source_etype=mem_type(d))
+                            put(gp, up, b.mul(cols, size))
+                            return []
+                        carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "rows")
 
     def _copy_extent(self, co: CopyOut):
         """(GM address of the CopyOut's first element, whether its rows are one contiguous run,
@@ -1824,10 +1845,7 @@ class _Lowering:
         self._set_out_end(node.tensor, end)
 
     def _set_out_end(self, name: str, end) -> None:
-        b = self.b
-        idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
-        for i, slot in enumerate(self.out_end[self.tensor_queue[name]]):
-            b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), end, b.load(slot, typ=I64)), slot)
+        self._store_slot(name, self.out_end[self.tensor_queue[name]], end, I64)
 
     def guard_out(self, r: Ref, count, extra=None, off=None) -> None:
         """Before count elements are written at r: when r's tensor stands for GM rows and the

@@ -33,7 +33,7 @@ from .row_tile import row_tile_kernel
 from .vector_tile import tiling_words as vector_tiling_words
 from .vector_tile import vector_tile_kernel
 from ..tile.kernel import TileKernel
-from ..tile.kernel_passes import run_kernel_passes
+from ..tile.kernel_passes import run_kernel_passes, single_buffer
 from ..tile.kernel import ub_plan as kernel_ub_plan
 from ..targets import Target
 from ..views import VIEW_OPS, check_fusible
@@ -204,6 +204,19 @@ def kernel_ir(lowered, snapshots: list | None = None) -> TileKernel | None:
         adopt = getattr(lowered, "adopt_words", None)
         if adopt is not None:   # the pass `tiling` chose among the lowering's candidates
             adopt(cached.words)
+    return cached
+
+
+def host_kernel_ir(lowered) -> TileKernel | None:
+    """`kernel_ir`'s kernel as the host runs it (backend_cpu/kernel_cpu.py): its per-tile queues of
+    one buffer where the kernel never holds two (tile/kernel_passes.single_buffer)."""
+    chip = kernel_ir(lowered)
+    if chip is None:
+        return None
+    cached = getattr(lowered, "_host_kernel", None)
+    if cached is None:
+        cached = single_buffer(chip)
+        object.__setattr__(lowered, "_host_kernel", cached)
     return cached
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .kernel import (Alloc, DeQue, For, If, MmIterate, TileKernel, print_kernel, ub_plan,
+from .kernel import (Alloc, Call, DeQue, For, Free, If, MmIterate, TileKernel, print_kernel, ub_plan,
                      verify_kernel)
 from .kernel_cost import kernel_work
 
@@ -71,6 +71,54 @@ def double_buffer(k: TileKernel, target, budget: int) -> TileKernel:
             candidate = dataclasses.replace(k, queues=trial)
             if sum(b * n for _, _, b, n in ub_plan(candidate)) <= budget:
                 queues = trial
+    return k if queues == list(k.queues) else dataclasses.replace(k, queues=queues)
+
+
+def _held(body, q: str):
+    """(buffers of queue q held after `body` minus before, the most held at once counting from 0),
+    or None when that is unbounded or unknown (a loop that takes more than it gives back; If
+    branches that differ; a stage Call).  A buffer is held from AllocTensor to FreeTensor."""
+    cur = most = 0
+    for node in body:
+        if isinstance(node, Alloc) and node.queue == q:
+            cur += 1
+            most = max(most, cur)
+        elif isinstance(node, Free) and node.queue == q:
+            cur -= 1
+        elif isinstance(node, (For, MmIterate)):
+            inner = _held(node.body, q)
+            if inner is None or inner[0] != 0:
+                return None
+            most = max(most, cur + inner[1])
+        elif isinstance(node, If):
+            a, b = _held(node.then, q), _held(node.orelse, q)
+            if a is None or b is None or a[0] != b[0]:
+                return None
+            most = max(most, cur + a[1], cur + b[1])
+            cur += a[0]
+        elif isinstance(node, Call):
+            return None
+    return cur, most
+
+
+def single_buffer(k: TileKernel) -> TileKernel:
+    """The kernel with every VECIN / VECOUT queue it never holds two buffers of at once given one
+    buffer: the host's run of a kernel (backend_cpu/kernel_cpu.py) has no DMA to overlap with the
+    vector work, and with one buffer per queue the LLVM lowering addresses each tensor directly
+    instead of picking among its queue's buffers at every access (a bitonic sort's kernels: a third
+    of their IR and of their compile time).  Kernels of the standard per-tile Process only (once
+    stages, then each tile through the other stages in order); a cube kernel's own Process is kept."""
+    if k.process is not None or k.parts:
+        return k
+    once = [n for st in k.stages if st.once for n in st.body]
+    tile = [n for st in k.stages if not st.once for n in st.body]
+    queues = []
+    for q in k.queues:
+        if q.depth > 1 and q.position in _PER_TILE:
+            pro, per = _held(once, q.name), _held(tile, q.name)
+            if pro is not None and per is not None and per[0] == 0 and max(pro[1], pro[0] + per[1]) <= 1:
+                q = dataclasses.replace(q, depth=1)
+        queues.append(q)
     return k if queues == list(k.queues) else dataclasses.replace(k, queues=queues)
 
 
