@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fusedsl as fs  # noqa: E402
 from fusedsl import buffers  # noqa: E402
 from fusedsl.backend_cpu import CpuKernel, cube  # noqa: E402
-from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, ViewScheduleCpu  # noqa: E402
+from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, ViewScheduleCpu, matmul_products  # noqa: E402
 from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.llvm_row import RowCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.cpu_tiling import cpu_words, vector_tiling  # noqa: E402
@@ -62,6 +62,15 @@ def _rows(nbytes: int, cols: int = 1024) -> int:
 
 def _side(nbytes: int) -> int:
     return int(round((nbytes / 4) ** 0.5))
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _layer_norm(x):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
 
 
 def _attention(q, k, v):
@@ -112,6 +121,23 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
                     lambda n, g: [g.integers(-128, 128, (_rows(4 * n), 1024)).astype(np.int8),
                                   g.integers(-128, 128, (1024, 256)).astype(np.int8)],
                     lambda a, b: (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int8)),
+    # row epilogues of a matmul: softmax / layer_norm over the rows of [R, 1024] @ [1024, 256]
+    "matmul_softmax": ("cube", lambda a, b: fs.softmax(a @ b),
+                       lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32),
+                                     g.standard_normal((1024, 256), np.float32) * np.float32(0.05)],
+                       lambda a, b: _softmax(a @ b)),
+    "matmul_layer_norm": ("cube", lambda a, b: fs.layer_norm(a @ b),
+                          lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32),
+                                        g.standard_normal((1024, 256), np.float32)],
+                          lambda a, b: _layer_norm(a @ b)),
+    # products of one column / one row (numpy's gemv): relu of [R, 1024] @ [1024, 1] and of
+    # [1, 1024] @ [1024, C] (C from B's bytes)
+    "matvec": ("cube", lambda a, b: fs.relu(a @ b),
+               lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32),
+                             g.standard_normal((1024, 1), np.float32)], lambda a, b: np.maximum(a @ b, 0)),
+    "vecmat": ("cube", lambda a, b: fs.relu(a @ b),
+               lambda n, g: [g.standard_normal((1, 1024), np.float32),
+                             g.standard_normal((1024, _rows(n)), np.float32)], lambda a, b: np.maximum(a @ b, 0)),
     # the lone attention op: q, k, v [1, 8, S, 64] float32, S from the three inputs' bytes (S^2 work:
     # 16 MB is S = 2730, seconds per call for llvm_kernel)
     "attention": ("attention", lambda q, k, v: fs.attention(q, k, v),
@@ -121,15 +147,18 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
 
 
 def _medians(fns, repeat: int) -> list[float]:
-    """Median seconds of each call, the calls interleaved (this host is shared: load drifts)."""
+    """Median seconds of each call, the calls interleaved (this host is shared: load drifts), each
+    round starting at the next call (a call right after one that read the same 64 MB was
+    measured 1.3-1.6x slower on the loaded host: the order is not to favour one)."""
     times = [[] for _ in fns]
     for fn in fns:
         fn()
-    for _ in range(repeat):
-        for fn, ts in zip(fns, times):
+    order = list(range(len(fns)))
+    for r in range(repeat):
+        for i in order[r % len(fns):] + order[:r % len(fns)]:
             t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
+            fns[i]()
+            times[i].append(time.perf_counter() - t0)
     return [sorted(ts)[len(ts) // 2] for ts in times]
 
 
@@ -163,7 +192,7 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     else:
         tiling = vector_tiling(plan.lowered, {}, comp.target) if kind in ("vector", "view") else plan.tiling
         words = cpu_words(plan.lowered, tiling)
-        cpu = TileKernelCpu(k)
+        cpu = TileKernelCpu(k, products=matmul_products(plan.lowered, k))   # numpy's gemv / dot where it makes them
     names = f.__code__.co_varnames[:f.__code__.co_argcount]
     inputs = [dict(zip(names, args))[p.value.name] for p in plan.function.params]
     out = buffers.empty(want.shape, want.dtype)   # as k(*arrays) allocates results: on a cache line

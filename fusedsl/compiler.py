@@ -896,30 +896,43 @@ class CompiledKernel:
         int8 operands with an elementwise epilogue): its TileKernel through the one LLVM lowering
         (backend_cpu/kernel_cpu.ScheduleCpu on the CPU's words, cpu_tiling.cube_words: one sgemm
         per block of rows, A and B read in place; int8 in exact float32 chunks of K); a cube_group
-        kernel's parts each so, in turn (kernel_cpu.PartsCpu); None for every other kernel.  backend_cpu/cube.py still runs: row epilogues
-        (softmax / layer_norm / row sums of the product: the row kind's folds are not numpy's sums
-        bit for bit yet, llvm_row's are), products of one row or one column (numpy's matmul runs
-        them as gemv / dot, whose sums differ from sgemm's in the last bit) and what the kind
-        refuses on every chip (`_matmul_schedule`)."""
+        kernel's parts each so, in turn (kernel_cpu.PartsCpu); None for every other kernel.  A row
+        epilogue (softmax / layer_norm / row sums of the product) runs as the row kind's folds on
+        each tile of the block's rows; products of one row or one column call the BLAS routine
+        numpy's matmul calls for them (cblas_sgemv / cblas_sdot: kernel_cpu.matmul_products).
+        An epilogue reading A or B (which the kind refuses: an operand is a Matmul API input) runs
+        with that operand passed again as a parameter of its own (kernel_cpu.operand_aliases /
+        AliasedCpu: read in place).  A row epilogue of a 16-bit product stays on cube.py, which
+        runs it op by op with numpy's rounding, bit for bit (the folds' float32 sums, in another
+        order, round to another float16 now and then: layer_norm of a [300, 260] float16 product,
+        4 of its 78000 elements one float16 ulp apart).  backend_cpu/cube.py still runs what the kind refuses on every
+        chip otherwise (`_matmul_schedule`: integer products other than int8, an operand whose batch
+        axes broadcast in part, a row reduction after an int8 or a batched product, ...) and conv2d;
+        symbolic sizes run on numpy."""
         key = ("matmul", plan.name)
         if key not in self._cpu:
-            from .backend_cpu.kernel_cpu import PartsCpu, ScheduleCpu
+            from .backend_cpu.kernel_cpu import AliasedCpu, PartsCpu, ScheduleCpu
             if plan.lowered is not None and plan.tiling is None:   # no sizes yet (`executor` before a call)
                 return None
             self._cpu[key] = None
             sched, tiling = self._matmul_schedule(plan)
+            order = None
+            if sched is None:
+                sched, tiling, order = self._aliased_matmul_schedule(plan)
             if sched is None:
                 return None
             group = isinstance(sched, CubeGroupSchedule)   # several matmuls of one A: each part in turn
             parts = sched.parts if group else [sched]
-            if any(s.c_dtype not in (dt.float32, dt.int32) or s.row_epilogue is not None
-                   or 1 in tuple(s.mm.result.shape)[-2:] for s in parts):
+            if any(s.c_dtype not in (dt.float32, dt.int32) for s in parts):
                 return None
+            if any(s.row_epilogue is not None and s.mm.result.dtype != dt.float32 for s in parts):
+                return None   # cube.py rounds a 16-bit row epilogue op by op as numpy does: exact there
             if group and len({id(v) for v in sched.fn.results}) != len(sched.fn.results):
                 return None   # a value returned twice: the parts write each once
             try:
                 cpus = [ScheduleCpu(s, tiling if not group else s.tiling({}, s.target)) for s in parts]
-                self._cpu[key] = PartsCpu(sched, cpus) if group else cpus[0]
+                self._cpu[key] = PartsCpu(sched, cpus) if group else cpus[0] if order is None else \
+                    AliasedCpu(cpus[0], order)
             except FusedslError:   # not lowered by llvm_kernel: cube.py runs it
                 pass
         return self._cpu[key]
@@ -951,6 +964,30 @@ class CompiledKernel:
             return (sched, sched.tiling({}, t)) if type(sched) in kinds else (None, None)
         except FusedslError:   # refused for another reason (an epilogue reading A, symbolic sizes)
             return None, None
+
+    def _aliased_matmul_schedule(self, plan: KernelPlan):
+        """(CubeSchedule, its launch, input order) of a matmul kernel the cube kind refused because
+        its epilogue reads the matmul's operand A or B, scheduled with the epilogue reading that
+        operand through a parameter of its own (kernel_cpu.operand_aliases; the order says which
+        input each of its parameters is), for this target or MATMUL_CPU_TARGET as `_matmul_schedule`
+        picks; (None, None, None) when that is not why or the kind refuses it anyway."""
+        from .backend_cpu.kernel_cpu import operand_aliases
+        if plan.lowered is not None or plan.lowering is None or plan.lowering.name != "cube" \
+                or not isinstance(plan.error, (TargetError, ScheduleError)):
+            return None, None, None
+        aliased = operand_aliases(plan.function)
+        if aliased is None:
+            return None, None, None
+        fn, order = aliased
+        emulated = _emulated_casts(plan.function, self.target)
+        for t in (self.target, get_target(MATMUL_CPU_TARGET)):
+            t = host_casts(t) if emulated else t
+            try:
+                sched = schedule_cube_kernel(fn, t)
+            except FusedslError:
+                continue
+            return sched, sched.tiling({}, t), order
+        return None, None, None
 
     def _transpose_kernel(self, plan: KernelPlan):
         """A lone transpose / permute or stepped slice (the transpose kind)'s CPU executor: its

@@ -126,6 +126,22 @@ def test_row_epilogues_run_on_blas_blocks_of_whole_rows(dtype, shape):
         np.testing.assert_array_equal(g, want)
 
 
+def test_a_bound_row_epilogue_runs_the_row_kinds_cpu_kernel():
+    """Bound with a target (as a program binds it), a row epilogue the cube kind refuses runs as the
+    row kind's kernel scheduled for the CPU (kernel_cpu.ScheduleCpu of cpu_tiling.row_schedule, what
+    row kernels run on), not llvm_row.py; numpy's result within float tolerance."""
+    rng = np.random.default_rng(3)
+    x, w = (rng.standard_normal(s).astype(np.float32) for s in ((70, 30), (30, 50)))
+    fn = _fused_fn(fs.fused_kernel(lambda x, w: (fs.softmax(x @ w), fs.sum(x @ w, axis=-1))), x, w)
+    kernel = cube.CubeKernel.build(fn)
+    target = fs.targets.get_target("ascend910b")
+    assert isinstance(kernel._epilogue_kernel(target)[0], ScheduleCpu)
+    outs = [np.empty((70, 50), np.float32), np.empty(70, np.float32)]
+    kernel.bind([x, w], outs, target)()
+    for got, want in zip(outs, run_function(None, fn, [x, w])):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_stride1_conv_per_tap_in_column_blocks(dtype):
     """A stride-1 conv with C >= K runs per tap in blocks of columns (cube._TAP_BLOCK_BYTES):

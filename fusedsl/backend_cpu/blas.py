@@ -20,8 +20,8 @@ import numpy as np
 from . import jit
 from .launch import KERNEL_PROTO
 
-__all__ = ["SGEMM", "BLAS_LOCAL_THREADS", "THREAD_COUNT", "gemm_acc", "gemm_list", "one_blas_thread",
-           "sgemm_address", "single_threaded_blas"]
+__all__ = ["SGEMM", "BLAS_LOCAL_THREADS", "THREAD_COUNT", "gemm_acc", "gemm_list", "numpy_product", "one_blas_thread",
+           "sgemm_address", "single_threaded_blas", "vector_addresses"]
 
 
 def _openblas_libs():
@@ -132,6 +132,38 @@ def sgemm_address() -> int | None:
     if SGEMM is None or SGEMM.__name__ != "scipy_cblas_sgemm64_":
         return None
     return ctypes.cast(SGEMM, ctypes.c_void_p).value
+
+
+def numpy_product(m: int, n: int, k: int) -> str | None:
+    """The BLAS routine np.matmul multiplies float32 matrices of m x k and k x n with, when it is not
+    cblas_sgemm: "dot" (cblas_sdot) for one row times one column, "vecmat" (cblas_sgemv with the
+    second operand as its matrix) for one row, "matvec" (cblas_sgemv with the first) for one
+    column; None for sgemm.  Each sums in another order than sgemm, so a CPU executor matching numpy
+    bit for bit calls the same routine (llvm_kernel.py: its calls' layouts and strides).  A K of 1
+    is one exact product per element in every routine, and K = 0 writes zeros: sgemm then."""
+    if k <= 1 or (m != 1 and n != 1):
+        return None
+    return "dot" if m == n == 1 else "vecmat" if m == 1 else "matvec"
+
+
+def _vector_symbols():
+    """(cblas_sgemv, cblas_sdot) of numpy's bundled OpenBLAS (64-bit integers), or None."""
+    for lib in _openblas_libs():
+        gemv, dot = (getattr(lib, name, None) for name in ("scipy_cblas_sgemv64_", "scipy_cblas_sdot64_"))
+        if gemv is not None and dot is not None:
+            return gemv, dot
+    return None
+
+
+_VECTOR = _vector_symbols()
+
+
+def vector_addresses() -> tuple[int, int] | None:
+    """The addresses of cblas_sgemv and cblas_sdot (64-bit integer arguments), for JIT code that
+    multiplies one row or one column as numpy does (`numpy_product`); None when missing."""
+    if _VECTOR is None:
+        return None
+    return tuple(ctypes.cast(f, ctypes.c_void_p).value for f in _VECTOR)
 
 
 class single_threaded_blas:

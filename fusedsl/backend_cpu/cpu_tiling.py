@@ -97,13 +97,14 @@ def cpu_words(lowered, tiling) -> list[int]:
         return column_tiling(lowered, tiling).words
     if type(lowered) is CubeSchedule:   # a matmul (conv's schedule reads its words otherwise)
         widened = lowered.mm.operands[1].dtype != dt.float32   # each block widens all of B first
-        return cube_words(kernel_words(lowered, tiling), int(lowered.mm.result.shape[-2]), 1 if widened else 2)
+        return cube_words(kernel_words(lowered, tiling), int(lowered.mm.result.shape[-2]), 1 if widened else 2,
+                          whole=int(lowered.mm.result.shape[-1]) == 1)
     if isinstance(lowered, TransposeSchedule):
         return list(transpose_tiling(lowered, tiling).words)
     return kernel_words(lowered, tiling)
 
 
-def cube_words(words: list[int], matrix_rows: int | None = None, per_thread: int = 2) -> list[int]:
+def cube_words(words: list[int], matrix_rows: int | None = None, per_thread: int = 2, whole: bool = False) -> list[int]:
     """A matmul kernel's TCubeTiling words for the CPU (module doc), from the chip's.  `matrix_rows`:
     the rows of one batch matrix of C; fewer than M when the kind made A's batch matrices one
     matrix of consecutive rows (a shared B): then every block lies in one batch matrix (a block
@@ -111,7 +112,9 @@ def cube_words(words: list[int], matrix_rows: int | None = None, per_thread: int
     `per_thread`: blocks per launcher thread of a large product; one when every block widens all of
     a 16-bit B (each thread widens it once, while the other does: a lone 1024^3 float16 / bfloat16
     matmul, llvm_kernel / cube.py -- which widens B once -- 1.01-1.18 with two blocks per thread,
-    0.93-1.02 with one; 512^3 0.96-1.00 -> 0.88-0.93; interleaved, 15 repeats, load 4.7)."""
+    0.93-1.02 with one; 512^3 0.96-1.00 -> 0.88-0.93; interleaved, 15 repeats, load 4.7).
+    `whole`: each matrix one block (a product of one column: numpy's one cblas_sgemv over all its
+    rows, whose sums for a row depend on where the call's rows start -- llvm_kernel makes that call)."""
     w = dict(zip(TCUBE_FIELDS, words))
     m, n, k = w["M"], w["N"], w["Ka"]
     if m == 0 or n == 0:
@@ -119,7 +122,7 @@ def cube_words(words: list[int], matrix_rows: int | None = None, per_thread: int
     threads = host_threads()
     one = m if matrix_rows is None else min(m, matrix_rows)
     rows = one
-    if threads > 1 and one * n * k >= PARALLEL_MACS and one >= 32 and 4 * one * n > EPILOGUE_BYTES:
+    if threads > 1 and not whole and one * n * k >= PARALLEL_MACS and one >= 32 and 4 * one * n > EPILOGUE_BYTES:
         per = -(-one // (per_thread * threads))
         rows = min(one, -(-per // BLAS_ROWS) * BLAS_ROWS)
         if one < m and one % rows:   # blocks of whole matrices' parts: a multiple of 64 dividing them

@@ -46,7 +46,8 @@ from . import CpuKernel, casts, conv_sparse, int_product
 from .blas import BLAS_LOCAL_THREADS, SGEMM, gemm_acc, gemm_list, one_blas_thread, sgemm_address
 from .gather import copy_list
 from .launch import host_threads, pool
-from .llvm_row import RowCpuKernel
+from .cpu_tiling import long_row_sums, row_schedule, row_tiling
+from .kernel_cpu import ScheduleCpu
 from .stmts import LoweringError
 
 _BLOCK_BYTES = 256 * 1024      # one epilogue block: stays in L2 across the whole chain
@@ -315,7 +316,8 @@ class CubeKernel:
         if not self.epilogue or y.dtype != dt.float32 or any(v is y for v in self.fn.results):
             return None
         # elementwise: a vector kernel; with reductions over the rows of a 2-D product
-        # (softmax, layer_norm, a row sum after a matmul): a row kernel
+        # (softmax, layer_norm, a row sum after a matmul the cube kind refuses): the row kind's
+        # kernel as the CPU runs it (compiler._row_cpu_kernel's), else numpy's ops per block (`run`)
         rows = not all(has_trait(op, ELEMENTWISE) or has_trait(op, CONSTANT) for op in self.epilogue)
         # the prologue's constants and its elementwise ops over the product's whole shape (a
         # tril mask from two aranges) join the kernel; its other values (the per-channel
@@ -339,7 +341,10 @@ class CubeKernel:
         fn = Function(f"{self.fn.name}_epilogue", params, tuple(ops), tuple(self.fn.results), self.fn.loc)
         try:
             if rows:
-                kernel, tiling = RowCpuKernel(fn, target), None
+                if long_row_sums(fn):
+                    return None
+                sched = row_schedule(fn, target)
+                kernel, tiling = ScheduleCpu(sched, row_tiling(sched, {}, target)), None
             else:
                 sched = schedule_vector_kernel(fn, target)
                 if sched.views is not None:

@@ -25,18 +25,22 @@ from operator import is_
 import numpy as np
 
 from ..errors import FusedslError
+from ..ir.core import Function, Op, Param, Value
+from ..lower.cube import CubeSchedule
 from ..lower.kinds import host_kernel_ir
 from ..tile.kernel import Step, TileKernel, evaluate, member_values, print_kernel
 from ..tile.verify import TileVerifyError
 from ..views import gather_indices
 from . import jit
 from .cpu_tiling import cpu_words
-from .blas import BLAS_LOCAL_THREADS, one_blas_thread, sgemm_address, single_threaded_blas
+from .blas import (BLAS_LOCAL_THREADS, numpy_product, one_blas_thread, sgemm_address, single_threaded_blas,
+                   vector_addresses)
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
 from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, lower_kernel, typed_fields
 
-__all__ = ["TileKernelCpu", "ScheduleCpu", "ViewScheduleCpu", "PartsCpu"]
+__all__ = ["AliasedCpu", "TileKernelCpu", "ScheduleCpu", "ViewScheduleCpu", "PartsCpu", "matmul_products",
+           "operand_aliases"]
 
 # Below this many GM bytes a launch runs on the caller's thread (backend_cpu.PARALLEL_MIN_WORK's figure).
 PARALLEL_MIN_BYTES = 16 << 20
@@ -62,27 +66,30 @@ SERIAL_MODES = ("copy", "gather")
 QUICK_MAX_BYTES = 1 << 20
 # TileKernel text -> its LLVM IR, for the kernels lowered again in one process (a program compiled
 # for a second function that shares kernels with the first: topk after sort)
-_lowered: dict[str, str] = {}
+_lowered: dict[tuple, str] = {}
 _LOWERED_MAX = 512
 
 
-def _lower(k: TileKernel) -> str:
-    text = print_kernel(k)
-    ir_text = _lowered.get(text)
+def _lower(k: TileKernel, products=None) -> str:
+    key = (print_kernel(k), tuple(sorted((products or {}).items())))   # numpy's vector routines: other IR
+    ir_text = _lowered.get(key)
     if ir_text is None:
         if len(_lowered) >= _LOWERED_MAX:
             _lowered.clear()
-        ir_text = _lowered[text] = lower_kernel(k, host_features())
+        ir_text = _lowered[key] = lower_kernel(k, host_features(), products) if products else \
+            lower_kernel(k, host_features())
     return ir_text
 
 
 class TileKernelCpu:
     """One TileKernel compiled for this host."""
 
-    def __init__(self, k: TileKernel, *, use_disk_cache: bool = True):
+    def __init__(self, k: TileKernel, *, use_disk_cache: bool = True, products=None):
+        """`products`: {Matmul object: numpy's vector routine} (llvm_kernel.lower_kernel)."""
         self.k = k
+        self.products = {name: form for name, form in (products or {}).items() if form is not None}
         t0 = time.perf_counter()
-        self.ir = _lower(k)
+        self.ir = _lower(k, self.products)
         self._use_disk = use_disk_cache
         self._code: dict[bool, tuple] = {}   # quick? -> (jit.Compiled: keeps the code alive, function)
         self._compiled = None   # the last code compiled (its `from_disk`)
@@ -128,7 +135,7 @@ class TileKernelCpu:
             raise TileVerifyError(f"kernel {k.name}: {len(words)} tiling words for a struct of {k.word_count}")
         layout, arena_bytes = arena_layout(k, words)
         args = np.zeros(k.word_count + len(self._typed) + len(k.gms) + 2 * len(k.queues) + 1
-                        + (1 + 3 * len(k.matmuls) if k.matmuls else 0), np.int64)
+                        + (1 + 3 * len(k.matmuls) if k.matmuls else 0) + (2 if self.products else 0), np.int64)
         args[:k.word_count] = words
         at = k.word_count
         for f in self._typed:
@@ -186,6 +193,12 @@ class TileKernelCpu:
                 for part in "ABC":
                     args[at] = layout[f"{mm.name}.{part}"][0]
                     at += 1
+            if self.products:
+                vector = vector_addresses()
+                if vector is None:
+                    raise FusedslError(f"kernel {k.name}: numpy's OpenBLAS has no 64-bit cblas_sgemv / cblas_sdot")
+                args[at:at + 2] = vector
+                at += 2
         if k.process is not None:   # a cube kernel: Process once per core, cores on the host threads
             blocks = evaluate(k.cores, member_values(k, words))
             threads = 1 if blocks <= 1 or moved < CUBE_PARALLEL_MIN_BYTES else min(host_threads(), pool().workers + 1,
@@ -250,6 +263,20 @@ def transcendental_stmts(k: TileKernel) -> int:
     return sum(1 for n in nodes if isinstance(n, Step) for st in n.stmts if st.op in ("exp", "ln"))
 
 
+def matmul_products(sched, k: TileKernel) -> dict:
+    """{Matmul object: "dot" | "vecmat" | "matvec"} of a matmul kernel (the cube kind) whose matrices
+    are one row and / or one column -- numpy multiplies those with cblas_sdot / cblas_sgemv, not
+    sgemm (blas.numpy_product), and the CPU makes the same calls; {} for every other kernel."""
+    if type(sched) is not CubeSchedule or not k.matmuls:
+        return {}
+    mm = sched.mm
+    *_, m, n = (int(d) for d in mm.result.shape)
+    a = tuple(mm.operands[0].shape)
+    depth = int(a[-2] if mm.attr("transpose_a", False) else a[-1])
+    form = numpy_product(m, n, depth)
+    return {} if form is None else {x.name: form for x in k.matmuls}
+
+
 class ScheduleCpu:
     """A kind's schedule run from its TileKernel (`kinds.kernel_ir`) on the CPU's words
     (cpu_tiling.py), with the interface the compiler's call paths use (CpuKernel's, RowCpuKernel's):
@@ -263,7 +290,8 @@ class ScheduleCpu:
         self.sched = sched
         self.tiling = tiling
         self.plan = getattr(sched, "plan", None)   # a column kernel's ColumnPlan (its params' kinds)
-        self.kernel = TileKernelCpu(host_kernel_ir(sched), use_disk_cache=use_disk_cache)
+        k = host_kernel_ir(sched)
+        self.kernel = TileKernelCpu(k, use_disk_cache=use_disk_cache, products=matmul_products(sched, k))
         self.kernel.serial = getattr(sched, "mode", None) in SERIAL_MODES and self.kernel.k.kind == "transpose"
         self._scalars = frozenset(i.index for i in sched.inputs if i.kind == "runtime_scalar")
         self._words: dict = {}
@@ -365,3 +393,50 @@ class PartsCpu:
     def run(self, inputs, outputs, tiling=None) -> None:
         for cpu, ins, outs in self.parts:
             cpu.run([inputs[i] for i in ins], [outputs[j] for j in outs])
+
+
+def operand_aliases(fn: Function) -> tuple[Function, list[int]] | None:
+    """`fn` (one matmul and its epilogue) with every epilogue op that reads the matmul's own
+    operand A or B reading a parameter of its own instead, and for each parameter of the new
+    function the position of the one of `fn` it stands for (an alias: the same array).  The cube
+    kind takes an operand as a Matmul API input only, so it refuses an epilogue reading it (`a @ b
+    + a`); with the alias the CPU runs that kernel too, the epilogue reading the operand in place
+    (both GM tensors point at the caller's array).  None when no epilogue op reads an operand."""
+    mms = [op for op in fn.ops if op.name == "matmul"]
+    if len(mms) != 1:
+        return None
+    operands = {id(v): v for v in mms[0].operands}
+    index = {id(p.value): i for i, p in enumerate(fn.params)}
+    read = [v for op in fn.ops if op is not mms[0] for v in op.operands if id(v) in operands]
+    if not read or any(id(v) not in index for v in read):
+        return None
+    alias = {}
+    for v in read:
+        alias.setdefault(id(v), Value(v.type, f"{v.name or 'operand'}_epilogue"))
+    ops = tuple(op if op is mms[0] else Op(op.name, tuple(alias.get(id(v), v) for v in op.operands), op.results,
+                                          op.attrs, op.loc) for op in fn.ops)
+    params = fn.params + tuple(Param(a) for a in alias.values())
+    order = list(range(len(fn.params))) + [index[key] for key in alias]
+    return Function(fn.name, params, ops, fn.results, fn.loc), order
+
+
+class AliasedCpu:
+    """A kernel run on a function whose epilogue reads the matmul's operands through parameters of
+    their own (`operand_aliases`): `run` / `bind` take the original function's inputs and pass each
+    aliased operand's array twice."""
+
+    def __init__(self, cpu, order: list[int]):
+        self.cpu, self.order = cpu, order
+        self.sched, self.kernel, self.tiling = cpu.sched, cpu.kernel, cpu.tiling
+
+    def words(self, tiling) -> list[int]:
+        return self.cpu.words(tiling)
+
+    def bind(self, inputs, outputs, tiling=None):
+        return self.cpu.bind([inputs[i] for i in self.order], outputs, tiling)
+
+    def run(self, inputs, outputs, tiling=None) -> None:
+        self.cpu.run([inputs[i] for i in self.order], outputs, tiling)
+
+    def bound_outputs(self) -> tuple:
+        return self.cpu.bound_outputs()

@@ -20,7 +20,8 @@ min(totalTiles, (b + 1) * tilesPerCore)) through the other stages.  `args` is an
     a pointer per GM tensor (kernel order; a work tensor: its offset in the arena) | per queue its byte offset in the arena and the
     bytes of one buffer | stream (1: the outputs are large, CopyOut writes whole lines with
     non-temporal stores) | a cube kernel's cblas_sgemm address, then per Matmul object the arena
-    offsets of its A, B and C blocks
+    offsets of its A, B and C blocks | when `products` names a Matmul object (below), the addresses
+    of cblas_sgemv and cblas_sdot
 
 `arena` is the thread's UB: every queue's `depth` buffers at fixed offsets (64-byte aligned), then
 the work GM slices and the Matmul objects' blocks (`arena_layout`).
@@ -75,7 +76,10 @@ What each node becomes:
   GetTensorC copies the tile (rounded to C's dtype) into UB, or, for a VECIN queue nothing else
   writes and a float32 C, points the buffer at the tile in the block of C when its rows are whole
   32-byte rows of the block; int8 operands into an int32 C multiply in int32 (a plain loop: numpy's
-  int32 matmul wraps the same).  Work GM tensors are the core's slice in the arena, zeroed per core.
+  int32 matmul wraps the same).  `lower_kernel`'s `products` names the Matmul objects whose every
+  matrix is one row and / or one column (the runner knows the graph's shapes; the tile IR does not):
+  numpy multiplies those with cblas_sgemv / cblas_sdot, whose sums differ from sgemm's, so they
+  make the same calls with numpy's layouts (`_numpy_product`; blas.numpy_product).  Work GM tensors are the core's slice in the arena, zeroed per core.
 """
 from __future__ import annotations
 
@@ -193,9 +197,10 @@ def typed_fields(k: TileKernel) -> list:
     return [f for f in k.fields if f.ctype != "uint32_t"]
 
 
-def lower_kernel(k: TileKernel, features=frozenset()) -> str:
-    """The LLVM IR text of kernel `k` (module doc)."""
-    return str(_Lowering(k, frozenset(features)).build())
+def lower_kernel(k: TileKernel, features=frozenset(), products=None) -> str:
+    """The LLVM IR text of kernel `k` (module doc).  `products`: {Matmul object: "dot" | "vecmat" |
+    "matvec"} for those whose matrices numpy multiplies by a vector routine (blas.numpy_product)."""
+    return str(_Lowering(k, frozenset(features), dict(products or {})).build())
 
 
 # ---- name and tensor analysis ---------------------------------------------------------------------
@@ -317,8 +322,9 @@ def _pick_loop(node):
 
 
 class _Lowering:
-    def __init__(self, k: TileKernel, features: frozenset):
+    def __init__(self, k: TileKernel, features: frozenset, products: dict | None = None):
         self.k = k
+        self.products = {name: form for name, form in (products or {}).items() if form is not None}
         self.module = ir.Module(name=k.name)
         self.kc = VectorConsts(self.module, LANES, scalef="avx512f" in features)
         self.queues = {q.name: q for q in k.queues}
@@ -702,6 +708,12 @@ class _Lowering:
             for mm in k.matmuls:
                 self.mm_scratch[mm.name] = [self._arg(b, at + j) for j in range(3)]
                 at += 3
+            if self.products:   # numpy's vector routines: cblas_sgemv, cblas_sdot
+                gemv_t = ir.FunctionType(VOID, [I32, I32, I64, I64, F32, PTR, I64, PTR, I64, F32, PTR, I64])
+                dot_t = ir.FunctionType(F32, [I64, PTR, I64, PTR, I64])
+                self.sgemv = b.inttoptr(self._arg(b, at), gemv_t.as_pointer())
+                self.sdot = b.inttoptr(self._arg(b, at + 1), dot_t.as_pointer())
+                at += 2
         self.nt_md = self.module.add_metadata([ir.Constant(I32, 1)])
         self.slots = {}
         for name, kind in self.types.items():
@@ -2266,7 +2278,10 @@ class _Lowering:
             b_arg = self._sgemm_operand(v, "B", mm.b, b_buf, kk, n, b_strides)
             with b.if_then(b.and_(b.icmp_unsigned(">", m, ir.Constant(I64, 0)),
                                   b.icmp_unsigned(">", n, ir.Constant(I64, 0)))):
-                self._sgemm(m, n, kk, a_arg, b_arg, c_buf)
+                if mm.name in self.products:
+                    self._numpy_product(self.products[mm.name], m, n, kk, a_arg, b_arg, c_buf)
+                else:
+                    self._sgemm(m, n, kk, a_arg, b_arg, c_buf)
         round_m = b.udiv(b.add(m, b.sub(f["baseM"], ir.Constant(I64, 1))), f["baseM"])
         round_n = b.udiv(b.add(n, b.sub(f["baseN"], ir.Constant(I64, 1))), f["baseN"])
 
@@ -2420,6 +2435,41 @@ class _Lowering:
         ldc = b.select(b.icmp_unsigned(">", n, one), n, one)
         b.call(self.sgemm, [ir.Constant(I32, 101), ta, tb, m, n, kk,
                             ir.Constant(F32, 1.0), pa, lda, pb, ldb, ir.Constant(F32, 0.0), c, ldc])
+
+    def _numpy_product(self, form: str, m, n, kk, a, bb, c) -> None:
+        """The block's C = A @ B as np.matmul makes it for matrices of one row and / or one column
+        (blas.numpy_product), with numpy's arguments: "matvec" (n = 1) one cblas_sgemv over the
+        block's rows -- A C-ordered: ColMajor, Trans, lda its row stride; A read transposed
+        (F-ordered): RowMajor, Trans -- "vecmat" (every matrix one row: the block's rows are
+        matrices, m of them when the kind made A's batch one matrix) one cblas_sgemv per row with B
+        as the matrix (B C-ordered: RowMajor, Trans; transposed: ColMajor, Trans), "dot" one
+        cblas_sdot per row (numpy's float32 dot adds that one float to a double 0: the same float).
+        `a` / `bb` are `_sgemm_operand`'s (address, leading dimension, transpose flag); the block's
+        rows are whole matrices (cpu_tiling.cube_words keeps a matvec's rows in one block)."""
+        b = self.b
+        (pa, lda, ta), (pb, ldb, tb) = a, bb
+        one, zero = ir.Constant(I64, 1), ir.Constant(I64, 0)
+        row_major, col_major, trans = ir.Constant(I32, 101), ir.Constant(I32, 102), ir.Constant(I32, 112)
+        a_trans, b_trans = ta.constant == 112, tb.constant == 112
+        # element (i, p) of A at i * lda + p (C-ordered) or p * lda + i; (p, j) of B at p * ldb + j or j * ldb + p
+        a_row, a_inc = (one, lda) if a_trans else (lda, one)
+        b_inc = one if b_trans else ldb   # down B's column
+        f1, f0 = ir.Constant(F32, 1.0), ir.Constant(F32, 0.0)
+        if form == "matvec":
+            b.call(self.sgemv, [row_major if a_trans else col_major, trans, kk, m, f1, pa, lda, pb, b_inc,
+                                f0, c, one])
+            return
+
+        def row(i, _):
+            x = b.gep(pa, [b.mul(i, a_row)], source_etype=F32)
+            if form == "vecmat":
+                b.call(self.sgemv, [col_major if b_trans else row_major, trans, kk, n, f1, pb, ldb, x, a_inc,
+                                    f0, b.gep(c, [b.mul(i, n)], source_etype=F32), one])
+            else:
+                dot = b.call(self.sdot, [kk, x, a_inc, pb, b_inc])
+                b.store(dot, b.gep(c, [i], source_etype=F32), align=4)
+            return []
+        carried_loop(b, zero, m, 1, [], row, "vrow")
 
     def _gather(self, src, op, dst, rows, cols, strides, acc) -> None:
         """dst[i * cols + j] = src[i * strides[1] + j * strides[0]] in the product's dtype (float32:
