@@ -18,7 +18,10 @@ RowCpuKernel) is bound on the same arrays and timed in the same rounds; "ratio" 
 the per-kind executor (the view and transpose kinds' executors, llvm_view.py and transpose.py, are
 gone: RESULTS.md "Round 3, views and transposes" has their last comparison).  A row kernel's
 llvm_kernel is the one `k(*arrays)` runs: the row kind's kernel scheduled for the CPU
-(backend_cpu/cpu_tiling.row_schedule) on that schedule's words.
+(backend_cpu/cpu_tiling.row_schedule) on that schedule's words.  The attention cases (float32 [1, 8, S, 64]
+plain, causal, with a bool mask [S, S], head size 128; float16 with 16 heads) have no replaced executor:
+"per-kind executor" is today's (attention.py, what `k(*arrays)` runs) and llvm_kernel runs the attention kind
+scheduled for the CPU (backend_cpu/cpu_tiling.attention_schedule) on its words.
 
     python benchmarks/llvm_kernel.py [--repeat 7] [--sizes 64K,1M,16M,64M] [--cases view,column,...]
     python benchmarks/llvm_kernel.py --without-copyout --cases elementwise
@@ -48,7 +51,7 @@ from fusedsl.backend_cpu import CpuKernel, cube  # noqa: E402
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, ViewScheduleCpu, matmul_products  # noqa: E402
 from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.llvm_row import RowCpuKernel  # noqa: E402
-from fusedsl.backend_cpu.cpu_tiling import cpu_words, vector_tiling  # noqa: E402
+from fusedsl.backend_cpu.cpu_tiling import attention_schedule, cpu_words, vector_tiling  # noqa: E402
 from fusedsl.lower.kinds import kernel_ir  # noqa: E402
 from fusedsl.lower.row import RowSchedule  # noqa: E402
 from fusedsl.tile.kernel import CopyOut  # noqa: E402
@@ -73,10 +76,29 @@ def _layer_norm(x):
     return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
 
 
-def _attention(q, k, v):
+def _attention(q, k, v, mask=None, causal=False):
     s = q @ np.swapaxes(k, -1, -2) / np.float32(np.sqrt(q.shape[-1]))
+    if causal:
+        s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def _seq(n: int, heads: int, d: int, itemsize: int) -> int:
+    return max(1, n // (3 * heads * d * itemsize))
+
+
+def _qkv(n, g, heads, d, dtype):
+    """q, k, v [1, heads, S, d] whose three arrays take n bytes."""
+    s = _seq(n, heads, d, np.dtype(dtype).itemsize)
+    return [g.standard_normal((1, heads, s, d)).astype(dtype) for _ in range(3)]
+
+
+def _mask(n, g, heads, d, itemsize):
+    s = _seq(n, heads, d, itemsize)
+    return g.random((s, s)) > 0.2
 
 
 CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
@@ -139,10 +161,20 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
                lambda n, g: [g.standard_normal((1, 1024), np.float32),
                              g.standard_normal((1024, _rows(n)), np.float32)], lambda a, b: np.maximum(a @ b, 0)),
     # the lone attention op: q, k, v [1, 8, S, 64] float32, S from the three inputs' bytes (S^2 work:
-    # 16 MB is S = 2730, seconds per call for llvm_kernel)
-    "attention": ("attention", lambda q, k, v: fs.attention(q, k, v),
-                  lambda n, g: [g.standard_normal((1, 8, max(1, n // (3 * 8 * 64 * 4)), 64), np.float32)
-                                for _ in range(3)], _attention),
+    # 1 / 16 / 64 MB are S = 170 / 2730 / 10922, none a multiple of the CPU's blocks)
+    "attention": ("attention", lambda q, k, v: fs.attention(q, k, v), lambda n, g: _qkv(n, g, 8, 64, np.float32),
+                  _attention),
+    "attention_causal": ("attention", lambda q, k, v: fs.attention(q, k, v, causal=True),
+                         lambda n, g: _qkv(n, g, 8, 64, np.float32), lambda q, k, v: _attention(q, k, v, causal=True)),
+    # a bool mask [S, S] (not counted in the input's bytes)
+    "attention_mask": ("attention", lambda q, k, v, m: fs.attention(q, k, v, mask=m),
+                       lambda n, g: _qkv(n, g, 8, 64, np.float32) + [_mask(n, g, 8, 64, 4)],
+                       lambda q, k, v, m: _attention(q, k, v, mask=m)),
+    "attention_d128": ("attention", lambda q, k, v: fs.attention(q, k, v), lambda n, g: _qkv(n, g, 8, 128, np.float32),
+                       _attention),
+    # float16 with 16 heads: the float32 case's S at the same input bytes
+    "attention_f16": ("attention", lambda q, k, v: fs.attention(q, k, v), lambda n, g: _qkv(n, g, 16, 64, np.float16),
+                      lambda q, k, v: _attention(*(x.astype(np.float32) for x in (q, k, v))).astype(np.float16)),
 }
 
 
@@ -189,6 +221,9 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     if isinstance(row, ScheduleCpu) and isinstance(row.sched, RowSchedule):
         cpu, words = row.kernel, row.words(row.tiling)
         k = cpu.k
+    elif kind == "attention":   # the attention kind scheduled for the CPU (cpu_tiling.attention_schedule)
+        cpu = TileKernelCpu(kernel_ir(attention_schedule(plan.function, comp.target)))
+        k, words = cpu.k, list(cpu.k.words)
     else:
         tiling = vector_tiling(plan.lowered, {}, comp.target) if kind in ("vector", "view") else plan.tiling
         words = cpu_words(plan.lowered, tiling)

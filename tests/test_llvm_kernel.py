@@ -569,6 +569,104 @@ def test_attention_kernels_match_the_interpreter(target, causal):
     _close(got, comp(q, k, v), np.float16, 1e-5, 4e-3)
 
 
+def _product_calls(wide: bool):
+    """The register-tiled product and the K^T pack (tiled_product.py) compiled alone, as ctypes calls."""
+    import ctypes
+
+    from llvmlite import ir
+
+    from fusedsl.backend_cpu import jit, tiled_product
+    from fusedsl.backend_cpu.mathlib import VectorConsts
+    from fusedsl.backend_cpu.stmts import LANES
+    module = ir.Module(name="tiled_product_test")
+    tiled_product.product_function(module, VectorConsts(module, LANES, scalef=wide), wide)
+    tiled_product.pack_function(module)
+    compiled = jit.compile_ir(str(module), tiled_product.PRODUCT, use_disk=False)
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    product = ctypes.CFUNCTYPE(None, i64, i64, i64, ptr, i64, ptr, i64, ptr)(compiled.address)
+    pack = ctypes.CFUNCTYPE(None, ptr, i64, i64, i64, ptr)(compiled.engine.get_function_address(tiled_product.PACK))
+    return compiled, product, pack
+
+
+@pytest.mark.parametrize("wide", [True, False])
+@pytest.mark.parametrize("m, n, k, lda, ldk", [(1, 1, 1, 1, 1), (7, 33, 5, 9, 6), (20, 70, 64, 64, 80),
+                                                (9, 16, 130, 131, 130)])
+def test_tiled_product_matches_numpy(m, n, k, lda, ldk, wide):
+    """C = A @ B in register tiles of 8 (AVX-512) or 3 rows x 32 columns, A rows lda apart, the last
+    tile's rows past m clamped, columns past n masked; B = K^T transposed from K's rows (ldk apart)
+    into k rows of n in 16 x 16 register tiles and element-wise edges first.  Nothing outside C's
+    m x n elements is written."""
+    g = np.random.default_rng(m * 100 + n + k)
+    a = g.standard_normal((m, lda)).astype(np.float32)
+    kmat = g.standard_normal((n, ldk)).astype(np.float32)
+    bt = np.full((k, n), np.nan, np.float32)
+    c = np.full(m * n + 5, 7.0, np.float32)
+    compiled, product, pack = _product_calls(wide)
+    pack(kmat.ctypes.data, ldk, n, k, bt.ctypes.data)
+    np.testing.assert_array_equal(bt, kmat[:, :k].T)
+    product(m, n, k, a.ctypes.data, lda, bt.ctypes.data, n, c.ctypes.data)
+    want = a[:, :k].astype(np.float64) @ kmat[:, :k].T.astype(np.float64)
+    np.testing.assert_allclose(c[:m * n].reshape(m, n), want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    assert (c[m * n:] == 7.0).all()
+
+
+def _heads(x):
+    return fs.transpose(x, (0, 2, 1, 3))
+
+
+ATTENTION_CPU = {   # name -> (function, shapes (q, k, v[, mask]), numpy reference via torch's sdpa)
+    "plain": (lambda q, k, v: fs.attention(q, k, v), [(1, 2, 75, 64), (1, 2, 75, 64), (1, 2, 75, 64)], {}),
+    "causal": (lambda q, k, v: fs.attention(q, k, v, causal=True), [(2, 2, 70, 32)] * 3, {"causal": True}),
+    "bool_mask": (lambda q, k, v, m: fs.attention(q, k, v, mask=m), [(1, 2, 40, 16), (1, 2, 99, 16), (1, 2, 99, 24),
+                                                                      (40, 99)], {}),
+    "additive_causal": (lambda q, k, v, m: fs.attention(q, k, v, mask=m, causal=True),
+                        [(1, 3, 50, 128), (1, 3, 50, 128), (1, 3, 50, 128), (1, 1, 50, 50)], {"causal": True}),
+    "gqa": (lambda q, k, v: fs.attention(q, k, v), [(1, 4, 33, 64), (1, 2, 90, 64), (1, 2, 90, 64)], {}),
+    # [B, S, H, D]: the heads transposes fold into the kernel (rows H * D apart)
+    "bshd": (lambda q, k, v: _heads(fs.attention(_heads(q), _heads(k), _heads(v))), [(1, 57, 2, 32)] * 3,
+             {"bshd": True}),
+}
+
+
+@pytest.mark.parametrize("name, dtype", [(name, np.float32) for name in sorted(ATTENTION_CPU)]
+                         + [("causal", np.float16), ("bool_mask", np.float16)])
+def test_attention_on_the_cpu_schedule_matches_torch(name, dtype, monkeypatch):
+    """The attention kind's schedule with the CPU's blocks (cpu_tiling.attention_schedule: Q from GM,
+    P to the P V product in UB, one base block per product), here shrunk to Q blocks of 16 rows and KV
+    blocks of 32 keys so that every kernel walks several of each with tails; both products in
+    register tiles (tiled_product.py) and S scaled, shifted and exponentiated where the Q K^T product
+    left it (llvm_kernel's in-place C).  Within test_attention's tolerances of torch's sdpa, and of
+    the tile interpreter (sgemm products) on the same kernel."""
+    from fusedsl.backend_cpu import cpu_tiling
+    from test_attention import TOL, torch_sdpa
+    monkeypatch.setattr(cpu_tiling, "ATTENTION_Q_ROWS", 16)
+    monkeypatch.setattr(cpu_tiling, "ATTENTION_CAUSAL_Q_ROWS", 16)
+    monkeypatch.setattr(cpu_tiling, "ATTENTION_KV_COLS", 32)
+    f, shapes, how = ATTENTION_CPU[name]
+    g = np.random.default_rng(len(name))
+    args = [g.standard_normal(s).astype(dtype) for s in shapes[:3]]
+    if len(shapes) > 3:
+        m = g.random(shapes[3])
+        args.append(m > 0.3 if name == "bool_mask" else np.where(m > 0.2, 0.0, -np.inf).astype(dtype))
+    comp = fs.fused_kernel(f).compile(*args)
+    (plan,) = comp.kernels
+    sched = cpu_tiling.attention_schedule(plan.function, comp.target)
+    assert (sched.bq, sched.bk, sched.q_l1_bytes, sched.p_in_ub) == (16, 32, 0, True)
+    kernel = kernel_ir(sched)
+    inputs = [dict(zip("qkvm", args))[p.value.name] for p in plan.function.params]
+    got = np.full(plan.function.results[0].type.shape, 7, dtype)
+    TileKernelCpu(kernel).run(inputs, [got])
+    spec = np.zeros_like(got)
+    run_kernel(kernel, inputs, [spec], kernel.words)
+    q, k, v = (np.swapaxes(x, 1, 2) if how.get("bshd") else x for x in args[:3])
+    mask = args[3] if len(args) > 3 else None
+    want = torch_sdpa(q, k, v, mask, causal=how.get("causal", False))
+    want = np.swapaxes(want, 1, 2) if how.get("bshd") else want
+    rtol, atol = TOL[np.dtype(dtype)]
+    for result in (got, spec):
+        np.testing.assert_allclose(result.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
+
+
 SIGNED_ZEROS = """kernel @ties kind vector
 note "Max / Min / Maxs of -0.0 against 0.0: numpy's loops pick by dtype"
 field n

@@ -49,6 +49,16 @@ whose copies are contiguous:
   T a 64-byte line of elements) along the input's rows, T rows high, or as many rows of T as
   make that many elements when the rows are shorter; llvm_kernel moves them from GM to GM, T input
   lines in, T output lines out per register tile (`transpose_tiling`);
+- attention kernels (`attention_schedule`): the attention kind's schedule with the CPU's blocks --
+  Q blocks of ATTENTION_Q_ROWS rows (causal: ATTENTION_CAUSAL_Q_ROWS, as a block's products run to
+  its last row's diagonal), KV blocks of up to ATTENTION_KV_COLS keys (the chip's are at most 128 x
+  128, sized by its L0C and UB; a KV block is one Iterate per product, whose fixed work -- K^T
+  transposed for llvm_kernel's register-tiled product, the softmax's per-row calls -- larger blocks
+  amortise, while the score block's passes stay in L2), never a multiple of 1024 floats wide (rows
+  4 KB apart fall in one L1 set: the product's eight rows of P and of C would evict each other),
+  one item per block (the launcher's threads take items as they finish them), Q read where it lies
+  in GM (no NZ copy) and P handed to the P V product in UB (the coupled core's form, 310P's
+  `p_in_ub`: no round trip through a workspace);
 - every other kind: the chip's words.
 """
 from __future__ import annotations
@@ -57,6 +67,7 @@ import dataclasses
 from types import MappingProxyType
 
 from .. import dtypes as dt
+from ..lower.attention import AttentionSchedule, schedule_attention_kernel
 from ..lower.column import ColumnSchedule, ColumnTiling
 from ..lower.cube import TCUBE_FIELDS, CubeSchedule
 from ..lower.kinds import kernel_words
@@ -69,7 +80,7 @@ from ..tile.tiling import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
 from .launch import host_threads
 from .register_transpose import tile_side
 
-__all__ = ["cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
+__all__ = ["attention_schedule", "cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
            "view_tiling"]
 
 VECTOR_UB = 1 << 20
@@ -85,6 +96,13 @@ BLAS_ROWS = 64                # blocks of rows start on this grid (module doc)
 TRANSPOSE_BAND = 32           # register tiles per transpose tile along the input's rows
 VIEW_TILE_ELEMS = 16 << 10   # elements per tile of a view box of contiguous rows (or of narrow rows)
 VIEW_ROW_BYTES = 256         # a strided box's rows from this many bytes on: one row per tile
+
+# Attention blocks on the CPU (module doc).  [1, 8, 2730, 64] float32 on two threads, llvm_kernel /
+# attention.py, interleaved, load ~6: Q x KV blocks of 256 x 1008 1.22, 128 x 512 1.16, 64 x 512 1.17,
+# 128 x 256 1.16 (the chip's 128 x 128, before the CPU's schedule: 1.3-1.6)
+ATTENTION_Q_ROWS = 128     # query rows per attention item on the CPU
+ATTENTION_CAUSAL_Q_ROWS = 128   # causal: a block's product runs to its last row's diagonal (the rest masked)
+ATTENTION_KV_COLS = 512    # keys per KV block at most (a 128 x 512 float32 score block: 256 KB, in L2)
 
 ROW_UB = 1 << 20   # a row kernel's UB on the CPU: a core's L2
 ROW_LANE_ADDS = 32   # elements a fold's lane adds in sequence at most (a float sum's accuracy)
@@ -243,3 +261,41 @@ def transpose_tiling(sched: TransposeSchedule, t: TransposeTiling) -> TransposeT
     words = list(t.words)
     words[5:12] = [ta, tc, tiles_a, tiles_c, total, per_core, -(-total // per_core)]
     return TransposeTiling(ta, tc, tiles_a, tiles_c, total, per_core, -(-total // per_core), tuple(words))
+
+
+def attention_schedule(fn, target: Target) -> AttentionSchedule:
+    """The attention kind's schedule of `fn` as the CPU runs it (module doc): planned for a 910B
+    whose vector and cube units share a core (so P reaches the P V product in UB) and whose UB, L1
+    and L0C hold the CPU's blocks; the kind's located ScheduleError when it refuses the kernel
+    (bfloat16, symbolic shapes, masks broadcast over the keys, ...).  `target` is the chip's: the
+    CPU's plan is the same for every chip."""
+    del target   # the kernel's semantics do not depend on the chip (kernel_interp runs either plan)
+    chip = get_target("ascend910b")
+    cpu = dataclasses.replace(chip, separated=False, has_datacopypad=True, ub_bytes=1 << 30, l1_bytes=1 << 30,
+                              l0c_bytes=1 << 30, aic_cores=1 << 20)
+    sched = schedule_attention_kernel(fn, cpu)
+    bq = min(ATTENTION_CAUSAL_Q_ROWS if sched.causal else ATTENTION_Q_ROWS, _up(max(1, sched.L), 8))
+    bk = min(ATTENTION_KV_COLS, _up(max(1, sched.S), 16))
+    if bk % 1024 == 0:   # rows 4 KB apart (module doc)
+        bk -= 16
+    out = dataclasses.replace(sched, bq=bq, bk=bk, qk=_one_block(sched.qk, bq, bk, sched.E),
+                              pv=_one_block(sched.pv, bq, sched.Dv, bk))
+    out.q_l1_bytes, out.q_ub_bytes, out.c_cols = 0, 0, 0   # Q read in GM; one base block per product
+    out.mask_lead, out.mask_row = sched.mask_lead, sched.mask_row
+    out.rope, out.rope_row = sched.rope, sched.rope_row
+    out.heads_per_batch, out.kv_heads = sched.heads_per_batch, sched.kv_heads
+    out.q_st, out.k_st, out.v_st, out.o_st = sched.q_st, sched.k_st, sched.v_st, sched.o_st
+    out.offsets = sched.offsets
+    out.plan_note = (f"flash attention on the CPU: {sched.heads} heads x {out.q_blocks} Q blocks of {bq} rows, "
+                     f"KV blocks of {bk}")
+    return out
+
+
+def _one_block(t, m: int, n: int, k: int):
+    """A product's tiling whose block (m x n over k) is one base block (GetTensorC hands out one tile)."""
+    return dataclasses.replace(t, M=m, N=n, K=k, used_core_num=1, single_core_m=m, single_core_n=_up(n, 16),
+                               base_m=m, base_n=_up(n, 16), base_k=k, step_k=1)
+
+
+def _up(a: int, b: int) -> int:
+    return -(-a // b) * b

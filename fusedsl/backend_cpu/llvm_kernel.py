@@ -80,6 +80,10 @@ What each node becomes:
   matrix is one row and / or one column (the runner knows the graph's shapes; the tile IR does not):
   numpy multiplies those with cblas_sgemv / cblas_sdot, whose sums differ from sgemm's, so they
   make the same calls with numpy's layouts (`_numpy_product`; blas.numpy_product).  Work GM tensors are the core's slice in the arena, zeroed per core.
+  The attention kind's products (skinny: the head size is their K or N) run in register tiles
+  instead of sgemm (tiled_product.py: no packing per call; K read transposed is transposed into the
+  object's B block first), and its softmax masks, scales and exponentiates S in the block of C
+  where GetTensorC hands it over (`_c_written_in_place`), not in a copy.
 """
 from __future__ import annotations
 
@@ -92,6 +96,7 @@ from ..tile.kernel import (CORE_NAMES, Alloc, Barrier, Call, CopyIn, CopyNz, Cop
                            Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, add, evaluate, member_values)
 from .irgen import I1, I64, PTR, VOID, branch_values, carried_loop, kernel_function, vname
 from .mathlib import VectorConsts
+from . import tiled_product
 from .register_transpose import LINE, network, network_columns
 from .stmts import F16, F32, I8, I16, I32, LANES, LoweringError, StmtEmitter, mem_type, reg_type, vec
 
@@ -327,6 +332,9 @@ class _Lowering:
         self.products = {name: form for name, form in (products or {}).items() if form is not None}
         self.module = ir.Module(name=k.name)
         self.kc = VectorConsts(self.module, LANES, scalef="avx512f" in features)
+        self.wide = "avx512f" in features
+        # the attention kind's skinny products in register tiles, not sgemm (tiled_product.py)
+        self.tiled_products = k.kind == "attention"
         self.queues = {q.name: q for q in k.queues}
         self.gms = {g.name: g for g in k.gms}
         self.offsets = k.field_offsets()
@@ -501,10 +509,18 @@ class _Lowering:
         """Queues whose buffers nothing but GetTensorC (not placed) of a float32 C writes: when the
         tile is contiguous in the core's block of C (whole rows of it, 32-byte rows) the buffer is
         that part of the block, not a copy of it (`mm_get_c`)."""
+        def handed_over(w):
+            return isinstance(w, MmGetC) and not w.placed and self.mms[w.mm].c.dtype == dt.float32 \
+                and self._acc(self.mms[w.mm]) == dt.float32
         return {q for q, ws in writers.items()
-                if self.queues[q].dtype == dt.float32 and all(
-                    isinstance(w, MmGetC) and not w.placed and self.mms[w.mm].c.dtype == dt.float32
-                    and self._acc(self.mms[w.mm]) == dt.float32 for w in ws)}
+                if self.queues[q].dtype == dt.float32 and any(map(handed_over, ws))
+                and all(handed_over(w) or self._c_written_in_place(w) for w in ws)}
+
+    def _c_written_in_place(self, w) -> bool:
+        """The attention kind's softmax masks, scales, shifts and exponentiates S where GetTensorC
+        put it (Vec / Dup / Put on the tile: within its `rows * ld` elements, so in the block of C
+        it writes the tile's own part, which no later GetTensorC reads: one tile per Iterate)."""
+        return self.k.kind == "attention" and isinstance(w, (Vec, Dup, Put))
 
     def _out_aliasable(self, nodes) -> dict[str, CopyOut]:
         """VECOUT queues computed straight into GM: queue -> its CopyOut.  One tensor, allocated
@@ -704,6 +720,9 @@ class _Lowering:
             sgemm_t = ir.FunctionType(VOID, [I32, I32, I32, I64, I64, I64, F32, PTR, I64, PTR, I64, F32, PTR, I64])
             self.sgemm = b.inttoptr(self._arg(b, at), sgemm_t.as_pointer())
             at += 1
+            if self.tiled_products:
+                self.product_fn = tiled_product.product_function(self.module, self.kc, self.wide)
+                self.pack_fn = tiled_product.pack_function(self.module)
             self.mm_scratch = {}
             for mm in k.matmuls:
                 self.mm_scratch[mm.name] = [self._arg(b, at + j) for j in range(3)]
@@ -2280,6 +2299,8 @@ class _Lowering:
                                   b.icmp_unsigned(">", n, ir.Constant(I64, 0)))):
                 if mm.name in self.products:
                     self._numpy_product(self.products[mm.name], m, n, kk, a_arg, b_arg, c_buf)
+                elif self.tiled_products and not mm.a.transpose:
+                    self._tiled_product(m, n, kk, a_arg, b_arg, b_buf, c_buf)
                 else:
                     self._sgemm(m, n, kk, a_arg, b_arg, c_buf)
         round_m = b.udiv(b.add(m, b.sub(f["baseM"], ir.Constant(I64, 1))), f["baseM"])
@@ -2423,6 +2444,17 @@ class _Lowering:
         ld = strides[0] if op.transpose else strides[1]
         src = b.select(plain, b.load(v[which], typ=PTR), scratch)
         return src, b.select(plain, ld, cols), trans if op.transpose else no_trans
+
+    def _tiled_product(self, m, n, kk, a, bb, scratch, c) -> None:
+        """c = a @ b in register tiles (tiled_product.py) instead of sgemm: `a` and `bb` are
+        `_sgemm_operand`'s; a B read transposed (attention's K) is first transposed into `scratch`
+        (the object's B block, k x n floats)."""
+        b = self.b
+        (pa, lda, _), (pb, ldb, tb) = a, bb
+        if tb.constant == 112:   # B[p, j] = src[j * ldb + p]: its n rows of k into scratch as k rows of n
+            b.call(self.pack_fn, [pb, ldb, n, kk, scratch])
+            pb, ldb = scratch, n
+        b.call(self.product_fn, [m, n, kk, pa, lda, pb, ldb, c])
 
     def _sgemm(self, m, n, kk, a, bb, c) -> None:
         """cblas_sgemm(RowMajor, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, n) (64-bit ints): `a` and `bb`
