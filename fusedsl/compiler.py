@@ -840,20 +840,26 @@ class CompiledKernel:
 
     def _row_cpu_kernel(self, plan: KernelPlan, target):
         """A row kernel's CPU executor: the row kind's TileKernel, scheduled for the CPU
-        (backend_cpu/cpu_tiling.row_schedule: a larger UB, 64-lane folds), through the one LLVM
-        lowering (backend_cpu/kernel_cpu.ScheduleCpu; its tiling per launch: `_row_tiling`); else
-        llvm_row.py's RowCpuKernel: what the row kind refuses (reductions over integer rows, more
-        inputs than a queue position takes), static sizes it cannot tile (rows of 0 elements
-        reduced, 2**32 elements), and float sums over rows longer than cpu_tiling.ROW_SUM_MAX or
-        of a symbolic length (the CPU's folds would lose accuracy: `long_row_sums`)."""
+        (backend_cpu/cpu_tiling.row_schedule: a larger UB, 64-lane folds; float sums over rows longer
+        than cpu_tiling.ROW_SUM_MAX or of a symbolic length with 128 lanes that llvm_kernel adds with
+        Kahan's compensation: `long_row_sums`), through the one LLVM lowering
+        (backend_cpu/kernel_cpu.ScheduleCpu; its tiling per launch: `_row_tiling`); else llvm_row.py's
+        RowCpuKernel: what the row kind refuses (reductions over integer rows, more inputs than a
+        queue position takes), static sizes it cannot tile (rows of 0 elements reduced, 2**32
+        elements), and long float sums in kernels with row outputs (softmax, layer_norm: slower on
+        llvm_kernel so far, and a multi-pass plan's online softmax / shifted moments sums are not
+        compensated)."""
         from .backend_cpu.cpu_tiling import long_row_sums, row_schedule, row_tiling
         from .backend_cpu.kernel_cpu import ScheduleCpu
         try:
-            if long_row_sums(plan.function):
-                raise ScheduleError("float sums over long (or symbolic) rows: llvm_row's compensated chunks")
             sched = row_schedule(plan.function, target)
+            long_sums = long_row_sums(plan.function)
+            if long_sums and any(o.kind == "row" for o in sched.outputs):
+                # softmax / layer_norm over long rows: llvm_kernel 1.1-1.2x llvm_row's time (RESULTS.md
+                # Round 4); and a multi-pass plan's online / moments sums are not compensated
+                raise ScheduleError("long float sums with row outputs: llvm_row")
             static = None if sched.symbols else row_tiling(sched, {}, target)
-            return ScheduleCpu(sched, static)
+            return ScheduleCpu(sched, static, compensated_folds=long_sums)
         except FusedslError:
             from .backend_cpu.llvm_row import RowCpuKernel
             return RowCpuKernel(plan.function, target)

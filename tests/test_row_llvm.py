@@ -245,10 +245,9 @@ def test_row_kernel_runs_multithreaded(native_only, monkeypatch):
 
 def test_symbolic_rows_are_tiled_per_call(native_only):
     """A symbolic number of rows: the row kind's kernel on llvm_kernel, tiled for each call's sizes
-    (compiler._row_tiling); a symbolic row length: max / min on llvm_kernel, float sums on llvm_row
-    (cpu_tiling.long_row_sums: a fold's lanes would add an unbounded number of elements)."""
+    (compiler._row_tiling); a symbolic row length too, float sums with compensated folds
+    (cpu_tiling.long_row_sums: a fold's lanes add an unbounded number of elements)."""
     from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
-    from fusedsl.backend_cpu.llvm_row import RowCpuKernel
     k = softmax.compile(fs.spec(("M", 64), "float32"))
     assert isinstance(k._row_kernel(k.kernels[0]), ScheduleCpu)
     for rows in (3, 700, 1):
@@ -260,10 +259,45 @@ def test_symbolic_rows_are_tiled_per_call(native_only):
     for cols in (5, 3000):
         x = np.random.default_rng(cols).standard_normal((4, cols)).astype(np.float32)
         np.testing.assert_array_equal(k(x), x - x.max(-1, keepdims=True))
-    k = softmax.compile(fs.spec((4, "C"), "float32"))
-    assert isinstance(k._row_kernel(k.kernels[0]), RowCpuKernel)
+    k = fs.fused_kernel(lambda a: fs.sum(a * a, axis=-1)).compile(fs.spec((4, "C"), "float32"))
+    assert isinstance(k._row_kernel(k.kernels[0]), ScheduleCpu)
+    for cols in (100, 40000):
+        x = np.random.default_rng(4).standard_normal((4, cols)).astype(np.float32)
+        close(k(x), (np.float64(x) ** 2).sum(-1), np.float32)
+    k = softmax.compile(fs.spec((4, "C"), "float32"))   # long float sums with row outputs: llvm_row
     x = np.random.default_rng(4).standard_normal((4, 100)).astype(np.float32)
     close(k(x), np_softmax(*f64(x)), np.float32)
+
+
+@pytest.mark.parametrize("multi_pass", [False, True])
+def test_long_row_sums_are_compensated_on_llvm_kernel(multi_pass, native_only, monkeypatch):
+    """Float sums over rows longer than cpu_tiling.ROW_SUM_MAX run on llvm_kernel with folds whose
+    blocks of passes are added with Kahan's compensation (lower_kernel(compensated_folds=True)):
+    2**18 copies of 0.1 within 1.5e-7 of float64 (a plain fold of 1024 lanes: 5e-7, 256 adds a
+    lane), also when the row is walked in chunks (a UB smaller than the row: the multi-pass plan,
+    the compensation carried from chunk to chunk); a sum of what steps compute compensated in the
+    steps' loop; an inf stays inf (no inf - inf from the compensation), inf and -inf give NaN."""
+    from fusedsl.backend_cpu import cpu_tiling
+    from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
+    if multi_pass:
+        monkeypatch.setattr(cpu_tiling, "LONG_ROW_UB", 1 << 20)
+    x = np.full((2, 2 ** 18), 0.1, np.float32)
+    x[1] = np.random.default_rng(1).random(2 ** 18).astype(np.float32)
+    for red, scale in ((fs.sum, 1.0), (fs.mean, 2.0 ** -18)):
+        k = fs.fused_kernel(lambda a: red(a, axis=-1)).compile(x)
+        row = k._row_kernel(k.kernels[0])
+        assert isinstance(row, ScheduleCpu) and (row.sched.passes is not None) == multi_pass
+        want = np.float64(x).sum(-1) * scale
+        np.testing.assert_allclose(k(x), want, rtol=1.5e-7, atol=0)
+    k = fs.fused_kernel(lambda a: fs.sum(a, axis=-1)).compile(x)
+    y = x.copy()
+    y[0, 5], y[1, 100000], y[1, 200000] = np.inf, np.inf, -np.inf
+    np.testing.assert_array_equal(k(y), [np.inf, np.nan])
+    if not multi_pass:   # the sum of squares folded in the loop of the steps computing them
+        z = np.random.default_rng(2).standard_normal((2, 40000)).astype(np.float32) * 4
+        k = fs.fused_kernel(lambda a: fs.sum(fs.exp(a * 0.25) * a, axis=-1)).compile(z)
+        assert '"sblock' in k._row_kernel(k.kernels[0]).kernel.ir   # llvm_kernel._fold_loop's blocks
+        np.testing.assert_allclose(k(z), (np.exp(np.float64(z) * 0.25) * z).sum(-1), rtol=2e-6)
 
 
 def test_exp_weighs_a_launch_onto_the_threads(native_only, monkeypatch):

@@ -37,9 +37,15 @@ whose copies are contiguous:
   per row and halve them (1 MB softmax 0.153 -> 0.139 ms, 64 MB 1.80x -> 1.05x llvm_row's time)
   -- and wider for longer rows, so no lane adds more than ROW_LANE_ADDS elements in sequence (a
   sum's error grows with that count: numpy's pairwise sum adds 16 per accumulator).  Float sums
-  over rows longer than ROW_SUM_MAX (or of a symbolic length) would add more per lane: they stay
-  on llvm_row.py, which adds chunks of 1024 and compensates their total (`long_row_sums`).  The
-  words are that schedule's tiling (`row_tiling`);
+  over rows longer than ROW_SUM_MAX (or of a symbolic length) would add more per lane
+  (`long_row_sums`): their kernels fold LONG_SUM_LANES lanes (eight vector registers, a pass one
+  walk over 128 consecutive elements) that llvm_kernel adds with Kahan's compensation every
+  16 passes (ScheduleCpu(compensated_folds=True): 2**25 float32 0.1s within 1.5e-7 of float64,
+  as llvm_row.py's compensated chunks of 1024 were), on a UB of LONG_ROW_UB bytes so rows of up
+  to millions of elements are single-read (a symbolic row is tiled per call: with 1 MB a row
+  over ~100K elements could not run natively) and their other folds (softmax's online sum, the
+  moments of layer_norm: not compensated) only run on rows bigger than that.  The words are that
+  schedule's tiling (`row_tiling`);
 - view kernels (slice / concatenate / take): the chip's boxes in tiles of up to VIEW_TILE_ELEMS
   elements of whole rows (`view_tiling`); llvm_kernel reads the sources' rows in place and
   computes into the output rows, strided or not, one Step per row.  Boxes whose rows take a DMA
@@ -106,7 +112,9 @@ ATTENTION_KV_COLS = 512    # keys per KV block at most (a 128 x 512 float32 scor
 
 ROW_UB = 1 << 20   # a row kernel's UB on the CPU: a core's L2
 ROW_LANE_ADDS = 32   # elements a fold's lane adds in sequence at most (a float sum's accuracy)
-ROW_SUM_MAX = FOLD_MAX_LANES * ROW_LANE_ADDS   # the longest row a float sum folds on the CPU
+ROW_SUM_MAX = FOLD_MAX_LANES * ROW_LANE_ADDS   # the longest row a float sum folds plainly on the CPU
+LONG_SUM_LANES = 128   # a long float sum's fold lanes (module doc)
+LONG_ROW_UB = 64 << 20   # a long float sum's UB (module doc): the arena a thread takes is the tiles'
 
 
 def cpu_words(lowered, tiling) -> list[int]:
@@ -168,7 +176,7 @@ def vector_tiling(sched, sizes: dict, target):
     return compute_tiling(dataclasses.replace(sched, ub_budget=max(sched.ub_budget, VECTOR_UB)), sizes, cpu)
 
 
-def row_target(target: Target) -> Target:
+def row_target(target: Target, ub: int = ROW_UB) -> Target:
     """The target a row kernel is scheduled and tiled for on the CPU: the chip's with ROW_UB of UB,
     the host's casts (targets.host_casts: direct conversions, numpy's NaN and overflow results
     instead of the chip's detours) and every vector API 910B has for a dtype (910A's detours --
@@ -178,13 +186,17 @@ def row_target(target: Target) -> Target:
     apis = dict(cpu.api_dtypes)
     for api, dtypes in get_target("ascend910b").api_dtypes.items():
         apis[api] = frozenset(apis.get(api, frozenset())) | dtypes
-    return dataclasses.replace(cpu, ub_bytes=max(target.ub_bytes, ROW_UB), api_dtypes=MappingProxyType(apis))
+    return dataclasses.replace(cpu, ub_bytes=max(target.ub_bytes, ub), api_dtypes=MappingProxyType(apis))
 
 
 def row_schedule(fn, target: Target) -> RowSchedule:
     """The row kind's schedule of `fn` as the CPU runs it (module doc); the row kind's located
     ScheduleError when it refuses the kernel (integer reductions, too many inputs for a queue
-    position, ...).  `target` is the chip's (with the host's casts for 8-bit integers)."""
+    position, ...).  `target` is the chip's (with the host's casts for 8-bit integers).  A kernel with
+    `long_row_sums` runs with compensated folds (module doc)."""
+    if long_row_sums(fn):
+        sched = schedule_row_kernel(fn, row_target(target, LONG_ROW_UB))
+        return dataclasses.replace(sched, fold_lanes=LONG_SUM_LANES, offer_tilings=False)
     sched = schedule_row_kernel(fn, row_target(target))
     return dataclasses.replace(sched, fold_lanes=row_fold_lanes(sched.row_shape[-1]), offer_tilings=False)
 
@@ -211,7 +223,7 @@ def long_row_sums(fn) -> bool:
 
 def row_tiling(sched: RowSchedule, sizes: dict, target: Target) -> RowTiling:
     """The tiling a `row_schedule` kernel runs with for these sizes (its words are the kernel's)."""
-    return compute_row_tiling(sched, sizes, row_target(target))
+    return compute_row_tiling(sched, sizes, row_target(target, LONG_ROW_UB if long_row_sums(sched.fn) else ROW_UB))
 def view_tiling(sched, chip):
     """A view kernel's CPU Tiling from the chip's (module doc): the same boxes (the kernel's box
     table has the chip's size; a box wider than the chip's tile stays cut into the chip's column

@@ -70,26 +70,27 @@ _lowered: dict[tuple, str] = {}
 _LOWERED_MAX = 512
 
 
-def _lower(k: TileKernel, products=None) -> str:
-    key = (print_kernel(k), tuple(sorted((products or {}).items())))   # numpy's vector routines: other IR
+def _lower(k: TileKernel, products=None, compensated_folds: bool = False) -> str:
+    # numpy's vector routines, compensated folds: other IR
+    key = (print_kernel(k), tuple(sorted((products or {}).items())), compensated_folds)
     ir_text = _lowered.get(key)
     if ir_text is None:
         if len(_lowered) >= _LOWERED_MAX:
             _lowered.clear()
-        ir_text = _lowered[key] = lower_kernel(k, host_features(), products) if products else \
-            lower_kernel(k, host_features())
+        ir_text = _lowered[key] = lower_kernel(k, host_features(), products, compensated_folds)
     return ir_text
 
 
 class TileKernelCpu:
     """One TileKernel compiled for this host."""
 
-    def __init__(self, k: TileKernel, *, use_disk_cache: bool = True, products=None):
-        """`products`: {Matmul object: numpy's vector routine} (llvm_kernel.lower_kernel)."""
+    def __init__(self, k: TileKernel, *, use_disk_cache: bool = True, products=None, compensated_folds: bool = False):
+        """`products`: {Matmul object: numpy's vector routine}; `compensated_folds`: long float folds
+        added with Kahan's compensation (llvm_kernel.lower_kernel)."""
         self.k = k
         self.products = {name: form for name, form in (products or {}).items() if form is not None}
         t0 = time.perf_counter()
-        self.ir = _lower(k, self.products)
+        self.ir = _lower(k, self.products, compensated_folds)
         self._use_disk = use_disk_cache
         self._code: dict[bool, tuple] = {}   # quick? -> (jit.Compiled: keeps the code alive, function)
         self._compiled = None   # the last code compiled (its `from_disk`)
@@ -284,14 +285,16 @@ class ScheduleCpu:
     scalars, by value) are the same, `bind` gives a bound call, `bound_outputs` the outputs that
     call keeps alive (referenced once: the output pool discounts them).  `tiling` is the launch's
     tiling record of the kind (a symbolic vector kernel's changes with the sizes; a static kind's
-    is given once); its words are computed once per record."""
+    is given once); its words are computed once per record.  `compensated_folds`: llvm_kernel adds
+    long float folds with Kahan's compensation (lower_kernel; the CPU's row schedule)."""
 
-    def __init__(self, sched, tiling=None, *, use_disk_cache: bool = True):
+    def __init__(self, sched, tiling=None, *, use_disk_cache: bool = True, compensated_folds: bool = False):
         self.sched = sched
         self.tiling = tiling
         self.plan = getattr(sched, "plan", None)   # a column kernel's ColumnPlan (its params' kinds)
         k = host_kernel_ir(sched)
-        self.kernel = TileKernelCpu(k, use_disk_cache=use_disk_cache, products=matmul_products(sched, k))
+        self.kernel = TileKernelCpu(k, use_disk_cache=use_disk_cache, products=matmul_products(sched, k),
+                                    compensated_folds=compensated_folds)
         self.kernel.serial = getattr(sched, "mode", None) in SERIAL_MODES and self.kernel.k.kind == "transpose"
         self._scalars = frozenset(i.index for i in sched.inputs if i.kind == "runtime_scalar")
         self._words: dict = {}

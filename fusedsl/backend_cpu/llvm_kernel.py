@@ -202,10 +202,13 @@ def typed_fields(k: TileKernel) -> list:
     return [f for f in k.fields if f.ctype != "uint32_t"]
 
 
-def lower_kernel(k: TileKernel, features=frozenset(), products=None) -> str:
+def lower_kernel(k: TileKernel, features=frozenset(), products=None, compensated_folds: bool = False) -> str:
     """The LLVM IR text of kernel `k` (module doc).  `products`: {Matmul object: "dot" | "vecmat" |
-    "matvec"} for those whose matrices numpy multiplies by a vector routine (blas.numpy_product)."""
-    return str(_Lowering(k, frozenset(features), dict(products or {})).build())
+    "matvec"} for those whose matrices numpy multiplies by a vector routine (blas.numpy_product).
+    `compensated_folds`: float sums folded over more than FOLD_BLOCK passes add each block's sums with
+    Kahan's compensation (`_blocked_fold`; the CPU's row schedule: cpu_tiling.row_schedule), where the
+    interpreter adds every pass in sequence."""
+    return str(_Lowering(k, frozenset(features), dict(products or {}), compensated_folds).build())
 
 
 # ---- name and tensor analysis ---------------------------------------------------------------------
@@ -327,9 +330,12 @@ def _pick_loop(node):
 
 
 class _Lowering:
-    def __init__(self, k: TileKernel, features: frozenset, products: dict | None = None):
+    def __init__(self, k: TileKernel, features: frozenset, products: dict | None = None,
+                 compensated_folds: bool = False):
         self.k = k
         self.products = {name: form for name, form in (products or {}).items() if form is not None}
+        self.compensated_folds = compensated_folds
+        self.comp_lanes: dict = {}   # a compensated fold's accumulator (tensor, offset) -> its lanes (`_comp_of`)
         self.module = ir.Module(name=k.name)
         self.kc = VectorConsts(self.module, LANES, scalef="avx512f" in features)
         self.wide = "avx512f" in features
@@ -343,6 +349,7 @@ class _Lowering:
         self.mms = {mm.name: mm for mm in k.matmuls}
         self.stage_of = {st.name: st for st in k.stages}
         nodes = [n for st in k.stages for n in _walk(st.body)] + list(_walk(k.process or ()))
+        self.nodes = nodes
         self.nz = sorted({n.tensor for n in nodes if isinstance(n, CopyNz)})   # L1 tensors in NZ
         for mm in k.matmuls:
             if mm.a.dtype.kind == "int" and mm.c.dtype != dt.int32:
@@ -737,6 +744,10 @@ class _Lowering:
         self.slots = {}
         for name, kind in self.types.items():
             self.slots[name] = b.alloca(_reg(kind), name=f"v.{name}")
+        for n in self.nodes if self.compensated_folds else ():   # every compensated sum's lanes, before any Dup
+            v = self._fold(n) if isinstance(n, For) else None
+            if v is not None and v.api == "Add" and self._fold_lanes(v) is not None:
+                self._comp_of(v.dst, self._fold_lanes(v))
         self.q_state = {q.name: [b.alloca(I8, name=f"q.{q.name}.{i}") for i in range(q.depth)]
                         for q in k.queues if q.depth > 1 and q.position not in ("VECCALC", "TBUF_VECOUT")}
         self.t_index = {t: b.alloca(I32, name=f"t.{t}") for t, q in self.tensor_queue.items() if q in self.q_state}
@@ -1260,8 +1271,14 @@ class _Lowering:
         """The fold loop with the accumulator in registers, strip by strip of FOLD_STRIP elements: a
         strip's vectors loaded once, each pass of the loop applies the Vec's operation to the lanes
         below its count (the same operation on each lane in the same order: the same bits), stored
-        once after the loop (lanes no pass reached are stored as they were loaded)."""
+        once after the loop (lanes no pass reached are stored as they were loaded).  An accumulator
+        wider than one strip, or a compensated sum (`compensated_folds`), runs in blocks of passes
+        (`_blocked_fold`)."""
         b = self.b
+        wide = isinstance(v.count, tuple) and isinstance(v.count[1], int) and v.count[1] > self.FOLD_STRIP
+        if wide or (self.compensated_folds and v.api == "Add" and self._fold_lanes(v) is not None):
+            self._blocked_fold(node, v)
+            return
         bound = self.ev_i64(v.count[1] if node.var in _expr_names(v.count) else v.count)
         # never past the accumulator's buffer (a count bound larger than the tensor)
         q = self.tensor_queue[v.dst.tensor]
@@ -1270,53 +1287,271 @@ class _Lowering:
         start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
         step = ir.Constant(I64, node.step) if isinstance(node.step, int) else b.zext(self.ev_u32(node.step), I64)
         acc = self.ref_ptr(v.dst)[0]
-        em = self._splat_em()
-        iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
-        parts = self.FOLD_STRIP // LANES
-        kind = v.api.lower()
-
-        def below(n, off):   # lanes off + i < n (n - off may be negative)
-            return b.icmp_signed("<", iota, em.splat_value(b.sub(n, off)))
 
         def strip(s0, _):
-            offs = [b.add(s0, ir.Constant(I64, LANES * j)) for j in range(parts)]
-            masks = [below(bound, off) for off in offs]
-            # a whole strip is loaded and stored with plain vector moves: the Dup's stores before
-            # it and the reduction's loads after it are then forwarded (a masked store is not)
-            whole_strip = b.icmp_signed("<=", b.add(s0, ir.Constant(I64, self.FOLD_STRIP)), bound)
-            init = branch_values(b, whole_strip, lambda: [self.vload(acc, F32, 4, off, None) for off in offs],
-                                 lambda: [self.vload(acc, F32, 4, off, m) for off, m in zip(offs, masks)])
-
-            def apply(acc, x):
-                return b.fadd(acc, x) if kind == "add" else self.np_max(acc, x, kind, dt.float32)
-
-            def pass_(i, regs):
-                b.store(b.trunc(i, I32), self.slots[node.var])
-                n = self.ev_i64(v.count)
-                src = self.ref_ptr(v.srcs[1])[0]
-                full = b.icmp_signed("<=", b.add(s0, ir.Constant(I64, self.FOLD_STRIP)), n)
-
-                def whole():   # every lane of the strip: plain loads
-                    return [apply(r, self.vload(src, F32, 4, off, None)) for r, off in zip(regs, offs)]
-
-                def part():    # the lanes below the count
-                    out = []
-                    for r, off in zip(regs, offs):
-                        m = below(n, off)
-                        out.append(b.select(m, apply(r, self.vload(src, F32, 4, off, m)), r))
-                    return out
-                return branch_values(b, full, whole, part)
-            _, regs = carried_loop(b, start, end, step, init, pass_, "fold")
-            with b.if_else(whole_strip) as (then, other):
-                with then:
-                    for off, r in zip(offs, regs):
-                        self.vstore(r, acc, F32, 4, off, None)
-                with other:
-                    for off, m, r in zip(offs, masks, regs):
-                        self.vstore(r, acc, F32, 4, off, m)
+            offs, masks, whole_strip, init = self._fold_strip_load(acc, s0, bound)
+            _, regs = carried_loop(b, start, end, step, init, self._fold_pass(node, v, s0, offs), "fold")
+            self._fold_strip_store(acc, offs, masks, whole_strip, regs)
             return []
         with b.if_then(b.icmp_unsigned("<", start, end)):
             carried_loop(b, ir.Constant(I64, 0), bound, self.FOLD_STRIP, [], strip, "strip")
+
+    # passes of a wide fold per block (`_blocked_fold`): a block's rows of the source are walked strip
+    # by strip while they are in L1 / L2 (strips over all passes at once touched a page per pass
+    # and strip: a [4, 65536] float32 row sum 2.4x llvm_row's time), and a compensated sum adds
+    # each block's sums into the total with Kahan's compensation: a lane adds at most this many
+    # elements in sequence (cpu_tiling.ROW_LANE_ADDS)
+    FOLD_BLOCK = 16
+    WALK_LANES = 16 * LANES   # a walked fold's accumulator this wide stays in registers (16 of AVX-512's 32)
+
+    def _fold_lanes(self, v: Vec):
+        """The accumulator's lanes W of a fold whose count is min(W, ...) (W a number), else None."""
+        c = v.count
+        if isinstance(c, tuple) and c[0] == "min" and isinstance(c[1], int) and not isinstance(c[1], bool):
+            return c[1]
+        return None
+
+    def _fold_strip_load(self, acc, s0, bound):
+        """(offsets, lane masks, whole-strip flag, registers) of the accumulator's strip at s0."""
+        b = self.b
+        em = self._splat_em()
+        iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
+        offs = [b.add(s0, ir.Constant(I64, LANES * j)) for j in range(self.FOLD_STRIP // LANES)]
+        masks = [b.icmp_signed("<", iota, em.splat_value(b.sub(bound, off))) for off in offs]
+        # a whole strip is loaded and stored with plain vector moves: the Dup's stores before
+        # it and the reduction's loads after it are then forwarded (a masked store is not)
+        whole_strip = b.icmp_signed("<=", b.add(s0, ir.Constant(I64, self.FOLD_STRIP)), bound)
+        init = branch_values(b, whole_strip, lambda: [self.vload(acc, F32, 4, off, None) for off in offs],
+                             lambda: [self.vload(acc, F32, 4, off, m) for off, m in zip(offs, masks)])
+        return offs, masks, whole_strip, init
+
+    def _fold_strip_store(self, acc, offs, masks, whole_strip, regs) -> None:
+        b = self.b
+        with b.if_else(whole_strip) as (then, other):
+            with then:
+                for off, r in zip(offs, regs):
+                    self.vstore(r, acc, F32, 4, off, None)
+            with other:
+                for off, m, r in zip(offs, masks, regs):
+                    self.vstore(r, acc, F32, 4, off, m)
+
+    def _fold_pass(self, node: For, v: Vec, s0, offs):
+        """One pass of the fold loop over the strip at s0: the Vec's operation on the lanes below its count."""
+        b = self.b
+        em = self._splat_em()
+        iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
+        kind = v.api.lower()
+
+        def apply(acc, x):
+            return b.fadd(acc, x) if kind == "add" else self.np_max(acc, x, kind, dt.float32)
+
+        def pass_(i, regs):
+            b.store(b.trunc(i, I32), self.slots[node.var])
+            n = self.ev_i64(v.count)
+            src = self.ref_ptr(v.srcs[1])[0]
+            full = b.icmp_signed("<=", b.add(s0, ir.Constant(I64, self.FOLD_STRIP)), n)
+
+            def whole():   # every lane of the strip: plain loads
+                return [apply(r, self.vload(src, F32, 4, off, None)) for r, off in zip(regs, offs)]
+
+            def part():    # the lanes below the count
+                out = []
+                for r, off in zip(regs, offs):
+                    m = b.icmp_signed("<", iota, em.splat_value(b.sub(n, off)))
+                    out.append(b.select(m, apply(r, self.vload(src, F32, 4, off, m)), r))
+                return out
+            return branch_values(b, full, whole, part)
+        return pass_
+
+    def _blocked_fold(self, node: For, v: Vec) -> None:
+        """The fold loop in blocks of FOLD_BLOCK passes, each block strip by strip (`fold`'s strips: the
+        same operation on each lane in the same order).  A compensated sum (`compensated_folds`: the
+        CPU's row schedule) sums each block after the first into fresh lanes and adds them to the
+        accumulator with Kahan's compensation (comp, per lane, in a stack buffer: the low-order bits
+        the last add lost); the first block folds into the accumulator as the plain loop does, so a
+        fold of at most FOLD_BLOCK passes keeps its bits.  A total that is no longer finite keeps no
+        compensation (inf - inf would make it NaN)."""
+        b = self.b
+        base = self._fold_rows(node, v)
+        if base is not None:
+            self._walk_fold(node, v, base)
+            return
+        lanes = self._fold_lanes(v)
+        compensated = self.compensated_folds and v.api == "Add" and lanes is not None
+        bound = self.ev_i64(v.count[1] if node.var in _expr_names(v.count) else v.count)
+        q = self.tensor_queue[v.dst.tensor]
+        room = b.sub(b.udiv(self.q_size[q], ir.Constant(I64, 4)), self.ev_i64(v.dst.offset))
+        bound = b.select(b.icmp_unsigned("<", room, bound), room, bound)
+        start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
+        step = ir.Constant(I64, node.step) if isinstance(node.step, int) else b.zext(self.ev_u32(node.step), I64)
+        acc = self.ref_ptr(v.dst)[0]
+        comp = self._comp_of(v.dst, lanes) if compensated else None
+        zero = self._splat_em().splat(0.0, F32)
+        block = b.mul(step, ir.Constant(I64, self.FOLD_BLOCK))
+
+        def one_block(k0, _):
+            k1 = b.add(k0, block)
+            k1 = b.select(b.icmp_unsigned("<", k1, end), k1, end)
+
+            def strip(s0, _):
+                offs, masks, whole_strip, tot = self._fold_strip_load(acc, s0, bound)
+                init = [zero] * len(tot) if compensated else tot
+                _, regs = carried_loop(b, k0, k1, step, init, self._fold_pass(node, v, s0, offs), "fold")
+                if compensated:
+                    regs = self._kahan(comp, offs, tot, regs)
+                self._fold_strip_store(acc, offs, masks, whole_strip, regs)
+                return []
+            carried_loop(b, ir.Constant(I64, 0), bound, self.FOLD_STRIP, [], strip, "strip")
+            return []
+        with b.if_then(b.icmp_unsigned("<", start, end)):
+            carried_loop(b, start, end, block, [], one_block, "fblock")
+
+    def _fold_rows(self, node: For, v: Vec):
+        """The base offset of src when the fold walks consecutive elements -- `for k in S .. n step W:
+        vec Op acc <- acc, src[base + k] count min(W, n - k)`, W a multiple of FOLD_STRIP, base free of
+        k (the row kind's folds) -- else None."""
+        w = self._fold_lanes(v)
+        if w is None or w % self.FOLD_STRIP or node.step != w or node.var in _expr_names(node.end):
+            return None
+        if repr(v.count) != repr(("min", w, ("-", node.end, node.var))):
+            return None
+        off = v.srcs[1].offset
+        if off == node.var:
+            return 0
+        if isinstance(off, tuple) and len(off) == 3 and off[0] == "+" and off[2] == node.var \
+                and node.var not in _expr_names(off[1]):
+            return off[1]
+        return None
+
+    def _walk_fold(self, node: For, v: Vec, base) -> None:
+        """`_fold_rows`' fold as a walk over the elements: P = ceil((n - S) / W) passes, the whole ones
+        plain vector loads at a pointer that advances by W, the last one masked when n - S is not a
+        multiple of W; in blocks of FOLD_BLOCK passes, each block strip by strip (every lane adds the
+        same elements in the same order as the loop: the same bits), compensated as
+        `_blocked_fold`'s."""
+        b = self.b
+        w = v.count[1]
+        compensated = self.compensated_folds and v.api == "Add"
+        kind = v.api.lower()
+        start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
+        acc = self.ref_ptr(v.dst)[0]
+        src = self.ref_ptr(Ref(v.srcs[1].tensor, base, None))[0]
+        src = b.gep(src, [start], source_etype=F32)
+        count = b.select(b.icmp_unsigned("<", start, end), b.sub(end, start), ir.Constant(I64, 0))
+        W = ir.Constant(I64, w)
+        full = b.udiv(count, W)
+        rest = b.sub(count, b.mul(full, W))
+        passes = b.add(full, b.zext(b.icmp_unsigned("!=", rest, ir.Constant(I64, 0)), I64))
+        comp = self._comp_of(v.dst, w) if compensated else None
+        em = self._splat_em()
+        zero = em.splat(0.0, F32)
+        iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
+        # up to WALK_LANES lanes are one strip: each pass reads W consecutive elements into registers
+        width = w if w <= self.WALK_LANES else self.FOLD_STRIP
+        strip_offs = range(0, width, LANES)
+
+        def apply(a, x):
+            return b.fadd(a, x) if kind == "add" else self.np_max(a, x, kind, dt.float32)
+
+        def bounds(k0):   # the block's passes [k0, k1), the whole ones below whole_end
+            k1 = b.add(k0, ir.Constant(I64, self.FOLD_BLOCK))
+            k1 = b.select(b.icmp_unsigned("<", k1, passes), k1, passes)
+            return k1, b.select(b.icmp_unsigned("<", k1, full), k1, full)
+
+        def walk(s0, k0, k1, whole_end, init):
+            """The strip at s0 through passes [k0, k1) from the registers init."""
+            def pass_(k, regs):
+                at = b.add(b.mul(k, W), s0)
+                return [apply(r, self.vload(src, F32, 4, b.add(at, ir.Constant(I64, j)), None))
+                        for r, j in zip(regs, strip_offs)]
+            _, regs = carried_loop(b, k0, whole_end, 1, init, pass_, "wfold")
+
+            def tail():   # the last pass: the lanes below n - S - full * W
+                out = []
+                at = b.add(b.mul(full, W), s0)
+                for r, j in zip(regs, strip_offs):
+                    m = b.icmp_signed("<", iota, em.splat_value(b.sub(rest, b.add(s0, ir.Constant(I64, j)))))
+                    x = self.vload(src, F32, 4, b.add(at, ir.Constant(I64, j)), m)
+                    out.append(b.select(m, apply(r, x), r))
+                return out
+            return branch_values(b, b.icmp_unsigned(">", k1, full), tail, lambda: list(regs))
+
+        offs0 = [ir.Constant(I64, j) for j in strip_offs]
+        if width == w:   # one strip: the totals (and compensations) in registers across the blocks
+            tot = [self.vload(acc, F32, 4, off, None) for off in offs0]
+            comps = [self.vload(comp, F32, 4, off, None) for off in offs0] if compensated else []
+            n = len(tot)
+
+            def one_block(k0, carried):
+                k1, whole_end = bounds(k0)
+                tot, comps = carried[:n], carried[n:]
+                regs = walk(ir.Constant(I64, 0), k0, k1, whole_end, [zero] * n if compensated else tot)
+                if not compensated:
+                    return regs
+                tot, comps = self._kahan_regs(tot, comps, regs)
+                return tot + comps
+            _, carried = carried_loop(b, ir.Constant(I64, 0), passes, self.FOLD_BLOCK, tot + comps, one_block, "wblock")
+            for j, off in enumerate(offs0):
+                self.vstore(carried[j], acc, F32, 4, off, None)
+                if compensated:
+                    self.vstore(carried[n + j], comp, F32, 4, off, None)
+            return
+
+        def one_block(k0, _):   # strip by strip, the totals and compensations in memory
+            k1, whole_end = bounds(k0)
+
+            def strip(s0, _):
+                offs = [b.add(s0, off) for off in offs0]
+                tot = [self.vload(acc, F32, 4, off, None) for off in offs]
+                regs = walk(s0, k0, k1, whole_end, [zero] * len(tot) if compensated else tot)
+                if compensated:
+                    regs = self._kahan(comp, offs, tot, regs)
+                for off, r in zip(offs, regs):
+                    self.vstore(r, acc, F32, 4, off, None)
+                return []
+            carried_loop(b, ir.Constant(I64, 0), W, width, [], strip, "wstrip")
+            return []
+        carried_loop(b, ir.Constant(I64, 0), passes, self.FOLD_BLOCK, [], one_block, "wblock")
+
+    def _comp_of(self, acc: Ref, lanes: int):
+        """The compensation lanes of a compensated fold's accumulator: a stack buffer (64-byte aligned,
+        zeroed on entry and by every Duplicate into the accumulator, `dup`), so the low-order bits
+        carry over from one fold of the accumulator to the next (a multi-pass row's chunks)."""
+        key = (acc.tensor, repr(acc.offset))
+        if key not in self.comp_lanes:
+            n = -(-lanes // self.FOLD_STRIP) * self.FOLD_STRIP
+            at = self.ab.alloca(ir.ArrayType(F32, n), name="fold.comp")
+            at.align = 64
+            ptr = self.ab.inttoptr(self.ab.ptrtoint(at, I64), PTR)   # (llvmlite types an alloca's pointer)
+            self.ab.call(self.kc.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1]),
+                         [ptr, ir.Constant(I8, 0), ir.Constant(I64, 4 * n), ir.Constant(I1, 0)])
+            self.comp_lanes[key] = (ptr, n)
+        return self.comp_lanes[key][0]
+
+    def _kahan(self, comp, offs, tot, parts) -> list:
+        """The totals after adding a block's sums `parts`, the compensations in `comp` updated."""
+        comps = [self.vload(comp, F32, 4, off, None) for off in offs]
+        tot, comps = self._kahan_regs(tot, comps, parts)
+        for off, c in zip(offs, comps):
+            self.vstore(c, comp, F32, 4, off, None)
+        return tot
+
+    def _kahan_regs(self, tot, comps, parts) -> tuple[list, list]:
+        """(totals, compensations) after adding `parts` with Kahan's compensation: a compensation is
+        the low-order bits the last add lost, negated; 0 once its total is not finite (inf - inf
+        would make the next total NaN)."""
+        b = self.b
+        em = self._splat_em()
+        zero, inf = em.splat(0.0, F32), em.splat(float("inf"), F32)
+        out, lost_bits = [], []
+        for t, c, x in zip(tot, comps, parts):
+            y = b.fsub(x, c)
+            s = b.fadd(t, y)
+            lost = b.fsub(b.fsub(s, t), y)
+            finite = b.fcmp_ordered("<", self.kc.unary(b, "fabs", s), inf)
+            lost_bits.append(b.select(finite, lost, zero))
+            out.append(s)
+        return out, lost_bits
 
     def for_(self, node: For) -> None:
         b = self.b
@@ -2007,6 +2242,10 @@ class _Lowering:
         return self._splat_em().convert(v, src, dst, mode)
 
     def dup(self, node: Dup) -> None:
+        comp = self.comp_lanes.get((node.dst.tensor, repr(node.dst.offset)))
+        if comp is not None:   # a compensated sum starts again: no low-order bits carried
+            self.b.call(self.kc.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1]),
+                        [comp[0], ir.Constant(I8, 0), ir.Constant(I64, 4 * comp[1]), ir.Constant(I1, 0)])
         self.in_guard(node.dst.tensor)
         self.guard_out(node.dst, self.ev_i64(node.count))
         at = self.ref_ptr(node.dst)
@@ -2632,7 +2871,24 @@ class _Lowering:
                 values = run(b.add(i, ir.Constant(I64, LANES * j)), None)
                 out.append(apply(acc, values[(id(node), slot)]))
             return out
-        end, regs = carried_loop(b, ir.Constant(I64, 0), n, w, [init] * parts, whole, "sfold", whole_steps=True)
+        if self.compensated_folds and kind == "add":
+            # blocks of FOLD_BLOCK passes summed from zero, each added with Kahan's compensation
+            # (`_blocked_fold`); the tail pass and the compensation's last bits as the plain loop
+            zero = em.splat(0.0, F32)
+            span = ir.Constant(I64, w * self.FOLD_BLOCK)
+
+            def block(k0, carried):
+                k1 = b.add(k0, span)
+                k1 = b.select(b.icmp_signed("<", k1, n), k1, n)
+                end, part = carried_loop(b, k0, k1, w, [zero] * parts, whole, "sfold", whole_steps=True)
+                tot, comps = self._kahan_regs(carried[:parts], carried[parts:2 * parts], part)
+                return tot + comps + [end]
+            blocks_end = b.mul(b.udiv(n, ir.Constant(I64, w)), ir.Constant(I64, w))
+            _, carried = carried_loop(b, ir.Constant(I64, 0), blocks_end, span, [init] * parts + [zero] * parts
+                                      + [ir.Constant(I64, 0)], block, "sblock")
+            regs, end = carried[:parts], carried[2 * parts]
+        else:
+            end, regs = carried_loop(b, ir.Constant(I64, 0), n, w, [init] * parts, whole, "sfold", whole_steps=True)
 
         def tail():
             out = []
