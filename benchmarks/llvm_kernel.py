@@ -131,6 +131,16 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
     "long_layer_norm": ("row", lambda x: fs.layer_norm(x),
                         lambda n, g: [g.standard_normal((_rows(n, 65536), 65536), np.float32)],
                         lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)),
+    # integer / bool rows (the CPU row schedule's int32 lanes): [R, 1024] int32 sums, int8 maxima,
+    # bool counts (a compare's rows summed: bool -> int32)
+    "int_sum": ("row", lambda x: fs.sum(x, -1),
+                lambda n, g: [g.integers(-2 ** 31, 2 ** 31, (_rows(n), 1024)).astype(np.int32)],
+                lambda x: x.sum(-1).astype(np.int32)),
+    "int8_max": ("row", lambda x: fs.max(x, -1),
+                 lambda n, g: [g.integers(-128, 128, (_rows(4 * n), 1024)).astype(np.int8)], lambda x: x.max(-1)),
+    "count": ("row", lambda x: fs.sum(x > 0.5, -1),
+              lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)],
+              lambda x: (x > 0.5).sum(-1).astype(np.int32)),
     "elementwise": ("vector", lambda x, y: fs.relu(x * y + 1.0) * 2.0 - y,
                     lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32),
                                   g.standard_normal((_rows(n), 1024), np.float32)],
@@ -223,7 +233,9 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     # one kernel per case: the split-columns pass would make a large column sum two kernels
     comp = fs.fused_kernel(f, disable_passes=["split-columns"]).compile(*args)
     (plan,) = comp.kernels
-    k = kernel_ir(plan.lowered)
+    row = comp._row_kernel(plan) if plan.schedule is None else None
+    # (an integer row reduction: the chip's schedule refuses it, the CPU's row schedule takes it)
+    k = row.kernel.k if isinstance(row, ScheduleCpu) and isinstance(row.sched, RowSchedule) else kernel_ir(plan.lowered)
     assert k.kind == kind, (name, k.kind)
     want = ref(*args)
     t0 = time.perf_counter()
@@ -282,7 +294,8 @@ def _previous_executor(comp, plan, inputs, want):
     if vector is not None and isinstance(vector[0], ScheduleCpu):
         old = CpuKernel(plan.lowered, comp.target)
         bind = lambda ins, outs: old.bind(ins, outs, plan.tiling)   # noqa: E731
-    elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu) and isinstance(plan.lowered, RowSchedule):
+    elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu) and \
+            isinstance(comp._cpu[("row", plan.name)].sched, RowSchedule):
         old = RowCpuKernel(plan.function, comp.target)
         bind = old.bind
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):

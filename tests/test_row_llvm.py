@@ -157,6 +157,55 @@ def test_integer_reductions(dtype, native_only):
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.bool_])
+def test_integer_rows_run_the_row_kind_on_llvm_kernel(dtype, native_only):
+    """Integer and bool row reductions: the CPU's row schedule folds them into int32 lanes (the row
+    kind's int_reduction; the chip's refuses them), on llvm_kernel bit for bit as the tile
+    interpreter runs the same kernel and words, and as numpy (sums wrap in int32); a row longer
+    than the 1 MB UB's single read too (cpu_tiling.row_ub)."""
+    from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
+    from fusedsl.backend_cpu.kernel_interp import run_kernel
+    rng = np.random.default_rng(14)
+    reds = [(fs.sum, np.sum), (fs.max, np.max), (fs.min, np.min)]
+    for shape in [(5, 77)] + ([(2, 300000)] if dtype == np.int32 else []):   # 1.2 MB rows
+        if dtype == np.bool_:
+            x = rng.standard_normal(shape) > 0.3
+        else:
+            info = np.iinfo(dtype)
+            x = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+        for fsr, npr in reds if shape[1] < 1000 else reds[:1]:
+            k = fs.fused_kernel(lambda a: fsr(a, axis=-1, keepdims=True) * 3).compile(x)
+            row = k._row_kernel(k.kernels[0])
+            assert isinstance(row, ScheduleCpu) and row.sched.passes is None
+            r = npr(x, axis=-1, keepdims=True)
+            r = r.astype(np.int64).astype(np.int32) if fsr is fs.sum or r.dtype == np.bool_ else r
+            with np.errstate(over="ignore"):   # (a bool times a Python int: int32)
+                want = r * np.array(3, r.dtype)
+            got = k(x)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            spec = np.zeros_like(want)
+            run_kernel(row.kernel.k, [x], [spec], row.words(row.tiling))
+            np.testing.assert_array_equal(spec, got)
+
+
+def test_only_the_cpu_row_schedule_takes_integer_reductions():
+    """The chip's reduction APIs take half / float: the row kind refuses an int32 sum for a chip
+    (at the sum's line), the CPU's row target (its reductions take int32) schedules it."""
+    from fusedsl.backend_cpu.cpu_tiling import row_schedule
+    from fusedsl.errors import ScheduleError
+    from fusedsl.lower.row import schedule_row_kernel
+    from fusedsl.targets import get_target
+    x = np.zeros((4, 8), np.int32)
+    k = fs.fused_kernel(lambda a: fs.sum(a, axis=-1) * 2).compile(x)   # LINE-SUM
+    fn, target = k.kernels[0].function, get_target("ascend910b")
+    with pytest.raises(ScheduleError, match="sum over int32 rows is not printed as Ascend C yet") as err:
+        schedule_row_kernel(fn, target)
+    line = next(i for i, text in enumerate(open(__file__), 1) if "LINE-" + "SUM" in text)
+    assert f"test_row_llvm.py:{line}" in str(err.value)
+    assert row_schedule(fn, target).fold_lanes == 64
+
+
 def test_integer_row_kernel(native_only):
     x = np.random.default_rng(11).integers(-1000, 1000, size=(5, 77)).astype(np.int32)
     k = fs.fused_kernel(lambda a: (a - fs.max(a, axis=-1, keepdims=True)) * 3 + fs.sum(a > 0, axis=-1, keepdims=True))

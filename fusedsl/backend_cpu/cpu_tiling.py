@@ -186,6 +186,8 @@ def row_target(target: Target, ub: int = ROW_UB) -> Target:
     apis = dict(cpu.api_dtypes)
     for api, dtypes in get_target("ascend910b").api_dtypes.items():
         apis[api] = frozenset(apis.get(api, frozenset())) | dtypes
+    for api in ("WholeReduceSum", "WholeReduceMax", "WholeReduceMin"):   # the host reduces int32 lanes too
+        apis[api] = apis[api] | {"int32_t"}
     return dataclasses.replace(cpu, ub_bytes=max(target.ub_bytes, ub), api_dtypes=MappingProxyType(apis))
 
 
@@ -197,8 +199,15 @@ def row_schedule(fn, target: Target) -> RowSchedule:
     if long_row_sums(fn):
         sched = schedule_row_kernel(fn, row_target(target, LONG_ROW_UB))
         return dataclasses.replace(sched, fold_lanes=LONG_SUM_LANES, offer_tilings=False)
-    sched = schedule_row_kernel(fn, row_target(target))
+    sched = schedule_row_kernel(fn, row_target(target, row_ub(fn)))
     return dataclasses.replace(sched, fold_lanes=row_fold_lanes(sched.row_shape[-1]), offer_tilings=False)
+
+
+def row_ub(fn) -> int:
+    """The UB a row kernel is scheduled for on the CPU: ROW_UB, LONG_ROW_UB for integer reductions
+    (the multi-pass plan folds float32 lanes only: rows of up to millions of elements stay single-read)."""
+    ints = any(op.name in ("sum", "max", "min") and not op.operands[0].dtype.is_float for op in fn.ops)
+    return LONG_ROW_UB if ints or long_row_sums(fn) else ROW_UB
 
 
 def row_fold_lanes(C) -> int:
@@ -223,7 +232,7 @@ def long_row_sums(fn) -> bool:
 
 def row_tiling(sched: RowSchedule, sizes: dict, target: Target) -> RowTiling:
     """The tiling a `row_schedule` kernel runs with for these sizes (its words are the kernel's)."""
-    return compute_row_tiling(sched, sizes, row_target(target, LONG_ROW_UB if long_row_sums(sched.fn) else ROW_UB))
+    return compute_row_tiling(sched, sizes, row_target(target, row_ub(sched.fn)))
 def view_tiling(sched, chip):
     """A view kernel's CPU Tiling from the chip's (module doc): the same boxes (the kernel's box
     table has the chip's size; a box wider than the chip's tile stays cut into the chip's column

@@ -265,7 +265,9 @@ class _Block:
             with np.errstate(all="ignore"):
                 if reduce:   # one repeat of n lanes to element 0
                     kind = node.api.removeprefix("WholeReduce").removeprefix("ReduceRepeat").lower()
-                    dst[0] = {"sum": np.sum, "max": np.max, "min": np.min}[kind](srcs[0])
+                    # (an int32 sum wraps in int32, as the lanes' Adds do)
+                    dtype = srcs[0].dtype if kind == "sum" and srcs[0].dtype.kind in "iu" else None
+                    dst[0] = np.sum(srcs[0], dtype=dtype) if kind == "sum" else {"max": np.max, "min": np.min}[kind](srcs[0])
                 elif node.api == "Exp":
                     dst[...] = np.exp(srcs[0]).astype(dst.dtype)
                 elif node.api == "Cast":

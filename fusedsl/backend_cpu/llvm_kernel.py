@@ -746,7 +746,7 @@ class _Lowering:
             self.slots[name] = b.alloca(_reg(kind), name=f"v.{name}")
         for n in self.nodes if self.compensated_folds else ():   # every compensated sum's lanes, before any Dup
             v = self._fold(n) if isinstance(n, For) else None
-            if v is not None and v.api == "Add" and self._fold_lanes(v) is not None:
+            if v is not None and self._compensated(v) and self._fold_lanes(v) is not None:
                 self._comp_of(v.dst, self._fold_lanes(v))
         self.q_state = {q.name: [b.alloca(I8, name=f"q.{q.name}.{i}") for i in range(q.depth)]
                         for q in k.queues if q.depth > 1 and q.position not in ("VECCALC", "TBUF_VECOUT")}
@@ -1246,7 +1246,7 @@ class _Lowering:
 
     def _fold(self, node: For):
         """The Vec of a fold loop -- `for v: vec Add|Max|Min acc <- acc, src[f(v)] count c` on float32
-        with acc's place and the bound of c independent of v (c itself loop-invariant, or min(W, ...)
+        (or int32 lanes of an integer / bool src: the CPU row schedule's integer reductions) with acc's place and the bound of c independent of v (c itself loop-invariant, or min(W, ...)
         with W a number), src in another queue than acc, acc not standing for GM rows -- or None."""
         if node.down or len(node.body) != 1 or not isinstance(node.body[0], Vec):
             return None
@@ -1256,8 +1256,9 @@ class _Lowering:
         acc_q, src_q = self.tensor_queue.get(v.dst.tensor), self.tensor_queue.get(v.srcs[1].tensor)
         if acc_q is None or src_q is None or acc_q == src_q or acc_q in self.out_aliased or acc_q in self.aliased:
             return None
-        if self.tensor_dtype(v.dst.tensor) != dt.float32 or self.tensor_dtype(v.srcs[1].tensor) != dt.float32:
-            return None
+        acc_d, src_d = self.tensor_dtype(v.dst.tensor), self.tensor_dtype(v.srcs[1].tensor)
+        if not (acc_d == src_d == dt.float32 or (acc_d == dt.int32 and src_d is not None and not src_d.is_float)):
+            return None   # float32 lanes of float32, or int32 lanes of any integer / bool (widened)
         if node.var in _expr_names(v.dst.offset) or None in _expr_names(v.dst.offset) | _expr_names(v.count):
             return None
         if node.var in _expr_names(v.count):
@@ -1266,6 +1267,28 @@ class _Lowering:
                     and node.var not in _expr_names(c[1])):
                 return None
         return v
+
+    def _compensated(self, v: Vec) -> bool:
+        """Whether a fold's Vec is a float sum llvm_kernel compensates (`compensated_folds`)."""
+        return self.compensated_folds and v.api == "Add" and self.tensor_dtype(v.dst.tensor) == dt.float32
+
+    def _fold_acc_type(self, v: Vec):
+        """The LLVM element type of a fold's lanes: float32, or int32."""
+        return F32 if self.tensor_dtype(v.dst.tensor) == dt.float32 else I32
+
+    def _fold_src(self, v: Vec, ptr, off, mask):
+        """A vector of a fold's source at `off`, in its lanes' form (8-bit integers and bools widened)."""
+        d = self.tensor_dtype(v.srcs[1].tensor)
+        x = self.vload(ptr, mem_type(d), d.itemsize, off, mask)
+        if d in (dt.float32, dt.int32):
+            return x
+        return (self.b.sext if d == dt.int8 else self.b.zext)(x, vec(I32, LANES))
+
+    def _fold_apply(self, v: Vec, acc, x):
+        kind = v.api.lower()
+        if kind == "add":
+            return self.b.fadd(acc, x) if acc.type.element == F32 else self.b.add(acc, x)
+        return self.np_max(acc, x, kind, dt.float32 if acc.type.element == F32 else dt.int32)
 
     def fold(self, node: For, v: Vec) -> None:
         """The fold loop with the accumulator in registers, strip by strip of FOLD_STRIP elements: a
@@ -1276,7 +1299,8 @@ class _Lowering:
         (`_blocked_fold`)."""
         b = self.b
         wide = isinstance(v.count, tuple) and isinstance(v.count[1], int) and v.count[1] > self.FOLD_STRIP
-        if wide or (self.compensated_folds and v.api == "Add" and self._fold_lanes(v) is not None):
+        integer = self._fold_acc_type(v) == I32   # (exact in any order: walked like a wide fold)
+        if wide or integer or (self._compensated(v) and self._fold_lanes(v) is not None):
             self._blocked_fold(node, v)
             return
         bound = self.ev_i64(v.count[1] if node.var in _expr_names(v.count) else v.count)
@@ -1287,9 +1311,10 @@ class _Lowering:
         start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
         step = ir.Constant(I64, node.step) if isinstance(node.step, int) else b.zext(self.ev_u32(node.step), I64)
         acc = self.ref_ptr(v.dst)[0]
+        t = self._fold_acc_type(v)
 
         def strip(s0, _):
-            offs, masks, whole_strip, init = self._fold_strip_load(acc, s0, bound)
+            offs, masks, whole_strip, init = self._fold_strip_load(acc, s0, bound, t)
             _, regs = carried_loop(b, start, end, step, init, self._fold_pass(node, v, s0, offs), "fold")
             self._fold_strip_store(acc, offs, masks, whole_strip, regs)
             return []
@@ -1311,7 +1336,7 @@ class _Lowering:
             return c[1]
         return None
 
-    def _fold_strip_load(self, acc, s0, bound):
+    def _fold_strip_load(self, acc, s0, bound, t=F32):
         """(offsets, lane masks, whole-strip flag, registers) of the accumulator's strip at s0."""
         b = self.b
         em = self._splat_em()
@@ -1321,8 +1346,8 @@ class _Lowering:
         # a whole strip is loaded and stored with plain vector moves: the Dup's stores before
         # it and the reduction's loads after it are then forwarded (a masked store is not)
         whole_strip = b.icmp_signed("<=", b.add(s0, ir.Constant(I64, self.FOLD_STRIP)), bound)
-        init = branch_values(b, whole_strip, lambda: [self.vload(acc, F32, 4, off, None) for off in offs],
-                             lambda: [self.vload(acc, F32, 4, off, m) for off, m in zip(offs, masks)])
+        init = branch_values(b, whole_strip, lambda: [self.vload(acc, t, 4, off, None) for off in offs],
+                             lambda: [self.vload(acc, t, 4, off, m) for off, m in zip(offs, masks)])
         return offs, masks, whole_strip, init
 
     def _fold_strip_store(self, acc, offs, masks, whole_strip, regs) -> None:
@@ -1330,20 +1355,19 @@ class _Lowering:
         with b.if_else(whole_strip) as (then, other):
             with then:
                 for off, r in zip(offs, regs):
-                    self.vstore(r, acc, F32, 4, off, None)
+                    self.vstore(r, acc, r.type.element, 4, off, None)
             with other:
                 for off, m, r in zip(offs, masks, regs):
-                    self.vstore(r, acc, F32, 4, off, m)
+                    self.vstore(r, acc, r.type.element, 4, off, m)
 
     def _fold_pass(self, node: For, v: Vec, s0, offs):
         """One pass of the fold loop over the strip at s0: the Vec's operation on the lanes below its count."""
         b = self.b
         em = self._splat_em()
         iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
-        kind = v.api.lower()
 
         def apply(acc, x):
-            return b.fadd(acc, x) if kind == "add" else self.np_max(acc, x, kind, dt.float32)
+            return self._fold_apply(v, acc, x)
 
         def pass_(i, regs):
             b.store(b.trunc(i, I32), self.slots[node.var])
@@ -1352,13 +1376,13 @@ class _Lowering:
             full = b.icmp_signed("<=", b.add(s0, ir.Constant(I64, self.FOLD_STRIP)), n)
 
             def whole():   # every lane of the strip: plain loads
-                return [apply(r, self.vload(src, F32, 4, off, None)) for r, off in zip(regs, offs)]
+                return [apply(r, self._fold_src(v, src, off, None)) for r, off in zip(regs, offs)]
 
             def part():    # the lanes below the count
                 out = []
                 for r, off in zip(regs, offs):
                     m = b.icmp_signed("<", iota, em.splat_value(b.sub(n, off)))
-                    out.append(b.select(m, apply(r, self.vload(src, F32, 4, off, m)), r))
+                    out.append(b.select(m, apply(r, self._fold_src(v, src, off, m)), r))
                 return out
             return branch_values(b, full, whole, part)
         return pass_
@@ -1377,7 +1401,7 @@ class _Lowering:
             self._walk_fold(node, v, base)
             return
         lanes = self._fold_lanes(v)
-        compensated = self.compensated_folds and v.api == "Add" and lanes is not None
+        compensated = self._compensated(v) and lanes is not None
         bound = self.ev_i64(v.count[1] if node.var in _expr_names(v.count) else v.count)
         q = self.tensor_queue[v.dst.tensor]
         room = b.sub(b.udiv(self.q_size[q], ir.Constant(I64, 4)), self.ev_i64(v.dst.offset))
@@ -1394,7 +1418,7 @@ class _Lowering:
             k1 = b.select(b.icmp_unsigned("<", k1, end), k1, end)
 
             def strip(s0, _):
-                offs, masks, whole_strip, tot = self._fold_strip_load(acc, s0, bound)
+                offs, masks, whole_strip, tot = self._fold_strip_load(acc, s0, bound, self._fold_acc_type(v))
                 init = [zero] * len(tot) if compensated else tot
                 _, regs = carried_loop(b, k0, k1, step, init, self._fold_pass(node, v, s0, offs), "fold")
                 if compensated:
@@ -1431,12 +1455,12 @@ class _Lowering:
         `_blocked_fold`'s."""
         b = self.b
         w = v.count[1]
-        compensated = self.compensated_folds and v.api == "Add"
-        kind = v.api.lower()
+        compensated = self._compensated(v)
         start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
         acc = self.ref_ptr(v.dst)[0]
         src = self.ref_ptr(Ref(v.srcs[1].tensor, base, None))[0]
-        src = b.gep(src, [start], source_etype=F32)
+        src = b.gep(src, [start], source_etype=mem_type(self.tensor_dtype(v.srcs[1].tensor)))
+        t = self._fold_acc_type(v)
         count = b.select(b.icmp_unsigned("<", start, end), b.sub(end, start), ir.Constant(I64, 0))
         W = ir.Constant(I64, w)
         full = b.udiv(count, W)
@@ -1451,7 +1475,7 @@ class _Lowering:
         strip_offs = range(0, width, LANES)
 
         def apply(a, x):
-            return b.fadd(a, x) if kind == "add" else self.np_max(a, x, kind, dt.float32)
+            return self._fold_apply(v, a, x)
 
         def bounds(k0):   # the block's passes [k0, k1), the whole ones below whole_end
             k1 = b.add(k0, ir.Constant(I64, self.FOLD_BLOCK))
@@ -1462,7 +1486,7 @@ class _Lowering:
             """The strip at s0 through passes [k0, k1) from the registers init."""
             def pass_(k, regs):
                 at = b.add(b.mul(k, W), s0)
-                return [apply(r, self.vload(src, F32, 4, b.add(at, ir.Constant(I64, j)), None))
+                return [apply(r, self._fold_src(v, src, b.add(at, ir.Constant(I64, j)), None))
                         for r, j in zip(regs, strip_offs)]
             _, regs = carried_loop(b, k0, whole_end, 1, init, pass_, "wfold")
 
@@ -1471,14 +1495,14 @@ class _Lowering:
                 at = b.add(b.mul(full, W), s0)
                 for r, j in zip(regs, strip_offs):
                     m = b.icmp_signed("<", iota, em.splat_value(b.sub(rest, b.add(s0, ir.Constant(I64, j)))))
-                    x = self.vload(src, F32, 4, b.add(at, ir.Constant(I64, j)), m)
+                    x = self._fold_src(v, src, b.add(at, ir.Constant(I64, j)), m)
                     out.append(b.select(m, apply(r, x), r))
                 return out
             return branch_values(b, b.icmp_unsigned(">", k1, full), tail, lambda: list(regs))
 
         offs0 = [ir.Constant(I64, j) for j in strip_offs]
         if width == w:   # one strip: the totals (and compensations) in registers across the blocks
-            tot = [self.vload(acc, F32, 4, off, None) for off in offs0]
+            tot = [self.vload(acc, t, 4, off, None) for off in offs0]
             comps = [self.vload(comp, F32, 4, off, None) for off in offs0] if compensated else []
             n = len(tot)
 
@@ -1492,7 +1516,7 @@ class _Lowering:
                 return tot + comps
             _, carried = carried_loop(b, ir.Constant(I64, 0), passes, self.FOLD_BLOCK, tot + comps, one_block, "wblock")
             for j, off in enumerate(offs0):
-                self.vstore(carried[j], acc, F32, 4, off, None)
+                self.vstore(carried[j], acc, t, 4, off, None)
                 if compensated:
                     self.vstore(carried[n + j], comp, F32, 4, off, None)
             return
@@ -1502,12 +1526,12 @@ class _Lowering:
 
             def strip(s0, _):
                 offs = [b.add(s0, off) for off in offs0]
-                tot = [self.vload(acc, F32, 4, off, None) for off in offs]
+                tot = [self.vload(acc, t, 4, off, None) for off in offs]
                 regs = walk(s0, k0, k1, whole_end, [zero] * len(tot) if compensated else tot)
                 if compensated:
                     regs = self._kahan(comp, offs, tot, regs)
                 for off, r in zip(offs, regs):
-                    self.vstore(r, acc, F32, 4, off, None)
+                    self.vstore(r, acc, t, 4, off, None)
                 return []
             carried_loop(b, ir.Constant(I64, 0), W, width, [], strip, "wstrip")
             return []
@@ -2354,6 +2378,9 @@ class _Lowering:
         src = self.ref_ptr(node.srcs[0])
         dst = self.ref_ptr(node.dst)
         sd, dd = src[3], dst[3]
+        if sd == dt.int32 and dd == dt.int32:
+            self.store_scalar(self._int_reduce(kind, src[0], self.ev_i64(node.count)), dst[0], dd)
+            return
         if sd is None or dd is None or not sd.is_float:
             raise LoweringError(f"kernel {self.k.name}: {node.api} of {sd}")
         n = self.ev_i64(node.count)
@@ -2365,6 +2392,34 @@ class _Lowering:
         if sd != dt.float32:
             r = self.round_scalar(r, sd)
         self.store_scalar(self.convert(r, sd.np, dd.np), dst[0], dd)
+
+    def _int_reduce(self, kind: str, p, n):
+        """The int32 sum (wrapping: any order gives the same bits) / max / min of n int32 elements
+        (the CPU row schedule's integer lanes, lower/row_tile.int_reduction); n >= 1: whole vectors
+        combined lane-wise, then across the lanes (llvm.vector.reduce.*), the rest one by one."""
+        b = self.b
+        vt = vec(I32, LANES)
+        name = {"sum": "add", "max": "smax", "min": "smin"}[kind]
+
+        def combine(x, y):
+            if kind == "sum":
+                return b.add(x, y)
+            return b.select(b.icmp_signed(">" if kind == "max" else "<", x, y), x, y)
+        whole = b.mul(b.udiv(n, ir.Constant(I64, LANES)), ir.Constant(I64, LANES))
+        first = b.load(p, typ=I32, align=4)
+
+        def vectors():
+            start = b.load(p, typ=vt, align=4)
+            _, (acc,) = carried_loop(b, ir.Constant(I64, LANES), whole, LANES,
+                                     [start], lambda i, a: [combine(a[0], self.vload(p, I32, 4, i, None))], "ivreduce")
+            return [b.call(self.kc.intrinsic(f"llvm.vector.reduce.{name}.v{LANES}i32", I32, [vt]), [acc])]
+        (head,) = branch_values(b, b.icmp_unsigned(">=", n, ir.Constant(I64, LANES)), vectors, lambda: [first])
+        rest = b.select(b.icmp_unsigned(">=", n, ir.Constant(I64, LANES)), whole, ir.Constant(I64, 1))
+
+        def step(i, acc):
+            return [combine(acc[0], b.load(b.gep(p, [i], source_etype=I32), typ=I32, align=4))]
+        _, (acc,) = carried_loop(b, rest, n, 1, [head], step, "ireduce")
+        return acc
 
     def _reduce_vector(self, kind: str, p, count, fn):
         """The same reduction of a constant count of float32 elements in vector registers, or None

@@ -187,8 +187,8 @@ def schedule_row_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) 
     except LoweringError as exc:
         raise ScheduleError(f"the Ascend C backend cannot print row kernel {fn.name}: {exc}", loc=where,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))") from None
-    for op in ops:
-        if op.name in REDUCTIONS and not op.operands[0].dtype.is_float:
+    for op in ops:   # (a target whose reductions take int32 -- the CPU's, cpu_tiling.row_target -- folds in int32)
+        if op.name in REDUCTIONS and not op.operands[0].dtype.is_float and not target.supports("WholeReduceSum", "int32_t"):
             raise ScheduleError(f"{op.name} over {op.operands[0].dtype.name} rows is not printed as Ascend C yet "
                                 "(the reduction APIs take half/float)", loc=op.loc,
                                 hint="cast the operand to float32 before reducing, or run on the CPU executors")
@@ -214,7 +214,7 @@ def schedule_row_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) 
     _, row_values = allocate_row_values(fn, plan.kinds)
     pool = temp_pool(steps.values())
     row_bytes += sum(itemsize[d] * n for d, n in list(row_values.items()) + list(pool.items()))
-    needs_wide = any(op.name in REDUCTIONS and op.operands[0].dtype != dt.float32 for op in ops)
+    needs_wide = any(op.name in REDUCTIONS and op.operands[0].dtype in (dt.float16, dt.bfloat16) for op in ops)
     row_bytes += 4 if needs_wide else 0   # the float32 copy a 16-bit row is reduced from
     slack = max((s.sched.slack_elems for s in steps.values()), default=0)
     fixed = FOLD_LANES * 4 + 32 + 32 * rs_slots(fn)   # fold lanes, reduce result, one 32-B slot per row scalar
@@ -276,6 +276,10 @@ def _multi_pass(sched: RowSchedule, plan, where, ops) -> RowSchedule:
     A pass recomputes the row values it needs from the inputs (UB cannot keep a row), so x is
     read once per pass that reads it; per-row values (reductions, ops on them) carry over."""
     fn, target = sched.fn, sched.target
+    if any(op.name in REDUCTIONS and not op.operands[0].dtype.is_float for op in ops):
+        raise ScheduleError(f"row kernel {fn.name}: integer reductions over rows bigger than UB are not lowered "
+                            "(the multi-pass plan folds float32 lanes)", loc=where,
+                            hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     C = sched.row_shape[-1]
     producer = {id(op.result): op for op in fn.ops}
     param_ix = {id(p.value): i for i, p in enumerate(fn.params)}

@@ -46,6 +46,8 @@ C++ name.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
 from ..tile.kernel import (Alloc, Barrier, CopyIn, CopyOut, DeQue, Dup, EnQue, Field, For, Free, Gm, Let, Member,
                            Put, Queue, Ref, Scalar, Set, Stage, Step, Sync, TileKernel, Var, Vec, add, mul,
@@ -223,9 +225,36 @@ class _Lowering:
         L.append(Scalar(var, v.dtype, expr if v.dtype == dt.float32 else ("cast", v.dtype, expr)))
         self.scal[id(v)] = var
 
+    def int_reduction(self, op) -> list:
+        """A reduction over an integer or bool row (a target whose reductions take int32: the
+        CPU's): folded into int32 lanes (an 8-bit or bool row's elements widened by the Adds /
+        Maxs / Mins themselves: numpy's promotion), halved to 64, one WholeReduce into `ired`; a
+        sum is int32 (wrapping), max / min narrow back exactly."""
+        x, v = op.operands[0], op.result
+        src = self.slot[id(x)]
+        L: list = []
+        info = np.iinfo(np.uint8 if x.dtype == dt.bool_ else x.dtype.np)
+        ident = {"sum": 0, "max": int(info.min), "min": int(info.max)}[op.name]
+        L += [Dup(Ref("ilanes"), ident, self.width)] + self.fold(op.name, Ref("ilanes"), src, self.C)
+        h = self.width // 2
+        while h >= FOLD_LANES:
+            L.append(Vec(FOLD[op.name], Ref("ilanes"), (Ref("ilanes"), Ref("ilanes", h)), h))
+            h //= 2
+        var = self.new_scalar()
+        L += [Vec("WholeReduce" + op.name.capitalize(), Ref("ired"), (Ref("ilanes"),), FOLD_LANES), Sync("V_S"),
+              Scalar(var, dt.int32, ("get", "ired", 0)), Barrier("ired and the lanes are rewritten next")]
+        if v.dtype != dt.int32:
+            narrow = self.new_scalar()
+            L.append(Scalar(narrow, v.dtype, ("cast", v.dtype, var)))
+            var = narrow
+        self.scal[id(v)] = var
+        return L
+
     def reduction(self, op) -> list:
         x = op.operands[0]
         src = self.slot[id(x)]
+        if not x.dtype.is_float:
+            return self.int_reduction(op)
         L = []
         if x.dtype != dt.float32:   # 16-bit rows accumulate in float32
             L.append(Vec("Cast", Ref("wide"), (src,), self.C, mode="CAST_NONE"))
@@ -288,8 +317,16 @@ class _Lowering:
         L += [Alloc(self.tmp(d, i), f"b_{self.tmp(d, i)}") for d, n in sorted(pool.items(), key=lambda x: x[0].name)
               for i in range(n)]
         L += [Alloc("wide", "b_wide")] if self.s.needs_wide else []
+        L += [Alloc(t, f"b_{t}") for t, _ in self.int_buffers()]
         # (red is where WholeReduce puts its value; 910A finishes the lanes on the scalar unit)
         return L + [Alloc("lanes", "b_lanes")] + ([Alloc("red", "b_red")] if self.float_reduce else [])
+
+    def int_buffers(self) -> list:
+        """(name, elements) of the int32 buffers integer reductions take (`int_reduction`)."""
+        xs = [op.operands[0].dtype for op in self.s.fn.ops if op.name in FOLD and not op.operands[0].dtype.is_float]
+        if not xs:
+            return []
+        return [("ilanes", self.width), ("ired", 8)]
 
     def single(self, outs):
         s = self.s
@@ -496,6 +533,7 @@ class _Lowering:
         queues += [Queue(f"b_{name}", "VECCALC", 1, d, row) for name, d in tbufs]
         queues += [Queue("b_lanes", "VECCALC", 1, dt.float32, self.width * max(1, lanes)),
                    Queue("b_red", "VECCALC", 1, dt.float32, 8)]
+        queues += [Queue(f"b_{t}", "VECCALC", 1, dt.int32, n) for t, n in self.int_buffers()]
         queues += [Queue(f"b_rs_{d.name}", "VECCALC", 1, d, n * (32 // max(1, d.itemsize)))
                    for d, n in sorted(self.rs.items(), key=lambda x: x[0].name)]
         members = [Member("row0"), Member("nrows")]
