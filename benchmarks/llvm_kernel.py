@@ -131,6 +131,8 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
     "long_layer_norm": ("row", lambda x: fs.layer_norm(x),
                         lambda n, g: [g.standard_normal((_rows(n, 65536), 65536), np.float32)],
                         lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)),
+    "row_sum": ("row", lambda x: fs.sum(x, -1),
+                lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)], lambda x: x.sum(-1)),
     # integer / bool rows (the CPU row schedule's int32 lanes): [R, 1024] int32 sums, int8 maxima,
     # bool counts (a compare's rows summed: bool -> int32)
     "int_sum": ("row", lambda x: fs.sum(x, -1),

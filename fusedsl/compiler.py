@@ -767,7 +767,7 @@ class CompiledKernel:
             return None
 
     def _cpu_kernel(self, plan: KernelPlan):
-        """The compiled executor of a vector plan (ScheduleCpu / ViewScheduleCpu, or CpuKernel), or
+        """The compiled executor of a vector plan (ScheduleCpu / ViewScheduleCpu), or
         None when the LLVM backend cannot lower it (that kernel then runs on another executor:
         `executor`).  Its tiling for the current sizes is `_cpu_tiling`'s when there is one."""
         from .backend_cpu.cpu_tiling import vector_tiling
@@ -796,14 +796,14 @@ class CompiledKernel:
 
     def _vector_kernel(self, sched: VectorSchedule):
         """An elementwise kernel's CPU executor: its TileKernel through the one LLVM lowering of
-        the tile IR (backend_cpu/kernel_cpu.ScheduleCpu), or the vector lowering (llvm.py's
-        CpuKernel, which cube epilogues run) when llvm_kernel does not lower it."""
-        from .backend_cpu import CpuKernel
+        the tile IR (backend_cpu/kernel_cpu.ScheduleCpu).  A LoweringError when llvm_kernel does
+        not lower it or the kernel passes refuse it (`_cpu_kernel`: another executor or the numpy
+        reference runs it); other errors (a cache limit that is not a size) reach the caller."""
         from .backend_cpu.kernel_cpu import ScheduleCpu
         try:
             return ScheduleCpu(sched)
-        except FusedslError:   # not lowered by llvm_kernel (or its kernel passes refuse it)
-            return CpuKernel(sched, self.target)
+        except (ScheduleError, TargetError) as exc:
+            raise LoweringError(str(exc)) from exc
 
     def _view_kernel(self, sched: VectorSchedule):
         """A view kernel's CPU executor: its TileKernel through the one LLVM lowering of the tile IR

@@ -267,7 +267,8 @@ class _Block:
                     kind = node.api.removeprefix("WholeReduce").removeprefix("ReduceRepeat").lower()
                     # (an int32 sum wraps in int32, as the lanes' Adds do)
                     dtype = srcs[0].dtype if kind == "sum" and srcs[0].dtype.kind in "iu" else None
-                    dst[0] = np.sum(srcs[0], dtype=dtype) if kind == "sum" else {"max": np.max, "min": np.min}[kind](srcs[0])
+                    fold = {"sum": lambda a: np.sum(a, dtype=dtype), "max": np.max, "min": np.min}[kind]
+                    dst[0] = fold(srcs[0])
                 elif node.api == "Exp":
                     dst[...] = np.exp(srcs[0]).astype(dst.dtype)
                 elif node.api == "Cast":

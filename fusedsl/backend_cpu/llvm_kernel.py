@@ -1246,7 +1246,8 @@ class _Lowering:
 
     def _fold(self, node: For):
         """The Vec of a fold loop -- `for v: vec Add|Max|Min acc <- acc, src[f(v)] count c` on float32
-        (or int32 lanes of an integer / bool src: the CPU row schedule's integer reductions) with acc's place and the bound of c independent of v (c itself loop-invariant, or min(W, ...)
+        (or int32 lanes of an integer / bool src: the CPU row schedule's integer reductions) with
+        acc's place and the bound of c independent of v (c itself loop-invariant, or min(W, ...)
         with W a number), src in another queue than acc, acc not standing for GM rows -- or None."""
         if node.down or len(node.body) != 1 or not isinstance(node.body[0], Vec):
             return None

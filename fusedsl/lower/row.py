@@ -187,8 +187,9 @@ def schedule_row_kernel(fn: Function, target: Target, ub_fraction: float = 1.0) 
     except LoweringError as exc:
         raise ScheduleError(f"the Ascend C backend cannot print row kernel {fn.name}: {exc}", loc=where,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))") from None
-    for op in ops:   # (a target whose reductions take int32 -- the CPU's, cpu_tiling.row_target -- folds in int32)
-        if op.name in REDUCTIONS and not op.operands[0].dtype.is_float and not target.supports("WholeReduceSum", "int32_t"):
+    int_reduce = target.supports("WholeReduceSum", "int32_t")   # the CPU's (cpu_tiling.row_target): int32 lanes
+    for op in ops:
+        if op.name in REDUCTIONS and not op.operands[0].dtype.is_float and not int_reduce:
             raise ScheduleError(f"{op.name} over {op.operands[0].dtype.name} rows is not printed as Ascend C yet "
                                 "(the reduction APIs take half/float)", loc=op.loc,
                                 hint="cast the operand to float32 before reducing, or run on the CPU executors")
