@@ -844,16 +844,20 @@ class CompiledKernel:
         than cpu_tiling.ROW_SUM_MAX or of a symbolic length with 128 lanes that llvm_kernel adds with
         Kahan's compensation: `long_row_sums`), through the one LLVM lowering
         (backend_cpu/kernel_cpu.ScheduleCpu; its tiling per launch: `_row_tiling`); else llvm_row.py's
-        RowCpuKernel: what the row kind refuses (reductions over integer rows, more inputs than a
-        queue position takes), static sizes it cannot tile (rows of 0 elements reduced, 2**32
-        elements), and long float sums in kernels with row outputs (softmax, layer_norm: slower on
-        llvm_kernel so far, and a multi-pass plan's online softmax / shifted moments sums are not
-        compensated)."""
+        RowCpuKernel: what the row kind refuses (more inputs than a queue position takes), static
+        sizes it cannot tile (rows of 0 elements reduced, 2**32 elements), integer and bool row
+        reductions and long float sums in kernels with row outputs (softmax, layer_norm): both slower
+        on llvm_kernel so far (a multi-pass plan's online softmax / shifted moments sums are not
+        compensated either)."""
         from .backend_cpu.cpu_tiling import long_row_sums, row_schedule, row_tiling
         from .backend_cpu.kernel_cpu import ScheduleCpu
         try:
             sched = row_schedule(plan.function, target)
             long_sums = long_row_sums(plan.function)
+            if any(op.name in ("sum", "max", "min") and not op.operands[0].dtype.is_float for op in plan.function.ops):
+                # integer / bool rows: llvm_kernel runs them (int32 lanes) but 1.2x llvm_row's time for
+                # [256, 1024] int32 sums, 2-4x for a compare's count (RESULTS.md Round 4)
+                raise ScheduleError("integer row reductions: llvm_row")
             if long_sums and any(o.kind == "row" for o in sched.outputs):
                 # softmax / layer_norm over long rows: llvm_kernel 1.1-1.2x llvm_row's time (RESULTS.md
                 # Round 4); and a multi-pass plan's online / moments sums are not compensated

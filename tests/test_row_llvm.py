@@ -158,11 +158,13 @@ def test_integer_reductions(dtype, native_only):
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.bool_])
-def test_integer_rows_run_the_row_kind_on_llvm_kernel(dtype, native_only):
+def test_integer_rows_on_llvm_kernel_match_numpy_and_the_interpreter(dtype, native_only):
     """Integer and bool row reductions: the CPU's row schedule folds them into int32 lanes (the row
     kind's int_reduction; the chip's refuses them), on llvm_kernel bit for bit as the tile
     interpreter runs the same kernel and words, and as numpy (sums wrap in int32); a row longer
-    than the 1 MB UB's single read too (cpu_tiling.row_ub)."""
+    than the 1 MB UB's single read too (cpu_tiling.row_ub).  k(*arrays) runs them on llvm_row.py
+    still (compiler._row_cpu_kernel: slower on llvm_kernel so far)."""
+    from fusedsl.backend_cpu.cpu_tiling import row_schedule, row_tiling
     from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
     from fusedsl.backend_cpu.kernel_interp import run_kernel
     rng = np.random.default_rng(14)
@@ -175,18 +177,31 @@ def test_integer_rows_run_the_row_kind_on_llvm_kernel(dtype, native_only):
             x = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
         for fsr, npr in reds if shape[1] < 1000 else reds[:1]:
             k = fs.fused_kernel(lambda a: fsr(a, axis=-1, keepdims=True) * 3).compile(x)
-            row = k._row_kernel(k.kernels[0])
-            assert isinstance(row, ScheduleCpu) and row.sched.passes is None
+            assert type(k._row_kernel(k.kernels[0])).__name__ == "RowCpuKernel"
+            sched = row_schedule(k.kernels[0].function, k.target)
+            row = ScheduleCpu(sched, row_tiling(sched, {}, k.target))
+            assert sched.passes is None
             r = npr(x, axis=-1, keepdims=True)
             r = r.astype(np.int64).astype(np.int32) if fsr is fs.sum or r.dtype == np.bool_ else r
             with np.errstate(over="ignore"):   # (a bool times a Python int: int32)
                 want = r * np.array(3, r.dtype)
-            got = k(x)
-            assert got.dtype == want.dtype
+            assert k(x).dtype == want.dtype
+            np.testing.assert_array_equal(k(x), want)
+            got = np.zeros_like(want)
+            row.run([x], [got])
             np.testing.assert_array_equal(got, want)
             spec = np.zeros_like(want)
             run_kernel(row.kernel.k, [x], [spec], row.words(row.tiling))
             np.testing.assert_array_equal(spec, got)
+    # a compare's count: the fold runs in the loop of the steps computing the bools
+    x = rng.standard_normal((3, 1000)).astype(np.float32)
+    k = fs.fused_kernel(lambda a: fs.sum(a > 0.5, axis=-1)).compile(x)
+    sched = row_schedule(k.kernels[0].function, k.target)
+    row = ScheduleCpu(sched, row_tiling(sched, {}, k.target))
+    got = np.zeros(3, np.int32)
+    row.run([x], [got])
+    np.testing.assert_array_equal(got, (x > 0.5).sum(-1))
+    assert '"sfold' in row.kernel.ir
 
 
 def test_only_the_cpu_row_schedule_takes_integer_reductions():

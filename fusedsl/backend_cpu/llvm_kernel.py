@@ -2878,7 +2878,10 @@ class _Lowering:
         w = dup.count
         if v is None or not isinstance(w, int) or isinstance(w, bool) or w % LANES or not 0 < w <= self.MAX_STEP_FOLD:
             return None
-        if not isinstance(dup.value, float) or dup.dst != v.dst or dup.dst.offset != 0 or first.offset != 0:
+        integer = self._fold_acc_type(v) == I32   # int32 lanes: an int identity (lower/row_tile.int_reduction)
+        if not isinstance(dup.value, int if integer else float) or isinstance(dup.value, bool):
+            return None
+        if dup.dst != v.dst or dup.dst.offset != 0 or first.offset != 0:
             return None
         if loop.start != 0 or loop.step != w or repr(loop.end) != repr(first.count):
             return None
@@ -2913,13 +2916,17 @@ class _Lowering:
         at = self.ref_ptr(dup.dst)
         self.guard_out(dup.dst, ir.Constant(I64, w))
         em = self._splat_em()
+        integer = self._fold_acc_type(v) == I32
         with np.errstate(all="ignore"):
-            init = em.splat(float(np.float32(dup.value)), F32)
+            init = em.splat(int(dup.value), I32) if integer else em.splat(float(np.float32(dup.value)), F32)
         kind = v.api.lower()
         iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
+        src_d = self.tensor_dtype(v.srcs[1].tensor)
 
         def apply(acc, x):
-            return b.fadd(acc, x) if kind == "add" else self.np_max(acc, x, kind, dt.float32)
+            if integer and x.type.element != I32:   # an 8-bit / bool step value, widened as numpy does
+                x = (b.sext if src_d == dt.int8 else b.zext)(x, vec(I32, LANES))
+            return self._fold_apply(v, acc, x)
 
         def whole(i, regs):
             out = []
@@ -2927,7 +2934,7 @@ class _Lowering:
                 values = run(b.add(i, ir.Constant(I64, LANES * j)), None)
                 out.append(apply(acc, values[(id(node), slot)]))
             return out
-        if self.compensated_folds and kind == "add":
+        if self._compensated(v):
             # blocks of FOLD_BLOCK passes summed from zero, each added with Kahan's compensation
             # (`_blocked_fold`); the tail pass and the compensation's last bits as the plain loop
             zero = em.splat(0.0, F32)
