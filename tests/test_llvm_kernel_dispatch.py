@@ -240,6 +240,8 @@ VECTOR_PRODUCTS = {   # name -> (function, operand shapes, numpy's routine for i
     "batched columns": (lambda a, b: a @ b * 0.5, ((3, 40, 300), (3, 300, 1)), "matvec"),
     "batched values": (lambda a, b: a @ b + 1.0, ((4, 1, 300), (4, 300, 1)), "dot"),
     "one row, softmax": (lambda a, b: fs.softmax(a @ b), ((1, 300), (300, 70)), "vecmat"),
+    "one row of two": (lambda a, b: fs.relu(a @ b), ((1, 2), (2, 70)), "vecmat"),   # y not staged: B is small
+    "one row, float16": (lambda a, b: fs.relu(a @ b), ((1, 300), (300, 70)), "vecmat"),   # B gathered as float32
 }
 
 
@@ -248,17 +250,23 @@ def test_products_of_one_row_or_column_call_numpys_blas_routine(case):
     """np.matmul multiplies a matrix of one row and / or one column with cblas_sgemv / cblas_sdot,
     whose sums differ from sgemm's in the last bits; llvm_kernel makes the same call with numpy's
     layouts (kernel_cpu.matmul_products), so the product is numpy's bit for bit (numpy on one
-    OpenBLAS thread, as the kernel runs it: a threaded gemv may split a row's sum elsewhere)."""
+    OpenBLAS thread, as the kernel runs it: a threaded gemv may split a row's sum elsewhere; with
+    16-bit operands on their float32 widening, as cube.py ran them).  A one-row product's y is
+    staged apart from B's rows (llvm_kernel._numpy_product): the same sums."""
     from fusedsl.backend_cpu.blas import one_blas_thread
     f, shapes, form = VECTOR_PRODUCTS[case]
     g = np.random.default_rng(len(case))
-    args = [g.standard_normal(s).astype(np.float32) for s in shapes]
+    dtype = np.float16 if "float16" in case else np.float32
+    args = [g.standard_normal(s).astype(dtype) for s in shapes]
     kern = fs.fused_kernel(f)
     got = kern(*args)
     comp = kern.compile(*args)
     cpu = _matmul_executor(comp)
     assert isinstance(cpu, ScheduleCpu) and comp.executor(comp.kernels[0]) == "cube"
     assert set(cpu.kernel.products.values()) == {form}
+    if dtype == np.float16:   # cube.py: numpy's matmul of the widened operands, rounded
+        assert got.tobytes() == _cube_py(comp, args)[0].tobytes()
+        return
     fs.config.executor = "reference"
     try:
         with one_blas_thread():

@@ -2593,7 +2593,7 @@ class _Lowering:
             with b.if_then(b.and_(b.icmp_unsigned(">", m, ir.Constant(I64, 0)),
                                   b.icmp_unsigned(">", n, ir.Constant(I64, 0)))):
                 if mm.name in self.products:
-                    self._numpy_product(self.products[mm.name], m, n, kk, a_arg, b_arg, c_buf)
+                    self._numpy_product(self.products[mm.name], m, n, kk, a_arg, b_arg, c_buf, b_buf)
                 elif self.tiled_products and not mm.a.transpose:
                     self._tiled_product(m, n, kk, a_arg, b_arg, b_buf, c_buf)
                 else:
@@ -2763,7 +2763,7 @@ class _Lowering:
         b.call(self.sgemm, [ir.Constant(I32, 101), ta, tb, m, n, kk,
                             ir.Constant(F32, 1.0), pa, lda, pb, ldb, ir.Constant(F32, 0.0), c, ldc])
 
-    def _numpy_product(self, form: str, m, n, kk, a, bb, c) -> None:
+    def _numpy_product(self, form: str, m, n, kk, a, bb, c, b_scratch) -> None:
         """The block's C = A @ B as np.matmul makes it for matrices of one row and / or one column
         (blas.numpy_product), with numpy's arguments: "matvec" (n = 1) one cblas_sgemv over the
         block's rows -- A C-ordered: ColMajor, Trans, lda its row stride; A read transposed
@@ -2772,7 +2772,11 @@ class _Lowering:
         as the matrix (B C-ordered: RowMajor, Trans; transposed: ColMajor, Trans), "dot" one
         cblas_sdot per row (numpy's float32 dot adds that one float to a double 0: the same float).
         `a` / `bb` are `_sgemm_operand`'s (address, leading dimension, transpose flag); the block's
-        rows are whole matrices (cpu_tiling.cube_words keeps a matvec's rows in one block)."""
+        rows are whole matrices (cpu_tiling.cube_words keeps a matvec's rows in one block).
+        A "vecmat" sgemv re-reads its y once per few rows of B: where y lies 0-256 bytes past B's
+        rows modulo 4096 the loads and stores alias (4K aliasing: a [1, 1024] @ [1024, 4096] sgemv
+        took 263-392 us by y's offset), so with B read in place y is staged in B's unused block of
+        the arena (`b_scratch`), 2048 bytes from B's rows modulo 4096, and copied to C."""
         b = self.b
         (pa, lda, ta), (pb, ldb, tb) = a, bb
         one, zero = ir.Constant(I64, 1), ir.Constant(I64, 0)
@@ -2787,11 +2791,24 @@ class _Lowering:
                                 f0, c, one])
             return
 
+        if form == "vecmat":
+            # staging: B read in place (its block is free) and large enough for y past the offset
+            four, page = ir.Constant(I64, 4), ir.Constant(I64, 4096)
+            room = b.icmp_unsigned(">=", b.mul(b.mul(kk, n), four), b.add(b.mul(n, four), page))
+            staged = b.and_(b.icmp_unsigned("!=", pb, b_scratch), room)
+            shift = b.and_(b.sub(b.add(b.ptrtoint(pb, I64), ir.Constant(I64, 2048)), b.ptrtoint(b_scratch, I64)),
+                           ir.Constant(I64, 4095))
+            y_staged = b.gep(b_scratch, [shift], source_etype=I8)
+
         def row(i, _):
             x = b.gep(pa, [b.mul(i, a_row)], source_etype=F32)
             if form == "vecmat":
+                c_row = b.gep(c, [b.mul(i, n)], source_etype=F32)
+                y = b.select(staged, y_staged, c_row)
                 b.call(self.sgemv, [col_major if b_trans else row_major, trans, kk, n, f1, pb, ldb, x, a_inc,
-                                    f0, b.gep(c, [b.mul(i, n)], source_etype=F32), one])
+                                    f0, y, one])
+                with b.if_then(staged):
+                    self.memcpy(c_row, y_staged, b.mul(n, ir.Constant(I64, 4)))
             else:
                 dot = b.call(self.sdot, [kk, x, a_inc, pb, b_inc])
                 b.store(dot, b.gep(c, [i], source_etype=F32), align=4)
