@@ -72,7 +72,7 @@ def test_a_kernel_lowered_again_reuses_its_ir(monkeypatch):
     calls = []
     real = kernel_cpu.lower_kernel
     monkeypatch.setattr(kernel_cpu, "_lowered", {})
-    monkeypatch.setattr(kernel_cpu, "lower_kernel", lambda k, f: calls.append(k.name) or real(k, f))
+    monkeypatch.setattr(kernel_cpu, "lower_kernel", lambda k, f, *more: calls.append(k.name) or real(k, f, *more))
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     for _ in range(2):   # two compiles of one function: two schedules, one lowering
         comp = fs.fused_kernel(lambda a: fs.abs(a) - 1.0).compile(x)
