@@ -48,7 +48,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fusedsl as fs  # noqa: E402
 from fusedsl import buffers  # noqa: E402
 from fusedsl.backend_cpu import CpuKernel, cube  # noqa: E402
+from fusedsl.backend_cpu.conv_cpu import ConvCpu  # noqa: E402
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, ViewScheduleCpu, matmul_products  # noqa: E402
+from fusedsl.ir.ops import conv2d_reference  # noqa: E402
 from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.llvm_row import RowCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.cpu_tiling import attention_schedule, cpu_words, vector_tiling  # noqa: E402
@@ -105,6 +107,15 @@ def _qkv(n, g, heads, d, dtype):
 def _mask(n, g, heads, d, itemsize):
     s = _seq(n, heads, d, itemsize)
     return g.random((s, s)) > 0.2
+
+
+def _conv(x, w, stride, padding):
+    """conv2d in float32 through float64 (numpy has none): the reference's."""
+    return conv2d_reference(x.astype(np.float64), w.astype(np.float64), (stride,) * 2, (padding,) * 2)
+
+
+def _leaky(y):
+    return np.where(y >= 0, y, 0.1 * y).astype(np.float32)
 
 
 CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
@@ -188,6 +199,31 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
     "vecmat": ("cube", lambda a, b: fs.relu(a @ b),
                lambda n, g: [g.standard_normal((1, 1024), np.float32),
                              g.standard_normal((1024, _rows(n)), np.float32)], lambda a, b: np.maximum(a @ b, 0)),
+    # conv2d + bias + leaky_relu, NCHW: 3x3 pad 1, 64 -> 64 channels on 56 x 56 images (N from the
+    # input's bytes: 1 MB is one image), the bias a [1, K, 1, 1] input
+    "conv": ("conv", lambda x, w, b: fs.leaky_relu(fs.conv2d(x, w, None, stride=1, padding=1) + b, 0.1),
+             lambda n, g: [g.standard_normal((max(1, n // (64 * 56 * 56 * 4)), 64, 56, 56), np.float32),
+                           (g.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32),
+                           g.standard_normal((1, 64, 1, 1), np.float32)],
+             lambda x, w, b: _leaky(_conv(x, w, 1, 1) + b)),
+    # 5x5 stride 2, 3 -> 16 channels on 224 x 224 images (im2col: C < K)
+    "conv_s2": ("conv", lambda x, w, b: fs.leaky_relu(fs.conv2d(x, w, None, stride=2, padding=2) + b, 0.1),
+                lambda n, g: [g.standard_normal((max(1, n // (3 * 224 * 224 * 4)), 3, 224, 224), np.float32),
+                              (g.standard_normal((16, 3, 5, 5)) * 0.1).astype(np.float32),
+                              g.standard_normal((1, 16, 1, 1), np.float32)],
+                lambda x, w, b: _leaky(_conv(x, w, 2, 2) + b)),
+    # pointwise 1x1, 64 -> 64 channels on 56 x 56 (one sgemm per image)
+    "conv_1x1": ("conv", lambda x, w, b: fs.relu(fs.conv2d(x, w, None, stride=1, padding=0) + b),
+                 lambda n, g: [g.standard_normal((max(1, n // (64 * 56 * 56 * 4)), 64, 56, 56), np.float32),
+                               (g.standard_normal((64, 64, 1, 1)) * 0.1).astype(np.float32),
+                               g.standard_normal((1, 64, 1, 1), np.float32)],
+                 lambda x, w, b: np.maximum(_conv(x, w, 1, 0) + b, 0).astype(np.float32)),
+    # float16 3x3 pad 1, 32 -> 32 channels on 56 x 56 (N from 2-byte elements)
+    "conv_f16": ("conv", lambda x, w, b: fs.relu(fs.conv2d(x, w, None, stride=1, padding=1) + b),
+                 lambda n, g: [g.standard_normal((max(1, n // (32 * 56 * 56 * 2)), 32, 56, 56)).astype(np.float16),
+                               (g.standard_normal((32, 32, 3, 3)) * 0.05).astype(np.float16),
+                               g.standard_normal((1, 32, 1, 1)).astype(np.float16)],
+                 lambda x, w, b: np.maximum(_conv(x, w, 1, 1) + b.astype(np.float32), 0).astype(np.float16)),
     # the lone attention op: q, k, v [1, 8, S, 64] float32, S from the three inputs' bytes (S^2 work:
     # 1 / 16 / 64 MB are S = 170 / 2730 / 10922, none a multiple of the CPU's blocks)
     "attention": ("attention", lambda q, k, v: fs.attention(q, k, v), lambda n, g: _qkv(n, g, 8, 64, np.float32),
@@ -248,12 +284,15 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     # the CPU's tiling words (backend_cpu/cpu_tiling.py; the shapes here are static); a row kernel
     # runs the row kind's kernel scheduled for the CPU (cpu_tiling.row_schedule), the one k(*arrays) runs
     row = comp._cpu.get(("row", plan.name))
+    conv = comp._cpu.get(("conv", plan.name))
     if isinstance(row, ScheduleCpu) and isinstance(row.sched, RowSchedule):
         cpu, words = row.kernel, row.words(row.tiling)
         k = cpu.k
     elif kind == "attention":   # the attention kind scheduled for the CPU (cpu_tiling.attention_schedule)
         cpu = TileKernelCpu(kernel_ir(attention_schedule(plan.function, comp.target)))
         k, words = cpu.k, list(cpu.k.words)
+    elif isinstance(conv, ConvCpu):   # a conv kernel: its product conv_product.py's (host-product mode)
+        cpu, words = conv, None
     else:
         tiling = vector_tiling(plan.lowered, {}, comp.target) if kind in ("vector", "view") else plan.tiling
         words = cpu_words(plan.lowered, tiling)
@@ -265,6 +304,7 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     _check(out, want)
     # bound once, as today's program binds its kernels on its first call
     calls = [lambda: comp(*args), cpu.bind(inputs, [out], words)]
+    compile_s = cpu.kernel.compile_seconds if isinstance(cpu, ConvCpu) else cpu.compile_seconds
     before = _previous_executor(comp, plan, inputs, want)
     if before is not None:
         calls.append(before)
@@ -274,7 +314,7 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     previous = rest.pop(0) if before is not None else today
     return {"case": name, "kind": kind, "executor": comp.executor(plan), "bytes": nbytes, "today": today,
             "new": new, "previous": previous, "today_compile": max(0.0, first_s - today),
-            "new_compile": cpu.compile_seconds, "without_copyout": rest[0] if rest else None}
+            "new_compile": compile_s, "without_copyout": rest[0] if rest else None}
 
 
 def _check(got, want):
@@ -303,7 +343,8 @@ def _previous_executor(comp, plan, inputs, want):
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):
         old = ColumnCpuKernel(plan.function, comp.target)
         bind = old.bind
-    elif isinstance(comp._cpu.get(("matmul", plan.name)), ScheduleCpu):
+    elif isinstance(comp._cpu.get(("matmul", plan.name)), ScheduleCpu) or \
+            isinstance(comp._cpu.get(("conv", plan.name)), ConvCpu):
         old = cube.kernel_for(plan.function)
         bind = lambda ins, outs: old.bind(ins, outs, comp.target)   # noqa: E731
     else:   # the view and transpose kinds' per-kind executors are gone (RESULTS.md Round 3)

@@ -32,6 +32,7 @@ from .reference import run_function, run_module
 from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, kernel_ir, lower_kernel, tile_programs
 from .lower.column_plan import is_column_kernel, lone_row_reduction
+from .lower.conv import ConvSchedule, schedule_conv_kernel
 from .lower.cube import CubeSchedule, schedule_cube_kernel
 from .lower.cube_group import CubeGroupSchedule, schedule_cube_group
 from .lower.row import RowSchedule
@@ -583,6 +584,9 @@ class CompiledKernel:
         matmul = self._matmul_kernel(plan)
         if matmul is not None:
             return matmul.bind, any(i.kind == "runtime_scalar" for i in matmul.sched.inputs)
+        conv = self._conv_kernel(plan)
+        if conv is not None:
+            return self._conv_binder(conv, op)
         from .backend_cpu import conv_sparse, cube
         from .backend_cpu.blas import one_blas_thread
 
@@ -999,6 +1003,83 @@ class CompiledKernel:
             return sched, sched.tiling({}, t), order
         return None, None, None
 
+    def _conv_kernel(self, plan: KernelPlan):
+        """A conv kernel's CPU executor (the conv kind: one conv2d with an elementwise epilogue):
+        its TileKernel through the one LLVM lowering in host-product mode (backend_cpu/conv_cpu.ConvCpu:
+        the conv2d's product by conv_product.py -- structural zeros skipped, per-tap sgemms, im2col
+        -- the epilogue the kernel's own, on the CPU's words, cpu_tiling.conv_words); None for
+        every other kernel and where the kind refuses it on every chip (`_conv_schedule`)."""
+        key = ("conv", plan.name)
+        if key not in self._cpu:
+            from .backend_cpu.conv_cpu import ConvCpu
+            if plan.lowered is not None and plan.tiling is None:   # no sizes yet
+                return None
+            self._cpu[key] = None
+            sched, tiling = self._conv_schedule(plan)
+            if sched is None:
+                return None
+            try:
+                self._cpu[key] = ConvCpu(sched, tiling, self._callee_zeros(plan))
+            except FusedslError:   # not lowered by llvm_kernel: cube.py runs it
+                pass
+        return self._cpu[key]
+
+    def _conv_schedule(self, plan: KernelPlan):
+        """(ConvSchedule, its launch) of a conv kernel for the CPU: the plan's, or -- when the target
+        refused it for want of a Matmul API, of its operands' form or of UB (ascend910; float32 on
+        ascend310p) -- the kind's schedule for MATMUL_CPU_TARGET (the CPU's words replace its
+        words); either with the host's casts when the chip would emulate one of the kernel's casts
+        (as `_matmul_schedule`); (None, None) otherwise."""
+        if plan.lowered is not None and (type(plan.lowered) is not ConvSchedule or plan.error is not None):
+            return None, None
+        emulated = _emulated_casts(plan.function, self.target)
+        if plan.lowered is not None and not emulated:
+            return plan.lowered, plan.tiling
+        if plan.lowered is None and (plan.lowering is None or plan.lowering.name != "conv"
+                                     or not isinstance(plan.error, (TargetError, ScheduleError))):
+            return None, None
+        t = self.target if plan.lowered is not None else get_target(MATMUL_CPU_TARGET)
+        t = host_casts(t) if emulated else t
+        try:
+            sched = schedule_conv_kernel(plan.function, t)
+            return sched, sched.tiling({}, t)
+        except FusedslError:   # refused for another reason (an epilogue input of another shape, integer operands)
+            return None, None
+
+    def _conv_binder(self, conv, op):
+        """(bind, volatile[, sourced operands]) of a conv kernel's call `op` in the bound program
+        (`_step_binder`): its operands' structural zeros skipped (imported grouped / dilated /
+        transposed convs), and operands that copy a parameter (a block-diagonal or dilated weight, a
+        zero-inserted input: zeros.copy_sources) read there, when the sparse product takes them --
+        the kernels building them may then go."""
+        from .backend_cpu import conv_sparse
+        masks = self._structural_zeros()
+        zeros = [masks.get(id(v)) for v in op.operands]
+        volatile = any(i.kind == "runtime_scalar" for i in conv.sched.inputs)
+        copies = self._copy_sources()
+        found = [copies.get(id(v)) for v in op.operands]
+        used = conv.sourced(zeros, [None if f is None else f[1] for f in found])
+        if not used:
+            return (lambda ins, outs: conv.bind(ins, outs, masks=zeros)), volatile
+        params = self.module.main.params
+        reads = {i: params[found[i][0]].value for i in used}
+        shapes = [tuple(v.shape) for v in op.operands]
+
+        def bind_sourced(ins, outs):
+            call = conv.bind(ins, outs, masks=zeros, sources=used)
+            if call is not None:
+                return call
+            # not bound natively after all: the operands made from their sources on every call
+            made = {i: np.empty(shapes[i], np.float32) for i in used}
+            inner = conv.bind([made.get(i, a) for i, a in enumerate(ins)], outs, masks=zeros)
+
+            def run():
+                for i, buf in made.items():
+                    conv_sparse.take_zeros(ins[i].reshape(-1), used[i], buf)
+                inner()
+            return run
+        return bind_sourced, volatile, reads
+
     def _transpose_kernel(self, plan: KernelPlan):
         """A lone transpose / permute or stepped slice (the transpose kind)'s CPU executor: its
         TileKernel through the one LLVM lowering (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's
@@ -1041,7 +1122,7 @@ class CompiledKernel:
             if row is not None:
                 return "row" if isinstance(getattr(row, "sched", None), RowSchedule) or \
                     type(row).__name__ == "RowCpuKernel" else "column"
-        if self._matmul_kernel(plan) is not None:
+        if self._matmul_kernel(plan) is not None or self._conv_kernel(plan) is not None:
             return "cube"
         from .backend_cpu import cube
         other = cube.kernel_for(plan.function)
@@ -1072,6 +1153,11 @@ class CompiledKernel:
             outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
                     for t, target in zip(_concrete(plan.function.results, sizes), targets)]
             self._matmul_kernel(plan).run(inputs, outs)
+            return tuple(outs)
+        if kernel is None and self._conv_kernel(plan) is not None:   # llvm_kernel's conv, its product conv_product.py's
+            outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
+                    for t, target in zip(_concrete(plan.function.results, sizes), targets)]
+            self._conv_kernel(plan).run(inputs, outs)
             return tuple(outs)
         if kernel is None:
             from .backend_cpu import cube

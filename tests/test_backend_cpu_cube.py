@@ -9,7 +9,7 @@ from conftest import assert_close, fuzz_settings
 from hypothesis import assume, given, strategies as st
 
 import fusedsl as fs
-from fusedsl.backend_cpu import conv_sparse, cube
+from fusedsl.backend_cpu import conv_product, conv_sparse, cube
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
 from fusedsl.ir.ops import conv2d_reference
 from fusedsl.reference import run_function
@@ -144,11 +144,9 @@ def test_a_bound_row_epilogue_runs_the_row_kinds_cpu_kernel():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_stride1_conv_per_tap_in_column_blocks(dtype):
-    """A stride-1 conv with C >= K runs per tap in blocks of columns (cube._TAP_BLOCK_BYTES):
+    """A stride-1 conv with C >= K runs per tap in blocks of columns (conv_product.TAP_BLOCK_BYTES):
     here [C + K] = 160 rows give blocks of 384 columns over 2 x 27 x 29 padded positions (4
     blocks, the last partial), bound (the program) and walked (out=), against float64."""
-    from fusedsl.backend_cpu import cube
-
     @fs.fused_kernel
     def f(x, w):
         return fs.relu(fs.conv2d(x, w, None, stride=1, padding=1))
@@ -156,7 +154,7 @@ def test_stride1_conv_per_tap_in_column_blocks(dtype):
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, 96, 25, 27)).astype(dtype)
     w = (rng.standard_normal((64, 96, 3, 3)) * 0.05).astype(dtype)
-    block = max(256, cube._TAP_BLOCK_BYTES // (4 * (96 + 64)) // 64 * 64)
+    block = max(256, conv_product.TAP_BLOCK_BYTES // (4 * (96 + 64)) // 64 * 64)
     assert 2 * 27 * 29 > 3 * block and (2 * 27 * 29) % block
     y = conv2d_reference(x.astype(np.float64), w.astype(np.float64), (1, 1), (1, 1))
     want = np.maximum(y, 0)
@@ -170,7 +168,7 @@ def test_stride1_conv_per_tap_in_column_blocks(dtype):
 @pytest.mark.parametrize("n,c,k,h,w_,epilogue", [(2, 5, 3, 7, 9, True), (1, 1, 4, 1, 1, False), (3, 8, 8, 4, 5, False)])
 def test_pointwise_conv_is_one_product_per_image(n, c, k, h, w_, epilogue):
     """A 1x1 stride-1 conv without padding: [K, C] @ [C, H*W] per image straight into the
-    output (cube._conv_fill), with and without an epilogue, odd and unit sizes."""
+    output (conv_product.ConvProduct), with and without an epilogue, odd and unit sizes."""
     @fs.fused_kernel
     def f(x, w, b):
         y = fs.conv2d(x, w, None, stride=1, padding=0)
@@ -210,7 +208,8 @@ def test_dense_convs_on_the_direct_kernel_match_float64(n, c, k, h, w_, r, s, st
         mp.setattr(conv_sparse, "DIRECT_MIN_EFFICIENCY", 0.0)
         mp.setattr(conv_sparse, "BAND_BYTES", band)   # bands of 1 row, a few rows, the whole image
         np.testing.assert_allclose(kern(x, w), want, rtol=1e-5, atol=1e-5 * (1 + np.abs(want).max()))
-        plans = [getattr(cube.kernel_for(p.function), "_sparse", (None, None))[1]
-                 for p in kern.compile(x, w).kernels if any(op.name == "conv2d" for op in p.function.ops)]
+        comp = kern.compile(x, w)
+        plans = [comp._conv_kernel(p).product.sparse_plan
+                 for p in comp.kernels if any(op.name == "conv2d" for op in p.function.ops)]
     pointwise = r == s == stride == 1 and padding == 0   # one sgemm per image instead
     assert plans and all((p is None) if pointwise else (p is not None and p.direct) for p in plans)

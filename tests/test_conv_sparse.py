@@ -11,7 +11,8 @@ import pytest
 from hypothesis import assume, given, strategies as st
 
 import fusedsl as fs
-from fusedsl.backend_cpu import conv_sparse, cube
+from fusedsl.backend_cpu import conv_sparse
+from fusedsl.backend_cpu.conv_cpu import ConvCpu
 from fusedsl.backend_cpu.conv_direct import direct_list
 from fusedsl.backend_cpu.gather import copy_list
 from fusedsl.backend_cpu.zeros import copy_sources, structural_zeros
@@ -45,12 +46,14 @@ def _torch(x, w, stride, padding, dilation, transposed, output_padding, groups):
 
 
 def _sparse_plans(compiled):
-    """The conv kernels' sparse plans (None where the dense conv runs)."""
+    """The conv kernels' sparse plans (None where the dense conv runs): the product of each conv
+    kernel's executor, llvm_kernel's conv (backend_cpu/conv_cpu.py, conv_product.py)."""
     plans = []
     for p in compiled.kernels:
         if any(op.name == "conv2d" for op in p.function.ops):
-            kernel = cube.kernel_for(p.function)
-            plans.append(getattr(kernel, "_sparse", (None, None))[1])
+            conv = compiled._conv_kernel(p)
+            assert isinstance(conv, ConvCpu) and compiled.executor(p) == "cube", p.name
+            plans.append(conv.product.sparse_plan)
     return plans
 
 
@@ -69,7 +72,7 @@ def _check(x, w, kern, cfg, dtype):
     got = kern(x, w)
     assert got.shape == want.shape and got.dtype == dtype
     np.testing.assert_allclose(got.astype(np.float32), want, **tol)
-    out = np.empty_like(got)                     # main's walk: cube.run with the masks
+    out = np.empty_like(got)                     # main's walk: the conv kernel with the masks
     kern(x, w, out=out)
     np.testing.assert_allclose(out.astype(np.float32), want, **tol)
     return kern.compile(x, w)

@@ -86,7 +86,7 @@ from ..tile.tiling import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
 from .launch import host_threads
 from .register_transpose import tile_side
 
-__all__ = ["attention_schedule", "cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
+__all__ = ["attention_schedule", "conv_words", "cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
            "view_tiling"]
 
 VECTOR_UB = 1 << 20
@@ -98,6 +98,7 @@ MAX_ROWS = 4095   # the words stay ones the chip's DMA could take (DataCopyPad's
 
 PARALLEL_MACS = 1 << 24       # a product this large runs as blocks on the launcher's threads
 EPILOGUE_BYTES = 256 << 10    # one epilogue tile of C: stays in L2 across the whole chain
+CONV_SPLIT_BYTES = 4 << 20    # a conv's product this large: its epilogue on the launcher's threads
 BLAS_ROWS = 64                # blocks of rows start on this grid (module doc)
 TRANSPOSE_BAND = 32           # register tiles per transpose tile along the input's rows
 VIEW_TILE_ELEMS = 16 << 10   # elements per tile of a view box of contiguous rows (or of narrow rows)
@@ -320,3 +321,22 @@ def _one_block(t, m: int, n: int, k: int):
 
 def _up(a: int, b: int) -> int:
     return -(-a // b) * b
+
+
+def conv_words(words: list[int], pix: int, channels: int, product_bytes: int) -> list[int]:
+    """A conv kernel's TCubeTiling words for the CPU, from the chip's, in host-product mode (the
+    product of the whole conv2d is conv_product.py's; each core runs the epilogue on its block of
+    it: conv_cpu.ConvCpu).  A core's block is every pixel of a block of output channels (its
+    rows are whole images' rows: each tile of C is contiguous in the product and handed over
+    without a copy, and its output rows are one run); one block on the caller's thread below
+    CONV_SPLIT_BYTES of product, else two per launcher thread (an epilogue pass is memory-bound:
+    a second thread helps only when there is enough of it).  Tiles: whole rows of ~EPILOGUE_BYTES."""
+    w = dict(zip(TCUBE_FIELDS, words))
+    threads = host_threads()
+    blocks = 1 if product_bytes < CONV_SPLIT_BYTES or threads == 1 else min(channels, 2 * threads)
+    rows = -(-channels // blocks)
+    base_n = -(-pix // 16) * 16
+    w.update(usedCoreNum=-(-channels // rows), singleCoreM=rows, singleCoreN=pix, baseN=base_n,
+             baseM=max(1, min(rows, EPILOGUE_BYTES // (4 * base_n))))
+    return [w[f] for f in TCUBE_FIELDS]
+

@@ -14,11 +14,9 @@ product.  For a 2-D matmul the product is one sgemm call (splitting it would rep
 once per block), so each epilogue block is read back from L2/L3 right after; for conv
 each image is its own product and the epilogue follows on it directly.
 
-conv2d never materialises the im2col matrix.  Stride 1: the padded image is flattened
-with its padded width Wp, so tap (r, s) of every output position is the contiguous
-slice starting at r*Wp + s; each tap is one sgemm on a strided view of the same buffer,
-accumulated with beta = 1, computing Wp - Wo junk columns per row that the epilogue skips
-(the CPU twin of the cube's Load3D).  Other strides gather each tap (C x Ho*Wo) once.
+conv2d kernels run on llvm_kernel (backend_cpu/conv_cpu.py, the product conv_product.py's);
+this executor runs the ones the conv kind refuses on every chip (integer operands the cube has
+no form for, epilogue inputs of other shapes), with the same product (`ConvProduct`).
 
 float16/bfloat16 inputs compute in float32; every op's result is rounded to its dtype
 (the reference interpreter's rule, so all executors agree).  Kernels this module does not
@@ -42,7 +40,8 @@ from ..ir.ops import CONSTANT, CUBE, ELEMENTWISE, REDUCTION, REGISTRY, has_trait
 from ..reference import _round, _widen
 from ..lower.vector import compute_tiling, schedule_vector_kernel
 from ..lower.cube_group import cube_parts
-from . import CpuKernel, casts, conv_sparse, int_product
+from . import CpuKernel, casts, int_product
+from .conv_product import ConvProduct
 from .blas import BLAS_LOCAL_THREADS, SGEMM, gemm_acc, gemm_list, one_blas_thread, sgemm_address
 from .gather import copy_list
 from .launch import host_threads, pool
@@ -51,12 +50,6 @@ from .kernel_cpu import ScheduleCpu
 from .stmts import LoweringError
 
 _BLOCK_BYTES = 256 * 1024      # one epilogue block: stays in L2 across the whole chain
-_GROUP_BYTES = 4 << 20         # conv: images per sgemm so the accumulator stays in L2/L3
-_CONV_BUFFER_BYTES = 64 << 20  # a bound conv keeps its padded images and accumulator up to this
-# stride-1 convs per tap: columns per block so that the block's [C + K, cols] operands fit L2
-# (measured, CPU time: 58_conv_transposed_3D 195 ms unblocked, 124 ms at 512 KB, 89 at 256 KB,
-# 90 at 128 KB; torch eager 34 ms)
-_TAP_BLOCK_BYTES = 256 << 10
 _FLOATS = {dt.float32, dt.float16, dt.bfloat16}
 _INTS = {dt.int8, dt.uint8, dt.int32}   # integer products: exact, wrapping to the op's dtype
 
@@ -203,6 +196,12 @@ class CubeKernel:
         self.prologue = prologue
         self.epilogue = epilogue
         self._epilogue_kernels: dict = {}   # per target: the epilogue as a vector kernel, or None
+        # a conv2d's product (conv_product.py: the conv kind's kernels run it on llvm_kernel; this
+        # executor only for those the kind refuses)
+        self.conv = None
+        if cube.name == "conv2d":
+            x, w = cube.operands
+            self.conv = ConvProduct(x.shape, w.shape, cube.result.shape, cube.attr("stride"), cube.attr("padding"))
         # epilogue values that are float32 results: written into the output directly
         self._direct: dict[int, int] = {}
         for i, v in enumerate(fn.results):
@@ -266,11 +265,7 @@ class CubeKernel:
         if None in positions or any(v.dtype != dt.float32 for v in cube.operands):
             return {}
         others = [v for op in self.fn.ops if op is not cube for v in op.operands]
-        masks = [zeros[i] for i in positions]
-        if not any(m is not None for m in masks):
-            return {}
-        shapes = [tuple(v.shape) for v in cube.operands]
-        if self._sparse_plan(shapes[0], shapes[1], masks) is None:
+        if not self.conv.sourced([zeros[i] for i in positions]):
             return {}
         return {i: sources[i] for i, v in zip(positions, cube.operands)
                 if sources[i] is not None and not any(o is v for o in others)}
@@ -434,25 +429,7 @@ class CubeKernel:
         the sparse conv reads it there; None when it cannot)."""
         cube, y = self.cube, self.cube.result
         if cube.name == "conv2d":
-            # with zeros to skip, or with few output channels for the direct kernel (a dense
-            # pointwise conv is one sgemm per image: _conv_fill)
-            masks = masks or [None, None]
-            pointwise = tuple(w.shape[2:]) == (1, 1) and tuple(cube.attr("stride")) == (1, 1) \
-                and tuple(cube.attr("padding")) == (0, 0)
-            if not (pointwise and all(m is None for m in masks)):
-                sparse = self._sparse_conv_fill(a, w, product, masks, sources)
-                if sparse is not None:
-                    return sparse
-            if any(s is not None for s in sources):
-                return None
-            native = self._conv_fill(a, w, product)
-            if native is not None:
-                return native
-
-            def fill():
-                for sl, block in self._conv_blocks(a, w):
-                    product[sl] = block
-            return fill
+            return self.conv.bind(a, w, product, masks, sources)
         if cube.attr("transpose_a", False):
             a = np.swapaxes(a, -1, -2)
         if cube.attr("transpose_b", False):
@@ -472,129 +449,6 @@ class CubeKernel:
                     gemms.operands = (a, w, product)   # the viewed arrays live as long as the call
                     return gemms
         return lambda: np.matmul(a, w, out=product)
-
-    def _sparse_plan(self, x_shape, w_shape, masks):
-        """The conv2d's zero structure (conv_sparse.SparseConv) when skipping its zeros saves
-        enough, else None; kept per kernel function (its masks are static)."""
-        key = tuple(None if m is None else (m.shape, m.tobytes()) for m in masks)
-        cached = getattr(self, "_sparse", None)
-        if cached is None or cached[0] != key:
-            plan = conv_sparse.SparseConv(x_shape, w_shape, self.cube.result.shape, self.cube.attr("stride"),
-                                          self.cube.attr("padding"), *masks)
-            self._sparse = cached = (key, plan if plan.worth else None)
-        return cached[1]
-
-    def _sparse_conv_fill(self, x, w, product, masks, sources=(None, None)):
-        """The conv2d without its structurally zero products (conv_sparse.py), or None when
-        they are too few to matter.  A call whose compact input or weight is not finite runs
-        the dense conv instead (built then, once; operands read from their sources are
-        materialised for it)."""
-        plan = self._sparse_plan(tuple(self.cube.operands[0].shape), tuple(self.cube.operands[1].shape), masks)
-        if plan is None:
-            return None
-        bound = plan.bind(x, w, product, gemm_list, sources)
-        if bound is None:
-            return None
-        steps = bound.steps
-        dense = []
-
-        def dense_fill():
-            x_d, w_d = bound.dense_operands()
-            if not dense:
-                native = self._conv_fill(x_d, w_d, product)
-                if native is None:
-                    def native():
-                        for sl, block in self._conv_blocks(x_d, w_d):
-                            product[sl] = block
-                dense.append(native)
-            dense[0]()
-
-        def fill():
-            if plan.empty:
-                product.fill(0.0)
-            elif bound.gather():
-                for step in steps:
-                    step()
-            else:
-                dense_fill()
-        fill.bound = bound   # its buffers (and the views the native calls read) live as long as the call
-        return fill
-
-    def _conv_fill(self, x, w, product):
-        """The float32 conv2d of these arrays into `product` [N, K, Ho, Wo] with every image
-        in one set of kept buffers and every sgemm in ONE native call (`gemm_list`), or None
-        (no 64-bit sgemm, buffers over _CONV_BUFFER_BYTES): the Python around each of `run`'s
-        per-tap sgemm calls cost ~6 us, more than a small tap computes.  Stride 1 with C >= K
-        as `run`: one product per tap over the padded images flattened with their padded
-        width (the same sgemm calls, so the same sums); otherwise every tap's window is
-        gathered once (im2col) and multiplied once, K = R*S*C."""
-        (sh, sw), (ph, pw) = self.cube.attr("stride"), self.cube.attr("padding")
-        n, c, h, wd = x.shape
-        k, _, r, s = w.shape
-        _, _, ho, wo = product.shape
-        if r == s == sh == sw == 1 and ph == pw == 0 and sgemm_address() is not None \
-                and x.dtype == w.dtype == product.dtype == np.float32 and x.flags.c_contiguous:
-            # a pointwise conv: per image [K, C] @ [C, H*W] straight into the output (no
-            # padded copy, no transposes: KernelBench 87_conv_pointwise 2x32x32x32 by 32)
-            w2 = w.reshape(k, c)
-            gemms = gemm_list([(w2, x[i].reshape(c, h * wd), product[i].reshape(k, h * wd), 0.0) for i in range(n)])
-            if gemms is not None:
-                gemms.operands = (x, w, product)
-                return gemms
-        hp, wp = h + 2 * ph, wd + 2 * pw
-        # Per-tap products re-read and re-write the [K, cols] accumulator R*S times; the
-        # gathered windows cost R*S copies of the [C, cols] input instead: fewer bytes when
-        # C < K (measured, 2x8x128x128 -> 32 3x3: 16 ms gathered vs 31 ms per tap)
-        stride1 = sh == 1 and sw == 1 and c >= k
-        cols = n * hp * wp if stride1 else n * ho * wo
-        floats = c * (n * hp + r) * wp + k * cols + (0 if stride1 else r * s * c * cols)
-        if 4 * floats > _CONV_BUFFER_BYTES or sgemm_address() is None:
-            return None
-        xt = x.transpose(1, 0, 2, 3)
-        if stride1:
-            padded = np.zeros((c, n * hp + r, wp), np.float32)   # + r spare rows for the last taps
-            inner = padded[:, :n * hp].reshape(c, n, hp, wp)[:, :, ph:ph + h, pw:pw + wd]
-            flat = padded.reshape(c, -1)
-            taps = np.empty((r, s, k, c), np.float32)
-            wt = w.transpose(2, 3, 0, 1)
-            acc = np.empty((k, cols), np.float32)
-            # every tap of one block of columns before the next block: the block's input rows
-            # and accumulator stay in L2 across the taps (all taps over all columns streamed
-            # the [C + K, cols] operands through memory once per tap)
-            block = max(256, _TAP_BLOCK_BYTES // (4 * (c + k)) // 64 * 64)
-            gemms = gemm_list([(taps[rr, ss], flat[:, rr * wp + ss + c0:rr * wp + ss + min(c0 + block, cols)],
-                                acc[:, c0:c0 + block], 1.0 if rr or ss else 0.0)
-                               for c0 in range(0, cols, block) for rr in range(r) for ss in range(s)])
-            grid = acc.reshape(k, n, hp, wp)[:, :, :ho, :wo].transpose(1, 0, 2, 3)
-            windows = []
-        else:
-            padded = np.zeros((c, n, hp, wp), np.float32)
-            inner = padded[:, :, ph:ph + h, pw:pw + wd]
-            im2col = np.empty((r, s, c, n, ho, wo), np.float32)
-            windows = [(im2col[rr, ss], padded[:, :, rr:rr + sh * (ho - 1) + 1:sh, ss:ss + sw * (wo - 1) + 1:sw])
-                       for rr in range(r) for ss in range(s)]
-            taps = np.empty((k, r, s, c), np.float32)
-            wt = w.transpose(0, 2, 3, 1)
-            acc = np.empty((k, cols), np.float32)
-            gemms = gemm_list([(taps.reshape(k, r * s * c), im2col.reshape(r * s * c, cols), acc, 0.0)])
-            grid = acc.reshape(k, n, ho, wo).transpose(1, 0, 2, 3)
-        copyto = np.copyto
-        # the windows in one native call (numpy's strided copy costs ~20 ns per run of a row:
-        # KernelBench 50's 121 taps of 11 x 11 at stride 4 are 40 k runs of 55 floats)
-        gathered = copy_list(windows) if windows and padded.dtype == np.float32 else None
-
-        def fill():
-            copyto(inner, xt)   # the padding around it stays zero
-            if gathered is not None:
-                gathered()
-            else:
-                for dst, src in windows:
-                    copyto(dst, src)
-            copyto(taps, wt)
-            gemms()
-            copyto(product, grid)
-        fill.buffers = (padded, taps, acc, windows)
-        return fill
 
     def _bind_16bit_product(self, inputs, outputs):
         """A lone 2-D float16 / bfloat16 matmul (no epilogue) as a bound call, or None.
@@ -713,12 +567,12 @@ class CubeKernel:
             product = getattr(self, "_run_product", None)
             if product is None:
                 product = self._run_product = np.empty(y.shape, np.float32)
-            fill = self._sparse_conv_fill(x, w, product, masks) if all(a.flags.c_contiguous for a in (x, w)) else None
+            fill = self.conv.bind(x, w, product, masks) if all(a.flags.c_contiguous for a in (x, w)) else None
             if fill is not None:   # the whole product, then the epilogue on it as one block
                 fill()
                 blocks = [(slice(None), product)]
         if blocks is None:
-            blocks = self._conv_blocks(x, w) if self.cube.name == "conv2d" else self._matmul_blocks(x, w)
+            blocks = self.conv.blocks(x, w) if self.cube.name == "conv2d" else self._matmul_blocks(x, w)
         scratch: dict[int, np.ndarray] = {}
         for sl, block in blocks:
             _round_to(block, y.dtype)
@@ -814,63 +668,6 @@ class CubeKernel:
             for idx in np.ndindex(*batch[1:]):
                 np.matmul(a_b[(i, *idx)], w_b[(i, *idx)], out=block[(0, *idx)])
             yield slice(i, i + 1), block
-
-    def _conv_blocks(self, x, w):
-        """A few images at a time, without the im2col matrix (module docstring)."""
-        (sh, sw), (ph, pw) = self.cube.attr("stride"), self.cube.attr("padding")
-        n, c, h, wd = x.shape
-        k, _, r, s = w.shape
-        _, _, ho, wo = self.cube.result.shape
-        hp, wp = h + 2 * ph, wd + 2 * pw
-        taps = np.ascontiguousarray(_widen(w).astype(np.float32).transpose(2, 3, 0, 1))   # R, S, K, C
-        if not (sh == 1 and sw == 1):
-            yield from self._conv_gathered(x, taps, (sh, sw), (ph, pw))
-            return
-        # Stride 1: `group` padded images stacked along the rows of one buffer per channel,
-        # so each tap is ONE sgemm over all of them (larger N for BLAS); the Hp - Ho rows
-        # between images and the Wp - Wo columns per row are junk the epilogue skips.
-        group = max(1, min(n, _GROUP_BYTES // (4 * k * hp * wp)))
-        padded = np.zeros((c, group * hp + r, wp), np.float32)   # + r spare rows for the last taps
-        flat = padded.reshape(c, -1)
-        acc = np.empty((k, group * hp * wp), np.float32)
-        for i0 in range(0, n, group):
-            g = min(group, n - i0)
-            view = padded[:, :g * hp].reshape(c, g, hp, wp)
-            view[:, :, ph:ph + h, pw:pw + wd] = x[i0:i0 + g].transpose(1, 0, 2, 3)
-            cols = g * hp * wp
-            # every tap of one block of columns before the next (`_conv_fill`): in one native
-            # call where there is a 64-bit sgemm, else one sgemm call per tap and block
-            block = max(256, _TAP_BLOCK_BYTES // (4 * (c + k)) // 64 * 64)
-            products = [(taps[rr, ss], flat[:, rr * wp + ss + c0:rr * wp + ss + min(c0 + block, cols)],
-                         acc[:, c0:min(c0 + block, cols)], 1.0 if rr or ss else 0.0)
-                        for c0 in range(0, cols, block) for rr in range(r) for ss in range(s)]
-            gemms = gemm_list(products)
-            if gemms is not None:
-                gemms()
-            else:
-                for a_, b_, c_, beta in products:
-                    gemm_acc(a_, b_, c_, accumulate=beta != 0.0)
-            grid = acc[:, :cols].reshape(k, g, hp, wp)
-            for j in range(g):
-                yield slice(i0 + j, i0 + j + 1), grid[:, j, :ho, :wo][None]
-
-    def _conv_gathered(self, x, taps, stride, padding):
-        """Strided conv: each tap's input window (C x Ho*Wo) gathered once per image."""
-        (sh, sw), (ph, pw) = stride, padding
-        n, c, h, wd = x.shape
-        r, s, k, _ = taps.shape
-        _, _, ho, wo = self.cube.result.shape
-        padded = np.zeros((c, h + 2 * ph, wd + 2 * pw), np.float32)
-        gathered = np.empty((c, ho, wo), np.float32)
-        acc = np.empty((k, ho * wo), np.float32)
-        for i in range(n):
-            padded[:, ph:ph + h, pw:pw + wd] = x[i]
-            for rr in range(r):
-                for ss in range(s):
-                    gathered[...] = padded[:, rr:rr + sh * ho:sh, ss:ss + sw * wo:sw]
-                    gemm_acc(taps[rr, ss], gathered.reshape(c, ho * wo), acc, accumulate=rr > 0 or ss > 0)
-            yield slice(i, i + 1), acc.reshape(k, ho, wo)[None]
-
 
 def _run_op(op: Op, inputs) -> np.ndarray:
     raw = REGISTRY[op.name].ref([_widen(x) for x in inputs], dict(op.attrs))

@@ -70,27 +70,30 @@ _lowered: dict[tuple, str] = {}
 _LOWERED_MAX = 512
 
 
-def _lower(k: TileKernel, products=None, compensated_folds: bool = False) -> str:
-    # numpy's vector routines, compensated folds: other IR
-    key = (print_kernel(k), tuple(sorted((products or {}).items())), compensated_folds)
+def _lower(k: TileKernel, products=None, compensated_folds: bool = False, host_product: bool = False) -> str:
+    # numpy's vector routines, compensated folds, a host product: other IR
+    key = (print_kernel(k), tuple(sorted((products or {}).items())), compensated_folds, host_product)
     ir_text = _lowered.get(key)
     if ir_text is None:
         if len(_lowered) >= _LOWERED_MAX:
             _lowered.clear()
-        ir_text = _lowered[key] = lower_kernel(k, host_features(), products, compensated_folds)
+        ir_text = _lowered[key] = lower_kernel(k, host_features(), products, compensated_folds, host_product)
     return ir_text
 
 
 class TileKernelCpu:
     """One TileKernel compiled for this host."""
 
-    def __init__(self, k: TileKernel, *, use_disk_cache: bool = True, products=None, compensated_folds: bool = False):
+    def __init__(self, k: TileKernel, *, use_disk_cache: bool = True, products=None, compensated_folds: bool = False,
+                 host_product: bool = False):
         """`products`: {Matmul object: numpy's vector routine}; `compensated_folds`: long float folds
-        added with Kahan's compensation (llvm_kernel.lower_kernel)."""
+        added with Kahan's compensation (llvm_kernel.lower_kernel); `host_product`: a conv kernel
+        reading its product from `bind`'s (llvm_kernel._HostProduct)."""
         self.k = k
         self.products = {name: form for name, form in (products or {}).items() if form is not None}
+        self.host_product = host_product
         t0 = time.perf_counter()
-        self.ir = _lower(k, self.products, compensated_folds)
+        self.ir = _lower(k, self.products, compensated_folds, host_product)
         self._use_disk = use_disk_cache
         self._code: dict[bool, tuple] = {}   # quick? -> (jit.Compiled: keeps the code alive, function)
         self._compiled = None   # the last code compiled (its `from_disk`)
@@ -127,16 +130,20 @@ class TileKernelCpu:
         outputs written in place (copied back when one is not a C-contiguous array of its dtype)."""
         self.bind(inputs, outputs, words)()
 
-    def bind(self, inputs, outputs: list[np.ndarray], words=None):
+    def bind(self, inputs, outputs: list[np.ndarray], words=None, product: np.ndarray | None = None):
         """Everything `run` prepares (argument block, arenas, threads), once: the result is a
-        call that runs the kernel on these arrays (it keeps them alive)."""
+        call that runs the kernel on these arrays (it keeps them alive).  `product`: a host-product
+        conv kernel's [N, K, P, Q] product, which the caller fills before each call."""
         k = self.k
+        if self.host_product != (product is not None):
+            raise FusedslError(f"kernel {k.name}: a host-product kernel is bound with its product, only it")
         words = list(k.words if words is None else words)
         if len(words) != k.word_count:
             raise TileVerifyError(f"kernel {k.name}: {len(words)} tiling words for a struct of {k.word_count}")
         layout, arena_bytes = arena_layout(k, words)
         args = np.zeros(k.word_count + len(self._typed) + len(k.gms) + 2 * len(k.queues) + 1
-                        + (1 + 3 * len(k.matmuls) if k.matmuls else 0) + (2 if self.products else 0), np.int64)
+                        + (1 + 3 * len(k.matmuls) if k.matmuls else 0) + (2 if self.products else 0)
+                        + (product is not None), np.int64)
         args[:k.word_count] = words
         at = k.word_count
         for f in self._typed:
@@ -200,6 +207,11 @@ class TileKernelCpu:
                     raise FusedslError(f"kernel {k.name}: numpy's OpenBLAS has no 64-bit cblas_sgemv / cblas_sdot")
                 args[at:at + 2] = vector
                 at += 2
+            if product is not None:
+                args[at] = product.ctypes.data
+                keep.append(product)
+                moved += product.nbytes
+                at += 1
         if k.process is not None:   # a cube kernel: Process once per core, cores on the host threads
             blocks = evaluate(k.cores, member_values(k, words))
             threads = 1 if blocks <= 1 or moved < CUBE_PARALLEL_MIN_BYTES else min(host_threads(), pool().workers + 1,

@@ -202,13 +202,39 @@ def typed_fields(k: TileKernel) -> list:
     return [f for f in k.fields if f.ctype != "uint32_t"]
 
 
-def lower_kernel(k: TileKernel, features=frozenset(), products=None, compensated_folds: bool = False) -> str:
+def lower_kernel(k: TileKernel, features=frozenset(), products=None, compensated_folds: bool = False,
+                 host_product: bool = False) -> str:
     """The LLVM IR text of kernel `k` (module doc).  `products`: {Matmul object: "dot" | "vecmat" |
     "matvec"} for those whose matrices numpy multiplies by a vector routine (blas.numpy_product).
     `compensated_folds`: float sums folded over more than FOLD_BLOCK passes add each block's sums with
     Kahan's compensation (`_blocked_fold`; the CPU's row schedule: cpu_tiling.row_schedule), where the
-    interpreter adds every pass in sequence."""
-    return str(_Lowering(k, frozenset(features), dict(products or {}), compensated_folds).build())
+    interpreter adds every pass in sequence.  `host_product`: a conv kernel whose product the caller
+    computes (`_HostProduct`)."""
+    if host_product and k.kind != "conv":
+        raise LoweringError(f"kernel {k.name}: a host product is a conv kernel's, not a {k.kind} kernel's")
+    return str(_Lowering(k, frozenset(features), dict(products or {}), compensated_folds, host_product).build())
+
+
+class _HostProduct:
+    """A conv kernel on the CPU in host-product mode: the product of the whole conv2d, [N, K, P*Q]
+    (float32, or int32 for an int32 C), is computed before the launch by the CPU's conv routine
+    (conv_product.py: the structural zeros skipped, per-tap sgemms without the im2col matrix, or
+    im2col -- what beats one panel and one sgemm per core on a CPU) and its address is the last
+    word of `args`.  The kernel's im2col stage (BUILD_STAGE: the panel in the core's workspace)
+    is not run and the workspace not zeroed; Iterate hands GetTensorC the core's block of that
+    product -- channels [m0, m0 + m) by pixels [n0, n0 + n) of image `batch`, rows kPix apart
+    (lower/conv_tile.py's members) -- so the epilogue, bias and stores are the kernel's own."""
+
+    BUILD_STAGE = "BuildPanel"
+
+    @staticmethod
+    def block(lw: "_Lowering", mm):
+        """(address of the core's block of the product, its row stride in elements)."""
+        b = lw.b
+        batch, k_out, m0, pix, n0 = (b.zext(lw.ev_u32(name), I64) for name in ("batch", "kOutC", "m0", "kPix", "n0"))
+        at = b.add(b.mul(b.add(b.mul(batch, k_out), m0), pix), n0)
+        size = ir.Constant(I64, lw._acc(mm).itemsize)
+        return b.gep(lw.product, [b.mul(at, size)], source_etype=I8), pix
 
 
 # ---- name and tensor analysis ---------------------------------------------------------------------
@@ -331,11 +357,12 @@ def _pick_loop(node):
 
 class _Lowering:
     def __init__(self, k: TileKernel, features: frozenset, products: dict | None = None,
-                 compensated_folds: bool = False):
+                 compensated_folds: bool = False, host_product: bool = False):
         self.k = k
         self.products = {name: form for name, form in (products or {}).items() if form is not None}
         self.compensated_folds = compensated_folds
         self.comp_lanes: dict = {}   # a compensated fold's accumulator (tensor, offset) -> its lanes (`_comp_of`)
+        self.host_product = host_product
         self.module = ir.Module(name=k.name)
         self.kc = VectorConsts(self.module, LANES, scalef="avx512f" in features)
         self.wide = "avx512f" in features
@@ -740,6 +767,9 @@ class _Lowering:
                 self.sgemv = b.inttoptr(self._arg(b, at), gemv_t.as_pointer())
                 self.sdot = b.inttoptr(self._arg(b, at + 1), dot_t.as_pointer())
                 at += 2
+            if self.host_product:
+                self.product = b.inttoptr(self._arg(b, at), PTR)
+                at += 1
         self.nt_md = self.module.add_metadata([ir.Constant(I32, 1)])
         self.slots = {}
         for name, kind in self.types.items():
@@ -767,8 +797,11 @@ class _Lowering:
         self.out_end = {q: [b.alloca(I64, name=f"e.{q}.{i}") for i in range(self.queues[q].depth)]
                         for q in sorted(self.out_aliased)}
         # per Matmul object: its operands' addresses, the block's m, n, k, the tile being handed out
-        self.mm_vars = {mm.name: {v: b.alloca(PTR if v in ("A", "B") else I32, name=f"mm.{mm.name}.{v}")
-                                  for v in ("A", "B", "Anz", "Bnz", "m", "n", "k", "mi", "ni")} for mm in k.matmuls}
+        # and the block of C that Iterate filled (the arena's, or a host product's) with its row stride
+        self.mm_vars = {mm.name: {v: b.alloca(PTR if v in ("A", "B", "C") else I64 if v == "ldc" else I32,
+                                              name=f"mm.{mm.name}.{v}")
+                                  for v in ("A", "B", "C", "Anz", "Bnz", "m", "n", "k", "mi", "ni", "ldc")}
+                        for mm in k.matmuls}
         self.nz_rows = {t: b.alloca(I32, name=f"nz.{t}") for t in self.nz}   # the rows its last CopyNz held
         body = fn.append_basic_block("body")
         self.b = ir.IRBuilder(body)
@@ -786,7 +819,7 @@ class _Lowering:
         workspace slices zeroed."""
         k = self.k
         for g in k.gms:
-            if g.role == "work":
+            if g.role == "work" and not self.host_product:   # only the skipped im2col stage uses it
                 f = self.kc.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
                 self.b.call(f, [self.gm_ptr[g.name], ir.Constant(I8, 0),
                                 ir.Constant(I64, work_elems(g) * g.dtype.itemsize), ir.Constant(I1, 0)])
@@ -1204,6 +1237,8 @@ class _Lowering:
             self.prefill(node)
             self.steps([node])
         elif isinstance(node, Call):
+            if self.host_product and node.stage == _HostProduct.BUILD_STAGE:
+                return
             st = self.stage_of[node.stage]
             if st.param:
                 self.assign(st.param, self.ev(node.arg))
@@ -2572,8 +2607,16 @@ class _Lowering:
         b = self.b
         mm, v = self.mms[node.mm], self.mm_vars[node.mm]
         m, n, kk = (b.zext(b.load(v[x], typ=I32), I64) for x in ("m", "n", "k"))
-        a_buf, b_buf, c_buf = (b.gep(self.arena, [off], source_etype=I8) for off in self.mm_scratch[mm.name])
         f = {x: b.zext(self.ev_u32(mm_field(mm, x)), I64) for x in ("M", "Ka", "Kb", "N", "baseM", "baseN")}
+        if self.host_product:   # the product is the caller's (`_HostProduct`)
+            c_block, ldc = _HostProduct.block(self, mm)
+            b.store(c_block, v["C"])
+            b.store(ldc, v["ldc"])
+            self._iterate_tiles(node, m, n, f)
+            return
+        a_buf, b_buf, c_buf = (b.gep(self.arena, [off], source_etype=I8) for off in self.mm_scratch[mm.name])
+        b.store(c_buf, v["C"])
+        b.store(n, v["ldc"])
         one = ir.Constant(I64, 1)
         # A [m, k]: element (i, j) at i * Ka + j, or (read transposed) j * M + i; B [k, n]: i * N + j or j * Kb + i
         acc = self._acc(mm)
@@ -2598,6 +2641,11 @@ class _Lowering:
                     self._tiled_product(m, n, kk, a_arg, b_arg, b_buf, c_buf)
                 else:
                     self._sgemm(m, n, kk, a_arg, b_arg, c_buf)
+        self._iterate_tiles(node, m, n, f)
+
+    def _iterate_tiles(self, node: MmIterate, m, n, f) -> None:
+        """Iterate's body once per base tile of the m x n block, M-first."""
+        b, v = self.b, self.mm_vars[node.mm]
         round_m = b.udiv(b.add(m, b.sub(f["baseM"], ir.Constant(I64, 1))), f["baseM"])
         round_n = b.udiv(b.add(n, b.sub(f["baseN"], ir.Constant(I64, 1))), f["baseN"])
 
@@ -2850,16 +2898,17 @@ class _Lowering:
         width = n if node.placed else cols
         ld = b.mul(b.udiv(b.add(width, b.sub(per, ir.Constant(I64, 1))), per), per)
         at_r, at_c = (r0, c0) if node.placed else (ir.Constant(I64, 0), ir.Constant(I64, 0))
-        c_buf = b.gep(self.arena, [self.mm_scratch[mm.name][2]], source_etype=I8)
+        c_buf, ldc = b.load(v["C"], typ=PTR), b.load(v["ldc"], typ=I64)   # Iterate's block of C, its row stride
         copy = ir.Constant(I1, 1)
         if self.tensor_queue[node.tensor] in self.c_aliased:
             # the tile's rows lie in the block of C as GetTensorC would lay them out in UB (whole
             # rows of the block, 32-byte rows; or one row): the buffer is that part of the block
             contiguous = b.or_(b.icmp_unsigned("==", rows, ir.Constant(I64, 1)),
-                               b.and_(b.icmp_unsigned("==", cols, n), b.icmp_unsigned("==", ld, n)))
+                               b.and_(b.and_(b.icmp_unsigned("==", cols, n), b.icmp_unsigned("==", ld, n)),
+                                      b.icmp_unsigned("==", ldc, n)))
             q = self.tensor_queue[node.tensor]
             idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
-            tile = b.gep(c_buf, [b.mul(b.add(b.mul(r0, n), c0), ir.Constant(I64, 4))], source_etype=I8)
+            tile = b.gep(c_buf, [b.mul(b.add(b.mul(r0, ldc), c0), ir.Constant(I64, 4))], source_etype=I8)
             self.set_buffer(node.tensor, b.select(contiguous, tile, self.arena_buffer(q, b.zext(idx, I64))))
             copy = b.not_(contiguous)
         base = self.tensor_base(node.tensor)
@@ -2867,7 +2916,7 @@ class _Lowering:
         def row(i, _):
             def col(j, _):
                 acc = self._acc(mm)
-                x = b.load(b.gep(c_buf, [b.add(b.mul(b.add(r0, i), n), b.add(c0, j))], source_etype=reg_type(acc)),
+                x = b.load(b.gep(c_buf, [b.add(b.mul(b.add(r0, i), ldc), b.add(c0, j))], source_etype=reg_type(acc)),
                            typ=reg_type(acc), align=4)
                 x = self.convert(x, acc.np, mm.c.dtype.np)
                 x = self.convert(x, mm.c.dtype.np, d.np)
