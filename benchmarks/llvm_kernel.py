@@ -4,7 +4,8 @@ executors, kernel by kernel (issue 19).
 For each representative kernel of a kind -- a concatenation and a slice (view), a column sum
 (column), softmax and layer_norm (row), an elementwise chain (vector), a 2-D transpose and a 3-D
 permute [16, n, n] perm (0, 2, 1) (transpose), matmul + relu (cube, [R, 1024] @ [1024, 256];
-batched, [8, R/8, 1024] @ [8, 1024, 64]; float16) -- at inputs of 64 KB to 64 MB: the median time of
+batched, [8, R/8, 1024] @ [8, 1024, 64]; float16), conv2d + bias + activation (conv: 3x3, 5x5 stride 2,
+1x1, float16 3x3) -- at inputs of 64 KB to 64 MB: the median time of
 `k(*arrays)` (what runs today: llvm_kernel for the vector, view, column, row, transpose and matmul
 kinds, llvm_row.py / cube.py for what those refuse) and of `TileKernelCpu(kernel_ir).run(...)` on the
 same arrays (bound once, outputs preallocated), their ratio, and the LLVM compile time of each (a fresh
@@ -13,12 +14,13 @@ llvm_kernel; where a kernel's IR holds no sizes -- vector, view, row -- the larg
 first size's module, so only the first size's compile is cold).  The two calls are timed
 interleaved, `--repeat` times each.  Both check their result against numpy once.  For a kind
 `k(*arrays)` already runs on llvm_kernel (vector, column, matmul, row) the per-kind executor it
-replaced (llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel, cube.py's CubeKernel, llvm_row.py's
-RowCpuKernel) is bound on the same arrays and timed in the same rounds; "ratio" is llvm_kernel over
+replaced (llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel, cube.py's CubeKernel -- matmul and conv --,
+llvm_row.py's RowCpuKernel) is bound on the same arrays and timed in the same rounds; "ratio" is llvm_kernel over
 the per-kind executor (the view and transpose kinds' executors, llvm_view.py and transpose.py, are
 gone: RESULTS.md "Round 3, views and transposes" has their last comparison).  A row kernel's
 llvm_kernel is the one `k(*arrays)` runs: the row kind's kernel scheduled for the CPU
-(backend_cpu/cpu_tiling.row_schedule) on that schedule's words.  The attention cases (float32 [1, 8, S, 64]
+(backend_cpu/cpu_tiling.row_schedule) on that schedule's words; a conv kernel's is conv_cpu.ConvCpu (the
+kernel in host-product mode, its product conv_product.py's).  The attention cases (float32 [1, 8, S, 64]
 plain, causal, with a bool mask [S, S], head size 128; float16 with 16 heads) have no replaced executor:
 "per-kind executor" is today's (attention.py, what `k(*arrays)` runs) and llvm_kernel runs the attention kind
 scheduled for the CPU (backend_cpu/cpu_tiling.attention_schedule) on its words.
