@@ -61,7 +61,13 @@ What each node becomes:
   (`pick`), both between strided GM rows when the queues stand for them;
 - Vec: a 16-lane loop with a masked tail, with numpy's semantics (NaN propagates; maximum /
   minimum of -0.0 and 0.0 give the second operand for float32 arrays, the first for float16); WholeReduce / ReduceRepeat fold one repeat in
-  numpy's pairwise order (8 accumulators, the same split as np.sum);
+  numpy's pairwise order (8 accumulators, the same split as np.sum; int32 lanes in any order, the
+  same bits); a fold loop `for k: vec Add|Max|Min acc <- acc, src[.. k ..]` (float32 lanes, or
+  int32 lanes of an integer / bool source, widened) keeps its accumulator in registers strip by
+  strip, a wide one walking its passes in blocks of FOLD_BLOCK (every lane adds the same elements
+  in the same order as the loop); with `compensated_folds` (the CPU's row schedule of long float
+  sums) a float sum's blocks are summed from zero and added with Kahan's compensation, which is
+  then not the interpreter's sequential bits;
 - Step: the tile stmts through `stmts.StmtEmitter` (the primitives' own LLVM lowering), fused
   into one 16-lane loop when every UB tensor the step writes is addressed at one offset in it
   (lanes then never meet: the values stay in registers from stmt to stmt, written back once),
