@@ -2,6 +2,12 @@
 in order, with why each sits where it does (`lower/kinds.kernel_ir` runs them once per
 schedule; FUSEDSL_DUMP_IR writes the kernel's text before and after each):
 
+    reuse          VECCALC buffers whose tensors are never live at once share one
+                   (tile/kernel_reuse.py).  First: the UB it gives back is what `tiling` and
+                   `double-buffer` may spend.  The lowerings size their tiles by their own
+                   allocation (the row kind's allocate_row_values, the vector kind's tile
+                   program reuse), so this pass takes what they leave: a cube epilogue's and a
+                   column kernel's scratch rows.
     tiling         a static kind's lowering may offer other tilings for the same sizes
                    (`TileKernel.candidates`: its words, e.g. the row kind's tiles of fewer rows
                    over more cores); each whose UB plan fits the budget is walked
@@ -36,6 +42,7 @@ import dataclasses
 from .kernel import (Alloc, Call, DeQue, For, Free, If, MmIterate, TileKernel, print_kernel, ub_plan,
                      verify_kernel)
 from .kernel_cost import kernel_work
+from .kernel_reuse import reuse_buffers
 
 _PER_TILE = ("VECIN", "VECOUT")
 
@@ -152,7 +159,8 @@ def _verify(k: TileKernel, target, budget: int) -> TileKernel:
     return k
 
 
-KERNEL_PASSES = [("tiling", choose_tiling), ("double-buffer", double_buffer), ("verify", _verify)]
+KERNEL_PASSES = [("reuse", reuse_buffers), ("tiling", choose_tiling), ("double-buffer", double_buffer),
+                 ("verify", _verify)]
 
 
 def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
