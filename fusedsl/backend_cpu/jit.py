@@ -105,34 +105,27 @@ def verify_ir(ir_text: str):
     return mod
 
 
-def _optimised(ir_text: str):
-    """The verified module after the O3 pipeline for the host CPU, and the machine used."""
+def _optimised(ir_text: str, quick: bool = False):
+    """The verified module after the O3 pipeline for the host CPU (`quick`: the quick pipeline, see
+    the module docstring), and the machine used."""
     tm = _Host.target_machine()
     mod = verify_ir(ir_text)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-    pb.getModulePassManager().run(mod, pb)
-    return mod, tm
-
-
-def _quick(ir_text: str):
-    """The verified module after the quick pipeline (see the module docstring)."""
-    tm = _Host.target_machine()
-    mod = verify_ir(ir_text)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=1))
-    mpm = llvm.create_new_module_pass_manager()
-    mpm.add_sroa_pass()
-    mpm.add_instruction_combine_pass()
-    mpm.add_simplify_cfg_pass()
-    mpm.run(mod, pb)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=1 if quick else 3))
+    if quick:
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_sroa_pass()
+        mpm.add_instruction_combine_pass()
+        mpm.add_simplify_cfg_pass()
+        mpm.run(mod, pb)
+    else:
+        pb.getModulePassManager().run(mod, pb)
     return mod, tm
 
 
 def optimise_to_object(ir_text: str, quick: bool = False) -> bytes:
-    mod, tm = _quick(ir_text) if quick else _optimised(ir_text)
+    mod, tm = _optimised(ir_text, quick)
     return tm.emit_object(mod)
 
 
