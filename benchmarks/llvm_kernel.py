@@ -134,6 +134,14 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
     "layer_norm": ("row", lambda x: fs.layer_norm(x),
                    lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)],
                    lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)),
+    # rows of 16384: 128 fold lanes, float sums compensated (cpu_tiling.row_fold_lanes)
+    "mid_softmax": ("row", lambda x: fs.softmax(x),
+                    lambda n, g: [g.standard_normal((_rows(n, 16384), 16384), np.float32)],
+                    lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(
+                        -1, keepdims=True)),
+    "mid_layer_norm": ("row", lambda x: fs.layer_norm(x),
+                       lambda n, g: [g.standard_normal((_rows(n, 16384), 16384), np.float32)],
+                       lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)),
     # rows longer than cpu_tiling.ROW_SUM_MAX: float sums with compensated folds ([R, 65536])
     "long_sum": ("row", lambda x: fs.sum(x, -1),
                  lambda n, g: [g.standard_normal((_rows(n, 65536), 65536), np.float32)], lambda x: x.sum(-1)),

@@ -853,7 +853,7 @@ class CompiledKernel:
         reductions and long float sums in kernels with row outputs (softmax, layer_norm): both slower
         on llvm_kernel so far (a multi-pass plan's online softmax / shifted moments sums are not
         compensated either)."""
-        from .backend_cpu.cpu_tiling import long_row_sums, row_schedule, row_tiling
+        from .backend_cpu.cpu_tiling import compensated_row_sums, long_row_sums, row_schedule, row_tiling
         from .backend_cpu.kernel_cpu import ScheduleCpu
         try:
             sched = row_schedule(plan.function, target)
@@ -867,7 +867,7 @@ class CompiledKernel:
                 # Round 4); and a multi-pass plan's online / moments sums are not compensated
                 raise ScheduleError("long float sums with row outputs: llvm_row")
             static = None if sched.symbols else row_tiling(sched, {}, target)
-            return ScheduleCpu(sched, static, compensated_folds=long_sums)
+            return ScheduleCpu(sched, static, compensated_folds=compensated_row_sums(plan.function))
         except FusedslError:
             from .backend_cpu.llvm_row import RowCpuKernel
             return RowCpuKernel(plan.function, target)

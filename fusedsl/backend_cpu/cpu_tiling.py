@@ -35,14 +35,17 @@ whose copies are contiguous:
   lanes in four vector registers and walks the row once, where the chip's wider folds
   (fold_width: fewer vector calls per row on the chip) made the CPU store and reload 512 lanes
   per row and halve them (1 MB softmax 0.153 -> 0.139 ms, 64 MB 1.80x -> 1.05x llvm_row's time)
-  -- and wider for longer rows, so no lane adds more than ROW_LANE_ADDS elements in sequence (a
-  sum's error grows with that count: numpy's pairwise sum adds 16 per accumulator).  Float sums
-  over rows longer than ROW_SUM_MAX (or of a symbolic length) would add more per lane
-  (`long_row_sums`): their kernels fold LONG_SUM_LANES lanes (eight vector registers, a pass one
-  walk over 128 consecutive elements) that llvm_kernel adds with Kahan's compensation every
-  16 passes (ScheduleCpu(compensated_folds=True): 2**25 float32 0.1s within 1.5e-7 of float64,
-  as llvm_row.py's compensated chunks of 1024 were), on a UB of LONG_ROW_UB bytes so rows of up
-  to millions of elements are single-read (a symbolic row is tiled per call: with 1 MB a row
+  -- and LONG_SUM_LANES (eight vector registers, a pass one walk over 128 consecutive elements)
+  for longer rows, whose float sums llvm_kernel adds with Kahan's compensation every 16 passes
+  (`compensated_row_sums`, ScheduleCpu(compensated_folds=True)): a lane then never adds more
+  than 16 elements in sequence before its compensated total (a sum's error grows with that
+  count: numpy's pairwise sum adds 16 per accumulator; 2**25 float32 0.1s within 1.5e-7 of
+  float64, as llvm_row.py's compensated chunks of 1024 were).  Until this, rows over 2048 took
+  up to 1024 plain lanes (at most ROW_LANE_ADDS adds a lane), which the CPU walked slower
+  (softmax / layer_norm [16, 16384]: 1.31x / 1.27x llvm_row's time, 128 compensated lanes
+  1.08-1.14x / 0.96-1.03x).  Float sums over rows longer than ROW_SUM_MAX (or of a symbolic
+  length: `long_row_sums`) are scheduled on a UB of LONG_ROW_UB bytes so rows of up to millions
+  of elements are single-read (a symbolic row is tiled per call: with 1 MB a row
   over ~100K elements could not run natively) and their other folds (softmax's online sum, the
   moments of layer_norm: not compensated) only run on rows bigger than that.  The words are that
   schedule's tiling (`row_tiling`);
@@ -86,7 +89,7 @@ from ..tile.tiling import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
 from .launch import host_threads
 from .register_transpose import tile_side
 
-__all__ = ["attention_schedule", "conv_words", "cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
+__all__ = ["attention_schedule", "compensated_row_sums", "conv_words", "cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
            "view_tiling"]
 
 VECTOR_UB = 1 << 20
@@ -212,12 +215,24 @@ def row_ub(fn) -> int:
 
 
 def row_fold_lanes(C) -> int:
-    """The lanes a row of C elements is folded into on the CPU (module doc): 64, doubled while a
-    lane would add more than ROW_LANE_ADDS elements, at most FOLD_MAX_LANES; 64 for a symbolic C."""
-    lanes = FOLD_LANES
-    while isinstance(C, int) and lanes < FOLD_MAX_LANES and -(-C // lanes) > ROW_LANE_ADDS:
-        lanes *= 2
-    return lanes
+    """The lanes a row of C elements is folded into on the CPU (module doc): 64 up to 64 *
+    ROW_LANE_ADDS elements (and for a symbolic C), else LONG_SUM_LANES -- a float sum then folds
+    compensated (`compensated_row_sums`): wider lanes walked the row slower (softmax / layer_norm
+    [16, 16384]: 512 lanes 0.133 / 0.081 ms, 128 lanes 0.119 / 0.059, llvm_row 0.102 / 0.064)."""
+    if isinstance(C, int) and C > FOLD_LANES * ROW_LANE_ADDS:
+        return LONG_SUM_LANES
+    return FOLD_LANES
+
+
+def compensated_row_sums(fn) -> bool:
+    """Whether a row kernel's float sums fold with Kahan's compensation on the CPU (module doc):
+    sums (or means) of float rows longer than 64 * ROW_LANE_ADDS elements, or of a symbolic length."""
+    for op in fn.ops:
+        if op.name in ("sum", "mean") and op.operands[0].dtype.is_float:
+            C = op.operands[0].shape[-1] if op.operands[0].shape else 1
+            if not isinstance(C, int) or C > FOLD_LANES * ROW_LANE_ADDS:
+                return True
+    return False
 
 
 def long_row_sums(fn) -> bool:
