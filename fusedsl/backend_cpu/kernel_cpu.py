@@ -27,12 +27,13 @@ import numpy as np
 from ..errors import FusedslError
 from ..ir.core import Function, Op, Param, Value
 from ..lower.cube import CubeSchedule
+from ..lower.row import RowSchedule
 from ..lower.kinds import host_kernel_ir
 from ..tile.kernel import Step, TileKernel, evaluate, member_values, print_kernel
 from ..tile.verify import TileVerifyError
 from ..views import gather_indices
 from . import jit
-from .cpu_tiling import cpu_words
+from .cpu_tiling import compensated_row_sums, cpu_words
 from .blas import (BLAS_LOCAL_THREADS, numpy_product, one_blas_thread, sgemm_address, single_threaded_blas,
                    vector_addresses)
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
@@ -298,9 +299,12 @@ class ScheduleCpu:
     call keeps alive (referenced once: the output pool discounts them).  `tiling` is the launch's
     tiling record of the kind (a symbolic vector kernel's changes with the sizes; a static kind's
     is given once); its words are computed once per record.  `compensated_folds`: llvm_kernel adds
-    long float folds with Kahan's compensation (lower_kernel; the CPU's row schedule)."""
+    long float folds with Kahan's compensation (lower_kernel); by default a row kernel's whose float
+    sums cpu_tiling.compensated_row_sums names (the CPU's row schedule folds them into 128 lanes)."""
 
-    def __init__(self, sched, tiling=None, *, use_disk_cache: bool = True, compensated_folds: bool = False):
+    def __init__(self, sched, tiling=None, *, use_disk_cache: bool = True, compensated_folds: bool | None = None):
+        if compensated_folds is None:
+            compensated_folds = isinstance(sched, RowSchedule) and compensated_row_sums(sched.fn)
         self.sched = sched
         self.tiling = tiling
         self.plan = getattr(sched, "plan", None)   # a column kernel's ColumnPlan (its params' kinds)
