@@ -7,7 +7,8 @@ Entries (everything else under the cache folder is left alone; a symlink to a fi
 a symlink to a folder in the place of a cache folder -- llvm, llvm/<2 hex>, ascendc, ascendc/pch,
 pch/<40 hex> -- is followed when the folder is ours and not writable by others, as the writers
 write through it: what they put there counts against the limit and is pruned, wherever it lies):
-  llvm/<2 hex>/<64 hex>.o                  LLVM object code starting with LLVM_MAGIC (backend_cpu/jit.py)
+  llvm/<2 hex>/<64 hex>.o                  LLVM object code (or a kernel's compressed LLVM IR) starting with
+                                           LLVM_MAGIC (backend_cpu/jit.py)
   ascendc/<64 hex>.so + .so.sum            a g++-built library and its recorded sha256 (cpu_runner.py);
                                            a .so.sum left without its library is an entry too
   ascendc/pch/<40 hex>/kernel_operator.h{,.gch,.gch.sum}   a precompiled CPU API header

@@ -68,7 +68,8 @@ def test_the_host_runs_the_lowerings_queue_depths_and_the_chip_keeps_its_second_
     assert [q.name for q in host.queues] == [q.name for q in chip.queues] and host.words == chip.words
 
 
-def test_a_kernel_lowered_again_reuses_its_ir(monkeypatch):
+def test_a_kernel_lowered_again_reuses_its_ir(monkeypatch, tmp_path):
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))   # not lowered by an earlier test either
     calls = []
     real = kernel_cpu.lower_kernel
     monkeypatch.setattr(kernel_cpu, "_lowered", {})
@@ -121,3 +122,30 @@ def test_quick_and_o3_code_give_the_same_bits_for_every_kind(monkeypatch):
         o3 = fs.fused_kernel(f)(*arrays[:n])
         monkeypatch.undo()
         np.testing.assert_array_equal(quick, o3, err_msg=name)
+
+
+def test_a_second_process_takes_the_lowered_ir_from_the_disk_cache(monkeypatch, tmp_path):
+    """jit.lowered_ir: the IR of a TileKernel is cached on disk under its text, fusedsl's sources,
+    llvmlite and the host; a hit skips the lowering, a damaged entry is lowered again, and other
+    sources (an edited lowering) are another key."""
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    lowered = []
+    real = kernel_cpu.lower_kernel
+    monkeypatch.setattr(kernel_cpu, "lower_kernel", lambda *a: lowered.append(1) or real(*a))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    def run():
+        monkeypatch.setattr(kernel_cpu, "_lowered", {})      # a new process: nothing in memory
+        monkeypatch.setattr(jit, "_memory", {})
+        np.testing.assert_array_equal(fs.fused_kernel(lambda a: fs.abs(a) * 3.0 - 1.0)(x), np.abs(x) * 3 - 1)
+    run()
+    run()
+    assert len(lowered) == 1, "the second run reads the IR from the disk cache"
+    entries = [p for p in tmp_path.rglob("*.o")]
+    for p in entries:       # damage every entry (IR and objects): each is rebuilt, nothing breaks
+        p.write_bytes(p.read_bytes()[:-7] + b"garbage")
+    run()
+    assert len(lowered) == 2
+    monkeypatch.setattr(jit, "_SOURCES", "another fusedsl")
+    run()
+    assert len(lowered) == 3

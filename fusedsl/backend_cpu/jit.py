@@ -18,7 +18,9 @@ payload`, written to a temporary name and renamed into place (atomic on POSIX), 
 reader never sees half a file; a file whose checksum does not match is deleted and the
 code is rebuilt.  Any OS error on the cache is ignored: the cache only saves time.  A hit marks
 the file used and a write is counted against the caches' size limit (fusedsl.cachesize: least
-recently used entries are evicted past FUSEDSL_CACHE_MAX_BYTES).
+recently used entries are evicted past FUSEDSL_CACHE_MAX_BYTES).  The same files keep the IR a
+TileKernel lowers to (`lowered_ir`, compressed, keyed by the kernel's text and fusedsl's sources):
+a second process skips the lowering too.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import hashlib
 import os
 import tempfile
 import threading
+import zlib
 from dataclasses import dataclass
 
 import llvmlite
@@ -96,6 +99,50 @@ def cache_key(ir_text: str, quick: bool = False) -> str:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+_SOURCES = None
+
+
+def source_fingerprint() -> str:
+    """sha256 over fusedsl's own Python sources (computed once per process): what a cached text
+    derived by fusedsl's code (`lowered_ir`) is keyed by besides its input -- the version number
+    does not change with every edit of a lowering."""
+    global _SOURCES
+    if _SOURCES is None:
+        h = hashlib.sha256()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for folder, _, files in sorted(os.walk(root)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    h.update(os.path.relpath(path, root).encode() + b"\0")
+                    with open(path, "rb") as f:
+                        h.update(f.read())
+        _SOURCES = h.hexdigest()
+    return _SOURCES
+
+
+def lowered_ir(description: str, lower) -> str:
+    """The LLVM IR `lower()` gives for a kernel `description` (its full text and options), from the
+    disk cache when this fusedsl source, llvmlite and host lowered it before: a large kernel's
+    lowering (Python building and printing up to 500 KB of IR) costs as much as its compile.  Kept
+    as one cache entry like object code (`llvm/<2 hex>/<64 hex>.o`: MAGIC, checksum, the IR
+    zlib-compressed), under a key of its own kind ("ir" first in the hash)."""
+    h = hashlib.sha256()
+    for part in ("ir", description, source_fingerprint(), llvmlite.__version__, _Host.fingerprint()):
+        h.update(part.encode())
+        h.update(b"\0")
+    key = h.hexdigest()
+    blob = read_cached(key)
+    if blob is not None:
+        try:
+            return zlib.decompress(blob).decode()
+        except (zlib.error, UnicodeDecodeError):   # a valid checksum over foreign bytes: lower again
+            pass
+    ir_text = lower()
+    write_cached(key, zlib.compress(ir_text.encode(), 1))
+    return ir_text
 
 
 def verify_ir(ir_text: str):

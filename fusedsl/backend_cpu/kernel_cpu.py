@@ -65,8 +65,9 @@ SERIAL_MODES = ("copy", "gather")
 # the O3 code of the elementwise / row / view kernels measured 0.9-1.6x faster per call, i.e. at
 # most ~0.5 ms on 1 MB, against 0.3-10 s more compile time.
 QUICK_MAX_BYTES = 1 << 20
-# TileKernel text -> its LLVM IR, for the kernels lowered again in one process (a program compiled
-# for a second function that shares kernels with the first: topk after sort)
+# TileKernel text (and lowering options) -> its LLVM IR, for the kernels lowered again in one process
+# (a program compiled for a second function that shares kernels with the first: topk after sort);
+# across processes jit.lowered_ir's disk cache keeps it
 _lowered: dict[tuple, str] = {}
 _LOWERED_MAX = 512
 
@@ -78,7 +79,9 @@ def _lower(k: TileKernel, products=None, compensated_folds: bool = False, host_p
     if ir_text is None:
         if len(_lowered) >= _LOWERED_MAX:
             _lowered.clear()
-        ir_text = _lowered[key] = lower_kernel(k, host_features(), products, compensated_folds, host_product)
+        description = "\0".join(map(str, (*key, sorted(host_features()))))
+        ir_text = _lowered[key] = jit.lowered_ir(
+            description, lambda: lower_kernel(k, host_features(), products, compensated_folds, host_product))
     return ir_text
 
 
