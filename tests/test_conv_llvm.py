@@ -141,3 +141,20 @@ def test_host_product_mode_skips_the_panel_and_is_a_conv_kernels_only():
     mm = fs.fused_kernel(lambda a, b: a @ b).compile(a, a)
     with pytest.raises(LoweringError, match="host product is a conv kernel's"):
         lower_kernel(kernel_ir(mm.kernels[0].lowered), host_product=True)
+
+
+def test_a_lone_conv_writes_its_product_into_the_output():
+    """No epilogue: the product is the output (ConvCpu.plain, no launch); with an epilogue on
+    an odd pixel count (30 x 30: rows are not whole 32-byte blocks) GetTensorC copies rows."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 6, 30, 30)).astype(np.float32)
+    w = rng.standard_normal((4, 6, 3, 3)).astype(np.float32)
+    want = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy()
+    lone = fs.fused_kernel(lambda x, w: fs.conv2d(x, w, None, padding=1))
+    np.testing.assert_allclose(lone(x, w), want, rtol=1e-5, atol=1e-5)
+    comp = lone.compile(x, w)
+    _on_llvm_kernel(comp)
+    assert comp._conv_kernel(comp.kernels[0]).plain
+    scaled = fs.fused_kernel(lambda x, w: fs.conv2d(x, w, None, padding=1) * 2.0)
+    np.testing.assert_allclose(scaled(x, w), 2 * want, rtol=1e-5, atol=1e-5)
+    assert not scaled.compile(x, w)._conv_kernel(scaled.compile(x, w).kernels[0]).plain
