@@ -12,8 +12,6 @@ activation, casts, stores -- is the kernel's own vector code, on the CPU's words
 """
 from __future__ import annotations
 
-from operator import is_
-
 import numpy as np
 
 from .. import dtypes as dt
@@ -21,7 +19,7 @@ from ..lower.kinds import host_kernel_ir, kernel_words
 from .blas import one_blas_thread
 from .conv_product import ConvProduct
 from .cpu_tiling import conv_words
-from .kernel_cpu import TileKernelCpu
+from .kernel_cpu import TileKernelCpu, same_call
 
 __all__ = ["ConvCpu"]
 
@@ -122,13 +120,7 @@ class ConvCpu:
 
     def _matches(self, last, inputs, outputs) -> bool:
         ins, call = last
-        outs = call.outputs
-        if len(inputs) != len(ins) or len(outputs) != len(outs) or not all(map(is_, outputs, outs)):
-            return False
-        if all(map(is_, inputs, ins)):
-            return True
-        return bool(self._scalars) and all(a is b or (i in self._scalars and type(a) is type(b) and a == b)
-                                           for i, (a, b) in enumerate(zip(inputs, ins)))
+        return same_call(ins, call, inputs, outputs, self._scalars)
 
     def bound_outputs(self) -> tuple:
         """The outputs the remembered call keeps alive, each referenced once (OutputPool.take)."""

@@ -269,6 +269,18 @@ class TileKernelCpu:
         return call
 
 
+def same_call(ins, call, inputs, outputs, scalars) -> bool:
+    """Whether a remembered bound `call` (made for inputs `ins`) runs these arrays: the same output
+    and input objects, runtime scalars (the parameter positions `scalars`) equal by value."""
+    outs = call.outputs
+    if len(inputs) != len(ins) or len(outputs) != len(outs) or not all(map(is_, outputs, outs)):
+        return False
+    if all(map(is_, inputs, ins)):
+        return True
+    return bool(scalars) and all(a is b or (i in scalars and type(a) is type(b) and a == b)
+                                 for i, (a, b) in enumerate(zip(inputs, ins)))
+
+
 def transcendental_stmts(k: TileKernel) -> int:
     """The exp / ln stmts of a kernel's Steps (each runs once per output element or so)."""
     def walk(body):
@@ -345,14 +357,7 @@ class ScheduleCpu:
 
     def _matches(self, last, inputs, outputs, tiling) -> bool:
         t, ins, call = last
-        outs = call.outputs
-        if t is not tiling or len(inputs) != len(ins) or len(outputs) != len(outs) \
-                or not all(map(is_, outputs, outs)):
-            return False
-        if all(map(is_, inputs, ins)):
-            return True
-        return bool(self._scalars) and all(a is b or (i in self._scalars and type(a) is type(b) and a == b)
-                                           for i, (a, b) in enumerate(zip(inputs, ins)))
+        return t is tiling and same_call(ins, call, inputs, outputs, self._scalars)
 
     def bound_outputs(self) -> tuple:
         """The outputs the remembered call keeps alive, each referenced once (OutputPool.take)."""

@@ -1332,6 +1332,18 @@ class _Lowering:
             return self.b.fadd(acc, x) if acc.type.element == F32 else self.b.add(acc, x)
         return self.np_max(acc, x, kind, dt.float32 if acc.type.element == F32 else dt.int32)
 
+    def _fold_bounds(self, node: For, v: Vec):
+        """A fold loop's (lanes bound, start, end, step, accumulator address): the bound never past
+        the accumulator's buffer (a count bound larger than the tensor)."""
+        b = self.b
+        bound = self.ev_i64(v.count[1] if node.var in _expr_names(v.count) else v.count)
+        q = self.tensor_queue[v.dst.tensor]
+        room = b.sub(b.udiv(self.q_size[q], ir.Constant(I64, 4)), self.ev_i64(v.dst.offset))
+        bound = b.select(b.icmp_unsigned("<", room, bound), room, bound)
+        start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
+        step = ir.Constant(I64, node.step) if isinstance(node.step, int) else b.zext(self.ev_u32(node.step), I64)
+        return bound, start, end, step, self.ref_ptr(v.dst)[0]
+
     def fold(self, node: For, v: Vec) -> None:
         """The fold loop with the accumulator in registers, strip by strip of FOLD_STRIP elements: a
         strip's vectors loaded once, each pass of the loop applies the Vec's operation to the lanes
@@ -1345,14 +1357,7 @@ class _Lowering:
         if wide or integer or (self._compensated(v) and self._fold_lanes(v) is not None):
             self._blocked_fold(node, v)
             return
-        bound = self.ev_i64(v.count[1] if node.var in _expr_names(v.count) else v.count)
-        # never past the accumulator's buffer (a count bound larger than the tensor)
-        q = self.tensor_queue[v.dst.tensor]
-        room = b.sub(b.udiv(self.q_size[q], ir.Constant(I64, 4)), self.ev_i64(v.dst.offset))
-        bound = b.select(b.icmp_unsigned("<", room, bound), room, bound)
-        start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
-        step = ir.Constant(I64, node.step) if isinstance(node.step, int) else b.zext(self.ev_u32(node.step), I64)
-        acc = self.ref_ptr(v.dst)[0]
+        bound, start, end, step, acc = self._fold_bounds(node, v)
         t = self._fold_acc_type(v)
 
         def strip(s0, _):
@@ -1444,13 +1449,7 @@ class _Lowering:
             return
         lanes = self._fold_lanes(v)
         compensated = self._compensated(v) and lanes is not None
-        bound = self.ev_i64(v.count[1] if node.var in _expr_names(v.count) else v.count)
-        q = self.tensor_queue[v.dst.tensor]
-        room = b.sub(b.udiv(self.q_size[q], ir.Constant(I64, 4)), self.ev_i64(v.dst.offset))
-        bound = b.select(b.icmp_unsigned("<", room, bound), room, bound)
-        start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
-        step = ir.Constant(I64, node.step) if isinstance(node.step, int) else b.zext(self.ev_u32(node.step), I64)
-        acc = self.ref_ptr(v.dst)[0]
+        bound, start, end, step, acc = self._fold_bounds(node, v)
         comp = self._comp_of(v.dst, lanes) if compensated else None
         zero = self._splat_em().splat(0.0, F32)
         block = b.mul(step, ir.Constant(I64, self.FOLD_BLOCK))
@@ -3003,7 +3002,6 @@ class _Lowering:
         integer = self._fold_acc_type(v) == I32
         with np.errstate(all="ignore"):
             init = em.splat(int(dup.value), I32) if integer else em.splat(float(np.float32(dup.value)), F32)
-        kind = v.api.lower()
         iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
         src_d = self.tensor_dtype(v.srcs[1].tensor)
 
