@@ -4,13 +4,6 @@ Pipeline: parse_assembly -> verify -> O3 for the host CPU (name and features, so
 and F16C are used) -> object code -> MCJIT.  Object code is what is cached: loading it
 skips the optimiser and the code generator, which are nearly all of the compile time.
 
-`quick=True` runs a short pipeline instead of O3 (SROA, instcombine, simplifycfg: the scalar
-slots become registers and the code is cleaned up; no loop or vectorising passes).  The tile
-IR's LLVM lowering already writes its loops as 16-lane vectors, so the quick code of a small
-launch runs about as fast, and it compiles 2-4x faster: a large kernel (a bitonic sort's view
-kernels are 500 KB of IR each) takes seconds at O3.  kernel_cpu uses it for launches that move
-little data.
-
 Disk cache: `$FUSEDSL_CACHE_DIR/llvm/` (default `~/.cache/fusedsl/llvm/`), one file per key, where
 the key hashes the IR text, the fusedsl version, the backend's ABI version, the llvmlite
 version and the host CPU name and features.  A file is `MAGIC + sha256(payload) +
@@ -92,10 +85,9 @@ def cache_dir() -> str:
     return cachedir.private_dir("llvm")
 
 
-def cache_key(ir_text: str, quick: bool = False) -> str:
+def cache_key(ir_text: str) -> str:
     h = hashlib.sha256()
-    for part in (ir_text, _fusedsl_version(), ABI_VERSION, llvmlite.__version__, _Host.fingerprint(),
-                 *(("quick",) if quick else ())):
+    for part in (ir_text, _fusedsl_version(), ABI_VERSION, llvmlite.__version__, _Host.fingerprint()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -152,27 +144,19 @@ def verify_ir(ir_text: str):
     return mod
 
 
-def _optimised(ir_text: str, quick: bool = False):
-    """The verified module after the O3 pipeline for the host CPU (`quick`: the quick pipeline, see
-    the module docstring), and the machine used."""
+def _optimised(ir_text: str):
+    """The verified module after the O3 pipeline for the host CPU, and the machine used."""
     tm = _Host.target_machine()
     mod = verify_ir(ir_text)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=1 if quick else 3))
-    if quick:
-        mpm = llvm.create_new_module_pass_manager()
-        mpm.add_sroa_pass()
-        mpm.add_instruction_combine_pass()
-        mpm.add_simplify_cfg_pass()
-        mpm.run(mod, pb)
-    else:
-        pb.getModulePassManager().run(mod, pb)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb.getModulePassManager().run(mod, pb)
     return mod, tm
 
 
-def optimise_to_object(ir_text: str, quick: bool = False) -> bytes:
-    mod, tm = _optimised(ir_text, quick)
+def optimise_to_object(ir_text: str) -> bytes:
+    mod, tm = _optimised(ir_text)
     return tm.emit_object(mod)
 
 
@@ -242,10 +226,9 @@ def _load(obj: bytes, symbol: str):
     return engine, address
 
 
-def compile_ir(ir_text: str, symbol: str, use_disk: bool = True, quick: bool = False) -> Compiled:
-    """The address of `symbol` in the compiled module (cached in memory and on disk); `quick`: the
-    short pipeline's code (cached apart from the O3 code)."""
-    key = cache_key(ir_text, quick)
+def compile_ir(ir_text: str, symbol: str, use_disk: bool = True) -> Compiled:
+    """The address of `symbol` in the compiled module (cached in memory and on disk)."""
+    key = cache_key(ir_text)
     with _memory_lock:
         hit = _memory.get(key)
         if hit is not None:
@@ -261,7 +244,7 @@ def compile_ir(ir_text: str, symbol: str, use_disk: bool = True, quick: bool = F
                 obj = None
         if obj is None:
             from_disk = False
-            obj = optimise_to_object(ir_text, quick)
+            obj = optimise_to_object(ir_text)
             engine, address = _load(obj, symbol)
             if use_disk:
                 write_cached(key, obj)

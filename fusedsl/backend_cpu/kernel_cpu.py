@@ -3,12 +3,11 @@
     cpu = TileKernelCpu(kernel)                  # lower to LLVM IR
     cpu.run(inputs, outputs, words)              # kernel_interp.run_kernel's signature; JIT on first use
 
-The LLVM IR is compiled at the first launch, by the size of that launch: one that moves at most
-QUICK_MAX_BYTES of GM data runs code of jit's quick pipeline, a larger one O3 code (compiled once,
-then used for every launch).  A large kernel's O3 compile takes seconds, which a small launch never
-earns back; a program of many small kernels (a bitonic sort: 90 kernels of up to 500 KB of IR)
-compiled 3-4x faster.  Lowering the same TileKernel again in one process (its text: every kernel
-the printer or the interpreter would see) reuses the IR (`_lowered`).
+The LLVM IR is compiled (O3, jit.py) at the kernel's first launch.  Lowering the same TileKernel
+again in one process (its text: every kernel the printer or the interpreter would see) reuses the
+IR (`_lowered`); a later process reads it from the disk cache (jit.lowered_ir).  A shorter LLVM
+pipeline for small launches (SROA, instcombine, simplifycfg) compiled a bitonic sort's kernels
+2-4x faster but changed float16 maximum / minimum of -0.0 and 0.0 (test_signed_zero): not used.
 
 `run` lays out the argument block (the tiling words, the typed fields, a pointer per GM tensor,
 the queues' places in the arena) and one UB arena per thread, then runs the blocks (cores) on
@@ -61,10 +60,6 @@ TRANSPOSE_PARALLEL_MIN_BYTES = 64 << 20
 # stay on the caller's thread: the numpy copies they replace were single-threaded, and two threads
 # measured 1.2-1.56x slower at 64 MB on this shared host ([256, 1024, 64] perm (1, 0, 2))
 SERIAL_MODES = ("copy", "gather")
-# A launch that moves at most this many GM bytes runs the quick pipeline's code (module docstring):
-# the O3 code of the elementwise / row / view kernels measured 0.9-1.6x faster per call, i.e. at
-# most ~0.5 ms on 1 MB, against 0.3-10 s more compile time.
-QUICK_MAX_BYTES = 1 << 20
 # TileKernel text (and lowering options) -> its LLVM IR, for the kernels lowered again in one process
 # (a program compiled for a second function that shares kernels with the first: topk after sort);
 # across processes jit.lowered_ir's disk cache keeps it
@@ -99,8 +94,8 @@ class TileKernelCpu:
         t0 = time.perf_counter()
         self.ir = _lower(k, self.products, compensated_folds, host_product)
         self._use_disk = use_disk_cache
-        self._code: dict[bool, tuple] = {}   # quick? -> (jit.Compiled: keeps the code alive, function)
-        self._compiled = None   # the last code compiled (its `from_disk`)
+        self._compiled = None   # jit.Compiled once the first launch compiled it (keeps the code alive)
+        self._cfunc = None
         self.serial = False   # every launch on the caller's thread (ScheduleCpu: SERIAL_MODES)
         self.compile_seconds = time.perf_counter() - t0   # lowering, plus each JIT compile
         self._offsets = k.field_offsets()
@@ -113,18 +108,14 @@ class TileKernelCpu:
             users = {m.dtype for m in k.members if m.init == "t." + f.name and m.dtype is not None}
             self._typed_dtype[f.name] = users.pop() if len(users) == 1 else None
 
-    def function(self, moved: int):
-        """The native function for a launch moving `moved` GM bytes (compiled on first need: quick
-        code for a small launch unless the O3 code exists, which serves every launch)."""
-        quick = moved <= QUICK_MAX_BYTES and False not in self._code
-        code = self._code.get(quick)
-        if code is None:
+    def function(self):
+        """The native function (compiled at the first launch)."""
+        if self._cfunc is None:
             t0 = time.perf_counter()
-            compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=self._use_disk, quick=quick)
-            code = self._code[quick] = (compiled, KERNEL_PROTO(compiled.address))
-            self._compiled = compiled
+            self._compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=self._use_disk)
+            self._cfunc = KERNEL_PROTO(self._compiled.address)
             self.compile_seconds += time.perf_counter() - t0
-        return code[1]
+        return self._cfunc
 
     def _word(self, words, name: str) -> int:
         return words[self._offsets[name][0]]
@@ -230,7 +221,7 @@ class TileKernelCpu:
             threads = 1 if blocks <= 1 or work < least else min(host_threads(), pool().workers + 1, blocks)
         arenas = [np.empty(arena_bytes + ARENA_ALIGN, np.uint8) for _ in range(threads)]
         addrs = [-(-a.ctypes.data // ARENA_ALIGN) * ARENA_ALIGN for a in arenas]
-        fn, address = self.function(moved), args.ctypes.data
+        fn, address = self.function(), args.ctypes.data
 
         def launch() -> None:
             if blocks and threads == 1:
