@@ -17,6 +17,15 @@ import fusedsl as fs
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
 
 
+def _on_reference(run):
+    """run() with the numpy reference executor, then the LLVM one again."""
+    fs.config.executor = "reference"
+    try:
+        return run()
+    finally:
+        fs.config.executor = "llvm"
+
+
 def _executor_object(comp):
     (plan,) = comp.kernels
     vector = comp._cpu.get(plan.name)
@@ -158,11 +167,7 @@ def test_matmul_kernels_run_on_llvm_kernel_bit_for_bit_as_before(name, m, k, n, 
         np.testing.assert_allclose(got.astype(np.float32), before.astype(np.float32), rtol=2 ** -10, atol=2 ** -24)
     else:
         assert got.tobytes() == before.tobytes()
-    fs.config.executor = "reference"
-    try:
-        want = kern(*args)
-    finally:
-        fs.config.executor = "llvm"
+    want = _on_reference(lambda: kern(*args))
     tol = 2e-2 if dtype == "float16" else 1e-4
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol, atol=tol * max(1, k) ** 0.5)
 
@@ -329,11 +334,7 @@ def test_a_16bit_row_epilogue_stays_numpys_bit_for_bit():
     got = kern(*args)
     comp = kern.compile(*args)
     assert _matmul_executor(comp) is None and comp.executor(comp.kernels[0]) == "cube"
-    fs.config.executor = "reference"
-    try:
-        want = kern(*args)
-    finally:
-        fs.config.executor = "llvm"
+    want = _on_reference(lambda: kern(*args))
     assert got.tobytes() == want.tobytes()
 
 
@@ -372,11 +373,7 @@ def test_epilogues_reading_a_or_b_run_on_llvm_kernel(case, dtype):
             np.testing.assert_allclose(got.astype(np.float32), before.astype(np.float32), rtol=2 ** -10, atol=2 ** -14)
         else:
             assert got.tobytes() == before.tobytes()
-    fs.config.executor = "reference"
-    try:
-        want = kern(*args)
-    finally:
-        fs.config.executor = "llvm"
+    want = _on_reference(lambda: kern(*args))
     tol = 2e-2 if dtype == "float16" else 1e-5
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol, atol=tol)
 
