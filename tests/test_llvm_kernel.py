@@ -570,7 +570,8 @@ def test_attention_kernels_match_the_interpreter(target, causal):
 
 
 def _product_calls(wide: bool):
-    """The register-tiled product and the K^T pack (tiled_product.py) compiled alone, as ctypes calls."""
+    """The register-tiled products (B in rows, B in panels) and the K^T pack (tiled_product.py)
+    compiled alone, as ctypes calls."""
     import ctypes
 
     from llvmlite import ir
@@ -579,35 +580,53 @@ def _product_calls(wide: bool):
     from fusedsl.backend_cpu.mathlib import VectorConsts
     from fusedsl.backend_cpu.stmts import LANES
     module = ir.Module(name="tiled_product_test")
-    tiled_product.product_function(module, VectorConsts(module, LANES, scalef=wide), wide)
-    tiled_product.pack_function(module)
+    kc = VectorConsts(module, LANES, scalef=wide)
+    tiled_product.product_function(module, kc, wide)
+    tiled_product.product_function(module, kc, wide, panels=True)
+    tiled_product.pack_function(module, wide)
     compiled = jit.compile_ir(str(module), tiled_product.PRODUCT, use_disk=False)
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    product = ctypes.CFUNCTYPE(None, i64, i64, i64, ptr, i64, ptr, i64, ptr)(compiled.address)
+    proto = ctypes.CFUNCTYPE(None, i64, i64, i64, ptr, i64, ptr, i64, ptr)
+    product = proto(compiled.address)
+    panel_product = proto(compiled.engine.get_function_address(tiled_product.PANEL_PRODUCT))
     pack = ctypes.CFUNCTYPE(None, ptr, i64, i64, i64, ptr)(compiled.engine.get_function_address(tiled_product.PACK))
-    return compiled, product, pack
+    return compiled, product, panel_product, pack
+
+
+def _panels(bt: np.ndarray, wide: bool) -> np.ndarray:
+    """B [k, n] in the pack's layout: panels of a register tile's columns, each its k rows contiguous."""
+    from fusedsl.backend_cpu.tiled_product import tile_shape
+    nr = tile_shape(wide)[1]
+    return np.concatenate([bt[:, j:j + nr].ravel() for j in range(0, bt.shape[1], nr)])
 
 
 @pytest.mark.parametrize("wide", [True, False])
 @pytest.mark.parametrize("m, n, k, lda, ldk", [(1, 1, 1, 1, 1), (7, 33, 5, 9, 6), (20, 70, 64, 64, 80),
                                                 (9, 16, 130, 131, 130)])
 def test_tiled_product_matches_numpy(m, n, k, lda, ldk, wide):
-    """C = A @ B in register tiles of 8 (AVX-512) or 3 rows x 32 columns, A rows lda apart, the last
-    tile's rows past m clamped, columns past n masked; B = K^T transposed from K's rows (ldk apart)
-    into k rows of n in 16 x 16 register tiles and element-wise edges first.  Nothing outside C's
-    m x n elements is written."""
+    """C = A @ B in register tiles of 4 x 64 (AVX-512) or 3 x 32, A rows lda apart, the last tile's
+    rows past m clamped, columns past n masked, k in passes of KC rows (C's partial sums carried);
+    B in rows (ld n), or B = K^T packed from K's rows (ldk apart) into panels of the tile's columns
+    in 16 x 16 register tiles and element-wise edges.  Both products give the same bits (one fma
+    chain per element in k order); nothing outside C's m x n elements is written."""
     g = np.random.default_rng(m * 100 + n + k)
     a = g.standard_normal((m, lda)).astype(np.float32)
     kmat = g.standard_normal((n, ldk)).astype(np.float32)
-    bt = np.full((k, n), np.nan, np.float32)
-    c = np.full(m * n + 5, 7.0, np.float32)
-    compiled, product, pack = _product_calls(wide)
-    pack(kmat.ctypes.data, ldk, n, k, bt.ctypes.data)
-    np.testing.assert_array_equal(bt, kmat[:, :k].T)
-    product(m, n, k, a.ctypes.data, lda, bt.ctypes.data, n, c.ctypes.data)
-    want = a[:, :k].astype(np.float64) @ kmat[:, :k].T.astype(np.float64)
-    np.testing.assert_allclose(c[:m * n].reshape(m, n), want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
-    assert (c[m * n:] == 7.0).all()
+    packed = np.full(k * n + 5, np.nan, np.float32)
+    compiled, product, panel_product, pack = _product_calls(wide)
+    pack(kmat.ctypes.data, ldk, n, k, packed.ctypes.data)
+    bt = np.ascontiguousarray(kmat[:, :k].T)
+    np.testing.assert_array_equal(packed[:k * n], _panels(bt, wide))
+    assert np.isnan(packed[k * n:]).all()
+    want = a[:, :k].astype(np.float64) @ bt.astype(np.float64)
+    results = []
+    for call, b_arg in ((product, bt), (panel_product, packed)):
+        c = np.full(m * n + 5, 7.0, np.float32)
+        call(m, n, k, a.ctypes.data, lda, b_arg.ctypes.data, n, c.ctypes.data)
+        np.testing.assert_allclose(c[:m * n].reshape(m, n), want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+        assert (c[m * n:] == 7.0).all()
+        results.append(c)
+    np.testing.assert_array_equal(results[0], results[1])
 
 
 def _heads(x):
@@ -634,8 +653,8 @@ def test_attention_on_the_cpu_schedule_matches_torch(name, dtype, monkeypatch):
     """The attention kind's schedule with the CPU's blocks (cpu_tiling.attention_schedule: Q from GM,
     P to the P V product in UB, one base block per product), here shrunk to Q blocks of 16 rows and KV
     blocks of 32 keys so that every kernel walks several of each with tails; both products in
-    register tiles (tiled_product.py) and S scaled, shifted and exponentiated where the Q K^T product
-    left it (llvm_kernel's in-place C).  Within test_attention's tolerances of torch's sdpa, and of
+    register tiles (tiled_product.py) and the online softmax in two passes per row of S where the Q
+    K^T product left it, P written over S (attention_softmax.py).  Within test_attention's tolerances of torch's sdpa, and of
     the tile interpreter (sgemm products) on the same kernel."""
     from fusedsl.backend_cpu import cpu_tiling
     from test_attention import TOL, torch_sdpa
@@ -655,7 +674,12 @@ def test_attention_on_the_cpu_schedule_matches_torch(name, dtype, monkeypatch):
     kernel = kernel_ir(sched)
     inputs = [dict(zip("qkvm", args))[p.value.name] for p in plan.function.params]
     got = np.full(plan.function.results[0].type.shape, 7, dtype)
-    TileKernelCpu(kernel).run(inputs, [got])
+    cpu = TileKernelCpu(kernel)
+    # the softmax in two passes per row, P written over S for P V (attention_softmax); a plain
+    # float32 kernel's S scaled and its rows' maxima taken by the Q K^T product
+    assert "sm.row" in cpu.ir and "attn.p" in cpu.ir
+    assert ("fusedsl_panel_product_max" in cpu.ir) == (dtype == np.float32 and name in ("plain", "gqa", "bshd"))
+    cpu.run(inputs, [got])
     spec = np.zeros_like(got)
     run_kernel(kernel, inputs, [spec], kernel.words)
     q, k, v = (np.swapaxes(x, 1, 2) if how.get("bshd") else x for x in args[:3])

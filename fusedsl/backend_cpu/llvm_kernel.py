@@ -87,9 +87,12 @@ What each node becomes:
   numpy multiplies those with cblas_sgemv / cblas_sdot, whose sums differ from sgemm's, so they
   make the same calls with numpy's layouts (`_numpy_product`; blas.numpy_product).  Work GM tensors are the core's slice in the arena, zeroed per core.
   The attention kind's products (skinny: the head size is their K or N) run in register tiles
-  instead of sgemm (tiled_product.py: no packing per call; K read transposed is transposed into the
-  object's B block first), and its softmax masks, scales and exponentiates S in the block of C
-  where GetTensorC hands it over (`_c_written_in_place`), not in a copy.
+  instead of sgemm (tiled_product.py: no packing per call; K read transposed is transposed into
+  panels in the object's B block first), and its softmax works on S in the block of C where
+  GetTensorC hands it over (`_c_written_in_place`), not in a copy: the statements of its online
+  softmax (scale, mask, max, exp, sum, rescale, P) run as two passes per row of S
+  (attention_softmax.py), P written over S where the P V product reads it (`attn_p`), and a plain
+  kernel's Q K^T product scales S and takes its rows' maxima as it stores it (`attn_top`).
 """
 from __future__ import annotations
 
@@ -102,7 +105,7 @@ from ..tile.kernel import (CORE_NAMES, Alloc, Barrier, Call, CopyIn, CopyNz, Cop
                            Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, add, evaluate, member_values)
 from .irgen import I1, I64, PTR, VOID, branch_values, carried_loop, kernel_function, vname
 from .mathlib import VectorConsts
-from . import tiled_product
+from . import attention_softmax, tiled_product
 from .register_transpose import LINE, network, network_columns
 from .stmts import F16, F32, I8, I16, I32, LANES, LoweringError, StmtEmitter, mem_type, reg_type, vec
 
@@ -416,6 +419,10 @@ class _Lowering:
         self.out_aliased = self._out_aliasable(nodes)
         self.readers = self._readers(nodes)
         self.strided = self._strided(nodes)
+        # the attention kind's Q K^T product scales S and takes its rows' maxima (attention_softmax)
+        self.attn_top = self.tiled_products and attention_softmax.fused_top(self)
+        self.attn_p_over_s = self.tiled_products and attention_softmax.p_in_place(self)
+        self.attn_p = None   # (address, row stride) slots of P written over S (attention_softmax)
 
     def _readers(self, nodes) -> dict[str, set[int]]:
         """queue -> the nodes (ids) that may read one of its tensors: a Step's temporary whose
@@ -762,7 +769,15 @@ class _Lowering:
             at += 1
             if self.tiled_products:
                 self.product_fn = tiled_product.product_function(self.module, self.kc, self.wide)
-                self.pack_fn = tiled_product.pack_function(self.module)
+                self.panel_product_fn = tiled_product.product_function(self.module, self.kc, self.wide, panels=True,
+                                                                       row_max=self.attn_top)
+                if self.attn_p_over_s:
+                    self.attn_p = (b.alloca(PTR, name="attn.p"), b.alloca(I64, name="attn.p.ld"))
+                if self.attn_top:   # 16 lanes of each S row's maximum (a block's rows: qk's singleCoreM)
+                    rows = b.zext(self.words[mm_field(self.mms["qk"], "singleCoreM")[2:]], I64)
+                    self.top_buf = b.alloca(F32, size=b.mul(rows, ir.Constant(I64, LANES)), name="attn.top")
+                    self.top_buf.align = 64
+                self.pack_fn = tiled_product.pack_function(self.module, self.wide)
             self.mm_scratch = {}
             for mm in k.matmuls:
                 self.mm_scratch[mm.name] = [self._arg(b, at + j) for j in range(3)]
@@ -1168,6 +1183,11 @@ class _Lowering:
         nodes = list(nodes)
         i = 0
         while i < len(nodes):
+            blk = attention_softmax.match(self, nodes, i) if self.tiled_products else None
+            if blk is not None:   # the attention kind's online softmax: two passes per row
+                attention_softmax.emit(self, blk)
+                i += blk.nodes
+                continue
             if not isinstance(nodes[i], Step):
                 self.node(nodes[i])
                 i += 1
@@ -2636,7 +2656,10 @@ class _Lowering:
             self._operand(v, "B", mm.b, b_buf, kk, n, b_strides, acc)
             self._int_product(m, n, kk, a_buf, b_buf, c_buf)
         else:
-            a_arg = self._sgemm_operand(v, "A", mm.a, a_buf, m, kk, a_strides)
+            if self.attn_p is not None and mm.name == "pv":   # P over S, float32 (attention_softmax)
+                a_arg = (b.load(self.attn_p[0], typ=PTR), b.load(self.attn_p[1], typ=I64), ir.Constant(I32, 111))
+            else:
+                a_arg = self._sgemm_operand(v, "A", mm.a, a_buf, m, kk, a_strides)
             b_arg = self._sgemm_operand(v, "B", mm.b, b_buf, kk, n, b_strides)
             with b.if_then(b.and_(b.icmp_unsigned(">", m, ir.Constant(I64, 0)),
                                   b.icmp_unsigned(">", n, ir.Constant(I64, 0)))):
@@ -2796,12 +2819,17 @@ class _Lowering:
     def _tiled_product(self, m, n, kk, a, bb, scratch, c) -> None:
         """c = a @ b in register tiles (tiled_product.py) instead of sgemm: `a` and `bb` are
         `_sgemm_operand`'s; a B read transposed (attention's K) is first transposed into `scratch`
-        (the object's B block, k x n floats)."""
+        (the object's B block, k x n floats) in the panels the panel product reads."""
         b = self.b
         (pa, lda, _), (pb, ldb, tb) = a, bb
-        if tb.constant == 112:   # B[p, j] = src[j * ldb + p]: its n rows of k into scratch as k rows of n
+        if tb.constant == 112:   # B[p, j] = src[j * ldb + p]: its n rows of k into scratch, in panels
             b.call(self.pack_fn, [pb, ldb, n, kk, scratch])
-            pb, ldb = scratch, n
+            extra = []
+            if self.attn_top:   # S scaled as it is stored, its rows' maxima taken (attention_softmax)
+                blk = attention_softmax.first_block(self)
+                extra = [ir.Constant(F32, float(np.float32(blk.scale))), self.top_buf]
+            b.call(self.panel_product_fn, [m, n, kk, pa, lda, scratch, n, c] + extra)
+            return
         b.call(self.product_fn, [m, n, kk, pa, lda, pb, ldb, c])
 
     def _sgemm(self, m, n, kk, a, bb, c) -> None:

@@ -5,21 +5,24 @@ products are each skinny on one side -- S = Q K^T sums over the head size (64, 1
 head size as N -- and sgemm packs both operands into its own panels on every call (one per KV block):
 on [1, 8, 2730, 64] float32 the sgemm calls alone, one thread, took 1.3x the per-kind attention
 executor's whole kernel (attention.py, whose register tiles are the same shape as these).  Here the
-product reads A where it lies and B in rows (a B read transposed -- attention's K -- is first
-transposed into the Matmul object's B block in 16 x 16 register tiles, once per Iterate: k x n
-elements for an m x k x n product):
+product reads A where it lies and B in rows, or -- a B read transposed, attention's K -- in panels
+of NR columns that `pack_function` transposes it into (the Matmul object's B block, 16 x 16 register
+tiles, once per Iterate: k x n elements for an m x k x n product; each panel's k rows contiguous,
+where rows of B 2 KB apart fell in a few L1 sets):
 
-    for each panel of NR = 2 x 16 columns of C:
-        for each tile of MR rows:          acc[MR][2] = 0
-            for p in 0 .. k:               b0, b1 = B[p, panel]   (masked past n)
-                                           acc[r] += splat(A[row r, p]) * (b0, b1)   (fma)
-            C[rows, panel] = acc           (masked past n)
+    for each panel of NR columns of C:
+        for each pass of KC rows of B:       (the panel's KC x NR floats stay in L1)
+            for each tile of MR rows:        acc[MR][NR / 16] = 0, or C's partial sums after the first pass
+                for p in the pass:           b[t] = B[p, panel + 16 t]   (masked past n)
+                                             acc[r][t] += splat(A[row r, p]) * b[t]   (fma)
+                C[rows, panel] = acc         (masked past n)
 
-MR = 8 rows with AVX-512 (16 accumulators, two B vectors and the broadcast: 19 of the 32 zmm
-registers; 12 x 32 and 6 x 64 measured no better), 3 without (each <16 x float> is two ymm
-registers).  The last tile's rows past m read and write row m - 1 (the same values again) instead
-of a scalar tail.  Each C element is one fused multiply-add chain in p order: the sums are not
-sgemm's (the attention tests' tolerances hold; the interpreter, kernel_interp.py, keeps sgemm).
+MR x NR (`tile_shape`) = 4 x 64 with AVX-512, 3 x 32 without.  The last tile's rows past m read and
+write row m - 1 (the same values again) instead of a scalar tail.  Each C element is one fused
+multiply-add chain in p order (passes carry it through C exactly): the sums are not sgemm's (the
+attention tests' tolerances hold; the interpreter, kernel_interp.py, keeps sgemm).  The Q K^T
+product of a plain attention kernel (attention_softmax.fused_top) also scales S and keeps its rows'
+maxima as it stores the last pass (`row_max`): the softmax's first pass over S is gone.
 """
 from __future__ import annotations
 
@@ -30,11 +33,22 @@ from .mathlib import VectorConsts
 from .register_transpose import network, network_columns
 from .stmts import F32, I32, LANES
 
-__all__ = ["PRODUCT", "PACK", "product_function", "pack_function"]
+__all__ = ["KC", "PACK", "PANEL_PRODUCT", "PANEL_PRODUCT_MAX", "PRODUCT", "pack_function", "product_function",
+           "tile_shape"]
 
 PRODUCT = "fusedsl_tiled_product"
+PANEL_PRODUCT = "fusedsl_panel_product"
+PANEL_PRODUCT_MAX = "fusedsl_panel_product_max"
 PACK = "fusedsl_transpose_pack"
-NR = 2 * LANES
+KC = 128   # B rows per pass over C: a panel's 128 x 64 floats (32 KB) stay in L1 while the tiles use them
+
+
+def tile_shape(wide: bool) -> tuple[int, int]:
+    """(rows, columns) of a register tile, the columns also a B panel's: with AVX-512 4 x 64 (16
+    accumulators, 4 B vectors, a broadcast: 21 of 32 registers; 4 loads and 4 broadcasts per 16
+    fma -- [128 x 64] @ [64 x 512], one thread: 4 x 64 107 GFLOP/s, 5 x 64 103, 8 x 32 101, 6 x 64
+    101, 12 x 32 95, 2 x 128 97), else 3 x 32 (a <16 x float> is two of AVX2's 16 ymm registers)."""
+    return (4, 4 * LANES) if wide else (3, 2 * LANES)
 
 
 def _c(x) -> ir.Constant:
@@ -53,25 +67,48 @@ def _lanes_mask(b, start, limit):
     return b.icmp_signed("<", b.add(splat(start), iota), splat(limit))
 
 
-def product_function(module: ir.Module, kc: VectorConsts, wide: bool) -> ir.Function:
+def _np_max(b, x, y):
+    """numpy's float32 maximum: x when x > y or x is NaN, else y."""
+    return b.select(b.or_(b.fcmp_ordered(">", x, y), b.fcmp_unordered("uno", x, x)), x, y)
+
+
+def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bool = False,
+                     row_max: bool = False) -> ir.Function:
     """`void fusedsl_tiled_product(i64 m, i64 n, i64 k, ptr a, i64 lda, ptr b, i64 ldb, ptr c)`:
     C[m x n] (rows n apart) = A[m x k] (rows lda apart) @ B[k x n] (rows ldb apart), float32
-    (module doc).  Defined once per module."""
-    existing = module.globals.get(PRODUCT)
+    (module doc).  With `panels` (`fusedsl_panel_product`) B is in `tile_shape` column panels, as
+    `pack_function` leaves it (ldb unused).  With `row_max` (`fusedsl_panel_product_max`, panels
+    only) two more arguments, `float scale, ptr top`: C = scale * (A @ B) -- the same bits as
+    multiplying the stored C -- and top[16 r .. 16 r + 16] the lanes of row r's maximum (max over
+    top[16 r + i] is max C[r, :]; -inf where a lane saw no column).  Defined once per module."""
+    name = PANEL_PRODUCT_MAX if row_max else PANEL_PRODUCT if panels else PRODUCT
+    existing = module.globals.get(name)
     if existing is not None:
         return existing
-    fn = ir.Function(module, ir.FunctionType(VOID, [I64, I64, I64, PTR, I64, PTR, I64, PTR]), PRODUCT)
+    panels = panels or row_max
+    args = [I64, I64, I64, PTR, I64, PTR, I64, PTR] + ([F32, PTR] if row_max else [])
+    fn = ir.Function(module, ir.FunctionType(VOID, args), name)
     fn.attributes.add("nounwind")
-    m, n, k, a, lda, bp, ldb, c = fn.args
+    m, n, k, a, lda, bp, ldb, c = fn.args[:8]
+    scale, top = fn.args[8:] if row_max else (None, None)
     for p in (a, bp, c):
         p.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    mr = 8 if wide else 3
+    mr, nr = tile_shape(wide)
+    nv = nr // LANES   # vectors per tile row
     vf = kc.f
     masked_load = kc.intrinsic("llvm.masked.load.v16f32.p0", vf, [PTR, I32, ir.VectorType(I1, LANES), vf])
     masked_store = kc.intrinsic("llvm.masked.store.v16f32.p0", VOID, [vf, PTR, I32, ir.VectorType(I1, LANES)])
     zero = kc.fc(0.0)
+    ninf = kc.fc(float("-inf"))
     last = b.sub(m, _c(1))
+    if row_max:
+        top.add_attribute("noalias")
+
+        def clear(r, _):
+            b.store(ninf, b.gep(top, [b.mul(r, _c(LANES))], source_etype=F32), align=4)
+            return []
+        carried_loop(b, _c(0), m, 1, [], clear, "tp.top")
 
     def splat(x):
         undef = ir.Constant(vf, ir.Undefined)
@@ -79,40 +116,72 @@ def product_function(module: ir.Module, kc: VectorConsts, wide: bool) -> ir.Func
         return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
 
     def panel(j0, _):
-        masks = [_lanes_mask(b, b.add(j0, _c(LANES * t)), n) for t in range(2)]
+        masks = [_lanes_mask(b, b.add(j0, _c(LANES * t)), n) for t in range(nv)]
+        if panels:   # the panel's k rows of min(nr, n - j0) elements, contiguous from j0 * k
+            width = b.sub(n, j0)
+            width = b.select(b.icmp_signed("<", width, _c(nr)), width, _c(nr))
+            base, stride = b.gep(bp, [b.mul(j0, k)], source_etype=F32), width
+        else:
+            base, stride = b.gep(bp, [j0], source_etype=F32), ldb
 
-        def tile(i0, _):
-            rows = [b.add(i0, _c(r)) for r in range(mr)]
-            rows = [b.select(b.icmp_signed("<", r, m), r, last) for r in rows]
-            a_rows = [b.gep(a, [b.mul(r, lda)], source_etype=F32) for r in rows]
+        def chunk(p0, _):
+            p1 = b.add(p0, _c(KC))
+            p1 = b.select(b.icmp_signed("<", p1, k), p1, k)
+            first = b.icmp_signed("==", p0, _c(0))
 
-            def step(p, acc):
-                brow = b.gep(bp, [b.add(b.mul(p, ldb), j0)], source_etype=F32)
-                bv = [b.call(masked_load, [b.gep(brow, [_c(LANES * t)], source_etype=F32), ir.Constant(I32, 4),
-                                           masks[t], zero]) for t in range(2)]
-                new = []
+            def tile(i0, _):
+                rows = [b.add(i0, _c(r)) for r in range(mr)]
+                rows = [b.select(b.icmp_signed("<", r, m), r, last) for r in rows]
+                a_rows = [b.gep(a, [b.mul(r, lda)], source_etype=F32) for r in rows]
+                c_at = [[b.gep(c, [b.add(b.add(b.mul(r, n), j0), _c(LANES * t))], source_etype=F32) for t in range(nv)]
+                        for r in rows]
+                # the chunks after the first go on from C's partial sums (the same fma chain in p order)
+                init = [b.select(first, zero, b.call(masked_load, [c_at[r][t], ir.Constant(I32, 4), masks[t], zero]))
+                        for r in range(mr) for t in range(nv)]
+
+                def step(p, acc):
+                    brow = b.gep(base, [b.mul(p, stride)], source_etype=F32)
+                    bv = [b.call(masked_load, [b.gep(brow, [_c(LANES * t)], source_etype=F32), ir.Constant(I32, 4),
+                                               masks[t], zero]) for t in range(nv)]
+                    new = []
+                    for r in range(mr):
+                        x = splat(b.load(b.gep(a_rows[r], [p], source_etype=F32), typ=F32, align=4))
+                        new += [kc.fma(b, x, bv[t], acc[nv * r + t]) for t in range(nv)]
+                    return new
+                _, acc = carried_loop(b, p0, p1, 1, init, step, "tp.k")
+                done = b.icmp_signed("==", p1, k) if row_max else None
+                if row_max:   # the last chunk scales C (C's partial sums before it are not)
+                    factor = splat(scale)
+                    acc = [b.select(done, b.fmul(x, factor), x) for x in acc]
                 for r in range(mr):
-                    x = splat(b.load(b.gep(a_rows[r], [p], source_etype=F32), typ=F32, align=4))
-                    new += [kc.fma(b, x, bv[t], acc[2 * r + t]) for t in range(2)]
-                return new
-            _, acc = carried_loop(b, _c(0), k, 1, [zero] * (2 * mr), step, "tp.k")
-            for r in range(mr):
-                crow = b.gep(c, [b.add(b.mul(rows[r], n), j0)], source_etype=F32)
-                for t in range(2):
-                    b.call(masked_store, [acc[2 * r + t], b.gep(crow, [_c(LANES * t)], source_etype=F32),
-                                          ir.Constant(I32, 4), masks[t]])
+                    for t in range(nv):
+                        b.call(masked_store, [acc[nv * r + t], c_at[r][t], ir.Constant(I32, 4), masks[t]])
+                if row_max:
+                    with b.if_then(done):
+                        for r in range(mr):
+                            at = b.gep(top, [b.mul(rows[r], _c(LANES))], source_etype=F32)
+                            best = b.load(at, typ=vf, align=4)
+                            for t in range(nv):
+                                best = _np_max(b, b.select(masks[t], acc[nv * r + t], ninf), best)
+                            b.store(best, at, align=4)
+                return []
+            carried_loop(b, _c(0), m, mr, [], tile, "tp.m")
             return []
-        carried_loop(b, _c(0), m, mr, [], tile, "tp.m")
+        carried_loop(b, _c(0), k, KC, [], chunk, "tp.kc")
         return []
-    carried_loop(b, _c(0), n, NR, [], panel, "tp.n")
+    carried_loop(b, _c(0), n, nr, [], panel, "tp.n")
     b.ret_void()
     return fn
 
 
-def pack_function(module: ir.Module) -> ir.Function:
-    """`void fusedsl_transpose_pack(ptr src, i64 ld, i64 rows, i64 cols, ptr dst)`: dst[c * rows + r] =
-    src[r * ld + c] for r < rows, c < cols (float32): B = K^T for the product, in 16 x 16 register
-    tiles (register_transpose.network), the edges element by element.  Defined once per module."""
+def pack_function(module: ir.Module, wide: bool) -> ir.Function:
+    """`void fusedsl_transpose_pack(ptr src, i64 ld, i64 rows, i64 cols, ptr dst)`: B = K^T for the
+    panel product: src's `rows` rows of `cols` floats (ld apart) transposed into `tile_shape` column panels --
+    element (r, c) of src is B's (c, r), at dst[r0 * cols + c * w + r - r0] for the panel of rows
+    r0 = r - r % nr, w = min(nr, rows - r0) wide -- in 16 x 16 register tiles
+    (register_transpose.network), the edges element by element.  A panel's k rows are contiguous:
+    rows of B 2 KB apart (512 keys) fell in a few L1 sets and the product read them from L2.
+    Defined once per module."""
     existing = module.globals.get(PACK)
     if existing is not None:
         return existing
@@ -122,6 +191,7 @@ def pack_function(module: ir.Module) -> ir.Function:
     src.add_attribute("noalias")
     dst.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    nr = tile_shape(wide)[1]
     T = LANES
     vt = ir.VectorType(F32, T)
     stages, order = network(4), network_columns(4)
@@ -129,11 +199,21 @@ def pack_function(module: ir.Module) -> ir.Function:
     full_r = b.mul(b.udiv(rows, t64), t64)
     full_c = b.mul(b.udiv(cols, t64), t64)
 
+    def panel_of(r):
+        """(address of B row 0 of r's panel + r's place in it, the panel's width)"""
+        r0 = b.sub(r, b.urem(r, _c(nr)))
+        w = b.sub(rows, r0)
+        w = b.select(b.icmp_signed("<", w, _c(nr)), w, _c(nr))
+        return b.gep(dst, [b.add(b.mul(r0, cols), b.sub(r, r0))], source_etype=F32), w
+
     def element(r, c):
         v = b.load(b.gep(src, [b.add(b.mul(r, ld), c)], source_etype=F32), typ=F32, align=4)
-        b.store(v, b.gep(dst, [b.add(b.mul(c, rows), r)], source_etype=F32), align=4)
+        at, w = panel_of(r)
+        b.store(v, b.gep(at, [b.mul(c, w)], source_etype=F32), align=4)
 
     def band(r0, _):
+        at, w = panel_of(r0)
+
         def tile(c0, _):
             regs = [b.load(b.gep(src, [b.add(b.mul(b.add(r0, _c(i)), ld), c0)], source_etype=F32), typ=vt, align=4)
                     for i in range(T)]
@@ -146,7 +226,7 @@ def pack_function(module: ir.Module) -> ir.Function:
                     nxt[i + step] = b.shuffle_vector(regs[i], regs[i + step], ir.Constant(ir.VectorType(I32, T), hi))
                 regs = nxt
             for j, col in enumerate(order):
-                b.store(regs[j], b.gep(dst, [b.add(b.mul(b.add(c0, _c(col)), rows), r0)], source_etype=F32), align=4)
+                b.store(regs[j], b.gep(at, [b.mul(b.add(c0, _c(col)), w)], source_etype=F32), align=4)
             return []
         carried_loop(b, _c(0), full_c, T, [], tile, "pk.c")
 
