@@ -654,8 +654,8 @@ def test_attention_on_the_cpu_schedule_matches_torch(name, dtype, monkeypatch):
     P to the P V product in UB, one base block per product), here shrunk to Q blocks of 16 rows and KV
     blocks of 32 keys so that every kernel walks several of each with tails; both products in
     register tiles (tiled_product.py) and the online softmax in two passes per row of S where the Q
-    K^T product left it, P written over S (attention_softmax.py).  Within test_attention's tolerances of torch's sdpa, and of
-    the tile interpreter (sgemm products) on the same kernel."""
+    K^T product left it, P written over S (attention_softmax.py).  Within test_attention's
+    tolerances of torch's sdpa, and of the tile interpreter (sgemm products) on the same kernel."""
     from fusedsl.backend_cpu import cpu_tiling
     from test_attention import TOL, torch_sdpa
     monkeypatch.setattr(cpu_tiling, "ATTENTION_Q_ROWS", 16)
@@ -675,10 +675,12 @@ def test_attention_on_the_cpu_schedule_matches_torch(name, dtype, monkeypatch):
     inputs = [dict(zip("qkvm", args))[p.value.name] for p in plan.function.params]
     got = np.full(plan.function.results[0].type.shape, 7, dtype)
     cpu = TileKernelCpu(kernel)
-    # the softmax in two passes per row, P written over S for P V (attention_softmax); a plain
-    # float32 kernel's S scaled and its rows' maxima taken by the Q K^T product
-    assert "sm.row" in cpu.ir and "attn.p" in cpu.ir
-    assert ("fusedsl_panel_product_max" in cpu.ir) == (dtype == np.float32 and name in ("plain", "gqa", "bshd"))
+    # the softmax in two passes per row, P written over S for P V, O += P V into O (attention_softmax);
+    # without a mask, S scaled, its causal keys cut and its rows' maxima taken by the Q K^T product;
+    # float16 operands widened in vector loops
+    assert "sm.row" in cpu.ir and "attn.p" in cpu.ir and "fusedsl_tiled_product_acc" in cpu.ir
+    assert ("fusedsl_panel_product_max" in cpu.ir) == (len(shapes) == 3)
+    assert ("fusedsl_transpose_pack_half" in cpu.ir and "fusedsl_widen_rows" in cpu.ir) == (dtype == np.float16)
     cpu.run(inputs, [got])
     spec = np.zeros_like(got)
     run_kernel(kernel, inputs, [spec], kernel.words)

@@ -29,11 +29,12 @@ import numpy as np
 from llvmlite import ir
 
 from .. import dtypes as dt
-from ..tile.kernel import CopyIn, Dup, For, If, Let, MmIterate, MmSet, Put, Ref, Scalar, Sync, Vec
+from ..tile.kernel import (CopyIn, DeQue, Dup, EnQue, For, Free, If, Let, MmGetC, MmIterate, MmSet, MmTail, Put,
+                           Ref, Scalar, Sync, Vec)
 from .irgen import I64, carried_loop
 from .stmts import F32, I32, LANES, mem_type as _mem, vec
 
-__all__ = ["SoftmaxBlock", "match", "emit"]
+__all__ = ["SoftmaxBlock", "emit", "fused_top", "match", "match_accumulate", "p_in_place"]
 
 _INF = float("inf")
 
@@ -54,6 +55,7 @@ class SoftmaxBlock:
     mask_floor: float | None   # a bool mask's all-masked threshold (max below it: -inf)
     causal: tuple | None    # (condition, first masked key) expressions of row r
     nodes: int              # statements replaced
+    diag: tuple | None      # causal: (first query, first key) expressions (keys from query + 1 on are -inf)
     from_product: bool = False   # S already scaled and its rows' maxima in lw.top_buf (`fused_top`)
 
 
@@ -107,13 +109,20 @@ def match(lw, nodes: list, i: int) -> SoftmaxBlock | None:
                       dt.float32: ["Muls", "Add"]}.get(md)
         if mask_chain is None or mask.rows != 1:
             return None
-    causal = None
+    causal = diag = None
     conds = [n for n in body if isinstance(n, If) and any(isinstance(d, Dup) for d in _walk(n.then))]
     if conds:   # If(kb + cols > pos: Let first ..., the keys from `first` set to -inf)
         lets = [n for n in conds[0].then if isinstance(n, Let) and n.var == "first"]
         if len(conds) != 1 or not lets:
             return None
         causal = (conds[0].cond, lets[0].expr)
+        # If(kb + cols > pos) with pos = r0 + r + 1, first = pos - min(kb, pos): key j of row r is
+        # masked when kb + j >= r0 + r + 1, i.e. j - r >= r0 + 1 - kb (the product's `diag`)
+        pos = lets[0].expr[1] if lets[0].expr[0] == "-" else None
+        if (isinstance(pos, tuple) and pos[0] == "+" and pos[2] == 1 and isinstance(pos[1], tuple)
+                and pos[1][0] == "+" and pos[1][2] == "r" and lets[0].expr[2] == ("min", causal[0][1][1], pos)
+                and causal[0] == (">", (causal[0][1][0], causal[0][1][1], "cols"), pos)):
+            diag = (pos[1][1], causal[0][1][1])
     if sum(isinstance(n, If) for n in body) != 1 + len(conds):   # the max fold's If, the causal one
         return None
     scalars = {n.var: n for n in body if isinstance(n, Scalar)}
@@ -157,7 +166,7 @@ def match(lw, nodes: list, i: int) -> SoftmaxBlock | None:
             or lw.tensor_dtype(m_get[1]) != dt.float32:
         return None
     return SoftmaxBlock(sc, first.scalar, m_get[1], m_get[2], l_put[0].index, o.dst, o.count, pcopy.dst, p_cast,
-                        mask, floor, causal, 8, getattr(lw, "attn_top", False))
+                        mask, floor, causal, 8, diag, getattr(lw, "attn_top", False))
 
 
 def _blocks(lw) -> tuple[list[SoftmaxBlock], int]:
@@ -201,16 +210,18 @@ def first_block(lw) -> SoftmaxBlock:
 
 
 def fused_top(lw) -> bool:
-    """Whether the Q K^T product scales S and takes its rows' maxima as it stores it (tiled_product
-    `row_max`), so that the softmax's first pass goes: every S block's softmax matched, none with
-    a mask or causal keys (those change S after the product), Q K^T of float32 operands, K read
-    transposed (the panel product)."""
+    """Whether the Q K^T product scales S, sets its causal keys to -inf and takes its rows' maxima
+    as it stores it (tiled_product `row_max`), so that the softmax's first pass goes: every S
+    block's softmax matched, none with a mask (added to S after the product), Q K^T of float32
+    operands or float16 ones never in NZ (widened by vector loops), K read transposed (the panel
+    product)."""
     mm = lw.mms.get("qk")
-    if mm is None or mm.a.transpose or not mm.b.transpose or mm.a.dtype != dt.float32 or mm.b.dtype != dt.float32:
+    if mm is None or mm.a.transpose or not mm.b.transpose or \
+            not all(d == dt.float32 or (d == dt.float16 and not lw.nz) for d in (mm.a.dtype, mm.b.dtype)):
         return False
     found, iterates = _blocks(lw)
-    return bool(found) and len(found) == iterates and all(b.mask is None and b.causal is None for b in found) \
-        and len({b.scale for b in found}) == 1
+    return bool(found) and len(found) == iterates and len({(b.scale, b.diag) for b in found}) == 1 \
+        and all(b.mask is None and (b.causal is None or b.diag is not None) for b in found)
 
 
 def emit(lw, blk: SoftmaxBlock) -> None:
@@ -330,3 +341,32 @@ def _across(b, v, combine):
         hi = b.shuffle_vector(v, v, ir.Constant(vec(I32, n), list(range(n, 2 * n))))
         v = combine(lo, hi)
     return b.extract_element(v, ir.Constant(I32, 0))
+
+
+def match_accumulate(lw, nodes: list, i: int) -> str | None:
+    """O's tensor when nodes[i:i + 5] are the P V product's Iterate into a tile of C and O += that
+    tile (Iterate / GetTensorC acc, EnQue, DeQue, For O += acc over rows * Dv, Free), O's rows the
+    product's (Dv a multiple of 8): the product then accumulates into O itself (tiled_product
+    `accumulate`; O's elements start the fma chains instead of being added to their sums)."""
+    if i + 5 > len(nodes):
+        return None
+    it, enq, deq, loop, free = nodes[i:i + 5]
+    if not (isinstance(it, MmIterate) and it.mm == "pv" and len(it.body) == 1 and isinstance(it.body[0], MmGetC)
+            and not it.body[0].placed and isinstance(enq, EnQue) and isinstance(deq, DeQue) and isinstance(free, Free)):
+        return None
+    acc = it.body[0].tensor
+    if not (isinstance(loop, For) and len(loop.body) == 1 and isinstance(loop.body[0], Vec) and loop.start == 0
+            and enq.tensor == acc and deq.tensor == acc and free.tensor == acc):
+        return None
+    v = loop.body[0]
+    o = v.dst.tensor
+    if not (v.api == "Add" and v.dst.offset == "i" and len(v.srcs) == 2 and v.srcs[0] == v.dst
+            and v.srcs[1] == Ref(acc, "i") and isinstance(loop.end, tuple) and loop.end[:2] == ("*", "rows")):
+        return None
+    tails = [n for n in lw.nodes if isinstance(n, MmTail) and n.mm == "pv"]
+    mm = lw.mms["pv"]
+    if not tails or any(n.m != "rows" or n.n != loop.end[2] for n in tails) or lw.tensor_dtype(o) != dt.float32 \
+            or lw.tensor_queue.get(o) in (lw.strided | lw.in_guarded | set(lw.out_aliased)) \
+            or mm.c.dtype != dt.float32 or mm.a.transpose or mm.b.transpose:
+        return None
+    return o

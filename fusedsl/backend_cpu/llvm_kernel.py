@@ -91,8 +91,10 @@ What each node becomes:
   panels in the object's B block first), and its softmax works on S in the block of C where
   GetTensorC hands it over (`_c_written_in_place`), not in a copy: the statements of its online
   softmax (scale, mask, max, exp, sum, rescale, P) run as two passes per row of S
-  (attention_softmax.py), P written over S where the P V product reads it (`attn_p`), and a plain
-  kernel's Q K^T product scales S and takes its rows' maxima as it stores it (`attn_top`).
+  (attention_softmax.py), P written over S where the P V product reads it (`attn_p`), P V
+  accumulated into O (`mm_iterate` `into`), and the Q K^T product of a kernel without a mask scales
+  S, cuts its causal keys and takes its rows' maxima as it stores it (`attn_top`); float16 operands
+  are widened by vector loops (`_widened`).
 """
 from __future__ import annotations
 
@@ -768,16 +770,12 @@ class _Lowering:
             self.sgemm = b.inttoptr(self._arg(b, at), sgemm_t.as_pointer())
             at += 1
             if self.tiled_products:
-                self.product_fn = tiled_product.product_function(self.module, self.kc, self.wide)
-                self.panel_product_fn = tiled_product.product_function(self.module, self.kc, self.wide, panels=True,
-                                                                       row_max=self.attn_top)
                 if self.attn_p_over_s:
                     self.attn_p = (b.alloca(PTR, name="attn.p"), b.alloca(I64, name="attn.p.ld"))
                 if self.attn_top:   # 16 lanes of each S row's maximum (a block's rows: qk's singleCoreM)
                     rows = b.zext(self.words[mm_field(self.mms["qk"], "singleCoreM")[2:]], I64)
                     self.top_buf = b.alloca(F32, size=b.mul(rows, ir.Constant(I64, LANES)), name="attn.top")
                     self.top_buf.align = 64
-                self.pack_fn = tiled_product.pack_function(self.module, self.wide)
             self.mm_scratch = {}
             for mm in k.matmuls:
                 self.mm_scratch[mm.name] = [self._arg(b, at + j) for j in range(3)]
@@ -1187,6 +1185,13 @@ class _Lowering:
             if blk is not None:   # the attention kind's online softmax: two passes per row
                 attention_softmax.emit(self, blk)
                 i += blk.nodes
+                continue
+            into = attention_softmax.match_accumulate(self, nodes, i) if self.tiled_products else None
+            if into is not None:   # O += P V: the product accumulates into O (no tile of C, no Add)
+                self.mm_iterate(nodes[i], into=into)
+                for n in (nodes[i + 1], nodes[i + 2], nodes[i + 4]):
+                    self.node(n)
+                i += 5
                 continue
             if not isinstance(nodes[i], Step):
                 self.node(nodes[i])
@@ -2625,10 +2630,12 @@ class _Lowering:
         """The interpreter's product dtype: int32 for an int32 C (int8 operands), else float32."""
         return dt.int32 if mm.c.dtype == dt.int32 else dt.float32
 
-    def mm_iterate(self, node: MmIterate) -> None:
+    def mm_iterate(self, node: MmIterate, into: str | None = None) -> None:
         """The interpreter's Iterate: the core's m x k block of A and k x n of B gathered as float32
         (as SetTensorA / SetTensorB address them), C = A @ B by cblas_sgemm once, then the body once
-        per base tile, M-first."""
+        per base tile, M-first.  `into`: a float32 UB tensor whose rows are C's (the attention
+        kind's O, `attention_softmax.match_accumulate`) gets C added in the register-tiled product
+        itself, and the body is not run."""
         b = self.b
         mm, v = self.mms[node.mm], self.mm_vars[node.mm]
         m, n, kk = (b.zext(b.load(v[x], typ=I32), I64) for x in ("m", "n", "k"))
@@ -2658,18 +2665,30 @@ class _Lowering:
         else:
             if self.attn_p is not None and mm.name == "pv":   # P over S, float32 (attention_softmax)
                 a_arg = (b.load(self.attn_p[0], typ=PTR), b.load(self.attn_p[1], typ=I64), ir.Constant(I32, 111))
+            elif self._widened(mm.a):
+                a_arg = self._widen(v["A"], a_strides[1], m, kk, a_buf)
             else:
                 a_arg = self._sgemm_operand(v, "A", mm.a, a_buf, m, kk, a_strides)
-            b_arg = self._sgemm_operand(v, "B", mm.b, b_buf, kk, n, b_strides)
+            if self._widened(mm.b) and not mm.b.transpose:
+                b_arg = self._widen(v["B"], b_strides[1], kk, n, b_buf)
+            elif self._widened(mm.b):   # K in float16: widened as the pack transposes it (`_tiled_product`)
+                b_arg = (b.load(v["B"], typ=PTR), b_strides[0], ir.Constant(I32, 113))
+            else:
+                b_arg = self._sgemm_operand(v, "B", mm.b, b_buf, kk, n, b_strides)
             with b.if_then(b.and_(b.icmp_unsigned(">", m, ir.Constant(I64, 0)),
                                   b.icmp_unsigned(">", n, ir.Constant(I64, 0)))):
                 if mm.name in self.products:
                     self._numpy_product(self.products[mm.name], m, n, kk, a_arg, b_arg, c_buf, b_buf)
+                elif into is not None:
+                    (pa, lda, _), (pb, ldb, _) = a_arg, b_arg
+                    b.call(self._tiled_fn(tiled_product.product_function, accumulate=True),
+                           [m, n, kk, pa, lda, pb, ldb, self.tensor_base(into)])
                 elif self.tiled_products and not mm.a.transpose:
                     self._tiled_product(m, n, kk, a_arg, b_arg, b_buf, c_buf)
                 else:
                     self._sgemm(m, n, kk, a_arg, b_arg, c_buf)
-        self._iterate_tiles(node, m, n, f)
+        if into is None:
+            self._iterate_tiles(node, m, n, f)
 
     def _iterate_tiles(self, node: MmIterate, m, n, f) -> None:
         """Iterate's body once per base tile of the m x n block, M-first."""
@@ -2816,21 +2835,45 @@ class _Lowering:
         src = b.select(plain, b.load(v[which], typ=PTR), scratch)
         return src, b.select(plain, ld, cols), trans if op.transpose else no_trans
 
+    def _tiled_fn(self, make, **options) -> ir.Function:
+        """A tiled_product.py function of this module, defined at its first call (a module holds only
+        the forms its kernel calls: each costs O3 time at the first launch)."""
+        if make is tiled_product.widen_function:
+            return make(self.module, self.kc)
+        if make is tiled_product.pack_function:
+            return make(self.module, self.wide, **options)
+        return make(self.module, self.kc, self.wide, **options)
+
+    def _widened(self, op) -> bool:
+        """A float16 operand of the attention kind's register-tiled products, never in NZ: widened
+        by vector loops (tiled_product's pack / widen), not `_operand`'s element-wise gather."""
+        return self.tiled_products and op.dtype == dt.float16 and not self.nz
+
+    def _widen(self, slot, ld, rows, cols, dst):
+        """A float16 block's rows (ld apart, from the operand's address in `slot`) as float32 rows
+        of `cols` in dst: `_sgemm_operand`'s triple."""
+        self.b.call(self._tiled_fn(tiled_product.widen_function), [self.b.load(slot, typ=PTR), ld, rows, cols, dst])
+        return dst, cols, ir.Constant(I32, 111)
+
     def _tiled_product(self, m, n, kk, a, bb, scratch, c) -> None:
         """c = a @ b in register tiles (tiled_product.py) instead of sgemm: `a` and `bb` are
         `_sgemm_operand`'s; a B read transposed (attention's K) is first transposed into `scratch`
         (the object's B block, k x n floats) in the panels the panel product reads."""
         b = self.b
         (pa, lda, _), (pb, ldb, tb) = a, bb
-        if tb.constant == 112:   # B[p, j] = src[j * ldb + p]: its n rows of k into scratch, in panels
-            b.call(self.pack_fn, [pb, ldb, n, kk, scratch])
+        if tb.constant in (112, 113):   # B[p, j] = src[j * ldb + p]: its n rows of k into scratch, in panels
+            b.call(self._tiled_fn(tiled_product.pack_function, half=tb.constant == 113), [pb, ldb, n, kk, scratch])
             extra = []
             if self.attn_top:   # S scaled as it is stored, its rows' maxima taken (attention_softmax)
                 blk = attention_softmax.first_block(self)
-                extra = [ir.Constant(F32, float(np.float32(blk.scale))), self.top_buf]
-            b.call(self.panel_product_fn, [m, n, kk, pa, lda, scratch, n, c] + extra)
+                diag = ir.Constant(I64, 1 << 62)   # no causal keys
+                if blk.diag is not None:   # key j of row i is masked from j - i >= first query + 1 - first key
+                    diag = b.sub(b.add(self.ev_i64(blk.diag[0]), ir.Constant(I64, 1)), self.ev_i64(blk.diag[1]))
+                extra = [ir.Constant(F32, float(np.float32(blk.scale))), self.top_buf, diag]
+            b.call(self._tiled_fn(tiled_product.product_function, panels=True, row_max=self.attn_top),
+                   [m, n, kk, pa, lda, scratch, n, c] + extra)
             return
-        b.call(self.product_fn, [m, n, kk, pa, lda, pb, ldb, c])
+        b.call(self._tiled_fn(tiled_product.product_function), [m, n, kk, pa, lda, pb, ldb, c])
 
     def _sgemm(self, m, n, kk, a, bb, c) -> None:
         """cblas_sgemm(RowMajor, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, n) (64-bit ints): `a` and `bb`

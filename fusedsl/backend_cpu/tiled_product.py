@@ -28,18 +28,20 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .irgen import I1, I64, PTR, VOID, carried_loop
+from .irgen import I1, I64, PTR, VOID, branch_values, carried_loop
 from .mathlib import VectorConsts
 from .register_transpose import network, network_columns
-from .stmts import F32, I32, LANES
+from .stmts import F16, F32, I32, LANES
 
-__all__ = ["KC", "PACK", "PANEL_PRODUCT", "PANEL_PRODUCT_MAX", "PRODUCT", "pack_function", "product_function",
-           "tile_shape"]
+__all__ = ["KC", "PACK", "PACK_HALF", "WIDEN", "PANEL_PRODUCT", "PANEL_PRODUCT_MAX", "PRODUCT", "pack_function", "product_function",
+           "tile_shape", "widen_function"]
 
 PRODUCT = "fusedsl_tiled_product"
 PANEL_PRODUCT = "fusedsl_panel_product"
 PANEL_PRODUCT_MAX = "fusedsl_panel_product_max"
 PACK = "fusedsl_transpose_pack"
+PACK_HALF = "fusedsl_transpose_pack_half"
+WIDEN = "fusedsl_widen_rows"
 KC = 128   # B rows per pass over C: a panel's 128 x 64 floats (32 KB) stay in L1 while the tiles use them
 
 
@@ -67,30 +69,42 @@ def _lanes_mask(b, start, limit):
     return b.icmp_signed("<", b.add(splat(start), iota), splat(limit))
 
 
+def _splat64(b, x):
+    vt = ir.VectorType(I64, LANES)
+    one = b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I32, 0))
+    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
+
+
 def _np_max(b, x, y):
     """numpy's float32 maximum: x when x > y or x is NaN, else y."""
     return b.select(b.or_(b.fcmp_ordered(">", x, y), b.fcmp_unordered("uno", x, x)), x, y)
 
 
 def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bool = False,
-                     row_max: bool = False) -> ir.Function:
+                     row_max: bool = False, accumulate: bool = False) -> ir.Function:
     """`void fusedsl_tiled_product(i64 m, i64 n, i64 k, ptr a, i64 lda, ptr b, i64 ldb, ptr c)`:
     C[m x n] (rows n apart) = A[m x k] (rows lda apart) @ B[k x n] (rows ldb apart), float32
     (module doc).  With `panels` (`fusedsl_panel_product`) B is in `tile_shape` column panels, as
     `pack_function` leaves it (ldb unused).  With `row_max` (`fusedsl_panel_product_max`, panels
-    only) two more arguments, `float scale, ptr top`: C = scale * (A @ B) -- the same bits as
-    multiplying the stored C -- and top[16 r .. 16 r + 16] the lanes of row r's maximum (max over
-    top[16 r + i] is max C[r, :]; -inf where a lane saw no column).  Defined once per module."""
-    name = PANEL_PRODUCT_MAX if row_max else PANEL_PRODUCT if panels else PRODUCT
+    only) three more arguments, `float scale, ptr top, i64 diag`: C = scale * (A @ B) -- the same
+    bits as multiplying the stored C -- -inf where column j - row i >= diag (the causal keys of an
+    attention block: diag = its first query + 1 - its first key; no column for a large diag), and
+    top[16 r .. 16 r + 16] the lanes of row r's maximum (max over top[16 r + i] is max C[r, :]; -inf
+    where a lane saw no column).  With `accumulate` (`fusedsl_tiled_product_acc`, B in rows)
+    C += A @ B: C's elements start the fma chains (attention's O += P V into O itself).  Defined once
+    per module."""
+    name = PANEL_PRODUCT_MAX if row_max else PANEL_PRODUCT if panels else PRODUCT + "_acc" if accumulate \
+        else PRODUCT
     existing = module.globals.get(name)
     if existing is not None:
         return existing
     panels = panels or row_max
-    args = [I64, I64, I64, PTR, I64, PTR, I64, PTR] + ([F32, PTR] if row_max else [])
+    args = [I64, I64, I64, PTR, I64, PTR, I64, PTR] + ([F32, PTR, I64] if row_max else [])
     fn = ir.Function(module, ir.FunctionType(VOID, args), name)
     fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")
     m, n, k, a, lda, bp, ldb, c = fn.args[:8]
-    scale, top = fn.args[8:] if row_max else (None, None)
+    scale, top, diag = fn.args[8:] if row_max else (None, None, None)
     for p in (a, bp, c):
         p.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -136,8 +150,10 @@ def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bo
                 c_at = [[b.gep(c, [b.add(b.add(b.mul(r, n), j0), _c(LANES * t))], source_etype=F32) for t in range(nv)]
                         for r in rows]
                 # the chunks after the first go on from C's partial sums (the same fma chain in p order)
-                init = [b.select(first, zero, b.call(masked_load, [c_at[r][t], ir.Constant(I32, 4), masks[t], zero]))
-                        for r in range(mr) for t in range(nv)]
+                def partial():
+                    return [b.call(masked_load, [c_at[r][t], ir.Constant(I32, 4), masks[t], zero])
+                            for r in range(mr) for t in range(nv)]
+                init = partial() if accumulate else branch_values(b, first, lambda: [zero] * (nv * mr), partial)
 
                 def step(p, acc):
                     brow = b.gep(base, [b.mul(p, stride)], source_etype=F32)
@@ -150,9 +166,19 @@ def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bo
                     return new
                 _, acc = carried_loop(b, p0, p1, 1, init, step, "tp.k")
                 done = b.icmp_signed("==", p1, k) if row_max else None
-                if row_max:   # the last chunk scales C (C's partial sums before it are not)
+                if row_max:   # the last chunk scales C (C's partial sums before it are not), masks the diagonal
                     factor = splat(scale)
-                    acc = [b.select(done, b.fmul(x, factor), x) for x in acc]
+                    scaled = [b.fmul(x, factor) for x in acc]
+                    iota = ir.Constant(ir.VectorType(I64, LANES), [ir.Constant(I64, j) for j in range(LANES)])
+
+                    def cut():   # -inf from column - row >= diag
+                        return [b.select(b.icmp_signed(">=", b.add(_splat64(b, b.sub(b.add(j0, _c(LANES * t)), rows[r])),
+                                                                   iota), _splat64(b, diag)), ninf, scaled[nv * r + t])
+                                for r in range(mr) for t in range(nv)]
+                    # (the tile's largest column - row is j0 + nr - 1 - i0: below diag, nothing to cut)
+                    crosses = b.icmp_signed(">=", b.sub(b.add(j0, _c(nr - 1)), i0), diag)
+                    scaled = branch_values(b, crosses, cut, lambda: scaled)
+                    acc = [b.select(done, x, a) for x, a in zip(scaled, acc)]
                 for r in range(mr):
                     for t in range(nv):
                         b.call(masked_store, [acc[nv * r + t], c_at[r][t], ir.Constant(I32, 4), masks[t]])
@@ -174,19 +200,22 @@ def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bo
     return fn
 
 
-def pack_function(module: ir.Module, wide: bool) -> ir.Function:
+def pack_function(module: ir.Module, wide: bool, half: bool = False) -> ir.Function:
     """`void fusedsl_transpose_pack(ptr src, i64 ld, i64 rows, i64 cols, ptr dst)`: B = K^T for the
-    panel product: src's `rows` rows of `cols` floats (ld apart) transposed into `tile_shape` column panels --
+    panel product: src's `rows` rows of `cols` floats (ld apart; `half`, `fusedsl_transpose_pack_half`:
+    float16 elements, widened) transposed into `tile_shape` column panels --
     element (r, c) of src is B's (c, r), at dst[r0 * cols + c * w + r - r0] for the panel of rows
     r0 = r - r % nr, w = min(nr, rows - r0) wide -- in 16 x 16 register tiles
     (register_transpose.network), the edges element by element.  A panel's k rows are contiguous:
     rows of B 2 KB apart (512 keys) fell in a few L1 sets and the product read them from L2.
     Defined once per module."""
-    existing = module.globals.get(PACK)
+    name = PACK_HALF if half else PACK
+    existing = module.globals.get(name)
     if existing is not None:
         return existing
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, I64, PTR]), PACK)
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, I64, PTR]), name)
     fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")
     src, ld, rows, cols, dst = fn.args
     src.add_attribute("noalias")
     dst.add_attribute("noalias")
@@ -206,8 +235,11 @@ def pack_function(module: ir.Module, wide: bool) -> ir.Function:
         w = b.select(b.icmp_signed("<", w, _c(nr)), w, _c(nr))
         return b.gep(dst, [b.add(b.mul(r0, cols), b.sub(r, r0))], source_etype=F32), w
 
+    et, size = (F16, 2) if half else (F32, 4)
+
     def element(r, c):
-        v = b.load(b.gep(src, [b.add(b.mul(r, ld), c)], source_etype=F32), typ=F32, align=4)
+        v = b.load(b.gep(src, [b.add(b.mul(r, ld), c)], source_etype=et), typ=et, align=size)
+        v = b.fpext(v, F32) if half else v
         at, w = panel_of(r)
         b.store(v, b.gep(at, [b.mul(c, w)], source_etype=F32), align=4)
 
@@ -215,8 +247,10 @@ def pack_function(module: ir.Module, wide: bool) -> ir.Function:
         at, w = panel_of(r0)
 
         def tile(c0, _):
-            regs = [b.load(b.gep(src, [b.add(b.mul(b.add(r0, _c(i)), ld), c0)], source_etype=F32), typ=vt, align=4)
-                    for i in range(T)]
+            regs = [b.load(b.gep(src, [b.add(b.mul(b.add(r0, _c(i)), ld), c0)], source_etype=et),
+                           typ=ir.VectorType(et, T), align=size) for i in range(T)]
+            if half:
+                regs = [b.fpext(x, vt) for x in regs]
             for step, lo, hi in stages:
                 nxt = list(regs)
                 for i in range(T):
@@ -241,5 +275,40 @@ def pack_function(module: ir.Module, wide: bool) -> ir.Function:
         carried_loop(b, _c(0), cols, 1, [], lambda c, _: element(r, c) or [], "pk.te")
         return []
     carried_loop(b, full_r, rows, 1, [], tail, "pk.tr")
+    b.ret_void()
+    return fn
+
+
+def widen_function(module: ir.Module, kc: VectorConsts) -> ir.Function:
+    """`void fusedsl_widen_rows(ptr src, i64 ld, i64 rows, i64 cols, ptr dst)`: dst[r * cols + c] =
+    float32(src[r * ld + c]) for float16 src: a 16-bit operand's block as the products' float32
+    rows, a vector of 16 at a time.  Defined once per module."""
+    existing = module.globals.get(WIDEN)
+    if existing is not None:
+        return existing
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, I64, PTR]), WIDEN)
+    fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")
+    src, ld, rows, cols, dst = fn.args
+    src.add_attribute("noalias")
+    dst.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    vh, vf = ir.VectorType(F16, LANES), ir.VectorType(F32, LANES)
+    i1v = ir.VectorType(I1, LANES)
+    load = kc.intrinsic("llvm.masked.load.v16f16.p0", vh, [PTR, I32, i1v, vh])
+    store = kc.intrinsic("llvm.masked.store.v16f32.p0", VOID, [vf, PTR, I32, i1v])
+
+    def row(r, _):
+        s_row = b.gep(src, [b.mul(r, ld)], source_etype=F16)
+        d_row = b.gep(dst, [b.mul(r, cols)], source_etype=F32)
+
+        def part(c, _):
+            mask = _lanes_mask(b, c, cols)
+            x = b.call(load, [b.gep(s_row, [c], source_etype=F16), ir.Constant(I32, 2), mask, ir.Constant(vh, None)])
+            b.call(store, [b.fpext(x, vf), b.gep(d_row, [c], source_etype=F32), ir.Constant(I32, 4), mask])
+            return []
+        carried_loop(b, _c(0), cols, LANES, [], part, "wd.c")
+        return []
+    carried_loop(b, _c(0), rows, 1, [], row, "wd.r")
     b.ret_void()
     return fn
