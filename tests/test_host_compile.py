@@ -86,3 +86,30 @@ def test_a_second_process_takes_the_lowered_ir_from_the_disk_cache(monkeypatch, 
     monkeypatch.setattr(jit, "_SOURCES", "another fusedsl")
     run()
     assert len(lowered) == 3
+
+
+def test_kernels_equal_but_for_name_and_words_lower_and_compile_once(monkeypatch, tmp_path):
+    """The IR does not depend on a kernel's name or tiling words (read at run time): two functions
+    and two shapes of one elementwise kernel are one lowering and one compile, each result right;
+    another scalar is another kernel."""
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cpu, "_lowered", {})
+    monkeypatch.setattr(jit, "_memory", {})
+    lowered, compiled = [], []
+    real_lower, real_compile = kernel_cpu.lower_kernel, jit.optimise_to_object
+    monkeypatch.setattr(kernel_cpu, "lower_kernel", lambda *a: lowered.append(1) or real_lower(*a))
+    monkeypatch.setattr(jit, "optimise_to_object", lambda text: compiled.append(1) or real_compile(text))
+
+    def first(a):
+        return fs.exp(a) + 1.0
+
+    def second(a):
+        return fs.exp(a) + 1.0
+    for fn in (first, second):
+        for shape in ((3, 4), (7, 33)):
+            x = np.linspace(-2, 2, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+            np.testing.assert_allclose(fs.fused_kernel(fn)(x), np.exp(x) + 1, rtol=1e-6)
+    assert (len(lowered), len(compiled)) == (1, 1)
+    x = np.ones((3, 4), np.float32)
+    np.testing.assert_allclose(fs.fused_kernel(lambda a: fs.exp(a) + 2.0)(x), np.exp(x) + 2, rtol=1e-6)
+    assert (len(lowered), len(compiled)) == (2, 2)

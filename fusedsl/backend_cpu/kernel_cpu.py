@@ -17,6 +17,7 @@ element of its outputs, so none are zeroed first.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from operator import is_
@@ -67,9 +68,19 @@ _lowered: dict[tuple, str] = {}
 _LOWERED_MAX = 512
 
 
+def lowering_text(k: TileKernel) -> str:
+    """The kernel's text without what its LLVM IR does not depend on: its name, its tiling words
+    (the function reads them at run time) and its stmts' source lines.  Kernels equal but for these -- a bitonic sort's stages,
+    one kernel compiled for several shapes, a test's lambdas -- share one lowering and one
+    compile."""
+    def bare(t: TileKernel) -> TileKernel:
+        return dataclasses.replace(t, name="kernel", words=(), candidates=(), parts=tuple(bare(p) for p in t.parts))
+    return print_kernel(bare(k), locs=False)
+
+
 def _lower(k: TileKernel, products=None, compensated_folds: bool = False, host_product: bool = False) -> str:
     # numpy's vector routines, compensated folds, a host product: other IR
-    key = (print_kernel(k), tuple(sorted((products or {}).items())), compensated_folds, host_product)
+    key = (lowering_text(k), tuple(sorted((products or {}).items())), compensated_folds, host_product)
     ir_text = _lowered.get(key)
     if ir_text is None:
         if len(_lowered) >= _LOWERED_MAX:

@@ -374,7 +374,8 @@ class _Lowering:
         self.compensated_folds = compensated_folds
         self.comp_lanes: dict = {}   # a compensated fold's accumulator (tensor, offset) -> its lanes (`_comp_of`)
         self.host_product = host_product
-        self.module = ir.Module(name=k.name)
+        # not named after the kernel: kernels equal but for their names compile once (jit's key is the text)
+        self.module = ir.Module(name="kernel")
         self.kc = VectorConsts(self.module, LANES, scalef="avx512f" in features)
         self.wide = "avx512f" in features
         # the attention kind's skinny products in register tiles, not sgemm (tiled_product.py)

@@ -732,7 +732,7 @@ def _value(v) -> str:
     return "#" + repr(v) if isinstance(v, (float, bool, int)) else format_expr(v)
 
 
-def _node_lines(node, depth: int) -> list[str]:
+def _node_lines(node, depth: int, locs: bool = True) -> list[str]:
     ind = "  " * depth
     f = format_expr
     if isinstance(node, Let):
@@ -744,11 +744,11 @@ def _node_lines(node, depth: int) -> list[str]:
     if isinstance(node, For):
         step = "" if node.step == 1 else f" step {f(node.step)}"
         head = f"{ind}for {node.var} in {f(node.start)} .. {f(node.end)}{step}{' down' if node.down else ''}:"
-        return [head] + [x for n in node.body for x in _node_lines(n, depth + 1)]
+        return [head] + [x for n in node.body for x in _node_lines(n, depth + 1, locs)]
     if isinstance(node, If):
-        L = [f"{ind}if {f(node.cond)}:"] + [x for n in node.then for x in _node_lines(n, depth + 1)]
+        L = [f"{ind}if {f(node.cond)}:"] + [x for n in node.then for x in _node_lines(n, depth + 1, locs)]
         if node.orelse:
-            L += [f"{ind}else:"] + [x for n in node.orelse for x in _node_lines(n, depth + 1)]
+            L += [f"{ind}else:"] + [x for n in node.orelse for x in _node_lines(n, depth + 1, locs)]
         return L
     if isinstance(node, Alloc):
         return [f"{ind}alloc {node.tensor} = {node.queue}"]
@@ -794,7 +794,7 @@ def _node_lines(node, depth: int) -> list[str]:
     if isinstance(node, MmTail):
         return [f"{ind}mmtail {node.mm} {f(node.m)} ; {f(node.n)}" + ("" if node.k is None else f" ; {f(node.k)}")]
     if isinstance(node, MmIterate):
-        return [f"{ind}iterate {node.mm}:"] + [x for n in node.body for x in _node_lines(n, depth + 1)]
+        return [f"{ind}iterate {node.mm}:"] + [x for n in node.body for x in _node_lines(n, depth + 1, locs)]
     if isinstance(node, MmGetC):
         return [f"{ind}getc {node.tensor} <- {node.mm}" + (" placed" if node.placed else "")]
     if isinstance(node, MmEnd):
@@ -816,12 +816,12 @@ def _node_lines(node, depth: int) -> list[str]:
         L += [f"{ind}  map {slot} -> {format_ref(r)}" for slot, r in node.names]
         L += [f"{ind}  scalar {var} -> {member}" for var, member in node.scalars]
         L += [f"{ind}  prefill {format_ref(r)} <- {_value(v)} count {f(n)}" for r, v, n in node.prefill]
-        L += [f"{ind}  do {format_stmt(st, locs=True)}" for st in node.stmts]
+        L += [f"{ind}  do {format_stmt(st, locs=locs)}" for st in node.stmts]
         return L
     raise TypeError(f"not a tile kernel node: {node!r}")
 
 
-def print_kernel(k: TileKernel) -> str:
+def print_kernel(k: TileKernel, locs: bool = True) -> str:
     L = [f"kernel @{k.name} kind {k.kind}", f"note \"{_esc(k.note)}\""]
     L += [f"field {fl.name}" + (f"[{fl.length}]" if fl.length else "") + (
         "" if fl.ctype == "uint32_t" else f" {fl.ctype}") for fl in k.fields]
@@ -839,13 +839,13 @@ def print_kernel(k: TileKernel) -> str:
         L.append(f"cores {format_expr(k.cores)}")
     if k.process is not None:
         L.append("process:")
-        L += [x for n in k.process for x in _node_lines(n, 1)]
+        L += [x for n in k.process for x in _node_lines(n, 1, locs)]
     for st in k.stages:
         L.append(f"stage {st.name}" + (f"({st.param})" if st.param else "") + (" once" if st.once else "") + ":")
-        L += [x for n in st.body for x in _node_lines(n, 1)]
+        L += [x for n in st.body for x in _node_lines(n, 1, locs)]
     for i, part in enumerate(k.parts):   # each part's whole text, indented
         L.append(f"part {i}:")
-        L += ["  " + line for line in print_kernel(part).rstrip("\n").split("\n")]
+        L += ["  " + line for line in print_kernel(part, locs).rstrip("\n").split("\n")]
     if k.words:
         L.append("words " + " ".join(str(w) for w in k.words))
     for c in k.candidates:
