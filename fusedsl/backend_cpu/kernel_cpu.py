@@ -38,7 +38,7 @@ from .blas import (BLAS_LOCAL_THREADS, numpy_product, one_blas_thread, sgemm_add
                    vector_addresses)
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .llvm import host_features
-from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, lower_kernel, typed_fields
+from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, calls_blas, lower_kernel, typed_fields
 
 __all__ = ["AliasedCpu", "TileKernelCpu", "ScheduleCpu", "ViewScheduleCpu", "PartsCpu", "matmul_products",
            "operand_aliases"]
@@ -240,7 +240,8 @@ class TileKernelCpu:
             elif blocks:
                 run_blocks(fn, blocks, address, addrs)
 
-        if k.matmuls and BLAS_LOCAL_THREADS is not None:
+        blas = calls_blas(k, self.products)   # (the attention kind's register-tiled products call none)
+        if blas and BLAS_LOCAL_THREADS is not None:
             # each core's sgemm on its own thread (blas.py): a thread-local setting on each thread
             # that runs blocks; the process-wide count (set and restored per call) wakes OpenBLAS's
             # idle threads, which then spin beside ours (1 MB matmul + relu: 1.5 vs 1.35 ms)
@@ -251,7 +252,7 @@ class TileKernelCpu:
                     native(b0, b1, a, arena)
             guard = None
         else:
-            guard = single_threaded_blas if k.matmuls else None
+            guard = single_threaded_blas if blas else None
 
         def call() -> None:
             if guard is not None:
@@ -261,7 +262,7 @@ class TileKernelCpu:
                 launch()
             for out, arr in back:
                 out.reshape(-1)[:] = arr
-        if blocks and threads == 1 and not back and not k.matmuls:
+        if blocks and threads == 1 and not back and not blas:
             # one serial native call: made directly (a small kernel's call is mostly Python), and
             # calls.py may batch it with its neighbours
             call = functools.partial(fn, 0, blocks, address, addrs[0])

@@ -120,7 +120,7 @@ STREAM_RUN_BYTES = 64 << 10   # a step's run in GM this long streams even when i
 # with 0 / 1 / 2 bands, [1024, 4096] unchanged)
 PREFETCH_TILES = 2
 
-__all__ = ["lower_kernel", "arena_layout", "LoweringError", "SYMBOL", "ARENA_ALIGN"]
+__all__ = ["lower_kernel", "arena_layout", "calls_blas", "LoweringError", "SYMBOL", "ARENA_ALIGN"]
 
 # numpy's dtype of a typed scalar; None is the IR's uint32 (a Python int: weak in numpy's rules),
 # PYFLOAT a Python float (a runtime scalar's typed field, weak too)
@@ -179,11 +179,15 @@ def work_elems(g) -> int:
 def arena_layout(k: TileKernel, words) -> tuple[dict[str, tuple[int, int]], int]:
     """name -> (byte offset, bytes per buffer) in a block's arena, and the arena's bytes: every
     queue's `depth` buffers of its elements at the tiling, then per Matmul object its core's
-    block of A, of B (float32, gathered) and of C (float32), each on a 64-byte line."""
+    block of A, of B (float32, gathered) and of C (float32), each on a 64-byte line.  A queue no
+    tensor is taken from (the Matmul objects' UB workspace of a coupled core's plan, b_mmws: the
+    CPU's products need none) has no bytes."""
     env = member_values(k, words)
     out, at = {}, 0
+    taken = {n.queue for st in k.stages for n in _walk(st.body) if isinstance(n, (Alloc, DeQue, Decl))}
+    taken |= {n.queue for n in _walk(k.process or ()) if isinstance(n, (Alloc, DeQue, Decl))}
     for q in k.queues:
-        size = _line(evaluate(q.elems, env) * q.dtype.itemsize)
+        size = _line(evaluate(q.elems, env) * q.dtype.itemsize) if q.name in taken else 0
         out[q.name] = (at, size)
         at += size * q.depth
     for g in k.gms:   # a core's slice of the launch's workspace: zeros at the core's start
@@ -198,6 +202,17 @@ def arena_layout(k: TileKernel, words) -> tuple[dict[str, tuple[int, int]], int]
             out[f"{mm.name}.{part}"] = (at, _line(elems * 4))
             at += _line(elems * 4)
     return out, at
+
+
+def calls_blas(k: TileKernel, products=None) -> bool:
+    """Whether the lowered kernel may call OpenBLAS (sgemm, numpy's sgemv / sdot): a Matmul object
+    that `_Lowering.mm_iterate` does not multiply in its own loops -- those are the int32 products
+    without 8-bit chunks and the attention kind's float products whose A is not read transposed."""
+    def own(mm):
+        if mm.c.dtype == dt.int32:
+            return not _exact_chunk(mm)
+        return k.kind == "attention" and not mm.a.transpose and mm.name not in (products or {})
+    return not all(map(own, k.matmuls))
 
 
 def _exact_chunk(mm) -> int:
