@@ -113,3 +113,17 @@ def test_kernels_equal_but_for_name_and_words_lower_and_compile_once(monkeypatch
     x = np.ones((3, 4), np.float32)
     np.testing.assert_allclose(fs.fused_kernel(lambda a: fs.exp(a) + 2.0)(x), np.exp(x) + 2, rtol=1e-6)
     assert (len(lowered), len(compiled)) == (2, 2)
+
+
+def test_transposes_of_other_shapes_share_one_kernel(monkeypatch, tmp_path):
+    """A transpose kernel's note names its blocks' sizes; its IR does not depend on them: three
+    shapes and permutations of one dtype lower once."""
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cpu, "_lowered", {})
+    lowered = []
+    real = kernel_cpu.lower_kernel
+    monkeypatch.setattr(kernel_cpu, "lower_kernel", lambda *a: lowered.append(1) or real(*a))
+    for shape, perm in (((5, 7, 9), (2, 0, 1)), ((6, 8, 10), (2, 0, 1)), ((5, 7), (1, 0))):
+        x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        np.testing.assert_array_equal(fs.fused_kernel(lambda a: fs.transpose(a, perm))(x), np.transpose(x, perm))
+    assert len(lowered) == 1

@@ -69,12 +69,13 @@ _LOWERED_MAX = 512
 
 
 def lowering_text(k: TileKernel) -> str:
-    """The kernel's text without what its LLVM IR does not depend on: its name, its tiling words
-    (the function reads them at run time) and its stmts' source lines.  Kernels equal but for these -- a bitonic sort's stages,
-    one kernel compiled for several shapes, a test's lambdas -- share one lowering and one
-    compile."""
+    """The kernel's text without what its LLVM IR does not depend on: its name and note, its tiling
+    words (the function reads them at run time) and its stmts' source lines.  Kernels equal but for
+    these -- a bitonic sort's stages, one kernel compiled for several shapes, a test's lambdas --
+    share one lowering and one compile."""
     def bare(t: TileKernel) -> TileKernel:
-        return dataclasses.replace(t, name="kernel", words=(), candidates=(), parts=tuple(bare(p) for p in t.parts))
+        return dataclasses.replace(t, name="kernel", note="", words=(), candidates=(),
+                                   parts=tuple(bare(p) for p in t.parts))
     return print_kernel(bare(k), locs=False)
 
 
