@@ -233,7 +233,7 @@ def blas_threads(rounds: int, size: int = 1024):
     """The float32 product under a 16-bit matmul, size^3, by every way of running it here:
     one sgemm on one thread, OpenBLAS's own threads, fusedsl's pool row blocks, beside torch's
     bfloat16 and float32 products; wall and CPU time per call, interleaved rounds."""
-    from fusedsl.backend_cpu import blas, cube
+    from fusedsl.backend_cpu import blas
     from fusedsl.backend_cpu.launch import host_threads
     rng = np.random.default_rng(1)
     a = rng.standard_normal((size, size)).astype(np.float32).astype(to_dtype("bfloat16").np)
@@ -259,7 +259,7 @@ def blas_threads(rounds: int, size: int = 1024):
     ta32, tb32 = torch.from_numpy(a32), torch.from_numpy(b32)
     kern = fs.fused_kernel(lambda p, q: p @ q)
     ways = {"sgemm, 1 thread": one_thread, f"sgemm, OpenBLAS's {host_threads()} threads": openblas_threads,
-            "sgemm, fusedsl pool row blocks (cube._matmul_2d)": lambda: cube._matmul_2d(a32, b32, out),
+            "sgemm, fusedsl pool row blocks (blas.matmul_rows)": lambda: blas.matmul_rows(a32, b32, out),
             "fusedsl bfloat16 kernel(a, b)": lambda: kern(a, b),
             "torch bfloat16 a @ b": lambda: ta @ tb, "torch float32 a @ b": lambda: ta32 @ tb32}
     for fn in ways.values():

@@ -1,14 +1,15 @@
 """Cube kernels on the CPU: matmul/conv2d + bias + leaky_relu, fusedsl vs numpy.
 
-Three rows per case, medians of repeats measured in one run:
+Rows per case, medians of repeats measured in one run:
   numpy            the product (BLAS matmul; conv as im2col + matmul), then the epilogue as
                    separate numpy ops (add, where) over the whole result;
   fusedsl kernel   the public path kernel(*arrays, out=): the fused cube kernel (one matmul or
                    conv2d and its epilogue): a matmul's TileKernel on llvm_kernel (one sgemm per
-                   block of rows, kernel_cpu.ScheduleCpu), a conv2d on backend_cpu.cube;
-  fused executor   fusedsl.backend_cpu.cube on one cube + epilogue kernel function (the
-                   epilogue applied block by block while the block is in cache), called
-                   directly on the traced graph (no compile cache, no call overhead).
+                   block of rows, kernel_cpu.ScheduleCpu), a conv2d's in host-product mode
+                   (conv_cpu.ConvCpu);
+  BLAS matmul      (matmul only) the product alone.
+(The "fused executor" rows measured backend_cpu/cube.py, gone since RESULTS.md's "One LLVM lowering"
+Round 5.)
 
 Then the GM traffic of the printed Ascend C, measured by simulate on the CPU implementation of
 the API (ascend910b): matmul+bias+leaky_relu and conv2d+bias+leaky_relu as one cube kernel each
@@ -29,7 +30,6 @@ import time
 import numpy as np
 
 import fusedsl as fs
-from fusedsl.backend_cpu import cube
 import fusedsl.lower.cube as lower_cube
 from fusedsl.lower.cube import modelled_split
 from fusedsl.targets import get_target
@@ -59,11 +59,6 @@ def numpy_conv(x, w, b, alpha, stride=1, padding=1):
     return np.where(y < 0, y * alpha, y)
 
 
-def single_kernel_fn(kernel, *args):
-    """The cube + epilogue kernel function: the traced graph's main, one function."""
-    return kernel.compile(*args).canonical.main
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=9)
@@ -85,16 +80,12 @@ def main(argv=None):
         return fs.leaky_relu(a @ w + b, 0.1)
 
     out = np.empty((1024, 1024), np.float32)
-    fn = single_kernel_fn(linear, a, w, b)
     want = np.maximum(a @ w + b, alpha * (a @ w + b))
-    np.testing.assert_allclose(cube.run(fn, [a, w, b], [out])[0], want, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(linear(a, w, b), want, rtol=1e-4, atol=1e-3)
     case = "matmul 1024^3 f32 + bias + leaky_relu"
     base = median_ms(lambda: (lambda y: np.where(y < 0, y * alpha, y))(a @ w + b), opts.repeat)
     rows.append((case, "numpy (BLAS matmul, then add, where)", base))
     rows.append((case, "fusedsl kernel(*arrays, out=)", median_ms(lambda: linear(a, w, b, out=out), opts.repeat)))
-    rows.append((case, "fused executor (cube + epilogue per block)",
-                 median_ms(lambda: cube.run(fn, [a, w, b], [out]), opts.repeat)))
     rows.append((case, "BLAS matmul alone", median_ms(lambda: np.matmul(a, w, out=out), opts.repeat)))
 
     # conv2d 3x3 N8 C64 56x56 K64 + bias + leaky_relu
@@ -107,16 +98,12 @@ def main(argv=None):
         return fs.leaky_relu(fs.conv2d(x, w, b, padding=1), 0.1)
 
     cout = np.empty((8, 64, 56, 56), np.float32)
-    cfn = single_kernel_fn(conv, x, cw, cb)
     cwant = numpy_conv(x, cw, cb, alpha)
-    np.testing.assert_allclose(cube.run(cfn, [x, cw, cb], [cout])[0], cwant, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(conv(x, cw, cb), cwant, rtol=1e-4, atol=1e-4)
     case = "conv2d 3x3 N8 C64 56x56 K64 + bias + leaky_relu"
     base_c = median_ms(lambda: numpy_conv(x, cw, cb, alpha), opts.repeat)
     rows.append((case, "numpy (im2col + matmul, then add, where)", base_c))
     rows.append((case, "fusedsl kernel(*arrays, out=)", median_ms(lambda: conv(x, cw, cb, out=cout), opts.repeat)))
-    rows.append((case, "fused executor (cube + epilogue per block)",
-                 median_ms(lambda: cube.run(cfn, [x, cw, cb], [cout]), opts.repeat)))
 
     print("| case | variant | median | vs numpy time |")
     print("|---|---|---|---|")

@@ -7,17 +7,20 @@ permute [16, n, n] perm (0, 2, 1) (transpose), matmul + relu (cube, [R, 1024] @ 
 batched, [8, R/8, 1024] @ [8, 1024, 64]; float16), conv2d + bias + activation (conv: 3x3, 5x5 stride 2,
 1x1, float16 3x3) -- at inputs of 64 KB to 64 MB: the median time of
 `k(*arrays)` (what runs today: llvm_kernel for the vector, view, column, row, transpose and matmul
-kinds, llvm_row.py / cube.py for what those refuse) and of `TileKernelCpu(kernel_ir).run(...)` on the
+kinds, llvm_row.py for what the row kind refuses) and of `TileKernelCpu(kernel_ir).run(...)` on the
 same arrays (bound once, outputs preallocated), their ratio, and the LLVM compile time of each (a fresh
 cache folder: the first call minus a steady call for today's executor, the constructor for
 llvm_kernel; where a kernel's IR holds no sizes -- vector, view, row -- the larger sizes reuse the
 first size's module, so only the first size's compile is cold).  The two calls are timed
 interleaved, `--repeat` times each.  Both check their result against numpy once.  For a kind
 `k(*arrays)` already runs on llvm_kernel (vector, column, matmul, row) the per-kind executor it
-replaced (llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel, cube.py's CubeKernel -- matmul and conv --,
-llvm_row.py's RowCpuKernel) is bound on the same arrays and timed in the same rounds; "ratio" is llvm_kernel over
-the per-kind executor (the view and transpose kinds' executors, llvm_view.py and transpose.py, are
-gone: RESULTS.md "Round 3, views and transposes" has their last comparison).  A row kernel's
+replaced (llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel, llvm_row.py's RowCpuKernel) is bound on
+the same arrays and timed in the same rounds; "ratio" is llvm_kernel over the per-kind executor (the view
+and transpose kinds' executors, llvm_view.py and transpose.py, are gone: RESULTS.md "Round 3, views and
+transposes" has their last comparison; cube.py, which ran matmuls, convs and what their kinds refuse, is
+gone too: "Round 5, cube.py retired").  The "split" cases are cube kernels the cube / conv kinds refuse,
+split at the product (backend_cpu/cube_split.py: the product on the host, the rest a vector / row kind's
+kernel on llvm_kernel); their "llvm_kernel" is that SplitCpu, bound once.  A row kernel's
 llvm_kernel is the one `k(*arrays)` runs: the row kind's kernel scheduled for the CPU
 (backend_cpu/cpu_tiling.row_schedule) on that schedule's words; a conv kernel's is conv_cpu.ConvCpu (the
 kernel in host-product mode, its product conv_product.py's).  The attention cases (float32 [1, 8, S, 64]
@@ -49,7 +52,7 @@ os.environ.setdefault("FUSEDSL_CACHE_DIR", tempfile.mkdtemp(prefix="fusedsl-benc
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fusedsl as fs  # noqa: E402
 from fusedsl import buffers  # noqa: E402
-from fusedsl.backend_cpu import CpuKernel, cube  # noqa: E402
+from fusedsl.backend_cpu import CpuKernel  # noqa: E402
 from fusedsl.backend_cpu.conv_cpu import ConvCpu  # noqa: E402
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, ViewScheduleCpu, matmul_products  # noqa: E402
 from fusedsl.ir.ops import conv2d_reference  # noqa: E402
@@ -234,6 +237,50 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
                                (g.standard_normal((32, 32, 3, 3)) * 0.05).astype(np.float16),
                                g.standard_normal((1, 32, 1, 1)).astype(np.float16)],
                  lambda x, w, b: np.maximum(_conv(x, w, 1, 1) + b.astype(np.float32), 0).astype(np.float16)),
+    # cube kernels the cube / conv kinds refuse (backend_cpu/cube_split.py: the product on the host, the rest
+    # a kernel of its own): int32 [R, 1024] @ [1024, 256] + relu, values in [-100, 100]
+    "matmul_int32": ("split", lambda a, b: fs.relu(a @ b),
+                     lambda n, g: [g.integers(-100, 101, (_rows(n), 1024)).astype(np.int32),
+                                   g.integers(-100, 101, (1024, 256)).astype(np.int32)],
+                     lambda a, b: np.maximum(a @ b, 0)),
+    # uint8 (R from 1-byte elements) + 3, wrapping
+    "matmul_uint8": ("split", lambda a, b: a @ b + np.uint8(3),
+                     lambda n, g: [g.integers(0, 256, (_rows(4 * n), 1024)).astype(np.uint8),
+                                   g.integers(0, 256, (1024, 256)).astype(np.uint8)],
+                     lambda a, b: (a @ b + np.uint8(3)).astype(np.uint8)),
+    # batch axes broadcast in part: [2, 1, R/2, 1024] @ [1, 4, 1024, 64] + relu
+    "bmm_bcast": ("split", lambda a, b: fs.relu(a @ b),
+                  lambda n, g: [g.standard_normal((2, 1, max(1, _rows(n) // 2), 1024), np.float32),
+                                g.standard_normal((1, 4, 1024, 64), np.float32)], lambda a, b: np.maximum(a @ b, 0)),
+    # a row reduction after an int8 product: row sums of [R, 1024] @ [1024, 256] (int32)
+    "matmul_int8_sum": ("split", lambda a, b: fs.sum(a @ b, axis=-1),
+                        lambda n, g: [g.integers(-128, 128, (_rows(4 * n), 1024)).astype(np.int8),
+                                      g.integers(-128, 128, (1024, 256)).astype(np.int8)],
+                        lambda a, b: (a @ b).sum(axis=-1, dtype=np.int32)),
+    # a row epilogue after a batched product: softmax of [8, R/8, 1024] @ [8, 1024, 64]
+    "bmm_softmax": ("split", lambda a, b: fs.softmax(a @ b),
+                    lambda n, g: [g.standard_normal((8, max(1, _rows(n) // 8), 1024), np.float32),
+                                  g.standard_normal((8, 1024, 64), np.float32) * np.float32(0.05)],
+                    lambda a, b: _softmax(a @ b)),
+    # a 16-bit product's row epilogue (numpy's rounding, exact): softmax of float16 [R, 1024] @ [1024, 256]
+    "matmul_f16_softmax": ("split", lambda a, b: fs.softmax(a @ b),
+                           lambda n, g: [g.standard_normal((_rows(2 * n), 1024)).astype(np.float16),
+                                         (g.standard_normal((1024, 256)) * 0.05).astype(np.float16)],
+                           lambda a, b: _softmax(a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)),
+    # a uint8 conv2d 3x3 pad 1, 16 -> 16 channels on 56 x 56 + a per-channel uint8 bias (wrapping)
+    "conv_uint8": ("split", lambda x, w, b: fs.conv2d(x, w, None, stride=1, padding=1) + b,
+                   lambda n, g: [g.integers(0, 4, (max(1, n // (16 * 56 * 56)), 16, 56, 56)).astype(np.uint8),
+                                 g.integers(0, 4, (16, 16, 3, 3)).astype(np.uint8),
+                                 g.integers(0, 256, (16, 1, 1)).astype(np.uint8)],
+                   lambda x, w, b: (_conv(x.astype(np.float64), w.astype(np.float64), 1, 1).astype(np.int64)
+                                    + b).astype(np.uint8)),
+    # a float32 conv2d 3x3 pad 1, 64 -> 64 on 28 x 28 scaled per image and channel ([N, K, 1, 1], N > 1:
+    # the conv kind refuses it)
+    "conv_scale": ("split", lambda x, w, s: fs.relu(fs.conv2d(x, w, None, stride=1, padding=1) * s),
+                   lambda n, g: [g.standard_normal((max(2, n // (64 * 28 * 28 * 4)), 64, 28, 28), np.float32),
+                                 (g.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32),
+                                 g.standard_normal((max(2, n // (64 * 28 * 28 * 4)), 64, 1, 1), np.float32)],
+                   lambda x, w, s: np.maximum(_conv(x, w, 1, 1) * s, 0).astype(np.float32)),
     # the lone attention op: q, k, v [1, 8, S, 64] float32, S from the three inputs' bytes (S^2 work:
     # 1 / 16 / 64 MB are S = 170 / 2730 / 10922, none a multiple of the CPU's blocks)
     "attention": ("attention", lambda q, k, v: fs.attention(q, k, v), lambda n, g: _qkv(n, g, 8, 64, np.float32),
@@ -282,9 +329,15 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     comp = fs.fused_kernel(f, disable_passes=["split-columns"]).compile(*args)
     (plan,) = comp.kernels
     row = comp._row_kernel(plan) if plan.schedule is None else None
-    # (an integer row reduction: the chip's schedule refuses it, the CPU's row schedule takes it)
-    k = row.kernel.k if isinstance(row, ScheduleCpu) and isinstance(row.sched, RowSchedule) else kernel_ir(plan.lowered)
-    assert k.kind == kind, (name, k.kind)
+    if kind == "split":   # refused by the cube / conv kinds: no TileKernel of the whole kernel
+        assert comp._split_kernel(plan) is not None and comp._matmul_kernel(plan) is None, name
+        assert comp._conv_kernel(plan) is None, name
+        k = None
+    else:
+        # (an integer row reduction: the chip's schedule refuses it, the CPU's row schedule takes it)
+        k = row.kernel.k if isinstance(row, ScheduleCpu) and isinstance(row.sched, RowSchedule) else \
+            kernel_ir(plan.lowered)
+        assert k.kind == kind, (name, k.kind)
     want = ref(*args)
     t0 = time.perf_counter()
     first = comp(*args)
@@ -303,6 +356,8 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
         k, words = cpu.k, list(cpu.k.words)
     elif isinstance(conv, ConvCpu):   # a conv kernel: its product conv_product.py's (host-product mode)
         cpu, words = conv, None
+    elif kind == "split":   # the product on the host, the rest a vector / row kind's kernel (cube_split.SplitCpu)
+        cpu, words = comp._split_kernel(plan), None
     else:
         tiling = vector_tiling(plan.lowered, {}, comp.target) if kind in ("vector", "view") else plan.tiling
         words = cpu_words(plan.lowered, tiling)
@@ -314,7 +369,8 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     _check(out, want)
     # bound once, as today's program binds its kernels on its first call
     calls = [lambda: comp(*args), cpu.bind(inputs, [out], words)]
-    compile_s = cpu.kernel.compile_seconds if isinstance(cpu, ConvCpu) else cpu.compile_seconds
+    compile_s = cpu.kernel.compile_seconds if isinstance(cpu, ConvCpu) else \
+        0.0 if kind == "split" else cpu.compile_seconds
     before = _previous_executor(comp, plan, inputs, want)
     if before is not None:
         calls.append(before)
@@ -338,8 +394,8 @@ def _check(got, want):
 def _previous_executor(comp, plan, inputs, want):
     """For a kind `k(*arrays)` now runs on llvm_kernel, the per-kind executor it ran before, bound on
     the same arrays (vector: llvm.py's CpuKernel on the chip's tiling; row: llvm_row.py's
-    RowCpuKernel; column: llvm_reduce.py's ColumnCpuKernel; a matmul: cube.py's CubeKernel, bound as
-    the program bound it); else None."""
+    RowCpuKernel; column: llvm_reduce.py's ColumnCpuKernel); else None (cube.py, the matmul and conv
+    kinds' executor before, is gone: RESULTS.md Round 5 has its last comparison)."""
     vector = comp._cpu.get(plan.name)
     if vector is not None and isinstance(vector[0], ViewScheduleCpu):
         return None   # llvm_view.py is gone (Round 3 in RESULTS.md has the last comparison)
@@ -353,11 +409,8 @@ def _previous_executor(comp, plan, inputs, want):
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):
         old = ColumnCpuKernel(plan.function, comp.target)
         bind = old.bind
-    elif isinstance(comp._cpu.get(("matmul", plan.name)), ScheduleCpu) or \
-            isinstance(comp._cpu.get(("conv", plan.name)), ConvCpu):
-        old = cube.kernel_for(plan.function)
-        bind = lambda ins, outs: old.bind(ins, outs, comp.target)   # noqa: E731
-    else:   # the view and transpose kinds' per-kind executors are gone (RESULTS.md Round 3)
+    else:   # the view and transpose kinds' per-kind executors are gone (RESULTS.md Round 3), and cube.py,
+        # which ran matmuls, convs and what their kinds refuse (Rounds 3-5)
         return None
     out = buffers.empty(want.shape, want.dtype)
     call = bind(inputs, [out])

@@ -23,7 +23,7 @@ from . import dtypes as dt
 from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleError, TargetError, user_facing,
                      user_frame)
 from .ir.core import Function, Module
-from .ir.ops import CALL, CONSTANT, has_trait
+from .ir.ops import CALL, CONSTANT, REDUCTION, has_trait
 from .ir.printer import print_module
 from .passes.base import PassManager, gc_paused, write_atomic
 from .passes.fusion_model import fusion_options
@@ -587,12 +587,11 @@ class CompiledKernel:
         conv = self._conv_kernel(plan)
         if conv is not None:
             return self._conv_binder(conv, op)
-        from .backend_cpu import conv_sparse, cube
         from .backend_cpu.blas import one_blas_thread
 
         def bind_other(ins, outs):   # attention kernels, or the numpy reference
             def call():
-                with one_blas_thread():   # a product in the reference: see cube.run
+                with one_blas_thread():   # a product in the reference: see blas.py
                     results = self._run_llvm_kernel(plan, ins, outs, {})
                 for o, r in zip(outs, results):
                     if o is not r:
@@ -600,40 +599,16 @@ class CompiledKernel:
             return call
         if _moves_size_one_axes(plan.function):
             return "view", False   # a transpose moving size-1 axes only: a reshape view
-        other = cube.kernel_for(plan.function) or self._transpose_kernel(plan)
-        if other is not None:   # matmul/conv2d (+ epilogue) on BLAS, a lone transpose / stepped slice
-            if isinstance(other, cube.CubeKernel):
-                zeros = None
-                if other.cube.name == "conv2d":   # imported conv variants: skip their zeros
-                    masks = self._structural_zeros()
-                    zeros = [masks.get(id(v)) for v in op.operands]
-                    # operands that copy a parameter (a dilated / grouped / flipped weight, a
-                    # zero-inserted input): read there; the kernels building them may then go
-                    copies = self._copy_sources()
-                    found = [copies.get(id(v)) for v in op.operands]
-                    used = other.sourced_operands(zeros, [None if f is None else f[1] for f in found])
-                    if used:
-                        params = self.module.main.params
-                        reads = {i: params[found[i][0]].value for i in used}
-                        shapes = [tuple(v.shape) for v in op.operands]
-
-                        def bind_sourced(ins, outs):
-                            call = other.bind(ins, outs, self.target, zeros, used)
-                            if call is not None:
-                                return call
-                            # not bound natively after all: the operands made from their
-                            # sources on every call, then the kernel as any other
-                            made = {i: np.empty(shapes[i], np.float32) for i in used}
-                            dense = [made.get(i, a) for i, a in enumerate(ins)]
-                            inner = other.bind(dense, outs, self.target, zeros) or bind_other(dense, outs)
-
-                            def run():
-                                for i, buf in made.items():
-                                    conv_sparse.take_zeros(ins[i].reshape(-1), used[i], buf)
-                                inner()
-                            return run
-                        return bind_sourced, False, reads
-                return (lambda ins, outs: other.bind(ins, outs, self.target, zeros) or bind_other(ins, outs)), False
+        split = self._split_kernel(plan)
+        if split is not None:   # a cube kernel the kinds refuse: its product on the host, the rest on llvm_kernel
+            masks = None
+            if any(op.name == "conv2d" for op in plan.function.ops):   # imported conv variants: skip their zeros
+                zeros = self._structural_zeros()
+                masks = [zeros.get(id(v)) for v in op.operands]
+            volatile = any(p.kind == "scalar" for p in plan.function.params)
+            return (lambda ins, outs: split.bind(ins, outs, masks)), volatile
+        other = self._transpose_kernel(plan)
+        if other is not None:   # a lone transpose / stepped slice
             return (lambda ins, outs: other.bind(ins, outs)), False
         return bind_other, False
 
@@ -916,13 +891,13 @@ class CompiledKernel:
         numpy's matmul calls for them (cblas_sgemv / cblas_sdot: kernel_cpu.matmul_products).
         An epilogue reading A or B (which the kind refuses: an operand is a Matmul API input) runs
         with that operand passed again as a parameter of its own (kernel_cpu.operand_aliases /
-        AliasedCpu: read in place).  A row epilogue of a 16-bit product stays on cube.py, which
-        runs it op by op with numpy's rounding, bit for bit (the folds' float32 sums, in another
-        order, round to another float16 now and then: layer_norm of a [300, 260] float16 product,
-        4 of its 78000 elements one float16 ulp apart).  backend_cpu/cube.py still runs what the kind refuses on every
-        chip otherwise (`_matmul_schedule`: integer products other than int8, an operand whose batch
-        axes broadcast in part, a row reduction after an int8 or a batched product, ...) and conv2d;
-        symbolic sizes run on numpy."""
+        AliasedCpu: read in place).  A row epilogue of a 16-bit product is split at the product
+        instead (`_split_kernel`), its rows run op by op with numpy's rounding, bit for bit (the
+        folds' float32 sums, in another order, round to another float16 now and then: layer_norm of
+        a [300, 260] float16 product, 4 of its 78000 elements one float16 ulp apart), and so is what
+        the kind refuses on every chip otherwise (`_matmul_schedule`: integer products other than
+        int8, an operand whose batch axes broadcast in part, a row reduction after an int8 or a
+        batched product, ...); symbolic sizes run on numpy."""
         key = ("matmul", plan.name)
         if key not in self._cpu:
             from .backend_cpu.kernel_cpu import AliasedCpu, PartsCpu, ScheduleCpu
@@ -940,14 +915,14 @@ class CompiledKernel:
             if any(s.c_dtype not in (dt.float32, dt.int32) for s in parts):
                 return None
             if any(s.row_epilogue is not None and s.mm.result.dtype != dt.float32 for s in parts):
-                return None   # cube.py rounds a 16-bit row epilogue op by op as numpy does: exact there
+                return None   # split: its 16-bit row epilogue rounded op by op as numpy does (`_rest_binder`)
             if group and len({id(v) for v in sched.fn.results}) != len(sched.fn.results):
                 return None   # a value returned twice: the parts write each once
             try:
                 cpus = [ScheduleCpu(s, tiling if not group else s.tiling({}, s.target)) for s in parts]
                 self._cpu[key] = PartsCpu(sched, cpus) if group else cpus[0] if order is None else \
                     AliasedCpu(cpus[0], order)
-            except FusedslError:   # not lowered by llvm_kernel: cube.py runs it
+            except FusedslError:   # not lowered by llvm_kernel: split at the product (`_split_kernel`)
                 pass
         return self._cpu[key]
 
@@ -1020,7 +995,7 @@ class CompiledKernel:
                 return None
             try:
                 self._cpu[key] = ConvCpu(sched, tiling, self._callee_zeros(plan))
-            except FusedslError:   # not lowered by llvm_kernel: cube.py runs it
+            except FusedslError:   # not lowered by llvm_kernel: split at the product (`_split_kernel`)
                 pass
         return self._cpu[key]
 
@@ -1080,6 +1055,72 @@ class CompiledKernel:
             return run
         return bind_sourced, volatile, reads
 
+    def _split_kernel(self, plan: KernelPlan):
+        """A cube kernel the cube and conv kinds refuse (integer products other than int8, operands
+        whose batch axes broadcast in part, a row reduction after an int8 or a batched product, a
+        16-bit product's row epilogue, a conv2d with epilogue inputs of other shapes), split at its
+        product (backend_cpu/cube_split.py): the product by a host routine (exact for integers),
+        the rest of the kernel lowered as a kernel of its own (`_rest_binder`: a vector or row kind's
+        kernel on llvm_kernel); a kernel of several matmuls of one A part by part.  None for every
+        other kernel (no cube op, symbolic or empty sizes, an operand made inside the kernel)."""
+        key = ("split", plan.name)
+        if key not in self._cpu:
+            from .backend_cpu.cube_split import SplitCpu, split_kernel
+            self._cpu[key] = None
+            parts = split_kernel(plan.function)
+            if parts is None:
+                return None
+            rests = []
+            for _, split in parts:
+                sixteen = split.cube.result.dtype in (dt.float16, dt.bfloat16)
+                rests.append(None if split.rest is None else self._rest_binder(split.rest, exact_rows=sixteen))
+            self._cpu[key] = SplitCpu(plan.function, parts, rests, self._callee_zeros(plan))
+        return self._cpu[key]
+
+    def _rest_binder(self, fn: Function, exact_rows: bool):
+        """bind(inputs, outputs) -> call of the rest of a split cube kernel (`_split_kernel`), lowered
+        like any fused kernel: a vector kind's kernel (`_cpu_kernel`), a row or column kind's
+        (`_row_kernel`), else the numpy reference.  `exact_rows`: a 16-bit product's row epilogue
+        runs on the numpy reference, each op rounded to its dtype as numpy rounds it (the row kind's
+        float32 folds sum in another order: layer_norm of a [300, 260] float16 product had 4 of
+        its 78000 elements one float16 ulp apart), by blocks of rows where it can (cube_split.RowBlocks)."""
+        rows = any(has_trait(op, REDUCTION) for op in fn.ops)
+        if not (rows and exact_rows):
+            group = "single" if rows else "vector"
+            options = LowerOptions(float(self.options.get("ub_headroom", 1.0)),
+                                   fusion_options(self.options, self.target).l1_headroom)
+            kind, lowered, error = lower_kernel(fn, group, self.target, options)
+            sub = KernelPlan(fn, group, "the rest of a split cube kernel", kind, lowered, error)
+            if lowered is not None and error is None:
+                try:
+                    sub.tiling = kind.tiling(lowered, {}, self.target)
+                except ScheduleError as exc:
+                    sub.error = sub.size_error = exc
+            kernel = self._cpu_kernel(sub)
+            if kernel is not None:
+                tiling = self._cpu_tiling.get(sub.name, sub.tiling)
+                if tiling.total_tiles == 0:
+                    return lambda ins, outs: _nothing
+                scalars = {k for k, inp in enumerate(self._cpu_inputs(sub)) if inp.kind == "runtime_scalar"}
+
+                def bind_vector(ins, outs):
+                    return kernel.bind([x.item() if k in scalars else x for k, x in enumerate(ins)], outs, tiling)
+                return bind_vector
+            row = self._row_kernel(sub) if sub.schedule is None else None
+            if row is not None:
+                return row.bind
+
+        from .backend_cpu.cube_split import RowBlocks
+        if RowBlocks.takes(fn):   # by blocks of rows while they are in cache
+            return RowBlocks(fn).bind
+
+        def bind_reference(ins, outs):
+            def call():
+                for o, r in zip(outs, run_function(self.module, fn, ins)):
+                    np.copyto(o, r, casting="unsafe")
+            return call
+        return bind_reference
+
     def _transpose_kernel(self, plan: KernelPlan):
         """A lone transpose / permute or stepped slice (the transpose kind)'s CPU executor: its
         TileKernel through the one LLVM lowering (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's
@@ -1107,8 +1148,8 @@ class CompiledKernel:
     def executor(self, plan: KernelPlan | str) -> str:
         """Which CPU executor `kernel(*arrays)` runs a kernel on (config.executor "llvm"):
         "vector" (its tile program in LLVM), "view" (a gather / slice / concatenate as
-        addressing), "row" / "column" (LLVM row or column kernel), "cube" (matmul / conv blocks on
-        BLAS), "transpose" (the transpose kind's TileKernel: blocked register transposes), "attention"
+        addressing), "row" / "column" (LLVM row or column kernel), "cube" (a matmul / conv kind's
+        kernel, or one split at its product: `_split_kernel`), "transpose" (the transpose kind's TileKernel: blocked register transposes), "attention"
         (flash attention on BLAS), or
         "reference": no native executor takes it and it runs on the numpy interpreter (what
         tests/test_ops_native.py rules out for the op vocabulary).  `_run_llvm_kernel` and the
@@ -1122,11 +1163,8 @@ class CompiledKernel:
             if row is not None:
                 return "row" if isinstance(getattr(row, "sched", None), RowSchedule) or \
                     type(row).__name__ == "RowCpuKernel" else "column"
-        if self._matmul_kernel(plan) is not None or self._conv_kernel(plan) is not None:
-            return "cube"
-        from .backend_cpu import cube
-        other = cube.kernel_for(plan.function)
-        if other is not None and other.native:
+        if self._matmul_kernel(plan) is not None or self._conv_kernel(plan) is not None \
+                or self._split_kernel(plan) is not None:
             return "cube"
         if self._transpose_kernel(plan) is not None:
             return "transpose"
@@ -1159,10 +1197,14 @@ class CompiledKernel:
                     for t, target in zip(_concrete(plan.function.results, sizes), targets)]
             self._conv_kernel(plan).run(inputs, outs)
             return tuple(outs)
+        if kernel is None and self._split_kernel(plan) is not None:   # a product on the host, the rest on llvm_kernel
+            outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
+                    for t, target in zip(_concrete(plan.function.results, sizes), targets)]
+            self._split_kernel(plan).run(inputs, outs)
+            return tuple(outs)
         if kernel is None:
-            from .backend_cpu import cube
-            done = cube.run(plan.function, inputs, targets, self._callee_zeros(plan))   # conv2d (+ matmuls) on BLAS
-            if done is None and self._transpose_kernel(plan) is not None:   # a lone transpose / stepped slice
+            done = None
+            if self._transpose_kernel(plan) is not None:   # a lone transpose / stepped slice
                 outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
                         for t, target in zip(_concrete(plan.function.results, sizes), targets)]
                 self._transpose_kernel(plan).run(inputs, outs)

@@ -1,6 +1,6 @@
-"""The CPU cube executor (fusedsl.backend_cpu.cube): matmul / conv2d with a fused epilogue
-on BLAS, blockwise, against numpy; through kernel(*arrays) and on whole cube + epilogue
-kernel functions (what one fused kernel will be)."""
+"""Cube kernels on the CPU: matmul / conv2d with a fused epilogue against numpy, through
+kernel(*arrays) -- the cube and conv kinds' kernels on llvm_kernel, and what those kinds refuse split
+at the product (backend_cpu/cube_split.py: the product on the host, the rest a kernel of its own)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,8 @@ from conftest import assert_close, fuzz_settings
 from hypothesis import assume, given, strategies as st
 
 import fusedsl as fs
-from fusedsl.backend_cpu import conv_product, conv_sparse, cube
+from fusedsl.backend_cpu import conv_product, conv_sparse
+from fusedsl.backend_cpu.cube_split import SplitCpu
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
 from fusedsl.ir.ops import conv2d_reference
 from fusedsl.reference import run_function
@@ -20,13 +21,16 @@ def _fused_fn(kernel, *args):
 
 
 def _check(kernel, args, want, scale):
-    """kernel(*args) and the single-function executor both match `want`."""
+    """kernel(*args) (on a native cube executor, not the numpy reference) matches `want`, bound in a
+    program and walked (out=)."""
+    comp = kernel.compile(*args)
+    assert [comp.executor(p) for p in comp.kernels] == ["cube"]
     assert_close(kernel(*args), want, "kernel(*arrays)", scale=scale)
-    fn = _fused_fn(kernel, *args)
-    got = cube.run(fn, list(args))
-    assert got is not None, "the cube executor declined the kernel"
-    assert_close(got[0], want, "cube executor", scale=scale)
+    out = np.empty(want.shape, want.dtype)
+    kernel(*args, out=out)
+    assert_close(out, want, "kernel(*arrays, out=)", scale=scale)
     # and the reference interpreter agrees on the same function
+    fn = _fused_fn(kernel, *args)
     assert_close(run_function(None, fn, list(args))[0], want, "reference", scale=scale)
 
 
@@ -80,7 +84,7 @@ def test_conv2d_bias_leaky_relu(stride, padding, shape, dtype):
     _check(f, (x, w, b), want, scale=float(np.abs(y).max()) * 2)
 
 
-def test_kernel_call_runs_cube_kernels_on_the_executor_and_declines_what_it_does_not_handle():
+def test_kernel_call_runs_cube_kernels_on_the_executor_and_splits_what_the_kinds_refuse():
     @fs.fused_kernel
     def f(a, w):
         return a @ w
@@ -90,25 +94,27 @@ def test_kernel_call_runs_cube_kernels_on_the_executor_and_declines_what_it_does
     np.testing.assert_array_equal(f(a, w), a @ w)
     comp = f.compile(a, w)
     (plan,) = comp.kernels
-    # a float matmul with an elementwise epilogue runs its TileKernel (llvm_kernel); the cube
-    # executor still takes it (conv2d and what the cube kind does not take run there)
+    # a float matmul with an elementwise epilogue runs its TileKernel (llvm_kernel)
     assert isinstance(comp._matmul_kernel(plan), ScheduleCpu)
-    assert isinstance(cube.kernel_for(plan.function), cube.CubeKernel)
-    np.testing.assert_array_equal(cube.run(plan.function, [a, w])[0], a @ w)
-    # integer products run exactly (int_product.py); epilogues that are neither elementwise nor
-    # over the rows stay on the numpy reference
+    # integer products the cube has no form for run exactly, split at the product (int_product.py)
     ai = np.arange(6, dtype=np.int32).reshape(2, 3)
-    np.testing.assert_array_equal(cube.run(_fused_fn(f, ai, ai.T.copy()), [ai, ai.T.copy()])[0], ai @ ai.T)
+    comp = f.compile(ai, ai.T.copy())
+    (plan,) = comp.kernels
+    assert comp._matmul_kernel(plan) is None and isinstance(comp._split_kernel(plan), SplitCpu)
+    np.testing.assert_array_equal(f(ai, ai.T.copy()), ai @ ai.T)
+    # a reduction over the product's columns: fusion gives it a column kernel of its own
     g = fs.fused_kernel(lambda a, w: fs.sum(a @ w, axis=0))
-    assert cube.run(_fused_fn(g, a, w), [a, w]) is None
+    comp = g.compile(a, w)
+    assert [comp.executor(p) for p in comp.kernels] == ["cube", "column"]
     np.testing.assert_allclose(g(a, w), (a @ w).sum(axis=0))
 
 
 @pytest.mark.parametrize("dtype,shape", [(np.float32, (300, 40, 70)), (np.float16, (33, 19, 5)),
                                          (np.float32, (1, 3, 1)), (np.float32, (5000, 8, 64))])
-def test_row_epilogues_run_on_blas_blocks_of_whole_rows(dtype, shape):
-    """softmax / layer_norm / a row sum after a matmul: the blocks are whole rows, so the
-    reductions run block by block too, bit for bit the reference's (float32 accumulation)."""
+def test_row_epilogues_of_a_product(dtype, shape):
+    """softmax / layer_norm / a row sum after a matmul: float32 within float tolerance of the
+    reference (the row kind's folds); a float16 product's row epilogue split at the product and run
+    with numpy's rounding of every op: the reference's bits."""
     m, k, n = shape
     rng = np.random.default_rng(m)
     x = rng.standard_normal((m, k)).astype(dtype)
@@ -119,27 +125,32 @@ def test_row_epilogues_run_on_blas_blocks_of_whole_rows(dtype, shape):
         y = x @ w + b
         return fs.softmax(y), fs.gelu(fs.layer_norm(y, b, b)), fs.sum(y, axis=1), y - fs.mean(y, axis=-1, keepdims=True)
 
-    fn = _fused_fn(fs.fused_kernel(softmax_ln), x, w, b)
-    assert isinstance(cube.CubeKernel.build(fn), cube.CubeKernel)
-    got = cube.run(fn, [x, w, b])
-    for g, want in zip(got, run_function(None, fn, [x, w, b])):
-        np.testing.assert_array_equal(g, want)
+    kern = fs.fused_kernel(softmax_ln)
+    comp = kern.compile(x, w, b)
+    assert [comp.executor(p) for p in comp.kernels] == ["cube"]
+    fn = _fused_fn(kern, x, w, b)
+    for got, want in zip(kern(x, w, b), run_function(None, fn, [x, w, b])):
+        if dtype == np.float16:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * (1 + np.abs(want).max()))
 
 
-def test_a_bound_row_epilogue_runs_the_row_kinds_cpu_kernel():
-    """Bound with a target (as a program binds it), a row epilogue the cube kind refuses runs as the
-    row kind's kernel scheduled for the CPU (kernel_cpu.ScheduleCpu of cpu_tiling.row_schedule, what
-    row kernels run on), not llvm_row.py; numpy's result within float tolerance."""
+def test_a_row_epilogue_after_a_batched_product_runs_the_row_kinds_cpu_kernel():
+    """A row epilogue the cube kind refuses (after a batched product) is split at the product: its
+    rest runs as the row kind's kernel scheduled for the CPU (kernel_cpu.ScheduleCpu of
+    cpu_tiling.row_schedule, what row kernels run on); numpy's result within float tolerance."""
     rng = np.random.default_rng(3)
-    x, w = (rng.standard_normal(s).astype(np.float32) for s in ((70, 30), (30, 50)))
-    fn = _fused_fn(fs.fused_kernel(lambda x, w: (fs.softmax(x @ w), fs.sum(x @ w, axis=-1))), x, w)
-    kernel = cube.CubeKernel.build(fn)
-    target = fs.targets.get_target("ascend910b")
-    assert isinstance(kernel._epilogue_kernel(target)[0], ScheduleCpu)
-    outs = [np.empty((70, 50), np.float32), np.empty(70, np.float32)]
-    kernel.bind([x, w], outs, target)()
-    for got, want in zip(outs, run_function(None, fn, [x, w])):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    x, w = (rng.standard_normal(s).astype(np.float32) for s in ((2, 35, 30), (2, 30, 50)))
+    kern = fs.fused_kernel(lambda x, w: (fs.softmax(x @ w), fs.sum(x @ w, axis=-1)))
+    comp = kern.compile(x, w)
+    (plan,) = comp.kernels
+    split = comp._split_kernel(plan)
+    assert comp._matmul_kernel(plan) is None and isinstance(split, SplitCpu)
+    assert isinstance(split.rests[0].__self__, ScheduleCpu)
+    got = kern(x, w)
+    for g, want in zip(got, run_function(None, _fused_fn(kern, x, w), [x, w])):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

@@ -137,17 +137,17 @@ def test_native_casts_round_like_numpy():
 
 def test_large_matmul_runs_on_row_blocks():
     """A product above PARALLEL_MACS splits into single-threaded sgemm row blocks: same values."""
-    from fusedsl.backend_cpu import cube
+    from fusedsl.backend_cpu import blas
     rng = np.random.default_rng(4)
     a = rng.standard_normal((300, 257)).astype(np.float32)
     b = rng.standard_normal((257, 301)).astype(np.float32)
-    old = cube.PARALLEL_MACS
-    cube.PARALLEL_MACS = 1
+    old = blas.PARALLEL_MACS
+    blas.PARALLEL_MACS = 1
     try:
         out = np.empty((300, 301), np.float32)
-        cube._matmul_2d(a, b, out)
+        blas.matmul_rows(a, b, out)
     finally:
-        cube.PARALLEL_MACS = old
+        blas.PARALLEL_MACS = old
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)
 
 
@@ -295,17 +295,17 @@ def test_results_are_line_aligned_and_views_keep_them():
 @given(st.integers(1, 90), st.integers(1, 40), st.integers(1, 90), st.sampled_from(["float16", "bfloat16"]),
        st.integers(0, 1 << 30))
 def test_16bit_product_row_blocks_match_the_reference(m, k, n, dtype, seed):
-    """A lone 16-bit matmul's bound call (B widened once, row blocks widening their rows of A
-    and rounding their rows of the product on the pool's threads; PARALLEL_MACS forced to 1 so
-    that small odd shapes split too, m or n of 1 included) gives the reference's bits, call
-    after call on the same arrays with new values."""
-    from fusedsl.backend_cpu import cube
+    """A lone 16-bit matmul's bound call (the cube kind's kernel on llvm_kernel: blocks of rows on the
+    launcher's threads, each widening its rows of A and rounding its rows of the product;
+    cpu_tiling.PARALLEL_MACS forced to 1 so that small odd shapes split too, m or n of 1 included)
+    gives the reference's bits, call after call on the same arrays with new values."""
+    from fusedsl.backend_cpu import cpu_tiling
     rng = np.random.default_rng(seed)
     a, b = _array(rng, (m, k), dtype), _array(rng, (k, n), dtype)
     a.flat[0] = np.nan if m * k > 1 else a.flat[0]
     ref = fs.fused_kernel(lambda p, q: p @ q)
-    old_executor, old_macs = fs.config.executor, cube.PARALLEL_MACS
-    cube.PARALLEL_MACS = 1
+    old_executor, old_macs = fs.config.executor, cpu_tiling.PARALLEL_MACS
+    cpu_tiling.PARALLEL_MACS = 1
     try:
         got = fs.fused_kernel(lambda p, q: p @ q)
         first = got(a, b).copy()
@@ -314,6 +314,6 @@ def test_16bit_product_row_blocks_match_the_reference(m, k, n, dtype, seed):
         fs.config.executor = "reference"
         want = ref(a, b)
     finally:
-        fs.config.executor, cube.PARALLEL_MACS = old_executor, old_macs
+        fs.config.executor, cpu_tiling.PARALLEL_MACS = old_executor, old_macs
     assert first.dtype == want.dtype and second.dtype == want.dtype
     assert np.array_equal(second.view(np.uint16), want.view(np.uint16))

@@ -1,5 +1,6 @@
 """Integer matmul / batched matmul / conv2d: numpy's semantics (the operands' dtype, wrapping),
-run natively by the cube executor (backend_cpu/int_product.py: exact BLAS products mod 2**32),
+run natively, split at the product (backend_cpu/cube_split.py; int_product.py: exact BLAS products
+mod 2**32; int8 matmuls on llvm_kernel in exact float32 chunks of K),
 bit for bit numpy's, never on the reference; what does not print says so at the user's line."""
 from __future__ import annotations
 
@@ -344,7 +345,7 @@ def test_grouped_integer_conv_is_refused_at_the_users_line():
 
 
 def test_a_product_big_enough_for_the_pool_is_exact():
-    """2**24 multiply-adds and more: row blocks on the pool's threads (cube._row_blocks)."""
+    """2**24 multiply-adds and more: row blocks on the pool's threads (blas.row_blocks)."""
     rng = np.random.default_rng(4)
     a, b = _full_range(rng, (300, 256), np.int8), _full_range(rng, (256, 256), np.int8)
     np.testing.assert_array_equal(fs.fused_kernel(lambda a, b: a @ b)(a, b), np.matmul(a, b))

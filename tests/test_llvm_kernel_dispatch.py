@@ -125,12 +125,12 @@ def _matmul_executor(comp):
 
 
 def _cube_py(comp, args):
-    """What backend_cpu/cube.py (the executor these kernels ran on before) gives for them, bound
-    as the program bound it."""
-    from fusedsl.backend_cpu import cube
+    """What backend_cpu/cube.py (the executor these kernels ran on before) gave for them: the kernel
+    split at its product as cube.py ran it (backend_cpu/cube_split.py: the product by the same host
+    routines, the epilogue a vector or row kernel of its own)."""
     (plan,) = comp.kernels
     outs = [np.empty(tuple(v.shape), v.dtype.np) for v in plan.function.results]
-    cube.kernel_for(plan.function).bind(list(args), outs, comp.target)()
+    comp._split_kernel(plan).bind(list(args), outs)()
     return outs
 
 
@@ -325,15 +325,17 @@ def test_row_epilogues_run_on_llvm_kernel(name, m, k, n):
 
 
 def test_a_16bit_row_epilogue_stays_numpys_bit_for_bit():
-    """A row epilogue of a float16 product stays on cube.py, which rounds every op to float16 as
-    numpy does (the row kind's folds sum in float32 in another order, which now and then rounds a
-    value to the next float16: 4 of this layer_norm's 78000 elements were one ulp off)."""
+    """A row epilogue of a float16 product is split at the product (backend_cpu/cube_split.py) and
+    runs with every op rounded to float16 as numpy does, as cube.py ran it (the row kind's folds sum
+    in float32 in another order, which now and then rounds a value to the next float16: 4 of this
+    layer_norm's 78000 elements were one ulp off)."""
     g = np.random.default_rng(12)
     args = [g.uniform(0.1, 2.0, s).astype(np.float16) for s in ((300, 200), (200, 260), (260,))]
     kern = fs.fused_kernel(lambda x, w, r: fs.layer_norm(x @ w, r))
     got = kern(*args)
     comp = kern.compile(*args)
     assert _matmul_executor(comp) is None and comp.executor(comp.kernels[0]) == "cube"
+    assert comp._split_kernel(comp.kernels[0]) is not None
     want = _on_reference(lambda: kern(*args))
     assert got.tobytes() == want.tobytes()
 
@@ -364,7 +366,7 @@ def test_epilogues_reading_a_or_b_run_on_llvm_kernel(case, dtype):
     comp = kern.compile(*args)
     (plan,) = comp.kernels
     assert plan.lowered is None and "reads the matmul's own operand" in str(plan.error)
-    row16 = "softmax" in case and dtype == "float16"   # a 16-bit row epilogue: cube.py's exact one
+    row16 = "softmax" in case and dtype == "float16"   # a 16-bit row epilogue: split, numpy's rounding
     assert isinstance(comp._matmul_kernel(plan), type(None) if row16 else AliasedCpu)
     assert comp.executor(plan) == "cube"
     if "softmax" not in case:

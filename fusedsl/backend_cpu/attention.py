@@ -39,7 +39,7 @@ from ..reference import _round
 from . import jit
 from .irgen import carried_loop
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
-from .llvm import host_features
+from .host import host_features
 from .mathlib import VectorConsts, emit_exp
 
 LANES = 16

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import itertools
 import os
 
 import numpy as np
 
 from . import jit
-from .launch import KERNEL_PROTO
+from .launch import KERNEL_PROTO, host_threads, pool
 
-__all__ = ["SGEMM", "BLAS_LOCAL_THREADS", "THREAD_COUNT", "gemm_acc", "gemm_list", "numpy_product", "one_blas_thread",
-           "sgemm_address", "single_threaded_blas", "vector_addresses"]
+__all__ = ["SGEMM", "BLAS_LOCAL_THREADS", "THREAD_COUNT", "PARALLEL_MACS", "gemm_acc", "gemm_list", "matmul_rows",
+           "numpy_product", "one_blas_thread", "row_blocks", "sgemm_address", "single_threaded_blas",
+           "vector_addresses"]
 
 
 def _openblas_libs():
@@ -232,3 +234,58 @@ class one_blas_thread:
         if self.previous is not None:
             BLAS_LOCAL_THREADS(self.previous)
         return False
+
+
+# ---- host products in row blocks (backend_cpu/cube_split.py's products, int_product.py's) ---------
+
+# Products of at least this many multiply-adds run as row blocks on fusedsl's pool threads,
+# each block one single-threaded sgemm.  OpenBLAS's own threads wait for each other at every
+# step: when the other vCPU of this shared host is busy, a 128^3 product took 44 ms on two
+# OpenBLAS threads and 0.17 ms on one (512^3: 70 vs 15 ms).  The pool hands blocks out
+# dynamically, so a descheduled thread only delays the blocks it holds.
+PARALLEL_MACS = 1 << 24
+
+
+def matmul_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = a @ b for C-contiguous float32 matrices: single-threaded sgemm calls on row blocks
+    (`row_blocks`), every row's sums those of one sgemm call over all rows."""
+    m, k = a.shape
+    n = b.shape[1]
+    if SGEMM is None or BLAS_LOCAL_THREADS is None or 0 in (m, n, k) or m == 1 or n == 1:
+        # numpy runs m or n of 1 as gemv / dot (other sums than sgemm's): the same call here
+        with one_blas_thread():
+            np.matmul(a, b, out=out)
+        return
+    row_blocks(m, m * n * k, lambda lo, hi: gemm_acc(a[lo:hi], b, out[lo:hi], False), one_thread=True)
+
+
+def row_blocks(m: int, macs: int, fn, one_thread: bool = False) -> None:
+    """fn(lo, hi) over blocks of rows [0, m): for a product of at least PARALLEL_MACS multiply-adds
+    two blocks per pool thread, handed out in turn (each block repacks B: few blocks when K is
+    long), each thread's BLAS on that thread; else fn(0, m) here, with BLAS on one thread too when
+    `one_thread` (`matmul_rows`'s sgemm calls: one thread's sums, whatever the size)."""
+    threads = host_threads() if macs >= PARALLEL_MACS and m >= 32 and BLAS_LOCAL_THREADS is not None else 1
+    if threads == 1 and not one_thread:
+        fn(0, m)
+        return
+    rows = -(-m // (threads * 2)) if threads > 1 else m
+    # blocks start on a multiple of 64 rows: BLAS runs the rows of an [m, K] product in tiles of
+    # its kernel's height (16 on AVX-512) from the first row of each call, and a tail tile may
+    # add in another order, so a block boundary off that grid changed a row's float32 sums
+    # (one 16-bit product element of 72x35 @ 35x35 rounded 1 ulp away from the one-call product)
+    rows = -(-rows // 64) * 64 if threads > 1 else rows
+    counter = itertools.count(0, rows)
+
+    def job():
+        prev = BLAS_LOCAL_THREADS(1)
+        try:
+            for lo in counter:   # next() is atomic under the GIL
+                if lo >= m:
+                    return
+                fn(lo, min(lo + rows, m))
+        finally:
+            BLAS_LOCAL_THREADS(prev)
+    if threads == 1:
+        job()
+    else:
+        pool().run(job, [()] * threads)

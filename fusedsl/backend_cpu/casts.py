@@ -1,7 +1,8 @@
 """float16 / bfloat16 <-> float32 conversions of whole arrays, natively.
 
-The cube executor (cube.py) computes 16-bit products in float32 on BLAS: it widens the
-operands once, rounds the product to the result dtype and writes it out.  numpy's
+The CPU computes 16-bit products in float32 on BLAS (a matmul kernel's blocks, a split cube
+kernel's product: cube_split.py): it widens the operands, rounds the product to the result dtype
+and writes it out.  numpy's
 float32 -> float16 cast ran at ~25 ns per element here (a scalar loop), more than the BLAS
 call for a 1024^3 product's result; these loops use the vector conversions (vcvtps2ph /
 vcvtph2ps with F16C, shifts and adds for bfloat16) and round exactly as the reference does:

@@ -22,8 +22,8 @@ addition is exact, and the float result converts to the integer exactly.  So:
 
 The result is the exact sum mod 2**32 as int32; the caller narrows it to the op's dtype
 (reference._round: numpy's astype, wrapping).  Products run with numpy's matmul (OpenBLAS) on
-the calling thread's BLAS settings (backend_cpu/cube.py holds them at one thread and hands a
-`rows` runner that spreads a big product's row blocks over the pool's threads).
+the calling thread's BLAS settings (cube_split.py holds them at one thread and hands a `rows`
+runner, blas.row_blocks, that spreads a big product's row blocks over the pool's threads).
 """
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def _halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, rows=None) -> None:
     """out (int32 [M, N], any strides) = a @ b mod 2**32, exactly, for integer a [M, K], b [K, N].
-    `rows(m, macs, fn)`, when given, runs fn(lo, hi) over blocks of the rows (cube.py: on the pool's
+    `rows(m, macs, fn)`, when given, runs fn(lo, hi) over blocks of the rows (blas.row_blocks: on the pool's
     threads for a big product); B is converted once for all of them, and the float type and
     chunks are chosen from the whole of A."""
     m, k = a.shape

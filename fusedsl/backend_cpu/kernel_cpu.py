@@ -37,7 +37,7 @@ from .cpu_tiling import compensated_row_sums, cpu_words
 from .blas import (BLAS_LOCAL_THREADS, numpy_product, one_blas_thread, sgemm_address, single_threaded_blas,
                    vector_addresses)
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
-from .llvm import host_features
+from .host import host_features
 from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, calls_blas, lower_kernel, typed_fields
 
 __all__ = ["AliasedCpu", "TileKernelCpu", "ScheduleCpu", "ViewScheduleCpu", "PartsCpu", "matmul_products",

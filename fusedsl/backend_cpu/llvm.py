@@ -41,6 +41,7 @@ from llvmlite import ir
 
 from .. import dtypes as dt
 from ..lower.vector import Stmt, VectorSchedule, compute_dtype
+from .host import host_features
 from .irgen import counted_loop, kernel_function, masked_load, masked_store
 from .mathlib import VectorConsts
 from .stmts import LANES, F32, I8, I32, LoweringError, StmtEmitter, mem_type, reg_type, round_scalar_to, vec
@@ -496,11 +497,6 @@ def lower(sched: VectorSchedule, name: str = "fusedsl_kernel", features=None) ->
         features = host_features()
     module = _KernelBuilder(sched, name, frozenset(features)).build()
     return str(module)
-
-
-def host_features() -> frozenset[str]:
-    import llvmlite.binding as llvm
-    return frozenset(f[1:] for f in llvm.get_host_cpu_features().flatten().split(",") if f.startswith("+"))
 
 
 def split_stmts(sched: VectorSchedule) -> tuple[list[Stmt], list[Stmt]]:

@@ -34,7 +34,7 @@ from ..lower.column_plan import ColumnPlan, lone_row_reduction, plan_column_kern
 from . import jit
 from .irgen import kernel_function
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
-from .llvm import host_features
+from .host import host_features
 from .llvm_row import (F32, F64, I32, I64, LANES, PARALLEL_MIN_BYTES, PTR, RowCpuKernel, _accumulator_form,
                        _reduction_info, _RowBuilder)
 from .mathlib import VectorConsts

@@ -37,7 +37,8 @@ from ..lower.vector import compute_dtype
 from . import jit
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .irgen import branch_values, carried_loop, counted_loop, kernel_function, masked_load, masked_store
-from .llvm import constant_slots, host_features
+from .host import host_features
+from .llvm import constant_slots
 from .mathlib import VectorConsts
 from ..lower.row_plan import RowPlan, plan_row_kernel, scratch_itemsize
 from .stmts import LANES, F32, I32, LoweringError, StmtEmitter, mem_type, reg_type, round_scalar_to, vec
