@@ -570,8 +570,8 @@ def test_attention_kernels_match_the_interpreter(target, causal):
 
 
 def _product_calls(wide: bool):
-    """The register-tiled products (B in rows, B in panels) and the K^T pack (tiled_product.py)
-    compiled alone, as ctypes calls."""
+    """The register-tiled product and the K^T pack (tiled_product.py) compiled alone, as ctypes calls:
+    product(m, n, k, a, lda, b, ldb, c, mode, scale, top, diag), pack(src, ld, rows, cols, dst)."""
     import ctypes
 
     from llvmlite import ir
@@ -580,17 +580,14 @@ def _product_calls(wide: bool):
     from fusedsl.backend_cpu.mathlib import VectorConsts
     from fusedsl.backend_cpu.stmts import LANES
     module = ir.Module(name="tiled_product_test")
-    kc = VectorConsts(module, LANES, scalef=wide)
-    tiled_product.product_function(module, kc, wide)
-    tiled_product.product_function(module, kc, wide, panels=True)
+    tiled_product.product_function(module, VectorConsts(module, LANES, scalef=wide), wide)
     tiled_product.pack_function(module, wide)
     compiled = jit.compile_ir(str(module), tiled_product.PRODUCT, use_disk=False)
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    proto = ctypes.CFUNCTYPE(None, i64, i64, i64, ptr, i64, ptr, i64, ptr)
-    product = proto(compiled.address)
-    panel_product = proto(compiled.engine.get_function_address(tiled_product.PANEL_PRODUCT))
+    product = ctypes.CFUNCTYPE(None, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64, ctypes.c_float, ptr,
+                               i64)(compiled.address)
     pack = ctypes.CFUNCTYPE(None, ptr, i64, i64, i64, ptr)(compiled.engine.get_function_address(tiled_product.PACK))
-    return compiled, product, panel_product, pack
+    return compiled, product, pack
 
 
 def _panels(bt: np.ndarray, wide: bool) -> np.ndarray:
@@ -607,26 +604,38 @@ def test_tiled_product_matches_numpy(m, n, k, lda, ldk, wide):
     """C = A @ B in register tiles of 4 x 64 (AVX-512) or 3 x 32, A rows lda apart, the last tile's
     rows past m clamped, columns past n masked, k in passes of KC rows (C's partial sums carried);
     B in rows (ld n), or B = K^T packed from K's rows (ldk apart) into panels of the tile's columns
-    in 16 x 16 register tiles and element-wise edges.  Both products give the same bits (one fma
-    chain per element in k order); nothing outside C's m x n elements is written."""
+    in 16 x 16 register tiles and element-wise edges: the same bits (one fma chain per element in k
+    order).  ACCUMULATE adds to C (C's elements start the chains); ROW_MAX scales C, cuts column -
+    row >= diag to -inf and leaves each row's maximum over 16 lanes.  Nothing outside C's m x n
+    elements is written."""
+    from fusedsl.backend_cpu.tiled_product import ACCUMULATE, PANELS, ROW_MAX
     g = np.random.default_rng(m * 100 + n + k)
     a = g.standard_normal((m, lda)).astype(np.float32)
     kmat = g.standard_normal((n, ldk)).astype(np.float32)
     packed = np.full(k * n + 5, np.nan, np.float32)
-    compiled, product, panel_product, pack = _product_calls(wide)
+    compiled, product, pack = _product_calls(wide)
     pack(kmat.ctypes.data, ldk, n, k, packed.ctypes.data)
     bt = np.ascontiguousarray(kmat[:, :k].T)
     np.testing.assert_array_equal(packed[:k * n], _panels(bt, wide))
     assert np.isnan(packed[k * n:]).all()
     want = a[:, :k].astype(np.float64) @ bt.astype(np.float64)
-    results = []
-    for call, b_arg in ((product, bt), (panel_product, packed)):
+    top = np.full(16 * m, 7.0, np.float32)
+    start = g.standard_normal(m * n).astype(np.float32)
+    results = {}
+    for mode, b_arg, c0 in ((0, bt, None), (PANELS, packed, None), (ACCUMULATE, bt, start),
+                            (PANELS | ROW_MAX, packed, None)):
         c = np.full(m * n + 5, 7.0, np.float32)
-        call(m, n, k, a.ctypes.data, lda, b_arg.ctypes.data, n, c.ctypes.data)
-        np.testing.assert_allclose(c[:m * n].reshape(m, n), want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+        if c0 is not None:
+            c[:m * n] = c0
+        product(m, n, k, a.ctypes.data, lda, b_arg.ctypes.data, n, c.ctypes.data, mode, 0.5, top.ctypes.data, 2)
         assert (c[m * n:] == 7.0).all()
-        results.append(c)
-    np.testing.assert_array_equal(results[0], results[1])
+        results[mode] = c[:m * n].reshape(m, n)
+    np.testing.assert_array_equal(results[0], results[PANELS])
+    np.testing.assert_allclose(results[0], want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    np.testing.assert_allclose(results[ACCUMULATE], start.reshape(m, n) + want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    cut = np.subtract.outer(np.arange(m), np.arange(n)) <= -2   # column - row >= diag (2)
+    np.testing.assert_array_equal(results[PANELS | ROW_MAX], np.where(cut, -np.inf, results[0] * np.float32(0.5)))
+    np.testing.assert_array_equal(top.reshape(m, 16).max(1), results[PANELS | ROW_MAX].max(1))
 
 
 def _heads(x):
@@ -678,8 +687,8 @@ def test_attention_on_the_cpu_schedule_matches_torch(name, dtype, monkeypatch):
     # the softmax in two passes per row, P written over S for P V, O += P V into O (attention_softmax);
     # without a mask, S scaled, its causal keys cut and its rows' maxima taken by the Q K^T product;
     # float16 operands widened in vector loops
-    assert "sm.row" in cpu.ir and "attn.p" in cpu.ir and "fusedsl_tiled_product_acc" in cpu.ir
-    assert ("fusedsl_panel_product_max" in cpu.ir) == (len(shapes) == 3)
+    assert "sm.row" in cpu.ir and "attn.p" in cpu.ir and "attn.o" in cpu.ir
+    assert ("attn.top" in cpu.ir) == (len(shapes) == 3)
     assert ("fusedsl_transpose_pack_half" in cpu.ir and "fusedsl_widen_rows" in cpu.ir) == (dtype == np.float16)
     cpu.run(inputs, [got])
     spec = np.zeros_like(got)

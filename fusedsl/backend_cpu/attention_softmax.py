@@ -211,7 +211,7 @@ def first_block(lw) -> SoftmaxBlock:
 
 def fused_top(lw) -> bool:
     """Whether the Q K^T product scales S, sets its causal keys to -inf and takes its rows' maxima
-    as it stores it (tiled_product `row_max`), so that the softmax's first pass goes: every S
+    as it stores it (tiled_product mode ROW_MAX), so that the softmax's first pass goes: every S
     block's softmax matched, none with a mask (added to S after the product), Q K^T of float32
     operands or float16 ones never in NZ (widened by vector loops), K read transposed (the panel
     product)."""
@@ -271,7 +271,7 @@ def emit(lw, blk: SoftmaxBlock) -> None:
                 x = b.select(mask, x, ninf)
             return em.fmax(x, vmax)
 
-        if blk.from_product:   # S scaled, its rows' maxima in 16 lanes each (tiled_product row_max)
+        if blk.from_product:   # S scaled, its rows' maxima in 16 lanes each (tiled_product ROW_MAX)
             vmax = b.load(b.gep(lw.top_buf, [b.mul(r, c64(LANES))], source_etype=F32), typ=vf, align=4)
         else:
             end, (vmax,) = carried_loop(b, c64(0), cols, LANES, [ninf],
@@ -347,7 +347,7 @@ def match_accumulate(lw, nodes: list, i: int) -> str | None:
     """O's tensor when nodes[i:i + 5] are the P V product's Iterate into a tile of C and O += that
     tile (Iterate / GetTensorC acc, EnQue, DeQue, For O += acc over rows * Dv, Free), O's rows the
     product's (Dv a multiple of 8): the product then accumulates into O itself (tiled_product
-    `accumulate`; O's elements start the fma chains instead of being added to their sums)."""
+    mode ACCUMULATE; O's elements start the fma chains instead of being added to their sums)."""
     if i + 5 > len(nodes):
         return None
     it, enq, deq, loop, free = nodes[i:i + 5]

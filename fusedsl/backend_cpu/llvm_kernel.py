@@ -2697,8 +2697,8 @@ class _Lowering:
                     self._numpy_product(self.products[mm.name], m, n, kk, a_arg, b_arg, c_buf, b_buf)
                 elif into is not None:
                     (pa, lda, _), (pb, ldb, _) = a_arg, b_arg
-                    b.call(self._tiled_fn(tiled_product.product_function, accumulate=True),
-                           [m, n, kk, pa, lda, pb, ldb, self.tensor_base(into)])
+                    o = b.gep(self.tensor_base(into), [ir.Constant(I64, 0)], source_etype=I8, name="attn.o")
+                    self._product_call(tiled_product.ACCUMULATE, [m, n, kk, pa, lda, pb, ldb, o])
                 elif self.tiled_products and not mm.a.transpose:
                     self._tiled_product(m, n, kk, a_arg, b_arg, b_buf, c_buf)
                 else:
@@ -2853,12 +2853,12 @@ class _Lowering:
 
     def _tiled_fn(self, make, **options) -> ir.Function:
         """A tiled_product.py function of this module, defined at its first call (a module holds only
-        the forms its kernel calls: each costs O3 time at the first launch)."""
+        the functions its kernel calls: each costs O3 time at the first launch)."""
         if make is tiled_product.widen_function:
             return make(self.module, self.kc)
         if make is tiled_product.pack_function:
             return make(self.module, self.wide, **options)
-        return make(self.module, self.kc, self.wide, **options)
+        return make(self.module, self.kc, self.wide)
 
     def _widened(self, op) -> bool:
         """A float16 operand of the attention kind's register-tiled products, never in NZ: widened
@@ -2879,17 +2879,25 @@ class _Lowering:
         (pa, lda, _), (pb, ldb, tb) = a, bb
         if tb.constant in (112, 113):   # B[p, j] = src[j * ldb + p]: its n rows of k into scratch, in panels
             b.call(self._tiled_fn(tiled_product.pack_function, half=tb.constant == 113), [pb, ldb, n, kk, scratch])
-            extra = []
-            if self.attn_top:   # S scaled as it is stored, its rows' maxima taken (attention_softmax)
-                blk = attention_softmax.first_block(self)
-                diag = ir.Constant(I64, 1 << 62)   # no causal keys
-                if blk.diag is not None:   # key j of row i is masked from j - i >= first query + 1 - first key
-                    diag = b.sub(b.add(self.ev_i64(blk.diag[0]), ir.Constant(I64, 1)), self.ev_i64(blk.diag[1]))
-                extra = [ir.Constant(F32, float(np.float32(blk.scale))), self.top_buf, diag]
-            b.call(self._tiled_fn(tiled_product.product_function, panels=True, row_max=self.attn_top),
-                   [m, n, kk, pa, lda, scratch, n, c] + extra)
+            if not self.attn_top:
+                self._product_call(tiled_product.PANELS, [m, n, kk, pa, lda, scratch, n, c])
+                return
+            # S scaled and its causal keys cut as it is stored, its rows' maxima taken (attention_softmax)
+            blk = attention_softmax.first_block(self)
+            diag = ir.Constant(I64, 1 << 62)   # no causal keys
+            if blk.diag is not None:   # key j of row i is masked from j - i >= first query + 1 - first key
+                diag = b.sub(b.add(self.ev_i64(blk.diag[0]), ir.Constant(I64, 1)), self.ev_i64(blk.diag[1]))
+            self._product_call(tiled_product.PANELS | tiled_product.ROW_MAX, [m, n, kk, pa, lda, scratch, n, c],
+                               float(np.float32(blk.scale)), self.top_buf, diag)
             return
-        b.call(self._tiled_fn(tiled_product.product_function), [m, n, kk, pa, lda, pb, ldb, c])
+        self._product_call(0, [m, n, kk, pa, lda, pb, ldb, c])
+
+    def _product_call(self, mode: int, args, scale: float = 0.0, top=None, diag=None) -> None:
+        """tiled_product's product (its `mode`, the ROW_MAX arguments or none)."""
+        fn = self._tiled_fn(tiled_product.product_function)
+        top = ir.Constant(PTR, None) if top is None else top
+        diag = ir.Constant(I64, 0) if diag is None else diag
+        self.b.call(fn, list(args) + [ir.Constant(I64, mode), ir.Constant(F32, scale), top, diag])
 
     def _sgemm(self, m, n, kk, a, bb, c) -> None:
         """cblas_sgemm(RowMajor, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, n) (64-bit ints): `a` and `bb`

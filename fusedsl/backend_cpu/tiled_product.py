@@ -22,7 +22,7 @@ write row m - 1 (the same values again) instead of a scalar tail.  Each C elemen
 multiply-add chain in p order (passes carry it through C exactly): the sums are not sgemm's (the
 attention tests' tolerances hold; the interpreter, kernel_interp.py, keeps sgemm).  The Q K^T
 product of a plain attention kernel (attention_softmax.fused_top) also scales S and keeps its rows'
-maxima as it stores the last pass (`row_max`): the softmax's first pass over S is gone.
+maxima as it stores the last pass (mode ROW_MAX): the softmax's first pass over S is gone.
 """
 from __future__ import annotations
 
@@ -33,12 +33,11 @@ from .mathlib import VectorConsts
 from .register_transpose import network, network_columns
 from .stmts import F16, F32, I32, LANES
 
-__all__ = ["KC", "PACK", "PACK_HALF", "WIDEN", "PANEL_PRODUCT", "PANEL_PRODUCT_MAX", "PRODUCT", "pack_function", "product_function",
-           "tile_shape", "widen_function"]
+__all__ = ["ACCUMULATE", "KC", "PACK", "PACK_HALF", "PANELS", "PRODUCT", "ROW_MAX", "WIDEN", "pack_function",
+           "product_function", "tile_shape", "widen_function"]
 
 PRODUCT = "fusedsl_tiled_product"
-PANEL_PRODUCT = "fusedsl_panel_product"
-PANEL_PRODUCT_MAX = "fusedsl_panel_product_max"
+PANELS, ACCUMULATE, ROW_MAX = 1, 2, 4   # the product's `mode` bits
 PACK = "fusedsl_transpose_pack"
 PACK_HALF = "fusedsl_transpose_pack_half"
 WIDEN = "fusedsl_widen_rows"
@@ -80,34 +79,33 @@ def _np_max(b, x, y):
     return b.select(b.or_(b.fcmp_ordered(">", x, y), b.fcmp_unordered("uno", x, x)), x, y)
 
 
-def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bool = False,
-                     row_max: bool = False, accumulate: bool = False) -> ir.Function:
-    """`void fusedsl_tiled_product(i64 m, i64 n, i64 k, ptr a, i64 lda, ptr b, i64 ldb, ptr c)`:
-    C[m x n] (rows n apart) = A[m x k] (rows lda apart) @ B[k x n] (rows ldb apart), float32
-    (module doc).  With `panels` (`fusedsl_panel_product`) B is in `tile_shape` column panels, as
-    `pack_function` leaves it (ldb unused).  With `row_max` (`fusedsl_panel_product_max`, panels
-    only) three more arguments, `float scale, ptr top, i64 diag`: C = scale * (A @ B) -- the same
-    bits as multiplying the stored C -- -inf where column j - row i >= diag (the causal keys of an
-    attention block: diag = its first query + 1 - its first key; no column for a large diag), and
-    top[16 r .. 16 r + 16] the lanes of row r's maximum (max over top[16 r + i] is max C[r, :]; -inf
-    where a lane saw no column).  With `accumulate` (`fusedsl_tiled_product_acc`, B in rows)
-    C += A @ B: C's elements start the fma chains (attention's O += P V into O itself).  Defined once
-    per module."""
-    name = PANEL_PRODUCT_MAX if row_max else PANEL_PRODUCT if panels else PRODUCT + "_acc" if accumulate \
-        else PRODUCT
-    existing = module.globals.get(name)
+def product_function(module: ir.Module, kc: VectorConsts, wide: bool) -> ir.Function:
+    """`void fusedsl_tiled_product(i64 m, i64 n, i64 k, ptr a, i64 lda, ptr b, i64 ldb, ptr c, i64 mode,
+    float scale, ptr top, i64 diag)`: C[m x n] (rows n apart) = A[m x k] (rows lda apart) @ B[k x n],
+    float32 (module doc); `mode` a sum of
+    - PANELS: B in `tile_shape` column panels, as `pack_function` leaves it (else rows ldb apart);
+    - ACCUMULATE: C += A @ B, C's elements starting the fma chains (attention's O += P V into O);
+    - ROW_MAX: C = scale * (A @ B) -- the same bits as multiplying the stored C -- and -inf where
+      column j - row i >= diag (the causal keys of an attention block: diag = its first query + 1 -
+      its first key; none for a large diag), and top[16 r .. 16 r + 16] the lanes of row r's maximum
+      (max over them is max C[r, :]; -inf where a lane saw no column).
+    One function for every form (each is a branch per panel or tile): a module compiles one.
+    Defined once per module."""
+    existing = module.globals.get(PRODUCT)
     if existing is not None:
         return existing
-    panels = panels or row_max
-    args = [I64, I64, I64, PTR, I64, PTR, I64, PTR] + ([F32, PTR, I64] if row_max else [])
-    fn = ir.Function(module, ir.FunctionType(VOID, args), name)
+    fn = ir.Function(module, ir.FunctionType(VOID, [I64, I64, I64, PTR, I64, PTR, I64, PTR, I64, F32, PTR, I64]),
+                     PRODUCT)
     fn.attributes.add("nounwind")
     fn.attributes.add("noinline")
-    m, n, k, a, lda, bp, ldb, c = fn.args[:8]
-    scale, top, diag = fn.args[8:] if row_max else (None, None, None)
-    for p in (a, bp, c):
+    m, n, k, a, lda, bp, ldb, c, mode, scale, top, diag = fn.args
+    for p in (a, bp, c, top):
         p.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def flag(bit):
+        return b.icmp_unsigned("!=", b.and_(mode, _c(bit)), _c(0))
+    panels, accumulate, row_max = flag(PANELS), flag(ACCUMULATE), flag(ROW_MAX)
     mr, nr = tile_shape(wide)
     nv = nr // LANES   # vectors per tile row
     vf = kc.f
@@ -116,12 +114,11 @@ def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bo
     zero = kc.fc(0.0)
     ninf = kc.fc(float("-inf"))
     last = b.sub(m, _c(1))
-    if row_max:
-        top.add_attribute("noalias")
 
-        def clear(r, _):
-            b.store(ninf, b.gep(top, [b.mul(r, _c(LANES))], source_etype=F32), align=4)
-            return []
+    def clear(r, _):
+        b.store(ninf, b.gep(top, [b.mul(r, _c(LANES))], source_etype=F32), align=4)
+        return []
+    with b.if_then(row_max):
         carried_loop(b, _c(0), m, 1, [], clear, "tp.top")
 
     def splat(x):
@@ -131,17 +128,17 @@ def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bo
 
     def panel(j0, _):
         masks = [_lanes_mask(b, b.add(j0, _c(LANES * t)), n) for t in range(nv)]
-        if panels:   # the panel's k rows of min(nr, n - j0) elements, contiguous from j0 * k
-            width = b.sub(n, j0)
-            width = b.select(b.icmp_signed("<", width, _c(nr)), width, _c(nr))
-            base, stride = b.gep(bp, [b.mul(j0, k)], source_etype=F32), width
-        else:
-            base, stride = b.gep(bp, [j0], source_etype=F32), ldb
+        # in panels: the panel's k rows of min(nr, n - j0) elements, contiguous from j0 * k
+        width = b.sub(n, j0)
+        width = b.select(b.icmp_signed("<", width, _c(nr)), width, _c(nr))
+        base = b.select(panels, b.gep(bp, [b.mul(j0, k)], source_etype=F32), b.gep(bp, [j0], source_etype=F32))
+        stride = b.select(panels, width, ldb)
 
         def chunk(p0, _):
             p1 = b.add(p0, _c(KC))
             p1 = b.select(b.icmp_signed("<", p1, k), p1, k)
-            first = b.icmp_signed("==", p0, _c(0))
+            fresh = b.and_(b.icmp_signed("==", p0, _c(0)), b.not_(accumulate))   # C's sums start at 0
+            done = b.and_(b.icmp_signed("==", p1, k), row_max)
 
             def tile(i0, _):
                 rows = [b.add(i0, _c(r)) for r in range(mr)]
@@ -149,11 +146,11 @@ def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bo
                 a_rows = [b.gep(a, [b.mul(r, lda)], source_etype=F32) for r in rows]
                 c_at = [[b.gep(c, [b.add(b.add(b.mul(r, n), j0), _c(LANES * t))], source_etype=F32) for t in range(nv)]
                         for r in rows]
-                # the chunks after the first go on from C's partial sums (the same fma chain in p order)
-                def partial():
+
+                def partial():   # C's elements: the chunks after the first go on from C's partial sums
                     return [b.call(masked_load, [c_at[r][t], ir.Constant(I32, 4), masks[t], zero])
                             for r in range(mr) for t in range(nv)]
-                init = partial() if accumulate else branch_values(b, first, lambda: [zero] * (nv * mr), partial)
+                init = branch_values(b, fresh, lambda: [zero] * (nv * mr), partial)
 
                 def step(p, acc):
                     brow = b.gep(base, [b.mul(p, stride)], source_etype=F32)
@@ -165,31 +162,31 @@ def product_function(module: ir.Module, kc: VectorConsts, wide: bool, panels: bo
                         new += [kc.fma(b, x, bv[t], acc[nv * r + t]) for t in range(nv)]
                     return new
                 _, acc = carried_loop(b, p0, p1, 1, init, step, "tp.k")
-                done = b.icmp_signed("==", p1, k) if row_max else None
-                if row_max:   # the last chunk scales C (C's partial sums before it are not), masks the diagonal
+
+                def epilogue():   # ROW_MAX's last chunk: scaled, the diagonal cut
                     factor = splat(scale)
                     scaled = [b.fmul(x, factor) for x in acc]
                     iota = ir.Constant(ir.VectorType(I64, LANES), [ir.Constant(I64, j) for j in range(LANES)])
 
                     def cut():   # -inf from column - row >= diag
-                        return [b.select(b.icmp_signed(">=", b.add(_splat64(b, b.sub(b.add(j0, _c(LANES * t)), rows[r])),
-                                                                   iota), _splat64(b, diag)), ninf, scaled[nv * r + t])
-                                for r in range(mr) for t in range(nv)]
+                        def col_minus_row(r, t):
+                            return b.add(_splat64(b, b.sub(b.add(j0, _c(LANES * t)), rows[r])), iota)
+                        return [b.select(b.icmp_signed(">=", col_minus_row(r, t), _splat64(b, diag)), ninf,
+                                         scaled[nv * r + t]) for r in range(mr) for t in range(nv)]
                     # (the tile's largest column - row is j0 + nr - 1 - i0: below diag, nothing to cut)
                     crosses = b.icmp_signed(">=", b.sub(b.add(j0, _c(nr - 1)), i0), diag)
-                    scaled = branch_values(b, crosses, cut, lambda: scaled)
-                    acc = [b.select(done, x, a) for x, a in zip(scaled, acc)]
+                    return branch_values(b, crosses, cut, lambda: scaled)
+                acc = branch_values(b, done, epilogue, lambda: acc)
                 for r in range(mr):
                     for t in range(nv):
                         b.call(masked_store, [acc[nv * r + t], c_at[r][t], ir.Constant(I32, 4), masks[t]])
-                if row_max:
-                    with b.if_then(done):
-                        for r in range(mr):
-                            at = b.gep(top, [b.mul(rows[r], _c(LANES))], source_etype=F32)
-                            best = b.load(at, typ=vf, align=4)
-                            for t in range(nv):
-                                best = _np_max(b, b.select(masks[t], acc[nv * r + t], ninf), best)
-                            b.store(best, at, align=4)
+                with b.if_then(done):
+                    for r in range(mr):
+                        at = b.gep(top, [b.mul(rows[r], _c(LANES))], source_etype=F32)
+                        best = b.load(at, typ=vf, align=4)
+                        for t in range(nv):
+                            best = _np_max(b, b.select(masks[t], acc[nv * r + t], ninf), best)
+                        b.store(best, at, align=4)
                 return []
             carried_loop(b, _c(0), m, mr, [], tile, "tp.m")
             return []
