@@ -117,11 +117,14 @@ class CubeSplit:
         wraps: numpy's rule); a 2-D matmul sums into the int32 product itself, or a kept int32
         buffer (no new array per call)."""
         cube, y = self.cube, self.cube.result
-        if cube.name == "conv2d":
-            stride, padding = cube.attr("stride"), cube.attr("padding")
+        if cube.name == "conv2d":   # conv_product.ConvProduct's exact integer product
+            acc = product if y.dtype == dt.int32 else np.empty(y.shape, np.int32)
+            fill = self.conv.bind(a, w, acc)
 
             def conv():
-                np.copyto(product, int_product.conv2d(a, w, stride, padding), casting="unsafe")
+                fill()
+                if acc is not product:
+                    np.copyto(product, acc, casting="unsafe")
             return conv
         ta, tb = cube.attr("transpose_a", False), cube.attr("transpose_b", False)
         if len(y.shape) != 2:

@@ -34,7 +34,7 @@ _F64_EXACT = 1 << 53
 _MIN_F32_CHUNK = 64   # below this many K columns per sgemm, one dgemm is faster than the chunks
 
 
-def _magnitude(x: np.ndarray) -> int:
+def magnitude(x: np.ndarray) -> int:
     """max |x| as a Python int (0 for an empty array)."""
     if x.size == 0:
         return 0
@@ -87,7 +87,7 @@ def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, rows=None) -> None:
     chunks are chosen from the whole of A."""
     m, k = a.shape
     n = b.shape[1]
-    bound = _magnitude(a) * _magnitude(b)
+    bound = magnitude(a) * magnitude(b)
     if 0 in (m, k, n) or bound == 0:
         out[...] = 0
         return
