@@ -201,8 +201,9 @@ def p_in_place(lw) -> bool:
     found, iterates = _blocks(lw)
     ps = {b.p.tensor for b in found}
     sets = [n for n in lw.nodes if isinstance(n, MmSet) and n.mm == "pv" and n.which == "A"]
+    # (a chip's plan whose P goes to a GM workspace of the same name sets A from GM: not matched)
     return bool(found) and len(found) == iterates and len(ps) == 1 and len(sets) == len(found) \
-        and all(n.src in ps and n.offset == 0 for n in sets)
+        and all(n.src in ps and n.src not in lw.gms and n.offset == 0 for n in sets)
 
 
 def first_block(lw) -> SoftmaxBlock:
