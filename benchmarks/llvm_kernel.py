@@ -59,6 +59,7 @@ from fusedsl.ir.ops import conv2d_reference  # noqa: E402
 from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.llvm_row import RowCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.cpu_tiling import attention_schedule, cpu_words, vector_tiling  # noqa: E402
+from fusedsl.lower.column_plan import lone_row_reduction  # noqa: E402
 from fusedsl.lower.kinds import kernel_ir  # noqa: E402
 from fusedsl.lower.row import RowSchedule  # noqa: E402
 from fusedsl.tile.kernel import CopyOut  # noqa: E402
@@ -167,6 +168,13 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
     "count": ("row", lambda x: fs.sum(x > 0.5, -1),
               lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)],
               lambda x: (x > 0.5).sum(-1).astype(np.int32)),
+    # lone reductions over trailing axes (the row kind's [A, K] -> [A] rows on the CPU): float32 sums
+    # over (1, 2) of [R, 64, 64], int32 sums of a whole [R, 1024] array (one row of K = R * 1024)
+    "lone_sum": ("row", lambda x: fs.sum(x, axis=(1, 2)),
+                 lambda n, g: [g.standard_normal((_rows(n, 4096), 64, 64), np.float32)], lambda x: x.sum((1, 2))),
+    "lone_int_sum": ("row", lambda x: fs.sum(x),
+                     lambda n, g: [g.integers(-2 ** 31, 2 ** 31, (_rows(n), 1024)).astype(np.int32)],
+                     lambda x: np.int32(x.sum(dtype=np.int64).astype(np.int32))),
     "elementwise": ("vector", lambda x, y: fs.relu(x * y + 1.0) * 2.0 - y,
                     lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32),
                                   g.standard_normal((_rows(n), 1024), np.float32)],
@@ -404,7 +412,8 @@ def _previous_executor(comp, plan, inputs, want):
         bind = lambda ins, outs: old.bind(ins, outs, plan.tiling)   # noqa: E731
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu) and \
             isinstance(comp._cpu[("row", plan.name)].sched, RowSchedule):
-        old = RowCpuKernel(plan.function, comp.target)
+        # a lone reduction over trailing axes ran on llvm_reduce.py's kernel (its RowCpuKernel of [A, K])
+        old = (ColumnCpuKernel if lone_row_reduction(plan.function) else RowCpuKernel)(plan.function, comp.target)
         bind = old.bind
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):
         old = ColumnCpuKernel(plan.function, comp.target)

@@ -31,7 +31,7 @@ from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, kernel_ir, lower_kernel, tile_programs
-from .lower.column_plan import is_column_kernel, lone_row_reduction
+from .lower.column_plan import is_column_kernel, lone_row_reduction, rows_function
 from .lower.conv import ConvSchedule, schedule_conv_kernel
 from .lower.cube import CubeSchedule, schedule_cube_kernel
 from .lower.cube_group import CubeGroupSchedule, schedule_cube_group
@@ -818,34 +818,31 @@ class CompiledKernel:
         return self._cpu[key]
 
     def _row_cpu_kernel(self, plan: KernelPlan, target):
-        """A row kernel's CPU executor: the row kind's TileKernel, scheduled for the CPU
-        (backend_cpu/cpu_tiling.row_schedule: a larger UB, 64-lane folds; float sums over rows longer
-        than cpu_tiling.ROW_SUM_MAX or of a symbolic length with 128 lanes that llvm_kernel adds with
-        Kahan's compensation: `long_row_sums`), through the one LLVM lowering
-        (backend_cpu/kernel_cpu.ScheduleCpu; its tiling per launch: `_row_tiling`); else llvm_row.py's
-        RowCpuKernel: what the row kind refuses (more inputs than a queue position takes), static
-        sizes it cannot tile (rows of 0 elements reduced, 2**32 elements), integer and bool row
-        reductions and long float sums in kernels with row outputs (softmax, layer_norm): both slower
-        on llvm_kernel so far (a multi-pass plan's online softmax / shifted moments sums are not
-        compensated either)."""
-        from .backend_cpu.cpu_tiling import compensated_row_sums, long_row_sums, row_schedule, row_tiling
-        from .backend_cpu.kernel_cpu import ScheduleCpu
+        """A row kernel's CPU executor: the row kind's TileKernel,
+        scheduled for the CPU (backend_cpu/cpu_tiling.row_schedule: a larger UB, 64-lane folds; float
+        sums over rows longer than cpu_tiling.ROW_SUM_MAX or of a symbolic length with 128 lanes that
+        llvm_kernel adds with Kahan's compensation: `long_row_sums`; integer and bool rows in int32
+        lanes), through the one LLVM lowering (backend_cpu/kernel_cpu.ScheduleCpu; its tiling per
+        launch: `_row_tiling`); else llvm_row.py's RowCpuKernel: what the row kind refuses (more
+        inputs than a queue position takes, a per-row value of shape [1] broadcast along the row)
+        and static sizes it cannot tile (rows of 0 elements reduced, 2**32 elements)."""
         try:
-            sched = row_schedule(plan.function, target)
-            long_sums = long_row_sums(plan.function)
-            if any(op.name in ("sum", "max", "min") and not op.operands[0].dtype.is_float for op in plan.function.ops):
-                # integer / bool rows: llvm_kernel runs them (int32 lanes) but 1.2x llvm_row's time for
-                # [256, 1024] int32 sums, 2-4x for a compare's count (RESULTS.md Round 4)
-                raise ScheduleError("integer row reductions: llvm_row")
-            if long_sums and any(o.kind == "row" for o in sched.outputs):
-                # softmax / layer_norm over long rows: llvm_kernel 1.1-1.2x llvm_row's time (RESULTS.md
-                # Round 4); and a multi-pass plan's online / moments sums are not compensated
-                raise ScheduleError("long float sums with row outputs: llvm_row")
-            static = None if sched.symbols else row_tiling(sched, {}, target)
-            return ScheduleCpu(sched, static, compensated_folds=compensated_row_sums(plan.function))
+            return self._row_schedule_cpu(plan.function, target)
         except FusedslError:
             from .backend_cpu.llvm_row import RowCpuKernel
             return RowCpuKernel(plan.function, target)
+
+    @staticmethod
+    def _row_schedule_cpu(fn: Function, target, compensated: bool = False):
+        """The row kind's kernel of `fn` on the CPU (`_row_cpu_kernel`); the kind's FusedslError when it
+        refuses the kernel or cannot tile its static sizes.  `compensated`: float sums fold with
+        Kahan's compensation whatever the row's length (a lone reduction over trailing axes: as
+        accurate as llvm_reduce.py's compensated chunks of 1024 were)."""
+        from .backend_cpu.cpu_tiling import compensated_row_sums, row_schedule, row_tiling
+        from .backend_cpu.kernel_cpu import ScheduleCpu
+        sched = row_schedule(fn, target)
+        static = None if sched.symbols else row_tiling(sched, {}, target)
+        return ScheduleCpu(sched, static, compensated_folds=compensated or compensated_row_sums(fn))
 
     def _row_tiling(self, plan: KernelPlan, row, sizes):
         """The tiling of a row ScheduleCpu (`_row_cpu_kernel`) for these sizes, None for another
@@ -865,12 +862,20 @@ class CompiledKernel:
         return self._cpu_tiling[key]
 
     def _column_kernel(self, plan: KernelPlan, target):
-        """A column kernel's CPU executor: the column kind's TileKernel through the one LLVM
-        lowering (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's tiling words) when the kind
-        lowered it (static sizes, float reductions); else llvm_reduce.py's kernel (symbolic sizes,
-        integer sums, a lone reduction over trailing axes, what the chip's schedule refuses)."""
+        """A column kernel's CPU executor: a lone reduction over trailing axes as the row kind's
+        [A, K] -> [A] kernel on the CPU (`_trailing_rows`: integer and bool ones too); else the column
+        kind's TileKernel through the one LLVM lowering (backend_cpu/kernel_cpu.ScheduleCpu, on the
+        CPU's tiling words) when the kind lowered it (static sizes, float reductions); else
+        llvm_reduce.py's kernel (symbolic sizes, integer reductions and bool results over other
+        axes, no rows to reduce, what the chip's schedule refuses)."""
         from .backend_cpu.kernel_cpu import ScheduleCpu
         from .lower.column import ColumnSchedule
+        rows = self._trailing_rows(plan)
+        if rows is not None:   # a lone reduction over trailing axes: the row kind's rows on the CPU
+            try:
+                return self._row_schedule_cpu(rows, target, compensated=True)
+            except FusedslError:
+                pass
         if isinstance(plan.lowered, ColumnSchedule) and plan.error is None and plan.tiling is not None \
                 and plan.tiling.total_tiles > 0:   # no rows of K: the kind's kernel writes nothing
             try:
@@ -879,6 +884,21 @@ class CompiledKernel:
                 pass
         from .backend_cpu.llvm_reduce import ColumnCpuKernel   # other axes, or several
         return ColumnCpuKernel(plan.function, target)
+
+    @staticmethod
+    def _trailing_rows(plan: KernelPlan) -> Function | None:
+        """The row kernel [A, K] -> [A] of a lone reduction over trailing axes (lower/column_plan.rows_function:
+        the chip's kinds print it so too), for the CPU row schedule, which also takes integer and bool
+        rows; None for another kernel, or when A or K is a product of several symbolic sizes."""
+        found = lone_row_reduction(plan.function)
+        if found is None:
+            return None
+        op, first, last = found
+        shape = tuple(op.operands[0].shape)
+        A, K = _one_size(shape[:first]), _one_size(shape[first:last + 1])
+        if A is None or K is None:
+            return None
+        return rows_function(op, A, K, plan.function.name, plan.function.loc)
 
     def _matmul_kernel(self, plan: KernelPlan):
         """A matmul kernel's CPU executor (the cube kind: one matmul, batched or not, of float or
@@ -1411,6 +1431,16 @@ def _emulated_casts(fn: Function, target) -> bool:
         if not target.cast_supported(src.ascendc, dst.ascendc, mode):
             return True
     return False
+
+
+def _one_size(dims):
+    """The product of these sizes as one size: an int, or the one symbolic size among sizes of 1; else None."""
+    symbols = [d for d in dims if not isinstance(d, int)]
+    if not symbols:
+        return int(np.prod(dims, dtype=np.int64))
+    if len(symbols) == 1 and all(d == 1 for d in dims if isinstance(d, int)):
+        return symbols[0]
+    return None
 
 
 def _has_narrow_ints(fn: Function) -> bool:

@@ -2,8 +2,9 @@
 lowering of the tile IR (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's tiling words of
 backend_cpu/cpu_tiling.py), with what the per-kind executors did: out= arrays, recycled results,
 broadcasts, runtime scalars, symbolic sizes, float16 / int / bool, multi-output kernels, tails and
-size 1 -- all against numpy through the public API.  What the column kind does not lower (integer
-sums, symbolic sizes, no rows to sum) stays on llvm_reduce.py."""
+size 1 -- all against numpy through the public API.  A lone reduction over trailing axes runs as the
+row kind's rows; what the column kind does not lower (integer sums over other axes, symbolic sizes,
+no rows to sum) stays on llvm_reduce.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -99,6 +100,25 @@ def test_column_kernels_run_on_llvm_kernel_like_numpy(shape, axis, dtype):
     outs = (np.empty_like(half), np.empty_like(top))
     assert k(x, out=outs)[0] is outs[0]
     np.testing.assert_array_equal(outs[1], top)
+
+
+def test_lone_reductions_over_trailing_axes_run_as_the_row_kind():
+    """A lone reduction over trailing axes (B == 1: max over (1, 2), sum(x)) is the row kind's
+    [A, K] -> [A] kernel on the CPU (compiler._trailing_rows; it was llvm_reduce.py's), integer ones
+    too: numpy's values, int32 sums wrapping as numpy's int64 sum cast to int32."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 5, 40)).astype(np.float32)
+    k = fs.fused_kernel(lambda a: fs.max(a, axis=(1, 2)))
+    comp = k.compile(x)
+    assert isinstance(_executor_object(comp), ScheduleCpu) and comp.executor(comp.kernels[0]) == "row"
+    for y in (x, x[::-1].copy()):
+        np.testing.assert_array_equal(k(y), y.max((1, 2)))
+    i = rng.integers(-2 ** 31, 2 ** 31, (3, 5, 40)).astype(np.int32)
+    k = fs.fused_kernel(lambda a: fs.sum(a))
+    comp = k.compile(i)
+    assert isinstance(_executor_object(comp), ScheduleCpu)
+    for y in (i, i // 3):
+        np.testing.assert_array_equal(k(y), y.sum(dtype=np.int64).astype(np.int32))
 
 
 @pytest.mark.parametrize("case", ["int32", "no rows", "symbolic"])

@@ -14,6 +14,9 @@ from hypothesis import given, strategies as st
 import fusedsl as fs
 import fusedsl.compiler as compiler
 from conftest import fuzz_settings
+from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
+from fusedsl.backend_cpu.llvm_kernel import read_prefills
+from fusedsl.tile.kernel import Step
 
 TOL = {np.float32: 2e-5, np.float16: 1e-2, fs.bfloat16.np: 4e-2}
 
@@ -162,10 +165,10 @@ def test_integer_rows_on_llvm_kernel_match_numpy_and_the_interpreter(dtype, nati
     """Integer and bool row reductions: the CPU's row schedule folds them into int32 lanes (the row
     kind's int_reduction; the chip's refuses them), on llvm_kernel bit for bit as the tile
     interpreter runs the same kernel and words, and as numpy (sums wrap in int32); a row longer
-    than the 1 MB UB's single read too (cpu_tiling.row_ub).  k(*arrays) runs them on llvm_row.py
-    still (compiler._row_cpu_kernel: slower on llvm_kernel so far)."""
+    than the 1 MB UB's single read too (cpu_tiling.row_ub).  k(*arrays) runs them so
+    (compiler._row_cpu_kernel), the lanes of each row's fold kept in registers and reduced there
+    (llvm_kernel.reduce_lanes)."""
     from fusedsl.backend_cpu.cpu_tiling import row_schedule, row_tiling
-    from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
     from fusedsl.backend_cpu.kernel_interp import run_kernel
     rng = np.random.default_rng(14)
     reds = [(fs.sum, np.sum), (fs.max, np.max), (fs.min, np.min)]
@@ -177,7 +180,7 @@ def test_integer_rows_on_llvm_kernel_match_numpy_and_the_interpreter(dtype, nati
             x = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
         for fsr, npr in reds if shape[1] < 1000 else reds[:1]:
             k = fs.fused_kernel(lambda a: fsr(a, axis=-1, keepdims=True) * 3).compile(x)
-            assert type(k._row_kernel(k.kernels[0])).__name__ == "RowCpuKernel"
+            assert isinstance(k._row_kernel(k.kernels[0]), ScheduleCpu)
             sched = row_schedule(k.kernels[0].function, k.target)
             row = ScheduleCpu(sched, row_tiling(sched, {}, k.target))
             assert sched.passes is None
@@ -193,7 +196,9 @@ def test_integer_rows_on_llvm_kernel_match_numpy_and_the_interpreter(dtype, nati
             spec = np.zeros_like(want)
             run_kernel(row.kernel.k, [x], [spec], row.words(row.tiling))
             np.testing.assert_array_equal(spec, got)
-    # a compare's count: the fold runs in the loop of the steps computing the bools
+    # a compare's count: the compare, the casts and the fold run in one loop of the steps (the
+    # compare's prefills -- lanes the chip's Compare reads past the count, its Select's ones -- are
+    # the chip's: llvm_kernel.cpu_prefills drops them), the lanes reduced in registers
     x = rng.standard_normal((3, 1000)).astype(np.float32)
     k = fs.fused_kernel(lambda a: fs.sum(a > 0.5, axis=-1)).compile(x)
     sched = row_schedule(k.kernels[0].function, k.target)
@@ -201,7 +206,31 @@ def test_integer_rows_on_llvm_kernel_match_numpy_and_the_interpreter(dtype, nati
     got = np.zeros(3, np.int32)
     row.run([x], [got])
     np.testing.assert_array_equal(got, (x > 0.5).sum(-1))
-    assert '"sfold' in row.kernel.ir
+    steps = [n for st in row.kernel.k.stages for n in _nodes(st.body) if isinstance(n, Step)]
+    assert any(n.prefill for n in steps) and not any(read_prefills(n) for n in steps)
+    assert '"sfold' in row.kernel.ir and "llvm.vector.reduce.add.v16i32" in row.kernel.ir
+    assert k.executor(k.kernels[0]) == "row"
+    np.testing.assert_array_equal(k(x), (x > 0.5).sum(-1))
+
+
+def _nodes(body):
+    for n in body:
+        yield n
+        yield from _nodes(getattr(n, "body", ()))
+
+
+def test_a_step_keeps_the_prefills_it_reads():
+    """llvm_kernel.read_prefills: a Select reading a constant tensor the printer duplicates before
+    the step keeps that Duplicate; a compare's zero lanes and ones (never read on the CPU) go."""
+    from fusedsl.tile.ir import Stmt
+    from fusedsl.tile.kernel import Ref
+    cmp = Stmt("cmp", "m", ("a",), fs.float32, ("imm", 0.5), cmp_mode="GT", aux=("mask", "ones"))
+    sel = Stmt("select", "y", ("m", "a", "c"), fs.float32)
+    names = tuple((slot, Ref(t, 0)) for slot, t in
+                  (("a", "x"), ("m", "t16"), ("mask", "t8"), ("ones", "k16"), ("y", "out"), ("c", "konst")))
+    prefill = ((Ref("t16", 0), 0, 64), (Ref("k16", 0), 1.0, 64), (Ref("konst", 0), -2.0 ** 31, 64))
+    assert read_prefills(Step("s", (cmp,), names, prefill=prefill)) == ()
+    assert read_prefills(Step("s", (cmp, sel), names, prefill=prefill)) == prefill[2:]
 
 
 def test_only_the_cpu_row_schedule_takes_integer_reductions():
@@ -311,7 +340,6 @@ def test_symbolic_rows_are_tiled_per_call(native_only):
     """A symbolic number of rows: the row kind's kernel on llvm_kernel, tiled for each call's sizes
     (compiler._row_tiling); a symbolic row length too, float sums with compensated folds
     (cpu_tiling.long_row_sums: a fold's lanes add an unbounded number of elements)."""
-    from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
     k = softmax.compile(fs.spec(("M", 64), "float32"))
     assert isinstance(k._row_kernel(k.kernels[0]), ScheduleCpu)
     for rows in (3, 700, 1):
@@ -328,7 +356,8 @@ def test_symbolic_rows_are_tiled_per_call(native_only):
     for cols in (100, 40000):
         x = np.random.default_rng(4).standard_normal((4, cols)).astype(np.float32)
         close(k(x), (np.float64(x) ** 2).sum(-1), np.float32)
-    k = softmax.compile(fs.spec((4, "C"), "float32"))   # long float sums with row outputs: llvm_row
+    k = softmax.compile(fs.spec((4, "C"), "float32"))   # long float sums with row outputs: compensated too
+    assert isinstance(k._row_kernel(k.kernels[0]), ScheduleCpu)
     x = np.random.default_rng(4).standard_normal((4, 100)).astype(np.float32)
     close(k(x), np_softmax(*f64(x)), np.float32)
 
@@ -342,7 +371,6 @@ def test_long_row_sums_are_compensated_on_llvm_kernel(multi_pass, native_only, m
     the compensation carried from chunk to chunk); a sum of what steps compute compensated in the
     steps' loop; an inf stays inf (no inf - inf from the compensation), inf and -inf give NaN."""
     from fusedsl.backend_cpu import cpu_tiling
-    from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
     if multi_pass:
         monkeypatch.setattr(cpu_tiling, "LONG_ROW_UB", 1 << 20)
     x = np.full((2, 2 ** 18), 0.1, np.float32)

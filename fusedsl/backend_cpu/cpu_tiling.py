@@ -118,6 +118,7 @@ ROW_UB = 1 << 20   # a row kernel's UB on the CPU: a core's L2
 ROW_LANE_ADDS = 32   # elements a fold's lane adds in sequence at most (a float sum's accuracy)
 ROW_SUM_MAX = FOLD_MAX_LANES * ROW_LANE_ADDS   # the longest row a float sum folds plainly on the CPU
 LONG_SUM_LANES = 128   # a long float sum's fold lanes (module doc)
+INT_ROW_UB = 1 << 30   # an integer row reduction's UB (row_ub): the multi-pass plan folds float32 lanes only
 LONG_ROW_UB = 64 << 20   # a long float sum's UB (module doc): the arena a thread takes is the tiles'
 
 
@@ -208,10 +209,11 @@ def row_schedule(fn, target: Target) -> RowSchedule:
 
 
 def row_ub(fn) -> int:
-    """The UB a row kernel is scheduled for on the CPU: ROW_UB, LONG_ROW_UB for integer reductions
-    (the multi-pass plan folds float32 lanes only: rows of up to millions of elements stay single-read)."""
+    """The UB a row kernel is scheduled for on the CPU: ROW_UB, LONG_ROW_UB for long float sums,
+    INT_ROW_UB for integer reductions (the multi-pass plan folds float32 lanes only: rows of up to
+    2**28 int32 stay single-read; a thread's arena is its tile's buffers, not the UB)."""
     ints = any(op.name in ("sum", "max", "min") and not op.operands[0].dtype.is_float for op in fn.ops)
-    return LONG_ROW_UB if ints or long_row_sums(fn) else ROW_UB
+    return INT_ROW_UB if ints else LONG_ROW_UB if long_row_sums(fn) else ROW_UB
 
 
 def row_fold_lanes(C) -> int:

@@ -98,6 +98,8 @@ What each node becomes:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from llvmlite import ir
 
@@ -238,7 +240,55 @@ def lower_kernel(k: TileKernel, features=frozenset(), products=None, compensated
     computes (`_HostProduct`)."""
     if host_product and k.kind != "conv":
         raise LoweringError(f"kernel {k.name}: a host product is a conv kernel's, not a {k.kind} kernel's")
+    k = cpu_prefills(k)
     return str(_Lowering(k, frozenset(features), dict(products or {}), compensated_folds, host_product).build())
+
+
+def read_prefills(step: Step) -> tuple:
+    """The prefills of a Step its CPU lowering reads: those of a tensor a stmt reads (a src) before a
+    stmt of the step wrote that place (a constant such as the -2**31 the NaN Select of the float32 ->
+    int32 chain picks).  The others are the chip's: lanes a Compare reads past the count (the CPU
+    reads `count` elements, masked), the ones tensor of a compare's Select (an aux slot: the CPU's
+    compare makes its 1.0 / 0.0 itself).  A kept prefill is the Duplicate of its whole count per
+    run, and keeps the step out of a group of steps (one loop, values in registers: a `sum(x > 0.5)`
+    row's compare, casts and fold)."""
+    read = _read_first(step)
+    return tuple(p for p in step.prefill if p[0].tensor in read)
+
+
+def _read_first(step: Step) -> set[str]:
+    """The tensors a Step's stmts read (as srcs) at a place no earlier stmt of the step wrote."""
+    refs = dict(step.names)
+    written, read = set(), set()
+    for st in step.stmts:
+        for src in st.srcs:
+            r = refs[src]
+            if (r.tensor, repr(r.offset), r.view) not in written:
+                read.add(r.tensor)
+        r = refs[st.dst]
+        written.add((r.tensor, repr(r.offset), r.view))
+    return read
+
+
+def cpu_prefills(k: TileKernel) -> TileKernel:
+    """k with each Step's prefills cut to what its CPU lowering reads (`read_prefills`)."""
+    def nodes(body):
+        return tuple(node(n) for n in body)
+
+    def node(n):
+        if isinstance(n, Step):
+            kept = read_prefills(n)
+            return n if kept == n.prefill else dataclasses.replace(n, prefill=kept)
+        if isinstance(n, (For, MmIterate)):
+            return dataclasses.replace(n, body=nodes(n.body))
+        if isinstance(n, If):
+            return dataclasses.replace(n, then=nodes(n.then), orelse=nodes(n.orelse))
+        return n
+    stages = [dataclasses.replace(st, body=nodes(st.body)) for st in k.stages]
+    process = nodes(k.process) if k.process is not None else None
+    if stages == k.stages and process == k.process:
+        return k
+    return dataclasses.replace(k, stages=stages, process=process)
 
 
 class _HostProduct:
@@ -436,15 +486,19 @@ class _Lowering:
         self.aliased, self.in_guarded = self._in_aliasing(writers)
         self.out_aliased = self._out_aliasable(nodes)
         self.readers = self._readers(nodes)
+        self.value_readers = self._readers(nodes, values=True)
         self.strided = self._strided(nodes)
         # the attention kind's Q K^T product scales S and takes its rows' maxima (attention_softmax)
         self.attn_top = self.tiled_products and attention_softmax.fused_top(self)
         self.attn_p_over_s = self.tiled_products and attention_softmax.p_in_place(self)
         self.attn_p = None   # (address, row stride) slots of P written over S (attention_softmax)
 
-    def _readers(self, nodes) -> dict[str, set[int]]:
+    def _readers(self, nodes, values: bool = False) -> dict[str, set[int]]:
         """queue -> the nodes (ids) that may read one of its tensors: a Step's temporary whose
-        queue no other node reads, written before it is read in the step, is never stored."""
+        queue no other node reads, written before it is read in the step, is never stored.
+        `values`: a Step counts only for the tensors it reads before it writes that place
+        (`_read_first`: a step that duplicates its own scalar into a temporary does not read what
+        another step left there)."""
         out: dict[str, set[int]] = {}
 
         def read(tensor, node):
@@ -463,8 +517,8 @@ class _Lowering:
                 for r in n.srcs:
                     read(r.tensor, n)
             elif isinstance(n, Step):
-                for _, r in n.names:
-                    read(r.tensor, n)
+                for tensor in _read_first(n) if values else [r.tensor for _, r in n.names]:
+                    read(tensor, n)
             elif isinstance(n, CopyOut):
                 read(n.tensor, n)
             elif isinstance(n, (UbCopy, Move)):
@@ -478,7 +532,7 @@ class _Lowering:
     def _dead_after(self, ids: set, r: Ref) -> bool:
         """Whether nothing but these steps (ids) reads r's buffer (a VECCALC temporary)."""
         q = self.tensor_queue[r.tensor]
-        return self.queues[q].position == "VECCALC" and self.readers.get(q, set()) <= ids
+        return self.queues[q].position == "VECCALC" and self.value_readers.get(q, set()) <= ids
 
     def _writers(self, nodes) -> dict[str, list]:
         """queue -> the nodes that write one of its tensors."""
@@ -1209,6 +1263,10 @@ class _Lowering:
                     self.node(n)
                 i += 5
                 continue
+            done = self._register_fold(nodes[i:i + 4])   # Dup, fold, [halving,] WholeReduce: lanes in registers
+            if done:
+                i += done
+                continue
             if not isinstance(nodes[i], Step):
                 self.node(nodes[i])
                 i += 1
@@ -1218,8 +1276,9 @@ class _Lowering:
                 j += 1
             fold = self._step_fold(nodes[i:j], nodes[j:j + 2])
             self.prefill(nodes[i])   # a Step with prefills is alone in its group (_same_elements)
-            self.steps(nodes[i:j], fold)
-            i = j + (2 if fold is not None else 0)
+            red = self._lanes_reduction(nodes[j + 2:j + 4]) if fold is not None else None
+            reduced = self.steps(nodes[i:j], fold, red)
+            i = j + (2 if fold is not None else 0) + ((2 if red[0] is not None else 1) if reduced else 0)
 
     def node(self, node) -> None:
         b = self.b
@@ -1529,12 +1588,13 @@ class _Lowering:
             return off[1]
         return None
 
-    def _walk_fold(self, node: For, v: Vec, base) -> None:
+    def _walk_fold(self, node: For, v: Vec, base, init=None):
         """`_fold_rows`' fold as a walk over the elements: P = ceil((n - S) / W) passes, the whole ones
         plain vector loads at a pointer that advances by W, the last one masked when n - S is not a
         multiple of W; in blocks of FOLD_BLOCK passes, each block strip by strip (every lane adds the
         same elements in the same order as the loop: the same bits), compensated as
-        `_blocked_fold`'s."""
+        `_blocked_fold`'s.  `init`: the accumulator's registers (a fold `_register_fold` keeps in
+        registers: neither loaded nor stored; the registers after it are returned)."""
         b = self.b
         w = v.count[1]
         compensated = self._compensated(v)
@@ -1548,7 +1608,8 @@ class _Lowering:
         full = b.udiv(count, W)
         rest = b.sub(count, b.mul(full, W))
         passes = b.add(full, b.zext(b.icmp_unsigned("!=", rest, ir.Constant(I64, 0)), I64))
-        comp = self._comp_of(v.dst, w) if compensated else None
+        # (registers given: the compensations start at zero, as the Dup before the fold leaves them)
+        comp = self._comp_of(v.dst, w) if compensated and init is None else None
         em = self._splat_em()
         zero = em.splat(0.0, F32)
         iota = ir.Constant(vec(I64, LANES), [ir.Constant(I64, i) for i in range(LANES)])
@@ -1584,8 +1645,9 @@ class _Lowering:
 
         offs0 = [ir.Constant(I64, j) for j in strip_offs]
         if width == w:   # one strip: the totals (and compensations) in registers across the blocks
-            tot = [self.vload(acc, t, 4, off, None) for off in offs0]
-            comps = [self.vload(comp, F32, 4, off, None) for off in offs0] if compensated else []
+            tot = list(init) if init is not None else [self.vload(acc, t, 4, off, None) for off in offs0]
+            comps = ([zero] * len(tot) if init is not None else [self.vload(comp, F32, 4, off, None) for off in offs0]) \
+                if compensated else []
             n = len(tot)
 
             def one_block(k0, carried):
@@ -1596,7 +1658,11 @@ class _Lowering:
                     return regs
                 tot, comps = self._kahan_regs(tot, comps, regs)
                 return tot + comps
+            if init is not None and not compensated:   # (no blocks needed: one loop over the passes)
+                return walk(ir.Constant(I64, 0), ir.Constant(I64, 0), passes, full, tot)
             _, carried = carried_loop(b, ir.Constant(I64, 0), passes, self.FOLD_BLOCK, tot + comps, one_block, "wblock")
+            if init is not None:
+                return carried[:n]
             for j, off in enumerate(offs0):
                 self.vstore(carried[j], acc, t, 4, off, None)
                 if compensated:
@@ -1618,6 +1684,136 @@ class _Lowering:
             carried_loop(b, ir.Constant(I64, 0), W, width, [], strip, "wstrip")
             return []
         carried_loop(b, ir.Constant(I64, 0), passes, self.FOLD_BLOCK, [], one_block, "wblock")
+
+    # -- lanes reduced in registers: `dup L <- v; fold into L; [halve L;] WholeReduce red <- L` -------------
+    def _lanes_reduction(self, nodes):
+        """(halving Vec or None, WholeReduce Vec) when `nodes` start with the reduction of a fold's lanes
+        that may stay in registers (`_register_lanes`), else None."""
+        found = self._register_lanes()
+        if nodes and isinstance(nodes[0], Vec) and id(nodes[0]) in found:
+            return None, nodes[0]
+        if len(nodes) > 1 and isinstance(nodes[0], Vec) and nodes[0].api in ("Add", "Max", "Min") and \
+                isinstance(nodes[1], Vec) and id(nodes[1]) in found:
+            return nodes[0], nodes[1]
+        return None
+
+    @staticmethod
+    def _halving(node: Vec, lanes: Ref, w: int) -> bool:
+        """Whether node is `vec Add|Max|Min L <- L, L[w / 2] count w / 2` (wide lanes halved before
+        their WholeReduce: lower/row_tile's 128-lane folds)."""
+        return isinstance(node, Vec) and node.api in ("Add", "Max", "Min") and node.dst == lanes and \
+            node.count == w // 2 and node.srcs == (lanes, Ref(lanes.tensor, w // 2, lanes.view)) and w % (2 * LANES) == 0
+
+    def _register_lanes(self) -> set:
+        """ids of the WholeReduce{Sum,Max,Min} Vecs right after a fold (`dup L <- v count W; for ...: vec
+        Op L <- L, src ...; [vec Op L <- L, L[W / 2] count W / 2;] vec WholeReduce red <- L count W'`, alone
+        or after the steps it runs in) whose lanes L need never be in memory: every node that reads
+        L's queue is such a fold, halving or reduction (the row kind's per-row reductions: the next
+        row's Dup rewrites the lanes).  The fold then starts from the Dup's value in registers (a
+        compensated one from zero compensations, as the Dup leaves them), the halving and the
+        reduction combine the registers (`reduce_lanes`) as the Vecs would the stored lanes: the
+        same bits."""
+        if self._lane_reduces is not None:
+            return self._lane_reduces
+        found: dict[str, set] = {}   # lanes queue -> ids of its folds, halvings and reductions
+        reduces: dict[str, set] = {}
+
+        def bodies(body):
+            yield body
+            for n in body:
+                if isinstance(n, (For, MmIterate)):
+                    yield from bodies(n.body)
+                elif isinstance(n, If):
+                    yield from bodies(n.then)
+                    yield from bodies(n.orelse)
+        for body in [st.body for st in self.k.stages] + [self.k.process or ()]:
+            for nodes in bodies(body):
+                for i in range(len(nodes) - 2):
+                    dup, loop = nodes[i], nodes[i + 1]
+                    if not (isinstance(dup, Dup) and isinstance(loop, For)):
+                        continue
+                    v = self._fold(loop)
+                    w = dup.count
+                    if v is None or v.dst != dup.dst or dup.dst.offset != 0 or not isinstance(w, int) \
+                            or isinstance(w, bool) or w % LANES or not 0 < w <= self.WALK_LANES:
+                        continue
+                    halve = nodes[i + 2] if self._halving(nodes[i + 2], dup.dst, w) else None
+                    red = nodes[i + 3] if halve is not None and i + 3 < len(nodes) else nodes[i + 2]
+                    if not isinstance(red, Vec) or red.srcs != (dup.dst,) or \
+                            red.api not in ("WholeReduceSum", "WholeReduceMax", "WholeReduceMin") or \
+                            red.count != (w // 2 if halve is not None else w):
+                        continue
+                    q = self.tensor_queue[dup.dst.tensor]
+                    found.setdefault(q, set()).update({id(v), id(red)} | ({id(halve)} if halve is not None else set()))
+                    reduces.setdefault(q, set()).add(id(red))
+        self._lane_reduces = set()
+        for q, ids in found.items():
+            if self.queues[q].position == "VECCALC" and q not in self.aliased and q not in self.out_aliased \
+                    and self.readers.get(q, set()) <= ids:
+                self._lane_reduces |= reduces[q]
+        return self._lane_reduces
+
+    _lane_reduces = None
+
+    def _register_fold(self, nodes) -> int:
+        """`dup L; fold into L; [halve L;] WholeReduce red <- L` (`_register_lanes`) with the fold walking
+        a row (`_fold_rows`): the lanes start as the Dup's value in registers, the walk keeps them
+        there and `reduce_lanes` reduces them.  The number of nodes it ran (0: none, nothing emitted)."""
+        if len(nodes) < 3 or not isinstance(nodes[0], Dup) or not isinstance(nodes[1], For):
+            return 0
+        after = self._lanes_reduction(nodes[2:4])
+        if after is None:
+            return 0
+        dup, loop = nodes[0], nodes[1]
+        v = self._fold(loop)
+        base = self._fold_rows(loop, v)
+        if base is None or isinstance(dup.value, bool) or \
+                not isinstance(dup.value, int if self._fold_acc_type(v) == I32 else (int, float)):
+            return 0
+        em = self._splat_em()
+        with np.errstate(all="ignore"):
+            init = em.splat(int(dup.value), I32) if self._fold_acc_type(v) == I32 else \
+                em.splat(float(np.float32(dup.value)), F32)
+        self.reduce_lanes(after, self._walk_fold(loop, v, base, [init] * (dup.count // LANES)))
+        return 4 if after[0] is not None else 3
+
+    def reduce_lanes(self, after, regs) -> None:
+        """The halving (if any) and `reduce` of `after` = (halving Vec or None, WholeReduce Vec) on lanes
+        held in registers `regs` (LANES each, in order): the halving lane by lane as the Vec's
+        operation (`_fold_apply`: vec_op's), int32 lanes reduced in any order (exact), float32 ones
+        through `_reduce_vector`'s ops on the registers; where that needs the lanes in memory (another
+        count, a float max / min's NaN or zero), they are stored there first."""
+        b = self.b
+        halve, node = after
+        if halve is not None:
+            h = len(regs) // 2
+            regs = [self._fold_apply(halve, lo, hi) for lo, hi in zip(regs[:h], regs[h:])]
+        kind = node.api.removeprefix("WholeReduce").lower()
+        src, dst = self.ref_ptr(node.srcs[0]), self.ref_ptr(node.dst)
+        count = len(regs) * LANES
+
+        def stored():
+            for j, r in enumerate(regs):
+                self.vstore(r, src[0], r.type.element, 4, ir.Constant(I64, LANES * j), None)
+        if src[3] == dst[3] == dt.int32:
+            self.guard_out(node.dst, ir.Constant(I64, 1))
+            acc = regs[0]
+            for r in regs[1:]:
+                acc = b.add(acc, r) if kind == "sum" else \
+                    b.select(b.icmp_signed(">" if kind == "max" else "<", acc, r), acc, r)
+            name = {"sum": "add", "max": "smax", "min": "smin"}[kind]
+            vt = vec(I32, LANES)
+            self.store_scalar(b.call(self.kc.intrinsic(f"llvm.vector.reduce.{name}.v{LANES}i32", I32, [vt]), [acc]),
+                              dst[0], dt.int32)
+            return
+        if src[3] != dt.float32 or dst[3] != dt.float32 or \
+                not (kind == "sum" and count <= 128 or kind in ("max", "min")):
+            stored()
+            self.reduce(node)
+            return
+        self.guard_out(node.dst, ir.Constant(I64, 1))
+        r = self._reduce_vector(kind, src[0], count, self._reduce_fn(kind, dt.float32), regs, stored)
+        self.store_scalar(r, dst[0], dt.float32)
 
     def _comp_of(self, acc: Ref, lanes: int):
         """The compensation lanes of a compensated fold's accumulator: a stack buffer (64-byte aligned,
@@ -2503,12 +2699,14 @@ class _Lowering:
         _, (acc,) = carried_loop(b, rest, n, 1, [head], step, "ireduce")
         return acc
 
-    def _reduce_vector(self, kind: str, p, count, fn):
+    def _reduce_vector(self, kind: str, p, count, fn, regs=None, store=None):
         """The same reduction of a constant count of float32 elements in vector registers, or None
         (another count).  sum (8 <= n <= 128, n % 8 == 0): numpy's eight accumulators are the lanes of
         an <8 x float>, added chunk after chunk in the same order, then the same tree.  max / min (n %
         16 == 0): the left fold's value is the extreme value whenever it is not 0 and no element is
-        NaN (all such elements have its bits); otherwise (a NaN, or which zero) the fold itself runs."""
+        NaN (all such elements have its bits); otherwise (a NaN, or which zero) the fold itself runs.
+        `regs`: the elements are these 16-lane registers (`reduce_lanes`), not loaded; `store()` puts
+        them at p before the fold runs."""
         b = self.b
         if not isinstance(count, int) or isinstance(count, bool):
             return None
@@ -2522,7 +2720,7 @@ class _Lowering:
                 if c + 1 == count // 8:
                     chunks.append(b.load(at, typ=v8, align=4))
                     break
-                v16 = b.load(at, typ=vec(F32, LANES), align=4)
+                v16 = regs[c // 2] if regs is not None else b.load(at, typ=vec(F32, LANES), align=4)
                 for h in range(2):
                     chunks.append(b.shuffle_vector(v16, v16, ir.Constant(vec(I32, 8), [ir.Constant(I32, 8 * h + j)
                                                                                       for j in range(8)])))
@@ -2536,8 +2734,9 @@ class _Lowering:
             return None
         op = ">" if kind == "max" else "<"
         vt = vec(F32, LANES)
-        vs = [b.load(b.gep(p, [ir.Constant(I64, LANES * i)], source_etype=F32), typ=vt, align=4)
-              for i in range(count // LANES)]
+        vs = list(regs) if regs is not None else \
+            [b.load(b.gep(p, [ir.Constant(I64, LANES * i)], source_etype=F32), typ=vt, align=4)
+             for i in range(count // LANES)]
         nan = b.fcmp_unordered("uno", vs[0], vs[0])
         m = vs[0]
         for v in vs[1:]:
@@ -2548,7 +2747,11 @@ class _Lowering:
             lanes = [b.select(b.fcmp_ordered(op, y, x), y, x) for x, y in zip(lanes[::2], lanes[1::2])]
         any_nan = b.icmp_unsigned("!=", b.bitcast(nan, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), 0))
         exact = b.and_(b.not_(any_nan), b.fcmp_ordered("one", lanes[0], ir.Constant(F32, 0.0)))
-        return branch_values(b, exact, lambda: [lanes[0]], lambda: [b.call(fn, [p, ir.Constant(I64, count)])])[0]
+        def fold():
+            if store is not None:
+                store()
+            return [b.call(fn, [p, ir.Constant(I64, count)])]
+        return branch_values(b, exact, lambda: [lanes[0]], fold)[0]
 
     def _elements_fn(self, name: str, d: dt.DType):
         """A new internal `float name(ptr p, i64 n)` over n elements of dtype d, with self.b at its
@@ -3082,7 +3285,7 @@ class _Lowering:
 
     MAX_STEP_FOLD = 8 * LANES   # a step-fused fold's lanes (its accumulators are vector registers)
 
-    def _fold_loop(self, n, run, fold) -> None:
+    def _fold_loop(self, n, run, fold, red=None) -> bool:
         """The steps' loop over [0, n) with the fold after them (`_step_fold`) in it: W lanes of
         accumulators in W / LANES vector registers, the steps' vectors i .. i + W per pass (lane l of
         accumulator j takes element i + j * LANES + l: every lane folds the same elements in the same
@@ -3139,8 +3342,12 @@ class _Lowering:
                 out.append(b.select(mask, apply(acc, values[(id(node), slot)]), acc))
             return out
         regs = branch_values(b, b.icmp_signed("<", end, n), tail, lambda: list(regs))
+        if red is not None:   # the halving and WholeReduce after it, on the registers
+            self.reduce_lanes(red, regs)
+            return True
         for j, acc in enumerate(regs):
             self.store_ref(at, acc, ir.Constant(I64, LANES * j), None)
+        return False
 
     def prefill(self, step: Step) -> None:
         """The Duplicates the printer puts before a Step's stmts (printer_kernel: the lanes Compare
@@ -3150,7 +3357,7 @@ class _Lowering:
         for r, value, count in step.prefill:
             self.dup(Dup(r, value, count))
 
-    def steps(self, group: list, fold=None) -> None:
+    def steps(self, group: list, fold=None, red=None) -> bool:
         """Consecutive Steps over the same elements (one count, one offset), in one 16-lane loop when
         every UB buffer they write is addressed at one place in all of them (lanes never meet): a
         value one step writes and the next reads stays in registers, and a VECCALC temporary no node
@@ -3201,11 +3408,10 @@ class _Lowering:
         if not fused and len(group) > 1:
             for node in group:
                 self.steps([node])
-            return
+            self._fold_after(fold)
+            return False
         ids = {id(node) for node in group}
-        if fold is not None and not fused:
-            fold = None   # (a step writing a buffer at two places: the fold runs on its own after them)
-        if fold is not None:   # the fold's source is read by its Vec only: a temporary of the loop
+        if fold is not None and fused:   # the fold's source is read by its Vec only: a temporary of the loop
             ids |= {id(fold[0]), id(fold[1]), id(fold[2])}
 
         def run(todo, off, mask, nt=None):
@@ -3241,7 +3447,7 @@ class _Lowering:
             outs = {key[st.dst]: (at[st.dst], refs[st.dst]) for node, refs, at, key, _, _ in parts
                     for st in node.stmts if self.tensor_queue[refs[st.dst].tensor] in self.out_aliased}
             if fold is not None:
-                self._fold_loop(n, lambda off, mask: run(todo, off, mask), fold)
+                return self._fold_loop(n, lambda off, mask: run(todo, off, mask), fold, red)
             elif len(outs) == 1 and next(iter(outs.values()))[0][3] is not None:
                 self._streamed_loop(n, next(iter(outs.items())), lambda off, mask, nt: run(todo, off, mask, nt))
             else:
@@ -3249,6 +3455,15 @@ class _Lowering:
         else:
             for st in first.stmts:
                 self.vloop(n, lambda off, mask, st=st: run([parts[0] + ((st,),)], off, mask))
+            self._fold_after(fold)
+        return False
+
+    def _fold_after(self, fold) -> None:
+        """A step fold (`_step_fold`) the steps could not run in their loop: its Dup and fold loop on
+        their own, after them."""
+        if fold is not None:
+            self.dup(fold[0])
+            self.for_(fold[1])
 
     def _streamed_loop(self, n, out, emit) -> None:
         """The steps' loop when they store one output computed in GM (`out`: its place, (address,
