@@ -5,11 +5,12 @@ and a kernel lowered again -- in one process, or in another on the same cache --
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
 import fusedsl as fs
-from fusedsl.backend_cpu import jit, kernel_cpu
+from fusedsl.backend_cpu import jit, kernel_cpu, llvm_kernel
 from fusedsl.lower.kinds import host_kernel_ir, kernel_ir
 from fusedsl.tile.kernel import Alloc, For, Free
 from fusedsl.tile.kernel_passes import single_buffer
@@ -127,3 +128,20 @@ def test_transposes_of_other_shapes_share_one_kernel(monkeypatch, tmp_path):
         x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
         np.testing.assert_array_equal(fs.fused_kernel(lambda a: fs.transpose(a, perm))(x), np.transpose(x, perm))
     assert len(lowered) == 1
+
+
+def test_only_the_element_loops_unroll_by_a_runtime_count():
+    """irgen.no_runtime_unrolling: the back edges of a kernel's structural loops (blocks, tiles)
+    carry llvm.loop.unroll.runtime.disable, its element loops (`vec`) none; the results are numpy's."""
+    x = np.linspace(-3, 3, 7 * 300, dtype=np.float32).reshape(7, 300)
+    comp = fs.fused_kernel(lambda a: fs.exp(a) * 2.0 + 1.0).compile(x)
+    np.testing.assert_allclose(comp(x), np.exp(x) * 2 + 1, rtol=1e-6)
+    text = kernel_cpu.TileKernelCpu(host_kernel_ir(comp.kernels[0].schedule)).ir
+    hint = re.search(r'^(!\d+) = !\{ !"llvm\.loop\.unroll\.runtime\.disable" \}$', text, re.M)
+    assert hint, "no loop carries the hint"
+    loop_id = re.search(rf"^(!\d+) = !{{ (!\d+), {hint.group(1)} }}$", text, re.M)
+    assert loop_id and loop_id.group(1) == loop_id.group(2), "a loop ID refers to itself"
+    back_edges = re.findall(r'br label %"([\w.]+)\.head[.\d]*"(, !llvm\.loop !\d+)?', text)
+    hinted = {tag for tag, h in back_edges if h}
+    assert {"block", "tile"} <= hinted and not hinted & set(llvm_kernel.UNROLLED_LOOPS)
+    assert "vec" in {tag for tag, _ in back_edges}

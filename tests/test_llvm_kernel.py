@@ -380,7 +380,7 @@ def test_row_kernels_on_the_cpu_schedule_match_the_interpreter(name, r, c, dtype
 
 @pytest.mark.parametrize("name, fused", [("softmax", 2), ("layer_norm", 1), ("sum_and_max", 1), ("min_scalar", 1),
                                          ("mean_general", 0)])
-def test_a_fold_after_its_steps_runs_in_their_loop(name, fused, monkeypatch):
+def test_a_fold_after_its_steps_runs_in_their_loop(name, fused, monkeypatch, tmp_path):
     """A fold of a value the steps right before it compute (softmax's max of x + y and sum of exp,
     layer_norm's sum of squares, sums and minima of x * y) runs in their loop, its operand, read by
     the fold only, never stored; bit for bit the separate fold's result (each of the W lanes folds
@@ -396,6 +396,9 @@ def test_a_fold_after_its_steps_runs_in_their_loop(name, fused, monkeypatch):
     calls = []
     real = _Lowering._fold_loop
     monkeypatch.setattr(_Lowering, "_fold_loop", lambda self, *a: (calls.append(1), real(self, *a))[1])
+    # lowered here, twice: not the IR an earlier test (or the first run) left in memory or on disk
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cpu, "_lowered", {})
     by_name = dict(zip(["x", "y"], args))
     inputs = [by_name[p.value.name] for p in plan.function.params]
     shapes_out = [(tuple(int(d) for d in v.type.shape), v.type.dtype.np) for v in plan.function.results]
@@ -403,6 +406,8 @@ def test_a_fold_after_its_steps_runs_in_their_loop(name, fused, monkeypatch):
     TileKernelCpu(kernel, use_disk_cache=False).run(inputs, fused_out, words)
     assert len(calls) == fused
     monkeypatch.setattr(_Lowering, "MAX_STEP_FOLD", 0)   # every fold on its own
+    monkeypatch.setattr(kernel_cpu, "_lowered", {})
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path / "alone"))
     alone = [np.full(sh, 7, d) for sh, d in shapes_out]
     TileKernelCpu(kernel, use_disk_cache=False).run(inputs, alone, words)
     assert len(calls) == fused

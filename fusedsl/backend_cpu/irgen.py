@@ -6,6 +6,8 @@ lowerings build their loops and memory accesses here, so they differ only in wha
 """
 from __future__ import annotations
 
+import re
+
 from llvmlite import ir
 
 from .. import dtypes as dt
@@ -117,3 +119,30 @@ def masked_store(k, b: ir.IRBuilder, value, ptr, offset, d: dt.DType, mask, nont
         return
     fn = k.intrinsic(f"llvm.masked.store.{vname(vt)}.p0", VOID, [vt, PTR, I32, vec(I1, LANES)])
     b.call(fn, [value, p, ir.Constant(I32, d.itemsize), mask])
+
+
+_HEAD = re.compile(r"^(.*)\.head(\.\d+)?$")
+
+
+def no_runtime_unrolling(module: ir.Module, keep: tuple = ()) -> ir.Module:
+    """Mark every `carried_loop` of the module but those tagged `keep` with
+    llvm.loop.unroll.runtime.disable.  O3 unrolls a loop of unknown trip count 2-8 times with a
+    remainder loop: about a quarter of a kernel's compile time and a third of its object code, for
+    loops that mostly copy rows, walk tiles and keep queue state, where it saves a branch per pass.
+    Loops of known trip count still unroll fully (the register transposes need that); the loops
+    over elements a lowering names in `keep` (their tags) may still unroll by a runtime count."""
+    node = None
+    for fn in module.functions:
+        for block in fn.blocks:
+            term = block.terminator
+            if not isinstance(term, ir.Branch) or isinstance(term, ir.ConditionalBranch):
+                continue
+            m = _HEAD.match(term.operands[0].name)
+            if m is None or m.group(1) in keep:
+                continue
+            if node is None:
+                hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.runtime.disable")])
+                node = module.add_metadata([hint])
+                node.operands = (node,) + tuple(node.operands)   # a loop ID refers to itself
+            term.set_metadata("llvm.loop", node)
+    return module
