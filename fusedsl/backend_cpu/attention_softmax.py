@@ -30,7 +30,7 @@ from llvmlite import ir
 
 from .. import dtypes as dt
 from ..tile.kernel import (CopyIn, DeQue, Dup, EnQue, For, Free, If, Let, MmGetC, MmIterate, MmSet, MmTail, Put,
-                           Ref, Scalar, Sync, Vec)
+                           Ref, Scalar, Sync, Vec, walk_nodes)
 from .irgen import I64, carried_loop
 from .stmts import F32, I32, LANES, mem_type as _mem, vec
 
@@ -59,18 +59,8 @@ class SoftmaxBlock:
     from_product: bool = False   # S already scaled and its rows' maxima in lw.top_buf (`fused_top`)
 
 
-def _walk(body):
-    for node in body:
-        yield node
-        if isinstance(node, (For, MmIterate)):
-            yield from _walk(node.body)
-        elif isinstance(node, If):
-            yield from _walk(node.then)
-            yield from _walk(node.orelse)
-
-
 def _apis(nodes) -> list[str]:
-    return [n.api for n in _walk(nodes) if isinstance(n, Vec)]
+    return [n.api for n in walk_nodes(nodes) if isinstance(n, Vec)]
 
 
 def _block_loop(n, api: str, tensor: str):
@@ -110,7 +100,7 @@ def match(lw, nodes: list, i: int) -> SoftmaxBlock | None:
         if mask_chain is None or mask.rows != 1:
             return None
     causal = diag = None
-    conds = [n for n in body if isinstance(n, If) and any(isinstance(d, Dup) for d in _walk(n.then))]
+    conds = [n for n in body if isinstance(n, If) and any(isinstance(d, Dup) for d in walk_nodes(n.then))]
     if conds:   # If(kb + cols > pos: Let first ..., the keys from `first` set to -inf)
         lets = [n for n in conds[0].then if isinstance(n, Let) and n.var == "first"]
         if len(conds) != 1 or not lets:

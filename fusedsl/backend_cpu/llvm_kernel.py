@@ -106,7 +106,8 @@ from llvmlite import ir
 from .. import dtypes as dt
 from ..tile.kernel import (CORE_NAMES, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
                            Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Return,
-                           Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, add, evaluate, member_values)
+                           Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, add, evaluate, member_values,
+                           walk_nodes)
 from .irgen import I1, I64, PTR, VOID, branch_values, carried_loop, kernel_function, no_runtime_unrolling, vname
 from .mathlib import VectorConsts
 from . import attention_softmax, tiled_product
@@ -186,8 +187,8 @@ def arena_layout(k: TileKernel, words) -> tuple[dict[str, tuple[int, int]], int]
     CPU's products need none) has no bytes."""
     env = member_values(k, words)
     out, at = {}, 0
-    taken = {n.queue for st in k.stages for n in _walk(st.body) if isinstance(n, (Alloc, DeQue, Decl))}
-    taken |= {n.queue for n in _walk(k.process or ()) if isinstance(n, (Alloc, DeQue, Decl))}
+    taken = {n.queue for st in k.stages for n in walk_nodes(st.body) if isinstance(n, (Alloc, DeQue, Decl))}
+    taken |= {n.queue for n in walk_nodes(k.process or ()) if isinstance(n, (Alloc, DeQue, Decl))}
     for q in k.queues:
         size = _line(evaluate(q.elems, env) * q.dtype.itemsize) if q.name in taken else 0
         out[q.name] = (at, size)
@@ -324,16 +325,6 @@ class _HostProduct:
 
 
 # ---- name and tensor analysis ---------------------------------------------------------------------
-def _walk(body):
-    for node in body:
-        yield node
-        if isinstance(node, (For, MmIterate)):
-            yield from _walk(node.body)
-        elif isinstance(node, If):
-            yield from _walk(node.then)
-            yield from _walk(node.orelse)
-
-
 def _expr_names(e) -> set:
     """The scalar names an expression reads (None stands for a UB / GM element it reads)."""
     if isinstance(e, str):
@@ -462,7 +453,7 @@ class _Lowering:
         self.tensor_queue: dict[str, str] = {}
         self.mms = {mm.name: mm for mm in k.matmuls}
         self.stage_of = {st.name: st for st in k.stages}
-        nodes = [n for st in k.stages for n in _walk(st.body)] + list(_walk(k.process or ()))
+        nodes = [n for st in k.stages for n in walk_nodes(st.body)] + list(walk_nodes(k.process or ()))
         self.nodes = nodes
         self.nz = sorted({n.tensor for n in nodes if isinstance(n, CopyNz)})   # L1 tensors in NZ
         for mm in k.matmuls:
@@ -584,7 +575,7 @@ class _Lowering:
         (`in_len`) says whether it stands for GM rows; AllocTensor points it home, and a write
         while it stands for GM rows first copies them home (`in_guard`), so GM is never
         written."""
-        once = {id(n) for st in self.k.stages if st.once for n in _walk(st.body)}
+        once = {id(n) for st in self.k.stages if st.once for n in walk_nodes(st.body)}
         aliased, guarded = set(), set()
         for q, ws in written.items():
             if self.queues[q].position != "VECIN":
@@ -682,7 +673,7 @@ class _Lowering:
         for st in k.stages:
             if not st.once and k.process is None:
                 walk(st.body, "tile")   # the stages' top levels run one after the other per tile
-        once = [n for st in k.stages if st.once for n in _walk(st.body)]
+        once = [n for st in k.stages if st.once for n in walk_nodes(st.body)]
         out = {}
         for q in k.queues:
             if q.position != "VECOUT":
@@ -722,7 +713,7 @@ class _Lowering:
         """name -> repr of its expression, for names only ever assigned by Lets of one expression."""
         if getattr(self, "_lets", None) is None:
             seen: dict = {}
-            nodes = [m for st in self.k.stages for m in _walk(st.body)]
+            nodes = [m for st in self.k.stages for m in walk_nodes(st.body)]
             for m in nodes:
                 for var in _assigns(m):
                     seen.setdefault(var, set()).add(repr(m.expr) if isinstance(m, Let) else None)

@@ -197,6 +197,17 @@ def product_function(module: ir.Module, kc: VectorConsts, wide: bool) -> ir.Func
     return fn
 
 
+
+def _rows_function(module: ir.Module, name: str):
+    """A new `void name(ptr src, i64 ld, i64 rows, i64 cols, ptr dst)` (nounwind, noinline: one copy
+    per module, src and dst not aliased) and a builder at its entry."""
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, I64, PTR]), name)
+    fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")
+    fn.args[0].add_attribute("noalias")
+    fn.args[4].add_attribute("noalias")
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
 def pack_function(module: ir.Module, wide: bool, half: bool = False) -> ir.Function:
     """`void fusedsl_transpose_pack(ptr src, i64 ld, i64 rows, i64 cols, ptr dst)`: B = K^T for the
     panel product: src's `rows` rows of `cols` floats (ld apart; `half`, `fusedsl_transpose_pack_half`:
@@ -207,16 +218,10 @@ def pack_function(module: ir.Module, wide: bool, half: bool = False) -> ir.Funct
     rows of B 2 KB apart (512 keys) fell in a few L1 sets and the product read them from L2.
     Defined once per module."""
     name = PACK_HALF if half else PACK
-    existing = module.globals.get(name)
-    if existing is not None:
-        return existing
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, I64, PTR]), name)
-    fn.attributes.add("nounwind")
-    fn.attributes.add("noinline")
+    if name in module.globals:
+        return module.globals[name]
+    fn, b = _rows_function(module, name)
     src, ld, rows, cols, dst = fn.args
-    src.add_attribute("noalias")
-    dst.add_attribute("noalias")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     nr = tile_shape(wide)[1]
     T = LANES
     vt = ir.VectorType(F32, T)
@@ -280,16 +285,10 @@ def widen_function(module: ir.Module, kc: VectorConsts) -> ir.Function:
     """`void fusedsl_widen_rows(ptr src, i64 ld, i64 rows, i64 cols, ptr dst)`: dst[r * cols + c] =
     float32(src[r * ld + c]) for float16 src: a 16-bit operand's block as the products' float32
     rows, a vector of 16 at a time.  Defined once per module."""
-    existing = module.globals.get(WIDEN)
-    if existing is not None:
-        return existing
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, I64, PTR]), WIDEN)
-    fn.attributes.add("nounwind")
-    fn.attributes.add("noinline")
+    if WIDEN in module.globals:
+        return module.globals[WIDEN]
+    fn, b = _rows_function(module, WIDEN)
     src, ld, rows, cols, dst = fn.args
-    src.add_attribute("noalias")
-    dst.add_attribute("noalias")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     vh, vf = ir.VectorType(F16, LANES), ir.VectorType(F32, LANES)
     i1v = ir.VectorType(I1, LANES)
     load = kc.intrinsic("llvm.masked.load.v16f16.p0", vh, [PTR, I32, i1v, vh])

@@ -550,6 +550,17 @@ def assign(env: dict, node: Set, v) -> None:
         env[node.var] //= v
 
 
+def walk_nodes(body):
+    """Every node of a body, depth first: the bodies of For, If (both branches) and Iterate too."""
+    for node in body:
+        yield node
+        if isinstance(node, (For, MmIterate)):
+            yield from walk_nodes(node.body)
+        elif isinstance(node, If):
+            yield from walk_nodes(node.then)
+            yield from walk_nodes(node.orelse)
+
+
 def evaluate(e: Expr, env: dict) -> int:
     """The value of an expression; `env` maps names (and `t.X` fields) to ints or word lists,
     typed scalars to numpy scalars, `ub` to a function (tensor, index) -> element."""
