@@ -7,17 +7,17 @@ permute [16, n, n] perm (0, 2, 1) (transpose), matmul + relu (cube, [R, 1024] @ 
 batched, [8, R/8, 1024] @ [8, 1024, 64]; float16), conv2d + bias + activation (conv: 3x3, 5x5 stride 2,
 1x1, float16 3x3) -- at inputs of 64 KB to 64 MB: the median time of
 `k(*arrays)` (what runs today: llvm_kernel for the vector, view, column, row, transpose and matmul
-kinds, llvm_row.py for what the row kind refuses) and of `TileKernelCpu(kernel_ir).run(...)` on the
+kinds, llvm_reduce.py for the column kernels the column kind refuses) and of `TileKernelCpu(kernel_ir).run(...)` on the
 same arrays (bound once, outputs preallocated), their ratio, and the LLVM compile time of each (a fresh
 cache folder: the first call minus a steady call for today's executor, the constructor for
 llvm_kernel; where a kernel's IR holds no sizes -- vector, view, row -- the larger sizes reuse the
 first size's module, so only the first size's compile is cold).  The two calls are timed
 interleaved, `--repeat` times each.  Both check their result against numpy once.  For a kind
-`k(*arrays)` already runs on llvm_kernel (vector, column, matmul, row) the per-kind executor it
-replaced (llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel, llvm_row.py's RowCpuKernel) is bound on
-the same arrays and timed in the same rounds; "ratio" is llvm_kernel over the per-kind executor (the view
-and transpose kinds' executors, llvm_view.py and transpose.py, are gone: RESULTS.md "Round 3, views and
-transposes" has their last comparison; cube.py, which ran matmuls, convs and what their kinds refuse, is
+`k(*arrays)` already runs on llvm_kernel (vector, column) the per-kind executor it
+replaced (llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel) is bound on
+the same arrays and timed in the same rounds; "ratio" is llvm_kernel over the per-kind executor (the view,
+transpose and row kinds' executors, llvm_view.py, transpose.py and llvm_row.py, are gone: RESULTS.md "Round 3,
+views and transposes" and "Round 5, rows" have their last comparisons; cube.py, which ran matmuls, convs and what their kinds refuse, is
 gone too: "Round 5, cube.py retired").  The "split" cases are cube kernels the cube / conv kinds refuse,
 split at the product (backend_cpu/cube_split.py: the product on the host, the rest a vector / row kind's
 kernel on llvm_kernel); their "llvm_kernel" is that SplitCpu, bound once.  A row kernel's
@@ -57,9 +57,7 @@ from fusedsl.backend_cpu.conv_cpu import ConvCpu  # noqa: E402
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, ViewScheduleCpu, matmul_products  # noqa: E402
 from fusedsl.ir.ops import conv2d_reference  # noqa: E402
 from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
-from fusedsl.backend_cpu.llvm_row import RowCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.cpu_tiling import attention_schedule, cpu_words, vector_tiling  # noqa: E402
-from fusedsl.lower.column_plan import lone_row_reduction  # noqa: E402
 from fusedsl.lower.kinds import kernel_ir  # noqa: E402
 from fusedsl.lower.row import RowSchedule  # noqa: E402
 from fusedsl.tile.kernel import CopyOut  # noqa: E402
@@ -401,9 +399,9 @@ def _check(got, want):
 
 def _previous_executor(comp, plan, inputs, want):
     """For a kind `k(*arrays)` now runs on llvm_kernel, the per-kind executor it ran before, bound on
-    the same arrays (vector: llvm.py's CpuKernel on the chip's tiling; row: llvm_row.py's
-    RowCpuKernel; column: llvm_reduce.py's ColumnCpuKernel); else None (cube.py, the matmul and conv
-    kinds' executor before, is gone: RESULTS.md Round 5 has its last comparison)."""
+    the same arrays (vector: llvm.py's CpuKernel on the chip's tiling; column: llvm_reduce.py's
+    ColumnCpuKernel); else None (cube.py, the matmul and conv kinds' executor before, and llvm_row.py, the
+    row kind's, are gone: RESULTS.md Round 5 has their last comparisons)."""
     vector = comp._cpu.get(plan.name)
     if vector is not None and isinstance(vector[0], ViewScheduleCpu):
         return None   # llvm_view.py is gone (Round 3 in RESULTS.md has the last comparison)
@@ -412,9 +410,7 @@ def _previous_executor(comp, plan, inputs, want):
         bind = lambda ins, outs: old.bind(ins, outs, plan.tiling)   # noqa: E731
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu) and \
             isinstance(comp._cpu[("row", plan.name)].sched, RowSchedule):
-        # a lone reduction over trailing axes ran on llvm_reduce.py's kernel (its RowCpuKernel of [A, K])
-        old = (ColumnCpuKernel if lone_row_reduction(plan.function) else RowCpuKernel)(plan.function, comp.target)
-        bind = old.bind
+        return None   # llvm_row.py is gone (RESULTS.md "Round 5, rows" has the last comparison)
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):
         old = ColumnCpuKernel(plan.function, comp.target)
         bind = old.bind
@@ -428,8 +424,7 @@ def _previous_executor(comp, plan, inputs, want):
 
     def run():
         call()
-    # the bound calls of llvm_reduce and llvm_row hold addresses only: keep `out` and the kernel
-    # (llvm_row's scratch rows) alive
+    # llvm_reduce's bound calls hold addresses only: keep `out` and the kernel alive
     run.keep = (out, old)
     return run
 

@@ -378,60 +378,23 @@ class CompiledKernel:
 
     def fast_runner(self, positions):
         """The call fast path's runner for these positional-argument positions: a function
-        (args, out) -> results. For a lone natively run row kernel (reductions over [16] and the
-        like, where the Python around the native call is most of its cost) it repeats the
-        kernel's last bound call when the arguments are the same arrays and the caller dropped
-        the last result (the output pool's refcount rule): one identity test and the native
-        call (`_schedule_runner` for a kernel on llvm_kernel); a program of bound calls runs
-        through `_program_runner`; everything else goes through run_trusted."""
+        (args, out) -> results. For a lone row, column or transpose kernel on llvm_kernel (reductions
+        over [16] and the like, where the Python around the native call is most of its cost) it
+        repeats the kernel's last bound call when the arguments are the same arrays and the caller
+        dropped the last result (the output pool's refcount rule): one identity test and the native
+        call (`_schedule_runner`); a program of bound calls runs through `_program_runner`;
+        everything else goes through run_trusted."""
         def slow(args, out):
             return self.run_trusted([args[i] for i in positions], out)
         row = self._single_row_plan() if config.executor == "llvm" else None
         from .backend_cpu.kernel_cpu import ScheduleCpu
         if row is not None and len(row[2]) == 1 and isinstance(row[0], ScheduleCpu) and not row[0]._scalars:
             return self._schedule_runner(row, positions, slow)   # a row or column kind's kernel on llvm_kernel
-        if config.executor == "llvm" and (row is None or getattr(row[0], "layout", None) is None
-                                          or row[0].layout.scalars):
+        if config.executor == "llvm":
             program = self._program_runner(positions, slow)
             if program is not None:
                 return program
-        if row is None or len(row[2]) != 1:
-            return slow
-        kernel, order, _ = row
-        layout = getattr(kernel, "layout", None)
-        if layout is not None and layout.scalars:
-            return slow   # runtime scalars: the remembered call holds the last call's values
-        if layout is None and not hasattr(kernel, "op"):
-            return slow   # a lone transpose: no remembered call
-        take = [positions[i] for i in order]   # kernel input k is call argument take[k]
-        first = take[0]
-        lock, pool, getrefcount, is_ = self._lock, self._outputs, sys.getrefcount, operator.is_
-        # the last result is free when only the kernel's remembered call (its tuple in
-        # kernel._last) and the output pool's list refer to it (OutputPool.take's rule)
-        free = _POOLED_ONLY + 1
-
-        if layout is None:   # a lone reduction (llvm_reduce): _last = (x, (out,), call)
-            def same_inputs(args, last):
-                return args[first] is last[0]
-        elif len(take) == 1:
-            def same_inputs(args, last):
-                return args[first] is last[0][0]
-        else:
-            def same_inputs(args, last):
-                return all(map(is_, [args[i] for i in take], last[0]))
-
-        def run(args, out):
-            last = kernel._last
-            if out is not None or last is None or config._executor != "llvm" or not same_inputs(args, last):
-                return slow(args, out)
-            with lock, pool.lock:   # the test and the hand-out in one step, as in OutputPool.take
-                mine = pool.buffers[0] if pool.buffers else ()
-                if kernel._last is last and any(map(is_, mine, repeat(last[1][0], len(mine)))) and \
-                        getrefcount(last[1][0]) <= free:
-                    last[2]()
-                    return last[1][0]
-            return slow(args, out)
-        return run
+        return slow
 
     def _schedule_runner(self, row, positions, slow):
         """fast_runner's path for a lone row, column or transpose kernel run by a ScheduleCpu (one result, no
@@ -522,7 +485,7 @@ class CompiledKernel:
 
     def _single_row_plan(self):
         """(kernel, input order, result meta) when main is one call of a natively run row kernel
-        (the row kind's ScheduleCpu or llvm_row's RowCpuKernel), column kernel or lone transpose on
+        (the row kind's ScheduleCpu), column kernel or lone transpose on
         its parameters returning exactly its results, with static shapes."""
         if self._single_row is not _UNSET:
             return self._single_row
@@ -799,9 +762,9 @@ class CompiledKernel:
         return self._cpu[plan.name][1].inputs
 
     def _row_kernel(self, plan: KernelPlan):
-        """The compiled RowCpuKernel of a kernel with last-axis reductions, or ColumnCpuKernel of
-        a column kernel (reductions over a contiguous range of axes, with their producers and
-        consumers) or of a lone reduction over trailing axes; None otherwise (the kernel then
+        """The CPU executor of a kernel with last-axis reductions (`_row_cpu_kernel`), of a column
+        kernel (reductions over a contiguous range of axes, with their producers and consumers) or
+        of a lone reduction over trailing axes (`_column_kernel`); None otherwise (the kernel then
         runs on the numpy reference, e.g. a reduction over axes (0, 2))."""
         key = ("row", plan.name)
         if key not in self._cpu:
@@ -823,14 +786,14 @@ class CompiledKernel:
         sums over rows longer than cpu_tiling.ROW_SUM_MAX or of a symbolic length with 128 lanes that
         llvm_kernel adds with Kahan's compensation: `long_row_sums`; integer and bool rows in int32
         lanes), through the one LLVM lowering (backend_cpu/kernel_cpu.ScheduleCpu; its tiling per
-        launch: `_row_tiling`); else llvm_row.py's RowCpuKernel: what the row kind refuses (more
+        launch: `_row_tiling`); None -- the numpy reference -- for what the row kind refuses (more
         inputs than a queue position takes, a per-row value of shape [1] broadcast along the row)
-        and static sizes it cannot tile (rows of 0 elements reduced, 2**32 elements)."""
+        and static sizes it cannot tile (rows of 0 elements reduced: no work, numpy's identities;
+        2**32 elements)."""
         try:
             return self._row_schedule_cpu(plan.function, target)
         except FusedslError:
-            from .backend_cpu.llvm_row import RowCpuKernel
-            return RowCpuKernel(plan.function, target)
+            return None
 
     @staticmethod
     def _row_schedule_cpu(fn: Function, target, compensated: bool = False):
@@ -863,19 +826,21 @@ class CompiledKernel:
 
     def _column_kernel(self, plan: KernelPlan, target):
         """A column kernel's CPU executor: a lone reduction over trailing axes as the row kind's
-        [A, K] -> [A] kernel on the CPU (`_trailing_rows`: integer and bool ones too); else the column
-        kind's TileKernel through the one LLVM lowering (backend_cpu/kernel_cpu.ScheduleCpu, on the
-        CPU's tiling words) when the kind lowered it (static sizes, float reductions); else
-        llvm_reduce.py's kernel (symbolic sizes, integer reductions and bool results over other
-        axes, no rows to reduce, what the chip's schedule refuses)."""
+        [A, K] -> [A] kernel on the CPU (`_trailing_rows`: integer and bool ones too; None -- the
+        numpy reference -- when the row kind cannot take it: K = 0, a product of several symbolic
+        sizes); else the column kind's TileKernel through the one LLVM lowering
+        (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's tiling words) when the kind lowered it
+        (static sizes, float reductions); else llvm_reduce.py's kernel (symbolic sizes, integer
+        reductions and bool results over other axes, no rows to reduce, what the chip's schedule
+        refuses)."""
         from .backend_cpu.kernel_cpu import ScheduleCpu
         from .lower.column import ColumnSchedule
-        rows = self._trailing_rows(plan)
-        if rows is not None:   # a lone reduction over trailing axes: the row kind's rows on the CPU
+        if lone_row_reduction(plan.function) is not None:   # the row kind's rows on the CPU
+            rows = self._trailing_rows(plan)
             try:
-                return self._row_schedule_cpu(rows, target, compensated=True)
+                return self._row_schedule_cpu(rows, target, compensated=True) if rows is not None else None
             except FusedslError:
-                pass
+                return None
         if isinstance(plan.lowered, ColumnSchedule) and plan.error is None and plan.tiling is not None \
                 and plan.tiling.total_tiles > 0:   # no rows of K: the kind's kernel writes nothing
             try:
@@ -1181,8 +1146,7 @@ class CompiledKernel:
         if plan.schedule is None:
             row = self._row_kernel(plan)
             if row is not None:
-                return "row" if isinstance(getattr(row, "sched", None), RowSchedule) or \
-                    type(row).__name__ == "RowCpuKernel" else "column"
+                return "row" if isinstance(getattr(row, "sched", None), RowSchedule) else "column"
         if self._matmul_kernel(plan) is not None or self._conv_kernel(plan) is not None \
                 or self._split_kernel(plan) is not None:
             return "cube"

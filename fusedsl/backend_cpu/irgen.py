@@ -1,7 +1,7 @@
 """LLVM IR building blocks every CPU lowering shares: the kernel function of the launch
 convention (launch.py), loops with carried values, masked vector loads and stores.
 
-The vector (llvm.py), row (llvm_row.py), column (llvm_reduce.py) and attention (attention.py)
+The vector (llvm.py), column (llvm_reduce.py) and attention (attention.py)
 lowerings build their loops and memory accesses here, so they differ only in what they compute.
 """
 from __future__ import annotations

@@ -312,7 +312,7 @@ def matmul_products(sched, k: TileKernel) -> dict:
 
 class ScheduleCpu:
     """A kind's schedule run from its TileKernel (`kinds.kernel_ir`) on the CPU's words
-    (cpu_tiling.py), with the interface the compiler's call paths use (CpuKernel's, RowCpuKernel's):
+    (cpu_tiling.py), with the interface the compiler's call paths use (CpuKernel's, ColumnCpuKernel's):
     `run(inputs, outputs[, tiling])` repeats the last bound call when the arrays (and runtime
     scalars, by value) are the same, `bind` gives a bound call, `bound_outputs` the outputs that
     call keeps alive (referenced once: the output pool discounts them).  `tiling` is the launch's

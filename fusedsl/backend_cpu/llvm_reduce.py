@@ -8,13 +8,14 @@ B) load at a*sa + k*sk + b, the phase's elem ops run on the vectors, and each re
 folds its operand into its accumulators.  So every input element is read once per walk, in
 order within each row of the input.  After the last phase the outputs are stored.
 
-A lone reduction whose range ends at the last axis (B == 1: sum(x) of [A, K], max over
-axes (1, 2) of [A, H, W]) is a row reduction of A rows of K elements: the row kernel
-(llvm_row) of a one-op function [A, K] -> [A], so the same vector walk and numerics.
+Only what the column kind does not lower comes here (compiler._column_kernel: integer
+reductions and bool results, symbolic sizes); a lone reduction whose range ends at the last
+axis is the row kind's kernel of [A, K] -> [A] (compiler._trailing_rows).
 
-Accumulation, identities, NaN propagation and rounding are those of llvm_row (float32 or
-int32 accumulators, mean divides by K, one rounding to the result dtype); the elementwise ops
-are the vector kernels' tile stmts (StmtEmitter), so fused and unfused programs agree.
+Accumulation in float32 (every float dtype) or int32 (integer and bool operands: sums wrap like
+numpy's int64 sum cast to int32), numpy's identities and NaN propagation (max / min keep a NaN),
+mean divides by K, one rounding to the result dtype; the elementwise ops are the vector kernels'
+tile stmts (StmtEmitter), so fused and unfused programs agree.
 
 args (int64 words): A, K, B, blocks per a; per tensor parameter its address and its strides
 sa, sk, sb (elements, 0 = broadcast); the output addresses; the runtime scalars as float64
@@ -30,15 +31,21 @@ from llvmlite import ir
 from .. import dtypes as dt
 from ..ir.core import Function
 from ..ir.shapes import column_param
-from ..lower.column_plan import ColumnPlan, lone_row_reduction, plan_column_kernel, rows_function
+from ..lower.column_plan import ColumnPlan, plan_column_kernel
+from ..lower.vector import compute_dtype
 from . import jit
-from .irgen import kernel_function
-from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
 from .host import host_features
-from .llvm_row import (F32, F64, I32, I64, LANES, PARALLEL_MIN_BYTES, PTR, RowCpuKernel, _accumulator_form,
-                       _reduction_info, _RowBuilder)
+from .irgen import carried_loop, counted_loop, kernel_function, masked_load, masked_store
+from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
+from .llvm import constant_slots
 from .mathlib import VectorConsts
-from .stmts import StmtEmitter, mem_type, reg_type, vec
+from .stmts import F32, I32, LANES, StmtEmitter, mem_type, reg_type, round_scalar_to, vec
+
+I64 = ir.IntType(64)
+F64 = ir.DoubleType()
+PTR = ir.PointerType()
+PARALLEL_MIN_BYTES = 16 << 20   # as the vector kernels: below this a launch stays on one thread
+_IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
 
 VECTORS = 4                 # accumulators per column block: COLS = VECTORS * LANES outputs
 COLS = VECTORS * LANES
@@ -49,7 +56,7 @@ PARAM_WORDS = 4             # address, sa, sk, sb
 __all__ = ["ColumnCpuKernel"]
 
 
-class _ColumnBuilder(_RowBuilder):
+class _ColumnBuilder:
     """void kernel(i64 block_begin, i64 block_end, ptr args, ptr scratch) (module doc)."""
 
     def __init__(self, plan: ColumnPlan, name: str, features):
@@ -108,6 +115,67 @@ class _ColumnBuilder(_RowBuilder):
         self._for(b, fn, b0, b1, block, "block")
         b.ret_void()
         return str(self.module)
+
+    # ---- small helpers ----------------------------------------------------------------------
+    def _for(self, b, fn, start, end, body, tag):
+        counted_loop(b, fn, start, end, body, tag)
+
+    def _stride_loop(self, b, fn, start, limit, step, carried, body, tag):
+        """i = start; while (i + step <= limit) { carried = body(i, carried); i += step }
+        Returns (i, carried) after the loop."""
+        return carried_loop(b, start, limit, step, carried, body, tag, whole_steps=True)
+
+    def _load(self, b, ptr, offset, d, mask):
+        return masked_load(self.k, b, ptr, offset, d, mask)
+
+    def _store(self, b, value, ptr, offset, d, mask, nt=False):
+        masked_store(self.k, b, value, ptr, offset, d, mask, self.nt_md if nt else None)
+
+    def _scalar_reg(self, b, v, d):
+        """A scalar loaded in d's memory form, in register form."""
+        if d == dt.float16:
+            return b.fpext(v, F32)
+        if d == dt.bfloat16:
+            return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+        return v
+
+    # ---- one op as tile stmts ---------------------------------------------------------------
+    def _run_step(self, b, step, operand_value):
+        """The op's result register (vector) from its stmts; `operand_value(v)` gives each
+        operand as ("vec", vector) or ("scalar", scalar)."""
+        sched = step.sched
+        var_types = {inp.var: compute_dtype(inp.gm_dtype) for inp in sched.inputs if inp.var}
+        em = StmtEmitter(self.k, b, var_types)
+        values, var_values = {}, {}
+        for inp in sched.inputs:
+            form, v = operand_value(step.sources[inp.index])
+            if inp.var:
+                # a row value arrives here only when the row is one element long: lane-wise
+                # it is the same value
+                lanes = v if form == "vec" else em.splat_value(v)
+                var_values[inp.var] = em.convert(lanes, inp.gm_dtype, compute_dtype(inp.gm_dtype), None)
+            else:
+                values[inp.slot] = v if form == "vec" else em.splat_value(v)
+        for slot, value in constant_slots(sched).items():
+            d = sched.slots[slot].dtype
+            values[slot] = em.splat(round_scalar_to(value, d), reg_type(d))
+        for st in sched.stmts:
+            scalar = em.scalar_operand(st, var_values) if st.scalar is not None and st.op != "cast" else None
+            values[st.dst] = em.stmt(st, [values[s] for s in st.srcs], scalar)
+        return values[sched.outputs[0].slot]
+
+    # ---- reductions -------------------------------------------------------------------------
+    def _combine(self, b, name, x, y):
+        """name: sum/mean/max/min on float32 accumulators, isum/imax/imin on int32 ones."""
+        if name == "isum":
+            return b.add(x, y)
+        if name in ("imax", "imin"):
+            return b.select(b.icmp_signed(">" if name == "imax" else "<", x, y), x, y)
+        if name in ("sum", "mean"):
+            return b.fadd(x, y)
+        op = ">=" if name == "max" else "<="
+        take_x = b.or_(b.fcmp_ordered(op, x, y), b.fcmp_unordered("uno", x, x))
+        return b.select(take_x, x, y)
 
     def _columns(self, a, c0, masks, K, B, kf, ptrs, strides, outs, scal):
         """Every phase on the COLS columns from c0 of slice a (masks: the edge of B, or None)."""
@@ -192,24 +260,36 @@ class _ColumnBuilder(_RowBuilder):
                             v.dtype, mask(u))
 
 
+def _reduction_info(k: VectorConsts, op) -> tuple:
+    """(combine name, identity vector) of a reduction: float32 or int32 accumulators."""
+    d = op.operands[0].dtype
+    if d.is_float:
+        return op.name, k.fc(_IDENTITY[op.name])
+    info = np.iinfo(np.int8 if d == dt.int8 else np.uint8 if d in (dt.uint8, dt.bool_) else np.int32)
+    ident = {"sum": 0, "max": int(info.min), "min": int(info.max)}[op.name]
+    return "i" + op.name, ir.Constant(vec(I32, LANES), [ir.Constant(I32, ident)] * LANES)
+
+
+def _accumulator_form(b, v, d):
+    """A reduction operand (register form of dtype d) as its accumulator type."""
+    if d.is_float or d == dt.int32:
+        return v
+    widen = b.sext if d == dt.int8 else b.zext   # uint8 and bool are unsigned
+    return widen(v, vec(I32, LANES))
+
+
 def _nothing() -> None:
     """The bound call of a kernel with nothing to compute."""
 
 
 class ColumnCpuKernel:
-    """A column kernel (or a lone reduction over trailing axes) compiled for this host."""
+    """A column kernel compiled for this host."""
 
     def __init__(self, fn: Function, target, *, use_disk_cache: bool = True):
         self.fn = fn
         self.target = target
         self._use_disk = use_disk_cache
-        self._rows: RowCpuKernel | None = None
         self._last = None   # (tensors, outputs, call) of the last call
-        found = lone_row_reduction(fn)
-        if found is not None:
-            self.plan = None
-            self.row_op, self._first, _ = found
-            return
         self.plan = plan_column_kernel(fn, target)
         self.ir = _ColumnBuilder(self.plan, SYMBOL, frozenset(host_features())).build()
         self._compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=use_disk_cache)
@@ -217,26 +297,11 @@ class ColumnCpuKernel:
         self._tensors = [p for p in self.plan.params if p.kind != "runtime_scalar"]
         self._scalars = [p for p in self.plan.params if p.kind == "runtime_scalar"]
 
-    def _row_kernel(self) -> RowCpuKernel:
-        """[A, K] -> [A] over the last axis, by the row kernel."""
-        if self._rows is None:
-            fn = rows_function(self.row_op, "A", "K", f"{self.row_op.name}_rows")
-            self._rows = RowCpuKernel(fn, self.target, use_disk_cache=self._use_disk, remember_last=False)
-        return self._rows
-
     def bound_outputs(self) -> tuple:
         """The outputs the remembered call keeps alive (the output pool discounts them)."""
         return () if self._last is None else self._last[1]
 
     def run(self, inputs, outputs) -> None:
-        if self.plan is None:
-            x = np.ascontiguousarray(inputs[0], dtype=self.row_op.operands[0].dtype.np)
-            shape = x.shape
-            A, K = math.prod(shape[:self._first]), math.prod(shape[self._first:])
-            if A == 0:
-                return
-            self._row_kernel().run([x.reshape(A, K)], [outputs[0].reshape(A)])
-            return
         tensors = [np.ascontiguousarray(inputs[p.index], dtype=p.value.dtype.np) for p in self._tensors]
         last = self._last
         if last is not None and not self._scalars and all(x is y for x, y in zip(tensors, last[0])) and \
@@ -254,14 +319,6 @@ class ColumnCpuKernel:
     def bind(self, inputs, outputs):
         """A callable running the kernel on exactly these arrays (a program's bound step: the
         arrays stay the same, their contents change).  Runtime scalars are read now."""
-        if self.plan is None:
-            x = inputs[0]
-            if not (type(x) is np.ndarray and x.dtype == self.row_op.operands[0].dtype.np and x.flags.c_contiguous):
-                return lambda: self.run(inputs, outputs)
-            A, K = math.prod(x.shape[:self._first]), math.prod(x.shape[self._first:])
-            if A == 0:
-                return _nothing
-            return self._row_kernel().bind([x.reshape(A, K)], [outputs[0].reshape(A)])
         tensors = [np.ascontiguousarray(inputs[p.index], dtype=p.value.dtype.np) for p in self._tensors]
         if any(x is not inputs[p.index] for x, p in zip(tensors, self._tensors)):
             return lambda: self.run(inputs, outputs)   # converted copies: convert on every call

@@ -19,7 +19,7 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
   and rms_norm become one "row" kernel (FS112), at the default opt_level 2
   (disable_passes=['row-fusion'] splits them).  A merge that would close a cycle through
   another kernel is not made.  Row kernels run natively on the LLVM backend
-  (backend_cpu/llvm_row.py) and print as Ascend C (lower/row_tile.py).
+  (the row kind's tile IR through backend_cpu/llvm_kernel.py) and print as Ascend C (lower/row_tile.py).
 - Column fusion: a reduction over a range of axes before the last joins its elementwise
   producer and the vector kernels reading its result (FS116, lower/column_plan.py), when
   the whole group makes one column kernel (_column_group_ok); `sum(x * x, 0)`, `var(x, 0)`.
