@@ -12,8 +12,8 @@ Rows (medians; GB/s counts each input and output array once, no write-allocate):
 - the 6-op chain leaky_relu((x*s + t) * sigmoid(x) - x, 0.1) at 2^24 float32;
 - per-call overhead at 192x128 and first-call latency (trace + schedule + JIT) of the chain.
 
-Variants: `fusedsl` calls the CpuKernel directly with preallocated outputs (the backend
-alone), `fusedsl kernel()` goes through `kernel(*arrays, out=...)` with the llvm
+Variants: `fusedsl` calls the kernel's executor (kernel_cpu.ScheduleCpu: its TileKernel through
+llvm_kernel) directly with preallocated outputs (the backend alone), `fusedsl kernel()` goes through `kernel(*arrays, out=...)` with the llvm
 executor (the user's path), `numpy` is eager numpy, `numexpr` and `numba` (a hand-fused
 `@njit(parallel=True, fastmath=True)` loop with the same polynomial exp, on its
 workqueue threading layer) are the references.
@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import fusedsl as fs  # noqa: E402
-from fusedsl.backend_cpu import CpuKernel  # noqa: E402
+from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu  # noqa: E402
 from fusedsl.backend_cpu.launch import host_threads  # noqa: E402
 from fusedsl.passes.fuse import Fuse  # noqa: E402
 from fusedsl.passes.pipeline import canonicalize  # noqa: E402
@@ -81,7 +81,7 @@ class Backend:
         fn = module.functions[0]
         target = get_target("ascend910b")
         sched = schedule_vector_kernel(fn, target)
-        self.kernel = CpuKernel(sched, target)
+        self.kernel = ScheduleCpu(sched)
         self.tiling = compute_tiling(sched, {}, target)
         names = [p.value.name for p in module.main.params]
         self.order = [names.index(p.value.name) for p in fn.params]   # kernel params follow first use
@@ -90,7 +90,7 @@ class Backend:
         return self.kernel.bind([args[i] for i in self.order], outs, self.tiling)
 
     def run_same(self, args, outs):
-        """CpuKernel.run with the same arrays every call (its cached binding)."""
+        """ScheduleCpu.run with the same arrays every call (its remembered binding)."""
         ordered = [args[i] for i in self.order]
         return lambda: self.kernel.run(ordered, outs, self.tiling)
 
@@ -216,7 +216,7 @@ class Table:
         return head + "\n".join(self._line(r) for r in self.rows)
 
 
-FS_BOUND = "fusedsl (CpuKernel, bound call)"
+FS_BOUND = "fusedsl (ScheduleCpu, bound call)"
 FS_USER = "fusedsl kernel(*arrays, out=)"
 
 
@@ -280,7 +280,7 @@ def bench_small_seed(table, nb, rounds):
     case = "seed 192x128 float32"
     seed_variants(group, nb, a, b, out, case)
     backend = Backend(seed, a, b)
-    group.add(case, "fusedsl CpuKernel.run (same arrays)", backend.run_same([a, b], [out]))
+    group.add(case, "fusedsl ScheduleCpu.run (same arrays)", backend.run_same([a, b], [out]))
     group.add(case, "numpy eager, allocating", lambda: np.maximum(np.abs(a) + b, 0))
     table.add_group(group, group.run(rounds), {(case, FS_BOUND): "per-call overhead: this row"})
 
@@ -389,8 +389,8 @@ def goal_lines(table: Table, have_numba: bool, chain_n: int, seed_pct: float, f1
         (f"DRAM seed f32 >= 80 % of triad GB/s: {seed_pct:.0f} %", seed_pct >= 80),
         (f"seed f16 >= 50x numpy f16: {f16_speedup:.0f}x", f16_speedup >= 50),
         (f"per call at 192x128 < 10 µs: bound call {table.seconds(small, FS_BOUND) * 1e6:.1f} µs, "
-         f"CpuKernel.run {table.seconds(small, 'fusedsl CpuKernel.run (same arrays)') * 1e6:.1f} µs",
-         table.seconds(small, "fusedsl CpuKernel.run (same arrays)") < 10e-6),
+         f"ScheduleCpu.run {table.seconds(small, 'fusedsl ScheduleCpu.run (same arrays)') * 1e6:.1f} µs",
+         table.seconds(small, "fusedsl ScheduleCpu.run (same arrays)") < 10e-6),
         (f"per call through kernel(*arrays, out=) < 10 µs: {table.seconds(small, FS_USER) * 1e6:.1f} µs",
          table.seconds(small, FS_USER) < 10e-6),
         (f"first call < 150 ms: {first * 1e3:.0f} ms", first < 0.150),

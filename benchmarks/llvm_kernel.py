@@ -13,11 +13,11 @@ cache folder: the first call minus a steady call for today's executor, the const
 llvm_kernel; where a kernel's IR holds no sizes -- vector, view, row -- the larger sizes reuse the
 first size's module, so only the first size's compile is cold).  The two calls are timed
 interleaved, `--repeat` times each.  Both check their result against numpy once.  For a kind
-`k(*arrays)` already runs on llvm_kernel (vector, column) the per-kind executor it
-replaced (llvm.py's CpuKernel, llvm_reduce.py's ColumnCpuKernel) is bound on
-the same arrays and timed in the same rounds; "ratio" is llvm_kernel over the per-kind executor (the view,
-transpose and row kinds' executors, llvm_view.py, transpose.py and llvm_row.py, are gone: RESULTS.md "Round 3,
-views and transposes" and "Round 5, rows" have their last comparisons; cube.py, which ran matmuls, convs and what their kinds refuse, is
+`k(*arrays)` already runs on llvm_kernel (column) the per-kind executor it
+replaced (llvm_reduce.py's ColumnCpuKernel) is bound on
+the same arrays and timed in the same rounds; "ratio" is llvm_kernel over the per-kind executor (the vector,
+view, transpose and row kinds' executors, llvm.py's CpuKernel, llvm_view.py, transpose.py and llvm_row.py, are
+gone: RESULTS.md "Round 3, views and transposes" and "Round 5, rows" have their last comparisons; cube.py, which ran matmuls, convs and what their kinds refuse, is
 gone too: "Round 5, cube.py retired").  The "split" cases are cube kernels the cube / conv kinds refuse,
 split at the product (backend_cpu/cube_split.py: the product on the host, the rest a vector / row kind's
 kernel on llvm_kernel); their "llvm_kernel" is that SplitCpu, bound once.  A row kernel's
@@ -52,9 +52,8 @@ os.environ.setdefault("FUSEDSL_CACHE_DIR", tempfile.mkdtemp(prefix="fusedsl-benc
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fusedsl as fs  # noqa: E402
 from fusedsl import buffers  # noqa: E402
-from fusedsl.backend_cpu import CpuKernel  # noqa: E402
 from fusedsl.backend_cpu.conv_cpu import ConvCpu  # noqa: E402
-from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, ViewScheduleCpu, matmul_products  # noqa: E402
+from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, matmul_products  # noqa: E402
 from fusedsl.ir.ops import conv2d_reference  # noqa: E402
 from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.cpu_tiling import attention_schedule, cpu_words, vector_tiling  # noqa: E402
@@ -399,16 +398,13 @@ def _check(got, want):
 
 def _previous_executor(comp, plan, inputs, want):
     """For a kind `k(*arrays)` now runs on llvm_kernel, the per-kind executor it ran before, bound on
-    the same arrays (vector: llvm.py's CpuKernel on the chip's tiling; column: llvm_reduce.py's
-    ColumnCpuKernel); else None (cube.py, the matmul and conv kinds' executor before, and llvm_row.py, the
-    row kind's, are gone: RESULTS.md Round 5 has their last comparisons)."""
+    the same arrays (column: llvm_reduce.py's ColumnCpuKernel); else None (llvm.py's CpuKernel, the vector
+    kind's executor before, cube.py, the matmul and conv kinds', and llvm_row.py, the row kind's, are gone:
+    RESULTS.md Rounds 2-5 have their last comparisons)."""
     vector = comp._cpu.get(plan.name)
-    if vector is not None and isinstance(vector[0], ViewScheduleCpu):
-        return None   # llvm_view.py is gone (Round 3 in RESULTS.md has the last comparison)
     if vector is not None and isinstance(vector[0], ScheduleCpu):
-        old = CpuKernel(plan.lowered, comp.target)
-        bind = lambda ins, outs: old.bind(ins, outs, plan.tiling)   # noqa: E731
-    elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu) and \
+        return None   # llvm.py and llvm_view.py are gone (RESULTS.md Rounds 2-4 have the last comparisons)
+    if isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu) and \
             isinstance(comp._cpu[("row", plan.name)].sched, RowSchedule):
         return None   # llvm_row.py is gone (RESULTS.md "Round 5, rows" has the last comparison)
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):

@@ -601,7 +601,7 @@ class CompiledKernel:
         return [masks.get(id(v)) for v in calls[0].operands]
 
     def _single_call_plan(self):
-        """(CpuKernel, input order, result meta, tiling) when main is one call of a compiled
+        """(the kernel's executor, input order, result meta, tiling) when main is one call of a compiled
         vector kernel on its parameters returning exactly its results; else None."""
         if self._single is not _UNSET:
             return self._single

@@ -2,7 +2,9 @@
 
 Kernels are built through the public path (trace -> canonicalize -> fuse -> schedule ->
 tiling) and every vector kernel runs three ways: `fusedsl.reference` (the oracle), the
-tile interpreter (the executable spec of the schedule) and the compiled LLVM code.
+tile interpreter (the executable spec of the schedule) and the compiled LLVM code (the
+executor `k(*arrays)` runs it with: kernel_cpu.ScheduleCpu, the kernel's TileKernel through
+llvm_kernel on the CPU's tiling words).
 The generated-graph properties live in test_backend_cpu_fuzz.py and reuse the helpers
 here.
 """
@@ -15,10 +17,9 @@ import numpy as np
 import pytest
 
 import fusedsl as fs
-import fusedsl.backend_cpu as backend_cpu
 from conftest import TOLERANCE, assert_close
-from fusedsl.backend_cpu import CpuKernel, jit
-from fusedsl.backend_cpu.llvm import hoist_violations
+from fusedsl.backend_cpu import jit, kernel_cpu
+from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.errors import ScheduleError
@@ -66,27 +67,51 @@ def run_llvm(sched, tiling, target, args, launch=None):
     (blocks on the thread pool however small the kernel) or "stream" (non-temporal
     stores however small the outputs, plus the pool)."""
     outs = _fresh_outputs(sched, tiling)
-    kernel = CpuKernel(sched, target)
-    jit.verify_ir(kernel.ir)
+    args = _declared_scalars(sched, args)
+    kernel = ScheduleCpu(sched)     # (its compile verifies the IR: jit._optimised)
     with pytest.MonkeyPatch.context() as mp:
         if launch in ("parallel", "stream"):
-            mp.setattr(backend_cpu, "PARALLEL_MIN_WORK", 0)
+            mp.setattr(kernel_cpu, "PARALLEL_MIN_BYTES", 0)
         if launch == "stream":
-            mp.setattr(backend_cpu, "STREAM_MIN_BYTES", 0)
+            mp.setattr(kernel_cpu, "STREAM_MIN_BYTES", 0)
         kernel.bind(args, outs, tiling)()
     return outs
 
 
+def hoist_violations(sched):
+    """Stmts the schedule marks hoisted (once per block on the NPU) that read per-tile data: a
+    hoisted stmt may read only row inputs, constant scratch slots and earlier hoisted results
+    (otherwise the Ascend C kernel would read an uninitialised buffer)."""
+    ready = {inp.slot for inp in sched.inputs if inp.kind == "row"}
+    ready |= {name for name in getattr(sched, "prefill", {})
+              if sched.slots.get(name) is not None and sched.slots[name].role == "scratch"}
+    bad = []
+    for st in sched.stmts:
+        if st.hoisted and all(s in ready for s in st.srcs):
+            ready.add(st.dst)
+        else:
+            if st.hoisted:
+                bad.append(st)
+            ready.discard(st.dst)
+    return bad
+
+
 def run_interp(sched, tiling, args):
-    """The TileKernel interpreter (the spec); a runtime scalar is given in its declared dtype, as
-    the compiler's call path and the printed host code give it (a bfloat16 1.7 is 1.703125)."""
+    """The TileKernel interpreter (the spec); a runtime scalar is given in its declared dtype (a
+    bfloat16 1.7 is 1.703125)."""
     outs = _fresh_outputs(sched, tiling)
+    run_kernel(kernel_ir(sched), _declared_scalars(sched, args), outs, kernel_words(sched, tiling))
+    return outs
+
+
+def _declared_scalars(sched, args):
+    """The arguments with each runtime scalar in its declared dtype, as the compiler's call path
+    and the printed host code give it to every executor."""
     args = list(args)
     for inp in sched.inputs:
         if inp.kind == "runtime_scalar":
             args[inp.index] = np.asarray(args[inp.index]).astype(inp.gm_dtype.np).item()
-    run_kernel(kernel_ir(sched), args, outs, kernel_words(sched, tiling))
-    return outs
+    return args
 
 
 def _fresh_outputs(sched, tiling):
@@ -411,15 +436,16 @@ def _seed_kernel(shape_a, shape_b, dtype=np.float32, fraction=1.0):
     sched = schedule_vector_kernel(fn, target, fraction)
     tiling = compute_tiling(sched, {}, target)
     want = run_function(module, fn, [a, b])[0]
-    return CpuKernel(sched, target), tiling, a, b, want
+    return ScheduleCpu(sched), tiling, a, b, want
 
 
 def test_threads_and_serial_agree(monkeypatch):
     kernel, tiling, a, b, want = _seed_kernel((257,), (301, 257), fraction=0.05)
-    assert tiling.block_dim > 2
-    import fusedsl.backend_cpu as backend
+    words = kernel.words(tiling)
+    total, per_core = (words[kernel.kernel._offsets[n][0]] for n in ("totalTiles", "tilesPerCore"))
+    assert -(-total // per_core) > 2
     for work in (0, 1 << 60):      # always parallel, never parallel
-        monkeypatch.setattr(backend, "PARALLEL_MIN_WORK", work)
+        monkeypatch.setattr(kernel_cpu, "PARALLEL_MIN_BYTES", work)
         out = np.empty_like(want)
         kernel.bind([a, b], [out], tiling)()
         assert_close(out, want)
@@ -427,8 +453,7 @@ def test_threads_and_serial_agree(monkeypatch):
 
 @pytest.mark.parametrize("offset", [0, 1, 3, 8])
 def test_streaming_stores_with_misaligned_outputs(monkeypatch, offset):
-    import fusedsl.backend_cpu as backend
-    monkeypatch.setattr(backend, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(kernel_cpu, "STREAM_MIN_BYTES", 0)
     module, (fn,) = vector_kernels(two_outputs, np.zeros((3, 1000), np.float16), np.zeros((3, 1), np.float16))
     target = get_target("ascend910b")
     sched = schedule_vector_kernel(fn, target, 0.2)
@@ -439,7 +464,7 @@ def test_streaming_stores_with_misaligned_outputs(monkeypatch, offset):
     buf0 = np.empty(3000 + 64, np.float16)
     buf1 = np.empty(3000 + 64, np.float16)
     outs = [buf0[offset:offset + 3000].reshape(3, 1000), buf1[2 * offset + 1:2 * offset + 3001].reshape(3, 1000)]
-    CpuKernel(sched, target).run([a, b], outs, tiling)
+    ScheduleCpu(sched).run([a, b], outs, tiling)
     for o, w in zip(outs, want):
         assert_close(o, w)
 
@@ -453,7 +478,7 @@ def test_run_reuses_the_binding_and_rebinds_on_new_arrays():
     assert kernel._last is first
     b2 = b + 1
     kernel.run([a, b2], [out], tiling)
-    assert kernel._last is not first
+    assert kernel._last is not first and kernel.bound_outputs() == (out,)
     assert_close(out, np.maximum(np.abs(a) + b2, 0))
 
 
@@ -468,19 +493,18 @@ def test_one_element_tensor_may_come_as_a_number():
     sched = schedule_vector_kernel(fn, target)
     assert [i.kind for i in sched.inputs] == ["full", "scalar"]
     out = np.empty(10, np.float32)
-    CpuKernel(sched, target).run(_kernel_args(module, fn, [x, 2.5]), [out], compute_tiling(sched, {}, target))
+    ScheduleCpu(sched).run(_kernel_args(module, fn, [x, 2.5]), [out], compute_tiling(sched, {}, target))
     assert_close(out, x - np.float32(2.5))
 
 
-def test_bad_arrays_are_refused():
+def test_other_dtypes_and_strided_outputs_are_converted():
+    # an input of another dtype is converted to the kernel's, a strided output written through a
+    # contiguous copy (the compiler checks shapes before a kernel runs)
     kernel, tiling, a, b, want = _seed_kernel((128,), (192, 128))
-    out = np.empty_like(want)
-    with pytest.raises(ValueError, match="input 'b'"):
-        kernel.run([a, b.astype(np.float64)], [out], tiling)
-    with pytest.raises(ValueError, match="input 'b'"):
-        kernel.run([a, b.T.copy()[:, :100]], [out], tiling)
-    with pytest.raises(ValueError, match="output 0"):
-        kernel.run([a, b], [out[:, ::2]], tiling)
+    wide = np.full((192, 256), np.nan, np.float32)
+    kernel.run([a.astype(np.float64), b], [wide[:, ::2]], tiling)
+    assert_close(wide[:, ::2], want)
+    assert np.isnan(wide[:, 1::2]).all()
 
 
 # ---- the disk cache --------------------------------------------------------------------------------
@@ -488,17 +512,18 @@ def test_disk_cache_hit_and_corruption(monkeypatch, tmp_path):
     monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(jit, "_memory", {})
     kernel, tiling, a, b, want = _seed_kernel((64,), (10, 64))
+    kernel.run([a, b], [np.empty_like(want)], tiling)    # compiled at its first launch
     assert not kernel.from_disk_cache
-    key = jit.cache_key(kernel.ir)
+    key = jit.cache_key(kernel.kernel.ir)
     path = os.path.join(tmp_path, "llvm", key[:2], key + ".o")
     assert os.path.exists(path)
     assert not [f for f in os.listdir(os.path.dirname(path)) if f.startswith(".tmp")]
 
     monkeypatch.setattr(jit, "_memory", {})
-    again = CpuKernel(kernel.sched)
-    assert again.from_disk_cache
+    again = ScheduleCpu(kernel.sched)
     out = np.empty_like(want)
     again.run([a, b], [out], tiling)
+    assert again.from_disk_cache
     assert_close(out, want)
 
     for damage in (lambda blob: blob[: len(blob) // 2],                      # truncated
@@ -509,10 +534,10 @@ def test_disk_cache_hit_and_corruption(monkeypatch, tmp_path):
         with open(path, "wb") as f:
             f.write(damage(blob))
         monkeypatch.setattr(jit, "_memory", {})
-        rebuilt = CpuKernel(kernel.sched)
-        assert not rebuilt.from_disk_cache
+        rebuilt = ScheduleCpu(kernel.sched)
         out = np.empty_like(want)
         rebuilt.run([a, b], [out], tiling)
+        assert not rebuilt.from_disk_cache
         assert_close(out, want)
         assert jit.read_cached(key) is not None        # the rebuilt entry was written back
 

@@ -85,7 +85,7 @@ def test_dropped_results_are_recycled_and_calls_stay_lean():
 def test_import_is_lazy():
     # what `import fusedsl` loads, not how long it takes (a wall-clock bound failed under load;
     # the import time itself is a benchmark figure): no parser, compiler, JIT or importer
-    heavy = ["lark", "fusedsl.compiler", "llvmlite.binding", "torch", "onnx", "fusedsl.backend_cpu.llvm"]
+    heavy = ["lark", "fusedsl.compiler", "llvmlite.binding", "torch", "onnx", "fusedsl.backend_cpu.llvm_kernel"]
     code = f"import sys; import fusedsl; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == [], loaded                      # they load on first use

@@ -109,16 +109,8 @@ VECTOR = {   # name -> (function, shapes as functions of (r, c, b), numpy)
 }
 
 
-@fuzz_settings(scale=0.05)
-@given(name=st.sampled_from(sorted(VECTOR)), r=st.integers(1, 9), c=st.integers(1, 300), b=st.integers(1, 5),
-       dtype=st.sampled_from(["float32", "float16", "int32"]), target=st.sampled_from(TARGETS))
-def test_vector_kernels_match_the_interpreter_bit_for_bit(name, r, c, b, dtype, target):
-    f, shapes, ref = VECTOR[name]
-    g = np.random.default_rng(r * 1000 + c * 10 + b)
-    args = [(g.standard_normal(s) * 4).astype(dtype) for s in shapes(r, c, b)]
-    comp = fs.fused_kernel(f, target=target).compile(*args)
-    (got,) = _run_both(comp, dict(zip(["a", "x"], args)))
-    _close(got, ref(*args), dtype, 1e-6, 2e-3)
+# Vector kernels against the interpreter bit for bit, on every target and dtype: test_backend_cpu.py
+# (fixed row / general / column / one-element / where patterns) and test_backend_cpu_fuzz.py.
 
 
 def test_runtime_scalars_exp_and_hoisted_rows():

@@ -43,14 +43,16 @@ from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, calls_blas, lower_ke
 __all__ = ["AliasedCpu", "TileKernelCpu", "ScheduleCpu", "ViewScheduleCpu", "PartsCpu", "matmul_products",
            "operand_aliases"]
 
-# Below this many GM bytes a launch runs on the caller's thread (backend_cpu.PARALLEL_MIN_WORK's figure).
+# Below this many GM bytes a launch runs on the caller's thread (measured for the vector kernels: waking a
+# pool thread costs 12-40 µs here, and the pool loses below ~4 MB on this shared 2-vCPU host).
 PARALLEL_MIN_BYTES = 16 << 20
 # A cube kernel's cores (each one sgemm) go to the host threads from this many GM bytes.
 CUBE_PARALLEL_MIN_BYTES = 256 << 10
-# Outputs of this many bytes and more are written with non-temporal stores (backend_cpu.STREAM_MIN_BYTES).
+# Outputs of this many bytes and more are written with non-temporal stores (they will not be read back from
+# cache; skipping the read-for-ownership saves a third of the traffic).
 STREAM_MIN_BYTES = 32 << 20
-# An exp / ln costs about this many bytes of traffic per element (backend_cpu._TRANSCENDENTAL_WEIGHT,
-# llvm_row's): a 4 MB softmax is 24 MB of work, on two threads (0.31 ms against 0.64 on one).
+# An exp / ln costs about this many bytes of traffic per element: a 4 MB softmax is 24 MB of work, on
+# two threads (0.31 ms against 0.64 on one).
 TRANSCENDENTAL_WEIGHT = 16
 # A transpose's own thresholds (measured for transpose.py's tiles, the same register tiles): its
 # stores scatter over many lines, so streaming pays from 8 MB of output; and it is bound by the
@@ -312,7 +314,7 @@ def matmul_products(sched, k: TileKernel) -> dict:
 
 class ScheduleCpu:
     """A kind's schedule run from its TileKernel (`kinds.kernel_ir`) on the CPU's words
-    (cpu_tiling.py), with the interface the compiler's call paths use (CpuKernel's, ColumnCpuKernel's):
+    (cpu_tiling.py), with the interface the compiler's call paths use (ColumnCpuKernel's too):
     `run(inputs, outputs[, tiling])` repeats the last bound call when the arrays (and runtime
     scalars, by value) are the same, `bind` gives a bound call, `bound_outputs` the outputs that
     call keeps alive (referenced once: the output pool discounts them).  `tiling` is the launch's

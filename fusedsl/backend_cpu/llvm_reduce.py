@@ -32,12 +32,11 @@ from .. import dtypes as dt
 from ..ir.core import Function
 from ..ir.shapes import column_param
 from ..lower.column_plan import ColumnPlan, plan_column_kernel
-from ..lower.vector import compute_dtype
+from ..lower.vector import VectorSchedule, compute_dtype
 from . import jit
 from .host import host_features
 from .irgen import carried_loop, counted_loop, kernel_function, masked_load, masked_store
 from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
-from .llvm import constant_slots
 from .mathlib import VectorConsts
 from .stmts import F32, I32, LANES, StmtEmitter, mem_type, reg_type, round_scalar_to, vec
 
@@ -54,6 +53,13 @@ HEAD = 4                    # A, K, B, blocks per a
 PARAM_WORDS = 4             # address, sa, sk, sb
 
 __all__ = ["ColumnCpuKernel"]
+
+
+def constant_slots(sched: VectorSchedule) -> dict[str, object]:
+    """Scratch slots a step's schedule fills with one value before any tile (Compare's constant
+    operands): no stmt writes them, so they are constants."""
+    return {name: value for name, value in getattr(sched, "prefill", {}).items()
+            if sched.slots.get(name) is not None and sched.slots[name].role == "scratch"}
 
 
 class _ColumnBuilder:
