@@ -13,7 +13,8 @@ import fusedsl as fs
 from fusedsl.backend_cpu import jit, kernel_cpu, llvm_kernel
 from fusedsl.lower.kinds import host_kernel_ir, kernel_ir
 from fusedsl.tile.kernel import Alloc, For, Free
-from fusedsl.tile.kernel_passes import single_buffer
+from fusedsl.tile.kernel import print_kernel
+from fusedsl.tile.kernel_passes import lift_immediates, single_buffer
 
 
 def test_the_host_runs_the_lowerings_queue_depths_and_the_chip_keeps_its_second_buffers():
@@ -92,7 +93,7 @@ def test_a_second_process_takes_the_lowered_ir_from_the_disk_cache(monkeypatch, 
 def test_kernels_equal_but_for_name_and_words_lower_and_compile_once(monkeypatch, tmp_path):
     """The IR does not depend on a kernel's name or tiling words (read at run time): two functions
     and two shapes of one elementwise kernel are one lowering and one compile, each result right;
-    another scalar is another kernel."""
+    another op is another kernel."""
     monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(kernel_cpu, "_lowered", {})
     monkeypatch.setattr(jit, "_memory", {})
@@ -112,7 +113,7 @@ def test_kernels_equal_but_for_name_and_words_lower_and_compile_once(monkeypatch
             np.testing.assert_allclose(fs.fused_kernel(fn)(x), np.exp(x) + 1, rtol=1e-6)
     assert (len(lowered), len(compiled)) == (1, 1)
     x = np.ones((3, 4), np.float32)
-    np.testing.assert_allclose(fs.fused_kernel(lambda a: fs.exp(a) + 2.0)(x), np.exp(x) + 2, rtol=1e-6)
+    np.testing.assert_allclose(fs.fused_kernel(lambda a: fs.exp(a) * 2.0)(x), np.exp(x) * 2, rtol=1e-6)
     assert (len(lowered), len(compiled)) == (2, 2)
 
 
@@ -145,3 +146,41 @@ def test_only_the_element_loops_unroll_by_a_runtime_count():
     hinted = {tag for tag, h in back_edges if h}
     assert {"block", "tile"} <= hinted and not hinted & set(llvm_kernel.UNROLLED_LOOPS)
     assert "vec" in {tag for tag, _ in back_edges}
+
+
+def test_kernels_equal_but_for_their_constants_share_one_lowering(monkeypatch, tmp_path):
+    """kernel_passes.lift_immediates: a stmt's immediate is a runtime scalar on the host, so
+    kernels that differ only in constants lower once, and give the bits the immediates gave (each
+    constant rounded to its stmt's dtype: 0.1 in float16; -0.0 and NaN kept); muls by -1 stays an
+    immediate (exact on the CPU)."""
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    lowered = []
+    real = kernel_cpu.lower_kernel
+    monkeypatch.setattr(kernel_cpu, "lower_kernel", lambda *a: lowered.append(1) or real(*a))
+
+    def run(fn, x, lifted: bool):
+        monkeypatch.setattr(kernel_cpu, "_lowered", {})
+        monkeypatch.setattr(kernel_cpu, "lift_immediates", lift_immediates if lifted else (lambda k: (k, {})))
+        return fs.fused_kernel(fn)(x)
+    x32 = np.array([-2.5, -0.0, 0.0, 0.1, 3.0, np.nan, np.inf, -1.0], np.float32)
+    i32 = np.arange(-5, 5, dtype=np.int32)
+    floats = ((0.1, -0.0), (2.5, 0.0), (np.nan, 1.0), (-3.0, np.inf))
+    for x, constants, make in ((x32, floats, lambda c, lo: (lambda a: fs.maximum(a * c + c, lo))),
+                               (x32.astype(np.float16), floats, lambda c, lo: (lambda a: fs.maximum(a * c + c, lo))),
+                               (i32, ((3, 0), (-7, 0)), lambda c, _: (lambda a: (a + c) * c))):
+        for c, lo in constants:
+            got = run(make(c, lo), x, True)
+            want = run(make(c, lo), x, False)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (x.dtype, c, lo, got, want)
+    # in one process: a second constant finds the first one's IR in memory
+    lowered.clear()
+    monkeypatch.setattr(kernel_cpu, "_lowered", {})
+    monkeypatch.setattr(kernel_cpu, "lift_immediates", lift_immediates)
+    for c in (0.5, 7.25):
+        lowered.clear()
+        np.testing.assert_array_equal(fs.fused_kernel(lambda a: fs.maximum(a * c + c, 1.0))(x32),
+                                      np.maximum(x32 * np.float32(c) + np.float32(c), 1))
+    assert not lowered, "the second constant lowered again"
+    sched = fs.fused_kernel(lambda a: a * -1.0 + 2.0).compile(x32).kernels[0].schedule
+    lifted, values = lift_immediates(host_kernel_ir(sched))
+    assert list(values.values()) == [2.0] and "muls(in_a_0, -1" in print_kernel(lifted).replace(".0", "")

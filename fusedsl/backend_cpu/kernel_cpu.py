@@ -4,8 +4,10 @@
     cpu.run(inputs, outputs, words)              # kernel_interp.run_kernel's signature; JIT on first use
 
 The LLVM IR is compiled (O3, jit.py) at the kernel's first launch.  Lowering the same TileKernel
-again in one process (its text: every kernel the printer or the interpreter would see) reuses the
-IR (`_lowered`); a later process reads it from the disk cache (jit.lowered_ir).  A shorter LLVM
+again in one process reuses the IR (`_lowered`); a later process reads it from the disk cache
+(jit.lowered_ir).  "The same" is `lowering_text`: the kernel's text without its name, note, words
+and source lines, after its stmts' constants became runtime scalars (lift_immediates): kernels
+that differ only in those are one lowering and one compile.  A shorter LLVM
 pipeline for small launches (SROA, instcombine, simplifycfg) compiled a bitonic sort's kernels
 2-4x faster but changed float16 maximum / minimum of -0.0 and 0.0 (test_signed_zero): not used.
 
@@ -30,6 +32,7 @@ from ..lower.cube import CubeSchedule
 from ..lower.row import RowSchedule
 from ..lower.kinds import host_kernel_ir
 from ..tile.kernel import Step, TileKernel, evaluate, member_values, print_kernel
+from ..tile.kernel_passes import lift_immediates
 from ..tile.verify import TileVerifyError
 from ..views import gather_indices
 from . import jit
@@ -102,6 +105,8 @@ class TileKernelCpu:
         """`products`: {Matmul object: numpy's vector routine}; `compensated_folds`: long float folds
         added with Kahan's compensation (llvm_kernel.lower_kernel); `host_product`: a conv kernel
         reading its product from `bind`'s (llvm_kernel._HostProduct)."""
+        # the stmts' constants as runtime scalars: kernels equal but for them share their IR
+        k, self._imms = lift_immediates(k)
         self.k = k
         self.products = {name: form for name, form in (products or {}).items() if form is not None}
         self.host_product = host_product
@@ -156,7 +161,7 @@ class TileKernelCpu:
         args[:k.word_count] = words
         at = k.word_count
         for f in self._typed:
-            value = inputs[int(f.name[1:])]
+            value = self._imms[f.name] if f.name in self._imms else inputs[int(f.name[1:])]
             d = self._typed_dtype[f.name]
             with np.errstate(all="ignore"):
                 if f.ctype == "float":

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .kernel import (Alloc, Call, DeQue, For, Free, If, MmIterate, TileKernel, print_kernel, ub_plan,
-                     verify_kernel)
+from .kernel import (Alloc, Call, DeQue, Field, For, Free, If, Member, MmIterate, Step, TileKernel, print_kernel,
+                     ub_plan, verify_kernel)
 from .kernel_cost import kernel_work
 from .kernel_reuse import reuse_buffers
 
@@ -127,6 +127,65 @@ def single_buffer(k: TileKernel) -> TileKernel:
                 q = dataclasses.replace(q, depth=1)
         queues.append(q)
     return k if queues == list(k.queues) else dataclasses.replace(k, queues=queues)
+
+
+# the stmt dtypes whose immediates `lift_immediates` turns into runtime scalars (a typed field and
+# member each; the host's conversion of a number to them is numpy's astype, as the stmts' constants)
+_LIFTED_DTYPES = {"float32": "float", "float16": "float", "int32": "int32_t"}
+
+
+def lift_immediates(k: TileKernel) -> tuple[TileKernel, dict]:
+    """The host's kernel with each tile stmt's immediate scalar (`muls(x, 0.0625)`, `cmp.GE(t, 2)`,
+    `dup(True)`) read from a runtime scalar of its own -- a typed field `immN` (after the tiling
+    words), the member `immN` of the stmt's dtype it initialises, bound in the step -- and
+    {field: value}, the values the caller packs at each launch.  Kernels that differ only in
+    their constants (a bitonic sort's or a scan's stages at other strides, a test's random scalars)
+    are then one LLVM lowering and one compile.  One field per occurrence, so the kernel's text
+    does not depend on which values are equal.  Not lifted: `muls` by -1 (the CPU lowering takes
+    it as exact: no rounding), dtypes without a typed-field form, kernels of parts."""
+    if k.parts:
+        return k, {}
+    taken = {f.name for f in k.fields} | {m.name for m in k.members}
+    fields, members, values = [], [], {}
+
+    def lift(step: Step) -> Step:
+        stmts, scalars = [], list(step.scalars)
+        for st in step.stmts:
+            kind = _LIFTED_DTYPES.get(st.dtype.name)
+            if (st.scalar is None or st.scalar[0] != "imm" or kind is None or st.op == "cast"
+                    or (st.op == "muls" and st.scalar[1] == -1)):
+                stmts.append(st)
+                continue
+            name = f"imm{len(values)}"
+            while name in taken:
+                name = "_" + name
+            taken.add(name)
+            values[name] = st.scalar[1]
+            fields.append(Field(name, ctype=kind))
+            members.append(Member(name, init="t." + name, dtype=st.dtype))
+            scalars.append((name, name))
+            stmts.append(dataclasses.replace(st, scalar=("var", name)))
+        if not fields or stmts == list(step.stmts):
+            return step
+        return dataclasses.replace(step, stmts=tuple(stmts), scalars=tuple(scalars))
+
+    def nodes(body):
+        return tuple(node(n) for n in body)
+
+    def node(n):
+        if isinstance(n, Step):
+            return lift(n)
+        if isinstance(n, (For, MmIterate)):
+            return dataclasses.replace(n, body=nodes(n.body))
+        if isinstance(n, If):
+            return dataclasses.replace(n, then=nodes(n.then), orelse=nodes(n.orelse))
+        return n
+    stages = [dataclasses.replace(st, body=nodes(st.body)) for st in k.stages]
+    process = nodes(k.process) if k.process is not None else None
+    if not values:
+        return k, {}
+    return dataclasses.replace(k, fields=list(k.fields) + fields, members=list(k.members) + members,
+                               stages=stages, process=process), values
 
 
 # the tiling pass takes no candidate that moves more GM bytes than the lowering's own words (rows
