@@ -106,8 +106,8 @@ from llvmlite import ir
 from .. import dtypes as dt
 from ..tile.kernel import (CORE_NAMES, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
                            Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Return,
-                           Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, add, evaluate, member_values,
-                           walk_nodes)
+                           Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, add, evaluate, map_steps,
+                           member_values, walk_nodes)
 from .irgen import I1, I64, PTR, VOID, branch_values, carried_loop, kernel_function, no_runtime_unrolling, vname
 from .mathlib import VectorConsts
 from . import attention_softmax, tiled_product
@@ -283,23 +283,10 @@ def _read_first(step: Step) -> set[str]:
 
 def cpu_prefills(k: TileKernel) -> TileKernel:
     """k with each Step's prefills cut to what its CPU lowering reads (`read_prefills`)."""
-    def nodes(body):
-        return tuple(node(n) for n in body)
-
-    def node(n):
-        if isinstance(n, Step):
-            kept = read_prefills(n)
-            return n if kept == n.prefill else dataclasses.replace(n, prefill=kept)
-        if isinstance(n, (For, MmIterate)):
-            return dataclasses.replace(n, body=nodes(n.body))
-        if isinstance(n, If):
-            return dataclasses.replace(n, then=nodes(n.then), orelse=nodes(n.orelse))
-        return n
-    stages = [dataclasses.replace(st, body=nodes(st.body)) for st in k.stages]
-    process = nodes(k.process) if k.process is not None else None
-    if stages == k.stages and process == k.process:
-        return k
-    return dataclasses.replace(k, stages=stages, process=process)
+    def cut(step: Step) -> Step:
+        kept = read_prefills(step)
+        return step if kept == step.prefill else dataclasses.replace(step, prefill=kept)
+    return map_steps(k, cut)
 
 
 class _HostProduct:

@@ -41,7 +41,7 @@ The text form (`print_kernel` / `parse_kernel`) is deterministic and round-trips
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 import numpy as np
@@ -559,6 +559,27 @@ def walk_nodes(body):
         elif isinstance(node, If):
             yield from walk_nodes(node.then)
             yield from walk_nodes(node.orelse)
+
+
+def map_steps(k: "TileKernel", fn) -> "TileKernel":
+    """k with every Step (of its stages and its Process, inside For, If and Iterate bodies)
+    replaced by fn(step); k itself when fn changed none."""
+    def nodes(body):
+        return tuple(node(n) for n in body)
+
+    def node(n):
+        if isinstance(n, Step):
+            return fn(n)
+        if isinstance(n, (For, MmIterate)):
+            return replace(n, body=nodes(n.body))
+        if isinstance(n, If):
+            return replace(n, then=nodes(n.then), orelse=nodes(n.orelse))
+        return n
+    stages = [replace(st, body=nodes(st.body)) for st in k.stages]
+    process = nodes(k.process) if k.process is not None else None
+    if stages == k.stages and process == k.process:
+        return k
+    return replace(k, stages=stages, process=process)
 
 
 def evaluate(e: Expr, env: dict) -> int:

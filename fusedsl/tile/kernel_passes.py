@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .kernel import (Alloc, Call, DeQue, Field, For, Free, If, Member, MmIterate, Step, TileKernel, print_kernel,
-                     ub_plan, verify_kernel)
+from .kernel import (Alloc, Call, DeQue, Field, For, Free, If, Member, MmIterate, Step, TileKernel, map_steps,
+                     print_kernel, ub_plan, verify_kernel)
 from .kernel_cost import kernel_work
 from .kernel_reuse import reuse_buffers
 
@@ -169,23 +169,10 @@ def lift_immediates(k: TileKernel) -> tuple[TileKernel, dict]:
             return step
         return dataclasses.replace(step, stmts=tuple(stmts), scalars=tuple(scalars))
 
-    def nodes(body):
-        return tuple(node(n) for n in body)
-
-    def node(n):
-        if isinstance(n, Step):
-            return lift(n)
-        if isinstance(n, (For, MmIterate)):
-            return dataclasses.replace(n, body=nodes(n.body))
-        if isinstance(n, If):
-            return dataclasses.replace(n, then=nodes(n.then), orelse=nodes(n.orelse))
-        return n
-    stages = [dataclasses.replace(st, body=nodes(st.body)) for st in k.stages]
-    process = nodes(k.process) if k.process is not None else None
+    lifted = map_steps(k, lift)
     if not values:
         return k, {}
-    return dataclasses.replace(k, fields=list(k.fields) + fields, members=list(k.members) + members,
-                               stages=stages, process=process), values
+    return dataclasses.replace(lifted, fields=list(k.fields) + fields, members=list(k.members) + members), values
 
 
 # the tiling pass takes no candidate that moves more GM bytes than the lowering's own words (rows
