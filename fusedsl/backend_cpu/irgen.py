@@ -1,8 +1,9 @@
 """LLVM IR building blocks every CPU lowering shares: the kernel function of the launch
 convention (launch.py), loops with carried values, masked vector loads and stores.
 
-The vector (llvm.py), column (llvm_reduce.py) and attention (attention.py)
-lowerings build their loops and memory accesses here, so they differ only in what they compute.
+The one lowering of the tile IR (llvm_kernel.py, with tiled_product.py and attention_softmax.py)
+and the column (llvm_reduce.py) and attention (attention.py) executors build their loops and memory
+accesses here.
 """
 from __future__ import annotations
 

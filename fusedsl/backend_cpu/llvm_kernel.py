@@ -1,7 +1,7 @@
 """One LLVM lowering for every kernel kind: a TileKernel (tile/kernel.py) walked node by node.
 
-The per-kind CPU lowerings (llvm.py, llvm_reduce.py; llvm_view.py, transpose.py and llvm_row.py
-until the view, transpose and row kinds moved here) each re-derive a kernel from its schedule; this module reads the loop-level tile IR that every
+The per-kind CPU lowerings (llvm_reduce.py and attention.py still run some kernels; llvm.py, llvm_view.py,
+transpose.py, llvm_row.py and cube.py are gone) each re-derived a kernel from its schedule; this module reads the loop-level tile IR that every
 kind already lowers to (`lower.kinds.kernel_ir`) and the Ascend C printer prints, so the CPU runs
 what the chip runs: the same stages, tiles, DMA copies and vector calls.  Its executable spec is
 `kernel_interp.run_kernel`; results are bit-identical to it wherever both use IEEE arithmetic

@@ -4,7 +4,7 @@ the cube kernel it would have been alone (`lower.cube.schedule_cube_kernel` on t
 own function), `lower/cube_tile.cube_group_tile_kernel` makes one TileKernel holding the parts'
 kernels, and printer_kernel.py prints the parts' classes and one entry that runs them in turn (one Matmul object each, registered together; the UB plan is
 reset between parts). What it saves is launches: every part reads A, as separate kernels do.
-The CPU executor runs the parts in turn too (`backend_cpu/cube.py`).
+The CPU runs the parts in turn too (`backend_cpu/kernel_cpu.PartsCpu`, each part on llvm_kernel).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A row kernel's phases over one cached row: read by the row schedule, the cube row
-epilogue and the CPU row kernel (llvm_row).
+"""A row kernel's phases over one cached row: read by the row schedule and the cube row
+epilogue (whose tile IR the CPU runs too, backend_cpu/llvm_kernel.py).
 
 A row kernel (FS112, or a lone last-axis reduction) computes, per row of its reductions'
 operand shape [*outer, C], a chain of elementwise ops, last-axis reductions and ops that

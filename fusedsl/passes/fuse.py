@@ -1191,7 +1191,7 @@ def _per_row_consumer(fn: Function, ops_idx, group_ops: set[int], producer: dict
     once per row and writes it beside its other per-row outputs.  A per-row tensor parameter
     ([R] beside [R, C]) would not be told apart from a last-axis vector, so it keeps the kernel
     out.  When rows have one element (C == 1, or C symbolic) a one-element tensor reads like a
-    row of the row kernel, which does not load it for a per-row op (KeyError in llvm_row:
+    row of the row kernel, which does not load it for a per-row op (a KeyError in the row lowering:
     where(sum(b, 1) > 0, a[:, 0], b[:, 0]) on [1, 1]; sum(x, -1) * 1.5 + t[0] on [4, 1]), so
     then only the group's values and constants qualify."""
     inside = set(ops_idx) | group_ops
