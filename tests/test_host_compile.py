@@ -184,3 +184,6 @@ def test_kernels_equal_but_for_their_constants_share_one_lowering(monkeypatch, t
     sched = fs.fused_kernel(lambda a: a * -1.0 + 2.0).compile(x32).kernels[0].schedule
     lifted, values = lift_immediates(host_kernel_ir(sched))
     assert list(values.values()) == [2.0] and "muls(in_a_0, -1" in print_kernel(lifted).replace(".0", "")
+    # the executor keeps the kernel it was given (the interpreter runs it: no typed field of its own)
+    cpu = kernel_cpu.TileKernelCpu(host_kernel_ir(sched))
+    assert cpu.k == host_kernel_ir(sched) and not any(f.ctype != "uint32_t" for f in cpu.k.fields)

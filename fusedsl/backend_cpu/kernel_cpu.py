@@ -105,26 +105,27 @@ class TileKernelCpu:
         """`products`: {Matmul object: numpy's vector routine}; `compensated_folds`: long float folds
         added with Kahan's compensation (llvm_kernel.lower_kernel); `host_product`: a conv kernel
         reading its product from `bind`'s (llvm_kernel._HostProduct)."""
-        # the stmts' constants as runtime scalars: kernels equal but for them share their IR
-        k, self._imms = lift_immediates(k)
-        self.k = k
+        self.k = k   # the kernel as the printer and the interpreter see it
+        # lowered with its stmts' constants as runtime scalars (kernels equal but for them share
+        # their IR): the typed fields `bind` packs are the lifted kernel's
+        lifted, self._imms = lift_immediates(k)
         self.products = {name: form for name, form in (products or {}).items() if form is not None}
         self.host_product = host_product
         t0 = time.perf_counter()
-        self.ir = _lower(k, self.products, compensated_folds, host_product)
+        self.ir = _lower(lifted, self.products, compensated_folds, host_product)
         self._use_disk = use_disk_cache
         self._compiled = None   # jit.Compiled once the first launch compiled it (keeps the code alive)
         self._cfunc = None
         self.serial = False   # every launch on the caller's thread (ScheduleCpu: SERIAL_MODES)
         self.compile_seconds = time.perf_counter() - t0   # lowering, plus each JIT compile
         self._offsets = k.field_offsets()
-        self._typed = typed_fields(k)
+        self._typed = typed_fields(lifted)
         self._transcendental = transcendental_stmts(k)
         # a runtime scalar's field is converted to the dtype of the member it initialises (numpy's
         # astype of the Python number, as the interpreter does), so the kernel only widens it
         self._typed_dtype = {}
         for f in self._typed:
-            users = {m.dtype for m in k.members if m.init == "t." + f.name and m.dtype is not None}
+            users = {m.dtype for m in lifted.members if m.init == "t." + f.name and m.dtype is not None}
             self._typed_dtype[f.name] = users.pop() if len(users) == 1 else None
 
     def function(self):
