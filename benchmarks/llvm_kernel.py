@@ -81,6 +81,11 @@ def _layer_norm(x):
     return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
 
 
+def _row_case(f, ref, cols: int = 1024):
+    """A row kernel's case: f of float32 rows of `cols` elements, numpy's `ref`."""
+    return ("row", f, lambda n, g: [g.standard_normal((_rows(n, cols), cols), np.float32)], ref)
+
+
 def _attention(q, k, v, mask=None, causal=False):
     """numpy's attention of [1, H, L, D] operands, 1024 query rows at a time (the scores of a 64 MB
     case would take gigabytes)."""
@@ -128,33 +133,16 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
              lambda a, b: np.concatenate([a, b], axis=1)),
     "column": ("column", lambda x: fs.sum(x, 0),
                lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)], lambda x: x.sum(0)),
-    "softmax": ("row", lambda x: fs.softmax(x),
-                lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)],
-                lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1,
-                                                                                                        keepdims=True)),
-    "layer_norm": ("row", lambda x: fs.layer_norm(x),
-                   lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)],
-                   lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)),
+    "softmax": _row_case(lambda x: fs.softmax(x), _softmax),
+    "layer_norm": _row_case(lambda x: fs.layer_norm(x), _layer_norm),
     # rows of 16384: 128 fold lanes, float sums compensated (cpu_tiling.row_fold_lanes)
-    "mid_softmax": ("row", lambda x: fs.softmax(x),
-                    lambda n, g: [g.standard_normal((_rows(n, 16384), 16384), np.float32)],
-                    lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(
-                        -1, keepdims=True)),
-    "mid_layer_norm": ("row", lambda x: fs.layer_norm(x),
-                       lambda n, g: [g.standard_normal((_rows(n, 16384), 16384), np.float32)],
-                       lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)),
+    "mid_softmax": _row_case(lambda x: fs.softmax(x), _softmax, 16384),
+    "mid_layer_norm": _row_case(lambda x: fs.layer_norm(x), _layer_norm, 16384),
     # rows longer than cpu_tiling.ROW_SUM_MAX: float sums with compensated folds ([R, 65536])
-    "long_sum": ("row", lambda x: fs.sum(x, -1),
-                 lambda n, g: [g.standard_normal((_rows(n, 65536), 65536), np.float32)], lambda x: x.sum(-1)),
-    "long_softmax": ("row", lambda x: fs.softmax(x),
-                     lambda n, g: [g.standard_normal((_rows(n, 65536), 65536), np.float32)],
-                     lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(
-                         -1, keepdims=True)),
-    "long_layer_norm": ("row", lambda x: fs.layer_norm(x),
-                        lambda n, g: [g.standard_normal((_rows(n, 65536), 65536), np.float32)],
-                        lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)),
-    "row_sum": ("row", lambda x: fs.sum(x, -1),
-                lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)], lambda x: x.sum(-1)),
+    "long_sum": _row_case(lambda x: fs.sum(x, -1), lambda x: x.sum(-1), 65536),
+    "long_softmax": _row_case(lambda x: fs.softmax(x), _softmax, 65536),
+    "long_layer_norm": _row_case(lambda x: fs.layer_norm(x), _layer_norm, 65536),
+    "row_sum": _row_case(lambda x: fs.sum(x, -1), lambda x: x.sum(-1)),
     # integer / bool rows (the CPU row schedule's int32 lanes): [R, 1024] int32 sums, int8 maxima,
     # bool counts (a compare's rows summed: bool -> int32)
     "int_sum": ("row", lambda x: fs.sum(x, -1),
@@ -434,8 +422,8 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     print(f"threads: {os.environ.get('FUSEDSL_NUM_THREADS', len(os.sched_getaffinity(0)))}, repeat {a.repeat}, "
           f"cache {os.environ['FUSEDSL_CACHE_DIR']}")
-    print(f"| kernel | kind (today's executor) | input | k(*arrays) ms | per-kind executor ms | llvm_kernel ms | "
-          f"ratio | compile today ms | compile llvm_kernel ms |")
+    print("| kernel | kind (today's executor) | input | k(*arrays) ms | per-kind executor ms | llvm_kernel ms | "
+          "ratio | compile today ms | compile llvm_kernel ms |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in a.cases.split(","):
         for size in a.sizes.split(","):

@@ -85,12 +85,16 @@ def cache_dir() -> str:
     return cachedir.private_dir("llvm")
 
 
-def cache_key(ir_text: str) -> str:
+def _key(*parts: str) -> str:
     h = hashlib.sha256()
-    for part in (ir_text, _fusedsl_version(), ABI_VERSION, llvmlite.__version__, _Host.fingerprint()):
+    for part in parts:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def cache_key(ir_text: str) -> str:
+    return _key(ir_text, _fusedsl_version(), ABI_VERSION, llvmlite.__version__, _Host.fingerprint())
 
 
 _SOURCES = None
@@ -121,11 +125,7 @@ def lowered_ir(description: str, lower) -> str:
     lowering (Python building and printing up to 500 KB of IR) costs as much as its compile.  Kept
     as one cache entry like object code (`llvm/<2 hex>/<64 hex>.o`: MAGIC, checksum, the IR
     zlib-compressed), under a key of its own kind ("ir" first in the hash)."""
-    h = hashlib.sha256()
-    for part in ("ir", description, source_fingerprint(), llvmlite.__version__, _Host.fingerprint()):
-        h.update(part.encode())
-        h.update(b"\0")
-    key = h.hexdigest()
+    key = _key("ir", description, source_fingerprint(), llvmlite.__version__, _Host.fingerprint())
     blob = read_cached(key)
     if blob is not None:
         try:

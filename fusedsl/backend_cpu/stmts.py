@@ -166,7 +166,7 @@ class StmtEmitter:
         d = st.dtype
         if d.is_float:
             value = self._float_op(st.op, srcs, scalar)
-            exact = PRIMS[st.op].exact or (st.op == "muls" and st.scalar == ("imm", -1))
+            exact = PRIMS[st.op].exact or st.negation
             return value if exact or d == dt.float32 else self.round_to(value, d)
         if d == dt.int32:
             return self._int_op(st.op, srcs, scalar)

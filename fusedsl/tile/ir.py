@@ -80,6 +80,12 @@ class Stmt:
     cmp_mode: str | None = None         # cmp: LT LE GT GE EQ NE (dst = a OP b ? 1 : 0); select: (a OP b) ? x : y
     aux: tuple[str, ...] = ()           # printer scratch slots (bit masks, constant tensors)
 
+    @property
+    def negation(self) -> bool:
+        """muls by the immediate -1: exact in every dtype (nothing to round), which the CPU lowering
+        relies on -- the -1 must stay an immediate (kernel_passes.lift_immediates)."""
+        return self.op == "muls" and self.scalar == ("imm", -1)
+
 
 @dataclass
 class VectorSchedule:

@@ -152,8 +152,7 @@ def lift_immediates(k: TileKernel) -> tuple[TileKernel, dict]:
         stmts, scalars = [], list(step.scalars)
         for st in step.stmts:
             kind = _LIFTED_DTYPES.get(st.dtype.name)
-            if (st.scalar is None or st.scalar[0] != "imm" or kind is None or st.op == "cast"
-                    or (st.op == "muls" and st.scalar[1] == -1)):
+            if st.scalar is None or st.scalar[0] != "imm" or kind is None or st.op == "cast" or st.negation:
                 stmts.append(st)
                 continue
             name = f"imm{len(values)}"
@@ -165,7 +164,7 @@ def lift_immediates(k: TileKernel) -> tuple[TileKernel, dict]:
             members.append(Member(name, init="t." + name, dtype=st.dtype))
             scalars.append((name, name))
             stmts.append(dataclasses.replace(st, scalar=("var", name)))
-        if not fields or stmts == list(step.stmts):
+        if stmts == list(step.stmts):
             return step
         return dataclasses.replace(step, stmts=tuple(stmts), scalars=tuple(scalars))
 
