@@ -568,7 +568,8 @@ def test_attention_kernels_match_the_interpreter(target, causal):
 
 def _product_calls(wide: bool):
     """The register-tiled product and the K^T pack (tiled_product.py) compiled alone, as ctypes calls:
-    product(m, n, k, a, lda, b, ldb, c, mode, scale, top, diag), pack(src, ld, rows, cols, dst)."""
+    product(m, n, k, a, lda, b, ldb, c, mode, scale, top, diag), pack(src, ld, rows, cols, dst),
+    packed(src, ld, rows, cols, cache, slots, slot_floats, block_bytes) -> address."""
     import ctypes
 
     from llvmlite import ir
@@ -579,12 +580,15 @@ def _product_calls(wide: bool):
     module = ir.Module(name="tiled_product_test")
     tiled_product.product_function(module, VectorConsts(module, LANES, scalef=wide), wide)
     tiled_product.pack_function(module, wide)
+    tiled_product.packed_function(module, wide)
     compiled = jit.compile_ir(str(module), tiled_product.PRODUCT, use_disk=False)
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     product = ctypes.CFUNCTYPE(None, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64, ctypes.c_float, ptr,
                                i64)(compiled.address)
     pack = ctypes.CFUNCTYPE(None, ptr, i64, i64, i64, ptr)(compiled.engine.get_function_address(tiled_product.PACK))
-    return compiled, product, pack
+    packed = ctypes.CFUNCTYPE(ctypes.c_uint64, ptr, i64, i64, i64, ptr, i64, i64, i64)(
+        compiled.engine.get_function_address(tiled_product.PACKED))
+    return compiled, product, pack, packed
 
 
 def _panels(bt: np.ndarray, wide: bool) -> np.ndarray:
@@ -610,7 +614,7 @@ def test_tiled_product_matches_numpy(m, n, k, lda, ldk, wide):
     a = g.standard_normal((m, lda)).astype(np.float32)
     kmat = g.standard_normal((n, ldk)).astype(np.float32)
     packed = np.full(k * n + 5, np.nan, np.float32)
-    compiled, product, pack = _product_calls(wide)
+    compiled, product, pack, _ = _product_calls(wide)
     pack(kmat.ctypes.data, ldk, n, k, packed.ctypes.data)
     bt = np.ascontiguousarray(kmat[:, :k].T)
     np.testing.assert_array_equal(packed[:k * n], _panels(bt, wide))
@@ -633,6 +637,44 @@ def test_tiled_product_matches_numpy(m, n, k, lda, ldk, wide):
     cut = np.subtract.outer(np.arange(m), np.arange(n)) <= -2   # column - row >= diag (2)
     np.testing.assert_array_equal(results[PANELS | ROW_MAX], np.where(cut, -np.inf, results[0] * np.float32(0.5)))
     np.testing.assert_array_equal(top.reshape(m, 16).max(1), results[PANELS | ROW_MAX].max(1))
+
+
+def test_packed_blocks_are_packed_once_per_launch():
+    """tiled_product.packed_function: a block of K^T is packed into its slot (address / block bytes
+    mod slots) the first time, then handed out from there while its tag (address; rows, cols)
+    matches -- even if K changed, which is why the kernel zeroes the tags at each launch; another
+    block, or the same address with fewer rows, is packed again."""
+    from fusedsl.backend_cpu.tiled_product import pack_slots
+    compiled, _, pack, packed = _product_calls(True)
+    g = np.random.default_rng(3)
+    kmat = g.standard_normal((3 * 20, 24)).astype(np.float32)   # three blocks of 20 keys, k = 24
+    floats, slots = 20 * 24, 2
+    assert pack_slots(floats) == 32 and pack_slots(1 << 30) == 1
+    cache = np.zeros(slots * (floats + 4), np.float32)
+    tags = cache[slots * floats:].view(np.int64)
+
+    def want(rows, first=0, src=kmat):
+        out = np.zeros(rows * 24, np.float32)
+        pack(src[first:].ctypes.data, 24, rows, 24, out.ctypes.data)
+        return out
+
+    def get(first, rows=20):
+        at = packed(kmat[first:].ctypes.data, 24, rows, 24, cache.ctypes.data, slots, floats, 20 * 24 * 4)
+        start = (at - cache.ctypes.data) // 4
+        assert 0 <= start <= (slots - 1) * floats and start % floats == 0
+        return cache[start:start + rows * 24]
+    first = get(0).copy()
+    np.testing.assert_array_equal(first, want(20))
+    old = kmat.copy()
+    kmat[:] += 1.0   # a changed input at the same addresses: the held blocks are handed out unchanged
+    np.testing.assert_array_equal(get(0), first)
+    np.testing.assert_array_equal(get(20), want(20, 20))   # the next block: its own slot, packed now
+    np.testing.assert_array_equal(get(0), want(20, 0, old))
+    np.testing.assert_array_equal(get(0, 13), want(13))   # fewer rows: another tag, packed again
+    tags[:] = 0   # what the kernel does at each launch
+    np.testing.assert_array_equal(get(0), want(20))
+    np.testing.assert_array_equal(get(40), want(20, 40))   # block 2 takes block 0's slot (2 slots)
+    np.testing.assert_array_equal(get(0), want(20))
 
 
 def _heads(x):
@@ -687,16 +729,28 @@ def test_attention_on_the_cpu_schedule_matches_torch(name, dtype, monkeypatch):
     assert "sm.row" in cpu.ir and "attn.p" in cpu.ir and "attn.o" in cpu.ir
     assert ("attn.top" in cpu.ir) == (len(shapes) == 3)
     assert ("fusedsl_transpose_pack_half" in cpu.ir and "fusedsl_widen_rows" in cpu.ir) == (dtype == np.float16)
-    cpu.run(inputs, [got])
+    assert "fusedsl_packed_block" in cpu.ir   # K^T packed once per launch (tiled_product.packed_function)
+    call = cpu.bind(inputs, [got])
+    call()
+    # the same bound call again on a changed K (at the same address): the packed blocks of the last
+    # launch are not reused
+    first = got.copy()
+    args[1][...] = args[1][..., ::-1]   # k, which `inputs` holds
+    call()
+    changed = got.copy()
     spec = np.zeros_like(got)
     run_kernel(kernel, inputs, [spec], kernel.words)
-    q, k, v = (np.swapaxes(x, 1, 2) if how.get("bshd") else x for x in args[:3])
-    mask = args[3] if len(args) > 3 else None
-    want = torch_sdpa(q, k, v, mask, causal=how.get("causal", False))
-    want = np.swapaxes(want, 1, 2) if how.get("bshd") else want
     rtol, atol = TOL[np.dtype(dtype)]
-    for result in (got, spec):
-        np.testing.assert_allclose(result.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
+
+    def want():
+        q, k, v = (np.swapaxes(x, 1, 2) if how.get("bshd") else x for x in args[:3])
+        mask = args[3] if len(args) > 3 else None
+        out = torch_sdpa(q, k, v, mask, causal=how.get("causal", False))
+        return (np.swapaxes(out, 1, 2) if how.get("bshd") else out).astype(np.float64)
+    for result in (changed, spec):
+        np.testing.assert_allclose(result.astype(np.float64), want(), rtol=rtol, atol=atol)
+    args[1][...] = args[1][..., ::-1]
+    np.testing.assert_allclose(first.astype(np.float64), want(), rtol=rtol, atol=atol)
 
 
 SIGNED_ZEROS = """kernel @ties kind vector

@@ -88,7 +88,7 @@ What each node becomes:
   make the same calls with numpy's layouts (`_numpy_product`; blas.numpy_product).  Work GM tensors are the core's slice in the arena, zeroed per core.
   The attention kind's products (skinny: the head size is their K or N) run in register tiles
   instead of sgemm (tiled_product.py: no packing per call; K read transposed is transposed into
-  panels in the object's B block first), and its softmax works on S in the block of C where
+  panels once per launch and thread: the object's B block holds the blocks packed so far, `packs_b_once`), and its softmax works on S in the block of C where
   GetTensorC hands it over (`_c_written_in_place`), not in a copy: the statements of its online
   softmax (scale, mask, max, exp, sum, rescale, P) run as two passes per row of S
   (attention_softmax.py), P written over S where the P V product reads it (`attn_p`), P V
@@ -201,10 +201,26 @@ def arena_layout(k: TileKernel, words) -> tuple[dict[str, tuple[int, int]], int]
         m, n, ka = (env[mm_field(mm, f)] for f in ("singleCoreM", "singleCoreN", "Ka"))
         # an int32 C of 8-bit operands: a float32 chunk product follows it (`_int8_product`)
         c_elems = m * n * (2 if _exact_chunk(mm) else 1)
-        for part, elems in (("A", m * ka), ("B", ka * n), ("C", c_elems)):
+        b_elems = ka * n
+        if packs_b_once(k, mm):   # the thread's packed blocks of K^T and their tags (tiled_product.packed_function)
+            slots = tiled_product.pack_slots(ka * n)
+            b_elems = slots * (ka * n + 4)
+        for part, elems in (("A", m * ka), ("B", b_elems), ("C", c_elems)):
             out[f"{mm.name}.{part}"] = (at, _line(elems * 4))
             at += _line(elems * 4)
     return out, at
+
+
+def packs_b_once(k: TileKernel, mm) -> bool:
+    """Whether the attention kind's Matmul object `mm` reads B transposed from an input GM tensor
+    only (Q K^T's K): each thread then keeps the blocks of B it packed (`arena_layout`'s B block is
+    tiled_product.packed_function's cache) and packs a block once per launch, not once per Q block."""
+    if k.kind != "attention" or not mm.b.transpose or mm.a.transpose or mm.b.dtype not in (dt.float32, dt.float16):
+        return False
+    gms = {g.name: g for g in k.gms}
+    nodes = [n for st in k.stages for n in walk_nodes(st.body)] + list(walk_nodes(k.process or ()))
+    sets = [n for n in nodes if isinstance(n, MmSet) and n.mm == mm.name and n.which == "B"]
+    return bool(sets) and all(n.src in gms and gms[n.src].role == "in" for n in sets)
 
 
 def calls_blas(k: TileKernel, products=None) -> bool:
@@ -835,9 +851,12 @@ class _Lowering:
                     self.top_buf = b.alloca(F32, size=b.mul(rows, ir.Constant(I64, LANES)), name="attn.top")
                     self.top_buf.align = 64
             self.mm_scratch = {}
+            self.pack_cache = {}   # Matmul name -> (slots, slot floats) of its packed blocks of B (`packs_b_once`)
             for mm in k.matmuls:
                 self.mm_scratch[mm.name] = [self._arg(b, at + j) for j in range(3)]
                 at += 3
+                if packs_b_once(k, mm) and self.tiled_products and mm.name not in self.products:
+                    self._pack_cache(b, mm)
             if self.products:   # numpy's vector routines: cblas_sgemv, cblas_sdot
                 gemv_t = ir.FunctionType(VOID, [I32, I32, I64, I64, F32, PTR, I64, PTR, I64, F32, PTR, I64])
                 dot_t = ir.FunctionType(F32, [I64, PTR, I64, PTR, I64])
@@ -2891,7 +2910,7 @@ class _Lowering:
                     o = b.gep(self.tensor_base(into), [ir.Constant(I64, 0)], source_etype=I8, name="attn.o")
                     self._product_call(tiled_product.ACCUMULATE, [m, n, kk, pa, lda, pb, ldb, o])
                 elif self.tiled_products and not mm.a.transpose:
-                    self._tiled_product(m, n, kk, a_arg, b_arg, b_buf, c_buf)
+                    self._tiled_product(m, n, kk, a_arg, b_arg, b_buf, c_buf, mm)
                 else:
                     self._sgemm(m, n, kk, a_arg, b_arg, c_buf)
         if into is None:
@@ -3047,7 +3066,7 @@ class _Lowering:
         the functions its kernel calls: each costs O3 time at the first launch)."""
         if make is tiled_product.widen_function:
             return make(self.module, self.kc)
-        if make is tiled_product.pack_function:
+        if make in (tiled_product.pack_function, tiled_product.packed_function):
             return make(self.module, self.wide, **options)
         return make(self.module, self.kc, self.wide)
 
@@ -3062,14 +3081,38 @@ class _Lowering:
         self.b.call(self._tiled_fn(tiled_product.widen_function), [self.b.load(slot, typ=PTR), ld, rows, cols, dst])
         return dst, cols, ir.Constant(I32, 111)
 
-    def _tiled_product(self, m, n, kk, a, bb, scratch, c) -> None:
+    def _pack_cache(self, b, mm) -> None:
+        """At the kernel's entry: the slots of `mm`'s packed blocks of B (tiled_product.pack_slots of
+        the words' block, as `arena_layout` sized them) and their tags zeroed (an input may change
+        between launches)."""
+        n, ka = (b.zext(self.words[mm_field(mm, f)[2:]], I64) for f in ("singleCoreN", "Ka"))
+        floats = b.mul(n, ka)
+        slots = b.udiv(ir.Constant(I64, tiled_product.PACK_CACHE_BYTES), b.mul(floats, ir.Constant(I64, 4)))
+        slots = b.select(b.icmp_unsigned("<", slots, ir.Constant(I64, tiled_product.PACK_SLOTS)), slots,
+                         ir.Constant(I64, tiled_product.PACK_SLOTS))
+        slots = b.select(b.icmp_unsigned("<", slots, ir.Constant(I64, 1)), ir.Constant(I64, 1), slots)
+        tags = b.gep(self.arena, [b.add(self.mm_scratch[mm.name][1], b.mul(b.mul(slots, floats), ir.Constant(I64, 4)))],
+                     source_etype=I8)
+        memset = self.kc.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+        b.call(memset, [tags, ir.Constant(I8, 0), b.mul(slots, ir.Constant(I64, 16)), ir.Constant(I1, 0)])
+        self.pack_cache[mm.name] = (slots, floats, n)
+
+    def _tiled_product(self, m, n, kk, a, bb, scratch, c, mm=None) -> None:
         """c = a @ b in register tiles (tiled_product.py) instead of sgemm: `a` and `bb` are
         `_sgemm_operand`'s; a B read transposed (attention's K) is first transposed into `scratch`
-        (the object's B block, k x n floats) in the panels the panel product reads."""
+        (the object's B block, k x n floats) in the panels the panel product reads -- or, for a
+        Matmul object that `packs_b_once`, into the thread's cache of packed blocks, where it is
+        packed only the first time."""
         b = self.b
         (pa, lda, _), (pb, ldb, tb) = a, bb
-        if tb.constant in (112, 113):   # B[p, j] = src[j * ldb + p]: its n rows of k into scratch, in panels
+        if tb.constant in (112, 113) and mm is not None and mm.name in self.pack_cache:
+            slots, floats, full_n = self.pack_cache[mm.name]
+            block_bytes = b.mul(b.mul(full_n, ldb), ir.Constant(I64, mm.b.dtype.itemsize))
+            scratch = b.call(self._tiled_fn(tiled_product.packed_function, half=tb.constant == 113),
+                             [pb, ldb, n, kk, scratch, slots, floats, block_bytes])
+        elif tb.constant in (112, 113):   # B[p, j] = src[j * ldb + p]: its n rows of k into scratch, in panels
             b.call(self._tiled_fn(tiled_product.pack_function, half=tb.constant == 113), [pb, ldb, n, kk, scratch])
+        if tb.constant in (112, 113):
             if not self.attn_top:
                 self._product_call(tiled_product.PANELS, [m, n, kk, pa, lda, scratch, n, c])
                 return

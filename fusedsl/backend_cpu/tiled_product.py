@@ -6,9 +6,10 @@ head size as N -- and sgemm packs both operands into its own panels on every cal
 on [1, 8, 2730, 64] float32 the sgemm calls alone, one thread, took 1.3x the per-kind attention
 executor's whole kernel (attention.py, whose register tiles are the same shape as these).  Here the
 product reads A where it lies and B in rows, or -- a B read transposed, attention's K -- in panels
-of NR columns that `pack_function` transposes it into (the Matmul object's B block, 16 x 16 register
-tiles, once per Iterate: k x n elements for an m x k x n product; each panel's k rows contiguous,
-where rows of B 2 KB apart fell in a few L1 sets):
+of NR columns that `pack_function` transposes it into (16 x 16 register tiles: k x n elements for an
+m x k x n product; each panel's k rows contiguous, where rows of B 2 KB apart fell in a few L1 sets),
+once per launch and thread: `packed_function` keeps the packed blocks (every Q block of a head
+multiplies the same blocks of K):
 
     for each panel of NR columns of C:
         for each pass of KC rows of B:       (the panel's KC x NR floats stay in L1)
@@ -33,14 +34,19 @@ from .mathlib import VectorConsts
 from .register_transpose import network, network_columns
 from .stmts import F16, F32, I32, LANES
 
-__all__ = ["ACCUMULATE", "KC", "PACK", "PACK_HALF", "PANELS", "PRODUCT", "ROW_MAX", "WIDEN", "pack_function",
-           "product_function", "tile_shape", "widen_function"]
+__all__ = ["ACCUMULATE", "KC", "PACK", "PACK_HALF", "PACKED", "PANELS", "PRODUCT", "ROW_MAX", "WIDEN", "pack_function",
+           "pack_slots", "packed_function", "product_function", "tile_shape", "widen_function"]
 
 PRODUCT = "fusedsl_tiled_product"
 PANELS, ACCUMULATE, ROW_MAX = 1, 2, 4   # the product's `mode` bits
 PACK = "fusedsl_transpose_pack"
 PACK_HALF = "fusedsl_transpose_pack_half"
 WIDEN = "fusedsl_widen_rows"
+PACKED = "fusedsl_packed_block"
+# A thread keeps up to PACK_SLOTS packed blocks of K^T, PACK_CACHE_BYTES at most (`packed_function`):
+# every KV block of a head at [1, 8, 10922, 64] float32 (22 blocks of 512 keys, 2.8 MB)
+PACK_SLOTS = 32
+PACK_CACHE_BYTES = 8 << 20
 KC = 128   # B rows per pass over C: a panel's 128 x 64 floats (32 KB) stay in L1 while the tiles use them
 
 
@@ -307,4 +313,48 @@ def widen_function(module: ir.Module, kc: VectorConsts) -> ir.Function:
         return []
     carried_loop(b, _c(0), rows, 1, [], row, "wd.r")
     b.ret_void()
+    return fn
+
+
+def pack_slots(slot_floats: int) -> int:
+    """The packed blocks a thread keeps (`packed_function`) when a block takes `slot_floats` floats:
+    PACK_SLOTS, fewer when they would take more than PACK_CACHE_BYTES, at least one."""
+    return max(1, min(PACK_SLOTS, PACK_CACHE_BYTES // max(1, 4 * slot_floats)))
+
+
+def packed_function(module: ir.Module, wide: bool, half: bool = False) -> ir.Function:
+    """`ptr fusedsl_packed_block(ptr src, i64 ld, i64 rows, i64 cols, ptr cache, i64 slots, i64 slot_floats,
+    i64 block_bytes)` (`..._half`: float16 src): the address of src's block packed in panels as
+    `pack_function` leaves it, packed only when the thread's cache does not hold it yet.
+
+    Attention's Q K^T product reads K transposed, and every Q block of a head multiplies the same
+    K blocks: packed once per block of the Q block, K^T was ~6 % of the kernel's time ([1, 8, 2730,
+    64] float32, one thread).  The cache is `slots` blocks of `slot_floats` floats, then a tag of
+    two i64 per slot (src's address; rows | cols << 32); a block of `block_bytes` bytes of src (a
+    whole block's rows x ld elements) goes to slot (address / block_bytes) mod slots -- consecutive
+    blocks of a head take consecutive slots.  The caller zeroes the tags before its first call (the
+    kernel's entry: an input may change between launches) and passes only src that nothing writes
+    while the kernel runs (an input GM tensor).  Defined once per module."""
+    name = PACKED + ("_half" if half else "")
+    if name in module.globals:
+        return module.globals[name]
+    pack = pack_function(module, wide, half)
+    fn = ir.Function(module, ir.FunctionType(PTR, [PTR, I64, I64, I64, PTR, I64, I64, I64]), name)
+    fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")
+    src, ld, rows, cols, cache, slots, slot_floats, block_bytes = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    address = b.ptrtoint(src, I64)
+    slot = b.urem(b.udiv(address, block_bytes), slots)
+    dst = b.gep(cache, [b.mul(slot, slot_floats)], source_etype=F32)
+    tags = b.gep(cache, [b.mul(slots, slot_floats)], source_etype=F32)
+    tag_at = [b.gep(tags, [b.add(b.mul(slot, _c(2)), _c(j))], source_etype=I64) for j in range(2)]
+    shape = b.or_(rows, b.shl(cols, _c(32)))
+    held = b.and_(b.icmp_unsigned("==", b.load(tag_at[0], typ=I64), address),
+                  b.icmp_unsigned("==", b.load(tag_at[1], typ=I64), shape))
+    with b.if_then(b.not_(held)):
+        b.call(pack, [src, ld, rows, cols, dst])
+        b.store(address, tag_at[0])
+        b.store(shape, tag_at[1])
+    b.ret(dst)
     return fn
