@@ -90,6 +90,30 @@ def test_a_second_process_takes_the_lowered_ir_from_the_disk_cache(monkeypatch, 
     assert len(lowered) == 3
 
 
+def test_a_helper_modules_declare_is_compiled_once_and_linked(monkeypatch, tmp_path):
+    """jit.share: a module that declares a shared helper (attention kernels: the K^T pack) is
+    loaded after the helper, which is compiled once per process and linked by name -- also when
+    the module's object comes from the disk cache in a new process."""
+    import ctypes
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    helper, made = "fusedsl_test_shared_double", []
+
+    def make_ir():
+        made.append(1)
+        return f'define i64 @"{helper}"(i64 %x) {{\n  %y = mul i64 %x, 2\n  ret i64 %y\n}}\n'
+    monkeypatch.setitem(jit._shared, helper, make_ir)
+
+    def call(add: int) -> int:
+        text = (f'declare i64 @"{helper}"(i64)\n\ndefine i64 @"caller"(i64 %x) {{\n'
+                f'  %y = call i64 @"{helper}"(i64 %x)\n  %z = add i64 %y, {add}\n  ret i64 %z\n}}\n')
+        compiled = jit.compile_ir(text, "caller")
+        return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(compiled.address)(20)
+    assert (call(1), call(2), len(made)) == (41, 42, 1)
+    monkeypatch.setattr(jit, "_memory", {})     # a new process: the caller's object from disk
+    monkeypatch.setattr(jit, "_provided", {})
+    assert (call(1), len(made)) == (41, 2)
+
+
 def test_kernels_equal_but_for_name_and_words_lower_and_compile_once(monkeypatch, tmp_path):
     """The IR does not depend on a kernel's name or tiling words (read at run time): two functions
     and two shapes of one elementwise kernel are one lowering and one compile, each result right;

@@ -10,6 +10,8 @@ polynomials against numpy's) and products numpy's matmul runs as gemv / dot, whi
 few ulps; both agree with numpy within the tolerances the kinds' own tests use."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -730,6 +732,9 @@ def test_attention_on_the_cpu_schedule_matches_torch(name, dtype, monkeypatch):
     assert ("attn.top" in cpu.ir) == (len(shapes) == 3)
     assert ("fusedsl_transpose_pack_half" in cpu.ir and "fusedsl_widen_rows" in cpu.ir) == (dtype == np.float16)
     assert "fusedsl_packed_block" in cpu.ir   # K^T packed once per launch (tiled_product.packed_function)
+    # by the process's one pack (tiled_product.shared_pack, jit.share): declared, not defined, here
+    assert re.search(r'^declare void @"fusedsl_transpose_pack\w*_nr\d+"', cpu.ir, re.M)
+    assert not re.search(r'^define [^@]*@"fusedsl_transpose_pack', cpu.ir, re.M)
     call = cpu.bind(inputs, [got])
     call()
     # the same bound call again on a changed K (at the same address): the packed blocks of the last

@@ -86,15 +86,15 @@ What each node becomes:
   matrix is one row and / or one column (the runner knows the graph's shapes; the tile IR does not):
   numpy multiplies those with cblas_sgemv / cblas_sdot, whose sums differ from sgemm's, so they
   make the same calls with numpy's layouts (`_numpy_product`; blas.numpy_product).  Work GM tensors are the core's slice in the arena, zeroed per core.
-  The attention kind's products (skinny: the head size is their K or N) run in register tiles
-  instead of sgemm (tiled_product.py: no packing per call; K read transposed is transposed into
-  panels once per launch and thread: the object's B block holds the blocks packed so far, `packs_b_once`), and its softmax works on S in the block of C where
-  GetTensorC hands it over (`_c_written_in_place`), not in a copy: the statements of its online
-  softmax (scale, mask, max, exp, sum, rescale, P) run as two passes per row of S
-  (attention_softmax.py), P written over S where the P V product reads it (`attn_p`), P V
-  accumulated into O (`mm_iterate` `into`), and the Q K^T product of a kernel without a mask scales
-  S, cuts its causal keys and takes its rows' maxima as it stores it (`attn_top`); float16 operands
-  are widened by vector loops (`_widened`).
+  The attention kind's products (skinny: the head size is their K or N) run in register tiles instead of sgemm
+  (tiled_product.py: no packing per call; K read transposed is transposed into panels once per launch and
+  thread: the object's B block holds the blocks packed so far, `packs_b_once`), and its softmax works on S in
+  the block of C where GetTensorC hands it over (`_c_written_in_place`), not in a copy: the statements of its
+  online softmax (scale, mask, max, exp, sum, rescale, P) run as two passes per row of S
+  (attention_softmax.py), P written over S where the P V product reads it (`attn_p`), P V accumulated into O
+  (`mm_iterate` `into`), and the Q K^T product of a kernel without a mask scales S, cuts its causal keys and
+  takes its rows' maxima as it stores it (`attn_top`); float16 operands are widened by vector loops
+  (`_widened`).
 """
 from __future__ import annotations
 
@@ -3067,8 +3067,10 @@ class _Lowering:
         the functions its kernel calls: each costs O3 time at the first launch)."""
         if make is tiled_product.widen_function:
             return make(self.module, self.kc)
-        if make in (tiled_product.pack_function, tiled_product.packed_function):
-            return make(self.module, self.wide, **options)
+        if make is tiled_product.pack_function:   # compiled once per process (jit.share), not per kernel
+            return tiled_product.shared_pack(self.module, self.wide, **options)
+        if make is tiled_product.packed_function:
+            return make(self.module, self.wide, shared=True, **options)
         return make(self.module, self.kc, self.wide)
 
     def _widened(self, op) -> bool:

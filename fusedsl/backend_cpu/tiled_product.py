@@ -29,13 +29,14 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from . import jit
 from .irgen import I1, I64, PTR, VOID, branch_values, carried_loop
 from .mathlib import VectorConsts
 from .register_transpose import network, network_columns
 from .stmts import F16, F32, I32, LANES
 
 __all__ = ["ACCUMULATE", "KC", "PACK", "PACK_HALF", "PACKED", "PANELS", "PRODUCT", "ROW_MAX", "WIDEN", "pack_function",
-           "pack_slots", "packed_function", "product_function", "tile_shape", "widen_function"]
+           "pack_slots", "packed_function", "product_function", "shared_pack", "tile_shape", "widen_function"]
 
 PRODUCT = "fusedsl_tiled_product"
 PANELS, ACCUMULATE, ROW_MAX = 1, 2, 4   # the product's `mode` bits
@@ -216,7 +217,7 @@ def _rows_function(module: ir.Module, name: str):
     fn.args[4].add_attribute("noalias")
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
-def pack_function(module: ir.Module, wide: bool, half: bool = False) -> ir.Function:
+def pack_function(module: ir.Module, wide: bool, half: bool = False, name: str | None = None) -> ir.Function:
     """`void fusedsl_transpose_pack(ptr src, i64 ld, i64 rows, i64 cols, ptr dst)`: B = K^T for the
     panel product: src's `rows` rows of `cols` floats (ld apart; `half`, `fusedsl_transpose_pack_half`:
     float16 elements, widened) transposed into `tile_shape` column panels --
@@ -224,8 +225,8 @@ def pack_function(module: ir.Module, wide: bool, half: bool = False) -> ir.Funct
     r0 = r - r % nr, w = min(nr, rows - r0) wide -- in 16 x 16 register tiles
     (register_transpose.network), the edges element by element.  A panel's k rows are contiguous:
     rows of B 2 KB apart (512 keys) fell in a few L1 sets and the product read them from L2.
-    Defined once per module."""
-    name = PACK_HALF if half else PACK
+    Defined once per module (named `name`: the shared copy's, `shared_pack`)."""
+    name = name or (PACK_HALF if half else PACK)
     if name in module.globals:
         return module.globals[name]
     fn, b = _rows_function(module, name)
@@ -324,7 +325,35 @@ def pack_slots(slot_floats: int) -> int:
     return max(1, min(PACK_SLOTS, PACK_CACHE_BYTES // max(1, 4 * slot_floats)))
 
 
-def packed_function(module: ir.Module, wide: bool, half: bool = False) -> ir.Function:
+def shared_pack(module: ir.Module, wide: bool, half: bool = False) -> ir.Function:
+    """`pack_function` declared in `module`, defined once per process (jit.share): its fully unrolled
+    16 x 16 register transposes took 0.41 of the 0.57 s that O3 and the code generator spent on a
+    whole attention kernel, once per kernel; an attention kernel's module now only calls it."""
+    name = _shared_name(wide, half)
+    if name in module.globals:
+        return module.globals[name]
+    return ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64, I64, PTR]), name)
+
+
+def _shared_name(wide: bool, half: bool) -> str:
+    """The shared pack's symbol: its element type and panel width (a kernel's products read its panels)."""
+    return f"{PACK_HALF if half else PACK}_nr{tile_shape(wide)[1]}"
+
+
+def _shared_module(wide: bool, half: bool):
+    def make_ir() -> str:
+        module = ir.Module(name="shared_pack")
+        pack_function(module, wide, half, _shared_name(wide, half))
+        return str(module)
+    return make_ir
+
+
+for _wide in (True, False):
+    for _half in (False, True):
+        jit.share(_shared_name(_wide, _half), _shared_module(_wide, _half))
+
+
+def packed_function(module: ir.Module, wide: bool, half: bool = False, shared: bool = False) -> ir.Function:
     """`ptr fusedsl_packed_block(ptr src, i64 ld, i64 rows, i64 cols, ptr cache, i64 slots, i64 slot_floats,
     i64 block_bytes)` (`..._half`: float16 src): the address of src's block packed in panels as
     `pack_function` leaves it, packed only when the thread's cache does not hold it yet.
@@ -336,11 +365,12 @@ def packed_function(module: ir.Module, wide: bool, half: bool = False) -> ir.Fun
     whole block's rows x ld elements) goes to slot (address / block_bytes) mod slots -- consecutive
     blocks of a head take consecutive slots.  The caller zeroes the tags before its first call (the
     kernel's entry: an input may change between launches) and passes only src that nothing writes
-    while the kernel runs (an input GM tensor).  Defined once per module."""
+    while the kernel runs (an input GM tensor).  `shared`: it calls `shared_pack`, else a
+    `pack_function` of the module.  Defined once per module."""
     name = PACKED + ("_half" if half else "")
     if name in module.globals:
         return module.globals[name]
-    pack = pack_function(module, wide, half)
+    pack = shared_pack(module, wide, half) if shared else pack_function(module, wide, half)
     fn = ir.Function(module, ir.FunctionType(PTR, [PTR, I64, I64, I64, PTR, I64, I64, I64]), name)
     fn.attributes.add("nounwind")
     fn.attributes.add("noinline")
