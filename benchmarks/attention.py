@@ -19,7 +19,8 @@ re-read per KV block, and K and V read for more Q blocks than the model's (310P 
 BQ 112 so that the Q block fits UB).
 
 CPU time (B=1, H=8, float32, medians of --repeat interleaved runs, both cores): fusedsl's
-attention kernel (kernel(*arrays): the blocked online softmax on BLAS, backend_cpu/attention.py)
+attention kernel (kernel(*arrays): the attention kind's TileKernel on the CPU's blocks through the one
+LLVM lowering, backend_cpu/attention_cpu.py)
 vs torch eager scaled_dot_product_attention and torch.compile of it, each repeat running the
 three one after another so that the machine's load affects them alike.
 

@@ -24,9 +24,10 @@ kernel on llvm_kernel); their "llvm_kernel" is that SplitCpu, bound once.  A row
 llvm_kernel is the one `k(*arrays)` runs: the row kind's kernel scheduled for the CPU
 (backend_cpu/cpu_tiling.row_schedule) on that schedule's words; a conv kernel's is conv_cpu.ConvCpu (the
 kernel in host-product mode, its product conv_product.py's).  The attention cases (float32 [1, 8, S, 64]
-plain, causal, with a bool mask [S, S], head size 128; float16 with 16 heads) have no replaced executor:
-"per-kind executor" is today's (attention.py, what `k(*arrays)` runs) and llvm_kernel runs the attention kind
-scheduled for the CPU (backend_cpu/cpu_tiling.attention_schedule) on its words.
+plain, causal, with a bool mask [S, S], head size 128; float16 with 16 heads): llvm_kernel runs the attention
+kind scheduled for the CPU (backend_cpu/cpu_tiling.attention_schedule) on its words, what `k(*arrays)` runs
+(backend_cpu/attention_cpu.py); attention.py, the executor it replaced, is gone (RESULTS.md "Round 6,
+attention" has the last comparison).
 
     python benchmarks/llvm_kernel.py [--repeat 7] [--sizes 64K,1M,16M,64M] [--cases view,column,...]
     python benchmarks/llvm_kernel.py --without-copyout --cases elementwise
@@ -387,8 +388,8 @@ def _check(got, want):
 def _previous_executor(comp, plan, inputs, want):
     """For a kind `k(*arrays)` now runs on llvm_kernel, the per-kind executor it ran before, bound on
     the same arrays (column: llvm_reduce.py's ColumnCpuKernel); else None (llvm.py's CpuKernel, the vector
-    kind's executor before, cube.py, the matmul and conv kinds', and llvm_row.py, the row kind's, are gone:
-    RESULTS.md Rounds 2-5 have their last comparisons)."""
+    kind's executor before, cube.py, the matmul and conv kinds', llvm_row.py, the row kind's, and
+    attention.py, the attention kind's, are gone: RESULTS.md Rounds 2-6 have their last comparisons)."""
     vector = comp._cpu.get(plan.name)
     if vector is not None and isinstance(vector[0], ScheduleCpu):
         return None   # llvm.py and llvm_view.py are gone (RESULTS.md Rounds 2-4 have the last comparisons)
@@ -398,8 +399,8 @@ def _previous_executor(comp, plan, inputs, want):
     elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):
         old = ColumnCpuKernel(plan.function, comp.target)
         bind = old.bind
-    else:   # the view and transpose kinds' per-kind executors are gone (RESULTS.md Round 3), and cube.py,
-        # which ran matmuls, convs and what their kinds refuse (Rounds 3-5)
+    else:   # the view and transpose kinds' per-kind executors are gone (RESULTS.md Round 3), cube.py,
+        # which ran matmuls, convs and what their kinds refuse (Rounds 3-5), and attention.py (Round 6)
         return None
     out = buffers.empty(want.shape, want.dtype)
     call = bind(inputs, [out])

@@ -397,7 +397,7 @@ class CompiledKernel:
         return slow
 
     def _schedule_runner(self, row, positions, slow):
-        """fast_runner's path for a lone row, column or transpose kernel run by a ScheduleCpu (one result, no
+        """fast_runner's path for a lone row, column, transpose or attention kernel on a ScheduleCpu (one result, no
         runtime scalar): its remembered call (`_last` = (tiling, inputs, call), the outputs in
         call.outputs) repeated when the arguments are the same arrays and the caller dropped the
         last result, as for the per-kind kernels."""
@@ -485,7 +485,7 @@ class CompiledKernel:
 
     def _single_row_plan(self):
         """(kernel, input order, result meta) when main is one call of a natively run row kernel
-        (the row kind's ScheduleCpu), column kernel or lone transpose on
+        (the row kind's ScheduleCpu), column kernel, lone transpose or lone attention op on
         its parameters returning exactly its results, with static shapes."""
         if self._single_row is not _UNSET:
             return self._single_row
@@ -497,8 +497,8 @@ class CompiledKernel:
         if plan.schedule is not None:
             return None
         kernel = self._row_kernel(plan)
-        if kernel is None:   # a lone transpose runs the same way (recycled outputs, no main walk)
-            kernel = self._transpose_kernel(plan)
+        if kernel is None:   # a lone transpose or attention op runs the same way (recycled outputs, no main walk)
+            kernel = self._transpose_kernel(plan) or self._attention_kernel(plan)
         if kernel is None:
             return None
         self._single_row = (kernel, [params.index(v) for v in call.operands], self._result_meta({}))
@@ -552,7 +552,7 @@ class CompiledKernel:
             return self._conv_binder(conv, op)
         from .backend_cpu.blas import one_blas_thread
 
-        def bind_other(ins, outs):   # attention kernels, or the numpy reference
+        def bind_other(ins, outs):   # the numpy reference
             def call():
                 with one_blas_thread():   # a product in the reference: see blas.py
                     results = self._run_llvm_kernel(plan, ins, outs, {})
@@ -573,6 +573,9 @@ class CompiledKernel:
         other = self._transpose_kernel(plan)
         if other is not None:   # a lone transpose / stepped slice
             return (lambda ins, outs: other.bind(ins, outs)), False
+        attention = self._attention_kernel(plan)
+        if attention is not None:   # a lone attention op
+            return (lambda ins, outs: attention.bind(ins, outs)), False
         return bind_other, False
 
     def _structural_zeros(self):
@@ -1123,11 +1126,15 @@ class CompiledKernel:
         return self._cpu[key]
 
     def _attention_kernel(self, plan: KernelPlan):
-        """The CPU flash-attention kernel of a lone attention op (compiled per shape), or None."""
+        """A lone attention op's CPU executor: the attention kind's TileKernel on the CPU's blocks
+        through the one LLVM lowering (backend_cpu/attention_cpu.py: bfloat16 operands widened and
+        a mask broadcast over the keys given its key axis on the host, symbolic sizes scheduled per
+        call's shapes), or None (another kernel, or the kind refuses it: the numpy reference runs it)."""
         key = ("attention", plan.name)
         if key not in self._cpu:
-            from .backend_cpu.attention import AttentionCpuKernel
-            self._cpu[key] = AttentionCpuKernel.build(plan.function)
+            from .backend_cpu.attention_cpu import attention_cpu
+            self._cpu[key] = attention_cpu(plan.function, self.target,
+                                           lambda ins: run_function(self.module, plan.function, ins))
         return self._cpu[key]
 
     def executor(self, plan: KernelPlan | str) -> str:
@@ -1135,7 +1142,7 @@ class CompiledKernel:
         "vector" (its tile program in LLVM), "view" (a gather / slice / concatenate as
         addressing), "row" / "column" (LLVM row or column kernel), "cube" (a matmul / conv kind's
         kernel, or one split at its product: `_split_kernel`), "transpose" (the transpose kind's TileKernel: blocked register transposes), "attention"
-        (flash attention on BLAS), or
+        (the attention kind's TileKernel on the CPU's blocks), or
         "reference": no native executor takes it and it runs on the numpy interpreter (what
         tests/test_ops_native.py rules out for the op vocabulary).  `_run_llvm_kernel` and the
         bound program dispatch by the same tests in the same order."""
@@ -1193,8 +1200,11 @@ class CompiledKernel:
                         for t, target in zip(_concrete(plan.function.results, sizes), targets)]
                 self._transpose_kernel(plan).run(inputs, outs)
                 done = tuple(outs)
-            if done is None and self._attention_kernel(plan) is not None:   # flash attention on BLAS
-                done = self._attention_kernel(plan).run(inputs, targets)
+            if done is None and self._attention_kernel(plan) is not None:   # the attention kind's TileKernel
+                outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
+                        for t, target in zip(_concrete(plan.function.results, sizes), targets)]
+                self._attention_kernel(plan).run(inputs, outs)
+                done = tuple(outs)
             return done if done is not None else run_function(self.module, plan.function, inputs)  # numpy
         outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
                 for t, target in zip(_concrete(plan.function.results, sizes), targets)]

@@ -235,11 +235,15 @@ def test_rope_matches_torch_rotate_half():
 
 
 def test_llvm_runs_the_flash_kernel_over_several_blocks():
-    """Sizes past one Q block and one KV block (tails on both), causal and a broadcast mask:
-    the LLVM executor runs the blocked kernel (not the reference), and agrees with torch."""
-    from fusedsl.backend_cpu.attention import BLOCK_K, BLOCK_Q, AttentionCpuKernel
+    """Sizes past one Q block and one KV block of the CPU's schedule (cpu_tiling.attention_schedule;
+    tails on both), causal and a broadcast mask: the LLVM executor runs the attention kind's
+    kernel on llvm_kernel (not the reference), and agrees with torch; so do the operand forms the
+    kind does not take, adapted on the host (backend_cpu/attention_cpu.py): bfloat16 operands
+    (widened to float32, the result rounded once) and a mask broadcast over the keys."""
+    from fusedsl.backend_cpu.cpu_tiling import ATTENTION_CAUSAL_Q_ROWS, ATTENTION_KV_COLS, ATTENTION_Q_ROWS
+    from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
     rng = np.random.default_rng(6)
-    lq, lk = BLOCK_Q + 37, 2 * BLOCK_K + 19
+    lq, lk = max(ATTENTION_Q_ROWS, ATTENTION_CAUSAL_Q_ROWS) + 37, 2 * ATTENTION_KV_COLS + 19
     q = rng.standard_normal((1, 4, lq, 40)).astype(np.float32)
     k, v = (rng.standard_normal((1, 2, lk, 40)).astype(np.float32) for _ in range(2))
     mask = rng.random((1, 1, lq, lk)) > 0.1
@@ -247,11 +251,35 @@ def test_llvm_runs_the_flash_kernel_over_several_blocks():
         kern = fs.fused_kernel(lambda q, k, v, m: fs.attention(q, k, v, mask=m, causal=causal))
         got = kern(q, k, v, mask)
         compiled = kern.compile(q, k, v, mask)
-        assert any(isinstance(x, AttentionCpuKernel) for x in compiled._cpu.values())
+        (plan,) = compiled.kernels
+        assert compiled.executor(plan) == "attention"
+        assert isinstance(compiled._attention_kernel(plan), ScheduleCpu)
         check(got, torch_sdpa(q, k, v, mask & np.tri(lq, lk, dtype=bool) if causal else mask), f"causal={causal}")
     half = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v, causal=True))
     args = [x.astype(np.float16) for x in (q, k, v)]
     check(half(*args), torch_sdpa(*args, causal=True), "float16")
+    # adapted on the host: bfloat16, and a mask of one column for every key
+    brain = [x[:, :, :70].astype(ml_dtypes.bfloat16) for x in (q, k, v)]
+    q70, keys = q[:, :, :70].copy(), rng.random((1, 1, 70, 1)) > 0.3
+    for f, args, want in ((lambda q, k, v: fs.attention(q, k, v, causal=True), brain,
+                           torch_sdpa(*brain, causal=True)),
+                          (lambda q, k, v, m: fs.attention(q, k, v, mask=m), [q70, k, v, keys],
+                           torch_sdpa(q70, k, v, np.broadcast_to(keys, (1, 1, 70, lk))))):
+        kern = fs.fused_kernel(f)
+        compiled = kern.compile(*args)
+        assert compiled.executor(compiled.kernels[0]) == "attention"
+        for _ in range(2):   # the second call repeats the bound call: the operands converted again
+            check(kern(*args), want, str(args[0].dtype))
+        args[0][...] = args[0][:, :, ::-1]
+        want = torch_sdpa(*args[:3], causal=True) if len(args) == 3 else \
+            torch_sdpa(*args[:3], np.broadcast_to(keys, (1, 1, 70, lk)))
+        check(kern(*args), want, "q changed in place")
+    # symbolic sizes: a kernel per call's shapes
+    sym = fs.fused_kernel(lambda q, k, v: fs.attention(q, k, v)).compile(*[fs.spec((1, "H", "S", 40), "float32")] * 3)
+    assert sym.executor(sym.kernels[0]) == "attention"
+    for rows in (70, 33):
+        args = [x[:, :2, :rows] for x in (q, k, v)]
+        check(sym(*args), torch_sdpa(*args), f"symbolic, {rows} rows")
 
 
 def test_report_compares_the_attention_kernel_with_its_unfused_chain():

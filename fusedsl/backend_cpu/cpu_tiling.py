@@ -108,7 +108,7 @@ VIEW_TILE_ELEMS = 16 << 10   # elements per tile of a view box of contiguous row
 VIEW_ROW_BYTES = 256         # a strided box's rows from this many bytes on: one row per tile
 
 # Attention blocks on the CPU (module doc).  [1, 8, 2730, 64] float32 on two threads, llvm_kernel /
-# attention.py, interleaved, load ~6: Q x KV blocks of 256 x 1008 1.22, 128 x 512 1.16, 64 x 512 1.17,
+# attention.py (the per-kind executor then), interleaved, load ~6: Q x KV blocks of 256 x 1008 1.22, 128 x 512 1.16, 64 x 512 1.17,
 # 128 x 256 1.16 (the chip's 128 x 128, before the CPU's schedule: 1.3-1.6)
 ATTENTION_Q_ROWS = 128     # query rows per attention item on the CPU
 ATTENTION_CAUSAL_Q_ROWS = 128   # causal: a block's product runs to its last row's diagonal (the rest masked)

@@ -2,8 +2,7 @@
 convention (launch.py), loops with carried values, masked vector loads and stores.
 
 The one lowering of the tile IR (llvm_kernel.py, with tiled_product.py and attention_softmax.py)
-and the column (llvm_reduce.py) and attention (attention.py) executors build their loops and memory
-accesses here.
+and the column executor (llvm_reduce.py) build their loops and memory accesses here.
 """
 from __future__ import annotations
 

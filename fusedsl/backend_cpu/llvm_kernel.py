@@ -1,7 +1,7 @@
 """One LLVM lowering for every kernel kind: a TileKernel (tile/kernel.py) walked node by node.
 
-The per-kind CPU lowerings (llvm_reduce.py and attention.py still run some kernels; llvm.py, llvm_view.py,
-transpose.py, llvm_row.py and cube.py are gone) each re-derived a kernel from its schedule; this module reads the loop-level tile IR that every
+The per-kind CPU lowerings (llvm_reduce.py still runs some column kernels; llvm.py, llvm_view.py,
+transpose.py, llvm_row.py, cube.py and attention.py are gone) each re-derived a kernel from its schedule; this module reads the loop-level tile IR that every
 kind already lowers to (`lower.kinds.kernel_ir`) and the Ascend C printer prints, so the CPU runs
 what the chip runs: the same stages, tiles, DMA copies and vector calls.  Its executable spec is
 `kernel_interp.run_kernel`; results are bit-identical to it wherever both use IEEE arithmetic
@@ -251,7 +251,7 @@ def typed_fields(k: TileKernel) -> list:
 # others -- tiles, blocks, rows of a copy, the tile IR's For, queue state -- are not, which cut a
 # bitonic sort's compile time by a quarter; 1 MB kernels ran at 0.96-1.04x their time before): the
 # stmts' vector loop, folds and strips, the register-tiled products and packs, transposes, gathers, and
-# attention's softmax passes over a row of S (sm.exp unrolled: plain attention 16 MB 1.039 -> 1.031x attention.py).
+# attention's softmax passes over a row of S (sm.exp unrolled: plain attention 16 MB 1.039 -> 1.031x the old executor's time).
 UNROLLED_LOOPS = ("vec", "fold", "sfold", "wfold", "strip", "wstrip", "tp.top", "tp.n", "tp.m", "tp.kc", "tp.k",
                   "pk.tr", "pk.te", "pk.re", "pk.r", "pk.ce", "pk.c", "tr", "tre", "trl", "tc", "tce", "tle",
                   "gather", "iadd", "ichunk", "ireduce", "dot", "eight", "picks", "pick", "pick2t", "sm.exp", "sm.max")

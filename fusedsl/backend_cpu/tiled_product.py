@@ -4,7 +4,7 @@ llvm_kernel.py multiplies a Matmul object's block with cblas_sgemm.  The attenti
 products are each skinny on one side -- S = Q K^T sums over the head size (64, 128), O += P V has the
 head size as N -- and sgemm packs both operands into its own panels on every call (one per KV block):
 on [1, 8, 2730, 64] float32 the sgemm calls alone, one thread, took 1.3x the per-kind attention
-executor's whole kernel (attention.py, whose register tiles are the same shape as these).  Here the
+executor's whole kernel (attention.py, since removed, whose register tiles were the same shape as these).  Here the
 product reads A where it lies and B in rows, or -- a B read transposed, attention's K -- in panels
 of NR columns that `pack_function` transposes it into (16 x 16 register tiles: k x n elements for an
 m x k x n product; each panel's k rows contiguous, where rows of B 2 KB apart fell in a few L1 sets),
