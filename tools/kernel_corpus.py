@@ -7,12 +7,24 @@ hash of the LLVM call's results on deterministic inputs (bit-exact). `--simulate
 the printed Ascend C on the CPU API for every N-th configuration (a g++ build each) and keeps a
 hash of its results and the GM bytes it measured.
 
-    python tools/kernel_corpus.py record corpus.json [--simulate 40] [--only KIND] [--match TEXT]
+    python tools/kernel_corpus.py record corpus.json [--simulate 40] [--only KIND] [--match TEXT] [--save DIR]
     python tools/kernel_corpus.py compare before.json after.json
+    python tools/kernel_corpus.py closeness before.json after.json BEFORE_DIR AFTER_DIR
 
 `compare` lists every configuration whose record differs, field by field, and exits 1 when any
 result hash differs or GM bytes grew; printed-source differences are listed for review (a
 refactor documents each one). The corpus is generated, deterministic and not checked in.
+
+A change that alters results on purpose (another summation order, a fix) is judged by how far
+each result lies from numpy's: `record --save DIR` also writes each configuration's results (the
+LLVM call's, the simulated ones, and the numpy reference interpreter's: `fs.config.executor =
+"reference"`) to DIR/<key hash>.npz, and `closeness` takes every configuration whose LLVM or
+simulate hash differs and measures both records' results against the AFTER checkout's reference
+(its numpy semantics, which a fix may have changed too): per kind, how many came closer, stayed
+as far or went farther, and the largest distance before and after, in units in the last place of
+the result dtype at the reference's largest magnitude (integer and bool results: elements that
+differ).  numpy's reference rounds too (float32 sums in its own order): a unit or two either way
+is another rounding, not an error.
 """
 from __future__ import annotations
 
@@ -240,7 +252,32 @@ def _hash(results) -> str:
     return h.hexdigest()[:16]
 
 
-def record_one(key, fn, specs, target, simulate: bool) -> dict:
+def _key_file(save: str, key: str) -> str:
+    return os.path.join(save, hashlib.sha256(key.encode()).hexdigest()[:24] + ".npz")
+
+
+def _as_tuple(results) -> tuple:
+    return results if isinstance(results, tuple) else (results,)
+
+
+def _reference(k, arrays) -> tuple:
+    """The numpy reference interpreter's results of compiled kernel `k` (fs.config.executor)."""
+    previous = fs.config.executor
+    fs.config.executor = "reference"
+    try:
+        return _as_tuple(k(*arrays))
+    finally:
+        fs.config.executor = previous
+
+
+def _save(save: str, key: str, saved: dict) -> None:
+    arrays = {f"{name}{i}": np.asarray(r) for name, results in saved.items() for i, r in enumerate(results)}
+    tmp = _key_file(save, key) + ".tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, _key_file(save, key))
+
+
+def record_one(key, fn, specs, target, simulate: bool, save: str | None = None) -> dict:
     arrays = _inputs(specs, seed=len(key))
     rec = {"key": key, "target": target}
     try:
@@ -249,7 +286,22 @@ def record_one(key, fn, specs, target, simulate: bool) -> dict:
         rec["compile_error"] = f"{type(exc).__name__}"
         return rec
     rec["kernels"] = [f"{p.kind}:{','.join(p.ops)}" for p in k.kernels]
-    rec["llvm"] = _hash(k(*arrays))
+    results = _as_tuple(k(*arrays))
+    rec["llvm"] = _hash(results)
+    saved = {"llvm": results} if save else None
+    try:
+        rec.update(_printed(k, arrays, simulate, saved))
+    finally:
+        if save:
+            saved["ref"] = _reference(k, arrays)
+            _save(save, key, saved)
+    return rec
+
+
+def _printed(k, arrays, simulate: bool, saved: dict | None) -> dict:
+    """A record's fields of the printed Ascend C: its hash (or why it does not print), the
+    report's GM figures and, when `simulate`, the hash of its results under the CPU API."""
+    rec = {}
     try:
         # the checkout's path (in comments naming the user's file) does not count: before and
         # after are two checkouts
@@ -261,16 +313,21 @@ def record_one(key, fn, specs, target, simulate: bool) -> dict:
     rep = k.report()
     rec["gm_min"], rec["gm_fused"] = rep.gm_bytes_min, getattr(rep, "gm_bytes_fused", None)
     if simulate:
-        rec["simulate"] = _hash(k.simulate(*arrays))
+        results = _as_tuple(k.simulate(*arrays))
+        rec["simulate"] = _hash(results)
         rec["gm_measured"] = k.report().gm_bytes_measured
+        if saved is not None:
+            saved["sim"] = results
     return rec
 
 
-def record(path, every, only, match=None):
+def record(path, every, only, match=None, save=None):
     out, t0 = [], time.time()
+    if save:
+        os.makedirs(save, exist_ok=True)
     for i, (kind, fn, specs, target) in enumerate(configs(only, match)):
         key = f"{kind}|{target}|" + ";".join(f"{s[0]}:{s[1]}" for s in specs)
-        out.append(record_one(key, fn, specs, target, bool(every) and i % every == 0))
+        out.append(record_one(key, fn, specs, target, bool(every) and i % every == 0, save))
         if i % 100 == 0:
             print(f"{i} configurations, {time.time() - t0:.0f} s", file=sys.stderr)
     tmp = path + ".tmp"
@@ -308,6 +365,69 @@ def compare(before_path, after_path) -> int:
     return 1 if bad else 0
 
 
+def distance(got: np.ndarray, ref: np.ndarray) -> float:
+    """How far `got` lies from `ref`: for floats the largest difference in units in the last
+    place of the result dtype at the reference's largest magnitude (a norm-wise measure: an
+    element that cancels to near zero does not make a rounding difference look large); NaN where
+    the other is not NaN, or a different infinity, counts as infinitely far.  For integers and
+    bools, the number of elements that differ.  A shape or dtype mismatch is infinitely far."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape != ref.shape or got.dtype != ref.dtype:
+        return float("inf")
+    if not np.issubdtype(ref.dtype, np.floating):
+        return float(np.count_nonzero(got != ref))
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    same = (g == r) | (np.isnan(g) & np.isnan(r))
+    if same.all():
+        return 0.0
+    if (np.isnan(g) != np.isnan(r)).any() or (np.isinf(g[~same]) | np.isinf(r[~same])).any():
+        return float("inf")
+    finite = np.abs(r[np.isfinite(r)])
+    scale = np.spacing(ref.dtype.type(finite.max() if finite.size else 1.0)).astype(np.float64)
+    return float(np.max(np.abs(g - r)[~same]) / scale)
+
+
+def _loaded(path: str) -> dict:
+    with np.load(path) as z:
+        out = {}
+        for name in sorted(z.files, key=lambda n: (n.rstrip("0123456789"), int(n[len(n.rstrip("0123456789")):]))):
+            out.setdefault(name.rstrip("0123456789"), []).append(z[name])
+        return out
+
+
+def closeness(before_path, after_path, before_dir, after_dir) -> int:
+    """Per kind, the configurations whose LLVM or simulate results differ: closer to the after
+    checkout's numpy reference, as close, or farther (`distance`, the largest over the results)."""
+    before = {r["key"]: r for r in json.load(open(before_path))}
+    after = {r["key"]: r for r in json.load(open(after_path))}
+    rows: dict[tuple, list] = {}
+    for key in sorted(before.keys() & after.keys()):
+        for field, saved in (("llvm", "llvm"), ("simulate", "sim")):
+            b, a = before[key].get(field), after[key].get(field)
+            if b is None or a is None or a == b:
+                continue
+            fb, fa = _key_file(before_dir, key), _key_file(after_dir, key)
+            if not (os.path.exists(fb) and os.path.exists(fa)):
+                print(f"no saved results: {key}")
+                continue
+            rb, ra = _loaded(fb), _loaded(fa)
+            if saved not in rb or saved not in ra:
+                continue
+            d_before = max(distance(g, r) for g, r in zip(rb[saved], ra["ref"]))
+            d_after = max(distance(g, r) for g, r in zip(ra[saved], ra["ref"]))
+            verdict = "closer" if d_after < d_before else "farther" if d_after > d_before else "as close"
+            rows.setdefault((key.split("/")[0], field), []).append((verdict, d_before, d_after, key))
+            if verdict == "farther":
+                print(f"farther {field} {key}: {d_before:g} -> {d_after:g} ulp")
+    print("| kind | result | differ | closer | as close | farther | max before (ulp) | max after (ulp) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (kind, field), items in sorted(rows.items()):
+        count = {v: sum(1 for it in items if it[0] == v) for v in ("closer", "as close", "farther")}
+        print(f"| {kind} | {field} | {len(items)} | {count['closer']} | {count['as close']} | {count['farther']} | "
+              f"{max(it[1] for it in items):g} | {max(it[2] for it in items):g} |")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -316,13 +436,20 @@ def main(argv=None):
     r.add_argument("--simulate", type=int, default=0, metavar="N", help="simulate every N-th configuration")
     r.add_argument("--only", choices=sorted(KINDS))
     r.add_argument("--match", metavar="TEXT", help="only the programs whose name holds TEXT (e.g. cube/mm_softmax)")
+    r.add_argument("--save", metavar="DIR", help="also write each configuration's results and numpy reference "
+                                                 "results to DIR (for `closeness`)")
     c = sub.add_parser("compare")
     c.add_argument("before")
     c.add_argument("after")
+    n = sub.add_parser("closeness", help="differing results against numpy's reference (records made with --save)")
+    for name in ("before", "after", "before_dir", "after_dir"):
+        n.add_argument(name)
     args = ap.parse_args(argv)
     if args.cmd == "record":
-        record(args.path, args.simulate, args.only, args.match)
+        record(args.path, args.simulate, args.only, args.match, args.save)
         return 0
+    if args.cmd == "closeness":
+        return closeness(args.before, args.after, args.before_dir, args.after_dir)
     return compare(args.before, args.after)
 
 
