@@ -298,17 +298,21 @@ def record_one(key, fn, specs, target, simulate: bool, save: str | None = None) 
     return rec
 
 
+def _without_checkout(text: str) -> str:
+    """`text` without the checkout's path, which names the programs' file in the printed source's
+    comments and in error messages: before and after are two checkouts (or a copy of this file)."""
+    return text.replace(os.path.abspath(__file__), "<kernel_corpus.py>").replace(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "<checkout>")
+
+
 def _printed(k, arrays, simulate: bool, saved: dict | None) -> dict:
     """A record's fields of the printed Ascend C: its hash (or why it does not print), the
     report's GM figures and, when `simulate`, the hash of its results under the CPU API."""
     rec = {}
     try:
-        # the checkout's path (in comments naming the user's file) does not count: before and
-        # after are two checkouts
-        src = k.source.replace(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "<checkout>")
-        rec["source"] = hashlib.sha256(src.encode()).hexdigest()[:16]
+        rec["source"] = hashlib.sha256(_without_checkout(k.source).encode()).hexdigest()[:16]
     except fs.FusedslError as exc:
-        rec["source_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        rec["source_error"] = f"{type(exc).__name__}: {_without_checkout(str(exc).splitlines()[0])[:160]}"
         return rec
     rep = k.report()
     rec["gm_min"], rec["gm_fused"] = rep.gm_bytes_min, getattr(rep, "gm_bytes_fused", None)
