@@ -7,18 +7,18 @@ permute [16, n, n] perm (0, 2, 1) (transpose), matmul + relu (cube, [R, 1024] @ 
 batched, [8, R/8, 1024] @ [8, 1024, 64]; float16), conv2d + bias + activation (conv: 3x3, 5x5 stride 2,
 1x1, float16 3x3) -- at inputs of 64 KB to 64 MB: the median time of
 `k(*arrays)` (what runs today: llvm_kernel for the vector, view, column, row, transpose and matmul
-kinds, llvm_reduce.py for the column kernels the column kind refuses) and of `TileKernelCpu(kernel_ir).run(...)` on the
+kinds) and of `TileKernelCpu(kernel_ir).run(...)` on the
 same arrays (bound once, outputs preallocated), their ratio, and the LLVM compile time of each (a fresh
 cache folder: the first call minus a steady call for today's executor, the constructor for
 llvm_kernel; where a kernel's IR holds no sizes -- vector, view, row -- the larger sizes reuse the
 first size's module, so only the first size's compile is cold).  The two calls are timed
-interleaved, `--repeat` times each.  Both check their result against numpy once.  For a kind
-`k(*arrays)` already runs on llvm_kernel (column) the per-kind executor it
-replaced (llvm_reduce.py's ColumnCpuKernel) is bound on
-the same arrays and timed in the same rounds; "ratio" is llvm_kernel over the per-kind executor (the vector,
-view, transpose and row kinds' executors, llvm.py's CpuKernel, llvm_view.py, transpose.py and llvm_row.py, are
-gone: RESULTS.md "Round 3, views and transposes" and "Round 5, rows" have their last comparisons; cube.py, which ran matmuls, convs and what their kinds refuse, is
-gone too: "Round 5, cube.py retired").  The "split" cases are cube kernels the cube / conv kinds refuse,
+interleaved, `--repeat` times each.  Both check their result against numpy once.  "ratio" is llvm_kernel
+over today's call where no per-kind executor is left (the vector, view, transpose, row and column kinds'
+executors, llvm.py's CpuKernel, llvm_view.py, transpose.py, llvm_row.py and llvm_reduce.py, are gone:
+RESULTS.md "Round 3, views and transposes", "Round 5, rows" and "Round 5, columns" have their last
+comparisons; cube.py, which ran matmuls, convs and what their kinds refuse, is gone too: "Round 5, cube.py
+retired").  A column kernel the chip's schedule refuses (integer reductions, symbolic sizes) runs the
+column kind's host schedule (backend_cpu/cpu_tiling.column_schedule), which is its llvm_kernel here.  The "split" cases are cube kernels the cube / conv kinds refuse,
 split at the product (backend_cpu/cube_split.py: the product on the host, the rest a vector / row kind's
 kernel on llvm_kernel); their "llvm_kernel" is that SplitCpu, bound once.  A row kernel's
 llvm_kernel is the one `k(*arrays)` runs: the row kind's kernel scheduled for the CPU
@@ -56,7 +56,6 @@ from fusedsl import buffers  # noqa: E402
 from fusedsl.backend_cpu.conv_cpu import ConvCpu  # noqa: E402
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu, TileKernelCpu, matmul_products  # noqa: E402
 from fusedsl.ir.ops import conv2d_reference  # noqa: E402
-from fusedsl.backend_cpu.llvm_reduce import ColumnCpuKernel  # noqa: E402
 from fusedsl.backend_cpu.cpu_tiling import attention_schedule, cpu_words, vector_tiling  # noqa: E402
 from fusedsl.lower.kinds import kernel_ir  # noqa: E402
 from fusedsl.lower.row import RowSchedule  # noqa: E402
@@ -134,6 +133,24 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
              lambda a, b: np.concatenate([a, b], axis=1)),
     "column": ("column", lambda x: fs.sum(x, 0),
                lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)], lambda x: x.sum(0)),
+    # what the chip's column schedule refuses (the column kind's host schedule, cpu_tiling.column_schedule):
+    # int32 sums over axis 0 of [R, 1024] and over axis 1 of [R, 1000, 33] (narrow columns), int8 maxima,
+    # bool counts (a compare summed: bool -> int32), a float32 sum over a symbolic axis 0 ([N, 1024])
+    "int_column": ("column", lambda x: fs.sum(x, 0),
+                   lambda n, g: [g.integers(-2 ** 31, 2 ** 31, (_rows(n), 1024)).astype(np.int32)],
+                   lambda x: x.sum(0).astype(np.int32)),
+    "int_column_narrow": ("column", lambda x: fs.sum(x, 1),
+                          lambda n, g: [g.integers(-2 ** 31, 2 ** 31, (_rows(n, 33000), 1000, 33)).astype(np.int32)],
+                          lambda x: x.sum(1).astype(np.int32)),
+    "int8_column_max": ("column", lambda x: fs.max(x, 0),
+                        lambda n, g: [g.integers(-128, 128, (_rows(4 * n), 1024)).astype(np.int8)],
+                        lambda x: x.max(0)),
+    "count_column": ("column", lambda x: fs.sum(x > 0.5, 0),
+                     lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)],
+                     lambda x: (x > 0.5).sum(0).astype(np.int32)),
+    "symbolic_column": ("column", lambda x: fs.sum(x, 0),
+                        lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)], lambda x: x.sum(0),
+                        lambda x: [fs.spec(("N", 1024), "float32")]),
     "softmax": _row_case(lambda x: fs.softmax(x), _softmax),
     "layer_norm": _row_case(lambda x: fs.layer_norm(x), _layer_norm),
     # rows of 16384: 128 fold lanes, float sums compensated (cpu_tiling.row_fold_lanes)
@@ -316,21 +333,23 @@ def _without_copyout(k):
 
 
 def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) -> dict:
-    kind, f, make, ref = CASES[name]
+    kind, f, make, ref, *specs = CASES[name]
     g = np.random.default_rng(0)
     args = make(nbytes, g)
-    # one kernel per case: the split-columns pass would make a large column sum two kernels
-    comp = fs.fused_kernel(f, disable_passes=["split-columns"]).compile(*args)
+    # one kernel per case: the split-columns pass would make a large column sum two kernels; a
+    # case's specs (symbolic sizes) replace the arrays at compile time
+    comp = fs.fused_kernel(f, disable_passes=["split-columns"]).compile(*(specs[0](*args) if specs else args))
     (plan,) = comp.kernels
     row = comp._row_kernel(plan) if plan.schedule is None else None
+    host = isinstance(row, ScheduleCpu) and (isinstance(row.sched, RowSchedule) or getattr(row.sched, "host", False))
     if kind == "split":   # refused by the cube / conv kinds: no TileKernel of the whole kernel
         assert comp._split_kernel(plan) is not None and comp._matmul_kernel(plan) is None, name
         assert comp._conv_kernel(plan) is None, name
         k = None
     else:
-        # (an integer row reduction: the chip's schedule refuses it, the CPU's row schedule takes it)
-        k = row.kernel.k if isinstance(row, ScheduleCpu) and isinstance(row.sched, RowSchedule) else \
-            kernel_ir(plan.lowered)
+        # (an integer row reduction: the chip's schedule refuses it, the CPU's row schedule takes it;
+        # an integer column reduction, symbolic sizes: the column kind's host schedule)
+        k = row.kernel.k if host else kernel_ir(plan.lowered)
         assert k.kind == kind, (name, k.kind)
     want = ref(*args)
     t0 = time.perf_counter()
@@ -342,8 +361,8 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     # runs the row kind's kernel scheduled for the CPU (cpu_tiling.row_schedule), the one k(*arrays) runs
     row = comp._cpu.get(("row", plan.name))
     conv = comp._cpu.get(("conv", plan.name))
-    if isinstance(row, ScheduleCpu) and isinstance(row.sched, RowSchedule):
-        cpu, words = row.kernel, row.words(row.tiling)
+    if host:   # (a symbolic kernel's tiling: the first call's)
+        cpu, words = row.kernel, row.words(row.tiling or comp._cpu_tiling[("row", plan.name)])
         k = cpu.k
     elif kind == "attention":   # the attention kind scheduled for the CPU (cpu_tiling.attention_schedule)
         cpu = TileKernelCpu(kernel_ir(attention_schedule(plan.function, comp.target)))
@@ -365,15 +384,12 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
     calls = [lambda: comp(*args), cpu.bind(inputs, [out], words)]
     compile_s = cpu.kernel.compile_seconds if isinstance(cpu, ConvCpu) else \
         0.0 if kind == "split" else cpu.compile_seconds
-    before = _previous_executor(comp, plan, inputs, want)
-    if before is not None:
-        calls.append(before)
     if without_copyout:
         calls.append(TileKernelCpu(_without_copyout(k)).bind(inputs, [buffers.empty(out.shape, out.dtype)], words))
+    # (no per-kind executor is left to compare with: "previous" is today's call)
     today, new, *rest = _medians(calls, repeat)
-    previous = rest.pop(0) if before is not None else today
     return {"case": name, "kind": kind, "executor": comp.executor(plan), "bytes": nbytes, "today": today,
-            "new": new, "previous": previous, "today_compile": max(0.0, first_s - today),
+            "new": new, "previous": today, "today_compile": max(0.0, first_s - today),
             "new_compile": compile_s, "without_copyout": rest[0] if rest else None}
 
 
@@ -383,35 +399,6 @@ def _check(got, want):
         return
     tol = 2e-2 if want.dtype == np.float16 else 1e-4
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol, atol=tol)
-
-
-def _previous_executor(comp, plan, inputs, want):
-    """For a kind `k(*arrays)` now runs on llvm_kernel, the per-kind executor it ran before, bound on
-    the same arrays (column: llvm_reduce.py's ColumnCpuKernel); else None (llvm.py's CpuKernel, the vector
-    kind's executor before, cube.py, the matmul and conv kinds', llvm_row.py, the row kind's, and
-    attention.py, the attention kind's, are gone: RESULTS.md Rounds 2-6 have their last comparisons)."""
-    vector = comp._cpu.get(plan.name)
-    if vector is not None and isinstance(vector[0], ScheduleCpu):
-        return None   # llvm.py and llvm_view.py are gone (RESULTS.md Rounds 2-4 have the last comparisons)
-    if isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu) and \
-            isinstance(comp._cpu[("row", plan.name)].sched, RowSchedule):
-        return None   # llvm_row.py is gone (RESULTS.md "Round 5, rows" has the last comparison)
-    elif isinstance(comp._cpu.get(("row", plan.name)), ScheduleCpu):
-        old = ColumnCpuKernel(plan.function, comp.target)
-        bind = old.bind
-    else:   # the view and transpose kinds' per-kind executors are gone (RESULTS.md Round 3), cube.py,
-        # which ran matmuls, convs and what their kinds refuse (Rounds 3-5), and attention.py (Round 6)
-        return None
-    out = buffers.empty(want.shape, want.dtype)
-    call = bind(inputs, [out])
-    call()
-    _check(out, want)
-
-    def run():
-        call()
-    # llvm_reduce's bound calls hold addresses only: keep `out` and the kernel alive
-    run.keep = (out, old)
-    return run
 
 
 def main(argv=None) -> None:

@@ -811,10 +811,13 @@ class CompiledKernel:
         return ScheduleCpu(sched, static, compensated_folds=compensated or compensated_row_sums(fn))
 
     def _row_tiling(self, plan: KernelPlan, row, sizes):
-        """The tiling of a row ScheduleCpu (`_row_cpu_kernel`) for these sizes, None for another
-        executor; a ScheduleError when the row kind cannot tile them (a symbolic row too long
-        for one read, rows of 0 elements reduced, 2**32 elements: the call then runs on numpy)."""
-        if not isinstance(getattr(row, "sched", None), RowSchedule):
+        """The tiling of a row or column ScheduleCpu (`_row_cpu_kernel`, `_column_kernel`) for these
+        sizes, None for another executor; a ScheduleError when the kind cannot tile them (a symbolic
+        row too long for one read, rows of 0 elements reduced, 2**32 elements: the call then runs on
+        numpy)."""
+        from .lower.column import ColumnSchedule
+        sched = getattr(row, "sched", None)
+        if not isinstance(sched, (RowSchedule, ColumnSchedule)):
             return None
         if row.tiling is not None:
             return row.tiling
@@ -822,7 +825,8 @@ class CompiledKernel:
         if key not in self._cpu_tiling:
             from .backend_cpu.cpu_tiling import row_tiling
             try:
-                self._cpu_tiling[key] = row_tiling(row.sched, sizes, row.sched.target)
+                self._cpu_tiling[key] = row_tiling(sched, sizes, sched.target) if isinstance(sched, RowSchedule) \
+                    else sched.tiling(sizes, sched.target)
             except ScheduleError as exc:
                 self._cpu_tiling[key] = exc
         return self._cpu_tiling[key]
@@ -832,10 +836,13 @@ class CompiledKernel:
         [A, K] -> [A] kernel on the CPU (`_trailing_rows`: integer and bool ones too; None -- the
         numpy reference -- when the row kind cannot take it: K = 0, a product of several symbolic
         sizes); else the column kind's TileKernel through the one LLVM lowering
-        (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's tiling words) when the kind lowered it
-        (static sizes, float reductions); else llvm_reduce.py's kernel (symbolic sizes, integer
-        reductions and bool results over other axes, no rows to reduce, what the chip's schedule
-        refuses)."""
+        (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's tiling words): the chip's schedule when
+        the kind lowered it (static sizes, float reductions), else the kind's host schedule
+        (cpu_tiling.column_schedule: integer reductions and bool results over other axes in int32
+        accumulators, symbolic sizes -- tiled per launch, `_row_tiling` -- no rows to reduce, more
+        queues than a chip has); None -- the numpy reference -- when the host schedule refuses it too
+        (a parameter one stride per group of axes cannot address)."""
+        from .backend_cpu.cpu_tiling import column_schedule
         from .backend_cpu.kernel_cpu import ScheduleCpu
         from .lower.column import ColumnSchedule
         if lone_row_reduction(plan.function) is not None:   # the row kind's rows on the CPU
@@ -850,8 +857,11 @@ class CompiledKernel:
                 return ScheduleCpu(plan.lowered, plan.tiling)
             except FusedslError:
                 pass
-        from .backend_cpu.llvm_reduce import ColumnCpuKernel   # other axes, or several
-        return ColumnCpuKernel(plan.function, target)
+        try:
+            sched = column_schedule(plan.function, target)
+            return ScheduleCpu(sched, None if sched.symbols else sched.tiling({}, sched.target))
+        except FusedslError:
+            return None
 
     @staticmethod
     def _trailing_rows(plan: KernelPlan) -> Function | None:

@@ -284,6 +284,47 @@ def test_column_kernels_on_the_cpu_words_walk_k_in_chunks():
         np.testing.assert_allclose(comp(x), ref(x), rtol=2e-5, atol=2e-5)
 
 
+def test_column_host_schedule_matches_the_interpreter_and_numpy():
+    """What the chip's column schedule refuses runs on the kind's host schedule
+    (cpu_tiling.column_schedule): integer and bool reductions in int32 accumulators (sums wrap as
+    numpy's int64 sum cast to int32; 8-bit and bool max / min narrow back), symbolic sizes and no
+    rows of K (numpy's identities), its strides tiling words -- so one compiled kernel per function
+    runs every shape.  The interpreter and LLVM agree bit for bit on the CPU's words, and numpy; a
+    walk with elementwise ops runs strip by strip of columns (llvm_kernel.column_walk)."""
+    g = np.random.default_rng(12)
+    cases = [   # (function, numpy, compile spec, arrays)
+        (lambda x: fs.sum(x * 3, 1) + 7, lambda x: (x * 3).sum(1, dtype=np.int64).astype(np.int32) + 7,
+         fs.spec(("A", "K", "B"), "int32"),
+         [g.integers(-2 ** 31, 2 ** 31, s).astype(np.int32) for s in ((2, 300, 70), (3, 1, 1), (2, 0, 5))]),
+        (lambda x: (fs.max(x, 0), fs.min(x, 0), fs.sum(x, 0)), lambda x: (x.max(0), x.min(0), x.sum(0, np.int32)),
+         None, [g.integers(-128, 128, (40, 33)).astype(np.int8)]),
+        (lambda x: (fs.sum(x > 0.5, 0), fs.all(x > -1.5, 0)), lambda x: ((x > 0.5).sum(0, np.int32), (x > -1.5).all(0)),
+         None, [g.standard_normal((50, 3, 21)).astype(np.float32)]),
+        (lambda x: fs.mean(x, 0) * 2.0, lambda x: (x.sum(0, np.float64) / len(x)).astype(np.float32) * 2,
+         fs.spec(("N", 5), "float32"), [g.standard_normal((9, 5)).astype(np.float32), np.ones((0, 5), np.float32)]),
+    ]
+    for f, ref, spec, arrays in cases:
+        comp = fs.fused_kernel(f).compile(spec if spec is not None else arrays[0])
+        (plan,) = comp.kernels
+        for x in arrays:
+            with np.errstate(invalid="ignore"):
+                want = ref(x)
+            want = want if isinstance(want, tuple) else (want,)
+            got = comp(x)
+            got = got if isinstance(got, tuple) else (got,)
+            cpu = comp._row_kernel(plan)
+            assert isinstance(cpu, kernel_cpu.ScheduleCpu) and cpu.sched.host and comp.executor(plan) == "column"
+            sizes = dict(zip(spec.shape, x.shape)) if spec is not None else {}
+            words = cpu.words(cpu.sched.tiling(sizes, cpu.sched.target))
+            spec_out = [np.zeros(w.shape, w.dtype) for w in want]
+            run_kernel(cpu.kernel.k, [x], spec_out, words)
+            for a, b, w in zip(spec_out, got, want):
+                assert a.tobytes() == b.tobytes() and b.dtype == w.dtype
+                _close(b, w, b.dtype, 1e-6)
+        # the walk of Steps and folds strip by strip of columns (llvm_kernel.column_walk)
+        assert ("cwalk.head" in cpu.kernel.ir) == any(ph.elem_ops for ph in cpu.sched.plan.phases)
+
+
 # ---- row kernels ------------------------------------------------------------------------------------
 ROW = {   # name -> (function, shapes of its arguments as functions of (r, c))
     "softmax": (lambda x, y: fs.softmax(x + y), lambda r, c: [(r, c), (1, c)]),

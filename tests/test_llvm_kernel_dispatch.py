@@ -3,8 +3,8 @@ lowering of the tile IR (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's tiling
 backend_cpu/cpu_tiling.py), with what the per-kind executors did: out= arrays, recycled results,
 broadcasts, runtime scalars, symbolic sizes, float16 / int / bool, multi-output kernels, tails and
 size 1 -- all against numpy through the public API.  A lone reduction over trailing axes runs as the
-row kind's rows; what the column kind does not lower (integer sums over other axes, symbolic sizes,
-no rows to sum) stays on llvm_reduce.py."""
+row kind's rows; what the chip's column schedule refuses (integer sums over other axes, symbolic
+sizes, no rows to sum) runs on the column kind's host schedule."""
 from __future__ import annotations
 
 import numpy as np
@@ -122,10 +122,14 @@ def test_lone_reductions_over_trailing_axes_run_as_the_row_kind():
 
 
 @pytest.mark.parametrize("case", ["int32", "no rows", "symbolic"])
-def test_what_the_column_kind_does_not_lower_stays_on_llvm_reduce(case):
+def test_what_the_chip_column_schedule_refuses_runs_on_the_host_schedule(case):
+    """Integer sums over other axes than the last (`x.sum(dim=1)` of an int32 [64, 1000, 33]: int32
+    accumulators, wrapping as numpy's int64 sum cast to int32), sums over no rows (numpy's identities)
+    and symbolic sizes: the column kind's host schedule on llvm_kernel (cpu_tiling.column_schedule;
+    they ran on llvm_reduce.py)."""
     if case == "int32":
-        x = np.arange(60, dtype=np.int32).reshape(6, 10)
-        k, arg = fs.fused_kernel(lambda x: fs.sum(x, 0)), x
+        x = np.random.default_rng(4).integers(-2 ** 31, 2 ** 31, (64, 1000, 33)).astype(np.int32)
+        k, arg = fs.fused_kernel(lambda x: fs.sum(x, 1)), x
     elif case == "no rows":
         x = np.ones((0, 5), np.float32)
         k, arg = fs.fused_kernel(lambda x: fs.sum(x, 0) + 1.0), x
@@ -133,9 +137,10 @@ def test_what_the_column_kind_does_not_lower_stays_on_llvm_reduce(case):
         x = np.ones((9, 4), np.float32)
         k, arg = fs.fused_kernel(lambda x: fs.sum(x, 0) + 1.0), fs.spec(("N", 4), "float32")
     comp = k.compile(arg)
-    assert type(_executor_object(comp)).__name__ == "ColumnCpuKernel"
-    want = x.sum(0) if case == "int32" else x.sum(0) + 1
+    want = x.sum(1, dtype=np.int64).astype(np.int32) if case == "int32" else x.sum(0) + 1
     np.testing.assert_array_equal(comp(x), want)
+    cpu = _executor_object(comp)
+    assert isinstance(cpu, ScheduleCpu) and cpu.sched.host and comp.executor(comp.kernels[0]) == "column"
 
 
 # ---- matmul kernels (the cube kind): llvm_kernel's Matmul object on sgemm ----------------------------

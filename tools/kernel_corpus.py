@@ -126,6 +126,17 @@ def _column_configs():
     for (name, f), shape, dtype, target in product(progs.items(), [(7, 33), (64, 5, 9), (300, 3), (1, 1), (5, 1000)],
                                                  ["float32", "float16"], TARGETS):
         yield (f"column/{name}", f, [(shape, dtype)], target)
+    # integer and bool reductions (int32 accumulators on the CPU), a producer and a consumer, and
+    # columns with no rows of K or no outputs (numpy's identities, nothing to write)
+    ints = {"sum0": lambda x: fs.sum(x, axis=0), "max0": lambda x: fs.max(x, axis=0),
+            "min1": lambda x: fs.min(x, axis=1), "sumsq1": lambda x: fs.sum(x * x, axis=1) + 3,
+            "count0": lambda x: fs.sum(x > 0, axis=0), "all0": lambda x: fs.all(x > 0, axis=0)}
+    for (name, f), shape, dtype, target in product(ints.items(), [(7, 33), (64, 5, 9), (300, 3), (1, 1)],
+                                                 ["int32", "int8"], TARGETS):
+        yield (f"column/int_{name}", f, [(shape, dtype)], target)
+    empty = {"sum0": lambda x: fs.sum(x, axis=0) + 1.0, "mean1": lambda x: fs.mean(x, axis=1)}
+    for (name, f), shape, target in product(empty.items(), [(0, 5), (3, 0, 4), (2, 3, 0)], TARGETS):
+        yield (f"column/empty_{name}", f, [(shape, "float32")], target)
 
 
 def _cube_configs():

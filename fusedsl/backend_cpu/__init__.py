@@ -6,7 +6,7 @@
 
 llvm_kernel.py is the one lowering of the tile IR (irgen.py / stmts.py / mathlib.py emit its
 loops and stmts), jit.py compiles and caches it, launch.py runs the blocks on the host threads;
-the few executors beside it (llvm_reduce.py, the conv modules) are listed in
+the few executors beside it (the conv modules) are listed in
 docs/ARCHITECTURE.md.  The TileKernel interpreter (kernel_interp.py) is the executable spec the
 compiled code is tested against.
 """

@@ -10,7 +10,10 @@ whose copies are contiguous:
   inputs' buffers are the GM rows themselves, no copy) and chunks of K of about CHUNK_BYTES
   (the fold loops walk a chunk once per 64 columns: it stays in L2); a resident kernel (every row
   of K in one DMA, later walks reading UB) keeps its K.  Rows wider than ROW_BYTES keep the
-  chip's tiles (the accumulators would leave the caches);
+  chip's tiles (the accumulators would leave the caches; a host schedule's tiles of outputs, with
+  chunks of K).  What the chip's column schedule refuses (integer and bool reductions, symbolic
+  sizes, no rows of K) runs on the kind's host schedule (`column_schedule`: int32 accumulators,
+  strides as words, the tiles per launch);
 - vector kernels: the vector tiling (tile/tiling.compute_tiling) for a UB of VECTOR_UB bytes and
   VECTOR_BLOCKS cores (blocks: enough for the launcher's threads to share the work): a 1 MB
   elementwise chain runs 256 tiles of 1024 elements instead of 410 of 640 (fewer blocks than the
@@ -77,7 +80,7 @@ from types import MappingProxyType
 
 from .. import dtypes as dt
 from ..lower.attention import AttentionSchedule, schedule_attention_kernel
-from ..lower.column import ColumnSchedule, ColumnTiling
+from ..lower.column import ColumnSchedule, ColumnTiling, schedule_reduce_kernel
 from ..lower.cube import TCUBE_FIELDS, CubeSchedule
 from ..lower.kinds import kernel_words
 from ..lower.row import (FOLD_LANES, FOLD_MAX_LANES, RowSchedule, RowTiling, compute_row_tiling,
@@ -89,7 +92,7 @@ from ..tile.tiling import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
 from .launch import host_threads
 from .register_transpose import tile_side
 
-__all__ = ["attention_schedule", "compensated_row_sums", "conv_words", "cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
+__all__ = ["attention_schedule", "column_schedule", "compensated_row_sums", "conv_words", "cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
            "view_tiling"]
 
 VECTOR_UB = 1 << 20
@@ -165,12 +168,28 @@ def cube_words(words: list[int], matrix_rows: int | None = None, per_thread: int
 
 
 def column_tiling(sched: ColumnSchedule, t: ColumnTiling) -> ColumnTiling:
+    """A column kernel's CPU tiling from the launch's (module doc): tiles of every column and chunks
+    of K; rows wider than ROW_BYTES keep the launch's tiles of outputs (a host schedule's -- whose
+    words the chip's UB did not size -- with chunks of K too)."""
     row = sum(p.dtype.itemsize for p in sched.params if p.kind == "elem")
-    if t.total_tiles == 0 or sched.B * max(row, 4) > ROW_BYTES:
+    A, K, B = t.A, t.K, t.B
+    if t.total_tiles == 0:
         return t
-    bn = sched.B
-    kt = t.kt if sched.resident else max(1, min(sched.K, MAX_ROWS, CHUNK_BYTES // (bn * max(row, 1))))
-    return ColumnTiling(sched.A, sched.K, sched.B, bn, kt, 1, sched.A, 1, sched.A)
+    wide = B * max(row, 4) > ROW_BYTES
+    if wide and not sched.host:
+        return t
+    bn = t.bn if wide else B
+    kt = t.kt if sched.resident else max(1, min(K, MAX_ROWS, CHUNK_BYTES // (bn * max(row, 1))))
+    tiles = A * -(-B // bn)
+    return ColumnTiling(A, K, B, bn, kt, -(-B // bn), tiles, 1, tiles, t.strides)
+
+
+def column_schedule(fn, target: Target) -> ColumnSchedule:
+    """The column kind's host schedule of `fn` (lower/column.schedule_reduce_kernel(host=True): integer
+    and bool reductions in int32 accumulators, outputs of any dtype, symbolic sizes, no rows of K), for
+    the kernels the chip's schedule refuses; the kind's located ScheduleError when it refuses the kernel
+    on the host too.  Scheduled for `row_target` with ROW_UB (the words are column_tiling's)."""
+    return schedule_reduce_kernel(fn, row_target(target), host=True)
 
 
 def vector_tiling(sched, sizes: dict, target):

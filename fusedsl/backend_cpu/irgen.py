@@ -2,7 +2,7 @@
 convention (launch.py), loops with carried values, masked vector loads and stores.
 
 The one lowering of the tile IR (llvm_kernel.py, with tiled_product.py and attention_softmax.py)
-and the column executor (llvm_reduce.py) build their loops and memory accesses here.
+builds its loops and memory accesses here.
 """
 from __future__ import annotations
 
@@ -54,12 +54,6 @@ def branch_values(b: ir.IRBuilder, cond, then, otherwise) -> list:
         phi.add_incoming(y, c_at)
         out.append(phi)
     return out
-
-
-def counted_loop(b: ir.IRBuilder, fn, start, end, body, tag: str) -> None:
-    """Emit `for (i = start; i < end; ++i) body(i)` (i64 induction) at b's position (in fn)."""
-    assert b.function is fn
-    carried_loop(b, start, end, 1, [], lambda i, _: body(i) or [], tag)
 
 
 def carried_loop(b: ir.IRBuilder, start, limit, step, carried, body, tag: str, whole_steps: bool = False):

@@ -119,6 +119,7 @@ class TileKernelCpu:
         self.serial = False   # every launch on the caller's thread (ScheduleCpu: SERIAL_MODES)
         self.compile_seconds = time.perf_counter() - t0   # lowering, plus each JIT compile
         self._offsets = k.field_offsets()
+        self._layouts: dict[tuple, tuple] = {}   # tiling words -> arena_layout's answer (`bind`)
         self._typed = typed_fields(lifted)
         self._transcendental = transcendental_stmts(k)
         # a runtime scalar's field is converted to the dtype of the member it initialises (numpy's
@@ -140,6 +141,18 @@ class TileKernelCpu:
     def _word(self, words, name: str) -> int:
         return words[self._offsets[name][0]]
 
+    def _arena_layout(self, words: list[int]):
+        """llvm_kernel.arena_layout of these words, remembered: a call of a symbolic kernel (new
+        outputs, so a new binding each time) walked the kernel for it (~10 us of a 1 MB column
+        sum's 35)."""
+        key = tuple(words)
+        found = self._layouts.get(key)
+        if found is None:
+            if len(self._layouts) >= 64:
+                self._layouts.clear()
+            found = self._layouts[key] = arena_layout(self.k, words)
+        return found
+
     def run(self, inputs, outputs: list[np.ndarray], words=None) -> None:
         """Run every block; `inputs` in kernel-parameter order (a runtime scalar a number), the
         outputs written in place (copied back when one is not a C-contiguous array of its dtype)."""
@@ -155,7 +168,7 @@ class TileKernelCpu:
         words = list(k.words if words is None else words)
         if len(words) != k.word_count:
             raise TileVerifyError(f"kernel {k.name}: {len(words)} tiling words for a struct of {k.word_count}")
-        layout, arena_bytes = arena_layout(k, words)
+        layout, arena_bytes = self._arena_layout(words)
         args = np.zeros(k.word_count + len(self._typed) + len(k.gms) + 2 * len(k.queues) + 1
                         + (1 + 3 * len(k.matmuls) if k.matmuls else 0) + (2 if self.products else 0)
                         + (product is not None), np.int64)
@@ -320,7 +333,7 @@ def matmul_products(sched, k: TileKernel) -> dict:
 
 class ScheduleCpu:
     """A kind's schedule run from its TileKernel (`kinds.kernel_ir`) on the CPU's words
-    (cpu_tiling.py), with the interface the compiler's call paths use (ColumnCpuKernel's too):
+    (cpu_tiling.py), with the interface the compiler's call paths use:
     `run(inputs, outputs[, tiling])` repeats the last bound call when the arrays (and runtime
     scalars, by value) are the same, `bind` gives a bound call, `bound_outputs` the outputs that
     call keeps alive (referenced once: the output pool discounts them).  `tiling` is the launch's

@@ -1,7 +1,7 @@
 """One LLVM lowering for every kernel kind: a TileKernel (tile/kernel.py) walked node by node.
 
-The per-kind CPU lowerings (llvm_reduce.py still runs some column kernels; llvm.py, llvm_view.py,
-transpose.py, llvm_row.py, cube.py and attention.py are gone) each re-derived a kernel from its schedule; this module reads the loop-level tile IR that every
+The per-kind CPU lowerings (llvm.py, llvm_view.py, transpose.py, llvm_row.py, cube.py, attention.py and
+llvm_reduce.py are all gone) each re-derived a kernel from its schedule; this module reads the loop-level tile IR that every
 kind already lowers to (`lower.kinds.kernel_ir`) and the Ascend C printer prints, so the CPU runs
 what the chip runs: the same stages, tiles, DMA copies and vector calls.  Its executable spec is
 `kernel_interp.run_kernel`; results are bit-identical to it wherever both use IEEE arithmetic
@@ -1461,20 +1461,276 @@ class _Lowering:
         (`_blocked_fold`)."""
         b = self.b
         wide = isinstance(v.count, tuple) and isinstance(v.count[1], int) and v.count[1] > self.FOLD_STRIP
-        integer = self._fold_acc_type(v) == I32   # (exact in any order: walked like a wide fold)
-        if wide or integer or (self._compensated(v) and self._fold_lanes(v) is not None):
+        # int32 lanes (exact in any order) of a row's consecutive elements: walked like a wide fold;
+        # a column kernel's (every pass one row of the tile: `_fold_rows` is None) strip by strip
+        walked = self._fold_acc_type(v) == I32 and self._fold_rows(node, v) is not None
+        if wide or walked or (self._compensated(v) and self._fold_lanes(v) is not None):
             self._blocked_fold(node, v)
             return
         bound, start, end, step, acc = self._fold_bounds(node, v)
         t = self._fold_acc_type(v)
+        rows = self._fold_stride(node, v)
 
         def strip(s0, _):
             offs, masks, whole_strip, init = self._fold_strip_load(acc, s0, bound, t)
-            _, regs = carried_loop(b, start, end, step, init, self._fold_pass(node, v, s0, offs), "fold")
+            body = self._fold_pass(node, v, s0, offs) if rows is None else \
+                self._strided_pass(v, rows, offs, masks, whole_strip)
+            _, regs = carried_loop(b, start, end, step, init, body, "fold")
             self._fold_strip_store(acc, offs, masks, whole_strip, regs)
             return []
         with b.if_then(b.icmp_unsigned("<", start, end)):
             carried_loop(b, ir.Constant(I64, 0), bound, self.FOLD_STRIP, [], strip, "strip")
+
+    def _fold_stride(self, node: For, v: Vec):
+        """(the source's first row, its row stride in elements) when a fold's count is the same for
+        every pass and each pass reads the source `S` elements further -- `for r: vec Op acc <- acc,
+        src[r * S] count n` (a column kernel's walk over its tile's rows, S and n free of r) -- with
+        the source's buffer read as it is (not standing for strided GM rows); else None.  Its passes
+        (`_strided_pass`) then address rows from the first one and reuse the strip's lane masks:
+        evaluated per pass (uint32 offsets, the count, the masks) they cost more than the adds
+        (an int32 sum over [7, 1000, 33] axis 1: 1.22x llvm_reduce's time)."""
+        src = v.srcs[1]
+        off = src.offset
+        if node.var in _expr_names(v.count) or self.tensor_queue.get(src.tensor) in self.strided:
+            return None
+        if not (isinstance(off, tuple) and len(off) == 3 and off[0] == "*" and node.var in off[1:]):
+            return None
+        stride = off[2] if off[1] == node.var else off[1]
+        if node.var in _expr_names(stride) or None in _expr_names(stride):
+            return None
+        return self.ref_ptr(Ref(src.tensor, 0, src.view))[0], self.ev_i64(stride)
+
+    def _strided_pass(self, v: Vec, rows, offs, masks, whole_strip):
+        """A pass of `_fold_stride`'s fold: row i of the source at first + i * S, the strip's lanes
+        below the count (its masks: the count is the strip's bound) -- the lanes `_fold_pass` takes,
+        in the same order."""
+        b = self.b
+        first, stride = rows
+        d = self.tensor_dtype(v.srcs[1].tensor)
+
+        def pass_(i, regs):
+            src = b.gep(first, [b.mul(i, stride)], source_etype=mem_type(d))
+
+            def whole():
+                return [self._fold_apply(v, r, self._fold_src(v, src, off, None)) for r, off in zip(regs, offs)]
+
+            def part():
+                return [b.select(m, self._fold_apply(v, r, self._fold_src(v, src, off, m)), r)
+                        for r, off, m in zip(regs, offs, masks)]
+            return branch_values(b, whole_strip, whole, part)
+        return pass_
+
+    # -- a column kernel's walk: Steps and folds over the rows of a tile, strip by strip of columns -----
+    # rows per block of a column walk, each block strip by strip: one thread, [K, 1024] float32, count
+    # `sum(x > 0.5, 0)` K = 256 / 4096: 8 rows 0.014 / 0.31 ms, 16 rows 0.021 / 0.49 ms; var(x, 0): 8 rows
+    # 0.050 / 1.21-1.34 ms, 4 rows 0.048 / 1.47-1.55, 32 rows 0.055 / 1.76-1.94 (main's row-by-row
+    # loops 0.067 / 1.17-1.42)
+    WALK_BLOCK = 8
+
+    def _walk_plan(self, node: For):
+        """(the body's folds, {ref: its row stride or None}, the queues the body writes) when a loop's
+        body is Steps and folds over
+        the same `n` elements of every row -- `for r: step ...; [vec Cast w <- src;] vec Add|Max|Min acc
+        <- acc, src count n` (the column kind's walk over K: a tile's rows r, the elem ops and reductions of each
+        column) -- that may run strip by strip of columns, rows inside (`column_walk`); else None.
+        Each lane then sees the same operations in the same order (the same bits): every node is
+        elementwise over [0, n) at its refs' offsets, a buffer the body writes is addressed at one
+        offset free of r (a row's values, the accumulators), every other ref at such an offset or at
+        r * S (the rows of a DMA group; a queue standing for strided GM rows only so, or at 0);
+        accumulators are nothing else's; no prefills (they write lanes past the count), views,
+        guarded queues or outputs computed in GM."""
+        if node.down or not any(isinstance(n, Vec) for n in node.body) or \
+                not any(isinstance(n, Step) for n in node.body):
+            return None
+        folds, refs, written = [], [], set()
+        for n in node.body:
+            if isinstance(n, Step):
+                if n.prefill or n.count is not None or n.offset != 0 or n.scalars and any(
+                        _kind_dtype(self.types[m]) is None for _, m in n.scalars):
+                    return None
+                outs = {st.dst for st in n.stmts}
+                refs += [r for _, r in n.names]
+                written |= {self.tensor_queue.get(r.tensor) for slot, r in n.names if slot in outs}
+            elif isinstance(n, Vec) and n.api == "Cast" and n.count == "n" and len(n.srcs) == 1:
+                if self.tensor_dtype(n.dst.tensor) is None or self.tensor_dtype(n.srcs[0].tensor) is None:
+                    return None
+                refs += [n.srcs[0], n.dst]   # (a 16-bit row widened for a float32 fold)
+                written.add(self.tensor_queue.get(n.dst.tensor))
+            elif isinstance(n, Vec):
+                if n.api not in ("Add", "Max", "Min") or len(n.srcs) != 2 or n.srcs[0] != n.dst or n.count != "n":
+                    return None
+                acc_d, src_d = self.tensor_dtype(n.dst.tensor), self.tensor_dtype(n.srcs[1].tensor)
+                if not (acc_d == src_d == dt.float32 or (acc_d == dt.int32 and src_d is not None and not src_d.is_float)):
+                    return None
+                folds.append(n)
+                refs.append(n.srcs[1])
+            else:
+                return None
+        accs = [self.tensor_queue.get(v.dst.tensor) for v in folds]
+        if len(set(accs)) != len(accs) or set(accs) & ({self.tensor_queue.get(r.tensor) for r in refs} | written):
+            return None
+        rows, places = {}, {}
+        for r in refs + [v.dst for v in folds]:
+            q = self.tensor_queue.get(r.tensor)
+            if q is None or r.view is not None or q in self.in_guarded or q in self.out_aliased or \
+                    (q in self.strided and r.offset != 0 and node.var not in _expr_names(r.offset)):
+                return None
+            names = _expr_names(r.offset)
+            if None in names:
+                return None
+            stride = None
+            if node.var in names:
+                off = r.offset
+                if not (isinstance(off, tuple) and len(off) == 3 and off[0] == "*" and node.var in off[1:]) or q in written:
+                    return None
+                stride = off[2] if off[1] == node.var else off[1]
+                if node.var in _expr_names(stride) or None in _expr_names(stride):
+                    return None
+            places.setdefault(q, set()).add(repr(r.offset))
+            rows[r] = stride
+        if any(len(places[q]) > 1 for q in written | set(accs)):
+            return None
+        if "n" not in self.slots:   # (the count the Steps run on: the enclosing `n`)
+            return None
+        return folds, rows, written
+
+    def _walk_stride(self, name: str, stride, n):
+        """The element stride from row to row of tensor `name` read at r * stride in a column walk: its
+        GM row stride while its buffer stands for strided GM rows (`_strided`: row r of the walk is
+        row r of the DMA when the stride is the buffer's UB row stride and n fits a row; else the rows
+        move home first, `strided_home`), else `stride`."""
+        if self.tensor_queue.get(name) not in self.strided:
+            return stride
+        b = self.b
+        zero = ir.Constant(I64, 0)
+        us, _, _, cols = self._geom(name)
+        other = b.or_(b.icmp_unsigned("!=", us, stride), b.icmp_unsigned(">", n, cols))
+        with b.if_then(b.and_(b.icmp_unsigned("!=", us, zero), other)):
+            self.strided_home(name)
+        us, gs, _, _ = self._geom(name)
+        return b.select(b.icmp_unsigned("!=", us, zero), gs, stride)
+
+    def column_walk(self, node: For, folds: list, rows: dict, written: set) -> None:
+        """`_walk_plan`'s loop: per strip of FOLD_STRIP columns the accumulators in registers and, for
+        every row, each node on the strip's vectors in program order -- a value a Step writes and a
+        later node of the row reads stays in registers (stored only when something outside the loop
+        reads its buffer, or the row reads it before writing it), a value no row writes loaded once
+        per strip -- then the accumulators stored.
+        llvm_reduce.py's column kernels walked so (their Steps and folds per row of the tile, one loop
+        each, were 1.3x its time on a compare's count)."""
+        b = self.b
+        start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
+        step = ir.Constant(I64, node.step) if isinstance(node.step, int) else b.zext(self.ev_u32(node.step), I64)
+        n = self.ev_i64("n")
+        ids = {id(x) for x in node.body}
+        # the row strides first (one may move a tensor's rows home), then every ref's address: at row 0
+        # or its fixed place
+        strides = {r: self._walk_stride(r.tensor, self.ev_i64(stride), n) for r, stride in rows.items()
+                   if stride is not None}
+        at = {r: (self.ref_ptr(r if r not in strides else Ref(r.tensor, 0, r.view)), strides.get(r)) for r in rows}
+        bound = n
+        for v in folds:   # never past an accumulator's buffer (as `_fold_bounds`)
+            room = b.udiv(self.q_size[self.tensor_queue[v.dst.tensor]], ir.Constant(I64, 4))
+            bound = b.select(b.icmp_unsigned("<", room, bound), room, bound)
+        scalars = {id(x): {var: self.read(m)[0] for var, m in x.scalars} for x in node.body if isinstance(x, Step)}
+        types = {id(x): {var: _kind_dtype(self.types[m]) for var, m in x.scalars} for x in node.body
+                 if isinstance(x, Step)}
+
+        def key(r):
+            q = self.tensor_queue[r.tensor]
+            return (q, r.tensor if r.tensor in self.t_index else "", repr(r.offset))
+        # a buffer the row writes before any node of it reads it, which nothing outside reads: registers only
+        first_read, kept = set(), set()
+        for x in node.body:
+            if isinstance(x, Step):
+                refs = dict(x.names)
+                for st in x.stmts:
+                    first_read |= {key(refs[s]) for s in st.srcs} - kept
+                    kept.add(key(refs[st.dst]))
+            else:
+                first_read |= {key(x.srcs[-1])} - kept
+                if x.api == "Cast":
+                    kept.add(key(x.dst))
+        stored = {k for k in kept if k in first_read}
+        for x in node.body:
+            written_refs = [r for _, r in x.names] if isinstance(x, Step) else [x.dst] if x.api == "Cast" else []
+            stored |= {key(r) for r in written_refs if key(r) in kept and not self._dead_after(ids, r)}
+
+        def place(r, i):
+            (ptr, t, size, d), stride = at[r]
+            return (ptr if stride is None else b.gep(ptr, [b.mul(i, stride)], source_etype=t)), t, size, d
+        accs = [self.ref_ptr(v.dst)[0] for v in folds]
+        fixed = {key(r): r for r, stride in rows.items()
+                 if stride is None and self.tensor_queue[r.tensor] not in written and r not in [v.dst for v in folds]}
+
+        def strip(s0, k0, k1):
+            loaded = [self._fold_strip_load(acc, s0, bound, self._fold_acc_type(v)) for acc, v in zip(accs, folds)]
+            offs, masks, whole_strip, _ = loaded[0]
+            init = [reg for _, _, _, regs in loaded for reg in regs]
+            parts = len(offs)
+            # (masked: a whole strip's lanes are all below the bound)
+            once = {k: [self.load_ref(at[r][0], off, m) for off, m in zip(offs, masks)] for k, r in fixed.items()}
+
+            def pass_(i, regs):
+                b.store(b.trunc(i, I32), self.slots[node.var])
+
+                def row(masked):
+                    out = list(regs)
+                    for j, off in enumerate(offs):
+                        mask = masks[j] if masked else None
+                        values, dirty = {}, {}
+
+                        def value(r):
+                            k = key(r)
+                            if k not in values:
+                                values[k] = once[k][j] if k in once else self.load_ref(place(r, i), off, mask)
+                            return values[k]
+                        for x in node.body:
+                            if isinstance(x, Step):
+                                refs = dict(x.names)
+                                step_em = StmtEmitter(self.kc, b, types[id(x)])
+                                var_values = {v: step_em.splat_value(reg) for v, reg in scalars[id(x)].items()}
+                                for st in x.stmts:
+                                    srcs = [self.vconvert(*value(refs[src]), w)
+                                            for src, w in zip(st.srcs, self._operand_dtypes(st))]
+                                    scalar = step_em.scalar_operand(st, var_values) \
+                                        if st.scalar is not None and st.op != "cast" else None
+                                    res = step_em.stmt(st, srcs, scalar)
+                                    md = self.tensor_dtype(refs[st.dst].tensor)
+                                    values[key(refs[st.dst])] = (self.vconvert(res, dt.float16 if st.op == "cmp"
+                                                                               else st.dtype, md), md)
+                                    dirty[key(refs[st.dst])] = refs[st.dst]
+                                continue
+                            if x.api == "Cast":
+                                xv, xd = value(x.srcs[0])
+                                dd = self.tensor_dtype(x.dst.tensor)
+                                values[key(x.dst)] = (self.vconvert(xv, xd, dd, x.mode), dd)
+                                dirty[key(x.dst)] = x.dst
+                                continue
+                            a = folds.index(x) * parts + j
+                            xv, xd = value(x.srcs[1])
+                            if self._fold_acc_type(x) == I32 and xv.type.element != I32:   # widened, as numpy does
+                                xv = (b.sext if xd == dt.int8 else b.zext)(xv, vec(I32, LANES))
+                            new = self._fold_apply(x, out[a], xv)
+                            out[a] = new if mask is None else b.select(mask, new, out[a])
+                        for k, r in dirty.items():
+                            if k in stored:
+                                self.store_ref(place(r, i), values[k][0], off, mask)
+                    return out
+                return branch_values(b, whole_strip, lambda: row(False), lambda: row(True))
+            _, regs = carried_loop(b, k0, k1, step, init, pass_, "cwalk")
+            for a, acc in enumerate(accs):
+                self._fold_strip_store(acc, offs, masks, whole_strip, regs[a * parts:(a + 1) * parts])
+            return []
+
+        def block(k0, _):   # WALK_BLOCK rows, strip by strip (`_blocked_fold`: the rows stay in the caches)
+            k1 = b.add(k0, span)
+            k1 = b.select(b.icmp_unsigned("<", k1, end), k1, end)
+            carried_loop(b, ir.Constant(I64, 0), bound, self.FOLD_STRIP, [], lambda s0, _: strip(s0, k0, k1), "strip")
+            return []
+        span = b.mul(step, ir.Constant(I64, self.WALK_BLOCK))
+        with b.if_then(b.icmp_unsigned("<", start, end)):
+            carried_loop(b, start, end, span, [], block, "cblock")
 
     # passes of a wide fold per block (`_blocked_fold`): a block's rows of the source are walked strip
     # by strip while they are in L1 / L2 (strips over all passes at once touched a page per pass
@@ -1874,6 +2130,10 @@ class _Lowering:
         folded = self._fold(node)
         if folded is not None:
             self.fold(node, folded)
+            return
+        walk = self._walk_plan(node)
+        if walk is not None:
+            self.column_walk(node, *walk)
             return
         start, end = b.zext(self.ev_u32(node.start), I64), b.zext(self.ev_u32(node.end), I64)
         if node.down:   # end-1 down to start

@@ -23,6 +23,14 @@ Multi-core: cores take contiguous ranges of (a, column-chunk) tiles and never sp
 no core produces a partial result and nothing needs combining (no atomics, no second
 stage); the price is fewer busy cores when A * B is small, which `bn` (down to one 32-byte
 block of outputs) partly recovers.
+
+The host schedule (`schedule_reduce_kernel(host=True)`, backend_cpu/cpu_tiling.column_schedule: the
+CPU runs it through llvm_kernel) is the same kernel for what the printed one refuses: integer and
+bool reductions accumulate in int32 (sums wrap as numpy's int64 sum cast to int32, 8-bit and bool
+max / min narrow back exactly), outputs of any dtype, a walk over no rows of K leaves the
+identities (sum 0, mean NaN), and the strides over [A, K, B] are tiling words (`sa<i>`, `sk<i>`),
+so symbolic sizes take their view, strides and tiles from each launch and one compiled kernel
+runs every shape of a function.
 """
 from __future__ import annotations
 
@@ -31,6 +39,7 @@ from dataclasses import dataclass, field
 from .. import dtypes as dt
 from ..errors import ScheduleError
 from ..ir.core import Function, Op, Value
+from ..ir.shapes import column_param
 from ..ir.ops import CONSTANT, has_trait
 from .. import cost
 from .vector import MIN_CORE_BYTES
@@ -64,12 +73,22 @@ class ColumnSchedule:
     row_counts: dict = field(default_factory=dict)    # dtype -> elem row buffers (reused by liveness)
     row_assign: dict = field(default_factory=dict)    # id(elem value) -> (dtype, buffer number)
     temps: dict = field(default_factory=dict)         # dtype -> temporaries the op stmts need at once
-
-    symbols = ()             # static sizes only
+    host: bool = False       # the CPU's schedule (`schedule_reduce_kernel`): strides and sizes are words
+    symbols: tuple = ()      # the domain's symbolic sizes (a host schedule only; A, K, B are then None)
 
     @property
     def inputs(self):
         return self.params
+
+    @property
+    def stride_params(self) -> list[RowParam]:
+        """The elem and col parameters: the ones addressed by strides over [A, K, B]."""
+        return [p for p in self.params if p.kind in ("elem", "col")]
+
+    def accumulator(self, op: Op) -> dt.DType:
+        """A reduction's accumulator dtype: float32, int32 for integer and bool operands (a host
+        schedule's: sums wrap as numpy's int64 sum cast to int32, max / min narrow back exactly)."""
+        return dt.float32 if op.operands[0].dtype.is_float else dt.int32
 
     @property
     def op(self) -> Op:
@@ -93,7 +112,30 @@ class ColumnSchedule:
         return min(reads, 1) if self.resident else reads
 
     def tiling(self, sizes, target) -> "ColumnTiling":
-        return compute_column_tiling(self, target)
+        return compute_column_tiling(self, target, sizes)
+
+    def view(self, sizes=None) -> tuple[int, int, int]:
+        """[A, K, B] for these sizes (a symbolic schedule's from the launch's {symbol: size})."""
+        if not self.symbols:
+            return self.A, self.K, self.B
+        plan = self.plan
+        dims = [sizes[d] if isinstance(d, str) else d for d in plan.domain]
+        return _prod(dims[:plan.first]), _prod(dims[plan.first:plan.last + 1]), _prod(dims[plan.last + 1:])
+
+    def strides(self, sizes=None) -> tuple[int, ...]:
+        """A host schedule's stride words: (sa, sk) per elem / col parameter (column_param's, for
+        these sizes); the printed kernels' strides are numbers in the kernel instead."""
+        if not self.host:
+            return ()
+        plan, sizes = self.plan, sizes or {}
+        domain = tuple(sizes[d] if isinstance(d, str) else d for d in plan.domain)
+        words = []
+        for p in self.stride_params:
+            form = next(q for q in plan.params if q.index == p.index)
+            shape = tuple(sizes[d] if isinstance(d, str) else d for d in form.value.shape)
+            _, sa, sk, _ = column_param(shape, domain, plan.first, plan.last, form.out_layout)
+            words += [sa, sk]
+        return tuple(words)
 
 
 @dataclass(frozen=True)
@@ -107,53 +149,50 @@ class ColumnTiling:
     total_tiles: int
     tiles_per_core: int
     block_dim: int
+    strides: tuple = ()       # a host schedule's (sa, sk) per strided parameter (ColumnSchedule.strides)
 
     @property
     def words(self) -> list[int]:
         return [self.A, self.K, self.B, self.bn, self.kt, self.col_tiles, self.total_tiles, self.tiles_per_core,
-                self.block_dim]
+                self.block_dim, *self.strides]
 
 
-def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.0):
+def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.0, host: bool = False):
     """A RowSchedule (a lone reduction with B == 1) or a ColumnSchedule; ScheduleError
-    (located) when not printable."""
+    (located) when not printable.  `host`: the CPU's column schedule (backend_cpu/cpu_tiling.
+    column_schedule), which also takes what the printed kernels refuse -- integer and bool
+    reductions (int32 accumulators), outputs of any dtype, symbolic sizes and reductions over
+    no rows (numpy's identities) -- with its strides as tiling words, and no queue limits (the
+    host's arena has no queue positions)."""
     reds = [o for o in fn.ops if o.name in REDUCTIONS]
     op = reds[0] if reds else fn.ops[-1]
     found = lone_row_reduction(fn)
-    if found is not None:
+    if found is not None and not host:
         return _rows_of(fn, found, target, ub_fraction)
     try:
         plan = plan_column_kernel(fn, target)
     except LoweringError as exc:
         raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} is not printed as Ascend C ({exc})",
                             loc=op.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))") from None
-    if plan.A is None or plan.K is None or plan.B is None:
-        raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} of a tensor with symbolic sizes "
-                            f"{list(plan.domain)} is not printed as Ascend C yet", loc=op.loc,
-                            hint="give the tensor fixed sizes, or run on the CPU executors")
-    if plan.K == 0 and plan.A * plan.B:
-        # the kernel would write nothing (no row to accumulate): GM keeps whatever it held
-        raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} of an empty axis (length 0) is not printed "
-                            "as Ascend C: the kernel has no row to reduce and would leave its output unwritten",
-                            loc=op.loc, hint="its value is the identity (sum 0, mean NaN): compute it on the host, "
-                            "or run on the CPU executors (kernel(*arrays))")
-    for r in reds:
-        if not r.operands[0].dtype.is_float:
-            raise ScheduleError(f"{r.name} over {r.operands[0].dtype.name} is not printed as Ascend C yet (the "
-                                "reduction APIs take half/float)", loc=r.loc,
-                                hint="cast to float32 first, or run on the CPU executors")
-    for v in fn.results:
-        if v.dtype not in COPYABLE:
-            raise ScheduleError(f"a column kernel's {v.dtype.name} output is not printed as Ascend C yet",
-                                loc=fn.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+    symbolic = plan.A is None or plan.K is None or plan.B is None
+    if not host:
+        _printable(fn, plan, reds, op)
     params = [RowParam(p.index, p.value.name, p.value.dtype, p.kind) for p in plan.params]
     steps = [st for ph in plan.phases for st in ph.col_ops + ph.elem_ops]
     budget = int(target.ub_bytes * ub_fraction) - select_scratch(target, [x for st in steps for x in st.sched.stmts])
-    sched = ColumnSchedule(fn, plan, target, plan.A, plan.K, plan.B, params, 0, 0, budget, "")
+    symbols = tuple(dict.fromkeys(d for d in plan.domain if isinstance(d, str)))
+    sched = ColumnSchedule(fn, plan, target, plan.A, plan.K, plan.B, params, 0, 0, budget, "", host=host,
+                           symbols=symbols)
     elem_kinds = {k: ("row" if kind == "elem" else kind) for k, kind in plan.kinds.items()}
     sched.row_assign, sched.row_counts = allocate_row_values(fn, elem_kinds, outputs=set())
     sched.temps = temp_pool(steps)
     sched.slack = max([st.sched.slack_elems for st in steps] + [0])
+    ops = ", ".join(dict.fromkeys(o.name for o in fn.ops if not has_trait(o, CONSTANT)))
+    accumulate = " / ".join(sorted({sched.accumulator(r).name for r in reds}))   # (a chip's: float32)
+    if symbolic:   # (a host schedule) every tile's size is the launch's: cpu_tiling.column_tiling
+        sched.plan_note = (f"columns: [A, K, B] over {list(plan.domain)} ({ops}), accumulated in {accumulate} "
+                           "over K; the tiles are the launch's")
+        return sched
     A, K, B = plan.A, plan.K, plan.B
     min_item = min([p.dtype.itemsize for p in params if p.kind != "runtime_scalar"] +
                    [v.dtype.itemsize for v in fn.results])
@@ -186,7 +225,45 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
             bn, kt, sched.depth = cols, K, 1
     sched.bn = bn
     sched.kt = kt = min(K, 4095, kt)
+    if host:   # a walk steps by kt rows (K = 0: no step runs)
+        sched.kt = kt = max(1, kt)
     sched.resident = kt >= K and sched.walks > 1
+    if not host:
+        _queue_limits(sched, params, op)
+    walks = (f"{sched.walks} walks over K" + (" reading the inputs once (one DMA holds K)" if sched.resident
+                                               else "") if sched.walks > 1 else "one walk over K")
+    sched.plan_note = (f"columns: [A, K, B] = [{A}, {K}, {B}] ({ops}), tiles of {bn} outputs accumulated in "
+                       f"{accumulate} over K, {kt} rows per DMA, {walks}; cores split A and B only, never K, so "
+                       "there are no partial results to combine")
+    return sched
+
+
+def _printable(fn: Function, plan: ColumnPlan, reds: list, op: Op) -> None:
+    """The printed kernels' refusals (a host schedule takes these kernels)."""
+    if plan.A is None or plan.K is None or plan.B is None:
+        raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} of a tensor with symbolic sizes "
+                            f"{list(plan.domain)} is not printed as Ascend C yet", loc=op.loc,
+                            hint="give the tensor fixed sizes, or run on the CPU executors")
+    if plan.K == 0 and plan.A * plan.B:
+        # the kernel would write nothing (no row to accumulate): GM keeps whatever it held
+        raise ScheduleError(f"{op.name} over axes {list(op.attr('axes'))} of an empty axis (length 0) is not printed "
+                            "as Ascend C: the kernel has no row to reduce and would leave its output unwritten",
+                            loc=op.loc, hint="its value is the identity (sum 0, mean NaN): compute it on the host, "
+                            "or run on the CPU executors (kernel(*arrays))")
+    for r in reds:
+        if not r.operands[0].dtype.is_float:
+            raise ScheduleError(f"{r.name} over {r.operands[0].dtype.name} is not printed as Ascend C yet (the "
+                                "reduction APIs take half/float)", loc=r.loc,
+                                hint="cast to float32 first, or run on the CPU executors")
+    for v in fn.results:
+        if v.dtype not in COPYABLE:
+            raise ScheduleError(f"a column kernel's {v.dtype.name} output is not printed as Ascend C yet",
+                                loc=fn.loc, hint="this kernel still runs on the CPU executors (kernel(*arrays))")
+
+
+def _queue_limits(sched: ColumnSchedule, params: list, op: Op) -> None:
+    """The chip's buffer and queue limits (single-buffered input queues when that fits them)."""
+    target = sched.target
     if len(column_buffers(sched)) > target.max_buffers:
         raise ScheduleError(f"{op.name}: the column kernel needs {len(column_buffers(sched))} UB buffers; "
                             f"{target.name} allows {target.max_buffers}", loc=op.loc,
@@ -201,13 +278,6 @@ def schedule_reduce_kernel(fn: Function, target: Target, ub_fraction: float = 1.
         raise ScheduleError(f"{op.name}: the column kernel's {queues} input queue buffers exceed the "
                             f"{target.max_queue_buffers_per_position} of one position on {target.name}", loc=op.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
-    walks = (f"{sched.walks} walks over K" + (" reading the inputs once (one DMA holds K)" if sched.resident
-                                               else "") if sched.walks > 1 else "one walk over K")
-    ops = ", ".join(dict.fromkeys(o.name for o in fn.ops if not has_trait(o, CONSTANT)))
-    sched.plan_note = (f"columns: [A, K, B] = [{A}, {K}, {B}] ({ops}), tiles of {bn} outputs accumulated in "
-                       f"float32 over K, {kt} rows per DMA, {walks}; cores split A and B only, never K, so there "
-                       "are no partial results to combine")
-    return sched
 
 
 def _rows_of(fn, found, target, ub_fraction):
@@ -234,10 +304,10 @@ COPYABLE = (dt.float32, dt.float16, dt.bfloat16, dt.int32)   # outputs copied in
 
 def column_values(sched: ColumnSchedule) -> list[Value]:
     """The per-column values that need a UB row of their own: col op results and reduction
-    results other than float32 ones (those are their accumulators)."""
+    results of another dtype than their accumulator (float32 / int32 ones are their accumulators)."""
     plan = sched.plan
     vals = [st.op.result for ph in plan.phases for st in ph.col_ops]
-    vals += [op.result for ph in plan.phases for op in ph.reductions if op.result.dtype != dt.float32]
+    vals += [op.result for ph in plan.phases for op in ph.reductions if op.result.dtype != sched.accumulator(op)]
     return vals
 
 
@@ -255,7 +325,7 @@ def column_buffers(sched: ColumnSchedule) -> list[tuple[str, str, int, int]]:
         bufs.append((f"q_y{i}", "VECOUT", bn * v.dtype.itemsize, 2))
     reds = [op for ph in plan.phases for op in ph.reductions]
     bufs += [(f"b_acc{r}", "VECCALC", bn * 4, 1) for r in range(len(reds))]
-    if any(op.operands[0].dtype != dt.float32 or op.name == "mean" for op in reds):
+    if any(needs_wide(op) for op in reds):
         bufs.append(("b_wide", "VECCALC", bn * 4, 1))
     for j, v in enumerate(column_values(sched)):
         bufs.append((f"b_col{j}", "VECCALC", _round_up(row * v.dtype.itemsize, 32), 1))
@@ -264,6 +334,12 @@ def column_buffers(sched: ColumnSchedule) -> list[tuple[str, str, int, int]]:
     for d, n in sched.temps.items():
         bufs += [(f"b_{d.name}_t{i}", "VECCALC", _round_up(row * d.itemsize, 32), 1) for i in range(n)]
     return bufs
+
+
+def needs_wide(op: Op) -> bool:
+    """Whether a reduction needs the float32 row `wide`: a 16-bit float operand is cast into it, a
+    mean's divisor K is duplicated there (integer operands are widened by the folds themselves)."""
+    return op.name == "mean" or op.operands[0].dtype in (dt.float16, dt.bfloat16)
 
 
 def column_fixed_bytes(sched: ColumnSchedule) -> int:
@@ -280,15 +356,21 @@ def _prod(dims) -> int:
     return n
 
 
-def compute_column_tiling(sched: ColumnSchedule, target: Target) -> ColumnTiling:
-    A, K, B, bn = sched.A, sched.K, sched.B, sched.bn
+def compute_column_tiling(sched: ColumnSchedule, target: Target, sizes=None) -> ColumnTiling:
+    """The launch's tiling (a symbolic host schedule's for these sizes: the chip's widest tile of
+    outputs and every row of K at once, which cpu_tiling.column_tiling replaces)."""
+    A, K, B = sched.view(sizes)
+    bn, kt = sched.bn, sched.kt
+    if sched.symbols:
+        bn, kt = min(max(32, _round_up(B, 32)), 1024), max(1, min(K, 4095))
     if A * K * B >= MAX_ELEMS:
         raise ScheduleError(f"{sched.op.name}: {A * K * B} elements need 64-bit offsets; the printed kernels use "
                             "32-bit element offsets", loc=sched.op.loc)
+    strides = sched.strides(sizes)
     col_tiles = -(-B // bn)
     total = A * col_tiles
-    if total == 0 or K == 0:
-        return ColumnTiling(A, K, B, bn, sched.kt, col_tiles, 0, 0, 0)
+    if total == 0 or (K == 0 and not sched.host):   # (the host's walks over no rows leave the identities)
+        return ColumnTiling(A, K, B, bn, kt, col_tiles, 0, 0, 0, strides)
     moved = A * K * B * sched.elem_bytes
     want = max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), total))
     per_core = -(-total // want)
@@ -297,4 +379,4 @@ def compute_column_tiling(sched: ColumnSchedule, target: Target) -> ColumnTiling
         while per_core < total and any((s // col_tiles * B + s % col_tiles * bn) * item % 64
                                        for s in range(per_core, total, per_core) for item in items):
             per_core += 1
-    return ColumnTiling(A, K, B, bn, sched.kt, col_tiles, total, per_core, -(-total // per_core))
+    return ColumnTiling(A, K, B, bn, kt, col_tiles, total, per_core, -(-total // per_core), strides)

@@ -1,8 +1,8 @@
 """A column kernel's phases: reductions over one contiguous range of axes that ends before the
 last axis (sum/mean/max/min over axis 0 of [K, B], over axes (1, 2) of [A, K1, K2, B], ...),
 fused with their elementwise producers and consumers (FS116).  Read by the column schedule
-and its Ascend C kernel (lower/column, lower/column_tile) and by the CPU column kernel
-(backend_cpu/llvm_reduce).
+and its tile kernel (lower/column, lower/column_tile), which the Ascend C printer prints and the
+CPU runs through llvm_kernel (the chip's schedule, or the kind's host schedule).
 
 Every reduction reads a value of the same shape D, the kernel's domain, viewed as [A, K, B]
 (A: the axes before the reduced range, K: the reduced axes, B: the axes after it; free

@@ -15,7 +15,10 @@ One stage per tile, `Tile(tile)`:
     outputs      an exact copy into the output queue (Muls by 1 / Adds 0), CopyOut of n values
 
 When one DMA group holds all of K (`resident`) later walks read the rows already in UB: the
-elem tensors are declared before the first walk and freed after the last.  Tensor, queue and
+elem tensors are declared before the first walk and freed after the last.  A host schedule's
+kernel (lower/column.py) reads its strides from fields `sa<i>` / `sk<i>`, folds integer and bool
+rows into int32 accumulators (the Add / Max / Min widen them) from the operand dtype's extreme,
+and narrows an 8-bit or bool max / min back with one Cast.  Tensor, queue and
 member names derive from parameter indices (e3, q_e3, v3), never from user strings.
 """
 from __future__ import annotations
@@ -23,12 +26,24 @@ from __future__ import annotations
 from .. import dtypes as dt
 from ..tile.kernel import (Alloc, CopyIn, CopyOut, Decl, DeQue, Dup, EnQue, Field, For, Free, Gm, Let, Member,
                            Queue, Ref, Stage, Step, TileKernel, Vec, add, mul, name_temporaries, output_names)
-from .column import ColumnSchedule, column_values, compute_column_tiling
+import numpy as np
+
+from .column import ColumnSchedule, column_values, compute_column_tiling, needs_wide
 from .row import FOLD
 from .vector import compute_dtype
 
 IDENTITY = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}
 FIELDS = ("A", "K", "B", "bn", "kt", "colTiles", "totalTiles", "tilesPerCore", "blockDim")
+
+
+def identity(op):
+    """A reduction's start value: numpy's identity in its accumulator (an integer or bool
+    operand's int32 one: the operand dtype's extreme, as the row kind's int32 lanes start)."""
+    d = op.operands[0].dtype
+    if d.is_float:
+        return IDENTITY[op.name]
+    info = np.iinfo(np.uint8 if d == dt.bool_ else d.np)
+    return {"sum": 0, "max": int(info.min), "min": int(info.max)}[op.name]
 
 
 class _Lowering:
@@ -38,7 +53,7 @@ class _Lowering:
         self.elems = [p for p in s.params if p.kind == "elem"]
         self.cols = [p for p in s.params if p.kind == "col"]
         self.reds = [op for ph in s.plan.phases for op in ph.reductions]
-        self.wide = any(op.operands[0].dtype != dt.float32 or op.name == "mean" for op in self.reds)
+        self.wide = any(needs_wide(op) for op in self.reds)
         self.colbuf = {id(v): f"col{j}" for j, v in enumerate(column_values(s))}
         self.form = {p.index: p for p in s.plan.params}
 
@@ -85,7 +100,8 @@ class _Lowering:
         x = op.operands[0]
         src = self.elem(x)
         L = []
-        if x.dtype != dt.float32:   # 16-bit rows accumulate in float32
+        if x.dtype.is_float and x.dtype != dt.float32:   # 16-bit rows accumulate in float32 (integer and
+            # bool ones in int32: the fold widens them, numpy's promotion)
             L.append(Vec("Cast", Ref("wide"), (src,), "n", mode="CAST_NONE"))
             src = Ref("wide")
         return L + [Vec(FOLD[op.name], Ref(f"acc{r}"), (Ref(f"acc{r}"), src), "n")]
@@ -96,26 +112,27 @@ class _Lowering:
         L = []
         if op.name == "mean":
             L += [Dup(Ref("wide"), "t.K", "n"), Vec("Div", Ref(f"acc{r}"), (Ref(f"acc{r}"), Ref("wide")), "n")]
-        yt = op.result.dtype
-        if yt != dt.float32:   # rounded once to the result dtype, as the vector scheduler casts
-            modes = self.s.target.cast_modes.get(("float", yt.ascendc), frozenset())
+        yt, acc = op.result.dtype, self.s.accumulator(op)
+        if yt != acc:   # rounded once to the result dtype, as the vector scheduler casts (an integer
+            # max / min narrowed back: exact)
+            modes = self.s.target.cast_modes.get((acc.ascendc, yt.ascendc), frozenset())
             L.append(Vec("Cast", Ref(self.colbuf[id(op.result)]), (Ref(f"acc{r}"),), "n",
                          mode="CAST_RINT" if "CAST_RINT" in modes else "CAST_NONE"))
         return L
 
     def walk(self, ph, held: set, last_walk: bool) -> list:
         """One walk over K: the phase's elem ops and reduction folds, row by row."""
-        L = [Dup(Ref(f"acc{self.reds.index(op)}"), IDENTITY[op.name], "n") for op in ph.reductions]
+        L = [Dup(Ref(f"acc{self.reds.index(op)}"), identity(op), "n") for op in ph.reductions]
         need = [p for p in self.elems if any(q.index == p.index for q in self.plan.elem_params(ph))]
         resident = self.s.resident
         loads = [p for p in (self.elems if resident else need) if p.index not in held]
         frees = list(self.elems if resident else need) if (last_walk or not resident) else []
         group = [Let("rows", ("min", "t.kt", ("-", "t.K", "k0")))]
         for p in loads:
-            f = self.form[p.index]
+            sa, sk = self.strides(p)
             e, q = f"e{p.index}", f"q_e{p.index}"
             group += [Alloc(e, q),
-                      CopyIn(e, p.name, add(mul("a", f.sa), mul("k0", f.sk), "b0"), "rows", "n", f.sk, "t.bn"),
+                      CopyIn(e, p.name, add(mul("a", sa), mul("k0", sk), "b0"), "rows", "n", sk, "t.bn"),
                       EnQue(q, e), DeQue(e, q)]
         if resident:
             held |= {p.index for p in loads}
@@ -133,11 +150,22 @@ class _Lowering:
             L += self.finish(op)
         return L
 
+    def strides(self, p) -> tuple:
+        """(sa, sk) of an elem or col parameter over [A, K, B]: numbers in a printed kernel, the
+        tiling's words in a host schedule's (its sizes may be symbolic; kernels of one program
+        over other shapes are then one kernel)."""
+        if self.s.host:
+            return f"t.sa{p.index}", f"t.sk{p.index}"
+        f = self.form[p.index]
+        return f.sa, f.sk
+
     # ---- the kernel ---------------------------------------------------------------------------
     def kernel(self) -> TileKernel:
         s, plan = self.s, self.plan
         outs = output_names(s.params, len(s.fn.results))
         fields = [Field(f) for f in FIELDS]
+        if s.host:   # ColumnTiling.strides
+            fields += [Field(f"{w}{p.index}") for p in s.stride_params for w in ("sa", "sk")]
         fields += [Field(f"s{p.index}", 0, "float" if p.dtype.is_float else "int32_t")
                    for p in s.params if p.kind == "runtime_scalar"]
         gms = [Gm(p.name, p.dtype, "in", p.index) for p in s.params if p.kind != "runtime_scalar"]
@@ -146,7 +174,7 @@ class _Lowering:
         queues = [Queue(f"q_e{p.index}", "VECIN", s.depth, p.dtype, mul("t.kt", "t.bn")) for p in self.elems]
         queues += [Queue(f"q_c{p.index}", "VECIN", 1, p.dtype, "t.bn") for p in self.cols]
         queues += [Queue(f"q_y{i}", "VECOUT", 2, v.dtype, "t.bn") for i, v in enumerate(s.fn.results)]
-        tbufs = [(f"acc{r}", dt.float32, "t.bn") for r in range(len(self.reds))]
+        tbufs = [(f"acc{r}", s.accumulator(op), "t.bn") for r, op in enumerate(self.reds)]
         tbufs += [("wide", dt.float32, "t.bn")] if self.wide else []
         tbufs += [(self.colbuf[id(v)], v.dtype, row) for v in column_values(s)]
         for kind, counts in (("e", s.row_counts), ("t", s.temps)):
@@ -161,7 +189,7 @@ class _Lowering:
         body += [Decl(f"e{p.index}", f"q_e{p.index}") for p in self.elems]   # held across walks when resident
         for p in self.cols:   # one row of B values of slice a, read once per tile
             c, q = f"c{p.index}", f"q_c{p.index}"
-            body += [Alloc(c, q), CopyIn(c, p.name, add(mul("a", self.form[p.index].sa), "b0"), 1, "n", "n", "t.bn"),
+            body += [Alloc(c, q), CopyIn(c, p.name, add(mul("a", self.strides(p)[0]), "b0"), 1, "n", "n", "t.bn"),
                      EnQue(q, c), DeQue(c, q)]
         held: set = set()
         walks = [ph for ph in plan.phases if ph.walks]
@@ -181,7 +209,7 @@ class _Lowering:
             body += [Alloc(y, q), *copy, EnQue(q, y), DeQue(y, q),
                      CopyOut(outs[i], add(mul("a", "t.B"), "b0"), y, 1, "n", "n", "n"), Free(q, y)]
         body += [Free(f"q_c{p.index}", f"c{p.index}") for p in self.cols]
-        words = compute_column_tiling(s, s.target).words
+        words = () if s.symbols else compute_column_tiling(s, s.target).words
         return TileKernel(s.fn.name, "column", s.plan_note, fields, gms, queues, members,
                           [Stage("Tile", "tile", tuple(body))], tuple(words))
 
