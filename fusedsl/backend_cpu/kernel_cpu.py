@@ -119,6 +119,7 @@ class TileKernelCpu:
         self.serial = False   # every launch on the caller's thread (ScheduleCpu: SERIAL_MODES)
         self.compile_seconds = time.perf_counter() - t0   # lowering, plus each JIT compile
         self._offsets = k.field_offsets()
+        self._word_count = k.word_count   # (a sum over the fields: read once, `bind` runs per call)
         self._layouts: dict[tuple, tuple] = {}   # tiling words -> arena_layout's answer (`bind`)
         self._typed = typed_fields(lifted)
         self._transcendental = transcendental_stmts(k)
@@ -166,14 +167,15 @@ class TileKernelCpu:
         if self.host_product != (product is not None):
             raise FusedslError(f"kernel {k.name}: a host-product kernel is bound with its product, only it")
         words = list(k.words if words is None else words)
-        if len(words) != k.word_count:
-            raise TileVerifyError(f"kernel {k.name}: {len(words)} tiling words for a struct of {k.word_count}")
+        count = self._word_count
+        if len(words) != count:
+            raise TileVerifyError(f"kernel {k.name}: {len(words)} tiling words for a struct of {count}")
         layout, arena_bytes = self._arena_layout(words)
-        args = np.zeros(k.word_count + len(self._typed) + len(k.gms) + 2 * len(k.queues) + 1
+        args = np.zeros(count + len(self._typed) + len(k.gms) + 2 * len(k.queues) + 1
                         + (1 + 3 * len(k.matmuls) if k.matmuls else 0) + (2 if self.products else 0)
                         + (product is not None), np.int64)
-        args[:k.word_count] = words
-        at = k.word_count
+        args[:count] = words
+        at = count
         for f in self._typed:
             value = self._imms[f.name] if f.name in self._imms else inputs[int(f.name[1:])]
             d = self._typed_dtype[f.name]
