@@ -17,8 +17,8 @@ over today's call where no per-kind executor is left (the vector, view, transpos
 executors, llvm.py's CpuKernel, llvm_view.py, transpose.py, llvm_row.py and llvm_reduce.py, are gone:
 RESULTS.md "Round 3, views and transposes", "Round 5, rows" and "Round 5, columns" have their last
 comparisons; cube.py, which ran matmuls, convs and what their kinds refuse, is gone too: "Round 5, cube.py
-retired").  A column kernel the chip's schedule refuses (integer reductions, symbolic sizes) runs the
-column kind's host schedule (backend_cpu/cpu_tiling.column_schedule), which is its llvm_kernel here.  The "split" cases are cube kernels the cube / conv kinds refuse,
+retired").  A column kernel runs the column kind's host schedule (backend_cpu/cpu_tiling.column_schedule),
+which is its llvm_kernel here.  The "split" cases are cube kernels the cube / conv kinds refuse,
 split at the product (backend_cpu/cube_split.py: the product on the host, the rest a vector / row kind's
 kernel on llvm_kernel); their "llvm_kernel" is that SplitCpu, bound once.  A row kernel's
 llvm_kernel is the one `k(*arrays)` runs: the row kind's kernel scheduled for the CPU
@@ -133,7 +133,7 @@ CASES = {   # name -> (kind, function, arrays for an input of n bytes, numpy)
              lambda a, b: np.concatenate([a, b], axis=1)),
     "column": ("column", lambda x: fs.sum(x, 0),
                lambda n, g: [g.standard_normal((_rows(n), 1024), np.float32)], lambda x: x.sum(0)),
-    # what the chip's column schedule refuses (the column kind's host schedule, cpu_tiling.column_schedule):
+    # what the chip's column schedule refuses (the host schedule takes them too, cpu_tiling.column_schedule):
     # int32 sums over axis 0 of [R, 1024] and over axis 1 of [R, 1000, 33] (narrow columns), int8 maxima,
     # bool counts (a compare summed: bool -> int32), a float32 sum over a symbolic axis 0 ([N, 1024])
     "int_column": ("column", lambda x: fs.sum(x, 0),
@@ -347,8 +347,8 @@ def measure(name: str, nbytes: int, repeat: int, without_copyout: bool = False) 
         assert comp._conv_kernel(plan) is None, name
         k = None
     else:
-        # (an integer row reduction: the chip's schedule refuses it, the CPU's row schedule takes it;
-        # an integer column reduction, symbolic sizes: the column kind's host schedule)
+        # (a row kernel: the CPU's row schedule, which also takes integer rows; a column kernel: the
+        # column kind's host schedule)
         k = row.kernel.k if host else kernel_ir(plan.lowered)
         assert k.kind == kind, (name, k.kind)
     want = ref(*args)

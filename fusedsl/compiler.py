@@ -835,28 +835,22 @@ class CompiledKernel:
         """A column kernel's CPU executor: a lone reduction over trailing axes as the row kind's
         [A, K] -> [A] kernel on the CPU (`_trailing_rows`: integer and bool ones too; None -- the
         numpy reference -- when the row kind cannot take it: K = 0, a product of several symbolic
-        sizes); else the column kind's TileKernel through the one LLVM lowering
-        (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's tiling words): the chip's schedule when
-        the kind lowered it (static sizes, float reductions), else the kind's host schedule
-        (cpu_tiling.column_schedule: integer reductions and bool results over other axes in int32
-        accumulators, symbolic sizes -- tiled per launch, `_row_tiling` -- no rows to reduce, more
-        queues than a chip has); None -- the numpy reference -- when the host schedule refuses it too
-        (a parameter one stride per group of axes cannot address)."""
+        sizes); else the column kind's host schedule (cpu_tiling.column_schedule: the chip's kernel
+        with its strides as tiling words -- one compiled kernel for every shape of a function -- and
+        what the chip's schedule refuses: integer reductions and bool results in int32 accumulators,
+        symbolic sizes tiled per launch (`_row_tiling`), no rows to reduce, more queues than a chip
+        has), through the one LLVM lowering (backend_cpu/kernel_cpu.ScheduleCpu, on the CPU's tiling
+        words), as the row kind runs its CPU schedule; None -- the numpy reference -- when the host
+        schedule refuses it too (a parameter one stride per group of axes cannot address, 2**31
+        elements)."""
         from .backend_cpu.cpu_tiling import column_schedule
         from .backend_cpu.kernel_cpu import ScheduleCpu
-        from .lower.column import ColumnSchedule
         if lone_row_reduction(plan.function) is not None:   # the row kind's rows on the CPU
             rows = self._trailing_rows(plan)
             try:
                 return self._row_schedule_cpu(rows, target, compensated=True) if rows is not None else None
             except FusedslError:
                 return None
-        if isinstance(plan.lowered, ColumnSchedule) and plan.error is None and plan.tiling is not None \
-                and plan.tiling.total_tiles > 0:   # no rows of K: the kind's kernel writes nothing
-            try:
-                return ScheduleCpu(plan.lowered, plan.tiling)
-            except FusedslError:
-                pass
         try:
             sched = column_schedule(plan.function, target)
             return ScheduleCpu(sched, None if sched.symbols else sched.tiling({}, sched.target))

@@ -11,9 +11,9 @@ whose copies are contiguous:
   (the fold loops walk a chunk once per 64 columns: it stays in L2); a resident kernel (every row
   of K in one DMA, later walks reading UB) keeps its K.  Rows wider than ROW_BYTES keep the
   chip's tiles (the accumulators would leave the caches; a host schedule's tiles of outputs, with
-  chunks of K).  What the chip's column schedule refuses (integer and bool reductions, symbolic
-  sizes, no rows of K) runs on the kind's host schedule (`column_schedule`: int32 accumulators,
-  strides as words, the tiles per launch);
+  chunks of K).  The kernel is the kind's host schedule (`column_schedule`: strides as words, so one
+  kernel for every shape; it also takes integer and bool reductions, in int32 accumulators, symbolic
+  sizes, tiled per launch, and no rows of K);
 - vector kernels: the vector tiling (tile/tiling.compute_tiling) for a UB of VECTOR_UB bytes and
   VECTOR_BLOCKS cores (blocks: enough for the launcher's threads to share the work): a 1 MB
   elementwise chain runs 256 tiles of 1024 elements instead of 410 of 640 (fewer blocks than the
@@ -186,9 +186,9 @@ def column_tiling(sched: ColumnSchedule, t: ColumnTiling) -> ColumnTiling:
 
 def column_schedule(fn, target: Target) -> ColumnSchedule:
     """The column kind's host schedule of `fn` (lower/column.schedule_reduce_kernel(host=True): integer
-    and bool reductions in int32 accumulators, outputs of any dtype, symbolic sizes, no rows of K), for
-    the kernels the chip's schedule refuses; the kind's located ScheduleError when it refuses the kernel
-    on the host too.  Scheduled for `row_target` with ROW_UB (the words are column_tiling's)."""
+    and bool reductions in int32 accumulators, outputs of any dtype, symbolic sizes, no rows of K, its
+    strides as words), what the CPU runs for every column kernel; the kind's located ScheduleError when
+    it refuses the kernel on the host too.  Scheduled for `row_target` with ROW_UB (the words are column_tiling's)."""
     return schedule_reduce_kernel(fn, row_target(target), host=True)
 
 

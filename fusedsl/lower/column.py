@@ -24,8 +24,8 @@ no core produces a partial result and nothing needs combining (no atomics, no se
 stage); the price is fewer busy cores when A * B is small, which `bn` (down to one 32-byte
 block of outputs) partly recovers.
 
-The host schedule (`schedule_reduce_kernel(host=True)`, backend_cpu/cpu_tiling.column_schedule: the
-CPU runs it through llvm_kernel) is the same kernel for what the printed one refuses: integer and
+The host schedule (`schedule_reduce_kernel(host=True)`, backend_cpu/cpu_tiling.column_schedule: what
+the CPU runs through llvm_kernel) is the same kernel, and takes what the printed one refuses: integer and
 bool reductions accumulate in int32 (sums wrap as numpy's int64 sum cast to int32, 8-bit and bool
 max / min narrow back exactly), outputs of any dtype, a walk over no rows of K leaves the
 identities (sum 0, mean NaN), and the strides over [A, K, B] are tiling words (`sa<i>`, `sk<i>`),
