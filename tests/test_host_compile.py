@@ -211,3 +211,22 @@ def test_kernels_equal_but_for_their_constants_share_one_lowering(monkeypatch, t
     # the executor keeps the kernel it was given (the interpreter runs it: no typed field of its own)
     cpu = kernel_cpu.TileKernelCpu(host_kernel_ir(sched))
     assert cpu.k == host_kernel_ir(sched) and not any(f.ctype != "uint32_t" for f in cpu.k.fields)
+
+
+def test_a_launch_that_does_not_stream_compiles_the_variant_without_streamed_stores(monkeypatch, tmp_path):
+    """kernel_cpu.TileKernelCpu lowers and compiles each variant when a launch first needs it: small
+    outputs run the one without non-temporal stores (its first call compiles a third less IR);
+    outputs of STREAM_MIN_BYTES and more the streaming one; both give the same bits."""
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cpu, "_lowered", {})
+    x = np.linspace(-3, 3, 5000, dtype=np.float32).reshape(5, 1000)
+    comp = fs.fused_kernel(lambda a: fs.sigmoid(a) * a - 1.0).compile(x)
+    want = comp(x)
+    cpu = comp._cpu[comp.kernels[0].name][0].kernel
+    assert set(cpu._compiled) == {False} and "!nontemporal" not in cpu.ir
+    monkeypatch.setattr(kernel_cpu, "STREAM_MIN_BYTES", 0)
+    out = np.empty(5064, np.float32)[16:5016].reshape(5, 1000)   # (64-byte lines: a peeled head)
+    comp(x, out=out)
+    assert set(cpu._compiled) == {False, True} and "!nontemporal" in cpu.ir_for(True)
+    assert len(cpu.ir_for(True)) > 1.3 * len(cpu.ir)
+    np.testing.assert_array_equal(out, want)

@@ -84,16 +84,18 @@ def lowering_text(k: TileKernel) -> str:
     return print_kernel(bare(k), locs=False)
 
 
-def _lower(k: TileKernel, products=None, compensated_folds: bool = False, host_product: bool = False) -> str:
-    # numpy's vector routines, compensated folds, a host product: other IR
-    key = (lowering_text(k), tuple(sorted((products or {}).items())), compensated_folds, host_product)
+def _lower(k: TileKernel, products=None, compensated_folds: bool = False, host_product: bool = False,
+           streaming: bool = False) -> str:
+    # numpy's vector routines, compensated folds, a host product, the streamed stores: other IR
+    key = (lowering_text(k), tuple(sorted((products or {}).items())), compensated_folds, host_product, streaming)
     ir_text = _lowered.get(key)
     if ir_text is None:
         if len(_lowered) >= _LOWERED_MAX:
             _lowered.clear()
         description = "\0".join(map(str, (*key, sorted(host_features()))))
         ir_text = _lowered[key] = jit.lowered_ir(
-            description, lambda: lower_kernel(k, host_features(), products, compensated_folds, host_product))
+            description, lambda: lower_kernel(k, host_features(), products, compensated_folds, host_product,
+                                              streaming))
     return ir_text
 
 
@@ -112,10 +114,15 @@ class TileKernelCpu:
         self.products = {name: form for name, form in (products or {}).items() if form is not None}
         self.host_product = host_product
         t0 = time.perf_counter()
-        self.ir = _lower(lifted, self.products, compensated_folds, host_product)
+        # two variants, each lowered and compiled when a launch first needs it: launches whose
+        # outputs stream (STREAM_MIN_BYTES) store with non-temporal stores, the others never do and
+        # run the variant without those loops (lower_kernel's `streaming`: a third of an
+        # elementwise kernel's IR, its first call's compile)
+        self._lowering = (lifted, self.products, compensated_folds, host_product)
+        self._ir = {False: _lower(*self._lowering)}
         self._use_disk = use_disk_cache
-        self._compiled = None   # jit.Compiled once the first launch compiled it (keeps the code alive)
-        self._cfunc = None
+        self._compiled = {}   # streaming -> jit.Compiled, once a launch compiled it (keeps the code alive)
+        self._cfunc = {}
         self.serial = False   # every launch on the caller's thread (ScheduleCpu: SERIAL_MODES)
         self.compile_seconds = time.perf_counter() - t0   # lowering, plus each JIT compile
         self._offsets = k.field_offsets()
@@ -130,14 +137,28 @@ class TileKernelCpu:
             users = {m.dtype for m in lifted.members if m.init == "t." + f.name and m.dtype is not None}
             self._typed_dtype[f.name] = users.pop() if len(users) == 1 else None
 
-    def function(self):
-        """The native function (compiled at the first launch)."""
-        if self._cfunc is None:
+    @property
+    def ir(self) -> str:
+        """The LLVM IR of a launch that does not stream (`ir_for`)."""
+        return self._ir[False]
+
+    def ir_for(self, streaming: bool) -> str:
+        """The LLVM IR of the variant whose stores stream (True) or not."""
+        if streaming not in self._ir:
             t0 = time.perf_counter()
-            self._compiled = jit.compile_ir(self.ir, SYMBOL, use_disk=self._use_disk)
-            self._cfunc = KERNEL_PROTO(self._compiled.address)
+            self._ir[streaming] = _lower(*self._lowering, streaming=streaming)
             self.compile_seconds += time.perf_counter() - t0
-        return self._cfunc
+        return self._ir[streaming]
+
+    def function(self, streaming: bool = False):
+        """The native function of that variant (compiled at the first launch that runs it)."""
+        if streaming not in self._cfunc:
+            text = self.ir_for(streaming)
+            t0 = time.perf_counter()
+            self._compiled[streaming] = jit.compile_ir(text, SYMBOL, use_disk=self._use_disk)
+            self._cfunc[streaming] = KERNEL_PROTO(self._compiled[streaming].address)
+            self.compile_seconds += time.perf_counter() - t0
+        return self._cfunc[streaming]
 
     def _word(self, words, name: str) -> int:
         return words[self._offsets[name][0]]
@@ -219,7 +240,8 @@ class TileKernelCpu:
             args[at], args[at + 1] = layout[q.name]
             at += 2
         transpose = k.kind == "transpose"
-        args[at] = int(written >= (TRANSPOSE_STREAM_MIN_BYTES if transpose else STREAM_MIN_BYTES))
+        streaming = written >= (TRANSPOSE_STREAM_MIN_BYTES if transpose else STREAM_MIN_BYTES)
+        args[at] = int(streaming)
         at += 1
         if k.matmuls:
             address = sgemm_address()
@@ -256,7 +278,7 @@ class TileKernelCpu:
             threads = 1 if blocks <= 1 or work < least else min(host_threads(), pool().workers + 1, blocks)
         arenas = [np.empty(arena_bytes + ARENA_ALIGN, np.uint8) for _ in range(threads)]
         addrs = [-(-a.ctypes.data // ARENA_ALIGN) * ARENA_ALIGN for a in arenas]
-        fn, address = self.function(), args.ctypes.data
+        fn, address = self.function(streaming), args.ctypes.data
 
         def launch() -> None:
             if blocks and threads == 1:
@@ -360,8 +382,9 @@ class ScheduleCpu:
 
     @property
     def from_disk_cache(self) -> bool:
-        compiled = self.kernel._compiled
-        return compiled is not None and compiled.from_disk
+        """Whether every variant compiled so far came from the disk cache (False before a launch)."""
+        compiled = self.kernel._compiled.values()
+        return bool(compiled) and all(c.from_disk for c in compiled)
 
     def words(self, tiling) -> list[int]:
         w = self._words.get(id(tiling))

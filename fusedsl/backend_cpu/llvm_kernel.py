@@ -258,17 +258,22 @@ UNROLLED_LOOPS = ("vec", "fold", "sfold", "wfold", "strip", "wstrip", "tp.top", 
 
 
 def lower_kernel(k: TileKernel, features=frozenset(), products=None, compensated_folds: bool = False,
-                 host_product: bool = False) -> str:
+                 host_product: bool = False, streaming: bool = True) -> str:
     """The LLVM IR text of kernel `k` (module doc).  `products`: {Matmul object: "dot" | "vecmat" |
     "matvec"} for those whose matrices numpy multiplies by a vector routine (blas.numpy_product).
     `compensated_folds`: float sums folded over more than FOLD_BLOCK passes add each block's sums with
     Kahan's compensation (`_blocked_fold`; the CPU's row schedule: cpu_tiling.row_schedule), where the
     interpreter adds every pass in sequence.  `host_product`: a conv kernel whose product the caller
-    computes (`_HostProduct`)."""
+    computes (`_HostProduct`).  `streaming`: the kernel's stores may be non-temporal when its
+    launch streams (the argument block's flag: large outputs); without it the flag is ignored and
+    the streamed variants of its loops are not emitted -- a third of an elementwise kernel's IR
+    (its math once in the plain loop instead of three times: peel, streamed and plain loops),
+    which launches that never stream need not compile (kernel_cpu.TileKernelCpu)."""
     if host_product and k.kind != "conv":
         raise LoweringError(f"kernel {k.name}: a host product is a conv kernel's, not a {k.kind} kernel's")
     k = cpu_prefills(k)
-    module = _Lowering(k, frozenset(features), dict(products or {}), compensated_folds, host_product).build()
+    module = _Lowering(k, frozenset(features), dict(products or {}), compensated_folds, host_product,
+                       streaming).build()
     return str(no_runtime_unrolling(module, keep=UNROLLED_LOOPS))
 
 
@@ -438,8 +443,9 @@ def _pick_loop(node):
 
 class _Lowering:
     def __init__(self, k: TileKernel, features: frozenset, products: dict | None = None,
-                 compensated_folds: bool = False, host_product: bool = False):
+                 compensated_folds: bool = False, host_product: bool = False, streaming: bool = True):
         self.k = k
+        self.streaming = streaming
         self.products = {name: form for name, form in (products or {}).items() if form is not None}
         self.compensated_folds = compensated_folds
         self.comp_lanes: dict = {}   # a compensated fold's accumulator (tensor, offset) -> its lanes (`_comp_of`)
@@ -838,7 +844,9 @@ class _Lowering:
             self.q_off[q.name] = self._arg(b, at)
             self.q_size[q.name] = self._arg(b, at + 1)
             at += 2
-        self.stream = b.icmp_unsigned("!=", self._arg(b, at), ir.Constant(I64, 0))
+        # (a variant without streaming ignores the flag: its stores are plain, `lower_kernel`)
+        self.stream = (b.icmp_unsigned("!=", self._arg(b, at), ir.Constant(I64, 0)) if self.streaming
+                       else ir.Constant(I1, 0))
         at += 1
         if k.matmuls:
             sgemm_t = ir.FunctionType(VOID, [I32, I32, I32, I64, I64, I64, F32, PTR, I64, PTR, I64, F32, PTR, I64])
@@ -2709,6 +2717,9 @@ class _Lowering:
         """UB -> GM: a memcpy, or when the launch streams (large outputs) whole 64-byte lines with
         non-temporal stores: the output is not read back from cache, and no line is read first."""
         b = self.b
+        if not self.streaming:
+            self.memcpy(dst, src, nbytes)
+            return
         big = b.and_(self.stream, b.icmp_unsigned(">=", nbytes, ir.Constant(I64, 256)))
         with b.if_else(big) as (then, other):
             with then:
@@ -3765,6 +3776,9 @@ class _Lowering:
         with non-temporal stores (the lines are not read first, as llvm.py's vector kernels do),
         the elements before that line and the tail as usual; otherwise the plain loop."""
         b = self.b
+        if not self.streaming:
+            self.vloop(n, lambda off, mask: emit(off, mask, None))
+            return
         place, (at, ref) = out
         q = self.tensor_queue[ref.tensor]
         idx = b.load(self.t_index[ref.tensor]) if ref.tensor in self.t_index else ir.Constant(I32, 0)
