@@ -50,8 +50,9 @@ What each node becomes:
   read an aliased VECIN queue (or write a computed-in-place VECOUT one), its buffer may also stand
   for *strided* GM rows (`_strided`: a UB row stride, a GM row stride, rows, columns per buffer):
   a Step's run that lies within one row is addressed there (a segment loop `for seg: step at
-  seg * stride` is checked once before the loop, `_rows_fit`; else each run, `strided_offset`),
-  one that does not first moves the rows home (`strided_home`); so a view kernel's slices and
+  seg * stride` is checked once before the loop, each ref whose rows the passes do not fit moved
+  home then, `_home_unfit`; else each run, `strided_offset`), one that does not first moves the
+  rows home (`strided_home`); so a view kernel's slices and
   concatenations and an elementwise kernel's padded UB rows move GM to GM, one pass;
   Move / Put / Dup / get are element loads and stores, but for the transpose kind's loops:
   `for r: for c: move y[c * P + r] <- x[r * Q + c]` is a blocked transpose (`transpose`: T x T
@@ -2168,14 +2169,14 @@ class _Lowering:
             carried_loop(b, start, end, step, [], up, "for")
             return
         # a segment loop over strided GM rows: checked once, then row `seg` of every strided ref is
-        # `seg` (`steps` addresses it without a check); the checked loop when a row does not fit
-        with b.if_else(self._rows_fit(rows, start, end)) as (fast, slow):
-            with fast:
-                self._fast_seg = node.var
-                carried_loop(b, start, end, step, [], up, "seg")
-                self._fast_seg = None
-            with slow:
-                carried_loop(b, start, end, step, [], up, "for")
+        # `seg` (`steps` addresses it without a check).  A ref whose rows do not fit the loop's
+        # passes moves home first (`strided_home`: its rows into its buffer), as a checked loop
+        # would at its first pass across a row -- one loop, not a checked copy of it beside: the
+        # loop's steps are most of an elementwise kernel's IR
+        self._home_unfit(rows, start, end)
+        self._fast_seg = node.var
+        carried_loop(b, start, end, step, [], up, "seg")
+        self._fast_seg = None
 
     _fast_seg = None
 
@@ -2203,20 +2204,21 @@ class _Lowering:
             return None
         return refs, count, stride
 
-    def _rows_fit(self, rows, start, end):
-        """Whether every pass of a segment loop (`_segment_rows`) lies within one row of each ref's
-        strided GM rows (or the ref's buffer does not stand for strided rows)."""
+    def _home_unfit(self, rows, start, end) -> None:
+        """Before a segment loop (`_segment_rows`) that runs: each ref standing for strided GM rows
+        that some pass would not find within one of its rows (another row stride, fewer rows or
+        shorter ones) moves home (`strided_home`); then every pass of every ref lies within one row
+        of its strided rows, or in its buffer."""
         b = self.b
         refs, count, stride = rows
         n, y = self.ev_i64(count), self.ev_i64(stride)
-        ok = ir.Constant(I1, 1)
-        zero = ir.Constant(I64, 0)
+        runs = b.icmp_unsigned("<", start, end)
         for r in dict.fromkeys(refs):
             us, _, g_rows, g_cols = self._geom(r.tensor)
             fits = b.and_(b.icmp_unsigned("==", us, y),
                           b.and_(b.icmp_unsigned("<=", end, g_rows), b.icmp_unsigned("<=", n, g_cols)))
-            ok = b.and_(ok, b.or_(b.icmp_unsigned("==", us, zero), fits))
-        return b.and_(ok, b.icmp_unsigned("<=", start, end))
+            with b.if_then(b.and_(runs, b.not_(fits))):
+                self.strided_home(r.tensor)   # (nothing to do where us == 0)
 
     # -- blocked transposes: the transpose kind's element moves --------------------------------------------
     def _transpose_side(self, name: str, stride_expr, rows, cols):
@@ -3683,7 +3685,7 @@ class _Lowering:
             for _, r in node.names:
                 if r in strided or self.tensor_queue.get(r.tensor) not in self.strided:
                     continue
-                if fast and r.offset == 0:   # checked before the loop (`_rows_fit`): row = seg
+                if fast and r.offset == 0:   # checked before the loop (`_home_unfit`): row = seg
                     us, gs, _, _ = self._geom(r.tensor)
                     strided[r] = b.select(b.icmp_unsigned("!=", us, ir.Constant(I64, 0)), b.mul(hint[0], gs), o)
                 else:
