@@ -208,12 +208,12 @@ def test_dump_ir_of_a_kernel_with_a_300_character_name(tmp_path, monkeypatch):
 # ---- the parser: every kind's tile programs read back ------------------------------------------
 
 def _every_kind():
-    """One small program per kernel kind that holds tile programs (vector, view, row, column,
-    cube with an elementwise and with a row epilogue, conv), on 910B."""
+    """One small program per kernel kind (vector, view, row, column, cube with an elementwise and
+    with a row epilogue, conv, transpose, attention), on 910B."""
     x, w = np.ones((24, 40), np.float32), np.ones((40, 16), np.float32)
 
     @fs.fused_kernel(target="ascend910b")
-    def f(x, w, b, idx, img, cw, z):
+    def f(x, w, b, idx, img, cw, z, q):
         v = fs.where(x > 0.5, fs.exp(x), x.astype(fs.float16).astype(fs.float32))   # vector: cmp, cast
         cat = fs.relu(fs.concatenate([x[:, :8], x[:, 8:16]], axis=1) + 1.0)        # view kernel
         t = fs.take(w, idx) * 2.0                                                     # gather view
@@ -222,11 +222,13 @@ def _every_kind():
         mm = fs.gelu(x @ w + b)                                                       # cube + elementwise
         lsm = fs.softmax(x @ w, axis=-1)                                              # cube + row epilogue
         cv = fs.relu(fs.conv2d(img, cw, padding=1) * 0.5)                             # conv
-        return v, cat, t, sm, col, mm, lsm, cv
+        tr = fs.transpose(z, (1, 0))                                                  # transpose
+        at = fs.attention(q, q, q, causal=True)                                       # attention
+        return v, cat, t, sm, col, mm, lsm, cv, tr, at
 
     return f.compile(x, w, np.ones(16, np.float32), np.zeros(5, np.int32),
                      np.ones((1, 3, 6, 6), np.float32), np.ones((4, 3, 3, 3), np.float32),
-                     np.ones((30, 20), np.float32))
+                     np.ones((30, 20), np.float32), np.ones((1, 2, 17, 32), np.float16))
 
 
 def test_every_kinds_tile_programs_round_trip_through_the_parser():
@@ -249,7 +251,8 @@ def test_every_kinds_tile_programs_round_trip_through_the_parser():
         elif plan.tile_ir is not None and plan.schedule is None:   # another kind: its programs in turn
             assert [p.sched.kernel.name for p in parse_tiles(plan.tile_ir)] == [
                 prog.kernel.name for _, prog in tile_programs(plan.lowered)]
-    assert {"vector", "row", "column", "cube", "conv"} <= set(kinds), kinds
+    assert {"vector", "row", "column", "cube", "conv", "transpose", "attention"} <= set(kinds), kinds
+    assert all("kernel" in kinds[kind] for kind in ("transpose", "attention", "row", "column", "cube", "conv"))
     assert any(label.startswith("epilogue-") and label.endswith("-gelu") for label in kinds["cube"])
     views = [p.schedule for p in k.kernels if p.schedule is not None and p.schedule.views is not None]
     assert views and all("views: S [" in print_tile(s) for s in views)
