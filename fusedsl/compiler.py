@@ -391,7 +391,7 @@ class CompiledKernel:
         if row is not None and len(row[2]) == 1 and isinstance(row[0], ScheduleCpu) and not row[0]._scalars:
             return self._schedule_runner(row, positions, slow)   # a row or column kind's kernel on llvm_kernel
         if config.executor == "llvm":
-            program = self._program_runner(positions, slow)
+            program = self._program_runner(positions)
             if program is not None:
                 return program
         return slow
@@ -429,22 +429,22 @@ class CompiledKernel:
             return slow(args, out)
         return run
 
-    def _program_runner(self, positions, slow):
+    def _program_runner(self, positions):
         """The call fast path of a program (backend_cpu/program.py): C-contiguous arrays go
-        straight to the Program, anything else (out=, another executor) through `slow`."""
+        straight to the Program, anything else (out=, another executor) to run_trusted."""
         views = self._views if self._views is not _UNSET else self._view_plan()
         if views is not None:
             return None
         program = self._program if self._program is not _UNSET else self._program_plan()
         if program is None:
             return None
-        lock, single = self._lock, len(self.module.main.results) == 1
+        lock, single, run_trusted = self._lock, len(self.module.main.results) == 1, self.run_trusted
         every = list(positions) == list(range(len(positions)))
 
         def run(args, out):
-            if out is not None or config._executor != "llvm":
-                return slow(args, out)
             arrays = args if every and len(args) == len(positions) else [args[i] for i in positions]
+            if out is not None or config._executor != "llvm":
+                return run_trusted(arrays, out)   # (not through fast_runner's `slow`: a frame per out= call)
             with lock:
                 results = program(arrays)
             return results[0] if single else results
@@ -1317,15 +1317,20 @@ def deliver(results, out):
     return out
 
 
+# numpy's bounds test without its __array_function__ dispatch (~0.2 us a pair, a call with out= makes
+# one per input: most of the Python around a small kernel's native call)
+_may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+
+
 def _overlaps(outs, arrays) -> bool:
     """Whether an out= array may share memory with an input or another out= array (numpy's
     bounds test: cheap, and a false alarm only costs a temporary)."""
     for k, o in enumerate(outs):
         for a in arrays:
-            if type(a) is np.ndarray and np.may_share_memory(o, a):
+            if type(a) is np.ndarray and _may_share_memory(o, a):
                 return True
         for other in outs[k + 1:]:
-            if np.may_share_memory(o, other):
+            if _may_share_memory(o, other):
                 return True
     return False
 

@@ -216,7 +216,8 @@ def test_kernels_equal_but_for_their_constants_share_one_lowering(monkeypatch, t
 def test_a_launch_that_does_not_stream_compiles_the_variant_without_streamed_stores(monkeypatch, tmp_path):
     """kernel_cpu.TileKernelCpu lowers and compiles each variant when a launch first needs it: small
     outputs run the one without non-temporal stores (its first call compiles a third less IR);
-    outputs of STREAM_MIN_BYTES and more the streaming one; both give the same bits."""
+    outputs of STREAM_MIN_BYTES and more the streaming one; both give the same bits.  A small launch
+    runs as one block, a threaded one as the words' blocks: the same bits too."""
     monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(kernel_cpu, "_lowered", {})
     x = np.linspace(-3, 3, 5000, dtype=np.float32).reshape(5, 1000)
@@ -224,6 +225,20 @@ def test_a_launch_that_does_not_stream_compiles_the_variant_without_streamed_sto
     want = comp(x)
     cpu = comp._cpu[comp.kernels[0].name][0].kernel
     assert set(cpu._compiled) == {False} and "!nontemporal" not in cpu.ir
+    # (kernel_cpu.ONE_BLOCK_KINDS) a launch on the caller's thread runs the words' blocks as one,
+    # on the launcher's threads they stay blocks: the same bits
+    sched_cpu = comp._cpu[comp.kernels[0].name][0]
+    comp(x, out=np.empty_like(want))
+    tiling, inputs, call = sched_cpu._last
+    words, offsets = sched_cpu.words(tiling), cpu.k.field_offsets()
+    assert -(-words[offsets["totalTiles"][0]] // words[offsets["tilesPerCore"][0]]) > 1
+    assert call.native[1:3] == (0, 1)
+    np.testing.assert_array_equal(call.outputs[0], want)
+    monkeypatch.setattr(kernel_cpu, "PARALLEL_MIN_BYTES", 0)
+    threaded = sched_cpu.bind(list(inputs), [np.empty_like(want)], tiling)
+    assert len(threaded.keep[1]) > 1   # an arena per launcher thread, each running blocks
+    threaded()
+    np.testing.assert_array_equal(threaded.outputs[0], want)
     monkeypatch.setattr(kernel_cpu, "STREAM_MIN_BYTES", 0)
     out = np.empty(5064, np.float32)[16:5016].reshape(5, 1000)   # (64-byte lines: a peeled head)
     comp(x, out=out)

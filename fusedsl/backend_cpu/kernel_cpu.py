@@ -66,6 +66,12 @@ TRANSPOSE_PARALLEL_MIN_BYTES = 64 << 20
 # stay on the caller's thread: the numpy copies they replace were single-threaded, and two threads
 # measured 1.2-1.56x slower at 64 MB on this shared host ([256, 1024, 64] perm (1, 0, 2))
 SERIAL_MODES = ("copy", "gather")
+# Kinds whose tiles do not depend on the block that runs them (a tile's stages start from its
+# Geometry; the once stages only fill buffers the tiles read, the same in every block): a launch on
+# the caller's thread runs their tiles as ONE block (`one_block`), the chip's words for one core.
+# Per block the kernel starts its members and queues and runs its Prologue again: the 192 x 128
+# seed's 6 blocks of 8 tiles cost 0.3 us of its 3.0 (a broadcast row copied and its abs computed 6 times)
+ONE_BLOCK_KINDS = frozenset({"vector", "view", "row", "column", "transpose"})
 # TileKernel text (and lowering options) -> its LLVM IR, for the kernels lowered again in one process
 # (a program compiled for a second function that shares kernels with the first: topk after sort);
 # across processes jit.lowered_ir's disk cache keeps it
@@ -175,6 +181,15 @@ class TileKernelCpu:
             found = self._layouts[key] = arena_layout(self.k, words)
         return found
 
+    def _one_block(self, args: np.ndarray, total: int) -> int:
+        """A serial launch's words rewritten in its argument block for one core that runs every tile
+        (ONE_BLOCK_KINDS): the blocks it replaces would run the same tiles, each block first
+        repeating the members, queues and Prologue.  The launch's block count: 1."""
+        args[self._offsets["tilesPerCore"][0]] = total
+        if "blockDim" in self._offsets:   # (a kind's words name it; a hand-written kernel's may not)
+            args[self._offsets["blockDim"][0]] = 1
+        return 1
+
     def run(self, inputs, outputs: list[np.ndarray], words=None) -> None:
         """Run every block; `inputs` in kernel-parameter order (a runtime scalar a number), the
         outputs written in place (copied back when one is not a C-contiguous array of its dtype)."""
@@ -276,6 +291,8 @@ class TileKernelCpu:
             if self.serial:
                 least = 1 << 62
             threads = 1 if blocks <= 1 or work < least else min(host_threads(), pool().workers + 1, blocks)
+            if threads == 1 and blocks > 1 and k.kind in ONE_BLOCK_KINDS:
+                blocks = self._one_block(args, total)
         arenas = [np.empty(arena_bytes + ARENA_ALIGN, np.uint8) for _ in range(threads)]
         addrs = [-(-a.ctypes.data // ARENA_ALIGN) * ARENA_ALIGN for a in arenas]
         fn, address = self.function(streaming), args.ctypes.data
@@ -400,14 +417,11 @@ class ScheduleCpu:
     def run(self, inputs, outputs, tiling=None) -> None:
         tiling = self.tiling if tiling is None else tiling
         last = self._last
-        if last is None or not self._matches(last, inputs, outputs, tiling):
+        # (the test inline: a small kernel's call is mostly this Python)
+        if last is None or last[0] is not tiling or not same_call(last[1], last[2], inputs, outputs, self._scalars):
             self._last = None   # its outputs are no longer held while binding
             last = self._last = (tiling, tuple(inputs), self.bind(inputs, outputs, tiling))
         last[2]()
-
-    def _matches(self, last, inputs, outputs, tiling) -> bool:
-        t, ins, call = last
-        return t is tiling and same_call(ins, call, inputs, outputs, self._scalars)
 
     def bound_outputs(self) -> tuple:
         """The outputs the remembered call keeps alive, each referenced once (OutputPool.take)."""
