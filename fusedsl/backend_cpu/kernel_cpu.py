@@ -14,7 +14,8 @@ pipeline for small launches (SROA, instcombine, simplifycfg) compiled a bitonic 
 `run` lays out the argument block (the tiling words, the typed fields, a pointer per GM tensor,
 the queues' places in the arena) and one UB arena per thread, then runs the blocks (cores) on
 the launcher's threads above a work threshold and serially below it (launch.py: blocks write
-disjoint outputs).  Unlike the interpreter it writes the outputs in place: a kernel writes every
+disjoint outputs) -- as ONE block where the kind's tiles do not depend on their block
+(ONE_BLOCK_KINDS: each block would start its queues and run its Prologue again).  Unlike the interpreter it writes the outputs in place: a kernel writes every
 element of its outputs, so none are zeroed first.
 """
 from __future__ import annotations
