@@ -159,10 +159,14 @@ def test_index_results_past_1024(target):
     x[1, 4321] = 9.0
     s = rng.standard_normal((2, 1500)).astype(np.float32)
     p = rng.standard_normal((1, 2, 3000)).astype(np.float32)
-    k = fs.fused_kernel(lambda x, s, p: (fs.argmax(x, axis=1), fs.argmin(x, axis=1), fs.argsort(s, axis=1),
+    # argsort's 2048-wide network prints ~280 kernels (5 MB of C++: ~25 s of g++ and simulate a
+    # chip, cold): on 310P only -- both chips convert its indices by the same exact_int32
+    sort = target == "ascend310p"
+    k = fs.fused_kernel(lambda x, s, p: (fs.argmax(x, axis=1), fs.argmin(x, axis=1),
+                                         fs.argsort(s, axis=1) if sort else fs.argmax(s, axis=1),
                                          fs.adaptive_avg_pool1d(p, 7))).compile(x, s, p, target=target)
     want = (np.argmax(x, axis=1).astype(np.int32), np.argmin(x, axis=1).astype(np.int32),
-            np.argsort(s, axis=1, kind="stable").astype(np.int32),
+            (np.argsort(s, axis=1, kind="stable") if sort else np.argmax(s, axis=1)).astype(np.int32),
             torch.nn.functional.adaptive_avg_pool1d(torch.from_numpy(p), 7).numpy())
     for got in (k.simulate(x, s, p), k(x, s, p)):
         for g, w in zip(got[:3], want[:3]):
