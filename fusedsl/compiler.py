@@ -31,6 +31,7 @@ from .passes.pipeline import compile_passes
 from .reference import run_function, run_module
 from .lower.errors import LoweringError
 from .lower.kinds import Kind, LowerOptions, kernel_ir, lower_kernel, tile_programs
+from .lower.column import ColumnSchedule
 from .lower.column_plan import is_column_kernel, lone_row_reduction, rows_function
 from .lower.conv import ConvSchedule, schedule_conv_kernel
 from .lower.cube import CubeSchedule, schedule_cube_kernel
@@ -815,7 +816,6 @@ class CompiledKernel:
         sizes, None for another executor; a ScheduleError when the kind cannot tile them (a symbolic
         row too long for one read, rows of 0 elements reduced, 2**32 elements: the call then runs on
         numpy)."""
-        from .lower.column import ColumnSchedule
         sched = getattr(row, "sched", None)
         if not isinstance(sched, (RowSchedule, ColumnSchedule)):
             return None
@@ -1182,34 +1182,19 @@ class CompiledKernel:
                 else:
                     row.run(inputs, outs)
                 return tuple(outs)
-        if kernel is None and self._matmul_kernel(plan) is not None:   # llvm_kernel's Matmul object on sgemm
-            outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
-                    for t, target in zip(_concrete(plan.function.results, sizes), targets)]
-            self._matmul_kernel(plan).run(inputs, outs)
-            return tuple(outs)
-        if kernel is None and self._conv_kernel(plan) is not None:   # llvm_kernel's conv, its product conv_product.py's
-            outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
-                    for t, target in zip(_concrete(plan.function.results, sizes), targets)]
-            self._conv_kernel(plan).run(inputs, outs)
-            return tuple(outs)
-        if kernel is None and self._split_kernel(plan) is not None:   # a product on the host, the rest on llvm_kernel
-            outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
-                    for t, target in zip(_concrete(plan.function.results, sizes), targets)]
-            self._split_kernel(plan).run(inputs, outs)
-            return tuple(outs)
         if kernel is None:
-            done = None
-            if self._transpose_kernel(plan) is not None:   # a lone transpose / stepped slice
-                outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
-                        for t, target in zip(_concrete(plan.function.results, sizes), targets)]
-                self._transpose_kernel(plan).run(inputs, outs)
-                done = tuple(outs)
-            if done is None and self._attention_kernel(plan) is not None:   # the attention kind's TileKernel
-                outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
-                        for t, target in zip(_concrete(plan.function.results, sizes), targets)]
-                self._attention_kernel(plan).run(inputs, outs)
-                done = tuple(outs)
-            return done if done is not None else run_function(self.module, plan.function, inputs)  # numpy
+            # in `executor`'s order: llvm_kernel's Matmul object on sgemm, its conv (the product
+            # conv_product.py's), a product on the host with the rest on llvm_kernel, a lone transpose
+            # / stepped slice, the attention kind's TileKernel; else numpy
+            for other in (self._matmul_kernel, self._conv_kernel, self._split_kernel, self._transpose_kernel,
+                          self._attention_kernel):
+                runner = other(plan)
+                if runner is not None:
+                    outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
+                            for t, target in zip(_concrete(plan.function.results, sizes), targets)]
+                    runner.run(inputs, outs)
+                    return tuple(outs)
+            return run_function(self.module, plan.function, inputs)
         outs = [target if target is not None else buffers.empty(t.shape, t.dtype.np)
                 for t, target in zip(_concrete(plan.function.results, sizes), targets)]
         tiling = self._cpu_tiling.get(plan.name, plan.tiling)

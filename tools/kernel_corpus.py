@@ -282,7 +282,7 @@ def _reference(k, arrays) -> tuple:
 
 
 def _save(save: str, key: str, saved: dict) -> None:
-    arrays = {f"{name}{i}": np.asarray(r) for name, results in saved.items() for i, r in enumerate(results)}
+    arrays = {f"{name}_{i:03d}": np.asarray(r) for name, results in saved.items() for i, r in enumerate(results)}
     tmp = _key_file(save, key) + ".tmp.npz"
     np.savez(tmp, **arrays)
     os.replace(tmp, _key_file(save, key))
@@ -403,10 +403,11 @@ def distance(got: np.ndarray, ref: np.ndarray) -> float:
 
 
 def _loaded(path: str) -> dict:
+    """{"llvm" | "sim" | "ref": [results in order]} of a file `_save` wrote."""
     with np.load(path) as z:
         out = {}
-        for name in sorted(z.files, key=lambda n: (n.rstrip("0123456789"), int(n[len(n.rstrip("0123456789")):]))):
-            out.setdefault(name.rstrip("0123456789"), []).append(z[name])
+        for name in sorted(z.files):   # (`_save`'s keys: <name>_<3-digit index>)
+            out.setdefault(name.rsplit("_", 1)[0], []).append(z[name])
         return out
 
 

@@ -1610,14 +1610,7 @@ class _Lowering:
         move home first, `strided_home`), else `stride`."""
         if self.tensor_queue.get(name) not in self.strided:
             return stride
-        b = self.b
-        zero = ir.Constant(I64, 0)
-        us, _, _, cols = self._geom(name)
-        other = b.or_(b.icmp_unsigned("!=", us, stride), b.icmp_unsigned(">", n, cols))
-        with b.if_then(b.and_(b.icmp_unsigned("!=", us, zero), other)):
-            self.strided_home(name)
-        us, gs, _, _ = self._geom(name)
-        return b.select(b.icmp_unsigned("!=", us, zero), gs, stride)
+        return self._fit_or_home(name, stride, cols=n)
 
     def column_walk(self, node: For, folds: list, rows: dict, written: set) -> None:
         """`_walk_plan`'s loop: per strip of FOLD_STRIP columns the accumulators in registers and, for
@@ -2209,16 +2202,31 @@ class _Lowering:
         that some pass would not find within one of its rows (another row stride, fewer rows or
         shorter ones) moves home (`strided_home`); then every pass of every ref lies within one row
         of its strided rows, or in its buffer."""
-        b = self.b
         refs, count, stride = rows
         n, y = self.ev_i64(count), self.ev_i64(stride)
-        runs = b.icmp_unsigned("<", start, end)
+        runs = self.b.icmp_unsigned("<", start, end)
         for r in dict.fromkeys(refs):
-            us, _, g_rows, g_cols = self._geom(r.tensor)
-            fits = b.and_(b.icmp_unsigned("==", us, y),
-                          b.and_(b.icmp_unsigned("<=", end, g_rows), b.icmp_unsigned("<=", n, g_cols)))
-            with b.if_then(b.and_(runs, b.not_(fits))):
-                self.strided_home(r.tensor)   # (nothing to do where us == 0)
+            self._fit_or_home(r.tensor, y, rows=end, cols=n, when=runs)
+
+    def _fit_or_home(self, name: str, stride, rows=None, cols=None, when=None):
+        """Tensor `name`, which may stand for strided GM rows (`_strided`), read or written as rows
+        x cols elements at UB row stride `stride` (i64; None: not bounded): when its strided rows do
+        not hold them (another row stride, fewer rows, shorter ones) they move home first
+        (`strided_home`; only `when` that i1 holds, if given).  Returns the row stride to address it
+        by: its GM row stride while it stands for strided rows, else `stride`."""
+        b = self.b
+        zero = ir.Constant(I64, 0)
+        us, _, g_rows, g_cols = self._geom(name)
+        fits = b.icmp_unsigned("==", us, stride)
+        if rows is not None:
+            fits = b.and_(fits, b.icmp_unsigned("<=", rows, g_rows))
+        if cols is not None:
+            fits = b.and_(fits, b.icmp_unsigned("<=", cols, g_cols))
+        move = b.and_(b.icmp_unsigned("!=", us, zero), b.not_(fits))
+        with b.if_then(move if when is None else b.and_(when, move)):
+            self.strided_home(name)
+        us, gs, _, _ = self._geom(name)
+        return b.select(b.icmp_unsigned("!=", us, zero), gs, stride)
 
     # -- blocked transposes: the transpose kind's element moves --------------------------------------------
     def _transpose_side(self, name: str, stride_expr, rows, cols):
@@ -2226,17 +2234,11 @@ class _Lowering:
         rows x cols elements at UB row stride `stride_expr`.  When it stands for strided GM rows
         that hold them (the same UB row stride, enough rows and columns), the GM rows and their
         stride; otherwise (moved home first when strided) the buffer and the UB stride."""
-        b = self.b
         stride = self.ev_i64(stride_expr)
         if self.tensor_queue.get(name) not in self.strided:
             return self.tensor_base(name), stride
-        us, gs, g_rows, g_cols = self._geom(name)
-        fits = b.and_(b.icmp_unsigned("==", us, stride),
-                      b.and_(b.icmp_unsigned("<=", rows, g_rows), b.icmp_unsigned("<=", cols, g_cols)))
-        with b.if_then(b.and_(b.icmp_unsigned("!=", us, ir.Constant(I64, 0)), b.not_(fits))):
-            self.strided_home(name)
-        us, gs, _, _ = self._geom(name)
-        return self.tensor_base(name), b.select(b.icmp_unsigned("!=", us, ir.Constant(I64, 0)), gs, stride)
+        stride = self._fit_or_home(name, stride, rows=rows, cols=cols)
+        return self.tensor_base(name), stride
 
     def transpose(self, R, C, dst: str, P, src: str, Q) -> None:
         """dst[c * P + r] = src[r * Q + c] for r < R, c < C, the bits moved as integers: tiles of
