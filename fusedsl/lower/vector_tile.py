@@ -68,6 +68,16 @@ def _replicated_row(x: str, gm: str, offset, rows, cols, itemsize: int, body: st
             Barrier("copied to every row of a tile")]
 
 
+def _chain(arms) -> tuple:
+    """`if c0: b0 elif c1: b1 ... else: bn` of [(c, body)], the last arm's condition dropped: the
+    arms given are the ones some tile reaches, so a tile that fails every other condition takes
+    the last (an arm no tile reaches may be left out of the chain without changing any tile's)."""
+    chain: tuple = arms[-1][1]
+    for cond, body in reversed(arms[:-1]):
+        chain = (If(cond, body, chain),)
+    return chain
+
+
 def _box(i) -> tuple:
     """Word i of the tile's box row (local `bx` = box * width)."""
     return ("[]", "t.box", add("bx", i))
@@ -84,6 +94,9 @@ class _Lowering:
         self.tensor = {name: (name if PLAIN_NAME.fullmatch(name) else f"slot{j}") for j, name in enumerate(s.slots)}
         self.gm_of = {i.index: i.name for i in self.params}
         self.elems = add("t.tileElems", s.slack_elems)
+        # static shapes: the launch's tiling (its box table) is known when the kernel is lowered
+        self.tiling = compute_tiling(s, {}, s.target) if self.views else None
+        self.boxes = self.tiling.boxes if self.views else ()
 
     def queue(self, slot: str) -> str:
         role = self.s.slots[slot].role
@@ -176,13 +189,35 @@ class _Lowering:
             return [For("r", 0, "nrows", (
                 GatherRow(Ref(x, mul("r", "t.Cpad")), self.gm_of[plan.sources[0]], self.gm_of[idx_param],
                           add(v[4], mul(add("row0", "r"), v[5])), bound, row_len, v[1], "ncols"),))]
-        chain: tuple = ()
-        for k in reversed(range(len(plan.sources))):   # a concatenation: which input this box reads
-            one = tuple(self.view_rows(j, x, self.gm_of[plan.sources[k]], v))
-            chain = one if k == len(plan.sources) - 1 else (If(("==", v[0], k), one, chain),)
-        return list(chain)
+        arms = self.reached_arms(w)
+        return list(_chain([(("==", v[0], k), tuple(self.view_rows(j, x, self.gm_of[src], v, arms.get(k, set()))))
+                            for k, src in enumerate(plan.sources) if k in arms or not arms]))
 
-    def view_rows(self, j: int, x: str, src: str, v) -> list:
+    def reached_arms(self, w: int) -> dict[int, set[str]]:
+        """{source: the `view_rows` forms its boxes take} over the launch's box table for the load at
+        box word w: the CopyIn holds those only (a concatenation of two row-major inputs: one
+        strided copy per source, not 4 forms x 2 sources -- a third of the host's compile).  A tile
+        of one row takes the strided form whatever the row stride."""
+        out: dict[int, set[str]] = {}
+        for row in self.boxes:
+            first, rows, cols, per_tile = row[:4]
+            sel, rs, cs = row[w], row[w + 2], row[w + 3]
+            tiles = -(-rows // per_tile)
+            counts = {per_tile if tiles > 1 else rows, rows - (tiles - 1) * per_tile}
+            forms = out.setdefault(sel, set())
+            if cs == 0:
+                forms.add("column")
+                continue
+            many = any(c > 1 for c in counts)
+            if any(c == 1 for c in counts) or rs >= cols:
+                forms.add("strided")
+            if many and rs == 0:
+                forms.add("replicate")
+            elif many and rs < cols:
+                forms.add("per_row")
+        return out
+
+    def view_rows(self, j: int, x: str, src: str, v, reached: set[str]) -> list:
         per_row = For("r", 0, "nrows", (
             CopyIn(x, src, add(v[1], mul(add("row0", "r"), v[2])), 1, "ncols", "ncols", "t.Cpad",
                    ub_off=mul("r", "t.Cpad")),))
@@ -192,9 +227,9 @@ class _Lowering:
         column = For("r", 0, "nrows", (Dup(Ref(x, mul("r", "t.Cpad")), ("load", src, add(v[1], mul(add("row0", "r"), v[2]))),
                                            "ncols"),))
         many = (">", "nrows", 1)
-        return [If(("==", v[3], 0), (column,),
-                   (If(("&&", many, ("==", v[2], 0)), tuple(replicate),
-                       (If(("&&", many, ("<", v[2], "ncols")), (per_row,), (strided,)),)),))]
+        forms = [(("==", v[3], 0), (column,), "column"), (("&&", many, ("==", v[2], 0)), tuple(replicate), "replicate"),
+                 (("&&", many, ("<", v[2], "ncols")), (per_row,), "per_row"), (None, (strided,), "strided")]
+        return list(_chain([(cond, body) for cond, body, name in forms if name in reached or not reached]))
 
     def compute(self) -> list:
         s = self.s
@@ -226,9 +261,8 @@ class _Lowering:
         gm_in = [i for i in self.params if i.kind != "runtime_scalar"]
         words: tuple = ()
         if self.views:
-            tiling = compute_tiling(s, {}, s.target)   # static shapes: the box table is known
-            words = tuple(tiling_words(s, tiling))
-            nb = len(tiling.boxes)
+            words = tuple(tiling_words(s, self.tiling))
+            nb = len(self.boxes)
             fields += [Field("nBoxes"), Field("box", max(1, nb * self.width))]
         else:
             fields += [Field(f"st{i.index}", self.k) for i in gm_in]
