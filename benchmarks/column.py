@@ -2,6 +2,7 @@
 producers and consumers, at [8192, 1024] float32.
 
     python benchmarks/column.py        # prints the table (paste it into RESULTS.md's "Column kernels")
+    python benchmarks/column.py --no-simulate [--repeat N]   # the times alone (no g++ builds)
 
 Programs: sum(x, 0); sum(x * x, 0) * w + 1; var(x, 0); mean(x, 0) with var(x, 0) (batch
 statistics); sum(dy, (0, 1)) of [16, 512, 1024] (a bias gradient).
@@ -14,6 +15,7 @@ vs the one-kernel-per-op partition.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -42,17 +44,20 @@ def programs(big: bool):
     ]
 
 
-def median_ms(fn, repeats=15):
+REPEAT = 15
+
+
+def median_ms(fn):
     fn()
     times = []
-    for _ in range(repeats):
+    for _ in range(REPEAT):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times) * 1e3
 
 
-def main():
+def main(simulate=True):
     rows = []
     small = {name: (f, args) for name, f, args, _ in programs(False)}
     for name, f, args, ref in programs(True):
@@ -60,7 +65,8 @@ def main():
         split = fs.fused_kernel(f, opt_level=0).compile(*args)
         sf, sa = small[name]
         k = fs.fused_kernel(sf, target="ascend910b").compile(*sa)
-        k.simulate(*sa)
+        if simulate:
+            k.simulate(*sa)
         rep = k.report()
         t_fused = median_ms(lambda: fused(*args))
         t_split = median_ms(lambda: split(*args))
@@ -71,9 +77,15 @@ def main():
           "| fused ms | per-op ms | numpy ms | per-op / fused | numpy / fused |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, kf, ks, gmin, gmod, gmeas, tf, ts, tn in rows:
-        print(f"| {name} | {kf} / {ks} | {gmin:,} | {gmod:,} | {gmeas:,} | {gmeas / gmin:.3f} | {tf:.2f} | {ts:.2f} "
+        meas = f"{gmeas:,} | {gmeas / gmin:.3f}" if gmeas is not None else "not simulated | n/a"
+        print(f"| {name} | {kf} / {ks} | {gmin:,} | {gmod:,} | {meas} | {tf:.2f} | {ts:.2f} "
               f"| {tn:.2f} | {ts / tf:.2f}x | {tn / tf:.2f}x |")
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=REPEAT, help="calls timed per median")
+    ap.add_argument("--no-simulate", action="store_true", help="skip simulate's GM measurement (no g++ builds)")
+    opts = ap.parse_args()
+    REPEAT = opts.repeat
+    main(simulate=not opts.no_simulate)

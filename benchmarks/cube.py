@@ -20,7 +20,7 @@ matmul + bias + leaky_relu in float16 on 910B and 310P, CANN's rule (the smalles
 block on SetDim(AI cores), base block halved to fit) vs the split and base block of least
 modelled time: GM bytes (model; simulate measures the chosen one) and modelled time.
 
-Usage: python benchmarks/cube.py [--repeat N] [--tiling-only]
+Usage: python benchmarks/cube.py [--repeat N] [--tiling-only | --times-only]
 """
 from __future__ import annotations
 
@@ -30,8 +30,11 @@ import time
 import numpy as np
 
 import fusedsl as fs
-import fusedsl.lower.cube as lower_cube
-from fusedsl.lower.cube import modelled_split
+try:
+    import fusedsl.lower.cube as lower_cube
+    from fusedsl.lower.cube import modelled_split
+except ImportError:   # a checkout from before issue 19's lower/ (19faa6c): --times-only still runs there
+    lower_cube = modelled_split = None
 from fusedsl.targets import get_target
 
 
@@ -63,6 +66,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--tiling-only", action="store_true", help="only the cube tiling table")
+    ap.add_argument("--times-only", action="store_true", help="only the CPU times (no simulate, no tiling table)")
     opts = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     if opts.tiling_only:
@@ -113,10 +117,12 @@ def main(argv=None):
     mm = {v: ms for c, v, ms in rows if c.startswith("matmul")}
     cv = {v: ms for c, v, ms in rows if c.startswith("conv")}
     print()
-    print(f"- matmul goal <= 0.7x numpy: fused executor {mm['fused executor (cube + epilogue per block)'] / base:.2f}x, "
-          f"kernel(*arrays) {mm['fusedsl kernel(*arrays, out=)'] / base:.2f}x")
-    print(f"- conv goal <= 0.35x numpy: fused executor {cv['fused executor (cube + epilogue per block)'] / base_c:.2f}x, "
-          f"kernel(*arrays) {cv['fusedsl kernel(*arrays, out=)'] / base_c:.2f}x")
+    # (the goals' "fused executor" figure measured backend_cpu/cube.py, gone: kernel(*arrays) is the one executor)
+    mm_x, cv_x = mm['fusedsl kernel(*arrays, out=)'] / base, cv['fusedsl kernel(*arrays, out=)'] / base_c
+    print(f"- matmul goal <= 0.7x numpy: kernel(*arrays) {mm_x:.2f}x ({'met' if mm_x <= 0.7 else 'NOT met'})")
+    print(f"- conv goal <= 0.35x numpy: kernel(*arrays) {cv_x:.2f}x ({'met' if cv_x <= 0.35 else 'NOT met'})")
+    if opts.times_only:
+        return
     print()
     gm_table(rng)
     print()

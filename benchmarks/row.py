@@ -2,6 +2,7 @@
 (and softmax, rms_norm as 8 rows of 4 MB, beyond the cache).
 
     python benchmarks/row.py            # prints the table and rewrites the "Row kernels" section of RESULTS.md
+    python benchmarks/row.py --no-simulate --no-write [--repeat N]   # the times alone, printed only
 
 Kernels: the default partition (row fusion: one row kernel, run natively by the LLVM
 backend) vs the split partition (disable_passes=['row-fusion']) vs one kernel per op.
@@ -16,6 +17,7 @@ vectorises its reductions; numba is a benchmark-only dependency, skipped if miss
 """
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import re
@@ -122,17 +124,20 @@ def numba_kernels():
     return {"softmax": nb_softmax, "layer_norm+gelu": nb_layer_norm_gelu, "rms_norm": nb_rms_norm}
 
 
-def median_ms(f, args, repeat=15) -> float:
+REPEAT = 15
+
+
+def median_ms(f, args) -> float:
     f(*args)
     times = []
-    for _ in range(repeat):
+    for _ in range(REPEAT):
         t = time.perf_counter()
         f(*args)
         times.append(time.perf_counter() - t)
     return statistics.median(times) * 1e3
 
 
-def main() -> str:
+def main(simulate: bool = True) -> str:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8192, 1024)).astype(np.float32)
     w = rng.standard_normal(1024).astype(np.float32)
@@ -155,7 +160,9 @@ def main() -> str:
         k, ks = fused.compile(*args), split.compile(*args)
         want = ref(*args)
         measured, ratio = "not printed (row > UB)", "n/a"
-        if k.kernels[0].row is not None and k.kernels[0].error is None:
+        if not simulate:
+            measured = "not simulated"
+        elif k.kernels[0].row is not None and k.kernels[0].error is None:
             np.testing.assert_allclose(k.simulate(*args), want, rtol=2e-4, atol=2e-5)
             measured = k.report().gm_bytes_measured
             ratio = f"{measured / k.report().gm_bytes_min:.4f}"
@@ -204,4 +211,12 @@ def write_results(table: str) -> None:
 
 
 if __name__ == "__main__":
-    write_results(main())
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=REPEAT, help="calls timed per median")
+    ap.add_argument("--no-simulate", action="store_true", help="skip simulate's GM measurement (no g++ builds)")
+    ap.add_argument("--no-write", action="store_true", help="print the table only, RESULTS.md untouched")
+    opts = ap.parse_args()
+    REPEAT = opts.repeat
+    table = main(simulate=not opts.no_simulate)
+    if not opts.no_write:
+        write_results(table)
