@@ -7,7 +7,10 @@ last 4 of 5 rounds.  Run it at two commits and compare (the machine is shared: i
 - cube / conv: every ascend910b configuration of the kind that compiles (one per program, shape
   and dtype).
 
-    PYTHONPATH=$PWD python benchmarks/row_compile_time.py [row|cube|conv]
+    PYTHONPATH=$PWD python benchmarks/row_compile_time.py [row|cube|conv] [--corpus-from OTHER_CHECKOUT]
+
+--corpus-from takes the programs from another checkout's tools/kernel_corpus.py (the corpus grows:
+19faa6c's lists 24 row programs, main's 48), so that two commits compile the same programs.
 """
 import os
 import statistics
@@ -16,7 +19,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+_corpus = sys.argv[sys.argv.index("--corpus-from") + 1] if "--corpus-from" in sys.argv else \
+    os.path.join(os.path.dirname(__file__), "..")
+sys.path.insert(0, os.path.join(_corpus, "tools"))
 import fusedsl as fs  # noqa: E402
 import kernel_corpus  # noqa: E402
 
@@ -38,7 +43,8 @@ def cases(kind: str):
 
 
 def main():
-    kind = sys.argv[1] if len(sys.argv) > 1 else "row"
+    kinds = [a for a in sys.argv[1:] if a in ("row", "cube", "conv")]
+    kind = kinds[0] if kinds else "row"
     work = list(cases(kind))
     compile_t, print_t = [], []
     for _ in range(5):
