@@ -324,6 +324,21 @@ class CacheLimitError(FusedslError):
     """
 
 
+class JitTiersError(FusedslError):
+    """FUSEDSL_JIT_TIERS, how the CPU backend compiles a kernel's first call, has an unknown value.
+
+    What to do: unset it (the default: a quick compile for the first call, the optimised code
+    swapped in when a background compile finishes), or set it to `0` (every kernel compiled
+    optimised before its first call, as before tiers) or `quick` (the quick code only: for
+    comparing the two).
+
+    Example:
+        >>> from fusedsl.errors import JitTiersError, FusedslError
+        >>> issubclass(JitTiersError, FusedslError)
+        True
+    """
+
+
 class FusedslWarning(UserWarning):
     """Base of every warning fusedsl issues: something that runs, but that you should look at.
 

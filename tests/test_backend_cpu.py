@@ -509,7 +509,10 @@ def test_other_dtypes_and_strided_outputs_are_converted():
 
 # ---- the disk cache --------------------------------------------------------------------------------
 def test_disk_cache_hit_and_corruption(monkeypatch, tmp_path):
+    # the optimised object's entry (FUSEDSL_JIT_TIERS=0: compiled before the first call; the tiered
+    # path's two entries: tests/test_jit_tiers.py)
     monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSEDSL_JIT_TIERS", "0")
     monkeypatch.setattr(jit, "_memory", {})
     kernel, tiling, a, b, want = _seed_kernel((64,), (10, 64))
     kernel.run([a, b], [np.empty_like(want)], tiling)    # compiled at its first launch

@@ -258,9 +258,10 @@ def _error_classes():
             out.append((name, obj))
     from fusedsl.cachedir import CacheDirWarning
     out.append(("CacheDirWarning", CacheDirWarning))
-    from fusedsl.errors import CacheError, CacheLimitError
+    from fusedsl.errors import CacheError, CacheLimitError, JitTiersError
     out.append(("CacheError", CacheError))
     out.append(("CacheLimitError", CacheLimitError))
+    out.append(("JitTiersError", JitTiersError))
     return sorted({n: c for n, c in out}.items())
 
 

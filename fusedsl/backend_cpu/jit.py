@@ -17,11 +17,15 @@ a second process skips the lowering too.
 """
 from __future__ import annotations
 
+import atexit
+import collections
+import ctypes
 import hashlib
 import os
 import re
 import tempfile
 import threading
+import time
 import zlib
 from dataclasses import dataclass
 
@@ -29,6 +33,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from .. import cachesize
+from ..errors import JitTiersError, user_frame
 from ..version import __version__
 
 ABI_VERSION = "1"     # bump when the args layout or the calling convention changes
@@ -42,12 +47,16 @@ def _fusedsl_version() -> str:
 
 @dataclass
 class Compiled:
-    """A loaded kernel: keep this object alive while the address is used."""
+    """A loaded kernel: keep this object alive while the address is used.  A tiered compile's
+    (`compile_tiered`) address is its quick entry until `upgraded` holds the optimised code's
+    engine; `slot` is the address of the pointer the entry calls through once that is set."""
 
     engine: object
     address: int
     key: str
     from_disk: bool
+    slot: int = 0
+    upgraded: object = None
 
 
 class _Host:
@@ -145,10 +154,13 @@ def verify_ir(ir_text: str):
     return mod
 
 
-def _optimised(ir_text: str):
-    """The verified module after the O3 pipeline for the host CPU, and the machine used."""
-    tm = _Host.target_machine()
-    mod = verify_ir(ir_text)
+def _optimised(ir_text: str, tm=None, context=None):
+    """The verified module after the O3 pipeline for the host CPU, and the machine used (the
+    process-wide one unless `tm` is given: a thread compiling beside the caller's has its own
+    machine and LLVM context)."""
+    tm = tm or _Host.target_machine()
+    mod = llvm.parse_assembly(ir_text, context=context)
+    mod.verify()
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
@@ -158,6 +170,32 @@ def _optimised(ir_text: str):
 
 def optimise_to_object(ir_text: str) -> bytes:
     mod, tm = _optimised(ir_text)
+    return tm.emit_object(mod)
+
+
+# The quick tier's passes: registers for the kernels' stack slots (sroa), folding, CFG cleanup,
+# constant propagation and redundancy removal.  The lowering (llvm_kernel.py) writes its loops
+# vector by vector, so O3's vectorizers, inliner and loop pipeline mostly confirm what is there,
+# at 60 % of the compile (a 6-op chain: 0.040 of 0.063 s; the code generator takes the rest); the
+# quick code runs the small kernels as fast (benchmarks/RESULTS.md "Tiered compiles"), a 16-bit
+# product's widening loops up to 1.4x slower until the optimised code replaces it.
+QUICK_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "sccp", "new_gvn", "instruction_combine",
+                "dead_store_elimination", "simplify_cfg")
+
+
+def quick_object(ir_text: str) -> bytes:
+    """Object code of the quick tier (QUICK_PASSES, then the code generator as for O3)."""
+    tm = _Host.target_machine()
+    mod = verify_ir(ir_text)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
+    fpm = llvm.create_new_function_pass_manager()
+    for name in QUICK_PASSES:
+        getattr(fpm, f"add_{name}_pass")()
+    for fn in mod.functions:
+        if not fn.is_declaration:
+            fpm.run(fn, pb)
     return tm.emit_object(mod)
 
 
@@ -216,9 +254,9 @@ _memory: dict[str, Compiled] = {}
 _memory_lock = threading.Lock()
 
 
-def _load(obj: bytes, symbol: str):
+def _load(obj: bytes, symbol: str, context=None):
     tm = _Host.new_target_machine()
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly("", context=context), tm)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     address = engine.get_function_address(symbol)
@@ -275,11 +313,233 @@ def compile_ir(ir_text: str, symbol: str, use_disk: bool = True) -> Compiled:
             except RuntimeError:     # a valid checksum over bad code: rebuild
                 obj = None
         if obj is None:
-            from_disk = False
-            obj = optimise_to_object(ir_text)
-            engine, address = _load(obj, symbol)
-            if use_disk:
-                write_cached(key, obj)
+            return _compile_locked(ir_text, symbol, key, use_disk)
         compiled = Compiled(engine, address, key, from_disk)
         _memory[key] = compiled
         return compiled
+
+
+def _compile_locked(ir_text: str, symbol: str, key: str, use_disk: bool) -> Compiled:
+    """Optimise, load and cache `ir_text` (the caller holds _memory_lock)."""
+    obj = optimise_to_object(ir_text)
+    engine, address = _load(obj, symbol)
+    if use_disk:
+        write_cached(key, obj)
+    compiled = _memory[key] = Compiled(engine, address, key, False)
+    return compiled
+
+
+# ---- tiered compiles ----------------------------------------------------------------------------------
+# A kernel's first call on a cold cache waits for its compile, and O3 plus the code generator are
+# nearly all of that first call (a softmax: 0.10 of 0.15 s).  So a kernel compiles twice: a quick
+# tier (QUICK_PASSES: a fifth of O3's optimisation time) that its first call runs, and O3 on a
+# background thread, swapped in when ready.  The quick module's entry, `<symbol>.tiered`, calls
+# through a pointer (`<symbol>.slot`) once it is set, else the quick code: every holder of the
+# entry's address -- a bound call, a call list, the block pool -- runs the optimised code from the
+# next launch on, with no Python on the way.  Both tiers compute the same bits (no fast-math: the
+# optimisers may not reassociate), so which one ran is only a matter of time.
+#
+# llvmlite runs every LLVM call under one process-wide lock, so an optimised compile on the thread
+# would hold up the caller's next quick compile for one of its LLVM calls (tens of ms): the thread
+# starts a job only after UPGRADE_QUIET seconds without a quick compile (a program's kernels are
+# compiled one after another at its first call; a test suite compiles all the time and upgrades
+# little).  Queued upgrades are dropped at exit (the running one is finished).  The disk cache keeps
+# both objects: a process loads the optimised one when it is there, else the quick one (and queues
+# the upgrade again), so a short script run twice compiles nothing the second time either way.
+#
+# FUSEDSL_JIT_TIERS: unset / 1 (tiers), 0 (O3 before the first call, as before tiers), quick (the
+# quick tier only, never upgraded: for comparing the two).
+_TIER_MODES = {"": "tiers", "1": "tiers", "on": "tiers", "0": "off", "off": "off", "quick": "quick"}
+UPGRADE_QUIET = 0.2
+
+
+def tier_mode() -> str:
+    value = os.environ.get("FUSEDSL_JIT_TIERS", "")
+    mode = _TIER_MODES.get(value.strip().lower())
+    if mode is None:
+        raise JitTiersError(f"FUSEDSL_JIT_TIERS={value!r} is not a tier setting", loc=user_frame(),
+                            hint="unset it (tiered compiles: quick code first, the optimised code swapped in), "
+                                 "or set 0 (optimised before the first call) or quick (the quick code only)")
+    return mode
+
+
+def _entry_ir(ir_text: str, symbol: str) -> str | None:
+    """The quick module's entry and slot for `symbol` (a void function), or None when its
+    definition is not one this wrapper can forward (then the kernel compiles untiered)."""
+    m = re.search(rf'^define void @"?{re.escape(symbol)}"?\(([^)]*)\)', ir_text, re.M)
+    if m is None:
+        return None
+    types = [p.split()[0] for p in m.group(1).split(",") if p.strip()]
+    params = ", ".join(f"{t} %a{i}" for i, t in enumerate(types))
+    sig = ", ".join(types)
+    return (f'\n@"{symbol}.slot" = global ptr null, align 8\n'
+            f'define void @"{symbol}.tiered"({params}) {{\n'
+            f'entry:\n  %f = load atomic ptr, ptr @"{symbol}.slot" monotonic, align 8\n'
+            f'  %up = icmp ne ptr %f, null\n  br i1 %up, label %upgraded, label %own\n'
+            f'upgraded:\n  call void ({sig}) %f({params})\n  ret void\n'
+            f'own:\n  call void @"{symbol}"({params})\n  ret void\n}}\n')
+
+
+class _Upgrades:
+    """One background thread compiling the optimised tier of tiered kernels, oldest first, after a
+    quiet spell (UPGRADE_QUIET), at a lower scheduling priority than the caller's threads (Linux:
+    the thread's own nice value), in an LLVM context and with target machines of its own (LLVM's
+    are not shared between threads; the context lives as long as the code compiled in it)."""
+
+    def __init__(self):
+        self._jobs: collections.deque = collections.deque()
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._busy = False
+        self._stopping = False
+        self._last_quick = 0.0
+        self._context = None
+
+    def quick_compiled(self) -> None:
+        with self._cv:
+            self._last_quick = time.monotonic()
+
+    def submit(self, job) -> None:
+        with self._cv:
+            if self._stopping:
+                return
+            self._jobs.append(job)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="fusedsl-jit-upgrades", daemon=True)
+                self._thread.start()
+            self._cv.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True when no upgrade is queued or running (after waiting at most `timeout` seconds)."""
+        with self._cv:
+            return self._cv.wait_for(lambda: not self._jobs and not self._busy, timeout)
+
+    def stop(self) -> None:
+        """Drop the queued upgrades and wait for the running one (at exit: LLVM must not be torn
+        down under a compile; the dropped kernels keep their quick code, the cache its entries)."""
+        with self._cv:
+            self._stopping = True
+            self._jobs.clear()
+            thread = self._thread
+            self._cv.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def after_fork(self) -> None:
+        """In a forked child: no upgrade thread (the parent's did not fork with it); the parent's
+        queued upgrades restart here (the child may call those kernels)."""
+        jobs = list(self._jobs)
+        self.__init__()
+        for job in jobs:
+            self.submit(job)
+
+    def _next(self):
+        """The next job once the caller has been quiet for UPGRADE_QUIET seconds, or None (the
+        thread ends; the next submit starts another)."""
+        with self._cv:
+            while True:
+                if not self._jobs or self._stopping:
+                    self._thread = None
+                    self._cv.notify_all()
+                    return None
+                rest = self._last_quick + UPGRADE_QUIET - time.monotonic()
+                if rest <= 0:
+                    self._busy = True
+                    return self._jobs.popleft()
+                self._cv.wait(rest)
+
+    def _run(self) -> None:
+        try:   # Linux schedules threads one by one: lower this one below the caller's
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except (AttributeError, OSError):
+            pass
+        if self._context is None:
+            self._context = llvm.create_context()
+        tm = _Host.new_target_machine()
+        while True:
+            job = self._next()
+            if job is None:
+                return
+            try:
+                _upgrade(job, tm, self._context)
+            except Exception:   # the quick code stays: correct, slower at worst
+                pass
+            finally:
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
+
+
+def _upgrade(job, tm, context) -> None:
+    compiled, ir_text, symbol, use_disk = job
+    mod, _ = _optimised(ir_text, tm, context)
+    obj = tm.emit_object(mod)
+    engine, address = _load(obj, symbol, context)
+    if use_disk:
+        write_cached(compiled.key, obj)
+    compiled.upgraded = engine   # kept alive with the quick code that calls it
+    ctypes.c_void_p.from_address(compiled.slot).value = address
+
+
+_upgrades = _Upgrades()
+atexit.register(_upgrades.stop)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_upgrades.after_fork)
+
+
+def wait_for_upgrades(timeout: float | None = None) -> bool:
+    """Wait until every queued optimised compile has been swapped in (benchmarks, tests)."""
+    return _upgrades.wait(timeout)
+
+
+def _quick_key(quick_text: str) -> str:
+    return cache_key("quick\0" + ",".join(QUICK_PASSES) + "\0" + quick_text)
+
+
+def compile_tiered(ir_text: str, symbol: str, use_disk: bool = True) -> Compiled:
+    """`compile_ir` for a kernel's entry: the optimised code when the memory or disk cache holds
+    it; else the quick tier (from the disk cache, or compiled now), with the optimised compile
+    queued to replace it (the comment above).  FUSEDSL_JIT_TIERS=0 compiles the optimised code now
+    instead; `quick` never upgrades."""
+    mode = tier_mode()
+    if mode == "off":
+        return compile_ir(ir_text, symbol, use_disk)
+    _provide_shared(ir_text)
+    key = cache_key(ir_text)
+    entry = _entry_ir(ir_text, symbol)
+    mkey = key if mode == "tiers" else "quick:" + key   # `quick`: never the optimised code
+    with _memory_lock:
+        hit = _memory.get(mkey)
+        if hit is not None:
+            return hit
+        obj = read_cached(key) if use_disk and mode == "tiers" else None
+        if obj is not None:
+            try:
+                engine, address = _load(obj, symbol)
+                compiled = _memory[key] = Compiled(engine, address, key, True)
+                return compiled
+            except RuntimeError:     # a valid checksum over bad code: compile again
+                pass
+        if entry is None:
+            return _compile_locked(ir_text, symbol, key, use_disk)
+        quick = ir_text + entry
+        qkey = _quick_key(quick)
+        obj = read_cached(qkey) if use_disk else None
+        from_disk = obj is not None
+        if obj is not None:
+            try:
+                engine, address = _load(obj, symbol + ".tiered")
+            except RuntimeError:
+                obj = None
+        if obj is None:
+            from_disk = False
+            obj = quick_object(quick)
+            engine, address = _load(obj, symbol + ".tiered")
+            if use_disk:
+                write_cached(qkey, obj)
+            _upgrades.quick_compiled()
+        slot = engine.get_global_value_address(symbol + ".slot")
+        compiled = _memory[mkey] = Compiled(engine, address, key, from_disk, slot)
+    if mode == "tiers":
+        _upgrades.submit((compiled, ir_text, symbol, use_disk))
+    return compiled

@@ -162,7 +162,7 @@ class TileKernelCpu:
         if streaming not in self._cfunc:
             text = self.ir_for(streaming)
             t0 = time.perf_counter()
-            self._compiled[streaming] = jit.compile_ir(text, SYMBOL, use_disk=self._use_disk)
+            self._compiled[streaming] = jit.compile_tiered(text, SYMBOL, use_disk=self._use_disk)
             self._cfunc[streaming] = KERNEL_PROTO(self._compiled[streaming].address)
             self.compile_seconds += time.perf_counter() - t0
         return self._cfunc[streaming]

@@ -1,0 +1,110 @@
+"""Tiered compiles (backend_cpu/jit.compile_tiered): a kernel's first call runs its quick tier, the
+optimised code is compiled on a background thread and swapped in through the quick entry's slot;
+both tiers compute the same bits; the disk cache keeps both objects; FUSEDSL_JIT_TIERS chooses."""
+from __future__ import annotations
+
+import ctypes
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import fusedsl as fs
+from fusedsl.backend_cpu import jit
+
+G = np.random.default_rng(7)
+F32 = np.float32
+
+
+def _programs():
+    x, y = (G.standard_normal((33, 70)).astype(F32) for _ in range(2))
+    c, d = (G.standard_normal((9, 30)).astype(F32) for _ in range(2))
+    h = G.standard_normal((20, 40)).astype(np.float16)
+    i, j = (G.integers(-1000, 1000, (16, 24)).astype(np.int32) for _ in range(2))
+    # signed zeros both ways round and NaNs: maximum / minimum keep numpy's choice in both tiers
+    z = np.array([0.0, -0.0, 0.0, -0.0, np.nan, 1.0, -1.0, 0.0] * 5, np.float16)
+    w = np.array([-0.0, 0.0, 0.0, -0.0, 1.0, np.nan, 0.0, -1.0] * 5, np.float16)
+    return [(lambda x, y: fs.gelu(x) * fs.sigmoid(y) + fs.tanh(x - y), (x, y)),            # vector
+            (lambda z, w: fs.maximum(z, w) * 2.0 + fs.minimum(w, z), (z, w)),               # float16 +-0
+            (lambda x: fs.softmax(x, axis=-1), (G.standard_normal((17, 300)).astype(F32),)),  # row
+            (lambda x: fs.sum(x * x, axis=0), (G.standard_normal((40, 24)).astype(F32),)),    # column
+            (lambda c, d: fs.relu(fs.concatenate([c, d], 1))[:, 3:50] * 2.0, (c, d)),        # view
+            (lambda h: fs.exp(h) * 0.5 + h, (h,)),                                          # float16
+            (lambda i, j: fs.maximum(i * 3 + j, i - j), (i, j))]                            # int32
+
+
+def test_the_quick_and_the_optimised_tier_compute_the_same_bits(monkeypatch, tmp_path):
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    programs = _programs()
+    results = {}
+    for mode in ("quick", "0"):
+        monkeypatch.setenv("FUSEDSL_JIT_TIERS", mode)
+        results[mode] = [np.asarray(fs.fused_kernel(f)(*args)) for f, args in programs]   # new kernels
+    assert any(key.startswith("quick:") for key in jit._memory)
+    for (f, args), quick, best in zip(programs, results["quick"], results["0"]):
+        assert quick.dtype == best.dtype and quick.shape == best.shape
+        assert quick.tobytes() == best.tobytes(), inspect.getsource(f).strip()
+    x, y = programs[0][1]
+    want = (0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))) / (1 + np.exp(-y)) + np.tanh(x - y)
+    np.testing.assert_allclose(results["quick"][0], want, rtol=2e-5, atol=2e-5)
+
+
+def _tiered(before: set) -> list:
+    return [c for key, c in jit._memory.items() if key not in before and c.slot]
+
+
+def test_the_first_call_runs_the_quick_code_until_the_optimised_code_is_swapped_in(monkeypatch, tmp_path):
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FUSEDSL_JIT_TIERS", raising=False)
+    x = G.standard_normal((64, 129)).astype(F32)
+    before = set(jit._memory)
+    kernel = fs.fused_kernel(lambda v: fs.log_softmax(v, axis=-1) * 3.0)
+    first = kernel(x)
+    [compiled] = _tiered(before)
+    assert not compiled.from_disk and compiled.slot
+    assert jit.wait_for_upgrades(120)
+    assert compiled.upgraded is not None
+    assert ctypes.c_void_p.from_address(compiled.slot).value   # the entry calls the optimised code now
+    again = kernel(x)                                           # the same bound kernel, upgraded
+    assert again.tobytes() == first.tobytes()
+    # both objects on disk: a new process loads the optimised one and queues nothing
+    names = [n for _, _, files in os.walk(tmp_path / "llvm") for n in files if n.endswith(".o")]
+    assert f"{compiled.key}.o" in names and len(names) >= 3   # the lowered IR, the quick and the optimised object
+    monkeypatch.setattr(jit, "_memory", {})
+    third = fs.fused_kernel(lambda v: fs.log_softmax(v, axis=-1) * 3.0)(x)
+    [loaded] = jit._memory.values()
+    assert loaded.from_disk and not loaded.slot
+    assert third.tobytes() == first.tobytes()
+
+
+def test_a_process_without_the_optimised_object_loads_the_quick_one(monkeypatch, tmp_path):
+    """A short script that exits before its upgrade ran compiles nothing the second time: the quick
+    object is cached too (and its upgrade queued again)."""
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSEDSL_JIT_TIERS", "quick")   # the first process never upgrades
+    x = G.standard_normal((5, 77)).astype(F32)
+    want = fs.fused_kernel(lambda v: fs.sqrt(fs.abs(v)) - v)(x)
+    monkeypatch.setattr(jit, "_memory", {})
+    monkeypatch.delenv("FUSEDSL_JIT_TIERS")
+    compiles = []
+    monkeypatch.setattr(jit, "quick_object", lambda text: compiles.append(text))
+    got = fs.fused_kernel(lambda v: fs.sqrt(fs.abs(v)) - v)(x)
+    assert compiles == []
+    [loaded] = jit._memory.values()
+    assert loaded.from_disk and loaded.slot
+    assert got.tobytes() == want.tobytes()
+    assert jit.wait_for_upgrades(120) and loaded.upgraded is not None
+
+
+def test_an_unknown_tier_setting_names_the_call(monkeypatch, tmp_path):
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSEDSL_JIT_TIERS", "fast")
+    x = np.ones(8, F32)
+    line = inspect.currentframe().f_lineno + 2
+    with pytest.raises(fs.FusedslError) as info:
+        fs.fused_kernel(lambda v: v * 4.25 + 1)(x)
+    msg = str(info.value)
+    assert type(info.value).__name__ == "JitTiersError"
+    assert msg.startswith(f"{__file__}:{line}: FUSEDSL_JIT_TIERS='fast' is not a tier setting"), msg
+    assert "set 0 (optimised before the first call) or quick" in msg
