@@ -582,9 +582,30 @@ def map_steps(k: "TileKernel", fn) -> "TileKernel":
     return replace(k, stages=stages, process=process)
 
 
+_M32 = 0xFFFFFFFF
+# the binary ops on two Python ints (the walks' and the interpreter's common case), as the general
+# path below computes them
+_INT_BINARY = {"+": lambda a, b: (a + b) & _M32, "-": lambda a, b: (a - b) & _M32, "*": lambda a, b: (a * b) & _M32,
+               "/": lambda a, b: a // b, "%": lambda a, b: a % b, "min": min, "pad": lambda a, b: -(-a // b) * b,
+               "fmax": lambda a, b: b if b > a else a, "fmin": lambda a, b: b if b < a else a,
+               "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b), "<": lambda a, b: int(a < b),
+               "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b), ">=": lambda a, b: int(a >= b),
+               "&&": lambda a, b: int(bool(a) and bool(b)), "||": lambda a, b: int(bool(a) or bool(b))}
+
+
 def evaluate(e: Expr, env: dict) -> int:
     """The value of an expression; `env` maps names (and `t.X` fields) to ints or word lists,
     typed scalars to numpy scalars, `ub` to a function (tensor, index) -> element."""
+    kind = type(e)
+    if kind is str:
+        return env[e]
+    if kind is tuple and len(e) == 3:
+        f = _INT_BINARY.get(e[0])
+        if f is not None:
+            a, b = evaluate(e[1], env), evaluate(e[2], env)
+            if type(a) is int and type(b) is int:
+                return f(a, b)
+            return _binary(e[0], a, b)
     if isinstance(e, int):
         return e
     if isinstance(e, float):
@@ -604,7 +625,10 @@ def evaluate(e: Expr, env: dict) -> int:
         return -evaluate(e[1], env)
     if op == "sel":   # c ? a : b
         return evaluate(e[2], env) if evaluate(e[1], env) else evaluate(e[3], env)
-    a, b = evaluate(e[1], env), evaluate(e[2], env)
+    return _binary(op, evaluate(e[1], env), evaluate(e[2], env))
+
+
+def _binary(op: str, a, b):
     if op == "fmax":
         return b if b > a else a
     if op == "fmin":

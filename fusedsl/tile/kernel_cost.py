@@ -39,9 +39,9 @@ import numpy as np
 
 from .. import cost
 from .. import dtypes as dt
-from .kernel import (Alloc, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, For, GatherRow, If, Let, MmIterate,
-                     MmSet, MmTail, Move, Put, Reset, Return, RunPart, Scalar, Set, Step, TileKernel, UbCopy, Var, Vec,
-                     assign, evaluate)
+from .kernel import (Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow, If,
+                     Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Reset, Return, RunPart, Scalar, Set, Step,
+                     Sync, TileKernel, UbCopy, Var, Vec, assign, evaluate)
 from .tiling_cost import FIX, stmt_coeffs
 
 GM, MTE2, VEC, MTE3, CUBE, MMLOAD = range(6)   # the tallies: GM bytes, each pipe's cycles, the cube's
@@ -129,6 +129,10 @@ def _shape_names(body, local: set | None = None) -> tuple[set, bool]:
     return names, effects
 
 
+# queue bookkeeping and synchronisation: no copy, no vector call, nothing the model counts
+_NOTHING_TO_COUNT = frozenset({EnQue, Free, Barrier, Sync, MmGetC, MmEnd})
+
+
 class _Walk:
     def __init__(self, k: TileKernel, env: dict, tally: list, block_dim: int, target=None):
         self.k = k
@@ -192,6 +196,16 @@ class _Walk:
 
     def node(self, node) -> None:
         env, tally = self.env, self.tally
+        kind = type(node)   # the common node types first: the tiling pass walks every tile of every candidate
+        if kind is Step:
+            n = env["n"] if node.count is None else self.ev(node.count)
+            self.ev(node.offset)
+            for st in node.stmts:
+                k, b = stmt_coeffs(st)
+                tally[VEC] += (k * n + b) / FIX
+            return
+        if kind in _NOTHING_TO_COUNT:
+            return
         if isinstance(node, (Let, Var)):
             env[node.var] = self.ev(node.expr)
         elif isinstance(node, Set):
@@ -283,12 +297,6 @@ class _Walk:
             tally[MMLOAD] += nbytes
             self.read[node.gm] = self.read.get(node.gm, 0) + nbytes
             self.unique[("nz", node.gm, offset)] = nbytes
-        elif isinstance(node, Step):
-            n = env["n"] if node.count is None else self.ev(node.count)
-            self.ev(node.offset)
-            for st in node.stmts:
-                k, b = stmt_coeffs(st)
-                tally[VEC] += (k * n + b) / FIX
 
     def iterate(self, node: MmIterate) -> None:
         """`while (mm.Iterate())`: every baseM x baseN tile of the core's block of C reads its rows
@@ -345,10 +353,12 @@ class KernelWork:
         return self.cycles / target.clock_mhz + cost.LAUNCH_US
 
 
-def kernel_work(k: TileKernel, words=None) -> KernelWork | None:
+def kernel_work(k: TileKernel, words=None, above: float | None = None) -> KernelWork | None:
     """The work of one launch of `k` with these tiling words (None: its own), or None for a kernel
     with Matmul objects (the Matmul API's own traffic and cube work are not in the IR), of parts,
-    or a synthetic one with unnamed tensors (the report's one-op baselines)."""
+    or a synthetic one with unnamed tensors (the report's one-op baselines).  With `above` (cycles),
+    also None as soon as one core's cycles pass it: the tiling pass's candidates that cannot win
+    stop after their first, busiest core."""
     if k.matmuls or k.parts or k.process is not None:
         return None
     if any(g.name is None for g in k.gms):
@@ -358,7 +368,10 @@ def kernel_work(k: TileKernel, words=None) -> KernelWork | None:
         return None
     memo = k.__dict__.setdefault("_work", {})   # a report asked again (a notebook display)
     if tuple(words) not in memo:
-        memo[tuple(words)] = _walk_kernel(k, words)
+        work = _walk_kernel(k, words, above)
+        if work is None:   # stopped past `above`: not a result to remember
+            return None
+        memo[tuple(words)] = work
     return memo[tuple(words)]
 
 
@@ -505,7 +518,7 @@ def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> i
     return int(tally[GM])
 
 
-def _walk_kernel(k: TileKernel, words: list) -> KernelWork:
+def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> KernelWork | None:
     env0 = _fields(k, words)
     tally = [0, 0.0, 0.0, 0.0, 0.0, 0]
     tiles, per_core = env0.get("t.totalTiles", 0), env0.get("t.tilesPerCore", 0)
@@ -545,5 +558,7 @@ def _walk_kernel(k: TileKernel, words: list) -> KernelWork:
             pass
         if core > busiest[0]:
             busiest = (core, tally[MTE2] - start[MTE2], tally[VEC] - start[VEC], tally[MTE3] - start[MTE3])
+            if above is not None and core > above:   # the launch costs at least this core's cycles
+                return None
     head = cost.heads(max(1, blocks), max(walk.read.values(), default=0)) if blocks else 0.0
     return KernelWork(int(tally[GM]), blocks, busiest[1], busiest[2], busiest[3], head, busiest[0] + head)

@@ -186,16 +186,18 @@ def choose_tiling(k: TileKernel, target, budget: int) -> TileKernel:
     own = kernel_work(k, k.words)
     if own is None:
         return dataclasses.replace(k, candidates=())
-    best, best_time = tuple(k.words), None
+    best, best_time, best_cycles = tuple(k.words), None, None
     for words in (tuple(k.words), *k.candidates):
         if sum(b * n for _, _, b, n in ub_plan(k, words)) > budget:
             continue
-        work = kernel_work(k, words)
+        # a candidate whose busiest core alone takes longer than the best so far cannot win: its
+        # walk stops there (the cores after the first, which is the busiest, are not walked)
+        work = kernel_work(k, words, best_cycles)
         if work is None or not work.block_dim or work.gm_bytes > own.gm_bytes:
             continue
         t = work.time_us(target)
         if best_time is None or t < best_time:
-            best, best_time = words, t
+            best, best_time, best_cycles = words, t, work.cycles
     return dataclasses.replace(k, words=best, candidates=())
 
 
