@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import inspect
 import os
+import time
 
 import numpy as np
 import pytest
@@ -108,3 +109,39 @@ def test_an_unknown_tier_setting_names_the_call(monkeypatch, tmp_path):
     assert type(info.value).__name__ == "JitTiersError"
     assert msg.startswith(f"{__file__}:{line}: FUSEDSL_JIT_TIERS='fast' is not a tier setting"), msg
     assert "set 0 (optimised before the first call) or quick" in msg
+
+
+def test_a_child_forked_beside_an_upgrade_compiles(monkeypatch, tmp_path):
+    """A fork waits for the running upgrade (llvmlite holds one lock over every LLVM call: a child
+    forked while the upgrade thread held it would hang at its first compile); the child compiles
+    and runs a new kernel, and the parent's upgrades go on."""
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FUSEDSL_JIT_TIERS", raising=False)
+    monkeypatch.setattr(jit, "UPGRADE_QUIET", 0.0)   # the upgrade starts at once
+    x = G.standard_normal((48, 200)).astype(F32)
+    before = set(jit._memory)
+    np.testing.assert_allclose(fs.fused_kernel(lambda v: fs.softmax(v * 2.0, axis=-1))(x),
+                               np.exp(2 * x - (2 * x).max(-1, keepdims=True)) /
+                               np.exp(2 * x - (2 * x).max(-1, keepdims=True)).sum(-1, keepdims=True), rtol=2e-6)
+    [compiled] = _tiered(before)
+    pid = os.fork()
+    if pid == 0:   # the child: a new kernel's compile must not hang on the parent's lock
+        ok = False
+        try:
+            y = fs.fused_kernel(lambda v: fs.tanh(v) * 3.0 - 1.0)(x)
+            ok = np.allclose(y, np.tanh(x) * 3.0 - 1.0, rtol=1e-5, atol=1e-6)
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = 120
+    start = time.monotonic()
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() - start > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung compiling a kernel")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert jit.wait_for_upgrades(120) and compiled.upgraded is not None

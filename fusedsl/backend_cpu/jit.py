@@ -392,8 +392,10 @@ class _Upgrades:
         self._thread: threading.Thread | None = None
         self._busy = False
         self._stopping = False
+        self._forking = False
         self._last_quick = 0.0
         self._context = None
+        self._tm = None
 
     def quick_compiled(self) -> None:
         with self._cv:
@@ -425,6 +427,19 @@ class _Upgrades:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
+    def before_fork(self) -> None:
+        """Let the running upgrade finish and start no other until the fork is done: a child
+        forked while the thread is inside LLVM would inherit llvmlite's lock held by a thread it
+        does not have, and hang at its first compile."""
+        with self._cv:
+            self._forking = True
+            self._cv.wait_for(lambda: not self._busy)
+
+    def after_fork_in_parent(self) -> None:
+        with self._cv:
+            self._forking = False
+            self._cv.notify_all()
+
     def after_fork(self) -> None:
         """In a forked child: no upgrade thread (the parent's did not fork with it); the parent's
         queued upgrades restart here (the child may call those kernels)."""
@@ -443,25 +458,31 @@ class _Upgrades:
                     self._cv.notify_all()
                     return None
                 rest = self._last_quick + UPGRADE_QUIET - time.monotonic()
-                if rest <= 0:
+                if self._forking:
+                    self._cv.wait()
+                elif rest <= 0:
                     self._busy = True
                     return self._jobs.popleft()
-                self._cv.wait(rest)
+                else:
+                    self._cv.wait(rest)
 
     def _run(self) -> None:
         try:   # Linux schedules threads one by one: lower this one below the caller's
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         except (AttributeError, OSError):
             pass
-        if self._context is None:
-            self._context = llvm.create_context()
-        tm = _Host.new_target_machine()
         while True:
             job = self._next()
             if job is None:
                 return
+            # every LLVM call of this thread while it is busy: a fork waits for those (before_fork);
+            # the context and the machine outlive the thread (disposing them as it ends would call
+            # LLVM outside `busy`)
             try:
-                _upgrade(job, tm, self._context)
+                if self._context is None:
+                    self._context = llvm.create_context()
+                    self._tm = _Host.new_target_machine()
+                _upgrade(job, self._tm, self._context)
             except Exception:   # the quick code stays: correct, slower at worst
                 pass
             finally:
@@ -484,7 +505,8 @@ def _upgrade(job, tm, context) -> None:
 _upgrades = _Upgrades()
 atexit.register(_upgrades.stop)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_upgrades.after_fork)
+    os.register_at_fork(before=_upgrades.before_fork, after_in_parent=_upgrades.after_fork_in_parent,
+                        after_in_child=_upgrades.after_fork)
 
 
 def wait_for_upgrades(timeout: float | None = None) -> bool:
