@@ -13,7 +13,10 @@ instead (for a script the older checkout lacks, or when the newer one's options 
 A copy from elsewhere runs as <checkout>/benchmarks/_trees_SCRIPT (removed after the run): the
 scripts put their own checkout first on sys.path, so it must sit in the checkout it measures.
 Each checkout has its own FUSEDSL_CACHE_DIR, kept across rounds (the scripts' own warm-ups find
-their kernels compiled), or a new empty one per run with `--cold`.  The 1-minute load average is
+their kernels compiled), or a new empty one per run with `--cold`.  `--bytecode` compiles each
+checkout's .pyc first: with PYTHONDONTWRITEBYTECODE set (as on the shared host), every process
+compiles the source of every module it imports, and fusedsl imports its compiler inside the first
+call, so a first-call figure would count that too.  The 1-minute load average is
 read before every run.
 
 Every markdown table the script prints is parsed: a row's key is its table's header and its
@@ -155,6 +158,9 @@ def main():
                     help="run nothing: tabulate the runs already in --logs (after a change to the parsing)")
     ap.add_argument("--columns", default=None, metavar="REGEX", help="tabulate only the columns matching this")
     ap.add_argument("--rows", default=None, metavar="REGEX", help="tabulate only the rows matching this")
+    ap.add_argument("--bytecode", action="store_true",
+                    help="compile each checkout's Python bytecode first (python -m compileall): a host with "
+                         "PYTHONDONTWRITEBYTECODE set compiles every imported module's source in every process")
     ap.add_argument("--key-cells", type=int, default=1,
                     help="leading cells always in a row's key, numeric or not (e.g. 2 for | label | blocks | ...)")
     ap.add_argument("script")
@@ -167,6 +173,11 @@ def main():
     where = dict(trees)
     runs = {lbl: [] for lbl, _ in trees}
     loads, failed = [], []
+    if a.bytecode and not a.from_logs:
+        for _, root in trees:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", *(os.path.join(root, d) for d in
+                            ("fusedsl", "benchmarks", "tools") if os.path.isdir(os.path.join(root, d)))],
+                           check=True, capture_output=True)
     for r in range(a.rounds):
         for lbl, root in (trees if r % 2 == 0 else trees[::-1]):
             log = os.path.join(logs, f"{os.path.splitext(a.script)[0]}.{lbl}.{r}.log")
