@@ -148,6 +148,14 @@ class KernelRow:
                                   "baseline_block_dim": b.block_dim, "baseline_tile": (b.tile_rows, b.tile_cols),
                                   "changed": (b.block_dim, b.tile_rows, b.tile_cols) != (t.block_dim, t.tile_rows,
                                                                                         t.tile_cols)}
+        # a kernel whose tiling the kernel pass `tiling` chose by the walk of its candidates (row, cube
+        # kinds: tile/kernel_passes.TilingChoice): how many were weighed and why this one won
+        # (a kernel of several matmuls: each part's, labelled)
+        lowered = getattr(plan, "lowered", None)
+        self.walk_choices = [("", getattr(lowered, "tiling_choice", None))]
+        self.walk_choices += [(f" (part {i})", getattr(part, "tiling_choice", None))
+                              for i, part in enumerate(getattr(lowered, "parts", None) or ())]
+        self.walk_choices = [(label, c) for label, c in self.walk_choices if c is not None and c.weighed > 1]
         # row kernels: which Ascend C plan and why (lower/row), or why none prints
         self.plan = None
         row = getattr(plan, "row", None)
@@ -215,6 +223,11 @@ class Report:
             elif tc is not None:
                 lines.append(f"    tiling: chosen by the cost model from {tc['candidates']} candidates: the largest "
                              f"tile on the 16 KiB-per-core cores is the cheapest ({tc['time_us']:.2f} us)")
+            for label, wc in k.walk_choices:
+                own = "" if wc.index == 0 else (f"; the lowering's own tiling {wc.own_us:.2f} us, "
+                                                f"{wc.own_gm} GM bytes")
+                lines.append(f"    tiling{label}: chosen by the walk of its tile IR from {wc.weighed} candidates: "
+                             f"{wc.time_us:.2f} us, {wc.gm_bytes} GM bytes, {wc.reason}{own}")
             for row in k.ub_plan:
                 lines.append(f"    UB {row['buffer']:<14} {row['position']:<8} {row['bytes']:>8} B x {row['num']}"
                              + (f"  ({row['reuse']})" if row["reuse"] else ""))

@@ -4,6 +4,7 @@ the UB budget and the chip's queue limits, then verification; the dumps after ea
 re-tiled or double-buffered kernel computes what it did (interpreter and simulate)."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -15,7 +16,9 @@ from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
 from fusedsl.tile.kernel import parse_kernel, print_kernel, ub_plan
 from fusedsl.lower.row import compute_row_tiling
-from fusedsl.tile.kernel_cost import kernel_work
+from fusedsl.lower.cube import schedule_cube_kernel
+from fusedsl.lower.cube_tile import cube_tile_kernel
+from fusedsl.tile.kernel_cost import kernel_work, launch_work
 from fusedsl.tile.kernel_passes import choose_tiling, double_buffer, run_kernel_passes
 from fusedsl.tile.verify import TileVerifyError
 
@@ -119,7 +122,7 @@ def test_cube_kernels_print_and_simulate_double_buffered(tmp_path, monkeypatch):
     k = kernel_ir(plan.lowered)
     assert _depths(k)["q_c"] == 2 and _depths(k)["q_y0"] == 2
     before = (tmp_path / f"tile-{plan.name}-00-kernel-lowered.tile").read_text()
-    after = (tmp_path / f"tile-{plan.name}-01-kernel-double-buffer.tile").read_text()
+    (after,) = [f.read_text() for f in tmp_path.glob(f"tile-{plan.name}-0*-kernel-double-buffer.tile")]
     assert "queue q_c VECIN depth 1" in before and "queue q_c VECIN depth 2" in after
     assert after == print_kernel(k) == (tmp_path / f"tile-{plan.name}-kernel.tile").read_text()
     assert "InitBuffer(q_c, 2, " in comp.source
@@ -192,3 +195,63 @@ def test_row_tiling_never_adds_gm_traffic():
         chosen, before = kernel_work(k, plan.tiling.words), kernel_work(k, heuristic.words)
         assert chosen.gm_bytes <= before.gm_bytes
         assert chosen.time_us(comp.target) <= before.time_us(comp.target)
+
+
+def test_cube_kernel_takes_the_walked_split():
+    """float16 [128, 64] @ [64, 96] + bias + leaky_relu on 910B: the cube lowering offers its
+    formula's pick first, then the splits, base blocks and layouts the formula ranks best that
+    move no more GM bytes (lower/cube._offered), as whole candidate kernels; the pass `tiling`
+    walks each and keeps, of those moving no more GM bytes than the first, the fewest bytes within
+    2 % of the fastest.  The launch, the plan line, the report's figures and its tiling line are
+    the kept kernel's; offered in another order, the rule takes the faster kernel with fewer bytes,
+    and refuses a faster one that moves more bytes than the lowering's own; the candidate kernels
+    print and parse back."""
+    g = np.random.default_rng(7)
+    x, w, b = (g.standard_normal(s).astype(np.float16) for s in ((128, 64), (64, 96), (96,)))
+    comp = fs.fused_kernel(lambda x, w, b: fs.leaky_relu(x @ w + b), target="ascend910b").compile(x, w, b)
+    (plan,) = comp.kernels
+    fresh = schedule_cube_kernel(plan.function, T, 1.0, 0.8)   # the lowering alone, before the passes
+    cann = copy.copy(fresh)
+    cann.tiling_fields, cann.offers = fresh.cann_tiling, ()
+    lowered = cube_tile_kernel(fresh)
+    kernels = (lowered, *lowered.candidates, cube_tile_kernel(cann))   # CANN's rule: not offered (more bytes)
+    assert len(kernels) - 1 == len(fresh.offers) >= 5 and fresh.cann_tiling not in [t for t, _ in fresh.offers]
+    text = print_kernel(lowered)
+    assert text.count("\ncandidate kernel:\n") == len(kernels) - 2 and print_kernel(parse_kernel(text)) == text
+    walked = [launch_work(k, T) for k in kernels]
+    figures = [(wk.time_us(T), wk.gm_bytes) for wk in walked]
+
+    def rule(order):   # the pass's rule over the kernels in this order (the first the lowering's own)
+        cap = figures[order[0]][1]
+        fastest = min(figures[i][0] for i in order if figures[i][1] <= cap)
+        return min((i for i in order if figures[i][1] <= cap and figures[i][0] <= fastest * 1.02),
+                   key=lambda i: (figures[i][1], figures[i][0], order.index(i)))
+    pick = rule(list(range(len(kernels) - 1)))
+    assert pick == 0 and figures[0] == min(figures)   # here the formula's pick is also the walk's fastest
+    assert figures[-1][0] > 1.01 * figures[0][0] and figures[-1][1] > figures[0][1]   # CANN's rule: slower, more bytes
+    chosen = fresh.offers[pick][0]
+    assert plan.lowered.tiling_fields == chosen and plan.lowered.plan_note == fresh.offers[pick][1]
+    assert (chosen.used_core_num, chosen.objects_per_core, figures[pick][1]) == (16, 1, 157184)
+    choice = plan.lowered.tiling_choice
+    assert (choice.index, choice.weighed, choice.time_us, choice.gm_bytes) == (pick, len(figures) - 1, *figures[pick])
+    rep = comp.report()
+    row = rep.kernels[0]
+    assert row.block_dim == walked[pick].block_dim == 16 and row.model.gm_bytes == figures[pick][1]
+    assert row.model_time_us == pytest.approx(figures[pick][0])
+    assert (f"tiling: chosen by the walk of its tile IR from {len(figures) - 1} candidates: {figures[pick][0]:.2f} us, "
+            "157184 GM bytes, the fastest\n") in str(rep)
+
+    def offered(order):
+        return dataclasses.replace(kernels[order[0]], candidates=tuple(kernels[i] for i in order[1:]))
+    # CANN's rule offered first: the walk takes the faster kernel that moves fewer bytes
+    order = [len(kernels) - 1, *range(len(kernels) - 1)]
+    out = run_kernel_passes(offered(order), T)
+    assert order[out.choice.index] == rule(order) == 0 and out.note == fresh.offers[0][1]
+    assert out.choice.own_gm == figures[-1][1] and out.choice.reason == "the fastest"
+    # the kernel moving the fewest bytes offered first: none moving more is taken, however fast
+    low = min(range(len(kernels)), key=lambda i: figures[i][1])
+    order = [low, *(i for i in range(len(kernels)) if i != low)]
+    out = run_kernel_passes(offered(order), T)
+    assert order[out.choice.index] == rule(order) == low and figures[low][0] > 1.1 * figures[0][0]
+    assert (f"a faster one ({figures[0][0]:.2f} us) would move 157184 GM bytes, more than the lowering's own "
+            f"tiling ({figures[low][1]})") in out.choice.reason

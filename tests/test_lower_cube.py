@@ -7,6 +7,7 @@ import fusedsl as fs
 from fusedsl import cost
 
 from fusedsl.errors import ScheduleError, TargetError
+from fusedsl.lower.kinds import kernel_ir
 from fusedsl.lower.cube import Traffic, cube_block_dim, cube_tiling, matmul_objects, schedule_cube_kernel
 from fusedsl.targets import get_target
 
@@ -129,7 +130,8 @@ def test_tiling_memo_reuses_a_search_only_when_every_input_matches():
 
 def test_compile_shares_tilings_between_identical_blocks():
     """Through the public API (the compile's memo shared by the blocks): each block's matmuls of a
-    stack get the tilings a search of their own, without a memo, picks."""
+    stack get the tilings a search of their own, without a memo, picks -- the kernel pass `tiling`'s
+    choice among the lowering's candidates, walked for the first block's kernels only."""
     def model(x, w1, w2, g, b):
         for _ in range(3):
             x = x + (fs.gelu(fs.layer_norm(x, g, b) @ w1) @ w2) * 0.5
@@ -141,5 +143,10 @@ def test_compile_shares_tilings_between_identical_blocks():
     assert len(cubes) == 6 and all(p.printable for p in cubes)
     for p in cubes:
         own = schedule_cube_kernel(p.function, compiled.target, 1.0, 0.8)
+        kernel_ir(own)   # the kernel passes: `tiling` walks its candidates and the schedule adopts the kept one
         assert p.lowered.tiling_fields == own.tiling_fields and p.lowered.cann_tiling == own.cann_tiling
+        assert p.lowered.tiling_choice == own.tiling_choice and len(own.offers) > 1
     assert len({p.lowered.tiling_fields for p in cubes}) >= 2
+    # walked: the first block's two kernels and the last block's second (no layer_norm after it);
+    # the others' choices were remembered
+    assert [len(p.lowered.offers) > 1 for p in cubes] == [True, True, False, False, False, True]

@@ -33,7 +33,7 @@ from .. import cost
 from .. import dtypes as dt
 from ..errors import ScheduleError, TargetError
 from ..ir.ops import CONSTANT, has_trait
-from .cube import (TRAFFIC_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_cube_operands,
+from .cube import (TILING_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_cube_operands,
                    WRAP_ROW_BYTES, check_elementwise_epilogue, cores_phrase, cube_tiling, epilogue_rows,
                    matmul_objects, wrap_row_bytes)
 from .row import RowParam
@@ -265,7 +265,13 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     # The core count: CANN-like rule above (16 KiB of output per core) or any other up to every
     # Matmul object of the chip, whichever has the least modelled time (the report's figure:
     # weights re-read per core and tile, panel bytes, epilogue); among those within
-    # TRAFFIC_SLACK of it the one moving the fewest GM bytes, never slower than the rule.
+    # TILING_SLACK of it the one moving the fewest GM bytes, never slower than the rule.
+    # Chosen here, not by the kernel pass `tiling`'s walk as the cube kind's split is: each count is
+    # another kernel (its im2col geometry and panel), and walking a conv kernel walks its gathers
+    # per chunk of pixels -- 0.02 - 0.4 s a candidate (a [8, 64, 56, 56] 3x3 conv on 310P: 1.6 s
+    # for its 4 candidates, the compile 0.008 s without) -- and a trial of the walk under the pass's
+    # rule kept this pick for all 12 (corpus conv shapes and [8, 64, 56, 56], stride-2 conv + bias
+    # + leaky_relu in float16, 910B and 310P: benchmarks/RESULTS.md "Cube tiling by the walk").
     chosen = build(rule)
     best = _modelled(fn, t, chosen)
     cands = [(best, chosen)]
@@ -281,7 +287,7 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
             continue
         cands.append((_modelled(fn, t, cand), cand))
     fastest = min(c[0][0] for c in cands)
-    limit = min(fastest * (1 + TRAFFIC_SLACK), best[0])
+    limit = min(fastest * (1 + TILING_SLACK), best[0])
     sched = min((c for c in cands if c[0][0] <= limit), key=lambda c: (c[0][1], c[0][0]))[1]
     sched.rule_figures = (chosen.tiling_fields.used_core_num,) + best   # (cores, us, GM) of the rule
     return sched

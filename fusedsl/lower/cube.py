@@ -25,6 +25,7 @@ from .row import RowParam, allocate_row_values, schedule_row_kernel, temp_pool
 from .. import cost
 from ..targets import Target, get_target
 from ..tile.alloc import select_scratch
+from ..tile.kernel_passes import TILING_SLACK
 
 _ACC = 4  # L0C accumulates in float / int32
 _MAX_BASE_M = 128  # the tallest base block either tiling rule picks (shrunk, _bases)
@@ -74,7 +75,7 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
                 ub_bytes_per_c_elem: int | None = None, l1_budget: int | None = None,
                 ub_bytes: int | None = None, whole_rows: bool = False, row_bytes: int = 0,
                 row_slack: int = 0, traffic: "Traffic | None" = None, a_l1: bool = False,
-                layouts=None, memo: dict | None = None) -> CubeTiling:
+                layouts=None, memo: dict | None = None, offers: bool = False):
     """Tiling of an M x N x K matmul for `target`.
 
     `ub_bytes_per_c_elem` is the UB the epilogue needs per element of a C tile (C itself plus
@@ -90,7 +91,7 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     the most cores) and the base block its halving rule. With `traffic` (what the kernel reads
     and writes besides A and B) the split and base block are the ones with the least modelled
     time (cost.matmul_split_cycles: A/B re-reads per tile counted, the chip's L2 and HBM
-    modelled), among those within TRAFFIC_SLACK of it the one moving the fewest GM bytes, and
+    modelled), among those within TILING_SLACK of it the one moving the fewest GM bytes, and
     never slower in the model than CANN's rule.  On 910B the search also covers the layout
     (`layouts`, default LAYOUTS): one or two Matmul objects per AI core (the core's vector
     instances; one object per core gets the core's whole MTE2 and L1), and, when `a_l1` (the
@@ -99,12 +100,17 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     column. The L1 of an AI core holds every object's own buffers and TSCM slices: each object
     gets `l1_budget` / 2 on 910B (fusedsl's CPU API checks the same at simulate).
 
+    With `offers` (and `traffic`) the result is a tuple of the tilings the kernel pass `tiling`
+    walks (tile/kernel_passes.py: the walk of each candidate kernel decides): the pick above
+    first (the tiling the others may not move more GM bytes than), CANN's rule where it fits, then
+    the others `_offered` keeps (its note says which and why).
+
     `memo` (a dict the caller owns, one per compile: lower/kinds.LowerOptions.tiling_memo)
     remembers searches already run: a model repeats the same matmul with the same epilogue many times (each block of a
     transformer stack), and the traffic-aware search is most of a model's compile time.
     """
     args = (m, n, k, a_dtype, b_dtype, c_dtype, bias_dtype, cores, ub_bytes_per_c_elem, l1_budget, ub_bytes,
-            whole_rows, row_bytes, row_slack, a_l1, layouts)
+            whole_rows, row_bytes, row_slack, a_l1, layouts, offers)
     if memo is None:
         return _cube_tiling(target, *args, traffic)
     t = get_target(target)
@@ -135,7 +141,7 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
 
 
 def _cube_tiling(target, m, n, k, a_dtype, b_dtype, c_dtype, bias_dtype, cores, ub_bytes_per_c_elem, l1_budget,
-                 ub_bytes, whole_rows, row_bytes, row_slack, a_l1, layouts, traffic) -> CubeTiling:
+                 ub_bytes, whole_rows, row_bytes, row_slack, a_l1, layouts, offers, traffic):
     """cube_tiling's search itself (its doc)."""
     t = get_target(target)
     if not t.matmul_dtypes:
@@ -204,6 +210,7 @@ def _cube_tiling(target, m, n, k, a_dtype, b_dtype, c_dtype, bias_dtype, cores, 
     single_m, single_n, used = legacy
     per_core, tscm = (2 if t.separated else 1), 0
     lim = l1
+    others = []
     if traffic is not None:
         cands = []
         seen = set()
@@ -219,11 +226,35 @@ def _cube_tiling(target, m, n, k, a_dtype, b_dtype, c_dtype, bias_dtype, cores, 
             cap = cores if cores is not None else t.aic_cores * (opa if t.separated else 1)
             cands.append((opa, in_l1, lay_lim, cap))
         if cands:
-            single_m, single_n, used, base_m, base_n, per_core, tscm, lim = _cheapest_split(
+            (single_m, single_n, used, base_m, base_n, per_core, tscm, lim), others = _cheapest_split(
                 t, m, n, k, whole_rows, (single_m, single_n, used, base_m, base_n), cands, panel_of, fitter,
                 traffic)
+    def complete(sm, sn, used, bm, bn, per_core, tscm, lim, searched=True):
+        return _complete(t, k, sa, sb, sbias, bias_dtype, ub_need, base_k_of, m, n, sm, sn, used, bm, bn, per_core,
+                         tscm, lim, searched)
+    own = complete(single_m, single_n, used, base_m, base_n, per_core, tscm, lim, traffic is not None)
+    if not offers:
+        return own
+    out = []
+    for c in others:
+        try:
+            tiling = complete(*c)
+        except ScheduleError:   # L1 has no room for its K step (the search's fitter allowed its base block)
+            continue
+        if tiling not in out:   # (two layouts' L1 shares may complete to the same tiling)
+            out.append(tiling)
+    return tuple(out) or (own,)
+
+
+def _complete(t, k, sa, sb, sbias, bias_dtype, ub_need, base_k_of, m, n, single_m, single_n, used, base_m, base_n,
+              per_core, tscm, lim, searched) -> CubeTiling:
+    """The whole CubeTiling of a split, base block and layout: baseK, the K steps of A / B panels
+    in L1 (double-buffered where they fit) within `lim` bytes of L1, and every buffer's bytes; a
+    ScheduleError (FS110) when L1 or L0 has no room for one K step.  Not `searched`: CANN's rule
+    (baseK limited by L0 only)."""
+    c0k = 32 // sa
     db_l0c = 2 if 2 * base_m * base_n * _ACC <= t.l0c_bytes else 1
-    base_k = base_k_of(base_m, base_n, lim if traffic is not None else None, tscm)
+    base_k = base_k_of(base_m, base_n, lim if searched else None, tscm)
     if base_k < c0k <= base_k_of(base_m, base_n):   # L0 has room for a K fractal, L1 does not
         need = ((0 if tscm else base_m * sa) + base_n * sb) * c0k + base_n * sbias + tscm
         raise ScheduleError(f"FS110: one K step of A and B ({need} bytes) does not fit the {lim} bytes of L1 "
@@ -257,8 +288,6 @@ def _cube_tiling(target, m, n, k, a_dtype, b_dtype, c_dtype, bias_dtype, cores, 
 # Non-TSCM first: of equal candidates the simpler kernel wins.
 LAYOUTS = ((2, False), (1, False), (2, True), (1, True))
 
-TRAFFIC_SLACK = 0.02   # a split up to 2 % slower in the model may win by moving fewer GM bytes:
-                       # the model's resolution, and HBM bandwidth the chip's other work gets back
 
 
 @dataclass(frozen=True)
@@ -368,13 +397,47 @@ def _cheapest_split(t: Target, m, n, k, whole_rows, legacy, layouts, panel_of, f
         rule = (modelled_split(t, m, n, k, *legacy, traffic, per), (*legacy, per, 0, lim0))
         cands.append(rule)
     if not cands:
-        return (*legacy, per, 0, lim0)   # nothing fits: the caller's checks say which buffer (FS110)
+        # nothing fits: the caller's checks say which buffer (FS110)
+        return (*legacy, per, 0, lim0), [(*legacy, per, 0, lim0)]
     best = min(c[0][0] for c in cands)
-    limit = best * (1 + TRAFFIC_SLACK)
+    limit = best * (1 + TILING_SLACK)
     if rule is not None:   # never slower in the model than CANN's rule
         limit = min(limit, rule[0][0])
     # the least traffic within the slack; then the faster; then fewer cores
-    return min((c for c in cands if c[0][0] <= limit), key=lambda c: (c[0][1], c[0][0], c[1][2]))[1]
+    own = min((c for c in cands if c[0][0] <= limit), key=lambda c: (c[0][1], c[0][0], c[1][2]))
+    # what the pass `tiling` weighs: this pick first (the tiling the others may not move more GM
+    # bytes than), CANN's rule, then the others `_offered` keeps
+    offered = [own[1]] + ([rule[1]] if rule is not None and rule[0][1] <= own[0][1] else []) + _offered(cands, own, best)
+    return own[1], list(dict.fromkeys(offered))
+
+
+# What the lowering offers the kernel pass `tiling` besides its own pick.  The walk of a candidate
+# kernel (tile/kernel_cost.process_work: every vector instance's Process) costs ~1.5 ms; the
+# search above prices 100 - 3,000 splits x base blocks x layouts by cost.matmul_split_cycles, the
+# walk's own figures in closed form (its GM bytes are the walk's exactly, its time 1-6 % below:
+# tests/test_kernel_cost.py), so it ranks them nearly as the walk does.  Offered: of the
+# candidates that move no more GM bytes than the pick (the pass keeps no other), the OFFER_FASTEST
+# fastest and, of those within OFFER_WINDOW of the formula's fastest, the OFFER_LEAST_GM moving the
+# fewest GM bytes (the pass's rule prefers those within its slack); CANN's rule too when it moves
+# no more bytes.  The window is room for the two models' differences, the largest in their
+# epilogue's vector cycles: on a (17, 130) @ (130, 9) float16 matmul one Matmul object of 17 rows
+# against two of 16 rows each, the formula says 10.9 % slower with a leaky_relu epilogue and 31 %
+# with gelu + cast, the walk 0.2 % faster and 1.8 % slower (both 25 % fewer GM bytes).
+OFFER_WINDOW = 0.35
+OFFER_FASTEST = 3
+OFFER_LEAST_GM = 2
+
+
+def _offered(cands, own, best) -> list:
+    fewer = sorted((c for c in cands if c[0][1] <= own[0][1] and c[1] != own[1]), key=lambda c: (c[0][0], c[0][1]))
+    picked = fewer[:OFFER_FASTEST]
+    window = [c for c in fewer if c[0][0] <= best * (1 + OFFER_WINDOW)]
+    picked += [c for c in sorted(window, key=lambda c: (c[0][1], c[0][0]))[:OFFER_LEAST_GM] if c not in picked]
+    out = []
+    for _, c in picked:
+        if c not in out:
+            out.append(c)
+    return out
 
 
 # ---- a fused cube kernel as the Ascend C printer sees it (lower/cube_tile.py) ----
@@ -420,6 +483,19 @@ class CubeSchedule:
     cann_tiling = None         # the CubeTiling of CANN's rule on the same buffers
     steps = None               # id(op) -> (vector tile program, sources) per elementwise epilogue op
     c_dtype = dt.float32       # the C tile's dtype: float32, or int32 for int8 operands (then wrapped to int8)
+    offers = ()                # (CubeTiling, plan line) per tiling the kernel pass `tiling` weighs, its own first
+    walk_memo = None           # (the compile's memo, this kernel's key): where the pass's choice is remembered
+    tiling_choice = None       # what the pass `tiling` weighed (kernel_passes.TilingChoice), once it ran
+
+    def adopt_kernel(self, k) -> None:
+        """The kernel pass `tiling` kept candidate `k.choice.index` of `offers`: the launch's tiling
+        and plan line from now on (the report, simulate and the projects read them)."""
+        if k.choice is None or not self.offers:
+            return
+        self.tiling_fields, self.plan_note = self.offers[k.choice.index]
+        if self.walk_memo is not None:
+            memo, key = self.walk_memo
+            memo[key] = (self.tiling_fields, k.choice)
 
     @property
     def inputs(self):
@@ -614,52 +690,71 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     # non-transposed A (Nd2NzParams copies rows as they lie; the CPU API reads a TSCM A untransposed)
     a_l1 = t.separated and not ta and batch == 1 and c_dtype == dt.float32
 
-    def tile(cores=None, traffic=traffic):
+    def tile(cores=None, traffic=traffic, offers=False):
         if row is not None:
             return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype="float32",
                                ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
-                               ub_bytes=ub_left, whole_rows=True, traffic=traffic, layouts=layouts, memo=memo)
+                               ub_bytes=ub_left, whole_rows=True, traffic=traffic, layouts=layouts, memo=memo,
+                               offers=offers)
         return cube_tiling(t, M, N, K, a_dtype=a.dtype.np.name, b_dtype=b.dtype.np.name, c_dtype=c_dtype.np.name,
                            ub_bytes_per_c_elem=per_c, cores=cores, l1_budget=int(t.l1_bytes * l1_headroom),
                            ub_bytes=int(t.ub_bytes * ub_fraction) - 1024 - scratch, row_bytes=row_bytes,
-                           row_slack=row_slack, traffic=traffic, a_l1=a_l1, layouts=layouts, memo=memo)
+                           row_slack=row_slack, traffic=traffic, a_l1=a_l1, layouts=layouts, memo=memo, offers=offers)
+
+    def aligned(tiling):
+        if t.has_datacopypad or tiling.used_core_num == 1:
+            return True
+        # row tails are written with SetValue through each core's 64-byte data cache: cores may
+        # split C only where every core's rows start on a GM line of every output
+        items = {v.dtype.itemsize for i, v in enumerate(fn.results) if i not in per_row}
+        ok = all(N * i % 64 == 0 and tiling.single_core_n * i % 64 == 0 for i in items)
+        # a per-row output: each core's block of M values starts on a GM line
+        return ok and all(tiling.single_core_m * fn.results[i].dtype.itemsize % 64 == 0 for i in per_row)
+
+    def placed(tiling, traffic):
+        return tiling if aligned(tiling) else tile(cores=1, traffic=traffic)
+
+    # an identical kernel (another block's matmul of a model) already chosen by the pass `tiling`
+    # in this compile: its choice again, without walking the candidates (the walk is a function of
+    # the kernel's structure, the target and the options: `walk_key`)
+    walk_key = None if memo is None else ("walk", id(t), t.name, _structure(fn), ub_fraction, l1_headroom, layouts)
+    known = None if walk_key is None else memo.get(walk_key)
     try:
-        tiling = tile()
+        if known is not None:
+            tiling, others = known[0], ()
+        else:
+            tiling, *others = tile(offers=True)
     except ScheduleError as exc:
         if row is None:
             raise
         raise ScheduleError(f"{exc.message}: the row reduction after the matmul "
                             f"in {fn.name} needs whole rows of {N} in UB", loc=mm.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))") from None
-
-    def placed(tiling, traffic):
-        if not t.has_datacopypad:
-            # row tails are written with SetValue through each core's 64-byte data cache: cores may
-            # split C only where every core's rows start on a GM line of every output
-            items = {v.dtype.itemsize for i, v in enumerate(fn.results) if i not in per_row}
-            aligned = all(N * i % 64 == 0 and tiling.single_core_n * i % 64 == 0 for i in items)
-            # a per-row output: each core's block of M values starts on a GM line
-            aligned = aligned and all(tiling.single_core_m * fn.results[i].dtype.itemsize % 64 == 0 for i in per_row)
-            if not aligned and tiling.used_core_num > 1:
-                tiling = tile(cores=1, traffic=traffic)
-        return tiling
     tiling = placed(tiling, traffic)
     trans = "".join(f", {x} read transposed (isTrans)" for x, on in (("A", ta), ("B", tb)) if on)
-    note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {cores_phrase(tiling.used_core_num, t, tiling.objects_per_core)}, "
-            f"base {tiling.base_m}x{tiling.base_n}x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue "
-            "runs on it there, one GM write")
-    if tiling.a_l1_bytes:
-        note += (f"; each core's {tiling.single_core_m}x{K} block of A is read once into L1 (TSCM, "
-                 f"{tiling.a_l1_bytes} B) for all its tile columns")
-    if flat_m:
-        note += f"; A's {' x '.join(str(d) for d in batch_dims)} batch matrices are consecutive rows of one {M}-row A"
-    if batch > 1:
-        axes = f" ({' x '.join(str(d) for d in batch_dims)} flattened)" if len(batch_dims) > 1 else ""
-        note += f"; {batch} batch matrices{axes}, each core walks its block of every one"
-    if row is not None:
-        note += (f"; the row reductions run on whole rows of C: each tile is {tiling.base_m} rows x {N}, the cores "
-                 "split M only")
-    sched = CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note)
+
+    def note_of(tiling):
+        note = (f"Matmul API: {M}x{K} @ {K}x{N}{trans} on {cores_phrase(tiling.used_core_num, t, tiling.objects_per_core)}, "
+                f"base {tiling.base_m}x{tiling.base_n}x{tiling.base_k}; each C tile goes to UB (GetTensorC), the epilogue "
+                "runs on it there, one GM write")
+        if tiling.a_l1_bytes:
+            note += (f"; each core's {tiling.single_core_m}x{K} block of A is read once into L1 (TSCM, "
+                     f"{tiling.a_l1_bytes} B) for all its tile columns")
+        if flat_m:
+            note += f"; A's {' x '.join(str(d) for d in batch_dims)} batch matrices are consecutive rows of one {M}-row A"
+        if batch > 1:
+            axes = f" ({' x '.join(str(d) for d in batch_dims)} flattened)" if len(batch_dims) > 1 else ""
+            note += f"; {batch} batch matrices{axes}, each core walks its block of every one"
+        if row is not None:
+            note += (f"; the row reductions run on whole rows of C: each tile is {tiling.base_m} rows x {N}, the cores "
+                     "split M only")
+        return note
+    sched = CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note_of(tiling))
+    # the tilings the kernel pass `tiling` weighs (the first the lowering's own), each with its plan line
+    sched.offers = tuple((c, note_of(c)) for c in [tiling] + [c for c in others if aligned(c) and c != tiling])
+    sched.walk_memo = None if walk_key is None else (memo, walk_key)
+    if known is not None:
+        sched.tiling_choice = known[1]
     sched.row_epilogue = row
     sched.per_row_outputs = frozenset(per_row)
     sched.traffic = traffic
@@ -670,6 +765,25 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     sched.batch = batch
     sched.batch_a, sched.batch_b = batch_a, batch_b
     return sched
+
+
+def _structure(fn) -> tuple:
+    """`fn` with its values numbered in order of appearance and its names left out: two kernels
+    with the same structure lower to the same kernel up to names (the key of the pass `tiling`'s
+    choice among a compile's identical matmul kernels)."""
+    ids: dict = {}
+
+    def ref(v):
+        return ids.setdefault(id(v), len(ids))
+
+    def attrs(op):
+        a = op.attrs
+        return repr(sorted(a.items()) if hasattr(a, "items") else a)
+    key = [("param", p.kind, p.value.dtype.name, tuple(p.value.shape), ref(p.value)) for p in fn.params]
+    key += [(op.name, attrs(op), tuple(ref(v) for v in op.operands),
+             tuple((r.dtype.name, tuple(r.shape), ref(r)) for r in op.results)) for op in fn.ops]
+    key.append(("results", tuple(ref(v) for v in fn.results)))
+    return tuple(key)
 
 
 # The int8 wrap of an int32 C row (cube_tile `_int8_wrap`): an int32 mask row, a float and a

@@ -89,6 +89,16 @@ class CubeGroupSchedule:
         return CubeLaunch(self.words, max(x.block_dim for x in launches), sum(x.total_tiles for x in launches),
                           first.tile_rows, first.C, sum(x.tiles_per_core for x in launches))
 
+    def adopt_kernel(self, k) -> str:
+        """The kernel pass `tiling` chose each part's tiling among its candidates (tile/kernel_passes.py):
+        the parts take them, and the plan line (returned: the kernel's note) names them."""
+        for part, pk in zip(self.parts, k.parts):
+            part.adopt_kernel(pk)
+            if pk.choice is not None:
+                part.tiling_choice = pk.choice
+        self.plan_note = _group_note(self.parts)
+        return self.plan_note
+
     def pack_words(self) -> bytes:
         return struct.pack(f"<{len(self.words)}i", *self.words)
 
@@ -113,12 +123,15 @@ def schedule_cube_group(fn: Function, target: Target, ub_fraction: float = 1.0,
         for p in s.params:
             kinds.setdefault(id(part.params[p.index].value), p.kind)
     params = [RowParam(i, p.value.name, p.value.dtype, kinds[id(p.value)]) for i, p in enumerate(fn.params)]
+    return CubeGroupSchedule(fn, scheds[0].target, scheds, parts, params, scheds[0].ub_budget, _group_note(scheds))
+
+
+def _group_note(scheds) -> str:
     used = max(s.tiling_fields.used_core_num for s in scheds)
     notes = [s.plan_note for s in scheds]
-    note = (f"{len(scheds)} matmuls of the same A in one launch on {cores_phrase(used, scheds[0].target)}, in turn "
+    return (f"{len(scheds)} matmuls of the same A in one launch on {cores_phrase(used, scheds[0].target)}, in turn "
             "(one Matmul object each, the UB plan reset between them); " +
             (f"each: {notes[0]}" if len(set(notes)) == 1 else "; ".join(f"part {i}: {n}" for i, n in enumerate(notes))))
-    return CubeGroupSchedule(fn, scheds[0].target, scheds, parts, params, scheds[0].ub_budget, note)
 
 
 __all__ = ["CubeGroupSchedule", "cube_parts", "schedule_cube_group", "CubeSchedule"]

@@ -28,6 +28,9 @@ helpers; lower/cube.wraps_in_half / wraps_in_float say which op needs which).
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 from .. import dtypes as dt
 from ..tile.kernel import (Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, DeQue, Dup, EnQue, Field, For, Free, Gm, If,
                            Let, Matmul, Member, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Operand, Queue, Ref, Reset,
@@ -109,8 +112,11 @@ class _CubeLowering:
         stages = [self.tile_shape(), self.copy_in(), compute, self.copy_out()]
         process = self.process(a, b, ta, tb, a_l1)
         gms, queues, members, stages = self.extend(gms, queues, members, stages)
+        # the launch's AI cores: two Matmul objects (vector instances) per AI core on 910B, or one
+        per = t.objects_per_core if self.t.separated else 1
+        block_dim = "t.usedCoreNum" if per == 1 else ("/", ("+", "t.usedCoreNum", per - 1), per)
         return TileKernel(s.fn.name, self.KIND, s.plan_note, fields, gms, queues, members, stages, tuple(s.words),
-                          (mm,), "TCubeTiling", process)
+                          (mm,), "TCubeTiling", process, block_dim=block_dim)
 
     KIND = "cube"
 
@@ -435,7 +441,19 @@ def _float_wrap(v: Ref) -> list:
 
 
 def cube_tile_kernel(sched: CubeSchedule) -> TileKernel:
-    return _CubeLowering(sched).kernel()
+    """The kernel of the schedule's tiling and, as candidates for the kernel pass `tiling`, the
+    kernel of each other tiling it offers (`CubeSchedule.offers`): whole kernels, since a layout
+    changes the kernel's text (one Matmul object per AI core idles the second vector instance; A's
+    panel in L1 adds a TSCM queue and its copy) and the plan line names the split."""
+    own = _CubeLowering(sched).kernel()
+    others = []
+    # (a schedule that adopted another tiling already -- the pass ran -- offers nothing more)
+    offers = sched.offers[1:] if sched.offers and sched.offers[0][0] == sched.tiling_fields else ()
+    for tiling, note in offers:
+        alt = copy.copy(sched)
+        alt.tiling_fields, alt.plan_note, alt.offers = tiling, note, ()
+        others.append(_CubeLowering(alt).kernel())
+    return dataclasses.replace(own, candidates=tuple(others)) if others else own
 
 
 def cube_group_tile_kernel(sched: CubeGroupSchedule) -> TileKernel:

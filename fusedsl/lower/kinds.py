@@ -10,6 +10,7 @@ reductions (other axes than the last), and the vector kind every elementwise/vie
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -200,10 +201,18 @@ def kernel_ir(lowered, snapshots: list | None = None) -> TileKernel | None:
     cached = getattr(lowered, "_passed_kernel", None)
     if cached is None:
         cached = run_kernel_passes(lower(lowered), lowered.target, getattr(lowered, "ub_budget", None), snapshots)
+        # the pass `tiling` chose among the lowering's candidates: the schedule takes the kept one
+        # (its words, or -- a candidate kernel of another layout -- the whole kernel)
+        adopt = getattr(lowered, "adopt_kernel", None)
+        if adopt is not None:
+            note = adopt(cached)   # a kernel of parts: its plan line names the parts' tilings
+            if note is not None and note != cached.note:
+                cached = dataclasses.replace(cached, note=note)
+        elif getattr(lowered, "adopt_words", None) is not None:
+            lowered.adopt_words(cached.words)
+        if cached.choice is not None:   # what was weighed: the report's tiling line
+            object.__setattr__(lowered, "tiling_choice", cached.choice)
         object.__setattr__(lowered, "_passed_kernel", cached)
-        adopt = getattr(lowered, "adopt_words", None)
-        if adopt is not None:   # the pass `tiling` chose among the lowering's candidates
-            adopt(cached.words)
     return cached
 
 

@@ -15,7 +15,8 @@ read every kind that lowers to it:
                contiguous range of tiles (tiling fields `totalTiles`, `tilesPerCore`); the
                first may take the tile index
     words      the tiling struct's words when the sizes are static, and `candidates`: other
-               words the lowering offers for the same sizes (the kernel pass `tiling` keeps one)
+               words the lowering offers for the same sizes, or other kernels (another layout)
+               for them (the kernel pass `tiling` keeps one, and `choice` says why)
 
 A stage body is a list of nodes: `Let` (a constant local), `Var` / `Set` (a mutable local or a
 member), `For` (up or down), `If`, the queue protocol (`Alloc`, `EnQue`, `DeQue`, `Free`),
@@ -429,9 +430,17 @@ class TileKernel:
     # a kernel of several matmuls of the same A (kind cube_group): the cube kernels its Process
     # runs in turn (RunPart, Reset between them); its tiling struct holds one TCubeTiling per part
     parts: tuple = ()
-    # other tilings a static kind's lowering offers for the same sizes (each a tuple of words, as
-    # `words`): the kernel pass `tiling` (tile/kernel_passes.py) walks each and keeps the cheapest
+    # other tilings a static kind's lowering offers for the same sizes: each a tuple of words (as
+    # `words`, for this kernel), or a whole TileKernel (another lowering of the same function: a
+    # layout that changes the kernel's structure, e.g. a cube kernel's Matmul objects per AI core or
+    # A's panel in L1); the kernel pass `tiling` (tile/kernel_passes.py) walks each and keeps one
     candidates: tuple = field(default=(), compare=False)
+    # a kernel with Matmul objects: its launch's blockDim (AI cores) as an expression of the words
+    # (the walk of its Process runs that many AI cores: tile/kernel_cost.launch_work); None: the
+    # kernel's blocks are its tiles' (totalTiles / tilesPerCore) or it has no candidates to weigh
+    block_dim: Expr | None = None
+    # what the pass `tiling` weighed and why it kept these words (kernel_passes.TilingChoice), or None
+    choice: object = field(default=None, compare=False)
 
     def field_offsets(self) -> dict[str, tuple[int, int]]:
         """field name -> (first word, length): the struct's layout."""
@@ -893,6 +902,8 @@ def print_kernel(k: TileKernel, locs: bool = True) -> str:
           for mm in k.matmuls]
     if k.cores != "t.usedCoreNum":
         L.append(f"cores {format_expr(k.cores)}")
+    if k.block_dim is not None:
+        L.append(f"blockdim {format_expr(k.block_dim)}")
     if k.process is not None:
         L.append("process:")
         L += [x for n in k.process for x in _node_lines(n, 1, locs)]
@@ -905,7 +916,11 @@ def print_kernel(k: TileKernel, locs: bool = True) -> str:
     if k.words:
         L.append("words " + " ".join(str(w) for w in k.words))
     for c in k.candidates:
-        L.append("candidate " + " ".join(str(w) for w in c))
+        if isinstance(c, TileKernel):   # another lowering: its whole text, indented
+            L.append("candidate kernel:")
+            L += ["  " + line for line in print_kernel(c, locs).rstrip("\n").split("\n")]
+        else:
+            L.append("candidate " + " ".join(str(w) for w in c))
     return "\n".join(L) + "\n"
 
 
@@ -1121,7 +1136,7 @@ def parse_kernel(text: str) -> TileKernel:
     pos = 1
     note = ""
     fields, gms, queues, members, stages, words, candidates = [], [], [], [], [], (), []
-    matmuls, tiling_struct, process, cores, parts = [], "", None, "t.usedCoreNum", []
+    matmuls, tiling_struct, process, cores, parts, block_dim = [], "", None, "t.usedCoreNum", [], None
     while pos < len(lines):
         line = lines[pos]
         cur = pos
@@ -1148,6 +1163,8 @@ def parse_kernel(text: str) -> TileKernel:
                                   m.group(5) or "", m.group(6) or ""))
         elif line.startswith("cores "):
             cores = expr(line[6:])
+        elif line.startswith("blockdim "):
+            block_dim = expr(line[9:])
         elif line == "process:":
             pos += 1
             process = block(1)
@@ -1169,6 +1186,16 @@ def parse_kernel(text: str) -> TileKernel:
                 words = tuple(int(w) for w in line.split()[1:])
             except ValueError:
                 fail("bad tiling words")
+        elif line == "candidate kernel:":
+            first = pos + 1
+            pos = first
+            while pos < len(lines) and lines[pos].startswith("  "):
+                pos += 1
+            try:
+                candidates.append(parse_kernel("\n".join(x[2:] for x in lines[first:pos]) + "\n"))
+            except TileKernelParseError as exc:
+                raise TileKernelParseError(f"candidate kernel (from line {first + 1}): {exc}") from None
+            continue
         elif line.startswith("candidate "):
             try:
                 candidates.append(tuple(int(w) for w in line.split()[1:]))
@@ -1178,7 +1205,7 @@ def parse_kernel(text: str) -> TileKernel:
             fail("not a kernel line")
         pos += 1
     return TileKernel(name, kind, note, fields, gms, queues, members, stages, words, tuple(matmuls), tiling_struct,
-                      process, cores, tuple(parts), tuple(candidates))
+                      process, cores, tuple(parts), tuple(candidates), block_dim)
 
 
 # ---- figures and rules read from the kernel ---------------------------------------------------

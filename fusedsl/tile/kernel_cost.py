@@ -447,6 +447,21 @@ def process_work(k: TileKernel, target, block_dim: int, words=None) -> KernelWor
     return memo[key]
 
 
+def launch_work(k: TileKernel, target, words=None, above: float | None = None) -> KernelWork | None:
+    """The walk of one launch of `k` with these words (None: its own), the figures the report prints
+    for it: kernel_work (`above`: its early stop), or for a kernel with Matmul objects process_work
+    on the blockDim the kernel says its launch takes (`TileKernel.block_dim`).  None where neither
+    walk applies."""
+    if k.process is None or k.parts:
+        return kernel_work(k, words, above) if not k.parts else None
+    if k.block_dim is None:
+        return None
+    w = list(k.words if words is None else words)
+    if len(w) != k.word_count:
+        return None
+    return process_work(k, target, int(evaluate(k.block_dim, _fields(k, w))), w)
+
+
 def _walk_process_time(k: TileKernel, words: list, target, block_dim: int) -> KernelWork:
     env0 = _fields(k, words)
     tally = [0, 0.0, 0.0, 0.0, 0.0, 0]

@@ -9,14 +9,25 @@ schedule; FUSEDSL_DUMP_IR writes the kernel's text before and after each):
                    program reuse), so this pass takes what they leave: a cube epilogue's and a
                    column kernel's scratch rows.
     tiling         a static kind's lowering may offer other tilings for the same sizes
-                   (`TileKernel.candidates`: its words, e.g. the row kind's tiles of fewer rows
-                   over more cores); each whose UB plan fits the budget is walked
-                   (tile/kernel_cost.kernel_work: the printed program's copies and vector calls,
-                   the report's model) and the cheapest kept -- the lowering's own words on a
-                   tie; none that moves more GM bytes than those.  First: the later passes and the report see the chosen words.  The
-                   row kind's heuristic spreads a kernel's bytes at 16 KB per core, which suits
-                   a DMA-bound kernel; a row kernel's per-row vector calls make it compute-bound,
-                   and the walk prices that.
+                   (`TileKernel.candidates`: words for the same kernel -- the row kind's tiles
+                   of fewer rows over more cores -- or whole kernels where a candidate changes
+                   the kernel's text -- the cube kind's splits x base blocks x layouts, lower/
+                   cube.py _offered); each whose UB plan fits the budget is walked
+                   (tile/kernel_cost.launch_work: the printed program's copies, vector calls and
+                   Matmul tiles, the report's model and figures) and one kept by ONE rule for
+                   every kind (TILING_SLACK below): none that moves more GM bytes than the
+                   lowering's own tiling (the row kind's 16 KB-per-core heuristic, the cube
+                   kind's formula pick); of the rest the fewest GM bytes within 2 % of the
+                   fastest; the lowering's order on a tie.  The kernel keeps what was weighed
+                   (`TileKernel.choice`, a TilingChoice: the report's "tiling:" line) and the
+                   schedule adopts the kept tiling (`adopt_words` / `adopt_kernel`,
+                   lower/kinds.kernel_ir).  First: the later passes and the report see the
+                   chosen words.  The row kind's heuristic spreads a kernel's bytes at 16 KB per
+                   core, which suits a DMA-bound kernel; a row kernel's per-row vector calls make
+                   it compute-bound, and the walk prices that; a cube kernel's formula weighs
+                   the A / B re-reads per tile, the walk prices them and the epilogue as
+                   printed.  A kernel of parts: each part weighs its own candidates.  (A conv
+                   kernel chooses its core count in its lowering: lower/conv.py says why.)
     double-buffer  a per-tile queue (TQue on VECIN / VECOUT) of one buffer makes the next tile's
                    AllocTensor wait for this tile's FreeTensor: the DMA of tile i + 1 waits for
                    the vector work of tile i (and GetTensorC for the epilogue of the C tile
@@ -38,10 +49,13 @@ between parts, so each has the budget alone.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
+
+from .. import cost
 
 from .kernel import (Alloc, Call, DeQue, Field, For, Free, If, Member, MmIterate, Step, TileKernel, map_steps,
                      print_kernel, ub_plan, verify_kernel)
-from .kernel_cost import kernel_work
+from .kernel_cost import launch_work
 from .kernel_reuse import reuse_buffers
 
 _PER_TILE = ("VECIN", "VECOUT")
@@ -174,31 +188,91 @@ def lift_immediates(k: TileKernel) -> tuple[TileKernel, dict]:
     return dataclasses.replace(lifted, fields=list(k.fields) + fields, members=list(k.members) + members), values
 
 
-# the tiling pass takes no candidate that moves more GM bytes than the lowering's own words (rows
-# every core reads -- gamma, beta -- are read once per core: more cores, more bytes; the row kind
-# keeps that re-read within 2 % of the kernel's traffic): HBM is shared with the other kernels,
-# which the walk of one kernel does not see
+# The one rule of the pass `tiling`, for every kind: no candidate that moves more GM bytes than the
+# lowering's own tiling (what it would print alone: the row kind's 16 KB-per-core heuristic, the
+# cube kind's pick by its formula, which may trade GM bytes for time: lower/cube.py);
+# of the others, the one moving the fewest GM bytes within TILING_SLACK of the fastest in the walk,
+# then the faster, then the lowering's order (its own first).  The walk does not trade more bytes
+# for time than the lowering's own choice: the chip's HBM is shared with the other work on it
+# (cores of other streams, the host's DMA), which the walk of one kernel does not see; within the
+# slack (the model's resolution) the fewer bytes win.
+TILING_SLACK = 0.02
+
+
+@dataclass(frozen=True)
+class TilingChoice:
+    """What the pass `tiling` weighed and why it kept the kernel's words (the report's tiling line):
+    the candidates the lowering offered (its own first) and those the walk priced (the UB plan fits,
+    the walk applies), the kept one's place among the offered (0: the lowering's own), and the
+    walked (modelled us, GM bytes) of the kept one, of the lowering's own, of the fastest that moves
+    no more GM bytes than it and of the fastest of all."""
+    offered: int
+    weighed: int
+    index: int
+    time_us: float
+    gm_bytes: int
+    own_us: float
+    own_gm: int
+    fastest_us: float
+    fastest_gm: int
+    fastest_all_us: float
+    fastest_all_gm: int
+
+    @property
+    def reason(self) -> str:
+        """Why the kept candidate won, in the report's words."""
+        why = ("the fastest" if self.time_us <= self.fastest_us else
+               f"the fewest GM bytes within {TILING_SLACK * 100:g} % of the fastest ({self.fastest_us:.2f} us, "
+               f"{self.fastest_gm} GM bytes)")
+        if self.fastest_all_us < self.fastest_us:
+            why += (f"; a faster one ({self.fastest_all_us:.2f} us) would move {self.fastest_all_gm} GM bytes, more "
+                    f"than the lowering's own tiling ({self.own_gm})")
+        return why
 
 
 def choose_tiling(k: TileKernel, target, budget: int) -> TileKernel:
+    if k.parts:   # each part is weighed alone (the UB is reset between parts; one launch runs them in turn)
+        parts = tuple(choose_tiling(p, target, budget) for p in k.parts)
+        return k if all(a is b for a, b in zip(parts, k.parts)) else dataclasses.replace(k, parts=parts)
     if not k.candidates:
         return k
-    own = kernel_work(k, k.words)
-    if own is None:
+    # (kernel, words) per candidate: this kernel's own words first, other words for it, other kernels
+    offered = [(k, tuple(k.words))]
+    for c in k.candidates:
+        if isinstance(c, TileKernel):   # another lowering of the function: the pass `reuse` first, as for k
+            c = reuse_buffers(dataclasses.replace(c, candidates=()), target, budget)
+            offered.append((c, tuple(c.words)))
+        else:
+            offered.append((k, tuple(c)))
+    own_work = launch_work(k, target, k.words)   # the cap, whether or not its UB plan fits this budget
+    if own_work is None or not own_work.block_dim:   # the lowering's own words are not walkable: keep them
         return dataclasses.replace(k, candidates=())
-    best, best_time, best_cycles = tuple(k.words), None, None
-    for words in (tuple(k.words), *k.candidates):
-        if sum(b * n for _, _, b, n in ub_plan(k, words)) > budget:
+    own = (own_work.time_us(target), own_work.gm_bytes, 0)
+    walked, weighed, fastest = [], 0, None   # (modelled us, GM bytes, index) of each walked to its end
+    for i, (kk, words) in enumerate(offered):
+        if sum(b * n for _, _, b, n in ub_plan(kk, words)) > budget:
             continue
-        # a candidate whose busiest core alone takes longer than the best so far cannot win: its
-        # walk stops there (the cores after the first, which is the busiest, are not walked)
-        work = kernel_work(k, words, best_cycles)
-        if work is None or not work.block_dim or work.gm_bytes > own.gm_bytes:
+        weighed += 1
+        # a candidate whose busiest core alone takes longer than the slack above the fastest so far
+        # cannot be kept: its walk stops there (kernel_work: the cores after the first, the busiest,
+        # are not walked)
+        above = None if fastest is None else (fastest * (1 + TILING_SLACK) - cost.LAUNCH_US) * target.clock_mhz
+        work = own_work if i == 0 else launch_work(kk, target, words, above)
+        if work is None or not work.block_dim:
             continue
         t = work.time_us(target)
-        if best_time is None or t < best_time:
-            best, best_time, best_cycles = words, t, work.cycles
-    return dataclasses.replace(k, words=best, candidates=())
+        walked.append((t, work.gm_bytes, i))
+        if work.gm_bytes <= own[1] and (fastest is None or t < fastest):
+            fastest = t
+    kept = [w for w in walked if w[1] <= own[1]]
+    if not kept:
+        return dataclasses.replace(k, candidates=())
+    best = min(kept)
+    t, gm, i = min((w for w in kept if w[0] <= best[0] * (1 + TILING_SLACK)), key=lambda w: (w[1], w[0], w[2]))
+    kk, words = offered[i]
+    every = min(walked)
+    choice = TilingChoice(len(offered), weighed, i, t, gm, own[0], own[1], best[0], best[1], every[0], every[1])
+    return dataclasses.replace(kk, words=words, candidates=(), choice=choice)
 
 
 def _verify(k: TileKernel, target, budget: int) -> TileKernel:
