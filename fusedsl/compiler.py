@@ -942,7 +942,10 @@ class CompiledKernel:
         schedule = schedule_cube_group if plan.lowering.name == "cube_group" else schedule_cube_kernel
         try:
             sched = schedule(plan.function, t)
-            return (sched, sched.tiling({}, t)) if type(sched) in kinds else (None, None)
+            if type(sched) not in kinds:
+                return None, None
+            kernel_ir(sched)   # the kernel pass `tiling` first: the launch is the tiling it kept (adopt_kernel)
+            return sched, sched.tiling({}, t)
         except FusedslError:   # refused for another reason (an epilogue reading A, symbolic sizes)
             return None, None
 
@@ -965,6 +968,7 @@ class CompiledKernel:
             t = host_casts(t) if emulated else t
             try:
                 sched = schedule_cube_kernel(fn, t)
+                kernel_ir(sched)   # the kernel pass `tiling` first: the launch is the tiling it kept
             except FusedslError:
                 continue
             return sched, sched.tiling({}, t), order

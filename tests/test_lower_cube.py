@@ -1,6 +1,7 @@
 """Cube tiling (fusedsl/lower/cube.py): fits every buffer of the target, clear errors."""
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import fusedsl as fs
@@ -150,3 +151,17 @@ def test_compile_shares_tilings_between_identical_blocks():
     # walked: the first block's two kernels and the last block's second (no layer_norm after it);
     # the others' choices were remembered
     assert [len(p.lowered.offers) > 1 for p in cubes] == [True, True, False, False, False, True]
+
+
+def test_a_cpu_matmul_schedule_launches_the_kept_tiling():
+    """A matmul the target does not print (ascend910: no Matmul API) runs on the CPU on the cube
+    kind's schedule for another chip; its launch's words are those of the kernel the pass `tiling`
+    kept (the lowering's own pick differs here: two objects of 16 and 1 rows, kept one of 17)."""
+    g = np.random.default_rng(5)
+    x, w, b = (g.uniform(-2, 2, s).astype(np.float16) for s in ((17, 130), (130, 9), (9,)))
+    comp = fs.fused_kernel(lambda x, w, b: fs.leaky_relu(x @ w + b, 0.1), target="ascend910").compile(x, w, b)
+    (plan,) = comp.kernels
+    sched, launch = comp._matmul_schedule(plan)
+    assert sched.offers[0][0] != sched.tiling_fields and tuple(launch.words) == tuple(kernel_ir(sched).words)
+    want = x.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)
+    np.testing.assert_allclose(comp(x, w, b), np.where(want > 0, want, 0.1 * want), rtol=2e-3, atol=2e-2)
