@@ -725,7 +725,10 @@ _MEMBERS = {
         Returns:
             A `Report` with the fields `name`, `target`, `kernels` (one row per kernel:
             `name`, `ops`, `reason_code`, `reason`, `block_dim`, `tile_rows`, `tile_cols`,
-            `loops_per_core`, `ub_plan`, `ub_bytes`, `plan`, `model_time_us`, `gm_bytes`),
+            `loops_per_core`, `ub_plan`, `ub_bytes`, `plan`, `model_time_us`, `gm_bytes`, and
+            `walk_choices`: for a row or cube kernel whose tiling the kernel pass `tiling` chose
+            by walking its candidates, (label, TilingChoice) pairs -- one per part of a kernel of
+            several matmuls -- with the candidates weighed and the kept one's figures),
             `gm_bytes_min` (inputs + outputs once), `gm_bytes_fused` and `gm_bytes_unfused` (by
             the model), `gm_bytes_measured` (counted by the last `simulate`), `ub_budget`,
             `model_time_us_fused`, `model_time_us_unfused` and `model_kernels_unfused` (a MODEL
