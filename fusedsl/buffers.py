@@ -4,7 +4,7 @@ numpy's large buffers come from malloc's mmap'd chunks and start 16 bytes past a
 quarter of a 64-byte line in).  A kernel writing whole 64-byte vectors then writes every
 line in two halves, and a transpose's streaming stores (backend_cpu/llvm_kernel.py's blocked
 transposes), which must write whole aligned lines, fall back to ordinary stores for the register
-tiles whose output rows start inside a line.  `empty` returns arrays whose data start on a line.
+tiles whose output rows start inside a line.  `empty` returns arrays whose data start on a page (so on a line; why a page: PAGE).
 
 The array is a view of a slightly larger numpy buffer through a ctypes array, not through
 another ndarray: numpy collapses a view of a view onto the first array that owns its data,
@@ -21,6 +21,14 @@ import math
 import numpy as np
 
 ALIGN = 64                 # bytes: one cache line, one AVX-512 vector
+# Results start on a page, not only on a line: a kernel loads its inputs ahead of its stores,
+# and numpy's inputs lie 16 bytes past a page.  A result 64 bytes past a page (line-aligned
+# only) put each store at the page offset of the next loads of an input (rms_norm's
+# x * rstd * w into y: every vector load of x followed a store to y 48 bytes further in its
+# page), which the core takes for a dependence until the store retires ("4K aliasing": the
+# loop ran 2.6x slower, [8, 1048576] float32 4.3 -> 2.4 ms best of 60 on one thread, as
+# 19faa6c, whose results were numpy's, at the inputs' page offset).
+PAGE = 4096
 # Below this size np.empty is used as is: the wrapper costs ~2.5 us per array, and small
 # arrays are not written with streaming stores (their kernels' time is the call).
 MIN_BYTES = 64 << 10
@@ -39,7 +47,7 @@ def empty(shape, dtype) -> np.ndarray:
     # sizes makes a few hundred types at most (the tail is never written: no resident pages)
     step = 1 << max(0, nbytes.bit_length() - 5)
     length = -(-nbytes // step) * step
-    raw = np.empty(length + ALIGN, np.uint8)
-    start = -raw.ctypes.data % ALIGN
+    raw = np.empty(length + PAGE, np.uint8)
+    start = -raw.ctypes.data % PAGE
     return np.ndarray(shape, dtype, buffer=(ctypes.c_char * length).from_buffer(raw, start))
 

@@ -269,12 +269,12 @@ def test_large_streamed_transpose_into_unaligned_out():
 
 
 def test_results_are_line_aligned_and_views_keep_them():
-    """Results of 64 KB and more start on a cache line (fusedsl/buffers.py); a view of a result
+    """Results of 64 KB and more start on a page, so on a cache line (fusedsl/buffers.py); a view of a result
     keeps the result itself alive, so the output pool never hands out a buffer a view still
     reads (numpy would collapse the view onto the hidden larger buffer otherwise)."""
     from fusedsl import buffers
     a = buffers.empty((300, 70), np.float32)
-    assert a.ctypes.data % 64 == 0 and a.shape == (300, 70) and a.flags.c_contiguous and a.flags.writeable
+    assert a.ctypes.data % 4096 == 0 and a.shape == (300, 70) and a.flags.c_contiguous and a.flags.writeable
     assert a[1:].base is a and a.T.base is a and a.reshape(-1).base is a
     assert buffers.empty((3, 5), np.float16).shape == (3, 5)   # small: plain np.empty
     # the ctypes array types behind them (kept by ctypes forever) come in few lengths

@@ -56,7 +56,11 @@ whose copies are contiguous:
   elements of whole rows (`view_tiling`); llvm_kernel reads the sources' rows in place and
   computes into the output rows, strided or not, one Step per row.  Boxes whose rows take a DMA
   each (a broadcast row copied in UB, overlapping rows, gathered rows) one row per tile when
-  their rows have VIEW_ROW_BYTES or more (a one-row copy is read in place);
+  their rows have VIEW_ROW_BYTES or more (a one-row copy is read in place, a gathered row too),
+  except gathered rows under GATHER_ROW_BYTES: GATHER_TILE_ROWS per tile (a tile's fixed work --
+  its box, queues, the bias row it copies -- cost more than copying 256-byte rows into UB, and
+  consecutive copies overlap their misses: relu(take(table [50000, 64], 8192 ids) + bias) 0.25 ->
+  0.19 ms, one row per tile still faster from 512-byte rows on: 0.30 vs 0.34 ms);
 - transposes (the transpose kind's transpose mode): tiles of TRANSPOSE_BAND register tiles (T x T,
   T a 64-byte line of elements) along the input's rows, T rows high, or as many rows of T as
   make that many elements when the rows are shorter; llvm_kernel moves them from GM to GM, T input
@@ -109,6 +113,8 @@ BLAS_ROWS = 64                # blocks of rows start on this grid (module doc)
 TRANSPOSE_BAND = 32           # register tiles per transpose tile along the input's rows
 VIEW_TILE_ELEMS = 16 << 10   # elements per tile of a view box of contiguous rows (or of narrow rows)
 VIEW_ROW_BYTES = 256         # a strided box's rows from this many bytes on: one row per tile
+GATHER_ROW_BYTES = 512       # gathered rows of VIEW_ROW_BYTES up to this: GATHER_TILE_ROWS per tile
+GATHER_TILE_ROWS = 16
 
 # Attention blocks on the CPU (module doc).  [1, 8, 2730, 64] float32 on two threads, llvm_kernel /
 # attention.py (the per-kind executor then), interleaved, load ~6: Q x KV blocks of 256 x 1008 1.22, 128 x 512 1.16, 64 x 512 1.17,
@@ -269,7 +275,12 @@ def long_row_sums(fn) -> bool:
 
 def row_tiling(sched: RowSchedule, sizes: dict, target: Target) -> RowTiling:
     """The tiling a `row_schedule` kernel runs with for these sizes (its words are the kernel's)."""
-    return compute_row_tiling(sched, sizes, row_target(target, row_ub(sched.fn)))
+    # no cap on the cores for shared rows (gamma, beta: the chip's GM reads of them, 2 % of the
+    # traffic at most): llvm_kernel reads them in place, so [8, 1048576] rms_norm is 8 blocks, not 1
+    return compute_row_tiling(dataclasses.replace(sched, shared_row_bytes=0), sizes,
+                              row_target(target, row_ub(sched.fn)))
+
+
 def view_tiling(sched, chip):
     """A view kernel's CPU Tiling from the chip's (module doc): the same boxes (the kernel's box
     table has the chip's size; a box wider than the chip's tile stays cut into the chip's column
@@ -288,7 +299,13 @@ def view_tiling(sched, chip):
         per_row = any(inp.kind == "gather" or (w[3] != 0 and w[2] < cols) for inp, w in zip(loads, words))
         plain = not per_row and box[5] == cols and all(w[3] == 0 or w[2] == cols for w in words)
         wide = cols * item >= VIEW_ROW_BYTES
-        tr = 1 if per_row and wide else max(1, min(rows, MAX_ROWS, VIEW_TILE_ELEMS // max(cols, 1)))
+        gathered = any(inp.kind == "gather" for inp in loads)
+        if gathered and wide and cols * item < GATHER_ROW_BYTES:   # (module doc)
+            tr = max(1, min(rows, GATHER_TILE_ROWS))
+        elif per_row and wide:
+            tr = 1
+        else:
+            tr = max(1, min(rows, MAX_ROWS, VIEW_TILE_ELEMS // max(cols, 1)))
         shapes.append((tr, plain))
     # UB rows one longer than the widest box's when some box of several rows per tile is strided
     # in GM: its rows are then one run each, a Step per row (never one run over rows of the UB

@@ -290,10 +290,12 @@ def read_prefills(step: Step) -> tuple:
     return tuple(p for p in step.prefill if p[0].tensor in read)
 
 
-def _read_first(step: Step) -> set[str]:
-    """The tensors a Step's stmts read (as srcs) at a place no earlier stmt of the step wrote."""
+def _read_first(step: Step, written=None) -> set[str]:
+    """The tensors a Step's stmts read (as srcs) at a place no earlier stmt of the step wrote (nor
+    one of `written`: (tensor, offset, view) places earlier Steps of its group wrote, which the
+    step's own writes are added to)."""
     refs = dict(step.names)
-    written, read = set(), set()
+    written, read = (set() if written is None else written), set()
     for st in step.stmts:
         for src in st.srcs:
             r = refs[src]
@@ -524,8 +526,12 @@ class _Lowering:
                     read(e[1], node)
                 for x in e:
                     gets(x, node)
+        group = self._group_reads() if values else {}
         for n in nodes:
-            if isinstance(n, Vec):
+            if id(n) in group:
+                for tensor in group[id(n)]:
+                    read(tensor, n)
+            elif isinstance(n, Vec):
                 for r in n.srcs:
                     read(r.tensor, n)
             elif isinstance(n, Step):
@@ -540,6 +546,65 @@ class _Lowering:
             for value in vars(n).values():
                 gets(value, n)
         return out
+
+    def _group_reads(self) -> dict[int, set[str]]:
+        """id(Step) -> the tensors it reads at a place no earlier Step of its group wrote (`body`'s
+        groups: consecutive Steps over the same elements, which `steps` runs as one loop when it
+        can, else one after another, storing every value: either way a later step of the group
+        reads what an earlier one left at that place, never an older value), and id(Vec) -> its
+        accumulator for the fold a group runs in its loop (`_step_fold`: it reads only elements
+        its steps wrote).  So a temporary each group writes before it reads is dead past its group
+        (rms_norm's x * x, then x * rstd, in one row buffer: neither is stored, `steps`).  None for
+        the attention kind, whose online softmax takes Steps out of `body`'s groups."""
+        out: dict[int, set[str]] = {}
+        if self.tiled_products:
+            return out
+
+        def bodies(body):
+            yield body
+            for n in body:
+                if isinstance(n, (For, MmIterate)):
+                    yield from bodies(n.body)
+                elif isinstance(n, If):
+                    yield from bodies(n.then)
+                    yield from bodies(n.orelse)
+        for body in [st.body for st in self.k.stages] + [self.k.process or ()]:
+            for nodes in bodies(body):
+                nodes = list(nodes)
+                i = 0
+                while i < len(nodes):
+                    if not isinstance(nodes[i], Step):
+                        i += 1
+                        continue
+                    j = i + 1
+                    while j < len(nodes) and isinstance(nodes[j], Step) and _same_elements(nodes[i], nodes[j]):
+                        j += 1
+                    if j - i > 1 and self._fuses(nodes[i:j]):
+                        written: set = set()
+                        for n in nodes[i:j]:
+                            out[id(n)] = _read_first(n, written)
+                    if self._fuses(nodes[i:j]):
+                        fold = self._step_fold(nodes[i:j], nodes[j:j + 2])
+                        if fold is not None:
+                            out[id(fold[2])] = {fold[2].srcs[0].tensor}
+                    i = j
+        return out
+
+    def _fuses(self, group: list) -> bool:
+        """Whether `steps` runs these Steps in one loop: every buffer they write is addressed at
+        one place in all of them (else each Step runs alone, as a group of its own)."""
+        places: dict = {}
+        written = set()
+        for node in group:
+            refs = dict(node.names)
+            buffer = {}
+            for slot, r in refs.items():
+                q = self.tensor_queue[r.tensor]
+                tracked = self.queues[q].depth > 1 and self.queues[q].position not in ("VECCALC", "TBUF_VECOUT")
+                buffer[slot] = (q, r.tensor if tracked else "")
+                places.setdefault(buffer[slot], set()).add(buffer[slot] + (repr(r.offset), r.view))
+            written |= {buffer[st.dst] for st in node.stmts}
+        return all(len(places[w]) == 1 for w in written)
 
     def _dead_after(self, ids: set, r: Ref) -> bool:
         """Whether nothing but these steps (ids) reads r's buffer (a VECCALC temporary)."""
@@ -580,20 +645,32 @@ class _Lowering:
         return self._in_aliasing(writers)[0]
 
     def _in_aliasing(self, written) -> tuple[set[str], set[str]]:
-        """(aliased VECIN queues, the ones among them also written by other per-tile writers:
-        CopyIn at another place, GatherRow, Dup, UbCopy, Move, Put -- a view kernel's other
-        branches, a broadcast row copied to every row of a tile).  For those a buffer's state
+        """(aliased VECIN queues -- and VECCALC ones nothing but aliasing copies write: read-only
+        copies of GM, such as the row kind's shared rows copied once per core --, the ones among
+        them also written by other per-tile writers: CopyIn at another place, GatherRow, Dup,
+        UbCopy, Move, Put -- a view kernel's other branches, a broadcast row copied to every row
+        of a tile -- or written by GatherRows only, whose first row of a tile is read in place,
+        `gather_row`).  For those a buffer's state
         (`in_len`) says whether it stands for GM rows; AllocTensor points it home, and a write
         while it stands for GM rows first copies them home (`in_guard`), so GM is never
         written."""
         once = {id(n) for st in self.k.stages if st.once for n in walk_nodes(st.body)}
         aliased, guarded = set(), set()
         for q, ws in written.items():
-            if self.queues[q].position != "VECIN":
+            if self.queues[q].position not in ("VECIN", "VECCALC"):
                 continue
             plain = [w for w in ws if self._aliasing_copy(w, q)]
             others = [w for w in ws if not self._aliasing_copy(w, q)]
+            if self.queues[q].position == "VECIN" and self.k.process is None and ws and all(
+                    isinstance(w, GatherRow) and id(w) not in once for w in ws):
+                aliased.add(q)   # gathered rows only: each tile's first row read in place (`gather_row`)
+                guarded.add(q)
+                continue
             if not plain:
+                continue
+            if self.queues[q].position != "VECIN":
+                if not others and self.k.process is None:   # a row every tile reads: rms_norm's w
+                    aliased.add(q)
                 continue
             if not others:
                 aliased.add(q)
@@ -2752,7 +2829,9 @@ class _Lowering:
         d = self.tensor_dtype(node.dst.tensor)
         if d != table.dtype:
             raise LoweringError(f"kernel {self.k.name}: a gathered {table.dtype} row into UB {d}")
-        self.in_guard(node.dst.tensor)
+        q = self.tensor_queue[node.dst.tensor]
+        if q not in self.in_guarded:
+            self.in_guard(node.dst.tensor)
         pos = self.ev_i64(node.pos)
         iv = b.load(b.gep(self.gm_ptr[node.index], [pos], source_etype=mem_type(idx_gm.dtype)),
                     typ=mem_type(idx_gm.dtype), align=idx_gm.dtype.itemsize)
@@ -2760,12 +2839,35 @@ class _Lowering:
         bound = ir.Constant(I64, node.bound)
         kv = b.select(b.icmp_signed("<", kv, ir.Constant(I64, 0)), b.add(kv, bound), kv)
         inside = b.and_(b.icmp_signed(">=", kv, ir.Constant(I64, 0)), b.icmp_signed("<", kv, bound))
-        dst = self.ref_ptr(node.dst)[0]
         nbytes = b.mul(self.ev_i64(node.cols), ir.Constant(I64, d.itemsize))
+        start = b.add(b.mul(kv, ir.Constant(I64, node.row_len)), self.ev_i64(node.col))
+        row = b.gep(self.gm_ptr[node.table], [start], source_etype=mem_type(d))
+        if q in self.in_guarded:
+            # a guarded queue's buffer nothing was written into since AllocTensor stands for the
+            # table row itself when the row lands at its start (the tile's first row: a view
+            # kernel's one-row tiles read every gathered row in place, 19faa6c's llvm_view did);
+            # any other write moves it home first (`in_guard`)
+            alias = b.and_(b.and_(inside, b.icmp_unsigned("==", self.ev_i64(node.dst.offset), ir.Constant(I64, 0))),
+                           b.icmp_unsigned("==", self._in_len(node.dst.tensor), ir.Constant(I64, 0)))
+            with b.if_then(b.not_(alias)):
+                self.in_guard(node.dst.tensor)
+            self.set_buffer(node.dst.tensor, b.select(alias, row, self.tensor_base(node.dst.tensor)))
+            self._set_in_len(node.dst.tensor, b.select(alias, b.select(b.icmp_unsigned(
+                "==", nbytes, ir.Constant(I64, 0)), ir.Constant(I64, 1), nbytes), ir.Constant(I64, -1)))
+            inside = b.and_(inside, b.not_(alias))
+            dst = self.ref_ptr(node.dst)[0]
+            with b.if_else(inside) as (then, other):
+                with then:
+                    self.memcpy(dst, row, nbytes)
+                with other:
+                    with b.if_then(b.not_(alias)):
+                        f = self.kc.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+                        b.call(f, [dst, ir.Constant(I8, 0), nbytes, ir.Constant(I1, 0)])
+            return
+        dst = self.ref_ptr(node.dst)[0]
         with b.if_else(inside) as (then, other):
             with then:
-                start = b.add(b.mul(kv, ir.Constant(I64, node.row_len)), self.ev_i64(node.col))
-                self.memcpy(dst, b.gep(self.gm_ptr[node.table], [start], source_etype=mem_type(d)), nbytes)
+                self.memcpy(dst, row, nbytes)
             with other:
                 f = self.kc.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
                 b.call(f, [dst, ir.Constant(I8, 0), nbytes, ir.Constant(I1, 0)])
