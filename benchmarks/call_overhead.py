@@ -16,21 +16,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fusedsl as fs  # noqa: E402
-from fusedsl.backend_cpu import jit  # noqa: E402
+from optimised_code import wait_for_optimised_code  # noqa: E402
 
 
 @fs.fused_kernel
 def abs_add_relu(a, b):
     return fs.relu(fs.abs(a) + b)
-
-
-def wait_for_optimised_code():
-    """A kernel's first call runs the quick tier of the tiered compiles and O3 is swapped in from a
-    background thread (backend_cpu/jit.compile_tiered): wait for it, as fs.benchmark does, so that the
-    timed calls run the optimised code (a checkout without the tiers compiled O3 before its first call)."""
-    wait = getattr(jit, "wait_for_upgrades", None)
-    if wait is not None:
-        wait(60)
 
 
 def median_us(fn, number=500, repeat=15) -> float:

@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import fusedsl as fs  # noqa: E402
-from fusedsl.backend_cpu import jit  # noqa: E402
+from optimised_code import wait_for_optimised_code  # noqa: E402
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu  # noqa: E402
 from fusedsl.backend_cpu.launch import host_threads  # noqa: E402
 from fusedsl.passes.fuse import Fuse  # noqa: E402
@@ -153,15 +153,6 @@ def numba_kernels():
 
 
 # ---- measurement -----------------------------------------------------------------------------------
-def wait_for_optimised_code():
-    """A kernel's first call runs the quick tier and O3 is swapped in from a background thread
-    (backend_cpu/jit.compile_tiered): the steady rows time the optimised code, as fs.benchmark does.
-    (Checkouts from before the tiers have no wait_for_upgrades: their first call compiled O3.)"""
-    wait = getattr(jit, "wait_for_upgrades", None)
-    if wait is not None:
-        wait(60)
-
-
 def median_time(fn, repeat: int, warmup: int = 1) -> float:
     for _ in range(warmup):
         fn()

@@ -30,22 +30,13 @@ import time
 import numpy as np
 
 import fusedsl as fs
-from fusedsl.backend_cpu import jit
+from optimised_code import wait_for_optimised_code  # noqa: E402
 try:
     import fusedsl.lower.cube as lower_cube
     from fusedsl.lower.cube import modelled_split
 except ImportError:   # a checkout from before issue 19's lower/ (19faa6c): --times-only still runs there
     lower_cube = modelled_split = None
 from fusedsl.targets import get_target
-
-
-def wait_for_optimised_code():
-    """A kernel's first call runs the quick tier of the tiered compiles and O3 is swapped in from a
-    background thread (backend_cpu/jit.compile_tiered): wait for it, as fs.benchmark does, so that the
-    timed calls run the optimised code (a checkout without the tiers compiled O3 before its first call)."""
-    wait = getattr(jit, "wait_for_upgrades", None)
-    if wait is not None:
-        wait(60)
 
 
 def median_ms(fn, repeat):

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fusedsl as fs  # noqa: E402
-from fusedsl.backend_cpu import jit  # noqa: E402
+from optimised_code import wait_for_optimised_code  # noqa: E402
 
 EPS_LN, EPS_RMS = 1e-5, 1e-6
 GELU_C = 2.0 * math.sqrt(2.0 / math.pi)
@@ -126,15 +126,6 @@ def numba_kernels():
 
 
 REPEAT = 15
-
-
-def wait_for_optimised_code():
-    """A kernel's first call runs the quick tier of the tiered compiles and O3 is swapped in from a
-    background thread (backend_cpu/jit.compile_tiered): wait for it, as fs.benchmark does, so that the
-    timed calls run the optimised code (a checkout without the tiers compiled O3 before its first call)."""
-    wait = getattr(jit, "wait_for_upgrades", None)
-    if wait is not None:
-        wait(60)
 
 
 def median_ms(f, args) -> float:

@@ -41,6 +41,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+HELPERS = ("optimised_code.py",)   # modules the scripts import from benchmarks/ (run()'s copy for older checkouts)
 
 # A cell is numeric when it starts with a number and an optional unit, and what follows is not a
 # word character (so "8192x8192 f32" and "64x256" are labels, "1.4x" and "12.3 ms (1.1..1.4)" are not).
@@ -122,6 +123,13 @@ def run(a, lbl, root, where, caches, loads, failed, r, log):
         copy = os.path.join(root, "benchmarks", "_trees_" + a.script)
         shutil.copyfile(script, copy)
         script = copy
+    # the helper modules the scripts import beside them, for a checkout from before they existed
+    helpers = []
+    for name in HELPERS:
+        there = os.path.join(root, "benchmarks", name)
+        if not os.path.exists(there):
+            shutil.copyfile(os.path.join(HERE, name), there)
+            helpers.append(there)
     env = dict(os.environ, PYTHONPATH=root,
                FUSEDSL_CACHE_DIR=tempfile.mkdtemp(prefix=f"trees-cold-{lbl}-") if a.cold else caches[lbl])
     loads.append(load())
@@ -132,6 +140,8 @@ def run(a, lbl, root, where, caches, loads, failed, r, log):
     finally:
         if os.path.basename(script).startswith("_trees_"):
             os.remove(script)
+        for there in helpers:
+            os.remove(there)
     with open(log, "w") as f:
         f.write(f"# {script} {' '.join(a.args)} in {root}: exit {p.returncode}, {time.time() - t0:.0f} s, "
                 f"load {loads[-1]:.2f}\n{p.stdout}\n# stderr\n{p.stderr}")
