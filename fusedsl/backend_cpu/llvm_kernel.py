@@ -360,6 +360,21 @@ def _expr_gets(e, tensors) -> bool:
     return False
 
 
+def _kernel_bodies(k: TileKernel):
+    """Every node list of the kernel: each stage's body, the Process body, and the bodies nested in
+    their loops and branches (For, MmIterate, If)."""
+    def bodies(body):
+        yield body
+        for n in body:
+            if isinstance(n, (For, MmIterate)):
+                yield from bodies(n.body)
+            elif isinstance(n, If):
+                yield from bodies(n.then)
+                yield from bodies(n.orelse)
+    for body in [st.body for st in k.stages] + [k.process or ()]:
+        yield from bodies(body)
+
+
 def _same_elements(a: Step, b: Step) -> bool:
     """Whether two Steps run over the same elements (count and offset) and neither pre-fills lanes."""
     return (repr(a.count) == repr(b.count) and repr(a.offset) == repr(b.offset)
@@ -560,34 +575,25 @@ class _Lowering:
         if self.tiled_products:
             return out
 
-        def bodies(body):
-            yield body
-            for n in body:
-                if isinstance(n, (For, MmIterate)):
-                    yield from bodies(n.body)
-                elif isinstance(n, If):
-                    yield from bodies(n.then)
-                    yield from bodies(n.orelse)
-        for body in [st.body for st in self.k.stages] + [self.k.process or ()]:
-            for nodes in bodies(body):
-                nodes = list(nodes)
-                i = 0
-                while i < len(nodes):
-                    if not isinstance(nodes[i], Step):
-                        i += 1
-                        continue
-                    j = i + 1
-                    while j < len(nodes) and isinstance(nodes[j], Step) and _same_elements(nodes[i], nodes[j]):
-                        j += 1
-                    if j - i > 1 and self._fuses(nodes[i:j]):
-                        written: set = set()
-                        for n in nodes[i:j]:
-                            out[id(n)] = _read_first(n, written)
-                    if self._fuses(nodes[i:j]):
-                        fold = self._step_fold(nodes[i:j], nodes[j:j + 2])
-                        if fold is not None:
-                            out[id(fold[2])] = {fold[2].srcs[0].tensor}
-                    i = j
+        for nodes in _kernel_bodies(self.k):
+            nodes = list(nodes)
+            i = 0
+            while i < len(nodes):
+                if not isinstance(nodes[i], Step):
+                    i += 1
+                    continue
+                j = i + 1
+                while j < len(nodes) and isinstance(nodes[j], Step) and _same_elements(nodes[i], nodes[j]):
+                    j += 1
+                if j - i > 1 and self._fuses(nodes[i:j]):
+                    written: set = set()
+                    for n in nodes[i:j]:
+                        out[id(n)] = _read_first(n, written)
+                if self._fuses(nodes[i:j]):
+                    fold = self._step_fold(nodes[i:j], nodes[j:j + 2])
+                    if fold is not None:
+                        out[id(fold[2])] = {fold[2].srcs[0].tensor}
+                i = j
         return out
 
     def _fuses(self, group: list) -> bool:
@@ -2061,34 +2067,25 @@ class _Lowering:
         found: dict[str, set] = {}   # lanes queue -> ids of its folds, halvings and reductions
         reduces: dict[str, set] = {}
 
-        def bodies(body):
-            yield body
-            for n in body:
-                if isinstance(n, (For, MmIterate)):
-                    yield from bodies(n.body)
-                elif isinstance(n, If):
-                    yield from bodies(n.then)
-                    yield from bodies(n.orelse)
-        for body in [st.body for st in self.k.stages] + [self.k.process or ()]:
-            for nodes in bodies(body):
-                for i in range(len(nodes) - 2):
-                    dup, loop = nodes[i], nodes[i + 1]
-                    if not (isinstance(dup, Dup) and isinstance(loop, For)):
-                        continue
-                    v = self._fold(loop)
-                    w = dup.count
-                    if v is None or v.dst != dup.dst or dup.dst.offset != 0 or not isinstance(w, int) \
-                            or isinstance(w, bool) or w % LANES or not 0 < w <= self.WALK_LANES:
-                        continue
-                    halve = nodes[i + 2] if self._halving(nodes[i + 2], dup.dst, w) else None
-                    red = nodes[i + 3] if halve is not None and i + 3 < len(nodes) else nodes[i + 2]
-                    if not isinstance(red, Vec) or red.srcs != (dup.dst,) or \
-                            red.api not in ("WholeReduceSum", "WholeReduceMax", "WholeReduceMin") or \
-                            red.count != (w // 2 if halve is not None else w):
-                        continue
-                    q = self.tensor_queue[dup.dst.tensor]
-                    found.setdefault(q, set()).update({id(v), id(red)} | ({id(halve)} if halve is not None else set()))
-                    reduces.setdefault(q, set()).add(id(red))
+        for nodes in _kernel_bodies(self.k):
+            for i in range(len(nodes) - 2):
+                dup, loop = nodes[i], nodes[i + 1]
+                if not (isinstance(dup, Dup) and isinstance(loop, For)):
+                    continue
+                v = self._fold(loop)
+                w = dup.count
+                if v is None or v.dst != dup.dst or dup.dst.offset != 0 or not isinstance(w, int) \
+                        or isinstance(w, bool) or w % LANES or not 0 < w <= self.WALK_LANES:
+                    continue
+                halve = nodes[i + 2] if self._halving(nodes[i + 2], dup.dst, w) else None
+                red = nodes[i + 3] if halve is not None and i + 3 < len(nodes) else nodes[i + 2]
+                if not isinstance(red, Vec) or red.srcs != (dup.dst,) or \
+                        red.api not in ("WholeReduceSum", "WholeReduceMax", "WholeReduceMin") or \
+                        red.count != (w // 2 if halve is not None else w):
+                    continue
+                q = self.tensor_queue[dup.dst.tensor]
+                found.setdefault(q, set()).update({id(v), id(red)} | ({id(halve)} if halve is not None else set()))
+                reduces.setdefault(q, set()).add(id(red))
         self._lane_reduces = set()
         for q, ids in found.items():
             if self.queues[q].position == "VECCALC" and q not in self.aliased and q not in self.out_aliased \

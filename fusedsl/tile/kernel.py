@@ -982,6 +982,20 @@ def _split_top(text: str) -> list[str]:
     return out + [cur.strip()] if cur.strip() else out
 
 
+def _nested_kernel(lines: list[str], pos: int, into: list, what: str) -> int:
+    """Parse the kernel indented by two spaces under line `pos` (a part, a candidate kernel) into
+    `into`; returns the index of the line after it.  Its errors name it and where it starts (their
+    line numbers are its own)."""
+    first = end = pos + 1
+    while end < len(lines) and lines[end].startswith("  "):
+        end += 1
+    try:
+        into.append(parse_kernel("\n".join(x[2:] for x in lines[first:end]) + "\n"))
+    except TileKernelParseError as exc:
+        raise TileKernelParseError(f"{what} (from line {first + 1}): {exc}") from None
+    return end
+
+
 def parse_kernel(text: str) -> TileKernel:
     """A TileKernel from print_kernel's text; TileKernelParseError names the line it cannot read."""
     lines = text.rstrip("\n").split("\n")
@@ -1172,14 +1186,7 @@ def parse_kernel(text: str) -> TileKernel:
         elif m := _RE["part"].match(line):
             if int(m.group(1)) != len(parts):
                 fail(f"part {len(parts)} expected")
-            first = pos + 1
-            pos = first
-            while pos < len(lines) and lines[pos].startswith("  "):
-                pos += 1
-            try:
-                parts.append(parse_kernel("\n".join(x[2:] for x in lines[first:pos]) + "\n"))
-            except TileKernelParseError as exc:   # its line numbers are the part's: say which part
-                raise TileKernelParseError(f"part {len(parts)} (from line {first + 1}): {exc}") from None
+            pos = _nested_kernel(lines, pos, parts, f"part {len(parts)}")
             continue
         elif line.startswith("words "):
             try:
@@ -1187,14 +1194,7 @@ def parse_kernel(text: str) -> TileKernel:
             except ValueError:
                 fail("bad tiling words")
         elif line == "candidate kernel:":
-            first = pos + 1
-            pos = first
-            while pos < len(lines) and lines[pos].startswith("  "):
-                pos += 1
-            try:
-                candidates.append(parse_kernel("\n".join(x[2:] for x in lines[first:pos]) + "\n"))
-            except TileKernelParseError as exc:
-                raise TileKernelParseError(f"candidate kernel (from line {first + 1}): {exc}") from None
+            pos = _nested_kernel(lines, pos, candidates, "candidate kernel")
             continue
         elif line.startswith("candidate "):
             try:
