@@ -360,9 +360,11 @@ def test_two_processes_filling_a_small_cache_neither_crash_nor_corrupt_it(cache)
     assert found.others == [] and all(e.kind == "llvm" for e in found.entries)
     for e in found.entries:   # every entry left is whole
         assert jit.read_cached(os.path.basename(e.files[0])[:-2]) is not None
-    # the last prune of each process left it under the limit; a writer's entry stays (slack: one each)
+    # the last prune of each writer left the cache under the limit but for the entry it had just
+    # written (slack: one each); a process has two writers: its caller's thread and the thread that
+    # writes the optimised objects of its tiered compiles (backend_cpu/jit.py _Upgrades)
     biggest = max(e.nbytes for e in found.entries)
-    assert found.nbytes <= limit + 2 * biggest, (found.nbytes, limit)
+    assert found.nbytes <= limit + 2 * 2 * biggest, (found.nbytes, limit)
 
 
 LIBRARY_WRITER = r'''

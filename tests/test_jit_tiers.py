@@ -145,3 +145,21 @@ def test_a_child_forked_beside_an_upgrade_compiles(monkeypatch, tmp_path):
         time.sleep(0.05)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert jit.wait_for_upgrades(120) and compiled.upgraded is not None
+
+
+def test_an_upgrade_writes_into_the_cache_its_kernel_was_compiled_for(monkeypatch, tmp_path):
+    """The optimised object goes where the kernel's cache was when it compiled, not where
+    FUSEDSL_CACHE_DIR points when the upgrade is done (another cache's size accounting: a test suite's
+    next test, a program switching caches)."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(first))
+    monkeypatch.delenv("FUSEDSL_JIT_TIERS", raising=False)
+    x = G.standard_normal((6, 50)).astype(F32)
+    before = set(jit._memory)
+    fs.fused_kernel(lambda v: fs.exp(v) * fs.sigmoid(v) - 0.75)(x)
+    [compiled] = _tiered(before)
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(second))
+    assert jit.wait_for_upgrades(120) and compiled.upgraded is not None
+    names = {n for _, _, files in os.walk(first) for n in files}
+    assert f"{compiled.key}.o" in names
+    assert not [n for _, _, files in os.walk(second) for n in files if n.endswith(".o")]

@@ -233,8 +233,11 @@ def read_cached(key: str) -> bytes | None:
     return payload
 
 
-def write_cached(key: str, payload: bytes) -> None:
-    path = _path(key)
+def write_cached(key: str, payload: bytes, path: str | None = None) -> None:
+    """Write the entry of `key` (at `path`: an entry the caller placed earlier -- an upgrade thread's
+    object goes where its kernel's cache was when it was compiled, not where FUSEDSL_CACHE_DIR points
+    by the time it is done)."""
+    path = path or _path(key)
     blob = MAGIC + hashlib.sha256(payload).digest() + payload
     try:
         from .. import cachedir
@@ -495,14 +498,14 @@ class _Upgrades:
 
 
 def _upgrade(job, tm, context) -> None:
-    compiled, ir_text, symbol, use_disk = job
+    compiled, ir_text, symbol, where = job
     mod, _ = _optimised(ir_text, tm, context)
     obj = tm.emit_object(mod)
     engine, address = _load(obj, symbol, context)
-    if use_disk:
-        write_cached(compiled.key, obj)
     compiled.upgraded = engine   # kept alive with the quick code that calls it
     ctypes.c_void_p.from_address(compiled.slot).value = address
+    if where is not None:   # (after the swap: a cache that cannot take it does not hold the code back)
+        write_cached(compiled.key, obj, where)
 
 
 _upgrades = _Upgrades()
@@ -566,5 +569,5 @@ def compile_tiered(ir_text: str, symbol: str, use_disk: bool = True) -> Compiled
         slot = engine.get_global_value_address(symbol + ".slot")
         compiled = _memory[mkey] = Compiled(engine, address, key, from_disk, slot)
     if mode == "tiers":
-        _upgrades.submit((compiled, ir_text, symbol, use_disk))
+        _upgrades.submit((compiled, ir_text, symbol, _path(key) if use_disk else None))
     return compiled
