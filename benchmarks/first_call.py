@@ -13,8 +13,12 @@ Programs (small arrays: their first call is all tracing, fusion, lowering and JI
   chain      gelu(x) * sigmoid(y) + tanh(x - y) of two [64, 1000] float32 arrays (one elementwise kernel)
 
 Each measurement is one subprocess (the process's own CPU time, `time.process_time`, around the
-call; the imports are outside it); each round runs every checkout and program in turn, so a
-shared machine's load falls on all of them alike.  Medians over the rounds.
+call; `import fusedsl` is outside it, but fusedsl imports its compiler stack -- fusedsl.compiler,
+the kinds' lowerings, the CPU backend -- at the first call, so that is inside, as a user's first call
+pays it; a host with PYTHONDONTWRITEBYTECODE=1 also compiles those sources in every process); each
+round runs every checkout and program in turn, so a shared machine's load falls on all of them alike.
+Medians over the rounds.  The cold call runs the quick tier of the tiered compiles
+(backend_cpu/jit.py); FUSEDSL_JIT_TIERS=0 in the environment measures an O3 compile instead.
 """
 from __future__ import annotations
 
