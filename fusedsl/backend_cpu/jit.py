@@ -147,10 +147,18 @@ def lowered_ir(description: str, lower) -> str:
     return ir_text
 
 
-def verify_ir(ir_text: str):
+def verify_ir(ir_text: str, context=None):
     """Parse and verify; returns the llvmlite module (raises RuntimeError when invalid)."""
-    mod = llvm.parse_assembly(ir_text)
+    mod = llvm.parse_assembly(ir_text, context=context)
     mod.verify()
+    return mod
+
+
+def _module_for(tm, ir_text: str, context=None):
+    """The verified module, for `tm`'s triple and data layout."""
+    mod = verify_ir(ir_text, context)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
     return mod
 
 
@@ -159,10 +167,7 @@ def _optimised(ir_text: str, tm=None, context=None):
     process-wide one unless `tm` is given: a thread compiling beside the caller's has its own
     machine and LLVM context)."""
     tm = tm or _Host.target_machine()
-    mod = llvm.parse_assembly(ir_text, context=context)
-    mod.verify()
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
+    mod = _module_for(tm, ir_text, context)
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
     pb.getModulePassManager().run(mod, pb)
     return mod, tm
@@ -186,9 +191,7 @@ QUICK_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "sccp", "new_gvn"
 def quick_object(ir_text: str) -> bytes:
     """Object code of the quick tier (QUICK_PASSES, then the code generator as for O3)."""
     tm = _Host.target_machine()
-    mod = verify_ir(ir_text)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
+    mod = _module_for(tm, ir_text)
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
     mpm = llvm.create_new_module_pass_manager()   # helpers the kernel does not call (a softmax's
     mpm.add_global_dead_code_eliminate_pass()     # unused reduce.sum): 10 % of its quick compile
@@ -306,23 +309,34 @@ def compile_ir(ir_text: str, symbol: str, use_disk: bool = True) -> Compiled:
     _provide_shared(ir_text)
     key = cache_key(ir_text)
     with _memory_lock:
-        hit = _memory.get(key)
-        if hit is not None:
-            if use_disk:   # in use: pruning evicts the least recently used first
-                cachesize.mark_used(_path(key))
-            return hit
-        obj = read_cached(key) if use_disk else None
-        from_disk = obj is not None
-        if obj is not None:
-            try:
-                engine, address = _load(obj, symbol)
-            except RuntimeError:     # a valid checksum over bad code: rebuild
-                obj = None
-        if obj is None:
-            return _compile_locked(ir_text, symbol, key, use_disk)
-        compiled = Compiled(engine, address, key, from_disk)
-        _memory[key] = compiled
-        return compiled
+        return _cached_locked(key, symbol, use_disk) or _compile_locked(ir_text, symbol, key, use_disk)
+
+
+def _load_cached(key: str, symbol: str):
+    """(engine, address) of `symbol` in the disk cache's object under `key`, or None (not there, or
+    a valid checksum over code that does not load: compiled again)."""
+    obj = read_cached(key)
+    if obj is None:
+        return None
+    try:
+        return _load(obj, symbol)
+    except RuntimeError:
+        return None
+
+
+def _cached_locked(key: str, symbol: str, use_disk: bool) -> Compiled | None:
+    """The optimised code of `key` from memory or the disk cache, or None (the caller holds
+    _memory_lock)."""
+    hit = _memory.get(key)
+    if hit is not None:
+        if use_disk:   # in use: pruning evicts the least recently used first
+            cachesize.mark_used(_path(key))
+        return hit
+    loaded = _load_cached(key, symbol) if use_disk else None
+    if loaded is None:
+        return None
+    compiled = _memory[key] = Compiled(*loaded, key, True)
+    return compiled
 
 
 def _compile_locked(ir_text: str, symbol: str, key: str, use_disk: bool) -> Compiled:
@@ -534,38 +548,25 @@ def compile_tiered(ir_text: str, symbol: str, use_disk: bool = True) -> Compiled
         return compile_ir(ir_text, symbol, use_disk)
     _provide_shared(ir_text)
     key = cache_key(ir_text)
-    entry = _entry_ir(ir_text, symbol)
     mkey = key if mode == "tiers" else "quick:" + key   # `quick`: never the optimised code
     with _memory_lock:
-        hit = _memory.get(mkey)
+        hit = _memory.get(mkey) if mode == "quick" else _cached_locked(key, symbol, use_disk)
         if hit is not None:
             return hit
-        obj = read_cached(key) if use_disk and mode == "tiers" else None
-        if obj is not None:
-            try:
-                engine, address = _load(obj, symbol)
-                compiled = _memory[key] = Compiled(engine, address, key, True)
-                return compiled
-            except RuntimeError:     # a valid checksum over bad code: compile again
-                pass
+        entry = _entry_ir(ir_text, symbol)
         if entry is None:
             return _compile_locked(ir_text, symbol, key, use_disk)
         quick = ir_text + entry
         qkey = _quick_key(quick)
-        obj = read_cached(qkey) if use_disk else None
-        from_disk = obj is not None
-        if obj is not None:
-            try:
-                engine, address = _load(obj, symbol + ".tiered")
-            except RuntimeError:
-                obj = None
-        if obj is None:
-            from_disk = False
+        loaded = _load_cached(qkey, symbol + ".tiered") if use_disk else None
+        from_disk = loaded is not None
+        if loaded is None:
             obj = quick_object(quick)
-            engine, address = _load(obj, symbol + ".tiered")
+            loaded = _load(obj, symbol + ".tiered")
             if use_disk:
                 write_cached(qkey, obj)
             _upgrades.quick_compiled()
+        engine, address = loaded
         slot = engine.get_global_value_address(symbol + ".slot")
         compiled = _memory[mkey] = Compiled(engine, address, key, from_disk, slot)
     if mode == "tiers":

@@ -596,6 +596,17 @@ class _Lowering:
                 i = j
         return out
 
+    def _tracked(self, q: str) -> bool:
+        """Whether queue q's tensors pick one of its buffers at run time (`q_state`, `t_index`):
+        more than one buffer, not a TBuf."""
+        return self.queues[q].depth > 1 and self.queues[q].position not in ("VECCALC", "TBUF_VECOUT")
+
+    def _buffers(self, refs: dict) -> dict:
+        """slot -> the buffer its Ref addresses: its queue's (a tracked queue's buffer is the
+        tensor's); two slots at the same place of one buffer are one value (in-place reuse)."""
+        return {slot: (self.tensor_queue[r.tensor], r.tensor if self._tracked(self.tensor_queue[r.tensor]) else "")
+                for slot, r in refs.items()}
+
     def _fuses(self, group: list) -> bool:
         """Whether `steps` runs these Steps in one loop: every buffer they write is addressed at
         one place in all of them (else each Step runs alone, as a group of its own)."""
@@ -603,11 +614,8 @@ class _Lowering:
         written = set()
         for node in group:
             refs = dict(node.names)
-            buffer = {}
+            buffer = self._buffers(refs)
             for slot, r in refs.items():
-                q = self.tensor_queue[r.tensor]
-                tracked = self.queues[q].depth > 1 and self.queues[q].position not in ("VECCALC", "TBUF_VECOUT")
-                buffer[slot] = (q, r.tensor if tracked else "")
                 places.setdefault(buffer[slot], set()).add(buffer[slot] + (repr(r.offset), r.view))
             written |= {buffer[st.dst] for st in node.stmts}
         return all(len(places[w]) == 1 for w in written)
@@ -968,7 +976,7 @@ class _Lowering:
             if v is not None and self._compensated(v) and self._fold_lanes(v) is not None:
                 self._comp_of(v.dst, self._fold_lanes(v))
         self.q_state = {q.name: [b.alloca(I8, name=f"q.{q.name}.{i}") for i in range(q.depth)]
-                        for q in k.queues if q.depth > 1 and q.position not in ("VECCALC", "TBUF_VECOUT")}
+                        for q in k.queues if self._tracked(q.name)}
         self.t_index = {t: b.alloca(I32, name=f"t.{t}") for t, q in self.tensor_queue.items() if q in self.q_state}
         # an aliased queue's buffers are pointers: the arena's buffer, or the GM rows a CopyIn left there
         self.buf_ptr = {q: [b.alloca(PTR, name=f"p.{q}.{i}") for i in range(self.queues[q].depth)]
@@ -3795,24 +3803,18 @@ class _Lowering:
             refs = dict(node.names)
             for slot in dict.fromkeys(st.dst for st in node.stmts):
                 self.guard_out(refs[slot], n, o, strided.get(refs[slot]))
-        parts, places, written = [], {}, set()
+        parts = []
         for node in group:
             refs = dict(node.names)
             at = {slot: self.ref_ptr(r, o, strided.get(r)) for slot, r in refs.items()}
-            # a slot's buffer: its queue's (a tracked queue's buffer is the tensor's); two slots at
-            # the same place of one buffer are one value (in-place reuse)
-            buffer = {slot: (self.tensor_queue[r.tensor], r.tensor if r.tensor in self.t_index else "")
-                      for slot, r in refs.items()}
+            buffer = self._buffers(refs)
             key = {slot: buffer[slot] + (repr(r.offset), r.view) for slot, r in refs.items()}
-            for slot in refs:
-                places.setdefault(buffer[slot], set()).add(key[slot])
-            written |= {buffer[st.dst] for st in node.stmts}
             var_types = {var: _kind_dtype(self.types[member]) for var, member in node.scalars}
             if any(v is None for v in var_types.values()):
                 raise LoweringError(f"kernel {self.k.name}: a step scalar is not a typed scalar")
             var_regs = {var: self.read(member)[0] for var, member in node.scalars}
             parts.append((node, refs, at, key, var_types, var_regs))
-        fused = all(len(places[w]) == 1 for w in written)
+        fused = self._fuses(group)
         if not fused and len(group) > 1:
             for node in group:
                 self.steps([node])

@@ -200,7 +200,7 @@ class _Lowering:
         of one row takes the strided form whatever the row stride."""
         out: dict[int, set[str]] = {}
         for row in self.boxes:
-            first, rows, cols, per_tile = row[:4]
+            _, rows, cols, per_tile = row[:4]
             sel, rs, cs = row[w], row[w + 2], row[w + 3]
             tiles = -(-rows // per_tile)
             counts = {per_tile if tiles > 1 else rows, rows - (tiles - 1) * per_tile}

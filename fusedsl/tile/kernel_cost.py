@@ -452,8 +452,10 @@ def launch_work(k: TileKernel, target, words=None, above: float | None = None) -
     for it: kernel_work (`above`: its early stop), or for a kernel with Matmul objects process_work
     on the blockDim the kernel says its launch takes (`TileKernel.block_dim`).  None where neither
     walk applies."""
-    if k.process is None or k.parts:
-        return kernel_work(k, words, above) if not k.parts else None
+    if k.parts:
+        return None
+    if k.process is None:
+        return kernel_work(k, words, above)
     if k.block_dim is None:
         return None
     w = list(k.words if words is None else words)
