@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import fusedsl as fs
 from fusedsl import cost
-from fusedsl.lower.kinds import kernel_ir, kernel_words
+from fusedsl.lower.kinds import KERNEL_IR, kernel_ir, kernel_words
 from fusedsl.tile.kernel import parse_kernel, print_kernel
 from fusedsl.report import _instances
 from fusedsl.tile.kernel_cost import kernel_gm_bytes, kernel_work, process_work
@@ -221,3 +221,23 @@ def test_attention_walk_prices_its_per_row_vector_calls():
     work = _process_work(k, plan)
     assert work.vec > max(work.mte2, work.cube, work.mte3)
     assert k.report().kernels[0].model.bound == "compute"
+
+
+@pytest.mark.parametrize("case", ["row", "row-long"])
+def test_walks_of_one_kernel_price_each_candidate_as_a_fresh_walk(case):
+    """The tiling pass walks one kernel with each candidate's words, and the walks share what they
+    learn: a loop pass's tallies (a row, a chunk of a long row) are taken from an earlier walk where
+    what the pass reads had the same values.  Each candidate's figures equal those of a walk of a
+    fresh copy of the kernel, which shares nothing."""
+    fn, args = KINDS[case]
+    (plan,) = fs.fused_kernel(fn).compile(*args, target="ascend910b").kernels
+    text = print_kernel(KERNEL_IR[type(plan.lowered)](plan.lowered))   # as lowered: with its candidates
+    shared = parse_kernel(text)
+    assert shared.candidates
+    for words in (shared.words, *shared.candidates):
+        alone = kernel_work(parse_kernel(text), words)
+        together = kernel_work(shared, words)
+        assert together.gm_bytes == alone.gm_bytes and together.block_dim == alone.block_dim
+        for f in ("mte2", "vec", "mte3", "head", "cycles"):
+            assert getattr(together, f) == pytest.approx(getattr(alone, f), rel=1e-12), f
+    assert shared.__dict__["_shape_facts"][2]   # (the walks did share loop passes)

@@ -18,6 +18,7 @@ from fusedsl.tile.kernel import parse_kernel, print_kernel, ub_plan
 from fusedsl.lower.row import compute_row_tiling
 from fusedsl.lower.cube import schedule_cube_kernel
 from fusedsl.lower.cube_tile import cube_tile_kernel
+from fusedsl.tile import kernel_cost
 from fusedsl.tile.kernel_cost import kernel_work, launch_work
 from fusedsl.tile.kernel_passes import choose_tiling, double_buffer, run_kernel_passes
 from fusedsl.tile.verify import TileVerifyError
@@ -152,6 +153,22 @@ def test_tiling_pass_keeps_the_cheapest_candidate_that_fits():
     roomy = {w: kernel_work(k, w).time_us(T) for w in ((4, 2, 1024), one_core, too_big)}
     assert choose_tiling(cand, T, 10 * 4 * 4096).words == min(roomy, key=lambda w: (roomy[w], w != (4, 2, 1024)))
     assert len(set(roomy.values())) == 3   # (distinct figures: the choice is not a tie-break)
+
+
+def test_a_kernel_weighed_before_takes_its_choice_without_a_walk(monkeypatch):
+    """The pass keeps what it chose by the kernel's text, the target and the budget: the same kernel
+    again (a model's repeated layers, a notebook cell run again) gets the same words and TilingChoice
+    without walking its candidates; another budget is weighed again."""
+    cand = dataclasses.replace(parse_kernel(KERNEL), candidates=((4, 4, 1024), (1, 1, 4096)))
+    first = choose_tiling(cand, T, 10 * 4 * 4096)
+    walks = []
+    real = kernel_cost._walk_kernel
+    monkeypatch.setattr(kernel_cost, "_walk_kernel", lambda *a: walks.append(a[1]) or real(*a))
+    again = choose_tiling(parse_kernel(print_kernel(cand)), T, 10 * 4 * 4096)
+    assert walks == [] and again.words == first.words and again.choice == first.choice
+    assert again.candidates == () and print_kernel(again) == print_kernel(first)
+    small = choose_tiling(parse_kernel(print_kernel(cand)), T, 4 * 4 * 1024 * 2)   # the 4096-element tile no longer fits
+    assert walks and (1, 1, 4096) not in walks and small.choice.weighed == first.choice.weighed - 1
 
 
 def test_row_kernel_takes_the_walked_tiling(tmp_path, monkeypatch):

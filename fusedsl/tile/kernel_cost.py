@@ -24,7 +24,11 @@ The values GM or UB elements would have are taken as 0: no lowering lets them st
 flow or a copy's size (a gathered row's index only picks the row; an index outside the table would
 have been refused before the launch).  A loop whose body does the same work every pass (the sizes
 do not depend on the loop's variable or anything the body sets) is walked once and multiplied,
-so a kernel of many rows costs a walk of its tiles, not of its rows.
+so a kernel of many rows costs a walk of its tiles, not of its rows; a loop whose passes depend on
+its variable only through the lets at the top of its body (`let cn = min(chunk, C - c0)`: a long
+row's chunks, the last one shorter) is walked once per distinct value of what they read.  The walks
+of one kernel (the tiling pass walks it with every candidate's words) share those passes' and the
+per-tile stages' tallies where what they read had the same values.
 
 Time: each core runs its prologue (the once stages) then its tiles, double-buffered: a tile costs
 its slowest pipe, plus one tile of the other pipes to fill and drain (cost.py's assumption for
@@ -33,6 +37,7 @@ largest input the launch reads) and the launch overhead.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,19 +134,53 @@ def _shape_names(body, local: set | None = None) -> tuple[set, bool]:
     return names, effects
 
 
+# nodes whose tallies depend on the launch's blockDim (a copy's MTE2 cycles, cost.load_cycles) or on
+# more than the body's sizes (a stage called, a Matmul's state)
+_PER_BLOCK = frozenset({CopyIn, CopyOut, GatherRow, CopyNz, Call, Return, MmSet, MmTail, MmIterate})
+
+
+def _reads_gm(e) -> bool:
+    if isinstance(e, tuple):
+        return bool(e) and (e[0] == "load" or any(_reads_gm(x) for x in e[1:]))
+    return False
+
+
+def _block_free(body) -> bool:
+    """Whether a body's tallies are the same for every blockDim: no copy (its MTE2 cycles are
+    cost.load_cycles on the launch's cores), no GM element read by an expression (the same), no
+    stage called."""
+    for node in body:
+        if type(node) in _PER_BLOCK:
+            return False
+        for f in dataclasses.fields(node):
+            v = getattr(node, f.name)
+            if f.name in ("body", "then", "orelse"):
+                if not _block_free(v):
+                    return False
+            elif _reads_gm(v):
+                return False
+    return True
+
+
 # queue bookkeeping and synchronisation: no copy, no vector call, nothing the model counts
 _NOTHING_TO_COUNT = frozenset({EnQue, Free, Barrier, Sync, MmGetC, MmEnd})
 
 
 class _Walk:
-    def __init__(self, k: TileKernel, env: dict, tally: list, block_dim: int, target=None):
+    def __init__(self, k: TileKernel, env: dict, tally: list, block_dim: int, target=None, memo: bool = False):
         self.k = k
+        self.memo = memo          # take a loop's passes from earlier walks of the kernel (kernel_work's walks:
+        # a Process walk also collects the distinct blocks read and prices Matmuls by the target)
         self.target = target
         self.unique: dict = {}    # distinct blocks read (the Matmul operands' blocks, copies): the HBM's share
-        # per-tile stage -> the names its work depends on (None: walk it each time), and id(For) ->
-        # whether its passes do the same work: facts of the kernel's text, kept for every walk of it
-        shapes = k.__dict__.setdefault("_shape_facts", ({}, {}))
-        self.stage_sig, self.uniform = shapes
+        # per-tile stage -> the names its work depends on (None: walk it each time); id(For) -> None
+        # when its passes differ, else the names its body's work depends on and whether the
+        # launch's blockDim is among them; and (id(For), those names' values) -> one pass's tally
+        # delta: facts of the kernel's text, kept for every walk of it -- the tiling pass walks one
+        # kernel with many candidates' words, whose tiles hold different numbers of rows but whose
+        # rows (a uniform loop's pass) are alike
+        shapes = k.__dict__.setdefault("_shape_facts", ({}, {}, {}))
+        self.stage_sig, self.uniform, self.loop_memo = shapes
         self.stage_memo: dict = {}  # (stage, those names' values) -> (tally delta, GM reads delta)
         self.env = env
         self.tally = tally
@@ -217,16 +256,15 @@ class _Walk:
             passes = range(start, end, step) if not node.down else range(end - 1, start - 1, -1)
             if not passes:
                 return
-            if self._uniform(node):   # every pass does what the first does
-                env[node.var] = passes[0]
-                before = list(tally)
-                self.run(node.body)
-                for i, b in enumerate(before):
-                    tally[i] += (tally[i] - b) * (len(passes) - 1)
-                return
-            for i in passes:
-                env[node.var] = i
-                self.run(node.body)
+            facts = self._loop_facts(node)
+            if facts is None:
+                for i in passes:
+                    env[node.var] = i
+                    self.run(node.body)
+            elif not facts[0]:   # every pass does what the first does
+                self.uniform_loop(node, passes, facts)
+            else:   # a pass's work depends on the loop's variable only through its first lets
+                self.alike_passes(node, passes, facts)
         elif isinstance(node, If):
             self.run(node.then if self.ev(node.cond) else node.orelse)
         elif isinstance(node, (Alloc, DeQue, Decl)):
@@ -329,12 +367,77 @@ class _Walk:
         rate = self.target.cube_macs_per_cycle if self.target is not None else 4096
         return rate * (cost.FLOAT32_CUBE_RATE if max(mm.a.dtype.itemsize, mm.b.dtype.itemsize) == 4 else 1.0)
 
-    def _uniform(self, node: For) -> bool:
-        known = self.uniform.get(id(node))
-        if known is None:
+    def _loop_facts(self, node: For) -> tuple | None:
+        """None for a loop whose passes' work differs in other ways (or sets what lives past a
+        pass), else (the number of lets at the top of its body through which alone a pass's work
+        depends on the loop's variable -- 0: every pass does the same work --, the names the rest
+        reads, whether the launch's blockDim is among what it depends on)."""
+        known = self.uniform.get(id(node), False)
+        if known is False:
+            known = None
             names, effects = _shape_names(node.body)
-            known = self.uniform[id(node)] = not effects and node.var not in names
+            if not effects:
+                lets = 0
+                if node.var in names:   # `let cn = min(chunk, C - c0)`: the passes before the tail are alike
+                    while lets < len(node.body) and isinstance(node.body[lets], Let):
+                        lets += 1
+                    names, _ = _shape_names(node.body[lets:])
+                if node.var not in names:
+                    known = (lets, tuple(sorted(names)), not _block_free(node.body))
+            self.uniform[id(node)] = known
         return known
+
+    def _pass(self, node: For, facts: tuple) -> tuple[tuple, bool]:
+        """One pass's (tally delta, GM reads, UB tensor types it allocates), and whether it was walked
+        now (its tallies are in) -- or taken from an earlier walk of the kernel where the names its
+        work reads had the same values (what a pass defines is local to the loop: nothing after it
+        reads it)."""
+        lets, names, per_block = facts
+        env = self.env
+        key = None
+        if self.memo:
+            key = (id(node), self.block_dim if per_block else None, *(_hashable(env.get(n)) for n in names))
+            hit = self.loop_memo.get(key)
+            if hit is not None:
+                if hit[2] is not None:   # the UB tensors a pass allocates, for what follows the loop
+                    self.dtype.update(hit[2])
+                return hit, False
+        before, read, typed = list(self.tally), dict(self.read), len(self.dtype)
+        self.run(node.body[lets:] if lets else node.body)
+        done = ([a - b for a, b in zip(self.tally, before)],
+                {g: n - read.get(g, 0) for g, n in self.read.items() if n != read.get(g, 0)},
+                dict(self.dtype) if len(self.dtype) != typed else None)
+        if key is not None:
+            self.loop_memo[key] = done
+        return done, True
+
+    def _add(self, done: tuple, times: int) -> None:
+        delta, reads, _ = done
+        tally = self.tally
+        for i, d in enumerate(delta):
+            tally[i] += d * times
+        for g, n in reads.items():
+            self.read[g] = self.read.get(g, 0) + n * times
+
+    def uniform_loop(self, node: For, passes: range, facts: tuple) -> None:
+        """A loop whose passes do the same work: one pass, times the passes."""
+        self.env[node.var] = passes[0]
+        done, walked = self._pass(node, facts)
+        self._add(done, len(passes) - walked)
+
+    def alike_passes(self, node: For, passes: range, facts: tuple) -> None:
+        """A loop whose passes' work depends on its variable only through the lets at the top of its
+        body (a chunk's size, the last one shorter): each pass's lets, then its tallies -- walked
+        once per distinct value of what they read."""
+        env = self.env
+        lets = node.body[:facts[0]]
+        for i in passes:
+            env[node.var] = i
+            for let in lets:
+                env[let.var] = evaluate(let.expr, env)
+            done, walked = self._pass(node, facts)
+            if not walked:
+                self._add(done, 1)
 
 
 @dataclass(frozen=True)
@@ -542,7 +645,7 @@ def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> Kern
     blocks = -(-tiles // per_core) if per_core else 0
     for g in k.gms:
         env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, max(1, blocks))
-    walk = _Walk(k, env0, tally, max(1, blocks))
+    walk = _Walk(k, env0, tally, max(1, blocks), memo=True)
     busiest = (0.0, 0.0, 0.0, 0.0)   # (cycles, mte2, vec, mte3) of the slowest core
     for b in range(blocks):
         env = dict(env0)

@@ -230,23 +230,57 @@ class TilingChoice:
         return why
 
 
+# What the pass kept for a kernel it weighed before in this process: (target, its place among the
+# offered or None for none walkable, the words, the TilingChoice) by (id(target), budget, the kernel's
+# text).  The choice reads nothing but the kernel (its text round-trips: tile/kernel.parse_kernel),
+# the target and the budget, and the same kernel comes back often: a model's repeated layers, a
+# notebook cell run again, the same function on new arrays of the same shapes -- printing it costs
+# a tenth of walking its candidates once.
+_CHOSEN: dict = {}
+_CHOSEN_MAX = 4096
+
+
 def choose_tiling(k: TileKernel, target, budget: int) -> TileKernel:
     if k.parts:   # each part is weighed alone (the UB is reset between parts; one launch runs them in turn)
         parts = tuple(choose_tiling(p, target, budget) for p in k.parts)
         return k if all(a is b for a, b in zip(parts, k.parts)) else dataclasses.replace(k, parts=parts)
     if not k.candidates:
         return k
+    key = (id(target), budget, print_kernel(k))
+    hit = _CHOSEN.get(key)
+    if hit is not None and hit[0] is target:
+        _, i, words, choice = hit
+        kk = None if i is None else _offered(k, i, target, budget)
+    else:
+        i, kk, words, choice = _weigh(k, target, budget)
+        _CHOSEN[key] = (target, i, words, choice)
+        if len(_CHOSEN) > _CHOSEN_MAX:   # the oldest out
+            del _CHOSEN[next(iter(_CHOSEN))]
+    if i is None:
+        return dataclasses.replace(k, candidates=())
+    return dataclasses.replace(kk, words=words, candidates=(), choice=choice)
+
+
+def _offered(k: TileKernel, i: int, target, budget: int) -> TileKernel:
+    """The kernel of the i-th offered candidate (0: k's own words): k, or another lowering of the
+    function after the pass `reuse`, as k had it."""
+    c = k.candidates[i - 1] if i else None
+    if not isinstance(c, TileKernel):
+        return k
+    return reuse_buffers(dataclasses.replace(c, candidates=()), target, budget)
+
+
+def _weigh(k: TileKernel, target, budget: int) -> tuple:
+    """(the kept candidate's place among the offered, its kernel, its words, the TilingChoice), or
+    Nones when the lowering's own words are not walkable (they are kept)."""
     # (kernel, words) per candidate: this kernel's own words first, other words for it, other kernels
     offered = [(k, tuple(k.words))]
-    for c in k.candidates:
-        if isinstance(c, TileKernel):   # another lowering of the function: the pass `reuse` first, as for k
-            c = reuse_buffers(dataclasses.replace(c, candidates=()), target, budget)
-            offered.append((c, tuple(c.words)))
-        else:
-            offered.append((k, tuple(c)))
+    for i, c in enumerate(k.candidates, 1):
+        kk = _offered(k, i, target, budget)
+        offered.append((kk, tuple(kk.words) if isinstance(c, TileKernel) else tuple(c)))
     own_work = launch_work(k, target, k.words)   # the cap, whether or not its UB plan fits this budget
     if own_work is None or not own_work.block_dim:   # the lowering's own words are not walkable: keep them
-        return dataclasses.replace(k, candidates=())
+        return None, None, None, None
     own = (own_work.time_us(target), own_work.gm_bytes, 0)
     walked, weighed, fastest = [], 0, None   # (modelled us, GM bytes, index) of each walked to its end
     for i, (kk, words) in enumerate(offered):
@@ -266,13 +300,12 @@ def choose_tiling(k: TileKernel, target, budget: int) -> TileKernel:
             fastest = t
     kept = [w for w in walked if w[1] <= own[1]]
     if not kept:
-        return dataclasses.replace(k, candidates=())
+        return None, None, None, None
     best = min(kept)
     t, gm, i = min((w for w in kept if w[0] <= best[0] * (1 + TILING_SLACK)), key=lambda w: (w[1], w[0], w[2]))
-    kk, words = offered[i]
     every = min(walked)
-    choice = TilingChoice(len(offered), weighed, i, t, gm, own[0], own[1], best[0], best[1], every[0], every[1])
-    return dataclasses.replace(kk, words=words, candidates=(), choice=choice)
+    return (i, *offered[i], TilingChoice(len(offered), weighed, i, t, gm, own[0], own[1], best[0], best[1],
+                                         every[0], every[1]))
 
 
 def _verify(k: TileKernel, target, budget: int) -> TileKernel:
