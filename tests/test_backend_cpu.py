@@ -451,6 +451,23 @@ def test_threads_and_serial_agree(monkeypatch):
         assert_close(out, want)
 
 
+@pytest.mark.parametrize("dtype, cols", [(np.float32, 1024), (np.float16, 2048)])
+def test_hoisted_rows_stay_in_l1(monkeypatch, dtype, cols):
+    """The CPU's tiles of a kernel with a hoisted broadcast row (cpu_tiling.hoisted_rows_in_l1): the
+    row's tile-sized buffer, the streamed input and the output rows of one tile fit L1, in as many
+    blocks as the chip's cost model chose (its tiles are 4 rows here)."""
+    from fusedsl.backend_cpu import cpu_tiling
+    _, (fn,) = vector_kernels(abs_add_relu, np.empty(cols, dtype), np.empty((1024, cols), dtype))
+    target = get_target("ascend910b")
+    sched = schedule_vector_kernel(fn, target)
+    tiling = cpu_tiling.vector_tiling(sched, {}, target)
+    assert 3 * np.dtype(dtype).itemsize * tiling.tile_rows * tiling.Cpad <= cpu_tiling.L1_BYTES
+    monkeypatch.setattr(cpu_tiling, "L1_BYTES", 1 << 30)
+    wide = cpu_tiling.vector_tiling(sched, {}, target)
+    assert (wide.tile_rows, tiling.tile_rows) == (4, 2) and tiling.block_dim == wide.block_dim
+    assert tiling.tile_elems == 2 * cols and tiling.total_tiles == 512 and tiling.tiles_per_core == 16
+
+
 @pytest.mark.parametrize("offset", [0, 1, 3, 8])
 def test_streaming_stores_with_misaligned_outputs(monkeypatch, offset):
     monkeypatch.setattr(kernel_cpu, "STREAM_MIN_BYTES", 0)

@@ -17,7 +17,13 @@ whose copies are contiguous:
 - vector kernels: the vector tiling (tile/tiling.compute_tiling) for a UB of VECTOR_UB bytes and
   VECTOR_BLOCKS cores (blocks: enough for the launcher's threads to share the work): a 1 MB
   elementwise chain runs 256 tiles of 1024 elements instead of 410 of 640 (fewer blocks than the
-  chip's 48 cores, enough for two threads to balance on a shared host);
+  chip's 48 cores, enough for two threads to balance on a shared host); a kernel with a hoisted
+  row (a broadcast input's row, computed once per block into a tile-sized buffer the Compute step
+  reads every tile) takes no more rows per tile than keep that buffer, the streamed inputs and the
+  outputs of one tile within L1_BYTES (`hoisted_rows_in_l1`): else each tile's streams evict the
+  hoisted lines before the next tile reads them (relu(abs(a[1024]) + b[1024, 1024]) f32 on one
+  thread: 4-row tiles 141-155 us, 3 rows 137-149, 2 rows 106-126, 1 row 113-125; 19faa6c's
+  executor, one hoisted row beside each row, 112-119);
 - matmul kernels (the cube kind): cores split M only, each block whole rows of C over all of N
   (singleCoreN = N), so each block is ONE sgemm with A and B read where they lie in GM (a
   float32 operand: llvm_kernel.py passes its rows and leading dimension to sgemm); a product of
@@ -101,6 +107,7 @@ __all__ = ["attention_schedule", "column_schedule", "compensated_row_sums", "con
 
 VECTOR_UB = 1 << 20
 VECTOR_BLOCKS = 32
+L1_BYTES = 32 << 10   # a core's L1 data cache (32 KB on every x86 core since 2006; 48 KB on some newer)
 
 CHUNK_BYTES = 256 << 10
 ROW_BYTES = 1 << 20
@@ -203,7 +210,31 @@ def vector_tiling(sched, sizes: dict, target):
     if sched.views is not None:
         return view_tiling(sched, compute_tiling(sched, sizes, target))
     cpu = dataclasses.replace(target, vector_cores=min(target.vector_cores, VECTOR_BLOCKS))
-    return compute_tiling(dataclasses.replace(sched, ub_budget=max(sched.ub_budget, VECTOR_UB)), sizes, cpu)
+    t = compute_tiling(dataclasses.replace(sched, ub_budget=max(sched.ub_budget, VECTOR_UB)), sizes, cpu)
+    return hoisted_rows_in_l1(sched, t)
+
+
+def hoisted_rows_in_l1(sched, t):
+    """`t` with at most as many rows per tile as keep a tile's hoisted rows in L1 (module doc): a
+    hoisted value (a broadcast row, computed in the Prologue) fills every row of its tile-sized
+    buffer, which the Compute step reads once per tile beside the tile's GM inputs and outputs; when
+    those lines together pass L1_BYTES, the streams evict the hoisted lines before the next tile reads
+    them again.  The same number of blocks (the launcher's threads share them as before)."""
+    body_reads = {src for s in sched.body for src in s.srcs}
+    hoisted = [s for name, s in sched.slots.items() if s.role == "inv" and name in body_reads]
+    if not t.rows_mode or not hoisted or t.tile_rows <= 1:
+        return t
+    streamed = sum(i.gm_dtype.itemsize for i in sched.inputs if i.kind in ("full", "general"))
+    per_row = t.Cpad * (sum(s.dtype.itemsize for s in hoisted) + streamed
+                        + sum(o.gm_dtype.itemsize for o in sched.outputs))
+    rows = max(1, L1_BYTES // per_row)
+    if rows >= t.tile_rows:
+        return t
+    total = -(-t.R // rows)
+    per_core = -(-total // t.block_dim)
+    return dataclasses.replace(t, tile_rows=rows, total_tiles=total, tiles_per_core=per_core,
+                               block_dim=-(-total // per_core),
+                               tile_elems=-(-rows * t.Cpad // sched.gran_elems) * sched.gran_elems)
 
 
 def row_target(target: Target, ub: int = ROW_UB) -> Target:
