@@ -155,20 +155,26 @@ def test_tiling_pass_keeps_the_cheapest_candidate_that_fits():
     assert len(set(roomy.values())) == 3   # (distinct figures: the choice is not a tie-break)
 
 
-def test_a_kernel_weighed_before_takes_its_choice_without_a_walk(monkeypatch):
-    """The pass keeps what it chose by the kernel's text, the target and the budget: the same kernel
-    again (a model's repeated layers, a notebook cell run again) gets the same words and TilingChoice
-    without walking its candidates; another budget is weighed again."""
+def test_a_kernel_passed_before_takes_the_same_result_without_a_walk(monkeypatch):
+    """run_kernel_passes keeps its result by the lowered kernel's text, the target and the budget:
+    the same kernel again (a model's repeated layers, a notebook cell run again) gets the same
+    kernel -- words, TilingChoice -- without walking its candidates; another budget is weighed
+    again, and a dump (snapshots) runs every pass again to show it."""
     cand = dataclasses.replace(parse_kernel(KERNEL), candidates=((4, 4, 1024), (1, 1, 4096)))
-    first = choose_tiling(cand, T, 10 * 4 * 4096)
+    text = print_kernel(cand)
+    first = run_kernel_passes(parse_kernel(text), T, 10 * 4 * 4096)
     walks = []
     real = kernel_cost._walk_kernel
     monkeypatch.setattr(kernel_cost, "_walk_kernel", lambda *a: walks.append(a[1]) or real(*a))
-    again = choose_tiling(parse_kernel(print_kernel(cand)), T, 10 * 4 * 4096)
-    assert walks == [] and again.words == first.words and again.choice == first.choice
-    assert again.candidates == () and print_kernel(again) == print_kernel(first)
-    small = choose_tiling(parse_kernel(print_kernel(cand)), T, 4 * 4 * 1024 * 2)   # the 4096-element tile no longer fits
-    assert walks and (1, 1, 4096) not in walks and small.choice.weighed == first.choice.weighed - 1
+    again = run_kernel_passes(parse_kernel(text), T, 10 * 4 * 4096)
+    assert walks == [] and again is first and again.choice.weighed == 3 and again.candidates == ()
+    small = run_kernel_passes(parse_kernel(text), T, 4 * 4 * 1024 * 2)   # the 4096-element tile no longer fits
+    assert walks and (1, 1, 4096) not in walks and small.choice.weighed == 2
+    walks.clear()
+    snaps = []
+    dumped = run_kernel_passes(parse_kernel(text), T, 10 * 4 * 4096, snaps)
+    assert walks and dumped is not first and print_kernel(dumped) == print_kernel(first)
+    assert [name for name, _ in snaps][:2] == ["kernel-lowered", "kernel-tiling"]
 
 
 def test_row_kernel_takes_the_walked_tiling(tmp_path, monkeypatch):

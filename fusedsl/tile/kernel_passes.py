@@ -45,6 +45,9 @@ schedule; FUSEDSL_DUMP_IR writes the kernel's text before and after each):
 
 A kernel of parts (several matmuls of one A) runs the passes on each part: the UB is reset
 between parts, so each has the budget alone.
+
+The passes' result is remembered per lowered kernel text, target and budget (`_PASSED`): a kernel
+that comes back in the process is not walked again.
 """
 from __future__ import annotations
 
@@ -230,32 +233,13 @@ class TilingChoice:
         return why
 
 
-# What the pass kept for a kernel it weighed before in this process: (target, its place among the
-# offered or None for none walkable, the words, the TilingChoice) by (id(target), budget, the kernel's
-# text).  The choice reads nothing but the kernel (its text round-trips: tile/kernel.parse_kernel),
-# the target and the budget, and the same kernel comes back often: a model's repeated layers, a
-# notebook cell run again, the same function on new arrays of the same shapes -- printing it costs
-# a tenth of walking its candidates once.
-_CHOSEN: dict = {}
-_CHOSEN_MAX = 4096
-
-
 def choose_tiling(k: TileKernel, target, budget: int) -> TileKernel:
     if k.parts:   # each part is weighed alone (the UB is reset between parts; one launch runs them in turn)
         parts = tuple(choose_tiling(p, target, budget) for p in k.parts)
         return k if all(a is b for a, b in zip(parts, k.parts)) else dataclasses.replace(k, parts=parts)
     if not k.candidates:
         return k
-    key = (id(target), budget, print_kernel(k))
-    hit = _CHOSEN.get(key)
-    if hit is not None and hit[0] is target:
-        _, i, words, choice = hit
-        kk = None if i is None else _offered(k, i, target, budget)
-    else:
-        i, kk, words, choice = _weigh(k, target, budget)
-        _CHOSEN[key] = (target, i, words, choice)
-        if len(_CHOSEN) > _CHOSEN_MAX:   # the oldest out
-            del _CHOSEN[next(iter(_CHOSEN))]
+    i, kk, words, choice = _weigh(k, target, budget)
     if i is None:
         return dataclasses.replace(k, candidates=())
     return dataclasses.replace(kk, words=words, candidates=(), choice=choice)
@@ -317,16 +301,38 @@ KERNEL_PASSES = [("reuse", reuse_buffers), ("tiling", choose_tiling), ("double-b
                  ("verify", _verify)]
 
 
+# The passes' result for a kernel they ran on before in this process, by (id(target), budget, the
+# lowered kernel's text): (target, the kernel after the passes), the most recently used last.  The
+# passes read nothing but the kernel (its text round-trips: tile/kernel.parse_kernel), the target
+# and the budget, and the same kernel comes back often -- a model's repeated layers, a notebook
+# cell run again, one function compiled for new arrays of the same shapes -- and printing it costs
+# a tenth of the passes (the tiling pass walks every candidate).  The kept kernels are shared: a
+# TileKernel is not changed once built (what is learnt about it -- its walks -- is memoised in it).
+_PASSED: dict = {}
+_PASSED_MAX = 512
+
+
 def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
                       snapshots: list | None = None) -> TileKernel:
     """`k` after every pass of KERNEL_PASSES; with `snapshots` (a list), ("kernel-<pass>", text)
-    after the lowering and after each pass that changed the kernel."""
+    after the lowering and after each pass that changed the kernel (run again, not remembered)."""
     budget = target.ub_bytes if not budget else budget
+    key = None
     if snapshots is not None:
         snapshots.append(("kernel-lowered", print_kernel(k)))
+    else:
+        key = (id(target), budget, print_kernel(k))
+        hit = _PASSED.pop(key, None)
+        if hit is not None and hit[0] is target:
+            _PASSED[key] = hit
+            return hit[1]
     for name, run in KERNEL_PASSES:
         before = k
         k = run(k, target, budget)
         if snapshots is not None and k is not before:
             snapshots.append((f"kernel-{name}", print_kernel(k)))
+    if key is not None:
+        _PASSED[key] = (target, k)
+        if len(_PASSED) > _PASSED_MAX:   # the least recently used out
+            del _PASSED[next(iter(_PASSED))]
     return k
