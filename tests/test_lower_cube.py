@@ -9,7 +9,9 @@ from fusedsl import cost
 
 from fusedsl.errors import ScheduleError, TargetError
 from fusedsl.lower.kinds import kernel_ir
-from fusedsl.lower.cube import Traffic, cube_block_dim, cube_tiling, matmul_objects, schedule_cube_kernel
+from fusedsl.lower.cube import (WALK_CHOICES, Choices, Traffic, cube_block_dim, cube_tiling, matmul_objects,
+                                schedule_cube_kernel)
+from fusedsl.tile.kernel import print_kernel
 from fusedsl.targets import get_target
 
 
@@ -130,15 +132,17 @@ def test_tiling_memo_reuses_a_search_only_when_every_input_matches():
 
 
 def test_compile_shares_tilings_between_identical_blocks():
-    """Through the public API (the compile's memo shared by the blocks): each block's matmuls of a
+    """Through the public API (the process's memo of the pass's choices): each block's matmuls of a
     stack get the tilings a search of their own, without a memo, picks -- the kernel pass `tiling`'s
-    choice among the lowering's candidates, walked for the first block's kernels only."""
+    choice among the lowering's candidates, walked for the first block's kernels only; compiled
+    again, none is walked and each gets the same tiling and choice."""
     def model(x, w1, w2, g, b):
         for _ in range(3):
             x = x + (fs.gelu(fs.layer_norm(x, g, b) @ w1) @ w2) * 0.5
         return x
     specs = (fs.spec((64, 96), "float32"), fs.spec((96, 160), "float32"), fs.spec((160, 96), "float32"),
              fs.spec((96,), "float32"), fs.spec((96,), "float32"))
+    WALK_CHOICES.clear()   # (an earlier test may have compiled these kernels)
     compiled = fs.fused_kernel(model, target="ascend910b").compile(*specs)
     cubes = [p for p in compiled.kernels if p.kernel_kind == "cube"]
     assert len(cubes) == 6 and all(p.printable for p in cubes)
@@ -151,6 +155,21 @@ def test_compile_shares_tilings_between_identical_blocks():
     # walked: the first block's two kernels and the last block's second (no layer_norm after it);
     # the others' choices were remembered
     assert [len(p.lowered.offers) > 1 for p in cubes] == [True, True, False, False, False, True]
+    again = [p for p in fs.fused_kernel(model, target="ascend910b").compile(*specs).kernels if p.kernel_kind == "cube"]
+    assert [len(p.lowered.offers) for p in again] == [1] * 6
+    assert [(p.lowered.tiling_fields, p.lowered.plan_note, p.lowered.tiling_choice) for p in again] == \
+        [(p.lowered.tiling_fields, p.lowered.plan_note, p.lowered.tiling_choice) for p in cubes]
+    assert [print_kernel(kernel_ir(p.lowered)) for p in again] == [print_kernel(kernel_ir(p.lowered)) for p in cubes]
+
+
+def test_walk_choices_keep_the_most_recently_used():
+    """The process's memo of the pass's choices is bounded: past its limit the least recently used
+    entry goes."""
+    memo = Choices(2)
+    memo.put("a", 1), memo.put("b", 2)
+    assert memo.get("a") == 1   # now the most recent
+    memo.put("c", 3)
+    assert (memo.get("b"), memo.get("a"), memo.get("c"), len(memo)) == (None, 1, 3, 2)
 
 
 def test_a_cpu_matmul_schedule_launches_the_kept_tiling():

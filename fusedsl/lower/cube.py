@@ -11,6 +11,7 @@ Errors name the buffer and the bytes needed vs available (reason code FS110).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
@@ -484,18 +485,20 @@ class CubeSchedule:
     steps = None               # id(op) -> (vector tile program, sources) per elementwise epilogue op
     c_dtype = dt.float32       # the C tile's dtype: float32, or int32 for int8 operands (then wrapped to int8)
     offers = ()                # (CubeTiling, plan line) per tiling the kernel pass `tiling` weighs, its own first
-    walk_memo = None           # (the compile's memo, this kernel's key): where the pass's choice is remembered
+    walk_memo = None           # (WALK_CHOICES, this kernel's key): where the pass's choice is remembered
     tiling_choice = None       # what the pass `tiling` weighed (kernel_passes.TilingChoice), once it ran
 
     def adopt_kernel(self, k) -> None:
         """The kernel pass `tiling` kept candidate `k.choice.index` of `offers`: the launch's tiling
         and plan line from now on (the report, simulate and the projects read them)."""
-        if k.choice is None or not self.offers:
-            return
-        self.tiling_fields, self.plan_note = self.offers[k.choice.index]
-        if self.walk_memo is not None:
+        if k.choice is not None and self.offers:
+            self.tiling_fields, self.plan_note = self.offers[k.choice.index]
+        if self.walk_memo is not None:   # (no choice -- one offer, or none walkable -- is remembered too)
             memo, key = self.walk_memo
-            memo[key] = (self.tiling_fields, k.choice)
+            memo.put(key, (self.tiling_fields, k.choice, self.target))
+            # once: the pass runs again on a part of a kernel of parts the CPU lowers alone
+            # (kernel_cpu.ScheduleCpu), on the kept tiling, with nothing left to choose
+            self.walk_memo = None
 
     @property
     def inputs(self):
@@ -558,7 +561,9 @@ class CubeLaunch:
 def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headroom: float = 0.8,
                          layouts=None, memo: dict | None = None) -> CubeSchedule:
     """The printable form of a cube kernel, or a located ScheduleError/TargetError saying why not.
-    `layouts` restricts the layouts cube_tiling weighs (default LAYOUTS); `memo`: cube_tiling's."""
+    `layouts` restricts the layouts cube_tiling weighs (default LAYOUTS); `memo`: cube_tiling's (a
+    compile's, lower/kinds.LowerOptions.tiling_memo); with it, the kernel pass `tiling`'s choice is
+    also looked up in and remembered for the process (WALK_CHOICES)."""
     ops = [op for op in fn.ops if not has_trait(op, CONSTANT)]
     mms = [op for op in ops if op.name == "matmul"]
     first = mms[0] if mms else ops[0]
@@ -714,11 +719,12 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     def placed(tiling, traffic):
         return tiling if aligned(tiling) else tile(cores=1, traffic=traffic)
 
-    # an identical kernel (another block's matmul of a model) already chosen by the pass `tiling`
-    # in this compile: its choice again, without walking the candidates (the walk is a function of
-    # the kernel's structure, the target and the options: `walk_key`)
-    walk_key = None if memo is None else ("walk", id(t), t.name, _structure(fn), ub_fraction, l1_headroom, layouts)
-    known = None if walk_key is None else memo.get(walk_key)
+    # an identical kernel (another block's matmul of a model, or the same function compiled again
+    # in this process) already chosen by the pass `tiling`: its choice again, without the search
+    # and without walking the candidates (WALK_CHOICES: the choice is a function of `walk_key`)
+    walk_key = None if memo is None else ("walk", id(t), t.name, _structure(fn), ub_fraction, l1_headroom,
+                                          LAYOUTS if layouts is None else layouts)
+    known = None if walk_key is None else WALK_CHOICES.get(walk_key)
     try:
         if known is not None:
             tiling, others = known[0], ()
@@ -752,7 +758,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     sched = CubeSchedule(fn, t, mm, epilogue, params, tiling, int(t.ub_bytes * ub_fraction), note_of(tiling))
     # the tilings the kernel pass `tiling` weighs (the first the lowering's own), each with its plan line
     sched.offers = tuple((c, note_of(c)) for c in [tiling] + [c for c in others if aligned(c) and c != tiling])
-    sched.walk_memo = None if walk_key is None else (memo, walk_key)
+    sched.walk_memo = None if walk_key is None or known is not None else (WALK_CHOICES, walk_key)
     if known is not None:
         sched.tiling_choice = known[1]
     sched.row_epilogue = row
@@ -765,6 +771,47 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     sched.batch = batch
     sched.batch_a, sched.batch_b = batch_a, batch_b
     return sched
+
+
+class Choices:
+    """The tilings the pass `tiling` kept (CubeSchedule.adopt_kernel), remembered for the whole
+    process: key -> (CubeTiling, TilingChoice or None, Target).  A compile's identical kernels (each
+    block's matmuls of a model) and a function compiled again (a notebook's re-run, a test suite,
+    a script that compiles per call) take the choice without the search and the walks, which are
+    most of a cube kernel's compile (the walk of one candidate kernel ~0.3 ms, 2-7 per kernel).
+    The key is everything the choice is a function of (`schedule_cube_kernel`'s walk_key: the
+    kernel's structure, the target, the options, the layouts weighed; the module's constants --
+    TILING_SLACK, OFFER_* -- are fixed); each entry holds its target, so the key's id(target) stays
+    that target's while the entry lives.  At most `limit` entries: the least recently used go."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._entries: dict = {}   # in order of last use
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            hit = self._entries.pop(key, None)
+            if hit is not None:
+                self._entries[key] = hit
+            return hit
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = value
+            while len(self._entries) > self.limit:
+                del self._entries[next(iter(self._entries))]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+WALK_CHOICES = Choices(1024)
 
 
 def _structure(fn) -> tuple:

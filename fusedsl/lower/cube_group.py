@@ -104,8 +104,9 @@ class CubeGroupSchedule:
 
 
 def schedule_cube_group(fn: Function, target: Target, ub_fraction: float = 1.0,
-                        l1_headroom: float = 0.8) -> CubeGroupSchedule:
-    """The printable form of a kernel of several same-A matmuls, or a located ScheduleError."""
+                        l1_headroom: float = 0.8, memo: dict | None = None) -> CubeGroupSchedule:
+    """The printable form of a kernel of several same-A matmuls, or a located ScheduleError.
+    `memo`: the parts' (schedule_cube_kernel's)."""
     parts = cube_parts(fn)
     first = next(op for op in fn.ops if op.name == "matmul")
     if parts is None:
@@ -113,7 +114,8 @@ def schedule_cube_group(fn: Function, target: Target, ub_fraction: float = 1.0,
                             f"belongs to one of them ({fn.name})", loc=first.loc,
                             hint="this kernel still runs on the CPU executors (kernel(*arrays))")
     # the parts run in turn with their Matmul objects registered together: two per AI core, A from GM
-    scheds = [schedule_cube_kernel(p, target, ub_fraction, l1_headroom, layouts=((2, False),)) for p in parts]
+    scheds = [schedule_cube_kernel(p, target, ub_fraction, l1_headroom, layouts=((2, False),), memo=memo)
+              for p in parts]
     for s in scheds:
         if any(p.kind == "runtime_scalar" for p in s.params):
             raise ScheduleError(f"a runtime scalar in a kernel of several matmuls is not printed yet ({fn.name})",

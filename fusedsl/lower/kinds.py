@@ -47,7 +47,8 @@ class LowerOptions:
     l1_headroom: float = 1.0      # fraction of L1 a cube kernel may plan with
     # cube_tiling's memo (lower/cube.py): searches already run in this compile. One per
     # LowerOptions, i.e. per compile (compiler.compile_module makes one), so it never outlives
-    # the target and options it was filled under
+    # the target and options it was filled under.  Given, the cube kinds also look the kernel pass
+    # `tiling`'s choices up in the process's memo of them (lower/cube.WALK_CHOICES)
     tiling_memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -102,7 +103,7 @@ KINDS: list[Kind] = [
     # several matmuls of the same A, each with its epilogue, run in turn (lower/cube_tile.py: a kernel of parts)
     Kind("cube_group", lambda fn, group: _cube_group(fn, group) and sum(op.name == "matmul" for op in fn.ops) > 1
          and not any(op.name == "conv2d" for op in fn.ops),
-         lambda fn, t, o, snaps: schedule_cube_group(fn, t, o.ub_headroom, o.l1_headroom),
+         lambda fn, t, o, snaps: schedule_cube_group(fn, t, o.ub_headroom, o.l1_headroom, memo=o.tiling_memo),
          (CubeGroupSchedule,), (ScheduleError, TargetError)),   # the UB plan: the largest part's
     # a matmul with its elementwise or row epilogue (lower/cube_tile.py)
     Kind("cube", _cube_group,
