@@ -227,15 +227,19 @@ def test_attention_walk_prices_its_per_row_vector_calls():
 def test_walks_of_one_kernel_price_each_candidate_as_a_fresh_walk(case):
     """The tiling pass walks one kernel with each candidate's words, and the walks share what they
     learn: a loop pass's tallies (a row, a chunk of a long row) are taken from an earlier walk where
-    what the pass reads had the same values.  Each candidate's figures equal those of a walk of a
-    fresh copy of the kernel, which shares nothing."""
+    what the pass reads had the same values; within a walk, a tile or a core whose tiles' variables
+    (row0, nrows) give its stages the same values is taken from one walked before.  Each
+    candidate's figures equal those of a walk of a fresh copy of the kernel that shares nothing
+    and walks every core and tile."""
     fn, args = KINDS[case]
     (plan,) = fs.fused_kernel(fn).compile(*args, target="ascend910b").kernels
     text = print_kernel(KERNEL_IR[type(plan.lowered)](plan.lowered))   # as lowered: with its candidates
     shared = parse_kernel(text)
     assert shared.candidates
     for words in (shared.words, *shared.candidates):
-        alone = kernel_work(parse_kernel(text), words)
+        alone = parse_kernel(text)
+        alone.__dict__["_tile_plan"] = None   # (no tile or core taken for another)
+        alone = kernel_work(alone, words)
         together = kernel_work(shared, words)
         assert together.gm_bytes == alone.gm_bytes and together.block_dim == alone.block_dim
         for f in ("mte2", "vec", "mte3", "head", "cycles"):

@@ -28,7 +28,8 @@ so a kernel of many rows costs a walk of its tiles, not of its rows; a loop whos
 its variable only through the lets at the top of its body (`let cn = min(chunk, C - c0)`: a long
 row's chunks, the last one shorter) is walked once per distinct value of what they read.  The walks
 of one kernel (the tiling pass walks it with every candidate's words) share those passes' and the
-per-tile stages' tallies where what they read had the same values.
+per-tile stages' tallies where what they read had the same values; within a walk, tiles -- and
+cores -- whose tiles' variables (row0, nrows) give their stages the same values are walked once.
 
 Time: each core runs its prologue (the once stages) then its tiles, double-buffered: a tile costs
 its slowest pipe, plus one tile of the other pipes to fill and drain (cost.py's assumption for
@@ -638,6 +639,68 @@ def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> i
     return int(tally[GM])
 
 
+def _defined(body, out: set) -> set:
+    """The variables a body sets or defines (its own locals too)."""
+    for node in body:
+        if isinstance(node, (Let, Var, Scalar, Set)):
+            out.add(node.var)
+        elif isinstance(node, For):
+            out.add(node.var)
+            _defined(node.body, out)
+        elif isinstance(node, If):
+            _defined(node.then, out)
+            _defined(node.orelse, out)
+    return out
+
+
+def _tile_plan(k: TileKernel, walk: _Walk) -> list | None:
+    """The per-tile stages as a core's key reads them: (stage, None) for a stage that only sets
+    variables from the tile (`set row0 = tile * t.tileRows`: nothing counted), (stage, the names
+    among those its memoised tallies read (_Walk.stage) that such a stage sets or that hold the
+    tile) for the others.  None -- no core is taken for another -- when a stage is neither, or one
+    reads what another of them defines (a value the key would not see change)."""
+    plan = k.__dict__.get("_tile_plan", False)
+    if plan is False:
+        per_tile = [st for st in k.stages if not st.once]
+        pure = [st for st in per_tile if all(type(n) in (Set, Let) for n in st.body)]
+        varying = {st.param for st in per_tile if st.param} | _defined([n for st in pure for n in st.body], set())
+        plan = []
+        for st in per_tile:
+            if st in pure:
+                plan.append((st, None))
+                continue
+            sig = walk.stage_sig.get(st.name, False)
+            if sig is False:
+                names, effects = _shape_names(st.body)
+                sig = walk.stage_sig[st.name] = None if effects else tuple(sorted(names))
+            others = set().union(*(_defined(o.body, set()) for o in per_tile if o is not st and o not in pure))
+            if sig is None or others & set(sig):
+                plan = None
+                break
+            plan.append((st, tuple(n for n in sig if n in varying)))
+        k.__dict__["_tile_plan"] = plan
+    return plan
+
+
+def _tile_keys(walk: _Walk, plan: list, env: dict, tiles: range) -> tuple:
+    """What each tile's work depends on beyond what every core of the launch shares: the values of
+    the tile's variables its memoised stages read, after the stages that set them ran."""
+    keys = []
+    was, walk.env = walk.env, env
+    for tile in tiles:
+        key = []
+        for st, names in plan:
+            if st.param:
+                env[st.param] = tile
+            if names is None:
+                walk.run(st.body)
+            elif names:
+                key.append(tuple(_hashable(env.get(n)) for n in names))
+        keys.append(tuple(key))
+    walk.env = was
+    return tuple(keys)
+
+
 def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> KernelWork | None:
     env0 = _fields(k, words)
     tally = [0, 0.0, 0.0, 0.0, 0.0, 0]
@@ -646,39 +709,86 @@ def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> Kern
     for g in k.gms:
         env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, max(1, blocks))
     walk = _Walk(k, env0, tally, max(1, blocks), memo=True)
+    # Every core starts alike (Init and the prologue read the launch's fields, not the core), and a
+    # tile's work depends on the tile only through the variables its first stages set from it
+    # (row0, nrows): tiles whose memoised stages read the same values of those do the same work, and
+    # so do cores whose tiles do (most of a launch: all but the tail) -- each walked once and its
+    # figures reused; the keys cost the tile's variables, a few names' values.
+    plan = _tile_plan(k, walk)
+    prologue = None     # the env after a core's Init and prologue: every core's
+    cores: dict = {}    # the tiles' keys -> (cycles, tally delta, GM reads delta) of a core
+    done: dict = {}     # a tile's key -> (tally delta, GM reads delta, its pipes) of a tile
     busiest = (0.0, 0.0, 0.0, 0.0)   # (cycles, mte2, vec, mte3) of the slowest core
     for b in range(blocks):
+        span = range(b * per_core, min(tiles, (b + 1) * per_core))
+        keys = None
+        if prologue is not None:
+            keys = _tile_keys(walk, plan, dict(prologue), span)
+            hit = cores.get(keys)
+            if hit is not None:
+                core, delta, reads = hit
+                _add(walk, delta, reads)
+                if core > busiest[0]:
+                    busiest = (core, delta[MTE2], delta[VEC], delta[MTE3])
+                    if above is not None and core > above:
+                        return None
+                continue
         env = dict(env0)
         env["ub"] = walk.ub_get
-        start = list(tally)
+        start, read = list(tally), dict(walk.read)
         for m in k.members:   # Init: a scalar member's GM element is read once per core
             env[m.name] = 0 if m.init is None else evaluate(m.init, env)
         walk.env = env
         core = 0.0
         first = None
+        returned = False
         try:
             for st in k.stages:
                 if st.once:
                     walk.run(st.body)
             core += sum(tally[p] - start[p] for p in (MTE2, VEC, MTE3))   # the prologue, in turn
-            for tile in range(b * per_core, min(tiles, (b + 1) * per_core)):
-                before = list(tally)
-                for st in k.stages:
-                    if st.once:
-                        continue
-                    if st.param:
-                        env[st.param] = tile
-                    walk.stage(st)
-                pipes = [tally[p] - before[p] for p in (MTE2, VEC, MTE3)]
+            if plan is not None and prologue is None:
+                prologue = dict(env)
+                keys = _tile_keys(walk, plan, dict(prologue), span)
+            for n, tile in enumerate(span):
+                same = None if keys is None else done.get(keys[n])
+                if same is not None:
+                    _add(walk, same[0], same[1])
+                    pipes = same[2]
+                else:
+                    before, was = list(tally), dict(walk.read)
+                    for st in k.stages:
+                        if st.once:
+                            continue
+                        if st.param:
+                            env[st.param] = tile
+                        walk.stage(st)
+                    pipes = [tally[p] - before[p] for p in (MTE2, VEC, MTE3)]
+                    if keys is not None:
+                        done[keys[n]] = ([a - s0 for a, s0 in zip(tally, before)], _grown(walk.read, was), pipes)
                 core += max(pipes)
                 if first is None:   # the pipes' fill and drain: one tile of the other pipes
                     first = sum(pipes) - max(pipes)
                     core += first
         except _Return:
-            pass
+            returned = True
+        if keys is not None and not returned:
+            cores[keys] = (core, [a - s0 for a, s0 in zip(tally, start)], _grown(walk.read, read))
         if core > busiest[0]:
             busiest = (core, tally[MTE2] - start[MTE2], tally[VEC] - start[VEC], tally[MTE3] - start[MTE3])
             if above is not None and core > above:   # the launch costs at least this core's cycles
                 return None
     head = cost.heads(max(1, blocks), max(walk.read.values(), default=0)) if blocks else 0.0
     return KernelWork(int(tally[GM]), blocks, busiest[1], busiest[2], busiest[3], head, busiest[0] + head)
+
+
+def _grown(now: dict, before: dict) -> dict:
+    return {g: n - before.get(g, 0) for g, n in now.items() if n != before.get(g, 0)}
+
+
+def _add(walk: _Walk, delta: list, reads: dict) -> None:
+    tally = walk.tally
+    for i, d in enumerate(delta):
+        tally[i] += d
+    for g, n in reads.items():
+        walk.read[g] = walk.read.get(g, 0) + n
