@@ -139,11 +139,11 @@ class KernelPlan:
 
     @property
     def tile_ir(self) -> str | None:
-        """The allocated tile programs as text (tile/text.py; `tile.text.parse_tiles` reads it back): a
+        """The allocated tile programs as text (tile/text.py; `tile.parse.parse_tiles` reads it back): a
         vector kernel's one program, with the tiling once sizes are known; another kind's
         per-op programs in the order it runs them (lower/kinds.tile_programs); a kind lowered to
         the loop-level tile IR (every other kind) its whole kernel, a kernel of several matmuls
-        with its parts (tile/kernel.py `print_kernel`, `parse_kernel` reads it back); None when
+        with its parts (tile/kernel.py `print_kernel`, tile/parse.py `parse_kernel` reads it back); None when
         the kernel has none (not printable)."""
         if self.schedule is not None:
             return print_tile(self.schedule, self.tiling)

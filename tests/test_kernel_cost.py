@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 import fusedsl as fs
 from fusedsl import cost
 from fusedsl.lower.kinds import KERNEL_IR, kernel_ir, kernel_words
-from fusedsl.tile.kernel import parse_kernel, print_kernel
+from fusedsl.tile.kernel import print_kernel
+from fusedsl.tile.parse import parse_kernel
 from fusedsl.report import _instances
 from fusedsl.tile.kernel_cost import kernel_gm_bytes, kernel_work, process_work
 

@@ -14,7 +14,8 @@ import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
-from fusedsl.tile.kernel import parse_kernel, print_kernel, ub_plan
+from fusedsl.tile.kernel import print_kernel, ub_plan
+from fusedsl.tile.parse import parse_kernel
 from fusedsl.lower.row import compute_row_tiling
 from fusedsl.lower.cube import schedule_cube_kernel
 from fusedsl.lower.cube_tile import cube_tile_kernel

@@ -27,7 +27,8 @@ from fusedsl.backend_cpu.llvm_kernel import LoweringError, _Lowering, lower_kern
 from fusedsl.backend_cpu.cpu_tiling import cpu_words, row_schedule, row_tiling, vector_tiling
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.lower.vector import VectorSchedule
-from fusedsl.tile.kernel import Step, Vec, parse_kernel, print_kernel
+from fusedsl.tile.kernel import Step, Vec, print_kernel
+from fusedsl.tile.parse import parse_kernel
 from fusedsl.tile.verify import TileVerifyError
 
 TARGETS = ["ascend910b", "ascend310p", "ascend910"]

@@ -20,7 +20,8 @@ import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir
 from fusedsl.lower.transpose import schedule_transpose_kernel
-from fusedsl.tile.kernel import parse_kernel, print_kernel
+from fusedsl.tile.kernel import print_kernel
+from fusedsl.tile.parse import parse_kernel
 
 rng = np.random.default_rng(20)
 A = rng.standard_normal((300, 257)).astype(np.float32)

@@ -9,8 +9,9 @@ from fusedsl import dtypes as dt
 from fusedsl.lower.vector import Slot, Stmt, compute_tiling, schedule_vector_kernel
 from fusedsl.targets import get_target
 from fusedsl.lower.kinds import kernel_ir, tile_programs
-from fusedsl.tile.kernel import parse_kernel, print_kernel
-from fusedsl.tile.text import TileParseError, parse_tile, parse_tiles, print_tile
+from fusedsl.tile.kernel import print_kernel
+from fusedsl.tile.parse import TileParseError, parse_kernel, parse_tile, parse_tiles
+from fusedsl.tile.text import print_tile
 from fusedsl.tile.verify import TileVerifyError, verify_tile
 
 IR = """func @k(%a: f32[128], %b: f32[M,128]) -> (f32[M,128]) loc("k.py":1) {

@@ -18,8 +18,8 @@ import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir
 from fusedsl.targets import get_target
-from fusedsl.tile.kernel import (Alloc, CopyIn, EnQue, Free, Let, Queue, TileKernelParseError, evaluate, format_expr,
-                                 parse_expr, parse_kernel, print_kernel, verify_kernel)
+from fusedsl.tile.kernel import Alloc, CopyIn, EnQue, Free, Let, Queue, evaluate, format_expr, print_kernel, verify_kernel
+from fusedsl.tile.parse import TileKernelParseError, parse_expr, parse_kernel
 from fusedsl.tile.verify import TileVerifyError
 
 

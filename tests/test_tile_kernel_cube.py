@@ -20,8 +20,8 @@ import fusedsl.reference as reference
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
-from fusedsl.tile.kernel import (MmSet, Stage, TileKernelParseError, parse_kernel, print_kernel,
-                                 verify_kernel)
+from fusedsl.tile.kernel import MmSet, Stage, print_kernel, verify_kernel
+from fusedsl.tile.parse import TileKernelParseError, parse_kernel
 from fusedsl.tile.verify import TileVerifyError
 
 # name -> (function, shapes of (x, w, r) as functions of (m, k, n))

@@ -18,7 +18,8 @@ import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
-from fusedsl.tile.kernel import TileKernelParseError, parse_kernel, print_kernel, verify_kernel
+from fusedsl.tile.kernel import print_kernel, verify_kernel
+from fusedsl.tile.parse import TileKernelParseError, parse_kernel
 from fusedsl.tile.verify import TileVerifyError
 
 TARGETS = ["ascend910b", "ascend310p", "ascend910"]

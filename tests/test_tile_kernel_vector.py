@@ -17,7 +17,8 @@ from conftest import fuzz_settings
 import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
-from fusedsl.tile.kernel import parse_kernel, print_kernel
+from fusedsl.tile.kernel import print_kernel
+from fusedsl.tile.parse import parse_kernel
 from fusedsl.tile.verify import TileVerifyError
 
 TARGETS = ["ascend910b", "ascend310p", "ascend910"]

@@ -20,6 +20,7 @@ from .. import dtypes as dt
 from ..errors import Loc
 from ..ir.core import Function
 from .prims import TILE_APIS  # noqa: F401  (tile op -> Ascend C API: the primitives' records)
+from ..record import record
 
 # cmp: dst = (a OP b) ? 1 : 0 (b may be the scalar); select: dst = cond != 0 ? a : b.
 # Both read up to `CMP_SLACK` lanes past the count (Compare works on 256-byte multiples), so
@@ -27,7 +28,7 @@ from .prims import TILE_APIS  # noqa: F401  (tile op -> Ascend C API: the primit
 CMP_SLACK = 128
 
 
-@dataclass(frozen=True)
+@record
 class Slot:
     """A UB buffer holding one tile of one value."""
 
@@ -42,7 +43,7 @@ class Slot:
         return self.num == 2
 
 
-@dataclass(frozen=True)
+@record
 class TileInput:
     index: int              # kernel parameter index
     name: str
@@ -58,7 +59,7 @@ class TileInput:
         return self.gm_dtype
 
 
-@dataclass(frozen=True)
+@record
 class TileOutput:
     index: int
     name: str
@@ -66,7 +67,7 @@ class TileOutput:
     slot: str
 
 
-@dataclass(frozen=True)
+@record
 class Stmt:
     op: str                       # a tile op (TILE_APIS key)
     dst: str

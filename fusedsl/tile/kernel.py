@@ -36,24 +36,22 @@ member, a float literal (`#1.5`, float32), ("get", t, e) (element e of UB tensor
 it is above / below r, else r: the scalar unit's compare-and-keep).  Arithmetic on a typed value
 is in its dtype (float32 op float32 is float32, as in C++); the lowerings cast explicitly.
 
-The text form (`print_kernel` / `parse_kernel`) is deterministic and round-trips:
-`print_kernel(parse_kernel(t)) == t`.
+The text form (`print_kernel`; `tile/parse.py` `parse_kernel` reads it back) is deterministic and
+round-trips: `print_kernel(parse_kernel(t)) == t`.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Union
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import IRParseError
-from .text import _literal, format_stmt, parse_stmt
+from ..record import record
+from .text import format_stmt
 from .verify import TileVerifyError
 
 Expr = Union[int, str, tuple]
-_DTYPES = {d.name: d for d in dt.ALL}   # a cast's spelling: float32(e)
 
 # binary operators and their precedence, C's order (relational binds tighter than equality)
 BINARY = {"*": 6, "/": 6, "%": 6, "+": 5, "-": 5, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 3, "!=": 3,
@@ -61,14 +59,14 @@ BINARY = {"*": 6, "/": 6, "%": 6, "+": 5, "-": 5, "<": 4, "<=": 4, ">": 4, ">=":
 
 
 # ---- records ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class Field:
     name: str
     length: int = 0          # 0: one word; n: an array of n words
     ctype: str = "uint32_t"  # "float" / "int32_t": a runtime scalar, after the words (packed per call)
 
 
-@dataclass(frozen=True)
+@record
 class Gm:
     name: str
     dtype: dt.DType
@@ -79,7 +77,7 @@ class Gm:
     elems: int = 0           # ... and its elements (0: the whole slice)
 
 
-@dataclass(frozen=True)
+@record
 class Queue:
     name: str
     position: str            # VECIN | VECOUT | VECCALC
@@ -88,7 +86,7 @@ class Queue:
     elems: Expr              # elements per buffer
 
 
-@dataclass(frozen=True)
+@record
 class Member:
     name: str
     init: Expr | None = None   # computed in Init from the tiling; None: per-tile state (0 at start)
@@ -96,7 +94,7 @@ class Member:
                                     # value of a one-element GM tensor (`load(x)`) or a runtime scalar
 
 
-@dataclass(frozen=True)
+@record
 class Ref:
     """A UB tensor at an element offset (`tensor[offset]` in Ascend C); `view` reads its bytes as
     another element type (ReinterpretCast: "int16", the only type the chip's bitwise APIs take,
@@ -114,14 +112,14 @@ CORE_NAMES = ("block", "subblock", "ratio")
 VIEWS = {"int16": ("int16_t", np.int16), "uint32": ("uint32_t", np.uint32)}
 
 
-@dataclass(frozen=True)
+@record
 class Decl:
     """A tensor variable of `queue`'s type, assigned later (held across loops)."""
     tensor: str
     queue: str
 
 
-@dataclass(frozen=True)
+@record
 class Dup:
     """Duplicate: `count` elements of dst set to `value` (a number, or an expression converted)."""
     dst: Ref
@@ -129,7 +127,7 @@ class Dup:
     count: Expr
 
 
-@dataclass(frozen=True)
+@record
 class Vec:
     """One vector API call on UB tensors: Add / Max / Min / Div (dst, a, b), Muls / Adds (dst, a,
     scalar), Cast (dst, a, round mode)."""
@@ -141,7 +139,7 @@ class Vec:
     mode: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     """One graph op's tile stmts (tile/ir.py, as the vector scheduler gives a one-op kernel) run
     on this kernel's tensors: `names` maps each slot to a Ref, `scalars` each scalar variable to a
@@ -155,26 +153,26 @@ class Step:
     count: Expr | None = None   # `n`, the elements the stmts run on (None: the enclosing `n`)
 
 
-@dataclass(frozen=True)
+@record
 class Let:
     var: str
     expr: Expr
 
 
-@dataclass(frozen=True)
+@record
 class Var:
     var: str
     expr: Expr
 
 
-@dataclass(frozen=True)
+@record
 class Set:
     var: str
     expr: Expr
     op: str = "="            # "=" | "+=" | "/="
 
 
-@dataclass(frozen=True)
+@record
 class For:
     var: str
     start: Expr
@@ -184,38 +182,38 @@ class For:
     step: Expr = 1
 
 
-@dataclass(frozen=True)
+@record
 class If:
     cond: Expr
     then: tuple
     orelse: tuple = ()
 
 
-@dataclass(frozen=True)
+@record
 class Alloc:
     tensor: str
     queue: str
 
 
-@dataclass(frozen=True)
+@record
 class EnQue:
     queue: str
     tensor: str
 
 
-@dataclass(frozen=True)
+@record
 class DeQue:
     tensor: str
     queue: str
 
 
-@dataclass(frozen=True)
+@record
 class Free:
     queue: str
     tensor: str
 
 
-@dataclass(frozen=True)
+@record
 class CopyIn:
     tensor: str
     gm: str
@@ -227,7 +225,7 @@ class CopyIn:
     ub_off: Expr = 0         # where in the UB tensor the first row lands
 
 
-@dataclass(frozen=True)
+@record
 class CopyOut:
     gm: str
     offset: Expr
@@ -239,7 +237,7 @@ class CopyOut:
     ub_off: Expr = 0         # where in the UB tensor the first row starts
 
 
-@dataclass(frozen=True)
+@record
 class GatherRow:
     """One gathered row: `cols` elements of table row idx[pos] (from column `col`; rows `row_len`
     apart) into dst; a negative index counts from the end (`bound` rows); an index outside
@@ -255,7 +253,7 @@ class GatherRow:
     cols: Expr
 
 
-@dataclass(frozen=True)
+@record
 class UbCopy:
     dst: str
     dst_off: Expr
@@ -264,7 +262,7 @@ class UbCopy:
     count: Expr
 
 
-@dataclass(frozen=True)
+@record
 class Move:
     dst: str
     dst_index: Expr
@@ -272,19 +270,19 @@ class Move:
     src_index: Expr
 
 
-@dataclass(frozen=True)
+@record
 class Barrier:
     why: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Sync:
     """The scalar pipe waits for the vector pipe (V_S: before GetValue of a vector result) or
     the vector pipe for the scalar one (S_V: after SetValue, before a vector op reads it)."""
     event: str               # "V_S" | "S_V"
 
 
-@dataclass(frozen=True)
+@record
 class Scalar:
     """A constant local of `dtype` (a typed expression: a reduction's value, a GM element)."""
     var: str
@@ -292,7 +290,7 @@ class Scalar:
     expr: Expr
 
 
-@dataclass(frozen=True)
+@record
 class Put:
     """One element of a UB tensor set to a typed value (SetValue, converted to its dtype)."""
     tensor: str
@@ -300,19 +298,19 @@ class Put:
     expr: Expr
 
 
-@dataclass(frozen=True)
+@record
 class Call:
     """Run a stage (a cube kernel's Process body calls its stages from the Iterate loop)."""
     stage: str
     arg: Expr | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Return:
     """Leave Process (a core with no block of C)."""
 
 
-@dataclass(frozen=True)
+@record
 class Operand:
     """One of a Matmul object's types (MatmulType): where it lives, its format, element type
     and whether it is read transposed."""
@@ -322,7 +320,7 @@ class Operand:
     transpose: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class Matmul:
     """A Matmul high-level API object: C = A @ B of the core's block, tile by tile (Iterate),
     with the TCubeTiling words of the kernel's fields; `workspace` names the VECCALC queue
@@ -336,7 +334,7 @@ class Matmul:
                              # of this name (the fields `<tiling>_<field>`; attention's qk and pv)
 
 
-@dataclass(frozen=True)
+@record
 class MmSet:
     """SetTensorA / SetTensorB: operand `which` ("A" | "B") at element `offset` of GM tensor
     `src`, or an L1 tensor taken from a TSCM queue (offset 0)."""
@@ -346,7 +344,7 @@ class MmSet:
     offset: Expr = 0
 
 
-@dataclass(frozen=True)
+@record
 class MmTail:
     """SetTail: the core's block of C is `m` x `n` (its last block in M or N), over `k` (None: Ka)."""
     mm: str
@@ -355,14 +353,14 @@ class MmTail:
     k: Expr | None = None
 
 
-@dataclass(frozen=True)
+@record
 class MmIterate:
     """`while (mm.Iterate())`: the body once per base tile of the block, M-first."""
     mm: str
     body: tuple
 
 
-@dataclass(frozen=True)
+@record
 class MmGetC:
     """GetTensorC of the current tile into a UB tensor: its rows padded to 32 bytes; `placed`: each
     base block at its place in the block of C (rows padded to 32 bytes of the block's width)."""
@@ -371,12 +369,12 @@ class MmGetC:
     placed: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class MmEnd:
     mm: str
 
 
-@dataclass(frozen=True)
+@record
 class CopyNz:
     """`rows` x `cols` elements of a GM matrix (rows `gm_stride` apart) into an L1 tensor in NZ
     (Nd2NzParams): column blocks of 32 bytes, each `rows` rounded up to 16 high."""
@@ -388,7 +386,7 @@ class CopyNz:
     gm_stride: Expr
 
 
-@dataclass(frozen=True)
+@record
 class RunPart:
     """A kernel of parts (kind cube_group): run part `part` (a TileKernel of `parts`) with the
     group's GM tensors `gms`, in the order of the part's own (its inputs, then its outputs)."""
@@ -396,12 +394,12 @@ class RunPart:
     gms: tuple
 
 
-@dataclass(frozen=True)
+@record
 class Reset:
     """TPipe::Reset between two parts: the next part plans the whole UB again."""
 
 
-@dataclass(frozen=True)
+@record
 class Stage:
     name: str
     param: str | None
@@ -663,124 +661,9 @@ def _binary(op: str, a, b):
                 "&&": bool(a) and bool(b), "||": bool(a) or bool(b)}[op])
 
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|(#[^\s,()\[\]]+)|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)|"
-                    r"(==|!=|<=|>=|&&|\|\||[-+*/%<>()\[\],]))")
-
-
-def parse_expr(text: str) -> Expr:
-    toks = []
-    pos = 0
-    text = text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None or m.end() == pos:
-            raise ValueError(f"bad expression {text!r} at {text[pos:]!r}")
-        if m.group(2):
-            v = _literal(m.group(2)[1:])
-            if not isinstance(v, float):
-                raise ValueError(f"bad number {m.group(2)!r} in {text!r}")
-            toks.append(("#", v))
-        else:
-            toks.append(int(m.group(1)) if m.group(1) else (m.group(3) or m.group(4)))
-        pos = m.end()
-    i = 0
-
-    def peek():
-        return toks[i] if i < len(toks) else None
-
-    def take(want=None):
-        nonlocal i
-        tok = peek()
-        if want is not None and tok != want:
-            raise ValueError(f"expected {want!r} in {text!r}")
-        i += 1
-        return tok
-
-    def primary():
-        tok = take()
-        if tok == "(":
-            e = binary(0)
-            take(")")
-            return e
-        if isinstance(tok, int):
-            return tok
-        if isinstance(tok, tuple):   # a float literal
-            return tok[1]
-        if tok in ("get", "neg") and peek() == "(":
-            take("(")
-            a = binary(0) if tok == "neg" else take()
-            if tok == "neg":
-                take(")")
-                return ("neg", a)
-            take(",")
-            idx = binary(0)
-            take(")")
-            return ("get", a, idx)
-        if isinstance(tok, str) and tok in _DTYPES and peek() == "(":
-            take("(")
-            a = binary(0)
-            take(")")
-            return ("cast", _DTYPES[tok], a)
-        if tok == "load" and peek() == "(":
-            take("(")
-            name = take()
-            if peek() == ",":
-                take(",")
-                idx = binary(0)
-                take(")")
-                return ("load", name, idx)
-            take(")")
-            return ("load", name)
-        if tok == "sel" and peek() == "(":
-            take("(")
-            c = binary(0)
-            take(",")
-            a = binary(0)
-            take(",")
-            b = binary(0)
-            take(")")
-            return ("sel", c, a, b)
-        if tok in ("min", "pad", "fmax", "fmin") and peek() == "(":
-            take("(")
-            a = binary(0)
-            take(",")
-            b = binary(0)
-            take(")")
-            return (tok, a, b)
-        if isinstance(tok, str) and re.match(r"[A-Za-z_]", tok):
-            if peek() == "[":
-                take("[")
-                idx = binary(0)
-                take("]")
-                return ("[]", tok, idx)
-            return tok
-        raise ValueError(f"unexpected {tok!r} in {text!r}")
-
-    def binary(min_prec):
-        left = primary()
-        while isinstance(peek(), str) and peek() in BINARY and BINARY[peek()] >= min_prec:
-            op = take()
-            right = binary(BINARY[op] + 1)
-            left = (op, left, right)
-        return left
-
-    e = binary(0)
-    if i != len(toks):
-        raise ValueError(f"trailing text in {text!r}")
-    return e
-
-
 # ---- text form -------------------------------------------------------------------------------
-class TileKernelParseError(IRParseError):
-    """The kernel text does not follow print_kernel's form (the message names the line)."""
-
-
 def _esc(s: str) -> str:
     return s.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _unesc(s: str) -> str:
-    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), s)
 
 
 def format_ref(r: Ref) -> str:
@@ -922,290 +805,6 @@ def print_kernel(k: TileKernel, locs: bool = True) -> str:
         else:
             L.append("candidate " + " ".join(str(w) for w in c))
     return "\n".join(L) + "\n"
-
-
-_RE = {
-    "kernel": re.compile(r"kernel @(\S+) kind (\S+)$"),
-    "note": re.compile(r'note "(.*)"$'),
-    "field": re.compile(r"field (\w+)(?:\[(\d+)\])?(?: (float|int32_t))?$"),
-    "gm": re.compile(r"gm (\w+) (\w+) (in|out|work) (\d+)(?: at (\d+) elems (\d+))?$"),
-    "queue": re.compile(r"queue (\w+) (VECIN|VECOUT|VECCALC|TSCM|TBUF_VECOUT) depth (\d+) (\w+) elems (.+)$"),
-    "member": re.compile(r"member (\w+)(?: ([a-z]\w*))?(?: = (.+))?$"),
-    "stage": re.compile(r"stage (\w+)(?:\((\w+)\))?( once)?:$"),
-    "let": re.compile(r"(let|var) (\w+) = (.+)$"),
-    "set": re.compile(r"set (\w+) (=|\+=|/=) (.+)$"),
-    "for": re.compile(r"for (\w+) in (.+) \.\. (.+?)(?: step (.+?))?( down)?:$"),
-    "if": re.compile(r"if (.+):$"),
-    "alloc": re.compile(r"(alloc|deque) (\w+) = (\w+)$"),
-    "enque": re.compile(r"(enque|free) (\w+) (\w+)$"),
-    "copyin": re.compile(r"copyin (\w+(?:\[.+\])?) <- (\w+)\[(.+)\] rows (.+) ; cols (.+) ; gm (.+) ; ub (.+)$"),
-    "copyout": re.compile(r"copyout (\w+)\[(.+)\] <- (\w+(?:\[.+\])?) rows (.+) ; cols (.+) ; gm (.+) ; ub (.+)$"),
-    "gatherrow": re.compile(r"gatherrow (.+?) <- (\w+)\[(\w+)\[(.+)\]\] bound (\d+) row (\d+) col (.+) count (.+)$"),
-    "ubcopy": re.compile(r"ubcopy (\w+)\[(.+)\] <- (\w+)\[(.+)\] count (.+)$"),
-    "move": re.compile(r"move (\w+)\[(.+)\] <- (\w+)\[(.+)\]$"),
-    "barrier": re.compile(r'barrier(?: "(.*)")?$'),
-    "decl": re.compile(r"decl (\w+) = (\w+)$"),
-    "dup": re.compile(r"dup (.+?) <- (.+) count (.+)$"),
-    "vec": re.compile(r"vec (\w+) (.+?) <- (.+?)(?: scalar (\S+))?(?: mode (\w+))? count (.+)$"),
-    "step": re.compile(r'step "(.*)"(?: at (.+?))?(?: count (.+?))?:$'),
-    "sync": re.compile(r"sync (V_S|S_V)$"),
-    "val": re.compile(r"val (\w+) (\w+) = (.+)$"),
-    "put": re.compile(r"put (\w+)\[(.+?)\] <- (.+)$"),
-    "map": re.compile(r"map (\w+) -> (.+)$"),
-    "scalar": re.compile(r"scalar (\w+) -> (\w+)$"),
-    "prefill": re.compile(r"prefill (.+?) <- (\S+) count (.+)$"),
-    "call": re.compile(r"call (\w+)(?:\((.+)\))?$"),
-    "run": re.compile(r"run part (\d+) \((.*)\)$"),
-    "part": re.compile(r"part (\d+):$"),
-    "mmset": re.compile(r"mmset (\w+) (A|B) <- (\w+)\[(.+)\]$"),
-    "mmtail": re.compile(r"mmtail (\w+) (.+?) ; (.+?)(?: ; (.+))?$"),
-    "iterate": re.compile(r"iterate (\w+):$"),
-    "getc": re.compile(r"getc (\w+) <- (\w+)( placed)?$"),
-    "mmend": re.compile(r"mmend (\w+)$"),
-    "copynz": re.compile(r"copynz (\w+) <- (\w+)\[(.+)\] rows (.+) ; cols (.+) ; gm (.+)$"),
-    "matmul": re.compile(r"matmul (\w+) a (.+) ; b (.+) ; c (.+?)(?: ; workspace (\w+))?(?: ; tiling (\w+))?$"),
-    "operand": re.compile(r"(GM|TSCM|VECIN|VECOUT) (ND|NZ) (\w+)( transposed)?$"),
-}
-
-
-def _split_top(text: str) -> list[str]:
-    """`text` split at the commas outside brackets and parentheses."""
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch in "[("
-        depth -= ch in "])"
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return out + [cur.strip()] if cur.strip() else out
-
-
-def _nested_kernel(lines: list[str], pos: int, into: list, what: str) -> int:
-    """Parse the kernel indented by two spaces under line `pos` (a part, a candidate kernel) into
-    `into`; returns the index of the line after it.  Its errors name it and where it starts (their
-    line numbers are its own)."""
-    first = end = pos + 1
-    while end < len(lines) and lines[end].startswith("  "):
-        end += 1
-    try:
-        into.append(parse_kernel("\n".join(x[2:] for x in lines[first:end]) + "\n"))
-    except TileKernelParseError as exc:
-        raise TileKernelParseError(f"{what} (from line {first + 1}): {exc}") from None
-    return end
-
-
-def parse_kernel(text: str) -> TileKernel:
-    """A TileKernel from print_kernel's text; TileKernelParseError names the line it cannot read."""
-    lines = text.rstrip("\n").split("\n")
-    pos = 0
-    cur = 0     # the line being read (pos may have moved past it into a nested block)
-
-    def fail(msg):
-        raise TileKernelParseError(f"tile kernel text line {cur + 1}: {msg}: {lines[min(cur, len(lines) - 1)]!r}")
-
-    def expr(s):
-        try:
-            return parse_expr(s)
-        except ValueError as exc:
-            fail(str(exc))
-
-    def ref(text_: str) -> Ref:
-        m_ = re.fullmatch(r"(\w+)(?:\[(.+?)\])?(?: as (\w+))?", text_.strip())
-        if m_ is None:
-            fail(f"not a tensor reference: {text_!r}")
-        if m_.group(3) is not None and m_.group(3) not in VIEWS:
-            fail(f"unknown view {m_.group(3)!r}")
-        return Ref(m_.group(1), expr(m_.group(2)) if m_.group(2) else 0, m_.group(3))
-
-    def operand(text_: str) -> Operand:
-        m_ = _RE["operand"].match(text_.strip())
-        if m_ is None or m_.group(3) not in _DTYPES:
-            fail(f"not a Matmul operand: {text_!r}")
-        return Operand(m_.group(1), m_.group(2), _DTYPES[m_.group(3)], bool(m_.group(4)))
-
-    def value(text_: str):
-        if text_.startswith("#"):
-            v = _literal(text_[1:])
-            if v is None:
-                fail(f"not a number: {text_!r}")
-            return v
-        return expr(text_)
-
-    def step_body(label: str, ind: str, offset, count) -> Step:
-        nonlocal pos, cur
-        names, scalars, prefill, stmts = [], [], [], []
-        while pos < len(lines) and lines[pos].startswith(ind) and not lines[pos].startswith(ind + " "):
-            line = lines[pos][len(ind):]
-            cur = pos
-            pos += 1
-            if m_ := _RE["map"].match(line):
-                names.append((m_.group(1), ref(m_.group(2))))
-            elif m_ := _RE["scalar"].match(line):
-                scalars.append((m_.group(1), m_.group(2)))
-            elif m_ := _RE["prefill"].match(line):
-                prefill.append((ref(m_.group(1)), value(m_.group(2)), expr(m_.group(3))))
-            elif line.startswith("do ") and (st := parse_stmt(line[3:], cur + 1)) is not None:
-                stmts.append(st)
-            else:
-                fail("not a step line")
-        return Step(label, tuple(stmts), tuple(names), tuple(scalars), tuple(prefill), offset, count)
-
-    def block(depth: int) -> tuple:
-        nonlocal pos, cur
-        out = []
-        ind = "  " * depth
-        while pos < len(lines) and lines[pos].startswith(ind) and not lines[pos].startswith(ind + " "):
-            line = lines[pos][len(ind):]
-            cur = pos
-            pos += 1
-            if m := _RE["let"].match(line):
-                out.append((Let if m.group(1) == "let" else Var)(m.group(2), expr(m.group(3))))
-            elif m := _RE["set"].match(line):
-                out.append(Set(m.group(1), expr(m.group(3)), m.group(2)))
-            elif m := _RE["for"].match(line):
-                start, end = expr(m.group(2)), expr(m.group(3))
-                step = expr(m.group(4)) if m.group(4) else 1
-                out.append(For(m.group(1), start, end, block(depth + 1), bool(m.group(5)), step))
-            elif m := _RE["if"].match(line):
-                cond = expr(m.group(1))
-                then = block(depth + 1)
-                orelse = ()
-                if pos < len(lines) and lines[pos] == ind + "else:":
-                    pos += 1
-                    orelse = block(depth + 1)
-                out.append(If(cond, then, orelse))
-            elif m := _RE["alloc"].match(line):
-                out.append((Alloc if m.group(1) == "alloc" else DeQue)(m.group(2), m.group(3)))
-            elif m := _RE["enque"].match(line):
-                out.append((EnQue if m.group(1) == "enque" else Free)(m.group(2), m.group(3)))
-            elif m := _RE["copyin"].match(line):
-                g = m.groups()
-                r = ref(g[0])
-                out.append(CopyIn(r.tensor, g[1], *(expr(x) for x in g[2:]), ub_off=r.offset))
-            elif m := _RE["copyout"].match(line):
-                g = m.groups()
-                r = ref(g[2])
-                out.append(CopyOut(g[0], expr(g[1]), r.tensor, *(expr(x) for x in g[3:]), ub_off=r.offset))
-            elif m := _RE["gatherrow"].match(line):
-                g = m.groups()
-                out.append(GatherRow(ref(g[0]), g[1], g[2], expr(g[3]), int(g[4]), int(g[5]), expr(g[6]), expr(g[7])))
-            elif m := _RE["ubcopy"].match(line):
-                g = m.groups()
-                out.append(UbCopy(g[0], expr(g[1]), g[2], expr(g[3]), expr(g[4])))
-            elif m := _RE["move"].match(line):
-                g = m.groups()
-                out.append(Move(g[0], expr(g[1]), g[2], expr(g[3])))
-            elif m := _RE["barrier"].match(line):
-                out.append(Barrier(_unesc(m.group(1) or "")))
-            elif m := _RE["decl"].match(line):
-                out.append(Decl(m.group(1), m.group(2)))
-            elif m := _RE["dup"].match(line):
-                out.append(Dup(ref(m.group(1)), value(m.group(2)), expr(m.group(3))))
-            elif m := _RE["vec"].match(line):
-                api, dst, srcs, scal, mode, count = m.groups()
-                out.append(Vec(api, ref(dst), tuple(ref(x) for x in _split_top(srcs)), expr(count),
-                               None if scal is None else value(scal), mode))
-            elif m := _RE["step"].match(line):
-                out.append(step_body(_unesc(m.group(1)), ind + "  ", expr(m.group(2)) if m.group(2) else 0,
-                                     expr(m.group(3)) if m.group(3) else None))
-            elif m := _RE["sync"].match(line):
-                out.append(Sync(m.group(1)))
-            elif m := _RE["val"].match(line):
-                if m.group(2) not in _DTYPES:
-                    fail(f"unknown dtype {m.group(2)!r}")
-                out.append(Scalar(m.group(1), _DTYPES[m.group(2)], expr(m.group(3))))
-            elif m := _RE["put"].match(line):
-                out.append(Put(m.group(1), expr(m.group(2)), expr(m.group(3))))
-            elif m := _RE["call"].match(line):
-                out.append(Call(m.group(1), expr(m.group(2)) if m.group(2) else None))
-            elif line == "return":
-                out.append(Return())
-            elif m := _RE["run"].match(line):
-                out.append(RunPart(int(m.group(1)), tuple(x.strip() for x in m.group(2).split(",") if x.strip())))
-            elif line == "reset":
-                out.append(Reset())
-            elif m := _RE["mmset"].match(line):
-                out.append(MmSet(m.group(1), m.group(2), m.group(3), expr(m.group(4))))
-            elif m := _RE["mmtail"].match(line):
-                out.append(MmTail(m.group(1), expr(m.group(2)), expr(m.group(3)), expr(m.group(4)) if m.group(4) else None))
-            elif m := _RE["iterate"].match(line):
-                out.append(MmIterate(m.group(1), block(depth + 1)))
-            elif m := _RE["getc"].match(line):
-                out.append(MmGetC(m.group(2), m.group(1), bool(m.group(3))))
-            elif m := _RE["mmend"].match(line):
-                out.append(MmEnd(m.group(1)))
-            elif m := _RE["copynz"].match(line):
-                g = m.groups()
-                out.append(CopyNz(g[0], g[1], *(expr(x) for x in g[2:])))
-            else:
-                fail("not a statement")
-        return tuple(out)
-
-    m = _RE["kernel"].match(lines[0]) if lines else None
-    if m is None:
-        fail("expected 'kernel @<name> kind <kind>'")
-    name, kind = m.groups()
-    pos = 1
-    note = ""
-    fields, gms, queues, members, stages, words, candidates = [], [], [], [], [], (), []
-    matmuls, tiling_struct, process, cores, parts, block_dim = [], "", None, "t.usedCoreNum", [], None
-    while pos < len(lines):
-        line = lines[pos]
-        cur = pos
-        if (m := _RE["note"].match(line)) and pos == 1:
-            note = _unesc(m.group(1))
-        elif m := _RE["field"].match(line):
-            fields.append(Field(m.group(1), int(m.group(2) or 0), m.group(3) or "uint32_t"))
-        elif m := _RE["gm"].match(line):
-            gms.append(Gm(m.group(1), dt.to_dtype(m.group(2)), m.group(3), int(m.group(4)), int(m.group(5) or 0),
-                          int(m.group(6) or 0)))
-        elif m := _RE["queue"].match(line):
-            queues.append(Queue(m.group(1), m.group(2), int(m.group(3)), dt.to_dtype(m.group(4)), expr(m.group(5))))
-        elif m := _RE["member"].match(line):
-            members.append(Member(m.group(1), None if m.group(3) is None else expr(m.group(3)),
-                                  None if m.group(2) is None else dt.to_dtype(m.group(2))))
-        elif m := _RE["stage"].match(line):
-            pos += 1
-            stages.append(Stage(m.group(1), m.group(2), block(1), bool(m.group(3))))
-            continue
-        elif line.startswith("tiling "):
-            tiling_struct = line.split(" ", 1)[1]
-        elif m := _RE["matmul"].match(line):
-            matmuls.append(Matmul(m.group(1), operand(m.group(2)), operand(m.group(3)), operand(m.group(4)),
-                                  m.group(5) or "", m.group(6) or ""))
-        elif line.startswith("cores "):
-            cores = expr(line[6:])
-        elif line.startswith("blockdim "):
-            block_dim = expr(line[9:])
-        elif line == "process:":
-            pos += 1
-            process = block(1)
-            continue
-        elif m := _RE["part"].match(line):
-            if int(m.group(1)) != len(parts):
-                fail(f"part {len(parts)} expected")
-            pos = _nested_kernel(lines, pos, parts, f"part {len(parts)}")
-            continue
-        elif line.startswith("words "):
-            try:
-                words = tuple(int(w) for w in line.split()[1:])
-            except ValueError:
-                fail("bad tiling words")
-        elif line == "candidate kernel:":
-            pos = _nested_kernel(lines, pos, candidates, "candidate kernel")
-            continue
-        elif line.startswith("candidate "):
-            try:
-                candidates.append(tuple(int(w) for w in line.split()[1:]))
-            except ValueError:
-                fail("bad candidate tiling words")
-        else:
-            fail("not a kernel line")
-        pos += 1
-    return TileKernel(name, kind, note, fields, gms, queues, members, stages, words, tuple(matmuls), tiling_struct,
-                      process, cores, tuple(parts), tuple(candidates), block_dim)
 
 
 # ---- figures and rules read from the kernel ---------------------------------------------------

@@ -1,0 +1,77 @@
+"""tile/record.py: every record of the tile IR behaves as the frozen dataclass it replaces.
+
+Each record class is compared with `dataclass(frozen=True)` built from the same annotations and
+defaults: construction (positional and by name, defaults), equality, hashing (the same values:
+sets of nodes iterate in the same order), repr, __doc__, match args, `dataclasses.fields` /
+`replace`, and FrozenInstanceError on assignment and deletion.
+"""
+import dataclasses
+import inspect
+from dataclasses import FrozenInstanceError
+
+import pytest
+
+from fusedsl.tile import ir, kernel
+from fusedsl.record import record
+
+RECORDS = [c for m in (kernel, ir) for c in vars(m).values()
+           if inspect.isclass(c) and c.__module__ == m.__name__ and "_record_names" in c.__dict__]
+
+
+def _reference(cls):
+    """The frozen dataclass `cls` was before it became a record."""
+    body = {"__annotations__": {f.name: f.type for f in dataclasses.fields(cls)}, "__qualname__": cls.__qualname__,
+            "__module__": cls.__module__,
+            **{f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}}
+    if cls.__dict__.get("__doc__") and not cls.__doc__.startswith(cls.__name__ + "("):
+        body["__doc__"] = cls.__doc__
+    return dataclasses.dataclass(frozen=True)(type(cls.__name__, (), body))
+
+
+def _values(cls, salt):
+    # a distinct hashable value per field (a nested tuple for some, as the IR's bodies are)
+    return [(f"{f.name}{salt}", (i, salt)) if i % 2 else f"{f.name}{salt}" for i, f in enumerate(dataclasses.fields(cls))]
+
+
+def test_the_tile_ir_records_are_records():
+    names = {c.__name__ for c in RECORDS}
+    assert len(RECORDS) >= 44 and {"Step", "For", "CopyIn", "Stmt", "Slot", "Return"} <= names
+    assert not dataclasses.fields(kernel.Return) and dataclasses.fields(kernel.Field)
+
+
+@pytest.mark.parametrize("cls", RECORDS, ids=lambda c: c.__name__)
+def test_a_record_behaves_as_its_frozen_dataclass(cls):
+    ref = _reference(cls)
+    a, b = _values(cls, 1), _values(cls, 2)
+    x, rx = cls(*a), ref(*a)
+    assert repr(x) == repr(rx) and cls.__doc__ == ref.__doc__ and cls.__match_args__ == ref.__match_args__
+    assert hash(x) == hash(rx) and hash(cls(*a)) == hash(x)
+    assert x == cls(*a) and (x != cls(*b) or not a) and x != rx and (x == rx) is False
+    kw = {f.name: v for f, v in zip(dataclasses.fields(cls), a)}
+    assert cls(**kw) == x and [f.name for f in dataclasses.fields(cls)] == [f.name for f in dataclasses.fields(ref)]
+    required = [f for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
+    assert repr(cls(*a[:len(required)])) == repr(ref(*a[:len(required)]))   # the defaults
+    if a:
+        name = dataclasses.fields(cls)[0].name
+        assert dataclasses.replace(x, **{name: b[0]}) == cls(b[0], *a[1:])
+        with pytest.raises(FrozenInstanceError, match=f"cannot assign to field '{name}'"):
+            setattr(x, name, b[0])
+        with pytest.raises(FrozenInstanceError, match=f"cannot delete field '{name}'"):
+            delattr(x, name)
+    with pytest.raises(TypeError):
+        cls(*a, "one too many")
+
+
+def test_records_compare_and_hash_as_field_tuples_even_with_nan():
+    nan = float("nan")
+    s = ir.Stmt("adds", "y", ("x",), None, ("imm", nan))
+    assert s == s and {s, s} == {s} and s != ir.Stmt("adds", "y", ("x",), None, ("imm", float("nan")))
+    ref = _reference(ir.Stmt)
+    assert hash(s) == hash(ref("adds", "y", ("x",), None, s.scalar))
+
+
+def test_a_field_with_options_is_refused():
+    class Options:
+        x: list = dataclasses.field(default_factory=list)
+    with pytest.raises(TypeError, match="field x has options"):
+        record(Options)
