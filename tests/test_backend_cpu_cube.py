@@ -9,7 +9,7 @@ from conftest import assert_close, fuzz_settings
 from hypothesis import assume, given, strategies as st
 
 import fusedsl as fs
-from fusedsl.backend_cpu import conv_product, conv_sparse
+from fusedsl.backend_cpu import conv_product, conv_sparse, kernel_cpu, tiled_product
 from fusedsl.backend_cpu.cube_split import SplitCpu
 from fusedsl.backend_cpu.kernel_cpu import ScheduleCpu
 from fusedsl.ir.ops import conv2d_reference
@@ -46,7 +46,12 @@ def test_matmul_bias_leaky_relu_f16_in_f32_accumulate_f16_out():
     y = (a.astype(np.float32) @ w.astype(np.float32)).astype(np.float16).astype(np.float32) + b
     y = y.astype(np.float16).astype(np.float32)
     want = np.where(y >= 0, y, (y * np.float32(0.1)).astype(np.float16).astype(np.float32)).astype(np.float16)
+    kernel_cpu._lowered.clear()   # (the IR cache of the process's lowerings: this kernel's alone below)
     _check(f, (a, w, b), want, scale=10.0)
+    # the float16 operands are widened 16 lanes at a time in the lowered IR itself, as the quick tier
+    # runs it (which has no loop vectoriser), by the same loop as the attention kind's
+    (ir_text,) = kernel_cpu._lowered.values()
+    assert f'call void @"{tiled_product.WIDEN}"' in ir_text
 
 
 def test_batched_matmul_gelu_residual():

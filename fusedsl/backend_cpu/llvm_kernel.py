@@ -79,7 +79,8 @@ What each node becomes:
   and k x n block of B with one cblas_sgemm (numpy's OpenBLAS, whose address arrives in `args`) --
   a float32 operand in GM or a UB tensor read where SetTensorA / SetTensorB put it (its rows, or
   read transposed its columns, and their leading dimension), a 16-bit one or an L1 tensor in NZ
-  that CopyNz filled gathered as float32 first -- and runs the body per base tile, M-first;
+  that CopyNz filled gathered as float32 first (a float16 block of whole rows by tiled_product's 16-lane
+  widening loop: the quick tier has no loop vectoriser) -- and runs the body per base tile, M-first;
   GetTensorC copies the tile (rounded to C's dtype) into UB, or, for a VECIN queue nothing else
   writes and a float32 C, points the buffer at the tile in the block of C when its rows are whole
   32-byte rows of the block; int8 operands into an int32 C multiply in int32 (a plain loop: numpy's
@@ -3597,7 +3598,16 @@ class _Lowering:
                 return []
             carried_loop(b, ir.Constant(I64, 0), cols, 1, [], col, "gcol")
             return []
-        carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "grow")
+        if d != dt.float16 or acc != dt.float32:
+            carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "grow")
+            return
+        # a float16 block of whole rows: widened 16 at a time (tiled_product's loop), not left to O3's
+        # vectoriser -- the quick tier has none (a float16 matmul ran 1.41x O3's time on it)
+        with b.if_else(b.icmp_unsigned("==", sj, ir.Constant(I64, 1))) as (rows_in_place, strided):
+            with rows_in_place:
+                b.call(self._tiled_fn(tiled_product.widen_function), [src, si, rows, cols, dst])
+            with strided:
+                carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "grow")
 
     def mm_get_c(self, node: MmGetC) -> None:
         """GetTensorC: the current tile of C (rounded to C's dtype) into a UB tensor, its rows 32 bytes
