@@ -11,6 +11,8 @@ from fusedsl.errors import ScheduleError, TargetError
 from fusedsl.lower.kinds import kernel_ir
 from fusedsl.lower.cube import (WALK_CHOICES, Choices, Traffic, cube_block_dim, cube_tiling, matmul_objects,
                                 schedule_cube_kernel)
+from fusedsl.lower import conv as lower_conv
+from fusedsl.lower.conv import CONV_CHOICES, schedule_conv_kernel
 from fusedsl.tile.kernel import print_kernel
 from fusedsl.targets import get_target
 
@@ -184,3 +186,19 @@ def test_a_cpu_matmul_schedule_launches_the_kept_tiling():
     assert sched.offers[0][0] != sched.tiling_fields and tuple(launch.words) == tuple(kernel_ir(sched).words)
     want = x.astype(np.float32) @ w.astype(np.float32) + b.astype(np.float32)
     np.testing.assert_allclose(comp(x, w, b), np.where(want > 0, want, 0.1 * want), rtol=2e-3, atol=2e-2)
+
+
+def test_a_conv_compiled_again_takes_the_core_count_chosen_before(monkeypatch):
+    """A conv kernel the process scheduled before gets the core count modelled then (lower/conv.
+    CONV_CHOICES): one schedule built, none modelled, the same tiling, geometry and rule figures."""
+    x, w, b = np.ones((1, 8, 12, 12), np.float32), np.ones((16, 8, 3, 3), np.float32), np.ones((1, 16, 1, 1), np.float32)
+    comp = fs.fused_kernel(lambda x, w, b: fs.relu(fs.conv2d(x, w, padding=1) + b), target="ascend910b").compile(x, w, b)
+    (plan,) = comp.kernels
+    CONV_CHOICES.clear()
+    first = schedule_conv_kernel(plan.function, comp.target)
+    modelled = []
+    monkeypatch.setattr(lower_conv, "_modelled", lambda *a: modelled.append(a) or (0.0, 0))
+    again = schedule_conv_kernel(plan.function, comp.target)
+    assert modelled == [] and len(CONV_CHOICES) == 1
+    assert (again.tiling_fields, again.conv, again.rule_figures, again.plan_note) == \
+        (first.tiling_fields, first.conv, first.rule_figures, first.plan_note)

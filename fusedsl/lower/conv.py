@@ -33,7 +33,7 @@ from .. import cost
 from .. import dtypes as dt
 from ..errors import ScheduleError, TargetError
 from ..ir.ops import CONSTANT, has_trait
-from .cube import (TILING_SLACK, CubeSchedule, CubeScalar, _ceil, _up, check_cube_operands,
+from .cube import (TILING_SLACK, Choices, CubeSchedule, CubeScalar, _ceil, _structure, _up, check_cube_operands,
                    WRAP_ROW_BYTES, check_elementwise_epilogue, cores_phrase, cube_tiling, epilogue_rows,
                    matmul_objects, wrap_row_bytes)
 from .row import RowParam
@@ -272,9 +272,16 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     # for its 4 candidates, the compile 0.008 s without) -- and a trial of the walk under the pass's
     # rule kept this pick for all 12 (corpus conv shapes and [8, 64, 56, 56], stride-2 conv + bias
     # + leaky_relu in float16, 910B and 310P: benchmarks/RESULTS.md "Cube tiling by the walk").
+    # The same kernel chosen before in this process (CONV_CHOICES): that count's schedule alone.
+    key = (id(t), t.name, _structure(fn), ub_fraction, l1_headroom)
+    known = CONV_CHOICES.get(key)
+    if known is not None:
+        sched = build(known[0])
+        sched.rule_figures = known[1]
+        return sched
     chosen = build(rule)
     best = _modelled(fn, t, chosen)
-    cands = [(best, chosen)]
+    cands = [(best, rule, chosen)]
     seen = {chosen.tiling_fields.single_core_n}
     for cores in range(1, min(matmul_objects(t), _ceil(pix, 16)) + 1):
         single = min(pix, _up(_ceil(pix, cores), line))
@@ -285,12 +292,20 @@ def schedule_conv_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
             cand = build(cores)
         except ScheduleError:
             continue
-        cands.append((_modelled(fn, t, cand), cand))
+        cands.append((_modelled(fn, t, cand), cores, cand))
     fastest = min(c[0][0] for c in cands)
     limit = min(fastest * (1 + TILING_SLACK), best[0])
-    sched = min((c for c in cands if c[0][0] <= limit), key=lambda c: (c[0][1], c[0][0]))[1]
+    _, cores, sched = min((c for c in cands if c[0][0] <= limit), key=lambda c: (c[0][1], c[0][0]))
     sched.rule_figures = (chosen.tiling_fields.used_core_num,) + best   # (cores, us, GM) of the rule
+    CONV_CHOICES.put(key, (cores, sched.rule_figures, t))
     return sched
+
+
+# The core counts schedule_conv_kernel chose, remembered for the process (lower/cube.Choices says
+# why and how): (id(target), its name, the kernel's structure, ub_fraction, l1_headroom) -> (the
+# count given to `build`, the rule's figures, the target).  A conv compiled again builds one
+# schedule instead of modelling every count (a third of its compile).
+CONV_CHOICES = Choices(1024)
 
 
 def _modelled(fn, t: Target, sched) -> tuple[float, int]:
