@@ -25,7 +25,8 @@ from .errors import (ArgumentError, FusedslError, SaturationWarning, ScheduleErr
 from .ir.core import Function, Module
 from .ir.ops import CALL, CONSTANT, REDUCTION, has_trait
 from .ir.printer import print_module
-from .passes.base import PassManager, gc_paused, write_atomic
+from .gcpause import gc_paused
+from .passes.base import PassManager, write_atomic
 from .passes.fusion_model import fusion_options
 from .passes.pipeline import compile_passes
 from .reference import run_function, run_module

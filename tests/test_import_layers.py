@@ -97,7 +97,8 @@ def test_the_cycle_finder_finds_a_planted_cycle():
 # own layer and the ones below, never one above — lazy imports included, so no layer is dodged
 # by importing inside a function. A new top-level module or package must be placed here.
 LAYERS = [
-    ("base", {"version", "dtypes", "errors", "targets", "cachedir", "cachesize", "scratch", "buffers", "record"}),
+    ("base", {"version", "dtypes", "errors", "targets", "cachedir", "cachesize", "scratch", "buffers", "record",
+              "gcpause"}),
     ("graph IR", {"ir", "reference", "ops"}),
     ("graph passes and models", {"views", "cost", "tile", "passes"}),
     ("lowering to schedules", {"lower"}),

@@ -34,6 +34,7 @@ import llvmlite.binding as llvm
 
 from .. import cachesize
 from ..errors import JitTiersError, user_frame
+from ..gcpause import gc_paused
 from ..version import __version__
 
 ABI_VERSION = "1"     # bump when the args layout or the calling convention changes
@@ -142,7 +143,8 @@ def lowered_ir(description: str, lower) -> str:
             return zlib.decompress(blob).decode()
         except (zlib.error, UnicodeDecodeError):   # a valid checksum over foreign bytes: lower again
             pass
-    ir_text = lower()
+    with gc_paused():   # llvmlite's IR objects: collections were a third of a softmax's lowering
+        ir_text = lower()
     write_cached(key, zlib.compress(ir_text.encode(), 1))
     return ir_text
 
