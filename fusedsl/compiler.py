@@ -945,8 +945,7 @@ class CompiledKernel:
             sched = schedule(plan.function, t)
             if type(sched) not in kinds:
                 return None, None
-            kernel_ir(sched)   # the kernel pass `tiling` first: the launch is the tiling it kept (adopt_kernel)
-            return sched, sched.tiling({}, t)
+            return sched, plan.lowering.tiling(sched, {}, t)   # the tiling the kernel pass `tiling` kept
         except FusedslError:   # refused for another reason (an epilogue reading A, symbolic sizes)
             return None, None
 
@@ -969,10 +968,10 @@ class CompiledKernel:
             t = host_casts(t) if emulated else t
             try:
                 sched = schedule_cube_kernel(fn, t)
-                kernel_ir(sched)   # the kernel pass `tiling` first: the launch is the tiling it kept
+                launch = plan.lowering.tiling(sched, {}, t)   # the tiling the kernel pass `tiling` kept
             except FusedslError:
                 continue
-            return sched, sched.tiling({}, t), order
+            return sched, launch, order
         return None, None, None
 
     def _conv_kernel(self, plan: KernelPlan):

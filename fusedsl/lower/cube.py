@@ -487,10 +487,12 @@ class CubeSchedule:
     offers = ()                # (CubeTiling, plan line) per tiling the kernel pass `tiling` weighs, its own first
     walk_memo = None           # (WALK_CHOICES, this kernel's key): where the pass's choice is remembered
     tiling_choice = None       # what the pass `tiling` weighed (kernel_passes.TilingChoice), once it ran
+    adopted = False            # the pass `tiling` ran on this schedule's kernel (adopt_kernel)
 
     def adopt_kernel(self, k) -> None:
         """The kernel pass `tiling` kept candidate `k.choice.index` of `offers`: the launch's tiling
         and plan line from now on (the report, simulate and the projects read them)."""
+        self.adopted = True
         if k.choice is not None and self.offers:
             self.tiling_fields, self.plan_note = self.offers[k.choice.index]
         if self.walk_memo is not None:   # (no choice -- one offer, or none walkable -- is remembered too)
@@ -521,6 +523,12 @@ class CubeSchedule:
         return [w[f] for f in TCUBE_FIELDS]
 
     def tiling(self, sizes, target) -> "CubeLaunch":
+        """The launch of the kept tiling: with several offers, only once the kernel pass `tiling` chose
+        (the kind's `tiling`, lower/kinds.py, runs the passes first); before, this would be the
+        formula's pick, which the walk may not keep."""
+        if len(self.offers) > 1 and not self.adopted:
+            raise RuntimeError(f"the launch of cube kernel {self.fn.name} asked before the kernel pass `tiling` "
+                               "chose among its offers (lower/kinds.kernel_ir)")
         t = self.tiling_fields
         tiles = _ceil(t.single_core_m, t.base_m) * _ceil(t.single_core_n, t.base_n)
         return CubeLaunch(self.words, cube_block_dim(t.used_core_num, target, t.objects_per_core), 1, t.base_m,

@@ -75,6 +75,13 @@ class Kind:
     ub_plan: Callable[[Any, Any], list] = lambda sched, tiling: kernel_ub_plan(kernel_ir(sched))
 
 
+def _chosen_tiling(sched, sizes: dict, target: Target):
+    """A cube kind's launch: the kernel passes first (`kernel_ir`: the pass `tiling` chooses among
+    the lowering's offers and the schedule adopts the kept one), then the schedule's launch of it."""
+    kernel_ir(sched)
+    return sched.tiling(sizes, target)
+
+
 def _has_cube(fn: Function) -> bool:
     return any(has_trait(op, CUBE) for op in fn.ops)
 
@@ -104,11 +111,11 @@ KINDS: list[Kind] = [
     Kind("cube_group", lambda fn, group: _cube_group(fn, group) and sum(op.name == "matmul" for op in fn.ops) > 1
          and not any(op.name == "conv2d" for op in fn.ops),
          lambda fn, t, o, snaps: schedule_cube_group(fn, t, o.ub_headroom, o.l1_headroom, memo=o.tiling_memo),
-         (CubeGroupSchedule,), (ScheduleError, TargetError)),   # the UB plan: the largest part's
+         (CubeGroupSchedule,), (ScheduleError, TargetError), tiling=_chosen_tiling),   # the UB plan: the largest part's
     # a matmul with its elementwise or row epilogue (lower/cube_tile.py)
     Kind("cube", _cube_group,
          lambda fn, t, o, snaps: schedule_cube_kernel(fn, t, o.ub_headroom, o.l1_headroom, memo=o.tiling_memo),
-         (CubeSchedule,), (ScheduleError, TargetError)),
+         (CubeSchedule,), (ScheduleError, TargetError), tiling=_chosen_tiling),
     # last-axis reductions and the ops around them (lower/row_tile.py)
     Kind("row", lambda fn, group: group in ("row", "single") and is_row_kernel(fn),
          lambda fn, t, o, snaps: schedule_row_kernel(fn, t, o.ub_headroom), (RowSchedule,),
