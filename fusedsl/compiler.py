@@ -246,11 +246,9 @@ class CompiledKernel:
     @user_facing
     def source(self) -> str:
         if self._source is None:
-            from .backend_ascendc.printer import print_source
-            from .backend_ascendc.printers import printer_for_plan
+            from .backend_ascendc.printer import print_plans
             self.check_ascendc()
-            printers = [printer_for_plan(p, self.target) for p in self.kernels]
-            self._source = print_source(printers, self.target)
+            self._source = print_plans(self.kernels, self.target)
         return _comments(self.result_notes) + self._source
 
     @user_facing

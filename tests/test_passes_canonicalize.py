@@ -389,6 +389,35 @@ def test_passes_and_compiles_run_with_the_garbage_collector_paused():
     assert seen and not any(seen) and gc.isenabled()
 
 
+def test_printing_and_the_first_calls_lowering_run_with_the_garbage_collector_paused(tmp_path, monkeypatch):
+    """Printing Ascend C (`k.source`) and building a kernel's LLVM IR at its first call run with the
+    cyclic collector off (each collection walked the caller's whole heap), and it is back on after."""
+    import gc
+    from fusedsl.backend_ascendc import printer_kernel
+    from fusedsl.backend_cpu import kernel_cpu
+
+    seen = {"print": [], "lower": []}
+    body, lower = printer_kernel.KernelPrinter.body, kernel_cpu.lower_kernel
+
+    def probe_body(self):
+        seen["print"].append(gc.isenabled())
+        return body(self)
+
+    def probe_lower(*args, **kwargs):
+        seen["lower"].append(gc.isenabled())
+        return lower(*args, **kwargs)
+
+    monkeypatch.setattr(printer_kernel.KernelPrinter, "body", probe_body)
+    monkeypatch.setattr(kernel_cpu, "lower_kernel", probe_lower)
+    monkeypatch.setattr(kernel_cpu, "_lowered", {})           # (no kernel lowered before in this process
+    monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))   # nor on disk)
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
+    k = fs.fused_kernel(lambda a: fs.relu(a) * 3.0 - a)
+    np.testing.assert_allclose(k(x), np.maximum(x, 0) * 3 - x, rtol=1e-6)
+    assert "__global__" in k.compile(x).source
+    assert seen["print"] == [False] and seen["lower"] and not any(seen["lower"]) and gc.isenabled()
+
+
 def test_dump_ir_writes_one_file_per_pass(tmp_path, monkeypatch):
     dump = tmp_path / "dump"
     monkeypatch.setenv("FUSEDSL_DUMP_IR", str(dump))
