@@ -40,6 +40,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 
+from .record import record
 from .errors import CacheLimitError, user_frame
 
 try:   # POSIX; elsewhere the estimate is updated without a lock (it is only an estimate)
@@ -70,7 +71,7 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*")
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     """One cache entry: its files in removal order (the one a reader checks first goes first, so an
     interrupted removal leaves a recognisable rest), the folder to remove after them, its size and

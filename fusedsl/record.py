@@ -16,6 +16,9 @@ annotation: 18 ms for tile/kernel.py's 40 node types, a tenth of a small kernel'
                 class derives from one)
     __doc__     `Name(field: 'type' = default, ...)` when the class has no docstring
 
+A method the class body defines itself (`__hash__`, `__eq__`, `__repr__`, `__init__`) is kept, as
+dataclass keeps it.
+
 The four shared methods are functions of the class's field names, compiled once here.  The class
 is a dataclass for `dataclasses.fields`, `replace` and `match` (its `__dataclass_params__` say
 init / repr / eq False and frozen False, the methods being ours: no fusedsl code reads them).
@@ -109,9 +112,16 @@ def record(cls):
             raise TypeError(f"record {cls.__name__}: field {f.name} has options; make it a dataclass")
     cls._record_names = tuple(f.name for f in fields)
     cls._record_values = staticmethod(_values(cls._record_names))
-    cls.__init__ = _first_init
-    cls.__eq__, cls.__hash__, cls.__repr__ = _eq, _hash, _repr
-    cls.__setattr__, cls.__delattr__ = _setattr, _delattr
+    own = cls.__dict__
+    if "__setattr__" in own or "__delattr__" in own:
+        raise TypeError(f"record {cls.__name__} defines __setattr__ / __delattr__: a record is frozen")
+    # a method the class writes itself stays (dataclass keeps them too: Target hashes its name)
+    for name, method in (("__init__", _first_init), ("__eq__", _eq), ("__repr__", _repr),
+                         ("__setattr__", _setattr), ("__delattr__", _delattr)):
+        if name not in own:
+            setattr(cls, name, method)
+    if own.get("__hash__", None) is None:   # None: Python's, for a class body that defines __eq__
+        cls.__hash__ = _hash
     if not own_doc:
         cls.__doc__ = cls.__name__ + "(" + ", ".join(
             f"{f.name}: {f.type!r}" + ("" if f.default is MISSING else f" = {f.default!r}") for f in fields) + ")"

@@ -11,17 +11,18 @@ the same as `fusedsl.dtypes.DType.ascendc`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Mapping
 
 from fusedsl.errors import TargetError
+from fusedsl.record import record
 
 ROUND_MODES = ("CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC",
                "CAST_ODD", "CAST_HYBRID")
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     name: str              # fusedsl's name, also the CANN OpDef AddConfig string
     chip: str

@@ -31,10 +31,10 @@ than MAX_BOXES boxes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
+from .record import record
 from .errors import IndexRangeError
 from .ir.core import Function, Op, TensorType, Value, freeze_attrs
 from .ir.ops import BROADCAST, CONSTANT, ELEMENTWISE, SHAPE, has_trait, take_range_message
@@ -145,7 +145,7 @@ def normalize(fn: Function) -> Function:
 
 
 # ---- address maps -------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class _Map:
     """Address of element i (coordinates of some value): param `src` at off + sum(st[d] * i[d]).
     A gather map reads table `src` row idx[ioff + sum(ist[d] * i[d])] (d over all but the last
@@ -224,7 +224,7 @@ def _resolve(v: Value, lo, hi, producer, param_pos) -> list[tuple[tuple, tuple, 
                     "kernel's inputs become addressing")
 
 
-@dataclass(frozen=True)
+@record
 class BoxSrc:
     sel: int            # which of the load's sources (ViewLoad.sources) this box reads
     off: int
@@ -234,7 +234,7 @@ class BoxSrc:
     irs: int = 0        # ... and their stride per row
 
 
-@dataclass(frozen=True)
+@record
 class Box:
     rows: int
     cols: int
@@ -243,7 +243,7 @@ class Box:
     srcs: tuple[BoxSrc, ...]   # per load
 
 
-@dataclass(frozen=True)
+@record
 class ViewLoad:
     value: Value                # the loaded value (in the kernel after normalize)
     sources: tuple[int, ...]    # kernel parameter indices it reads (a table for a gather)
@@ -252,7 +252,7 @@ class ViewLoad:
     attrs: tuple = ()           # the take's attributes (its optional `origin`: the user's op)
 
 
-@dataclass(frozen=True)
+@record
 class ViewPlan:
     S: tuple[int, ...]
     loads: tuple[ViewLoad, ...]

@@ -1,20 +1,31 @@
-"""tile/record.py: every record of the tile IR behaves as the frozen dataclass it replaces.
+"""fusedsl/record.py: every record behaves as the frozen dataclass it replaces.
 
 Each record class is compared with `dataclass(frozen=True)` built from the same annotations and
 defaults: construction (positional and by name, defaults), equality, hashing (the same values:
 sets of nodes iterate in the same order), repr, __doc__, match args, `dataclasses.fields` /
 `replace`, and FrozenInstanceError on assignment and deletion.
 """
+import ast
 import dataclasses
+import functools
 import inspect
+import os
+import sys
 from dataclasses import FrozenInstanceError
 
 import pytest
 
-from fusedsl.tile import ir, kernel
+import fusedsl
+from fusedsl import cachesize, targets, views
+from fusedsl.backend_cpu import attention_softmax
+from fusedsl.lower import attention, column, column_plan, kinds, transpose
+from fusedsl.passes import fuse, fusion_model
 from fusedsl.record import record
+from fusedsl.tile import ir, kernel, prims
 
-RECORDS = [c for m in (kernel, ir) for c in vars(m).values()
+MODULES = (kernel, ir, prims, views, targets, cachesize, kinds, transpose, column, column_plan, attention, fuse,
+           fusion_model, attention_softmax)
+RECORDS = [c for m in MODULES for c in vars(m).values()
            if inspect.isclass(c) and c.__module__ == m.__name__ and "_record_names" in c.__dict__]
 
 
@@ -22,10 +33,24 @@ def _reference(cls):
     """The frozen dataclass `cls` was before it became a record."""
     body = {"__annotations__": {f.name: f.type for f in dataclasses.fields(cls)}, "__qualname__": cls.__qualname__,
             "__module__": cls.__module__,
-            **{f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}}
+            **{f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING},
+            **{k: v for k, v in cls.__dict__.items() if k in ("__hash__", "__eq__", "__repr__") and _written(cls, k)}}
     if cls.__dict__.get("__doc__") and not cls.__doc__.startswith(cls.__name__ + "("):
         body["__doc__"] = cls.__doc__
     return dataclasses.dataclass(frozen=True)(type(cls.__name__, (), body))
+
+
+@functools.cache
+def _methods(module) -> dict[str, set[str]]:
+    """class name -> the methods its body defines, read from the module's source."""
+    tree = ast.parse(open(module.__file__, encoding="utf-8").read())
+    return {c.name: {f.name for f in c.body if isinstance(f, ast.FunctionDef)}
+            for c in tree.body if isinstance(c, ast.ClassDef)}
+
+
+def _written(cls, name):
+    """Whether the class body defines this method (record and dataclass keep it)."""
+    return name in _methods(sys.modules[cls.__module__]).get(cls.__name__, ())
 
 
 def _values(cls, salt):
@@ -33,9 +58,13 @@ def _values(cls, salt):
     return [(f"{f.name}{salt}", (i, salt)) if i % 2 else f"{f.name}{salt}" for i, f in enumerate(dataclasses.fields(cls))]
 
 
-def test_the_tile_ir_records_are_records():
+def test_every_record_is_checked_here():
     names = {c.__name__ for c in RECORDS}
-    assert len(RECORDS) >= 44 and {"Step", "For", "CopyIn", "Stmt", "Slot", "Return"} <= names
+    assert len(RECORDS) == 60 and {"Step", "For", "CopyIn", "Stmt", "Slot", "Return", "Target", "Kind"} <= names
+    users = sorted(os.path.relpath(os.path.join(d, f), os.path.dirname(fusedsl.__file__))
+                   for d, _, files in os.walk(os.path.dirname(fusedsl.__file__)) for f in files
+                   if f.endswith(".py") and "\n@record\n" in open(os.path.join(d, f), encoding="utf-8").read())
+    assert users == sorted(m.__file__.split("fusedsl" + os.sep, 1)[1] for m in MODULES)
     assert not dataclasses.fields(kernel.Return) and dataclasses.fields(kernel.Field)
 
 
@@ -46,6 +75,8 @@ def test_a_record_behaves_as_its_frozen_dataclass(cls):
     x, rx = cls(*a), ref(*a)
     assert repr(x) == repr(rx) and cls.__doc__ == ref.__doc__ and cls.__match_args__ == ref.__match_args__
     assert hash(x) == hash(rx) and hash(cls(*a)) == hash(x)
+    for name in ("__hash__", "__eq__", "__repr__"):   # a method the class writes is kept (Target's hash)
+        assert not _written(cls, name) or cls.__dict__[name].__qualname__ == f"{cls.__qualname__}.{name}"
     assert x == cls(*a) and (x != cls(*b) or not a) and x != rx and (x == rx) is False
     kw = {f.name: v for f, v in zip(dataclasses.fields(cls), a)}
     assert cls(**kw) == x and [f.name for f in dataclasses.fields(cls)] == [f.name for f in dataclasses.fields(ref)]

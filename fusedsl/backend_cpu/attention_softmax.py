@@ -23,12 +23,12 @@ runs statement by statement as before.
 """
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 from llvmlite import ir
 
 from .. import dtypes as dt
+from ..record import record
 from ..tile.kernel import (CopyIn, DeQue, Dup, EnQue, For, Free, If, Let, MmGetC, MmIterate, MmSet, MmTail, Put,
                            Ref, Scalar, Sync, Vec, walk_nodes)
 from .irgen import I64, carried_loop
@@ -39,7 +39,7 @@ __all__ = ["SoftmaxBlock", "emit", "fused_top", "match", "match_accumulate", "p_
 _INF = float("inf")
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class SoftmaxBlock:
     """The pieces of one S block's softmax (the tile IR's expressions, evaluated where emitted)."""
     sc: str                 # the S block (GetTensorC's tensor), rows `ld` apart

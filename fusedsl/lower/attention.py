@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..record import record
 from .. import dtypes as dt
 from ..cost import attention_blocks, attention_ub_buffers
 from ..errors import ScheduleError, TargetError
@@ -45,7 +46,7 @@ def _up(a: int, b: int) -> int:
     return -(-a // b) * b
 
 
-@dataclass(frozen=True)
+@record
 class AttentionLaunch:
     words: list
     block_dim: int

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..record import record
 from .. import dtypes as dt
 from ..errors import ScheduleError
 from ..ir.core import Function, Op, Value
@@ -138,7 +139,7 @@ class ColumnSchedule:
         return tuple(words)
 
 
-@dataclass(frozen=True)
+@record
 class ColumnTiling:
     A: int
     K: int

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..record import record
 from ..ir.core import Function, Op, Param, TensorType, Value, freeze_attrs
 from ..ir.ops import CONSTANT, has_trait
 from ..ir.shapes import column_param
@@ -38,7 +39,7 @@ from .errors import LoweringError
 from .row_plan import REDUCTIONS, OpStep, op_schedule
 
 
-@dataclass(frozen=True)
+@record
 class ColParam:
     """A kernel parameter and how it lies over [A, K, B] (element strides, 0 = broadcast)."""
 

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..record import record
 from ..errors import FusedslError, ScheduleError, TargetError
 from ..ir.core import Function
 from ..ir.ops import ATTENTION, CUBE, REDUCTION, has_trait
@@ -52,7 +53,7 @@ class LowerOptions:
     tiling_memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@record
 class Kind:
     name: str
     # (kernel, fusion's group kind "vector" | "row" | "cube" | "single") -> does this kind take it

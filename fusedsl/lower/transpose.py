@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..record import record
 from ..errors import ScheduleError
 from ..ir.core import Function, Op
 from ..ir.ops import CONSTANT, has_trait
@@ -141,7 +142,7 @@ class TransposeSchedule:
         return compute_transpose_tiling(self, target)
 
 
-@dataclass(frozen=True)
+@record
 class TransposeTiling:
     tile_rows: int
     tile_cols: int

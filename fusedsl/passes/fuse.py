@@ -34,8 +34,8 @@ Rules (why each boundary exists is recorded in `KernelInfo.reason`):
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 
+from ..record import record
 from ..errors import ScheduleError
 from ..ir.shapes import column_param, fmt_shape
 from ..ir.core import Function, Module, Op, Param, TensorType, Value
@@ -55,7 +55,7 @@ def is_view_op(op: Op) -> bool:
     return op.name == "reshape" or has_trait(op, HOST)
 
 
-@dataclass(frozen=True)
+@record
 class KernelInfo:
     name: str
     kind: str       # "vector" | "row" | "cube" | "single"

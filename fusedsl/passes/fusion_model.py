@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 
+from ..record import record
 from .. import cost
 
 # code -> short title.  Keep codes stable; add new ones at the end.
@@ -52,7 +52,7 @@ MIN_TILE_BYTES = 256           # the schedule's tile granule: 256 bytes of the n
 SYMBOLIC_GUESS = 1024          # size assumed for a symbolic dimension when scoring
 
 
-@dataclass(frozen=True)
+@record
 class FusionOptions:
     opt_level: int = 2                 # 0: no fusion, 1: producer-consumer chains, 2/3: + horizontal
     ub_headroom: float = DEFAULT_UB_HEADROOM

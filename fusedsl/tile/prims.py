@@ -21,13 +21,14 @@ This module imports nothing of the backends: the lowerings call methods of the e
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from ..record import record
 
-@dataclass(frozen=True)
+
+@record
 class Prim:
     name: str
     api: str
