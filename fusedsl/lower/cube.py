@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from types import SimpleNamespace
 
 import numpy as np
@@ -330,17 +331,24 @@ def _balanced_split(m: int, n: int, dim: int, whole_rows: bool) -> tuple[int, in
     return best[1:]
 
 
-def _splits(m: int, n: int, dim: int, whole_rows: bool):
-    """Every distinct (singleCoreM, singleCoreN, cores) on at most `dim` cores."""
-    seen = set()
+@lru_cache(maxsize=1024)
+def _splits(m: int, n: int, dim: int, whole_rows: bool) -> tuple:
+    """Every distinct (singleCoreM, singleCoreN, cores) on at most `dim` cores, in the order of
+    (mDim, nDim).  Remembered: the search asks again for each layout with the same core cap."""
+    out, seen = [], set()
     for md in range(1, dim + 1):
         sm = min(m, _up(_ceil(m, md), 16))
+        last = None
         for nd in ((1,) if whole_rows else range(1, dim // md + 1)):
             sn = n if whole_rows else min(n, _up(_ceil(n, nd), 16))
+            if sn == last:   # (sn only falls as nd grows: the same split again)
+                continue
+            last = sn
             used = _ceil(m, sm) * _ceil(n, sn)
             if used <= dim and (sm, sn) not in seen:
                 seen.add((sm, sn))
-                yield sm, sn, used
+                out.append((sm, sn, used))
+    return tuple(out)
 
 
 def _bases(sm: int, sn: int, whole_rows: bool, fits):

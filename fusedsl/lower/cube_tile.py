@@ -446,14 +446,27 @@ def cube_tile_kernel(sched: CubeSchedule) -> TileKernel:
     changes the kernel's text (one Matmul object per AI core idles the second vector instance; A's
     panel in L1 adds a TSCM queue and its copy) and the plan line names the split."""
     own = _CubeLowering(sched).kernel()
+    # a kernel reads its tiling through the words but for the layout (lower/cube.LAYOUTS: A's panel
+    # in L1, Matmul objects per AI core): candidates of a layout built once are that kernel with
+    # their words and plan line
+    built = {_layout(sched.tiling_fields, sched.target): own}
     others = []
     # (a schedule that adopted another tiling already -- the pass ran -- offers nothing more)
     offers = sched.offers[1:] if sched.offers and sched.offers[0][0] == sched.tiling_fields else ()
     for tiling, note in offers:
         alt = copy.copy(sched)
         alt.tiling_fields, alt.plan_note, alt.offers = tiling, note, ()
-        others.append(_CubeLowering(alt).kernel())
+        same = built.get(_layout(tiling, sched.target))
+        if same is None:
+            same = built[_layout(tiling, sched.target)] = _CubeLowering(alt).kernel()
+        others.append(dataclasses.replace(same, note=note, words=tuple(alt.words)))
     return dataclasses.replace(own, candidates=tuple(others)) if others else own
+
+
+def _layout(tiling, target) -> tuple:
+    """What of a tiling, besides its words, a cube kernel's text depends on (_CubeLowering.kernel /
+    process): A's panel held in L1, and the Matmul objects per AI core on a chip with two."""
+    return bool(tiling.a_l1_bytes), tiling.objects_per_core if target.separated else 1
 
 
 def cube_group_tile_kernel(sched: CubeGroupSchedule) -> TileKernel:
