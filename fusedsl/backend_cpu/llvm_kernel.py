@@ -460,6 +460,31 @@ def _pick_loop(node):
     return node.end, inner.start, inner.end, mv.dst, dst[0], mv.src, src[0], src[1]
 
 
+def _is_zero(v) -> bool:
+    return isinstance(v, ir.Constant) and v.constant == 0
+
+
+class _EntryValues:
+    """name -> an LLVM value of the kernel's entry block, made by its function when first read (the
+    argument block's words: the tiling words, typed fields, GM pointers and queue offsets a kernel
+    reads -- first_call.py's view kernel loaded 22 up front and reads 11 -- not every one, for the
+    quick tier's passes to delete).  The entry builder stays at the end of the entry block until
+    `build` closes it, so a value made there dominates every use."""
+
+    def __init__(self, makers: dict):
+        self._makers = makers
+        self._values = {}
+
+    def __contains__(self, name) -> bool:
+        return name in self._makers
+
+    def __getitem__(self, name):
+        v = self._values.get(name)
+        if v is None:
+            v = self._values[name] = self._makers[name]()
+        return v
+
+
 class _Lowering:
     def __init__(self, k: TileKernel, features: frozenset, products: dict | None = None,
                  compensated_folds: bool = False, host_product: bool = False, streaming: bool = True):
@@ -916,27 +941,27 @@ class _Lowering:
         self.ab = b                     # the entry block: allocas and the arguments
         b0, b1, args, arena = fn.args
         self.args, self.arena = args, arena
-        self.words = {}
-        for name, (w, n) in self.offsets.items():
-            if n == 0:
-                self.words[name] = b.trunc(self._arg(b, w), I32)
+        self._arena_bufs = {}   # (queue, constant buffer index) -> its address (`arena_buffer`)
+        # the argument block's words, each loaded in the entry block when first read (`_EntryValues`):
+        # a kernel reads a few of its tiling words, fields and queues' offsets
+        self.words = _EntryValues({name: (lambda w=w: b.trunc(self._arg(b, w), I32))
+                                   for name, (w, n) in self.offsets.items() if n == 0})
         nw = k.word_count
-        self.typed_vals = {}
-        for j, f in enumerate(typed_fields(k)):
+
+        def typed(j, f):
             raw = self._arg(b, nw + j)
-            self.typed_vals[f.name] = b.bitcast(raw, F64) if f.ctype == "float" else b.trunc(raw, I32)
+            return b.bitcast(raw, F64) if f.ctype == "float" else b.trunc(raw, I32)
+        self.typed_vals = _EntryValues({f.name: (lambda j=j, f=f: typed(j, f)) for j, f in enumerate(typed_fields(k))})
         at = nw + len(self.typed)
-        self.gm_ptr = {}
-        for g in k.gms:   # a work tensor's word is its offset in the arena
+
+        def gm(at, g):   # a work tensor's word is its offset in the arena
             word = self._arg(b, at)
-            self.gm_ptr[g.name] = (b.gep(arena, [word], source_etype=I8) if g.role == "work"
-                                   else b.inttoptr(word, PTR))
-            at += 1
-        self.q_off, self.q_size = {}, {}
-        for q in k.queues:
-            self.q_off[q.name] = self._arg(b, at)
-            self.q_size[q.name] = self._arg(b, at + 1)
-            at += 2
+            return b.gep(arena, [word], source_etype=I8) if g.role == "work" else b.inttoptr(word, PTR)
+        self.gm_ptr = _EntryValues({g.name: (lambda at=at + i, g=g: gm(at, g)) for i, g in enumerate(k.gms)})
+        at += len(k.gms)
+        self.q_off = _EntryValues({q.name: (lambda w=at + 2 * i: self._arg(b, w)) for i, q in enumerate(k.queues)})
+        self.q_size = _EntryValues({q.name: (lambda w=at + 2 * i + 1: self._arg(b, w)) for i, q in enumerate(k.queues)})
+        at += 2 * len(k.queues)
         # (a variant without streaming ignores the flag: its stores are plain, `lower_kernel`)
         self.stream = (b.icmp_unsigned("!=", self._arg(b, at), ir.Constant(I64, 0)) if self.streaming
                        else ir.Constant(I1, 0))
@@ -1183,7 +1208,10 @@ class _Lowering:
         return self.convert(v, kind, None) if kind is not None else v
 
     def ev_i64(self, e):
-        return self.b.zext(self.ev_u32(e), I64)
+        v = self.ev_u32(e)
+        if isinstance(v, ir.Constant) and v.type == I32 and isinstance(v.constant, int):
+            return ir.Constant(I64, v.constant & 0xFFFFFFFF)   # (a literal offset or count: no zext)
+        return self.b.zext(v, I64)
 
     def truth(self, val):
         v, kind = val
@@ -1288,10 +1316,24 @@ class _Lowering:
             for i in range(1, len(slots)):
                 ptr = b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), b.load(slots[i], typ=PTR), ptr)
             return ptr
-        return self.arena_buffer(q, b.zext(idx, I64))
+        return self.arena_buffer(q, idx)
 
     def arena_buffer(self, q: str, idx):
+        """The address of queue q's buffer idx (an i32 or i64 value) in the arena.  A constant
+        buffer's address is computed once, in the entry block: a queue's buffer 0 is addressed
+        wherever a tensor of a one-buffer queue is (a softmax: 20 times, 3 instructions each)."""
+        if isinstance(idx, ir.Constant):
+            key = (q, int(idx.constant))
+            ptr = self._arena_bufs.get(key)
+            if ptr is None:
+                a = self.ab
+                off = self.q_off[q] if key[1] == 0 else \
+                    a.add(self.q_off[q], a.mul(ir.Constant(I64, key[1]), self.q_size[q]))
+                ptr = self._arena_bufs[key] = a.gep(self.arena, [off], source_etype=I8)
+            return ptr
         b = self.b
+        if idx.type != I64:
+            idx = b.zext(idx, I64)
         return b.gep(self.arena, [b.add(self.q_off[q], b.mul(idx, self.q_size[q]))], source_etype=I8)
 
     def set_buffer(self, name: str, ptr) -> None:
@@ -1321,9 +1363,15 @@ class _Lowering:
         if off is None:
             off = self.ev_i64(r.offset)
             if extra is not None:
-                off = b.zext(b.trunc(b.add(off, extra), I32), I64)   # uint32 like the interpreter's offset
+                at = extra if _is_zero(off) else b.add(off, extra)
+                off = b.zext(b.trunc(at, I32), I64)   # uint32 like the interpreter's offset
             off = self._remap(r.tensor, off)
-        base = b.gep(self.tensor_base(r.tensor), [b.mul(off, ir.Constant(I64, d.itemsize))], source_etype=I8)
+        base = self.tensor_base(r.tensor)
+        if isinstance(off, ir.Constant):   # (a Ref at a literal offset: most are at 0)
+            if off.constant:
+                base = b.gep(base, [ir.Constant(I64, off.constant * d.itemsize)], source_etype=I8)
+        else:
+            base = b.gep(base, [b.mul(off, ir.Constant(I64, d.itemsize))], source_etype=I8)
         if r.view is not None:
             t, size = _VIEW_TYPES[r.view]
             return base, t, size, None
@@ -2161,7 +2209,7 @@ class _Lowering:
             self.reduce(node)
             return
         self.guard_out(node.dst, ir.Constant(I64, 1))
-        r = self._reduce_vector(kind, src[0], count, self._reduce_fn(kind, dt.float32), regs, stored)
+        r = self._reduce_vector(kind, src[0], count, lambda: self._reduce_fn(kind, dt.float32), regs, stored)
         self.store_scalar(r, dst[0], dt.float32)
 
     def _comp_of(self, acc: Ref, lanes: int):
@@ -2537,7 +2585,7 @@ class _Lowering:
             self.alloc_out(node)
         if isinstance(node, Alloc) and node.queue in self.in_guarded:   # home, nothing written yet
             idx = self.b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
-            self.set_buffer(node.tensor, self.arena_buffer(node.queue, self.b.zext(idx, I64)))
+            self.set_buffer(node.tensor, self.arena_buffer(node.queue, idx))
             self._set_in_len(node.tensor, ir.Constant(I64, 0))
 
     # -- guarded in-aliasing (`_in_aliasing`) ---------------------------------------------------------
@@ -2567,7 +2615,7 @@ class _Lowering:
         n = self._in_len(name)
         with b.if_then(b.icmp_signed(">", n, ir.Constant(I64, 0))):
             idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
-            arena = self.arena_buffer(q, b.zext(idx, I64))
+            arena = self.arena_buffer(q, idx)
             self.memcpy(arena, self.tensor_base(name), n)
             self.set_buffer(name, arena)
         self._set_in_len(name, ir.Constant(I64, -1))
@@ -2597,7 +2645,7 @@ class _Lowering:
             d = self.tensor_dtype(name)
             size = ir.Constant(I64, d.itemsize)
             idx = b.load(self.t_index[name]) if name in self.t_index else ir.Constant(I32, 0)
-            arena = self.arena_buffer(q, b.zext(idx, I64))
+            arena = self.arena_buffer(q, idx)
             base = self.tensor_base(name)
             self.copy_rows(arena, base, b.mul(us, size), b.mul(gs, size), rows, b.mul(cols, size))
             self.set_buffer(name, arena)
@@ -2701,7 +2749,7 @@ class _Lowering:
             # contiguous rows: the tensor is the GM rows themselves; otherwise its arena buffer
             # (a guarded queue's buffer only while nothing was written into it since AllocTensor)
             idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
-            arena = self.arena_buffer(q, b.zext(idx, I64))
+            arena = self.arena_buffer(q, idx)
             # a strided queue's buffer stands for strided rows too (its Steps read them row by row)
             strided = q in self.strided
             alias = ir.Constant(I1, 1) if strided else whole
@@ -2760,7 +2808,7 @@ class _Lowering:
         q = node.queue
         gm0, whole, nbytes = self._copy_extent(self.out_aliased[q])
         idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
-        arena = self.arena_buffer(q, b.zext(idx, I64))
+        arena = self.arena_buffer(q, idx)
         whole = b.and_(whole, b.icmp_unsigned(">", nbytes, ir.Constant(I64, 0)))
         if q in self.strided:   # strided rows too: its Steps write them row by row (`strided_offset`)
             co = self.out_aliased[q]
@@ -2795,7 +2843,7 @@ class _Lowering:
             end = b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), b.load(slots[i], typ=I64), end)
         with b.if_then(b.icmp_unsigned(">", end_at, end)):
             base = self.tensor_base(r.tensor)
-            arena = self.arena_buffer(q, b.zext(idx, I64))
+            arena = self.arena_buffer(q, idx)
             self.memcpy(arena, base, b.sub(end, b.ptrtoint(base, I64)))
             self.set_buffer(r.tensor, arena)
             self._set_out_end(r.tensor, ir.Constant(I64, -1))
@@ -3053,10 +3101,10 @@ class _Lowering:
         if sd is None or dd is None or not sd.is_float:
             raise LoweringError(f"kernel {self.k.name}: {node.api} of {sd}")
         n = self.ev_i64(node.count)
-        fn = self._reduce_fn(kind, sd)
+        fn = lambda: self._reduce_fn(kind, sd)   # noqa: E731 (emitted only when called: `_reduce_vector`)
         r = self._reduce_vector(kind, src[0], node.count, fn) if sd == dt.float32 else None
         if r is None:
-            r = b.call(fn, [src[0], n])
+            r = b.call(fn(), [src[0], n])
         # np.sum of a float16 array accumulates in float32 and rounds the result once
         if sd != dt.float32:
             r = self.round_scalar(r, sd)
@@ -3095,7 +3143,9 @@ class _Lowering:
         (another count).  sum (8 <= n <= 128, n % 8 == 0): numpy's eight accumulators are the lanes of
         an <8 x float>, added chunk after chunk in the same order, then the same tree.  max / min (n %
         16 == 0): the left fold's value is the extreme value whenever it is not 0 and no element is
-        NaN (all such elements have its bits); otherwise (a NaN, or which zero) the fold itself runs.
+        NaN (all such elements have its bits); otherwise (a NaN, or which zero) the fold itself runs:
+        `fn()` gives its function (asked for only then: a sum in registers emits no reduce.sum /
+        pairwise helpers the kernel never calls -- a softmax's IR carried 130 such lines).
         `regs`: the elements are these 16-lane registers (`reduce_lanes`), not loaded; `store()` puts
         them at p before the fold runs."""
         b = self.b
@@ -3141,7 +3191,7 @@ class _Lowering:
         def fold():
             if store is not None:
                 store()
-            return [b.call(fn, [p, ir.Constant(I64, count)])]
+            return [b.call(fn(), [p, ir.Constant(I64, count)])]
         return branch_values(b, exact, lambda: [lanes[0]], fold)[0]
 
     def _elements_fn(self, name: str, d: dt.DType):
@@ -3638,7 +3688,7 @@ class _Lowering:
             q = self.tensor_queue[node.tensor]
             idx = b.load(self.t_index[node.tensor]) if node.tensor in self.t_index else ir.Constant(I32, 0)
             tile = b.gep(c_buf, [b.mul(b.add(b.mul(r0, ldc), c0), ir.Constant(I64, 4))], source_etype=I8)
-            self.set_buffer(node.tensor, b.select(contiguous, tile, self.arena_buffer(q, b.zext(idx, I64))))
+            self.set_buffer(node.tensor, b.select(contiguous, tile, self.arena_buffer(q, idx)))
             copy = b.not_(contiguous)
         base = self.tensor_base(node.tensor)
         if self._acc(mm) == mm.c.dtype == d:   # no conversion: each row one memcpy (a conv's rows of
@@ -3759,14 +3809,15 @@ class _Lowering:
         else:
             end, regs = carried_loop(b, ir.Constant(I64, 0), n, w, [init] * parts, whole, "sfold", whole_steps=True)
 
+        def strip(off, acc):
+            mask = b.icmp_signed("<", iota, em.splat_value(b.sub(n, off)))
+            values = run(off, mask)
+            return b.select(mask, apply(acc, values[(id(node), slot)]), acc)
+
         def tail():
-            out = []
-            for j, acc in enumerate(regs):
-                off = b.add(end, ir.Constant(I64, LANES * j))
-                mask = b.icmp_signed("<", iota, em.splat_value(b.sub(n, off)))
-                values = run(off, mask)
-                out.append(b.select(mask, apply(acc, values[(id(node), slot)]), acc))
-            return out
+            if parts == 1:
+                return [strip(end, regs[0])]
+            return self._rotated_strips(end, regs, strip, "sftail")
         regs = branch_values(b, b.icmp_signed("<", end, n), tail, lambda: list(regs))
         if red is not None:   # the halving and WholeReduce after it, on the registers
             self.reduce_lanes(red, regs)
@@ -3774,6 +3825,22 @@ class _Lowering:
         for j, acc in enumerate(regs):
             self.store_ref(at, acc, ir.Constant(I64, LANES * j), None)
         return False
+
+    def _rotated_strips(self, start, regs: list, strip, tag: str) -> list:
+        """`regs[j] = strip(start + j * LANES, regs[j])` for every accumulator j, as a loop of
+        len(regs) passes that emits `strip` once: each pass folds the first accumulator and moves it
+        last, so after the last pass every accumulator is back in its place, having taken the same
+        operations in the same order as the unrolled strips (the same bits).  A step-fused fold's
+        masked tail: its steps' math (a softmax's exp) once instead of once per accumulator (a
+        softmax [64, 1000]'s quick compile 44 -> 42 ms); O3 unrolls the known trip count (the same
+        object code)."""
+        b = self.b
+
+        def one(j, accs):
+            off = b.add(start, b.mul(j, ir.Constant(I64, LANES)))
+            return accs[1:] + [strip(off, accs[0])]
+        _, out = carried_loop(b, ir.Constant(I64, 0), ir.Constant(I64, len(regs)), 1, list(regs), one, tag)
+        return out
 
     def prefill(self, step: Step) -> None:
         """The Duplicates the printer puts before a Step's stmts (printer_kernel: the lanes Compare
