@@ -38,7 +38,7 @@ import os
 import re
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .record import record
 from .errors import CacheLimitError, user_frame
@@ -84,7 +84,7 @@ class Entry:
     stamp: int
 
 
-@dataclass
+@record(frozen=False)
 class Scan:
     """A cache root's entries and what lies there that fusedsl did not write (left alone)."""
 
@@ -418,7 +418,7 @@ def _remove(entry: Entry) -> str:
     return "removed"
 
 
-@dataclass
+@record(frozen=False)
 class Pruned:
     """What a prune or a clear did."""
 

@@ -1,10 +1,11 @@
-"""`record`: a frozen dataclass that costs little to define.
+"""`record`: a dataclass that costs little to define.
 
 The IR has dozens of small immutable node types, and a kernel's first call imports them all.
 `dataclass(frozen=True)` compiles six methods per class from generated source at import
 (__init__, __repr__, __eq__, __hash__, __setattr__, __delattr__) and parses every string
 annotation: 18 ms for tile/kernel.py's 40 node types, a tenth of a small kernel's first call.
-`record` gives the same class for about a twentieth of that:
+`record` gives the same class for about a twentieth of that (`record(frozen=False)`: a plain
+dataclass's, mutable and unhashable):
 
     __init__    generated as dataclass does (the fields, in order, with their defaults), when the
                 class's first instance is built: a node type a program never builds costs nothing
@@ -13,7 +14,7 @@ annotation: 18 ms for tile/kernel.py's 40 node types, a tenth of a small kernel'
                 same values, so a set of nodes iterates in the same order)
     repr        `Name(field=value, ...)`, recursion shown as `...`
     assignment  FrozenInstanceError on setting or deleting any attribute (a record is final: no
-                class derives from one)
+                class derives from one); a mutable record's are Python's
     __doc__     `Name(field: 'type' = default, ...)` when the class has no docstring
 
 A method the class body defines itself (`__hash__`, `__eq__`, `__repr__`, `__init__`) is kept, as
@@ -22,8 +23,9 @@ dataclass keeps it.
 The four shared methods are functions of the class's field names, compiled once here.  The class
 is a dataclass for `dataclasses.fields`, `replace` and `match` (its `__dataclass_params__` say
 init / repr / eq False and frozen False, the methods being ours: no fusedsl code reads them).
-A record's fields are plain annotations with defaults; a class that needs `field(...)` options
-(a default factory, a field left out of equality) stays a dataclass.
+A field may be a `field(...)` with a default, a default factory, compare=False (left out of
+equality and hashing) or repr=False, as in a dataclass; init=False, hash=, __post_init__, ClassVar
+and InitVar fields are refused (no record needs them).
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def _hash(self):
 @recursive_repr()
 def _repr(self):
     return (f"{self.__class__.__qualname__}("
-            + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__class__._record_names) + ")")
+            + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__class__._record_repr) + ")")
 
 
 def _setattr(self, name, value):
@@ -61,7 +63,7 @@ def _delattr(self, name):
 
 
 def _values(names: tuple[str, ...]):
-    """obj -> the tuple of its fields, as the dataclass methods build it."""
+    """obj -> the tuple of these fields, as the dataclass methods build it."""
     if len(names) > 1:
         return attrgetter(*names)
     if names:
@@ -77,25 +79,53 @@ def _first_init(self, *args, **kwargs):
     cls.__init__(self, *args, **kwargs)
 
 
+class _Factory:
+    """The default of a field with a default factory: the factory is called when it is passed."""
+
+    def __repr__(self):
+        return "<factory>"
+
+
+_FACTORY = _Factory()
+
+
 def _make_init(cls):
-    """The __init__ dataclass(frozen=True) generates: each field stored with object.__setattr__."""
+    """The __init__ dataclass generates: each field stored (frozen: with object.__setattr__), a
+    default factory called when its field is not given."""
     fields = dataclasses.fields(cls)
-    params = "".join(f", {f.name}" if f.default is MISSING else f", {f.name}=_d_{f.name}" for f in fields)
-    body = "".join(f"\n    _set(self, {f.name!r}, {f.name})" for f in fields) or "\n    pass"
-    scope = {"_set": _set, **{f"_d_{f.name}": f.default for f in fields if f.default is not MISSING}}
-    exec(f"def __init__(self{params}):{body}\n", scope)
+    scope = {"_set": _set, "_FACTORY": _FACTORY}
+    params, body = [], []
+    for f in fields:
+        value = f.name
+        if f.default is not MISSING:
+            params.append(f"{f.name}=_d_{f.name}")
+            scope[f"_d_{f.name}"] = f.default
+        elif f.default_factory is not MISSING:
+            params.append(f"{f.name}=_FACTORY")
+            scope[f"_f_{f.name}"] = f.default_factory
+            value = f"_f_{f.name}() if {f.name} is _FACTORY else {f.name}"
+        else:
+            params.append(f.name)
+        body.append(f"_set(self, {f.name!r}, {value})" if cls._record_frozen else f"self.{f.name} = {value}")
+    text = "".join(f"\n    {line}" for line in body) or "\n    pass"
+    exec(f"def __init__(self{''.join(', ' + p for p in params)}):{text}\n", scope)
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     return init
 
 
-def record(cls):
-    """`cls` as a frozen dataclass of its annotated fields (module doc)."""
+def record(cls=None, *, frozen: bool = True):
+    """`cls` as a dataclass of its annotated fields, frozen unless frozen=False (module doc)."""
+    if cls is None:
+        return lambda c: record(c, frozen=frozen)
     own_doc = cls.__dict__.get("__doc__")
     annotations = cls.__dict__.get("__annotations__", {})
     for name, kind in annotations.items():
         if "ClassVar" in str(kind) or "InitVar" in str(kind):
             raise TypeError(f"record {cls.__name__}: field {name} is a {kind}; make it a dataclass")
+    own = cls.__dict__
+    if "__post_init__" in own or frozen and ("__setattr__" in own or "__delattr__" in own):
+        raise TypeError(f"record {cls.__name__} defines __post_init__, __setattr__ or __delattr__; make it a dataclass")
     # dataclass finds the fields in the annotations and parses each string annotation (`from
     # __future__ import annotations`) for ClassVar / InitVar: most of its cost, for records that
     # have neither.  It sees placeholders; the fields get the annotations back.
@@ -108,21 +138,23 @@ def record(cls):
     fields = dataclasses.fields(cls)
     for f in fields:
         f.type = annotations.get(f.name, f.type)
-        if f.default_factory is not MISSING or not (f.init and f.repr and f.compare) or f.hash is not None:
-            raise TypeError(f"record {cls.__name__}: field {f.name} has options; make it a dataclass")
-    cls._record_names = tuple(f.name for f in fields)
-    cls._record_values = staticmethod(_values(cls._record_names))
-    own = cls.__dict__
-    if "__setattr__" in own or "__delattr__" in own:
-        raise TypeError(f"record {cls.__name__} defines __setattr__ / __delattr__: a record is frozen")
+        if not f.init or f.hash is not None:
+            raise TypeError(f"record {cls.__name__}: field {f.name} has init=False or hash=; make it a dataclass")
+    cls._record_frozen = frozen
+    cls._record_repr = tuple(f.name for f in fields if f.repr)
+    cls._record_values = staticmethod(_values(tuple(f.name for f in fields if f.compare)))
     # a method the class writes itself stays (dataclass keeps them too: Target hashes its name)
-    for name, method in (("__init__", _first_init), ("__eq__", _eq), ("__repr__", _repr),
-                         ("__setattr__", _setattr), ("__delattr__", _delattr)):
+    methods = [("__init__", _first_init), ("__eq__", _eq), ("__repr__", _repr)]
+    if frozen:
+        methods += [("__setattr__", _setattr), ("__delattr__", _delattr)]
+    for name, method in methods:
         if name not in own:
             setattr(cls, name, method)
     if own.get("__hash__", None) is None:   # None: Python's, for a class body that defines __eq__
-        cls.__hash__ = _hash
+        cls.__hash__ = _hash if frozen else None
     if not own_doc:
         cls.__doc__ = cls.__name__ + "(" + ", ".join(
-            f"{f.name}: {f.type!r}" + ("" if f.default is MISSING else f" = {f.default!r}") for f in fields) + ")"
+            f"{f.name}: {f.type!r}" + ("" if f.default is MISSING and f.default_factory is MISSING
+                                       else " = <factory>" if f.default is MISSING else f" = {f.default!r}")
+            for f in fields) + ")"
     return cls

@@ -26,18 +26,20 @@ from fusedsl.tile import ir, kernel, prims
 MODULES = (kernel, ir, prims, views, targets, cachesize, kinds, transpose, column, column_plan, attention, fuse,
            fusion_model, attention_softmax)
 RECORDS = [c for m in MODULES for c in vars(m).values()
-           if inspect.isclass(c) and c.__module__ == m.__name__ and "_record_names" in c.__dict__]
+           if inspect.isclass(c) and c.__module__ == m.__name__ and "_record_frozen" in c.__dict__]
 
 
 def _reference(cls):
-    """The frozen dataclass `cls` was before it became a record."""
-    body = {"__annotations__": {f.name: f.type for f in dataclasses.fields(cls)}, "__qualname__": cls.__qualname__,
+    """The dataclass `cls` was before it became a record (its fields' options, the methods it writes)."""
+    fields = dataclasses.fields(cls)
+    body = {"__annotations__": {f.name: f.type for f in fields}, "__qualname__": cls.__qualname__,
             "__module__": cls.__module__,
-            **{f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING},
+            **{f.name: dataclasses.field(default=f.default, default_factory=f.default_factory, compare=f.compare,
+                                         repr=f.repr) for f in fields},
             **{k: v for k, v in cls.__dict__.items() if k in ("__hash__", "__eq__", "__repr__") and _written(cls, k)}}
     if cls.__dict__.get("__doc__") and not cls.__doc__.startswith(cls.__name__ + "("):
         body["__doc__"] = cls.__doc__
-    return dataclasses.dataclass(frozen=True)(type(cls.__name__, (), body))
+    return dataclasses.dataclass(frozen=cls._record_frozen)(type(cls.__name__, (), body))
 
 
 @functools.cache
@@ -60,31 +62,48 @@ def _values(cls, salt):
 
 def test_every_record_is_checked_here():
     names = {c.__name__ for c in RECORDS}
-    assert len(RECORDS) == 60 and {"Step", "For", "CopyIn", "Stmt", "Slot", "Return", "Target", "Kind"} <= names
+    assert len(RECORDS) == 71 and {"Step", "For", "CopyIn", "Stmt", "Slot", "Return", "Target", "Kind", "TileKernel",
+                                   "VectorSchedule", "Tiling", "LowerOptions"} <= names
     users = sorted(os.path.relpath(os.path.join(d, f), os.path.dirname(fusedsl.__file__))
                    for d, _, files in os.walk(os.path.dirname(fusedsl.__file__)) for f in files
-                   if f.endswith(".py") and "\n@record\n" in open(os.path.join(d, f), encoding="utf-8").read())
+                   if f.endswith(".py") and "\n@record" in open(os.path.join(d, f), encoding="utf-8").read())
     assert users == sorted(m.__file__.split("fusedsl" + os.sep, 1)[1] for m in MODULES)
     assert not dataclasses.fields(kernel.Return) and dataclasses.fields(kernel.Field)
 
 
 @pytest.mark.parametrize("cls", RECORDS, ids=lambda c: c.__name__)
-def test_a_record_behaves_as_its_frozen_dataclass(cls):
+def test_a_record_behaves_as_its_dataclass(cls):
     ref = _reference(cls)
     a, b = _values(cls, 1), _values(cls, 2)
     x, rx = cls(*a), ref(*a)
     assert repr(x) == repr(rx) and cls.__doc__ == ref.__doc__ and cls.__match_args__ == ref.__match_args__
-    assert hash(x) == hash(rx) and hash(cls(*a)) == hash(x)
+    if cls._record_frozen:
+        assert hash(x) == hash(rx) and hash(cls(*a)) == hash(x)
+    else:
+        assert cls.__hash__ is None is ref.__hash__
+    ignored = [f.name for f in dataclasses.fields(cls) if not f.compare]   # left out of equality (and hashing)
+    if ignored:
+        other, ref_other = (dataclasses.replace(v, **{name: "other" for name in ignored}) for v in (x, rx))
+        assert other == x and ref_other == rx and repr(other) == repr(ref_other)
+        assert not cls._record_frozen or hash(other) == hash(x)
     for name in ("__hash__", "__eq__", "__repr__"):   # a method the class writes is kept (Target's hash)
         assert not _written(cls, name) or cls.__dict__[name].__qualname__ == f"{cls.__qualname__}.{name}"
     assert x == cls(*a) and (x != cls(*b) or not a) and x != rx and (x == rx) is False
     kw = {f.name: v for f, v in zip(dataclasses.fields(cls), a)}
     assert cls(**kw) == x and [f.name for f in dataclasses.fields(cls)] == [f.name for f in dataclasses.fields(ref)]
-    required = [f for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
-    assert repr(cls(*a[:len(required)])) == repr(ref(*a[:len(required)]))   # the defaults
+    required = [f for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    assert repr(cls(*a[:len(required)])) == repr(ref(*a[:len(required)]))   # the defaults, factories called
+    factories = [f.name for f in dataclasses.fields(cls) if f.default_factory is not dataclasses.MISSING]
+    if factories:   # a new value per instance
+        assert getattr(cls(*a[:len(required)]), factories[0]) is not getattr(cls(*a[:len(required)]), factories[0])
     if a:
         name = dataclasses.fields(cls)[0].name
         assert dataclasses.replace(x, **{name: b[0]}) == cls(b[0], *a[1:])
+    if a and not cls._record_frozen:
+        setattr(x, name, b[0])
+        assert x == cls(b[0], *a[1:])
+    elif a:
         with pytest.raises(FrozenInstanceError, match=f"cannot assign to field '{name}'"):
             setattr(x, name, b[0])
         with pytest.raises(FrozenInstanceError, match=f"cannot delete field '{name}'"):
@@ -101,8 +120,16 @@ def test_records_compare_and_hash_as_field_tuples_even_with_nan():
     assert hash(s) == hash(ref("adds", "y", ("x",), None, s.scalar))
 
 
-def test_a_field_with_options_is_refused():
-    class Options:
-        x: list = dataclasses.field(default_factory=list)
-    with pytest.raises(TypeError, match="field x has options"):
-        record(Options)
+def test_what_a_record_does_not_do_is_refused():
+    class NoInit:
+        x: int = dataclasses.field(default=0, init=False)
+
+    class PostInit:
+        x: int
+
+        def __post_init__(self):
+            pass
+    with pytest.raises(TypeError, match="field x has init=False"):
+        record(NoInit)
+    with pytest.raises(TypeError, match="defines __post_init__"):
+        record(frozen=False)(PostInit)

@@ -29,7 +29,6 @@ print); a bool mask becomes 0 / -3e38 on the vector unit (a block row whose maxi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from ..record import record
 from .. import dtypes as dt
@@ -56,7 +55,7 @@ class AttentionLaunch:
     tiles_per_core: int = 0
 
 
-@dataclass
+@record(frozen=False)
 class AttentionSchedule:
     fn: object
     target: Target

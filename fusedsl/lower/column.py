@@ -34,7 +34,7 @@ runs every shape of a function.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..record import record
 from .. import dtypes as dt
@@ -55,7 +55,7 @@ def _round_up(a: int, b: int) -> int:
     return -(-a // b) * b
 
 
-@dataclass
+@record(frozen=False)
 class ColumnSchedule:
     fn: Function
     plan: ColumnPlan

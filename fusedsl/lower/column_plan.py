@@ -29,7 +29,7 @@ those of the vector kernels; reductions accumulate in float32 (int32 for integer
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..record import record
 from ..ir.core import Function, Op, Param, TensorType, Value, freeze_attrs
@@ -53,7 +53,7 @@ class ColParam:
     out_layout: bool = False   # read only by ops on reduced values without keepdims (ir/shapes.column_param)
 
 
-@dataclass
+@record(frozen=False)
 class ColPhase:
     col_ops: list[OpStep] = field(default_factory=list)    # per output column, before the walk
     elem_ops: list[OpStep] = field(default_factory=list)   # per element of the walk
@@ -64,7 +64,7 @@ class ColPhase:
         return bool(self.reductions)
 
 
-@dataclass
+@record(frozen=False)
 class ColumnPlan:
     fn: Function
     domain: tuple            # D, the reductions' operand shape

@@ -11,7 +11,7 @@ reductions (other axes than the last), and the vector kind every elementwise/vie
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
 from ..record import record
@@ -41,7 +41,7 @@ from ..targets import Target
 from ..views import VIEW_OPS, check_fusible
 
 
-@dataclass(frozen=True)
+@record
 class LowerOptions:
     """What a lowering may read of the compile options."""
     ub_headroom: float = 1.0      # fraction of UB the kernel may plan with

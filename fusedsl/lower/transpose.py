@@ -29,7 +29,6 @@ must not share a 64-byte GM line, so the kernel runs on one core there.  Shapes 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from ..record import record
 from ..errors import ScheduleError
@@ -98,7 +97,7 @@ def _round_up(a: int, b: int) -> int:
     return -(-a // b) * b
 
 
-@dataclass
+@record(frozen=False)
 class TransposeSchedule:
     fn: Function
     op: Op

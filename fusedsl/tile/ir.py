@@ -14,7 +14,7 @@ beside them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .. import dtypes as dt
 from ..errors import Loc
@@ -88,7 +88,7 @@ class Stmt:
         return self.op == "muls" and self.scalar == ("imm", -1)
 
 
-@dataclass
+@record(frozen=False)
 class VectorSchedule:
     kernel: Function
     iter_shape: tuple
@@ -134,7 +134,7 @@ class VectorSchedule:
         return sum(s.dtype.itemsize * s.num for s in self.slots.values())
 
 
-@dataclass(frozen=True)
+@record
 class Tiling:
     """Runtime tiling, computed identically by `compute_tiling` and the printed host code."""
 

@@ -41,7 +41,7 @@ round-trips: `print_kernel(parse_kernel(t)) == t`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Union
 
 import numpy as np
@@ -407,7 +407,7 @@ class Stage:
     once: bool = False       # run once per core before its first tile (a prologue), not per tile
 
 
-@dataclass
+@record(frozen=False)
 class TileKernel:
     name: str
     kind: str
