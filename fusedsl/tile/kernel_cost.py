@@ -151,16 +151,23 @@ def _block_free(body) -> bool:
     cost.load_cycles on the launch's cores), no GM element read by an expression (the same), no
     stage called."""
     for node in body:
-        if type(node) in _PER_BLOCK:
+        kind = type(node)
+        if kind in _PER_BLOCK:
             return False
-        for f in dataclasses.fields(node):
-            v = getattr(node, f.name)
-            if f.name in ("body", "then", "orelse"):
+        names = _FIELD_NAMES.get(kind)
+        if names is None:
+            names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(node))
+        for name in names:
+            v = getattr(node, name)
+            if name in ("body", "then", "orelse"):
                 if not _block_free(v):
                     return False
             elif _reads_gm(v):
                 return False
     return True
+
+
+_FIELD_NAMES: dict = {}   # node type -> its fields' names
 
 
 # queue bookkeeping and synchronisation: no copy, no vector call, nothing the model counts

@@ -312,6 +312,11 @@ _PASSED: dict = {}
 _PASSED_MAX = 512
 
 
+def _offers_kernels(k: TileKernel) -> bool:
+    """Whether the kernel (or a part of it) offers whole candidate kernels."""
+    return any(isinstance(c, TileKernel) for c in k.candidates) or any(_offers_kernels(p) for p in k.parts)
+
+
 def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
                       snapshots: list | None = None) -> TileKernel:
     """`k` after every pass of KERNEL_PASSES; with `snapshots` (a list), ("kernel-<pass>", text)
@@ -320,7 +325,8 @@ def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
     key = None
     if snapshots is not None:
         snapshots.append(("kernel-lowered", print_kernel(k)))
-    else:
+    elif not _offers_kernels(k):   # (a cube kind remembers its choice before it lowers candidates:
+        # lower/cube.WALK_CHOICES; printing every candidate kernel for a key would cost more here)
         key = (id(target), budget, print_kernel(k))
         hit = _PASSED.pop(key, None)
         if hit is not None and hit[0] is target:
