@@ -460,6 +460,31 @@ def _pick_loop(node):
     return node.end, inner.start, inner.end, mv.dst, dst[0], mv.src, src[0], src[1]
 
 
+def _is_true(v) -> bool:
+    return isinstance(v, ir.Constant) and v.type == I1 and bool(v.constant)
+
+
+def _and1(b: ir.IRBuilder, x, y):
+    """x && y for i1 values, folded when one is a constant (no instruction for the passes to delete)."""
+    for c, other in ((x, y), (y, x)):
+        if isinstance(c, ir.Constant):
+            return other if c.constant else c
+    return b.and_(x, y)
+
+
+def _or1(b: ir.IRBuilder, x, y):
+    for c, other in ((x, y), (y, x)):
+        if isinstance(c, ir.Constant):
+            return c if c.constant else other
+    return b.or_(x, y)
+
+
+def _select1(b: ir.IRBuilder, c, x, y):
+    if isinstance(c, ir.Constant):
+        return x if c.constant else y
+    return b.select(c, x, y)
+
+
 def _is_zero(v) -> bool:
     return isinstance(v, ir.Constant) and v.constant == 0
 
@@ -1454,6 +1479,14 @@ class _Lowering:
         elif isinstance(node, For):
             self.for_(node)
         elif isinstance(node, If):
+            switch = self._copy_switch(node)
+            if switch is not None:   # one CopyIn from the GM tensor the conditions pick
+                conds, last, copy = switch
+                ptr = self.gm_ptr[last]
+                for cond, gm in reversed(conds):
+                    ptr = b.select(self.truth(self.ev(cond)), self.gm_ptr[gm], ptr)
+                self.copy(copy, gm_base=ptr)
+                return
             c = self.truth(self.ev(node.cond))
             if node.orelse:
                 with b.if_else(c) as (then, other):
@@ -2726,8 +2759,46 @@ class _Lowering:
                 p = at(i)
                 b.store(b.select(b.icmp_unsigned("==", idx, ir.Constant(I32, i)), ir.Constant(I8, new), b.load(p, typ=I8)), p)
 
-    def copy(self, node) -> None:
-        """CopyIn / CopyOut: `rows` rows of `cols` elements, one memcpy when both sides are contiguous."""
+    _PURE_OPS = frozenset({"[]", "+", "-", "*", "min", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "neg", "sel"})
+
+    def _copy_switch(self, node: If):
+        """`if c1: copyin T <- A[..] elif c2: copyin T <- B[..] ... else: copyin T <- Z[..]` (a view
+        kernel's concatenation: the box's source) where the CopyIns differ only in their GM tensor (of
+        one dtype) and the conditions only read words and scalars (no memory, no division: evaluated
+        all, in order, they cannot fault): ([(condition, GM tensor)], the last GM tensor, the first
+        CopyIn), else None.  Lowered as one CopyIn from the tensor the conditions pick (a select of
+        GM pointers): the aliasing and copy code once, not once per source."""
+        conds = []
+        first = None
+        while True:
+            if not (isinstance(node, If) and len(node.then) == 1 and isinstance(node.then[0], CopyIn)
+                    and len(node.orelse) == 1 and self._pure(node.cond)):
+                return None
+            copy = node.then[0]
+            first = copy if first is None else first
+            if not self._same_copy(first, copy):
+                return None
+            conds.append((node.cond, copy.gm))
+            node = node.orelse[0]
+            if isinstance(node, CopyIn):
+                return (conds, node.gm, first) if self._same_copy(first, node) else None
+
+    def _same_copy(self, a: CopyIn, c: CopyIn) -> bool:
+        return (a.tensor, a.offset, a.rows, a.cols, a.gm_stride, a.ub_stride, a.ub_off) == \
+            (c.tensor, c.offset, c.rows, c.cols, c.gm_stride, c.ub_stride, c.ub_off) \
+            and self.gms[a.gm].dtype == self.gms[c.gm].dtype
+
+    def _pure(self, e) -> bool:
+        if isinstance(e, (int, str)) and not isinstance(e, bool):
+            return True
+        if isinstance(e, tuple) and e and e[0] in self._PURE_OPS:
+            return all(self._pure(x) for x in e[1:])
+        return False
+
+    def copy(self, node, gm_base=None) -> None:
+        """CopyIn / CopyOut: `rows` rows of `cols` elements, one memcpy when both sides are contiguous.
+        `gm_base`: the GM tensor's address, when the caller chose it among tensors of node.gm's dtype
+        (`_copy_switch`)."""
         b = self.b
         g = self.gms[node.gm]
         d = self.tensor_dtype(node.tensor)
@@ -2736,7 +2807,8 @@ class _Lowering:
         size = ir.Constant(I64, d.itemsize)
         rows, cols = self.ev_i64(node.rows), self.ev_i64(node.cols)
         gs, us = self.ev_i64(node.gm_stride), self.ev_i64(node.ub_stride)
-        gm0 = b.gep(self.gm_ptr[node.gm], [self.ev_i64(node.offset)], source_etype=mem_type(d))
+        gm0 = b.gep(self.gm_ptr[node.gm] if gm_base is None else gm_base, [self.ev_i64(node.offset)],
+                    source_etype=mem_type(d))
         inward = isinstance(node, CopyIn)
         one = ir.Constant(I64, 1)
         whole = b.or_(b.icmp_unsigned("==", rows, one),
@@ -2755,39 +2827,49 @@ class _Lowering:
             alias = ir.Constant(I1, 1) if strided else whole
             if q in self.in_guarded:
                 state = self._in_len(node.tensor)
-                alias = b.and_(alias, b.icmp_unsigned("==", state, ir.Constant(I64, 0)))
+                alias = _and1(b, alias, b.icmp_unsigned("==", state, ir.Constant(I64, 0)))
                 with b.if_then(b.not_(alias)):
                     self.in_guard(node.tensor)
                 n = b.select(whole, b.mul(b.mul(rows, cols), size), ir.Constant(I64, 1))
-                self._set_in_len(node.tensor, b.select(alias, n, ir.Constant(I64, -1)))
-                self.set_buffer(node.tensor, b.select(alias, gm0, self.tensor_base(node.tensor)))
+                self._set_in_len(node.tensor, _select1(b, alias, n, ir.Constant(I64, -1)))
+                self.set_buffer(node.tensor, _select1(b, alias, gm0, self.tensor_base(node.tensor)))
             else:
-                self.set_buffer(node.tensor, b.select(alias, gm0, arena))
+                self.set_buffer(node.tensor, _select1(b, alias, gm0, arena))
             if strided:
                 zero = ir.Constant(I64, 0)
-                by_rows = b.and_(alias, b.not_(whole))
+                by_rows = _and1(b, alias, b.not_(whole))
                 self._set_geom(node.tensor, [b.select(by_rows, v, zero) for v in (us, gs, rows, cols)])
-            empty = b.or_(empty, alias)            # aliased: nothing to copy
+            empty = _or1(b, empty, alias)          # aliased: nothing to copy
             whole = ir.Constant(I1, 0)             # else the rows one by one
         ub0 = self.ref_ptr(Ref(node.tensor, node.ub_off))[0]
         if not inward and self.tensor_queue[node.tensor] in self.out_aliased:   # computed in place
             empty = b.or_(empty, b.icmp_unsigned("==", b.ptrtoint(ub0, I64), b.ptrtoint(gm0, I64)))
         put = self.memcpy if inward else self.copy_out
+        if _is_true(empty):   # (a strided queue's CopyIn always aliases: no copy to emit)
+            return
+
+        def contiguous():
+            put(ub0 if inward else gm0, gm0 if inward else ub0, b.mul(b.mul(rows, cols), size))
+
+        def by_rows():
+            if inward:
+                self.copy_rows(ub0, gm0, b.mul(us, size), b.mul(gs, size), rows, b.mul(cols, size))
+            else:
+                def row(r, _):
+                    gp = b.gep(gm0, [b.mul(r, gs)], source_etype=mem_type(d))
+                    up = b.gep(ub0, [b.mul(r, us)], source_etype=mem_type(d))
+                    put(gp, up, b.mul(cols, size))
+                    return []
+                carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "rows")
         with b.if_then(b.not_(empty)):
-            with b.if_else(whole) as (then, other):
-                with then:
-                    n = b.mul(b.mul(rows, cols), size)
-                    put(ub0 if inward else gm0, gm0 if inward else ub0, n)
-                with other:
-                    if inward:
-                        self.copy_rows(ub0, gm0, b.mul(us, size), b.mul(gs, size), rows, b.mul(cols, size))
-                    else:
-                        def row(r, _):
-                            gp = b.gep(gm0, [b.mul(r, gs)], source_etype=mem_type(d))
-                            up = b.gep(ub0, [b.mul(r, us)], source_etype=mem_type(d))
-                            put(gp, up, b.mul(cols, size))
-                            return []
-                        carried_loop(b, ir.Constant(I64, 0), rows, 1, [], row, "rows")
+            if isinstance(whole, ir.Constant):   # (an aliased queue's copy is row by row: one branch)
+                (contiguous if whole.constant else by_rows)()
+            else:
+                with b.if_else(whole) as (then, other):
+                    with then:
+                        contiguous()
+                    with other:
+                        by_rows()
 
     def _copy_extent(self, co: CopyOut):
         """(GM address of the CopyOut's first element, whether its rows are one contiguous run,
@@ -3785,11 +3867,10 @@ class _Lowering:
             return self._fold_apply(v, acc, x)
 
         def whole(i, regs):
-            out = []
-            for j, acc in enumerate(regs):
-                values = run(b.add(i, ir.Constant(I64, LANES * j)), None)
-                out.append(apply(acc, values[(id(node), slot)]))
-            return out
+            if len(regs) > 1:   # the steps' math once (`_rotated_strips`)
+                return self._rotated_strips(i, regs, lambda off, acc: apply(acc, run(off, None)[(id(node), slot)]),
+                                            "sfstrip")
+            return [apply(regs[0], run(i, None)[(id(node), slot)])]
         if self._compensated(v):
             # blocks of FOLD_BLOCK passes summed from zero, each added with Kahan's compensation
             # (`_blocked_fold`); the tail pass and the compensation's last bits as the plain loop
@@ -3831,8 +3912,9 @@ class _Lowering:
         len(regs) passes that emits `strip` once: each pass folds the first accumulator and moves it
         last, so after the last pass every accumulator is back in its place, having taken the same
         operations in the same order as the unrolled strips (the same bits).  A step-fused fold's
-        masked tail: its steps' math (a softmax's exp) once instead of once per accumulator (a
-        softmax [64, 1000]'s quick compile 44 -> 42 ms); O3 unrolls the known trip count (the same
+        whole passes and masked tail: its steps' math (a softmax's exp) once each instead of once per
+        accumulator (a softmax [64, 1000]'s exp 8 copies -> 2, its quick compile 44 -> 39 ms; the
+        quick code, which runs the loop, ~3 % slower); O3 unrolls the known trip count (the same
         object code)."""
         b = self.b
 
