@@ -27,7 +27,6 @@ schedule is represented; a kernel's real tiling (block_dim, tile size) is used w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from .dtypes import bfloat16, bool_, float16, float32, int32
 from .ir.core import Function, Op, Param, TensorType, Value
@@ -40,6 +39,7 @@ from .tile.prims import PRIMS
 from .tile.prims import available as prim_available
 from .ir.shapes import num_elements
 from .views import ViewError, has_views, normalize, plan_views, view_roots
+from .record import record
 
 # ---- published coefficients (AutoFuse ATT perf table v1, Atlas A2) --------------------------
 # Vector APIs: cycles = k * n + b for one call on n elements.  {api: {dtype: (k, b)}}
@@ -114,7 +114,7 @@ FLOAT32_CUBE_RATE = 0.25        # float32 matmul runs at a quarter of the 16-bit
 CUBE_BASE_M, CUBE_BASE_N = 128, 256   # output block one AI core computes at a time
 
 
-@dataclass(frozen=True)
+@record
 class KernelCost:
     """Modelled cost of one kernel launch (all figures modelled, not measured)."""
 
@@ -276,7 +276,7 @@ def op_vector_cycles(op: Op, n: int, producers, target=None) -> float:
 
 
 # ---- kernels --------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class Launch:
     """How a kernel launches, read from its own tiling (the one the printed host code computes):
     the report's table, plan line and model line all take their figures from this."""

@@ -16,15 +16,16 @@ from dataclasses import FrozenInstanceError
 import pytest
 
 import fusedsl
-from fusedsl import cachesize, targets, views
-from fusedsl.backend_cpu import attention_softmax
-from fusedsl.lower import attention, column, column_plan, kinds, transpose
+from fusedsl import cachesize, cost, targets, views
+from fusedsl.backend_cpu import attention_softmax, jit
+from fusedsl.lower import attention, column, column_plan, conv, cube, cube_group, kinds, row, row_plan, transpose
 from fusedsl.passes import fuse, fusion_model
 from fusedsl.record import record
-from fusedsl.tile import ir, kernel, prims
+from fusedsl.tile import ir, kernel, kernel_cost, kernel_passes, prims, tiling_cost
 
 MODULES = (kernel, ir, prims, views, targets, cachesize, kinds, transpose, column, column_plan, attention, fuse,
-           fusion_model, attention_softmax)
+           fusion_model, attention_softmax, cost, jit, conv, cube, cube_group, row, row_plan, kernel_cost, kernel_passes,
+           tiling_cost)
 RECORDS = [c for m in MODULES for c in vars(m).values()
            if inspect.isclass(c) and c.__module__ == m.__name__ and "_record_frozen" in c.__dict__]
 
@@ -62,7 +63,7 @@ def _values(cls, salt):
 
 def test_every_record_is_checked_here():
     names = {c.__name__ for c in RECORDS}
-    assert len(RECORDS) == 71 and {"Step", "For", "CopyIn", "Stmt", "Slot", "Return", "Target", "Kind", "TileKernel",
+    assert len(RECORDS) == 91 and {"Step", "For", "CopyIn", "Stmt", "Slot", "Return", "Target", "Kind", "TileKernel",
                                    "VectorSchedule", "Tiling", "LowerOptions"} <= names
     users = sorted(os.path.relpath(os.path.join(d, f), os.path.dirname(fusedsl.__file__))
                    for d, _, files in os.walk(os.path.dirname(fusedsl.__file__)) for f in files

@@ -27,7 +27,6 @@ import tempfile
 import threading
 import time
 import zlib
-from dataclasses import dataclass
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -36,6 +35,7 @@ from .. import cachesize
 from ..errors import JitTiersError, user_frame
 from ..gcpause import gc_paused
 from ..version import __version__
+from ..record import record
 
 ABI_VERSION = "1"     # bump when the args layout or the calling convention changes
 MAGIC = cachesize.LLVM_MAGIC   # cachesize recognises the files it may evict by it
@@ -46,7 +46,7 @@ def _fusedsl_version() -> str:
     return __version__
 
 
-@dataclass
+@record(frozen=False)
 class Compiled:
     """A loaded kernel: keep this object alive while the address is used.  A tiered compile's
     (`compile_tiered`) address is its quick entry until `upgraded` holds the optimised code's

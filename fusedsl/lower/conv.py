@@ -38,9 +38,10 @@ from .cube import (TILING_SLACK, Choices, CubeSchedule, CubeScalar, _ceil, _stru
                    matmul_objects, wrap_row_bytes)
 from .row import RowParam
 from ..targets import Target, get_target
+from ..record import record
 
 
-@dataclass(frozen=True)
+@record
 class ConvGeometry:
     """Sizes of the convolution and of the im2col panel each core builds."""
     images: int

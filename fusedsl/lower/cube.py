@@ -28,6 +28,7 @@ from .. import cost
 from ..targets import Target, get_target
 from ..tile.alloc import select_scratch
 from ..tile.kernel_passes import TILING_SLACK
+from ..record import record
 
 _ACC = 4  # L0C accumulates in float / int32
 _MAX_BASE_M = 128  # the tallest base block either tiling rule picks (shrunk, _bases)
@@ -41,7 +42,7 @@ def _up(a: int, b: int) -> int:
     return _ceil(a, b) * b
 
 
-@dataclass(frozen=True)
+@record
 class CubeTiling:
     """The TCubeTiling fields fusedsl prints, plus the bytes each buffer uses."""
     M: int
@@ -292,7 +293,7 @@ LAYOUTS = ((2, False), (1, False), (2, True), (1, True))
 
 
 
-@dataclass(frozen=True)
+@record
 class Traffic:
     """What a matmul kernel moves besides its A and B reads, for choosing its split: the
     operands' item sizes, batch matrices, (kind, itemsize) per epilogue input (cost.matmul_reads)
@@ -560,7 +561,7 @@ def cores_phrase(used_core_num: int, target: Target, per_core: int | None = None
     return f"blockDim {bd}"
 
 
-@dataclass(frozen=True)
+@record
 class CubeLaunch:
     words_: list
     block_dim: int

@@ -9,13 +9,13 @@ The CPU runs the parts in turn too (`backend_cpu/kernel_cpu.PartsCpu`, each part
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from ..errors import ScheduleError
 from ..ir.core import Function
 from .cube import CubeLaunch, CubeSchedule, cores_phrase, schedule_cube_kernel
 from .row import RowParam
 from ..targets import Target
+from ..record import record
 
 
 def cube_parts(fn: Function) -> list[Function] | None:
@@ -59,7 +59,7 @@ def cube_parts(fn: Function) -> list[Function] | None:
     return parts
 
 
-@dataclass
+@record(frozen=False)
 class CubeGroupSchedule:
     """The parts' cube schedules, run in turn by one kernel."""
     fn: Function

@@ -41,6 +41,7 @@ from .row_plan import has_row_reduction, plan_row_kernel
 from .vector import MAX_BLOCK_COUNT, MIN_CORE_BYTES, compute_dtype
 from ..tile.alloc import select_scratch
 from ..targets import Target
+from ..record import record
 
 REDUCTIONS = ("sum", "mean", "max", "min")
 FOLD_LANES = 64                      # float32 lanes of one 256-byte repeat: the fold's width
@@ -66,14 +67,14 @@ class RowParam:
     present: tuple[bool, ...] = ()   # per outer dim: present (True) or broadcast
 
 
-@dataclass(frozen=True)
+@record
 class RowOutput:
     index: int
     dtype: dt.DType
     kind: str                        # "row" (a tile of rows) | "rowscalar" (one value per row)
 
 
-@dataclass
+@record(frozen=False)
 class PassPlan:
     """One pass over the row in the multi-pass plan (rows bigger than UB, walked in chunks)."""
 
@@ -94,7 +95,7 @@ class PassPlan:
         return len(self.reductions) + (2 if self.online else 0) + (1 if self.moments else 0)
 
 
-@dataclass
+@record(frozen=False)
 class RowSchedule:
     fn: Function
     target: Target
@@ -151,7 +152,7 @@ class RowSchedule:
         self._chosen = next(t for t in row_tiling_candidates(self, self.target) if tuple(t.words) == tuple(words))
 
 
-@dataclass(frozen=True)
+@record
 class RowTiling:
     R: int
     C: int

@@ -25,7 +25,7 @@ kernels: 16-bit floats round once per op, reductions accumulate in float32.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .. import dtypes as dt
 from ..errors import ScheduleError
@@ -33,11 +33,12 @@ from ..ir.core import Function, Op, Param, TensorType, Value
 from ..ir.ops import CONSTANT, has_trait
 from .vector import VectorSchedule, schedule_vector_kernel
 from .errors import LoweringError
+from ..record import record
 
 REDUCTIONS = ("sum", "mean", "max", "min")
 
 
-@dataclass
+@record(frozen=False)
 class OpStep:
     """One elementwise op as tile stmts: `sched.inputs[k]` is fed from `sources[index]`."""
 
@@ -47,7 +48,7 @@ class OpStep:
     sources: list                   # the kernel value behind each parameter of sched.kernel
 
 
-@dataclass
+@record(frozen=False)
 class Phase:
     scalar_ops: list[OpStep] = field(default_factory=list)   # once per row, before the walk
     row_ops: list[OpStep] = field(default_factory=list)      # per vector of the row
@@ -57,7 +58,7 @@ class Phase:
     keep: list[Value] = field(default_factory=list)          # row values written to scratch
 
 
-@dataclass
+@record(frozen=False)
 class RowPlan:
     fn: Function
     row_shape: tuple                # [*outer, C] (dims may be symbolic)

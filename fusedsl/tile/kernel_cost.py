@@ -39,7 +39,6 @@ largest input the launch reads) and the launch overhead.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,6 +48,7 @@ from .kernel import (Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue,
                      Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Reset, Return, RunPart, Scalar, Set, Step,
                      Sync, TileKernel, UbCopy, Var, Vec, assign, evaluate)
 from .tiling_cost import FIX, stmt_coeffs
+from ..record import record
 
 GM, MTE2, VEC, MTE3, CUBE, MMLOAD = range(6)   # the tallies: GM bytes, each pipe's cycles, the cube's
 # cycles and the bytes the Matmul API loads into L1 (a kernel with Matmul objects: process_work)
@@ -448,7 +448,7 @@ class _Walk:
                 self._add(done, 1)
 
 
-@dataclass(frozen=True)
+@record
 class KernelWork:
     """One launch's modelled work, walked from its tile IR (cycles are modelled, not measured)."""
     gm_bytes: int          # every core's GM reads and writes

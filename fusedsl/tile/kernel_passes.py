@@ -52,7 +52,6 @@ that comes back in the process is not walked again.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from .. import cost
 
@@ -60,6 +59,7 @@ from .kernel import (Alloc, Call, DeQue, Field, For, Free, If, Member, MmIterate
                      print_kernel, ub_plan, verify_kernel)
 from .kernel_cost import launch_work
 from .kernel_reuse import reuse_buffers
+from ..record import record
 
 _PER_TILE = ("VECIN", "VECOUT")
 
@@ -202,7 +202,7 @@ def lift_immediates(k: TileKernel) -> tuple[TileKernel, dict]:
 TILING_SLACK = 0.02
 
 
-@dataclass(frozen=True)
+@record
 class TilingChoice:
     """What the pass `tiling` weighed and why it kept the kernel's words (the report's tiling line):
     the candidates the lowering offered (its own first) and those the walk priced (the UB plan fits,

@@ -15,11 +15,11 @@ more), UB tiles below 2**20 bytes and at most 2**16 cores, so the C++ uint64_t n
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from .. import cost
 from .ir import Stmt, Tiling, VectorSchedule
 from .prims import PRIMS
+from ..record import record
 
 FIX = 10000   # the published coefficients have four decimals, so k * FIX is a whole number
 
@@ -67,7 +67,7 @@ def _sum(stmts) -> tuple[int, int]:
     return sum(k for k, _ in pairs), sum(b for _, b in pairs)
 
 
-@dataclass(frozen=True)
+@record
 class CostTable:
     """What the formula needs from a schedule; sizes come from the candidate tiling."""
 
@@ -125,7 +125,7 @@ def largest_load(table: CostTable, dims: tuple[int, ...]) -> int:
     return best
 
 
-@dataclass(frozen=True)
+@record
 class TilingCycles:
     """One tiling's modelled cycles (1/FIX units) per pipe; `total` is what the choice compares."""
 
@@ -162,7 +162,7 @@ def tiling_cycles(table: CostTable, t: Tiling) -> TilingCycles:
     return TilingCycles(tiles * load + first_load, tiles * vec + first_vec, tiles * store, head, cycles + head)
 
 
-@dataclass(frozen=True)
+@record
 class TilingChoice:
     """How compute_tiling chose: the chosen candidate's cycles and the baseline's (the
     largest tile on the cores the 16 KiB-per-core rule gives), for k.report()."""
