@@ -21,9 +21,12 @@ def comment(text) -> str:
     written as a visible `\\xNN` / `\\uNNNN` escape, so the comment ends at the end of the
     line and shows the reader what the string contained.
     """
+    text = str(text)
+    if text.isascii() and text.isprintable() and "\\" not in text and "??" not in text:
+        return text   # the common case, nothing to escape (isprintable: 0x20-0x7e among ASCII)
     out = []
     prev = ""
-    for ch in str(text):
+    for ch in text:
         code = ord(ch)
         if ch == "\\" or code < 0x20 or code > 0x7E or (ch == "?" and prev == "?"):
             out.append(f"\\x{code:02x}" if code < 0x100 else

@@ -7,7 +7,6 @@ fields and one-element GM reads are spelled here once, so every kind prints them
 """
 from __future__ import annotations
 
-import dataclasses
 import linecache
 import math
 import struct
@@ -31,7 +30,8 @@ def literal(value, dtype: dt.DType) -> str:
         elif math.isinf(v):
             text = "__builtin_inff()" if v > 0 else "-__builtin_inff()"
         else:
-            text = repr(v) + "f" if "e" in repr(v) or "." in repr(v) else repr(v) + ".0f"
+            r = repr(v)
+            text = r + "f" if "e" in r or "." in r else r + ".0f"
         return text if t == "float" else f"static_cast<{t}>({text})"
     return f"static_cast<{t}>({int(value)})"
 
@@ -82,15 +82,26 @@ _SPECIAL = {
 
 def emit_stmt(st: Stmt) -> str:
     """One tile statement as Ascend C (o = segment offset, n = count), by its primitive's form."""
-    special = _SPECIAL.get(st.op)
+    prim, emit = _EMIT.get(st.op, (None, None))
+    if emit is None or prim is not PRIMS.get(st.op):   # first use, or the op registered again
+        prim, emit = _EMIT[st.op] = (PRIMS.get(st.op), _emitter(st.op))
+    return emit(st)
+
+
+def _emitter(op: str):
+    """The function printing a statement of `op` (made once per op: `_EMIT`)."""
+    special = _SPECIAL.get(op)
     if special is not None:
-        return special(st)
-    p = PRIMS[st.op]
+        return special
+    p = PRIMS[op]
     if p.form == "bitwise":
-        return _bitwise(p.api, p.lanes_as)(st)
+        return _bitwise(p.api, p.lanes_as)
     if p.form == "round":
-        return f"AscendC::Cast({st.dst}[o], {st.srcs[0]}[o], AscendC::RoundMode::{p.mode}, n);"
-    return _FORMS[p.form](p.api)(st)
+        return lambda st: f"AscendC::Cast({st.dst}[o], {st.srcs[0]}[o], AscendC::RoundMode::{p.mode}, n);"
+    return _FORMS[p.form](p.api)
+
+
+_EMIT: dict = {}   # op -> (its PRIMS record when made, its printing function)
 
 
 def _repeat_count(dtype: dt.DType) -> str:
@@ -190,8 +201,16 @@ def rename_stmt(st: Stmt, names: dict, scalars: dict) -> Stmt:
     scalar = st.scalar
     if scalar is not None and scalar[0] == "var":
         scalar = ("var", scalars[scalar[1]])
-    return dataclasses.replace(st, dst=names[st.dst], srcs=tuple(names[x] for x in st.srcs),
-                               aux=tuple(names[a] for a in st.aux), scalar=scalar)
+    # a copy of the frozen record with four fields replaced: dataclasses.replace re-reads the
+    # class's fields and runs __init__ on each of the walk's stmts (Stmt has no __post_init__)
+    new = object.__new__(type(st))
+    fields = new.__dict__
+    fields.update(st.__dict__)
+    fields["dst"] = names[st.dst]
+    fields["srcs"] = tuple(map(names.__getitem__, st.srcs))
+    fields["aux"] = tuple(map(names.__getitem__, st.aux))
+    fields["scalar"] = scalar
+    return new
 
 
 def source_line(loc) -> str:

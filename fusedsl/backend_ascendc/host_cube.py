@@ -16,8 +16,7 @@ def cube_host_tiling(s, target, name: str, tiling_type: str, runtime_scalars: bo
     (TCubeTiling, or a struct holding it as `cube` and the runtime scalars after it)."""
     t = s.tiling_fields
     ta, tb = bool(s.mm.attr("transpose_a", False)), bool(s.mm.attr("transpose_b", False))
-    words = dict(zip(TCUBE_FIELDS, s.words))
-    sets = "\n".join(f"    t->{f} = {words[f]};" for f in TCUBE_FIELDS if words[f])
+    sets = "\n".join([f"    t->{f} = {w};" for f, w in zip(TCUBE_FIELDS, s.words) if w])
     a, b = s.mm.operands
     fn = camel(name)
     head = ""

@@ -26,6 +26,8 @@ TPipe reset between them (Reset) so each has the whole UB as it would alone.
 """
 from __future__ import annotations
 
+import marshal
+
 from .. import dtypes as dt
 from ..lower.kinds import kernel_ir, kernel_words
 from ..tile.kernel import (BINARY, VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
@@ -43,25 +45,69 @@ from .host_vector import vector_host_tiling
 HOST_TILING = {"vector": vector_host_tiling, "row": row_host_tiling}
 
 
+# The printed text of the expression tuples met so far (one dict per `signed_fields`): kernels print
+# the same few expressions again and again (row_compile_time.py's 60 cube programs: 2,804
+# expressions, 44 distinct).  The key is the tuple's marshal bytes, one C call where printing walks
+# the tuple in Python, and exact where the tuple is not: 1, 1.0 and True are equal as dict keys but
+# print differently, and marshal keeps their types (bytes that read back as another tuple are other
+# bytes: an equal tuple may miss -- an interned string -- but a different one never hits).  An
+# expression marshal cannot write (a cast's dtype) is printed each time.
+_TEXT_LIMIT = 4096   # entries per memo: emptied when full (a process printing many shapes)
+
+
+def _expr_printer(u: bool):
+    """c_expr for one `signed_fields`, with its own memo (a printer's `_x`: no bound method, no
+    second call per expression)."""
+    memo: dict = {}
+
+    def text(e) -> str:
+        kind = type(e)
+        if kind is str and not e.startswith("t."):   # a name: itself
+            return e
+        if kind is not tuple:
+            return _c(e, u)[0]
+        try:
+            key = marshal.dumps(e, 2)
+        except ValueError:
+            return _c(e, u)[0]
+        out = memo.get(key)
+        if out is None:
+            out = _c(e, u)[0]
+            if len(memo) >= _TEXT_LIMIT:
+                memo.clear()
+            memo[key] = out
+        return out
+    return text
+
+
+_EXPR = (_expr_printer(False), _expr_printer(True))
+
+
 def c_expr(e, signed_fields: bool = False) -> str:
     """An expression in C++ (tiling fields are members of `tiling`), parenthesised only where
     C's precedence needs it."""
-    return _c(e, signed_fields)[0]
+    return _EXPR[1 if signed_fields else 0](e)
 
 
 def _c(e, u: bool = False) -> tuple[str, int]:
     """(text, precedence): 9 for a primary, BINARY's for an operator."""
-    if isinstance(e, bool):
-        raise TypeError("bool is not an expression")
-    if isinstance(e, int):
+    kind = type(e)   # the common leaves first (exact types: a bool is no expression)
+    if kind is int:
         return (f"{e}u" if e >= 0 else f"({e})"), 9
-    if isinstance(e, float):   # a float32 literal of a typed expression
-        text = literal(e, dt.float32)
-        return (f"({text})" if text.startswith("-") else text), 9
-    if isinstance(e, str):
-        if e.startswith("t."):   # TCubeTiling's fields are int32: the IR's arithmetic is uint32
-            return (f"uint32_t(tiling.{e[2:]})" if u else "tiling." + e[2:]), 9
+    if kind is str and not e.startswith("t."):
         return e, 9
+    if kind is not tuple:
+        if isinstance(e, bool):
+            raise TypeError("bool is not an expression")
+        if isinstance(e, int):
+            return (f"{e}u" if e >= 0 else f"({e})"), 9
+        if isinstance(e, float):   # a float32 literal of a typed expression
+            text = literal(e, dt.float32)
+            return (f"({text})" if text.startswith("-") else text), 9
+        if isinstance(e, str):
+            if e.startswith("t."):   # TCubeTiling's fields are int32: the IR's arithmetic is uint32
+                return (f"uint32_t(tiling.{e[2:]})" if u else "tiling." + e[2:]), 9
+            return e, 9
     op = e[0]
     if op in BINARY:
         (a, pa), (b, pb) = _c(e[1], u), _c(e[2], u)
@@ -105,22 +151,25 @@ class NodePrinting:
     """Prints tile-kernel nodes as Ascend C statements: KernelPrinter's stages, and a matmul's
     row epilogue (lower/cube_tile.py).  The host class (a KernelFrame) has `queue` (queue name
     -> Queue), `gm_name` (GM tensor -> its C++ name), `scopes` (per open block: tensor -> its
-    queue) and `_stmt` (a vector tile stmt's lines)."""
+    queue) and `_stmt` (a vector tile stmt's lines).
+
+    Each node kind has its own method (`_PRINT`, keyed by the node's class: one dict lookup per
+    node where a chain of isinstance tests cost up to 30), which appends its lines to the one
+    list the walk fills (`_emit`, `_body`), so no node builds and copies a list of its own."""
 
     signed_fields = False   # the tiling's fields are int32 (TCubeTiling): read them as uint32
-
-    def _x(self, e) -> str:
-        return c_expr(e, self.signed_fields)
-
-    def _ty(self, queue: str) -> str:
-        return self.queue[queue].dtype.ascendc
+    _x = staticmethod(_EXPR[0])   # an expression's text (c_expr); _EXPR[1] where signed_fields
 
     def _bind(self, tensor: str, queue: str) -> bool:
         """Record `tensor` as a variable of `queue`'s type; True when an enclosing block declared it."""
-        known = any(tensor in sc for sc in self.scopes)
-        if not known:
-            self.scopes[-1][tensor] = queue
-        return known
+        for sc in self.scopes:
+            if tensor in sc:
+                return True
+        self.scopes[-1][tensor] = queue
+        return False
+
+    def _ty(self, queue: str) -> str:
+        return self.queue[queue].dtype.ascendc
 
     def _dtype(self, tensor: str) -> dt.DType:
         q = next(sc[tensor] for sc in reversed(self.scopes) if tensor in sc)
@@ -130,164 +179,227 @@ class NodePrinting:
         text = r.tensor if r.offset == 0 else f"{r.tensor}[{self._x(r.offset)}]"
         return text if r.view is None else f"{text}.ReinterpretCast<{VIEWS[r.view][0]}>()"
 
-    def _block(self, nodes, indent: int) -> list[str]:
+    def _body(self, nodes, indent: int, out: list) -> None:
+        """A nested block's nodes, in a scope of their own (tensors declared there end with it)."""
         self.scopes.append({})
-        out = [x for n in nodes for x in self._node(n, indent)]
+        for node in nodes:
+            self._emit(node, indent, out)
         self.scopes.pop()
-        return out
 
-    def _node(self, node, indent: int) -> list[str]:
-        pad = " " * indent
+    def _emit(self, node, indent: int, out: list) -> None:
+        fn = self._PRINT.get(type(node))
+        if fn is None:   # a subclass of a node kind
+            fn = next((f for cls, f in self._PRINT.items() if isinstance(node, cls)), None)
+            if fn is None:
+                raise TypeError(f"not a tile kernel node: {node!r}")
+        fn(self, node, " " * indent, indent, out)
+
+    # ---- one method per node kind: (node, pad, indent, out) -------------------------------------
+    def _let(self, node, pad, indent, out):
+        out.append(f"{pad}const uint32_t {node.var} = {self._x(node.expr)};")
+
+    def _var(self, node, pad, indent, out):
+        out.append(f"{pad}uint32_t {node.var} = {self._x(node.expr)};")
+
+    def _set(self, node, pad, indent, out):
+        out.append(f"{pad}{node.var} {node.op} {self._x(node.expr)};")
+
+    def _for(self, node, pad, indent, out):
         e = self._x
-        if isinstance(node, Let):
-            return [f"{pad}const uint32_t {node.var} = {e(node.expr)};"]
-        if isinstance(node, Var):
-            return [f"{pad}uint32_t {node.var} = {e(node.expr)};"]
-        if isinstance(node, Set):
-            return [f"{pad}{node.var} {node.op} {e(node.expr)};"]
-        if isinstance(node, For):
-            step = f"++{node.var}" if node.step == 1 else f"{node.var} += {e(node.step)}"
-            head = (f"{pad}for (uint32_t {node.var} = {e(node.end)}; {node.var}-- > {e(node.start)};) {{"
-                    if node.down else
-                    f"{pad}for (uint32_t {node.var} = {e(node.start)}; {node.var} < {e(node.end)}; {step}) {{")
-            return [head, *self._block(node.body, indent + 4), pad + "}"]
-        if isinstance(node, If):
-            L = [f"{pad}if ({e(node.cond)}) {{", *self._block(node.then, indent + 4)]
-            if node.orelse:
-                L += [pad + "} else {", *self._block(node.orelse, indent + 4)]
-            return L + [pad + "}"]
-        if isinstance(node, Alloc):
-            q = self.queue[node.queue]
-            ty = q.dtype.ascendc
-            get = f"Get<{ty}>()" if q.position in ("VECCALC", "TBUF_VECOUT") else f"AllocTensor<{ty}>()"
-            decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
-            return [f"{pad}{decl}{node.tensor} = {node.queue}.{get};"]
-        if isinstance(node, DeQue):
-            ty = self._ty(node.queue)
-            decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
-            return [f"{pad}{decl}{node.tensor} = {node.queue}.DeQue<{ty}>();"]
-        if isinstance(node, Decl):
-            self._bind(node.tensor, node.queue)
-            return [f"{pad}AscendC::LocalTensor<{self._ty(node.queue)}> {node.tensor};"]
-        if isinstance(node, Dup):
+        step = f"++{node.var}" if node.step == 1 else f"{node.var} += {e(node.step)}"
+        out.append(f"{pad}for (uint32_t {node.var} = {e(node.end)}; {node.var}-- > {e(node.start)};) {{"
+                   if node.down else
+                   f"{pad}for (uint32_t {node.var} = {e(node.start)}; {node.var} < {e(node.end)}; {step}) {{")
+        self._body(node.body, indent + 4, out)
+        out.append(pad + "}")
+
+    def _if(self, node, pad, indent, out):
+        out.append(f"{pad}if ({self._x(node.cond)}) {{")
+        self._body(node.then, indent + 4, out)
+        if node.orelse:
+            out.append(pad + "} else {")
+            self._body(node.orelse, indent + 4, out)
+        out.append(pad + "}")
+
+    def _alloc(self, node, pad, indent, out):
+        q = self.queue[node.queue]
+        ty = q.dtype.ascendc
+        get = f"Get<{ty}>()" if q.position in ("VECCALC", "TBUF_VECOUT") else f"AllocTensor<{ty}>()"
+        decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
+        out.append(f"{pad}{decl}{node.tensor} = {node.queue}.{get};")
+
+    def _deque(self, node, pad, indent, out):
+        ty = self._ty(node.queue)
+        decl = "" if self._bind(node.tensor, node.queue) else f"AscendC::LocalTensor<{ty}> "
+        out.append(f"{pad}{decl}{node.tensor} = {node.queue}.DeQue<{ty}>();")
+
+    def _decl(self, node, pad, indent, out):
+        self._bind(node.tensor, node.queue)
+        out.append(f"{pad}AscendC::LocalTensor<{self._ty(node.queue)}> {node.tensor};")
+
+    def _dup(self, node, pad, indent, out):
+        d = self._dtype(node.dst.tensor)
+        if isinstance(node.value, tuple) and node.value[0] == "load":   # one GM value (FillRow: any width)
+            _, gm, index = node.value
+            out.append(f"{pad}FillRow({self._ref(node.dst)}, static_cast<{d.ascendc}>(gm_{self.gm_name[gm]}"
+                       f".GetValue({self._x(index)})), {self._x(node.count)});")
+            return
+        value = (literal(node.value, d) if isinstance(node.value, (float, bool, int))
+                 else f"static_cast<{d.ascendc}>({self._x(node.value)})")
+        out.append(f"{pad}AscendC::Duplicate({self._ref(node.dst)}, {value}, {self._x(node.count)});")
+        out.append(f"{pad}AscendC::PipeBarrier<PIPE_V>();")
+
+    def _vec(self, node, pad, indent, out):
+        dst, srcs, n = self._ref(node.dst), [self._ref(r) for r in node.srcs], self._x(node.count)
+        if node.api == "Cast":
+            call = f"AscendC::Cast({dst}, {srcs[0]}, AscendC::RoundMode::{node.mode}, {n});"
+        elif node.api == "Gather":   # dst[i] = the element at byte offset srcs[1][i] of srcs[0]
+            call = f"AscendC::Gather({dst}, {srcs[0]}, {srcs[1]}, 0u, {n});"
+        elif node.api.startswith("WholeReduce"):   # one repeat of `n` lanes to one value
+            out.append(f"{pad}AscendC::{node.api}<float>({dst}, {srcs[0]}, {n}, 1, 1, 1, 8);")
+            return
+        elif node.api.startswith("ReduceRepeat"):   # the CANN >= 9.1 spelling (ASCENDC.md 2.6)
+            kind = node.api[len("ReduceRepeat"):].upper()
+            out.append(f"{pad}AscendC::ReduceRepeat<AscendC::ReduceType::{kind}, float, float>({dst}, {srcs[0]}, "
+                       f"{n}, 1, 1, 1, 8);")
+            return
+        elif node.scalar is not None:
             d = self._dtype(node.dst.tensor)
-            if isinstance(node.value, tuple) and node.value[0] == "load":   # one GM value (FillRow: any width)
-                _, gm, index = node.value
-                return [f"{pad}FillRow({self._ref(node.dst)}, static_cast<{d.ascendc}>(gm_{self.gm_name[gm]}"
-                        f".GetValue({self._x(index)})), {self._x(node.count)});"]
-            value = (literal(node.value, d) if isinstance(node.value, (float, bool, int))
-                     else f"static_cast<{d.ascendc}>({self._x(node.value)})")
-            return [f"{pad}AscendC::Duplicate({self._ref(node.dst)}, {value}, {self._x(node.count)});",
-                    f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
-        if isinstance(node, Vec):
-            dst, srcs, n = self._ref(node.dst), [self._ref(r) for r in node.srcs], self._x(node.count)
-            if node.api == "Cast":
-                call = f"AscendC::Cast({dst}, {srcs[0]}, AscendC::RoundMode::{node.mode}, {n});"
-            elif node.api == "Gather":   # dst[i] = the element at byte offset srcs[1][i] of srcs[0]
-                call = f"AscendC::Gather({dst}, {srcs[0]}, {srcs[1]}, 0u, {n});"
-            elif node.api.startswith("WholeReduce"):   # one repeat of `n` lanes to one value
-                return [f"{pad}AscendC::{node.api}<float>({dst}, {srcs[0]}, {n}, 1, 1, 1, 8);"]
-            elif node.api.startswith("ReduceRepeat"):   # the CANN >= 9.1 spelling (ASCENDC.md 2.6)
-                kind = node.api[len("ReduceRepeat"):].upper()
-                return [f"{pad}AscendC::ReduceRepeat<AscendC::ReduceType::{kind}, float, float>({dst}, {srcs[0]}, "
-                        f"{n}, 1, 1, 1, 8);"]
-            elif node.scalar is not None:
-                d = self._dtype(node.dst.tensor)
-                value = (literal(node.scalar, d) if isinstance(node.scalar, (float, bool, int))
-                         else f"static_cast<{d.ascendc}>({self._x(node.scalar)})")
-                call = f"AscendC::{node.api}({dst}, {srcs[0]}, {value}, {n});"
-            else:
-                call = f"AscendC::{node.api}({dst}, {', '.join(srcs)}, {n});"
-            return [pad + call, f"{pad}AscendC::PipeBarrier<PIPE_V>();"]
-        if isinstance(node, Step):
-            names = {slot: self._ref(r) for slot, r in node.names}
-            scalars = dict(node.scalars)
-            count = "" if node.count is None else f", n = {self._x(node.count)}"
-            L = [f"{pad}{{  // {cnames.comment(node.label)}", f"{pad}    const uint32_t o = {self._x(node.offset)}{count};"]
-            for r, value, count in node.prefill:   # lanes Compare may read past the count
-                L += [f"{pad}    AscendC::Duplicate({self._ref(r)}, {literal(value, self._dtype(r.tensor))}, "
-                      f"{self._x(count)});", f"{pad}    AscendC::PipeBarrier<PIPE_V>();"]
-            for st in node.stmts:
-                L += self._stmt(rename_stmt(st, names, scalars), indent + 4)
-            return L + [pad + "}"]
-        if isinstance(node, EnQue):
-            return [f"{pad}{node.queue}.EnQue({node.tensor});"]
-        if isinstance(node, Free):
-            return [f"{pad}{node.queue}.FreeTensor({node.tensor});"]
-        if isinstance(node, CopyIn):
-            return [f"{pad}CopyRowsIn({self._ref(Ref(node.tensor, node.ub_off))}, gm_{self.gm_name[node.gm]}[{e(node.offset)}], "
-                    f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
-                    f"{e(node.ub_stride)});"]
-        if isinstance(node, GatherRow):   # an index outside [-bound, bound) is not read: its row is 0
-            d = self._dtype(node.dst.tensor)
-            dst, n = self._ref(node.dst), e(node.cols)
-            return [f"{pad}{{",
-                    f"{pad}    int64_t k = static_cast<int64_t>(gm_{self.gm_name[node.index]}.GetValue({e(node.pos)}));",
-                    f"{pad}    if (k < 0) k += {node.bound};",
-                    f"{pad}    if (k < 0 || k >= {node.bound}) {{",
-                    f"{pad}        FillRow({dst}, static_cast<{d.ascendc}>(0), {n});",
-                    f"{pad}    }} else {{",
-                    f"{pad}        CopyRowsIn({dst}, gm_{self.gm_name[node.table]}[static_cast<uint32_t>(k) * "
-                    f"{node.row_len}u + {e(node.col)}], 1, {n}, {n}, {n});",
-                    f"{pad}    }}",
-                    f"{pad}}}"]
-        if isinstance(node, CopyOut):
-            return [f"{pad}CopyRowsOut(gm_{self.gm_name[node.gm]}[{e(node.offset)}], {self._ref(Ref(node.tensor, node.ub_off))}, "
-                    f"{e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, "
-                    f"{e(node.ub_stride)});"]
-        if isinstance(node, UbCopy):
-            dst = node.dst if node.dst_off == 0 else f"{node.dst}[{e(node.dst_off)}]"
-            src = node.src if node.src_off == 0 else f"{node.src}[{e(node.src_off)}]"
-            return [f"{pad}AscendC::DataCopy({dst}, {src}, {e(node.count)});"]
-        if isinstance(node, Move):
-            return [f"{pad}{node.dst}.SetValue({e(node.dst_index)}, "
-                    f"{node.src}.GetValue({e(node.src_index)}));"]
-        if isinstance(node, Barrier):
-            why = f"   // {cnames.comment(node.why)}" if node.why else ""
-            return [f"{pad}AscendC::PipeBarrier<PIPE_ALL>();{why}"]
-        if isinstance(node, Sync):
-            return [f"{pad}AscendC::SetFlag<AscendC::HardEvent::{node.event}>(EVENT_ID0);",
-                    f"{pad}AscendC::WaitFlag<AscendC::HardEvent::{node.event}>(EVENT_ID0);"]
-        if isinstance(node, Scalar):
-            return [f"{pad}const {node.dtype.ascendc} {node.var} = {e(node.expr)};"]
-        if isinstance(node, Put):
-            ty = self._dtype(node.tensor).ascendc
-            return [f"{pad}{node.tensor}.SetValue({e(node.index)}, static_cast<{ty}>({e(node.expr)}));"]
-        if isinstance(node, Call):
-            return [f"{pad}{node.stage}({'' if node.arg is None else e(node.arg)});"]
-        if isinstance(node, Return):
-            return [f"{pad}return;"]
-        if isinstance(node, MmSet):
-            mm = self.matmul[node.mm]
-            op = mm.a if node.which == "A" else mm.b
-            if node.src in self.gm:
-                return [f"{pad}{node.mm}.SetTensor{node.which}(gm_{self.gm_name[node.src]}[{e(node.offset)}]"
-                        f"{', true' if op.transpose else ''});"]
-            return [f"{pad}{node.mm}.SetTensor{node.which}({node.src}{', true' if op.transpose else ''});"]
-        if isinstance(node, MmTail):
-            k = "" if node.k is None else f", {e(node.k)}"
-            return [f"{pad}{node.mm}.SetTail({e(node.m)}, {e(node.n)}{k});"]
-        if isinstance(node, MmIterate):
-            return [f"{pad}while ({node.mm}.template Iterate<true>()) {{", *self._block(node.body, indent + 4),
-                    pad + "}"]
-        if isinstance(node, MmGetC):   # this tile alone, or (placed) each base block at its place
-            return [f"{pad}{node.mm}.template GetTensorC<true>({node.tensor}, false, {'false' if node.placed else 'true'});"]
-        if isinstance(node, MmEnd):
-            return [f"{pad}{node.mm}.End();"]
-        if isinstance(node, CopyNz):   # ND rows into NZ column blocks of 32 bytes, rows rounded to 16
-            return [f"{pad}{{",
-                    f"{pad}    AscendC::Nd2NzParams nd;",
-                    f"{pad}    nd.ndNum = 1;",
-                    f"{pad}    nd.nValue = {e(node.rows)};",
-                    f"{pad}    nd.dValue = {e(node.cols)};",
-                    f"{pad}    nd.srcNdMatrixStride = 0;",
-                    f"{pad}    nd.srcDValue = {e(node.gm_stride)};",
-                    f"{pad}    nd.dstNzC0Stride = ({e(node.rows)} + 15) / 16 * 16;",
-                    f"{pad}    nd.dstNzNStride = 1;",
-                    f"{pad}    nd.dstNzMatrixStride = 0;",
-                    f"{pad}    AscendC::DataCopy({node.tensor}, gm_{self.gm_name[node.gm]}[{e(node.offset)}], nd);",
-                    f"{pad}}}"]
-        raise TypeError(f"not a tile kernel node: {node!r}")
+            value = (literal(node.scalar, d) if isinstance(node.scalar, (float, bool, int))
+                     else f"static_cast<{d.ascendc}>({self._x(node.scalar)})")
+            call = f"AscendC::{node.api}({dst}, {srcs[0]}, {value}, {n});"
+        else:
+            call = f"AscendC::{node.api}({dst}, {', '.join(srcs)}, {n});"
+        out.append(pad + call)
+        out.append(f"{pad}AscendC::PipeBarrier<PIPE_V>();")
+
+    def _step(self, node, pad, indent, out):
+        names = {slot: self._ref(r) for slot, r in node.names}
+        scalars = dict(node.scalars)
+        count = "" if node.count is None else f", n = {self._x(node.count)}"
+        out.append(f"{pad}{{  // {cnames.comment(node.label)}")
+        out.append(f"{pad}    const uint32_t o = {self._x(node.offset)}{count};")
+        for r, value, count in node.prefill:   # lanes Compare may read past the count
+            out.append(f"{pad}    AscendC::Duplicate({self._ref(r)}, {literal(value, self._dtype(r.tensor))}, "
+                       f"{self._x(count)});")
+            out.append(f"{pad}    AscendC::PipeBarrier<PIPE_V>();")
+        stmts = node.stmts
+        if not _renames(stmts, names):   # every slot is its own tensor (elementwise kernels): as they are
+            for st in stmts:
+                out += self._stmt(st, indent + 4)
+        else:
+            for st in stmts:
+                out += self._stmt(rename_stmt(st, names, scalars), indent + 4)
+        out.append(pad + "}")
+
+    def _enque(self, node, pad, indent, out):
+        out.append(f"{pad}{node.queue}.EnQue({node.tensor});")
+
+    def _free(self, node, pad, indent, out):
+        out.append(f"{pad}{node.queue}.FreeTensor({node.tensor});")
+
+    def _copy_in(self, node, pad, indent, out):
+        e = self._x
+        out.append(f"{pad}CopyRowsIn({self._ref(Ref(node.tensor, node.ub_off))}, gm_{self.gm_name[node.gm]}"
+                   f"[{e(node.offset)}], {e(node.rows)}, {e(node.cols)}, {e(node.gm_stride)}, {e(node.ub_stride)});")
+
+    def _gather_row(self, node, pad, indent, out):   # an index outside [-bound, bound) is not read: its row is 0
+        e = self._x
+        d = self._dtype(node.dst.tensor)
+        dst, n = self._ref(node.dst), e(node.cols)
+        out += [f"{pad}{{",
+                f"{pad}    int64_t k = static_cast<int64_t>(gm_{self.gm_name[node.index]}.GetValue({e(node.pos)}));",
+                f"{pad}    if (k < 0) k += {node.bound};",
+                f"{pad}    if (k < 0 || k >= {node.bound}) {{",
+                f"{pad}        FillRow({dst}, static_cast<{d.ascendc}>(0), {n});",
+                f"{pad}    }} else {{",
+                f"{pad}        CopyRowsIn({dst}, gm_{self.gm_name[node.table]}[static_cast<uint32_t>(k) * "
+                f"{node.row_len}u + {e(node.col)}], 1, {n}, {n}, {n});",
+                f"{pad}    }}",
+                f"{pad}}}"]
+
+    def _copy_out(self, node, pad, indent, out):
+        e = self._x
+        out.append(f"{pad}CopyRowsOut(gm_{self.gm_name[node.gm]}[{e(node.offset)}], "
+                   f"{self._ref(Ref(node.tensor, node.ub_off))}, {e(node.rows)}, {e(node.cols)}, "
+                   f"{e(node.gm_stride)}, {e(node.ub_stride)});")
+
+    def _ub_copy(self, node, pad, indent, out):
+        e = self._x
+        dst = node.dst if node.dst_off == 0 else f"{node.dst}[{e(node.dst_off)}]"
+        src = node.src if node.src_off == 0 else f"{node.src}[{e(node.src_off)}]"
+        out.append(f"{pad}AscendC::DataCopy({dst}, {src}, {e(node.count)});")
+
+    def _move(self, node, pad, indent, out):
+        out.append(f"{pad}{node.dst}.SetValue({self._x(node.dst_index)}, "
+                   f"{node.src}.GetValue({self._x(node.src_index)}));")
+
+    def _barrier(self, node, pad, indent, out):
+        why = f"   // {cnames.comment(node.why)}" if node.why else ""
+        out.append(f"{pad}AscendC::PipeBarrier<PIPE_ALL>();{why}")
+
+    def _sync(self, node, pad, indent, out):
+        out.append(f"{pad}AscendC::SetFlag<AscendC::HardEvent::{node.event}>(EVENT_ID0);")
+        out.append(f"{pad}AscendC::WaitFlag<AscendC::HardEvent::{node.event}>(EVENT_ID0);")
+
+    def _scalar(self, node, pad, indent, out):
+        out.append(f"{pad}const {node.dtype.ascendc} {node.var} = {self._x(node.expr)};")
+
+    def _put(self, node, pad, indent, out):
+        ty = self._dtype(node.tensor).ascendc
+        out.append(f"{pad}{node.tensor}.SetValue({self._x(node.index)}, static_cast<{ty}>({self._x(node.expr)}));")
+
+    def _call(self, node, pad, indent, out):
+        out.append(f"{pad}{node.stage}({'' if node.arg is None else self._x(node.arg)});")
+
+    def _return(self, node, pad, indent, out):
+        out.append(f"{pad}return;")
+
+    def _mm_set(self, node, pad, indent, out):
+        mm = self.matmul[node.mm]
+        op = mm.a if node.which == "A" else mm.b
+        if node.src in self.gm:
+            out.append(f"{pad}{node.mm}.SetTensor{node.which}(gm_{self.gm_name[node.src]}[{self._x(node.offset)}]"
+                       f"{', true' if op.transpose else ''});")
+        else:
+            out.append(f"{pad}{node.mm}.SetTensor{node.which}({node.src}{', true' if op.transpose else ''});")
+
+    def _mm_tail(self, node, pad, indent, out):
+        k = "" if node.k is None else f", {self._x(node.k)}"
+        out.append(f"{pad}{node.mm}.SetTail({self._x(node.m)}, {self._x(node.n)}{k});")
+
+    def _mm_iterate(self, node, pad, indent, out):
+        out.append(f"{pad}while ({node.mm}.template Iterate<true>()) {{")
+        self._body(node.body, indent + 4, out)
+        out.append(pad + "}")
+
+    def _mm_get_c(self, node, pad, indent, out):   # this tile alone, or (placed) each base block at its place
+        out.append(f"{pad}{node.mm}.template GetTensorC<true>({node.tensor}, false, "
+                   f"{'false' if node.placed else 'true'});")
+
+    def _mm_end(self, node, pad, indent, out):
+        out.append(f"{pad}{node.mm}.End();")
+
+    def _copy_nz(self, node, pad, indent, out):   # ND rows into NZ column blocks of 32 bytes, rows rounded to 16
+        e = self._x
+        out += [f"{pad}{{",
+                f"{pad}    AscendC::Nd2NzParams nd;",
+                f"{pad}    nd.ndNum = 1;",
+                f"{pad}    nd.nValue = {e(node.rows)};",
+                f"{pad}    nd.dValue = {e(node.cols)};",
+                f"{pad}    nd.srcNdMatrixStride = 0;",
+                f"{pad}    nd.srcDValue = {e(node.gm_stride)};",
+                f"{pad}    nd.dstNzC0Stride = ({e(node.rows)} + 15) / 16 * 16;",
+                f"{pad}    nd.dstNzNStride = 1;",
+                f"{pad}    nd.dstNzMatrixStride = 0;",
+                f"{pad}    AscendC::DataCopy({node.tensor}, gm_{self.gm_name[node.gm]}[{e(node.offset)}], nd);",
+                f"{pad}}}"]
+
+    _PRINT = {Let: _let, Var: _var, Set: _set, For: _for, If: _if, Alloc: _alloc, DeQue: _deque, Decl: _decl,
+              Dup: _dup, Vec: _vec, Step: _step, EnQue: _enque, Free: _free, CopyIn: _copy_in,
+              GatherRow: _gather_row, CopyOut: _copy_out, UbCopy: _ub_copy, Move: _move, Barrier: _barrier,
+              Sync: _sync, Scalar: _scalar, Put: _put, Call: _call, Return: _return, MmSet: _mm_set,
+              MmTail: _mm_tail, MmIterate: _mm_iterate, MmGetC: _mm_get_c, MmEnd: _mm_end, CopyNz: _copy_nz}
 
 
 class KernelPrinter(NodePrinting, KernelFrame):
@@ -297,7 +409,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
         self.symbols = list(getattr(sched, "symbols", []))   # host tiling's sizes[i], when symbolic
         self.k: TileKernel = kernel_ir(sched) if kernel is None else kernel
         self.queue = {q.name: q for q in self.k.queues}
-        self.gm_name = {g.name: {"in": cnames.param(g.name), "out": f"y{g.index}"}.get(g.role, g.name)
+        self.gm_name = {g.name: cnames.param(g.name) if g.role == "in" else f"y{g.index}" if g.role == "out" else g.name
                         for g in self.k.gms}
         self.gm = {g.name: g for g in self.k.gms}
         self.scopes: list[dict] = []     # tensor -> its queue, per open block (the walk's scopes)
@@ -311,6 +423,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
                           for i, (ps, part) in enumerate(zip(sched.parts, self.k.parts))]
         if self.k.matmuls:   # a cube kernel: a MIX launch reading CANN's TCubeTiling (int32 fields)
             self.WORD, self.MIX, self.signed_fields = "i", True, True
+            self._x = _EXPR[1]
             self.rt = self.runtime_scalars()   # (the op project reads them: project_op.py)
             # one TCubeTiling (with the runtime scalars after it: a struct holding it as `cube`), or a
             # struct of one TCubeTiling per Matmul object (Matmul.tiling names its member)
@@ -438,7 +551,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
         L += [f"        const uint32_t {n} = {c};" for n, c in core.items() if n in used]
         self.scopes = [{}]
         for node in k.process:
-            L += self._node(node, 8)
+            self._emit(node, 8, L)
         L += ["    }", ""]
         for mm in k.matmuls:
             types = [_matmul_type(o) for o in (mm.a, mm.b, mm.c)]
@@ -453,7 +566,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
             L += [f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})", "    {"]
             self.scopes = [{}]
             for node in st.body:
-                L += self._node(node, 8)
+                self._emit(node, 8, L)
             L += ["    }", ""]
         for q in k.queues:
             if q.position in ("VECCALC", "TBUF_VECOUT"):   # a TBuf (on VECOUT: a Matmul's A in UB)
@@ -490,7 +603,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
             L += [f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})", "    {"]
             self.scopes = [{}]
             for node in st.body:
-                L += self._node(node, 8)
+                self._emit(node, 8, L)
             L.append("    }")
         L += ["", "    AscendC::TPipe pipe;"]
         for q in k.queues:
@@ -521,21 +634,45 @@ def _matmul_type(o) -> str:
             f"{', true' if o.transpose else ''}>")
 
 
+def _renames(stmts, names: dict) -> bool:
+    """Whether rename_stmt would change any of `stmts`: False when each slot they use maps to its own
+    name and none reads a scalar variable (rename_stmt's copies would equal them)."""
+    for slot, name in names.items():
+        if slot != name:
+            return True
+    used = {st.dst for st in stmts}
+    for st in stmts:
+        used.update(st.srcs)
+        used.update(st.aux)
+        if st.scalar is not None and st.scalar[0] == "var":
+            return True
+    return not used <= names.keys()   # (a slot without a name: rename_stmt's KeyError)
+
+
 def _names(nodes) -> set:
-    """Every name the expressions of `nodes` read (nested bodies too)."""
+    """Every name the expressions of `nodes` read (nested bodies too).  Walked with two work lists
+    (bodies of nodes, expression tuples) rather than a call per expression: a kernel's process
+    body has hundreds of expression tuples."""
     out: set = set()
-
-    def expr(e):
-        if isinstance(e, str):
-            out.add(e)
-        elif isinstance(e, tuple):
-            for x in e[1:]:
-                expr(x)
-
-    for node in nodes:
-        for v in vars(node).values():
-            if isinstance(v, tuple) and v and all(hasattr(x, "__dataclass_fields__") for x in v):
-                out.update(_names(v))   # a body of nodes
-            else:
-                expr(v)
+    add = out.add
+    bodies, exprs = [nodes], []
+    while bodies:
+        for node in bodies.pop():
+            for v in vars(node).values():
+                kind = type(v)
+                if kind is str or (kind is not tuple and isinstance(v, str)):
+                    add(v)
+                elif kind is tuple or isinstance(v, tuple):
+                    if v and hasattr(v[0], "__dataclass_fields__") and \
+                            all(hasattr(x, "__dataclass_fields__") for x in v):
+                        bodies.append(v)   # a body of nodes
+                    else:
+                        exprs.append(v)
+        while exprs:
+            for x in exprs.pop()[1:]:
+                kind = type(x)
+                if kind is str or (kind is not tuple and isinstance(x, str)):
+                    add(x)
+                elif kind is tuple or isinstance(x, tuple):
+                    exprs.append(x)
     return out
