@@ -184,3 +184,16 @@ def test_printed_host_tiling_equals_python_for_symbolic_sizes(target):
         moved.append((t.block_dim, t.tile_rows, t.tile_cols) != (t.choice.baseline.block_dim,
                                                                 t.choice.baseline.tile_rows, t.choice.baseline.tile_cols))
     assert any(moved)   # sizes where the model's choice is not the old rule's, checked against C++ too
+
+
+def test_the_cost_table_is_kept_on_the_schedule_and_equals_a_fresh_one():
+    """table_for keeps a schedule's cost table (the tiling weighs it per candidate and per new size,
+    the host tiling code prints it again): the kept table is the one a fresh computation gives, for
+    kernels with broadcast rows, hoisted work and several outputs."""
+    progs = [(lambda a, b: fs.relu(fs.abs(a) + b), (np.ones(96, np.float32), np.ones((40, 96), np.float32))),
+             (lambda a, b: (a * b - 1.0, fs.exp(a)), (np.ones((7, 33), np.float16), np.ones((7, 33), np.float16)))]
+    for fn, args in progs:
+        for plan in fs.fused_kernel(fn).compile(*args).kernels:
+            sched = plan.lowered
+            kept = tc.table_for(sched)
+            assert tc.table_for(sched) is kept and kept == tc._table(sched)

@@ -37,3 +37,4 @@ def run_tile_passes(sched: VectorSchedule, target, ub_fraction: float, snapshots
         verify_tile(sched, target)
         if snapshots is not None:
             snapshots.append((name, print_tile(sched, locs=True)))
+    sched.__dict__.pop("_cost_table", None)   # (tiling_cost.table_for's, of the program before the passes)

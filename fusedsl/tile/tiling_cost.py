@@ -89,6 +89,16 @@ class CostTable:
 
 
 def table_for(sched: VectorSchedule) -> CostTable:
+    """The schedule's cost table, kept on it: the tiling weighs it per candidate and per new size
+    (the CPU's too), the host tiling code prints it -- the tile program it reads is final once the
+    tile passes ran (tile/pipeline.run_tile_passes drops a table made before)."""
+    table = sched.__dict__.get("_cost_table")
+    if table is None:
+        table = sched.__dict__["_cost_table"] = _table(sched)
+    return table
+
+
+def _table(sched: VectorSchedule) -> CostTable:
     tensors = [i for i in sched.inputs if i.kind != "runtime_scalar"]
     rows = [i for i in tensors if i.kind == "row"]
     copy = [api_coeffs("Copy", i.gm_dtype) for i in rows]
