@@ -212,3 +212,14 @@ def test_generated_column_kernels_interpret_like_numpy(a, k, b, data, dtype, tar
     run_kernel(parse_kernel(plan.tile_ir), [x], [out])
     tol = 2e-2 if dtype == np.float16 else 1e-4
     np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+
+
+def test_expression_text_is_remembered_with_its_literals_kinds():
+    """format_expr keeps the text of the expressions it printed (kernels print the same few dozen
+    again and again), keyed so that 1, 1.0 and True -- equal as dict keys -- stay apart."""
+    assert format_expr(("+", "t.n", 1)) == "t.n + 1"
+    assert format_expr(("+", "t.n", 1.0)) == "t.n + #1.0"
+    assert format_expr(("+", "t.n", 1), "tiling.") == "tiling.n + 1"
+    with pytest.raises(TypeError, match="bool is not an expression"):
+        format_expr(("+", "t.n", True))
+    assert format_expr(("+", "t.n", 1)) == "t.n + 1"

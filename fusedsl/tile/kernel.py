@@ -41,6 +41,7 @@ round-trips: `print_kernel(parse_kernel(t)) == t`.
 """
 from __future__ import annotations
 
+import marshal
 from dataclasses import field, replace
 from typing import Union
 
@@ -511,6 +512,24 @@ def _prec(e: Expr) -> int:
 
 def format_expr(e: Expr, field_prefix: str = "t.") -> str:
     """Infix text of an expression; tiling fields get `field_prefix` (`tiling.` in C++)."""
+    if type(e) is tuple:   # kernels print the same few dozen expressions again and again
+        try:
+            key = (marshal.dumps(e), field_prefix)   # (marshal keeps 1, 1.0 and True apart: equal as keys)
+        except ValueError:   # a tuple holding a dtype (a cast)
+            return _format_expr(e, field_prefix)
+        text = _EXPR_TEXT.get(key)
+        if text is None:
+            if len(_EXPR_TEXT) >= 4096:
+                _EXPR_TEXT.clear()
+            text = _EXPR_TEXT[key] = _format_expr(e, field_prefix)
+        return text
+    return _format_expr(e, field_prefix)
+
+
+_EXPR_TEXT: dict = {}
+
+
+def _format_expr(e: Expr, field_prefix: str) -> str:
     if isinstance(e, bool):
         raise TypeError("bool is not an expression")
     if isinstance(e, int):
