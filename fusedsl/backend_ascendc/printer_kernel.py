@@ -26,13 +26,11 @@ TPipe reset between them (Reset) so each has the whole UB as it would alone.
 """
 from __future__ import annotations
 
-import marshal
-
 from .. import dtypes as dt
 from ..lower.kinds import kernel_ir, kernel_words
 from ..tile.kernel import (BINARY, VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
                            Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Reset,
-                           Return, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec)
+                           Return, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, memo_text)
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, rename_stmt
 from .frame import KernelFrame
@@ -45,42 +43,9 @@ from .host_vector import vector_host_tiling
 HOST_TILING = {"vector": vector_host_tiling, "row": row_host_tiling}
 
 
-# The printed text of the expression tuples met so far (one dict per `signed_fields`): kernels print
-# the same few expressions again and again (row_compile_time.py's 60 cube programs: 2,804
-# expressions, 44 distinct).  The key is the tuple's marshal bytes, one C call where printing walks
-# the tuple in Python, and exact where the tuple is not: 1, 1.0 and True are equal as dict keys but
-# print differently, and marshal keeps their types (bytes that read back as another tuple are other
-# bytes: an equal tuple may miss -- an interned string -- but a different one never hits).  An
-# expression marshal cannot write (a cast's dtype) is printed each time.
-_TEXT_LIMIT = 4096   # entries per memo: emptied when full (a process printing many shapes)
-
-
-def _expr_printer(u: bool):
-    """c_expr for one `signed_fields`, with its own memo (a printer's `_x`: no bound method, no
-    second call per expression)."""
-    memo: dict = {}
-
-    def text(e) -> str:
-        kind = type(e)
-        if kind is str and not e.startswith("t."):   # a name: itself
-            return e
-        if kind is not tuple:
-            return _c(e, u)[0]
-        try:
-            key = marshal.dumps(e, 2)
-        except ValueError:
-            return _c(e, u)[0]
-        out = memo.get(key)
-        if out is None:
-            out = _c(e, u)[0]
-            if len(memo) >= _TEXT_LIMIT:
-                memo.clear()
-            memo[key] = out
-        return out
-    return text
-
-
-_EXPR = (_expr_printer(False), _expr_printer(True))
+# c_expr's text per `signed_fields`, the expression tuples' text kept (tile/kernel.memo_text); a
+# printer's `_x` is one of them (no bound method, no second call per expression)
+_EXPR = (memo_text(lambda e: _c(e, False)[0]), memo_text(lambda e: _c(e, True)[0]))
 
 
 def c_expr(e, signed_fields: bool = False) -> str:

@@ -31,7 +31,7 @@ import zlib
 import llvmlite
 import llvmlite.binding as llvm
 
-from .. import cachesize
+from .. import cachedir, cachesize
 from ..errors import JitTiersError, user_frame
 from ..gcpause import gc_paused
 from ..version import __version__
@@ -92,7 +92,6 @@ class _Host:
 
 def cache_dir() -> str:
     """Private to this user (fusedsl.cachedir: 0700, ours, else a private temp cache)."""
-    from .. import cachedir
     return cachedir.private_dir("llvm")
 
 
@@ -245,7 +244,6 @@ def write_cached(key: str, payload: bytes, path: str | None = None) -> None:
     path = path or _path(key)
     blob = MAGIC + hashlib.sha256(payload).digest() + payload
     try:
-        from .. import cachedir
         cachedir.make_private(os.path.dirname(path))
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".o")
         try:

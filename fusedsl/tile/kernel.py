@@ -510,23 +510,46 @@ def _prec(e: Expr) -> int:
     return BINARY[e[0]] if isinstance(e, tuple) and e[0] in BINARY else 9
 
 
+def memo_text(fmt):
+    """`fmt` (an expression -> its text) keeping the text of the expression tuples it printed:
+    kernels print the same few dozen expressions again and again (60 cube programs: 2,804
+    expressions, 44 distinct).  The key is the tuple's marshal bytes, one C call where printing
+    walks the tuple in Python, and exact where the tuple is not: 1, 1.0 and True are equal as dict
+    keys but print differently, and marshal keeps their types (an equal tuple may miss -- an
+    interned string -- but a different one never hits).  A tuple marshal cannot write (a cast's
+    dtype) is printed each time; a name other than a tiling field (`t.X`) prints as itself in every
+    text form; at most TEXT_MEMO entries, emptied when full (a process printing many shapes)."""
+    memo: dict = {}
+
+    def text(e) -> str:
+        kind = type(e)
+        if kind is str and not e.startswith("t."):
+            return e
+        if kind is not tuple:
+            return fmt(e)
+        try:
+            key = marshal.dumps(e, 2)
+        except ValueError:
+            return fmt(e)
+        out = memo.get(key)
+        if out is None:
+            if len(memo) >= TEXT_MEMO:
+                memo.clear()
+            out = memo[key] = fmt(e)
+        return out
+    return text
+
+
+TEXT_MEMO = 4096
+_FORMATS: dict = {}   # field prefix -> format_expr's memo_text for it
+
+
 def format_expr(e: Expr, field_prefix: str = "t.") -> str:
     """Infix text of an expression; tiling fields get `field_prefix` (`tiling.` in C++)."""
-    if type(e) is tuple:   # kernels print the same few dozen expressions again and again
-        try:
-            key = (marshal.dumps(e), field_prefix)   # (marshal keeps 1, 1.0 and True apart: equal as keys)
-        except ValueError:   # a tuple holding a dtype (a cast)
-            return _format_expr(e, field_prefix)
-        text = _EXPR_TEXT.get(key)
-        if text is None:
-            if len(_EXPR_TEXT) >= 4096:
-                _EXPR_TEXT.clear()
-            text = _EXPR_TEXT[key] = _format_expr(e, field_prefix)
-        return text
-    return _format_expr(e, field_prefix)
-
-
-_EXPR_TEXT: dict = {}
+    text = _FORMATS.get(field_prefix)
+    if text is None:
+        text = _FORMATS[field_prefix] = memo_text(lambda x: _format_expr(x, field_prefix))
+    return text(e)
 
 
 def _format_expr(e: Expr, field_prefix: str) -> str:

@@ -204,6 +204,24 @@ class _Walk:
     def ev(self, e):
         return evaluate(e, self.env)
 
+    def mark(self) -> tuple:
+        """The tallies and GM reads so far (`since` gives what was added after)."""
+        return list(self.tally), dict(self.read)
+
+    def since(self, mark: tuple) -> tuple:
+        """(tally delta, GM reads delta) since `mark`: a walked piece's figures, to add again."""
+        before, read = mark
+        return ([a - b for a, b in zip(self.tally, before)],
+                {g: n - read.get(g, 0) for g, n in self.read.items() if n != read.get(g, 0)})
+
+    def add(self, delta: list, reads: dict, times: int = 1) -> None:
+        """A piece's figures (`since`'s) added `times` more times, as if walked again."""
+        tally = self.tally
+        for i, d in enumerate(delta):
+            tally[i] += d * times
+        for g, n in reads.items():
+            self.read[g] = self.read.get(g, 0) + n * times
+
     def stage(self, st) -> None:
         """A per-tile stage: walked, or -- a stage that sets nothing living past it and calls
         nothing -- its tallies taken from an earlier tile whose copy sizes, counts and control flow
@@ -218,16 +236,11 @@ class _Walk:
         key = (st.name, *(_hashable(self.env.get(n)) for n in sig))
         hit = self.stage_memo.get(key)
         if hit is None:
-            before, read = list(self.tally), dict(self.read)
+            mark = self.mark()
             self.run(st.body)
-            self.stage_memo[key] = ([a - b for a, b in zip(self.tally, before)],
-                                    {g: n - read.get(g, 0) for g, n in self.read.items() if n != read.get(g, 0)})
+            self.stage_memo[key] = self.since(mark)
             return
-        delta, reads = hit
-        for i, d in enumerate(delta):
-            self.tally[i] += d
-        for g, n in reads.items():
-            self.read[g] = self.read.get(g, 0) + n
+        self.add(*hit)
 
     def run(self, body) -> None:
         for node in body:
@@ -410,28 +423,18 @@ class _Walk:
                 if hit[2] is not None:   # the UB tensors a pass allocates, for what follows the loop
                     self.dtype.update(hit[2])
                 return hit, False
-        before, read, typed = list(self.tally), dict(self.read), len(self.dtype)
+        mark, typed = self.mark(), len(self.dtype)
         self.run(node.body[lets:] if lets else node.body)
-        done = ([a - b for a, b in zip(self.tally, before)],
-                {g: n - read.get(g, 0) for g, n in self.read.items() if n != read.get(g, 0)},
-                dict(self.dtype) if len(self.dtype) != typed else None)
+        done = (*self.since(mark), dict(self.dtype) if len(self.dtype) != typed else None)
         if key is not None:
             self.loop_memo[key] = done
         return done, True
-
-    def _add(self, done: tuple, times: int) -> None:
-        delta, reads, _ = done
-        tally = self.tally
-        for i, d in enumerate(delta):
-            tally[i] += d * times
-        for g, n in reads.items():
-            self.read[g] = self.read.get(g, 0) + n * times
 
     def uniform_loop(self, node: For, passes: range, facts: tuple) -> None:
         """A loop whose passes do the same work: one pass, times the passes."""
         self.env[node.var] = passes[0]
         done, walked = self._pass(node, facts)
-        self._add(done, len(passes) - walked)
+        self.add(done[0], done[1], len(passes) - walked)
 
     def alike_passes(self, node: For, passes: range, facts: tuple) -> None:
         """A loop whose passes' work depends on its variable only through the lets at the top of its
@@ -445,7 +448,7 @@ class _Walk:
                 env[let.var] = evaluate(let.expr, env)
             done, walked = self._pass(node, facts)
             if not walked:
-                self._add(done, 1)
+                self.add(done[0], done[1])
 
 
 @record
@@ -728,74 +731,61 @@ def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> Kern
     busiest = (0.0, 0.0, 0.0, 0.0)   # (cycles, mte2, vec, mte3) of the slowest core
     for b in range(blocks):
         span = range(b * per_core, min(tiles, (b + 1) * per_core))
-        keys = None
+        keys = hit = None
         if prologue is not None:
             keys = _tile_keys(walk, plan, dict(prologue), span)
             hit = cores.get(keys)
-            if hit is not None:
-                core, delta, reads = hit
-                _add(walk, delta, reads)
-                if core > busiest[0]:
-                    busiest = (core, delta[MTE2], delta[VEC], delta[MTE3])
-                    if above is not None and core > above:
-                        return None
-                continue
-        env = dict(env0)
-        env["ub"] = walk.ub_get
-        start, read = list(tally), dict(walk.read)
-        for m in k.members:   # Init: a scalar member's GM element is read once per core
-            env[m.name] = 0 if m.init is None else evaluate(m.init, env)
-        walk.env = env
-        core = 0.0
-        first = None
-        returned = False
-        try:
-            for st in k.stages:
-                if st.once:
-                    walk.run(st.body)
-            core += sum(tally[p] - start[p] for p in (MTE2, VEC, MTE3))   # the prologue, in turn
-            if plan is not None and prologue is None:
-                prologue = dict(env)
-                keys = _tile_keys(walk, plan, dict(prologue), span)
-            for n, tile in enumerate(span):
-                same = None if keys is None else done.get(keys[n])
-                if same is not None:
-                    _add(walk, same[0], same[1])
-                    pipes = same[2]
-                else:
-                    before, was = list(tally), dict(walk.read)
-                    for st in k.stages:
-                        if st.once:
-                            continue
-                        if st.param:
-                            env[st.param] = tile
-                        walk.stage(st)
-                    pipes = [tally[p] - before[p] for p in (MTE2, VEC, MTE3)]
-                    if keys is not None:
-                        done[keys[n]] = ([a - s0 for a, s0 in zip(tally, before)], _grown(walk.read, was), pipes)
-                core += max(pipes)
-                if first is None:   # the pipes' fill and drain: one tile of the other pipes
-                    first = sum(pipes) - max(pipes)
-                    core += first
-        except _Return:
-            returned = True
-        if keys is not None and not returned:
-            cores[keys] = (core, [a - s0 for a, s0 in zip(tally, start)], _grown(walk.read, read))
+        if hit is not None:
+            core, delta, reads = hit
+            walk.add(delta, reads)
+        else:
+            env = dict(env0)
+            env["ub"] = walk.ub_get
+            start = walk.mark()
+            for m in k.members:   # Init: a scalar member's GM element is read once per core
+                env[m.name] = 0 if m.init is None else evaluate(m.init, env)
+            walk.env = env
+            core = 0.0
+            first = None
+            returned = False
+            try:
+                for st in k.stages:
+                    if st.once:
+                        walk.run(st.body)
+                core += sum(tally[p] - start[0][p] for p in (MTE2, VEC, MTE3))   # the prologue, in turn
+                if plan is not None and prologue is None:
+                    prologue = dict(env)
+                    keys = _tile_keys(walk, plan, dict(prologue), span)
+                for n, tile in enumerate(span):
+                    same = None if keys is None else done.get(keys[n])
+                    if same is not None:
+                        walk.add(same[0], same[1])
+                        pipes = same[2]
+                    else:
+                        mark = walk.mark()
+                        for st in k.stages:
+                            if st.once:
+                                continue
+                            if st.param:
+                                env[st.param] = tile
+                            walk.stage(st)
+                        delta, reads = walk.since(mark)
+                        pipes = [delta[p] for p in (MTE2, VEC, MTE3)]
+                        if keys is not None:
+                            done[keys[n]] = (delta, reads, pipes)
+                    core += max(pipes)
+                    if first is None:   # the pipes' fill and drain: one tile of the other pipes
+                        first = sum(pipes) - max(pipes)
+                        core += first
+            except _Return:
+                returned = True
+            delta, reads = walk.since(start)
+            if keys is not None and not returned:
+                cores[keys] = (core, delta, reads)
         if core > busiest[0]:
-            busiest = (core, tally[MTE2] - start[MTE2], tally[VEC] - start[VEC], tally[MTE3] - start[MTE3])
+            busiest = (core, delta[MTE2], delta[VEC], delta[MTE3])
             if above is not None and core > above:   # the launch costs at least this core's cycles
                 return None
     head = cost.heads(max(1, blocks), max(walk.read.values(), default=0)) if blocks else 0.0
     return KernelWork(int(tally[GM]), blocks, busiest[1], busiest[2], busiest[3], head, busiest[0] + head)
 
-
-def _grown(now: dict, before: dict) -> dict:
-    return {g: n - before.get(g, 0) for g, n in now.items() if n != before.get(g, 0)}
-
-
-def _add(walk: _Walk, delta: list, reads: dict) -> None:
-    tally = walk.tally
-    for i, d in enumerate(delta):
-        tally[i] += d
-    for g, n in reads.items():
-        walk.read[g] = walk.read.get(g, 0) + n
