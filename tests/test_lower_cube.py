@@ -8,6 +8,7 @@ import fusedsl as fs
 from fusedsl import cost
 
 from fusedsl.errors import ScheduleError, TargetError
+from fusedsl.lower import kinds
 from fusedsl.lower.kinds import kernel_ir
 from fusedsl.lower.cube import (WALK_CHOICES, Choices, Traffic, _structure, cube_block_dim, cube_tiling,
                                 matmul_objects, schedule_cube_kernel)
@@ -145,6 +146,7 @@ def test_compile_shares_tilings_between_identical_blocks():
     specs = (fs.spec((64, 96), "float32"), fs.spec((96, 160), "float32"), fs.spec((160, 96), "float32"),
              fs.spec((96,), "float32"), fs.spec((96,), "float32"))
     WALK_CHOICES.clear()   # (an earlier test may have compiled these kernels)
+    kinds._LOWERED.clear()
     compiled = fs.fused_kernel(model, target="ascend910b").compile(*specs)
     cubes = [p for p in compiled.kernels if p.kernel_kind == "cube"]
     assert len(cubes) == 6 and all(p.printable for p in cubes)
@@ -160,6 +162,7 @@ def test_compile_shares_tilings_between_identical_blocks():
     # walked: the first block's two kernels and the last block's second (no layer_norm after it);
     # the others' choices were remembered
     assert [len(p.lowered.offers) > 1 for p in cubes] == [True, True, False, False, False, True]
+    kinds._LOWERED.clear()   # (its twins would take the lowerings themselves: lowered again, the choices are remembered)
     again = [p for p in fs.fused_kernel(model, target="ascend910b").compile(*specs).kernels if p.kernel_kind == "cube"]
     assert [len(p.lowered.offers) for p in again] == [1] * 6
     assert [(p.lowered.tiling_fields, p.lowered.plan_note, p.lowered.tiling_choice) for p in again] == \

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from ..record import record
 from ..errors import FusedslError, ScheduleError, TargetError
 from ..ir.core import Function
+from ..ir.key import function_key
 from ..ir.ops import ATTENTION, CUBE, REDUCTION, has_trait
 from .vector import VectorSchedule, compute_tiling, schedule_vector_kernel
 from .attention import AttentionSchedule, schedule_attention_kernel
@@ -153,13 +154,39 @@ def lower_kernel(fn: Function, group: str, target: Target, options: LowerOptions
     kind = kind_of(fn, group)
     if kind is None:
         return None, None, None
+    key = None
+    if snapshots is None:   # (a dump wants every pass run and its text)
+        fkey = function_key(fn)
+        if fkey is not None:
+            key = (fkey, group, id(target), options.ub_headroom, options.l1_headroom)
+            hit = _LOWERED.pop(key, None)
+            if hit is not None and hit[0] is target:
+                _LOWERED[key] = hit
+                return hit[1], hit[2], None
     try:
         sched = kind.lower(fn, target, options, snapshots)
         kernel_ir(sched, snapshots)   # the whole kernel after the kernel passes (which verify it)
     except kind.errors as exc:
         return kind, None, exc
     owner = next(k for k in KINDS if type(sched) in k.schedules)
+    if key is not None:
+        _LOWERED[key] = (target, owner, sched)
+        if len(_LOWERED) > _LOWERED_MAX:   # the least recently used out
+            del _LOWERED[next(iter(_LOWERED))]
     return owner, sched, None
+
+
+# The schedules (after the kernel passes) of the fused kernels lowered in this process, by the
+# kernel's content (ir/key.function_key: ops, attributes with their types, names, shapes, dtypes,
+# source lines), its fusion group, the target object (kept and compared with `is`: an id alone
+# could be a new target's) and the lowering options a kind reads (LowerOptions; its tiling_memo
+# only saves work within a compile).  A notebook cell run again, or a function compiled for new
+# arrays of the shapes it saw, traces a twin of a kernel: its lowering is the twin's.  A schedule
+# is shared between the compiled kernels that lowered twins: what is learnt about it afterwards
+# (its Ascend C text, its CPU kernel, its cost tables) is the same for each.  A kernel the kind
+# refused is not kept (the error names this compile's lines).  Bounded, least recently used out.
+_LOWERED: dict = {}
+_LOWERED_MAX = 512
 
 
 def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
