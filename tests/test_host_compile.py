@@ -90,6 +90,33 @@ def test_a_second_process_takes_the_lowered_ir_from_the_disk_cache(monkeypatch, 
     assert len(lowered) == 3
 
 
+def test_the_sources_digest_sees_an_edit_a_new_file_and_a_rename(tmp_path):
+    """jit.sources_digest (the lowered-IR cache's key for fusedsl's own code): each .py file's
+    path, size and modification time, as Python's bytecode cache trusts them; __pycache__ and
+    other files do not count."""
+    import os
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    first = jit.sources_digest(str(pkg))
+    assert jit.sources_digest(str(pkg)) == first
+    (pkg / "notes.txt").write_text("not a source")
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "c.py").write_text("z = 3\n")
+    assert jit.sources_digest(str(pkg)) == first
+    st = os.stat(pkg / "a.py")
+    (pkg / "a.py").write_text("x = 7\n")   # same size: the edit's time tells
+    os.utime(pkg / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1000))
+    edited = jit.sources_digest(str(pkg))
+    assert edited != first
+    (pkg / "sub" / "c.py").write_text("")
+    added = jit.sources_digest(str(pkg))
+    assert added != edited
+    os.rename(pkg / "sub" / "c.py", pkg / "sub" / "d.py")
+    assert jit.sources_digest(str(pkg)) not in (added, edited, first)
+
+
 def test_a_helper_modules_declare_is_compiled_once_and_linked(monkeypatch, tmp_path):
     """jit.share: a module that declares a shared helper (attention kernels: the K^T pack) is
     loaded after the helper, which is compiled once per process and linked by name -- also when
