@@ -29,6 +29,7 @@ choice needs the row length at compile time (a symbolic one gets the single-read
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 from .. import cost
@@ -255,14 +256,25 @@ def fold_width(C: int, reductions) -> int:
     (cost.py's k*n + b), so 64 lanes make a row of 4096 sixty-four calls per reduction; wider
     lanes take ceil(C / L) calls plus log2(L / 64) halvings.  The width with the least modelled
     cycles over the kernel's reductions, at most FOLD_MAX_LANES (their UB is fixed bytes)."""
+    return _fold_width(C, tuple(op.name for op in reductions))
+
+
+@functools.lru_cache(maxsize=256)   # (a model's norms and softmaxes share their row lengths)
+def _fold_width(C: int, names: tuple) -> int:
     best, best_cost = FOLD_LANES, None
     width = FOLD_LANES
     while width <= min(FOLD_MAX_LANES, _round_up(C, FOLD_LANES)):
         total = 0.0
-        for op in reductions:
-            api = FOLD[op.name]
+        for name in names:
+            api = FOLD[name]
             total += cost.api_cycles("Duplicate", dt.float32, width)
-            total += sum(cost.api_cycles(api, dt.float32, min(width, C - k)) for k in range(0, C, width))
+            # the row's calls of `width` elements, then its tail, summed in that order
+            full, calls = cost.api_cycles(api, dt.float32, width), 0
+            for _ in range(C // width):
+                calls += full
+            if C % width:
+                calls += cost.api_cycles(api, dt.float32, C % width)
+            total += calls
             h = width // 2
             while h >= FOLD_LANES:
                 total += cost.api_cycles(api, dt.float32, h)
