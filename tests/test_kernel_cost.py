@@ -246,3 +246,35 @@ def test_walks_of_one_kernel_price_each_candidate_as_a_fresh_walk(case):
         for f in ("mte2", "vec", "mte3", "head", "cycles"):
             assert getattr(together, f) == pytest.approx(getattr(alone, f), rel=1e-12), f
     assert shared.__dict__["_shape_facts"][2]   # (the walks did share loop passes)
+
+
+ALIKE = {   # kernels whose launch has many vector instances, most of them alike
+    "colvec": (lambda a, b, c: fs.relu(a @ b + c),
+               (np.ones((640, 128), np.float16), np.ones((128, 512), np.float16), np.ones(512, np.float16))),
+    "batch-full": (lambda a, b, c: a @ b + c, (np.ones((3, 256, 64), np.float16), np.ones((3, 64, 384), np.float16),
+                                               np.ones((3, 256, 384), np.float16))),
+}
+
+
+@pytest.mark.parametrize("target", CUBE_TARGETS)
+@pytest.mark.parametrize("case", sorted(ALIKE))
+def test_alike_instances_of_a_launch_equal_a_walk_of_each(case, target, monkeypatch):
+    """The walk of a launch with Matmul objects takes an instance whose work reads the same values as
+    one walked before (its block's sizes: a full block, an edge) from that one and walks only the
+    addresses of the blocks it reads (for the HBM's share): its figures -- and the distinct blocks
+    and reads the HBM is priced on -- equal a walk of every instance."""
+    from fusedsl.tile import kernel_cost
+    fn, args = ALIKE[case]
+    (plan,) = fs.fused_kernel(fn).compile(*args, target=target).kernels
+    k, words = kernel_ir(plan.lowered), kernel_words(plan.lowered, plan.tiling)
+    hbm, taken = [], []
+    monkeypatch.setattr(kernel_cost, "ALIKE_INSTANCES", 1)   # (a launch of a few walks each instance)
+    monkeypatch.setattr(cost, "hbm_cycles", lambda t, unique, reads: hbm.append((unique, reads)) or 0.0)
+    addresses = kernel_cost._Walk.addresses
+    monkeypatch.setattr(kernel_cost._Walk, "addresses", lambda w, *a: taken.append(1) or addresses(w, *a))
+    bd = plan.tiling.block_dim
+    alike = kernel_cost._walk_process_time(k, list(words), plan.lowered.target, bd)
+    k.__dict__["_process_plan"] = None   # (no instance taken for another)
+    each = kernel_cost._walk_process_time(k, list(words), plan.lowered.target, bd)
+    assert len(taken) >= bd // 2, (len(taken), bd)   # many instances were taken from another
+    assert alike == each and hbm[0] == hbm[1]

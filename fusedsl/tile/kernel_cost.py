@@ -30,6 +30,11 @@ row's chunks, the last one shorter) is walked once per distinct value of what th
 of one kernel (the tiling pass walks it with every candidate's words) share those passes' and the
 per-tile stages' tallies where what they read had the same values; within a walk, tiles -- and
 cores -- whose tiles' variables (row0, nrows) give their stages the same values are walked once.
+A launch of a kernel with Matmul objects (its Process body, on every vector instance) takes an
+instance whose work reads the same values as one walked before (a full block of C, an edge block)
+from that one, and walks only what the addresses of its blocks depend on: the distinct blocks
+read (the HBM's share) are every instance's own.  Each instance's tallies are its own sum from 0,
+so an instance taken from another is bit-identical to one walked.
 
 Time: each core runs its prologue (the once stages) then its tiles, double-buffered: a tile costs
 its slowest pipe, plus one tile of the other pipes to fill and drain (cost.py's assumption for
@@ -59,16 +64,18 @@ _VIEW_COLUMN = {"int16": dt.float16, "uint32": dt.float32}
 
 class _Counter:
     """A GM tensor read by expressions: every element read counts its bytes, and a load of them on
-    MTE2 (as the vector kind's tiling formula prices a scalar input); its value is 0."""
+    MTE2 (as the vector kind's tiling formula prices a scalar input), in the walk's tallies of the
+    moment; its value is 0."""
 
-    def __init__(self, itemsize: int, tally: list, block_dim: int):
+    def __init__(self, itemsize: int, walk: "_Walk", block_dim: int):
         self.itemsize = itemsize
-        self.tally = tally
+        self.walk = walk
         self.load = cost.load_cycles(itemsize, block_dim)
 
     def __getitem__(self, index):
-        self.tally[GM] += self.itemsize
-        self.tally[MTE2] += self.load
+        tally = self.walk.tally
+        tally[GM] += self.itemsize
+        tally[MTE2] += self.load
         return 0
 
 
@@ -200,6 +207,7 @@ class _Walk:
         self.read: dict = {}      # GM input -> bytes the launch copies in (the MTE2 head is picked by the largest)
         self.mms = {mm.name: mm for mm in k.matmuls}
         self.mm_state: dict = {}  # Matmul object -> {"A": GM source or None, "B": ..., "tail": (m, n, k)}
+        self.needed = frozenset()   # the ids of the nodes `addresses` walks
 
     def ev(self, e):
         return evaluate(e, self.env)
@@ -245,6 +253,24 @@ class _Walk:
     def run(self, body) -> None:
         for node in body:
             self.node(node)
+
+    def addresses(self, body, needed: frozenset) -> None:
+        """`body` walked for the addresses of the blocks it reads (`unique`) only: the `needed` nodes
+        (_process_plan: those that read a block, set what its address reads, hold them), what they
+        tally (a loop pass, a GM element an expression reads) dropped -- the caller adds the
+        figures of a walk alike (_run_instance)."""
+        tally, read = self.tally, self.read
+        self.tally, self.read, self.needed = _tallies(), {}, needed
+        self.node = self._address_node
+        try:
+            self.run(body)
+        finally:
+            del self.node
+            self.tally, self.read = tally, read
+
+    def _address_node(self, node) -> None:
+        if id(node) in self.needed:
+            _Walk.node(self, node)
 
     def ub_get(self, tensor, index):
         """A typed expression's `get` of a UB element (GetValue): a scalar access, value 0."""
@@ -578,22 +604,33 @@ def launch_work(k: TileKernel, target, words=None, above: float | None = None) -
     return process_work(k, target, int(evaluate(k.block_dim, _fields(k, w))), w)
 
 
+ALIKE_INSTANCES = 8
+
+
+def _tallies() -> list:
+    return [0, 0.0, 0.0, 0.0, 0.0, 0]
+
+
 def _walk_process_time(k: TileKernel, words: list, target, block_dim: int) -> KernelWork:
     env0 = _fields(k, words)
-    tally = [0, 0.0, 0.0, 0.0, 0.0, 0]
+    tally = _tallies()
     ratio = 2 if target.separated else 1
-    for g in k.gms:
-        env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, block_dim)
     walk = _Walk(k, env0, tally, block_dim, target)
+    for g in k.gms:
+        env0["gm:" + g.name] = _Counter(g.dtype.itemsize, walk, block_dim)
     cores: dict = {}   # AI core -> [MTE2 bytes it loads for its objects, cube, max over its instances of (MTE2, VEC, MTE3)]
+    # what an instance's work reads -> its figures (_run_instance): a launch of a few instances
+    # walks them all (finding what they read costs about a walk of two)
+    alike = {} if block_dim * ratio >= ALIKE_INSTANCES else None
     for b in range(block_dim * ratio):
-        start = list(tally)
-        _run_instance(walk, k, env0, b, b % ratio, ratio)
+        own = _run_instance(walk, k, env0, b, b % ratio, ratio, alike)
+        for i, v in enumerate(own):
+            tally[i] += v
         core = cores.setdefault(b // ratio, [0, 0.0, 0.0, 0.0, 0.0])
-        core[0] += tally[MMLOAD] - start[MMLOAD]
-        core[1] += tally[CUBE] - start[CUBE]
+        core[0] += own[MMLOAD]
+        core[1] += own[CUBE]
         for i, p in enumerate((MTE2, VEC, MTE3)):
-            core[2 + i] = max(core[2 + i], tally[p] - start[p])
+            core[2 + i] = max(core[2 + i], own[p])
     reads = sum(walk.read.values())
     hbm = cost.hbm_cycles(target, sum(walk.unique.values()), reads)
     busiest = (0.0, 0.0, 0.0, 0.0, 0.0)   # (cycles, mte2, vec, mte3, cube)
@@ -617,31 +654,231 @@ def _fields(k: TileKernel, words: list) -> dict:
     return env0
 
 
-def _run_instance(walk: _Walk, k: TileKernel, env0: dict, block: int, subblock: int, ratio: int) -> None:
-    """One vector instance of a Process kernel: Init (its scalar members) and Process, walked."""
+def _run_instance(walk: _Walk, k: TileKernel, env0: dict, block: int, subblock: int, ratio: int,
+                  alike: dict | None = None) -> list:
+    """One vector instance of a Process kernel: Init (its scalar members) and Process, walked; its
+    tallies (its own, counted from 0: what an instance does is one sum, whichever walked before).
+    With `alike` (a dict the walk of one launch owns), an instance whose work reads the same values
+    as one walked before in this launch takes that one's figures (_process_plan) and walks only the
+    addresses of the blocks it reads (the HBM's share: _Walk.addresses)."""
+    launch = walk.tally
+    walk.tally = first = _tallies()
+    rest = None
     env = dict(env0, block=block, subblock=subblock, ratio=ratio)
     env["ub"] = walk.ub_get
     for m in k.members:
         env[m.name] = 0 if m.init is None else evaluate(m.init, env)
     walk.env = env
     walk.mm_state = {}
+    plan = None if alike is None else _process_plan(k)
     try:
-        walk.run(k.process)
+        if plan is None:
+            walk.run(k.process)
+        else:
+            prefix, names, needed = plan
+            walk.run(k.process[:prefix])   # the instance's block: lets and sets (an idle one returns here)
+            key = tuple(_hashable(env.get(n)) for n in names)
+            hit = alike.get(key)
+            if hit is not None:
+                walk.addresses(k.process[prefix:], needed)
+                rest, reads = hit
+                for g, n in reads.items():
+                    walk.read[g] = walk.read.get(g, 0) + n
+            else:
+                walk.tally = rest = _tallies()
+                read = dict(walk.read)
+                try:
+                    walk.run(k.process[prefix:])
+                finally:
+                    alike[key] = (rest, {g: n - read.get(g, 0) for g, n in walk.read.items() if n != read.get(g, 0)})
     except _Return:
         pass
+    finally:
+        walk.tally = launch
+    return first if rest is None else [a + b for a, b in zip(first, rest)]
+
+
+def _process_plan(k: TileKernel) -> tuple | None:
+    """(the leading Process nodes every vector instance runs first -- lets and sets of its block, an
+    idle instance's return --, the names the rest's work reads, the ids of the rest's nodes the
+    addresses of its blocks depend on), or None when nothing follows the leading nodes.
+
+    Two instances of one launch whose values of those names agree after the leading nodes do the
+    same work -- the same tallies and GM reads: the names are everything _Walk.node reads for them
+    (copy sizes, vector call counts, a Matmul's tail and its tiling's fields, control flow, each
+    expression that reads GM or UB elements) and every variable those are computed from, through
+    the stages called -- and differ only in the addresses of what they read (the distinct blocks:
+    _Walk.unique), which _Walk.addresses walks: the nodes that read a block or end the walk, those
+    that set a variable their addresses (or a loop's bounds, a branch's condition, a call's
+    argument around them) read, and the loops, branches and calls that hold any of them."""
+    plan = k.__dict__.get("_process_plan", False)
+    if plan is False:
+        prefix = 0
+        while prefix < len(k.process) and _pure(k.process[prefix]):
+            prefix += 1
+        plan = None
+        if prefix < len(k.process):
+            a = _Facts({st.name: st for st in k.stages}, {mm.name: mm for mm in k.matmuls})
+            a.body(k.process[prefix:], (), frozenset(), frozenset())
+            plan = (prefix, tuple(sorted(_closure(a.reads, a.defs))), a.needed())
+        k.__dict__["_process_plan"] = plan
+    return plan
+
+
+def _pure(node) -> bool:
+    """A node that only sets variables (or leaves Process): what an instance runs to find its block."""
+    if isinstance(node, (Let, Var, Set)):
+        return True
+    if isinstance(node, If):
+        return all(isinstance(n, (Return, Let, Var, Set)) for n in node.then + node.orelse)
+    return False
+
+
+def _closure(names: set, defs: dict) -> set:
+    """`names` and what the variables among them are computed from, and so on."""
+    for _ in range(len(defs) + 1):
+        grown = names.union(*(defs[v] for v in names if v in defs))
+        if grown == names:
+            break
+        names = grown
+    return names
+
+
+# the expressions _Walk.node evaluates, per node type
+_EVALUATED = {Step: ("count", "offset"), Let: ("expr",), Var: ("expr",), Set: ("expr",), For: ("start", "end", "step"),
+              If: ("cond",), CopyIn: ("offset", "rows", "cols"), CopyOut: ("offset", "rows", "cols"),
+              GatherRow: ("pos", "cols"), Call: ("arg",), Scalar: ("expr",), Put: ("expr", "index"),
+              Dup: ("value", "count"), UbCopy: ("count",), Vec: ("count",), MmSet: ("offset",),
+              MmTail: ("m", "n", "k"), CopyNz: ("offset", "rows", "cols")}
+# the nodes that add to the distinct blocks read (_Walk.unique) -- the expressions their keys read --
+# or end an instance's walk
+_ADDRESSED = {CopyIn: ("offset", "rows", "cols"), CopyNz: ("offset", "rows", "cols"), MmSet: ("offset",),
+              MmTail: ("m", "n", "k"), MmIterate: (), Return: ()}
+
+
+def _loads(e) -> bool:
+    """Whether evaluating `e` tallies something (a GM or UB element read)."""
+    if type(e) is tuple:
+        return bool(e) and (e[0] in ("load", "get") or any(_loads(x) for x in e[1:]))
+    return False
+
+
+def _iterate_fields(mm) -> tuple:
+    """The tiling fields _Walk.iterate reads for Matmul object `mm`."""
+    return tuple(f"t.{mm.tiling}_{f}" if mm.tiling else f"t.{f}" for f in ("singleCoreM", "singleCoreN", "Ka", "baseM",
+                                                                          "baseN"))
+
+
+class _Facts:
+    """One pass over a Process body's nodes (and the stages they call) for _process_plan."""
+
+    def __init__(self, stages: dict, mms: dict):
+        self.stages, self.mms = stages, mms
+        self.reads: set = set()      # the names the work's tallies and GM reads depend on
+        self.defs: dict = {}         # variable -> the names its definitions read (a compound Set: itself too)
+        self.addressed: list = []    # (the node and the nodes holding it, the names their evaluation reads)
+        self.sites: dict = {}        # variable -> [(its defining node and those holding it, the names read)]
+
+    def define(self, var: str, exprs, path: tuple, ctrl: frozenset) -> None:
+        names = self.defs.setdefault(var, set())
+        for e in exprs:
+            _names(e, names)
+        self.sites.setdefault(var, []).append((path, ctrl | names))
+
+    def body(self, body, path: tuple, ctrl: frozenset, calling: frozenset) -> None:
+        """`path`: the ids of the loops, branches, calls and Iterates holding `body`; `ctrl`: the
+        names their bounds, conditions and arguments read."""
+        reads = self.reads
+        for node in body:
+            kind = type(node)
+            here = path + (id(node),)
+            for name in _EVALUATED.get(kind, ()):
+                e = getattr(node, name)
+                if _loads(e):   # (a `sel` may skip an element read: the names it reads count)
+                    _names(e, reads)
+            if kind in _ADDRESSED:
+                names = set(ctrl)
+                for name in _ADDRESSED[kind]:
+                    _names(getattr(node, name), names)
+                if kind is MmIterate:
+                    names.update(_iterate_fields(self.mms[node.mm]))
+                self.addressed.append((here, names))
+            if kind in (CopyIn, CopyOut, CopyNz):
+                _names(node.rows, reads), _names(node.cols, reads)
+            elif kind is GatherRow:
+                _names(node.cols, reads)
+            elif kind in (Vec, Dup, UbCopy):
+                _names(node.count, reads)
+            elif kind is Step:
+                _names("n" if node.count is None else node.count, reads)
+            elif kind in (Let, Var, Scalar):
+                self.define(node.var, (node.expr,), here, ctrl)
+            elif kind is Set:
+                self.define(node.var, (node.expr,) + (() if node.op == "=" else (node.var,)), here, ctrl)
+            elif kind is For:
+                bounds = (node.start, node.end, node.step)
+                for e in bounds:
+                    _names(e, reads)
+                inner = set(ctrl)
+                for e in bounds:
+                    _names(e, inner)
+                for let in node.body:   # (the lets a pass of alike passes evaluates first, as the walk does)
+                    if type(let) is not Let:
+                        break
+                    _names(let.expr, inner)
+                self.define(node.var, bounds, here, ctrl)
+                self.body(node.body, here, frozenset(inner), calling)
+            elif kind is If:
+                _names(node.cond, reads)
+                inner = frozenset(_names(node.cond, set(ctrl)))
+                self.body(node.then, here, inner, calling)
+                self.body(node.orelse, here, inner, calling)
+            elif kind is Call:
+                st = self.stages[node.stage]
+                inner = frozenset(_names(node.arg, set(ctrl)))
+                if st.param:
+                    self.define(st.param, (node.arg,), here, ctrl)
+                if node.stage not in calling:
+                    self.body(st.body, here, inner, calling | {node.stage})
+                else:   # (a stage calling itself: walked whole)
+                    self.addressed.append((here, set(inner)))
+            elif kind is MmTail:
+                for e in (node.m, node.n, node.k):
+                    _names(e, reads)
+            elif kind is MmIterate:   # the block's sizes (a tail's, else the tiling's) and base tile
+                reads.update(_iterate_fields(self.mms[node.mm]))
+                self.body(node.body, here, ctrl, calling)
+
+    def needed(self) -> frozenset:
+        """The ids of the nodes the addresses depend on (_process_plan)."""
+        names: set = set()
+        ids: set = set()
+        for path, read in self.addressed:
+            ids.update(path)
+            names |= read
+        done: set = set()
+        while True:
+            new = [v for v in names if v in self.sites and v not in done]
+            if not new:
+                return frozenset(ids)
+            for v in new:
+                done.add(v)
+                for path, read in self.sites[v]:
+                    ids.update(path)
+                    names |= read
 
 
 def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> int:
     """GM bytes of a kernel whose Process body drives Matmul objects, over its vector instances
     (the interpreter's: each `block`, subblock 0, ratio 1), plus the Init of idle instances."""
     env0 = _fields(k, words)
-    tally = [0, 0.0, 0.0, 0.0, 0.0, 0]
+    tally = _tallies()
     cores = evaluate(k.cores, env0)
-    for g in k.gms:
-        env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, max(1, cores))
     walk = _Walk(k, env0, tally, max(1, cores))
+    for g in k.gms:
+        env0["gm:" + g.name] = _Counter(g.dtype.itemsize, walk, max(1, cores))
     for b in range(cores):
-        _run_instance(walk, k, env0, b, 0, 1)
+        tally[GM] += _run_instance(walk, k, env0, b, 0, 1)[GM]
     for b in range(cores, instances or 0):   # launched, idle: Init reads the scalar members
         env = dict(env0, block=b, subblock=0, ratio=1)
         for m in k.members:
@@ -713,12 +950,12 @@ def _tile_keys(walk: _Walk, plan: list, env: dict, tiles: range) -> tuple:
 
 def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> KernelWork | None:
     env0 = _fields(k, words)
-    tally = [0, 0.0, 0.0, 0.0, 0.0, 0]
+    tally = _tallies()
     tiles, per_core = env0.get("t.totalTiles", 0), env0.get("t.tilesPerCore", 0)
     blocks = -(-tiles // per_core) if per_core else 0
-    for g in k.gms:
-        env0["gm:" + g.name] = _Counter(g.dtype.itemsize, tally, max(1, blocks))
     walk = _Walk(k, env0, tally, max(1, blocks), memo=True)
+    for g in k.gms:
+        env0["gm:" + g.name] = _Counter(g.dtype.itemsize, walk, max(1, blocks))
     # Every core starts alike (Init and the prologue read the launch's fields, not the core), and a
     # tile's work depends on the tile only through the variables its first stages set from it
     # (row0, nrows): tiles whose memoised stages read the same values of those do the same work, and
