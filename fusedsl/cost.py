@@ -528,11 +528,14 @@ def cube_schedule_reads(schedule) -> tuple[int, int, int, int]:
 
 
 def _tile_counts(t) -> tuple[int, int]:
-    """C tiles down one column of the grid (over every core row) and along one row of it."""
-    blocks_m, blocks_n = -(-t.M // t.single_core_m), -(-t.N // t.single_core_n)
-    tm = sum(-(-min(t.single_core_m, t.M - i * t.single_core_m) // t.base_m) for i in range(blocks_m))
-    tn = sum(-(-min(t.single_core_n, t.N - j * t.single_core_n) // t.base_n) for j in range(blocks_n))
-    return tm, tn
+    """C tiles down one column of the grid (over every core row) and along one row of it: the
+    whole blocks' tiles, then the edge block's."""
+    return _tiles_along(t.M, t.single_core_m, t.base_m), _tiles_along(t.N, t.single_core_n, t.base_n)
+
+
+def _tiles_along(size: int, block: int, base: int) -> int:
+    edge = size % block
+    return size // block * -(-block // base) + (-(-edge // base) if edge else 0)
 
 
 def matmul_reads(t, a_item: int, b_item: int, batch: int = 1, epilogue=(), instances: int = 0) -> tuple[int, int, int]:

@@ -129,14 +129,16 @@ def cube_tiling(target: str | Target, m: int, n: int, k: int, *, a_dtype: str = 
     key = (id(t), t.name, *args, tkey)
     vector = None if traffic is None else traffic.vector
     for _, tiling, read in memo.get(key, ()):
-        if all(vector(bd, launch) == v for (bd, launch), v in read.items()):
+        if all(vector(bd, launch) == v for (bd, launch), v in read.values()):
             return tiling
-    read = {}
+    read = {}   # the launch's fields (a tuple of ints hashes faster than the record) -> ((bd, launch), value)
     if vector is not None:
         def recorded(bd, launch):
-            if (bd, launch) not in read:
-                read[bd, launch] = vector(bd, launch)
-            return read[bd, launch]
+            point = (bd, launch.tile_rows, launch.tile_cols, launch.tiles_per_core)
+            got = read.get(point)
+            if got is None:
+                got = read[point] = ((bd, launch), vector(bd, launch))
+            return got[1]
         traffic = replace(traffic, vector=recorded)
     tiling = _cube_tiling(t, *args, traffic)   # an error is not remembered: it is raised again next time
     memo.setdefault(key, []).append((t, tiling, read))
@@ -701,9 +703,11 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     epilogue_model = cost.epilogue_model(fn, mm, t, {}, ops, per_row=True)
 
     def vector(block_dim, launch):
-        if (block_dim, launch) not in seen_vec:
-            seen_vec[block_dim, launch] = epilogue_model(block_dim, launch)
-        return seen_vec[block_dim, launch]
+        point = (block_dim, launch.tile_rows, launch.tile_cols, launch.tiles_per_core)
+        got = seen_vec.get(point)
+        if got is None:
+            got = seen_vec[point] = epilogue_model(block_dim, launch)
+        return got
     traffic = Traffic(a.dtype.itemsize, b.dtype.itemsize, batch,
                       tuple((p.kind, p.dtype.itemsize) for p in params if p.kind != "runtime_scalar"), c_bytes,
                       vector)
