@@ -281,107 +281,130 @@ class _Walk:
         return _VIEW_COLUMN[r.view] if r.view is not None else self.dtype[r.tensor]
 
     def node(self, node) -> None:
+        # one method per node type (a record type is final: its type is its kind); a type the walk
+        # does not know counts nothing
+        _NODE.get(type(node), _Walk.nothing)(self, node)
+
+    def nothing(self, node) -> None:
+        pass
+
+    def step(self, node: Step) -> None:
+        env = self.env
+        n = env["n"] if node.count is None else evaluate(node.count, env)
+        evaluate(node.offset, env)
+        tally = self.tally
+        for st in node.stmts:
+            k, b = stmt_coeffs(st)
+            tally[VEC] += (k * n + b) / FIX
+
+    def let(self, node) -> None:
+        self.env[node.var] = evaluate(node.expr, self.env)
+
+    def set(self, node: Set) -> None:
+        v = evaluate(node.expr, self.env)
+        if v or node.op != "/=":   # (the interpreter refuses a division by zero; nothing to count)
+            assign(self.env, node, v)
+
+    def loop(self, node: For) -> None:
+        env = self.env
+        start, end, step = evaluate(node.start, env), evaluate(node.end, env), evaluate(node.step, env)
+        passes = range(start, end, step) if not node.down else range(end - 1, start - 1, -1)
+        if not passes:
+            return
+        facts = self._loop_facts(node)
+        if facts is None:
+            for i in passes:
+                env[node.var] = i
+                self.run(node.body)
+        elif not facts[0]:   # every pass does what the first does
+            self.uniform_loop(node, passes, facts)
+        else:   # a pass's work depends on the loop's variable only through its first lets
+            self.alike_passes(node, passes, facts)
+
+    def branch(self, node: If) -> None:
+        self.run(node.then if evaluate(node.cond, self.env) else node.orelse)
+
+    def typed(self, node) -> None:   # Alloc, DeQue, Decl: the UB tensor's element type
+        self.dtype[node.tensor] = self.queue_dtype[node.queue]
+
+    def copy(self, node) -> None:   # CopyIn, CopyOut
         env, tally = self.env, self.tally
-        kind = type(node)   # the common node types first: the tiling pass walks every tile of every candidate
-        if kind is Step:
-            n = env["n"] if node.count is None else self.ev(node.count)
-            self.ev(node.offset)
-            for st in node.stmts:
-                k, b = stmt_coeffs(st)
-                tally[VEC] += (k * n + b) / FIX
-            return
-        if kind in _NOTHING_TO_COUNT:
-            return
-        if isinstance(node, (Let, Var)):
-            env[node.var] = self.ev(node.expr)
-        elif isinstance(node, Set):
-            v = self.ev(node.expr)
-            if v or node.op != "/=":   # (the interpreter refuses a division by zero; nothing to count)
-                assign(env, node, v)
-        elif isinstance(node, For):
-            start, end, step = self.ev(node.start), self.ev(node.end), self.ev(node.step)
-            passes = range(start, end, step) if not node.down else range(end - 1, start - 1, -1)
-            if not passes:
-                return
-            facts = self._loop_facts(node)
-            if facts is None:
-                for i in passes:
-                    env[node.var] = i
-                    self.run(node.body)
-            elif not facts[0]:   # every pass does what the first does
-                self.uniform_loop(node, passes, facts)
-            else:   # a pass's work depends on the loop's variable only through its first lets
-                self.alike_passes(node, passes, facts)
-        elif isinstance(node, If):
-            self.run(node.then if self.ev(node.cond) else node.orelse)
-        elif isinstance(node, (Alloc, DeQue, Decl)):
-            self.dtype[node.tensor] = self.queue_dtype[node.queue]
-        elif isinstance(node, (CopyIn, CopyOut)):
-            rows, cols = self.ev(node.rows), self.ev(node.cols)
-            offset = self.ev(node.offset)   # (a GM element read for an address counts too)
-            nbytes = rows * cols * self.gm_dtype[node.gm].itemsize
-            tally[GM] += nbytes
-            if isinstance(node, CopyIn):
-                tally[MTE2] += cost.load_cycles(nbytes, self.block_dim)
-                self.read[node.gm] = self.read.get(node.gm, 0) + nbytes
-                self.unique[("copy", node.gm, offset, rows, cols)] = nbytes
-            else:
-                tally[MTE3] += cost.store_cycles(nbytes, self.block_dim)
-        elif isinstance(node, GatherRow):
-            self.ev(node.pos)
-            row = self.ev(node.cols) * self.gm_dtype[node.table].itemsize
-            tally[GM] += self.gm_dtype[node.index].itemsize + row
-            tally[VEC] += cost.SCALAR_ACCESS_CYCLES   # the index, read by the scalar unit
-            tally[MTE2] += cost.load_cycles(row, self.block_dim)
-            self.read[node.table] = self.read.get(node.table, 0) + row
-        elif isinstance(node, Call):
-            st = self.stages[node.stage]
-            if st.param:
-                env[st.param] = self.ev(node.arg)
-            self.run(st.body)
-        elif isinstance(node, Return):
-            raise _Return()
-        elif isinstance(node, (Scalar, Put)):
-            with np.errstate(all="ignore"):
-                try:
-                    value = self.ev(node.expr)
-                    if isinstance(node, Put):
-                        self.ev(node.index)
-                except (ZeroDivisionError, ValueError, OverflowError):
-                    value = 0
-            if isinstance(node, Scalar):
-                env[node.var] = value
-            else:
-                tally[VEC] += cost.SCALAR_ACCESS_CYCLES   # SetValue
-        elif isinstance(node, Move):
-            tally[VEC] += 2 * cost.SCALAR_ACCESS_CYCLES   # GetValue, SetValue
-        elif isinstance(node, Dup):
-            if not isinstance(node.value, (float, bool)):
-                self.ev(node.value)
-            tally[VEC] += cost.vector_call_cycles("Duplicate", self.ref_dtype(node.dst), self.ev(node.count))
-        elif isinstance(node, UbCopy):
-            tally[VEC] += cost.vector_call_cycles("Copy", self.dtype[node.dst], self.ev(node.count))
-        elif isinstance(node, Vec):
-            src = self.ref_dtype(node.srcs[0]) if node.srcs and node.api == "Cast" else None
-            tally[VEC] += cost.vector_call_cycles(node.api, self.ref_dtype(node.dst), self.ev(node.count), src)
-        elif isinstance(node, MmSet):
-            offset = self.ev(node.offset)
-            # a GM source is read by the Matmul API tile by tile; an L1 (CopyNz'd) or UB one is not
-            state = self.mm_state.setdefault(node.mm, {})
-            state[node.which] = node.src if node.src in self.gm_dtype else None
-            state[node.which + "@"] = offset
-        elif isinstance(node, MmTail):
-            self.mm_state.setdefault(node.mm, {})["tail"] = (self.ev(node.m), self.ev(node.n),
-                                                             None if node.k is None else self.ev(node.k))
-        elif isinstance(node, MmIterate):
-            self.iterate(node)
-        elif isinstance(node, CopyNz):   # into L1: the AI core's MTE2, as the Matmul API's loads
-            offset = self.ev(node.offset)
-            nbytes = self.ev(node.rows) * self.ev(node.cols) * self.gm_dtype[node.gm].itemsize
-            tally[GM] += nbytes
-            tally[MMLOAD] += nbytes
+        rows, cols = evaluate(node.rows, env), evaluate(node.cols, env)
+        offset = evaluate(node.offset, env)   # (a GM element read for an address counts too)
+        nbytes = rows * cols * self.gm_dtype[node.gm].itemsize
+        tally[GM] += nbytes
+        if type(node) is CopyIn:
+            tally[MTE2] += cost.load_cycles(nbytes, self.block_dim)
             self.read[node.gm] = self.read.get(node.gm, 0) + nbytes
-            self.unique[("nz", node.gm, offset)] = nbytes
+            self.unique[("copy", node.gm, offset, rows, cols)] = nbytes
+        else:
+            tally[MTE3] += cost.store_cycles(nbytes, self.block_dim)
+
+    def gather(self, node: GatherRow) -> None:
+        tally = self.tally
+        self.ev(node.pos)
+        row = self.ev(node.cols) * self.gm_dtype[node.table].itemsize
+        tally[GM] += self.gm_dtype[node.index].itemsize + row
+        tally[VEC] += cost.SCALAR_ACCESS_CYCLES   # the index, read by the scalar unit
+        tally[MTE2] += cost.load_cycles(row, self.block_dim)
+        self.read[node.table] = self.read.get(node.table, 0) + row
+
+    def call(self, node: Call) -> None:
+        st = self.stages[node.stage]
+        if st.param:
+            self.env[st.param] = self.ev(node.arg)
+        self.run(st.body)
+
+    def leave(self, node: Return) -> None:
+        raise _Return()
+
+    def scalar(self, node) -> None:   # Scalar, Put
+        with np.errstate(all="ignore"):
+            try:
+                value = self.ev(node.expr)
+                if type(node) is Put:
+                    self.ev(node.index)
+            except (ZeroDivisionError, ValueError, OverflowError):
+                value = 0
+        if type(node) is Scalar:
+            self.env[node.var] = value
+        else:
+            self.tally[VEC] += cost.SCALAR_ACCESS_CYCLES   # SetValue
+
+    def move(self, node: Move) -> None:
+        self.tally[VEC] += 2 * cost.SCALAR_ACCESS_CYCLES   # GetValue, SetValue
+
+    def dup(self, node: Dup) -> None:
+        if not isinstance(node.value, (float, bool)):
+            self.ev(node.value)
+        self.tally[VEC] += cost.vector_call_cycles("Duplicate", self.ref_dtype(node.dst), self.ev(node.count))
+
+    def ub_copy(self, node: UbCopy) -> None:
+        self.tally[VEC] += cost.vector_call_cycles("Copy", self.dtype[node.dst], self.ev(node.count))
+
+    def vec(self, node: Vec) -> None:
+        src = self.ref_dtype(node.srcs[0]) if node.srcs and node.api == "Cast" else None
+        self.tally[VEC] += cost.vector_call_cycles(node.api, self.ref_dtype(node.dst), self.ev(node.count), src)
+
+    def mm_set(self, node: MmSet) -> None:
+        offset = self.ev(node.offset)
+        # a GM source is read by the Matmul API tile by tile; an L1 (CopyNz'd) or UB one is not
+        state = self.mm_state.setdefault(node.mm, {})
+        state[node.which] = node.src if node.src in self.gm_dtype else None
+        state[node.which + "@"] = offset
+
+    def mm_tail(self, node: MmTail) -> None:
+        self.mm_state.setdefault(node.mm, {})["tail"] = (self.ev(node.m), self.ev(node.n),
+                                                         None if node.k is None else self.ev(node.k))
+
+    def copy_nz(self, node: CopyNz) -> None:   # into L1: the AI core's MTE2, as the Matmul API's loads
+        tally = self.tally
+        offset = self.ev(node.offset)
+        nbytes = self.ev(node.rows) * self.ev(node.cols) * self.gm_dtype[node.gm].itemsize
+        tally[GM] += nbytes
+        tally[MMLOAD] += nbytes
+        self.read[node.gm] = self.read.get(node.gm, 0) + nbytes
+        self.unique[("nz", node.gm, offset)] = nbytes
 
     def iterate(self, node: MmIterate) -> None:
         """`while (mm.Iterate())`: every baseM x baseN tile of the core's block of C reads its rows
@@ -475,6 +498,14 @@ class _Walk:
             done, walked = self._pass(node, facts)
             if not walked:
                 self.add(done[0], done[1])
+
+
+_NODE = {Step: _Walk.step, Let: _Walk.let, Var: _Walk.let, Set: _Walk.set, For: _Walk.loop, If: _Walk.branch,
+         Alloc: _Walk.typed, DeQue: _Walk.typed, Decl: _Walk.typed, CopyIn: _Walk.copy, CopyOut: _Walk.copy,
+         GatherRow: _Walk.gather, Call: _Walk.call, Return: _Walk.leave, Scalar: _Walk.scalar, Put: _Walk.scalar,
+         Move: _Walk.move, Dup: _Walk.dup, UbCopy: _Walk.ub_copy, Vec: _Walk.vec, MmSet: _Walk.mm_set,
+         MmTail: _Walk.mm_tail, MmIterate: _Walk.iterate, CopyNz: _Walk.copy_nz}
+_NODE.update(dict.fromkeys(_NOTHING_TO_COUNT, _Walk.nothing))
 
 
 @record
