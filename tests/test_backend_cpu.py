@@ -462,10 +462,34 @@ def test_hoisted_rows_stay_in_l1(monkeypatch, dtype, cols):
     sched = schedule_vector_kernel(fn, target)
     tiling = cpu_tiling.vector_tiling(sched, {}, target)
     assert 3 * np.dtype(dtype).itemsize * tiling.tile_rows * tiling.Cpad <= cpu_tiling.L1_BYTES
-    monkeypatch.setattr(cpu_tiling, "L1_BYTES", 1 << 30)
+    monkeypatch.setattr(cpu_tiling, "host_tiles", lambda sched, t: t)
     wide = cpu_tiling.vector_tiling(sched, {}, target)
     assert (wide.tile_rows, tiling.tile_rows) == (4, 2) and tiling.block_dim == wide.block_dim
     assert tiling.tile_elems == 2 * cols and tiling.total_tiles == 512 and tiling.tiles_per_core == 16
+
+
+def test_small_tiles_grow_on_the_cpu():
+    """cpu_tiling.host_tiles: the chip's small tiles grow (a hoisted row's to 3/4 of L1, any other to
+    MIN_TILE_ELEMS elements) in at most its blocks; the CPU's own tiling passes unchanged, so a bound call
+    on the chip's words runs the tiles the compiler's path runs; the results are the chip tiles'."""
+    from fusedsl.backend_cpu import cpu_tiling
+    target = get_target("ascend910b")
+    kernel, chip, a, b, want = _seed_kernel((128,), (192, 128))
+    assert (chip.tile_rows, chip.total_tiles) == (4, 48)
+    ours = cpu_tiling.host_tiles(kernel.sched, chip)
+    assert (ours.tile_rows, ours.total_tiles, ours.block_dim, ours.tile_elems) == (16, 12, 6, 16 * 128)
+    assert cpu_tiling.vector_tiling(kernel.sched, {}, target) == ours == cpu_tiling.host_tiles(kernel.sched, ours)
+    assert kernel.words(chip) == kernel_words(kernel.sched, ours)
+    out = np.empty_like(want)
+    kernel.bind([a, b], [out], chip)()
+    assert np.array_equal(out, want)
+    module, (fn,) = vector_kernels(activations, np.empty((192, 128), np.float32), np.empty((192, 128), np.float32))
+    sched = schedule_vector_kernel(fn, target)
+    flat = compute_tiling(sched, {}, target)
+    grown = cpu_tiling.host_tiles(sched, flat)
+    assert not flat.rows_mode and flat.tile_cols < cpu_tiling.MIN_TILE_ELEMS
+    assert (grown.tile_cols, grown.col_tiles, grown.total_tiles, grown.tile_elems) == (4096, 6, 6, 4096)
+    assert grown.block_dim <= flat.block_dim and cpu_tiling.host_tiles(sched, grown) == grown
 
 
 @pytest.mark.parametrize("offset", [0, 1, 3, 8])

@@ -23,7 +23,15 @@ whose copies are contiguous:
   outputs of one tile within L1_BYTES (`hoisted_rows_in_l1`): else each tile's streams evict the
   hoisted lines before the next tile reads them (relu(abs(a[1024]) + b[1024, 1024]) f32 on one
   thread: 4-row tiles 141-155 us, 3 rows 137-149, 2 rows 106-126, 1 row 113-125; 19faa6c's
-  executor, one hoisted row beside each row, 112-119);
+  executor, one hoisted row beside each row, 112-119).  Small tiles grow (`host_tiles`): each tile
+  costs the kernel ~50 cycles of stage code (its geometry, the copies' alias checks, the Compute
+  loop's set-up) where the chip's cost model weighs a tile for its cores and double buffering, which a
+  serial launch -- run as one block -- does not have: a tile with a hoisted row takes as many rows as
+  fill HOISTED_L1_SHARE of L1 (relu(abs(a[128]) + b[192, 128]) f32: the chip's 4-row tiles 3.2 us a
+  call, 8 rows 2.9, 12 rows 2.75, 16 rows 2.8, 20 rows 3.3, 24 rows 3.4), any other at least
+  MIN_TILE_ELEMS elements (relu(a + b) on [192, 128] f32, one row of 24576: tiles of 256 elements
+  3.9 us, 1024 3.5, 4096 3.3, 24576 3.25).  `cpu_words` applies it to any vector tiling it is given
+  (the chip's too: a bound call on the chip's words runs the CPU's tiles);
 - matmul kernels (the cube kind): cores split M only, each block whole rows of C over all of N
   (singleCoreN = N), so each block is ONE sgemm with A and B read where they lie in GM (a
   float32 operand: llvm_kernel.py passes its rows and leading dimension to sgemm); a product of
@@ -97,17 +105,20 @@ from ..lower.row import (FOLD_LANES, FOLD_MAX_LANES, RowSchedule, RowTiling, com
                          schedule_row_kernel)
 from ..lower.transpose import TransposeSchedule, TransposeTiling
 from ..lower.vector import compute_tiling
+from ..tile.ir import VectorSchedule
 from ..targets import Target, get_target, host_casts
 from ..tile.tiling import VIEW_BOX_HEAD, VIEW_LOAD_WORDS
 from .launch import host_threads
 from .register_transpose import tile_side
 
-__all__ = ["attention_schedule", "column_schedule", "compensated_row_sums", "conv_words", "cpu_words", "cube_words", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling",
-           "view_tiling"]
+__all__ = ["attention_schedule", "column_schedule", "compensated_row_sums", "conv_words", "cpu_words", "cube_words",
+           "host_tiles", "long_row_sums", "row_schedule", "row_tiling", "transpose_tiling", "vector_tiling", "view_tiling"]
 
 VECTOR_UB = 1 << 20
 VECTOR_BLOCKS = 32
 L1_BYTES = 32 << 10   # a core's L1 data cache (32 KB on every x86 core since 2006; 48 KB on some newer)
+HOISTED_L1_SHARE = 0.75   # a hoisted row's tiles grow to fill this much of L1 (the stack, args and arena heads share it)
+MIN_TILE_ELEMS = 4096     # other vector tiles grow to this many elements (the CPU's tiles of a 1 MB chain already have it)
 
 CHUNK_BYTES = 256 << 10
 ROW_BYTES = 1 << 20
@@ -148,6 +159,8 @@ def cpu_words(lowered, tiling) -> list[int]:
                           whole=int(lowered.mm.result.shape[-1]) == 1)
     if isinstance(lowered, TransposeSchedule):
         return list(transpose_tiling(lowered, tiling).words)
+    if isinstance(lowered, VectorSchedule) and lowered.views is None:
+        return kernel_words(lowered, host_tiles(lowered, tiling))
     return kernel_words(lowered, tiling)
 
 
@@ -211,30 +224,62 @@ def vector_tiling(sched, sizes: dict, target):
         return view_tiling(sched, compute_tiling(sched, sizes, target))
     cpu = dataclasses.replace(target, vector_cores=min(target.vector_cores, VECTOR_BLOCKS))
     t = compute_tiling(dataclasses.replace(sched, ub_budget=max(sched.ub_budget, VECTOR_UB)), sizes, cpu)
-    return hoisted_rows_in_l1(sched, t)
+    return host_tiles(sched, t)
 
 
-def hoisted_rows_in_l1(sched, t):
-    """`t` with at most as many rows per tile as keep a tile's hoisted rows in L1 (module doc): a
-    hoisted value (a broadcast row, computed in the Prologue) fills every row of its tile-sized
-    buffer, which the Compute step reads once per tile beside the tile's GM inputs and outputs; when
-    those lines together pass L1_BYTES, the streams evict the hoisted lines before the next tile reads
-    them again.  The same number of blocks (the launcher's threads share them as before)."""
+def host_tiles(sched, t):
+    """`t` with the CPU's tile size (module doc): rows of a hoisted row's tiles as `hoisted_rows_in_l1`
+    gives, any other tile grown to MIN_TILE_ELEMS elements (whole rows in rows mode, whole granules of
+    the one row otherwise, at most its size).  Only the tile changes, never the work: the kernel reads
+    any tiling words, and each element is computed alike in any tile.  Blocks: at most `t`'s (the
+    launcher's threads share them as before; a serial launch runs them as one).  Idempotent:
+    `vector_tiling`'s tiles pass `cpu_words` unchanged."""
+    if t.total_tiles == 0:
+        return t
+    rows = hoisted_rows_in_l1(sched, t)
+    if rows is not None:
+        return _retiled(sched, t, rows, t.tile_cols) if rows != t.tile_rows else t
+    if t.rows_mode:
+        rows = min(t.R, MAX_ROWS, max(t.tile_rows, -(-MIN_TILE_ELEMS // t.Cpad)))
+        return _retiled(sched, t, rows, t.tile_cols) if rows > t.tile_rows else t
+    gran = sched.gran_elems
+    cols = min(-(-t.C // gran) * gran, max(t.tile_cols, -(-MIN_TILE_ELEMS // gran) * gran))
+    return _retiled(sched, t, 1, cols) if cols > t.tile_cols else t
+
+
+def hoisted_rows_in_l1(sched, t) -> int | None:
+    """The rows per tile of a kernel with hoisted rows (None for another): a hoisted value (a
+    broadcast row, computed in the Prologue) fills every row of its tile-sized buffer, which the
+    Compute step reads once per tile beside the tile's GM inputs and outputs; when those lines
+    together pass L1_BYTES, the streams evict the hoisted lines before the next tile reads them
+    again, so no more rows than fit L1_BYTES; fewer than fill HOISTED_L1_SHARE of it grow to that
+    (module doc)."""
     body_reads = {src for s in sched.body for src in s.srcs}
     hoisted = [s for name, s in sched.slots.items() if s.role == "inv" and name in body_reads]
-    if not t.rows_mode or not hoisted or t.tile_rows <= 1:
-        return t
+    if not t.rows_mode or not hoisted:
+        return None
     streamed = sum(i.gm_dtype.itemsize for i in sched.inputs if i.kind in ("full", "general"))
     per_row = t.Cpad * (sum(s.dtype.itemsize for s in hoisted) + streamed
                         + sum(o.gm_dtype.itemsize for o in sched.outputs))
-    rows = max(1, L1_BYTES // per_row)
-    if rows >= t.tile_rows:
-        return t
-    total = -(-t.R // rows)
-    per_core = -(-total // t.block_dim)
-    return dataclasses.replace(t, tile_rows=rows, total_tiles=total, tiles_per_core=per_core,
-                               block_dim=-(-total // per_core),
-                               tile_elems=-(-rows * t.Cpad // sched.gran_elems) * sched.gran_elems)
+    most = max(1, L1_BYTES // per_row)
+    if t.tile_rows > most:
+        return most
+    return min(t.R, MAX_ROWS, max(t.tile_rows, int(HOISTED_L1_SHARE * L1_BYTES) // per_row))
+
+
+def _retiled(sched, t, rows: int, cols: int):
+    """`t` in tiles of `rows` rows (rows mode) or `cols` columns of its row (otherwise), in at most
+    its blocks."""
+    if t.rows_mode:
+        total = -(-t.R // rows)
+        elems = -(-rows * t.Cpad // sched.gran_elems) * sched.gran_elems
+        t = dataclasses.replace(t, tile_rows=rows, tile_elems=elems)
+    else:
+        col_tiles = -(-t.C // cols)
+        total = t.R * col_tiles
+        t = dataclasses.replace(t, tile_cols=cols, col_tiles=col_tiles, tile_elems=cols)
+    per_core = -(-total // max(1, min(t.block_dim, total)))
+    return dataclasses.replace(t, total_tiles=total, tiles_per_core=per_core, block_dim=-(-total // per_core))
 
 
 def row_target(target: Target, ub: int = ROW_UB) -> Target:

@@ -344,8 +344,13 @@ def same_call(ins, call, inputs, outputs, scalars) -> bool:
         return False
     if all(map(is_, inputs, ins)):
         return True
-    return bool(scalars) and all(a is b or (i in scalars and type(a) is type(b) and a == b)
-                                 for i, (a, b) in enumerate(zip(inputs, ins)))
+    if not scalars:
+        return False
+    # (a loop, not a generator over `scalars`: that would make every call -- the repeat too -- build a cell)
+    for i, (a, b) in enumerate(zip(inputs, ins)):
+        if a is not b and not (i in scalars and type(a) is type(b) and a == b):
+            return False
+    return True
 
 
 def transcendental_stmts(k: TileKernel) -> int:
