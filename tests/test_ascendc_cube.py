@@ -151,3 +151,39 @@ def test_l1_headroom_bounds_the_cube_tiling():
     with pytest.raises(fs.ScheduleError, match=r"FS110: one K step of A and B \(\d+ bytes\) does not fit the \d+ "
                                                r"bytes of L1 allowed on ascend910b"):
         f.compile(x, w, l1_headroom=0.001).source
+
+
+
+def test_a_kernel_printed_again_is_remembered_and_equals_a_fresh_print(monkeypatch):
+    """printer_kernel.KERNEL_TEXT: a program compiled again prints the kernel object the kernel passes
+    kept, from the memo -- the text a fresh print gives; a primitive registered again since is printed
+    anew, and a debug print (the user's lines beside the statements) is never remembered."""
+    import dataclasses
+
+    from fusedsl.backend_ascendc import printer_kernel as pk
+    from fusedsl.backend_ascendc.printers import printer_for_plan
+    from fusedsl.lower.kinds import kernel_ir
+    from fusedsl.tile.prims import PRIMS
+
+    def f(x, w, r):
+        return fs.gelu(x @ w) * r
+
+    x, w, r = (np.ones(s, np.float32) for s in ((24, 40), (40, 16), (24, 16)))
+    compiles = [fs.fused_kernel(f, target="ascend910b").compile(x, w, r) for _ in range(3)]
+    plan, target = compiles[2].kernels[0], compiles[2].target
+    k = kernel_ir(plan.lowered)
+    assert kernel_ir(compiles[1].kernels[0].lowered) is k   # the kept kernel, handed out again
+    remembered = compiles[1].source
+    assert any(hit[0] is k for hit in pk.KERNEL_TEXT.values())
+    assert compiles[2].source == remembered   # from the memo
+    monkeypatch.setattr(pk, "KERNEL_TEXT", {})
+    assert fs.fused_kernel(f, target="ascend910b").compile(x, w, r).source == remembered   # printed afresh
+    # the entry lists the primitives its steps print by; one registered again since prints anew
+    (prims,) = [hit[2] for key, hit in pk.KERNEL_TEXT.items() if hit[0] is k and key[-1]]
+    op, prim = next((op, p) for op, p in prims if p.form == "unary")
+    text = printer_for_plan(plan, target).kernel()
+    monkeypatch.setitem(PRIMS, op, dataclasses.replace(prim, api="Renamed"))
+    again = printer_for_plan(plan, target).kernel()
+    assert "AscendC::Renamed(" in again and again.replace("AscendC::Renamed(", f"AscendC::{prim.api}(") == text
+    debug = pk.KernelPrinter(plan.lowered, target, plan.name, debug=True).kernel()
+    assert "test_ascendc_cube.py" in debug and all(hit[1] != debug for hit in pk.KERNEL_TEXT.values())

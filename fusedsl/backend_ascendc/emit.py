@@ -7,6 +7,7 @@ fields and one-element GM reads are spelled here once, so every kind prints them
 """
 from __future__ import annotations
 
+import functools
 import linecache
 import math
 import struct
@@ -16,6 +17,8 @@ from ..lower.vector import Stmt
 from ..tile.kernel import name_temporaries  # noqa: F401  (the printers place a step's temporaries with it)
 from ..tile.prims import PRIMS
 
+
+@functools.lru_cache(maxsize=1024)   # a pure function of the name, asked ~4 times per kernel printed
 def camel(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in name.split("_") if p)
 

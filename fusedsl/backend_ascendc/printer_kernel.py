@@ -31,6 +31,7 @@ from ..lower.kinds import kernel_ir, kernel_words
 from ..tile.kernel import (BINARY, VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
                            Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Reset,
                            Return, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, memo_text)
+from ..tile.prims import PRIMS
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, rename_stmt
 from .frame import KernelFrame
@@ -46,6 +47,24 @@ HOST_TILING = {"vector": vector_host_tiling, "row": row_host_tiling}
 # c_expr's text per `signed_fields`, the expression tuples' text kept (tile/kernel.memo_text); a
 # printer's `_x` is one of them (no bound method, no second call per expression)
 _EXPR = (memo_text(lambda e: _c(e, False)[0]), memo_text(lambda e: _c(e, True)[0]))
+
+
+# The text of KernelPrinter.kernel() (class and entry) per kernel printed: a program compiled again
+# in the process prints the same TileKernel object again (the kernel passes' memo,
+# tile/kernel_passes._PASSED, hands the kept kernel to every compile of it, and a TileKernel is not
+# changed once built), and printing its ~40-60 nodes and ~100 expressions was most of its text's
+# time (a conv kernel: 0.14 of 0.19 ms).  The key is the kernel object -- its id, the entry holding
+# the object so the id is not reused while the entry lives, and checked with `is` -- and everything
+# else kernel() reads: the printer's class (a subclass may print otherwise), the kernel's name (its
+# class and entry), the tiling struct's name, whether runtime scalars follow a TCubeTiling (the
+# entry's argument), the target's arch (Select mode 0 on 910A) and its kernel-type macro, and
+# whether the entry is printed.  The rest -- queues, GM names, members, stages, Process, Matmul
+# objects, the signedness of the fields -- is the kernel's -- but for the primitives its steps'
+# statements print by (tile/prims.PRIMS: a primitive registered again prints otherwise), which the
+# entry keeps and a hit checks.  Not with debug (the source lines are read from the user's files).
+# At most KERNEL_TEXT_MAX entries, emptied when full.
+KERNEL_TEXT: dict = {}
+KERNEL_TEXT_MAX = 256
 
 
 def c_expr(e, signed_fields: bool = False) -> str:
@@ -120,7 +139,7 @@ class NodePrinting:
 
     Each node kind has its own method (`_PRINT`, keyed by the node's class: one dict lookup per
     node where a chain of isinstance tests cost up to 30), which appends its lines to the one
-    list the walk fills (`_emit`, `_body`), so no node builds and copies a list of its own."""
+    list the walk fills (`_nodes`, `_body`), so no node builds and copies a list of its own."""
 
     signed_fields = False   # the tiling's fields are int32 (TCubeTiling): read them as uint32
     _x = staticmethod(_EXPR[0])   # an expression's text (c_expr); _EXPR[1] where signed_fields
@@ -147,17 +166,20 @@ class NodePrinting:
     def _body(self, nodes, indent: int, out: list) -> None:
         """A nested block's nodes, in a scope of their own (tensors declared there end with it)."""
         self.scopes.append({})
-        for node in nodes:
-            self._emit(node, indent, out)
+        self._nodes(nodes, indent, out)
         self.scopes.pop()
 
-    def _emit(self, node, indent: int, out: list) -> None:
-        fn = self._PRINT.get(type(node))
-        if fn is None:   # a subclass of a node kind
-            fn = next((f for cls, f in self._PRINT.items() if isinstance(node, cls)), None)
-            if fn is None:
-                raise TypeError(f"not a tile kernel node: {node!r}")
-        fn(self, node, " " * indent, indent, out)
+    def _nodes(self, nodes, indent: int, out: list) -> None:
+        """Each node of a block by its kind's method (the table looked up here, not through a call
+        per node: a cube kernel prints ~40 nodes)."""
+        pad, table = " " * indent, self._PRINT
+        for node in nodes:
+            fn = table.get(type(node))
+            if fn is None:   # a subclass of a node kind
+                fn = next((f for cls, f in table.items() if isinstance(node, cls)), None)
+                if fn is None:
+                    raise TypeError(f"not a tile kernel node: {node!r}")
+            fn(self, node, pad, indent, out)
 
     # ---- one method per node kind: (node, pad, indent, out) -------------------------------------
     def _let(self, node, pad, indent, out):
@@ -249,6 +271,7 @@ class NodePrinting:
                        f"{self._x(count)});")
             out.append(f"{pad}    AscendC::PipeBarrier<PIPE_V>();")
         stmts = node.stmts
+        self.prims_read.update([st.op for st in stmts])
         if not _renames(stmts, names):   # every slot is its own tensor (elementwise kernels): as they are
             for st in stmts:
                 out += self._stmt(st, indent + 4)
@@ -378,6 +401,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
                         for g in self.k.gms}
         self.gm = {g.name: g for g in self.k.gms}
         self.scopes: list[dict] = []     # tensor -> its queue, per open block (the walk's scopes)
+        self.prims_read: set = set()     # the ops of the steps' statements printed (KERNEL_TEXT's check)
         self.matmul = {mm.name: mm for mm in self.k.matmuls}
         self.parts: list[str] = []
         self.group: list[KernelPrinter] = []
@@ -453,9 +477,25 @@ class KernelPrinter(NodePrinting, KernelFrame):
 
     def kernel(self, entry: bool = True) -> str:
         """The kernel class and (with `entry`) its extern "C" entry; a kernel of parts prints its
-        parts' classes (each without an entry) and one entry of its own."""
+        parts' classes (each without an entry) and one entry of its own.  Printed once per kernel
+        object and printer inputs (KERNEL_TEXT)."""
         if self.group:
             return "\n".join([p.kernel(entry=False) for p in self.group] + [self._group_entry()])
+        if self.debug:   # the user's source lines beside the statements: read from their files each time
+            return self._kernel(entry)
+        key = (id(self.k), type(self), self.name, self.tiling, bool(getattr(self, "rt", ())), self.t.arch,
+               self.t.kernel_type_macro, entry)
+        hit = KERNEL_TEXT.get(key)
+        if hit is not None and hit[0] is self.k and all(PRIMS.get(op) is p for op, p in hit[2]):
+            return hit[1]
+        self.prims_read = set()
+        text = self._kernel(entry)
+        if len(KERNEL_TEXT) >= KERNEL_TEXT_MAX:
+            KERNEL_TEXT.clear()
+        KERNEL_TEXT[key] = (self.k, text, tuple((op, PRIMS.get(op)) for op in self.prims_read))
+        return text
+
+    def _kernel(self, entry: bool) -> str:
         if not self.k.matmuls:
             return self._class() + "\n" + self.entry(self._gm_args() + ["t"])
         text = self._cube_class()
@@ -515,8 +555,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
                 "ratio": "AscendC::GetTaskRatio()"}
         L += [f"        const uint32_t {n} = {c};" for n, c in core.items() if n in used]
         self.scopes = [{}]
-        for node in k.process:
-            self._emit(node, 8, L)
+        self._nodes(k.process, 8, L)
         L += ["    }", ""]
         for mm in k.matmuls:
             types = [_matmul_type(o) for o in (mm.a, mm.b, mm.c)]
@@ -530,8 +569,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
         for st in k.stages:
             L += [f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})", "    {"]
             self.scopes = [{}]
-            for node in st.body:
-                self._emit(node, 8, L)
+            self._nodes(st.body, 8, L)
             L += ["    }", ""]
         for q in k.queues:
             if q.position in ("VECCALC", "TBUF_VECOUT"):   # a TBuf (on VECOUT: a Matmul's A in UB)
@@ -567,8 +605,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
         for st in k.stages:
             L += [f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})", "    {"]
             self.scopes = [{}]
-            for node in st.body:
-                self._emit(node, 8, L)
+            self._nodes(st.body, 8, L)
             L.append("    }")
         L += ["", "    AscendC::TPipe pipe;"]
         for q in k.queues:

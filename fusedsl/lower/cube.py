@@ -525,13 +525,20 @@ class CubeSchedule:
     @property
     def words(self) -> list[int]:
         t = self.tiling_fields
+        # kept with the CubeTiling they were made of (an immutable record; adopt_kernel may replace
+        # it): the compile and the host tiling's print asked again, a 50-field dict each time
+        kept = self.__dict__.get("_words_of")
+        if kept is not None and kept[0] is t:
+            return list(kept[1])
         w = dict.fromkeys(TCUBE_FIELDS, 0)
         w.update(usedCoreNum=t.used_core_num, M=t.M, N=t.N, Ka=t.K, Kb=t.K, singleCoreM=t.single_core_m,
                  singleCoreN=t.single_core_n, singleCoreK=t.K, baseM=t.base_m, baseN=t.base_n, baseK=t.base_k,
                  depthA1=t.depth_a1, depthB1=t.depth_b1, stepM=1, stepN=1, isBias=0, iterateOrder=0,
                  stepKa=t.step_k, stepKb=t.step_k, dbL0A=2, dbL0B=2, dbL0C=t.db_l0c, batchM=1, batchN=1,
                  singleBatchM=1, singleBatchN=1, BatchNum=1)
-        return [w[f] for f in TCUBE_FIELDS]
+        words = tuple(w[f] for f in TCUBE_FIELDS)
+        self.__dict__["_words_of"] = (t, words)
+        return list(words)
 
     def tiling(self, sizes, target) -> "CubeLaunch":
         """The launch of the kept tiling: with several offers, only once the kernel pass `tiling` chose
