@@ -442,13 +442,18 @@ class TileKernel:
     choice: object = field(default=None, compare=False)
 
     def field_offsets(self) -> dict[str, tuple[int, int]]:
-        """field name -> (first word, length): the struct's layout."""
-        out, w = {}, 0
-        for f in self.fields:
-            if f.ctype != "uint32_t":
-                continue
-            out[f.name] = (w, f.length)
-            w += max(1, f.length)
+        """field name -> (first word, length): the struct's layout (worked out once per kernel: the
+        walks and the UB plan read it per candidate's words; a TileKernel is not changed once built,
+        and no reader changes the dict)."""
+        out = self.__dict__.get("_field_offsets")
+        if out is None:
+            out, w = {}, 0
+            for f in self.fields:
+                if f.ctype != "uint32_t":
+                    continue
+                out[f.name] = (w, f.length)
+                w += max(1, f.length)
+            self.__dict__["_field_offsets"] = out
         return out
 
     @property
@@ -898,17 +903,19 @@ def _check_syncs(body, fail) -> None:
     again from a state it was walked from before gives the same answer, so walks are memoised:
     nested loops cost a walk per distinct state, not 2**depth."""
     def written(node) -> set:
-        if isinstance(node, (Vec, Dup)):
+        kind = type(node)   # (a node's type is its kind: records are final)
+        if kind is Vec or kind is Dup:
             return {node.dst.tensor}
-        if isinstance(node, Step):
+        if kind is Step:
             outs = {st.dst for st in node.stmts}
             return {r.tensor for slot, r in node.names if slot in outs} | {r.tensor for r, _, _ in node.prefill}
         return set()
 
     def read(node) -> set:
-        if isinstance(node, Vec):
+        kind = type(node)
+        if kind is Vec:
             return {r.tensor for r in node.srcs}
-        if isinstance(node, Step):
+        if kind is Step:
             return {r.tensor for _, r in node.names}
         return set()
 
@@ -931,39 +938,42 @@ def _check_syncs(body, fail) -> None:
     def walk_once(nodes, state: tuple) -> tuple:
         vec, sca, dma, out = state   # pending: vector writes, SetValue writes, DMA-in writes, to copy out
         for node in nodes:
-            if isinstance(node, Barrier):
+            kind = type(node)
+            if kind is Barrier:
                 vec, sca, dma, out = set(), set(), set(), set()
-            elif isinstance(node, Sync):
+            elif kind is Sync:
                 vec, sca = (set(), sca) if node.event == "V_S" else (vec, set())
-            elif isinstance(node, (EnQue, DeQue)):   # the queue orders the tensor's DMA and compute
+            elif kind is EnQue or kind is DeQue:   # the queue orders the tensor's DMA and compute
                 dma, out = dma - {node.tensor}, out - {node.tensor}
-            elif isinstance(node, (Scalar, Put, Move)):
+            elif kind is Scalar or kind is Put or kind is Move:
                 scalar_reads(node, vec, dma)
-                if isinstance(node, (Put, Move)):
-                    dst = node.tensor if isinstance(node, Put) else node.dst
+                if kind is not Scalar:
+                    dst = node.tensor if kind is Put else node.dst
                     sca, out = sca | {dst}, out | {dst}
-            elif isinstance(node, (CopyIn, GatherRow)):
-                dma = dma | {node.tensor if isinstance(node, CopyIn) else node.dst.tensor}
-            elif isinstance(node, CopyOut):
+            elif kind is CopyIn or kind is GatherRow:
+                dma = dma | {node.tensor if kind is CopyIn else node.dst.tensor}
+            elif kind is CopyOut:
                 if node.tensor in out:
                     fail(f"a DMA copies {node.tensor} out after a vector op or SetValue wrote it, with no barrier or "
                          "queue between")
-            elif isinstance(node, (For, MmIterate)):
+            elif kind is For or kind is MmIterate:
                 before = (vec, sca, dma, out)
                 vec, sca, dma, out = walk(node.body, before)
                 if (vec, sca, dma, out) != before:   # what the last pass left pending meets the first
                     vec, sca, dma, out = walk(node.body, (vec, sca, dma, out))
-            elif isinstance(node, If):
+            elif kind is If:
                 a, b = walk(node.then, (vec, sca, dma, out)), walk(node.orelse, (vec, sca, dma, out))
                 vec, sca, dma, out = (x | y for x, y in zip(a, b))
             else:
-                early = read(node) & sca
+                reads = read(node)
+                early = reads & sca
                 if early:
                     fail(f"a vector op reads {sorted(early)[0]} after SetValue wrote it, with no S_V sync between")
-                early = read(node) & dma
+                early = reads & dma
                 if early:
                     fail(f"a vector op reads {sorted(early)[0]} after a DMA wrote it, with no barrier or queue between")
-                vec, out = vec | written(node), out | written(node)
+                writes = written(node)
+                vec, out = vec | writes, out | writes
         return vec, sca, dma, out
 
     walk(body, (set(), set(), set(), set()))
@@ -984,28 +994,38 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
     fields = {"t." + f.name for f in k.fields}
     known = fields | {m.name for m in k.members}
 
-    def names(e):
-        if isinstance(e, str):
-            yield e
-        elif isinstance(e, tuple):
+    def names(e, out: list) -> list:
+        """The names `e` reads, in order, into `out`; a load of no GM tensor as ("load", its name)
+        where it stands (use() fails at the first wrong one, as it meets them)."""
+        if type(e) is str:
+            out.append(e)
+        elif type(e) is tuple:
             if e[0] == "load":
                 if e[1] not in gms:
-                    fail(f"load({e[1]}) names no GM tensor")
+                    out.append(("load", e[1]))
                 for x in e[2:]:
-                    yield from names(x)
-                return
-            if e[0] in ("cast", "get"):   # a dtype / a UB tensor (checked where it is read), not a local
-                yield from names(e[2])
-                return
-            for x in e[1:]:
-                yield from names(x)
+                    names(x, out)
+            elif e[0] in ("cast", "get"):   # a dtype / a UB tensor (checked where it is read), not a local
+                names(e[2], out)
+            else:
+                for x in e[1:]:
+                    names(x, out)
+        return out
 
     def gets(e, tensors):
         for t in sorted(_gets(e) - tensors):
             fail(f"{format_expr(e)} reads tensor {t}, which is not taken from a queue before")
 
     def use(e, scope):
-        for x in names(e):
+        if type(e) is str:   # (most expressions: a name, or a number below)
+            if e not in scope:
+                fail(f"{format_expr(e)} reads {e}, which is not set before")
+            return
+        if type(e) is int:
+            return
+        for x in names(e, []):
+            if type(x) is tuple:
+                fail(f"load({x[1]}) names no GM tensor")
             if x not in scope:
                 fail(f"{format_expr(e)} reads {x}, which is not set before")
 
@@ -1015,62 +1035,63 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
 
     def walk(body, scope: set, tensors: set):
         for node in body:
-            if isinstance(node, (Let, Var)):
+            kind = type(node)   # (a node's type is its kind: records are final)
+            if kind in (Let, Var):
                 use(node.expr, scope)
                 scope.add(node.var)
-            elif isinstance(node, Set):
+            elif kind is Set:
                 use(node.expr, scope)
                 if node.var not in scope:
                     fail(f"set {node.var} before it is declared")
-            elif isinstance(node, For):
+            elif kind is For:
                 use(node.start, scope), use(node.end, scope), use(node.step, scope)
                 walk(node.body, scope | {node.var}, set(tensors))
-            elif isinstance(node, If):
+            elif kind is If:
                 use(node.cond, scope)
                 walk(node.then, set(scope), set(tensors))
                 walk(node.orelse, set(scope), set(tensors))
-            elif isinstance(node, (Alloc, DeQue, Decl)):
+            elif kind in (Alloc, DeQue, Decl):
                 if node.queue not in queues:
                     fail(f"{type(node).__name__.lower()} names queue {node.queue}, which is not allocated")
                 tensors.add(node.tensor)
-            elif isinstance(node, (EnQue, Free)):
+            elif kind in (EnQue, Free):
                 if node.queue not in queues:
                     fail(f"{type(node).__name__.lower()} names queue {node.queue}, which is not allocated")
                 ref(Ref(node.tensor), tensors)
-            elif isinstance(node, (CopyIn, CopyOut)):
+            elif kind in (CopyIn, CopyOut):
                 if node.gm not in gms:
                     fail(f"a copy names GM tensor {node.gm}, which the kernel does not take")
                 ref(Ref(node.tensor), tensors)
                 for e in (node.offset, node.rows, node.cols, node.gm_stride, node.ub_stride, node.ub_off):
                     use(e, scope)
-            elif isinstance(node, GatherRow):
+            elif kind is GatherRow:
                 for g in (node.table, node.index):
                     if g not in gms:
                         fail(f"a gathered row names GM tensor {g}, which the kernel does not take")
                 ref(node.dst, tensors)
                 for e in (node.dst.offset, node.pos, node.col, node.cols):
                     use(e, scope)
-            elif isinstance(node, (UbCopy, Move)):
+            elif kind in (UbCopy, Move):
                 ref(Ref(node.dst), tensors), ref(Ref(node.src), tensors)
-            elif isinstance(node, (Dup, Vec)):
+            elif kind in (Dup, Vec):
                 for r in (node.dst, *getattr(node, "srcs", ())):
                     ref(r, tensors)
                     use(r.offset, scope)
                 use(node.count, scope)
-                if isinstance(node, Dup) and not isinstance(node.value, (float, bool)):
+                if kind is Dup and not isinstance(node.value, (float, bool)):
                     use(node.value, scope)
-                if isinstance(node, Vec) and node.scalar is not None and not isinstance(node.scalar, (float, bool)):
+                if kind is Vec and node.scalar is not None and not isinstance(node.scalar, (float, bool)):
                     use(node.scalar, scope)
-            elif isinstance(node, Scalar):
+            elif kind is Scalar:
                 use(node.expr, scope)
                 gets(node.expr, tensors)
                 scope.add(node.var)
-            elif isinstance(node, Put):
+            elif kind is Put:
                 ref(Ref(node.tensor), tensors)
                 for e in (node.index, node.expr):
                     use(e, scope)
                     gets(e, tensors)
-            elif isinstance(node, Step):
+            elif kind is Step:
                 use(node.offset, scope)
                 if node.count is not None:
                     use(node.count, scope)
@@ -1080,30 +1101,30 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                 for _, member in node.scalars:
                     if member not in scope:
                         fail(f"step {node.label!r} reads scalar {member}, which is not a member")
-            elif isinstance(node, Call):
+            elif kind is Call:
                 if node.stage not in stages:
                     fail(f"call of stage {node.stage}, which the kernel does not have")
                 if (node.arg is None) != (stages[node.stage].param is None):
                     fail(f"call of stage {node.stage} with {'no' if node.arg is None else 'an'} argument")
                 if node.arg is not None:
                     use(node.arg, scope)
-            elif isinstance(node, (MmSet, MmTail, MmIterate, MmGetC, MmEnd)):
+            elif kind in (MmSet, MmTail, MmIterate, MmGetC, MmEnd):
                 if node.mm not in mms:
                     fail(f"{type(node).__name__} names Matmul object {node.mm}, which the kernel does not have")
-                if isinstance(node, MmSet):
+                if kind is MmSet:
                     if node.src in gms:
                         use(node.offset, scope)
                     elif node.src not in tensors or queues[tensors_queue.get(node.src, "")].position not in (
                             "TSCM", "TBUF_VECOUT"):
                         fail(f"SetTensor{node.which} of {node.src}: neither a GM tensor nor an L1 tensor taken "
                              "from a TSCM queue (or a UB tensor of a VECOUT TBuf)")
-                elif isinstance(node, MmTail):
+                elif kind is MmTail:
                     use(node.m, scope), use(node.n, scope)
-                elif isinstance(node, MmIterate):
+                elif kind is MmIterate:
                     walk(node.body, set(scope), set(tensors))
-                elif isinstance(node, MmGetC):
+                elif kind is MmGetC:
                     ref(Ref(node.tensor), tensors)
-            elif isinstance(node, RunPart):
+            elif kind is RunPart:
                 if not 0 <= node.part < len(k.parts):
                     fail(f"run part {node.part}: the kernel has {len(k.parts)} part(s)")
                 part = k.parts[node.part]
@@ -1115,13 +1136,13 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                     if g is None or g.role != theirs.role or g.dtype != theirs.dtype:
                         fail(f"run part {node.part} hands {mine} to its {theirs.role} tensor {theirs.name} "
                              f"({theirs.dtype.name}); the kernel has no such {theirs.role} GM tensor")
-            elif isinstance(node, CopyNz):
+            elif kind is CopyNz:
                 if node.gm not in gms:
                     fail(f"a copy names GM tensor {node.gm}, which the kernel does not take")
                 ref(Ref(node.tensor), tensors)
                 for e in (node.offset, node.rows, node.cols, node.gm_stride):
                     use(e, scope)
-            if isinstance(node, (Alloc, DeQue, Decl)):
+            if kind in (Alloc, DeQue, Decl):
                 tensors_queue[node.tensor] = node.queue
 
     stages = {st.name: st for st in k.stages}
