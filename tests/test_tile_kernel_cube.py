@@ -7,6 +7,9 @@ epilogues (softmax, layer_norm), int8 operands wrapped like numpy, A's panel in 
 test_ascendc_cube*.py and tools/kernel_corpus.py."""
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -19,6 +22,7 @@ import fusedsl.lower.cube as lower_cube
 import fusedsl.reference as reference
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower import kinds
+from fusedsl.lower.cube_tile import _CubeLowering, cube_tile_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
 from fusedsl.tile.kernel import MmSet, Stage, print_kernel, verify_kernel
@@ -125,15 +129,36 @@ def test_verifier_refuses_a_broken_cube_kernel():
     t = get_target("ascend910b")
     verify_kernel(k, t)
     process = tuple(MmSet("mm", "A", "nowhere") if isinstance(n, MmSet) and n.which == "A" else n for n in k.process)
-    bad = type(k)(**{**vars(k), "process": process})
+    bad = dataclasses.replace(k, process=process)
     with pytest.raises(TileVerifyError, match="SetTensorA of nowhere: neither a GM tensor nor an L1 tensor"):
         verify_kernel(bad, t)
     stages = [st for st in k.stages if st.name != "CopyOut"] + [Stage("Other", None, ())]
     with pytest.raises(TileVerifyError, match="call of stage CopyOut, which the kernel does not have"):
-        verify_kernel(type(k)(**{**vars(k), "stages": stages}), t)
+        verify_kernel(dataclasses.replace(k, stages=stages), t)
     text = print_kernel(k).replace("; c VECIN ND float32", "; c L0C ND float32")
     with pytest.raises(TileKernelParseError, match="not a Matmul operand"):
         parse_kernel(text)
+
+
+@pytest.mark.parametrize("epilogue", ["bias-leaky", "softmax"])
+def test_candidate_kernels_equal_fresh_lowerings(epilogue):
+    """The lowering offers the kernel pass `tiling` one kernel per tiling (cube_tile_kernel): a
+    layout's kernel is built once and its other tilings take its words and plan line, and every
+    layout shares the schedule's one Compute stage.  Each candidate equals the kernel lowered
+    alone from its tiling, field by field and printed."""
+    g = np.random.default_rng(3)
+    x, w, b = (g.standard_normal(s).astype(np.float16) for s in ((128, 64), (64, 96), (96,)))
+    fn = (lambda x, w, b: fs.leaky_relu(x @ w + b)) if epilogue == "bias-leaky" else (lambda x, w, b: fs.softmax(x @ w + b))
+    (plan,) = fs.fused_kernel(fn, target="ascend910b").compile(x, w, b).kernels
+    sched = lower_cube.schedule_cube_kernel(plan.function, get_target("ascend910b"), 1.0, 0.8)
+    lowered = cube_tile_kernel(sched)
+    assert len(lowered.candidates) >= 2 and len({(t.a_l1_bytes > 0, t.objects_per_core) for t, _ in sched.offers}) >= 2
+    for kernel, (tiling, note) in zip((lowered, *lowered.candidates), sched.offers):
+        alone = copy.copy(sched)
+        alone.tiling_fields, alone.plan_note, alone.offers = tiling, note, ()
+        fresh = _CubeLowering(alone).kernel()
+        assert dataclasses.replace(kernel, candidates=()) == fresh
+        assert print_kernel(dataclasses.replace(kernel, candidates=())) == print_kernel(fresh)
 
 
 @pytest.mark.parametrize("target,dtype", [("ascend910b", "float32"), ("ascend310p", "float16"), ("ascend910b", "int8")])

@@ -68,7 +68,9 @@ class _CubeLowering:
         self.full = [p for p in s.params if p.kind in ("full", "fullshared")]
 
     # ---- the kernel ---------------------------------------------------------------------------
-    def kernel(self) -> TileKernel:
+    def kernel(self, compute: tuple | None = None) -> TileKernel:
+        """The kernel; `compute`: (the Compute stage, its row buffers) of another tiling of the same
+        schedule (the epilogue reads no tiling field but through the words: the same stage)."""
         s, t = self.s, self.s.tiling_fields
         fields = [Field(f) for f in TCUBE_FIELDS]
         fields += [Field(f"s{p.index}", 0, "float" if p.dtype.is_float else "int32_t")
@@ -92,7 +94,11 @@ class _CubeLowering:
                    for p in s.params if p.kind == "colvec"]
         queues += [Queue(f"b_rowv{self.tag[p.index]}", "VECCALC", 1, p.dtype, _ld("t.baseM", p.dtype))
                    for p in s.params if p.kind == "rowvec"]
-        compute = self.compute_stage()
+        if compute is None:
+            compute = self.compute_stage()
+        else:
+            compute, self.rows = compute[0], list(compute[1])
+        self.compute = (compute, tuple(self.rows))
         queues += [Queue(f"b_{name}", "VECCALC", 1, d, add("t.baseN", self.slack)) for name, d in self.rows]
         if self.row is not None:
             queues += [Queue("b_lanes", "VECCALC", 1, dt.float32, FOLD_LANES),
@@ -445,10 +451,11 @@ def cube_tile_kernel(sched: CubeSchedule) -> TileKernel:
     kernel of each other tiling it offers (`CubeSchedule.offers`): whole kernels, since a layout
     changes the kernel's text (one Matmul object per AI core idles the second vector instance; A's
     panel in L1 adds a TSCM queue and its copy) and the plan line names the split."""
-    own = _CubeLowering(sched).kernel()
+    lowering = _CubeLowering(sched)
+    own = lowering.kernel()
     # a kernel reads its tiling through the words but for the layout (lower/cube.LAYOUTS: A's panel
     # in L1, Matmul objects per AI core): candidates of a layout built once are that kernel with
-    # their words and plan line
+    # their words and plan line; every layout's Compute stage is the schedule's epilogue, built once
     built = {_layout(sched.tiling_fields, sched.target): own}
     others = []
     # (a schedule that adopted another tiling already -- the pass ran -- offers nothing more)
@@ -458,7 +465,7 @@ def cube_tile_kernel(sched: CubeSchedule) -> TileKernel:
         alt.tiling_fields, alt.plan_note, alt.offers = tiling, note, ()
         same = built.get(_layout(tiling, sched.target))
         if same is None:
-            same = built[_layout(tiling, sched.target)] = _CubeLowering(alt).kernel()
+            same = built[_layout(tiling, sched.target)] = _CubeLowering(alt).kernel(lowering.compute)
         others.append(dataclasses.replace(same, note=note, words=tuple(alt.words)))
     return dataclasses.replace(own, candidates=tuple(others)) if others else own
 
