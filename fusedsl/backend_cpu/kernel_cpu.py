@@ -45,7 +45,7 @@ from .host import host_features
 from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, calls_blas, lower_kernel, typed_fields
 
 __all__ = ["AliasedCpu", "TileKernelCpu", "ScheduleCpu", "ViewScheduleCpu", "PartsCpu", "matmul_products",
-           "operand_aliases"]
+           "operand_aliases", "same_arrays", "same_call"]
 
 # Below this many GM bytes a launch runs on the caller's thread (measured for the vector kernels: waking a
 # pool thread costs 12-40 µs here, and the pool loses below ~4 MB on this shared 2-vCPU host).
@@ -339,7 +339,11 @@ class TileKernelCpu:
 def same_call(ins, call, inputs, outputs, scalars) -> bool:
     """Whether a remembered bound `call` (made for inputs `ins`) runs these arrays: the same output
     and input objects, runtime scalars (the parameter positions `scalars`) equal by value."""
-    outs = call.outputs
+    return same_arrays(ins, call.outputs, inputs, outputs, scalars)
+
+
+def same_arrays(ins, outs, inputs, outputs, scalars) -> bool:
+    """`same_call` of a call made for inputs `ins` and outputs `outs`."""
     if len(inputs) != len(ins) or len(outputs) != len(outs) or not all(map(is_, outputs, outs)):
         return False
     if all(map(is_, inputs, ins)):
@@ -401,7 +405,9 @@ class ScheduleCpu:
         self.kernel.serial = getattr(sched, "mode", None) in SERIAL_MODES and self.kernel.k.kind == "transpose"
         self._scalars = frozenset(i.index for i in sched.inputs if i.kind == "runtime_scalar")
         self._words: dict = {}
-        self._last = None   # (tiling, inputs, call)
+        # (tiling, inputs, call, call.outputs): the outputs kept apart -- an attribute of the call (a
+        # partial) is a dict lookup after the type's, on every repeat
+        self._last = None
 
     @property
     def from_disk_cache(self) -> bool:
@@ -424,9 +430,10 @@ class ScheduleCpu:
         tiling = self.tiling if tiling is None else tiling
         last = self._last
         # (the test inline: a small kernel's call is mostly this Python)
-        if last is None or last[0] is not tiling or not same_call(last[1], last[2], inputs, outputs, self._scalars):
+        if last is None or last[0] is not tiling or not same_arrays(last[1], last[3], inputs, outputs, self._scalars):
             self._last = None   # its outputs are no longer held while binding
-            last = self._last = (tiling, tuple(inputs), self.bind(inputs, outputs, tiling))
+            call = self.bind(inputs, outputs, tiling)
+            last = self._last = (tiling, tuple(inputs), call, call.outputs)
         last[2]()
 
     def bound_outputs(self) -> tuple:
