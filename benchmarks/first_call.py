@@ -82,7 +82,7 @@ def main(argv=None) -> None:
             runs = times[(program, label)]
             cold = statistics.median(c for c, _ in runs)
             warm = statistics.median(w for _, w in runs)
-            print(f"| {program} | {label} | {cold:.2f} | {warm:.2f} |")
+            print(f"| {program} | {label} | {cold:.3f} | {warm:.3f} |")
 
 
 if __name__ == "__main__":
