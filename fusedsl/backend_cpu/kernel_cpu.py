@@ -40,7 +40,7 @@ from . import jit
 from .cpu_tiling import compensated_row_sums, cpu_words
 from .blas import (BLAS_LOCAL_THREADS, numpy_product, one_blas_thread, sgemm_address, single_threaded_blas,
                    vector_addresses)
-from .launch import KERNEL_PROTO, host_threads, pool, run_blocks
+from .launch import KERNEL_PROTO, host_threads, kernel_args, pool, run_blocks
 from .host import host_features
 from .llvm_kernel import ARENA_ALIGN, SYMBOL, arena_layout, calls_blas, lower_kernel, typed_fields
 
@@ -327,9 +327,10 @@ class TileKernelCpu:
             for out, arr in back:
                 out.reshape(-1)[:] = arr
         if blocks and threads == 1 and not back and not blas:
-            # one serial native call: made directly (a small kernel's call is mostly Python), and
-            # calls.py may batch it with its neighbours
-            call = functools.partial(fn, 0, blocks, address, addrs[0])
+            # one serial native call: made directly (a small kernel's call is mostly Python), its
+            # arguments ctypes objects made once (launch.kernel_args), and calls.py may batch it
+            # with its neighbours
+            call = functools.partial(fn, *kernel_args(0, blocks, address, addrs[0]))
             call.native = (fn, 0, blocks, address, addrs[0])
         call.keep = (args, arenas, keep)
         call.outputs = tuple(outputs)
