@@ -25,6 +25,7 @@ from fusedsl.lower import kinds
 from fusedsl.lower.cube_tile import _CubeLowering, cube_tile_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
+from fusedsl.tile import kernel_reuse
 from fusedsl.tile.kernel import MmSet, Stage, print_kernel, verify_kernel
 from fusedsl.tile.parse import TileKernelParseError, parse_kernel
 from fusedsl.tile.verify import TileVerifyError
@@ -159,6 +160,15 @@ def test_candidate_kernels_equal_fresh_lowerings(epilogue):
         fresh = _CubeLowering(alone).kernel()
         assert dataclasses.replace(kernel, candidates=()) == fresh
         assert print_kernel(dataclasses.replace(kernel, candidates=())) == print_kernel(fresh)
+    # the pass `reuse` on the candidates (kernel_passes._offered): a layout's kernels share their stages,
+    # so its result is taken for the next one -- equal to the pass run afresh on each
+    kernel_reuse._SAME.clear()
+    taken = 0
+    for c in lowered.candidates:
+        taken += (id(c.stages), id(c.process), id(c.queues), id(c.matmuls)) in kernel_reuse._SAME
+        remembered, fresh = kernel_reuse.reuse_buffers(c), kernel_reuse._reuse(c)
+        assert remembered == fresh and print_kernel(remembered) == print_kernel(fresh)
+    assert taken
 
 
 @pytest.mark.parametrize("target,dtype", [("ascend910b", "float32"), ("ascend310p", "float16"), ("ascend910b", "int8")])

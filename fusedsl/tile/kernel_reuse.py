@@ -22,6 +22,7 @@ writes the other in the same memory (that is the in-place rule's business, tile/
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 from .ir import Stmt
 from .kernel import (Alloc, CopyIn, CopyNz, CopyOut, Decl, Dup, For, GatherRow, If, MmGetC, MmIterate,
@@ -115,9 +116,35 @@ class _Walk:
         return lo, hi
 
 
+# The pass's result for a kernel of the same stages, Process, queues and Matmul objects, by identity
+# (the entry holds them: no id is reused while it lives): the candidate kernels of one layout
+# (lower/cube_tile.cube_tile_kernel) share them and differ only in their words and plan line,
+# which the pass does not read -- it reads nothing else of a kernel.  A TileKernel and its parts
+# are not changed once built.  The last _SAME_MAX kernels' (the pass runs on a compile's kernels
+# one after another).
+_SAME: dict = {}
+_SAME_MAX = 16
+_SAME_LOCK = threading.Lock()
+
+
 def reuse_buffers(k: TileKernel, target=None, budget: int | None = None) -> TileKernel:
     if k.parts:
         return dataclasses.replace(k, parts=tuple(reuse_buffers(p, target, budget) for p in k.parts))
+    key = (id(k.stages), id(k.process), id(k.queues), id(k.matmuls))
+    same = _SAME.get(key)
+    if same is not None and same[0] is k.stages and same[1] is k.process and same[2] is k.queues \
+            and same[3] is k.matmuls:
+        return k if same[4] is None else dataclasses.replace(k, stages=same[4], queues=same[5])
+    out = _reuse(k)
+    with _SAME_LOCK:
+        _SAME[key] = (k.stages, k.process, k.queues, k.matmuls,
+                      *((None, None) if out is k else (out.stages, out.queues)))
+        while len(_SAME) > _SAME_MAX:
+            del _SAME[next(iter(_SAME))]
+    return out
+
+
+def _reuse(k: TileKernel) -> TileKernel:
     queues = {q.name: q for q in k.queues}
     workspaces = {mm.workspace for mm in k.matmuls if mm.workspace}
     taken: dict[str, int] = {}           # queue -> stages that take it
