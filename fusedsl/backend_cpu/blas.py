@@ -12,6 +12,7 @@ process-wide count, restored on exit).
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import itertools
 import os
@@ -19,7 +20,7 @@ import os
 import numpy as np
 
 from . import jit
-from .launch import KERNEL_PROTO, host_threads, pool
+from .launch import KERNEL_PROTO, host_threads, kernel_args, pool
 
 __all__ = ["SGEMM", "BLAS_LOCAL_THREADS", "THREAD_COUNT", "PARALLEL_MACS", "gemm_acc", "gemm_list", "matmul_rows",
            "numpy_product", "one_blas_thread", "row_blocks", "sgemm_address", "single_threaded_blas",
@@ -121,10 +122,7 @@ def gemm_list(products) -> "callable | None":
                      b.ctypes.data, operands[3], int(np.array(beta, np.float32).view(np.uint32)),
                      c.ctypes.data, c.strides[0] // 4])
     table = np.array(rows, np.int64).reshape(-1)
-    count, address_t = len(rows), table.ctypes.data
-
-    def call():
-        fn(0, count, address_t, 0)
+    call = functools.partial(fn, *kernel_args(0, len(rows), table.ctypes.data, 0))   # (launch.kernel_args)
     call.table = table   # alive as long as the call
     return call
 

@@ -11,10 +11,11 @@ loop over a table of (address, a0, a1, a2, a3) rows, in order.
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
-from .launch import compiled_once
+from .launch import compiled_once, kernel_args
 
 SYMBOL = "fusedsl_native_list"
 _WORDS = 5     # per call: the kernel's address, then its four arguments
@@ -62,10 +63,7 @@ def native_list(calls):
         rows.append([address(cfunc), a0, a1, a2 or 0, a3 or 0])
     fn = _function()
     table = np.array(rows, np.int64).reshape(-1)
-    count, where = len(rows), table.ctypes.data
-
-    def call():
-        fn(0, count, where, 0)
+    call = functools.partial(fn, *kernel_args(0, len(rows), table.ctypes.data, 0))   # (launch.kernel_args)
     call.table, call.calls = table, list(calls)
     return call
 
