@@ -261,7 +261,8 @@ ALIKE = {   # kernels whose launch has many vector instances, most of them alike
 def test_alike_instances_of_a_launch_equal_a_walk_of_each(case, target, monkeypatch):
     """The walk of a launch with Matmul objects takes an instance whose work reads the same values as
     one walked before (its block's sizes: a full block, an edge) from that one and walks only the
-    addresses of the blocks it reads (for the HBM's share): its figures -- and the distinct blocks
+    addresses of the blocks it reads (for the HBM's share; an Iterate's body only for values of what
+    its addresses read that no instance taken before had): its figures -- and the distinct blocks
     and reads the HBM is priced on -- equal a walk of every instance."""
     from fusedsl.tile import kernel_cost
     fn, args = ALIKE[case]

@@ -208,6 +208,8 @@ class _Walk:
         self.mms = {mm.name: mm for mm in k.matmuls}
         self.mm_state: dict = {}  # Matmul object -> {"A": GM source or None, "B": ..., "tail": (m, n, k)}
         self.needed = frozenset()   # the ids of the nodes `addresses` walks
+        self.bodies = None          # `addresses`' Iterates: id -> the names their bodies' needed nodes read
+        self.walked_bodies: set = set()   # (Iterate, tile sizes, those names' values) `addresses` walked
 
     def ev(self, e):
         return evaluate(e, self.env)
@@ -254,19 +256,21 @@ class _Walk:
         for node in body:
             self.node(node)
 
-    def addresses(self, body, needed: frozenset) -> None:
+    def addresses(self, body, needed: frozenset, bodies: dict) -> None:
         """`body` walked for the addresses of the blocks it reads (`unique`) only: the `needed` nodes
         (_process_plan: those that read a block, set what its address reads, hold them), what they
         tally (a loop pass, a GM element an expression reads) dropped -- the caller adds the
-        figures of a walk alike (_run_instance)."""
+        figures of a walk alike (_run_instance).  An Iterate's body is walked only when its tiles'
+        sizes or the names its needed nodes read (`bodies`) have values no such walk of the launch
+        had: the blocks it reads then are in `unique` already (its keys are what those read)."""
         tally, read = self.tally, self.read
-        self.tally, self.read, self.needed = _tallies(), {}, needed
+        self.tally, self.read, self.needed, self.bodies = _tallies(), {}, needed, bodies
         self.node = self._address_node
         try:
             self.run(body)
         finally:
             del self.node
-            self.tally, self.read = tally, read
+            self.tally, self.read, self.bodies = tally, read, None
 
     def _address_node(self, node) -> None:
         if id(node) in self.needed:
@@ -429,6 +433,12 @@ class _Walk:
         frac_m = sum(-(-min(bm, m - i * bm) // 16) * 16 for i in range(round_m))
         frac_n = sum(-(-min(bn, n - j * bn) // 16) * 16 for j in range(round_n))
         self.tally[CUBE] += frac_m * frac_n * kk / self.cube_rate(mm)
+        names = None if self.bodies is None else self.bodies.get(id(node))
+        if names is not None:   # (addresses: a body walked before with these values adds no block)
+            key = (id(node), m, n, kk, bm, bn, *(_hashable(self.env.get(x)) for x in names))
+            if key in self.walked_bodies:
+                return
+            self.walked_bodies.add(key)
         for _ in range(round_m * round_n):
             self.run(node.body)
 
@@ -706,12 +716,12 @@ def _run_instance(walk: _Walk, k: TileKernel, env0: dict, block: int, subblock: 
         if plan is None:
             walk.run(k.process)
         else:
-            prefix, names, needed = plan
+            prefix, names, needed, bodies = plan
             walk.run(k.process[:prefix])   # the instance's block: lets and sets (an idle one returns here)
             key = tuple(_hashable(env.get(n)) for n in names)
             hit = alike.get(key)
             if hit is not None:
-                walk.addresses(k.process[prefix:], needed)
+                walk.addresses(k.process[prefix:], needed, bodies)
                 rest, reads = hit
                 for g, n in reads.items():
                     walk.read[g] = walk.read.get(g, 0) + n
@@ -751,7 +761,7 @@ def _process_plan(k: TileKernel) -> tuple | None:
         if prefix < len(k.process):
             a = _Facts({st.name: st for st in k.stages}, {mm.name: mm for mm in k.matmuls})
             a.body(k.process[prefix:], (), frozenset(), frozenset())
-            plan = (prefix, tuple(sorted(_closure(a.reads, a.defs))), a.needed())
+            plan = (prefix, tuple(sorted(_closure(a.reads, a.defs))), *a.needed())
         k.__dict__["_process_plan"] = plan
     return plan
 
@@ -809,6 +819,8 @@ class _Facts:
         self.defs: dict = {}         # variable -> the names its definitions read (a compound Set: itself too)
         self.addressed: list = []    # (the node and the nodes holding it, the names their evaluation reads)
         self.sites: dict = {}        # variable -> [(its defining node and those holding it, the names read)]
+        self.iterates: set = set()   # the ids of the MmIterate nodes
+        self.whole: set = set()      # ... of those whose body holds a Matmul node or a Return (walked whole)
 
     def define(self, var: str, exprs, path: tuple, ctrl: frozenset) -> None:
         names = self.defs.setdefault(var, set())
@@ -823,6 +835,8 @@ class _Facts:
         for node in body:
             kind = type(node)
             here = path + (id(node),)
+            if kind in (MmSet, MmTail, MmIterate, Return):
+                self.whole.update(i for i in path if i in self.iterates)
             for name in _EVALUATED.get(kind, ()):
                 e = getattr(node, name)
                 if _loads(e):   # (a `sel` may skip an element read: the names it reads count)
@@ -878,25 +892,34 @@ class _Facts:
                     _names(e, reads)
             elif kind is MmIterate:   # the block's sizes (a tail's, else the tiling's) and base tile
                 reads.update(_iterate_fields(self.mms[node.mm]))
+                self.iterates.add(id(node))
                 self.body(node.body, here, ctrl, calling)
 
-    def needed(self) -> frozenset:
-        """The ids of the nodes the addresses depend on (_process_plan)."""
+    def needed(self) -> tuple[frozenset, dict]:
+        """The ids of the nodes the addresses depend on, and per Iterate (but those walked whole)
+        the names its body's needed nodes read (_process_plan)."""
         names: set = set()
         ids: set = set()
-        for path, read in self.addressed:
+        inside: dict = {i: set() for i in self.iterates - self.whole}
+
+        def take(path, read):
+            nonlocal names
             ids.update(path)
             names |= read
+            for i in path[:-1]:   # (the node itself: not inside)
+                if i in inside:
+                    inside[i] |= read
+        for path, read in self.addressed:
+            take(path, read)
         done: set = set()
         while True:
             new = [v for v in names if v in self.sites and v not in done]
             if not new:
-                return frozenset(ids)
+                return frozenset(ids), {i: tuple(sorted(n)) for i, n in inside.items()}
             for v in new:
                 done.add(v)
                 for path, read in self.sites[v]:
-                    ids.update(path)
-                    names |= read
+                    take(path, read)
 
 
 def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> int:
