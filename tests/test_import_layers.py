@@ -98,7 +98,7 @@ def test_the_cycle_finder_finds_a_planted_cycle():
 # by importing inside a function. A new top-level module or package must be placed here.
 LAYERS = [
     ("base", {"version", "dtypes", "errors", "targets", "cachedir", "cachesize", "scratch", "buffers", "record",
-              "gcpause"}),
+              "gcpause", "lru"}),
     ("graph IR", {"ir", "reference", "ops"}),
     ("graph passes and models", {"views", "cost", "tile", "passes"}),
     ("lowering to schedules", {"lower"}),

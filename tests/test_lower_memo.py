@@ -12,6 +12,7 @@ from fusedsl.errors import Loc
 from fusedsl.ir.core import Function, Op, Param, TensorType, Value
 from fusedsl.ir.key import function_key
 from fusedsl.lower import kinds
+from fusedsl.lru import Lru
 from fusedsl.tile.kernel import print_kernel
 
 
@@ -67,8 +68,7 @@ def test_a_twin_kernel_takes_the_remembered_lowering_which_equals_a_fresh_one():
 
 
 def test_the_memo_is_bounded(monkeypatch):
-    monkeypatch.setattr(kinds, "_LOWERED_MAX", 2)
-    kinds._LOWERED.clear()
+    monkeypatch.setattr(kinds, "_LOWERED", Lru(2))
     x = np.ones((4, 8), np.float32)
     for scale in (2.0, 3.0, 4.0):
         fs.fused_kernel(lambda a, s=scale: fs.relu(a * s), target="ascend910b").compile(x)

@@ -22,6 +22,7 @@ import fusedsl.lower.cube as lower_cube
 import fusedsl.reference as reference
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower import kinds
+from fusedsl.lru import Lru
 from fusedsl.lower.cube_tile import _CubeLowering, cube_tile_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
@@ -78,7 +79,7 @@ def test_a_panel_in_l1_and_several_cores(layout, monkeypatch):
     """Each core's A panel in L1 (a TSCM queue, copied in NZ), one or two Matmul objects per AI
     core (the layouts lower/cube.py may choose; restricted here so a small shape takes them)."""
     monkeypatch.setattr(lower_cube, "LAYOUTS", (layout,))
-    monkeypatch.setattr(kinds, "_LOWERED", {})   # (the other layout's lowering of this kernel is remembered)
+    monkeypatch.setattr(kinds, "_LOWERED", Lru(512))   # (the other layout's lowering of this kernel is remembered)
     g = np.random.default_rng(3)
     x = (g.standard_normal((70, 40)) * 0.1).astype(np.float16)
     w = (g.standard_normal((40, 300)) * 0.1).astype(np.float16)

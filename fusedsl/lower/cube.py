@@ -11,7 +11,6 @@ Errors name the buffer and the bytes needed vs available (reason code FS110).
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import SimpleNamespace
@@ -28,6 +27,7 @@ from .. import cost
 from ..targets import Target, get_target
 from ..tile.alloc import select_scratch
 from ..tile.kernel_passes import TILING_SLACK
+from ..lru import Lru
 from ..record import record
 
 _ACC = 4  # L0C accumulates in float / int32
@@ -801,7 +801,7 @@ def schedule_cube_kernel(fn, target: Target, ub_fraction: float = 1.0, l1_headro
     return sched
 
 
-class Choices:
+class Choices(Lru):
     """The tilings the pass `tiling` kept (CubeSchedule.adopt_kernel), remembered for the whole
     process: key -> (CubeTiling, TilingChoice or None, Target).  A compile's identical kernels (each
     block's matmuls of a model) and a function compiled again (a notebook's re-run, a test suite,
@@ -810,33 +810,8 @@ class Choices:
     The key is everything the choice is a function of (`schedule_cube_kernel`'s walk_key: the
     kernel's structure, the target, the options, the layouts weighed; the module's constants --
     TILING_SLACK, OFFER_* -- are fixed); each entry holds its target, so the key's id(target) stays
-    that target's while the entry lives.  At most `limit` entries: the least recently used go."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self._entries: dict = {}   # in order of last use
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            hit = self._entries.pop(key, None)
-            if hit is not None:
-                self._entries[key] = hit
-            return hit
-
-    def put(self, key, value) -> None:
-        with self._lock:
-            self._entries.pop(key, None)
-            self._entries[key] = value
-            while len(self._entries) > self.limit:
-                del self._entries[next(iter(self._entries))]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
+    that target's while the entry lives.  At most `limit` entries: the least recently used go
+    (fusedsl/lru.py)."""
 
 
 WALK_CHOICES = Choices(1024)

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import field
 from typing import Any, Callable
 
+from ..lru import Lru
 from ..record import record
 from ..errors import FusedslError, ScheduleError, TargetError
 from ..ir.core import Function
@@ -159,9 +160,8 @@ def lower_kernel(fn: Function, group: str, target: Target, options: LowerOptions
         fkey = function_key(fn)
         if fkey is not None:
             key = (fkey, group, id(target), options.ub_headroom, options.l1_headroom)
-            hit = _LOWERED.pop(key, None)
+            hit = _LOWERED.get(key)
             if hit is not None and hit[0] is target:
-                _LOWERED[key] = hit
                 return hit[1], hit[2], None
     try:
         sched = kind.lower(fn, target, options, snapshots)
@@ -170,9 +170,7 @@ def lower_kernel(fn: Function, group: str, target: Target, options: LowerOptions
         return kind, None, exc
     owner = next(k for k in KINDS if type(sched) in k.schedules)
     if key is not None:
-        _LOWERED[key] = (target, owner, sched)
-        if len(_LOWERED) > _LOWERED_MAX:   # the least recently used out
-            del _LOWERED[next(iter(_LOWERED))]
+        _LOWERED.put(key, (target, owner, sched))
     return owner, sched, None
 
 
@@ -184,9 +182,8 @@ def lower_kernel(fn: Function, group: str, target: Target, options: LowerOptions
 # arrays of the shapes it saw, traces a twin of a kernel: its lowering is the twin's.  A schedule
 # is shared between the compiled kernels that lowered twins: what is learnt about it afterwards
 # (its Ascend C text, its CPU kernel, its cost tables) is the same for each.  A kernel the kind
-# refused is not kept (the error names this compile's lines).  Bounded, least recently used out.
-_LOWERED: dict = {}
-_LOWERED_MAX = 512
+# refused is not kept (the error names this compile's lines).  512 kernels, least recently used out.
+_LOWERED = Lru(512)
 
 
 def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:

@@ -59,6 +59,7 @@ from .kernel import (Alloc, Call, DeQue, Field, For, Free, If, Member, MmIterate
                      print_kernel, ub_plan, verify_kernel)
 from .kernel_cost import launch_work
 from .kernel_reuse import reuse_buffers
+from ..lru import Lru
 from ..record import record
 
 _PER_TILE = ("VECIN", "VECOUT")
@@ -308,8 +309,7 @@ KERNEL_PASSES = [("reuse", reuse_buffers), ("tiling", choose_tiling), ("double-b
 # cell run again, one function compiled for new arrays of the same shapes -- and printing it costs
 # a tenth of the passes (the tiling pass walks every candidate).  The kept kernels are shared: a
 # TileKernel is not changed once built (what is learnt about it -- its walks -- is memoised in it).
-_PASSED: dict = {}
-_PASSED_MAX = 512
+_PASSED = Lru(512)
 
 
 def _offers_kernels(k: TileKernel) -> bool:
@@ -328,9 +328,8 @@ def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
     elif not _offers_kernels(k):   # (a cube kind remembers its choice before it lowers candidates:
         # lower/cube.WALK_CHOICES; printing every candidate kernel for a key would cost more here)
         key = (id(target), budget, print_kernel(k))
-        hit = _PASSED.pop(key, None)
+        hit = _PASSED.get(key)
         if hit is not None and hit[0] is target:
-            _PASSED[key] = hit
             return hit[1]
     for name, run in KERNEL_PASSES:
         before = k
@@ -338,7 +337,5 @@ def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
         if snapshots is not None and k is not before:
             snapshots.append((f"kernel-{name}", print_kernel(k)))
     if key is not None:
-        _PASSED[key] = (target, k)
-        if len(_PASSED) > _PASSED_MAX:   # the least recently used out
-            del _PASSED[next(iter(_PASSED))]
+        _PASSED.put(key, (target, k))
     return k
