@@ -600,25 +600,54 @@ def matmul_split_cycles(target, t, a_item: int, b_item: int, batch: int, epilogu
     Matmul API's GM -> L1 copies are the AI core's (the vector instances only send it requests,
     ASCENDC.md 3.1), so an AI core serving two objects loads both blocks' operands. The chip's
     HBM bounds the loads too (hbm_cycles). One formula for the report and for lower/cube.py's
-    choice of split, base block and layout."""
+    choice of split, base block and layout (split_model)."""
+    return split_model(target, t.M, t.N, t.K, a_item, b_item, batch, epilogue, c_bytes)(
+        t.single_core_m, t.single_core_n, t.used_core_num, t.base_m, t.base_n, getattr(t, "objects_per_core", 0),
+        getattr(t, "a_l1_bytes", 0), block_dim)
+
+
+@record
+class _Split:
+    """The fields of a tiling matmul_reads reads."""
+    M: int
+    N: int
+    K: int
+    single_core_m: int
+    single_core_n: int
+    base_m: int
+    base_n: int
+    a_l1_bytes: int
+
+
+def split_model(target, m: int, n: int, k: int, a_item: int, b_item: int, batch: int, epilogue, c_bytes: int):
+    """matmul_split_cycles of one M x N x K matmul as a function of (singleCoreM, singleCoreN, cores,
+    baseM, baseN, Matmul objects per AI core -- 0: the target's --, TSCM bytes, blockDim): what no
+    split changes worked out once (the tiling search prices hundreds of splits of one matmul:
+    lower/cube._cheapest_split)."""
     item = max(a_item, b_item)
-    cores = max(1, t.used_core_num)
-    per_aic = min(objects_per_core(target, t), cores)
-    aics = -(-cores // per_aic)
     rate = target.cube_macs_per_cycle * (FLOAT32_CUBE_RATE if item == 4 else 1.0)
-    sm, sn = min(t.single_core_m, t.M), min(t.single_core_n, t.N)
-    cube = batch * per_aic * (-(-sm // 16) * 16) * (-(-sn // 16) * 16) * t.K / rate
-    a, b, other = matmul_reads(t, a_item, b_item, batch, epilogue, cube_instances(target, t))
-    a_times = 1 if getattr(t, "a_l1_bytes", 0) else -(-sn // t.base_n)
-    core = batch * t.K * (sm * a_item * a_times + sn * b_item * -(-sm // t.base_m)) + other / cores
-    reads = a + b + other
-    unique = batch * t.K * (t.M * a_item + t.N * b_item) + sum(
-        (batch * (t.N if k == "colvec" else t.M if k == "rowvec" else t.M * t.N) if k != "scalar" else 1) * i
-        for k, i in epilogue if k in ("colvec", "rowvec", "full", "fullshared", "scalar"))
-    mte2 = max(load_cycles(per_aic * core, aics), hbm_cycles(target, unique, reads))
-    mte3 = store_cycles(c_bytes / cores, cores)
-    cycles = max(cube, mte2, mte3) + min(cube, mte2) * 0.1   # pipes overlap; a little fill
-    return mte2, cube, mte3, cycles, heads(block_dim, max(a, b)), reads + c_bytes
+    unique = batch * k * (m * a_item + n * b_item) + sum(
+        (batch * (n if kind == "colvec" else m if kind == "rowvec" else m * n) if kind != "scalar" else 1) * i
+        for kind, i in epilogue if kind in ("colvec", "rowvec", "full", "fullshared", "scalar"))
+    own = 2 if target.separated else 1   # (objects_per_core's default; cube_instances' vector instances per AI core)
+
+    def figures(single_m, single_n, used, base_m, base_n, per_core, a_l1_bytes, block_dim):
+        cores = max(1, used)
+        per = per_core or own
+        per_aic = min(per, cores)
+        aics = -(-cores // per_aic)
+        sm, sn = min(single_m, m), min(single_n, n)
+        cube = batch * per_aic * (-(-sm // 16) * 16) * (-(-sn // 16) * 16) * k / rate
+        a, b, other = matmul_reads(_Split(m, n, k, single_m, single_n, base_m, base_n, a_l1_bytes), a_item, b_item,
+                                   batch, epilogue, -(-max(1, used) // per) * own)
+        a_times = 1 if a_l1_bytes else -(-sn // base_n)
+        core = batch * k * (sm * a_item * a_times + sn * b_item * -(-sm // base_m)) + other / cores
+        reads = a + b + other
+        mte2 = max(load_cycles(per_aic * core, aics), hbm_cycles(target, unique, reads))
+        mte3 = store_cycles(c_bytes / cores, cores)
+        cycles = max(cube, mte2, mte3) + min(cube, mte2) * 0.1   # pipes overlap; a little fill
+        return mte2, cube, mte3, cycles, heads(block_dim, max(a, b)), reads + c_bytes
+    return figures
 
 
 def _scheduled_cube_cost(op: Op, target, sizes, name, launch: Launch, schedule) -> KernelCost:

@@ -203,11 +203,21 @@ def _cube_tiling(target, m, n, k, a_dtype, b_dtype, c_dtype, bias_dtype, cores, 
     def panel_of(sm):   # A's NZ panel in L1: singleCoreM rows padded to 16 per 32-byte column block
         return _up(sm, 16) * _up(k, c0k) * sa
 
+    fitters: dict = {}   # (lim, tscm) -> fits_l1: the search asks the same base blocks for many splits
+
     def fitter(lim, tscm):
         """fits(bm, bn): L0C, UB, and one K step of the object's own A1 (none when A is in TSCM)
-        and B1 buffers within `lim` bytes of L1 beside its `tscm` bytes."""
-        def fits_l1(bm, bn):
-            return fits(bm, bn) and base_k_of(bm, bn, lim, tscm) >= c0k
+        and B1 buffers within `lim` bytes of L1 beside its `tscm` bytes (each block worked out once)."""
+        fits_l1 = fitters.get((lim, tscm))
+        if fits_l1 is None:
+            known: dict = {}
+
+            def fits_l1(bm, bn):
+                ok = known.get((bm, bn))
+                if ok is None:
+                    ok = known[bm, bn] = fits(bm, bn) and base_k_of(bm, bn, lim, tscm) >= c0k
+                return ok
+            fitters[lim, tscm] = fits_l1
         return fits_l1
 
     legacy = _balanced_split(m, n, dim, whole_rows)
@@ -374,15 +384,16 @@ def _bases(sm: int, sn: int, whole_rows: bool, fits):
 
 
 def modelled_split(t: Target, m, n, k, sm, sn, used, bm, bn, traffic: Traffic, per_core: int | None = None,
-                   a_l1_bytes: int = 0) -> tuple[float, int]:
+                   a_l1_bytes: int = 0, model=None) -> tuple[float, int]:
     """(modelled us, GM bytes) of a matmul kernel on one split, base block and layout: the
-    report's figures for it (cost.matmul_split_cycles plus the epilogue's vector cycles)."""
+    report's figures for it (cost.matmul_split_cycles plus the epilogue's vector cycles); `model`:
+    cost.split_model of this matmul and traffic (a search passes its own)."""
     per = per_core or (2 if t.separated else 1)
-    f = SimpleNamespace(M=m, N=n, K=k, single_core_m=sm, single_core_n=sn, used_core_num=used,
-                        base_m=bm, base_n=bn, objects_per_core=per, a_l1_bytes=a_l1_bytes)
     block_dim = cube_block_dim(used, t, per)
-    _, _, _, cycles, head, gm = cost.matmul_split_cycles(
-        t, f, traffic.a_item, traffic.b_item, traffic.batch, traffic.epilogue, traffic.c_bytes, block_dim)
+    if model is None:
+        model = cost.split_model(t, m, n, k, traffic.a_item, traffic.b_item, traffic.batch, traffic.epilogue,
+                                 traffic.c_bytes)
+    _, _, _, cycles, head, gm = model(sm, sn, used, bm, bn, per, a_l1_bytes, block_dim)
     if traffic.vector is not None:
         cycles += traffic.vector(block_dim, cost.Launch(block_dim, bm, bn, _ceil(sm, bm) * _ceil(sn, bn)))
     return (cycles + head) / t.clock_mhz + cost.LAUNCH_US, gm
@@ -392,21 +403,27 @@ def _cheapest_split(t: Target, m, n, k, whole_rows, legacy, layouts, panel_of, f
     """(singleCoreM, singleCoreN, cores, baseM, baseN, objects per core, TSCM bytes, L1 per
     object) of least modelled time over every layout (module doc)."""
     cands = []
+    model = cost.split_model(t, m, n, k, traffic.a_item, traffic.b_item, traffic.batch, traffic.epilogue,
+                             traffic.c_bytes)
+    blocks: dict = {}   # (sm, sn, L1 share, TSCM bytes) -> _bases: layouts of one L1 share ask again
     for opa, in_l1, lim, cap in layouts:
         for sm, sn, used in _splits(m, n, cap, whole_rows):
             tscm = panel_of(sm) if in_l1 else 0
             if tscm and tscm >= lim:
                 continue
-            for bm, bn in _bases(sm, sn, whole_rows, fitter(lim, tscm)):
+            bases = blocks.get((sm, sn, lim, tscm))
+            if bases is None:
+                bases = blocks[sm, sn, lim, tscm] = tuple(_bases(sm, sn, whole_rows, fitter(lim, tscm)))
+            for bm, bn in bases:
                 # (one tile column reads A once either way: the A-from-GM layout, weighed first, wins the tie)
-                key = modelled_split(t, m, n, k, sm, sn, used, bm, bn, traffic, opa, tscm)
+                key = modelled_split(t, m, n, k, sm, sn, used, bm, bn, traffic, opa, tscm, model)
                 cands.append((key, (sm, sn, used, bm, bn, opa, tscm, lim)))
     # CANN's rule (two objects per AI core on 910B, A from GM), where it fits and its layout is weighed
     per = 2 if t.separated else 1
     lim0 = next((lim for opa, in_l1, lim, _ in layouts if not in_l1), layouts[0][2])
     rule = None
     if any(opa == per and not in_l1 for opa, in_l1, _, _ in layouts) and fitter(lim0, 0)(*legacy[3:]):
-        rule = (modelled_split(t, m, n, k, *legacy, traffic, per), (*legacy, per, 0, lim0))
+        rule = (modelled_split(t, m, n, k, *legacy, traffic, per, 0, model), (*legacy, per, 0, lim0))
         cands.append(rule)
     if not cands:
         # nothing fits: the caller's checks say which buffer (FS110)
