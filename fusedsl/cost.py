@@ -549,19 +549,25 @@ def matmul_reads(t, a_item: int, b_item: int, batch: int = 1, epilogue=(), insta
     an [M, 1] one ("rowvec") per tile (its curM rows), an [M, N] one once, a one-element
     "scalar" once by each of the `instances` vector instances the launch starts (Init reads it,
     idle ones too)."""
-    tm, tn = _tile_counts(t)
+    return _reads(t.M, t.N, t.K, t.single_core_m, t.single_core_n, t.base_m, t.base_n, getattr(t, "a_l1_bytes", 0),
+                  a_item, b_item, batch, epilogue, instances)
+
+
+def _reads(m, n, k, single_m, single_n, base_m, base_n, a_l1_bytes, a_item, b_item, batch, epilogue, instances):
+    """matmul_reads of a tiling given by its numbers."""
+    tm, tn = _tiles_along(m, single_m, base_m), _tiles_along(n, single_n, base_n)
     other = 0
     for kind, item in epilogue:
         if kind == "scalar":
             other += instances * item
         elif kind == "colvec":
-            other += batch * tm * t.N * item
+            other += batch * tm * n * item
         elif kind == "rowvec":
-            other += batch * tn * t.M * item
+            other += batch * tn * m * item
         elif kind in ("full", "fullshared"):
-            other += batch * t.M * t.N * item
-    a_reads = -(-t.N // t.single_core_n) if getattr(t, "a_l1_bytes", 0) else tn
-    return batch * t.M * t.K * a_item * a_reads, batch * t.K * t.N * b_item * tm, other
+            other += batch * m * n * item
+    a_reads = -(-n // single_n) if a_l1_bytes else tn
+    return batch * m * k * a_item * a_reads, batch * k * n * b_item * tm, other
 
 
 def hbm_cycles(target, unique: int, reads: int) -> float:
@@ -606,19 +612,6 @@ def matmul_split_cycles(target, t, a_item: int, b_item: int, batch: int, epilogu
         getattr(t, "a_l1_bytes", 0), block_dim)
 
 
-@record
-class _Split:
-    """The fields of a tiling matmul_reads reads."""
-    M: int
-    N: int
-    K: int
-    single_core_m: int
-    single_core_n: int
-    base_m: int
-    base_n: int
-    a_l1_bytes: int
-
-
 def split_model(target, m: int, n: int, k: int, a_item: int, b_item: int, batch: int, epilogue, c_bytes: int):
     """matmul_split_cycles of one M x N x K matmul as a function of (singleCoreM, singleCoreN, cores,
     baseM, baseN, Matmul objects per AI core -- 0: the target's --, TSCM bytes, blockDim): what no
@@ -638,8 +631,8 @@ def split_model(target, m: int, n: int, k: int, a_item: int, b_item: int, batch:
         aics = -(-cores // per_aic)
         sm, sn = min(single_m, m), min(single_n, n)
         cube = batch * per_aic * (-(-sm // 16) * 16) * (-(-sn // 16) * 16) * k / rate
-        a, b, other = matmul_reads(_Split(m, n, k, single_m, single_n, base_m, base_n, a_l1_bytes), a_item, b_item,
-                                   batch, epilogue, -(-max(1, used) // per) * own)
+        a, b, other = _reads(m, n, k, single_m, single_n, base_m, base_n, a_l1_bytes, a_item, b_item, batch, epilogue,
+                             -(-max(1, used) // per) * own)
         a_times = 1 if a_l1_bytes else -(-sn // base_n)
         core = batch * k * (sm * a_item * a_times + sn * b_item * -(-sm // base_m)) + other / cores
         reads = a + b + other
