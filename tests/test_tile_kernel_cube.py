@@ -26,7 +26,7 @@ from fusedsl.lru import Lru
 from fusedsl.lower.cube_tile import _CubeLowering, cube_tile_kernel
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
-from fusedsl.tile import kernel_reuse
+from fusedsl.tile import kernel_cost, kernel_reuse
 from fusedsl.tile.kernel import MmSet, Stage, print_kernel, verify_kernel
 from fusedsl.tile.parse import TileKernelParseError, parse_kernel
 from fusedsl.tile.verify import TileVerifyError
@@ -170,6 +170,15 @@ def test_candidate_kernels_equal_fresh_lowerings(epilogue):
         remembered, fresh = kernel_reuse.reuse_buffers(c), kernel_reuse._reuse(c)
         assert remembered == fresh and print_kernel(remembered) == print_kernel(fresh)
     assert taken
+    # the Process walk's plan (tile/kernel_cost._process_plan) of a layout's kernels: found once, equal to
+    # finding it afresh for each
+    kernel_cost._PLANS.clear()
+    shared = [kernel_cost._process_plan(c) for c in lowered.candidates]
+    assert len(kernel_cost._PLANS) < len(lowered.candidates)
+    for c, plan in zip(lowered.candidates, shared):
+        kernel_cost._PLANS.clear()
+        alone = dataclasses.replace(c)   # (a copy: nothing of c's remembered)
+        assert kernel_cost._process_plan(alone) == plan
 
 
 @pytest.mark.parametrize("target,dtype", [("ascend910b", "float32"), ("ascend310p", "float16"), ("ascend910b", "int8")])

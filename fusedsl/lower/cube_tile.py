@@ -43,6 +43,9 @@ from .row_tile import row_epilogue_body
 from .vector import compute_dtype
 from .vector_tile import PLAIN_NAME
 
+_TCUBE = tuple(Field(f) for f in TCUBE_FIELDS)   # the TCubeTiling struct's fields (records: shared by every kernel)
+
+
 def _ld(count, dtype: dt.DType):
     """The UB row stride of a tile row of `count` elements: padded to 32 bytes."""
     return pad(count, 32 // dtype.itemsize)
@@ -72,7 +75,7 @@ class _CubeLowering:
         """The kernel; `compute`: (the Compute stage, its row buffers) of another tiling of the same
         schedule (the epilogue reads no tiling field but through the words: the same stage)."""
         s, t = self.s, self.s.tiling_fields
-        fields = [Field(f) for f in TCUBE_FIELDS]
+        fields = list(_TCUBE)
         fields += [Field(f"s{p.index}", 0, "float" if p.dtype.is_float else "int32_t")
                    for p in s.params if p.kind == "runtime_scalar"]
         gms = [Gm(p.name, p.dtype, "in", p.index) for p in s.params if p.kind != "runtime_scalar"]

@@ -44,6 +44,7 @@ largest input the launch reads) and the launch overhead.
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 
@@ -754,6 +755,14 @@ def _process_plan(k: TileKernel) -> tuple | None:
     argument around them) read, and the loops, branches and calls that hold any of them."""
     plan = k.__dict__.get("_process_plan", False)
     if plan is False:
+        # the plan reads the Process body, the stages and the Matmul objects only: the candidate
+        # kernels of one layout share them (lower/cube_tile.py) -- by identity, the entry holding
+        # them (so no id is reused while it lives); a TileKernel is not changed once built
+        key = (id(k.process), id(k.stages), id(k.matmuls))
+        same = _PLANS.get(key)
+        if same is not None and same[0] is k.process and same[1] is k.stages and same[2] is k.matmuls:
+            k.__dict__["_process_plan"] = same[3]
+            return same[3]
         prefix = 0
         while prefix < len(k.process) and _pure(k.process[prefix]):
             prefix += 1
@@ -763,7 +772,16 @@ def _process_plan(k: TileKernel) -> tuple | None:
             a.body(k.process[prefix:], (), frozenset(), frozenset())
             plan = (prefix, tuple(sorted(_closure(a.reads, a.defs))), *a.needed())
         k.__dict__["_process_plan"] = plan
+        with _PLANS_LOCK:
+            _PLANS[key] = (k.process, k.stages, k.matmuls, plan)
+            while len(_PLANS) > _PLANS_MAX:
+                del _PLANS[next(iter(_PLANS))]
     return plan
+
+
+_PLANS: dict = {}   # (id(process), id(stages), id(matmuls)) -> (those, the plan): _process_plan
+_PLANS_MAX = 16
+_PLANS_LOCK = threading.Lock()
 
 
 def _pure(node) -> bool:
