@@ -209,6 +209,7 @@ class _Walk:
         self.mms = {mm.name: mm for mm in k.matmuls}
         self.mm_state: dict = {}  # Matmul object -> {"A": GM source or None, "B": ..., "tail": (m, n, k)}
         self.needed = frozenset()   # the ids of the nodes `addresses` walks
+        self.pruned: dict = {}      # `addresses`: id of a body -> its needed nodes
         self.bodies = None          # `addresses`' Iterates: id -> the names their bodies' needed nodes read
         self.walked_bodies: set = set()   # (Iterate, tile sizes, those names' values) `addresses` walked
 
@@ -257,25 +258,29 @@ class _Walk:
         for node in body:
             self.node(node)
 
-    def addresses(self, body, needed: frozenset, bodies: dict) -> None:
-        """`body` walked for the addresses of the blocks it reads (`unique`) only: the `needed` nodes
-        (_process_plan: those that read a block, set what its address reads, hold them), what they
-        tally (a loop pass, a GM element an expression reads) dropped -- the caller adds the
-        figures of a walk alike (_run_instance).  An Iterate's body is walked only when its tiles'
-        sizes or the names its needed nodes read (`bodies`) have values no such walk of the launch
-        had: the blocks it reads then are in `unique` already (its keys are what those read)."""
+    def addresses(self, body, needed: frozenset, bodies: dict, pruned: dict) -> None:
+        """`body` (its needed nodes) walked for the addresses of the blocks it reads (`unique`) only:
+        the `needed` nodes (_process_plan: those that read a block, set what its address reads, hold
+        them; `pruned`: each body of the kernel as the tuple of its needed nodes), what they tally
+        (a loop pass, a GM element an expression reads) dropped -- the caller adds the figures of a
+        walk alike (_run_instance).  An Iterate's body is walked only when its tiles' sizes or the
+        names its needed nodes read (`bodies`) have values no such walk of the launch had: the
+        blocks it reads then are in `unique` already (its keys are what those read)."""
         tally, read = self.tally, self.read
-        self.tally, self.read, self.needed, self.bodies = _tallies(), {}, needed, bodies
-        self.node = self._address_node
+        self.tally, self.read, self.needed, self.bodies, self.pruned = _tallies(), {}, needed, bodies, pruned
+        self.run = self._address_run
         try:
             self.run(body)
         finally:
-            del self.node
+            del self.run
             self.tally, self.read, self.bodies = tally, read, None
 
-    def _address_node(self, node) -> None:
-        if id(node) in self.needed:
-            _Walk.node(self, node)
+    def _address_run(self, body) -> None:
+        nodes = self.pruned.get(id(body))
+        if nodes is None:   # (a slice of a body: a loop pass after its lets)
+            nodes = [n for n in body if id(n) in self.needed]
+        for node in nodes:
+            _NODE.get(type(node), _Walk.nothing)(self, node)
 
     def ub_get(self, tensor, index):
         """A typed expression's `get` of a UB element (GetValue): a scalar access, value 0."""
@@ -717,12 +722,12 @@ def _run_instance(walk: _Walk, k: TileKernel, env0: dict, block: int, subblock: 
         if plan is None:
             walk.run(k.process)
         else:
-            prefix, names, needed, bodies = plan
+            prefix, names, needed, bodies, pruned = plan
             walk.run(k.process[:prefix])   # the instance's block: lets and sets (an idle one returns here)
             key = tuple(_hashable(env.get(n)) for n in names)
             hit = alike.get(key)
             if hit is not None:
-                walk.addresses(k.process[prefix:], needed, bodies)
+                walk.addresses(pruned[None], needed, bodies, pruned)
                 rest, reads = hit
                 for g, n in reads.items():
                     walk.read[g] = walk.read.get(g, 0) + n
@@ -770,7 +775,9 @@ def _process_plan(k: TileKernel) -> tuple | None:
         if prefix < len(k.process):
             a = _Facts({st.name: st for st in k.stages}, {mm.name: mm for mm in k.matmuls})
             a.body(k.process[prefix:], (), frozenset(), frozenset())
-            plan = (prefix, tuple(sorted(_closure(a.reads, a.defs))), *a.needed())
+            needed, bodies = a.needed()
+            plan = (prefix, tuple(sorted(_closure(a.reads, a.defs))), needed, bodies,
+                    _pruned(k.process[prefix:], k.stages, needed))
         k.__dict__["_process_plan"] = plan
         with _PLANS_LOCK:
             _PLANS[key] = (k.process, k.stages, k.matmuls, plan)
@@ -782,6 +789,26 @@ def _process_plan(k: TileKernel) -> tuple | None:
 _PLANS: dict = {}   # (id(process), id(stages), id(matmuls)) -> (those, the plan): _process_plan
 _PLANS_MAX = 16
 _PLANS_LOCK = threading.Lock()
+
+
+def _pruned(rest: tuple, stages, needed: frozenset) -> dict:
+    """id of each body of the kernel (the stages', the loops', branches' and Iterates' in them) -> the
+    tuple of its needed nodes; None -> the rest of Process's."""
+    out: dict = {}
+
+    def prune(body):
+        if id(body) in out:
+            return
+        out[id(body)] = tuple(n for n in body if id(n) in needed)
+        for n in body:
+            for inner in (getattr(n, "body", None), getattr(n, "then", None), getattr(n, "orelse", None)):
+                if type(inner) is tuple:
+                    prune(inner)
+    for st in stages:
+        prune(st.body)
+    prune(rest)
+    out[None] = out.pop(id(rest))
+    return out
 
 
 def _pure(node) -> bool:
