@@ -174,12 +174,12 @@ def test_a_kernel_printed_again_is_remembered_and_equals_a_fresh_print(monkeypat
     k = kernel_ir(plan.lowered)
     assert kernel_ir(compiles[1].kernels[0].lowered) is k   # the kept kernel, handed out again
     remembered = compiles[1].source
-    assert any(hit[0] is k for hit in pk.KERNEL_TEXT.values())
+    assert any(hit[0]() is k for hit in pk.KERNEL_TEXT.values())
     assert compiles[2].source == remembered   # from the memo
     monkeypatch.setattr(pk, "KERNEL_TEXT", {})
     assert fs.fused_kernel(f, target="ascend910b").compile(x, w, r).source == remembered   # printed afresh
     # the entry lists the primitives its steps print by; one registered again since prints anew
-    (prims,) = [hit[2] for key, hit in pk.KERNEL_TEXT.items() if hit[0] is k and key[-1]]
+    (prims,) = [hit[2] for key, hit in pk.KERNEL_TEXT.items() if hit[0]() is k and key[-1]]
     op, prim = next((op, p) for op, p in prims if p.form == "unary")
     text = printer_for_plan(plan, target).kernel()
     monkeypatch.setitem(PRIMS, op, dataclasses.replace(prim, api="Renamed"))

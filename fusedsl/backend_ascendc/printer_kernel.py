@@ -26,6 +26,8 @@ TPipe reset between them (Reset) so each has the whole UB as it would alone.
 """
 from __future__ import annotations
 
+import weakref
+
 from .. import dtypes as dt
 from ..lower.kinds import kernel_ir, kernel_words
 from ..tile.kernel import (BINARY, VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
@@ -53,16 +55,20 @@ _EXPR = (memo_text(lambda e: _c(e, False)[0]), memo_text(lambda e: _c(e, True)[0
 # in the process prints the same TileKernel object again (the kernel passes' memo,
 # tile/kernel_passes._PASSED, hands the kept kernel to every compile of it, and a TileKernel is not
 # changed once built), and printing its ~40-60 nodes and ~100 expressions was most of its text's
-# time (a conv kernel: 0.14 of 0.19 ms).  The key is the kernel object -- its id, the entry holding
-# the object so the id is not reused while the entry lives, and checked with `is` -- and everything
-# else kernel() reads: the printer's class (a subclass may print otherwise), the kernel's name (its
-# class and entry), the tiling struct's name, whether runtime scalars follow a TCubeTiling (the
-# entry's argument), the target's arch (Select mode 0 on 910A) and its kernel-type macro, and
-# whether the entry is printed.  The rest -- queues, GM names, members, stages, Process, Matmul
-# objects, the signedness of the fields -- is the kernel's -- but for the primitives its steps'
-# statements print by (tile/prims.PRIMS: a primitive registered again prints otherwise), which the
-# entry keeps and a hit checks.  Not with debug (the source lines are read from the user's files).
-# At most KERNEL_TEXT_MAX entries, emptied when full.
+# time (a conv kernel: 0.14 of 0.19 ms).  The key is the kernel object -- its id, and a weak
+# reference to it checked with `is` at a hit (an id is reused only once its object is gone, and
+# then the reference is dead and the entry dropped) -- and everything else kernel() reads: the
+# printer's class (a subclass may print otherwise), the kernel's name (its class and entry), the
+# tiling struct's name, whether runtime scalars follow a TCubeTiling (the entry's argument), the
+# target's arch (Select mode 0 on 910A) and its kernel-type macro, and whether the entry is
+# printed.  The rest -- queues, GM names, members, stages, Process, Matmul objects, the signedness
+# of the fields -- is the kernel's, but for the primitives its steps' statements print by
+# (tile/prims.PRIMS: a primitive registered again prints otherwise), which the entry keeps and a hit
+# checks.  Not with debug (the source lines are read from the user's files).  At most
+# KERNEL_TEXT_MAX entries, emptied when full.  (Weak: holding the kernels, the memo freed 256 of
+# them at a time while a 573-kernel model printed -- 7 % of its text's time.  A plain dict, not a
+# lru.Lru: a reference's callback runs wherever its kernel is freed, inside that lock too; each use
+# here is one dict call, atomic under the GIL, and emptying needs no order of use.)
 KERNEL_TEXT: dict = {}
 KERNEL_TEXT_MAX = 256
 
@@ -486,13 +492,14 @@ class KernelPrinter(NodePrinting, KernelFrame):
         key = (id(self.k), type(self), self.name, self.tiling, bool(getattr(self, "rt", ())), self.t.arch,
                self.t.kernel_type_macro, entry)
         hit = KERNEL_TEXT.get(key)
-        if hit is not None and hit[0] is self.k and all(PRIMS.get(op) is p for op, p in hit[2]):
+        if hit is not None and hit[0]() is self.k and all(PRIMS.get(op) is p for op, p in hit[2]):
             return hit[1]
         self.prims_read = set()
         text = self._kernel(entry)
         if len(KERNEL_TEXT) >= KERNEL_TEXT_MAX:
             KERNEL_TEXT.clear()
-        KERNEL_TEXT[key] = (self.k, text, tuple((op, PRIMS.get(op)) for op in self.prims_read))
+        ref = weakref.ref(self.k, lambda _, key=key, memo=KERNEL_TEXT: memo.pop(key, None))
+        KERNEL_TEXT[key] = (ref, text, tuple((op, PRIMS.get(op)) for op in self.prims_read))
         return text
 
     def _kernel(self, entry: bool) -> str:
