@@ -150,7 +150,8 @@ def test_candidate_kernels_equal_fresh_lowerings(epilogue):
     alone from its tiling, field by field and printed."""
     g = np.random.default_rng(3)
     x, w, b = (g.standard_normal(s).astype(np.float16) for s in ((128, 64), (64, 96), (96,)))
-    fn = (lambda x, w, b: fs.leaky_relu(x @ w + b)) if epilogue == "bias-leaky" else (lambda x, w, b: fs.softmax(x @ w + b))
+    fn = ((lambda x, w, b: fs.leaky_relu(x @ w + b)) if epilogue == "bias-leaky"
+          else (lambda x, w, b: fs.softmax(x @ w + b)))
     (plan,) = fs.fused_kernel(fn, target="ascend910b").compile(x, w, b).kernels
     sched = lower_cube.schedule_cube_kernel(plan.function, get_target("ascend910b"), 1.0, 0.8)
     lowered = cube_tile_kernel(sched)
@@ -166,7 +167,7 @@ def test_candidate_kernels_equal_fresh_lowerings(epilogue):
     kernel_reuse._SAME.clear()
     taken = 0
     for c in lowered.candidates:
-        taken += (id(c.stages), id(c.process), id(c.queues), id(c.matmuls)) in kernel_reuse._SAME
+        taken += kernel_reuse._SAME.get((id(c.stages), id(c.process), id(c.queues), id(c.matmuls))) is not None
         remembered, fresh = kernel_reuse.reuse_buffers(c), kernel_reuse._reuse(c)
         assert remembered == fresh and print_kernel(remembered) == print_kernel(fresh)
     assert taken

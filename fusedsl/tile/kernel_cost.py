@@ -44,11 +44,11 @@ largest input the launch reads) and the launch overhead.
 from __future__ import annotations
 
 import dataclasses
-import threading
 
 import numpy as np
 
 from .. import cost
+from ..lru import Lru
 from .. import dtypes as dt
 from .kernel import (Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow, If,
                      Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Reset, Return, RunPart, Scalar, Set, Step,
@@ -779,16 +779,11 @@ def _process_plan(k: TileKernel) -> tuple | None:
             plan = (prefix, tuple(sorted(_closure(a.reads, a.defs))), needed, bodies,
                     _pruned(k.process[prefix:], k.stages, needed))
         k.__dict__["_process_plan"] = plan
-        with _PLANS_LOCK:
-            _PLANS[key] = (k.process, k.stages, k.matmuls, plan)
-            while len(_PLANS) > _PLANS_MAX:
-                del _PLANS[next(iter(_PLANS))]
+        _PLANS.put(key, (k.process, k.stages, k.matmuls, plan))
     return plan
 
 
-_PLANS: dict = {}   # (id(process), id(stages), id(matmuls)) -> (those, the plan): _process_plan
-_PLANS_MAX = 16
-_PLANS_LOCK = threading.Lock()
+_PLANS = Lru(16)   # (id(process), id(stages), id(matmuls)) -> (those, the plan): _process_plan
 
 
 def _pruned(rest: tuple, stages, needed: frozenset) -> dict:

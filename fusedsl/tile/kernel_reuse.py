@@ -22,8 +22,8 @@ writes the other in the same memory (that is the in-place rule's business, tile/
 from __future__ import annotations
 
 import dataclasses
-import threading
 
+from ..lru import Lru
 from .ir import Stmt
 from .kernel import (Alloc, CopyIn, CopyNz, CopyOut, Decl, Dup, For, GatherRow, If, MmGetC, MmIterate,
                      MmSet, Move, Put, Scalar, Step, TileKernel, UbCopy, Vec, _gets)
@@ -120,11 +120,9 @@ class _Walk:
 # (the entry holds them: no id is reused while it lives): the candidate kernels of one layout
 # (lower/cube_tile.cube_tile_kernel) share them and differ only in their words and plan line,
 # which the pass does not read -- it reads nothing else of a kernel.  A TileKernel and its parts
-# are not changed once built.  The last _SAME_MAX kernels' (the pass runs on a compile's kernels
-# one after another).
-_SAME: dict = {}
-_SAME_MAX = 16
-_SAME_LOCK = threading.Lock()
+# are not changed once built.  The last 16 kernels' (the pass runs on a compile's kernels one
+# after another).
+_SAME = Lru(16)
 
 
 def reuse_buffers(k: TileKernel, target=None, budget: int | None = None) -> TileKernel:
@@ -136,11 +134,8 @@ def reuse_buffers(k: TileKernel, target=None, budget: int | None = None) -> Tile
             and same[3] is k.matmuls:
         return k if same[4] is None else dataclasses.replace(k, stages=same[4], queues=same[5])
     out = _reuse(k)
-    with _SAME_LOCK:
-        _SAME[key] = (k.stages, k.process, k.queues, k.matmuls,
-                      *((None, None) if out is k else (out.stages, out.queues)))
-        while len(_SAME) > _SAME_MAX:
-            del _SAME[next(iter(_SAME))]
+    kept = (None, None) if out is k else (out.stages, out.queues)
+    _SAME.put(key, (k.stages, k.process, k.queues, k.matmuls, *kept))
     return out
 
 
