@@ -255,8 +255,11 @@ class _Walk:
         self.add(*hit)
 
     def run(self, body) -> None:
+        # one method per node type (_NODE: a record type is final, so its type is its kind); a type
+        # the walk does not know counts nothing
+        node_of = _NODE.get
         for node in body:
-            self.node(node)
+            node_of(type(node), _Walk.nothing)(self, node)
 
     def addresses(self, body, needed: frozenset, bodies: dict, pruned: dict) -> None:
         """`body` (its needed nodes) walked for the addresses of the blocks it reads (`unique`) only:
@@ -289,11 +292,6 @@ class _Walk:
 
     def ref_dtype(self, r):
         return _VIEW_COLUMN[r.view] if r.view is not None else self.dtype[r.tensor]
-
-    def node(self, node) -> None:
-        # one method per node type (a record type is final: its type is its kind); a type the walk
-        # does not know counts nothing
-        _NODE.get(type(node), _Walk.nothing)(self, node)
 
     def nothing(self, node) -> None:
         pass
@@ -751,7 +749,7 @@ def _process_plan(k: TileKernel) -> tuple | None:
     addresses of its blocks depend on), or None when nothing follows the leading nodes.
 
     Two instances of one launch whose values of those names agree after the leading nodes do the
-    same work -- the same tallies and GM reads: the names are everything _Walk.node reads for them
+    same work -- the same tallies and GM reads: the names are everything the walk (_NODE) reads for them
     (copy sizes, vector call counts, a Matmul's tail and its tiling's fields, control flow, each
     expression that reads GM or UB elements) and every variable those are computed from, through
     the stages called -- and differ only in the addresses of what they read (the distinct blocks:
@@ -825,7 +823,7 @@ def _closure(names: set, defs: dict) -> set:
     return names
 
 
-# the expressions _Walk.node evaluates, per node type
+# the expressions the walk (_NODE) evaluates, per node type
 _EVALUATED = {Step: ("count", "offset"), Let: ("expr",), Var: ("expr",), Set: ("expr",), For: ("start", "end", "step"),
               If: ("cond",), CopyIn: ("offset", "rows", "cols"), CopyOut: ("offset", "rows", "cols"),
               GatherRow: ("pos", "cols"), Call: ("arg",), Scalar: ("expr",), Put: ("expr", "index"),
