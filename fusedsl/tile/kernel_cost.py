@@ -308,7 +308,7 @@ class _Walk:
     def let(self, node) -> None:
         self.env[node.var] = evaluate(node.expr, self.env)
 
-    def set(self, node: Set) -> None:
+    def set_var(self, node: Set) -> None:
         v = evaluate(node.expr, self.env)
         if v or node.op != "/=":   # (the interpreter refuses a division by zero; nothing to count)
             assign(self.env, node, v)
@@ -514,7 +514,7 @@ class _Walk:
                 self.add(done[0], done[1])
 
 
-_NODE = {Step: _Walk.step, Let: _Walk.let, Var: _Walk.let, Set: _Walk.set, For: _Walk.loop, If: _Walk.branch,
+_NODE = {Step: _Walk.step, Let: _Walk.let, Var: _Walk.let, Set: _Walk.set_var, For: _Walk.loop, If: _Walk.branch,
          Alloc: _Walk.typed, DeQue: _Walk.typed, Decl: _Walk.typed, CopyIn: _Walk.copy, CopyOut: _Walk.copy,
          GatherRow: _Walk.gather, Call: _Walk.call, Return: _Walk.leave, Scalar: _Walk.scalar, Put: _Walk.scalar,
          Move: _Walk.move, Dup: _Walk.dup, UbCopy: _Walk.ub_copy, Vec: _Walk.vec, MmSet: _Walk.mm_set,
