@@ -65,6 +65,7 @@ class _Host:
 
     _lock = threading.Lock()
     _tm = None
+    _cpu = None   # (name, features): asked of LLVM once per process (0.2 ms a time, 3-4 times a compile)
 
     @classmethod
     def target_machine(cls):
@@ -74,20 +75,28 @@ class _Host:
                 cls._tm = cls.new_target_machine()
             return cls._tm
 
-    @staticmethod
-    def new_target_machine():
+    @classmethod
+    def cpu(cls) -> tuple[str, str]:
+        """The host CPU's name and LLVM feature string (the CPU does not change under a process)."""
+        cpu = cls._cpu
+        if cpu is None:
+            cpu = cls._cpu = (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+        return cpu
+
+    @classmethod
+    def new_target_machine(cls):
         # An MCJIT engine takes ownership of its target machine and deletes it with
         # itself, so every engine needs a machine of its own.
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
-        return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                            features=llvm.get_host_cpu_features().flatten(),
-                                            opt=3, jit=True)
+        name, features = cls.cpu()
+        return target.create_target_machine(cpu=name, features=features, opt=3, jit=True)
 
-    @staticmethod
-    def fingerprint() -> str:
-        return f"{llvm.get_host_cpu_name()};{llvm.get_host_cpu_features().flatten()}"
+    @classmethod
+    def fingerprint(cls) -> str:
+        name, features = cls.cpu()
+        return f"{name};{features}"
 
 
 def cache_dir() -> str:
@@ -123,21 +132,23 @@ def source_fingerprint() -> str:
 def sources_digest(root: str) -> str:
     """sha256 over each .py file under `root`: its path, size and modification time in ns -- what
     Python's own bytecode cache trusts to tell an edited source (an edit, a checkout, an install
-    writes the file again); reading every source instead cost ~5 ms of a first call."""
-    h = hashlib.sha256()
-    stack = [root]
+    writes the file again); reading every source instead cost ~5 ms of a first call.  The entries
+    are listed in any order and sorted once (a sort per folder and os.path.relpath per file were
+    half of its 1.3 ms at every process's first lowering)."""
+    parts = []
+    stack = [""]
     while stack:
-        folder = stack.pop()
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                if e.name != "__pycache__":
-                    stack.append(e.path)
-            elif e.name.endswith(".py"):
-                st = e.stat()
-                h.update(f"{os.path.relpath(e.path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    return h.hexdigest()
+        rel = stack.pop()
+        with os.scandir(os.path.join(root, rel)) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != "__pycache__":
+                        stack.append(f"{rel}{e.name}/")
+                elif e.name.endswith(".py"):
+                    st = e.stat()
+                    parts.append(f"{rel}{e.name}\0{st.st_size}\0{st.st_mtime_ns}")
+    parts.sort()
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def lowered_ir(description: str, lower) -> str:
@@ -190,14 +201,16 @@ def optimise_to_object(ir_text: str) -> bytes:
     return tm.emit_object(mod)
 
 
-# The quick tier's passes: registers for the kernels' stack slots (sroa), folding, CFG cleanup,
-# constant propagation and redundancy removal.  The lowering (llvm_kernel.py) writes its loops
-# vector by vector, so O3's vectorizers, inliner and loop pipeline mostly confirm what is there,
-# at 60 % of the compile (a 6-op chain: 0.040 of 0.063 s; the code generator takes the rest); the
-# quick code runs the small kernels as fast (benchmarks/RESULTS.md "Tiered compiles"), a 16-bit
-# product's widening loops up to 1.4x slower until the optimised code replaces it.
-QUICK_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "sccp", "new_gvn", "instruction_combine",
-                "dead_store_elimination", "simplify_cfg")
+# The quick tier's passes: registers for the kernels' stack slots (sroa), folding, CFG cleanup and
+# constant propagation.  The lowering (llvm_kernel.py) writes its loops vector by vector, so O3's
+# vectorizers, inliner and loop pipeline mostly confirm what is there, at 60 % of the compile (a 6-op
+# chain: 0.040 of 0.063 s; the code generator takes the rest); the quick code runs the small kernels
+# as fast (benchmarks/RESULTS.md "Tiered compiles"), a 16-bit product's widening loops up to 1.4x
+# slower until the optimised code replaces it.  NewGVN, a second instcombine and DSE after these
+# (the list until 2026-11-27) cost 10-16 % of a quick compile -- a first call's view kernel 4 of
+# its 34 ms -- and no kernel's quick code measured faster for them; sccp stays (without it a float16
+# rms_norm's quick code ran 1.08x slower) (RESULTS "View kernel first call (viewcall, 2026-11-27 late)").
+QUICK_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "sccp")
 
 
 def quick_object(ir_text: str) -> bytes:
