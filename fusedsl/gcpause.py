@@ -15,8 +15,8 @@ def gc_paused():
     generation's walks the whole heap, whose size the compile does not control (the caller's
     tensors, an imported torch model).  benchmarks/model_scale.py's 286-block stack: passes, fusion
     and lowering 1635 -> 1273 ms of CPU, the fusion pass 394 -> 311 (benchmarks/RESULTS.md "Compile
-    time by phase").  Cycles made meanwhile are collected after the block; the collector's first
-    pass then walks what the block made and still holds, once."""
+    time by phase").  Cycles made meanwhile are collected at the end of the block, with the two
+    younger generations: one walk of what the block made and still holds."""
     if not gc.isenabled():   # already off (an outer compile, or the caller's choice)
         yield
         return
@@ -25,3 +25,8 @@ def gc_paused():
         yield
     finally:
         gc.enable()
+        # What the block made and still holds sits in the youngest generation, however many: left
+        # there, the next allocation anywhere (the caller's next trace) sets off a collection that
+        # walks all of it, and ten of those later a collection of the middle generation walks it
+        # again.  Collecting both now walks it once, and here, in the work that made it.
+        gc.collect(1)
