@@ -182,8 +182,10 @@ def lower_kernel(fn: Function, group: str, target: Target, options: LowerOptions
 # arrays of the shapes it saw, traces a twin of a kernel: its lowering is the twin's.  A schedule
 # is shared between the compiled kernels that lowered twins: what is learnt about it afterwards
 # (its Ascend C text, its CPU kernel, its cost tables) is the same for each.  A kernel the kind
-# refused is not kept (the error names this compile's lines).  512 kernels, least recently used out.
-_LOWERED = Lru(512)
+# refused is not kept (the error names this compile's lines).  256 kernels, least recently used out:
+# a model of up to 256 kernels compiled again takes every one; each entry keeps its schedule and
+# tile IR alive (~300 objects a kernel), which every full collection of the process walks.
+_LOWERED = Lru(256)
 
 
 def tile_programs(lowered) -> list[tuple[str, VectorSchedule]]:
