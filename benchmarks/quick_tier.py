@@ -2,16 +2,18 @@
 how fast its quick code runs, for one or several lists of quick passes.
 
     python benchmarks/quick_tier.py [--rounds 3] [--repeat 30] [--kernels views,softmax,...]
-                                    [--passes now=,old=sroa,instruction_combine,...;...]
+                                    [--passes "now=;old=sroa,instruction_combine,...|"]
 
 Each kernel is compiled in a fresh process with FUSEDSL_JIT_TIERS=quick (the quick code only, never
 upgraded) on a fresh cache folder; "compile" is the CPU time of `jit.quick_object` at its first call
 (the LLVM passes and the code generator; the first kernel of a process pays LLVM's one-time costs
 too, so each process compiles one kernel), "run" the median wall time of `k(*arrays)` over `--repeat`
 calls after it.  `--passes` names pass lists (`name=pass,pass,...`, separated by `;`; an empty list:
-jit.QUICK_PASSES as it is); each round runs every kernel under every list in turn (a shared host's
-load falls on all alike), medians over the rounds.  The result's bytes must be the same under every
-list (the passes may not change a bit).
+jit.QUICK_PASSES as it is), each optionally followed by `|` and the code generator's flags
+(`-flag:-flag=reset` pairs joined by `+`; nothing after `|`: none; no `|`: jit.QUICK_CODEGEN as it
+is); each round runs every kernel under every list in turn (a shared host's load falls on all
+alike), medians over the rounds.  The result's bytes must be the same under every list (the passes
+and flags may not change a bit).
 """
 from __future__ import annotations
 
@@ -29,8 +31,11 @@ import numpy as np
 import fusedsl as fs
 from fusedsl.backend_cpu import jit
 name, passes, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+passes, bar, flags = passes.partition("|")
 if passes:
     jit.QUICK_PASSES = tuple(passes.split(","))
+if bar:
+    jit.QUICK_CODEGEN = tuple(tuple(f.split(":", 1)) for f in flags.split("+") if f)
 spent = [0.0]
 quick_object = jit.quick_object
 def timed(text):
@@ -57,6 +62,9 @@ kernels = {
     "rms_norm_f16": (lambda v, w: fs.rms_norm(v, w), lambda: (f16(256, 1024), f16(1024))),
     "matmul_relu": (lambda p, q: fs.relu(fs.matmul(p, q)), lambda: (f32(512, 512), f32(512, 512))),
     "column_sum": (lambda v: fs.sum(v, axis=0), lambda: (f32(1024, 1024),)),
+    "layer_norm": (lambda v, w, b: fs.layer_norm(v, w, b), lambda: (f32(256, 1024), f32(1024), f32(1024))),
+    "permute": (lambda v: fs.permute(v, (0, 2, 1)) + 1.0, lambda: (f32(16, 256, 256),)),
+    "attention": (lambda q, k, v: fs.attention(q, k, v), lambda: tuple(f32(1, 8, 256, 64) for _ in range(3))),
 }
 f, make = kernels[name]
 args = make()
@@ -73,7 +81,7 @@ print(json.dumps({"compile_s": compile_s, "run_s": sorted(times)[len(times) // 2
 """
 
 KERNELS = ("views,views_2k,concat_slice,take,seed,chain,softmax,transpose,axpy_f16,matmul_gelu_f16,"
-           "rms_norm_f16,matmul_relu,column_sum")
+           "rms_norm_f16,matmul_relu,column_sum,layer_norm,permute,attention")
 
 
 def _run(kernel: str, passes: str, repeat: int) -> dict:

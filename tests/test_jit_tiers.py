@@ -51,6 +51,43 @@ def test_the_quick_and_the_optimised_tier_compute_the_same_bits(monkeypatch, tmp
     np.testing.assert_allclose(results["quick"][0], want, rtol=2e-5, atol=2e-5)
 
 
+_STRIDED_LOOP = r"""
+define void @f(ptr %a, ptr %b, i64 %n, i64 %s) {
+entry:
+  br label %head
+head:
+  %i = phi i64 [0, %entry], [%i1, %body]
+  %c = icmp slt i64 %i, %n
+  br i1 %c, label %body, label %done
+body:
+  %ia = mul i64 %i, %s
+  %pa = getelementptr float, ptr %a, i64 %ia
+  %pb = getelementptr float, ptr %b, i64 %i
+  %x = load float, ptr %pa
+  %y = load float, ptr %pb
+  %z = fadd float %x, %y
+  store float %z, ptr %pb
+  %i1 = add i64 %i, 1
+  br label %head
+done:
+  ret void
+}
+"""
+
+
+def test_the_quick_tiers_code_generator_flags_hold_for_its_code_generation_only(monkeypatch):
+    """jit.QUICK_CODEGEN (LLVM's process-wide -disable-lsr) is set while the quick tier generates
+    code and reset after: the quick object differs from one generated without it, and the optimised
+    object is the same before and after a quick compile (with the flag it would differ)."""
+    optimised = jit.optimise_to_object(_STRIDED_LOOP)
+    quick = jit.quick_object(_STRIDED_LOOP)
+    assert jit.optimise_to_object(_STRIDED_LOOP) == optimised
+    mod, tm = jit._optimised(_STRIDED_LOOP)
+    assert jit._emit(tm, mod, jit.QUICK_CODEGEN) != optimised
+    monkeypatch.setattr(jit, "QUICK_CODEGEN", ())
+    assert jit.quick_object(_STRIDED_LOOP) != quick
+
+
 def _tiered(before: set) -> list:
     return [c for key, c in jit._memory.items() if key not in before and c.slot]
 

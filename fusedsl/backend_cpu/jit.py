@@ -198,7 +198,34 @@ def _optimised(ir_text: str, tm=None, context=None):
 
 def optimise_to_object(ir_text: str) -> bytes:
     mod, tm = _optimised(ir_text)
-    return tm.emit_object(mod)
+    return _emit(tm, mod)
+
+
+# The code generator's options are LLVM's process-wide command-line flags (llvmlite's set_option).
+# The quick tier sets QUICK_CODEGEN's flags for the length of its code generation only ((set, reset)
+# pairs), and every code generation here runs under _CODEGEN, so the optimised tier's never sees
+# them.  -disable-lsr: the code generator's loop strength reduction was 20 % of a quick compile's code
+# generation (a view kernel 3.7 of 18 ms, softmax 4 of 26); the quick code of 18 kernels of every
+# kind ran as fast without it (benchmarks/quick_tier.py; RESULTS "View kernel first call").  Another
+# LLVM user of this process (numba) generating code in that window would do without it too (its
+# speed, not its results), and a -disable-lsr set through llvmlite by the user is reset to false.
+QUICK_CODEGEN = (("-disable-lsr", "-disable-lsr=false"),)
+_CODEGEN = threading.Lock()
+
+
+def _emit(tm, mod, flags=(), text: bool = False):
+    """`tm`'s object code (or assembly text) for `mod`, under _CODEGEN, with LLVM's `flags` ((set,
+    reset) pairs) set for its length only."""
+    with _CODEGEN:
+        resets = []
+        try:
+            for on, off in flags:
+                llvm.set_option("fusedsl", on)
+                resets.append(off)
+            return tm.emit_assembly(mod) if text else tm.emit_object(mod)
+        finally:
+            for off in resets:
+                llvm.set_option("fusedsl", off)
 
 
 # The quick tier's passes: registers for the kernels' stack slots (sroa), folding, CFG cleanup and
@@ -214,7 +241,8 @@ QUICK_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "sccp")
 
 
 def quick_object(ir_text: str) -> bytes:
-    """Object code of the quick tier (QUICK_PASSES, then the code generator as for O3)."""
+    """Object code of the quick tier (QUICK_PASSES, then the code generator as for O3 but with
+    QUICK_CODEGEN's flags)."""
     tm = _Host.target_machine()
     mod = _module_for(tm, ir_text)
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
@@ -227,13 +255,13 @@ def quick_object(ir_text: str) -> bytes:
     for fn in mod.functions:
         if not fn.is_declaration:
             fpm.run(fn, pb)
-    return tm.emit_object(mod)
+    return _emit(tm, mod, QUICK_CODEGEN)
 
 
 def assembly(ir_text: str) -> str:
     """The optimised machine code as text (for inspecting what a kernel compiles to)."""
     mod, tm = _optimised(ir_text)
-    return tm.emit_assembly(mod)
+    return _emit(tm, mod, text=True)
 
 
 # ---- disk cache ------------------------------------------------------------------------------------
@@ -538,7 +566,7 @@ class _Upgrades:
 def _upgrade(job, tm, context) -> None:
     compiled, ir_text, symbol, where = job
     mod, _ = _optimised(ir_text, tm, context)
-    obj = tm.emit_object(mod)
+    obj = _emit(tm, mod)
     engine, address = _load(obj, symbol, context)
     compiled.upgraded = engine   # kept alive with the quick code that calls it
     ctypes.c_void_p.from_address(compiled.slot).value = address
@@ -559,7 +587,7 @@ def wait_for_upgrades(timeout: float | None = None) -> bool:
 
 
 def _quick_key(quick_text: str) -> str:
-    return cache_key("quick\0" + ",".join(QUICK_PASSES) + "\0" + quick_text)
+    return cache_key("quick\0" + ",".join(QUICK_PASSES) + "\0" + repr(QUICK_CODEGEN) + "\0" + quick_text)
 
 
 def compile_tiered(ir_text: str, symbol: str, use_disk: bool = True) -> Compiled:
