@@ -187,3 +187,42 @@ def test_a_kernel_printed_again_is_remembered_and_equals_a_fresh_print(monkeypat
     assert "AscendC::Renamed(" in again and again.replace("AscendC::Renamed(", f"AscendC::{prim.api}(") == text
     debug = pk.KernelPrinter(plan.lowered, target, plan.name, debug=True).kernel()
     assert "test_ascendc_cube.py" in debug and all(hit[1] != debug for hit in pk.KERNEL_TEXT.values())
+
+
+def test_expression_texts_and_process_names_equal_a_fresh_walk():
+    """printer_kernel.c_expr keeps each expression tuple's text by its marshal bytes: a remembered
+    text equals a fresh print (_c) for either field signedness, and 1, 1.0 and True -- equal as dict
+    keys -- print apart; `_names` (the process body's names, its record types remembered) equals a
+    plain recursive walk of every field."""
+    import dataclasses
+
+    from fusedsl.backend_ascendc import printer_kernel as pk
+    from fusedsl.lower.kinds import kernel_ir
+
+    exprs = [("+", "t.n", 1), ("+", "t.n", 1.0), ("*", ("+", "a", 2), "t.baseM"), ("min", "a", -3),
+             ("pad", ("-", "t.n", "b"), 16), 7, -7, 0, "t.baseN", "x"]
+    for signed in (False, True):
+        fresh = [pk._c(e, signed)[0] for e in exprs]
+        assert [pk.c_expr(e, signed) for e in exprs] == fresh == [pk.c_expr(e, signed) for e in exprs]
+    assert pk.c_expr(("+", "t.n", 1)) == "tiling.n + 1u" != pk.c_expr(("+", "t.n", 1.0))
+    assert pk.c_expr(("+", "t.n", 1), True) == "uint32_t(tiling.n) + 1u"
+    with pytest.raises(TypeError, match="bool is not an expression"):
+        pk.c_expr(("+", "t.n", True))
+
+    def walk(x, out, expr=False):   # every str the process's nodes and expressions hold
+        if isinstance(x, str):
+            out.add(x)
+        elif isinstance(x, tuple) and x and all(dataclasses.is_dataclass(e) for e in x):
+            for e in x:
+                walk(e, out)
+        elif isinstance(x, tuple):
+            for e in x[1:]:
+                walk(e, out, True)
+        elif dataclasses.is_dataclass(x) and not expr:
+            for v in vars(x).values():
+                walk(v, out)
+        return out
+
+    x, w = np.ones((24, 40), np.float32), np.ones((40, 16), np.float32)
+    k = kernel_ir(fs.fused_kernel(lambda a, b: fs.relu(a @ b), target="ascend910b").compile(x, w).kernels[0].lowered)
+    assert pk._names(k.process) == walk(k.process, set()) and {"block", "cube"} <= pk._names(k.process)

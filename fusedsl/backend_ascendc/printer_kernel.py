@@ -26,13 +26,14 @@ TPipe reset between them (Reset) so each has the whole UB as it would alone.
 """
 from __future__ import annotations
 
+import marshal
 import weakref
 
 from .. import dtypes as dt
 from ..lower.kinds import kernel_ir, kernel_words
 from ..tile.kernel import (BINARY, VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
                            Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Reset,
-                           Return, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, memo_text)
+                           Return, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, TEXT_MEMO)
 from ..tile.prims import PRIMS
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, rename_stmt
@@ -46,9 +47,43 @@ from .host_vector import vector_host_tiling
 HOST_TILING = {"vector": vector_host_tiling, "row": row_host_tiling}
 
 
-# c_expr's text per `signed_fields`, the expression tuples' text kept (tile/kernel.memo_text); a
-# printer's `_x` is one of them (no bound method, no second call per expression)
-_EXPR = (memo_text(lambda e: _c(e, False)[0]), memo_text(lambda e: _c(e, True)[0]))
+def _memo_c(u: bool):
+    """An expression's text as `_c(e, u)` prints it, the expression tuples' text kept as
+    tile/kernel.memo_text keeps it (keyed by the tuple's marshal bytes: exact, as equal bytes load
+    as equal values of equal types; at most TEXT_MEMO entries, emptied when full), with the
+    leaves a kernel prints most inline: a name as itself (not a tiling field `t.X`), an int as
+    its literal -- a conv kernel's first print had 32 ints per kernel, each two calls deep.
+    Marshal format 4 (memo_text's is 2, which encodes every string through the codec registry:
+    2 % of a conv kernel's first print); its references to a string met twice make an equal
+    tuple's bytes differ at most (a miss), never a different tuple's equal."""
+    memo: dict = {}
+    dumps = marshal.dumps
+
+    def text(e) -> str:
+        kind = type(e)
+        if kind is str:
+            if not e.startswith("t."):
+                return e
+        elif kind is int:
+            return f"{e}u" if e >= 0 else f"({e})"
+        elif kind is tuple:
+            try:
+                key = dumps(e, 4)
+            except ValueError:   # (a cast's dtype: printed each time)
+                return _c(e, u)[0]
+            out = memo.get(key)
+            if out is None:
+                if len(memo) >= TEXT_MEMO:
+                    memo.clear()
+                out = memo[key] = _c(e, u)[0]
+            return out
+        return _c(e, u)[0]
+    return text
+
+
+# c_expr's text per `signed_fields` (_memo_c); a printer's `_x` is one of them (no bound method,
+# no second call per expression)
+_EXPR = (_memo_c(False), _memo_c(True))
 
 
 # The text of KernelPrinter.kernel() (class and entry) per kernel printed: a program compiled again
@@ -658,10 +693,36 @@ def _renames(stmts, names: dict) -> bool:
     return not used <= names.keys()   # (a slot without a name: rename_stmt's KeyError)
 
 
+# type -> whether it has __dataclass_fields__ (a tuple of such is a body of nodes), for _names: asked
+# per tuple field, where hasattr per element and a generator per tuple cost.  Keyed by the type: a
+# dataclass's fields are its class's attribute (no IR record sets one on an instance); bounded by
+# the classes a process has (emptied past _RECORD_TYPES_MAX all the same).
+_RECORD_TYPES: dict = {}
+_RECORD_TYPES_MAX = 256
+
+
+def _is_body(v: tuple) -> bool:
+    """Whether every element of a non-empty tuple has __dataclass_fields__ (a body of nodes)."""
+    known = _RECORD_TYPES
+    for x in v:
+        kind = type(x)
+        if kind is str or kind is tuple or kind is int:   # (an expression's elements)
+            return False
+        r = known.get(kind)
+        if r is None:
+            if len(known) >= _RECORD_TYPES_MAX:
+                known.clear()
+            r = known[kind] = hasattr(kind, "__dataclass_fields__")
+        if not r:
+            return False
+    return True
+
+
 def _names(nodes) -> set:
     """Every name the expressions of `nodes` read (nested bodies too).  Walked with two work lists
     (bodies of nodes, expression tuples) rather than a call per expression: a kernel's process
-    body has hundreds of expression tuples."""
+    body has hundreds of expression tuples.  The exact types first (a name, an expression, an
+    int), subclasses as before them."""
     out: set = set()
     add = out.add
     bodies, exprs = [nodes], []
@@ -669,19 +730,31 @@ def _names(nodes) -> set:
         for node in bodies.pop():
             for v in vars(node).values():
                 kind = type(v)
-                if kind is str or (kind is not tuple and isinstance(v, str)):
+                if kind is str:
                     add(v)
-                elif kind is tuple or isinstance(v, tuple):
-                    if v and hasattr(v[0], "__dataclass_fields__") and \
-                            all(hasattr(x, "__dataclass_fields__") for x in v):
+                elif kind is tuple:
+                    if v and type(v[0]) is not str and _is_body(v):
                         bodies.append(v)   # a body of nodes
+                    else:
+                        exprs.append(v)
+                elif kind is int or v is None:
+                    pass
+                elif isinstance(v, str):
+                    add(v)
+                elif isinstance(v, tuple):
+                    if v and all(hasattr(x, "__dataclass_fields__") for x in v):
+                        bodies.append(v)
                     else:
                         exprs.append(v)
         while exprs:
             for x in exprs.pop()[1:]:
                 kind = type(x)
-                if kind is str or (kind is not tuple and isinstance(x, str)):
+                if kind is str:
                     add(x)
-                elif kind is tuple or isinstance(x, tuple):
+                elif kind is tuple:
+                    exprs.append(x)
+                elif kind is not int and isinstance(x, str):
+                    add(x)
+                elif kind is not int and isinstance(x, tuple):
                     exprs.append(x)
     return out
