@@ -167,8 +167,13 @@ def _c(e, u: bool = False) -> tuple[str, int]:
 
 
 def _bytes(q, u: bool = False) -> str:
-    """A queue buffer's bytes: its elements times the element size."""
-    text, prec = _c(q.elems, u)
+    """A queue buffer's bytes: its elements times the element size (the elements' text from the
+    memo, its precedence as `_c` gives it: an operator's, a negation's 8, a pad's a product's,
+    else 9)."""
+    e = q.elems
+    text = _EXPR[1 if u else 0](e)
+    op = e[0] if type(e) is tuple else None
+    prec = BINARY[op] if op in BINARY else 8 if op == "neg" else BINARY["*"] if op == "pad" else 9
     return f"{text if prec >= BINARY['*'] else f'({text})'} * sizeof({q.dtype.ascendc})"
 
 
@@ -623,7 +628,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
         L += [f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{self.gm_name[g.name]};" for g in ins + work]
         words = [m for m in k.members if m.dtype is None]
         if words:
-            L.append("    uint32_t " + ", ".join(f"{m.name} = 0" for m in words) + ";")
+            L.append("    uint32_t " + ", ".join([f"{m.name} = 0" for m in words]) + ";")
         return "\n".join(L + ["};", ""])
 
     # ---- the class ----------------------------------------------------------------------------
