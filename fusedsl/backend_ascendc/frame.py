@@ -54,9 +54,13 @@ class KernelFrame:
     # ---- the frame ----------------------------------------------------------------------------
     def body(self) -> str:
         """This kernel's part of a source file (tiling struct, kernel, host tiling, CPU hooks)."""
-        return "\n".join([*self.heading(), self.tiling_header(), self.kernel(),
-                          "#ifndef __CCE_AICORE__  // host side", self.host_tiling(), "#endif",
-                          self._cpu_hooks()])
+        return "\n".join(self.body_parts())
+
+    def body_parts(self) -> list[str]:
+        """The texts `body` joins by newlines (the file joins every kernel's at once: a body's
+        text is not copied twice)."""
+        return [*self.heading(), self.tiling_header(), self.kernel(),
+                "#ifndef __CCE_AICORE__  // host side", self.host_tiling(), "#endif", self._cpu_hooks()]
 
     def launch_params(self) -> list:
         """The schedule's parameter records (.name, .kind) in the order the launch takes its

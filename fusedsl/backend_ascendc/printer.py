@@ -29,7 +29,7 @@ def print_source(printers: list[KernelFrame], target: Target) -> str:
             ""]
     with gc_paused():   # (print_plans says why)
         helpers = shared_helpers(printers)
-        return "\n".join(head + [helpers] + [p.body() for p in printers])
+        return "\n".join(head + [helpers] + [text for p in printers for text in p.body_parts()])
 
 
 def print_plans(plans, target: Target) -> str:

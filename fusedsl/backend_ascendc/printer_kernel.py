@@ -544,13 +544,13 @@ class KernelPrinter(NodePrinting, KernelFrame):
 
     def _kernel(self, entry: bool) -> str:
         if not self.k.matmuls:
-            return self._class() + "\n" + self.entry(self._gm_args() + ["t"])
+            return "\n".join([self._class(), self.entry(self._gm_args() + ["t"])])   # (one copy of the text)
         text = self._cube_class()
         if not entry:
             return text
         setup = tuple(f"op.{m.name} = static_cast<{m.dtype.ascendc}>(t.{m.init[2:]});" for m in self._from_entry())
         mms = [x for mm in self.k.matmuls for x in (f"op.{mm.name}", f"&op.tiling.{mm.tiling}" if mm.tiling else "&op.tiling")]
-        return text + "\n" + self.entry(self._gm_args() + ["workspace", "t.cube" if self.rt else "t"], setup, mms)
+        return "\n".join([text, self.entry(self._gm_args() + ["workspace", "t.cube" if self.rt else "t"], setup, mms)])
 
     def _group_entry(self) -> str:
         """Init every part (its GM tensors as RunPart hands them over, the workspace and its
