@@ -12,6 +12,7 @@ import pytest
 
 import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
+from fusedsl.lower import kinds
 from fusedsl.lower.kinds import kernel_ir, kernel_words
 from fusedsl.targets import get_target
 from fusedsl.tile.kernel import print_kernel, ub_plan
@@ -19,7 +20,7 @@ from fusedsl.tile.parse import parse_kernel
 from fusedsl.lower.row import compute_row_tiling
 from fusedsl.lower.cube import schedule_cube_kernel
 from fusedsl.lower.cube_tile import cube_tile_kernel
-from fusedsl.tile import kernel_cost
+from fusedsl.tile import kernel_cost, kernel_passes
 from fusedsl.tile.kernel_cost import kernel_work, launch_work
 from fusedsl.tile.kernel_passes import choose_tiling, double_buffer, run_kernel_passes
 from fusedsl.tile.verify import TileVerifyError
@@ -279,3 +280,40 @@ def test_cube_kernel_takes_the_walked_split():
     assert order[out.choice.index] == rule(order) == low and figures[low][0] > 1.1 * figures[0][0]
     assert (f"a faster one ({figures[0][0]:.2f} us) would move 157184 GM bytes, more than the lowering's own "
             f"tiling ({figures[low][1]})") in out.choice.reason
+
+
+def test_a_kernel_of_another_name_takes_the_result_renamed():
+    """_PASSED leaves the kernel's name out of its key: a model's repeated layers -- kernels of one
+    text but for their names -- take the first one's passes under their own names, each equal to
+    the passes run afresh on its own lowering (a dump's snapshots run them without the memo)."""
+    def model(x, w1, w2, g, b):
+        for _ in range(5):
+            x = x + (fs.gelu(fs.layer_norm(x, g, b) @ w1) @ w2) * 0.5
+        return x
+    specs = (fs.spec((16, 32), "float32"), fs.spec((32, 64), "float32"), fs.spec((64, 32), "float32"),
+             fs.spec((32,), "float32"), fs.spec((32,), "float32"))
+    kernel_passes._PASSED.clear()
+    kinds._LOWERED.clear()
+    hits = []
+    real_get = kernel_passes._PASSED.get
+    kernel_passes._PASSED.get = lambda key: hits.append(real_get(key)) or hits[-1]
+    try:
+        comp = fs.fused_kernel(model, target="ascend910b").compile(*specs)
+    finally:
+        del kernel_passes._PASSED.get
+    # blocks 3 and 4 take block 2's kernels (the first block's walk their candidates; the last block's
+    # second kernel differs: no layer_norm after it)
+    assert sum(h is not None for h in hits) >= 3
+    for p in comp.kernels:
+        got = kernel_ir(p.lowered)
+        assert got.name == p.name
+        fresh = run_kernel_passes(kinds.KERNEL_IR[type(p.lowered)](p.lowered), comp.target,
+                                  getattr(p.lowered, "ub_budget", None), snapshots=[])
+        assert print_kernel(got) == print_kernel(fresh)
+    args = [np.random.default_rng(i).standard_normal(s.shape).astype(np.float32) * 0.3 for i, s in enumerate(specs)]
+    old, fs.config.executor = fs.config.executor, "reference"   # numpy's semantics, op by op
+    try:
+        want = comp(*args)
+    finally:
+        fs.config.executor = old
+    np.testing.assert_allclose(comp.simulate(*args), want, rtol=2e-3, atol=2e-3)   # the printed kernels

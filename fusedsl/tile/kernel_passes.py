@@ -46,8 +46,8 @@ schedule; FUSEDSL_DUMP_IR writes the kernel's text before and after each):
 A kernel of parts (several matmuls of one A) runs the passes on each part: the UB is reset
 between parts, so each has the budget alone.
 
-The passes' result is remembered per lowered kernel text, target and budget (`_PASSED`): a kernel
-that comes back in the process is not walked again.
+The passes' result is remembered per lowered kernel text (its name left out), target and budget
+(`_PASSED`): a kernel that comes back in the process, under its name or another, is not walked again.
 """
 from __future__ import annotations
 
@@ -303,11 +303,13 @@ KERNEL_PASSES = [("reuse", reuse_buffers), ("tiling", choose_tiling), ("double-b
 
 
 # The passes' result for a kernel they ran on before in this process, by (id(target), budget, the
-# lowered kernel's text): (target, the kernel after the passes), the most recently used last.  The
-# passes read nothing but the kernel (its text round-trips: tile/kernel.parse_kernel), the target
-# and the budget, and the same kernel comes back often -- a model's repeated layers, a notebook
-# cell run again, one function compiled for new arrays of the same shapes -- and printing it costs
-# a tenth of the passes (the tiling pass walks every candidate).  The kept kernels are shared: a
+# lowered kernel's text with its name left out): (target, the kernel after the passes), the most
+# recently used last.  The passes read nothing but the kernel (its text round-trips:
+# tile/kernel.parse_kernel), the target and the budget -- and the kernel's name only to name it in a
+# verifier's message -- so a kernel of another name takes the result, renamed: a model's repeated
+# layers (kernels model_k1, model_k3, ... of one text but for the name: a 7-block stack's 15
+# kernels are 5 texts), a function edited above the kernel's line.  Printing the kernel costs a
+# tenth of the passes (the tiling pass walks every candidate).  The kept kernels are shared: a
 # TileKernel is not changed once built (what is learnt about it -- its walks -- is memoised in it).
 _PASSED = Lru(512)
 
@@ -327,10 +329,10 @@ def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
         snapshots.append(("kernel-lowered", print_kernel(k)))
     elif not _offers_kernels(k):   # (a cube kind remembers its choice before it lowers candidates:
         # lower/cube.WALK_CHOICES; printing every candidate kernel for a key would cost more here)
-        key = (id(target), budget, print_kernel(k))
+        key = (id(target), budget, print_kernel(dataclasses.replace(k, name="")))
         hit = _PASSED.get(key)
         if hit is not None and hit[0] is target:
-            return hit[1]
+            return hit[1] if hit[1].name == k.name else dataclasses.replace(hit[1], name=k.name)
     for name, run in KERNEL_PASSES:
         before = k
         k = run(k, target, budget)
