@@ -397,9 +397,9 @@ def test_printing_and_the_first_calls_lowering_run_with_the_garbage_collector_pa
     from fusedsl.backend_cpu import kernel_cpu
 
     seen = {"print": [], "lower": []}
-    body, lower = printer_kernel.KernelPrinter.body, kernel_cpu.lower_kernel
+    body, lower = printer_kernel.KernelPrinter.body_parts, kernel_cpu.lower_kernel
 
-    def probe_body(self):
+    def probe_body(self):   # (each kernel's part of the file: printer.print_source joins them)
         seen["print"].append(gc.isenabled())
         return body(self)
 
@@ -407,7 +407,7 @@ def test_printing_and_the_first_calls_lowering_run_with_the_garbage_collector_pa
         seen["lower"].append(gc.isenabled())
         return lower(*args, **kwargs)
 
-    monkeypatch.setattr(printer_kernel.KernelPrinter, "body", probe_body)
+    monkeypatch.setattr(printer_kernel.KernelPrinter, "body_parts", probe_body)
     monkeypatch.setattr(kernel_cpu, "lower_kernel", probe_lower)
     monkeypatch.setattr(kernel_cpu, "_lowered", {})           # (no kernel lowered before in this process
     monkeypatch.setenv("FUSEDSL_CACHE_DIR", str(tmp_path))   # nor on disk)
