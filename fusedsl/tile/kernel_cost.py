@@ -727,15 +727,14 @@ def _run_instance(walk: _Walk, k: TileKernel, env0: dict, block: int, subblock: 
             if hit is not None:
                 walk.addresses(pruned[None], needed, bodies, pruned)
                 rest, reads = hit
-                for g, n in reads.items():
-                    walk.read[g] = walk.read.get(g, 0) + n
+                walk.add((), reads)
             else:
                 walk.tally = rest = _tallies()
-                read = dict(walk.read)
+                mark = walk.mark()
                 try:
                     walk.run(k.process[prefix:])
                 finally:
-                    alike[key] = (rest, {g: n - read.get(g, 0) for g, n in walk.read.items() if n != read.get(g, 0)})
+                    alike[key] = (rest, walk.since(mark)[1])
     except _Return:
         pass
     finally:
