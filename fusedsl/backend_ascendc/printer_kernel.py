@@ -26,14 +26,13 @@ TPipe reset between them (Reset) so each has the whole UB as it would alone.
 """
 from __future__ import annotations
 
-import marshal
 import weakref
 
 from .. import dtypes as dt
 from ..lower.kinds import kernel_ir, kernel_words
 from ..tile.kernel import (BINARY, VIEWS, Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For,
                            Free, GatherRow, If, Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Ref, Reset,
-                           Return, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, TEXT_MEMO)
+                           Return, Scalar, Set, Step, Sync, TileKernel, UbCopy, Var, Vec, memo_text)
 from ..tile.prims import PRIMS
 from . import cnames
 from .emit import camel, gm_scalar_load, literal, rename_stmt
@@ -48,37 +47,14 @@ HOST_TILING = {"vector": vector_host_tiling, "row": row_host_tiling}
 
 
 def _memo_c(u: bool):
-    """An expression's text as `_c(e, u)` prints it, the expression tuples' text kept as
-    tile/kernel.memo_text keeps it (keyed by the tuple's marshal bytes: exact, as equal bytes load
-    as equal values of equal types; at most TEXT_MEMO entries, emptied when full), with the
-    leaves a kernel prints most inline: a name as itself (not a tiling field `t.X`), an int as
-    its literal -- a conv kernel's first print had 32 ints per kernel, each two calls deep.
-    Marshal format 4 (memo_text's is 2, which encodes every string through the codec registry:
-    2 % of a conv kernel's first print); its references to a string met twice make an equal
-    tuple's bytes differ at most (a miss), never a different tuple's equal."""
-    memo: dict = {}
-    dumps = marshal.dumps
+    """An expression's text as `_c(e, u)` prints it, the expression tuples' text kept
+    (tile/kernel.memo_text), an int as its literal inline (a conv kernel's first print had 32 ints
+    per kernel, each two calls deep)."""
+    return memo_text(lambda e: _c(e, u)[0], _int_literal)
 
-    def text(e) -> str:
-        kind = type(e)
-        if kind is str:
-            if not e.startswith("t."):
-                return e
-        elif kind is int:
-            return f"{e}u" if e >= 0 else f"({e})"
-        elif kind is tuple:
-            try:
-                key = dumps(e, 4)
-            except ValueError:   # (a cast's dtype: printed each time)
-                return _c(e, u)[0]
-            out = memo.get(key)
-            if out is None:
-                if len(memo) >= TEXT_MEMO:
-                    memo.clear()
-                out = memo[key] = _c(e, u)[0]
-            return out
-        return _c(e, u)[0]
-    return text
+
+def _int_literal(e: int) -> str:
+    return f"{e}u" if e >= 0 else f"({e})"
 
 
 # c_expr's text per `signed_fields` (_memo_c); a printer's `_x` is one of them (no bound method,
@@ -118,14 +94,14 @@ def _c(e, u: bool = False) -> tuple[str, int]:
     """(text, precedence): 9 for a primary, BINARY's for an operator."""
     kind = type(e)   # the common leaves first (exact types: a bool is no expression)
     if kind is int:
-        return (f"{e}u" if e >= 0 else f"({e})"), 9
+        return _int_literal(e), 9
     if kind is str and not e.startswith("t."):
         return e, 9
     if kind is not tuple:
         if isinstance(e, bool):
             raise TypeError("bool is not an expression")
         if isinstance(e, int):
-            return (f"{e}u" if e >= 0 else f"({e})"), 9
+            return _int_literal(e), 9
         if isinstance(e, float):   # a float32 literal of a typed expression
             text = literal(e, dt.float32)
             return (f"({text})" if text.startswith("-") else text), 9

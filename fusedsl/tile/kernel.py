@@ -515,33 +515,41 @@ def _prec(e: Expr) -> int:
     return BINARY[e[0]] if isinstance(e, tuple) and e[0] in BINARY else 9
 
 
-def memo_text(fmt):
+def memo_text(fmt, int_text=None):
     """`fmt` (an expression -> its text) keeping the text of the expression tuples it printed:
     kernels print the same few dozen expressions again and again (60 cube programs: 2,804
     expressions, 44 distinct).  The key is the tuple's marshal bytes, one C call where printing
     walks the tuple in Python, and exact where the tuple is not: 1, 1.0 and True are equal as dict
-    keys but print differently, and marshal keeps their types (an equal tuple may miss -- an
-    interned string -- but a different one never hits).  A tuple marshal cannot write (a cast's
-    dtype) is printed each time; a name other than a tiling field (`t.X`) prints as itself in every
-    text form; at most TEXT_MEMO entries, emptied when full (a process printing many shapes)."""
+    keys but print differently, and marshal keeps their types.  Format 4 (format 2 encodes every
+    string through the codec registry: 2 % of a conv kernel's first Ascend C print); its references
+    to a string met twice make an equal tuple's bytes differ at most (a miss), never a different
+    tuple's equal.  A tuple marshal cannot write (a cast's dtype) is printed each time; a name other
+    than a tiling field (`t.X`) prints as itself in every text form, an int as `int_text` says when
+    given (the Ascend C printer's literal, inline); at most TEXT_MEMO entries, emptied when full (a
+    process printing many shapes)."""
     memo: dict = {}
+    dumps = marshal.dumps
 
     def text(e) -> str:
         kind = type(e)
-        if kind is str and not e.startswith("t."):
-            return e
-        if kind is not tuple:
-            return fmt(e)
-        try:
-            key = marshal.dumps(e, 2)
-        except ValueError:
-            return fmt(e)
-        out = memo.get(key)
-        if out is None:
-            if len(memo) >= TEXT_MEMO:
-                memo.clear()
-            out = memo[key] = fmt(e)
-        return out
+        if kind is str:
+            if not e.startswith("t."):
+                return e
+        elif kind is int:
+            if int_text is not None:
+                return int_text(e)
+        elif kind is tuple:
+            try:
+                key = dumps(e, 4)
+            except ValueError:   # (a cast's dtype: printed each time)
+                return fmt(e)
+            out = memo.get(key)
+            if out is None:
+                if len(memo) >= TEXT_MEMO:
+                    memo.clear()
+                out = memo[key] = fmt(e)
+            return out
+        return fmt(e)
     return text
 
 
