@@ -3,6 +3,8 @@ cores and pipes of every kernel are priced on the printed program's own copies, 
 (kernels with Matmul objects) cube tiles, and the walk agrees with the vector kind's tiling formula
 (tile/tiling_cost.py, which the printed host code evaluates too) and with the matmul tiling
 search's formula (cost.matmul_split_cycles) wherever both apply."""
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,7 +16,11 @@ from fusedsl.lower.kinds import KERNEL_IR, kernel_ir, kernel_words
 from fusedsl.tile.kernel import print_kernel
 from fusedsl.tile.parse import parse_kernel
 from fusedsl.report import _instances
-from fusedsl.tile.kernel_cost import kernel_gm_bytes, kernel_work, process_work
+from fusedsl.lower.cube import schedule_cube_kernel
+from fusedsl.lower.cube_tile import cube_tile_kernel
+from fusedsl.targets import get_target
+from fusedsl.tile import kernel_passes
+from fusedsl.tile.kernel_cost import kernel_gm_bytes, kernel_work, launch_work, process_work
 
 from conftest import fuzz_settings
 
@@ -279,3 +285,50 @@ def test_alike_instances_of_a_launch_equal_a_walk_of_each(case, target, monkeypa
     each = kernel_cost._walk_process_time(k, list(words), plan.lowered.target, bd)
     assert len(taken) >= bd // 2, (len(taken), bd)   # many instances were taken from another
     assert alike == each and hbm[0] == hbm[1]
+
+
+STOPS = {   # cube kernels whose candidates' launches run one to many AI cores, some far slower than others
+    "colvec": (lambda a, b, c: fs.relu(a @ b + c),
+               (np.ones((640, 128), np.float16), np.ones((128, 512), np.float16), np.ones(512, np.float16))),
+    "leaky": (lambda a, b, c: fs.leaky_relu(a @ b + c),
+              (np.ones((128, 64), np.float16), np.ones((64, 96), np.float16), np.ones(96, np.float16))),
+    "residual": (lambda a, b, c: fs.gelu(a @ b) * c,
+                 (np.ones((300, 200), np.float16), np.ones((200, 130), np.float16), np.ones((300, 130), np.float16))),
+    "softmax": (lambda a, b: fs.softmax(a @ b), (np.ones((96, 64), np.float16), np.ones((64, 80), np.float16))),
+}
+
+
+def _candidates(fn, args, target):
+    """The cube lowering's own kernel with its candidate kernels (before the passes), built afresh."""
+    (plan,) = fs.fused_kernel(fn).compile(*args, target=target).kernels
+    return cube_tile_kernel(schedule_cube_kernel(plan.function, get_target(target), 1.0, 0.8))
+
+
+@pytest.mark.parametrize("target", CUBE_TARGETS)
+def test_a_process_walk_stops_only_when_it_cannot_come_under_above(target, monkeypatch):
+    """The tiling pass walks a candidate with Matmul objects with `above` (the cycles past which it
+    cannot be kept): the walk stops -- None -- only when the whole walk's cycles are above it, and
+    otherwise gives the whole walk's figures; each kernel's stops leave the pass's choice (its words,
+    its TilingChoice: every figure the report's tiling line reads) as it is with every candidate
+    walked to its end."""
+    stopped = weighed = 0
+    for fn, args in STOPS.values():
+        lowered = _candidates(fn, args, target)
+        for k in (lowered, *lowered.candidates):
+            whole = launch_work(dataclasses.replace(k), get_target(target))
+            for f in (0.2, 0.5, 0.8, 0.95, 0.999, 1.0, 1.5):
+                above = whole.cycles * f
+                got = launch_work(dataclasses.replace(k), get_target(target), None, above)   # (a fresh memo)
+                if got is None:
+                    assert whole.cycles > above
+                    stopped += 1
+                else:
+                    assert got == whole
+        t = get_target(target)
+        stops = kernel_passes.choose_tiling(_candidates(fn, args, target), t, t.ub_bytes)
+        with monkeypatch.context() as m:
+            m.setattr(kernel_passes, "launch_work", lambda k, target, words=None, above=None: launch_work(k, target, words))
+            every = kernel_passes.choose_tiling(_candidates(fn, args, target), t, t.ub_bytes)
+        assert stops.words == every.words and stops.choice == every.choice
+        weighed += every.choice is not None and every.choice.weighed > 2
+    assert stopped >= 10 and weighed >= 2

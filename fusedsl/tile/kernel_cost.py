@@ -590,7 +590,7 @@ def kernel_gm_bytes(k: TileKernel, words=None, instances=None) -> int | None:
     return memo[(tuple(words), instances)]
 
 
-def process_work(k: TileKernel, target, block_dim: int, words=None) -> KernelWork | None:
+def process_work(k: TileKernel, target, block_dim: int, words=None, above: float | None = None) -> KernelWork | None:
     """The work of one launch of a kernel whose Process body drives Matmul objects (cube, conv,
     attention; a kernel of parts runs its parts one after another), on `block_dim` AI cores, walked
     as the chip runs it: each AI core starts GetTaskRatio() vector instances (two on a chip whose
@@ -605,7 +605,9 @@ def process_work(k: TileKernel, target, block_dim: int, words=None) -> KernelWor
     own double buffering overlaps its loads with the cube; cost.matmul_split_cycles' assumption)
     plus its vector work: Iterate is synchronous, so the epilogue of a C tile and the cube's next
     tile do not overlap.  The chip's HBM bounds the loads (cost.hbm_cycles: the distinct blocks
-    read against every read).  None for a synthetic kernel or words of another struct."""
+    read against every read).  None for a synthetic kernel or words of another struct.  With
+    `above` (cycles), also None as soon as the launch provably costs more (_walk_process_time):
+    the tiling pass's candidates that cannot win stop there."""
     if k.parts:
         works = []
         for node in k.process:
@@ -625,10 +627,20 @@ def process_work(k: TileKernel, target, block_dim: int, words=None) -> KernelWor
     words = list(k.words if words is None else words)
     if len(words) != k.word_count:
         return None
+    return _process_work(k, target, block_dim, words, above)
+
+
+def _process_work(k: TileKernel, target, block_dim: int, words: list, above: float | None,
+                  env0: dict | None = None) -> KernelWork | None:
+    """process_work of a kernel without parts and words of its struct (`env0`: _fields of them, when
+    the caller has it)."""
     memo = k.__dict__.setdefault("_process_work", {})
     key = (tuple(words), target.name, block_dim)
     if key not in memo:
-        memo[key] = _walk_process_time(k, words, target, max(1, block_dim))
+        work = _walk_process_time(k, words, target, max(1, block_dim), above, env0)
+        if work is None:   # stopped past `above`: not a result to remember
+            return None
+        memo[key] = work
     return memo[key]
 
 
@@ -644,9 +656,10 @@ def launch_work(k: TileKernel, target, words=None, above: float | None = None) -
     if k.block_dim is None:
         return None
     w = list(k.words if words is None else words)
-    if len(w) != k.word_count:
+    if len(w) != k.word_count or any(g.name is None for g in k.gms):
         return None
-    return process_work(k, target, int(evaluate(k.block_dim, _fields(k, w))), w)
+    env0 = _fields(k, w)
+    return _process_work(k, target, int(evaluate(k.block_dim, env0)), w, above, env0)
 
 
 ALIKE_INSTANCES = 8
@@ -656,8 +669,19 @@ def _tallies() -> list:
     return [0, 0.0, 0.0, 0.0, 0.0, 0]
 
 
-def _walk_process_time(k: TileKernel, words: list, target, block_dim: int) -> KernelWork:
-    env0 = _fields(k, words)
+# _walk_process_time's early stop: the launch must cost this much more than `above` (relative) before
+# a candidate is dropped, far beyond the rounding of the figures the tiling pass compares (~1e-16),
+# so a dropped candidate is provably slower than the slack the pass keeps
+_ABOVE_MARGIN = 1e-9
+
+
+def _walk_process_time(k: TileKernel, words: list, target, block_dim: int,
+                       above: float | None = None, env0: dict | None = None) -> KernelWork | None:
+    """process_work's walk (`env0`: _fields(k, words), which it takes over).  With `above` (cycles),
+    None as soon as one AI core's figures so far (each only grows with the instances still to walk,
+    and the HBM's bound only raises MTE2) and the smallest pipe heads the launch can have exceed it:
+    its cycles could only be more."""
+    env0 = _fields(k, words) if env0 is None else env0
     tally = _tallies()
     ratio = 2 if target.separated else 1
     walk = _Walk(k, env0, tally, block_dim, target)
@@ -667,6 +691,9 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int) -> Ke
     # what an instance's work reads -> its figures (_run_instance): a launch of a few instances
     # walks them all (finding what they read costs about a walk of two)
     alike = {} if block_dim * ratio >= ALIKE_INSTANCES else None
+    if above is not None:
+        above = above * (1 + _ABOVE_MARGIN) + _ABOVE_MARGIN - min(cost.heads(block_dim, 0),
+                                                                   cost.heads(block_dim, cost.MTE2_HEAD_THRESHOLD))
     for b in range(block_dim * ratio):
         own = _run_instance(walk, k, env0, b, b % ratio, ratio, alike)
         for i, v in enumerate(own):
@@ -676,17 +703,28 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int) -> Ke
         core[1] += own[CUBE]
         for i, p in enumerate((MTE2, VEC, MTE3)):
             core[2 + i] = max(core[2 + i], own[p])
+        if above is not None and _core_cycles(core, cost.load_cycles(core[0], block_dim) + core[2]) > above:
+            return None
     reads = sum(walk.read.values())
     hbm = cost.hbm_cycles(target, sum(walk.unique.values()), reads)
     busiest = (0.0, 0.0, 0.0, 0.0, 0.0)   # (cycles, mte2, vec, mte3, cube)
-    for load, cube, mte2, vec, mte3 in cores.values():
+    for core in cores.values():
+        load, cube, mte2, vec, mte3 = core
         mte2 = max(cost.load_cycles(load, block_dim) + mte2, hbm)
-        cycles = max(cube, mte2, mte3) + 0.1 * min(cube, mte2) + vec
+        cycles = _core_cycles(core, mte2)
         if cycles > busiest[0]:
             busiest = (cycles, mte2, vec, mte3, cube)
     head = cost.heads(block_dim, max(walk.read.values(), default=0))
     return KernelWork(int(tally[GM]), block_dim, busiest[1], busiest[2], busiest[3], head, busiest[0] + head,
                       busiest[4])
+
+
+def _core_cycles(core: list, mte2: float) -> float:
+    """An AI core's cycles from its [MTE2 bytes loaded for its objects, cube, MTE2, VEC, MTE3] and its
+    MTE2 cycles in all: the Matmul API's loads overlap the cube, the epilogue does not (process_work).
+    Never smaller for larger figures (the early stop of _walk_process_time relies on it)."""
+    cube, vec, mte3 = core[1], core[3], core[4]
+    return max(cube, mte2, mte3) + 0.1 * min(cube, mte2) + vec
 
 
 def _fields(k: TileKernel, words: list) -> dict:
