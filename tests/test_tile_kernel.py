@@ -18,7 +18,8 @@ import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import kernel_ir
 from fusedsl.targets import get_target
-from fusedsl.tile.kernel import Alloc, CopyIn, EnQue, Free, Let, Queue, evaluate, format_expr, print_kernel, verify_kernel
+from fusedsl.tile.kernel import (BINARY, Alloc, CopyIn, EnQue, Free, Let, Queue, _gets, _names_read, evaluate,
+                                 format_expr, print_kernel, verify_kernel)
 from fusedsl.tile.parse import TileKernelParseError, parse_expr, parse_kernel
 from fusedsl.tile.verify import TileVerifyError
 
@@ -223,3 +224,120 @@ def test_expression_text_is_remembered_with_its_literals_kinds():
     with pytest.raises(TypeError, match="bool is not an expression"):
         format_expr(("+", "t.n", True))
     assert format_expr(("+", "t.n", 1)) == "t.n + 1"
+
+
+def _row_kernel_text() -> str:
+    """A row kernel with every kind of node the row lowering makes: GM loads, loops, vector calls,
+    steps with scalars, Get/SetValue and both syncs."""
+    x = np.ones((2, 8), np.float32)
+    comp = fs.fused_kernel(lambda x, s, p: fs.layer_norm(x) * s + p, target="ascend910b").compile(
+        x, np.ones((1,), np.float32), np.ones((2, 1), np.float32))
+    return print_kernel(kernel_ir(comp.kernels[0].lowered))
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("load(p, po2)", "load(q, po2)", "load\\(q\\) names no GM tensor"),
+    ("set po2g /= t.dims[0]", "set pz /= t.dims[0]", "set pz before it is declared"),
+    ("scalar s_a1 -> sv5", "scalar s_a1 -> sv99", "step 'mul .*' reads scalar sv99, which is not a member"),
+    ("vec Add lanes <- lanes, rv_float32_1[k]", "vec Add lanes <- lanes, nowhere[k]",
+     "tensor nowhere is used before it is taken from a queue"),
+    ("vec Add lanes <- lanes, rv_float32_1[k]", "vec Add lanes <- lanes, rv_float32_1[kk]",
+     "kk reads kk, which is not set before"),
+    ("    dup lanes <- #0.0 count 64\n    for k in 0 .. t.C step 64:\n      vec Add lanes <- lanes, rv",
+     "    dup nowhere <- #0.0 count 64\n    for k in 0 .. t.C step 64:\n      vec Add lanes <- lanes, rv",
+     "tensor nowhere is used before it is taken from a queue"),
+    ("map out0_2 -> y0[r * t.Cpad]", "map out0_2 -> nowhere[r * t.Cpad]",
+     "tensor nowhere is used before it is taken from a queue"),
+    ("map out0_2 -> y0[r * t.Cpad]", "map out0_2 -> y0[rr * t.Cpad]",
+     "rr \\* t.Cpad reads rr, which is not set before"),
+    ("put rs_float32[0] <- sv4", "put nowhere[0] <- sv4", "tensor nowhere is used before it is taken from a queue"),
+    ("put rs_float32[0] <- sv4", "put rs_float32[0] <- sv44", "sv44 reads sv44, which is not set before"),
+    ("  enque q_y0 y0\n", "  enque q_zz y0\n", "enque names queue q_zz, which is not allocated"),
+    ("  enque q_y0 y0\n", "  let w = po2\n  enque q_y0 y0\n", "po2 reads po2, which is not set before"),
+    ("    var po2 = 0\n", "    var po2 = 0\n    alloc extra = b_red\n", None),
+    (("    var po2 = 0\n", "    var po2 = 0\n    alloc extra = b_red\n"), ("  enque q_y0 y0\n", "  enque q_y0 extra\n"),
+     "tensor extra is used before it is taken from a queue"),
+    ("rows nrows ; cols t.C ; gm t.C ; ub t.Cpad\n  free", "rows nrowz ; cols t.C ; gm t.C ; ub t.Cpad\n  free",
+     "nrowz reads nrowz, which is not set before"),
+    ("    sync V_S\n    val sv5", "    val sv5", "GetValue of rs_float32 after a vector op wrote it, with no V_S sync"),
+    ("    sync S_V\n", "", "a vector op reads rs_float32 after SetValue wrote it, with no S_V sync between"),
+    ("  enque q_y0 y0\n", "  copyout y0[0] <- y0 rows 1 ; cols 1 ; gm 1 ; ub 1\n  enque q_y0 y0\n",
+     "a DMA copies y0 out after a vector op or SetValue wrote it, with no barrier or queue between"),
+    ("  deque in_x_0 = q_in_x_0\n",
+     "  alloc in_x_0 = q_in_x_0\n  copyin in_x_0 <- x[0] rows 1 ; cols 1 ; gm 1 ; ub 1\n",
+     "a vector op reads in_x_0 after a DMA wrote it, with no barrier or queue between"),
+])
+def test_the_static_verifier_fires_on_each_rule_in_a_row_kernel(old, new, message):
+    """Each rule verify_kernel keeps, broken by an edit of a real row kernel's text (old -> new, or
+    two such edits), is a TileVerifyError naming what is wrong (message None: still a valid
+    kernel); the unedited kernel verifies.  (The rules on GM tensors, queues per position and the
+    UB plan: test_the_static_verifier_names_each_broken_rule; Matmul objects, parts and calls:
+    test_tile_kernel_cube.py.)"""
+    target = get_target("ascend910b")
+    text = _row_kernel_text()
+    verify_kernel(parse_kernel(text), target)
+    for a, b in [old, new] if isinstance(old, tuple) else [(old, new)]:
+        assert a in text
+        text = text.replace(a, b, 1)
+    if message is None:
+        verify_kernel(parse_kernel(text), target)
+        return
+    with pytest.raises(TileVerifyError, match=f"tile kernel lambda_kernel: {message}"):
+        verify_kernel(parse_kernel(text), target)
+
+
+def _expressions(value, out: list) -> list:
+    """Every expression (int, str, float or tuple) held by a kernel's records, depth first."""
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], str) and (
+            value[0] in BINARY or value[0] in ("min", "pad", "[]", "load", "get", "cast", "neg", "fmax", "fmin",
+                                               "sel")):
+        out.append(tuple(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _expressions(getattr(value, f.name), out)
+    elif isinstance(value, (tuple, list)):
+        for x in value:
+            _expressions(x, out)
+    return out
+
+
+def _fresh_names(e) -> list:
+    if isinstance(e, str):
+        return [e]
+    if not isinstance(e, tuple):
+        return []
+    if e[0] == "load":
+        return [("load", e[1])] + [n for x in e[2:] for n in _fresh_names(x)]
+    if e[0] in ("cast", "get"):
+        return _fresh_names(e[2])
+    return [n for x in e[1:] for n in _fresh_names(x)]
+
+
+def _fresh_gets(e) -> set:
+    if not isinstance(e, tuple):
+        return set()
+    return ({e[1]} if e[0] == "get" else set()).union(*(_fresh_gets(x) for x in e[1:]))
+
+
+def test_the_verifiers_remembered_names_equal_a_fresh_walk():
+    """The names an expression reads and the tensors it reads with GetValue (what verify_kernel and
+    the pass `reuse` ask of every expression, remembered per expression: tile/kernel._names_read,
+    _gets) equal a fresh walk of each expression of row, column, cube and transpose kernels, asked
+    twice, and of each with its ints as floats and as bools (equal dict keys, same answers)."""
+    programs = [(lambda x: fs.softmax(x), [(4, 96)]), (lambda x, g: fs.layer_norm(x, g, g), [(3, 70000), (70000,)]),
+                (lambda x, w: fs.relu(x @ w), [(32, 48), (48, 64)]), (lambda x: fs.sum(x * x, 0), [(37, 45)]),
+                (lambda x: fs.transpose(x, (1, 0)), [(30, 17)])]
+    exprs = []
+    for fn, shapes in programs:
+        comp = fs.fused_kernel(fn, target="ascend910b").compile(*[np.ones(s, np.float32) for s in shapes])
+        for plan in comp.kernels:
+            _expressions(kernel_ir(plan.lowered), exprs)
+    assert len(exprs) > 100 and any(e[0] == "get" for e in exprs) and any(e[0] == "load" for e in exprs)
+
+    def retyped(e, kind):
+        return tuple(kind(x) if type(x) is int else retyped(x, kind) if isinstance(x, tuple) else x for x in e)
+
+    for e in exprs:
+        for variant in (e, retyped(e, float), retyped(e, bool), e):
+            assert list(_names_read(variant)) == _fresh_names(variant), variant
+            assert _gets(variant) == _fresh_gets(variant), variant

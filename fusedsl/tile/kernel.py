@@ -559,10 +559,16 @@ _FORMATS: dict = {}   # field prefix -> format_expr's memo_text for it
 
 def format_expr(e: Expr, field_prefix: str = "t.") -> str:
     """Infix text of an expression; tiling fields get `field_prefix` (`tiling.` in C++)."""
+    return expr_formatter(field_prefix)(e)
+
+
+def expr_formatter(field_prefix: str = "t."):
+    """format_expr for one field prefix, as a function of the expression (its memo_text): what a
+    printer of many expressions looks up once."""
     text = _FORMATS.get(field_prefix)
     if text is None:
         text = _FORMATS[field_prefix] = memo_text(lambda x: _format_expr(x, field_prefix))
-    return text(e)
+    return text
 
 
 def _format_expr(e: Expr, field_prefix: str) -> str:
@@ -721,118 +727,117 @@ def _esc(s: str) -> str:
     return s.replace("\\", "\\\\").replace("\n", "\\n")
 
 
-def format_ref(r: Ref) -> str:
-    text = r.tensor if r.offset == 0 else f"{r.tensor}[{format_expr(r.offset)}]"
-    return text if r.view is None else f"{text} as {r.view}"
-
-
 def _format_operand(o: Operand) -> str:
     return f"{o.position} {o.format} {o.dtype.name}" + (" transposed" if o.transpose else "")
 
 
-def _value(v) -> str:
-    """A Dup value or Vec scalar: a number as `#<repr>`, anything else as an expression."""
-    return "#" + repr(v) if isinstance(v, (float, bool, int)) else format_expr(v)
+def _value(v, f) -> str:
+    """A Dup value or Vec scalar: a number as `#<repr>`, anything else as an expression (`f`)."""
+    return "#" + repr(v) if isinstance(v, (float, bool, int)) else f(v)
 
 
-def _node_lines(node, depth: int, locs: bool = True) -> list[str]:
+def _ref(r: Ref, f) -> str:
+    """A UB tensor at an offset (`f` prints the offset)."""
+    text = r.tensor if r.offset == 0 else f"{r.tensor}[{f(r.offset)}]"
+    return text if r.view is None else f"{text} as {r.view}"
+
+
+def _copy_ub(tensor: str, off, f) -> str:
+    """The UB side of a CopyIn / CopyOut: _ref(Ref(tensor, off), f) without the Ref."""
+    return tensor if off == 0 else f"{tensor}[{f(off)}]"
+
+
+def _vec_line(n: Vec, f) -> str:
+    extra = (f" scalar {_value(n.scalar, f)}" if n.scalar is not None else "") + (f" mode {n.mode}" if n.mode else "")
+    return f"vec {n.api} {_ref(n.dst, f)} <- {', '.join(_ref(r, f) for r in n.srcs)}{extra} count {f(n.count)}"
+
+
+# The line of each node without a body, by its type (a node's type is its kind: records are
+# final), without its indent; `f` prints an expression.  One dict lookup per node: the chain of
+# isinstance tests it replaces cost up to 35 per node, the commonest (Step, Vec) last.
+_LINE = {
+    Let: lambda n, f: f"let {n.var} = {f(n.expr)}",
+    Var: lambda n, f: f"var {n.var} = {f(n.expr)}",
+    Set: lambda n, f: f"set {n.var} {n.op} {f(n.expr)}",
+    Alloc: lambda n, f: f"alloc {n.tensor} = {n.queue}",
+    EnQue: lambda n, f: f"enque {n.queue} {n.tensor}",
+    DeQue: lambda n, f: f"deque {n.tensor} = {n.queue}",
+    Free: lambda n, f: f"free {n.queue} {n.tensor}",
+    CopyIn: lambda n, f: (f"copyin {_copy_ub(n.tensor, n.ub_off, f)} <- {n.gm}[{f(n.offset)}] rows {f(n.rows)} ; "
+                          f"cols {f(n.cols)} ; gm {f(n.gm_stride)} ; ub {f(n.ub_stride)}"),
+    CopyOut: lambda n, f: (f"copyout {n.gm}[{f(n.offset)}] <- {_copy_ub(n.tensor, n.ub_off, f)} rows {f(n.rows)} ; "
+                           f"cols {f(n.cols)} ; gm {f(n.gm_stride)} ; ub {f(n.ub_stride)}"),
+    GatherRow: lambda n, f: (f"gatherrow {_ref(n.dst, f)} <- {n.table}[{n.index}[{f(n.pos)}]] bound {n.bound}"
+                             f" row {n.row_len} col {f(n.col)} count {f(n.cols)}"),
+    UbCopy: lambda n, f: f"ubcopy {n.dst}[{f(n.dst_off)}] <- {n.src}[{f(n.src_off)}] count {f(n.count)}",
+    Move: lambda n, f: f"move {n.dst}[{f(n.dst_index)}] <- {n.src}[{f(n.src_index)}]",
+    Barrier: lambda n, f: "barrier" + (f" \"{_esc(n.why)}\"" if n.why else ""),
+    Sync: lambda n, f: f"sync {n.event}",
+    Scalar: lambda n, f: f"val {n.var} {n.dtype.name} = {f(n.expr)}",
+    Put: lambda n, f: f"put {n.tensor}[{f(n.index)}] <- {f(n.expr)}",
+    Decl: lambda n, f: f"decl {n.tensor} = {n.queue}",
+    Call: lambda n, f: f"call {n.stage}" + ("" if n.arg is None else f"({f(n.arg)})"),
+    Return: lambda n, f: "return",
+    RunPart: lambda n, f: f"run part {n.part} ({', '.join(n.gms)})",
+    Reset: lambda n, f: "reset",
+    MmSet: lambda n, f: f"mmset {n.mm} {n.which} <- {n.src}[{f(n.offset)}]",
+    MmTail: lambda n, f: f"mmtail {n.mm} {f(n.m)} ; {f(n.n)}" + ("" if n.k is None else f" ; {f(n.k)}"),
+    MmGetC: lambda n, f: f"getc {n.tensor} <- {n.mm}" + (" placed" if n.placed else ""),
+    MmEnd: lambda n, f: f"mmend {n.mm}",
+    CopyNz: lambda n, f: (f"copynz {n.tensor} <- {n.gm}[{f(n.offset)}] rows {f(n.rows)} ; cols {f(n.cols)}"
+                          f" ; gm {f(n.gm_stride)}"),
+    Dup: lambda n, f: f"dup {_ref(n.dst, f)} <- {_value(n.value, f)} count {f(n.count)}",
+    Vec: _vec_line,
+}
+
+
+def _body_lines(body, depth: int, locs: bool, f, out: list) -> None:
+    """The lines of `body`'s nodes at `depth`, appended to `out` (nested bodies one deeper)."""
     ind = "  " * depth
-    f = format_expr
-    if isinstance(node, Let):
-        return [f"{ind}let {node.var} = {f(node.expr)}"]
-    if isinstance(node, Var):
-        return [f"{ind}var {node.var} = {f(node.expr)}"]
-    if isinstance(node, Set):
-        return [f"{ind}set {node.var} {node.op} {f(node.expr)}"]
-    if isinstance(node, For):
-        step = "" if node.step == 1 else f" step {f(node.step)}"
-        head = f"{ind}for {node.var} in {f(node.start)} .. {f(node.end)}{step}{' down' if node.down else ''}:"
-        return [head] + [x for n in node.body for x in _node_lines(n, depth + 1, locs)]
-    if isinstance(node, If):
-        L = [f"{ind}if {f(node.cond)}:"] + [x for n in node.then for x in _node_lines(n, depth + 1, locs)]
-        if node.orelse:
-            L += [f"{ind}else:"] + [x for n in node.orelse for x in _node_lines(n, depth + 1, locs)]
-        return L
-    if isinstance(node, Alloc):
-        return [f"{ind}alloc {node.tensor} = {node.queue}"]
-    if isinstance(node, EnQue):
-        return [f"{ind}enque {node.queue} {node.tensor}"]
-    if isinstance(node, DeQue):
-        return [f"{ind}deque {node.tensor} = {node.queue}"]
-    if isinstance(node, Free):
-        return [f"{ind}free {node.queue} {node.tensor}"]
-    if isinstance(node, CopyIn):
-        return [f"{ind}copyin {format_ref(Ref(node.tensor, node.ub_off))} <- {node.gm}[{f(node.offset)}] rows {f(node.rows)} ; cols {f(node.cols)}"
-                f" ; gm {f(node.gm_stride)} ; ub {f(node.ub_stride)}"]
-    if isinstance(node, CopyOut):
-        return [f"{ind}copyout {node.gm}[{f(node.offset)}] <- {format_ref(Ref(node.tensor, node.ub_off))} rows {f(node.rows)} ; cols {f(node.cols)}"
-                f" ; gm {f(node.gm_stride)} ; ub {f(node.ub_stride)}"]
-    if isinstance(node, GatherRow):
-        return [f"{ind}gatherrow {format_ref(node.dst)} <- {node.table}[{node.index}[{f(node.pos)}]] bound {node.bound}"
-                f" row {node.row_len} col {f(node.col)} count {f(node.cols)}"]
-    if isinstance(node, UbCopy):
-        return [f"{ind}ubcopy {node.dst}[{f(node.dst_off)}] <- {node.src}[{f(node.src_off)}] count {f(node.count)}"]
-    if isinstance(node, Move):
-        return [f"{ind}move {node.dst}[{f(node.dst_index)}] <- {node.src}[{f(node.src_index)}]"]
-    if isinstance(node, Barrier):
-        return [f"{ind}barrier" + (f" \"{_esc(node.why)}\"" if node.why else "")]
-    if isinstance(node, Sync):
-        return [f"{ind}sync {node.event}"]
-    if isinstance(node, Scalar):
-        return [f"{ind}val {node.var} {node.dtype.name} = {f(node.expr)}"]
-    if isinstance(node, Put):
-        return [f"{ind}put {node.tensor}[{f(node.index)}] <- {f(node.expr)}"]
-    if isinstance(node, Decl):
-        return [f"{ind}decl {node.tensor} = {node.queue}"]
-    if isinstance(node, Call):
-        return [f"{ind}call {node.stage}" + ("" if node.arg is None else f"({f(node.arg)})")]
-    if isinstance(node, Return):
-        return [f"{ind}return"]
-    if isinstance(node, RunPart):
-        return [f"{ind}run part {node.part} ({', '.join(node.gms)})"]
-    if isinstance(node, Reset):
-        return [f"{ind}reset"]
-    if isinstance(node, MmSet):
-        return [f"{ind}mmset {node.mm} {node.which} <- {node.src}[{f(node.offset)}]"]
-    if isinstance(node, MmTail):
-        return [f"{ind}mmtail {node.mm} {f(node.m)} ; {f(node.n)}" + ("" if node.k is None else f" ; {f(node.k)}")]
-    if isinstance(node, MmIterate):
-        return [f"{ind}iterate {node.mm}:"] + [x for n in node.body for x in _node_lines(n, depth + 1, locs)]
-    if isinstance(node, MmGetC):
-        return [f"{ind}getc {node.tensor} <- {node.mm}" + (" placed" if node.placed else "")]
-    if isinstance(node, MmEnd):
-        return [f"{ind}mmend {node.mm}"]
-    if isinstance(node, CopyNz):
-        return [f"{ind}copynz {node.tensor} <- {node.gm}[{f(node.offset)}] rows {f(node.rows)} ; cols {f(node.cols)}"
-                f" ; gm {f(node.gm_stride)}"]
-    if isinstance(node, Dup):
-        return [f"{ind}dup {format_ref(node.dst)} <- {_value(node.value)} count {f(node.count)}"]
-    if isinstance(node, Vec):
-        extra = (f" scalar {_value(node.scalar)}" if node.scalar is not None else "") + (
-            f" mode {node.mode}" if node.mode else "")
-        return [f"{ind}vec {node.api} {format_ref(node.dst)} <- {', '.join(format_ref(r) for r in node.srcs)}{extra} "
-                f"count {f(node.count)}"]
-    if isinstance(node, Step):
-        at = ("" if node.offset == 0 else f" at {f(node.offset)}") + (
-            "" if node.count is None else f" count {f(node.count)}")
-        L = [f"{ind}step \"{_esc(node.label)}\"{at}:"]
-        L += [f"{ind}  map {slot} -> {format_ref(r)}" for slot, r in node.names]
-        L += [f"{ind}  scalar {var} -> {member}" for var, member in node.scalars]
-        L += [f"{ind}  prefill {format_ref(r)} <- {_value(v)} count {f(n)}" for r, v, n in node.prefill]
-        L += [f"{ind}  do {format_stmt(st, locs=locs)}" for st in node.stmts]
-        return L
-    raise TypeError(f"not a tile kernel node: {node!r}")
+    for node in body:
+        kind = type(node)
+        line = _LINE.get(kind)
+        if line is not None:
+            out.append(ind + line(node, f))
+        elif kind is Step:
+            _step_lines(node, ind, locs, f, out)
+        elif kind is For:
+            step = "" if node.step == 1 else f" step {f(node.step)}"
+            out.append(f"{ind}for {node.var} in {f(node.start)} .. {f(node.end)}{step}{' down' if node.down else ''}:")
+            _body_lines(node.body, depth + 1, locs, f, out)
+        elif kind is If:
+            out.append(f"{ind}if {f(node.cond)}:")
+            _body_lines(node.then, depth + 1, locs, f, out)
+            if node.orelse:
+                out.append(f"{ind}else:")
+                _body_lines(node.orelse, depth + 1, locs, f, out)
+        elif kind is MmIterate:
+            out.append(f"{ind}iterate {node.mm}:")
+            _body_lines(node.body, depth + 1, locs, f, out)
+        else:
+            raise TypeError(f"not a tile kernel node: {node!r}")
+
+
+def _step_lines(node: Step, ind: str, locs: bool, f, out: list) -> None:
+    at = ("" if node.offset == 0 else f" at {f(node.offset)}") + (
+        "" if node.count is None else f" count {f(node.count)}")
+    out.append(f"{ind}step \"{_esc(node.label)}\"{at}:")
+    out += [f"{ind}  map {slot} -> {_ref(r, f)}" for slot, r in node.names]
+    out += [f"{ind}  scalar {var} -> {member}" for var, member in node.scalars]
+    out += [f"{ind}  prefill {_ref(r, f)} <- {_value(v, f)} count {f(n)}" for r, v, n in node.prefill]
+    out += [f"{ind}  do {format_stmt(st, locs=locs)}" for st in node.stmts]
 
 
 def print_kernel(k: TileKernel, locs: bool = True) -> str:
+    f = expr_formatter()
     L = [f"kernel @{k.name} kind {k.kind}", f"note \"{_esc(k.note)}\""]
     L += [f"field {fl.name}" + (f"[{fl.length}]" if fl.length else "") + (
         "" if fl.ctype == "uint32_t" else f" {fl.ctype}") for fl in k.fields]
     L += [f"gm {g.name} {g.dtype.name} {g.role} {g.index}" + (f" at {g.offset} elems {g.elems}" if g.elems else "")
           for g in k.gms]
-    L += [f"queue {q.name} {q.position} depth {q.depth} {q.dtype.name} elems {format_expr(q.elems)}" for q in k.queues]
+    L += [f"queue {q.name} {q.position} depth {q.depth} {q.dtype.name} elems {f(q.elems)}" for q in k.queues]
     L += [f"member {m.name}" + ("" if m.dtype is None else f" {m.dtype.name}") +
-          ("" if m.init is None else f" = {format_expr(m.init)}") for m in k.members]
+          ("" if m.init is None else f" = {f(m.init)}") for m in k.members]
     if k.tiling_struct:
         L.append(f"tiling {k.tiling_struct}")
     L += [f"matmul {mm.name} a {_format_operand(mm.a)} ; b {_format_operand(mm.b)} ; c {_format_operand(mm.c)}"
@@ -844,21 +849,21 @@ def print_kernel(k: TileKernel, locs: bool = True) -> str:
         L.append(f"blockdim {format_expr(k.block_dim)}")
     if k.process is not None:
         L.append("process:")
-        L += [x for n in k.process for x in _node_lines(n, 1, locs)]
+        _body_lines(k.process, 1, locs, f, L)
     for st in k.stages:
         L.append(f"stage {st.name}" + (f"({st.param})" if st.param else "") + (" once" if st.once else "") + ":")
-        L += [x for n in st.body for x in _node_lines(n, 1, locs)]
+        _body_lines(st.body, 1, locs, f, L)
     for i, part in enumerate(k.parts):   # each part's whole text, indented
         L.append(f"part {i}:")
         L += ["  " + line for line in print_kernel(part, locs).rstrip("\n").split("\n")]
     if k.words:
-        L.append("words " + " ".join(str(w) for w in k.words))
+        L.append("words " + " ".join(map(str, k.words)))
     for c in k.candidates:
         if isinstance(c, TileKernel):   # another lowering: its whole text, indented
             L.append("candidate kernel:")
             L += ["  " + line for line in print_kernel(c, locs).rstrip("\n").split("\n")]
         else:
-            L.append("candidate " + " ".join(str(w) for w in c))
+            L.append("candidate " + " ".join(map(str, c)))
     return "\n".join(L) + "\n"
 
 
@@ -885,12 +890,37 @@ def ub_plan(k: TileKernel, words=None) -> list[tuple[str, str, int, int]]:
             for q in k.queues if q.position != "TSCM"]   # a TSCM buffer is in L1
 
 
-def _gets(e) -> set:
-    """The UB tensors a typed expression reads with GetValue."""
+def _gets(e) -> frozenset:
+    """The UB tensors a typed expression reads with GetValue.  Remembered per expression (the
+    verifier and the pass `reuse` ask it of every typed expression); exact: equal expressions get
+    equal tensors (only a tensor's name is a string where `get` reads)."""
     if not isinstance(e, tuple):
-        return set()
-    own = {e[1]} if e[0] == "get" else set()
-    return own.union(*(_gets(x) for x in e[1:]))
+        return _NONE
+    out = _GETS.get(e)
+    if out is None:
+        if len(_GETS) >= TEXT_MEMO:
+            _GETS.clear()
+        out = _GETS[e] = frozenset(_collect_gets(e, set()))
+    return out
+
+
+def _collect_gets(e, out: set) -> set:
+    if isinstance(e, tuple):
+        if e[0] == "get":
+            out.add(e[1])
+        for x in e[1:]:
+            _collect_gets(x, out)
+    return out
+
+
+_NONE: frozenset = frozenset()
+_GETS: dict = {}
+
+
+# the nodes _check_syncs has no rule for (its pending writes stay as they are at them), looked up
+# once where the rules' type tests would each be tried in turn
+_SYNC_INERT = frozenset({Let, Var, Set, Alloc, Free, Decl, UbCopy, Call, Return, RunPart, Reset, MmSet, MmTail,
+                         MmGetC, MmEnd, CopyNz})
 
 
 def _check_syncs(body, fail) -> None:
@@ -910,23 +940,6 @@ def _check_syncs(body, fail) -> None:
     reaches its first), an If's branches each from the state before it, joined.  A body walked
     again from a state it was walked from before gives the same answer, so walks are memoised:
     nested loops cost a walk per distinct state, not 2**depth."""
-    def written(node) -> set:
-        kind = type(node)   # (a node's type is its kind: records are final)
-        if kind is Vec or kind is Dup:
-            return {node.dst.tensor}
-        if kind is Step:
-            outs = {st.dst for st in node.stmts}
-            return {r.tensor for slot, r in node.names if slot in outs} | {r.tensor for r, _, _ in node.prefill}
-        return set()
-
-    def read(node) -> set:
-        kind = type(node)
-        if kind is Vec:
-            return {r.tensor for r in node.srcs}
-        if kind is Step:
-            return {r.tensor for _, r in node.names}
-        return set()
-
     def scalar_reads(node, vec: set, dma: set) -> None:
         late = (_gets(node.expr) | (_gets(node.index) if isinstance(node, Put) else set())
                 if isinstance(node, (Scalar, Put)) else {node.src})
@@ -935,56 +948,115 @@ def _check_syncs(body, fail) -> None:
         if late & dma:
             fail(f"GetValue of {sorted(late & dma)[0]} after a DMA wrote it, with no barrier or queue between")
 
+    def vector_reads(reads: set, sca: set, dma: set) -> None:
+        early = reads & sca
+        if early:
+            fail(f"a vector op reads {sorted(early)[0]} after SetValue wrote it, with no S_V sync between")
+        early = reads & dma
+        if early:
+            fail(f"a vector op reads {sorted(early)[0]} after a DMA wrote it, with no barrier or queue between")
+
     memo: dict = {}
 
     def walk(nodes, state: tuple) -> tuple:
-        key = (id(nodes), *(frozenset(x) for x in state))
-        if key not in memo:
-            memo[key] = walk_once(nodes, state)
-        return memo[key]
+        """The pending sets after `nodes` from `state` (new sets: the caller's are not changed)."""
+        vec, sca, dma, out = state
+        key = (id(nodes), frozenset(vec), frozenset(sca), frozenset(dma), frozenset(out))
+        after = memo.get(key)
+        if after is None:
+            after = memo[key] = walk_once(nodes, set(vec), set(sca), set(dma), set(out))
+        vec, sca, dma, out = after
+        return set(vec), set(sca), set(dma), set(out)   # (the caller changes its own sets in place)
 
-    def walk_once(nodes, state: tuple) -> tuple:
-        vec, sca, dma, out = state   # pending: vector writes, SetValue writes, DMA-in writes, to copy out
+    def walk_once(nodes, vec: set, sca: set, dma: set, out: set) -> tuple:
+        # pending: vector writes, SetValue writes, DMA-in writes, to copy out (this walk's own sets)
         for node in nodes:
-            kind = type(node)
-            if kind is Barrier:
-                vec, sca, dma, out = set(), set(), set(), set()
+            kind = type(node)   # (a node's type is its kind: records are final)
+            if kind in _SYNC_INERT:
+                continue
+            if kind is Vec:   # the vector pipe: reads its sources, writes its destination
+                if sca or dma:
+                    vector_reads({r.tensor for r in node.srcs}, sca, dma)
+                vec.add(node.dst.tensor)
+                out.add(node.dst.tensor)
+            elif kind is Step:
+                if sca or dma:
+                    vector_reads({r.tensor for _, r in node.names}, sca, dma)
+                outs = {st.dst for st in node.stmts}
+                writes = {r.tensor for slot, r in node.names if slot in outs} | {r.tensor for r, _, _ in node.prefill}
+                vec |= writes
+                out |= writes
+            elif kind is Dup:   # (reads no tensor: its value is a number or a scalar expression)
+                vec.add(node.dst.tensor)
+                out.add(node.dst.tensor)
+            elif kind is Barrier:
+                vec.clear(), sca.clear(), dma.clear(), out.clear()
             elif kind is Sync:
-                vec, sca = (set(), sca) if node.event == "V_S" else (vec, set())
+                (vec if node.event == "V_S" else sca).clear()
             elif kind is EnQue or kind is DeQue:   # the queue orders the tensor's DMA and compute
-                dma, out = dma - {node.tensor}, out - {node.tensor}
+                dma.discard(node.tensor)
+                out.discard(node.tensor)
             elif kind is Scalar or kind is Put or kind is Move:
                 scalar_reads(node, vec, dma)
                 if kind is not Scalar:
                     dst = node.tensor if kind is Put else node.dst
-                    sca, out = sca | {dst}, out | {dst}
-            elif kind is CopyIn or kind is GatherRow:
-                dma = dma | {node.tensor if kind is CopyIn else node.dst.tensor}
+                    sca.add(dst)
+                    out.add(dst)
+            elif kind is CopyIn:
+                dma.add(node.tensor)
+            elif kind is GatherRow:
+                dma.add(node.dst.tensor)
             elif kind is CopyOut:
                 if node.tensor in out:
                     fail(f"a DMA copies {node.tensor} out after a vector op or SetValue wrote it, with no barrier or "
                          "queue between")
             elif kind is For or kind is MmIterate:
-                before = (vec, sca, dma, out)
-                vec, sca, dma, out = walk(node.body, before)
-                if (vec, sca, dma, out) != before:   # what the last pass left pending meets the first
-                    vec, sca, dma, out = walk(node.body, (vec, sca, dma, out))
+                after = walk(node.body, (vec, sca, dma, out))
+                if after != (vec, sca, dma, out):   # what the last pass left pending meets the first
+                    after = walk(node.body, after)
+                vec, sca, dma, out = after
             elif kind is If:
                 a, b = walk(node.then, (vec, sca, dma, out)), walk(node.orelse, (vec, sca, dma, out))
                 vec, sca, dma, out = (x | y for x, y in zip(a, b))
-            else:
-                reads = read(node)
-                early = reads & sca
-                if early:
-                    fail(f"a vector op reads {sorted(early)[0]} after SetValue wrote it, with no S_V sync between")
-                early = reads & dma
-                if early:
-                    fail(f"a vector op reads {sorted(early)[0]} after a DMA wrote it, with no barrier or queue between")
-                writes = written(node)
-                vec, out = vec | writes, out | writes
         return vec, sca, dma, out
 
-    walk(body, (set(), set(), set(), set()))
+    walk_once(body, set(), set(), set(), set())   # (a stage's body is walked once: no memo)
+
+
+# the nodes verify_kernel's walk has no rule for (they name nothing it checks)
+_VERIFY_INERT = frozenset({Sync, Barrier, Return, Reset})
+
+
+def _names_read(e: tuple) -> tuple:
+    """The names expression `e` reads, in order, and ("load", x) where it loads element(s) of GM
+    tensor x (verify_kernel checks each where it stands).  Remembered per expression: kernels read
+    the same few dozen again and again.  Exact: equal expressions read equal names (only a name is
+    a string; a number of any type reads none)."""
+    out = _NAMES_READ.get(e)
+    if out is None:
+        if len(_NAMES_READ) >= TEXT_MEMO:
+            _NAMES_READ.clear()
+        out = _NAMES_READ[e] = tuple(_collect_names(e, []))
+    return out
+
+
+def _collect_names(e, out: list) -> list:
+    if type(e) is str:
+        out.append(e)
+    elif type(e) is tuple:
+        if e[0] == "load":
+            out.append(("load", e[1]))
+            for x in e[2:]:
+                _collect_names(x, out)
+        elif e[0] in ("cast", "get"):   # a dtype / a UB tensor (checked where it is read), not a local
+            _collect_names(e[2], out)
+        else:
+            for x in e[1:]:
+                _collect_names(x, out)
+    return out
+
+
+_NAMES_READ: dict = {}
 
 
 def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
@@ -1002,24 +1074,6 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
     fields = {"t." + f.name for f in k.fields}
     known = fields | {m.name for m in k.members}
 
-    def names(e, out: list) -> list:
-        """The names `e` reads, in order, into `out`; a load of no GM tensor as ("load", its name)
-        where it stands (use() fails at the first wrong one, as it meets them)."""
-        if type(e) is str:
-            out.append(e)
-        elif type(e) is tuple:
-            if e[0] == "load":
-                if e[1] not in gms:
-                    out.append(("load", e[1]))
-                for x in e[2:]:
-                    names(x, out)
-            elif e[0] in ("cast", "get"):   # a dtype / a UB tensor (checked where it is read), not a local
-                names(e[2], out)
-            else:
-                for x in e[1:]:
-                    names(x, out)
-        return out
-
     def gets(e, tensors):
         for t in sorted(_gets(e) - tensors):
             fail(f"{format_expr(e)} reads tensor {t}, which is not taken from a queue before")
@@ -1029,86 +1083,94 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
             if e not in scope:
                 fail(f"{format_expr(e)} reads {e}, which is not set before")
             return
-        if type(e) is int:
+        if type(e) is not tuple:
             return
-        for x in names(e, []):
+        for x in _names_read(e):   # (in order: the first wrong one fails)
             if type(x) is tuple:
-                fail(f"load({x[1]}) names no GM tensor")
-            if x not in scope:
+                if x[1] not in gms:
+                    fail(f"load({x[1]}) names no GM tensor")
+            elif x not in scope:
                 fail(f"{format_expr(e)} reads {x}, which is not set before")
 
-    def ref(r, tensors):
-        if r.tensor not in tensors:
-            fail(f"tensor {r.tensor} is used before it is taken from a queue")
+    def held(tensor, tensors):
+        if tensor not in tensors:
+            fail(f"tensor {tensor} is used before it is taken from a queue")
 
     def walk(body, scope: set, tensors: set):
+        # (the rules in the order of how often the lowerings' kernels have their nodes)
         for node in body:
             kind = type(node)   # (a node's type is its kind: records are final)
-            if kind in (Let, Var):
-                use(node.expr, scope)
-                scope.add(node.var)
-            elif kind is Set:
-                use(node.expr, scope)
-                if node.var not in scope:
-                    fail(f"set {node.var} before it is declared")
-            elif kind is For:
-                use(node.start, scope), use(node.end, scope), use(node.step, scope)
-                walk(node.body, scope | {node.var}, set(tensors))
-            elif kind is If:
-                use(node.cond, scope)
-                walk(node.then, set(scope), set(tensors))
-                walk(node.orelse, set(scope), set(tensors))
-            elif kind in (Alloc, DeQue, Decl):
+            if kind in _VERIFY_INERT:
+                continue
+            if kind in (Alloc, DeQue, Decl):
                 if node.queue not in queues:
                     fail(f"{type(node).__name__.lower()} names queue {node.queue}, which is not allocated")
                 tensors.add(node.tensor)
-            elif kind in (EnQue, Free):
-                if node.queue not in queues:
-                    fail(f"{type(node).__name__.lower()} names queue {node.queue}, which is not allocated")
-                ref(Ref(node.tensor), tensors)
-            elif kind in (CopyIn, CopyOut):
-                if node.gm not in gms:
-                    fail(f"a copy names GM tensor {node.gm}, which the kernel does not take")
-                ref(Ref(node.tensor), tensors)
-                for e in (node.offset, node.rows, node.cols, node.gm_stride, node.ub_stride, node.ub_off):
-                    use(e, scope)
-            elif kind is GatherRow:
-                for g in (node.table, node.index):
-                    if g not in gms:
-                        fail(f"a gathered row names GM tensor {g}, which the kernel does not take")
-                ref(node.dst, tensors)
-                for e in (node.dst.offset, node.pos, node.col, node.cols):
-                    use(e, scope)
-            elif kind in (UbCopy, Move):
-                ref(Ref(node.dst), tensors), ref(Ref(node.src), tensors)
-            elif kind in (Dup, Vec):
-                for r in (node.dst, *getattr(node, "srcs", ())):
-                    ref(r, tensors)
-                    use(r.offset, scope)
+                tensors_queue[node.tensor] = node.queue
+            elif kind is Vec or kind is Dup:
+                held(node.dst.tensor, tensors)
+                use(node.dst.offset, scope)
+                if kind is Vec:
+                    for r in node.srcs:
+                        held(r.tensor, tensors)
+                        use(r.offset, scope)
                 use(node.count, scope)
                 if kind is Dup and not isinstance(node.value, (float, bool)):
                     use(node.value, scope)
                 if kind is Vec and node.scalar is not None and not isinstance(node.scalar, (float, bool)):
                     use(node.scalar, scope)
-            elif kind is Scalar:
-                use(node.expr, scope)
-                gets(node.expr, tensors)
-                scope.add(node.var)
-            elif kind is Put:
-                ref(Ref(node.tensor), tensors)
-                for e in (node.index, node.expr):
-                    use(e, scope)
-                    gets(e, tensors)
             elif kind is Step:
                 use(node.offset, scope)
                 if node.count is not None:
                     use(node.count, scope)
                 for _, r in node.names:
-                    ref(r, tensors)
+                    held(r.tensor, tensors)
                     use(r.offset, scope)
                 for _, member in node.scalars:
                     if member not in scope:
                         fail(f"step {node.label!r} reads scalar {member}, which is not a member")
+            elif kind is Set:
+                use(node.expr, scope)
+                if node.var not in scope:
+                    fail(f"set {node.var} before it is declared")
+            elif kind is EnQue or kind is Free:
+                if node.queue not in queues:
+                    fail(f"{type(node).__name__.lower()} names queue {node.queue}, which is not allocated")
+                held(node.tensor, tensors)
+            elif kind is For:
+                use(node.start, scope), use(node.end, scope), use(node.step, scope)
+                walk(node.body, scope | {node.var}, set(tensors))
+            elif kind is Scalar:
+                use(node.expr, scope)
+                gets(node.expr, tensors)
+                scope.add(node.var)
+            elif kind is CopyIn or kind is CopyOut:
+                if node.gm not in gms:
+                    fail(f"a copy names GM tensor {node.gm}, which the kernel does not take")
+                held(node.tensor, tensors)
+                for e in (node.offset, node.rows, node.cols, node.gm_stride, node.ub_stride, node.ub_off):
+                    use(e, scope)
+            elif kind is Let or kind is Var:
+                use(node.expr, scope)
+                scope.add(node.var)
+            elif kind is Put:
+                held(node.tensor, tensors)
+                for e in (node.index, node.expr):
+                    use(e, scope)
+                    gets(e, tensors)
+            elif kind is If:
+                use(node.cond, scope)
+                walk(node.then, set(scope), set(tensors))
+                walk(node.orelse, set(scope), set(tensors))
+            elif kind is GatherRow:
+                for g in (node.table, node.index):
+                    if g not in gms:
+                        fail(f"a gathered row names GM tensor {g}, which the kernel does not take")
+                held(node.dst.tensor, tensors)
+                for e in (node.dst.offset, node.pos, node.col, node.cols):
+                    use(e, scope)
+            elif kind is UbCopy or kind is Move:
+                held(node.dst, tensors), held(node.src, tensors)
             elif kind is Call:
                 if node.stage not in stages:
                     fail(f"call of stage {node.stage}, which the kernel does not have")
@@ -1131,7 +1193,7 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
                 elif kind is MmIterate:
                     walk(node.body, set(scope), set(tensors))
                 elif kind is MmGetC:
-                    ref(Ref(node.tensor), tensors)
+                    held(node.tensor, tensors)
             elif kind is RunPart:
                 if not 0 <= node.part < len(k.parts):
                     fail(f"run part {node.part}: the kernel has {len(k.parts)} part(s)")
@@ -1147,11 +1209,9 @@ def verify_kernel(k: TileKernel, target, budget: int | None = None) -> None:
             elif kind is CopyNz:
                 if node.gm not in gms:
                     fail(f"a copy names GM tensor {node.gm}, which the kernel does not take")
-                ref(Ref(node.tensor), tensors)
+                held(node.tensor, tensors)
                 for e in (node.offset, node.rows, node.cols, node.gm_stride):
                     use(e, scope)
-            if kind in (Alloc, DeQue, Decl):
-                tensors_queue[node.tensor] = node.queue
 
     stages = {st.name: st for st in k.stages}
     gm_by_name = {g.name: g for g in k.gms}
