@@ -53,6 +53,7 @@ from .. import dtypes as dt
 from .kernel import (Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, Decl, DeQue, Dup, EnQue, For, Free, GatherRow, If,
                      Let, MmEnd, MmGetC, MmIterate, MmSet, MmTail, Move, Put, Reset, Return, RunPart, Scalar, Set, Step,
                      Sync, TileKernel, UbCopy, Var, Vec, assign, evaluate)
+from .tile_keys import compile_tile_keys
 from .tiling_cost import FIX, stmt_coeffs
 from ..record import record
 
@@ -1029,6 +1030,19 @@ def _defined(body, out: set) -> set:
     return out
 
 
+def _sets_only(body) -> bool:
+    """Whether a body only sets variables (sets, lets, and branches of them on conditions that read
+    no GM or UB element): walked, it counts nothing."""
+    for n in body:
+        kind = type(n)
+        if kind is If:
+            if _loads(n.cond) or not _sets_only(n.then) or not _sets_only(n.orelse):
+                return False
+        elif kind is not Set and kind is not Let:
+            return False
+    return True
+
+
 def _tile_plan(k: TileKernel, walk: _Walk) -> list | None:
     """The per-tile stages as a core's key reads them: (stage, None) for a stage that only sets
     variables from the tile (`set row0 = tile * t.tileRows`: nothing counted), (stage, the names
@@ -1038,7 +1052,7 @@ def _tile_plan(k: TileKernel, walk: _Walk) -> list | None:
     plan = k.__dict__.get("_tile_plan", False)
     if plan is False:
         per_tile = [st for st in k.stages if not st.once]
-        pure = [st for st in per_tile if all(type(n) in (Set, Let) for n in st.body)]
+        pure = [st for st in per_tile if _sets_only(st.body)]
         varying = {st.param for st in per_tile if st.param} | _defined([n for st in pure for n in st.body], set())
         plan = []
         for st in per_tile:
@@ -1055,12 +1069,23 @@ def _tile_plan(k: TileKernel, walk: _Walk) -> list | None:
                 break
             plan.append((st, tuple(n for n in sig if n in varying)))
         k.__dict__["_tile_plan"] = plan
+        # the plan's keys as generated code (tile/tile_keys.py), None where it does not compile
+        k.__dict__["_tile_keys_code"] = None if plan is None else compile_tile_keys(plan)
     return plan
 
 
 def _tile_keys(walk: _Walk, plan: list, env: dict, tiles: range) -> tuple:
     """What each tile's work depends on beyond what every core of the launch shares: the values of
-    the tile's variables its memoised stages read, after the stages that set them ran."""
+    the tile's variables its memoised stages read, after the stages that set them ran (a core's
+    tiles from the prologue's values: `env` is the core's own copy)."""
+    code = walk.k.__dict__.get("_tile_keys_code")
+    if code is not None:   # the same keys from the stages compiled to Python (tile/tile_keys.py)
+        try:
+            keys = code(env, tiles.start, tiles.stop)
+        except (ArithmeticError, IndexError):   # (the walk meets it again, as before)
+            keys = None
+        if keys is not None:
+            return tuple(keys)
     keys = []
     was, walk.env = walk.env, env
     for tile in tiles:
@@ -1075,6 +1100,19 @@ def _tile_keys(walk: _Walk, plan: list, env: dict, tiles: range) -> tuple:
         keys.append(tuple(key))
     walk.env = was
     return tuple(keys)
+
+
+def _every_key(k: TileKernel, prologue: dict, tiles: int) -> list | None:
+    """Every tile's key (`_tile_keys`') in one call of the kernel's compiled key code, where a
+    tile's key depends on the tile alone (each core computes its tiles' keys from the prologue's
+    values: that is the same only when no tile reads what an earlier tile set); else None."""
+    code = k.__dict__.get("_tile_keys_code")
+    if code is None or not code.stateless:
+        return None
+    try:
+        return code(prologue, 0, tiles)
+    except (ArithmeticError, IndexError):   # (the core that meets it raises it, as before)
+        return None
 
 
 def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> KernelWork | None:
@@ -1092,6 +1130,7 @@ def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> Kern
     # figures reused; the keys cost the tile's variables, a few names' values.
     plan = _tile_plan(k, walk)
     prologue = None     # the env after a core's Init and prologue: every core's
+    every = None        # each tile's key, when one pass over the launch's tiles gives them (_every_key)
     cores: dict = {}    # the tiles' keys -> (cycles, tally delta, GM reads delta) of a core
     done: dict = {}     # a tile's key -> (tally delta, GM reads delta, its pipes) of a tile
     busiest = (0.0, 0.0, 0.0, 0.0)   # (cycles, mte2, vec, mte3) of the slowest core
@@ -1099,7 +1138,8 @@ def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> Kern
         span = range(b * per_core, min(tiles, (b + 1) * per_core))
         keys = hit = None
         if prologue is not None:
-            keys = _tile_keys(walk, plan, dict(prologue), span)
+            keys = tuple(every[span.start:span.stop]) if every is not None else \
+                _tile_keys(walk, plan, dict(prologue), span)
             hit = cores.get(keys)
         if hit is not None:
             core, delta, reads = hit
@@ -1121,7 +1161,9 @@ def _walk_kernel(k: TileKernel, words: list, above: float | None = None) -> Kern
                 core += sum(tally[p] - start[0][p] for p in (MTE2, VEC, MTE3))   # the prologue, in turn
                 if plan is not None and prologue is None:
                     prologue = dict(env)
-                    keys = _tile_keys(walk, plan, dict(prologue), span)
+                    every = _every_key(k, prologue, tiles)
+                    keys = tuple(every[span.start:span.stop]) if every is not None else \
+                        _tile_keys(walk, plan, dict(prologue), span)
                 for n, tile in enumerate(span):
                     same = None if keys is None else done.get(keys[n])
                     if same is not None:
