@@ -4,6 +4,8 @@ loop and tensors live at the same node keep their own; the kernel computes the s
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import os
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower.kinds import KERNEL_IR, kernel_ir
 from fusedsl.tile.kernel import (Alloc, Dup, For, Put, Queue, Ref, Stage, TileKernel, Vec, print_kernel,
                                  ub_plan)
-from fusedsl.tile.kernel_reuse import reuse_buffers
+from fusedsl.tile.kernel_reuse import _givers, _stage_allocs, _stage_renames, _two_of_a_kind, reuse_buffers
 
 
 def _kernel(body, queues=("a", "b", "c")) -> TileKernel:
@@ -84,3 +86,45 @@ def test_reused_kernels_compute_the_same_bits_in_less_ub(name, target):
         outs.append(out)
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_array_equal(comp.simulate(*arrays), outs[1])
+
+
+def test_a_stage_the_pass_does_not_walk_would_give_no_buffer_on():
+    """_reuse walks only the stages with two candidate buffers of one dtype and size (a buffer goes
+    only to a tensor of its kind): on every 6th configuration of the kernel corpus (every kind that
+    lowers to the tile IR), each stage it passes by gives nothing on when walked, and the kernels
+    it changes are those the walk of every stage changes."""
+    spec = importlib.util.spec_from_file_location(
+        "kernel_corpus", os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py"))
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    skipped = walked = changed = 0
+    for i, (kind, fn, specs, target) in enumerate(corpus.configs()):
+        if i % 6:
+            continue
+        try:
+            comp = fs.fused_kernel(fn, target=target).compile(*corpus._inputs(specs, seed=i))
+        except fs.FusedslError:
+            continue
+        for plan in comp.kernels:
+            lower = KERNEL_IR.get(type(plan.lowered))
+            if lower is None:
+                continue
+            k = lower(plan.lowered)
+            for part in k.parts or (k,):
+                queues = {q.name: q for q in part.queues}
+                workspaces = {mm.workspace for mm in part.matmuls if mm.workspace}
+                allocs, taken = _stage_allocs(part)
+                every: dict = {}
+                for st, stage_allocs in zip(part.stages, allocs):
+                    givers = _givers(stage_allocs, queues, workspaces, taken)
+                    renames = _stage_renames(st.body, givers, queues)
+                    every.update(renames)
+                    if _two_of_a_kind(givers, queues):
+                        walked += 1
+                    else:
+                        skipped += 1
+                        assert renames == {}, (kind, st.name)
+                out = reuse_buffers(part)
+                assert [q.name for q in out.queues] == [q.name for q in part.queues if q.name not in every]
+                changed += out is not part
+    assert skipped > 500 and walked > 50 and changed > 5, (skipped, walked, changed)

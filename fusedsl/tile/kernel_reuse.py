@@ -8,7 +8,8 @@ whose tensor's last use comes before another's first write, with the same elemen
 same elements per buffer, is given to it (`alloc B = b_A`: a second Get of A's TBuf, the same
 memory), and the buffers no tensor takes any more are dropped from the UB plan.
 
-Liveness is by position in a stage's body (nodes numbered in order, loop bodies inline).  A tensor
+Liveness is by position in a stage's body (nodes numbered in order, loop bodies inline); a stage
+without two candidate buffers of one dtype and size is not walked (it could give nothing on).  A tensor
 is live from its first access to its last; over a whole loop when it is accessed inside and
 outside the loop or its first access in the loop reads it (a value carried from one pass to the
 next).  Only tensors every access of which is by the vector pipe (Vec, Dup, a Step's statements)
@@ -44,30 +45,29 @@ def _step_accesses(node: Step):
     return out
 
 
-def _accesses(node):
-    """(ordered vector-pipe accesses [(tensor, 'r' | 'w')], tensors touched otherwise)."""
-    if isinstance(node, Vec):
-        return [(r.tensor, "r") for r in node.srcs] + [(node.dst.tensor, "w")], set()
-    if isinstance(node, Dup):
-        gets = _gets(node.value) if isinstance(node.value, tuple) else set()
-        return [(t, "r") for t in sorted(gets)] + [(node.dst.tensor, "w")], set()
-    if isinstance(node, Step):
-        return _step_accesses(node), set()
-    if isinstance(node, Scalar):
-        return [(t, "r") for t in sorted(_gets(node.expr))], set()
-    if isinstance(node, Put):
-        return [], {node.tensor} | _gets(node.expr) | _gets(node.index)
-    if isinstance(node, (Move, UbCopy)):
-        return [], {node.dst, node.src}
-    if isinstance(node, (CopyIn, CopyOut, CopyNz, MmGetC)):
-        return [], {node.tensor}
-    if isinstance(node, GatherRow):
-        return [], {node.dst.tensor}
-    if isinstance(node, MmSet):
-        return [], {node.src}
-    if isinstance(node, Decl):
-        return [], {node.tensor}
-    return [], set()
+def _dup_accesses(node: Dup):
+    gets = _gets(node.value) if isinstance(node.value, tuple) else ()
+    return [(t, "r") for t in sorted(gets)] + [(node.dst.tensor, "w")], set()
+
+
+# (ordered vector-pipe accesses [(tensor, 'r' | 'w')], tensors touched otherwise) of a node, by its
+# type (a node's type is its kind: records are final); a type not here touches no tensor
+_ACCESSES = {
+    Vec: lambda node: ([(r.tensor, "r") for r in node.srcs] + [(node.dst.tensor, "w")], set()),
+    Dup: _dup_accesses,
+    Step: lambda node: (_step_accesses(node), set()),
+    Scalar: lambda node: ([(t, "r") for t in sorted(_gets(node.expr))], set()),
+    Put: lambda node: ([], {node.tensor} | _gets(node.expr) | _gets(node.index)),
+    Move: lambda node: ([], {node.dst, node.src}),
+    UbCopy: lambda node: ([], {node.dst, node.src}),
+    CopyIn: lambda node: ([], {node.tensor}),
+    CopyOut: lambda node: ([], {node.tensor}),
+    CopyNz: lambda node: ([], {node.tensor}),
+    MmGetC: lambda node: ([], {node.tensor}),
+    GatherRow: lambda node: ([], {node.dst.tensor}),
+    MmSet: lambda node: ([], {node.src}),
+    Decl: lambda node: ([], {node.tensor}),
+}
 
 
 class _Walk:
@@ -78,28 +78,34 @@ class _Walk:
         self.uses: dict[str, list] = {}      # tensor -> [(position, 'r' | 'w', loops around)]
         self.loops: dict[int, tuple] = {}    # loop id -> (first position, last position)
         self.other: set = set()
-        self.allocs: dict[str, str] = {}     # tensor -> queue (Alloc in this stage)
 
     def walk(self, body, loops: tuple = ()) -> None:
+        uses = self.uses
         for node in body:
-            if isinstance(node, (For, MmIterate)):
+            kind = type(node)
+            if kind is For or kind is MmIterate:
                 lid = len(self.loops)
                 start = self.pos
                 self.loops[lid] = (start, start)
                 self.walk(node.body, loops + (lid,))
                 self.loops[lid] = (start, self.pos)
                 continue
-            if isinstance(node, If):
+            if kind is If:
                 self.walk(node.then, loops)
                 self.walk(node.orelse, loops)
                 continue
-            if isinstance(node, Alloc):
-                self.allocs[node.tensor] = node.queue
             self.pos += 1
-            seq, other = _accesses(node)
-            self.other |= other
-            for tensor, kind in seq:
-                self.uses.setdefault(tensor, []).append((self.pos, kind, loops))
+            rule = _ACCESSES.get(kind)
+            if rule is None:   # (most nodes: loop bounds, queues, syncs touch no tensor's data)
+                continue
+            seq, other = rule(node)
+            if other:
+                self.other |= other
+            for tensor, access in seq:
+                at = uses.get(tensor)
+                if at is None:
+                    at = uses[tensor] = []
+                at.append((self.pos, access, loops))
 
     def interval(self, tensor: str) -> tuple[int, int]:
         uses = self.uses[tensor]
@@ -139,44 +145,86 @@ def reuse_buffers(k: TileKernel, target=None, budget: int | None = None) -> Tile
     return out
 
 
+def _allocs(body, out: dict) -> dict:
+    """tensor -> queue of the Allocs of a body, nested bodies too, in order (a tensor taken again
+    keeps its first place and its last queue), into `out`."""
+    for node in body:
+        kind = type(node)
+        if kind is Alloc:
+            out[node.tensor] = node.queue
+        elif kind is For or kind is MmIterate:
+            _allocs(node.body, out)
+        elif kind is If:
+            _allocs(node.then, out)
+            _allocs(node.orelse, out)
+    return out
+
+
+def _stage_allocs(k: TileKernel) -> tuple[list, dict]:
+    """(each stage's _allocs, queue -> the stages that take it, Process counting twice: its own
+    buffers are never given on)."""
+    allocs = [_allocs(st.body, {}) for st in k.stages]
+    taken: dict[str, int] = {}
+    for stage_allocs in allocs:
+        for q in set(stage_allocs.values()):
+            taken[q] = taken.get(q, 0) + 1
+    if k.process is not None:
+        for q in set(_allocs(k.process, {}).values()):
+            taken[q] = taken.get(q, 0) + 2
+    return allocs, taken
+
+
+def _givers(stage_allocs: dict, queues: dict, workspaces: set, taken: dict) -> list:
+    """[(tensor, queue)] of a stage's tensors that may give or take a buffer as far as their
+    queues tell (the stage's walk tells the rest: _stage_renames): a VECCALC buffer of one, not a
+    Matmul's workspace, taken in this stage only, by this tensor only."""
+    out = []
+    for tensor, q in stage_allocs.items():
+        qq = queues.get(q)
+        if (qq is None or qq.position != "VECCALC" or qq.depth != 1 or q in workspaces or taken.get(q) != 1
+                or sum(1 for x in stage_allocs.values() if x == q) != 1):
+            continue
+        out.append((tensor, q))
+    return out
+
+
+def _two_of_a_kind(givers: list, queues: dict) -> bool:
+    """Whether two of the givers' buffers have the same dtype and elements: a buffer goes only to
+    a tensor of its kind, so a stage without two renames nothing (_reuse does not walk it)."""
+    kinds = [(queues[q].dtype, queues[q].elems) for _, q in givers]
+    return len(set(kinds)) < len(kinds)
+
+
+def _stage_renames(body, givers: list, queues: dict) -> dict:
+    """{dropped queue: the queue whose buffer it shares} of one stage's body."""
+    w = _Walk()
+    w.walk(body)
+    cands = [(w.interval(tensor), tensor, q) for tensor, q in givers if tensor not in w.other and tensor in w.uses]
+    rename: dict[str, str] = {}
+    ends: dict[str, int] = {}        # kept queue -> the last position its tensors use
+    kept: list[str] = []
+    for (lo, hi), tensor, q in sorted(cands):
+        qq = queues[q]
+        home = next((h for h in kept if ends[h] < lo and queues[h].dtype == qq.dtype
+                     and queues[h].elems == qq.elems), None)
+        if home is None:
+            kept.append(q)
+            ends[q] = hi
+        else:
+            rename[q] = home
+            ends[home] = hi
+    return rename
+
+
 def _reuse(k: TileKernel) -> TileKernel:
     queues = {q.name: q for q in k.queues}
     workspaces = {mm.workspace for mm in k.matmuls if mm.workspace}
-    taken: dict[str, int] = {}           # queue -> stages that take it
-    walks = []
-    for st in k.stages:
-        w = _Walk()
-        w.walk(st.body)
-        walks.append(w)
-        for q in set(w.allocs.values()):
-            taken[q] = taken.get(q, 0) + 1
-    if k.process is not None:
-        w = _Walk()
-        w.walk(k.process)
-        for q in set(w.allocs.values()):
-            taken[q] = taken.get(q, 0) + 2   # Process's own buffers are never given on
+    allocs, taken = _stage_allocs(k)
     rename: dict[str, str] = {}          # dropped queue -> the queue whose buffer it shares
-    for w in walks:
-        cands = []
-        for tensor, q in w.allocs.items():
-            qq = queues.get(q)
-            if (qq is None or qq.position != "VECCALC" or qq.depth != 1 or q in workspaces or taken.get(q) != 1
-                    or tensor in w.other or tensor not in w.uses
-                    or sum(1 for x in w.allocs.values() if x == q) != 1):
-                continue
-            cands.append((w.interval(tensor), tensor, q))
-        ends: dict[str, int] = {}        # kept queue -> the last position its tensors use
-        kept: list[str] = []
-        for (lo, hi), tensor, q in sorted(cands):
-            qq = queues[q]
-            home = next((h for h in kept if ends[h] < lo and queues[h].dtype == qq.dtype
-                         and queues[h].elems == qq.elems), None)
-            if home is None:
-                kept.append(q)
-                ends[q] = hi
-            else:
-                rename[q] = home
-                ends[home] = hi
+    for st, stage_allocs in zip(k.stages, allocs):
+        givers = _givers(stage_allocs, queues, workspaces, taken)
+        if _two_of_a_kind(givers, queues):
+            rename.update(_stage_renames(st.body, givers, queues))
     if not rename:
         return k
 
