@@ -1,12 +1,16 @@
-"""fusedsl.gcpause.gc_paused: the collector off for a compile, and what the compile made collected
-once at its end (a cycle it dropped is freed there; the young generations are not left full for
-the caller's next allocation to walk)."""
+"""fusedsl.gcpause.gc_paused: the collector off for a trace and a compile, and what they made
+collected once at the end (a cycle dropped is freed there; the young generations are not left full
+for the caller's next allocation to walk); a full collection at a block's end once the process has
+gone FULL_AFTER times the collector's threshold without one."""
 from __future__ import annotations
 
 import gc
 import weakref
 
-from fusedsl.gcpause import gc_paused
+import pytest
+
+import fusedsl as fs
+from fusedsl.gcpause import FULL_AFTER, gc_paused
 
 
 class _Node:
@@ -44,3 +48,58 @@ def test_an_inner_block_leaves_the_collector_to_the_outer_one():
             pass
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def test_a_full_collection_ends_a_block_once_the_process_has_gone_long_without_one():
+    # a loop that only runs paused blocks: each ends with gc.collect(1), so no automatic collection
+    # (the only kind that starts a full one) ever runs; the block that takes the count of younger
+    # collections since the last full one past FULL_AFTER times the collector's threshold runs it
+    gc.collect()
+    limit = FULL_AFTER * gc.get_threshold()[2]
+    events: list = []
+    log = lambda phase, info: events.append((phase, info["generation"]))   # noqa: E731
+    full_at = []
+    gc.callbacks.append(log)
+    try:
+        for _ in range(limit + 1):
+            before = gc.get_count()[2]
+            events.clear()
+            with gc_paused():
+                pass
+            if ("start", 2) in events:
+                full_at.append(before)
+    finally:
+        gc.callbacks.remove(log)
+    assert full_at == [limit], full_at
+    assert gc.get_count()[2] == 0
+
+
+def test_a_trace_runs_paused_and_frees_the_cycles_its_function_dropped_when_it_ends():
+    seen, refs = [], []
+
+    def f(x):
+        seen.append(gc.isenabled())
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a
+        refs.append(weakref.ref(a))
+        del a, b
+        assert refs[0]() is not None    # not collected during the trace
+        return fs.relu(x)
+
+    graph = fs.fused_kernel(f).trace(fs.spec((4, 8)))
+    assert seen == [False] and gc.isenabled()
+    assert refs[0]() is None
+    assert [op.name for op in graph.main.ops] == ["relu"]
+
+
+def test_a_trace_that_raises_leaves_the_collector_on():
+    def f(x):
+        assert not gc.isenabled()
+        if x > 0:   # a ControlFlowError
+            return x
+        return x
+
+    with pytest.raises(fs.ControlFlowError):
+        fs.fused_kernel(f).trace(fs.spec((4,)))
+    assert gc.isenabled()
+

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import (ArgumentError, FusedslError, Loc, TraceError, strip_internal_frames, user_facing,
                       user_frame)
+from ..gcpause import gc_paused
 from ..ir.builder import Builder
 from ..ir.core import Module, TensorType
 from .api import to_dtype
@@ -241,6 +242,18 @@ class FusedKernel:
         return tuple(describe_arg(name, value) for name, value in self._bind(args, kwargs))
 
     def _trace(self, infos: tuple[ArgInfo, ...]) -> Module:
+        # With the collector paused, as the compile after it is: a trace allocates the graph (an op,
+        # its values, types and source line per fs.* call: ~40,000 objects for model_scale.py's
+        # 286-block stack) and frees few of them, so the collections its allocations set off found
+        # little, and every tenth-or-so of them was a full one walking the whole process (the last
+        # compile's result, the process memos: 60-70 ms there, as much as the trace itself).  What
+        # the user's function drops meanwhile (a cycle of its own) is freed when the trace ends
+        # (gc_paused collects the younger generations there), not during it; the caller's older
+        # objects are not walked at all.
+        with gc_paused():
+            return self._trace_paused(infos)
+
+    def _trace_paused(self, infos: tuple[ArgInfo, ...]) -> Module:
         builder = Builder(self.name, self.def_loc)
         trace = Trace(builder)
         call_args, call_kwargs = [], {}
