@@ -301,6 +301,32 @@ def _expressions(value, out: list) -> list:
     return out
 
 
+def _kernels_of_every_kind() -> list:
+    """The tile kernels (after the kernel passes) of a row (single-read and multi-pass), cube,
+    cube group (a kernel of parts), column, transpose and elementwise program."""
+    programs = [(lambda x: fs.softmax(x), [(4, 96)]), (lambda x, g: fs.layer_norm(x, g, g), [(3, 70000), (70000,)]),
+                (lambda x, w: fs.relu(x @ w), [(32, 48), (48, 64)]), (lambda x: fs.sum(x * x, 0), [(37, 45)]),
+                (lambda x, a, b: (fs.relu(x @ a.T), x @ b.T * 2), [(18, 24), (40, 24), (40, 24)]),
+                (lambda x: fs.transpose(x, (1, 0)), [(30, 17)]), (lambda x, y: fs.relu(x) * y, [(8, 64), (64,)])]
+    kernels = []
+    for fn, shapes in programs:
+        dtype = np.float16 if len(shapes) == 3 else np.float32   # (the cube group in float16)
+        comp = fs.fused_kernel(fn, target="ascend910b").compile(*[np.ones(s, dtype) for s in shapes])
+        kernels += [kernel_ir(plan.lowered) for plan in comp.kernels]
+    return kernels
+
+
+def test_a_kernel_printed_under_another_name_is_its_renamed_copys_text():
+    """print_kernel(k, name=...) (the kernel passes' memo key: k's text without its name) is the
+    text of k renamed, its parts keeping theirs."""
+    kernels = _kernels_of_every_kind()
+    assert any(k.parts for k in kernels)
+    for k in kernels:
+        for name in ("", "other"):
+            assert print_kernel(k, name=name) == print_kernel(dataclasses.replace(k, name=name))
+        assert print_kernel(k, locs=False, name="") == print_kernel(dataclasses.replace(k, name=""), locs=False)
+
+
 def _fresh_names(e) -> list:
     if isinstance(e, str):
         return [e]
@@ -324,14 +350,9 @@ def test_the_verifiers_remembered_names_equal_a_fresh_walk():
     the pass `reuse` ask of every expression, remembered per expression: tile/kernel._names_read,
     _gets) equal a fresh walk of each expression of row, column, cube and transpose kernels, asked
     twice, and of each with its ints as floats and as bools (equal dict keys, same answers)."""
-    programs = [(lambda x: fs.softmax(x), [(4, 96)]), (lambda x, g: fs.layer_norm(x, g, g), [(3, 70000), (70000,)]),
-                (lambda x, w: fs.relu(x @ w), [(32, 48), (48, 64)]), (lambda x: fs.sum(x * x, 0), [(37, 45)]),
-                (lambda x: fs.transpose(x, (1, 0)), [(30, 17)])]
     exprs = []
-    for fn, shapes in programs:
-        comp = fs.fused_kernel(fn, target="ascend910b").compile(*[np.ones(s, np.float32) for s in shapes])
-        for plan in comp.kernels:
-            _expressions(kernel_ir(plan.lowered), exprs)
+    for k in _kernels_of_every_kind():
+        _expressions(k, exprs)
     assert len(exprs) > 100 and any(e[0] == "get" for e in exprs) and any(e[0] == "load" for e in exprs)
 
     def retyped(e, kind):

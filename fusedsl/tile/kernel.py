@@ -828,9 +828,12 @@ def _step_lines(node: Step, ind: str, locs: bool, f, out: list) -> None:
     out += [f"{ind}  do {format_stmt(st, locs=locs)}" for st in node.stmts]
 
 
-def print_kernel(k: TileKernel, locs: bool = True) -> str:
+def print_kernel(k: TileKernel, locs: bool = True, name: str | None = None) -> str:
+    """The kernel's text (module doc); `name`: printed in place of k's own (the kernel passes'
+    memo key leaves it out: `print_kernel(k, name="")` is the text of k renamed "", without the
+    copy of k)."""
     f = expr_formatter()
-    L = [f"kernel @{k.name} kind {k.kind}", f"note \"{_esc(k.note)}\""]
+    L = [f"kernel @{k.name if name is None else name} kind {k.kind}", f"note \"{_esc(k.note)}\""]
     L += [f"field {fl.name}" + (f"[{fl.length}]" if fl.length else "") + (
         "" if fl.ctype == "uint32_t" else f" {fl.ctype}") for fl in k.fields]
     L += [f"gm {g.name} {g.dtype.name} {g.role} {g.index}" + (f" at {g.offset} elems {g.elems}" if g.elems else "")

@@ -329,7 +329,7 @@ def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
         snapshots.append(("kernel-lowered", print_kernel(k)))
     elif not _offers_kernels(k):   # (a cube kind remembers its choice before it lowers candidates:
         # lower/cube.WALK_CHOICES; printing every candidate kernel for a key would cost more here)
-        key = (id(target), budget, print_kernel(dataclasses.replace(k, name="")))
+        key = (id(target), budget, print_kernel(k, name=""))
         hit = _PASSED.get(key)
         if hit is not None and hit[0] is target:
             return hit[1] if hit[1].name == k.name else dataclasses.replace(hit[1], name=k.name)
