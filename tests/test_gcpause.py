@@ -103,3 +103,24 @@ def test_a_trace_that_raises_leaves_the_collector_on():
         fs.fused_kernel(f).trace(fs.spec((4,)))
     assert gc.isenabled()
 
+
+def test_a_trace_leaves_no_cyclic_garbage():
+    # what the trace builds is freed by reference counting alone (ir.core.freeze_attrs' recursive
+    # helper, nested, was a function-and-cell cycle per op with attributes: 12,000 objects of
+    # garbage in a 286-block stack's trace, for the collector to find at the trace's end)
+    def block(x, w, g, b):
+        for _ in range(3):
+            x = x + fs.gelu(fs.layer_norm(x, g, b) @ w) * 0.5
+        return fs.softmax(fs.sum(x, axis=-1, keepdims=True) * x, axis=-1)
+
+    args = (fs.spec((8, 16)), fs.spec((16, 16)), fs.spec((16,)), fs.spec((16,)))
+    found: list = []
+    log = lambda phase, info: phase == "stop" and found.append(info["collected"])   # noqa: E731
+    gc.collect()
+    gc.callbacks.append(log)
+    try:
+        graph = fs.fused_kernel(block).trace(*args)
+    finally:
+        gc.callbacks.remove(log)
+    assert len(graph.main.ops) > 30
+    assert found == [0], found   # the trace's end: one collection, nothing unreachable

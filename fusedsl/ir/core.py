@@ -104,8 +104,12 @@ class Module:
 
 def freeze_attrs(attrs: dict) -> tuple[tuple[str, object], ...]:
     """Attributes as a sorted tuple of pairs, lists turned into tuples."""
-    def freeze(v):
-        if isinstance(v, list):
-            return tuple(freeze(x) for x in v)
-        return v
-    return tuple(sorted((k, freeze(v)) for k, v in attrs.items() if v is not None))
+    return tuple(sorted((k, _freeze(v)) for k, v in attrs.items() if v is not None))
+
+
+def _freeze(v):
+    # at module level: a nested recursive function is a cycle (the function, its closure cell)
+    # that only the cyclic collector frees -- three objects of garbage per op a trace builds
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    return v
