@@ -4,6 +4,7 @@ cores and pipes of every kernel are priced on the printed program's own copies, 
 (tile/tiling_cost.py, which the printed host code evaluates too) and with the matmul tiling
 search's formula (cost.matmul_split_cycles) wherever both apply."""
 import dataclasses
+import gc
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from fusedsl.report import _instances
 from fusedsl.lower.cube import schedule_cube_kernel
 from fusedsl.lower.cube_tile import cube_tile_kernel
 from fusedsl.targets import get_target
-from fusedsl.tile import kernel_passes
+from fusedsl.tile import kernel_cost, kernel_passes
 from fusedsl.tile.kernel_cost import kernel_gm_bytes, kernel_work, launch_work, process_work
 
 from conftest import fuzz_settings
@@ -332,3 +333,21 @@ def test_a_process_walk_stops_only_when_it_cannot_come_under_above(target, monke
         assert stops.words == every.words and stops.choice == every.choice
         weighed += every.choice is not None and every.choice.weighed > 2
     assert stopped >= 10 and weighed >= 2
+
+
+def test_a_process_walk_leaves_no_cycle():
+    """A Process walk lets go of its last instance's env (its GM counters and `ub` refer to the
+    walk): once the caller drops it, nothing of the walk is left for the collector -- a compile
+    pauses the collector and collects at its end (fusedsl/gcpause.py), which would walk every walk's
+    objects and the candidate kernels they hold (the tiling pass walks each)."""
+    lowered = _candidates(*STOPS["colvec"], "ascend910b")
+    t = get_target("ascend910b")
+    gc.collect()
+    gc.disable()
+    try:
+        before = sum(type(o) is kernel_cost._Walk for o in gc.get_objects())
+        for k in (lowered, *lowered.candidates):
+            assert launch_work(k, t) is not None and kernel_gm_bytes(k) is not None
+        assert sum(type(o) is kernel_cost._Walk for o in gc.get_objects()) == before
+    finally:
+        gc.enable()

@@ -695,17 +695,20 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int,
     if above is not None:
         above = above * (1 + _ABOVE_MARGIN) + _ABOVE_MARGIN - min(cost.heads(block_dim, 0),
                                                                    cost.heads(block_dim, cost.MTE2_HEAD_THRESHOLD))
-    for b in range(block_dim * ratio):
-        own = _run_instance(walk, k, env0, b, b % ratio, ratio, alike)
-        for i, v in enumerate(own):
-            tally[i] += v
-        core = cores.setdefault(b // ratio, [0, 0.0, 0.0, 0.0, 0.0])
-        core[0] += own[MMLOAD]
-        core[1] += own[CUBE]
-        for i, p in enumerate((MTE2, VEC, MTE3)):
-            core[2 + i] = max(core[2 + i], own[p])
-        if above is not None and _core_cycles(core, cost.load_cycles(core[0], block_dim) + core[2]) > above:
-            return None
+    try:
+        for b in range(block_dim * ratio):
+            own = _run_instance(walk, k, env0, b, b % ratio, ratio, alike)
+            for i, v in enumerate(own):
+                tally[i] += v
+            core = cores.setdefault(b // ratio, [0, 0.0, 0.0, 0.0, 0.0])
+            core[0] += own[MMLOAD]
+            core[1] += own[CUBE]
+            for i, p in enumerate((MTE2, VEC, MTE3)):
+                core[2 + i] = max(core[2 + i], own[p])
+            if above is not None and _core_cycles(core, cost.load_cycles(core[0], block_dim) + core[2]) > above:
+                return None
+    finally:
+        _drop_env(walk)
     reads = sum(walk.read.values())
     hbm = cost.hbm_cycles(target, sum(walk.unique.values()), reads)
     busiest = (0.0, 0.0, 0.0, 0.0, 0.0)   # (cycles, mte2, vec, mte3, cube)
@@ -726,6 +729,15 @@ def _core_cycles(core: list, mte2: float) -> float:
     Never smaller for larger figures (the early stop of _walk_process_time relies on it)."""
     cube, vec, mte3 = core[1], core[3], core[4]
     return max(cube, mte2, mte3) + 0.1 * min(cube, mte2) + vec
+
+
+def _drop_env(walk: _Walk) -> None:
+    """The end of a Process walk: its last instance's env (GM counters and `ub`, which refer to the
+    walk) let go, so the walk and what it holds are freed when the caller drops them, not left as
+    cycles for the collector -- a compile pauses it and collects at its end (gcpause), walking all
+    that garbage: the tiling pass's walks left ~10 objects each, and kept every candidate kernel
+    they walked (and its expressions) alive until then."""
+    walk.env = None
 
 
 def _fields(k: TileKernel, words: list) -> dict:
@@ -826,20 +838,23 @@ def _pruned(rest: tuple, stages, needed: frozenset) -> dict:
     """id of each body of the kernel (the stages', the loops', branches' and Iterates' in them) -> the
     tuple of its needed nodes; None -> the rest of Process's."""
     out: dict = {}
-
-    def prune(body):
-        if id(body) in out:
-            return
-        out[id(body)] = tuple(n for n in body if id(n) in needed)
-        for n in body:
-            for inner in (getattr(n, "body", None), getattr(n, "then", None), getattr(n, "orelse", None)):
-                if type(inner) is tuple:
-                    prune(inner)
     for st in stages:
-        prune(st.body)
-    prune(rest)
+        _prune(st.body, needed, out)
+    _prune(rest, needed, out)
     out[None] = out.pop(id(rest))
     return out
+
+
+def _prune(body, needed: frozenset, out: dict) -> None:
+    """_pruned of `body` and the bodies inside it (a function of the module, not a closure calling
+    itself: that would be a cycle left for the collector at the end of a compile)."""
+    if id(body) in out:
+        return
+    out[id(body)] = tuple(n for n in body if id(n) in needed)
+    for n in body:
+        for inner in (getattr(n, "body", None), getattr(n, "then", None), getattr(n, "orelse", None)):
+            if type(inner) is tuple:
+                _prune(inner, needed, out)
 
 
 def _pure(node) -> bool:
@@ -1007,8 +1022,11 @@ def _walk_process(k: TileKernel, words: list, instances: int | None = None) -> i
     walk = _Walk(k, env0, tally, max(1, cores))
     for g in k.gms:
         env0["gm:" + g.name] = _Counter(g.dtype.itemsize, walk, max(1, cores))
-    for b in range(cores):
-        tally[GM] += _run_instance(walk, k, env0, b, 0, 1)[GM]
+    try:
+        for b in range(cores):
+            tally[GM] += _run_instance(walk, k, env0, b, 0, 1)[GM]
+    finally:
+        _drop_env(walk)
     for b in range(cores, instances or 0):   # launched, idle: Init reads the scalar members
         env = dict(env0, block=b, subblock=0, ratio=1)
         for m in k.members:
