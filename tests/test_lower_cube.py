@@ -10,11 +10,13 @@ from fusedsl import cost
 from fusedsl.errors import ScheduleError, TargetError
 from fusedsl.lower import kinds
 from fusedsl.lower.kinds import kernel_ir
+from fusedsl.lower import cube as lower_cube
 from fusedsl.lower.cube import (WALK_CHOICES, Choices, Traffic, _structure, cube_block_dim, cube_tiling,
                                 matmul_objects, schedule_cube_kernel)
 from fusedsl.lower import conv as lower_conv
 from fusedsl.lower.conv import CONV_CHOICES, schedule_conv_kernel
 from fusedsl.tile.kernel import print_kernel
+from fusedsl.tile.text import print_tile
 from fusedsl.targets import get_target
 
 
@@ -211,3 +213,44 @@ def test_a_conv_compiled_again_takes_the_core_count_chosen_before(monkeypatch):
     assert modelled == [] and len(CONV_CHOICES) == 1
     assert (again.tiling_fields, again.conv, again.rule_figures, again.plan_note) == \
         (first.tiling_fields, first.conv, first.rule_figures, first.plan_note)
+
+
+EPILOGUES = {   # (function, its inputs' shapes at two sizes): elementwise epilogues over a matmul or a conv
+    "bias_leaky": (lambda x, w, b: fs.leaky_relu(x @ w + b, 0.1), [[(40, 24), (24, 72), (72,)], [(33, 19), (19, 30), (30,)],
+                                                                   [(33, 5), (5, 1), (1,)]]),   # (b: one value)
+    "gelu_cast": (lambda x, w, b: fs.gelu(x @ w + b).astype("float16"), [[(128, 64), (64, 96), (96,)],
+                                                                          [(17, 130), (130, 9), (9,)]]),
+    "square_residual": (lambda x, w, r: (x @ w) * (x @ w) - r, [[(40, 24), (24, 72), (40, 72)], [(64, 32), (32, 48), (64, 48)]]),
+    "where": (lambda x, w, b: fs.where(x @ w > 0, x @ w, b), [[(40, 24), (24, 72), (72,)], [(64, 256), (256, 48), (48,)]]),
+    "conv_relu": (lambda x, w, b: fs.relu(fs.conv2d(x, w, b)), [[(1, 3, 9, 9), (4, 3, 3, 3), (4,)],
+                                                                 [(2, 8, 12, 10), (16, 8, 3, 3), (16,)]]),
+}
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
+def test_epilogue_programs_taken_from_the_memo_equal_fresh_ones(target):
+    """lower/cube._OP_SCHEDULES: an epilogue op's tile program taken from the process's memo (the
+    same function compiled before at another size or dtype) prints as the one op_schedule makes
+    afresh and stands for the same kernel values, so the lowered kernel and its Ascend C are the
+    same -- over cube and conv kernels with per-column and per-element inputs, a repeated operand, a
+    comparison and a cast, in float32 and float16."""
+    taken = 0
+    for fn, sizes in EPILOGUES.values():
+        for dtype in ("float16", "float32") if target == "ascend910b" else ("float16",):
+            for shapes in sizes:
+                args = [np.ones(s, dtype) for s in shapes]
+                kinds._LOWERED.clear()
+                before = len(lower_cube._OP_SCHEDULES)
+                remembered = fs.fused_kernel(fn, target=target).compile(*args)
+                taken += len(lower_cube._OP_SCHEDULES) == before
+                kinds._LOWERED.clear()
+                memo = dict(lower_cube._OP_SCHEDULES._entries)
+                lower_cube._OP_SCHEDULES.clear()
+                fresh = fs.fused_kernel(fn, target=target).compile(*args)
+                lower_cube._OP_SCHEDULES._entries.update(memo)
+                for a, b in zip(remembered.kernels, fresh.kernels):
+                    programs = [(label, print_tile(p)) for label, p in kinds.tile_programs(a.lowered)]
+                    assert programs == [(label, print_tile(p)) for label, p in kinds.tile_programs(b.lowered)]
+                    assert print_kernel(kernel_ir(a.lowered)) == print_kernel(kernel_ir(b.lowered))
+                assert remembered.source == fresh.source
+    assert taken >= 4
