@@ -550,6 +550,7 @@ def _row_tilings(sched: RowSchedule, sizes: dict[str, int], target: Target, cand
                     acc *= n
             st = list(reversed(st)) or [0]
             strides.append(tuple(st))
+    strides = tuple(strides)
     Cpad = _round_up(C, sched.block_elems)
     if R * (Cpad + sched.slack) >= MAX_ELEMS:
         raise ScheduleError(f"row kernel {sched.fn.name}: {R} rows of {C} elements need 64-bit offsets; the "
@@ -563,7 +564,7 @@ def _row_tilings(sched: RowSchedule, sizes: dict[str, int], target: Target, cand
                             hint="its value is the identity (sum 0, mean NaN): compute it on the host, or run on "
                             "the CPU executors (kernel(*arrays))")
     if R == 0 or C == 0:
-        return [RowTiling(R, C, Cpad, 1, 0, 0, 0, dims, tuple(strides))]
+        return [RowTiling(R, C, Cpad, 1, 0, 0, 0, dims, strides)]
     moved = R * C * max(sched.out_row_bytes, sched.in_row_bytes, 1)
     wants = [max(1, min(target.vector_cores, -(-moved // MIN_CORE_BYTES), R))]
     if candidates:
@@ -572,14 +573,16 @@ def _row_tilings(sched: RowSchedule, sizes: dict[str, int], target: Target, cand
             wants.append(min(n, R))
             n //= 2
     out: list[RowTiling] = []
+    seen: set = set()   # (the tilings differ only in these: R, C, dims and strides are the call's)
 
     def add(tile_rows: int, total_tiles: int, tiles_per_core: int, cpad: int) -> None:
         if not target.has_datacopypad:
             tiles_per_core = _line_aligned(sched, tiles_per_core, total_tiles, tile_rows, C)
-        t = RowTiling(R, C, cpad, tile_rows, total_tiles, tiles_per_core, -(-total_tiles // tiles_per_core), dims,
-                      tuple(strides))
-        if t not in out:
-            out.append(t)
+        if (tile_rows, total_tiles, tiles_per_core, cpad) in seen:
+            return
+        seen.add((tile_rows, total_tiles, tiles_per_core, cpad))
+        out.append(RowTiling(R, C, cpad, tile_rows, total_tiles, tiles_per_core, -(-total_tiles // tiles_per_core),
+                             dims, strides))
     if sched.passes is not None:   # multi-pass: one row per tile, walked in chunks of Cpad
         for want in wants:
             add(1, R, -(-R // want), sched.chunk)
