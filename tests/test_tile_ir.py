@@ -90,6 +90,47 @@ def test_rejects_use_before_def():
         verify_tile(s, T)
 
 
+def _broken(case: str):
+    """_sched()'s program with one rule broken."""
+    s = _sched()
+    if case == "unknown op":
+        s.stmts[1] = dataclasses.replace(s.stmts[1], op="frobnicate")
+    elif case == "dst":
+        s.stmts[1] = dataclasses.replace(s.stmts[1], dst="nowhere")
+    elif case == "src":
+        s.stmts[2] = dataclasses.replace(s.stmts[2], srcs=("nowhere",))
+    elif case == "aux":
+        s.stmts[2] = dataclasses.replace(s.stmts[2], aux=("nowhere",))
+    elif case == "hoisted":   # a hoisted stmt reads a tile's input (copied in per tile)
+        s.stmts[0] = dataclasses.replace(s.stmts[0], srcs=("in_b_1",))
+    elif case == "unwritten output":
+        s.stmts.pop()
+    elif case == "VECOUT":
+        for k in range(4):
+            s.slots[f"o{k}"] = Slot(f"o{k}", dt.float32, "out", 2)
+    elif case == "buffers":
+        for k in range(60):
+            s.slots[f"b{k}"] = Slot(f"b{k}", dt.float32, "tmp")
+    return s
+
+
+@pytest.mark.parametrize("case, message", [
+    ("unknown op", "unknown tile op 'frobnicate'"),
+    ("dst", "add names buffer nowhere, which is not allocated"),
+    ("src", "relu names buffer nowhere, which is not allocated"),
+    ("aux", "relu names buffer nowhere, which is not allocated"),
+    ("hoisted", "hoisted abs reads in_b_1 before it is written"),
+    ("unwritten output", "output y0 is copied out of out0_5, which no stmt of the tile writes"),
+    ("VECOUT", r"10 queue buffers on VECOUT \(out0_5 x2, o0 x2, .*ascend910b allows 8 per position"),
+    ("buffers", "67 UB buffers; ascend910b allows at most 64 per kernel"),
+])
+def test_rejects_each_broken_rule(case, message):
+    """Each rule of verify_tile not pinned above, broken in the program, is a TileVerifyError
+    naming the kernel and what is wrong."""
+    with pytest.raises(TileVerifyError, match=f"tile program of kernel k: {message}"):
+        verify_tile(_broken(case), T)
+
+
 def test_dump_and_plan_tile_ir(tmp_path, monkeypatch):
     import numpy as np
     monkeypatch.setenv("FUSEDSL_DUMP_IR", str(tmp_path))

@@ -37,7 +37,10 @@ def _fail(sched, msg, hint=None):
 
 
 def verify_tile(sched: VectorSchedule, target=None, tiling: Tiling | None = None) -> None:
-    """Raise TileVerifyError at the first broken rule; `target` enables the limit checks."""
+    """Raise TileVerifyError at the first broken rule; `target` enables the limit checks.  (The
+    tile passes run it after each pass: lower/vector.py's one-op programs -- four per elementwise
+    op of a row, column or cube kernel -- make it a share of a first compile, so each check reads
+    the stmts and slots once.)"""
     _check_names(sched)
     _check_defs(sched)
     for st in sched.stmts:
@@ -48,30 +51,40 @@ def verify_tile(sched: VectorSchedule, target=None, tiling: Tiling | None = None
 
 
 def _check_names(sched):
+    slots = sched.slots
     for st in sched.stmts:
         if st.op not in TILE_APIS:
             _fail(sched, f"unknown tile op {st.op!r}")
-        for x in (st.dst, *st.srcs, *st.aux):
-            if x not in sched.slots:
+        if st.dst not in slots:
+            _fail(sched, f"{st.op} names buffer {st.dst}, which is not allocated")
+        for x in st.srcs:
+            if x not in slots:
+                _fail(sched, f"{st.op} names buffer {x}, which is not allocated")
+        for x in st.aux:
+            if x not in slots:
                 _fail(sched, f"{st.op} names buffer {x}, which is not allocated")
 
 
 def _check_defs(sched):
-    per_core = {i.slot for i in sched.inputs if i.slot and sched.slots[i.slot].role == "inv"}
-    per_core |= set(sched.prefill) | {n for n, s in sched.slots.items() if s.role == "scratch"}
-    for st in sched.hoisted:
+    slots = sched.slots
+    per_core = {i.slot for i in sched.inputs if i.slot and slots[i.slot].role == "inv"}
+    per_core |= set(sched.prefill) | {n for n, s in slots.items() if s.role == "scratch"}
+    hoisted, body = [], []   # (sched.hoisted / sched.body, each a pass over the stmts: split in one)
+    for st in sched.stmts:
+        (hoisted if st.hoisted else body).append(st)
+    for st in hoisted:
         for x in st.srcs:
             if x not in per_core:
                 _fail(sched, f"hoisted {st.op} reads {x} before it is written (hoisted stmts run once per core, "
                       "before any tile is copied in)")
         per_core.add(st.dst)
     ready = per_core | {i.slot for i in sched.inputs if i.slot}
-    for st in sched.body:
+    for st in body:
         for x in st.srcs:
             if x not in ready:
                 _fail(sched, f"{st.op} reads {x} before it is written")
         ready.add(st.dst)
-    written = {st.dst for st in sched.body}
+    written = {st.dst for st in body}
     for o in sched.outputs:
         if o.slot not in written:
             _fail(sched, f"output {o.name} is copied out of {o.slot}, which no stmt of the tile writes")
@@ -95,23 +108,24 @@ def _check_overlap(sched, st):
 
 def _check_queues(sched, target):
     limit = target.max_queue_buffers_per_position
+    count = {"in": 0, "out": 0}   # queue buffers per role with a VECIN / VECOUT position (_POSITION)
+    total = 0
+    for s in sched.slots.values():
+        total += s.num
+        if s.role in count:
+            count[s.role] += s.num
     for role, position in _POSITION.items():
-        slots = [s for s in sched.slots.values() if s.role == role]
-        count = sum(s.num for s in slots)
-        if count > limit:
-            names = ", ".join(f"{s.name} x{s.num}" for s in slots)
-            _fail(sched, f"{count} queue buffers on {position} ({names}); {target.name} allows "
+        if count[role] > limit:
+            names = ", ".join(f"{s.name} x{s.num}" for s in sched.slots.values() if s.role == role)
+            _fail(sched, f"{count[role]} queue buffers on {position} ({names}); {target.name} allows "
                   f"{limit} per position", hint="split the kernel (fewer inputs or outputs per kernel)")
-    total = sum(s.num for s in sched.slots.values())
     if total > target.max_buffers:
         _fail(sched, f"{total} UB buffers; {target.name} allows at most {target.max_buffers} per kernel")
 
 
 def _check_budget(sched, target, tiling):
-    per_elem = sched.ub_bytes_per_elem()
     if tiling is None:   # sizes unknown: compute_tiling reports a smallest tile that does not fit
         return
-    del per_elem
     rows, need = [], 0
     for s in sched.slots.values():
         nbytes = -(-(tiling.tile_elems + sched.slack_elems) * s.dtype.itemsize // 32) * 32
