@@ -189,6 +189,40 @@ def test_a_kernel_printed_again_is_remembered_and_equals_a_fresh_print(monkeypat
     assert "test_ascendc_cube.py" in debug and all(hit[1] != debug for hit in pk.KERNEL_TEXT.values())
 
 
+def test_int_literals_remembered_equal_fresh_ones():
+    """printer_kernel._int_literal keeps each int's literal (_INT_TEXT): a remembered text equals
+    the literal printed afresh, a bool or an int subclass equal to a kept int never takes its text,
+    and the memo empties when full."""
+    import enum
+
+    from fusedsl.backend_ascendc import printer_kernel as pk
+
+    def fresh(e):
+        return f"{e}u" if e >= 0 else f"({e})"
+
+    ints = [0, 1, -1, 7, 8, 16, 255, 256, 65535, 2**31, 2**32 - 1, -2**31, 10**30, -10**30]
+    for _ in range(2):   # the second time from the memo
+        assert [pk._int_literal(e) for e in ints] == [fresh(e) for e in ints]
+    assert 1 in pk._INT_TEXT and 0 in pk._INT_TEXT
+
+    class Flag(enum.IntEnum):
+        ON = 1
+
+    class Wide(int):
+        def __format__(self, spec):
+            return "wide"
+
+    assert pk._int_literal(Flag.ON) == f"{Flag.ON}u"
+    assert pk._int_literal(Wide(1)) == "wideu" != pk._int_literal(1)
+    assert pk.c_expr(("+", "a", 1)) == "a + 1u" and pk._c(1)[0] == "1u"
+    with pytest.raises(TypeError, match="bool is not an expression"):
+        pk.c_expr(("+", "a", True))
+    pk._INT_TEXT.clear()
+    for e in range(pk._INT_TEXT_MAX + 10):
+        assert pk._int_literal(e) == fresh(e)
+    assert len(pk._INT_TEXT) <= pk._INT_TEXT_MAX
+
+
 def test_expression_texts_and_process_names_equal_a_fresh_walk():
     """printer_kernel.c_expr keeps each expression tuple's text by its marshal bytes: a remembered
     text equals a fresh print (_c) for either field signedness, and 1, 1.0 and True -- equal as dict

@@ -54,7 +54,21 @@ def _memo_c(u: bool):
 
 
 def _int_literal(e: int) -> str:
-    return f"{e}u" if e >= 0 else f"({e})"
+    if type(e) is not int:   # (an int subclass prints as its own format says)
+        return f"{e}u" if e >= 0 else f"({e})"
+    text = _INT_TEXT.get(e)
+    if text is None:
+        if len(_INT_TEXT) >= _INT_TEXT_MAX:
+            _INT_TEXT.clear()
+        text = _INT_TEXT[e] = f"{e}u" if e >= 0 else f"({e})"
+    return text
+
+
+# an int's literal per value (_int_literal): int -> str conversion was 2.6 % of a conv kernel's first
+# print, and a kernel's ints are few and repeated (1u, 8u, 16u, its shape's sizes).  Exact ints only,
+# so a key equal to a bool or an int subclass never takes another's text; emptied when full
+_INT_TEXT: dict = {}
+_INT_TEXT_MAX = 4096
 
 
 # c_expr's text per `signed_fields` (_memo_c); a printer's `_x` is one of them (no bound method,
@@ -178,8 +192,10 @@ class NodePrinting:
         return self.queue[queue].dtype.ascendc
 
     def _dtype(self, tensor: str) -> dt.DType:
-        q = next(sc[tensor] for sc in reversed(self.scopes) if tensor in sc)
-        return self.queue[q].dtype
+        for sc in reversed(self.scopes):   # (a loop: a generator per call was 1.6 % of a first print)
+            if tensor in sc:
+                return self.queue[sc[tensor]].dtype
+        raise KeyError(tensor)   # (verify_kernel: every tensor is bound before it is used)
 
     def _ref(self, r: Ref) -> str:
         text = r.tensor if r.offset == 0 else f"{r.tensor}[{self._x(r.offset)}]"
@@ -551,106 +567,145 @@ class KernelPrinter(NodePrinting, KernelFrame):
 
     def _cube_class(self) -> str:
         """A kernel with Matmul objects: Init takes the GM tensors, the workspace and the
-        TCubeTiling; Process (after REGIST_MATMUL_OBJ) plans UB and runs the process body."""
-        k = self.k
+        TCubeTiling; Process (after REGIST_MATMUL_OBJ) plans UB and runs the process body.  (Loops
+        that append rather than comprehensions: each comprehension is a function made and called,
+        a kernel's first print ran ~15 of them here.)"""
+        k, gm_name = self.k, self.gm_name
         ins = [g for g in k.gms if g.role == "in"] + [g for g in k.gms if g.role == "out"]
-        late = self._from_entry()
-        L = ['#include "lib/matmul_intf.h"',
-             *self.class_open([f"GM_ADDR {self.gm_name[g.name]}" for g in ins] + ["GM_ADDR workspace"],
-                              self.tiling if self.parts else k.tiling_struct)]
-        L += [f"        gm_{self.gm_name[g.name]}.SetGlobalBuffer((__gm__ {g.dtype.ascendc}*){self.gm_name[g.name]});"
-              for g in ins]
         work = [g for g in k.gms if g.role == "work"]
-        L += [f"        // this core's {g.name}: its slice of the user workspace (after the Matmul API's system part)\n"
-              f"        gm_{g.name}.SetGlobalBuffer(reinterpret_cast<__gm__ {g.dtype.ascendc}*>("
-              f"AscendC::GetUserWorkspace(workspace) + AscendC::GetBlockIdx() * {g.index}u{f' + {g.offset}u' if g.offset else ''}), "
-              f"{(g.elems or g.index // g.dtype.itemsize)}u);" for g in work]
-        L += [f"        {m.name} = {self._member_init(m)};" for m in k.members if m.init is not None and m not in late]
-        L += ["        AscendC::SetSysWorkspace(workspace);", "    }", "",
-              "    // After REGIST_MATMUL_OBJ: the UB plan, then the core's block tile by tile.",
-              "    __aicore__ inline void Process(AscendC::TPipe* pipe)", "    {"]
-        L += [f"        pipe->InitBuffer({q.name}, {_bytes(q, True)});" if q.position in ("VECCALC", "TBUF_VECOUT") else
-              f"        pipe->InitBuffer({q.name}, {q.depth}, {_bytes(q, True)});" for q in k.queues]
-        L += [f"        {mm.name}.SetLocalWorkspace({mm.workspace}.Get<uint8_t>());   // C passes through UB"
-              for mm in k.matmuls if mm.workspace]
+        late = self._from_entry()
+        params = [f"GM_ADDR {gm_name[g.name]}" for g in ins]
+        params.append("GM_ADDR workspace")
+        L = ['#include "lib/matmul_intf.h"', *self.class_open(params, self.tiling if self.parts else k.tiling_struct)]
+        add = L.append
+        for g in ins:
+            add(f"        gm_{gm_name[g.name]}.SetGlobalBuffer((__gm__ {g.dtype.ascendc}*){gm_name[g.name]});")
+        for g in work:
+            add(f"        // this core's {g.name}: its slice of the user workspace (after the Matmul API's system part)\n"
+                f"        gm_{g.name}.SetGlobalBuffer(reinterpret_cast<__gm__ {g.dtype.ascendc}*>("
+                f"AscendC::GetUserWorkspace(workspace) + AscendC::GetBlockIdx() * {g.index}u{f' + {g.offset}u' if g.offset else ''}), "
+                f"{(g.elems or g.index // g.dtype.itemsize)}u);")
+        for m in k.members:
+            if m.init is not None and m not in late:
+                add(f"        {m.name} = {self._member_init(m)};")
+        L += _PROCESS_OPEN
+        for q in k.queues:
+            add(f"        pipe->InitBuffer({q.name}, {_bytes(q, True)});" if q.position in ("VECCALC", "TBUF_VECOUT") else
+                f"        pipe->InitBuffer({q.name}, {q.depth}, {_bytes(q, True)});")
+        for mm in k.matmuls:
+            if mm.workspace:
+                add(f"        {mm.name}.SetLocalWorkspace({mm.workspace}.Get<uint8_t>());   // C passes through UB")
         used = _names(k.process)
-        core = {"block": "AscendC::GetBlockIdx()", "subblock": "AscendC::GetSubBlockIdx()",
-                "ratio": "AscendC::GetTaskRatio()"}
-        L += [f"        const uint32_t {n} = {c};" for n, c in core.items() if n in used]
+        for n, decl in _CORE_DECLS:
+            if n in used:
+                add(decl)
         self.scopes = [{}]
         self._nodes(k.process, 8, L)
         L += ["    }", ""]
         for mm in k.matmuls:
             types = [_matmul_type(o) for o in (mm.a, mm.b, mm.c)]
             types.append(f"AscendC::MatmulType<AscendC::TPosition::GM, CubeFormat::ND, {mm.c.dtype.ascendc}>")
-            L.append(f"    AscendC::Matmul<{types[0]},")
-            L += [f"                    {x}," for x in types[1:-1]]
-            L.append(f"                    {types[-1]}> {mm.name};")
-        L.append(f"    {self.tiling if self.parts else k.tiling_struct} tiling;")
-        L += [f"    {m.dtype.ascendc} {m.name};" for m in k.members if m.dtype is not None]
+            add(f"    AscendC::Matmul<{types[0]},")
+            for x in types[1:-1]:
+                add(f"                    {x},")
+            add(f"                    {types[-1]}> {mm.name};")
+        add(f"    {self.tiling if self.parts else k.tiling_struct} tiling;")
+        words = []
+        for m in k.members:
+            if m.dtype is not None:
+                add(f"    {m.dtype.ascendc} {m.name};")
+            else:
+                words.append(f"{m.name} = 0")
         L += ["", "private:"]
         for st in k.stages:
-            L += [f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})", "    {"]
+            add(f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})")
+            add("    {")
             self.scopes = [{}]
             self._nodes(st.body, 8, L)
             L += ["    }", ""]
         for q in k.queues:
             if q.position in ("VECCALC", "TBUF_VECOUT"):   # a TBuf (on VECOUT: a Matmul's A in UB)
-                L.append(f"    AscendC::TBuf<AscendC::TPosition::{q.position.removeprefix('TBUF_')}> {q.name};")
+                add(f"    AscendC::TBuf<AscendC::TPosition::{q.position.removeprefix('TBUF_')}> {q.name};")
             elif q.position == "TSCM":   # user-managed L1, filled from GM
-                L.append(f"    AscendC::TSCM<AscendC::TPosition::GM, {q.depth}> {q.name};")
+                add(f"    AscendC::TSCM<AscendC::TPosition::GM, {q.depth}> {q.name};")
             else:
-                L.append(f"    AscendC::TQue<AscendC::QuePosition::{q.position}, 1> {q.name};")
-        L += [f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{self.gm_name[g.name]};" for g in ins + work]
-        words = [m for m in k.members if m.dtype is None]
+                add(f"    AscendC::TQue<AscendC::QuePosition::{q.position}, 1> {q.name};")
+        for g in ins + work:
+            add(f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{gm_name[g.name]};")
         if words:
-            L.append("    uint32_t " + ", ".join([f"{m.name} = 0" for m in words]) + ";")
-        return "\n".join(L + ["};", ""])
+            add("    uint32_t " + ", ".join(words) + ";")
+        L += ["};", ""]
+        return "\n".join(L)
 
     # ---- the class ----------------------------------------------------------------------------
     def _class(self) -> str:
-        k = self.k
+        k, gm_name = self.k, self.gm_name
         ins = [g for g in k.gms if g.role == "in"] + [g for g in k.gms if g.role == "out"]
-        L = [f"// {self.name}: {cnames.comment(k.note)}",
-             *self.class_open([f"GM_ADDR {self.gm_name[g.name]}" for g in ins])]
-        L += [f"        gm_{self.gm_name[g.name]}.SetGlobalBuffer((__gm__ {g.dtype.ascendc}*){self.gm_name[g.name]});"
-              for g in ins]
-        L += [f"        {m.name} = {self._member_init(m)};" for m in k.members if m.init is not None]
-        L += [f"        pipe.InitBuffer({q.name}, {_bytes(q)});" if q.position == "VECCALC" else
-              f"        pipe.InitBuffer({q.name}, {q.depth}, {_bytes(q)});" for q in k.queues]
+        L = [f"// {self.name}: {cnames.comment(k.note)}", *self.class_open([f"GM_ADDR {gm_name[g.name]}" for g in ins])]
+        add = L.append   # (loops that append, as in _cube_class)
+        for g in ins:
+            add(f"        gm_{gm_name[g.name]}.SetGlobalBuffer((__gm__ {g.dtype.ascendc}*){gm_name[g.name]});")
+        for m in k.members:
+            if m.init is not None:
+                add(f"        {m.name} = {self._member_init(m)};")
+        for q in k.queues:
+            add(f"        pipe.InitBuffer({q.name}, {_bytes(q)});" if q.position == "VECCALC" else
+                f"        pipe.InitBuffer({q.name}, {q.depth}, {_bytes(q)});")
         L += ["    }", "", "    __aicore__ inline void Process()", "    {", *self.core_tiles()]
         once = [st for st in k.stages if st.once]
         if once:   # a prologue runs only on a core with tiles
-            L += ["        if (first >= last) return;"] + [f"        {st.name}();" for st in once]
-        L += ["        for (uint32_t tile = first; tile < last; ++tile) {"]
-        L += [f"            {st.name}({'tile' if st.param else ''});" for st in k.stages if not st.once]
+            add("        if (first >= last) return;")
+            for st in once:
+                add(f"        {st.name}();")
+        add("        for (uint32_t tile = first; tile < last; ++tile) {")
+        for st in k.stages:
+            if not st.once:
+                add(f"            {st.name}({'tile' if st.param else ''});")
         L += ["        }", "    }", "", "private:"]
         for st in k.stages:
-            L += [f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})", "    {"]
+            add(f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})")
+            add("    {")
             self.scopes = [{}]
             self._nodes(st.body, 8, L)
-            L.append("    }")
+            add("    }")
         L += ["", "    AscendC::TPipe pipe;"]
         for q in k.queues:
             if q.position == "VECCALC":
-                L.append(f"    AscendC::TBuf<AscendC::TPosition::VECCALC> {q.name};")
+                add(f"    AscendC::TBuf<AscendC::TPosition::VECCALC> {q.name};")
             else:
-                L.append(f"    AscendC::TQue<AscendC::QuePosition::{q.position}, 1> {q.name};")
-        L += [f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{self.gm_name[g.name]};" for g in ins]
-        L.append(f"    {self.tiling} tiling;")
-        L += [f"    {m.dtype.ascendc} {m.name};" for m in k.members if m.dtype is not None]
-        words = [m for m in k.members if m.dtype is None]
+                add(f"    AscendC::TQue<AscendC::QuePosition::{q.position}, 1> {q.name};")
+        for g in ins:
+            add(f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{gm_name[g.name]};")
+        add(f"    {self.tiling} tiling;")
+        words = []
+        for m in k.members:
+            if m.dtype is not None:
+                add(f"    {m.dtype.ascendc} {m.name};")
+            else:
+                words.append(f"{m.name} = 0")
         if words:
-            L.append("    uint32_t " + ", ".join(f"{m.name} = 0" for m in words) + ";")
-        return "\n".join(L + ["};", ""])
+            add("    uint32_t " + ", ".join(words) + ";")
+        L += ["};", ""]
+        return "\n".join(L)
 
     def _member_init(self, m) -> str:
         if m.dtype is None:
-            return c_expr(m.init)
+            return _EXPR[0](m.init)   # (c_expr's, without its call)
         if isinstance(m.init, tuple) and m.init[0] == "load":   # a one-element GM tensor's value
             g = self.gm[m.init[1]]
             return gm_scalar_load(f"gm_{self.gm_name[g.name]}", g.dtype, m.dtype)
-        return f"static_cast<{m.dtype.ascendc}>({c_expr(m.init)})"
+        return f"static_cast<{m.dtype.ascendc}>({_EXPR[0](m.init)})"
+
+
+# Process's opening lines after Init (the same in every cube kernel)
+_PROCESS_OPEN = ("        AscendC::SetSysWorkspace(workspace);", "    }", "",
+                 "    // After REGIST_MATMUL_OBJ: the UB plan, then the core's block tile by tile.",
+                 "    __aicore__ inline void Process(AscendC::TPipe* pipe)", "    {")
+
+# the core's names a cube kernel's Process may read (tile/kernel.CORE_NAMES), each declared when read
+_CORE_DECLS = (("block", "        const uint32_t block = AscendC::GetBlockIdx();"),
+               ("subblock", "        const uint32_t subblock = AscendC::GetSubBlockIdx();"),
+               ("ratio", "        const uint32_t ratio = AscendC::GetTaskRatio();"))
 
 
 def _matmul_type(o) -> str:
