@@ -7,6 +7,9 @@ finishes its lanes on the scalar unit).  The printed Ascend C of the same kernel
 simulate in test_ascendc_row.py and test_ascendc_row_broadcast.py."""
 from __future__ import annotations
 
+import importlib.util
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -16,10 +19,14 @@ from conftest import fuzz_settings
 
 import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
+from fusedsl.lower import column_plan, row_plan
 from fusedsl.lower.kinds import kernel_ir, kernel_words
+from fusedsl.lower.row_plan import _op_schedule, op_schedule
+from fusedsl.lru import Lru
 from fusedsl.targets import get_target
 from fusedsl.tile.kernel import print_kernel, verify_kernel
 from fusedsl.tile.parse import TileKernelParseError, parse_kernel
+from fusedsl.tile.text import print_tile
 from fusedsl.tile.verify import TileVerifyError
 
 TARGETS = ["ascend910b", "ascend310p", "ascend910"]
@@ -161,3 +168,37 @@ def test_sync_check_of_deeply_nested_loops_walks_each_state_once():
     verify_kernel(parse_kernel(kernel(False)), target)
     with pytest.raises(TileVerifyError, match="GetValue of a0 after a vector op wrote it, with no V_S sync between"):
         verify_kernel(parse_kernel(kernel(True)), target)
+
+
+def test_remembered_op_programs_equal_fresh_ones(monkeypatch):
+    """row_plan.op_schedule remembers each one-op program for the process (_OP_SCHEDULES): on every
+    ascend910b row and column program of the kernel corpus (each at several sizes: the later sizes'
+    ops take the first's programs), each program it hands out prints (with locations) like the one
+    scheduled afresh for that op, and its parameters stand for the same kernel values."""
+    spec = importlib.util.spec_from_file_location(
+        "kernel_corpus", os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py"))
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    monkeypatch.setattr(row_plan, "_OP_SCHEDULES", Lru(512))
+    calls = []
+
+    def recorded(fn, op, producer, target, varies):
+        out = op_schedule(fn, op, producer, target, varies)
+        calls.append(((fn, op, producer, target, varies), out))
+        return out
+    monkeypatch.setattr(row_plan, "op_schedule", recorded)
+    monkeypatch.setattr(column_plan, "op_schedule", recorded)
+    for key, fn, specs, target in corpus.configs():
+        if key.split("/")[0] not in ("row", "column") or target != "ascend910b":
+            continue
+        try:
+            fs.fused_kernel(fn, target=target).compile(*corpus._inputs(specs, seed=1))
+        except fs.FusedslError:
+            continue
+    given_out = {}
+    for args, (sched, sources) in calls:
+        fresh, fresh_sources = _op_schedule(*args)
+        assert print_tile(sched, locs=True) == print_tile(fresh, locs=True)
+        assert [id(v) for v in sources] == [id(v) for v in fresh_sources]
+        given_out[id(sched)] = given_out.get(id(sched), 0) + 1
+    assert len(calls) > 300 and sum(n - 1 for n in given_out.values()) > 100, (len(calls), len(given_out))

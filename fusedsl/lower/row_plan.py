@@ -33,6 +33,7 @@ from ..ir.core import Function, Op, Param, TensorType, Value
 from ..ir.ops import CONSTANT, has_trait
 from .vector import VectorSchedule, schedule_vector_kernel
 from .errors import LoweringError
+from ..lru import Lru
 from ..record import record
 
 REDUCTIONS = ("sum", "mean", "max", "min")
@@ -185,7 +186,49 @@ def _param_layout(shape, row_shape) -> bool:
     return padded[-1] == row_shape[-1]
 
 
+# The one-op programs op_schedule made in this process (the program does not depend on the kernel's
+# sizes: below): a kernel compiled at a new shape -- a notebook's next input, the same function's
+# row kernel at another row length -- takes its ops' programs, as a cube epilogue's do
+# (lower/cube._OP_SCHEDULES).  The key is everything op_schedule reads: the target (by identity:
+# the entry holds it), the kernel's name and the op's (the program's name), the op's attributes (by
+# repr, so 1, 1.0 and True stay apart; only plain values, whose repr is exact), source line and
+# result dtype, and per operand which earlier operand it repeats, its dtype, whether it varies and
+# its parameter kind.  An op reading a constant op's value (its value enters the program) is
+# scheduled afresh.  The programs are shared: nothing changes a schedule once op_schedule
+# returns it (the row, column and cube lowerings read them; kinds.tile_programs dumps them).
+_OP_SCHEDULES = Lru(512)
+_PLAIN = (int, float, bool, str, type(None), dt.DType)
+
+
+def _plain(x) -> bool:
+    return isinstance(x, _PLAIN) or (isinstance(x, tuple) and all(_plain(y) for y in x))
+
+
 def op_schedule(fn: Function, op: Op, producer: dict, target, varies) -> tuple[VectorSchedule, list[Value]]:
+    """_op_schedule(...), remembered (_OP_SCHEDULES): the op's program, and the kernel values its
+    parameters stand for."""
+    kinds = {id(p.value): p.kind for p in fn.params}
+    first: dict = {}
+    operands = []
+    for i, v in enumerate(op.operands):
+        src = producer.get(id(v))
+        if src is not None and has_trait(src, CONSTANT):
+            return _op_schedule(fn, op, producer, target, varies)
+        at = first.setdefault(id(v), i)
+        operands.append((at, v.dtype, bool(varies(v)), kinds.get(id(v), "tensor")) if at == i else (at,))
+    if not _plain(op.attrs):
+        return _op_schedule(fn, op, producer, target, varies)
+    key = (id(target), fn.name, op.name, repr(op.attrs), op.loc, op.result.dtype, tuple(operands))
+    hit = _OP_SCHEDULES.get(key)
+    if hit is not None and hit[0] is target:
+        return hit[1], [op.operands[i] for i in hit[2]]
+    sched, sources = _op_schedule(fn, op, producer, target, varies)
+    # (_op_schedule's parameters: the operands in order of first appearance)
+    _OP_SCHEDULES.put(key, (target, sched, tuple(first[id(v)] for v in sources)))
+    return sched, sources
+
+
+def _op_schedule(fn: Function, op: Op, producer: dict, target, varies) -> tuple[VectorSchedule, list[Value]]:
     """One op as a kernel of its own, scheduled like any vector kernel: its tile stmts, and
     the kernel values its parameters stand for (in parameter order).
 
