@@ -680,8 +680,8 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int,
                        above: float | None = None, env0: dict | None = None) -> KernelWork | None:
     """process_work's walk (`env0`: _fields(k, words), which it takes over).  With `above` (cycles),
     None as soon as one AI core's figures so far (each only grows with the instances still to walk,
-    and the HBM's bound only raises MTE2) and the smallest pipe heads the launch can have exceed it:
-    its cycles could only be more."""
+    and the HBM's bound only raises MTE2) and the smallest pipe heads the launch can still have
+    (_least_heads) exceed it: its cycles could only be more."""
     env0 = _fields(k, words) if env0 is None else env0
     tally = _tallies()
     ratio = 2 if target.separated else 1
@@ -693,8 +693,7 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int,
     # walks them all (finding what they read costs about a walk of two)
     alike = {} if block_dim * ratio >= ALIKE_INSTANCES else None
     if above is not None:
-        above = above * (1 + _ABOVE_MARGIN) + _ABOVE_MARGIN - min(cost.heads(block_dim, 0),
-                                                                   cost.heads(block_dim, cost.MTE2_HEAD_THRESHOLD))
+        above = above * (1 + _ABOVE_MARGIN) + _ABOVE_MARGIN
     try:
         for b in range(block_dim * ratio):
             own = _run_instance(walk, k, env0, b, b % ratio, ratio, alike)
@@ -705,7 +704,8 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int,
             core[1] += own[CUBE]
             for i, p in enumerate((MTE2, VEC, MTE3)):
                 core[2 + i] = max(core[2 + i], own[p])
-            if above is not None and _core_cycles(core, cost.load_cycles(core[0], block_dim) + core[2]) > above:
+            if above is not None and _core_cycles(core, cost.load_cycles(core[0], block_dim) + core[2]) + \
+                    _least_heads(block_dim, max(walk.read.values(), default=0)) > above:
                 return None
     finally:
         _drop_env(walk)
@@ -721,6 +721,15 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int,
     head = cost.heads(block_dim, max(walk.read.values(), default=0))
     return KernelWork(int(tally[GM]), block_dim, busiest[1], busiest[2], busiest[3], head, busiest[0] + head,
                       busiest[4])
+
+
+def _least_heads(block_dim: int, largest: float) -> float:
+    """The smallest pipe heads (cost.heads, by the largest input the launch reads) a launch can have
+    when the largest it has read so far is `largest` (reads only grow): its heads once past
+    cost.MTE2_HEAD_THRESHOLD, else the smaller of the two."""
+    if largest >= cost.MTE2_HEAD_THRESHOLD:
+        return cost.heads(block_dim, largest)
+    return min(cost.heads(block_dim, 0), cost.heads(block_dim, cost.MTE2_HEAD_THRESHOLD))
 
 
 def _core_cycles(core: list, mte2: float) -> float:
