@@ -254,3 +254,15 @@ def test_epilogue_programs_taken_from_the_memo_equal_fresh_ones(target):
                     assert print_kernel(kernel_ir(a.lowered)) == print_kernel(kernel_ir(b.lowered))
                 assert remembered.source == fresh.source
     assert taken >= 4
+
+
+def test_balanced_split_remembered_equals_a_fresh_one():
+    """lower/cube._balanced_split (CANN's rule) is remembered per (M, N, cores, whole rows): over
+    sizes from 1 to past every core count's blocks, the remembered split equals a fresh one."""
+    fresh = lower_cube._balanced_split.__wrapped__
+    for m in (1, 15, 16, 17, 100, 129, 1000, 4096):
+        for n in (1, 9, 48, 257, 777, 4096):
+            for dim in (1, 2, 20, 24, 48):
+                for whole_rows in (False, True):
+                    assert lower_cube._balanced_split(m, n, dim, whole_rows) == fresh(m, n, dim, whole_rows)
+                    assert lower_cube._balanced_split(m, n, dim, whole_rows) == fresh(m, n, dim, whole_rows)

@@ -324,9 +324,12 @@ def matmul_objects(t: Target) -> int:
     return t.aiv_cores if t.separated else t.aic_cores
 
 
+@lru_cache(maxsize=1024)
 def _balanced_split(m: int, n: int, dim: int, whole_rows: bool) -> tuple[int, int, int]:
     """CANN's tiling API rule (cpu/include/tiling/tiling_api.h): the (mDim, nDim) with the
-    smallest per-core block, then the most cores; whole rows split M only."""
+    smallest per-core block, then the most cores; whole rows split M only.  Remembered (a function
+    of its four arguments): a kernel's search and CANN's rule for it ask the same, and every core
+    count (md) is tried for each."""
     if whole_rows:
         sm = min(m, _up(_ceil(m, dim), 16))
         return sm, n, _ceil(m, sm)
