@@ -11,6 +11,7 @@ from fusedsl.errors import ScheduleError, TargetError
 from fusedsl.lower import kinds
 from fusedsl.lower.kinds import kernel_ir
 from fusedsl.lower import cube as lower_cube
+from fusedsl.lower import row_plan
 from fusedsl.lower.cube import (WALK_CHOICES, Choices, Traffic, _structure, cube_block_dim, cube_tiling,
                                 matmul_objects, schedule_cube_kernel)
 from fusedsl.lower import conv as lower_conv
@@ -229,7 +230,7 @@ EPILOGUES = {   # (function, its inputs' shapes at two sizes): elementwise epilo
 
 @pytest.mark.parametrize("target", ["ascend910b", "ascend310p"])
 def test_epilogue_programs_taken_from_the_memo_equal_fresh_ones(target):
-    """lower/cube._OP_SCHEDULES: an epilogue op's tile program taken from the process's memo (the
+    """row_plan._OP_SCHEDULES: an epilogue op's tile program taken from the process's memo (the
     same function compiled before at another size or dtype) prints as the one op_schedule makes
     afresh and stands for the same kernel values, so the lowered kernel and its Ascend C are the
     same -- over cube and conv kernels with per-column and per-element inputs, a repeated operand, a
@@ -240,14 +241,14 @@ def test_epilogue_programs_taken_from_the_memo_equal_fresh_ones(target):
             for shapes in sizes:
                 args = [np.ones(s, dtype) for s in shapes]
                 kinds._LOWERED.clear()
-                before = len(lower_cube._OP_SCHEDULES)
+                before = len(row_plan._OP_SCHEDULES)
                 remembered = fs.fused_kernel(fn, target=target).compile(*args)
-                taken += len(lower_cube._OP_SCHEDULES) == before
+                taken += len(row_plan._OP_SCHEDULES) == before
                 kinds._LOWERED.clear()
-                memo = dict(lower_cube._OP_SCHEDULES._entries)
-                lower_cube._OP_SCHEDULES.clear()
+                memo = dict(row_plan._OP_SCHEDULES._entries)
+                row_plan._OP_SCHEDULES.clear()
                 fresh = fs.fused_kernel(fn, target=target).compile(*args)
-                lower_cube._OP_SCHEDULES._entries.update(memo)
+                row_plan._OP_SCHEDULES._entries.update(memo)
                 for a, b in zip(remembered.kernels, fresh.kernels):
                     programs = [(label, print_tile(p)) for label, p in kinds.tile_programs(a.lowered)]
                     assert programs == [(label, print_tile(p)) for label, p in kinds.tile_programs(b.lowered)]

@@ -940,7 +940,7 @@ def epilogue_rows(fn, cube_op, epilogue, target: Target, varies) -> tuple[dict, 
     buffers (values and temporaries, reused by liveness; the cube op's value in its own dtype),
     and the elements Compare reads past a row (every row buffer has them)."""
     producer = {id(op.result): op for op in fn.ops}
-    steps = {id(op): _op_schedule(fn, op, producer, target, varies) for op in epilogue}
+    steps = {id(op): op_schedule(fn, op, producer, target, varies) for op in epilogue}
     kinds = {id(op.result): "row" for op in epilogue}
     kinds[id(cube_op.result)] = "row"
     _, counts = allocate_row_values(fn, kinds, epilogue, {id(v) for v in fn.results})
@@ -950,41 +950,6 @@ def epilogue_rows(fn, cube_op, epilogue, target: Target, varies) -> tuple[dict, 
         per_col += cube_op.result.dtype.itemsize
     slack = max([st[0].slack_elems for st in steps.values()] + [0])
     return steps, per_col, slack
-
-
-# The epilogue ops' tile programs (row_plan.op_schedule: each op a one-op vector kernel over a
-# canonical [2] / [1] shape, so the program does not depend on the kernel's sizes) for the process:
-# a kernel compiled at a new shape -- a notebook's next input, a model's layer of another width --
-# takes its ops' programs.  The key is everything op_schedule reads: the target (by identity: the
-# entry holds it), the kernel's name and the op's (the program's name), the op's name, attributes
-# (by repr: 1, 1.0 and True apart), source line and result dtype, and per operand which earlier one
-# it repeats, its dtype, whether it varies along a tile row and its parameter kind.  An op reading
-# a constant op's value (its value, name and shape enter the program) is not remembered.  The
-# programs are shared, not copied: nothing changes a schedule once op_schedule returns it
-# (cube_tile reads them; kinds.tile_programs dumps them).
-_OP_SCHEDULES = Lru(512)
-
-
-def _op_schedule(fn, op, producer: dict, target: Target, varies) -> tuple:
-    """op_schedule(fn, op, producer, target, varies), remembered (_OP_SCHEDULES): (its program,
-    the kernel values its parameters stand for)."""
-    kinds = {id(p.value): p.kind for p in fn.params}
-    first: dict = {}
-    operands = []
-    for i, v in enumerate(op.operands):
-        src = producer.get(id(v))
-        if src is not None and has_trait(src, CONSTANT):
-            return op_schedule(fn, op, producer, target, varies)
-        at = first.setdefault(id(v), i)
-        operands.append((at, v.dtype, bool(varies(v)), kinds.get(id(v), "tensor")) if at == i else (at,))
-    key = (id(target), fn.name, op.name, repr(op.attrs), op.loc, op.result.dtype, tuple(operands))
-    hit = _OP_SCHEDULES.get(key)
-    if hit is not None and hit[0] is target:
-        return hit[1], [op.operands[i] for i in hit[2]]
-    sched, sources = op_schedule(fn, op, producer, target, varies)
-    # (op_schedule's parameters: the operands in order of first appearance)
-    _OP_SCHEDULES.put(key, (target, sched, tuple(first[id(v)] for v in sources)))
-    return sched, sources
 
 
 def side_shape(shape, out_shape, per_channel) -> bool:
