@@ -243,13 +243,14 @@ class FusedKernel:
 
     def _trace(self, infos: tuple[ArgInfo, ...]) -> Module:
         # With the collector paused, as the compile after it is: a trace allocates the graph (an op,
-        # its values, types and source line per fs.* call: ~40,000 objects for model_scale.py's
+        # its values, types and source line per fs.* call: ~29,000 objects for model_scale.py's
         # 286-block stack) and frees few of them, so the collections its allocations set off found
-        # little, and every tenth-or-so of them was a full one walking the whole process (the last
-        # compile's result, the process memos: 60-70 ms there, as much as the trace itself).  What
-        # the user's function drops meanwhile (a cycle of its own) is freed when the trace ends
-        # (gc_paused collects the younger generations there), not during it; the caller's older
-        # objects are not walked at all.
+        # little, and the collector's rule (a full collection after ten younger ones, once the oldest
+        # generation grew by a quarter) had every second trace of that stack, compiled again, run a
+        # full one walking every object the process holds (the last compile's result, the process
+        # memos: 50-85 ms there, as much as the trace itself).  What the user's function drops
+        # meanwhile (a cycle of its own) is freed when the trace ends (gc_paused collects the
+        # younger generations there), not during it; the caller's older objects are not walked.
         with gc_paused():
             return self._trace_paused(infos)
 
