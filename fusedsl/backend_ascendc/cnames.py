@@ -9,6 +9,7 @@ printer calls these two functions at each place such a string is printed.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 _PLAIN = re.compile(r"[A-Za-z0-9_]")
@@ -56,6 +57,7 @@ def ident(name: str) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=1024)   # a pure function of the name: each printer asks it per input (a regex per character)
 def param(name: str) -> str:
     """The C++ name of a kernel parameter: `p_` + ident(name), never a keyword nor a name the
     printer uses itself (`tiling`, `workspace`, `y0`, `t`, ...: those have no `p_` prefix)."""

@@ -102,7 +102,7 @@ class KernelFrame:
         tiling pointer pairs; a MIX launch) and Process."""
         mix = matmuls is not None
         L = self.entry_open(mix) + [f"    {self.cls} op;", f"    op.Init({', '.join(init_args)});",
-                                    *(f"    {line}" for line in setup)]
+                                    *[f"    {line}" for line in setup]]
         if mix:
             L += [self.register_matmuls(matmuls), "    op.Process(&pipe);"]
         else:
@@ -112,7 +112,7 @@ class KernelFrame:
     def entry_open(self, mix: bool) -> list[str]:
         """The entry's signature and its copy of the tiling struct into `t`; a MIX kernel
         declares the TPipe its Matmul objects are registered with first."""
-        params = ", ".join(f"GM_ADDR {a}" for a in self._gm_args() + ["workspace", "tiling"])
+        params = ", ".join([f"GM_ADDR {a}" for a in self._gm_args() + ["workspace", "tiling"]])
         L = [f'extern "C" __global__ __aicore__ void {self.name}({params})', "{"]
         if self.t.kernel_type_macro:
             L.append(f"    KERNEL_TASK_TYPE_DEFAULT({'KERNEL_TYPE_MIX_AIC_1_2' if mix else 'KERNEL_TYPE_AIV_ONLY'});")
@@ -140,7 +140,7 @@ class KernelFrame:
     def static_host_tiling(self, words, about: list[str]) -> str:
         """The host tiling function of a kernel with static shapes: the words fusedsl computed,
         copied into the struct (`about`: the comment lines that say why they are constants)."""
-        body = ", ".join(f"{w}u" for w in words)
+        body = ", ".join([f"{w}u" for w in words])
         return "\n".join([
             *about,
             f"inline bool {camel(self.name)}Tiling(const int64_t* sizes, uint32_t vectorCores, uint32_t ubBudget,",
@@ -166,7 +166,7 @@ class KernelFrame:
         """The CPU run's entry points: the launch (in MIX mode for a cube kernel) and the host
         tiling function."""
         name, tiling = self.name, self.tiling
-        args = ", ".join(f"args[{i}]" for i in range(len(self._gm_args()) + 2))
+        args = ", ".join([f"args[{i}]" for i in range(len(self._gm_args()) + 2)])
         if self.MIX:
             launch = f"""#include "tikicpulib.h"
 // Entry points for fusedsl's CPU run of this file (not part of the NPU build): a mixed kernel.

@@ -531,16 +531,17 @@ class KernelPrinter(NodePrinting, KernelFrame):
         if len(KERNEL_TEXT) >= KERNEL_TEXT_MAX:
             KERNEL_TEXT.clear()
         ref = weakref.ref(self.k, lambda _, key=key, memo=KERNEL_TEXT: memo.pop(key, None))
-        KERNEL_TEXT[key] = (ref, text, tuple((op, PRIMS.get(op)) for op in self.prims_read))
+        KERNEL_TEXT[key] = (ref, text, tuple([(op, PRIMS.get(op)) for op in self.prims_read]))
         return text
 
     def _kernel(self, entry: bool) -> str:
         if not self.k.matmuls:
             return "\n".join([self._class(), self.entry(self._gm_args() + ["t"])])   # (one copy of the text)
-        text = self._cube_class()
+        late = self._from_entry()
+        text = self._cube_class(late)
         if not entry:
             return text
-        setup = tuple(f"op.{m.name} = static_cast<{m.dtype.ascendc}>(t.{m.init[2:]});" for m in self._from_entry())
+        setup = tuple([f"op.{m.name} = static_cast<{m.dtype.ascendc}>(t.{m.init[2:]});" for m in late])
         mms = [x for mm in self.k.matmuls for x in (f"op.{mm.name}", f"&op.tiling.{mm.tiling}" if mm.tiling else "&op.tiling")]
         return "\n".join([text, self.entry(self._gm_args() + ["workspace", "t.cube" if self.rt else "t"], setup, mms)])
 
@@ -565,15 +566,15 @@ class KernelPrinter(NodePrinting, KernelFrame):
         TCubeTiling alone, which the Matmul objects read)."""
         return [m for m in self.k.members if m.dtype is not None and isinstance(m.init, str) and m.init.startswith("t.")]
 
-    def _cube_class(self) -> str:
+    def _cube_class(self, late: list) -> str:
         """A kernel with Matmul objects: Init takes the GM tensors, the workspace and the
-        TCubeTiling; Process (after REGIST_MATMUL_OBJ) plans UB and runs the process body.  (Loops
+        TCubeTiling (`late`: the members its entry sets, _from_entry); Process (after
+        REGIST_MATMUL_OBJ) plans UB and runs the process body.  (Loops
         that append rather than comprehensions: each comprehension is a function made and called,
         a kernel's first print ran ~15 of them here.)"""
         k, gm_name = self.k, self.gm_name
         ins = [g for g in k.gms if g.role == "in"] + [g for g in k.gms if g.role == "out"]
         work = [g for g in k.gms if g.role == "work"]
-        late = self._from_entry()
         params = [f"GM_ADDR {gm_name[g.name]}" for g in ins]
         params.append("GM_ADDR workspace")
         L = ['#include "lib/matmul_intf.h"', *self.class_open(params, self.tiling if self.parts else k.tiling_struct)]
