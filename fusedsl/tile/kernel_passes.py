@@ -47,7 +47,8 @@ A kernel of parts (several matmuls of one A) runs the passes on each part: the U
 between parts, so each has the budget alone.
 
 The passes' result is remembered per lowered kernel text (its name left out), target and budget
-(`_PASSED`): a kernel that comes back in the process, under its name or another, is not walked again.
+(`_PASSED`, tile/kernel_memo.py): a kernel that comes back in the process, under its name or another,
+is not walked again.
 """
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ from .. import cost
 from .kernel import (Alloc, Call, DeQue, Field, For, Free, If, Member, MmIterate, Step, TileKernel, map_steps,
                      print_kernel, ub_plan, verify_kernel)
 from .kernel_cost import launch_work
+from .kernel_memo import KernelTextMemo
 from .kernel_reuse import reuse_buffers
-from ..lru import Lru
 from ..record import record
 
 _PER_TILE = ("VECIN", "VECOUT")
@@ -302,16 +303,16 @@ KERNEL_PASSES = [("reuse", reuse_buffers), ("tiling", choose_tiling), ("double-b
                  ("verify", _verify)]
 
 
-# The passes' result for a kernel they ran on before in this process, by (id(target), budget, the
-# lowered kernel's text with its name left out): (target, the kernel after the passes), the most
-# recently used last.  The passes read nothing but the kernel (its text round-trips:
-# tile/kernel.parse_kernel), the target and the budget -- and the kernel's name only to name it in a
-# verifier's message -- so a kernel of another name takes the result, renamed: a model's repeated
-# layers (kernels model_k1, model_k3, ... of one text but for the name: a 7-block stack's 15
-# kernels are 5 texts), a function edited above the kernel's line.  Printing the kernel costs a
-# tenth of the passes (the tiling pass walks every candidate).  The kept kernels are shared: a
-# TileKernel is not changed once built (what is learnt about it -- its walks -- is memoised in it).
-_PASSED = Lru(512)
+# The passes' result for a kernel they ran on before in this process, by (id(target), budget) and the
+# lowered kernel's text with its name left out: (target, the kernel after the passes).  The passes
+# read nothing but the kernel (its text round-trips: tile/kernel.parse_kernel), the target and the
+# budget -- and the kernel's name only to name it in a verifier's message -- so a kernel of another
+# name takes the result, renamed: a model's repeated layers (kernels model_k1, model_k3, ... of one
+# text but for the name: a 7-block stack's 15 kernels are 5 texts), a function edited above the
+# kernel's line.  A kernel is printed only when an earlier one may have its text (tile/kernel_memo.py:
+# most first compiles print none).  The kept kernels are shared: a TileKernel is not changed once
+# built (what is learnt about it -- its walks -- is memoised in it).
+_PASSED = KernelTextMemo(512)
 
 
 def _offers_kernels(k: TileKernel) -> bool:
@@ -324,13 +325,12 @@ def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
     """`k` after every pass of KERNEL_PASSES; with `snapshots` (a list), ("kernel-<pass>", text)
     after the lowering and after each pass that changed the kernel (run again, not remembered)."""
     budget = target.ub_bytes if not budget else budget
-    key = None
+    slot = None
     if snapshots is not None:
         snapshots.append(("kernel-lowered", print_kernel(k)))
     elif not _offers_kernels(k):   # (a cube kind remembers its choice before it lowers candidates:
-        # lower/cube.WALK_CHOICES; printing every candidate kernel for a key would cost more here)
-        key = (id(target), budget, print_kernel(k, name=""))
-        hit = _PASSED.get(key)
+        # lower/cube.WALK_CHOICES; comparing every candidate kernel's text would cost more here)
+        hit, slot = _PASSED.find(k, (id(target), budget))
         if hit is not None and hit[0] is target:
             return hit[1] if hit[1].name == k.name else dataclasses.replace(hit[1], name=k.name)
     for name, run in KERNEL_PASSES:
@@ -338,6 +338,6 @@ def run_kernel_passes(k: TileKernel, target, budget: int | None = None,
         k = run(k, target, budget)
         if snapshots is not None and k is not before:
             snapshots.append((f"kernel-{name}", print_kernel(k)))
-    if key is not None:
-        _PASSED.put(key, (target, k))
+    if slot is not None:
+        _PASSED.put(slot, (target, k))
     return k

@@ -1,0 +1,87 @@
+"""`KernelTextMemo`: results remembered per TileKernel text (its name left out), printing a kernel only
+when an earlier one may have the same text.
+
+The kernel passes remember their result per lowered kernel text (tile/kernel_passes._PASSED): a
+model's repeated layers and a cell run again take it without the walks.  Keyed by the text itself,
+every lowered kernel was printed for its key -- as much as verifying it -- though a kernel's first
+compile mostly finds no earlier kernel of its text.  This memo files its entries by a few figures of
+a kernel that its text shows (`_shape`: its kind, note, tiling words and candidates, the stages'
+names, lengths and steps, how many queues, GM tensors, fields, members and parts, whether it has a
+Process of its own): a kernel no entry shares them with is a miss without a print; otherwise it is printed
+and compared with each entry's text, printed once (the first time that entry is compared).  A hit is
+exactly an entry of the same text, as when the text was the key; a kernel whose figures nothing
+shares costs a tuple of them.  The entries of one `context` and figures are a list (at most
+PER_SHAPE, the oldest out), `limit` lists in all, the least recently used out.
+"""
+from __future__ import annotations
+
+from ..lru import Lru
+from .kernel import For, If, MmIterate, Step, TileKernel, print_kernel
+
+PER_SHAPE = 8
+
+
+def _shape(k: TileKernel) -> tuple:
+    """Figures of k that its text, name left out, shows (each is printed as it is): kernels of one
+    text have the same.  Its steps' labels and tile ops tell apart the elementwise kernels, which
+    have no tiling words."""
+    return (k.kind, k.note, tuple(k.words), tuple(tuple(c) for c in k.candidates),
+            tuple((st.name, len(st.body), tuple(_steps(st.body, []))) for st in k.stages),
+            len(k.queues), len(k.gms), len(k.fields), len(k.members), len(k.parts), k.process is None)
+
+
+def _steps(body, out: list) -> list:
+    """(label, its stmts' ops) of each step of a body, nested bodies too, in order, into `out`."""
+    for node in body:
+        kind = type(node)
+        if kind is Step:
+            out.append((node.label, tuple(st.op for st in node.stmts)))
+        elif kind is For or kind is MmIterate:
+            _steps(node.body, out)
+        elif kind is If:
+            _steps(node.then, out)
+            _steps(node.orelse, out)
+    return out
+
+
+class _Entry:
+    """A remembered kernel's text (printed the first time it is compared: until then the kernel)
+    and its result."""
+    __slots__ = ("kernel", "text", "result")
+
+    def __init__(self, kernel: TileKernel | None, text: str | None, result):
+        self.kernel, self.text, self.result = kernel, text, result
+
+    def printed(self) -> str:
+        if self.text is None:
+            self.text = print_kernel(self.kernel, name="")
+            self.kernel = None   # (its text is what is compared from now on)
+        return self.text
+
+
+class KernelTextMemo:
+    def __init__(self, limit: int):
+        self._lists = Lru(limit)   # (context, _shape(k)) -> [_Entry, ...], oldest first
+
+    def find(self, k: TileKernel, context) -> tuple:
+        """(the result remembered under `context` for a kernel of k's text, its name left out, or
+        None; the slot `put` files k's result in)."""
+        key = (context, _shape(k))
+        entries = self._lists.get(key)
+        if not entries:
+            return None, (key, k, None)
+        text = print_kernel(k, name="")
+        for entry in entries:
+            if entry.printed() == text:
+                return entry.result, (key, k, text)
+        return None, (key, k, text)
+
+    def put(self, slot: tuple, result) -> None:
+        """Remember `result` for the kernel `find` gave the slot of."""
+        key, k, text = slot
+        entries = list(self._lists.get(key) or ())
+        entries.append(_Entry(k if text is None else None, text, result))
+        self._lists.put(key, entries[-PER_SHAPE:])
+
+    def clear(self) -> None:
+        self._lists.clear()
