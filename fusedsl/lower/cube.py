@@ -387,10 +387,12 @@ def _bases(sm: int, sn: int, whole_rows: bool, fits):
 
 
 def modelled_split(t: Target, m, n, k, sm, sn, used, bm, bn, traffic: Traffic, per_core: int | None = None,
-                   a_l1_bytes: int = 0, model=None) -> tuple[float, int]:
+                   a_l1_bytes: int = 0, model=None, vectors: dict | None = None) -> tuple[float, int]:
     """(modelled us, GM bytes) of a matmul kernel on one split, base block and layout: the
     report's figures for it (cost.matmul_split_cycles plus the epilogue's vector cycles); `model`:
-    cost.split_model of this matmul and traffic (a search passes its own)."""
+    cost.split_model of this matmul and traffic (a search passes its own); `vectors`: the
+    epilogue's vector cycles by (blockDim, baseM, baseN, tiles per core), a search's own (most
+    splits share a launch with another: the Launch record is not built again)."""
     per = per_core or (2 if t.separated else 1)
     block_dim = cube_block_dim(used, t, per)
     if model is None:
@@ -398,7 +400,13 @@ def modelled_split(t: Target, m, n, k, sm, sn, used, bm, bn, traffic: Traffic, p
                                  traffic.c_bytes)
     _, _, _, cycles, head, gm = model(sm, sn, used, bm, bn, per, a_l1_bytes, block_dim)
     if traffic.vector is not None:
-        cycles += traffic.vector(block_dim, cost.Launch(block_dim, bm, bn, _ceil(sm, bm) * _ceil(sn, bn)))
+        point = (block_dim, bm, bn, _ceil(sm, bm) * _ceil(sn, bn))
+        vector = None if vectors is None else vectors.get(point)
+        if vector is None:
+            vector = traffic.vector(block_dim, cost.Launch(*point))
+            if vectors is not None:
+                vectors[point] = vector
+        cycles += vector
     return (cycles + head) / t.clock_mhz + cost.LAUNCH_US, gm
 
 
@@ -409,6 +417,7 @@ def _cheapest_split(t: Target, m, n, k, whole_rows, legacy, layouts, panel_of, f
     model = cost.split_model(t, m, n, k, traffic.a_item, traffic.b_item, traffic.batch, traffic.epilogue,
                              traffic.c_bytes)
     blocks: dict = {}   # (sm, sn, L1 share, TSCM bytes) -> _bases: layouts of one L1 share ask again
+    vectors: dict = {}  # modelled_split's epilogue cycles by launch
     for opa, in_l1, lim, cap in layouts:
         for sm, sn, used in _splits(m, n, cap, whole_rows):
             tscm = panel_of(sm) if in_l1 else 0
@@ -419,14 +428,14 @@ def _cheapest_split(t: Target, m, n, k, whole_rows, legacy, layouts, panel_of, f
                 bases = blocks[sm, sn, lim, tscm] = tuple(_bases(sm, sn, whole_rows, fitter(lim, tscm)))
             for bm, bn in bases:
                 # (one tile column reads A once either way: the A-from-GM layout, weighed first, wins the tie)
-                key = modelled_split(t, m, n, k, sm, sn, used, bm, bn, traffic, opa, tscm, model)
+                key = modelled_split(t, m, n, k, sm, sn, used, bm, bn, traffic, opa, tscm, model, vectors)
                 cands.append((key, (sm, sn, used, bm, bn, opa, tscm, lim)))
     # CANN's rule (two objects per AI core on 910B, A from GM), where it fits and its layout is weighed
     per = 2 if t.separated else 1
     lim0 = next((lim for opa, in_l1, lim, _ in layouts if not in_l1), layouts[0][2])
     rule = None
     if any(opa == per and not in_l1 for opa, in_l1, _, _ in layouts) and fitter(lim0, 0)(*legacy[3:]):
-        rule = (modelled_split(t, m, n, k, *legacy, traffic, per, 0, model), (*legacy, per, 0, lim0))
+        rule = (modelled_split(t, m, n, k, *legacy, traffic, per, 0, model, vectors), (*legacy, per, 0, lim0))
         cands.append(rule)
     if not cands:
         # nothing fits: the caller's checks say which buffer (FS110)
