@@ -271,7 +271,6 @@ def test_alike_instances_of_a_launch_equal_a_walk_of_each(case, target, monkeypa
     addresses of the blocks it reads (for the HBM's share; an Iterate's body only for values of what
     its addresses read that no instance taken before had): its figures -- and the distinct blocks
     and reads the HBM is priced on -- equal a walk of every instance."""
-    from fusedsl.tile import kernel_cost
     fn, args = ALIKE[case]
     (plan,) = fs.fused_kernel(fn).compile(*args, target=target).kernels
     k, words = kernel_ir(plan.lowered), kernel_words(plan.lowered, plan.tiling)
