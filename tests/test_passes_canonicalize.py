@@ -5,6 +5,7 @@ runs one pass (verified after it) and compares the printed result with `expected
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
@@ -505,3 +506,65 @@ def test_fold_transpose_keeps_a_transpose_with_other_readers_and_other_permutati
 """
     module = fs.parse_ir(text)
     assert str(PassManager([FoldTranspose()]).run(module)) == text
+
+
+# ---- a pass that rewrites nothing ------------------------------------------------------------
+def test_a_pass_that_rewrites_nothing_returns_its_input_module():
+    """Pass.run hands back the module it was given when no function changed (Rewriter.function,
+    DCE and the passes' own early returns give back the function itself), so the PassManager
+    need not verify it again; a pass that rewrites something still returns a new module."""
+    @fs.fused_kernel
+    def softmax(x):
+        return fs.softmax(x)
+    module = softmax.trace(np.ones((4, 8), np.float32))
+    for p in canonicalize_passes():
+        assert p.run(module) is module, p.name
+    folded = fs.parse_ir(ir(BROKEN_INPUT.replace("%1 = tanh(%0)", "%1 = mul(%0, %0)")))
+    assert CSE().run(folded) is folded and DCE().run(folded) is folded
+    dead = fs.parse_ir(ir(BROKEN_INPUT.replace("%1 = tanh(%0)", "%1 = tanh(%x)")))
+    assert DCE().run(dead) is not dead
+
+
+def test_pass_manager_verifies_an_input_no_pass_rewrites():
+    """The shortcut skips only a module verified before: an invalid input that every pass leaves
+    alone is still caught, after the first pass."""
+    good = fs.parse_ir(ir(BROKEN_INPUT))
+    bad = Module((dataclasses.replace(good.main, ops=good.main.ops[::-1]),))   # tanh before exp
+    assert CSE().run(bad) is bad
+    with pytest.raises(fs.VerifyError, match=r"use-before-def: in @f, op #0 \(tanh\)"):
+        PassManager([CSE(), CSE()]).run(bad)
+
+
+def test_pass_manager_verifies_every_module_a_pass_makes(monkeypatch):
+    """Over many kernels: every module the pipeline's passes return is verified or is the very
+    module verified just before it (so skipping it checks nothing less), and the IR after each
+    pass prints as the same passes run on fresh copies print it."""
+    from fusedsl.passes import base
+    verified = []
+    monkeypatch.setattr(base, "verify_module", lambda m: verified.append(m) or m)
+    kernels = [
+        (lambda x: fs.softmax(x), [(4, 8)]),
+        (lambda x: fs.exp(x) * 1.0 + fs.exp(x), [(4,)]),
+        (lambda x, w: fs.layer_norm(x, w, w), [(4, 8), (8,)]),
+        (lambda x, y: fs.relu(x @ y) - 0.0, [(4, 8), (8, 4)]),
+        (lambda x: fs.sum(x * 2, axis=(0, 2)), [(2, 3, 4)]),
+        (lambda x: -(-fs.tanh(x)), [(4,)]),
+    ]
+    for fn, shapes in kernels:
+        module = fs.fused_kernel(fn).trace(*[np.ones(s, np.float32) for s in shapes])
+        verified.clear()
+        pm = PassManager(canonicalize_passes())
+        pm.run(module)
+        previous, last_verified = module, None
+        for name, after in pm.history:
+            if after is not previous or last_verified is None:
+                assert verified and verified.pop(0) is after, name
+                last_verified = after
+            else:
+                assert after is last_verified, name
+            # the same pass on a fresh copy of its input: the same text (a copy is never returned as-is)
+            copy = fs.parse_ir(str(previous))
+            fresh = next(p for p in canonicalize_passes() if p.name == name).run(copy)
+            assert str(fresh) == str(after), name
+            previous = after
+        assert not verified

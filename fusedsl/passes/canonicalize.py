@@ -65,6 +65,8 @@ class DCE(Pass):
             if any(id(v) in live for v in op.results):
                 kept.append(op)
                 live.update(id(v) for v in op.operands)
+        if len(kept) == len(fn.ops):
+            return fn   # nothing dead: the function itself (Pass.run returns the module unchanged)
         kept.reverse()
         return Function(fn.name, fn.params, tuple(kept), fn.results, fn.loc)
 
