@@ -7,6 +7,7 @@ finishes its lanes on the scalar unit).  The printed Ascend C of the same kernel
 simulate in test_ascendc_row.py and test_ascendc_row_broadcast.py."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 
@@ -21,7 +22,8 @@ import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
 from fusedsl.lower import column_plan, row_plan
 from fusedsl.lower.kinds import kernel_ir, kernel_words
-from fusedsl.lower.row_plan import _op_schedule, op_schedule
+from fusedsl.lower.row_plan import _op_function, op_schedule
+from fusedsl.lower.vector import schedule_vector_kernel
 from fusedsl.lru import Lru
 from fusedsl.targets import get_target
 from fusedsl.tile.kernel import print_kernel, verify_kernel
@@ -173,8 +175,10 @@ def test_sync_check_of_deeply_nested_loops_walks_each_state_once():
 def test_remembered_op_programs_equal_fresh_ones(monkeypatch):
     """row_plan.op_schedule remembers each one-op program for the process (_OP_SCHEDULES): on every
     ascend910b row and column program of the kernel corpus (each at several sizes: the later sizes'
-    ops take the first's programs), each program it hands out prints (with locations) like the one
-    scheduled afresh for that op, and its parameters stand for the same kernel values."""
+    ops take the first's programs; an op like one of another program takes that one's, moved to
+    its own name and line), each program it hands out is the one scheduled afresh for that op --
+    its text with locations, every field, its kernel's name and line -- and its parameters stand
+    for the same kernel values."""
     spec = importlib.util.spec_from_file_location(
         "kernel_corpus", os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py"))
     corpus = importlib.util.module_from_spec(spec)
@@ -195,10 +199,18 @@ def test_remembered_op_programs_equal_fresh_ones(monkeypatch):
             fs.fused_kernel(fn, target=target).compile(*corpus._inputs(specs, seed=1))
         except fs.FusedslError:
             continue
-    given_out = {}
-    for args, (sched, sources) in calls:
-        fresh, fresh_sources = _op_schedule(*args)
+    shared = moved = 0
+    programs, slots = set(), set()
+    for (fn, op, producer, target, varies), (sched, sources) in calls:
+        sub, fresh_sources = _op_function(fn, op, producer, varies)
+        fresh = schedule_vector_kernel(sub, target)
         assert print_tile(sched, locs=True) == print_tile(fresh, locs=True)
+        assert dataclasses.replace(sched, kernel=None) == dataclasses.replace(fresh, kernel=None)
+        assert (sched.kernel.name, sched.kernel.loc, sched.kernel.ops[-1].loc) == (
+            fresh.kernel.name, fresh.kernel.loc, fresh.kernel.ops[-1].loc)
         assert [id(v) for v in sources] == [id(v) for v in fresh_sources]
-        given_out[id(sched)] = given_out.get(id(sched), 0) + 1
-    assert len(calls) > 300 and sum(n - 1 for n in given_out.values()) > 100, (len(calls), len(given_out))
+        shared += id(sched) in programs
+        moved += id(sched) not in programs and id(sched.slots) in slots   # (a moved program keeps the slots)
+        programs.add(id(sched))
+        slots.add(id(sched.slots))
+    assert len(calls) > 300 and shared > 50 and moved > 50, (len(calls), shared, moved)

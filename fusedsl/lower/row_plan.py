@@ -25,7 +25,7 @@ kernels: 16-bit floats round once per op, reductions accumulate in float32.
 """
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 
 from .. import dtypes as dt
 from ..errors import ScheduleError
@@ -187,15 +187,18 @@ def _param_layout(shape, row_shape) -> bool:
 
 
 # The one-op programs op_schedule made in this process (the program does not depend on the kernel's
-# sizes: below): a kernel compiled at a new shape -- a notebook's next input, the same function's
-# row kernel at another row length -- takes its ops' programs, as a cube epilogue's do
-# (lower/cube._OP_SCHEDULES).  The key is everything op_schedule reads: the target (by identity:
-# the entry holds it), the kernel's name and the op's (the program's name), the op's attributes (by
-# repr, so 1, 1.0 and True stay apart; only plain values, whose repr is exact), source line and
+# sizes: below): an op like one scheduled before -- the same function's kernel at a new shape (a
+# notebook's next input), the same op on the same kinds of operands in another function -- takes
+# its program, as a cube epilogue's ops do (lower/cube._OP_SCHEDULES).  The key is everything the
+# program's stmts depend on: the target (by identity: the entry holds it), the op's name,
+# attributes (by repr, so 1, 1.0 and True stay apart; only plain values, whose repr is exact) and
 # result dtype, and per operand which earlier operand it repeats, its dtype, whether it varies and
-# its parameter kind.  An op reading a constant op's value (its value enters the program) is
-# scheduled afresh.  The programs are shared: nothing changes a schedule once op_schedule
-# returns it (the row, column and cube lowerings read them; kinds.tile_programs dumps them).
+# its parameter kind.  The kernel's name and the op's source line name the program (its
+# `kernel`, the one-op function) and locate its stmts, nothing else: an op of another name or line
+# takes the program with those (_relocated).  An op reading a constant op's value (its value
+# enters the program) is scheduled afresh.  The programs are shared: nothing changes a schedule
+# once op_schedule returns it (the row, column and cube lowerings read them; kinds.tile_programs
+# dumps them).
 _OP_SCHEDULES = Lru(512)
 _PLAIN = (int, float, bool, str, type(None), dt.DType)
 
@@ -205,32 +208,52 @@ def _plain(x) -> bool:
 
 
 def op_schedule(fn: Function, op: Op, producer: dict, target, varies) -> tuple[VectorSchedule, list[Value]]:
-    """_op_schedule(...), remembered (_OP_SCHEDULES): the op's program, and the kernel values its
-    parameters stand for."""
+    """One op as a kernel of its own, scheduled like any vector kernel (_op_function): its tile
+    stmts, and the kernel values its parameters stand for (in parameter order); remembered
+    (_OP_SCHEDULES)."""
     kinds = {id(p.value): p.kind for p in fn.params}
     first: dict = {}
     operands = []
     for i, v in enumerate(op.operands):
         src = producer.get(id(v))
         if src is not None and has_trait(src, CONSTANT):
-            return _op_schedule(fn, op, producer, target, varies)
+            return _scheduled(*_op_function(fn, op, producer, varies), op, target)
         at = first.setdefault(id(v), i)
         operands.append((at, v.dtype, bool(varies(v)), kinds.get(id(v), "tensor")) if at == i else (at,))
     if not _plain(op.attrs):
-        return _op_schedule(fn, op, producer, target, varies)
-    key = (id(target), fn.name, op.name, repr(op.attrs), op.loc, op.result.dtype, tuple(operands))
+        return _scheduled(*_op_function(fn, op, producer, varies), op, target)
+    key = (id(target), op.name, repr(op.attrs), op.result.dtype, tuple(operands))
     hit = _OP_SCHEDULES.get(key)
     if hit is not None and hit[0] is target:
-        return hit[1], [op.operands[i] for i in hit[2]]
-    sched, sources = _op_schedule(fn, op, producer, target, varies)
-    # (_op_schedule's parameters: the operands in order of first appearance)
+        _, sched, at = hit
+        sources = [op.operands[i] for i in at]
+        if sched.kernel.name == f"{fn.name}.{op.name}" and sched.kernel.loc == op.loc:
+            return sched, sources
+        return _relocated(sched, _op_function(fn, op, producer, varies)[0]), sources
+    sched, sources = _scheduled(*_op_function(fn, op, producer, varies), op, target)
+    # (_op_function's parameters: the operands in order of first appearance)
     _OP_SCHEDULES.put(key, (target, sched, tuple(first[id(v)] for v in sources)))
     return sched, sources
 
 
-def _op_schedule(fn: Function, op: Op, producer: dict, target, varies) -> tuple[VectorSchedule, list[Value]]:
-    """One op as a kernel of its own, scheduled like any vector kernel: its tile stmts, and
-    the kernel values its parameters stand for (in parameter order).
+def _scheduled(sub: Function, sources: list, op: Op, target) -> tuple[VectorSchedule, list[Value]]:
+    try:
+        return schedule_vector_kernel(sub, target), sources
+    except ScheduleError as exc:
+        raise LoweringError(f"{op.name}: {exc}") from None
+
+
+def _relocated(sched: VectorSchedule, sub: Function) -> VectorSchedule:
+    """`sched`, a program of another op like `sub`'s, as sub's own: sub is its kernel and its stmts
+    are at sub's source line (every stmt of a one-op program is at its op's: the builder emits them
+    with it)."""
+    old, new = sched.kernel.loc, sub.loc
+    stmts = [replace(st, loc=new) if st.loc == old else st for st in sched.stmts]
+    return replace(sched, kernel=sub, stmts=stmts)
+
+
+def _op_function(fn: Function, op: Op, producer: dict, varies) -> tuple[Function, list[Value]]:
+    """The one-op kernel op_schedule schedules, and the kernel values its parameters stand for.
 
     The tiny kernel is written over a canonical shape, so that its stmts do not depend on
     sizes (a [1,1] row is not mistaken for scalars): the result and every operand that
@@ -257,10 +280,7 @@ def _op_schedule(fn: Function, op: Op, producer: dict, target, varies) -> tuple[
     result = Value(TensorType((2,), op.result.dtype))
     body = Op(op.name, tuple(renamed[id(v)] for v in op.operands), (result,), op.attrs, op.loc)
     sub = Function(f"{fn.name}.{op.name}", tuple(params), tuple(consts) + (body,), (result,), op.loc)
-    try:
-        return schedule_vector_kernel(sub, target), sources
-    except ScheduleError as exc:
-        raise LoweringError(f"{op.name}: {exc}") from None
+    return sub, sources
 
 
 def scratch_itemsize(v: Value) -> int:
