@@ -6,8 +6,11 @@ copy (the records are immutable, so corruption is `dataclasses.replace`).
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import os
 import re
 
+import numpy as np
 import pytest
 
 import fusedsl as fs
@@ -15,7 +18,11 @@ from fusedsl import dtypes as dt
 from fusedsl.errors import Loc
 from fusedsl.ir import Builder, Function, Module, Op, Param, TensorType, Value, verify_module
 from fusedsl.ir import verifier
-from fusedsl.ir.ops import REGISTRY
+from fusedsl.ir.ops import REGISTRY, infer_types
+from fusedsl.passes.base import PassManager
+from fusedsl.passes.fusion_model import fusion_options
+from fusedsl.passes.pipeline import compile_passes
+from fusedsl.targets import get_target
 
 F32_3 = TensorType((3,), dt.float32)
 LOC = Loc("user.py", 7)
@@ -198,3 +205,76 @@ def test_builder_and_verifier_share_the_type_rule():
     y = b.param(TensorType((4,), dt.float32), "y")
     with pytest.raises(fs.ir.TypeRuleError, match=r"cannot be broadcast together"):
         b.op1("add", [x, y])
+
+
+# ---- what the verifier need not check again ----------------------------------------------------
+def test_ops_the_builder_typed_are_not_inferred_again_and_a_new_rule_still_applies(monkeypatch):
+    """The Builder ran the op's type rule to make its results (verifier.note_typed): the first
+    verify does not run it again; a re-registered op is checked under its new rule."""
+    calls = []
+    old = REGISTRY["exp"]
+    monkeypatch.setitem(REGISTRY, "exp", dataclasses.replace(
+        old, infer=lambda types, attrs: calls.append(types) or old.infer(types, attrs)))
+    fn = valid_function()
+    assert len(calls) == 1   # the builder's
+    verify_module(Module((fn,)))
+    assert len(calls) == 1
+    monkeypatch.setitem(REGISTRY, "exp", dataclasses.replace(
+        old, infer=lambda types, attrs: (TensorType(types[0].shape, dt.float16),)))
+    verify_fails(fn, "type-mismatch", r"op #0 \(exp\): results are f32\[3\] but the type rule gives f16\[3\]")
+
+
+def test_a_copy_is_taken_as_typed_only_over_the_same_type_objects():
+    """note_copy (fusion's kernel functions copy each op they take): a copy over values of the
+    very same types passes as its original did; one with another result type, equal-looking
+    type objects or other attributes is checked by the rule."""
+    fn = valid_function()
+    exp_op = fn.ops[0]
+    x = fn.params[0].value
+    same = Op("exp", (x,), (Value(exp_op.result.type),), exp_op.attrs, LOC)
+    verifier.note_copy(same, exp_op)
+    assert verifier._typed.get(same) is REGISTRY["exp"]
+    wrong = Op("exp", (x,), (Value(TensorType((3,), dt.float16)),), exp_op.attrs, LOC)
+    verifier.note_copy(wrong, exp_op)
+    assert verifier._typed.get(wrong) is None
+    verify_fails(dataclasses.replace(fn, ops=(wrong,), results=wrong.results), "type-mismatch",
+                 r"op #0 \(exp\): results are f16\[3\] but the type rule gives f32\[3\]")
+    equal = Op("exp", (x,), (Value(TensorType((3,), dt.float32)),), exp_op.attrs, LOC)   # equal, not the same
+    verifier.note_copy(equal, exp_op)
+    assert verifier._typed.get(equal) is None
+    other_attrs = Op("exp", (x,), (Value(exp_op.result.type),), (("k", 1),), LOC)
+    verifier.note_copy(other_attrs, exp_op)
+    assert verifier._typed.get(other_attrs) is None
+
+
+def test_every_op_taken_as_typed_passes_its_type_rule_over_the_corpus():
+    """The memo against a fresh computation: over every program of
+    tools/kernel_corpus.py (each shape and dtype), traced and run through the compile pipeline (the builder's ops, each
+    pass's, fusion's copies), every op the verifier takes as typed gets its result types from the
+    type rule run now."""
+    path = os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py")
+    spec = importlib.util.spec_from_file_location("kernel_corpus_verifier", path)
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    target = get_target("ascend910b")
+    seen, checked = set(), 0
+    for key, fn, specs, _ in corpus.configs():
+        if (key, repr(specs)) in seen:   # one target of each program, shapes and dtypes
+            continue
+        seen.add((key, repr(specs)))
+        args = [np.ones(s[0], s[1]) for s in specs]
+        try:
+            graph = fs.fused_kernel(fn).trace(*args)
+        except fs.FusedslError:
+            continue
+        manager = PassManager(compile_passes(False, target.max_queue_buffers_per_position, fusion_options({}, target)))
+        manager.run(graph)
+        for module in [graph] + [m for _, m in manager.history]:
+            for f in module.functions:
+                for op in f.ops:
+                    if verifier._typed.get(op) is not REGISTRY[op.name]:
+                        continue
+                    expected = infer_types(op.name, tuple(v.type for v in op.operands), dict(op.attrs))
+                    assert expected == tuple(v.type for v in op.results), (key, op)
+                    checked += 1
+    assert len(seen) > 500 and checked > 10000, (len(seen), checked)

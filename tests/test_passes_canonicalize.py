@@ -15,6 +15,7 @@ import pytest
 import fusedsl as fs
 from fusedsl.ir import Module
 from fusedsl.passes import CSE, DCE, Algebra, ConstantFold, Pass, PassManager, write_atomic
+from fusedsl.passes import base as base_module
 from fusedsl.passes import canonicalize as canon_module
 from fusedsl.passes.pipeline import canonicalize, canonicalize_passes
 from fusedsl.reference import run_module
@@ -539,9 +540,8 @@ def test_pass_manager_verifies_every_module_a_pass_makes(monkeypatch):
     """Over many kernels: every module the pipeline's passes return is verified or is the very
     module verified just before it (so skipping it checks nothing less), and the IR after each
     pass prints as the same passes run on fresh copies print it."""
-    from fusedsl.passes import base
     verified = []
-    monkeypatch.setattr(base, "verify_module", lambda m: verified.append(m) or m)
+    monkeypatch.setattr(base_module, "verify_module", lambda m: verified.append(m) or m)
     kernels = [
         (lambda x: fs.softmax(x), [(4, 8)]),
         (lambda x: fs.exp(x) * 1.0 + fs.exp(x), [(4,)]),

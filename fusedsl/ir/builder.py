@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ..errors import UNKNOWN_LOC, Loc
 from .core import Function, Op, Param, TensorType, Value, freeze_attrs
-from .ops import infer_types
+from .ops import get_opdef, infer_types
+from .verifier import note_typed
 
 
 class Builder:
@@ -28,10 +29,14 @@ class Builder:
            result_types: tuple[TensorType, ...] | None = None) -> tuple[Value, ...]:
         attrs = attrs or {}
         frozen = freeze_attrs(attrs)
-        if result_types is None:
+        inferred = result_types is None
+        if inferred:
             result_types = infer_types(name, tuple(v.type for v in operands), dict(frozen))
         results = tuple(Value(t) for t in result_types)
-        self.ops.append(Op(name, tuple(operands), results, frozen, loc))
+        op = Op(name, tuple(operands), results, frozen, loc)
+        if inferred:   # the type rule the verifier runs has run: it need not run again for this op
+            note_typed(op, get_opdef(name))
+        self.ops.append(op)
         return results
 
     def op1(self, name: str, operands, attrs: dict | None = None, loc: Loc = UNKNOWN_LOC) -> Value:

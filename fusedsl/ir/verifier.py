@@ -73,6 +73,29 @@ def verify_function(fn: Function, functions: dict[str, Function] | None = None) 
 _typed: "weakref.WeakKeyDictionary[Op, object]" = weakref.WeakKeyDictionary()
 
 
+def note_typed(op: Op, opdef) -> None:
+    """`op`'s result types are what `opdef`'s type rule gave for its operand types and attributes:
+    its builder ran that rule to make them (ir/builder.py), so the verifier's first check of the
+    op would only run it again.  Re-registering the op (a new OpDef) checks it again."""
+    if CALL not in opdef.traits:
+        _typed[op] = opdef
+
+
+def note_copy(new: Op, old: Op) -> None:
+    """`new` is `old` over other values of the very same type objects (fusion copies each op it
+    takes into its kernel function): when `old` passed its type rule, `new` passes it too.  Types
+    are compared by identity, not equality, so the two ops give the rule the same arguments."""
+    opdef = _typed.get(old)
+    if opdef is None or new.name != old.name or new.attrs is not old.attrs:
+        return
+    if _same_types(new.operands, old.operands) and _same_types(new.results, old.results):
+        _typed[new] = opdef
+
+
+def _same_types(a, b) -> bool:
+    return len(a) == len(b) and all(x.type is y.type for x, y in zip(a, b))
+
+
 def _expected_types(fn, index, op, functions):
     if has_trait(op, CALL):
         callee = functions.get(op.attr("callee"))

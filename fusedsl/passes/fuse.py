@@ -40,6 +40,7 @@ from ..errors import ScheduleError
 from ..ir.shapes import column_param, fmt_shape
 from ..ir.core import Function, Module, Op, Param, TensorType, Value
 from ..ir.ops import BROADCAST, CALL, CONSTANT, CUBE, ELEMENTWISE, HOST, SHAPE, has_trait
+from ..ir.verifier import note_copy
 from .base import Pass
 from .fusion_model import (FusionOptions, GroupStats, input_limit, merge_verdict, sibling_surely_refused,
                            split_reason)
@@ -844,12 +845,12 @@ class Fuse(Pass):
                 if id(v) not in remap and prod is not None and has_trait(prod[1], CONSTANT):
                     c = prod[1]  # constants are cloned into each kernel that reads them
                     new = Value(c.result.type)
-                    ops.append(Op(c.name, (), (new,), c.attrs, c.loc))
+                    ops.append(_copy(c, (), (new,)))
                     remap[id(v)] = new
             new_results = tuple(Value(r.type) for r in op.results)
             for old, new in zip(op.results, new_results):
                 remap[id(old)] = new
-            ops.append(Op(op.name, tuple(remap[id(v)] for v in op.operands), new_results, op.attrs, op.loc))
+            ops.append(_copy(op, tuple(remap[id(v)] for v in op.operands), new_results))
         results = tuple(remap[id(v)] for v in outputs)
         return Function(name, tuple(params), tuple(ops), results, fn.ops[min(ops_idx)].loc)
 
@@ -889,7 +890,7 @@ class Fuse(Pass):
                 if id(op.result) in available:
                     continue
                 new = Value(op.result.type)
-                ops.append(Op(op.name, tuple(get(v) for v in op.operands), (new,), op.attrs, op.loc))
+                ops.append(_copy(op, tuple(get(v) for v in op.operands), (new,)))
                 remap[id(op.result)] = new
                 make_available(id(op.result))
 
@@ -905,6 +906,14 @@ class Fuse(Pass):
         used = {id(v) for op in ops for v in op.operands} | {id(get(v)) for v in fn.results}
         ops = [op for op in ops if has_trait(op, CALL) or any(id(r) in used for r in op.results)]
         return Function(fn.name, fn.params, tuple(ops), tuple(get(v) for v in fn.results), fn.loc)
+
+def _copy(op: Op, operands, results) -> Op:
+    """`op` over other values of the same types (a kernel function's or main's copy of it); the
+    verifier after this pass need not run the type rule it passed again (ir/verifier.note_copy)."""
+    new = Op(op.name, operands, results, op.attrs, op.loc)
+    note_copy(new, op)
+    return new
+
 
 _WALK_FROM = 64   # ops a key's partners may hold before they are walked rather than listed at once
 
