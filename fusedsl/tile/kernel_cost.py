@@ -744,8 +744,9 @@ def _drop_env(walk: _Walk) -> None:
     """The end of a Process walk: its last instance's env (GM counters and `ub`, which refer to the
     walk) let go, so the walk and what it holds are freed when the caller drops them, not left as
     cycles for the collector -- a compile pauses it and collects at its end (gcpause), walking all
-    that garbage: the tiling pass's walks left ~10 objects each, and kept every candidate kernel
-    they walked (and its expressions) alive until then."""
+    that garbage: each of the tiling pass's walks left its instances' envs and counters, and kept the
+    candidate kernel it walked (and its expressions) alive until then (the 60 cube programs of
+    row_compile_time.py: 35,335 -> 6,648 unreachable objects at the compiles' ends)."""
     walk.env = None
 
 
