@@ -350,3 +350,25 @@ def test_a_process_walk_leaves_no_cycle():
         assert sum(type(o) is kernel_cost._Walk for o in gc.get_objects()) == before
     finally:
         gc.enable()
+
+
+def test_candidates_of_a_layout_share_their_shape_facts():
+    """kernel_cost._share_shape_facts: the candidate kernels of one layout (the same Process and
+    stages objects) take one set of stage and loop facts from the first walked; each candidate's
+    walk equals the walk of a fresh copy that works its facts out alone, and those facts are the
+    shared ones."""
+    t = get_target("ascend910b")
+    shared = 0
+    for fn, args in STOPS.values():
+        lowered = _candidates(fn, args, "ascend910b")
+        kernels = (lowered, *lowered.candidates)
+        for k in kernels:
+            together = launch_work(k, t)
+            alone = dataclasses.replace(k)
+            alone.__dict__["_shape_facts"] = ({}, {}, {})   # (its own: nothing shared)
+            assert launch_work(alone, t) == together
+            mine, fresh = k.__dict__["_shape_facts"], alone.__dict__["_shape_facts"]
+            assert fresh[1] and all(mine[1][i] == facts for i, facts in fresh[1].items())
+            assert all(mine[0][name] == sig for name, sig in fresh[0].items())
+            shared += any(o is not k and o.__dict__.get("_shape_facts", (None, None))[1] is mine[1] for o in kernels)
+    assert shared >= 4

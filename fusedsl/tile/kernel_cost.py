@@ -685,6 +685,7 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int,
     env0 = _fields(k, words) if env0 is None else env0
     tally = _tallies()
     ratio = 2 if target.separated else 1
+    _share_shape_facts(k)
     walk = _Walk(k, env0, tally, block_dim, target)
     for g in k.gms:
         env0["gm:" + g.name] = _Counter(g.dtype.itemsize, walk, block_dim)
@@ -721,6 +722,26 @@ def _walk_process_time(k: TileKernel, words: list, target, block_dim: int,
     head = cost.heads(block_dim, max(walk.read.values(), default=0))
     return KernelWork(int(tally[GM]), block_dim, busiest[1], busiest[2], busiest[3], head, busiest[0] + head,
                       busiest[4])
+
+
+def _share_shape_facts(k: TileKernel) -> None:
+    """A Process kernel's shape facts (_Walk: each stage's and loop's facts, keyed by the id of the
+    node; facts of the nodes alone) taken from a kernel of the same Process and stages, by identity
+    as _process_plan's: the candidate kernels of one layout (lower/cube_tile.py) share those and
+    would each work out the same facts again (_Walk._loop_facts: a walk of the loop's body for its
+    names and for GM reads).  The third of the triple, the loop passes' tallies, is the kernel's
+    own (a Process walk does not fill it)."""
+    if "_shape_facts" in k.__dict__:
+        return
+    key = (id(k.process), id(k.stages))
+    same = _SHAPES.get(key)
+    if same is None or same[0] is not k.process or same[1] is not k.stages:
+        same = (k.process, k.stages, {}, {})
+        _SHAPES.put(key, same)
+    k.__dict__["_shape_facts"] = (same[2], same[3], {})
+
+
+_SHAPES = Lru(16)   # (id(process), id(stages)) -> (those, the stage facts, the loop facts): _share_shape_facts
 
 
 def _least_heads(block_dim: int, largest: float) -> float:
