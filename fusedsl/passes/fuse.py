@@ -364,12 +364,30 @@ class Fuse(Pass):
             stats[i] = cur_stats
         if not (self.fusion.horizontal or self.single_kernel):
             return [list(bits(members[r])) for r in sorted(members)]
+        shape, inputs = _shapes_and_inputs(fn, members, producer)
+        if not self._any_partners(shape, inputs):
+            # what _merge_siblings would return: every group's turn finds no partner (most
+            # kernels: one group, or groups of different shapes or inputs), and its index, masks
+            # and group graph cost more than the rest of the grouping
+            return [list(bits(members[r])) for r in sorted(members)]
         # an op outside every group (a matmul, a reduction, a view) never joins one: a path
         # through it keeps two groups apart for good
         fixed = {i for i in range(len(fn.ops)) if i not in parent}
         masks = (through_masks(range(len(fn.ops)), preds.__getitem__, fixed, ancestors),
                  through_masks(range(len(fn.ops) - 1, -1, -1), succs.__getitem__, fixed, descendants))
-        return self._merge_siblings(fn, members, reach, above, producer, stats, masks)
+        return self._merge_siblings(fn, members, reach, above, producer, stats, masks, shape, inputs)
+
+    def _any_partners(self, shape: dict[int, tuple], inputs: dict[int, set[int]]) -> bool:
+        """Two groups share a key of _merge_siblings' partner index: (iteration shape, an input
+        both read), or with single_kernel, the shape alone.  Without such a pair no group has a
+        partner to try (_partners lists only the groups under its own keys)."""
+        keys = set()
+        for r in sorted(shape):
+            for key in ([None] if self.single_kernel else inputs[r]):
+                if (shape[r], key) in keys:
+                    return True
+                keys.add((shape[r], key))
+        return False
 
     def _refuse_merge(self, i: int, other: int, code: str, text: str) -> None:
         self._refusals.setdefault(i, (code, text))
@@ -402,7 +420,7 @@ class Fuse(Pass):
             saved += n * v.dtype.itemsize * (2 if inside else 1)
         return saved
 
-    def _merge_siblings(self, fn, members, reach, above, producer, stats, masks) -> list[list[int]]:
+    def _merge_siblings(self, fn, members, reach, above, producer, stats, masks, shape, inputs) -> list[list[int]]:
         """Horizontal fusion: independent groups with one iteration shape that read a common
         input share its loads (or, with single_kernel, are asked to be one kernel).
 
@@ -422,18 +440,6 @@ class Fuse(Pass):
         time, and takes what is left of it, once the group is full, from masks of the groups that
         could still merge or still lack a recorded refusal (_PartnerIndex.still_open)."""
         roots = sorted(members)
-        shape: dict[int, tuple] = {}
-        inputs: dict[int, set[int]] = {}
-        for r in roots:
-            m = members[r]
-            shape[r] = max((fn.ops[i].result.shape for i in bits(m)), key=len)
-            ids = set()
-            for i in bits(m):
-                for v in fn.ops[i].operands:
-                    p = producer.get(id(v))
-                    if p is None or not (m >> p) & 1:
-                        ids.add(id(v))
-            inputs[r] = ids
         # a group's inputs are a set of value ids: its partners are listed input by input in the
         # order of the values in the function, not in the set's order (which follows memory
         # addresses and made the kernels differ from one process to the next)
@@ -918,6 +924,24 @@ def _copy(op: Op, operands, results) -> Op:
 _WALK_FROM = 64   # ops a key's partners may hold before they are walked rather than listed at once
 
 
+def _shapes_and_inputs(fn: Function, members: dict[int, int], producer: dict[int, int]):
+    """Per group root: its iteration shape (its longest result shape) and the ids of the values
+    it reads from outside the group, the keys sibling fusion lists the group under."""
+    shape: dict[int, tuple] = {}
+    inputs: dict[int, set[int]] = {}
+    for r in sorted(members):
+        m = members[r]
+        shape[r] = max((fn.ops[i].result.shape for i in bits(m)), key=len)
+        ids = set()
+        for i in bits(m):
+            for v in fn.ops[i].operands:
+                p = producer.get(id(v))
+                if p is None or not (m >> p) & 1:
+                    ids.add(id(v))
+        inputs[r] = ids
+    return shape, inputs
+
+
 class _PartnerIndex:
     """(shape, input) -> the groups reading it, in the order they were listed, for sibling fusion.
 
@@ -1321,6 +1345,12 @@ def _merge_same_a(fn: Function, kernels, producer, find, members, try_merge) -> 
             taken.append(k)
 
 
+def _merge_seed(op: Op, rows: bool, cube: bool) -> bool:
+    """A kernel of this one op is where _row_fuse's merges start: a reduction (row or column
+    fusion) or a matmul / conv2d (cube epilogue, matmuls of one A)."""
+    return (rows and op.name in ROW_REDUCTIONS) or (cube and op.name in ("matmul", "conv2d"))
+
+
 def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool = True, target=None,
               ub_share: float = 1.0, work: dict | None = None) -> list[tuple]:
     """Merge each last-axis reduction kernel with its row-shaped vector producer and consumers.
@@ -1329,6 +1359,9 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     when no path leaves the merged set and comes back into it (that would be a cycle).  `work`
     counts the merges tried ("candidates") and the kernels cycle checks walked ("visits")."""
     work = work if work is not None else {"candidates": 0, "visits": 0}
+    if not any(kind == "single" and len(ops_idx) == 1 and _merge_seed(fn.ops[ops_idx[0]], rows, cube)
+               for ops_idx, kind, _, _ in kernels):
+        return kernels   # every merge below starts at such a kernel: none is tried (a vector kernel alone)
     producer = {id(r): i for i, op in enumerate(fn.ops) for r in op.results}
     owner = {i: k for k, kern in enumerate(kernels) for i in kern[0]}
     succ: dict[int, set[int]] = {k: set() for k in range(len(kernels))}
@@ -1443,24 +1476,34 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     # pair of blocks share an input, but a path through a kernel that joins neither side (the
     # matmuls between the blocks) keeps them apart whatever merges: such pairs are left out by
     # bitset masks over the kernel graph (fusion_reach.through_masks) instead of being tried.
-    by_topo = sorted(range(len(kernels)), key=lambda k: topo.get(k, len(topo)))
-    pred: dict[int, set[int]] = {k: set() for k in range(len(kernels))}
-    for k, ts in succ.items():
-        for t in ts:
-            pred[t].add(k)
-    kernel_above = closure_masks(by_topo, pred.__getitem__)
-    kernel_below = closure_masks(by_topo[::-1], succ.__getitem__)
-    reads: dict[int, int] = {}   # value id -> bitmask of the kernels reading it
-    for k, kern in enumerate(kernels):
-        for i in kern[0]:
-            for v in fn.ops[i].operands:
-                reads[id(v)] = reads.get(id(v), 0) | (1 << k)
+    # the kernel graph's order and masks, made by the first merge_sharing with two kernels (most
+    # kernels have no sibling reductions: one reduction, or reductions of different shapes)
+    kernel_graph: list[tuple] = []
+
+    def sharing_graph() -> tuple:
+        if kernel_graph:
+            return kernel_graph[0]
+        by_topo = sorted(range(len(kernels)), key=lambda k: topo.get(k, len(topo)))
+        pred: dict[int, set[int]] = {k: set() for k in range(len(kernels))}
+        for k, ts in succ.items():
+            for t in ts:
+                pred[t].add(k)
+        kernel_above = closure_masks(by_topo, pred.__getitem__)
+        kernel_below = closure_masks(by_topo[::-1], succ.__getitem__)
+        reads: dict[int, int] = {}   # value id -> bitmask of the kernels reading it
+        for k, kern in enumerate(kernels):
+            for i in kern[0]:
+                for v in fn.ops[i].operands:
+                    reads[id(v)] = reads.get(id(v), 0) | (1 << k)
+        kernel_graph.append((by_topo, pred, kernel_above, kernel_below, reads))
+        return kernel_graph[0]
 
     def merge_sharing(ks: list[int], queues: bool) -> None:
         """try_merge(a, b) for each a before b in ks whose groups read a common input, in that
         order (what a loop over all pairs does), trying only pairs that can still merge."""
         if len(ks) < 2:
             return
+        by_topo, pred, kernel_above, kernel_below, reads = sharing_graph()
         sides = {find(k) for k in ks}   # only groups holding a kernel of ks merge below
         fixed = {k for k in range(len(kernels)) if find(k) not in sides}
         into = through_masks(by_topo, pred.__getitem__, fixed, kernel_above)
