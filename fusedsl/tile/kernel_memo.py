@@ -6,8 +6,8 @@ model's repeated layers and a cell run again take it without the walks.  Keyed b
 every lowered kernel was printed for its key -- as much as verifying it -- though a kernel's first
 compile mostly finds no earlier kernel of its text.  This memo files its entries by a few figures of
 a kernel that its text shows (`_shape`: its kind, note, tiling words and candidates, the stages'
-names, lengths and steps, how many queues, GM tensors, fields, members and parts, whether it has a
-Process of its own): a kernel no entry shares them with is a miss without a print; otherwise it is printed
+names, lengths and steps, its fields, GM tensors and queues, how many members and parts, whether it
+has a Process of its own): a kernel no entry shares them with is a miss without a print; otherwise it is printed
 and compared with each entry's text, printed once (the first time that entry is compared).  A hit is
 exactly an entry of the same text, as when the text was the key; a kernel whose figures nothing
 shares costs a tuple of them.  The entries of one `context` and figures are a list (at most
@@ -23,11 +23,12 @@ PER_SHAPE = 8
 
 def _shape(k: TileKernel) -> tuple:
     """Figures of k that its text, name left out, shows (each is printed as it is): kernels of one
-    text have the same.  Its steps' labels and tile ops tell apart the elementwise kernels, which
-    have no tiling words."""
+    text have the same.  Its fields, GM tensors, queues and steps' labels and tile ops tell apart
+    the elementwise kernels, which have no tiling words."""
     return (k.kind, k.note, tuple(k.words), tuple(tuple(c) for c in k.candidates),
             tuple((st.name, len(st.body), tuple(_steps(st.body, []))) for st in k.stages),
-            len(k.queues), len(k.gms), len(k.fields), len(k.members), len(k.parts), k.process is None)
+            tuple((f.name, f.length) for f in k.fields), tuple((g.name, g.dtype.name, g.role) for g in k.gms),
+            tuple((q.name, q.position, q.depth) for q in k.queues), len(k.members), len(k.parts), k.process is None)
 
 
 def _steps(body, out: list) -> list:
