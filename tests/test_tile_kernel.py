@@ -362,3 +362,5 @@ def test_the_verifiers_remembered_names_equal_a_fresh_walk():
         for variant in (e, retyped(e, float), retyped(e, bool), e):
             assert list(_names_read(variant)) == _fresh_names(variant), variant
             assert _gets(variant) == _fresh_gets(variant), variant
+    odd = ("+", ("get", "t", "i"), ["not", "hashable"])   # (not remembered: worked out each time)
+    assert _names_read(odd) == ("i",) and _gets(odd) == {"t"}

@@ -899,7 +899,10 @@ def _gets(e) -> frozenset:
     equal tensors (only a tensor's name is a string where `get` reads)."""
     if not isinstance(e, tuple):
         return _NONE
-    out = _GETS.get(e)
+    try:
+        out = _GETS.get(e)
+    except TypeError:   # (an expression holding something unhashable: worked out each time)
+        return frozenset(_collect_gets(e, set()))
     if out is None:
         if len(_GETS) >= TEXT_MEMO:
             _GETS.clear()
@@ -1035,7 +1038,10 @@ def _names_read(e: tuple) -> tuple:
     tensor x (verify_kernel checks each where it stands).  Remembered per expression: kernels read
     the same few dozen again and again.  Exact: equal expressions read equal names (only a name is
     a string; a number of any type reads none)."""
-    out = _NAMES_READ.get(e)
+    try:
+        out = _NAMES_READ.get(e)
+    except TypeError:   # (an expression holding something unhashable: worked out each time)
+        return tuple(_collect_names(e, []))
     if out is None:
         if len(_NAMES_READ) >= TEXT_MEMO:
             _NAMES_READ.clear()

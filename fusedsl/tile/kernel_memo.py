@@ -54,10 +54,14 @@ class _Entry:
         self.kernel, self.text, self.result = kernel, text, result
 
     def printed(self) -> str:
-        if self.text is None:
-            self.text = print_kernel(self.kernel, name="")
+        text = self.text
+        if text is None:
+            kernel = self.kernel
+            if kernel is None:   # another thread printed it since (it sets the text first)
+                return self.text
+            text = self.text = print_kernel(kernel, name="")
             self.kernel = None   # (its text is what is compared from now on)
-        return self.text
+        return text
 
 
 class KernelTextMemo:
