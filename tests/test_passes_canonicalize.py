@@ -6,6 +6,7 @@ runs one pass (verified after it) and compares the printed result with `expected
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 import re
 
@@ -17,6 +18,9 @@ from fusedsl.ir import Module
 from fusedsl.passes import CSE, DCE, Algebra, ConstantFold, Pass, PassManager, write_atomic
 from fusedsl.passes import base as base_module
 from fusedsl.passes import canonicalize as canon_module
+from fusedsl.passes.canonicalize import LocalRewrite
+from fusedsl.passes.fold_transpose import FoldTranspose
+from fusedsl.passes.split_reductions import SplitReductions
 from fusedsl.passes.pipeline import canonicalize, canonicalize_passes
 from fusedsl.reference import run_module
 
@@ -568,3 +572,37 @@ def test_pass_manager_verifies_every_module_a_pass_makes(monkeypatch):
             assert str(fresh) == str(after), name
             previous = after
         assert not verified
+
+
+def test_passes_that_return_early_rewrite_as_their_full_loop_over_the_corpus():
+    """fold-transpose returns at once without a transpose, split-reductions without a reduction
+    over separated axes: over every program of tools/kernel_corpus.py (each dtype) and each
+    module the pipeline hands them, the full loop gives the same text (and then the function
+    itself, so the module is handed on unchanged)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py")
+    spec = importlib.util.spec_from_file_location("kernel_corpus_canonicalize", path)
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    seen, early = set(), 0
+    for key, fn, specs, _ in corpus.configs():
+        if (key, specs[0][1]) in seen:
+            continue
+        seen.add((key, specs[0][1]))
+        try:
+            module = fs.fused_kernel(fn).trace(*[np.ones(s[0], s[1]) for s in specs])
+        except fs.FusedslError:
+            continue
+        for p in canonicalize_passes():
+            main = module.main
+            if isinstance(p, FoldTranspose):
+                full = LocalRewrite.run_on_function(p, main, module)
+            elif isinstance(p, SplitReductions):
+                full = SplitReductions._split(main)
+            else:
+                module = p.run(module)
+                continue
+            fast = p.run_on_function(main, module)
+            assert str(fast) == str(full), (key, p.name)
+            early += fast is main and full is main
+            module = p.run(module)
+    assert len(seen) > 150 and early > 300, (len(seen), early)

@@ -106,9 +106,10 @@ class Rewriter:
         self.map[id(old)] = new
 
     def emit(self, op: Op) -> Op:
-        operands = tuple(self.get(v) for v in op.operands)
-        if any(a is not b for a, b in zip(operands, op.operands)):
-            op = Op(op.name, operands, op.results, op.attrs, op.loc)
+        if self.map:   # nothing replaced yet (most ops of most passes): the operands stand
+            operands = tuple(self.get(v) for v in op.operands)
+            if any(a is not b for a, b in zip(operands, op.operands)):
+                op = Op(op.name, operands, op.results, op.attrs, op.loc)
         self.ops.append(op)
         return op
 

@@ -114,9 +114,10 @@ class ConstantFold(LocalRewrite):
     name = "constant-fold"
 
     def rewrite(self, op: Op, operands, producers):
+        if not (has_trait(op, ELEMENTWISE) and operands and op.result.type.shape == ()):
+            return None
         values = [_constant_value(v, producers) for v in operands]
-        if (has_trait(op, ELEMENTWISE) and operands and all(v is not None for v in values)
-                and op.result.type.shape == ()):
+        if all(v is not None for v in values):
             return self._fold(op, operands, values)
         return None
 
@@ -142,6 +143,9 @@ class Algebra(LocalRewrite):
 
     @staticmethod
     def _simplify(op: Op, operands, producers) -> Value | None:
+        if op.name not in _ALGEBRA_OPS:
+            return None
+
         def const(i):
             return _constant_value(operands[i], producers)
 
@@ -166,6 +170,9 @@ class Algebra(LocalRewrite):
             if inner is not None and inner.name == "neg":
                 return keep(inner.operands[0])
         return None
+
+
+_ALGEBRA_OPS = frozenset({"mul", "div", "sub", "add", "neg"})   # the ops Algebra's rules rewrite
 
 
 def _is_zero(value, is_int: bool, sign: int) -> bool:

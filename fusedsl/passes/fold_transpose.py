@@ -9,7 +9,7 @@ its other readers and removed by DCE when it has none. The cube kernel then read
 """
 from __future__ import annotations
 
-from ..ir.core import Op, freeze_attrs
+from ..ir.core import Function, Module, Op, freeze_attrs
 from .canonicalize import LocalRewrite
 
 
@@ -23,6 +23,11 @@ def _swaps_last_two(op: Op) -> bool:
 
 class FoldTranspose(LocalRewrite):
     name = "fold-transpose"
+
+    def run_on_function(self, fn: Function, module: Module) -> Function:
+        if not any(op.name == "transpose" for op in fn.ops):
+            return fn   # no matmul operand can be a transpose: nothing to fold
+        return super().run_on_function(fn, module)
 
     def rewrite(self, op: Op, operands, producers):
         if op.name != "matmul":

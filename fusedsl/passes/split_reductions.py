@@ -35,13 +35,24 @@ def runs(axes) -> list[list[int]]:
     return out
 
 
+def _parts(op: Op) -> list[list[int]]:
+    """The runs of adjacent axes a reduction reduces; none for another op."""
+    return runs(op.attr("axes") or ()) if op.name in SPLIT else []
+
+
 class SplitReductions(Pass):
     name = "split-reductions"
 
     def run_on_function(self, fn: Function, module: Module) -> Function:
+        if not any(len(_parts(op)) > 1 for op in fn.ops):
+            return fn   # every reduction reduces one run of axes already: _split would keep every op
+        return self._split(fn)
+
+    @staticmethod
+    def _split(fn: Function) -> Function:
         rw = Rewriter()
         for op in fn.ops:
-            parts = runs(op.attr("axes") or ()) if op.name in SPLIT else []
+            parts = _parts(op)
             if len(parts) < 2:
                 rw.emit(op)
                 continue
