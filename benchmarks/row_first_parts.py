@@ -1,14 +1,16 @@
-"""Where a row kernel's first compile goes: the CPU time of the parts that build and check its tile IR,
-in one process compiling row_compile_time.py's row programs once each (after one elementwise kernel,
-so that the compiler's imports are not counted).  Run it in two checkouts, alternating, and compare
-the medians.
+"""Where a kernel's first compile goes: the CPU time of the parts that build and check its tile IR, in
+one process compiling a kind's programs once each (after one elementwise kernel, so that the
+compiler's imports are not counted).  Run it in two checkouts, alternating, and compare the medians.
 
-    PYTHONPATH=$PWD python benchmarks/row_first_parts.py [--corpus-from OTHER_CHECKOUT]
+    PYTHONPATH=$PWD python benchmarks/row_first_parts.py [row|column|vector] [--corpus-from OTHER_CHECKOUT]
+
+row (default): row_compile_time.py's row programs ([40, 300] and [2, 70000]); column / vector: every
+ascend910b configuration of the kind in tools/kernel_corpus.py.
 
 Parts (time.process_time around the functions, summed over the programs):
 
-- op programs: row_plan.op_schedule, each elementwise op as a one-op vector program (the vector
-  scheduler, the four tile passes and their verifier);
+- op programs: row_plan.op_schedule, each elementwise op of a row or column kernel as a one-op
+  vector program (the vector scheduler, the four tile passes and their verifier);
 - build: the row (and vector) lowering to the TileKernel (lower/kinds.KERNEL_IR);
 - memo key: what the kernel passes' memo asks of a kernel (its text, print_kernel, before ad6b744;
   KernelTextMemo.find since);
@@ -30,7 +32,7 @@ _corpus = sys.argv[sys.argv.index("--corpus-from") + 1] if "--corpus-from" in sy
 sys.path.insert(0, os.path.join(_corpus, "tools"))
 import fusedsl as fs  # noqa: E402
 import kernel_corpus  # noqa: E402
-from fusedsl.lower import kinds, row_plan  # noqa: E402
+from fusedsl.lower import column_plan, kinds, row_plan  # noqa: E402
 from fusedsl.tile import kernel_passes  # noqa: E402
 
 SPENT: dict = {}
@@ -58,6 +60,7 @@ def instrument():
     for kind, lower in list(kinds.KERNEL_IR.items()):
         kinds.KERNEL_IR[kind] = _timed(lower, "build")
     row_plan.op_schedule = _timed(row_plan.op_schedule, "op programs")
+    column_plan.op_schedule = row_plan.op_schedule   # (it imports the function by name)
 
 
 def main():
@@ -65,13 +68,16 @@ def main():
     warm = fs.fused_kernel(lambda x: fs.relu(x) * 2, target="ascend910b")
     warm.compile(np.ones((8, 64), np.float32)).source
     SPENT.clear()
+    kinds_asked = [a for a in sys.argv[1:] if a in ("row", "column", "vector")]
+    kind = kinds_asked[0] if kinds_asked else "row"
     seen, total = set(), 0.0
-    for key, fn, specs, target in kernel_corpus.configs("row"):
+    for key, fn, specs, target in kernel_corpus.configs(kind):
         shape = specs[0][0]
-        if target != "ascend910b" or shape not in ((40, 300), (2, 70000)) or (key, shape, specs[0][1]) in seen:
+        if target != "ascend910b" or kind == "row" and shape not in ((40, 300), (2, 70000)) or \
+                (key, tuple(s[:2] for s in specs)) in seen:
             continue
-        seen.add((key, shape, specs[0][1]))
-        args = [np.ones(s[0], s[1]) for s in specs]
+        seen.add((key, tuple(s[:2] for s in specs)))
+        args = [np.ones(s[0], s[1]) for s in specs] if kind == "row" else kernel_corpus._inputs(specs, seed=1)
         t0 = time.process_time()
         try:
             fs.fused_kernel(fn, target="ascend910b").compile(*args)
@@ -80,7 +86,7 @@ def main():
         total += time.process_time() - t0
     parts = ", ".join(f"{part} {SPENT.get(part, 0.0) * 1e3:.2f}"
                       for part in ("op programs", "build", "memo key", "reuse", "verify"))
-    print(f"{len(seen)} programs: first compile {total * 1e3:.1f} ms; {parts} ms")
+    print(f"{kind}, {len(seen)} programs: first compile {total * 1e3:.1f} ms; {parts} ms")
 
 
 if __name__ == "__main__":
