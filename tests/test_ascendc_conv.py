@@ -221,3 +221,45 @@ def test_conv_cores_split_pixels_not_channels():
     sched = c.kernels[0].row
     assert sched.tiling_fields.single_core_m == 64 and sched.used_cores > 1
     assert sched.conv.panel_n % sched.conv.chunk == 0
+
+
+def test_conv_kernels_share_their_panel_stage_and_its_text_equals_a_fresh_print(monkeypatch):
+    """lower/conv_tile.build_panel hands the conv kernels of one layout (x's name, dtype, target) one
+    BuildPanel Stage, and printer_kernel keeps that stage's text by the object (_STAGE_TEXT, from
+    its second print): every kernel's text equals a print with the memos emptied, and the same
+    stage under another context (a GM tensor's C++ name) prints afresh."""
+    from fusedsl.backend_ascendc import printer_kernel as pk
+    from fusedsl.backend_ascendc.printers import printer_for_plan
+    from fusedsl.lower.kinds import kernel_ir
+
+    def f(x, w):
+        return fs.relu(fs.conv2d(x, w, padding=1))
+
+    shapes = [((1, 3, 9, 9), (4, 3, 3, 3)), ((2, 3, 10, 7), (5, 3, 3, 3)), ((1, 4, 12, 12), (8, 4, 3, 3)),
+              ((1, 2, 6, 6), (3, 2, 1, 1))]
+    ks = [fs.fused_kernel(f, target="ascend910b").compile(np.ones(a, np.float32), np.ones(b, np.float32))
+          for a, b in shapes]
+    panels = [next(st for st in kernel_ir(k.kernels[0].lowered).stages if st.name == "BuildPanel") for k in ks]
+    assert all(p is panels[0] for p in panels)   # one object for the layout
+    half = fs.fused_kernel(f, target="ascend910b").compile(np.ones((1, 3, 9, 9), np.float16),
+                                                            np.ones((4, 3, 3, 3), np.float16))
+    assert next(st for st in kernel_ir(half.kernels[0].lowered).stages if st.name == "BuildPanel") is not panels[0]
+    monkeypatch.setattr(pk, "_STAGE_TEXT", {})
+    monkeypatch.setattr(pk, "_STAGE_SEEN", {})
+    texts = [k.source for k in ks]
+    assert any(hit[0] is panels[0] for hit in pk._STAGE_TEXT.values())   # kept from its second print
+    for k, text in zip(ks, texts):   # each afresh: no kernel text, no stage text kept
+        monkeypatch.setattr(pk, "KERNEL_TEXT", {})
+        monkeypatch.setattr(pk, "_STAGE_TEXT", {})
+        monkeypatch.setattr(pk, "_STAGE_SEEN", {})
+        k._source = None
+        assert k.source == text
+    for k in ks[:3]:   # the kept stage text again, then the same stage under another GM name
+        k._source = None
+        assert k.source == texts[ks.index(k)]
+    plan, target = ks[2].kernels[0], ks[2].target
+    monkeypatch.setattr(pk, "KERNEL_TEXT", {})
+    other = printer_for_plan(plan, target)
+    other.gm_name = {**other.gm_name, "panel": "scratch"}
+    text = other.kernel()
+    assert "gm_scratch[" in text and "gm_panel[" not in text.split("BuildPanel()\n")[-1]

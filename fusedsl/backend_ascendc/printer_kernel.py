@@ -26,6 +26,7 @@ TPipe reset between them (Reset) so each has the whole UB as it would alone.
 """
 from __future__ import annotations
 
+import itertools
 import weakref
 
 from .. import dtypes as dt
@@ -96,6 +97,23 @@ _EXPR = (_memo_c(False), _memo_c(True))
 # here is one dict call, atomic under the GIL, and emptying needs no order of use.)
 KERNEL_TEXT: dict = {}
 KERNEL_TEXT_MAX = 256
+
+# A stage's text (its body's lines) per Stage object and printing context (KernelPrinter._stage_body):
+# a stage the lowering shares between kernels -- a conv kernel's BuildPanel, one object per x name,
+# dtype and target (lower/conv_tile.build_panel) -- is walked twice per process, not once per kernel
+# (its ~40 nodes were a fifth of the conv kernels' first prints).  The key is the object's id and
+# the context's number (_stage_context: all a stage's text reads besides its nodes); the entry holds
+# the Stage (its id is not reused while the entry lives; a Stage is not changed once built) and the
+# primitives its steps printed by, checked at a hit as KERNEL_TEXT's.  Only a stage printed before
+# is kept (_STAGE_SEEN: the ids of those printed once), so the stages of one kernel -- most of them
+# -- cost a dict lookup and hold no text.  Each at most its _MAX entries, emptied when full.
+_STAGE_TEXT: dict = {}
+_STAGE_TEXT_MAX = 256
+_STAGE_SEEN: dict = {}       # id of a Stage printed once -> None (its second print keeps its text)
+_STAGE_SEEN_MAX = 4096
+_CONTEXTS: dict = {}         # _stage_context's context -> its number
+_CONTEXTS_MAX = 256
+_NUMBERS = itertools.count()
 
 
 def c_expr(e, signed_fields: bool = False) -> str:
@@ -439,6 +457,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
                         for g in self.k.gms}
         self.gm = {g.name: g for g in self.k.gms}
         self.scopes: list[dict] = []     # tensor -> its queue, per open block (the walk's scopes)
+        self._ctx = False                # _stage_context's, once computed
         self.prims_read: set = set()     # the ops of the steps' statements printed (KERNEL_TEXT's check)
         self.matmul = {mm.name: mm for mm in self.k.matmuls}
         self.parts: list[str] = []
@@ -621,8 +640,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
         for st in k.stages:
             add(f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})")
             add("    {")
-            self.scopes = [{}]
-            self._nodes(st.body, 8, L)
+            self._stage_body(st, L)
             L += ["    }", ""]
         for q in k.queues:
             if q.position in ("VECCALC", "TBUF_VECOUT"):   # a TBuf (on VECOUT: a Matmul's A in UB)
@@ -666,8 +684,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
         for st in k.stages:
             add(f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})")
             add("    {")
-            self.scopes = [{}]
-            self._nodes(st.body, 8, L)
+            self._stage_body(st, L)
             add("    }")
         L += ["", "    AscendC::TPipe pipe;"]
         for q in k.queues:
@@ -688,6 +705,53 @@ class KernelPrinter(NodePrinting, KernelFrame):
             add("    uint32_t " + ", ".join(words) + ";")
         L += ["};", ""]
         return "\n".join(L)
+
+    def _stage_body(self, st, out: list) -> None:
+        """A stage's body, in a scope of its own: from _STAGE_TEXT when this Stage object was printed
+        before in the same context (a stage the lowering shares between kernels), else walked."""
+        ctx = self._stage_context()
+        if ctx is not None:
+            key = (id(st), ctx)
+            hit = _STAGE_TEXT.get(key)
+            if hit is not None and hit[0] is st and all(PRIMS.get(op) is p for op, p in hit[2]):
+                out += hit[1]
+                self.prims_read.update([op for op, _ in hit[2]])
+                return
+        start, outer = len(out), self.prims_read
+        self.prims_read = set()   # (this stage's own, kept with its text)
+        self.scopes = [{}]
+        self._nodes(st.body, 8, out)
+        prims, self.prims_read = self.prims_read, outer
+        outer.update(prims)
+        if ctx is None:
+            return
+        if id(st) not in _STAGE_SEEN:   # (printed once: most stages belong to one kernel)
+            if len(_STAGE_SEEN) >= _STAGE_SEEN_MAX:
+                _STAGE_SEEN.clear()
+            _STAGE_SEEN[id(st)] = None
+            return
+        if len(_STAGE_TEXT) >= _STAGE_TEXT_MAX:
+            _STAGE_TEXT.clear()
+        _STAGE_TEXT[key] = (st, tuple(out[start:]), tuple([(op, PRIMS.get(op)) for op in prims]))
+
+    def _stage_context(self):
+        """The number of what a stage's text reads besides its nodes (NodePrinting's methods): the
+        printer's class, the fields' signedness, the target's arch (Select mode 0), each queue's
+        position and dtype, the GM tensors' C++ names and the Matmul objects' transposes; numbered
+        once per printer (_CONTEXTS), so a stage's key hashes two ints.  None with debug (the user's
+        source lines beside the statements: read from their files each time)."""
+        if self._ctx is False:
+            k = self.k
+            context = (type(self), self.signed_fields, self.t.arch,
+                       tuple([(q.name, q.position, q.dtype) for q in k.queues]), tuple(self.gm_name.items()),
+                       tuple([(mm.name, bool(mm.a.transpose), bool(mm.b.transpose)) for mm in k.matmuls]))
+            number = _CONTEXTS.get(context)
+            if number is None:
+                if len(_CONTEXTS) >= _CONTEXTS_MAX:
+                    _CONTEXTS.clear()
+                number = _CONTEXTS[context] = next(_NUMBERS)   # (never reused: old keys cannot match)
+            self._ctx = None if self.debug else number
+        return self._ctx
 
     def _member_init(self, m) -> str:
         if m.dtype is None:

@@ -28,6 +28,9 @@ from .conv import ConvSchedule
 from .cube_tile import _CubeLowering
 
 
+_PANELS: dict = {}   # build_panel's stages: (x name, via_half, dtype, id(target)) -> (target, Stage)
+
+
 class _ConvLowering(_CubeLowering):
     KIND = "conv"
 
@@ -62,6 +65,18 @@ class _ConvLowering(_CubeLowering):
         return gms, queues, members, stages + [self.build_panel()]
 
     def build_panel(self) -> Stage:
+        """The BuildPanel stage (_panel), one object per x name, via_half, dtype and target: it reads
+        nothing else (the geometry is the kernel's members), so the conv kernels of one layout share
+        it and the Ascend C printer keeps its text by the object (printer_kernel._STAGE_TEXT)."""
+        key = (self.x_name, self.g.via_half, self.dtype, id(self.t))
+        hit = _PANELS.get(key)
+        if hit is None or hit[0] is not self.t:   # (the entry holds its target: an id is not reused)
+            if len(_PANELS) >= 64:
+                _PANELS.clear()
+            hit = _PANELS[key] = (self.t, self._panel())
+        return hit[1]
+
+    def _panel(self) -> Stage:
         """im2col: pixels [n0, n0 + tailN) of image `batch` as the columns of rows (c, r, s) of the
         panel, kChunk pixels at a time (CopyIn the rows they read, Compute one Gather, CopyOut R*S
         panel rows).  The offset table is kTaps x kChunk SetValues of the scalar unit: when the
