@@ -1,16 +1,18 @@
 """fusedsl.gcpause.gc_paused: the collector off for a trace and a compile, and what they made
 collected once at the end (a cycle dropped is freed there; the young generations are not left full
 for the caller's next allocation to walk); a full collection at a block's end once the process has
-gone FULL_AFTER times the collector's threshold without one."""
+gone FULL_AFTER times the collector's threshold without one and grew by FULL_GROWTH."""
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 
 import pytest
 
 import fusedsl as fs
-from fusedsl.gcpause import FULL_AFTER, gc_paused
+from fusedsl import gcpause
+from fusedsl.gcpause import FULL_AFTER, FULL_GROWTH, gc_paused
 
 
 class _Node:
@@ -50,12 +52,9 @@ def test_an_inner_block_leaves_the_collector_to_the_outer_one():
     assert gc.isenabled()
 
 
-def test_a_full_collection_ends_a_block_once_the_process_has_gone_long_without_one():
-    # a loop that only runs paused blocks: each ends with gc.collect(1), so no automatic collection
-    # (the only kind that starts a full one) ever runs; the block that takes the count of younger
-    # collections since the last full one past FULL_AFTER times the collector's threshold runs it
-    gc.collect()
-    limit = FULL_AFTER * gc.get_threshold()[2]
+def _blocks_until_full(limit: int) -> list:
+    """Run paused blocks until limit + 1 have run; the count of younger collections before each
+    block that ended with a full collection."""
     events: list = []
     log = lambda phase, info: events.append((phase, info["generation"]))   # noqa: E731
     full_at = []
@@ -70,8 +69,33 @@ def test_a_full_collection_ends_a_block_once_the_process_has_gone_long_without_o
                 full_at.append(before)
     finally:
         gc.callbacks.remove(log)
-    assert full_at == [limit], full_at
+    return full_at
+
+
+def test_a_full_collection_ends_a_block_once_the_process_has_gone_long_without_one_and_grew(monkeypatch):
+    # a loop that only runs paused blocks: each ends with gc.collect(1), so no automatic collection
+    # (the only kind that starts a full one) ever runs; the block that takes the count of younger
+    # collections since the last full one past FULL_AFTER times the collector's threshold runs it --
+    # the first time, and then only once the process's memory grew by FULL_GROWTH (CPython's rule:
+    # the oldest generation grown by a quarter), as piling garbage would grow it
+    monkeypatch.setattr(gcpause, "_heap", {"blocks": None, "full": None})
+    gc.collect()
+    limit = FULL_AFTER * gc.get_threshold()[2]
+    assert _blocks_until_full(limit) == [limit]
     assert gc.get_count()[2] == 0
+    steady = _blocks_until_full(limit)   # the heap as it was: past the count, no full collection
+    assert steady == [] and gc.get_count()[2] > limit
+    gc.disable()   # (the caller's allocations start no collection of their own here)
+    try:
+        grown = [(i, str(i)) for i in range(int(sys.getallocatedblocks() * (FULL_GROWTH - 1)) + 1000)]
+    finally:
+        gc.enable()
+    before = gc.get_count()[2]
+    assert _blocks_until_full(0) == [before]   # grown: the first block past the count runs it
+    del grown
+    _blocks_until_full(limit)
+    gc.collect()   # the caller's own full collection: the next mark, however much it freed
+    assert _blocks_until_full(limit) == []
 
 
 def test_a_trace_runs_paused_and_frees_the_cycles_its_function_dropped_when_it_ends():
