@@ -7,11 +7,11 @@ every lowered kernel was printed for its key -- as much as verifying it -- thoug
 compile mostly finds no earlier kernel of its text.  This memo files its entries by a few figures of
 a kernel that its text shows (`_shape`: its kind, note, tiling words and candidates, the stages'
 names, lengths and steps, its fields, GM tensors and queues, how many members and parts, whether it
-has a Process of its own): a kernel no entry shares them with is a miss without a print; otherwise it is printed
-and compared with each entry's text, printed once (the first time that entry is compared).  A hit is
-exactly an entry of the same text, as when the text was the key; a kernel whose figures nothing
-shares costs a tuple of them.  The entries of one `context` and figures are a list (at most
-PER_SHAPE, the oldest out), `limit` lists in all, the least recently used out.
+has a Process of its own): a kernel no entry shares them with is a miss without a print; otherwise
+it is printed and compared with each entry's text, printed once (the first time that entry is
+compared).  A hit is exactly an entry of the same text, as when the text was the key; a kernel
+whose figures nothing shares costs a tuple of them.  The entries of one `context` and figures are a
+list (at most PER_SHAPE, the oldest out), `limit` lists in all, the least recently used out.
 """
 from __future__ import annotations
 
