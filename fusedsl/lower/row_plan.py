@@ -189,7 +189,7 @@ def _param_layout(shape, row_shape) -> bool:
 # The one-op programs op_schedule made in this process (the program does not depend on the kernel's
 # sizes: below): an op like one scheduled before -- the same function's kernel at a new shape (a
 # notebook's next input), the same op on the same kinds of operands in another function -- takes
-# its program, as a cube epilogue's ops do (lower/cube._OP_SCHEDULES).  The key is everything the
+# its program, in a row, column or cube epilogue kernel alike.  The key is everything the
 # program's stmts depend on: the target (by identity: the entry holds it), the op's name,
 # attributes (by repr, so 1, 1.0 and True stay apart; only plain values, whose repr is exact) and
 # result dtype, and per operand which earlier operand it repeats, its dtype, whether it varies and
