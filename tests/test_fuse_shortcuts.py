@@ -99,3 +99,27 @@ def test_fusion_shortcuts_decide_as_the_full_path(monkeypatch):
     # the shortcuts were taken (the test compares something)
     assert programs > 150 and taken["partners"] > 300 and taken["seed"] > 100 and taken["merges"] > 10, \
         (programs, taken)
+
+
+def test_one_output_is_one_chunk_as_the_queue_chunking_makes_it(monkeypatch):
+    """Fuse._chunk_by_queues returns one chunk for one output without walking its inputs: what
+    _chunks (the walk) returns for it, over every single output of every group of the corpus."""
+    target = get_target("ascend910b")
+    calls = []
+    chunk_by_queues = fuse_module.Fuse._chunk_by_queues
+
+    def both(self, fn, roots, allowed, producer):
+        fast = chunk_by_queues(self, fn, roots, allowed, producer)
+        if len(roots) == 1 and self.max_queues is not None:
+            calls.append(1)
+            assert fast == self._chunks(fn, roots, allowed, producer) == [list(roots)]
+        return fast
+
+    monkeypatch.setattr(fuse_module.Fuse, "_chunk_by_queues", both)
+    for key, fn, specs in _programs():
+        try:
+            graph = fs.fused_kernel(fn).trace(*[np.ones(s[0], s[1]) for s in specs])
+            _fused(graph, target, {})
+        except fs.FusedslError:
+            continue
+    assert len(calls) > 150, len(calls)

@@ -714,6 +714,11 @@ class Fuse(Pass):
         (each takes a queue on VECIN/VECOUT); shared inputs keep outputs together."""
         if self.max_queues is None:
             return [roots]
+        if len(roots) == 1:
+            return [list(roots)]   # one output: one chunk, whatever its inputs (_chunks' first append)
+        return self._chunks(fn, roots, allowed, producer)
+
+    def _chunks(self, fn, roots, allowed, producer) -> list[list[int]]:
         chunks: list[tuple[list[int], set[int]]] = []
         for r in roots:
             closure = self._ancestors_within(fn, [r], allowed, producer)
@@ -1107,7 +1112,7 @@ def _is_row_reduction(op: Op) -> bool:
     if op.name not in ROW_REDUCTIONS:
         return False
     rank = len(op.operands[0].type.shape)
-    return rank >= 1 and tuple(dict(op.attrs)["axes"]) == (rank - 1,)
+    return rank >= 1 and tuple(op.attr("axes")) == (rank - 1,)
 
 
 def _is_column_reduction(op: Op) -> bool:
@@ -1115,7 +1120,7 @@ def _is_column_reduction(op: Op) -> bool:
     if op.name not in ROW_REDUCTIONS:
         return False
     rank = len(op.operands[0].type.shape)
-    axes = tuple(dict(op.attrs)["axes"])
+    axes = tuple(op.attr("axes"))
     return bool(axes) and axes == tuple(range(axes[0], axes[-1] + 1)) and axes[-1] < rank - 1
 
 
@@ -1501,10 +1506,10 @@ def _row_fuse(fn: Function, kernels: list[tuple], rows: bool = True, cube: bool 
     def merge_sharing(ks: list[int], queues: bool) -> None:
         """try_merge(a, b) for each a before b in ks whose groups read a common input, in that
         order (what a loop over all pairs does), trying only pairs that can still merge."""
-        if len(ks) < 2:
-            return
-        by_topo, pred, kernel_above, kernel_below, reads = sharing_graph()
         sides = {find(k) for k in ks}   # only groups holding a kernel of ks merge below
+        if len(sides) < 2:
+            return   # one group holds them all already (a softmax's max and sum): no pair to try
+        by_topo, pred, kernel_above, kernel_below, reads = sharing_graph()
         fixed = {k for k in range(len(kernels)) if find(k) not in sides}
         into = through_masks(by_topo, pred.__getitem__, fixed, kernel_above)
         out = through_masks(by_topo[::-1], succ.__getitem__, fixed, kernel_below)
