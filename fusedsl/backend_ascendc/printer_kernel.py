@@ -111,7 +111,7 @@ _STAGE_TEXT: dict = {}
 _STAGE_TEXT_MAX = 256
 _STAGE_SEEN: dict = {}       # id of a Stage printed once -> None (its second print keeps its text)
 _STAGE_SEEN_MAX = 4096
-_CONTEXTS: dict = {}         # _stage_context's context -> its number
+_CONTEXTS: dict = {}         # _stage_context's context -> (its number, its queues' dtypes)
 _CONTEXTS_MAX = 256
 _NUMBERS = itertools.count()
 
@@ -708,31 +708,38 @@ class KernelPrinter(NodePrinting, KernelFrame):
 
     def _stage_body(self, st, out: list) -> None:
         """A stage's body, in a scope of its own: from _STAGE_TEXT when this Stage object was printed
-        before in the same context (a stage the lowering shares between kernels), else walked."""
+        before in the same context (a stage the lowering shares between kernels), else walked; kept
+        from its second print on (its first is most stages' only one: they belong to one kernel)."""
         ctx = self._stage_context()
+        keep = False
         if ctx is not None:
-            key = (id(st), ctx)
-            hit = _STAGE_TEXT.get(key)
-            if hit is not None and hit[0] is st and all(PRIMS.get(op) is p for op, p in hit[2]):
-                out += hit[1]
-                self.prims_read.update([op for op, _ in hit[2]])
-                return
+            hit = _STAGE_TEXT.get((id(st), ctx))
+            if hit is not None and hit[0] is st:
+                for op, prim in hit[2]:   # (a primitive registered again since prints otherwise)
+                    if PRIMS.get(op) is not prim:
+                        break
+                else:
+                    out += hit[1]
+                    self.prims_read.update(hit[3])
+                    return
+            keep = id(st) in _STAGE_SEEN
+            if not keep:
+                if len(_STAGE_SEEN) >= _STAGE_SEEN_MAX:
+                    _STAGE_SEEN.clear()
+                _STAGE_SEEN[id(st)] = None
+        self.scopes = [{}]
+        if not keep:
+            self._nodes(st.body, 8, out)
+            return
         start, outer = len(out), self.prims_read
         self.prims_read = set()   # (this stage's own, kept with its text)
-        self.scopes = [{}]
         self._nodes(st.body, 8, out)
         prims, self.prims_read = self.prims_read, outer
         outer.update(prims)
-        if ctx is None:
-            return
-        if id(st) not in _STAGE_SEEN:   # (printed once: most stages belong to one kernel)
-            if len(_STAGE_SEEN) >= _STAGE_SEEN_MAX:
-                _STAGE_SEEN.clear()
-            _STAGE_SEEN[id(st)] = None
-            return
         if len(_STAGE_TEXT) >= _STAGE_TEXT_MAX:
             _STAGE_TEXT.clear()
-        _STAGE_TEXT[key] = (st, tuple(out[start:]), tuple([(op, PRIMS.get(op)) for op in prims]))
+        ops = tuple(prims)
+        _STAGE_TEXT[(id(st), ctx)] = (st, tuple(out[start:]), tuple([(op, PRIMS.get(op)) for op in ops]), ops)
 
     def _stage_context(self):
         """The number of what a stage's text reads besides its nodes (NodePrinting's methods): the
@@ -742,15 +749,18 @@ class KernelPrinter(NodePrinting, KernelFrame):
         source lines beside the statements: read from their files each time)."""
         if self._ctx is False:
             k = self.k
+            # a queue's dtype by its id (a DType compares and hashes its numpy dtype: slow), the
+            # entry holding the dtypes (an id is not reused while it lives)
             context = (type(self), self.signed_fields, self.t.arch,
-                       tuple([(q.name, q.position, q.dtype) for q in k.queues]), tuple(self.gm_name.items()),
+                       tuple([(q.name, q.position, id(q.dtype)) for q in k.queues]), tuple(self.gm_name.items()),
                        tuple([(mm.name, bool(mm.a.transpose), bool(mm.b.transpose)) for mm in k.matmuls]))
-            number = _CONTEXTS.get(context)
-            if number is None:
+            hit = _CONTEXTS.get(context)
+            if hit is None:
                 if len(_CONTEXTS) >= _CONTEXTS_MAX:
                     _CONTEXTS.clear()
-                number = _CONTEXTS[context] = next(_NUMBERS)   # (never reused: old keys cannot match)
-            self._ctx = None if self.debug else number
+                # (numbers are never reused: the stage texts of an emptied context cannot match again)
+                hit = _CONTEXTS[context] = (next(_NUMBERS), tuple([q.dtype for q in k.queues]))
+            self._ctx = None if self.debug else hit[0]
         return self._ctx
 
     def _member_init(self, m) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 
 from .. import dtypes as dt
 from ..tile.kernel import (Alloc, Barrier, Call, CopyIn, CopyNz, CopyOut, DeQue, Dup, EnQue, Field, For, Free, Gm, If,
@@ -49,6 +50,18 @@ _TCUBE = tuple(Field(f) for f in TCUBE_FIELDS)   # the TCubeTiling struct's fiel
 def _ld(count, dtype: dt.DType):
     """The UB row stride of a tile row of `count` elements: padded to 32 bytes."""
     return pad(count, 32 // dtype.itemsize)
+
+
+@functools.lru_cache(maxsize=None)   # (built at its first use, not at import)
+def _tile_shape() -> Stage:
+    """The TileShape stage of every cube and conv kernel (_CubeLowering.tile_shape)."""
+    return Stage("TileShape", "count", (
+        Let("roundM", ("/", ("+", "tailM", ("-", "t.baseM", 1)), "t.baseM")),
+        Let("mi", ("%", "count", "roundM")), Let("ni", ("/", "count", "roundM")),
+        Set("curM", ("min", "t.baseM", ("-", "tailM", ("*", "mi", "t.baseM")))),
+        Set("curN", ("min", "t.baseN", ("-", "tailN", ("*", "ni", "t.baseN")))),
+        Set("row0", ("+", "m0", ("*", "mi", "t.baseM"))),
+        Set("col0", ("+", "n0", ("*", "ni", "t.baseN")))))
 
 
 class _CubeLowering:
@@ -189,14 +202,9 @@ class _CubeLowering:
         return self.s.params[self.pvals.index(v)]
 
     def tile_shape(self) -> Stage:
-        """Tile `count` of the block, M-first (iterateOrder 0)."""
-        return Stage("TileShape", "count", (
-            Let("roundM", ("/", ("+", "tailM", ("-", "t.baseM", 1)), "t.baseM")),
-            Let("mi", ("%", "count", "roundM")), Let("ni", ("/", "count", "roundM")),
-            Set("curM", ("min", "t.baseM", ("-", "tailM", ("*", "mi", "t.baseM")))),
-            Set("curN", ("min", "t.baseN", ("-", "tailN", ("*", "ni", "t.baseN")))),
-            Set("row0", ("+", "m0", ("*", "mi", "t.baseM"))),
-            Set("col0", ("+", "n0", ("*", "ni", "t.baseN")))))
+        """Tile `count` of the block, M-first (iterateOrder 0): the same for every kernel, so one
+        object (_tile_shape: the Ascend C printer keeps a shared stage's text by the object)."""
+        return _tile_shape()
 
     def boff(self, kind: str):
         """GM offset of the current batch matrix in a tensor of the result's shape."""
