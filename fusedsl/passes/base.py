@@ -74,6 +74,12 @@ class PassManager:
                                 hint="point FUSEDSL_DUMP_IR at a folder (created if missing), or unset it") from None
 
 
+def has_op(fn: Function, *names: str) -> bool:
+    """An op of one of these names is in the function (a pass that rewrites only such ops
+    returns the function itself without one)."""
+    return any(op.name in names for op in fn.ops)
+
+
 def write_atomic(path: str, text: str) -> None:
     """Write a file so that readers never see half of it (temp file + rename)."""
     directory = os.path.dirname(os.path.abspath(path))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ..ir.core import Function, Module, Op, TensorType, Value, freeze_attrs
 from ..ir.ops import infer_types
-from .base import Pass, Rewriter
+from .base import Pass, Rewriter, has_op
 
 _AFFINE = ("add", "sub", "mul")
 
@@ -101,6 +101,8 @@ class FoldBatchNorm(Pass):
     name = "fold-batch-norm"
 
     def run_on_function(self, fn: Function, module: Module) -> Function:
+        if not has_op(fn, "conv2d", "matmul"):
+            return fn   # every fold starts at a conv2d or matmul
         uses = _uses(fn)
         plans: dict[int, tuple[Op, list[tuple[Op, Value]]]] = {}   # id(last chain op) -> plan
         skipped: set[int] = set()

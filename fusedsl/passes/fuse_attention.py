@@ -31,7 +31,7 @@ from ..ir.core import Function, Module, Op, Value, TensorType, freeze_attrs
 from ..ir.ops import infer_types
 from ..ir.shapes import TypeRuleError
 from .. import dtypes as dt
-from .base import Pass
+from .base import Pass, has_op
 
 MISS = "FS115"
 
@@ -47,6 +47,8 @@ class FuseAttention(Pass):
         self.misses: dict[int, str] = {}   # id(P @ V result) -> "FS115 <why>"
 
     def run_on_function(self, fn: Function, module: Module) -> Function:
+        if not has_op(fn, "matmul"):
+            return fn   # the match starts at P @ V: nothing to fuse, no miss to record
         producer = {id(r): op for op in fn.ops for r in op.results}
         users: dict[int, list[Op]] = {}
         for op in fn.ops:
@@ -262,6 +264,8 @@ class FoldAttentionLayout(Pass):
     name = "attention-layout"
 
     def run_on_function(self, fn: Function, module: Module) -> Function:
+        if not has_op(fn, "attention"):
+            return fn   # it rewrites attention ops only
         producer = {id(r): op for op in fn.ops for r in op.results}
         users: dict[int, list[Op]] = {}
         for op in fn.ops:
@@ -302,6 +306,8 @@ class FoldAttentionRope(Pass):
     name = "attention-rope"
 
     def run_on_function(self, fn: Function, module: Module) -> Function:
+        if not has_op(fn, "attention"):
+            return fn   # it rewrites attention ops only
         producer = {id(r): op for op in fn.ops for r in op.results}
         users: dict[int, int] = {}
         for op in fn.ops:
@@ -402,6 +408,8 @@ class FoldAttentionHeads(Pass):
     name = "attention-heads"
 
     def run_on_function(self, fn: Function, module: Module) -> Function:
+        if not has_op(fn, "attention"):
+            return fn   # it rewrites attention ops only
         producer = {id(r): op for op in fn.ops for r in op.results}
         before: dict[int, Op] = {}
         replace: dict[int, Op] = {}
