@@ -34,6 +34,8 @@ from dataclasses import MISSING, FrozenInstanceError
 from operator import attrgetter
 from reprlib import recursive_repr
 
+_set = object.__setattr__
+
 
 def _eq(self, other):
     if other.__class__ is self.__class__:
@@ -88,11 +90,10 @@ _FACTORY = _Factory()
 
 
 def _make_init(cls):
-    """The __init__ dataclass generates: each field stored (frozen: into the instance's __dict__, as
-    dataclass's object.__setattr__ stores it -- no descriptor has a field's name -- at half the
-    cost), a default factory called when its field is not given."""
+    """The __init__ dataclass generates: each field stored (frozen: with object.__setattr__), a
+    default factory called when its field is not given."""
     fields = dataclasses.fields(cls)
-    scope = {"_FACTORY": _FACTORY}
+    scope = {"_set": _set, "_FACTORY": _FACTORY}
     params, body = [], []
     for f in fields:
         value = f.name
@@ -105,9 +106,7 @@ def _make_init(cls):
             value = f"_f_{f.name}() if {f.name} is _FACTORY else {f.name}"
         else:
             params.append(f.name)
-        body.append(f"_d[{f.name!r}] = {value}" if cls._record_frozen else f"self.{f.name} = {value}")
-    if cls._record_frozen and body:
-        body.insert(0, "_d = self.__dict__")
+        body.append(f"_set(self, {f.name!r}, {value})" if cls._record_frozen else f"self.{f.name} = {value}")
     text = "".join(f"\n    {line}" for line in body) or "\n    pass"
     exec(f"def __init__(self{''.join(', ' + p for p in params)}):{text}\n", scope)
     init = scope["__init__"]

@@ -78,7 +78,6 @@ def test_a_record_behaves_as_its_dataclass(cls):
     a, b = _values(cls, 1), _values(cls, 2)
     x, rx = cls(*a), ref(*a)
     assert repr(x) == repr(rx) and cls.__doc__ == ref.__doc__ and cls.__match_args__ == ref.__match_args__
-    assert vars(x) == vars(rx) and list(vars(x)) == list(vars(rx))   # (a frozen record's __init__ fills its dict)
     if cls._record_frozen:
         assert hash(x) == hash(rx) and hash(cls(*a)) == hash(x)
     else:
