@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import fusedsl as fs
+from fusedsl.backend_cpu import blas, conv_product
 from fusedsl.backend_cpu.conv_cpu import ConvCpu
 from fusedsl.backend_cpu.llvm_kernel import LoweringError, lower_kernel
 from fusedsl.lower.kinds import kernel_ir
@@ -157,3 +158,38 @@ def test_a_lone_conv_writes_its_product_into_the_output():
     scaled = fs.fused_kernel(lambda x, w: fs.conv2d(x, w, None, padding=1) * 2.0)
     np.testing.assert_allclose(scaled(x, w), 2 * want, rtol=1e-5, atol=1e-5)
     assert not scaled.compile(x, w)._conv_kernel(scaled.compile(x, w).kernels[0]).plain
+
+
+@pytest.mark.parametrize("case", ["taps", "pointwise"])
+def test_a_large_conv_product_on_the_pool_is_the_one_thread_product_bit_for_bit(case, monkeypatch):
+    """A large conv product's independent runs (a block of columns with every tap, a pointwise
+    conv's image) go to the pool's threads (blas.gemm_runs): each run is the same sgemm calls in
+    the same order, so the result is the one-thread call's, bit for bit -- and torch's within
+    float32 rounding."""
+    torch = pytest.importorskip("torch")
+    g = np.random.default_rng(3)
+    r = 3 if case == "taps" else 1
+    x = g.standard_normal((4, 64, 40, 40)).astype(np.float32)
+    w = g.standard_normal((64, 64, r, r)).astype(np.float32)
+    b = g.standard_normal((1, 64, 1, 1)).astype(np.float32)
+
+    def f(x, w, b):
+        return fs.leaky_relu(fs.conv2d(x, w, padding=r // 2) + b, 0.01)
+    calls = []
+    real = blas.gemm_runs
+
+    def counted(products, run):
+        call = real(products, run)
+        calls.append(getattr(call, "__name__", None) == "parallel")
+        return call
+    monkeypatch.setattr(conv_product, "gemm_runs", counted)
+    monkeypatch.setenv("FUSEDSL_NUM_THREADS", "2")
+    pooled = fs.fused_kernel(f)(x, w, b)
+    assert calls == [True]   # (the product did run on the pool)
+    monkeypatch.setenv("FUSEDSL_NUM_THREADS", "1")
+    alone = fs.fused_kernel(f)(x, w, b)
+    assert calls == [True, False]
+    np.testing.assert_array_equal(pooled, alone)
+    want = torch.nn.functional.leaky_relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w),
+                                                                     padding=r // 2) + torch.from_numpy(b), 0.01)
+    np.testing.assert_allclose(pooled, want.numpy(), rtol=1e-4, atol=1e-3)

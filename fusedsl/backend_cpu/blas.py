@@ -127,6 +127,41 @@ def gemm_list(products) -> "callable | None":
     return call
 
 
+def gemm_runs(products, run: int) -> "callable | None":
+    """gemm_list's call for products made of independent runs of `run` consecutive products (each
+    run writes its own part of c -- a conv's block of columns, every tap in turn): for at least
+    PARALLEL_MACS multiply-adds and two runs, the runs handed out in turn to fusedsl's pool
+    threads (as row_blocks hands out row blocks), each thread's BLAS on that thread; else the one
+    native call on the calling thread.  Each run is the same sgemm calls in the same order either
+    way: the same sums.  None where gemm_list is."""
+    call = gemm_list(products)
+    if call is None:
+        return None
+    runs = len(products) // run if run > 0 and len(products) % run == 0 else 0
+    macs = sum(a.shape[0] * a.shape[1] * b.shape[1] for a, b, _, _ in products)
+    threads = min(host_threads(), runs) if macs >= PARALLEL_MACS and BLAS_LOCAL_THREADS is not None else 1
+    if threads < 2:
+        return call
+    fn, table = _GEMM_LIST_FN[0][1], call.table
+    address = ctypes.c_void_p(table.ctypes.data)
+
+    def parallel() -> None:
+        counter = itertools.count()
+
+        def job():
+            prev = BLAS_LOCAL_THREADS(1)
+            try:
+                for i in counter:   # next() is atomic under the GIL
+                    if i >= runs:
+                        return
+                    fn(ctypes.c_int64(i * run), ctypes.c_int64((i + 1) * run), address, None)
+            finally:
+                BLAS_LOCAL_THREADS(prev)
+        pool().run(job, [()] * threads)
+    parallel.table = table   # alive as long as the call
+    return parallel
+
+
 def sgemm_address() -> int | None:
     """The address of cblas_sgemm (64-bit integer arguments), for JIT code that calls it."""
     if SGEMM is None or SGEMM.__name__ != "scipy_cblas_sgemm64_":

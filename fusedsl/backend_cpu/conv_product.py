@@ -24,7 +24,9 @@ ConvCpu).  Which product, and why (each measured against the others on this host
   multiplied once, K = R*S*C (per-tap products re-read and re-write the [K, cols] accumulator R*S
   times; the windows cost R*S copies of the [C, cols] input instead: fewer bytes when C < K);
 - every sgemm of one product in ONE native call (blas.gemm_list: the Python around each call
-  cost ~6 us, more than a small tap computes), on the calling thread;
+  cost ~6 us, more than a small tap computes), on the calling thread -- or, for a large product,
+  its independent runs (a block of columns' taps, a pointwise conv's image) handed out to the
+  pool's threads, each one such call (blas.gemm_runs; the same sgemms in the same order);
 - buffers above CONV_BUFFER_BYTES: a few images at a time (`blocks`).
 
 float16 / bfloat16 operands are widened into the float32 buffers.  Integer operands: the exact
@@ -38,7 +40,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..reference import _round, _widen
 from . import conv_sparse, int_product
-from .blas import gemm_acc, gemm_list, sgemm_address
+from .blas import gemm_acc, gemm_list, gemm_runs, sgemm_address
 from .gather import copy_list
 
 __all__ = ["ConvProduct", "INTS"]
@@ -176,7 +178,7 @@ class ConvProduct:
             # a pointwise conv: per image [K, C] @ [C, H*W] straight into the output (no
             # padded copy, no transposes: KernelBench 87_conv_pointwise 2x32x32x32 by 32)
             w2 = w.reshape(k, c)
-            gemms = gemm_list([(w2, x[i].reshape(c, h * wd), product[i].reshape(k, h * wd), 0.0) for i in range(n)])
+            gemms = gemm_runs([(w2, x[i].reshape(c, h * wd), product[i].reshape(k, h * wd), 0.0) for i in range(n)], 1)
             if gemms is not None:
                 gemms.operands = (x, w, product)
                 return gemms
@@ -195,9 +197,11 @@ class ConvProduct:
             wt = w.transpose(2, 3, 0, 1)
             acc = np.empty((k, cols), np.float32)
             block = max(256, TAP_BLOCK_BYTES // (4 * (c + k)) // 64 * 64)
-            gemms = gemm_list([(taps[rr, ss], flat[:, rr * wp + ss + c0:rr * wp + ss + min(c0 + block, cols)],
+            # each block of columns takes every tap in turn: blocks are independent runs of R*S
+            # sgemms, handed out to the pool's threads for a large product (blas.gemm_runs)
+            gemms = gemm_runs([(taps[rr, ss], flat[:, rr * wp + ss + c0:rr * wp + ss + min(c0 + block, cols)],
                                 acc[:, c0:c0 + block], 1.0 if rr or ss else 0.0)
-                               for c0 in range(0, cols, block) for rr in range(r) for ss in range(s)])
+                               for c0 in range(0, cols, block) for rr in range(r) for ss in range(s)], r * s)
             grid = acc.reshape(k, n, hp, wp)[:, :, :ho, :wo].transpose(1, 0, 2, 3)
             windows = []
         else:
