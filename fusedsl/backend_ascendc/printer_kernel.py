@@ -630,12 +630,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
                 add(f"                    {x},")
             add(f"                    {types[-1]}> {mm.name};")
         add(f"    {self.tiling if self.parts else k.tiling_struct} tiling;")
-        words = []
-        for m in k.members:
-            if m.dtype is not None:
-                add(f"    {m.dtype.ascendc} {m.name};")
-            else:
-                words.append(f"{m.name} = 0")
+        words = _typed_members(k, add)
         L += ["", "private:"]
         for st in k.stages:
             add(f"    __aicore__ inline void {st.name}({f'uint32_t {st.param}' if st.param else ''})")
@@ -695,12 +690,7 @@ class KernelPrinter(NodePrinting, KernelFrame):
         for g in ins:
             add(f"    AscendC::GlobalTensor<{g.dtype.ascendc}> gm_{gm_name[g.name]};")
         add(f"    {self.tiling} tiling;")
-        words = []
-        for m in k.members:
-            if m.dtype is not None:
-                add(f"    {m.dtype.ascendc} {m.name};")
-            else:
-                words.append(f"{m.name} = 0")
+        words = _typed_members(k, add)
         if words:
             add("    uint32_t " + ", ".join(words) + ";")
         L += ["};", ""]
@@ -869,3 +859,15 @@ def _names(nodes) -> set:
                 elif kind is not int and isinstance(x, tuple):
                     exprs.append(x)
     return out
+
+
+def _typed_members(k, add) -> list:
+    """A kernel class's typed scalar members declared through `add`; its uint32 ones returned as
+    `name = 0` declarators (the class declares them in one line, where it lays out its words)."""
+    words = []
+    for m in k.members:
+        if m.dtype is not None:
+            add(f"    {m.dtype.ascendc} {m.name};")
+        else:
+            words.append(f"{m.name} = 0")
+    return words

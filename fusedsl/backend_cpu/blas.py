@@ -146,18 +146,8 @@ def gemm_runs(products, run: int) -> "callable | None":
     address = ctypes.c_void_p(table.ctypes.data)
 
     def parallel() -> None:
-        counter = itertools.count()
-
-        def job():
-            prev = BLAS_LOCAL_THREADS(1)
-            try:
-                for i in counter:   # next() is atomic under the GIL
-                    if i >= runs:
-                        return
-                    fn(ctypes.c_int64(i * run), ctypes.c_int64((i + 1) * run), address, None)
-            finally:
-                BLAS_LOCAL_THREADS(prev)
-        pool().run(job, [()] * threads)
+        _handed_out(len(products), run, threads,
+                    lambda lo, hi: fn(ctypes.c_int64(lo), ctypes.c_int64(hi), address, None))
     parallel.table = table   # alive as long as the call
     return parallel
 
@@ -307,15 +297,22 @@ def row_blocks(m: int, macs: int, fn, one_thread: bool = False) -> None:
     # add in another order, so a block boundary off that grid changed a row's float32 sums
     # (one 16-bit product element of 72x35 @ 35x35 rounded 1 ulp away from the one-call product)
     rows = -(-rows // 64) * 64 if threads > 1 else rows
-    counter = itertools.count(0, rows)
+    _handed_out(m, rows, threads, fn)
+
+
+def _handed_out(total: int, step: int, threads: int, fn) -> None:
+    """fn(lo, hi) over [0, total) in blocks of `step`, handed out in turn to `threads` threads (the
+    caller's and the pool's: a descheduled thread only delays the blocks it holds), each thread's
+    BLAS on that thread."""
+    counter = itertools.count(0, step)
 
     def job():
         prev = BLAS_LOCAL_THREADS(1)
         try:
             for lo in counter:   # next() is atomic under the GIL
-                if lo >= m:
+                if lo >= total:
                     return
-                fn(lo, min(lo + rows, m))
+                fn(lo, min(lo + step, total))
         finally:
             BLAS_LOCAL_THREADS(prev)
     if threads == 1:
