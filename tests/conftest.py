@@ -4,6 +4,8 @@ Other test files import from here (`from conftest import TOLERANCE, assert_close
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import re
 import traceback
@@ -90,6 +92,16 @@ USER_CODE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_c
 PACKAGE_FILES = sorted(
     "fusedsl/" + os.path.relpath(os.path.join(root, name), PACKAGE_DIR).replace(os.sep, "/")
     for root, _, names in os.walk(PACKAGE_DIR) for name in names if name.endswith(".py"))
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_corpus():
+    """tools/kernel_corpus.py as a module (tools/ is not a package), loaded once per process."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "kernel_corpus.py")
+    spec = importlib.util.spec_from_file_location("kernel_corpus", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def marked_line(path: str, mark: str) -> int:

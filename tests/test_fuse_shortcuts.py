@@ -9,8 +9,6 @@ kernels' kinds, reasons and codes, and the same work counts.
 """
 from __future__ import annotations
 
-import importlib.util
-import os
 
 import numpy as np
 
@@ -21,10 +19,9 @@ from fusedsl.passes.fusion_model import fusion_options
 from fusedsl.passes.pipeline import compile_passes
 from fusedsl.targets import get_target
 
-_PATH = os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py")
-_spec = importlib.util.spec_from_file_location("kernel_corpus_fuse_shortcuts", _PATH)
-corpus = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(corpus)
+from conftest import kernel_corpus
+
+corpus = kernel_corpus()
 
 
 # kernels whose groups do share inputs (the corpus's programs return one value: few do)

@@ -6,8 +6,6 @@ copy (the records are immutable, so corruption is `dataclasses.replace`).
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import os
 import re
 
 import numpy as np
@@ -23,6 +21,8 @@ from fusedsl.passes.base import PassManager
 from fusedsl.passes.fusion_model import fusion_options
 from fusedsl.passes.pipeline import compile_passes
 from fusedsl.targets import get_target
+
+from conftest import kernel_corpus
 
 F32_3 = TensorType((3,), dt.float32)
 LOC = Loc("user.py", 7)
@@ -252,10 +252,7 @@ def test_every_op_taken_as_typed_passes_its_type_rule_over_the_corpus():
     tools/kernel_corpus.py (each shape and dtype), traced and run through the compile pipeline (the builder's ops, each
     pass's, fusion's copies), every op the verifier takes as typed gets its result types from the
     type rule run now."""
-    path = os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py")
-    spec = importlib.util.spec_from_file_location("kernel_corpus_verifier", path)
-    corpus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(corpus)
+    corpus = kernel_corpus()
     target = get_target("ascend910b")
     seen, checked = set(), 0
     for key, fn, specs, _ in corpus.configs():

@@ -3,8 +3,6 @@ those of a dict keyed by the kernel's text with its name left out, printing fewe
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import os
 
 import fusedsl as fs
 from fusedsl.lower.kinds import KERNEL_IR
@@ -12,15 +10,14 @@ from fusedsl.tile import kernel_memo
 from fusedsl.tile.kernel import TileKernel, print_kernel
 from fusedsl.tile.kernel_memo import PER_SHAPE, KernelTextMemo, _shape
 
+from conftest import kernel_corpus
+
 
 def _corpus_kernels() -> list[tuple[TileKernel, str]]:
     """(kernel, target) of the lowered tile kernels (before the kernel passes) of every 4th
     configuration of the kernel corpus, without those that offer whole kernels as candidates (the
     passes' memo skips those)."""
-    spec = importlib.util.spec_from_file_location(
-        "kernel_corpus", os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py"))
-    corpus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(corpus)
+    corpus = kernel_corpus()
     out = []
     for i, (_, fn, specs, target) in enumerate(corpus.configs()):
         if i % 4:

@@ -4,8 +4,6 @@ loop and tensors live at the same node keep their own; the kernel computes the s
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import os
 
 import numpy as np
 import pytest
@@ -17,6 +15,8 @@ from fusedsl.lower.kinds import KERNEL_IR, kernel_ir
 from fusedsl.tile.kernel import (Alloc, Dup, For, Put, Queue, Ref, Stage, TileKernel, Vec, print_kernel,
                                  ub_plan)
 from fusedsl.tile.kernel_reuse import _givers, _stage_allocs, _stage_renames, _two_of_a_kind, reuse_buffers
+
+from conftest import kernel_corpus
 
 
 def _kernel(body, queues=("a", "b", "c")) -> TileKernel:
@@ -93,10 +93,7 @@ def test_a_stage_the_pass_does_not_walk_would_give_no_buffer_on():
     only to a tensor of its kind): on every 6th configuration of the kernel corpus (every kind that
     lowers to the tile IR), each stage it passes by gives nothing on when walked, and the kernels
     it changes are those the walk of every stage changes."""
-    spec = importlib.util.spec_from_file_location(
-        "kernel_corpus", os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py"))
-    corpus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(corpus)
+    corpus = kernel_corpus()
     skipped = walked = changed = 0
     for i, (kind, fn, specs, target) in enumerate(corpus.configs()):
         if i % 6:

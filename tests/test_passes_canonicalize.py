@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import importlib.util
 import os
 import re
 
@@ -26,6 +25,8 @@ from fusedsl.passes.fold_transpose import FoldTranspose
 from fusedsl.passes.split_reductions import SplitReductions
 from fusedsl.passes.pipeline import canonicalize, canonicalize_passes
 from fusedsl.reference import run_module
+
+from conftest import kernel_corpus
 
 
 def ir(text: str) -> str:
@@ -584,10 +585,7 @@ def test_passes_that_return_early_rewrite_as_their_full_loop_over_the_corpus(mon
     tools/kernel_corpus.py (each dtype) and each module the pipeline hands them, the full loop
     gives the same text (and then the function itself, so the module is handed on unchanged) and
     attention-fusion the same misses."""
-    path = os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py")
-    spec = importlib.util.spec_from_file_location("kernel_corpus_canonicalize", path)
-    corpus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(corpus)
+    corpus = kernel_corpus()
 
     def full_loop(p, main, module):
         """The pass's rewrite with its early return off."""

@@ -8,15 +8,13 @@ simulate in test_ascendc_row.py and test_ascendc_row_broadcast.py."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import os
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import fuzz_settings
+from conftest import fuzz_settings, kernel_corpus
 
 import fusedsl as fs
 from fusedsl.backend_cpu.kernel_interp import run_kernel
@@ -179,10 +177,7 @@ def test_remembered_op_programs_equal_fresh_ones(monkeypatch):
     its own name and line), each program it hands out is the one scheduled afresh for that op --
     its text with locations, every field, its kernel's name and line -- and its parameters stand
     for the same kernel values."""
-    spec = importlib.util.spec_from_file_location(
-        "kernel_corpus", os.path.join(os.path.dirname(__file__), "..", "tools", "kernel_corpus.py"))
-    corpus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(corpus)
+    corpus = kernel_corpus()
     monkeypatch.setattr(row_plan, "_OP_SCHEDULES", Lru(512))
     calls = []
 

@@ -16,7 +16,7 @@ list (at most PER_SHAPE, the oldest out), `limit` lists in all, the least recent
 from __future__ import annotations
 
 from ..lru import Lru
-from .kernel import For, If, MmIterate, Step, TileKernel, print_kernel
+from .kernel import Step, TileKernel, print_kernel, walk_nodes
 
 PER_SHAPE = 8
 
@@ -26,23 +26,9 @@ def _shape(k: TileKernel) -> tuple:
     text have the same.  Its fields, GM tensors, queues and steps' labels and tile ops tell apart
     the elementwise kernels, which have no tiling words."""
     return (k.kind, k.note, tuple(k.words), tuple(tuple(c) for c in k.candidates),
-            tuple((st.name, len(st.body), tuple(_steps(st.body, []))) for st in k.stages),
+            tuple((st.name, len(st.body), _steps(st.body)) for st in k.stages),
             tuple((f.name, f.length) for f in k.fields), tuple((g.name, g.dtype.name, g.role) for g in k.gms),
             tuple((q.name, q.position, q.depth) for q in k.queues), len(k.members), len(k.parts), k.process is None)
-
-
-def _steps(body, out: list) -> list:
-    """(label, its stmts' ops) of each step of a body, nested bodies too, in order, into `out`."""
-    for node in body:
-        kind = type(node)
-        if kind is Step:
-            out.append((node.label, tuple(st.op for st in node.stmts)))
-        elif kind is For or kind is MmIterate:
-            _steps(node.body, out)
-        elif kind is If:
-            _steps(node.then, out)
-            _steps(node.orelse, out)
-    return out
 
 
 class _Entry:
@@ -90,3 +76,8 @@ class KernelTextMemo:
 
     def clear(self) -> None:
         self._lists.clear()
+
+
+def _steps(body) -> tuple:
+    """(label, its stmts' ops) of each step of a body, nested bodies too, in order."""
+    return tuple((n.label, tuple(st.op for st in n.stmts)) for n in walk_nodes(body) if type(n) is Step)

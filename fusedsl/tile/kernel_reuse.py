@@ -27,7 +27,7 @@ import dataclasses
 from ..lru import Lru
 from .ir import Stmt
 from .kernel import (Alloc, CopyIn, CopyNz, CopyOut, Decl, Dup, For, GatherRow, If, MmGetC, MmIterate,
-                     MmSet, Move, Put, Scalar, Step, TileKernel, UbCopy, Vec, _gets)
+                     MmSet, Move, Put, Scalar, Step, TileKernel, UbCopy, Vec, _gets, walk_nodes)
 
 
 def _step_accesses(node: Step):
@@ -145,31 +145,22 @@ def reuse_buffers(k: TileKernel, target=None, budget: int | None = None) -> Tile
     return out
 
 
-def _allocs(body, out: dict) -> dict:
+def _allocs(body) -> dict:
     """tensor -> queue of the Allocs of a body, nested bodies too, in order (a tensor taken again
-    keeps its first place and its last queue), into `out`."""
-    for node in body:
-        kind = type(node)
-        if kind is Alloc:
-            out[node.tensor] = node.queue
-        elif kind is For or kind is MmIterate:
-            _allocs(node.body, out)
-        elif kind is If:
-            _allocs(node.then, out)
-            _allocs(node.orelse, out)
-    return out
+    keeps its first place and its last queue)."""
+    return {n.tensor: n.queue for n in walk_nodes(body) if type(n) is Alloc}
 
 
 def _stage_allocs(k: TileKernel) -> tuple[list, dict]:
     """(each stage's _allocs, queue -> the stages that take it, Process counting twice: its own
     buffers are never given on)."""
-    allocs = [_allocs(st.body, {}) for st in k.stages]
+    allocs = [_allocs(st.body) for st in k.stages]
     taken: dict[str, int] = {}
     for stage_allocs in allocs:
         for q in set(stage_allocs.values()):
             taken[q] = taken.get(q, 0) + 1
     if k.process is not None:
-        for q in set(_allocs(k.process, {}).values()):
+        for q in set(_allocs(k.process).values()):
             taken[q] = taken.get(q, 0) + 2
     return allocs, taken
 
